@@ -1,0 +1,12 @@
+import { ToolError } from "./tool-error.ts";
+
+/** `tool_failed`: the tool threw something that was not a ToolError. The original is the `cause`. */
+export class ToolFailedError extends ToolError {
+  declare readonly data: { readonly tool: string };
+
+  constructor(tool: string, cause: unknown) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super("tool_failed", `Tool "${tool}" failed: ${reason}`, { data: { tool }, cause });
+    this.name = "ToolFailedError";
+  }
+}

@@ -1,0 +1,42 @@
+/** @tackle/core: define a tool once; hand it to the AI SDK, the OpenAI SDK, LangChain or MCP. */
+export { controlFlowBrand, isControlFlow } from "./errors/control-flow.ts";
+export { formatIssues, InvalidInputError, type ValidationIssue } from "./errors/invalid-input-error.ts";
+export { InvalidOutputError } from "./errors/invalid-output-error.ts";
+export { toToolError } from "./errors/to-tool-error.ts";
+export { ToolAbortedError } from "./errors/tool-aborted-error.ts";
+export { ToolDefinitionError } from "./errors/tool-definition-error.ts";
+export { ToolError, type ToolErrorOptions, type ToolErrorPayload } from "./errors/tool-error.ts";
+export { ToolFailedError } from "./errors/tool-failed-error.ts";
+export { ToolTimeoutError } from "./errors/tool-timeout-error.ts";
+export { UnknownToolError } from "./errors/unknown-tool-error.ts";
+export {
+  type JsonSchema,
+  type JsonSchemaOptions,
+  jsonSchema,
+  type StandardJSONSchemaV1,
+  type StandardSchemaV1,
+  type ToolSchema,
+  toJsonSchema,
+  type ValidationResult,
+  validateWith,
+} from "./schema/schema.ts";
+export {
+  type AnyTool,
+  defineTool,
+  type Identity,
+  type Tool,
+  type ToolAnnotations,
+  type ToolContext,
+  type ToolDefinition,
+} from "./tool/define-tool.ts";
+export { type Logger, silentLogger } from "./tool/logger.ts";
+export {
+  type CallOptions,
+  createToolSet,
+  DEFAULT_TIMEOUT_MS,
+  type ToolCallResult,
+  type ToolSet,
+  type ToolSetOptions,
+} from "./tool-set/create-tool-set.ts";
+export { llmNamePattern, toLlmName } from "./tool-set/llm-name.ts";
+export { traceToolCall } from "./tracing/trace-tool-call.ts";

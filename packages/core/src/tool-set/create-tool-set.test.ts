@@ -1,0 +1,215 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { z } from "zod";
+import { controlFlowBrand } from "../errors/control-flow.ts";
+import { InvalidInputError } from "../errors/invalid-input-error.ts";
+import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
+import { ToolError } from "../errors/tool-error.ts";
+import { defineTool } from "../tool/define-tool.ts";
+import { createToolSet } from "./create-tool-set.ts";
+
+const add = defineTool({
+  name: "math.add",
+  description: "Adds two numbers.",
+  input: z.object({ a: z.number(), b: z.number() }),
+  output: z.number(),
+  execute: ({ a, b }) => a + b,
+});
+
+describe("createToolSet", () => {
+  it("calls a tool with validated input", async () => {
+    const tools = createToolSet([add]);
+    assert.deepEqual(await tools.call("math.add", { a: 2, b: 3 }), { ok: true, output: 5 });
+    assert.equal(await tools.invoke("math.add", { a: 1, b: 1 }), 2);
+  });
+
+  it("refuses a duplicate name, naming both definitions", () => {
+    const again = defineTool({ ...add, source: undefined as never, execute: () => 0 });
+    assert.throws(
+      () => createToolSet([add, again]),
+      (error: unknown) => {
+        assert.ok(ToolDefinitionError.isInstance(error));
+        assert.equal(error.code, "duplicate_tool");
+        const sources = (error.data as { sources: string[] }).sources;
+        assert.equal(sources.length, 2);
+        assert.match(sources[0]!, /create-tool-set\.test\.ts:\d+/);
+        assert.match(sources[1]!, /create-tool-set\.test\.ts:\d+/);
+        assert.notEqual(sources[0], sources[1]);
+        assert.match(error.message, new RegExp(`${sources[0]}.*${sources[1]}`));
+        return true;
+      },
+    );
+  });
+
+  it("validates tool names at definition time", () => {
+    for (const name of ["", "has space", "a/b", "x".repeat(129)]) {
+      assert.throws(
+        () => defineTool({ name, description: "", input: z.object({}), execute: () => null }),
+        (error: unknown) => ToolError.isInstance(error) && error.code === "invalid_tool_definition",
+      );
+    }
+  });
+
+  it("gives reversible model-safe names, hashing long ones", () => {
+    const long = defineTool({
+      name: `m.${"x".repeat(100)}`,
+      description: "",
+      input: z.object({}),
+      execute: () => 1,
+    });
+    const tools = createToolSet([add, long]);
+    assert.equal(tools.llmName("math.add"), "math__add");
+    assert.equal(tools.fromLlmName("math__add"), "math.add");
+    const longName = tools.llmName(long.name);
+    assert.match(longName, /^[A-Za-z0-9_-]{1,64}$/);
+    assert.equal(tools.fromLlmName(longName), long.name);
+  });
+
+  it("refuses names whose model-safe forms collide", () => {
+    const dotted = defineTool({ name: "a.b", description: "", input: z.object({}), execute: () => 1 });
+    const underscored = defineTool({ name: "a__b", description: "", input: z.object({}), execute: () => 1 });
+    assert.throws(() => createToolSet([dotted, underscored]), /maps to the model name "a__b"/);
+  });
+
+  it("returns invalid input as issues with paths, never a stack", async () => {
+    const tools = createToolSet([add]);
+    const result = await tools.call("math.add", { a: "two" });
+    assert.equal(result.ok, false);
+    if (result.ok) return;
+    assert.ok(InvalidInputError.isInstance(result.error));
+    const wire = JSON.parse(JSON.stringify(result.error));
+    assert.equal(wire.code, "invalid_input");
+    assert.deepEqual(
+      wire.data.issues.map((issue: { path: unknown[] }) => issue.path),
+      [["a"], ["b"]],
+    );
+    assert.equal(typeof wire.data.issues[0].message, "string");
+    assert.equal(wire.stack, undefined);
+    assert.doesNotMatch(JSON.stringify(wire), /at .*\.ts:\d+/);
+  });
+
+  it("answers an unknown tool with the names that exist", async () => {
+    const result = await createToolSet([add]).call("math.sub", {});
+    assert.equal(result.ok, false);
+    if (!result.ok) {
+      assert.equal(result.error.code, "unknown_tool");
+      assert.deepEqual((result.error.data as { available: string[] }).available, ["math.add"]);
+    }
+  });
+
+  it("ends a tool that exceeds its timeout with a timeout error, even if it ignores its signal", async () => {
+    let sawAbort = false;
+    const slow = defineTool({
+      name: "slow",
+      description: "",
+      input: z.object({}),
+      timeoutMs: 50,
+      execute: (_input, context) =>
+        new Promise((resolve) => {
+          context.signal.addEventListener("abort", () => {
+            sawAbort = true;
+          });
+          setTimeout(resolve, 2000).unref();
+        }),
+    });
+    const started = Date.now();
+    const result = await createToolSet([slow]).call("slow", {});
+    assert.ok(Date.now() - started < 1000);
+    assert.equal(result.ok, false);
+    if (!result.ok) {
+      assert.equal(result.error.code, "timeout");
+      assert.equal(result.error.retryable, true);
+    }
+    assert.equal(sawAbort, true);
+  });
+
+  it("aborts when the caller's signal fires", async () => {
+    const hang = defineTool({
+      name: "hang",
+      description: "",
+      input: z.object({}),
+      execute: () => new Promise(() => {}),
+    });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 20);
+    const result = await createToolSet([hang]).call("hang", {}, { signal: controller.signal });
+    assert.equal(result.ok, false);
+    if (!result.ok) assert.equal(result.error.code, "aborted");
+  });
+
+  it("validates output when a schema is given", async () => {
+    const liar = defineTool({
+      name: "liar",
+      description: "",
+      input: z.object({}),
+      output: z.object({ n: z.number() }),
+      execute: () => ({ n: "not a number" }) as never,
+    });
+    const result = await createToolSet([liar]).call("liar", {});
+    assert.equal(result.ok, false);
+    if (!result.ok) assert.equal(result.error.code, "invalid_output");
+  });
+
+  it("wraps a thrown error as tool_failed and keeps a ToolError's code", async () => {
+    const failing = defineTool({
+      name: "failing",
+      description: "",
+      input: z.object({ coded: z.boolean() }),
+      execute: ({ coded }) => {
+        if (coded) throw new ToolError("not_found", "no such order", { data: { id: 7 } });
+        throw new Error("boom");
+      },
+    });
+    const tools = createToolSet([failing]);
+    const plain = await tools.call("failing", { coded: false });
+    const coded = await tools.call("failing", { coded: true });
+    assert.ok(!plain.ok && plain.error.code === "tool_failed" && /boom/.test(plain.error.message));
+    assert.ok(!coded.ok && coded.error.code === "not_found");
+    assert.deepEqual(!coded.ok && coded.error.toJSON(), {
+      code: "not_found",
+      message: "no such order",
+      retryable: false,
+      data: { id: 7 },
+    });
+  });
+
+  it("lets a control-flow throw (an interrupt) pass through untouched", async () => {
+    const pause = Object.assign(new Error("paused"), { [controlFlowBrand]: true });
+    const pausing = defineTool({
+      name: "pausing",
+      description: "",
+      input: z.object({}),
+      execute: () => {
+        throw pause;
+      },
+    });
+    await assert.rejects(createToolSet([pausing]).call("pausing", {}), (error) => error === pause);
+  });
+
+  it("hands the handler its context", async () => {
+    const seen = defineTool({
+      name: "seen",
+      description: "",
+      input: z.object({}),
+      execute: (_input, context) => ({
+        callId: context.callId,
+        key: context.idempotencyKey,
+        tenant: context.identity?.tenant,
+      }),
+    });
+    const result = await createToolSet([seen]).invoke(
+      "seen",
+      {},
+      { callId: "c1", identity: { tenant: "t1" } },
+    );
+    assert.deepEqual(result, { callId: "c1", key: "c1", tenant: "t1" });
+  });
+
+  it("derives JSON Schema once, at definition", () => {
+    assert.deepEqual(add.inputJsonSchema, {
+      type: "object",
+      properties: { a: { type: "number" }, b: { type: "number" } },
+      required: ["a", "b"],
+    });
+  });
+});

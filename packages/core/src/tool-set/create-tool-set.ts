@@ -1,0 +1,188 @@
+/** `createToolSet`: a named collection of tools with one checked way to call them. */
+import { randomUUID } from "node:crypto";
+import { isControlFlow } from "../errors/control-flow.ts";
+import { InvalidInputError } from "../errors/invalid-input-error.ts";
+import { InvalidOutputError } from "../errors/invalid-output-error.ts";
+import { toToolError } from "../errors/to-tool-error.ts";
+import { ToolAbortedError } from "../errors/tool-aborted-error.ts";
+import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
+import type { ToolError } from "../errors/tool-error.ts";
+import { ToolTimeoutError } from "../errors/tool-timeout-error.ts";
+import { UnknownToolError } from "../errors/unknown-tool-error.ts";
+import { validateWith } from "../schema/schema.ts";
+import type { AnyTool, Identity, ToolContext } from "../tool/define-tool.ts";
+import { type Logger, silentLogger } from "../tool/logger.ts";
+import { recordFailure, traceToolCall } from "../tracing/trace-tool-call.ts";
+import { llmNamePattern, toLlmName } from "./llm-name.ts";
+
+/** Default per-call time limit. `timeoutMs: 0` (or Infinity) disables it. */
+export const DEFAULT_TIMEOUT_MS = 60_000;
+
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+  readonly callId?: string;
+  /** Defaults to the call id. Give the same key when retrying the same logical call. */
+  readonly idempotencyKey?: string;
+  readonly identity?: Identity;
+  readonly logger?: Logger;
+  /** Overrides the tool's and the set's time limit for this call. */
+  readonly timeoutMs?: number;
+}
+
+/** A call's outcome: errors are data, so a model (or a wire) gets them as values. */
+export type ToolCallResult<Output = unknown> =
+  | { readonly ok: true; readonly output: Output }
+  | { readonly ok: false; readonly error: ToolError };
+
+export interface ToolSetOptions {
+  /** Time limit for tools that set none. Default 60 s. */
+  readonly timeoutMs?: number;
+  readonly logger?: Logger;
+}
+
+export interface ToolSet {
+  readonly tools: readonly AnyTool[];
+  readonly names: readonly string[];
+  get(name: string): AnyTool | undefined;
+  has(name: string): boolean;
+  /** The model-safe name of a tool (`[A-Za-z0-9_-]{1,64}`). */
+  llmName(name: string): string;
+  /** The tool name behind a model-safe name, or undefined. */
+  fromLlmName(llmName: string): string | undefined;
+  /** Validates, runs under timeout and abort, validates output; every failure comes back as data. */
+  call(name: string, args: unknown, options?: CallOptions): Promise<ToolCallResult>;
+  /** As `call`, but throws the ToolError. */
+  invoke(name: string, args: unknown, options?: CallOptions): Promise<unknown>;
+}
+
+/**
+ * Builds a tool set. A duplicate name is refused naming both definitions' sources; so is a pair of
+ * names whose model-safe forms collide.
+ */
+export function createToolSet(tools: readonly AnyTool[], options: ToolSetOptions = {}): ToolSet {
+  const byName = new Map<string, AnyTool>();
+  const byLlmName = new Map<string, string>();
+  const llmNames = new Map<string, string>();
+  for (const tool of tools) {
+    const existing = byName.get(tool.name);
+    if (existing !== undefined) {
+      throw new ToolDefinitionError(
+        "duplicate_tool",
+        `Duplicate tool name "${tool.name}": defined at ${existing.source} and at ${tool.source}`,
+        { name: tool.name, sources: [existing.source, tool.source] },
+      );
+    }
+    const llmName = toLlmName(tool.name);
+    const clash = byLlmName.get(llmName);
+    if (clash !== undefined || !llmNamePattern.test(llmName)) {
+      throw new ToolDefinitionError(
+        "duplicate_tool",
+        `Tool "${tool.name}" (${tool.source}) maps to the model name "${llmName}", already used by "${clash}" (${byName.get(clash ?? "")?.source})`,
+        { name: tool.name, llmName, sources: [byName.get(clash ?? "")?.source, tool.source] },
+      );
+    }
+    byName.set(tool.name, tool);
+    byLlmName.set(llmName, tool.name);
+    llmNames.set(tool.name, llmName);
+  }
+  const names = [...byName.keys()];
+  const defaultTimeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const defaultLogger = options.logger ?? silentLogger;
+
+  async function call(name: string, args: unknown, callOptions: CallOptions = {}): Promise<ToolCallResult> {
+    const tool = byName.get(name);
+    if (tool === undefined) return { ok: false, error: new UnknownToolError(name, names) };
+    const callId = callOptions.callId ?? randomUUID();
+    return traceToolCall({ name, description: tool.description, callId }, async (span) => {
+      const result = await runTool(tool, args, callId, callOptions, defaultTimeout, defaultLogger);
+      if (!result.ok) recordFailure(span, result.error);
+      return result;
+    });
+  }
+
+  return Object.freeze({
+    tools: Object.freeze([...byName.values()]),
+    names: Object.freeze(names),
+    get: (name: string) => byName.get(name),
+    has: (name: string) => byName.has(name),
+    llmName(name: string) {
+      const llmName = llmNames.get(name);
+      if (llmName === undefined) throw new UnknownToolError(name, names);
+      return llmName;
+    },
+    fromLlmName: (llmName: string) => byLlmName.get(llmName),
+    call,
+    async invoke(name: string, args: unknown, callOptions?: CallOptions) {
+      const result = await call(name, args, callOptions);
+      if (!result.ok) throw result.error;
+      return result.output;
+    },
+  });
+}
+
+async function runTool(
+  tool: AnyTool,
+  args: unknown,
+  callId: string,
+  options: CallOptions,
+  defaultTimeout: number,
+  defaultLogger: Logger,
+): Promise<ToolCallResult> {
+  const input = await validateWith(tool.input, args);
+  if (!input.ok) return { ok: false, error: new InvalidInputError(tool.name, input.issues) };
+
+  const timeoutMs = options.timeoutMs ?? tool.timeoutMs ?? defaultTimeout;
+  const controller = new AbortController();
+  const signals = [controller.signal];
+  if (options.signal !== undefined) signals.push(options.signal);
+  const signal = AbortSignal.any(signals);
+  if (signal.aborted) return { ok: false, error: new ToolAbortedError(tool.name, signal.reason) };
+
+  const context: ToolContext = {
+    signal,
+    callId,
+    idempotencyKey: options.idempotencyKey ?? callId,
+    logger: options.logger ?? defaultLogger,
+    ...(options.identity === undefined ? {} : { identity: options.identity }),
+  };
+
+  // The handler races its own deadline and the caller's signal: a tool that ignores its signal still
+  // returns on time.
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const stopped = new Promise<ToolCallResult>((resolve) => {
+    if (Number.isFinite(timeoutMs) && timeoutMs > 0) {
+      timer = setTimeout(() => {
+        const error = new ToolTimeoutError(tool.name, timeoutMs);
+        controller.abort(error);
+        resolve({ ok: false, error });
+      }, timeoutMs);
+    }
+    if (options.signal !== undefined) {
+      const callerSignal = options.signal;
+      onAbort = () => resolve({ ok: false, error: new ToolAbortedError(tool.name, callerSignal.reason) });
+      callerSignal.addEventListener("abort", onAbort, { once: true });
+    }
+  });
+  const ran = (async (): Promise<ToolCallResult> => {
+    try {
+      return { ok: true, output: await tool.execute(input.value, context) };
+    } catch (error) {
+      if (isControlFlow(error)) throw error;
+      if (signal.aborted && controller.signal.reason !== undefined) {
+        return { ok: false, error: toToolError(tool.name, controller.signal.reason) };
+      }
+      return { ok: false, error: toToolError(tool.name, error) };
+    }
+  })();
+  try {
+    const result = await Promise.race([ran, stopped]);
+    if (!result.ok || tool.output === undefined) return result;
+    const output = await validateWith(tool.output, result.output);
+    if (!output.ok) return { ok: false, error: new InvalidOutputError(tool.name, output.issues) };
+    return { ok: true, output: output.value };
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+    if (onAbort !== undefined) options.signal?.removeEventListener("abort", onAbort);
+  }
+}

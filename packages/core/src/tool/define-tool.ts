@@ -1,0 +1,123 @@
+/** `defineTool`: one tool, defined once, with its schemas, annotations and handler. */
+import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
+import type { JsonSchema, StandardSchemaV1, ToolSchema } from "../schema/schema.ts";
+import { toJsonSchema } from "../schema/schema.ts";
+import type { Logger } from "./logger.ts";
+
+/** Who is calling: a tenant, a user, an agent. Opaque to core; handed through to the tool. */
+export type Identity = Readonly<Record<string, string | undefined>>;
+
+/** What a tool's handler receives besides its arguments. */
+export interface ToolContext {
+  /** Aborts when the caller cancels or the call times out. */
+  readonly signal: AbortSignal;
+  /** This call's id (the model's tool-call id when there is one). */
+  readonly callId: string;
+  /** Stable across retries of the same logical call: use it to make side effects idempotent. */
+  readonly idempotencyKey: string;
+  readonly identity?: Identity;
+  readonly logger: Logger;
+}
+
+/** MCP-style hints about what a tool does; advisory, for clients and UIs. */
+export interface ToolAnnotations {
+  readonly title?: string;
+  readonly readOnlyHint?: boolean;
+  readonly destructiveHint?: boolean;
+  readonly idempotentHint?: boolean;
+  readonly openWorldHint?: boolean;
+}
+
+export interface ToolDefinition<Input, Output> {
+  /** `^[A-Za-z0-9_.-]{1,128}$`; `module.tool` by convention. */
+  readonly name: string;
+  readonly description: string;
+  readonly input: ToolSchema<unknown, Input>;
+  readonly output?: StandardSchemaV1<unknown, Output> & Partial<ToolSchema<unknown, Output>>;
+  readonly annotations?: ToolAnnotations;
+  /** Per-tool time limit in ms; a call may override it. */
+  readonly timeoutMs?: number;
+  /** Where the tool comes from (a file, a bundle, a server), named when a duplicate is refused. */
+  readonly source?: string;
+  readonly execute: (input: Input, context: ToolContext) => Output | Promise<Output>;
+}
+
+/** A defined tool: the definition plus its derived JSON Schemas and its source. */
+// biome-ignore lint/suspicious/noExplicitAny: a tool of unknown types must accept and return anything
+export interface Tool<Input = any, Output = any> extends ToolDefinition<Input, Output> {
+  readonly source: string;
+  readonly inputJsonSchema: JsonSchema;
+  readonly outputJsonSchema?: JsonSchema;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: see Tool
+export type AnyTool = Tool<any, any>;
+
+const toolNamePattern = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** Defines a tool. The name and schemas are checked here, once; JSON Schema is derived here, once. */
+export function defineTool<Input, Output>(definition: ToolDefinition<Input, Output>): Tool<Input, Output> {
+  const source = definition.source ?? callerLocation();
+  if (typeof definition.name !== "string" || !toolNamePattern.test(definition.name)) {
+    throw new ToolDefinitionError(
+      "invalid_tool_definition",
+      `Invalid tool name ${JSON.stringify(definition.name)} (${source}): names match ^[A-Za-z0-9_.-]{1,128}$`,
+      { name: definition.name, source },
+    );
+  }
+  if (typeof definition.execute !== "function") {
+    throw new ToolDefinitionError(
+      "invalid_tool_definition",
+      `Tool "${definition.name}" (${source}) has no execute function`,
+      {
+        name: definition.name,
+        source,
+      },
+    );
+  }
+  const inputJsonSchema = deriveJsonSchema(definition.name, source, definition.input, "input");
+  const outputJsonSchema =
+    definition.output?.["~standard"] && "jsonSchema" in definition.output["~standard"]
+      ? deriveJsonSchema(definition.name, source, definition.output as ToolSchema, "output")
+      : undefined;
+  return Object.freeze({
+    ...definition,
+    source,
+    inputJsonSchema,
+    ...(outputJsonSchema === undefined ? {} : { outputJsonSchema }),
+  });
+}
+
+function deriveJsonSchema(
+  name: string,
+  source: string,
+  schema: ToolSchema,
+  side: "input" | "output",
+): JsonSchema {
+  if (schema?.["~standard"]?.jsonSchema === undefined) {
+    throw new ToolDefinitionError(
+      "invalid_tool_definition",
+      `Tool "${name}" (${source}): its ${side} schema cannot describe itself as JSON Schema; use zod 4 or jsonSchema()`,
+      { name, source },
+    );
+  }
+  try {
+    return toJsonSchema(schema, side);
+  } catch (error) {
+    throw new ToolDefinitionError(
+      "invalid_tool_definition",
+      `Tool "${name}" (${source}): its ${side} schema has no JSON Schema form: ${(error as Error).message}`,
+      { name, source },
+    );
+  }
+}
+
+/** The file and line that called defineTool, so a refused duplicate can name both definitions. */
+function callerLocation(): string {
+  const lines = new Error().stack?.split("\n") ?? [];
+  const frame = lines
+    .slice(1)
+    .find((line) => !line.includes("define-tool.") && !line.includes("node:internal"));
+  const match = frame?.match(/\(?((?:file:\/\/|\/)[^()]+?):(\d+):\d+\)?$/);
+  return match ? `${match[1]!.replace("file://", "")}:${match[2]}` : "unknown source";
+}

@@ -1,0 +1,105 @@
+/** Starts a private `nats-server` (JetStream on) on a free port; suites may stop and restart it. */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort } from "./free-port.ts";
+
+export interface NatsServerHandle {
+  readonly port: number;
+  readonly url: string;
+  /** Stops the server (SIGTERM, then SIGKILL); the JetStream store is kept for a restart. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port and store. */
+  restart(): Promise<void>;
+  /** Stops it and deletes its store. */
+  close(): Promise<void>;
+}
+
+const installHint =
+  "nats-server is not on PATH. Install it: apt-get install -y nats-server (or run scripts/ensure-services.sh)";
+
+function findNatsServer(): string {
+  for (const candidate of [
+    process.env.NATS_SERVER_BIN,
+    "nats-server",
+    "/usr/sbin/nats-server",
+    "/usr/bin/nats-server",
+  ]) {
+    if (!candidate) continue;
+    try {
+      execFileSync(candidate, ["--version"], { stdio: "ignore" });
+      return candidate;
+    } catch {}
+  }
+  throw new Error(installHint);
+}
+
+export async function startNatsServer(
+  options: { extraArgs?: readonly string[] } = {},
+): Promise<NatsServerHandle> {
+  const binary = findNatsServer();
+  const port = await freePort();
+  const storeDir = mkdtempSync(join(tmpdir(), "tackle-nats-"));
+  let child: ChildProcess | undefined;
+
+  async function start(): Promise<void> {
+    const args = [
+      "-a",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "-js",
+      "-sd",
+      storeDir,
+      ...(options.extraArgs ?? []),
+    ];
+    const spawned = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });
+    child = spawned;
+    let stderr = "";
+    spawned.stderr?.on("data", (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-4000);
+    });
+    const deadline = Date.now() + 10_000;
+    while (!(await canConnect(port))) {
+      if (spawned.exitCode !== null) throw new Error(`nats-server exited (${spawned.exitCode}): ${stderr}`);
+      if (Date.now() > deadline) throw new Error(`nats-server did not listen on ${port}: ${stderr}`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  async function stop(): Promise<void> {
+    const running = child;
+    child = undefined;
+    if (running === undefined || running.exitCode !== null) return;
+    const exited = new Promise((resolve) => running.once("exit", resolve));
+    running.kill("SIGTERM");
+    const timer = setTimeout(() => running.kill("SIGKILL"), 3000);
+    await exited;
+    clearTimeout(timer);
+  }
+
+  await start();
+  return {
+    port,
+    url: `nats://127.0.0.1:${port}`,
+    stop,
+    restart: start,
+    async close() {
+      await stop();
+      rmSync(storeDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
