@@ -1,0 +1,57 @@
+/** Starts the console on a loopback address and reports its URL. */
+import { type ServerType, serve } from "@hono/node-server";
+import type { Logger } from "@tackle/core";
+import { CliError } from "../program/cli-error.ts";
+import type { ToolSource } from "../tool-source/tool-source.ts";
+import { consolePath, createConsoleApp } from "./create-console-app.ts";
+import { isLoopbackHost, type ListenAddress } from "./parse-listen.ts";
+
+export interface ConsoleOptions {
+  readonly source: ToolSource;
+  readonly listen: ListenAddress;
+  readonly token: string;
+  readonly logger: Logger;
+}
+
+export interface RunningConsole {
+  /** `http://127.0.0.1:4270/mcp`: what an MCP client connects to. */
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export async function startConsole(options: ConsoleOptions): Promise<RunningConsole> {
+  const { listen } = options;
+  // Checked again here so that no caller, however it built the address, can bind beyond loopback.
+  if (!isLoopbackHost(listen.host)) {
+    throw new CliError("not_loopback", `The console refuses to listen on ${listen.host}: loopback only`, {
+      exitCode: 2,
+    });
+  }
+  const app = createConsoleApp(options);
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const started = serve({ fetch: app.fetch, hostname: listen.host, port: listen.port });
+    started.once("listening", () => resolve(started));
+    started.once("error", (error: NodeJS.ErrnoException) => {
+      const message =
+        error.code === "EADDRINUSE"
+          ? `The console cannot listen on ${listen.host}:${listen.port}: the port is in use (is another tackle serve running? set MESH_CONSOLE_LISTEN to another loopback port)`
+          : `The console cannot listen on ${listen.host}:${listen.port}: ${error.message}`;
+      reject(new CliError("console_unavailable", message, { cause: error }));
+    });
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : listen.port;
+  const host = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
+  return {
+    url: `http://${host}:${port}${consolePath}`,
+    port,
+    async close() {
+      await app.close();
+      await new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        if ("closeAllConnections" in server) server.closeAllConnections();
+      });
+    },
+  };
+}

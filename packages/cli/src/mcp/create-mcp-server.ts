@@ -1,0 +1,87 @@
+/** Builds the MCP server (one per request or per stdio connection) that exposes a tool source as `module.tool`. */
+
+import { type CallToolResult, type Tool as McpTool, Server } from "@modelcontextprotocol/server";
+import type { ToolError } from "@tackle/core";
+import type { ModuleInfo, ToolSource } from "../tool-source/tool-source.ts";
+
+/** The console's own tool: every module with its status and errors, so none is silently missing. */
+export const modulesToolName = "tackle.modules";
+
+const modulesTool: McpTool = {
+  name: modulesToolName,
+  description:
+    "Lists every module this node or mesh holds with its status (ok, failed, unreachable), its node, its tools and load errors. Call it when a tool you expect is missing.",
+  inputSchema: { type: "object", properties: {}, additionalProperties: false },
+  annotations: { readOnlyHint: true },
+};
+
+export interface McpServerOptions {
+  readonly name?: string;
+  readonly version?: string;
+}
+
+export function createMcpServer(source: ToolSource, options: McpServerOptions = {}): Server {
+  const server = new Server(
+    { name: options.name ?? "tackle", version: options.version ?? "0.1.0" },
+    {
+      capabilities: { tools: {} },
+      instructions: `Tackle ${source.description}: tools are named module.tool. ${modulesToolName} reports modules that failed to load or did not answer.`,
+    },
+  );
+  server.setRequestHandler("tools/list", async () => {
+    const modules = await source.catalogue();
+    const tools: McpTool[] = [modulesTool];
+    for (const info of modules) {
+      for (const tool of info.tools) {
+        tools.push({
+          name: `${info.module}.${tool.name}`,
+          description: tool.description,
+          inputSchema: { ...tool.inputSchema, type: "object" },
+        });
+      }
+    }
+    return { tools, _meta: { "tackle/modules": modules.map(moduleStatus) } };
+  });
+  server.setRequestHandler("tools/call", async (request, context) => {
+    const { name, arguments: args } = request.params;
+    if (name === modulesToolName) {
+      const modules = await source.catalogue();
+      return server.projectCallToolResult(success({ modules }), undefined);
+    }
+    const result = await source.call(name, args ?? {}, { signal: context.mcpReq.signal });
+    return server.projectCallToolResult(
+      result.ok ? success(result.output) : failure(result.error),
+      undefined,
+    );
+  });
+  return server;
+}
+
+function moduleStatus(info: ModuleInfo) {
+  return {
+    module: info.module,
+    status: info.status,
+    ...(info.node === undefined ? {} : { node: info.node }),
+    tools: info.tools.length,
+    errors: info.errors,
+  };
+}
+
+function success(output: unknown): CallToolResult {
+  // Always JSON, so a client reads back exactly the value the tool returned (a string stays a string).
+  const text = JSON.stringify(output) ?? "null";
+  const isObject = typeof output === "object" && output !== null && !Array.isArray(output);
+  return {
+    content: [{ type: "text", text }],
+    ...(isObject ? { structuredContent: output as Record<string, unknown> } : {}),
+  };
+}
+
+/** A tool error as MCP's `isError` result; `structuredContent.error` keeps the code and data for machines. */
+function failure(error: ToolError): CallToolResult {
+  return {
+    isError: true,
+    content: [{ type: "text", text: `${error.code}: ${error.message}` }],
+    structuredContent: { error: error.toJSON() },
+  };
+}

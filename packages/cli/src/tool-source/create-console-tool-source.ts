@@ -1,0 +1,113 @@
+/** The console tool source: `tools` and `call` through a console already running on this machine. */
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { ToolError, type ToolErrorPayload } from "@tackle/core";
+import { modulesToolName } from "../mcp/create-mcp-server.ts";
+import { CliError } from "../program/cli-error.ts";
+import type { ModuleInfo, ToolSource } from "./tool-source.ts";
+
+export interface ConsoleSourceOptions {
+  /** The console's MCP URL, e.g. `http://127.0.0.1:4270/mcp` (a bare origin gets `/mcp`). */
+  readonly url: string;
+  readonly token: string;
+  readonly timeoutMs?: number;
+}
+
+export async function createConsoleToolSource(options: ConsoleSourceOptions): Promise<ToolSource> {
+  const url = new URL(options.url);
+  if (url.pathname === "/" || url.pathname === "") url.pathname = "/mcp";
+  const client = new Client(
+    { name: "tackle-cli", version: "0.1.0" },
+    { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  );
+  const transport = new StreamableHTTPClientTransport(url, {
+    requestInit: { headers: { authorization: `Bearer ${options.token}` } },
+  });
+  try {
+    await client.connect(transport, { timeout: options.timeoutMs ?? 10_000 });
+  } catch (error) {
+    throw consoleError(url, error);
+  }
+  const requestOptions = (timeoutMs: number | undefined, signal?: AbortSignal) => ({
+    timeout: timeoutMs ?? options.timeoutMs ?? 60_000,
+    ...(signal === undefined ? {} : { signal }),
+  });
+
+  return {
+    description: `console ${url.href}`,
+    async catalogue() {
+      const result = await client.callTool(
+        { name: modulesToolName, arguments: {} },
+        requestOptions(undefined),
+      );
+      const modules = (result.structuredContent as { modules?: ModuleInfo[] } | undefined)?.modules;
+      if (result.isError === true || !Array.isArray(modules)) {
+        throw new CliError(
+          "console_unavailable",
+          `The console at ${url.href} did not list its modules: ${textOf(result.content)}`,
+        );
+      }
+      return modules;
+    },
+    async call(qualifiedName, args, callOptions = {}) {
+      try {
+        const result = await client.callTool(
+          { name: qualifiedName, arguments: (args ?? {}) as Record<string, unknown> },
+          requestOptions(callOptions.timeoutMs, callOptions.signal),
+        );
+        if (result.isError === true) {
+          const payload = (result.structuredContent as { error?: ToolErrorPayload } | undefined)?.error;
+          return {
+            ok: false,
+            error:
+              payload === undefined
+                ? new ToolError("tool_failed", textOf(result.content))
+                : ToolError.fromPayload(payload),
+          };
+        }
+        return { ok: true, output: result.structuredContent ?? parseText(textOf(result.content)) };
+      } catch (error) {
+        return {
+          ok: false,
+          error: new ToolError("console_failed", `The console call failed: ${(error as Error).message}`, {
+            retryable: true,
+            cause: error,
+          }),
+        };
+      }
+    },
+    close: () => client.close(),
+  };
+}
+
+function consoleError(url: URL, error: unknown): CliError {
+  const message = (error as Error).message ?? String(error);
+  if (/401|unauthorized/i.test(message)) {
+    return new CliError(
+      "console_unauthorized",
+      `The console at ${url.href} refused the token (401): check the token file it printed when it started`,
+      { cause: error },
+    );
+  }
+  return new CliError(
+    "console_unavailable",
+    `Cannot reach the console at ${url.href}: ${message} (is tackle serve running?)`,
+    { cause: error },
+  );
+}
+
+function textOf(content: unknown): string {
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((block): block is { type: "text"; text: string } => block?.type === "text")
+    .map((block) => block.text)
+    .join("\n");
+}
+
+/** The console sends outputs as JSON text; a console of another make may send plain text. */
+function parseText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}

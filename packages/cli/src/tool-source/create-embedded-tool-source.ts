@@ -1,0 +1,63 @@
+/** The embedded tool source: modules loaded in this process, called directly, no broker needed. */
+import { ToolError, type ToolSet, UnknownToolError } from "@tackle/core";
+import { splitToolName } from "./split-tool-name.ts";
+import type { ModuleInfo, SourceError, ToolSource } from "./tool-source.ts";
+
+/** The part of `@tackle/mesh`'s `LoadedModule` this source needs. */
+export interface EmbeddedModule {
+  readonly module: string;
+  readonly toolset: ToolSet;
+  readonly errors: readonly SourceError[];
+  close(): Promise<void> | void;
+}
+
+export function createEmbeddedToolSource(modules: readonly EmbeddedModule[]): ToolSource {
+  const byName = new Map(modules.map((loaded) => [loaded.module, loaded]));
+  const catalogue: ModuleInfo[] = [...byName.values()]
+    .map((loaded) => ({
+      module: loaded.module,
+      status:
+        loaded.errors.length > 0 && loaded.toolset.names.length === 0 ? ("failed" as const) : ("ok" as const),
+      tools: loaded.toolset.tools.map((tool) => ({
+        name: tool.name,
+        description: tool.description,
+        inputSchema: tool.inputJsonSchema,
+      })),
+      errors: [...loaded.errors],
+    }))
+    .sort((left, right) => left.module.localeCompare(right.module));
+
+  return {
+    description: "embedded",
+    catalogue: async () => catalogue,
+    async call(qualifiedName, args, options = {}) {
+      const parts = splitToolName(qualifiedName);
+      const loaded = parts === undefined ? undefined : byName.get(parts.module);
+      if (parts === undefined || loaded === undefined) {
+        return { ok: false, error: unknownModule(qualifiedName, [...byName.keys()]) };
+      }
+      if (!loaded.toolset.has(parts.tool)) {
+        const available = loaded.toolset.names.map((name) => `${loaded.module}.${name}`);
+        return { ok: false, error: new UnknownToolError(qualifiedName, available) };
+      }
+      return loaded.toolset.call(parts.tool, args, {
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+        ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      });
+    },
+    async close() {
+      const results = await Promise.allSettled(modules.map(async (loaded) => loaded.close()));
+      const failed = results.find((result) => result.status === "rejected");
+      if (failed !== undefined) throw failed.reason;
+    },
+  };
+}
+
+/** `unknown_tool` naming the modules that exist, for a name whose module is not served here. */
+export function unknownModule(qualifiedName: string, modules: readonly string[]): ToolError {
+  return new ToolError(
+    "unknown_tool",
+    `Unknown tool "${qualifiedName}": tools are named module.tool, and the modules here are ${modules.join(", ") || "(none)"}`,
+    { data: { tool: qualifiedName, modules } },
+  );
+}

@@ -1,0 +1,39 @@
+/** `ToolSource`: what the console, `tackle mcp`, `tools` and `call` read from — a catalogue and a call. */
+import type { ToolCallResult } from "@tackle/core";
+
+/** One tool as a module describes it (bare name; the source qualifies it as `module.tool`). */
+export interface ToolInfo {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: Record<string, unknown>;
+}
+
+/** A load or reach failure, named so a person can find it. */
+export interface SourceError {
+  readonly source: string;
+  readonly message: string;
+}
+
+/** A module as the catalogue reports it; `unreachable` and `failed` modules stay in the list. */
+export interface ModuleInfo {
+  readonly module: string;
+  readonly status: "ok" | "failed" | "unreachable";
+  readonly node?: string;
+  readonly tools: readonly ToolInfo[];
+  readonly errors: readonly SourceError[];
+}
+
+export interface SourceCallOptions {
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface ToolSource {
+  /** Where the tools come from, for people: `embedded`, `mesh nats://…`, `console http://…`. */
+  readonly description: string;
+  /** Every module, in a stable order, including the ones that failed or did not answer. */
+  catalogue(): Promise<readonly ModuleInfo[]>;
+  /** Calls `module.tool`; every failure (unknown module, unreachable, tool error) comes back as data. */
+  call(qualifiedName: string, args: unknown, options?: SourceCallOptions): Promise<ToolCallResult>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,213 @@
+/** The console over real HTTP: SDK v2 clients of both protocol revisions, a raw 2025 client, and the guards. */
+import assert from "node:assert/strict";
+import { request } from "node:http";
+import { after, before, test } from "node:test";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { createToolSet, silentLogger } from "@tackle/core";
+import { type RunningConsole, startConsole } from "../src/console/start-console.ts";
+import demoTools from "../src/modules/demo.ts";
+import { createEmbeddedToolSource } from "../src/tool-source/create-embedded-tool-source.ts";
+
+const token = "test-token-0123456789";
+let consoleServer: RunningConsole;
+
+before(async () => {
+  const source = createEmbeddedToolSource([
+    { module: "demo", toolset: createToolSet(demoTools), errors: [], close: () => {} },
+    {
+      module: "broken",
+      toolset: createToolSet([]),
+      errors: [{ source: "/nowhere/broken.js", message: "Cannot find module '/nowhere/broken.js'" }],
+      close: () => {},
+    },
+  ]);
+  consoleServer = await startConsole({
+    source,
+    listen: { host: "127.0.0.1", port: 0 },
+    token,
+    logger: silentLogger,
+  });
+});
+after(() => consoleServer.close());
+
+async function connect(
+  mode: "legacy" | { pin: string },
+  headers: Record<string, string> = { authorization: `Bearer ${token}` },
+) {
+  const client = new Client({ name: "console-test", version: "1.0.0" }, { versionNegotiation: { mode } });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(consoleServer.url), { requestInit: { headers } }),
+  );
+  return client;
+}
+
+for (const [label, mode] of [
+  ["2026-07-28 (SDK v2, pinned)", { pin: "2026-07-28" }],
+  ["2025 (SDK v2, legacy handshake)", "legacy"],
+] as const) {
+  test(`an MCP client on the ${label} revision lists module.tool names and calls one`, async () => {
+    const client = await connect(mode);
+    try {
+      const { tools } = await client.listTools();
+      const names = tools.map((tool) => tool.name).sort();
+      assert.deepEqual(names, ["demo.add", "demo.echo", "demo.now", "demo.text_stats", "tackle.modules"]);
+      const add = tools.find((tool) => tool.name === "demo.add");
+      assert.equal(add?.inputSchema.type, "object");
+      assert.ok(add?.inputSchema.properties && "numbers" in add.inputSchema.properties);
+
+      const result = await client.callTool({ name: "demo.add", arguments: { numbers: [2, 3, 4.5] } });
+      assert.notEqual(result.isError, true);
+      assert.deepEqual(result.structuredContent, { sum: 9.5 });
+
+      const invalid = await client.callTool({ name: "demo.add", arguments: { numbers: "nope" } });
+      assert.equal(invalid.isError, true);
+      assert.equal((invalid.structuredContent as { error: { code: string } }).error.code, "invalid_input");
+
+      const modules = await client.callTool({ name: "tackle.modules", arguments: {} });
+      const listed = (
+        modules.structuredContent as { modules: { module: string; status: string; errors: unknown[] }[] }
+      ).modules;
+      assert.deepEqual(
+        listed.map((info) => [info.module, info.status]),
+        [
+          ["broken", "failed"],
+          ["demo", "ok"],
+        ],
+      );
+    } finally {
+      await client.close();
+    }
+  });
+}
+
+/** A hand-written 2025-03-26/2025-06-18 client: plain JSON-RPC POSTs, the way older MCP clients speak. */
+async function post(body: unknown, headers: Record<string, string> = {}) {
+  return fetch(consoleServer.url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${token}`,
+      ...headers,
+    },
+    body: JSON.stringify(body),
+  });
+}
+
+async function readJsonRpc(
+  response: Response,
+): Promise<{ result?: Record<string, unknown>; error?: unknown }> {
+  const text = await response.text();
+  if (response.headers.get("content-type")?.includes("text/event-stream")) {
+    const data = text
+      .split("\n")
+      .filter((line) => line.startsWith("data: "))
+      .map((line) => JSON.parse(line.slice(6)));
+    return data.at(-1);
+  }
+  return JSON.parse(text);
+}
+
+test("a raw 2025-06-18 JSON-RPC client initializes, lists and calls", async () => {
+  const initialize = await post({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+  });
+  assert.equal(initialize.status, 200);
+  const initialized = await readJsonRpc(initialize);
+  assert.equal(initialized.result?.protocolVersion, "2025-06-18");
+
+  const headers = { "mcp-protocol-version": "2025-06-18" };
+  const list = await readJsonRpc(
+    await post({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, headers),
+  );
+  const names = ((list.result?.tools ?? []) as { name: string }[]).map((tool) => tool.name);
+  assert.ok(names.includes("demo.echo"));
+
+  const call = await readJsonRpc(
+    await post(
+      {
+        jsonrpc: "2.0",
+        id: 3,
+        method: "tools/call",
+        params: { name: "demo.echo", arguments: { text: "héllo" } },
+      },
+      headers,
+    ),
+  );
+  assert.deepEqual(call.result?.structuredContent, { text: "héllo" });
+});
+
+/** fetch() will not send a forged Host header; node:http will, as a rebinding browser effectively does. */
+function postWithHost(host: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      consoleServer.url,
+      {
+        method: "POST",
+        headers: {
+          host,
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          authorization: `Bearer ${token}`,
+        },
+      },
+      (response) => {
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          body += chunk;
+        });
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
+      },
+    );
+    outgoing.on("error", reject);
+    outgoing.end(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }));
+  });
+}
+
+test("Host and Origin that are not loopback get 403, even with the token", async () => {
+  const hostile = await postWithHost("evil.example");
+  assert.equal(hostile.status, 403);
+  assert.match(hostile.body, /evil\.example/);
+
+  const origin = await post(
+    { jsonrpc: "2.0", id: 1, method: "tools/list" },
+    { origin: "http://evil.example" },
+  );
+  assert.equal(origin.status, 403);
+  await origin.body?.cancel();
+
+  assert.equal((await postWithHost(`localhost.evil.example:${consoleServer.port}`)).status, 403);
+  assert.equal((await postWithHost(`127.0.0.1.evil.example:${consoleServer.port}`)).status, 403);
+
+  const loopbackOrigin = await post(
+    {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+    },
+    { origin: `http://localhost:${consoleServer.port}` },
+  );
+  assert.equal(loopbackOrigin.status, 200);
+  await loopbackOrigin.body?.cancel();
+});
+
+test("no token, or a wrong one, gets 401 and the SDK client cannot connect", async () => {
+  const none = await post({ jsonrpc: "2.0", id: 1, method: "tools/list" }, { authorization: "" });
+  assert.equal(none.status, 401);
+  assert.match(none.headers.get("www-authenticate") ?? "", /^Bearer/);
+  await none.body?.cancel();
+
+  const wrong = await post(
+    { jsonrpc: "2.0", id: 1, method: "tools/list" },
+    { authorization: "Bearer not-the-token" },
+  );
+  assert.equal(wrong.status, 401);
+  await wrong.body?.cancel();
+
+  await assert.rejects(connect("legacy", {}));
+});
