@@ -1,0 +1,60 @@
+/** `toAiSdkTools`: a Tackle tool set as AI SDK tools, keyed by the set's model-safe names. */
+import { type Tool as AiSdkTool, type ToolSet as AiSdkToolSet, type JSONValue, jsonSchema, tool } from "ai";
+import type { ToolErrorPayload } from "../errors/tool-error.ts";
+import type { CallOptions, ToolSet } from "../tool-set/create-tool-set.ts";
+
+type ModelOutput = Awaited<ReturnType<NonNullable<AiSdkTool["toModelOutput"]>>>;
+
+/** What every call through these tools carries besides the AI SDK's own call id and abort signal. */
+export type AiSdkToolsOptions = Omit<CallOptions, "signal" | "callId" | "idempotencyKey">;
+
+/** The output an AI SDK tool returns when the Tackle call failed: the coded error, as data. */
+export interface AiSdkToolFailure {
+  readonly ok: false;
+  readonly error: ToolErrorPayload;
+}
+
+/**
+ * Wraps every tool of the set as an AI SDK tool. Input schemas are the JSON Schemas derived at
+ * definition; `toolset.call` validates, so invalid input, timeouts and failures come back to the model
+ * as an `error-json` tool result it can act on (`{ code, message, retryable, data }`), not as a thrown
+ * error that keeps only a message. Control-flow throws (durable interrupts) pass through untouched.
+ */
+export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}): AiSdkToolSet {
+  const tools: AiSdkToolSet = {};
+  for (const definition of toolset.tools) {
+    tools[toolset.llmName(definition.name)] = tool({
+      description: definition.description,
+      inputSchema: jsonSchema(definition.inputJsonSchema),
+      async execute(input, execution) {
+        const result = await toolset.call(definition.name, input, {
+          ...options,
+          callId: execution.toolCallId,
+          ...(execution.abortSignal === undefined ? {} : { signal: execution.abortSignal }),
+        });
+        if (result.ok) return result.output;
+        return { ok: false, error: result.error.toJSON() } satisfies AiSdkToolFailure;
+      },
+      toModelOutput({ output }): ModelOutput {
+        if (isAiSdkToolFailure(output))
+          return { type: "error-json", value: output.error as unknown as JSONValue };
+        if (typeof output === "string") return { type: "text", value: output };
+        return { type: "json", value: (output ?? null) as JSONValue };
+      },
+    });
+  }
+  return tools;
+}
+
+/** True for the output of a failed call (see `AiSdkToolFailure`). */
+export function isAiSdkToolFailure(output: unknown): output is AiSdkToolFailure {
+  if (typeof output !== "object" || output === null) return false;
+  const candidate = output as { ok?: unknown; error?: { code?: unknown; message?: unknown } };
+  return (
+    candidate.ok === false &&
+    typeof candidate.error === "object" &&
+    candidate.error !== null &&
+    typeof candidate.error.code === "string" &&
+    typeof candidate.error.message === "string"
+  );
+}

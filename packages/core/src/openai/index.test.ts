@@ -1,0 +1,12 @@
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import * as adapter from "./index.ts";
+
+it("@tackle/core/openai exports exactly its curated names", () => {
+  assert.deepEqual(Object.keys(adapter).sort(), [
+    "runChatToolCalls",
+    "runResponseToolCalls",
+    "toOpenAIChatTools",
+    "toOpenAIResponseTools",
+  ]);
+});

@@ -1,0 +1,33 @@
+/** `runChatToolCalls`: runs an assistant message's tool calls through a tool set; returns the tool messages. */
+import type {
+  ChatCompletionMessageToolCall,
+  ChatCompletionToolMessageParam,
+} from "openai/resources/chat/completions/completions";
+import type { ToolSet } from "../tool-set/create-tool-set.ts";
+import { callFromModel, type OpenAICallOptions, resultText } from "./call-from-model.ts";
+
+/** The part of a chat completion message this helper reads. */
+export interface ChatMessageWithToolCalls {
+  readonly tool_calls?: readonly ChatCompletionMessageToolCall[] | null;
+}
+
+/**
+ * Runs every tool call of the message concurrently and answers each, in order, with a `role: "tool"`
+ * message to append to the conversation. Failures are answered too, as `{ "error": { code, … } }`.
+ */
+export async function runChatToolCalls(
+  toolset: ToolSet,
+  message: ChatMessageWithToolCalls,
+  options: OpenAICallOptions = {},
+): Promise<ChatCompletionToolMessageParam[]> {
+  return Promise.all(
+    (message.tool_calls ?? []).map(async (toolCall) => {
+      const [name, argumentText] =
+        toolCall.type === "function"
+          ? [toolCall.function.name, toolCall.function.arguments]
+          : [toolCall.custom.name, JSON.stringify({ input: toolCall.custom.input })];
+      const result = await callFromModel(toolset, name, argumentText, toolCall.id, options);
+      return { role: "tool", tool_call_id: toolCall.id, content: resultText(result) };
+    }),
+  );
+}
