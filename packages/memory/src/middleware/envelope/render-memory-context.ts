@@ -19,10 +19,15 @@ export interface MemoryContextEnvelope {
   readonly end: string;
 }
 
-/** A fresh 128-bit nonce as hex. */
+/**
+ * A fresh 128-bit nonce as hex. Without WebCrypto it falls back to `Math.random`: stored text was
+ * written before this request, and no stored text can spell a delimiter anyway (the nonce is a second wall).
+ */
 export function createEnvelopeNonce(): string {
   const bytes = new Uint8Array(16);
-  globalThis.crypto.getRandomValues(bytes);
+  const webCrypto = (globalThis as { crypto?: Crypto }).crypto;
+  if (webCrypto?.getRandomValues !== undefined) webCrypto.getRandomValues(bytes);
+  else for (let index = 0; index < bytes.length; index++) bytes[index] = Math.floor(Math.random() * 256);
   return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 

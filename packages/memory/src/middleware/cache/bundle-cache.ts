@@ -1,0 +1,47 @@
+/**
+ * `createBundleCache`: a bounded, short-lived LRU of in-flight and settled context-bundle fetches,
+ * enough to dedupe within one warm process; it is not shared across processes.
+ */
+export const DEFAULT_CACHE_ENTRIES = 50;
+export const DEFAULT_CACHE_TTL_MS = 60_000;
+
+export interface BundleCacheOptions {
+  readonly maxEntries?: number;
+  readonly ttlMs?: number;
+}
+
+export interface BundleCache<Value> {
+  /** The live entry for `key`, refreshed as most recently used; undefined when absent or expired. */
+  get(key: string): Promise<Value> | undefined;
+  /** Stores a fetch; a fetch that fails is forgotten so the next call tries again. */
+  set(key: string, value: Promise<Value>): void;
+  readonly size: number;
+}
+
+export function createBundleCache<Value>(options: BundleCacheOptions = {}): BundleCache<Value> {
+  const maxEntries = options.maxEntries ?? DEFAULT_CACHE_ENTRIES;
+  const ttlMs = options.ttlMs ?? DEFAULT_CACHE_TTL_MS;
+  // A Map iterates in insertion order: re-inserting on use keeps the least recently used first.
+  const entries = new Map<string, { value: Promise<Value>; expiresAt: number }>();
+  return {
+    get(key) {
+      const entry = entries.get(key);
+      if (entry === undefined) return undefined;
+      entries.delete(key);
+      if (entry.expiresAt <= performance.now()) return undefined;
+      entries.set(key, entry);
+      return entry.value;
+    },
+    set(key, value) {
+      entries.delete(key);
+      entries.set(key, { value, expiresAt: performance.now() + ttlMs });
+      while (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
+      value.catch(() => {
+        if (entries.get(key)?.value === value) entries.delete(key);
+      });
+    },
+    get size() {
+      return entries.size;
+    },
+  };
+}

@@ -1,0 +1,246 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { WriteEventRequest } from "../schemas/event.ts";
+import type { ContextBundleRequest, ContextBundleResponse } from "../schemas/synthesis.ts";
+import { cacheIdentityKey } from "./cache/cache-identity.ts";
+import {
+  createMemoryMiddlewareCore,
+  type MemoryMiddlewareCoreOptions,
+} from "./create-memory-middleware-core.ts";
+import type { MemoryMiddlewareClient } from "./memory-middleware-client.ts";
+import { MemoryMiddlewareError } from "./memory-middleware-error.ts";
+import type { TurnMessage } from "./turn-message.ts";
+
+/** Records what the core asks the service; the integration tests run the real service. */
+function recordingClient(options: { fail?: boolean } = {}) {
+  const bundleRequests: ContextBundleRequest[] = [];
+  const events: WriteEventRequest[] = [];
+  const client: MemoryMiddlewareClient = {
+    async buildContextBundle(request) {
+      bundleRequests.push(request);
+      if (options.fail) throw new Error("service down");
+      return bundleFor(`memory for ${request.userId ?? request.agentId ?? request.sessionId ?? "nobody"}`);
+    },
+    async writeEvent(request) {
+      if (options.fail) throw new Error("service down");
+      events.push(request);
+      return {} as never;
+    },
+  };
+  return { client, bundleRequests, events };
+}
+
+function bundleFor(content: string): ContextBundleResponse {
+  return {
+    profile: {
+      summary: "",
+      preferences: [],
+      facts: [],
+      procedures: [],
+      memoryIds: [],
+      generatedBy: "deterministic",
+    },
+    coreMemory: [],
+    memories: [{ id: "mem_1", kind: "fact", content, score: 1, createdAt: "2026-11-29T00:00:00Z" }],
+    recentEvents: [],
+    tokenEstimate: 10,
+    tokenBudget: 1200,
+    truncated: false,
+  };
+}
+
+const userAsks: TurnMessage[] = [{ role: "user", text: "what tea do I like?" }];
+
+function core(client: MemoryMiddlewareClient, extra: Partial<MemoryMiddlewareCoreOptions> = {}) {
+  return createMemoryMiddlewareCore({
+    client,
+    apiUrl: "http://127.0.0.1:1",
+    apiKey: "key-1",
+    onError: () => {},
+    ...extra,
+  });
+}
+
+describe("the middleware core", () => {
+  it("resolves identity per request over the constructor's defaults, field by field", () => {
+    const { client } = recordingClient();
+    const middleware = core(client, { userId: "default-user", agentId: "agent-1" });
+    assert.deepEqual(middleware.resolve({ userId: "alice", sessionId: undefined }), {
+      userId: "alice",
+      agentId: "agent-1",
+    });
+    assert.deepEqual(middleware.resolve(undefined), { userId: "default-user", agentId: "agent-1" });
+  });
+
+  it("asks in full mode with the user's query, and in wake-up mode without one", async () => {
+    const { client, bundleRequests } = recordingClient();
+    const middleware = core(client);
+    await middleware.getContext({ userId: "alice" }, userAsks);
+    await middleware.getContext({ userId: "alice" }, [{ role: "user", text: "  " }]);
+    assert.equal(bundleRequests[0]!.query, "what tea do I like?");
+    assert.equal(bundleRequests[1]!.query, undefined);
+  });
+
+  it("restricts retrieval to the requested scope fields", async () => {
+    const { client, bundleRequests } = recordingClient();
+    await core(client).getContext({ userId: "alice", sessionId: "s1", scope: ["userId"] }, userAsks);
+    assert.equal(bundleRequests[0]!.userId, "alice");
+    assert.equal(bundleRequests[0]!.sessionId, undefined);
+  });
+
+  it("serves a repeated identity from the cache and keeps tenants apart", async () => {
+    const { client, bundleRequests } = recordingClient();
+    const middleware = core(client);
+    const first = await middleware.getContext({ userId: "alice" }, userAsks);
+    const again = await middleware.getContext({ userId: "alice" }, userAsks);
+    const bob = await middleware.getContext({ userId: "bob" }, userAsks);
+    assert.equal(bundleRequests.length, 2);
+    assert.match(again!.text, /memory for alice/);
+    assert.notEqual(first!.nonce, again!.nonce, "a cached bundle still gets a fresh nonce");
+    assert.match(bob!.text, /memory for bob/);
+    assert.doesNotMatch(bob!.text, /alice/);
+  });
+
+  it("keys the cache on every identity field, the API key only through its hash", async () => {
+    const base = {
+      agentId: "a",
+      apiUrl: "http://x",
+      apiKeyHash: "h1",
+      mode: "full" as const,
+      scope: ["userId"],
+      sessionId: "s",
+      userId: "u",
+      query: "q",
+    };
+    const key = await cacheIdentityKey(base);
+    assert.match(key!, /^[0-9a-f]{64}$/);
+    for (const change of [
+      { agentId: "b" },
+      { apiUrl: "http://y" },
+      { apiKeyHash: "h2" },
+      { mode: "wake-up" as const },
+      { scope: [] },
+      { sessionId: "t" },
+      { userId: "v" },
+      { query: "r" },
+    ]) {
+      assert.notEqual(await cacheIdentityKey({ ...base, ...change }), key, JSON.stringify(change));
+    }
+    const { client, bundleRequests } = recordingClient();
+    await core(client, { apiKey: "key-1" }).getContext({ userId: "alice" }, userAsks);
+    const otherKey = core(client, { apiKey: "key-2" });
+    await otherKey.getContext({ userId: "alice" }, userAsks);
+    assert.equal(bundleRequests.length, 2);
+  });
+
+  it("bypasses the cache without a tenant discriminator", async () => {
+    const { client, bundleRequests } = recordingClient();
+    const middleware = core(client);
+    await middleware.getContext({}, userAsks);
+    await middleware.getContext({}, userAsks);
+    assert.equal(bundleRequests.length, 2);
+  });
+
+  it("bypasses the cache when WebCrypto is missing, and still injects", async (context) => {
+    const { client, bundleRequests } = recordingClient();
+    const middleware = core(client);
+    const original = Object.getOwnPropertyDescriptor(globalThis, "crypto")!;
+    Object.defineProperty(globalThis, "crypto", { value: undefined, configurable: true });
+    context.after(() => Object.defineProperty(globalThis, "crypto", original));
+    const withoutCrypto = [
+      await middleware.getContext({ userId: "alice" }, userAsks),
+      await middleware.getContext({ userId: "alice" }, userAsks),
+    ];
+    Object.defineProperty(globalThis, "crypto", original);
+    assert.equal(bundleRequests.length, 2, "every call fetched");
+    for (const envelope of withoutCrypto) assert.match(envelope!.text, /memory for alice/);
+    await middleware.getContext({ userId: "alice" }, userAsks);
+    await middleware.getContext({ userId: "alice" }, userAsks);
+    assert.equal(bundleRequests.length, 3, "with WebCrypto back, the cache serves the repeat");
+  });
+
+  it("holds at most 50 entries and forgets them after the time limit", async () => {
+    const { client, bundleRequests } = recordingClient();
+    const middleware = core(client, { cache: { ttlMs: 40 } });
+    for (let index = 0; index <= 50; index++)
+      await middleware.getContext({ userId: `user-${index}` }, userAsks);
+    await middleware.getContext({ userId: "user-50" }, userAsks);
+    assert.equal(bundleRequests.length, 51);
+    await middleware.getContext({ userId: "user-0" }, userAsks);
+    assert.equal(bundleRequests.length, 52, "the least recently used entry was evicted");
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await middleware.getContext({ userId: "user-0" }, userAsks);
+    assert.equal(bundleRequests.length, 53, "an expired entry is fetched again");
+  });
+
+  it("in a tool loop, fetches only when the last message is the user's", async () => {
+    const { client, bundleRequests } = recordingClient();
+    const middleware = core(client);
+    const loop: TurnMessage[] = [...userAsks, { role: "assistant", text: "" }, { role: "tool", text: "{}" }];
+    assert.equal(await middleware.getContext({ userId: "alice" }, loop), undefined);
+    assert.equal(bundleRequests.length, 0);
+    await middleware.getContext({ userId: "alice" }, userAsks);
+    const step = await middleware.getContext({ userId: "alice" }, loop);
+    assert.equal(bundleRequests.length, 1);
+    assert.match(step!.text, /memory for alice/, "the step reuses the turn's bundle");
+  });
+
+  it("captures a turn with idempotency keys that depend on the turn, never on the clock", async () => {
+    const { client, events } = recordingClient();
+    const middleware = core(client, { awaitCapture: true });
+    await middleware.captureTurn({ userId: "alice", sessionId: "s1" }, userAsks, "green tea");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await middleware.captureTurn({ userId: "alice", sessionId: "s1" }, userAsks, "green tea");
+    await middleware.captureTurn(
+      { userId: "alice", sessionId: "s1" },
+      [{ role: "user", text: "hi" }, ...userAsks],
+      "green tea",
+    );
+    await middleware.captureTurn({ userId: "bob", sessionId: "s1" }, userAsks, "green tea");
+    assert.deepEqual(
+      events.slice(0, 2).map((event) => [event.role, event.content, event.userId, event.sessionId]),
+      [
+        ["user", "what tea do I like?", "alice", "s1"],
+        ["assistant", "green tea", "alice", "s1"],
+      ],
+    );
+    assert.match(events[0]!.customId!, /^[0-9a-f]{64}:user$/);
+    assert.equal(events[2]!.customId, events[0]!.customId, "a retry carries the same key");
+    assert.notEqual(events[4]!.customId, events[0]!.customId, "a different history is a different turn");
+    assert.notEqual(events[6]!.customId, events[0]!.customId, "another tenant is a different turn");
+  });
+
+  it("degrades on failure: injects nothing, drops the capture, reports through onError", async () => {
+    const { client } = recordingClient({ fail: true });
+    const reported: MemoryMiddlewareError[] = [];
+    const middleware = core(client, { onError: (error) => reported.push(error), awaitCapture: true });
+    assert.equal(await middleware.getContext({ userId: "alice" }, userAsks), undefined);
+    await middleware.captureTurn({ userId: "alice" }, userAsks, "answer");
+    assert.deepEqual(
+      reported.map((error) => [
+        error.code,
+        (error.data as { phase: string }).phase,
+        MemoryMiddlewareError.isInstance(error),
+      ]),
+      [
+        ["memory_context_failed", "inject", true],
+        ["memory_capture_failed", "capture", true],
+      ],
+    );
+    assert.equal((reported[0]!.cause as Error).message, "service down");
+  });
+
+  it("without onError, warns once per middleware instance", async (context) => {
+    const warn = context.mock.method(console, "warn", () => {});
+    const { client } = recordingClient({ fail: true });
+    const first = createMemoryMiddlewareCore({ client, apiUrl: "http://x" });
+    const second = createMemoryMiddlewareCore({ client, apiUrl: "http://x" });
+    await first.getContext({ userId: "a" }, userAsks);
+    await first.getContext({ userId: "b" }, userAsks);
+    await first.captureTurn({ userId: "a" }, userAsks, "x");
+    await first.flush();
+    assert.equal(warn.mock.callCount(), 1);
+    await second.getContext({ userId: "a" }, userAsks);
+    assert.equal(warn.mock.callCount(), 2);
+  });
+});
