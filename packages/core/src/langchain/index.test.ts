@@ -1,0 +1,7 @@
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import * as adapter from "./index.ts";
+
+it("@tackle/core/langchain exports exactly its curated names", () => {
+  assert.deepEqual(Object.keys(adapter).sort(), ["toLangChainTools"]);
+});
