@@ -1,0 +1,39 @@
+/** @tackle/durable: exactly-once tool calls across an agent's interrupt and resume, with frames a UI upserts. */
+export { codecVersion, decodeValue, encodeValue } from "./codec/codec.ts";
+export { DurableError } from "./errors/durable-error.ts";
+export {
+  createGraph,
+  END,
+  type Graph,
+  type NodeFunction,
+  type Router,
+  START,
+  type StateUpdate,
+} from "./graph/create-graph.ts";
+export { Interrupt, type InterruptRequest, isInterrupt } from "./interrupt/interrupt.ts";
+export { type ToolPolicy, type ToolPolicies, redact, validatePolicies } from "./policy/tool-policy.ts";
+export {
+  type Answers,
+  createRunner,
+  type Launched,
+  type Runner,
+  type RunnerOptions,
+  type StartOptions,
+  type WatchOptions,
+} from "./runner/create-runner.ts";
+export type { InterruptOptions, NodeContext, StepInfo } from "./runner/node-context.ts";
+export type { RunSnapshot } from "./runner/run-snapshot.ts";
+export type {
+  CommitBatch,
+  DurableStore,
+  Frame,
+  JournalRecord,
+  JournalState,
+  RunPatch,
+  RunRecord,
+  RunStatus,
+} from "./store/durable-store.ts";
+export { createMemoryStore } from "./stores/memory/memory-store.ts";
+export { type ApprovalAnswer, type ApprovalRequest, approve } from "./tool/approve.ts";
+export { tool, type ToolOptions } from "./tool/tool.ts";
+export { nextToolCallId, type ToolCallStatus, type ToolTrace, toolTrace } from "./tool/tool-trace.ts";

@@ -1,0 +1,52 @@
+/** Per-tool policy for the integrations: plain data, so it survives serialization. */
+import { DurableError } from "../errors/durable-error.ts";
+
+export interface ToolPolicy {
+  /** Emit tool_call frames for this tool. Default true. */
+  readonly show?: boolean;
+  /** Field paths masked in frames (`card.number`, `items.*.sku`); the tool still gets the real values. */
+  readonly redact?: readonly string[];
+  /** Pause for a human's approval before running. Default false. */
+  readonly approve?: boolean;
+}
+
+export type ToolPolicies = Readonly<Record<string, ToolPolicy>>;
+
+const mask = "[redacted]";
+
+/** Checks that policies are plain data of the right shape; throws `invalid_policy` naming the field. */
+export function validatePolicies(policies: unknown): ToolPolicies {
+  if (typeof policies !== "object" || policies === null || Array.isArray(policies)) {
+    throw new DurableError("invalid_policy", "Tool policies are an object keyed by tool name");
+  }
+  for (const [name, policy] of Object.entries(policies)) {
+    if (typeof policy !== "object" || policy === null || Array.isArray(policy)) {
+      throw new DurableError("invalid_policy", `The policy of "${name}" is not an object`);
+    }
+    for (const [field, value] of Object.entries(policy)) {
+      const ok =
+        field === "redact"
+          ? Array.isArray(value) && value.every((path) => typeof path === "string")
+          : (field === "show" || field === "approve") && typeof value === "boolean";
+      if (!ok) throw new DurableError("invalid_policy", `The policy of "${name}" has an invalid field "${field}"`);
+    }
+  }
+  return policies as ToolPolicies;
+}
+
+/** A copy of `value` with each path masked; `*` matches every key or index. The input is not touched. */
+export function redact(value: unknown, paths: readonly string[]): unknown {
+  let copy = structuredClone(value);
+  for (const path of paths) copy = maskPath(copy, path.split("."));
+  return copy;
+}
+
+function maskPath(value: unknown, parts: string[]): unknown {
+  if (parts.length === 0) return mask;
+  if (typeof value !== "object" || value === null) return value;
+  const [head, ...rest] = parts as [string, ...string[]];
+  const target = value as Record<string, unknown>;
+  const keys = head === "*" ? Object.keys(target) : Object.hasOwn(target, head) ? [head] : [];
+  for (const key of keys) target[key] = maskPath(target[key], rest);
+  return value;
+}

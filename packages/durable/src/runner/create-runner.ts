@@ -1,0 +1,438 @@
+/** `createRunner`: drives graphs over a store — start, resume, get, frames — one node at a time. */
+import { randomUUID } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { isControlFlow, type Logger, silentLogger, ToolError, toToolError } from "@tackle/core";
+import { decodeValue, encodeValue } from "../codec/codec.ts";
+import { DurableError } from "../errors/durable-error.ts";
+import type { Graph } from "../graph/create-graph.ts";
+import type { InterruptRequest } from "../interrupt/interrupt.ts";
+import type { CommitBatch, DurableStore, Frame, JournalRecord, RunRecord } from "../store/durable-store.ts";
+import { toFrameData } from "./frame-data.ts";
+import { NodeRuntime } from "./node-context.ts";
+import type { RunSnapshot } from "./run-snapshot.ts";
+
+export interface RunnerOptions {
+  readonly store: DurableStore;
+  /** Graphs this runner can resume by name (a fresh process must know them); `start` adds its own. */
+  // biome-ignore lint/suspicious/noExplicitAny: graphs of any state shape
+  readonly graphs?: readonly Graph<any>[];
+  readonly logger?: Logger;
+  /** How often a watcher polls the store for frames written by another process. Default 250 ms. */
+  readonly pollIntervalMs?: number;
+}
+
+export interface StartOptions {
+  readonly threadId?: string;
+}
+
+/** Answers to open interrupts, by interrupt id. */
+export type Answers = Readonly<Record<string, unknown>>;
+
+export interface Launched<State> {
+  readonly threadId: string;
+  readonly runId: string;
+  /** Settles when the run pauses, completes or fails. */
+  readonly finished: Promise<RunSnapshot<State>>;
+}
+
+export interface WatchOptions {
+  readonly afterSeq?: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface Runner {
+  start<State extends object>(graph: Graph<State>, input: State, options?: StartOptions): Promise<RunSnapshot<State>>;
+  /** As `start`, but returns once the run is durable, without waiting for it to pause or end. */
+  launch<State extends object>(
+    graph: Graph<State> | string,
+    input: State,
+    options?: StartOptions,
+  ): Promise<Launched<State>>;
+  /**
+   * Answers the open interrupts by id (every one of them) and runs on; a run left `running` by a dead
+   * process is picked up with no answers. Replaying answers already given is harmless.
+   */
+  resume<State extends object = Record<string, unknown>>(threadId: string, answers?: Answers): Promise<RunSnapshot<State>>;
+  /** As `resume`, but returns once the answers are durable. */
+  launchResume<State extends object = Record<string, unknown>>(
+    threadId: string,
+    answers?: Answers,
+  ): Promise<Launched<State>>;
+  get<State extends object = Record<string, unknown>>(threadId: string): Promise<RunSnapshot<State> | undefined>;
+  frames(threadId: string, options?: { afterSeq?: number; limit?: number }): Promise<Frame[]>;
+  /** Frames as they land, from `afterSeq`; ends when the run is no longer running and every frame was read. */
+  watch(threadId: string, options?: WatchOptions): AsyncIterable<Frame>;
+  /** Waits for the runs this runner drives to pause or end. */
+  idle(): Promise<void>;
+}
+
+interface Cursor {
+  visits: Record<string, number>;
+  tools: Record<string, number>;
+}
+
+export function createRunner(options: RunnerOptions): Runner {
+  const { store } = options;
+  const logger = options.logger ?? silentLogger;
+  // biome-ignore lint/suspicious/noExplicitAny: graphs of any state shape
+  const graphs = new Map<string, Graph<any>>();
+  for (const graph of options.graphs ?? []) graphs.set(graph.name, graph);
+  const active = new Map<string, Promise<unknown>>();
+  const landed = new EventEmitter();
+  landed.setMaxListeners(0);
+  const pollIntervalMs = options.pollIntervalMs ?? 250;
+
+  // biome-ignore lint/suspicious/noExplicitAny: graphs of any state shape
+  function register(graph: Graph<any>): void {
+    const known = graphs.get(graph.name);
+    if (known !== undefined && known !== graph) {
+      throw new DurableError("invalid_graph", `Another graph named "${graph.name}" is already registered`);
+    }
+    graph.entry();
+    graphs.set(graph.name, graph);
+  }
+
+  /** One writer per run: commits in order, seqs in order, fenced by the owner token. */
+  function writer(threadId: string, owner: string, lastSeq: number) {
+    let seq = lastSeq;
+    let chain: Promise<void> = Promise.resolve();
+    return {
+      nextSeq: () => ++seq,
+      write(batch: CommitBatch): Promise<void> {
+        const written = chain.then(() => store.commit(threadId, owner, batch));
+        chain = written.catch(() => {});
+        return written.then(() => {
+          if ((batch.frames?.length ?? 0) > 0) landed.emit(threadId);
+        });
+      },
+    };
+  }
+
+  async function drive<State extends object>(run: RunRecord, lastSeq: number, firstFrames: Frame[] = []): Promise<RunSnapshot<State>> {
+    const { threadId, owner } = run;
+    const out = writer(threadId, owner, lastSeq);
+    const graph = graphs.get(run.graph);
+    let pending = firstFrames.map((frame) => ({ ...frame, seq: out.nextSeq() }));
+    const failRun = async (error: unknown, node: string | null) => {
+      const payload = { ...toToolError(node ?? run.graph, error).toJSON(), ...(node === null ? {} : { node }) };
+      logger.error("durable run failed", { threadId, error: payload });
+      await out.write({
+        frames: [...pending, { type: "run_failed", seq: out.nextSeq(), data: { error: payload } }],
+        run: { status: "failed", error: JSON.stringify(payload) },
+      });
+      pending = [];
+    };
+    try {
+      if (graph === undefined) throw new DurableError("unknown_graph", `No graph named "${run.graph}" is registered`);
+      const journal = new Map<string, JournalRecord>();
+      const answers = new Map<string, JournalRecord>();
+      for (const record of await store.readJournal(threadId)) {
+        (record.key.startsWith("answer:") ? answers : journal).set(
+          record.key.startsWith("answer:") ? record.key.slice(7) : record.key,
+          record,
+        );
+      }
+      let state = decodeValue(run.state, "state") as State;
+      const cursor = decodeValue(run.cursor, "cursor") as Cursor;
+      let node = run.node;
+      while (node !== null) {
+        const fn = graph.nodeFunction(node);
+        if (fn === undefined) throw new DurableError("invalid_graph", `Graph "${graph.name}" has no node "${node}"`);
+        const visit = cursor.visits[node] ?? 0;
+        const runtime = new NodeRuntime({
+          threadId,
+          runId: run.runId,
+          node,
+          visit,
+          toolBase: cursor.tools[node] ?? 0,
+          journal,
+          answers,
+          write: (batch) => {
+            const frames = [...pending, ...(batch.frames ?? [])];
+            pending = [];
+            return out.write({ ...batch, frames });
+          },
+          nextSeq: out.nextSeq,
+        });
+        pending.push({ type: "node_started", seq: out.nextSeq(), data: { node, visit } });
+        const outcome = await runNode(fn, state, runtime);
+        const { frames, journal: leftover } = runtime.drain();
+        pending.push(...frames);
+        if (runtime.fatal !== undefined) throw runtime.fatal;
+        if (outcome.kind === "paused") {
+          for (const call of runtime.openToolCalls.values()) {
+            pending.push({
+              type: "tool_call",
+              seq: out.nextSeq(),
+              data: toFrameData({ ...call, status: "awaiting_approval" }),
+            });
+          }
+          pending.push({ type: "interrupt", seq: out.nextSeq(), data: toFrameData({ node, interrupts: runtime.open }) });
+          await out.write({
+            frames: pending,
+            journal: leftover,
+            run: { status: "paused", interrupts: encodeValue(runtime.open, "the open interrupts") },
+          });
+          pending = [];
+          return snapshotOf<State>({ ...run, status: "paused", node }, state, runtime.open);
+        }
+        if (outcome.kind === "failed") {
+          await failRun(outcome.error, node);
+          return (await getSnapshot<State>(threadId)) as RunSnapshot<State>;
+        }
+        state = { ...state, ...(outcome.update ?? {}) };
+        const next = graph.next(node, state);
+        cursor.visits[node] = visit + 1;
+        cursor.tools[node] = (cursor.tools[node] ?? 0) + runtime.toolCount;
+        pending.push({ type: "node_completed", seq: out.nextSeq(), data: { node, visit } });
+        if (next === null) {
+          pending.push({ type: "run_completed", seq: out.nextSeq(), data: { state: toFrameData(state) } });
+        }
+        await out.write({
+          frames: pending,
+          journal: leftover,
+          run: {
+            state: encodeValue(state, `the state after node "${node}"`),
+            cursor: encodeValue(cursor, "cursor"),
+            node: next,
+            ...(next === null ? { status: "completed" as const } : {}),
+          },
+        });
+        pending = [];
+        node = next;
+      }
+      return snapshotOf<State>({ ...run, status: "completed", node: null }, state, []);
+    } catch (error) {
+      // Fenced: another runner owns the run now; writing anything would be wrong.
+      if (DurableError.isInstance(error) && error.code === "run_fenced") {
+        logger.warn("durable run taken over by another runner", { threadId });
+        return (await getSnapshot<State>(threadId)) as RunSnapshot<State>;
+      }
+      await failRun(error, null).catch((writeError: unknown) => {
+        logger.error("durable run failure could not be recorded", { threadId, error: String(writeError) });
+      });
+      const stored = await getSnapshot<State>(threadId).catch(() => undefined);
+      if (stored !== undefined) return stored;
+      throw error;
+    }
+  }
+
+  async function getSnapshot<State extends object>(threadId: string): Promise<RunSnapshot<State> | undefined> {
+    const run = await store.getRun(threadId);
+    if (run === undefined) return undefined;
+    return snapshotOf<State>(
+      run,
+      decodeValue(run.state, "state") as State,
+      decodeValue(run.interrupts, "interrupts") as InterruptRequest[],
+    );
+  }
+
+  function track<State extends object>(threadId: string, finished: Promise<RunSnapshot<State>>): Promise<RunSnapshot<State>> {
+    active.set(threadId, finished);
+    const forget = () => {
+      if (active.get(threadId) === finished) active.delete(threadId);
+    };
+    finished.then(forget, forget);
+    return finished;
+  }
+
+  async function launch<State extends object>(
+    graphOrName: Graph<State> | string,
+    input: State,
+    startOptions: StartOptions = {},
+  ): Promise<Launched<State>> {
+    const graph = typeof graphOrName === "string" ? graphs.get(graphOrName) : graphOrName;
+    if (graph === undefined) throw new DurableError("unknown_graph", `No graph named "${String(graphOrName)}" is registered`);
+    register(graph);
+    const threadId = startOptions.threadId ?? randomUUID();
+    const runId = randomUUID();
+    const now = new Date().toISOString();
+    const record: RunRecord = {
+      threadId,
+      runId,
+      graph: graph.name,
+      status: "running",
+      state: encodeValue(input, "the input"),
+      node: graph.entry(),
+      cursor: encodeValue({ visits: {}, tools: {} } satisfies Cursor, "cursor"),
+      interrupts: encodeValue([], "interrupts"),
+      error: null,
+      owner: randomUUID(),
+      createdAt: now,
+      updatedAt: now,
+    };
+    const started: Frame = { type: "run_started", seq: 1, data: { threadId, runId, graph: graph.name } };
+    await store.createRun(record, { frames: [started] });
+    landed.emit(threadId);
+    return { threadId, runId, finished: track(threadId, drive<State>(record, 1)) };
+  }
+
+  async function launchResume<State extends object>(threadId: string, given: Answers = {}): Promise<Launched<State>> {
+    if (active.has(threadId)) {
+      throw new DurableError("run_active", `Thread "${threadId}" is running in this process; wait for it to pause`);
+    }
+    const run = await store.getRun(threadId);
+    if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+    const stored = new Map<string, unknown>();
+    for (const record of await store.readJournal(threadId)) {
+      if (record.key.startsWith("answer:")) stored.set(record.key.slice(7), record.value);
+    }
+    const fresh = new Map<string, string>();
+    for (const [id, answer] of Object.entries(given)) {
+      const text = encodeValue(answer, `the answer to "${id}"`);
+      const previous = stored.get(id);
+      if (previous === undefined) fresh.set(id, text);
+      else if (previous !== text) {
+        throw new DurableError("answer_conflict", `The interrupt "${id}" was already answered differently`, {
+          data: { id },
+        });
+      }
+    }
+    const idle = async (): Promise<Launched<State>> => ({
+      threadId,
+      runId: run.runId,
+      finished: getSnapshot<State>(threadId) as Promise<RunSnapshot<State>>,
+    });
+    if (run.status === "paused") {
+      const open = decodeValue(run.interrupts, "interrupts") as InterruptRequest[];
+      const openIds = new Set(open.map((entry) => entry.id));
+      const unknown = [...fresh.keys()].filter((id) => !openIds.has(id));
+      if (unknown.length > 0) {
+        throw new DurableError("unknown_interrupt", `No open interrupt ${unknown.map((id) => `"${id}"`).join(", ")}`, {
+          data: { unknown, open: [...openIds] },
+        });
+      }
+      // Only old answers again: a replayed resume, harmless.
+      if (fresh.size === 0) return idle();
+      const missing = [...openIds].filter((id) => !fresh.has(id));
+      if (missing.length > 0) {
+        throw new DurableError(
+          "unanswered_interrupts",
+          `Every open interrupt must be answered; missing ${missing.map((id) => `"${id}"`).join(", ")}`,
+          { data: { missing } },
+        );
+      }
+      const owner = randomUUID();
+      const claimed = await store.claimRun(threadId, owner, ["paused"], {
+        journal: [...fresh].map(([id, text]) => ({ key: `answer:${id}`, name: "answer", state: "done", attempt: 1, value: text })),
+        run: { status: "running", interrupts: encodeValue([], "interrupts") },
+      });
+      if (claimed === undefined) return launchResume(threadId, given);
+      const resumed: Frame = { type: "run_resumed", seq: 0, data: { answered: [...fresh.keys()] } };
+      return { threadId, runId: run.runId, finished: track(threadId, drive<State>(claimed.run, claimed.lastSeq, [resumed])) };
+    }
+    if (fresh.size > 0) {
+      throw new DurableError("run_not_paused", `Thread "${threadId}" is ${run.status}, not paused; nothing to answer`, {
+        data: { status: run.status },
+      });
+    }
+    if (run.status !== "running") return idle();
+    // Left running by a process that died: take it over (fencing out the old owner, if it still lives).
+    const claimed = await store.claimRun(threadId, randomUUID(), ["running"]);
+    if (claimed === undefined) return idle();
+    const recovered: Frame = { type: "run_recovered", seq: 0, data: {} };
+    return { threadId, runId: run.runId, finished: track(threadId, drive<State>(claimed.run, claimed.lastSeq, [recovered])) };
+  }
+
+  return {
+    async start(graph, input, startOptions) {
+      return (await launch(graph, input, startOptions)).finished;
+    },
+    launch,
+    async resume(threadId, answers) {
+      return (await launchResume(threadId, answers)).finished as never;
+    },
+    launchResume,
+    get: getSnapshot,
+    frames: (threadId, frameOptions = {}) => store.readFrames(threadId, frameOptions.afterSeq ?? 0, frameOptions.limit),
+    async *watch(threadId, watchOptions = {}) {
+      let afterSeq = watchOptions.afterSeq ?? 0;
+      const signal = watchOptions.signal;
+      while (signal?.aborted !== true) {
+        const frames = await store.readFrames(threadId, afterSeq, 500);
+        for (const frame of frames) {
+          afterSeq = frame.seq;
+          yield frame;
+        }
+        if (frames.length > 0) continue;
+        const run = await store.getRun(threadId);
+        if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+        if (run.status !== "running") {
+          // The status and the last frames land in one commit: one more read catches any straggler.
+          const rest = await store.readFrames(threadId, afterSeq, 500);
+          for (const frame of rest) {
+            afterSeq = frame.seq;
+            yield frame;
+          }
+          if (rest.length === 0) return;
+          continue;
+        }
+        await waitForFrames(landed, threadId, pollIntervalMs, signal);
+      }
+    },
+    async idle() {
+      await Promise.allSettled([...active.values()]);
+    },
+  };
+}
+
+async function runNode<State>(
+  fn: (state: Readonly<State>, ctx: NodeRuntime["context"]) => unknown,
+  state: State,
+  runtime: NodeRuntime,
+): Promise<{ kind: "done"; update: Partial<State> | undefined } | { kind: "paused" } | { kind: "failed"; error: unknown }> {
+  const ran = (async () => fn(state, runtime.context))();
+  // Some layers swallow a thrown interrupt (a model SDK turning it into a tool error): the pause wins anyway.
+  const settled = await Promise.race([
+    ran.then(
+      (update) => ({ kind: "returned" as const, update }),
+      (error: unknown) => ({ kind: "threw" as const, error }),
+    ),
+    runtime.paused.then(() => ({ kind: "pause" as const })),
+  ]);
+  await runtime.settle();
+  if (runtime.isPaused) {
+    ran.catch(() => {});
+    return { kind: "paused" };
+  }
+  if (settled.kind === "threw") {
+    if (isControlFlow(settled.error)) return { kind: "paused" };
+    return { kind: "failed", error: settled.error };
+  }
+  if (settled.kind === "pause") return { kind: "paused" };
+  const update = settled.update;
+  if (update !== undefined && (typeof update !== "object" || update === null || Array.isArray(update))) {
+    return {
+      kind: "failed",
+      error: new ToolError("invalid_update", "A node must return an object of state fields (or nothing)"),
+    };
+  }
+  return { kind: "done", update: update as Partial<State> | undefined };
+}
+
+function snapshotOf<State>(run: RunRecord, state: State, interrupts: readonly InterruptRequest[]): RunSnapshot<State> {
+  return {
+    threadId: run.threadId,
+    runId: run.runId,
+    graph: run.graph,
+    status: run.status,
+    state,
+    node: run.node,
+    interrupts,
+    ...(run.error === null ? {} : { error: JSON.parse(run.error) }),
+  };
+}
+
+function waitForFrames(landed: EventEmitter, threadId: string, pollMs: number, signal: AbortSignal | undefined) {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      landed.off(threadId, done);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, pollMs);
+    landed.on(threadId, done);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}

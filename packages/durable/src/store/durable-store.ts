@@ -1,0 +1,78 @@
+/** What a runner needs from storage: runs, their journal and their frames, written in atomic batches. */
+
+export type RunStatus = "running" | "paused" | "completed" | "failed";
+
+/** One frame of a run's progress, as a client sees it. */
+export interface Frame {
+  readonly type: string;
+  /** Strictly increasing per run, persisted: a reader reconnects from any seq. */
+  readonly seq: number;
+  readonly data: unknown;
+}
+
+/** A run as stored; `state`, `interrupts` and `error` are codec text. */
+export interface RunRecord {
+  readonly threadId: string;
+  readonly runId: string;
+  readonly graph: string;
+  readonly status: RunStatus;
+  /** Codec text of the run's state. */
+  readonly state: string;
+  /** The node to run next, or null when the run has ended. */
+  readonly node: string | null;
+  /** Codec text of the run's bookkeeping: visit and tool-call counters per node. */
+  readonly cursor: string;
+  /** Codec text of the open interrupts (`[]` when none). */
+  readonly interrupts: string;
+  /** JSON of the failure payload, or null. */
+  readonly error: string | null;
+  /** Fencing token of the process driving the run. */
+  readonly owner: string;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export type JournalState = "started" | "done" | "failed" | "interrupted";
+
+/** One journal entry: a step's outcome (or its start), or an interrupt's answer. */
+export interface JournalRecord {
+  readonly key: string;
+  readonly name: string;
+  readonly state: JournalState;
+  readonly attempt: number;
+  /** Codec text of the result, the error or the answer; null while started. */
+  readonly value: string | null;
+}
+
+export type RunPatch = Partial<
+  Pick<RunRecord, "status" | "state" | "node" | "cursor" | "interrupts" | "error" | "owner">
+>;
+
+/** Everything one commit writes, atomically. */
+export interface CommitBatch {
+  readonly frames?: readonly Frame[];
+  readonly journal?: readonly JournalRecord[];
+  readonly run?: RunPatch;
+}
+
+export interface DurableStore {
+  /** Creates a run with its first batch; throws `thread_exists` when the thread is taken. */
+  createRun(record: RunRecord, batch?: CommitBatch): Promise<void>;
+  getRun(threadId: string): Promise<RunRecord | undefined>;
+  /**
+   * Hands the run to a new owner when its status is one of `fromStatus`, applying `batch`; returns the
+   * run as claimed and its last frame seq, or undefined when the status did not match.
+   */
+  claimRun(
+    threadId: string,
+    owner: string,
+    fromStatus: readonly RunStatus[],
+    batch?: CommitBatch,
+  ): Promise<{ run: RunRecord; lastSeq: number } | undefined>;
+  /** Writes a batch if `owner` still holds the run; else throws `run_fenced` and writes nothing. */
+  commit(threadId: string, owner: string, batch: CommitBatch): Promise<void>;
+  readJournal(threadId: string): Promise<JournalRecord[]>;
+  /** Frames with seq > afterSeq, oldest first, at most `limit`. */
+  readFrames(threadId: string, afterSeq: number, limit?: number): Promise<Frame[]>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,74 @@
+/** An in-memory store: for tests and demos; gone when the process ends. */
+import { DurableError } from "../../errors/durable-error.ts";
+import type {
+  CommitBatch,
+  DurableStore,
+  Frame,
+  JournalRecord,
+  RunRecord,
+  RunStatus,
+} from "../../store/durable-store.ts";
+
+interface Thread {
+  run: RunRecord;
+  journal: Map<string, JournalRecord>;
+  frames: Frame[];
+}
+
+export function createMemoryStore(): DurableStore {
+  const threads = new Map<string, Thread>();
+
+  function apply(thread: Thread, batch: CommitBatch): void {
+    for (const frame of batch.frames ?? []) {
+      const last = thread.frames.at(-1);
+      if (last !== undefined && frame.seq <= last.seq) {
+        throw new DurableError("run_fenced", `Frame seq ${frame.seq} is not after ${last.seq}`);
+      }
+    }
+    for (const record of batch.journal ?? []) thread.journal.set(record.key, structuredClone(record));
+    thread.frames.push(...(batch.frames ?? []).map((frame) => structuredClone(frame)));
+    thread.run = { ...thread.run, ...batch.run, updatedAt: new Date().toISOString() };
+  }
+
+  function need(threadId: string): Thread {
+    const thread = threads.get(threadId);
+    if (thread === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+    return thread;
+  }
+
+  return {
+    async createRun(record, batch = {}) {
+      if (threads.has(record.threadId)) {
+        throw new DurableError("thread_exists", `Thread "${record.threadId}" already has a run`);
+      }
+      const thread: Thread = { run: { ...record }, journal: new Map(), frames: [] };
+      apply(thread, batch);
+      threads.set(record.threadId, thread);
+    },
+    async getRun(threadId) {
+      const thread = threads.get(threadId);
+      return thread === undefined ? undefined : { ...thread.run };
+    },
+    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}) {
+      const thread = need(threadId);
+      if (!fromStatus.includes(thread.run.status)) return undefined;
+      apply(thread, { ...batch, run: { ...batch.run, owner } });
+      return { run: { ...thread.run }, lastSeq: thread.frames.at(-1)?.seq ?? 0 };
+    },
+    async commit(threadId, owner, batch) {
+      const thread = need(threadId);
+      if (thread.run.owner !== owner) {
+        throw new DurableError("run_fenced", `Thread "${threadId}" was taken over by another runner`);
+      }
+      apply(thread, batch);
+    },
+    async readJournal(threadId) {
+      return [...(threads.get(threadId)?.journal.values() ?? [])].map((record) => ({ ...record }));
+    },
+    async readFrames(threadId, afterSeq, limit = 1000) {
+      const frames = threads.get(threadId)?.frames ?? [];
+      return frames.filter((frame) => frame.seq > afterSeq).slice(0, limit);
+    },
+    async close() {},
+  };
+}

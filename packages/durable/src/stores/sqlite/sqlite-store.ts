@@ -1,0 +1,207 @@
+/** The default store: one SQLite file through `node:sqlite`, WAL with a full sync on every commit. */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { DurableError } from "../../errors/durable-error.ts";
+import type {
+  CommitBatch,
+  DurableStore,
+  Frame,
+  JournalRecord,
+  RunRecord,
+  RunStatus,
+} from "../../store/durable-store.ts";
+
+export interface SqliteStoreOptions {
+  /** A file path, or ":memory:". */
+  readonly path: string;
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS durable_runs (
+  thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, graph TEXT NOT NULL, status TEXT NOT NULL,
+  state TEXT NOT NULL, node TEXT, cursor TEXT NOT NULL, interrupts TEXT NOT NULL, error TEXT,
+  owner TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS durable_journal (
+  thread_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,
+  attempt INTEGER NOT NULL, value TEXT, PRIMARY KEY (thread_id, key)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS durable_frames (
+  thread_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
+  PRIMARY KEY (thread_id, seq)
+) STRICT, WITHOUT ROWID;
+`;
+
+interface RunRow {
+  thread_id: string;
+  run_id: string;
+  graph: string;
+  status: string;
+  state: string;
+  node: string | null;
+  cursor: string;
+  interrupts: string;
+  error: string | null;
+  owner: string;
+  created_at: string;
+  updated_at: string;
+}
+
+const patchColumns = {
+  status: "status",
+  state: "state",
+  node: "node",
+  cursor: "cursor",
+  interrupts: "interrupts",
+  error: "error",
+  owner: "owner",
+} as const;
+
+export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
+  if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+  const database = new DatabaseSync(options.path, { timeout: 5000 });
+  database.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;");
+  database.exec(schema);
+
+  const insertRun = database.prepare(
+    `INSERT INTO durable_runs (thread_id, run_id, graph, status, state, node, cursor, interrupts, error, owner, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const selectRun = database.prepare("SELECT * FROM durable_runs WHERE thread_id = ?");
+  const upsertJournal = database.prepare(
+    `INSERT INTO durable_journal (thread_id, key, name, state, attempt, value) VALUES (?, ?, ?, ?, ?, ?)
+     ON CONFLICT (thread_id, key) DO UPDATE SET name = excluded.name, state = excluded.state,
+     attempt = excluded.attempt, value = excluded.value`,
+  );
+  const insertFrame = database.prepare("INSERT INTO durable_frames (thread_id, seq, type, data) VALUES (?, ?, ?, ?)");
+  const selectJournal = database.prepare(
+    "SELECT key, name, state, attempt, value FROM durable_journal WHERE thread_id = ?",
+  );
+  const selectFrames = database.prepare(
+    "SELECT seq, type, data FROM durable_frames WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+  );
+  const selectLastSeq = database.prepare(
+    "SELECT COALESCE(MAX(seq), 0) AS seq FROM durable_frames WHERE thread_id = ?",
+  );
+  const updates = new Map<string, StatementSync>();
+
+  function transaction<T>(work: () => T): T {
+    database.exec("BEGIN IMMEDIATE");
+    try {
+      const result = work();
+      database.exec("COMMIT");
+      return result;
+    } catch (error) {
+      database.exec("ROLLBACK");
+      throw error;
+    }
+  }
+
+  function apply(threadId: string, batch: CommitBatch, ownerCheck: string | undefined): void {
+    const patch: Record<string, string | null> = { ...batch.run, updated_at: new Date().toISOString() };
+    const keys = Object.keys(patch).sort();
+    const sqlKey = `${keys.join(",")}|${ownerCheck === undefined ? "" : "owner"}`;
+    let update = updates.get(sqlKey);
+    if (update === undefined) {
+      const sets = keys.map((key) => `${patchColumns[key as keyof typeof patchColumns] ?? "updated_at"} = ?`);
+      update = database.prepare(
+        `UPDATE durable_runs SET ${sets.join(", ")} WHERE thread_id = ?${ownerCheck === undefined ? "" : " AND owner = ?"}`,
+      );
+      updates.set(sqlKey, update);
+    }
+    const parameters = [...keys.map((key) => patch[key] ?? null), threadId];
+    if (ownerCheck !== undefined) parameters.push(ownerCheck);
+    const changed = update.run(...parameters).changes;
+    if (changed === 0) {
+      throw new DurableError("run_fenced", `Thread "${threadId}" was taken over by another runner`);
+    }
+    for (const record of batch.journal ?? []) {
+      upsertJournal.run(threadId, record.key, record.name, record.state, record.attempt, record.value);
+    }
+    for (const frame of batch.frames ?? []) {
+      insertFrame.run(threadId, frame.seq, frame.type, JSON.stringify(frame.data ?? null));
+    }
+  }
+
+  return {
+    async createRun(record: RunRecord, batch: CommitBatch = {}) {
+      transaction(() => {
+        try {
+          insertRun.run(
+            record.threadId,
+            record.runId,
+            record.graph,
+            record.status,
+            record.state,
+            record.node,
+            record.cursor,
+            record.interrupts,
+            record.error,
+            record.owner,
+            record.createdAt,
+            record.updatedAt,
+          );
+        } catch (error) {
+          if (/UNIQUE|PRIMARY KEY/.test((error as Error).message)) {
+            throw new DurableError("thread_exists", `Thread "${record.threadId}" already has a run`, { cause: error });
+          }
+          throw error;
+        }
+        apply(record.threadId, batch, record.owner);
+      });
+    },
+    async getRun(threadId) {
+      const row = selectRun.get(threadId) as RunRow | undefined;
+      return row === undefined ? undefined : fromRow(row);
+    },
+    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}) {
+      return transaction(() => {
+        const row = selectRun.get(threadId) as RunRow | undefined;
+        if (row === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+        if (!fromStatus.includes(row.status as RunStatus)) return undefined;
+        apply(threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
+        const run = fromRow(selectRun.get(threadId) as unknown as RunRow);
+        const lastSeq = Number((selectLastSeq.get(threadId) as { seq: number }).seq);
+        return { run, lastSeq };
+      });
+    },
+    async commit(threadId, owner, batch) {
+      transaction(() => apply(threadId, batch, owner));
+    },
+    async readJournal(threadId) {
+      return (selectJournal.all(threadId) as unknown as JournalRecord[]).map((row) => ({
+        key: row.key,
+        name: row.name,
+        state: row.state,
+        attempt: Number(row.attempt),
+        value: row.value,
+      }));
+    },
+    async readFrames(threadId, afterSeq, limit = 1000): Promise<Frame[]> {
+      return (selectFrames.all(threadId, afterSeq, limit) as { seq: number; type: string; data: string }[]).map(
+        (row) => ({ seq: Number(row.seq), type: row.type, data: JSON.parse(row.data) }),
+      );
+    },
+    async close() {
+      if (database.isOpen) database.close();
+    },
+  };
+}
+
+function fromRow(row: RunRow): RunRecord {
+  return {
+    threadId: row.thread_id,
+    runId: row.run_id,
+    graph: row.graph,
+    status: row.status as RunStatus,
+    state: row.state,
+    node: row.node,
+    cursor: row.cursor,
+    interrupts: row.interrupts,
+    error: row.error,
+    owner: row.owner,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}

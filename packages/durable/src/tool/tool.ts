@@ -1,0 +1,54 @@
+/** `tool`: a side effect surfaced as `tool_call` frames and run exactly once across interrupt and resume. */
+import { traceToolCall } from "@tackle/core";
+import { isInterrupt } from "../interrupt/interrupt.ts";
+import { type NodeContext, runtimeOf, type StepInfo } from "../runner/node-context.ts";
+import { nextToolCallId, toolTrace } from "./tool-trace.ts";
+
+export interface ToolOptions {
+  /** What frames show as params (the real ones go to `fn`); default: `params`. */
+  readonly display?: unknown;
+  /** Masks the result in frames; the caller still gets the real value. */
+  readonly displayResult?: (result: unknown) => unknown;
+  /** Emit no frames at all. */
+  readonly hidden?: boolean;
+  /** The id to use; default the next replay-stable `<node>:tool:<n>`. */
+  readonly id?: string;
+}
+
+/**
+ * Runs `fn` once per run through `ctx.step`, inside an OpenTelemetry span, with `tool_call` frames
+ * `running` → `completed` | `error`. An interrupt thrown inside `fn` is rethrown untouched.
+ */
+export function tool<T>(
+  ctx: NodeContext,
+  name: string,
+  params: Record<string, unknown>,
+  fn: (info: StepInfo) => T | Promise<T>,
+  options: ToolOptions = {},
+): Promise<T> {
+  const runtime = runtimeOf(ctx);
+  // Allocated before any await, so parallel calls get ids in call order on every pass.
+  const id = options.id ?? nextToolCallId(ctx);
+  const shownParams = options.display ?? params;
+  const show = (result: unknown) => (options.displayResult === undefined ? result : options.displayResult(result));
+  if (options.hidden !== true) toolTrace(ctx, { id, name, status: "running", params: shownParams });
+  const step = runtime.step(`tool:${name}`, (info) => traceToolCall({ name, description: name, callId: id }, async () => fn(info)), {
+    onResult: (result) => {
+      if (options.hidden === true) return;
+      runtime.openToolCalls.delete(id);
+      runtime.queueFrame("tool_call", { id, name, status: "completed", params: shownParams, result: show(result) });
+    },
+    onError: (error) => {
+      if (options.hidden === true || isInterrupt(error)) return;
+      runtime.openToolCalls.delete(id);
+      runtime.queueFrame("tool_call", {
+        id,
+        name,
+        status: "error",
+        params: shownParams,
+        error: error instanceof Error ? error.message : String(error),
+      });
+    },
+  });
+  return step;
+}
