@@ -34,7 +34,13 @@ export function createEmbeddedToolSource(modules: readonly EmbeddedModule[]): To
       const parts = splitToolName(qualifiedName);
       const loaded = parts === undefined ? undefined : byName.get(parts.module);
       if (parts === undefined || loaded === undefined) {
-        return { ok: false, error: unknownModule(qualifiedName, [...byName.keys()]) };
+        return {
+          ok: false,
+          error: unknownModule(
+            qualifiedName,
+            catalogue.map((info) => info.module),
+          ),
+        };
       }
       if (!loaded.toolset.has(parts.tool)) {
         const available = loaded.toolset.names.map((name) => `${loaded.module}.${name}`);

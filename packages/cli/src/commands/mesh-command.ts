@@ -1,0 +1,124 @@
+/** `tackle mesh issue | revoke | ls`: write and read the membership and catalogue records on the broker. */
+import { connectMesh, issueMembership, listMemberships, readCatalogue, revokeMembership } from "@tackle/mesh";
+import type { Command } from "commander";
+import { CliError } from "../program/cli-error.ts";
+import { hasBroker, readMeshConfig } from "../program/open-tool-source.ts";
+import type { ProgramContext } from "../program/program-context.ts";
+
+type Connection = Awaited<ReturnType<typeof connectMesh>>;
+
+export function addMeshCommand(program: Command, context: ProgramContext): void {
+  const mesh = program
+    .command("mesh")
+    .description(
+      "Administer the mesh on MESH_BROKER_URL / MESH_BROKER_FILE: issue, revoke and list module memberships",
+    );
+
+  mesh
+    .command("issue")
+    .description(
+      "Issue a module on a node (its runtime serves it at once) and list the module in the catalogue",
+    )
+    .argument("<node>", "the node's name (its MESH_NODE)")
+    .argument("<module>", "the module's name")
+    .option("--prefix <subject>", "the subject prefix its tools answer on (default tackle.tools.<module>)")
+    .option("--seat <seat[=subject]>", "a seat the module holds on that node (repeatable)", collect, [])
+    .option("--description <text>", "what the module is for, shown in the catalogue")
+    .action(
+      async (
+        node: string,
+        module: string,
+        options: { prefix?: string; seat: string[]; description?: string },
+      ) => {
+        const seats = Object.fromEntries(
+          options.seat.map((seat) => {
+            const equals = seat.indexOf("=");
+            return equals === -1 ? [seat, undefined] : [seat.slice(0, equals), seat.slice(equals + 1)];
+          }),
+        );
+        const record = await withConnection(context, (connection) =>
+          issueMembership(connection, {
+            node,
+            module,
+            seats,
+            ...(options.prefix === undefined ? {} : { prefix: options.prefix }),
+            ...(options.description === undefined ? {} : { description: options.description }),
+          }),
+        );
+        context.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
+      },
+    );
+
+  mesh
+    .command("revoke")
+    .description(
+      "Take a module's membership off a node; the catalogue drops the module when no node holds it",
+    )
+    .argument("<node>")
+    .argument("<module>")
+    .action(async (node: string, module: string) => {
+      const revoked = await withConnection(context, (connection) =>
+        revokeMembership(connection, { node, module }),
+      );
+      if (!revoked)
+        throw new CliError("invalid_arguments", `No membership of module ${module} on node ${node}`);
+      context.stdout.write(`revoked ${module} on ${node}\n`);
+    });
+
+  mesh
+    .command("ls")
+    .description("List memberships (node, module, subject prefix, seats) and the catalogue")
+    .option("--node <node>", "only this node")
+    .option("--module <module>", "only this module")
+    .option("--json", "print { memberships, catalogue } as JSON")
+    .action(async (options: { node?: string; module?: string; json?: boolean }) => {
+      const { memberships, catalogue } = await withConnection(context, async (connection) => ({
+        memberships: await listMemberships(connection, {
+          ...(options.node === undefined ? {} : { node: options.node }),
+          ...(options.module === undefined ? {} : { module: options.module }),
+        }),
+        catalogue: await readCatalogue(connection),
+      }));
+      if (options.json === true) {
+        context.stdout.write(`${JSON.stringify({ memberships, catalogue }, null, 2)}\n`);
+        return;
+      }
+      const lines = ["NODE\tMODULE\tPREFIX\tSEATS"];
+      for (const record of memberships) {
+        const seats = Object.entries(record.seats).map(([seat, subject]) => `${seat}=${subject}`);
+        lines.push([record.node, record.module, record.prefix, seats.join(",") || "-"].join("\t"));
+      }
+      lines.push("", "CATALOGUE\tPREFIX\tDESCRIPTION");
+      for (const record of catalogue)
+        lines.push([record.module, record.prefix, record.description ?? ""].join("\t"));
+      context.stdout.write(`${lines.join("\n")}\n`);
+    });
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+async function withConnection<T>(
+  context: ProgramContext,
+  work: (connection: Connection) => Promise<T>,
+): Promise<T> {
+  const config = readMeshConfig(context.env);
+  if (!hasBroker(config)) {
+    throw new CliError(
+      "invalid_configuration",
+      "tackle mesh needs a broker: set MESH_BROKER_URL or MESH_BROKER_FILE",
+      { exitCode: 2 },
+    );
+  }
+  const connection = await connectMesh({
+    ...(config.brokerUrl === undefined ? {} : { servers: config.brokerUrl }),
+    ...(config.brokerFile === undefined ? {} : { credsFile: config.brokerFile }),
+    name: "tackle mesh",
+  });
+  try {
+    return await work(connection);
+  } finally {
+    await connection.drain();
+  }
+}

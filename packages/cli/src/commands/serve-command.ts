@@ -1,0 +1,134 @@
+/** `tackle serve`: the node runtime (or, with no broker, the embedded modules) plus the loopback console. */
+
+import { startNodeRuntime } from "@tackle/mesh";
+import type { Command } from "commander";
+import { consoleTokenPath } from "../config/tackle-home.ts";
+import { ensureConsoleToken } from "../console/console-token.ts";
+import { isLoopbackHost, parseListen } from "../console/parse-listen.ts";
+import { type RunningConsole, startConsole } from "../console/start-console.ts";
+import { CliError } from "../program/cli-error.ts";
+import {
+  hasBroker,
+  modulesToServe,
+  openEmbeddedSource,
+  openMeshSource,
+  readMeshConfig,
+} from "../program/open-tool-source.ts";
+import type { ProgramContext } from "../program/program-context.ts";
+import type { ModuleInfo, ToolSource } from "../tool-source/tool-source.ts";
+
+interface ServeOptions {
+  listen?: string;
+  tokenFile?: string;
+  builtin?: boolean;
+  console: boolean;
+}
+
+export function addServeCommand(program: Command, context: ProgramContext): void {
+  program
+    .command("serve")
+    .description(
+      "Serve this node's modules and answer MCP on loopback (the console). With MESH_BROKER_URL or MESH_BROKER_FILE it joins the mesh; without, it serves its modules in-process.",
+    )
+    .option(
+      "--listen <host:port>",
+      "where the console answers (default MESH_CONSOLE_LISTEN or 127.0.0.1:4270); loopback only",
+    )
+    .option(
+      "--token-file <path>",
+      "the console's bearer token file, created 0600 on first start (default $TACKLE_HOME/console-token)",
+    )
+    .option("--builtin", "also serve the built-in modules (served anyway when MESH_TOOL_MODULES is unset)")
+    .option("--no-console", "serve the modules on the mesh without the console listener")
+    .action(async (options: ServeOptions) => {
+      const { logger, env, stdout } = context;
+      const config = readMeshConfig(env);
+      const listen = options.listen === undefined ? config.consoleListen : parseListen(options.listen);
+      if (options.console && !isLoopbackHost(listen.host)) {
+        // parseListen's message, so the variable and the fix are named the same way everywhere.
+        parseListen(`${listen.host.includes(":") ? `[${listen.host}]` : listen.host}:${listen.port}`);
+      }
+      const entries = modulesToServe(config, options.builtin);
+      const closers: (() => Promise<void>)[] = [];
+      let source: ToolSource;
+      let served: readonly ModuleInfo[];
+      try {
+        if (hasBroker(config)) {
+          const runtime = await startNodeRuntime({ config: { ...config, modules: entries }, logger });
+          closers.unshift(() => runtime.close());
+          served = runtime.modules();
+          if (!options.console) {
+            printServed(stdout, `mesh node ${config.node}`, served, undefined, undefined);
+            await waitAndClose(context, closers);
+            return;
+          }
+          source = await openMeshSource(config);
+        } else {
+          if (!options.console) {
+            throw new CliError(
+              "invalid_arguments",
+              "--no-console needs a broker (MESH_BROKER_URL or MESH_BROKER_FILE): without one nothing would be served",
+              { exitCode: 2 },
+            );
+          }
+          source = await openEmbeddedSource(entries, logger);
+          served = await source.catalogue();
+        }
+        closers.unshift(() => source.close());
+        const tokenPath = options.tokenFile ?? consoleTokenPath(env);
+        const token = ensureConsoleToken(tokenPath);
+        if (token.created) logger.info("console token created", { path: tokenPath });
+        const running: RunningConsole = await startConsole({ source, listen, token: token.token, logger });
+        closers.unshift(() => running.close());
+        printServed(
+          stdout,
+          hasBroker(config) ? `mesh node ${config.node}` : "embedded (no broker configured)",
+          served,
+          running.url,
+          tokenPath,
+        );
+      } catch (error) {
+        await closeAll(closers, context);
+        throw error;
+      }
+      await waitAndClose(context, closers);
+    });
+}
+
+function printServed(
+  stdout: NodeJS.WritableStream,
+  mode: string,
+  served: readonly ModuleInfo[],
+  url: string | undefined,
+  tokenPath: string | undefined,
+): void {
+  const lines = [`tackle serve: ${mode}`];
+  for (const info of served) {
+    const errors =
+      info.errors.length === 0
+        ? ""
+        : `, ${info.errors.length} failed: ${info.errors.map((error) => `${error.source}: ${error.message}`).join("; ")}`;
+    lines.push(
+      `  module ${info.module}: ${info.status}, ${info.tools.length} tool${info.tools.length === 1 ? "" : "s"}${errors}`,
+    );
+  }
+  if (served.length === 0) lines.push("  no modules");
+  if (url !== undefined) lines.push(`console ${url}`, `token file ${tokenPath}`);
+  stdout.write(`${lines.join("\n")}\n`);
+}
+
+async function waitAndClose(context: ProgramContext, closers: (() => Promise<void>)[]): Promise<void> {
+  const signal = await context.stopped;
+  context.logger.info("stopping", { signal });
+  await closeAll(closers, context);
+}
+
+async function closeAll(closers: readonly (() => Promise<void>)[], context: ProgramContext): Promise<void> {
+  for (const close of closers) {
+    try {
+      await close();
+    } catch (error) {
+      context.logger.error("close failed", { error: (error as Error).message });
+    }
+  }
+}

@@ -1,0 +1,24 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import * as cli from "./index.ts";
+
+test("the public API is exactly these names", () => {
+  assert.deepEqual(Object.keys(cli).sort(), [
+    "CliError",
+    "builtinModules",
+    "builtinModulesSetting",
+    "consoleTokenPath",
+    "createConsoleToolSource",
+    "createEmbeddedToolSource",
+    "createMcpServer",
+    "createMeshToolSource",
+    "createProgram",
+    "ensureConsoleToken",
+    "isLoopbackHost",
+    "modulesToolName",
+    "parseListen",
+    "readConsoleToken",
+    "startConsole",
+    "tackleHome",
+  ]);
+});

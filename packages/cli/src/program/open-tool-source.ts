@@ -1,0 +1,85 @@
+/** Picks where tools come from: a console (`--console`), the mesh (a broker is configured) or this process. */
+import type { Logger } from "@tackle/core";
+import {
+  createMeshClient,
+  loadMeshConfig,
+  loadModules,
+  type MeshConfig,
+  MeshConfigError,
+} from "@tackle/mesh";
+import { consoleTokenPath } from "../config/tackle-home.ts";
+import { readConsoleToken } from "../console/console-token.ts";
+import { builtinModules, type ModuleEntry } from "../modules/builtin-modules.ts";
+import { createConsoleToolSource } from "../tool-source/create-console-tool-source.ts";
+import { createEmbeddedToolSource } from "../tool-source/create-embedded-tool-source.ts";
+import { createMeshToolSource } from "../tool-source/create-mesh-tool-source.ts";
+import type { ToolSource } from "../tool-source/tool-source.ts";
+import { CliError } from "./cli-error.ts";
+
+export interface SourceOptions {
+  readonly console?: string;
+  readonly tokenFile?: string;
+  /** Serve the built-in modules besides MESH_TOOL_MODULES (they are served anyway when it is unset). */
+  readonly builtin?: boolean;
+  readonly env: NodeJS.ProcessEnv;
+  readonly logger: Logger;
+}
+
+/** Reads the MESH_* configuration, turning a malformed variable into a one-line refusal. */
+export function readMeshConfig(env: NodeJS.ProcessEnv): MeshConfig {
+  try {
+    return loadMeshConfig(env);
+  } catch (error) {
+    if (MeshConfigError.isInstance(error)) {
+      throw new CliError("invalid_configuration", error.message, { cause: error, exitCode: 2 });
+    }
+    throw error;
+  }
+}
+
+/** MESH_TOOL_MODULES, plus the built-ins when asked or when nothing else is configured. */
+export function modulesToServe(config: MeshConfig, builtin: boolean | undefined): ModuleEntry[] {
+  const configured = [...config.modules];
+  if (builtin === true || configured.length === 0) {
+    const named = new Set(configured.map((entry) => entry.module));
+    configured.push(...builtinModules().filter((entry) => !named.has(entry.module)));
+  }
+  return configured;
+}
+
+export function hasBroker(config: MeshConfig): boolean {
+  return config.brokerUrl !== undefined || config.brokerFile !== undefined;
+}
+
+export async function openMeshSource(config: MeshConfig): Promise<ToolSource> {
+  const client = await createMeshClient({
+    ...(config.brokerUrl === undefined ? {} : { servers: config.brokerUrl }),
+    ...(config.brokerFile === undefined ? {} : { credsFile: config.brokerFile }),
+  });
+  return createMeshToolSource(client, config.brokerUrl ?? config.brokerFile ?? "");
+}
+
+export async function openEmbeddedSource(
+  entries: readonly ModuleEntry[],
+  logger: Logger,
+): Promise<ToolSource> {
+  const loaded = await loadModules(entries, { logger });
+  for (const module of loaded) {
+    for (const error of module.errors)
+      logger.error("bundle failed to load", { module: module.module, ...error });
+  }
+  return createEmbeddedToolSource(loaded);
+}
+
+/** The source for `tools`, `call` and `mcp`. */
+export async function openToolSource(options: SourceOptions): Promise<ToolSource> {
+  if (options.console !== undefined) {
+    const token =
+      options.env.TACKLE_CONSOLE_TOKEN ??
+      readConsoleToken(options.tokenFile ?? consoleTokenPath(options.env));
+    return createConsoleToolSource({ url: options.console, token });
+  }
+  const config = readMeshConfig(options.env);
+  if (hasBroker(config)) return openMeshSource(config);
+  return openEmbeddedSource(modulesToServe(config, options.builtin), options.logger);
+}
