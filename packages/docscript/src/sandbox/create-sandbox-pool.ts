@@ -1,0 +1,337 @@
+/**
+ * A warm pool of `worker_threads` workers that run edit scripts: each started without the host's
+ * environment and under a heap ceiling, recycled after a bound number of runs or after any timeout or
+ * memory kill, and watched by the host, which terminates a worker on the wall-clock limit.
+ */
+import { Worker } from "node:worker_threads";
+import { type Logger, silentLogger } from "@tackle/core";
+import type { HostToWorker, SandboxFailure, SandboxLog, WorkerToHost } from "./sandbox-protocol.ts";
+
+export interface SandboxPoolOptions {
+  /** The module each worker loads: it exports `surface` and `createDispatcher` (see SandboxDispatcherModule). */
+  readonly dispatcherModule: string | URL;
+  /** Warm workers kept ready; 1 by default. */
+  readonly size?: number;
+  /** Heap ceiling of each worker in MB; 256 by default. */
+  readonly memoryLimitMb?: number;
+  /** Wall-clock limit counted from the script's start; 30000 by default; a run may lower or raise it. */
+  readonly timeoutMs?: number;
+  /** Runs a worker serves before it is replaced; 50 by default. */
+  readonly maxRunsPerWorker?: number;
+  /** How long a run may take to load its input before the script starts; 30000 by default. */
+  readonly prepareTimeoutMs?: number;
+  /** How long the dispatcher may take to build the result once the script has ended; 30000 by default. */
+  readonly finishTimeoutMs?: number;
+  readonly logger?: Logger;
+}
+
+export interface SandboxRunRequest {
+  readonly script: string;
+  /** Structured-cloneable input handed to the dispatcher's `createDispatcher`. */
+  readonly input: unknown;
+  readonly timeoutMs?: number;
+  /** Answers the dispatcher's host calls (host-only hooks). */
+  readonly onHostCall?: (method: string, payload: unknown) => Promise<unknown>;
+}
+
+export type SandboxRunResult =
+  | {
+      readonly ok: true;
+      readonly value: unknown;
+      readonly logs: readonly SandboxLog[];
+      readonly scriptMs: number;
+    }
+  | { readonly ok: false; readonly error: SandboxFailure; readonly logs: readonly SandboxLog[] };
+
+export interface SandboxPool {
+  run(request: SandboxRunRequest): Promise<SandboxRunResult>;
+  /** Counts for tests and metrics: workers started, recycled, and killed by the watchdog. */
+  stats(): {
+    readonly started: number;
+    readonly recycled: number;
+    readonly killed: number;
+    readonly idle: number;
+  };
+  close(): Promise<void>;
+}
+
+interface PoolWorker {
+  readonly worker: Worker;
+  readonly ready: Promise<void>;
+  runs: number;
+  dead: boolean;
+  stderrTail: string;
+}
+
+const watchdogGraceMs = 20;
+
+/** The worker entry beside this file: TypeScript from source, JavaScript once built. */
+const workerUrl = new URL(
+  import.meta.url.endsWith(".ts") ? "./sandbox-worker.ts" : "./sandbox-worker.js",
+  import.meta.url,
+);
+
+/** The host's flags a worker may share (module resolution), plus the one that lets us refuse `import()` cleanly. */
+function workerExecArgv(): string[] {
+  const kept: string[] = [];
+  const argv = process.execArgv;
+  for (let index = 0; index < argv.length; index++) {
+    const flag = argv[index]!;
+    if (flag.startsWith("--conditions=") || flag.startsWith("-C=")) kept.push(flag);
+    else if ((flag === "--conditions" || flag === "-C") && argv[index + 1] !== undefined) {
+      kept.push(flag, argv[index + 1]!);
+      index++;
+    }
+  }
+  return [...kept, "--experimental-vm-modules", "--disable-warning=ExperimentalWarning"];
+}
+
+export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
+  const size = Math.max(0, options.size ?? 1);
+  const memoryLimitMb = options.memoryLimitMb ?? 256;
+  const defaultTimeoutMs = options.timeoutMs ?? 30_000;
+  const maxRunsPerWorker = options.maxRunsPerWorker ?? 50;
+  const prepareTimeoutMs = options.prepareTimeoutMs ?? 30_000;
+  const finishTimeoutMs = options.finishTimeoutMs ?? 30_000;
+  const logger = options.logger ?? silentLogger;
+  const dispatcherModule = String(options.dispatcherModule);
+  const idle: PoolWorker[] = [];
+  const all = new Set<PoolWorker>();
+  let closed = false;
+  let nextRunId = 1;
+  const counts = { started: 0, recycled: 0, killed: 0 };
+
+  function spawn(): PoolWorker {
+    const worker = new Worker(workerUrl, {
+      env: {},
+      argv: [],
+      execArgv: workerExecArgv(),
+      workerData: { dispatcherModule },
+      resourceLimits: { maxOldGenerationSizeMb: memoryLimitMb, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
+      stdout: true,
+      stderr: true,
+    });
+    counts.started++;
+    const entry: PoolWorker = {
+      worker,
+      runs: 0,
+      dead: false,
+      stderrTail: "",
+      ready: new Promise<void>((resolve, reject) => {
+        const onMessage = (message: WorkerToHost) => {
+          if (message.type === "ready") {
+            worker.off("message", onMessage);
+            resolve();
+          } else if (message.type === "boot-failed") {
+            worker.off("message", onMessage);
+            reject(new Error(`sandbox worker failed to boot: ${message.message}`));
+          }
+        };
+        worker.on("message", onMessage);
+        worker.once("exit", (code) =>
+          reject(new Error(`sandbox worker exited while booting (${code}): ${entry.stderrTail}`)),
+        );
+      }),
+    };
+    entry.ready.catch(() => {});
+    worker.stdout.resume();
+    worker.stderr.on("data", (chunk: Buffer) => {
+      entry.stderrTail = (entry.stderrTail + chunk.toString()).slice(-2000);
+    });
+    worker.on("error", (error) => logger.warn("sandbox worker error", { error: error.message }));
+    worker.once("exit", () => {
+      entry.dead = true;
+      all.delete(entry);
+      const at = idle.indexOf(entry);
+      if (at >= 0) idle.splice(at, 1);
+    });
+    all.add(entry);
+    return entry;
+  }
+
+  function refill(): void {
+    while (!closed && idle.length < size) idle.push(spawn());
+  }
+
+  function retire(entry: PoolWorker, reason: "recycled" | "killed"): void {
+    counts[reason]++;
+    entry.dead = true;
+    void entry.worker.terminate();
+    refill();
+  }
+
+  async function acquire(): Promise<PoolWorker> {
+    for (;;) {
+      const entry = idle.shift() ?? spawn();
+      try {
+        await entry.ready;
+      } catch (error) {
+        if (entry.dead && !closed && all.size < 64 && entry.stderrTail === "") continue;
+        throw error;
+      }
+      if (!entry.dead) return entry;
+    }
+  }
+
+  async function run(request: SandboxRunRequest): Promise<SandboxRunResult> {
+    if (closed)
+      return {
+        ok: false,
+        error: { code: "sandbox_closed", message: "the sandbox pool is closed" },
+        logs: [],
+      };
+    const entry = await acquire();
+    const runId = nextRunId++;
+    const timeoutMs = request.timeoutMs ?? defaultTimeoutMs;
+    entry.runs++;
+    return await new Promise<SandboxRunResult>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      let settled = false;
+      let scriptStartedAt = 0;
+      const { worker } = entry;
+      const done = (result: SandboxRunResult, kill: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        worker.off("message", onMessage);
+        worker.off("exit", onExit);
+        worker.off("error", onError);
+        if (kill) retire(entry, "killed");
+        else if (entry.runs >= maxRunsPerWorker) retire(entry, "recycled");
+        else if (!closed && !entry.dead) {
+          // Keep `size` warm workers; a surplus worker made for a burst retires.
+          if (idle.length < size) idle.push(entry);
+          else retire(entry, "recycled");
+        }
+        resolve(result);
+      };
+      const arm = (limitMs: number, failure: SandboxFailure) => {
+        clearTimeout(timer);
+        timer = setTimeout(() => done({ ok: false, error: failure, logs: [] }, true), limitMs);
+      };
+      const onExit = (code: number) => {
+        const memory = /ERR_WORKER_OUT_OF_MEMORY|heap out of memory/i.test(entry.stderrTail) || code === 1;
+        done(
+          {
+            ok: false,
+            error: memory
+              ? { code: "memory_limit", message: `the script exceeded the ${memoryLimitMb} MB heap ceiling` }
+              : { code: "sandbox_crashed", message: `the sandbox worker exited (${code})` },
+            logs: [],
+          },
+          true,
+        );
+      };
+      const onMessage = (message: WorkerToHost) => {
+        switch (message.type) {
+          case "started":
+            if (message.runId !== runId) return;
+            scriptStartedAt = performance.now();
+            arm(timeoutMs + watchdogGraceMs, {
+              code: "timeout",
+              message: `the script did not finish within ${timeoutMs} ms`,
+              data: { timeoutMs },
+            });
+            return;
+          case "script-ended":
+            if (message.runId !== runId) return;
+            arm(finishTimeoutMs, {
+              code: "timeout",
+              message: `the plan was not built within ${finishTimeoutMs} ms`,
+            });
+            return;
+          case "host-call":
+            void answerHostCall(worker, request, message.callId, message.method, message.payload);
+            return;
+          case "result":
+            if (message.runId !== runId) return;
+            done(
+              message.ok
+                ? {
+                    ok: true,
+                    value: message.value,
+                    logs: message.logs,
+                    scriptMs: performance.now() - scriptStartedAt,
+                  }
+                : {
+                    ok: false,
+                    error: message.error ?? { code: "run_failed", message: "the run failed" },
+                    logs: message.logs,
+                  },
+              false,
+            );
+            return;
+          default:
+            return;
+        }
+      };
+      worker.on("message", onMessage);
+      worker.on("exit", onExit);
+      const onError = (error: Error) => {
+        if (/ERR_WORKER_OUT_OF_MEMORY/.test(String((error as { code?: string }).code))) {
+          done(
+            {
+              ok: false,
+              error: {
+                code: "memory_limit",
+                message: `the script exceeded the ${memoryLimitMb} MB heap ceiling`,
+              },
+              logs: [],
+            },
+            true,
+          );
+        }
+      };
+      worker.on("error", onError);
+      arm(prepareTimeoutMs, {
+        code: "timeout",
+        message: `the run was not ready within ${prepareTimeoutMs} ms`,
+      });
+      const message: HostToWorker = { type: "run", runId, script: request.script, input: request.input };
+      worker.postMessage(message);
+    });
+  }
+
+  async function answerHostCall(
+    worker: Worker,
+    request: SandboxRunRequest,
+    callId: number,
+    method: string,
+    payload: unknown,
+  ): Promise<void> {
+    let answer: HostToWorker;
+    try {
+      if (request.onHostCall === undefined)
+        throw Object.assign(new Error(`no host hook answers ${method}`), { code: "no_host_hook" });
+      const value = await request.onHostCall(method, payload);
+      answer = { type: "host-answer", callId, ok: true, value };
+    } catch (error) {
+      const record = error as { code?: unknown; message?: unknown };
+      answer = {
+        type: "host-answer",
+        callId,
+        ok: false,
+        error: {
+          code: typeof record?.code === "string" ? record.code : "host_call_failed",
+          message: typeof record?.message === "string" ? record.message : String(error),
+        },
+      };
+    }
+    try {
+      worker.postMessage(answer);
+    } catch (error) {
+      logger.debug("sandbox host answer not delivered", { error: (error as Error).message });
+    }
+  }
+
+  refill();
+  return {
+    run,
+    stats: () => ({ ...counts, idle: idle.length }),
+    async close() {
+      closed = true;
+      idle.length = 0;
+      await Promise.all([...all].map((entry) => entry.worker.terminate()));
+    },
+  };
+}

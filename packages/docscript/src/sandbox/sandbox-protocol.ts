@@ -1,0 +1,78 @@
+/** The contract between the sandbox pool, its workers and the dispatcher module a worker loads. */
+
+/** Which methods each binding offers the script, and whether a call answers now or later. */
+export type SandboxSurface = Readonly<Record<string, Readonly<Record<string, "sync" | "async">>>>;
+
+/** A failure as the script or the host sees it: data, never an object of another realm. */
+export interface SandboxFailure {
+  readonly code: string;
+  readonly message: string;
+  readonly data?: unknown;
+}
+
+/** How the script itself ended, described inside the sandbox as plain data. */
+export type ScriptOutcome =
+  | { readonly ok: true }
+  | {
+      readonly ok: false;
+      readonly error: SandboxFailure & { readonly name?: string; readonly stack?: string };
+    };
+
+/** What the worker offers a dispatcher: a way to ask the host (for host-only hooks). */
+export interface SandboxHost {
+  call(method: string, payload: unknown): Promise<unknown>;
+}
+
+/** The implementation behind the bindings; it lives in the worker, outside the script's context. */
+export interface SandboxDispatcher {
+  /** A sync binding call. Throw to refuse it: the script receives a DocScriptError with your code. */
+  call(binding: string, method: string, args: readonly unknown[]): unknown;
+  /** An async binding call; its answer reaches the script as a settled promise. */
+  callAsync?(binding: string, method: string, args: readonly unknown[]): Promise<unknown>;
+  /** Called once the script has ended; its value (structured-cloneable) is the run's result. */
+  finish(outcome: ScriptOutcome): unknown;
+}
+
+/** The module a pool loads in each worker (its default export, or the module itself). */
+export interface SandboxDispatcherModule {
+  readonly surface: SandboxSurface;
+  createDispatcher(input: unknown, host: SandboxHost): SandboxDispatcher | Promise<SandboxDispatcher>;
+}
+
+/** A line the script logged through `console`. */
+export interface SandboxLog {
+  readonly level: "log" | "info" | "warn" | "error" | "debug";
+  readonly text: string;
+}
+
+/** Messages from the host to a worker. */
+export type HostToWorker =
+  | { readonly type: "run"; readonly runId: number; readonly script: string; readonly input: unknown }
+  | {
+      readonly type: "host-answer";
+      readonly callId: number;
+      readonly ok: boolean;
+      readonly value?: unknown;
+      readonly error?: SandboxFailure;
+    };
+
+/** Messages from a worker to the host. */
+export type WorkerToHost =
+  | { readonly type: "ready" }
+  | { readonly type: "boot-failed"; readonly message: string }
+  | { readonly type: "started"; readonly runId: number }
+  | { readonly type: "script-ended"; readonly runId: number }
+  | {
+      readonly type: "host-call";
+      readonly callId: number;
+      readonly method: string;
+      readonly payload: unknown;
+    }
+  | {
+      readonly type: "result";
+      readonly runId: number;
+      readonly ok: boolean;
+      readonly value?: unknown;
+      readonly error?: SandboxFailure;
+      readonly logs: readonly SandboxLog[];
+    };
