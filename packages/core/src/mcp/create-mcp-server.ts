@@ -1,0 +1,73 @@
+/** `createMcpServer`: a Tackle tool set as an MCP server (tools/list and tools/call). */
+import { type CallToolResult, McpServer } from "@modelcontextprotocol/server";
+import { jsonSchema } from "../schema/schema.ts";
+import type { AnyTool } from "../tool/define-tool.ts";
+import type { CallOptions, ToolCallResult, ToolSet } from "../tool-set/create-tool-set.ts";
+
+export interface McpServerOptions {
+  /** The server name announced to clients. Default `tackle`. */
+  readonly name?: string;
+  /** The server version announced to clients. Default `0.1.0`. */
+  readonly version?: string;
+  /** Passed on to every `toolset.call` (identity, logger, time limit). */
+  readonly callOptions?: Omit<CallOptions, "signal" | "callId" | "idempotencyKey">;
+}
+
+/**
+ * A fresh MCP server exposing every tool of the set under its own name (MCP allows dots), with the
+ * derived JSON Schemas and the tool's annotations. `toolset.call` validates: a refused or failed call
+ * is an `isError` result whose `structuredContent.error` is the coded error `{ code, message,
+ * retryable, data }`, so an MCP client (or a model behind one) can act on it. The MCP request's
+ * abort signal reaches the tool.
+ */
+export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}): McpServer {
+  const server = new McpServer({ name: options.name ?? "tackle", version: options.version ?? "0.1.0" });
+  for (const tool of toolset.tools) {
+    const outputSchema = objectOutputSchema(tool);
+    server.registerTool(
+      tool.name,
+      {
+        description: tool.description,
+        // The schema of record is the tool's own; the SDK only advertises it and lets every value
+        // through, so `toolset.call` is the one place input is judged.
+        inputSchema: jsonSchema<Record<string, unknown>>(tool.inputJsonSchema),
+        ...(outputSchema === undefined
+          ? {}
+          : { outputSchema: jsonSchema<Record<string, unknown>>(outputSchema) }),
+        ...(tool.annotations?.title === undefined ? {} : { title: tool.annotations.title }),
+        ...(tool.annotations === undefined ? {} : { annotations: { ...tool.annotations } }),
+      },
+      async (args: Record<string, unknown>, context) =>
+        toCallToolResult(
+          await toolset.call(tool.name, args, { ...options.callOptions, signal: context.mcpReq.signal }),
+        ),
+    );
+  }
+  return server;
+}
+
+/** MCP output schemas describe objects; a tool with any other output shape advertises none. */
+function objectOutputSchema(tool: AnyTool): Record<string, unknown> | undefined {
+  return tool.outputJsonSchema?.type === "object" ? tool.outputJsonSchema : undefined;
+}
+
+function toCallToolResult(result: ToolCallResult): CallToolResult {
+  if (!result.ok) {
+    const error = result.error.toJSON();
+    return {
+      isError: true,
+      content: [{ type: "text", text: JSON.stringify({ error }) }],
+      structuredContent: { error: error as unknown as Record<string, unknown> },
+    };
+  }
+  const { output } = result;
+  const text = typeof output === "string" ? output : JSON.stringify(output ?? null);
+  return {
+    content: [{ type: "text", text }],
+    ...(isPlainObject(output) ? { structuredContent: output } : {}),
+  };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,129 @@
+/** Serving a tool set over MCP: stdio (or any message transport) and Streamable HTTP on loopback. */
+import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { toNodeHandler } from "@modelcontextprotocol/node";
+import {
+  createMcpHandler,
+  hostHeaderValidationResponse,
+  localhostAllowedHostnames,
+  localhostAllowedOrigins,
+  type McpHttpHandler,
+  originValidationResponse,
+  type Transport,
+} from "@modelcontextprotocol/server";
+import { type StdioServerHandle, serveStdio } from "@modelcontextprotocol/server/stdio";
+import { ToolError } from "../errors/tool-error.ts";
+import type { ToolSet } from "../tool-set/create-tool-set.ts";
+import { createMcpServer, type McpServerOptions } from "./create-mcp-server.ts";
+
+export interface McpStdioOptions extends McpServerOptions {
+  /** Serve this transport instead of the process's stdin/stdout (a socket, an in-memory pair). */
+  readonly transport?: Transport;
+  /** Out-of-band errors (a broken pipe, an unparsable line); by default written to stderr. */
+  readonly onError?: (error: Error) => void;
+}
+
+/**
+ * Serves the tool set over stdio. The SDK's serving entry picks the protocol era from the client's
+ * opening message — a 2025 `initialize` or a 2026-07-28 `server/discover` — and pins a fresh server
+ * for the connection, so both revisions are served from one definition.
+ */
+export function serveMcpStdio(toolset: ToolSet, options: McpStdioOptions = {}): StdioServerHandle {
+  return serveStdio(() => createMcpServer(toolset, options), {
+    ...(options.transport === undefined ? {} : { transport: options.transport }),
+    onerror: options.onError ?? reportToStderr,
+  });
+}
+
+export interface McpHttpHandlerOptions extends McpServerOptions {
+  /** Out-of-band errors and rejected requests; by default written to stderr. */
+  readonly onError?: (error: Error) => void;
+}
+
+/**
+ * A web-standard (`fetch`) handler serving the tool set over Streamable HTTP, stateless: every request
+ * gets a fresh server, 2026-07-28 requests natively and 2025 ones through the SDK's stateless
+ * fallback. It does no Host/Origin checking of its own; `serveMcpHttp` adds that.
+ */
+export function createMcpHttpHandler(toolset: ToolSet, options: McpHttpHandlerOptions = {}): McpHttpHandler {
+  return createMcpHandler(() => createMcpServer(toolset, options), {
+    onerror: options.onError ?? reportToStderr,
+  });
+}
+
+export interface McpHttpServeOptions extends McpHttpHandlerOptions {
+  /** A loopback address; anything else is refused. Default `127.0.0.1`. */
+  readonly host?: string;
+  /** Default 0: a free port. */
+  readonly port?: number;
+  /** The endpoint path. Default `/mcp`. */
+  readonly path?: string;
+}
+
+export interface McpHttpServer {
+  /** The endpoint, e.g. `http://127.0.0.1:41234/mcp`. */
+  readonly url: URL;
+  close(): Promise<void>;
+}
+
+const loopbackHosts = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/**
+ * Serves the tool set over Streamable HTTP on loopback only, with the SDK's DNS-rebinding guards (Host
+ * and Origin must be localhost-class). Other paths answer 404.
+ */
+export async function serveMcpHttp(
+  toolset: ToolSet,
+  options: McpHttpServeOptions = {},
+): Promise<McpHttpServer> {
+  const host = options.host ?? "127.0.0.1";
+  if (!loopbackHosts.has(host)) {
+    throw new ToolError(
+      "not_loopback",
+      `Refusing to serve MCP on ${host}: only loopback addresses are allowed`,
+      {
+        data: { host, allowed: [...loopbackHosts] },
+      },
+    );
+  }
+  const path = options.path ?? "/mcp";
+  const handler = createMcpHttpHandler(toolset, options);
+  const hostnames = localhostAllowedHostnames();
+  const origins = localhostAllowedOrigins();
+  const guarded = toNodeHandler({
+    fetch: async (request: Request) =>
+      hostHeaderValidationResponse(request, hostnames) ??
+      originValidationResponse(request, origins) ??
+      handler.fetch(request),
+  });
+  const server = createServer((request, response) => {
+    if (new URL(request.url ?? "/", "http://localhost").pathname !== path) {
+      response.writeHead(404, { "content-type": "text/plain" }).end("Not found");
+      return;
+    }
+    // Node's IncomingMessage fits the SDK's structural type; only exactOptionalPropertyTypes objects.
+    guarded(request as unknown as Parameters<typeof guarded>[0], response).catch((error: unknown) => {
+      (options.onError ?? reportToStderr)(error as Error);
+      if (!response.headersSent) response.writeHead(500);
+      response.end();
+    });
+  });
+  server.listen(options.port ?? 0, host);
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  const url = new URL(`http://${host.includes(":") ? `[${host}]` : host}:${port}${path}`);
+  return {
+    url,
+    async close() {
+      await handler.close();
+      server.closeAllConnections();
+      server.close();
+      await once(server, "close");
+    },
+  };
+}
+
+function reportToStderr(error: Error): void {
+  process.stderr.write(`tackle mcp: ${error.message}\n`);
+}

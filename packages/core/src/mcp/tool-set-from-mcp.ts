@@ -1,0 +1,83 @@
+/** `toolSetFromMcp`: the tools an MCP client sees, as a Tackle tool set. */
+import type { CallToolResult, Client, Tool as McpTool } from "@modelcontextprotocol/client";
+import { ToolError } from "../errors/tool-error.ts";
+import { jsonSchema } from "../schema/schema.ts";
+import { type AnyTool, defineTool, type ToolAnnotations } from "../tool/define-tool.ts";
+import { createToolSet, type ToolSet, type ToolSetOptions } from "../tool-set/create-tool-set.ts";
+
+export interface McpToolSetOptions extends ToolSetOptions {
+  /** Prepended as `prefix.` to every tool name, to keep several servers' tools apart. */
+  readonly prefix?: string;
+}
+
+/**
+ * Lists the connected server's tools (every page) and wraps each as a Tackle tool: its JSON Schema
+ * through core's `jsonSchema()` (the server validates), its annotations, and a handler that calls it
+ * with the call's abort signal. An `isError` result becomes a `ToolError`: the server's coded error when
+ * it sent one (as Tackle servers do), else `tool_failed` with the server's text.
+ */
+export async function toolSetFromMcp(client: Client, options: McpToolSetOptions = {}): Promise<ToolSet> {
+  const listed: McpTool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor === undefined ? {} : { cursor });
+    listed.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor !== undefined);
+  const server = client.getServerVersion()?.name ?? "mcp server";
+  const tools: AnyTool[] = listed.map((remote) =>
+    defineTool({
+      name: options.prefix === undefined ? remote.name : `${options.prefix}.${remote.name}`,
+      description: remote.description ?? remote.title ?? "",
+      input: jsonSchema(remote.inputSchema),
+      ...(remote.annotations === undefined ? {} : { annotations: annotationsOf(remote) }),
+      source: `mcp:${server}/${remote.name}`,
+      async execute(input, context) {
+        const result = (await client.callTool(
+          { name: remote.name, arguments: input as Record<string, unknown> },
+          { signal: context.signal },
+        )) as CallToolResult;
+        if (result.isError === true) throw errorOf(remote.name, result);
+        return outputOf(result);
+      },
+    }),
+  );
+  return createToolSet(tools, options);
+}
+
+function annotationsOf(remote: McpTool): ToolAnnotations {
+  const { title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint } = remote.annotations ?? {};
+  return Object.fromEntries(
+    Object.entries({ title, readOnlyHint, destructiveHint, idempotentHint, openWorldHint }).filter(
+      ([, value]) => value !== undefined,
+    ),
+  );
+}
+
+/** Structured content when the server sent it; else one text block as text; else the content blocks. */
+function outputOf(result: CallToolResult): unknown {
+  if (result.structuredContent !== undefined) return result.structuredContent;
+  const [first, ...rest] = result.content ?? [];
+  if (first?.type === "text" && rest.length === 0) return first.text;
+  return result.content;
+}
+
+function errorOf(tool: string, result: CallToolResult): ToolError {
+  const error = (result.structuredContent as { error?: unknown } | undefined)?.error as
+    | { code?: unknown; message?: unknown; retryable?: unknown; data?: unknown }
+    | undefined;
+  if (typeof error?.code === "string" && typeof error.message === "string") {
+    return ToolError.fromPayload({
+      code: error.code,
+      message: error.message,
+      retryable: error.retryable === true,
+      data: error.data,
+    });
+  }
+  const text = (result.content ?? [])
+    .map((block) => (block.type === "text" ? block.text : `[${block.type}]`))
+    .join("\n");
+  return new ToolError("tool_failed", `MCP tool "${tool}" failed: ${text}`, {
+    data: { tool, content: result.content },
+  });
+}
