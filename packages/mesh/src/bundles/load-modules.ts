@@ -1,0 +1,195 @@
+/**
+ * `loadModules`: every configured bundle, imported or launched, merged into one tool set per module.
+ * A bundle that fails is named in the module's errors and the others serve; usable without NATS.
+ */
+import {
+  type AnyTool,
+  createToolSet,
+  defineTool,
+  jsonSchema,
+  type Logger,
+  silentLogger,
+  type ToolSet,
+} from "@tackle/core";
+import type { ModuleEntry } from "../config/load-mesh-config.ts";
+import { bundleKind } from "./bundle-kind.ts";
+import { importBundle } from "./import-bundle.ts";
+import { StdioChild, type StdioChildOptions } from "./stdio-child.ts";
+
+/** A load problem, named by where it comes from (a bundle's path, or `path: tool`). */
+export interface LoadError {
+  readonly source: string;
+  readonly message: string;
+}
+
+export interface LoadedModule {
+  readonly module: string;
+  /** The module's tools under their bare names (`echo`, `ledger.append`). */
+  readonly toolset: ToolSet;
+  readonly errors: readonly LoadError[];
+  /** Closes the bundles' resources and stops the module's children. */
+  close(): Promise<void>;
+}
+
+export interface LoadModulesOptions {
+  readonly logger?: Logger;
+  /** The environment bundles see: the only variables a child gets besides the SDK's safe base. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** This node's name, handed to bundle functions. */
+  readonly node?: string;
+  /** Default per-call time limit of every module's tool set. */
+  readonly timeoutMs?: number;
+  readonly child?: Pick<StdioChildOptions, "maxInFlight" | "handshakeTimeoutMs" | "restartBackoff">;
+}
+
+/** The name every runtime answers for a module's listing; no bundle may take it. */
+export const RESERVED_TOOL_NAME = "tools";
+
+interface EntryOutcome {
+  readonly entry: ModuleEntry;
+  readonly tools: readonly AnyTool[];
+  readonly error?: string;
+  readonly close?: () => Promise<void>;
+}
+
+export async function loadModules(
+  entries: readonly ModuleEntry[],
+  options: LoadModulesOptions = {},
+): Promise<LoadedModule[]> {
+  const logger = options.logger ?? silentLogger;
+  const outcomes = await Promise.all(entries.map((entry) => loadEntry(entry, options, logger)));
+  const modules = [...new Set(entries.map((entry) => entry.module))];
+  return modules.map((module) =>
+    merge(
+      module,
+      outcomes.filter((outcome) => outcome.entry.module === module),
+      options,
+      logger,
+    ),
+  );
+}
+
+async function loadEntry(
+  entry: ModuleEntry,
+  options: LoadModulesOptions,
+  logger: Logger,
+): Promise<EntryOutcome> {
+  const env = {
+    ...(options.env ?? {}),
+    MESH_MODULE: entry.module,
+    ...(options.node === undefined ? {} : { MESH_NODE: options.node }),
+  };
+  try {
+    const kind = bundleKind(entry.path);
+    if (kind.kind === "import") {
+      const bundle = await importBundle(entry.path, {
+        module: entry.module,
+        node: options.node ?? "",
+        env: Object.freeze({ ...env }),
+        logger,
+      });
+      return { entry, tools: bundle.tools, ...(bundle.close === undefined ? {} : { close: bundle.close }) };
+    }
+    const child = new StdioChild({
+      command: kind.command,
+      args: kind.args,
+      env,
+      source: entry.path,
+      logger,
+      ...options.child,
+    });
+    try {
+      const listed = await child.listTools();
+      const tools: AnyTool[] = [];
+      const problems: string[] = [];
+      for (const listing of listed) {
+        try {
+          tools.push(
+            defineTool({
+              name: listing.name,
+              description: listing.description,
+              input: jsonSchema(listing.inputSchema),
+              source: entry.path,
+              execute: (args: unknown, context) => child.call(listing.name, args, context.signal),
+            }),
+          );
+        } catch (error) {
+          problems.push((error as Error).message);
+        }
+      }
+      return {
+        entry,
+        tools,
+        ...(problems.length === 0 ? {} : { error: problems.join("; ") }),
+        close: () => child.close(),
+      };
+    } catch (error) {
+      await child.close();
+      throw error;
+    }
+  } catch (error) {
+    const message = (error as Error)?.message ?? String(error);
+    logger.error("bundle failed to load; the module's other bundles still serve", {
+      module: entry.module,
+      source: entry.path,
+      error: message,
+    });
+    return { entry, tools: [], error: message };
+  }
+}
+
+function merge(
+  module: string,
+  outcomes: readonly EntryOutcome[],
+  options: LoadModulesOptions,
+  logger: Logger,
+): LoadedModule {
+  const errors: LoadError[] = [];
+  const accepted: AnyTool[] = [];
+  for (const outcome of outcomes) {
+    if (outcome.error !== undefined) errors.push({ source: outcome.entry.path, message: outcome.error });
+    for (const tool of outcome.tools) {
+      const refusal =
+        tool.name === RESERVED_TOOL_NAME
+          ? `Tool name "${RESERVED_TOOL_NAME}" is reserved for the module's listing (${tool.source}); refused`
+          : duplicateOf(accepted, tool);
+      if (refusal === undefined) {
+        accepted.push(tool);
+        continue;
+      }
+      errors.push({ source: tool.source, message: refusal });
+      logger.error("tool refused at load", { module, source: tool.source, error: refusal });
+    }
+  }
+  const toolset = createToolSet(accepted, {
+    logger,
+    ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  });
+  const closers = outcomes.flatMap((outcome) => (outcome.close === undefined ? [] : [outcome.close]));
+  return {
+    module,
+    toolset,
+    errors,
+    async close() {
+      const results = await Promise.allSettled(closers.map((close) => close()));
+      for (const result of results) {
+        if (result.status === "rejected") {
+          logger.error("bundle close failed", {
+            module,
+            error: (result.reason as Error)?.message ?? String(result.reason),
+          });
+        }
+      }
+    },
+  };
+}
+
+/** core's createToolSet is what refuses duplicates, naming both definitions' sources. */
+function duplicateOf(accepted: readonly AnyTool[], tool: AnyTool): string | undefined {
+  try {
+    createToolSet([...accepted, tool]);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}

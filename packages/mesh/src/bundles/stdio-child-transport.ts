@@ -1,0 +1,47 @@
+/**
+ * The MCP SDK's stdio transport, plus what the runtime needs and the SDK keeps private: the child's
+ * exit code or signal, so calls in flight can fail naming it (ADR 0203).
+ */
+import type { ChildProcess } from "node:child_process";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+
+export interface ChildExit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+export class StdioChildTransport extends StdioClientTransport {
+  /** Settles once when the child process exits. */
+  readonly exited: Promise<ChildExit>;
+  #settleExit: (exit: ChildExit) => void = () => {};
+  #process: ChildProcess | undefined;
+
+  constructor(...parameters: ConstructorParameters<typeof StdioClientTransport>) {
+    super(...parameters);
+    this.exited = new Promise((resolve) => {
+      this.#settleExit = resolve;
+    });
+  }
+
+  override async start(): Promise<void> {
+    try {
+      await super.start();
+    } catch (error) {
+      this.#settleExit({ code: null, signal: null });
+      throw error;
+    }
+    const child = (this as unknown as { _process?: ChildProcess })._process;
+    if (child === undefined) {
+      // The SDK changed its internals: the exit is still seen through the client's close, without its status.
+      return;
+    }
+    this.#process = child;
+    child.once("exit", (code, signal) => this.#settleExit({ code, signal }));
+  }
+
+  /** Kills the child at once (the SDK's close waits for a graceful exit first). */
+  kill(signal: NodeJS.Signals = "SIGKILL"): void {
+    const child = this.#process;
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill(signal);
+  }
+}

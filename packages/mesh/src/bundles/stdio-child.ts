@@ -1,0 +1,301 @@
+/**
+ * One bundle launched as a child speaking MCP over stdio: listed once, called per call, restarted on
+ * the next call after it exits (single-flight, with backoff), and failed for good when it exits
+ * before its handshake.
+ */
+import { Client } from "@modelcontextprotocol/client";
+import { type JsonSchema, type Logger, ToolError } from "@tackle/core";
+import { type ChildExit, StdioChildTransport } from "./stdio-child-transport.ts";
+
+export interface StdioChildOptions {
+  readonly command: string;
+  readonly args: readonly string[];
+  /** The child's whole environment (the SDK adds only its safe base: HOME, LOGNAME, PATH, SHELL, TERM, USER). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  /** Names the child in logs and errors (its path). */
+  readonly source: string;
+  readonly logger: Logger;
+  /** Calls allowed in flight at once; later ones wait for a slot. Default 32. */
+  readonly maxInFlight?: number;
+  /** Time allowed from spawn to a finished MCP handshake. Default 10 s. */
+  readonly handshakeTimeoutMs?: number;
+  readonly restartBackoff?: {
+    readonly initialMs?: number;
+    readonly maxMs?: number;
+    readonly resetAfterMs?: number;
+  };
+}
+
+export interface ChildToolListing {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: JsonSchema;
+}
+
+interface Session {
+  readonly client: Client;
+  readonly transport: StdioChildTransport;
+  readonly startedAt: number;
+  /** Rejects with the exit's ToolError when the child exits; calls race it. */
+  readonly exit: Promise<never>;
+}
+
+const stderrTailLength = 2000;
+const callTimeoutCeilingMs = 24 * 60 * 60 * 1000;
+
+export class StdioChild {
+  readonly source: string;
+  readonly #options: StdioChildOptions;
+  #session: Session | undefined;
+  #starting: Promise<Session> | undefined;
+  #permanent: ToolError | undefined;
+  #listing: Promise<ChildToolListing[]> | undefined;
+  #crashes = 0;
+  #lastExitAt = 0;
+  #closed = false;
+  #inFlight = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(options: StdioChildOptions) {
+    this.#options = options;
+    this.source = options.source;
+  }
+
+  /** Starts the child if needed and lists its tools; asked once per child, whatever restarts follow. */
+  listTools(): Promise<ChildToolListing[]> {
+    this.#listing ??= (async () => {
+      const session = await this.#ensure();
+      const listed: ChildToolListing[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await session.client.listTools(cursor === undefined ? undefined : { cursor });
+        for (const tool of page.tools) {
+          listed.push({
+            name: tool.name,
+            description: tool.description ?? "",
+            inputSchema: tool.inputSchema as JsonSchema,
+          });
+        }
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      return listed;
+    })();
+    return this.#listing;
+  }
+
+  /** Calls a tool; a child that exits mid-call fails the call at once, naming its exit code or signal. */
+  async call(name: string, args: unknown, signal: AbortSignal): Promise<unknown> {
+    if (this.#permanent !== undefined) throw this.#permanent;
+    await this.#acquireSlot(signal);
+    try {
+      const session = await this.#ensure();
+      const result = await Promise.race([
+        session.client.callTool(
+          { name, arguments: (args ?? {}) as Record<string, unknown> },
+          { signal, timeout: callTimeoutCeilingMs },
+        ),
+        session.exit,
+      ]);
+      return toOutput(name, result as CallResult);
+    } finally {
+      this.#releaseSlot();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const session = this.#session ?? (await this.#starting?.catch(() => undefined));
+    this.#session = undefined;
+    if (session === undefined) return;
+    // The SDK's close waits up to seconds for a graceful exit; a hung child gets half a second.
+    const graceful = session.client.close().catch(() => undefined);
+    const timer = setTimeout(() => session.transport.kill("SIGKILL"), 500);
+    await Promise.race([graceful, session.transport.exited]);
+    await session.transport.exited;
+    clearTimeout(timer);
+  }
+
+  #ensure(): Promise<Session> {
+    if (this.#permanent !== undefined) return Promise.reject(this.#permanent);
+    if (this.#closed) return Promise.reject(new ToolError("child_closed", `${this.source} is closed`));
+    if (this.#session !== undefined) return Promise.resolve(this.#session);
+    this.#starting ??= this.#startAfterBackoff().finally(() => {
+      this.#starting = undefined;
+    });
+    return this.#starting;
+  }
+
+  async #startAfterBackoff(): Promise<Session> {
+    const backoff = this.#options.restartBackoff ?? {};
+    if (this.#crashes > 0) {
+      const delay = Math.min((backoff.initialMs ?? 100) * 2 ** (this.#crashes - 1), backoff.maxMs ?? 5000);
+      const remaining = this.#lastExitAt + delay - Date.now();
+      if (remaining > 0) await new Promise((resolve) => setTimeout(resolve, remaining));
+      this.#options.logger.info("restarting stdio child", { source: this.source, attempt: this.#crashes });
+    }
+    return this.#start();
+  }
+
+  async #start(): Promise<Session> {
+    const options = this.#options;
+    const transport = new StdioChildTransport({
+      command: options.command,
+      args: [...options.args],
+      env: { ...options.env },
+      stderr: "pipe",
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    });
+    let stderr = "";
+    transport.stderr?.on("data", (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString()).slice(-stderrTailLength);
+    });
+    const client = new Client({ name: "tackle-mesh", version: "0.1.0" });
+    const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 10_000;
+    let timer: NodeJS.Timeout | undefined;
+    const handshake = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), handshakeTimeoutMs);
+    });
+    const connecting = client.connect(transport).then(() => "connected" as const);
+    connecting.catch(() => {}); // when the exit or the deadline wins the race, its rejection is expected
+    try {
+      const outcome = await Promise.race([connecting, transport.exited, handshake]);
+      if (outcome !== "connected") {
+        transport.kill("SIGKILL");
+        const exit = outcome === "timeout" ? await transport.exited : outcome;
+        throw this.#failForGood(
+          exit,
+          await settledTail(transport, () => stderr),
+          outcome === "timeout" ? handshakeTimeoutMs : undefined,
+        );
+      }
+    } catch (error) {
+      if (ToolError.isInstance(error) && error === this.#permanent) throw error;
+      transport.kill("SIGKILL");
+      const exit = await transport.exited;
+      throw this.#failForGood(exit, await settledTail(transport, () => stderr), undefined, error);
+    } finally {
+      clearTimeout(timer);
+    }
+
+    const startedAt = Date.now();
+    let session: Session;
+    const exit = transport.exited.then((status) => {
+      const error = this.#onExit(session, status, stderr);
+      throw error;
+    });
+    exit.catch(() => {}); // observed by the calls that race it; this keeps an idle child's exit from being unhandled
+    session = { client, transport, startedAt, exit };
+    this.#session = session;
+    return session;
+  }
+
+  #onExit(session: Session, exit: ChildExit, stderr: string): ToolError {
+    const error = new ToolError(
+      "child_exited",
+      `${this.source} exited (${describeExit(exit)}) during the call`,
+      {
+        retryable: true,
+        data: { source: this.source, ...exit, stderr: stderr.slice(-500) },
+      },
+    );
+    if (this.#session === session) this.#session = undefined;
+    if (this.#closed) return error;
+    if (Date.now() - session.startedAt >= (this.#options.restartBackoff?.resetAfterMs ?? 30_000))
+      this.#crashes = 0;
+    this.#crashes += 1;
+    this.#lastExitAt = Date.now();
+    this.#options.logger.warn("stdio child exited; it starts again on its next call", {
+      source: this.source,
+      code: exit.code,
+      signal: exit.signal,
+      stderr: stderr.slice(-500),
+    });
+    return error;
+  }
+
+  #failForGood(exit: ChildExit, stderr: string, timeoutMs: number | undefined, cause?: unknown): ToolError {
+    const reason =
+      timeoutMs === undefined
+        ? `exited before the MCP handshake (${describeExit(exit)})`
+        : `did not finish the MCP handshake within ${timeoutMs} ms`;
+    const tail = stderr.trim() === "" ? "" : `; stderr: ${stderr.trim()}`;
+    this.#permanent = new ToolError("child_failed", `${this.source} ${reason}${tail}`, {
+      data: { source: this.source, ...exit, stderr },
+      ...(cause === undefined ? {} : { cause }),
+    });
+    this.#options.logger.error("stdio child failed for good", { source: this.source, reason, stderr });
+    return this.#permanent;
+  }
+
+  async #acquireSlot(signal: AbortSignal): Promise<void> {
+    const limit = this.#options.maxInFlight ?? 32;
+    if (this.#inFlight < limit) {
+      this.#inFlight += 1;
+      return;
+    }
+    await new Promise<void>((resolve, reject) => {
+      const grant = () => {
+        signal.removeEventListener("abort", onAbort);
+        this.#inFlight += 1;
+        resolve();
+      };
+      const onAbort = () => {
+        const index = this.#waiting.indexOf(grant);
+        if (index >= 0) this.#waiting.splice(index, 1);
+        reject(signal.reason);
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      this.#waiting.push(grant);
+    });
+  }
+
+  #releaseSlot(): void {
+    this.#inFlight -= 1;
+    this.#waiting.shift()?.();
+  }
+}
+
+interface CallResult {
+  readonly isError?: boolean;
+  readonly structuredContent?: unknown;
+  readonly content?: readonly { readonly type: string; readonly text?: string }[];
+}
+
+/** structuredContent when given; else a lone text block as its string; else the content blocks. */
+function toOutput(tool: string, result: CallResult): unknown {
+  const content = result.content ?? [];
+  if (result.isError === true) {
+    const text = content
+      .map((block) => block.text ?? "")
+      .join("\n")
+      .trim();
+    throw new ToolError("tool_failed", `Tool "${tool}" failed: ${text || "the child reported an error"}`, {
+      data: { tool, content },
+    });
+  }
+  if (result.structuredContent !== undefined) return result.structuredContent;
+  if (content.length === 1 && content[0]?.type === "text") return content[0].text;
+  return content;
+}
+
+function describeExit(exit: ChildExit): string {
+  if (exit.signal !== null) return `signal ${exit.signal}`;
+  if (exit.code !== null) return `exit code ${exit.code}`;
+  return "exit status unknown";
+}
+
+/** The stderr tail once the pipe has drained (bounded: a grandchild may hold it open). */
+async function settledTail(transport: StdioChildTransport, tail: () => string): Promise<string> {
+  const stream = transport.stderr;
+  if (stream !== null && !("readableEnded" in stream && stream.readableEnded)) {
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, 200);
+      stream.once("end", () => {
+        clearTimeout(timer);
+        resolve(undefined);
+      });
+    });
+  }
+  return tail();
+}

@@ -1,0 +1,316 @@
+/**
+ * `createMeshClient`: the mesh from the caller's side: the catalogue with each module's status, one
+ * module's tools, and `module.tool` calls over NATS with errors as data.
+ */
+
+import { randomUUID } from "node:crypto";
+import {
+  headers,
+  type Msg,
+  type NatsConnection,
+  NoRespondersError,
+  TimeoutError,
+} from "@nats-io/transport-node";
+import {
+  DEFAULT_TIMEOUT_MS,
+  ToolAbortedError,
+  type ToolCallResult,
+  ToolError,
+  UnknownToolError,
+} from "@tackle/core";
+import { defaultModulePrefix, moduleNamePattern } from "../config/names.ts";
+import { listMemberships, readCatalogue } from "../membership/membership-store.ts";
+import { connectMesh } from "../nats/connect-mesh.ts";
+import {
+  callIdHeader,
+  decodeJson,
+  decodeServiceError,
+  encodeJson,
+  idempotencyKeyHeader,
+  timeoutHeader,
+} from "../nats/wire.ts";
+import type { ModuleInfo } from "../runtime/module-info.ts";
+
+export interface MeshCallOptions {
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+  /** Give the same key when retrying a call that may have run (a `disconnected` failure). */
+  readonly idempotencyKey?: string;
+  readonly callId?: string;
+}
+
+export interface MeshClient {
+  /** Every module the mesh holds (the catalogue) or that answers on the bus, each with its status. */
+  catalogue(): Promise<ModuleInfo[]>;
+  /** What one module serves; `unreachable` when nothing answers for it. */
+  tools(module: string): Promise<ModuleInfo>;
+  /** Calls `module.tool`; every failure comes back as `{ ok: false, error }`. */
+  call(name: string, args: unknown, options?: MeshCallOptions): Promise<ToolCallResult>;
+  /** Calls a seat's verb where the membership put it. */
+  callSeat(seat: string, verb: string, args: unknown, options?: MeshCallOptions): Promise<ToolCallResult>;
+  /** The connection underneath (for membership functions). */
+  readonly connection: NatsConnection;
+  close(): Promise<void>;
+}
+
+export interface CreateMeshClientOptions {
+  readonly servers?: string;
+  readonly credsFile?: string;
+  /** Use this connection; the client leaves it open on close. */
+  readonly connection?: NatsConnection;
+  /** Default time limit per call and per listing. Default 60 s for calls. */
+  readonly timeoutMs?: number;
+  /** How long `catalogue()` listens for modules answering `$SRV.INFO`. Default 250 ms. */
+  readonly discoveryMs?: number;
+}
+
+const listingTimeoutMs = 2000;
+
+export async function createMeshClient(options: CreateMeshClientOptions = {}): Promise<MeshClient> {
+  const connection =
+    options.connection ??
+    (await connectMesh({
+      ...(options.servers === undefined ? {} : { servers: options.servers }),
+      ...(options.credsFile === undefined ? {} : { credsFile: options.credsFile }),
+      name: "tackle-mesh client",
+    }));
+  const ownsConnection = options.connection === undefined;
+  const defaultTimeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const prefixes = new Map<string, string>();
+  /** Calls in flight fail at once when the connection drops: none waits out its timeout. */
+  const inFlight = new Set<(error: ToolError) => void>();
+  const statusWatch = (async () => {
+    for await (const status of connection.status()) {
+      if (status.type !== "disconnect") continue;
+      const error = new ToolError(
+        "disconnected",
+        "The connection to NATS dropped while the call was in flight; it may or may not have run (retry with the same idempotency key)",
+        { retryable: true },
+      );
+      for (const fail of [...inFlight]) fail(error);
+    }
+  })();
+  statusWatch.catch(() => undefined);
+
+  async function prefixOf(module: string, refresh = false): Promise<string> {
+    const known = prefixes.get(module);
+    if (known !== undefined && !refresh) return known;
+    let prefix = defaultModulePrefix(module);
+    try {
+      const record = (await readCatalogue(connection)).find((entry) => entry.module === module);
+      if (record !== undefined) prefix = record.prefix;
+    } catch {
+      // No JetStream, or no catalogue yet: the default prefix is where an unissued module answers.
+    }
+    prefixes.set(module, prefix);
+    return prefix;
+  }
+
+  async function request(
+    subject: string,
+    args: unknown,
+    callOptions: MeshCallOptions,
+    name: string,
+  ): Promise<ToolCallResult> {
+    const timeoutMs = callOptions.timeoutMs ?? defaultTimeout;
+    const callHeaders = headers();
+    callHeaders.set(callIdHeader, callOptions.callId ?? randomUUID());
+    if (callOptions.idempotencyKey !== undefined)
+      callHeaders.set(idempotencyKeyHeader, callOptions.idempotencyKey);
+    callHeaders.set(timeoutHeader, String(timeoutMs));
+    if (callOptions.signal?.aborted)
+      return { ok: false, error: new ToolAbortedError(name, callOptions.signal.reason) };
+    let fail: (error: ToolError) => void = () => {};
+    const failed = new Promise<ToolCallResult>((resolve) => {
+      fail = (error) => resolve({ ok: false, error });
+    });
+    const onAbort = () => fail(new ToolAbortedError(name, callOptions.signal?.reason));
+    callOptions.signal?.addEventListener("abort", onAbort, { once: true });
+    inFlight.add(fail);
+    try {
+      // The far side enforces the tool's limit; the bus waits a little longer so its timeout error arrives.
+      const replied = connection
+        .request(subject, encodeJson(args ?? {}), { timeout: timeoutMs + 1000, headers: callHeaders })
+        .then(
+          (message) => fromReply(message),
+          (error: unknown) => fromRequestError(error, name, timeoutMs),
+        );
+      return await Promise.race([replied, failed]);
+    } finally {
+      inFlight.delete(fail);
+      callOptions.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  async function tools(module: string): Promise<ModuleInfo> {
+    const prefix = await prefixOf(module);
+    try {
+      const message = await connection.request(`${prefix}.tools`, undefined, {
+        timeout: Math.min(listingTimeoutMs, defaultTimeout),
+      });
+      return decodeJson(message.data) as ModuleInfo;
+    } catch (error) {
+      return {
+        module,
+        status: "unreachable",
+        prefix,
+        tools: [],
+        errors: [
+          {
+            source: `${prefix}.tools`,
+            message: `no runtime answered for module "${module}": ${(error as Error).message}`,
+          },
+        ],
+      };
+    }
+  }
+
+  return {
+    connection,
+    async catalogue() {
+      const modules = new Set<string>();
+      try {
+        for (const record of await readCatalogue(connection)) {
+          modules.add(record.module);
+          prefixes.set(record.module, record.prefix);
+        }
+      } catch {
+        // Without JetStream there is no catalogue; discovery below still finds what answers.
+      }
+      for (const module of await discover(connection, options.discoveryMs ?? 250)) modules.add(module);
+      return Promise.all([...modules].sort().map((module) => tools(module)));
+    },
+    tools,
+    async call(name, args, callOptions = {}) {
+      const dot = name.indexOf(".");
+      const module = name.slice(0, Math.max(dot, 0));
+      const tool = name.slice(dot + 1);
+      if (dot <= 0 || tool === "" || !moduleNamePattern.test(module)) {
+        return {
+          ok: false,
+          error: new ToolError("invalid_request", `"${name}" is not a mesh tool name: write module.tool`, {
+            data: { name },
+          }),
+        };
+      }
+      const result = await request(`${await prefixOf(module)}.${tool}`, args, callOptions, name);
+      if (result.ok || result.error.code !== "no_responders") return result;
+      // Nothing answered that subject: either the tool does not exist or the module is not served.
+      await prefixOf(module, true);
+      const listing = await tools(module);
+      if (listing.status === "unreachable") {
+        return {
+          ok: false,
+          error: new ToolError(
+            "unreachable",
+            `Module "${module}" is unreachable: no runtime answers for it`,
+            {
+              retryable: true,
+              data: { module },
+            },
+          ),
+        };
+      }
+      if (listing.tools.some((entry) => entry.name === tool)) {
+        return request(`${await prefixOf(module)}.${tool}`, args, callOptions, name);
+      }
+      return {
+        ok: false,
+        error: new UnknownToolError(
+          name,
+          listing.tools.map((entry) => `${module}.${entry.name}`),
+        ),
+      };
+    },
+    async callSeat(seat, verb, args, callOptions = {}) {
+      const holder = (await listMemberships(connection)).find((record) => record.seats[seat] !== undefined);
+      if (holder === undefined) {
+        return {
+          ok: false,
+          error: new ToolError("unknown_seat", `No module holds seat "${seat}"`, { data: { seat } }),
+        };
+      }
+      const result = await request(`${holder.seats[seat]}.${verb}`, args, callOptions, `${seat}.${verb}`);
+      if (!result.ok && result.error.code === "no_responders") {
+        return {
+          ok: false,
+          error: new ToolError(
+            "unknown_tool",
+            `Seat "${seat}" (held by ${holder.module}) has no verb "${verb}" answering`,
+            {
+              data: { seat, verb, module: holder.module },
+            },
+          ),
+        };
+      }
+      return result;
+    },
+    async close() {
+      if (ownsConnection) await connection.drain().catch(() => connection.close());
+    },
+  };
+}
+
+function fromReply(message: Msg): ToolCallResult {
+  const status = message.headers?.get("Nats-Service-Error-Code");
+  if (status !== undefined && status !== "") {
+    const description = message.headers?.get("Nats-Service-Error") ?? "service error";
+    return { ok: false, error: decodeServiceError(Number(status), description, message.data) };
+  }
+  try {
+    return { ok: true, output: decodeJson(message.data) };
+  } catch (error) {
+    return {
+      ok: false,
+      error: new ToolError("invalid_reply", `The reply is not JSON: ${(error as Error).message}`),
+    };
+  }
+}
+
+function fromRequestError(error: unknown, name: string, timeoutMs: number): ToolCallResult {
+  if (error instanceof NoRespondersError || (error as Error)?.cause instanceof NoRespondersError) {
+    return {
+      ok: false,
+      error: new ToolError("no_responders", `Nothing answers for "${name}"`, { data: { name } }),
+    };
+  }
+  if (error instanceof TimeoutError || (error as Error)?.cause instanceof TimeoutError) {
+    return {
+      ok: false,
+      error: new ToolError("timeout", `No answer for "${name}" within ${timeoutMs} ms`, {
+        retryable: true,
+        data: { tool: name, timeoutMs },
+      }),
+    };
+  }
+  return {
+    ok: false,
+    error: new ToolError(
+      "unavailable",
+      `The call to "${name}" could not be made: ${(error as Error)?.message ?? String(error)}`,
+      {
+        retryable: true,
+        cause: error,
+      },
+    ),
+  };
+}
+
+/** Modules that answer the services API's INFO with our metadata, within a short window. */
+async function discover(connection: NatsConnection, windowMs: number): Promise<string[]> {
+  const found = new Set<string>();
+  try {
+    const replies = await connection.requestMany("$SRV.INFO", undefined, { maxWait: windowMs });
+    for await (const reply of replies) {
+      try {
+        const info = reply.json<{ name?: string; metadata?: Record<string, string> }>();
+        if (info.metadata?.tackle === "mesh" && typeof info.name === "string") found.add(info.name);
+      } catch {
+        // Another service's malformed INFO is not ours to report.
+      }
+    }
+  } catch {
+    // No service answered at all: nothing to add.
+  }
+  return [...found];
+}

@@ -1,0 +1,47 @@
+/** @tackle/mesh: one process per machine serves every module's tools over NATS, in any language. */
+export type { NatsConnection } from "@nats-io/transport-node";
+export type { JsonSchema, Logger, ToolCallResult, ToolSet } from "@tackle/core";
+export type { BundleContext, BundleExport } from "./bundles/import-bundle.ts";
+export {
+  type LoadError,
+  type LoadedModule,
+  type LoadModulesOptions,
+  loadModules,
+  RESERVED_TOOL_NAME,
+} from "./bundles/load-modules.ts";
+export {
+  type CreateMeshClientOptions,
+  createMeshClient,
+  type MeshCallOptions,
+  type MeshClient,
+} from "./client/create-mesh-client.ts";
+export {
+  DEFAULT_CONSOLE_LISTEN,
+  loadMeshConfig,
+  type MeshConfig,
+  type ModuleEntry,
+} from "./config/load-mesh-config.ts";
+export { defaultModulePrefix, defaultSeatPrefix } from "./config/names.ts";
+export { MeshConfigError } from "./errors/mesh-config-error.ts";
+export {
+  type IssueMembershipOptions,
+  issueMembership,
+  listMemberships,
+  type MeshBuckets,
+  openMeshBuckets,
+  readCatalogue,
+  revokeMembership,
+} from "./membership/membership-store.ts";
+export {
+  CATALOGUE_BUCKET,
+  type CatalogueRecord,
+  MEMBERSHIP_BUCKET,
+  type MembershipRecord,
+} from "./membership/records.ts";
+export { type ConnectMeshOptions, connectMesh, DEFAULT_BROKER_URL } from "./nats/connect-mesh.ts";
+export type { ModuleInfo, ModuleToolInfo } from "./runtime/module-info.ts";
+export {
+  type NodeRuntime,
+  type StartNodeRuntimeOptions,
+  startNodeRuntime,
+} from "./runtime/start-node-runtime.ts";

@@ -1,0 +1,124 @@
+/**
+ * Library functions over the membership and catalogue buckets: what a controller (or `tackle mesh
+ * issue|revoke|ls`) uses to tell runtimes what to serve. Runtimes follow the membership bucket live.
+ */
+import { type KV, Kvm } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { defaultModulePrefix, defaultSeatPrefix } from "../config/names.ts";
+import {
+  CATALOGUE_BUCKET,
+  type CatalogueRecord,
+  checkMembership,
+  MEMBERSHIP_BUCKET,
+  type MembershipRecord,
+  membershipKey,
+} from "./records.ts";
+
+export interface MeshBuckets {
+  readonly membership: KV;
+  readonly catalogue: KV;
+}
+
+/** Opens both buckets, creating them (one value per key, file storage) when missing. */
+export async function openMeshBuckets(connection: NatsConnection): Promise<MeshBuckets> {
+  const kvm = new Kvm(connection);
+  const [membership, catalogue] = await Promise.all([
+    kvm.create(MEMBERSHIP_BUCKET, {
+      history: 1,
+      description: "tackle mesh: what each module was issued on each node",
+    }),
+    kvm.create(CATALOGUE_BUCKET, { history: 1, description: "tackle mesh: the modules the mesh holds" }),
+  ]);
+  return { membership, catalogue };
+}
+
+export interface IssueMembershipOptions {
+  readonly node: string;
+  readonly module: string;
+  /** Default `tackle.tools.<module>`. */
+  readonly prefix?: string;
+  /** Seat names, each to its subject prefix; `undefined` subject means `tackle.seats.<seat>`. */
+  readonly seats?: Readonly<Record<string, string | undefined>> | readonly string[];
+  readonly description?: string;
+}
+
+/** Issues (or re-issues) a module on a node, and lists the module in the catalogue. Runtimes re-serve at once. */
+export async function issueMembership(
+  connection: NatsConnection,
+  options: IssueMembershipOptions,
+): Promise<MembershipRecord> {
+  const seatsGiven = options.seats ?? {};
+  const seatEntries: [string, string | undefined][] = Array.isArray(seatsGiven)
+    ? seatsGiven.map((seat) => [seat, undefined])
+    : Object.entries(seatsGiven);
+  const record = checkMembership(
+    {
+      node: options.node,
+      module: options.module,
+      prefix: options.prefix ?? defaultModulePrefix(options.module),
+      seats: Object.fromEntries(
+        seatEntries.map(([seat, subject]) => [seat, subject ?? defaultSeatPrefix(seat)]),
+      ),
+      issuedAt: new Date().toISOString(),
+    },
+    "membership",
+  );
+  const buckets = await openMeshBuckets(connection);
+  await buckets.membership.put(membershipKey(record.node, record.module), JSON.stringify(record));
+  const catalogue: CatalogueRecord = {
+    module: record.module,
+    prefix: record.prefix,
+    ...(options.description === undefined ? {} : { description: options.description }),
+    updatedAt: record.issuedAt,
+  };
+  await buckets.catalogue.put(record.module, JSON.stringify(catalogue));
+  return record;
+}
+
+/**
+ * Takes a module's membership off a node (its runtime falls back to the default prefix, ADR 0201);
+ * the catalogue drops the module when no node holds it any more. True when there was one.
+ */
+export async function revokeMembership(
+  connection: NatsConnection,
+  options: { readonly node: string; readonly module: string },
+): Promise<boolean> {
+  const buckets = await openMeshBuckets(connection);
+  const key = membershipKey(options.node, options.module);
+  const existing = await buckets.membership.get(key);
+  if (existing === null || existing.operation !== "PUT") return false;
+  await buckets.membership.delete(key);
+  const remaining = await listMemberships(connection, { module: options.module });
+  if (remaining.length === 0) await buckets.catalogue.delete(options.module);
+  return true;
+}
+
+/** Every live membership, optionally narrowed to a node or a module. */
+export async function listMemberships(
+  connection: NatsConnection,
+  filter: { readonly node?: string; readonly module?: string } = {},
+): Promise<MembershipRecord[]> {
+  const buckets = await openMeshBuckets(connection);
+  const records: MembershipRecord[] = [];
+  const keys = await buckets.membership.keys(`${filter.node ?? "*"}.${filter.module ?? "*"}`);
+  for await (const key of keys) {
+    const entry = await buckets.membership.get(key);
+    if (entry === null || entry.operation !== "PUT") continue;
+    records.push(checkMembership(entry.json(), `${MEMBERSHIP_BUCKET}/${key}`));
+  }
+  return records.sort((left, right) =>
+    membershipKey(left.node, left.module).localeCompare(membershipKey(right.node, right.module)),
+  );
+}
+
+/** The modules the mesh holds. */
+export async function readCatalogue(connection: NatsConnection): Promise<CatalogueRecord[]> {
+  const buckets = await openMeshBuckets(connection);
+  const records: CatalogueRecord[] = [];
+  for await (const key of await buckets.catalogue.keys()) {
+    const entry = await buckets.catalogue.get(key);
+    if (entry === null || entry.operation !== "PUT") continue;
+    records.push(entry.json<CatalogueRecord>());
+  }
+  return records.sort((left, right) => left.module.localeCompare(right.module));
+}

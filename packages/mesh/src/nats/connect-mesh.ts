@@ -1,0 +1,38 @@
+/** `connectMesh`: a NATS connection on the node's credential (JWT + nkey) or a plain URL, reconnecting forever. */
+import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import { readCredential } from "../config/read-credential.ts";
+import { MeshConfigError } from "../errors/mesh-config-error.ts";
+
+export interface ConnectMeshOptions {
+  /** Server URL(s), comma-separated. Default nats://127.0.0.1:4222 when only a credential is given. */
+  readonly servers?: string;
+  /** A NATS credentials file (user JWT + nkey seed). */
+  readonly credsFile?: string;
+  /** The connection's name, shown by the server's monitoring. */
+  readonly name?: string;
+  /** Pause between reconnect attempts. Default 250 ms. */
+  readonly reconnectTimeWaitMs?: number;
+}
+
+export const DEFAULT_BROKER_URL = "nats://127.0.0.1:4222";
+
+export async function connectMesh(options: ConnectMeshOptions): Promise<NatsConnection> {
+  if (options.servers === undefined && options.credsFile === undefined) {
+    throw new MeshConfigError(
+      "MESH_BROKER_URL",
+      "no broker: set MESH_BROKER_FILE (the node's credential) or MESH_BROKER_URL (a plain URL)",
+    );
+  }
+  const servers = (options.servers ?? DEFAULT_BROKER_URL).split(",").map((server) => server.trim());
+  const authenticator =
+    options.credsFile === undefined ? undefined : credsAuthenticator(readCredential(options.credsFile).bytes);
+  return connect({
+    servers,
+    ...(authenticator === undefined ? {} : { authenticator }),
+    ...(options.name === undefined ? {} : { name: options.name }),
+    // A node's runtime outlives any broker restart: it never gives up reconnecting.
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: options.reconnectTimeWaitMs ?? 250,
+    waitOnFirstConnect: false,
+  });
+}

@@ -1,0 +1,50 @@
+/** How a tool call crosses NATS: JSON bodies, call metadata in headers, errors in the service-error headers. */
+import { ToolError, type ToolErrorPayload } from "@tackle/core";
+
+export const callIdHeader = "Tackle-Call-Id";
+export const idempotencyKeyHeader = "Tackle-Idempotency-Key";
+export const timeoutHeader = "Tackle-Timeout-Ms";
+/** The string error code, beside the numeric one the services API puts in Nats-Service-Error-Code. */
+export const errorCodeHeader = "Tackle-Error-Code";
+
+/** Numeric service-error codes, HTTP-like, for clients that read only the standard headers. */
+const statusByCode: Record<string, number> = {
+  invalid_input: 400,
+  invalid_request: 400,
+  unknown_tool: 404,
+  timeout: 408,
+  aborted: 499,
+  child_exited: 503,
+  child_failed: 503,
+  unavailable: 503,
+};
+
+export function serviceStatus(code: string): number {
+  return statusByCode[code] ?? 500;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+export function encodeJson(value: unknown): Uint8Array {
+  return encoder.encode(JSON.stringify(value === undefined ? null : value));
+}
+
+/** An empty body means no arguments; anything else must be JSON. */
+export function decodeJson(data: Uint8Array): unknown {
+  if (data.length === 0) return undefined;
+  return JSON.parse(decoder.decode(data));
+}
+
+/** Rebuilds the ToolError a service answered with (its body is the error's wire form). */
+export function decodeServiceError(code: number, description: string, body: Uint8Array): ToolError {
+  try {
+    const payload = decodeJson(body) as ToolErrorPayload | undefined;
+    if (payload !== undefined && typeof payload.code === "string" && typeof payload.message === "string") {
+      return ToolError.fromPayload(payload);
+    }
+  } catch {
+    // A foreign service's non-JSON error body: the standard headers still say what happened.
+  }
+  return new ToolError("service_error", description, { data: { status: code } });
+}

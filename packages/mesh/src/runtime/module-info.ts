@@ -1,0 +1,43 @@
+/** What a module answers to `tools`, and what the client reports for each module. */
+import type { JsonSchema } from "@tackle/core";
+import type { LoadError, LoadedModule } from "../bundles/load-modules.ts";
+
+export interface ModuleToolInfo {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: JsonSchema;
+}
+
+export interface ModuleInfo {
+  readonly module: string;
+  /** `failed`: it loaded no tool and has load errors; `unreachable`: nothing answered for it. */
+  readonly status: "ok" | "failed" | "unreachable";
+  /** The node that answered. */
+  readonly node?: string;
+  /** The subject prefix its tools answer on. */
+  readonly prefix?: string;
+  /** Seats it holds on that node, to their subject prefixes. */
+  readonly seats?: Readonly<Record<string, string>>;
+  readonly tools: readonly ModuleToolInfo[];
+  readonly errors: readonly LoadError[];
+}
+
+export function describeModule(
+  loaded: LoadedModule,
+  where: { node: string; prefix?: string; seats?: Readonly<Record<string, string>> },
+): ModuleInfo {
+  const tools = loaded.toolset.tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputJsonSchema,
+  }));
+  return {
+    module: loaded.module,
+    status: tools.length === 0 && loaded.errors.length > 0 ? "failed" : "ok",
+    node: where.node,
+    ...(where.prefix === undefined ? {} : { prefix: where.prefix }),
+    ...(where.seats === undefined ? {} : { seats: where.seats }),
+    tools,
+    errors: loaded.errors,
+  };
+}

@@ -1,0 +1,155 @@
+/**
+ * One module on the bus: a NATS service (the services API gives `$SRV.PING/INFO/STATS`) with an
+ * endpoint per tool on the module's prefix, one per held seat's verb on the seat's subject, and `tools`.
+ */
+import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
+import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { type Logger, ToolError, toLlmName } from "@tackle/core";
+import type { LoadedModule } from "../bundles/load-modules.ts";
+import {
+  callIdHeader,
+  decodeJson,
+  encodeJson,
+  errorCodeHeader,
+  idempotencyKeyHeader,
+  serviceStatus,
+  timeoutHeader,
+} from "../nats/wire.ts";
+import { describeModule, type ModuleInfo } from "./module-info.ts";
+
+export interface Placement {
+  readonly prefix: string;
+  readonly seats: Readonly<Record<string, string>>;
+}
+
+export interface ServedModule {
+  readonly placement: Placement;
+  readonly info: ModuleInfo;
+  /** Every subject it answers on. */
+  readonly subjects: readonly string[];
+  stop(): Promise<void>;
+}
+
+export const SERVICE_VERSION = "0.1.0";
+
+export async function serveModule(
+  connection: NatsConnection,
+  loaded: LoadedModule,
+  placement: Placement,
+  node: string,
+  logger: Logger,
+): Promise<ServedModule> {
+  const info = describeModule(loaded, { node, prefix: placement.prefix, seats: placement.seats });
+  // @nats-io/services is built on its own copy of nats-core; the connection is the same object at run time.
+  const service: Service = await new Svcm(connection as never).add({
+    name: loaded.module,
+    version: SERVICE_VERSION,
+    description: `tackle mesh module ${loaded.module} on ${node}`,
+    metadata: { tackle: "mesh", module: loaded.module, node, prefix: placement.prefix },
+  });
+  const subjects: string[] = [];
+  const listing = encodeJson(info);
+  service.addEndpoint("tools", {
+    subject: `${placement.prefix}.tools`,
+    metadata: { description: "this module's tools, schemas and load errors" },
+    handler: (error, message) => {
+      if (error !== null)
+        return logger.error("tools endpoint failed", { module: loaded.module, error: error.message });
+      message.respond(listing);
+    },
+  });
+  subjects.push(`${placement.prefix}.tools`);
+
+  const endpoint = (endpointName: string, subject: string, tool: string) => {
+    const definition = loaded.toolset.get(tool);
+    service.addEndpoint(endpointName, {
+      subject,
+      metadata: {
+        tool,
+        description: definition?.description ?? "",
+        input_schema: JSON.stringify(definition?.inputJsonSchema ?? {}),
+      },
+      handler: (error, message) => {
+        if (error !== null)
+          return logger.error("endpoint failed", { module: loaded.module, tool, error: error.message });
+        void answer(loaded, tool, message, logger);
+      },
+    });
+    subjects.push(subject);
+  };
+  for (const tool of loaded.toolset.names) endpoint(toLlmName(tool), `${placement.prefix}.${tool}`, tool);
+  for (const [seat, seatPrefix] of Object.entries(placement.seats)) {
+    for (const tool of loaded.toolset.names) {
+      if (!tool.startsWith(`${seat}.`)) continue;
+      const verb = tool.slice(seat.length + 1);
+      endpoint(`seat-${toLlmName(tool)}`, `${seatPrefix}.${verb}`, tool);
+    }
+  }
+  // The server must hold every subscription before the caller treats the module as served.
+  await connection.flush();
+  return {
+    placement,
+    info,
+    subjects,
+    async stop() {
+      await service.stop();
+    },
+  };
+}
+
+async function answer(
+  loaded: LoadedModule,
+  tool: string,
+  message: ServiceMsg,
+  logger: Logger,
+): Promise<void> {
+  try {
+    let args: unknown;
+    try {
+      args = decodeJson(message.data) ?? {};
+    } catch (error) {
+      return respondError(
+        message,
+        new ToolError(
+          "invalid_request",
+          `The arguments for "${tool}" are not JSON: ${(error as Error).message}`,
+        ),
+      );
+    }
+    const timeout = Number(message.headers?.get(timeoutHeader));
+    const callId = message.headers?.get(callIdHeader);
+    const idempotencyKey = message.headers?.get(idempotencyKeyHeader);
+    const result = await loaded.toolset.call(tool, args, {
+      ...(callId ? { callId } : {}),
+      ...(idempotencyKey ? { idempotencyKey } : {}),
+      ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
+    });
+    if (result.ok) message.respond(encodeJson(result.output));
+    else respondError(message, result.error);
+  } catch (error) {
+    // A control-flow throw cannot cross a wire; it is reported, never dropped.
+    logger.error("tool call escaped its tool set", {
+      module: loaded.module,
+      tool,
+      error: (error as Error)?.message,
+    });
+    respondError(
+      message,
+      new ToolError("tool_failed", `Tool "${tool}" failed: ${(error as Error)?.message ?? String(error)}`),
+    );
+  }
+}
+
+function respondError(message: ServiceMsg, error: ToolError): void {
+  // The services API carries the status and description in its headers; the body keeps the full error.
+  const errorHeaders = headers();
+  errorHeaders.set(errorCodeHeader, error.code);
+  message.respondError(serviceStatus(error.code), oneLine(error.message), encodeJson(error.toJSON()), {
+    headers: errorHeaders as never,
+  });
+}
+
+/** A header value cannot hold a line break. */
+function oneLine(text: string): string {
+  return text.replace(/[\r\n]+/g, " ").slice(0, 1000);
+}

@@ -1,0 +1,163 @@
+/**
+ * `startNodeRuntime`: the node's one process. It connects the bus, loads every configured bundle,
+ * serves each module where its membership puts it, and re-serves when the membership changes.
+ */
+import type { KvWatchEntry } from "@nats-io/kv";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { type Logger, silentLogger } from "@tackle/core";
+import { type LoadedModule, type LoadModulesOptions, loadModules } from "../bundles/load-modules.ts";
+import type { MeshConfig } from "../config/load-mesh-config.ts";
+import { defaultModulePrefix } from "../config/names.ts";
+import { openMeshBuckets } from "../membership/membership-store.ts";
+import { checkMembership, MEMBERSHIP_BUCKET, membershipKey } from "../membership/records.ts";
+import { connectMesh } from "../nats/connect-mesh.ts";
+import { childEnvironment } from "./child-environment.ts";
+import { describeModule, type ModuleInfo } from "./module-info.ts";
+import { type Placement, type ServedModule, serveModule } from "./serve-module.ts";
+
+export interface NodeRuntime {
+  readonly node: string;
+  /** Each module this node serves, with where it answers now. */
+  modules(): ModuleInfo[];
+  /** Stops serving, closes the bundles and children, and closes the connection it opened. */
+  close(): Promise<void>;
+}
+
+export interface StartNodeRuntimeOptions {
+  readonly config: MeshConfig;
+  readonly logger?: Logger;
+  /** A connection to use instead of one made from the config; the runtime leaves it open on close. */
+  readonly connection?: NatsConnection;
+  /** Passed to loadModules (per-call time limit, child limits). */
+  readonly load?: Pick<LoadModulesOptions, "timeoutMs" | "child">;
+}
+
+interface ModuleSlot {
+  readonly loaded: LoadedModule;
+  served: ServedModule | undefined;
+  revision: number;
+  /** Re-serves of one module run one at a time, in order. */
+  queue: Promise<void>;
+}
+
+export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promise<NodeRuntime> {
+  const { config } = options;
+  const logger = options.logger ?? silentLogger;
+  const connection =
+    options.connection ??
+    (await connectMesh({
+      ...(config.brokerUrl === undefined ? {} : { servers: config.brokerUrl }),
+      ...(config.brokerFile === undefined ? {} : { credsFile: config.brokerFile }),
+      name: `tackle-mesh ${config.node}`,
+    }));
+  const ownsConnection = options.connection === undefined;
+  void watchStatus(connection, logger);
+  const slots = new Map<string, ModuleSlot>();
+  try {
+    const buckets = await openMeshBuckets(connection);
+    const loaded = await loadModules(config.modules, {
+      logger,
+      env: childEnvironment(config),
+      node: config.node,
+      ...options.load,
+    });
+    for (const module of loaded) {
+      const entry = await buckets.membership.get(membershipKey(config.node, module.module));
+      const slot: ModuleSlot = { loaded: module, served: undefined, revision: 0, queue: Promise.resolve() };
+      slots.set(module.module, slot);
+      await place(slot, entry?.operation === "PUT" ? entry : null, entry?.revision ?? 0);
+    }
+    const watcher = await buckets.membership.watch({ key: `${config.node}.*` });
+    const following = (async () => {
+      for await (const entry of watcher) {
+        const module = entry.key.slice(config.node.length + 1);
+        const slot = slots.get(module);
+        if (slot === undefined || entry.revision <= slot.revision) continue;
+        slot.revision = entry.revision;
+        slot.queue = slot.queue.then(() =>
+          place(slot, entry.operation === "PUT" ? entry : null, entry.revision),
+        );
+        await slot.queue;
+      }
+    })();
+    following.catch((error: unknown) =>
+      logger.error("membership watch ended", { error: (error as Error)?.message }),
+    );
+
+    return {
+      node: config.node,
+      modules: () =>
+        [...slots.values()].map(
+          (slot) => slot.served?.info ?? describeModule(slot.loaded, { node: config.node }),
+        ),
+      async close() {
+        watcher.stop();
+        await following.catch(() => undefined);
+        await Promise.allSettled([...slots.values()].map((slot) => slot.queue));
+        await Promise.allSettled([...slots.values()].map((slot) => slot.served?.stop()));
+        await Promise.allSettled([...slots.values()].map((slot) => slot.loaded.close()));
+        if (ownsConnection) await connection.drain().catch(() => connection.close());
+      },
+    };
+  } catch (error) {
+    await Promise.allSettled([...slots.values()].map((slot) => slot.served?.stop()));
+    await Promise.allSettled([...slots.values()].map((slot) => slot.loaded.close()));
+    if (ownsConnection) await connection.close();
+    throw error;
+  }
+
+  /** Serves a module where its record puts it: the new placement answers before the old one stops. */
+  async function place(
+    slot: ModuleSlot,
+    entry: KvWatchEntry | { json<T>(): T; key: string } | null,
+    revision: number,
+  ) {
+    let placement: Placement = { prefix: defaultModulePrefix(slot.loaded.module), seats: {} };
+    if (entry !== null) {
+      try {
+        const record = checkMembership(entry.json(), `${MEMBERSHIP_BUCKET}/${entry.key}`);
+        placement = { prefix: record.prefix, seats: record.seats };
+      } catch (error) {
+        logger.error("membership record refused; the module keeps its current placement", {
+          module: slot.loaded.module,
+          error: (error as Error).message,
+        });
+        return;
+      }
+    }
+    const previous = slot.served;
+    if (previous !== undefined && samePlacement(previous.placement, placement)) return;
+    try {
+      slot.served = await serveModule(connection, slot.loaded, placement, config.node, logger);
+      slot.revision = Math.max(slot.revision, revision);
+      logger.info(previous === undefined ? "serving module" : "re-serving module on its new membership", {
+        module: slot.loaded.module,
+        prefix: placement.prefix,
+        seats: placement.seats,
+      });
+    } catch (error) {
+      logger.error("could not serve module", { module: slot.loaded.module, error: (error as Error).message });
+      return;
+    }
+    await previous?.stop();
+  }
+}
+
+function samePlacement(left: Placement, right: Placement): boolean {
+  return (
+    left.prefix === right.prefix && JSON.stringify(sorted(left.seats)) === JSON.stringify(sorted(right.seats))
+  );
+}
+
+function sorted(record: Readonly<Record<string, string>>): [string, string][] {
+  return Object.entries(record).sort(([left], [right]) => left.localeCompare(right));
+}
+
+async function watchStatus(connection: NatsConnection, logger: Logger): Promise<void> {
+  for await (const status of connection.status()) {
+    if (status.type === "disconnect")
+      logger.warn("lost the NATS connection; reconnecting", { server: status.server });
+    else if (status.type === "reconnect") logger.info("reconnected to NATS", { server: status.server });
+    else if (status.type === "error") logger.error("NATS error", { error: status.error?.message });
+  }
+}
