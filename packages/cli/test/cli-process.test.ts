@@ -1,0 +1,187 @@
+/** `tackle tools`, `tackle call` and `tackle serve` as real processes, embedded and through a console. */
+import assert from "node:assert/strict";
+import { statSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { freePort } from "@tackle/test-support";
+import { cleanEnv, runTackle, type ServeProcess, startServe, tempHome } from "./tackle-process.ts";
+
+const brokenBundle = fileURLToPath(new URL("./fixtures/broken-bundle.js", import.meta.url));
+
+describe("without a console: the modules load in the command's own process", () => {
+  test("tackle tools lists the built-in demo module, and --json is machine-readable on stdout alone", async () => {
+    const table = await runTackle(["tools"]);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /^MODULE\s+STATUS\s+NODE\s+TOOLS$/m);
+    assert.match(table.stdout, /^demo\s+ok\s+-\s+echo, add, now, text_stats$/m);
+    assert.doesNotMatch(table.stdout, /\u001b\[/, "no colour on a pipe");
+
+    const json = await runTackle(["tools", "--json"], { env: cleanEnv({ TACKLE_LOG_LEVEL: "debug" }) });
+    const modules = JSON.parse(json.stdout) as {
+      module: string;
+      status: string;
+      tools: { name: string }[];
+    }[];
+    assert.deepEqual(
+      modules.map((info) => [info.module, info.status, info.tools.length]),
+      [["demo", "ok", 4]],
+    );
+  });
+
+  test("a module whose bundle throws is reported with its error, and the others still serve", async () => {
+    const env = cleanEnv({ MESH_TOOL_MODULES: `broken=${brokenBundle}`, TACKLE_LOG_LEVEL: "silent" });
+    const tools = await runTackle(["tools", "--builtin"], { env });
+    assert.equal(tools.code, 0, tools.stderr);
+    assert.match(tools.stdout, /^broken\s+failed\s+-\s+-$/m);
+    assert.match(tools.stdout, /broken-bundle\.js: .*broken on purpose/);
+    assert.match(tools.stdout, /^demo\s+ok/m);
+  });
+
+  test("tackle call takes its arguments from the argument or from stdin and prints the result as JSON", async () => {
+    const fromArgument = await runTackle(["call", "demo.add", '{"numbers":[1.5,2]}']);
+    assert.equal(fromArgument.code, 0, fromArgument.stderr);
+    assert.deepEqual(JSON.parse(fromArgument.stdout), { sum: 3.5 });
+
+    const fromStdin = await runTackle(["call", "demo.text_stats"], { input: '{"text":"one two three"}' });
+    assert.equal(fromStdin.code, 0, fromStdin.stderr);
+    assert.equal((JSON.parse(fromStdin.stdout) as { words: number }).words, 3);
+  });
+
+  test("a tool error goes to stderr with its code and exit 1; bad usage exits 2; stdout stays empty", async () => {
+    const invalid = await runTackle(["call", "demo.add", '{"numbers":"many"}']);
+    assert.equal(invalid.code, 1);
+    assert.equal(invalid.stdout, "");
+    assert.match(invalid.stderr, /^error invalid_input: /m);
+
+    const unknown = await runTackle(["call", "demo.subtract", "{}"]);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /error unknown_tool: .*demo\.add/);
+
+    const notJson = await runTackle(["call", "demo.echo", "{text:"]);
+    assert.equal(notJson.code, 2);
+    assert.match(notJson.stderr, /not JSON/);
+
+    const notQualified = await runTackle(["call", "echo", "{}"]);
+    assert.equal(notQualified.code, 2);
+    assert.match(notQualified.stderr, /not module\.tool/);
+  });
+
+  test("--help works on every command and exits 0", async () => {
+    for (const args of [
+      ["--help"],
+      ["serve", "--help"],
+      ["mcp", "--help"],
+      ["tools", "--help"],
+      ["call", "--help"],
+      ["mesh", "--help"],
+      ["mesh", "issue", "--help"],
+      ["mesh", "revoke", "--help"],
+      ["mesh", "ls", "--help"],
+    ]) {
+      const help = await runTackle(args);
+      assert.equal(help.code, 0, `${args.join(" ")}: ${help.stderr}`);
+      assert.match(help.stdout, /^Usage: tackle/m, args.join(" "));
+    }
+  });
+});
+
+describe("the npm start equivalent: tackle serve --builtin, then tools and call through its console", () => {
+  const home = tempHome();
+  let serve: ServeProcess;
+  let port: number;
+
+  before(async () => {
+    port = await freePort();
+    serve = await startServe(
+      ["--builtin"],
+      cleanEnv({ TACKLE_HOME: home.path, MESH_CONSOLE_LISTEN: `127.0.0.1:${port}` }),
+    );
+  });
+  after(async () => {
+    await serve?.stop();
+    home.remove();
+  });
+
+  test("serve prints its modules, tool counts, the console URL and the token file (0600)", () => {
+    assert.match(serve.banner, /^tackle serve: embedded/m);
+    assert.match(serve.banner, /^ {2}module demo: ok, 4 tools$/m);
+    assert.equal(serve.url, `http://127.0.0.1:${port}/mcp`);
+    assert.equal(serve.tokenFile, `${home.path}/console-token`);
+    assert.equal(statSync(serve.tokenFile).mode & 0o777, 0o600);
+  });
+
+  test("tackle call --console returns the tool's result; tackle tools --console lists the modules", async () => {
+    const env = cleanEnv({ TACKLE_HOME: home.path });
+    const call = await runTackle(
+      ["call", "demo.echo", '{"text":"through the console"}', "--console", serve.url],
+      { env },
+    );
+    assert.equal(call.code, 0, call.stderr);
+    assert.deepEqual(JSON.parse(call.stdout), { text: "through the console" });
+
+    const bareOrigin = await runTackle(
+      ["call", "demo.add", '{"numbers":[40,2]}', "--console", `http://127.0.0.1:${port}`],
+      { env },
+    );
+    assert.deepEqual(JSON.parse(bareOrigin.stdout), { sum: 42 });
+
+    const failing = await runTackle(["call", "demo.add", "{}", "--console", serve.url], { env });
+    assert.equal(failing.code, 1);
+    assert.match(failing.stderr, /^error invalid_input: /m);
+
+    const tools = await runTackle(["tools", "--console", serve.url], { env });
+    assert.equal(tools.code, 0, tools.stderr);
+    assert.match(tools.stdout, /^demo\s+ok\s+-\s+echo, add, now, text_stats$/m);
+  });
+
+  test("--console with a wrong token is refused with a clear message", async () => {
+    const env = cleanEnv({ TACKLE_HOME: home.path, TACKLE_CONSOLE_TOKEN: "wrong" });
+    const refused = await runTackle(["tools", "--console", serve.url], { env });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /refused the token \(401\)/);
+  });
+
+  test("a second serve on the same port says the port is in use", async () => {
+    const second = await runTackle(["serve"], {
+      env: cleanEnv({ TACKLE_HOME: home.path, MESH_CONSOLE_LISTEN: `127.0.0.1:${port}` }),
+    });
+    assert.equal(second.code, 1);
+    assert.match(second.stderr, /port is in use/);
+  });
+});
+
+test("serve refuses MESH_CONSOLE_LISTEN=0.0.0.0:4270 before binding, naming the fix", async () => {
+  const home = tempHome();
+  try {
+    const refused = await runTackle(["serve"], {
+      env: cleanEnv({ TACKLE_HOME: home.path, MESH_CONSOLE_LISTEN: "0.0.0.0:4270" }),
+    });
+    assert.equal(refused.code, 2);
+    assert.equal(refused.stdout, "");
+    assert.match(
+      refused.stderr,
+      /MESH_CONSOLE_LISTEN=0\.0\.0\.0:4270 refused: the console answers on loopback only/,
+    );
+    const flag = await runTackle(["serve", "--listen", "192.168.0.1:4270"], {
+      env: cleanEnv({ TACKLE_HOME: home.path }),
+    });
+    assert.equal(flag.code, 2);
+    assert.match(flag.stderr, /loopback only/);
+  } finally {
+    home.remove();
+  }
+});
+
+test("serve stops cleanly on SIGINT", async () => {
+  const home = tempHome();
+  const port = await freePort();
+  const serve = await startServe(
+    [],
+    cleanEnv({ TACKLE_HOME: home.path, MESH_CONSOLE_LISTEN: `127.0.0.1:${port}` }),
+  );
+  try {
+    assert.equal(await serve.stop("SIGINT"), 0);
+  } finally {
+    home.remove();
+  }
+});

@@ -1,0 +1,120 @@
+/** Runs `tackle` as a real process from source, the way `npm start` and the tests' users run it. */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const mainScript = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+export const binScript = fileURLToPath(new URL("../bin/tackle.js", import.meta.url));
+export const repoRoot = fileURLToPath(new URL("../../../", import.meta.url));
+
+export interface Finished {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** An environment without the caller's MESH_* / TACKLE_* settings, plus the given ones. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith("MESH_") && !key.startsWith("TACKLE_") && key !== "NODE_OPTIONS") env[key] = value;
+  }
+  return { ...env, TACKLE_LOG_LEVEL: "warn", ...extra };
+}
+
+export function tempHome(): { path: string; remove(): void } {
+  const path = mkdtempSync(join(tmpdir(), "tackle-home-"));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export function runTackle(
+  args: readonly string[],
+  options: { env?: NodeJS.ProcessEnv; input?: string; command?: readonly string[]; timeoutMs?: number } = {},
+): Promise<Finished> {
+  const command = options.command ?? [process.execPath, "--conditions=@tackle/source", mainScript];
+  return new Promise((resolve, reject) => {
+    const child = spawn(command[0]!, [...command.slice(1), ...args], {
+      env: options.env ?? cleanEnv(),
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`tackle ${args.join(" ")} did not finish; stderr: ${stderr}`));
+    }, options.timeoutMs ?? 30_000);
+    child.on("error", reject);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(options.input ?? "");
+  });
+}
+
+export interface ServeProcess {
+  readonly child: ChildProcess;
+  /** Everything `tackle serve` printed on stdout before it was ready. */
+  readonly banner: string;
+  readonly url: string;
+  readonly tokenFile: string | undefined;
+  stderr(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `tackle serve …` and waits for its banner (`console <url>`, or the module list with --no-console). */
+export function startServe(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  ready: RegExp = /^token file (.+)$/m,
+): Promise<ServeProcess> {
+  const child = spawn(process.execPath, ["--conditions=@tackle/source", mainScript, "serve", ...args], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return exited;
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      void stop("SIGKILL");
+      reject(new Error(`tackle serve did not get ready in 30 s; stdout: ${stdout}; stderr: ${stderr}`));
+    }, 30_000);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(
+        new Error(
+          `tackle serve exited with ${code} before it was ready; stdout: ${stdout}; stderr: ${stderr}`,
+        ),
+      );
+    });
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+      if (!ready.test(stdout)) return;
+      clearTimeout(timer);
+      resolve({
+        child,
+        banner: stdout,
+        url: /^console (\S+)$/m.exec(stdout)?.[1] ?? "",
+        tokenFile: /^token file (.+)$/m.exec(stdout)?.[1],
+        stderr: () => stderr,
+        stop,
+      });
+    });
+  });
+}
