@@ -326,7 +326,8 @@ export function createRunner(options: RunnerOptions): Runner {
         data: { status: run.status },
       });
     }
-    if (run.status !== "running") return idle();
+    // Answers already given (a replayed or raced resume) never take a run over; only a bare resume does.
+    if (run.status !== "running" || Object.keys(given).length > 0) return idle();
     // Left running by a process that died: take it over (fencing out the old owner, if it still lives).
     const claimed = await store.claimRun(threadId, randomUUID(), ["running"]);
     if (claimed === undefined) return idle();

@@ -1,0 +1,223 @@
+/** The scale-out store: PostgreSQL through `pg`, one transaction per commit, fenced by the owner token. */
+import type pg from "pg";
+import { DurableError } from "../../errors/durable-error.ts";
+import type {
+  CommitBatch,
+  DurableStore,
+  Frame,
+  JournalRecord,
+  RunRecord,
+  RunStatus,
+} from "../../store/durable-store.ts";
+
+export interface PostgresStoreOptions {
+  /** A pool you own (closed by you), or a connection string (the store opens and closes its pool). */
+  readonly pool?: pg.Pool;
+  readonly connectionString?: string;
+  /** Table name prefix; default `durable_`. */
+  readonly tablePrefix?: string;
+}
+
+const columns = ["status", "state", "node", "cursor", "interrupts", "error", "owner"] as const;
+
+interface RunRow {
+  thread_id: string;
+  run_id: string;
+  graph: string;
+  status: string;
+  state: string;
+  node: string | null;
+  cursor: string;
+  interrupts: string;
+  error: string | null;
+  owner: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Opens the store and creates its tables when missing. */
+export async function createPostgresStore(options: PostgresStoreOptions): Promise<DurableStore> {
+  const prefix = options.tablePrefix ?? "durable_";
+  if (!/^[a-z_][a-z0-9_]{0,30}$/.test(prefix)) {
+    throw new DurableError("invalid_store", `The table prefix "${prefix}" is not a plain lower-case identifier`);
+  }
+  let pool = options.pool;
+  const ownsPool = pool === undefined;
+  if (pool === undefined) {
+    const { default: postgres } = await import("pg");
+    pool = new postgres.Pool({ connectionString: options.connectionString, max: 4 });
+  }
+  const database = pool;
+  const runs = `${prefix}runs`;
+  const journal = `${prefix}journal`;
+  const frames = `${prefix}frames`;
+  await database.query(`
+    CREATE TABLE IF NOT EXISTS ${runs} (
+      thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, graph TEXT NOT NULL, status TEXT NOT NULL,
+      state TEXT NOT NULL, node TEXT, cursor TEXT NOT NULL, interrupts TEXT NOT NULL, error TEXT,
+      owner TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS ${journal} (
+      thread_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,
+      attempt INTEGER NOT NULL, value TEXT, PRIMARY KEY (thread_id, key));
+    CREATE TABLE IF NOT EXISTS ${frames} (
+      thread_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, data JSONB NOT NULL,
+      PRIMARY KEY (thread_id, seq));
+  `);
+
+  async function transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await database.connect();
+    try {
+      await client.query("BEGIN");
+      const result = await work(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async function apply(client: pg.PoolClient, threadId: string, batch: CommitBatch, owner: string): Promise<void> {
+    const patch = batch.run ?? {};
+    const sets: string[] = ["updated_at = $1"];
+    const values: unknown[] = [new Date().toISOString()];
+    for (const column of columns) {
+      if (column in patch) {
+        values.push(patch[column] ?? null);
+        sets.push(`${column} = $${values.length}`);
+      }
+    }
+    values.push(threadId, owner);
+    const updated = await client.query(
+      `UPDATE ${runs} SET ${sets.join(", ")} WHERE thread_id = $${values.length - 1} AND owner = $${values.length}`,
+      values,
+    );
+    if (updated.rowCount === 0) {
+      throw new DurableError("run_fenced", `Thread "${threadId}" was taken over by another runner`);
+    }
+    const records = batch.journal ?? [];
+    if (records.length > 0) {
+      await client.query(
+        `INSERT INTO ${journal} (thread_id, key, name, state, attempt, value)
+         SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::text[])
+         ON CONFLICT (thread_id, key) DO UPDATE SET name = excluded.name, state = excluded.state,
+         attempt = excluded.attempt, value = excluded.value`,
+        [
+          threadId,
+          records.map((record) => record.key),
+          records.map((record) => record.name),
+          records.map((record) => record.state),
+          records.map((record) => record.attempt),
+          records.map((record) => record.value),
+        ],
+      );
+    }
+    const list = batch.frames ?? [];
+    if (list.length > 0) {
+      await client.query(
+        `INSERT INTO ${frames} (thread_id, seq, type, data)
+         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::jsonb[])`,
+        [
+          threadId,
+          list.map((frame) => frame.seq),
+          list.map((frame) => frame.type),
+          list.map((frame) => JSON.stringify(frame.data ?? null)),
+        ],
+      );
+    }
+  }
+
+  return {
+    async createRun(record: RunRecord, batch: CommitBatch = {}) {
+      await transaction(async (client) => {
+        const inserted = await client.query(
+          `INSERT INTO ${runs} (thread_id, run_id, graph, status, state, node, cursor, interrupts, error, owner, created_at, updated_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (thread_id) DO NOTHING`,
+          [
+            record.threadId,
+            record.runId,
+            record.graph,
+            record.status,
+            record.state,
+            record.node,
+            record.cursor,
+            record.interrupts,
+            record.error,
+            record.owner,
+            record.createdAt,
+            record.updatedAt,
+          ],
+        );
+        if (inserted.rowCount === 0) {
+          throw new DurableError("thread_exists", `Thread "${record.threadId}" already has a run`);
+        }
+        await apply(client, record.threadId, batch, record.owner);
+      });
+    },
+    async getRun(threadId) {
+      const result = await database.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1`, [threadId]);
+      const row = result.rows[0];
+      return row === undefined ? undefined : fromRow(row);
+    },
+    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}) {
+      return transaction(async (client) => {
+        const result = await client.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1 FOR UPDATE`, [threadId]);
+        const row = result.rows[0];
+        if (row === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+        if (!fromStatus.includes(row.status as RunStatus)) return undefined;
+        await apply(client, threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
+        const after = await client.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1`, [threadId]);
+        const last = await client.query<{ seq: string }>(
+          `SELECT COALESCE(MAX(seq), 0) AS seq FROM ${frames} WHERE thread_id = $1`,
+          [threadId],
+        );
+        return { run: fromRow(after.rows[0] as RunRow), lastSeq: Number(last.rows[0]?.seq ?? 0) };
+      });
+    },
+    async commit(threadId, owner, batch) {
+      await transaction((client) => apply(client, threadId, batch, owner));
+    },
+    async readJournal(threadId): Promise<JournalRecord[]> {
+      const result = await database.query(
+        `SELECT key, name, state, attempt, value FROM ${journal} WHERE thread_id = $1`,
+        [threadId],
+      );
+      return result.rows.map((row) => ({
+        key: row.key,
+        name: row.name,
+        state: row.state,
+        attempt: Number(row.attempt),
+        value: row.value,
+      }));
+    },
+    async readFrames(threadId, afterSeq, limit = 1000): Promise<Frame[]> {
+      const result = await database.query(
+        `SELECT seq, type, data FROM ${frames} WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+        [threadId, afterSeq, limit],
+      );
+      return result.rows.map((row) => ({ seq: Number(row.seq), type: row.type, data: row.data }));
+    },
+    async close() {
+      if (ownsPool) await database.end();
+    },
+  };
+}
+
+function fromRow(row: RunRow): RunRecord {
+  return {
+    threadId: row.thread_id,
+    runId: row.run_id,
+    graph: row.graph,
+    status: row.status as RunStatus,
+    state: row.state,
+    node: row.node,
+    cursor: row.cursor,
+    interrupts: row.interrupts,
+    error: row.error,
+    owner: row.owner,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}

@@ -1,0 +1,147 @@
+/**
+ * The crash window, shown: a child process runs a graph of side-effecting tools and is killed with
+ * SIGKILL at seeded random points; a fresh process resumes each run to completion. Every side effect
+ * happened exactly once, except crash-window re-runs, which carry attempt 2 and the same key.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { DatabaseSync } from "node:sqlite";
+
+const child = fileURLToPath(new URL("./crash-child.ts", import.meta.url));
+const trials = Number(process.env.TACKLE_CRASH_TRIALS ?? 100);
+const concurrency = 4;
+const expectedSteps = 12;
+
+/** mulberry32: a small seeded generator, so a failing trial can be replayed. */
+function seeded(seed: number): () => number {
+  let value = seed >>> 0;
+  return () => {
+    value = (value + 0x6d2b79f5) >>> 0;
+    let mixed = Math.imul(value ^ (value >>> 15), 1 | value);
+    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed);
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function runChild(args: string[], killAfterMs?: number): Promise<{ code: number | null; killed: boolean; output: string }> {
+  return new Promise((resolve, reject) => {
+    const process_ = spawn(process.execPath, ["--conditions=@tackle/source", child, ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    let killed = false;
+    let timer: NodeJS.Timeout | undefined;
+    process_.stdout.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+      if (killAfterMs !== undefined && timer === undefined && output.includes("ready\n")) {
+        timer = setTimeout(() => {
+          killed = process_.kill("SIGKILL");
+        }, killAfterMs);
+      }
+    });
+    process_.stderr.on("data", (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    process_.on("error", reject);
+    process_.on("exit", (code) => {
+      if (timer !== undefined) clearTimeout(timer);
+      resolve({ code, killed: killed && code === null, output });
+    });
+  });
+}
+
+interface Counts {
+  trials: number;
+  killed: number;
+  finishedBeforeKill: number;
+  sideEffects: number;
+  crashWindowReruns: number;
+  restartsBeforeEffect: number;
+}
+
+async function trial(directory: string, index: number, random: () => number, counts: Counts): Promise<void> {
+  const databasePath = join(directory, `run-${index}.sqlite`);
+  const effectsPath = join(directory, `effects-${index}.jsonl`);
+  const threadId = `crash-${index}`;
+  const delay = Math.floor(random() * 220);
+  const first = await runChild([databasePath, effectsPath, threadId, "start"], delay);
+  if (first.killed) counts.killed++;
+  else {
+    assert.equal(first.code, 0, first.output);
+    counts.finishedBeforeKill++;
+  }
+  // A kill before the run was created leaves nothing to resume: start it afresh.
+  const database = existsSync(databasePath) ? new DatabaseSync(databasePath) : undefined;
+  const created =
+    database !== undefined &&
+    (() => {
+      try {
+        return database.prepare("SELECT 1 FROM durable_runs WHERE thread_id = ?").get(threadId) !== undefined;
+      } catch {
+        return false;
+      }
+    })();
+  database?.close();
+  const second = await runChild([databasePath, effectsPath, threadId, created ? "resume" : "start"]);
+  assert.equal(second.code, 0, `trial ${index} (kill after ${delay} ms) did not resume: ${second.output}`);
+
+  const lines = readFileSync(effectsPath, "utf8").trim().split("\n").map((line) => JSON.parse(line) as { key: string; attempt: number });
+  const check = new DatabaseSync(databasePath);
+  const journal = check.prepare("SELECT key, state, attempt FROM durable_journal WHERE thread_id = ?").all(threadId) as {
+    key: string;
+    state: string;
+    attempt: number;
+  }[];
+  const status = (check.prepare("SELECT status FROM durable_runs WHERE thread_id = ?").get(threadId) as { status: string }).status;
+  check.close();
+  assert.equal(status, "completed");
+  assert.equal(journal.length, expectedSteps);
+  const byKey = new Map<string, number[]>();
+  for (const line of lines) {
+    // The idempotency key is `${runId}:${stepKey}`: the same on both attempts of a re-run step.
+    const stepKey = line.key.slice(line.key.indexOf(":") + 1);
+    byKey.set(stepKey, [...(byKey.get(stepKey) ?? []), line.attempt]);
+  }
+  assert.equal(byKey.size, expectedSteps, `trial ${index}: every step's effect happened`);
+  for (const record of journal) {
+    const attempts = byKey.get(record.key);
+    assert.ok(attempts !== undefined, `trial ${index}: no effect for ${record.key}`);
+    assert.equal(record.state, "done");
+    counts.sideEffects += attempts.length;
+    if (attempts.length === 1) {
+      // Once; attempt 2 when the kill landed after the step started but before its effect.
+      assert.equal(attempts[0], record.attempt, `trial ${index}: ${record.key} ran as attempt ${attempts[0]}`);
+      if (record.attempt === 2) counts.restartsBeforeEffect++;
+    } else {
+      assert.deepEqual(attempts, [1, 2], `trial ${index}: ${record.key} ran ${attempts.length} times`);
+      assert.equal(record.attempt, 2, `trial ${index}: ${record.key} re-ran but the journal says attempt ${record.attempt}`);
+      counts.crashWindowReruns++;
+    }
+  }
+}
+
+test(`SIGKILL at ${trials} seeded random points: each run resumes in a fresh process, effects exactly once but for crash-window re-runs`, async (context) => {
+  const directory = mkdtempSync(join(tmpdir(), "durable-crash-"));
+  const random = seeded(Number(process.env.TACKLE_CRASH_SEED ?? 20261129));
+  const counts: Counts = { trials, killed: 0, finishedBeforeKill: 0, sideEffects: 0, crashWindowReruns: 0, restartsBeforeEffect: 0 };
+  try {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < trials) await trial(directory, next++, random, counts);
+      }),
+    );
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+  context.diagnostic(`crash test counts: ${JSON.stringify(counts)}`);
+  // The seeded points must really cut runs short, and some must land inside the window.
+  assert.ok(counts.killed >= trials * 0.6, `only ${counts.killed} of ${trials} runs were killed mid-way`);
+  assert.ok(counts.crashWindowReruns > 0, "no kill landed in the crash window; widen the delays");
+  assert.equal(counts.sideEffects, counts.trials * expectedSteps + counts.crashWindowReruns);
+});
