@@ -1,0 +1,51 @@
+/** `tackle mcp` as a child process speaking MCP over stdio to SDK v2 clients of both protocol revisions. */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { cleanEnv, mainScript } from "./tackle-process.ts";
+
+const brokenBundle = fileURLToPath(new URL("./fixtures/broken-bundle.js", import.meta.url));
+
+function transport() {
+  const env = cleanEnv({ MESH_TOOL_MODULES: `broken=${brokenBundle}`, TACKLE_LOG_LEVEL: "silent" });
+  return new StdioClientTransport({
+    command: process.execPath,
+    args: ["--conditions=@tackle/source", mainScript, "mcp", "--builtin"],
+    env: env as Record<string, string>,
+    stderr: "pipe",
+  });
+}
+
+for (const [label, mode] of [
+  ["2025 (initialize handshake)", "legacy"],
+  ["2026-07-28 (pinned)", { pin: "2026-07-28" }],
+] as const) {
+  test(`tackle mcp serves module.tool names to a ${label} client, and names the broken module`, async () => {
+    const client = new Client({ name: "stdio-test", version: "1.0.0" }, { versionNegotiation: { mode } });
+    await client.connect(transport());
+    try {
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((tool) => tool.name).sort(), [
+        "demo.add",
+        "demo.echo",
+        "demo.now",
+        "demo.text_stats",
+        "tackle.modules",
+      ]);
+      const echoed = await client.callTool({ name: "demo.echo", arguments: { text: "over stdio" } });
+      assert.deepEqual(echoed.structuredContent, { text: "over stdio" });
+      const modules = await client.callTool({ name: "tackle.modules", arguments: {} });
+      const broken = (
+        modules.structuredContent as {
+          modules: { module: string; status: string; errors: { message: string }[] }[];
+        }
+      ).modules.find((info) => info.module === "broken");
+      assert.equal(broken?.status, "failed");
+      assert.match(broken?.errors[0]?.message ?? "", /broken on purpose/);
+    } finally {
+      await client.close();
+    }
+  });
+}
