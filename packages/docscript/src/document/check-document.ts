@@ -1,0 +1,267 @@
+/**
+ * The constraints of a projected document. Checks split in two: those every write must keep
+ * (types, kinds, endpoints, cardinality, identity) and the deferred ones a script may break while it
+ * works (a Clip without its marker yet; invariants), which the whole-document check enforces.
+ */
+import type { RelationShape, Schema } from "../schema/define-schema.ts";
+import type { DocumentIssue } from "../schema/types.ts";
+import { validatePayload } from "../schema/validate-payload.ts";
+import type { Projection, StoredRelation } from "./projection.ts";
+
+const deferredConstraints = new Set(["slot.required", "slot.embedded"]);
+
+/** True for constraints a script may break mid-way; the whole-document check still enforces them. */
+export function isDeferred(issue: DocumentIssue): boolean {
+  return deferredConstraints.has(issue.constraint) || issue.constraint.startsWith("invariant:");
+}
+
+export interface CheckScope {
+  readonly entityIds: Iterable<string>;
+  readonly relationIds: Iterable<string>;
+}
+
+/** Every issue of the whole document, or only of the entities and relations in `scope` (plus invariants). */
+export function checkDocument(projection: Projection, scope?: CheckScope): DocumentIssue[] {
+  const issues: DocumentIssue[] = [];
+  const schema = projection.schema;
+  const scopeIds = scope === undefined ? [] : [...scope.entityIds];
+  const entityIds = scope === undefined ? projection.entityIds() : scopeIds;
+  const relationIds = scope === undefined ? projection.relationIds() : scope.relationIds;
+  const kinds = new Set<string>();
+  for (const entityId of entityIds) {
+    const stored = projection.stored(entityId);
+    if (stored !== undefined) kinds.add(stored.entityKind);
+    issues.push(...checkEntity(projection, entityId));
+  }
+  for (const relationId of relationIds) issues.push(...checkRelation(projection, relationId));
+  for (const invariant of schema.invariants) {
+    const constraint = `invariant:${invariant.name}`;
+    if (invariant.checkEntity !== undefined) {
+      const ids = scope === undefined ? projection.entityIds() : scopeIds;
+      for (const entityId of ids) {
+        const entity = projection.sharedEntity(entityId);
+        if (entity === undefined || !invariant.kinds?.includes(entity.entityKind)) continue;
+        for (const issue of invariant.checkEntity(entity, projection)) issues.push({ ...issue, constraint });
+      }
+    }
+    if (invariant.check === undefined) continue;
+    if (
+      scope !== undefined &&
+      invariant.kinds !== undefined &&
+      !invariant.kinds.some((kind) => kinds.has(kind))
+    )
+      continue;
+    for (const issue of invariant.check(projection)) issues.push({ ...issue, constraint });
+  }
+  return issues;
+}
+
+/** The issues of one entity: its row's shape, kind, payload, variant, slots and identity. */
+export function checkEntity(projection: Projection, entityId: string): DocumentIssue[] {
+  const claims = projection.claimsOf(entityId);
+  const stored = claims[0];
+  if (stored === undefined) return [];
+  const issues: DocumentIssue[] = [];
+  for (const claim of claims) issues.push(...(claim.shapeIssues ?? []));
+  if (claims.length > 1) issues.push(duplicateClaimIssue(projection, entityId));
+  const schema = projection.schema;
+  const kind = schema.entities[stored.entityKind];
+  if (kind === undefined) {
+    if (stored.entityKind !== "") {
+      issues.push({
+        constraint: "entity.kind",
+        message: `"${stored.entityKind}" is not an entity kind of schema "${schema.name}"`,
+        entityId,
+        path: [],
+      });
+    }
+    return issues;
+  }
+  const entity = projection.sharedEntity(entityId);
+  if (entity === undefined) return issues;
+  issues.push(...validatePayload(kind.fields, entity.payload, entityId));
+  if (stored.variantOf !== undefined) issues.push(...checkVariant(projection, entityId));
+  if (schema.embeddedKinds.has(stored.entityKind) && stored.holder === undefined) {
+    issues.push({
+      constraint: "slot.embedded",
+      message: `a ${stored.entityKind} must be linked to its holder; it is stored on the holder's row`,
+      entityId,
+      path: [],
+    });
+  }
+  for (const binding of schema.slots.get(stored.entityKind) ?? []) {
+    if (!binding.slot.required) continue;
+    const held = projection
+      .storedRelationsOf(entityId, binding.relationKind)
+      .some((relation) => relation.slot === binding.slot.name && relation.endpoint0EntityId === entityId);
+    if (!held) {
+      issues.push({
+        constraint: "slot.required",
+        message: `a ${stored.entityKind} needs its ${binding.slot.name} (relation "${binding.relationKind}" to one of ${binding.shape.to.join(", ")})`,
+        entityId,
+        path: [],
+      });
+    }
+  }
+  if (kind.identity !== undefined && kind.identity.length > 0) {
+    const others = projection.sameIdentity(stored).filter((otherId) => otherId !== entityId);
+    if (others.length > 0) {
+      issues.push({
+        constraint: "entity.identity",
+        message: `${others.join(", ")} already stands for ${kind.identity.map((name) => `${name}=${JSON.stringify(entity.payload[name])}`).join(", ")}`,
+        entityId,
+        path: [],
+      });
+    }
+  }
+  return issues;
+}
+
+function duplicateClaimIssue(projection: Projection, entityId: string): DocumentIssue {
+  const claims = projection.claimsOf(entityId);
+  const holders = claims.map((claim) => claim.holder);
+  if (holders.every((holder) => holder !== undefined)) {
+    const relationKind =
+      projection.schema.slots
+        .get(projection.stored(holders[0]?.entityId ?? "")?.entityKind ?? "")
+        ?.find((binding) => binding.slot.name === holders[0]?.slot)?.relationKind ?? "slot";
+    return {
+      constraint: "relation.cardinality",
+      message: `${entityId} is held by ${holders.map((holder) => holder?.entityId).join(" and ")} through "${relationKind}"; it belongs to one holder`,
+      entityId,
+      path: [],
+    };
+  }
+  return {
+    constraint: "entity.unique",
+    message: `${claims.length} rows claim the id ${entityId}`,
+    entityId,
+    path: [],
+  };
+}
+
+function checkVariant(projection: Projection, entityId: string): DocumentIssue[] {
+  const seen = new Set<string>([entityId]);
+  const stored = projection.stored(entityId);
+  if (stored?.variantOf === undefined) return [];
+  const issue = (message: string): DocumentIssue[] => [
+    { constraint: "entity.variant", message, entityId, path: [] },
+  ];
+  if (!projection.schema.entities[stored.entityKind]?.variants)
+    return issue(`a ${stored.entityKind} cannot be a variant`);
+  let current: string | undefined = stored.variantOf;
+  while (current !== undefined) {
+    if (seen.has(current)) return issue(`the variant chain loops through ${current}`);
+    seen.add(current);
+    const base = projection.stored(current);
+    if (base === undefined) return issue(`its base ${current} does not exist`);
+    if (base.entityKind !== stored.entityKind)
+      return issue(`its base ${current} is a ${base.entityKind}, not a ${stored.entityKind}`);
+    current = base.variantOf;
+  }
+  return [];
+}
+
+/** The shape a relation matches, by its endpoints' kinds. */
+export function matchShape(
+  schema: Schema,
+  relationKind: string,
+  fromKind: string,
+  toKind: string,
+): RelationShape | undefined {
+  return schema.relations[relationKind]?.shapes.find(
+    (shape) => shape.from.includes(fromKind) && shape.to.includes(toKind),
+  );
+}
+
+/** The issues of one relation: kind, endpoints, endpoint kinds and cardinality. */
+export function checkRelation(projection: Projection, relationId: string): DocumentIssue[] {
+  const claims = projection.relationClaimsOf(relationId);
+  const relation = claims[0];
+  if (relation === undefined) return [];
+  const issues: DocumentIssue[] = [...(relation.shapeIssues ?? [])];
+  if (issues.length > 0) return issues;
+  const schema = projection.schema;
+  const issue = (constraint: string, message: string): DocumentIssue => ({
+    constraint,
+    message,
+    relationId,
+    path: [],
+  });
+  if (claims.length > 1)
+    issues.push(issue("relation.unique", `${claims.length} rows claim the relation id ${relationId}`));
+  if (schema.relations[relation.relationKind] === undefined) {
+    return [
+      ...issues,
+      issue("relation.kind", `"${relation.relationKind}" is not a relation kind of schema "${schema.name}"`),
+    ];
+  }
+  const from = projection.stored(relation.endpoint0EntityId);
+  const to = projection.stored(relation.endpoint1EntityId);
+  if (from === undefined)
+    issues.push(issue("relation.endpoint", `endpoint0 ${relation.endpoint0EntityId} does not exist`));
+  if (to === undefined)
+    issues.push(issue("relation.endpoint", `endpoint1 ${relation.endpoint1EntityId} does not exist`));
+  if (from === undefined || to === undefined) return issues;
+  const shape = matchShape(schema, relation.relationKind, from.entityKind, to.entityKind);
+  if (shape === undefined) {
+    issues.push(
+      issue(
+        "relation.endpoint-kind",
+        `"${relation.relationKind}" does not link a ${from.entityKind} to a ${to.entityKind}`,
+      ),
+    );
+    return issues;
+  }
+  if (relation.slot === undefined && shape.slot !== undefined) {
+    issues.push(
+      issue(
+        "relation.slot",
+        `"${relation.relationKind}" from a ${from.entityKind} is stored in its "${shape.slot.name}" slot`,
+      ),
+    );
+  }
+  const cardinality = shape.cardinality ?? "many-to-many";
+  const sameShape = (other: StoredRelation): boolean => {
+    if (other.relationKind !== relation.relationKind) return false;
+    const otherFrom = projection.stored(other.endpoint0EntityId);
+    const otherTo = projection.stored(other.endpoint1EntityId);
+    return (
+      otherFrom !== undefined &&
+      otherTo !== undefined &&
+      matchShape(schema, other.relationKind, otherFrom.entityKind, otherTo.entityKind) === shape
+    );
+  };
+  if (cardinality.endsWith("-to-one")) {
+    const held = projection
+      .storedRelationsOf(relation.endpoint0EntityId)
+      .filter((other) => other.endpoint0EntityId === relation.endpoint0EntityId && sameShape(other));
+    if (held.length > 1) {
+      issues.push(
+        issue(
+          "relation.cardinality",
+          `${relation.endpoint0EntityId} holds ${held.length} "${relation.relationKind}" relations; it may hold one (${cardinality})`,
+        ),
+      );
+    }
+  }
+  if (cardinality.startsWith("one-to-")) {
+    const holders = projection
+      .storedRelationsOf(relation.endpoint1EntityId)
+      .filter((other) => other.endpoint1EntityId === relation.endpoint1EntityId && sameShape(other));
+    if (holders.length > 1) {
+      issues.push(
+        issue(
+          "relation.cardinality",
+          `${relation.endpoint1EntityId} is held by ${holders.map((other) => other.endpoint0EntityId).join(" and ")} through "${relation.relationKind}"; it may have one holder (${cardinality})`,
+        ),
+      );
+    }
+  }
+  return issues;
+}
+
+/** A stable key per issue, to tell issues a change introduced from those that were already there. */
+export function issueKey(issue: DocumentIssue): string {
+  return JSON.stringify([issue.constraint, issue.entityId ?? null, issue.relationId ?? null, issue.path]);
+}

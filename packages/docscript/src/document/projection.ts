@@ -1,0 +1,379 @@
+/**
+ * The entities and relations a Loro document projects to, indexed for checks and reads. It is rebuilt
+ * row by row: a push re-reads only the rows it touched. Values are treated as immutable, so `clone()`
+ * copies only the maps.
+ */
+import type { Schema } from "../schema/define-schema.ts";
+import type { DocumentIssue, DocumentView, Entity, Relation } from "../schema/types.ts";
+import { EMBEDDED_ID, ROW_FIELDS, ROW_KIND, ROW_SLOTS, ROW_VARIANT_OF, slotRelationId } from "./layout.ts";
+
+/** An entity as stored: its own fields (a variant stores only what it overrides). */
+export interface StoredEntity {
+  readonly entityId: string;
+  readonly entityKind: string;
+  readonly own: Readonly<Record<string, unknown>>;
+  readonly variantOf?: string;
+  /** The top-level row that stores it: its own id, or its holder's for an embedded entity. */
+  readonly rowId: string;
+  /** Set for an entity embedded in a holder's slot. */
+  readonly holder?: { readonly entityId: string; readonly slot: string };
+  /** Shape problems found while reading the row (a push that wrote a malformed row). */
+  readonly shapeIssues?: readonly DocumentIssue[];
+}
+
+export interface StoredRelation extends Relation {
+  readonly position?: string;
+  /** Set for a relation stored in a holder's slot. */
+  readonly slot?: string;
+  readonly shapeIssues?: readonly DocumentIssue[];
+}
+
+interface RowRecord {
+  readonly entities: readonly StoredEntity[];
+  readonly relations: readonly StoredRelation[];
+}
+
+export class Projection implements DocumentView {
+  readonly schema: Schema;
+  private rows = new Map<string, RowRecord>();
+  /** Usually one claim per id; two rows claiming one id is a conflict the check names. */
+  private claims = new Map<string, readonly StoredEntity[]>();
+  private relationRows = new Map<string, StoredRelation>();
+  private relationClaims = new Map<string, readonly StoredRelation[]>();
+  private byEntity = new Map<string, ReadonlySet<string>>();
+  /** Entity ids by identity (group and identity field values), for "one medium per file". */
+  private identities = new Map<string, readonly string[]>();
+
+  constructor(schema: Schema) {
+    this.schema = schema;
+  }
+
+  clone(): Projection {
+    const copy = new Projection(this.schema);
+    copy.rows = new Map(this.rows);
+    copy.claims = new Map(this.claims);
+    copy.relationRows = new Map(this.relationRows);
+    copy.relationClaims = new Map(this.relationClaims);
+    copy.byEntity = new Map(this.byEntity);
+    copy.identities = new Map(this.identities);
+    return copy;
+  }
+
+  get entityCount(): number {
+    return this.claims.size;
+  }
+
+  /** Replaces what one `entities` row projects to (`undefined` removes the row). */
+  setRow(rowId: string, json: unknown): void {
+    const previous = this.rows.get(rowId);
+    if (previous !== undefined) {
+      for (const entity of previous.entities) this.removeClaim(entity);
+      for (const relation of previous.relations) this.removeRelation(relation);
+      this.rows.delete(rowId);
+    }
+    if (json === undefined) return;
+    const record = readRow(rowId, json, this.schema);
+    this.rows.set(rowId, record);
+    for (const entity of record.entities) this.addClaim(entity);
+    for (const relation of record.relations) this.addRelation(relation);
+  }
+
+  /** Replaces one row of the `relations` map (`undefined` removes it). */
+  setRelationRow(relationId: string, json: unknown): void {
+    const previous = this.relationRows.get(relationId);
+    if (previous !== undefined) {
+      this.removeRelation(previous);
+      this.relationRows.delete(relationId);
+    }
+    if (json === undefined) return;
+    const relation = readRelationRow(relationId, json);
+    this.relationRows.set(relationId, relation);
+    this.addRelation(relation);
+  }
+
+  row(rowId: string): RowRecord | undefined {
+    return this.rows.get(rowId);
+  }
+
+  /** Every row claiming `entityId`; more than one is a conflict. */
+  claimsOf(entityId: string): readonly StoredEntity[] {
+    return this.claims.get(entityId) ?? [];
+  }
+
+  stored(entityId: string): StoredEntity | undefined {
+    return this.claims.get(entityId)?.[0];
+  }
+
+  storedRelation(relationId: string): StoredRelation | undefined {
+    return this.relationClaims.get(relationId)?.[0];
+  }
+
+  relationClaimsOf(relationId: string): readonly StoredRelation[] {
+    return this.relationClaims.get(relationId) ?? [];
+  }
+
+  entityIds(): IterableIterator<string> {
+    return this.claims.keys();
+  }
+
+  relationIds(): IterableIterator<string> {
+    return this.relationClaims.keys();
+  }
+
+  relationIdsOf(entityId: string): ReadonlySet<string> {
+    return this.byEntity.get(entityId) ?? new Set();
+  }
+
+  /** The entity as read, a copy: a variant's base applied under its own fields. */
+  entity(entityId: string): Entity | undefined {
+    const entity = this.sharedEntity(entityId);
+    return entity === undefined ? undefined : { ...entity, payload: structuredClone(entity.payload) };
+  }
+
+  /** The entity as read without copying, for checks that only look. */
+  sharedEntity(entityId: string): Entity | undefined {
+    const stored = this.stored(entityId);
+    if (stored === undefined) return undefined;
+    return {
+      entityId,
+      entityKind: stored.entityKind,
+      payload: this.assembled(stored, new Set()),
+      ...(stored.variantOf === undefined ? {} : { variantOf: stored.variantOf }),
+    };
+  }
+
+  private assembled(stored: StoredEntity, seen: Set<string>): Readonly<Record<string, unknown>> {
+    if (stored.variantOf === undefined || seen.has(stored.entityId)) return stored.own;
+    seen.add(stored.entityId);
+    const base = this.stored(stored.variantOf);
+    const basePayload = base === undefined ? {} : this.assembled(base, seen);
+    return { ...basePayload, ...stored.own };
+  }
+
+  *entities(entityKind?: string): Iterable<Entity> {
+    for (const [entityId, claims] of this.claims) {
+      if (entityKind !== undefined && claims[0]?.entityKind !== entityKind) continue;
+      const entity = this.sharedEntity(entityId);
+      if (entity !== undefined) yield entity;
+    }
+  }
+
+  *relations(relationKind?: string): Iterable<Relation> {
+    for (const claims of this.relationClaims.values()) {
+      const relation = claims[0];
+      if (relation === undefined || (relationKind !== undefined && relation.relationKind !== relationKind))
+        continue;
+      yield publicRelation(relation);
+    }
+  }
+
+  relationsOf(entityId: string, relationKind?: string): Relation[] {
+    return this.storedRelationsOf(entityId, relationKind).map(publicRelation);
+  }
+
+  /** Relations touching `entityId`, ordered by (kind, holder, position, id). */
+  storedRelationsOf(entityId: string, relationKind?: string): StoredRelation[] {
+    const result: StoredRelation[] = [];
+    for (const relationId of this.relationIdsOf(entityId)) {
+      const relation = this.storedRelation(relationId);
+      if (relation !== undefined && (relationKind === undefined || relation.relationKind === relationKind)) {
+        result.push(relation);
+      }
+    }
+    return result.sort(compareRelations);
+  }
+
+  /** Ids of the entities standing for the same identity as `entity` (itself included). */
+  sameIdentity(entity: StoredEntity): readonly string[] {
+    const key = this.identityOf(entity);
+    return key === undefined ? [] : (this.identities.get(key) ?? []);
+  }
+
+  /** The identity an entity would have with `payload`, for `create` to find the one already there. */
+  identityOf(entity: Pick<StoredEntity, "entityKind" | "own">): string | undefined {
+    const kind = this.schema.entities[entity.entityKind];
+    if (kind?.identity === undefined || kind.identity.length === 0) return undefined;
+    const values = kind.identity.map((name) => entity.own[name] ?? null);
+    return JSON.stringify([kind.identityGroup ?? entity.entityKind, ...values]);
+  }
+
+  entityIdsWithIdentity(key: string): readonly string[] {
+    return this.identities.get(key) ?? [];
+  }
+
+  private addClaim(entity: StoredEntity): void {
+    this.claims.set(entity.entityId, [...(this.claims.get(entity.entityId) ?? []), entity]);
+    const key = this.identityOf(entity);
+    if (key !== undefined) this.identities.set(key, [...(this.identities.get(key) ?? []), entity.entityId]);
+  }
+
+  private removeClaim(entity: StoredEntity): void {
+    const rest = (this.claims.get(entity.entityId) ?? []).filter((claim) => claim !== entity);
+    if (rest.length === 0) this.claims.delete(entity.entityId);
+    else this.claims.set(entity.entityId, rest);
+    const key = this.identityOf(entity);
+    if (key === undefined) return;
+    const ids = [...(this.identities.get(key) ?? [])];
+    const index = ids.indexOf(entity.entityId);
+    if (index >= 0) ids.splice(index, 1);
+    if (ids.length === 0) this.identities.delete(key);
+    else this.identities.set(key, ids);
+  }
+
+  private addRelation(relation: StoredRelation): void {
+    this.relationClaims.set(relation.relationId, [
+      ...(this.relationClaims.get(relation.relationId) ?? []),
+      relation,
+    ]);
+    for (const endpoint of [relation.endpoint0EntityId, relation.endpoint1EntityId]) {
+      const ids = new Set(this.byEntity.get(endpoint));
+      ids.add(relation.relationId);
+      this.byEntity.set(endpoint, ids);
+    }
+  }
+
+  private removeRelation(relation: StoredRelation): void {
+    const rest = (this.relationClaims.get(relation.relationId) ?? []).filter((claim) => claim !== relation);
+    if (rest.length === 0) this.relationClaims.delete(relation.relationId);
+    else this.relationClaims.set(relation.relationId, rest);
+    if (rest.length > 0) return;
+    for (const endpoint of [relation.endpoint0EntityId, relation.endpoint1EntityId]) {
+      const ids = new Set(this.byEntity.get(endpoint));
+      ids.delete(relation.relationId);
+      if (ids.size === 0) this.byEntity.delete(endpoint);
+      else this.byEntity.set(endpoint, ids);
+    }
+  }
+}
+
+export function compareRelations(left: StoredRelation, right: StoredRelation): number {
+  return (
+    compareText(left.relationKind, right.relationKind) ||
+    compareText(left.endpoint0EntityId, right.endpoint0EntityId) ||
+    compareText(left.position ?? "", right.position ?? "") ||
+    compareText(left.relationId, right.relationId)
+  );
+}
+
+function compareText(left: string, right: string): number {
+  return left < right ? -1 : left > right ? 1 : 0;
+}
+
+export function publicRelation(relation: StoredRelation): Relation {
+  return {
+    relationId: relation.relationId,
+    relationKind: relation.relationKind,
+    endpoint0EntityId: relation.endpoint0EntityId,
+    endpoint1EntityId: relation.endpoint1EntityId,
+  };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function shapeIssue(entityId: string, message: string, path: (string | number)[] = []): DocumentIssue {
+  return { constraint: "document.shape", message, entityId, path };
+}
+
+/** One `entities` row: the entity, the entities embedded in its slots, and the relations its slots hold. */
+export function readRow(rowId: string, json: unknown, schema: Schema): RowRecord {
+  const issues: DocumentIssue[] = [];
+  const row = isRecord(json) ? json : {};
+  if (!isRecord(json)) issues.push(shapeIssue(rowId, "the row is not a map"));
+  const kind = typeof row[ROW_KIND] === "string" ? (row[ROW_KIND] as string) : "";
+  if (kind === "") issues.push(shapeIssue(rowId, "the row names no kind"));
+  const fields = isRecord(row[ROW_FIELDS]) ? (row[ROW_FIELDS] as Record<string, unknown>) : {};
+  if (!isRecord(row[ROW_FIELDS])) issues.push(shapeIssue(rowId, "the row has no fields map"));
+  const variantOf = row[ROW_VARIANT_OF];
+  const entity: StoredEntity = {
+    entityId: rowId,
+    entityKind: kind,
+    own: fields,
+    rowId,
+    ...(typeof variantOf === "string" ? { variantOf } : {}),
+    // Filled while the slots are read below.
+    shapeIssues: issues,
+  };
+  const entities: StoredEntity[] = [entity];
+  const relations: StoredRelation[] = [];
+  const slots = row[ROW_SLOTS];
+  if (slots === undefined) return { entities, relations };
+  if (!isRecord(slots)) {
+    issues.push(shapeIssue(rowId, "the row's slots are not a map"));
+    return { entities, relations };
+  }
+  const bindings = schema.slots.get(kind) ?? [];
+  for (const [slotName, value] of Object.entries(slots)) {
+    const binding = bindings.find((candidate) => candidate.slot.name === slotName);
+    const relationId = slotRelationId(rowId, slotName);
+    if (binding === undefined) {
+      issues.push(shapeIssue(rowId, `the row has a slot "${slotName}" its kind does not declare`));
+      continue;
+    }
+    if (value === null || value === undefined) continue;
+    let targetId: string;
+    if (binding.slot.embed) {
+      if (!isRecord(value) || typeof value[EMBEDDED_ID] !== "string" || typeof value[ROW_KIND] !== "string") {
+        issues.push(shapeIssue(rowId, `slot "${slotName}" does not hold an embedded row`));
+        continue;
+      }
+      targetId = value[EMBEDDED_ID] as string;
+      const embeddedFields = value[ROW_FIELDS];
+      entities.push({
+        entityId: targetId,
+        entityKind: value[ROW_KIND] as string,
+        own: isRecord(embeddedFields) ? embeddedFields : {},
+        rowId,
+        holder: { entityId: rowId, slot: slotName },
+        ...(isRecord(embeddedFields)
+          ? {}
+          : { shapeIssues: [shapeIssue(targetId, "the embedded row has no fields map")] }),
+      });
+    } else {
+      if (typeof value !== "string") {
+        issues.push(shapeIssue(rowId, `slot "${slotName}" does not hold an entity id`));
+        continue;
+      }
+      targetId = value;
+    }
+    relations.push({
+      relationId,
+      relationKind: binding.relationKind,
+      endpoint0EntityId: rowId,
+      endpoint1EntityId: targetId,
+      slot: slotName,
+    });
+  }
+  return { entities, relations };
+}
+
+export function readRelationRow(relationId: string, json: unknown): StoredRelation {
+  const row = isRecord(json) ? json : {};
+  const text = (key: string): string => (typeof row[key] === "string" ? (row[key] as string) : "");
+  const relation = {
+    relationId,
+    relationKind: text("kind"),
+    endpoint0EntityId: text("endpoint0"),
+    endpoint1EntityId: text("endpoint1"),
+    ...(typeof row.position === "string" ? { position: row.position } : {}),
+  };
+  if (
+    relation.relationKind === "" ||
+    relation.endpoint0EntityId === "" ||
+    relation.endpoint1EntityId === ""
+  ) {
+    return {
+      ...relation,
+      shapeIssues: [
+        {
+          constraint: "document.shape",
+          message: "the relation row lacks its kind or an endpoint",
+          relationId,
+          path: [],
+        },
+      ],
+    };
+  }
+  return relation;
+}

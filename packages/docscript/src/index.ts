@@ -1,0 +1,42 @@
+/** @tackle/docscript: a model edits a structured Loro document by a script that lands as one CRDT update. */
+
+export {
+  type CreateEntityInput,
+  type DocumentSession,
+  type DocumentSessionOptions,
+  type EntityFilter,
+  type LinkInput,
+  type MoveTarget,
+  openDocument,
+  type RelationFilter,
+} from "./document/document-session.ts";
+export { type InterpretedDocument, interpretDocument } from "./document/interpret.ts";
+export type { PayloadPath, UpdateOp } from "./document/update-op.ts";
+export {
+  type Cardinality,
+  defineSchema,
+  type EntityKind,
+  type Invariant,
+  type RelationKind,
+  type RelationShape,
+  type Schema,
+  type SchemaInput,
+  type SlotBinding,
+  type SlotSpec,
+} from "./schema/define-schema.ts";
+export { DocScriptError, formatIssue } from "./schema/docscript-error.ts";
+export {
+  type BooleanField,
+  type FieldSpec,
+  field,
+  type ListField,
+  type NullField,
+  type NumberField,
+  type RecordField,
+  type StringField,
+  type TextField,
+} from "./schema/field.ts";
+export { SchemaDefinitionError } from "./schema/schema-definition-error.ts";
+export type { DocumentIssue, DocumentView, Entity, Relation } from "./schema/types.ts";
+export { validatePayload } from "./schema/validate-payload.ts";
+export { contentKinds, mediaKinds, timelineSchema } from "./timeline/timeline-schema.ts";

@@ -1,0 +1,162 @@
+/** Checks a payload against an entity kind's fields, and fills the defaults of a new entity. */
+import type { FieldSpec, RecordField } from "./field.ts";
+import type { DocumentIssue } from "./types.ts";
+
+type Path = (string | number)[];
+type Report = (constraint: string, path: Path, message: string) => void;
+
+/** Every constraint the payload breaks, as issues naming `entityId` and the field path. */
+export function validatePayload(
+  fields: Readonly<Record<string, FieldSpec>>,
+  payload: Readonly<Record<string, unknown>>,
+  entityId: string,
+): DocumentIssue[] {
+  const issues: DocumentIssue[] = [];
+  const report: Report = (constraint, path, message) => issues.push({ constraint, message, entityId, path });
+  checkRecordFields(fields, payload, [], report);
+  return issues;
+}
+
+function checkRecordFields(
+  fields: Readonly<Record<string, FieldSpec>>,
+  value: Readonly<Record<string, unknown>>,
+  path: Path,
+  report: Report,
+): void {
+  for (const key of Object.keys(value)) {
+    if (!(key in fields)) report("field.unknown", [...path, key], `is not a field of this kind`);
+  }
+  for (const [name, spec] of Object.entries(fields)) {
+    const fieldPath = [...path, name];
+    if (!(name in value) || value[name] === undefined) {
+      if (!spec.optional) report("field.required", fieldPath, "is required");
+      continue;
+    }
+    checkValue(spec, value[name], fieldPath, report);
+  }
+}
+
+function checkValue(spec: FieldSpec, value: unknown, path: Path, report: Report): void {
+  if (value === null) {
+    if (spec.type !== "null" && !spec.nullable) report("field.nullable", path, "must not be null");
+    return;
+  }
+  switch (spec.type) {
+    case "null":
+      report("field.type", path, "must be null");
+      return;
+    case "string":
+    case "text": {
+      if (typeof value !== "string") {
+        report("field.type", path, `must be a string`);
+        return;
+      }
+      const length = [...value].length;
+      if (spec.type === "string") {
+        if (spec.enum !== undefined && !spec.enum.includes(value)) {
+          report(
+            "field.enum",
+            path,
+            `must be one of ${spec.enum.map((item) => JSON.stringify(item)).join(", ")}`,
+          );
+          return;
+        }
+        if (spec.minLength !== undefined && length < spec.minLength) {
+          report("field.minLength", path, `must be at least ${spec.minLength} characters`);
+        }
+        if (spec.pattern !== undefined && !new RegExp(spec.pattern, "u").test(value)) {
+          report("field.pattern", path, `must match /${spec.pattern}/`);
+        }
+      }
+      if (spec.maxLength !== undefined && length > spec.maxLength) {
+        report("field.maxLength", path, `must be at most ${spec.maxLength} characters`);
+      }
+      return;
+    }
+    case "number":
+      if (typeof value !== "number" || !Number.isFinite(value)) {
+        report("field.type", path, "must be a finite number");
+        return;
+      }
+      if (spec.integer && !Number.isInteger(value)) report("field.integer", path, "must be an integer");
+      if (spec.min !== undefined && value < spec.min)
+        report("field.min", path, `must be at least ${spec.min}`);
+      if (spec.max !== undefined && value > spec.max)
+        report("field.max", path, `must be at most ${spec.max}`);
+      return;
+    case "boolean":
+      if (typeof value !== "boolean") report("field.type", path, "must be a boolean");
+      return;
+    case "list":
+      if (!Array.isArray(value)) {
+        report("field.type", path, "must be a list");
+        return;
+      }
+      if (spec.minItems !== undefined && value.length < spec.minItems) {
+        report("field.minItems", path, `must hold at least ${spec.minItems} items`);
+      }
+      if (spec.maxItems !== undefined && value.length > spec.maxItems) {
+        report("field.maxItems", path, `must hold at most ${spec.maxItems} items`);
+      }
+      value.forEach((item, index) => {
+        checkValue(spec.items, item, [...path, index], report);
+      });
+      return;
+    case "record":
+      if (typeof value !== "object" || Array.isArray(value)) {
+        report("field.type", path, "must be a record");
+        return;
+      }
+      checkRecordFields(spec.fields, value as Record<string, unknown>, path, report);
+      return;
+  }
+}
+
+/** The payload of a new entity: given values over defaults; nullable fields without a default start `null`. */
+export function withDefaults(
+  fields: Readonly<Record<string, FieldSpec>>,
+  payload: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
+  const result: Record<string, unknown> = { ...payload };
+  for (const [name, spec] of Object.entries(fields)) {
+    if (result[name] !== undefined) {
+      if (spec.type === "record" && result[name] !== null && typeof result[name] === "object") {
+        result[name] = withDefaults(spec.fields, result[name] as Record<string, unknown>);
+      }
+      continue;
+    }
+    const fallback = defaultOf(spec);
+    if (fallback !== undefined) result[name] = fallback;
+  }
+  return result;
+}
+
+function defaultOf(spec: FieldSpec): unknown {
+  if (spec.type === "null") return null;
+  if ("default" in spec && spec.default !== undefined) return structuredClone(spec.default);
+  if (spec.type === "text") return spec.optional ? undefined : "";
+  if (spec.type === "list") return spec.optional ? undefined : [];
+  if (spec.type === "record" && !spec.nullable && !spec.optional) return withDefaults(spec.fields, {});
+  if (spec.nullable) return null;
+  return undefined;
+}
+
+/** The spec at a payload path, walking records and list items; `undefined` when the path leaves the schema. */
+export function fieldAt(
+  fields: Readonly<Record<string, FieldSpec>>,
+  path: readonly (string | number)[],
+): FieldSpec | undefined {
+  let current: FieldSpec = { type: "record", fields } satisfies RecordField;
+  for (const step of path) {
+    if (current.type === "record" && typeof step === "string") {
+      const next: FieldSpec | undefined = current.fields[step];
+      if (next === undefined) return undefined;
+      current = next;
+    } else if (current.type === "list" && typeof step === "number") {
+      current = current.items;
+    } else {
+      return undefined;
+    }
+  }
+  return current;
+}

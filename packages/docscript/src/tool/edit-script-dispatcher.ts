@@ -1,0 +1,299 @@
+/**
+ * The edit-script engine, loaded by each sandbox worker: it opens the pulled snapshot as a document
+ * session on a fresh peer, answers the script's binding calls with it (each write checked as it
+ * lands), and once the script ends turns everything it did into one checked Loro update — the plan.
+ */
+import { LoroDoc } from "loro-crdt";
+import type { Schema } from "../schema/define-schema.ts";
+import { DocScriptError } from "../schema/docscript-error.ts";
+import type { DocumentIssue } from "../schema/types.ts";
+import { type DocumentSession, openDocument } from "../document/document-session.ts";
+import type { UpdateOp as SessionUpdateOp } from "../document/update-op.ts";
+import { issueKey } from "../document/check-document.ts";
+import type { SandboxDispatcher, SandboxHost, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
+import { declareFields } from "./field-declarations.ts";
+import { type PlanPreview, previewLimit } from "./plan-preview.ts";
+import { type Entity, type Relation, scriptSurface } from "./script-api.ts";
+import { fileOf, requiresStorage, storedFileKinds, uploadedTextFields } from "./stored-files.ts";
+
+export const surface = scriptSurface;
+
+/** What the host hands a run: the document as pulled, and how to open it. */
+export interface EditScriptInput {
+  readonly docId: string;
+  readonly planId: string;
+  readonly actor?: string;
+  readonly snapshot: Uint8Array;
+  /** A module exporting the document's schema, and the export's name. */
+  readonly schemaModule: string;
+  readonly schemaExport: string;
+  /** The fresh Loro peer this run authors its plan on (a decimal string). */
+  readonly peerId: string;
+  readonly hooks: { readonly loadEntityAsset: boolean; readonly uploadText: boolean };
+}
+
+/** What a run returns: the plan's update bytes and what the plan changes. */
+export interface EditScriptPlanBody {
+  readonly update: Uint8Array;
+  readonly preview: PlanPreview;
+  /** Keys of the media the plan created, for `loadGenerationFacts` after a confirmed commit. */
+  readonly createdFileKeys: readonly string[];
+}
+
+const schemas = new Map<string, Promise<Schema>>();
+
+function loadSchema(module: string, exportName: string): Promise<Schema> {
+  const key = `${module}#${exportName}`;
+  let loading = schemas.get(key);
+  if (loading === undefined) {
+    loading = import(module).then((loaded: Record<string, unknown>) => {
+      const schema = loaded[exportName] as Schema | undefined;
+      if (schema?.entities === undefined) throw new Error(`${module} exports no schema named ${exportName}`);
+      return schema;
+    });
+    schemas.set(key, loading);
+  }
+  return loading;
+}
+
+function refused(code: string, message: string, issues: DocumentIssue[] = []): DocScriptError {
+  return new DocScriptError(code, message, issues);
+}
+
+export async function createDispatcher(rawInput: unknown, host: SandboxHost): Promise<SandboxDispatcher> {
+  const input = rawInput as EditScriptInput;
+  const schema = await loadSchema(input.schemaModule, input.schemaExport);
+  const doc = new LoroDoc();
+  doc.import(input.snapshot);
+  const baseVersion = doc.oplogVersion();
+  doc.setPeerId(input.peerId as `${number}`);
+  const session = openDocument(doc, schema, { role: "script" });
+  const baseIds = new Set(session.entities.list().map((entity) => entity.entityId));
+  const created = new Set<string>();
+  const updated = new Set<string>();
+  const deleted = new Set<string>();
+  const linked = new Set<string>();
+  const moved = new Set<string>();
+  const unlinked = new Set<string>();
+  const pendingUploads = new Map<string, { field: string; text: string }>();
+  let writes = 0;
+
+  /** A phonetic script's phoneme text is stored by the host; the row holds null until the plan is built. */
+  const takeUploads = (entityKind: string, entityId: string | undefined, payload: Record<string, unknown>) => {
+    const field = uploadedTextFields[entityKind];
+    if (field === undefined || typeof payload[field] !== "string") return undefined;
+    if (!input.hooks.uploadText) {
+      throw refused("upload_unavailable", `${entityKind}.${field} text is stored by the host's uploadText, which this host does not offer`);
+    }
+    const text = payload[field] as string;
+    payload[field] = null;
+    return { field, text, entityId };
+  };
+
+  const entities = {
+    list(filter?: { entityKind?: string }) {
+      return session.entities.list(filter?.entityKind === undefined ? {} : { entityKind: filter.entityKind });
+    },
+    get(entityId: string) {
+      return session.entities.get(entityId) ?? null;
+    },
+    create(raw: { entityKind: string; payload?: Record<string, unknown>; variantOf?: string }) {
+      if (typeof raw !== "object" || raw === null || typeof raw.entityKind !== "string") {
+        throw refused("invalid_operation", "create takes { entityKind, payload?, variantOf? }");
+      }
+      const payload = { ...(raw.payload ?? {}) };
+      const upload = takeUploads(raw.entityKind, undefined, payload);
+      const entity = session.entities.create({
+        entityKind: raw.entityKind,
+        payload,
+        ...(raw.variantOf === undefined ? {} : { variantOf: raw.variantOf }),
+      });
+      if (!baseIds.has(entity.entityId) && !created.has(entity.entityId)) {
+        created.add(entity.entityId);
+        writes++;
+      }
+      if (upload !== undefined) pendingUploads.set(entity.entityId, upload);
+      return entity;
+    },
+    update(entityId: string, ops: SessionUpdateOp[]) {
+      const current = session.entities.get(entityId);
+      if (current === undefined) return session.entities.update(entityId, ops);
+      let upload: { field: string; text: string } | undefined;
+      const field = uploadedTextFields[current.entityKind];
+      const rewritten = Array.isArray(ops)
+        ? ops.map((op) => {
+            if (field !== undefined && op?.op === "set" && op.path?.length === 1 && op.path[0] === field && typeof op.value === "string") {
+              const payload: Record<string, unknown> = { [field]: op.value };
+              upload = takeUploads(current.entityKind, entityId, payload);
+              return { ...op, value: payload[field] };
+            }
+            return op;
+          })
+        : ops;
+      const entity = session.entities.update(entityId, rewritten);
+      if (upload !== undefined) pendingUploads.set(entityId, upload);
+      if (!created.has(entityId)) updated.add(entityId);
+      writes++;
+      return entity;
+    },
+    declareFields(entityKind: string) {
+      const kind = schema.entities[entityKind];
+      if (kind === undefined) {
+        throw refused("unknown_kind", `"${entityKind}" is not an entity kind; kinds: ${Object.keys(schema.entities).join(", ")}`);
+      }
+      return declareFields(kind.fields);
+    },
+    delete(entityId: string) {
+      session.entities.delete(entityId);
+      writes++;
+      pendingUploads.delete(entityId);
+      if (created.delete(entityId)) return;
+      updated.delete(entityId);
+      deleted.add(entityId);
+    },
+  };
+
+  const relations = {
+    list(filter?: { relationKind?: string; entityId?: string }) {
+      return session.relations.list({
+        ...(filter?.relationKind === undefined ? {} : { relationKind: filter.relationKind }),
+        ...(filter?.entityId === undefined ? {} : { entityId: filter.entityId }),
+      });
+    },
+    of(entityId: string, relationKind?: string) {
+      return session.relations.of(entityId, relationKind);
+    },
+    link(raw: { relationKind: string; endpoint0EntityId: string; endpoint1EntityId: string; index?: number }) {
+      if (typeof raw !== "object" || raw === null) throw refused("invalid_operation", "link takes { relationKind, endpoint0EntityId, endpoint1EntityId, index? }");
+      const relation = session.relations.link(raw);
+      linked.add(relation.relationId);
+      unlinked.delete(relation.relationId);
+      writes++;
+      return relation;
+    },
+    move(relationId: string, target: { endpoint0EntityId?: string; index?: number }) {
+      const relation = session.relations.move(relationId, target ?? {});
+      if (!linked.has(relation.relationId)) moved.add(relation.relationId);
+      writes++;
+      return relation;
+    },
+    unlink(relationId: string) {
+      session.relations.unlink(relationId);
+      writes++;
+      moved.delete(relationId);
+      if (!linked.delete(relationId)) unlinked.add(relationId);
+    },
+  };
+
+  const bindings: Record<string, Record<string, (...args: never[]) => unknown>> = { entities, relations };
+
+  /** Reads each stored file the plan names anew or changes, and records the facts where none are stated. */
+  const recordFileFacts = async (hostSession: () => DocumentSession): Promise<void> => {
+    for (const entityId of [...created, ...updated]) {
+      const entity = session.entities.get(entityId);
+      if (entity === undefined || !storedFileKinds.has(entity.entityKind) || fileOf(entity) === undefined) continue;
+      if (!input.hooks.loadEntityAsset) {
+        if (requiresStorage(entity) && entity.payload.storageKey == null) {
+          throw refused("storage_key_missing", `${entityId}: a ${entity.entityKind} plays from storage, and without the host's loadEntityAsset its storageKey stays unknown`);
+        }
+        continue;
+      }
+      let facts: { storageKey?: unknown; digest?: unknown };
+      try {
+        facts = (await host.call("loadEntityAsset", { entity })) as { storageKey?: unknown; digest?: unknown };
+      } catch (error) {
+        throw refused("asset_unreadable", `${entityId}: the store cannot read its file: ${(error as Error).message}`);
+      }
+      const ops: SessionUpdateOp[] = [];
+      for (const name of ["storageKey", "digest"] as const) {
+        if (entity.payload[name] == null && typeof facts?.[name] === "string") ops.push({ op: "set", path: [name], value: facts[name] });
+      }
+      if (ops.length > 0) hostSession().entities.update(entityId, ops);
+      if (requiresStorage(entity) && entity.payload.storageKey == null && ops.every((op) => op.path[0] !== "storageKey")) {
+        throw refused("storage_key_missing", `${entityId}: a ${entity.entityKind} plays from storage, and the store names no storageKey for it`);
+      }
+    }
+  };
+
+  const storeUploads = async (hostSession: () => DocumentSession): Promise<void> => {
+    for (const [entityId, upload] of pendingUploads) {
+      let stored: { system?: unknown; key?: unknown };
+      try {
+        stored = (await host.call("uploadText", { text: upload.text })) as { system?: unknown; key?: unknown };
+      } catch (error) {
+        throw refused("upload_failed", `${entityId}.${upload.field}: the text could not be stored: ${(error as Error).message}`);
+      }
+      hostSession().entities.update(entityId, [
+        { op: "set", path: [upload.field], value: { system: stored.system, key: stored.key } },
+      ]);
+    }
+  };
+
+  /** Issues the plan brings: the base document's own issues (a conflicted document) are not the plan's. */
+  const planIssues = (issues: DocumentIssue[]): DocumentIssue[] => {
+    if (issues.length === 0) return issues;
+    const base = new LoroDoc();
+    base.import(input.snapshot);
+    const before = new Set(openDocument(base, schema, { role: "host" }).check().map(issueKey));
+    return issues.filter((issue) => !before.has(issueKey(issue)));
+  };
+
+  const preview = (): PlanPreview => {
+    const read = (ids: Set<string>) =>
+      [...ids].slice(0, previewLimit).map((id) => session.entities.get(id)).filter((entity): entity is Entity => entity !== undefined) as Entity[];
+    const relation = (ids: Set<string>) =>
+      [...ids]
+        .slice(0, previewLimit)
+        .map((id) => session.relations.list().find((candidate) => candidate.relationId === id))
+        .filter((value): value is Relation => value !== undefined) as Relation[];
+    return {
+      writes,
+      counts: { created: created.size, updated: updated.size, deleted: deleted.size, linked: linked.size, moved: moved.size, unlinked: unlinked.size },
+      created: read(created),
+      updated: read(updated),
+      deleted: [...deleted].slice(0, previewLimit),
+      linked: relation(linked),
+      moved: relation(moved),
+      unlinked: [...unlinked].slice(0, previewLimit),
+    };
+  };
+
+  return {
+    call(binding, method, args) {
+      const implementation = bindings[binding]?.[method];
+      if (implementation === undefined) throw refused("unknown_call", `${binding}.${method} is not part of the contract`);
+      return (implementation as (...values: unknown[]) => unknown)(...args);
+    },
+    async callAsync(binding, method, args) {
+      if (binding !== "entities" || method !== "materialize") throw refused("unknown_call", `${binding}.${method} is not part of the contract`);
+      const entityId = args[0];
+      const entity = typeof entityId === "string" ? session.entities.get(entityId) : undefined;
+      if (entity === undefined) throw refused("entity_not_found", `no entity ${String(entityId)}`);
+      const file = fileOf(entity);
+      if (file === undefined) throw refused("not_a_file", `${entityId} is a ${entity.entityKind} and names no stored file`);
+      if (!input.hooks.loadEntityAsset) throw refused("materialize_unavailable", "this host offers no loadEntityAsset, so files cannot be read");
+      const loaded = (await host.call("loadEntityAsset", { entity })) as { content?: unknown };
+      return { assetId: file.key, content: loaded?.content ?? null };
+    },
+    async finish(outcome: ScriptOutcome): Promise<EditScriptPlanBody> {
+      if (!outcome.ok) throw refused(outcome.error.code, outcome.error.message);
+      let host: DocumentSession | undefined;
+      const hostSession = () => {
+        host ??= openDocument(doc, schema, { role: "host" });
+        return host;
+      };
+      await storeUploads(hostSession);
+      await recordFileFacts(hostSession);
+      const issues = planIssues((host ?? session).check());
+      if (issues.length > 0) throw DocScriptError.fromIssues("plan_refused", issues);
+      doc.commit({ message: JSON.stringify({ planId: input.planId, actor: input.actor ?? null }), origin: "docscript-plan" });
+      const update = doc.export({ mode: "update", from: baseVersion });
+      const createdFileKeys = [...created]
+        .map((id) => session.entities.get(id))
+        .filter((entity) => entity !== undefined && storedFileKinds.has(entity.entityKind) && entity.entityKind !== "audio-script")
+        .map((entity) => fileOf(entity as Entity)?.key)
+        .filter((key): key is string => key !== undefined);
+      return { update, preview: preview(), createdFileKeys };
+    },
+  };
+}
