@@ -81,6 +81,24 @@ describe("the middleware core", () => {
     assert.equal(bundleRequests[1]!.query, undefined);
   });
 
+  it("retrieves the user's memories from every session unless the scope says otherwise", async () => {
+    const { client, bundleRequests } = recordingClient();
+    await core(client).getContext({ userId: "alice", sessionId: "s1" }, userAsks);
+    await core(client).getContext({ sessionId: "s1" }, userAsks);
+    await core(client).getContext(
+      { userId: "alice", sessionId: "s1", scope: ["userId", "sessionId"] },
+      userAsks,
+    );
+    assert.deepEqual(
+      bundleRequests.map((request) => [request.userId, request.sessionId]),
+      [
+        ["alice", undefined],
+        [undefined, "s1"],
+        ["alice", "s1"],
+      ],
+    );
+  });
+
   it("restricts retrieval to the requested scope fields", async () => {
     const { client, bundleRequests } = recordingClient();
     await core(client).getContext({ userId: "alice", sessionId: "s1", scope: ["userId"] }, userAsks);

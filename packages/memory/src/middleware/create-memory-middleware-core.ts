@@ -195,10 +195,16 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
   };
 }
 
-/** The identity fields that bound retrieval: the requested subset, else every field given. */
+/**
+ * The identity fields that bound retrieval. Scope is an AND, and memories learned in one session
+ * belong to the user, so by default the session narrows retrieval only when nothing else names
+ * whose memory it is; `identity.scope` overrides this.
+ */
 function retrievalFields(identity: MemoryIdentity): MemoryScopeField[] {
-  const fields = identity.scope ?? MEMORY_SCOPE_VALUES;
-  return MEMORY_SCOPE_VALUES.filter((field) => fields.includes(field) && identity[field] !== undefined);
+  const given = MEMORY_SCOPE_VALUES.filter((field) => identity[field] !== undefined);
+  if (identity.scope !== undefined) return given.filter((field) => identity.scope!.includes(field));
+  const owners = given.filter((field) => field !== "sessionId");
+  return owners.length > 0 ? owners : given;
 }
 
 function describe(error: unknown): string {

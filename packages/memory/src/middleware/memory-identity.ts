@@ -9,8 +9,8 @@ export interface MemoryIdentity {
   readonly agentId?: string | undefined;
   readonly sessionId?: string | undefined;
   /**
-   * Which identity fields bound retrieval (default: every one given). `["userId"]` recalls across
-   * all of the user's sessions while turns are still captured into the session.
+   * Which identity fields bound retrieval. Default: `userId` and `agentId` when given (so the user's
+   * memories from every session count), else `sessionId`. Turns are captured with every field given.
    */
   readonly scope?: readonly MemoryScopeField[] | undefined;
   /** Forces a mode; by default `full` when the last user message has text, else `wake-up`. */
