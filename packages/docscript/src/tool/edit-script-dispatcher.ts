@@ -4,13 +4,13 @@
  * lands), and once the script ends turns everything it did into one checked Loro update — the plan.
  */
 import { LoroDoc } from "loro-crdt";
+import { issueKey } from "../document/check-document.ts";
+import { type DocumentSession, openDocument } from "../document/document-session.ts";
+import type { UpdateOp as SessionUpdateOp } from "../document/update-op.ts";
+import type { SandboxDispatcher, SandboxHost, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
-import { type DocumentSession, openDocument } from "../document/document-session.ts";
-import type { UpdateOp as SessionUpdateOp } from "../document/update-op.ts";
-import { issueKey } from "../document/check-document.ts";
-import type { SandboxDispatcher, SandboxHost, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import { declareFields } from "./field-declarations.ts";
 import { type PlanPreview, previewLimit } from "./plan-preview.ts";
 import { type Entity, type Relation, scriptSurface } from "./script-api.ts";
@@ -79,11 +79,18 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
   let writes = 0;
 
   /** A phonetic script's phoneme text is stored by the host; the row holds null until the plan is built. */
-  const takeUploads = (entityKind: string, entityId: string | undefined, payload: Record<string, unknown>) => {
+  const takeUploads = (
+    entityKind: string,
+    entityId: string | undefined,
+    payload: Record<string, unknown>,
+  ) => {
     const field = uploadedTextFields[entityKind];
     if (field === undefined || typeof payload[field] !== "string") return undefined;
     if (!input.hooks.uploadText) {
-      throw refused("upload_unavailable", `${entityKind}.${field} text is stored by the host's uploadText, which this host does not offer`);
+      throw refused(
+        "upload_unavailable",
+        `${entityKind}.${field} text is stored by the host's uploadText, which this host does not offer`,
+      );
     }
     const text = payload[field] as string;
     payload[field] = null;
@@ -122,7 +129,13 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
       const field = uploadedTextFields[current.entityKind];
       const rewritten = Array.isArray(ops)
         ? ops.map((op) => {
-            if (field !== undefined && op?.op === "set" && op.path?.length === 1 && op.path[0] === field && typeof op.value === "string") {
+            if (
+              field !== undefined &&
+              op?.op === "set" &&
+              op.path?.length === 1 &&
+              op.path[0] === field &&
+              typeof op.value === "string"
+            ) {
               const payload: Record<string, unknown> = { [field]: op.value };
               upload = takeUploads(current.entityKind, entityId, payload);
               return { ...op, value: payload[field] };
@@ -139,7 +152,10 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
     declareFields(entityKind: string) {
       const kind = schema.entities[entityKind];
       if (kind === undefined) {
-        throw refused("unknown_kind", `"${entityKind}" is not an entity kind; kinds: ${Object.keys(schema.entities).join(", ")}`);
+        throw refused(
+          "unknown_kind",
+          `"${entityKind}" is not an entity kind; kinds: ${Object.keys(schema.entities).join(", ")}`,
+        );
       }
       return declareFields(kind.fields);
     },
@@ -163,8 +179,17 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
     of(entityId: string, relationKind?: string) {
       return session.relations.of(entityId, relationKind);
     },
-    link(raw: { relationKind: string; endpoint0EntityId: string; endpoint1EntityId: string; index?: number }) {
-      if (typeof raw !== "object" || raw === null) throw refused("invalid_operation", "link takes { relationKind, endpoint0EntityId, endpoint1EntityId, index? }");
+    link(raw: {
+      relationKind: string;
+      endpoint0EntityId: string;
+      endpoint1EntityId: string;
+      index?: number;
+    }) {
+      if (typeof raw !== "object" || raw === null)
+        throw refused(
+          "invalid_operation",
+          "link takes { relationKind, endpoint0EntityId, endpoint1EntityId, index? }",
+        );
       const relation = session.relations.link(raw);
       linked.add(relation.relationId);
       unlinked.delete(relation.relationId);
@@ -191,26 +216,44 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
   const recordFileFacts = async (hostSession: () => DocumentSession): Promise<void> => {
     for (const entityId of [...created, ...updated]) {
       const entity = session.entities.get(entityId);
-      if (entity === undefined || !storedFileKinds.has(entity.entityKind) || fileOf(entity) === undefined) continue;
+      if (entity === undefined || !storedFileKinds.has(entity.entityKind) || fileOf(entity) === undefined)
+        continue;
       if (!input.hooks.loadEntityAsset) {
         if (requiresStorage(entity) && entity.payload.storageKey == null) {
-          throw refused("storage_key_missing", `${entityId}: a ${entity.entityKind} plays from storage, and without the host's loadEntityAsset its storageKey stays unknown`);
+          throw refused(
+            "storage_key_missing",
+            `${entityId}: a ${entity.entityKind} plays from storage, and without the host's loadEntityAsset its storageKey stays unknown`,
+          );
         }
         continue;
       }
       let facts: { storageKey?: unknown; digest?: unknown };
       try {
-        facts = (await host.call("loadEntityAsset", { entity })) as { storageKey?: unknown; digest?: unknown };
+        facts = (await host.call("loadEntityAsset", { entity })) as {
+          storageKey?: unknown;
+          digest?: unknown;
+        };
       } catch (error) {
-        throw refused("asset_unreadable", `${entityId}: the store cannot read its file: ${(error as Error).message}`);
+        throw refused(
+          "asset_unreadable",
+          `${entityId}: the store cannot read its file: ${(error as Error).message}`,
+        );
       }
       const ops: SessionUpdateOp[] = [];
       for (const name of ["storageKey", "digest"] as const) {
-        if (entity.payload[name] == null && typeof facts?.[name] === "string") ops.push({ op: "set", path: [name], value: facts[name] });
+        if (entity.payload[name] == null && typeof facts?.[name] === "string")
+          ops.push({ op: "set", path: [name], value: facts[name] });
       }
       if (ops.length > 0) hostSession().entities.update(entityId, ops);
-      if (requiresStorage(entity) && entity.payload.storageKey == null && ops.every((op) => op.path[0] !== "storageKey")) {
-        throw refused("storage_key_missing", `${entityId}: a ${entity.entityKind} plays from storage, and the store names no storageKey for it`);
+      if (
+        requiresStorage(entity) &&
+        entity.payload.storageKey == null &&
+        ops.every((op) => op.path[0] !== "storageKey")
+      ) {
+        throw refused(
+          "storage_key_missing",
+          `${entityId}: a ${entity.entityKind} plays from storage, and the store names no storageKey for it`,
+        );
       }
     }
   };
@@ -219,9 +262,15 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
     for (const [entityId, upload] of pendingUploads) {
       let stored: { system?: unknown; key?: unknown };
       try {
-        stored = (await host.call("uploadText", { text: upload.text })) as { system?: unknown; key?: unknown };
+        stored = (await host.call("uploadText", { text: upload.text })) as {
+          system?: unknown;
+          key?: unknown;
+        };
       } catch (error) {
-        throw refused("upload_failed", `${entityId}.${upload.field}: the text could not be stored: ${(error as Error).message}`);
+        throw refused(
+          "upload_failed",
+          `${entityId}.${upload.field}: the text could not be stored: ${(error as Error).message}`,
+        );
       }
       hostSession().entities.update(entityId, [
         { op: "set", path: [upload.field], value: { system: stored.system, key: stored.key } },
@@ -240,7 +289,10 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
 
   const preview = (): PlanPreview => {
     const read = (ids: Set<string>) =>
-      [...ids].slice(0, previewLimit).map((id) => session.entities.get(id)).filter((entity): entity is Entity => entity !== undefined) as Entity[];
+      [...ids]
+        .slice(0, previewLimit)
+        .map((id) => session.entities.get(id))
+        .filter((entity): entity is Entity => entity !== undefined) as Entity[];
     const relation = (ids: Set<string>) =>
       [...ids]
         .slice(0, previewLimit)
@@ -248,7 +300,14 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
         .filter((value): value is Relation => value !== undefined) as Relation[];
     return {
       writes,
-      counts: { created: created.size, updated: updated.size, deleted: deleted.size, linked: linked.size, moved: moved.size, unlinked: unlinked.size },
+      counts: {
+        created: created.size,
+        updated: updated.size,
+        deleted: deleted.size,
+        linked: linked.size,
+        moved: moved.size,
+        unlinked: unlinked.size,
+      },
       created: read(created),
       updated: read(updated),
       deleted: [...deleted].slice(0, previewLimit),
@@ -261,17 +320,24 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
   return {
     call(binding, method, args) {
       const implementation = bindings[binding]?.[method];
-      if (implementation === undefined) throw refused("unknown_call", `${binding}.${method} is not part of the contract`);
+      if (implementation === undefined)
+        throw refused("unknown_call", `${binding}.${method} is not part of the contract`);
       return (implementation as (...values: unknown[]) => unknown)(...args);
     },
     async callAsync(binding, method, args) {
-      if (binding !== "entities" || method !== "materialize") throw refused("unknown_call", `${binding}.${method} is not part of the contract`);
+      if (binding !== "entities" || method !== "materialize")
+        throw refused("unknown_call", `${binding}.${method} is not part of the contract`);
       const entityId = args[0];
       const entity = typeof entityId === "string" ? session.entities.get(entityId) : undefined;
       if (entity === undefined) throw refused("entity_not_found", `no entity ${String(entityId)}`);
       const file = fileOf(entity);
-      if (file === undefined) throw refused("not_a_file", `${entityId} is a ${entity.entityKind} and names no stored file`);
-      if (!input.hooks.loadEntityAsset) throw refused("materialize_unavailable", "this host offers no loadEntityAsset, so files cannot be read");
+      if (file === undefined)
+        throw refused("not_a_file", `${entityId} is a ${entity.entityKind} and names no stored file`);
+      if (!input.hooks.loadEntityAsset)
+        throw refused(
+          "materialize_unavailable",
+          "this host offers no loadEntityAsset, so files cannot be read",
+        );
       const loaded = (await host.call("loadEntityAsset", { entity })) as { content?: unknown };
       return { assetId: file.key, content: loaded?.content ?? null };
     },
@@ -286,12 +352,20 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
       await recordFileFacts(hostSession);
       const issues = planIssues((host ?? session).check());
       if (issues.length > 0) throw DocScriptError.fromIssues("plan_refused", issues);
-      doc.commit({ message: JSON.stringify({ planId: input.planId, actor: input.actor ?? null }), origin: "docscript-plan" });
+      doc.commit({
+        message: JSON.stringify({ planId: input.planId, actor: input.actor ?? null }),
+        origin: "docscript-plan",
+      });
       const update = doc.export({ mode: "update", from: baseVersion });
       const createdFileKeys = [...created]
         .map((id) => session.entities.get(id))
-        .filter((entity) => entity !== undefined && storedFileKinds.has(entity.entityKind) && entity.entityKind !== "audio-script")
-        .map((entity) => fileOf(entity as Entity)?.key)
+        .filter(
+          (entity) =>
+            entity !== undefined &&
+            storedFileKinds.has(entity.entityKind) &&
+            entity.entityKind !== "audio-script",
+        )
+        .map((entity) => (entity === undefined ? undefined : fileOf(entity)?.key))
         .filter((key): key is string => key !== undefined);
       return { update, preview: preview(), createdFileKeys };
     },
