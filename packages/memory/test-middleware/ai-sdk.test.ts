@@ -13,7 +13,7 @@ import {
   textResult,
   toolCallResult,
 } from "./support/scripted-model.ts";
-import { type MemoryFixture, startMemoryFixture } from "./support/start-memory-fixture.ts";
+import { type MemoryFixture, startMemoryFixture, TENANT_KEYS } from "./support/start-memory-fixture.ts";
 
 // The hosted model is the only stand-in: the AI SDK's MockLanguageModelV4, scripted per test.
 let memory: MemoryFixture;
@@ -103,10 +103,10 @@ describe("withMemory with the real AI SDK", () => {
     let fetches = 0;
     const client = memory.client("acme");
     const counting = {
-      ...client,
-      buildContextBundle: (request: never) => {
+      writeEvent: client.writeEvent.bind(client),
+      contextBundle: (request: never) => {
         fetches++;
-        return client.buildContextBundle(request);
+        return client.contextBundle(request);
       },
     };
     const model = new MockLanguageModelV4({
@@ -214,7 +214,7 @@ describe("withMemory with the real AI SDK", () => {
   it("degrades when the service fails: the model still answers, onError hears why", async () => {
     const reported: MemoryMiddlewareError[] = [];
     const broken = {
-      buildContextBundle: async () => Promise.reject(new Error("connection refused")),
+      contextBundle: async () => Promise.reject(new Error("connection refused")),
       writeEvent: async () => Promise.reject(new Error("connection refused")),
     };
     const model = scriptedModel(() => "Still here.");

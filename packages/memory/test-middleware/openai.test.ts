@@ -49,8 +49,6 @@ after(async () => {
 function remembering(openai: OpenAI, userId: string, sessionId: string) {
   return createOpenAIMiddleware(openai, {
     client: memory.client("acme"),
-    apiUrl: memory.apiUrl,
-    apiKey: "key-acme",
     userId,
     sessionId,
     awaitCapture: true,

@@ -16,7 +16,7 @@ function recordingClient(options: { fail?: boolean } = {}) {
   const bundleRequests: ContextBundleRequest[] = [];
   const events: WriteEventRequest[] = [];
   const client: MemoryMiddlewareClient = {
-    async buildContextBundle(request) {
+    async contextBundle(request) {
       bundleRequests.push(request);
       if (options.fail) throw new Error("service down");
       return bundleFor(`memory for ${request.userId ?? request.agentId ?? request.sessionId ?? "nobody"}`);

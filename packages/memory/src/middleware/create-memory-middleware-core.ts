@@ -3,6 +3,7 @@
  * It never throws into the model call: a failed fetch injects nothing, a failed capture is dropped,
  * and either is reported through `onError` (else one `console.warn` per instance).
  */
+import { MemoryClient, type MemoryClientOptions } from "../client/memory-client.ts";
 import { MEMORY_SCOPE_VALUES, type MemoryScopeField } from "../scope/memory-scope.ts";
 import { type BundleCache, type BundleCacheOptions, createBundleCache } from "./cache/bundle-cache.ts";
 import { cacheIdentityKey } from "./cache/cache-identity.ts";
@@ -20,10 +21,17 @@ import { lastUserText, type TurnMessage } from "./turn-message.ts";
 const MAX_EVENT_CHARACTERS = 32_000;
 
 export interface MemoryMiddlewareCoreOptions extends MemoryIdentity {
-  readonly client: MemoryMiddlewareClient;
-  /** The service's URL and key, as the cache identity names them (the key only as its hash). */
-  readonly apiUrl: string;
+  /**
+   * The service's URL (default: the `MemoryClient` default, `TACKLE_MEMORY_URL`). Ignored for
+   * requests when `client` is given, but always part of the cache identity.
+   */
+  readonly apiUrl?: string;
+  /** The API key (default `TACKLE_MEMORY_API_KEY`); the cache identity holds only its SHA-256. */
   readonly apiKey?: string;
+  /** A client to use instead of building one from `apiUrl`, `apiKey` and `clientOptions`. */
+  readonly client?: MemoryMiddlewareClient;
+  /** Timeouts, retries and the private-network switch of the client built here. */
+  readonly clientOptions?: Omit<MemoryClientOptions, "baseUrl" | "apiKey">;
   /** Reports a degraded call; without it the first failure is a `console.warn`, later ones are silent. */
   readonly onError?: (error: MemoryMiddlewareError) => void;
   /** Cache bounds (default 50 entries, 60 s), or `false` to fetch on every call. */
@@ -57,6 +65,14 @@ export interface MemoryMiddlewareCore {
 }
 
 export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions): MemoryMiddlewareCore {
+  const client =
+    options.client ??
+    new MemoryClient({
+      ...options.clientOptions,
+      ...(options.apiUrl === undefined ? {} : { baseUrl: options.apiUrl }),
+      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
+    });
+  const apiUrl = options.apiUrl ?? (client as { baseUrl?: string }).baseUrl ?? "";
   const defaults: MemoryIdentity = {
     ...(options.userId === undefined ? {} : { userId: options.userId }),
     ...(options.agentId === undefined ? {} : { agentId: options.agentId }),
@@ -95,7 +111,7 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     const request: Record<string, unknown> = { ...options.bundle };
     for (const field of scopeFields) request[field] = identity[field];
     if (query !== undefined) request.query = query.slice(-2000);
-    return toMemoryContextBundle(await options.client.buildContextBundle(request));
+    return toMemoryContextBundle(await client.contextBundle(request));
   }
 
   async function loadBundle(identity: MemoryIdentity, messages: readonly TurnMessage[]) {
@@ -124,7 +140,7 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     }
     return cacheIdentityKey({
       agentId: identity.agentId,
-      apiUrl: options.apiUrl,
+      apiUrl,
       apiKeyHash: hash,
       mode,
       scope: retrievalFields(identity),
@@ -142,13 +158,13 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     for (const field of MEMORY_SCOPE_VALUES)
       if (identity[field] !== undefined) scope[field] = identity[field];
     // Sequential, so the user's event is ordered before the answer.
-    await options.client.writeEvent({
+    await client.writeEvent({
       ...scope,
       role: "user",
       content: userText.slice(0, MAX_EVENT_CHARACTERS),
       ...(key === undefined ? {} : { customId: `${key}:user` }),
     });
-    await options.client.writeEvent({
+    await client.writeEvent({
       ...scope,
       role: "assistant",
       content: response.slice(0, MAX_EVENT_CHARACTERS),

@@ -1,10 +1,10 @@
-/** The two calls the middlewares make; `MemoryClient` provides them (and a test double may). */
+/** The two calls the middlewares make: a `MemoryClient` is one; the core's unit tests use a recorder. */
 
 import type { WriteEventRequest, WriteEventResponse } from "../schemas/event.ts";
 import type { ContextBundleRequest, ContextBundleResponse } from "../schemas/synthesis.ts";
 
 export interface MemoryMiddlewareClient {
-  buildContextBundle(
+  contextBundle(
     request: ContextBundleRequest,
     options?: { signal?: AbortSignal },
   ): Promise<ContextBundleResponse>;
