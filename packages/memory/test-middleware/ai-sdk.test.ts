@@ -33,10 +33,11 @@ before(async () => {
 after(() => memory.close());
 
 function options(extra: Record<string, unknown> = {}) {
+  // The middleware builds its own MemoryClient from the URL and key (loopback allowed for the test).
   return {
-    client: memory.client("acme"),
     apiUrl: memory.apiUrl,
-    apiKey: "key-acme",
+    apiKey: TENANT_KEYS.acme,
+    clientOptions: { allowPrivateNetwork: true },
     awaitCapture: true,
     ...extra,
   };
