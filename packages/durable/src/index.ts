@@ -11,7 +11,7 @@ export {
   type StateUpdate,
 } from "./graph/create-graph.ts";
 export { Interrupt, type InterruptRequest, isInterrupt } from "./interrupt/interrupt.ts";
-export { type ToolPolicy, type ToolPolicies, redact, validatePolicies } from "./policy/tool-policy.ts";
+export { redact, type ToolPolicies, type ToolPolicy, validatePolicies } from "./policy/tool-policy.ts";
 export {
   type Answers,
   createRunner,
@@ -35,5 +35,5 @@ export type {
 } from "./store/durable-store.ts";
 export { createMemoryStore } from "./stores/memory/memory-store.ts";
 export { type ApprovalAnswer, type ApprovalRequest, approve } from "./tool/approve.ts";
-export { tool, type ToolOptions } from "./tool/tool.ts";
+export { type ToolOptions, tool } from "./tool/tool.ts";
 export { nextToolCallId, type ToolCallStatus, type ToolTrace, toolTrace } from "./tool/tool-trace.ts";

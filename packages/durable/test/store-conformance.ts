@@ -5,8 +5,8 @@ import {
   approve,
   createGraph,
   createRunner,
-  type DurableStore,
   DurableError,
+  type DurableStore,
   type RunRecord,
   tool,
 } from "@tackle/durable";
@@ -49,14 +49,18 @@ export function storeConformance(name: string, open: () => Promise<StoreHarness>
     });
 
     test("a run is stored once; a second run on the thread is refused and the first is kept", async () => {
-      await store.createRun(record("t-create"), { frames: [{ type: "run_started", seq: 1, data: { a: 1 } }] });
+      await store.createRun(record("t-create"), {
+        frames: [{ type: "run_started", seq: 1, data: { a: 1 } }],
+      });
       await assert.rejects(
         store.createRun({ ...record("t-create"), graph: "other" }),
         (error) => DurableError.isInstance(error) && error.code === "thread_exists",
       );
       const stored = await store.getRun("t-create");
       assert.equal(stored?.graph, "g");
-      assert.deepEqual(await store.readFrames("t-create", 0), [{ type: "run_started", seq: 1, data: { a: 1 } }]);
+      assert.deepEqual(await store.readFrames("t-create", 0), [
+        { type: "run_started", seq: 1, data: { a: 1 } },
+      ]);
       assert.equal(await store.getRun("missing"), undefined);
     });
 
@@ -78,7 +82,10 @@ export function storeConformance(name: string, open: () => Promise<StoreHarness>
         (await store.readFrames("t-commit", 1)).map((frame) => frame.seq),
         [2, 3],
       );
-      assert.deepEqual((await store.readFrames("t-commit", 0, 2)).map((frame) => frame.seq), [1, 2]);
+      assert.deepEqual(
+        (await store.readFrames("t-commit", 0, 2)).map((frame) => frame.seq),
+        [1, 2],
+      );
       assert.deepEqual(await store.readJournal("t-commit"), [
         { key: "a#0/0", name: "s", state: "done", attempt: 1, value: '{"v":1,"value":false}' },
       ]);
@@ -116,7 +123,10 @@ export function storeConformance(name: string, open: () => Promise<StoreHarness>
 
     test("claiming checks the status and reports the last seq", async () => {
       await store.createRun(record("t-claim"), { frames: [{ type: "a", seq: 1, data: null }] });
-      await store.commit("t-claim", "owner-1", { frames: [{ type: "b", seq: 2, data: null }], run: { status: "paused" } });
+      await store.commit("t-claim", "owner-1", {
+        frames: [{ type: "b", seq: 2, data: null }],
+        run: { status: "paused" },
+      });
       assert.equal(await store.claimRun("t-claim", "owner-3", ["running"]), undefined);
       const claimed = await store.claimRun("t-claim", "owner-3", ["paused"], { run: { status: "running" } });
       assert.equal(claimed?.lastSeq, 2);
@@ -129,14 +139,19 @@ export function storeConformance(name: string, open: () => Promise<StoreHarness>
 
     test("a run paused in one runner resumes in a fresh one, and its tool ran once", async () => {
       let lookups = 0;
-      const graph = createGraph<{ id: string; reply?: string }>(`refund-${name}`).node("refund", async (state, ctx) => {
-        const order = await tool(ctx, "get_order", { id: state.id }, () => {
-          lookups++;
-          return { total: 249.9, placed: new Date("2026-01-02T03:04:05Z") };
-        });
-        const answer = await approve(ctx, { title: "Refund?", params: order });
-        return { reply: answer.approved ? `refunded ${order.total} from ${order.placed.toISOString()}` : "kept" };
-      });
+      const graph = createGraph<{ id: string; reply?: string }>(`refund-${name}`).node(
+        "refund",
+        async (state, ctx) => {
+          const order = await tool(ctx, "get_order", { id: state.id }, () => {
+            lookups++;
+            return { total: 249.9, placed: new Date("2026-01-02T03:04:05Z") };
+          });
+          const answer = await approve(ctx, { title: "Refund?", params: order });
+          return {
+            reply: answer.approved ? `refunded ${order.total} from ${order.placed.toISOString()}` : "kept",
+          };
+        },
+      );
       const first = createRunner({ store, graphs: [graph] });
       const paused = await first.start(graph, { id: "ORD-42" }, { threadId: "t-flow" });
       assert.equal(paused.status, "paused");
@@ -146,7 +161,10 @@ export function storeConformance(name: string, open: () => Promise<StoreHarness>
       assert.equal(done.state.reply, "refunded 249.9 from 2026-01-02T03:04:05.000Z");
       assert.equal(lookups, 1);
       const seqs = (await fresh.frames("t-flow")).map((frame) => frame.seq);
-      assert.deepEqual(seqs, seqs.map((_, index) => index + 1));
+      assert.deepEqual(
+        seqs,
+        seqs.map((_, index) => index + 1),
+      );
     });
 
     test("two runners resuming one paused run at once run its tail once", async () => {
@@ -162,7 +180,10 @@ export function storeConformance(name: string, open: () => Promise<StoreHarness>
       const two = createRunner({ store: await harness.reopen(), graphs: [graph] });
       const paused = await one.start(graph, {}, { threadId: "t-race" });
       const answers = { [paused.interrupts[0]?.id ?? ""]: true };
-      const results = await Promise.allSettled([one.resume("t-race", answers), two.resume("t-race", answers)]);
+      const results = await Promise.allSettled([
+        one.resume("t-race", answers),
+        two.resume("t-race", answers),
+      ]);
       await one.idle();
       await two.idle();
       assert.ok(results.every((result) => result.status === "fulfilled"));

@@ -110,10 +110,16 @@ function encodeObject(object: object, path: string, seen: Set<object>): Encoded 
   }
   if (object instanceof Set) {
     if (Object.getPrototypeOf(object) !== Set.prototype) return throwRefusal(path, "a Set subclass");
-    return { [tag]: "set", v: [...object].map((entry, index) => encodeAt(entry, `${path}.<item ${index}>`, seen)) };
+    return {
+      [tag]: "set",
+      v: [...object].map((entry, index) => encodeAt(entry, `${path}.<item ${index}>`, seen)),
+    };
   }
   if (object instanceof Uint8Array && Object.getPrototypeOf(object) === Uint8Array.prototype) {
-    return { [tag]: "bytes", v: Buffer.from(object.buffer, object.byteOffset, object.byteLength).toString("base64") };
+    return {
+      [tag]: "bytes",
+      v: Buffer.from(object.buffer, object.byteOffset, object.byteLength).toString("base64"),
+    };
   }
   if (object instanceof Error) return encodeError(object, path, seen);
   const prototype = Object.getPrototypeOf(object);
@@ -121,7 +127,8 @@ function encodeObject(object: object, path: string, seen: Set<object>): Encoded 
     const name = (object as { constructor?: { name?: string } }).constructor?.name ?? "unknown class";
     return throwRefusal(path, `an instance of ${name}`);
   }
-  if (Object.getOwnPropertySymbols(object).length > 0) return throwRefusal(path, "an object with symbol keys");
+  if (Object.getOwnPropertySymbols(object).length > 0)
+    return throwRefusal(path, "an object with symbol keys");
   const entries: { [key: string]: Encoded } = {};
   for (const key of Object.keys(object)) {
     entries[key] = encodeAt((object as Record<string, unknown>)[key], `${path}.${key}`, seen);
@@ -159,7 +166,8 @@ function decodeAt(value: Encoded, label: string): unknown {
     case "number":
       return inner === "-0" ? -0 : Number(inner);
     case "bigint":
-      if (typeof inner !== "string" || !/^-?\d+$/.test(inner)) throw decodeFailure(label, "a bigint is malformed");
+      if (typeof inner !== "string" || !/^-?\d+$/.test(inner))
+        throw decodeFailure(label, "a bigint is malformed");
       return BigInt(inner);
     case "date":
       return new Date(inner === null ? Number.NaN : String(inner));
@@ -167,7 +175,8 @@ function decodeAt(value: Encoded, label: string): unknown {
       if (!Array.isArray(inner)) throw decodeFailure(label, "a Map is malformed");
       return new Map(
         inner.map((pair) => {
-          if (!Array.isArray(pair) || pair.length !== 2) throw decodeFailure(label, "a Map entry is malformed");
+          if (!Array.isArray(pair) || pair.length !== 2)
+            throw decodeFailure(label, "a Map entry is malformed");
           return [decodeAt(pair[0] as Encoded, label), decodeAt(pair[1] as Encoded, label)];
         }),
       );

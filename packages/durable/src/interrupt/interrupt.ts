@@ -25,8 +25,6 @@ export class Interrupt extends Error {
 /** True for an interrupt from any copy of this package. */
 export function isInterrupt(value: unknown): value is Interrupt {
   return (
-    typeof value === "object" &&
-    value !== null &&
-    (value as Record<symbol, unknown>)[interruptBrand] === true
+    typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[interruptBrand] === true
   );
 }

@@ -28,7 +28,8 @@ export function validatePolicies(policies: unknown): ToolPolicies {
         field === "redact"
           ? Array.isArray(value) && value.every((path) => typeof path === "string")
           : (field === "show" || field === "approve") && typeof value === "boolean";
-      if (!ok) throw new DurableError("invalid_policy", `The policy of "${name}" has an invalid field "${field}"`);
+      if (!ok)
+        throw new DurableError("invalid_policy", `The policy of "${name}" has an invalid field "${field}"`);
     }
   }
   return policies as ToolPolicies;

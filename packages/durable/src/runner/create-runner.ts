@@ -41,7 +41,11 @@ export interface WatchOptions {
 }
 
 export interface Runner {
-  start<State extends object>(graph: Graph<State>, input: State, options?: StartOptions): Promise<RunSnapshot<State>>;
+  start<State extends object>(
+    graph: Graph<State>,
+    input: State,
+    options?: StartOptions,
+  ): Promise<RunSnapshot<State>>;
   /** As `start`, but returns once the run is durable, without waiting for it to pause or end. */
   launch<State extends object>(
     graph: Graph<State> | string,
@@ -52,13 +56,18 @@ export interface Runner {
    * Answers the open interrupts by id (every one of them) and runs on; a run left `running` by a dead
    * process is picked up with no answers. Replaying answers already given is harmless.
    */
-  resume<State extends object = Record<string, unknown>>(threadId: string, answers?: Answers): Promise<RunSnapshot<State>>;
+  resume<State extends object = Record<string, unknown>>(
+    threadId: string,
+    answers?: Answers,
+  ): Promise<RunSnapshot<State>>;
   /** As `resume`, but returns once the answers are durable. */
   launchResume<State extends object = Record<string, unknown>>(
     threadId: string,
     answers?: Answers,
   ): Promise<Launched<State>>;
-  get<State extends object = Record<string, unknown>>(threadId: string): Promise<RunSnapshot<State> | undefined>;
+  get<State extends object = Record<string, unknown>>(
+    threadId: string,
+  ): Promise<RunSnapshot<State> | undefined>;
   frames(threadId: string, options?: { afterSeq?: number; limit?: number }): Promise<Frame[]>;
   /** Frames as they land, from `afterSeq`; ends when the run is no longer running and every frame was read. */
   watch(threadId: string, options?: WatchOptions): AsyncIterable<Frame>;
@@ -108,13 +117,20 @@ export function createRunner(options: RunnerOptions): Runner {
     };
   }
 
-  async function drive<State extends object>(run: RunRecord, lastSeq: number, firstFrames: Frame[] = []): Promise<RunSnapshot<State>> {
+  async function drive<State extends object>(
+    run: RunRecord,
+    lastSeq: number,
+    firstFrames: Frame[] = [],
+  ): Promise<RunSnapshot<State>> {
     const { threadId, owner } = run;
     const out = writer(threadId, owner, lastSeq);
     const graph = graphs.get(run.graph);
     let pending = firstFrames.map((frame) => ({ ...frame, seq: out.nextSeq() }));
     const failRun = async (error: unknown, node: string | null) => {
-      const payload = { ...toToolError(node ?? run.graph, error).toJSON(), ...(node === null ? {} : { node }) };
+      const payload = {
+        ...toToolError(node ?? run.graph, error).toJSON(),
+        ...(node === null ? {} : { node }),
+      };
       logger.error("durable run failed", { threadId, error: payload });
       await out.write({
         frames: [...pending, { type: "run_failed", seq: out.nextSeq(), data: { error: payload } }],
@@ -123,7 +139,8 @@ export function createRunner(options: RunnerOptions): Runner {
       pending = [];
     };
     try {
-      if (graph === undefined) throw new DurableError("unknown_graph", `No graph named "${run.graph}" is registered`);
+      if (graph === undefined)
+        throw new DurableError("unknown_graph", `No graph named "${run.graph}" is registered`);
       const journal = new Map<string, JournalRecord>();
       const answers = new Map<string, JournalRecord>();
       for (const record of await store.readJournal(threadId)) {
@@ -137,7 +154,8 @@ export function createRunner(options: RunnerOptions): Runner {
       let node = run.node;
       while (node !== null) {
         const fn = graph.nodeFunction(node);
-        if (fn === undefined) throw new DurableError("invalid_graph", `Graph "${graph.name}" has no node "${node}"`);
+        if (fn === undefined)
+          throw new DurableError("invalid_graph", `Graph "${graph.name}" has no node "${node}"`);
         const visit = cursor.visits[node] ?? 0;
         const runtime = new NodeRuntime({
           threadId,
@@ -167,7 +185,11 @@ export function createRunner(options: RunnerOptions): Runner {
               data: toFrameData({ ...call, status: "awaiting_approval" }),
             });
           }
-          pending.push({ type: "interrupt", seq: out.nextSeq(), data: toFrameData({ node, interrupts: runtime.open }) });
+          pending.push({
+            type: "interrupt",
+            seq: out.nextSeq(),
+            data: toFrameData({ node, interrupts: runtime.open }),
+          });
           await out.write({
             frames: pending,
             journal: leftover,
@@ -217,7 +239,9 @@ export function createRunner(options: RunnerOptions): Runner {
     }
   }
 
-  async function getSnapshot<State extends object>(threadId: string): Promise<RunSnapshot<State> | undefined> {
+  async function getSnapshot<State extends object>(
+    threadId: string,
+  ): Promise<RunSnapshot<State> | undefined> {
     const run = await store.getRun(threadId);
     if (run === undefined) return undefined;
     return snapshotOf<State>(
@@ -227,7 +251,10 @@ export function createRunner(options: RunnerOptions): Runner {
     );
   }
 
-  function track<State extends object>(threadId: string, finished: Promise<RunSnapshot<State>>): Promise<RunSnapshot<State>> {
+  function track<State extends object>(
+    threadId: string,
+    finished: Promise<RunSnapshot<State>>,
+  ): Promise<RunSnapshot<State>> {
     active.set(threadId, finished);
     const forget = () => {
       if (active.get(threadId) === finished) active.delete(threadId);
@@ -242,7 +269,8 @@ export function createRunner(options: RunnerOptions): Runner {
     startOptions: StartOptions = {},
   ): Promise<Launched<State>> {
     const graph = typeof graphOrName === "string" ? graphs.get(graphOrName) : graphOrName;
-    if (graph === undefined) throw new DurableError("unknown_graph", `No graph named "${String(graphOrName)}" is registered`);
+    if (graph === undefined)
+      throw new DurableError("unknown_graph", `No graph named "${String(graphOrName)}" is registered`);
     register(graph);
     const threadId = startOptions.threadId ?? randomUUID();
     const runId = randomUUID();
@@ -267,9 +295,15 @@ export function createRunner(options: RunnerOptions): Runner {
     return { threadId, runId, finished: track(threadId, drive<State>(record, 1)) };
   }
 
-  async function launchResume<State extends object>(threadId: string, given: Answers = {}): Promise<Launched<State>> {
+  async function launchResume<State extends object>(
+    threadId: string,
+    given: Answers = {},
+  ): Promise<Launched<State>> {
     if (active.has(threadId)) {
-      throw new DurableError("run_active", `Thread "${threadId}" is running in this process; wait for it to pause`);
+      throw new DurableError(
+        "run_active",
+        `Thread "${threadId}" is running in this process; wait for it to pause`,
+      );
     }
     const run = await store.getRun(threadId);
     if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
@@ -298,9 +332,13 @@ export function createRunner(options: RunnerOptions): Runner {
       const openIds = new Set(open.map((entry) => entry.id));
       const unknown = [...fresh.keys()].filter((id) => !openIds.has(id));
       if (unknown.length > 0) {
-        throw new DurableError("unknown_interrupt", `No open interrupt ${unknown.map((id) => `"${id}"`).join(", ")}`, {
-          data: { unknown, open: [...openIds] },
-        });
+        throw new DurableError(
+          "unknown_interrupt",
+          `No open interrupt ${unknown.map((id) => `"${id}"`).join(", ")}`,
+          {
+            data: { unknown, open: [...openIds] },
+          },
+        );
       }
       // Only old answers again: a replayed resume, harmless.
       if (fresh.size === 0) return idle();
@@ -314,17 +352,31 @@ export function createRunner(options: RunnerOptions): Runner {
       }
       const owner = randomUUID();
       const claimed = await store.claimRun(threadId, owner, ["paused"], {
-        journal: [...fresh].map(([id, text]) => ({ key: `answer:${id}`, name: "answer", state: "done", attempt: 1, value: text })),
+        journal: [...fresh].map(([id, text]) => ({
+          key: `answer:${id}`,
+          name: "answer",
+          state: "done",
+          attempt: 1,
+          value: text,
+        })),
         run: { status: "running", interrupts: encodeValue([], "interrupts") },
       });
       if (claimed === undefined) return launchResume(threadId, given);
       const resumed: Frame = { type: "run_resumed", seq: 0, data: { answered: [...fresh.keys()] } };
-      return { threadId, runId: run.runId, finished: track(threadId, drive<State>(claimed.run, claimed.lastSeq, [resumed])) };
+      return {
+        threadId,
+        runId: run.runId,
+        finished: track(threadId, drive<State>(claimed.run, claimed.lastSeq, [resumed])),
+      };
     }
     if (fresh.size > 0) {
-      throw new DurableError("run_not_paused", `Thread "${threadId}" is ${run.status}, not paused; nothing to answer`, {
-        data: { status: run.status },
-      });
+      throw new DurableError(
+        "run_not_paused",
+        `Thread "${threadId}" is ${run.status}, not paused; nothing to answer`,
+        {
+          data: { status: run.status },
+        },
+      );
     }
     // Answers already given (a replayed or raced resume) never take a run over; only a bare resume does.
     if (run.status !== "running" || Object.keys(given).length > 0) return idle();
@@ -332,7 +384,11 @@ export function createRunner(options: RunnerOptions): Runner {
     const claimed = await store.claimRun(threadId, randomUUID(), ["running"]);
     if (claimed === undefined) return idle();
     const recovered: Frame = { type: "run_recovered", seq: 0, data: {} };
-    return { threadId, runId: run.runId, finished: track(threadId, drive<State>(claimed.run, claimed.lastSeq, [recovered])) };
+    return {
+      threadId,
+      runId: run.runId,
+      finished: track(threadId, drive<State>(claimed.run, claimed.lastSeq, [recovered])),
+    };
   }
 
   return {
@@ -345,7 +401,8 @@ export function createRunner(options: RunnerOptions): Runner {
     },
     launchResume,
     get: getSnapshot,
-    frames: (threadId, frameOptions = {}) => store.readFrames(threadId, frameOptions.afterSeq ?? 0, frameOptions.limit),
+    frames: (threadId, frameOptions = {}) =>
+      store.readFrames(threadId, frameOptions.afterSeq ?? 0, frameOptions.limit),
     async *watch(threadId, watchOptions = {}) {
       let afterSeq = watchOptions.afterSeq ?? 0;
       const signal = watchOptions.signal;
@@ -381,7 +438,11 @@ async function runNode<State>(
   fn: (state: Readonly<State>, ctx: NodeRuntime["context"]) => unknown,
   state: State,
   runtime: NodeRuntime,
-): Promise<{ kind: "done"; update: Partial<State> | undefined } | { kind: "paused" } | { kind: "failed"; error: unknown }> {
+): Promise<
+  | { kind: "done"; update: Partial<State> | undefined }
+  | { kind: "paused" }
+  | { kind: "failed"; error: unknown }
+> {
   const ran = (async () => fn(state, runtime.context))();
   // Some layers swallow a thrown interrupt (a model SDK turning it into a tool error): the pause wins anyway.
   const settled = await Promise.race([
@@ -411,7 +472,11 @@ async function runNode<State>(
   return { kind: "done", update: update as Partial<State> | undefined };
 }
 
-function snapshotOf<State>(run: RunRecord, state: State, interrupts: readonly InterruptRequest[]): RunSnapshot<State> {
+function snapshotOf<State>(
+  run: RunRecord,
+  state: State,
+  interrupts: readonly InterruptRequest[],
+): RunSnapshot<State> {
   return {
     threadId: run.threadId,
     runId: run.runId,
@@ -424,7 +489,12 @@ function snapshotOf<State>(run: RunRecord, state: State, interrupts: readonly In
   };
 }
 
-function waitForFrames(landed: EventEmitter, threadId: string, pollMs: number, signal: AbortSignal | undefined) {
+function waitForFrames(
+  landed: EventEmitter,
+  threadId: string,
+  pollMs: number,
+  signal: AbortSignal | undefined,
+) {
   return new Promise<void>((resolve) => {
     const done = () => {
       clearTimeout(timer);

@@ -11,7 +11,11 @@ function replacer(this: unknown, _key: string, value: unknown): unknown {
   if (value instanceof Uint8Array) return Buffer.from(value).toString("base64");
   if (value instanceof Error) {
     const coded = value as Error & { code?: unknown };
-    return { name: value.name, message: value.message, ...(typeof coded.code === "string" ? { code: coded.code } : {}) };
+    return {
+      name: value.name,
+      message: value.message,
+      ...(typeof coded.code === "string" ? { code: coded.code } : {}),
+    };
   }
   return value;
 }

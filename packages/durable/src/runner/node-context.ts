@@ -171,7 +171,12 @@ export class NodeRuntime {
     const id = options.id ?? position;
     if (this.interruptIds.has(id)) {
       return Promise.reject(
-        this.fail(new DurableError("duplicate_interrupt", `The interrupt id "${id}" is used twice in one node execution`)),
+        this.fail(
+          new DurableError(
+            "duplicate_interrupt",
+            `The interrupt id "${id}" is used twice in one node execution`,
+          ),
+        ),
       );
     }
     this.interruptIds.add(id);
@@ -297,7 +302,8 @@ export class NodeRuntime {
       return value as T;
     }
     // A start without an outcome means the last process died inside this step: this is a re-run.
-    const attempt = recorded === undefined ? 1 : recorded.state === "started" ? recorded.attempt + 1 : recorded.attempt;
+    const attempt =
+      recorded === undefined ? 1 : recorded.state === "started" ? recorded.attempt + 1 : recorded.attempt;
     const info: StepInfo = { key, attempt, idempotencyKey: `${this.options.runId}:${key}` };
     const started: JournalRecord = { key, name, state: "started", attempt, value: null };
     await this.write({ journal: [started] });
@@ -321,7 +327,13 @@ export class NodeRuntime {
     try {
       text = encodeValue(value, `the result ${label}`);
     } catch (refusal) {
-      const failed: JournalRecord = { key, name, state: "failed", attempt, value: encodeError(refusal, label) };
+      const failed: JournalRecord = {
+        key,
+        name,
+        state: "failed",
+        attempt,
+        value: encodeError(refusal, label),
+      };
       hooks.onError?.(refusal);
       await this.write({ journal: [failed] });
       this.options.journal.set(key, failed);

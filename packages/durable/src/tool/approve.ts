@@ -31,7 +31,12 @@ export async function approve<Answer extends ApprovalAnswer = ApprovalAnswer>(
   const print = fingerprint(request.params ?? null).slice(0, 16);
   const callId = request.toolCallId ?? `${ctx.node}#${ctx.visit}:approval:${runtime.approvalCount++}`;
   const { display, ...rest } = request;
-  const shown = { kind: "approval", ...rest, ...(display === undefined ? {} : { params: display }), fingerprint: print };
+  const shown = {
+    kind: "approval",
+    ...rest,
+    ...(display === undefined ? {} : { params: display }),
+    fingerprint: print,
+  };
   const answer = await ctx.interrupt<unknown>(shown, { id: `${callId}:approve:${print}` });
   return normalize(answer) as Answer;
 }
@@ -39,7 +44,11 @@ export async function approve<Answer extends ApprovalAnswer = ApprovalAnswer>(
 /** `true`/`false` are accepted as answers too. */
 function normalize(answer: unknown): ApprovalAnswer {
   if (typeof answer === "boolean") return { approved: answer };
-  if (typeof answer === "object" && answer !== null && typeof (answer as ApprovalAnswer).approved === "boolean") {
+  if (
+    typeof answer === "object" &&
+    answer !== null &&
+    typeof (answer as ApprovalAnswer).approved === "boolean"
+  ) {
     return answer as ApprovalAnswer;
   }
   return { approved: false, reason: "unrecognised answer" };

@@ -1,5 +1,5 @@
 /** The primitives behind `tool()`, for integrations that run tools themselves. */
-import { runtimeOf, type NodeContext } from "../runner/node-context.ts";
+import { type NodeContext, runtimeOf } from "../runner/node-context.ts";
 
 export type ToolCallStatus = "running" | "completed" | "error" | "awaiting_approval" | "declined";
 

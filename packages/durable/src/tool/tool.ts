@@ -30,25 +30,36 @@ export function tool<T>(
   // Allocated before any await, so parallel calls get ids in call order on every pass.
   const id = options.id ?? nextToolCallId(ctx);
   const shownParams = options.display ?? params;
-  const show = (result: unknown) => (options.displayResult === undefined ? result : options.displayResult(result));
+  const show = (result: unknown) =>
+    options.displayResult === undefined ? result : options.displayResult(result);
   if (options.hidden !== true) toolTrace(ctx, { id, name, status: "running", params: shownParams });
-  const step = runtime.step(`tool:${name}`, (info) => traceToolCall({ name, description: name, callId: id }, async () => fn(info)), {
-    onResult: (result) => {
-      if (options.hidden === true) return;
-      runtime.openToolCalls.delete(id);
-      runtime.queueFrame("tool_call", { id, name, status: "completed", params: shownParams, result: show(result) });
+  const step = runtime.step(
+    `tool:${name}`,
+    (info) => traceToolCall({ name, description: name, callId: id }, async () => fn(info)),
+    {
+      onResult: (result) => {
+        if (options.hidden === true) return;
+        runtime.openToolCalls.delete(id);
+        runtime.queueFrame("tool_call", {
+          id,
+          name,
+          status: "completed",
+          params: shownParams,
+          result: show(result),
+        });
+      },
+      onError: (error) => {
+        if (options.hidden === true || isInterrupt(error)) return;
+        runtime.openToolCalls.delete(id);
+        runtime.queueFrame("tool_call", {
+          id,
+          name,
+          status: "error",
+          params: shownParams,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      },
     },
-    onError: (error) => {
-      if (options.hidden === true || isInterrupt(error)) return;
-      runtime.openToolCalls.delete(id);
-      runtime.queueFrame("tool_call", {
-        id,
-        name,
-        status: "error",
-        params: shownParams,
-        error: error instanceof Error ? error.message : String(error),
-      });
-    },
-  });
+  );
   return step;
 }

@@ -19,7 +19,10 @@ for (const [index, name] of nodes.entries()) {
     for (let n = 0; n < stepsPerNode; n++) {
       sum += await tool(ctx, "effect", { n }, async (info) => {
         // The side effect, then a little more work before fn returns: a crash in between is the window.
-        appendFileSync(effectsPath, `${JSON.stringify({ key: info.idempotencyKey, attempt: info.attempt })}\n`);
+        appendFileSync(
+          effectsPath,
+          `${JSON.stringify({ key: info.idempotencyKey, attempt: info.attempt })}\n`,
+        );
         await sleep(1);
         return n;
       });

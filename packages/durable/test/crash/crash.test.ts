@@ -8,9 +8,9 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { DatabaseSync } from "node:sqlite";
 
 const child = fileURLToPath(new URL("./crash-child.ts", import.meta.url));
 const trials = Number(process.env.TACKLE_CRASH_TRIALS ?? 100);
@@ -28,7 +28,10 @@ function seeded(seed: number): () => number {
   };
 }
 
-function runChild(args: string[], killAfterMs?: number): Promise<{ code: number | null; killed: boolean; output: string }> {
+function runChild(
+  args: string[],
+  killAfterMs?: number,
+): Promise<{ code: number | null; killed: boolean; output: string }> {
   return new Promise((resolve, reject) => {
     const process_ = spawn(process.execPath, ["--conditions=@tackle/source", child, ...args], {
       stdio: ["ignore", "pipe", "pipe"],
@@ -90,14 +93,21 @@ async function trial(directory: string, index: number, random: () => number, cou
   const second = await runChild([databasePath, effectsPath, threadId, created ? "resume" : "start"]);
   assert.equal(second.code, 0, `trial ${index} (kill after ${delay} ms) did not resume: ${second.output}`);
 
-  const lines = readFileSync(effectsPath, "utf8").trim().split("\n").map((line) => JSON.parse(line) as { key: string; attempt: number });
+  const lines = readFileSync(effectsPath, "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as { key: string; attempt: number });
   const check = new DatabaseSync(databasePath);
-  const journal = check.prepare("SELECT key, state, attempt FROM durable_journal WHERE thread_id = ?").all(threadId) as {
+  const journal = check
+    .prepare("SELECT key, state, attempt FROM durable_journal WHERE thread_id = ?")
+    .all(threadId) as {
     key: string;
     state: string;
     attempt: number;
   }[];
-  const status = (check.prepare("SELECT status FROM durable_runs WHERE thread_id = ?").get(threadId) as { status: string }).status;
+  const status = (
+    check.prepare("SELECT status FROM durable_runs WHERE thread_id = ?").get(threadId) as { status: string }
+  ).status;
   check.close();
   assert.equal(status, "completed");
   assert.equal(journal.length, expectedSteps);
@@ -115,11 +125,19 @@ async function trial(directory: string, index: number, random: () => number, cou
     counts.sideEffects += attempts.length;
     if (attempts.length === 1) {
       // Once; attempt 2 when the kill landed after the step started but before its effect.
-      assert.equal(attempts[0], record.attempt, `trial ${index}: ${record.key} ran as attempt ${attempts[0]}`);
+      assert.equal(
+        attempts[0],
+        record.attempt,
+        `trial ${index}: ${record.key} ran as attempt ${attempts[0]}`,
+      );
       if (record.attempt === 2) counts.restartsBeforeEffect++;
     } else {
       assert.deepEqual(attempts, [1, 2], `trial ${index}: ${record.key} ran ${attempts.length} times`);
-      assert.equal(record.attempt, 2, `trial ${index}: ${record.key} re-ran but the journal says attempt ${record.attempt}`);
+      assert.equal(
+        record.attempt,
+        2,
+        `trial ${index}: ${record.key} re-ran but the journal says attempt ${record.attempt}`,
+      );
       counts.crashWindowReruns++;
     }
   }
@@ -128,7 +146,14 @@ async function trial(directory: string, index: number, random: () => number, cou
 test(`SIGKILL at ${trials} seeded random points: each run resumes in a fresh process, effects exactly once but for crash-window re-runs`, async (context) => {
   const directory = mkdtempSync(join(tmpdir(), "durable-crash-"));
   const random = seeded(Number(process.env.TACKLE_CRASH_SEED ?? 20261129));
-  const counts: Counts = { trials, killed: 0, finishedBeforeKill: 0, sideEffects: 0, crashWindowReruns: 0, restartsBeforeEffect: 0 };
+  const counts: Counts = {
+    trials,
+    killed: 0,
+    finishedBeforeKill: 0,
+    sideEffects: 0,
+    crashWindowReruns: 0,
+    restartsBeforeEffect: 0,
+  };
   try {
     let next = 0;
     await Promise.all(

@@ -39,7 +39,10 @@ interface RunRow {
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<DurableStore> {
   const prefix = options.tablePrefix ?? "durable_";
   if (!/^[a-z_][a-z0-9_]{0,30}$/.test(prefix)) {
-    throw new DurableError("invalid_store", `The table prefix "${prefix}" is not a plain lower-case identifier`);
+    throw new DurableError(
+      "invalid_store",
+      `The table prefix "${prefix}" is not a plain lower-case identifier`,
+    );
   }
   let pool = options.pool;
   const ownsPool = pool === undefined;
@@ -79,7 +82,12 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     }
   }
 
-  async function apply(client: pg.PoolClient, threadId: string, batch: CommitBatch, owner: string): Promise<void> {
+  async function apply(
+    client: pg.PoolClient,
+    threadId: string,
+    batch: CommitBatch,
+    owner: string,
+  ): Promise<void> {
     const patch = batch.run ?? {};
     const sets: string[] = ["updated_at = $1"];
     const values: unknown[] = [new Date().toISOString()];
@@ -163,7 +171,9 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     },
     async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}) {
       return transaction(async (client) => {
-        const result = await client.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1 FOR UPDATE`, [threadId]);
+        const result = await client.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1 FOR UPDATE`, [
+          threadId,
+        ]);
         const row = result.rows[0];
         if (row === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
         if (!fromStatus.includes(row.status as RunStatus)) return undefined;

@@ -74,7 +74,9 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
      ON CONFLICT (thread_id, key) DO UPDATE SET name = excluded.name, state = excluded.state,
      attempt = excluded.attempt, value = excluded.value`,
   );
-  const insertFrame = database.prepare("INSERT INTO durable_frames (thread_id, seq, type, data) VALUES (?, ?, ?, ?)");
+  const insertFrame = database.prepare(
+    "INSERT INTO durable_frames (thread_id, seq, type, data) VALUES (?, ?, ?, ?)",
+  );
   const selectJournal = database.prepare(
     "SELECT key, name, state, attempt, value FROM durable_journal WHERE thread_id = ?",
   );
@@ -144,7 +146,9 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
           );
         } catch (error) {
           if (/UNIQUE|PRIMARY KEY/.test((error as Error).message)) {
-            throw new DurableError("thread_exists", `Thread "${record.threadId}" already has a run`, { cause: error });
+            throw new DurableError("thread_exists", `Thread "${record.threadId}" already has a run`, {
+              cause: error,
+            });
           }
           throw error;
         }
@@ -179,9 +183,9 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
       }));
     },
     async readFrames(threadId, afterSeq, limit = 1000): Promise<Frame[]> {
-      return (selectFrames.all(threadId, afterSeq, limit) as { seq: number; type: string; data: string }[]).map(
-        (row) => ({ seq: Number(row.seq), type: row.type, data: JSON.parse(row.data) }),
-      );
+      return (
+        selectFrames.all(threadId, afterSeq, limit) as { seq: number; type: string; data: string }[]
+      ).map((row) => ({ seq: Number(row.seq), type: row.type, data: JSON.parse(row.data) }));
     },
     async close() {
       if (database.isOpen) database.close();
