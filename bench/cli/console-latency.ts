@@ -97,8 +97,8 @@ try {
   const mesh = await createMeshClient({ servers: nats.url });
   cleanups.unshift(() => mesh.close());
   const args = { text: "hello" };
-  const check = (result: { ok: boolean } | { isError?: boolean }) => {
-    if ("ok" in result ? !result.ok : result.isError === true)
+  const check = (result: { ok?: boolean; isError?: boolean | undefined }) => {
+    if (result.ok === false || result.isError === true)
       throw new Error(`call failed: ${JSON.stringify(result)}`);
   };
   const modern = await mcpClient(meshUrl, true);
