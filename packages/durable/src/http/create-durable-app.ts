@@ -1,0 +1,143 @@
+/** The HTTP face of a runner (Hono): start a run, stream its frames as SSE resumable by Last-Event-ID, resume it. */
+import { ToolError } from "@tackle/core";
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { streamSSE } from "hono/streaming";
+import { DurableError } from "../errors/durable-error.ts";
+import type { Runner } from "../runner/create-runner.ts";
+import { toAgUiEvents } from "./ag-ui.ts";
+
+export interface DurableAppOptions {
+  readonly runner: Runner;
+  /** Largest request body, in bytes. Default 1 MiB. */
+  readonly maxBodyBytes?: number;
+  /** SSE keep-alive comment interval. Default 15 s. */
+  readonly keepAliveMs?: number;
+}
+
+const statusOfCode: Record<string, 400 | 404 | 409 | 413> = {
+  unknown_run: 404,
+  unknown_graph: 404,
+  thread_exists: 409,
+  run_active: 409,
+  run_not_paused: 409,
+  answer_conflict: 409,
+  unanswered_interrupts: 400,
+  unknown_interrupt: 400,
+  not_serializable: 400,
+  invalid_request: 400,
+  payload_too_large: 413,
+};
+
+/**
+ * Routes: `POST /runs` `{ graph, input, threadId? }` → 201 `{ threadId, runId }`;
+ * `GET /runs/:threadId` → the run; `GET /runs/:threadId/frames[?afterSeq=&format=ag-ui]` → SSE;
+ * `POST /runs/:threadId/resume` `{ answers }` → 202 `{ threadId, runId }`.
+ */
+export function createDurableApp(options: DurableAppOptions): Hono {
+  const { runner } = options;
+  const app = new Hono();
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: options.maxBodyBytes ?? 1024 * 1024,
+      onError: (c) =>
+        c.json({ error: { code: "payload_too_large", message: "The request body is too large" } }, 413),
+    }),
+  );
+
+  app.onError((error, c) => {
+    if (ToolError.isInstance(error)) {
+      return c.json({ error: error.toJSON() }, statusOfCode[error.code] ?? 500);
+    }
+    // Never a stack over the wire.
+    return c.json({ error: { code: "internal", message: "Internal error" } }, 500);
+  });
+
+  app.post("/runs", async (c) => {
+    const body = await readJson(c.req.raw);
+    if (typeof body.graph !== "string") throw invalid("`graph` (a graph name) is required");
+    if (body.threadId !== undefined && typeof body.threadId !== "string")
+      throw invalid("`threadId` is a string");
+    const launched = await runner.launch(body.graph, (body.input ?? {}) as object, {
+      ...(typeof body.threadId === "string" ? { threadId: body.threadId } : {}),
+    });
+    launched.finished.catch(() => {});
+    return c.json({ threadId: launched.threadId, runId: launched.runId }, 201);
+  });
+
+  app.get("/runs/:threadId", async (c) => {
+    const run = await runner.get(c.req.param("threadId"));
+    if (run === undefined)
+      throw new DurableError("unknown_run", `No run for thread "${c.req.param("threadId")}"`);
+    return c.json(
+      JSON.parse(
+        JSON.stringify(run, (_key, value) => (typeof value === "bigint" ? value.toString() : value)),
+      ),
+    );
+  });
+
+  app.post("/runs/:threadId/resume", async (c) => {
+    const body = await readJson(c.req.raw);
+    const answers = body.answers ?? {};
+    if (typeof answers !== "object" || answers === null || Array.isArray(answers)) {
+      throw invalid("`answers` is an object keyed by interrupt id");
+    }
+    const launched = await runner.launchResume(c.req.param("threadId"), answers as Record<string, unknown>);
+    launched.finished.catch(() => {});
+    return c.json({ threadId: launched.threadId, runId: launched.runId }, 202);
+  });
+
+  app.get("/runs/:threadId/frames", async (c) => {
+    const threadId = c.req.param("threadId");
+    const run = await runner.get(threadId);
+    if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+    const lastEventId = c.req.header("last-event-id") ?? c.req.query("afterSeq") ?? "0";
+    const afterSeq = Number.parseInt(lastEventId, 10);
+    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0)
+      throw invalid("Last-Event-ID / afterSeq is a frame seq");
+    const agUi = c.req.query("format") === "ag-ui";
+    return streamSSE(c, async (stream) => {
+      const aborted = new AbortController();
+      stream.onAbort(() => aborted.abort());
+      const keepAlive = setInterval(() => {
+        stream.write(": keep-alive\n\n").catch(() => aborted.abort());
+      }, options.keepAliveMs ?? 15_000);
+      try {
+        for await (const frame of runner.watch(threadId, { afterSeq, signal: aborted.signal })) {
+          if (agUi) {
+            for (const event of toAgUiEvents(frame, { threadId, runId: run.runId })) {
+              await stream.writeSSE({
+                id: String(frame.seq),
+                event: event.type,
+                data: JSON.stringify(event),
+              });
+            }
+          } else {
+            await stream.writeSSE({ id: String(frame.seq), event: frame.type, data: JSON.stringify(frame) });
+          }
+        }
+      } finally {
+        clearInterval(keepAlive);
+      }
+    });
+  });
+
+  return app;
+}
+
+function invalid(message: string): DurableError {
+  return new DurableError("invalid_request", message);
+}
+
+async function readJson(request: Request): Promise<Record<string, unknown>> {
+  let body: unknown;
+  try {
+    body = await request.json();
+  } catch {
+    throw invalid("The body is not JSON");
+  }
+  if (typeof body !== "object" || body === null || Array.isArray(body))
+    throw invalid("The body is a JSON object");
+  return body as Record<string, unknown>;
+}

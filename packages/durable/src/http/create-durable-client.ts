@@ -1,0 +1,110 @@
+/** The client of the durable HTTP API: start, get, resume, and frames that reconnect from the last seq. */
+import { ToolError } from "@tackle/core";
+import type { Answers } from "../runner/create-runner.ts";
+import type { RunSnapshot } from "../runner/run-snapshot.ts";
+import type { Frame } from "../store/durable-store.ts";
+
+export interface DurableClientOptions {
+  readonly baseUrl: string;
+  readonly fetch?: typeof fetch;
+  readonly headers?: Record<string, string>;
+  /** Wait between reconnects of a dropped stream. Default 250 ms. */
+  readonly reconnectDelayMs?: number;
+}
+
+export interface DurableClient {
+  start(
+    graph: string,
+    input: unknown,
+    options?: { threadId?: string },
+  ): Promise<{ threadId: string; runId: string }>;
+  get<State = Record<string, unknown>>(threadId: string): Promise<RunSnapshot<State>>;
+  resume(threadId: string, answers: Answers): Promise<{ threadId: string; runId: string }>;
+  /**
+   * The run's frames from `afterSeq`, reconnecting with Last-Event-ID when the stream drops, until the
+   * run pauses or ends.
+   */
+  frames(threadId: string, options?: { afterSeq?: number; signal?: AbortSignal }): AsyncIterable<Frame>;
+}
+
+export function createDurableClient(options: DurableClientOptions): DurableClient {
+  const fetcher = options.fetch ?? fetch;
+  const base = options.baseUrl.replace(/\/$/, "");
+
+  async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
+    const response = await fetcher(`${base}${path}`, {
+      ...init,
+      headers: {
+        "content-type": "application/json",
+        ...options.headers,
+        ...(init.headers as Record<string, string>),
+      },
+    });
+    const body = (await response.json().catch(() => ({}))) as { error?: { code: string; message: string } };
+    if (!response.ok) {
+      throw ToolError.fromPayload(body.error ?? { code: "http_error", message: `HTTP ${response.status}` });
+    }
+    return body as T;
+  }
+
+  return {
+    start: (graph, input, startOptions = {}) =>
+      call("/runs", { method: "POST", body: JSON.stringify({ graph, input, ...startOptions }) }),
+    get: (threadId) => call(`/runs/${encodeURIComponent(threadId)}`),
+    resume: (threadId, answers) =>
+      call(`/runs/${encodeURIComponent(threadId)}/resume`, {
+        method: "POST",
+        body: JSON.stringify({ answers }),
+      }),
+    async *frames(threadId, frameOptions = {}) {
+      let lastSeq = frameOptions.afterSeq ?? 0;
+      for (;;) {
+        let ended = false;
+        try {
+          const response = await fetcher(`${base}/runs/${encodeURIComponent(threadId)}/frames`, {
+            headers: { accept: "text/event-stream", "last-event-id": String(lastSeq), ...options.headers },
+            ...(frameOptions.signal === undefined ? {} : { signal: frameOptions.signal }),
+          });
+          if (!response.ok || response.body === null) {
+            const body = (await response.json().catch(() => ({}))) as {
+              error?: { code: string; message: string };
+            };
+            throw ToolError.fromPayload(
+              body.error ?? { code: "http_error", message: `HTTP ${response.status}` },
+            );
+          }
+          for await (const frame of parseFrames(response.body)) {
+            lastSeq = frame.seq;
+            yield frame;
+          }
+          ended = true;
+        } catch (error) {
+          if (ToolError.isInstance(error) || frameOptions.signal?.aborted === true) throw error;
+          // A dropped connection: reconnect from the last seq seen.
+        }
+        if (ended) return;
+        await new Promise((resolve) => setTimeout(resolve, options.reconnectDelayMs ?? 250));
+      }
+    },
+  };
+}
+
+async function* parseFrames(body: ReadableStream<Uint8Array>): AsyncIterable<Frame> {
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    for (;;) {
+      const end = buffer.indexOf("\n\n");
+      if (end === -1) break;
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const data = block
+        .split("\n")
+        .filter((line) => line.startsWith("data:"))
+        .map((line) => line.slice(5).trimStart())
+        .join("\n");
+      if (data !== "") yield JSON.parse(data) as Frame;
+    }
+  }
+}

@@ -1,0 +1,43 @@
+/** Serves a runner over HTTP on a loopback address only: runs carry approvals and must not face a network. */
+import { type ServerType, serve } from "@hono/node-server";
+import { DurableError } from "../errors/durable-error.ts";
+import { createDurableApp, type DurableAppOptions } from "./create-durable-app.ts";
+
+export interface ServeDurableOptions extends DurableAppOptions {
+  /** Default 127.0.0.1; anything but a loopback address is refused. */
+  readonly hostname?: string;
+  /** Default 0: a free port. */
+  readonly port?: number;
+}
+
+export interface DurableServer {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+const loopback = new Set(["127.0.0.1", "::1", "localhost"]);
+
+export async function serveDurable(options: ServeDurableOptions): Promise<DurableServer> {
+  const hostname = options.hostname ?? "127.0.0.1";
+  if (!loopback.has(hostname) && !hostname.startsWith("127.")) {
+    throw new DurableError(
+      "invalid_request",
+      `Refusing to listen on ${hostname}: the durable HTTP server binds loopback only`,
+    );
+  }
+  const app = createDurableApp(options);
+  const server = await new Promise<ServerType>((resolve) => {
+    const started = serve({ fetch: app.fetch, hostname, port: options.port ?? 0 }, () => resolve(started));
+  });
+  const address = server.address();
+  const port = typeof address === "object" && address !== null ? address.port : options.port;
+  const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+  return {
+    url: `http://${host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}
