@@ -1,6 +1,13 @@
 /** @tackle/docscript: a model edits a structured Loro document by a script that lands as one CRDT update. */
 
 export {
+  createDocumentClient,
+  type DocumentClient,
+  type DocumentClientOptions,
+  type PullResult,
+} from "./client/create-document-client.ts";
+export { DocumentClientError } from "./client/document-client-error.ts";
+export {
   type CreateEntityInput,
   type DocumentSession,
   type DocumentSessionOptions,
@@ -12,6 +19,7 @@ export {
 } from "./document/document-session.ts";
 export { type InterpretedDocument, interpretDocument } from "./document/interpret.ts";
 export type { PayloadPath, UpdateOp } from "./document/update-op.ts";
+export { decodeVersion, encodeVersion } from "./document/version.ts";
 export {
   type Cardinality,
   defineSchema,
@@ -39,4 +47,5 @@ export {
 export { SchemaDefinitionError } from "./schema/schema-definition-error.ts";
 export type { DocumentIssue, DocumentView, Entity, Relation } from "./schema/types.ts";
 export { validatePayload } from "./schema/validate-payload.ts";
+export type { PushResult } from "./server/push-result.ts";
 export { contentKinds, mediaKinds, timelineSchema } from "./timeline/timeline-schema.ts";

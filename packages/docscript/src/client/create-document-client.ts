@@ -1,0 +1,162 @@
+/** The document server's client: pull a snapshot or the updates since a version, push an update. */
+import type { LoroDoc } from "loro-crdt";
+import { encodeVersion } from "../document/version.ts";
+import type { PushResult } from "../server/push-result.ts";
+import { DocumentClientError } from "./document-client-error.ts";
+
+export interface DocumentClientOptions {
+  /** The server's origin, or one per document (it must not change for a document). */
+  readonly origin: string | ((documentId: string) => string);
+  /** Bearer token, or one per document. */
+  readonly token?: string | ((documentId: string) => string | Promise<string>);
+  /** The end user, sent with every request and recorded with each stored update. */
+  readonly userId?: string;
+  readonly fetchImpl?: typeof fetch;
+  /** Per request. Default 30 000 ms. */
+  readonly timeoutMs?: number;
+}
+
+export interface PullResult {
+  /** `snapshot`: the whole document; `updates`: only what a client at `since` lacks. */
+  readonly kind: "snapshot" | "updates";
+  readonly bytes: Uint8Array;
+  /** The version the bytes bring a client to; pass it as `since` next time. */
+  readonly version: string;
+}
+
+export interface DocumentClient {
+  pull(documentId: string, options?: { since?: string }): Promise<PullResult>;
+  /** Brings `doc` up to the server's version: a snapshot when it is empty, else the updates it lacks. */
+  pullInto(documentId: string, doc: LoroDoc): Promise<{ version: string }>;
+  /** Sends an update; `rejected` and `conflicted` are results, not errors. */
+  push(documentId: string, update: Uint8Array): Promise<PushResult>;
+  /** Administrative: creates a document that `token` opens. False when it exists. */
+  createDocument(
+    documentId: string,
+    options: { adminToken: string; token: string; snapshot?: Uint8Array },
+  ): Promise<boolean>;
+}
+
+const VERSION_HEADER = "docscript-version";
+const USER_HEADER = "docscript-user";
+
+export function createDocumentClient(options: DocumentClientOptions): DocumentClient {
+  const fetchImpl = options.fetchImpl ?? fetch;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const originOf = (documentId: string): string => {
+    const origin = typeof options.origin === "function" ? options.origin(documentId) : options.origin;
+    return origin.replace(/\/+$/, "");
+  };
+  const tokenOf = async (documentId: string): Promise<string | undefined> =>
+    typeof options.token === "function" ? await options.token(documentId) : options.token;
+  const documentUrl = (documentId: string, suffix: string): string =>
+    `${originOf(documentId)}/documents/${encodeURIComponent(documentId)}/${suffix}`;
+
+  const request = async (url: string, init: RequestInit, token: string | undefined): Promise<Response> => {
+    const headers = new Headers(init.headers);
+    if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
+    if (options.userId !== undefined) headers.set(USER_HEADER, options.userId);
+    let response: Response;
+    try {
+      response = await fetchImpl(url, { ...init, headers, signal: AbortSignal.timeout(timeoutMs) });
+    } catch (error) {
+      throw new DocumentClientError(
+        "network_error",
+        `no answer from ${new URL(url).origin}: ${(error as Error).message}`,
+        { retryable: true, cause: error },
+      );
+    }
+    return response;
+  };
+
+  const failure = async (response: Response, documentId: string): Promise<DocumentClientError> => {
+    const body = (await response.json().catch(() => undefined)) as
+      | { error?: { code?: string; message?: string } }
+      | undefined;
+    const message = body?.error?.message ?? `HTTP ${response.status}`;
+    const status = response.status;
+    if (status === 401)
+      return new DocumentClientError("unauthorized", `document ${documentId}: ${message}`, { status });
+    if (status === 403)
+      return new DocumentClientError("forbidden", `document ${documentId}: ${message}`, { status });
+    if (status === 404)
+      return new DocumentClientError("document_not_found", `document ${documentId}: ${message}`, { status });
+    if (status >= 500)
+      return new DocumentClientError("server_error", `document ${documentId}: ${message}`, {
+        status,
+        retryable: true,
+      });
+    return new DocumentClientError("invalid_request", `document ${documentId}: ${message}`, {
+      status,
+      data: { serverCode: body?.error?.code },
+    });
+  };
+
+  const pullBytes = async (documentId: string, since: string | undefined): Promise<PullResult> => {
+    const url =
+      since === undefined
+        ? documentUrl(documentId, "snapshot")
+        : `${documentUrl(documentId, "updates")}?since=${encodeURIComponent(since)}`;
+    const response = await request(url, { method: "GET" }, await tokenOf(documentId));
+    if (!response.ok) throw await failure(response, documentId);
+    const version = response.headers.get(VERSION_HEADER);
+    if (version === null)
+      throw new DocumentClientError("invalid_response", `the server sent no ${VERSION_HEADER} header`, {
+        status: response.status,
+      });
+    return {
+      kind: since === undefined ? "snapshot" : "updates",
+      bytes: new Uint8Array(await response.arrayBuffer()),
+      version,
+    };
+  };
+
+  return {
+    pull: (documentId, pullOptions = {}) => pullBytes(documentId, pullOptions.since),
+    async pullInto(documentId, doc) {
+      const empty = doc.oplogVersion().length() === 0;
+      const pulled = await pullBytes(documentId, empty ? undefined : encodeVersion(doc.oplogVersion()));
+      if (pulled.bytes.byteLength > 0) doc.import(pulled.bytes);
+      return { version: pulled.version };
+    },
+    async push(documentId, update) {
+      const response = await request(
+        documentUrl(documentId, "push"),
+        {
+          method: "POST",
+          body: update as Uint8Array<ArrayBuffer>,
+          headers: { "content-type": "application/octet-stream" },
+        },
+        await tokenOf(documentId),
+      );
+      if (response.status !== 200 && response.status !== 422) throw await failure(response, documentId);
+      const result = (await response.json().catch(() => undefined)) as PushResult | undefined;
+      if (result === undefined || !["committed", "conflicted", "rejected"].includes(result.status)) {
+        throw new DocumentClientError("invalid_response", "the push answer is not a push result", {
+          status: response.status,
+        });
+      }
+      return result;
+    },
+    async createDocument(documentId, createOptions) {
+      const response = await request(
+        `${originOf(documentId)}/documents`,
+        {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            documentId,
+            token: createOptions.token,
+            ...(createOptions.snapshot === undefined
+              ? {}
+              : { snapshot: Buffer.from(createOptions.snapshot).toString("base64") }),
+          }),
+        },
+        createOptions.adminToken,
+      );
+      if (response.status === 409) return false;
+      if (response.status !== 201) throw await failure(response, documentId);
+      return true;
+    },
+  };
+}

@@ -1,0 +1,37 @@
+/** A failed request to the document server, coded by what the caller can do about it. */
+import { ToolError } from "@tackle/core";
+
+const documentClientErrorBrand = Symbol.for("tackle.docscript-client-error");
+
+/**
+ * Codes: `unauthorized` (401: no token), `forbidden` (403: the token does not open the document),
+ * `document_not_found` (404), `invalid_request` (400/413), `server_error` (5xx, retryable),
+ * `network_error` (no answer, or a timeout; retryable: the push may or may not have landed),
+ * `invalid_response`.
+ */
+export class DocumentClientError extends ToolError {
+  readonly [documentClientErrorBrand] = true;
+  readonly status: number | undefined;
+
+  constructor(
+    code: string,
+    message: string,
+    options: { status?: number; retryable?: boolean; cause?: unknown; data?: unknown } = {},
+  ) {
+    super(code, message, {
+      retryable: options.retryable ?? false,
+      cause: options.cause,
+      data: { status: options.status, ...(options.data as object | undefined) },
+    });
+    this.name = "DocumentClientError";
+    this.status = options.status;
+  }
+
+  static override isInstance(value: unknown): value is DocumentClientError {
+    return (
+      typeof value === "object" &&
+      value !== null &&
+      (value as Record<symbol, unknown>)[documentClientErrorBrand] === true
+    );
+  }
+}

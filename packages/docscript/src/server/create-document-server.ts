@@ -1,0 +1,155 @@
+/**
+ * The document server over HTTP (Hono): create (administrative), snapshot, updates since a version,
+ * push. Bearer auth per document; 404 for a document that does not exist.
+ */
+import { timingSafeEqual } from "node:crypto";
+import { type Logger, silentLogger } from "@tackle/core";
+import { Hono } from "hono";
+import type { Schema } from "../schema/define-schema.ts";
+import { DocScriptError } from "../schema/docscript-error.ts";
+import { DocumentHost, hashToken } from "./document-host.ts";
+import type { DocumentStore } from "./document-store.ts";
+
+export interface DocumentServerOptions {
+  readonly store: DocumentStore;
+  readonly schema: Schema;
+  /** Bearer token for `POST /documents`. Without it, creating over HTTP is off. */
+  readonly adminToken?: string;
+  readonly compactEvery?: number;
+  readonly maxOpenDocuments?: number;
+  /** Largest push body accepted. Default 16 MiB. */
+  readonly maxPushBytes?: number;
+  readonly logger?: Logger;
+}
+
+export interface DocumentServer {
+  readonly app: Hono;
+  readonly host: DocumentHost;
+  readonly fetch: (request: Request) => Response | Promise<Response>;
+  /** Closes the store. */
+  close(): Promise<void>;
+}
+
+/** The response header carrying a document's version. */
+export const VERSION_HEADER = "docscript-version";
+/** The request header naming the end user a push is made for. */
+export const USER_HEADER = "docscript-user";
+
+const documentIdPattern = /^[A-Za-z0-9._:-]{1,200}$/;
+
+export function createDocumentServer(options: DocumentServerOptions): DocumentServer {
+  const logger = options.logger ?? silentLogger;
+  const host = new DocumentHost({
+    store: options.store,
+    schema: options.schema,
+    ...(options.compactEvery === undefined ? {} : { compactEvery: options.compactEvery }),
+    ...(options.maxOpenDocuments === undefined ? {} : { maxOpenDocuments: options.maxOpenDocuments }),
+    logger,
+  });
+  const maxPushBytes = options.maxPushBytes ?? 16 * 1024 * 1024;
+  const app = new Hono();
+  const problem = (code: string, message: string) => ({ error: { code, message } });
+  const bearer = (header: string | undefined): string | undefined => {
+    const match = /^Bearer\s+(.+)$/i.exec(header ?? "");
+    return match?.[1]?.trim();
+  };
+
+  app.onError((error, context) => {
+    if (DocScriptError.isInstance(error)) {
+      const status = error.code === "document_not_found" ? 404 : 400;
+      return context.json({ error: error.toJSON() }, status);
+    }
+    logger.error("docscript server: request failed", {
+      path: context.req.path,
+      error: (error as Error).message,
+    });
+    return context.json(problem("internal", "the server failed; see its log"), 500);
+  });
+
+  app.post("/documents", async (context) => {
+    if (options.adminToken === undefined)
+      return context.json(problem("forbidden", "creating documents over HTTP is off"), 403);
+    const token = bearer(context.req.header("authorization"));
+    if (token === undefined)
+      return context.json(problem("unauthorized", "an admin bearer token is required"), 401);
+    const expected = Buffer.from(hashToken(options.adminToken), "hex");
+    if (!timingSafeEqual(Buffer.from(hashToken(token), "hex"), expected))
+      return context.json(problem("forbidden", "wrong admin token"), 403);
+    const body = (await context.req.json().catch(() => undefined)) as
+      | { documentId?: unknown; token?: unknown; snapshot?: unknown }
+      | undefined;
+    if (typeof body?.documentId !== "string" || !documentIdPattern.test(body.documentId)) {
+      return context.json(problem("invalid_input", "documentId must match [A-Za-z0-9._:-]{1,200}"), 400);
+    }
+    if (typeof body.token !== "string" || body.token.length < 16) {
+      return context.json(problem("invalid_input", "token must be a string of at least 16 characters"), 400);
+    }
+    const snapshot =
+      typeof body.snapshot === "string" ? new Uint8Array(Buffer.from(body.snapshot, "base64")) : undefined;
+    const created = await host.create(body.documentId, body.token, snapshot);
+    if (!created) return context.json(problem("document_exists", `document ${body.documentId} exists`), 409);
+    return context.json({ documentId: body.documentId }, 201);
+  });
+
+  /** Answers 404 / 401 / 403, or undefined when the caller may use the document. */
+  const guard = async (documentId: string, authorization: string | undefined) => {
+    const verdict = await host.authorize(documentId, bearer(authorization));
+    if (verdict === "not_found")
+      return { status: 404 as const, body: problem("document_not_found", `no document ${documentId}`) };
+    if (verdict === "missing")
+      return { status: 401 as const, body: problem("unauthorized", "a bearer token is required") };
+    if (verdict === "forbidden")
+      return { status: 403 as const, body: problem("forbidden", "the token does not open this document") };
+    return undefined;
+  };
+
+  app.get("/documents/:documentId/snapshot", async (context) => {
+    const documentId = context.req.param("documentId");
+    const denied = await guard(documentId, context.req.header("authorization"));
+    if (denied !== undefined) return context.json(denied.body, denied.status);
+    const { bytes, version } = await host.snapshot(documentId);
+    return context.body(bytes as Uint8Array<ArrayBuffer>, 200, {
+      "content-type": "application/octet-stream",
+      [VERSION_HEADER]: version,
+    });
+  });
+
+  app.get("/documents/:documentId/updates", async (context) => {
+    const documentId = context.req.param("documentId");
+    const denied = await guard(documentId, context.req.header("authorization"));
+    if (denied !== undefined) return context.json(denied.body, denied.status);
+    const since = context.req.query("since");
+    if (since === undefined)
+      return context.json(problem("invalid_input", "the query parameter since is required"), 400);
+    const { bytes, version } = await host.updatesSince(documentId, since);
+    return context.body(bytes as Uint8Array<ArrayBuffer>, 200, {
+      "content-type": "application/octet-stream",
+      [VERSION_HEADER]: version,
+    });
+  });
+
+  app.post("/documents/:documentId/push", async (context) => {
+    const documentId = context.req.param("documentId");
+    const denied = await guard(documentId, context.req.header("authorization"));
+    if (denied !== undefined) return context.json(denied.body, denied.status);
+    const declared = Number(context.req.header("content-length") ?? "0");
+    if (declared > maxPushBytes)
+      return context.json(problem("too_large", `a push may carry at most ${maxPushBytes} bytes`), 413);
+    const bytes = new Uint8Array(await context.req.arrayBuffer());
+    if (bytes.byteLength > maxPushBytes)
+      return context.json(problem("too_large", `a push may carry at most ${maxPushBytes} bytes`), 413);
+    const user = context.req.header(USER_HEADER);
+    const result = await host.push(documentId, bytes, user);
+    if (result.status !== "rejected") {
+      logger.info("docscript: push stored", { documentId, status: result.status, bytes: bytes.byteLength });
+    }
+    return context.json(result, result.status === "rejected" ? 422 : 200);
+  });
+
+  return {
+    app,
+    host,
+    fetch: (request) => app.fetch(request),
+    close: () => options.store.close(),
+  };
+}

@@ -1,0 +1,340 @@
+/**
+ * The document server's core: documents kept open in memory (bounded), each with its projection, so a
+ * push is checked by forking, importing only the update and re-reading only the rows it touched.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { type Logger, silentLogger } from "@tackle/core";
+import { decodeImportBlobMeta, type Frontiers, LoroDoc } from "loro-crdt";
+import { type CheckScope, checkDocument, issueKey } from "../document/check-document.ts";
+import { projectDocument, refreshRows } from "../document/interpret.ts";
+import type { Projection } from "../document/projection.ts";
+import { decodeVersion, encodeVersion } from "../document/version.ts";
+import type { Schema } from "../schema/define-schema.ts";
+import { DocScriptError, formatIssue } from "../schema/docscript-error.ts";
+import type { DocumentIssue } from "../schema/types.ts";
+import { type ChangedRows, changedRows } from "./changed-rows.ts";
+import { type DocumentStore, StoreConflictError } from "./document-store.ts";
+import type { PushResult } from "./push-result.ts";
+
+export interface DocumentHostOptions {
+  readonly store: DocumentStore;
+  readonly schema: Schema;
+  /** Compact the log into a snapshot after this many updates. Default 100. */
+  readonly compactEvery?: number;
+  /** Documents kept open in memory. Default 64. */
+  readonly maxOpenDocuments?: number;
+  readonly logger?: Logger;
+}
+
+interface OpenDocument {
+  doc: LoroDoc;
+  projection: Projection;
+  seq: number;
+  snapshotSeq: number;
+  tokenHash: string;
+}
+
+export type Authorization = "ok" | "missing" | "forbidden" | "not_found";
+
+export function hashToken(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
+export class DocumentHost {
+  readonly schema: Schema;
+  private readonly store: DocumentStore;
+  private readonly compactEvery: number;
+  private readonly maxOpen: number;
+  private readonly logger: Logger;
+  private readonly open = new Map<string, OpenDocument>();
+  private readonly queues = new Map<string, Promise<unknown>>();
+
+  constructor(options: DocumentHostOptions) {
+    this.store = options.store;
+    this.schema = options.schema;
+    this.compactEvery = options.compactEvery ?? 100;
+    this.maxOpen = options.maxOpenDocuments ?? 64;
+    this.logger = options.logger ?? silentLogger;
+  }
+
+  /** Creates a document (empty, or from a snapshot that must project cleanly). False when it exists. */
+  async create(documentId: string, token: string, snapshot?: Uint8Array): Promise<boolean> {
+    const doc = new LoroDoc();
+    if (snapshot !== undefined) {
+      try {
+        doc.import(snapshot);
+      } catch (error) {
+        throw new DocScriptError(
+          "invalid_snapshot",
+          `the snapshot does not import: ${(error as Error).message}`,
+          [],
+          error,
+        );
+      }
+      const issues = checkDocument(projectDocument(doc, this.schema));
+      if (issues.length > 0) throw DocScriptError.fromIssues("document_invalid", issues);
+    }
+    return this.store.createDocument({
+      documentId,
+      tokenHash: hashToken(token),
+      snapshot: doc.export({ mode: "snapshot" }),
+    });
+  }
+
+  async authorize(documentId: string, token: string | undefined): Promise<Authorization> {
+    const stored = this.open.get(documentId)?.tokenHash ?? (await this.store.tokenHash(documentId));
+    if (stored === undefined) return "not_found";
+    if (token === undefined || token === "") return "missing";
+    const given = Buffer.from(hashToken(token), "hex");
+    return timingSafeEqual(given, Buffer.from(stored, "hex")) ? "ok" : "forbidden";
+  }
+
+  /** The whole document and its version. */
+  async snapshot(documentId: string): Promise<{ bytes: Uint8Array; version: string }> {
+    return this.serialized(documentId, async () => {
+      const open = await this.current(documentId);
+      return {
+        bytes: open.doc.export({ mode: "snapshot" }),
+        version: encodeVersion(open.doc.oplogVersion()),
+      };
+    });
+  }
+
+  /** The updates a client at `since` lacks, and the version they bring it to. */
+  async updatesSince(documentId: string, since: string): Promise<{ bytes: Uint8Array; version: string }> {
+    const from = decodeVersion(since);
+    return this.serialized(documentId, async () => {
+      const open = await this.current(documentId);
+      return {
+        bytes: open.doc.export({ mode: "update", from }),
+        version: encodeVersion(open.doc.oplogVersion()),
+      };
+    });
+  }
+
+  /** Checks an update in a fork and stores it unless it is rejected. */
+  async push(documentId: string, bytes: Uint8Array, actor?: string): Promise<PushResult> {
+    return this.serialized(documentId, async () => {
+      for (let attempt = 0; ; attempt++) {
+        const open = await this.current(documentId);
+        const outcome = this.check(open, bytes);
+        if (outcome.result.status === "rejected" || outcome.fork === undefined) return outcome.result;
+        if (outcome.unchanged) return outcome.result;
+        const seq = open.seq + 1;
+        try {
+          await this.store.append({
+            documentId,
+            seq,
+            bytes,
+            status: outcome.result.status,
+            ...(actor === undefined ? {} : { actor }),
+          });
+        } catch (error) {
+          // Another server appended first: catch up and check again against the merged document.
+          if (StoreConflictError.isInstance(error) && attempt < 5) continue;
+          throw error;
+        }
+        open.doc = outcome.fork;
+        open.projection = outcome.projection;
+        open.seq = seq;
+        if (open.seq - open.snapshotSeq >= this.compactEvery) this.compactLater(documentId);
+        return outcome.result;
+      }
+    });
+  }
+
+  /** Drops every open document (they reload from the store on next use). */
+  forget(): void {
+    this.open.clear();
+  }
+
+  private check(
+    open: OpenDocument,
+    bytes: Uint8Array,
+  ): { result: PushResult; fork?: LoroDoc; projection: Projection; unchanged?: boolean } {
+    const reject = (
+      reasons: string[],
+      issues: DocumentIssue[] = [],
+    ): { result: PushResult; projection: Projection } => ({
+      result: { status: "rejected", reasons, issues },
+      projection: open.projection,
+    });
+    let meta: ReturnType<typeof decodeImportBlobMeta>;
+    try {
+      meta = decodeImportBlobMeta(bytes, true);
+    } catch (error) {
+      return reject([`the bytes are not a Loro update: ${(error as Error).message}`]);
+    }
+    if (meta.mode !== "update" && meta.mode !== "outdated-update") {
+      return reject([`a push carries an update, not a ${meta.mode}`]);
+    }
+    const fork = open.doc.fork();
+    const before = open.doc.frontiers();
+    try {
+      const status = fork.import(bytes);
+      if (status.pending !== null && status.pending !== undefined && status.pending.size > 0) {
+        return reject(["the update depends on changes this server does not have; pull and rebase first"]);
+      }
+    } catch (error) {
+      return reject([`the update does not import: ${(error as Error).message}`]);
+    }
+    const after = fork.frontiers();
+    if (fork.cmpFrontiers(before, after) === 0) {
+      // Already stored (a retried push): nothing to do.
+      return {
+        result: { status: "committed", version: encodeVersion(open.doc.oplogVersion()) },
+        fork,
+        projection: open.projection,
+        unchanged: true,
+      };
+    }
+    const merged = this.evaluate(open.projection, fork, before, after);
+    if (merged.foreign.length > 0) return reject(merged.foreign);
+    const version = encodeVersion(fork.oplogVersion());
+    if (merged.added.length === 0) {
+      return { result: { status: "committed", version }, fork, projection: merged.projection };
+    }
+    // The merged document breaks a constraint: the update's own fault, or the merge's?
+    // The update was made on everything this server had when it depends on the server's current heads.
+    const order = fork.cmpFrontiers(before, meta.startFrontiers);
+    const sawEverything = order === 0 || order === -1;
+    const ownIssues = sawEverything
+      ? merged.added
+      : this.issuesOnItsOwn(open.doc, meta.startFrontiers, bytes);
+    if (ownIssues.length > 0) {
+      return reject(
+        ["the update breaks the schema on its own", ...ownIssues.slice(0, 10).map(formatIssue)],
+        ownIssues,
+      );
+    }
+    return {
+      result: { status: "conflicted", version, issues: merged.added },
+      fork,
+      projection: merged.projection,
+    };
+  }
+
+  /** Applies a change's rows to a copy of the projection and returns the issues it adds within its reach. */
+  private evaluate(
+    projection: Projection,
+    doc: LoroDoc,
+    from: Frontiers,
+    to: Frontiers,
+  ): { projection: Projection; added: DocumentIssue[]; foreign: string[] } {
+    const rows = changedRows(doc, from, to);
+    const foreign = [...rows.foreignRoots].map(
+      (root) => `the update writes root container "${root}", which the mapping does not know`,
+    );
+    const next = projection.clone();
+    refreshRows(next, doc, rows);
+    const beforeScope = scopeOf(projection, rows);
+    const afterScope = scopeOf(next, rows);
+    const scope: CheckScope = {
+      entityIds: new Set([...beforeScope.entityIds, ...afterScope.entityIds]),
+      relationIds: new Set([...beforeScope.relationIds, ...afterScope.relationIds]),
+    };
+    const before = new Set(checkDocument(projection, scope).map(issueKey));
+    const added = checkDocument(next, scope).filter((issue) => !before.has(issueKey(issue)));
+    return { projection: next, added, foreign };
+  }
+
+  /** The issues the update adds to the version it was made on (the slow path: a full read of that version). */
+  private issuesOnItsOwn(doc: LoroDoc, startFrontiers: Frontiers, bytes: Uint8Array): DocumentIssue[] {
+    const base = doc.forkAt(startFrontiers);
+    const projection = projectDocument(base, this.schema);
+    const from = base.frontiers();
+    base.import(bytes);
+    return this.evaluate(projection, base, from, base.frontiers()).added;
+  }
+
+  private compactLater(documentId: string): void {
+    void this.serialized(documentId, async () => {
+      const open = this.open.get(documentId);
+      if (open === undefined) return;
+      const snapshot = open.doc.export({ mode: "snapshot" });
+      await this.store.compact(documentId, snapshot, open.seq);
+      open.snapshotSeq = open.seq;
+    }).catch((error: unknown) => {
+      this.logger.error("docscript: compaction failed; the update log keeps growing until the next try", {
+        documentId,
+        error: (error as Error).message,
+      });
+    });
+  }
+
+  /** The open document, loaded or caught up with updates other servers appended. */
+  private async current(documentId: string): Promise<OpenDocument> {
+    let open = this.open.get(documentId);
+    if (open === undefined) {
+      const stored = await this.store.load(documentId);
+      if (stored === undefined) throw new DocScriptError("document_not_found", `no document ${documentId}`);
+      const doc = LoroDoc.fromSnapshot(stored.snapshot);
+      if (stored.updates.length > 0) doc.importBatch(stored.updates.map((update) => update.bytes));
+      open = {
+        doc,
+        projection: projectDocument(doc, this.schema),
+        seq: stored.updates.at(-1)?.seq ?? stored.snapshotSeq,
+        snapshotSeq: stored.snapshotSeq,
+        tokenHash: stored.tokenHash,
+      };
+      this.open.set(documentId, open);
+      while (this.open.size > this.maxOpen) {
+        const oldest = this.open.keys().next().value as string;
+        this.open.delete(oldest);
+      }
+      return open;
+    }
+    // Refresh the LRU order.
+    this.open.delete(documentId);
+    this.open.set(documentId, open);
+    const newer = await this.store.updatesAfter(documentId, open.seq);
+    if (newer.length > 0) {
+      const before = open.doc.frontiers();
+      open.doc.importBatch(newer.map((update) => update.bytes));
+      const rows = changedRows(open.doc, before, open.doc.frontiers());
+      const next = open.projection.clone();
+      refreshRows(next, open.doc, rows);
+      open.projection = next;
+      open.seq = newer.at(-1)?.seq ?? open.seq;
+    }
+    return open;
+  }
+
+  /** Runs `work` after every earlier call on the same document. */
+  private serialized<T>(documentId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(documentId) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.queues.set(documentId, settled);
+    void settled.then(() => {
+      if (this.queues.get(documentId) === settled) this.queues.delete(documentId);
+    });
+    return next;
+  }
+}
+
+/** The entities and relations a change reaches: its rows' contents, the relations' endpoints, and their relations. */
+function scopeOf(
+  projection: Projection,
+  rows: ChangedRows,
+): { entityIds: Set<string>; relationIds: Set<string> } {
+  const entityIds = new Set<string>();
+  const relationIds = new Set<string>(rows.relations);
+  for (const rowId of rows.entities) {
+    entityIds.add(rowId);
+    for (const entity of projection.row(rowId)?.entities ?? []) entityIds.add(entity.entityId);
+    for (const relation of projection.row(rowId)?.relations ?? []) relationIds.add(relation.relationId);
+  }
+  for (const relationId of relationIds) {
+    for (const relation of projection.relationClaimsOf(relationId)) {
+      entityIds.add(relation.endpoint0EntityId);
+      entityIds.add(relation.endpoint1EntityId);
+    }
+  }
+  for (const entityId of entityIds)
+    for (const relationId of projection.relationIdsOf(entityId)) relationIds.add(relationId);
+  return { entityIds, relationIds };
+}

@@ -1,0 +1,56 @@
+/** Where the document server keeps documents: an update log per document plus its latest compacted snapshot. */
+
+export interface LoggedUpdate {
+  readonly seq: number;
+  readonly bytes: Uint8Array;
+}
+
+export interface StoredDocument {
+  readonly tokenHash: string;
+  /** The compacted snapshot; it holds every update up to `snapshotSeq`. */
+  readonly snapshot: Uint8Array;
+  readonly snapshotSeq: number;
+  /** Updates after `snapshotSeq`, in order. */
+  readonly updates: readonly LoggedUpdate[];
+}
+
+export interface AppendInput {
+  readonly documentId: string;
+  /** The next sequence number; a store refuses it with `StoreConflictError` when another writer took it. */
+  readonly seq: number;
+  readonly bytes: Uint8Array;
+  readonly status: "committed" | "conflicted";
+  readonly actor?: string;
+}
+
+export interface DocumentStore {
+  /** False when the document exists already. */
+  createDocument(input: { documentId: string; tokenHash: string; snapshot: Uint8Array }): Promise<boolean>;
+  tokenHash(documentId: string): Promise<string | undefined>;
+  load(documentId: string): Promise<StoredDocument | undefined>;
+  updatesAfter(documentId: string, seq: number): Promise<LoggedUpdate[]>;
+  append(input: AppendInput): Promise<void>;
+  /** Replaces the snapshot with one holding every update through `throughSeq`, and drops those updates. */
+  compact(documentId: string, snapshot: Uint8Array, throughSeq: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const storeConflictBrand = Symbol.for("tackle.docscript-store-conflict");
+
+/** Another writer appended first; the caller catches up and checks again. */
+export class StoreConflictError extends Error {
+  readonly [storeConflictBrand] = true;
+
+  constructor(documentId: string, seq: number, cause?: unknown) {
+    super(`update ${seq} of document ${documentId} was written by another writer`, { cause });
+    this.name = "StoreConflictError";
+  }
+
+  static isInstance(value: unknown): value is StoreConflictError {
+    return (
+      typeof value === "object" &&
+      value !== null &&
+      (value as Record<symbol, unknown>)[storeConflictBrand] === true
+    );
+  }
+}

@@ -1,0 +1,52 @@
+/** Runs a document server on loopback with @hono/node-server. */
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { DocScriptError } from "../schema/docscript-error.ts";
+import {
+  createDocumentServer,
+  type DocumentServer,
+  type DocumentServerOptions,
+} from "./create-document-server.ts";
+
+export interface ServeDocumentsOptions extends DocumentServerOptions {
+  /** Default 0: a free port. */
+  readonly port?: number;
+  /** Default 127.0.0.1. Anything off loopback needs `exposed: true`: put TLS and a proxy in front first. */
+  readonly hostname?: string;
+  readonly exposed?: boolean;
+}
+
+export interface RunningDocumentServer extends DocumentServer {
+  readonly url: string;
+}
+
+const loopback = new Set(["127.0.0.1", "::1", "localhost"]);
+
+export async function serveDocuments(options: ServeDocumentsOptions): Promise<RunningDocumentServer> {
+  const hostname = options.hostname ?? "127.0.0.1";
+  if (!loopback.has(hostname) && !hostname.startsWith("127.") && options.exposed !== true) {
+    throw new DocScriptError(
+      "refused_address",
+      `the document server binds loopback only; ${hostname} needs exposed: true`,
+    );
+  }
+  const server = createDocumentServer(options);
+  const listening = serve({ fetch: server.fetch, port: options.port ?? 0, hostname });
+  await new Promise<void>((resolve, reject) => {
+    listening.once("listening", resolve);
+    listening.once("error", reject);
+  });
+  const address = listening.address() as AddressInfo;
+  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    ...server,
+    url: `http://${shownHost}:${address.port}`,
+    async close() {
+      await new Promise<void>((resolve) => {
+        listening.close(() => resolve());
+        (listening as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      await server.close();
+    },
+  };
+}

@@ -1,0 +1,334 @@
+/** The document server's behaviour, run once per store (SQLite, PostgreSQL). */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { LoroDoc, LoroMap } from "loro-crdt";
+import { interpretDocument, timelineSchema } from "../src/index.ts";
+import { type DocumentStore, type RunningDocumentServer, serveDocuments } from "../src/server/index.ts";
+import { createEditor, seedTrack } from "./timeline-fixture.ts";
+
+export interface StoreFactory {
+  readonly name: string;
+  /** A store over the same data each time it is called (a restart). */
+  open(): Promise<DocumentStore>;
+  cleanup(): Promise<void>;
+}
+
+const adminToken = "admin-token-0123456789";
+
+export function documentServerSuite(factory: StoreFactory): void {
+  describe(`document server on ${factory.name}`, () => {
+    let server: RunningDocumentServer;
+    let counter = 0;
+    const start = async (compactEvery = 100) => {
+      server = await serveDocuments({
+        store: await factory.open(),
+        schema: timelineSchema,
+        adminToken,
+        compactEvery,
+      });
+    };
+    const restart = async (compactEvery = 100) => {
+      await server.close();
+      await start(compactEvery);
+    };
+    const newDocument = async () => {
+      counter += 1;
+      const documentId = `doc-${counter}`;
+      const token = `token-${counter}-0123456789abcdef`;
+      const admin = createEditor(server.url, documentId, token, 1);
+      assert.equal(await admin.client.createDocument(documentId, { adminToken, token }), true);
+      return { documentId, token };
+    };
+
+    before(async () => start());
+    after(async () => {
+      await server.close();
+      await factory.cleanup();
+    });
+
+    it("reads entities and relations back identically after push, server storage, restart and pull", async () => {
+      const { documentId, token } = await newDocument();
+      const writer = createEditor(server.url, documentId, token, 11);
+      await writer.pull();
+      const result = await writer.edit((session) => {
+        const ids = seedTrack(session);
+        const caption = session.entities.create({
+          entityKind: "caption",
+          payload: { text: "Grüße 👋 aus Köln" },
+        });
+        session.entities.update(caption.entityId, [
+          { op: "splice", path: ["text"], index: 6, deleteCount: 1, insert: "🎉" },
+        ]);
+        const script = session.entities.create({
+          entityKind: "audio-script",
+          payload: {
+            segments: [{ startMs: 0, endMs: 900, text: "hallo" }],
+            transcription: { system: "memota", key: "t-1" },
+          },
+        });
+        session.relations.link({
+          relationKind: "transcript-of",
+          endpoint0EntityId: script.entityId,
+          endpoint1EntityId: ids.audioId,
+        });
+      });
+      assert.equal(result.status, "committed");
+      const written = interpretDocument(writer.doc, timelineSchema);
+      assert.deepEqual(written.issues, []);
+      assert.equal(
+        written.entities.find((entity) => entity.entityKind === "caption")?.payload.text,
+        "Grüße 🎉 aus Köln",
+      );
+
+      await restart();
+      const reader = createEditor(server.url, documentId, token, 12);
+      await reader.pull();
+      const read = interpretDocument(reader.doc, timelineSchema);
+      assert.deepEqual(read.entities, written.entities);
+      assert.deepEqual(read.relations, written.relations);
+      assert.deepEqual(read.issues, []);
+    });
+
+    it("merges two clients' independent edits: both commit and both see the merge", async () => {
+      const { documentId, token } = await newDocument();
+      const seeder = createEditor(server.url, documentId, token, 21);
+      await seeder.pull();
+      let ids = { trackId: "", clipId: "", markerId: "", audioId: "" };
+      assert.equal((await seeder.edit((session) => (ids = seedTrack(session)))).status, "committed");
+      const alice = createEditor(server.url, documentId, token, 22);
+      const bob = createEditor(server.url, documentId, token, 23);
+      await Promise.all([alice.pull(), bob.pull()]);
+      const [aliceResult, bobResult] = await Promise.all([
+        alice.edit((session) =>
+          session.entities.update(ids.clipId, [{ op: "set", path: ["volume"], value: -6 }]),
+        ),
+        bob.edit((session) =>
+          session.entities.update(ids.trackId, [{ op: "set", path: ["name"], value: "score" }]),
+        ),
+      ]);
+      assert.equal(aliceResult.status, "committed");
+      assert.equal(bobResult.status, "committed");
+      await Promise.all([alice.pull(), bob.pull()]);
+      for (const editor of [alice, bob]) {
+        const session = editor.session();
+        assert.equal(session.entities.get(ids.clipId)?.payload.volume, -6);
+        assert.equal(session.entities.get(ids.trackId)?.payload.name, "score");
+        assert.deepEqual(session.check(), []);
+      }
+    });
+
+    it("stores a merge that no longer projects as conflicted and names the constraint", async () => {
+      const { documentId, token } = await newDocument();
+      const seeder = createEditor(server.url, documentId, token, 31);
+      await seeder.pull();
+      let first = { trackId: "", clipId: "", markerId: "", audioId: "" };
+      let second = { trackId: "", clipId: "", markerId: "", audioId: "" };
+      await seeder.edit((session) => {
+        first = seedTrack(session, "file-a");
+        second = seedTrack(session, "file-b");
+      });
+      const alice = createEditor(server.url, documentId, token, 32);
+      const bob = createEditor(server.url, documentId, token, 33);
+      await Promise.all([alice.pull(), bob.pull()]);
+      // Alice moves the first clip's marker to the second clip, Bob moves it to a clip of his own; each
+      // gives the first clip a fresh marker. Valid alone; merged, two clips claim one marker.
+      const third = { clipId: "" };
+      const aliceResult = await alice.edit((session) => {
+        const fresh = session.entities.create({
+          entityKind: "sequence-marker",
+          payload: { startMs: 0, durationMs: 5000 },
+        });
+        session.relations.unlink(`${second.clipId}#marker`);
+        session.entities.delete(second.markerId);
+        session.relations.move(`${first.clipId}#marker`, { endpoint0EntityId: second.clipId });
+        session.relations.link({
+          relationKind: "marker",
+          endpoint0EntityId: first.clipId,
+          endpoint1EntityId: fresh.entityId,
+        });
+      });
+      assert.equal(aliceResult.status, "committed");
+      const bobResult = await bob.edit((session) => {
+        const clip = session.entities.create({ entityKind: "clip" });
+        third.clipId = clip.entityId;
+        const fresh = session.entities.create({
+          entityKind: "sequence-marker",
+          payload: { startMs: 0, durationMs: 5000 },
+        });
+        session.relations.link({
+          relationKind: "contain",
+          endpoint0EntityId: first.trackId,
+          endpoint1EntityId: clip.entityId,
+        });
+        session.relations.link({
+          relationKind: "contain",
+          endpoint0EntityId: clip.entityId,
+          endpoint1EntityId: first.audioId,
+        });
+        session.relations.move(`${first.clipId}#marker`, { endpoint0EntityId: clip.entityId });
+        session.relations.link({
+          relationKind: "marker",
+          endpoint0EntityId: first.clipId,
+          endpoint1EntityId: fresh.entityId,
+        });
+      });
+      assert.equal(bobResult.status, "conflicted", JSON.stringify(bobResult));
+      assert.ok(bobResult.status === "conflicted");
+      const named = bobResult.issues.find((issue) => issue.entityId === first.markerId);
+      assert.equal(named?.constraint, "relation.cardinality");
+      assert.match(named?.message ?? "", new RegExp(`${second.clipId}|${third.clipId}`));
+
+      // Stored: after a restart the document still holds both claims.
+      await restart();
+      const reader = createEditor(server.url, documentId, token, 34);
+      await reader.pull();
+      const issues = interpretDocument(reader.doc, timelineSchema).issues;
+      assert.ok(
+        issues.some(
+          (issue) => issue.constraint === "relation.cardinality" && issue.entityId === first.markerId,
+        ),
+        JSON.stringify(issues),
+      );
+    });
+
+    it("rejects garbage bytes and schema-breaking updates, leaving the stored document byte-identical", async () => {
+      const { documentId, token } = await newDocument();
+      const writer = createEditor(server.url, documentId, token, 41);
+      await writer.pull();
+      let ids = { trackId: "", clipId: "", markerId: "", audioId: "" };
+      await writer.edit((session) => (ids = seedTrack(session)));
+      // A client that will miss the next commit.
+      const stale = createEditor(server.url, documentId, token, 43);
+      await stale.pull();
+      await writer.edit((session) =>
+        session.entities.update(ids.clipId, [{ op: "set", path: ["speed"], value: 2 }]),
+      );
+      const store = await factory.open();
+      const storedBefore = await store.load(documentId);
+      const snapshotBefore = await writer.client.pull(documentId);
+
+      const garbage = await writer.client.push(documentId, new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]));
+      assert.equal(garbage.status, "rejected");
+      assert.ok(garbage.status === "rejected");
+      assert.match(garbage.reasons[0] ?? "", /not a Loro update/);
+
+      // A raw Loro write past the session: a clip volume out of range.
+      const before = writer.doc.oplogVersion();
+      ((writer.doc.getMap("entities").get(ids.clipId) as LoroMap).get("fields") as LoroMap).set("volume", 99);
+      writer.doc.commit();
+      const breaking = await writer.client.push(
+        documentId,
+        writer.doc.export({ mode: "update", from: before }),
+      );
+      assert.equal(breaking.status, "rejected");
+      assert.ok(breaking.status === "rejected");
+      assert.deepEqual(
+        breaking.issues.map((issue) => [issue.constraint, issue.entityId, issue.path]),
+        [["field.max", ids.clipId, ["volume"]]],
+      );
+
+      // The same break from a client that missed a concurrent commit: still its own fault, so rejected.
+      const staleVersion = stale.doc.oplogVersion();
+      ((stale.doc.getMap("entities").get(ids.trackId) as LoroMap).get("fields") as LoroMap).set(
+        "role",
+        "karaoke",
+      );
+      stale.doc.commit();
+      const staleBreak = await stale.client.push(
+        documentId,
+        stale.doc.export({ mode: "update", from: staleVersion }),
+      );
+      assert.equal(staleBreak.status, "rejected");
+      assert.ok(staleBreak.status === "rejected");
+      assert.deepEqual(
+        staleBreak.issues.map((issue) => issue.constraint),
+        ["field.enum"],
+      );
+
+      // A row with no kind, and a root container the mapping does not know.
+      const stray = new LoroDoc();
+      stray.setPeerId(42);
+      stray.import(snapshotBefore.bytes);
+      const strayVersion = stray.oplogVersion();
+      stray.getMap("entities").setContainer("nameless", new LoroMap()).set("x", 1);
+      stray.getList("elsewhere").push(1);
+      stray.commit();
+      const shapeless = await writer.client.push(
+        documentId,
+        stray.export({ mode: "update", from: strayVersion }),
+      );
+      assert.equal(shapeless.status, "rejected");
+
+      const storedAfter = await store.load(documentId);
+      await store.close();
+      assert.deepEqual(storedAfter, storedBefore);
+      const snapshotAfter = await writer.client.pull(documentId);
+      assert.deepEqual(snapshotAfter.bytes, snapshotBefore.bytes);
+      assert.equal(snapshotAfter.version, snapshotBefore.version);
+    });
+
+    it("answers 401 without a token, 403 with a wrong one and 404 for an unknown document", async () => {
+      const { documentId } = await newDocument();
+      const fetchStatus = async (path: string, token?: string, method = "GET") =>
+        (
+          await fetch(`${server.url}${path}`, {
+            method,
+            headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+          })
+        ).status;
+      assert.equal(await fetchStatus(`/documents/${documentId}/snapshot`), 401);
+      assert.equal(await fetchStatus(`/documents/${documentId}/snapshot`, "wrong-token-0123456789"), 403);
+      assert.equal(await fetchStatus(`/documents/${documentId}/push`, "wrong-token-0123456789", "POST"), 403);
+      assert.equal(await fetchStatus("/documents/no-such-document/snapshot", "any-token-0123456789"), 404);
+      const stranger = createEditor(server.url, "no-such-document", "any-token-0123456789", 51);
+      await assert.rejects(
+        stranger.pull(),
+        (error: Error & { code?: string }) => error.code === "document_not_found",
+      );
+      const wrong = createEditor(server.url, documentId, "wrong-token-0123456789", 52);
+      await assert.rejects(wrong.pull(), (error: Error & { code?: string }) => error.code === "forbidden");
+      assert.equal(await fetchStatus("/documents", "not-the-admin-token", "POST"), 403);
+    });
+
+    it("serves the updates since a version, and compacts the log into a snapshot that survives restart", async () => {
+      await restart(3);
+      const { documentId, token } = await newDocument();
+      const writer = createEditor(server.url, documentId, token, 61);
+      await writer.pull();
+      let ids = { trackId: "", clipId: "", markerId: "", audioId: "" };
+      await writer.edit((session) => (ids = seedTrack(session)));
+      const follower = createEditor(server.url, documentId, token, 62);
+      await follower.pull();
+      for (let volume = -1; volume >= -5; volume--) {
+        assert.equal(
+          (
+            await writer.edit((session) =>
+              session.entities.update(ids.clipId, [{ op: "set", path: ["volume"], value: volume }]),
+            )
+          ).status,
+          "committed",
+        );
+      }
+      const since = await follower.client.pull(documentId, {
+        since: (await follower.client.pull(documentId)).version,
+      });
+      assert.equal(since.kind, "updates");
+      await follower.pull();
+      assert.equal(follower.session().entities.get(ids.clipId)?.payload.volume, -5);
+
+      // Compaction runs after the push answers; give it its turn before restarting.
+      await writer.client.pull(documentId);
+      const store = await factory.open();
+      const stored = await store.load(documentId);
+      await store.close();
+      assert.ok((stored?.snapshotSeq ?? 0) >= 3, `snapshotSeq ${stored?.snapshotSeq}`);
+      await restart();
+      const reader = createEditor(server.url, documentId, token, 63);
+      await reader.pull();
+      assert.deepEqual(
+        interpretDocument(reader.doc, timelineSchema),
+        interpretDocument(writer.doc, timelineSchema),
+      );
+    });
+  });
+}
