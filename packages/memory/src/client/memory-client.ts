@@ -1,0 +1,309 @@
+/**
+ * `MemoryClient`: the one way to talk to the memory service. It owns auth, retries with jittered
+ * backoff on 429 and 5xx (and lost connections), timeouts, typed errors and the SSRF guard.
+ */
+import { randomUUID } from "node:crypto";
+import type { z } from "zod";
+import { MemoryError } from "../errors/memory-error.ts";
+import { MemoryTimeoutError } from "../errors/memory-timeout-error.ts";
+import type {
+  AccessSummariesRequest,
+  AccessSummariesResponse,
+  AccessTrendsRequest,
+  AccessTrendsResponse,
+  ConsolidateRequest,
+  ImportConversationsRequest,
+  JobResponse,
+  ListJobsRequest,
+  ListJobsResponse,
+  ListTracesRequest,
+  ListTracesResponse,
+  MemoryJob,
+  NoveltyScanRequest,
+  NoveltyScanResponse,
+  TraceResponse,
+} from "../schemas/admin.ts";
+import type { ChainTraceResponse } from "../schemas/chain.ts";
+import type { SelfEditRequest, SelfEditResponse } from "../schemas/core-memory.ts";
+import type {
+  RecallConversationRequest,
+  RecallConversationResponse,
+  WriteEventRequest,
+  WriteEventResponse,
+} from "../schemas/event.ts";
+import type {
+  IngestDocumentRequest,
+  IngestDocumentResponse,
+  SearchKnowledgeRequest,
+  SearchKnowledgeResponse,
+} from "../schemas/knowledge.ts";
+import type {
+  AddMemoryRequest,
+  AddMemoryResponse,
+  FeedbackRequest,
+  GetMemoryResponse,
+  MemoryHistoryResponse,
+  ProcedureOutcomeRequest,
+  ProcedureOutcomeResponse,
+  SearchRequest,
+  SearchResponse,
+  UpdateMemoryRequest,
+} from "../schemas/memory.ts";
+import type {
+  ContextBundleRequest,
+  ContextBundleResponse,
+  ProfileResponse,
+  ScopeRequest,
+  StatusResponse,
+  UnifiedStateResponse,
+} from "../schemas/synthesis.ts";
+import { type MemoryRoute, memoryRoutes } from "../server/routes.ts";
+import { parseRequest } from "../service/parse-request.ts";
+import { sendRequest } from "./http-transport.ts";
+import { checkUrl } from "./ssrf-guard.ts";
+
+/** Where the local default service listens (`tackle-memory serve` without `--listen`). */
+export const DEFAULT_MEMORY_URL = "http://127.0.0.1:4280";
+
+export interface MemoryClientOptions {
+  /** Default: TACKLE_MEMORY_URL, else the local default service (whose loopback is then allowed). */
+  readonly baseUrl?: string;
+  /** Default: TACKLE_MEMORY_API_KEY. Sent as `Authorization: Bearer`. */
+  readonly apiKey?: string;
+  /** Per attempt (default 10 000 ms). */
+  readonly timeoutMs?: number;
+  /** Retries after the first attempt on 429, 5xx, timeouts and lost connections (default 3). */
+  readonly maxRetries?: number;
+  /** First backoff ceiling; each retry doubles it, capped at 5 s, and waits a random part of it. */
+  readonly retryBaseMs?: number;
+  /** Allow private, loopback and link-local addresses (default: only for the local default URL). */
+  readonly allowPrivateNetwork?: boolean;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+  readonly timeoutMs?: number;
+}
+
+const routesById = new Map(memoryRoutes.map((route) => [route.operationId, route]));
+const maximumBackoffMs = 5000;
+
+export class MemoryClient {
+  readonly baseUrl: string;
+  readonly #apiKey: string | undefined;
+  readonly #timeoutMs: number;
+  readonly #maxRetries: number;
+  readonly #retryBaseMs: number;
+  readonly #allowPrivateNetwork: boolean;
+  readonly #headers: Readonly<Record<string, string>>;
+
+  constructor(options: MemoryClientOptions = {}) {
+    const configured = options.baseUrl ?? process.env.TACKLE_MEMORY_URL;
+    this.baseUrl = (configured ?? DEFAULT_MEMORY_URL).replace(/\/+$/, "");
+    this.#apiKey = options.apiKey ?? process.env.TACKLE_MEMORY_API_KEY;
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#maxRetries = options.maxRetries ?? 3;
+    this.#retryBaseMs = options.retryBaseMs ?? 200;
+    this.#allowPrivateNetwork = options.allowPrivateNetwork ?? configured === undefined;
+    this.#headers = options.headers ?? {};
+    checkUrl(new URL(this.baseUrl), this.#allowPrivateNetwork);
+  }
+
+  search(request: SearchRequest, options?: CallOptions): Promise<SearchResponse> {
+    return this.#call("search", { body: request }, options);
+  }
+  add(request: AddMemoryRequest, options?: CallOptions): Promise<AddMemoryResponse> {
+    return this.#call("add", { body: request }, options);
+  }
+  /** Without a `customId`, one is generated so that the client's own retries store one event. */
+  writeEvent(request: WriteEventRequest, options?: CallOptions): Promise<WriteEventResponse> {
+    return this.#call(
+      "writeEvent",
+      { body: { ...request, customId: request.customId ?? randomUUID() } },
+      options,
+    );
+  }
+  recallConversation(
+    request: RecallConversationRequest,
+    options?: CallOptions,
+  ): Promise<RecallConversationResponse> {
+    return this.#call("recallConversation", { body: request }, options);
+  }
+  ingestDocument(request: IngestDocumentRequest, options?: CallOptions): Promise<IngestDocumentResponse> {
+    return this.#call("ingestDocument", { body: request }, options);
+  }
+  searchKnowledge(request: SearchKnowledgeRequest, options?: CallOptions): Promise<SearchKnowledgeResponse> {
+    return this.#call("searchKnowledge", { body: request }, options);
+  }
+  selfEdit(request: SelfEditRequest, options?: CallOptions): Promise<SelfEditResponse> {
+    return this.#call("selfEdit", { body: request }, options);
+  }
+  getMemory(id: string, options?: CallOptions): Promise<GetMemoryResponse> {
+    return this.#call("getMemory", { id }, options);
+  }
+  updateMemory(id: string, request: UpdateMemoryRequest, options?: CallOptions): Promise<GetMemoryResponse> {
+    return this.#call("updateMemory", { id, body: request }, options);
+  }
+  deleteMemory(
+    id: string,
+    request: { reason?: string } = {},
+    options?: CallOptions,
+  ): Promise<GetMemoryResponse> {
+    return this.#call("deleteMemory", { id, query: request }, options);
+  }
+  memoryHistory(id: string, options?: CallOptions): Promise<MemoryHistoryResponse> {
+    return this.#call("memoryHistory", { id }, options);
+  }
+  chainTrace(id: string, options?: CallOptions): Promise<ChainTraceResponse> {
+    return this.#call("chainTrace", { id }, options);
+  }
+  recordProcedureOutcome(
+    id: string,
+    request: ProcedureOutcomeRequest,
+    options?: CallOptions,
+  ): Promise<ProcedureOutcomeResponse> {
+    return this.#call("recordProcedureOutcome", { id, body: request }, options);
+  }
+  recordFeedback(id: string, request: FeedbackRequest, options?: CallOptions): Promise<GetMemoryResponse> {
+    return this.#call("recordFeedback", { id, body: request }, options);
+  }
+  profile(request: ScopeRequest = {}, options?: CallOptions): Promise<ProfileResponse> {
+    return this.#call("profile", { body: request }, options);
+  }
+  contextBundle(request: ContextBundleRequest = {}, options?: CallOptions): Promise<ContextBundleResponse> {
+    return this.#call("contextBundle", { body: request }, options);
+  }
+  unifiedState(request: ScopeRequest = {}, options?: CallOptions): Promise<UnifiedStateResponse> {
+    return this.#call("unifiedState", { body: request }, options);
+  }
+  status(options?: CallOptions): Promise<StatusResponse> {
+    return this.#call("status", {}, options);
+  }
+  noveltyScan(request: NoveltyScanRequest, options?: CallOptions): Promise<NoveltyScanResponse> {
+    return this.#call("noveltyScan", { body: request }, options);
+  }
+  consolidate(request: ConsolidateRequest = {}, options?: CallOptions): Promise<JobResponse> {
+    return this.#call("consolidate", { body: request }, options);
+  }
+  importConversations(request: ImportConversationsRequest, options?: CallOptions): Promise<JobResponse> {
+    return this.#call("importConversations", { body: request }, options);
+  }
+  accessTrends(request: AccessTrendsRequest = {}, options?: CallOptions): Promise<AccessTrendsResponse> {
+    return this.#call("accessTrends", { body: request }, options);
+  }
+  accessSummaries(
+    request: AccessSummariesRequest = {},
+    options?: CallOptions,
+  ): Promise<AccessSummariesResponse> {
+    return this.#call("accessSummaries", { body: request }, options);
+  }
+  listTraces(request: ListTracesRequest = {}, options?: CallOptions): Promise<ListTracesResponse> {
+    return this.#call("listTraces", { query: request }, options);
+  }
+  getTrace(id: string, options?: CallOptions): Promise<TraceResponse> {
+    return this.#call("getTrace", { id }, options);
+  }
+  listJobs(request: ListJobsRequest = {}, options?: CallOptions): Promise<ListJobsResponse> {
+    return this.#call("listJobs", { query: request }, options);
+  }
+  getJob(id: string, options?: CallOptions): Promise<JobResponse> {
+    return this.#call("getJob", { id }, options);
+  }
+
+  /** Polls a job until it succeeds or fails; a timeout throws `timeout`. */
+  async waitForJob(
+    id: string,
+    options: { timeoutMs?: number; intervalMs?: number } = {},
+  ): Promise<MemoryJob> {
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    for (;;) {
+      const { job } = await this.getJob(id);
+      if (job.status === "succeeded" || job.status === "failed") return job;
+      if (Date.now() > deadline)
+        throw new MemoryTimeoutError(`${this.baseUrl}/v1/jobs/${id}`, options.timeoutMs ?? 60_000);
+      await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
+    }
+  }
+
+  async #call<T>(
+    operationId: string,
+    input: { id?: string; body?: unknown; query?: object },
+    options: CallOptions = {},
+  ): Promise<T> {
+    const route = routesById.get(operationId) as MemoryRoute;
+    const body = route.body ? parseRequest(route.body as z.ZodType, input.body ?? {}) : undefined;
+    const url = new URL(this.baseUrl + route.path.replace("{id}", encodeURIComponent(input.id ?? "")));
+    if (input.query) {
+      for (const [key, value] of Object.entries(input.query)) {
+        if (value !== undefined) url.searchParams.set(key, String(value));
+      }
+    }
+    checkUrl(url, this.#allowPrivateNetwork);
+    const headers: Record<string, string> = { accept: "application/json", ...this.#headers };
+    if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
+    let payload: string | undefined;
+    if (body !== undefined) {
+      payload = JSON.stringify(body);
+      headers["content-type"] = "application/json";
+      headers["content-length"] = String(Buffer.byteLength(payload));
+    }
+    for (let attempt = 0; ; attempt += 1) {
+      let retryAfterMs: number | undefined;
+      try {
+        const response = await sendRequest({
+          url,
+          method: route.method.toUpperCase(),
+          headers,
+          ...(payload === undefined ? {} : { body: payload }),
+          timeoutMs: options.timeoutMs ?? this.#timeoutMs,
+          allowPrivateNetwork: this.#allowPrivateNetwork,
+          ...(options.signal ? { signal: options.signal } : {}),
+        });
+        if (response.status >= 200 && response.status < 300) return JSON.parse(response.text) as T;
+        const error = errorFromResponse(response.status, response.text);
+        if (!error.retryable || attempt >= this.#maxRetries) throw error;
+        const retryAfter = Number(response.headers["retry-after"]);
+        if (Number.isFinite(retryAfter) && retryAfter >= 0)
+          retryAfterMs = Math.min(retryAfter * 1000, 30_000);
+      } catch (error) {
+        const retryable = (error as { retryable?: boolean })?.retryable === true;
+        if (!retryable || attempt >= this.#maxRetries || options.signal?.aborted) throw error;
+      }
+      const ceiling = Math.min(maximumBackoffMs, this.#retryBaseMs * 2 ** attempt);
+      await sleep(retryAfterMs ?? Math.random() * ceiling, options.signal);
+    }
+  }
+}
+
+function errorFromResponse(status: number, text: string): MemoryError {
+  try {
+    const parsed = JSON.parse(text) as {
+      error?: { code?: string; message?: string; data?: unknown; retryable?: boolean };
+    };
+    if (parsed.error && typeof parsed.error.code === "string") {
+      return new MemoryError(parsed.error.code, parsed.error.message ?? `HTTP ${status}`, status, {
+        retryable: status === 429 || status >= 500 || parsed.error.retryable === true,
+        data: parsed.error.data,
+      });
+    }
+  } catch {
+    // Not our JSON (a proxy's error page): fall through to a generic coded error.
+  }
+  const code = status === 429 ? "rate_limited" : status >= 500 ? "unavailable" : "http_error";
+  return new MemoryError(code, `The memory service answered HTTP ${status}: ${text.slice(0, 200)}`, status);
+}
+
+function sleep(milliseconds: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, milliseconds);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
+}

@@ -1,0 +1,60 @@
+/** Conversation events: append-only turns, idempotent by a caller's custom id. */
+import { z } from "zod";
+import { memoryScopeShape, scopeIdSchema } from "../scope/memory-scope.ts";
+import { idSchema, limitSchema, metadataSchema, timestampSchema } from "./common.ts";
+import { memorySchema } from "./memory.ts";
+
+export const EVENT_ROLES = ["user", "assistant", "system", "tool"] as const;
+export const eventRoleSchema = z.enum(EVENT_ROLES);
+
+export const eventSchema = z.object({
+  id: idSchema,
+  customId: idSchema.optional(),
+  role: eventRoleSchema,
+  content: z.string(),
+  ...memoryScopeShape,
+  metadata: metadataSchema,
+  source: z.enum(["api", "import"]),
+  importJobId: idSchema.optional(),
+  /** Order of arrival within the tenant; the paging cursor of conversation recall. */
+  seq: z.number().int(),
+  occurredAt: timestampSchema,
+  createdAt: timestampSchema,
+});
+export type MemoryEvent = z.infer<typeof eventSchema>;
+
+export const writeEventRequestSchema = z.object({
+  ...memoryScopeShape,
+  role: eventRoleSchema,
+  content: z.string().min(1).max(32000),
+  /** Retries with the same custom id store one event; the first write wins. */
+  customId: idSchema.optional(),
+  metadata: metadataSchema.optional(),
+  occurredAt: z.iso.datetime({ offset: true }).optional(),
+  /** Extract memories from a user turn (deterministic; first-person statements). */
+  infer: z.boolean().default(true),
+});
+export type WriteEventRequest = z.input<typeof writeEventRequestSchema>;
+
+export const writeEventResponseSchema = z.object({
+  event: eventSchema,
+  created: z.boolean(),
+  memories: z.array(memorySchema),
+});
+export type WriteEventResponse = z.infer<typeof writeEventResponseSchema>;
+
+export const recallConversationRequestSchema = z.object({
+  ...memoryScopeShape,
+  sessionId: scopeIdSchema,
+  limit: limitSchema(20, 200),
+  /** `asc`: oldest first; `desc`: newest first. The cursor continues in the same direction. */
+  order: z.enum(["asc", "desc"]).default("desc"),
+  cursor: z.string().regex(/^\d+$/).optional(),
+});
+export type RecallConversationRequest = z.input<typeof recallConversationRequestSchema>;
+
+export const recallConversationResponseSchema = z.object({
+  events: z.array(eventSchema),
+  nextCursor: z.string().optional(),
+});
+export type RecallConversationResponse = z.infer<typeof recallConversationResponseSchema>;

@@ -1,0 +1,172 @@
+/** Memories: the stored facts, preferences, episodes and procedures, with provenance and versions. */
+import { z } from "zod";
+import { memoryScopeShape, scopeIdSchema } from "../scope/memory-scope.ts";
+import { idSchema, limitSchema, metadataSchema, timestampSchema } from "./common.ts";
+
+export const MEMORY_KINDS = ["fact", "preference", "episode", "procedure", "summary"] as const;
+export const memoryKindSchema = z.enum(MEMORY_KINDS);
+export type MemoryKind = z.infer<typeof memoryKindSchema>;
+
+/** `superseded`: merged into another memory; `archived`: decayed; `deleted`: soft-deleted. */
+export const MEMORY_STATUSES = ["active", "superseded", "archived", "deleted"] as const;
+export const memoryStatusSchema = z.enum(MEMORY_STATUSES);
+export type MemoryStatus = z.infer<typeof memoryStatusSchema>;
+
+export const PROVENANCE_SOURCES = ["api", "event", "import", "consolidation", "document"] as const;
+
+/** Where a memory came from: the events, import job, document and memories it derives from. */
+export const provenanceSchema = z.object({
+  source: z.enum(PROVENANCE_SOURCES),
+  eventIds: z.array(idSchema),
+  importJobId: idSchema.optional(),
+  documentId: idSchema.optional(),
+  derivedFrom: z.array(idSchema),
+});
+export type Provenance = z.infer<typeof provenanceSchema>;
+
+export const memorySchema = z.object({
+  id: idSchema,
+  kind: memoryKindSchema,
+  content: z.string(),
+  ...memoryScopeShape,
+  metadata: metadataSchema,
+  provenance: provenanceSchema,
+  version: z.number().int(),
+  status: memoryStatusSchema,
+  supersededBy: idSchema.optional(),
+  importance: z.number(),
+  feedback: z.object({ helpful: z.number().int(), unhelpful: z.number().int() }),
+  outcomes: z.object({ successes: z.number().int(), failures: z.number().int() }),
+  accessCount: z.number().int(),
+  lastAccessedAt: timestampSchema.optional(),
+  createdAt: timestampSchema,
+  updatedAt: timestampSchema,
+});
+export type Memory = z.infer<typeof memorySchema>;
+
+const contentSchema = z.string().trim().min(1).max(8000);
+
+export const addMemoryRequestSchema = z.object({
+  ...memoryScopeShape,
+  content: contentSchema,
+  kind: memoryKindSchema.default("fact"),
+  metadata: metadataSchema.optional(),
+  importance: z.number().min(0).max(1).optional(),
+  /** Events this memory was learned from; they appear in its chain trace. */
+  eventIds: z.array(idSchema).max(100).optional(),
+  /** Refuse to store a fact already held in this scope (exact or near duplicate). */
+  dedupe: z.boolean().default(true),
+});
+export type AddMemoryRequest = z.input<typeof addMemoryRequestSchema>;
+
+export const addMemoryResponseSchema = z.object({
+  memory: memorySchema,
+  created: z.boolean(),
+  /** Set when the fact was already stored: the memory that holds it. */
+  duplicateOf: idSchema.optional(),
+  similarity: z.number().optional(),
+});
+export type AddMemoryResponse = z.infer<typeof addMemoryResponseSchema>;
+
+export const searchRequestSchema = z.object({
+  ...memoryScopeShape,
+  query: z.string().trim().min(1).max(2000),
+  limit: limitSchema(10, 100),
+  kinds: z.array(memoryKindSchema).optional(),
+});
+export type SearchRequest = z.input<typeof searchRequestSchema>;
+
+export const scoreComponentsSchema = z.object({
+  bm25: z.number().optional(),
+  vector: z.number().optional(),
+  recency: z.number(),
+  feedback: z.number(),
+});
+
+export const searchResultSchema = z.object({
+  memory: memorySchema,
+  score: z.number(),
+  components: scoreComponentsSchema,
+});
+
+export const searchResponseSchema = z.object({
+  traceId: idSchema,
+  ranking: z.enum(["bm25", "fused"]),
+  results: z.array(searchResultSchema),
+});
+export type SearchResponse = z.infer<typeof searchResponseSchema>;
+
+export const memoryIdParamsSchema = z.object({ id: idSchema });
+
+export const getMemoryResponseSchema = z.object({ memory: memorySchema });
+export type GetMemoryResponse = z.infer<typeof getMemoryResponseSchema>;
+
+export const updateMemoryRequestSchema = z.object({
+  content: contentSchema.optional(),
+  kind: memoryKindSchema.optional(),
+  metadata: metadataSchema.optional(),
+  importance: z.number().min(0).max(1).optional(),
+  /** Optimistic concurrency: refuse with `conflict` unless the memory is still at this version. */
+  expectedVersion: z.number().int().min(1).optional(),
+  reason: z.string().max(500).optional(),
+});
+export type UpdateMemoryRequest = z.input<typeof updateMemoryRequestSchema>;
+
+export const deleteMemoryQuerySchema = z.object({ reason: z.string().max(500).optional() });
+
+export const HISTORY_CHANGES = [
+  "create",
+  "update",
+  "delete",
+  "merge",
+  "supersede",
+  "decay",
+  "archive",
+  "feedback",
+  "outcome",
+] as const;
+
+export const memoryVersionSchema = z.object({
+  version: z.number().int(),
+  change: z.enum(HISTORY_CHANGES),
+  kind: memoryKindSchema,
+  content: z.string(),
+  metadata: metadataSchema,
+  status: memoryStatusSchema,
+  importance: z.number(),
+  reason: z.string().optional(),
+  at: timestampSchema,
+});
+export type MemoryVersion = z.infer<typeof memoryVersionSchema>;
+
+export const memoryHistoryResponseSchema = z.object({
+  memoryId: idSchema,
+  versions: z.array(memoryVersionSchema),
+});
+export type MemoryHistoryResponse = z.infer<typeof memoryHistoryResponseSchema>;
+
+export const procedureOutcomeRequestSchema = z.object({
+  success: z.boolean(),
+  note: z.string().max(2000).optional(),
+  eventId: idSchema.optional(),
+});
+export type ProcedureOutcomeRequest = z.input<typeof procedureOutcomeRequestSchema>;
+
+export const procedureOutcomeResponseSchema = z.object({
+  memory: memorySchema,
+  successRate: z.number(),
+});
+export type ProcedureOutcomeResponse = z.infer<typeof procedureOutcomeResponseSchema>;
+
+export const feedbackRequestSchema = z.object({
+  rating: z.enum(["helpful", "unhelpful"]),
+  traceId: idSchema.optional(),
+  note: z.string().max(2000).optional(),
+});
+export type FeedbackRequest = z.input<typeof feedbackRequestSchema>;
+
+export const memoryScopeQuerySchema = z.object({
+  userId: scopeIdSchema.optional(),
+  agentId: scopeIdSchema.optional(),
+  sessionId: scopeIdSchema.optional(),
+});

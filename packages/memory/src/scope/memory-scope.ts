@@ -1,0 +1,48 @@
+/** Scope: which identity a memory belongs to. A query's scope is the AND of every field given. */
+import { z } from "zod";
+
+/** The canonical identity fields of a memory's scope; every schema and store reuses this tuple. */
+export const MEMORY_SCOPE_VALUES = ["userId", "agentId", "sessionId"] as const;
+
+export type MemoryScopeField = (typeof MEMORY_SCOPE_VALUES)[number];
+
+/** The identity a request names. The tenant never appears here: it comes from the API key. */
+export type MemoryScope = { readonly [field in MemoryScopeField]?: string | undefined };
+
+/** An identity value: short, printable, no control characters. */
+export const scopeIdSchema = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[^\p{Cc}]+$/u, "must not contain control characters");
+
+const scopeShape = {
+  userId: scopeIdSchema.optional(),
+  agentId: scopeIdSchema.optional(),
+  sessionId: scopeIdSchema.optional(),
+} satisfies Record<MemoryScopeField, z.ZodType>;
+
+/** The scope fields as a zod object shape, spread into every request schema. */
+export const memoryScopeShape = scopeShape;
+
+export const memoryScopeSchema = z.object(scopeShape);
+
+/** Only the scope fields of `value`, with absent and empty ones dropped. */
+export function pickScope(value: object): MemoryScope {
+  const scope: Record<string, string> = {};
+  for (const field of MEMORY_SCOPE_VALUES) {
+    const item = (value as Record<string, unknown>)[field];
+    if (typeof item === "string" && item.length > 0) scope[field] = item;
+  }
+  return scope;
+}
+
+/** A stable key for one exact scope (used for core memory blocks and duplicate detection). */
+export function scopeKey(scope: MemoryScope): string {
+  return JSON.stringify(MEMORY_SCOPE_VALUES.map((field) => scope[field] ?? null));
+}
+
+/** True when `record` lies inside `scope`: every field the scope names matches exactly. */
+export function scopeContains(scope: MemoryScope, record: MemoryScope): boolean {
+  return MEMORY_SCOPE_VALUES.every((field) => scope[field] === undefined || scope[field] === record[field]);
+}

@@ -1,0 +1,138 @@
+/** The memory service's HTTP API: Hono routes from zod schemas, API-key tenancy, coded errors. */
+import { createRoute, OpenAPIHono } from "@hono/zod-openapi";
+import { type Logger, silentLogger, ToolError } from "@tackle/core";
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { MemoryError } from "../errors/memory-error.ts";
+import { errorResponseSchema } from "../schemas/common.ts";
+import type { MemoryService } from "../service/memory-service.ts";
+import { type ApiKeyResolver, apiKeyResolver } from "./api-keys.ts";
+import { type MemoryRouteInput, memoryRoutes } from "./routes.ts";
+
+export interface MemoryAppOptions {
+  readonly service: MemoryService;
+  /** `{ key: tenant }`, or a function resolving a key to its tenant. */
+  readonly apiKeys: Readonly<Record<string, string>> | ApiKeyResolver;
+  readonly logger?: Logger;
+  /** Largest request body accepted, in bytes (default 4 MiB). */
+  readonly maxBodyBytes?: number;
+}
+
+type Variables = { tenantId: string };
+
+function errorBody(error: ToolError) {
+  return { error: error.toJSON() } as {
+    error: { code: string; message: string; retryable: boolean; data?: unknown };
+  };
+}
+
+const errorResponses = {
+  400: { description: "Invalid input; `error.data.issues` lists why. Nothing was stored." },
+  401: { description: "Missing or unknown API key" },
+  404: { description: "Not found in this tenant" },
+  409: { description: "Conflict (version, duplicate)" },
+  422: { description: "Edit refused (no match, ambiguous, over capacity)" },
+};
+
+export function createMemoryApp(options: MemoryAppOptions) {
+  const logger = options.logger ?? silentLogger;
+  const resolve = typeof options.apiKeys === "function" ? options.apiKeys : apiKeyResolver(options.apiKeys);
+  const app = new OpenAPIHono<{ Variables: Variables }>({
+    defaultHook: (result, context) => {
+      if (result.success) return;
+      const issues = result.error.issues.map((issue) => ({
+        path: issue.path.filter((key) => typeof key !== "symbol"),
+        message: issue.message,
+      }));
+      const summary = issues
+        .map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`)
+        .join("; ");
+      const error = new MemoryError("invalid_input", `Invalid request (${result.target}): ${summary}`, 400, {
+        data: { issues },
+      });
+      return context.json(errorBody(error), 400);
+    },
+  });
+
+  app.onError((error, context) => {
+    if (MemoryError.isInstance(error))
+      return context.json(errorBody(error), error.status as ContentfulStatusCode);
+    if (error instanceof HTTPException) {
+      const code =
+        error.status === 413 ? "payload_too_large" : error.status === 401 ? "unauthorized" : "invalid_input";
+      return context.json(errorBody(new MemoryError(code, error.message, error.status)), error.status);
+    }
+    if (ToolError.isInstance(error)) return context.json(errorBody(error), 400);
+    logger.error("memory request failed", { path: context.req.path, error: (error as Error)?.message });
+    return context.json(
+      errorBody(new MemoryError("internal", "The memory service failed; see its log", 500)),
+      500,
+    );
+  });
+  app.notFound((context) =>
+    context.json(
+      errorBody(new MemoryError("not_found", `No route ${context.req.method} ${context.req.path}`, 404)),
+      404,
+    ),
+  );
+
+  app.get("/health", (context) => context.json({ ok: true }));
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: { title: "Tackle memory service", version: "0.1.0" },
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
+
+  app.use("/v1/*", bodyLimit({ maxSize: options.maxBodyBytes ?? 4 * 1024 * 1024 }));
+  app.use("/v1/*", async (context, next) => {
+    const header = context.req.header("authorization");
+    const apiKey = header?.startsWith("Bearer ") ? header.slice(7).trim() : context.req.header("x-api-key");
+    const tenantId = apiKey ? await resolve(apiKey) : undefined;
+    if (!tenantId) {
+      throw new MemoryError("unauthorized", "Send a valid API key as `Authorization: Bearer <key>`", 401);
+    }
+    context.set("tenantId", tenantId);
+    await next();
+  });
+
+  for (const route of memoryRoutes) {
+    const definition = createRoute({
+      method: route.method,
+      path: route.path,
+      operationId: route.operationId,
+      summary: route.summary,
+      security: [{ apiKey: [] }],
+      request: {
+        ...(route.params ? { params: route.params } : {}),
+        ...(route.query ? { query: route.query } : {}),
+        ...(route.body
+          ? { body: { required: true, content: { "application/json": { schema: route.body } } } }
+          : {}),
+      },
+      responses: {
+        [route.status]: { description: "OK", content: { "application/json": { schema: route.response } } },
+        ...Object.fromEntries(
+          Object.entries(errorResponses).map(([status, response]) => [
+            status,
+            { ...response, content: { "application/json": { schema: errorResponseSchema } } },
+          ]),
+        ),
+      },
+    } as Parameters<typeof createRoute>[0]);
+    app.openapi(definition, (async (context: {
+      get(key: "tenantId"): string;
+      req: { valid(target: string): unknown };
+      json(body: unknown, status: number): Response;
+    }) => {
+      const input = {
+        body: route.body ? context.req.valid("json") : undefined,
+        query: route.query ? context.req.valid("query") : undefined,
+        params: route.params ? context.req.valid("param") : undefined,
+      } as unknown as MemoryRouteInput;
+      const output = await route.handle(options.service, context.get("tenantId"), input);
+      return context.json(output, route.status);
+    }) as never);
+  }
+  return app;
+}

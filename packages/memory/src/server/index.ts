@@ -1,0 +1,11 @@
+/** `@tackle/memory/server`: the HTTP API (Hono) and `serveMemory()`. */
+export { type ApiKeyResolver, apiKeyResolver, parseApiKeys } from "./api-keys.ts";
+export { createMemoryApp, type MemoryAppOptions } from "./create-memory-app.ts";
+export { type MemoryRoute, memoryRoutes } from "./routes.ts";
+export {
+  DEFAULT_MEMORY_PORT,
+  type MemoryServer,
+  openMemoryStore,
+  type ServeMemoryOptions,
+  serveMemory,
+} from "./serve-memory.ts";

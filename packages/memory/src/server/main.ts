@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+/**
+ * The memory service as a process of its own:
+ *   tackle-memory serve [--store <file|postgres://…>] [--listen 127.0.0.1:4280] [--api-keys-file <path>]
+ * Environment: TACKLE_MEMORY_STORE, TACKLE_MEMORY_LISTEN, TACKLE_MEMORY_API_KEYS (`key=tenant,…`),
+ * TACKLE_MEMORY_API_KEYS_FILE. Without keys, a random key for tenant `local` is written (mode 0600)
+ * beside the store and its path is printed. Prints one JSON line `{"listening": url}` when ready.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { parseApiKeys } from "./api-keys.ts";
+import { DEFAULT_MEMORY_PORT, serveMemory } from "./serve-memory.ts";
+
+const usage =
+  "usage: tackle-memory serve [--store <file|postgres://…>] [--listen host:port] [--api-keys-file path]";
+
+async function main(argv: string[]): Promise<void> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      store: { type: "string" },
+      listen: { type: "string" },
+      "api-keys-file": { type: "string" },
+      "allow-remote": { type: "boolean", default: false },
+    },
+  });
+  if (positionals[0] !== "serve") {
+    process.stderr.write(`${usage}\n`);
+    process.exit(2);
+  }
+  const store = values.store ?? process.env.TACKLE_MEMORY_STORE ?? resolve(".tackle/memory.db");
+  const listen = values.listen ?? process.env.TACKLE_MEMORY_LISTEN ?? `127.0.0.1:${DEFAULT_MEMORY_PORT}`;
+  const separator = listen.lastIndexOf(":");
+  const host = listen.slice(0, separator).replace(/^\[|\]$/g, "");
+  const port = Number(listen.slice(separator + 1));
+  const apiKeys = loadApiKeys(values["api-keys-file"] ?? process.env.TACKLE_MEMORY_API_KEYS_FILE, store);
+  const server = await serveMemory({ store, apiKeys, host, port, allowRemote: values["allow-remote"] });
+  process.stdout.write(`${JSON.stringify({ listening: server.url })}\n`);
+  const stop = () => {
+    server.close().then(
+      () => process.exit(0),
+      (error) => {
+        process.stderr.write(`memory service did not close cleanly: ${(error as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+}
+
+function loadApiKeys(file: string | undefined, store: string): Record<string, string> {
+  if (process.env.TACKLE_MEMORY_API_KEYS) return parseApiKeys(process.env.TACKLE_MEMORY_API_KEYS);
+  if (file) return parseApiKeys(readFileSync(file, "utf8"));
+  const directory = /^postgres(ql)?:\/\//.test(store) ? resolve(".tackle") : dirname(resolve(store));
+  mkdirSync(directory, { recursive: true });
+  const keyFile = join(directory, "memory-api-key");
+  if (!existsSync(keyFile)) {
+    writeFileSync(keyFile, `${randomBytes(24).toString("base64url")}\n`, { mode: 0o600 });
+    process.stderr.write(`wrote a new API key for tenant "local" to ${keyFile}\n`);
+  }
+  return { [readFileSync(keyFile, "utf8").trim()]: "local" };
+}
+
+main(process.argv.slice(2)).catch((error) => {
+  process.stderr.write(`tackle-memory: ${(error as Error).message}\n`);
+  process.exit(1);
+});

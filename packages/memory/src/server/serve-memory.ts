@@ -1,0 +1,91 @@
+/** Runs the memory service's HTTP API on a port: loopback by default, a remote bind only when asked. */
+import type { AddressInfo } from "node:net";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { serve } from "@hono/node-server";
+import type { Logger } from "@tackle/core";
+import { MemoryError } from "../errors/memory-error.ts";
+import { createMemoryService } from "../service/create-memory-service.ts";
+import type { MemoryEmbeddingModel } from "../service/embedder.ts";
+import type { MemoryService } from "../service/memory-service.ts";
+import type { MemoryStore } from "../store/memory-store.ts";
+import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
+import type { ApiKeyResolver } from "./api-keys.ts";
+import { createMemoryApp } from "./create-memory-app.ts";
+
+export interface ServeMemoryOptions {
+  /** A store, or where to open one: a SQLite file path or a `postgres://` URL. */
+  readonly store: MemoryStore | string;
+  readonly apiKeys: Readonly<Record<string, string>> | ApiKeyResolver;
+  readonly host?: string;
+  /** 0 picks a free port. Default 4280. */
+  readonly port?: number;
+  /** Binding anything but loopback needs this, because API keys then cross a network. */
+  readonly allowRemote?: boolean;
+  readonly embeddingModel?: MemoryEmbeddingModel;
+  readonly languageModel?: LanguageModelV4;
+  readonly logger?: Logger;
+}
+
+export interface MemoryServer {
+  readonly url: string;
+  readonly port: number;
+  readonly service: MemoryService;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_MEMORY_PORT = 4280;
+
+const loopbackHosts = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/** Opens the store a configuration string names: `postgres://…` or a SQLite file path. */
+export async function openMemoryStore(location: string): Promise<MemoryStore> {
+  if (/^postgres(ql)?:\/\//.test(location)) {
+    const { createPostgresStore } = await import("../store/postgres/create-postgres-store.ts");
+    return createPostgresStore({ connectionString: location });
+  }
+  return createSqliteStore({ path: location });
+}
+
+export async function serveMemory(options: ServeMemoryOptions): Promise<MemoryServer> {
+  const host = options.host ?? "127.0.0.1";
+  if (!loopbackHosts.has(host) && !options.allowRemote) {
+    throw new MemoryError(
+      "invalid_input",
+      `Refusing to listen on ${host}: set allowRemote to serve beyond loopback`,
+      400,
+    );
+  }
+  const store = typeof options.store === "string" ? await openMemoryStore(options.store) : options.store;
+  const service = createMemoryService({
+    store,
+    ...(options.embeddingModel ? { embeddingModel: options.embeddingModel } : {}),
+    ...(options.languageModel ? { languageModel: options.languageModel } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  const app = createMemoryApp({
+    service,
+    apiKeys: options.apiKeys,
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const instance = serve(
+      { fetch: app.fetch, hostname: host, port: options.port ?? DEFAULT_MEMORY_PORT },
+      () => resolve(instance),
+    );
+    instance.once("error", reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host.includes(":") ? `[${host}]` : host;
+  return {
+    url: `http://${urlHost}:${port}`,
+    port,
+    service,
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      await service.close();
+    },
+  };
+}

@@ -1,0 +1,122 @@
+/** Runs jobs one at a time in this process; jobs left unfinished by a stopped process resume at start. */
+import { randomUUID } from "node:crypto";
+import type { Logger } from "@tackle/core";
+import type { MemoryJob } from "../schemas/admin.ts";
+import type { MemoryScope } from "../scope/memory-scope.ts";
+import type { MemoryStore, StoredJob } from "../store/memory-store.ts";
+
+type JobType = MemoryJob["type"];
+
+export interface JobRunnerOptions {
+  readonly store: MemoryStore;
+  readonly logger: Logger;
+  readonly now: () => string;
+  /** Each handler is idempotent: a job resumed after a crash may run twice. */
+  readonly handlers: Record<JobType, (job: StoredJob) => Promise<unknown>>;
+}
+
+export function createJobRunner(options: JobRunnerOptions) {
+  const { store, logger } = options;
+  const queue: StoredJob[] = [];
+  let running: Promise<void> | undefined;
+  let closed = false;
+  let resuming: Promise<void> | undefined;
+
+  function publicJob(job: StoredJob): MemoryJob {
+    const { tenantId: _tenant, ...rest } = job;
+    return rest;
+  }
+
+  async function runOne(job: StoredJob): Promise<void> {
+    const started: StoredJob = { ...job, status: "running", startedAt: options.now() };
+    await store.updateJob(started);
+    try {
+      const result = await options.handlers[job.type](started);
+      await store.updateJob({ ...started, status: "succeeded", result, finishedAt: options.now() });
+    } catch (error) {
+      const failure = error as { code?: string; message?: string };
+      logger.error("memory job failed", { jobId: job.id, type: job.type, error: failure?.message });
+      await store.updateJob({
+        ...started,
+        status: "failed",
+        error: {
+          code: typeof failure?.code === "string" ? failure.code : "job_failed",
+          message: String(failure?.message ?? error),
+        },
+        finishedAt: options.now(),
+      });
+    }
+  }
+
+  function drain(): void {
+    if (running || closed) return;
+    running = (async () => {
+      while (queue.length > 0 && !closed) await runOne(queue.shift()!);
+    })()
+      .catch((error) => logger.error("memory job runner stopped", { error: (error as Error).message }))
+      .finally(() => {
+        running = undefined;
+        if (queue.length > 0 && !closed) drain();
+      });
+  }
+
+  return {
+    async enqueue(tenantId: string, type: JobType, scope: MemoryScope, input: unknown): Promise<MemoryJob> {
+      const job: StoredJob = {
+        id: randomUUID(),
+        tenantId,
+        type,
+        status: "queued",
+        ...scope,
+        input,
+        createdAt: options.now(),
+      };
+      await store.insertJob(job);
+      queue.push(job);
+      setImmediate(drain);
+      return publicJob(job);
+    },
+
+    /** Records a job that already ran inline (a novelty scan) so it is listed with the others. */
+    async record(
+      tenantId: string,
+      type: JobType,
+      scope: MemoryScope,
+      input: unknown,
+      result: unknown,
+    ): Promise<MemoryJob> {
+      const at = options.now();
+      const job: StoredJob = {
+        id: randomUUID(),
+        tenantId,
+        type,
+        status: "succeeded",
+        ...scope,
+        input,
+        result,
+        createdAt: at,
+        startedAt: at,
+        finishedAt: at,
+      };
+      await store.insertJob(job);
+      return publicJob(job);
+    },
+
+    resume(): void {
+      resuming = store
+        .unfinishedJobs()
+        .then((jobs) => {
+          if (jobs.length > 0) logger.info("resuming memory jobs", { count: jobs.length });
+          queue.push(...jobs);
+          drain();
+        })
+        .catch((error) => logger.error("could not resume memory jobs", { error: (error as Error).message }));
+    },
+
+    async close(): Promise<void> {
+      await resuming;
+      closed = true;
+      await running;
+    },
+  };
+}

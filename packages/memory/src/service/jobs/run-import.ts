@@ -1,0 +1,86 @@
+/**
+ * The import job: OpenAI- or Anthropic-style transcripts become conversation events (and the
+ * memories extracted from user turns). Every event's custom id derives from its content and place,
+ * so importing the same transcript again stores nothing new.
+ */
+import { createHash } from "node:crypto";
+import type { z } from "zod";
+import type { importConversationsRequestSchema } from "../../schemas/admin.ts";
+import type { WriteEventRequest, WriteEventResponse } from "../../schemas/event.ts";
+import { pickScope } from "../../scope/memory-scope.ts";
+import type { MemoryStore, StoredJob } from "../../store/memory-store.ts";
+
+type ImportInput = z.output<typeof importConversationsRequestSchema>;
+type Content = ImportInput["conversations"][number]["system"];
+
+export interface ImportDependencies {
+  readonly store: MemoryStore;
+  readonly now: () => string;
+  readonly writeEvent: (tenantId: string, request: WriteEventRequest) => Promise<WriteEventResponse>;
+}
+
+const roleMap: Record<string, "user" | "assistant" | "system" | "tool"> = {
+  user: "user",
+  human: "user",
+  assistant: "assistant",
+  ai: "assistant",
+  model: "assistant",
+  system: "system",
+  developer: "system",
+  tool: "tool",
+  function: "tool",
+};
+
+/** The text of a message's content: a string, or the text parts of a content array. */
+export function contentText(content: Content): string {
+  if (content === null || content === undefined) return "";
+  if (typeof content === "string") return content;
+  return content
+    .map((part) => (typeof part.text === "string" ? part.text : ""))
+    .filter((text) => text.length > 0)
+    .join("\n");
+}
+
+function digest(...parts: string[]): string {
+  return createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, 40);
+}
+
+export async function runImport(job: StoredJob, dependencies: ImportDependencies) {
+  const input = job.input as ImportInput;
+  const scope = pickScope(input);
+  let created = 0;
+  let existing = 0;
+  let memories = 0;
+  let skipped = 0;
+  for (const [conversationIndex, conversation] of input.conversations.entries()) {
+    const fingerprint = digest(JSON.stringify(conversation.messages));
+    const sessionId =
+      conversation.sessionId ?? scope.sessionId ?? `import:${conversation.id ?? fingerprint.slice(0, 16)}`;
+    const turns: { role: string; text: string }[] = [];
+    if (input.format === "anthropic" && conversation.system !== undefined) {
+      turns.push({ role: "system", text: contentText(conversation.system) });
+    }
+    for (const message of conversation.messages)
+      turns.push({ role: message.role, text: contentText(message.content) });
+    for (const [index, turn] of turns.entries()) {
+      const role = roleMap[turn.role.toLowerCase()];
+      if (!role || turn.text.trim().length === 0) {
+        skipped += 1;
+        continue;
+      }
+      const answer = await dependencies.writeEvent(job.tenantId, {
+        ...scope,
+        sessionId,
+        role,
+        content: turn.text.slice(0, 32000),
+        customId: `import:${digest(input.format, conversation.id ?? fingerprint, sessionId, String(index), turn.text)}`,
+        metadata: { importJobId: job.id, conversation: conversation.id ?? conversationIndex, turn: index },
+        infer: input.infer,
+      });
+      if (answer.created) created += 1;
+      else existing += 1;
+      memories += answer.memories.length;
+    }
+  }
+  return { conversations: input.conversations.length, events: { created, existing, skipped }, memories };
+}

@@ -1,0 +1,92 @@
+/** The memory service's operations; the HTTP API and `MemoryClient` expose exactly these. */
+import type {
+  AccessSummariesRequest,
+  AccessSummariesResponse,
+  AccessTrendsRequest,
+  AccessTrendsResponse,
+  ConsolidateRequest,
+  ImportConversationsRequest,
+  JobResponse,
+  ListJobsRequest,
+  ListJobsResponse,
+  ListTracesRequest,
+  ListTracesResponse,
+  NoveltyScanRequest,
+  NoveltyScanResponse,
+  TraceResponse,
+} from "../schemas/admin.ts";
+import type { ChainTraceResponse } from "../schemas/chain.ts";
+import type { SelfEditRequest, SelfEditResponse } from "../schemas/core-memory.ts";
+import type {
+  RecallConversationRequest,
+  RecallConversationResponse,
+  WriteEventRequest,
+  WriteEventResponse,
+} from "../schemas/event.ts";
+import type {
+  IngestDocumentRequest,
+  IngestDocumentResponse,
+  SearchKnowledgeRequest,
+  SearchKnowledgeResponse,
+} from "../schemas/knowledge.ts";
+import type {
+  AddMemoryRequest,
+  AddMemoryResponse,
+  FeedbackRequest,
+  GetMemoryResponse,
+  MemoryHistoryResponse,
+  ProcedureOutcomeRequest,
+  ProcedureOutcomeResponse,
+  SearchRequest,
+  SearchResponse,
+  UpdateMemoryRequest,
+} from "../schemas/memory.ts";
+import type {
+  ContextBundleRequest,
+  ContextBundleResponse,
+  ProfileResponse,
+  ScopeRequest,
+  StatusResponse,
+  UnifiedStateResponse,
+} from "../schemas/synthesis.ts";
+import type { MemoryScope } from "../scope/memory-scope.ts";
+
+/** Every operation takes the tenant first (from the API key), then the request. */
+export interface MemoryService {
+  search(tenantId: string, request: SearchRequest): Promise<SearchResponse>;
+  add(tenantId: string, request: AddMemoryRequest): Promise<AddMemoryResponse>;
+  writeEvent(tenantId: string, request: WriteEventRequest): Promise<WriteEventResponse>;
+  recallConversation(
+    tenantId: string,
+    request: RecallConversationRequest,
+  ): Promise<RecallConversationResponse>;
+  ingestDocument(tenantId: string, request: IngestDocumentRequest): Promise<IngestDocumentResponse>;
+  searchKnowledge(tenantId: string, request: SearchKnowledgeRequest): Promise<SearchKnowledgeResponse>;
+  selfEdit(tenantId: string, request: SelfEditRequest): Promise<SelfEditResponse>;
+  getMemory(tenantId: string, id: string, scope?: MemoryScope): Promise<GetMemoryResponse>;
+  updateMemory(tenantId: string, id: string, request: UpdateMemoryRequest): Promise<GetMemoryResponse>;
+  deleteMemory(tenantId: string, id: string, reason?: string): Promise<GetMemoryResponse>;
+  memoryHistory(tenantId: string, id: string): Promise<MemoryHistoryResponse>;
+  recordProcedureOutcome(
+    tenantId: string,
+    id: string,
+    request: ProcedureOutcomeRequest,
+  ): Promise<ProcedureOutcomeResponse>;
+  recordFeedback(tenantId: string, id: string, request: FeedbackRequest): Promise<GetMemoryResponse>;
+  profile(tenantId: string, request: ScopeRequest): Promise<ProfileResponse>;
+  contextBundle(tenantId: string, request: ContextBundleRequest): Promise<ContextBundleResponse>;
+  unifiedState(tenantId: string, request: ScopeRequest): Promise<UnifiedStateResponse>;
+  status(tenantId: string): Promise<StatusResponse>;
+  chainTrace(tenantId: string, id: string): Promise<ChainTraceResponse>;
+  noveltyScan(tenantId: string, request: NoveltyScanRequest): Promise<NoveltyScanResponse>;
+  consolidate(tenantId: string, request: ConsolidateRequest): Promise<JobResponse>;
+  importConversations(tenantId: string, request: ImportConversationsRequest): Promise<JobResponse>;
+  accessTrends(tenantId: string, request: AccessTrendsRequest): Promise<AccessTrendsResponse>;
+  accessSummaries(tenantId: string, request: AccessSummariesRequest): Promise<AccessSummariesResponse>;
+  listTraces(tenantId: string, request: ListTracesRequest): Promise<ListTracesResponse>;
+  getTrace(tenantId: string, id: string): Promise<TraceResponse>;
+  listJobs(tenantId: string, request: ListJobsRequest): Promise<ListJobsResponse>;
+  getJob(tenantId: string, id: string): Promise<JobResponse>;
+  /** Waits for running jobs to finish, then closes the store. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,70 @@
+/**
+ * Ranking: BM25 alone, or BM25 and vector similarity fused by reciprocal rank; both nudged by
+ * recency and feedback so a fresh, helpful memory wins a tie but never beats a clearly better match.
+ */
+import type { StoredMemory } from "../store/memory-store.ts";
+
+export interface RankedMemory {
+  readonly memory: StoredMemory;
+  readonly score: number;
+  readonly components: { bm25?: number; vector?: number; recency: number; feedback: number };
+}
+
+const reciprocalRankOffset = 60;
+const recencyWeight = 0.05;
+const feedbackWeight = 0.1;
+const recencyHalfLifeDays = 30;
+
+export function recencyScore(memory: StoredMemory, now: number): number {
+  const ageDays = Math.max(0, now - Date.parse(memory.updatedAt)) / 86_400_000;
+  return 0.5 ** (ageDays / recencyHalfLifeDays);
+}
+
+export function feedbackScore(memory: StoredMemory): number {
+  const net =
+    memory.feedback.helpful -
+    memory.feedback.unhelpful +
+    memory.outcomes.successes -
+    memory.outcomes.failures;
+  return Math.tanh(net / 3);
+}
+
+export function rankMemories(
+  lexical: readonly { memory: StoredMemory; score: number }[],
+  semantic: readonly { memory: StoredMemory; score: number }[] | undefined,
+  now: number,
+): RankedMemory[] {
+  const byId = new Map<string, { memory: StoredMemory; bm25?: number; vector?: number; relevance: number }>();
+  const topLexical = lexical[0]?.score ?? 0;
+  lexical.forEach((hit, index) => {
+    const bm25 = topLexical > 0 ? hit.score / topLexical : 0;
+    const relevance = semantic ? 1 / (reciprocalRankOffset + index + 1) : bm25;
+    byId.set(hit.memory.id, { memory: hit.memory, bm25, relevance });
+  });
+  semantic?.forEach((hit, index) => {
+    const entry = byId.get(hit.memory.id) ?? { memory: hit.memory, relevance: 0 };
+    entry.vector = hit.score;
+    entry.relevance += 1 / (reciprocalRankOffset + index + 1);
+    byId.set(hit.memory.id, entry);
+  });
+  const scale = semantic ? 2 / (reciprocalRankOffset + 1) : 1;
+  const ranked: RankedMemory[] = [];
+  for (const entry of byId.values()) {
+    const recency = recencyScore(entry.memory, now);
+    const feedback = feedbackScore(entry.memory);
+    const importance = 0.75 + 0.25 * entry.memory.importance;
+    const score =
+      (entry.relevance / scale) * importance + recencyWeight * recency + feedbackWeight * feedback;
+    ranked.push({
+      memory: entry.memory,
+      score: Number(score.toFixed(6)),
+      components: {
+        ...(entry.bm25 === undefined ? {} : { bm25: Number(entry.bm25.toFixed(6)) }),
+        ...(entry.vector === undefined ? {} : { vector: Number(entry.vector.toFixed(6)) }),
+        recency: Number(recency.toFixed(6)),
+        feedback: Number(feedback.toFixed(6)),
+      },
+    });
+  }
+  return ranked.sort((left, right) => right.score - left.score);
+}

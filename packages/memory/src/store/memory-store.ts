@@ -1,0 +1,175 @@
+/** The storage interface both stores (SQLite, PostgreSQL) implement; every method takes the tenant. */
+
+import type { MemoryJob, RetrievalTrace } from "../schemas/admin.ts";
+import type { MemoryEvent } from "../schemas/event.ts";
+import type { KnowledgeDocument } from "../schemas/knowledge.ts";
+import type { Memory, MemoryKind, MemoryStatus, MemoryVersion } from "../schemas/memory.ts";
+import type { MemoryCounts } from "../schemas/synthesis.ts";
+import type { MemoryScope } from "../scope/memory-scope.ts";
+
+/** A memory as stored: the API shape plus what never leaves the service. */
+export interface StoredMemory extends Memory {
+  readonly tenantId: string;
+  /** Duplicate key: the normalized content hash, or the id when duplicates were allowed. */
+  readonly dedupeKey: string;
+  readonly embedding?: Float32Array;
+}
+
+export interface StoredEvent extends MemoryEvent {
+  readonly tenantId: string;
+}
+
+export interface StoredDocument extends KnowledgeDocument {
+  readonly tenantId: string;
+}
+
+export interface StoredChunk {
+  readonly id: string;
+  readonly ordinal: number;
+  readonly content: string;
+}
+
+export interface StoredBlock {
+  readonly label: string;
+  readonly value: string;
+  readonly limit: number;
+  readonly version: number;
+  readonly updatedAt: string;
+}
+
+export interface StoredTrace extends RetrievalTrace {
+  readonly tenantId: string;
+}
+
+export interface StoredJob extends MemoryJob {
+  readonly tenantId: string;
+}
+
+export interface HistoryNote {
+  readonly change: MemoryVersion["change"];
+  readonly reason?: string;
+}
+
+export interface ListMemoriesOptions {
+  readonly statuses?: readonly MemoryStatus[];
+  readonly kinds?: readonly MemoryKind[];
+  readonly limit: number;
+  readonly order: "recent" | "accessed" | "importance";
+}
+
+export interface ListEventsOptions {
+  readonly order: "asc" | "desc";
+  readonly limit: number;
+  /** Continue after this sequence number in the chosen order. */
+  readonly cursor?: number;
+}
+
+export interface AccessRecord {
+  readonly kind: "search" | "hit" | "read";
+  readonly scope: MemoryScope;
+  readonly memoryIds: readonly string[];
+  readonly at: string;
+}
+
+export interface AccessDay {
+  readonly day: string;
+  readonly searches: number;
+  readonly hits: number;
+  readonly reads: number;
+}
+
+export interface TenantCounts {
+  readonly memories: number;
+  readonly events: number;
+  readonly documents: number;
+  readonly traces: number;
+  readonly jobs: number;
+}
+
+/** Stores answer only inside `tenantId` AND the scope given; a store never widens either. */
+export interface MemoryStore {
+  readonly kind: "sqlite" | "postgres";
+  close(): Promise<void>;
+
+  /** Inserts, or answers the active memory in the same exact scope with the same dedupe key. */
+  insertMemory(memory: StoredMemory): Promise<{ memory: StoredMemory; created: boolean }>;
+  getMemories(tenantId: string, ids: readonly string[]): Promise<StoredMemory[]>;
+  /**
+   * Writes `next` (whose version is one above `expectedVersion`) only if the stored version is still
+   * `expectedVersion`, and appends its history row. False when another writer got there first.
+   */
+  updateMemory(
+    tenantId: string,
+    next: StoredMemory,
+    expectedVersion: number,
+    note: HistoryNote,
+  ): Promise<boolean>;
+  memoryHistory(tenantId: string, id: string): Promise<MemoryVersion[]>;
+  listMemories(tenantId: string, scope: MemoryScope, options: ListMemoriesOptions): Promise<StoredMemory[]>;
+  /** BM25 over active memories; higher score is better. `terms` are plain words. */
+  searchMemories(
+    tenantId: string,
+    scope: MemoryScope,
+    terms: readonly string[],
+    options: { readonly limit: number; readonly kinds?: readonly MemoryKind[] },
+  ): Promise<{ memory: StoredMemory; score: number }[]>;
+  /** Active memories in scope that carry an embedding (for vector similarity in the service). */
+  embeddedMemories(
+    tenantId: string,
+    scope: MemoryScope,
+    kinds?: readonly MemoryKind[],
+  ): Promise<StoredMemory[]>;
+  countMemories(tenantId: string, scope: MemoryScope): Promise<MemoryCounts>;
+  recordAccess(tenantId: string, access: AccessRecord): Promise<void>;
+  accessTrends(tenantId: string, scope: MemoryScope, sinceDay: string): Promise<AccessDay[]>;
+  countSearches(tenantId: string, scope: MemoryScope): Promise<number>;
+
+  /** Appends, or answers the event already stored under the same custom id. */
+  appendEvent(event: Omit<StoredEvent, "seq">): Promise<{ event: StoredEvent; created: boolean }>;
+  listEvents(tenantId: string, scope: MemoryScope, options: ListEventsOptions): Promise<StoredEvent[]>;
+  getEvents(tenantId: string, ids: readonly string[]): Promise<StoredEvent[]>;
+  countEvents(tenantId: string, scope: MemoryScope): Promise<number>;
+
+  /** Inserts a document and its chunks, or answers the one with the same content in the same scope. */
+  insertDocument(
+    document: StoredDocument,
+    chunks: readonly StoredChunk[],
+  ): Promise<{ document: StoredDocument; created: boolean }>;
+  getDocument(tenantId: string, id: string): Promise<StoredDocument | undefined>;
+  searchChunks(
+    tenantId: string,
+    scope: MemoryScope,
+    terms: readonly string[],
+    limit: number,
+  ): Promise<{ chunk: StoredChunk; document: StoredDocument; score: number }[]>;
+  countDocuments(tenantId: string, scope: MemoryScope): Promise<number>;
+
+  getBlocks(tenantId: string, scope: MemoryScope): Promise<StoredBlock[]>;
+  /** All or nothing: each block is written only if its stored version is `expectedVersion` (0: new). */
+  saveBlocks(
+    tenantId: string,
+    scope: MemoryScope,
+    changes: readonly { readonly block: StoredBlock; readonly expectedVersion: number }[],
+  ): Promise<boolean>;
+
+  insertTrace(trace: StoredTrace): Promise<void>;
+  getTrace(tenantId: string, id: string): Promise<StoredTrace | undefined>;
+  listTraces(
+    tenantId: string,
+    scope: MemoryScope,
+    options: { readonly operation?: string; readonly limit: number },
+  ): Promise<StoredTrace[]>;
+
+  insertJob(job: StoredJob): Promise<void>;
+  updateJob(job: StoredJob): Promise<void>;
+  getJob(tenantId: string, id: string): Promise<StoredJob | undefined>;
+  listJobs(
+    tenantId: string,
+    scope: MemoryScope,
+    options: { readonly type?: string; readonly status?: string; readonly limit: number },
+  ): Promise<StoredJob[]>;
+  /** Jobs of every tenant left queued or running (by a process that stopped), oldest first. */
+  unfinishedJobs(): Promise<StoredJob[]>;
+
+  counts(tenantId: string): Promise<TenantCounts>;
+}

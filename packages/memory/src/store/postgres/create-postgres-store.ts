@@ -1,0 +1,575 @@
+/** The scale-out store: PostgreSQL through `pg`, full-text search on generated tsvector columns. */
+import pg from "pg";
+import { scopeKey } from "../../scope/memory-scope.ts";
+import type { MemoryStore, StoredMemory } from "../memory-store.ts";
+import {
+  blockFromRow,
+  countsFrom,
+  documentFromRow,
+  eventFromRow,
+  jobFromRow,
+  memoryColumns,
+  memoryFromRow,
+  memoryValues,
+  scopeCondition,
+  scopeParameters,
+  traceFromRow,
+} from "../row-codec.ts";
+import { postgresSchema } from "./schema.ts";
+
+export interface PostgresStoreOptions {
+  /** A `postgres://` URL, or an existing pool (left open by `close()`). */
+  readonly connectionString?: string;
+  readonly pool?: pg.Pool;
+  /** Pool size when the store creates the pool (default 10). */
+  readonly maxConnections?: number;
+}
+
+type Row = Record<string, unknown>;
+const mark = (index: number) => `$${index}`;
+const memorySelect = ["seq", ...memoryColumns].map((column) => `m.${column}`).join(", ");
+/** Serializes schema creation across processes that open the same database at once. */
+const migrationLockKey = 7_140_300_001;
+
+function marks(start: number, count: number): string {
+  return Array.from({ length: count }, (_, index) => `$${start + index}`).join(", ");
+}
+
+function inList(values: readonly unknown[], parameters: unknown[]): string {
+  const start = parameters.length + 1;
+  parameters.push(...values);
+  return marks(start, values.length);
+}
+
+/** tsquery text: plain words ORed; the words hold only letters and digits, so nothing needs escaping. */
+function tsQuery(terms: readonly string[]): string {
+  return terms
+    .map((term) => term.replace(/[^\p{L}\p{N}]/gu, ""))
+    .filter(Boolean)
+    .join(" | ");
+}
+
+export async function createPostgresStore(options: PostgresStoreOptions): Promise<MemoryStore> {
+  const ownsPool = options.pool === undefined;
+  const pool =
+    options.pool ??
+    new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
+  pool.on("error", () => {
+    // An idle client lost its connection; the pool replaces it on the next query.
+  });
+  const migrator = await pool.connect();
+  try {
+    await migrator.query("SELECT pg_advisory_lock($1)", [migrationLockKey]);
+    await migrator.query(postgresSchema);
+  } finally {
+    await migrator.query("SELECT pg_advisory_unlock($1)", [migrationLockKey]).catch(() => undefined);
+    migrator.release();
+  }
+
+  const all = async (sql: string, parameters: readonly unknown[] = []) =>
+    (await pool.query(sql, parameters as unknown[])).rows as Row[];
+  const one = async (sql: string, parameters: readonly unknown[] = []) => (await all(sql, parameters))[0];
+
+  async function transaction<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await pool.connect();
+    try {
+      await client.query("BEGIN");
+      const result = await body(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  const insertMemorySql = `INSERT INTO memories (${memoryColumns.join(", ")}) VALUES (${marks(1, memoryColumns.length)}) ON CONFLICT DO NOTHING`;
+
+  async function historyInsert(client: pg.PoolClient, memory: StoredMemory, change: string, reason?: string) {
+    await client.query(
+      `INSERT INTO memory_history (tenant_id, memory_id, version, change, kind, content, metadata, status, importance, reason, at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      [
+        memory.tenantId,
+        memory.id,
+        memory.version,
+        change,
+        memory.kind,
+        memory.content,
+        JSON.stringify(memory.metadata),
+        memory.status,
+        memory.importance,
+        reason ?? null,
+        memory.updatedAt,
+      ],
+    );
+  }
+
+  const store: MemoryStore = {
+    kind: "postgres",
+
+    async close() {
+      if (ownsPool) await pool.end();
+    },
+
+    async insertMemory(memory) {
+      return transaction(async (client) => {
+        const result = await client.query(insertMemorySql, memoryValues(memory, scopeKey(memory)));
+        if (result.rowCount === 1) {
+          await historyInsert(client, memory, "create");
+          return { memory, created: true };
+        }
+        const existing = (
+          await client.query(
+            "SELECT * FROM memories WHERE tenant_id = $1 AND scope_key = $2 AND dedupe_key = $3 AND status = 'active'",
+            [memory.tenantId, scopeKey(memory), memory.dedupeKey],
+          )
+        ).rows[0];
+        if (!existing) throw new Error(`memory ${memory.id} was neither inserted nor found as a duplicate`);
+        return { memory: memoryFromRow(existing), created: false };
+      });
+    },
+
+    async getMemories(tenantId, ids) {
+      if (ids.length === 0) return [];
+      return (
+        await all("SELECT * FROM memories WHERE tenant_id = $1 AND id = ANY($2)", [tenantId, [...ids]])
+      ).map(memoryFromRow);
+    },
+
+    async updateMemory(tenantId, next, expectedVersion, note) {
+      return transaction(async (client) => {
+        const values = memoryValues(next, scopeKey(next)).slice(2);
+        const assignments = memoryColumns.slice(2).map((column, index) => `${column} = $${index + 1}`);
+        const base = values.length;
+        const result = await client.query(
+          `UPDATE memories SET ${assignments.join(", ")} WHERE tenant_id = $${base + 1} AND id = $${base + 2} AND version = $${base + 3}`,
+          [...values, tenantId, next.id, expectedVersion],
+        );
+        if (result.rowCount !== 1) return false;
+        await historyInsert(client, next, note.change, note.reason);
+        return true;
+      });
+    },
+
+    async memoryHistory(tenantId, id) {
+      const rows = await all(
+        "SELECT * FROM memory_history WHERE tenant_id = $1 AND memory_id = $2 ORDER BY version",
+        [tenantId, id],
+      );
+      return rows.map((row) => ({
+        version: Number(row.version),
+        change: row.change as never,
+        kind: row.kind as never,
+        content: String(row.content),
+        metadata: row.metadata as Record<string, unknown>,
+        status: row.status as never,
+        importance: Number(row.importance),
+        ...(row.reason === null ? {} : { reason: String(row.reason) }),
+        at: String(row.at),
+      }));
+    },
+
+    async listMemories(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT ${memorySelect} FROM memories m WHERE m.tenant_id = $1${scopeCondition(scope, parameters, mark, "m.")}`;
+      if (listOptions.statuses) sql += ` AND m.status IN (${inList(listOptions.statuses, parameters)})`;
+      if (listOptions.kinds) sql += ` AND m.kind IN (${inList(listOptions.kinds, parameters)})`;
+      const order = {
+        recent: "m.updated_at DESC, m.seq DESC",
+        accessed: "m.access_count DESC, m.seq DESC",
+        importance: "m.importance DESC, m.seq DESC",
+      }[listOptions.order];
+      parameters.push(listOptions.limit);
+      return (await all(`${sql} ORDER BY ${order} LIMIT $${parameters.length}`, parameters)).map(
+        memoryFromRow,
+      );
+    },
+
+    async searchMemories(tenantId, scope, terms, searchOptions) {
+      const query = tsQuery(terms);
+      if (query.length === 0) return [];
+      const parameters: unknown[] = [query, tenantId];
+      let sql = `SELECT ${memorySelect}, ts_rank(m.tsv, q, 1) AS score FROM memories m, to_tsquery('english', $1) q
+        WHERE m.tenant_id = $2 AND m.status = 'active' AND m.tsv @@ q${scopeCondition(scope, parameters, mark, "m.")}`;
+      if (searchOptions.kinds) sql += ` AND m.kind IN (${inList(searchOptions.kinds, parameters)})`;
+      parameters.push(searchOptions.limit);
+      const rows = await all(
+        `${sql} ORDER BY score DESC, m.seq DESC LIMIT $${parameters.length}`,
+        parameters,
+      );
+      return rows.map((row) => ({ memory: memoryFromRow(row), score: Number(row.score) }));
+    },
+
+    async embeddedMemories(tenantId, scope, kinds) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT ${memorySelect} FROM memories m WHERE m.tenant_id = $1 AND m.status = 'active' AND m.embedding IS NOT NULL${scopeCondition(scope, parameters, mark, "m.")}`;
+      if (kinds) sql += ` AND m.kind IN (${inList(kinds, parameters)})`;
+      return (await all(sql, parameters)).map(memoryFromRow);
+    },
+
+    async countMemories(tenantId, scope) {
+      const parameters: unknown[] = [tenantId];
+      return countsFrom(
+        await all(
+          `SELECT status, kind, COUNT(*) AS n FROM memories WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)} GROUP BY status, kind`,
+          parameters,
+        ),
+      );
+    },
+
+    async recordAccess(tenantId, access) {
+      await transaction(async (client) => {
+        const day = access.at.slice(0, 10);
+        const scopeValues = scopeParameters(access.scope);
+        const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
+        await client.query(
+          `INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
+           SELECT $1, $2, $3, $4, $5, memory_id, $6 FROM unnest($7::text[]) AS memory_id`,
+          [tenantId, ...scopeValues, access.kind, day, ids],
+        );
+        if (access.kind !== "search" && access.memoryIds.length > 0) {
+          await client.query(
+            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = $1 WHERE tenant_id = $2 AND id = ANY($3)",
+            [access.at, tenantId, [...access.memoryIds]],
+          );
+        }
+      });
+    },
+
+    async accessTrends(tenantId, scope, sinceDay) {
+      const parameters: unknown[] = [tenantId, sinceDay];
+      const rows = await all(
+        `SELECT day, COUNT(*) FILTER (WHERE kind = 'search') AS searches, COUNT(*) FILTER (WHERE kind = 'hit') AS hits,
+           COUNT(*) FILTER (WHERE kind = 'read') AS reads
+         FROM access_log WHERE tenant_id = $1 AND day >= $2${scopeCondition(scope, parameters, mark)} GROUP BY day ORDER BY day`,
+        parameters,
+      );
+      return rows.map((row) => ({
+        day: String(row.day),
+        searches: Number(row.searches),
+        hits: Number(row.hits),
+        reads: Number(row.reads),
+      }));
+    },
+
+    async countSearches(tenantId, scope) {
+      const parameters: unknown[] = [tenantId];
+      const row = await one(
+        `SELECT COUNT(*) AS n FROM access_log WHERE tenant_id = $1 AND kind = 'search'${scopeCondition(scope, parameters, mark)}`,
+        parameters,
+      );
+      return Number(row?.n ?? 0);
+    },
+
+    async appendEvent(event) {
+      const result = await pool.query(
+        `INSERT INTO events (id, tenant_id, custom_id, role, content, user_id, agent_id, session_id, metadata, source, import_job_id, occurred_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING RETURNING *`,
+        [
+          event.id,
+          event.tenantId,
+          event.customId ?? null,
+          event.role,
+          event.content,
+          ...scopeParameters(event),
+          JSON.stringify(event.metadata),
+          event.source,
+          event.importJobId ?? null,
+          event.occurredAt,
+          event.createdAt,
+        ],
+      );
+      if (result.rows[0]) return { event: eventFromRow(result.rows[0]), created: true };
+      const existing = await one("SELECT * FROM events WHERE tenant_id = $1 AND custom_id = $2", [
+        event.tenantId,
+        event.customId ?? null,
+      ]);
+      if (!existing) throw new Error(`event ${event.id} was neither inserted nor found by its custom id`);
+      return { event: eventFromRow(existing), created: false };
+    },
+
+    async listEvents(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM events WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.cursor !== undefined) {
+        parameters.push(listOptions.cursor);
+        sql +=
+          listOptions.order === "asc"
+            ? ` AND seq > $${parameters.length}`
+            : ` AND seq < $${parameters.length}`;
+      }
+      parameters.push(listOptions.limit);
+      return (
+        await all(
+          `${sql} ORDER BY seq ${listOptions.order === "asc" ? "ASC" : "DESC"} LIMIT $${parameters.length}`,
+          parameters,
+        )
+      ).map(eventFromRow);
+    },
+
+    async getEvents(tenantId, ids) {
+      if (ids.length === 0) return [];
+      return (
+        await all("SELECT * FROM events WHERE tenant_id = $1 AND id = ANY($2) ORDER BY seq", [
+          tenantId,
+          [...ids],
+        ])
+      ).map(eventFromRow);
+    },
+
+    async countEvents(tenantId, scope) {
+      const parameters: unknown[] = [tenantId];
+      const row = await one(
+        `SELECT COUNT(*) AS n FROM events WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`,
+        parameters,
+      );
+      return Number(row?.n ?? 0);
+    },
+
+    async insertDocument(document, chunks) {
+      return transaction(async (client) => {
+        const result = await client.query(
+          `INSERT INTO documents (id, tenant_id, user_id, agent_id, session_id, scope_key, title, source, metadata, content_hash, chunk_count, created_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
+          [
+            document.id,
+            document.tenantId,
+            ...scopeParameters(document),
+            scopeKey(document),
+            document.title,
+            document.source ?? null,
+            JSON.stringify(document.metadata),
+            document.contentHash,
+            document.chunkCount,
+            document.createdAt,
+          ],
+        );
+        if (result.rowCount !== 1) {
+          const existing = (
+            await client.query(
+              "SELECT * FROM documents WHERE tenant_id = $1 AND scope_key = $2 AND content_hash = $3",
+              [document.tenantId, scopeKey(document), document.contentHash],
+            )
+          ).rows[0];
+          if (!existing) throw new Error(`document ${document.id} was neither inserted nor found`);
+          return { document: documentFromRow(existing), created: false };
+        }
+        if (chunks.length > 0) {
+          await client.query(
+            `INSERT INTO chunks (id, tenant_id, document_id, ordinal, content)
+             SELECT id, $1, $2, ordinal, content FROM unnest($3::text[], $4::int[], $5::text[]) AS c(id, ordinal, content)`,
+            [
+              document.tenantId,
+              document.id,
+              chunks.map((chunk) => chunk.id),
+              chunks.map((chunk) => chunk.ordinal),
+              chunks.map((chunk) => chunk.content),
+            ],
+          );
+        }
+        return { document, created: true };
+      });
+    },
+
+    async getDocument(tenantId, id) {
+      const row = await one("SELECT * FROM documents WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+      return row ? documentFromRow(row) : undefined;
+    },
+
+    async searchChunks(tenantId, scope, terms, limit) {
+      const query = tsQuery(terms);
+      if (query.length === 0) return [];
+      const parameters: unknown[] = [query, tenantId];
+      const sql = `SELECT d.*, c.id AS chunk_id, c.ordinal AS chunk_ordinal, c.content AS chunk_content, ts_rank(c.tsv, q, 1) AS score
+        FROM chunks c JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id, to_tsquery('english', $1) q
+        WHERE c.tenant_id = $2 AND c.tsv @@ q${scopeCondition(scope, parameters, mark, "d.")}
+        ORDER BY score DESC, c.seq LIMIT $${parameters.length + 1}`;
+      parameters.push(limit);
+      return (await all(sql, parameters)).map((row) => ({
+        chunk: {
+          id: String(row.chunk_id),
+          ordinal: Number(row.chunk_ordinal),
+          content: String(row.chunk_content),
+        },
+        document: documentFromRow(row),
+        score: Number(row.score),
+      }));
+    },
+
+    async countDocuments(tenantId, scope) {
+      const parameters: unknown[] = [tenantId];
+      const row = await one(
+        `SELECT COUNT(*) AS n FROM documents WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`,
+        parameters,
+      );
+      return Number(row?.n ?? 0);
+    },
+
+    async getBlocks(tenantId, scope) {
+      return (
+        await all("SELECT * FROM core_blocks WHERE tenant_id = $1 AND scope_key = $2 ORDER BY label", [
+          tenantId,
+          scopeKey(scope),
+        ])
+      ).map(blockFromRow);
+    },
+
+    async saveBlocks(tenantId, scope, changes) {
+      const key = scopeKey(scope);
+      try {
+        return await transaction(async (client) => {
+          for (const { block, expectedVersion } of changes) {
+            const result =
+              expectedVersion === 0
+                ? await client.query(
+                    `INSERT INTO core_blocks (tenant_id, scope_key, label, value, limit_chars, version, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+                    [tenantId, key, block.label, block.value, block.limit, block.version, block.updatedAt],
+                  )
+                : await client.query(
+                    `UPDATE core_blocks SET value = $1, limit_chars = $2, version = $3, updated_at = $4
+                     WHERE tenant_id = $5 AND scope_key = $6 AND label = $7 AND version = $8`,
+                    [
+                      block.value,
+                      block.limit,
+                      block.version,
+                      block.updatedAt,
+                      tenantId,
+                      key,
+                      block.label,
+                      expectedVersion,
+                    ],
+                  );
+            if (result.rowCount !== 1) throw new BlockConflict();
+          }
+          return true;
+        });
+      } catch (error) {
+        if (error instanceof BlockConflict) return false;
+        throw error;
+      }
+    },
+
+    async insertTrace(trace) {
+      await pool.query(
+        `INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+        [
+          trace.id,
+          trace.tenantId,
+          ...scopeParameters(trace),
+          trace.operation,
+          trace.query,
+          trace.ranking,
+          JSON.stringify(trace.results),
+          trace.durationMs,
+          trace.createdAt,
+        ],
+      );
+    },
+
+    async getTrace(tenantId, id) {
+      const row = await one("SELECT * FROM traces WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+      return row ? traceFromRow(row) : undefined;
+    },
+
+    async listTraces(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM traces WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.operation) {
+        parameters.push(listOptions.operation);
+        sql += ` AND operation = $${parameters.length}`;
+      }
+      parameters.push(listOptions.limit);
+      return (await all(`${sql} ORDER BY seq DESC LIMIT $${parameters.length}`, parameters)).map(
+        traceFromRow,
+      );
+    },
+
+    async insertJob(job) {
+      await pool.query(
+        `INSERT INTO jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+        [
+          job.id,
+          job.tenantId,
+          ...scopeParameters(job),
+          job.type,
+          job.status,
+          JSON.stringify(job.input),
+          job.result === undefined ? null : JSON.stringify(job.result),
+          job.error === undefined ? null : JSON.stringify(job.error),
+          job.createdAt,
+          job.startedAt ?? null,
+          job.finishedAt ?? null,
+        ],
+      );
+    },
+
+    async updateJob(job) {
+      await pool.query(
+        "UPDATE jobs SET status = $1, result = $2, error = $3, started_at = $4, finished_at = $5 WHERE tenant_id = $6 AND id = $7",
+        [
+          job.status,
+          job.result === undefined ? null : JSON.stringify(job.result),
+          job.error === undefined ? null : JSON.stringify(job.error),
+          job.startedAt ?? null,
+          job.finishedAt ?? null,
+          job.tenantId,
+          job.id,
+        ],
+      );
+    },
+
+    async getJob(tenantId, id) {
+      const row = await one("SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+      return row ? jobFromRow(row) : undefined;
+    },
+
+    async listJobs(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM jobs WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.type) {
+        parameters.push(listOptions.type);
+        sql += ` AND type = $${parameters.length}`;
+      }
+      if (listOptions.status) {
+        parameters.push(listOptions.status);
+        sql += ` AND status = $${parameters.length}`;
+      }
+      parameters.push(listOptions.limit);
+      return (await all(`${sql} ORDER BY seq DESC LIMIT $${parameters.length}`, parameters)).map(jobFromRow);
+    },
+
+    async unfinishedJobs() {
+      return (await all("SELECT * FROM jobs WHERE status IN ('queued', 'running') ORDER BY seq")).map(
+        jobFromRow,
+      );
+    },
+
+    async counts(tenantId) {
+      const row = await one(
+        `SELECT
+          (SELECT COUNT(*) FROM memories WHERE tenant_id = $1 AND status = 'active') AS memories,
+          (SELECT COUNT(*) FROM events WHERE tenant_id = $1) AS events,
+          (SELECT COUNT(*) FROM documents WHERE tenant_id = $1) AS documents,
+          (SELECT COUNT(*) FROM traces WHERE tenant_id = $1) AS traces,
+          (SELECT COUNT(*) FROM jobs WHERE tenant_id = $1) AS jobs`,
+        [tenantId],
+      );
+      return {
+        memories: Number(row?.memories ?? 0),
+        events: Number(row?.events ?? 0),
+        documents: Number(row?.documents ?? 0),
+        traces: Number(row?.traces ?? 0),
+        jobs: Number(row?.jobs ?? 0),
+      };
+    },
+  };
+  return store;
+}
+
+class BlockConflict extends Error {}

@@ -1,0 +1,530 @@
+/** The embedded store: one SQLite file through `node:sqlite`, BM25 through FTS5. */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { DatabaseSync, type SQLInputValue } from "node:sqlite";
+import { scopeKey } from "../../scope/memory-scope.ts";
+import type { MemoryStore, StoredMemory } from "../memory-store.ts";
+import {
+  blockFromRow,
+  countsFrom,
+  documentFromRow,
+  eventFromRow,
+  jobFromRow,
+  memoryColumns,
+  memoryFromRow,
+  memoryValues,
+  scopeCondition,
+  scopeParameters,
+  traceFromRow,
+} from "../row-codec.ts";
+import { sqliteSchema } from "./schema.ts";
+
+export interface SqliteStoreOptions {
+  /** A file path, or `:memory:` for a throwaway store. */
+  readonly path: string;
+}
+
+type Row = Record<string, unknown>;
+const mark = () => "?";
+
+/** FTS5 query text: each plain word quoted, joined by OR (BM25 ranks by how many match). */
+function matchExpression(terms: readonly string[]): string {
+  return terms.map((term) => `"${term.replaceAll('"', "")}"`).join(" OR ");
+}
+
+function inList(values: readonly unknown[], parameters: unknown[]): string {
+  parameters.push(...values);
+  return values.map(() => "?").join(", ");
+}
+
+export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
+  if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+  const database = new DatabaseSync(options.path);
+  database.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;");
+  database.exec(sqliteSchema);
+
+  const all = (sql: string, parameters: readonly unknown[]): Row[] =>
+    database.prepare(sql).all(...(parameters as SQLInputValue[])) as Row[];
+  const get = (sql: string, parameters: readonly unknown[]): Row | undefined =>
+    database.prepare(sql).get(...(parameters as SQLInputValue[])) as Row | undefined;
+  const run = (sql: string, parameters: readonly unknown[]) =>
+    database.prepare(sql).run(...(parameters as SQLInputValue[]));
+
+  function transaction<T>(body: () => T): T {
+    database.exec("BEGIN IMMEDIATE");
+    try {
+      const result = body();
+      database.exec("COMMIT");
+      return result;
+    } catch (error) {
+      database.exec("ROLLBACK");
+      throw error;
+    }
+  }
+
+  const insertMemorySql = `INSERT INTO memories (${memoryColumns.join(", ")}) VALUES (${memoryColumns
+    .map(mark)
+    .join(", ")}) ON CONFLICT DO NOTHING`;
+
+  function historyInsert(memory: StoredMemory, change: string, reason: string | undefined) {
+    run(
+      `INSERT INTO memory_history (tenant_id, memory_id, version, change, kind, content, metadata, status, importance, reason, at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
+        memory.tenantId,
+        memory.id,
+        memory.version,
+        change,
+        memory.kind,
+        memory.content,
+        JSON.stringify(memory.metadata),
+        memory.status,
+        memory.importance,
+        reason ?? null,
+        memory.updatedAt,
+      ],
+    );
+  }
+
+  const store: MemoryStore = {
+    kind: "sqlite",
+
+    async close() {
+      if (database.isOpen) database.close();
+    },
+
+    async insertMemory(memory) {
+      return transaction(() => {
+        const result = run(insertMemorySql, memoryValues(memory, scopeKey(memory)));
+        if (result.changes === 1) {
+          historyInsert(memory, "create", undefined);
+          return { memory, created: true };
+        }
+        const existing = get(
+          "SELECT * FROM memories WHERE tenant_id = ? AND scope_key = ? AND dedupe_key = ? AND status = 'active'",
+          [memory.tenantId, scopeKey(memory), memory.dedupeKey],
+        );
+        if (!existing) throw new Error(`memory ${memory.id} was neither inserted nor found as a duplicate`);
+        return { memory: memoryFromRow(existing), created: false };
+      });
+    },
+
+    async getMemories(tenantId, ids) {
+      if (ids.length === 0) return [];
+      const parameters: unknown[] = [tenantId];
+      const rows = all(
+        `SELECT * FROM memories WHERE tenant_id = ? AND id IN (${inList(ids, parameters)})`,
+        parameters,
+      );
+      return rows.map(memoryFromRow);
+    },
+
+    async updateMemory(tenantId, next, expectedVersion, note) {
+      return transaction(() => {
+        const values = memoryValues(next, scopeKey(next));
+        const assignments = memoryColumns.slice(2).map((column) => `${column} = ?`);
+        const result = run(
+          `UPDATE memories SET ${assignments.join(", ")} WHERE tenant_id = ? AND id = ? AND version = ?`,
+          [...values.slice(2), tenantId, next.id, expectedVersion],
+        );
+        if (result.changes !== 1) return false;
+        historyInsert(next, note.change, note.reason);
+        return true;
+      });
+    },
+
+    async memoryHistory(tenantId, id) {
+      const rows = all(
+        "SELECT * FROM memory_history WHERE tenant_id = ? AND memory_id = ? ORDER BY version",
+        [tenantId, id],
+      );
+      return rows.map((row) => ({
+        version: Number(row.version),
+        change: row.change as never,
+        kind: row.kind as never,
+        content: String(row.content),
+        metadata: JSON.parse(String(row.metadata)),
+        status: row.status as never,
+        importance: Number(row.importance),
+        ...(row.reason === null ? {} : { reason: String(row.reason) }),
+        at: String(row.at),
+      }));
+    },
+
+    async listMemories(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM memories WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.statuses) sql += ` AND status IN (${inList(listOptions.statuses, parameters)})`;
+      if (listOptions.kinds) sql += ` AND kind IN (${inList(listOptions.kinds, parameters)})`;
+      const order = {
+        recent: "updated_at DESC, seq DESC",
+        accessed: "access_count DESC, seq DESC",
+        importance: "importance DESC, seq DESC",
+      }[listOptions.order];
+      parameters.push(listOptions.limit);
+      return all(`${sql} ORDER BY ${order} LIMIT ?`, parameters).map(memoryFromRow);
+    },
+
+    async searchMemories(tenantId, scope, terms, searchOptions) {
+      if (terms.length === 0) return [];
+      const parameters: unknown[] = [matchExpression(terms), tenantId];
+      let sql = `SELECT m.*, -bm25(memories_fts) AS score FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid
+        WHERE memories_fts MATCH ? AND m.tenant_id = ? AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;
+      if (searchOptions.kinds) sql += ` AND m.kind IN (${inList(searchOptions.kinds, parameters)})`;
+      parameters.push(searchOptions.limit);
+      return all(`${sql} ORDER BY bm25(memories_fts) LIMIT ?`, parameters).map((row) => ({
+        memory: memoryFromRow(row),
+        score: Number(row.score),
+      }));
+    },
+
+    async embeddedMemories(tenantId, scope, kinds) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM memories WHERE tenant_id = ? AND status = 'active' AND embedding IS NOT NULL${scopeCondition(scope, parameters, mark)}`;
+      if (kinds) sql += ` AND kind IN (${inList(kinds, parameters)})`;
+      return all(sql, parameters).map(memoryFromRow);
+    },
+
+    async countMemories(tenantId, scope) {
+      const parameters: unknown[] = [tenantId];
+      const rows = all(
+        `SELECT status, kind, COUNT(*) AS n FROM memories WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)} GROUP BY status, kind`,
+        parameters,
+      );
+      return countsFrom(rows);
+    },
+
+    async recordAccess(tenantId, access) {
+      transaction(() => {
+        const day = access.at.slice(0, 10);
+        const scopeValues = scopeParameters(access.scope);
+        const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
+        for (const memoryId of ids) {
+          run(
+            "INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [tenantId, ...scopeValues, access.kind, memoryId, day],
+          );
+        }
+        if (access.kind !== "search" && access.memoryIds.length > 0) {
+          const parameters: unknown[] = [access.at, tenantId];
+          run(
+            `UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE tenant_id = ? AND id IN (${inList(access.memoryIds, parameters)})`,
+            parameters,
+          );
+        }
+      });
+    },
+
+    async accessTrends(tenantId, scope, sinceDay) {
+      const parameters: unknown[] = [tenantId, sinceDay];
+      const rows = all(
+        `SELECT day, SUM(kind = 'search') AS searches, SUM(kind = 'hit') AS hits, SUM(kind = 'read') AS reads
+         FROM access_log WHERE tenant_id = ? AND day >= ?${scopeCondition(scope, parameters, mark)} GROUP BY day ORDER BY day`,
+        parameters,
+      );
+      return rows.map((row) => ({
+        day: String(row.day),
+        searches: Number(row.searches),
+        hits: Number(row.hits),
+        reads: Number(row.reads),
+      }));
+    },
+
+    async countSearches(tenantId, scope) {
+      const parameters: unknown[] = [tenantId];
+      const row = get(
+        `SELECT COUNT(*) AS n FROM access_log WHERE tenant_id = ? AND kind = 'search'${scopeCondition(scope, parameters, mark)}`,
+        parameters,
+      );
+      return Number(row?.n ?? 0);
+    },
+
+    async appendEvent(event) {
+      return transaction(() => {
+        const result = run(
+          `INSERT INTO events (id, tenant_id, custom_id, role, content, user_id, agent_id, session_id, metadata, source, import_job_id, occurred_at, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+          [
+            event.id,
+            event.tenantId,
+            event.customId ?? null,
+            event.role,
+            event.content,
+            ...scopeParameters(event),
+            JSON.stringify(event.metadata),
+            event.source,
+            event.importJobId ?? null,
+            event.occurredAt,
+            event.createdAt,
+          ],
+        );
+        const row =
+          result.changes === 1
+            ? get("SELECT * FROM events WHERE tenant_id = ? AND id = ?", [event.tenantId, event.id])
+            : get("SELECT * FROM events WHERE tenant_id = ? AND custom_id = ?", [
+                event.tenantId,
+                event.customId ?? null,
+              ]);
+        if (!row) throw new Error(`event ${event.id} was neither inserted nor found by its custom id`);
+        return { event: eventFromRow(row), created: result.changes === 1 };
+      });
+    },
+
+    async listEvents(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM events WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.cursor !== undefined) {
+        parameters.push(listOptions.cursor);
+        sql += listOptions.order === "asc" ? " AND seq > ?" : " AND seq < ?";
+      }
+      parameters.push(listOptions.limit);
+      return all(
+        `${sql} ORDER BY seq ${listOptions.order === "asc" ? "ASC" : "DESC"} LIMIT ?`,
+        parameters,
+      ).map(eventFromRow);
+    },
+
+    async getEvents(tenantId, ids) {
+      if (ids.length === 0) return [];
+      const parameters: unknown[] = [tenantId];
+      return all(
+        `SELECT * FROM events WHERE tenant_id = ? AND id IN (${inList(ids, parameters)}) ORDER BY seq`,
+        parameters,
+      ).map(eventFromRow);
+    },
+
+    async countEvents(tenantId, scope) {
+      const parameters: unknown[] = [tenantId];
+      return Number(
+        get(
+          `SELECT COUNT(*) AS n FROM events WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`,
+          parameters,
+        )?.n ?? 0,
+      );
+    },
+
+    async insertDocument(document, chunks) {
+      return transaction(() => {
+        const result = run(
+          `INSERT INTO documents (id, tenant_id, user_id, agent_id, session_id, scope_key, title, source, metadata, content_hash, chunk_count, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+          [
+            document.id,
+            document.tenantId,
+            ...scopeParameters(document),
+            scopeKey(document),
+            document.title,
+            document.source ?? null,
+            JSON.stringify(document.metadata),
+            document.contentHash,
+            document.chunkCount,
+            document.createdAt,
+          ],
+        );
+        if (result.changes !== 1) {
+          const existing = get(
+            "SELECT * FROM documents WHERE tenant_id = ? AND scope_key = ? AND content_hash = ?",
+            [document.tenantId, scopeKey(document), document.contentHash],
+          );
+          if (!existing) throw new Error(`document ${document.id} was neither inserted nor found`);
+          return { document: documentFromRow(existing), created: false };
+        }
+        for (const chunk of chunks) {
+          run("INSERT INTO chunks (id, tenant_id, document_id, ordinal, content) VALUES (?, ?, ?, ?, ?)", [
+            chunk.id,
+            document.tenantId,
+            document.id,
+            chunk.ordinal,
+            chunk.content,
+          ]);
+        }
+        return { document, created: true };
+      });
+    },
+
+    async getDocument(tenantId, id) {
+      const row = get("SELECT * FROM documents WHERE tenant_id = ? AND id = ?", [tenantId, id]);
+      return row ? documentFromRow(row) : undefined;
+    },
+
+    async searchChunks(tenantId, scope, terms, limit) {
+      if (terms.length === 0) return [];
+      const parameters: unknown[] = [matchExpression(terms), tenantId];
+      const sql = `SELECT d.*, c.id AS chunk_id, c.ordinal AS chunk_ordinal, c.content AS chunk_content, -bm25(chunks_fts) AS score
+        FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
+        WHERE chunks_fts MATCH ? AND c.tenant_id = ?${scopeCondition(scope, parameters, mark, "d.")}
+        ORDER BY bm25(chunks_fts) LIMIT ?`;
+      parameters.push(limit);
+      return all(sql, parameters).map((row) => ({
+        chunk: {
+          id: String(row.chunk_id),
+          ordinal: Number(row.chunk_ordinal),
+          content: String(row.chunk_content),
+        },
+        document: documentFromRow(row),
+        score: Number(row.score),
+      }));
+    },
+
+    async countDocuments(tenantId, scope) {
+      const parameters: unknown[] = [tenantId];
+      return Number(
+        get(
+          `SELECT COUNT(*) AS n FROM documents WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`,
+          parameters,
+        )?.n ?? 0,
+      );
+    },
+
+    async getBlocks(tenantId, scope) {
+      return all("SELECT * FROM core_blocks WHERE tenant_id = ? AND scope_key = ? ORDER BY label", [
+        tenantId,
+        scopeKey(scope),
+      ]).map(blockFromRow);
+    },
+
+    async saveBlocks(tenantId, scope, changes) {
+      const key = scopeKey(scope);
+      try {
+        return transaction(() => {
+          for (const { block, expectedVersion } of changes) {
+            const result =
+              expectedVersion === 0
+                ? run(
+                    `INSERT INTO core_blocks (tenant_id, scope_key, label, value, limit_chars, version, updated_at)
+                     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+                    [tenantId, key, block.label, block.value, block.limit, block.version, block.updatedAt],
+                  )
+                : run(
+                    `UPDATE core_blocks SET value = ?, limit_chars = ?, version = ?, updated_at = ?
+                     WHERE tenant_id = ? AND scope_key = ? AND label = ? AND version = ?`,
+                    [
+                      block.value,
+                      block.limit,
+                      block.version,
+                      block.updatedAt,
+                      tenantId,
+                      key,
+                      block.label,
+                      expectedVersion,
+                    ],
+                  );
+            if (result.changes !== 1) throw new BlockConflict();
+          }
+          return true;
+        });
+      } catch (error) {
+        if (error instanceof BlockConflict) return false;
+        throw error;
+      }
+    },
+
+    async insertTrace(trace) {
+      run(
+        `INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          trace.id,
+          trace.tenantId,
+          ...scopeParameters(trace),
+          trace.operation,
+          trace.query,
+          trace.ranking,
+          JSON.stringify(trace.results),
+          trace.durationMs,
+          trace.createdAt,
+        ],
+      );
+    },
+
+    async getTrace(tenantId, id) {
+      const row = get("SELECT * FROM traces WHERE tenant_id = ? AND id = ?", [tenantId, id]);
+      return row ? traceFromRow(row) : undefined;
+    },
+
+    async listTraces(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM traces WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.operation) {
+        parameters.push(listOptions.operation);
+        sql += " AND operation = ?";
+      }
+      parameters.push(listOptions.limit);
+      return all(`${sql} ORDER BY seq DESC LIMIT ?`, parameters).map(traceFromRow);
+    },
+
+    async insertJob(job) {
+      run(
+        `INSERT INTO jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          job.id,
+          job.tenantId,
+          ...scopeParameters(job),
+          job.type,
+          job.status,
+          JSON.stringify(job.input),
+          job.result === undefined ? null : JSON.stringify(job.result),
+          job.error === undefined ? null : JSON.stringify(job.error),
+          job.createdAt,
+          job.startedAt ?? null,
+          job.finishedAt ?? null,
+        ],
+      );
+    },
+
+    async updateJob(job) {
+      run(
+        "UPDATE jobs SET status = ?, result = ?, error = ?, started_at = ?, finished_at = ? WHERE tenant_id = ? AND id = ?",
+        [
+          job.status,
+          job.result === undefined ? null : JSON.stringify(job.result),
+          job.error === undefined ? null : JSON.stringify(job.error),
+          job.startedAt ?? null,
+          job.finishedAt ?? null,
+          job.tenantId,
+          job.id,
+        ],
+      );
+    },
+
+    async getJob(tenantId, id) {
+      const row = get("SELECT * FROM jobs WHERE tenant_id = ? AND id = ?", [tenantId, id]);
+      return row ? jobFromRow(row) : undefined;
+    },
+
+    async listJobs(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM jobs WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.type) {
+        parameters.push(listOptions.type);
+        sql += " AND type = ?";
+      }
+      if (listOptions.status) {
+        parameters.push(listOptions.status);
+        sql += " AND status = ?";
+      }
+      parameters.push(listOptions.limit);
+      return all(`${sql} ORDER BY seq DESC LIMIT ?`, parameters).map(jobFromRow);
+    },
+
+    async unfinishedJobs() {
+      return all("SELECT * FROM jobs WHERE status IN ('queued', 'running') ORDER BY seq", []).map(jobFromRow);
+    },
+
+    async counts(tenantId) {
+      const count = (table: string, extra = "") =>
+        Number(get(`SELECT COUNT(*) AS n FROM ${table} WHERE tenant_id = ?${extra}`, [tenantId])?.n ?? 0);
+      return {
+        memories: count("memories", " AND status = 'active'"),
+        events: count("events"),
+        documents: count("documents"),
+        traces: count("traces"),
+        jobs: count("jobs"),
+      };
+    },
+  };
+  return store;
+}
+
+class BlockConflict extends Error {}

@@ -1,0 +1,155 @@
+/** The SQLite schema: tables, FTS5 indexes kept in step by triggers, and the tenant-first indexes. */
+export const sqliteSchema = `
+CREATE TABLE IF NOT EXISTS memories (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  tenant_id TEXT NOT NULL,
+  user_id TEXT, agent_id TEXT, session_id TEXT,
+  scope_key TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  content TEXT NOT NULL,
+  dedupe_key TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  provenance TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  superseded_by TEXT,
+  importance REAL NOT NULL,
+  helpful INTEGER NOT NULL, unhelpful INTEGER NOT NULL,
+  successes INTEGER NOT NULL, failures INTEGER NOT NULL,
+  access_count INTEGER NOT NULL,
+  last_accessed_at TEXT,
+  embedding BLOB,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS memories_active_dedupe
+  ON memories(tenant_id, scope_key, dedupe_key) WHERE status = 'active';
+CREATE INDEX IF NOT EXISTS memories_tenant_user ON memories(tenant_id, user_id);
+CREATE INDEX IF NOT EXISTS memories_tenant_agent ON memories(tenant_id, agent_id);
+CREATE INDEX IF NOT EXISTS memories_tenant_session ON memories(tenant_id, session_id);
+CREATE INDEX IF NOT EXISTS memories_tenant_updated ON memories(tenant_id, updated_at);
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+  content, content='memories', content_rowid='seq', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS memories_fts_insert AFTER INSERT ON memories BEGIN
+  INSERT INTO memories_fts(rowid, content) VALUES (new.seq, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELETE ON memories BEGIN
+  INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_fts_update AFTER UPDATE OF content ON memories BEGIN
+  INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+  INSERT INTO memories_fts(rowid, content) VALUES (new.seq, new.content);
+END;
+
+CREATE TABLE IF NOT EXISTS memory_history (
+  tenant_id TEXT NOT NULL,
+  memory_id TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  change TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  content TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  status TEXT NOT NULL,
+  importance REAL NOT NULL,
+  reason TEXT,
+  at TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, memory_id, version)
+);
+
+CREATE TABLE IF NOT EXISTS access_log (
+  tenant_id TEXT NOT NULL,
+  user_id TEXT, agent_id TEXT, session_id TEXT,
+  kind TEXT NOT NULL,
+  memory_id TEXT,
+  day TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS access_log_tenant_day ON access_log(tenant_id, day);
+
+CREATE TABLE IF NOT EXISTS events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  tenant_id TEXT NOT NULL,
+  custom_id TEXT,
+  role TEXT NOT NULL,
+  content TEXT NOT NULL,
+  user_id TEXT, agent_id TEXT, session_id TEXT,
+  metadata TEXT NOT NULL,
+  source TEXT NOT NULL,
+  import_job_id TEXT,
+  occurred_at TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS events_custom_id ON events(tenant_id, custom_id) WHERE custom_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS events_tenant_session ON events(tenant_id, session_id, seq);
+
+CREATE TABLE IF NOT EXISTS documents (
+  id TEXT PRIMARY KEY,
+  tenant_id TEXT NOT NULL,
+  user_id TEXT, agent_id TEXT, session_id TEXT,
+  scope_key TEXT NOT NULL,
+  title TEXT NOT NULL,
+  source TEXT,
+  metadata TEXT NOT NULL,
+  content_hash TEXT NOT NULL,
+  chunk_count INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  UNIQUE (tenant_id, scope_key, content_hash)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  tenant_id TEXT NOT NULL,
+  document_id TEXT NOT NULL,
+  ordinal INTEGER NOT NULL,
+  content TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+  content, content='chunks', content_rowid='seq', tokenize='porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_fts_insert AFTER INSERT ON chunks BEGIN
+  INSERT INTO chunks_fts(rowid, content) VALUES (new.seq, new.content);
+END;
+
+CREATE TABLE IF NOT EXISTS core_blocks (
+  tenant_id TEXT NOT NULL,
+  scope_key TEXT NOT NULL,
+  label TEXT NOT NULL,
+  value TEXT NOT NULL,
+  limit_chars INTEGER NOT NULL,
+  version INTEGER NOT NULL,
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, scope_key, label)
+);
+
+CREATE TABLE IF NOT EXISTS traces (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  tenant_id TEXT NOT NULL,
+  user_id TEXT, agent_id TEXT, session_id TEXT,
+  operation TEXT NOT NULL,
+  query TEXT NOT NULL,
+  ranking TEXT NOT NULL,
+  results TEXT NOT NULL,
+  duration_ms REAL NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS traces_tenant ON traces(tenant_id, seq);
+
+CREATE TABLE IF NOT EXISTS jobs (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  tenant_id TEXT NOT NULL,
+  user_id TEXT, agent_id TEXT, session_id TEXT,
+  type TEXT NOT NULL,
+  status TEXT NOT NULL,
+  input TEXT NOT NULL,
+  result TEXT,
+  error TEXT,
+  created_at TEXT NOT NULL,
+  started_at TEXT,
+  finished_at TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_tenant ON jobs(tenant_id, seq);
+`;
