@@ -39,7 +39,7 @@ async function assertServesTheToolSet(client: Client): Promise<void> {
   const { tools } = await client.listTools();
   assert.deepEqual(
     tools.map((tool) => tool.name),
-    ["math.add", "orders.lookup", "process.pid", "wait"],
+    ["math.add", "orders.lookup", "process.pid", "text.upper", "wait"],
   );
   const add = tools[0];
   assert.deepEqual(add?.inputSchema, local.get("math.add")?.inputJsonSchema);
@@ -69,6 +69,7 @@ async function assertServesTheToolSet(client: Client): Promise<void> {
     "remote.math.add",
     "remote.orders.lookup",
     "remote.process.pid",
+    "remote.text.upper",
     "remote.wait",
   ]);
   assert.deepEqual(remote.get("remote.math.add")?.inputJsonSchema, local.get("math.add")?.inputJsonSchema);
@@ -78,6 +79,10 @@ async function assertServesTheToolSet(client: Client): Promise<void> {
     idempotentHint: true,
   });
   assert.deepEqual(await remote.call("remote.math.add", { a: 1, b: 1 }), { ok: true, output: { sum: 2 } });
+  // Outputs keep their JSON type across the wire: a string stays a string, a number a number.
+  assert.deepEqual(await remote.call("remote.text.upper", { text: "42" }), { ok: true, output: "42" });
+  const pid = await remote.invoke("remote.process.pid", {});
+  assert.equal(typeof pid, "number");
   const missing = await remote.call("remote.orders.lookup", { id: 404 });
   assert.ok(!missing.ok);
   assert.equal(missing.error.code, "not_found");

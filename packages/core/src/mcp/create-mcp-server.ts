@@ -61,7 +61,8 @@ function toCallToolResult(result: ToolCallResult): CallToolResult {
     };
   }
   const { output } = result;
-  const text = typeof output === "string" ? output : JSON.stringify(output ?? null);
+  // Always JSON, so a client reads back the value itself: 42 stays a number, "42" a string.
+  const text = JSON.stringify(output ?? null);
   return {
     content: [{ type: "text", text }],
     ...(isPlainObject(output) ? { structuredContent: output } : {}),

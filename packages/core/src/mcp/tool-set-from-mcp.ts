@@ -54,12 +54,19 @@ function annotationsOf(remote: McpTool): ToolAnnotations {
   );
 }
 
-/** Structured content when the server sent it; else one text block as text; else the content blocks. */
+/**
+ * Structured content when the server sent it; else one text block, read as JSON when it is JSON (Tackle
+ * servers write every output as JSON) and as plain text otherwise; else the content blocks.
+ */
 function outputOf(result: CallToolResult): unknown {
   if (result.structuredContent !== undefined) return result.structuredContent;
   const [first, ...rest] = result.content ?? [];
-  if (first?.type === "text" && rest.length === 0) return first.text;
-  return result.content;
+  if (first?.type !== "text" || rest.length > 0) return result.content;
+  try {
+    return JSON.parse(first.text);
+  } catch {
+    return first.text; // prose from a server that does not write JSON
+  }
 }
 
 function errorOf(tool: string, result: CallToolResult): ToolError {
