@@ -1,0 +1,21 @@
+/** A plan: one run's checked change to one document, kept in the process and referenced by `plan_id`. */
+import type { PlanPreview } from "./plan-preview.ts";
+
+export interface EditPlan {
+  readonly planId: string;
+  readonly docId: string;
+  /** The Loro update the run produced on the version it read; a retry resends exactly these bytes. */
+  readonly update: Uint8Array;
+  /** The version the script read. */
+  readonly baseVersion: string;
+  readonly preview: PlanPreview;
+  /** Keys of the media the plan created, for `loadGenerationFacts`. */
+  readonly createdFileKeys: readonly string[];
+}
+
+/** How a commit ended. */
+export type CommitOutcome =
+  | { readonly status: "committed"; readonly version: string; readonly warnings: readonly string[] }
+  | { readonly status: "conflicted"; readonly version: string; readonly issues: readonly unknown[] }
+  | { readonly status: "unconfirmed"; readonly reason: string }
+  | { readonly status: "rejected"; readonly reasons: readonly string[]; readonly issues: readonly unknown[] };

@@ -1,0 +1,90 @@
+/** The whole prompt a host hands the model: workflow, execution rules, the contract and worked scripts. */
+import { scriptContract } from "./script-contract.ts";
+
+/** Worked scripts, each runnable as written on the sample timeline. */
+export const workedScripts: readonly { readonly title: string; readonly script: string }[] = [
+  {
+    title: "Turn the background music down",
+    script: `const bgm = entities.list().find((e) => e.entityKind === 'track' && e.payload.role === 'bgm');
+const [held] = relations.of(bgm.entityId, 'contain').filter((r) => r.endpoint0EntityId === bgm.entityId);
+entities.update(held.endpoint1EntityId, [{ op: 'set', path: ['volume'], value: -6 }]);`,
+  },
+  {
+    title: "Add a caption clip at 3 s for 2 s on the caption track",
+    script: `const track = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'caption');
+const caption = entities.create({ entityKind: 'caption', payload: { text: 'Welcome!' } });
+const clip = entities.create({ entityKind: 'clip' });
+const marker = entities.create({ entityKind: 'sequence-marker', payload: { startMs: 3000, durationMs: 2000 } });
+relations.link({ relationKind: 'marker', endpoint0EntityId: clip.entityId, endpoint1EntityId: marker.entityId });
+relations.link({ relationKind: 'contain', endpoint0EntityId: clip.entityId, endpoint1EntityId: caption.entityId });
+relations.link({ relationKind: 'contain', endpoint0EntityId: track.entityId, endpoint1EntityId: clip.entityId });`,
+  },
+  {
+    title: "Fix a caption's typo, and handle a refused write",
+    script: `for (const caption of entities.list({ entityKind: 'caption' })) {
+  const at = String(caption.payload.text).indexOf('Helo');
+  if (at >= 0) entities.update(caption.entityId, [{ op: 'splice', path: ['text'], index: at + 3, insert: 'l' }]);
+}
+const [music] = entities.list({ entityKind: 'audio' });
+try {
+  entities.update(music.entityId, [{ op: 'set', path: ['storageKey'], value: 'elsewhere' }]);
+} catch (error) {
+  console.log(error.code, error.message); // refused at the call: nothing of this write landed
+}`,
+  },
+];
+
+export interface PromptInput {
+  readonly toolName: string;
+  readonly docId: string;
+  readonly version: string;
+  /** Whether the document changed since the previous call with the same context; null on the first. */
+  readonly changed: boolean | null;
+  readonly timeoutMs: number;
+}
+
+export function renderPrompt(input: PromptInput): string {
+  const change =
+    input.changed === null
+      ? "This is the first look at it in this conversation: take a snapshot before you edit."
+      : input.changed
+        ? "It CHANGED since your previous call: what you read before may be stale; take a fresh snapshot."
+        : "It has not changed since your previous call.";
+  const examples = workedScripts.map((example) => `// ${example.title}\n${example.script}`).join("\n\n");
+  return `You edit document "${input.docId}" with the \`${input.toolName}\` tool, by writing a JavaScript edit script that runs in a sandbox.
+
+## Workflow
+1. \`{ "op": "snapshot", "doc_id" }\` returns the first 200 entities and relations and the version. It never changes the document.
+2. \`{ "op": "run-edit-script", "doc_id", "script", "timeout_ms"?, "auto_commit"? }\` runs the script on the current document and returns \`preview\` (what the plan changes), \`logs\` and a \`plan_id\`. Nothing is published unless \`auto_commit\` is true.
+3. Read the preview; \`{ "op": "commit-plan", "doc_id", "plan_id" }\` publishes the plan. Edits others made meanwhile merge. A commit ends as:
+   - \`committed\`;
+   - \`conflicted\`: stored, but the merged document no longer projects; take a fresh snapshot and decide what it should be;
+   - \`unconfirmed\`: the push was not confirmed; retry commit-plan with the SAME plan_id (it resends the same change, never re-runs the script); until it resolves, no other op on this document is taken;
+   - \`rejected\`: the server refused it; the next call reads the document afresh.
+
+## Execution rules
+- The script is the body of an async function: \`await\` works, \`return\` ends it. Only \`entities\`, \`relations\` and \`console\` exist: no network, storage, timers, \`import()\`, \`eval\` or \`Function\`, no typed arrays.
+- It stops after \`timeout_ms\` (default ${input.timeoutMs}) counted from its start, or at its memory ceiling; then nothing is published.
+- Reads are assembled (a variant reads with its base applied) and are copies: changing a returned object changes nothing.
+- Every write lands whole or not at all and is checked as it lands: a refused write throws a \`DocScriptError\` at the call that made it (\`error.code\`, \`error.message\`, \`error.data.issues\`). Catch it to try another way, or let it end the run.
+- List members are addressed by index; \`splice\` on text counts code points.
+- A Clip is assembled from a \`clip\`, a \`sequence-marker\` and content, linked with \`marker\` and \`contain\`; the document stores the marker and the content on the clip's row, so the plan is refused until each clip has both. A track holds its clips with \`contain\`, in order.
+- A caption has no length of its own (\`durationMs\` is null): its clip's marker decides how long it shows, so that marker states a \`durationMs\`.
+- \`delete\` never cascades, except that a clip takes its own sequence-marker with it.
+- A medium is its stored file (\`system\`, \`key\`): \`entities.create\` returns the one the document already has. \`storageKey\` and \`digest\` are the host's facts; a script that writes them is refused. \`materialize\` reads a medium's file (or a transcript's transcription file) and writes nothing: state what you take from it yourself, such as a take's \`durationMs\`.
+- For a \`phonetic-script\`, set \`phonemeScript\` to the raw phoneme text: the host stores it as a file and records that file.
+- Once the script ends, the plan is checked as a whole; a failure is an error of the run, and nothing is published.
+
+## The contract
+\`\`\`ts
+${scriptContract}\`\`\`
+
+## Worked scripts
+\`\`\`js
+${examples}
+\`\`\`
+
+## The document
+Version \`${input.version}\`. ${change}
+`;
+}

@@ -1,0 +1,160 @@
+/** The tool end to end against a real document server: the seed's example, the prompt, serialization. */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { workedScripts } from "../src/tool/prompt.ts";
+import { scriptContract } from "../src/tool/script-contract.ts";
+import { type Harness, musicVolume, startHarness, turnMusicDown } from "./harness.ts";
+
+let harness: Harness;
+
+describe("docscript tool against a real document server", () => {
+  before(async () => {
+    harness = await startHarness();
+  });
+  after(async () => {
+    await harness.close();
+  });
+
+  test("the seed's example script runs as written and commits; the server has the change", async () => {
+    await harness.createDocument("example");
+    const tool = harness.tool();
+    assert.equal(musicVolume(await harness.read("example")), 0);
+    const run = await tool.handle({ op: "run-edit-script", doc_id: "example", script: turnMusicDown });
+    assert.equal(run.ok, true, JSON.stringify(run));
+    assert.ok(run.ok && run.op === "run-edit-script");
+    assert.equal(run.preview.counts.updated, 1);
+    assert.equal(run.preview.updated[0]?.payload.volume, -6);
+    assert.equal(musicVolume(await harness.read("example")), 0, "nothing is published before commit-plan");
+    const committed = await tool.handle({ op: "commit-plan", doc_id: "example", plan_id: run.plan_id });
+    assert.equal(
+      committed.ok && committed.op === "commit-plan" && committed.status,
+      "committed",
+      JSON.stringify(committed),
+    );
+    assert.equal(musicVolume(await harness.read("example")), -6);
+    const again = await tool.handle({ op: "commit-plan", doc_id: "example", plan_id: run.plan_id });
+    assert.equal(again.ok && again.op === "commit-plan" && again.status, "committed");
+  });
+
+  test("snapshot returns entities, relations and the version, and never changes the document", async () => {
+    await harness.createDocument("snapshot", 120);
+    const tool = harness.tool();
+    const first = await tool.handle({ op: "snapshot", doc_id: "snapshot" });
+    assert.ok(first.ok && first.op === "snapshot");
+    assert.equal(first.entities.length, 200);
+    assert.equal(first.total.entities, 3 * 3 + 3 + 120 * 3);
+    assert.equal(first.truncated, true);
+    const second = await tool.handle({ op: "snapshot", doc_id: "snapshot" });
+    assert.ok(second.ok && second.op === "snapshot");
+    assert.equal(second.version, first.version);
+  });
+
+  test("the prompt carries the contract verbatim and says whether the document changed", async () => {
+    await harness.createDocument("prompt");
+    const tool = harness.tool();
+    const first = await tool.getModelContext({ doc_id: "prompt", context_id: "conversation-1" });
+    assert.equal(first.changed, null);
+    assert.ok(first.prompt.includes(scriptContract));
+    assert.match(first.prompt, /run-edit-script/);
+    const second = await tool.getModelContext({ doc_id: "prompt", context_id: "conversation-1" });
+    assert.equal(second.changed, false);
+    const other = harness.tool();
+    const run = await other.handle({
+      op: "run-edit-script",
+      doc_id: "prompt",
+      script: turnMusicDown,
+      auto_commit: true,
+    });
+    assert.ok(
+      run.ok && run.op === "run-edit-script" && run.commit?.status === "committed",
+      JSON.stringify(run),
+    );
+    const third = await tool.getModelContext({ doc_id: "prompt", context_id: "conversation-1" });
+    assert.equal(third.changed, true);
+    assert.match(third.prompt, /CHANGED/);
+    assert.equal(
+      (await tool.getModelContext({ doc_id: "prompt", context_id: "conversation-2" })).changed,
+      null,
+    );
+  });
+
+  test("every worked script in the prompt runs and commits on the sample timeline", async () => {
+    const tool = harness.tool();
+    for (const [index, example] of workedScripts.entries()) {
+      await harness.createDocument(`worked-${index}`);
+      const run = await tool.handle({
+        op: "run-edit-script",
+        doc_id: `worked-${index}`,
+        script: example.script,
+        auto_commit: true,
+      });
+      assert.ok(run.ok && run.op === "run-edit-script", `${example.title}: ${JSON.stringify(run)}`);
+      assert.equal(run.commit?.status, "committed", example.title);
+    }
+    const refused = (await harness.tool().handle({ op: "snapshot", doc_id: "worked-2" })) as { ok: boolean };
+    assert.equal(refused.ok, true);
+  });
+
+  test("concurrent calls on one document run one at a time: each script reads the previous commit", async () => {
+    await harness.createDocument("serial");
+    const tool = harness.tool({ sandbox: { workers: 2 } });
+    const lower = `const bgm = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'bgm');
+const [held] = relations.of(bgm.entityId, 'contain').filter((r) => r.endpoint0EntityId === bgm.entityId);
+const clip = entities.get(held.endpoint1EntityId);
+entities.update(clip.entityId, [{ op: 'set', path: ['volume'], value: clip.payload.volume - 1 }]);`;
+    const results = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        tool.handle({ op: "run-edit-script", doc_id: "serial", script: lower, auto_commit: true }),
+      ),
+    );
+    for (const result of results)
+      assert.ok(
+        result.ok && result.op === "run-edit-script" && result.commit?.status === "committed",
+        JSON.stringify(result),
+      );
+    assert.equal(musicVolume(await harness.read("serial")), -4);
+  });
+
+  test("a script's failures come back as data: refused write, runtime error, timeout, unknown plan, bad input", async () => {
+    await harness.createDocument("failures");
+    const tool = harness.tool();
+    const refused = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "failures",
+      script: `const [music] = entities.list({ entityKind: 'audio' }); entities.update(music.entityId, [{ op: 'set', path: ['storageKey'], value: 'x' }]);`,
+    });
+    assert.ok(!refused.ok);
+    assert.equal(refused.error.code, "runtime");
+    assert.match(refused.error.message, /storageKey/);
+    const timeout = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "failures",
+      script: "while (true) {}",
+      timeout_ms: 200,
+    });
+    assert.ok(!timeout.ok);
+    assert.equal(timeout.error.code, "timeout");
+    const plan = await tool.handle({ op: "commit-plan", doc_id: "failures", plan_id: "plan_nope" });
+    assert.ok(!plan.ok);
+    assert.equal(plan.error.code, "plan_not_found");
+    const bad = await tool.handle({ op: "rewrite", doc_id: "failures" });
+    assert.ok(!bad.ok);
+    assert.equal(bad.error.code, "invalid_input");
+    const missing = await tool.handle({ op: "snapshot", doc_id: "no-such-document" });
+    assert.ok(!missing.ok);
+    assert.equal(missing.error.code, "document_not_found");
+    const incomplete = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "failures",
+      script: `entities.create({ entityKind: 'clip' }); console.log('made a clip without marker or content');`,
+    });
+    assert.ok(!incomplete.ok);
+    assert.equal(incomplete.error.code, "runtime");
+    assert.match(incomplete.error.message, /slot|marker|content/);
+    assert.deepEqual(
+      incomplete.logs?.map((line) => line.text),
+      ["made a clip without marker or content"],
+    );
+    assert.equal(musicVolume(await harness.read("failures")), 0);
+  });
+});

@@ -1,0 +1,90 @@
+/** A real document server on loopback (SQLite in a temp dir), seeded with sample timelines, and a tool on it. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LoroDoc } from "loro-crdt";
+import { createDocumentClient, type DocumentClient } from "../src/client/create-document-client.ts";
+import { type InterpretedDocument, interpretDocument } from "../src/document/interpret.ts";
+import { sampleTimelineSnapshot } from "../src/module/sample-timeline.ts";
+import { type RunningDocumentServer, serveDocuments } from "../src/server/serve-documents.ts";
+import { createSqliteDocumentStore } from "../src/server/sqlite-document-store.ts";
+import { timelineSchema } from "../src/timeline/timeline-schema.ts";
+import {
+  createDocScriptTool,
+  type DocScriptTool,
+  type DocScriptToolOptions,
+} from "../src/tool/create-doc-script-tool.ts";
+
+export const adminToken = "admin-token-for-tests-0123456789";
+export const documentToken = "document-token-for-tests-0123456789";
+
+export interface Harness {
+  readonly server: RunningDocumentServer;
+  /** A second, independent client (another user) reading and writing the same server. */
+  readonly client: DocumentClient;
+  createDocument(docId: string, extraClips?: number): Promise<void>;
+  /** The document as the server has it now. */
+  read(docId: string): Promise<InterpretedDocument>;
+  tool(options?: Partial<DocScriptToolOptions>): DocScriptTool;
+  close(): Promise<void>;
+}
+
+export async function startHarness(): Promise<Harness> {
+  const directory = mkdtempSync(join(tmpdir(), "docscript-tool-"));
+  const server = await serveDocuments({
+    store: createSqliteDocumentStore({ path: join(directory, "documents.sqlite") }),
+    schema: timelineSchema,
+    adminToken,
+  });
+  const client = createDocumentClient({ origin: server.url, token: documentToken, userId: "another-user" });
+  const tools: DocScriptTool[] = [];
+  return {
+    server,
+    client,
+    async createDocument(docId, extraClips = 0) {
+      const created = await client.createDocument(docId, {
+        adminToken,
+        token: documentToken,
+        snapshot: sampleTimelineSnapshot({ extraClips }),
+      });
+      if (!created) throw new Error(`document ${docId} exists`);
+    },
+    async read(docId) {
+      const doc = new LoroDoc();
+      await client.pullInto(docId, doc);
+      return interpretDocument(doc, timelineSchema);
+    },
+    tool(options = {}) {
+      const tool = createDocScriptTool({
+        httpOrigin: server.url,
+        authToken: documentToken,
+        userId: "user-1",
+        ...options,
+      });
+      tools.push(tool);
+      return tool;
+    },
+    async close() {
+      await Promise.all(tools.map((tool) => tool.close()));
+      await server.close();
+      rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The seed's example script, as written. */
+export const turnMusicDown = `// Turn the background music down.
+const bgm = entities.list().find((e) => e.entityKind === 'track' && e.payload.role === 'bgm');
+const [held] = relations.of(bgm.entityId, 'contain').filter((r) => r.endpoint0EntityId === bgm.entityId);
+entities.update(held.endpoint1EntityId, [{ op: 'set', path: ['volume'], value: -6 }]);`;
+
+/** The volume of the clip on the bgm track, as a document reads. */
+export function musicVolume(document: InterpretedDocument): unknown {
+  const bgm = document.entities.find(
+    (entity) => entity.entityKind === "track" && entity.payload.role === "bgm",
+  );
+  const held = document.relations.find(
+    (relation) => relation.relationKind === "contain" && relation.endpoint0EntityId === bgm?.entityId,
+  );
+  return document.entities.find((entity) => entity.entityId === held?.endpoint1EntityId)?.payload.volume;
+}
