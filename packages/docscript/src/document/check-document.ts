@@ -79,8 +79,8 @@ export function checkEntity(projection: Projection, entityId: string): DocumentI
   }
   const entity = projection.sharedEntity(entityId);
   if (entity === undefined) return issues;
-  issues.push(...validatePayload(kind.fields, entity.payload, entityId));
   if (stored.variantOf !== undefined) issues.push(...checkVariant(projection, entityId));
+  issues.push(...validatePayload(kind.fields, entity.payload, entityId));
   if (schema.embeddedKinds.has(stored.entityKind) && stored.holder === undefined) {
     issues.push({
       constraint: "slot.embedded",
@@ -264,4 +264,33 @@ export function checkRelation(projection: Projection, relationId: string): Docum
 /** A stable key per issue, to tell issues a change introduced from those that were already there. */
 export function issueKey(issue: DocumentIssue): string {
   return JSON.stringify([issue.constraint, issue.entityId ?? null, issue.relationId ?? null, issue.path]);
+}
+
+/**
+ * What a change reaches: the entities of the rows it wrote (and `extraEntities`), the relations it
+ * wrote, their endpoints, every relation touching those, and every variant built on them.
+ */
+export function changeScope(
+  projection: Projection,
+  rows: { readonly entities: Iterable<string>; readonly relations: Iterable<string> },
+  extraEntities: Iterable<string> = [],
+): { entityIds: Set<string>; relationIds: Set<string> } {
+  const entityIds = new Set<string>(extraEntities);
+  const relationIds = new Set<string>(rows.relations);
+  for (const rowId of rows.entities) {
+    entityIds.add(rowId);
+    for (const entity of projection.row(rowId)?.entities ?? []) entityIds.add(entity.entityId);
+    for (const relation of projection.row(rowId)?.relations ?? []) relationIds.add(relation.relationId);
+  }
+  for (const relationId of relationIds) {
+    for (const relation of projection.relationClaimsOf(relationId)) {
+      entityIds.add(relation.endpoint0EntityId);
+      entityIds.add(relation.endpoint1EntityId);
+    }
+  }
+  for (const entityId of [...entityIds])
+    for (const variantId of projection.variantsOf(entityId)) entityIds.add(variantId);
+  for (const entityId of entityIds)
+    for (const relationId of projection.relationIdsOf(entityId)) relationIds.add(relationId);
+  return { entityIds, relationIds };
 }

@@ -9,7 +9,7 @@ import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue, Entity, Relation } from "../schema/types.ts";
 import { withDefaults } from "../schema/validate-payload.ts";
-import { checkDocument, isDeferred, issueKey, matchShape } from "./check-document.ts";
+import { changeScope, checkDocument, isDeferred, issueKey, matchShape } from "./check-document.ts";
 import { positionBetween } from "./fractional-position.ts";
 import { projectDocument, refreshRows } from "./interpret.ts";
 import {
@@ -142,26 +142,12 @@ export function openDocument(
   const slotsOf = (rowId: string): LoroMap => rowMap(rowId).getOrCreateContainer(ROW_SLOTS, new LoroMap());
 
   /** Scope of a change: the rows' entities and relations, then everything touching them. */
-  const scopeOf = (
-    changes: RowChanges,
-    extraEntities: Iterable<string>,
-  ): { entityIds: Set<string>; relationIds: Set<string> } => {
-    const entityIds = new Set<string>(extraEntities);
-    const relationIds = new Set<string>(changes.relations.keys());
-    for (const rowId of changes.entities.keys()) {
-      for (const entity of projection.row(rowId)?.entities ?? []) entityIds.add(entity.entityId);
-      for (const relation of projection.row(rowId)?.relations ?? []) relationIds.add(relation.relationId);
-    }
-    for (const relationId of relationIds) {
-      for (const relation of projection.relationClaimsOf(relationId)) {
-        entityIds.add(relation.endpoint0EntityId);
-        entityIds.add(relation.endpoint1EntityId);
-      }
-    }
-    for (const entityId of entityIds)
-      for (const relationId of projection.relationIdsOf(entityId)) relationIds.add(relationId);
-    return { entityIds, relationIds };
-  };
+  const scopeOf = (changes: RowChanges, extraEntities: Iterable<string>) =>
+    changeScope(
+      projection,
+      { entities: changes.entities.keys(), relations: changes.relations.keys() },
+      extraEntities,
+    );
 
   /**
    * Lands one write: stage the rows it will produce in the projection, check what it touched, refuse
@@ -331,7 +317,8 @@ export function openDocument(
         if (kind === undefined)
           throw new DocScriptError("unknown_kind", `${entityId} has unknown kind "${stored.entityKind}"`);
         if (!Array.isArray(ops)) throw new DocScriptError("invalid_operation", "update takes a list of ops");
-        let assembled = (projection.entity(entityId) as Entity).payload as Record<string, unknown>;
+        const original = (projection.entity(entityId) as Entity).payload as Record<string, unknown>;
+        let assembled = original;
         for (const op of ops) {
           checkOp(kind.fields, op, entityId);
           hostOnlyCheck(stored, [op.path[0] as string]);
@@ -366,7 +353,7 @@ export function openDocument(
           stored.holder === undefined ? { ...rowJson(stored.rowId), ...rowJsonAfter } : rowJsonAfter;
         land({ entities: new Map([[stored.rowId, fullRow]]), relations: new Map() }, () => {
           const fields = fieldsMapOf(stored);
-          let progress = (projection.entity(entityId) as Entity).payload as Record<string, unknown>;
+          let progress = original;
           const baseOnly =
             stored.variantOf !== undefined
               ? new Set([...touched].filter((name) => !(name in stored.own)))

@@ -43,6 +43,8 @@ export class Projection implements DocumentView {
   private byEntity = new Map<string, ReadonlySet<string>>();
   /** Entity ids by identity (group and identity field values), for "one medium per file". */
   private identities = new Map<string, readonly string[]>();
+  /** Variant ids by base id: a change to a base is checked on its variants too. */
+  private variants = new Map<string, readonly string[]>();
 
   constructor(schema: Schema) {
     this.schema = schema;
@@ -56,6 +58,7 @@ export class Projection implements DocumentView {
     copy.relationClaims = new Map(this.relationClaims);
     copy.byEntity = new Map(this.byEntity);
     copy.identities = new Map(this.identities);
+    copy.variants = new Map(this.variants);
     return copy;
   }
 
@@ -201,8 +204,25 @@ export class Projection implements DocumentView {
     return this.identities.get(key) ?? [];
   }
 
+  /** Every variant built on `entityId`, directly or through other variants. */
+  variantsOf(entityId: string): string[] {
+    const found: string[] = [];
+    const queue = [entityId];
+    for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
+      for (const variantId of this.variants.get(next) ?? []) {
+        if (found.includes(variantId) || variantId === entityId) continue;
+        found.push(variantId);
+        queue.push(variantId);
+      }
+    }
+    return found;
+  }
+
   private addClaim(entity: StoredEntity): void {
     this.claims.set(entity.entityId, [...(this.claims.get(entity.entityId) ?? []), entity]);
+    if (entity.variantOf !== undefined) {
+      this.variants.set(entity.variantOf, [...(this.variants.get(entity.variantOf) ?? []), entity.entityId]);
+    }
     const key = this.identityOf(entity);
     if (key !== undefined) this.identities.set(key, [...(this.identities.get(key) ?? []), entity.entityId]);
   }
@@ -211,6 +231,13 @@ export class Projection implements DocumentView {
     const rest = (this.claims.get(entity.entityId) ?? []).filter((claim) => claim !== entity);
     if (rest.length === 0) this.claims.delete(entity.entityId);
     else this.claims.set(entity.entityId, rest);
+    if (entity.variantOf !== undefined) {
+      const siblings = (this.variants.get(entity.variantOf) ?? []).filter(
+        (variantId) => variantId !== entity.entityId,
+      );
+      if (siblings.length === 0) this.variants.delete(entity.variantOf);
+      else this.variants.set(entity.variantOf, siblings);
+    }
     const key = this.identityOf(entity);
     if (key === undefined) return;
     const ids = [...(this.identities.get(key) ?? [])];

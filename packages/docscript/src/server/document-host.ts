@@ -5,7 +5,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Logger, silentLogger } from "@tackle/core";
 import { decodeImportBlobMeta, type Frontiers, LoroDoc } from "loro-crdt";
-import { type CheckScope, checkDocument, issueKey } from "../document/check-document.ts";
+import { type CheckScope, changeScope, checkDocument, issueKey } from "../document/check-document.ts";
 import { projectDocument, refreshRows } from "../document/interpret.ts";
 import type { Projection } from "../document/projection.ts";
 import { decodeVersion, encodeVersion } from "../document/version.ts";
@@ -227,8 +227,8 @@ export class DocumentHost {
     );
     const next = projection.clone();
     refreshRows(next, doc, rows);
-    const beforeScope = scopeOf(projection, rows);
-    const afterScope = scopeOf(next, rows);
+    const beforeScope = changeScope(projection, rows);
+    const afterScope = changeScope(next, rows);
     const scope: CheckScope = {
       entityIds: new Set([...beforeScope.entityIds, ...afterScope.entityIds]),
       relationIds: new Set([...beforeScope.relationIds, ...afterScope.relationIds]),
@@ -314,27 +314,4 @@ export class DocumentHost {
     });
     return next;
   }
-}
-
-/** The entities and relations a change reaches: its rows' contents, the relations' endpoints, and their relations. */
-function scopeOf(
-  projection: Projection,
-  rows: ChangedRows,
-): { entityIds: Set<string>; relationIds: Set<string> } {
-  const entityIds = new Set<string>();
-  const relationIds = new Set<string>(rows.relations);
-  for (const rowId of rows.entities) {
-    entityIds.add(rowId);
-    for (const entity of projection.row(rowId)?.entities ?? []) entityIds.add(entity.entityId);
-    for (const relation of projection.row(rowId)?.relations ?? []) relationIds.add(relation.relationId);
-  }
-  for (const relationId of relationIds) {
-    for (const relation of projection.relationClaimsOf(relationId)) {
-      entityIds.add(relation.endpoint0EntityId);
-      entityIds.add(relation.endpoint1EntityId);
-    }
-  }
-  for (const entityId of entityIds)
-    for (const relationId of projection.relationIdsOf(entityId)) relationIds.add(relationId);
-  return { entityIds, relationIds };
 }
