@@ -298,6 +298,9 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     const planId = input.plan_id;
     if (planId === undefined)
       return failure(input.op, { code: "invalid_input", message: "commit-plan needs plan_id" });
+    const state = stateOf(input.doc_id);
+    if (state.blockingPlanId !== undefined && state.blockingPlanId !== planId)
+      return blocked(input.op, state);
     const entry = plans.get(planId);
     if (entry === undefined) {
       return failure(input.op, {
@@ -311,9 +314,6 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
         message: `plan ${planId} belongs to document ${entry.plan.docId}`,
       });
     }
-    const state = stateOf(input.doc_id);
-    if (state.blockingPlanId !== undefined && state.blockingPlanId !== planId)
-      return blocked(input.op, state);
     if (entry.outcome !== undefined)
       return { ok: true, op: "commit-plan", doc_id: input.doc_id, plan_id: planId, ...entry.outcome };
     if (state.blockingPlanId === undefined) await pull(input.doc_id);

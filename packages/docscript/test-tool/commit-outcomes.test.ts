@@ -1,0 +1,194 @@
+/** The four ways a commit ends, each produced by a real server (and, for `unconfirmed`, a lost answer). */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { LoroDoc } from "loro-crdt";
+import { openDocument } from "../src/document/document-session.ts";
+import { timelineSchema } from "../src/timeline/timeline-schema.ts";
+import { type Harness, startHarness } from "./harness.ts";
+
+let harness: Harness;
+
+/** Appends "!" to the sample's caption: applied twice, it would read "Hello!!". */
+const exclaim = `const [caption] = entities.list({ entityKind: 'caption' });
+entities.update(caption.entityId, [{ op: 'splice', path: ['text'], index: caption.payload.text.length, insert: '!' }]);`;
+
+function captionText(document: Awaited<ReturnType<Harness["read"]>>): unknown {
+  return document.entities.find((entity) => entity.entityKind === "caption")?.payload.text;
+}
+
+describe("commit outcomes", () => {
+  before(async () => {
+    harness = await startHarness();
+  });
+  after(async () => {
+    await harness.close();
+  });
+
+  test("unconfirmed: a lost answer blocks the document until the same plan_id is retried, applied once", async () => {
+    await harness.createDocument("unconfirmed");
+    await harness.createDocument("bystander");
+    const pushed: Uint8Array[] = [];
+    let dropNextPushAnswer = false;
+    const tool = harness.tool({
+      fetchImpl: async (input, init) => {
+        const url = String(input instanceof Request ? input.url : input);
+        const response = await fetch(input, init);
+        if (url.endsWith("/push")) {
+          pushed.push(new Uint8Array(init?.body as Uint8Array));
+          if (dropNextPushAnswer) {
+            dropNextPushAnswer = false;
+            // The server stored the update; its answer never arrives.
+            await response.arrayBuffer();
+            throw new TypeError("fetch failed: connection reset");
+          }
+        }
+        return response;
+      },
+    });
+    const run = await tool.handle({ op: "run-edit-script", doc_id: "unconfirmed", script: exclaim });
+    assert.ok(run.ok && run.op === "run-edit-script");
+    dropNextPushAnswer = true;
+    const first = await tool.handle({ op: "commit-plan", doc_id: "unconfirmed", plan_id: run.plan_id });
+    assert.equal(
+      first.ok && first.op === "commit-plan" && first.status,
+      "unconfirmed",
+      JSON.stringify(first),
+    );
+    for (const call of [
+      { op: "snapshot", doc_id: "unconfirmed" },
+      { op: "run-edit-script", doc_id: "unconfirmed", script: exclaim },
+    ]) {
+      const blocked = await tool.handle(call);
+      assert.ok(!blocked.ok);
+      assert.equal(blocked.error.code, "unconfirmed_commit_pending");
+      assert.deepEqual(blocked.error.data, { plan_id: run.plan_id });
+    }
+    const other = await tool.handle({ op: "run-edit-script", doc_id: "bystander", script: exclaim });
+    assert.ok(other.ok && other.op === "run-edit-script");
+    const blockedCommit = await tool.handle({
+      op: "commit-plan",
+      doc_id: "unconfirmed",
+      plan_id: "plan_other",
+    });
+    assert.ok(!blockedCommit.ok);
+    assert.equal(blockedCommit.error.code, "unconfirmed_commit_pending");
+    const retry = await tool.handle({ op: "commit-plan", doc_id: "unconfirmed", plan_id: run.plan_id });
+    assert.equal(retry.ok && retry.op === "commit-plan" && retry.status, "committed", JSON.stringify(retry));
+    assert.equal(pushed.length, 2);
+    assert.deepEqual(pushed[1], pushed[0], "the retry resends the plan's bytes");
+    assert.equal(captionText(await harness.read("unconfirmed")), "Hello!", "applied once");
+    const snapshot = await tool.handle({ op: "snapshot", doc_id: "unconfirmed" });
+    assert.equal(snapshot.ok, true);
+  });
+
+  test("an unconfirmed plan stays retryable however many plans follow on other documents", async () => {
+    await harness.createDocument("pinned");
+    await harness.createDocument("busy");
+    let drop = false;
+    const tool = harness.tool({
+      maxPlans: 2,
+      fetchImpl: async (input, init) => {
+        const response = await fetch(input, init);
+        if (drop && String(input).endsWith("/push")) {
+          drop = false;
+          throw new TypeError("fetch failed");
+        }
+        return response;
+      },
+    });
+    const run = await tool.handle({ op: "run-edit-script", doc_id: "pinned", script: exclaim });
+    assert.ok(run.ok && run.op === "run-edit-script");
+    drop = true;
+    const first = await tool.handle({ op: "commit-plan", doc_id: "pinned", plan_id: run.plan_id });
+    assert.equal(first.ok && first.op === "commit-plan" && first.status, "unconfirmed");
+    for (let index = 0; index < 4; index++) {
+      assert.equal((await tool.handle({ op: "run-edit-script", doc_id: "busy", script: exclaim })).ok, true);
+    }
+    const retry = await tool.handle({ op: "commit-plan", doc_id: "pinned", plan_id: run.plan_id });
+    assert.equal(retry.ok && retry.op === "commit-plan" && retry.status, "committed");
+  });
+
+  test("conflicted: the server merged and stored the update, but the merged document no longer projects", async () => {
+    await harness.createDocument("conflicted");
+    const tool = harness.tool();
+    // The plan: the video clip's marker no longer states a length (fine while the clip shows a video).
+    const run = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "conflicted",
+      script: `const video = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'video');
+const [held] = relations.of(video.entityId, 'contain').filter((r) => r.endpoint0EntityId === video.entityId);
+const [marker] = relations.of(held.endpoint1EntityId, 'marker');
+entities.update(marker.endpoint1EntityId, [{ op: 'set', path: ['durationMs'], value: null }]);`,
+    });
+    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run));
+    // Meanwhile another user makes that clip show a caption, which needs its marker's length.
+    const doc = new LoroDoc();
+    await harness.client.pullInto("conflicted", doc);
+    const before = doc.oplogVersion();
+    const session = openDocument(doc, timelineSchema, { role: "host" });
+    const video = session.entities
+      .list({ entityKind: "track" })
+      .find((track) => track.payload.role === "video")!;
+    const clip = session.relations
+      .of(video.entityId, "contain")
+      .find((relation) => relation.endpoint0EntityId === video.entityId)!;
+    const content = session.relations
+      .of(clip.endpoint1EntityId, "contain")
+      .find((relation) => relation.endpoint0EntityId === clip.endpoint1EntityId)!;
+    session.relations.unlink(content.relationId);
+    const caption = session.entities.create({ entityKind: "caption", payload: { text: "Now a caption" } });
+    session.relations.link({
+      relationKind: "contain",
+      endpoint0EntityId: clip.endpoint1EntityId,
+      endpoint1EntityId: caption.entityId,
+    });
+    doc.commit();
+    const theirs = await harness.client.push("conflicted", doc.export({ mode: "update", from: before }));
+    assert.equal(theirs.status, "committed");
+    const commit = await tool.handle({ op: "commit-plan", doc_id: "conflicted", plan_id: run.plan_id });
+    assert.equal(
+      commit.ok && commit.op === "commit-plan" && commit.status,
+      "conflicted",
+      JSON.stringify(commit),
+    );
+    const snapshot = await tool.handle({ op: "snapshot", doc_id: "conflicted" });
+    assert.ok(snapshot.ok && snapshot.op === "snapshot");
+    assert.ok((snapshot.issues?.length ?? 0) > 0, "the fresh snapshot shows what no longer projects");
+  });
+
+  test("rejected: the server refuses the update, and the next call reads the document afresh", async () => {
+    await harness.createDocument("rejected");
+    let corrupt = false;
+    const tool = harness.tool({
+      fetchImpl: async (input, init) => {
+        if (corrupt && String(input).endsWith("/push")) {
+          corrupt = false;
+          const bytes = new Uint8Array(init?.body as Uint8Array);
+          return await fetch(input, { ...init, body: bytes.slice(0, Math.floor(bytes.length / 2)) });
+        }
+        return await fetch(input, init);
+      },
+    });
+    const run = await tool.handle({ op: "run-edit-script", doc_id: "rejected", script: exclaim });
+    assert.ok(run.ok && run.op === "run-edit-script");
+    corrupt = true;
+    const commit = await tool.handle({ op: "commit-plan", doc_id: "rejected", plan_id: run.plan_id });
+    assert.equal(
+      commit.ok && commit.op === "commit-plan" && commit.status,
+      "rejected",
+      JSON.stringify(commit),
+    );
+    assert.equal(captionText(await harness.read("rejected")), "Hello");
+    const next = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "rejected",
+      script: exclaim,
+      auto_commit: true,
+    });
+    assert.ok(
+      next.ok && next.op === "run-edit-script" && next.commit?.status === "committed",
+      JSON.stringify(next),
+    );
+    assert.equal(captionText(await harness.read("rejected")), "Hello!");
+  });
+});
