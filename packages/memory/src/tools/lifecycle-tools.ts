@@ -1,0 +1,102 @@
+/** `lifecycleTools`: one memory by its handle — read, update, delete, history, outcomes, feedback. */
+import { defineTool, type ToolContext } from "@tackle/core";
+import { z } from "zod";
+import { MemoryError } from "../errors/memory-error.ts";
+import { idSchema } from "../schemas/common.ts";
+import {
+  deleteMemoryQuerySchema,
+  feedbackRequestSchema,
+  procedureOutcomeRequestSchema,
+  updateMemoryRequestSchema,
+} from "../schemas/memory.ts";
+import { ownedBy } from "./bind-identity.ts";
+import type { MemoryToolClient } from "./memory-tool-client.ts";
+
+const handle = { id: idSchema.describe("The memory's id, as search or add returned it") };
+
+export function lifecycleTools(client: MemoryToolClient) {
+  /** With an identity in the context, a memory outside it answers `not_found`, like a missing one. */
+  async function checkOwner(id: string, context: ToolContext) {
+    if (context.identity === undefined) return;
+    const { memory } = await client.getMemory(id, { signal: context.signal });
+    if (!ownedBy(memory, context)) throw MemoryError.notFound("memory", id);
+  }
+
+  return [
+    defineTool({
+      name: "memory_lifecycle_get",
+      description: "Read one memory with its provenance, version, status, feedback and outcome counts.",
+      input: z.object(handle),
+      annotations: { title: "Get memory", readOnlyHint: true, idempotentHint: true, openWorldHint: false },
+      execute: async ({ id }, context) => {
+        const answer = await client.getMemory(id, { signal: context.signal });
+        if (!ownedBy(answer.memory, context)) throw MemoryError.notFound("memory", id);
+        return answer;
+      },
+    }),
+    defineTool({
+      name: "memory_lifecycle_update",
+      description:
+        "Change a memory's content, kind, metadata or importance; the old version stays in its history. Pass expectedVersion to refuse a concurrent change.",
+      input: z.object({ ...handle, ...updateMemoryRequestSchema.shape }),
+      annotations: { title: "Update memory", readOnlyHint: false, openWorldHint: false },
+      execute: async ({ id, ...request }, context) => {
+        await checkOwner(id, context);
+        return client.updateMemory(id, request, { signal: context.signal });
+      },
+    }),
+    defineTool({
+      name: "memory_lifecycle_delete",
+      description: "Delete a memory (soft: it leaves retrieval, its history remains). Give a reason.",
+      input: z.object({ ...handle, ...deleteMemoryQuerySchema.shape }),
+      annotations: {
+        title: "Delete memory",
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
+      execute: async ({ id, ...request }, context) => {
+        await checkOwner(id, context);
+        return client.deleteMemory(id, request.reason === undefined ? {} : { reason: request.reason }, {
+          signal: context.signal,
+        });
+      },
+    }),
+    defineTool({
+      name: "memory_lifecycle_history",
+      description: "The versions of a memory: every create, update, merge and delete, with reasons.",
+      input: z.object(handle),
+      annotations: {
+        title: "Memory history",
+        readOnlyHint: true,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
+      execute: async ({ id }, context) => {
+        await checkOwner(id, context);
+        return client.memoryHistory(id, { signal: context.signal });
+      },
+    }),
+    defineTool({
+      name: "memory_procedure_outcome",
+      description: "Record whether following a procedure memory worked; outcomes weigh its future ranking.",
+      input: z.object({ ...handle, ...procedureOutcomeRequestSchema.shape }),
+      annotations: { title: "Procedure outcome", readOnlyHint: false, openWorldHint: false },
+      execute: async ({ id, ...request }, context) => {
+        await checkOwner(id, context);
+        return client.recordProcedureOutcome(id, request, { signal: context.signal });
+      },
+    }),
+    defineTool({
+      name: "memory_feedback",
+      description: "Mark a memory helpful or unhelpful; feedback weighs its future ranking.",
+      input: z.object({ ...handle, ...feedbackRequestSchema.shape }),
+      annotations: { title: "Memory feedback", readOnlyHint: false, openWorldHint: false },
+      execute: async ({ id, ...request }, context) => {
+        await checkOwner(id, context);
+        return client.recordFeedback(id, request, { signal: context.signal });
+      },
+    }),
+  ];
+}

@@ -1,0 +1,37 @@
+/** `synthesisTools`: views built from the store — profile, context bundle, unified state. */
+import { defineTool } from "@tackle/core";
+import { contextBundleRequestSchema, scopeRequestSchema } from "../schemas/synthesis.ts";
+import { bindIdentity } from "./bind-identity.ts";
+import type { MemoryToolClient } from "./memory-tool-client.ts";
+
+const reads = { readOnlyHint: true, idempotentHint: true, openWorldHint: false } as const;
+
+export function synthesisTools(client: MemoryToolClient) {
+  return [
+    defineTool({
+      name: "memory_profile",
+      description: "A profile of the scope: a summary plus its preferences, facts and procedures.",
+      input: scopeRequestSchema,
+      annotations: { title: "Profile", ...reads },
+      execute: (input, context) => client.profile(bindIdentity(input, context), { signal: context.signal }),
+    }),
+    defineTool({
+      name: "memory_build_context_bundle",
+      description:
+        "Everything worth knowing for a query within a token budget: profile, core memory, the most relevant memories and recent turns. Without a query, what matters on waking up.",
+      input: contextBundleRequestSchema,
+      annotations: { title: "Context bundle", ...reads },
+      execute: (input, context) =>
+        client.contextBundle(bindIdentity(input, context), { signal: context.signal }),
+    }),
+    defineTool({
+      name: "memory_state_unified",
+      description:
+        "The scope's whole state at a glance: core memory, counts, recent memories and turns, active jobs.",
+      input: scopeRequestSchema,
+      annotations: { title: "Unified state", ...reads },
+      execute: (input, context) =>
+        client.unifiedState(bindIdentity(input, context), { signal: context.signal }),
+    }),
+  ];
+}

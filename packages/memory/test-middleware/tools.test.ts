@@ -1,0 +1,215 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { createToolSet, type ToolSet } from "@tackle/core";
+import { MEMORY_SCOPE_VALUES } from "../src/scope/memory-scope.ts";
+import { createMemoryTools } from "../src/tools/create-memory-tools.ts";
+import { type MemoryFixture, startMemoryFixture } from "./support/start-memory-fixture.ts";
+
+let memory: MemoryFixture;
+let tools: ToolSet;
+before(async () => {
+  memory = await startMemoryFixture();
+  tools = createToolSet(createMemoryTools(memory.client("acme")));
+});
+after(() => memory.close());
+
+// biome-ignore lint/suspicious/noExplicitAny: tool outputs are read loosely in assertions
+const call = (name: string, args: unknown, identity?: Record<string, string>): Promise<any> =>
+  tools.invoke(name, args, identity === undefined ? {} : { identity });
+
+describe("createMemoryTools against the real service", () => {
+  it("has the seed's 26 tools, memory_ prefixed, with scope fields from MEMORY_SCOPE_VALUES", () => {
+    assert.deepEqual([...tools.names].sort(), [
+      "memory_add",
+      "memory_admin_access_summaries",
+      "memory_admin_access_trends",
+      "memory_admin_get_trace",
+      "memory_admin_list_traces",
+      "memory_build_context_bundle",
+      "memory_chain_trace",
+      "memory_consolidate",
+      "memory_feedback",
+      "memory_get_job",
+      "memory_import_conversations",
+      "memory_lifecycle_delete",
+      "memory_lifecycle_get",
+      "memory_lifecycle_history",
+      "memory_lifecycle_update",
+      "memory_list_jobs",
+      "memory_novelty_scan",
+      "memory_procedure_outcome",
+      "memory_profile",
+      "memory_recall_conversation",
+      "memory_search",
+      "memory_search_kb",
+      "memory_self_edit",
+      "memory_state_unified",
+      "memory_status",
+      "memory_write_event",
+    ]);
+    for (const name of ["memory_search", "memory_add", "memory_build_context_bundle", "memory_list_jobs"]) {
+      const properties = Object.keys((tools.get(name)!.inputJsonSchema as { properties: object }).properties);
+      for (const field of MEMORY_SCOPE_VALUES) assert.ok(properties.includes(field), `${name} has ${field}`);
+    }
+    for (const tool of tools.tools) assert.ok(tool.description.length > 20, `${tool.name} says what it does`);
+  });
+
+  it("drives a memory through its whole lifecycle", async () => {
+    const alice = { userId: "alice" };
+    const added = await call("memory_add", {
+      ...alice,
+      content: "Alice prefers aisle seats on long flights",
+      kind: "preference",
+    });
+    assert.equal(added.created, true);
+    const id = added.memory.id;
+    const again = await call("memory_add", {
+      ...alice,
+      content: "Alice prefers aisle seats on long flights",
+    });
+    assert.equal(again.created, false, "a duplicate is not stored twice");
+
+    const found = await call("memory_search", { ...alice, query: "aisle seats" });
+    assert.equal(found.results[0].memory.id, id);
+    assert.equal(
+      (await call("memory_lifecycle_get", { id })).memory.content,
+      "Alice prefers aisle seats on long flights",
+    );
+
+    const updated = await call("memory_lifecycle_update", {
+      id,
+      content: "Alice prefers aisle seats on every flight",
+      reason: "she said so",
+    });
+    assert.equal(updated.memory.version, 2);
+    const history = await call("memory_lifecycle_history", { id });
+    assert.ok(JSON.stringify(history).includes("long flights"), "the old version stays in the history");
+
+    const rated = await call("memory_feedback", { id, rating: "helpful", traceId: found.traceId });
+    assert.equal(rated.memory.feedback.helpful, 1);
+    assert.equal(
+      (await call("memory_admin_get_trace", { id: found.traceId })).trace.id ?? found.traceId,
+      found.traceId,
+    );
+    assert.ok((await call("memory_admin_list_traces", alice)).traces.length >= 1);
+
+    const procedure = await call("memory_add", {
+      ...alice,
+      content: "To book travel, check the loyalty number first",
+      kind: "procedure",
+    });
+    const outcome = await call("memory_procedure_outcome", { id: procedure.memory.id, success: true });
+    assert.equal(outcome.successRate, 1);
+
+    const chain = await call("memory_chain_trace", { id });
+    assert.ok(JSON.stringify(chain).includes(id));
+
+    const deleted = await call("memory_lifecycle_delete", { id, reason: "test" });
+    assert.equal(deleted.memory.status, "deleted");
+    const after = await call("memory_search", { ...alice, query: "aisle seats" });
+    assert.ok(after.results.every((result: { memory: { id: string } }) => result.memory.id !== id));
+  });
+
+  it("writes events once per tool call, however often the call is retried", async () => {
+    const event = { userId: "bob", sessionId: "s1", role: "user", content: "I moved to Lisbon last spring" };
+    await tools.invoke("memory_write_event", event, { idempotencyKey: "call-42" });
+    await tools.invoke("memory_write_event", event, { idempotencyKey: "call-42" });
+    const recalled = await call("memory_recall_conversation", { userId: "bob", sessionId: "s1" });
+    assert.equal(recalled.events.length, 1);
+    assert.equal(recalled.events[0].content, "I moved to Lisbon last spring");
+  });
+
+  it("serves the synthesis, knowledge and admin surface", async () => {
+    const carol = { userId: "carol" };
+    await call("memory_add", { ...carol, content: "Carol is allergic to peanuts", kind: "fact" });
+    const edited = await call("memory_self_edit", {
+      ...carol,
+      edits: [{ op: "append", label: "human", text: "Name: Carol." }],
+    });
+    assert.ok(
+      edited.blocks.some(
+        (block: { label: string; value: string }) => block.label === "human" && block.value.includes("Carol"),
+      ),
+    );
+    assert.ok(
+      (await call("memory_profile", carol)).profile.facts.some((fact: string) => fact.includes("peanuts")),
+    );
+    const bundle = await call("memory_build_context_bundle", {
+      ...carol,
+      query: "is carol allergic to peanuts",
+    });
+    assert.ok(bundle.memories.some((item: { content: string }) => item.content.includes("peanuts")));
+    assert.ok((await call("memory_state_unified", carol)).counts.memories.active >= 1);
+    assert.equal((await call("memory_status", {})).tenant, "acme");
+
+    const novelty = await call("memory_novelty_scan", {
+      ...carol,
+      candidates: ["Carol is allergic to peanuts", "Carol plays the cello"],
+    });
+    assert.deepEqual(
+      novelty.results.map((result: { novel: boolean }) => result.novel),
+      [false, true],
+    );
+
+    await memory
+      .client("acme")
+      .ingestDocument({
+        ...carol,
+        title: "Allergy card",
+        content: "Peanut allergy: carry an epinephrine pen at all times.",
+      });
+    const kb = await call("memory_search_kb", { ...carol, query: "epinephrine" });
+    assert.equal(kb.results[0].title, "Allergy card");
+
+    const imported = await call("memory_import_conversations", {
+      ...carol,
+      format: "openai",
+      conversations: [
+        { sessionId: "old", messages: [{ role: "user", content: "I love hiking in the Alps" }] },
+      ],
+    });
+    const job = await memory.client("acme").waitForJob(imported.job.id, { timeoutMs: 10_000 });
+    assert.equal(job.status, "succeeded");
+    assert.equal((await call("memory_get_job", { id: imported.job.id })).job.status, "succeeded");
+    const consolidation = await call("memory_consolidate", carol);
+    await memory.client("acme").waitForJob(consolidation.job.id, { timeoutMs: 10_000 });
+    const jobs = await call("memory_list_jobs", carol);
+    assert.ok(jobs.jobs.length >= 2);
+    assert.ok(Array.isArray((await call("memory_admin_access_trends", carol)).days));
+    assert.ok((await call("memory_admin_access_summaries", carol)).totals.memories >= 1);
+  });
+
+  it("binds the caller's identity: a model cannot reach another user's memory", async () => {
+    const bobs = await call("memory_add", { userId: "bob", content: "Bob's door code is 4711" });
+    const asAlice = { userId: "alice" };
+    const search = await call("memory_search", { userId: "bob", query: "door code" }, asAlice);
+    assert.ok(
+      search.results.every((result: { memory: { userId: string } }) => result.memory.userId === "alice"),
+    );
+    const refused = await tools.call("memory_lifecycle_get", { id: bobs.memory.id }, { identity: asAlice });
+    assert.equal(refused.ok, false);
+    assert.equal(!refused.ok && refused.error.code, "not_found");
+    const deleted = await tools.call(
+      "memory_lifecycle_delete",
+      { id: bobs.memory.id },
+      { identity: asAlice },
+    );
+    assert.equal(!deleted.ok && deleted.error.code, "not_found");
+    assert.equal(
+      (await call("memory_lifecycle_get", { id: bobs.memory.id })).memory.status,
+      "active",
+      "nothing was lost",
+    );
+  });
+
+  it("answers bad input with issues the model can act on, and stores nothing", async () => {
+    const result = await tools.call("memory_add", { userId: "dave", content: "   ", kind: "rumour" });
+    assert.equal(result.ok, false);
+    assert.equal(!result.ok && result.error.code, "invalid_input");
+    const paths = !result.ok
+      ? (result.error.data as { issues: { path: string[] }[] }).issues.map((issue) => issue.path.join("."))
+      : [];
+    assert.deepEqual(paths.sort(), ["content", "kind"]);
+    assert.equal((await call("memory_state_unified", { userId: "dave" })).counts.memories.active, 0);
+  });
+});
