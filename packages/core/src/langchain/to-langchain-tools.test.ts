@@ -4,6 +4,7 @@ import { AIMessageChunk, ToolMessage } from "@langchain/core/messages";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
 import { FakeStreamingChatModel } from "@langchain/core/utils/testing";
 import { z } from "zod";
+import { controlFlowBrand } from "../errors/control-flow.ts";
 import { defineTool } from "../tool/define-tool.ts";
 import { createToolSet } from "../tool-set/create-tool-set.ts";
 import { toLangChainTools } from "./to-langchain-tools.ts";
@@ -109,5 +110,25 @@ describe("toLangChainTools", () => {
     assert.equal(message.tool_call_id, "fake-1");
     assert.deepEqual(JSON.parse(String(message.content)), { id: 3, status: "shipped" });
     assert.deepEqual(executed, ["fake-1"]);
+  });
+
+  it("lets a control-flow throw pass through untouched", async () => {
+    const pause = Object.assign(new Error("paused"), { [controlFlowBrand]: true });
+    const [pausing] = toLangChainTools(
+      createToolSet([
+        defineTool({
+          name: "pausing",
+          description: "Pauses for a human.",
+          input: z.object({}),
+          execute: () => {
+            throw pause;
+          },
+        }),
+      ]),
+    );
+    await assert.rejects(
+      Promise.resolve(pausing?.invoke({ type: "tool_call", id: "p", name: "pausing", args: {} })),
+      (error) => error === pause,
+    );
   });
 });
