@@ -1,0 +1,548 @@
+/**
+ * The conformance suite every store passes: each behaviour the service promises, run through the
+ * service on the store under test. Each test works in its own fresh tenant.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { after, before, describe, it } from "node:test";
+import { createMemoryService, MemoryError, type MemoryService, type MemoryStore } from "@tackle/memory";
+import { createHashingTestEmbedder } from "@tackle/memory/test";
+
+export interface ConformanceTarget {
+  /** Opens the store; called again after `close` to prove data survives a reopen. */
+  open(): Promise<MemoryStore>;
+  /** Removes whatever the suite created (a database, a file). */
+  destroy(): Promise<void>;
+}
+
+async function rejectsWithCode(promise: Promise<unknown>, code: string, status?: number) {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(MemoryError.isInstance(error), `expected a MemoryError, got ${String(error)}`);
+    assert.equal(error.code, code);
+    if (status !== undefined) assert.equal(error.status, status);
+    return true;
+  });
+}
+
+export function storeConformance(label: string, target: ConformanceTarget): void {
+  describe(`store conformance: ${label}`, () => {
+    let store: MemoryStore;
+    let service: MemoryService;
+    const tenant = () => `tenant-${randomUUID()}`;
+
+    before(async () => {
+      store = await target.open();
+      service = createMemoryService({ store });
+    });
+    after(async () => {
+      await service.close();
+      await target.destroy();
+    });
+
+    it("adds, gets and finds a memory; the same fact twice is stored once", async () => {
+      const t = tenant();
+      const first = await service.add(t, { userId: "ada", content: "Ada is allergic to peanuts." });
+      assert.equal(first.created, true);
+      const again = await service.add(t, { userId: "ada", content: "ada is allergic to peanuts" });
+      assert.equal(again.created, false);
+      assert.equal(again.duplicateOf, first.memory.id);
+      const near = await service.add(t, { userId: "ada", content: "Ada is allergic to peanuts!!" });
+      assert.equal(near.created, false);
+      const allowed = await service.add(t, {
+        userId: "ada",
+        content: "Ada is allergic to peanuts.",
+        dedupe: false,
+      });
+      assert.equal(allowed.created, true);
+      const { memory } = await service.getMemory(t, first.memory.id);
+      assert.equal(memory.content, "Ada is allergic to peanuts.");
+      const found = await service.search(t, { userId: "ada", query: "peanut allergy" });
+      assert.equal(found.ranking, "bm25");
+      assert.ok(found.results.some((result) => result.memory.id === first.memory.id));
+    });
+
+    it("concurrent adds of one fact store it once", async () => {
+      const t = tenant();
+      const answers = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          service.add(t, { userId: "u", content: "The office wifi password is hunter2" }),
+        ),
+      );
+      assert.equal(answers.filter((answer) => answer.created).length, 1);
+      assert.equal(new Set(answers.map((answer) => answer.memory.id)).size, 1);
+    });
+
+    it("scope is the AND of every identity field given, never widened", async () => {
+      const t = tenant();
+      await service.add(t, { userId: "u1", agentId: "a1", content: "zebra fact one" });
+      await service.add(t, { userId: "u1", agentId: "a2", content: "zebra fact two" });
+      await service.add(t, { userId: "u2", agentId: "a1", content: "zebra fact three" });
+      const narrow = await service.search(t, { userId: "u1", agentId: "a1", query: "zebra" });
+      assert.deepEqual(
+        narrow.results.map((result) => result.memory.content),
+        ["zebra fact one"],
+      );
+      const user = await service.search(t, { userId: "u1", query: "zebra" });
+      assert.deepEqual(user.results.map((result) => result.memory.content).sort(), [
+        "zebra fact one",
+        "zebra fact two",
+      ]);
+      for (const result of user.results) assert.equal(result.memory.userId, "u1");
+      const other = await service.search(tenant(), { query: "zebra" });
+      assert.equal(other.results.length, 0, "another tenant sees nothing");
+    });
+
+    it("updates keep every version; expectedVersion guards; delete is soft and kept in history", async () => {
+      const t = tenant();
+      const { memory } = await service.add(t, { userId: "u", content: "Bob lives in Paris" });
+      const updated = await service.updateMemory(t, memory.id, {
+        content: "Bob lives in Lyon",
+        reason: "moved",
+      });
+      assert.equal(updated.memory.version, 2);
+      await rejectsWithCode(
+        service.updateMemory(t, memory.id, { content: "Bob lives in Nice", expectedVersion: 1 }),
+        "conflict",
+        409,
+      );
+      const deleted = await service.deleteMemory(t, memory.id, "user asked");
+      assert.equal(deleted.memory.status, "deleted");
+      const search = await service.search(t, { userId: "u", query: "Bob lives" });
+      assert.equal(search.results.length, 0, "a deleted memory is not retrieved");
+      const history = await service.memoryHistory(t, memory.id);
+      assert.deepEqual(
+        history.versions.map((version) => [version.version, version.change, version.content]),
+        [
+          [1, "create", "Bob lives in Paris"],
+          [2, "update", "Bob lives in Lyon"],
+          [3, "delete", "Bob lives in Lyon"],
+        ],
+      );
+      assert.equal(history.versions[1]?.reason, "moved");
+      await rejectsWithCode(service.getMemory(tenant(), memory.id), "not_found", 404);
+      await rejectsWithCode(service.updateMemory(t, memory.id, { content: "x y z" }), "conflict", 409);
+    });
+
+    it("concurrent feedback and outcomes all count (optimistic concurrency retries)", async () => {
+      const t = tenant();
+      const { memory } = await service.add(t, {
+        userId: "u",
+        kind: "procedure",
+        content: "Deploy with make release",
+      });
+      await Promise.all([
+        ...Array.from({ length: 5 }, () => service.recordFeedback(t, memory.id, { rating: "helpful" })),
+        ...Array.from({ length: 3 }, (_, index) =>
+          service.recordProcedureOutcome(t, memory.id, { success: index > 0 }),
+        ),
+      ]);
+      const { memory: after } = await service.getMemory(t, memory.id);
+      assert.deepEqual(after.feedback, { helpful: 5, unhelpful: 0 });
+      assert.deepEqual(after.outcomes, { successes: 2, failures: 1 });
+      assert.equal(after.version, 9);
+    });
+
+    it("feedback moves ranking: a helpful memory outranks an equal one", async () => {
+      const t = tenant();
+      const first = await service.add(t, { userId: "u", content: "Tea recipe alpha uses green leaves" });
+      const second = await service.add(t, { userId: "u", content: "Tea recipe beta uses green leaves" });
+      await service.recordFeedback(t, second.memory.id, { rating: "helpful" });
+      await service.recordFeedback(t, first.memory.id, { rating: "unhelpful" });
+      const found = await service.search(t, { userId: "u", query: "tea recipe green leaves" });
+      assert.equal(found.results[0]?.memory.id, second.memory.id);
+    });
+
+    it("events: one custom id written concurrently stores one event; recall pages by session", async () => {
+      const t = tenant();
+      const writes = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          service.writeEvent(t, {
+            userId: "u",
+            sessionId: "s1",
+            role: "user",
+            content: "I live in Oslo.",
+            customId: "turn-1",
+          }),
+        ),
+      );
+      assert.equal(writes.filter((write) => write.created).length, 1);
+      assert.equal(new Set(writes.map((write) => write.event.id)).size, 1);
+      assert.equal(
+        writes.flatMap((write) => write.memories).length,
+        1,
+        "the extracted memory is stored once",
+      );
+      for (let index = 2; index <= 5; index += 1) {
+        await service.writeEvent(t, {
+          userId: "u",
+          sessionId: "s1",
+          role: "assistant",
+          content: `reply ${index}`,
+          infer: false,
+        });
+      }
+      await service.writeEvent(t, { userId: "u", sessionId: "s2", role: "user", content: "other session" });
+      const page1 = await service.recallConversation(t, { sessionId: "s1", limit: 2, order: "asc" });
+      assert.deepEqual(
+        page1.events.map((event) => event.content),
+        ["I live in Oslo.", "reply 2"],
+      );
+      assert.ok(page1.nextCursor);
+      const page2 = await service.recallConversation(t, {
+        sessionId: "s1",
+        limit: 2,
+        order: "asc",
+        cursor: page1.nextCursor,
+      });
+      const page3 = await service.recallConversation(t, {
+        sessionId: "s1",
+        limit: 2,
+        order: "asc",
+        cursor: page2.nextCursor,
+      });
+      assert.deepEqual(
+        [...page2.events, ...page3.events].map((event) => event.content),
+        ["reply 3", "reply 4", "reply 5"],
+      );
+      assert.equal(page3.nextCursor, undefined);
+      const newest = await service.recallConversation(t, { sessionId: "s1", limit: 1 });
+      assert.equal(newest.events[0]?.content, "reply 5");
+      assert.equal((await service.recallConversation(tenant(), { sessionId: "s1" })).events.length, 0);
+    });
+
+    it("chain trace leads from an extracted memory back to its event", async () => {
+      const t = tenant();
+      const { event, memories } = await service.writeEvent(t, {
+        userId: "u",
+        sessionId: "s",
+        role: "user",
+        content: "My favourite colour is teal. What is yours?",
+      });
+      assert.equal(memories.length, 1);
+      assert.equal(memories[0]?.kind, "preference");
+      const chain = await service.chainTrace(t, memories[0]!.id);
+      assert.deepEqual(
+        chain.events.map((item) => item.id),
+        [event.id],
+      );
+      assert.equal(chain.versions[0]?.change, "create");
+    });
+
+    it("knowledge base: chunked ingest is idempotent and searchable, only in its tenant", async () => {
+      const t = tenant();
+      const content = `${"Intro paragraph about the handbook. ".repeat(20)}\n\nRefunds are processed within fourteen days of the return.\n\n${"Closing words. ".repeat(30)}`;
+      const first = await service.ingestDocument(t, { title: "Handbook", content, chunkSize: 300 });
+      assert.equal(first.created, true);
+      assert.ok(first.document.chunkCount >= 3);
+      const again = await service.ingestDocument(t, { title: "Handbook", content, chunkSize: 300 });
+      assert.equal(again.created, false);
+      assert.equal(again.document.id, first.document.id);
+      const found = await service.searchKnowledge(t, { query: "how long do refunds take" });
+      assert.match(found.results[0]?.content ?? "", /Refunds are processed/);
+      assert.equal(found.results[0]?.title, "Handbook");
+      assert.equal((await service.searchKnowledge(tenant(), { query: "refunds" })).results.length, 0);
+    });
+
+    it("self-edit: append, exact replace, clear errors with capacity, all-or-nothing batches", async () => {
+      const t = tenant();
+      const scope = { agentId: "agent-1", userId: "u" };
+      const read = await service.selfEdit(t, { ...scope, edits: [] });
+      assert.deepEqual(
+        read.blocks.map((block) => [block.label, block.remaining]),
+        [
+          ["human", 2000],
+          ["persona", 2000],
+        ],
+      );
+      const appended = await service.selfEdit(t, {
+        ...scope,
+        edits: [{ op: "append", label: "human", text: "Name: Ada" }],
+      });
+      assert.equal(
+        appended.blocks.find((block) => block.label === "human")?.remaining,
+        2000 - "Name: Ada".length,
+      );
+      await rejectsWithCode(
+        service.selfEdit(t, {
+          ...scope,
+          edits: [{ op: "replace", label: "human", oldText: "Name: Bob", newText: "x" }],
+        }),
+        "edit_no_match",
+        422,
+      );
+      await assert.rejects(
+        service.selfEdit(t, {
+          ...scope,
+          edits: [{ op: "append", label: "persona", text: "x".repeat(2001) }],
+        }),
+        (error: MemoryError) => {
+          assert.equal(error.code, "capacity_exceeded");
+          const data = error.data as { blocks: { label: string; remaining: number }[] };
+          assert.ok(data.blocks.some((block) => block.label === "persona" && block.remaining === 2000));
+          return true;
+        },
+      );
+      await rejectsWithCode(
+        service.selfEdit(t, {
+          ...scope,
+          edits: [
+            { op: "append", label: "persona", text: "I am helpful" },
+            { op: "replace", label: "human", oldText: "missing", newText: "x" },
+          ],
+        }),
+        "edit_no_match",
+      );
+      const unchanged = await service.selfEdit(t, { ...scope, edits: [] });
+      assert.equal(
+        unchanged.blocks.find((block) => block.label === "persona")?.value,
+        "",
+        "the failed batch left nothing",
+      );
+      const replaced = await service.selfEdit(t, {
+        ...scope,
+        edits: [{ op: "replace", label: "human", oldText: "Ada", newText: "Ada Lovelace" }],
+      });
+      assert.equal(replaced.blocks.find((block) => block.label === "human")?.value, "Name: Ada Lovelace");
+      await Promise.all(
+        Array.from({ length: 6 }, (_, index) =>
+          service.selfEdit(t, {
+            ...scope,
+            edits: [{ op: "append", label: "persona", text: `line ${index}` }],
+          }),
+        ),
+      );
+      const persona = (await service.selfEdit(t, { ...scope, edits: [] })).blocks.find(
+        (block) => block.label === "persona",
+      );
+      assert.equal(persona?.value.split("\n").length, 6, "concurrent appends all land");
+    });
+
+    it("profile and context bundle stay within the token budget", async () => {
+      const t = tenant();
+      await service.add(t, { userId: "u", kind: "preference", content: "Prefers window seats on flights" });
+      await service.add(t, { userId: "u", kind: "fact", content: "Works as a marine biologist in Bergen" });
+      await service.writeEvent(t, {
+        userId: "u",
+        sessionId: "s",
+        role: "user",
+        content: "Book me a flight to Bergen",
+        infer: false,
+      });
+      const { profile } = await service.profile(t, { userId: "u" });
+      assert.deepEqual(profile.preferences, ["Prefers window seats on flights"]);
+      assert.equal(profile.generatedBy, "deterministic");
+      const bundle = await service.contextBundle(t, { userId: "u", query: "flight seats" });
+      assert.ok(bundle.memories.some((memory) => memory.content.includes("window seats")));
+      assert.equal(bundle.recentEvents.at(-1)?.content, "Book me a flight to Bergen");
+      assert.ok(bundle.tokenEstimate <= bundle.tokenBudget);
+      await service.writeEvent(t, {
+        userId: "u",
+        sessionId: "s",
+        role: "assistant",
+        content: "Sure. ".repeat(60),
+        infer: false,
+      });
+      const tight = await service.contextBundle(t, { userId: "u", query: "flight seats", tokenBudget: 50 });
+      assert.ok(tight.tokenEstimate <= 50);
+      assert.equal(tight.truncated, true);
+    });
+
+    it("import jobs store OpenAI and Anthropic transcripts once, with provenance to the job", async () => {
+      const t = tenant();
+      const request = {
+        userId: "u",
+        format: "anthropic" as const,
+        conversations: [
+          {
+            id: "conv-1",
+            system: "You are a travel agent.",
+            messages: [
+              { role: "user", content: [{ type: "text", text: "I always travel with my dog Rex." }] },
+              { role: "assistant", content: "Noted!" },
+            ],
+          },
+        ],
+      };
+      const { job } = await service.importConversations(t, request);
+      const done = await waitForJob(service, t, job.id);
+      assert.equal(done.status, "succeeded");
+      assert.deepEqual((done.result as { events: unknown }).events, { created: 3, existing: 0, skipped: 0 });
+      const again = await waitForJob(service, t, (await service.importConversations(t, request)).job.id);
+      assert.deepEqual((again.result as { events: unknown }).events, { created: 0, existing: 3, skipped: 0 });
+      const openai = await waitForJob(
+        service,
+        t,
+        (
+          await service.importConversations(t, {
+            userId: "u",
+            format: "openai",
+            conversations: [
+              {
+                messages: [
+                  { role: "system", content: "be brief" },
+                  { role: "user", content: "My passport expires in March." },
+                  { role: "assistant", content: null, tool_calls: [] },
+                ],
+              },
+            ],
+          })
+        ).job.id,
+      );
+      assert.deepEqual((openai.result as { events: unknown }).events, {
+        created: 2,
+        existing: 0,
+        skipped: 1,
+      });
+      const found = await service.search(t, { userId: "u", query: "dog Rex" });
+      const memory = found.results[0]?.memory;
+      assert.equal(memory?.provenance.importJobId, job.id);
+      const chain = await service.chainTrace(t, memory!.id);
+      assert.equal(chain.importJob?.id, job.id);
+      assert.equal(chain.events[0]?.content, "I always travel with my dog Rex.");
+      const listed = await service.listJobs(t, { type: "import" });
+      assert.equal(listed.jobs.length, 3);
+    });
+
+    it("consolidation merges near-duplicates (keeping history) and decays stale memories", async () => {
+      const t = tenant();
+      const a = await service.add(t, {
+        userId: "u",
+        content: "The user drives a blue Volvo station wagon",
+        dedupe: false,
+      });
+      const b = await service.add(t, {
+        userId: "u",
+        content: "the user drives a blue Volvo station wagon.",
+        dedupe: false,
+      });
+      const stale = await service.add(t, {
+        userId: "u",
+        content: "Once mentioned liking jazz",
+        importance: 0.15,
+      });
+      await service.recordFeedback(t, a.memory.id, { rating: "helpful" });
+      const later = createMemoryService({
+        store,
+        now: () => new Date(Date.now() + 200 * 86_400_000),
+        resumeJobs: false,
+      });
+      const { job } = await later.consolidate(t, { userId: "u", staleAfterDays: 90 });
+      const done = await waitForJob(later, t, job.id);
+      assert.equal(done.status, "succeeded", JSON.stringify(done.error));
+      const result = done.result as Record<string, number>;
+      assert.equal(result.merged, 1);
+      assert.equal(result.superseded, 1);
+      assert.equal(result.archived, 1, "the low-importance stale memory is archived");
+      const loser = (await service.getMemory(t, b.memory.id)).memory;
+      assert.equal(loser.status, "superseded");
+      assert.equal(loser.supersededBy, a.memory.id);
+      const keeper = (await service.chainTrace(t, a.memory.id)).derivedFrom.map((memory) => memory.id);
+      assert.deepEqual(keeper, [b.memory.id]);
+      assert.equal((await service.getMemory(t, stale.memory.id)).memory.status, "archived");
+      assert.ok(
+        (await service.memoryHistory(t, stale.memory.id)).versions.some(
+          (version) => version.change === "archive",
+        ),
+      );
+    });
+
+    it("novelty scan, traces, access statistics, jobs and status answer per tenant", async () => {
+      const t = tenant();
+      await service.add(t, { userId: "u", content: "Carol speaks fluent Portuguese" });
+      const scan = await service.noveltyScan(t, {
+        userId: "u",
+        candidates: ["Carol speaks fluent Portuguese", "Carol owns a sailboat"],
+      });
+      assert.deepEqual(
+        scan.results.map((result) => result.novel),
+        [false, true],
+      );
+      assert.equal((await service.getJob(t, scan.jobId)).job.type, "novelty_scan");
+      const search = await service.search(t, { userId: "u", query: "Portuguese" });
+      const trace = await service.getTrace(t, search.traceId);
+      assert.equal(trace.trace.query, "Portuguese");
+      assert.equal(trace.trace.results[0]?.id, search.results[0]?.memory.id);
+      assert.equal((await service.listTraces(t, {})).traces.length, 1);
+      await rejectsWithCode(service.getTrace(tenant(), search.traceId), "not_found", 404);
+      const trends = await service.accessTrends(t, { days: 7 });
+      assert.equal(trends.days.length, 7);
+      assert.equal(trends.days.at(-1)?.searches, 1);
+      assert.equal(trends.days.at(-1)?.hits, 1);
+      const summaries = await service.accessSummaries(t, {});
+      assert.equal(summaries.top[0]?.content, "Carol speaks fluent Portuguese");
+      assert.equal(summaries.totals.searches, 1);
+      const status = await service.status(t);
+      assert.equal(status.store, store.kind);
+      assert.equal(status.counts.memories, 1);
+      assert.equal(status.counts.traces, 1);
+      const state = await service.unifiedState(t, { userId: "u" });
+      assert.equal(state.counts.memories.active, 1);
+    });
+
+    it("bad input is a typed invalid_input error and stores nothing", async () => {
+      const t = tenant();
+      await rejectsWithCode(service.add(t, { userId: "u", content: "   " }), "invalid_input", 400);
+      await rejectsWithCode(
+        service.add(t, { userId: "u\u0000", content: "fine" } as never),
+        "invalid_input",
+        400,
+      );
+      await rejectsWithCode(
+        service.writeEvent(t, { role: "robot", content: "x" } as never),
+        "invalid_input",
+        400,
+      );
+      assert.equal((await service.status(t)).counts.memories, 0);
+      assert.equal((await service.status(t)).counts.events, 0);
+    });
+
+    it("fused ranking with the deterministic test embedder names itself and scores vectors", async () => {
+      const t = tenant();
+      const fused = createMemoryService({
+        store,
+        embeddingModel: createHashingTestEmbedder(),
+        resumeJobs: false,
+      });
+      await fused.add(t, { userId: "u", content: "Dana is training for the Berlin marathon" });
+      await fused.add(t, { userId: "u", content: "Dana's cat is called Miso" });
+      const found = await fused.search(t, { userId: "u", query: "marathon training" });
+      assert.equal(found.ranking, "fused");
+      assert.match(found.results[0]?.memory.content ?? "", /marathon/);
+      assert.equal(typeof found.results[0]?.components.vector, "number");
+      const status = await fused.status(t);
+      assert.equal(status.embeddingModel, "tackle-test:hashing-test-embedder");
+    });
+
+    it("data survives closing and reopening the store", async () => {
+      const t = tenant();
+      const { memory } = await service.add(t, { userId: "u", content: "Persisted across reopen" });
+      await service.writeEvent(t, {
+        sessionId: "s",
+        role: "user",
+        content: "persisted event",
+        customId: "p-1",
+        infer: false,
+      });
+      await service.close();
+      store = await target.open();
+      service = createMemoryService({ store });
+      assert.equal((await service.getMemory(t, memory.id)).memory.content, "Persisted across reopen");
+      const again = await service.writeEvent(t, {
+        sessionId: "s",
+        role: "user",
+        content: "persisted event",
+        customId: "p-1",
+      });
+      assert.equal(again.created, false);
+    });
+  });
+}
+
+async function waitForJob(service: MemoryService, tenantId: string, id: string) {
+  for (let attempt = 0; attempt < 300; attempt += 1) {
+    const { job } = await service.getJob(tenantId, id);
+    if (job.status === "succeeded" || job.status === "failed") return job;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`job ${id} did not finish`);
+}
