@@ -67,7 +67,7 @@ describe("without a console: the modules load in the command's own process", () 
   });
 
   test("--help works on every command and exits 0", async () => {
-    for (const args of [
+    const commands = [
       ["--help"],
       ["serve", "--help"],
       ["mcp", "--help"],
@@ -77,10 +77,26 @@ describe("without a console: the modules load in the command's own process", () 
       ["mesh", "issue", "--help"],
       ["mesh", "revoke", "--help"],
       ["mesh", "ls", "--help"],
-    ]) {
-      const help = await runTackle(args);
-      assert.equal(help.code, 0, `${args.join(" ")}: ${help.stderr}`);
-      assert.match(help.stdout, /^Usage: tackle/m, args.join(" "));
+    ];
+    const results = await Promise.all(commands.map((args) => runTackle(args)));
+    for (const [index, help] of results.entries()) {
+      const args = commands[index]!.join(" ");
+      assert.equal(help.code, 0, `${args}: ${help.stderr}`);
+      assert.match(help.stdout, /^Usage: tackle/m, args);
+    }
+  });
+
+  test("a broker that does not answer is named, with the variable that points at it", async () => {
+    const port = await freePort();
+    for (const args of [["tools"], ["call", "demo.echo", "{}"], ["mesh", "ls"]]) {
+      const refused = await runTackle(args, {
+        env: cleanEnv({ MESH_BROKER_URL: `nats://127.0.0.1:${port}` }),
+      });
+      assert.equal(refused.code, 1, args.join(" "));
+      assert.match(
+        refused.stderr,
+        new RegExp(`Cannot reach nats://127\\.0\\.0\\.1:${port} \\(MESH_BROKER_URL\\)`),
+      );
     }
   });
 });

@@ -2,7 +2,7 @@
 import { connectMesh, issueMembership, listMemberships, readCatalogue, revokeMembership } from "@tackle/mesh";
 import type { Command } from "commander";
 import { CliError } from "../program/cli-error.ts";
-import { hasBroker, readMeshConfig } from "../program/open-tool-source.ts";
+import { hasBroker, readMeshConfig, withBroker } from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
 
 type Connection = Awaited<ReturnType<typeof connectMesh>>;
@@ -111,11 +111,13 @@ async function withConnection<T>(
       { exitCode: 2 },
     );
   }
-  const connection = await connectMesh({
-    ...(config.brokerUrl === undefined ? {} : { servers: config.brokerUrl }),
-    ...(config.brokerFile === undefined ? {} : { credsFile: config.brokerFile }),
-    name: "tackle mesh",
-  });
+  const connection = await withBroker(config, () =>
+    connectMesh({
+      ...(config.brokerUrl === undefined ? {} : { servers: config.brokerUrl }),
+      ...(config.brokerFile === undefined ? {} : { credsFile: config.brokerFile }),
+      name: "tackle mesh",
+    }),
+  );
   try {
     return await work(connection);
   } finally {

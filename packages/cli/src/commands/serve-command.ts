@@ -13,6 +13,7 @@ import {
   openEmbeddedSource,
   openMeshSource,
   readMeshConfig,
+  withBroker,
 } from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
 import type { ModuleInfo, ToolSource } from "../tool-source/tool-source.ts";
@@ -54,7 +55,9 @@ export function addServeCommand(program: Command, context: ProgramContext): void
       let served: readonly ModuleInfo[];
       try {
         if (hasBroker(config)) {
-          const runtime = await startNodeRuntime({ config: { ...config, modules: entries }, logger });
+          const runtime = await withBroker(config, () =>
+            startNodeRuntime({ config: { ...config, modules: entries }, logger }),
+          );
           closers.unshift(() => runtime.close());
           served = runtime.modules();
           if (!options.console) {

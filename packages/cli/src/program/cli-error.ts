@@ -7,6 +7,7 @@ export type CliErrorCode =
   | "invalid_arguments"
   | "invalid_configuration"
   | "console_unavailable"
+  | "broker_unavailable"
   | "console_unauthorized"
   | "token_file";
 

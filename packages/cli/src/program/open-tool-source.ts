@@ -52,11 +52,29 @@ export function hasBroker(config: MeshConfig): boolean {
 }
 
 export async function openMeshSource(config: MeshConfig): Promise<ToolSource> {
-  const client = await createMeshClient({
-    ...(config.brokerUrl === undefined ? {} : { servers: config.brokerUrl }),
-    ...(config.brokerFile === undefined ? {} : { credsFile: config.brokerFile }),
-  });
+  const client = await withBroker(config, () =>
+    createMeshClient({
+      ...(config.brokerUrl === undefined ? {} : { servers: config.brokerUrl }),
+      ...(config.brokerFile === undefined ? {} : { credsFile: config.brokerFile }),
+    }),
+  );
   return createMeshToolSource(client, config.brokerUrl ?? config.brokerFile ?? "");
+}
+
+/** Runs a first contact with the broker, turning a refused connection into a one-line refusal that names it. */
+export async function withBroker<T>(config: MeshConfig, connect: () => Promise<T>): Promise<T> {
+  try {
+    return await connect();
+  } catch (error) {
+    if (CliError.isInstance(error) || MeshConfigError.isInstance(error)) throw error;
+    const where =
+      config.brokerUrl !== undefined
+        ? `${config.brokerUrl} (MESH_BROKER_URL)`
+        : `the broker of ${config.brokerFile} (MESH_BROKER_FILE)`;
+    throw new CliError("broker_unavailable", `Cannot reach ${where}: ${(error as Error).message}`, {
+      cause: error,
+    });
+  }
 }
 
 export async function openEmbeddedSource(
