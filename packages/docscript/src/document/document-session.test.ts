@@ -122,7 +122,7 @@ describe("document session", () => {
     const row = (session.doc.toJSON() as { entities: Record<string, { slots?: Record<string, unknown> }> })
       .entities[clip.entityId];
     assert.deepEqual(row?.slots?.content, audio.entityId);
-    assert.equal((row?.slots?.marker as { id: string }).id, marker.entityId);
+    assert.equal((row?.slots?.marker as { id?: string } | undefined)?.id, marker.entityId);
     assert.equal(
       (session.doc.toJSON() as { entities: Record<string, unknown> }).entities[marker.entityId],
       undefined,
@@ -245,13 +245,13 @@ describe("document session", () => {
       { op: "set", path: ["segments", 0, "text"], value: "A" },
     ]);
     assert.deepEqual(
-      (session.entities.get(script.entityId)?.payload.segments as { text: string }[]).map(
+      ((session.entities.get(script.entityId)?.payload.segments ?? []) as { text: string }[]).map(
         (segment) => segment.text,
       ),
       ["A", "b"],
     );
     session.entities.update(script.entityId, [{ op: "remove", path: ["segments", 0] }]);
-    assert.equal((session.entities.get(script.entityId)?.payload.segments as unknown[]).length, 1);
+    assert.equal(((session.entities.get(script.entityId)?.payload.segments ?? []) as unknown[]).length, 1);
     assert.throws(
       () => session.entities.update(script.entityId, [{ op: "remove", path: ["segments", 5] }]),
       refusal("invalid_operation"),
@@ -281,7 +281,7 @@ describe("document session", () => {
     left.doc.import(right.doc.export({ mode: "update" }));
     const merged = openDocument(left.doc, timelineSchema);
     assert.equal(merged.entities.get(caption.entityId)?.payload.text, "Hello world!");
-    assert.equal((merged.entities.get(script.entityId)?.payload.segments as unknown[]).length, 2);
+    assert.equal(((merged.entities.get(script.entityId)?.payload.segments ?? []) as unknown[]).length, 2);
   });
 
   it("reads a variant with its base applied and stores only what it overrides", () => {
