@@ -22,10 +22,9 @@ describe("without a console: the modules load in the command's own process", () 
       status: string;
       tools: { name: string }[];
     }[];
-    assert.deepEqual(
-      modules.map((info) => [info.module, info.status, info.tools.length]),
-      [["demo", "ok", 4]],
-    );
+    // memory and docscript join the built-ins when their bundles land; demo is always there.
+    const demo = modules.find((info) => info.module === "demo");
+    assert.deepEqual([demo?.status, demo?.tools.length], ["ok", 4]);
   });
 
   test("a module whose bundle throws is reported with its error, and the others still serve", async () => {

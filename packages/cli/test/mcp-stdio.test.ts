@@ -27,13 +27,11 @@ for (const [label, mode] of [
     await client.connect(transport());
     try {
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((tool) => tool.name).sort(), [
-        "demo.add",
-        "demo.echo",
-        "demo.now",
-        "demo.text_stats",
-        "tackle.modules",
-      ]);
+      const names = tools.map((tool) => tool.name);
+      for (const name of ["demo.add", "demo.echo", "demo.now", "demo.text_stats", "tackle.modules"]) {
+        assert.ok(names.includes(name), `${name} in ${names.join(", ")}`);
+      }
+      assert.ok(!names.some((name) => name.startsWith("broken.")));
       const echoed = await client.callTool({ name: "demo.echo", arguments: { text: "over stdio" } });
       assert.deepEqual(echoed.structuredContent, { text: "over stdio" });
       const modules = await client.callTool({ name: "tackle.modules", arguments: {} });
