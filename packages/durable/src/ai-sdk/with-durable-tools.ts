@@ -1,0 +1,32 @@
+/** AI SDK tools that emit frames, journal through `ctx.step` and pause for approval under a per-tool policy. */
+import type { ToolSet } from "ai";
+import { runIntegratedTool } from "../integration/run-integrated-tool.ts";
+import { type ToolPolicies, validatePolicies } from "../policy/tool-policy.ts";
+import type { NodeContext } from "../runner/node-context.ts";
+
+/**
+ * Wraps each executable tool. Policies are plain data keyed by tool name (`{ show, redact, approve }`);
+ * the tool always receives the real arguments. Pass `abortSignal: ctx.signal` to `generateText` so a
+ * pause stops the model loop at once.
+ */
+export function withDurableTools<Tools extends ToolSet>(
+  ctx: NodeContext,
+  tools: Tools,
+  policies: ToolPolicies = {},
+): Tools {
+  const checked = validatePolicies(policies);
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, definition] of Object.entries(tools)) {
+    const execute = definition.execute;
+    if (execute === undefined) {
+      wrapped[name] = definition;
+      continue;
+    }
+    wrapped[name] = {
+      ...definition,
+      execute: (input: unknown, options: Parameters<typeof execute>[1]) =>
+        runIntegratedTool(ctx, name, input, checked[name] ?? {}, () => execute(input as never, options)),
+    };
+  }
+  return wrapped as Tools;
+}

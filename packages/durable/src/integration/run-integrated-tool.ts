@@ -1,0 +1,71 @@
+/**
+ * One tool call of an agent framework, the durable way: frames under the tool's policy, an optional
+ * approval bound to the call's arguments, the call itself journaled through `ctx.step`.
+ */
+import { isInterrupt } from "../interrupt/interrupt.ts";
+import { redact, type ToolPolicy } from "../policy/tool-policy.ts";
+import type { NodeContext } from "../runner/node-context.ts";
+import { approve } from "../tool/approve.ts";
+import { tool } from "../tool/tool.ts";
+import { nextToolCallId, toolTrace } from "../tool/tool-trace.ts";
+
+/** What the model gets back when a human declines a call. */
+export interface DeclinedToolCall {
+  readonly declined: true;
+  readonly reason?: string;
+}
+
+export async function runIntegratedTool(
+  ctx: NodeContext,
+  name: string,
+  input: unknown,
+  policy: ToolPolicy,
+  execute: () => unknown,
+): Promise<unknown> {
+  // Allocated before any await: parallel calls get their ids in the model's order on every pass.
+  const id = nextToolCallId(ctx);
+  const paths = policy.redact ?? [];
+  const hidden = policy.show === false;
+  const shown = paths.length === 0 ? input : redact(input, paths);
+  try {
+    if (policy.approve === true) {
+      if (!hidden) toolTrace(ctx, { id, name, status: "running", params: shown });
+      const answer = await approve(ctx, {
+        title: `Run ${name}?`,
+        toolCallId: id,
+        toolName: name,
+        params: input,
+        display: shown,
+      });
+      if (!answer.approved) {
+        if (!hidden) toolTrace(ctx, { id, name, status: "declined", params: shown });
+        return {
+          declined: true,
+          ...(answer.reason === undefined ? {} : { reason: answer.reason }),
+        } satisfies DeclinedToolCall;
+      }
+    }
+    return await tool(ctx, name, shown as Record<string, unknown>, () => settle(execute()), {
+      id,
+      hidden,
+      display: shown,
+      ...(paths.length === 0 ? {} : { displayResult: (result: unknown) => redact(result, paths) }),
+    });
+  } catch (error) {
+    // A framework would turn a thrown pause into a tool error its model sees. Parked instead: the
+    // runner ends the node at the pause and this call never settles.
+    if (isInterrupt(error)) return new Promise<never>(() => {});
+    throw error;
+  }
+}
+
+/** A streaming tool's last value is its result. */
+async function settle(value: unknown): Promise<unknown> {
+  const resolved = await value;
+  if (typeof resolved === "object" && resolved !== null && Symbol.asyncIterator in resolved) {
+    let last: unknown;
+    for await (const item of resolved as AsyncIterable<unknown>) last = item;
+    return last;
+  }
+  return resolved;
+}
