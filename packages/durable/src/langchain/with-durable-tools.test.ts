@@ -74,7 +74,7 @@ describe("/langchain withDurableTools", () => {
       [...cards.values()].map((card) => `${card.id} ${card.name} ${card.status}`),
       ["agent:tool:0 lookup completed", "agent:tool:1 charge completed"],
     );
-    assert.equal((cards.get("agent:tool:1")?.params as { cardNumber: string }).cardNumber, "[redacted]");
+    assert.deepEqual(cards.get("agent:tool:1")?.params, { cardNumber: "[redacted]", amount: 249.9 });
   });
 
   test("a failing tool still ends its card as error", async () => {
