@@ -1,5 +1,6 @@
 /** `createMcpServer`: a Tackle tool set as an MCP server (tools/list and tools/call). */
 import { type CallToolResult, McpServer } from "@modelcontextprotocol/server";
+import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
 import { jsonSchema } from "../schema/schema.ts";
 import type { AnyTool } from "../tool/define-tool.ts";
 import type { CallOptions, ToolCallResult, ToolSet } from "../tool-set/create-tool-set.ts";
@@ -21,6 +22,7 @@ export interface McpServerOptions {
  * abort signal reaches the tool.
  */
 export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}): McpServer {
+  assertServableOverMcp(toolset);
   const server = new McpServer({ name: options.name ?? "tackle", version: options.version ?? "0.1.0" });
   for (const tool of toolset.tools) {
     const outputSchema = objectOutputSchema(tool);
@@ -44,6 +46,22 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
     );
   }
   return server;
+}
+
+/**
+ * MCP tools take an object. A tool whose input is anything else is refused here, naming it, rather
+ * than letting the SDK fail every `tools/list` of the server later.
+ */
+export function assertServableOverMcp(toolset: ToolSet): void {
+  for (const tool of toolset.tools) {
+    if (tool.inputJsonSchema.type !== "object") {
+      throw new ToolDefinitionError(
+        "invalid_tool_definition",
+        `Tool "${tool.name}" (${tool.source}) cannot be served over MCP: its input schema is not an object (type ${JSON.stringify(tool.inputJsonSchema.type)})`,
+        { name: tool.name, source: tool.source },
+      );
+    }
+  }
 }
 
 /** MCP output schemas describe objects; a tool with any other output shape advertises none. */

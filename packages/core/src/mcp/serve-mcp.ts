@@ -15,7 +15,7 @@ import {
 import { type StdioServerHandle, serveStdio } from "@modelcontextprotocol/server/stdio";
 import { ToolError } from "../errors/tool-error.ts";
 import type { ToolSet } from "../tool-set/create-tool-set.ts";
-import { createMcpServer, type McpServerOptions } from "./create-mcp-server.ts";
+import { assertServableOverMcp, createMcpServer, type McpServerOptions } from "./create-mcp-server.ts";
 
 export interface McpStdioOptions extends McpServerOptions {
   /** Serve this transport instead of the process's stdin/stdout (a socket, an in-memory pair). */
@@ -30,6 +30,7 @@ export interface McpStdioOptions extends McpServerOptions {
  * for the connection, so both revisions are served from one definition.
  */
 export function serveMcpStdio(toolset: ToolSet, options: McpStdioOptions = {}): StdioServerHandle {
+  assertServableOverMcp(toolset);
   return serveStdio(() => createMcpServer(toolset, options), {
     ...(options.transport === undefined ? {} : { transport: options.transport }),
     onerror: options.onError ?? reportToStderr,
@@ -47,6 +48,7 @@ export interface McpHttpHandlerOptions extends McpServerOptions {
  * fallback. It does no Host/Origin checking of its own; `serveMcpHttp` adds that.
  */
 export function createMcpHttpHandler(toolset: ToolSet, options: McpHttpHandlerOptions = {}): McpHttpHandler {
+  assertServableOverMcp(toolset);
   return createMcpHandler(() => createMcpServer(toolset, options), {
     onerror: options.onError ?? reportToStderr,
   });
