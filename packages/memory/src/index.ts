@@ -143,3 +143,10 @@ export type { MemoryService } from "./service/memory-service.ts";
 export type { MemoryStore } from "./store/memory-store.ts";
 export { createSqliteStore, type SqliteStoreOptions } from "./store/sqlite/create-sqlite-store.ts";
 // Tools and middlewares (issue 7) export below this line.
+
+export type { MemoryMiddlewareCoreOptions } from "./middleware/create-memory-middleware-core.ts";
+export type { MemoryContextMode, MemoryIdentity } from "./middleware/memory-identity.ts";
+export { MemoryMiddlewareError } from "./middleware/memory-middleware-error.ts";
+export type { MemoryMiddlewareErrorCode } from "./middleware/memory-middleware-error.ts";
+export { createMemoryTools } from "./tools/create-memory-tools.ts";
+export type { MemoryToolClient } from "./tools/memory-tool-client.ts";
