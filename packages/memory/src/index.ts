@@ -146,7 +146,7 @@ export { createSqliteStore, type SqliteStoreOptions } from "./store/sqlite/creat
 
 export type { MemoryMiddlewareCoreOptions } from "./middleware/create-memory-middleware-core.ts";
 export type { MemoryContextMode, MemoryIdentity } from "./middleware/memory-identity.ts";
-export { MemoryMiddlewareError } from "./middleware/memory-middleware-error.ts";
 export type { MemoryMiddlewareErrorCode } from "./middleware/memory-middleware-error.ts";
+export { MemoryMiddlewareError } from "./middleware/memory-middleware-error.ts";
 export { createMemoryTools } from "./tools/create-memory-tools.ts";
 export type { MemoryToolClient } from "./tools/memory-tool-client.ts";
