@@ -122,3 +122,19 @@ test("after node B stops, tackle tools reports beta as unreachable, with and wit
   assert.equal(beta?.status, "unreachable");
   assert.ok(!tools.some((tool) => tool.name === "beta.whoami"));
 });
+
+test("tackle mesh revoke takes beta off node b and out of the catalogue; revoking it again is refused", async () => {
+  const env = cleanEnv({ MESH_BROKER_URL: nats.url });
+  const revoked = await runTackle(["mesh", "revoke", "b", "beta"], { env });
+  assert.equal(revoked.code, 0, revoked.stderr);
+  assert.equal(revoked.stdout, "revoked beta on b\n");
+  const tools = await runTackle(["tools", "--json"], { env });
+  assert.deepEqual(
+    (JSON.parse(tools.stdout) as { module: string }[]).map((info) => info.module),
+    ["alpha"],
+    "a module no node holds and nothing serves is gone from the mesh, by the admin's decision",
+  );
+  const again = await runTackle(["mesh", "revoke", "b", "beta"], { env });
+  assert.equal(again.code, 1);
+  assert.match(again.stderr, /No membership of module beta on node b/);
+});
