@@ -49,3 +49,32 @@ export type { DocumentIssue, DocumentView, Entity, Relation } from "./schema/typ
 export { validatePayload } from "./schema/validate-payload.ts";
 export type { PushResult } from "./server/push-result.ts";
 export { contentKinds, mediaKinds, timelineSchema } from "./timeline/timeline-schema.ts";
+export {
+  type CommitPlanContext,
+  commitPlan,
+} from "./tool/commit-plan.ts";
+export {
+  createDocScriptTool,
+  type DocScriptResult,
+  type DocScriptTool,
+  type DocScriptToolOptions,
+  type ModelContext,
+  type ToolFailure,
+} from "./tool/create-doc-script-tool.ts";
+export { createEditScriptPool, type EditScriptPoolOptions } from "./tool/create-edit-script-pool.ts";
+export type { CommitOutcome, EditPlan } from "./tool/edit-plan.ts";
+export type {
+  DocScriptHooks,
+  GenerationFact,
+  LoadedEntityAsset,
+  UploadedText,
+} from "./tool/host-hooks.ts";
+export type { PlanPreview } from "./tool/plan-preview.ts";
+export {
+  type RunEditScriptContext,
+  type RunEditScriptRequest,
+  type RunEditScriptResult,
+  runEditScript,
+  type SchemaReference,
+} from "./tool/run-edit-script.ts";
+export { scriptContract } from "./tool/script-contract.ts";

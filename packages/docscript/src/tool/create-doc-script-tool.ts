@@ -9,10 +9,11 @@ import { z } from "zod";
 import { createDocumentClient, type DocumentClient } from "../client/create-document-client.ts";
 import { DocumentClientError } from "../client/document-client-error.ts";
 import { interpretDocument } from "../document/interpret.ts";
-import { createSandboxPool, type SandboxPool } from "../sandbox/create-sandbox-pool.ts";
+import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
 import type { SandboxFailure, SandboxLog } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { commitPlan } from "./commit-plan.ts";
+import { createEditScriptPool } from "./create-edit-script-pool.ts";
 import type { CommitOutcome, EditPlan } from "./edit-plan.ts";
 import type { DocScriptHooks } from "./host-hooks.ts";
 import { createPlanCache } from "./plan-cache.ts";
@@ -112,10 +113,6 @@ const timelineReference: SchemaReference = {
   module: new URL("../timeline/timeline-schema.ts", import.meta.url),
   exportName: "timelineSchema",
 };
-const dispatcherModule = new URL(
-  import.meta.url.endsWith(".ts") ? "./edit-script-dispatcher.ts" : "./edit-script-dispatcher.js",
-  import.meta.url,
-);
 
 interface DocumentState {
   replica: LoroDoc;
@@ -147,8 +144,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   });
   let pool: SandboxPool | undefined;
   const sandbox = (): SandboxPool => {
-    pool ??= createSandboxPool({
-      dispatcherModule,
+    pool ??= createEditScriptPool({
       size: options.sandbox?.workers ?? 1,
       timeoutMs,
       memoryLimitMb: options.sandbox?.memoryLimitMb ?? 256,
