@@ -151,13 +151,11 @@ describe("createMemoryTools against the real service", () => {
       [false, true],
     );
 
-    await memory
-      .client("acme")
-      .ingestDocument({
-        ...carol,
-        title: "Allergy card",
-        content: "Peanut allergy: carry an epinephrine pen at all times.",
-      });
+    await memory.client("acme").ingestDocument({
+      ...carol,
+      title: "Allergy card",
+      content: "Peanut allergy: carry an epinephrine pen at all times.",
+    });
     const kb = await call("memory_search_kb", { ...carol, query: "epinephrine" });
     assert.equal(kb.results[0].title, "Allergy card");
 

@@ -1,0 +1,63 @@
+/**
+ * The memory module as a Tackle bundle (the mesh's bundle contract): the 26 memory tools over an
+ * embedded memory service on SQLite, served on loopback to this process only. `tackle serve` loads
+ * it among its built-in modules when this file exists.
+ *
+ * Environment: `TACKLE_MEMORY_URL` + `TACKLE_MEMORY_API_KEY` use an existing service instead;
+ * otherwise `TACKLE_MEMORY_STORE` (a SQLite path or a `postgres://` URL; default
+ * `$TACKLE_HOME/memory.db`, `TACKLE_HOME` defaulting to `~/.tackle`) and `TACKLE_MEMORY_TENANT`
+ * (default `local`).
+ */
+import { randomBytes } from "node:crypto";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import type { AnyTool, Logger } from "@tackle/core";
+import { MemoryClient } from "../client/memory-client.ts";
+import { serveMemory } from "../server/serve-memory.ts";
+import { createMemoryTools } from "../tools/create-memory-tools.ts";
+
+export interface MemoryBundleContext {
+  readonly module: string;
+  readonly node: string;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly logger: Logger;
+}
+
+export interface MemoryBundle {
+  readonly tools: readonly AnyTool[];
+  close(): Promise<void>;
+}
+
+/** Where the embedded store lives when nothing says otherwise. */
+export function defaultMemoryStore(env: Readonly<Record<string, string | undefined>>): string {
+  return env.TACKLE_MEMORY_STORE ?? join(env.TACKLE_HOME ?? join(homedir(), ".tackle"), "memory.db");
+}
+
+export default async function memoryBundle(context: MemoryBundleContext): Promise<MemoryBundle> {
+  const { env, logger } = context;
+  if (env.TACKLE_MEMORY_URL !== undefined && env.TACKLE_MEMORY_URL !== "") {
+    const client = new MemoryClient({
+      baseUrl: env.TACKLE_MEMORY_URL,
+      ...(env.TACKLE_MEMORY_API_KEY ? { apiKey: env.TACKLE_MEMORY_API_KEY } : {}),
+    });
+    logger.info("memory module uses an existing service", { url: client.baseUrl, module: context.module });
+    return { tools: createMemoryTools(client), close: async () => {} };
+  }
+  const store = defaultMemoryStore(env);
+  // A key made for this process alone: the embedded service answers no one else.
+  const apiKey = randomBytes(32).toString("base64url");
+  const server = await serveMemory({
+    store,
+    apiKeys: { [apiKey]: env.TACKLE_MEMORY_TENANT ?? "local" },
+    host: "127.0.0.1",
+    port: 0,
+    logger,
+  });
+  logger.info("memory module started an embedded service", {
+    store,
+    url: server.url,
+    module: context.module,
+  });
+  const client = new MemoryClient({ baseUrl: server.url, apiKey, allowPrivateNetwork: true });
+  return { tools: createMemoryTools(client), close: () => server.close() };
+}
