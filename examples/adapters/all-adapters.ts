@@ -18,6 +18,7 @@ import { generateText, stepCountIs } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import OpenAI from "openai";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions/completions";
+import { textStep, toolCallsStep } from "../../packages/core/test/support/mock-model-steps.ts";
 import { startScriptedOpenAIServer } from "../../packages/core/test/support/scripted-openai-server.ts";
 import { toolset } from "./tools.ts";
 
@@ -44,27 +45,14 @@ console.log(`Tools, defined once: ${toolset.names.join(", ")}\n`);
 
 // 1. AI SDK ----------------------------------------------------------------------------------------
 console.log("== AI SDK: generateText with a scripted mock model");
-const usage = {
-  inputTokens: { total: 10, noCache: 10, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 5, text: 5, reasoning: 0 },
-};
+// The model is scripted (a mock from `ai/test`): it asks for two weather calls, then answers.
 const model = new MockLanguageModelV4({
   doGenerate: [
-    {
-      content: [
-        { type: "tool-call", toolCallId: "ai-1", toolName: "weather__current", input: '{"city":"Izmir"}' },
-        { type: "tool-call", toolCallId: "ai-2", toolName: "weather__current", input: '{"city":"Atlantis"}' },
-      ],
-      finishReason: { unified: "tool-calls", raw: undefined },
-      usage,
-      warnings: [],
-    },
-    {
-      content: [{ type: "text", text: "It is 24 °C in Izmir; Atlantis has no station." }],
-      finishReason: { unified: "stop", raw: undefined },
-      usage,
-      warnings: [],
-    },
+    toolCallsStep(
+      ["ai-1", "weather__current", { city: "Izmir" }],
+      ["ai-2", "weather__current", { city: "Atlantis" }],
+    ),
+    textStep("It is 24 °C in Izmir; Atlantis has no station."),
   ],
 });
 const aiSdk = await generateText({

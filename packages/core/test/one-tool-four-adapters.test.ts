@@ -18,6 +18,7 @@ import { createToolSet, defineTool } from "../src/index.ts";
 import { toLangChainTools } from "../src/langchain/index.ts";
 import { serveMcpStdio, toolSetFromMcp } from "../src/mcp/index.ts";
 import { runChatToolCalls, toOpenAIChatTools } from "../src/openai/index.ts";
+import { textStep, toolCallsStep } from "./support/mock-model-steps.ts";
 import { startScriptedOpenAIServer } from "./support/scripted-openai-server.ts";
 
 const executions: { city: string; callId: string }[] = [];
@@ -33,30 +34,10 @@ const weather = defineTool({
 });
 const toolset = createToolSet([weather]);
 const expected = { city: "Izmir", celsius: 5 };
-const usage = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 1, text: 1, reasoning: 0 },
-};
-
 it("one tool defined once runs through the AI SDK, OpenAI, MCP and LangChain", async () => {
   // AI SDK: a generateText tool loop.
   const model = new MockLanguageModelV4({
-    doGenerate: [
-      {
-        content: [
-          { type: "tool-call", toolCallId: "ai-1", toolName: "weather__current", input: '{"city":"Izmir"}' },
-        ],
-        finishReason: { unified: "tool-calls", raw: undefined },
-        usage,
-        warnings: [],
-      },
-      {
-        content: [{ type: "text", text: "done" }],
-        finishReason: { unified: "stop", raw: undefined },
-        usage,
-        warnings: [],
-      },
-    ],
+    doGenerate: [toolCallsStep(["ai-1", "weather__current", { city: "Izmir" }]), textStep("done")],
   });
   const aiSdk = await generateText({
     model,

@@ -1,45 +1,16 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import type {
-  LanguageModelV4CallOptions,
-  LanguageModelV4GenerateResult,
-  LanguageModelV4StreamPart,
-} from "@ai-sdk/provider";
+import type { LanguageModelV4CallOptions, LanguageModelV4StreamPart } from "@ai-sdk/provider";
 import { generateText, stepCountIs, streamText } from "ai";
 import { convertArrayToReadableStream, MockLanguageModelV4 } from "ai/test";
 import { z } from "zod";
+import { textStep, toolCallsStep, mockUsage as usage } from "../../test/support/mock-model-steps.ts";
 import { controlFlowBrand } from "../errors/control-flow.ts";
 import { defineTool } from "../tool/define-tool.ts";
 import { createToolSet } from "../tool-set/create-tool-set.ts";
 import { isAiSdkToolFailure, toAiSdkTools } from "./to-ai-sdk-tools.ts";
 
-// The hosted model is the only mock here: the AI SDK's own MockLanguageModelV4 scripts two steps.
-const usage = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 1, text: 1, reasoning: 0 },
-};
-
-function toolCallStep(
-  toolName: string,
-  input: unknown,
-  toolCallId = "call-1",
-): LanguageModelV4GenerateResult {
-  return {
-    content: [{ type: "tool-call", toolCallId, toolName, input: JSON.stringify(input) }],
-    finishReason: { unified: "tool-calls", raw: "tool_calls" },
-    usage,
-    warnings: [],
-  };
-}
-
-function textStep(text: string): LanguageModelV4GenerateResult {
-  return {
-    content: [{ type: "text", text }],
-    finishReason: { unified: "stop", raw: "stop" },
-    usage,
-    warnings: [],
-  };
-}
+// The hosted model is the only mock here: the AI SDK's own MockLanguageModelV4 scripts the steps.
 
 /** The tool messages the model received in a later step's prompt. */
 function toolResultsIn(call: LanguageModelV4CallOptions | undefined) {
@@ -75,7 +46,7 @@ describe("toAiSdkTools", () => {
     seen.length = 0;
     const model = new MockLanguageModelV4({
       doGenerate: [
-        toolCallStep("weather__current", { city: "Izmir" }, "call-izmir"),
+        toolCallsStep(["call-izmir", "weather__current", { city: "Izmir" }]),
         textStep("21 °C in Izmir"),
       ],
     });
@@ -99,18 +70,10 @@ describe("toAiSdkTools", () => {
   it("hands invalid input and failures back to the model as error data it can act on", async () => {
     const model = new MockLanguageModelV4({
       doGenerate: [
-        {
-          ...toolCallStep("weather__current", { city: "" }, "call-bad"),
-          content: [
-            { type: "tool-call", toolCallId: "call-bad", toolName: "weather__current", input: '{"city":""}' },
-            {
-              type: "tool-call",
-              toolCallId: "call-fail",
-              toolName: "weather__current",
-              input: '{"city":"Atlantis"}',
-            },
-          ],
-        },
+        toolCallsStep(
+          ["call-bad", "weather__current", { city: "" }],
+          ["call-fail", "weather__current", { city: "Atlantis" }],
+        ),
         textStep("sorry"),
       ],
     });
