@@ -133,9 +133,8 @@ async function runTool(
 
   const timeoutMs = options.timeoutMs ?? tool.timeoutMs ?? defaultTimeout;
   const controller = new AbortController();
-  const signals = [controller.signal];
-  if (options.signal !== undefined) signals.push(options.signal);
-  const signal = AbortSignal.any(signals);
+  const signal =
+    options.signal === undefined ? controller.signal : AbortSignal.any([controller.signal, options.signal]);
   if (signal.aborted) return { ok: false, error: new ToolAbortedError(tool.name, signal.reason) };
 
   const context: ToolContext = {
