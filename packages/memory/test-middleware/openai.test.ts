@@ -203,6 +203,47 @@ describe("createOpenAIMiddleware with the real openai client over HTTP", () => {
     }
   });
 
+  it("reading one call both ways captures it once and returns the same data", async () => {
+    const client = remembering(
+      new OpenAI({ apiKey: "sk-test", baseURL: wire.baseURL, maxRetries: 0 }),
+      "bob",
+      "both-ways",
+    );
+    const pending = client.chat.completions.create({
+      model: "scripted",
+      messages: [{ role: "user", content: "Twice?" }],
+    });
+    const [awaited, { data }] = await Promise.all([pending, pending.withResponse()]);
+    assert.equal(awaited, data);
+    assert.equal((await memory.events("acme", "bob", "both-ways")).length, 2);
+  });
+
+  it("degrades when the memory service is unreachable: the request still goes through, onError hears why", async () => {
+    const reported: string[] = [];
+    const client = createOpenAIMiddleware(
+      new OpenAI({ apiKey: "sk-test", baseURL: wire.baseURL, maxRetries: 0 }),
+      {
+        apiUrl: "http://127.0.0.1:9",
+        apiKey: "nobody",
+        clientOptions: { allowPrivateNetwork: true, maxRetries: 0, timeoutMs: 2000 },
+        userId: "alice",
+        awaitCapture: true,
+        onError: (error) => reported.push(error.code),
+      },
+    );
+    const completion = await client.chat.completions.create({
+      model: "scripted",
+      messages: [{ role: "user", content: "Hello?" }],
+    });
+    assert.equal(completion.choices[0]!.message.content, "Hello? -> nothing");
+    assert.deepEqual(reported, ["memory_context_failed", "memory_capture_failed"]);
+    const sent = wire.requests.at(-1)!.body as { messages: { role: string }[] };
+    assert.deepEqual(
+      sent.messages.map((message) => message.role),
+      ["user"],
+    );
+  });
+
   it("a retried request is captured once", async () => {
     const client = remembering(
       new OpenAI({ apiKey: "sk-test", baseURL: wire.baseURL, maxRetries: 0 }),
