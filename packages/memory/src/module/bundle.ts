@@ -33,8 +33,18 @@ export function defaultMemoryStore(env: Readonly<Record<string, string | undefin
   return env.TACKLE_MEMORY_STORE ?? join(env.TACKLE_HOME ?? join(homedir(), ".tackle"), "memory.db");
 }
 
+/** Tackle's own settings (never secrets of other programs) from the process, under the bundle's env. */
+function settings(context: MemoryBundleContext): Readonly<Record<string, string | undefined>> {
+  const fromProcess = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => name.startsWith("TACKLE_")),
+  );
+  return { ...fromProcess, ...context.env };
+}
+
 export default async function memoryBundle(context: MemoryBundleContext): Promise<MemoryBundle> {
-  const { env, logger } = context;
+  const { logger } = context;
+  // The runtime hands bundles an explicit environment; TACKLE_HOME and TACKLE_MEMORY_* are still ours to read.
+  const env = settings(context);
   if (env.TACKLE_MEMORY_URL !== undefined && env.TACKLE_MEMORY_URL !== "") {
     const client = new MemoryClient({
       baseUrl: env.TACKLE_MEMORY_URL,
