@@ -68,7 +68,14 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
   const baseVersion = doc.oplogVersion();
   doc.setPeerId(input.peerId as `${number}`);
   const session = openDocument(doc, schema, { role: "script" });
-  const baseIds = new Set(session.entities.list().map((entity) => entity.entityId));
+  // Listed on the first create only: a script that creates nothing never pays for it.
+  let baseIdsRead: Set<string> | undefined;
+  const baseIds = () => {
+    baseIdsRead ??= new Set(session.entities.list().map((entity) => entity.entityId));
+    return baseIdsRead;
+  };
+  /** The last state of each relation the plan linked or moved, for the preview. */
+  const relationStates = new Map<string, Relation>();
   const created = new Set<string>();
   const updated = new Set<string>();
   const deleted = new Set<string>();
@@ -109,13 +116,14 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
         throw refused("invalid_operation", "create takes { entityKind, payload?, variantOf? }");
       }
       const payload = { ...(raw.payload ?? {}) };
+      const existing = baseIds();
       const upload = takeUploads(raw.entityKind, undefined, payload);
       const entity = session.entities.create({
         entityKind: raw.entityKind,
         payload,
         ...(raw.variantOf === undefined ? {} : { variantOf: raw.variantOf }),
       });
-      if (!baseIds.has(entity.entityId) && !created.has(entity.entityId)) {
+      if (!existing.has(entity.entityId) && !created.has(entity.entityId)) {
         created.add(entity.entityId);
         writes++;
       }
@@ -191,6 +199,7 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
           "link takes { relationKind, endpoint0EntityId, endpoint1EntityId, index? }",
         );
       const relation = session.relations.link(raw);
+      relationStates.set(relation.relationId, relation);
       linked.add(relation.relationId);
       unlinked.delete(relation.relationId);
       writes++;
@@ -198,6 +207,7 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
     },
     move(relationId: string, target: { endpoint0EntityId?: string; index?: number }) {
       const relation = session.relations.move(relationId, target ?? {});
+      relationStates.set(relation.relationId, relation);
       if (!linked.has(relation.relationId)) moved.add(relation.relationId);
       writes++;
       return relation;
@@ -296,8 +306,8 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
     const relation = (ids: Set<string>) =>
       [...ids]
         .slice(0, previewLimit)
-        .map((id) => session.relations.list().find((candidate) => candidate.relationId === id))
-        .filter((value): value is Relation => value !== undefined) as Relation[];
+        .map((id) => relationStates.get(id))
+        .filter((value): value is Relation => value !== undefined);
     return {
       writes,
       counts: {

@@ -1,0 +1,168 @@
+/**
+ * Edit-script bench: `run-edit-script` latency (p50, p99) for a ten-write script on 1k- and 10k-entity
+ * timeline documents, warm (a warm worker) and cold (a worker booted for the run), and `commit-plan`
+ * latency, each beside the same edit applied directly with Loro in the same run, as an overhead ratio.
+ * Everything goes through a real document server on loopback (SQLite in a temp dir).
+ *
+ *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/edit-script.ts [entityCounts...]
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LoroDoc, type LoroMap } from "loro-crdt";
+import {
+  createDocScriptTool,
+  createDocumentClient,
+  type DocScriptTool,
+} from "../../packages/docscript/src/index.ts";
+import { sampleTimelineSnapshot } from "../../packages/docscript/src/module/sample-timeline.ts";
+import { createSqliteDocumentStore, serveDocuments } from "../../packages/docscript/src/server/index.ts";
+import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
+
+const requested = process.argv
+  .slice(2)
+  .map(Number)
+  .filter((count) => count > 0);
+const entityCounts = requested.length > 0 ? requested : [1_000, 10_000];
+const warmRuns = 30;
+const coldRuns = 8;
+const commitRuns = 15;
+const adminToken = "bench-admin-token-0123456789";
+const token = "bench-document-token-0123456789";
+
+/** Ten writes: the first ten clips on the video track get a new volume. */
+const tenWrites = (
+  volume: number,
+) => `const video = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'video');
+const held = relations.of(video.entityId, 'contain').filter((r) => r.endpoint0EntityId === video.entityId).slice(0, 10);
+for (const relation of held) entities.update(relation.endpoint1EntityId, [{ op: 'set', path: ['volume'], value: ${volume} }]);`;
+
+function percentile(samples: number[], fraction: number): number {
+  const sorted = [...samples].sort((left, right) => left - right);
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)] ?? Number.NaN;
+}
+
+async function time(runs: number, body: (index: number) => Promise<void>): Promise<number[]> {
+  const samples: number[] = [];
+  for (let index = 0; index < runs; index++) {
+    const started = performance.now();
+    await body(index);
+    samples.push(performance.now() - started);
+  }
+  return samples;
+}
+
+/** The same ten writes straight on Loro: import the snapshot, set ten clip volumes, export the update. */
+function directEdit(snapshot: Uint8Array, clipIds: readonly string[], volume: number): Uint8Array {
+  const doc = LoroDoc.fromSnapshot(snapshot);
+  const before = doc.oplogVersion();
+  const entities = doc.getMap("entities");
+  for (const clipId of clipIds)
+    ((entities.get(clipId) as LoroMap).get("fields") as LoroMap).set("volume", volume);
+  doc.commit();
+  return doc.export({ mode: "update", from: before });
+}
+
+function expectOk(result: Awaited<ReturnType<DocScriptTool["handle"]>>): { plan_id: string } {
+  if (!result.ok || result.op !== "run-edit-script")
+    throw new Error(`run failed: ${JSON.stringify(result).slice(0, 400)}`);
+  return result;
+}
+
+const rows: string[] = [];
+const directory = mkdtempSync(join(tmpdir(), "docscript-bench-"));
+const server = await serveDocuments({
+  store: createSqliteDocumentStore({ path: join(directory, "bench.sqlite") }),
+  schema: timelineSchema,
+  adminToken,
+});
+const client = createDocumentClient({ origin: server.url, token });
+try {
+  for (const count of entityCounts) {
+    // The sample holds 12 entities; each extra clip adds three (image, clip, marker).
+    const extraClips = Math.max(0, Math.round((count - 12) / 3));
+    const built = performance.now();
+    const snapshot = sampleTimelineSnapshot({ extraClips });
+    process.stderr.write(
+      `built ${count} entities in ${Math.round(performance.now() - built)} ms (${snapshot.byteLength} bytes)\n`,
+    );
+    const docId = `bench-${count}`;
+    // Created on the host directly: setup, not what is measured.
+    await server.host.create(docId, token, snapshot);
+    const probe = LoroDoc.fromSnapshot(snapshot);
+    const relations = probe.getMap("relations").toJSON() as Record<
+      string,
+      { kind: string; endpoint0: string; endpoint1: string; position?: string }
+    >;
+    const videoClipIds = Object.values(relations)
+      .filter((relation) => relation.kind === "contain" && relation.endpoint0 === "track-1")
+      .sort((left, right) => ((left.position ?? "") < (right.position ?? "") ? -1 : 1))
+      .slice(0, 10)
+      .map((relation) => relation.endpoint1);
+
+    const warmTool = createDocScriptTool({
+      httpOrigin: server.url,
+      authToken: token,
+      sandbox: { workers: 1, maxRunsPerWorker: 1000 },
+    });
+    expectOk(await warmTool.handle({ op: "run-edit-script", doc_id: docId, script: tenWrites(-1) }));
+    const warm = await time(warmRuns, async (index) => {
+      expectOk(
+        await warmTool.handle({ op: "run-edit-script", doc_id: docId, script: tenWrites(-(index % 50) - 1) }),
+      );
+    });
+    const direct = await time(warmRuns, async (index) => {
+      directEdit(snapshot, videoClipIds, -(index % 50) - 1);
+    });
+    const cold = await time(coldRuns, async () => {
+      const coldTool = createDocScriptTool({
+        httpOrigin: server.url,
+        authToken: token,
+        sandbox: { workers: 0 },
+      });
+      expectOk(await coldTool.handle({ op: "run-edit-script", doc_id: docId, script: tenWrites(-7) }));
+      await coldTool.close();
+    });
+    const commitSamples: number[] = [];
+    for (let index = 0; index < commitRuns; index++) {
+      const run = expectOk(
+        await warmTool.handle({ op: "run-edit-script", doc_id: docId, script: tenWrites(-(index % 40) - 2) }),
+      );
+      const started = performance.now();
+      const commit = await warmTool.handle({ op: "commit-plan", doc_id: docId, plan_id: run.plan_id });
+      commitSamples.push(performance.now() - started);
+      if (!commit.ok || commit.op !== "commit-plan" || commit.status !== "committed")
+        throw new Error(JSON.stringify(commit));
+    }
+    await warmTool.close();
+    const directPush = await time(commitRuns, async (index) => {
+      const current = new LoroDoc();
+      await client.pullInto(docId, current);
+      const result = await client.push(
+        docId,
+        directEdit(current.export({ mode: "snapshot" }), videoClipIds, -(index % 40) - 3),
+      );
+      if (result.status !== "committed") throw new Error(JSON.stringify(result));
+    });
+    const line = (what: string, samples: number[], baseline: number[], baselineName: string) => {
+      const p50 = percentile(samples, 0.5);
+      const p99 = percentile(samples, 0.99);
+      const base50 = percentile(baseline, 0.5);
+      rows.push(
+        `| ${count.toLocaleString("en")} | ${what} | ${p50.toFixed(1)} | ${p99.toFixed(1)} | ${baselineName} | ${base50.toFixed(1)} | ${percentile(baseline, 0.99).toFixed(1)} | ${(p50 / base50).toFixed(1)}× |`,
+      );
+    };
+    line(`run-edit-script, warm (${warmRuns} runs)`, warm, direct, "Loro: import + 10 sets + export");
+    line(`run-edit-script, cold (${coldRuns} runs)`, cold, direct, "Loro: import + 10 sets + export");
+    line(`commit-plan (${commitRuns} runs)`, commitSamples, directPush, "client: pull + Loro edit + push");
+  }
+} finally {
+  await server.close();
+  rmSync(directory, { recursive: true, force: true });
+}
+
+console.log(
+  `| entities | operation | p50 ms | p99 ms | baseline | baseline p50 ms | baseline p99 ms | overhead (p50) |`,
+);
+console.log(`| ---: | --- | ---: | ---: | --- | ---: | ---: | ---: |`);
+for (const row of rows) console.log(row);
