@@ -79,6 +79,9 @@ describe("the middleware core", () => {
     await middleware.getContext({ userId: "alice" }, [{ role: "user", text: "  " }]);
     assert.equal(bundleRequests[0]!.query, "what tea do I like?");
     assert.equal(bundleRequests[1]!.query, undefined);
+    await middleware.getContext({ userId: "carol" }, [{ role: "system", text: "You are terse." }]);
+    assert.equal(bundleRequests.length, 3, "a prompt with no user message yet wakes up with memory");
+    assert.equal(bundleRequests[2]!.query, undefined);
   });
 
   it("retrieves the user's memories from every session unless the scope says otherwise", async () => {

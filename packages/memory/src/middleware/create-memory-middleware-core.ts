@@ -118,14 +118,15 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     const userText = lastUserText(messages);
     const mode = identity.mode ?? (userText === undefined ? "wake-up" : "full");
     const query = mode === "full" ? userText : undefined;
-    const lastIsUser = messages.at(-1)?.role === "user";
+    // A tool-loop step: the user has spoken and the last message is a tool result or the assistant's.
+    const mayFetch = messages.at(-1)?.role === "user" || !messages.some((message) => message.role === "user");
     const key =
       cache !== undefined && hasDiscriminator(identity) ? await keyFor(identity, mode, query) : undefined;
-    if (key === undefined) return lastIsUser ? fetchBundle(identity, query) : undefined;
+    if (key === undefined) return mayFetch ? fetchBundle(identity, query) : undefined;
     const cached = cache!.get(key);
     if (cached !== undefined) return cached;
-    // A tool-loop step (the last message is a tool result or the assistant's) never fetches again.
-    if (!lastIsUser) return undefined;
+    // A tool-loop step never fetches again: it reuses the turn's bundle or injects nothing.
+    if (!mayFetch) return undefined;
     const loading = fetchBundle(identity, query);
     cache!.set(key, loading);
     return loading;
