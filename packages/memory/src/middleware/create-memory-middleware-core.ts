@@ -118,7 +118,7 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     const userText = lastUserText(messages);
     const mode = identity.mode ?? (userText === undefined ? "wake-up" : "full");
     const query = mode === "full" ? userText : undefined;
-    // A tool-loop step: the user has spoken and the last message is a tool result or the assistant's.
+    // Fetch unless this is a tool-loop step: the user has spoken, and the last message is a tool result or the assistant's.
     const mayFetch = messages.at(-1)?.role === "user" || !messages.some((message) => message.role === "user");
     const key =
       cache !== undefined && hasDiscriminator(identity) ? await keyFor(identity, mode, query) : undefined;
