@@ -7,12 +7,17 @@ import { DurableError } from "../errors/durable-error.ts";
 import type { Graph } from "../graph/create-graph.ts";
 import type { InterruptRequest } from "../interrupt/interrupt.ts";
 import type { CommitBatch, DurableStore, Frame, JournalRecord, RunRecord } from "../store/durable-store.ts";
+import { createSqliteStore } from "../stores/sqlite/sqlite-store.ts";
 import { toFrameData } from "./frame-data.ts";
 import { NodeRuntime } from "./node-context.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
 
+/** Where runs live when no store is given: one SQLite file under the working directory. */
+export const defaultStorePath = ".tackle/durable.sqlite";
+
 export interface RunnerOptions {
-  readonly store: DurableStore;
+  /** A store, or the path of a SQLite file; default `.tackle/durable.sqlite` (SQLite is the default store). */
+  readonly store?: DurableStore | string;
   /** Graphs this runner can resume by name (a fresh process must know them); `start` adds its own. */
   // biome-ignore lint/suspicious/noExplicitAny: graphs of any state shape
   readonly graphs?: readonly Graph<any>[];
@@ -73,6 +78,8 @@ export interface Runner {
   watch(threadId: string, options?: WatchOptions): AsyncIterable<Frame>;
   /** Waits for the runs this runner drives to pause or end. */
   idle(): Promise<void>;
+  /** Waits until idle, then closes the store if the runner opened it (a store you passed stays open). */
+  close(): Promise<void>;
 }
 
 interface Cursor {
@@ -80,8 +87,11 @@ interface Cursor {
   tools: Record<string, number>;
 }
 
-export function createRunner(options: RunnerOptions): Runner {
-  const { store } = options;
+export function createRunner(options: RunnerOptions = {}): Runner {
+  const store =
+    typeof options.store === "object"
+      ? options.store
+      : createSqliteStore({ path: options.store ?? defaultStorePath });
   const logger = options.logger ?? silentLogger;
   // biome-ignore lint/suspicious/noExplicitAny: graphs of any state shape
   const graphs = new Map<string, Graph<any>>();
@@ -430,6 +440,10 @@ export function createRunner(options: RunnerOptions): Runner {
     },
     async idle() {
       await Promise.allSettled([...active.values()]);
+    },
+    async close() {
+      await Promise.allSettled([...active.values()]);
+      if (typeof options.store !== "object") await store.close();
     },
   };
 }

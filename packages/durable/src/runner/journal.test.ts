@@ -19,6 +19,23 @@ describe("ctx.step journal", () => {
   });
   afterEach(() => temp.cleanup());
 
+  test("SQLite is the default store: a path is enough", async () => {
+    const path = temp.path.replace(/runs\.sqlite$/, "default.sqlite");
+    const graph = createGraph("default-store").node("a", (_state, ctx) =>
+      ctx.step("x", () => ({ done: true })),
+    );
+    const runner = createRunner({ store: path });
+    const result = await runner.start(graph, {}, { threadId: "t" });
+    await runner.close();
+    assert.equal(result.status, "completed");
+    const reader = new DatabaseSync(path, { readOnly: true });
+    const row = reader.prepare("SELECT status FROM durable_runs WHERE thread_id = 't'").get() as {
+      status: string;
+    };
+    reader.close();
+    assert.equal(row.status, "completed");
+  });
+
   test("a step's record is on disk before the next step starts", async () => {
     const seen: string[] = [];
     const graph = createGraph("durable-before-next").node("a", async (_state, ctx) => {
