@@ -1,0 +1,313 @@
+/** The HTTP API and `MemoryClient` together over real HTTP: auth, validation, OpenAPI, retries, guards. */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import {
+  MemoryClient,
+  MemoryError,
+  MemoryNetworkError,
+  MemoryTimeoutError,
+  SsrfRefusedError,
+} from "@tackle/memory";
+import { type MemoryServer, memoryRoutes, serveMemory } from "@tackle/memory/server";
+import { freePort } from "@tackle/test-support";
+import { json, startFlakyServer } from "./support/start-flaky-server.ts";
+
+const directory = mkdtempSync(join(tmpdir(), "tackle-memory-http-"));
+let server: MemoryServer;
+let alice: MemoryClient;
+let bob: MemoryClient;
+
+before(async () => {
+  server = await serveMemory({
+    store: join(directory, "memory.db"),
+    apiKeys: { "key-alice": "tenant-alice", "key-bob": "tenant-bob" },
+    port: 0,
+  });
+  alice = new MemoryClient({ baseUrl: server.url, apiKey: "key-alice", allowPrivateNetwork: true });
+  bob = new MemoryClient({ baseUrl: server.url, apiKey: "key-bob", allowPrivateNetwork: true });
+});
+after(async () => {
+  await server.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+describe("HTTP API", () => {
+  it("answers 401 without a valid key, as a typed error", async () => {
+    for (const apiKey of [undefined, "wrong"]) {
+      const client = new MemoryClient({
+        baseUrl: server.url,
+        allowPrivateNetwork: true,
+        ...(apiKey ? { apiKey } : {}),
+      });
+      await assert.rejects(client.status(), (error: unknown) => {
+        assert.ok(MemoryError.isInstance(error));
+        assert.equal(error.status, 401);
+        assert.equal(error.code, "unauthorized");
+        return true;
+      });
+    }
+  });
+
+  it("tenants come from the API key: one tenant never sees or touches the other's memories", async () => {
+    const { memory } = await alice.add({
+      userId: "shared-user",
+      content: "Alice's secret launch date is May 5",
+    });
+    assert.equal(
+      (await bob.search({ userId: "shared-user", query: "secret launch date" })).results.length,
+      0,
+    );
+    await assert.rejects(bob.getMemory(memory.id), (error: MemoryError) => error.status === 404);
+    await assert.rejects(bob.deleteMemory(memory.id), (error: MemoryError) => error.code === "not_found");
+    assert.equal((await alice.getMemory(memory.id)).memory.status, "active");
+  });
+
+  it("bad input is answered 400 with the issues, and nothing is stored", async () => {
+    const before = (await alice.status()).counts;
+    const bodies = [
+      '{"content": 42}',
+      "{not json",
+      JSON.stringify({ role: "user", content: "x", customId: "" }),
+    ];
+    for (const [index, body] of bodies.entries()) {
+      const path = index === 2 ? "/v1/events" : "/v1/memories";
+      const response = await fetch(server.url + path, {
+        method: "POST",
+        headers: { authorization: "Bearer key-alice", "content-type": "application/json" },
+        body,
+      });
+      assert.equal(response.status, 400, body);
+      const answer = (await response.json()) as { error: { code: string; data?: { issues?: unknown[] } } };
+      assert.equal(answer.error.code, "invalid_input");
+      if (index !== 1) assert.ok((answer.error.data?.issues?.length ?? 0) > 0);
+    }
+    // The client checks the same schemas before sending anything.
+    await assert.rejects(alice.add({ content: "" }), (error: MemoryError) => error.code === "invalid_input");
+    assert.deepEqual((await alice.status()).counts, before);
+  });
+
+  it("serves an OpenAPI 3.1 document whose operations are the client's methods", async () => {
+    const document = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
+      openapi: string;
+      paths: Record<string, Record<string, { operationId: string; requestBody?: unknown }>>;
+    };
+    assert.equal(document.openapi, "3.1.0");
+    const operations = Object.values(document.paths).flatMap((methods) => Object.values(methods));
+    assert.equal(operations.length, memoryRoutes.length);
+    for (const operation of operations) {
+      assert.equal(typeof (alice as unknown as Record<string, unknown>)[operation.operationId], "function");
+    }
+    const search = document.paths["/v1/memories/search"]?.post;
+    assert.ok(JSON.stringify(search?.requestBody).includes("query"));
+  });
+
+  it("every client method reaches its route", async () => {
+    const { memory } = await alice.add({
+      userId: "u",
+      kind: "procedure",
+      content: "Restart the worker with make restart",
+    });
+    await alice.writeEvent({ userId: "u", sessionId: "s", role: "user", content: "I prefer short answers." });
+    await alice.updateMemory(memory.id, { importance: 0.9 });
+    await alice.recordFeedback(memory.id, { rating: "helpful" });
+    assert.equal((await alice.recordProcedureOutcome(memory.id, { success: true })).successRate, 1);
+    assert.equal((await alice.memoryHistory(memory.id)).versions.length, 4);
+    assert.equal((await alice.chainTrace(memory.id)).memory.id, memory.id);
+    assert.equal((await alice.recallConversation({ sessionId: "s" })).events.length, 1);
+    await alice.ingestDocument({ title: "Runbook", content: "Restart the worker when the queue stalls." });
+    assert.equal((await alice.searchKnowledge({ query: "queue stalls" })).results.length, 1);
+    assert.equal(
+      (await alice.selfEdit({ edits: [{ op: "append", label: "persona", text: "terse" }] })).blocks.length,
+      2,
+    );
+    assert.ok((await alice.profile({ userId: "u" })).profile.preferences.includes("I prefer short answers."));
+    assert.ok((await alice.contextBundle({ userId: "u", query: "restart worker" })).memories.length > 0);
+    assert.ok((await alice.unifiedState({ userId: "u" })).counts.memories.active >= 2);
+    assert.equal(
+      (await alice.noveltyScan({ candidates: ["Restart the worker with make restart"] })).results[0]?.novel,
+      false,
+    );
+    const consolidation = await alice.waitForJob((await alice.consolidate({ userId: "u" })).job.id);
+    assert.equal(consolidation.status, "succeeded");
+    const imported = await alice.importConversations({
+      format: "openai",
+      conversations: [{ messages: [{ role: "user", content: "I am based in Kyoto." }] }],
+    });
+    assert.equal((await alice.waitForJob(imported.job.id)).status, "succeeded");
+    assert.ok((await alice.listJobs({ type: "import" })).jobs.length >= 1);
+    assert.equal((await alice.accessTrends({ days: 3 })).days.length, 3);
+    assert.ok((await alice.accessSummaries({ limit: 3 })).top.length > 0);
+    const traces = await alice.listTraces({ limit: 5 });
+    assert.ok(traces.traces.length > 0);
+    assert.equal((await alice.getTrace(traces.traces[0]!.id)).trace.id, traces.traces[0]!.id);
+    assert.equal((await alice.deleteMemory(memory.id, { reason: "done" })).memory.status, "deleted");
+  });
+
+  it("concurrent event writes retried after lost answers store one event", async () => {
+    // A proxy that forwards every request but loses the first answer to each distinct body (503).
+    const seen = new Set<string>();
+    const proxy = await startFlakyServer(async (request, response) => {
+      const upstream = await fetch(server.url + request.path, {
+        method: request.method,
+        headers: { authorization: String(request.headers.authorization), "content-type": "application/json" },
+        ...(request.method === "GET" ? {} : { body: request.body }),
+      });
+      const text = await upstream.text();
+      const key = `${request.path}:${request.body}`;
+      if (!seen.has(key)) {
+        seen.add(key);
+        return json(response, 503, { error: { code: "unavailable", message: "lost", retryable: true } });
+      }
+      response.writeHead(upstream.status, { "content-type": "application/json" });
+      response.end(text);
+    });
+    try {
+      const client = new MemoryClient({
+        baseUrl: proxy.url,
+        apiKey: "key-alice",
+        allowPrivateNetwork: true,
+        retryBaseMs: 5,
+      });
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, () =>
+          client.writeEvent({
+            sessionId: "retry-session",
+            role: "user",
+            content: "I moved to Lisbon.",
+            customId: "turn-42",
+          }),
+        ),
+      );
+      assert.equal(new Set(answers.map((answer) => answer.event.id)).size, 1);
+      const recalled = await alice.recallConversation({ sessionId: "retry-session" });
+      assert.equal(recalled.events.length, 1);
+      // Without a custom id the client makes one, so its own retry does not duplicate either.
+      await client.writeEvent({ sessionId: "retry-session-2", role: "user", content: "hello", infer: false });
+      assert.equal((await alice.recallConversation({ sessionId: "retry-session-2" })).events.length, 1);
+      assert.ok(proxy.requests.length >= 8, "the proxy really lost answers and the client retried");
+    } finally {
+      await proxy.close();
+    }
+  });
+});
+
+describe("MemoryClient", () => {
+  it("retries 5xx and 429 with backoff (honouring Retry-After), never 4xx", async () => {
+    const answers = [
+      [503, { error: { code: "unavailable", message: "busy" } }],
+      [429, { error: { code: "rate_limited", message: "slow down" } }, { "retry-after": "0" }],
+      [200, { ok: true }],
+    ] as const;
+    const flaky = await startFlakyServer((_request, response, index) => {
+      const [status, body, headers] = answers[Math.min(index, 2)]!;
+      json(response, status, body, headers ?? {});
+    });
+    try {
+      const client = new MemoryClient({ baseUrl: flaky.url, allowPrivateNetwork: true, retryBaseMs: 5 });
+      assert.deepEqual(await client.status(), { ok: true });
+      assert.equal(flaky.requests.length, 3);
+    } finally {
+      await flaky.close();
+    }
+    const refusing = await startFlakyServer((_request, response) =>
+      json(response, 409, { error: { code: "conflict", message: "no" } }),
+    );
+    try {
+      const client = new MemoryClient({ baseUrl: refusing.url, allowPrivateNetwork: true, retryBaseMs: 5 });
+      await assert.rejects(
+        client.getMemory("x"),
+        (error: MemoryError) => error.code === "conflict" && !error.retryable,
+      );
+      assert.equal(refusing.requests.length, 1);
+    } finally {
+      await refusing.close();
+    }
+  });
+
+  it("gives up after maxRetries with the service's coded error", async () => {
+    const failing = await startFlakyServer((_request, response) =>
+      json(response, 500, { error: { code: "internal", message: "boom" } }),
+    );
+    try {
+      const client = new MemoryClient({
+        baseUrl: failing.url,
+        allowPrivateNetwork: true,
+        retryBaseMs: 1,
+        maxRetries: 2,
+      });
+      await assert.rejects(
+        client.status(),
+        (error: MemoryError) => error.code === "internal" && error.status === 500,
+      );
+      assert.equal(failing.requests.length, 3);
+    } finally {
+      await failing.close();
+    }
+  });
+
+  it("times out a silent service, retrying first", async () => {
+    const silent = await startFlakyServer(() => {
+      // Never answers.
+    });
+    try {
+      const client = new MemoryClient({
+        baseUrl: silent.url,
+        allowPrivateNetwork: true,
+        timeoutMs: 100,
+        maxRetries: 1,
+        retryBaseMs: 1,
+      });
+      await assert.rejects(client.status(), (error: unknown) => MemoryTimeoutError.isInstance(error));
+      assert.equal(silent.requests.length, 2);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it("reports a refused connection as a network error", async () => {
+    const port = await freePort();
+    const client = new MemoryClient({
+      baseUrl: `http://127.0.0.1:${port}`,
+      allowPrivateNetwork: true,
+      maxRetries: 0,
+    });
+    await assert.rejects(client.status(), (error: unknown) => MemoryNetworkError.isInstance(error));
+  });
+
+  it("SSRF guard: refuses other schemes and private, loopback and link-local hosts unless allowed", async () => {
+    for (const baseUrl of [
+      "file:///etc/passwd",
+      "ftp://example.com",
+      "http://127.0.0.1:4280",
+      "http://localhost:4280",
+      "http://169.254.169.254/latest",
+      "http://10.1.2.3",
+      "http://[::1]:4280",
+      "http://[fe80::1]",
+      "http://[::ffff:192.168.1.1]",
+    ]) {
+      assert.throws(
+        () => new MemoryClient({ baseUrl }),
+        (error: unknown) => SsrfRefusedError.isInstance(error),
+        baseUrl,
+      );
+    }
+    assert.throws(
+      () => new MemoryClient({ baseUrl: "file:///x", allowPrivateNetwork: true }),
+      (error: unknown) => SsrfRefusedError.isInstance(error),
+    );
+    // The local default reaches its own loopback service.
+    const saved = process.env.TACKLE_MEMORY_URL;
+    delete process.env.TACKLE_MEMORY_URL;
+    try {
+      assert.equal(new MemoryClient().baseUrl, "http://127.0.0.1:4280");
+    } finally {
+      if (saved !== undefined) process.env.TACKLE_MEMORY_URL = saved;
+    }
+    // A public address passes the guard (no connection is made here).
+    assert.equal(new MemoryClient({ baseUrl: "https://93.184.216.34" }).baseUrl, "https://93.184.216.34");
+  });
+});

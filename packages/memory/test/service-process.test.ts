@@ -1,0 +1,163 @@
+/** The service as its own process (the `tackle-memory serve` bin): data survives a kill and restart. */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { after, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { MemoryClient } from "@tackle/memory";
+import { createTestDatabase, freePort, type TestDatabase } from "@tackle/test-support";
+
+const main = fileURLToPath(new URL("../src/server/main.ts", import.meta.url));
+
+interface Running {
+  readonly child: ChildProcess;
+  readonly url: string;
+}
+
+async function startService(args: string[], environment: Record<string, string>): Promise<Running> {
+  const child = spawn(process.execPath, ["--conditions=@tackle/source", main, "serve", ...args], {
+    env: { PATH: process.env.PATH ?? "", ...environment },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk) => {
+    stderr += String(chunk);
+  });
+  const lines = createInterface({ input: child.stdout! });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`service did not start: ${stderr}`)), 20_000);
+    child.once("exit", (code) => reject(new Error(`service exited with ${code}: ${stderr}`)));
+    lines.on("line", (line) => {
+      const parsed = JSON.parse(line) as { listening?: string };
+      if (parsed.listening) {
+        clearTimeout(timer);
+        resolve(parsed.listening);
+      }
+    });
+  });
+  return { child, url };
+}
+
+function stop(running: Running, signal: NodeJS.Signals): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (running.child.exitCode !== null || running.child.signalCode !== null)
+      return resolve(running.child.exitCode);
+    running.child.once("exit", (code) => resolve(code));
+    running.child.kill(signal);
+  });
+}
+
+async function exercise(url: string, apiKey: string) {
+  const client = new MemoryClient({ baseUrl: url, apiKey, allowPrivateNetwork: true });
+  const { memory } = await client.add({ userId: "u", content: "The restart test's favourite number is 42" });
+  await client.writeEvent({
+    userId: "u",
+    sessionId: "s",
+    role: "user",
+    content: "remember me",
+    customId: "e-1",
+    infer: false,
+  });
+  await client.selfEdit({
+    userId: "u",
+    edits: [{ op: "append", label: "human", text: "survives restarts" }],
+  });
+  return memory.id;
+}
+
+async function verify(url: string, apiKey: string, memoryId: string) {
+  const client = new MemoryClient({ baseUrl: url, apiKey, allowPrivateNetwork: true });
+  assert.equal(
+    (await client.getMemory(memoryId)).memory.content,
+    "The restart test's favourite number is 42",
+  );
+  assert.equal(
+    (await client.search({ userId: "u", query: "favourite number" })).results[0]?.memory.id,
+    memoryId,
+  );
+  const again = await client.writeEvent({
+    userId: "u",
+    sessionId: "s",
+    role: "user",
+    content: "remember me",
+    customId: "e-1",
+  });
+  assert.equal(again.created, false, "the custom id is still known after the restart");
+  const blocks = (await client.selfEdit({ userId: "u", edits: [] })).blocks;
+  assert.equal(blocks.find((block) => block.label === "human")?.value, "survives restarts");
+}
+
+describe("memory service process", () => {
+  const directory = mkdtempSync(join(tmpdir(), "tackle-memory-process-"));
+  const children: Running[] = [];
+  let database: TestDatabase | undefined;
+  after(async () => {
+    for (const running of children) await stop(running, "SIGKILL");
+    await database?.drop();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it("SQLite: data survives SIGKILL and a restart of the process", async () => {
+    const port = await freePort();
+    const store = join(directory, "data", "memory.db");
+    const args = ["--store", store, "--listen", `127.0.0.1:${port}`];
+    const first = await startService(args, {});
+    children.push(first);
+    const keyFile = join(directory, "data", "memory-api-key");
+    assert.equal(statSync(keyFile).mode & 0o777, 0o600, "the generated key file is private");
+    const apiKey = readFileSync(keyFile, "utf8").trim();
+    const memoryId = await exercise(first.url, apiKey);
+    await stop(first, "SIGKILL");
+    const second = await startService(args, {});
+    children.push(second);
+    await verify(second.url, apiKey, memoryId);
+    assert.equal(await stop(second, "SIGTERM"), 0, "SIGTERM closes cleanly");
+  });
+
+  it("PostgreSQL: data survives a restart of the process", async () => {
+    database = await createTestDatabase("tackle_memory_process");
+    const port = await freePort();
+    const environment = {
+      TACKLE_MEMORY_STORE: database.url,
+      TACKLE_MEMORY_LISTEN: `127.0.0.1:${port}`,
+      TACKLE_MEMORY_API_KEYS: "pg-key=tenant-pg",
+    };
+    const first = await startService([], environment);
+    children.push(first);
+    const memoryId = await exercise(first.url, "pg-key");
+    await stop(first, "SIGKILL");
+    const second = await startService([], environment);
+    children.push(second);
+    await verify(second.url, "pg-key", memoryId);
+    await stop(second, "SIGTERM");
+  });
+
+  it("refuses to listen beyond loopback unless allowed", async () => {
+    const child = spawn(
+      process.execPath,
+      [
+        "--conditions=@tackle/source",
+        main,
+        "serve",
+        "--store",
+        join(directory, "x.db"),
+        "--listen",
+        "0.0.0.0:0",
+      ],
+      {
+        env: { PATH: process.env.PATH ?? "", TACKLE_MEMORY_API_KEYS: "k=t" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += String(chunk);
+    });
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    assert.equal(code, 1);
+    assert.match(stderr, /allowRemote|allow-remote/);
+  });
+});
