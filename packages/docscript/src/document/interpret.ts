@@ -1,18 +1,27 @@
 /** Interpret: a Loro document → the entities and relations it projects to, with the issues it has. */
-import type { LoroDoc, LoroMap } from "loro-crdt";
+import { type LoroDoc, LoroMap } from "loro-crdt";
 import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentIssue, Entity, Relation } from "../schema/types.ts";
 import { checkDocument } from "./check-document.ts";
+import { type ContainerIndex, stripIds } from "./container-index.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
 import { compareRelations, Projection, publicRelation } from "./projection.ts";
 
-/** The whole document's projection, read in one pass. */
-export function projectDocument(doc: LoroDoc, schema: Schema): Projection {
+/** The whole document's projection, read in one pass; with `index`, every container is recorded in it. */
+export function projectDocument(doc: LoroDoc, schema: Schema, index?: ContainerIndex): Projection {
   const projection = new Projection(schema);
-  const entities = doc.getMap(ENTITIES).toJSON() as Record<string, unknown>;
-  for (const [rowId, json] of Object.entries(entities)) projection.setRow(rowId, json);
-  const relations = doc.getMap(RELATIONS).toJSON() as Record<string, unknown>;
-  for (const [relationId, json] of Object.entries(relations)) projection.setRelationRow(relationId, json);
+  const read = (root: string): Record<string, unknown> => {
+    const map = doc.getMap(root);
+    if (index === undefined) return map.toJSON() as Record<string, unknown>;
+    const withIds = map.getDeepValueWithID() as { value: Record<string, unknown> };
+    const result: Record<string, unknown> = {};
+    for (const [rowId, value] of Object.entries(withIds.value))
+      result[rowId] = stripIds(value, index, { root, rowId });
+    return result;
+  };
+  for (const [rowId, json] of Object.entries(read(ENTITIES))) projection.setRow(rowId, json);
+  for (const [relationId, json] of Object.entries(read(RELATIONS)))
+    projection.setRelationRow(relationId, json);
   return projection;
 }
 
@@ -26,9 +35,9 @@ export interface InterpretedDocument {
 /** Every entity (sorted by id) and relation (in order), and every issue of the whole document. */
 export function interpretDocument(doc: LoroDoc, schema: Schema): InterpretedDocument {
   const projection = projectDocument(doc, schema);
-  const entities = [...projection.entities()].sort((left, right) =>
-    left.entityId < right.entityId ? -1 : 1,
-  );
+  const entities = [...projection.entities()]
+    .sort((left, right) => (left.entityId < right.entityId ? -1 : 1))
+    .map((entity) => ({ ...entity, payload: structuredClone(entity.payload) }));
   const relations = [...projection.relationIds()]
     .map((relationId) => projection.storedRelation(relationId))
     .filter((relation) => relation !== undefined)
@@ -37,29 +46,23 @@ export function interpretDocument(doc: LoroDoc, schema: Schema): InterpretedDocu
   return { entities, relations, issues: checkDocument(projection) };
 }
 
-/** Re-reads the rows a change touched, in place. */
+/** Re-reads the rows a change touched, in place; with `index`, their containers are recorded in it. */
 export function refreshRows(
   projection: Projection,
   doc: LoroDoc,
   rows: { entities: Iterable<string>; relations: Iterable<string> },
+  index?: ContainerIndex,
 ): void {
   const entities = doc.getMap(ENTITIES);
-  for (const rowId of rows.entities) projection.setRow(rowId, readContainer(entities, rowId));
+  for (const rowId of rows.entities) projection.setRow(rowId, readRow(entities, ENTITIES, rowId, index));
   const relations = doc.getMap(RELATIONS);
   for (const relationId of rows.relations)
-    projection.setRelationRow(relationId, readContainer(relations, relationId));
+    projection.setRelationRow(relationId, readRow(relations, RELATIONS, relationId, index));
 }
 
-function readContainer(map: LoroMap, key: string): unknown {
-  const value = map.get(key) as unknown;
-  if (value === undefined) return undefined;
-  if (
-    typeof value === "object" &&
-    value !== null &&
-    "toJSON" in value &&
-    typeof value.toJSON === "function"
-  ) {
-    return value.toJSON();
-  }
-  return value;
+function readRow(map: LoroMap, root: string, rowId: string, index: ContainerIndex | undefined): unknown {
+  const value = map.get(rowId) as unknown;
+  if (!(value instanceof LoroMap)) return value;
+  if (index === undefined) return value.toJSON();
+  return stripIds(value.getDeepValueWithID(), index, { root, rowId });
 }

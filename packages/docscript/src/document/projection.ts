@@ -23,6 +23,7 @@ export interface StoredEntity {
 
 export interface StoredRelation extends Relation {
   readonly position?: string;
+  readonly json?: unknown;
   /** Set for a relation stored in a holder's slot. */
   readonly slot?: string;
   readonly shapeIssues?: readonly DocumentIssue[];
@@ -31,6 +32,8 @@ export interface StoredRelation extends Relation {
 interface RowRecord {
   readonly entities: readonly StoredEntity[];
   readonly relations: readonly StoredRelation[];
+  /** The row as read, to put it back when a staged change is undone. */
+  readonly json?: unknown;
 }
 
 export class Projection implements DocumentView {
@@ -75,7 +78,7 @@ export class Projection implements DocumentView {
       this.rows.delete(rowId);
     }
     if (json === undefined) return;
-    const record = readRow(rowId, json, this.schema);
+    const record = { ...readRow(rowId, json, this.schema), json };
     this.rows.set(rowId, record);
     for (const entity of record.entities) this.addClaim(entity);
     for (const relation of record.relations) this.addRelation(relation);
@@ -89,13 +92,23 @@ export class Projection implements DocumentView {
       this.relationRows.delete(relationId);
     }
     if (json === undefined) return;
-    const relation = readRelationRow(relationId, json);
+    const relation = { ...readRelationRow(relationId, json), json };
     this.relationRows.set(relationId, relation);
     this.addRelation(relation);
   }
 
   row(rowId: string): RowRecord | undefined {
     return this.rows.get(rowId);
+  }
+
+  /** The JSON a row was read from, or undefined when there is no such row. */
+  rowJson(rowId: string): unknown {
+    return this.rows.get(rowId)?.json;
+  }
+
+  /** The JSON a relation row was read from (slot relations have none: they live in their holder's row). */
+  relationJson(relationId: string): unknown {
+    return this.relationRows.get(relationId)?.json;
   }
 
   /** Every row claiming `entityId`; more than one is a conflict. */

@@ -1,5 +1,10 @@
-/** Which `entities` and `relations` rows a change touched, read off Loro's diff between two versions. */
-import type { Frontiers, LoroDoc } from "loro-crdt";
+/**
+ * Which `entities` and `relations` rows a change touched, read off the change's own ops (never a diff of
+ * the whole document): an op on a root map names the row by its key; an op on a nested container is
+ * found in the container index, or through the op of this change that created the container.
+ */
+import type { ContainerID, Frontiers, LoroDoc } from "loro-crdt";
+import type { ContainerIndex } from "../document/container-index.ts";
 import { ENTITIES, META, RELATIONS } from "../document/layout.ts";
 
 export interface ChangedRows {
@@ -9,23 +14,59 @@ export interface ChangedRows {
   readonly foreignRoots: Set<string>;
 }
 
-export function changedRows(doc: LoroDoc, from: Frontiers, to: Frontiers): ChangedRows {
+const containerValuePrefix = "🦜:";
+
+export function changedRows(
+  doc: LoroDoc,
+  from: Frontiers,
+  to: Frontiers,
+  index: ContainerIndex = new Map(),
+): ChangedRows {
   const changes: ChangedRows = { entities: new Set(), relations: new Set(), foreignRoots: new Set() };
-  for (const [containerId, diff] of doc.diff(from, to, false)) {
-    const path = doc.getPathToContainer(containerId);
-    const root = path?.[0];
-    if (root !== ENTITIES && root !== RELATIONS) {
-      if (root !== META) changes.foreignRoots.add(String(root ?? containerId));
+  const ops = doc
+    .findIdSpansBetween(from, to)
+    .forward.flatMap((span) => doc.exportJsonInIdSpan(span).flatMap((change) => change.ops));
+  // Containers this change created, by the op that put them in their parent.
+  const created = new Map<string, { parent: string; key: string | undefined }>();
+  for (const op of ops) {
+    const content = op.content as { value?: unknown; key?: unknown };
+    if (typeof content.value === "string" && content.value.startsWith(containerValuePrefix)) {
+      created.set(content.value.slice(containerValuePrefix.length), {
+        parent: op.container,
+        key: typeof content.key === "string" ? content.key : undefined,
+      });
+    }
+  }
+  const rowOf = (
+    containerId: string,
+    key: string | undefined,
+    depth = 0,
+  ): { root: string; rowId: string | undefined } | undefined => {
+    const root = /^cid:root-(.+):\w+$/.exec(containerId)?.[1];
+    if (root !== undefined) return { root, rowId: key };
+    const known = index.get(containerId);
+    if (known !== undefined) return known;
+    const parent = created.get(containerId);
+    if (parent !== undefined && depth < 64) return rowOf(parent.parent, parent.key, depth + 1);
+    // Not in the index and not made here: ask Loro (slow on a fresh fork; rare).
+    const path = doc.getPathToContainer(containerId as ContainerID);
+    if (path === undefined) return undefined;
+    return { root: String(path[0]), rowId: path.length >= 2 ? String(path[1]) : key };
+  };
+  for (const op of ops) {
+    const key = (op.content as { key?: unknown }).key;
+    const row = rowOf(op.container, typeof key === "string" ? key : undefined);
+    // A container no longer reachable (its row was deleted) changes nothing a reader sees.
+    if (row === undefined) continue;
+    if (row.root !== ENTITIES && row.root !== RELATIONS) {
+      if (row.root !== META) changes.foreignRoots.add(row.root);
       continue;
     }
-    const target = root === ENTITIES ? changes.entities : changes.relations;
-    if (path !== undefined && path.length >= 2) {
-      target.add(String(path[1]));
-    } else if (diff.type === "map") {
-      for (const key of Object.keys(diff.updated)) target.add(key);
-    } else {
-      changes.foreignRoots.add(`${String(root)} (not a map)`);
+    if (row.rowId === undefined) {
+      changes.foreignRoots.add(`${row.root} (written as something other than a map)`);
+      continue;
     }
+    (row.root === ENTITIES ? changes.entities : changes.relations).add(row.rowId);
   }
   return changes;
 }

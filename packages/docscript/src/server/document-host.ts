@@ -6,6 +6,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { type Logger, silentLogger } from "@tackle/core";
 import { decodeImportBlobMeta, type Frontiers, LoroDoc } from "loro-crdt";
 import { type CheckScope, changeScope, checkDocument, issueKey } from "../document/check-document.ts";
+import type { ContainerIndex } from "../document/container-index.ts";
 import { projectDocument, refreshRows } from "../document/interpret.ts";
 import type { Projection } from "../document/projection.ts";
 import { decodeVersion, encodeVersion } from "../document/version.ts";
@@ -28,6 +29,10 @@ export interface DocumentHostOptions {
 
 interface OpenDocument {
   doc: LoroDoc;
+  /** A replica of `doc` that pushes are imported into first; undefined after a rejection polluted it. */
+  shadow: LoroDoc | undefined;
+  /** Row of every container seen; shared by the live document and its forks (containers never move). */
+  readonly index: ContainerIndex;
   projection: Projection;
   seq: number;
   snapshotSeq: number;
@@ -118,24 +123,26 @@ export class DocumentHost {
       for (let attempt = 0; ; attempt++) {
         const open = await this.current(documentId);
         const outcome = this.check(open, bytes);
-        if (outcome.result.status === "rejected" || outcome.fork === undefined) return outcome.result;
-        if (outcome.unchanged) return outcome.result;
+        if (outcome.undo === undefined) return outcome.result;
+        const status = outcome.result.status === "conflicted" ? "conflicted" : "committed";
         const seq = open.seq + 1;
         try {
           await this.store.append({
             documentId,
             seq,
             bytes,
-            status: outcome.result.status,
+            status,
             ...(actor === undefined ? {} : { actor }),
           });
         } catch (error) {
+          outcome.undo();
           // Another server appended first: catch up and check again against the merged document.
           if (StoreConflictError.isInstance(error) && attempt < 5) continue;
           throw error;
         }
-        open.doc = outcome.fork;
-        open.projection = outcome.projection;
+        // The live document takes the same update the fork took: the two are replicas again.
+        open.doc.import(bytes);
+        open.shadow = outcome.fork;
         open.seq = seq;
         if (open.seq - open.snapshotSeq >= this.compactEvery) this.compactLater(documentId);
         return outcome.result;
@@ -148,16 +155,17 @@ export class DocumentHost {
     this.open.clear();
   }
 
+  /**
+   * Imports the update into the document's fork (a replica kept in step with the live document, made
+   * anew only after a rejected push polluted it), stages the rows it touched in the projection and
+   * classifies the result. `undo` is set when the push is to be stored; it puts the projection back.
+   */
   private check(
     open: OpenDocument,
     bytes: Uint8Array,
-  ): { result: PushResult; fork?: LoroDoc; projection: Projection; unchanged?: boolean } {
-    const reject = (
-      reasons: string[],
-      issues: DocumentIssue[] = [],
-    ): { result: PushResult; projection: Projection } => ({
+  ): { result: PushResult; fork?: LoroDoc; undo?: () => void } {
+    const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
       result: { status: "rejected", reasons, issues },
-      projection: open.projection,
     });
     let meta: ReturnType<typeof decodeImportBlobMeta>;
     try {
@@ -168,8 +176,10 @@ export class DocumentHost {
     if (meta.mode !== "update" && meta.mode !== "outdated-update") {
       return reject([`a push carries an update, not a ${meta.mode}`]);
     }
-    const fork = open.doc.fork();
-    const before = open.doc.frontiers();
+    const fork = open.shadow ?? open.doc.fork();
+    // Until this push is stored, the fork is not a replica of the live document.
+    open.shadow = undefined;
+    const before = fork.frontiers();
     try {
       const status = fork.import(bytes);
       if (status.pending !== null && status.pending !== undefined && status.pending.size > 0) {
@@ -180,71 +190,78 @@ export class DocumentHost {
     }
     const after = fork.frontiers();
     if (fork.cmpFrontiers(before, after) === 0) {
-      // Already stored (a retried push): nothing to do.
-      return {
-        result: { status: "committed", version: encodeVersion(open.doc.oplogVersion()) },
-        fork,
-        projection: open.projection,
-        unchanged: true,
-      };
+      // Already stored (a retried push): nothing to do, and the fork is still a replica.
+      open.shadow = fork;
+      return { result: { status: "committed", version: encodeVersion(open.doc.oplogVersion()) } };
     }
-    const merged = this.evaluate(open.projection, fork, before, after);
-    if (merged.foreign.length > 0) return reject(merged.foreign);
+    const staged = this.stage(open.projection, fork, before, after, open.index);
+    if (staged.foreign.length > 0) {
+      staged.undo();
+      return reject(staged.foreign);
+    }
     const version = encodeVersion(fork.oplogVersion());
-    if (merged.added.length === 0) {
-      return { result: { status: "committed", version }, fork, projection: merged.projection };
-    }
+    if (staged.added.length === 0)
+      return { result: { status: "committed", version }, fork, undo: staged.undo };
     // The merged document breaks a constraint: the update's own fault, or the merge's?
     // The update was made on everything this server had when it depends on the server's current heads.
     const order = fork.cmpFrontiers(before, meta.startFrontiers);
     const sawEverything = order === 0 || order === -1;
     const ownIssues = sawEverything
-      ? merged.added
+      ? staged.added
       : this.issuesOnItsOwn(open.doc, meta.startFrontiers, bytes);
     if (ownIssues.length > 0) {
+      staged.undo();
       return reject(
         ["the update breaks the schema on its own", ...ownIssues.slice(0, 10).map(formatIssue)],
         ownIssues,
       );
     }
-    return {
-      result: { status: "conflicted", version, issues: merged.added },
-      fork,
-      projection: merged.projection,
-    };
+    return { result: { status: "conflicted", version, issues: staged.added }, fork, undo: staged.undo };
   }
 
-  /** Applies a change's rows to a copy of the projection and returns the issues it adds within its reach. */
-  private evaluate(
+  /**
+   * Re-reads the rows a change touched into `projection` (in place) and returns the issues the change
+   * adds within its reach, with an `undo` that restores the rows as they were.
+   */
+  private stage(
     projection: Projection,
     doc: LoroDoc,
     from: Frontiers,
     to: Frontiers,
-  ): { projection: Projection; added: DocumentIssue[]; foreign: string[] } {
-    const rows = changedRows(doc, from, to);
+    index: ContainerIndex,
+  ): { added: DocumentIssue[]; foreign: string[]; undo: () => void } {
+    const rows = changedRows(doc, from, to, index);
     const foreign = [...rows.foreignRoots].map(
       (root) => `the update writes root container "${root}", which the mapping does not know`,
     );
-    const next = projection.clone();
-    refreshRows(next, doc, rows);
     const beforeScope = changeScope(projection, rows);
-    const afterScope = changeScope(next, rows);
+    const before = new Set(checkDocument(projection, beforeScope).map(issueKey));
+    const previousRows = new Map([...rows.entities].map((rowId) => [rowId, projection.rowJson(rowId)]));
+    const previousRelations = new Map(
+      [...rows.relations].map((relationId) => [relationId, projection.relationJson(relationId)]),
+    );
+    refreshRows(projection, doc, rows, index);
+    const afterScope = changeScope(projection, rows);
     const scope: CheckScope = {
       entityIds: new Set([...beforeScope.entityIds, ...afterScope.entityIds]),
       relationIds: new Set([...beforeScope.relationIds, ...afterScope.relationIds]),
     };
-    const before = new Set(checkDocument(projection, scope).map(issueKey));
-    const added = checkDocument(next, scope).filter((issue) => !before.has(issueKey(issue)));
-    return { projection: next, added, foreign };
+    const added = checkDocument(projection, scope).filter((issue) => !before.has(issueKey(issue)));
+    const undo = () => {
+      for (const [rowId, json] of previousRows) projection.setRow(rowId, json);
+      for (const [relationId, json] of previousRelations) projection.setRelationRow(relationId, json);
+    };
+    return { added, foreign, undo };
   }
 
   /** The issues the update adds to the version it was made on (the slow path: a full read of that version). */
   private issuesOnItsOwn(doc: LoroDoc, startFrontiers: Frontiers, bytes: Uint8Array): DocumentIssue[] {
     const base = doc.forkAt(startFrontiers);
-    const projection = projectDocument(base, this.schema);
+    const index: ContainerIndex = new Map();
+    const projection = projectDocument(base, this.schema, index);
     const from = base.frontiers();
     base.import(bytes);
-    return this.evaluate(projection, base, from, base.frontiers()).added;
+    return this.stage(projection, base, from, base.frontiers(), index).added;
   }
 
   private compactLater(documentId: string): void {
@@ -270,9 +287,12 @@ export class DocumentHost {
       if (stored === undefined) throw new DocScriptError("document_not_found", `no document ${documentId}`);
       const doc = LoroDoc.fromSnapshot(stored.snapshot);
       if (stored.updates.length > 0) doc.importBatch(stored.updates.map((update) => update.bytes));
+      const index: ContainerIndex = new Map();
       open = {
         doc,
-        projection: projectDocument(doc, this.schema),
+        shadow: undefined,
+        index,
+        projection: projectDocument(doc, this.schema, index),
         seq: stored.updates.at(-1)?.seq ?? stored.snapshotSeq,
         snapshotSeq: stored.snapshotSeq,
         tokenHash: stored.tokenHash,
@@ -291,10 +311,10 @@ export class DocumentHost {
     if (newer.length > 0) {
       const before = open.doc.frontiers();
       open.doc.importBatch(newer.map((update) => update.bytes));
-      const rows = changedRows(open.doc, before, open.doc.frontiers());
-      const next = open.projection.clone();
-      refreshRows(next, open.doc, rows);
-      open.projection = next;
+      const rows = changedRows(open.doc, before, open.doc.frontiers(), open.index);
+      refreshRows(open.projection, open.doc, rows, open.index);
+      // Another server's updates: the fork is made anew from the live document on the next push.
+      open.shadow = undefined;
       open.seq = newer.at(-1)?.seq ?? open.seq;
     }
     return open;
