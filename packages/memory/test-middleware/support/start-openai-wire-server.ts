@@ -20,16 +20,18 @@ export interface OpenAIWireServer {
 /** `answer` scripts the model: the reply text for a request body. */
 export async function startOpenAIWireServer(
   answer: (body: Record<string, unknown>) => string,
+  options: { readonly jitterMs?: number; readonly record?: boolean } = {},
 ): Promise<OpenAIWireServer> {
+  const jitterMs = options.jitterMs ?? 5;
   const requests: WireRequest[] = [];
   let sequence = 0;
   const server = createServer(async (request, response) => {
     const body = JSON.parse(await readBody(request)) as Record<string, unknown>;
-    requests.push({ path: request.url ?? "", body });
+    if (options.record !== false) requests.push({ path: request.url ?? "", body });
     const text = answer(body);
     const id = `id_${++sequence}`;
     // Let concurrent requests interleave, as a hosted model would.
-    await new Promise((resolve) => setTimeout(resolve, Math.random() * 5));
+    if (jitterMs > 0) await new Promise((resolve) => setTimeout(resolve, Math.random() * jitterMs));
     if (request.url === "/v1/chat/completions") return chat(response, id, text, body.stream === true);
     if (request.url === "/v1/responses") return responses(response, id, text, body.stream === true);
     response
