@@ -106,7 +106,7 @@ try {
     client.setPeerId(2);
     const pushMs: number[] = [];
     const baselineMs: number[] = [];
-    let lastUpdate = new Uint8Array();
+    let lastUpdate: Uint8Array = new Uint8Array();
     for (let round = 0; round < pushes; round++) {
       const before = client.oplogVersion();
       const clipId = built.clipIds[(round * 7919) % built.clipIds.length] as string;
