@@ -119,7 +119,12 @@ interface DocumentState {
   version: string | undefined;
   /** The plan whose commit is unconfirmed: until it resolves, nothing else runs on the document. */
   blockingPlanId: string | undefined;
+  /** Calls queued or running on the document; a replica is only dropped when none are. */
+  calls: number;
 }
+
+/** Replicas kept for documents not in use; older idle ones are dropped (the next call pulls a snapshot). */
+const maxIdleReplicas = 64;
 
 export function createDocScriptTool(options: DocScriptToolOptions): DocScriptTool {
   const logger = options.logger ?? silentLogger;
@@ -171,7 +176,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   const stateOf = (docId: string): DocumentState => {
     let state = documents.get(docId);
     if (state === undefined) {
-      state = { replica: new LoroDoc(), version: undefined, blockingPlanId: undefined };
+      state = { replica: new LoroDoc(), version: undefined, blockingPlanId: undefined, calls: 0 };
       documents.set(docId, state);
     }
     return state;
@@ -180,9 +185,34 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   /** Every call first pulls what the server has. */
   const pull = async (docId: string): Promise<DocumentState> => {
     const state = stateOf(docId);
-    const { version } = await client.pullInto(docId, state.replica);
+    let pulled: { version: string };
+    try {
+      pulled = await client.pullInto(docId, state.replica);
+    } catch (error) {
+      // A pull changes nothing on the server: one retry covers a kept-alive connection the server just closed.
+      if (!DocumentClientError.isInstance(error) || error.code !== "network_error") throw error;
+      pulled = await client.pullInto(docId, state.replica);
+    }
+    const { version } = pulled;
     state.version = version;
     return state;
+  };
+
+  /** Runs one call on a document, after the calls before it; a blocked or busy document is never dropped. */
+  const onDocument = async <Result>(docId: string, task: () => Promise<Result>): Promise<Result> => {
+    const state = stateOf(docId);
+    state.calls++;
+    try {
+      return await serializer.run(docId, task);
+    } finally {
+      state.calls--;
+      if (documents.size > maxIdleReplicas) {
+        for (const [id, candidate] of documents) {
+          if (documents.size <= maxIdleReplicas) break;
+          if (candidate.calls === 0 && candidate.blockingPlanId === undefined) documents.delete(id);
+        }
+      }
+    }
   };
 
   const failure = (op: string, error: unknown, logs?: readonly SandboxLog[]): DocScriptResult => {
@@ -329,7 +359,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     }
     if (closed) return failure(op, { code: "closed", message: "the tool is closed" });
     const input = parsed.data;
-    return await serializer.run(input.doc_id, async () => {
+    return await onDocument(input.doc_id, async () => {
       try {
         const state = stateOf(input.doc_id);
         if (state.blockingPlanId !== undefined && input.op !== "commit-plan") return blocked(input.op, state);
@@ -351,7 +381,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     parameters: z.toJSONSchema(toolInputSchema) as Record<string, unknown>,
     inputSchema: toolInputSchema,
     async getModelContext({ doc_id, context_id }) {
-      return await serializer.run(doc_id, async () => {
+      return await onDocument(doc_id, async () => {
         const state = stateOf(doc_id);
         if (state.blockingPlanId === undefined) await pull(doc_id);
         const version = state.version ?? "";
