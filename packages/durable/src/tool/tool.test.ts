@@ -140,3 +140,54 @@ describe("tool() and approve()", () => {
     assert.deepEqual(charged, [20]);
   });
 });
+
+describe("primitives for integrations that run tools themselves", () => {
+  let temp: TempStore;
+  beforeEach(() => {
+    temp = tempSqliteStore();
+  });
+  afterEach(() => temp.cleanup());
+
+  test("nextToolCallId + toolTrace + ctx.step + isInterrupt produce the same trace as tool()", async () => {
+    const { nextToolCallId, toolTrace } = await import("./tool-trace.ts");
+    let executions = 0;
+    // The seed's hand-written loop, as an integration would write it.
+    async function runTool(
+      ctx: Parameters<typeof nextToolCallId>[0],
+      name: string,
+      params: Record<string, unknown>,
+    ) {
+      const id = nextToolCallId(ctx);
+      toolTrace(ctx, { id, name, status: "running", params });
+      try {
+        const result = await ctx.step(name, async () => {
+          executions++;
+          await ctx.interrupt({ title: `Run ${name}?` });
+          return { ok: true };
+        });
+        toolTrace(ctx, { id, name, status: "completed", result });
+        return result;
+      } catch (error) {
+        if (isInterrupt(error)) throw error;
+        toolTrace(ctx, { id, name, status: "error", error: String(error) });
+        throw error;
+      }
+    }
+    const graph = createGraph("primitives").node("n", async (_state, ctx) => {
+      await runTool(ctx, "deploy", { env: "prod" });
+      return {};
+    });
+    const runner = createRunner({ store: temp.store });
+    const paused = await runner.start(graph, {}, { threadId: "t" });
+    const statuses = (await runner.frames("t"))
+      .filter((frame) => frame.type === "tool_call")
+      .map((frame) => (frame.data as { status: string }).status);
+    assert.deepEqual(statuses, ["running", "awaiting_approval"]);
+    const done = await runner.resume("t", { [paused.interrupts[0]?.id ?? ""]: true });
+    assert.equal(done.status, "completed");
+    const card = applyToolCards(await runner.frames("t")).get("n:tool:0");
+    assert.deepEqual([card?.status, card?.result], ["completed", { ok: true }]);
+    // The step's fn paused the first time, so it ran again on resume (as the same attempt): twice in all.
+    assert.equal(executions, 2);
+  });
+});

@@ -82,58 +82,61 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     }
   }
 
+  /**
+   * One statement, so one round trip and atomic without BEGIN/COMMIT: the fenced UPDATE gates the
+   * inserts (they join on its RETURNING row), and a fenced-out owner writes nothing.
+   */
   async function apply(
-    client: pg.PoolClient,
+    client: pg.Pool | pg.PoolClient,
     threadId: string,
     batch: CommitBatch,
     owner: string,
   ): Promise<void> {
     const patch = batch.run ?? {};
-    const sets: string[] = ["updated_at = $1"];
-    const values: unknown[] = [new Date().toISOString()];
+    const values: unknown[] = [threadId, owner, new Date().toISOString()];
+    const sets: string[] = ["updated_at = $3"];
     for (const column of columns) {
       if (column in patch) {
         values.push(patch[column] ?? null);
         sets.push(`${column} = $${values.length}`);
       }
     }
-    values.push(threadId, owner);
-    const updated = await client.query(
-      `UPDATE ${runs} SET ${sets.join(", ")} WHERE thread_id = $${values.length - 1} AND owner = $${values.length}`,
-      values,
-    );
-    if (updated.rowCount === 0) {
-      throw new DurableError("run_fenced", `Thread "${threadId}" was taken over by another runner`);
-    }
+    const parts = [
+      `fenced AS (UPDATE ${runs} SET ${sets.join(", ")} WHERE thread_id = $1 AND owner = $2 RETURNING thread_id)`,
+    ];
     const records = batch.journal ?? [];
     if (records.length > 0) {
-      await client.query(
-        `INSERT INTO ${journal} (thread_id, key, name, state, attempt, value)
-         SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::text[])
-         ON CONFLICT (thread_id, key) DO UPDATE SET name = excluded.name, state = excluded.state,
-         attempt = excluded.attempt, value = excluded.value`,
-        [
-          threadId,
-          records.map((record) => record.key),
-          records.map((record) => record.name),
-          records.map((record) => record.state),
-          records.map((record) => record.attempt),
-          records.map((record) => record.value),
-        ],
+      const at = values.length;
+      values.push(
+        records.map((record) => record.key),
+        records.map((record) => record.name),
+        records.map((record) => record.state),
+        records.map((record) => record.attempt),
+        records.map((record) => record.value),
       );
+      parts.push(`journaled AS (INSERT INTO ${journal} (thread_id, key, name, state, attempt, value)
+        SELECT fenced.thread_id, item.* FROM fenced,
+          unnest($${at + 1}::text[], $${at + 2}::text[], $${at + 3}::text[], $${at + 4}::int[], $${at + 5}::text[]) AS item
+        ON CONFLICT (thread_id, key) DO UPDATE SET name = excluded.name, state = excluded.state,
+          attempt = excluded.attempt, value = excluded.value)`);
     }
     const list = batch.frames ?? [];
     if (list.length > 0) {
-      await client.query(
-        `INSERT INTO ${frames} (thread_id, seq, type, data)
-         SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::jsonb[])`,
-        [
-          threadId,
-          list.map((frame) => frame.seq),
-          list.map((frame) => frame.type),
-          list.map((frame) => JSON.stringify(frame.data ?? null)),
-        ],
+      const at = values.length;
+      values.push(
+        list.map((frame) => frame.seq),
+        list.map((frame) => frame.type),
+        list.map((frame) => JSON.stringify(frame.data ?? null)),
       );
+      parts.push(`framed AS (INSERT INTO ${frames} (thread_id, seq, type, data)
+        SELECT fenced.thread_id, item.* FROM fenced, unnest($${at + 1}::bigint[], $${at + 2}::text[], $${at + 3}::jsonb[]) AS item)`);
+    }
+    const result = await client.query(
+      `WITH ${parts.join(", ")} SELECT count(*)::int AS fenced FROM fenced`,
+      values,
+    );
+    if (result.rows[0]?.fenced !== 1) {
+      throw new DurableError("run_fenced", `Thread "${threadId}" was taken over by another runner`);
     }
   }
 
@@ -187,7 +190,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       });
     },
     async commit(threadId, owner, batch) {
-      await transaction((client) => apply(client, threadId, batch, owner));
+      await apply(database, threadId, batch, owner);
     },
     async readJournal(threadId): Promise<JournalRecord[]> {
       const result = await database.query(
