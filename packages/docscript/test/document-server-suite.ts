@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { LoroDoc, LoroMap } from "loro-crdt";
-import { interpretDocument, timelineSchema } from "../src/index.ts";
+import { createDocumentClient, interpretDocument, openDocument, timelineSchema } from "../src/index.ts";
 import { type DocumentStore, type RunningDocumentServer, serveDocuments } from "../src/server/index.ts";
 import { createEditor, seedTrack } from "./timeline-fixture.ts";
 
@@ -265,6 +265,99 @@ export function documentServerSuite(factory: StoreFactory): void {
       const snapshotAfter = await writer.client.pull(documentId);
       assert.deepEqual(snapshotAfter.bytes, snapshotBefore.bytes);
       assert.equal(snapshotAfter.version, snapshotBefore.version);
+    });
+
+    it("takes the origin and token per document and a fetchImpl override; a retried push stores nothing twice", async () => {
+      const { documentId, token } = await newDocument();
+      const seen: string[] = [];
+      const client = createDocumentClient({
+        origin: (id) => (id === documentId ? server.url : "http://127.0.0.1:9"),
+        token: async (id) => (id === documentId ? token : "none"),
+        fetchImpl: async (input, init) => {
+          seen.push(`${init?.method ?? "GET"} ${new URL(String(input)).pathname}`);
+          return fetch(input, init);
+        },
+      });
+      const doc = new LoroDoc();
+      doc.setPeerId(71);
+      await client.pullInto(documentId, doc);
+      const before = doc.oplogVersion();
+      seedTrack(openDocument(doc, timelineSchema));
+      doc.commit();
+      const update = doc.export({ mode: "update", from: before });
+      const first = await client.push(documentId, update);
+      assert.equal(first.status, "committed");
+      const store = await factory.open();
+      const storedOnce = await store.load(documentId);
+      const retried = await client.push(documentId, update);
+      assert.deepEqual(retried, first);
+      assert.deepEqual(await store.load(documentId), storedOnce);
+      await store.close();
+      assert.deepEqual(seen, [
+        `GET /documents/${documentId}/snapshot`,
+        `POST /documents/${documentId}/push`,
+        `POST /documents/${documentId}/push`,
+      ]);
+    });
+
+    it("rejects an update whose dependencies the server lacks", async () => {
+      const { documentId, token } = await newDocument();
+      const writer = createEditor(server.url, documentId, token, 81);
+      await writer.pull();
+      const unsent = writer.doc.oplogVersion();
+      const ids = seedTrack(writer.session());
+      writer.doc.commit();
+      const middle = writer.doc.oplogVersion();
+      writer.session().entities.update(ids.clipId, [{ op: "set", path: ["volume"], value: -9 }]);
+      writer.doc.commit();
+      const result = await writer.client.push(
+        documentId,
+        writer.doc.export({ mode: "update", from: middle }),
+      );
+      assert.equal(result.status, "rejected");
+      assert.ok(result.status === "rejected");
+      assert.match(result.reasons[0] ?? "", /depends on changes/);
+      // The fork the server checked in was polluted by the pending change; the next push still lands.
+      assert.equal(
+        (await writer.client.push(documentId, writer.doc.export({ mode: "update", from: unsent }))).status,
+        "committed",
+      );
+    });
+
+    it("two servers over one store both accept pushes and see each other's", async () => {
+      const { documentId, token } = await newDocument();
+      const second = await serveDocuments({ store: await factory.open(), schema: timelineSchema });
+      try {
+        const alice = createEditor(server.url, documentId, token, 91);
+        const bob = createEditor(second.url, documentId, token, 92);
+        await alice.pull();
+        let ids = { trackId: "", clipId: "", markerId: "", audioId: "" };
+        assert.equal((await alice.edit((session) => (ids = seedTrack(session)))).status, "committed");
+        await bob.pull();
+        assert.equal(
+          (
+            await bob.edit((session) =>
+              session.entities.update(ids.trackId, [{ op: "set", path: ["muted"], value: true }]),
+            )
+          ).status,
+          "committed",
+        );
+        assert.equal(
+          (
+            await alice.edit((session) =>
+              session.entities.update(ids.clipId, [{ op: "set", path: ["speed"], value: 1.5 }]),
+            )
+          ).status,
+          "committed",
+        );
+        await Promise.all([alice.pull(), bob.pull()]);
+        for (const editor of [alice, bob]) {
+          assert.equal(editor.session().entities.get(ids.trackId)?.payload.muted, true);
+          assert.equal(editor.session().entities.get(ids.clipId)?.payload.speed, 1.5);
+        }
+      } finally {
+        await second.close();
+      }
     });
 
     it("answers 401 without a token, 403 with a wrong one and 404 for an unknown document", async () => {

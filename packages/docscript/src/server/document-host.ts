@@ -13,7 +13,7 @@ import { decodeVersion, encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, formatIssue } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
-import { type ChangedRows, changedRows } from "./changed-rows.ts";
+import { changedRows } from "./changed-rows.ts";
 import { type DocumentStore, StoreConflictError } from "./document-store.ts";
 import type { PushResult } from "./push-result.ts";
 
