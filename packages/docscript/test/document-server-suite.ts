@@ -381,6 +381,21 @@ export function documentServerSuite(factory: StoreFactory): void {
       const wrong = createEditor(server.url, documentId, "wrong-token-0123456789", 52);
       await assert.rejects(wrong.pull(), (error: Error & { code?: string }) => error.code === "forbidden");
       assert.equal(await fetchStatus("/documents", "not-the-admin-token", "POST"), 403);
+      // One document's token never opens another, however many ask at once.
+      const other = await newDocument();
+      const crossed = await Promise.all(
+        Array.from({ length: 10 }, (_, index) =>
+          fetchStatus(
+            `/documents/${index % 2 === 0 ? documentId : other.documentId}/snapshot`,
+            index % 2 === 0 ? other.token : "wrong-token-0123456789",
+          ),
+        ),
+      );
+      assert.deepEqual(
+        crossed,
+        Array.from({ length: 10 }, () => 403),
+      );
+      assert.equal(await fetchStatus(`/documents/${other.documentId}/snapshot`, other.token), 200);
     });
 
     it("serves the updates since a version, and compacts the log into a snapshot that survives restart", async () => {
