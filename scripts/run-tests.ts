@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 
 const defaultGlobs = [
   "packages/*/src/**/*.test.ts",
-  "packages/*/test/**/*.test.ts",
+  "packages/*/test*/**/*.test.ts",
   "test-support/src/**/*.test.ts",
   "examples/**/*.test.ts",
 ];

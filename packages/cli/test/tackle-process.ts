@@ -21,7 +21,18 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   for (const [key, value] of Object.entries(process.env)) {
     if (!key.startsWith("MESH_") && !key.startsWith("TACKLE_") && key !== "NODE_OPTIONS") env[key] = value;
   }
-  return { ...env, TACKLE_LOG_LEVEL: "warn", ...extra };
+  // Never the user's ~/.tackle: built-in modules write stores and tokens there.
+  return { ...env, TACKLE_LOG_LEVEL: "warn", TACKLE_HOME: suiteHome(), ...extra };
+}
+
+let sharedHome: string | undefined;
+function suiteHome(): string {
+  if (sharedHome === undefined) {
+    const path = mkdtempSync(join(tmpdir(), "tackle-home-"));
+    sharedHome = path;
+    process.once("exit", () => rmSync(path, { recursive: true, force: true }));
+  }
+  return sharedHome;
 }
 
 export function tempHome(): { path: string; remove(): void } {
