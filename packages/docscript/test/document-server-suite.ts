@@ -173,6 +173,12 @@ export function documentServerSuite(factory: StoreFactory): void {
         });
       });
       assert.equal(bobResult.status, "conflicted", JSON.stringify(bobResult));
+      // Retrying the same bytes (an unconfirmed commit) stores nothing and still answers conflicted.
+      const retried = await bob.client.push(
+        documentId,
+        bob.doc.export({ mode: "update", from: alice.doc.oplogVersion() }),
+      );
+      assert.equal(retried.status, "conflicted");
       assert.ok(bobResult.status === "conflicted");
       const named = bobResult.issues.find((issue) => issue.entityId === first.markerId);
       assert.equal(named?.constraint, "relation.cardinality");

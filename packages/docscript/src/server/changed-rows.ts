@@ -3,7 +3,7 @@
  * the whole document): an op on a root map names the row by its key; an op on a nested container is
  * found in the container index, or through the op of this change that created the container.
  */
-import type { ContainerID, Frontiers, LoroDoc } from "loro-crdt";
+import type { ContainerID, Frontiers, IdSpan, ImportBlobMetadata, LoroDoc } from "loro-crdt";
 import type { ContainerIndex } from "../document/container-index.ts";
 import { ENTITIES, META, RELATIONS } from "../document/layout.ts";
 
@@ -16,16 +16,35 @@ export interface ChangedRows {
 
 const containerValuePrefix = "🦜:";
 
+/** The rows the changes between two versions of `doc` touched. */
 export function changedRows(
   doc: LoroDoc,
   from: Frontiers,
   to: Frontiers,
   index: ContainerIndex = new Map(),
 ): ChangedRows {
+  return rowsOfSpans(doc, doc.findIdSpansBetween(from, to).forward, index);
+}
+
+/** The op spans an update blob carries, from its decoded metadata. */
+export function spansOfUpdate(meta: ImportBlobMetadata): IdSpan[] {
+  const start = meta.partialStartVersionVector.toJSON();
+  const spans: IdSpan[] = [];
+  for (const [peer, end] of meta.partialEndVersionVector.toJSON()) {
+    const counter = start.get(peer) ?? 0;
+    if (end > counter) spans.push({ peer, counter, length: end - counter });
+  }
+  return spans;
+}
+
+/** The rows the ops in `spans` (already in `doc`) touched. */
+export function rowsOfSpans(
+  doc: LoroDoc,
+  spans: readonly IdSpan[],
+  index: ContainerIndex = new Map(),
+): ChangedRows {
   const changes: ChangedRows = { entities: new Set(), relations: new Set(), foreignRoots: new Set() };
-  const ops = doc
-    .findIdSpansBetween(from, to)
-    .forward.flatMap((span) => doc.exportJsonInIdSpan(span).flatMap((change) => change.ops));
+  const ops = spans.flatMap((span) => doc.exportJsonInIdSpan(span).flatMap((change) => change.ops));
   // Containers this change created, by the op that put them in their parent.
   const created = new Map<string, { parent: string; key: string | undefined }>();
   for (const op of ops) {

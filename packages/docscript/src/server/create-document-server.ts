@@ -26,7 +26,7 @@ export interface DocumentServer {
   readonly app: Hono;
   readonly host: DocumentHost;
   readonly fetch: (request: Request) => Response | Promise<Response>;
-  /** Closes the store. */
+  /** Waits for queued work, then closes the store. */
   close(): Promise<void>;
 }
 
@@ -150,6 +150,9 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     app,
     host,
     fetch: (request) => app.fetch(request),
-    close: () => options.store.close(),
+    async close() {
+      await host.close();
+      await options.store.close();
+    },
   };
 }

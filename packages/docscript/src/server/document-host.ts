@@ -13,7 +13,7 @@ import { decodeVersion, encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, formatIssue } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
-import { changedRows } from "./changed-rows.ts";
+import { changedRows, rowsOfSpans, spansOfUpdate } from "./changed-rows.ts";
 import { type DocumentStore, StoreConflictError } from "./document-store.ts";
 import type { PushResult } from "./push-result.ts";
 
@@ -150,6 +150,12 @@ export class DocumentHost {
     });
   }
 
+  /** Waits for queued work (a compaction that runs after its push answered) and drops open documents. */
+  async close(): Promise<void> {
+    while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
+    this.open.clear();
+  }
+
   /** Drops every open document (they reload from the store on next use). */
   forget(): void {
     this.open.clear();
@@ -190,9 +196,16 @@ export class DocumentHost {
     }
     const after = fork.frontiers();
     if (fork.cmpFrontiers(before, after) === 0) {
-      // Already stored (a retried push): nothing to do, and the fork is still a replica.
+      // Already stored (a retried push): store nothing, and answer as the first attempt was answered
+      // as far as the document still shows it: conflicted while what it touched has issues.
       open.shadow = fork;
-      return { result: { status: "committed", version: encodeVersion(open.doc.oplogVersion()) } };
+      const version = encodeVersion(open.doc.oplogVersion());
+      const rows = rowsOfSpans(open.doc, spansOfUpdate(meta), open.index);
+      const issues = checkDocument(open.projection, changeScope(open.projection, rows));
+      return {
+        result:
+          issues.length > 0 ? { status: "conflicted", version, issues } : { status: "committed", version },
+      };
     }
     const staged = this.stage(open.projection, fork, before, after, open.index);
     if (staged.foreign.length > 0) {
