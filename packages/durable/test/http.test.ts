@@ -16,7 +16,7 @@ import { applyToolCards, type TempStore, tempSqliteStore } from "./helpers.ts";
 
 const refunds: number[] = [];
 const graph = createGraph<{ id: string; reply?: string }>("refund").node("task", async (state, ctx) => {
-  const order = await tool(ctx, "get_order", { id: state.id }, () => ({ total: 249.9 }));
+  const order = await tool(ctx, "get_order", { id: state.id }, () => ({ id: state.id, total: 249.9 }));
   // The approval is asked from inside the tool's fn: the interrupt unwinds through the tool and HTTP.
   const result = await tool(ctx, "refund", { id: state.id, amount: order.total }, async () => {
     const answer = await approve(ctx, {
@@ -89,6 +89,51 @@ describe("/http", () => {
     );
   });
 
+  test("the client reconnects a dropped stream from the last seq it saw, with no gap and no duplicate", async () => {
+    const plain = createDurableClient({ baseUrl: server.url });
+    const { threadId } = await plain.start("refund", { id: "ORD-3" });
+    const expected = await collect(plain.frames(threadId));
+    const asked: string[] = [];
+    let drops = 0;
+    // A network that cuts the first two frame streams after their first chunk.
+    const flaky: typeof fetch = async (input, init) => {
+      const response = await fetch(input, init);
+      const lastEventId = new Headers(init?.headers).get("last-event-id");
+      if (!String(input).endsWith("/frames") || response.body === null) return response;
+      asked.push(lastEventId ?? "");
+      if (drops >= 2) return response;
+      drops++;
+      const reader = response.body.getReader();
+      let text = "";
+      while (!/\ndata: [^\n]*\n\n/.test(text)) {
+        const chunk = await reader.read();
+        if (chunk.done) break;
+        text += new TextDecoder().decode(chunk.value);
+      }
+      await reader.cancel();
+      const firstEvent = text.slice(0, text.search(/\ndata: [^\n]*\n\n/) + 1);
+      let sent = false;
+      const cut = new ReadableStream<Uint8Array>({
+        // One whole event, then fail like a dropped socket (on the next read, so the event is delivered).
+        pull(controller) {
+          if (sent) return controller.error(new TypeError("socket hang up"));
+          sent = true;
+          controller.enqueue(
+            new TextEncoder().encode(`${firstEvent}${text.slice(firstEvent.length).split("\n\n")[0]}\n\n`),
+          );
+        },
+      });
+      return new Response(cut, { status: 200, headers: response.headers });
+    };
+    const client = createDurableClient({ baseUrl: server.url, fetch: flaky, reconnectDelayMs: 10 });
+    const received = await collect(client.frames(threadId));
+    assert.deepEqual(
+      received.map((frame) => frame.seq),
+      expected.map((frame) => frame.seq),
+    );
+    assert.deepEqual(asked, ["0", "1", "2"]);
+  });
+
   test("frames as AG-UI events pass @ag-ui/core's own schemas", async () => {
     const client = createDurableClient({ baseUrl: server.url });
     const { threadId } = await client.start("refund", { id: "ORD-9" });
@@ -141,5 +186,61 @@ describe("/http", () => {
       serveDurable({ runner, hostname: "0.0.0.0" }),
       (error) => DurableError.isInstance(error) && /loopback only/.test(error.message),
     );
+  });
+});
+
+describe("/http tenancy", () => {
+  let temp: TempStore;
+  let runner: Runner;
+  let server: DurableServer;
+  const tokens: Record<string, string> = { "token-a": "acme", "token-b": "globex" };
+  before(async () => {
+    temp = tempSqliteStore();
+    runner = createRunner({ store: temp.store, graphs: [graph], pollIntervalMs: 50 });
+    server = await serveDurable({
+      runner,
+      authenticate: (request) => tokens[(request.headers.get("authorization") ?? "").replace(/^Bearer /, "")],
+    });
+  });
+  after(async () => {
+    await server.close();
+    await runner.idle();
+    await temp.cleanup();
+  });
+
+  test("two tenants using the same thread id at once never see each other's runs", async () => {
+    const acme = createDurableClient({ baseUrl: server.url, headers: { authorization: "Bearer token-a" } });
+    const globex = createDurableClient({ baseUrl: server.url, headers: { authorization: "Bearer token-b" } });
+    const ids = Array.from({ length: 5 }, (_, index) => `order-${index}`);
+    await Promise.all(
+      ids.flatMap((id) => [
+        acme.start("refund", { id: `A-${id}` }, { threadId: id }),
+        globex.start("refund", { id: `G-${id}` }, { threadId: id }),
+      ]),
+    );
+    await Promise.all(ids.flatMap((id) => [collect(acme.frames(id)), collect(globex.frames(id))]));
+    for (const id of ids) {
+      const [mine, theirs] = await Promise.all([acme.get(id), globex.get(id)]);
+      assert.equal(mine.threadId, id);
+      assert.equal(mine.state.id, `A-${id}`);
+      assert.equal(theirs.state.id, `G-${id}`);
+      const framesA = JSON.stringify(await collect(acme.frames(id)));
+      assert.ok(!framesA.includes("G-"), "a tenant's frames never carry the other's data");
+    }
+    // Answering another tenant's interrupt is answering nothing of yours.
+    const globexRun = await globex.get("order-0");
+    await assert.rejects(
+      acme.resume("order-0", { [globexRun.interrupts[0]?.id ?? ""]: true }),
+      (error) => (error as DurableError).code === "unknown_interrupt",
+    );
+    await assert.rejects(acme.get("missing"), (error) => (error as DurableError).code === "unknown_run");
+  });
+
+  test("a caller without credentials gets 401, and thread ids cannot climb into another tenant", async () => {
+    assert.equal((await fetch(`${server.url}/runs/order-0`)).status, 401);
+    const sneaky = await fetch(`${server.url}/runs/${encodeURIComponent("../globex/order-0")}`, {
+      headers: { authorization: "Bearer token-a" },
+    });
+    assert.equal(sneaky.status, 400);
   });
 });

@@ -1,4 +1,5 @@
 /** The HTTP face of a runner (Hono): start a run, stream its frames as SSE resumable by Last-Event-ID, resume it. */
+import { randomUUID } from "node:crypto";
 import { ToolError } from "@tackle/core";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
@@ -13,11 +14,20 @@ export interface DurableAppOptions {
   readonly maxBodyBytes?: number;
   /** SSE keep-alive comment interval. Default 15 s. */
   readonly keepAliveMs?: number;
+  /**
+   * Who is calling: return the tenant (`[A-Za-z0-9_.-]+`), or undefined to answer 401. Each tenant sees
+   * only its own threads (stored as `<tenant>/<threadId>`). Without it the API is single-tenant.
+   */
+  readonly authenticate?: (request: Request) => string | undefined | Promise<string | undefined>;
 }
 
-const statusOfCode: Record<string, 400 | 404 | 409 | 413> = {
+const threadIdPattern = /^[A-Za-z0-9_.:-]{1,128}$/;
+const tenantPattern = /^[A-Za-z0-9_.-]{1,64}$/;
+
+const statusOfCode: Record<string, 400 | 401 | 404 | 409 | 413> = {
   unknown_run: 404,
   unknown_graph: 404,
+  unauthenticated: 401,
   thread_exists: 409,
   run_active: 409,
   run_not_paused: 409,
@@ -46,6 +56,23 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     }),
   );
 
+  // Every route knows its tenant before it touches a run.
+  app.use("*", async (c, next) => {
+    if (options.authenticate === undefined) return next();
+    const tenant = await options.authenticate(c.req.raw);
+    if (tenant === undefined) throw new DurableError("unauthenticated", "Missing or unknown credentials");
+    if (!tenantPattern.test(tenant)) throw new DurableError("invalid_request", "The tenant id is malformed");
+    c.set("tenant" as never, tenant as never);
+    return next();
+  });
+  const scoped = (c: { get(key: never): unknown }, threadId: string) => {
+    if (!threadIdPattern.test(threadId)) throw invalid(`Thread ids match ${threadIdPattern}`);
+    const tenant = c.get("tenant" as never) as string | undefined;
+    return tenant === undefined ? threadId : `${tenant}/${threadId}`;
+  };
+  const unscoped = (threadId: string) =>
+    options.authenticate === undefined ? threadId : threadId.slice(threadId.indexOf("/") + 1);
+
   app.onError((error, c) => {
     if (ToolError.isInstance(error)) {
       return c.json({ error: error.toJSON() }, statusOfCode[error.code] ?? 500);
@@ -59,20 +86,20 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     if (typeof body.graph !== "string") throw invalid("`graph` (a graph name) is required");
     if (body.threadId !== undefined && typeof body.threadId !== "string")
       throw invalid("`threadId` is a string");
-    const launched = await runner.launch(body.graph, (body.input ?? {}) as object, {
-      ...(typeof body.threadId === "string" ? { threadId: body.threadId } : {}),
-    });
+    const threadId = scoped(c, typeof body.threadId === "string" ? body.threadId : randomUUID());
+    const launched = await runner.launch(body.graph, (body.input ?? {}) as object, { threadId });
     launched.finished.catch(() => {});
-    return c.json({ threadId: launched.threadId, runId: launched.runId }, 201);
+    return c.json({ threadId: unscoped(launched.threadId), runId: launched.runId }, 201);
   });
 
   app.get("/runs/:threadId", async (c) => {
-    const run = await runner.get(c.req.param("threadId"));
+    const run = await runner.get(scoped(c, c.req.param("threadId")));
     if (run === undefined)
       throw new DurableError("unknown_run", `No run for thread "${c.req.param("threadId")}"`);
+    const shown = { ...run, threadId: c.req.param("threadId") };
     return c.json(
       JSON.parse(
-        JSON.stringify(run, (_key, value) => (typeof value === "bigint" ? value.toString() : value)),
+        JSON.stringify(shown, (_key, value) => (typeof value === "bigint" ? value.toString() : value)),
       ),
     );
   });
@@ -83,13 +110,16 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     if (typeof answers !== "object" || answers === null || Array.isArray(answers)) {
       throw invalid("`answers` is an object keyed by interrupt id");
     }
-    const launched = await runner.launchResume(c.req.param("threadId"), answers as Record<string, unknown>);
+    const launched = await runner.launchResume(
+      scoped(c, c.req.param("threadId")),
+      answers as Record<string, unknown>,
+    );
     launched.finished.catch(() => {});
-    return c.json({ threadId: launched.threadId, runId: launched.runId }, 202);
+    return c.json({ threadId: c.req.param("threadId"), runId: launched.runId }, 202);
   });
 
   app.get("/runs/:threadId/frames", async (c) => {
-    const threadId = c.req.param("threadId");
+    const threadId = scoped(c, c.req.param("threadId"));
     const run = await runner.get(threadId);
     if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
     const lastEventId = c.req.header("last-event-id") ?? c.req.query("afterSeq") ?? "0";
@@ -106,7 +136,10 @@ export function createDurableApp(options: DurableAppOptions): Hono {
       try {
         for await (const frame of runner.watch(threadId, { afterSeq, signal: aborted.signal })) {
           if (agUi) {
-            for (const event of toAgUiEvents(frame, { threadId, runId: run.runId })) {
+            for (const event of toAgUiEvents(frame, {
+              threadId: c.req.param("threadId"),
+              runId: run.runId,
+            })) {
               await stream.writeSSE({
                 id: String(frame.seq),
                 event: event.type,
