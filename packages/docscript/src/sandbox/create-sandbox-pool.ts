@@ -188,6 +188,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
       let timer: NodeJS.Timeout | undefined;
       let settled = false;
       let scriptStartedAt = 0;
+      const streamedLogs: SandboxLog[] = [];
       const { worker } = entry;
       const done = (result: SandboxRunResult, kill: boolean) => {
         if (settled) return;
@@ -207,7 +208,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
       };
       const arm = (limitMs: number, failure: SandboxFailure) => {
         clearTimeout(timer);
-        timer = setTimeout(() => done({ ok: false, error: failure, logs: [] }, true), limitMs);
+        timer = setTimeout(() => done({ ok: false, error: failure, logs: streamedLogs }, true), limitMs);
       };
       const onExit = (code: number) => {
         const memory = /ERR_WORKER_OUT_OF_MEMORY|heap out of memory/i.test(entry.stderrTail) || code === 1;
@@ -217,7 +218,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
             error: memory
               ? { code: "memory_limit", message: `the script exceeded the ${memoryLimitMb} MB heap ceiling` }
               : { code: "sandbox_crashed", message: `the sandbox worker exited (${code})` },
-            logs: [],
+            logs: streamedLogs,
           },
           true,
         );
@@ -239,6 +240,9 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
               code: "timeout",
               message: `the plan was not built within ${finishTimeoutMs} ms`,
             });
+            return;
+          case "log":
+            if (message.runId === runId) streamedLogs.push(message.line);
             return;
           case "host-call":
             void answerHostCall(worker, request, message.callId, message.method, message.payload);
@@ -276,7 +280,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
                 code: "memory_limit",
                 message: `the script exceeded the ${memoryLimitMb} MB heap ceiling`,
               },
-              logs: [],
+              logs: streamedLogs,
             },
             true,
           );

@@ -221,8 +221,13 @@ describe("sandbox escape suite", () => {
   });
 
   test("an infinite loop ends at its timeout", async () => {
-    const result = await attack(`while (true) {}`, 300);
+    const result = await attack(`console.log("before the loop"); while (true) {}`, 300);
     assert.equal(result.ok === false && result.error.code, "timeout");
+    assert.deepEqual(
+      result.logs.map((line) => line.text),
+      ["before the loop"],
+      "lines logged before the kill still come back",
+    );
     assert.ok(result.elapsedMs <= 400, `took ${result.elapsedMs} ms`);
     assertContained(result, 0);
     await assertHealthy();

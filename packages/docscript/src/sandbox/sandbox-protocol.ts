@@ -62,6 +62,8 @@ export type WorkerToHost =
   | { readonly type: "boot-failed"; readonly message: string }
   | { readonly type: "started"; readonly runId: number }
   | { readonly type: "script-ended"; readonly runId: number }
+  /** Each console line as it is logged, so a run the watchdog kills still reports how far it got. */
+  | { readonly type: "log"; readonly runId: number; readonly line: SandboxLog }
   | {
       readonly type: "host-call";
       readonly callId: number;

@@ -101,7 +101,12 @@ function bridge(text: string): string {
         return startAsyncCall(run, message.binding, message.method, message.args);
       case "console":
         if (run.logs.length < maxLogLines) {
-          run.logs.push({ level: message.level, text: String(message.text).slice(0, maxLogLineLength) });
+          const line: SandboxLog = {
+            level: message.level,
+            text: String(message.text).slice(0, maxLogLineLength),
+          };
+          run.logs.push(line);
+          send({ type: "log", runId: run.runId, line });
         }
         return '{"ok":true}';
       case "finish":
