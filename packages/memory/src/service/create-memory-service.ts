@@ -25,7 +25,7 @@ import {
 } from "../schemas/memory.ts";
 import { contextBundleRequestSchema, scopeRequestSchema } from "../schemas/synthesis.ts";
 import { type MemoryScope, pickScope } from "../scope/memory-scope.ts";
-import type { MemoryStore, StoredEvent, StoredMemory } from "../store/memory-store.ts";
+import type { AccessRecord, MemoryStore, StoredEvent, StoredMemory } from "../store/memory-store.ts";
 import { chunkText } from "./chunk-text.ts";
 import { applyCoreMemoryEdits } from "./core-memory-edits.ts";
 import { cosine, createEmbedder, type MemoryEmbeddingModel } from "./embedder.ts";
@@ -245,26 +245,25 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     started: number,
   ): Promise<string> {
     const id = randomUUID();
-    await store.insertTrace({
-      id,
-      tenantId,
-      operation,
-      query,
-      ...scope,
-      ranking: embedder ? "fused" : "bm25",
-      results: results as never,
-      durationMs: Number((performance.now() - started).toFixed(3)),
-      createdAt: nowIso(),
-    });
-    await store.recordAccess(tenantId, { kind: "search", scope, memoryIds: [], at: nowIso() });
+    const at = nowIso();
+    const accesses: AccessRecord[] = [{ kind: "search", scope, memoryIds: [], at }];
     if (operation !== "knowledge_search" && results.length > 0) {
-      await store.recordAccess(tenantId, {
-        kind: "hit",
-        scope,
-        memoryIds: results.map((result) => result.id),
-        at: nowIso(),
-      });
+      accesses.push({ kind: "hit", scope, memoryIds: results.map((result) => result.id), at });
     }
+    await store.insertTrace(
+      {
+        id,
+        tenantId,
+        operation,
+        query,
+        ...scope,
+        ranking: embedder ? "fused" : "bm25",
+        results: results as never,
+        durationMs: Number((performance.now() - started).toFixed(3)),
+        createdAt: at,
+      },
+      accesses,
+    );
     return id;
   }
 

@@ -152,7 +152,8 @@ export interface MemoryStore {
     changes: readonly { readonly block: StoredBlock; readonly expectedVersion: number }[],
   ): Promise<boolean>;
 
-  insertTrace(trace: StoredTrace): Promise<void>;
+  /** Records a retrieval trace and its access-log entries in one transaction. */
+  insertTrace(trace: StoredTrace, accesses: readonly AccessRecord[]): Promise<void>;
   getTrace(tenantId: string, id: string): Promise<StoredTrace | undefined>;
   listTraces(
     tenantId: string,

@@ -11,6 +11,13 @@ export interface HashingTestEmbedderOptions {
   readonly dimensions?: number;
 }
 
+/** Function words carry no topic; hashing them would make every sentence look alike. */
+const stopWords = new Set(
+  "a an and are as at be but by did do does for from had has have how i i'm in is it its me my of on or our so that the their them they this to was we were what when where which who whom why will with you your user user's".split(
+    " ",
+  ),
+);
+
 const suffixes = ["ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "er", "s"];
 
 function stem(word: string): string {
@@ -29,6 +36,7 @@ export function embedTextForTest(text: string, dimensions = 256): number[] {
   const vector = new Array<number>(dimensions).fill(0);
   const words = text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
   for (const word of words) {
+    if (stopWords.has(word)) continue;
     const stemmed = stem(word);
     const whole = bucket(`w:${stemmed}`, dimensions);
     vector[whole.index]! += whole.sign * 2;

@@ -1,7 +1,7 @@
 /** The scale-out store: PostgreSQL through `pg`, full-text search on generated tsvector columns. */
 import pg from "pg";
 import { scopeKey } from "../../scope/memory-scope.ts";
-import type { MemoryStore, StoredMemory } from "../memory-store.ts";
+import type { AccessRecord, MemoryStore, StoredMemory } from "../memory-store.ts";
 import {
   blockFromRow,
   countsFrom,
@@ -105,6 +105,22 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
         memory.updatedAt,
       ],
     );
+  }
+
+  async function writeAccess(client: pg.PoolClient, tenantId: string, access: AccessRecord) {
+    const day = access.at.slice(0, 10);
+    const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
+    await client.query(
+      `INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
+       SELECT $1, $2, $3, $4, $5, memory_id, $6 FROM unnest($7::text[]) AS memory_id`,
+      [tenantId, ...scopeParameters(access.scope), access.kind, day, ids],
+    );
+    if (access.kind !== "search" && access.memoryIds.length > 0) {
+      await client.query(
+        "UPDATE memories SET access_count = access_count + 1, last_accessed_at = $1 WHERE tenant_id = $2 AND id = ANY($3)",
+        [access.at, tenantId, [...access.memoryIds]],
+      );
+    }
   }
 
   const store: MemoryStore = {
@@ -221,22 +237,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     },
 
     async recordAccess(tenantId, access) {
-      await transaction(async (client) => {
-        const day = access.at.slice(0, 10);
-        const scopeValues = scopeParameters(access.scope);
-        const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
-        await client.query(
-          `INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
-           SELECT $1, $2, $3, $4, $5, memory_id, $6 FROM unnest($7::text[]) AS memory_id`,
-          [tenantId, ...scopeValues, access.kind, day, ids],
-        );
-        if (access.kind !== "search" && access.memoryIds.length > 0) {
-          await client.query(
-            "UPDATE memories SET access_count = access_count + 1, last_accessed_at = $1 WHERE tenant_id = $2 AND id = ANY($3)",
-            [access.at, tenantId, [...access.memoryIds]],
-          );
-        }
-      });
+      await transaction((client) => writeAccess(client, tenantId, access));
     },
 
     async accessTrends(tenantId, scope, sinceDay) {
@@ -453,22 +454,25 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       }
     },
 
-    async insertTrace(trace) {
-      await pool.query(
-        `INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
+    async insertTrace(trace, accesses) {
+      await transaction(async (client) => {
+        await client.query(
+          `INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-        [
-          trace.id,
-          trace.tenantId,
-          ...scopeParameters(trace),
-          trace.operation,
-          trace.query,
-          trace.ranking,
-          JSON.stringify(trace.results),
-          trace.durationMs,
-          trace.createdAt,
-        ],
-      );
+          [
+            trace.id,
+            trace.tenantId,
+            ...scopeParameters(trace),
+            trace.operation,
+            trace.query,
+            trace.ranking,
+            JSON.stringify(trace.results),
+            trace.durationMs,
+            trace.createdAt,
+          ],
+        );
+        for (const access of accesses) await writeAccess(client, trace.tenantId, access);
+      });
     },
 
     async getTrace(tenantId, id) {

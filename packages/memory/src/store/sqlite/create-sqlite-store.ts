@@ -3,7 +3,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync, type SQLInputValue } from "node:sqlite";
 import { scopeKey } from "../../scope/memory-scope.ts";
-import type { MemoryStore, StoredMemory } from "../memory-store.ts";
+import type { AccessRecord, MemoryStore, StoredMemory } from "../memory-store.ts";
 import {
   blockFromRow,
   countsFrom,
@@ -84,6 +84,25 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
         memory.updatedAt,
       ],
     );
+  }
+
+  function writeAccess(tenantId: string, access: AccessRecord) {
+    const day = access.at.slice(0, 10);
+    const scopeValues = scopeParameters(access.scope);
+    const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
+    for (const memoryId of ids) {
+      run(
+        "INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [tenantId, ...scopeValues, access.kind, memoryId, day],
+      );
+    }
+    if (access.kind !== "search" && access.memoryIds.length > 0) {
+      const parameters: unknown[] = [access.at, tenantId];
+      run(
+        `UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE tenant_id = ? AND id IN (${inList(access.memoryIds, parameters)})`,
+        parameters,
+      );
+    }
   }
 
   const store: MemoryStore = {
@@ -195,24 +214,7 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     },
 
     async recordAccess(tenantId, access) {
-      transaction(() => {
-        const day = access.at.slice(0, 10);
-        const scopeValues = scopeParameters(access.scope);
-        const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
-        for (const memoryId of ids) {
-          run(
-            "INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [tenantId, ...scopeValues, access.kind, memoryId, day],
-          );
-        }
-        if (access.kind !== "search" && access.memoryIds.length > 0) {
-          const parameters: unknown[] = [access.at, tenantId];
-          run(
-            `UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE tenant_id = ? AND id IN (${inList(access.memoryIds, parameters)})`,
-            parameters,
-          );
-        }
-      });
+      transaction(() => writeAccess(tenantId, access));
     },
 
     async accessTrends(tenantId, scope, sinceDay) {
@@ -419,22 +421,25 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       }
     },
 
-    async insertTrace(trace) {
-      run(
-        `INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
+    async insertTrace(trace, accesses) {
+      transaction(() => {
+        run(
+          `INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          trace.id,
-          trace.tenantId,
-          ...scopeParameters(trace),
-          trace.operation,
-          trace.query,
-          trace.ranking,
-          JSON.stringify(trace.results),
-          trace.durationMs,
-          trace.createdAt,
-        ],
-      );
+          [
+            trace.id,
+            trace.tenantId,
+            ...scopeParameters(trace),
+            trace.operation,
+            trace.query,
+            trace.ranking,
+            JSON.stringify(trace.results),
+            trace.durationMs,
+            trace.createdAt,
+          ],
+        );
+        for (const access of accesses) writeAccess(trace.tenantId, access);
+      });
     },
 
     async getTrace(tenantId, id) {
