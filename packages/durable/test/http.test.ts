@@ -171,6 +171,8 @@ describe("/http", () => {
       body: JSON.stringify({ graph: "refund", threadId, input: {} }),
     });
     assert.equal(duplicate.status, 409);
+    const bare = await fetch(`${server.url}/runs/${threadId}/resume`, { method: "POST", body: "{}" });
+    assert.equal(bare.status, 400, "an empty resume never takes a run over by accident");
     const broken = await fetch(`${server.url}/runs`, { method: "POST", body: "{not json" });
     assert.equal(broken.status, 400);
     assert.deepEqual(Object.keys(((await broken.json()) as { error: object }).error).sort(), [

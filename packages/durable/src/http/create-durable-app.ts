@@ -42,7 +42,8 @@ const statusOfCode: Record<string, 400 | 401 | 404 | 409 | 413> = {
 /**
  * Routes: `POST /runs` `{ graph, input, threadId? }` → 201 `{ threadId, runId }`;
  * `GET /runs/:threadId` → the run; `GET /runs/:threadId/frames[?afterSeq=&format=ag-ui]` → SSE;
- * `POST /runs/:threadId/resume` `{ answers }` → 202 `{ threadId, runId }`.
+ * `POST /runs/:threadId/resume` `{ answers }` → 202 `{ threadId, runId }` (`?recover=true` with no
+ * answers takes over a run whose process died).
  */
 export function createDurableApp(options: DurableAppOptions): Hono {
   const { runner } = options;
@@ -109,6 +110,13 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     const answers = body.answers ?? {};
     if (typeof answers !== "object" || answers === null || Array.isArray(answers)) {
       throw invalid("`answers` is an object keyed by interrupt id");
+    }
+    // No answers means "take over a run left running"; over HTTP that must be asked for by name, since
+    // another instance may still be driving the run (ADR 0102).
+    if (Object.keys(answers).length === 0 && c.req.query("recover") !== "true") {
+      throw invalid(
+        "`answers` is required; to take over a run whose process died, POST …/resume?recover=true",
+      );
     }
     const launched = await runner.launchResume(
       scoped(c, c.req.param("threadId")),
