@@ -79,9 +79,13 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   const prefixes = new Map<string, string>();
   /** Calls in flight fail at once when the connection drops: none waits out its timeout. */
   const inFlight = new Set<(error: ToolError) => void>();
+  /** While reconnecting, a request would sit in the client's buffer until its timeout: it fails at once instead. */
+  let disconnected = false;
   const statusWatch = (async () => {
     for await (const status of connection.status()) {
+      if (status.type === "reconnect") disconnected = false;
       if (status.type !== "disconnect") continue;
+      disconnected = true;
       const error = new ToolError(
         "disconnected",
         "The connection to NATS dropped while the call was in flight; it may or may not have run (retry with the same idempotency key)",
@@ -120,6 +124,15 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     callHeaders.set(timeoutHeader, String(timeoutMs));
     if (callOptions.signal?.aborted)
       return { ok: false, error: new ToolAbortedError(name, callOptions.signal.reason) };
+    if (disconnected) {
+      return {
+        ok: false,
+        error: new ToolError("unavailable", `Not connected to NATS (reconnecting); "${name}" was not sent`, {
+          retryable: true,
+          data: { tool: name },
+        }),
+      };
+    }
     let fail: (error: ToolError) => void = () => {};
     const failed = new Promise<ToolCallResult>((resolve) => {
       fail = (error) => resolve({ ok: false, error });

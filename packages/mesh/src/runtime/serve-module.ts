@@ -38,6 +38,8 @@ export async function serveModule(
   placement: Placement,
   node: string,
   logger: Logger,
+  /** Aborts the calls still running when the runtime closes. */
+  signal?: AbortSignal,
 ): Promise<ServedModule> {
   const info = describeModule(loaded, { node, prefix: placement.prefix, seats: placement.seats });
   // @nats-io/services is built on its own copy of nats-core; the connection is the same object at run time.
@@ -72,7 +74,7 @@ export async function serveModule(
       handler: (error, message) => {
         if (error !== null)
           return logger.error("endpoint failed", { module: loaded.module, tool, error: error.message });
-        void answer(loaded, tool, message, logger);
+        void answer(loaded, tool, message, logger, signal);
       },
     });
     subjects.push(subject);
@@ -102,6 +104,7 @@ async function answer(
   tool: string,
   message: ServiceMsg,
   logger: Logger,
+  signal: AbortSignal | undefined,
 ): Promise<void> {
   try {
     let args: unknown;
@@ -122,6 +125,7 @@ async function answer(
     const result = await loaded.toolset.call(tool, args, {
       ...(callId ? { callId } : {}),
       ...(idempotencyKey ? { idempotencyKey } : {}),
+      ...(signal === undefined ? {} : { signal }),
       ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
     });
     if (result.ok) message.respond(encodeJson(result.output));

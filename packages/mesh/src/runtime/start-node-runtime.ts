@@ -53,6 +53,7 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
   const ownsConnection = options.connection === undefined;
   void watchStatus(connection, logger);
   const slots = new Map<string, ModuleSlot>();
+  const closing = new AbortController();
   try {
     const buckets = await openMeshBuckets(connection);
     const loaded = await loadModules(config.modules, {
@@ -92,6 +93,7 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
         ),
       async close() {
         watcher.stop();
+        closing.abort(new Error("the node runtime is closing"));
         await following.catch(() => undefined);
         await Promise.allSettled([...slots.values()].map((slot) => slot.queue));
         await Promise.allSettled([...slots.values()].map((slot) => slot.served?.stop()));
@@ -128,7 +130,14 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
     const previous = slot.served;
     if (previous !== undefined && samePlacement(previous.placement, placement)) return;
     try {
-      slot.served = await serveModule(connection, slot.loaded, placement, config.node, logger);
+      slot.served = await serveModule(
+        connection,
+        slot.loaded,
+        placement,
+        config.node,
+        logger,
+        closing.signal,
+      );
       slot.revision = Math.max(slot.revision, revision);
       logger.info(previous === undefined ? "serving module" : "re-serving module on its new membership", {
         module: slot.loaded.module,

@@ -1,0 +1,110 @@
+/**
+ * The NATS server restarted under load (its own server: this suite stops and starts it): calls caught
+ * in flight fail at once with a clear error, none hangs, and the runtime serves again after.
+ */
+import assert from "node:assert/strict";
+import { after, before, it } from "node:test";
+import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { createMeshClient, issueMembership, startNodeRuntime } from "../src/index.ts";
+import { eventually, fixture, meshConfig, recordingLogger } from "./helpers.ts";
+
+let nats: NatsServerHandle;
+before(async () => {
+  nats = await startNatsServer();
+});
+after(async () => {
+  await nats?.close();
+});
+
+it("reconnects after a broker restart under load; calls in flight fail clearly and none hangs", async () => {
+  const logger = recordingLogger();
+  const runtime = await startNodeRuntime({
+    logger,
+    config: meshConfig("node-r", nats.url, [
+      { module: "alpha", path: fixture("alpha.ts") },
+      { module: "py", path: fixture("python-bundle.py") },
+    ]),
+  });
+  const client = await createMeshClient({ servers: nats.url, timeoutMs: 20_000 });
+  let stop = false;
+  try {
+    await issueMembership(client.connection, {
+      node: "node-r",
+      module: "py",
+      prefix: "r.py",
+      seats: ["notes"],
+    });
+    await eventually("the issued prefix", async () => {
+      const result = await client.call("py.upper", { text: "x" });
+      return result.ok ? result : undefined;
+    });
+
+    // Load: slow calls in flight on both kinds of bundle, plus a stream of quick ones.
+    const inFlight = [
+      ...Array.from({ length: 20 }, () => client.call("alpha.slow", { ms: 5000 })),
+      ...Array.from({ length: 5 }, () => client.call("py.sleep", { seconds: 5 })),
+    ];
+    const quick = (async () => {
+      const outcomes: string[] = [];
+      while (!stop) {
+        outcomes.push((await client.call("alpha.add", { a: 1, b: 1 })).ok ? "ok" : "failed");
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      return outcomes;
+    })();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+
+    const stoppedAt = Date.now();
+    await nats.stop();
+    const settled = await Promise.all(inFlight);
+    const waited = Date.now() - stoppedAt;
+    assert.ok(
+      waited < 3000,
+      `calls in flight settled ${waited} ms after the broker stopped, not at their timeout`,
+    );
+    for (const result of settled) {
+      assert.equal(result.ok, false);
+      assert.equal(!result.ok && result.error.code, "disconnected");
+      assert.match(!result.ok ? result.error.message : "", /dropped while the call was in flight/);
+      assert.equal(!result.ok && result.error.retryable, true);
+    }
+
+    await nats.restart();
+    // The runtime and the client reconnect by themselves; the same module answers on the same subjects.
+    await eventually(
+      "a call after the restart",
+      async () => {
+        const result = await client.call("alpha.echo", { text: "after" });
+        return result.ok ? result : undefined;
+      },
+      15_000,
+    );
+    stop = true;
+    const outcomes = await quick;
+    assert.ok(outcomes.includes("ok"));
+    assert.deepEqual(await client.call("py.upper", { text: "issued prefix kept" }), {
+      ok: true,
+      output: { text: "ISSUED PREFIX KEPT" },
+    });
+    assert.deepEqual(await client.callSeat("notes", "write", { text: "seat kept" }), {
+      ok: true,
+      output: { written: "seat kept", by: "python" },
+    });
+    assert.ok(logger.lines.some((line) => line.message.includes("lost the NATS connection")));
+    assert.ok(logger.lines.some((line) => line.message.includes("reconnected to NATS")));
+
+    // The membership watch survived the restart: a new issuance still moves the module.
+    await issueMembership(client.connection, { node: "node-r", module: "py", prefix: "r.py2" });
+    await eventually("re-served after the restart", async () =>
+      runtime.modules().find((module) => module.module === "py")?.prefix === "r.py2" ? true : undefined,
+    );
+    assert.deepEqual(await client.call("py.upper", { text: "moved" }), {
+      ok: true,
+      output: { text: "MOVED" },
+    });
+  } finally {
+    stop = true;
+    await client.close();
+    await runtime.close();
+  }
+});

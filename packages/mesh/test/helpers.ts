@@ -1,0 +1,49 @@
+/** Shared pieces of the mesh's integration suites: fixture paths, a recording logger, polling. */
+import { fileURLToPath } from "node:url";
+import type { Logger } from "@tackle/core";
+import type { MeshConfig, ModuleEntry } from "../src/index.ts";
+
+export function fixture(name: string): string {
+  return fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+}
+
+export interface LogLine {
+  readonly level: "debug" | "info" | "warn" | "error";
+  readonly message: string;
+  readonly fields: Record<string, unknown>;
+}
+
+/** A logger that keeps every line, so a test can assert what an operator would read. */
+export function recordingLogger(): Logger & { readonly lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const at =
+    (level: LogLine["level"]) =>
+    (message: string, fields: Record<string, unknown> = {}) => {
+      lines.push({ level, message, fields });
+    };
+  return { lines, debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}
+
+export function meshConfig(node: string, brokerUrl: string, modules: readonly ModuleEntry[]): MeshConfig {
+  return { node, brokerUrl, modules, consoleListen: { host: "127.0.0.1", port: 0 } };
+}
+
+/** Polls until `check` returns a value that is not undefined, or fails naming what it waited for. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined>,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await check();
+      if (value !== undefined) return value;
+    } catch (error) {
+      last = error;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`timed out waiting for ${what}${last === undefined ? "" : `: ${(last as Error).message}`}`);
+}

@@ -1,0 +1,215 @@
+/**
+ * Bundles launched as children speaking MCP over stdio: real processes (python3, an executable JS
+ * file), listed once, called per call, restarted after a crash, failed for good before a handshake.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { loadModules } from "../src/index.ts";
+import { fixture, recordingLogger } from "./helpers.ts";
+
+interface Whoami {
+  readonly pid: number;
+  readonly env: string[];
+  readonly operator: string | null;
+}
+
+describe("stdio children", () => {
+  it("calls a Python bundle's tools, with only the explicit environment", async () => {
+    process.env.TACKLE_TEST_SECRET = "do-not-leak";
+    process.env.MESH_BROKER_FILE = "/secret/node.creds";
+    const [python] = await loadModules([{ module: "py", path: fixture("python-bundle.py") }], {
+      env: { MESH_OPERATOR_ACCOUNT: "ada" },
+      node: "node-p",
+    });
+    try {
+      assert.ok(python);
+      assert.deepEqual(python.errors, []);
+      assert.deepEqual(await python.toolset.call("upper", { text: "polyglot" }), {
+        ok: true,
+        output: { text: "POLYGLOT" },
+      });
+      const whoami = (await python.toolset.invoke("whoami", {})) as Whoami;
+      assert.equal(whoami.operator, "ada");
+      assert.ok(whoami.env.includes("MESH_MODULE") && whoami.env.includes("MESH_NODE"));
+      assert.ok(
+        !whoami.env.includes("TACKLE_TEST_SECRET"),
+        "the runtime's own environment never reaches a child",
+      );
+      assert.ok(!whoami.env.includes("MESH_BROKER_FILE"), "nor does the node's credential");
+      assert.deepEqual(python.toolset.get("upper")?.inputJsonSchema, {
+        type: "object",
+        properties: { text: { type: "string" } },
+        required: ["text"],
+      });
+    } finally {
+      delete process.env.TACKLE_TEST_SECRET;
+      delete process.env.MESH_BROKER_FILE;
+      await python?.close();
+    }
+  });
+
+  it("fails calls in flight at once with the exit code when a child crashes, and restarts it on the next call", async () => {
+    const logger = recordingLogger();
+    const [python] = await loadModules([{ module: "py", path: fixture("python-bundle.py") }], { logger });
+    try {
+      assert.ok(python);
+      const before = ((await python.toolset.invoke("whoami", {})) as Whoami).pid;
+      const sleeping = python.toolset.call("sleep", { seconds: 30 });
+      const started = Date.now();
+      const crashed = await python.toolset.call("crash", { code: 7 });
+      assert.equal(!crashed.ok && crashed.error.code, "child_exited");
+      assert.match(!crashed.ok ? crashed.error.message : "", /exited \(exit code 7\)/);
+      const caught = await sleeping;
+      assert.equal(
+        !caught.ok && caught.error.code,
+        "child_exited",
+        "the sleeping call fails with the crash, not its timeout",
+      );
+      assert.ok(Date.now() - started < 5000);
+      assert.ok(
+        logger.lines.some(
+          (line) =>
+            line.level === "warn" &&
+            line.fields.code === 7 &&
+            line.fields.source === fixture("python-bundle.py"),
+        ),
+        "the exit is named in the log",
+      );
+      // Concurrent calls after the crash start one child between them (single-flight).
+      const [first, second] = (await Promise.all([
+        python.toolset.invoke("whoami", {}),
+        python.toolset.invoke("whoami", {}),
+      ])) as [Whoami, Whoami];
+      assert.notEqual(first.pid, before);
+      assert.equal(first.pid, second.pid);
+      assert.deepEqual(await python.toolset.call("upper", { text: "back" }), {
+        ok: true,
+        output: { text: "BACK" },
+      });
+    } finally {
+      await python?.close();
+    }
+  });
+
+  it("backs off between restarts of a child that keeps crashing", async () => {
+    const [python] = await loadModules([{ module: "py", path: fixture("python-bundle.py") }], {
+      child: { restartBackoff: { initialMs: 200, maxMs: 1000 } },
+    });
+    try {
+      assert.ok(python);
+      await python.toolset.call("crash", {});
+      let started = Date.now();
+      await python.toolset.call("crash", {}); // restart 1: waits about 200 ms after the first exit
+      const firstWait = Date.now() - started;
+      started = Date.now();
+      await python.toolset.call("crash", {}); // restart 2: about 400 ms
+      const secondWait = Date.now() - started;
+      assert.ok(firstWait >= 150, `first restart waited ${firstWait} ms`);
+      assert.ok(secondWait >= 350, `second restart waited ${secondWait} ms`);
+      assert.deepEqual(await python.toolset.call("upper", { text: "ok" }), {
+        ok: true,
+        output: { text: "OK" },
+      });
+    } finally {
+      await python?.close();
+    }
+  });
+
+  it("reports a child that exits before its handshake as a permanent failure with its stderr tail", async () => {
+    const logger = recordingLogger();
+    const [early] = await loadModules([{ module: "early", path: fixture("early-exit-child.py") }], {
+      logger,
+    });
+    try {
+      assert.ok(early);
+      assert.deepEqual(early.toolset.names, []);
+      assert.equal(early.errors.length, 1);
+      assert.match(
+        early.errors[0]?.message ?? "",
+        /exited before the MCP handshake \(exit code 2\); stderr: early-exit-child: missing configuration TOKEN, giving up/,
+      );
+      assert.ok(
+        logger.lines.some(
+          (line) => line.level === "error" && line.fields.source === fixture("early-exit-child.py"),
+        ),
+      );
+    } finally {
+      await early?.close();
+    }
+  });
+
+  it("gives up on a child that hangs in its handshake, and a call that hangs times out without blocking others", async () => {
+    const started = Date.now();
+    const [hanging] = await loadModules([{ module: "hang", path: fixture("hanging-child.py") }], {
+      child: { handshakeTimeoutMs: 500 },
+    });
+    const [python] = await loadModules([{ module: "py", path: fixture("python-bundle.py") }]);
+    try {
+      assert.ok(hanging && python);
+      assert.ok(Date.now() - started < 5000);
+      assert.match(hanging.errors[0]?.message ?? "", /did not finish the MCP handshake within 500 ms/);
+      const slow = python.toolset.call("sleep", { seconds: 30 }, { timeoutMs: 300 });
+      assert.deepEqual(await python.toolset.call("upper", { text: "meanwhile" }), {
+        ok: true,
+        output: { text: "MEANWHILE" },
+      });
+      const timedOut = await slow;
+      assert.equal(!timedOut.ok && timedOut.error.code, "timeout");
+    } finally {
+      await hanging?.close();
+      await python?.close();
+    }
+  });
+
+  it("caps calls in flight per child: later calls wait for a slot", async () => {
+    const [python] = await loadModules([{ module: "py", path: fixture("python-bundle.py") }], {
+      child: { maxInFlight: 2 },
+    });
+    try {
+      assert.ok(python);
+      const started = Date.now();
+      const results = await Promise.all(
+        [0, 1, 2, 3].map(() => python.toolset.invoke("sleep", { seconds: 0.3 })),
+      );
+      const elapsed = Date.now() - started;
+      assert.equal(results.length, 4);
+      assert.ok(elapsed >= 550, `four 300 ms calls through two slots took ${elapsed} ms`);
+    } finally {
+      await python?.close();
+    }
+  });
+
+  it("launches a JavaScript file marked executable as a child (the MCP SDK's own server)", async () => {
+    process.env.TACKLE_TEST_SECRET = "do-not-leak";
+    const [exe] = await loadModules([{ module: "exe", path: fixture("executable-bundle.mjs") }], {
+      env: { MESH_OPERATOR_HOME: "/home/ada" },
+    });
+    delete process.env.TACKLE_TEST_SECRET;
+    try {
+      assert.ok(exe);
+      assert.deepEqual(exe.errors, []);
+      assert.deepEqual(await exe.toolset.call("reverse", { text: "mesh" }), { ok: true, output: "hsem" });
+      const pid = ((await exe.toolset.invoke("pid", {})) as { pid: number }).pid;
+      assert.notEqual(pid, process.pid, "it runs in its own process");
+      // Launched without a shell or shim in between, the child holds exactly the SDK's safe base and ours.
+      const { names } = (await exe.toolset.invoke("env", {})) as { names: string[] };
+      const allowed = [
+        "HOME",
+        "LOGNAME",
+        "PATH",
+        "SHELL",
+        "TERM",
+        "USER",
+        "MESH_MODULE",
+        "MESH_OPERATOR_HOME",
+      ];
+      assert.deepEqual(
+        names.filter((name) => !allowed.includes(name)),
+        [],
+      );
+      assert.ok(names.includes("MESH_OPERATOR_HOME"));
+    } finally {
+      await exe?.close();
+    }
+  });
+});
