@@ -4,7 +4,7 @@
  */
 import { isInterrupt } from "../interrupt/interrupt.ts";
 import { redact, type ToolPolicy } from "../policy/tool-policy.ts";
-import type { NodeContext } from "../runner/node-context.ts";
+import { type NodeContext, runtimeOf } from "../runner/node-context.ts";
 import { approve } from "../tool/approve.ts";
 import { tool } from "../tool/tool.ts";
 import { nextToolCallId, toolTrace } from "../tool/tool-trace.ts";
@@ -29,7 +29,8 @@ export async function runIntegratedTool(
   const shown = paths.length === 0 ? input : redact(input, paths);
   try {
     if (policy.approve === true) {
-      if (!hidden) toolTrace(ctx, { id, name, status: "running", params: shown });
+      // Open without a frame: if the run pauses here, the card shows as awaiting approval.
+      if (!hidden) runtimeOf(ctx).openToolCalls.set(id, { id, name, params: shown });
       const answer = await approve(ctx, {
         title: `Run ${name}?`,
         toolCallId: id,

@@ -67,6 +67,13 @@ describe("frames", () => {
       frames.map((frame) => frame.seq),
       frames.map((_, index) => index + 1),
     );
+    // The resume pass replays get_order and audit from the journal: their cards are not touched again.
+    const resumedAt = frames.findIndex((frame) => frame.type === "run_resumed");
+    const touched = frames
+      .slice(resumedAt)
+      .filter((frame) => frame.type === "tool_call")
+      .map((frame) => `${(frame.data as { id: string }).id} ${(frame.data as { status: string }).status}`);
+    assert.deepEqual(touched, ["task:tool:2 running", "task:tool:2 completed"]);
     const cards = applyToolCards(frames);
     assert.deepEqual([...cards.values()].map((card) => `${card.id} ${card.name} ${card.status}`).sort(), [
       "task:tool:0 get_order completed",

@@ -42,9 +42,14 @@ export interface NodeContext {
   emit(type: string, data: unknown): void;
 }
 
+/** For `tool()`: frames that ride in the same commit as the step's records, only when `fn` runs. */
 export interface StepHooks<T> {
+  /** Before the `started` record: `fn` is about to run (a first run or a crash-window re-run). */
+  onStart?(info: StepInfo): void;
   onResult?(value: T): void;
   onError?(error: unknown): void;
+  /** The outcome came from the journal: its frames were persisted by the pass that recorded it. */
+  onReplay?(): void;
 }
 
 /** An open tool call, for closing it before the interrupt frame. */
@@ -292,13 +297,8 @@ export class NodeRuntime {
       } catch (error) {
         throw this.fail(error);
       }
-      if (recorded.state === "failed") {
-        hooks.onError?.(value);
-        this.scheduleFlush();
-        throw value;
-      }
-      hooks.onResult?.(value as T);
-      this.scheduleFlush();
+      hooks.onReplay?.();
+      if (recorded.state === "failed") throw value;
       return value as T;
     }
     // A start without an outcome means the last process died inside this step: this is a re-run.
@@ -306,6 +306,7 @@ export class NodeRuntime {
       recorded === undefined ? 1 : recorded.state === "started" ? recorded.attempt + 1 : recorded.attempt;
     const info: StepInfo = { key, attempt, idempotencyKey: `${this.options.runId}:${key}` };
     const started: JournalRecord = { key, name, state: "started", attempt, value: null };
+    hooks.onStart?.(info);
     await this.write({ journal: [started] });
     this.options.journal.set(key, started);
     let value: T;

@@ -32,13 +32,17 @@ export function tool<T>(
   const shownParams = options.display ?? params;
   const show = (result: unknown) =>
     options.displayResult === undefined ? result : options.displayResult(result);
-  if (options.hidden !== true) toolTrace(ctx, { id, name, status: "running", params: shownParams });
+  const hidden = options.hidden === true;
   const step = runtime.step(
     `tool:${name}`,
     (info) => traceToolCall({ name, description: name, callId: id }, async () => fn(info)),
     {
+      // Frames only when fn runs: a replayed call's frames were persisted with its record.
+      onStart: () => {
+        if (!hidden) toolTrace(ctx, { id, name, status: "running", params: shownParams });
+      },
       onResult: (result) => {
-        if (options.hidden === true) return;
+        if (hidden) return;
         runtime.openToolCalls.delete(id);
         runtime.queueFrame("tool_call", {
           id,
@@ -49,7 +53,7 @@ export function tool<T>(
         });
       },
       onError: (error) => {
-        if (options.hidden === true || isInterrupt(error)) return;
+        if (hidden || isInterrupt(error)) return;
         runtime.openToolCalls.delete(id);
         runtime.queueFrame("tool_call", {
           id,
@@ -58,6 +62,9 @@ export function tool<T>(
           params: shownParams,
           error: error instanceof Error ? error.message : String(error),
         });
+      },
+      onReplay: () => {
+        runtime.openToolCalls.delete(id);
       },
     },
   );
