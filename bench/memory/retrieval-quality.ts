@@ -130,7 +130,7 @@ const turns = evalSet.conversations.reduce(
   0,
 );
 console.log(
-  `eval set: ${evalSet.conversations.length} users, ${turns} turns stored as memories, ${questions} questions; Node ${process.versions.node}\n`,
+  `eval set: ${evalSet.conversations.length} users, ${turns} turns offered as memories (the default novelty check folds repeats), ${questions} questions; Node ${process.versions.node}\n`,
 );
 console.log("| ranking | recall@5 | recall@10 | MRR | vs BM25 MRR | wall time s |");
 console.log("| --- | ---: | ---: | ---: | ---: | ---: |");

@@ -513,6 +513,33 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       assert.equal(status.embeddingModel, "tackle-test:hashing-test-embedder");
     });
 
+    it("a job left queued by a stopped process runs when a service starts on the store", async () => {
+      const t = tenant();
+      await service.add(t, { userId: "u", content: "Left-behind job fact", dedupe: false });
+      await service.add(t, { userId: "u", content: "left-behind job fact.", dedupe: false });
+      const id = randomUUID();
+      await store.insertJob({
+        id,
+        tenantId: t,
+        type: "consolidate",
+        status: "running",
+        userId: "u",
+        input: {
+          userId: "u",
+          similarityThreshold: 0.85,
+          staleAfterDays: 90,
+          decayFactor: 0.5,
+          archiveBelow: 0.1,
+        },
+        createdAt: new Date().toISOString(),
+        startedAt: new Date().toISOString(),
+      });
+      const restarted = createMemoryService({ store });
+      const job = await waitForJob(restarted, t, id);
+      assert.equal(job.status, "succeeded");
+      assert.equal((job.result as { superseded: number }).superseded, 1);
+    });
+
     it("data survives closing and reopening the store", async () => {
       const t = tenant();
       const { memory } = await service.add(t, { userId: "u", content: "Persisted across reopen" });
