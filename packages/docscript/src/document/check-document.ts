@@ -53,7 +53,8 @@ export function checkDocument(projection: Projection, scope?: CheckScope): Docum
       continue;
     for (const issue of invariant.check(projection)) issues.push({ ...issue, constraint });
   }
-  return issues;
+  // Sorted, so every replica and every reader lists the same issues in the same order.
+  return issues.sort(compareIssues);
 }
 
 /** The issues of one entity: its row's shape, kind, payload, variant, slots and identity. */
@@ -293,4 +294,13 @@ export function changeScope(
   for (const entityId of entityIds)
     for (const relationId of projection.relationIdsOf(entityId)) relationIds.add(relationId);
   return { entityIds, relationIds };
+}
+
+function compareIssues(left: DocumentIssue, right: DocumentIssue): number {
+  const leftKey = issueKey(left);
+  const rightKey = issueKey(right);
+  const leftWhere = left.entityId ?? left.relationId ?? "";
+  const rightWhere = right.entityId ?? right.relationId ?? "";
+  if (leftWhere !== rightWhere) return leftWhere < rightWhere ? -1 : 1;
+  return leftKey < rightKey ? -1 : leftKey > rightKey ? 1 : 0;
 }
