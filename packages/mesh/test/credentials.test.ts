@@ -1,0 +1,69 @@
+/**
+ * The node's credential (user JWT + nkey seed) against nats-server in operator mode: the runtime
+ * connects on it, a bare MESH_TOOL_MODULES path belongs to its module, and a connection without it is refused.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, it } from "node:test";
+import { connect } from "@nats-io/transport-node";
+import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { createMeshClient, issueMembership, loadMeshConfig, startNodeRuntime } from "../src/index.ts";
+import { fixture } from "./helpers.ts";
+import { type OperatorMode, operatorMode } from "./operator-credentials.ts";
+
+const directory = mkdtempSync(join(tmpdir(), "tackle-mesh-creds-"));
+let nats: NatsServerHandle;
+let operator: OperatorMode;
+before(async () => {
+  operator = operatorMode(directory);
+  nats = await startNatsServer({ extraArgs: ["-c", operator.configFile] });
+});
+after(async () => {
+  await nats?.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+it("runs the node on its credential, serving a bare path as the credential's own module", async () => {
+  const nodeCredential = operator.userCredentials("ledger");
+  const config = loadMeshConfig({
+    MESH_NODE: "node-k",
+    MESH_BROKER_FILE: nodeCredential,
+    MESH_BROKER_URL: nats.url,
+    MESH_TOOL_MODULES: `${fixture("beta.mjs")},notes=${fixture("python-bundle.py")}`,
+  });
+  assert.deepEqual(
+    config.modules.map((entry) => entry.module),
+    ["ledger", "notes"],
+  );
+  const runtime = await startNodeRuntime({ config });
+  const client = await createMeshClient({
+    servers: nats.url,
+    credsFile: operator.userCredentials("console"),
+  });
+  try {
+    await issueMembership(client.connection, { node: "node-k", module: "ledger", seats: ["ledger"] });
+    assert.deepEqual(await client.call("notes.upper", { text: "signed" }), {
+      ok: true,
+      output: { text: "SIGNED" },
+    });
+    const appended = await client.callSeat("ledger", "append", { line: "on a credential" });
+    assert.deepEqual(appended, { ok: true, output: { count: 1, node: "node-k", module: "ledger" } });
+    const catalogue = await client.catalogue();
+    assert.deepEqual(
+      catalogue.map((module) => [module.module, module.status]),
+      [
+        ["ledger", "ok"],
+        ["notes", "ok"],
+      ],
+    );
+    await assert.rejects(
+      connect({ servers: nats.url, reconnect: false }),
+      /Authorization|authorization|auth/i,
+    );
+  } finally {
+    await client.close();
+    await runtime.close();
+  }
+});
