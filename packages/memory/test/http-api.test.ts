@@ -194,6 +194,41 @@ describe("HTTP API", () => {
   });
 });
 
+describe("rate limit", () => {
+  it("answers 429 with Retry-After over a tenant's rate, and the client's retry gets through", async () => {
+    const limited = await serveMemory({
+      store: join(directory, "limited.db"),
+      apiKeys: { "key-a": "tenant-a", "key-b": "tenant-b" },
+      port: 0,
+      rateLimit: { requestsPerSecond: 2, burst: 2 },
+    });
+    try {
+      const statuses = [];
+      for (let index = 0; index < 3; index += 1) {
+        const response = await fetch(`${limited.url}/v1/status`, {
+          headers: { authorization: "Bearer key-a" },
+        });
+        statuses.push([response.status, response.headers.get("retry-after")]);
+        await response.body?.cancel();
+      }
+      assert.deepEqual(statuses, [
+        [200, null],
+        [200, null],
+        [429, "1"],
+      ]);
+      // Another tenant has its own bucket.
+      const other = await fetch(`${limited.url}/v1/status`, { headers: { authorization: "Bearer key-b" } });
+      assert.equal(other.status, 200);
+      const client = new MemoryClient({ baseUrl: limited.url, apiKey: "key-a", allowPrivateNetwork: true });
+      const started = Date.now();
+      assert.equal((await client.status()).tenant, "tenant-a");
+      assert.ok(Date.now() - started >= 300, "the client waited for Retry-After");
+    } finally {
+      await limited.close();
+    }
+  });
+});
+
 describe("MemoryClient", () => {
   it("retries 5xx and 429 with backoff (honouring Retry-After), never 4xx", async () => {
     const answers = [

@@ -8,6 +8,7 @@ import { MemoryError } from "../errors/memory-error.ts";
 import { errorResponseSchema } from "../schemas/common.ts";
 import type { MemoryService } from "../service/memory-service.ts";
 import { type ApiKeyResolver, apiKeyResolver } from "./api-keys.ts";
+import { createRateLimiter, type RateLimit } from "./rate-limiter.ts";
 import { type MemoryRouteInput, memoryRoutes } from "./routes.ts";
 
 export interface MemoryAppOptions {
@@ -17,6 +18,8 @@ export interface MemoryAppOptions {
   readonly logger?: Logger;
   /** Largest request body accepted, in bytes (default 4 MiB). */
   readonly maxBodyBytes?: number;
+  /** Per-tenant request rate; over it the API answers 429 with `Retry-After`. Default: no limit. */
+  readonly rateLimit?: RateLimit;
 }
 
 type Variables = { tenantId: string };
@@ -32,12 +35,14 @@ const errorResponses = {
   401: { description: "Missing or unknown API key" },
   404: { description: "Not found in this tenant" },
   409: { description: "Conflict (version, duplicate)" },
+  429: { description: "Over the tenant's rate limit; see Retry-After" },
   422: { description: "Edit refused (no match, ambiguous, over capacity)" },
 };
 
 export function createMemoryApp(options: MemoryAppOptions) {
   const logger = options.logger ?? silentLogger;
   const resolve = typeof options.apiKeys === "function" ? options.apiKeys : apiKeyResolver(options.apiKeys);
+  const limiter = options.rateLimit ? createRateLimiter(options.rateLimit) : undefined;
   const app = new OpenAPIHono<{ Variables: Variables }>({
     defaultHook: (result, context) => {
       if (result.success) return;
@@ -91,6 +96,14 @@ export function createMemoryApp(options: MemoryAppOptions) {
     const tenantId = apiKey ? await resolve(apiKey) : undefined;
     if (!tenantId) {
       throw new MemoryError("unauthorized", "Send a valid API key as `Authorization: Bearer <key>`", 401);
+    }
+    const waitSeconds = limiter?.take(tenantId) ?? 0;
+    if (waitSeconds > 0) {
+      const retryAfter = Math.max(1, Math.ceil(waitSeconds));
+      const error = new MemoryError("rate_limited", `Too many requests; retry in ${retryAfter} s`, 429, {
+        data: { retryAfterSeconds: retryAfter },
+      });
+      return context.json(errorBody(error), 429, { "retry-after": String(retryAfter) });
     }
     context.set("tenantId", tenantId);
     await next();

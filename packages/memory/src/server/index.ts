@@ -1,6 +1,7 @@
 /** `@tackle/memory/server`: the HTTP API (Hono) and `serveMemory()`. */
 export { type ApiKeyResolver, apiKeyResolver, parseApiKeys } from "./api-keys.ts";
 export { createMemoryApp, type MemoryAppOptions } from "./create-memory-app.ts";
+export type { RateLimit } from "./rate-limiter.ts";
 export { type MemoryRoute, memoryRoutes } from "./routes.ts";
 export {
   DEFAULT_MEMORY_PORT,

@@ -3,7 +3,7 @@
  * The memory service as a process of its own:
  *   tackle-memory serve [--store <file|postgres://…>] [--listen 127.0.0.1:4280] [--api-keys-file <path>]
  * Environment: TACKLE_MEMORY_STORE, TACKLE_MEMORY_LISTEN, TACKLE_MEMORY_API_KEYS (`key=tenant,…`),
- * TACKLE_MEMORY_API_KEYS_FILE. Without keys, a random key for tenant `local` is written (mode 0600)
+ * TACKLE_MEMORY_API_KEYS_FILE, TACKLE_MEMORY_RATE_LIMIT (requests per second per tenant). Without keys, a random key for tenant `local` is written (mode 0600)
  * beside the store and its path is printed. Prints one JSON line `{"listening": url}` when ready.
  */
 import { randomBytes } from "node:crypto";
@@ -37,7 +37,15 @@ async function main(argv: string[]): Promise<void> {
   const host = listen.slice(0, separator).replace(/^\[|\]$/g, "");
   const port = Number(listen.slice(separator + 1));
   const apiKeys = loadApiKeys(values["api-keys-file"] ?? process.env.TACKLE_MEMORY_API_KEYS_FILE, store);
-  const server = await serveMemory({ store, apiKeys, host, port, allowRemote: values["allow-remote"] });
+  const rate = Number(process.env.TACKLE_MEMORY_RATE_LIMIT ?? 0);
+  const server = await serveMemory({
+    store,
+    apiKeys,
+    host,
+    port,
+    allowRemote: values["allow-remote"],
+    ...(rate > 0 ? { rateLimit: { requestsPerSecond: rate } } : {}),
+  });
   process.stdout.write(`${JSON.stringify({ listening: server.url })}\n`);
   const stop = () => {
     server.close().then(

@@ -11,6 +11,7 @@ import type { MemoryStore } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
 import type { ApiKeyResolver } from "./api-keys.ts";
 import { createMemoryApp } from "./create-memory-app.ts";
+import type { RateLimit } from "./rate-limiter.ts";
 
 export interface ServeMemoryOptions {
   /** A store, or where to open one: a SQLite file path or a `postgres://` URL. */
@@ -24,6 +25,7 @@ export interface ServeMemoryOptions {
   readonly embeddingModel?: MemoryEmbeddingModel;
   readonly languageModel?: LanguageModelV4;
   readonly logger?: Logger;
+  readonly rateLimit?: RateLimit;
 }
 
 export interface MemoryServer {
@@ -66,6 +68,7 @@ export async function serveMemory(options: ServeMemoryOptions): Promise<MemorySe
     service,
     apiKeys: options.apiKeys,
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
   });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const instance = serve(
