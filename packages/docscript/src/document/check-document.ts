@@ -268,21 +268,26 @@ export function issueKey(issue: DocumentIssue): string {
 }
 
 /**
- * What a change reaches: the entities of the rows it wrote (and `extraEntities`), the relations it
- * wrote, their endpoints, every relation touching those, and every variant built on them.
+ * What a change reaches: the entities of the rows it wrote (and `extraEntities`) with every relation
+ * touching them, the relations it wrote, those relations' endpoints, and every variant built on the
+ * entities. An endpoint's other relations stay out: a new cardinality break always involves a relation
+ * the change wrote, so checking that one finds it, and a hub (a track of 50 000 clips) costs nothing.
  */
 export function changeScope(
   projection: Projection,
   rows: { readonly entities: Iterable<string>; readonly relations: Iterable<string> },
   extraEntities: Iterable<string> = [],
 ): { entityIds: Set<string>; relationIds: Set<string> } {
-  const entityIds = new Set<string>(extraEntities);
+  const touched = new Set<string>(extraEntities);
   const relationIds = new Set<string>(rows.relations);
   for (const rowId of rows.entities) {
-    entityIds.add(rowId);
-    for (const entity of projection.row(rowId)?.entities ?? []) entityIds.add(entity.entityId);
+    touched.add(rowId);
+    for (const entity of projection.row(rowId)?.entities ?? []) touched.add(entity.entityId);
     for (const relation of projection.row(rowId)?.relations ?? []) relationIds.add(relation.relationId);
   }
+  for (const entityId of touched)
+    for (const relationId of projection.relationIdsOf(entityId)) relationIds.add(relationId);
+  const entityIds = new Set<string>(touched);
   for (const relationId of relationIds) {
     for (const relation of projection.relationClaimsOf(relationId)) {
       entityIds.add(relation.endpoint0EntityId);
@@ -291,8 +296,6 @@ export function changeScope(
   }
   for (const entityId of [...entityIds])
     for (const variantId of projection.variantsOf(entityId)) entityIds.add(variantId);
-  for (const entityId of entityIds)
-    for (const relationId of projection.relationIdsOf(entityId)) relationIds.add(relationId);
   return { entityIds, relationIds };
 }
 
