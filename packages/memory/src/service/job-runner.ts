@@ -27,9 +27,15 @@ export function createJobRunner(options: JobRunnerOptions) {
     return rest;
   }
 
+  // A job found running at start was left by a process that stopped before this one started.
+  const processStartedAt = options.now();
+
   async function runOne(job: StoredJob): Promise<void> {
     const started: StoredJob = { ...job, status: "running", startedAt: options.now() };
-    await store.updateJob(started);
+    if (!(await store.claimJob(job.tenantId, job.id, started.startedAt!, processStartedAt))) {
+      logger.debug("memory job claimed by another process", { jobId: job.id });
+      return;
+    }
     try {
       const result = await options.handlers[job.type](started);
       await store.updateJob({ ...started, status: "succeeded", result, finishedAt: options.now() });

@@ -163,6 +163,11 @@ export interface MemoryStore {
 
   insertJob(job: StoredJob): Promise<void>;
   updateJob(job: StoredJob): Promise<void>;
+  /**
+   * Moves a job to `running` if it is still `queued`, or `running` but started before `orphanedBefore`
+   * (left by a stopped process). False when another process claimed it first.
+   */
+  claimJob(tenantId: string, id: string, startedAt: string, orphanedBefore: string): Promise<boolean>;
   getJob(tenantId: string, id: string): Promise<StoredJob | undefined>;
   listJobs(
     tenantId: string,

@@ -531,13 +531,34 @@ export function storeConformance(label: string, target: ConformanceTarget): void
           decayFactor: 0.5,
           archiveBelow: 0.1,
         },
-        createdAt: new Date().toISOString(),
-        startedAt: new Date().toISOString(),
+        createdAt: new Date(Date.now() - 60_000).toISOString(),
+        startedAt: new Date(Date.now() - 60_000).toISOString(),
       });
       const restarted = createMemoryService({ store });
       const job = await waitForJob(restarted, t, id);
       assert.equal(job.status, "succeeded");
       assert.equal((job.result as { superseded: number }).superseded, 1);
+    });
+
+    it("a queued job is claimed by exactly one of two processes", async () => {
+      const t = tenant();
+      const id = randomUUID();
+      const at = new Date().toISOString();
+      await store.insertJob({
+        id,
+        tenantId: t,
+        type: "consolidate",
+        status: "queued",
+        input: {},
+        createdAt: at,
+      });
+      const claims = await Promise.all([
+        store.claimJob(t, id, at, at),
+        store.claimJob(t, id, at, at),
+        store.claimJob(tenant(), id, at, at),
+      ]);
+      assert.deepEqual(claims.filter(Boolean).length, 1);
+      assert.equal(claims[2], false, "another tenant cannot claim it");
     });
 
     it("data survives closing and reopening the store", async () => {

@@ -528,6 +528,15 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       );
     },
 
+    async claimJob(tenantId, id, startedAt, orphanedBefore) {
+      const result = await pool.query(
+        `UPDATE jobs SET status = 'running', started_at = $1
+         WHERE tenant_id = $2 AND id = $3 AND (status = 'queued' OR (status = 'running' AND started_at < $4))`,
+        [startedAt, tenantId, id, orphanedBefore],
+      );
+      return result.rowCount === 1;
+    },
+
     async getJob(tenantId, id) {
       const row = await one("SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
       return row ? jobFromRow(row) : undefined;

@@ -493,6 +493,15 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       );
     },
 
+    async claimJob(tenantId, id, startedAt, orphanedBefore) {
+      const result = run(
+        `UPDATE jobs SET status = 'running', started_at = ?
+         WHERE tenant_id = ? AND id = ? AND (status = 'queued' OR (status = 'running' AND started_at < ?))`,
+        [startedAt, tenantId, id, orphanedBefore],
+      );
+      return result.changes === 1;
+    },
+
     async getJob(tenantId, id) {
       const row = get("SELECT * FROM jobs WHERE tenant_id = ? AND id = ?", [tenantId, id]);
       return row ? jobFromRow(row) : undefined;
