@@ -31,7 +31,7 @@ function seeded(seed: number): () => number {
 function runChild(
   args: string[],
   killAfterMs?: number,
-): Promise<{ code: number | null; killed: boolean; output: string }> {
+): Promise<{ code: number | null; killed: boolean; output: string; runMs: number }> {
   return new Promise((resolve, reject) => {
     const process_ = spawn(process.execPath, ["--conditions=@tackle/source", child, ...args], {
       stdio: ["ignore", "pipe", "pipe"],
@@ -39,8 +39,10 @@ function runChild(
     let output = "";
     let killed = false;
     let timer: NodeJS.Timeout | undefined;
+    let readyAt: number | undefined;
     process_.stdout.on("data", (chunk: Buffer) => {
       output += chunk.toString();
+      if (readyAt === undefined && output.includes("ready\n")) readyAt = performance.now();
       if (killAfterMs !== undefined && timer === undefined && output.includes("ready\n")) {
         timer = setTimeout(() => {
           killed = process_.kill("SIGKILL");
@@ -53,7 +55,12 @@ function runChild(
     process_.on("error", reject);
     process_.on("exit", (code) => {
       if (timer !== undefined) clearTimeout(timer);
-      resolve({ code, killed: killed && code === null, output });
+      resolve({
+        code,
+        killed: killed && code === null,
+        output,
+        runMs: performance.now() - (readyAt ?? performance.now()),
+      });
     });
   });
 }
@@ -67,11 +74,17 @@ interface Counts {
   restartsBeforeEffect: number;
 }
 
-async function trial(directory: string, index: number, random: () => number, counts: Counts): Promise<void> {
+async function trial(
+  directory: string,
+  index: number,
+  random: () => number,
+  counts: Counts,
+  spanMs: number,
+): Promise<void> {
   const databasePath = join(directory, `run-${index}.sqlite`);
   const effectsPath = join(directory, `effects-${index}.jsonl`);
   const threadId = `crash-${index}`;
-  const delay = Math.floor(random() * 220);
+  const delay = Math.floor(random() * spanMs);
   const first = await runChild([databasePath, effectsPath, threadId, "start"], delay);
   if (first.killed) counts.killed++;
   else {
@@ -155,10 +168,16 @@ test(`SIGKILL at ${trials} seeded random points: each run resumes in a fresh pro
     restartsBeforeEffect: 0,
   };
   try {
+    // Calibrate: how long a run takes here, from "ready" to exit, so the kill points fall inside runs.
+    const calibration = join(directory, "calibration");
+    const probe = await runChild([`${calibration}.sqlite`, `${calibration}.jsonl`, "calibration", "start"]);
+    assert.equal(probe.code, 0, probe.output);
+    const spanMs = Math.max(20, Math.floor(probe.runMs * 0.9));
+    context.diagnostic(`kill points drawn from 0..${spanMs} ms after the child is ready`);
     let next = 0;
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
-        while (next < trials) await trial(directory, next++, random, counts);
+        while (next < trials) await trial(directory, next++, random, counts, spanMs);
       }),
     );
   } finally {
