@@ -106,6 +106,12 @@ describe("sandbox escape suite", () => {
         for (const name of Object.getOwnPropertyNames(binding)) probe("method " + name, binding[name]);
       }
       probe("global", globalThis);
+      for (const method of [entities.list, console.log]) {
+        for (const property of ["caller", "arguments"]) {
+          try { probe(property, method[property]); } catch (error) { probe(property + " refused", error); }
+        }
+      }
+      entities.create({ get text() { try { probe("getter caller", arguments.callee.caller); } catch (error) { probe("callee refused", error); } return "t"; } });
       probe("list result", entities.list());
       probe("list item", entities.list()[0]);
       probe("created", entities.create({ text: "x" }));
