@@ -170,9 +170,19 @@ test(`SIGKILL at ${trials} seeded random points: each run resumes in a fresh pro
   try {
     // Calibrate: how long a run takes here, from "ready" to exit, so the kill points fall inside runs.
     const calibration = join(directory, "calibration");
-    const probe = await runChild([`${calibration}.sqlite`, `${calibration}.jsonl`, "calibration", "start"]);
-    assert.equal(probe.code, 0, probe.output);
-    const spanMs = Math.max(20, Math.floor(probe.runMs * 0.9));
+    // The faster of two probes: a slow probe would let quick runs finish before their kill.
+    const probes = [];
+    for (const round of [1, 2]) {
+      const probe = await runChild([
+        `${calibration}.sqlite`,
+        `${calibration}.jsonl`,
+        `calibration-${round}`,
+        "start",
+      ]);
+      assert.equal(probe.code, 0, probe.output);
+      probes.push(probe.runMs);
+    }
+    const spanMs = Math.max(20, Math.floor(Math.min(...probes) * 0.9));
     context.diagnostic(`kill points drawn from 0..${spanMs} ms after the child is ready`);
     let next = 0;
     await Promise.all(
