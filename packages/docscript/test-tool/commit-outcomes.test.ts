@@ -63,6 +63,8 @@ describe("commit outcomes", () => {
       assert.equal(blocked.error.code, "unconfirmed_commit_pending");
       assert.deepEqual(blocked.error.data, { plan_id: run.plan_id });
     }
+    const context = await tool.getModelContext({ doc_id: "unconfirmed", context_id: "c" });
+    assert.ok(context.prompt.includes(`The commit of plan \`${run.plan_id}\` is UNCONFIRMED`));
     const other = await tool.handle({ op: "run-edit-script", doc_id: "bystander", script: exclaim });
     assert.ok(other.ok && other.op === "run-edit-script");
     const blockedCommit = await tool.handle({

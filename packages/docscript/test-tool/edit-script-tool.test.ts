@@ -52,6 +52,13 @@ describe("docscript tool against a real document server", () => {
   test("the prompt carries the contract verbatim and says whether the document changed", async () => {
     await harness.createDocument("prompt");
     const tool = harness.tool();
+    assert.equal(tool.name, "docscript");
+    assert.deepEqual((tool.parameters as { properties: { op: { enum: string[] } } }).properties.op.enum, [
+      "snapshot",
+      "run-edit-script",
+      "commit-plan",
+    ]);
+    assert.deepEqual((tool.parameters as { required: string[] }).required, ["op", "doc_id"]);
     const first = await tool.getModelContext({ doc_id: "prompt", context_id: "conversation-1" });
     assert.equal(first.changed, null);
     assert.ok(first.prompt.includes(scriptContract));

@@ -390,7 +390,14 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
         contexts.set(key, version);
         const changed = previous === undefined ? null : previous !== version;
         return {
-          prompt: renderPrompt({ toolName: name, docId: doc_id, version, changed, timeoutMs }),
+          prompt: renderPrompt({
+            toolName: name,
+            docId: doc_id,
+            version,
+            changed,
+            timeoutMs,
+            ...(state.blockingPlanId === undefined ? {} : { unconfirmedPlanId: state.blockingPlanId }),
+          }),
           version,
           changed,
         };

@@ -41,6 +41,8 @@ export interface PromptInput {
   /** Whether the document changed since the previous call with the same context; null on the first. */
   readonly changed: boolean | null;
   readonly timeoutMs: number;
+  /** A plan whose commit is unconfirmed: the model must retry it before anything else. */
+  readonly unconfirmedPlanId?: string;
 }
 
 export function renderPrompt(input: PromptInput): string {
@@ -50,6 +52,10 @@ export function renderPrompt(input: PromptInput): string {
       : input.changed
         ? "It CHANGED since your previous call: what you read before may be stale; take a fresh snapshot."
         : "It has not changed since your previous call.";
+  const pending =
+    input.unconfirmedPlanId === undefined
+      ? ""
+      : `\nThe commit of plan \`${input.unconfirmedPlanId}\` is UNCONFIRMED: retry commit-plan with that plan_id before anything else on this document.`;
   const examples = workedScripts.map((example) => `// ${example.title}\n${example.script}`).join("\n\n");
   return `You edit document "${input.docId}" with the \`${input.toolName}\` tool, by writing a JavaScript edit script that runs in a sandbox.
 
@@ -85,6 +91,6 @@ ${examples}
 \`\`\`
 
 ## The document
-Version \`${input.version}\`. ${change}
+Version \`${input.version}\`. ${change}${pending}
 `;
 }
