@@ -381,6 +381,8 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     parameters: z.toJSONSchema(toolInputSchema) as Record<string, unknown>,
     inputSchema: toolInputSchema,
     async getModelContext({ doc_id, context_id }) {
+      // The host asks for the prompt right before the model call: the moment to warm a worker for the script.
+      if (!closed) sandbox();
       return await onDocument(doc_id, async () => {
         const state = stateOf(doc_id);
         if (state.blockingPlanId === undefined) await pull(doc_id);
