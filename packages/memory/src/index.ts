@@ -4,6 +4,7 @@ export {
   DEFAULT_MEMORY_URL,
   MemoryClient,
   type MemoryClientOptions,
+  type ScopedCallOptions,
 } from "./client/memory-client.ts";
 export { isPrivateAddress } from "./client/ssrf-guard.ts";
 export { MemoryError } from "./errors/memory-error.ts";

@@ -63,6 +63,21 @@ describe("HTTP API", () => {
     await assert.rejects(bob.getMemory(memory.id), (error: MemoryError) => error.status === 404);
     await assert.rejects(bob.deleteMemory(memory.id), (error: MemoryError) => error.code === "not_found");
     assert.equal((await alice.getMemory(memory.id)).memory.status, "active");
+    // Inside one tenant, a scope narrows operations by id as well.
+    await assert.rejects(
+      alice.getMemory(memory.id, { scope: { userId: "someone-else" } }),
+      (error: MemoryError) => {
+        return error.code === "not_found" && error.status === 404;
+      },
+    );
+    await assert.rejects(
+      alice.deleteMemory(memory.id, { reason: "x" }, { scope: { userId: "someone-else" } }),
+      (error: MemoryError) => error.code === "not_found",
+    );
+    assert.equal(
+      (await alice.getMemory(memory.id, { scope: { userId: "shared-user" } })).memory.status,
+      "active",
+    );
   });
 
   it("bad input is answered 400 with the issues, and nothing is stored", async () => {

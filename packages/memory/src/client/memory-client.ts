@@ -57,6 +57,7 @@ import type {
   StatusResponse,
   UnifiedStateResponse,
 } from "../schemas/synthesis.ts";
+import type { MemoryScope } from "../scope/memory-scope.ts";
 import { type MemoryRoute, memoryRoutes } from "../server/routes.ts";
 import { parseRequest } from "../service/parse-request.ts";
 import { sendRequest } from "./http-transport.ts";
@@ -84,6 +85,11 @@ export interface MemoryClientOptions {
 export interface CallOptions {
   readonly signal?: AbortSignal;
   readonly timeoutMs?: number;
+}
+
+/** For operations on one memory by id: with `scope`, a memory outside it answers `not_found`. */
+export interface ScopedCallOptions extends CallOptions {
+  readonly scope?: MemoryScope;
 }
 
 const routesById = new Map(memoryRoutes.map((route) => [route.operationId, route]));
@@ -139,34 +145,42 @@ export class MemoryClient {
   selfEdit(request: SelfEditRequest, options?: CallOptions): Promise<SelfEditResponse> {
     return this.#call("selfEdit", { body: request }, options);
   }
-  getMemory(id: string, options?: CallOptions): Promise<GetMemoryResponse> {
-    return this.#call("getMemory", { id }, options);
+  getMemory(id: string, options?: ScopedCallOptions): Promise<GetMemoryResponse> {
+    return this.#call("getMemory", { id, query: { ...options?.scope } }, options);
   }
-  updateMemory(id: string, request: UpdateMemoryRequest, options?: CallOptions): Promise<GetMemoryResponse> {
-    return this.#call("updateMemory", { id, body: request }, options);
+  updateMemory(
+    id: string,
+    request: UpdateMemoryRequest,
+    options?: ScopedCallOptions,
+  ): Promise<GetMemoryResponse> {
+    return this.#call("updateMemory", { id, body: request, query: { ...options?.scope } }, options);
   }
   deleteMemory(
     id: string,
     request: { reason?: string } = {},
-    options?: CallOptions,
+    options?: ScopedCallOptions,
   ): Promise<GetMemoryResponse> {
-    return this.#call("deleteMemory", { id, query: request }, options);
+    return this.#call("deleteMemory", { id, query: { ...request, ...options?.scope } }, options);
   }
-  memoryHistory(id: string, options?: CallOptions): Promise<MemoryHistoryResponse> {
-    return this.#call("memoryHistory", { id }, options);
+  memoryHistory(id: string, options?: ScopedCallOptions): Promise<MemoryHistoryResponse> {
+    return this.#call("memoryHistory", { id, query: { ...options?.scope } }, options);
   }
-  chainTrace(id: string, options?: CallOptions): Promise<ChainTraceResponse> {
-    return this.#call("chainTrace", { id }, options);
+  chainTrace(id: string, options?: ScopedCallOptions): Promise<ChainTraceResponse> {
+    return this.#call("chainTrace", { id, query: { ...options?.scope } }, options);
   }
   recordProcedureOutcome(
     id: string,
     request: ProcedureOutcomeRequest,
-    options?: CallOptions,
+    options?: ScopedCallOptions,
   ): Promise<ProcedureOutcomeResponse> {
-    return this.#call("recordProcedureOutcome", { id, body: request }, options);
+    return this.#call("recordProcedureOutcome", { id, body: request, query: { ...options?.scope } }, options);
   }
-  recordFeedback(id: string, request: FeedbackRequest, options?: CallOptions): Promise<GetMemoryResponse> {
-    return this.#call("recordFeedback", { id, body: request }, options);
+  recordFeedback(
+    id: string,
+    request: FeedbackRequest,
+    options?: ScopedCallOptions,
+  ): Promise<GetMemoryResponse> {
+    return this.#call("recordFeedback", { id, body: request, query: { ...options?.scope } }, options);
   }
   profile(request: ScopeRequest = {}, options?: CallOptions): Promise<ProfileResponse> {
     return this.#call("profile", { body: request }, options);

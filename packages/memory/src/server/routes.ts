@@ -38,6 +38,7 @@ import {
   getMemoryResponseSchema,
   memoryHistoryResponseSchema,
   memoryIdParamsSchema,
+  memoryScopeQuerySchema,
   procedureOutcomeRequestSchema,
   procedureOutcomeResponseSchema,
   searchRequestSchema,
@@ -52,6 +53,7 @@ import {
   statusResponseSchema,
   unifiedStateResponseSchema,
 } from "../schemas/synthesis.ts";
+import { pickScope } from "../scope/memory-scope.ts";
 import type { MemoryService } from "../service/memory-service.ts";
 
 export interface MemoryRouteInput {
@@ -107,7 +109,8 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     params,
     status: 200,
     response: getMemoryResponseSchema,
-    handle: (service, tenant, input) => service.getMemory(tenant, input.params.id),
+    query: memoryScopeQuerySchema,
+    handle: (service, tenant, input) => service.getMemory(tenant, input.params.id, pickScope(input.query)),
   },
   {
     operationId: "updateMemory",
@@ -118,7 +121,9 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     body: updateMemoryRequestSchema,
     status: 200,
     response: getMemoryResponseSchema,
-    handle: (service, tenant, input) => service.updateMemory(tenant, input.params.id, input.body),
+    query: memoryScopeQuerySchema,
+    handle: (service, tenant, input) =>
+      service.updateMemory(tenant, input.params.id, input.body, pickScope(input.query)),
   },
   {
     operationId: "deleteMemory",
@@ -126,11 +131,16 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     path: "/v1/memories/{id}",
     summary: "Soft-delete a memory (kept with its history)",
     params,
-    query: deleteMemoryQuerySchema,
+    query: deleteMemoryQuerySchema.extend(memoryScopeQuerySchema.shape),
     status: 200,
     response: getMemoryResponseSchema,
     handle: (service, tenant, input) =>
-      service.deleteMemory(tenant, input.params.id, (input.query as { reason?: string }).reason),
+      service.deleteMemory(
+        tenant,
+        input.params.id,
+        (input.query as { reason?: string }).reason,
+        pickScope(input.query),
+      ),
   },
   {
     operationId: "memoryHistory",
@@ -140,7 +150,9 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     params,
     status: 200,
     response: memoryHistoryResponseSchema,
-    handle: (service, tenant, input) => service.memoryHistory(tenant, input.params.id),
+    query: memoryScopeQuerySchema,
+    handle: (service, tenant, input) =>
+      service.memoryHistory(tenant, input.params.id, pickScope(input.query)),
   },
   {
     operationId: "chainTrace",
@@ -150,7 +162,8 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     params,
     status: 200,
     response: chainTraceResponseSchema,
-    handle: (service, tenant, input) => service.chainTrace(tenant, input.params.id),
+    query: memoryScopeQuerySchema,
+    handle: (service, tenant, input) => service.chainTrace(tenant, input.params.id, pickScope(input.query)),
   },
   {
     operationId: "recordProcedureOutcome",
@@ -161,7 +174,9 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     body: procedureOutcomeRequestSchema,
     status: 200,
     response: procedureOutcomeResponseSchema,
-    handle: (service, tenant, input) => service.recordProcedureOutcome(tenant, input.params.id, input.body),
+    query: memoryScopeQuerySchema,
+    handle: (service, tenant, input) =>
+      service.recordProcedureOutcome(tenant, input.params.id, input.body, pickScope(input.query)),
   },
   {
     operationId: "recordFeedback",
@@ -172,7 +187,9 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     body: feedbackRequestSchema,
     status: 200,
     response: getMemoryResponseSchema,
-    handle: (service, tenant, input) => service.recordFeedback(tenant, input.params.id, input.body),
+    query: memoryScopeQuerySchema,
+    handle: (service, tenant, input) =>
+      service.recordFeedback(tenant, input.params.id, input.body, pickScope(input.query)),
   },
   {
     operationId: "writeEvent",

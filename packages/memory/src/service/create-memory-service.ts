@@ -24,7 +24,7 @@ import {
   updateMemoryRequestSchema,
 } from "../schemas/memory.ts";
 import { contextBundleRequestSchema, scopeRequestSchema } from "../schemas/synthesis.ts";
-import { type MemoryScope, pickScope } from "../scope/memory-scope.ts";
+import { type MemoryScope, pickScope, scopeContains } from "../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredEvent, StoredMemory } from "../store/memory-store.ts";
 import { chunkText } from "./chunk-text.ts";
 import { applyCoreMemoryEdits } from "./core-memory-edits.ts";
@@ -70,9 +70,10 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     return (await embedder.embed([text]))[0];
   }
 
-  async function requireMemory(tenantId: string, id: string): Promise<StoredMemory> {
+  /** The memory, if it exists in the tenant and lies inside `scope` (a memory's scope never changes). */
+  async function requireMemory(tenantId: string, id: string, scope: MemoryScope = {}): Promise<StoredMemory> {
     const [memory] = await store.getMemories(tenantId, [id]);
-    if (!memory) throw MemoryError.notFound("Memory", id);
+    if (!memory || !scopeContains(scope, memory)) throw MemoryError.notFound("Memory", id);
     return memory;
   }
 
@@ -86,9 +87,10 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       | { next: Omit<StoredMemory, "version" | "updatedAt">; note: { change: never; reason?: string } }
       | undefined,
     expectedVersion?: number,
+    scope?: MemoryScope,
   ): Promise<StoredMemory> {
     for (let attempt = 0; attempt < 20; attempt += 1) {
-      const current = await requireMemory(tenantId, id);
+      const current = await requireMemory(tenantId, id, scope);
       if (expectedVersion !== undefined && current.version !== expectedVersion) {
         throw new MemoryError(
           "conflict",
@@ -459,8 +461,8 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       throw new MemoryError("conflict", "Core memory kept changing; gave up after 20 attempts", 409);
     },
 
-    async getMemory(tenantId, id) {
-      const memory = await requireMemory(tenantId, id);
+    async getMemory(tenantId, id, scope) {
+      const memory = await requireMemory(tenantId, id, scope);
       await store.recordAccess(tenantId, {
         kind: "read",
         scope: pickScope(memory),
@@ -470,7 +472,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       return { memory: publicMemory(memory) };
     },
 
-    async updateMemory(tenantId, id, request) {
+    async updateMemory(tenantId, id, request, scope) {
       const input = parseRequest(updateMemoryRequestSchema, request);
       const embedding = input.content === undefined ? undefined : await embedOne(input.content);
       const memory = await mutateMemory(
@@ -497,45 +499,57 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
           };
         },
         input.expectedVersion,
+        scope,
       );
       return { memory: publicMemory(memory) };
     },
 
-    async deleteMemory(tenantId, id, reason) {
-      const memory = await mutateMemory(tenantId, id, (current) =>
-        current.status === "deleted"
-          ? undefined
-          : {
-              next: { ...current, status: "deleted" },
-              note: { change: "delete" as never, ...(reason ? { reason } : {}) },
-            },
+    async deleteMemory(tenantId, id, reason, scope) {
+      const memory = await mutateMemory(
+        tenantId,
+        id,
+        (current) =>
+          current.status === "deleted"
+            ? undefined
+            : {
+                next: { ...current, status: "deleted" },
+                note: { change: "delete" as never, ...(reason ? { reason } : {}) },
+              },
+        undefined,
+        scope,
       );
       return { memory: publicMemory(memory) };
     },
 
-    async memoryHistory(tenantId, id) {
-      await requireMemory(tenantId, id);
+    async memoryHistory(tenantId, id, scope) {
+      await requireMemory(tenantId, id, scope);
       return { memoryId: id, versions: await store.memoryHistory(tenantId, id) };
     },
 
-    async recordProcedureOutcome(tenantId, id, request) {
+    async recordProcedureOutcome(tenantId, id, request, scope) {
       const input = parseRequest(procedureOutcomeRequestSchema, request);
-      const memory = await mutateMemory(tenantId, id, (current) => ({
-        next: {
-          ...current,
-          outcomes: {
-            successes: current.outcomes.successes + (input.success ? 1 : 0),
-            failures: current.outcomes.failures + (input.success ? 0 : 1),
+      const memory = await mutateMemory(
+        tenantId,
+        id,
+        (current) => ({
+          next: {
+            ...current,
+            outcomes: {
+              successes: current.outcomes.successes + (input.success ? 1 : 0),
+              failures: current.outcomes.failures + (input.success ? 0 : 1),
+            },
+            provenance: input.eventId
+              ? { ...current.provenance, eventIds: [...current.provenance.eventIds, input.eventId] }
+              : current.provenance,
           },
-          provenance: input.eventId
-            ? { ...current.provenance, eventIds: [...current.provenance.eventIds, input.eventId] }
-            : current.provenance,
-        },
-        note: {
-          change: "outcome" as never,
-          reason: `${input.success ? "success" : "failure"}${input.note ? `: ${input.note}` : ""}`,
-        },
-      }));
+          note: {
+            change: "outcome" as never,
+            reason: `${input.success ? "success" : "failure"}${input.note ? `: ${input.note}` : ""}`,
+          },
+        }),
+        undefined,
+        scope,
+      );
       const total = memory.outcomes.successes + memory.outcomes.failures;
       return {
         memory: publicMemory(memory),
@@ -543,23 +557,29 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       };
     },
 
-    async recordFeedback(tenantId, id, request) {
+    async recordFeedback(tenantId, id, request, scope) {
       const input = parseRequest(feedbackRequestSchema, request);
-      const memory = await mutateMemory(tenantId, id, (current) => ({
-        next: {
-          ...current,
-          feedback: {
-            helpful: current.feedback.helpful + (input.rating === "helpful" ? 1 : 0),
-            unhelpful: current.feedback.unhelpful + (input.rating === "unhelpful" ? 1 : 0),
+      const memory = await mutateMemory(
+        tenantId,
+        id,
+        (current) => ({
+          next: {
+            ...current,
+            feedback: {
+              helpful: current.feedback.helpful + (input.rating === "helpful" ? 1 : 0),
+              unhelpful: current.feedback.unhelpful + (input.rating === "unhelpful" ? 1 : 0),
+            },
           },
-        },
-        note: {
-          change: "feedback" as never,
-          reason: [input.rating, input.traceId ? `trace ${input.traceId}` : "", input.note ?? ""]
-            .filter(Boolean)
-            .join(": "),
-        },
-      }));
+          note: {
+            change: "feedback" as never,
+            reason: [input.rating, input.traceId ? `trace ${input.traceId}` : "", input.note ?? ""]
+              .filter(Boolean)
+              .join(": "),
+          },
+        }),
+        undefined,
+        scope,
+      );
       return { memory: publicMemory(memory) };
     },
 
@@ -697,8 +717,8 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       };
     },
 
-    async chainTrace(tenantId, id) {
-      const memory = await requireMemory(tenantId, id);
+    async chainTrace(tenantId, id, scope) {
+      const memory = await requireMemory(tenantId, id, scope);
       const [versions, events, derivedFrom, importJob, document] = await Promise.all([
         store.memoryHistory(tenantId, id),
         store.getEvents(tenantId, memory.provenance.eventIds),

@@ -63,21 +63,41 @@ export interface MemoryService {
   ingestDocument(tenantId: string, request: IngestDocumentRequest): Promise<IngestDocumentResponse>;
   searchKnowledge(tenantId: string, request: SearchKnowledgeRequest): Promise<SearchKnowledgeResponse>;
   selfEdit(tenantId: string, request: SelfEditRequest): Promise<SelfEditResponse>;
+  /*
+   * Operations on one memory by id take an optional scope: given, a memory outside it answers
+   * `not_found` exactly like a missing one, so a caller acting for one identity cannot reach another's.
+   */
   getMemory(tenantId: string, id: string, scope?: MemoryScope): Promise<GetMemoryResponse>;
-  updateMemory(tenantId: string, id: string, request: UpdateMemoryRequest): Promise<GetMemoryResponse>;
-  deleteMemory(tenantId: string, id: string, reason?: string): Promise<GetMemoryResponse>;
-  memoryHistory(tenantId: string, id: string): Promise<MemoryHistoryResponse>;
+  updateMemory(
+    tenantId: string,
+    id: string,
+    request: UpdateMemoryRequest,
+    scope?: MemoryScope,
+  ): Promise<GetMemoryResponse>;
+  deleteMemory(
+    tenantId: string,
+    id: string,
+    reason?: string,
+    scope?: MemoryScope,
+  ): Promise<GetMemoryResponse>;
+  memoryHistory(tenantId: string, id: string, scope?: MemoryScope): Promise<MemoryHistoryResponse>;
   recordProcedureOutcome(
     tenantId: string,
     id: string,
     request: ProcedureOutcomeRequest,
+    scope?: MemoryScope,
   ): Promise<ProcedureOutcomeResponse>;
-  recordFeedback(tenantId: string, id: string, request: FeedbackRequest): Promise<GetMemoryResponse>;
+  recordFeedback(
+    tenantId: string,
+    id: string,
+    request: FeedbackRequest,
+    scope?: MemoryScope,
+  ): Promise<GetMemoryResponse>;
   profile(tenantId: string, request: ScopeRequest): Promise<ProfileResponse>;
   contextBundle(tenantId: string, request: ContextBundleRequest): Promise<ContextBundleResponse>;
   unifiedState(tenantId: string, request: ScopeRequest): Promise<UnifiedStateResponse>;
   status(tenantId: string): Promise<StatusResponse>;
-  chainTrace(tenantId: string, id: string): Promise<ChainTraceResponse>;
+  chainTrace(tenantId: string, id: string, scope?: MemoryScope): Promise<ChainTraceResponse>;
   noveltyScan(tenantId: string, request: NoveltyScanRequest): Promise<NoveltyScanResponse>;
   consolidate(tenantId: string, request: ConsolidateRequest): Promise<JobResponse>;
   importConversations(tenantId: string, request: ImportConversationsRequest): Promise<JobResponse>;

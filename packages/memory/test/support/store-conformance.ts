@@ -92,6 +92,34 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       assert.equal(other.results.length, 0, "another tenant sees nothing");
     });
 
+    it("operations by id inside a scope answer not_found for a memory outside it", async () => {
+      const t = tenant();
+      const { memory } = await service.add(t, { userId: "owner", agentId: "a1", content: "Scoped by id" });
+      const outside = { userId: "intruder" };
+      await rejectsWithCode(service.getMemory(t, memory.id, outside), "not_found", 404);
+      await rejectsWithCode(
+        service.updateMemory(t, memory.id, { content: "taken over" }, outside),
+        "not_found",
+      );
+      await rejectsWithCode(service.deleteMemory(t, memory.id, "gone", outside), "not_found");
+      await rejectsWithCode(
+        service.recordFeedback(t, memory.id, { rating: "unhelpful" }, outside),
+        "not_found",
+      );
+      await rejectsWithCode(
+        service.recordProcedureOutcome(t, memory.id, { success: false }, outside),
+        "not_found",
+      );
+      await rejectsWithCode(
+        service.memoryHistory(t, memory.id, { userId: "owner", agentId: "a2" }),
+        "not_found",
+      );
+      await rejectsWithCode(service.chainTrace(t, memory.id, outside), "not_found");
+      const inside = await service.getMemory(t, memory.id, { userId: "owner" });
+      assert.equal(inside.memory.version, 1, "nothing changed");
+      assert.equal(inside.memory.content, "Scoped by id");
+    });
+
     it("updates keep every version; expectedVersion guards; delete is soft and kept in history", async () => {
       const t = tenant();
       const { memory } = await service.add(t, { userId: "u", content: "Bob lives in Paris" });
