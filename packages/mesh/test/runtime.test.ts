@@ -11,6 +11,7 @@ import {
   createMeshClient,
   issueMembership,
   listMemberships,
+  openMeshBuckets,
   readCatalogue,
   revokeMembership,
   startNodeRuntime,
@@ -256,6 +257,54 @@ describe("a node runtime on NATS", () => {
       await runtime.close();
       await client.close();
       await admin.close();
+    }
+  });
+
+  it("keeps answering while it re-serves: calls across a membership change all succeed", async () => {
+    const logger = recordingLogger();
+    const runtime = await startNodeRuntime({
+      logger,
+      config: meshConfig("node-d", nats.url, [{ module: "steady", path: fixture("alpha.ts") }]),
+    });
+    const client = await createMeshClient({ servers: nats.url });
+    try {
+      let stop = false;
+      const outcomes: string[] = [];
+      const load = (async () => {
+        while (!stop) {
+          const result = await client.call("steady.add", { a: 1, b: 2 });
+          outcomes.push(result.ok ? "ok" : result.error.code);
+        }
+      })();
+      for (const prefix of ["d.one", "d.two", "d.three"]) {
+        await issueMembership(client.connection, { node: "node-d", module: "steady", prefix });
+        await eventually(`re-served on ${prefix}`, async () =>
+          runtime.modules()[0]?.prefix === prefix ? true : undefined,
+        );
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      stop = true;
+      await load;
+      assert.ok(outcomes.length > 10, `only ${outcomes.length} calls ran`);
+      assert.deepEqual(
+        outcomes.filter((outcome) => outcome !== "ok"),
+        [],
+      );
+
+      // A malformed record is refused by name in the log; the module keeps answering where it was.
+      const { membership } = await openMeshBuckets(client.connection);
+      await membership.put(
+        "node-d.steady",
+        JSON.stringify({ node: "node-d", module: "steady", prefix: "bad..prefix" }),
+      );
+      await eventually("the refusal logged", async () =>
+        logger.lines.some((line) => line.message.startsWith("membership record refused")) ? true : undefined,
+      );
+      assert.equal(runtime.modules()[0]?.prefix, "d.three");
+      assert.deepEqual(await client.call("steady.add", { a: 2, b: 2 }), { ok: true, output: 4 });
+    } finally {
+      await client.close();
+      await runtime.close();
     }
   });
 

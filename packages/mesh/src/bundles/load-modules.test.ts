@@ -52,13 +52,13 @@ describe("loadModules with JavaScript bundles", () => {
     assert.deepEqual(await module?.toolset.invoke("echo", { text: "ok" }), { text: "ok" });
   });
 
-  it("refuses a duplicate tool naming both sources, and a tool named tools", async () => {
+  it("refuses a duplicate tool naming both sources, a tool named tools, and a name that is no subject", async () => {
     const [module] = await loadModules([
       { module: "alpha", path: join(fixtures, "alpha.ts") },
       { module: "alpha", path: join(fixtures, "clashing.mjs") },
     ]);
     assert.deepEqual(module?.toolset.names, ["echo", "add", "fail", "slow", "extra"]);
-    assert.equal(module?.errors.length, 2);
+    assert.equal(module?.errors.length, 3);
     assert.match(
       module?.errors[0]?.message ?? "",
       new RegExp(
@@ -66,6 +66,7 @@ describe("loadModules with JavaScript bundles", () => {
       ),
     );
     assert.match(module?.errors[1]?.message ?? "", /Tool name "tools" is reserved/);
+    assert.match(module?.errors[2]?.message ?? "", /Tool name "bad\.\.name" .* cannot be a NATS subject/);
     assert.equal(
       await module?.toolset
         .invoke("echo", { text: "first wins" })

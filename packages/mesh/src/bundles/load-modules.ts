@@ -42,6 +42,9 @@ export interface LoadModulesOptions {
   readonly child?: Pick<StdioChildOptions, "maxInFlight" | "handshakeTimeoutMs" | "restartBackoff">;
 }
 
+/** A tool answers on `<prefix>.<name>`: its dots are subject separators, so no part may be empty. */
+const subjectTokens = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
+
 /** The name every runtime answers for a module's listing; no bundle may take it. */
 export const RESERVED_TOOL_NAME = "tools";
 
@@ -152,7 +155,9 @@ function merge(
       const refusal =
         tool.name === RESERVED_TOOL_NAME
           ? `Tool name "${RESERVED_TOOL_NAME}" is reserved for the module's listing (${tool.source}); refused`
-          : duplicateOf(accepted, tool);
+          : !subjectTokens.test(tool.name)
+            ? `Tool name "${tool.name}" (${tool.source}) cannot be a NATS subject: dot-separated, non-empty parts; refused`
+            : duplicateOf(accepted, tool);
       if (refusal === undefined) {
         accepted.push(tool);
         continue;

@@ -1,0 +1,152 @@
+/**
+ * A mesh tool call against the raw transports it rides on, in the same run:
+ * - over NATS: `client.call("bench.echo")` through the node runtime vs a raw NATS request/reply echo;
+ * - over stdio: the mesh's child call (`loadModules` + `toolset.call`) vs the MCP SDK's own client.
+ * Latency p50/p99 at concurrency 1, throughput (and latency) at concurrency 64.
+ *
+ * Run: node_modules/.bin/node --conditions=@tackle/source bench/mesh/mesh-call.ts
+ */
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/client";
+import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { connect } from "@nats-io/transport-node";
+import { createMeshClient, loadModules, startNodeRuntime } from "@tackle/mesh";
+import { startNatsServer } from "@tackle/test-support";
+
+const sequentialCalls = Number(process.env.BENCH_SEQUENTIAL ?? 2000);
+const concurrentCalls = Number(process.env.BENCH_CONCURRENT ?? 10000);
+const concurrency = 64;
+const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
+
+interface Measured {
+  readonly p50: number;
+  readonly p99: number;
+  readonly perSecond: number;
+}
+
+async function measure(total: number, workers: number, once: () => Promise<void>): Promise<Measured> {
+  for (let index = 0; index < Math.min(200, total); index++) await once(); // warm up
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (next < total) {
+        next += 1;
+        const begun = performance.now();
+        await once();
+        latencies.push(performance.now() - begun);
+      }
+    }),
+  );
+  const elapsed = performance.now() - started;
+  latencies.sort((left, right) => left - right);
+  const at = (quantile: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * quantile))] ?? 0;
+  return { p50: at(0.5), p99: at(0.99), perSecond: (total / elapsed) * 1000 };
+}
+
+const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
+
+/** Subject and baseline take turns, round after round; each figure is the median over the rounds. */
+async function compare(
+  total: number,
+  workers: number,
+  subject: () => Promise<void>,
+  baseline: () => Promise<void>,
+) {
+  const subjects: Measured[] = [];
+  const baselines: Measured[] = [];
+  for (let round = 0; round < rounds; round++) {
+    subjects.push(await measure(total, workers, subject));
+    baselines.push(await measure(total, workers, baseline));
+  }
+  return { subject: median(subjects), baseline: median(baselines) };
+}
+
+function median(runs: readonly Measured[]): Measured {
+  const middle = (values: number[]) =>
+    values.sort((left, right) => left - right)[Math.floor(values.length / 2)] ?? 0;
+  return {
+    p50: middle(runs.map((run) => run.p50)),
+    p99: middle(runs.map((run) => run.p99)),
+    perSecond: middle(runs.map((run) => run.perSecond)),
+  };
+}
+
+const rows: string[] = [];
+function row(label: string, workers: number, subject: Measured, baseline: Measured): void {
+  const ms = (value: number) => value.toFixed(3);
+  rows.push(
+    `| ${label} | ${workers} | ${ms(subject.p50)} | ${ms(baseline.p50)} | ${(subject.p50 / baseline.p50).toFixed(2)}× | ${ms(subject.p99)} | ${ms(baseline.p99)} | ${(subject.p99 / baseline.p99).toFixed(2)}× | ${Math.round(subject.perSecond)} | ${Math.round(baseline.perSecond)} | ${(subject.perSecond / baseline.perSecond).toFixed(2)}× |`,
+  );
+}
+
+function unwrap(result: { ok: boolean }): void {
+  if (!result.ok) throw new Error(`bench call failed: ${JSON.stringify(result)}`);
+}
+
+// --- over NATS ---
+const nats = await startNatsServer();
+const runtime = await startNodeRuntime({
+  config: {
+    node: "bench",
+    brokerUrl: nats.url,
+    modules: [{ module: "bench", path: here("echo-bundle.ts") }],
+    consoleListen: { host: "127.0.0.1", port: 0 },
+  },
+});
+const client = await createMeshClient({ servers: nats.url });
+const rawServer = await connect({ servers: nats.url });
+rawServer.subscribe("raw.echo", {
+  callback: (error, message) => {
+    if (error === null) message.respond(JSON.stringify(message.json()));
+  },
+});
+const rawClient = await connect({ servers: nats.url });
+await rawServer.flush();
+const payload = { text: "hello mesh" };
+const meshCall = async () => unwrap(await client.call("bench.echo", payload));
+const rawCall = async () => {
+  (await rawClient.request("raw.echo", JSON.stringify(payload), { timeout: 5000 })).json();
+};
+for (const workers of [1, concurrency]) {
+  const total = workers === 1 ? sequentialCalls : concurrentCalls;
+  const { subject, baseline } = await compare(total, workers, meshCall, rawCall);
+  row("mesh call vs raw NATS request/reply", workers, subject, baseline);
+}
+await client.close();
+await rawClient.close();
+await rawServer.close();
+await runtime.close();
+await nats.close();
+
+// --- over stdio ---
+const [child] = await loadModules([{ module: "bench", path: here("echo-server.mjs") }], {
+  child: { maxInFlight: 64 },
+});
+if (child === undefined || child.errors.length > 0)
+  throw new Error(`the stdio child did not load: ${JSON.stringify(child?.errors)}`);
+const sdk = new Client({ name: "bench", version: "1.0.0" });
+await sdk.connect(new StdioClientTransport({ command: here("echo-server.mjs") }));
+await sdk.listTools(); // as the mesh does once per child: the SDK's client caches what it lists
+const childCall = async () => unwrap(await child.toolset.call("echo", payload));
+const sdkCall = async () => {
+  await sdk.callTool({ name: "echo", arguments: payload });
+};
+for (const workers of [1, concurrency]) {
+  const total = workers === 1 ? Math.min(sequentialCalls, 1000) : Math.min(concurrentCalls, 5000);
+  const { subject, baseline } = await compare(total, workers, childCall, sdkCall);
+  row("mesh stdio child vs raw MCP SDK stdio", workers, subject, baseline);
+}
+await sdk.close();
+await child.close();
+
+console.log(
+  `Node ${process.version}; over NATS ${sequentialCalls} sequential / ${concurrentCalls} concurrent calls, over stdio at most 1000 / 5000; median of ${rounds} interleaved rounds\n`,
+);
+console.log(
+  "| path (subject vs baseline) | concurrency | p50 ms | baseline p50 ms | ratio | p99 ms | baseline p99 ms | ratio | calls/s | baseline calls/s | ratio |",
+);
+console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+for (const line of rows) console.log(line);
