@@ -122,6 +122,45 @@ entities.update(clip.entityId, [{ op: 'set', path: ['volume'], value: clip.paylo
     assert.equal(musicVolume(await harness.read("serial")), -4);
   });
 
+  test("every call first pulls: a script reads what another user pushed a moment before", async () => {
+    await harness.createDocument("pulls");
+    const tool = harness.tool();
+    const read = `const bgm = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'bgm');
+const [held] = relations.of(bgm.entityId, 'contain').filter((r) => r.endpoint0EntityId === bgm.entityId);
+console.log(entities.get(held.endpoint1EntityId).payload.volume);`;
+    const before = await tool.handle({ op: "run-edit-script", doc_id: "pulls", script: read });
+    assert.deepEqual(before.ok && before.op === "run-edit-script" && before.logs.map((line) => line.text), [
+      "0",
+    ]);
+    const other = harness.tool({ userId: "someone-else" });
+    const pushed = await other.handle({
+      op: "run-edit-script",
+      doc_id: "pulls",
+      script: turnMusicDown,
+      auto_commit: true,
+    });
+    assert.ok(pushed.ok && pushed.op === "run-edit-script" && pushed.commit?.status === "committed");
+    const after = await tool.handle({ op: "run-edit-script", doc_id: "pulls", script: read });
+    assert.deepEqual(after.ok && after.op === "run-edit-script" && after.logs.map((line) => line.text), [
+      "-6",
+    ]);
+  });
+
+  test("timeout_ms counts from the script's start: a cold worker and a document load do not eat it", async () => {
+    await harness.createDocument("cold-timeout", 300);
+    const cold = harness.tool({ sandbox: { workers: 0 } });
+    const started = performance.now();
+    const run = await cold.handle({
+      op: "run-edit-script",
+      doc_id: "cold-timeout",
+      script: turnMusicDown,
+      timeout_ms: 150,
+    });
+    const elapsed = performance.now() - started;
+    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run));
+    assert.ok(elapsed > 150, `the whole call took ${elapsed} ms, more than the script's limit`);
+  });
+
   test("a script's failures come back as data: refused write, runtime error, timeout, unknown plan, bad input", async () => {
     await harness.createDocument("failures");
     const tool = harness.tool();
