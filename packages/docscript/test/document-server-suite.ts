@@ -402,6 +402,11 @@ export function documentServerSuite(factory: StoreFactory): void {
         Array.from({ length: 10 }, () => 403),
       );
       assert.equal(await fetchStatus(`/documents/${other.documentId}/snapshot`, other.token), 200);
+      const badVersion = await fetch(`${server.url}/documents/${other.documentId}/updates?since=%%%`, {
+        headers: { authorization: `Bearer ${other.token}` },
+      });
+      assert.equal(badVersion.status, 400);
+      assert.equal(((await badVersion.json()) as { error: { code: string } }).error.code, "invalid_version");
     });
 
     it("serves the updates since a version, and compacts the log into a snapshot that survives restart", async () => {

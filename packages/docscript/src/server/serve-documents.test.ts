@@ -25,3 +25,24 @@ it("binds loopback only unless told the server is exposed", async () => {
     await server.close();
   }
 });
+
+it("refuses a push larger than maxPushBytes with 413 and stores nothing", async () => {
+  const server = await serveDocuments({
+    store: createSqliteDocumentStore({ path: ":memory:" }),
+    schema: timelineSchema,
+    maxPushBytes: 64,
+  });
+  try {
+    assert.equal(await server.host.create("doc", "token-0123456789abcdef"), true);
+    const before = await server.host.snapshot("doc");
+    const response = await fetch(`${server.url}/documents/doc/push`, {
+      method: "POST",
+      headers: { authorization: "Bearer token-0123456789abcdef", "content-type": "application/octet-stream" },
+      body: new Uint8Array(1000),
+    });
+    assert.equal(response.status, 413);
+    assert.deepEqual(await server.host.snapshot("doc"), before);
+  } finally {
+    await server.close();
+  }
+});
