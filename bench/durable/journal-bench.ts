@@ -16,7 +16,7 @@ import {
   StateGraph,
 } from "@langchain/langgraph";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import { createGraph, createRunner, type DurableStore } from "@tackle/durable";
+import { createGraph, createMemoryStore, createRunner, type DurableStore } from "@tackle/durable";
 import { createPostgresStore } from "@tackle/durable/postgres";
 import { createSqliteStore } from "@tackle/durable/sqlite";
 import { createTestDatabase } from "@tackle/test-support";
@@ -102,6 +102,16 @@ rows.push({
     for (let index = 0; index < steps; index++) n = await Promise.resolve(work(n));
     if (n !== steps) throw new Error("plain");
   }),
+});
+
+const memory = createMemoryStore();
+rows.push({
+  name: "Tackle ctx.step × N, in-memory store",
+  milliseconds: await tackle(memory, "steps", "memory-steps"),
+});
+rows.push({
+  name: "Tackle N nodes × 1 step, in-memory store",
+  milliseconds: await tackle(memory, "nodes", "memory-nodes"),
 });
 
 for (const synchronous of ["full", "normal"] as const) {

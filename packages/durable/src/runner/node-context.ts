@@ -212,6 +212,8 @@ export class NodeRuntime {
   async settle(): Promise<void> {
     for (;;) {
       while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+      // A node that returned is done; a paused one gets a turn for parallel siblings to ask too.
+      if (!this.isPaused) break;
       await nextTurn();
       if (this.inFlight.size === 0) break;
     }
