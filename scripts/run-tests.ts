@@ -20,7 +20,9 @@ const child = spawn(
     "--conditions=@tackle/source",
     "--test",
     `--test-concurrency=${concurrency}`,
-    "--test-timeout=300000",
+    "--test-timeout=180000",
+    // A suite that leaves a handle open (a socket, a child) must not hang the whole run after its tests end.
+    "--test-force-exit",
     "--test-reporter=spec",
     ...globs,
   ],
