@@ -456,6 +456,9 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
 
     async insertTrace(trace, accesses) {
       await transaction(async (client) => {
+        // Traces and access counts are telemetry: not waiting for their WAL flush keeps a search
+        // off the disk's latency. A crash may lose the last few; memories and events never are.
+        await client.query("SET LOCAL synchronous_commit = off");
         await client.query(
           `INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
