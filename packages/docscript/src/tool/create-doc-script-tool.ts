@@ -109,8 +109,10 @@ export interface DocScriptTool {
 
 export const snapshotLimit = 200;
 
+/** Source runs as .ts, a build as .js: worker-loaded modules are named with this file's own extension. */
+const extension = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
 const timelineReference: SchemaReference = {
-  module: new URL("../timeline/timeline-schema.ts", import.meta.url),
+  module: new URL(`../timeline/timeline-schema${extension}`, import.meta.url),
   exportName: "timelineSchema",
 };
 
