@@ -52,6 +52,18 @@ describe("loadModules with JavaScript bundles", () => {
     assert.deepEqual(await module?.toolset.invoke("echo", { text: "ok" }), { text: "ok" });
   });
 
+  it("gives up on a bundle whose import never finishes, and serves the others", async () => {
+    const [module] = await loadModules(
+      [
+        { module: "alpha", path: join(fixtures, "hangs-at-import.mjs") },
+        { module: "alpha", path: join(fixtures, "alpha.ts") },
+      ],
+      { importTimeoutMs: 300 },
+    );
+    assert.match(module?.errors[0]?.message ?? "", /did not finish loading within 300 ms/);
+    assert.deepEqual(await module?.toolset.invoke("add", { a: 1, b: 1 }), 2);
+  });
+
   it("refuses a duplicate tool naming both sources, a tool named tools, and a name that is no subject", async () => {
     const [module] = await loadModules([
       { module: "alpha", path: join(fixtures, "alpha.ts") },

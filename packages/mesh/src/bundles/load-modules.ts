@@ -40,6 +40,8 @@ export interface LoadModulesOptions {
   /** Default per-call time limit of every module's tool set. */
   readonly timeoutMs?: number;
   readonly child?: Pick<StdioChildOptions, "maxInFlight" | "handshakeTimeoutMs" | "restartBackoff">;
+  /** Time a JavaScript bundle may take to import and hand over its tools. Default 30 s. */
+  readonly importTimeoutMs?: number;
 }
 
 /** A tool answers on `<prefix>.<name>`: its dots are subject separators, so no part may be empty. */
@@ -85,12 +87,15 @@ async function loadEntry(
   try {
     const kind = bundleKind(entry.path);
     if (kind.kind === "import") {
-      const bundle = await importBundle(entry.path, {
-        module: entry.module,
-        node: options.node ?? "",
-        env: Object.freeze({ ...env }),
-        logger,
-      });
+      const bundle = await withDeadline(
+        importBundle(entry.path, {
+          module: entry.module,
+          node: options.node ?? "",
+          env: Object.freeze({ ...env }),
+          logger,
+        }),
+        options.importTimeoutMs ?? 30_000,
+      );
       return { entry, tools: bundle.tools, ...(bundle.close === undefined ? {} : { close: bundle.close }) };
     }
     const child = new StdioChild({
@@ -196,5 +201,22 @@ function duplicateOf(accepted: readonly AnyTool[], tool: AnyTool): string | unde
     return undefined;
   } catch (error) {
     return (error as Error).message;
+  }
+}
+
+/** A bundle that never finishes loading (a top-level await on a dead service) must not hold the node. */
+async function withDeadline<T>(work: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(new Error(`did not finish loading within ${timeoutMs} ms; the module's other bundles serve`)),
+      timeoutMs,
+    );
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }

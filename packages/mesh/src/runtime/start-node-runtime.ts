@@ -68,22 +68,40 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
       slots.set(module.module, slot);
       await place(slot, entry?.operation === "PUT" ? entry : null, entry?.revision ?? 0);
     }
-    const watcher = await buckets.membership.watch({ key: `${config.node}.*` });
+    const watchKey = `${config.node}.*`;
+    let watcher = await buckets.membership.watch({ key: watchKey });
+    // The watch is the runtime's only view of its membership: if it ever ends, it is started again.
     const following = (async () => {
-      for await (const entry of watcher) {
-        const module = entry.key.slice(config.node.length + 1);
-        const slot = slots.get(module);
-        if (slot === undefined || entry.revision <= slot.revision) continue;
-        slot.revision = entry.revision;
-        slot.queue = slot.queue.then(() =>
-          place(slot, entry.operation === "PUT" ? entry : null, entry.revision),
-        );
-        await slot.queue;
+      while (!closing.signal.aborted) {
+        try {
+          for await (const entry of watcher) {
+            const module = entry.key.slice(config.node.length + 1);
+            const slot = slots.get(module);
+            if (slot === undefined || entry.revision <= slot.revision) continue;
+            slot.revision = entry.revision;
+            slot.queue = slot.queue.then(() =>
+              place(slot, entry.operation === "PUT" ? entry : null, entry.revision),
+            );
+            await slot.queue;
+          }
+          if (closing.signal.aborted) return;
+          logger.warn("membership watch ended; watching again", { key: watchKey });
+        } catch (error) {
+          if (closing.signal.aborted) return;
+          logger.error("membership watch failed; watching again", {
+            key: watchKey,
+            error: (error as Error)?.message,
+          });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        if (closing.signal.aborted) return;
+        try {
+          watcher = await buckets.membership.watch({ key: watchKey });
+        } catch (error) {
+          logger.error("could not watch the membership", { key: watchKey, error: (error as Error)?.message });
+        }
       }
     })();
-    following.catch((error: unknown) =>
-      logger.error("membership watch ended", { error: (error as Error)?.message }),
-    );
 
     return {
       node: config.node,
@@ -92,8 +110,8 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
           (slot) => slot.served?.info ?? describeModule(slot.loaded, { node: config.node }),
         ),
       async close() {
-        watcher.stop();
         closing.abort(new Error("the node runtime is closing"));
+        watcher.stop();
         await following.catch(() => undefined);
         await Promise.allSettled([...slots.values()].map((slot) => slot.queue));
         await Promise.allSettled([...slots.values()].map((slot) => slot.served?.stop()));
