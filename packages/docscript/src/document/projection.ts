@@ -1,7 +1,6 @@
 /**
  * The entities and relations a Loro document projects to, indexed for checks and reads. It is rebuilt
- * row by row: a push re-reads only the rows it touched. Values are treated as immutable, so `clone()`
- * copies only the maps.
+ * row by row: a push re-reads only the rows it touched, and puts them back if the push is refused.
  */
 import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentIssue, DocumentView, Entity, Relation } from "../schema/types.ts";
@@ -43,26 +42,14 @@ export class Projection implements DocumentView {
   private claims = new Map<string, readonly StoredEntity[]>();
   private relationRows = new Map<string, StoredRelation>();
   private relationClaims = new Map<string, readonly StoredRelation[]>();
-  private byEntity = new Map<string, ReadonlySet<string>>();
+  private byEntity = new Map<string, Set<string>>();
   /** Entity ids by identity (group and identity field values), for "one medium per file". */
   private identities = new Map<string, readonly string[]>();
   /** Variant ids by base id: a change to a base is checked on its variants too. */
-  private variants = new Map<string, readonly string[]>();
+  private variants = new Map<string, Set<string>>();
 
   constructor(schema: Schema) {
     this.schema = schema;
-  }
-
-  clone(): Projection {
-    const copy = new Projection(this.schema);
-    copy.rows = new Map(this.rows);
-    copy.claims = new Map(this.claims);
-    copy.relationRows = new Map(this.relationRows);
-    copy.relationClaims = new Map(this.relationClaims);
-    copy.byEntity = new Map(this.byEntity);
-    copy.identities = new Map(this.identities);
-    copy.variants = new Map(this.variants);
-    return copy;
   }
 
   get entityCount(): number {
@@ -234,7 +221,9 @@ export class Projection implements DocumentView {
   private addClaim(entity: StoredEntity): void {
     this.claims.set(entity.entityId, [...(this.claims.get(entity.entityId) ?? []), entity]);
     if (entity.variantOf !== undefined) {
-      this.variants.set(entity.variantOf, [...(this.variants.get(entity.variantOf) ?? []), entity.entityId]);
+      const siblings = this.variants.get(entity.variantOf);
+      if (siblings === undefined) this.variants.set(entity.variantOf, new Set([entity.entityId]));
+      else siblings.add(entity.entityId);
     }
     const key = this.identityOf(entity);
     if (key !== undefined) this.identities.set(key, [...(this.identities.get(key) ?? []), entity.entityId]);
@@ -245,11 +234,9 @@ export class Projection implements DocumentView {
     if (rest.length === 0) this.claims.delete(entity.entityId);
     else this.claims.set(entity.entityId, rest);
     if (entity.variantOf !== undefined) {
-      const siblings = (this.variants.get(entity.variantOf) ?? []).filter(
-        (variantId) => variantId !== entity.entityId,
-      );
-      if (siblings.length === 0) this.variants.delete(entity.variantOf);
-      else this.variants.set(entity.variantOf, siblings);
+      const siblings = this.variants.get(entity.variantOf);
+      siblings?.delete(entity.entityId);
+      if (siblings?.size === 0) this.variants.delete(entity.variantOf);
     }
     const key = this.identityOf(entity);
     if (key === undefined) return;
@@ -266,9 +253,9 @@ export class Projection implements DocumentView {
       relation,
     ]);
     for (const endpoint of [relation.endpoint0EntityId, relation.endpoint1EntityId]) {
-      const ids = new Set(this.byEntity.get(endpoint));
-      ids.add(relation.relationId);
-      this.byEntity.set(endpoint, ids);
+      const ids = this.byEntity.get(endpoint);
+      if (ids === undefined) this.byEntity.set(endpoint, new Set([relation.relationId]));
+      else ids.add(relation.relationId);
     }
   }
 
@@ -278,10 +265,9 @@ export class Projection implements DocumentView {
     else this.relationClaims.set(relation.relationId, rest);
     if (rest.length > 0) return;
     for (const endpoint of [relation.endpoint0EntityId, relation.endpoint1EntityId]) {
-      const ids = new Set(this.byEntity.get(endpoint));
-      ids.delete(relation.relationId);
-      if (ids.size === 0) this.byEntity.delete(endpoint);
-      else this.byEntity.set(endpoint, ids);
+      const ids = this.byEntity.get(endpoint);
+      ids?.delete(relation.relationId);
+      if (ids?.size === 0) this.byEntity.delete(endpoint);
     }
   }
 }
