@@ -21,6 +21,7 @@ import {
 import { defaultModulePrefix, moduleNamePattern } from "../config/names.ts";
 import { listMemberships, readCatalogue } from "../membership/membership-store.ts";
 import { connectMesh } from "../nats/connect-mesh.ts";
+import { failSpan, traceSend } from "../nats/trace-messaging.ts";
 import {
   callIdHeader,
   decodeJson,
@@ -142,13 +143,17 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     inFlight.add(fail);
     try {
       // The far side enforces the tool's limit; the bus waits a little longer so its timeout error arrives.
-      const replied = connection
-        .request(subject, encodeJson(args ?? {}), { timeout: timeoutMs + 1000, headers: callHeaders })
-        .then(
-          (message) => fromReply(message),
-          (error: unknown) => fromRequestError(error, name, timeoutMs),
-        );
-      return await Promise.race([replied, failed]);
+      return await traceSend(subject, callHeaders, async (span) => {
+        const replied = connection
+          .request(subject, encodeJson(args ?? {}), { timeout: timeoutMs + 1000, headers: callHeaders })
+          .then(
+            (message) => fromReply(message),
+            (error: unknown) => fromRequestError(error, name, timeoutMs),
+          );
+        const result = await Promise.race([replied, failed]);
+        if (!result.ok) failSpan(span, result.error.code, result.error.message);
+        return result;
+      });
     } finally {
       inFlight.delete(fail);
       callOptions.signal?.removeEventListener("abort", onAbort);

@@ -6,6 +6,7 @@ import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { type Logger, ToolError, toLlmName } from "@tackle/core";
 import type { LoadedModule } from "../bundles/load-modules.ts";
+import { failSpan, traceProcess } from "../nats/trace-messaging.ts";
 import {
   callIdHeader,
   decodeJson,
@@ -106,6 +107,20 @@ async function answer(
   logger: Logger,
   signal: AbortSignal | undefined,
 ): Promise<void> {
+  await traceProcess(message.subject, message.headers as never, async (span) => {
+    const failure = await run(loaded, tool, message, logger, signal);
+    if (failure !== undefined) failSpan(span, failure.code, failure.message);
+  });
+}
+
+/** Runs the call and replies; returns the error it answered with, if any. */
+async function run(
+  loaded: LoadedModule,
+  tool: string,
+  message: ServiceMsg,
+  logger: Logger,
+  signal: AbortSignal | undefined,
+): Promise<ToolError | undefined> {
   try {
     let args: unknown;
     try {
@@ -128,8 +143,9 @@ async function answer(
       ...(signal === undefined ? {} : { signal }),
       ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
     });
-    if (result.ok) message.respond(encodeJson(result.output));
-    else respondError(message, result.error);
+    if (!result.ok) return respondError(message, result.error);
+    message.respond(encodeJson(result.output));
+    return undefined;
   } catch (error) {
     // A control-flow throw cannot cross a wire; it is reported, never dropped.
     logger.error("tool call escaped its tool set", {
@@ -137,20 +153,21 @@ async function answer(
       tool,
       error: (error as Error)?.message,
     });
-    respondError(
+    return respondError(
       message,
       new ToolError("tool_failed", `Tool "${tool}" failed: ${(error as Error)?.message ?? String(error)}`),
     );
   }
 }
 
-function respondError(message: ServiceMsg, error: ToolError): void {
+function respondError(message: ServiceMsg, error: ToolError): ToolError {
   // The services API carries the status and description in its headers; the body keeps the full error.
   const errorHeaders = headers();
   errorHeaders.set(errorCodeHeader, error.code);
   message.respondError(serviceStatus(error.code), oneLine(error.message), encodeJson(error.toJSON()), {
     headers: errorHeaders as never,
   });
+  return error;
 }
 
 /** A header value cannot hold a line break. */
