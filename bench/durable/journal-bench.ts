@@ -70,108 +70,102 @@ function langGraph(checkpointer: SqliteSaver | MemorySaver) {
   return builder.compile({ checkpointer });
 }
 
-async function median(run: (round: number) => Promise<void>): Promise<number> {
-  await run(-1); // warm-up
-  const times: number[] = [];
-  for (let round = 0; round < rounds; round++) {
-    const started = performance.now();
-    await run(round);
-    times.push(performance.now() - started);
-  }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)] as number;
+interface Variant {
+  readonly name: string;
+  run(round: number): Promise<void>;
 }
 
-async function tackle(store: DurableStore, graphKind: "nodes" | "steps", label: string): Promise<number> {
+function tackleVariant(
+  name: string,
+  store: DurableStore,
+  graphKind: "nodes" | "steps",
+  label: string,
+): Variant {
   const graph = graphKind === "nodes" ? tackleNodeGraph() : tackleStepGraph();
   const runner = createRunner({ store });
-  return median(async (round) => {
-    const result = await runner.start(graph, { n: 0 }, { threadId: `${label}-${round}` });
-    if (result.state.n !== steps) throw new Error(`${label}: ended at ${result.state.n}`);
-  });
+  return {
+    name,
+    async run(round) {
+      const result = await runner.start(graph, { n: 0 }, { threadId: `${label}-${round}` });
+      if (result.state.n !== steps) throw new Error(`${label}: ended at ${result.state.n}`);
+    },
+  };
 }
 
-const rows: { name: string; milliseconds: number }[] = [];
 const synchronousName = (database: SqliteConnection) =>
   ["OFF", "NORMAL", "FULL", "EXTRA"][Number(database.pragma("synchronous", { simple: true }))] ?? "?";
-const progress = (message: string) => process.stderr.write(`${message}\n`);
-rows.push({
-  name: "plain call (no durability)",
-  milliseconds: await median(async () => {
-    let n = 0;
-    for (let index = 0; index < steps; index++) n = await Promise.resolve(work(n));
-    if (n !== steps) throw new Error("plain");
-  }),
-});
 
+const variants: Variant[] = [
+  {
+    name: "plain call (no durability)",
+    async run() {
+      let n = 0;
+      for (let index = 0; index < steps; index++) n = await Promise.resolve(work(n));
+      if (n !== steps) throw new Error("plain");
+    },
+  },
+];
 const memory = createMemoryStore();
-rows.push({
-  name: "Tackle ctx.step × N, in-memory store",
-  milliseconds: await tackle(memory, "steps", "memory-steps"),
-});
-rows.push({
-  name: "Tackle N nodes × 1 step, in-memory store",
-  milliseconds: await tackle(memory, "nodes", "memory-nodes"),
-});
-
+variants.push(tackleVariant("Tackle ctx.step × N, in-memory store", memory, "steps", "memory-steps"));
+variants.push(tackleVariant("Tackle N nodes × 1 step, in-memory store", memory, "nodes", "memory-nodes"));
+const sqliteStores: DurableStore[] = [];
 for (const synchronous of ["full", "normal"] as const) {
   const sqlite = createSqliteStore({ path: join(directory, `tackle-${synchronous}.sqlite`), synchronous });
+  sqliteStores.push(sqlite);
   const label = `SQLite synchronous=${synchronous.toUpperCase()}`;
-  rows.push({
-    name: `Tackle ctx.step × N, ${label}`,
-    milliseconds: await tackle(sqlite, "steps", `${synchronous}-steps`),
-  });
-  rows.push({
-    name: `Tackle N nodes × 1 step, ${label}`,
-    milliseconds: await tackle(sqlite, "nodes", `${synchronous}-nodes`),
-  });
-  await sqlite.close();
+  variants.push(tackleVariant(`Tackle ctx.step × N, ${label}`, sqlite, "steps", `${synchronous}-steps`));
+  variants.push(tackleVariant(`Tackle N nodes × 1 step, ${label}`, sqlite, "nodes", `${synchronous}-nodes`));
 }
-
 const database = await createTestDatabase("durable_bench");
-try {
-  const postgres = await createPostgresStore({ connectionString: database.url });
-  rows.push({
-    name: "Tackle ctx.step × N, PostgreSQL",
-    milliseconds: await tackle(postgres, "steps", "pg-steps"),
-  });
-  rows.push({
-    name: "Tackle N nodes × 1 step, PostgreSQL",
-    milliseconds: await tackle(postgres, "nodes", "pg-nodes"),
-  });
-  await postgres.close();
-} finally {
-  await database.drop();
-}
+const postgres = await createPostgresStore({ connectionString: database.url });
+variants.push(tackleVariant("Tackle ctx.step × N, PostgreSQL", postgres, "steps", "pg-steps"));
+variants.push(tackleVariant("Tackle N nodes × 1 step, PostgreSQL", postgres, "nodes", "pg-nodes"));
 
-progress("tackle done");
 // better-sqlite3 13 (Node-API) handed to the saver: its own 12.x build aborts under Node 24 (see README).
 const langGraphDatabase = new Database(join(directory, "langgraph.sqlite"));
-const saver = new SqliteSaver(langGraphDatabase as never);
-const sqliteGraph = langGraph(saver);
-const langGraphMilliseconds = await median(async (round) => {
-  const result = await sqliteGraph.invoke(
-    { n: 0 },
-    { configurable: { thread_id: `lg-${round}` }, durability: "sync", recursionLimit: steps + 10 },
-  );
-  if (result.n !== steps) throw new Error("langgraph");
+const sqliteGraph = langGraph(new SqliteSaver(langGraphDatabase as never));
+const langGraphSqliteName = () =>
+  `LangGraph N nodes, SqliteSaver (WAL, synchronous=${synchronousName(langGraphDatabase)}), durability "sync"`;
+variants.push({
+  name: "LangGraph SQLite",
+  async run(round) {
+    const result = await sqliteGraph.invoke(
+      { n: 0 },
+      { configurable: { thread_id: `lg-${round}` }, durability: "sync", recursionLimit: steps + 10 },
+    );
+    if (result.n !== steps) throw new Error("langgraph");
+  },
 });
-rows.push({
-  name: `LangGraph N nodes, SqliteSaver (WAL, synchronous=${synchronousName(langGraphDatabase)}), durability "sync"`,
-  milliseconds: langGraphMilliseconds,
-});
-langGraphDatabase.close();
-progress("langgraph sqlite done");
 const memoryGraph = langGraph(new MemorySaver());
-rows.push({
+variants.push({
   name: 'LangGraph N nodes, MemorySaver, durability "sync"',
-  milliseconds: await median(async (round) => {
+  async run(round) {
     await memoryGraph.invoke(
       { n: 0 },
       { configurable: { thread_id: `mem-${round}` }, durability: "sync", recursionLimit: steps + 10 },
     );
-  }),
+  },
 });
+
+// Round-robin: every round runs every variant once, so a burst of load on the machine hits them alike.
+const times = variants.map(() => [] as number[]);
+for (const variant of variants) await variant.run(-1); // warm-up
+for (let round = 0; round < rounds; round++) {
+  for (const [index, variant] of variants.entries()) {
+    const started = performance.now();
+    await variant.run(round);
+    times[index]?.push(performance.now() - started);
+  }
+}
+const rows = variants.map((variant, index) => {
+  const sorted = [...(times[index] ?? [])].sort((a, b) => a - b);
+  const name = variant.name === "LangGraph SQLite" ? langGraphSqliteName() : variant.name;
+  return { name, milliseconds: sorted[Math.floor(sorted.length / 2)] as number };
+});
+langGraphDatabase.close();
+for (const store of sqliteStores) await store.close();
+await postgres.close();
+await database.drop();
 rmSync(directory, { recursive: true, force: true });
 
 const plain = rows[0]?.milliseconds ?? 1;
