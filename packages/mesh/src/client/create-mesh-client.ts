@@ -4,13 +4,7 @@
  */
 
 import { randomUUID } from "node:crypto";
-import {
-  headers,
-  type Msg,
-  type NatsConnection,
-  NoRespondersError,
-  TimeoutError,
-} from "@nats-io/transport-node";
+import { headers, type NatsConnection } from "@nats-io/transport-node";
 import {
   DEFAULT_TIMEOUT_MS,
   ToolAbortedError,
@@ -22,15 +16,10 @@ import { defaultModulePrefix, moduleNamePattern } from "../config/names.ts";
 import { listMemberships, readCatalogue } from "../membership/membership-store.ts";
 import { connectMesh } from "../nats/connect-mesh.ts";
 import { failSpan, traceSend } from "../nats/trace-messaging.ts";
-import {
-  callIdHeader,
-  decodeJson,
-  decodeServiceError,
-  encodeJson,
-  idempotencyKeyHeader,
-  timeoutHeader,
-} from "../nats/wire.ts";
+import { callIdHeader, decodeJson, encodeJson, idempotencyKeyHeader, timeoutHeader } from "../nats/wire.ts";
 import type { ModuleInfo } from "../runtime/module-info.ts";
+import { discoverModules } from "./discover-modules.ts";
+import { fromReply, fromRequestError } from "./reply-result.ts";
 
 export interface MeshCallOptions {
   readonly timeoutMs?: number;
@@ -195,7 +184,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       } catch {
         // Without JetStream there is no catalogue; discovery below still finds what answers.
       }
-      for (const module of await discover(connection, options.discoveryMs ?? 250)) modules.add(module);
+      for (const module of await discoverModules(connection, options.discoveryMs ?? 250)) modules.add(module);
       return Promise.all([...modules].sort().map((module) => tools(module)));
     },
     tools,
@@ -267,68 +256,4 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       if (ownsConnection) await connection.drain().catch(() => connection.close());
     },
   };
-}
-
-function fromReply(message: Msg): ToolCallResult {
-  const status = message.headers?.get("Nats-Service-Error-Code");
-  if (status !== undefined && status !== "") {
-    const description = message.headers?.get("Nats-Service-Error") ?? "service error";
-    return { ok: false, error: decodeServiceError(Number(status), description, message.data) };
-  }
-  try {
-    return { ok: true, output: decodeJson(message.data) };
-  } catch (error) {
-    return {
-      ok: false,
-      error: new ToolError("invalid_reply", `The reply is not JSON: ${(error as Error).message}`),
-    };
-  }
-}
-
-function fromRequestError(error: unknown, name: string, timeoutMs: number): ToolCallResult {
-  if (error instanceof NoRespondersError || (error as Error)?.cause instanceof NoRespondersError) {
-    return {
-      ok: false,
-      error: new ToolError("no_responders", `Nothing answers for "${name}"`, { data: { name } }),
-    };
-  }
-  if (error instanceof TimeoutError || (error as Error)?.cause instanceof TimeoutError) {
-    return {
-      ok: false,
-      error: new ToolError("timeout", `No answer for "${name}" within ${timeoutMs} ms`, {
-        retryable: true,
-        data: { tool: name, timeoutMs },
-      }),
-    };
-  }
-  return {
-    ok: false,
-    error: new ToolError(
-      "unavailable",
-      `The call to "${name}" could not be made: ${(error as Error)?.message ?? String(error)}`,
-      {
-        retryable: true,
-        cause: error,
-      },
-    ),
-  };
-}
-
-/** Modules that answer the services API's INFO with our metadata, within a short window. */
-async function discover(connection: NatsConnection, windowMs: number): Promise<string[]> {
-  const found = new Set<string>();
-  try {
-    const replies = await connection.requestMany("$SRV.INFO", undefined, { maxWait: windowMs });
-    for await (const reply of replies) {
-      try {
-        const info = reply.json<{ name?: string; metadata?: Record<string, string> }>();
-        if (info.metadata?.tackle === "mesh" && typeof info.name === "string") found.add(info.name);
-      } catch {
-        // Another service's malformed INFO is not ours to report.
-      }
-    }
-  } catch {
-    // No service answered at all: nothing to add.
-  }
-  return [...found];
 }

@@ -1,0 +1,49 @@
+/** Turns what the bus answered (or how the request failed) into a ToolCallResult. */
+import { type Msg, NoRespondersError, TimeoutError } from "@nats-io/transport-node";
+import { type ToolCallResult, ToolError } from "@tackle/core";
+import { decodeJson, decodeServiceError } from "../nats/wire.ts";
+
+export function fromReply(message: Msg): ToolCallResult {
+  const status = message.headers?.get("Nats-Service-Error-Code");
+  if (status !== undefined && status !== "") {
+    const description = message.headers?.get("Nats-Service-Error") ?? "service error";
+    return { ok: false, error: decodeServiceError(Number(status), description, message.data) };
+  }
+  try {
+    return { ok: true, output: decodeJson(message.data) };
+  } catch (error) {
+    return {
+      ok: false,
+      error: new ToolError("invalid_reply", `The reply is not JSON: ${(error as Error).message}`),
+    };
+  }
+}
+
+export function fromRequestError(error: unknown, name: string, timeoutMs: number): ToolCallResult {
+  if (error instanceof NoRespondersError || (error as Error)?.cause instanceof NoRespondersError) {
+    return {
+      ok: false,
+      error: new ToolError("no_responders", `Nothing answers for "${name}"`, { data: { name } }),
+    };
+  }
+  if (error instanceof TimeoutError || (error as Error)?.cause instanceof TimeoutError) {
+    return {
+      ok: false,
+      error: new ToolError("timeout", `No answer for "${name}" within ${timeoutMs} ms`, {
+        retryable: true,
+        data: { tool: name, timeoutMs },
+      }),
+    };
+  }
+  return {
+    ok: false,
+    error: new ToolError(
+      "unavailable",
+      `The call to "${name}" could not be made: ${(error as Error)?.message ?? String(error)}`,
+      {
+        retryable: true,
+        cause: error,
+      },
+    ),
+  };
+}
