@@ -91,9 +91,9 @@ describe("stdio children", () => {
     }
   });
 
-  it("backs off between restarts of a child that keeps crashing", async () => {
+  it("backs off between restarts of a child that keeps crashing, and resets after sustained uptime", async () => {
     const [python] = await loadModules([{ module: "py", path: fixture("python-bundle.py") }], {
-      child: { restartBackoff: { initialMs: 200, maxMs: 1000 } },
+      child: { restartBackoff: { initialMs: 200, maxMs: 1000, resetAfterMs: 1500 } },
     });
     try {
       assert.ok(python);
@@ -110,6 +110,19 @@ describe("stdio children", () => {
         ok: true,
         output: { text: "OK" },
       });
+      // It has now run longer than resetAfterMs: its next crash counts as the first again.
+      await new Promise((resolve) => setTimeout(resolve, 1600));
+      await python.toolset.call("crash", {});
+      started = Date.now();
+      assert.deepEqual(await python.toolset.call("upper", { text: "reset" }), {
+        ok: true,
+        output: { text: "RESET" },
+      });
+      const afterReset = Date.now() - started;
+      assert.ok(
+        afterReset >= 150 && afterReset < 900,
+        `the restart after uptime waited ${afterReset} ms, not the 1000 ms cap`,
+      );
     } finally {
       await python?.close();
     }
