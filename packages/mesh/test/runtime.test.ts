@@ -160,6 +160,16 @@ describe("a node runtime on NATS", () => {
         "acme.second",
       );
 
+      // Another module cannot take a prefix that is already issued; a malformed seat is refused by name.
+      await assert.rejects(
+        issueMembership(client.connection, { node: "node-b", module: "other", prefix: "acme.second" }),
+        /prefix acme\.second is already module issued's/,
+      );
+      await assert.rejects(
+        issueMembership(client.connection, { node: "node-b", module: "other", seats: { "bad seat": "x" } }),
+        /bad seat name "bad seat"/,
+      );
+
       assert.equal(await revokeMembership(client.connection, { node: "node-b", module: "issued" }), true);
       await eventually("the revoked module back on its default prefix", async () =>
         (await answers(raw, "tackle.tools.issued.echo")) ? true : undefined,

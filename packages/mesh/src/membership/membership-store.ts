@@ -5,6 +5,7 @@
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { defaultModulePrefix, defaultSeatPrefix } from "../config/names.ts";
+import { MeshConfigError } from "../errors/mesh-config-error.ts";
 import {
   CATALOGUE_BUCKET,
   type CatalogueRecord,
@@ -64,6 +65,16 @@ export async function issueMembership(
     "membership",
   );
   const buckets = await openMeshBuckets(connection);
+  // Two modules on one prefix would answer each other's subjects.
+  const taken = (await readCatalogue(connection)).find(
+    (entry) => entry.prefix === record.prefix && entry.module !== record.module,
+  );
+  if (taken !== undefined) {
+    throw new MeshConfigError(
+      "membership",
+      `prefix ${record.prefix} is already module ${taken.module}'s; give ${record.module} its own`,
+    );
+  }
   await buckets.membership.put(membershipKey(record.node, record.module), JSON.stringify(record));
   const catalogue: CatalogueRecord = {
     module: record.module,
