@@ -19,10 +19,10 @@ export {
   type Runner,
   type RunnerOptions,
   type StartOptions,
-  type WatchOptions,
 } from "./runner/create-runner.ts";
 export type { InterruptOptions, NodeContext, StepInfo } from "./runner/node-context.ts";
 export type { RunSnapshot } from "./runner/run-snapshot.ts";
+export type { WatchOptions } from "./runner/watch-frames.ts";
 export type {
   CommitBatch,
   DurableStore,

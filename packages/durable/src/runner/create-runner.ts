@@ -1,7 +1,7 @@
 /** `createRunner`: drives graphs over a store — start, resume, get, frames — one node at a time. */
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { isControlFlow, type Logger, silentLogger, ToolError, toToolError } from "@tackle/core";
+import { type Logger, silentLogger, toToolError } from "@tackle/core";
 import { decodeValue, encodeValue } from "../codec/codec.ts";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Graph } from "../graph/create-graph.ts";
@@ -10,7 +10,10 @@ import type { CommitBatch, DurableStore, Frame, JournalRecord, RunRecord } from 
 import { createSqliteStore } from "../stores/sqlite/sqlite-store.ts";
 import { toFrameData } from "./frame-data.ts";
 import { NodeRuntime } from "./node-context.ts";
+import { runNode } from "./run-node.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
+import { snapshotOf } from "./snapshot-of.ts";
+import { type WatchOptions, watchFrames } from "./watch-frames.ts";
 
 /** Where runs live when no store is given: one SQLite file under the working directory. */
 export const defaultStorePath = ".tackle/durable.sqlite";
@@ -38,11 +41,6 @@ export interface Launched<State> {
   readonly runId: string;
   /** Settles when the run pauses, completes or fails. */
   readonly finished: Promise<RunSnapshot<State>>;
-}
-
-export interface WatchOptions {
-  readonly afterSeq?: number;
-  readonly signal?: AbortSignal;
 }
 
 export interface Runner {
@@ -413,31 +411,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     get: getSnapshot,
     frames: (threadId, frameOptions = {}) =>
       store.readFrames(threadId, frameOptions.afterSeq ?? 0, frameOptions.limit),
-    async *watch(threadId, watchOptions = {}) {
-      let afterSeq = watchOptions.afterSeq ?? 0;
-      const signal = watchOptions.signal;
-      while (signal?.aborted !== true) {
-        const frames = await store.readFrames(threadId, afterSeq, 500);
-        for (const frame of frames) {
-          afterSeq = frame.seq;
-          yield frame;
-        }
-        if (frames.length > 0) continue;
-        const run = await store.getRun(threadId);
-        if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
-        if (run.status !== "running") {
-          // The status and the last frames land in one commit: one more read catches any straggler.
-          const rest = await store.readFrames(threadId, afterSeq, 500);
-          for (const frame of rest) {
-            afterSeq = frame.seq;
-            yield frame;
-          }
-          if (rest.length === 0) return;
-          continue;
-        }
-        await waitForFrames(landed, threadId, pollIntervalMs, signal);
-      }
-    },
+    watch: (threadId, watchOptions) => watchFrames(store, landed, pollIntervalMs, threadId, watchOptions),
     async idle() {
       await Promise.allSettled([...active.values()]);
     },
@@ -446,78 +420,4 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       if (typeof options.store !== "object") await store.close();
     },
   };
-}
-
-async function runNode<State>(
-  fn: (state: Readonly<State>, ctx: NodeRuntime["context"]) => unknown,
-  state: State,
-  runtime: NodeRuntime,
-): Promise<
-  | { kind: "done"; update: Partial<State> | undefined }
-  | { kind: "paused" }
-  | { kind: "failed"; error: unknown }
-> {
-  const ran = (async () => fn(state, runtime.context))();
-  // Some layers swallow a thrown interrupt (a model SDK turning it into a tool error): the pause wins anyway.
-  const settled = await Promise.race([
-    ran.then(
-      (update) => ({ kind: "returned" as const, update }),
-      (error: unknown) => ({ kind: "threw" as const, error }),
-    ),
-    runtime.paused.then(() => ({ kind: "pause" as const })),
-  ]);
-  await runtime.settle();
-  if (runtime.isPaused) {
-    ran.catch(() => {});
-    return { kind: "paused" };
-  }
-  if (settled.kind === "threw") {
-    if (isControlFlow(settled.error)) return { kind: "paused" };
-    return { kind: "failed", error: settled.error };
-  }
-  if (settled.kind === "pause") return { kind: "paused" };
-  const update = settled.update;
-  if (update !== undefined && (typeof update !== "object" || update === null || Array.isArray(update))) {
-    return {
-      kind: "failed",
-      error: new ToolError("invalid_update", "A node must return an object of state fields (or nothing)"),
-    };
-  }
-  return { kind: "done", update: update as Partial<State> | undefined };
-}
-
-function snapshotOf<State>(
-  run: RunRecord,
-  state: State,
-  interrupts: readonly InterruptRequest[],
-): RunSnapshot<State> {
-  return {
-    threadId: run.threadId,
-    runId: run.runId,
-    graph: run.graph,
-    status: run.status,
-    state,
-    node: run.node,
-    interrupts,
-    ...(run.error === null ? {} : { error: JSON.parse(run.error) }),
-  };
-}
-
-function waitForFrames(
-  landed: EventEmitter,
-  threadId: string,
-  pollMs: number,
-  signal: AbortSignal | undefined,
-) {
-  return new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      landed.off(threadId, done);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, pollMs);
-    landed.on(threadId, done);
-    signal?.addEventListener("abort", done, { once: true });
-  });
 }

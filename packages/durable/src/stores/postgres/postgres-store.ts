@@ -16,6 +16,11 @@ export interface PostgresStoreOptions {
   readonly connectionString?: string;
   /** Table name prefix; default `durable_`. */
   readonly tablePrefix?: string;
+  /**
+   * Errors of idle pooled connections (the server restarted, a connection was terminated). The pool
+   * replaces them; without a handler Node would crash. Default: a process warning.
+   */
+  readonly onError?: (error: Error) => void;
 }
 
 const columns = ["status", "state", "node", "cursor", "interrupts", "error", "owner"] as const;
@@ -49,6 +54,11 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   if (pool === undefined) {
     const { default: postgres } = await import("pg");
     pool = new postgres.Pool({ connectionString: options.connectionString, max: 4 });
+    pool.on(
+      "error",
+      options.onError ??
+        ((error) => process.emitWarning(`@tackle/durable postgres: idle connection lost: ${error.message}`)),
+    );
   }
   const database = pool;
   const runs = `${prefix}runs`;
