@@ -91,6 +91,26 @@ describe("stdio children", () => {
     }
   });
 
+  it("names the signal when a child is killed mid-call", async () => {
+    const [python] = await loadModules([{ module: "py", path: fixture("python-bundle.py") }]);
+    try {
+      assert.ok(python);
+      const { pid } = (await python.toolset.invoke("whoami", {})) as Whoami;
+      const sleeping = python.toolset.call("sleep", { seconds: 30 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      process.kill(pid, "SIGKILL");
+      const result = await sleeping;
+      assert.equal(!result.ok && result.error.code, "child_exited");
+      assert.match(!result.ok ? result.error.message : "", /exited \(signal SIGKILL\) during the call/);
+      assert.deepEqual(await python.toolset.call("upper", { text: "again" }), {
+        ok: true,
+        output: { text: "AGAIN" },
+      });
+    } finally {
+      await python?.close();
+    }
+  });
+
   it("backs off between restarts of a child that keeps crashing, and resets after sustained uptime", async () => {
     const [python] = await loadModules([{ module: "py", path: fixture("python-bundle.py") }], {
       child: { restartBackoff: { initialMs: 200, maxMs: 1000, resetAfterMs: 1500 } },
