@@ -432,8 +432,12 @@ export function documentServerSuite(factory: StoreFactory): void {
         since: (await follower.client.pull(documentId)).version,
       });
       assert.equal(since.kind, "updates");
+      // The follower has an unpushed change of its own: pulling still brings exactly what it lacks.
+      follower.session().entities.update(ids.trackId, [{ op: "set", path: ["name"], value: "local" }]);
+      follower.doc.commit();
       await follower.pull();
       assert.equal(follower.session().entities.get(ids.clipId)?.payload.volume, -5);
+      assert.equal(follower.session().entities.get(ids.trackId)?.payload.name, "local");
 
       // Compaction runs after the push answers; give it its turn before restarting.
       await writer.client.pull(documentId);
