@@ -66,6 +66,17 @@ describe("a node runtime on NATS", () => {
       assert.equal(!failed.ok && failed.error.code, "tool_failed");
       assert.match(!failed.ok ? failed.error.message : "", /alpha\.fail always fails/);
 
+      // The caller's time limit travels with the call: the far side stops the tool and says so.
+      let started = Date.now();
+      const slow = await client.call("alpha.slow", { ms: 5000 }, { timeoutMs: 200 });
+      assert.equal(!slow.ok && slow.error.code, "timeout");
+      assert.match(!slow.ok ? slow.error.message : "", /Tool "slow" timed out after 200 ms/);
+      assert.ok(Date.now() - started < 1000);
+      started = Date.now();
+      const aborted = await client.call("alpha.slow", { ms: 5000 }, { signal: AbortSignal.timeout(100) });
+      assert.equal(!aborted.ok && aborted.error.code, "aborted");
+      assert.ok(Date.now() - started < 1000);
+
       const missingModule = await client.call("ghost.tool", {});
       assert.equal(!missingModule.ok && missingModule.error.code, "unreachable");
       const notAName = await client.call("no-dot", {});
