@@ -22,6 +22,7 @@ import { scopeKey } from "../../packages/memory/src/scope/memory-scope.ts";
 import { contentHash, queryTerms } from "../../packages/memory/src/service/text.ts";
 import type { StoredMemory } from "../../packages/memory/src/store/memory-store.ts";
 import { memoryColumns, memoryValues } from "../../packages/memory/src/store/row-codec.ts";
+import { scopeTokens } from "../../packages/memory/src/store/sqlite/scope-tokens.ts";
 
 const argument = (name: string, fallback: string) =>
   process.argv.find((item) => item.startsWith(`--${name}=`))?.split("=")[1] ?? fallback;
@@ -113,11 +114,17 @@ async function loadSqlite(path: string, from: number, to: number) {
     const rows = Array.from({ length: Math.min(batchSize, to - start) }, (_, offset) =>
       makeMemory(start + offset),
     );
-    const placeholders = rows.map(() => `(${memoryColumns.map(() => "?").join(", ")})`).join(", ");
+    const columns = [...memoryColumns, "scope_tokens"];
+    const placeholders = rows.map(() => `(${columns.map(() => "?").join(", ")})`).join(", ");
     database.exec("BEGIN");
     database
-      .prepare(`INSERT INTO memories (${memoryColumns.join(", ")}) VALUES ${placeholders}`)
-      .run(...(rows.flatMap((row) => memoryValues(row, scopeKey(row))) as SQLInputValue[]));
+      .prepare(`INSERT INTO memories (${columns.join(", ")}) VALUES ${placeholders}`)
+      .run(
+        ...(rows.flatMap((row) => [
+          ...memoryValues(row, scopeKey(row)),
+          scopeTokens(row.tenantId, row).join(" "),
+        ]) as SQLInputValue[]),
+      );
     database.exec("COMMIT");
   }
   database.close();
@@ -250,11 +257,11 @@ try {
     const store = createSqliteStore({ path: sqlitePath });
     const rawDatabase = new DatabaseSync(sqlitePath);
     const rawQuery = rawDatabase.prepare(
-      "SELECT m.id, -bm25(memories_fts) AS score FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid WHERE memories_fts MATCH ? ORDER BY bm25(memories_fts) LIMIT 50",
+      "SELECT m.id, -bm25(memories_search, 1.0, 0.0) AS score FROM memories_search JOIN memories m ON m.seq = memories_search.rowid WHERE memories_search MATCH ? ORDER BY bm25(memories_search, 1.0, 0.0) LIMIT 50",
     );
     results.push(
       ...(await measure("SQLite", size, build, store, async (terms) =>
-        rawQuery.all(terms.map((term) => `"${term}"`).join(" OR ")),
+        rawQuery.all(`content : (${terms.map((term) => `"${term}"`).join(" OR ")})`),
       )),
     );
     rawDatabase.close();

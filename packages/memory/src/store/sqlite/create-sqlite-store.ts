@@ -18,6 +18,7 @@ import {
   traceFromRow,
 } from "../row-codec.ts";
 import { sqliteSchema } from "./schema.ts";
+import { scopedMatch, scopeTokens } from "./scope-tokens.ts";
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for a throwaway store. */
@@ -41,7 +42,9 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
   if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
   const database = new DatabaseSync(options.path);
   database.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;");
+  migrateScopeTokens(database);
   database.exec(sqliteSchema);
+  backfillSearchIndex(database);
 
   const all = (sql: string, parameters: readonly unknown[]): Row[] =>
     database.prepare(sql).all(...(parameters as SQLInputValue[])) as Row[];
@@ -62,7 +65,8 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     }
   }
 
-  const insertMemorySql = `INSERT INTO memories (${memoryColumns.join(", ")}) VALUES (${memoryColumns
+  const insertColumns = [...memoryColumns, "scope_tokens"];
+  const insertMemorySql = `INSERT INTO memories (${insertColumns.join(", ")}) VALUES (${insertColumns
     .map(mark)
     .join(", ")}) ON CONFLICT DO NOTHING`;
 
@@ -97,9 +101,10 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       );
     }
     if (access.kind !== "search" && access.memoryIds.length > 0) {
+      // `+tenant_id` keeps the planner on the id index (it otherwise walks the tenant's rows).
       const parameters: unknown[] = [access.at, tenantId];
       run(
-        `UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE tenant_id = ? AND id IN (${inList(access.memoryIds, parameters)})`,
+        `UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE +tenant_id = ? AND id IN (${inList(access.memoryIds, parameters)})`,
         parameters,
       );
     }
@@ -114,7 +119,10 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
 
     async insertMemory(memory) {
       return transaction(() => {
-        const result = run(insertMemorySql, memoryValues(memory, scopeKey(memory)));
+        const result = run(insertMemorySql, [
+          ...memoryValues(memory, scopeKey(memory)),
+          scopeTokens(memory.tenantId, memory).join(" "),
+        ]);
         if (result.changes === 1) {
           historyInsert(memory, "create", undefined);
           return { memory, created: true };
@@ -186,12 +194,13 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
 
     async searchMemories(tenantId, scope, terms, searchOptions) {
       if (terms.length === 0) return [];
-      const parameters: unknown[] = [matchExpression(terms), tenantId];
-      let sql = `SELECT m.*, -bm25(memories_fts) AS score FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid
-        WHERE memories_fts MATCH ? AND m.tenant_id = ? AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;
+      // The index narrows by the scope's tokens; the SQL conditions below still decide (a token is a hash).
+      const parameters: unknown[] = [scopedMatch(tenantId, scope, terms), tenantId];
+      let sql = `SELECT m.*, -bm25(memories_search, 1.0, 0.0) AS score FROM memories_search JOIN memories m ON m.seq = memories_search.rowid
+        WHERE memories_search MATCH ? AND m.tenant_id = ? AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;
       if (searchOptions.kinds) sql += ` AND m.kind IN (${inList(searchOptions.kinds, parameters)})`;
       parameters.push(searchOptions.limit);
-      return all(`${sql} ORDER BY bm25(memories_fts) LIMIT ?`, parameters).map((row) => ({
+      return all(`${sql} ORDER BY bm25(memories_search, 1.0, 0.0) LIMIT ?`, parameters).map((row) => ({
         memory: memoryFromRow(row),
         score: Number(row.score),
       }));
@@ -542,3 +551,45 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
 }
 
 class BlockConflict extends Error {}
+
+/** Files made before the scoped index: add the column and drop the old index (rebuilt below). */
+function migrateScopeTokens(database: DatabaseSync): void {
+  const columns = database.prepare("PRAGMA table_info(memories)").all() as { name: string }[];
+  if (columns.length === 0 || columns.some((column) => column.name === "scope_tokens")) return;
+  database.exec(`BEGIN IMMEDIATE;
+    ALTER TABLE memories ADD COLUMN scope_tokens TEXT NOT NULL DEFAULT '';
+    DROP TRIGGER IF EXISTS memories_fts_insert;
+    DROP TRIGGER IF EXISTS memories_fts_delete;
+    DROP TRIGGER IF EXISTS memories_fts_update;
+    DROP TABLE IF EXISTS memories_fts;
+    COMMIT;`);
+}
+
+/** Gives every memory without scope tokens its tokens and its row in the search index. */
+function backfillSearchIndex(database: DatabaseSync): void {
+  const missing = database
+    .prepare(
+      "SELECT seq, tenant_id, user_id, agent_id, session_id, content FROM memories WHERE scope_tokens = ''",
+    )
+    .all() as Record<string, SQLInputValue>[];
+  if (missing.length === 0) return;
+  const update = database.prepare("UPDATE memories SET scope_tokens = ? WHERE seq = ?");
+  const index = database.prepare("INSERT INTO memories_search(rowid, content, scope) VALUES (?, ?, ?)");
+  database.exec("BEGIN IMMEDIATE");
+  try {
+    for (const row of missing) {
+      const tokens = scopeTokens(String(row.tenant_id), {
+        ...(row.user_id === null ? {} : { userId: String(row.user_id) }),
+        ...(row.agent_id === null ? {} : { agentId: String(row.agent_id) }),
+        ...(row.session_id === null ? {} : { sessionId: String(row.session_id) }),
+      }).join(" ");
+      update.run(tokens, row.seq!);
+      database.prepare("DELETE FROM memories_search WHERE rowid = ?").run(row.seq!);
+      index.run(row.seq!, String(row.content), tokens);
+    }
+    database.exec("COMMIT");
+  } catch (error) {
+    database.exec("ROLLBACK");
+    throw error;
+  }
+}

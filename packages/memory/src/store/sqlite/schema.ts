@@ -21,7 +21,8 @@ CREATE TABLE IF NOT EXISTS memories (
   last_accessed_at TEXT,
   embedding BLOB,
   created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
+  updated_at TEXT NOT NULL,
+  scope_tokens TEXT NOT NULL DEFAULT ''
 );
 CREATE UNIQUE INDEX IF NOT EXISTS memories_active_dedupe
   ON memories(tenant_id, scope_key, dedupe_key) WHERE status = 'active';
@@ -29,18 +30,20 @@ CREATE INDEX IF NOT EXISTS memories_tenant_user ON memories(tenant_id, user_id);
 CREATE INDEX IF NOT EXISTS memories_tenant_agent ON memories(tenant_id, agent_id);
 CREATE INDEX IF NOT EXISTS memories_tenant_session ON memories(tenant_id, session_id);
 CREATE INDEX IF NOT EXISTS memories_tenant_updated ON memories(tenant_id, updated_at);
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-  content, content='memories', content_rowid='seq', tokenize='porter unicode61'
+-- Contentless FTS5 over the text and the scope: a scoped search intersects the tenant's and the
+-- user's posting lists inside the index instead of matching every tenant's rows and filtering after.
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_search USING fts5(
+  content, scope, content='', contentless_delete=1, tokenize='porter unicode61'
 );
-CREATE TRIGGER IF NOT EXISTS memories_fts_insert AFTER INSERT ON memories BEGIN
-  INSERT INTO memories_fts(rowid, content) VALUES (new.seq, new.content);
+CREATE TRIGGER IF NOT EXISTS memories_search_insert AFTER INSERT ON memories BEGIN
+  INSERT INTO memories_search(rowid, content, scope) VALUES (new.seq, new.content, new.scope_tokens);
 END;
-CREATE TRIGGER IF NOT EXISTS memories_fts_delete AFTER DELETE ON memories BEGIN
-  INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+CREATE TRIGGER IF NOT EXISTS memories_search_delete AFTER DELETE ON memories BEGIN
+  DELETE FROM memories_search WHERE rowid = old.seq;
 END;
-CREATE TRIGGER IF NOT EXISTS memories_fts_update AFTER UPDATE OF content ON memories BEGIN
-  INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
-  INSERT INTO memories_fts(rowid, content) VALUES (new.seq, new.content);
+CREATE TRIGGER IF NOT EXISTS memories_search_update AFTER UPDATE OF content ON memories BEGIN
+  DELETE FROM memories_search WHERE rowid = old.seq;
+  INSERT INTO memories_search(rowid, content, scope) VALUES (new.seq, new.content, new.scope_tokens);
 END;
 
 CREATE TABLE IF NOT EXISTS memory_history (

@@ -1,0 +1,28 @@
+/** Scope as words for the full-text index: one opaque token per tenant and per identity field given. */
+import { createHash } from "node:crypto";
+import { MEMORY_SCOPE_VALUES, type MemoryScope } from "../../scope/memory-scope.ts";
+
+const prefixes = { userId: "u", agentId: "a", sessionId: "s" } as const;
+
+function token(prefix: string, value: string): string {
+  return `${prefix}${createHash("sha256").update(value).digest("hex").slice(0, 24)}`;
+}
+
+/** Every token a memory carries: its tenant and each scope field it has. */
+export function scopeTokens(tenantId: string, scope: MemoryScope): string[] {
+  const tokens = [token("t", tenantId)];
+  for (const field of MEMORY_SCOPE_VALUES) {
+    const value = scope[field];
+    if (value !== undefined) tokens.push(token(prefixes[field], value));
+  }
+  return tokens;
+}
+
+/** The FTS5 query: all of the scope's tokens AND any of the words. */
+export function scopedMatch(tenantId: string, scope: MemoryScope, terms: readonly string[]): string {
+  const required = scopeTokens(tenantId, scope)
+    .map((item) => `"${item}"`)
+    .join(" AND ");
+  const words = terms.map((term) => `"${term.replaceAll('"', "")}"`).join(" OR ");
+  return `scope : (${required}) AND content : (${words})`;
+}
