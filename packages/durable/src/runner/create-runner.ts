@@ -27,6 +27,12 @@ export interface RunnerOptions {
   readonly logger?: Logger;
   /** How often a watcher polls the store for frames written by another process. Default 250 ms. */
   readonly pollIntervalMs?: number;
+  /**
+   * How long a run's last write vouches for its driver. A driver writes at least every third of it
+   * (a heartbeat during long steps); a bare `resume` takes over a `running` run only once its last
+   * write is older than this. Default 30 s; 0 disables the check (you know the old process is dead).
+   */
+  readonly leaseMs?: number;
 }
 
 export interface StartOptions {
@@ -98,6 +104,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   const landed = new EventEmitter();
   landed.setMaxListeners(0);
   const pollIntervalMs = options.pollIntervalMs ?? 250;
+  const leaseMs = options.leaseMs ?? 30_000;
 
   // biome-ignore lint/suspicious/noExplicitAny: graphs of any state shape
   function register(graph: Graph<any>): void {
@@ -113,25 +120,52 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   function writer(threadId: string, owner: string, lastSeq: number) {
     let seq = lastSeq;
     let chain: Promise<void> = Promise.resolve();
+    let lastWriteAt = Date.now();
     return {
       nextSeq: () => ++seq,
+      get lastWriteAt() {
+        return lastWriteAt;
+      },
       write(batch: CommitBatch): Promise<void> {
         const written = chain.then(() => store.commit(threadId, owner, batch));
         chain = written.catch(() => {});
         return written.then(() => {
+          lastWriteAt = Date.now();
           if ((batch.frames?.length ?? 0) > 0) landed.emit(threadId);
         });
       },
     };
   }
 
+  /** Drives a run, writing a heartbeat when a long step leaves the lease without a write. */
   async function drive<State extends object>(
     run: RunRecord,
     lastSeq: number,
     firstFrames: Frame[] = [],
   ): Promise<RunSnapshot<State>> {
-    const { threadId, owner } = run;
-    const out = writer(threadId, owner, lastSeq);
+    const out = writer(run.threadId, run.owner, lastSeq);
+    const beat = leaseMs / 3;
+    const heartbeat =
+      leaseMs > 0
+        ? setInterval(() => {
+            // A fenced heartbeat is noticed by the run's next real write; nothing to do here.
+            if (Date.now() - out.lastWriteAt >= beat) out.write({}).catch(() => {});
+          }, beat)
+        : undefined;
+    heartbeat?.unref();
+    try {
+      return await driveWith<State>(out, run, firstFrames);
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  async function driveWith<State extends object>(
+    out: ReturnType<typeof writer>,
+    run: RunRecord,
+    firstFrames: Frame[],
+  ): Promise<RunSnapshot<State>> {
+    const { threadId } = run;
     const graph = graphs.get(run.graph);
     let pending = firstFrames.map((frame) => ({ ...frame, seq: out.nextSeq() }));
     const failRun = async (error: unknown, node: string | null) => {
@@ -388,7 +422,16 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     }
     // Answers already given (a replayed or raced resume) never take a run over; only a bare resume does.
     if (run.status !== "running" || Object.keys(given).length > 0) return idle();
-    // Left running by a process that died: take it over (fencing out the old owner, if it still lives).
+    // Left running by a process that died: take it over (fencing out the old owner, if it still lives),
+    // but only once the run's last write is older than the lease.
+    const silentForMs = Date.now() - Date.parse(run.updatedAt);
+    if (leaseMs > 0 && silentForMs < leaseMs) {
+      throw new DurableError(
+        "run_active",
+        `Thread "${threadId}" wrote ${silentForMs} ms ago; another runner may be driving it (lease ${leaseMs} ms)`,
+        { retryable: true, data: { retryAfterMs: leaseMs - silentForMs } },
+      );
+    }
     const claimed = await store.claimRun(threadId, randomUUID(), ["running"]);
     if (claimed === undefined) return idle();
     const recovered: Frame = { type: "run_recovered", seq: 0, data: {} };

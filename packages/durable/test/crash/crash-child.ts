@@ -33,7 +33,8 @@ for (const [index, name] of nodes.entries()) {
 }
 
 const store = createSqliteStore({ path: databasePath });
-const runner = createRunner({ store, graphs: [graph] });
+// leaseMs 0: the test knows the killed process is dead, so the fresh one takes over at once.
+const runner = createRunner({ store, graphs: [graph], leaseMs: 0 });
 process.stdout.write("ready\n");
 const result = mode === "start" ? await runner.start(graph, {}, { threadId }) : await runner.resume(threadId);
 await store.close();
