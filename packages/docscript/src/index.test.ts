@@ -17,6 +17,7 @@ it("@tackle/docscript exports its curated names", () => {
     "interpretDocument",
     "mediaKinds",
     "openDocument",
+    "projectDocument",
     "timelineSchema",
     "validatePayload",
   ];

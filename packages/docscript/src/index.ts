@@ -17,7 +17,8 @@ export {
   openDocument,
   type RelationFilter,
 } from "./document/document-session.ts";
-export { type InterpretedDocument, interpretDocument } from "./document/interpret.ts";
+export { type InterpretedDocument, interpretDocument, projectDocument } from "./document/interpret.ts";
+export type { Projection } from "./document/projection.ts";
 export type { PayloadPath, UpdateOp } from "./document/update-op.ts";
 export { decodeVersion, encodeVersion } from "./document/version.ts";
 export {

@@ -4,7 +4,7 @@ import { LoroDoc } from "loro-crdt";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { openDocument } from "./document-session.ts";
-import { interpretDocument } from "./interpret.ts";
+import { interpretDocument, projectDocument } from "./interpret.ts";
 
 function freshSession(peer = 1) {
   const doc = new LoroDoc();
@@ -414,5 +414,21 @@ describe("document session", () => {
     read.payload.role = "video";
     (session.entities.list()[0] as { payload: Record<string, unknown> }).payload.role = "video";
     assert.equal(session.entities.get(track.entityId)?.payload.role, "bgm");
+  });
+
+  it("starts from a projection read earlier only while the document is still at that version", () => {
+    const session = freshSession();
+    const { clip } = seedClip(session);
+    session.doc.commit();
+    const projection = projectDocument(session.doc, timelineSchema);
+    const first = openDocument(session.doc, timelineSchema, { projection });
+    first.entities.update(clip.entityId, [{ op: "set", path: ["volume"], value: -4 }]);
+    // The session worked on a copy: the cached projection still reads the old value.
+    assert.equal(projection.entity(clip.entityId)?.payload.volume, 0);
+    session.doc.commit();
+    // The document moved on: the stale projection is ignored and the document read afresh.
+    const second = openDocument(session.doc, timelineSchema, { projection });
+    assert.equal(second.entities.get(clip.entityId)?.payload.volume, -4);
+    assert.deepEqual(second.check(), []);
   });
 });

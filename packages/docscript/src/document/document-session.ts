@@ -11,7 +11,7 @@ import type { DocumentIssue, Entity, Relation } from "../schema/types.ts";
 import { withDefaults } from "../schema/validate-payload.ts";
 import { changeScope, checkDocument, isDeferred, issueKey, matchShape } from "./check-document.ts";
 import { positionBetween } from "./fractional-position.ts";
-import { projectDocument, refreshRows } from "./interpret.ts";
+import { projectDocument, refreshRows, versionKey } from "./interpret.ts";
 import {
   EMBEDDED_ID,
   ENTITIES,
@@ -35,6 +35,12 @@ export interface DocumentSessionOptions {
   readonly role?: "script" | "host";
   /** Makes ids for new entities and relations; default `<kind>-<12 random characters>`. */
   readonly createId?: (kind: string) => string;
+  /**
+   * A projection read earlier (`projectDocument`) to start from instead of reading the document
+   * again: the session works on a copy. Used only when it was read at the document's current
+   * version; otherwise the document is read afresh.
+   */
+  readonly projection?: Projection;
 }
 
 export interface CreateEntityInput {
@@ -102,7 +108,15 @@ export function openDocument(
   schema: Schema,
   options: DocumentSessionOptions = {},
 ): DocumentSession {
-  const projection: Projection = projectDocument(doc, schema);
+  const given = options.projection;
+  const projection: Projection =
+    given !== undefined &&
+    given.schema === schema &&
+    given.readAt !== undefined &&
+    given.readAt === versionKey(doc) &&
+    doc.getPendingTxnLength() === 0
+      ? given.clone()
+      : projectDocument(doc, schema);
   const role = options.role ?? "script";
   const createId =
     options.createId ?? ((kind: string) => `${kind}-${randomBytes(9).toString("base64url").slice(0, 12)}`);

@@ -22,6 +22,7 @@ export function projectDocument(doc: LoroDoc, schema: Schema, index?: ContainerI
   for (const [rowId, json] of Object.entries(read(ENTITIES))) projection.setRow(rowId, json);
   for (const [relationId, json] of Object.entries(read(RELATIONS)))
     projection.setRelationRow(relationId, json);
+  projection.readAt = versionKey(doc);
   return projection;
 }
 
@@ -65,4 +66,14 @@ function readRow(map: LoroMap, root: string, rowId: string, index: ContainerInde
   if (!(value instanceof LoroMap)) return value;
   if (index === undefined) return value.toJSON();
   return stripIds(value.getDeepValueWithID(), index, { root, rowId });
+}
+
+/** A key for the document's current state: its frontiers. */
+export function versionKey(doc: LoroDoc): string {
+  return JSON.stringify(
+    doc
+      .frontiers()
+      .map((id) => `${id.counter}@${id.peer}`)
+      .sort(),
+  );
 }

@@ -48,8 +48,25 @@ export class Projection implements DocumentView {
   /** Variant ids by base id: a change to a base is checked on its variants too. */
   private variants = new Map<string, Set<string>>();
 
+  /** The document version this projection was read at, while nothing has changed it since. */
+  readAt: string | undefined;
+
   constructor(schema: Schema) {
     this.schema = schema;
+  }
+
+  /** An independent copy (entities and relations are shared: they are never changed in place). */
+  clone(): Projection {
+    const copy = new Projection(this.schema);
+    copy.rows = new Map(this.rows);
+    copy.claims = new Map(this.claims);
+    copy.relationRows = new Map(this.relationRows);
+    copy.relationClaims = new Map(this.relationClaims);
+    copy.byEntity = new Map([...this.byEntity].map(([entityId, ids]) => [entityId, new Set(ids)]));
+    copy.identities = new Map(this.identities);
+    copy.variants = new Map([...this.variants].map(([baseId, ids]) => [baseId, new Set(ids)]));
+    copy.readAt = this.readAt;
+    return copy;
   }
 
   get entityCount(): number {
@@ -58,6 +75,7 @@ export class Projection implements DocumentView {
 
   /** Replaces what one `entities` row projects to (`undefined` removes the row). */
   setRow(rowId: string, json: unknown): void {
+    this.readAt = undefined;
     const previous = this.rows.get(rowId);
     if (previous !== undefined) {
       for (const entity of previous.entities) this.removeClaim(entity);
@@ -73,6 +91,7 @@ export class Projection implements DocumentView {
 
   /** Replaces one row of the `relations` map (`undefined` removes it). */
   setRelationRow(relationId: string, json: unknown): void {
+    this.readAt = undefined;
     const previous = this.relationRows.get(relationId);
     if (previous !== undefined) {
       this.removeRelation(previous);
