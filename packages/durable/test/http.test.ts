@@ -155,6 +155,9 @@ describe("/http", () => {
     );
     assert.equal(interrupted?.outcome.interrupts[0].reason, "approval");
     assert.equal(events.at(-1)?.outcome?.type, "success");
+    // Every RUN_FINISHED is followed by nothing or by a new RUN_STARTED: the resume opens the next run.
+    const lifecycle = types.filter((type) => type === "RUN_STARTED" || type === "RUN_FINISHED");
+    assert.deepEqual(lifecycle, ["RUN_STARTED", "RUN_FINISHED", "RUN_STARTED", "RUN_FINISHED"]);
   });
 
   test("errors come back coded with their HTTP status, never a stack", async () => {

@@ -13,6 +13,9 @@ export function toAgUiEvents(frame: Frame, ids: AgUiRunIds): AgUiEvent[] {
   const data = (frame.data ?? {}) as Record<string, unknown>;
   switch (frame.type) {
     case "run_started":
+    case "run_resumed":
+    case "run_recovered":
+      // A pause ended the AG-UI run (RUN_FINISHED with an interrupt outcome); the resume starts the next.
       return [{ type: "RUN_STARTED", threadId: ids.threadId, runId: ids.runId }];
     case "node_started":
       return [{ type: "STEP_STARTED", stepName: String(data.node) }];
