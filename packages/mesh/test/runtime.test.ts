@@ -76,6 +76,13 @@ describe("a node runtime on NATS", () => {
       const aborted = await client.call("alpha.slow", { ms: 5000 }, { signal: AbortSignal.timeout(100) });
       assert.equal(!aborted.ok && aborted.error.code, "aborted");
       assert.ok(Date.now() - started < 1000);
+      // Aborting reaches the far side: the tool's own signal fires.
+      const cancelling = await client.call("alpha.cancellable", {}, { signal: AbortSignal.timeout(100) });
+      assert.equal(!cancelling.ok && cancelling.error.code, "aborted");
+      await eventually("the tool saw its cancellation", async () => {
+        const count = await client.call("alpha.cancelled", {});
+        return count.ok && count.output === 1 ? true : undefined;
+      });
 
       const missingModule = await client.call("ghost.tool", {});
       assert.equal(!missingModule.ok && missingModule.error.code, "unreachable");
@@ -157,6 +164,8 @@ describe("a node runtime on NATS", () => {
       const [info] = await Array.fromAsync(await new Svcm(raw as never).client().info("issued"));
       assert.deepEqual(info?.endpoints.map((endpoint) => endpoint.subject).sort(), [
         "acme.second.add",
+        "acme.second.cancellable",
+        "acme.second.cancelled",
         "acme.second.echo",
         "acme.second.fail",
         "acme.second.slow",

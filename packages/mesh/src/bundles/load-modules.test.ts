@@ -27,7 +27,15 @@ describe("loadModules with JavaScript bundles", () => {
       { node: "node-x", env: { MESH_OPERATOR_ACCOUNT: "ada" } },
     );
     try {
-      assert.deepEqual(alpha?.toolset.names, ["echo", "add", "fail", "slow", "ping"]);
+      assert.deepEqual(alpha?.toolset.names, [
+        "echo",
+        "add",
+        "fail",
+        "slow",
+        "cancellable",
+        "cancelled",
+        "ping",
+      ]);
       assert.deepEqual(alpha?.errors, []);
       assert.equal(await alpha?.toolset.invoke("ping", {}), "pong");
       assert.deepEqual(await beta?.toolset.invoke("context", {}), {
@@ -69,7 +77,15 @@ describe("loadModules with JavaScript bundles", () => {
       { module: "alpha", path: join(fixtures, "alpha.ts") },
       { module: "alpha", path: join(fixtures, "clashing.mjs") },
     ]);
-    assert.deepEqual(module?.toolset.names, ["echo", "add", "fail", "slow", "extra"]);
+    assert.deepEqual(module?.toolset.names, [
+      "echo",
+      "add",
+      "fail",
+      "slow",
+      "cancellable",
+      "cancelled",
+      "extra",
+    ]);
     assert.equal(module?.errors.length, 3);
     assert.match(
       module?.errors[0]?.message ?? "",

@@ -47,7 +47,7 @@ export interface LoadModulesOptions {
 /** A tool answers on `<prefix>.<name>`: its dots are subject separators, so no part may be empty. */
 const subjectTokens = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 
-/** The name every runtime answers for a module's listing; no bundle may take it. */
+/** The name every runtime answers for a module's listing (and `tools.*` for control); no bundle may take it. */
 export const RESERVED_TOOL_NAME = "tools";
 
 interface EntryOutcome {
@@ -158,8 +158,8 @@ function merge(
     if (outcome.error !== undefined) errors.push({ source: outcome.entry.path, message: outcome.error });
     for (const tool of outcome.tools) {
       const refusal =
-        tool.name === RESERVED_TOOL_NAME
-          ? `Tool name "${RESERVED_TOOL_NAME}" is reserved for the module's listing (${tool.source}); refused`
+        tool.name === RESERVED_TOOL_NAME || tool.name.startsWith(`${RESERVED_TOOL_NAME}.`)
+          ? `Tool name "${tool.name}" is reserved for the module's listing and control (${tool.source}); refused`
           : !subjectTokens.test(tool.name)
             ? `Tool name "${tool.name}" (${tool.source}) cannot be a NATS subject: dot-separated, non-empty parts; refused`
             : duplicateOf(accepted, tool);

@@ -105,10 +105,13 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     args: unknown,
     callOptions: MeshCallOptions,
     name: string,
+    /** The module's prefix: a cancel for this call goes to `<prefix>.tools.cancel`. */
+    modulePrefix: string,
   ): Promise<ToolCallResult> {
     const timeoutMs = callOptions.timeoutMs ?? defaultTimeout;
     const callHeaders = headers();
-    callHeaders.set(callIdHeader, callOptions.callId ?? randomUUID());
+    const callId = callOptions.callId ?? randomUUID();
+    callHeaders.set(callIdHeader, callId);
     if (callOptions.idempotencyKey !== undefined)
       callHeaders.set(idempotencyKeyHeader, callOptions.idempotencyKey);
     callHeaders.set(timeoutHeader, String(timeoutMs));
@@ -127,7 +130,11 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     const failed = new Promise<ToolCallResult>((resolve) => {
       fail = (error) => resolve({ ok: false, error });
     });
-    const onAbort = () => fail(new ToolAbortedError(name, callOptions.signal?.reason));
+    const onAbort = () => {
+      fail(new ToolAbortedError(name, callOptions.signal?.reason));
+      // The far side stops the tool too, instead of running it to its own time limit.
+      if (!disconnected) connection.publish(`${modulePrefix}.tools.cancel`, encodeJson({ callId }));
+    };
     callOptions.signal?.addEventListener("abort", onAbort, { once: true });
     inFlight.add(fail);
     try {
@@ -200,7 +207,8 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
           }),
         };
       }
-      const result = await request(`${await prefixOf(module)}.${tool}`, args, callOptions, name);
+      const prefix = await prefixOf(module);
+      const result = await request(`${prefix}.${tool}`, args, callOptions, name, prefix);
       if (result.ok || result.error.code !== "no_responders") return result;
       // Nothing answered that subject: either the tool does not exist or the module is not served.
       await prefixOf(module, true);
@@ -219,7 +227,8 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
         };
       }
       if (listing.tools.some((entry) => entry.name === tool)) {
-        return request(`${await prefixOf(module)}.${tool}`, args, callOptions, name);
+        const moved = await prefixOf(module);
+        return request(`${moved}.${tool}`, args, callOptions, name, moved);
       }
       return {
         ok: false,
@@ -237,7 +246,13 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
           error: new ToolError("unknown_seat", `No module holds seat "${seat}"`, { data: { seat } }),
         };
       }
-      const result = await request(`${holder.seats[seat]}.${verb}`, args, callOptions, `${seat}.${verb}`);
+      const result = await request(
+        `${holder.seats[seat]}.${verb}`,
+        args,
+        callOptions,
+        `${seat}.${verb}`,
+        holder.prefix,
+      );
       if (!result.ok && result.error.code === "no_responders") {
         return {
           ok: false,

@@ -33,6 +33,9 @@ export interface ServedModule {
 
 export const SERVICE_VERSION = "0.1.0";
 
+/** `<prefix>.tools.cancel` takes `{ callId }` and aborts that call wherever it runs. */
+export const CANCEL_VERB = "tools.cancel";
+
 export async function serveModule(
   connection: NatsConnection,
   loaded: LoadedModule,
@@ -52,6 +55,22 @@ export async function serveModule(
   });
   const subjects: string[] = [];
   const listing = encodeJson(info);
+  // Calls running here by call id, so a caller that gives up can stop the tool (ADR 0205).
+  const running = new Map<string, AbortController>();
+  const cancelSubject = `${placement.prefix}.${CANCEL_VERB}`;
+  // A plain subscription, not a queue member: every node serving the module hears a cancel.
+  const cancels = connection.subscribe(cancelSubject, {
+    callback: (error, message) => {
+      if (error !== null) return;
+      try {
+        const { callId } = message.json<{ callId?: unknown }>();
+        if (typeof callId === "string")
+          running.get(callId)?.abort(new Error("the caller cancelled the call"));
+      } catch {
+        logger.warn("malformed cancel message ignored", { module: loaded.module, subject: cancelSubject });
+      }
+    },
+  });
   service.addEndpoint("tools", {
     subject: `${placement.prefix}.tools`,
     metadata: { description: "this module's tools, schemas and load errors" },
@@ -75,7 +94,7 @@ export async function serveModule(
       handler: (error, message) => {
         if (error !== null)
           return logger.error("endpoint failed", { module: loaded.module, tool, error: error.message });
-        void answer(loaded, tool, message, logger, signal);
+        void answer(loaded, tool, message, logger, signal, running);
       },
     });
     subjects.push(subject);
@@ -95,6 +114,7 @@ export async function serveModule(
     info,
     subjects,
     async stop() {
+      cancels.unsubscribe();
       await service.stop();
     },
   };
@@ -106,9 +126,10 @@ async function answer(
   message: ServiceMsg,
   logger: Logger,
   signal: AbortSignal | undefined,
+  running: Map<string, AbortController>,
 ): Promise<void> {
   await traceProcess(message.subject, message.headers as never, async (span) => {
-    const failure = await run(loaded, tool, message, logger, signal);
+    const failure = await run(loaded, tool, message, logger, signal, running);
     if (failure !== undefined) failSpan(span, failure.code, failure.message);
   });
 }
@@ -120,7 +141,11 @@ async function run(
   message: ServiceMsg,
   logger: Logger,
   signal: AbortSignal | undefined,
+  running: Map<string, AbortController>,
 ): Promise<ToolError | undefined> {
+  const cancel = new AbortController();
+  const callId = message.headers?.get(callIdHeader) || undefined;
+  if (callId !== undefined) running.set(callId, cancel);
   try {
     let args: unknown;
     try {
@@ -135,12 +160,11 @@ async function run(
       );
     }
     const timeout = Number(message.headers?.get(timeoutHeader));
-    const callId = message.headers?.get(callIdHeader);
     const idempotencyKey = message.headers?.get(idempotencyKeyHeader);
     const result = await loaded.toolset.call(tool, args, {
       ...(callId ? { callId } : {}),
       ...(idempotencyKey ? { idempotencyKey } : {}),
-      ...(signal === undefined ? {} : { signal }),
+      signal: signal === undefined ? cancel.signal : AbortSignal.any([signal, cancel.signal]),
       ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
     });
     if (!result.ok) return respondError(message, result.error);
@@ -157,6 +181,8 @@ async function run(
       message,
       new ToolError("tool_failed", `Tool "${tool}" failed: ${(error as Error)?.message ?? String(error)}`),
     );
+  } finally {
+    if (callId !== undefined) running.delete(callId);
   }
 }
 
