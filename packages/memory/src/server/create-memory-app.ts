@@ -10,6 +10,7 @@ import type { MemoryService } from "../service/memory-service.ts";
 import { type ApiKeyResolver, apiKeyResolver } from "./api-keys.ts";
 import { createRateLimiter, type RateLimit } from "./rate-limiter.ts";
 import { type MemoryRouteInput, memoryRoutes } from "./routes.ts";
+import { traceMemoryOperation } from "./trace-memory-operation.ts";
 
 export interface MemoryAppOptions {
   readonly service: MemoryService;
@@ -143,7 +144,16 @@ export function createMemoryApp(options: MemoryAppOptions) {
         query: route.query ? context.req.valid("query") : undefined,
         params: route.params ? context.req.valid("param") : undefined,
       } as unknown as MemoryRouteInput;
-      const output = await route.handle(options.service, context.get("tenantId"), input);
+      const tenantId = context.get("tenantId");
+      const output = await traceMemoryOperation(
+        route.operationId,
+        {
+          "memory.tenant_id": tenantId,
+          "http.request.method": route.method.toUpperCase(),
+          "http.route": route.path,
+        },
+        () => route.handle(options.service, tenantId, input),
+      );
       return context.json(output, route.status);
     }) as never);
   }
