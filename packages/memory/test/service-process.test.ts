@@ -135,6 +135,23 @@ describe("memory service process", () => {
     await stop(second, "SIGTERM");
   });
 
+  it("takes AI SDK models from a module named in configuration", async () => {
+    const port = await freePort();
+    const running = await startService(
+      ["--store", join(directory, "models.db"), "--listen", `127.0.0.1:${port}`],
+      {
+        TACKLE_MEMORY_API_KEYS: "m-key=tenant-m",
+        TACKLE_MEMORY_MODELS: fileURLToPath(new URL("./fixtures/test-models.ts", import.meta.url)),
+      },
+    );
+    children.push(running);
+    const client = new MemoryClient({ baseUrl: running.url, apiKey: "m-key", allowPrivateNetwork: true });
+    const status = await client.status();
+    assert.equal(status.retrieval, "fused");
+    assert.equal(status.embeddingModel, "tackle-test:hashing-test-embedder");
+    await stop(running, "SIGTERM");
+  });
+
   it("refuses to listen beyond loopback unless allowed", async () => {
     const child = spawn(
       process.execPath,

@@ -3,15 +3,18 @@
  * The memory service as a process of its own:
  *   tackle-memory serve [--store <file|postgres://…>] [--listen 127.0.0.1:4280] [--api-keys-file <path>]
  * Environment: TACKLE_MEMORY_STORE, TACKLE_MEMORY_LISTEN, TACKLE_MEMORY_API_KEYS (`key=tenant,…`),
- * TACKLE_MEMORY_API_KEYS_FILE, TACKLE_MEMORY_RATE_LIMIT (requests per second per tenant). Without keys, a random key for tenant `local` is written (mode 0600)
+ * TACKLE_MEMORY_API_KEYS_FILE, TACKLE_MEMORY_RATE_LIMIT (requests per second per tenant),
+ * TACKLE_MEMORY_MODELS / --models: a module exporting `embeddingModel` and/or `languageModel`
+ * (any AI SDK models), so the process needs no provider-specific flags. Without keys, a random key for tenant `local` is written (mode 0600)
  * beside the store and its path is printed. Prints one JSON line `{"listening": url}` when ready.
  */
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { parseApiKeys } from "./api-keys.ts";
-import { DEFAULT_MEMORY_PORT, serveMemory } from "./serve-memory.ts";
+import { DEFAULT_MEMORY_PORT, type ServeMemoryOptions, serveMemory } from "./serve-memory.ts";
 
 const usage =
   "usage: tackle-memory serve [--store <file|postgres://…>] [--listen host:port] [--api-keys-file path]";
@@ -25,6 +28,7 @@ async function main(argv: string[]): Promise<void> {
       listen: { type: "string" },
       "api-keys-file": { type: "string" },
       "allow-remote": { type: "boolean", default: false },
+      models: { type: "string" },
     },
   });
   if (positionals[0] !== "serve") {
@@ -38,6 +42,7 @@ async function main(argv: string[]): Promise<void> {
   const port = Number(listen.slice(separator + 1));
   const apiKeys = loadApiKeys(values["api-keys-file"] ?? process.env.TACKLE_MEMORY_API_KEYS_FILE, store);
   const rate = Number(process.env.TACKLE_MEMORY_RATE_LIMIT ?? 0);
+  const models = await loadModels(values.models ?? process.env.TACKLE_MEMORY_MODELS);
   const server = await serveMemory({
     store,
     apiKeys,
@@ -45,6 +50,7 @@ async function main(argv: string[]): Promise<void> {
     port,
     allowRemote: values["allow-remote"],
     ...(rate > 0 ? { rateLimit: { requestsPerSecond: rate } } : {}),
+    ...models,
   });
   process.stdout.write(`${JSON.stringify({ listening: server.url })}\n`);
   const stop = () => {
@@ -58,6 +64,20 @@ async function main(argv: string[]): Promise<void> {
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
+}
+
+async function loadModels(
+  path: string | undefined,
+): Promise<Pick<ServeMemoryOptions, "embeddingModel" | "languageModel">> {
+  if (!path) return {};
+  const loaded = (await import(pathToFileURL(resolve(path)).href)) as Partial<ServeMemoryOptions>;
+  if (!loaded.embeddingModel && !loaded.languageModel) {
+    throw new Error(`${path} exports neither embeddingModel nor languageModel`);
+  }
+  return {
+    ...(loaded.embeddingModel ? { embeddingModel: loaded.embeddingModel } : {}),
+    ...(loaded.languageModel ? { languageModel: loaded.languageModel } : {}),
+  };
 }
 
 function loadApiKeys(file: string | undefined, store: string): Record<string, string> {
