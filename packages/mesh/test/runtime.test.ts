@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { Kvm } from "@nats-io/kv";
 import { Svcm } from "@nats-io/services";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
@@ -331,6 +332,20 @@ describe("a node runtime on NATS", () => {
         logger.lines.some((line) => line.message.startsWith("membership record refused")) ? true : undefined,
       );
       assert.equal(runtime.modules()[0]?.prefix, "d.three");
+      await assert.rejects(
+        listMemberships(client.connection, { node: "node-d" }),
+        /tackle-mesh-membership\/node-d\.steady: bad subject prefix/,
+      );
+      const skipped: string[] = [];
+      assert.deepEqual(
+        await listMemberships(
+          client.connection,
+          { node: "node-d" },
+          { onInvalid: (key) => skipped.push(key) },
+        ),
+        [],
+      );
+      assert.deepEqual(skipped, ["node-d.steady"]);
       assert.deepEqual(await client.call("steady.add", { a: 2, b: 2 }), { ok: true, output: 4 });
     } finally {
       await client.close();
@@ -341,6 +356,18 @@ describe("a node runtime on NATS", () => {
   it("names a catalogued module that no runtime answers for as unreachable, never dropping it", async () => {
     const client = await createMeshClient({ servers: nats.url });
     try {
+      // Reading an unused mesh creates nothing and finds nothing.
+      const fresh = await startNatsServer();
+      const reader = await connect({ servers: fresh.url });
+      try {
+        assert.deepEqual(await readCatalogue(reader), []);
+        assert.deepEqual(await listMemberships(reader), []);
+        assert.deepEqual(await Array.fromAsync(new Kvm(reader).list()), []);
+      } finally {
+        await reader.close();
+        await fresh.close();
+      }
+
       await issueMembership(client.connection, { node: "elsewhere", module: "offline", prefix: "x.offline" });
       const catalogue = await client.catalogue();
       const offline = catalogue.find((module) => module.module === "offline");

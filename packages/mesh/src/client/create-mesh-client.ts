@@ -239,7 +239,9 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       };
     },
     async callSeat(seat, verb, args, callOptions = {}) {
-      const holder = (await listMemberships(connection)).find((record) => record.seats[seat] !== undefined);
+      // A record that does not parse is its runtime's to report (it logs the refusal); here it holds no seat.
+      const memberships = await listMemberships(connection, {}, { onInvalid: () => {} });
+      const holder = memberships.find((record) => record.seats[seat] !== undefined);
       if (holder === undefined) {
         return {
           ok: false,

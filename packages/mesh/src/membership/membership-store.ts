@@ -99,37 +99,70 @@ export async function revokeMembership(
   const existing = await buckets.membership.get(key);
   if (existing === null || existing.operation !== "PUT") return false;
   await buckets.membership.delete(key);
-  const remaining = await listMemberships(connection, { module: options.module });
-  if (remaining.length === 0) await buckets.catalogue.delete(options.module);
+  // A record that does not parse still marks a node as holding the module: the catalogue keeps it.
+  let unreadable = 0;
+  const remaining = await listMemberships(
+    connection,
+    { module: options.module },
+    { onInvalid: () => (unreadable += 1) },
+  );
+  if (remaining.length === 0 && unreadable === 0) await buckets.catalogue.delete(options.module);
   return true;
 }
 
-/** Every live membership, optionally narrowed to a node or a module. */
+/** Every live membership, optionally narrowed to a node or a module. Reading never creates the buckets. */
 export async function listMemberships(
   connection: NatsConnection,
   filter: { readonly node?: string; readonly module?: string } = {},
+  options: {
+    /** Called for a record that does not parse; without it, such a record throws naming its key. */
+    readonly onInvalid?: (key: string, error: MeshConfigError) => void;
+  } = {},
 ): Promise<MembershipRecord[]> {
-  const buckets = await openMeshBuckets(connection);
   const records: MembershipRecord[] = [];
-  const keys = await buckets.membership.keys(`${filter.node ?? "*"}.${filter.module ?? "*"}`);
-  for await (const key of keys) {
-    const entry = await buckets.membership.get(key);
-    if (entry === null || entry.operation !== "PUT") continue;
-    records.push(checkMembership(entry.json(), `${MEMBERSHIP_BUCKET}/${key}`));
-  }
+  const bucket = await new Kvm(connection).open(MEMBERSHIP_BUCKET);
+  await whenBucketExists(async () => {
+    const keys = await bucket.keys(`${filter.node ?? "*"}.${filter.module ?? "*"}`);
+    for await (const key of keys) {
+      const entry = await bucket.get(key);
+      if (entry === null || entry.operation !== "PUT") continue;
+      try {
+        records.push(checkMembership(entry.json(), `${MEMBERSHIP_BUCKET}/${key}`));
+      } catch (error) {
+        if (options.onInvalid === undefined || !MeshConfigError.isInstance(error)) throw error;
+        options.onInvalid(key, error);
+      }
+    }
+  });
   return records.sort((left, right) =>
     membershipKey(left.node, left.module).localeCompare(membershipKey(right.node, right.module)),
   );
 }
 
-/** The modules the mesh holds. */
+/** The modules the mesh holds. Reading never creates the bucket. */
 export async function readCatalogue(connection: NatsConnection): Promise<CatalogueRecord[]> {
-  const buckets = await openMeshBuckets(connection);
   const records: CatalogueRecord[] = [];
-  for await (const key of await buckets.catalogue.keys()) {
-    const entry = await buckets.catalogue.get(key);
-    if (entry === null || entry.operation !== "PUT") continue;
-    records.push(entry.json<CatalogueRecord>());
-  }
+  const bucket = await new Kvm(connection).open(CATALOGUE_BUCKET);
+  await whenBucketExists(async () => {
+    for await (const key of await bucket.keys()) {
+      const entry = await bucket.get(key);
+      if (entry === null || entry.operation !== "PUT") continue;
+      records.push(entry.json<CatalogueRecord>());
+    }
+  });
   return records.sort((left, right) => left.module.localeCompare(right.module));
+}
+
+/** A bucket nobody created yet reads as empty; every other failure is the caller's to see. */
+async function whenBucketExists(read: () => Promise<void>): Promise<void> {
+  try {
+    await read();
+  } catch (error) {
+    if (
+      (error as Error)?.name === "StreamNotFoundError" ||
+      /stream not found/i.test((error as Error)?.message)
+    )
+      return;
+    throw error;
+  }
 }
