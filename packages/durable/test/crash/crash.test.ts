@@ -1,8 +1,8 @@
 /**
  * The crash window, shown: a child process runs a graph of side-effecting tools and is killed with
- * SIGKILL at seeded random points (a third of them killed again while resuming); a fresh process resumes
- * each run to completion. Every side effect
- * happened exactly once, except crash-window re-runs, which carry attempt 2 and the same key.
+ * SIGKILL at seeded random points (a third of the resuming processes are killed again); a fresh
+ * process resumes each run to completion. Every side effect happened exactly once, except crash-window
+ * re-runs, which carry attempt 2 or more and the same idempotency key.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
