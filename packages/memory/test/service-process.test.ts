@@ -135,6 +135,35 @@ describe("memory service process", () => {
     await stop(second, "SIGTERM");
   });
 
+  it("two processes on one SQLite file write concurrently and lose nothing", async () => {
+    const store = join(directory, "shared", "memory.db");
+    const environment = { TACKLE_MEMORY_API_KEYS: "shared-key=tenant-shared" };
+    const [left, right] = await Promise.all(
+      [await freePort(), await freePort()].map((port) =>
+        startService(["--store", store, "--listen", `127.0.0.1:${port}`], environment),
+      ),
+    );
+    children.push(left!, right!);
+    const clients = [left!, right!].map(
+      (running) =>
+        new MemoryClient({ baseUrl: running.url, apiKey: "shared-key", allowPrivateNetwork: true }),
+    );
+    await Promise.all(
+      Array.from({ length: 60 }, (_, index) =>
+        clients[index % 2]!.writeEvent({
+          sessionId: "shared",
+          role: "user",
+          content: `I noted item number ${index} today.`,
+          customId: `item-${index % 40}`,
+        }),
+      ),
+    );
+    const events = await clients[0]!.recallConversation({ sessionId: "shared", limit: 200 });
+    assert.equal(events.events.length, 40, "one event per custom id across both processes");
+    assert.equal((await clients[1]!.status()).counts.memories, 40, "each event's memory stored once");
+    await Promise.all([stop(left!, "SIGTERM"), stop(right!, "SIGTERM")]);
+  });
+
   it("takes AI SDK models from a module named in configuration", async () => {
     const port = await freePort();
     const running = await startService(
