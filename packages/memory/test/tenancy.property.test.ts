@@ -187,11 +187,11 @@ describe("tenant isolation under concurrency (property)", () => {
   };
 
   it("SQLite: no operation of one tenant reads the other's data", async () => {
-    await runProperty(await open(createSqliteStore({ path: join(directory, "tenancy.db") })), 40);
+    await runProperty(await open(createSqliteStore({ path: join(directory, "tenancy.db") })), 100);
   });
 
   it("PostgreSQL: no operation of one tenant reads the other's data", async () => {
     database = await createTestDatabase("tackle_memory_tenancy");
-    await runProperty(await open(await createPostgresStore({ connectionString: database.url })), 25);
+    await runProperty(await open(await createPostgresStore({ connectionString: database.url })), 60);
   });
 });
