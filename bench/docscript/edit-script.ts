@@ -9,12 +9,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LoroDoc, type LoroMap } from "loro-crdt";
+import { LoroDoc, LoroMap } from "loro-crdt";
 import { openDocument } from "../../packages/docscript/src/document/document-session.ts";
 import {
   createDocScriptTool,
   createDocumentClient,
   type DocScriptTool,
+  interpretDocument,
 } from "../../packages/docscript/src/index.ts";
 import { sampleTimelineSnapshot } from "../../packages/docscript/src/module/sample-timeline.ts";
 import { createSqliteDocumentStore, serveDocuments } from "../../packages/docscript/src/server/index.ts";
@@ -72,18 +73,78 @@ function expectOk(result: Awaited<ReturnType<DocScriptTool["handle"]>>): { plan_
 }
 
 const rows: string[] = [];
-// Built before the server starts: building 10k entities through the session takes a while.
+/**
+ * The sample timeline plus `extraClips` image clips on its video track, written straight into Loro in the
+ * document's layout (building 10k entities through the checked session would dominate the bench's time).
+ */
+function benchSnapshot(extraClips: number): Uint8Array {
+  const doc = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
+  doc.setPeerId(2);
+  const entities = doc.getMap("entities");
+  const relations = doc.getMap("relations");
+  const existing = Object.values(
+    relations.toJSON() as Record<string, { endpoint0: string; position?: string }>,
+  )
+    .filter((relation) => relation.endpoint0 === "track-1")
+    .map((relation) => relation.position ?? "")
+    .sort();
+  const last = existing.at(-1) ?? "";
+  const write = (map: LoroMap, values: Record<string, unknown>) => {
+    for (const [key, value] of Object.entries(values)) map.set(key, value);
+  };
+  for (let index = 0; index < extraClips; index++) {
+    const imageId = `bench-image-${index}`;
+    const image = entities.setContainer(imageId, new LoroMap());
+    image.set("kind", "image");
+    write(image.setContainer("fields", new LoroMap()), {
+      system: "memota",
+      key: `bench-${index}.png`,
+      name: null,
+      durationMs: null,
+      storageKey: `store/bench-${index}.png`,
+      digest: null,
+    });
+    const clipId = `bench-clip-${index}`;
+    const clip = entities.setContainer(clipId, new LoroMap());
+    clip.set("kind", "clip");
+    write(clip.setContainer("fields", new LoroMap()), { name: null, volume: 0, speed: 1 });
+    const slots = clip.setContainer("slots", new LoroMap());
+    slots.set("content", imageId);
+    const marker = slots.setContainer("marker", new LoroMap());
+    marker.set("id", `bench-marker-${index}`);
+    marker.set("kind", "sequence-marker");
+    write(marker.setContainer("fields", new LoroMap()), {
+      startMs: 8000 + index * 1000,
+      durationMs: 1000,
+      trimStartMs: 0,
+    });
+    const relation = relations.setContainer(`bench-contain-${index}`, new LoroMap());
+    write(relation, {
+      kind: "contain",
+      endpoint0: "track-1",
+      endpoint1: clipId,
+      position: `${last}${(index + 1).toString(36).padStart(4, "0")}1`,
+    });
+  }
+  doc.commit();
+  const issues = interpretDocument(doc, timelineSchema).issues;
+  if (issues.length > 0)
+    throw new Error(`the bench document does not project: ${JSON.stringify(issues.slice(0, 3))}`);
+  return doc.export({ mode: "snapshot" });
+}
+
 const snapshots = new Map<number, Uint8Array>();
 for (const count of entityCounts) {
   // The sample holds 12 entities; each extra clip adds three (image, clip, marker).
   const extraClips = Math.max(0, Math.round((count - 12) / 3));
   const built = performance.now();
-  const snapshot = sampleTimelineSnapshot({ extraClips });
+  const snapshot = benchSnapshot(extraClips);
   process.stderr.write(
     `built ${count} entities in ${Math.round(performance.now() - built)} ms (${snapshot.byteLength} bytes)\n`,
   );
   snapshots.set(count, snapshot);
 }
+
 const directory = mkdtempSync(join(tmpdir(), "docscript-bench-"));
 const server = await serveDocuments({
   store: createSqliteDocumentStore({ path: join(directory, "bench.sqlite") }),
