@@ -97,7 +97,7 @@ function benchSnapshot(extraClips: number): Uint8Array {
     const image = entities.setContainer(imageId, new LoroMap());
     image.set("kind", "image");
     write(image.setContainer("fields", new LoroMap()), {
-      system: "memota",
+      system: "files",
       key: `bench-${index}.png`,
       name: null,
       durationMs: null,

@@ -40,7 +40,7 @@ function buildDocument(count: number): { doc: LoroDoc; clipIds: string[] } {
     row.set("kind", "audio");
     const fields = row.setContainer("fields", new LoroMap());
     const payload = {
-      system: "memota",
+      system: "files",
       key: `file-${index}`,
       name: null,
       durationMs: 60_000,

@@ -71,8 +71,8 @@ entities.update(music.entityId, [{ op: 'set', path: ['durationMs'], value: file.
       op: "run-edit-script",
       doc_id: docId,
       auto_commit: true,
-      script: `entities.create({ entityKind: 'voiceover-recording', payload: { system: 'memota-speech', key: 'take-2.wav' } });
-entities.create({ entityKind: 'audio', payload: { system: 'memota', key: 'music.mp3' } }); // the document already holds it`,
+      script: `entities.create({ entityKind: 'voiceover-recording', payload: { system: 'speech', key: 'take-2.wav' } });
+entities.create({ entityKind: 'audio', payload: { system: 'files', key: 'music.mp3' } }); // the document already holds it`,
     });
     assert.ok(
       run.ok && run.op === "run-edit-script" && run.commit?.status === "committed",
@@ -91,13 +91,13 @@ entities.create({ entityKind: 'audio', payload: { system: 'memota', key: 'music.
     const image = await bare.handle({
       op: "run-edit-script",
       doc_id: docId,
-      script: `entities.create({ entityKind: 'image', payload: { system: 'memota', key: 'poster.png' } });`,
+      script: `entities.create({ entityKind: 'image', payload: { system: 'files', key: 'poster.png' } });`,
     });
     assert.equal(image.ok, true, JSON.stringify(image));
     const sound = await bare.handle({
       op: "run-edit-script",
       doc_id: docId,
-      script: `entities.create({ entityKind: 'audio', payload: { system: 'memota', key: 'new.mp3' } });`,
+      script: `entities.create({ entityKind: 'audio', payload: { system: 'files', key: 'new.mp3' } });`,
     });
     assert.ok(!sound.ok);
     assert.equal(sound.error.code, "runtime");
@@ -110,7 +110,7 @@ entities.create({ entityKind: 'audio', payload: { system: 'memota', key: 'music.
     const stopped = await unreadable.handle({
       op: "run-edit-script",
       doc_id: docId,
-      script: `entities.create({ entityKind: 'image', payload: { system: 'memota', key: 'lost.png' } });`,
+      script: `entities.create({ entityKind: 'image', payload: { system: 'files', key: 'lost.png' } });`,
     });
     assert.ok(!stopped.ok);
     assert.match(stopped.error.message, /cannot read its file: no such object/);
@@ -125,7 +125,7 @@ entities.create({ entityKind: 'audio', payload: { system: 'memota', key: 'music.
     const run = await tool.handle({
       op: "run-edit-script",
       doc_id: docId,
-      script: `for (const payload of [{ system: 'memota', key: 'a.mp3', storageKey: 'mine' }, { system: 'memota', key: 'b.mp3', digest: 'mine' }]) {
+      script: `for (const payload of [{ system: 'files', key: 'a.mp3', storageKey: 'mine' }, { system: 'files', key: 'b.mp3', digest: 'mine' }]) {
   try { entities.create({ entityKind: 'audio', payload }); console.log('created'); } catch (error) { console.log(error.code); }
 }`,
     });
@@ -175,7 +175,7 @@ await entities.materialize(music.entityId);`,
     const tool = harness.tool({
       uploadText: (_id, text) => {
         uploads.push(text);
-        return { system: "memota", key: `phonemes-${uploads.length}`, digest: "sha256:p" };
+        return { system: "files", key: `phonemes-${uploads.length}`, digest: "sha256:p" };
       },
     });
     const script = `const [caption] = entities.list({ entityKind: 'caption' });
@@ -190,7 +190,7 @@ relations.link({ relationKind: 'phonetics-of', endpoint0EntityId: phonetics.enti
     const phonetics = (await harness.read(docId)).entities.find(
       (entity) => entity.entityKind === "phonetic-script",
     );
-    assert.deepEqual(phonetics?.payload.phonemeScript, { system: "memota", key: "phonemes-1" });
+    assert.deepEqual(phonetics?.payload.phonemeScript, { system: "files", key: "phonemes-1" });
     const without = await harness.tool().handle({ op: "run-edit-script", doc_id: docId, script });
     assert.ok(!without.ok);
     assert.match(without.error.message, /uploadText/);
@@ -214,7 +214,7 @@ relations.link({ relationKind: 'phonetics-of', endpoint0EntityId: phonetics.enti
       op: "run-edit-script",
       doc_id: docId,
       auto_commit: true,
-      script: `entities.create({ entityKind: 'audio', payload: { system: 'memota', key: 'remix.mp3', name: 'Remix' } });`,
+      script: `entities.create({ entityKind: 'audio', payload: { system: 'files', key: 'remix.mp3', name: 'Remix' } });`,
     });
     assert.ok(
       run.ok && run.op === "run-edit-script" && run.commit?.status === "committed",
@@ -239,7 +239,7 @@ relations.link({ relationKind: 'phonetics-of', endpoint0EntityId: phonetics.enti
       op: "run-edit-script",
       doc_id: docId,
       auto_commit: true,
-      script: `entities.create({ entityKind: 'audio', payload: { system: 'memota', key: 'remix-2.mp3' } });`,
+      script: `entities.create({ entityKind: 'audio', payload: { system: 'files', key: 'remix-2.mp3' } });`,
     });
     assert.ok(
       warned.ok && warned.op === "run-edit-script" && warned.commit?.status === "committed",

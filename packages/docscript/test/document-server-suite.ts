@@ -63,7 +63,7 @@ export function documentServerSuite(factory: StoreFactory): void {
           entityKind: "audio-script",
           payload: {
             segments: [{ startMs: 0, endMs: 900, text: "hallo" }],
-            transcription: { system: "memota", key: "t-1" },
+            transcription: { system: "files", key: "t-1" },
           },
         });
         session.relations.link({

@@ -47,7 +47,7 @@ export function seedTrack(
   const track = session.entities.create({ entityKind: "track", payload: { role: "bgm", name: "music" } });
   const audio = session.entities.create({
     entityKind: "audio",
-    payload: { system: "memota", key, durationMs: 30_000 },
+    payload: { system: "files", key, durationMs: 30_000 },
   });
   const clip = session.entities.create({ entityKind: "clip", payload: { volume: -3 } });
   const marker = session.entities.create({

@@ -85,7 +85,7 @@ function run(session: DocumentSession, current: Step): void {
       case "audio":
         session.entities.create({
           entityKind: "audio",
-          payload: { system: "memota", key: `k${current.key}` },
+          payload: { system: "files", key: `k${current.key}` },
         });
         return;
       case "clip": {

@@ -14,7 +14,7 @@ function freshSession(peer = 1) {
 
 function seedClip(session: ReturnType<typeof freshSession>) {
   const track = session.entities.create({ entityKind: "track", payload: { role: "bgm" } });
-  const audio = session.entities.create({ entityKind: "audio", payload: { system: "memota", key: "k1" } });
+  const audio = session.entities.create({ entityKind: "audio", payload: { system: "files", key: "k1" } });
   const clip = session.entities.create({ entityKind: "clip" });
   const marker = session.entities.create({
     entityKind: "sequence-marker",
@@ -322,14 +322,14 @@ describe("document session", () => {
     const session = freshSession();
     const audio = session.entities.create({
       entityKind: "audio",
-      payload: { system: "memota", key: "same" },
+      payload: { system: "files", key: "same" },
     });
     assert.equal(
-      session.entities.create({ entityKind: "video", payload: { system: "memota", key: "same" } }).entityId,
+      session.entities.create({ entityKind: "video", payload: { system: "files", key: "same" } }).entityId,
       audio.entityId,
     );
     assert.notEqual(
-      session.entities.create({ entityKind: "audio", payload: { system: "memota-speech", key: "same" } })
+      session.entities.create({ entityKind: "audio", payload: { system: "speech", key: "same" } })
         .entityId,
       audio.entityId,
     );
@@ -341,7 +341,7 @@ describe("document session", () => {
       () =>
         session.entities.create({
           entityKind: "audio",
-          payload: { system: "memota", key: "k", digest: "d" },
+          payload: { system: "files", key: "k", digest: "d" },
         }),
       refusal("host_only_field"),
     );
@@ -350,7 +350,7 @@ describe("document session", () => {
     assert.equal(host.entities.get(audio.entityId)?.payload.storageKey, "s3://x");
     const script = host.entities.create({ entityKind: "audio-script", payload: { segments: [] } });
     host.entities.update(script.entityId, [
-      { op: "set", path: ["transcription"], value: { system: "memota", key: "t1" } },
+      { op: "set", path: ["transcription"], value: { system: "files", key: "t1" } },
     ]);
     assert.throws(
       () =>

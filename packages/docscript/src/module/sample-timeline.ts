@@ -19,7 +19,7 @@ export function sampleTimelineSnapshot(options: SampleTimelineOptions = {}): Uin
   const intro = session.entities.create({
     entityKind: "video",
     payload: {
-      system: "memota",
+      system: "files",
       key: "intro.mp4",
       name: "Intro",
       durationMs: 8000,
@@ -31,7 +31,7 @@ export function sampleTimelineSnapshot(options: SampleTimelineOptions = {}): Uin
   const music = session.entities.create({
     entityKind: "audio",
     payload: {
-      system: "memota",
+      system: "files",
       key: "music.mp3",
       name: "Theme",
       durationMs: 60000,
@@ -46,7 +46,7 @@ export function sampleTimelineSnapshot(options: SampleTimelineOptions = {}): Uin
     const shot = session.entities.create({
       entityKind: "image",
       payload: {
-        system: "memota",
+        system: "files",
         key: `shot-${index}.png`,
         name: `Shot ${index}`,
         storageKey: `store/shot-${index}.png`,

@@ -11,8 +11,8 @@ export const mediaKinds = ["video", "image", "audio", "voiceover-recording"] as 
 export const contentKinds = [...mediaKinds, "caption"] as const;
 
 const storedFile = {
-  system: field.enum(["memota", "memota-speech"], {
-    description: "`memota-speech` for speech results, `memota` for everything else",
+  system: field.enum(["files", "speech"], {
+    description: "`speech` for speech results, `files` for everything else",
   }),
   key: field.string({ minLength: 1, fixed: true }),
 };
@@ -40,7 +40,7 @@ const medium = (description: string) => ({
 });
 
 const textFile = field.record(
-  { system: field.enum(["memota"]), key: field.string({ minLength: 1 }) },
+  { system: field.enum(["files"]), key: field.string({ minLength: 1 }) },
   { nullable: true },
 );
 
