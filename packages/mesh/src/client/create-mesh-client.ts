@@ -89,6 +89,8 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   async function prefixOf(module: string, refresh = false): Promise<string> {
     const known = prefixes.get(module);
     if (known !== undefined && !refresh) return known;
+    // While reconnecting the catalogue cannot be read; the call itself then fails at once.
+    if (disconnected) return known ?? defaultModulePrefix(module);
     let prefix = defaultModulePrefix(module);
     try {
       const record = (await readCatalogue(connection)).find((entry) => entry.module === module);
@@ -159,6 +161,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   async function tools(module: string): Promise<ModuleInfo> {
     const prefix = await prefixOf(module);
     try {
+      if (disconnected) throw new Error("not connected to NATS (reconnecting)");
       const message = await connection.request(`${prefix}.tools`, undefined, {
         timeout: Math.min(listingTimeoutMs, defaultTimeout),
       });

@@ -2,6 +2,7 @@
  * One module on the bus: a NATS service (the services API gives `$SRV.PING/INFO/STATS`) with an
  * endpoint per tool on the module's prefix, one per held seat's verb on the seat's subject, and `tools`.
  */
+import { randomUUID } from "node:crypto";
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { type Logger, ToolError, toLlmName } from "@tackle/core";
@@ -42,8 +43,12 @@ export async function serveModule(
   placement: Placement,
   node: string,
   logger: Logger,
-  /** Aborts the calls still running when the runtime closes. */
-  signal?: AbortSignal,
+  /**
+   * The module's calls in flight, by call id, shared across its placements: a cancel or the
+   * runtime's close aborts them (one controller per call; no AbortSignal.any on a long-lived signal,
+   * which costs dearly at high call rates).
+   */
+  running: Map<string, AbortController> = new Map(),
 ): Promise<ServedModule> {
   const info = describeModule(loaded, { node, prefix: placement.prefix, seats: placement.seats });
   // @nats-io/services is built on its own copy of nats-core; the connection is the same object at run time.
@@ -55,8 +60,6 @@ export async function serveModule(
   });
   const subjects: string[] = [];
   const listing = encodeJson(info);
-  // Calls running here by call id, so a caller that gives up can stop the tool (ADR 0205).
-  const running = new Map<string, AbortController>();
   const cancelSubject = `${placement.prefix}.${CANCEL_VERB}`;
   // A plain subscription, not a queue member: every node serving the module hears a cancel.
   const cancels = connection.subscribe(cancelSubject, {
@@ -94,7 +97,7 @@ export async function serveModule(
       handler: (error, message) => {
         if (error !== null)
           return logger.error("endpoint failed", { module: loaded.module, tool, error: error.message });
-        void answer(loaded, tool, message, logger, signal, running);
+        void answer(loaded, tool, message, logger, running);
       },
     });
     subjects.push(subject);
@@ -125,11 +128,10 @@ async function answer(
   tool: string,
   message: ServiceMsg,
   logger: Logger,
-  signal: AbortSignal | undefined,
   running: Map<string, AbortController>,
 ): Promise<void> {
   await traceProcess(message.subject, message.headers as never, async (span) => {
-    const failure = await run(loaded, tool, message, logger, signal, running);
+    const failure = await run(loaded, tool, message, logger, running);
     if (failure !== undefined) failSpan(span, failure.code, failure.message);
   });
 }
@@ -140,12 +142,12 @@ async function run(
   tool: string,
   message: ServiceMsg,
   logger: Logger,
-  signal: AbortSignal | undefined,
   running: Map<string, AbortController>,
 ): Promise<ToolError | undefined> {
   const cancel = new AbortController();
-  const callId = message.headers?.get(callIdHeader) || undefined;
-  if (callId !== undefined) running.set(callId, cancel);
+  // Calls without an id (a raw NATS client) are still registered, so a close stops them too.
+  const callId = message.headers?.get(callIdHeader) || randomUUID();
+  running.set(callId, cancel);
   try {
     let args: unknown;
     try {
@@ -162,9 +164,9 @@ async function run(
     const timeout = Number(message.headers?.get(timeoutHeader));
     const idempotencyKey = message.headers?.get(idempotencyKeyHeader);
     const result = await loaded.toolset.call(tool, args, {
-      ...(callId ? { callId } : {}),
+      callId,
       ...(idempotencyKey ? { idempotencyKey } : {}),
-      signal: signal === undefined ? cancel.signal : AbortSignal.any([signal, cancel.signal]),
+      signal: cancel.signal,
       ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
     });
     if (!result.ok) return respondError(message, result.error);
@@ -182,7 +184,7 @@ async function run(
       new ToolError("tool_failed", `Tool "${tool}" failed: ${(error as Error)?.message ?? String(error)}`),
     );
   } finally {
-    if (callId !== undefined) running.delete(callId);
+    running.delete(callId);
   }
 }
 

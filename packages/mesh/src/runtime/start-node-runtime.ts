@@ -38,6 +38,8 @@ interface ModuleSlot {
   revision: number;
   /** Re-serves of one module run one at a time, in order. */
   queue: Promise<void>;
+  /** Its calls in flight across placements, aborted on close. */
+  readonly running: Map<string, AbortController>;
 }
 
 export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promise<NodeRuntime> {
@@ -64,7 +66,13 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
     });
     for (const module of loaded) {
       const entry = await buckets.membership.get(membershipKey(config.node, module.module));
-      const slot: ModuleSlot = { loaded: module, served: undefined, revision: 0, queue: Promise.resolve() };
+      const slot: ModuleSlot = {
+        loaded: module,
+        served: undefined,
+        revision: 0,
+        queue: Promise.resolve(),
+        running: new Map(),
+      };
       slots.set(module.module, slot);
       await place(slot, entry?.operation === "PUT" ? entry : null, entry?.revision ?? 0);
     }
@@ -111,6 +119,9 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
         ),
       async close() {
         closing.abort(new Error("the node runtime is closing"));
+        for (const slot of slots.values()) {
+          for (const call of slot.running.values()) call.abort(new Error("the node runtime is closing"));
+        }
         watcher.stop();
         await following.catch(() => undefined);
         await Promise.allSettled([...slots.values()].map((slot) => slot.queue));
@@ -148,14 +159,7 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
     const previous = slot.served;
     if (previous !== undefined && samePlacement(previous.placement, placement)) return;
     try {
-      slot.served = await serveModule(
-        connection,
-        slot.loaded,
-        placement,
-        config.node,
-        logger,
-        closing.signal,
-      );
+      slot.served = await serveModule(connection, slot.loaded, placement, config.node, logger, slot.running);
       slot.revision = Math.max(slot.revision, revision);
       logger.info(previous === undefined ? "serving module" : "re-serving module on its new membership", {
         module: slot.loaded.module,
