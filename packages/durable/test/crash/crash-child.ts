@@ -23,6 +23,8 @@ for (const [index, name] of nodes.entries()) {
           effectsPath,
           `${JSON.stringify({ key: info.idempotencyKey, attempt: info.attempt })}\n`,
         );
+        // Tells the parent an effect landed; it kills at random points counted from these.
+        process.stdout.write("effect\n");
         await sleep(1);
         return n;
       });

@@ -29,10 +29,16 @@ function seeded(seed: number): () => number {
   };
 }
 
+/** Where to kill a child: `delayMs` after its `afterEffects`-th side effect (after "ready" for 0). */
+interface KillPoint {
+  readonly afterEffects: number;
+  readonly delayMs: number;
+}
+
 function runChild(
   args: string[],
-  killAfterMs?: number,
-): Promise<{ code: number | null; killed: boolean; output: string; runMs: number }> {
+  kill?: KillPoint,
+): Promise<{ code: number | null; killed: boolean; output: string }> {
   return new Promise((resolve, reject) => {
     const process_ = spawn(process.execPath, ["--conditions=@tackle/source", child, ...args], {
       stdio: ["ignore", "pipe", "pipe"],
@@ -40,15 +46,14 @@ function runChild(
     let output = "";
     let killed = false;
     let timer: NodeJS.Timeout | undefined;
-    let readyAt: number | undefined;
     process_.stdout.on("data", (chunk: Buffer) => {
       output += chunk.toString();
-      if (readyAt === undefined && output.includes("ready\n")) readyAt = performance.now();
-      if (killAfterMs !== undefined && timer === undefined && output.includes("ready\n")) {
-        timer = setTimeout(() => {
-          killed = process_.kill("SIGKILL");
-        }, killAfterMs);
-      }
+      if (kill === undefined || timer !== undefined || !output.includes("ready\n")) return;
+      const effects = output.split("effect\n").length - 1;
+      if (effects < kill.afterEffects) return;
+      timer = setTimeout(() => {
+        killed = process_.kill("SIGKILL");
+      }, kill.delayMs);
     });
     process_.stderr.on("data", (chunk: Buffer) => {
       output += chunk.toString();
@@ -56,12 +61,7 @@ function runChild(
     process_.on("error", reject);
     process_.on("exit", (code) => {
       if (timer !== undefined) clearTimeout(timer);
-      resolve({
-        code,
-        killed: killed && code === null,
-        output,
-        runMs: performance.now() - (readyAt ?? performance.now()),
-      });
+      resolve({ code, killed: killed && code === null, output });
     });
   });
 }
@@ -90,20 +90,15 @@ interface Counts {
   killedWhileResuming: number;
 }
 
-async function trial(
-  directory: string,
-  index: number,
-  seed: number,
-  counts: Counts,
-  spanMs: number,
-): Promise<void> {
+async function trial(directory: string, index: number, seed: number, counts: Counts): Promise<void> {
   const databasePath = join(directory, `run-${index}.sqlite`);
   const effectsPath = join(directory, `effects-${index}.jsonl`);
   const threadId = `crash-${index}`;
   // Each trial draws from its own generator, so a failing trial replays alone from seed + index.
   const random = seeded(seed + index);
-  const delay = Math.floor(random() * spanMs);
-  const first = await runChild([databasePath, effectsPath, threadId, "start"], delay);
+  // Anywhere in the run: after 0..11 of its 12 effects, then 0..3 ms more (the window is ~1 ms wide).
+  const point = { afterEffects: Math.floor(random() * expectedSteps), delayMs: random() * 3 };
+  const first = await runChild([databasePath, effectsPath, threadId, "start"], point);
   if (first.killed) counts.killed++;
   else {
     assert.equal(first.code, 0, first.output);
@@ -112,12 +107,12 @@ async function trial(
   // One trial in three also kills the first process that resumes; a third one finishes the run. A kill
   // before the run was created leaves nothing to resume: the next process starts it afresh.
   const killResumer = random() < 1 / 3;
-  const resumeDelay = Math.floor(random() * spanMs);
+  const resumePoint = { afterEffects: Math.floor(random() * 4), delayMs: random() * 3 };
   for (let attempt = 0; ; attempt++) {
-    const killAfter = attempt === 0 && killResumer ? resumeDelay : undefined;
+    const killAt = attempt === 0 && killResumer ? resumePoint : undefined;
     const next = await runChild(
       [databasePath, effectsPath, threadId, runExists(databasePath, threadId) ? "resume" : "start"],
-      killAfter,
+      killAt,
     );
     if (next.killed) {
       counts.killedWhileResuming++;
@@ -126,7 +121,7 @@ async function trial(
     assert.equal(
       next.code,
       0,
-      `trial ${index} (seed ${seed + index}, kill after ${delay} ms) did not resume: ${next.output}`,
+      `trial ${index} (seed ${seed + index}, killed at ${JSON.stringify(point)}) did not resume: ${next.output}`,
     );
     break;
   }
@@ -205,26 +200,10 @@ test(`SIGKILL at ${trials} seeded random points: each run resumes in a fresh pro
     restartsBeforeEffect: 0,
   };
   try {
-    // Calibrate: how long a run takes here, from "ready" to exit, so the kill points fall inside runs.
-    const calibration = join(directory, "calibration");
-    // The faster of two probes: a slow probe would let quick runs finish before their kill.
-    const probes = [];
-    for (const round of [1, 2]) {
-      const probe = await runChild([
-        `${calibration}.sqlite`,
-        `${calibration}.jsonl`,
-        `calibration-${round}`,
-        "start",
-      ]);
-      assert.equal(probe.code, 0, probe.output);
-      probes.push(probe.runMs);
-    }
-    const spanMs = Math.max(20, Math.floor(Math.min(...probes) * 0.75));
-    context.diagnostic(`kill points drawn from 0..${spanMs} ms after the child is ready`);
     let next = 0;
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
-        while (next < trials) await trial(directory, next++, seed, counts, spanMs);
+        while (next < trials) await trial(directory, next++, seed, counts);
       }),
     );
   } finally {
