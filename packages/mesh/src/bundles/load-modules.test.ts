@@ -109,12 +109,15 @@ describe("loadModules with JavaScript bundles", () => {
     const notExecutable = bundle("data.bin", "binary");
     const executableJs = bundle("exec.js", "#!/bin/sh\nexit 3\n");
     chmodSync(executableJs, 0o755);
+    const noInterpreter = bundle("no-interpreter", "#!/nonexistent/interpreter\n");
+    chmodSync(noInterpreter, 0o755);
     const [module] = await loadModules([
       { module: "odd", path: noDefault },
       { module: "odd", path: wrongShape },
       { module: "odd", path: notExecutable },
       { module: "odd", path: join(directory, "missing.js") },
       { module: "odd", path: executableJs },
+      { module: "odd", path: noInterpreter },
     ]);
     assert.equal(module?.toolset.names.length, 0);
     const messages = module?.errors.map((error) => error.message) ?? [];
@@ -126,6 +129,10 @@ describe("loadModules with JavaScript bundles", () => {
       messages[4] ?? "",
       /exited before the MCP handshake \(exit code 3\)/,
       "an executable .js is launched, not imported",
+    );
+    assert.match(
+      messages[5] ?? "",
+      /exited before the MCP handshake \(exit status unknown\): spawn .*no-interpreter ENOENT/,
     );
   });
 });

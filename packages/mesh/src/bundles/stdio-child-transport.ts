@@ -11,6 +11,8 @@ export interface ChildExit {
 }
 
 export class StdioChildTransport extends StdioClientTransport {
+  /** Why the child never ran (its command is missing or not executable), when it did not. */
+  spawnError: Error | undefined;
   /** Settles once when the child process exits. */
   readonly exited: Promise<ChildExit>;
   #settleExit: (exit: ChildExit) => void = () => {};
@@ -27,6 +29,7 @@ export class StdioChildTransport extends StdioClientTransport {
     try {
       await super.start();
     } catch (error) {
+      this.spawnError = error instanceof Error ? error : new Error(String(error));
       this.#settleExit({ code: null, signal: null });
       throw error;
     }

@@ -134,6 +134,7 @@ export class StdioChild {
       if (remaining > 0) await new Promise((resolve) => setTimeout(resolve, remaining));
       this.#options.logger.info("restarting stdio child", { source: this.source, attempt: this.#crashes });
     }
+    if (this.#closed) throw new ToolError("child_closed", `${this.source} is closed`);
     return this.#start();
   }
 
@@ -167,13 +168,21 @@ export class StdioChild {
           exit,
           await settledTail(transport, () => stderr),
           outcome === "timeout" ? handshakeTimeoutMs : undefined,
+          transport.spawnError,
+          transport.spawnError,
         );
       }
     } catch (error) {
       if (ToolError.isInstance(error) && error === this.#permanent) throw error;
       transport.kill("SIGKILL");
       const exit = await transport.exited;
-      throw this.#failForGood(exit, await settledTail(transport, () => stderr), undefined, error);
+      throw this.#failForGood(
+        exit,
+        await settledTail(transport, () => stderr),
+        undefined,
+        error,
+        transport.spawnError,
+      );
     } finally {
       clearTimeout(timer);
     }
@@ -214,10 +223,21 @@ export class StdioChild {
     return error;
   }
 
-  #failForGood(exit: ChildExit, stderr: string, timeoutMs: number | undefined, cause?: unknown): ToolError {
+  #failForGood(
+    exit: ChildExit,
+    stderr: string,
+    timeoutMs: number | undefined,
+    cause?: unknown,
+    spawnFailure?: Error,
+  ): ToolError {
+    // A child that never ran (its command is missing) has no exit status, only the spawn error.
+    const spawnError =
+      exit.code === null && exit.signal === null && spawnFailure !== undefined
+        ? `: ${spawnFailure.message}`
+        : "";
     const reason =
       timeoutMs === undefined
-        ? `exited before the MCP handshake (${describeExit(exit)})`
+        ? `exited before the MCP handshake (${describeExit(exit)})${spawnError}`
         : `did not finish the MCP handshake within ${timeoutMs} ms`;
     const tail = stderr.trim() === "" ? "" : `; stderr: ${stderr.trim()}`;
     this.#permanent = new ToolError("child_failed", `${this.source} ${reason}${tail}`, {
