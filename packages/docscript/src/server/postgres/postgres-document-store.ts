@@ -6,6 +6,8 @@ export interface PostgresDocumentStoreOptions {
   /** A connection string, or a pool the caller owns (then `close()` leaves it open). */
   readonly connectionString?: string;
   readonly pool?: pg.Pool;
+  /** Told when an idle pooled connection fails (the server restarted or ended it); default: a warning. */
+  readonly onError?: (error: Error) => void;
 }
 
 const schemaSql = `
@@ -32,6 +34,13 @@ export async function createPostgresDocumentStore(
 ): Promise<DocumentStore> {
   const ownsPool = options.pool === undefined;
   const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: 4 });
+  // Without a listener, an idle connection the server ends would crash the process; the pool replaces it.
+  if (ownsPool) {
+    pool.on("error", (error) => {
+      if (options.onError) options.onError(error);
+      else console.warn(`docscript: idle PostgreSQL connection lost: ${error.message}`);
+    });
+  }
   // Two servers starting at once may both create the tables; the advisory lock makes it one at a time.
   const client = await pool.connect();
   try {

@@ -54,8 +54,9 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   const pool =
     options.pool ??
     new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
-  pool.on("error", () => {
-    // An idle client lost its connection; the pool replaces it on the next query.
+  pool.on("error", (error) => {
+    // An idle client lost its connection; the pool replaces it on the next query. Say so, once per loss.
+    console.warn(`memory: idle PostgreSQL connection lost: ${error.message}`);
   });
   const migrator = await pool.connect();
   try {
