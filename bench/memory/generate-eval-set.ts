@@ -5,6 +5,7 @@
  *   node_modules/.bin/node bench/memory/generate-eval-set.ts > bench/memory/eval/conversations.json
  * Categories: single-hop (one evidence turn), multi-hop (two), knowledge-update (the later turn is
  * the evidence; the earlier one is a trap), and paraphrase (few shared words with the evidence).
+ * Each user is in the "dev" half (ranking is tuned on it) or the "held-out" half (reported, never tuned on).
  */
 
 function mulberry32(seed: number) {
@@ -231,7 +232,10 @@ function conversation(index: number) {
       evidence: [evidence.get("brother-job")!, evidence.get("brother-wedding")!],
     },
   ];
-  return { id: `user-${String(index + 1).padStart(2, "0")}`, sessions, questions };
+  // The split is by user, alternating, and draws no random numbers, so the turns and questions are
+  // exactly those generated before the split existed. Tune on "dev"; report "held-out" beside it.
+  const split = index % 2 === 0 ? "dev" : "held-out";
+  return { id: `user-${String(index + 1).padStart(2, "0")}`, split, sessions, questions };
 }
 
 const conversations = Array.from({ length: 24 }, (_, index) => conversation(index));
