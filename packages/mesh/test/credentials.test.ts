@@ -62,6 +62,20 @@ it("runs the node on its credential, serving a bare path as the credential's own
       connect({ servers: nats.url, reconnect: false }),
       /Authorization|authorization|auth/i,
     );
+
+    // The credential's permissions are what enforce the subjects: one denied the notes module is refused.
+    const limited = await createMeshClient({
+      servers: nats.url,
+      credsFile: operator.userCredentials("limited", { denyPublish: ["tackle.tools.notes.>"] }),
+    });
+    try {
+      const refused = await limited.call("notes.upper", { text: "x" });
+      assert.equal(!refused.ok && refused.error.code, "forbidden");
+      assert.match(!refused.ok ? refused.error.message : "", /may not call "notes\.upper"/);
+      assert.equal((await limited.callSeat("ledger", "read", {})).ok, true);
+    } finally {
+      await limited.close();
+    }
   } finally {
     await client.close();
     await runtime.close();

@@ -26,8 +26,8 @@ function signJwt(issuer: KeyPair, claims: Record<string, unknown>): string {
 export interface OperatorMode {
   /** The nats-server configuration file that trusts the operator and preloads the account. */
   readonly configFile: string;
-  /** Writes a credentials file for a user of the account, named `name`. */
-  userCredentials(name: string): string;
+  /** Writes a credentials file for a user of the account, named `name`, optionally denied some publishes. */
+  userCredentials(name: string, options?: { denyPublish?: readonly string[] }): string;
 }
 
 export function operatorMode(directory: string): OperatorMode {
@@ -88,7 +88,7 @@ export function operatorMode(directory: string): OperatorMode {
   );
   return {
     configFile,
-    userCredentials(name: string) {
+    userCredentials(name: string, options: { denyPublish?: readonly string[] } = {}) {
       const user = createUser();
       const userJwt = signJwt(account, {
         name,
@@ -96,7 +96,7 @@ export function operatorMode(directory: string): OperatorMode {
         nats: {
           type: "user",
           version: 2,
-          pub: {},
+          pub: options.denyPublish === undefined ? {} : { deny: options.denyPublish },
           sub: {},
           subs: unlimited,
           data: unlimited,

@@ -1,5 +1,5 @@
 /** Turns what the bus answered (or how the request failed) into a ToolCallResult. */
-import { type Msg, NoRespondersError, TimeoutError } from "@nats-io/transport-node";
+import { type Msg, NoRespondersError, PermissionViolationError, TimeoutError } from "@nats-io/transport-node";
 import { type ToolCallResult, ToolError } from "@tackle/core";
 import { decodeJson, decodeServiceError } from "../nats/wire.ts";
 
@@ -24,6 +24,21 @@ export function fromRequestError(error: unknown, name: string, timeoutMs: number
     return {
       ok: false,
       error: new ToolError("no_responders", `Nothing answers for "${name}"`, { data: { name } }),
+    };
+  }
+  if (
+    error instanceof PermissionViolationError ||
+    (error as Error)?.cause instanceof PermissionViolationError
+  ) {
+    return {
+      ok: false,
+      error: new ToolError(
+        "forbidden",
+        `This credential may not call "${name}": ${(error as Error).message}`,
+        {
+          data: { name },
+        },
+      ),
     };
   }
   if (error instanceof TimeoutError || (error as Error)?.cause instanceof TimeoutError) {
