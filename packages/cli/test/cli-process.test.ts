@@ -98,6 +98,19 @@ describe("without a console: the modules load in the command's own process", () 
       );
     }
   });
+
+  test("a broker that does not answer is named without the password its URL carries", async () => {
+    const port = await freePort();
+    const refused = await runTackle(["tools"], {
+      env: cleanEnv({ MESH_BROKER_URL: `nats://alice:s3cret-pass@127.0.0.1:${port}` }),
+    });
+    assert.equal(refused.code, 1);
+    assert.match(
+      refused.stderr,
+      new RegExp(`Cannot reach nats://\\*\\*\\*@127\\.0\\.0\\.1:${port} \\(MESH_BROKER_URL\\)`),
+    );
+    assert.ok(!refused.stderr.includes("s3cret-pass"), refused.stderr);
+  });
 });
 
 describe("the npm start equivalent: tackle serve --builtin, then tools and call through its console", () => {

@@ -4,6 +4,7 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
+import { startNatsServer } from "@tackle/test-support";
 import { cleanEnv, mainScript } from "./tackle-process.ts";
 
 const brokenBundle = fileURLToPath(new URL("./fixtures/broken-bundle.js", import.meta.url));
@@ -47,3 +48,38 @@ for (const [label, mode] of [
     }
   });
 }
+
+test("a broker password in MESH_BROKER_URL reaches neither the MCP client's instructions nor the log", async () => {
+  const nats = await startNatsServer();
+  const password = "s3cret-broker-pass";
+  const brokerUrl = nats.url.replace("nats://", `nats://alice:${password}@`);
+  const child = new StdioClientTransport({
+    command: process.execPath,
+    args: ["--conditions=@tackle/source", mainScript, "mcp"],
+    env: cleanEnv({ MESH_BROKER_URL: brokerUrl, MESH_NODE: "audit", TACKLE_LOG_LEVEL: "info" }) as Record<
+      string,
+      string
+    >,
+    stderr: "pipe",
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const client = new Client(
+    { name: "stdio-test", version: "1.0.0" },
+    { versionNegotiation: { mode: "legacy" } },
+  );
+  try {
+    await client.connect(child);
+    const instructions = client.getInstructions() ?? "";
+    assert.match(instructions, /nats:\/\/\*\*\*@127\.0\.0\.1:\d+/, "the broker is still named");
+    assert.ok(!instructions.includes(password), `instructions: ${instructions}`);
+    await client.listTools();
+    assert.match(stderr, /tackle mcp ready/);
+    assert.ok(!stderr.includes(password), `stderr: ${stderr}`);
+  } finally {
+    await client.close();
+    await nats.close();
+  }
+});

@@ -15,6 +15,7 @@ import { createEmbeddedToolSource } from "../tool-source/create-embedded-tool-so
 import { createMeshToolSource } from "../tool-source/create-mesh-tool-source.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { CliError } from "./cli-error.ts";
+import { redactBrokerUrl } from "./redact-broker-url.ts";
 
 export interface SourceOptions {
   readonly console?: string;
@@ -58,7 +59,9 @@ export async function openMeshSource(config: MeshConfig): Promise<ToolSource> {
       ...(config.brokerFile === undefined ? {} : { credsFile: config.brokerFile }),
     }),
   );
-  return createMeshToolSource(client, config.brokerUrl ?? config.brokerFile ?? "");
+  // The description reaches logs and every MCP client's instructions: never a broker password.
+  const broker = config.brokerUrl === undefined ? undefined : redactBrokerUrl(config.brokerUrl);
+  return createMeshToolSource(client, broker ?? config.brokerFile ?? "");
 }
 
 /** Runs a first contact with the broker, turning a refused connection into a one-line refusal that names it. */
@@ -69,7 +72,7 @@ export async function withBroker<T>(config: MeshConfig, connect: () => Promise<T
     if (CliError.isInstance(error) || MeshConfigError.isInstance(error)) throw error;
     const where =
       config.brokerUrl !== undefined
-        ? `${config.brokerUrl} (MESH_BROKER_URL)`
+        ? `${redactBrokerUrl(config.brokerUrl)} (MESH_BROKER_URL)`
         : `the broker of ${config.brokerFile} (MESH_BROKER_FILE)`;
     throw new CliError("broker_unavailable", `Cannot reach ${where}: ${(error as Error).message}`, {
       cause: error,
