@@ -111,6 +111,20 @@ describe("without a console: the modules load in the command's own process", () 
     );
     assert.ok(!refused.stderr.includes("s3cret-pass"), refused.stderr);
   });
+
+  test("--console off loopback is refused before any request carries the console token", async () => {
+    // 192.0.2.1 is TEST-NET-1: nothing answers there, so only a refusal up front ends the command quickly.
+    const started = Date.now();
+    const refused = await runTackle(["tools", "--console", "http://192.0.2.1:4270/mcp"], {
+      env: cleanEnv({ TACKLE_CONSOLE_TOKEN: "console-token-for-this-machine" }),
+    });
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(
+      refused.stderr,
+      /--console http:\/\/192\.0\.2\.1:4270 refused: a console answers on loopback only/,
+    );
+    assert.ok(Date.now() - started < 8_000, "refused without trying to connect");
+  });
 });
 
 describe("the npm start equivalent: tackle serve --builtin, then tools and call through its console", () => {

@@ -3,6 +3,7 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { ToolError, type ToolErrorPayload } from "@tackle/core";
 import { modulesToolName } from "../mcp/create-mcp-server.ts";
 import { CliError } from "../program/cli-error.ts";
+import { parseConsoleUrl } from "./parse-console-url.ts";
 import type { ModuleInfo, ToolSource } from "./tool-source.ts";
 
 export interface ConsoleSourceOptions {
@@ -13,8 +14,7 @@ export interface ConsoleSourceOptions {
 }
 
 export async function createConsoleToolSource(options: ConsoleSourceOptions): Promise<ToolSource> {
-  const url = new URL(options.url);
-  if (url.pathname === "/" || url.pathname === "") url.pathname = "/mcp";
+  const url = parseConsoleUrl(options.url);
   const client = new Client(
     { name: "tackle-cli", version: "0.1.0" },
     { versionNegotiation: { mode: { pin: "2026-07-28" } } },
