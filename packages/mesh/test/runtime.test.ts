@@ -72,11 +72,11 @@ describe("a node runtime on NATS", () => {
       const slow = await client.call("alpha.slow", { ms: 5000 }, { timeoutMs: 200 });
       assert.equal(!slow.ok && slow.error.code, "timeout");
       assert.match(!slow.ok ? slow.error.message : "", /Tool "slow" timed out after 200 ms/);
-      assert.ok(Date.now() - started < 1000);
+      assert.ok(Date.now() - started < 3000, "long before the tool's 5 s");
       started = Date.now();
       const aborted = await client.call("alpha.slow", { ms: 5000 }, { signal: AbortSignal.timeout(100) });
       assert.equal(!aborted.ok && aborted.error.code, "aborted");
-      assert.ok(Date.now() - started < 1000);
+      assert.ok(Date.now() - started < 3000, "long before the tool's 5 s");
       // Aborting reaches the far side: the tool's own signal fires.
       const cancelling = await client.call("alpha.cancellable", {}, { signal: AbortSignal.timeout(100) });
       assert.equal(!cancelling.ok && cancelling.error.code, "aborted");
