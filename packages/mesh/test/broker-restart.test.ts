@@ -59,8 +59,9 @@ it("reconnects after a broker restart under load; calls in flight fail clearly a
     const stoppedAt = Date.now(); // the server process has exited: every connection is gone
     const settled = await Promise.all(inFlight);
     const waited = Math.max(...settled.map((call) => call.at)) - stoppedAt;
+    // Far below the calls' own 30 s deadline; generous because a loaded 2-core CI box is slow to notice.
     assert.ok(
-      waited < 3000,
+      waited < 10_000,
       `calls in flight settled ${waited} ms after the broker stopped, not at their timeout`,
     );
     for (const { result } of settled) {

@@ -8,10 +8,10 @@ export interface SqliteDocumentStoreOptions {
 }
 
 export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): DocumentStore {
-  const database = new DatabaseSync(options.path);
+  // The busy timeout is set at open, so even the switch to WAL waits for another process's lock.
+  const database = new DatabaseSync(options.path, { timeout: 5000 });
   database.exec(`
     PRAGMA journal_mode = WAL;
-    PRAGMA busy_timeout = 5000;
     CREATE TABLE IF NOT EXISTS docscript_documents (
       document_id TEXT PRIMARY KEY,
       token_hash TEXT NOT NULL,

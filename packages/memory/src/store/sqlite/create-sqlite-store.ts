@@ -18,7 +18,7 @@ import {
   traceFromRow,
 } from "../row-codec.ts";
 import { sqliteSchema } from "./schema.ts";
-import { scopedMatch, scopeTokens } from "./scope-tokens.ts";
+import { anyWord, scopedMatch, scopeTokens } from "./scope-tokens.ts";
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for a throwaway store. */
@@ -28,11 +28,6 @@ export interface SqliteStoreOptions {
 type Row = Record<string, unknown>;
 const mark = () => "?";
 
-/** FTS5 query text: each plain word quoted, joined by OR (BM25 ranks by how many match). */
-function matchExpression(terms: readonly string[]): string {
-  return terms.map((term) => `"${term.replaceAll('"', "")}"`).join(" OR ");
-}
-
 function inList(values: readonly unknown[], parameters: unknown[]): string {
   parameters.push(...values);
   return values.map(() => "?").join(", ");
@@ -40,8 +35,9 @@ function inList(values: readonly unknown[], parameters: unknown[]): string {
 
 export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
   if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
-  const database = new DatabaseSync(options.path);
-  database.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;");
+  // The busy timeout is set at open, so even the switch to WAL waits for another process's lock.
+  const database = new DatabaseSync(options.path, { timeout: 5000 });
+  database.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
   migrateScopeTokens(database);
   database.exec(sqliteSchema);
   backfillSearchIndex(database);
@@ -193,9 +189,10 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     },
 
     async searchMemories(tenantId, scope, terms, searchOptions) {
-      if (terms.length === 0) return [];
       // The index narrows by the scope's tokens; the SQL conditions below still decide (a token is a hash).
-      const parameters: unknown[] = [scopedMatch(tenantId, scope, terms), tenantId];
+      const match = scopedMatch(tenantId, scope, terms);
+      if (match.length === 0) return [];
+      const parameters: unknown[] = [match, tenantId];
       let sql = `SELECT m.*, -bm25(memories_search, 1.0, 0.0) AS score FROM memories_search JOIN memories m ON m.seq = memories_search.rowid
         WHERE memories_search MATCH ? AND m.tenant_id = ? AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;
       if (searchOptions.kinds) sql += ` AND m.kind IN (${inList(searchOptions.kinds, parameters)})`;
@@ -359,8 +356,9 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     },
 
     async searchChunks(tenantId, scope, terms, limit) {
-      if (terms.length === 0) return [];
-      const parameters: unknown[] = [matchExpression(terms), tenantId];
+      const match = anyWord(terms);
+      if (match.length === 0) return [];
+      const parameters: unknown[] = [match, tenantId];
       const sql = `SELECT d.*, c.id AS chunk_id, c.ordinal AS chunk_ordinal, c.content AS chunk_content, -bm25(chunks_fts) AS score
         FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
         WHERE chunks_fts MATCH ? AND c.tenant_id = ?${scopeCondition(scope, parameters, mark, "d.")}
