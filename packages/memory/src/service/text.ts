@@ -7,10 +7,16 @@ const stopWords = new Set(
   ),
 );
 
-/** Lowercase words (letters and digits), stop words dropped, duplicates removed, at most 32. */
+/**
+ * Lowercase words (letters and digits), stop words dropped, duplicates removed, at most 32. Single
+ * letters are dropped too: they are the fragments of possessives and contractions ("user's" splits
+ * into "user" and "s"), and as a query term "s" matched every possessive in the store.
+ */
 export function queryTerms(text: string): string[] {
   const words = text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
-  const terms = [...new Set(words.filter((word) => !stopWords.has(word)))];
+  const terms = [
+    ...new Set(words.filter((word) => !stopWords.has(word) && (word.length > 1 || /\p{N}/u.test(word)))),
+  ];
   return (terms.length > 0 ? terms : [...new Set(words)]).slice(0, 32);
 }
 

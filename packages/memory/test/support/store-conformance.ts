@@ -256,6 +256,80 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       assert.equal(chain.versions[0]?.change, "create");
     });
 
+    it("search text is only words: query syntax in it is never run and never widens the scope", async () => {
+      const t = tenant();
+      const other = tenant();
+      const mine = await service.add(t, { userId: "u", content: "The zebra crossing near the school" });
+      await service.add(t, { userId: "someone-else", content: "A zebra at the zoo" });
+      await service.add(other, { userId: "u", content: "Another tenant's zebra crossing" });
+      const hostile = [
+        'zebra" OR "school',
+        "zebra OR scope : *",
+        "zebra*",
+        "NEAR(zebra crossing)",
+        "content: zebra",
+        "^zebra",
+        "{scope content}: zebra",
+        "zebra & !school | (crossing",
+        "zebra:* <-> crossing",
+        "'); DROP TABLE memories; -- zebra",
+        '"""*:()',
+      ];
+      for (const query of hostile) {
+        const found = await service.search(t, { userId: "u", query });
+        for (const result of found.results) {
+          // The only memory of this tenant and user; anything else is a widened scope.
+          assert.equal(result.memory.id, mine.memory.id, `query ${query} stays in its tenant and scope`);
+        }
+        if (/zebra/.test(query)) {
+          assert.deepEqual(
+            found.results.map((result) => result.memory.id),
+            [mine.memory.id],
+            `query ${query} finds the memory by its words`,
+          );
+        }
+      }
+      // The store itself escapes: terms that are not plain words reach neither FTS5 nor tsquery as syntax.
+      const direct = await store.searchMemories(
+        t,
+        { userId: "u" },
+        ['zebra" OR "zoo', "*", "school:*", "!"],
+        {
+          limit: 10,
+        },
+      );
+      assert.deepEqual(
+        direct.map((hit) => hit.memory.id),
+        [mine.memory.id],
+      );
+      assert.deepEqual(await store.searchMemories(t, { userId: "u" }, ["*", '"', "()"], { limit: 10 }), []);
+      assert.equal((await service.getMemory(t, mine.memory.id)).memory.content, mine.memory.content);
+    });
+
+    it("BM25: a rare query word outweighs a word most memories share", async () => {
+      const t = tenant();
+      for (const friend of ["Ana", "Ben", "Cho", "Dev", "Eli", "Fay", "Gus", "Hal"]) {
+        await service.add(t, { userId: "u", content: `Coffee with ${friend}` });
+      }
+      const rare = await service.add(t, {
+        userId: "u",
+        content: "We are planning a long coffee tasting trip to Zanzibar with the whole family next spring",
+      });
+      const found = await service.search(t, { userId: "u", query: "coffee Zanzibar" });
+      assert.equal(found.results[0]?.memory.id, rare.memory.id);
+    });
+
+    it("a possessive's 's' is not a query word", async () => {
+      const t = tenant();
+      const brother = await service.add(t, { userId: "u", content: "My brother is a nurse" });
+      await service.add(t, { userId: "u", content: "Marco's car is red" });
+      const found = await service.search(t, { userId: "u", query: "the user's brother" });
+      assert.deepEqual(
+        found.results.map((result) => result.memory.id),
+        [brother.memory.id],
+      );
+    });
+
     it("knowledge base: chunked ingest is idempotent and searchable, only in its tenant", async () => {
       const t = tenant();
       const content = `${"Intro paragraph about the handbook. ".repeat(20)}\n\nRefunds are processed within fourteen days of the return.\n\n${"Closing words. ".repeat(30)}`;

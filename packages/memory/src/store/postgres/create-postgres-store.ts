@@ -28,6 +28,9 @@ export interface PostgresStoreOptions {
 type Row = Record<string, unknown>;
 const mark = (index: number) => `$${index}`;
 const memorySelect = ["seq", ...memoryColumns].map((column) => `m.${column}`).join(", ");
+/** BM25's term-frequency saturation and length normalization, FTS5's defaults. */
+const bm25K1 = 1.2;
+const bm25B = 0.75;
 /** Serializes schema creation across processes that open the same database at once. */
 const migrationLockKey = 7_140_300_001;
 
@@ -41,12 +44,17 @@ function inList(values: readonly unknown[], parameters: unknown[]): string {
   return marks(start, values.length);
 }
 
-/** tsquery text: plain words ORed; the words hold only letters and digits, so nothing needs escaping. */
+/**
+ * The query's words with everything but letters and digits removed, so text handed to the store can
+ * never become tsquery syntax (`&`, `!`, `:*`, `<->`, parentheses).
+ */
+function plainWords(terms: readonly string[]): string[] {
+  return terms.map((term) => term.replace(/[^\p{L}\p{N}]/gu, "")).filter(Boolean);
+}
+
+/** tsquery text: plain words ORed. */
 function tsQuery(terms: readonly string[]): string {
-  return terms
-    .map((term) => term.replace(/[^\p{L}\p{N}]/gu, ""))
-    .filter(Boolean)
-    .join(" | ");
+  return plainWords(terms).join(" | ");
 }
 
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<MemoryStore> {
@@ -208,13 +216,38 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     async searchMemories(tenantId, scope, terms, searchOptions) {
       const query = tsQuery(terms);
       if (query.length === 0) return [];
-      const parameters: unknown[] = [query, tenantId];
-      let sql = `SELECT ${memorySelect}, ts_rank(m.tsv, q, 1) AS score FROM memories m, to_tsquery('english', $1) q
-        WHERE m.tenant_id = $2 AND m.status = 'active' AND m.tsv @@ q${scopeCondition(scope, parameters, mark, "m.")}`;
-      if (searchOptions.kinds) sql += ` AND m.kind IN (${inList(searchOptions.kinds, parameters)})`;
+      // BM25 computed in SQL, as FTS5 does on SQLite (ts_rank has no inverse document frequency, so
+      // a word every memory shares counted as much as a rare name). Document frequency is exact:
+      // every memory holding a query lexeme is in the OR match. The scope's size is counted up to
+      // 10,000 rows (bounded cost; past that the IDF barely moves); the average length is the matched
+      // memories' (FTS5 uses the whole table's).
+      const parameters: unknown[] = [query, plainWords(terms).join(" "), tenantId];
+      const filters = (alias: string) => {
+        let sql = `${alias}.tenant_id = $3 AND ${alias}.status = 'active'${scopeCondition(scope, parameters, mark, `${alias}.`)}`;
+        if (searchOptions.kinds) sql += ` AND ${alias}.kind IN (${inList(searchOptions.kinds, parameters)})`;
+        return sql;
+      };
+      const sql = `WITH query AS (
+          SELECT to_tsquery('english', $1) AS q, tsvector_to_array(to_tsvector('english', $2)) AS lexemes),
+        scope_size AS (
+          SELECT count(*)::float8 AS n FROM (SELECT 1 FROM memories s WHERE ${filters("s")} LIMIT 10000) capped),
+        matched AS (
+          SELECT m.seq, m.tsv, greatest(length(m.tsv), 1)::float8 AS dl FROM memories m, query
+          WHERE ${filters("m")} AND m.tsv @@ query.q),
+        average AS (SELECT avg(dl) AS avgdl FROM matched),
+        hits AS (
+          SELECT matched.seq, matched.dl, t.lexeme, coalesce(array_length(t.positions, 1), 1)::float8 AS tf
+          FROM matched, unnest(matched.tsv) t, query WHERE t.lexeme = ANY (query.lexemes)),
+        frequency AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
+        scored AS (
+          SELECT hits.seq, sum(
+            ln(1 + (greatest(scope_size.n, frequency.df) - frequency.df + 0.5) / (frequency.df + 0.5))
+            * hits.tf * ${bm25K1 + 1} / (hits.tf + ${bm25K1} * (${1 - bm25B} + ${bm25B} * hits.dl / average.avgdl))) AS score
+          FROM hits JOIN frequency USING (lexeme), scope_size, average GROUP BY hits.seq)
+        SELECT ${memorySelect}, scored.score FROM scored JOIN memories m ON m.seq = scored.seq`;
       parameters.push(searchOptions.limit);
       const rows = await all(
-        `${sql} ORDER BY score DESC, m.seq DESC LIMIT $${parameters.length}`,
+        `${sql} ORDER BY scored.score DESC, m.seq DESC LIMIT $${parameters.length}`,
         parameters,
       );
       return rows.map((row) => ({ memory: memoryFromRow(row), score: Number(row.score) }));

@@ -18,11 +18,27 @@ export function scopeTokens(tenantId: string, scope: MemoryScope): string[] {
   return tokens;
 }
 
-/** The FTS5 query: all of the scope's tokens AND any of the words. */
+/**
+ * One query word as an FTS5 string: everything but letters and digits is removed before quoting, so
+ * text handed to the store can never become FTS5 syntax (operators, column filters, prefixes, NEAR).
+ * Empty when nothing is left.
+ */
+export function ftsWord(term: string): string {
+  const word = term.replace(/[^\p{L}\p{N}]/gu, "");
+  return word.length === 0 ? "" : `"${word}"`;
+}
+
+/** Any of the words, or "" when no word is left after escaping. */
+export function anyWord(terms: readonly string[]): string {
+  return terms.map(ftsWord).filter(Boolean).join(" OR ");
+}
+
+/** The FTS5 query: all of the scope's tokens AND any of the words ("" when there is no word). */
 export function scopedMatch(tenantId: string, scope: MemoryScope, terms: readonly string[]): string {
   const required = scopeTokens(tenantId, scope)
     .map((item) => `"${item}"`)
     .join(" AND ");
-  const words = terms.map((term) => `"${term.replaceAll('"', "")}"`).join(" OR ");
+  const words = anyWord(terms);
+  if (words.length === 0) return "";
   return `scope : (${required}) AND content : (${words})`;
 }
