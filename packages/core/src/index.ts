@@ -9,6 +9,7 @@ export { ToolError, type ToolErrorOptions, type ToolErrorPayload } from "./error
 export { ToolFailedError } from "./errors/tool-failed-error.ts";
 export { ToolTimeoutError } from "./errors/tool-timeout-error.ts";
 export { UnknownToolError } from "./errors/unknown-tool-error.ts";
+export { isLoopbackHost, loopbackViolation } from "./http/loopback.ts";
 export {
   type JsonSchema,
   type JsonSchemaOptions,

@@ -1,11 +1,10 @@
 /** The console's HTTP app: loopback guard, bearer token, then MCP (both protocol revisions, stateless). */
 import { createMcpHandler } from "@modelcontextprotocol/server";
-import type { Logger } from "@tackle/core";
+import { type Logger, loopbackViolation } from "@tackle/core";
 import { Hono } from "hono";
 import { createMcpServer } from "../mcp/create-mcp-server.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { bearerMatches } from "./console-token.ts";
-import { loopbackViolation } from "./loopback-guard.ts";
 
 export interface ConsoleAppOptions {
   readonly source: ToolSource;

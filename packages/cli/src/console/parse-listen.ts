@@ -1,6 +1,8 @@
 /** Reads `MESH_CONSOLE_LISTEN` (`host:port`) and refuses anything but a loopback address. */
-import { isIP } from "node:net";
+import { isLoopbackHost } from "@tackle/core";
 import { CliError } from "../program/cli-error.ts";
+
+export { isLoopbackHost };
 
 export interface ListenAddress {
   readonly host: string;
@@ -8,15 +10,6 @@ export interface ListenAddress {
 }
 
 export const defaultConsoleListen = "127.0.0.1:4270";
-
-/** True for `localhost`, 127.0.0.0/8 and ::1 — the names a process on another machine cannot reach. */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host;
-  if (bare.toLowerCase() === "localhost") return true;
-  if (isIP(bare) === 4) return bare.startsWith("127.");
-  if (isIP(bare) === 6) return bare === "::1" || bare === "0:0:0:0:0:0:0:1";
-  return false;
-}
 
 export function parseListen(value: string = defaultConsoleListen): ListenAddress {
   const match = /^(\[[^\]]+\]|[^:]+|[0-9a-fA-F:]+(?=:\d+$)):(\d{1,5})$/.exec(value.trim());
