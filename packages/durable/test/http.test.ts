@@ -169,14 +169,20 @@ describe("/http", () => {
       client.resume(threadId, { nope: true }),
       (error) => (error as DurableError).code === "unknown_interrupt",
     );
+    const json = { "content-type": "application/json" };
     const duplicate = await fetch(`${server.url}/runs`, {
       method: "POST",
+      headers: json,
       body: JSON.stringify({ graph: "refund", threadId, input: {} }),
     });
     assert.equal(duplicate.status, 409);
-    const bare = await fetch(`${server.url}/runs/${threadId}/resume`, { method: "POST", body: "{}" });
+    const bare = await fetch(`${server.url}/runs/${threadId}/resume`, {
+      method: "POST",
+      headers: json,
+      body: "{}",
+    });
     assert.equal(bare.status, 400, "an empty resume never takes a run over by accident");
-    const broken = await fetch(`${server.url}/runs`, { method: "POST", body: "{not json" });
+    const broken = await fetch(`${server.url}/runs`, { method: "POST", headers: json, body: "{not json" });
     assert.equal(broken.status, 400);
     assert.deepEqual(Object.keys(((await broken.json()) as { error: object }).error).sort(), [
       "code",
@@ -184,6 +190,61 @@ describe("/http", () => {
       "retryable",
     ]);
     assert.equal((await fetch(`${server.url}/runs/missing/frames`)).status, 404);
+  });
+
+  test("a cross-site page or a rebound DNS name can neither start nor approve a run", async () => {
+    const { threadId } = await createDurableClient({ baseUrl: server.url }).start("refund", { id: "ORD-9" });
+    const before = await createDurableClient({ baseUrl: server.url }).get(threadId);
+    const attempts = [
+      // A page on another origin: text/plain needs no CORS preflight, so only the server can refuse it.
+      { headers: { origin: "http://evil.example", "content-type": "text/plain" }, status: 403 },
+      { headers: { origin: "http://evil.example", "content-type": "application/json" }, status: 403 },
+      // A loopback origin but a body type a form can send.
+      { headers: { "content-type": "text/plain" }, status: 415 },
+    ];
+    for (const attempt of attempts) {
+      const started = await fetch(`${server.url}/runs`, {
+        method: "POST",
+        headers: attempt.headers,
+        body: JSON.stringify({ graph: "refund", threadId: `forged-${attempt.status}`, input: {} }),
+      });
+      assert.equal(started.status, attempt.status);
+      const resumed = await fetch(`${server.url}/runs/${threadId}/resume`, {
+        method: "POST",
+        headers: attempt.headers,
+        body: JSON.stringify({ answers: { anything: true } }),
+      });
+      assert.equal(resumed.status, attempt.status);
+    }
+    // A raw request whose Host names another site (DNS rebinding) is refused too.
+    const { request } = await import("node:http");
+    const rebound = await new Promise<number>((resolve, reject) => {
+      const url = new URL(`${server.url}/runs/${threadId}`);
+      request(
+        { host: url.hostname, port: url.port, path: url.pathname, headers: { host: "rebind.evil.example" } },
+        (response) => {
+          response.resume();
+          resolve(response.statusCode ?? 0);
+        },
+      )
+        .on("error", reject)
+        .end();
+    });
+    assert.equal(rebound, 403);
+    const client = createDurableClient({ baseUrl: server.url });
+    await assert.rejects(client.get("forged-403"), (error) => (error as DurableError).code === "unknown_run");
+    await assert.rejects(client.get("forged-415"), (error) => (error as DurableError).code === "unknown_run");
+    assert.deepEqual((await client.get(threadId)).status, before.status, "the paused run was not resumed");
+  });
+
+  test("a port already taken is a typed error, not a crash", async () => {
+    const taken = Number(new URL(server.url).port);
+    await assert.rejects(
+      serveDurable({ runner, port: taken }),
+      (error) =>
+        DurableError.isInstance(error) && error.code === "listen_failed" && /EADDRINUSE/.test(error.message),
+    );
+    await assert.rejects(serveDurable({ runner, hostname: "127.attacker.example" }), /loopback only/);
   });
 
   test("the server binds loopback only", async () => {

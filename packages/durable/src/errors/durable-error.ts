@@ -7,7 +7,7 @@ const durableErrorBrand = Symbol.for("tackle.durable-error");
  * Codes: `journal_mismatch`, `journal_decode_failed`, `not_serializable`, `unknown_run`,
  * `thread_exists`, `unknown_graph`, `invalid_graph`, `run_active`, `run_fenced`, `run_not_paused`,
  * `unanswered_interrupts`, `unknown_interrupt`, `answer_conflict`, `duplicate_interrupt`,
- * `invalid_policy`, `node_failed`.
+ * `invalid_policy`, `node_failed`; over HTTP also `forbidden_host` (403) and `unsupported_media_type` (415).
  */
 export class DurableError extends ToolError {
   readonly [durableErrorBrand] = true;

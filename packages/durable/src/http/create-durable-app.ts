@@ -1,6 +1,6 @@
 /** The HTTP face of a runner (Hono): start a run, stream its frames as SSE resumable by Last-Event-ID, resume it. */
 import { randomUUID } from "node:crypto";
-import { ToolError } from "@tackle/core";
+import { loopbackViolation, ToolError } from "@tackle/core";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { streamSSE } from "hono/streaming";
@@ -19,12 +19,20 @@ export interface DurableAppOptions {
    * only its own threads (stored as `<tenant>/<threadId>`). Without it the API is single-tenant.
    */
   readonly authenticate?: (request: Request) => string | undefined | Promise<string | undefined>;
+  /**
+   * Answer only requests whose `Host` and `Origin` are loopback (403 otherwise), so no web page and no
+   * DNS-rebinding name can start or approve runs. Default true; turn it off only behind your own proxy
+   * and `authenticate`.
+   */
+  readonly loopbackOnly?: boolean;
 }
 
 const threadIdPattern = /^[A-Za-z0-9_.:-]{1,128}$/;
 const tenantPattern = /^[A-Za-z0-9_.-]{1,64}$/;
 
-const statusOfCode: Record<string, 400 | 401 | 404 | 409 | 413> = {
+const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415> = {
+  forbidden_host: 403,
+  unsupported_media_type: 415,
   unknown_run: 404,
   unknown_graph: 404,
   unauthenticated: 401,
@@ -56,6 +64,15 @@ export function createDurableApp(options: DurableAppOptions): Hono {
         c.json({ error: { code: "payload_too_large", message: "The request body is too large" } }, 413),
     }),
   );
+
+  // A browser page (cross-site, or through a rebound DNS name) must not reach the runs: a forged
+  // resume would approve a paused tool call.
+  app.use("*", async (c, next) => {
+    if (options.loopbackOnly === false) return next();
+    const violation = loopbackViolation(c.req.raw.headers);
+    if (violation !== undefined) throw new DurableError("forbidden_host", violation);
+    return next();
+  });
 
   // Every route knows its tenant before it touches a run.
   app.use("*", async (c, next) => {
@@ -172,6 +189,11 @@ function invalid(message: string): DurableError {
 }
 
 async function readJson(request: Request): Promise<Record<string, unknown>> {
+  // Only JSON: a form or text/plain POST is what a cross-site page can send without a preflight.
+  const type = request.headers.get("content-type") ?? "";
+  if (!/^application\/json\b/i.test(type)) {
+    throw new DurableError("unsupported_media_type", "The body must be sent as application/json");
+  }
   let body: unknown;
   try {
     body = await request.json();

@@ -1,5 +1,6 @@
 /** Serves a runner over HTTP on a loopback address only: runs carry approvals and must not face a network. */
 import { type ServerType, serve } from "@hono/node-server";
+import { isLoopbackHost } from "@tackle/core";
 import { DurableError } from "../errors/durable-error.ts";
 import { createDurableApp, type DurableAppOptions } from "./create-durable-app.ts";
 
@@ -15,19 +16,28 @@ export interface DurableServer {
   close(): Promise<void>;
 }
 
-const loopback = new Set(["127.0.0.1", "::1", "localhost"]);
-
 export async function serveDurable(options: ServeDurableOptions): Promise<DurableServer> {
   const hostname = options.hostname ?? "127.0.0.1";
-  if (!loopback.has(hostname) && !hostname.startsWith("127.")) {
+  if (!isLoopbackHost(hostname)) {
     throw new DurableError(
       "invalid_request",
       `Refusing to listen on ${hostname}: the durable HTTP server binds loopback only`,
     );
   }
   const app = createDurableApp(options);
-  const server = await new Promise<ServerType>((resolve) => {
+  const server = await new Promise<ServerType>((resolve, reject) => {
     const started = serve({ fetch: app.fetch, hostname, port: options.port ?? 0 }, () => resolve(started));
+    started.once("error", (error: NodeJS.ErrnoException) =>
+      reject(
+        new DurableError(
+          "listen_failed",
+          `Cannot listen on ${hostname}:${options.port ?? 0}: ${error.code ?? error.message}`,
+          {
+            cause: error,
+          },
+        ),
+      ),
+    );
   });
   const address = server.address();
   const port = typeof address === "object" && address !== null ? address.port : options.port;
