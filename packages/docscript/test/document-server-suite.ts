@@ -379,6 +379,8 @@ export function documentServerSuite(factory: StoreFactory): void {
       assert.equal(await fetchStatus(`/documents/${documentId}/snapshot`, "wrong-token-0123456789"), 403);
       assert.equal(await fetchStatus(`/documents/${documentId}/push`, "wrong-token-0123456789", "POST"), 403);
       assert.equal(await fetchStatus("/documents/no-such-document/snapshot", "any-token-0123456789"), 404);
+      // Without a token nothing says whether a document exists.
+      assert.equal(await fetchStatus("/documents/no-such-document/snapshot"), 401);
       const stranger = createEditor(server.url, "no-such-document", "any-token-0123456789", 51);
       await assert.rejects(
         stranger.pull(),

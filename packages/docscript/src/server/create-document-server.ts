@@ -5,6 +5,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { type Logger, silentLogger } from "@tackle/core";
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { DocumentHost, hashToken } from "./document-host.ts";
@@ -19,6 +20,8 @@ export interface DocumentServerOptions {
   readonly maxOpenDocuments?: number;
   /** Largest push body accepted. Default 16 MiB. */
   readonly maxPushBytes?: number;
+  /** Largest `POST /documents` body (JSON with a base64 snapshot), in bytes. Default 128 MiB. */
+  readonly maxCreateBytes?: number;
   readonly logger?: Logger;
 }
 
@@ -66,6 +69,16 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     return context.json(problem("internal", "the server failed; see its log"), 500);
   });
 
+  // Limits hold while the body streams in, chunked or not: nothing larger is ever buffered.
+  const tooLarge = (limit: number) =>
+    bodyLimit({
+      maxSize: limit,
+      onError: (context) =>
+        context.json(problem("too_large", `a request may carry at most ${limit} bytes`), 413),
+    });
+  app.post("/documents", tooLarge(options.maxCreateBytes ?? 128 * 1024 * 1024));
+  app.post("/documents/:documentId/push", tooLarge(maxPushBytes));
+
   app.post("/documents", async (context) => {
     if (options.adminToken === undefined)
       return context.json(problem("forbidden", "creating documents over HTTP is off"), 403);
@@ -93,6 +106,9 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
 
   /** Answers 404 / 401 / 403, or undefined when the caller may use the document. */
   const guard = async (documentId: string, authorization: string | undefined) => {
+    // No token, no answer about whether the document exists.
+    if (bearer(authorization) === undefined)
+      return { status: 401 as const, body: problem("unauthorized", "a bearer token is required") };
     const verdict = await host.authorize(documentId, bearer(authorization));
     if (verdict === "not_found")
       return { status: 404 as const, body: problem("document_not_found", `no document ${documentId}`) };

@@ -71,7 +71,7 @@ export class DocumentHost {
       } catch (error) {
         throw new DocScriptError(
           "invalid_snapshot",
-          `the snapshot does not import: ${(error as Error).message}`,
+          `the snapshot does not import: ${describeError(error)}`,
           [],
           error,
         );
@@ -177,7 +177,7 @@ export class DocumentHost {
     try {
       meta = decodeImportBlobMeta(bytes, true);
     } catch (error) {
-      return reject([`the bytes are not a Loro update: ${(error as Error).message}`]);
+      return reject([`the bytes are not a Loro update: ${describeError(error)}`]);
     }
     if (meta.mode !== "update" && meta.mode !== "outdated-update") {
       return reject([`a push carries an update, not a ${meta.mode}`]);
@@ -192,7 +192,7 @@ export class DocumentHost {
         return reject(["the update depends on changes this server does not have; pull and rebase first"]);
       }
     } catch (error) {
-      return reject([`the update does not import: ${(error as Error).message}`]);
+      return reject([`the update does not import: ${describeError(error)}`]);
     }
     const after = fork.frontiers();
     if (fork.cmpFrontiers(before, after) === 0) {
@@ -287,7 +287,7 @@ export class DocumentHost {
     }).catch((error: unknown) => {
       this.logger.error("docscript: compaction failed; the update log keeps growing until the next try", {
         documentId,
-        error: (error as Error).message,
+        error: describeError(error),
       });
     });
   }
@@ -347,4 +347,9 @@ export class DocumentHost {
     });
     return next;
   }
+}
+
+/** Loro throws values that are not Errors; keep whatever they say. */
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

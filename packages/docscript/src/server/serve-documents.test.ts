@@ -20,7 +20,10 @@ it("binds loopback only unless told the server is exposed", async () => {
   });
   try {
     assert.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/);
-    assert.equal((await fetch(`${server.url}/documents/missing/snapshot`)).status, 404);
+    const missing = await fetch(`${server.url}/documents/missing/snapshot`, {
+      headers: { authorization: "Bearer some-token-0123456789" },
+    });
+    assert.equal(missing.status, 404);
   } finally {
     await server.close();
   }
@@ -45,4 +48,47 @@ it("refuses a push larger than maxPushBytes with 413 and stores nothing", async 
   } finally {
     await server.close();
   }
+});
+
+it("refuses a chunked push past maxPushBytes while it streams, without buffering it", async () => {
+  const server = await serveDocuments({
+    store: createSqliteDocumentStore({ path: ":memory:" }),
+    schema: timelineSchema,
+    maxPushBytes: 1024,
+  });
+  try {
+    assert.equal(await server.host.create("doc", "token-0123456789abcdef"), true);
+    const before = await server.host.snapshot("doc");
+    let sent = 0;
+    // No content-length: 64 MiB announced by nothing, streamed in 64 KiB chunks.
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 64 * 1024 * 1024) return controller.close();
+        sent += 65_536;
+        controller.enqueue(new Uint8Array(65_536));
+      },
+    });
+    const response = await fetch(`${server.url}/documents/doc/push`, {
+      method: "POST",
+      headers: { authorization: "Bearer token-0123456789abcdef", "content-type": "application/octet-stream" },
+      body,
+      duplex: "half",
+    } as RequestInit);
+    assert.equal(response.status, 413);
+    assert.ok(sent < 64 * 1024 * 1024, `the server stopped reading early (${sent} bytes sent)`);
+    assert.deepEqual(await server.host.snapshot("doc"), before);
+  } finally {
+    await server.close();
+  }
+});
+
+it("refuses a DNS name that merely starts with 127.", async () => {
+  await assert.rejects(
+    serveDocuments({
+      store: createSqliteDocumentStore({ path: ":memory:" }),
+      schema: timelineSchema,
+      hostname: "127.attacker.example",
+    }),
+    /loopback only/,
+  );
 });

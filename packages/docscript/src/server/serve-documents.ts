@@ -1,6 +1,7 @@
 /** Runs a document server on loopback with @hono/node-server. */
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
+import { isLoopbackHost } from "@tackle/core";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import {
   createDocumentServer,
@@ -20,11 +21,9 @@ export interface RunningDocumentServer extends DocumentServer {
   readonly url: string;
 }
 
-const loopback = new Set(["127.0.0.1", "::1", "localhost"]);
-
 export async function serveDocuments(options: ServeDocumentsOptions): Promise<RunningDocumentServer> {
   const hostname = options.hostname ?? "127.0.0.1";
-  if (!loopback.has(hostname) && !hostname.startsWith("127.") && options.exposed !== true) {
+  if (!isLoopbackHost(hostname) && options.exposed !== true) {
     throw new DocScriptError(
       "refused_address",
       `the document server binds loopback only; ${hostname} needs exposed: true`,
