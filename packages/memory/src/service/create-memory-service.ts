@@ -37,7 +37,7 @@ import type { MemoryService } from "./memory-service.ts";
 import { parseRequest } from "./parse-request.ts";
 import { synthesizeProfile } from "./profile.ts";
 import { rankMemories } from "./rank-memories.ts";
-import { contentHash, estimateTokens, queryTerms, textSimilarity } from "./text.ts";
+import { contentHash, estimateTokens, queryTerms, searchTerms, textSimilarity } from "./text.ts";
 
 export interface MemoryServiceOptions {
   readonly store: MemoryStore;
@@ -222,7 +222,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     kinds: readonly Memory["kind"][] | undefined,
   ) {
     const candidateLimit = Math.max(50, limit * 5);
-    const lexical = await store.searchMemories(tenantId, scope, queryTerms(query), {
+    const lexical = await store.searchMemories(tenantId, scope, searchTerms(query), {
       limit: candidateLimit,
       ...(kinds ? { kinds } : {}),
     });

@@ -20,6 +20,44 @@ export function queryTerms(text: string): string[] {
   return (terms.length > 0 ? terms : [...new Set(words)]).slice(0, 32);
 }
 
+/** Inflectional endings dropped before truncating a word to its prefix (longest first). */
+const endings = ["ings", "ing", "ies", "ied", "ed", "es", "s"];
+/** Five letters: truncation to five is the classic English setting, about as good as a stemmer. */
+const prefixLength = 5;
+
+/**
+ * The root a word's prefix search starts from: common inflections dropped, a doubled final consonant
+ * undone ("getting" → "get"), then cut to five letters. Undefined when the root is shorter than that
+ * (the word is then matched exactly, as the index's stemmer does).
+ */
+export function prefixRoot(word: string): string | undefined {
+  let root = word;
+  for (const ending of endings) {
+    if (root.length - ending.length >= 3 && root.endsWith(ending)) {
+      root = root.slice(0, -ending.length);
+      break;
+    }
+  }
+  if (/([b-df-hj-np-tv-z])\1$/.test(root) && !/(ss|ll)$/.test(root)) root = root.slice(0, -1);
+  return root.length >= prefixLength && word.length > prefixLength ? root.slice(0, prefixLength) : undefined;
+}
+
+/**
+ * The words a search asks the store for: `queryTerms`, each word long enough replaced by the prefix
+ * of its root (`"allergy"` → `"aller*"`, which also finds "allergic"; `"teaches"` → `"teach*"`, which
+ * also finds "teacher"). A term ending in `*` is a prefix to the stores.
+ */
+export function searchTerms(text: string): string[] {
+  return [
+    ...new Set(
+      queryTerms(text).map((word) => {
+        const root = prefixRoot(word);
+        return root === undefined ? word : `${root}*`;
+      }),
+    ),
+  ];
+}
+
 /** The words of a text as a set, for token-overlap similarity. */
 export function wordSet(text: string): Set<string> {
   return new Set(queryTerms(text));

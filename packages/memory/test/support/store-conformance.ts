@@ -319,6 +319,23 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       assert.equal(found.results[0]?.memory.id, rare.memory.id);
     });
 
+    it("a question finds a memory that words the same idea with another form of the word", async () => {
+      const t = tenant();
+      const allergic = await service.add(t, { userId: "u", content: "I'm allergic to penicillin" });
+      const teacher = await service.add(t, { userId: "u", content: "My cello teacher is Lena" });
+      await service.add(t, { userId: "u", content: "The weather was rainy all week" });
+      const allergy = await service.search(t, { userId: "u", query: "What allergy does the user have?" });
+      assert.deepEqual(
+        allergy.results.map((result) => result.memory.id),
+        [allergic.memory.id],
+      );
+      const teaches = await service.search(t, { userId: "u", query: "Who teaches the user?" });
+      assert.deepEqual(
+        teaches.results.map((result) => result.memory.id),
+        [teacher.memory.id],
+      );
+    });
+
     it("a possessive's 's' is not a query word", async () => {
       const t = tenant();
       const brother = await service.add(t, { userId: "u", content: "My brother is a nurse" });

@@ -52,9 +52,15 @@ function plainWords(terms: readonly string[]): string[] {
   return terms.map((term) => term.replace(/[^\p{L}\p{N}]/gu, "")).filter(Boolean);
 }
 
-/** tsquery text: plain words ORed. */
+/** tsquery text: plain words ORed; a term ending in `*` is a prefix (`:*`). */
 function tsQuery(terms: readonly string[]): string {
-  return plainWords(terms).join(" | ");
+  return terms
+    .map((term) => {
+      const word = term.replace(/[^\p{L}\p{N}]/gu, "");
+      return word.length === 0 ? "" : term.endsWith("*") ? `${word}:*` : word;
+    })
+    .filter(Boolean)
+    .join(" | ");
 }
 
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<MemoryStore> {
@@ -221,14 +227,20 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       // every memory holding a query lexeme is in the OR match. The scope's size is counted up to
       // 10,000 rows (bounded cost; past that the IDF barely moves); the average length is the matched
       // memories' (FTS5 uses the whole table's).
-      const parameters: unknown[] = [query, plainWords(terms).join(" "), tenantId];
+      const exact = plainWords(terms.filter((term) => !term.endsWith("*")));
+      const prefixes = plainWords(terms.filter((term) => term.endsWith("*")));
+      const parameters: unknown[] = [query, tenantId, exact.join(" "), prefixes.join(" ")];
       const filters = (alias: string) => {
-        let sql = `${alias}.tenant_id = $3 AND ${alias}.status = 'active'${scopeCondition(scope, parameters, mark, `${alias}.`)}`;
+        let sql = `${alias}.tenant_id = $2 AND ${alias}.status = 'active'${scopeCondition(scope, parameters, mark, `${alias}.`)}`;
         if (searchOptions.kinds) sql += ` AND ${alias}.kind IN (${inList(searchOptions.kinds, parameters)})`;
         return sql;
       };
-      const sql = `WITH query AS (
-          SELECT to_tsquery('english', $1) AS q, tsvector_to_array(to_tsvector('english', $2)) AS lexemes),
+      // A query term is a lexeme (matched exactly) or a prefix (matching every lexeme it starts), each
+      // stemmed as to_tsquery stems it; tf and df are counted per query term, as FTS5 counts a prefix.
+      const sql = `WITH query AS (SELECT to_tsquery('english', $1) AS q),
+        terms AS (
+          SELECT term, false AS prefix FROM unnest(tsvector_to_array(to_tsvector('english', $3))) term
+          UNION SELECT term, true FROM unnest(tsvector_to_array(to_tsvector('english', $4))) term),
         scope_size AS (
           SELECT count(*)::float8 AS n FROM (SELECT 1 FROM memories s WHERE ${filters("s")} LIMIT 10000) capped),
         matched AS (
@@ -236,14 +248,16 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
           WHERE ${filters("m")} AND m.tsv @@ query.q),
         average AS (SELECT avg(dl) AS avgdl FROM matched),
         hits AS (
-          SELECT matched.seq, matched.dl, t.lexeme, coalesce(array_length(t.positions, 1), 1)::float8 AS tf
-          FROM matched, unnest(matched.tsv) t, query WHERE t.lexeme = ANY (query.lexemes)),
-        frequency AS (SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
+          SELECT matched.seq, matched.dl, terms.term, sum(coalesce(array_length(t.positions, 1), 1))::float8 AS tf
+          FROM matched CROSS JOIN LATERAL unnest(matched.tsv) t
+          JOIN terms ON CASE WHEN terms.prefix THEN starts_with(t.lexeme, terms.term) ELSE t.lexeme = terms.term END
+          GROUP BY matched.seq, matched.dl, terms.term),
+        frequency AS (SELECT term, count(*)::float8 AS df FROM hits GROUP BY term),
         scored AS (
           SELECT hits.seq, sum(
             ln(1 + (greatest(scope_size.n, frequency.df) - frequency.df + 0.5) / (frequency.df + 0.5))
             * hits.tf * ${bm25K1 + 1} / (hits.tf + ${bm25K1} * (${1 - bm25B} + ${bm25B} * hits.dl / average.avgdl))) AS score
-          FROM hits JOIN frequency USING (lexeme), scope_size, average GROUP BY hits.seq)
+          FROM hits JOIN frequency USING (term), scope_size, average GROUP BY hits.seq)
         SELECT ${memorySelect}, scored.score FROM scored JOIN memories m ON m.seq = scored.seq`;
       parameters.push(searchOptions.limit);
       const rows = await all(

@@ -25,7 +25,8 @@ export function scopeTokens(tenantId: string, scope: MemoryScope): string[] {
  */
 export function ftsWord(term: string): string {
   const word = term.replace(/[^\p{L}\p{N}]/gu, "");
-  return word.length === 0 ? "" : `"${word}"`;
+  if (word.length === 0) return "";
+  return term.endsWith("*") ? `"${word}"*` : `"${word}"`;
 }
 
 /** Any of the words, or "" when no word is left after escaping. */
