@@ -1,7 +1,7 @@
 /** The service as its own process (the `tackle-memory serve` bin): data survives a kill and restart. */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -115,6 +115,20 @@ describe("memory service process", () => {
     children.push(second);
     await verify(second.url, apiKey, memoryId);
     assert.equal(await stop(second, "SIGTERM"), 0, "SIGTERM closes cleanly");
+  });
+
+  it("refuses an API key file that other users can read", async () => {
+    const keys = join(directory, "shared-keys");
+    writeFileSync(keys, "some-key=tenant-a\n", { mode: 0o644 });
+    chmodSync(keys, 0o644);
+    const port = await freePort();
+    await assert.rejects(
+      startService(
+        ["--store", join(directory, "refused.db"), "--listen", `127.0.0.1:${port}`, "--api-keys-file", keys],
+        {},
+      ),
+      /readable by other users.*chmod 600/,
+    );
   });
 
   it("PostgreSQL: data survives a restart of the process", async () => {

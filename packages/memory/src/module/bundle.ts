@@ -64,10 +64,22 @@ export default async function memoryBundle(context: MemoryBundleContext): Promis
     logger,
   });
   logger.info("memory module started an embedded service", {
-    store,
+    store: withoutPassword(store),
     url: server.url,
     module: context.module,
   });
   const client = new MemoryClient({ baseUrl: server.url, apiKey, allowPrivateNetwork: true });
   return { tools: createMemoryTools(client), close: () => server.close() };
+}
+
+/** A store location fit for a log line: a PostgreSQL URL keeps its user and host, never its password. */
+export function withoutPassword(store: string): string {
+  if (!/^postgres(ql)?:\/\//.test(store)) return store;
+  try {
+    const url = new URL(store);
+    if (url.password !== "") url.password = "***";
+    return url.toString();
+  } catch {
+    return "postgres://(unparsable URL)";
+  }
 }

@@ -67,7 +67,12 @@ export function createMemoryApp(options: MemoryAppOptions) {
     if (error instanceof HTTPException) {
       const code =
         error.status === 413 ? "payload_too_large" : error.status === 401 ? "unauthorized" : "invalid_input";
-      return context.json(errorBody(new MemoryError(code, error.message, error.status)), error.status);
+      const message =
+        error.message ||
+        (error.status === 413
+          ? "The request body is larger than the service accepts"
+          : "The request was refused");
+      return context.json(errorBody(new MemoryError(code, message, error.status)), error.status);
     }
     if (ToolError.isInstance(error)) return context.json(errorBody(error), 400);
     logger.error("memory request failed", { path: context.req.path, error: (error as Error)?.message });

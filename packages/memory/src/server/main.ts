@@ -9,7 +9,7 @@
  * beside the store and its path is printed. Prints one JSON line `{"listening": url}` when ready.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
@@ -82,7 +82,7 @@ async function loadModels(
 
 function loadApiKeys(file: string | undefined, store: string): Record<string, string> {
   if (process.env.TACKLE_MEMORY_API_KEYS) return parseApiKeys(process.env.TACKLE_MEMORY_API_KEYS);
-  if (file) return parseApiKeys(readFileSync(file, "utf8"));
+  if (file) return parseApiKeys(readPrivateFile(file));
   const directory = /^postgres(ql)?:\/\//.test(store) ? resolve(".tackle") : dirname(resolve(store));
   mkdirSync(directory, { recursive: true });
   const keyFile = join(directory, "memory-api-key");
@@ -90,7 +90,18 @@ function loadApiKeys(file: string | undefined, store: string): Record<string, st
     writeFileSync(keyFile, `${randomBytes(24).toString("base64url")}\n`, { mode: 0o600 });
     process.stderr.write(`wrote a new API key for tenant "local" to ${keyFile}\n`);
   }
-  return { [readFileSync(keyFile, "utf8").trim()]: "local" };
+  return { [readPrivateFile(keyFile).trim()]: "local" };
+}
+
+/** API keys are secrets: a key file other users can read is refused, as ssh refuses such a key. */
+function readPrivateFile(file: string): string {
+  const mode = statSync(file).mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    throw new Error(
+      `${file} is readable by other users (mode ${mode.toString(8)}); run: chmod 600 ${JSON.stringify(file)}`,
+    );
+  }
+  return readFileSync(file, "utf8");
 }
 
 main(process.argv.slice(2)).catch((error) => {

@@ -84,6 +84,12 @@ describe("loadMeshConfig", () => {
     refused({ MESH_NODE: "my.host" }, "MESH_NODE", /not a node name/);
     refused({ MESH_BROKER_URL: "http://127.0.0.1:4222" }, "MESH_BROKER_URL", /not a NATS server URL/);
     refused({ MESH_BROKER_URL: "nats://[oops" }, "MESH_BROKER_URL", /not a URL/);
+    // The message names the value but never the password it carries.
+    assert.throws(
+      () => loadMeshConfig({ MESH_BROKER_URL: "http://alice:s3cret-pass@127.0.0.1:4222" }),
+      (error: Error) =>
+        /http:\/\/\*\*\*@127\.0\.0\.1:4222/.test(error.message) && !/s3cret-pass/.test(error.message),
+    );
     refused(
       { MESH_BROKER_FILE: join(directory, "missing.creds") },
       "MESH_BROKER_FILE",

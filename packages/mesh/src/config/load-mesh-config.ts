@@ -93,14 +93,18 @@ function checkBrokerUrl(value: string): void {
     try {
       url = new URL(withScheme);
     } catch (error) {
-      throw new MeshConfigError("MESH_BROKER_URL", `${JSON.stringify(trimmed)} is not a URL`, {
-        cause: error,
-      });
+      throw new MeshConfigError(
+        "MESH_BROKER_URL",
+        `${JSON.stringify(withoutCredentials(trimmed))} is not a URL`,
+        {
+          cause: error,
+        },
+      );
     }
     if (!brokerProtocols.has(url.protocol) || url.hostname === "") {
       throw new MeshConfigError(
         "MESH_BROKER_URL",
-        `${JSON.stringify(trimmed)} is not a NATS server URL (nats://host:port, tls://, ws:// or wss://)`,
+        `${JSON.stringify(withoutCredentials(trimmed))} is not a NATS server URL (nats://host:port, tls://, ws:// or wss://)`,
       );
     }
   }
@@ -169,4 +173,9 @@ function parseListen(value: string | undefined): { host: string; port: number } 
     );
   }
   return { host, port };
+}
+
+/** A broker URL may carry a user and password or a token before `@`: never repeat them in an error. */
+function withoutCredentials(server: string): string {
+  return server.replace(/^((?:[A-Za-z][A-Za-z0-9+.-]*:\/\/)?)[^/@\s]*@/, "$1***@");
 }
