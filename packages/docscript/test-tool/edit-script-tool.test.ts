@@ -1,6 +1,9 @@
 /** The tool end to end against a real document server: the seed's example, the prompt, serialization. */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { LoroDoc } from "loro-crdt";
+import { openDocument } from "../src/document/document-session.ts";
+import { timelineSchema } from "../src/timeline/timeline-schema.ts";
 import { workedScripts } from "../src/tool/prompt.ts";
 import { scriptContract } from "../src/tool/script-contract.ts";
 import { type Harness, musicVolume, startHarness, turnMusicDown } from "./harness.ts";
@@ -144,6 +147,71 @@ console.log(entities.get(held.endpoint1EntityId).payload.volume);`;
     assert.deepEqual(after.ok && after.op === "run-edit-script" && after.logs.map((line) => line.text), [
       "-6",
     ]);
+  });
+
+  test("a warm worker's kept document is never stale or written: each run reads exactly what the server has", async () => {
+    await harness.createDocument("kept");
+    const tool = harness.tool({ sandbox: { workers: 1 } });
+    const music = `const bgm = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'bgm');
+const [held] = relations.of(bgm.entityId, 'contain').filter((r) => r.endpoint0EntityId === bgm.entityId);
+const clipId = held.endpoint1EntityId;`;
+    const read = `${music}
+console.log(entities.get(clipId).payload.volume, entities.list({ entityKind: 'track' }).length, entities.list({ entityKind: 'clip' }).length);`;
+    const logsOf = async (script: string) => {
+      const result = await tool.handle({ op: "run-edit-script", doc_id: "kept", script });
+      assert.ok(result.ok && result.op === "run-edit-script", JSON.stringify(result));
+      return result.logs.map((line) => line.text);
+    };
+    assert.deepEqual(await logsOf(read), ["0 3 3"]);
+    // A plan never published, a refused write, a changed read: none of it reaches the next run.
+    const written = await logsOf(`${music}
+entities.update(clipId, [{ op: 'set', path: ['volume'], value: -20 }]);
+entities.create({ entityKind: 'track', payload: { role: 'overlay' } });
+try { entities.update(clipId, [{ op: 'set', path: ['volume'], value: 'loud' }]); } catch (error) { console.log(error.code); }
+entities.get(clipId).payload.volume = 99;
+console.log(entities.get(clipId).payload.volume);`);
+    assert.deepEqual(written, ["schema_violation", "-20"]);
+    assert.deepEqual(await logsOf(read), ["0 3 3"]);
+    // A script that fails after writing, and a plan refused as a whole, leave nothing either.
+    const failed = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "kept",
+      script: `${music}\nentities.update(clipId, [{ op: 'set', path: ['volume'], value: -30 }]);\nthrow new Error('changed my mind');`,
+    });
+    assert.equal(failed.ok, false);
+    const refusedPlan = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "kept",
+      script: "entities.create({ entityKind: 'clip' });",
+    });
+    assert.ok(!refusedPlan.ok && refusedPlan.error.code === "runtime", JSON.stringify(refusedPlan));
+    assert.deepEqual(await logsOf(read), ["0 3 3"]);
+    // Another user's commit is seen by the next run; so is the tool's own.
+    const other = new LoroDoc();
+    await harness.client.pullInto("kept", other);
+    const pulled = other.oplogVersion();
+    const session = openDocument(other, timelineSchema);
+    const bgm = session.entities.list({ entityKind: "track" }).find((track) => track.payload.role === "bgm")!;
+    const [held] = session.relations.of(bgm.entityId, "contain");
+    session.entities.update(held!.endpoint1EntityId, [{ op: "set", path: ["volume"], value: -9 }]);
+    session.entities.create({ entityKind: "track", payload: { role: "overlay", name: "Theirs" } });
+    other.commit();
+    assert.equal(
+      (await harness.client.push("kept", other.export({ mode: "update", from: pulled }))).status,
+      "committed",
+    );
+    assert.deepEqual(await logsOf(read), ["-9 4 3"]);
+    const own = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "kept",
+      script: `${music}\nentities.update(clipId, [{ op: 'set', path: ['volume'], value: -3 }]);`,
+      auto_commit: true,
+    });
+    assert.ok(
+      own.ok && own.op === "run-edit-script" && own.commit?.status === "committed",
+      JSON.stringify(own),
+    );
+    assert.deepEqual(await logsOf(read), ["-3 4 3"]);
   });
 
   test("timeout_ms counts from the script's start: a cold worker and a document load do not eat it", async () => {

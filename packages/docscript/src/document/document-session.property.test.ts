@@ -2,165 +2,11 @@ import assert from "node:assert/strict";
 import { it } from "node:test";
 import fc from "fast-check";
 import { LoroDoc } from "loro-crdt";
-import { DocScriptError } from "../schema/docscript-error.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
+import { checkDocument, isDeferred, issueKey } from "./check-document.ts";
 import { type DocumentSession, openDocument } from "./document-session.ts";
-import { interpretDocument } from "./interpret.ts";
-
-/** One random script step; indexes pick among what exists when the step runs. */
-type Step =
-  | { readonly kind: "track"; readonly role: number }
-  | { readonly kind: "caption"; readonly text: string }
-  | { readonly kind: "audio"; readonly key: number }
-  | { readonly kind: "clip"; readonly content: number; readonly track: number; readonly index: number }
-  | { readonly kind: "volume"; readonly clip: number; readonly value: number }
-  | {
-      readonly kind: "splice";
-      readonly caption: number;
-      readonly index: number;
-      readonly deleteCount: number;
-      readonly insert: string;
-    }
-  | { readonly kind: "delete"; readonly entity: number }
-  | { readonly kind: "move"; readonly clip: number; readonly index: number };
-
-const text = fc.string({ unit: fc.constantFrom("a", "é", "😀", " ", "z"), maxLength: 6 });
-const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("track" as const), role: fc.nat(6) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("caption" as const), text }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant("audio" as const), key: fc.nat(4) }) },
-  {
-    weight: 5,
-    arbitrary: fc.record({
-      kind: fc.constant("clip" as const),
-      content: fc.nat(),
-      track: fc.nat(),
-      index: fc.nat(5),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      kind: fc.constant("volume" as const),
-      clip: fc.nat(),
-      value: fc.integer({ min: -70, max: 20 }),
-    }),
-  },
-  {
-    weight: 2,
-    arbitrary: fc.record({
-      kind: fc.constant("splice" as const),
-      caption: fc.nat(),
-      index: fc.nat(8),
-      deleteCount: fc.nat(3),
-      insert: text,
-    }),
-  },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant("delete" as const), entity: fc.nat() }) },
-  {
-    weight: 2,
-    arbitrary: fc.record({ kind: fc.constant("move" as const), clip: fc.nat(), index: fc.nat(5) }),
-  },
-);
-
-const roles = ["video", "overlay", "audio", "bgm", "voiceover", "caption", "karaoke"];
-
-function pick<T>(items: readonly T[], index: number): T | undefined {
-  return items.length === 0 ? undefined : items[index % items.length];
-}
-
-/** Runs a step; a refused write must leave the document exactly as it was. */
-function run(session: DocumentSession, current: Step): void {
-  const before = JSON.stringify(session.doc.toJSON());
-  const ofKind = (kind: string) =>
-    session.entities.list({ entityKind: kind }).map((entity) => entity.entityId);
-  try {
-    switch (current.kind) {
-      case "track":
-        session.entities.create({ entityKind: "track", payload: { role: roles[current.role] } });
-        return;
-      case "caption":
-        session.entities.create({ entityKind: "caption", payload: { text: current.text } });
-        return;
-      case "audio":
-        session.entities.create({
-          entityKind: "audio",
-          payload: { system: "files", key: `k${current.key}` },
-        });
-        return;
-      case "clip": {
-        const content = pick([...ofKind("audio"), ...ofKind("caption")], current.content);
-        const track = pick(ofKind("track"), current.track);
-        if (content === undefined || track === undefined) return;
-        const clip = session.entities.create({ entityKind: "clip" });
-        const marker = session.entities.create({
-          entityKind: "sequence-marker",
-          payload: { startMs: 0, durationMs: 1000 },
-        });
-        session.relations.link({
-          relationKind: "marker",
-          endpoint0EntityId: clip.entityId,
-          endpoint1EntityId: marker.entityId,
-        });
-        session.relations.link({
-          relationKind: "contain",
-          endpoint0EntityId: clip.entityId,
-          endpoint1EntityId: content,
-        });
-        session.relations.link({
-          relationKind: "contain",
-          endpoint0EntityId: track,
-          endpoint1EntityId: clip.entityId,
-          index: current.index,
-        });
-        return;
-      }
-      case "volume": {
-        const clip = pick(ofKind("clip"), current.clip);
-        if (clip !== undefined)
-          session.entities.update(clip, [{ op: "set", path: ["volume"], value: current.value }]);
-        return;
-      }
-      case "splice": {
-        const caption = pick(ofKind("caption"), current.caption);
-        if (caption === undefined) return;
-        session.entities.update(caption, [
-          {
-            op: "splice",
-            path: ["text"],
-            index: current.index,
-            deleteCount: current.deleteCount,
-            insert: current.insert,
-          },
-        ]);
-        return;
-      }
-      case "delete": {
-        const entity = pick(
-          session.entities.list().map((item) => item.entityId),
-          current.entity,
-        );
-        if (entity !== undefined) session.entities.delete(entity);
-        return;
-      }
-      case "move": {
-        const held = session.relations
-          .list({ relationKind: "contain" })
-          .filter((relation) => relation.endpoint1EntityId.startsWith("clip-"));
-        const relation = pick(held, current.clip);
-        if (relation !== undefined) session.relations.move(relation.relationId, { index: current.index });
-        return;
-      }
-    }
-  } catch (error) {
-    if (!DocScriptError.isInstance(error)) throw error;
-    assert.equal(
-      JSON.stringify(session.doc.toJSON()),
-      before,
-      `refused ${current.kind} changed the document`,
-    );
-  }
-}
+import { run, step } from "./fixtures/random-steps.ts";
+import { interpretDocument, projectDocument } from "./interpret.ts";
 
 function view(session: DocumentSession) {
   return {
@@ -218,5 +64,42 @@ it("two replicas editing concurrently converge to the same entities, relations a
       },
     ),
     { numRuns: 40 },
+  );
+});
+
+it("the issues a session's writes add all lie within its changed scope, and are all deferred ones (ADR 0451)", () => {
+  fc.assert(
+    fc.property(
+      fc.array(step, { minLength: 5, maxLength: 20 }),
+      fc.array(step, { minLength: 1, maxLength: 20 }),
+      (shared, plan) => {
+        const base = new LoroDoc();
+        base.setPeerId(1);
+        const seed = openDocument(base, timelineSchema);
+        for (const current of shared) run(seed, current);
+        base.commit();
+        const baseProjection = projectDocument(base, timelineSchema);
+        const fork = base.fork();
+        fork.setPeerId(2);
+        const session = openDocument(fork, timelineSchema, { projection: baseProjection });
+        for (const current of plan) run(session, current);
+        const added = (
+          issues: readonly { constraint: string }[],
+          before: readonly { constraint: string }[],
+        ) => {
+          const known = new Set(before.map((issue) => issueKey(issue as never)));
+          return issues.map((issue) => issueKey(issue as never)).filter((key) => !known.has(key));
+        };
+        const scope = session.changedScope();
+        const whole = added(session.check(), seed.check());
+        const scoped = added(session.check(scope), checkDocument(baseProjection, scope));
+        assert.deepEqual(scoped.sort(), whole.sort());
+        // Each write's own (local) check let through only what a script may leave for the plan check.
+        const before = new Set(seed.check().map(issueKey));
+        const kept = session.check().filter((issue) => !before.has(issueKey(issue)) && !isDeferred(issue));
+        assert.deepEqual(kept, []);
+      },
+    ),
+    { numRuns: 60 },
   );
 });

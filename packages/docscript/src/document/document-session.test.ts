@@ -329,8 +329,7 @@ describe("document session", () => {
       audio.entityId,
     );
     assert.notEqual(
-      session.entities.create({ entityKind: "audio", payload: { system: "speech", key: "same" } })
-        .entityId,
+      session.entities.create({ entityKind: "audio", payload: { system: "speech", key: "same" } }).entityId,
       audio.entityId,
     );
     assert.throws(

@@ -9,7 +9,14 @@ import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue, Entity, Relation } from "../schema/types.ts";
 import { withDefaults } from "../schema/validate-payload.ts";
-import { changeScope, checkDocument, isDeferred, issueKey, matchShape } from "./check-document.ts";
+import {
+  type CheckScope,
+  changeScope,
+  checkDocument,
+  isDeferred,
+  issueKey,
+  matchShape,
+} from "./check-document.ts";
 import { positionBetween } from "./fractional-position.ts";
 import { projectDocument, refreshRows, versionKey } from "./interpret.ts";
 import {
@@ -94,8 +101,16 @@ export interface DocumentSession {
     move(relationId: string, target: MoveTarget): Relation;
     unlink(relationId: string): void;
   };
-  /** Every issue of the whole document, deferred constraints included; empty when it projects cleanly. */
-  check(): DocumentIssue[];
+  /**
+   * Every issue of the whole document, deferred constraints included; empty when it projects cleanly.
+   * With `scope`, only the issues of those entities and relations (and the invariants over their kinds).
+   */
+  check(scope?: CheckScope): DocumentIssue[];
+  /**
+   * Everything the session's writes could have changed the issues of: the union of each landed write's
+   * scope, before and after it. Outside it the document reads as it did when the session opened.
+   */
+  changedScope(): CheckScope;
   /** Throws `document_invalid` with the issues when `check()` finds any. */
   assertValid(): void;
 }
@@ -155,6 +170,9 @@ export function openDocument(
   };
   const slotsOf = (rowId: string): LoroMap => rowMap(rowId).getOrCreateContainer(ROW_SLOTS, new LoroMap());
 
+  /** The union of every landed write's scope (the after scope already holds the before scope). */
+  const changed = { entityIds: new Set<string>(), relationIds: new Set<string>() };
+
   /** Scope of a change: the rows' entities and relations, then everything touching them. */
   const scopeOf = (changes: RowChanges, extraEntities: Iterable<string>) =>
     changeScope(
@@ -184,7 +202,10 @@ export function openDocument(
       previous.relations.set(relationId, stored instanceof LoroMap ? stored.toJSON() : undefined);
       projection.setRelationRow(relationId, json);
     }
-    const afterScope = scopeOf(changes, [...beforeScope.entityIds, ...extraEntities]);
+    // What the before scope held stays checked, without widening it to its neighbours' relations (a
+    // clip's track holds thousands): that is the server's scope too, and it keeps a write's check local.
+    const afterScope = scopeOf(changes, extraEntities);
+    for (const entityId of beforeScope.entityIds) afterScope.entityIds.add(entityId);
     for (const relationId of beforeScope.relationIds) afterScope.relationIds.add(relationId);
     const added = checkDocument(projection, afterScope).filter(
       (issue) => !isDeferred(issue) && !before.has(issueKey(issue)),
@@ -196,6 +217,8 @@ export function openDocument(
     }
     mutate();
     refreshRows(projection, doc, { entities: changes.entities.keys(), relations: changes.relations.keys() });
+    for (const entityId of afterScope.entityIds) changed.entityIds.add(entityId);
+    for (const relationId of afterScope.relationIds) changed.relationIds.add(relationId);
   };
 
   const hostOnlyCheck = (
@@ -625,8 +648,11 @@ export function openDocument(
         }, [embedded.entityId]);
       },
     },
-    check() {
-      return checkDocument(projection);
+    check(scope) {
+      return checkDocument(projection, scope);
+    },
+    changedScope() {
+      return { entityIds: new Set(changed.entityIds), relationIds: new Set(changed.relationIds) };
     },
     assertValid() {
       const issues = checkDocument(projection);

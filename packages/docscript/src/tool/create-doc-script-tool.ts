@@ -38,6 +38,11 @@ export interface DocScriptToolOptions extends DocScriptHooks {
     readonly memoryLimitMb?: number;
     readonly workers?: number;
     readonly maxRunsPerWorker?: number;
+    /**
+     * Documents each warm worker keeps read between runs (ADR 0450), so a run at the same version, or
+     * one needing only the updates since, skips reading the whole document; 4 by default, 0 keeps none.
+     */
+    readonly cachedDocuments?: number;
   };
   /** Cache bounds: 16 plans, 128 model contexts. */
   readonly maxPlans?: number;
@@ -296,10 +301,17 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
       return failure(input.op, { code: "invalid_input", message: "run-edit-script needs script" });
     const state = await pull(input.doc_id);
     const result = await runEditScript(
-      { pool: sandbox(), schema: schemaReference, hooks },
+      {
+        pool: sandbox(),
+        schema: schemaReference,
+        hooks,
+        ...(options.sandbox?.cachedDocuments === undefined
+          ? {}
+          : { cachedDocuments: options.sandbox.cachedDocuments }),
+      },
       {
         docId: input.doc_id,
-        snapshot: state.replica.export({ mode: "snapshot" }),
+        replica: state.replica,
         version: state.version ?? "",
         script: input.script,
         ...(input.timeout_ms === undefined ? {} : { timeoutMs: input.timeout_ms }),

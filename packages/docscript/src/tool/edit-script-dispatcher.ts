@@ -3,14 +3,14 @@
  * session on a fresh peer, answers the script's binding calls with it (each write checked as it
  * lands), and once the script ends turns everything it did into one checked Loro update — the plan.
  */
-import { LoroDoc } from "loro-crdt";
-import { issueKey } from "../document/check-document.ts";
+import { checkDocument, issueKey } from "../document/check-document.ts";
 import { type DocumentSession, openDocument } from "../document/document-session.ts";
 import type { UpdateOp as SessionUpdateOp } from "../document/update-op.ts";
 import type { SandboxDispatcher, SandboxHost, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
+import { createDocumentCache, type DocumentBytes } from "./document-cache.ts";
 import { declareFields } from "./field-declarations.ts";
 import { type PlanPreview, previewLimit } from "./plan-preview.ts";
 import { type Entity, type Relation, scriptSurface } from "./script-api.ts";
@@ -18,12 +18,19 @@ import { fileOf, requiresStorage, storedFileKinds, uploadedTextFields } from "./
 
 export const surface = scriptSurface;
 
-/** What the host hands a run: the document as pulled, and how to open it. */
+/** What the host hands a run: which document at which version, and how to open it. */
 export interface EditScriptInput {
   readonly docId: string;
   readonly planId: string;
   readonly actor?: string;
-  readonly snapshot: Uint8Array;
+  /**
+   * The version the run works on (the host replica's, as `documentVersion` writes it). The worker reads
+   * the document from its cache, or asks the host (`document` host call) for the updates since the
+   * version it holds, or for a snapshot.
+   */
+  readonly version: string;
+  /** Documents the worker keeps between runs (ADR 0450); 0 keeps none. */
+  readonly cachedDocuments: number;
   /** A module exporting the document's schema, and the export's name. */
   readonly schemaModule: string;
   readonly schemaExport: string;
@@ -38,9 +45,13 @@ export interface EditScriptPlanBody {
   readonly preview: PlanPreview;
   /** Keys of the media the plan created, for `loadGenerationFacts` after a confirmed commit. */
   readonly createdFileKeys: readonly string[];
+  /** How the worker got the document: from its cache, by the updates since, or from a snapshot. */
+  readonly documentSource: "cached" | "updated" | "snapshot";
 }
 
 const schemas = new Map<string, Promise<Schema>>();
+/** This worker's last-read documents; only the dispatcher (outside the script's context) reaches it. */
+const documents = createDocumentCache();
 
 function loadSchema(module: string, exportName: string): Promise<Schema> {
   const key = `${module}#${exportName}`;
@@ -63,17 +74,18 @@ function refused(code: string, message: string, issues: DocumentIssue[] = []): D
 export async function createDispatcher(rawInput: unknown, host: SandboxHost): Promise<SandboxDispatcher> {
   const input = rawInput as EditScriptInput;
   const schema = await loadSchema(input.schemaModule, input.schemaExport);
-  const doc = new LoroDoc();
-  doc.import(input.snapshot);
+  const { doc, base, source } = await documents.checkout(
+    `${input.schemaModule}#${input.schemaExport}#${input.docId}`,
+    input.version,
+    schema,
+    input.cachedDocuments,
+    async (since) => (await host.call("document", since === undefined ? {} : { since })) as DocumentBytes,
+  );
   const baseVersion = doc.oplogVersion();
   doc.setPeerId(input.peerId as `${number}`);
-  const session = openDocument(doc, schema, { role: "script" });
-  // Listed on the first create only: a script that creates nothing never pays for it.
-  let baseIdsRead: Set<string> | undefined;
-  const baseIds = () => {
-    baseIdsRead ??= new Set(session.entities.list().map((entity) => entity.entityId));
-    return baseIdsRead;
-  };
+  // Starts from a copy of the base projection: nothing the run writes reaches `base`.
+  const session = openDocument(doc, schema, { role: "script", projection: base });
+  const inBase = (entityId: string) => base.claimsOf(entityId).length > 0;
   /** The last state of each relation the plan linked or moved, for the preview. */
   const relationStates = new Map<string, Relation>();
   const created = new Set<string>();
@@ -116,14 +128,13 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
         throw refused("invalid_operation", "create takes { entityKind, payload?, variantOf? }");
       }
       const payload = { ...(raw.payload ?? {}) };
-      const existing = baseIds();
       const upload = takeUploads(raw.entityKind, undefined, payload);
       const entity = session.entities.create({
         entityKind: raw.entityKind,
         payload,
         ...(raw.variantOf === undefined ? {} : { variantOf: raw.variantOf }),
       });
-      if (!existing.has(entity.entityId) && !created.has(entity.entityId)) {
+      if (!inBase(entity.entityId) && !created.has(entity.entityId)) {
         created.add(entity.entityId);
         writes++;
       }
@@ -289,11 +300,21 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
   };
 
   /** Issues the plan brings: the base document's own issues (a conflicted document) are not the plan's. */
-  const planIssues = (issues: DocumentIssue[]): DocumentIssue[] => {
+  /**
+   * The issues the plan adds (ADR 0451): the document's issues within everything the plan's writes could
+   * have changed, less those the base already had there. Outside that scope the document reads as the
+   * base did, so this equals the whole-document check's difference without reading every entity.
+   */
+  const planIssues = (checker: DocumentSession, hostWrites: DocumentSession | undefined): DocumentIssue[] => {
+    const scope = session.changedScope();
+    if (hostWrites !== undefined) {
+      const more = hostWrites.changedScope();
+      for (const entityId of more.entityIds) (scope.entityIds as Set<string>).add(entityId);
+      for (const relationId of more.relationIds) (scope.relationIds as Set<string>).add(relationId);
+    }
+    const issues = checker.check(scope);
     if (issues.length === 0) return issues;
-    const base = new LoroDoc();
-    base.import(input.snapshot);
-    const before = new Set(openDocument(base, schema, { role: "host" }).check().map(issueKey));
+    const before = new Set(checkDocument(base, scope).map(issueKey));
     return issues.filter((issue) => !before.has(issueKey(issue)));
   };
 
@@ -360,7 +381,7 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
       };
       await storeUploads(hostSession);
       await recordFileFacts(hostSession);
-      const issues = planIssues((host ?? session).check());
+      const issues = planIssues(host ?? session, host);
       if (issues.length > 0) throw DocScriptError.fromIssues("plan_refused", issues);
       doc.commit({
         message: JSON.stringify({ planId: input.planId, actor: input.actor ?? null }),
@@ -377,7 +398,7 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
         )
         .map((entity) => (entity === undefined ? undefined : fileOf(entity)?.key))
         .filter((key): key is string => key !== undefined);
-      return { update, preview: preview(), createdFileKeys };
+      return { update, preview: preview(), createdFileKeys, documentSource: source };
     },
   };
 }

@@ -1,8 +1,11 @@
 /** `runEditScript`: one script on one pulled snapshot, in the sandbox; the lower-level piece under the tool. */
 import { randomBytes, randomUUID } from "node:crypto";
+import { LoroDoc, VersionVector } from "loro-crdt";
 import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
 import type { SandboxFailure, SandboxLog } from "../sandbox/sandbox-protocol.ts";
+import { DocScriptError } from "../schema/docscript-error.ts";
 import type { Entity } from "../schema/types.ts";
+import { type DocumentBytes, documentVersion, holdsVersion } from "./document-cache.ts";
 import type { EditPlan } from "./edit-plan.ts";
 import type { EditScriptInput, EditScriptPlanBody } from "./edit-script-dispatcher.ts";
 import type { DocScriptHooks } from "./host-hooks.ts";
@@ -15,8 +18,13 @@ export interface SchemaReference {
 
 export interface RunEditScriptRequest {
   readonly docId: string;
-  /** The document as pulled: Loro snapshot bytes and their version. */
-  readonly snapshot: Uint8Array;
+  /**
+   * The document as pulled: the replica the host keeps (the worker asks it for the updates since the
+   * version it last read, ADR 0450), or snapshot bytes. The replica must not change while the run loads.
+   */
+  readonly replica?: LoroDoc;
+  readonly snapshot?: Uint8Array;
+  /** The server's version of what was pulled; the plan's base version. */
   readonly version: string;
   readonly script: string;
   readonly timeoutMs?: number;
@@ -25,13 +33,52 @@ export interface RunEditScriptRequest {
 }
 
 export type RunEditScriptResult =
-  | { readonly ok: true; readonly plan: EditPlan; readonly logs: readonly SandboxLog[] }
+  | {
+      readonly ok: true;
+      readonly plan: EditPlan;
+      readonly logs: readonly SandboxLog[];
+      /** How the worker got the document (ADR 0450): from its cache, by the updates since, or a snapshot. */
+      readonly documentSource: EditScriptPlanBody["documentSource"];
+    }
   | { readonly ok: false; readonly error: SandboxFailure; readonly logs: readonly SandboxLog[] };
 
 export interface RunEditScriptContext {
   readonly pool: SandboxPool;
   readonly schema: SchemaReference;
   readonly hooks: DocScriptHooks;
+  /** Documents each worker keeps between runs (ADR 0450); 4 by default, 0 keeps none. */
+  readonly cachedDocuments?: number;
+}
+
+/** The document the run works on, and how the host answers the worker's `document` call for it. */
+function documentSource(request: RunEditScriptRequest): {
+  version: string;
+  answer(since: unknown): DocumentBytes;
+} {
+  const replica =
+    request.replica ??
+    (() => {
+      if (request.snapshot === undefined)
+        throw new DocScriptError("invalid_request", "runEditScript needs a replica or a snapshot");
+      const doc = new LoroDoc();
+      doc.import(request.snapshot);
+      return doc;
+    })();
+  const version = documentVersion(replica);
+  return {
+    version,
+    answer(since) {
+      if (documentVersion(replica) !== version)
+        throw new DocScriptError("document_changed", "the replica changed while the run was loading it");
+      if (since instanceof Uint8Array && holdsVersion(replica, since)) {
+        return {
+          kind: "updates",
+          bytes: replica.export({ mode: "update", from: VersionVector.decode(since) }),
+        };
+      }
+      return { kind: "snapshot", bytes: request.snapshot ?? replica.export({ mode: "snapshot" }) };
+    },
+  };
 }
 
 /** A fresh Loro peer for each run: 53 random bits, so two runs never author on the same peer. */
@@ -45,11 +92,13 @@ export async function runEditScript(
   request: RunEditScriptRequest,
 ): Promise<RunEditScriptResult> {
   const planId = `plan_${randomUUID()}`;
+  const source = documentSource(request);
   const input: EditScriptInput = {
     docId: request.docId,
     planId,
     ...(request.actor === undefined ? {} : { actor: request.actor }),
-    snapshot: request.snapshot,
+    version: source.version,
+    cachedDocuments: context.cachedDocuments ?? 4,
     schemaModule: String(context.schema.module),
     schemaExport: context.schema.exportName,
     peerId: freshPeerId(),
@@ -63,6 +112,7 @@ export async function runEditScript(
     input,
     ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }),
     onHostCall: async (method, payload) => {
+      if (method === "document") return source.answer((payload as { since?: unknown }).since);
       if (method === "loadEntityAsset" && context.hooks.loadEntityAsset !== undefined) {
         return await context.hooks.loadEntityAsset(request.docId, (payload as { entity: Entity }).entity);
       }
@@ -77,6 +127,7 @@ export async function runEditScript(
   return {
     ok: true,
     logs: result.logs,
+    documentSource: body.documentSource,
     plan: {
       planId,
       docId: request.docId,
