@@ -106,7 +106,11 @@ export interface MemoryStore {
   ): Promise<boolean>;
   memoryHistory(tenantId: string, id: string): Promise<MemoryVersion[]>;
   listMemories(tenantId: string, scope: MemoryScope, options: ListMemoriesOptions): Promise<StoredMemory[]>;
-  /** BM25 over active memories; higher score is better. `terms` are plain words. */
+  /**
+   * BM25 over active memories (FTS5 on SQLite, computed in SQL on PostgreSQL); higher is better.
+   * `terms` are words ORed; a term ending in `*` is a prefix. Stores keep only letters and digits of
+   * each term, so no text handed here is ever query syntax.
+   */
   searchMemories(
     tenantId: string,
     scope: MemoryScope,

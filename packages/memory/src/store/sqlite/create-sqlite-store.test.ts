@@ -35,3 +35,59 @@ it("a file from before the scoped search index is migrated on open and stays sea
     rmSync(directory, { recursive: true, force: true });
   }
 });
+
+it("a file from before the prefix index is rebuilt on open; its memories are found by the new queries", async () => {
+  const directory = mkdtempSync(join(tmpdir(), "tackle-memory-prefix-"));
+  const path = join(directory, "old.db");
+  try {
+    const service = createMemoryService({ store: createSqliteStore({ path }) });
+    const allergic = await service.add("t", { userId: "u", content: "I'm allergic to peanuts" });
+    await service.add("t", { userId: "u", content: "Rainy weather all week" });
+    await service.add("other", { userId: "u", content: "Another tenant is allergic to cats" });
+    await service.close();
+    // Rewind the file to the layout without the prefix index, filled as the old triggers filled it.
+    const database = new DatabaseSync(path);
+    database.exec(`
+      DROP TRIGGER memories_search_insert; DROP TRIGGER memories_search_delete; DROP TRIGGER memories_search_update;
+      DROP TABLE memories_search;
+      CREATE VIRTUAL TABLE memories_search USING fts5(
+        content, scope, content='', contentless_delete=1, tokenize='porter unicode61');
+      INSERT INTO memories_search(rowid, content, scope) SELECT seq, content, scope_tokens FROM memories;
+      CREATE TRIGGER memories_search_insert AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_search(rowid, content, scope) VALUES (new.seq, new.content, new.scope_tokens);
+      END;`);
+    database.close();
+    const reopened = createMemoryService({ store: createSqliteStore({ path }) });
+    const found = await reopened.search("t", { userId: "u", query: "What allergy does the user have?" });
+    assert.deepEqual(
+      found.results.map((result) => result.memory.id),
+      [allergic.memory.id],
+    );
+    const added = await reopened.add("t", { userId: "u", content: "My sister relocated to Lisbon" });
+    const relocation = await reopened.search("t", { userId: "u", query: "relocation" });
+    assert.deepEqual(
+      relocation.results.map((result) => result.memory.id),
+      [added.memory.id],
+    );
+    await reopened.close();
+    const check = new DatabaseSync(path);
+    const table = check.prepare("SELECT sql FROM sqlite_master WHERE name = 'memories_search'").get() as {
+      sql: string;
+    };
+    const triggers = check
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'memories_search_%' ORDER BY name",
+      )
+      .all()
+      .map((row) => (row as { name: string }).name);
+    check.close();
+    assert.match(table.sql, /prefix='5'/);
+    assert.deepEqual(triggers, [
+      "memories_search_delete",
+      "memories_search_insert",
+      "memories_search_update",
+    ]);
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+});

@@ -39,6 +39,7 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
   const database = new DatabaseSync(options.path, { timeout: 5000 });
   database.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
   migrateScopeTokens(database);
+  migratePrefixIndex(database);
   database.exec(sqliteSchema);
   backfillSearchIndex(database);
 
@@ -560,6 +561,25 @@ function migrateScopeTokens(database: DatabaseSync): void {
     DROP TRIGGER IF EXISTS memories_fts_delete;
     DROP TRIGGER IF EXISTS memories_fts_update;
     DROP TABLE IF EXISTS memories_fts;
+    COMMIT;`);
+}
+
+/**
+ * Files made before the five-character prefix index: drop the contentless search index and mark every
+ * memory for reindexing; the schema recreates the index and the backfill below refills it from
+ * `memories` (the text is kept there), so every memory stays findable.
+ */
+function migratePrefixIndex(database: DatabaseSync): void {
+  const table = database
+    .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'memories_search'")
+    .get() as { sql: string } | undefined;
+  if (table === undefined || /prefix\s*=/.test(table.sql)) return;
+  database.exec(`BEGIN IMMEDIATE;
+    DROP TRIGGER IF EXISTS memories_search_insert;
+    DROP TRIGGER IF EXISTS memories_search_delete;
+    DROP TRIGGER IF EXISTS memories_search_update;
+    DROP TABLE memories_search;
+    UPDATE memories SET scope_tokens = '';
     COMMIT;`);
 }
 

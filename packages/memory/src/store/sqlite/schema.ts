@@ -33,7 +33,7 @@ CREATE INDEX IF NOT EXISTS memories_tenant_updated ON memories(tenant_id, update
 -- Contentless FTS5 over the text and the scope: a scoped search intersects the tenant's and the
 -- user's posting lists inside the index instead of matching every tenant's rows and filtering after.
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_search USING fts5(
-  content, scope, content='', contentless_delete=1, tokenize='porter unicode61'
+  content, scope, content='', contentless_delete=1, tokenize='porter unicode61', prefix='5'
 );
 CREATE TRIGGER IF NOT EXISTS memories_search_insert AFTER INSERT ON memories BEGIN
   INSERT INTO memories_search(rowid, content, scope) VALUES (new.seq, new.content, new.scope_tokens);
