@@ -1,12 +1,19 @@
 /**
  * Tenant isolation as a property: random operations by two tenants, run concurrently on each store,
- * never answer anything of the other tenant (its marker or its ids), and never widen the scope asked.
+ * never answer anything of the other tenant (its marker or its ids), never widen the scope asked, and
+ * every operation by the other tenant's id answers `not_found` and changes nothing.
+ *
+ * Each round first stores data for both tenants (so reads have something to leak and foreign-id
+ * operations have real ids to aim at), then runs the random plan concurrently. Counters at the end
+ * make the property fail if it ever goes vacuous again (reads that see nothing, foreign-id operations
+ * that never run).
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { setImmediate as yieldToOthers } from "node:timers/promises";
 import {
   createMemoryService,
   createSqliteStore,
@@ -18,43 +25,149 @@ import { createPostgresStore } from "@tackle/memory/postgres";
 import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
 import fc from "fast-check";
 
+/** Reads by the tenant's own identity: each must see the tenant's own seeded data, never the other's. */
+const readOperations = ["search", "recall", "knowledge", "profile", "bundle", "state"] as const;
+
+/** Operations aimed at one of the other tenant's ids: each must answer `not_found`. */
+const foreignOperations = [
+  "getForeign",
+  "updateForeign",
+  "deleteForeign",
+  "historyForeign",
+  "feedbackForeign",
+  "outcomeForeign",
+  "chainForeign",
+  "traceForeign",
+] as const;
+
 const operations = [
   "add",
   "event",
-  "search",
-  "recall",
   "ingest",
-  "knowledge",
   "selfEdit",
-  "profile",
-  "bundle",
-  "state",
   "traces",
-  "readForeign",
-  "updateForeign",
-  "feedbackForeign",
-  "chainForeign",
+  ...readOperations,
+  ...foreignOperations,
 ] as const;
+
+type ReadOperation = (typeof readOperations)[number];
+type ForeignOperation = (typeof foreignOperations)[number];
+
+const users = ["u1", "u2"] as const;
+const agents = ["a1", "a2"] as const;
+const words = ["apple", "banana", "cherry"] as const;
+const markers = ["@@TA@@", "@@TB@@"] as const;
 
 const operationArbitrary = fc.record({
   tenant: fc.integer({ min: 0, max: 1 }),
   op: fc.constantFrom(...operations),
-  userId: fc.constantFrom("u1", "u2"),
-  agentId: fc.option(fc.constantFrom("a1", "a2"), { nil: undefined }),
-  word: fc.constantFrom("apple", "banana", "cherry"),
+  userId: fc.constantFrom(...users),
+  agentId: fc.option(fc.constantFrom(...agents), { nil: undefined }),
+  word: fc.constantFrom(...words),
   text: fc.string({ minLength: 1, maxLength: 20 }),
+  /** Which of the other tenant's ids a foreign operation aims at (modulo how many there are then). */
+  pick: fc.nat(),
+  /** Whether a foreign operation also names a scope (the same user names exist in both tenants). */
+  scoped: fc.boolean(),
 });
 
 type Operation = typeof operationArbitrary extends fc.Arbitrary<infer T> ? T : never;
 
-async function runProperty(service: MemoryService, runs: number) {
+/** What one tenant owns in a round; the other tenant's operations aim at these. */
+interface TenantIds {
+  memories: Set<string>;
+  events: Set<string>;
+  documents: Set<string>;
+  traces: Set<string>;
+}
+
+interface Counters {
+  foreignPlanned: number;
+  foreignExecuted: number;
+  foreignNotFound: number;
+  reads: Record<ReadOperation, { executed: number; nonEmpty: number }>;
+}
+
+function emptyCounters(): Counters {
+  const reads = {} as Counters["reads"];
+  for (const operation of readOperations) reads[operation] = { executed: 0, nonEmpty: 0 };
+  return { foreignPlanned: 0, foreignExecuted: 0, foreignNotFound: 0, reads };
+}
+
+function isForeign(op: Operation["op"]): op is ForeignOperation {
+  return (foreignOperations as readonly string[]).includes(op);
+}
+
+/** Stores, for every tenant, user and agent, one memory, one user event and one document; awaited. */
+async function seed(service: MemoryService, tenants: readonly string[], ids: readonly TenantIds[]) {
+  const writes: Promise<void>[] = [];
+  for (const [index, tenantId] of tenants.entries()) {
+    const own = ids[index]!;
+    const marker = markers[index]!;
+    for (const userId of users) {
+      for (const agentId of agents) {
+        const scope = { userId, agentId };
+        const content = `${marker} ${userId} ${agentId} apple banana cherry note`;
+        writes.push(
+          (async () => {
+            const added = await service.add(tenantId, { ...scope, content, kind: "preference" });
+            own.memories.add(added.memory.id);
+            // The same custom id in both tenants: each tenant must get its own event.
+            const written = await service.writeEvent(tenantId, {
+              ...scope,
+              sessionId: "s",
+              role: "user",
+              content: `I like ${content}`,
+              customId: `seed-${userId}-${agentId}`,
+            });
+            assert.equal(written.created, true, "a custom id of the other tenant swallowed this event");
+            own.events.add(written.event.id);
+            for (const memory of written.memories) own.memories.add(memory.id);
+            const ingested = await service.ingestDocument(tenantId, { ...scope, title: marker, content });
+            own.documents.add(ingested.document.id);
+            const found = await service.search(tenantId, { ...scope, query: "apple" });
+            own.traces.add(found.traceId);
+          })(),
+        );
+      }
+    }
+  }
+  await Promise.all(writes);
+}
+
+/** Whether a read answered anything of the tenant's own data. */
+function sawData(op: ReadOperation, answer: unknown): boolean {
+  const value = answer as Record<string, unknown[] | Record<string, unknown[]>>;
+  switch (op) {
+    case "search":
+    case "knowledge":
+      return (value.results as unknown[]).length > 0;
+    case "recall":
+      return (value.events as unknown[]).length > 0;
+    case "profile":
+      return ((value.profile as Record<string, unknown[]>).memoryIds ?? []).length > 0;
+    case "bundle":
+      return (value.memories as unknown[]).length > 0 && (value.recentEvents as unknown[]).length > 0;
+    case "state":
+      return (value.recentMemories as unknown[]).length > 0 && (value.recentEvents as unknown[]).length > 0;
+  }
+}
+
+async function runProperty(service: MemoryService, runs: number): Promise<Counters> {
+  const counters = emptyCounters();
   let round = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(operationArbitrary, { minLength: 4, maxLength: 24 }), async (plan) => {
       round += 1;
       const tenants = [`tenant-a-${round}-${Math.random()}`, `tenant-b-${round}-${Math.random()}`];
-      const markers = ["@@TA@@", "@@TB@@"];
-      const ids: [Set<string>, Set<string>] = [new Set(), new Set()];
+      const ids: TenantIds[] = tenants.map(() => ({
+        memories: new Set(),
+        events: new Set(),
+        documents: new Set(),
+        traces: new Set(),
+      }));
+      await seed(service, tenants, ids);
+
       const run = async (operation: Operation) => {
         const self = operation.tenant as 0 | 1;
         const other = (1 - self) as 0 | 1;
@@ -64,13 +177,24 @@ async function runProperty(service: MemoryService, runs: number) {
           ...(operation.agentId ? { agentId: operation.agentId } : {}),
         };
         const content = `${markers[self]} ${operation.word} ${operation.text.replace(/\s+/g, " ")} note`;
-        const foreignId = [...ids[other]][0];
+        // Let the other operations start first, so foreign ids are read while writes are in flight.
+        await yieldToOthers();
+        const foreignPool = [
+          ...(operation.op === "traceForeign" ? ids[other]!.traces : ids[other]!.memories),
+        ];
+        const foreignId = foreignPool[operation.pick % foreignPool.length];
+        const byIdScope = operation.scoped ? { userId: operation.userId } : undefined;
+        if (isForeign(operation.op)) {
+          counters.foreignPlanned += 1;
+          assert.ok(foreignId, `no id of the other tenant to aim ${operation.op} at`);
+          counters.foreignExecuted += 1;
+        }
         let answer: unknown;
         try {
           switch (operation.op) {
             case "add": {
               const added = await service.add(tenantId, { ...scope, content });
-              ids[self].add(added.memory.id);
+              ids[self]!.memories.add(added.memory.id);
               answer = added;
               break;
             }
@@ -82,12 +206,33 @@ async function runProperty(service: MemoryService, runs: number) {
                 content: `I like ${content}`,
                 customId: `shared-${operation.word}`,
               });
-              ids[self].add(written.event.id);
+              ids[self]!.events.add(written.event.id);
+              for (const memory of written.memories) ids[self]!.memories.add(memory.id);
               answer = written;
               break;
             }
+            case "ingest": {
+              const ingested = await service.ingestDocument(tenantId, {
+                ...scope,
+                title: markers[self]!,
+                content,
+              });
+              ids[self]!.documents.add(ingested.document.id);
+              answer = ingested;
+              break;
+            }
+            case "selfEdit":
+              answer = await service.selfEdit(tenantId, {
+                ...scope,
+                edits: [{ op: "append", label: "human", text: markers[self]! }],
+              });
+              break;
+            case "traces":
+              answer = await service.listTraces(tenantId, {});
+              break;
             case "search": {
               const found = await service.search(tenantId, { ...scope, query: `${operation.word} note` });
+              ids[self]!.traces.add(found.traceId);
               for (const result of found.results) {
                 assert.equal(result.memory.userId, scope.userId, "scope widened: userId");
                 if (scope.agentId)
@@ -99,24 +244,8 @@ async function runProperty(service: MemoryService, runs: number) {
             case "recall":
               answer = await service.recallConversation(tenantId, { ...scope, sessionId: "s" });
               break;
-            case "ingest": {
-              const ingested = await service.ingestDocument(tenantId, {
-                ...scope,
-                title: markers[self]!,
-                content,
-              });
-              ids[self].add(ingested.document.id);
-              answer = ingested;
-              break;
-            }
             case "knowledge":
               answer = await service.searchKnowledge(tenantId, { ...scope, query: operation.word });
-              break;
-            case "selfEdit":
-              answer = await service.selfEdit(tenantId, {
-                ...scope,
-                edits: [{ op: "append", label: "human", text: markers[self]! }],
-              });
               break;
             case "profile":
               answer = await service.profile(tenantId, scope);
@@ -127,47 +256,119 @@ async function runProperty(service: MemoryService, runs: number) {
             case "state":
               answer = await service.unifiedState(tenantId, scope);
               break;
-            case "traces":
-              answer = await service.listTraces(tenantId, {});
-              break;
-            case "readForeign":
-              if (foreignId) answer = await service.getMemory(tenantId, foreignId);
+            case "getForeign":
+              answer = await service.getMemory(tenantId, foreignId!, byIdScope);
               break;
             case "updateForeign":
-              if (foreignId)
-                answer = await service.updateMemory(tenantId, foreignId, { content: "hijacked" });
+              answer = await service.updateMemory(tenantId, foreignId!, { content: "hijacked" }, byIdScope);
+              break;
+            case "deleteForeign":
+              answer = await service.deleteMemory(tenantId, foreignId!, "hijacked", byIdScope);
+              break;
+            case "historyForeign":
+              answer = await service.memoryHistory(tenantId, foreignId!, byIdScope);
               break;
             case "feedbackForeign":
-              if (foreignId)
-                answer = await service.recordFeedback(tenantId, foreignId, { rating: "helpful" });
+              answer = await service.recordFeedback(tenantId, foreignId!, { rating: "helpful" }, byIdScope);
+              break;
+            case "outcomeForeign":
+              answer = await service.recordProcedureOutcome(
+                tenantId,
+                foreignId!,
+                { success: true, note: "hijacked" },
+                byIdScope,
+              );
               break;
             case "chainForeign":
-              if (foreignId) answer = await service.chainTrace(tenantId, foreignId);
+              answer = await service.chainTrace(tenantId, foreignId!, byIdScope);
+              break;
+            case "traceForeign":
+              answer = await service.getTrace(tenantId, foreignId!);
               break;
           }
         } catch (error) {
           // Reaching for the other tenant's ids must fail as not found, never succeed or leak.
-          if (MemoryError.isInstance(error) && error.code === "not_found") return;
+          if (isForeign(operation.op) && MemoryError.isInstance(error) && error.code === "not_found") {
+            counters.foreignNotFound += 1;
+            return;
+          }
           throw error;
+        }
+        if (isForeign(operation.op)) {
+          assert.fail(
+            `tenant ${self} reached the other tenant's id with ${operation.op}: ${JSON.stringify(answer).slice(0, 300)}`,
+          );
         }
         const text = JSON.stringify(answer ?? null);
         assert.ok(
           !text.includes(markers[other]!),
-          `tenant ${self} saw the other tenant's data: ${text.slice(0, 300)}`,
+          `tenant ${self} saw the other tenant's data with ${operation.op}: ${text.slice(0, 300)}`,
         );
-        for (const id of ids[other])
-          assert.ok(!text.includes(id), `tenant ${self} saw the other tenant's id ${id}`);
+        for (const set of Object.values(ids[other]!) as Set<string>[]) {
+          for (const id of set) {
+            assert.ok(
+              !text.includes(id),
+              `tenant ${self} saw the other tenant's id ${id} with ${operation.op}`,
+            );
+          }
+        }
+        if ((readOperations as readonly string[]).includes(operation.op)) {
+          const read = counters.reads[operation.op as ReadOperation];
+          read.executed += 1;
+          if (sawData(operation.op as ReadOperation, answer)) read.nonEmpty += 1;
+        }
       };
       // Both tenants' operations start at once and interleave on the store.
       await Promise.all(plan.map((operation) => run(operation)));
+
       for (const [index, tenantId] of tenants.entries()) {
         const state = JSON.stringify(await service.unifiedState(tenantId, {}));
-        assert.ok(!state.includes(markers[1 - index]!));
+        assert.ok(!state.includes(markers[1 - index]!), "the other tenant's data is in this tenant's state");
         assert.ok(!state.includes("hijacked"), "a foreign update landed");
+        // Every memory of this tenant is exactly as its owner left it: no foreign update, delete,
+        // feedback or outcome landed on it.
+        for (const id of ids[index]!.memories) {
+          const { memory } = await service.getMemory(tenantId, id);
+          assert.equal(memory.status, "active", `memory ${id} was deleted by the other tenant`);
+          assert.ok(!memory.content.includes("hijacked"), `memory ${id} was updated by the other tenant`);
+          assert.deepEqual(memory.feedback, { helpful: 0, unhelpful: 0 }, `feedback landed on ${id}`);
+          assert.deepEqual(memory.outcomes, { successes: 0, failures: 0 }, `an outcome landed on ${id}`);
+          const { versions } = await service.memoryHistory(tenantId, id);
+          assert.deepEqual(
+            versions.map((version) => version.change),
+            ["create"],
+            `memory ${id} gained history from the other tenant`,
+          );
+        }
+        for (const id of ids[index]!.traces) await service.getTrace(tenantId, id);
       }
     }),
     { numRuns: runs },
   );
+  return counters;
+}
+
+/** The property is only worth something if it exercised what it claims to; fail when it went vacuous. */
+function assertNotVacuous(counters: Counters, runs: number) {
+  assert.ok(
+    counters.foreignExecuted >= runs,
+    `only ${counters.foreignExecuted} foreign-id operations ran in ${runs} rounds`,
+  );
+  assert.equal(counters.foreignExecuted, counters.foreignPlanned, "a foreign-id operation ran without an id");
+  assert.equal(
+    counters.foreignNotFound,
+    counters.foreignExecuted,
+    "a foreign-id operation did not answer not_found",
+  );
+  for (const [operation, read] of Object.entries(counters.reads)) {
+    assert.ok(read.executed >= runs / 8, `only ${read.executed} ${operation} reads ran in ${runs} rounds`);
+    // Every round seeded every identity a read can name, so every read must see its own tenant's data.
+    assert.equal(
+      read.nonEmpty,
+      read.executed,
+      `${operation}: ${read.nonEmpty}/${read.executed} reads saw data`,
+    );
+  }
 }
 
 describe("tenant isolation under concurrency (property)", () => {
@@ -186,12 +387,16 @@ describe("tenant isolation under concurrency (property)", () => {
     return service;
   };
 
-  it("SQLite: no operation of one tenant reads the other's data", async () => {
-    await runProperty(await open(createSqliteStore({ path: join(directory, "tenancy.db") })), 100);
+  it("SQLite: no operation of one tenant reads or changes the other's data", async () => {
+    const runs = 100;
+    const service = await open(createSqliteStore({ path: join(directory, "tenancy.db") }));
+    assertNotVacuous(await runProperty(service, runs), runs);
   });
 
-  it("PostgreSQL: no operation of one tenant reads the other's data", async () => {
+  it("PostgreSQL: no operation of one tenant reads or changes the other's data", async () => {
     database = await createTestDatabase("tackle_memory_tenancy");
-    await runProperty(await open(await createPostgresStore({ connectionString: database.url })), 60);
+    const runs = 60;
+    const service = await open(await createPostgresStore({ connectionString: database.url }));
+    assertNotVacuous(await runProperty(service, runs), runs);
   });
 });
