@@ -2,7 +2,10 @@
  * Edit-script bench: `run-edit-script` latency (p50, p99) for a ten-write script on 1k- and 10k-entity
  * timeline documents, warm (a warm worker) and cold (a worker booted for the run), and `commit-plan`
  * latency, each beside the same edit applied directly with Loro in the same run, as an overhead ratio.
- * Everything goes through a real document server on loopback (SQLite in a temp dir).
+ * Warm runs are measured three ways: at an unchanged version (the worker's kept document), after another
+ * client's commit (the worker catches up by the updates since), and with nothing kept (`cachedDocuments:
+ * 0`: every run reads the whole document, as before ADR 0450). Everything goes through a real document
+ * server on loopback (SQLite in a temp dir).
  *
  *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/edit-script.ts [entityCounts...]
  */
@@ -11,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LoroDoc, LoroMap } from "loro-crdt";
 import { openDocument } from "../../packages/docscript/src/document/document-session.ts";
+import { projectDocument } from "../../packages/docscript/src/document/interpret.ts";
 import {
   createDocScriptTool,
   createDocumentClient,
@@ -27,6 +31,8 @@ const requested = process.argv
   .filter((count) => count > 0);
 const entityCounts = requested.length > 0 ? requested : [1_000, 10_000];
 const warmRuns = 30;
+const updatedRuns = 15;
+const uncachedRuns = 10;
 const coldRuns = 8;
 const commitRuns = 15;
 const openRuns = 10;
@@ -180,12 +186,69 @@ try {
         await warmTool.handle({ op: "run-edit-script", doc_id: docId, script: tenWrites(-(index % 50) - 1) }),
       );
     });
+    // Another client commits one small change before each run: the worker catches up by the updates since.
+    const otherReplica = new LoroDoc();
+    await client.pullInto(docId, otherReplica);
+    const lastClipId = videoClipIds.at(-1)!;
+    const otherCommit = async (index: number) => {
+      await client.pullInto(docId, otherReplica);
+      const before = otherReplica.oplogVersion();
+      ((otherReplica.getMap("entities").get(lastClipId) as LoroMap).get("fields") as LoroMap).set(
+        "speed",
+        1 + (index % 10) / 10,
+      );
+      otherReplica.commit();
+      const pushed = await client.push(docId, otherReplica.export({ mode: "update", from: before }));
+      if (pushed.status !== "committed") throw new Error(JSON.stringify(pushed));
+    };
+    const updated: number[] = [];
+    for (let index = 0; index < updatedRuns; index++) {
+      await otherCommit(index);
+      const started = performance.now();
+      expectOk(
+        await warmTool.handle({ op: "run-edit-script", doc_id: docId, script: tenWrites(-(index % 50) - 1) }),
+      );
+      updated.push(performance.now() - started);
+    }
+    // The same warm worker with nothing kept: each run reads the whole document (the path before ADR 0450).
+    const uncachedTool = createDocScriptTool({
+      httpOrigin: server.url,
+      authToken: token,
+      sandbox: { workers: 1, maxRunsPerWorker: 1000, cachedDocuments: 0 },
+    });
+    expectOk(await uncachedTool.handle({ op: "run-edit-script", doc_id: docId, script: tenWrites(-1) }));
+    const uncached = await time(uncachedRuns, async (index) => {
+      expectOk(
+        await uncachedTool.handle({
+          op: "run-edit-script",
+          doc_id: docId,
+          script: tenWrites(-(index % 50) - 1),
+        }),
+      );
+    });
+    await uncachedTool.close();
     const direct = await time(warmRuns, async (index) => {
       directEdit(snapshot, videoClipIds, -(index % 50) - 1);
     });
-    // Where a warm run's time goes: opening the document session (reading every row into its index).
+    // The floor of a warm run: the document already open in Loro, ten sets, the update exported.
+    const open = LoroDoc.fromSnapshot(snapshot);
+    const directOpen = await time(warmRuns, async (index) => {
+      const before = open.oplogVersion();
+      const entities = open.getMap("entities");
+      for (const clipId of videoClipIds)
+        ((entities.get(clipId) as LoroMap).get("fields") as LoroMap).set("volume", -(index % 50) - 1);
+      open.commit();
+      open.export({ mode: "update", from: before });
+    });
+    // Where a run's time went before: opening the document session by reading every row into its index;
+    // and what a warm run does instead: fork the kept document and start from a copy of its projection.
     const opening = await time(openRuns, async () => {
       openDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema, { role: "script" });
+    });
+    const kept = LoroDoc.fromSnapshot(snapshot);
+    const keptProjection = projectDocument(kept, timelineSchema);
+    const openingKept = await time(openRuns, async () => {
+      openDocument(kept.fork(), timelineSchema, { role: "script", projection: keptProjection });
     });
     const cold = await time(coldRuns, async () => {
       const coldTool = createDocScriptTool({
@@ -229,14 +292,16 @@ try {
         `| ${count.toLocaleString("en")} | ${what} | ${p50.toFixed(1)} | ${p99.toFixed(1)} | ${baselineName} | ${base50.toFixed(1)} | ${percentile(baseline, 0.99).toFixed(1)} | ${(p50 / base50).toFixed(1)}× |`,
       );
     };
-    line(`run-edit-script, warm (${warmRuns} runs)`, warm, direct, "Loro: import + 10 sets + export");
-    line(
-      `of which: open the document session (${openRuns} runs)`,
-      opening,
-      direct,
-      "Loro: import + 10 sets + export",
+    const loro = "Loro: import + 10 sets + export";
+    line(`run-edit-script, warm, unchanged version (${warmRuns} runs)`, warm, direct, loro);
+    line(`run-edit-script, warm, after another client's commit (${updatedRuns} runs)`, updated, direct, loro);
+    line(`run-edit-script, warm, nothing kept (${uncachedRuns} runs)`, uncached, direct, loro);
+    line(`open a session: fork + kept projection (${openRuns} runs)`, openingKept, direct, loro);
+    line(`open a session: read the whole document (${openRuns} runs)`, opening, direct, loro);
+    line(`run-edit-script, cold (${coldRuns} runs)`, cold, direct, loro);
+    rows.push(
+      `| ${count.toLocaleString("en")} | floor: Loro, document already open, 10 sets + export, nothing checked (${warmRuns} runs) | ${percentile(directOpen, 0.5).toFixed(2)} | ${percentile(directOpen, 0.99).toFixed(2)} | | | | |`,
     );
-    line(`run-edit-script, cold (${coldRuns} runs)`, cold, direct, "Loro: import + 10 sets + export");
     line(`commit-plan (${commitRuns} runs)`, commitSamples, directPush, "client: pull + 10 Loro sets + push");
   }
 } finally {

@@ -111,6 +111,11 @@ export interface DocumentSession {
    * scope, before and after it. Outside it the document reads as it did when the session opened.
    */
   changedScope(): CheckScope;
+  /**
+   * The same session with the host's role: its writes may set host-only fields. It shares this
+   * session's document, index and changed scope, so nothing is read again.
+   */
+  asHost(): DocumentSession;
   /** Throws `document_invalid` with the issues when `check()` finds any. */
   assertValid(): void;
 }
@@ -132,7 +137,8 @@ export function openDocument(
     doc.getPendingTxnLength() === 0
       ? given.clone()
       : projectDocument(doc, schema);
-  const role = options.role ?? "script";
+  /** Changed only for the length of one call made through `asHost()`. */
+  let role = options.role ?? "script";
   const createId =
     options.createId ?? ((kind: string) => `${kind}-${randomBytes(9).toString("base64url").slice(0, 12)}`);
   const entitiesMap = doc.getMap(ENTITIES);
@@ -653,6 +659,37 @@ export function openDocument(
     },
     changedScope() {
       return { entityIds: new Set(changed.entityIds), relationIds: new Set(changed.relationIds) };
+    },
+    asHost() {
+      const asHost = <Method extends (...args: never[]) => unknown>(method: Method): Method =>
+        ((...args: Parameters<Method>) => {
+          const previous = role;
+          role = "host";
+          try {
+            return method(...args);
+          } finally {
+            role = previous;
+          }
+        }) as Method;
+      const entities = session.entities;
+      const relations = session.relations;
+      const host: DocumentSession = {
+        ...session,
+        entities: {
+          ...entities,
+          create: asHost(entities.create),
+          update: asHost(entities.update),
+          delete: asHost(entities.delete),
+        },
+        relations: {
+          ...relations,
+          link: asHost(relations.link),
+          move: asHost(relations.move),
+          unlink: asHost(relations.unlink),
+        },
+        asHost: () => host,
+      };
+      return host;
     },
     assertValid() {
       const issues = checkDocument(projection);

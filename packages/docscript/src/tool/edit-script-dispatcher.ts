@@ -305,14 +305,15 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
    * have changed, less those the base already had there. Outside that scope the document reads as the
    * base did, so this equals the whole-document check's difference without reading every entity.
    */
-  const planIssues = (checker: DocumentSession, hostWrites: DocumentSession | undefined): DocumentIssue[] => {
+  /**
+   * The issues the plan adds (ADR 0451): the document's issues within everything the plan's writes could
+   * have changed (the host's recorded file facts included), less those the base already had there.
+   * Outside that scope the document reads as the base did, so this equals the whole-document check's
+   * difference without reading every entity.
+   */
+  const planIssues = (): DocumentIssue[] => {
     const scope = session.changedScope();
-    if (hostWrites !== undefined) {
-      const more = hostWrites.changedScope();
-      for (const entityId of more.entityIds) (scope.entityIds as Set<string>).add(entityId);
-      for (const relationId of more.relationIds) (scope.relationIds as Set<string>).add(relationId);
-    }
-    const issues = checker.check(scope);
+    const issues = session.check(scope);
     if (issues.length === 0) return issues;
     const before = new Set(checkDocument(base, scope).map(issueKey));
     return issues.filter((issue) => !before.has(issueKey(issue)));
@@ -376,12 +377,12 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
       if (!outcome.ok) throw refused(outcome.error.code, outcome.error.message);
       let host: DocumentSession | undefined;
       const hostSession = () => {
-        host ??= openDocument(doc, schema, { role: "host" });
+        host ??= session.asHost();
         return host;
       };
       await storeUploads(hostSession);
       await recordFileFacts(hostSession);
-      const issues = planIssues(host ?? session, host);
+      const issues = planIssues();
       if (issues.length > 0) throw DocScriptError.fromIssues("plan_refused", issues);
       doc.commit({
         message: JSON.stringify({ planId: input.planId, actor: input.actor ?? null }),
