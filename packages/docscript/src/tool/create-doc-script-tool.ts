@@ -14,6 +14,7 @@ import type { SandboxFailure, SandboxLog } from "../sandbox/sandbox-protocol.ts"
 import type { Schema } from "../schema/define-schema.ts";
 import { commitPlan } from "./commit-plan.ts";
 import { createEditScriptPool } from "./create-edit-script-pool.ts";
+import { keptEntitiesFor } from "./document-cache.ts";
 import type { CommitOutcome, EditPlan } from "./edit-plan.ts";
 import type { DocScriptHooks } from "./host-hooks.ts";
 import { createPlanCache } from "./plan-cache.ts";
@@ -41,6 +42,7 @@ export interface DocScriptToolOptions extends DocScriptHooks {
     /**
      * Documents each warm worker keeps read between runs (ADR 0450), so a run at the same version, or
      * one needing only the updates since, skips reading the whole document; 4 by default, 0 keeps none.
+     * Together they keep at most the entities a quarter of `memoryLimitMb` affords (~40k at 256 MB).
      */
     readonly cachedDocuments?: number;
   };
@@ -308,6 +310,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
         ...(options.sandbox?.cachedDocuments === undefined
           ? {}
           : { cachedDocuments: options.sandbox.cachedDocuments }),
+        cachedEntities: keptEntitiesFor(options.sandbox?.memoryLimitMb ?? 256),
       },
       {
         docId: input.doc_id,

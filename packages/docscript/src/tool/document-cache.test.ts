@@ -58,7 +58,7 @@ describe("a worker's document cache", () => {
     const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
     const host = hostOf(replica);
     const cache = createDocumentCache();
-    const first = await cache.checkout("doc", host.version(), timelineSchema, 4, host.load);
+    const first = await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
     assert.equal(first.source, "snapshot");
     const before = view(openDocument(first.doc, timelineSchema, { projection: first.base }));
 
@@ -73,7 +73,7 @@ describe("a worker's document cache", () => {
     );
     first.doc.commit();
 
-    const second = await cache.checkout("doc", host.version(), timelineSchema, 4, host.load);
+    const second = await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
     assert.equal(second.source, "cached");
     assert.deepEqual(host.calls, ["snapshot"], "a cached version asks the host for nothing");
     assert.notEqual(second.doc, first.doc, "each run gets its own fork");
@@ -85,14 +85,14 @@ describe("a worker's document cache", () => {
     const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
     const host = hostOf(replica);
     const cache = createDocumentCache();
-    await cache.checkout("doc", host.version(), timelineSchema, 4, host.load);
+    await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
     otherClient(replica, 41, (session) => {
       const [clip, other] = session.entities.list({ entityKind: "clip" });
       session.entities.update(clip!.entityId, [{ op: "set", path: ["volume"], value: -12 }]);
       session.entities.delete(other!.entityId);
       session.entities.create({ entityKind: "track", payload: { role: "overlay", name: "From elsewhere" } });
     });
-    const next = await cache.checkout("doc", host.version(), timelineSchema, 4, host.load);
+    const next = await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
     assert.equal(next.source, "updated");
     assert.deepEqual(host.calls, ["snapshot", "updates"]);
     const read = view(openDocument(next.doc, timelineSchema, { projection: next.base }));
@@ -105,7 +105,7 @@ describe("a worker's document cache", () => {
     const cache = createDocumentCache();
     const first = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
     const firstHost = hostOf(first);
-    await cache.checkout("doc", firstHost.version(), timelineSchema, 4, firstHost.load);
+    await cache.checkout("doc", firstHost.version(), timelineSchema, { documents: 4 }, firstHost.load);
     // Another document under the same id (say, recreated): the host cannot send updates from our version.
     const recreated = new LoroDoc();
     recreated.setPeerId(7);
@@ -115,12 +115,18 @@ describe("a worker's document cache", () => {
     });
     recreated.commit();
     const recreatedHost = hostOf(recreated);
-    const read = await cache.checkout("doc", recreatedHost.version(), timelineSchema, 4, recreatedHost.load);
+    const read = await cache.checkout(
+      "doc",
+      recreatedHost.version(),
+      timelineSchema,
+      { documents: 4 },
+      recreatedHost.load,
+    );
     assert.equal(read.source, "snapshot");
     assert.deepEqual(freshView(read.doc), freshView(recreated));
     // A host that answers at some other version is refused rather than served.
     await assert.rejects(
-      cache.checkout("other", documentVersion(first), timelineSchema, 4, recreatedHost.load),
+      cache.checkout("other", documentVersion(first), timelineSchema, { documents: 4 }, recreatedHost.load),
       (error: unknown) => DocScriptError.isInstance(error) && error.code === "document_unavailable",
     );
   });
@@ -129,21 +135,51 @@ describe("a worker's document cache", () => {
     const cache = createDocumentCache();
     const hosts = ["a", "b", "c"].map(() => hostOf(LoroDoc.fromSnapshot(sampleTimelineSnapshot())));
     for (const [index, host] of hosts.entries())
-      await cache.checkout(`doc-${index}`, host.version(), timelineSchema, 2, host.load);
+      await cache.checkout(`doc-${index}`, host.version(), timelineSchema, { documents: 2 }, host.load);
     assert.equal(cache.size, 2);
     assert.equal(
-      (await cache.checkout("doc-2", hosts[2]!.version(), timelineSchema, 2, hosts[2]!.load)).source,
+      (await cache.checkout("doc-2", hosts[2]!.version(), timelineSchema, { documents: 2 }, hosts[2]!.load))
+        .source,
       "cached",
     );
     assert.equal(
-      (await cache.checkout("doc-0", hosts[0]!.version(), timelineSchema, 2, hosts[0]!.load)).source,
+      (await cache.checkout("doc-0", hosts[0]!.version(), timelineSchema, { documents: 2 }, hosts[0]!.load))
+        .source,
       "snapshot",
     );
-    await cache.checkout("doc-1", hosts[1]!.version(), timelineSchema, 0, hosts[1]!.load);
+    await cache.checkout("doc-1", hosts[1]!.version(), timelineSchema, { documents: 0 }, hosts[1]!.load);
     assert.equal(cache.size, 0);
     assert.equal(
-      (await cache.checkout("doc-1", hosts[1]!.version(), timelineSchema, 0, hosts[1]!.load)).source,
+      (await cache.checkout("doc-1", hosts[1]!.version(), timelineSchema, { documents: 0 }, hosts[1]!.load))
+        .source,
       "snapshot",
+    );
+  });
+
+  it("keeps no more entities than its budget: a document above it is read each time, and evicts older ones", async () => {
+    const cache = createDocumentCache();
+    const small = hostOf(LoroDoc.fromSnapshot(sampleTimelineSnapshot()));
+    const large = hostOf(LoroDoc.fromSnapshot(sampleTimelineSnapshot({ extraClips: 10 })));
+    const limits = { documents: 4, entities: 30 };
+    await cache.checkout("small", small.version(), timelineSchema, limits, small.load);
+    assert.equal(cache.size, 1);
+    // 12 + 30 entities: over the budget alone, so never kept; the small one stays.
+    await cache.checkout("large", large.version(), timelineSchema, limits, large.load);
+    assert.equal(
+      (await cache.checkout("large", large.version(), timelineSchema, limits, large.load)).source,
+      "snapshot",
+    );
+    assert.equal(
+      (await cache.checkout("small", small.version(), timelineSchema, limits, small.load)).source,
+      "cached",
+    );
+    // With room for the large one only, keeping it evicts the small one.
+    const roomy = { documents: 4, entities: 45 };
+    await cache.checkout("large", large.version(), timelineSchema, roomy, large.load);
+    assert.equal(cache.size, 1);
+    assert.equal(
+      (await cache.checkout("large", large.version(), timelineSchema, roomy, large.load)).source,
+      "cached",
     );
   });
 
@@ -151,9 +187,9 @@ describe("a worker's document cache", () => {
     const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
     const host = hostOf(replica);
     const cache = createDocumentCache();
-    await cache.checkout("doc", host.version(), timelineSchema, 4, host.load);
+    await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
     const other = defineSchema({ name: "other", entities: { track: { fields: {} } }, relations: {} });
-    const read = await cache.checkout("doc", host.version(), other, 4, host.load);
+    const read = await cache.checkout("doc", host.version(), other, { documents: 4 }, host.load);
     assert.equal(read.source, "snapshot");
     assert.equal(read.base.schema, other);
   });
@@ -172,7 +208,7 @@ describe("a worker's document cache", () => {
           replica.commit();
           const host = hostOf(replica);
           const cache = createDocumentCache();
-          await cache.checkout("doc", host.version(), timelineSchema, 4, host.load);
+          await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
           const base = replica.oplogVersion();
           const forks = [left, right].map((steps, index) => {
             const fork = replica.fork();
@@ -183,7 +219,13 @@ describe("a worker's document cache", () => {
             return fork;
           });
           for (const fork of forks) replica.import(fork.export({ mode: "update", from: base }));
-          const next = await cache.checkout("doc", host.version(), timelineSchema, 4, host.load);
+          const next = await cache.checkout(
+            "doc",
+            host.version(),
+            timelineSchema,
+            { documents: 4 },
+            host.load,
+          );
           assert.deepEqual(
             view(openDocument(next.doc, timelineSchema, { projection: next.base })),
             freshView(replica),

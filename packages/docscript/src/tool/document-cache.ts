@@ -38,16 +38,27 @@ interface CachedDocument {
   version: string;
 }
 
+/** How much a worker keeps: documents (0 keeps none) and, over all of them, entities (a heap budget). */
+export interface CacheLimits {
+  readonly documents: number;
+  readonly entities?: number;
+}
+
+/**
+ * Entities a worker keeps for a heap ceiling: a quarter of the heap, at ~1.6 KB of heap per kept entity
+ * (a 10k-entity timeline and its projection hold ~15.5 MB; Loro's own memory lies outside the heap).
+ */
+export function keptEntitiesFor(memoryLimitMb: number): number {
+  return Math.floor((memoryLimitMb * 1024 * 1024) / 4 / 1600);
+}
+
 export interface DocumentCache {
-  /**
-   * The document `key` at `version` (as `documentVersion` writes it). Keeps at
-   * most `limit` documents; 0 keeps none (every run loads a snapshot).
-   */
+  /** The document `key` at `version` (as `documentVersion` writes it), keeping what `limits` allow. */
   checkout(
     key: string,
     version: string,
     schema: Schema,
-    limit: number,
+    limits: CacheLimits,
     load: LoadDocument,
   ): Promise<CheckedOutDocument>;
   readonly size: number;
@@ -133,18 +144,26 @@ export function createDocumentCache(): DocumentCache {
     return { entry, source: "snapshot" };
   };
 
+  const keptEntities = () => {
+    let total = 0;
+    for (const entry of entries.values()) total += entry.projection.entityCount;
+    return total;
+  };
+
   return {
-    async checkout(key, version, schema, limit, loadDocument) {
+    async checkout(key, version, schema, limits, loadDocument) {
       const { entry, source } = await load(key, version, schema, loadDocument);
       entries.delete(key);
-      if (limit <= 0) {
-        // Nothing is kept, so the run may write into the doc it was handed; the projection is copied on open.
-        entries.clear();
+      const maxEntities = limits.entities ?? Number.POSITIVE_INFINITY;
+      if (limits.documents <= 0 || entry.projection.entityCount > maxEntities) {
+        // Not kept, so the run may write into the doc it was handed; the projection is copied on open.
+        if (limits.documents <= 0) entries.clear();
         return { doc: entry.doc, base: entry.projection, source };
       }
       entries.set(key, entry);
+      // The least recently used leave first; the document just read is the last to go.
       for (const oldest of entries.keys()) {
-        if (entries.size <= limit) break;
+        if (entries.size <= limits.documents && keptEntities() <= maxEntities) break;
         entries.delete(oldest);
       }
       return { doc: entry.doc.fork(), base: entry.projection, source };

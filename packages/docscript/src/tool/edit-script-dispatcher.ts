@@ -10,7 +10,7 @@ import type { SandboxDispatcher, SandboxHost, ScriptOutcome } from "../sandbox/s
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
-import { createDocumentCache, type DocumentBytes } from "./document-cache.ts";
+import { type CacheLimits, createDocumentCache, type DocumentBytes } from "./document-cache.ts";
 import { declareFields } from "./field-declarations.ts";
 import { type PlanPreview, previewLimit } from "./plan-preview.ts";
 import { type Entity, type Relation, scriptSurface } from "./script-api.ts";
@@ -29,8 +29,8 @@ export interface EditScriptInput {
    * version it holds, or for a snapshot.
    */
   readonly version: string;
-  /** Documents the worker keeps between runs (ADR 0450); 0 keeps none. */
-  readonly cachedDocuments: number;
+  /** What the worker keeps between runs (ADR 0450): documents (0 keeps none) and entities over all. */
+  readonly cache: CacheLimits;
   /** A module exporting the document's schema, and the export's name. */
   readonly schemaModule: string;
   readonly schemaExport: string;
@@ -78,7 +78,7 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
     `${input.schemaModule}#${input.schemaExport}#${input.docId}`,
     input.version,
     schema,
-    input.cachedDocuments,
+    input.cache,
     async (since) => (await host.call("document", since === undefined ? {} : { since })) as DocumentBytes,
   );
   const baseVersion = doc.oplogVersion();

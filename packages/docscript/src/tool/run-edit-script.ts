@@ -5,7 +5,7 @@ import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
 import type { SandboxFailure, SandboxLog } from "../sandbox/sandbox-protocol.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { Entity } from "../schema/types.ts";
-import { type DocumentBytes, documentVersion, holdsVersion } from "./document-cache.ts";
+import { type DocumentBytes, documentVersion, holdsVersion, keptEntitiesFor } from "./document-cache.ts";
 import type { EditPlan } from "./edit-plan.ts";
 import type { EditScriptInput, EditScriptPlanBody } from "./edit-script-dispatcher.ts";
 import type { DocScriptHooks } from "./host-hooks.ts";
@@ -48,6 +48,8 @@ export interface RunEditScriptContext {
   readonly hooks: DocScriptHooks;
   /** Documents each worker keeps between runs (ADR 0450); 4 by default, 0 keeps none. */
   readonly cachedDocuments?: number;
+  /** Entities each worker keeps over all its documents; by default what a 256 MB heap affords (`keptEntitiesFor`). */
+  readonly cachedEntities?: number;
 }
 
 /** The document the run works on, and how the host answers the worker's `document` call for it. */
@@ -98,7 +100,10 @@ export async function runEditScript(
     planId,
     ...(request.actor === undefined ? {} : { actor: request.actor }),
     version: source.version,
-    cachedDocuments: context.cachedDocuments ?? 4,
+    cache: {
+      documents: context.cachedDocuments ?? 4,
+      entities: context.cachedEntities ?? keptEntitiesFor(256),
+    },
     schemaModule: String(context.schema.module),
     schemaExport: context.schema.exportName,
     peerId: freshPeerId(),
