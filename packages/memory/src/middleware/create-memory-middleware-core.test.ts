@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { WriteEventRequest } from "../schemas/event.ts";
 import type { ContextBundleRequest, ContextBundleResponse } from "../schemas/synthesis.ts";
+import { DEFAULT_CACHE_ENTRIES, DEFAULT_CACHE_TTL_MS } from "./cache/bundle-cache.ts";
 import { cacheIdentityKey } from "./cache/cache-identity.ts";
 import {
   createMemoryMiddlewareCore,
@@ -180,18 +181,55 @@ describe("the middleware core", () => {
     assert.equal(bundleRequests.length, 3, "with WebCrypto back, the cache serves the repeat");
   });
 
-  it("holds at most 50 entries and forgets them after the time limit", async () => {
+  it("holds the 50 most recently used identities by default", async () => {
+    assert.equal(DEFAULT_CACHE_ENTRIES, 50);
     const { client, bundleRequests } = recordingClient();
-    const middleware = core(client, { cache: { ttlMs: 40 } });
+    const middleware = core(client);
     for (let index = 0; index <= 50; index++)
       await middleware.getContext({ userId: `user-${index}` }, userAsks);
-    await middleware.getContext({ userId: "user-50" }, userAsks);
     assert.equal(bundleRequests.length, 51);
+    // user-0 was the least recently used of 51: evicted. The other 50 are all still served.
+    for (let index = 50; index >= 1; index--)
+      await middleware.getContext({ userId: `user-${index}` }, userAsks);
+    assert.equal(bundleRequests.length, 51, "all 50 most recent identities are still cached");
     await middleware.getContext({ userId: "user-0" }, userAsks);
     assert.equal(bundleRequests.length, 52, "the least recently used entry was evicted");
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    await middleware.getContext({ userId: "user-0" }, userAsks);
-    assert.equal(bundleRequests.length, 53, "an expired entry is fetched again");
+    assert.equal(bundleRequests.at(-1)!.userId, "user-0");
+    // Fetching user-0 again pushed out the now least recently used, user-50.
+    await middleware.getContext({ userId: "user-1" }, userAsks);
+    assert.equal(bundleRequests.length, 52);
+    await middleware.getContext({ userId: "user-50" }, userAsks);
+    assert.equal(bundleRequests.length, 53);
+  });
+
+  it("serves a bundle for 60 seconds by default, counted from the fetch", async () => {
+    assert.equal(DEFAULT_CACHE_TTL_MS, 60_000);
+    let clock = 1_000;
+    const { client, bundleRequests } = recordingClient();
+    const middleware = core(client, { cache: { now: () => clock } });
+    await middleware.getContext({ userId: "alice" }, userAsks);
+    clock += 59_999;
+    await middleware.getContext({ userId: "alice" }, userAsks);
+    assert.equal(bundleRequests.length, 1, "still fresh a millisecond before the limit");
+    clock += 1;
+    const refreshed = await middleware.getContext({ userId: "alice" }, userAsks);
+    assert.equal(bundleRequests.length, 2, "an expired entry is fetched again, even after a hit");
+    assert.match(refreshed!.text, /memory for alice/);
+    await middleware.getContext({ userId: "alice" }, userAsks);
+    assert.equal(bundleRequests.length, 2, "the refetched bundle is cached again");
+  });
+
+  it("honours a shorter time limit", async () => {
+    let clock = 0;
+    const { client, bundleRequests } = recordingClient();
+    const middleware = core(client, { cache: { ttlMs: 40, now: () => clock } });
+    await middleware.getContext({ userId: "alice" }, userAsks);
+    clock = 39;
+    await middleware.getContext({ userId: "alice" }, userAsks);
+    assert.equal(bundleRequests.length, 1);
+    clock = 40;
+    await middleware.getContext({ userId: "alice" }, userAsks);
+    assert.equal(bundleRequests.length, 2);
   });
 
   it("in a tool loop, fetches only when the last message is the user's", async () => {

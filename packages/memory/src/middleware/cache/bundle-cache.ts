@@ -6,8 +6,12 @@ export const DEFAULT_CACHE_ENTRIES = 50;
 export const DEFAULT_CACHE_TTL_MS = 60_000;
 
 export interface BundleCacheOptions {
+  /** How many identities are remembered; the least recently used is forgotten first. Default 50. */
   readonly maxEntries?: number;
+  /** How long a fetched bundle is served, counted from the fetch (a hit does not extend it). Default 60 s. */
   readonly ttlMs?: number;
+  /** The clock in milliseconds (default `performance.now`); tests pass their own instead of sleeping. */
+  readonly now?: () => number;
 }
 
 export interface BundleCache<Value> {
@@ -21,6 +25,7 @@ export interface BundleCache<Value> {
 export function createBundleCache<Value>(options: BundleCacheOptions = {}): BundleCache<Value> {
   const maxEntries = options.maxEntries ?? DEFAULT_CACHE_ENTRIES;
   const ttlMs = options.ttlMs ?? DEFAULT_CACHE_TTL_MS;
+  const now = options.now ?? (() => performance.now());
   // A Map iterates in insertion order: re-inserting on use keeps the least recently used first.
   const entries = new Map<string, { value: Promise<Value>; expiresAt: number }>();
   return {
@@ -28,13 +33,13 @@ export function createBundleCache<Value>(options: BundleCacheOptions = {}): Bund
       const entry = entries.get(key);
       if (entry === undefined) return undefined;
       entries.delete(key);
-      if (entry.expiresAt <= performance.now()) return undefined;
+      if (entry.expiresAt <= now()) return undefined;
       entries.set(key, entry);
       return entry.value;
     },
     set(key, value) {
       entries.delete(key);
-      entries.set(key, { value, expiresAt: performance.now() + ttlMs });
+      entries.set(key, { value, expiresAt: now() + ttlMs });
       while (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
       value.catch(() => {
         if (entries.get(key)?.value === value) entries.delete(key);
