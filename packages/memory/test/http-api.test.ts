@@ -5,13 +5,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import {
+  createSqliteStore,
+  DEFAULT_MEMORY_URL,
   MemoryClient,
   MemoryError,
   MemoryNetworkError,
   MemoryTimeoutError,
   SsrfRefusedError,
 } from "@tackle/memory";
-import { type MemoryServer, memoryRoutes, serveMemory } from "@tackle/memory/server";
+import { DEFAULT_MEMORY_PORT, type MemoryServer, memoryRoutes, serveMemory } from "@tackle/memory/server";
 import { freePort } from "@tackle/test-support";
 import { json, startFlakyServer } from "./support/start-flaky-server.ts";
 
@@ -277,6 +279,68 @@ describe("MemoryClient", () => {
     }
   });
 
+  it("waits a jittered backoff between retries: a random part of a doubling ceiling, capped at 5 s", async (context) => {
+    const flaky = await startFlakyServer((_request, response, index) =>
+      index < 4
+        ? json(response, 503, { error: { code: "unavailable", message: "busy" } })
+        : json(response, 200, { ok: true }),
+    );
+    // Record every wait the client asks for; the transport's own timer is the one at timeoutMs.
+    const timeoutMs = 9_999;
+    const realSetTimeout = globalThis.setTimeout;
+    const waits: number[] = [];
+    context.mock.method(globalThis, "setTimeout", ((
+      callback: () => void,
+      delay?: number,
+      ...rest: unknown[]
+    ) => {
+      if (delay !== timeoutMs) waits.push(delay ?? 0);
+      return realSetTimeout(callback, delay, ...rest);
+    }) as typeof setTimeout);
+    const backoffs = async (retryBaseMs: number, random: () => number) => {
+      const randomMock = context.mock.method(Math, "random", random);
+      waits.length = 0;
+      flaky.requests.length = 0;
+      try {
+        const client = new MemoryClient({
+          baseUrl: flaky.url,
+          allowPrivateNetwork: true,
+          retryBaseMs,
+          maxRetries: 4,
+          timeoutMs,
+        });
+        assert.deepEqual(await client.status(), { ok: true });
+        assert.equal(flaky.requests.length, 5);
+        return [...waits];
+      } finally {
+        randomMock.mock.restore();
+      }
+    };
+    try {
+      // Real randomness: every wait is within its ceiling (10, 20, 40, 80 ms), and they are not one
+      // fixed fraction of it.
+      const ceilings = [10, 20, 40, 80];
+      const real = await backoffs(10, Math.random.bind(Math));
+      assert.equal(real.length, 4, `one wait per retry: ${real}`);
+      for (const [index, wait] of real.entries()) {
+        assert.ok(
+          wait >= 0 && wait < ceilings[index]!,
+          `wait ${index} = ${wait} within [0, ${ceilings[index]})`,
+        );
+      }
+      assert.ok(new Set(real.map((wait, index) => wait / ceilings[index]!)).size > 1, `jittered: ${real}`);
+      // Scripted randomness: each wait is exactly that random part of its ceiling, so waits differ
+      // across retries even where the ceiling doubles.
+      const script = [0.75, 0.25, 0.5, 0];
+      let draw = 0;
+      assert.deepEqual(await backoffs(10, () => script[draw++ % script.length]!), [7.5, 5, 20, 0]);
+      // The ceiling stops doubling at 5 s (3 s, then 5 s, not 6, 12 and 24 s).
+      assert.deepEqual(await backoffs(3000, () => 0.001), [3, 5, 5, 5]);
+    } finally {
+      await flaky.close();
+    }
+  });
+
   it("gives up after maxRetries with the service's coded error", async () => {
     const failing = await startFlakyServer((_request, response) =>
       json(response, 500, { error: { code: "internal", message: "boom" } }),
@@ -359,5 +423,68 @@ describe("MemoryClient", () => {
     }
     // A public address passes the guard (no connection is made here).
     assert.equal(new MemoryClient({ baseUrl: "https://93.184.216.34" }).baseUrl, "https://93.184.216.34");
+  });
+
+  it("SSRF guard: the local default client reaches its own loopback service; an explicit loopback URL does not", async (context) => {
+    // What the guard allows: with neither `baseUrl` nor TACKLE_MEMORY_URL, the client talks to
+    // DEFAULT_MEMORY_URL (127.0.0.1:4280) and the private network is allowed for it. Any URL the caller
+    // names — even the very same loopback address — is refused unless `allowPrivateNetwork` is set.
+    const saved = process.env.TACKLE_MEMORY_URL;
+    delete process.env.TACKLE_MEMORY_URL;
+    context.after(() => {
+      if (saved === undefined) delete process.env.TACKLE_MEMORY_URL;
+      else process.env.TACKLE_MEMORY_URL = saved;
+    });
+    assert.equal(DEFAULT_MEMORY_URL, `http://127.0.0.1:${DEFAULT_MEMORY_PORT}`);
+
+    const store = createSqliteStore({ path: join(directory, "default-port.db") });
+    let local: MemoryServer | undefined;
+    try {
+      local = await serveMemory({ store, apiKeys: { "key-local": "tenant-local" } });
+    } catch (error) {
+      await store.close();
+      if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE") throw error;
+    }
+    if (local) {
+      try {
+        assert.equal(local.url, DEFAULT_MEMORY_URL, "the service's default address is the client's default");
+        const client = new MemoryClient({ apiKey: "key-local" });
+        assert.equal(client.baseUrl, DEFAULT_MEMORY_URL);
+        const status = await client.status();
+        assert.equal(status.tenant, "tenant-local", "a real request went through the guard to loopback");
+      } finally {
+        await local.close();
+      }
+    } else {
+      // Someone else holds 127.0.0.1:4280 here: the request still goes out (whatever answers, the
+      // guard did not refuse it).
+      const outcome = await new MemoryClient({ apiKey: "key-local", maxRetries: 0, timeoutMs: 2000 })
+        .status()
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+      assert.ok(!SsrfRefusedError.isInstance(outcome), `the default client was refused: ${outcome}`);
+    }
+
+    // The same loopback service on another port, named explicitly, is refused before connecting,
+    // whether named by option or by environment, and reached only with allowPrivateNetwork.
+    const explicit = [server.url, DEFAULT_MEMORY_URL, `http://localhost:${server.port}`];
+    for (const baseUrl of explicit) {
+      assert.throws(
+        () => new MemoryClient({ baseUrl, apiKey: "key-alice" }),
+        (error: unknown) => SsrfRefusedError.isInstance(error),
+        baseUrl,
+      );
+      process.env.TACKLE_MEMORY_URL = baseUrl;
+      assert.throws(
+        () => new MemoryClient({ apiKey: "key-alice" }),
+        (error: unknown) => SsrfRefusedError.isInstance(error),
+        `TACKLE_MEMORY_URL=${baseUrl}`,
+      );
+      delete process.env.TACKLE_MEMORY_URL;
+    }
+    const allowed = new MemoryClient({ baseUrl: server.url, apiKey: "key-alice", allowPrivateNetwork: true });
+    assert.equal((await allowed.status()).tenant, "tenant-alice");
   });
 });
