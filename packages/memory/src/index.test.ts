@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import { z } from "zod";
 import * as memory from "./index.ts";
 import * as server from "./server/index.ts";
 
@@ -90,13 +91,58 @@ it("@tackle/memory/server exports exactly its curated names", () => {
   ]);
 });
 
+/** Request schemas on one memory by id: the scope travels in the query string, not the body. */
+const byIdBodies = new Set([
+  "updateMemoryRequestSchema",
+  "procedureOutcomeRequestSchema",
+  "feedbackRequestSchema",
+]);
+
+/** Asserts a schema's scope fields are exactly MEMORY_SCOPE_VALUES, each the very same zod field object. */
+function assertSharedScope(name: string, schema: z.ZodObject): void {
+  const shape = schema.shape as Record<string, z.ZodType>;
+  assert.ok(!("tenantId" in shape), `${name}: the tenant comes from the API key, never the request`);
+  for (const field of memory.MEMORY_SCOPE_VALUES) {
+    assert.ok(field in shape, `${name} lacks scope field ${field}`);
+    const shared = memory.memoryScopeShape[field];
+    // Recall names one session, so its sessionId is the same field made required.
+    if (name === "recallConversationRequestSchema" && field === "sessionId") {
+      assert.equal(shape[field], shared.unwrap(), `${name}.${field} is the shared field, required`);
+    } else {
+      assert.equal(shape[field], shared, `${name}.${field} is not the shared memoryScopeShape field`);
+    }
+  }
+}
+
 it("MEMORY_SCOPE_VALUES is the one tuple every request schema's scope reuses", () => {
   assert.deepEqual(memory.MEMORY_SCOPE_VALUES, ["userId", "agentId", "sessionId"]);
-  for (const schema of [
-    memory.searchRequestSchema,
-    memory.addMemoryRequestSchema,
-    memory.writeEventRequestSchema,
-  ]) {
-    for (const field of memory.MEMORY_SCOPE_VALUES) assert.ok(field in schema.shape, field);
+  assert.deepEqual(Object.keys(memory.memoryScopeShape), [...memory.MEMORY_SCOPE_VALUES]);
+  assert.equal(memory.memoryScopeSchema.shape.userId, memory.memoryScopeShape.userId);
+  const requestSchemas = Object.entries(memory).filter(([name]) => /(Request|Query)Schema$/.test(name));
+  assert.ok(requestSchemas.length >= 19, `found only ${requestSchemas.length} request schemas`);
+  for (const [name, schema] of requestSchemas) {
+    assert.ok(schema instanceof z.ZodObject, `${name} is a zod object`);
+    if (byIdBodies.has(name)) {
+      for (const field of memory.MEMORY_SCOPE_VALUES)
+        assert.ok(!(field in schema.shape), `${name} carries ${field} in the body`);
+    } else {
+      assertSharedScope(name, schema);
+    }
+  }
+  // Every route's body and query, exported or not (by-id routes take the scope as a query).
+  for (const route of server.memoryRoutes) {
+    const scoped = [route.body, route.query].filter(
+      (schema): schema is z.ZodObject =>
+        schema instanceof z.ZodObject && memory.MEMORY_SCOPE_VALUES.some((field) => field in schema.shape),
+    );
+    if (route.path.includes("{id}") && !route.path.includes("/jobs/") && !route.path.includes("/traces/")) {
+      assert.equal(scoped.length, 1, `${route.operationId} takes a scope`);
+    }
+    for (const schema of scoped) {
+      assertSharedScope(
+        route.operationId === "recallConversation" ? "recallConversationRequestSchema" : route.operationId,
+        schema,
+      );
+    }
   }
 });

@@ -1,6 +1,6 @@
 /** Memories: the stored facts, preferences, episodes and procedures, with provenance and versions. */
 import { z } from "zod";
-import { memoryScopeShape, scopeIdSchema } from "../scope/memory-scope.ts";
+import { memoryScopeShape } from "../scope/memory-scope.ts";
 import { idSchema, limitSchema, metadataSchema, timestampSchema } from "./common.ts";
 
 export const MEMORY_KINDS = ["fact", "preference", "episode", "procedure", "summary"] as const;
@@ -165,8 +165,5 @@ export const feedbackRequestSchema = z.object({
 });
 export type FeedbackRequest = z.input<typeof feedbackRequestSchema>;
 
-export const memoryScopeQuerySchema = z.object({
-  userId: scopeIdSchema.optional(),
-  agentId: scopeIdSchema.optional(),
-  sessionId: scopeIdSchema.optional(),
-});
+/** The scope of a by-id operation or a listing, as query parameters: the shared scope fields. */
+export const memoryScopeQuerySchema = z.object({ ...memoryScopeShape });
