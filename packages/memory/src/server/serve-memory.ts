@@ -2,7 +2,7 @@
 import type { AddressInfo } from "node:net";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { serve } from "@hono/node-server";
-import type { Logger } from "@tackle/core";
+import { isLoopbackHost, type Logger } from "@tackle/core";
 import { MemoryError } from "../errors/memory-error.ts";
 import { createMemoryService } from "../service/create-memory-service.ts";
 import type { MemoryEmbeddingModel } from "../service/embedder.ts";
@@ -37,8 +37,6 @@ export interface MemoryServer {
 
 export const DEFAULT_MEMORY_PORT = 4280;
 
-const loopbackHosts = new Set(["127.0.0.1", "::1", "localhost"]);
-
 /** Opens the store a configuration string names: `postgres://…` or a SQLite file path. */
 export async function openMemoryStore(location: string): Promise<MemoryStore> {
   if (/^postgres(ql)?:\/\//.test(location)) {
@@ -50,7 +48,7 @@ export async function openMemoryStore(location: string): Promise<MemoryStore> {
 
 export async function serveMemory(options: ServeMemoryOptions): Promise<MemoryServer> {
   const host = options.host ?? "127.0.0.1";
-  if (!loopbackHosts.has(host) && !options.allowRemote) {
+  if (!isLoopbackHost(host) && !options.allowRemote) {
     throw new MemoryError(
       "invalid_input",
       `Refusing to listen on ${host}: set allowRemote to serve beyond loopback`,
@@ -70,13 +68,20 @@ export async function serveMemory(options: ServeMemoryOptions): Promise<MemorySe
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
   });
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const instance = serve(
-      { fetch: app.fetch, hostname: host, port: options.port ?? DEFAULT_MEMORY_PORT },
-      () => resolve(instance),
-    );
-    instance.once("error", reject);
-  });
+  let server: ReturnType<typeof serve>;
+  try {
+    server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+      const instance = serve(
+        { fetch: app.fetch, hostname: host, port: options.port ?? DEFAULT_MEMORY_PORT },
+        () => resolve(instance),
+      );
+      instance.once("error", reject);
+    });
+  } catch (error) {
+    // A store opened here is closed here; one the caller passed stays theirs.
+    if (typeof options.store === "string") await service.close();
+    throw error;
+  }
   const port = (server.address() as AddressInfo).port;
   const urlHost = host.includes(":") ? `[${host}]` : host;
   return {
