@@ -21,6 +21,9 @@ it("a long word searches by the five-letter prefix of its root, so inflections a
   assert.equal(prefixRoot("getting"), undefined);
   assert.equal(prefixRoot("cooking"), undefined);
   assert.equal(prefixRoot("city"), undefined);
+  // Numbers and codes stay exact: order 123456789 is not order 123450000.
+  assert.equal(prefixRoot("123456789"), undefined);
+  assert.equal(prefixRoot("ab123456"), undefined);
   assert.deepEqual(searchTerms("What allergy does the user have, and who teaches them?"), [
     "aller*",
     "user",

@@ -28,9 +28,11 @@ const prefixLength = 5;
 /**
  * The root a word's prefix search starts from: common inflections dropped, a doubled final consonant
  * undone ("getting" → "get"), then cut to five letters. Undefined when the root is shorter than that
- * (the word is then matched exactly, as the index's stemmer does).
+ * or the word holds a digit (the word is then matched exactly, as the index's stemmer does).
  */
 export function prefixRoot(word: string): string | undefined {
+  // Numbers and codes with digits ("order 123456789", "A1234567") must match exactly.
+  if (!/^\p{L}+$/u.test(word)) return undefined;
   let root = word;
   for (const ending of endings) {
     if (root.length - ending.length >= 3 && root.endsWith(ending)) {

@@ -336,6 +336,17 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       );
     });
 
+    it("numbers and codes in a question match exactly, never as prefixes", async () => {
+      const t = tenant();
+      const shipped = await service.add(t, { userId: "u", content: "Parcel 123456789 shipped" });
+      await service.add(t, { userId: "u", content: "Parcel 123450000 is late" });
+      const found = await service.search(t, { userId: "u", query: "where is 123456789?" });
+      assert.deepEqual(
+        found.results.map((result) => result.memory.id),
+        [shipped.memory.id],
+      );
+    });
+
     it("a possessive's 's' is not a query word", async () => {
       const t = tenant();
       const brother = await service.add(t, { userId: "u", content: "My brother is a nurse" });
