@@ -322,6 +322,11 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
       },
     );
     if (!result.ok) return failure(input.op, runError(result.error), result.logs);
+    for (const warning of result.documentWarnings)
+      logger.warn("docscript: the sandbox worker recovered while reading the document", {
+        docId: input.doc_id,
+        warning,
+      });
     const entry: { plan: EditPlan; outcome?: CommitOutcome } = { plan: result.plan };
     plans.set(result.plan.planId, entry);
     const committed = input.auto_commit === true ? await commit(state, entry) : undefined;

@@ -183,6 +183,26 @@ describe("a worker's document cache", () => {
     );
   });
 
+  it("updates that do not apply drop the kept entry and read a snapshot, with a warning", async () => {
+    const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
+    const host = hostOf(replica);
+    const cache = createDocumentCache();
+    await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
+    otherClient(replica, 43, (session) => {
+      session.entities.create({ entityKind: "track", payload: { role: "overlay" } });
+    });
+    const garbled: LoadDocument = async (since) =>
+      since === undefined ? host.load(since) : { kind: "updates", bytes: new Uint8Array([1, 2, 3]) };
+    const read = await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, garbled);
+    assert.equal(read.source, "snapshot");
+    assert.equal(read.warnings?.length, 1);
+    assert.deepEqual(freshView(read.doc), freshView(replica));
+    assert.equal(
+      (await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load)).source,
+      "cached",
+    );
+  });
+
   it("reads the document again for another schema", async () => {
     const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
     const host = hostOf(replica);

@@ -30,6 +30,8 @@ export interface CheckedOutDocument {
   readonly base: Projection;
   /** How the document was obtained, for tests and metrics. */
   readonly source: "cached" | "updated" | "snapshot";
+  /** What went wrong on the way and was recovered from (the host logs them). */
+  readonly warnings?: readonly string[];
 }
 
 interface CachedDocument {
@@ -116,14 +118,22 @@ export function createDocumentCache(): DocumentCache {
     version: string,
     schema: Schema,
     loadDocument: LoadDocument,
+    warnings: string[],
   ): Promise<{ entry: CachedDocument; source: CheckedOutDocument["source"] }> => {
     const cached = entries.get(key);
     if (cached !== undefined && cached.projection.schema === schema) {
       if (cached.version === version) return { entry: cached, source: "cached" };
       const answer = await loadDocument(cached.doc.oplogVersion().encode());
       if (answer.kind === "updates") {
-        catchUp(cached, answer.bytes, schema);
-        if (cached.version === version) return { entry: cached, source: "updated" };
+        try {
+          catchUp(cached, answer.bytes, schema);
+        } catch (error) {
+          // The kept entry may be half caught up: it is dropped and the document read whole below.
+          warnings.push(
+            `the updates since the kept version did not apply (${(error as Error).message}); read a snapshot`,
+          );
+        }
+        if (warnings.length === 0 && cached.version === version) return { entry: cached, source: "updated" };
       } else {
         const entry = fromSnapshot(answer.bytes, schema);
         if (entry.version === version) return { entry, source: "snapshot" };
@@ -152,13 +162,15 @@ export function createDocumentCache(): DocumentCache {
 
   return {
     async checkout(key, version, schema, limits, loadDocument) {
-      const { entry, source } = await load(key, version, schema, loadDocument);
+      const warnings: string[] = [];
+      const { entry, source } = await load(key, version, schema, loadDocument, warnings);
+      const reported = warnings.length === 0 ? {} : { warnings };
       entries.delete(key);
       const maxEntities = limits.entities ?? Number.POSITIVE_INFINITY;
       if (limits.documents <= 0 || entry.projection.entityCount > maxEntities) {
         // Not kept, so the run may write into the doc it was handed; the projection is copied on open.
         if (limits.documents <= 0) entries.clear();
-        return { doc: entry.doc, base: entry.projection, source };
+        return { doc: entry.doc, base: entry.projection, source, ...reported };
       }
       entries.set(key, entry);
       // The least recently used leave first; the document just read is the last to go.
@@ -166,7 +178,7 @@ export function createDocumentCache(): DocumentCache {
         if (entries.size <= limits.documents && keptEntities() <= maxEntities) break;
         entries.delete(oldest);
       }
-      return { doc: entry.doc.fork(), base: entry.projection, source };
+      return { doc: entry.doc.fork(), base: entry.projection, source, ...reported };
     },
     get size() {
       return entries.size;

@@ -47,6 +47,8 @@ export interface EditScriptPlanBody {
   readonly createdFileKeys: readonly string[];
   /** How the worker got the document: from its cache, by the updates since, or from a snapshot. */
   readonly documentSource: "cached" | "updated" | "snapshot";
+  /** Problems the worker recovered from while getting the document, for the host's log. */
+  readonly documentWarnings: readonly string[];
 }
 
 const schemas = new Map<string, Promise<Schema>>();
@@ -74,7 +76,12 @@ function refused(code: string, message: string, issues: DocumentIssue[] = []): D
 export async function createDispatcher(rawInput: unknown, host: SandboxHost): Promise<SandboxDispatcher> {
   const input = rawInput as EditScriptInput;
   const schema = await loadSchema(input.schemaModule, input.schemaExport);
-  const { doc, base, source } = await documents.checkout(
+  const {
+    doc,
+    base,
+    source,
+    warnings = [],
+  } = await documents.checkout(
     `${input.schemaModule}#${input.schemaExport}#${input.docId}`,
     input.version,
     schema,
@@ -399,7 +406,13 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
         )
         .map((entity) => (entity === undefined ? undefined : fileOf(entity)?.key))
         .filter((key): key is string => key !== undefined);
-      return { update, preview: preview(), createdFileKeys, documentSource: source };
+      return {
+        update,
+        preview: preview(),
+        createdFileKeys,
+        documentSource: source,
+        documentWarnings: warnings,
+      };
     },
   };
 }

@@ -39,6 +39,8 @@ export type RunEditScriptResult =
       readonly logs: readonly SandboxLog[];
       /** How the worker got the document (ADR 0450): from its cache, by the updates since, or a snapshot. */
       readonly documentSource: EditScriptPlanBody["documentSource"];
+      /** Problems the worker recovered from while getting the document (log them). */
+      readonly documentWarnings: readonly string[];
     }
   | { readonly ok: false; readonly error: SandboxFailure; readonly logs: readonly SandboxLog[] };
 
@@ -73,10 +75,14 @@ function documentSource(request: RunEditScriptRequest): {
       if (documentVersion(replica) !== version)
         throw new DocScriptError("document_changed", "the replica changed while the run was loading it");
       if (since instanceof Uint8Array && holdsVersion(replica, since)) {
-        return {
-          kind: "updates",
-          bytes: replica.export({ mode: "update", from: VersionVector.decode(since) }),
-        };
+        try {
+          return {
+            kind: "updates",
+            bytes: replica.export({ mode: "update", from: VersionVector.decode(since) }),
+          };
+        } catch {
+          // A replica read from a shallow snapshot holds no history before it: the snapshot is the answer.
+        }
       }
       return { kind: "snapshot", bytes: request.snapshot ?? replica.export({ mode: "snapshot" }) };
     },
@@ -133,6 +139,7 @@ export async function runEditScript(
     ok: true,
     logs: result.logs,
     documentSource: body.documentSource,
+    documentWarnings: body.documentWarnings,
     plan: {
       planId,
       docId: request.docId,
