@@ -1,7 +1,8 @@
 /**
- * The edit-script engine, loaded by each sandbox worker: it opens the pulled snapshot as a document
- * session on a fresh peer, answers the script's binding calls with it (each write checked as it
- * lands), and once the script ends turns everything it did into one checked Loro update — the plan.
+ * The edit-script engine, loaded by each sandbox worker: it opens the pulled document (a fork of the
+ * one the worker keeps, caught up or read afresh as needed: ADR 0450) as a document session on a fresh
+ * peer, answers the script's binding calls with it (each write checked as it lands), and once the script
+ * ends turns everything it did into one checked Loro update — the plan (checked by scope: ADR 0451).
  */
 import { checkDocument, issueKey } from "../document/check-document.ts";
 import { type DocumentSession, openDocument } from "../document/document-session.ts";
