@@ -20,3 +20,16 @@ export function decodeVersion(text: string): VersionVector {
     );
   }
 }
+
+/**
+ * Whether two encoded versions name the same version. Loro's encoding is not canonical (the same
+ * peers may be written in another order), so equal versions can differ as text: compare the vectors.
+ */
+export function sameVersion(left: string, right: string): boolean {
+  if (left === right) return true;
+  try {
+    return decodeVersion(left).compare(decodeVersion(right)) === 0;
+  } catch {
+    return false;
+  }
+}

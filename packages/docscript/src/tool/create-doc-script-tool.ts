@@ -9,6 +9,7 @@ import { z } from "zod";
 import { createDocumentClient, type DocumentClient } from "../client/create-document-client.ts";
 import { DocumentClientError } from "../client/document-client-error.ts";
 import { interpretDocument } from "../document/interpret.ts";
+import { sameVersion } from "../document/version.ts";
 import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
 import type { SandboxFailure, SandboxLog } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
@@ -412,7 +413,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
         const key = JSON.stringify([context_id, doc_id]);
         const previous = contexts.get(key);
         contexts.set(key, version);
-        const changed = previous === undefined ? null : previous !== version;
+        const changed = previous === undefined ? null : !sameVersion(previous, version);
         return {
           prompt: renderPrompt({
             toolName: name,

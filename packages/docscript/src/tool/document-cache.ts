@@ -8,6 +8,7 @@ import { LoroDoc, VersionVector } from "loro-crdt";
 import { projectDocument, refreshRows, versionKey } from "../document/interpret.ts";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import type { Projection } from "../document/projection.ts";
+import { sameVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 
@@ -122,7 +123,7 @@ export function createDocumentCache(): DocumentCache {
   ): Promise<{ entry: CachedDocument; source: CheckedOutDocument["source"] }> => {
     const cached = entries.get(key);
     if (cached !== undefined && cached.projection.schema === schema) {
-      if (cached.version === version) return { entry: cached, source: "cached" };
+      if (sameVersion(cached.version, version)) return { entry: cached, source: "cached" };
       const answer = await loadDocument(cached.doc.oplogVersion().encode());
       if (answer.kind === "updates") {
         try {
@@ -133,10 +134,11 @@ export function createDocumentCache(): DocumentCache {
             `the updates since the kept version did not apply (${(error as Error).message}); read a snapshot`,
           );
         }
-        if (warnings.length === 0 && cached.version === version) return { entry: cached, source: "updated" };
+        if (warnings.length === 0 && sameVersion(cached.version, version))
+          return { entry: cached, source: "updated" };
       } else {
         const entry = fromSnapshot(answer.bytes, schema);
-        if (entry.version === version) return { entry, source: "snapshot" };
+        if (sameVersion(entry.version, version)) return { entry, source: "snapshot" };
       }
     }
     // Nothing cached, another schema, or the cached doc is not an ancestor of this version: read it whole.
@@ -145,7 +147,7 @@ export function createDocumentCache(): DocumentCache {
     if (answer.kind !== "snapshot")
       throw new DocScriptError("document_unavailable", "the host answered a snapshot request with updates");
     const entry = fromSnapshot(answer.bytes, schema);
-    if (entry.version !== version) {
+    if (!sameVersion(entry.version, version)) {
       throw new DocScriptError(
         "document_unavailable",
         `the host sent the document at another version than the run's (${entry.version.slice(0, 40)}, not ${version.slice(0, 40)})`,
