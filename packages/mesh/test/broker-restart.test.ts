@@ -66,9 +66,16 @@ it("reconnects after a broker restart under load; calls in flight fail clearly a
     );
     for (const { result } of settled) {
       assert.equal(result.ok, false);
-      assert.equal(!result.ok && result.error.code, "disconnected");
-      assert.match(!result.ok ? result.error.message : "", /dropped while the call was in flight/);
-      assert.equal(!result.ok && result.error.retryable, true);
+      if (result.ok) continue;
+      // A call already on the wire is dropped; one still looking up its module when the broker went
+      // (a loaded machine is slow to send all 25) is never sent. Both say which, and both are retryable.
+      if (result.error.code === "disconnected") {
+        assert.match(result.error.message, /dropped while the call was in flight/);
+      } else {
+        assert.equal(result.error.code, "unavailable", result.error.message);
+        assert.match(result.error.message, /was not sent/);
+      }
+      assert.equal(result.error.retryable, true);
     }
 
     await nats.restart();
