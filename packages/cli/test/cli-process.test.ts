@@ -127,16 +127,23 @@ describe("without a console: the modules load in the command's own process", () 
   });
 });
 
-describe("the npm start equivalent: tackle serve --builtin, then tools and call through its console", () => {
+describe("npm start (tackle serve --builtin), then tools and call through its console", () => {
   const home = tempHome();
   let serve: ServeProcess;
   let port: number;
 
   before(async () => {
     port = await freePort();
+    // The README's own command, plus one module that fails to load, which the banner must name.
     serve = await startServe(
-      ["--builtin"],
-      cleanEnv({ TACKLE_HOME: home.path, MESH_CONSOLE_LISTEN: `127.0.0.1:${port}` }),
+      [],
+      cleanEnv({
+        TACKLE_HOME: home.path,
+        MESH_CONSOLE_LISTEN: `127.0.0.1:${port}`,
+        MESH_TOOL_MODULES: `broken=${brokenBundle}`,
+      }),
+      undefined,
+      { viaNpmStart: true },
     );
   });
   after(async () => {
@@ -147,6 +154,9 @@ describe("the npm start equivalent: tackle serve --builtin, then tools and call 
   test("serve prints its modules, tool counts, the console URL and the token file (0600)", () => {
     assert.match(serve.banner, /^tackle serve: embedded/m);
     assert.match(serve.banner, /^ {2}module demo: ok, 4 tools$/m);
+    assert.match(serve.banner, /^ {2}module memory: ok, 26 tools$/m);
+    assert.match(serve.banner, /^ {2}module docscript: ok, \d+ tools$/m);
+    assert.match(serve.banner, /^ {2}module broken: failed\b.*$/m);
     assert.equal(serve.url, `http://127.0.0.1:${port}/mcp`);
     assert.equal(serve.tokenFile, `${home.path}/console-token`);
     assert.equal(statSync(serve.tokenFile).mode & 0o777, 0o600);

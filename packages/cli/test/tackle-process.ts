@@ -86,11 +86,20 @@ export function startServe(
   args: readonly string[],
   env: NodeJS.ProcessEnv,
   ready: RegExp = /^token file (.+)$/m,
+  options: { readonly viaNpmStart?: boolean } = {},
 ): Promise<ServeProcess> {
-  const child = spawn(process.execPath, ["--conditions=@tackle/source", mainScript, "serve", ...args], {
-    env,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  // `npm start` exactly as the README says, from the repository root; its own group, so stop reaches node.
+  const child = options.viaNpmStart
+    ? spawn("npm", ["start", "--silent"], {
+        cwd: repoRoot,
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+      })
+    : spawn(process.execPath, ["--conditions=@tackle/source", mainScript, "serve", ...args], {
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
   let stdout = "";
   let stderr = "";
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
@@ -98,7 +107,10 @@ export function startServe(
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    if (child.exitCode === null && child.signalCode === null) {
+      if (options.viaNpmStart && child.pid !== undefined) process.kill(-child.pid, signal);
+      else child.kill(signal);
+    }
     return exited;
   };
   return new Promise((resolve, reject) => {
