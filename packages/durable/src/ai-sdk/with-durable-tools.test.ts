@@ -125,6 +125,56 @@ describe("/ai-sdk withDurableTools", () => {
     assert.deepEqual(cards.get("agent:tool:1")?.result, { ok: true, cardNumber: "[redacted]" });
   });
 
+  test("a tool whose policy says show: false runs once across pause and resume and no tool_call frame names it", async () => {
+    const audits: string[] = [];
+    const model = new MockLanguageModelV4({
+      doGenerate: [
+        toolCalls(["m1", "audit", { note: "refund" }], ["m2", "charge", { amount: 5 }]),
+        text("Done."),
+      ],
+    });
+    const graph = createGraph<{ reply?: string }>("hidden").node("agent", async (_state, ctx) => {
+      const result = await generateText({
+        model: durableModel(ctx, model),
+        tools: withDurableTools(
+          ctx,
+          {
+            audit: aiTool({
+              description: "Writes an audit note",
+              inputSchema: z.object({ note: z.string() }),
+              execute: async ({ note }) => {
+                audits.push(note);
+                return "noted";
+              },
+            }),
+            charge: aiTool({
+              description: "Charges",
+              inputSchema: z.object({ amount: z.number() }),
+              execute: async () => "charged",
+            }),
+          },
+          { audit: { show: false }, charge: { approve: true } },
+        ),
+        prompt: "refund",
+        stopWhen: stepCountIs(3),
+        abortSignal: ctx.signal,
+      });
+      return { reply: result.text };
+    });
+    const runner = createRunner({ store: temp.store });
+    const paused = await runner.start(graph, {}, { threadId: "t" });
+    assert.equal(paused.status, "paused");
+    const done = await runner.resume("t", { [paused.interrupts[0]?.id ?? ""]: { approved: true } });
+    assert.equal(done.status, "completed");
+    assert.deepEqual(audits, ["refund"], "the hidden tool's side effect happened once");
+    const frames = await runner.frames("t");
+    const named = frames
+      .filter((frame) => frame.type === "tool_call")
+      .map((frame) => (frame.data as { name: string }).name);
+    assert.ok(named.includes("charge"), "the shown tool has its frames");
+    assert.ok(!named.includes("audit"), `no tool_call frame names the hidden tool: ${named.join(", ")}`);
+  });
+
   test("a declined call never runs and the model is told", async () => {
     const charged: unknown[] = [];
     const model = new MockLanguageModelV4({

@@ -77,6 +77,41 @@ describe("/langchain withDurableTools", () => {
     assert.deepEqual(cards.get("agent:tool:1")?.params, { cardNumber: "[redacted]", amount: 249.9 });
   });
 
+  test("a tool whose policy says show: false runs once and no tool_call frame names it", async () => {
+    const audits: string[] = [];
+    const audit = langchainTool(
+      async ({ note }: { note: string }) => {
+        audits.push(note);
+        return "noted";
+      },
+      { name: "audit", description: "Writes an audit note", schema: z.object({ note: z.string() }) },
+    );
+    const charge = langchainTool(async () => "charged", {
+      name: "charge",
+      description: "Charges",
+      schema: z.object({ amount: z.number() }),
+    });
+    const graph = createGraph("lc-hidden").node("agent", async (_state, ctx) => {
+      const [wrappedAudit, wrappedCharge] = withDurableTools(ctx, [audit, charge], {
+        audit: { show: false },
+        charge: { approve: true },
+      });
+      await wrappedAudit?.invoke({ note: "refund" });
+      await wrappedCharge?.invoke({ amount: 5 });
+    });
+    const runner = createRunner({ store: temp.store });
+    const paused = await runner.start(graph, {}, { threadId: "t" });
+    assert.equal(paused.status, "paused");
+    const done = await runner.resume("t", { [paused.interrupts[0]?.id ?? ""]: true });
+    assert.equal(done.status, "completed");
+    assert.deepEqual(audits, ["refund"], "the hidden tool's side effect happened once");
+    const named = (await runner.frames("t"))
+      .filter((frame) => frame.type === "tool_call")
+      .map((frame) => (frame.data as { name: string }).name);
+    assert.ok(named.includes("charge"), "the shown tool has its frames");
+    assert.ok(!named.includes("audit"), `no tool_call frame names the hidden tool: ${named.join(", ")}`);
+  });
+
   test("a failing tool still ends its card as error", async () => {
     const broken = langchainTool(
       async () => {

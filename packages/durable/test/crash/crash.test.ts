@@ -138,22 +138,23 @@ async function trial(directory: string, index: number, seed: number, counts: Cou
     state: string;
     attempt: number;
   }[];
-  const status = (
-    check.prepare("SELECT status FROM durable_runs WHERE thread_id = ?").get(threadId) as { status: string }
-  ).status;
+  const { status, run_id: runId } = check
+    .prepare("SELECT status, run_id FROM durable_runs WHERE thread_id = ?")
+    .get(threadId) as { status: string; run_id: string };
   check.close();
   assert.equal(status, "completed");
   assert.equal(journal.length, expectedSteps);
+  // Grouped by the full idempotency key `${runId}:${stepKey}`: every effect line of a step, re-runs
+  // included, must carry the identical key of the one run, so a re-run under another run id shows.
   const byKey = new Map<string, number[]>();
   for (const line of lines) {
-    // The idempotency key is `${runId}:${stepKey}`: the same on both attempts of a re-run step.
-    const stepKey = line.key.slice(line.key.indexOf(":") + 1);
-    byKey.set(stepKey, [...(byKey.get(stepKey) ?? []), line.attempt]);
+    assert.ok(line.key.startsWith(`${runId}:`), `trial ${index}: ${line.key} is not under run ${runId}`);
+    byKey.set(line.key, [...(byKey.get(line.key) ?? []), line.attempt]);
   }
-  assert.equal(byKey.size, expectedSteps, `trial ${index}: every step's effect happened`);
+  assert.equal(byKey.size, expectedSteps, `trial ${index}: every step's effect happened under one key`);
   for (const record of journal) {
-    const attempts = byKey.get(record.key);
-    assert.ok(attempts !== undefined, `trial ${index}: no effect for ${record.key}`);
+    const attempts = byKey.get(`${runId}:${record.key}`);
+    assert.ok(attempts !== undefined, `trial ${index}: no effect keyed ${runId}:${record.key}`);
     assert.equal(record.state, "done");
     counts.sideEffects += attempts.length;
     // Attempts only grow, the last one is the journaled one, and every extra effect is a re-run in the
@@ -181,7 +182,9 @@ async function trial(directory: string, index: number, seed: number, counts: Cou
         attempts.length <= 3,
         `trial ${index}: ${record.key} ran ${attempts.length} times with two kills at most`,
       );
-      assert.ok((attempts[1] ?? 0) >= 2, `trial ${index}: a re-run carries attempt 2 or more`);
+      for (const rerun of attempts.slice(1)) {
+        assert.ok(rerun >= 2, `trial ${index}: a re-run of ${record.key} carries attempt 2 or more`);
+      }
       counts.crashWindowReruns += attempts.length - 1;
     }
   }
