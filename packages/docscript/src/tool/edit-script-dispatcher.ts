@@ -10,14 +10,61 @@ import type { UpdateOp as SessionUpdateOp } from "../document/update-op.ts";
 import type { SandboxDispatcher, SandboxHost, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
-import type { DocumentIssue } from "../schema/types.ts";
+import type { DocumentIssue, Entity as SessionEntity } from "../schema/types.ts";
 import { type CacheLimits, createDocumentCache, type DocumentBytes } from "./document-cache.ts";
 import { declareFields } from "./field-declarations.ts";
 import { type PlanPreview, previewLimit } from "./plan-preview.ts";
-import { type Entity, type Relation, scriptSurface } from "./script-api.ts";
+import {
+  type Entity,
+  type Relation,
+  type ScriptEntities,
+  type ScriptRelations,
+  scriptSurface,
+} from "./script-api.ts";
 import { fileOf, requiresStorage, storedFileKinds, uploadedTextFields } from "./stored-files.ts";
 
 export const surface = scriptSurface;
+
+/**
+ * A binding's contract as function-typed properties: the contract declares methods, whose parameters
+ * TypeScript checks both ways (bivariantly); as function types they are checked strictly, so a binding
+ * that needs more than the contract gives, or returns something else, fails the type-check.
+ */
+type Implemented<Contract> = {
+  [Method in keyof Contract]: Contract[Method] extends (...args: infer Args) => infer Result
+    ? (...args: Args) => Result
+    : never;
+};
+
+type Equal<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T extends Y ? 1 : 2 ? true : false;
+type Signature<F> = F extends (...args: infer Args) => infer Result
+  ? { arity: Args["length"]; result: Result }
+  : never;
+/**
+ * `satisfies` lets a binding take fewer parameters or return a narrower type than the contract states;
+ * this also holds each method's parameter count and return type equal to the contract's, so a contract
+ * that promises a parameter the binding ignores, or a reply it never gives, fails the type-check too.
+ */
+type SignaturesMatch<Bindings, Contract> = false extends {
+  [Method in keyof Contract]: Method extends keyof Bindings
+    ? Equal<Signature<Bindings[Method]>, Signature<Contract[Method]>>
+    : false;
+}[keyof Contract]
+  ? false
+  : true;
+
+/** The bindings the sandbox answers synchronously; `materialize` answers through `callAsync`. */
+type SyncEntities = Implemented<Omit<ScriptEntities, "materialize">>;
+type SyncRelations = Implemented<ScriptRelations>;
+
+/**
+ * The session's entity as the contract states it. The projection reads payloads out of Loro maps, lists
+ * and text, which hold only JSON values, and each reply crosses into the script as JSON text; the
+ * session types them `unknown` because it also validates raw input, so this is the one place that says so.
+ */
+function scriptEntity(entity: SessionEntity): Entity {
+  return entity as Entity;
+}
 
 /** What the host hands a run: which document at which version, and how to open it. */
 export interface EditScriptInput {
@@ -126,10 +173,13 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
 
   const entities = {
     list(filter?: { entityKind?: string }) {
-      return session.entities.list(filter?.entityKind === undefined ? {} : { entityKind: filter.entityKind });
+      return session.entities
+        .list(filter?.entityKind === undefined ? {} : { entityKind: filter.entityKind })
+        .map(scriptEntity);
     },
     get(entityId: string) {
-      return session.entities.get(entityId) ?? null;
+      const entity = session.entities.get(entityId);
+      return entity === undefined ? null : scriptEntity(entity);
     },
     create(raw: { entityKind: string; payload?: Record<string, unknown>; variantOf?: string }) {
       if (typeof raw !== "object" || raw === null || typeof raw.entityKind !== "string") {
@@ -147,11 +197,11 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
         writes++;
       }
       if (upload !== undefined) pendingUploads.set(entity.entityId, upload);
-      return entity;
+      return scriptEntity(entity);
     },
     update(entityId: string, ops: SessionUpdateOp[]) {
       const current = session.entities.get(entityId);
-      if (current === undefined) return session.entities.update(entityId, ops);
+      if (current === undefined) return scriptEntity(session.entities.update(entityId, ops));
       let upload: { field: string; text: string } | undefined;
       const field = uploadedTextFields[current.entityKind];
       const rewritten = Array.isArray(ops)
@@ -174,7 +224,7 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
       if (upload !== undefined) pendingUploads.set(entityId, upload);
       if (!created.has(entityId)) updated.add(entityId);
       writes++;
-      return entity;
+      return scriptEntity(entity);
     },
     declareFields(entityKind: string) {
       const kind = schema.entities[entityKind];
@@ -194,7 +244,7 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
       updated.delete(entityId);
       deleted.add(entityId);
     },
-  };
+  } satisfies SyncEntities;
 
   const relations = {
     list(filter?: { relationKind?: string; entityId?: string }) {
@@ -237,7 +287,12 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
       moved.delete(relationId);
       if (!linked.delete(relationId)) unlinked.add(relationId);
     },
-  };
+  } satisfies SyncRelations;
+
+  const entitiesMatch: SignaturesMatch<typeof entities, SyncEntities> = true;
+  const relationsMatch: SignaturesMatch<typeof relations, SyncRelations> = true;
+  void entitiesMatch;
+  void relationsMatch;
 
   const bindings: Record<string, Record<string, (...args: never[]) => unknown>> = { entities, relations };
 

@@ -1,5 +1,6 @@
 /** The prompt's contract and the bindings' real types must be the same types, member for member. */
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
@@ -63,6 +64,59 @@ test("the check notices a contract that drifts from the real types", () => {
   const missing = scriptContract.replace(/ {2}unlink\(relationId: string\): void;\n/, "");
   assert.notEqual(missing, scriptContract);
   assert.ok(contractDiagnostics(missing).length > 0);
+});
+
+const dispatcherPath = fileURLToPath(new URL("./edit-script-dispatcher.ts", import.meta.url));
+
+/** Type-checks the edit-script dispatcher against `api` standing in for script-api.ts; its diagnostics. */
+function dispatcherDiagnostics(api: string): string[] {
+  const options: ts.CompilerOptions = {
+    strict: true,
+    exactOptionalPropertyTypes: true,
+    noUncheckedIndexedAccess: true,
+    noEmit: true,
+    skipLibCheck: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    customConditions: ["@tackle/source"],
+    allowImportingTsExtensions: true,
+    types: ["node"],
+    lib: ["lib.esnext.d.ts", "lib.dom.d.ts"],
+  };
+  const host = ts.createCompilerHost(options);
+  const getSourceFile = host.getSourceFile.bind(host);
+  host.getSourceFile = (fileName, language, ...rest) =>
+    fileName === apiPath
+      ? ts.createSourceFile(fileName, api, language)
+      : getSourceFile(fileName, language, ...rest);
+  const program = ts.createProgram([dispatcherPath], options, host);
+  return ts
+    .getPreEmitDiagnostics(program, program.getSourceFile(dispatcherPath))
+    .map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n"));
+}
+
+test("the real bindings are type-checked against the contract's types, parameters and returns", () => {
+  const api = readFileSync(apiPath, "utf8");
+  assert.deepEqual(dispatcherDiagnostics(api), []);
+  const drifts = [
+    // A return the bindings do not give: they answer null for a missing entity.
+    ["get(entityId: string): Entity | null;", "get(entityId: string): Entity | undefined;"],
+    // A parameter the bindings do not take.
+    ["unlink(relationId: string): void;", "unlink(relationId: string, reason: string): void;"],
+    // A parameter type narrower than what the binding needs.
+    ["of(entityId: string, relationKind?: string): Relation[];", "of(entityId: number): Relation[];"],
+    // A return shape the bindings do not build.
+    [
+      "declareFields(entityKind: string): FieldDeclaration[];",
+      "declareFields(entityKind: string): string[];",
+    ],
+  ] as const;
+  for (const [from, to] of drifts) {
+    const drifted = api.replace(from, to);
+    assert.notEqual(drifted, api, from);
+    assert.ok(dispatcherDiagnostics(drifted).length > 0, `the dispatcher still type-checks after ${to}`);
+  }
 });
 
 test("every method the contract declares is one the sandbox builds, and no other", () => {
