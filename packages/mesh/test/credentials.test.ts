@@ -1,6 +1,7 @@
 /**
  * The node's credential (user JWT + nkey seed) against nats-server in operator mode: the runtime
- * connects on it, a bare MESH_TOOL_MODULES path belongs to its module, and a connection without it is refused.
+ * connects on it serving three modules (one broken, named and not fatal), a bare MESH_TOOL_MODULES
+ * path belongs to its module, and a connection without it is refused.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -25,17 +26,18 @@ after(async () => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-it("runs the node on its credential, serving a bare path as the credential's own module", async () => {
+it("runs the node on its credential: three modules, one broken and named, a bare path as the credential's own module", async () => {
   const nodeCredential = operator.userCredentials("ledger");
   const config = loadMeshConfig({
     MESH_NODE: "node-k",
     MESH_BROKER_FILE: nodeCredential,
     MESH_BROKER_URL: nats.url,
-    MESH_TOOL_MODULES: `${fixture("beta.mjs")},notes=${fixture("python-bundle.py")}`,
+    // Three modules on the one credential; "gone" is broken (its only bundle throws at import).
+    MESH_TOOL_MODULES: `${fixture("beta.mjs")},notes=${fixture("python-bundle.py")},gone=${fixture("throws-at-import.js")}`,
   });
   assert.deepEqual(
     config.modules.map((entry) => entry.module),
-    ["ledger", "notes"],
+    ["ledger", "notes", "gone"],
   );
   const runtime = await startNodeRuntime({ config });
   const client = await createMeshClient({
@@ -51,13 +53,15 @@ it("runs the node on its credential, serving a bare path as the credential's own
     const appended = await client.callSeat("ledger", "append", { line: "on a credential" });
     assert.deepEqual(appended, { ok: true, output: { count: 1, node: "node-k", module: "ledger" } });
     const catalogue = await client.catalogue();
-    assert.deepEqual(
-      catalogue.map((module) => [module.module, module.status]),
-      [
-        ["ledger", "ok"],
-        ["notes", "ok"],
-      ],
-    );
+    assert.deepEqual(catalogue.map((module) => [module.module, module.status]).sort(), [
+      ["gone", "failed"],
+      ["ledger", "ok"],
+      ["notes", "ok"],
+    ]);
+    // The broken module is named with its error, not fatal: the other two serve beside it.
+    assert.deepEqual(catalogue.find((module) => module.module === "gone")?.errors, [
+      { source: fixture("throws-at-import.js"), message: "broken bundle: cannot reach its database" },
+    ]);
     await assert.rejects(
       connect({ servers: nats.url, reconnect: false }),
       /Authorization|authorization|auth/i,

@@ -3,7 +3,13 @@
  * file), listed once, called per call, restarted after a crash, failed for good before a handshake.
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
+import { ToolError } from "@tackle/core";
+import { bundleKind } from "../src/bundles/bundle-kind.ts";
+import { StdioChild } from "../src/bundles/stdio-child.ts";
 import { loadModules } from "../src/index.ts";
 import { fixture, recordingLogger } from "./helpers.ts";
 
@@ -170,6 +176,43 @@ describe("stdio children", () => {
       );
     } finally {
       await early?.close();
+    }
+  });
+
+  it("never spawns a child that exited before its handshake again: later calls fail at once", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "tackle-early-exit-"));
+    const spawnLog = join(directory, "spawns.log");
+    const logger = recordingLogger();
+    const launch = bundleKind(fixture("early-exit-child.py"));
+    assert.equal(launch.kind, "launch");
+    const child = new StdioChild({
+      command: launch.kind === "launch" ? launch.command : "",
+      args: launch.kind === "launch" ? launch.args : [],
+      env: { EARLY_EXIT_SPAWN_LOG: spawnLog },
+      source: fixture("early-exit-child.py"),
+      logger,
+      restartBackoff: { initialMs: 0 },
+    });
+    const spawns = () => readFileSync(spawnLog, "utf8").split("\n").filter(Boolean).length;
+    try {
+      await assert.rejects(child.listTools(), /exited before the MCP handshake \(exit code 2\)/);
+      assert.equal(spawns(), 1);
+      const failures = logger.lines.filter((line) => line.level === "error").length;
+      for (let call = 0; call < 2; call++) {
+        await assert.rejects(
+          child.call("anything", {}, AbortSignal.timeout(5000)),
+          (error: unknown) =>
+            ToolError.isInstance(error) &&
+            error.code === "child_failed" &&
+            /missing configuration TOKEN/.test(error.message),
+        );
+      }
+      await assert.rejects(child.listTools(), /exited before the MCP handshake/);
+      assert.equal(spawns(), 1, "a permanent failure is not spawned again");
+      assert.equal(logger.lines.filter((line) => line.level === "error").length, failures);
+    } finally {
+      await child.close();
+      rmSync(directory, { recursive: true, force: true });
     }
   });
 
