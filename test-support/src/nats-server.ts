@@ -17,23 +17,27 @@ export interface NatsServerHandle {
   close(): Promise<void>;
 }
 
-const installHint =
-  "nats-server is not on PATH. Install it: apt-get install -y nats-server (or run scripts/ensure-services.sh)";
+const installCommand = "apt-get install -y nats-server (or run scripts/ensure-services.sh)";
 
-function findNatsServer(): string {
-  for (const candidate of [
-    process.env.NATS_SERVER_BIN,
-    "nats-server",
-    "/usr/sbin/nats-server",
-    "/usr/bin/nats-server",
-  ]) {
-    if (!candidate) continue;
+/**
+ * Where to look for nats-server: only `NATS_SERVER_BIN` when it is set (a wrong path must fail, not
+ * fall back to another binary), else PATH and the Debian locations.
+ */
+export function natsServerCandidates(env: NodeJS.ProcessEnv = process.env): readonly string[] {
+  const explicit = env.NATS_SERVER_BIN;
+  if (explicit !== undefined && explicit !== "") return [explicit];
+  return ["nats-server", "/usr/sbin/nats-server", "/usr/bin/nats-server"];
+}
+
+/** The first candidate that runs; else an error carrying the install command. */
+export function findNatsServer(candidates: readonly string[] = natsServerCandidates()): string {
+  for (const candidate of candidates) {
     try {
       execFileSync(candidate, ["--version"], { stdio: "ignore" });
       return candidate;
     } catch {}
   }
-  throw new Error(installHint);
+  throw new Error(`nats-server not found (tried ${candidates.join(", ")}). Install it: ${installCommand}`);
 }
 
 export async function startNatsServer(
