@@ -108,7 +108,7 @@ async function readJsonRpc(
   return JSON.parse(text);
 }
 
-test("a raw 2025-06-18 JSON-RPC client initializes, lists and calls", async () => {
+test("a raw 2025-06-18 JSON-RPC client initializes, lists and calls, with no session (stateless)", async () => {
   const initialize = await post({
     jsonrpc: "2.0",
     id: 1,
@@ -116,13 +116,15 @@ test("a raw 2025-06-18 JSON-RPC client initializes, lists and calls", async () =
     params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
   });
   assert.equal(initialize.status, 200);
+  // Stateless per request: the console hands out no session to carry.
+  assert.equal(initialize.headers.get("mcp-session-id"), null, "initialize carries no mcp-session-id");
   const initialized = await readJsonRpc(initialize);
   assert.equal(initialized.result?.protocolVersion, "2025-06-18");
 
   const headers = { "mcp-protocol-version": "2025-06-18" };
-  const list = await readJsonRpc(
-    await post({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, headers),
-  );
+  const listResponse = await post({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, headers);
+  assert.equal(listResponse.headers.get("mcp-session-id"), null, "tools/list carries no mcp-session-id");
+  const list = await readJsonRpc(listResponse);
   const names = ((list.result?.tools ?? []) as { name: string }[]).map((tool) => tool.name);
   assert.ok(names.includes("demo.echo"));
 
