@@ -5,9 +5,10 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { startNatsServer } from "@tackle/test-support";
-import { cleanEnv, mainScript } from "./tackle-process.ts";
+import { cleanEnv, mainScript, startServe } from "./tackle-process.ts";
 
 const brokenBundle = fileURLToPath(new URL("./fixtures/broken-bundle.js", import.meta.url));
+const whoami = fileURLToPath(new URL("./fixtures/whoami-bundle.ts", import.meta.url));
 
 function transport() {
   const env = cleanEnv({ MESH_TOOL_MODULES: `broken=${brokenBundle}`, TACKLE_LOG_LEVEL: "silent" });
@@ -80,6 +81,44 @@ test("a broker password in MESH_BROKER_URL reaches neither the MCP client's inst
     assert.ok(!stderr.includes(password), `stderr: ${stderr}`);
   } finally {
     await client.close();
+    await nats.close();
+  }
+});
+
+test("tackle mcp on a mesh lists and calls module.tool served by a node runtime on the broker", async () => {
+  const nats = await startNatsServer();
+  // Another process, node "far", serves the beta module on the private broker; tackle mcp only joins it.
+  const runtime = await startServe(
+    ["--no-console"],
+    cleanEnv({ MESH_BROKER_URL: nats.url, MESH_NODE: "far", MESH_TOOL_MODULES: `beta=${whoami}` }),
+    /module beta: ok/,
+  );
+  const client = new Client(
+    { name: "stdio-test", version: "1.0.0" },
+    { versionNegotiation: { mode: "legacy" } },
+  );
+  try {
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: ["--conditions=@tackle/source", mainScript, "mcp"],
+        env: cleanEnv({ MESH_BROKER_URL: nats.url, MESH_NODE: "near", TACKLE_LOG_LEVEL: "silent" }) as Record<
+          string,
+          string
+        >,
+        stderr: "pipe",
+      }),
+    );
+    const names = (await client.listTools()).tools.map((tool) => tool.name);
+    assert.ok(names.includes("beta.whoami"), `beta.whoami in ${names.join(", ")}`);
+    const result = await client.callTool({ name: "beta.whoami", arguments: {} });
+    assert.equal(result.isError, undefined, JSON.stringify(result));
+    const answered = result.structuredContent as { node: string; module: string; pid: number };
+    assert.deepEqual([answered.node, answered.module], ["far", "beta"]);
+    assert.equal(answered.pid, runtime.child.pid, "the runtime process answered, over the broker");
+  } finally {
+    await client.close();
+    await runtime.stop();
     await nats.close();
   }
 });
