@@ -1,0 +1,106 @@
+/**
+ * The tool's defaults, each shown at its edge: 16 plans kept (the 17th run drops the oldest, never an
+ * unconfirmed one), 128 model contexts (the 129th drops the oldest), and a snapshot of at most 200
+ * entities and 200 relations.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { DocScriptResult, DocScriptTool } from "../src/tool/create-doc-script-tool.ts";
+import { type Harness, startHarness } from "./harness.ts";
+
+let harness: Harness;
+
+/** Appends "!" to the sample's caption: any number of these plans merge. */
+const exclaim = `const [caption] = entities.list({ entityKind: 'caption' });
+entities.update(caption.entityId, [{ op: 'splice', path: ['text'], index: caption.payload.text.length, insert: '!' }]);`;
+
+async function runPlans(tool: DocScriptTool, docId: string, count: number): Promise<string[]> {
+  const planIds: string[] = [];
+  for (let index = 0; index < count; index++) {
+    const run = await tool.handle({ op: "run-edit-script", doc_id: docId, script: exclaim });
+    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run));
+    planIds.push(run.plan_id);
+  }
+  return planIds;
+}
+
+/** How a commit of `planId` ends: its status, or the error code when the tool no longer has the plan. */
+function commitEnd(result: DocScriptResult): string {
+  if (!result.ok) return result.error.code;
+  return result.op === "commit-plan" ? result.status : `unexpected ${result.op}`;
+}
+
+describe("the tool's defaults", () => {
+  before(async () => {
+    harness = await startHarness();
+  });
+  after(async () => {
+    await harness.close();
+  });
+
+  test("16 plans by default: the 17th run drops the oldest plan and keeps the next", async () => {
+    await harness.createDocument("plans");
+    const tool = harness.tool();
+    const planIds = await runPlans(tool, "plans", 17);
+    const oldest = await tool.handle({ op: "commit-plan", doc_id: "plans", plan_id: planIds[0] });
+    assert.equal(commitEnd(oldest), "plan_not_found", JSON.stringify(oldest));
+    const kept = await tool.handle({ op: "commit-plan", doc_id: "plans", plan_id: planIds[1] });
+    assert.equal(commitEnd(kept), "committed", JSON.stringify(kept));
+  });
+
+  test("an unconfirmed plan stays pinned past 16 later plans, and the oldest unpinned one leaves instead", async () => {
+    await harness.createDocument("pinned");
+    await harness.createDocument("busy");
+    let dropNextPushAnswer = false;
+    const tool = harness.tool({
+      fetchImpl: async (input, init) => {
+        const response = await fetch(input, init);
+        if (dropNextPushAnswer && String(input instanceof Request ? input.url : input).endsWith("/push")) {
+          dropNextPushAnswer = false;
+          throw new TypeError("fetch failed");
+        }
+        return response;
+      },
+    });
+    const [pinned] = await runPlans(tool, "pinned", 1);
+    dropNextPushAnswer = true;
+    const unconfirmed = await tool.handle({ op: "commit-plan", doc_id: "pinned", plan_id: pinned });
+    assert.equal(commitEnd(unconfirmed), "unconfirmed", JSON.stringify(unconfirmed));
+    // The pinned plan and 16 more make 17: one must leave, and it is the oldest unpinned one.
+    const planIds = await runPlans(tool, "busy", 16);
+    const oldest = await tool.handle({ op: "commit-plan", doc_id: "busy", plan_id: planIds[0] });
+    assert.equal(commitEnd(oldest), "plan_not_found", JSON.stringify(oldest));
+    const kept = await tool.handle({ op: "commit-plan", doc_id: "busy", plan_id: planIds[1] });
+    assert.equal(commitEnd(kept), "committed", JSON.stringify(kept));
+    const retry = await tool.handle({ op: "commit-plan", doc_id: "pinned", plan_id: pinned });
+    assert.equal(commitEnd(retry), "committed", JSON.stringify(retry));
+  });
+
+  test("128 model contexts by default: the 129th forgets the oldest and keeps the next", async () => {
+    await harness.createDocument("contexts");
+    const tool = harness.tool();
+    for (let index = 0; index <= 128; index++) {
+      const context = await tool.getModelContext({ doc_id: "contexts", context_id: `conversation-${index}` });
+      assert.equal(context.changed, null);
+    }
+    // conversation-1 is remembered (unchanged); asking for it makes it the most recent and drops nothing.
+    const kept = await tool.getModelContext({ doc_id: "contexts", context_id: "conversation-1" });
+    assert.equal(kept.changed, false);
+    // conversation-0 was dropped by the 129th: it reads as a first call again.
+    const forgotten = await tool.getModelContext({ doc_id: "contexts", context_id: "conversation-0" });
+    assert.equal(forgotten.changed, null);
+  });
+
+  test("snapshot returns the first 200 relations, in the document's order, and says it truncated", async () => {
+    await harness.createDocument("relations", 120);
+    const tool = harness.tool();
+    const snapshot = await tool.handle({ op: "snapshot", doc_id: "relations" });
+    assert.ok(snapshot.ok && snapshot.op === "snapshot", JSON.stringify(snapshot));
+    const whole = await harness.read("relations");
+    assert.ok(whole.relations.length > 200, `only ${whole.relations.length} relations`);
+    assert.equal(snapshot.total.relations, whole.relations.length);
+    assert.equal(snapshot.relations.length, 200);
+    assert.deepEqual(snapshot.relations, whole.relations.slice(0, 200));
+    assert.equal(snapshot.truncated, true);
+  });
+});
