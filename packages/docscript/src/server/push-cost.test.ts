@@ -1,0 +1,146 @@
+/**
+ * Issue 8: "a push is checked without re-importing the whole document each time". Watched at Loro's own
+ * seams while one push to a ~1k-entity document is checked and stored: the bytes Loro imports, any
+ * snapshot made or read, any fork, and the largest map read in one call (a full projection reads every
+ * row of the entities map at once).
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { LoroDoc, LoroMap } from "loro-crdt";
+import { openDocument } from "../document/document-session.ts";
+import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
+import { timelineSchema } from "../timeline/timeline-schema.ts";
+import { DocumentHost } from "./document-host.ts";
+import { createSqliteDocumentStore } from "./sqlite-document-store.ts";
+
+interface LoroWork {
+  importedBytes: number;
+  snapshotsExported: number;
+  snapshotsRead: number;
+  forks: number;
+  /** The most keys one map read returned. */
+  widestRead: number;
+}
+
+/** Runs `work` with Loro's import, export, fork and whole-map reads counted; puts everything back after. */
+async function watchLoro(work: () => Promise<void>): Promise<LoroWork> {
+  const seen: LoroWork = {
+    importedBytes: 0,
+    snapshotsExported: 0,
+    snapshotsRead: 0,
+    forks: 0,
+    widestRead: 0,
+  };
+  const docPrototype = LoroDoc.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const mapPrototype = LoroMap.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const statics = LoroDoc as unknown as Record<string, (...args: unknown[]) => unknown>;
+  const restore: (() => void)[] = [];
+  const wrap = (
+    owner: Record<string, (...args: unknown[]) => unknown>,
+    name: string,
+    count: (args: unknown[], result: unknown) => void,
+  ) => {
+    const original = owner[name];
+    if (typeof original !== "function") throw new Error(`loro-crdt has no ${name} to watch`);
+    owner[name] = function (this: unknown, ...args: unknown[]) {
+      const result = original.apply(this, args);
+      count(args, result);
+      return result;
+    };
+    restore.push(() => {
+      owner[name] = original;
+    });
+  };
+  const size = (bytes: unknown) => (bytes instanceof Uint8Array ? bytes.byteLength : 0);
+  const widest = (value: unknown) => {
+    const record = (value as { value?: unknown })?.value ?? value;
+    if (typeof record === "object" && record !== null)
+      seen.widestRead = Math.max(seen.widestRead, Object.keys(record).length);
+  };
+  wrap(docPrototype, "import", ([bytes]) => {
+    seen.importedBytes += size(bytes);
+  });
+  wrap(docPrototype, "importBatch", ([batch]) => {
+    for (const bytes of batch as Uint8Array[]) seen.importedBytes += size(bytes);
+  });
+  wrap(docPrototype, "export", ([mode]) => {
+    if ((mode as { mode?: string })?.mode !== "update") seen.snapshotsExported++;
+  });
+  wrap(docPrototype, "fork", () => {
+    seen.forks++;
+  });
+  wrap(docPrototype, "forkAt", () => {
+    seen.forks++;
+  });
+  wrap(statics, "fromSnapshot", ([bytes]) => {
+    seen.snapshotsRead++;
+    seen.importedBytes += size(bytes);
+  });
+  for (const name of ["toJSON", "getDeepValueWithID", "getShallowValue"]) {
+    wrap(docPrototype, name, (_args, result) => widest(result));
+    wrap(mapPrototype, name, (_args, result) => widest(result));
+  }
+  try {
+    await work();
+  } finally {
+    for (const undo of restore.reverse()) undo();
+  }
+  return seen;
+}
+
+test("a push to a ~1k-entity document imports only its update: no snapshot, no fork, no full read", async () => {
+  const host = new DocumentHost({
+    store: createSqliteDocumentStore({ path: ":memory:" }),
+    schema: timelineSchema,
+  });
+  try {
+    const snapshot = sampleTimelineSnapshot({ extraClips: 330 });
+    assert.equal(await host.create("big", "token-0123456789abcdef", snapshot), true);
+    const client = LoroDoc.fromSnapshot((await host.snapshot("big")).bytes);
+    const session = openDocument(client, timelineSchema, { role: "host" });
+    assert.ok(session.entities.list({}).length >= 1000, "the document holds about 1k entities");
+    const [caption] = session.entities.list({ entityKind: "caption" });
+    assert.ok(caption !== undefined);
+
+    /** One small edit (a caption gains "!"), exported as the update a client pushes. */
+    const nextUpdate = () => {
+      const from = client.oplogVersion();
+      const text = String(session.entities.get(caption.entityId)?.payload.text ?? "");
+      session.entities.update(caption.entityId, [
+        { op: "splice", path: ["text"], index: [...text].length, insert: "!" },
+      ]);
+      client.commit();
+      return client.export({ mode: "update", from });
+    };
+
+    // The first push opens the document (a full read) and makes its fork: a one-time cost.
+    const first = await host.push("big", nextUpdate());
+    assert.equal(first.status, "committed", JSON.stringify(first));
+
+    for (let push = 0; push < 3; push++) {
+      const update = nextUpdate();
+      let result: Awaited<ReturnType<DocumentHost["push"]>> | undefined;
+      const work = await watchLoro(async () => {
+        result = await host.push("big", update);
+      });
+      assert.equal(result?.status, "committed", JSON.stringify(result));
+      // The update goes into the fork and then into the live document: twice its size, nothing more.
+      assert.ok(
+        work.importedBytes <= 2 * update.byteLength,
+        `imported ${work.importedBytes} bytes for a ${update.byteLength}-byte update (snapshot ${snapshot.byteLength})`,
+      );
+      assert.ok(work.importedBytes > 0, "the push imported nothing: the spy is not watching the host");
+      assert.ok(update.byteLength * 50 < snapshot.byteLength, "the update is far smaller than the document");
+      assert.equal(work.snapshotsExported, 0, "a push exported a snapshot");
+      assert.equal(work.snapshotsRead, 0, "a push read a snapshot");
+      assert.equal(work.forks, 0, "a push forked the whole document");
+      assert.ok(work.widestRead < 50, `a push read ${work.widestRead} rows at once (a full projection)`);
+    }
+    const read = new LoroDoc();
+    read.import((await host.snapshot("big")).bytes);
+    const stored = openDocument(read, timelineSchema, { role: "host" }).entities.get(caption.entityId);
+    assert.match(String(stored?.payload.text), /!!!!$/, "every push was stored");
+  } finally {
+    await host.close();
+  }
+});
