@@ -221,14 +221,20 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
         clearTimeout(timer);
         timer = setTimeout(() => done({ ok: false, error: failure, logs: streamedLogs }, true), limitMs);
       };
+      /** Why the worker failed, when it said so before it exited (an uncaught error in its own code). */
+      let crashReason: string | undefined;
       const onExit = (code: number) => {
-        const memory = /ERR_WORKER_OUT_OF_MEMORY|heap out of memory/i.test(entry.stderrTail) || code === 1;
+        // Exit code 1 is also any uncaught error: only V8's own report says the heap ceiling was hit.
+        const memory = /ERR_WORKER_OUT_OF_MEMORY|heap out of memory/i.test(entry.stderrTail);
         done(
           {
             ok: false,
             error: memory
               ? { code: "memory_limit", message: `the script exceeded the ${memoryLimitMb} MB heap ceiling` }
-              : { code: "sandbox_crashed", message: `the sandbox worker exited (${code})` },
+              : {
+                  code: "sandbox_crashed",
+                  message: `the sandbox worker exited (${code})${crashReason === undefined ? "" : `: ${crashReason}`}`,
+                },
             logs: streamedLogs,
           },
           true,
@@ -283,19 +289,21 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
       worker.on("message", onMessage);
       worker.on("exit", onExit);
       const onError = (error: Error) => {
-        if (/ERR_WORKER_OUT_OF_MEMORY/.test(String((error as { code?: string }).code))) {
-          done(
-            {
-              ok: false,
-              error: {
-                code: "memory_limit",
-                message: `the script exceeded the ${memoryLimitMb} MB heap ceiling`,
-              },
-              logs: streamedLogs,
-            },
-            true,
-          );
+        if (!/ERR_WORKER_OUT_OF_MEMORY/.test(String((error as { code?: string }).code))) {
+          crashReason = error.message;
+          return;
         }
+        done(
+          {
+            ok: false,
+            error: {
+              code: "memory_limit",
+              message: `the script exceeded the ${memoryLimitMb} MB heap ceiling`,
+            },
+            logs: streamedLogs,
+          },
+          true,
+        );
       };
       worker.on("error", onError);
       arm(prepareTimeoutMs, {

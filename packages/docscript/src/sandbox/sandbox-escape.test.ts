@@ -317,6 +317,24 @@ describe("sandbox escape suite", () => {
     }
   });
 
+  test("a worker that crashes for another reason is reported crashed, not as a memory kill, and replaced", async () => {
+    const crashing = createSandboxPool({
+      dispatcherModule: new URL("./fixtures/crash-dispatcher.ts", import.meta.url),
+      size: 1,
+      memoryLimitMb: 64,
+    });
+    try {
+      const result = await crashing.run({ script: "", input: { crash: true }, timeoutMs: 20_000 });
+      assert.equal(result.ok === false && result.error.code, "sandbox_crashed", JSON.stringify(result));
+      assert.equal(crashing.stats().killed, 1);
+      const next = await crashing.run({ script: "", input: {} });
+      assert.deepEqual(next.ok && next.value, { served: true }, JSON.stringify(next));
+      assert.equal(crashing.stats().started, 2);
+    } finally {
+      await crashing.close();
+    }
+  });
+
   test("typed arrays cannot be reached for a memory bomb", async () => {
     const result = await attack(`
       try { new Uint8Array(1 << 30); console.log("allocated"); } catch (error) { console.log(error.name); }
