@@ -362,12 +362,6 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
     }
   };
 
-  /** Issues the plan brings: the base document's own issues (a conflicted document) are not the plan's. */
-  /**
-   * The issues the plan adds (ADR 0451): the document's issues within everything the plan's writes could
-   * have changed, less those the base already had there. Outside that scope the document reads as the
-   * base did, so this equals the whole-document check's difference without reading every entity.
-   */
   /**
    * The issues the plan adds (ADR 0451): the document's issues within everything the plan's writes could
    * have changed (the host's recorded file facts included), less those the base already had there.
