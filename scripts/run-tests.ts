@@ -12,7 +12,8 @@ const defaultGlobs = [
 ];
 const requested = process.argv.slice(2);
 const globs = requested.length > 0 ? requested : defaultGlobs;
-const concurrency = process.env.TACKLE_TEST_CONCURRENCY ?? "3";
+// Two files at a time on a 2-core machine: the sandbox and restart suites assert wall-clock bounds.
+const concurrency = process.env.TACKLE_TEST_CONCURRENCY ?? "2";
 
 const child = spawn(
   process.execPath,
