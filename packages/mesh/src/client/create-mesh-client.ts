@@ -55,6 +55,8 @@ export interface CreateMeshClientOptions {
 }
 
 const listingTimeoutMs = 2000;
+/** How long a call waits to learn its module's prefix from the catalogue before using the default. */
+const catalogueTimeoutMs = 5000;
 
 export async function createMeshClient(options: CreateMeshClientOptions = {}): Promise<MeshClient> {
   const connection =
@@ -92,11 +94,22 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     // While reconnecting the catalogue cannot be read; the call itself then fails at once.
     if (disconnected) return known ?? defaultModulePrefix(module);
     let prefix = defaultModulePrefix(module);
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const record = (await readCatalogue(connection)).find((entry) => entry.module === module);
+      // A catalogue read caught by a dropped connection must not hold the call past its own deadline.
+      const deadline = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new CatalogueDeadline()), catalogueTimeoutMs);
+      });
+      const record = (await Promise.race([readCatalogue(connection), deadline])).find(
+        (entry) => entry.module === module,
+      );
       if (record !== undefined) prefix = record.prefix;
-    } catch {
+    } catch (error) {
+      // Too slow to read: use the default prefix this once, and read the catalogue again next time.
+      if (error instanceof CatalogueDeadline) return known ?? prefix;
       // No JetStream, or no catalogue yet: the default prefix is where an unissued module answers.
+    } finally {
+      clearTimeout(timer);
     }
     prefixes.set(module, prefix);
     return prefix;
@@ -277,3 +290,6 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     },
   };
 }
+
+/** The catalogue read ran past its deadline. */
+class CatalogueDeadline extends Error {}
