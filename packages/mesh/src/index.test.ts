@@ -20,6 +20,7 @@ it("@tackle/mesh exports exactly its curated names", () => {
     "loadModules",
     "openMeshBuckets",
     "readCatalogue",
+    "redactBrokerUrl",
     "revokeMembership",
     "startNodeRuntime",
   ]);

@@ -22,6 +22,7 @@ export {
   type ModuleEntry,
 } from "./config/load-mesh-config.ts";
 export { defaultModulePrefix, defaultSeatPrefix } from "./config/names.ts";
+export { redactBrokerUrl } from "./config/redact-broker-url.ts";
 export { MeshConfigError } from "./errors/mesh-config-error.ts";
 export {
   type IssueMembershipOptions,

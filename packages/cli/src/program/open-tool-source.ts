@@ -6,6 +6,7 @@ import {
   loadModules,
   type MeshConfig,
   MeshConfigError,
+  redactBrokerUrl,
 } from "@tackle/mesh";
 import { consoleTokenPath } from "../config/tackle-home.ts";
 import { readConsoleToken } from "../console/console-token.ts";
@@ -15,7 +16,6 @@ import { createEmbeddedToolSource } from "../tool-source/create-embedded-tool-so
 import { createMeshToolSource } from "../tool-source/create-mesh-tool-source.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { CliError } from "./cli-error.ts";
-import { redactBrokerUrl } from "./redact-broker-url.ts";
 
 export interface SourceOptions {
   readonly console?: string;

@@ -14,6 +14,7 @@ import {
 } from "@modelcontextprotocol/server";
 import { type StdioServerHandle, serveStdio } from "@modelcontextprotocol/server/stdio";
 import { ToolError } from "../errors/tool-error.ts";
+import { isLoopbackHost } from "../http/loopback.ts";
 import type { ToolSet } from "../tool-set/create-tool-set.ts";
 import { assertServableOverMcp, createMcpServer, type McpServerOptions } from "./create-mcp-server.ts";
 
@@ -69,8 +70,6 @@ export interface McpHttpServer {
   close(): Promise<void>;
 }
 
-const loopbackHosts = new Set(["127.0.0.1", "::1", "localhost"]);
-
 /**
  * Serves the tool set over Streamable HTTP on loopback only, with the SDK's DNS-rebinding guards (Host
  * and Origin must be localhost-class). Other paths answer 404.
@@ -80,12 +79,12 @@ export async function serveMcpHttp(
   options: McpHttpServeOptions = {},
 ): Promise<McpHttpServer> {
   const host = options.host ?? "127.0.0.1";
-  if (!loopbackHosts.has(host)) {
+  if (!isLoopbackHost(host)) {
     throw new ToolError(
       "not_loopback",
       `Refusing to serve MCP on ${host}: only loopback addresses are allowed`,
       {
-        data: { host, allowed: [...loopbackHosts] },
+        data: { host },
       },
     );
   }

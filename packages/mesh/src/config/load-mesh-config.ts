@@ -4,6 +4,7 @@ import { isAbsolute, resolve } from "node:path";
 import { MeshConfigError } from "../errors/mesh-config-error.ts";
 import { moduleNamePattern, nodeNamePattern } from "./names.ts";
 import { readCredential } from "./read-credential.ts";
+import { redactBrokerUrl } from "./redact-broker-url.ts";
 
 /** One bundle to load: the module it belongs to and its entrypoint (a JS module or an executable). */
 export interface ModuleEntry {
@@ -95,7 +96,7 @@ function checkBrokerUrl(value: string): void {
     } catch (error) {
       throw new MeshConfigError(
         "MESH_BROKER_URL",
-        `${JSON.stringify(withoutCredentials(trimmed))} is not a URL`,
+        `${JSON.stringify(redactBrokerUrl(trimmed))} is not a URL`,
         {
           cause: error,
         },
@@ -104,7 +105,7 @@ function checkBrokerUrl(value: string): void {
     if (!brokerProtocols.has(url.protocol) || url.hostname === "") {
       throw new MeshConfigError(
         "MESH_BROKER_URL",
-        `${JSON.stringify(withoutCredentials(trimmed))} is not a NATS server URL (nats://host:port, tls://, ws:// or wss://)`,
+        `${JSON.stringify(redactBrokerUrl(trimmed))} is not a NATS server URL (nats://host:port, tls://, ws:// or wss://)`,
       );
     }
   }
@@ -173,9 +174,4 @@ function parseListen(value: string | undefined): { host: string; port: number } 
     );
   }
   return { host, port };
-}
-
-/** A broker URL may carry a user and password or a token before `@`: never repeat them in an error. */
-function withoutCredentials(server: string): string {
-  return server.replace(/^((?:[A-Za-z][A-Za-z0-9+.-]*:\/\/)?)[^/@\s]*@/, "$1***@");
 }
