@@ -39,6 +39,8 @@ function options(extra: Record<string, unknown> = {}) {
     apiKey: TENANT_KEYS.acme,
     clientOptions: { allowPrivateNetwork: true },
     awaitCapture: true,
+    // These tests check what is injected, under a loaded test machine; the deadline has its own test.
+    contextTimeoutMs: 10_000,
     ...extra,
   };
 }

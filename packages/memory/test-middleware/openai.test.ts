@@ -52,6 +52,8 @@ function remembering(openai: OpenAI, userId: string, sessionId: string) {
     userId,
     sessionId,
     awaitCapture: true,
+    // These tests check what is injected, under a loaded test machine; the deadline has its own test.
+    contextTimeoutMs: 10_000,
   });
 }
 

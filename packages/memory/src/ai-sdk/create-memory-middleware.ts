@@ -41,7 +41,7 @@ export function fromCore(core: MemoryMiddlewareCore): LanguageModelV4Middleware 
 
     async transformParams({ params }) {
       const identity = identityOf(params);
-      const envelope = await core.getContext(identity, toTurnMessages(params.prompt));
+      const envelope = await core.getContext(identity, toTurnMessages(params.prompt), params.abortSignal);
       if (envelope === undefined) return params;
       const system = { role: "system" as const, content: envelope.text };
       injectedMessages.add(system);

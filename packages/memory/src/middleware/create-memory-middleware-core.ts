@@ -1,8 +1,12 @@
 /**
  * `createMemoryMiddlewareCore`: the inject-and-capture engine both provider middlewares share.
- * It never throws into the model call: a failed fetch injects nothing, a failed capture is dropped,
- * and either is reported through `onError` (else one `console.warn` per instance).
+ * It never throws into the model call and never holds it past a deadline: the context fetch gets
+ * `contextTimeoutMs` (default 300 ms) and the call's abort signal, after which the model is called
+ * without memory; a failed capture is dropped. Every failure is reported on every call: `onError`,
+ * an event on an OpenTelemetry span, and a log line.
  */
+import { SpanStatusCode, trace } from "@opentelemetry/api";
+import type { Logger } from "@tackle/core";
 import { MemoryClient, type MemoryClientOptions } from "../client/memory-client.ts";
 import { MEMORY_SCOPE_VALUES, type MemoryScopeField } from "../scope/memory-scope.ts";
 import { type BundleCache, type BundleCacheOptions, createBundleCache } from "./cache/bundle-cache.ts";
@@ -32,8 +36,18 @@ export interface MemoryMiddlewareCoreOptions extends MemoryIdentity {
   readonly client?: MemoryMiddlewareClient;
   /** Timeouts, retries and the private-network switch of the client built here. */
   readonly clientOptions?: Omit<MemoryClientOptions, "baseUrl" | "apiKey">;
-  /** Reports a degraded call; without it the first failure is a `console.warn`, later ones are silent. */
+  /** Reports a degraded call (every one, not only the first). */
   readonly onError?: (error: MemoryMiddlewareError) => void;
+  /** Where each failure's log line goes (default: `console.warn`). */
+  readonly logger?: Pick<Logger, "warn">;
+  /**
+   * How long the model call may wait for its memory context, in milliseconds (default 300). Past it
+   * (or when the call's abort signal fires first) the model is called without memory and the
+   * failure is reported.
+   */
+  readonly contextTimeoutMs?: number;
+  /** How long one background capture may take before it is dropped and reported (default 10 000 ms). */
+  readonly captureTimeoutMs?: number;
   /** Cache bounds (default 50 entries, 60 s), or `false` to fetch on every call. */
   readonly cache?: BundleCacheOptions | false;
   /** Inject the context bundle (default true). */
@@ -57,6 +71,7 @@ export interface MemoryMiddlewareCore {
   getContext(
     identity: MemoryIdentity,
     messages: readonly TurnMessage[],
+    signal?: AbortSignal,
   ): Promise<MemoryContextEnvelope | undefined>;
   /** Writes the user's last message and the response as events; resolves when stored if `awaitCapture`. */
   captureTurn(identity: MemoryIdentity, messages: readonly TurnMessage[], response: string): Promise<void>;
@@ -64,7 +79,18 @@ export interface MemoryMiddlewareCore {
   flush(): Promise<void>;
 }
 
+/** The default deadline of the context fetch: memory is worth little next to a slow answer. */
+export const DEFAULT_CONTEXT_TIMEOUT_MS = 300;
+const DEFAULT_CAPTURE_TIMEOUT_MS = 10_000;
+const tracer = trace.getTracer("@tackle/memory", "0.1.0");
+const consoleLogger: Pick<Logger, "warn"> = {
+  warn: (message, fields) => console.warn(`[@tackle/memory] ${message}`, fields ?? {}),
+};
+
 export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions): MemoryMiddlewareCore {
+  const contextTimeoutMs = options.contextTimeoutMs ?? DEFAULT_CONTEXT_TIMEOUT_MS;
+  const captureTimeoutMs = options.captureTimeoutMs ?? DEFAULT_CAPTURE_TIMEOUT_MS;
+  const logger = options.logger ?? consoleLogger;
   const client =
     options.client ??
     new MemoryClient({
@@ -84,37 +110,57 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     options.cache === false ? undefined : createBundleCache(options.cache ?? {});
   let apiKeyHash: Promise<string | undefined> | undefined;
   const pending = new Set<Promise<void>>();
-  let warned = false;
 
+  /** Every failure, every time: the hook, a span event (on the caller's span if any), a log line. */
   function report(error: MemoryMiddlewareError): void {
+    const phase = String((error.data as { phase?: string } | undefined)?.phase ?? "middleware");
+    const attributes = {
+      "memory.error.code": error.code,
+      "memory.error.phase": phase,
+      "memory.error.message": error.message,
+    };
+    const active = trace.getActiveSpan();
+    if (active !== undefined) active.addEvent(error.code, attributes);
+    else {
+      const span = tracer.startSpan(`memory.${phase}`);
+      span.addEvent(error.code, attributes);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+      span.end();
+    }
+    try {
+      logger.warn(error.message, {
+        code: error.code,
+        phase,
+        cause: describe(error.cause),
+      });
+    } catch {
+      // A logger that throws must not break the model call.
+    }
     if (options.onError !== undefined) {
       try {
         options.onError(error);
       } catch (hookError) {
         console.warn("[@tackle/memory] onError threw while reporting a memory failure", hookError);
       }
-      return;
     }
-    if (warned) return;
-    warned = true;
-    console.warn(
-      `[@tackle/memory] ${error.message} (further failures of this middleware are not logged; pass onError to see them)`,
-      error.cause,
-    );
   }
 
+  /** The fetch runs under its own deadline (shared through the cache); each caller waits at most that long. */
   async function fetchBundle(
     identity: MemoryIdentity,
     query: string | undefined,
+    signal: AbortSignal,
   ): Promise<MemoryContextBundle> {
     const scopeFields = retrievalFields(identity);
     const request: Record<string, unknown> = { ...options.bundle };
     for (const field of scopeFields) request[field] = identity[field];
     if (query !== undefined) request.query = query.slice(-2000);
-    return toMemoryContextBundle(await client.contextBundle(request));
+    return toMemoryContextBundle(
+      await client.contextBundle(request, { signal, timeoutMs: contextTimeoutMs }),
+    );
   }
 
-  async function loadBundle(identity: MemoryIdentity, messages: readonly TurnMessage[]) {
+  async function loadBundle(identity: MemoryIdentity, messages: readonly TurnMessage[], signal: AbortSignal) {
     const userText = lastUserText(messages);
     const mode = identity.mode ?? (userText === undefined ? "wake-up" : "full");
     const query = mode === "full" ? userText : undefined;
@@ -122,12 +168,13 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     const mayFetch = messages.at(-1)?.role === "user" || !messages.some((message) => message.role === "user");
     const key =
       cache !== undefined && hasDiscriminator(identity) ? await keyFor(identity, mode, query) : undefined;
-    if (key === undefined) return mayFetch ? fetchBundle(identity, query) : undefined;
+    if (key === undefined) return mayFetch ? fetchBundle(identity, query, signal) : undefined;
     const cached = cache!.get(key);
     if (cached !== undefined) return cached;
     // A tool-loop step never fetches again: it reuses the turn's bundle or injects nothing.
     if (!mayFetch) return undefined;
-    const loading = fetchBundle(identity, query);
+    // A cached fetch may serve other calls: it gets the deadline, not this call's abort signal.
+    const loading = fetchBundle(identity, query, AbortSignal.timeout(contextTimeoutMs));
     cache!.set(key, loading);
     return loading;
   }
@@ -151,7 +198,12 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     });
   }
 
-  async function storeTurn(identity: MemoryIdentity, messages: readonly TurnMessage[], response: string) {
+  async function storeTurn(
+    identity: MemoryIdentity,
+    messages: readonly TurnMessage[],
+    response: string,
+    signal: AbortSignal,
+  ) {
     const userText = lastUserText(messages);
     if (userText === undefined || response.trim() === "") return;
     const key = await captureKey(identity, messages, response);
@@ -159,35 +211,51 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     for (const field of MEMORY_SCOPE_VALUES)
       if (identity[field] !== undefined) scope[field] = identity[field];
     // Sequential, so the user's event is ordered before the answer.
-    await client.writeEvent({
-      ...scope,
-      role: "user",
-      content: userText.slice(0, MAX_EVENT_CHARACTERS),
-      ...(key === undefined ? {} : { customId: `${key}:user` }),
-    });
-    await client.writeEvent({
-      ...scope,
-      role: "assistant",
-      content: response.slice(0, MAX_EVENT_CHARACTERS),
-      infer: false,
-      ...(key === undefined ? {} : { customId: `${key}:assistant` }),
-    });
+    await client.writeEvent(
+      {
+        ...scope,
+        role: "user",
+        content: userText.slice(0, MAX_EVENT_CHARACTERS),
+        ...(key === undefined ? {} : { customId: `${key}:user` }),
+      },
+      { signal },
+    );
+    await client.writeEvent(
+      {
+        ...scope,
+        role: "assistant",
+        content: response.slice(0, MAX_EVENT_CHARACTERS),
+        infer: false,
+        ...(key === undefined ? {} : { customId: `${key}:assistant` }),
+      },
+      { signal },
+    );
   }
 
   return {
     resolve: (request) => resolveIdentity(defaults, request),
 
-    async getContext(identity, messages) {
+    async getContext(identity, messages, callSignal) {
       if (options.inject === false) return undefined;
+      const started = performance.now();
+      const deadline = AbortSignal.timeout(contextTimeoutMs);
+      const signal = callSignal === undefined ? deadline : AbortSignal.any([deadline, callSignal]);
       try {
-        const bundle = await loadBundle(identity, messages);
+        const bundle = await untilAborted(loadBundle(identity, messages, signal), signal);
         return bundle === undefined ? undefined : renderMemoryContext(bundle);
       } catch (error) {
+        const elapsedMs = Math.round(performance.now() - started);
+        const reason = deadline.aborted
+          ? `no answer within ${contextTimeoutMs} ms`
+          : callSignal?.aborted
+            ? "the call was aborted"
+            : describe(error);
         report(
           new MemoryMiddlewareError(
             "memory_context_failed",
-            `memory context unavailable: ${describe(error)}`,
+            `memory context unavailable (the model was called without it): ${reason}`,
             error,
+            { elapsedMs, timeoutMs: contextTimeoutMs },
           ),
         );
         return undefined;
@@ -196,11 +264,18 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
 
     captureTurn(identity, messages, response) {
       if (options.capture === false) return Promise.resolve();
-      const capture = storeTurn(identity, messages, response).catch((error: unknown) => {
-        report(
-          new MemoryMiddlewareError("memory_capture_failed", `turn not captured: ${describe(error)}`, error),
-        );
-      });
+      const deadline = AbortSignal.timeout(captureTimeoutMs);
+      const capture = untilAborted(storeTurn(identity, messages, response, deadline), deadline).catch(
+        (error: unknown) => {
+          report(
+            new MemoryMiddlewareError(
+              "memory_capture_failed",
+              `turn not captured: ${describe(error)}`,
+              error,
+            ),
+          );
+        },
+      );
       pending.add(capture);
       void capture.finally(() => pending.delete(capture));
       return options.awaitCapture === true ? capture : Promise.resolve();
@@ -222,6 +297,28 @@ function retrievalFields(identity: MemoryIdentity): MemoryScopeField[] {
   if (identity.scope !== undefined) return given.filter((field) => identity.scope!.includes(field));
   const owners = given.filter((field) => field !== "sessionId");
   return owners.length > 0 ? owners : given;
+}
+
+/** `promise`, or a rejection as soon as `signal` aborts (a client that ignores the signal cannot hold us). */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    promise.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 function describe(error: unknown): string {

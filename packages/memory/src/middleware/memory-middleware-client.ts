@@ -6,7 +6,7 @@ import type { ContextBundleRequest, ContextBundleResponse } from "../schemas/syn
 export interface MemoryMiddlewareClient {
   contextBundle(
     request: ContextBundleRequest,
-    options?: { signal?: AbortSignal },
+    options?: { signal?: AbortSignal; timeoutMs?: number },
   ): Promise<ContextBundleResponse>;
   writeEvent(request: WriteEventRequest, options?: { signal?: AbortSignal }): Promise<WriteEventResponse>;
 }

@@ -59,7 +59,7 @@ export function wrapOpenAIClient<Client extends OpenAIClientLike>(
       return remember(
         messages,
         async () => {
-          const envelope = await core.getContext(identity, messages);
+          const envelope = await core.getContext(identity, messages, signalOf(requestOptions));
           const sent = envelope === undefined ? params : injectIntoChat(params, envelope.text);
           return { call: create.call(completions, sent as never, requestOptions) };
         },
@@ -78,7 +78,7 @@ export function wrapOpenAIClient<Client extends OpenAIClientLike>(
       return remember(
         messages,
         async () => {
-          const envelope = await core.getContext(identity, messages);
+          const envelope = await core.getContext(identity, messages, signalOf(requestOptions));
           const sent = envelope === undefined ? params : injectIntoResponses(params, envelope.text);
           return { call: create.call(responses, sent as never, requestOptions) };
         },
@@ -120,6 +120,12 @@ export function wrapOpenAIClient<Client extends OpenAIClientLike>(
     chat: chat(Reflect.get(target, "chat", target) as object),
     responses: responses(Reflect.get(target, "responses", target) as object),
   }))(client) as Client;
+}
+
+/** The OpenAI SDK's per-request `signal`, if the caller passed one. */
+function signalOf(requestOptions: unknown): AbortSignal | undefined {
+  const signal = (requestOptions as { signal?: unknown } | undefined)?.signal;
+  return signal instanceof AbortSignal ? signal : undefined;
 }
 
 /**
