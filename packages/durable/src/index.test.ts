@@ -23,6 +23,7 @@ test("the public surface of every subpath is pinned", () => {
     "isInterrupt",
     "nextToolCallId",
     "redact",
+    "runIntegratedTool",
     "tool",
     "toolTrace",
     "validatePolicies",
@@ -30,8 +31,11 @@ test("the public surface of every subpath is pinned", () => {
   assert.deepEqual(Object.keys(aiSdk).sort(), ["durableModel", "withDurableTools"]);
   assert.deepEqual(Object.keys(langchain).sort(), ["withDurableTools"]);
   assert.deepEqual(Object.keys(http).sort(), [
+    "AgUiTranslator",
+    "agUiEventId",
     "createDurableApp",
     "createDurableClient",
+    "parseAgUiEventId",
     "serveDurable",
     "toAgUiEvents",
   ]);

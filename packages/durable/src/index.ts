@@ -10,12 +10,15 @@ export {
   START,
   type StateUpdate,
 } from "./graph/create-graph.ts";
+export { type DeclinedToolCall, runIntegratedTool } from "./integration/run-integrated-tool.ts";
 export { Interrupt, type InterruptRequest, isInterrupt } from "./interrupt/interrupt.ts";
 export { redact, type ToolPolicies, type ToolPolicy, validatePolicies } from "./policy/tool-policy.ts";
 export {
   type Answers,
+  type ClientRun,
   createRunner,
   type Launched,
+  type ResumeOptions,
   type Runner,
   type RunnerOptions,
   type StartOptions,

@@ -153,7 +153,7 @@ describe("/http", () => {
     const interrupted = events.find(
       (event) => event.type === "RUN_FINISHED" && event.outcome?.type === "interrupt",
     );
-    assert.equal(interrupted?.outcome.interrupts[0].reason, "approval");
+    assert.equal(interrupted?.outcome.interrupts[0].reason, "tool_approval");
     assert.equal(events.at(-1)?.outcome?.type, "success");
     // Every RUN_FINISHED is followed by nothing or by a new RUN_STARTED: the resume opens the next run.
     const lifecycle = types.filter((type) => type === "RUN_STARTED" || type === "RUN_FINISHED");

@@ -1,4 +1,10 @@
-/** Frames as AG-UI events (protocol 1.0), so an AG-UI client can follow a durable run. */
+/**
+ * Frames as AG-UI events (protocol 1.0). A thread's frames are one log; each stretch of it between a
+ * start (or resume) and a pause (or the end) is one AG-UI run with its own `runId`. The translation is
+ * stateful over the whole log, so a tool call announced in one AG-UI run is never announced again in
+ * the next (AG-UI's reducer appends arguments), and a step left open by a pause is finished before the
+ * run's `RUN_FINISHED`.
+ */
 import type { Frame } from "../store/durable-store.ts";
 
 export type AgUiEvent = { readonly type: string } & Record<string, unknown>;
@@ -8,102 +14,228 @@ export interface AgUiRunIds {
   readonly runId: string;
 }
 
-/** The AG-UI events for one frame (a tool call's `running` opens the call: start, args, end). */
-export function toAgUiEvents(frame: Frame, ids: AgUiRunIds): AgUiEvent[] {
-  const data = (frame.data ?? {}) as Record<string, unknown>;
-  switch (frame.type) {
-    case "run_started":
-    case "run_resumed":
-    case "run_recovered":
-      // A pause ended the AG-UI run (RUN_FINISHED with an interrupt outcome); the resume starts the next.
-      return [{ type: "RUN_STARTED", threadId: ids.threadId, runId: ids.runId }];
-    case "node_started":
-      return [{ type: "STEP_STARTED", stepName: String(data.node) }];
-    case "node_completed":
-      return [{ type: "STEP_FINISHED", stepName: String(data.node) }];
-    case "tool_call":
-      return toolCallEvents(data);
-    case "interrupt":
-      return [
-        {
+/** An AG-UI message as the translator keeps it (only the fields it writes or restates). */
+type Message = Record<string, unknown> & { id: string; role: string };
+
+interface ToolCallEntry {
+  readonly id: string;
+  readonly type: "function";
+  readonly function: { name: string; arguments: string };
+}
+
+/** The AG-UI run id of a segment: the client's own when it gave one, else derived from the frame. */
+export function agUiRunIdOf(frame: Frame, runId: string): string {
+  const data = (frame.data ?? {}) as { clientRunId?: unknown };
+  return typeof data.clientRunId === "string" ? data.clientRunId : `${runId}.${frame.seq}`;
+}
+
+/** The SSE id of the `index`-th event of frame `seq`: `<seq>.<index>`, so a reconnect resumes mid-frame. */
+export function agUiEventId(seq: number, index: number): string {
+  return `${seq}.${index}`;
+}
+
+/** Parses an SSE id back to where to resume: after frame `seq`'s event `index`. */
+export function parseAgUiEventId(text: string): { seq: number; index: number } | undefined {
+  const match = /^(\d{1,15})(?:\.(\d{1,6}))?$/.exec(text);
+  if (match === null) return undefined;
+  const seq = Number(match[1]);
+  // A bare seq (the frames API's id) means the whole frame was delivered.
+  return { seq, index: match[2] === undefined ? Number.MAX_SAFE_INTEGER : Number(match[2]) };
+}
+
+/** Turns a thread's frames, fed in seq order from its first, into AG-UI events. */
+export class AgUiTranslator {
+  private readonly threadId: string;
+  private runId: string;
+  private agUiRunId: string | undefined;
+  private runOpen = false;
+  private readonly steps = new Set<string>();
+  /** Tool calls whose start/args/end went out, with the arguments they carried. */
+  private readonly announced = new Map<string, string>();
+  private readonly answered = new Set<string>();
+  /** The conversation as the client holds it: its own messages plus what this stream added. */
+  private messages: Message[] = [];
+
+  constructor(ids: AgUiRunIds) {
+    this.threadId = ids.threadId;
+    this.runId = ids.runId;
+  }
+
+  /** The AG-UI run id of the segment in progress (after its start frame was fed). */
+  get currentRunId(): string | undefined {
+    return this.agUiRunId;
+  }
+
+  /** True between a segment's RUN_STARTED and its RUN_FINISHED / RUN_ERROR. */
+  get isRunOpen(): boolean {
+    return this.runOpen;
+  }
+
+  translate(frame: Frame): AgUiEvent[] {
+    const data = (frame.data ?? {}) as Record<string, unknown>;
+    switch (frame.type) {
+      case "run_started":
+      case "run_resumed": {
+        if (typeof data.runId === "string") this.runId = data.runId;
+        // A run that ended in a pause was finished; an open one here means a run_recovered-less
+        // takeover never happened; either way a new AG-UI run starts.
+        const closing = this.runOpen ? this.finish({ type: "RUN_ERROR", message: "superseded" }) : [];
+        this.agUiRunId = agUiRunIdOf(frame, this.runId);
+        this.runOpen = true;
+        if (Array.isArray(data.clientMessages))
+          this.messages = structuredClone(data.clientMessages) as Message[];
+        return [...closing, { type: "RUN_STARTED", threadId: this.threadId, runId: this.agUiRunId }];
+      }
+      case "run_recovered":
+        // Another process took the run over: the same AG-UI run goes on.
+        return this.runOpen ? [] : this.translate({ ...frame, type: "run_resumed" });
+      case "node_started": {
+        const stepName = String(data.node);
+        // A crash re-runs the node: its step is already open.
+        if (this.steps.has(stepName)) return [];
+        this.steps.add(stepName);
+        return [{ type: "STEP_STARTED", stepName }];
+      }
+      case "node_completed": {
+        const stepName = String(data.node);
+        if (!this.steps.delete(stepName)) return [];
+        return [{ type: "STEP_FINISHED", stepName }];
+      }
+      case "tool_call":
+        return this.toolCall(data);
+      case "interrupt": {
+        const interrupts = ((data.interrupts ?? []) as { id: string; request: unknown }[]).map(
+          toAgUiInterrupt,
+        );
+        return this.finish({
           type: "RUN_FINISHED",
-          threadId: ids.threadId,
-          runId: ids.runId,
-          outcome: {
-            type: "interrupt",
-            interrupts: ((data.interrupts ?? []) as { id: string; request: unknown }[]).map(toAgUiInterrupt),
-          },
-        },
-      ];
-    case "run_completed":
-      return [
-        {
+          threadId: this.threadId,
+          runId: this.agUiRunId ?? this.runId,
+          outcome: { type: "interrupt", interrupts },
+        });
+      }
+      case "run_completed":
+        return this.finish({
           type: "RUN_FINISHED",
-          threadId: ids.threadId,
-          runId: ids.runId,
-          result: data.state,
+          threadId: this.threadId,
+          runId: this.agUiRunId ?? this.runId,
+          result: data.state ?? null,
           outcome: { type: "success" },
-        },
-      ];
-    case "run_failed": {
-      const error = (data.error ?? {}) as { message?: unknown; code?: unknown };
-      return [
-        {
+        });
+      case "run_cancelled":
+        return this.finish({
+          type: "RUN_FINISHED",
+          threadId: this.threadId,
+          runId: this.agUiRunId ?? this.runId,
+          outcome: { type: "cancelled" },
+        });
+      case "run_failed": {
+        const error = (data.error ?? {}) as { message?: unknown; code?: unknown };
+        return this.finish({
           type: "RUN_ERROR",
           message: String(error.message ?? "run failed"),
           ...(typeof error.code === "string" ? { code: error.code } : {}),
-        },
-      ];
+        });
+      }
+      default:
+        return [{ type: "CUSTOM", name: frame.type, value: frame.data ?? null }];
     }
-    default:
-      return [{ type: "CUSTOM", name: frame.type, value: frame.data }];
   }
-}
 
-function toolCallEvents(data: Record<string, unknown>): AgUiEvent[] {
-  const toolCallId = String(data.id);
-  switch (data.status) {
-    case "running":
-      return [
-        { type: "TOOL_CALL_START", toolCallId, toolCallName: String(data.name) },
-        { type: "TOOL_CALL_ARGS", toolCallId, delta: JSON.stringify(data.params ?? {}) },
+  /** Closes the open steps, then ends the AG-UI run with `last`. */
+  private finish(last: AgUiEvent): AgUiEvent[] {
+    const events: AgUiEvent[] = [...this.steps].map((stepName) => ({ type: "STEP_FINISHED", stepName }));
+    this.steps.clear();
+    this.runOpen = false;
+    events.push(last);
+    return events;
+  }
+
+  private toolCall(data: Record<string, unknown>): AgUiEvent[] {
+    const toolCallId = String(data.id);
+    const name = String(data.name);
+    const args = JSON.stringify(data.params ?? {});
+    const events: AgUiEvent[] = [];
+    const before = this.announced.get(toolCallId);
+    if (before === undefined) {
+      events.push(
+        { type: "TOOL_CALL_START", toolCallId, toolCallName: name },
+        { type: "TOOL_CALL_ARGS", toolCallId, delta: args },
         { type: "TOOL_CALL_END", toolCallId },
-      ];
-    case "completed":
-      return [
-        {
-          type: "TOOL_CALL_RESULT",
-          messageId: `${toolCallId}:result`,
-          toolCallId,
-          content: JSON.stringify(data.result ?? null),
-        },
-      ];
-    case "error":
-      return [
-        {
-          type: "TOOL_CALL_RESULT",
-          messageId: `${toolCallId}:result`,
-          toolCallId,
-          content: JSON.stringify({ error: data.error }),
-        },
-      ];
-    default:
-      // awaiting_approval, declined: AG-UI has no such states; a custom event keeps the card's status.
-      return [{ type: "CUSTOM", name: "tool_call", value: data }];
+      );
+      this.announced.set(toolCallId, args);
+      this.messages.push({
+        id: toolCallId,
+        role: "assistant",
+        toolCalls: [{ id: toolCallId, type: "function", function: { name, arguments: args } }],
+      });
+    } else if (before !== args && data.params !== undefined) {
+      // The arguments changed (a human edited them before approving): AG-UI appends argument
+      // deltas, so the conversation is restated with the call's new arguments instead.
+      this.announced.set(toolCallId, args);
+      this.editArguments(toolCallId, name, args);
+      events.push({ type: "MESSAGES_SNAPSHOT", messages: structuredClone(this.messages) });
+    }
+    if (this.answered.has(toolCallId)) return events;
+    const content =
+      data.status === "completed"
+        ? JSON.stringify(data.result ?? null)
+        : data.status === "error"
+          ? JSON.stringify({ error: data.error ?? "failed" })
+          : data.status === "declined"
+            ? JSON.stringify({
+                declined: true,
+                ...(data.reason === undefined ? {} : { reason: data.reason }),
+              })
+            : undefined;
+    if (content !== undefined) {
+      const messageId = `${toolCallId}:result`;
+      this.answered.add(toolCallId);
+      events.push({ type: "TOOL_CALL_RESULT", messageId, toolCallId, content, role: "tool" });
+      this.messages.push({ id: messageId, role: "tool", toolCallId, content });
+    }
+    return events;
+  }
+
+  private editArguments(toolCallId: string, name: string, args: string): void {
+    for (const message of this.messages) {
+      const calls = message.toolCalls as ToolCallEntry[] | undefined;
+      const call = calls?.find((entry) => entry.id === toolCallId);
+      if (call !== undefined) {
+        call.function.arguments = args;
+        return;
+      }
+    }
+    this.messages.push({
+      id: toolCallId,
+      role: "assistant",
+      toolCalls: [{ id: toolCallId, type: "function", function: { name, arguments: args } }],
+    });
   }
 }
 
-function toAgUiInterrupt(entry: { id: string; request: unknown }): AgUiEvent {
+/** The AG-UI events for one frame, without the thread's history (kept for callers of the frames API). */
+export function toAgUiEvents(frame: Frame, ids: AgUiRunIds): AgUiEvent[] {
+  return new AgUiTranslator(ids).translate(frame);
+}
+
+function toAgUiInterrupt(entry: { id: string; request: unknown }): Record<string, unknown> {
   const request = (
     typeof entry.request === "object" && entry.request !== null ? entry.request : {}
   ) as Record<string, unknown>;
   const approval = request.kind === "approval";
   return {
-    type: "interrupt",
     id: entry.id,
-    reason: approval ? "approval" : "input",
+    reason: approval ? "tool_approval" : "input",
     ...(typeof request.title === "string" ? { message: request.title } : {}),
     ...(typeof request.toolCallId === "string" ? { toolCallId: request.toolCallId } : {}),
+    ...(typeof request.expiresAt === "string" ? { expiresAt: request.expiresAt } : {}),
+    ...(isObject(request.responseSchema) ? { responseSchema: request.responseSchema } : {}),
+    // Everything the package knows rides in metadata, which AG-UI keeps open by key.
     metadata: { request: entry.request },
   };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -1,6 +1,13 @@
-/** `@tackle/durable/http`: runs over HTTP (Hono) — start, frames as SSE resumable by Last-Event-ID, resume — and a client. */
-export { type AgUiEvent, type AgUiRunIds, toAgUiEvents } from "./ag-ui.ts";
-export { createDurableApp, type DurableAppOptions } from "./create-durable-app.ts";
+/** `@tackle/durable/http`: runs over HTTP (Hono) — start, frames as SSE resumable by Last-Event-ID, resume, AG-UI 1.0 — and a client. */
+export {
+  type AgUiEvent,
+  type AgUiRunIds,
+  AgUiTranslator,
+  agUiEventId,
+  parseAgUiEventId,
+  toAgUiEvents,
+} from "./ag-ui.ts";
+export { type AgUiRunInput, createDurableApp, type DurableAppOptions } from "./create-durable-app.ts";
 export {
   createDurableClient,
   type DurableClient,

@@ -39,7 +39,15 @@ export async function runIntegratedTool(
         display: shown,
       });
       if (!answer.approved) {
-        if (!hidden) toolTrace(ctx, { id, name, status: "declined", params: shown });
+        if (!hidden) {
+          toolTrace(ctx, {
+            id,
+            name,
+            status: "declined",
+            params: shown,
+            ...(answer.reason === undefined ? {} : { reason: answer.reason }),
+          });
+        }
         return {
           declined: true,
           ...(answer.reason === undefined ? {} : { reason: answer.reason }),

@@ -35,8 +35,21 @@ export interface RunnerOptions {
   readonly leaseMs?: number;
 }
 
+/** The client's own handle on one stretch of a run (an AG-UI run): recorded in its first frame. */
+export interface ClientRun {
+  /** The client's id for this stretch (AG-UI's `runId`); every start and resume has its own. */
+  readonly runId: string;
+  /** The conversation the client holds, kept so a stream can restate it (edited tool arguments). */
+  readonly messages?: readonly unknown[];
+}
+
 export interface StartOptions {
   readonly threadId?: string;
+  readonly clientRun?: ClientRun;
+}
+
+export interface ResumeOptions {
+  readonly clientRun?: ClientRun;
 }
 
 /** Answers to open interrupts, by interrupt id. */
@@ -45,6 +58,8 @@ export type Answers = Readonly<Record<string, unknown>>;
 export interface Launched<State> {
   readonly threadId: string;
   readonly runId: string;
+  /** The seq of the frame this start or resume wrote first (0 when it wrote none: a replayed resume). */
+  readonly firstSeq: number;
   /** Settles when the run pauses, completes or fails. */
   readonly finished: Promise<RunSnapshot<State>>;
 }
@@ -68,11 +83,13 @@ export interface Runner {
   resume<State extends object = Record<string, unknown>>(
     threadId: string,
     answers?: Answers,
+    options?: ResumeOptions,
   ): Promise<RunSnapshot<State>>;
   /** As `resume`, but returns once the answers are durable. */
   launchResume<State extends object = Record<string, unknown>>(
     threadId: string,
     answers?: Answers,
+    options?: ResumeOptions,
   ): Promise<Launched<State>>;
   get<State extends object = Record<string, unknown>>(
     threadId: string,
@@ -331,15 +348,20 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       createdAt: now,
       updatedAt: now,
     };
-    const started: Frame = { type: "run_started", seq: 1, data: { threadId, runId, graph: graph.name } };
+    const started: Frame = {
+      type: "run_started",
+      seq: 1,
+      data: { threadId, runId, graph: graph.name, ...clientRunData(startOptions.clientRun) },
+    };
     await store.createRun(record, { frames: [started] });
     landed.emit(threadId);
-    return { threadId, runId, finished: track(threadId, drive<State>(record, 1)) };
+    return { threadId, runId, firstSeq: 1, finished: track(threadId, drive<State>(record, 1)) };
   }
 
   async function launchResume<State extends object>(
     threadId: string,
     given: Answers = {},
+    resumeOptions: ResumeOptions = {},
   ): Promise<Launched<State>> {
     if (active.has(threadId)) {
       throw new DurableError(
@@ -367,6 +389,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const idle = async (): Promise<Launched<State>> => ({
       threadId,
       runId: run.runId,
+      firstSeq: 0,
       finished: getSnapshot<State>(threadId) as Promise<RunSnapshot<State>>,
     });
     if (run.status === "paused") {
@@ -403,11 +426,16 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         })),
         run: { status: "running", interrupts: encodeValue([], "interrupts") },
       });
-      if (claimed === undefined) return launchResume(threadId, given);
-      const resumed: Frame = { type: "run_resumed", seq: 0, data: { answered: [...fresh.keys()] } };
+      if (claimed === undefined) return launchResume(threadId, given, resumeOptions);
+      const resumed: Frame = {
+        type: "run_resumed",
+        seq: 0,
+        data: { answered: [...fresh.keys()], ...clientRunData(resumeOptions.clientRun) },
+      };
       return {
         threadId,
         runId: run.runId,
+        firstSeq: claimed.lastSeq + 1,
         finished: track(threadId, drive<State>(claimed.run, claimed.lastSeq, [resumed])),
       };
     }
@@ -438,6 +466,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     return {
       threadId,
       runId: run.runId,
+      firstSeq: claimed.lastSeq + 1,
       finished: track(threadId, drive<State>(claimed.run, claimed.lastSeq, [recovered])),
     };
   }
@@ -447,8 +476,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       return (await launch(graph, input, startOptions)).finished;
     },
     launch,
-    async resume(threadId, answers) {
-      return (await launchResume(threadId, answers)).finished as never;
+    async resume(threadId, answers, resumeOptions) {
+      return (await launchResume(threadId, answers, resumeOptions)).finished as never;
     },
     launchResume,
     get: getSnapshot,
@@ -462,5 +491,13 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       await Promise.allSettled([...active.values()]);
       if (typeof options.store !== "object") await store.close();
     },
+  };
+}
+
+function clientRunData(clientRun: ClientRun | undefined): Record<string, unknown> {
+  if (clientRun === undefined) return {};
+  return {
+    clientRunId: clientRun.runId,
+    ...(clientRun.messages === undefined ? {} : { clientMessages: toFrameData(clientRun.messages) }),
   };
 }

@@ -11,6 +11,8 @@ export interface ToolTrace {
   readonly params?: unknown;
   readonly result?: unknown;
   readonly error?: string;
+  /** Why a human declined the call (status `declined`). */
+  readonly reason?: string;
 }
 
 /** The next replay-stable tool-call id of this node: `<node>:tool:<n>`. */

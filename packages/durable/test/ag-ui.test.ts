@@ -1,0 +1,309 @@
+/**
+ * A stock AG-UI client drives durable runs: `@ag-ui/client`'s HttpAgent over real HTTP, every stream
+ * checked by the client's own `verifyEvents`, and the client's default reducer compared with the
+ * journal's tool cards.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { type BaseEvent, HttpAgent, type Message, verifyEvents } from "@ag-ui/client";
+import {
+  approve,
+  createGraph,
+  createRunner,
+  type Frame,
+  type Runner,
+  runIntegratedTool,
+  tool,
+} from "@tackle/durable";
+import { type DurableServer, serveDurable } from "@tackle/durable/http";
+import { from, lastValueFrom, toArray } from "rxjs";
+import { applyToolCards, type TempStore, tempSqliteStore } from "./helpers.ts";
+
+const charged: number[] = [];
+interface PayState {
+  amount: number;
+  reply?: unknown;
+  fee?: unknown;
+}
+const payments = createGraph<PayState>("payments")
+  .node("quote", async (state, ctx) => {
+    const fee = await tool(ctx, "quote", { amount: state.amount }, () => ({ fee: 1.5 }));
+    return { fee };
+  })
+  .node("pay", async (state, ctx) => {
+    // The framework path: the approval is asked before the tool runs, bound to its arguments.
+    const reply = await runIntegratedTool(ctx, "charge", { amount: state.amount }, { approve: true }, () => {
+      charged.push(state.amount);
+      return { charged: state.amount };
+    });
+    return { reply };
+  })
+  .edge("quote", "pay");
+
+// The approval is asked from inside the tool's fn: the call shows `running` twice in the journal.
+const refunds = createGraph<{ id: string; reply?: string }>("refunds").node("task", async (state, ctx) => {
+  const result = await tool(ctx, "refund", { id: state.id, amount: 10 }, async () => {
+    const answer = await approve(ctx, {
+      title: "Refund 10?",
+      toolCallId: "task:tool:0",
+      params: { id: state.id },
+    });
+    return answer.approved ? "refunded" : "kept";
+  });
+  return { reply: result };
+});
+
+const failing = createGraph<{ reply?: string }>("failing").node("n", async (_state, ctx) => {
+  try {
+    await tool(ctx, "lookup", { sku: "X-1" }, () => {
+      throw Object.assign(new Error("upstream answered 503"), { code: "unavailable" });
+    });
+  } catch (error) {
+    return { reply: `fell back after: ${(error as Error).message}` };
+  }
+  return { reply: "unexpected" };
+});
+
+/** Runs the agent once, collecting every event it applied. */
+async function drive(
+  agent: HttpAgent,
+  parameters: Parameters<HttpAgent["runAgent"]>[0] = {},
+): Promise<BaseEvent[]> {
+  const events: BaseEvent[] = [];
+  await agent.runAgent(parameters, {
+    onEvent: ({ event }) => {
+      events.push(event);
+    },
+  });
+  return events;
+}
+
+/** The client's own verifier over a list of events; throws its AGUIError on a violation. */
+async function verified(events: readonly BaseEvent[]): Promise<BaseEvent[]> {
+  return lastValueFrom(from(events).pipe(verifyEvents(), toArray()));
+}
+
+/** The raw SSE events of a thread's AG-UI stream, with their ids. */
+async function readEvents(
+  url: string,
+  init: RequestInit = {},
+  stopAfter?: number,
+): Promise<{ id: string; event: BaseEvent }[]> {
+  const controller = new AbortController();
+  const response = await fetch(url, { ...init, signal: controller.signal });
+  assert.equal(response.status, 200, await response.clone().text());
+  const out: { id: string; event: BaseEvent }[] = [];
+  const decoder = new TextDecoder();
+  let buffer = "";
+  try {
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let end = buffer.indexOf("\n\n");
+      while (end !== -1) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const id = /^id: ?(.*)$/m.exec(block)?.[1];
+        const data = /^data: ?(.*)$/m.exec(block)?.[1];
+        if (id !== undefined && data !== undefined) {
+          out.push({ id, event: JSON.parse(data) as BaseEvent });
+          if (stopAfter !== undefined && out.length >= stopAfter) {
+            controller.abort();
+            return out;
+          }
+        }
+        end = buffer.indexOf("\n\n");
+      }
+    }
+  } catch (error) {
+    if (!controller.signal.aborted) throw error;
+  }
+  return out;
+}
+
+/** The reducer's tool calls must be exactly the journal's cards: one per id, same name, arguments, result. */
+function assertMatchesJournal(messages: readonly Message[], frames: readonly Frame[]): void {
+  const cards = applyToolCards(frames);
+  const calls = messages.flatMap((message) =>
+    message.role === "assistant" ? (message.toolCalls ?? []) : [],
+  );
+  assert.deepEqual(
+    calls.map((call) => call.id).sort(),
+    [...cards.keys()].sort(),
+    "one tool call per journal card, none doubled",
+  );
+  for (const call of calls) {
+    const card = cards.get(call.id) as Record<string, unknown>;
+    assert.equal(call.function.name, card.name);
+    assert.deepEqual(JSON.parse(call.function.arguments), card.params, `arguments of ${call.id}`);
+    const results = messages.filter((message) => message.role === "tool" && message.toolCallId === call.id);
+    if (card.status === "completed") {
+      assert.equal(results.length, 1, `one result for ${call.id}`);
+      assert.deepEqual(JSON.parse(String(results[0]?.content)), card.result);
+    } else if (card.status === "error") {
+      assert.equal(results.length, 1);
+      assert.deepEqual(JSON.parse(String(results[0]?.content)), { error: card.error });
+    } else if (card.status === "declined") {
+      assert.equal(results.length, 1);
+      assert.equal((JSON.parse(String(results[0]?.content)) as { declined: boolean }).declined, true);
+    } else {
+      assert.equal(results.length, 0, `${call.id} is ${String(card.status)}: no result yet`);
+    }
+  }
+}
+
+describe("AG-UI: @ag-ui/client's HttpAgent drives a durable run", () => {
+  let temp: TempStore;
+  let runner: Runner;
+  let server: DurableServer;
+  before(async () => {
+    temp = tempSqliteStore();
+    runner = createRunner({ store: temp.store, graphs: [payments, refunds, failing], pollIntervalMs: 25 });
+    server = await serveDurable({ runner });
+  });
+  after(async () => {
+    await server.close();
+    await runner.idle();
+    await temp.cleanup();
+  });
+
+  const agentFor = (graph: string, threadId: string, state: object) =>
+    new HttpAgent({ url: `${server.url}/ag-ui/${graph}`, threadId, initialState: state });
+
+  test("pause for approval, resume approved: two AG-UI runs on one thread, each verified, the reducer equals the journal", async () => {
+    const agent = agentFor("payments", "pay-approve", { amount: 10 });
+    const first = await verified(await drive(agent, { runId: "client-run-1" }));
+    assert.deepEqual(
+      first.filter((event) => event.type.startsWith("STEP")).map((event) => event.type),
+      ["STEP_STARTED", "STEP_FINISHED", "STEP_STARTED", "STEP_FINISHED"],
+    );
+    const finished = first.at(-1) as unknown as { type: string; runId: string; outcome: { type: string } };
+    assert.equal(finished.type, "RUN_FINISHED");
+    assert.equal(finished.runId, "client-run-1");
+    assert.equal(finished.outcome.type, "interrupt");
+    const [pending] = agent.pendingInterrupts;
+    assert.ok(pending !== undefined);
+    assert.equal(agent.pendingInterrupts.length, 1);
+    assert.equal(pending.reason, "tool_approval");
+    assert.equal(pending.toolCallId, "pay:tool:0");
+    assert.equal(pending.message, "Run charge?");
+    // What the package adds travels in metadata, which the client keeps (nothing stripped).
+    assert.deepEqual((pending.metadata as { request: { params: unknown } }).request.params, { amount: 10 });
+    assert.deepEqual(charged, []);
+
+    const second = await verified(
+      await drive(agent, {
+        runId: "client-run-2",
+        resume: [{ interruptId: pending.id, status: "resolved", payload: { approved: true } }],
+      }),
+    );
+    const started = second[0] as unknown as { type: string; runId: string; threadId: string };
+    assert.deepEqual(
+      [started.type, started.runId, started.threadId],
+      ["RUN_STARTED", "client-run-2", "pay-approve"],
+    );
+    assert.equal((second.at(-1) as unknown as { outcome: { type: string } }).outcome.type, "success");
+    assert.deepEqual(charged, [10]);
+    assert.deepEqual(agent.pendingInterrupts, []);
+    assertMatchesJournal(agent.messages, await runner.frames("pay-approve"));
+    assert.deepEqual(
+      agent.messages.find((message) => message.role === "tool" && message.toolCallId === "pay:tool:0")
+        ?.content,
+      JSON.stringify({ charged: 10 }),
+    );
+  });
+
+  test("a tool whose fn paused is announced once: its arguments are not doubled after the resume", async () => {
+    const agent = agentFor("refunds", "refund-once", { id: "ORD-1" });
+    await verified(await drive(agent));
+    const [pending] = agent.pendingInterrupts;
+    assert.ok(pending !== undefined);
+    await verified(
+      await drive(agent, {
+        resume: [{ interruptId: pending.id, status: "resolved", payload: { approved: true } }],
+      }),
+    );
+    const frames = await runner.frames("refund-once");
+    const runningFrames = frames.filter(
+      (frame) => frame.type === "tool_call" && (frame.data as { status: string }).status === "running",
+    );
+    assert.equal(
+      runningFrames.length,
+      2,
+      "the journal shows the call running twice (before and after the pause)",
+    );
+    const call = agent.messages.flatMap((message) =>
+      message.role === "assistant" ? (message.toolCalls ?? []) : [],
+    );
+    assert.equal(call.length, 1);
+    assert.equal(call[0]?.function.arguments, JSON.stringify({ id: "ORD-1", amount: 10 }));
+    assertMatchesJournal(agent.messages, frames);
+  });
+
+  test("rejected with a reason: the tool never runs and the model's result carries the reason", async () => {
+    const agent = agentFor("payments", "pay-reject", { amount: 99 });
+    await verified(await drive(agent));
+    const [pending] = agent.pendingInterrupts;
+    assert.ok(pending !== undefined);
+    const events = await verified(
+      await drive(agent, {
+        resume: [
+          {
+            interruptId: pending.id,
+            status: "resolved",
+            payload: { approved: false, reason: "over the limit" },
+          },
+        ],
+      }),
+    );
+    assert.equal((events.at(-1) as unknown as { outcome: { type: string } }).outcome.type, "success");
+    assert.ok(!charged.includes(99));
+    const snapshot = await runner.get<PayState>("pay-reject");
+    assert.deepEqual(snapshot?.state.reply, { declined: true, reason: "over the limit" });
+    const result = agent.messages.find(
+      (message) => message.role === "tool" && message.toolCallId === "pay:tool:0",
+    );
+    assert.deepEqual(JSON.parse(String(result?.content)), { declined: true, reason: "over the limit" });
+    assertMatchesJournal(agent.messages, await runner.frames("pay-reject"));
+  });
+
+  test("a failing tool: its result carries the error, the run goes on to success", async () => {
+    const agent = agentFor("failing", "tool-error", {});
+    const events = await verified(await drive(agent));
+    assert.equal((events.at(-1) as unknown as { outcome: { type: string } }).outcome.type, "success");
+    const result = agent.messages.find((message) => message.role === "tool");
+    assert.deepEqual(JSON.parse(String(result?.content)), { error: "upstream answered 503" });
+    assert.equal((agent.state as { reply?: string }).reply, undefined, "graph state is not AG-UI state");
+    assert.equal(
+      (await runner.get<{ reply: string }>("tool-error"))?.state.reply,
+      "fell back after: upstream answered 503",
+    );
+    assertMatchesJournal(agent.messages, await runner.frames("tool-error"));
+  });
+
+  test("each SSE event has its own id; a reconnect in the middle of a frame resumes at the next event", async () => {
+    const agent = agentFor("payments", "reconnect", { amount: 5 });
+    await drive(agent);
+    const [pending] = agent.pendingInterrupts;
+    assert.ok(pending !== undefined);
+    await drive(agent, {
+      resume: [{ interruptId: pending.id, status: "resolved", payload: { approved: true } }],
+    });
+    const url = `${server.url}/ag-ui/threads/reconnect/events`;
+    const whole = await readEvents(url);
+    assert.equal(new Set(whole.map((entry) => entry.id)).size, whole.length, "ids are unique");
+    // Cut right after TOOL_CALL_START: the frame it came from has ARGS and END still to send.
+    const cut = whole.findIndex((entry) => entry.event.type === "TOOL_CALL_START") + 1;
+    assert.ok(cut > 0);
+    assert.equal(
+      whole[cut - 1]?.id.split(".")[0],
+      whole[cut]?.id.split(".")[0],
+      "the cut falls inside one frame",
+    );
+    const head = await readEvents(url, {}, cut);
+    const tail = await readEvents(url, { headers: { "last-event-id": head.at(-1)?.id ?? "" } });
+    assert.deepEqual([...head, ...tail], whole);
+    // The whole thread (two AG-UI runs back to back) passes the client's verifier.
+    const all = await verified(whole.map((entry) => entry.event));
+    assert.deepEqual(all.filter((event) => event.type === "RUN_STARTED").length, 2);
+  });
+});
