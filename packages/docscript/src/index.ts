@@ -48,16 +48,20 @@ export {
 export { SchemaDefinitionError } from "./schema/schema-definition-error.ts";
 export type { DocumentIssue, DocumentView, Entity, Relation } from "./schema/types.ts";
 export { validatePayload } from "./schema/validate-payload.ts";
-export type { PushResult } from "./server/push-result.ts";
+export type { PlanState } from "./server/document-host.ts";
+export type { ConflictReason, PushResult } from "./server/push-result.ts";
 export { contentKinds, mediaKinds, timelineSchema } from "./timeline/timeline-schema.ts";
+export { type Budgets, defaultBudgets, tokensOf } from "./tool/budget.ts";
 export {
   type CommitPlanContext,
   commitPlan,
 } from "./tool/commit-plan.ts";
 export {
   createDocScriptTool,
+  type DocScriptOutput,
   type DocScriptResult,
   type DocScriptTool,
+  DocScriptToolError,
   type DocScriptToolOptions,
   type ModelContext,
   type ToolFailure,
@@ -70,7 +74,7 @@ export type {
   LoadedEntityAsset,
   UploadedText,
 } from "./tool/host-hooks.ts";
-export type { PlanPreview } from "./tool/plan-preview.ts";
+export type { FieldChange, PlanPreview, PreviewChange } from "./tool/plan-preview.ts";
 export {
   type RunEditScriptContext,
   type RunEditScriptRequest,
@@ -79,3 +83,4 @@ export {
   type SchemaReference,
 } from "./tool/run-edit-script.ts";
 export { scriptContract } from "./tool/script-contract.ts";
+export type { SnapshotPage, SnapshotQuery } from "./tool/snapshot-page.ts";

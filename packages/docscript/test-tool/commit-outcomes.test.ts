@@ -110,7 +110,7 @@ describe("commit outcomes", () => {
     assert.equal(retry.ok && retry.op === "commit-plan" && retry.status, "committed");
   });
 
-  test("conflicted: the server merged and stored the update, but the merged document no longer projects", async () => {
+  test("conflicted: the merge would break a constraint; nothing applies unless apply_remaining", async () => {
     await harness.createDocument("conflicted");
     const tool = harness.tool();
     // The plan: the video clip's marker no longer states a length (fine while the clip shows a video).
@@ -148,15 +148,102 @@ entities.update(marker.endpoint1EntityId, [{ op: 'set', path: ['durationMs'], va
     const theirs = await harness.client.push("conflicted", doc.export({ mode: "update", from: before }));
     assert.equal(theirs.status, "committed");
     const commit = await tool.handle({ op: "commit-plan", doc_id: "conflicted", plan_id: run.plan_id });
-    assert.equal(
-      commit.ok && commit.op === "commit-plan" && commit.status,
-      "conflicted",
+    assert.ok(
+      commit.ok && commit.op === "commit-plan" && commit.status === "conflicted",
       JSON.stringify(commit),
     );
+    assert.equal(commit.applied, false);
+    assert.ok(
+      commit.reasons.some((reason) => JSON.stringify(reason).includes("needs a marker durationMs")),
+      JSON.stringify(commit.reasons),
+    );
+    const untouched = await harness.read("conflicted");
+    assert.equal(untouched.issues.length, 0, "nothing of the plan was stored");
+    const applied = await tool.handle({
+      op: "commit-plan",
+      doc_id: "conflicted",
+      plan_id: run.plan_id,
+      apply_remaining: true,
+    });
+    assert.ok(
+      applied.ok && applied.op === "commit-plan" && applied.status === "conflicted",
+      JSON.stringify(applied),
+    );
+    assert.equal(applied.applied, true);
     const snapshot = await tool.handle({ op: "snapshot", doc_id: "conflicted" });
     assert.ok(snapshot.ok && snapshot.op === "snapshot");
     assert.ok((snapshot.issues?.length ?? 0) > 0, "the fresh snapshot shows what no longer projects");
   });
+
+  for (const [what, write] of [
+    ["move", "relations.move(held.relationId, { index: 0 });"],
+    ["retime", "entities.update(marker.endpoint1EntityId, [{ op: 'set', path: ['startMs'], value: 4321 }]);"],
+    ["volume", "entities.update(clipId, [{ op: 'set', path: ['volume'], value: -9 }]);"],
+  ] as const) {
+    test(`lost update: a ${what} of a clip another model deleted is conflicted, one reason, nothing applied`, async () => {
+      const docId = `lost-${what}`;
+      await harness.createDocument(docId, 2);
+      const mover = harness.tool();
+      const deleter = harness.tool();
+      // The mover works on the video track's last clip.
+      const find = `const video = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'video');
+const held = relations.of(video.entityId, 'contain').filter((r) => r.endpoint0EntityId === video.entityId).at(-1);
+const clipId = held.endpoint1EntityId;
+const [marker] = relations.of(clipId, 'marker');`;
+      const moved = await mover.handle({
+        op: "run-edit-script",
+        doc_id: docId,
+        script: `${find}\nentities.update(video.entityId, [{ op: 'set', path: ['name'], value: 'Edited' }]);\n${write}`,
+      });
+      assert.ok(moved.ok && moved.op === "run-edit-script", JSON.stringify(moved));
+      const deleted = await deleter.handle({
+        op: "run-edit-script",
+        doc_id: docId,
+        script: `${find}\nentities.delete(clipId);\nconsole.log(clipId);`,
+        auto_commit: true,
+      });
+      assert.ok(deleted.ok && deleted.op === "run-edit-script", JSON.stringify(deleted));
+      assert.equal(deleted.commit?.status, "committed", JSON.stringify(deleted.commit));
+      const clipId = deleted.logs[0]!.text;
+      // The deleting model is told what its delete left unreferenced: the clip's content.
+      assert.ok((deleted.preview.unreferenced?.length ?? 0) > 0, JSON.stringify(deleted.preview));
+      const commit = await mover.handle({ op: "commit-plan", doc_id: docId, plan_id: moved.plan_id });
+      assert.ok(
+        commit.ok && commit.op === "commit-plan" && commit.status === "conflicted",
+        JSON.stringify(commit),
+      );
+      assert.equal(commit.applied, false);
+      const reasons = commit.reasons as { reason: string; entityId?: string; relationId?: string }[];
+      assert.equal(reasons.length, 1, JSON.stringify(reasons));
+      assert.match(reasons[0]!.reason, /^(entity|relation)_deleted$/);
+      if (what !== "move") assert.equal(reasons[0]!.entityId, clipId);
+      const after = await harness.read(docId);
+      const video = after.entities.find(
+        (entity) => entity.entityKind === "track" && entity.payload.role === "video",
+      );
+      assert.notEqual(video?.payload.name, "Edited", "the plan's other write was not applied either");
+      // Asked for, the writes that still apply land.
+      const rest = await mover.handle({
+        op: "commit-plan",
+        doc_id: docId,
+        plan_id: moved.plan_id,
+        apply_remaining: true,
+      });
+      assert.ok(
+        rest.ok && rest.op === "commit-plan" && rest.status === "conflicted" && rest.applied,
+        JSON.stringify(rest),
+      );
+      const final = await harness.read(docId);
+      const edited = final.entities.find(
+        (entity) => entity.entityKind === "track" && entity.payload.role === "video",
+      );
+      assert.equal(edited?.payload.name, "Edited");
+      assert.equal(
+        final.entities.some((entity) => entity.entityId === clipId),
+        false,
+      );
+    });
+  }
 
   test("rejected: the server refuses the update, and the next call reads the document afresh", async () => {
     await harness.createDocument("rejected");

@@ -17,6 +17,8 @@ import {
 
 export const adminToken = "admin-token-for-tests-0123456789";
 export const documentToken = "document-token-for-tests-0123456789";
+/** The tool's credential: a host's, so the plans it records stored-file facts in are accepted. */
+export const hostToken = "host-token-for-tests-0123456789";
 
 export interface Harness {
   readonly server: RunningDocumentServer;
@@ -35,6 +37,7 @@ export async function startHarness(): Promise<Harness> {
     store: createSqliteDocumentStore({ path: join(directory, "documents.sqlite") }),
     schema: timelineSchema,
     adminToken,
+    hostTokens: [hostToken],
   });
   const client = createDocumentClient({ origin: server.url, token: documentToken, userId: "another-user" });
   const tools: DocScriptTool[] = [];
@@ -57,7 +60,7 @@ export async function startHarness(): Promise<Harness> {
     tool(options = {}) {
       const tool = createDocScriptTool({
         httpOrigin: server.url,
-        authToken: documentToken,
+        authToken: hostToken,
         userId: "user-1",
         ...options,
       });

@@ -1,10 +1,11 @@
 /**
  * The tool's defaults, each shown at its edge: 16 plans kept (the 17th run drops the oldest, never an
- * unconfirmed one), 128 model contexts (the 129th drops the oldest), and a snapshot of at most 200
- * entities and 200 relations.
+ * unconfirmed one), 128 model contexts (the 129th drops the oldest), and snapshot pages of at most
+ * 4000 tokens that, followed by their cursors, list every entity and relation once.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { defaultBudgets, tokensOf } from "../src/tool/budget.ts";
 import type { DocScriptResult, DocScriptTool } from "../src/tool/create-doc-script-tool.ts";
 import { type Harness, startHarness } from "./harness.ts";
 
@@ -91,16 +92,33 @@ describe("the tool's defaults", () => {
     assert.equal(forgotten.changed, null);
   });
 
-  test("snapshot returns the first 200 relations, in the document's order, and says it truncated", async () => {
+  test("snapshot pages fit 4000 tokens and, followed by their cursors, list everything once", async () => {
     await harness.createDocument("relations", 120);
     const tool = harness.tool();
-    const snapshot = await tool.handle({ op: "snapshot", doc_id: "relations" });
-    assert.ok(snapshot.ok && snapshot.op === "snapshot", JSON.stringify(snapshot));
     const whole = await harness.read("relations");
-    assert.ok(whole.relations.length > 200, `only ${whole.relations.length} relations`);
-    assert.equal(snapshot.total.relations, whole.relations.length);
-    assert.equal(snapshot.relations.length, 200);
-    assert.deepEqual(snapshot.relations, whole.relations.slice(0, 200));
-    assert.equal(snapshot.truncated, true);
+    const entities: string[] = [];
+    const relations: string[] = [];
+    let cursor: string | undefined;
+    let pages = 0;
+    do {
+      const page = await tool.handle({
+        op: "snapshot",
+        doc_id: "relations",
+        ...(cursor === undefined ? {} : { cursor }),
+      });
+      assert.ok(page.ok && page.op === "snapshot", JSON.stringify(page));
+      assert.ok(tokensOf(page) <= defaultBudgets.snapshot, `page ${pages}: ${tokensOf(page)} tokens`);
+      assert.equal(page.total.relations, whole.relations.length);
+      entities.push(...page.entities.map((entity) => (entity as { entityId: string }).entityId));
+      relations.push(...page.relations.map((relation) => relation.relationId));
+      cursor = page.next_cursor;
+      pages++;
+    } while (cursor !== undefined && pages < 50);
+    assert.ok(pages > 1, "one page cannot hold this document");
+    assert.deepEqual(
+      entities,
+      whole.entities.map((entity) => entity.entityId),
+    );
+    assert.deepEqual(relations, whole.relations.map((relation) => relation.relationId).sort());
   });
 });

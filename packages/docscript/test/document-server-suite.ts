@@ -117,7 +117,7 @@ export function documentServerSuite(factory: StoreFactory): void {
       }
     });
 
-    it("stores a merge that no longer projects as conflicted and names the constraint", async () => {
+    it("answers a merge that no longer projects conflicted, naming the constraint; stores it only on apply-remaining", async () => {
       const { documentId, token } = await newDocument();
       const seeder = createEditor(server.url, documentId, token, 31);
       await seeder.pull();
@@ -173,13 +173,22 @@ export function documentServerSuite(factory: StoreFactory): void {
         });
       });
       assert.equal(bobResult.status, "conflicted", JSON.stringify(bobResult));
-      // Retrying the same bytes (an unconfirmed commit) stores nothing and still answers conflicted.
-      const retried = await bob.client.push(
-        documentId,
-        bob.doc.export({ mode: "update", from: alice.doc.oplogVersion() }),
-      );
-      assert.equal(retried.status, "conflicted");
       assert.ok(bobResult.status === "conflicted");
+      assert.equal(bobResult.applied, false);
+      assert.ok(bobResult.reasons.length > 0);
+      const bobBytes = bob.doc.export({ mode: "update", from: alice.doc.oplogVersion() });
+      // Retrying the same bytes (an unconfirmed commit) still stores nothing and answers conflicted.
+      const retried = await bob.client.push(documentId, bobBytes);
+      assert.equal(retried.status, "conflicted");
+      const probe = createEditor(server.url, documentId, token, 35);
+      await probe.pull();
+      assert.deepEqual(
+        interpretDocument(probe.doc, timelineSchema).issues,
+        [],
+        "nothing of Bob's was stored",
+      );
+      const applied = await bob.client.push(documentId, bobBytes, { applyRemaining: true });
+      assert.ok(applied.status === "conflicted" && applied.applied, JSON.stringify(applied));
       const named = bobResult.issues.find((issue) => issue.entityId === first.markerId);
       assert.equal(named?.constraint, "relation.cardinality");
       assert.match(named?.message ?? "", new RegExp(`${second.clipId}|${third.clipId}`));
@@ -296,7 +305,7 @@ export function documentServerSuite(factory: StoreFactory): void {
       const store = await factory.open();
       const storedOnce = await store.load(documentId);
       const retried = await client.push(documentId, update);
-      assert.deepEqual(retried, first);
+      assert.deepEqual(retried, { ...first, duplicate: true });
       assert.deepEqual(await store.load(documentId), storedOnce);
       await store.close();
       assert.deepEqual(seen, [

@@ -1,6 +1,7 @@
 /** The document server's client: pull a snapshot or the updates since a version, push an update. */
 import type { LoroDoc } from "loro-crdt";
 import { encodeVersion } from "../document/version.ts";
+import type { PlanState } from "../server/document-host.ts";
 import type { PushResult } from "../server/push-result.ts";
 import { DocumentClientError } from "./document-client-error.ts";
 
@@ -29,7 +30,9 @@ export interface DocumentClient {
   /** Brings `doc` up to the server's version: a snapshot when it is empty, else the updates it lacks. */
   pullInto(documentId: string, doc: LoroDoc): Promise<{ version: string }>;
   /** Sends an update; `rejected` and `conflicted` are results, not errors. */
-  push(documentId: string, update: Uint8Array): Promise<PushResult>;
+  push(documentId: string, update: Uint8Array, options?: { applyRemaining?: boolean }): Promise<PushResult>;
+  /** Whether the server applied a plan id to the document (`applied`, with the version it reached) or not. */
+  planState(documentId: string, planId: string): Promise<PlanState>;
   /** Administrative: creates a document that `token` opens. False when it exists. */
   createDocument(
     documentId: string,
@@ -119,9 +122,23 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
       if (pulled.bytes.byteLength > 0) doc.import(pulled.bytes);
       return { version: pulled.version };
     },
-    async push(documentId, update) {
+    async planState(documentId, planId) {
       const response = await request(
-        documentUrl(documentId, "push"),
+        documentUrl(documentId, `plans/${encodeURIComponent(planId)}`),
+        { method: "GET" },
+        await tokenOf(documentId),
+      );
+      if (response.status !== 200) throw await failure(response, documentId);
+      const state = (await response.json().catch(() => undefined)) as PlanState | undefined;
+      if (state === undefined || (state.state !== "applied" && state.state !== "unknown"))
+        throw new DocumentClientError("invalid_response", "the plan answer is not a plan state", {
+          status: response.status,
+        });
+      return state;
+    },
+    async push(documentId, update, pushOptions = {}) {
+      const response = await request(
+        documentUrl(documentId, pushOptions.applyRemaining === true ? "push?apply_remaining=true" : "push"),
         {
           method: "POST",
           body: update as Uint8Array<ArrayBuffer>,

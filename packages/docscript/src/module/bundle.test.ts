@@ -36,6 +36,24 @@ entities.update(held.endpoint1EntityId, [{ op: 'set', path: ['volume'], value: -
     const changed = await tools.call("context", { context_id: "console" });
     assert.ok(changed.ok);
     assert.equal((changed.output as { changed: boolean | null }).changed, true);
+    // A failed call is a failed call (so MCP marks it isError), carrying the tool's code and the logs.
+    const failed = await tools.call("edit", {
+      op: "run-edit-script",
+      doc_id: sampleDocumentId,
+      script: "console.log('before'); entities.update('no-such-entity', []);",
+    });
+    assert.equal(failed.ok, false);
+    assert.ok(!failed.ok);
+    assert.equal(failed.error.code, "runtime");
+    assert.deepEqual((failed.error.data as { op: string; logs: unknown[] }).op, "run-edit-script");
+    assert.deepEqual((failed.error.data as { logs: unknown[] }).logs, [{ level: "log", text: "before" }]);
+    const missing = await tools.call("edit", {
+      op: "commit-plan",
+      doc_id: sampleDocumentId,
+      plan_id: "plan_never",
+    });
+    assert.ok(!missing.ok);
+    assert.equal(missing.error.code, "plan_not_found");
   } finally {
     await bundle.close();
   }

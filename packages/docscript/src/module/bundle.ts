@@ -28,12 +28,15 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
   const logger = context.logger ?? silentLogger;
   const adminToken = randomBytes(24).toString("base64url");
   const documentToken = randomBytes(24).toString("base64url");
+  // The tool's own credential: a host's, so it may record stored-file facts (host-only fields).
+  const hostToken = randomBytes(24).toString("base64url");
   // DOCSCRIPT_DATABASE keeps documents across restarts; by default they live in memory.
   const path = context.env.DOCSCRIPT_DATABASE ?? ":memory:";
   const server = await serveDocuments({
     store: createSqliteDocumentStore({ path }),
     schema: timelineSchema,
     adminToken,
+    hostTokens: [hostToken],
     hostname: "127.0.0.1",
     logger,
   });
@@ -50,18 +53,19 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
   }
   const docscript = createDocScriptTool({
     httpOrigin: server.url,
-    authToken: documentToken,
+    authToken: hostToken,
     userId: `${context.module}@${context.node}`,
     logger,
   });
   logger.info("docscript: embedded document server", { url: server.url, document: sampleDocumentId });
 
+  // The tool itself, renamed for the module: its failures reach a tool set (and MCP) as errors.
   const edit = defineTool({
     name: "edit",
     description: `${docscript.description} The sample document is "${sampleDocumentId}". Read the prompt from the context tool first.`,
-    input: docscript.inputSchema,
+    input: docscript.input,
     source: "@tackle/docscript module",
-    execute: (input) => docscript.handle(input),
+    execute: docscript.execute,
   });
   const contextTool = defineTool({
     name: "context",

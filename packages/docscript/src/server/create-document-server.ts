@@ -22,6 +22,11 @@ export interface DocumentServerOptions {
   readonly maxPushBytes?: number;
   /** Largest `POST /documents` body (JSON with a base64 snapshot), in bytes. Default 128 MiB. */
   readonly maxCreateBytes?: number;
+  /**
+   * Host credentials: a bearer that is one of these opens every document and may set host-only fields
+   * (a stored file's `storageKey`, `digest`). A push by any other credential that sets one is `rejected`.
+   */
+  readonly hostTokens?: readonly string[];
   readonly logger?: Logger;
 }
 
@@ -50,6 +55,12 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     logger,
   });
   const maxPushBytes = options.maxPushBytes ?? 16 * 1024 * 1024;
+  const hostTokenHashes = (options.hostTokens ?? []).map((token) => Buffer.from(hashToken(token), "hex"));
+  const isHost = (token: string | undefined): boolean => {
+    if (token === undefined || token === "") return false;
+    const given = Buffer.from(hashToken(token), "hex");
+    return hostTokenHashes.some((expected) => timingSafeEqual(given, expected));
+  };
   const app = new Hono();
   const problem = (code: string, message: string) => ({ error: { code, message } });
   const bearer = (header: string | undefined): string | undefined => {
@@ -110,6 +121,7 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     if (bearer(authorization) === undefined)
       return { status: 401 as const, body: problem("unauthorized", "a bearer token is required") };
     const verdict = await host.authorize(documentId, bearer(authorization));
+    if (verdict === "forbidden" && isHost(bearer(authorization))) return undefined;
     if (verdict === "not_found")
       return { status: 404 as const, body: problem("document_not_found", `no document ${documentId}`) };
     if (verdict === "missing")
@@ -155,11 +167,22 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     if (bytes.byteLength > maxPushBytes)
       return context.json(problem("too_large", `a push may carry at most ${maxPushBytes} bytes`), 413);
     const user = context.req.header(USER_HEADER);
-    const result = await host.push(documentId, bytes, user);
+    const result = await host.push(documentId, bytes, {
+      ...(user === undefined ? {} : { actor: user }),
+      host: isHost(bearer(context.req.header("authorization"))),
+      applyRemaining: context.req.query("apply_remaining") === "true",
+    });
     if (result.status !== "rejected") {
       logger.info("docscript: push stored", { documentId, status: result.status, bytes: bytes.byteLength });
     }
     return context.json(result, result.status === "rejected" ? 422 : 200);
+  });
+
+  app.get("/documents/:documentId/plans/:planId", async (context) => {
+    const documentId = context.req.param("documentId");
+    const denied = await guard(documentId, context.req.header("authorization"));
+    if (denied !== undefined) return context.json(denied.body, denied.status);
+    return context.json(await host.planState(documentId, context.req.param("planId")), 200);
   });
 
   return {

@@ -13,8 +13,9 @@ import { decodeVersion, encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, formatIssue } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
-import { changedRows, rowsOfSpans, spansOfUpdate } from "./changed-rows.ts";
+import { changedRows } from "./changed-rows.ts";
 import { type DocumentStore, StoreConflictError } from "./document-store.ts";
+import { appliedPlans, hostOnlyChanges, issueReason, lostWrites, planIdsOf } from "./push-checks.ts";
 import type { PushResult } from "./push-result.ts";
 
 export interface DocumentHostOptions {
@@ -37,7 +38,23 @@ interface OpenDocument {
   seq: number;
   snapshotSeq: number;
   tokenHash: string;
+  /** Every plan id applied to the document (read off its changes' messages), and the version it took it to. */
+  plans: Map<string, string>;
 }
+
+/** How a push is made: by a host credential (it may set host-only fields), and whether to apply past lost writes. */
+export interface PushOptions {
+  readonly actor?: string;
+  /** The caller holds a host credential: it may set host-only fields. */
+  readonly host?: boolean;
+  /** Store the update even when some of its writes no longer apply (they are reported, the rest applies). */
+  readonly applyRemaining?: boolean;
+}
+
+/** What the server knows of a plan id. */
+export type PlanState =
+  | { readonly state: "applied"; readonly version: string }
+  | { readonly state: "unknown"; readonly version: string };
 
 export type Authorization = "ok" | "missing" | "forbidden" | "not_found";
 
@@ -117,12 +134,27 @@ export class DocumentHost {
     });
   }
 
-  /** Checks an update in a fork and stores it unless it is rejected. */
-  async push(documentId: string, bytes: Uint8Array, actor?: string): Promise<PushResult> {
+  /** Whether a plan id was applied to the document (after every push queued before this call). */
+  async planState(documentId: string, planId: string): Promise<PlanState> {
+    return this.serialized(documentId, async () => {
+      const open = await this.current(documentId);
+      const applied = open.plans.get(planId);
+      const version = encodeVersion(open.doc.oplogVersion());
+      return applied === undefined ? { state: "unknown", version } : { state: "applied", version: applied };
+    });
+  }
+
+  /**
+   * Checks an update in a fork and stores it unless it is rejected, a duplicate of a plan already
+   * applied, or conflicted (some of its writes no longer apply) without `applyRemaining`.
+   */
+  async push(documentId: string, bytes: Uint8Array, options: PushOptions | string = {}): Promise<PushResult> {
+    const pushOptions: PushOptions = typeof options === "string" ? { actor: options } : options;
+    const actor = pushOptions.actor;
     return this.serialized(documentId, async () => {
       for (let attempt = 0; ; attempt++) {
         const open = await this.current(documentId);
-        const outcome = this.check(open, bytes);
+        const outcome = this.check(open, bytes, pushOptions);
         if (outcome.undo === undefined) return outcome.result;
         const status = outcome.result.status === "conflicted" ? "conflicted" : "committed";
         const seq = open.seq + 1;
@@ -144,6 +176,8 @@ export class DocumentHost {
         open.doc.import(bytes);
         open.shadow = outcome.fork;
         open.seq = seq;
+        const version = encodeVersion(open.doc.oplogVersion());
+        for (const planId of outcome.planIds ?? []) open.plans.set(planId, version);
         if (open.seq - open.snapshotSeq >= this.compactEvery) this.compactLater(documentId);
         return outcome.result;
       }
@@ -169,7 +203,8 @@ export class DocumentHost {
   private check(
     open: OpenDocument,
     bytes: Uint8Array,
-  ): { result: PushResult; fork?: LoroDoc; undo?: () => void } {
+    options: PushOptions,
+  ): { result: PushResult; fork?: LoroDoc; undo?: () => void; planIds?: string[] } {
     const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
       result: { status: "rejected", reasons, issues },
     });
@@ -196,32 +231,63 @@ export class DocumentHost {
     }
     const after = fork.frontiers();
     if (fork.cmpFrontiers(before, after) === 0) {
-      // Already stored (a retried push): store nothing, and answer as the first attempt was answered
-      // as far as the document still shows it: conflicted while what it touched has issues.
+      // Already stored (a retried push): store nothing and say so.
       open.shadow = fork;
       const version = encodeVersion(open.doc.oplogVersion());
-      const rows = rowsOfSpans(open.doc, spansOfUpdate(meta), open.index);
-      const issues = checkDocument(open.projection, changeScope(open.projection, rows));
+      return { result: { status: "committed", version, duplicate: true } };
+    }
+    const spans = fork.findIdSpansBetween(before, after).forward;
+    const planIds = planIdsOf(fork, spans);
+    const applied = planIds.find((planId) => open.plans.has(planId));
+    if (applied !== undefined) {
+      // The same plan, applied before under other bytes (a re-derived plan): applying it again would
+      // apply its edit twice.
       return {
-        result:
-          issues.length > 0 ? { status: "conflicted", version, issues } : { status: "committed", version },
+        result: { status: "committed", version: encodeVersion(open.doc.oplogVersion()), duplicate: true },
       };
     }
+    const lost = lostWrites(fork, spans, open);
     const staged = this.stage(open.projection, fork, before, after, open.index);
     if (staged.foreign.length > 0) {
       staged.undo();
       return reject(staged.foreign);
     }
+    if (options.host !== true) {
+      const hostOnly = hostOnlyChanges(this.schema, staged.previous, open.projection);
+      if (hostOnly.length > 0) {
+        staged.undo();
+        return reject(
+          hostOnly.map((path) => `${path} is a host-only field; only a host credential may set it`),
+          [],
+        );
+      }
+    }
     const version = encodeVersion(fork.oplogVersion());
-    if (staged.added.length === 0)
-      return { result: { status: "committed", version }, fork, undo: staged.undo };
+    if (lost.length > 0 && options.applyRemaining !== true) {
+      // Some writes no longer apply: nothing of the update lands unless the caller asks for the rest.
+      staged.undo();
+      return {
+        result: {
+          status: "conflicted",
+          applied: false,
+          version: encodeVersion(open.doc.oplogVersion()),
+          reasons: lost,
+          issues: staged.added,
+        },
+      };
+    }
+    if (staged.added.length === 0 && lost.length === 0)
+      return { result: { status: "committed", version }, fork, undo: staged.undo, planIds };
     // The merged document breaks a constraint: the update's own fault, or the merge's?
     // The update was made on everything this server had when it depends on the server's current heads.
     const order = fork.cmpFrontiers(before, meta.startFrontiers);
     const sawEverything = order === 0 || order === -1;
-    const ownIssues = sawEverything
-      ? staged.added
-      : this.issuesOnItsOwn(open.doc, meta.startFrontiers, bytes);
+    const ownIssues =
+      staged.added.length === 0
+        ? []
+        : sawEverything
+          ? staged.added
+          : this.issuesOnItsOwn(open.doc, meta.startFrontiers, bytes);
     if (ownIssues.length > 0) {
       staged.undo();
       return reject(
@@ -229,7 +295,25 @@ export class DocumentHost {
         ownIssues,
       );
     }
-    return { result: { status: "conflicted", version, issues: staged.added }, fork, undo: staged.undo };
+    const reasons = [...lost, ...staged.added.map(issueReason)];
+    if (options.applyRemaining !== true) {
+      staged.undo();
+      return {
+        result: {
+          status: "conflicted",
+          applied: false,
+          version: encodeVersion(open.doc.oplogVersion()),
+          reasons,
+          issues: staged.added,
+        },
+      };
+    }
+    return {
+      result: { status: "conflicted", applied: true, version, reasons, issues: staged.added },
+      fork,
+      undo: staged.undo,
+      planIds,
+    };
   }
 
   /**
@@ -242,7 +326,13 @@ export class DocumentHost {
     from: Frontiers,
     to: Frontiers,
     index: ContainerIndex,
-  ): { added: DocumentIssue[]; foreign: string[]; undo: () => void } {
+  ): {
+    added: DocumentIssue[];
+    foreign: string[];
+    undo: () => void;
+    /** The rows as they were before the change. */
+    previous: ReadonlyMap<string, unknown>;
+  } {
     const rows = changedRows(doc, from, to, index);
     const foreign = [...rows.foreignRoots].map(
       (root) => `the update writes root container "${root}", which the mapping does not know`,
@@ -264,7 +354,7 @@ export class DocumentHost {
       for (const [rowId, json] of previousRows) projection.setRow(rowId, json);
       for (const [relationId, json] of previousRelations) projection.setRelationRow(relationId, json);
     };
-    return { added, foreign, undo };
+    return { added, foreign, undo, previous: previousRows };
   }
 
   /** The issues the update adds to the version it was made on (the slow path: a full read of that version). */
@@ -309,6 +399,7 @@ export class DocumentHost {
         seq: stored.updates.at(-1)?.seq ?? stored.snapshotSeq,
         snapshotSeq: stored.snapshotSeq,
         tokenHash: stored.tokenHash,
+        plans: appliedPlans(doc),
       };
       this.open.set(documentId, open);
       while (this.open.size > this.maxOpen) {
@@ -326,6 +417,12 @@ export class DocumentHost {
       open.doc.importBatch(newer.map((update) => update.bytes));
       const rows = changedRows(open.doc, before, open.doc.frontiers(), open.index);
       refreshRows(open.projection, open.doc, rows, open.index);
+      const version = encodeVersion(open.doc.oplogVersion());
+      for (const planId of planIdsOf(
+        open.doc,
+        open.doc.findIdSpansBetween(before, open.doc.frontiers()).forward,
+      ))
+        open.plans.set(planId, version);
       // Another server's updates: the fork is made anew from the live document on the next push.
       open.shadow = undefined;
       open.seq = newer.at(-1)?.seq ?? open.seq;

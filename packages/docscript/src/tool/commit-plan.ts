@@ -26,10 +26,18 @@ export interface CommitPlanContext {
 /** Failures after which the update may or may not have landed: the only ones that leave a plan unconfirmed. */
 const unconfirmedCodes = new Set(["network_error", "server_error", "invalid_response"]);
 
-export async function commitPlan(context: CommitPlanContext, plan: EditPlan): Promise<CommitOutcome> {
+export async function commitPlan(
+  context: CommitPlanContext,
+  plan: EditPlan,
+  options: { applyRemaining?: boolean } = {},
+): Promise<CommitOutcome> {
   let result: Awaited<ReturnType<DocumentClient["push"]>>;
   try {
-    result = await context.client.push(plan.docId, plan.update);
+    result = await context.client.push(
+      plan.docId,
+      plan.update,
+      options.applyRemaining === true ? { applyRemaining: true } : {},
+    );
   } catch (error) {
     if (DocumentClientError.isInstance(error) && !unconfirmedCodes.has(error.code)) {
       return { status: "rejected", reasons: [`${error.code}: ${error.message}`], issues: [] };
@@ -39,7 +47,15 @@ export async function commitPlan(context: CommitPlanContext, plan: EditPlan): Pr
   if (result.status === "rejected")
     return { status: "rejected", reasons: result.reasons, issues: result.issues };
   if (result.status === "conflicted")
-    return { status: "conflicted", version: result.version, issues: result.issues };
+    return {
+      status: "conflicted",
+      version: result.version,
+      applied: result.applied,
+      reasons: result.reasons,
+      issues: result.issues,
+    };
+  if (result.duplicate === true)
+    return { status: "committed", version: result.version, warnings: [], duplicate: true };
   const warnings: string[] = [];
   let version = result.version;
   if (context.hooks.loadGenerationFacts !== undefined && plan.createdFileKeys.length > 0) {

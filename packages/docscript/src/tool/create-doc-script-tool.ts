@@ -3,26 +3,31 @@
  * pulls before every call, runs scripts in the sandbox pool, keeps plans by `plan_id` and commits them,
  * one call at a time per document; an unconfirmed commit holds its document until it is retried.
  */
-import { type Logger, silentLogger } from "@tackle/core";
-import { LoroDoc } from "loro-crdt";
+import { defineTool, type Logger, silentLogger, type Tool, ToolError } from "@tackle/core";
+import { type Frontiers, LoroDoc } from "loro-crdt";
 import { z } from "zod";
 import { createDocumentClient, type DocumentClient } from "../client/create-document-client.ts";
 import { DocumentClientError } from "../client/document-client-error.ts";
-import { interpretDocument } from "../document/interpret.ts";
+import { checkDocument } from "../document/check-document.ts";
+import { projectDocument, refreshRows } from "../document/interpret.ts";
 import { sameVersion } from "../document/version.ts";
 import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
 import type { SandboxFailure, SandboxLog } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
+import type { DocumentIssue } from "../schema/types.ts";
+import { changedRows } from "../server/changed-rows.ts";
+import { type Budgets, defaultBudgets, fitPrefix, tokensOf } from "./budget.ts";
 import { commitPlan } from "./commit-plan.ts";
 import { createEditScriptPool } from "./create-edit-script-pool.ts";
 import { keptEntitiesFor } from "./document-cache.ts";
 import type { CommitOutcome, EditPlan } from "./edit-plan.ts";
 import type { DocScriptHooks } from "./host-hooks.ts";
 import { createPlanCache } from "./plan-cache.ts";
-import type { PlanPreview } from "./plan-preview.ts";
+import { elide, type PlanPreview } from "./plan-preview.ts";
 import { renderPrompt } from "./prompt.ts";
 import { runEditScript, type SchemaReference } from "./run-edit-script.ts";
 import { createKeyedSerializer } from "./serialize-by-key.ts";
+import { CursorError, ProjectionIndex, type SnapshotPage, snapshotPage } from "./snapshot-page.ts";
 import { type ToolInput, toolInputSchema } from "./tool-input.ts";
 
 export interface DocScriptToolOptions extends DocScriptHooks {
@@ -47,6 +52,8 @@ export interface DocScriptToolOptions extends DocScriptHooks {
      */
     readonly cachedDocuments?: number;
   };
+  /** Token budgets of the answers (see `defaultBudgets`): snapshot page 4000, run 2000, logs 1000, commit 2000. */
+  readonly budgets?: Partial<Budgets>;
   /** Cache bounds: 16 plans, 128 model contexts. */
   readonly maxPlans?: number;
   readonly maxModelContexts?: number;
@@ -60,40 +67,39 @@ export interface DocScriptToolOptions extends DocScriptHooks {
 
 export type ToolFailure = { readonly code: string; readonly message: string; readonly data?: unknown };
 
-export type DocScriptResult =
-  | {
-      readonly ok: true;
+/** A successful call's output, as the model reads it (every answer within its token budget). */
+export type DocScriptOutput =
+  | ({
       readonly op: "snapshot";
       readonly doc_id: string;
       readonly version: string;
-      readonly entities: readonly unknown[];
-      readonly relations: readonly unknown[];
-      readonly total: { readonly entities: number; readonly relations: number };
-      readonly truncated: boolean;
-      /** Present when the document does not project cleanly (for example after a conflicted commit). */
-      readonly issues?: readonly unknown[];
-    }
+    } & SnapshotPage)
   | {
-      readonly ok: true;
       readonly op: "run-edit-script";
       readonly doc_id: string;
       readonly plan_id: string;
       readonly version: string;
       readonly preview: PlanPreview;
       readonly logs: readonly SandboxLog[];
+      /** Log lines left out past the logs budget (the first ones are kept). */
+      readonly logs_omitted?: number;
       readonly commit?: CommitOutcome;
     }
   | ({
-      readonly ok: true;
       readonly op: "commit-plan";
       readonly doc_id: string;
       readonly plan_id: string;
-    } & CommitOutcome)
+    } & CommitOutcome);
+
+/** `handle`'s answer: the output, or the failure as data (what `execute` throws as a `ToolError`). */
+export type DocScriptResult =
+  | ({ readonly ok: true } & DocScriptOutput)
   | {
       readonly ok: false;
       readonly op: string;
       readonly error: ToolFailure;
       readonly logs?: readonly SandboxLog[];
+      readonly logs_omitted?: number;
     };
 
 export interface ModelContext {
@@ -102,20 +108,31 @@ export interface ModelContext {
   readonly changed: boolean | null;
 }
 
-export interface DocScriptTool {
-  readonly name: string;
-  readonly description: string;
-  /** JSON Schema of the tool's input. */
-  readonly parameters: Record<string, unknown>;
-  /** The zod schema behind `parameters`, for hosts that define tools from Standard Schema. */
-  readonly inputSchema: typeof toolInputSchema;
+/**
+ * The edit-script tool: a core `Tool` (register it in a tool set, serve it over MCP) whose failures are
+ * thrown `ToolError`s, so a tool set answers them `ok: false` and MCP marks them `isError`.
+ */
+export interface DocScriptTool extends Tool<ToolInput, DocScriptOutput> {
   getModelContext(input: { doc_id: string; context_id: string }): Promise<ModelContext>;
-  /** One tool call, passed through unchanged; the result goes back to the model. Never throws for the model's mistakes. */
+  /** One call with the failure as data instead of thrown (what `execute` does, for hosts without a tool set). */
   handle(input: unknown): Promise<DocScriptResult>;
   close(): Promise<void>;
 }
 
-export const snapshotLimit = 200;
+/** A failed call: `code` is the failure's, `data` holds `op`, the failure's own data and the run's logs. */
+export class DocScriptToolError extends ToolError {
+  constructor(failure: Extract<DocScriptResult, { ok: false }>) {
+    super(failure.error.code, failure.error.message, {
+      data: {
+        op: failure.op,
+        ...(failure.error.data === undefined ? {} : { detail: failure.error.data }),
+        ...(failure.logs === undefined ? {} : { logs: failure.logs }),
+        ...(failure.logs_omitted === undefined ? {} : { logs_omitted: failure.logs_omitted }),
+      },
+    });
+    this.name = "DocScriptToolError";
+  }
+}
 
 /** Source runs as .ts, a build as .js: worker-loaded modules are named with this file's own extension. */
 const extension = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
@@ -131,6 +148,8 @@ interface DocumentState {
   blockingPlanId: string | undefined;
   /** Calls queued or running on the document; a replica is only dropped when none are. */
   calls: number;
+  /** The replica's projection for snapshot pages, kept in step by the rows each pull touched. */
+  view: { index: ProjectionIndex; frontiers: Frontiers; issues: DocumentIssue[] | undefined } | undefined;
 }
 
 /** Replicas kept for documents not in use; older idle ones are dropped (the next call pulls a snapshot). */
@@ -140,6 +159,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   const logger = options.logger ?? silentLogger;
   const name = options.name ?? "docscript";
   const timeoutMs = options.sandbox?.timeoutMs ?? 30_000;
+  const budgets: Budgets = { ...defaultBudgets, ...options.budgets };
   const schemaReference = options.schema ?? timelineReference;
   const hooks: DocScriptHooks = {
     ...(options.loadEntityAsset === undefined ? {} : { loadEntityAsset: options.loadEntityAsset }),
@@ -186,7 +206,13 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   const stateOf = (docId: string): DocumentState => {
     let state = documents.get(docId);
     if (state === undefined) {
-      state = { replica: new LoroDoc(), version: undefined, blockingPlanId: undefined, calls: 0 };
+      state = {
+        replica: new LoroDoc(),
+        version: undefined,
+        blockingPlanId: undefined,
+        calls: 0,
+        view: undefined,
+      };
       documents.set(docId, state);
     }
     return state;
@@ -236,7 +262,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
               : { data: (error as { data?: unknown }).data }),
           }
         : { code: "tool_failed", message: error instanceof Error ? error.message : String(error) };
-    return { ok: false, op, error: payload, ...(logs === undefined ? {} : { logs }) };
+    return fitFailure({ ok: false, op, error: payload, ...(logs === undefined ? {} : { logs }) }, budgets);
   };
 
   const blocked = (op: string, state: DocumentState): DocScriptResult =>
@@ -249,6 +275,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   const commit = async (
     state: DocumentState,
     entry: { plan: EditPlan; outcome?: CommitOutcome },
+    applyRemaining = false,
   ): Promise<CommitOutcome> => {
     const outcome = await commitPlan(
       {
@@ -259,19 +286,22 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
         logger,
       },
       entry.plan,
+      { applyRemaining },
     );
     if (outcome.status === "unconfirmed") {
       state.blockingPlanId = entry.plan.planId;
       plans.pin(entry.plan.planId);
       return outcome;
     }
-    entry.outcome = outcome;
+    // A conflicted plan nothing of which applied stays committable with apply_remaining.
+    if (!(outcome.status === "conflicted" && !outcome.applied)) entry.outcome = outcome;
     if (state.blockingPlanId === entry.plan.planId) state.blockingPlanId = undefined;
     plans.unpin(entry.plan.planId);
     if (outcome.status === "rejected") {
       // The next call reads the document afresh.
       state.replica = new LoroDoc();
       state.version = undefined;
+      state.view = undefined;
     } else {
       await pull(entry.plan.docId).catch((error: unknown) =>
         logger.warn("docscript: pull after commit failed", {
@@ -283,20 +313,44 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     return outcome;
   };
 
+  /** The replica's projection, read once and then refreshed by the rows each pull touched. */
+  const viewOf = async (state: DocumentState) => {
+    const frontiers = state.replica.frontiers();
+    if (state.view === undefined) {
+      state.view = {
+        index: new ProjectionIndex(projectDocument(state.replica, await schema())),
+        frontiers,
+        issues: undefined,
+      };
+    } else if (state.replica.cmpFrontiers(state.view.frontiers, frontiers) !== 0) {
+      const rows = changedRows(state.replica, state.view.frontiers, frontiers);
+      refreshRows(state.view.index.projection, state.replica, rows);
+      state.view.index.changed();
+      state.view.frontiers = frontiers;
+      state.view.issues = undefined;
+    }
+    state.view.issues ??= checkDocument(state.view.index.projection);
+    return state.view as { index: ProjectionIndex; issues: DocumentIssue[] };
+  };
+
   const snapshot = async (input: ToolInput): Promise<DocScriptResult> => {
     const state = await pull(input.doc_id);
-    const read = interpretDocument(state.replica, await schema());
-    return {
+    const view = await viewOf(state);
+    const envelope = {
       ok: true,
       op: "snapshot",
       doc_id: input.doc_id,
       version: state.version ?? "",
-      entities: read.entities.slice(0, snapshotLimit),
-      relations: read.relations.slice(0, snapshotLimit),
-      total: { entities: read.entities.length, relations: read.relations.length },
-      truncated: read.entities.length > snapshotLimit || read.relations.length > snapshotLimit,
-      ...(read.issues.length === 0 ? {} : { issues: read.issues.slice(0, 20) }),
-    };
+    } as const;
+    let page: SnapshotPage;
+    try {
+      page = snapshotPage(view.index, view.issues, input, budgets.snapshot - tokensOf(envelope) - 8);
+    } catch (error) {
+      if (error instanceof CursorError)
+        return failure(input.op, { code: "invalid_input", message: error.message });
+      throw error;
+    }
+    return { ...envelope, ...page };
   };
 
   const run = async (input: ToolInput): Promise<DocScriptResult> => {
@@ -323,6 +377,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
       },
     );
     if (!result.ok) return failure(input.op, runError(result.error), result.logs);
+    const logs = fitLogs(result.logs, budgets.logs);
     for (const warning of result.documentWarnings)
       logger.warn("docscript: the sandbox worker recovered while reading the document", {
         docId: input.doc_id,
@@ -331,16 +386,17 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     const entry: { plan: EditPlan; outcome?: CommitOutcome } = { plan: result.plan };
     plans.set(result.plan.planId, entry);
     const committed = input.auto_commit === true ? await commit(state, entry) : undefined;
-    return {
-      ok: true,
-      op: "run-edit-script",
+    const preview = result.plan.preview;
+    const answer = fitPrefix(preview.changes, budgets.run, (changes) => ({
+      ok: true as const,
+      op: "run-edit-script" as const,
       doc_id: input.doc_id,
       plan_id: result.plan.planId,
       version: result.plan.baseVersion,
-      preview: result.plan.preview,
-      logs: result.logs,
-      ...(committed === undefined ? {} : { commit: committed }),
-    };
+      preview: { ...preview, changes, omitted: preview.omitted + preview.changes.length - changes.length },
+      ...(committed === undefined ? {} : { commit: fitOutcome(committed, budgets.commit / 2) }),
+    })).answer;
+    return { ...answer, logs: logs.logs, ...(logs.omitted === 0 ? {} : { logs_omitted: logs.omitted }) };
   };
 
   const commitOp = async (input: ToolInput): Promise<DocScriptResult> => {
@@ -352,9 +408,23 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
       return blocked(input.op, state);
     const entry = plans.get(planId);
     if (entry === undefined) {
+      // Not kept here (another process ran it, or this one restarted): the server says whether it landed.
+      const known = await client.planState(input.doc_id, planId);
+      if (known.state === "applied") {
+        return {
+          ok: true,
+          op: "commit-plan",
+          doc_id: input.doc_id,
+          plan_id: planId,
+          status: "committed",
+          version: known.version,
+          warnings: [],
+          duplicate: true,
+        };
+      }
       return failure(input.op, {
         code: "plan_not_found",
-        message: `no plan ${planId} in this process (plans are kept for the last ${options.maxPlans ?? 16} runs); run the script again`,
+        message: `plan ${planId} is not kept in this process, and the document server confirms it was never applied; run the script again (it cannot apply twice)`,
       });
     }
     if (entry.plan.docId !== input.doc_id) {
@@ -364,10 +434,22 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
       });
     }
     if (entry.outcome !== undefined)
-      return { ok: true, op: "commit-plan", doc_id: input.doc_id, plan_id: planId, ...entry.outcome };
+      return {
+        ok: true,
+        op: "commit-plan",
+        doc_id: input.doc_id,
+        plan_id: planId,
+        ...fitOutcome(entry.outcome, budgets.commit - 60),
+      };
     if (state.blockingPlanId === undefined) await pull(input.doc_id);
-    const outcome = await commit(state, entry);
-    return { ok: true, op: "commit-plan", doc_id: input.doc_id, plan_id: planId, ...outcome };
+    const outcome = await commit(state, entry, input.apply_remaining === true);
+    return {
+      ok: true,
+      op: "commit-plan",
+      doc_id: input.doc_id,
+      plan_id: planId,
+      ...fitOutcome(outcome, budgets.commit - 60),
+    };
   };
 
   const handle = async (raw: unknown): Promise<DocScriptResult> => {
@@ -397,12 +479,22 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     });
   };
 
-  return {
+  const tool = defineTool({
     name,
     description:
-      "Edit a structured document by writing a JavaScript edit script. Ops: snapshot (read), run-edit-script (run a script; returns a preview and a plan_id), commit-plan (publish a plan). Read the prompt's contract first.",
-    parameters: z.toJSONSchema(toolInputSchema) as Record<string, unknown>,
-    inputSchema: toolInputSchema,
+      "Edit a structured document by writing a JavaScript edit script. Ops: snapshot (read a page; filter by kinds, ids, related_to, relation_kinds, fields, from_ms/to_ms; follow next_cursor), run-edit-script (run a script; returns a per-write preview and a plan_id), commit-plan (publish a plan; retry with the same plan_id when unsure it landed). Read the prompt's contract first.",
+    input: toolInputSchema,
+    source: "@tackle/docscript",
+    execute: async (input: ToolInput): Promise<DocScriptOutput> => {
+      const result = await handle(input);
+      if (!result.ok) throw new DocScriptToolError(result);
+      const { ok: _ok, ...output } = result;
+      return output as DocScriptOutput;
+    },
+  });
+
+  return {
+    ...tool,
     async getModelContext({ doc_id, context_id }) {
       // The host asks for the prompt right before the model call: the moment to warm a worker for the script.
       if (!closed) sandbox();
@@ -444,5 +536,92 @@ function runError(error: SandboxFailure): ToolFailure {
     code: "runtime",
     message: error.message,
     data: { cause: error.code, ...(error.data === undefined ? {} : { detail: error.data }) },
+  };
+}
+
+/** The longest log line kept whole; longer ones read as their head and a count. */
+const maxLogLineLength = 2_000;
+
+/** The first log lines that fit the logs budget (each long line shortened), and how many were left out. */
+function fitLogs(logs: readonly SandboxLog[], budget: number): { logs: SandboxLog[]; omitted: number } {
+  const shortened = logs.map((line) =>
+    line.text.length <= maxLogLineLength
+      ? line
+      : {
+          level: line.level,
+          text: `${line.text.slice(0, maxLogLineLength)}… [+${line.text.length - maxLogLineLength} chars]`,
+        },
+  );
+  const { taken } = fitPrefix(shortened, budget, (kept) => kept);
+  return { logs: shortened.slice(0, taken), omitted: logs.length - taken };
+}
+
+/** A commit outcome within `budget` tokens: its lists (reasons, issues, warnings) cut with counts. */
+function fitOutcome(
+  outcome: CommitOutcome,
+  budget: number,
+): CommitOutcome & { omitted?: Record<string, number> } {
+  if (tokensOf(outcome) <= budget) return outcome;
+  const lists = (["reasons", "issues", "warnings"] as const).filter((key) =>
+    Array.isArray((outcome as Record<string, unknown>)[key]),
+  );
+  let shown = 20;
+  for (;;) {
+    const omitted: Record<string, number> = {};
+    const cut: Record<string, unknown> = { ...outcome };
+    for (const key of lists) {
+      const list = (outcome as unknown as Record<string, readonly unknown[]>)[key]!;
+      if (list.length > shown) omitted[key] = list.length - shown;
+      cut[key] = list.slice(0, shown).map((item) => elide(item));
+    }
+    const answer = { ...cut, ...(Object.keys(omitted).length === 0 ? {} : { omitted }) } as CommitOutcome & {
+      omitted?: Record<string, number>;
+    };
+    if (shown === 0 || tokensOf(answer) <= budget) return answer;
+    shown = Math.floor(shown / 2);
+  }
+}
+
+/** A failure within the commit budget: its message shortened, listed issues cut with a count, logs fitted. */
+function fitFailure(
+  failure: Extract<DocScriptResult, { ok: false }>,
+  budgets: Budgets,
+): Extract<DocScriptResult, { ok: false }> {
+  const logs = failure.logs === undefined ? undefined : fitLogs(failure.logs, budgets.logs);
+  let error = failure.error;
+  if (tokensOf(error) > budgets.commit) {
+    const data = error.data as Record<string, unknown> | undefined;
+    const issues = Array.isArray(data?.issues) ? (data.issues as unknown[]) : undefined;
+    let shown = 20;
+    for (;;) {
+      error = {
+        code: error.code,
+        message:
+          failure.error.message.length <= maxLogLineLength
+            ? failure.error.message
+            : `${failure.error.message.slice(0, maxLogLineLength)}… [+${failure.error.message.length - maxLogLineLength} chars]`,
+        ...(data === undefined
+          ? {}
+          : {
+              data:
+                issues === undefined
+                  ? elide(data)
+                  : {
+                      ...(elide({ ...data, issues: undefined }) as Record<string, unknown>),
+                      issues: issues.slice(0, shown).map((issue) => elide(issue)),
+                      issues_omitted: Math.max(0, issues.length - shown),
+                    },
+            }),
+      };
+      if (shown === 0 || tokensOf(error) <= budgets.commit) break;
+      shown = Math.floor(shown / 2);
+    }
+  }
+  return {
+    ok: false,
+    op: failure.op,
+    error,
+    ...(logs === undefined ? {} : { logs: logs.logs }),
+    ...(logs === undefined || logs.omitted === 0 ? {} : { logs_omitted: logs.omitted }),
   };
 }

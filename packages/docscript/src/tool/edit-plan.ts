@@ -15,7 +15,21 @@ export interface EditPlan {
 
 /** How a commit ended. */
 export type CommitOutcome =
-  | { readonly status: "committed"; readonly version: string; readonly warnings: readonly string[] }
-  | { readonly status: "conflicted"; readonly version: string; readonly issues: readonly unknown[] }
+  | {
+      readonly status: "committed";
+      readonly version: string;
+      readonly warnings: readonly string[];
+      /** The server had applied this plan already: nothing was applied now. */
+      readonly duplicate?: boolean;
+    }
+  | {
+      readonly status: "conflicted";
+      readonly version: string;
+      /** False: nothing of the plan was applied. True: applied without the writes `reasons` names. */
+      readonly applied: boolean;
+      /** One per write that no longer applies. */
+      readonly reasons: readonly unknown[];
+      readonly issues: readonly unknown[];
+    }
   | { readonly status: "unconfirmed"; readonly reason: string }
   | { readonly status: "rejected"; readonly reasons: readonly string[]; readonly issues: readonly unknown[] };

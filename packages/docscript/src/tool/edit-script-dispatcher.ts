@@ -13,7 +13,13 @@ import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue, Entity as SessionEntity } from "../schema/types.ts";
 import { type CacheLimits, createDocumentCache, type DocumentBytes } from "./document-cache.ts";
 import { declareFields } from "./field-declarations.ts";
-import { type PlanPreview, previewLimit } from "./plan-preview.ts";
+import {
+  elide,
+  type FieldChange,
+  type PlanPreview,
+  type PreviewChange,
+  previewLimit,
+} from "./plan-preview.ts";
 import {
   type Entity,
   type Relation,
@@ -376,17 +382,91 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
     return issues.filter((issue) => !before.has(issueKey(issue)));
   };
 
+  /** The fields an update changed, base → plan, dotted paths into records; long values elided. */
+  const fieldChanges = (entityId: string, after: SessionEntity): FieldChange[] => {
+    const before = base.entity(entityId);
+    const changes: FieldChange[] = [];
+    const walk = (path: string[], left: unknown, right: unknown) => {
+      if (JSON.stringify(left) === JSON.stringify(right)) return;
+      const isRecord = (value: unknown): value is Record<string, unknown> =>
+        typeof value === "object" && value !== null && !Array.isArray(value);
+      if (isRecord(left) && isRecord(right) && path.length < 4) {
+        for (const key of new Set([...Object.keys(left), ...Object.keys(right)]))
+          walk([...path, key], left[key], right[key]);
+        return;
+      }
+      changes.push({
+        path: path.join("."),
+        before: left === undefined ? null : elide(left),
+        after: right === undefined ? null : elide(right),
+      });
+    };
+    walk([], before?.payload ?? {}, after.payload);
+    return changes;
+  };
+
   const preview = (): PlanPreview => {
-    const read = (ids: Set<string>) =>
-      [...ids]
-        .slice(0, previewLimit)
-        .map((id) => session.entities.get(id))
-        .filter((entity): entity is Entity => entity !== undefined) as Entity[];
-    const relation = (ids: Set<string>) =>
-      [...ids]
-        .slice(0, previewLimit)
-        .map((id) => relationStates.get(id))
-        .filter((value): value is Relation => value !== undefined);
+    const changes: PreviewChange[] = [];
+    const add = (change: () => PreviewChange | undefined) => {
+      if (changes.length >= previewLimit) return;
+      const made = change();
+      if (made !== undefined) changes.push(made);
+    };
+    for (const id of created)
+      add(() => {
+        const entity = session.entities.get(id);
+        return entity === undefined
+          ? undefined
+          : {
+              change: "created",
+              entityId: id,
+              entityKind: entity.entityKind,
+              payload: elide(entity.payload),
+            };
+      });
+    for (const id of updated)
+      add(() => {
+        const entity = session.entities.get(id);
+        return entity === undefined
+          ? undefined
+          : {
+              change: "updated",
+              entityId: id,
+              entityKind: entity.entityKind,
+              fields: fieldChanges(id, entity),
+            };
+      });
+    for (const id of deleted)
+      add(() => {
+        const kind = base.entity(id)?.entityKind;
+        return { change: "deleted", entityId: id, ...(kind === undefined ? {} : { entityKind: kind }) };
+      });
+    for (const [ids, change] of [
+      [linked, "linked"],
+      [moved, "moved"],
+    ] as const)
+      for (const id of ids)
+        add(() => {
+          const relation = relationStates.get(id);
+          return relation === undefined ? undefined : { change, ...relation };
+        });
+    for (const id of unlinked)
+      add(() => {
+        const kind = base.storedRelation(id)?.relationKind;
+        return { change: "unlinked", relationId: id, ...(kind === undefined ? {} : { relationKind: kind }) };
+      });
+    const total = created.size + updated.size + deleted.size + linked.size + moved.size + unlinked.size;
+    // What the deletes leave unreferenced: entities a deleted one was related to that nothing touches now.
+    const unreferenced = new Set<string>();
+    for (const id of deleted) {
+      for (const relation of base.relationsOf(id)) {
+        for (const other of [relation.endpoint0EntityId, relation.endpoint1EntityId]) {
+          if (other === id || deleted.has(other) || unreferenced.size >= 50) continue;
+          if (session.entities.get(other) !== undefined && session.relations.of(other).length === 0)
+            unreferenced.add(other);
+        }
+      }
+    }
     return {
       writes,
       counts: {
@@ -397,12 +477,9 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
         moved: moved.size,
         unlinked: unlinked.size,
       },
-      created: read(created),
-      updated: read(updated),
-      deleted: [...deleted].slice(0, previewLimit),
-      linked: relation(linked),
-      moved: relation(moved),
-      unlinked: [...unlinked].slice(0, previewLimit),
+      changes,
+      omitted: total - changes.length,
+      ...(unreferenced.size === 0 ? {} : { unreferenced: [...unreferenced] }),
     };
   };
 

@@ -1,0 +1,277 @@
+/**
+ * One `snapshot` page: the entities, then the relations, a query matches, in id order, as many as fit the
+ * page's token budget, with a cursor to the rest. Reads a projection kept in step with the tool's replica
+ * (never the whole document per call); filters by kind, id, relation and, for timelines, time.
+ */
+import type { Projection } from "../document/projection.ts";
+import type { DocumentIssue, Entity, Relation } from "../schema/types.ts";
+import { fitPrefix, tokensOf } from "./budget.ts";
+import { elide } from "./plan-preview.ts";
+
+export interface SnapshotQuery {
+  readonly cursor?: string | undefined;
+  readonly kinds?: readonly string[] | undefined;
+  readonly ids?: readonly string[] | undefined;
+  readonly related_to?: string | undefined;
+  readonly relation_kinds?: readonly string[] | undefined;
+  readonly include?: "entities" | "relations" | "both" | undefined;
+  readonly fields?: readonly string[] | undefined;
+  readonly from_ms?: number | undefined;
+  readonly to_ms?: number | undefined;
+}
+
+export interface SnapshotPage {
+  /** Whole-document counts. */
+  readonly total: { readonly entities: number; readonly relations: number };
+  /** What the query matches, over all pages. */
+  readonly matched: { readonly entities: number; readonly relations: number };
+  readonly entities: readonly unknown[];
+  readonly relations: readonly Relation[];
+  /** Matches after this page; with `next_cursor`, send the same query again with it. */
+  readonly remaining: { readonly entities: number; readonly relations: number };
+  readonly next_cursor?: string;
+  /** Present when the document does not project cleanly; at most 10 listed. */
+  readonly issues?: readonly DocumentIssue[];
+  readonly issue_count?: number;
+  /** Values shortened on this page (long strings and lists): read them whole from a script. */
+  readonly elided?: number;
+}
+
+/** Candidates considered per page before the token fit: far more than any budget holds. */
+const pageCandidates = 400;
+
+/** Sorted id lists of a projection, rebuilt only after it changed. */
+export class ProjectionIndex {
+  private entityIds: string[] | undefined;
+  private relationIds: string[] | undefined;
+
+  readonly projection: Projection;
+
+  constructor(projection: Projection) {
+    this.projection = projection;
+  }
+
+  /** Forget the sorted lists (the projection's rows changed). */
+  changed(): void {
+    this.entityIds = undefined;
+    this.relationIds = undefined;
+  }
+
+  sortedEntityIds(): readonly string[] {
+    this.entityIds ??= [...this.projection.entityIds()].sort();
+    return this.entityIds;
+  }
+
+  sortedRelationIds(): readonly string[] {
+    this.relationIds ??= [...this.projection.relationIds()].sort();
+    return this.relationIds;
+  }
+}
+
+interface Cursor {
+  readonly section: "e" | "r";
+  readonly after: string;
+}
+
+export class CursorError extends Error {}
+
+function encodeCursor(cursor: Cursor): string {
+  return Buffer.from(JSON.stringify(cursor)).toString("base64url");
+}
+
+function decodeCursor(text: string): Cursor {
+  try {
+    const value = JSON.parse(Buffer.from(text, "base64url").toString("utf8")) as Cursor;
+    if ((value.section === "e" || value.section === "r") && typeof value.after === "string") return value;
+  } catch {}
+  throw new CursorError("cursor is not one a snapshot page returned; start again without it");
+}
+
+/** First index in a sorted list greater than `after`. */
+function firstAfter(sorted: readonly string[], after: string): number {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (sorted[middle]! <= after) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** A timeline entity's span in ms: a sequence marker's own, a clip's by its marker. */
+function spanOf(projection: Projection, entity: Entity): [number, number] | undefined {
+  let marker: Entity | undefined = entity;
+  if (entity.entityKind !== "sequence-marker") {
+    const relation = projection.relationsOf(entity.entityId, "marker")[0];
+    marker = relation === undefined ? undefined : projection.entity(relation.endpoint1EntityId);
+  }
+  if (marker === undefined || marker.entityKind !== "sequence-marker") return undefined;
+  const start = marker.payload.startMs;
+  if (typeof start !== "number") return undefined;
+  const duration = marker.payload.durationMs;
+  return [start, start + (typeof duration === "number" ? duration : 0)];
+}
+
+export function snapshotPage(
+  index: ProjectionIndex,
+  issues: readonly DocumentIssue[],
+  query: SnapshotQuery,
+  budget: number,
+): SnapshotPage {
+  const projection = index.projection;
+  const include = query.include ?? "both";
+  const entityFiltered =
+    query.kinds !== undefined ||
+    query.ids !== undefined ||
+    query.related_to !== undefined ||
+    query.from_ms !== undefined ||
+    query.to_ms !== undefined;
+  const kinds = query.kinds === undefined ? undefined : new Set(query.kinds);
+  const relationKinds = query.relation_kinds === undefined ? undefined : new Set(query.relation_kinds);
+  const related =
+    query.related_to === undefined
+      ? undefined
+      : new Set(
+          projection
+            .relationsOf(query.related_to)
+            .filter((relation) => relationKinds === undefined || relationKinds.has(relation.relationKind))
+            .flatMap((relation) => [relation.endpoint0EntityId, relation.endpoint1EntityId])
+            .filter((id) => id !== query.related_to),
+        );
+  const from = query.from_ms ?? Number.NEGATIVE_INFINITY;
+  const to = query.to_ms ?? Number.POSITIVE_INFINITY;
+  const timed = query.from_ms !== undefined || query.to_ms !== undefined;
+
+  const entityMatches = (entityId: string): Entity | undefined => {
+    if (related !== undefined && !related.has(entityId)) return undefined;
+    const entity = projection.entity(entityId);
+    if (entity === undefined) return undefined;
+    if (kinds !== undefined && !kinds.has(entity.entityKind)) return undefined;
+    if (timed) {
+      const span = spanOf(projection, entity);
+      if (span === undefined || span[0] > to || span[1] < from) return undefined;
+    }
+    return entity;
+  };
+  // Entity ids to walk: the listed ids or the related ones when given (few), else every id in order.
+  const entityIds =
+    query.ids !== undefined
+      ? [...new Set(query.ids)].sort()
+      : related !== undefined
+        ? [...related].sort()
+        : index.sortedEntityIds();
+  const matchedEntityIds = new Set<string>();
+  const listEntities = include !== "relations";
+  if (listEntities || entityFiltered) {
+    for (const id of entityIds) if (entityMatches(id) !== undefined) matchedEntityIds.add(id);
+  }
+  const relationMatches = (relationId: string): Relation | undefined => {
+    const relation = projection.storedRelation(relationId);
+    if (relation === undefined) return undefined;
+    if (relationKinds !== undefined && !relationKinds.has(relation.relationKind)) return undefined;
+    if (query.related_to !== undefined) {
+      if (relation.endpoint0EntityId !== query.related_to && relation.endpoint1EntityId !== query.related_to)
+        return undefined;
+    } else if (
+      entityFiltered &&
+      !matchedEntityIds.has(relation.endpoint0EntityId) &&
+      !matchedEntityIds.has(relation.endpoint1EntityId)
+    )
+      return undefined;
+    return {
+      relationId: relation.relationId,
+      relationKind: relation.relationKind,
+      endpoint0EntityId: relation.endpoint0EntityId,
+      endpoint1EntityId: relation.endpoint1EntityId,
+    };
+  };
+  const relationIds =
+    query.related_to !== undefined
+      ? [...projection.relationIdsOf(query.related_to)].sort()
+      : entityFiltered
+        ? [...new Set([...matchedEntityIds].flatMap((id) => [...projection.relationIdsOf(id)]))].sort()
+        : index.sortedRelationIds();
+  const listRelations = include !== "entities";
+  const matchedRelationIds = listRelations
+    ? relationIds.filter((id) => relationMatches(id) !== undefined)
+    : [];
+  const sortedEntities = listEntities ? [...matchedEntityIds].sort() : [];
+
+  const cursor = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+  const entityStart =
+    cursor === undefined
+      ? 0
+      : cursor.section === "e"
+        ? firstAfter(sortedEntities, cursor.after)
+        : sortedEntities.length;
+  const relationStart =
+    cursor === undefined || cursor.section === "e" ? 0 : firstAfter(matchedRelationIds, cursor.after);
+
+  const render = (entity: Entity): { value: unknown; elided: boolean } => {
+    const payload =
+      query.fields === undefined
+        ? entity.payload
+        : Object.fromEntries(
+            query.fields.filter((name) => name in entity.payload).map((name) => [name, entity.payload[name]]),
+          );
+    const whole = {
+      entityId: entity.entityId,
+      entityKind: entity.entityKind,
+      ...(entity.variantOf === undefined ? {} : { variantOf: entity.variantOf }),
+      payload,
+    };
+    // One entity never takes more than a quarter of a page: long values read as their head and a count.
+    if (JSON.stringify(payload).length < budget && tokensOf(whole) <= budget / 4)
+      return { value: whole, elided: false };
+    return { value: { ...whole, payload: elide(payload) }, elided: true };
+  };
+  type Item =
+    | { section: "e"; id: string; value: unknown; elided: boolean }
+    | { section: "r"; id: string; value: Relation; elided: false };
+  const candidates: Item[] = [];
+  for (
+    let position = entityStart;
+    position < sortedEntities.length && candidates.length < pageCandidates;
+    position++
+  ) {
+    const id = sortedEntities[position]!;
+    candidates.push({ section: "e", id, ...render(projection.entity(id)!) });
+  }
+  for (
+    let position = relationStart;
+    position < matchedRelationIds.length && candidates.length < pageCandidates;
+    position++
+  ) {
+    const id = matchedRelationIds[position]!;
+    candidates.push({ section: "r", id, value: relationMatches(id)!, elided: false });
+  }
+  const shownIssues = issues.slice(0, 10);
+  const build = (items: readonly Item[]) => {
+    const entities = items.filter((item) => item.section === "e").map((item) => item.value);
+    const relations = items.filter((item) => item.section === "r").map((item) => item.value as Relation);
+    const remainingEntities = sortedEntities.length - entityStart - entities.length;
+    const remainingRelations = matchedRelationIds.length - relationStart - relations.length;
+    const last =
+      items.at(-1) ?? (cursor === undefined ? undefined : { section: cursor.section, id: cursor.after });
+    const elided = items.filter((item) => item.elided).length;
+    const more = remainingEntities + remainingRelations > 0;
+    return {
+      total: { entities: projection.entityCount, relations: index.sortedRelationIds().length },
+      matched: { entities: sortedEntities.length, relations: matchedRelationIds.length },
+      entities,
+      relations,
+      remaining: { entities: remainingEntities, relations: remainingRelations },
+      ...(more
+        ? {
+            next_cursor: encodeCursor(
+              last === undefined ? { section: "e", after: "" } : { section: last.section, after: last.id },
+            ),
+          }
+        : {}),
+      ...(issues.length === 0 ? {} : { issues: shownIssues, issue_count: issues.length }),
+      ...(elided === 0 ? {} : { elided }),
+    } satisfies SnapshotPage;
+  };
+  return fitPrefix(candidates, budget, build).answer;
+}
