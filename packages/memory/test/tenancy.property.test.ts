@@ -204,7 +204,9 @@ async function runProperty(service: MemoryService, runs: number): Promise<Counte
                 sessionId: "s",
                 role: "user",
                 content: `I like ${content}`,
-                customId: `shared-${operation.word}`,
+                // The same custom ids in both tenants (a custom id is unique per tenant and refused
+                // across scopes of one tenant, so it names the scope too).
+                customId: `shared-${operation.word}-${operation.userId}-${operation.agentId ?? ""}`,
               });
               ids[self]!.events.add(written.event.id);
               for (const memory of written.memories) ids[self]!.memories.add(memory.id);

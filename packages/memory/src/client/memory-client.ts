@@ -215,24 +215,24 @@ export class MemoryClient {
   listTraces(request: ListTracesRequest = {}, options?: CallOptions): Promise<ListTracesResponse> {
     return this.#call("listTraces", { query: request }, options);
   }
-  getTrace(id: string, options?: CallOptions): Promise<TraceResponse> {
-    return this.#call("getTrace", { id }, options);
+  getTrace(id: string, options?: ScopedCallOptions): Promise<TraceResponse> {
+    return this.#call("getTrace", { id, query: { ...options?.scope } }, options);
   }
   listJobs(request: ListJobsRequest = {}, options?: CallOptions): Promise<ListJobsResponse> {
     return this.#call("listJobs", { query: request }, options);
   }
-  getJob(id: string, options?: CallOptions): Promise<JobResponse> {
-    return this.#call("getJob", { id }, options);
+  getJob(id: string, options?: ScopedCallOptions): Promise<JobResponse> {
+    return this.#call("getJob", { id, query: { ...options?.scope } }, options);
   }
 
   /** Polls a job until it succeeds or fails; a timeout throws `timeout`. */
   async waitForJob(
     id: string,
-    options: { timeoutMs?: number; intervalMs?: number } = {},
+    options: { timeoutMs?: number; intervalMs?: number; scope?: MemoryScope } = {},
   ): Promise<MemoryJob> {
     const deadline = Date.now() + (options.timeoutMs ?? 60_000);
     for (;;) {
-      const { job } = await this.getJob(id);
+      const { job } = await this.getJob(id, options.scope === undefined ? {} : { scope: options.scope });
       if (job.status === "succeeded" || job.status === "failed") return job;
       if (Date.now() > deadline)
         throw new MemoryTimeoutError(`${this.baseUrl}/v1/jobs/${id}`, options.timeoutMs ?? 60_000);

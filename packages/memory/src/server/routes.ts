@@ -326,9 +326,10 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     path: "/v1/jobs/{id}",
     summary: "One job with its result",
     params,
+    query: memoryScopeQuerySchema,
     status: 200,
     response: jobResponseSchema,
-    handle: (service, tenant, input) => service.getJob(tenant, input.params.id),
+    handle: (service, tenant, input) => service.getJob(tenant, input.params.id, pickScope(input.query)),
   },
   {
     operationId: "accessTrends",
@@ -366,8 +367,9 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     path: "/v1/traces/{id}",
     summary: "One retrieval trace",
     params,
+    query: memoryScopeQuerySchema,
     status: 200,
     response: traceResponseSchema,
-    handle: (service, tenant, input) => service.getTrace(tenant, input.params.id),
+    handle: (service, tenant, input) => service.getTrace(tenant, input.params.id, pickScope(input.query)),
   },
 ];

@@ -24,7 +24,7 @@ import {
   updateMemoryRequestSchema,
 } from "../schemas/memory.ts";
 import { contextBundleRequestSchema, scopeRequestSchema } from "../schemas/synthesis.ts";
-import { type MemoryScope, pickScope, scopeContains } from "../scope/memory-scope.ts";
+import { type MemoryScope, pickScope, scopeContains, scopeKey } from "../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredEvent, StoredMemory } from "../store/memory-store.ts";
 import { chunkText } from "./chunk-text.ts";
 import { applyCoreMemoryEdits } from "./core-memory-edits.ts";
@@ -364,6 +364,15 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
         occurredAt: input.occurredAt ? new Date(input.occurredAt).toISOString() : at,
         createdAt: at,
       });
+      // A custom id is unique in the tenant: one already taken in another scope is refused without
+      // answering that event (its id and text belong to another identity).
+      if (!created && scopeKey(pickScope(event)) !== scopeKey(scope)) {
+        throw new MemoryError(
+          "conflict",
+          "That customId is already used by an event of another scope; choose another",
+          409,
+        );
+      }
       const memories: Memory[] = [];
       // Only the write that created the event extracts, so a retried write adds nothing twice.
       if (created && input.infer && input.role === "user") {
@@ -717,15 +726,22 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       };
     },
 
-    async chainTrace(tenantId, id, scope) {
+    async chainTrace(tenantId, id, scope = {}) {
       const memory = await requireMemory(tenantId, id, scope);
-      const [versions, events, derivedFrom, importJob, document] = await Promise.all([
+      // What the chain reaches must lie inside the caller's scope too: ids in a memory's provenance
+      // are given by writers and may name records of another identity.
+      const visible = (record: MemoryScope) => scopeContains(scope, record);
+      const [versions, allEvents, allDerived, foundJob, foundDocument] = await Promise.all([
         store.memoryHistory(tenantId, id),
         store.getEvents(tenantId, memory.provenance.eventIds),
         store.getMemories(tenantId, memory.provenance.derivedFrom),
         memory.provenance.importJobId ? store.getJob(tenantId, memory.provenance.importJobId) : undefined,
         memory.provenance.documentId ? store.getDocument(tenantId, memory.provenance.documentId) : undefined,
       ]);
+      const events = allEvents.filter(visible);
+      const derivedFrom = allDerived.filter(visible);
+      const importJob = foundJob && visible(foundJob) ? foundJob : undefined;
+      const document = foundDocument && visible(foundDocument) ? foundDocument : undefined;
       const strip = <T extends { tenantId: string }>(value: T) => {
         const { tenantId: _tenant, ...rest } = value;
         return rest;
@@ -825,9 +841,9 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       return { traces: traces.map(({ tenantId: _tenant, ...trace }) => trace) };
     },
 
-    async getTrace(tenantId, id) {
+    async getTrace(tenantId, id, scope = {}) {
       const trace = await store.getTrace(tenantId, id);
-      if (!trace) throw MemoryError.notFound("Trace", id);
+      if (!trace || !scopeContains(scope, trace)) throw MemoryError.notFound("Trace", id);
       const { tenantId: _tenant, ...rest } = trace;
       return { trace: rest };
     },
@@ -842,9 +858,9 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       return { jobs: list.map(({ tenantId: _tenant, ...job }) => job) };
     },
 
-    async getJob(tenantId, id) {
+    async getJob(tenantId, id, scope = {}) {
       const job = await store.getJob(tenantId, id);
-      if (!job) throw MemoryError.notFound("Job", id);
+      if (!job || !scopeContains(scope, job)) throw MemoryError.notFound("Job", id);
       const { tenantId: _tenant, ...rest } = job;
       return { job: rest };
     },

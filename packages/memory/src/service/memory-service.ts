@@ -104,9 +104,9 @@ export interface MemoryService {
   accessTrends(tenantId: string, request: AccessTrendsRequest): Promise<AccessTrendsResponse>;
   accessSummaries(tenantId: string, request: AccessSummariesRequest): Promise<AccessSummariesResponse>;
   listTraces(tenantId: string, request: ListTracesRequest): Promise<ListTracesResponse>;
-  getTrace(tenantId: string, id: string): Promise<TraceResponse>;
+  getTrace(tenantId: string, id: string, scope?: MemoryScope): Promise<TraceResponse>;
   listJobs(tenantId: string, request: ListJobsRequest): Promise<ListJobsResponse>;
-  getJob(tenantId: string, id: string): Promise<JobResponse>;
+  getJob(tenantId: string, id: string, scope?: MemoryScope): Promise<JobResponse>;
   /** Waits for running jobs to finish, then closes the store. */
   close(): Promise<void>;
 }

@@ -11,7 +11,7 @@ import {
   noveltyScanRequestSchema,
 } from "../schemas/admin.ts";
 import { idSchema } from "../schemas/common.ts";
-import { bindIdentity } from "./bind-identity.ts";
+import { bindIdentity, byIdOptions } from "./bind-identity.ts";
 import type { MemoryToolClient } from "./memory-tool-client.ts";
 
 const reads = { readOnlyHint: true, idempotentHint: true, openWorldHint: false } as const;
@@ -32,7 +32,7 @@ export function adminTools(client: MemoryToolClient) {
         "Where a memory came from: the events, imports, documents and memories it derives from, and what it became.",
       input: z.object({ id: idSchema }),
       annotations: { title: "Chain trace", ...reads },
-      execute: ({ id }, context) => client.chainTrace(id, { signal: context.signal }),
+      execute: ({ id }, context) => client.chainTrace(id, byIdOptions(context)),
     }),
     defineTool({
       name: "memory_novelty_scan",
@@ -89,7 +89,7 @@ export function adminTools(client: MemoryToolClient) {
       description: "One retrieval trace in full, with each result's score components.",
       input: z.object({ id: idSchema }),
       annotations: { title: "Get trace", ...reads },
-      execute: ({ id }, context) => client.getTrace(id, { signal: context.signal }),
+      execute: ({ id }, context) => client.getTrace(id, byIdOptions(context)),
     }),
     defineTool({
       name: "memory_list_jobs",
@@ -104,7 +104,7 @@ export function adminTools(client: MemoryToolClient) {
       description: "One job's status, progress and result.",
       input: z.object({ id: idSchema }),
       annotations: { title: "Get job", ...reads },
-      execute: ({ id }, context) => client.getJob(id, { signal: context.signal }),
+      execute: ({ id }, context) => client.getJob(id, byIdOptions(context)),
     }),
   ];
 }

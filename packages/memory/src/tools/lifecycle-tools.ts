@@ -1,7 +1,6 @@
 /** `lifecycleTools`: one memory by its handle — read, update, delete, history, outcomes, feedback. */
-import { defineTool, type ToolContext } from "@tackle/core";
+import { defineTool } from "@tackle/core";
 import { z } from "zod";
-import { MemoryError } from "../errors/memory-error.ts";
 import { idSchema } from "../schemas/common.ts";
 import {
   deleteMemoryQuerySchema,
@@ -9,30 +8,19 @@ import {
   procedureOutcomeRequestSchema,
   updateMemoryRequestSchema,
 } from "../schemas/memory.ts";
-import { ownedBy } from "./bind-identity.ts";
+import { byIdOptions } from "./bind-identity.ts";
 import type { MemoryToolClient } from "./memory-tool-client.ts";
 
 const handle = { id: idSchema.describe("The memory's id, as search or add returned it") };
 
 export function lifecycleTools(client: MemoryToolClient) {
-  /** With an identity in the context, a memory outside it answers `not_found`, like a missing one. */
-  async function checkOwner(id: string, context: ToolContext) {
-    if (context.identity === undefined) return;
-    const { memory } = await client.getMemory(id, { signal: context.signal });
-    if (!ownedBy(memory, context)) throw MemoryError.notFound("memory", id);
-  }
-
   return [
     defineTool({
       name: "memory_lifecycle_get",
       description: "Read one memory with its provenance, version, status, feedback and outcome counts.",
       input: z.object(handle),
       annotations: { title: "Get memory", readOnlyHint: true, idempotentHint: true, openWorldHint: false },
-      execute: async ({ id }, context) => {
-        const answer = await client.getMemory(id, { signal: context.signal });
-        if (!ownedBy(answer.memory, context)) throw MemoryError.notFound("memory", id);
-        return answer;
-      },
+      execute: ({ id }, context) => client.getMemory(id, byIdOptions(context)),
     }),
     defineTool({
       name: "memory_lifecycle_update",
@@ -41,8 +29,7 @@ export function lifecycleTools(client: MemoryToolClient) {
       input: z.object({ ...handle, ...updateMemoryRequestSchema.shape }),
       annotations: { title: "Update memory", readOnlyHint: false, openWorldHint: false },
       execute: async ({ id, ...request }, context) => {
-        await checkOwner(id, context);
-        return client.updateMemory(id, request, { signal: context.signal });
+        return client.updateMemory(id, request, byIdOptions(context));
       },
     }),
     defineTool({
@@ -57,10 +44,11 @@ export function lifecycleTools(client: MemoryToolClient) {
         openWorldHint: false,
       },
       execute: async ({ id, ...request }, context) => {
-        await checkOwner(id, context);
-        return client.deleteMemory(id, request.reason === undefined ? {} : { reason: request.reason }, {
-          signal: context.signal,
-        });
+        return client.deleteMemory(
+          id,
+          request.reason === undefined ? {} : { reason: request.reason },
+          byIdOptions(context),
+        );
       },
     }),
     defineTool({
@@ -74,8 +62,7 @@ export function lifecycleTools(client: MemoryToolClient) {
         openWorldHint: false,
       },
       execute: async ({ id }, context) => {
-        await checkOwner(id, context);
-        return client.memoryHistory(id, { signal: context.signal });
+        return client.memoryHistory(id, byIdOptions(context));
       },
     }),
     defineTool({
@@ -84,8 +71,7 @@ export function lifecycleTools(client: MemoryToolClient) {
       input: z.object({ ...handle, ...procedureOutcomeRequestSchema.shape }),
       annotations: { title: "Procedure outcome", readOnlyHint: false, openWorldHint: false },
       execute: async ({ id, ...request }, context) => {
-        await checkOwner(id, context);
-        return client.recordProcedureOutcome(id, request, { signal: context.signal });
+        return client.recordProcedureOutcome(id, request, byIdOptions(context));
       },
     }),
     defineTool({
@@ -94,8 +80,7 @@ export function lifecycleTools(client: MemoryToolClient) {
       input: z.object({ ...handle, ...feedbackRequestSchema.shape }),
       annotations: { title: "Memory feedback", readOnlyHint: false, openWorldHint: false },
       execute: async ({ id, ...request }, context) => {
-        await checkOwner(id, context);
-        return client.recordFeedback(id, request, { signal: context.signal });
+        return client.recordFeedback(id, request, byIdOptions(context));
       },
     }),
   ];
