@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the servers the test suites use exist and run: nats-server on PATH (suites start their own
-# on free ports; the shared one on 4222 is started too) and PostgreSQL at TACKLE_TEST_PG.
+# on free ports; the shared one on 4222 is started too), PostgreSQL at TACKLE_TEST_PG, and Debian's
+# chromium at /usr/bin/chromium for the console's browser tests.
 # Installs from Debian's packages when missing (needs root). Prints `export` lines for anything it changed
 # into the file named by $1 (default /dev/null), which .ci/run sources.
 set -euo pipefail
@@ -27,6 +28,13 @@ if ! (exec 3<>/dev/tcp/127.0.0.1/4222) 2>/dev/null; then
     -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
 fi
 echo "ensure-services: nats-server $("$nats_bin" --version 2>&1 | head -n1)" >&2
+
+# --- Chromium (the console's browser tests drive it with playwright-core) ------
+if [ ! -x /usr/bin/chromium ]; then
+  echo "ensure-services: installing chromium" >&2
+  apt_install chromium
+fi
+echo "ensure-services: $(/usr/bin/chromium --version 2>/dev/null | head -n1)" >&2
 
 # --- PostgreSQL ---------------------------------------------------------------
 pg_ready() { command -v psql >/dev/null 2>&1 && psql "$pg_url" -qtAc 'select 1' >/dev/null 2>&1; }

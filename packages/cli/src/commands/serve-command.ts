@@ -1,8 +1,9 @@
 /** `tackle serve`: the node runtime (or, with no broker, the embedded modules) plus the loopback console. */
 
+import { join } from "node:path";
 import { startNodeRuntime } from "@tackle/mesh";
 import type { Command } from "commander";
-import { consoleTokenPath } from "../config/tackle-home.ts";
+import { consoleTokenPath, tackleHome } from "../config/tackle-home.ts";
 import { ensureConsoleToken } from "../console/console-token.ts";
 import { isLoopbackHost, parseListen } from "../console/parse-listen.ts";
 import { type RunningConsole, startConsole } from "../console/start-console.ts";
@@ -81,7 +82,13 @@ export function addServeCommand(program: Command, context: ProgramContext): void
         const tokenPath = options.tokenFile ?? consoleTokenPath(env);
         const token = ensureConsoleToken(tokenPath);
         if (token.created) logger.info("console token created", { path: tokenPath });
-        const running: RunningConsole = await startConsole({ source, listen, token: token.token, logger });
+        const running: RunningConsole = await startConsole({
+          source,
+          listen,
+          token: token.token,
+          logger,
+          runsStore: join(tackleHome(env), "console-runs.sqlite"),
+        });
         closers.unshift(() => running.close());
         printServed(
           stdout,
@@ -89,6 +96,7 @@ export function addServeCommand(program: Command, context: ProgramContext): void
           served,
           running.url,
           tokenPath,
+          running.signInUrl,
         );
       } catch (error) {
         await closeAll(closers, context);
@@ -104,6 +112,7 @@ function printServed(
   served: readonly ModuleInfo[],
   url: string | undefined,
   tokenPath: string | undefined,
+  signInUrl?: string,
 ): void {
   const lines = [`tackle serve: ${mode}`];
   for (const info of served) {
@@ -116,7 +125,12 @@ function printServed(
     );
   }
   if (served.length === 0) lines.push("  no modules");
-  if (url !== undefined) lines.push(`console ${url}`, `token file ${tokenPath}`);
+  if (url !== undefined) {
+    lines.push(`console ${url}`);
+    // The web page: open this once in a browser (the code works once; after that, sign in with the token).
+    if (signInUrl !== undefined) lines.push(`sign in ${signInUrl}`);
+    lines.push(`token file ${tokenPath}`);
+  }
   stdout.write(`${lines.join("\n")}\n`);
 }
 

@@ -1,19 +1,28 @@
-/** The console's HTTP app: loopback guard, bearer token, then MCP (both protocol revisions, stateless). */
+/**
+ * The console's HTTP app: loopback guard on every path; MCP (both protocol revisions, stateless) behind
+ * the bearer token; the web page and its API (signed-in sessions) on the other paths.
+ */
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { type Logger, loopbackViolation } from "@tackle/core";
 import { Hono } from "hono";
 import { createMcpServer } from "../mcp/create-mcp-server.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { bearerMatches } from "./console-token.ts";
+import { type ConsoleSessions, createConsoleSessions } from "./web/console-sessions.ts";
+import { createWebApp } from "./web/create-web-app.ts";
 
 export interface ConsoleAppOptions {
   readonly source: ToolSource;
   readonly token: string;
   readonly logger: Logger;
+  /** Where the web page's demo durable runs live (a SQLite path); default in memory. */
+  readonly runsStore?: string;
 }
 
 export interface ConsoleApp {
   readonly fetch: (request: Request) => Response | Promise<Response>;
+  /** The web page's sign-in: its one-time code and its sessions. */
+  readonly sessions: ConsoleSessions;
   close(): Promise<void>;
 }
 
@@ -24,6 +33,14 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
   const mcp = createMcpHandler(() => createMcpServer(source), {
     onerror: (error) => logger.warn("console request failed", { error: error.message }),
   });
+  const sessions = createConsoleSessions({ token });
+  const web = createWebApp({
+    source,
+    token,
+    sessions,
+    logger,
+    ...(options.runsStore === undefined ? {} : { runsStore: options.runsStore }),
+  });
   const app = new Hono();
   // Every path, not only /mcp, so nothing on this port answers a rebinding page.
   app.use("*", async (context, next) => {
@@ -32,6 +49,9 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
       logger.warn("console refused a request", { reason: violation });
       return context.json({ error: { code: "forbidden", message: violation } }, 403);
     }
+    return next();
+  });
+  app.use(consolePath, async (context, next) => {
     if (!bearerMatches(context.req.header("authorization"), token)) {
       return context.json(
         {
@@ -47,5 +67,13 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
     return next();
   });
   app.all(consolePath, (context) => mcp.fetch(context.req.raw));
-  return { fetch: app.fetch, close: () => mcp.close() };
+  app.route("/", web.app);
+  return {
+    fetch: app.fetch,
+    sessions,
+    async close() {
+      await mcp.close();
+      await web.close();
+    },
+  };
 }

@@ -11,12 +11,16 @@ export interface ConsoleOptions {
   readonly listen: ListenAddress;
   readonly token: string;
   readonly logger: Logger;
+  /** Where the web page's demo durable runs live (a SQLite path); default in memory. */
+  readonly runsStore?: string;
 }
 
 export interface RunningConsole {
   /** `http://127.0.0.1:4270/mcp`: what an MCP client connects to. */
   readonly url: string;
   readonly port: number;
+  /** The web page's one-time sign-in URL: `http://127.0.0.1:4270/#login=<code>`. */
+  readonly signInUrl: string;
   close(): Promise<void>;
 }
 
@@ -45,6 +49,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const host = listen.host.includes(":") ? `[${listen.host}]` : listen.host;
   return {
     url: `http://${host}:${port}${consolePath}`,
+    signInUrl: `http://${host}:${port}/#login=${app.sessions.loginCode}`,
     port,
     async close() {
       await app.close();

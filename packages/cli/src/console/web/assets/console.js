@@ -1,0 +1,1463 @@
+// The Tackle console's page script: no framework, no build step, no network beyond this console.
+// Pages: #/modules, #/runs, #/memory, #/documents. Every call goes through this console's /api.
+
+const main = document.getElementById("main");
+const nav = document.getElementById("nav");
+const signOut = document.getElementById("sign-out");
+
+/** Builds an element: h("p", { class: "x", onclick: fn }, "text", child). Never parses HTML. */
+function h(tag, attributes = {}, ...children) {
+  const svg = ["svg", "g", "rect", "text", "line", "title"].includes(tag);
+  const element = svg
+    ? document.createElementNS("http://www.w3.org/2000/svg", tag)
+    : document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on") && typeof value === "function") element.addEventListener(name.slice(2), value);
+    else if (value === true) element.setAttribute(name, "");
+    else element.setAttribute(name, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    element.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return element;
+}
+
+function json(value) {
+  return JSON.stringify(value, null, 2);
+}
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.error?.message ?? `HTTP ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+async function api(path, options = {}) {
+  const init = { method: options.method ?? "GET", headers: {}, credentials: "same-origin" };
+  if (options.body !== undefined) {
+    init.headers["content-type"] = "application/json";
+    init.body = JSON.stringify(options.body);
+  }
+  const response = await fetch(path, init);
+  const text = await response.text();
+  const body = text === "" ? undefined : JSON.parse(text);
+  if (response.status === 401 && path !== "/api/session") {
+    showSignIn("Your session ended: sign in again.");
+    throw new ApiError(401, body);
+  }
+  if (!response.ok) throw new ApiError(response.status, body);
+  return body;
+}
+
+/** Calls module.tool through the console; the answer is { ok, output | error, ms }. */
+function callTool(tool, args) {
+  return api("/api/call", { method: "POST", body: { tool, args } });
+}
+
+async function callOrThrow(tool, args) {
+  const answer = await callTool(tool, args);
+  if (!answer.ok) throw Object.assign(new Error(`${answer.error.code}: ${answer.error.message}`), answer);
+  return answer.output;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Sign-in
+
+function showSignIn(message) {
+  nav.hidden = true;
+  signOut.hidden = true;
+  const input = h("input", { id: "token", type: "password", autocomplete: "off", required: true });
+  const status = h("p", { class: "error", role: "alert" }, message ?? "");
+  const form = h(
+    "form",
+    {
+      class: "card narrow",
+      onsubmit: async (event) => {
+        event.preventDefault();
+        const ok = await signIn({ token: input.value.trim() });
+        if (ok) route();
+        else status.textContent = "That token was refused.";
+      },
+    },
+    h("h1", {}, "Sign in"),
+    h(
+      "p",
+      {},
+      "Open the sign-in URL that tackle serve printed (it works once), or paste the console token from the token file it named.",
+    ),
+    h("label", { for: "token" }, "Console token"),
+    input,
+    h("button", { type: "submit" }, "Sign in"),
+    status,
+  );
+  main.replaceChildren(form);
+}
+
+async function signIn(secret) {
+  try {
+    await api("/api/session", { method: "POST", body: secret });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+signOut.addEventListener("click", async () => {
+  await api("/api/session", { method: "DELETE" }).catch(() => {});
+  stopEvents();
+  showSignIn("Signed out.");
+});
+
+// ---------------------------------------------------------------------------------------------------
+// Routing
+
+const pages = { modules: modulesPage, runs: runsPage, memory: memoryPage, documents: documentsPage };
+let leavePage = () => {};
+
+function route() {
+  const name = /^#\/(\w+)/.exec(location.hash)?.[1] ?? "modules";
+  const page = pages[name] ?? modulesPage;
+  leavePage();
+  leavePage = () => {};
+  nav.hidden = false;
+  signOut.hidden = false;
+  for (const link of nav.querySelectorAll("a")) {
+    if (link.dataset.page === name) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  document.title = `${nav.querySelector(`[data-page="${name}"]`)?.textContent ?? "Modules"} · Tackle console`;
+  main.replaceChildren();
+  const leave = page(main);
+  if (typeof leave === "function") leavePage = leave;
+}
+
+async function boot() {
+  const login = /^#login=([\w-]+)$/.exec(location.hash)?.[1];
+  if (login !== undefined) {
+    // The code leaves the address bar at once, whether or not it works.
+    history.replaceState(null, "", "/#/modules");
+    if (!(await signIn({ code: login }))) {
+      showSignIn("This sign-in URL was already used or is not valid. Paste the console token instead.");
+      return;
+    }
+  }
+  try {
+    await api("/api/session");
+  } catch {
+    showSignIn();
+    return;
+  }
+  window.addEventListener("hashchange", route);
+  route();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Modules and tools
+
+let events;
+let modules = [];
+const moduleListeners = new Set();
+
+function startEvents() {
+  if (events !== undefined) return;
+  events = new EventSource("/api/events");
+  events.addEventListener("modules", (event) => {
+    modules = JSON.parse(event.data).modules;
+    for (const listener of moduleListeners) listener(modules);
+  });
+  events.addEventListener("error", () => {
+    for (const listener of moduleListeners)
+      listener(modules, "The live status stream dropped; reconnecting…");
+  });
+}
+
+function stopEvents() {
+  events?.close();
+  events = undefined;
+}
+
+function statusBadge(status) {
+  return h("span", { class: `badge status-${status}` }, status);
+}
+
+function modulesPage(root) {
+  startEvents();
+  const statusTable = h("tbody");
+  const streamNote = h("p", { class: "muted", role: "status" });
+  const toolsRoot = h("div", { class: "tools" });
+  const history = h("div", { id: "history" });
+  let shownTools = "";
+
+  root.append(
+    h("h1", {}, "Modules and tools"),
+    h(
+      "section",
+      { "aria-labelledby": "modules-heading" },
+      h("h2", { id: "modules-heading" }, "Modules"),
+      streamNote,
+      h(
+        "table",
+        { id: "modules" },
+        h(
+          "thead",
+          {},
+          h(
+            "tr",
+            {},
+            h("th", {}, "Module"),
+            h("th", {}, "Status"),
+            h("th", {}, "Node"),
+            h("th", {}, "Tools"),
+            h("th", {}, "Errors"),
+          ),
+        ),
+        statusTable,
+      ),
+    ),
+    h(
+      "section",
+      { "aria-labelledby": "tools-heading" },
+      h("h2", { id: "tools-heading" }, "Tools"),
+      toolsRoot,
+    ),
+    h(
+      "section",
+      { "aria-labelledby": "history-heading" },
+      h("h2", { id: "history-heading" }, "Calls in this browser session"),
+      history,
+    ),
+  );
+
+  const render = (list, problem) => {
+    streamNote.textContent = problem ?? "Live: status updates without a reload.";
+    statusTable.replaceChildren(
+      ...list.map((info) =>
+        h(
+          "tr",
+          { "data-module": info.module },
+          h("th", { scope: "row" }, info.module),
+          h("td", {}, statusBadge(info.status)),
+          h("td", {}, info.node ?? "this process"),
+          h("td", {}, String(info.tools.length)),
+          h(
+            "td",
+            { class: "errors" },
+            info.errors.map((error) => h("div", {}, `${error.source}: ${error.message}`)),
+          ),
+        ),
+      ),
+    );
+    const signature = JSON.stringify(list.map((info) => [info.module, info.tools]));
+    if (signature === shownTools) return;
+    shownTools = signature;
+    toolsRoot.replaceChildren(
+      ...list.flatMap((info) =>
+        info.tools.map((tool) =>
+          toolPanel(`${info.module}.${tool.name}`, tool, () => renderHistory(history)),
+        ),
+      ),
+    );
+  };
+  moduleListeners.add(render);
+  if (modules.length > 0) render(modules);
+  else
+    api("/api/modules")
+      .then((answer) => render(answer.modules))
+      .catch(() => {});
+  renderHistory(history);
+  return () => moduleListeners.delete(render);
+}
+
+function toolPanel(qualified, tool, onCalled) {
+  const id = qualified.replace(/[^\w-]/g, "-");
+  const form = buildForm(tool.inputSchema ?? { type: "object" }, id);
+  const result = h("div", { class: "result", "aria-live": "polite" });
+  const button = h("button", { type: "submit" }, "Call");
+  const element = h(
+    "details",
+    { class: "tool card", "data-tool": qualified },
+    h("summary", {}, h("code", {}, qualified), " ", h("span", { class: "muted" }, tool.description)),
+    h(
+      "form",
+      {
+        novalidate: true,
+        onsubmit: async (event) => {
+          event.preventDefault();
+          form.clearErrors();
+          let args;
+          try {
+            args = form.read() ?? {};
+          } catch (error) {
+            result.replaceChildren(h("p", { class: "error" }, error.message));
+            return;
+          }
+          button.disabled = true;
+          result.replaceChildren(h("p", { class: "muted" }, "Calling…"));
+          try {
+            const answer = await callTool(qualified, args);
+            addHistory({ tool: qualified, args, ok: answer.ok, ms: answer.ms, at: new Date().toISOString() });
+            if (answer.ok) {
+              result.replaceChildren(
+                h("p", { class: "ok" }, `Result in ${answer.ms} ms`),
+                h("pre", { class: "data", "data-result": "ok" }, json(answer.output)),
+              );
+            } else {
+              const unplaced =
+                answer.error.code === "invalid_input" ? form.showIssues(answer.error.data?.issues ?? []) : [];
+              result.replaceChildren(
+                h("p", { class: "error" }, `Error ${answer.error.code} in ${answer.ms} ms`),
+                ...unplaced.map((issue) =>
+                  h("p", { class: "error" }, `${issue.path.join(".") || "(input)"}: ${issue.message}`),
+                ),
+                h("pre", { class: "data", "data-result": "error" }, json(answer.error)),
+              );
+            }
+            onCalled();
+          } catch (error) {
+            result.replaceChildren(h("p", { class: "error" }, error.message));
+          } finally {
+            button.disabled = false;
+          }
+        },
+      },
+      form.element,
+      button,
+    ),
+    result,
+  );
+  return element;
+}
+
+/**
+ * A form for a JSON Schema: objects as fieldsets, arrays as lists with add/remove, enums as selects,
+ * booleans as checkboxes, numbers and strings as inputs (defaults filled in); anything else as JSON.
+ * read() returns the value (undefined when left empty); showIssues() puts the tool's own validation
+ * messages beside their fields and returns those it could not place.
+ */
+function buildForm(schema, id) {
+  const fields = new Map();
+  const root = field(schema, [], id, "Arguments", true, true);
+  return {
+    element: root.element,
+    read: () => root.read(),
+    clearErrors() {
+      for (const entry of fields.values()) entry.setError("");
+    },
+    showIssues(issues) {
+      const unplaced = [];
+      for (const issue of issues) {
+        let path = issue.path.map(String);
+        let target = fields.get(path.join("."));
+        while (target === undefined && path.length > 0) {
+          path = path.slice(0, -1);
+          target = fields.get(path.join("."));
+        }
+        if (target === undefined || path.length === 0) unplaced.push(issue);
+        else target.setError(issue.message);
+      }
+      return unplaced;
+    },
+  };
+
+  function field(schema, path, baseId, label, required, isRoot = false, isItem = false) {
+    const key = path.join(".");
+    const fieldId = `${baseId}-${path.join("-") || "root"}`;
+    const errorId = `${fieldId}-error`;
+    const error = h("span", { class: "field-error", id: errorId, "aria-live": "polite" });
+    const setError = (message) => {
+      error.textContent = message;
+    };
+    const description = schema.description ? h("span", { class: "hint" }, schema.description) : undefined;
+    const labelText = [label, required && !isRoot && !isItem ? " *" : ""].join("");
+    const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== "null") : schema.type;
+    let built;
+    if (type === "object" && schema.properties !== undefined) {
+      const required = new Set(schema.required ?? []);
+      const children = Object.entries(schema.properties).map(([name, child]) => [
+        name,
+        field(child, [...path, name], baseId, name, required.has(name)),
+      ]);
+      const element = h(
+        "fieldset",
+        { class: isRoot ? "root" : "nested" },
+        isRoot ? undefined : h("legend", {}, labelText),
+        description,
+        children.map(([, child]) => child.element),
+        error,
+      );
+      built = {
+        element,
+        read() {
+          const value = {};
+          for (const [name, child] of children) {
+            const item = child.read();
+            if (item !== undefined) value[name] = item;
+          }
+          return Object.keys(value).length === 0 && !isRoot && !required ? undefined : value;
+        },
+      };
+    } else if (type === "array" && schema.items !== undefined && typeof schema.items === "object") {
+      const list = h("ol", { class: "array" });
+      const items = [];
+      const add = (initial) => {
+        const index = items.length;
+        const child = field(
+          { ...schema.items, ...(initial === undefined ? {} : { default: initial }) },
+          [...path, String(index)],
+          baseId,
+          `${label} ${index + 1}`,
+          true,
+          false,
+          true,
+        );
+        const row = h("li", {}, child.element);
+        const remove = h(
+          "button",
+          {
+            type: "button",
+            class: "link",
+            "aria-label": `Remove ${label} ${index + 1}`,
+            onclick: () => {
+              const at = items.indexOf(entry);
+              items.splice(at, 1);
+              row.remove();
+            },
+          },
+          "Remove",
+        );
+        row.append(remove);
+        const entry = { child, row };
+        items.push(entry);
+        list.append(row);
+      };
+      for (const initial of Array.isArray(schema.default) ? schema.default : []) add(initial);
+      const element = h(
+        "fieldset",
+        { class: "nested" },
+        h("legend", {}, labelText),
+        description,
+        list,
+        h(
+          "button",
+          { type: "button", class: "secondary", onclick: () => add(), "aria-label": `Add ${label}` },
+          `Add ${label}`,
+        ),
+        error,
+      );
+      built = {
+        element,
+        read() {
+          const values = items.map((entry) => entry.child.read());
+          if (values.length === 0 && !required) return undefined;
+          return values.map((value) => value ?? null);
+        },
+      };
+    } else if (Array.isArray(schema.enum)) {
+      const select = h(
+        "select",
+        { id: fieldId, "aria-describedby": errorId },
+        required ? undefined : h("option", { value: "" }, "(none)"),
+        schema.enum.map((option) =>
+          h("option", { value: JSON.stringify(option), selected: schema.default === option }, String(option)),
+        ),
+      );
+      built = {
+        element: h(
+          "div",
+          { class: "field" },
+          h("label", { for: fieldId }, labelText),
+          select,
+          description,
+          error,
+        ),
+        read: () => (select.value === "" ? undefined : JSON.parse(select.value)),
+      };
+    } else if (type === "boolean") {
+      const box = h("input", {
+        id: fieldId,
+        type: "checkbox",
+        checked: schema.default === true,
+        "aria-describedby": errorId,
+      });
+      let touched = false;
+      box.addEventListener("change", () => {
+        touched = true;
+      });
+      built = {
+        element: h(
+          "div",
+          { class: "field check" },
+          box,
+          h("label", { for: fieldId }, labelText),
+          description,
+          error,
+        ),
+        read: () => (touched || required || schema.default !== undefined ? box.checked : undefined),
+      };
+    } else if (type === "number" || type === "integer") {
+      const input = h("input", {
+        id: fieldId,
+        type: "number",
+        step: type === "integer" ? "1" : "any",
+        value: schema.default,
+        "aria-describedby": errorId,
+      });
+      built = {
+        element: h(
+          "div",
+          { class: "field" },
+          h("label", { for: fieldId }, labelText),
+          input,
+          description,
+          error,
+        ),
+        read: () => (input.value === "" ? undefined : Number(input.value)),
+      };
+    } else if (type === "string") {
+      const long = (schema.maxLength ?? 0) > 2000 || /script|text|content/i.test(label);
+      const input = long
+        ? h("textarea", { id: fieldId, rows: 3, "aria-describedby": errorId }, schema.default ?? "")
+        : h("input", { id: fieldId, type: "text", value: schema.default, "aria-describedby": errorId });
+      built = {
+        element: h(
+          "div",
+          { class: "field" },
+          h("label", { for: fieldId }, labelText),
+          input,
+          description,
+          error,
+        ),
+        read: () => (input.value === "" && !required ? undefined : input.value),
+      };
+    } else {
+      // anyOf, free-form objects, unknown types: JSON text, parsed on read.
+      const input = h(
+        "textarea",
+        { id: fieldId, rows: 2, class: "mono", "aria-describedby": errorId, placeholder: "JSON" },
+        schema.default === undefined ? "" : JSON.stringify(schema.default),
+      );
+      built = {
+        element: h(
+          "div",
+          { class: "field" },
+          h("label", { for: fieldId }, `${labelText} (JSON)`),
+          input,
+          description,
+          error,
+        ),
+        read() {
+          if (input.value.trim() === "") return undefined;
+          try {
+            return JSON.parse(input.value);
+          } catch {
+            setError("Not valid JSON");
+            throw new Error(`${key || "arguments"}: not valid JSON`);
+          }
+        },
+      };
+    }
+    const entry = { ...built, setError };
+    fields.set(key, entry);
+    return entry;
+  }
+}
+
+function readHistory() {
+  try {
+    return JSON.parse(sessionStorage.getItem("tackle.calls") ?? "[]");
+  } catch {
+    return [];
+  }
+}
+
+function addHistory(entry) {
+  const list = [entry, ...readHistory()].slice(0, 50);
+  sessionStorage.setItem("tackle.calls", JSON.stringify(list));
+}
+
+function renderHistory(root) {
+  const list = readHistory();
+  if (list.length === 0) {
+    root.replaceChildren(h("p", { class: "muted" }, "No calls yet."));
+    return;
+  }
+  root.replaceChildren(
+    h(
+      "table",
+      {},
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", {}, "When"),
+          h("th", {}, "Tool"),
+          h("th", {}, "Arguments"),
+          h("th", {}, "Outcome"),
+          h("th", {}, "Time"),
+        ),
+      ),
+      h(
+        "tbody",
+        {},
+        list.map((entry) =>
+          h(
+            "tr",
+            {},
+            h("td", {}, new Date(entry.at).toLocaleTimeString()),
+            h("td", {}, h("code", {}, entry.tool)),
+            h("td", {}, h("code", { class: "clip" }, JSON.stringify(entry.args))),
+            h("td", {}, statusBadge(entry.ok ? "ok" : "error")),
+            h("td", {}, `${entry.ms} ms`),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Durable runs
+
+function runsPage(root) {
+  const list = h("tbody");
+  const detail = h("section", { id: "run", "aria-labelledby": "run-heading" });
+  const notice = h("p", { class: "error", role: "alert" });
+  let selected;
+  let stream;
+  let closed = false;
+
+  const refresh = async () => {
+    const { runs } = await api("/api/runs");
+    list.replaceChildren(
+      ...runs.map((run) =>
+        h(
+          "tr",
+          { "data-thread": run.threadId },
+          h(
+            "th",
+            { scope: "row" },
+            h(
+              "a",
+              {
+                href: `#/runs/${run.threadId}`,
+                onclick: (event) => {
+                  event.preventDefault();
+                  select(run.threadId);
+                },
+              },
+              run.threadId,
+            ),
+          ),
+          h("td", {}, run.graph),
+          h("td", {}, run.orderId),
+          h("td", {}, statusBadge(run.status)),
+          h("td", {}, run.state?.outcome ?? ""),
+        ),
+      ),
+    );
+    if (runs.length === 0)
+      list.replaceChildren(
+        h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No runs yet: start the demo agent.")),
+      );
+  };
+
+  const select = (threadId) => {
+    selected = threadId;
+    stream?.close();
+    const cards = new Map();
+    let lastSeq = 0;
+    const cardsRoot = h("div", { class: "cards" });
+    const approvals = h("div", { class: "approvals" });
+    const runStatus = h("p", { class: "run-status", role: "status" }, "Connecting…");
+    detail.replaceChildren(
+      h("h2", { id: "run-heading" }, `Run ${threadId}`),
+      runStatus,
+      approvals,
+      h("h3", {}, "Tool calls"),
+      cardsRoot,
+    );
+
+    const card = (toolCallId) => {
+      let entry = cards.get(toolCallId);
+      if (entry === undefined) {
+        const status = h("span", { class: "badge" });
+        const name = h("code");
+        const args = h("pre", { class: "data" });
+        const result = h("div");
+        entry = {
+          element: h(
+            "article",
+            { class: "card tool-card", "data-call": toolCallId },
+            h("header", {}, name, " ", status),
+            h("h4", {}, "Arguments"),
+            args,
+            result,
+          ),
+          status,
+          name,
+          args,
+          result,
+        };
+        cards.set(toolCallId, entry);
+        cardsRoot.append(entry.element);
+      }
+      return entry;
+    };
+    const setStatus = (entry, status) => {
+      entry.status.className = `badge status-${status}`;
+      entry.status.textContent = status;
+      entry.element.dataset.status = status;
+    };
+
+    const connect = () => {
+      // A new stream starts after the last frame seen, so a resumed run does not replay its pause.
+      stream = new EventSource(
+        `/api/durable/runs/${encodeURIComponent(threadId)}/frames?format=ag-ui&afterSeq=${lastSeq}`,
+      );
+      const on = (type, handler) =>
+        stream.addEventListener(type, (event) => {
+          if (event.lastEventId !== "") lastSeq = Number(event.lastEventId);
+          handler(JSON.parse(event.data));
+        });
+      on("RUN_STARTED", () => {
+        runStatus.textContent = "Running";
+        approvals.replaceChildren();
+      });
+      on("TOOL_CALL_START", (event) => {
+        const entry = card(event.toolCallId);
+        entry.name.textContent = event.toolCallName;
+        setStatus(entry, "running");
+      });
+      on("TOOL_CALL_ARGS", (event) => {
+        showData(card(event.toolCallId).args, JSON.parse(event.delta));
+      });
+      on("TOOL_CALL_RESULT", (event) => {
+        const entry = card(event.toolCallId);
+        const content = JSON.parse(event.content);
+        const failed =
+          content !== null &&
+          typeof content === "object" &&
+          "error" in content &&
+          Object.keys(content).length === 1;
+        setStatus(entry, failed ? "error" : "completed");
+        const data = h("pre", { class: "data" });
+        showData(data, failed ? content.error : content);
+        entry.result.replaceChildren(h("h4", {}, failed ? "Error" : "Result"), data);
+      });
+      on("CUSTOM", (event) => {
+        if (event.name !== "tool_call") return;
+        const entry = card(event.value.id);
+        entry.name.textContent = event.value.name;
+        setStatus(entry, event.value.status);
+        if (event.value.params !== undefined) showData(entry.args, event.value.params);
+      });
+      on("RUN_FINISHED", (event) => {
+        stream.close();
+        if (event.outcome?.type === "interrupt") {
+          runStatus.textContent = "Paused: waiting for a person";
+          approvals.replaceChildren(
+            ...event.outcome.interrupts.map((interrupt) => approvalCard(threadId, interrupt, afterAnswer)),
+          );
+        } else {
+          runStatus.textContent = `Completed: ${json(event.result?.outcome ?? "done")}`;
+          runStatus.dataset.state = "completed";
+        }
+        refresh().catch(() => {});
+      });
+      on("RUN_ERROR", (event) => {
+        stream.close();
+        runStatus.textContent = `Failed: ${event.message}`;
+        refresh().catch(() => {});
+      });
+    };
+    const afterAnswer = () => {
+      approvals.replaceChildren(h("p", { class: "muted" }, "Answer sent; the run goes on…"));
+      if (!closed) {
+        stream.close();
+        connect();
+      }
+    };
+    connect();
+  };
+
+  root.append(
+    h("h1", {}, "Durable runs"),
+    h(
+      "p",
+      {},
+      "The demo agent follows a scripted model (no hosted LLM): it looks an order up, then asks you to approve a refund. The card number is redacted everywhere you see it.",
+    ),
+    h(
+      "button",
+      {
+        type: "button",
+        id: "start-demo",
+        onclick: async () => {
+          notice.textContent = "";
+          try {
+            const { threadId } = await api("/api/runs", { method: "POST", body: {} });
+            await refresh();
+            select(threadId);
+          } catch (error) {
+            notice.textContent = error.message;
+          }
+        },
+      },
+      "Start the demo agent",
+    ),
+    notice,
+    h("h2", {}, "Threads"),
+    h(
+      "table",
+      { id: "runs" },
+      h(
+        "thead",
+        {},
+        h(
+          "tr",
+          {},
+          h("th", {}, "Thread"),
+          h("th", {}, "Graph"),
+          h("th", {}, "Order"),
+          h("th", {}, "Status"),
+          h("th", {}, "Outcome"),
+        ),
+      ),
+      list,
+    ),
+    detail,
+  );
+  refresh().catch((error) => {
+    notice.textContent = error.message;
+  });
+  const timer = setInterval(() => refresh().catch(() => {}), 3000);
+  return () => {
+    closed = true;
+    clearInterval(timer);
+    stream?.close();
+    void selected;
+  };
+}
+
+/** Data with redacted values marked as such. */
+function showData(element, value) {
+  element.replaceChildren();
+  const text = json(value);
+  const parts = text.split('"[redacted]"');
+  parts.forEach((part, index) => {
+    element.append(part);
+    if (index < parts.length - 1)
+      element.append(h("span", { class: "redacted", title: "redacted by policy" }, "redacted"));
+  });
+}
+
+function approvalCard(threadId, interrupt, afterAnswer) {
+  const request = interrupt.metadata?.request ?? {};
+  const params = request.params ?? {};
+  const reason = h("input", { id: `reason-${interrupt.id}`, type: "text" });
+  const editable = Object.fromEntries(Object.entries(params).filter(([, value]) => value !== "[redacted]"));
+  const edit = h("textarea", { id: `edit-${interrupt.id}`, rows: 4, class: "mono" }, json(editable));
+  const message = h("p", { class: "error", role: "alert" });
+  const argsView = h("pre", { class: "data" });
+  showData(argsView, params);
+  const answer = async (value) => {
+    try {
+      await api(`/api/durable/runs/${encodeURIComponent(threadId)}/resume`, {
+        method: "POST",
+        body: { answers: { [interrupt.id]: value } },
+      });
+      afterAnswer();
+    } catch (error) {
+      message.textContent = error.message;
+    }
+  };
+  return h(
+    "article",
+    { class: "card approval", "data-interrupt": interrupt.id },
+    h("h3", {}, request.title ?? "Approval"),
+    request.description ? h("p", {}, request.description) : undefined,
+    h("p", {}, "Tool ", h("code", {}, request.toolName ?? "?"), " will run with:"),
+    argsView,
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "button", class: "approve", onclick: () => answer({ approved: true }) }, "Approve"),
+      h(
+        "button",
+        {
+          type: "button",
+          class: "secondary cancel",
+          onclick: () => answer({ approved: false, cancel: true, reason: "cancelled from the console" }),
+        },
+        "Cancel run",
+      ),
+    ),
+    h(
+      "div",
+      { class: "field" },
+      h("label", { for: `reason-${interrupt.id}` }, "Reason for rejecting"),
+      reason,
+      h(
+        "button",
+        {
+          type: "button",
+          class: "danger reject",
+          onclick: () => answer({ approved: false, reason: reason.value || "rejected" }),
+        },
+        "Reject",
+      ),
+    ),
+    h(
+      "div",
+      { class: "field" },
+      h("label", { for: `edit-${interrupt.id}` }, "Edit the arguments (redacted ones stay as they are)"),
+      edit,
+      h(
+        "button",
+        {
+          type: "button",
+          class: "secondary edit-approve",
+          onclick: () => {
+            let edited;
+            try {
+              edited = JSON.parse(edit.value);
+            } catch {
+              message.textContent = "The edited arguments are not valid JSON";
+              return;
+            }
+            void answer({ approved: true, params: edited });
+          },
+        },
+        "Approve with these arguments",
+      ),
+    ),
+    message,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Memory
+
+function memoryPage(root) {
+  const results = h("div", { id: "memories", "aria-live": "polite" });
+  const detail = h("section", { id: "memory-detail" });
+  const notice = h("p", { class: "error", role: "alert" });
+  const scopeFields = ["userId", "agentId", "sessionId"];
+  const input = (id, label, attributes = {}) => {
+    const element = h("input", { id, type: "text", ...attributes });
+    return [h("div", { class: "field" }, h("label", { for: id }, label), element), element];
+  };
+  const [queryField, query] = input("memory-query", "Search for", { required: true });
+  const scope = scopeFields.map((name) => input(`memory-${name}`, `Scope: ${name}`));
+  const [contentField, content] = input("memory-content", "Remember this");
+
+  const currentScope = () =>
+    Object.fromEntries(
+      scope
+        .map(([, element], index) => [scopeFields[index], element.value.trim()])
+        .filter(([, value]) => value !== ""),
+    );
+
+  const search = async () => {
+    notice.textContent = "";
+    if (query.value.trim() === "") {
+      notice.textContent = "Type something to search for.";
+      return;
+    }
+    try {
+      const found = await callOrThrow("memory.memory_search", {
+        ...currentScope(),
+        query: query.value.trim(),
+        limit: 20,
+      });
+      if (found.results.length === 0) {
+        results.replaceChildren(h("p", { class: "muted" }, "Nothing found in this scope."));
+        return;
+      }
+      results.replaceChildren(
+        h(
+          "ul",
+          { class: "memories" },
+          found.results.map((hit) =>
+            h(
+              "li",
+              { "data-memory": hit.memory.id },
+              h(
+                "button",
+                { type: "button", class: "link", onclick: () => showMemory(hit.memory.id) },
+                hit.memory.content,
+              ),
+              " ",
+              h("span", { class: "muted" }, `${hit.memory.kind} · score ${hit.score.toFixed(3)}`),
+            ),
+          ),
+        ),
+      );
+    } catch (error) {
+      notice.textContent = error.message;
+    }
+  };
+
+  const showMemory = async (id) => {
+    try {
+      const [{ memory }, history] = await Promise.all([
+        callOrThrow("memory.memory_lifecycle_get", { id }),
+        callOrThrow("memory.memory_lifecycle_history", { id }),
+      ]);
+      const confirmDialog = h(
+        "dialog",
+        { id: "confirm-delete", "aria-labelledby": "confirm-heading" },
+        h("h3", { id: "confirm-heading" }, "Delete this memory?"),
+        h("p", {}, "It leaves retrieval; its history remains."),
+        h(
+          "div",
+          { class: "field" },
+          h("label", { for: "delete-reason" }, "Reason"),
+          h("input", { id: "delete-reason", type: "text", value: "removed from the console" }),
+        ),
+        h(
+          "div",
+          { class: "actions" },
+          h(
+            "button",
+            {
+              type: "button",
+              class: "danger",
+              id: "confirm-delete-yes",
+              onclick: async () => {
+                confirmDialog.close();
+                try {
+                  await callOrThrow("memory.memory_lifecycle_delete", {
+                    id,
+                    reason: document.getElementById("delete-reason").value || undefined,
+                  });
+                  await showMemory(id);
+                  await search();
+                } catch (error) {
+                  notice.textContent = error.message;
+                }
+              },
+            },
+            "Delete",
+          ),
+          h(
+            "button",
+            { type: "button", class: "secondary", onclick: () => confirmDialog.close() },
+            "Keep it",
+          ),
+        ),
+      );
+      detail.replaceChildren(
+        h("h2", {}, "Memory"),
+        h(
+          "dl",
+          { class: "facts" },
+          h("dt", {}, "Content"),
+          h("dd", {}, memory.content),
+          h("dt", {}, "Kind"),
+          h("dd", {}, memory.kind),
+          h("dt", {}, "Status"),
+          h("dd", {}, statusBadge(memory.status)),
+          h("dt", {}, "Version"),
+          h("dd", {}, String(memory.version)),
+          h("dt", {}, "Scope"),
+          h(
+            "dd",
+            {},
+            json(
+              Object.fromEntries(
+                scopeFields
+                  .concat(["tenantId", "appId", "runId"])
+                  .filter((name) => memory[name] !== undefined)
+                  .map((name) => [name, memory[name]]),
+              ),
+            ),
+          ),
+          h("dt", {}, "Provenance"),
+          h("dd", {}, h("pre", { class: "data" }, json(memory.provenance))),
+        ),
+        h("h3", {}, "Versions"),
+        h(
+          "table",
+          { id: "versions" },
+          h(
+            "thead",
+            {},
+            h(
+              "tr",
+              {},
+              h("th", {}, "Version"),
+              h("th", {}, "Change"),
+              h("th", {}, "Content"),
+              h("th", {}, "Status"),
+              h("th", {}, "Reason"),
+              h("th", {}, "At"),
+            ),
+          ),
+          h(
+            "tbody",
+            {},
+            history.versions.map((version) =>
+              h(
+                "tr",
+                {},
+                h("td", {}, String(version.version)),
+                h("td", {}, version.change),
+                h("td", {}, version.content),
+                h("td", {}, version.status),
+                h("td", {}, version.reason ?? ""),
+                h("td", {}, version.at),
+              ),
+            ),
+          ),
+        ),
+        memory.status === "deleted"
+          ? h("p", { class: "muted" }, "Deleted.")
+          : h(
+              "button",
+              {
+                type: "button",
+                class: "danger",
+                id: "delete-memory",
+                onclick: () => confirmDialog.showModal(),
+              },
+              "Delete…",
+            ),
+        confirmDialog,
+      );
+    } catch (error) {
+      notice.textContent = error.message;
+    }
+  };
+
+  root.append(
+    h("h1", {}, "Memory"),
+    h(
+      "form",
+      {
+        class: "card",
+        id: "memory-search",
+        onsubmit: (event) => {
+          event.preventDefault();
+          void search();
+        },
+      },
+      queryField,
+      h(
+        "div",
+        { class: "row" },
+        scope.map(([field]) => field),
+      ),
+      h("button", { type: "submit" }, "Search"),
+    ),
+    h(
+      "form",
+      {
+        class: "card",
+        id: "memory-add",
+        onsubmit: async (event) => {
+          event.preventDefault();
+          notice.textContent = "";
+          try {
+            const added = await callOrThrow("memory.memory_add", {
+              ...currentScope(),
+              content: content.value,
+            });
+            content.value = "";
+            await showMemory(added.memory.id);
+          } catch (error) {
+            notice.textContent = error.message;
+          }
+        },
+      },
+      contentField,
+      h("button", { type: "submit", class: "secondary" }, "Add a memory in this scope"),
+    ),
+    notice,
+    results,
+    detail,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Documents
+
+const sampleScript = `const track = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'caption');
+const caption = entities.create({ entityKind: 'caption', payload: { text: 'Welcome!' } });
+const clip = entities.create({ entityKind: 'clip' });
+const marker = entities.create({ entityKind: 'sequence-marker', payload: { startMs: 3000, durationMs: 2000 } });
+relations.link({ relationKind: 'marker', endpoint0EntityId: clip.entityId, endpoint1EntityId: marker.entityId });
+relations.link({ relationKind: 'contain', endpoint0EntityId: clip.entityId, endpoint1EntityId: caption.entityId });
+relations.link({ relationKind: 'contain', endpoint0EntityId: track.entityId, endpoint1EntityId: clip.entityId });`;
+
+function documentsPage(root) {
+  const docId = h("input", { id: "doc-id", type: "text", value: "sample-timeline", required: true });
+  const drawing = h("div", { id: "timeline", class: "card" });
+  const log = h("ol", { id: "change-log" });
+  const script = h("textarea", { id: "edit-script", rows: 9, class: "mono" }, sampleScript);
+  const preview = h("div", { id: "preview", "aria-live": "polite" });
+  const notice = h("p", { class: "error", role: "alert" });
+  const commit = h("button", { type: "button", id: "commit-plan", disabled: true }, "Commit");
+  let plan;
+
+  const changeLog = () => JSON.parse(sessionStorage.getItem(`tackle.doc.${docId.value}`) ?? "[]");
+  const renderLog = () => {
+    const entries = changeLog();
+    log.replaceChildren(
+      ...(entries.length === 0
+        ? [h("li", { class: "muted" }, "No changes made from this console yet.")]
+        : entries.map((entry) =>
+            h(
+              "li",
+              {},
+              `${new Date(entry.at).toLocaleTimeString()} · ${entry.summary} · ${entry.status} (plan ${entry.planId})`,
+            ),
+          )),
+    );
+  };
+
+  const open = async () => {
+    notice.textContent = "";
+    try {
+      const snapshot = await callOrThrow("docscript.edit", { op: "snapshot", doc_id: docId.value.trim() });
+      if (!snapshot.ok) throw new Error(`${snapshot.error.code}: ${snapshot.error.message}`);
+      drawing.replaceChildren(
+        drawTimeline(snapshot),
+        h(
+          "p",
+          { class: "muted" },
+          `Version ${snapshot.version.slice(0, 24)} · ${snapshot.total.entities} entities, ${snapshot.total.relations} relations${snapshot.truncated ? " (first 200 drawn)" : ""}`,
+        ),
+      );
+      drawing.dataset.version = snapshot.version;
+      renderLog();
+    } catch (error) {
+      notice.textContent = error.message;
+    }
+  };
+
+  const run = async () => {
+    notice.textContent = "";
+    commit.disabled = true;
+    try {
+      const answer = await callOrThrow("docscript.edit", {
+        op: "run-edit-script",
+        doc_id: docId.value.trim(),
+        script: script.value,
+      });
+      if (!answer.ok) {
+        preview.replaceChildren(
+          h("p", { class: "error" }, `${answer.error.code}: ${answer.error.message}`),
+          answer.logs?.length ? h("pre", { class: "data" }, json(answer.logs)) : undefined,
+        );
+        return;
+      }
+      plan = answer;
+      const counts = answer.preview.counts;
+      preview.replaceChildren(
+        h("h3", {}, "Preview"),
+        h(
+          "p",
+          { "data-preview": "counts" },
+          Object.entries(counts)
+            .map(([name, count]) => `${count} ${name}`)
+            .join(", "),
+        ),
+        h(
+          "pre",
+          { class: "data" },
+          json({
+            created: answer.preview.created,
+            updated: answer.preview.updated,
+            deleted: answer.preview.deleted,
+            linked: answer.preview.linked,
+          }),
+        ),
+        answer.logs.length > 0 ? h("pre", { class: "data" }, json(answer.logs)) : undefined,
+      );
+      commit.disabled = false;
+    } catch (error) {
+      notice.textContent = error.message;
+    }
+  };
+
+  commit.addEventListener("click", async () => {
+    if (plan === undefined) return;
+    commit.disabled = true;
+    try {
+      const outcome = await callOrThrow("docscript.edit", {
+        op: "commit-plan",
+        doc_id: plan.doc_id,
+        plan_id: plan.plan_id,
+      });
+      if (!outcome.ok) throw new Error(`${outcome.error.code}: ${outcome.error.message}`);
+      const counts = plan.preview.counts;
+      const entries = changeLog();
+      entries.unshift({
+        at: new Date().toISOString(),
+        planId: plan.plan_id,
+        status: outcome.status ?? "committed",
+        summary:
+          Object.entries(counts)
+            .filter(([, count]) => count > 0)
+            .map(([name, count]) => `${count} ${name}`)
+            .join(", ") || "no change",
+      });
+      sessionStorage.setItem(`tackle.doc.${plan.doc_id}`, JSON.stringify(entries.slice(0, 100)));
+      preview.replaceChildren(h("p", { class: "ok" }, `Committed: ${outcome.status ?? "ok"}`));
+      plan = undefined;
+      await open();
+    } catch (error) {
+      notice.textContent = error.message;
+    }
+  });
+
+  root.append(
+    h("h1", {}, "Documents"),
+    h(
+      "form",
+      {
+        class: "row card",
+        onsubmit: (event) => {
+          event.preventDefault();
+          void open();
+        },
+      },
+      h("div", { class: "field" }, h("label", { for: "doc-id" }, "Document"), docId),
+      h("button", { type: "submit" }, "Open"),
+    ),
+    notice,
+    drawing,
+    h(
+      "section",
+      { class: "card", "aria-labelledby": "script-heading" },
+      h("h2", { id: "script-heading" }, "Edit script"),
+      h(
+        "label",
+        { for: "edit-script" },
+        "Script (runs in the sandbox on the current document; nothing is published until you commit)",
+      ),
+      script,
+      h(
+        "div",
+        { class: "actions" },
+        h("button", { type: "button", id: "run-script", class: "secondary", onclick: run }, "Preview"),
+        commit,
+      ),
+      preview,
+    ),
+    h(
+      "section",
+      { class: "card", "aria-labelledby": "log-heading" },
+      h("h2", { id: "log-heading" }, "Change log"),
+      log,
+    ),
+  );
+  void open();
+}
+
+/** Tracks as lanes, clips as blocks on a time axis, captions under their blocks, markers as ticks. */
+function drawTimeline(snapshot) {
+  const byId = new Map(snapshot.entities.map((entity) => [entity.entityId, entity]));
+  const contains = (parentId) =>
+    snapshot.relations
+      .filter((relation) => relation.relationKind === "contain" && relation.endpoint0EntityId === parentId)
+      .map((relation) => byId.get(relation.endpoint1EntityId))
+      .filter(Boolean);
+  const markerOf = (clipId) => {
+    const relation = snapshot.relations.find(
+      (item) => item.relationKind === "marker" && item.endpoint0EntityId === clipId,
+    );
+    return relation === undefined ? undefined : byId.get(relation.endpoint1EntityId);
+  };
+  const tracks = snapshot.entities.filter((entity) => entity.entityKind === "track");
+  const lanes = tracks.map((track) => ({
+    track,
+    clips: contains(track.entityId)
+      .filter((entity) => entity.entityKind === "clip")
+      .map((clip) => {
+        const marker = markerOf(clip.entityId);
+        const content = contains(clip.entityId)[0];
+        const start = Number(marker?.payload?.startMs ?? 0);
+        const mediaLength = Number(content?.payload?.durationMs ?? 0);
+        const duration = marker?.payload?.durationMs ?? (mediaLength > 0 ? mediaLength : null);
+        return { clip, marker, content, start, duration };
+      }),
+  }));
+  const end = Math.max(
+    10_000,
+    ...lanes.flatMap((lane) => lane.clips.map((clip) => clip.start + (clip.duration ?? 0))),
+  );
+  const width = 900;
+  const labelWidth = 150;
+  const laneHeight = 56;
+  const scale = (width - labelWidth - 20) / end;
+  const height = 40 + lanes.length * laneHeight;
+  const svg = h("svg", {
+    viewBox: `0 0 ${width} ${height}`,
+    width: "100%",
+    role: "img",
+    "aria-label": `Timeline with ${lanes.length} tracks and ${lanes.reduce((sum, lane) => sum + lane.clips.length, 0)} clips`,
+    "data-clips": lanes.reduce((sum, lane) => sum + lane.clips.length, 0),
+  });
+  const step = end > 30_000 ? 10_000 : 1000;
+  for (let at = 0; at <= end; at += step) {
+    const x = labelWidth + at * scale;
+    svg.append(
+      h("line", { x1: x, x2: x, y1: 20, y2: height, class: "tick" }),
+      h("text", { x, y: 14, class: "axis", "text-anchor": "middle" }, `${at / 1000}s`),
+    );
+  }
+  lanes.forEach((lane, index) => {
+    const y = 24 + index * laneHeight;
+    svg.append(
+      h(
+        "text",
+        { x: 8, y: y + 22, class: "lane-label" },
+        `${lane.track.payload?.name ?? lane.track.entityId} (${lane.track.payload?.role ?? "track"})`,
+      ),
+    );
+    svg.append(
+      h("line", {
+        x1: labelWidth,
+        x2: width - 10,
+        y1: y + laneHeight - 4,
+        y2: y + laneHeight - 4,
+        class: "lane-line",
+      }),
+    );
+    for (const clip of lane.clips) {
+      const x = labelWidth + clip.start * scale;
+      const blockWidth = Math.max(4, (clip.duration ?? end - clip.start) * scale);
+      const kind = clip.content?.entityKind ?? "clip";
+      const label =
+        kind === "caption" ? "caption" : (clip.content?.payload?.name ?? clip.content?.payload?.key ?? kind);
+      const group = h(
+        "g",
+        { class: `clip clip-${kind}`, "data-clip": clip.clip.entityId },
+        h(
+          "title",
+          {},
+          `${label}: ${clip.start / 1000}s, ${clip.duration === null ? "to the end" : `${clip.duration / 1000}s`}`,
+        ),
+        h("rect", { x, y, width: blockWidth, height: 26, rx: 4 }),
+        h("text", { x: x + 4, y: y + 17, class: "clip-label" }, label),
+        h("line", { x1: x, x2: x, y1: y - 2, y2: y + 30, class: "marker" }),
+      );
+      if (kind === "caption")
+        group.append(
+          h("text", { x: x + 2, y: y + 42, class: "caption" }, `“${clip.content.payload?.text ?? ""}”`),
+        );
+      svg.append(group);
+    }
+  });
+  return svg;
+}
+
+boot();

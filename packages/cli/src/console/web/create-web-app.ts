@@ -1,0 +1,287 @@
+/**
+ * The console's web page and its JSON API, next to MCP on the same loopback port: a static shell and
+ * script (no CDN, every byte ships in this package), sign-in by a one-time code for an HttpOnly
+ * SameSite=Strict cookie, live module status over SSE, tool calls, and the demo durable agent's runs
+ * (the durable HTTP app, AG-UI stream included, mounted under `/api/durable`).
+ */
+import { randomUUID } from "node:crypto";
+import { type Logger, loopbackViolation } from "@tackle/core";
+import { createRunner, type Runner } from "@tackle/durable";
+import { createDurableApp } from "@tackle/durable/http";
+import { type Context, Hono } from "hono";
+import { getCookie, setCookie } from "hono/cookie";
+import { streamSSE } from "hono/streaming";
+import type { ModuleInfo, ToolSource } from "../../tool-source/tool-source.ts";
+import { bearerMatches } from "../console-token.ts";
+import { type ConsoleSessions, sessionCookie } from "./console-sessions.ts";
+import { createDemoGraph, demoGraphName } from "./demo-agent.ts";
+import { readAsset, shellHtml } from "./web-assets.ts";
+
+export interface WebAppOptions {
+  readonly source: ToolSource;
+  readonly token: string;
+  readonly sessions: ConsoleSessions;
+  readonly logger: Logger;
+  /** Where the demo agent's runs live: a SQLite path; default in memory (lost at exit). */
+  readonly runsStore?: string;
+  /** How often module status is re-read for the live view. Default 2 s. */
+  readonly statusIntervalMs?: number;
+}
+
+export interface WebApp {
+  readonly app: Hono;
+  close(): Promise<void>;
+}
+
+interface ThreadEntry {
+  readonly threadId: string;
+  readonly graph: string;
+  readonly startedAt: string;
+  readonly orderId: string;
+}
+
+const maxCallTimeoutMs = 300_000;
+
+export function createWebApp(options: WebAppOptions): WebApp {
+  const { source, token, sessions, logger } = options;
+  const runner: Runner = createRunner({
+    ...(options.runsStore === undefined ? {} : { store: options.runsStore }),
+    graphs: [createDemoGraph()],
+    logger,
+  });
+  const threads: ThreadEntry[] = [];
+  const status = createStatusFeed(source, options.statusIntervalMs ?? 2000, logger);
+  const app = new Hono();
+
+  // Every state-changing request must come from this console's own page: its Origin is this very origin.
+  app.use("*", async (c, next) => {
+    if (c.req.method === "GET" || c.req.method === "HEAD") return next();
+    const problem = sameOriginProblem(c.req.raw.headers);
+    if (problem !== undefined) {
+      logger.warn("console refused a request", { reason: problem });
+      return c.json({ error: { code: "forbidden", message: problem } }, 403);
+    }
+    return next();
+  });
+
+  const securityHeaders = {
+    "content-security-policy":
+      "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+  };
+
+  app.get("/", (c) => c.html(shellHtml(), 200, securityHeaders));
+  app.get("/assets/:name", (c) => {
+    const asset = readAsset(c.req.param("name"));
+    if (asset === undefined) return c.json({ error: { code: "not_found", message: "No such asset" } }, 404);
+    return c.body(asset.body, 200, {
+      ...securityHeaders,
+      "content-type": asset.type,
+      "cache-control": "no-cache",
+    });
+  });
+
+  app.post("/api/session", async (c) => {
+    const body = await readBody(c);
+    const secret =
+      typeof body?.code === "string" ? body.code : typeof body?.token === "string" ? body.token : "";
+    const id = sessions.redeem(secret);
+    if (id === undefined) {
+      logger.warn("console sign-in refused");
+      return c.json(
+        {
+          error: {
+            code: "sign_in_refused",
+            message:
+              "This sign-in code was already used or is wrong. Sign in with the console token instead (its file's path is printed by tackle serve).",
+          },
+        },
+        401,
+      );
+    }
+    setCookie(c, sessionCookie, id, { httpOnly: true, sameSite: "Strict", path: "/" });
+    return c.json({ signedIn: true });
+  });
+
+  // Everything else under /api needs a session (or the bearer token, for scripts).
+  app.use("/api/*", async (c, next) => {
+    if (sessions.valid(getCookie(c, sessionCookie))) return next();
+    if (bearerMatches(c.req.header("authorization"), token)) return next();
+    return c.json(
+      {
+        error: { code: "unauthorized", message: "Sign in first: open the sign-in URL tackle serve printed" },
+      },
+      401,
+    );
+  });
+
+  app.get("/api/session", (c) => c.json({ signedIn: true, source: source.description }));
+  app.delete("/api/session", (c) => {
+    sessions.end(getCookie(c, sessionCookie));
+    setCookie(c, sessionCookie, "", { httpOnly: true, sameSite: "Strict", path: "/", maxAge: 0 });
+    return c.json({ signedIn: false });
+  });
+
+  app.get("/api/modules", async (c) => c.json({ modules: await status.read() }));
+
+  app.get("/api/events", (c) =>
+    streamSSE(c, async (stream) => {
+      const aborted = new Promise<void>((resolve) => stream.onAbort(resolve));
+      let last = "";
+      const send = async (modules: readonly ModuleInfo[]) => {
+        const text = JSON.stringify({ modules });
+        if (text === last) return;
+        last = text;
+        await stream.writeSSE({ event: "modules", data: text });
+      };
+      const unsubscribe = status.subscribe((modules) => {
+        send(modules).catch(() => {});
+      });
+      try {
+        await send(await status.read());
+        await aborted;
+      } finally {
+        unsubscribe();
+      }
+    }),
+  );
+
+  app.post("/api/call", async (c) => {
+    const body = await readBody(c);
+    if (typeof body?.tool !== "string" || !/^[^.\s]+\.[^\s]+$/.test(body.tool)) {
+      return c.json({ error: { code: "invalid_request", message: "`tool` is module.tool" } }, 400);
+    }
+    const timeoutMs =
+      typeof body.timeoutMs === "number" && body.timeoutMs > 0
+        ? Math.min(body.timeoutMs, maxCallTimeoutMs)
+        : undefined;
+    const started = performance.now();
+    const result = await source.call(body.tool, body.args ?? {}, {
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      signal: c.req.raw.signal,
+    });
+    const ms = Math.round((performance.now() - started) * 10) / 10;
+    if (result.ok) return c.json({ ok: true, output: result.output ?? null, ms });
+    return c.json({ ok: false, error: result.error.toJSON(), ms });
+  });
+
+  app.get("/api/runs", async (c) => {
+    const runs = await Promise.all(
+      threads.map(async (entry) => {
+        const run = await runner.get(entry.threadId);
+        return {
+          ...entry,
+          status: run?.status ?? "unknown",
+          runId: run?.runId,
+          state: run?.state,
+          interrupts: run?.interrupts ?? [],
+        };
+      }),
+    );
+    return c.json(JSON.parse(JSON.stringify({ runs: runs.reverse() }, bigintAsString)));
+  });
+
+  app.post("/api/runs", async (c) => {
+    const body = await readBody(c);
+    const orderId =
+      typeof body?.orderId === "string" && /^[A-Za-z0-9-]{1,40}$/.test(body.orderId)
+        ? body.orderId
+        : `ORD-${Math.floor(Math.random() * 9000 + 1000)}`;
+    const threadId = `demo-${randomUUID().slice(0, 8)}`;
+    const launched = await runner.launch(demoGraphName, { orderId }, { threadId });
+    launched.finished.catch((error: Error) =>
+      logger.warn("demo run failed", { threadId, error: error.message }),
+    );
+    threads.push({ threadId, graph: demoGraphName, startedAt: new Date().toISOString(), orderId });
+    return c.json({ threadId, runId: launched.runId }, 201);
+  });
+
+  app.route("/api/durable", createDurableApp({ runner }));
+
+  return {
+    app,
+    async close() {
+      status.close();
+      await runner.close();
+    },
+  };
+}
+
+function bigintAsString(_key: string, value: unknown): unknown {
+  return typeof value === "bigint" ? value.toString() : value;
+}
+
+async function readBody(c: Context): Promise<Record<string, unknown> | undefined> {
+  if (!/^application\/json\b/i.test(c.req.header("content-type") ?? "")) return undefined;
+  try {
+    const body = (await c.req.json()) as unknown;
+    return typeof body === "object" && body !== null && !Array.isArray(body)
+      ? (body as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A state-changing request must carry an Origin, and it must be this console's own (scheme, host and
+ * port as addressed): a page on another loopback port is refused too.
+ */
+export function sameOriginProblem(headers: Headers): string | undefined {
+  const violation = loopbackViolation(headers);
+  if (violation !== undefined) return violation;
+  const origin = headers.get("origin");
+  if (origin === null) return "A state-changing request needs an Origin header (sent by every browser)";
+  const host = headers.get("host") ?? "";
+  if (origin !== `http://${host}`)
+    return `Origin ${JSON.stringify(origin)} is not this console (http://${host})`;
+  return undefined;
+}
+
+interface StatusFeed {
+  read(): Promise<readonly ModuleInfo[]>;
+  subscribe(listener: (modules: readonly ModuleInfo[]) => void): () => void;
+  close(): void;
+}
+
+/** Re-reads the catalogue while someone is watching, and tells the watchers. */
+function createStatusFeed(source: ToolSource, intervalMs: number, logger: Logger): StatusFeed {
+  const listeners = new Set<(modules: readonly ModuleInfo[]) => void>();
+  let timer: NodeJS.Timeout | undefined;
+  let reading: Promise<readonly ModuleInfo[]> | undefined;
+  const read = () => {
+    reading ??= source.catalogue().finally(() => {
+      reading = undefined;
+    });
+    return reading;
+  };
+  const tick = async () => {
+    try {
+      const modules = await read();
+      for (const listener of listeners) listener(modules);
+    } catch (error) {
+      logger.warn("console could not read module status", { error: (error as Error).message });
+    }
+  };
+  return {
+    read,
+    subscribe(listener) {
+      listeners.add(listener);
+      timer ??= setInterval(() => void tick(), intervalMs);
+      return () => {
+        listeners.delete(listener);
+        if (listeners.size === 0 && timer !== undefined) {
+          clearInterval(timer);
+          timer = undefined;
+        }
+      };
+    },
+    close() {
+      if (timer !== undefined) clearInterval(timer);
+      timer = undefined;
+      listeners.clear();
+    },
+  };
+}

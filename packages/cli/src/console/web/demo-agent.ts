@@ -1,0 +1,101 @@
+/**
+ * The console's demo durable agent: a scripted model (no hosted LLM) that looks an order up, then asks
+ * a person to approve a refund before it runs it. The card number is redacted in every frame and in
+ * the approval; the tool receives the real value.
+ *
+ * Answers to the approval: `{ approved: true }`; `{ approved: true, params }` (the person edited the
+ * arguments: the refund runs with those); `{ approved: false, reason }`; `{ approved: false, cancel: true }`.
+ */
+import { approve, createGraph, type Graph, redact, tool } from "@tackle/durable";
+
+export const demoGraphName = "demo-refund";
+
+export interface DemoState {
+  readonly orderId: string;
+  readonly outcome?: "refunded" | "declined" | "cancelled";
+  readonly reason?: string;
+  readonly refund?: unknown;
+  readonly [key: string]: unknown;
+}
+
+type RefundParams = {
+  readonly orderId: string;
+  readonly amount: number;
+  readonly cardNumber: string;
+  readonly note: string;
+};
+
+interface DemoAnswer {
+  readonly approved: boolean;
+  readonly reason?: string;
+  readonly cancel?: boolean;
+  readonly params?: Partial<RefundParams>;
+}
+
+const redacted = ["cardNumber", "card.number"];
+
+/** The scripted model's turns: each is what a model would have asked for, in order. */
+function scriptedModel(orderId: string) {
+  return {
+    lookup: { orderId },
+    refund: (order: { amount: number; card: { number: string } }): RefundParams => ({
+      orderId,
+      amount: order.amount,
+      cardNumber: order.card.number,
+      note: "Damaged on arrival",
+    }),
+  };
+}
+
+export function createDemoGraph(): Graph<DemoState> {
+  return createGraph<DemoState>(demoGraphName).node("agent", async (state, ctx) => {
+    const model = scriptedModel(state.orderId);
+    const order = await tool(
+      ctx,
+      "lookup_order",
+      model.lookup,
+      () => ({
+        id: state.orderId,
+        amount: 42.5,
+        currency: "EUR",
+        item: "Espresso machine",
+        card: { number: "4111 1111 1111 1111", holder: "A. Person" },
+      }),
+      { displayResult: (result) => redact(result, redacted) },
+    );
+    const params = model.refund(order);
+    const shown = redact(params, redacted);
+    const answer = await approve<DemoAnswer>(ctx, {
+      title: "Run refund?",
+      description: `Refund ${params.amount} EUR for order ${params.orderId}`,
+      toolName: "refund",
+      params,
+      display: shown,
+    });
+    if (!answer.approved) {
+      return answer.cancel === true
+        ? { outcome: "cancelled" }
+        : { outcome: "declined", ...(answer.reason === undefined ? {} : { reason: answer.reason }) };
+    }
+    // Edited arguments are the ones the person approved; the card number is never shown, so never edited.
+    const edited = answer.params ?? {};
+    const final: RefundParams = {
+      ...params,
+      ...(typeof edited.amount === "number" ? { amount: edited.amount } : {}),
+      ...(typeof edited.note === "string" ? { note: edited.note } : {}),
+    };
+    const refund = await tool(
+      ctx,
+      "refund",
+      final,
+      (step) => ({
+        refundId: `rf-${state.orderId}`,
+        amount: final.amount,
+        note: final.note,
+        idempotencyKey: step.idempotencyKey,
+      }),
+      { display: redact(final, redacted) },
+    );
+    return { outcome: "refunded", refund };
+  });
+}

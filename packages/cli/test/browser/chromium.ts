@@ -1,0 +1,111 @@
+/**
+ * Debian's Chromium driven by playwright-core, for the console's browser tests: a fresh profile per
+ * launch, no network beyond loopback, and a clear failure (with the install command) when it is missing.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
+
+export const chromiumPath = process.env.TACKLE_CHROMIUM ?? "/usr/bin/chromium";
+
+export const chromiumArgs = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+export interface Browser {
+  /** A new context with its own fresh user-data-dir (no cookies, no storage). */
+  newContext(): Promise<BrowserContext>;
+  close(): Promise<void>;
+}
+
+/** Launches Chromium; throws (never skips) when it is not installed, naming the command that installs it. */
+export async function launchChromium(): Promise<Browser> {
+  if (!existsSync(chromiumPath)) {
+    throw new Error(
+      `Chromium is not installed at ${chromiumPath}: run \`apt-get install -y chromium\` (or bash scripts/ensure-services.sh), then run the tests again`,
+    );
+  }
+  const contexts: { context: BrowserContext; dir: string }[] = [];
+  return {
+    async newContext() {
+      const dir = mkdtempSync(join(tmpdir(), "tackle-chromium-"));
+      const context = await chromium.launchPersistentContext(dir, {
+        executablePath: chromiumPath,
+        headless: true,
+        args: chromiumArgs,
+        viewport: { width: 1280, height: 900 },
+        timeout: 30_000,
+      });
+      contexts.push({ context, dir });
+      return context;
+    },
+    async close() {
+      for (const { context, dir } of contexts.splice(0)) {
+        await context.close().catch(() => {});
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/** Collects console errors and uncaught page errors, so a test can assert there were none. */
+export function watchErrors(page: Page): string[] {
+  const errors: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(`console: ${message.text()}`);
+  });
+  page.on("pageerror", (error) => errors.push(`page: ${error.message}`));
+  return errors;
+}
+
+const axeSource = (() => {
+  const require = createRequire(import.meta.url);
+  return (require("axe-core") as { source: string }).source;
+})();
+
+export interface AxeViolation {
+  readonly id: string;
+  readonly impact: string | null;
+  readonly help: string;
+  readonly nodes: readonly { readonly target: readonly string[] }[];
+}
+
+/** Runs axe-core in the page (evaluated through the debugging protocol, so the page's CSP stays on). */
+export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
+  await page.evaluate(axeSource);
+  const violations = await page.evaluate(async () => {
+    const axe = (
+      globalThis as unknown as {
+        axe: { run(context: unknown, options: unknown): Promise<{ violations: AxeViolation[] }> };
+      }
+    ).axe;
+    const result = await axe.run(document, { resultTypes: ["violations"] });
+    return result.violations.map((violation) => ({
+      id: violation.id,
+      impact: violation.impact,
+      help: violation.help,
+      nodes: violation.nodes.map((node) => ({ target: node.target })),
+    }));
+  });
+  return violations.filter((violation) => violation.impact === "serious" || violation.impact === "critical");
+}
+
+/** Where screenshots go: TACKLE_SCREENSHOT_DIR (the screenshots script sets it), else a temp dir. */
+export function screenshotDir(): { path: string; remove(): void } {
+  const configured = process.env.TACKLE_SCREENSHOT_DIR;
+  if (configured !== undefined && configured !== "") {
+    mkdirSync(configured, { recursive: true });
+    return { path: configured, remove: () => {} };
+  }
+  const path = mkdtempSync(join(tmpdir(), "tackle-screenshots-"));
+  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}

@@ -1,0 +1,303 @@
+/**
+ * The console's web page in a real Chromium, against `npm start` run as the README says: the printed
+ * sign-in URL, every page, a tool called from its form, a memory found and deleted, an edit script
+ * committed, the demo durable agent approved from its card, and the guards (one-time code, Origin).
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { request } from "node:http";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { freePort } from "@tackle/test-support";
+import type { BrowserContext, Page } from "playwright-core";
+import { cleanEnv, type ServeProcess, startServe, tempHome } from "../tackle-process.ts";
+import { type Browser, launchChromium, screenshotDir, seriousViolations, watchErrors } from "./chromium.ts";
+
+const home = tempHome();
+const shots = screenshotDir();
+let serve: ServeProcess;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let errors: string[];
+let origin: string;
+
+before(async () => {
+  const port = await freePort();
+  origin = `http://127.0.0.1:${port}`;
+  // Launched first: a missing Chromium fails here with the install command, before anything starts.
+  browser = await launchChromium();
+  serve = await startServe(
+    [],
+    cleanEnv({ TACKLE_HOME: home.path, MESH_CONSOLE_LISTEN: `127.0.0.1:${port}` }),
+    undefined,
+    { viaNpmStart: true },
+  );
+  context = await browser.newContext();
+  page = await context.newPage();
+  errors = watchErrors(page);
+});
+
+after(async () => {
+  await browser?.close();
+  await serve?.stop();
+  home.remove();
+  shots.remove();
+});
+
+function signInUrl(): string {
+  const url = /^sign in (\S+)$/m.exec(serve.banner)?.[1];
+  assert.ok(url, `the banner prints a sign-in URL:\n${serve.banner}`);
+  return url;
+}
+
+/** The checks every page gets: no console errors, no serious or critical accessibility violation, a screenshot. */
+async function checkPage(name: string): Promise<void> {
+  await page.waitForLoadState("networkidle").catch(() => {});
+  assert.deepEqual(errors, [], `no console errors on the ${name} page`);
+  const violations = await seriousViolations(page);
+  assert.deepEqual(
+    violations.map(
+      (violation) =>
+        `${violation.impact} ${violation.id}: ${violation.help} at ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`,
+    ),
+    [],
+    `axe-core finds no serious or critical violation on the ${name} page`,
+  );
+  const path = join(shots.path, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  assert.equal(readFileSync(path).subarray(1, 4).toString("latin1"), "PNG");
+}
+
+describe("the console page, served by npm start", () => {
+  test("npm start, then the printed sign-in URL opened in Chromium, shows the modules page", async () => {
+    assert.match(serve.banner, /^console http:\/\/127\.0\.0\.1:\d+\/mcp$/m);
+    const url = signInUrl();
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/#login=[\w-]{20,}$/);
+    await page.goto(url);
+    await page.getByRole("heading", { name: "Modules and tools", level: 1 }).waitFor({ timeout: 15_000 });
+    // The code left the address bar; the modules table shows every built-in module as ok.
+    assert.equal(new URL(page.url()).hash, "#/modules");
+    const demo = page.locator('#modules tr[data-module="demo"]');
+    await demo.waitFor();
+    assert.match(await demo.innerText(), /demo\s+ok\s+this process\s+4/);
+    for (const module of ["memory", "docscript"]) {
+      assert.match(await page.locator(`#modules tr[data-module="${module}"]`).innerText(), /\bok\b/);
+    }
+    // The session is an HttpOnly, SameSite=Strict cookie: the page's script cannot read it.
+    const cookies = await context.cookies();
+    assert.equal(cookies.length, 1);
+    assert.equal(cookies[0]?.httpOnly, true);
+    assert.equal(cookies[0]?.sameSite, "Strict");
+    assert.equal(await page.evaluate(() => document.cookie), "");
+    await checkPage("modules");
+  });
+
+  test("the sign-in URL works once: a second browser opening it is asked for the token", async () => {
+    const other = await browser.newContext();
+    const second = await other.newPage();
+    const secondErrors = watchErrors(second);
+    await second.goto(signInUrl());
+    await second.getByRole("heading", { name: "Sign in" }).waitFor({ timeout: 15_000 });
+    assert.match(await second.locator("main").innerText(), /already used or is not valid/);
+    // The API answers it nothing but 401.
+    const status = await second.evaluate(async () => (await fetch("/api/modules")).status);
+    assert.equal(status, 401);
+    // The console token (from its 0600 file) signs in instead.
+    const token = readFileSync(serve.tokenFile ?? "", "utf8").trim();
+    await second.getByLabel("Console token").fill(token);
+    await second.getByRole("button", { name: "Sign in" }).click();
+    await second.getByRole("heading", { name: "Modules and tools", level: 1 }).waitFor();
+    // The refused sign-in answered 401, which the browser logs; nothing else went wrong.
+    assert.deepEqual(
+      secondErrors.filter((error) => !/401/.test(error)),
+      [],
+    );
+  });
+
+  test("a state-changing request with a foreign Origin is refused, even with the session cookie", async () => {
+    const cookie = (await context.cookies()).map((item) => `${item.name}=${item.value}`).join("; ");
+    const call = JSON.stringify({ tool: "demo.echo", args: { text: "x" } });
+    const same = await post("/api/call", call, { cookie, origin });
+    assert.equal(same.status, 200, same.body);
+    for (const foreign of ["http://evil.example", `http://127.0.0.1:${Number(new URL(origin).port) + 1}`]) {
+      const refused = await post("/api/call", call, { cookie, origin: foreign });
+      assert.equal(refused.status, 403, `${foreign}: ${refused.body}`);
+    }
+    const noOrigin = await post("/api/call", call, { cookie });
+    assert.equal(noOrigin.status, 403);
+    const rebound = await post("/api/call", call, { cookie, origin, host: "evil.example" });
+    assert.equal(rebound.status, 403);
+    const noCookie = await post("/api/call", call, { origin });
+    assert.equal(noCookie.status, 401);
+  });
+
+  test("a tool is called from its generated form: result as data, time taken, issues beside the field, history", async () => {
+    await page.goto(`${origin}/#/modules`);
+    const panel = page.locator('details[data-tool="demo.add"]');
+    await panel.locator("summary").click();
+    // Empty array first: the tool's own issue appears beside the numbers field.
+    await panel.getByRole("button", { name: "Call" }).click();
+    await panel.locator('[data-result="error"]').waitFor();
+    assert.match(await panel.locator(".result").innerText(), /Error invalid_input in [\d.]+ ms/);
+    assert.match(await panel.locator("#demo-add-numbers-error").innerText(), /\S/);
+
+    await panel.getByRole("button", { name: "Add numbers" }).click();
+    await panel.getByRole("button", { name: "Add numbers" }).click();
+    await panel.getByLabel("numbers 1", { exact: true }).fill("40");
+    await panel.getByLabel("numbers 2", { exact: true }).fill("2.5");
+    await panel.getByRole("button", { name: "Call" }).click();
+    await panel.locator('[data-result="ok"]').waitFor();
+    assert.deepEqual(JSON.parse(await panel.locator('[data-result="ok"]').innerText()), { sum: 42.5 });
+    assert.match(await panel.locator(".result").innerText(), /Result in [\d.]+ ms/);
+    assert.equal(await panel.locator("#demo-add-numbers-error").innerText(), "");
+
+    // An enum with a default, from a real tool's schema: memory_search's kinds are a select per item.
+    const history = page.locator("#history tbody tr");
+    assert.equal(await history.count(), 2);
+    assert.match(await history.first().innerText(), /demo\.add\s+\{"numbers":\[40,2\.5\]\}\s+ok/);
+    await page.reload();
+    await page.locator("#history tbody tr").first().waitFor();
+    assert.equal(await page.locator("#history tbody tr").count(), 2, "the history lasts the browser session");
+    assert.deepEqual(errors, []);
+  });
+
+  test("memory: a memory added in a scope is found there, its versions and provenance shown, then deleted after confirmation", async () => {
+    await page.goto(`${origin}/#/memory`);
+    await page.getByLabel("Scope: userId").fill("ada");
+    await page.getByLabel("Remember this").fill("Ada prefers green tea in the morning");
+    await page.getByRole("button", { name: "Add a memory in this scope" }).click();
+    await page.locator("#versions tbody tr").first().waitFor();
+    await page.getByLabel("Search for").fill("green tea");
+    await page.getByRole("button", { name: "Search" }).click();
+    const hit = page.locator("#memories li").filter({ hasText: "Ada prefers green tea" });
+    await hit.waitFor();
+    // Another scope does not see it.
+    await page.getByLabel("Scope: userId").fill("bob");
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.getByText("Nothing found in this scope.").waitFor();
+    await page.getByLabel("Scope: userId").fill("ada");
+    await page.getByRole("button", { name: "Search" }).click();
+    await hit.locator("button").click();
+    await page.locator("#memory-detail dd").filter({ hasText: '"source": "api"' }).waitFor();
+    await checkPage("memory");
+    await page.getByRole("button", { name: "Delete…" }).click();
+    const dialog = page.getByRole("dialog", { name: "Delete this memory?" });
+    await dialog.waitFor();
+    await dialog.getByRole("button", { name: "Delete" }).click();
+    await page.locator("#memory-detail").getByText("Deleted.").waitFor();
+    const versions = await page.locator("#versions tbody tr").allInnerTexts();
+    assert.equal(versions.length, 2);
+    assert.match(versions.join("\n"), /\bdelete\b/);
+    await page.getByText("Nothing found in this scope.").waitFor();
+    assert.deepEqual(errors, []);
+  });
+
+  test("documents: the sample timeline is drawn; an edit script is previewed, committed, and the drawing changes", async () => {
+    await page.goto(`${origin}/#/documents`);
+    const svg = page.locator("#timeline svg");
+    await svg.waitFor();
+    assert.equal(await svg.getAttribute("data-clips"), "3");
+    assert.equal(await page.locator("#timeline .lane-label").count(), 3);
+    assert.match(await captions(), /Hello/);
+    const versionBefore = await page.locator("#timeline").getAttribute("data-version");
+
+    await page.getByRole("button", { name: "Preview" }).click();
+    await page.locator('[data-preview="counts"]').waitFor();
+    assert.match(await page.locator('[data-preview="counts"]').innerText(), /3 created/);
+    // Nothing published by the preview.
+    assert.equal(await svg.getAttribute("data-clips"), "3");
+    await page.getByRole("button", { name: "Commit" }).click();
+    await page.waitForFunction(
+      () => document.querySelector("#timeline svg")?.getAttribute("data-clips") === "4",
+    );
+    assert.match(await captions(), /Welcome!/);
+    assert.notEqual(await page.locator("#timeline").getAttribute("data-version"), versionBefore);
+    assert.match(await page.locator("#change-log").innerText(), /3 created, 3 linked/);
+    await checkPage("documents");
+    assert.deepEqual(errors, []);
+  });
+
+  test("durable runs: the demo agent pauses for approval, its card is approved, and the run completes", async () => {
+    await page.goto(`${origin}/#/runs`);
+    await page.getByRole("button", { name: "Start the demo agent" }).click();
+    const approval = page.locator("article.approval");
+    await approval.waitFor({ timeout: 20_000 });
+    const lookup = page.locator("article.tool-card").filter({ hasText: "lookup_order" });
+    assert.equal(await lookup.getAttribute("data-status"), "completed");
+    // The card number is shown as redacted, in the result and in the approval.
+    assert.match(await lookup.locator(".redacted").first().innerText(), /redacted/);
+    assert.doesNotMatch(await page.locator("main").innerText(), /4111/);
+    assert.match(await approval.innerText(), /cardNumber": redacted/);
+    await checkPage("runs");
+
+    await approval.getByRole("button", { name: "Approve", exact: true }).click();
+    await page.locator(".run-status").filter({ hasText: "Completed" }).waitFor({ timeout: 20_000 });
+    const refund = page.locator("article.tool-card").filter({ hasText: "refund" });
+    assert.equal(await refund.getAttribute("data-status"), "completed");
+    assert.match(await refund.innerText(), /"refundId": "rf-ORD-\d+"/);
+    assert.match(await page.locator(".run-status").innerText(), /refunded/);
+    assert.deepEqual(errors, []);
+  });
+
+  test("durable runs: reject with a reason, edit the arguments then approve, cancel", async () => {
+    await page.goto(`${origin}/#/runs`);
+    const start = async () => {
+      await page.getByRole("button", { name: "Start the demo agent" }).click();
+      await page.locator("article.approval").waitFor({ timeout: 20_000 });
+      return page.locator("article.approval");
+    };
+    let approval = await start();
+    await approval.getByLabel("Reason for rejecting").fill("customer withdrew the claim");
+    await approval.getByRole("button", { name: "Reject" }).click();
+    await page.locator(".run-status").filter({ hasText: "declined" }).waitFor({ timeout: 20_000 });
+    assert.match(await page.locator(".run-status").innerText(), /declined/);
+
+    approval = await start();
+    const edited = JSON.parse(await approval.locator("textarea").inputValue()) as Record<string, unknown>;
+    assert.equal(edited.cardNumber, undefined, "redacted fields are not offered for editing");
+    await approval.locator("textarea").fill(JSON.stringify({ ...edited, amount: 10 }));
+    await approval.getByRole("button", { name: "Approve with these arguments" }).click();
+    await page.locator(".run-status").filter({ hasText: "Completed" }).waitFor({ timeout: 20_000 });
+    const refund = page.locator("article.tool-card").filter({ hasText: "refund" });
+    assert.match(await refund.innerText(), /"amount": 10\b/);
+
+    approval = await start();
+    await approval.getByRole("button", { name: "Cancel run" }).click();
+    await page.locator(".run-status").filter({ hasText: "cancelled" }).waitFor({ timeout: 20_000 });
+    const rows = await page.locator("#runs tbody tr").allInnerTexts();
+    assert.ok(rows.length >= 4);
+    assert.deepEqual(errors, []);
+  });
+});
+
+function captions(): Promise<string> {
+  return page.evaluate(() =>
+    Array.from(document.querySelectorAll("#timeline .caption"))
+      .map((text) => text.textContent)
+      .join(" | "),
+  );
+}
+
+function post(
+  path: string,
+  body: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      `${origin}${path}`,
+      { method: "POST", headers: { "content-type": "application/json", ...headers } },
+      (response) => {
+        let text = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
+      },
+    );
+    outgoing.on("error", reject);
+    outgoing.end(body);
+  });
+}
