@@ -1225,14 +1225,13 @@ function documentsPage(root) {
   const open = async () => {
     notice.textContent = "";
     try {
-      const snapshot = await callOrThrow("docscript.edit", { op: "snapshot", doc_id: docId.value.trim() });
-      if (!snapshot.ok) throw new Error(`${snapshot.error.code}: ${snapshot.error.message}`);
+      const snapshot = await readDocument(docId.value.trim());
       drawing.replaceChildren(
         drawTimeline(snapshot),
         h(
           "p",
           { class: "muted" },
-          `Version ${snapshot.version.slice(0, 24)} · ${snapshot.total.entities} entities, ${snapshot.total.relations} relations${snapshot.truncated ? " (first 200 drawn)" : ""}`,
+          `Version ${snapshot.version.slice(0, 24)} · ${snapshot.total.entities} entities, ${snapshot.total.relations} relations${snapshot.partial ? ` (first ${snapshot.entities.length} drawn)` : ""}`,
         ),
       );
       drawing.dataset.version = snapshot.version;
@@ -1251,13 +1250,6 @@ function documentsPage(root) {
         doc_id: docId.value.trim(),
         script: script.value,
       });
-      if (!answer.ok) {
-        preview.replaceChildren(
-          h("p", { class: "error" }, `${answer.error.code}: ${answer.error.message}`),
-          answer.logs?.length ? h("pre", { class: "data" }, json(answer.logs)) : undefined,
-        );
-        return;
-      }
       plan = answer;
       const counts = answer.preview.counts;
       preview.replaceChildren(
@@ -1269,17 +1261,8 @@ function documentsPage(root) {
             .map(([name, count]) => `${count} ${name}`)
             .join(", "),
         ),
-        h(
-          "pre",
-          { class: "data" },
-          json({
-            created: answer.preview.created,
-            updated: answer.preview.updated,
-            deleted: answer.preview.deleted,
-            linked: answer.preview.linked,
-          }),
-        ),
-        answer.logs.length > 0 ? h("pre", { class: "data" }, json(answer.logs)) : undefined,
+        h("pre", { class: "data" }, json(answer.preview.changes ?? answer.preview)),
+        answer.logs?.length > 0 ? h("pre", { class: "data" }, json(answer.logs)) : undefined,
       );
       commit.disabled = false;
     } catch (error) {
@@ -1296,13 +1279,22 @@ function documentsPage(root) {
         doc_id: plan.doc_id,
         plan_id: plan.plan_id,
       });
-      if (!outcome.ok) throw new Error(`${outcome.error.code}: ${outcome.error.message}`);
+      if (outcome.status !== "committed") {
+        // Conflicted, rejected or unconfirmed: said as such, with the reasons; the plan stays for a retry.
+        preview.replaceChildren(
+          h("p", { class: "error" }, `Not committed: ${outcome.status}`),
+          h("pre", { class: "data" }, json(outcome)),
+        );
+        commit.disabled = outcome.status !== "unconfirmed";
+        await open();
+        return;
+      }
       const counts = plan.preview.counts;
       const entries = changeLog();
       entries.unshift({
         at: new Date().toISOString(),
         planId: plan.plan_id,
-        status: outcome.status ?? "committed",
+        status: outcome.status,
         summary:
           Object.entries(counts)
             .filter(([, count]) => count > 0)
@@ -1310,7 +1302,7 @@ function documentsPage(root) {
             .join(", ") || "no change",
       });
       sessionStorage.setItem(`tackle.doc.${plan.doc_id}`, JSON.stringify(entries.slice(0, 100)));
-      preview.replaceChildren(h("p", { class: "ok" }, `Committed: ${outcome.status ?? "ok"}`));
+      preview.replaceChildren(h("p", { class: "ok" }, `Committed (version ${outcome.version.slice(0, 24)})`));
       plan = undefined;
       await open();
     } catch (error) {
@@ -1360,6 +1352,28 @@ function documentsPage(root) {
     ),
   );
   void open();
+}
+
+/** Every page of a document's snapshot (the tool answers in token-budgeted pages with a cursor). */
+async function readDocument(docId) {
+  const entities = [];
+  const relations = [];
+  let page = await callOrThrow("docscript.edit", { op: "snapshot", doc_id: docId });
+  const first = page;
+  entities.push(...page.entities);
+  relations.push(...page.relations);
+  for (let pages = 1; page.next_cursor !== undefined && pages < 50; pages++) {
+    page = await callOrThrow("docscript.edit", { op: "snapshot", doc_id: docId, cursor: page.next_cursor });
+    entities.push(...page.entities);
+    relations.push(...page.relations);
+  }
+  return {
+    version: first.version,
+    total: first.total,
+    entities,
+    relations,
+    partial: page.next_cursor !== undefined || first.truncated === true,
+  };
 }
 
 /** Tracks as lanes, clips as blocks on a time axis, captions under their blocks, markers as ticks. */
