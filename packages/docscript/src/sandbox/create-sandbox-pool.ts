@@ -1,8 +1,11 @@
 /**
- * A warm pool of `worker_threads` workers that run edit scripts: each started without the host's
- * environment and under a heap ceiling, recycled after a bound number of runs or after any timeout or
- * memory kill, and watched by the host, which terminates a worker on the wall-clock limit.
+ * A warm pool of `worker_threads` workers that run edit scripts, each in a fresh QuickJS engine inside
+ * the worker (ADR 0434): workers start without the host's environment and under a heap ceiling, are
+ * recycled after a bound number of runs or after any run that hit a limit, and are watched by the host,
+ * which terminates a worker that overruns the wall-clock limit. Every run has a capability: a random
+ * token the worker must echo on each message about the run; the host acts on no other message.
  */
+import { randomBytes } from "node:crypto";
 import { Worker } from "node:worker_threads";
 import { type Logger, silentLogger } from "@tackle/core";
 import type { HostToWorker, SandboxFailure, SandboxLog, WorkerToHost } from "./sandbox-protocol.ts";
@@ -12,9 +15,9 @@ export interface SandboxPoolOptions {
   readonly dispatcherModule: string | URL;
   /** Warm workers kept ready; 1 by default. */
   readonly size?: number;
-  /** Heap ceiling of each worker in MB; 256 by default. */
+  /** Memory ceiling in MB of each run's engine, and the heap ceiling of each worker; 256 by default. */
   readonly memoryLimitMb?: number;
-  /** Wall-clock limit counted from the script's start; 30000 by default; a run may lower or raise it. */
+  /** Wall-clock limit counted from the script's start; 30000 by default; a run may lower it, never raise it. */
   readonly timeoutMs?: number;
   /** Runs a worker serves before it is replaced; 50 by default. */
   readonly maxRunsPerWorker?: number;
@@ -29,6 +32,7 @@ export interface SandboxRunRequest {
   readonly script: string;
   /** Structured-cloneable input handed to the dispatcher's `createDispatcher`. */
   readonly input: unknown;
+  /** Lowers the pool's limit for this run; a larger value is the pool's limit. */
   readonly timeoutMs?: number;
   /** Answers the dispatcher's host calls (host-only hooks). */
   readonly onHostCall?: (method: string, payload: unknown) => Promise<unknown>;
@@ -69,8 +73,9 @@ interface PoolWorker {
   stderrTail: string;
 }
 
-// The start is reported after it happens, so the script always gets at least its timeout; the grace only absorbs timer jitter.
-const watchdogGraceMs = 5;
+// The engine ends a script at its deadline itself; the watchdog only kills a worker that failed to, so its grace
+// covers the worker's report (within the 100 ms a run may overrun its limit).
+const watchdogGraceMs = 60;
 
 /** The worker entry beside this file: TypeScript from source, JavaScript once built. */
 const workerUrl = new URL(
@@ -113,7 +118,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
       env: {},
       argv: [],
       execArgv: workerExecArgv(),
-      workerData: { dispatcherModule },
+      workerData: { dispatcherModule, memoryLimitMb },
       resourceLimits: { maxOldGenerationSizeMb: memoryLimitMb, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
       stdout: true,
       stderr: true,
@@ -189,7 +194,12 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
       };
     const entry = await acquire();
     const runId = nextRunId++;
-    const timeoutMs = request.timeoutMs ?? defaultTimeoutMs;
+    const capability = randomBytes(16).toString("hex");
+    const requested = request.timeoutMs;
+    const timeoutMs =
+      typeof requested === "number" && Number.isFinite(requested) && requested > 0
+        ? Math.min(requested, defaultTimeoutMs)
+        : defaultTimeoutMs;
     entry.runs++;
     return await new Promise<SandboxRunResult>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
@@ -241,9 +251,14 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
         );
       };
       const onMessage = (message: WorkerToHost) => {
+        if (message.type === "ready" || message.type === "boot-failed") return;
+        if (message.runId !== runId || message.capability !== capability) {
+          // Not this run's: refuse a host call outright, act on nothing else.
+          if (message.type === "host-call") refuseHostCall(worker, message.callId);
+          return;
+        }
         switch (message.type) {
           case "started":
-            if (message.runId !== runId) return;
             scriptStartedAt = performance.now();
             arm(timeoutMs + watchdogGraceMs, {
               code: "timeout",
@@ -252,20 +267,18 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
             });
             return;
           case "script-ended":
-            if (message.runId !== runId) return;
             arm(finishTimeoutMs, {
               code: "timeout",
               message: `the plan was not built within ${finishTimeoutMs} ms`,
             });
             return;
           case "log":
-            if (message.runId === runId) streamedLogs.push(message.line);
+            streamedLogs.push(message.line);
             return;
           case "host-call":
             void answerHostCall(worker, request, message.callId, message.method, message.payload);
             return;
           case "result":
-            if (message.runId !== runId) return;
             done(
               message.ok
                 ? {
@@ -279,7 +292,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
                     error: message.error ?? { code: "run_failed", message: "the run failed" },
                     logs: message.logs,
                   },
-              false,
+              message.retire === true,
             );
             return;
           default:
@@ -310,9 +323,31 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
         code: "timeout",
         message: `the run was not ready within ${prepareTimeoutMs} ms`,
       });
-      const message: HostToWorker = { type: "run", runId, script: request.script, input: request.input };
+      const message: HostToWorker = {
+        type: "run",
+        runId,
+        capability,
+        script: request.script,
+        input: request.input,
+        timeoutMs,
+        memoryLimitMb,
+      };
       worker.postMessage(message);
     });
+  }
+
+  function refuseHostCall(worker: Worker, callId: number): void {
+    const answer: HostToWorker = {
+      type: "host-answer",
+      callId,
+      ok: false,
+      error: { code: "capability_refused", message: "the call does not belong to the running run" },
+    };
+    try {
+      worker.postMessage(answer);
+    } catch {
+      // A worker that is gone needs no answer.
+    }
   }
 
   async function answerHostCall(

@@ -45,9 +45,29 @@ export interface SandboxLog {
   readonly text: string;
 }
 
-/** Messages from the host to a worker. */
+/** Where a script error happened, in the script's own lines and columns (1-based), with that line's text. */
+export interface ScriptPosition {
+  readonly line: number;
+  readonly column: number;
+  readonly sourceLine: string;
+}
+
+/**
+ * Messages from the host to a worker. A run's `capability` is a random token the host makes for it;
+ * every message the worker sends about the run carries it, and the host acts on none that does not.
+ */
 export type HostToWorker =
-  | { readonly type: "run"; readonly runId: number; readonly script: string; readonly input: unknown }
+  | {
+      readonly type: "run";
+      readonly runId: number;
+      readonly capability: string;
+      readonly script: string;
+      readonly input: unknown;
+      /** The script's wall-clock limit, counted from its start. */
+      readonly timeoutMs: number;
+      /** The engine's memory ceiling for the script's values. */
+      readonly memoryLimitMb: number;
+    }
   | {
       readonly type: "host-answer";
       readonly callId: number;
@@ -60,12 +80,14 @@ export type HostToWorker =
 export type WorkerToHost =
   | { readonly type: "ready" }
   | { readonly type: "boot-failed"; readonly message: string }
-  | { readonly type: "started"; readonly runId: number }
-  | { readonly type: "script-ended"; readonly runId: number }
+  | { readonly type: "started"; readonly runId: number; readonly capability: string }
+  | { readonly type: "script-ended"; readonly runId: number; readonly capability: string }
   /** Each console line as it is logged, so a run the watchdog kills still reports how far it got. */
-  | { readonly type: "log"; readonly runId: number; readonly line: SandboxLog }
+  | { readonly type: "log"; readonly runId: number; readonly capability: string; readonly line: SandboxLog }
   | {
       readonly type: "host-call";
+      readonly runId: number;
+      readonly capability: string;
       readonly callId: number;
       readonly method: string;
       readonly payload: unknown;
@@ -73,8 +95,11 @@ export type WorkerToHost =
   | {
       readonly type: "result";
       readonly runId: number;
+      readonly capability: string;
       readonly ok: boolean;
       readonly value?: unknown;
       readonly error?: SandboxFailure;
       readonly logs: readonly SandboxLog[];
+      /** The run hit a limit (time, memory) or the engine failed: the host replaces this worker. */
+      readonly retire?: boolean;
     };

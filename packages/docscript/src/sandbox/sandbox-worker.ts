@@ -1,10 +1,25 @@
 /**
- * The worker a sandbox pool runs scripts in. It loads the dispatcher module once, then for each run
- * builds a fresh `vm` context from a null-prototype global, installs the bridge inside it and runs the
- * script; everything between the script and the dispatcher crosses as JSON text.
+ * The worker a sandbox pool runs scripts in. It loads the dispatcher module and the QuickJS engine
+ * (compiled to WebAssembly) once; for each run it makes a fresh engine runtime and context under the
+ * run's memory ceiling, stack bound and deadline, installs the bindings and runs the script there. The
+ * engine's only way out is the host functions installed for the run: each takes and returns text, and
+ * reaches the dispatcher only through the run's gate (`run-gate.ts`), which checks the run's capability.
+ * The worker is for preemption and crash isolation; the engine is the boundary.
  */
-import vm from "node:vm";
+
 import { parentPort, workerData } from "node:worker_threads";
+import variant from "@jitl/quickjs-ng-wasmfile-release-sync";
+import {
+  DefaultIntrinsics,
+  newQuickJSWASMModuleFromVariant,
+  newVariant,
+  type QuickJSContext,
+  type QuickJSHandle,
+  type QuickJSRuntime,
+  type QuickJSSyncVariant,
+  type QuickJSWASMModule,
+} from "quickjs-emscripten-core";
+import { createRunGate, type RunGate, toFailure } from "./run-gate.ts";
 import type {
   HostToWorker,
   SandboxDispatcher,
@@ -12,35 +27,71 @@ import type {
   SandboxFailure,
   SandboxLog,
   ScriptOutcome,
+  ScriptPosition,
   WorkerToHost,
 } from "./sandbox-protocol.ts";
 import { removedGlobals, scriptBridgeSource } from "./script-bridge.ts";
 
 const maxLogLines = 200;
 const maxLogLineLength = 2000;
+/** The engine's own stack bound: deep enough for ~1,400 plain frames, well inside the worker's 4 MB stack. */
+const engineStackBytes = 256 * 1024;
+/** The script's first line follows this one: reported line N is the script's line N - 1. */
+const scriptPrefix = '(async function editScript() {"use strict";\n';
+const scriptFile = "edit-script.js";
 
-interface BridgeApi {
-  start(main: unknown): void;
-  settle(text: string): void;
-  describe(value: unknown): string;
-  makeError(message: string): unknown;
-}
-
-interface ActiveRun {
+interface Run {
   readonly runId: number;
+  readonly capability: string;
+  readonly script: string;
+  readonly timeoutMs: number;
+  readonly memoryLimitMb: number;
   readonly logs: SandboxLog[];
   readonly dispatcher: SandboxDispatcher;
-  api?: BridgeApi;
-  inFlight: number;
-  ended: boolean;
+  readonly gate: RunGate;
+  readonly runtime: QuickJSRuntime;
+  readonly context: QuickJSContext;
+  /** The engine's interrupt handler ends the script once `performance.now()` passes this. */
+  deadline: number;
+  interrupted: boolean;
   outcome?: ScriptOutcome;
-  unhandled?: SandboxFailure;
+  settle?: QuickJSHandle;
+  audit?: QuickJSHandle;
+  deadlineTimer?: NodeJS.Timeout;
+  over: boolean;
 }
 
+/** The engine's own footprint (code, stack, static data) on top of what a script may allocate. */
+const engineBaseBytes = 16 * 1024 * 1024;
+const wasmPageBytes = 64 * 1024;
+
 const port = parentPort!;
-const { dispatcherModule } = workerData as { dispatcherModule: string };
+const { dispatcherModule, memoryLimitMb } = workerData as { dispatcherModule: string; memoryLimitMb: number };
+/**
+ * The engine's whole memory, capped: QuickJS's own allocation limit cannot see allocation sizes in this
+ * build, so the ceiling is the WebAssembly memory's maximum. A refused growth fails the engine's
+ * allocation (the script sees an out-of-memory error) and marks the run, which ends as `memory_limit`
+ * even if the script caught the error; the worker is then replaced, which returns the memory.
+ */
+const engineMemory = new WebAssembly.Memory({
+  initial: engineBaseBytes / wasmPageBytes,
+  maximum: Math.ceil((engineBaseBytes + memoryLimitMb * 1024 * 1024) / wasmPageBytes),
+});
+let growthRefused = false;
+const grow = WebAssembly.Memory.prototype.grow;
+Object.defineProperty(engineMemory, "grow", {
+  value(delta: number): number {
+    try {
+      return Reflect.apply(grow, engineMemory, [delta]) as number;
+    } catch (error) {
+      growthRefused = true;
+      throw error;
+    }
+  },
+});
 let loaded: SandboxDispatcherModule;
-let active: ActiveRun | undefined;
+let engine: QuickJSWASMModule;
+let active: Run | undefined;
 let nextCallId = 1;
 const hostCalls = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
 
@@ -48,190 +99,367 @@ function send(message: WorkerToHost): void {
   port.postMessage(message);
 }
 
-function toFailure(error: unknown, fallbackCode: string): SandboxFailure {
-  if (typeof error === "object" && error !== null) {
-    const record = error as { code?: unknown; message?: unknown; data?: unknown };
-    const code = typeof record.code === "string" ? record.code : fallbackCode;
-    const message = typeof record.message === "string" ? record.message : String(error);
-    let data: unknown;
-    try {
-      data = record.data === undefined ? undefined : JSON.parse(JSON.stringify(record.data));
-    } catch {
-      data = undefined;
-    }
-    return data === undefined ? { code, message } : { code, message, data };
-  }
-  return { code: fallbackCode, message: String(error) };
+/** The dispatcher's way to the host process; every call names its run and carries its capability. */
+function hostFor(runId: number, capability: string) {
+  return {
+    call(method: string, payload: unknown): Promise<unknown> {
+      const callId = nextCallId++;
+      return new Promise((resolve, reject) => {
+        hostCalls.set(callId, { resolve, reject });
+        send({ type: "host-call", runId, capability, callId, method, payload });
+      });
+    },
+  };
 }
 
-const host = {
-  call(method: string, payload: unknown): Promise<unknown> {
-    const callId = nextCallId++;
-    return new Promise((resolve, reject) => {
-      hostCalls.set(callId, { resolve, reject });
-      send({ type: "host-call", callId, method, payload });
-    });
-  },
-};
+/** A script error's place in the script's own coordinates, read from the engine's description. */
+function positionOf(script: string, stack: string | undefined): ScriptPosition | undefined {
+  if (stack === undefined) return undefined;
+  const match = /edit-script\.js:(\d+)(?::(\d+))?/.exec(stack);
+  if (match === null) return undefined;
+  const line = Number(match[1]) - 1;
+  const column = match[2] === undefined ? 1 : Number(match[2]);
+  const lines = script.split("\n");
+  if (line < 1 || line > lines.length) return undefined;
+  return { line, column, sourceLine: lines[line - 1]!.slice(0, 300) };
+}
 
-/** The one worker function the context holds: text in, text out, and it never throws on purpose. */
-function bridge(text: string): string {
+/** Route for every host function of the engine: the run it names must be the active, live run. */
+function gateOf(capability: string): RunGate | undefined {
   const run = active;
-  try {
-    if (run === undefined || run.ended)
-      return JSON.stringify({ ok: false, error: { code: "run_ended", message: "the run has ended" } });
-    const message = JSON.parse(String(text)) as {
-      kind: string;
-      binding: string;
-      method: string;
-      args: unknown[];
-      level: SandboxLog["level"];
-      text: string;
-      outcome: ScriptOutcome;
-    };
-    switch (message.kind) {
-      case "call":
-        try {
-          const value = run.dispatcher.call(message.binding, message.method, message.args);
-          return JSON.stringify({ ok: true, value: value === undefined ? null : value });
-        } catch (error) {
-          return JSON.stringify({ ok: false, error: toFailure(error, "call_refused") });
-        }
-      case "call-async":
-        return startAsyncCall(run, message.binding, message.method, message.args);
-      case "console":
-        if (run.logs.length < maxLogLines) {
-          const line: SandboxLog = {
-            level: message.level,
-            text: String(message.text).slice(0, maxLogLineLength),
-          };
-          run.logs.push(line);
-          send({ type: "log", runId: run.runId, line });
-        }
-        return '{"ok":true}';
-      case "finish":
-        run.ended = true;
-        run.outcome = message.outcome;
-        setImmediate(() => void complete(run));
-        return '{"ok":true}';
-      default:
-        return JSON.stringify({
-          ok: false,
-          error: { code: "unknown_call", message: `unknown call ${message.kind}` },
-        });
-    }
-  } catch (error) {
-    return JSON.stringify({ ok: false, error: toFailure(error, "bridge_failed") });
-  }
+  if (run === undefined || run.capability !== capability || run.over) return undefined;
+  return run.gate;
 }
 
-function startAsyncCall(run: ActiveRun, binding: string, method: string, args: unknown[]): string {
-  if (run.dispatcher.callAsync === undefined) {
-    return JSON.stringify({
-      ok: false,
-      error: { code: "unknown_call", message: `${binding}.${method} is not available` },
-    });
-  }
-  const callId = nextCallId++;
-  run.inFlight++;
-  const settle = (answer: object) => {
-    run.inFlight--;
-    if (active !== run || run.api === undefined) return;
-    run.api.settle(JSON.stringify({ callId, ...answer }));
-  };
-  run.dispatcher.callAsync(binding, method, args).then(
-    (value) => settle({ ok: true, value: value === undefined ? null : value }),
-    (error) => settle({ ok: false, error: toFailure(error, "call_failed") }),
-  );
-  return JSON.stringify({ ok: true, callId });
-}
-
-/** Waits for the script's in-flight host reads, then lets the dispatcher build the run's result. */
-async function complete(run: ActiveRun): Promise<void> {
-  while (run.inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 1));
-  // Let rejections the script left unhandled surface before the plan is built.
-  await new Promise((resolve) => setImmediate(resolve));
-  send({ type: "script-ended", runId: run.runId });
-  let outcome: ScriptOutcome = run.outcome ?? {
-    ok: false,
-    error: { code: "script_error", message: "no outcome" },
-  };
-  if (outcome.ok && run.unhandled !== undefined) outcome = { ok: false, error: run.unhandled };
-  try {
-    const value = await run.dispatcher.finish(outcome);
-    finishRun(run, { ok: true, value });
-  } catch (error) {
-    finishRun(run, { ok: false, error: toFailure(error, "run_failed") });
-  }
-}
-
-function finishRun(run: ActiveRun, result: { ok: boolean; value?: unknown; error?: SandboxFailure }): void {
-  if (active === run) active = undefined;
-  send({ type: "result", runId: run.runId, logs: run.logs, ...result });
-}
-
-process.on("unhandledRejection", (reason) => {
-  const run = active;
-  if (run?.api === undefined) return;
-  // The reason is the script's value: only the context's own describe() may look at it.
-  const described = JSON.parse(run.api.describe(reason)) as SandboxFailure;
-  run.unhandled = {
-    code: "unhandled_rejection",
-    message: `a promise the script did not handle was rejected: ${described.message}`,
-  };
+const refusedByCapability = JSON.stringify({
+  ok: false,
+  error: { code: "capability_refused", message: "the call does not belong to the active run" },
 });
 
-async function startRun(runId: number, script: string, input: unknown): Promise<void> {
-  let dispatcher: SandboxDispatcher;
+function install(run: Run): QuickJSHandle {
+  const { context, capability } = run;
+  const hostObject = context.newObject();
+  const text = (handle: QuickJSHandle | undefined): string | undefined =>
+    handle !== undefined && context.typeof(handle) === "string" ? context.getString(handle) : undefined;
+  const define = (name: string, implementation: (argument: string | undefined) => string | undefined) => {
+    const fn = context.newFunction(name, (argument) => {
+      const answer = implementation(text(argument));
+      return answer === undefined ? context.undefined : context.newString(answer);
+    });
+    context.setProp(hostObject, name, fn);
+    fn.dispose();
+  };
+  for (const [binding, methods] of Object.entries(loaded.surface)) {
+    for (const [method, kind] of Object.entries(methods)) {
+      define(`call:${binding}.${method}`, (argumentsText) => {
+        const gate = gateOf(capability);
+        if (gate === undefined) return refusedByCapability;
+        if (kind === "sync") return gate.call(capability, binding, method, argumentsText);
+        return gate.callAsync(capability, binding, method, argumentsText, (answer) => settle(run, answer));
+      });
+    }
+  }
+  for (const level of ["log", "info", "warn", "error", "debug"] as const) {
+    define(`log:${level}`, (line) => {
+      if (gateOf(capability) === undefined || line === undefined) return undefined;
+      if (run.logs.length < maxLogLines) {
+        const entry: SandboxLog = { level, text: line.slice(0, maxLogLineLength) };
+        run.logs.push(entry);
+        send({ type: "log", runId: run.runId, capability, line: entry });
+      }
+      return undefined;
+    });
+  }
+  define("finish", (outcomeText) => {
+    if (gateOf(capability) === undefined || run.outcome !== undefined || outcomeText === undefined)
+      return undefined;
+    try {
+      run.outcome = JSON.parse(outcomeText) as ScriptOutcome;
+    } catch {
+      run.outcome = { ok: false, error: { code: "script_error", message: "the script ended unreadably" } };
+    }
+    return undefined;
+  });
+  const installer = context.unwrapResult(context.evalCode(scriptBridgeSource, "bridge.js"));
+  const surfaceText = context.newString(JSON.stringify(loaded.surface));
+  const removedText = context.newString(JSON.stringify(removedGlobals));
+  const api = context.unwrapResult(
+    context.callFunction(installer, context.undefined, hostObject, surfaceText, removedText),
+  );
+  for (const handle of [installer, surfaceText, removedText, hostObject]) handle.dispose();
+  run.settle = context.getProp(api, "settle");
+  run.audit = context.getProp(api, "audit");
+  return api;
+}
+
+/** Hands an async call's answer to the script, then lets the script go on. */
+function settle(run: Run, answer: string): void {
+  if (run.over || run.settle === undefined) return;
+  const text = run.context.newString(answer);
+  const result = run.context.callFunction(run.settle, run.context.undefined, text);
+  text.dispose();
+  if (result.error !== undefined) result.error.dispose();
+  else result.value.dispose();
+  pump(run);
+}
+
+/** Runs the engine's pending jobs; ends the run when the script has ended or can never go on. */
+function pump(run: Run): void {
+  if (run.over) return;
   try {
-    dispatcher = await loaded.createDispatcher(input, host);
+    const jobs = run.runtime.executePendingJobs(-1);
+    if (jobs.error !== undefined) {
+      jobs.error.dispose();
+      if (!run.interrupted && run.outcome === undefined)
+        run.outcome = {
+          ok: false,
+          error: { code: "script_error", message: "the engine stopped the script" },
+        };
+    }
   } catch (error) {
-    send({ type: "result", runId, ok: false, error: toFailure(error, "run_failed"), logs: [] });
+    engineFailed(run, error);
     return;
   }
-  const run: ActiveRun = { runId, logs: [], dispatcher, inFlight: 0, ended: false };
-  active = run;
-  const context = vm.createContext(Object.create(null), {
-    codeGeneration: { strings: false, wasm: false },
-    name: "docscript edit script",
+  if (growthRefused) return void end(run, memoryFailure(run));
+  if (run.interrupted) return void end(run, timeoutFailure(run));
+  if (run.outcome !== undefined) return void end(run);
+  if (run.gate.inFlight === 0) {
+    run.outcome = {
+      ok: false,
+      error: {
+        code: "script_error",
+        message: "the script waits on a promise that nothing will ever settle",
+      },
+    };
+    return void end(run);
+  }
+}
+
+function memoryFailure(run: Run): SandboxFailure {
+  return { code: "memory_limit", message: `the script exceeded the ${run.memoryLimitMb} MB heap ceiling` };
+}
+
+function timeoutFailure(run: Run): SandboxFailure {
+  return {
+    code: "timeout",
+    message: `the script did not finish within ${run.timeoutMs} ms`,
+    data: { timeoutMs: run.timeoutMs },
+  };
+}
+
+/** The engine itself failed (a trap in its code): the run fails and this worker is replaced. */
+function engineFailed(run: Run, error: unknown): void {
+  void end(run, {
+    code: "sandbox_crashed",
+    message: `the script engine failed: ${error instanceof Error ? error.name : "unknown error"}`,
   });
-  const install = vm.runInContext(scriptBridgeSource, context) as (
-    bridgeFunction: (text: string) => string,
-    surfaceText: string,
-    removedText: string,
-  ) => BridgeApi;
-  const api = install(bridge, JSON.stringify(loaded.surface), JSON.stringify(removedGlobals));
-  run.api = api;
-  let main: unknown;
+}
+
+/** What a script error tells the model: its code, message, place and the offending line. */
+function scriptFailure(run: Run, error: SandboxFailure & { name?: string; stack?: string }): SandboxFailure {
+  if (growthRefused || (error.name === "InternalError" && error.message === "out of memory"))
+    return memoryFailure(run);
+  const position = positionOf(run.script, error.stack);
+  const data =
+    typeof error.data === "object" && error.data !== null && !Array.isArray(error.data)
+      ? (error.data as Record<string, unknown>)
+      : error.data === undefined
+        ? {}
+        : { value: error.data };
+  const described =
+    error.name !== undefined && error.name !== "DocScriptError" && error.name !== "Error"
+      ? `${error.name}: ${error.message}`
+      : error.message;
+  const located =
+    position === undefined ? described : `${described} (line ${position.line}, column ${position.column})`;
+  const merged = position === undefined ? data : { ...data, ...position };
+  return Object.keys(merged).length === 0
+    ? { code: error.code, message: located }
+    : { code: error.code, message: located, data: merged };
+}
+
+async function end(run: Run, limit?: SandboxFailure): Promise<void> {
+  if (run.over) return;
+  run.over = true;
+  clearTimeout(run.deadlineTimer);
+  run.gate.end();
+  let outcome: ScriptOutcome | undefined = run.outcome;
+  let unobserved: string | undefined;
+  if (limit === undefined && outcome?.ok === true && run.audit !== undefined) {
+    try {
+      const ids = run.context.newString(JSON.stringify(run.gate.rejectedCallIds));
+      const audited = run.context.callFunction(run.audit, run.context.undefined, ids);
+      ids.dispose();
+      if (audited.error === undefined) {
+        const found = JSON.parse(run.context.getString(audited.value)) as { message: string } | null;
+        audited.value.dispose();
+        if (found !== null) unobserved = found.message;
+      } else audited.error.dispose();
+    } catch {
+      // An engine that cannot answer the audit is disposed below all the same.
+    }
+  }
+  let retire = limit !== undefined;
   try {
-    const compiled = new vm.Script(`(async function editScript() {"use strict";\n${script}\n})`, {
-      filename: "edit-script.js",
-      lineOffset: -1,
-      importModuleDynamically: (() => {
-        throw api.makeError("import() is not available in an edit script");
-      }) as never,
-    });
-    main = compiled.runInContext(context);
+    run.settle?.dispose();
+    run.audit?.dispose();
+    run.context.dispose();
+    run.runtime.dispose();
+  } catch {
+    retire = true;
+  }
+  if (active === run) active = undefined;
+  send({ type: "script-ended", runId: run.runId, capability: run.capability });
+  if (limit !== undefined) return finishRun(run, { ok: false, error: limit }, true);
+  outcome ??= { ok: false, error: { code: "script_error", message: "the script ended without an outcome" } };
+  if (outcome.ok && unobserved !== undefined) {
+    outcome = {
+      ok: false,
+      error: {
+        code: "unhandled_rejection",
+        message: `a promise the script did not handle was rejected: ${unobserved}`,
+      },
+    };
+  } else if (!outcome.ok) {
+    const failure = scriptFailure(run, outcome.error);
+    if (failure.code === "memory_limit") return finishRun(run, { ok: false, error: failure }, true);
+    outcome = { ok: false, error: failure };
+  }
+  try {
+    const value = await run.dispatcher.finish(outcome);
+    finishRun(run, { ok: true, value }, retire);
   } catch (error) {
-    run.ended = true;
+    finishRun(run, { ok: false, error: toFailure(error, "run_failed") }, retire);
+  }
+}
+
+function finishRun(
+  run: Run,
+  result: { ok: boolean; value?: unknown; error?: SandboxFailure },
+  retire: boolean,
+): void {
+  send({
+    type: "result",
+    runId: run.runId,
+    capability: run.capability,
+    logs: run.logs,
+    ...result,
+    ...(retire ? { retire: true } : {}),
+  });
+}
+
+async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promise<void> {
+  const { runId, capability } = message;
+  let dispatcher: SandboxDispatcher;
+  try {
+    dispatcher = await loaded.createDispatcher(message.input, hostFor(runId, capability));
+  } catch (error) {
+    send({ type: "result", runId, capability, ok: false, error: toFailure(error, "run_failed"), logs: [] });
+    return;
+  }
+  const runtime = engine.newRuntime();
+  runtime.setMaxStackSize(engineStackBytes);
+  growthRefused = false;
+  // import() of anything is refused; the engine makes the error in the script's own realm.
+  runtime.setModuleLoader(() => ({ error: new Error("import() is not available in an edit script") }));
+  const context = runtime.newContext({ intrinsics: { ...DefaultIntrinsics, TypedArrays: false } });
+  const run: Run = {
+    runId,
+    capability,
+    script: message.script,
+    timeoutMs: message.timeoutMs,
+    memoryLimitMb: message.memoryLimitMb,
+    logs: [],
+    dispatcher,
+    gate: createRunGate(capability, loaded.surface, dispatcher),
+    runtime,
+    context,
+    deadline: Number.POSITIVE_INFINITY,
+    interrupted: false,
+    over: false,
+  };
+  runtime.setInterruptHandler(() => {
+    if (growthRefused) return true;
+    if (performance.now() < run.deadline) return false;
+    run.interrupted = true;
+    return true;
+  });
+  active = run;
+  let api: QuickJSHandle;
+  let main: QuickJSHandle;
+  try {
+    api = install(run);
+  } catch (error) {
+    return engineFailed(run, error);
+  }
+  const compiled = context.evalCode(`${scriptPrefix}${message.script}\n})`, scriptFile);
+  if (compiled.error !== undefined) {
+    const dumped = context.dump(compiled.error) as { name?: unknown; message?: unknown; stack?: unknown };
+    compiled.error.dispose();
+    api.dispose();
+    const position = positionOf(message.script, typeof dumped.stack === "string" ? dumped.stack : undefined);
+    const text = typeof dumped.message === "string" ? dumped.message : "the script does not compile";
     run.outcome = {
       ok: false,
       error: {
         code: "syntax_error",
-        message: error instanceof Error ? error.message : "the script does not compile",
+        message: text,
+        ...(typeof dumped.stack === "string" ? { stack: dumped.stack } : {}),
       },
     };
-    send({ type: "started", runId });
-    void complete(run);
-    return;
+    send({ type: "started", runId, capability });
+    run.over = true;
+    run.gate.end();
+    try {
+      context.dispose();
+      runtime.dispose();
+    } catch {
+      // Disposed with the worker if not here.
+    }
+    if (active === run) active = undefined;
+    send({ type: "script-ended", runId, capability });
+    const error: SandboxFailure = {
+      code: "syntax_error",
+      message: position === undefined ? text : `${text} (line ${position.line}, column ${position.column})`,
+      ...(position === undefined ? {} : { data: position }),
+    };
+    try {
+      await dispatcher.finish({ ok: false, error });
+    } catch {
+      // The dispatcher refuses a failed script; the syntax error is the answer.
+    }
+    return finishRun(run, { ok: false, error }, false);
   }
-  send({ type: "started", runId });
-  api.start(main);
+  main = compiled.value;
+  send({ type: "started", runId, capability });
+  run.deadline = performance.now() + message.timeoutMs;
+  run.deadlineTimer = setTimeout(() => {
+    run.interrupted = true;
+    void end(run, timeoutFailure(run));
+  }, message.timeoutMs);
+  try {
+    const start = context.getProp(api, "start");
+    const started = context.callFunction(start, context.undefined, main);
+    start.dispose();
+    main.dispose();
+    api.dispose();
+    if (started.error !== undefined) {
+      started.error.dispose();
+      if (!run.interrupted && run.outcome === undefined)
+        run.outcome = {
+          ok: false,
+          error: { code: "script_error", message: "the engine stopped the script" },
+        };
+    } else started.value.dispose();
+  } catch (error) {
+    return engineFailed(run, error);
+  }
+  pump(run);
 }
 
 port.on("message", (message: HostToWorker) => {
   if (message.type === "run") {
-    void startRun(message.runId, message.script, message.input);
+    void startRun(message);
   } else if (message.type === "host-answer") {
     const waiting = hostCalls.get(message.callId);
     if (waiting === undefined) return;
@@ -243,6 +471,10 @@ port.on("message", (message: HostToWorker) => {
 });
 
 try {
+  // The variant's typings describe its CommonJS shape; as an ES module its default export is the variant.
+  engine = await newQuickJSWASMModuleFromVariant(
+    newVariant(variant as unknown as QuickJSSyncVariant, { wasmMemory: engineMemory }),
+  );
   const imported = (await import(dispatcherModule)) as {
     default?: SandboxDispatcherModule;
   } & SandboxDispatcherModule;

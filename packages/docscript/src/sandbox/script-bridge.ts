@@ -1,50 +1,42 @@
 /**
- * The source evaluated inside each run's `vm` context before the script: it removes what the script
- * must not have, and builds the bindings there, so no function or object of the worker's realm (and
- * with it that realm's `Function`) ever reaches the script. Every call leaves as JSON text through one
- * worker function held in a closure, and every answer comes back as JSON text parsed in the context.
+ * The source evaluated inside each run's QuickJS context before the script. It removes what the script
+ * must not have, then builds the bindings from host functions it holds in closures: one host function per
+ * binding method (so the script never names what the host runs), each taking the call's arguments as
+ * JSON text made here and answering JSON text parsed here. Nothing of the host's JavaScript realm exists
+ * in the engine: every value the script touches is the engine's own.
  */
 
-/** Globals deleted from the context: raw memory, shared memory, WebAssembly and V8's own console. */
-export const removedGlobals = [
-  "ArrayBuffer",
-  "SharedArrayBuffer",
-  "Atomics",
-  "WebAssembly",
-  "DataView",
-  "Int8Array",
-  "Uint8Array",
-  "Uint8ClampedArray",
-  "Int16Array",
-  "Uint16Array",
-  "Int32Array",
-  "Uint32Array",
-  "Float16Array",
-  "Float32Array",
-  "Float64Array",
-  "BigInt64Array",
-  "BigUint64Array",
-  "console",
+/** Globals deleted from each context: code that runs off the script's stack, and the engine's code compilers. */
+export const removedGlobals = ["FinalizationRegistry", "WeakRef", "queueMicrotask"] as const;
+
+/** The constructors that compile strings; each is replaced by one that throws an `EvalError`. */
+export const compilingConstructors = [
+  "Function",
+  "GeneratorFunction",
+  "AsyncFunction",
+  "AsyncGeneratorFunction",
 ] as const;
 
 /**
- * Evaluates to `function (bridge, surfaceText, removedText)` returning `{ start, settle, describe, makeError }`.
- * Strict mode throughout, so stack frames never reveal these functions or their receivers.
+ * Evaluates to `function (host, surfaceText, removedText)` returning `{ start, settle, audit }`. `host`
+ * holds the host functions: `call:<binding>.<method>` (sync or async per the surface), `log:<level>`,
+ * and `finish`; the object itself never reaches the script.
  */
-export const scriptBridgeSource = `(function installBridge(bridge, surfaceText, removedText) {
+export const scriptBridgeSource = `(function installBridge(host, surfaceText, removedText) {
   "use strict";
   const global = globalThis;
   const parse = JSON.parse;
   const stringify = JSON.stringify;
   const apply = Reflect.apply;
   const defineProperty = Object.defineProperty;
+  const getPrototypeOf = Object.getPrototypeOf;
   const freeze = Object.freeze;
   const create = Object.create;
   const keys = Object.keys;
   const StringOf = String;
   const ErrorClass = Error;
+  const EvalErrorClass = EvalError;
   const TypeErrorClass = TypeError;
-  const RangeErrorClass = RangeError;
   const PromiseClass = Promise;
   const promiseThen = Promise.prototype.then;
   const MapClass = Map;
@@ -54,8 +46,41 @@ export const scriptBridgeSource = `(function installBridge(bridge, surfaceText, 
   const arrayJoin = Array.prototype.join;
   const stringSlice = String.prototype.slice;
   const pending = new MapClass();
+  /** Binding promises something awaited or chained (it read their constructor), by call id. */
+  const observed = new MapClass();
+  /** Rejected binding promises nothing has observed yet, by call id, with their messages. */
+  const unobserved = new MapClass();
 
   for (const name of parse(removedText)) delete global[name];
+
+  // Compiling strings stays inside the engine, but a script has no need of it: each compiler throws.
+  const refuseCompile = function Function() {
+    throw new EvalErrorClass("code generation from strings is not available in an edit script");
+  };
+  const compilers = [
+    function () {}, function* () {}, async function () {}, async function* () {},
+  ];
+  for (let index = 0; index < compilers.length; index++) {
+    const prototype = getPrototypeOf(compilers[index]);
+    defineProperty(prototype, "constructor", { value: refuseCompile, writable: false, enumerable: false, configurable: false });
+  }
+  defineProperty(refuseCompile, "prototype", { value: getPrototypeOf(compilers[0]), writable: false, enumerable: false, configurable: false });
+  defineProperty(global, "Function", { value: refuseCompile, writable: true, enumerable: false, configurable: true });
+  const refuseEval = {
+    eval(_) {
+      throw new EvalErrorClass("code generation from strings is not available in an edit script");
+    },
+  }.eval;
+  defineProperty(global, "eval", { value: refuseEval, writable: true, enumerable: false, configurable: true });
+
+  // Stack frames are the engine's own, but a prepareStackTrace hook would hand the script the bridge's
+  // functions and receivers: setting it is accepted and changes nothing.
+  defineProperty(ErrorClass, "prepareStackTrace", {
+    get: function prepareStackTrace() { return undefined; },
+    set: function prepareStackTrace(_) {},
+    enumerable: false,
+    configurable: false,
+  });
 
   function makeError(code, message, data) {
     const error = new ErrorClass(StringOf(message));
@@ -67,49 +92,58 @@ export const scriptBridgeSource = `(function installBridge(bridge, surfaceText, 
     return error;
   }
 
-  function cross(message) {
-    const text = stringify(message);
-    let answer;
+  function argumentsText(args) {
+    let text;
     try {
-      answer = bridge(text);
-    } catch (_) {
-      // Whatever the worker threw (a stack overflow, most likely) stays there; a fresh error of this realm takes its place.
-      throw new RangeErrorClass("the call could not reach the sandbox host (is the stack exhausted?)");
-    }
-    return parse(answer);
-  }
-
-  function toJsonArguments(args) {
-    try {
-      return parse(stringify(args));
+      text = stringify(args);
     } catch (error) {
-      if (isErrorLike(error) && error.name === "RangeError") throw error;
       throw new TypeErrorClass("arguments must be plain JSON data: " + safeText(error));
     }
+    if (typeof text !== "string") throw new TypeErrorClass("arguments must be plain JSON data");
+    return text;
   }
 
-  function callSync(binding, method, args) {
-    const answer = cross({ kind: "call", binding, method, args: toJsonArguments(args) });
+  function callSync(hostFunction, args) {
+    const answer = parse(hostFunction(argumentsText(args)));
     if (answer.ok) return answer.value;
     throw makeError(answer.error.code, answer.error.message, answer.error.data);
   }
 
-  function callAsync(binding, method, args) {
+  function watch(promise, callId) {
+    // Awaiting, then(), catch(), finally() and Promise.all all read a promise's constructor first.
+    defineProperty(promise, "constructor", {
+      configurable: true,
+      enumerable: false,
+      get() {
+        apply(mapSet, observed, [callId, true]);
+        apply(mapDelete, unobserved, [callId]);
+        return PromiseClass;
+      },
+      set(value) {
+        apply(mapSet, observed, [callId, true]);
+        apply(mapDelete, unobserved, [callId]);
+        defineProperty(promise, "constructor", { value, writable: true, enumerable: false, configurable: true });
+      },
+    });
+    return promise;
+  }
+
+  function callAsync(hostFunction, args) {
     let answer;
     try {
-      answer = cross({ kind: "call-async", binding, method, args: toJsonArguments(args) });
+      answer = parse(hostFunction(argumentsText(args)));
     } catch (error) {
       return new PromiseClass((_, reject) => reject(error));
     }
     if (!answer.ok) {
       return new PromiseClass((_, reject) => reject(makeError(answer.error.code, answer.error.message, answer.error.data)));
     }
-    return new PromiseClass((resolve, reject) => {
-      apply(mapSet, pending, [answer.callId, { resolve, reject }]);
-    });
+    const callId = answer.callId;
+    return watch(new PromiseClass((resolve, reject) => {
+      apply(mapSet, pending, [callId, { resolve, reject }]);
+    }), callId);
   }
 
-  // instanceof would consult the script's own Symbol.hasInstance; this only reads plain properties.
   function isErrorLike(value) {
     return typeof value === "object" && value !== null && typeof value.message === "string";
   }
@@ -133,10 +167,11 @@ export const scriptBridgeSource = `(function installBridge(bridge, surfaceText, 
   for (const binding of keys(surface)) {
     const methods = create(null);
     for (const method of keys(surface[binding])) {
+      const hostFunction = host["call:" + binding + "." + method];
       const isAsync = surface[binding][method] === "async";
       methods[method] = {
         [method](...args) {
-          return isAsync ? callAsync(binding, method, args) : callSync(binding, method, args);
+          return isAsync ? callAsync(hostFunction, args) : callSync(hostFunction, args);
         },
       }[method];
     }
@@ -145,16 +180,27 @@ export const scriptBridgeSource = `(function installBridge(bridge, surfaceText, 
 
   const consoleObject = create(null);
   for (const level of ["log", "info", "warn", "error", "debug"]) {
+    const hostFunction = host["log:" + level];
     consoleObject[level] = {
       [level](...args) {
         const parts = [];
-        // Indexes, not for-of: the script may have replaced Array.prototype[Symbol.iterator].
         for (let index = 0; index < args.length; index++) parts[index] = safeText(args[index]);
-        cross({ kind: "console", level, text: apply(arrayJoin, parts, [" "]) });
+        hostFunction(apply(arrayJoin, parts, [" "]));
       },
     }[level];
   }
   defineProperty(global, "console", { value: freeze(consoleObject), writable: false, enumerable: false, configurable: false });
+
+  const finishHost = host.finish;
+
+  function plainData(value) {
+    try {
+      const text = stringify(value);
+      return text === undefined ? undefined : parse(text);
+    } catch (_) {
+      return undefined;
+    }
+  }
 
   function describe(value) {
     const error = { code: "script_error", message: safeText(value) };
@@ -163,13 +209,24 @@ export const scriptBridgeSource = `(function installBridge(bridge, surfaceText, 
         error.name = StringOf(value.name);
         if (typeof value.code === "string") error.code = value.code;
         if (typeof value.stack === "string") error.stack = apply(stringSlice, value.stack, [0, 4000]);
+        if (typeof value.lineNumber === "number") error.lineNumber = value.lineNumber;
+        if (value.data !== undefined) {
+          const data = plainData(value.data);
+          if (data !== undefined) error.data = data;
+        }
       }
     } catch (_) {}
-    return stringify(error);
+    return error;
   }
 
   function finish(outcome) {
-    cross({ kind: "finish", outcome });
+    let text;
+    try {
+      text = stringify(outcome);
+    } catch (_) {
+      text = undefined;
+    }
+    finishHost(typeof text === "string" ? text : '{"ok":false,"error":{"code":"script_error","message":"the script ended with an unreadable value"}}');
   }
 
   function start(main) {
@@ -177,16 +234,16 @@ export const scriptBridgeSource = `(function installBridge(bridge, surfaceText, 
     try {
       promise = main();
     } catch (error) {
-      finish({ ok: false, error: parse(describe(error)) });
+      finish({ ok: false, error: describe(error) });
       return;
     }
     try {
       apply(promiseThen, promise, [
         () => finish({ ok: true }),
-        (error) => finish({ ok: false, error: parse(describe(error)) }),
+        (error) => finish({ ok: false, error: describe(error) }),
       ]);
     } catch (error) {
-      finish({ ok: false, error: parse(describe(error)) });
+      finish({ ok: false, error: describe(error) });
     }
   }
 
@@ -195,9 +252,25 @@ export const scriptBridgeSource = `(function installBridge(bridge, surfaceText, 
     const entry = apply(mapGet, pending, [answer.callId]);
     if (entry === undefined) return;
     apply(mapDelete, pending, [answer.callId]);
-    if (answer.ok) entry.resolve(answer.value);
-    else entry.reject(makeError(answer.error.code, answer.error.message, answer.error.data));
+    if (answer.ok) {
+      apply(mapDelete, unobserved, [answer.callId]);
+      entry.resolve(answer.value);
+    } else {
+      const error = makeError(answer.error.code, answer.error.message, answer.error.data);
+      if (apply(mapGet, observed, [answer.callId]) !== true) apply(mapSet, unobserved, [answer.callId, error.message]);
+      entry.reject(error);
+    }
   }
 
-  return freeze({ start, settle, describe, makeError: (message) => makeError("import_refused", message) });
+  /** After the script: the first rejected binding promise nothing awaited, or null. */
+  function audit(callIdsText) {
+    const callIds = parse(callIdsText);
+    for (let index = 0; index < callIds.length; index++) {
+      const message = apply(mapGet, unobserved, [callIds[index]]);
+      if (message !== undefined) return stringify({ message });
+    }
+    return "null";
+  }
+
+  return freeze({ start, settle, audit });
 })`;

@@ -106,3 +106,18 @@ declare const console: {
   debug(...values: unknown[]): void;
 };
 `;
+
+/**
+ * Every global a script sees (the sandbox's enumeration test holds the engine to it): the language's
+ * own built-ins in QuickJS, whose `eval` and `Function` throw `EvalError`, and the three bindings.
+ * Nothing else: no timers, no `queueMicrotask`, `WeakRef` or `FinalizationRegistry`, no typed arrays,
+ * no `import()`.
+ */
+export const scriptGlobals: readonly string[] = [
+  ..."Object Function Error EvalError RangeError ReferenceError SyntaxError TypeError URIError InternalError AggregateError Iterator Array parseInt parseFloat isNaN isFinite decodeURI decodeURIComponent encodeURI encodeURIComponent escape unescape Infinity NaN undefined Number Boolean String Math Reflect Symbol eval globalThis Date RegExp JSON Proxy Map Set WeakMap WeakSet Promise".split(
+    " ",
+  ),
+  "entities",
+  "relations",
+  "console",
+];
