@@ -457,6 +457,33 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
   pump(run);
 }
 
+/**
+ * WebAssembly compiles each engine function lazily, on its first call: a first script in a fresh worker
+ * would pay for it inside its time limit. One throwaway run of the bridge and a small script at boot
+ * pays it before the worker is ready.
+ */
+function warmUp(): void {
+  const runtime = engine.newRuntime();
+  runtime.setMaxStackSize(engineStackBytes);
+  const context = runtime.newContext({ intrinsics: { ...DefaultIntrinsics, TypedArrays: false } });
+  try {
+    const installer = context.unwrapResult(context.evalCode(scriptBridgeSource, "bridge.js"));
+    installer.dispose();
+    const warm = context.evalCode(
+      `(async () => { const rows = []; for (let index = 0; index < 2000; index++) rows.push({ id: "r" + index, payload: { n: index, text: String(index) } });
+        const text = JSON.stringify(rows); const back = JSON.parse(text); await Promise.resolve(back.length);
+        return back.filter((row) => row.payload.n % 2).map((row) => row.id).sort().join(",").length; })()`,
+      scriptFile,
+    );
+    if (warm.error !== undefined) warm.error.dispose();
+    else warm.value.dispose();
+    runtime.executePendingJobs(-1);
+  } finally {
+    context.dispose();
+    runtime.dispose();
+  }
+}
+
 port.on("message", (message: HostToWorker) => {
   if (message.type === "run") {
     void startRun(message);
@@ -482,6 +509,7 @@ try {
   if (typeof loaded.createDispatcher !== "function" || typeof loaded.surface !== "object") {
     throw new Error(`${dispatcherModule} exports no surface and createDispatcher`);
   }
+  warmUp();
   send({ type: "ready" });
 } catch (error) {
   send({ type: "boot-failed", message: error instanceof Error ? error.message : String(error) });
