@@ -9,6 +9,7 @@ const defaultGlobs = [
   "packages/*/test*/**/*.test.ts",
   "test-support/src/**/*.test.ts",
   "examples/**/*.test.ts",
+  "test/**/*.test.ts",
 ];
 const requested = process.argv.slice(2);
 const globs = requested.length > 0 ? requested : defaultGlobs;

@@ -7,31 +7,35 @@ export interface ModuleEntry {
   readonly path: string;
 }
 
-// Source runs as .ts, a build as .js: the bundles are named with this file's own extension.
+// Source runs as .ts, a build as .js: the demo bundle is named with this file's own extension.
 const extension = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
-const built = extension === ".js";
 
-/** Module name and path relative to this folder; memory and docscript join when their bundles exist. */
-const builtinCandidates: readonly { module: string; path: string; optional: boolean }[] = [
-  { module: "demo", path: `./demo${extension}`, optional: false },
-  {
-    module: "memory",
-    path: `../../../memory/${built ? "dist" : "src"}/module/bundle${extension}`,
-    optional: true,
-  },
-  {
-    module: "docscript",
-    path: `../../../docscript/${built ? "dist" : "src"}/module/bundle${extension}`,
-    optional: true,
-  },
+/**
+ * The built-in modules: the demo beside this file, and memory and docscript through their packages'
+ * `./module` export (the source under the `@tackle/source` condition, the build otherwise). Those two
+ * join when their package is installed and its bundle exists.
+ */
+const builtinCandidates: readonly { module: string; url: () => string; optional: boolean }[] = [
+  { module: "demo", url: () => new URL(`./demo${extension}`, import.meta.url).href, optional: false },
+  { module: "memory", url: () => import.meta.resolve("@tackle/memory/module"), optional: true },
+  { module: "docscript", url: () => import.meta.resolve("@tackle/docscript/module"), optional: true },
 ];
 
 /** The built-in modules present in this installation, as absolute paths. */
 export function builtinModules(): ModuleEntry[] {
-  return builtinCandidates
-    .map((candidate) => ({ ...candidate, path: fileURLToPath(new URL(candidate.path, import.meta.url)) }))
-    .filter((candidate) => !candidate.optional || existsSync(candidate.path))
-    .map(({ module, path }) => ({ module, path }));
+  const entries: ModuleEntry[] = [];
+  for (const candidate of builtinCandidates) {
+    let path: string;
+    try {
+      path = fileURLToPath(candidate.url());
+    } catch (error) {
+      if (candidate.optional) continue; // the package is not installed
+      throw error;
+    }
+    if (candidate.optional && !existsSync(path)) continue; // installed, not built
+    entries.push({ module: candidate.module, path });
+  }
+  return entries;
 }
 
 /** The same list in `MESH_TOOL_MODULES` form (`demo=/…/demo.ts,memory=/…`). */
