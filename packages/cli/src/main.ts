@@ -1,6 +1,6 @@
 /** The `tackle` process: runs the program on this process's arguments and streams, and sets the exit code. */
 
-import { ToolError } from "@tackle/core";
+import { ToolDefinitionError, ToolError } from "@tackle/core";
 import { CommanderError } from "commander";
 import { createPaint } from "./output/colour.ts";
 import { createCliLogger } from "./output/create-cli-logger.ts";
@@ -49,7 +49,7 @@ function report(error: unknown): number {
     process.stderr.write(`${paint.red("tackle:")} ${error.message}\n`);
     return error.exitCode;
   }
-  if (ToolError.isInstance(error)) {
+  if (ToolError.isInstance(error) || ToolDefinitionError.isInstance(error)) {
     process.stderr.write(`${paint.red("tackle:")} ${error.code}: ${error.message}\n`);
     return 1;
   }

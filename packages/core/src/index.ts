@@ -1,11 +1,19 @@
 /** @tackle/core: define a tool once; hand it to the AI SDK, the OpenAI SDK, LangChain or MCP. */
+export { hasBrand, setBrand } from "./errors/brand.ts";
 export { controlFlowBrand, isControlFlow } from "./errors/control-flow.ts";
 export { formatIssues, InvalidInputError, type ValidationIssue } from "./errors/invalid-input-error.ts";
 export { InvalidOutputError } from "./errors/invalid-output-error.ts";
 export { toToolError } from "./errors/to-tool-error.ts";
 export { ToolAbortedError } from "./errors/tool-aborted-error.ts";
-export { ToolDefinitionError } from "./errors/tool-definition-error.ts";
-export { ToolError, type ToolErrorOptions, type ToolErrorPayload } from "./errors/tool-error.ts";
+export { ToolDefinitionError, type ToolDefinitionErrorCode } from "./errors/tool-definition-error.ts";
+export {
+  type CoreToolError,
+  ToolError,
+  type ToolErrorCode,
+  type ToolErrorDataByCode,
+  type ToolErrorOptions,
+  type ToolErrorPayload,
+} from "./errors/tool-error.ts";
 export { ToolFailedError } from "./errors/tool-failed-error.ts";
 export { ToolTimeoutError } from "./errors/tool-timeout-error.ts";
 export { UnknownToolError } from "./errors/unknown-tool-error.ts";
@@ -36,8 +44,13 @@ export {
   createToolSet,
   DEFAULT_TIMEOUT_MS,
   type ToolCallResult,
+  type ToolInput,
+  type ToolNamed,
+  type ToolOutput,
   type ToolSet,
+  type ToolSetOf,
   type ToolSetOptions,
+  type TypedToolSet,
 } from "./tool-set/create-tool-set.ts";
-export { llmNamePattern, toLlmName } from "./tool-set/llm-name.ts";
+export { type LlmName, llmNamePattern, toLlmName } from "./tool-set/llm-name.ts";
 export { traceToolCall } from "./tracing/trace-tool-call.ts";

@@ -24,6 +24,7 @@ export {
 export { defaultModulePrefix, defaultSeatPrefix } from "./config/names.ts";
 export { redactBrokerUrl } from "./config/redact-broker-url.ts";
 export { MeshConfigError } from "./errors/mesh-config-error.ts";
+export type { MeshErrorCode, MeshToolError } from "./errors/mesh-error-code.ts";
 export {
   type IssueMembershipOptions,
   issueMembership,

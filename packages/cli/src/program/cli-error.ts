@@ -1,4 +1,6 @@
 /** `CliError`: a refusal the `tackle` command explains in one line and exits non-zero on. */
+import { hasBrand, setBrand } from "@tackle/core";
+
 const cliErrorBrand = Symbol.for("tackle.cli-error");
 
 export type CliErrorCode =
@@ -12,7 +14,6 @@ export type CliErrorCode =
   | "token_file";
 
 export class CliError extends Error {
-  readonly [cliErrorBrand] = true;
   readonly code: CliErrorCode;
   /** The process exit code: 2 for a usage or configuration mistake, 1 otherwise. */
   readonly exitCode: number;
@@ -22,13 +23,10 @@ export class CliError extends Error {
     this.name = "CliError";
     this.code = code;
     this.exitCode = options.exitCode ?? 1;
+    setBrand(this, cliErrorBrand);
   }
 
   static isInstance(value: unknown): value is CliError {
-    return (
-      typeof value === "object" &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[cliErrorBrand] === true
-    );
+    return hasBrand(value, cliErrorBrand);
   }
 }

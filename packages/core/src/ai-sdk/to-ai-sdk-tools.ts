@@ -1,7 +1,15 @@
 /** `toAiSdkTools`: a Tackle tool set as AI SDK tools, keyed by the set's model-safe names. */
 import { type Tool as AiSdkTool, type ToolSet as AiSdkToolSet, type JSONValue, jsonSchema, tool } from "ai";
 import type { ToolErrorPayload } from "../errors/tool-error.ts";
-import type { CallOptions, ToolSet } from "../tool-set/create-tool-set.ts";
+import type { AnyTool } from "../tool/define-tool.ts";
+import type {
+  CallOptions,
+  ToolInput,
+  ToolOutput,
+  ToolSet,
+  TypedToolSet,
+} from "../tool-set/create-tool-set.ts";
+import type { LlmName } from "../tool-set/llm-name.ts";
 
 type ModelOutput = Awaited<ReturnType<NonNullable<AiSdkTool["toModelOutput"]>>>;
 
@@ -15,11 +23,25 @@ export interface AiSdkToolFailure {
 }
 
 /**
+ * The AI SDK tools of a typed set: keyed by each tool's model-safe name, each typed by its tool's input
+ * and output (or the failure), so `generateText`'s tool calls and results are typed too.
+ */
+export type AiSdkToolsOf<Tools extends AnyTool> = {
+  [T in Tools as LlmName<T["name"]>]: AiSdkTool<ToolInput<T>, ToolOutput<T> | AiSdkToolFailure>;
+};
+
+/**
  * Wraps every tool of the set as an AI SDK tool. Input schemas are the JSON Schemas derived at
  * definition; `toolset.call` validates, so invalid input, timeouts and failures come back to the model
  * as an `error-json` tool result it can act on (`{ code, message, retryable, data }`), not as a thrown
  * error that keeps only a message. Control-flow throws (durable interrupts) pass through untouched.
  */
+export function toAiSdkTools<Tools extends AnyTool>(
+  toolset: TypedToolSet<Tools>,
+  options?: AiSdkToolsOptions,
+): AiSdkToolsOf<Tools>;
+/** A set known only at run time: a record of untyped AI SDK tools. */
+export function toAiSdkTools(toolset: ToolSet, options?: AiSdkToolsOptions): AiSdkToolSet;
 export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}): AiSdkToolSet {
   const tools: AiSdkToolSet = {};
   for (const definition of toolset.tools) {

@@ -1,3 +1,5 @@
+import { hasBrand } from "./brand.ts";
+
 /**
  * Some throws are not failures: a durable run's interrupt unwinds through a tool on purpose.
  * An error carrying this brand passes through every Tackle layer untouched, never reported as a tool error.
@@ -5,9 +7,5 @@
 export const controlFlowBrand: unique symbol = Symbol.for("tackle.control-flow") as never;
 
 export function isControlFlow(value: unknown): boolean {
-  return (
-    typeof value === "object" &&
-    value !== null &&
-    (value as Record<symbol, unknown>)[controlFlowBrand] === true
-  );
+  return hasBrand(value, controlFlowBrand);
 }

@@ -1,45 +1,74 @@
-/** The one error shape of Tackle: a string `code`, a `retryable` flag and JSON `data`. */
-const toolErrorBrand = Symbol.for("tackle.tool-error");
+/** The one wire error of Tackle: a string `code`, a `retryable` flag and JSON `data`, typed by code. */
+import { brandChain, hasBrand, ownBrand } from "./brand.ts";
+import type { ValidationIssue } from "./validation-issue.ts";
 
-/** What crosses a wire: never a stack. */
-export interface ToolErrorPayload {
-  readonly code: string;
-  readonly message: string;
-  readonly retryable?: boolean;
-  readonly data?: unknown;
+/** The `data` of each code core itself reports. */
+export interface ToolErrorDataByCode {
+  /** The arguments did not match the tool's input schema. */
+  readonly invalid_input: { readonly tool: string; readonly issues: readonly ValidationIssue[] };
+  /** The tool returned a value its own output schema refuses: a bug in the tool. */
+  readonly invalid_output: { readonly tool: string; readonly issues: readonly ValidationIssue[] };
+  /** The tool did not finish within its time limit (retryable). */
+  readonly timeout: { readonly tool: string; readonly timeoutMs: number };
+  /** The caller cancelled the call through its signal. */
+  readonly aborted: { readonly tool: string };
+  /** The tool threw something that was not a ToolError. */
+  readonly tool_failed: { readonly tool: string };
+  /** No tool by that name; `available` lists the names that exist. */
+  readonly unknown_tool: { readonly tool: string; readonly available: readonly string[] };
 }
 
-export interface ToolErrorOptions {
+/** The codes core reports. A tool may throw a ToolError with a code of its own. */
+export type ToolErrorCode = keyof ToolErrorDataByCode;
+
+/** What crosses a wire: never a stack. */
+export interface ToolErrorPayload<Code extends string = string, Data = unknown> {
+  readonly code: Code;
+  readonly message: string;
   readonly retryable?: boolean;
-  readonly data?: unknown;
+  readonly data?: Data;
+}
+
+export interface ToolErrorOptions<Data = unknown> {
+  readonly retryable?: boolean;
+  readonly data?: Data;
   readonly cause?: unknown;
 }
 
-export class ToolError extends Error {
-  readonly [toolErrorBrand] = true;
-  readonly code: string;
-  readonly retryable: boolean;
-  readonly data: unknown;
+// biome-ignore lint/suspicious/noExplicitAny: any constructor signature; only the instance type matters
+type ToolErrorClass = abstract new (...args: any[]) => ToolError<string, unknown>;
 
-  constructor(code: string, message: string, options: ToolErrorOptions = {}) {
+export class ToolError<Code extends string = string, Data = unknown> extends Error {
+  /** Each subclass declares its own, so `Sub.isInstance` narrows to `Sub` only. */
+  static readonly brand: symbol = Symbol.for("tackle.tool-error");
+  readonly code: Code;
+  readonly retryable: boolean;
+  readonly data: Data;
+
+  constructor(code: Code, message: string, options: ToolErrorOptions<Data> = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "ToolError";
     this.code = code;
     this.retryable = options.retryable ?? false;
-    this.data = options.data;
+    this.data = options.data as Data;
+    brandChain(this, new.target, ToolError);
   }
 
-  /** True for any Tackle error, even one from another copy of this package. */
-  static isInstance(value: unknown): value is ToolError {
-    return (
-      typeof value === "object" &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[toolErrorBrand] === true
-    );
+  /**
+   * True for an instance of this very class (or a subclass of it), even from another copy of the
+   * package: `ToolError.isInstance` answers for every Tackle wire error, `InvalidInputError.isInstance`
+   * only for invalid input.
+   */
+  static isInstance<Class extends ToolErrorClass>(
+    this: Class & { readonly brand: symbol },
+    value: unknown,
+  ): value is InstanceType<Class> {
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class the check was called on
+    return hasBrand(value, ownBrand(this));
   }
 
   /** The wire form: code, message, retryable and data; no stack, no cause. */
-  toJSON(): ToolErrorPayload {
+  toJSON(): ToolErrorPayload<Code, Data> {
     return {
       code: this.code,
       message: this.message,
@@ -56,3 +85,8 @@ export class ToolError extends Error {
     });
   }
 }
+
+/** The errors core itself reports, each code with its `data`: narrow one with `error.code`. */
+export type CoreToolError = {
+  [Code in ToolErrorCode]: ToolError<Code, ToolErrorDataByCode[Code]>;
+}[ToolErrorCode];

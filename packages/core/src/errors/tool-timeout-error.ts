@@ -1,8 +1,8 @@
-import { ToolError } from "./tool-error.ts";
+import { ToolError, type ToolErrorDataByCode } from "./tool-error.ts";
 
 /** `timeout`: the tool did not finish within its time limit. Retryable. */
-export class ToolTimeoutError extends ToolError {
-  declare readonly data: { readonly tool: string; readonly timeoutMs: number };
+export class ToolTimeoutError extends ToolError<"timeout", ToolErrorDataByCode["timeout"]> {
+  static override readonly brand: symbol = Symbol.for("tackle.core.tool-timeout-error");
 
   constructor(tool: string, timeoutMs: number) {
     super("timeout", `Tool "${tool}" timed out after ${timeoutMs} ms`, {

@@ -10,7 +10,7 @@ import type { ToolError } from "../errors/tool-error.ts";
 import { ToolTimeoutError } from "../errors/tool-timeout-error.ts";
 import { UnknownToolError } from "../errors/unknown-tool-error.ts";
 import { validateWith } from "../schema/schema.ts";
-import type { AnyTool, Identity, ToolContext } from "../tool/define-tool.ts";
+import type { AnyTool, Identity, Tool, ToolContext } from "../tool/define-tool.ts";
 import { type Logger, silentLogger } from "../tool/logger.ts";
 import { recordFailure, traceToolCall } from "../tracing/trace-tool-call.ts";
 import { llmNamePattern, toLlmName } from "./llm-name.ts";
@@ -40,6 +40,28 @@ export interface ToolSetOptions {
   readonly logger?: Logger;
 }
 
+/** `unknown` for `any`: a tool of unknown types takes and returns `unknown`, never `any`. */
+type Known<T> = 0 extends 1 & T ? unknown : T;
+
+/** The tool of `Tools` called `Name`; in a dynamic set (names typed `string`), any of its tools. */
+export type ToolNamed<Tools extends AnyTool, Name extends string> = Tools extends AnyTool
+  ? Name extends Tools["name"]
+    ? Tools
+    : never
+  : never;
+
+/** The arguments a caller passes to a tool (its input schema's input type); `unknown` for an untyped tool. */
+export type ToolInput<T extends AnyTool> =
+  T extends Tool<infer _Input, infer _Output, infer _Name, infer Args> ? Known<Args> : never;
+
+/** What a tool returns; `unknown` for an untyped tool. */
+export type ToolOutput<T extends AnyTool> =
+  T extends Tool<infer _Input, infer Output, infer _Name, infer _Args> ? Known<Awaited<Output>> : never;
+
+/**
+ * A set of tools, any names, `unknown` arguments and output: what a set built from tools known only at
+ * run time is (a mesh catalogue, an MCP server's tools), and what every adapter accepts.
+ */
 export interface ToolSet {
   readonly tools: readonly AnyTool[];
   readonly names: readonly string[];
@@ -56,10 +78,44 @@ export interface ToolSet {
 }
 
 /**
- * Builds a tool set. A duplicate name is refused naming both definitions' sources; so is a pair of
- * names whose model-safe forms collide.
+ * A set built from tools defined in code keeps each tool's types: `call` accepts only the set's names,
+ * checks the arguments against that tool's input and types the output. It is a `ToolSet` too, so every
+ * adapter takes it.
  */
-export function createToolSet(tools: readonly AnyTool[], options: ToolSetOptions = {}): ToolSet {
+export interface TypedToolSet<Tools extends AnyTool> extends ToolSet {
+  readonly tools: readonly Tools[];
+  readonly names: readonly Tools["name"][];
+  get<Name extends Tools["name"]>(name: Name): ToolNamed<Tools, Name> | undefined;
+  llmName(name: Tools["name"]): string;
+  fromLlmName(llmName: string): Tools["name"] | undefined;
+  call<Name extends Tools["name"]>(
+    name: Name,
+    args: ToolInput<ToolNamed<Tools, Name>>,
+    options?: CallOptions,
+  ): Promise<ToolCallResult<ToolOutput<ToolNamed<Tools, Name>>>>;
+  invoke<Name extends Tools["name"]>(
+    name: Name,
+    args: ToolInput<ToolNamed<Tools, Name>>,
+    options?: CallOptions,
+  ): Promise<ToolOutput<ToolNamed<Tools, Name>>>;
+}
+
+/** `TypedToolSet` when every tool's name is a literal; the untyped `ToolSet` when any is just `string`. */
+export type ToolSetOf<Tools extends AnyTool> = [Tools] extends [never]
+  ? ToolSet
+  : string extends Tools["name"]
+    ? ToolSet
+    : TypedToolSet<Tools>;
+
+/**
+ * Builds a tool set. A duplicate name is refused naming both definitions' sources; so is a pair of
+ * names whose model-safe forms collide. Tools defined in code give a `TypedToolSet`; tools typed only
+ * as `AnyTool` (loaded at run time) give the untyped `ToolSet`.
+ */
+export function createToolSet<const Tools extends readonly AnyTool[]>(
+  tools: Tools,
+  options: ToolSetOptions = {},
+): ToolSetOf<Tools[number]> {
   const byName = new Map<string, AnyTool>();
   const byLlmName = new Map<string, string>();
   const llmNames = new Map<string, string>();
@@ -100,7 +156,7 @@ export function createToolSet(tools: readonly AnyTool[], options: ToolSetOptions
     });
   }
 
-  return Object.freeze({
+  const toolset: ToolSet = {
     tools: Object.freeze([...byName.values()]),
     names: Object.freeze(names),
     get: (name: string) => byName.get(name),
@@ -117,7 +173,8 @@ export function createToolSet(tools: readonly AnyTool[], options: ToolSetOptions
       if (!result.ok) throw result.error;
       return result.output;
     },
-  });
+  };
+  return Object.freeze(toolset) as ToolSetOf<Tools[number]>;
 }
 
 async function runTool(

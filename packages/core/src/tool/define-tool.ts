@@ -28,11 +28,15 @@ export interface ToolAnnotations {
   readonly openWorldHint?: boolean;
 }
 
-export interface ToolDefinition<Input, Output> {
-  /** `^[A-Za-z0-9_.-]{1,128}$`; `module.tool` by convention. */
-  readonly name: string;
+/**
+ * `Input` is what the handler receives (the schema's parsed type); `Args` is what a caller passes (the
+ * schema's input type: a field with a default may be left out).
+ */
+export interface ToolDefinition<Input, Output, Name extends string = string, Args = Input> {
+  /** `^[A-Za-z0-9_.-]{1,128}$`; `module.tool` by convention. Kept as a literal type by `defineTool`. */
+  readonly name: Name;
   readonly description: string;
-  readonly input: ToolSchema<unknown, Input>;
+  readonly input: ToolSchema<Args, Input>;
   readonly output?: StandardSchemaV1<unknown, Output> & Partial<ToolSchema<unknown, Output>>;
   readonly annotations?: ToolAnnotations;
   /** Per-tool time limit in ms; a call may override it. */
@@ -44,7 +48,8 @@ export interface ToolDefinition<Input, Output> {
 
 /** A defined tool: the definition plus its derived JSON Schemas and its source. */
 // biome-ignore lint/suspicious/noExplicitAny: a tool of unknown types must accept and return anything
-export interface Tool<Input = any, Output = any> extends ToolDefinition<Input, Output> {
+export interface Tool<Input = any, Output = any, Name extends string = string, Args = Input>
+  extends ToolDefinition<Input, Output, Name, Args> {
   readonly source: string;
   readonly inputJsonSchema: JsonSchema;
   readonly outputJsonSchema?: JsonSchema;
@@ -55,8 +60,13 @@ export type AnyTool = Tool<any, any>;
 
 const toolNamePattern = /^[A-Za-z0-9_.-]{1,128}$/;
 
-/** Defines a tool. The name and schemas are checked here, once; JSON Schema is derived here, once. */
-export function defineTool<Input, Output>(definition: ToolDefinition<Input, Output>): Tool<Input, Output> {
+/**
+ * Defines a tool. The name and schemas are checked here, once; JSON Schema is derived here, once.
+ * The name's literal type is kept, so a tool set built from typed tools checks calls by name.
+ */
+export function defineTool<Input, Output, const Name extends string, Args = Input>(
+  definition: ToolDefinition<Input, Output, Name, Args>,
+): Tool<Input, Output, Name, Args> {
   const source = definition.source ?? callerLocation();
   if (typeof definition.name !== "string" || !toolNamePattern.test(definition.name)) {
     throw new ToolDefinitionError(

@@ -47,6 +47,7 @@ it("records one execute_tool span per call with the GenAI attributes", async () 
 it("marks a failed call with error.type and an error status", async () => {
   exporter.reset();
   await tools.call("orders.get", { id: "missing" });
+  // @ts-expect-error: a number where the tool takes a string, to get invalid input
   await tools.call("orders.get", { id: 42 });
   const [failed, invalid] = exporter.getFinishedSpans();
   assert.equal(failed?.attributes["error.type"], "tool_failed");

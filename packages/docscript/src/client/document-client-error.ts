@@ -1,20 +1,27 @@
 /** A failed request to the document server, coded by what the caller can do about it. */
 import { ToolError } from "@tackle/core";
 
-const documentClientErrorBrand = Symbol.for("tackle.docscript-client-error");
-
 /**
  * Codes: `unauthorized` (401: no token), `forbidden` (403: the token does not open the document),
  * `document_not_found` (404), `invalid_request` (400/413), `server_error` (5xx, retryable),
  * `network_error` (no answer, or a timeout; retryable: the push may or may not have landed),
  * `invalid_response`.
  */
-export class DocumentClientError extends ToolError {
-  readonly [documentClientErrorBrand] = true;
+export type DocumentClientErrorCode =
+  | "unauthorized"
+  | "forbidden"
+  | "document_not_found"
+  | "invalid_request"
+  | "server_error"
+  | "network_error"
+  | "invalid_response";
+
+export class DocumentClientError extends ToolError<DocumentClientErrorCode> {
+  static override readonly brand: symbol = Symbol.for("tackle.docscript-client-error");
   readonly status: number | undefined;
 
   constructor(
-    code: string,
+    code: DocumentClientErrorCode,
     message: string,
     options: { status?: number; retryable?: boolean; cause?: unknown; data?: unknown } = {},
   ) {
@@ -25,13 +32,5 @@ export class DocumentClientError extends ToolError {
     });
     this.name = "DocumentClientError";
     this.status = options.status;
-  }
-
-  static override isInstance(value: unknown): value is DocumentClientError {
-    return (
-      typeof value === "object" &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[documentClientErrorBrand] === true
-    );
   }
 }

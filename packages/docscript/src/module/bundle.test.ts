@@ -28,7 +28,7 @@ entities.update(held.endpoint1EntityId, [{ op: 'set', path: ['volume'], value: -
     const snapshot = await tools.call("edit", { op: "snapshot", doc_id: sampleDocumentId });
     assert.ok(snapshot.ok);
     const volumes = (
-      snapshot.output as { entities: { entityKind: string; payload: { volume?: number } }[] }
+      snapshot.output as unknown as { entities: { entityKind: string; payload: { volume?: number } }[] }
     ).entities
       .filter((entity) => entity.entityKind === "clip")
       .map((entity) => entity.payload.volume);

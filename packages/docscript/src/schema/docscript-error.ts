@@ -2,33 +2,71 @@
 import { ToolError } from "@tackle/core";
 import type { DocumentIssue } from "./types.ts";
 
-const docScriptErrorBrand = Symbol.for("tackle.docscript-error");
-
 /**
  * Codes: `schema_violation` (a write broke a constraint; `issues` say which), `document_invalid`
  * (the whole-document check failed), `entity_not_found`, `relation_not_found`, `unknown_kind`,
- * `invalid_operation` (a malformed update op or path), `host_only_field`.
+ * `invalid_operation` (a malformed update op or path), `host_only_field`, and the document server's
+ * `document_not_found`, `document_changed`, `document_unavailable`, `invalid_request`, `plan_refused`;
+ * then the edit-script bindings' refusals and the ways a sandboxed script ends.
  */
-export class DocScriptError extends ToolError {
-  readonly [docScriptErrorBrand] = true;
+export type DocScriptErrorCode =
+  | "schema_violation"
+  | "document_invalid"
+  | "entity_not_found"
+  | "relation_not_found"
+  | "unknown_kind"
+  | "invalid_operation"
+  | "host_only_field"
+  | "document_not_found"
+  | "document_changed"
+  | "document_unavailable"
+  | "invalid_request"
+  | "plan_refused"
+  | "invalid_version"
+  | "invalid_snapshot"
+  | "refused_address"
+  // the edit-script bindings and host hooks
+  | "unknown_call"
+  | "not_a_file"
+  | "upload_unavailable"
+  | "upload_failed"
+  | "storage_key_missing"
+  | "asset_unreadable"
+  | "materialize_unavailable"
+  // how a sandboxed script ended
+  | "script_error"
+  | "syntax_error"
+  | "timeout"
+  | "memory_limit"
+  | "run_failed"
+  | "run_ended"
+  | "sandbox_closed"
+  | "sandbox_crashed"
+  | "unhandled_rejection"
+  | "write_refused"
+  | "no_host_hook"
+  | "not_found";
+
+export class DocScriptError extends ToolError<
+  DocScriptErrorCode,
+  { readonly issues: readonly DocumentIssue[] }
+> {
+  static override readonly brand: symbol = Symbol.for("tackle.docscript-error");
   readonly issues: readonly DocumentIssue[];
 
-  constructor(code: string, message: string, issues: readonly DocumentIssue[] = [], cause?: unknown) {
+  constructor(
+    code: DocScriptErrorCode,
+    message: string,
+    issues: readonly DocumentIssue[] = [],
+    cause?: unknown,
+  ) {
     super(code, message, { data: { issues }, cause });
     this.name = "DocScriptError";
     this.issues = issues;
   }
 
-  static override isInstance(value: unknown): value is DocScriptError {
-    return (
-      typeof value === "object" &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[docScriptErrorBrand] === true
-    );
-  }
-
   /** One error from a list of issues, its message naming the first few. */
-  static fromIssues(code: string, issues: readonly DocumentIssue[]): DocScriptError {
+  static fromIssues(code: DocScriptErrorCode, issues: readonly DocumentIssue[]): DocScriptError {
     const shown = issues.slice(0, 3).map(formatIssue).join("; ");
     const more = issues.length > 3 ? ` (and ${issues.length - 3} more)` : "";
     return new DocScriptError(code, `${shown}${more}`, issues);

@@ -1,4 +1,5 @@
 /** Where the document server keeps documents: an update log per document plus its latest compacted snapshot. */
+import { hasBrand, setBrand } from "@tackle/core";
 
 export interface LoggedUpdate {
   readonly seq: number;
@@ -39,18 +40,13 @@ const storeConflictBrand = Symbol.for("tackle.docscript-store-conflict");
 
 /** Another writer appended first; the caller catches up and checks again. */
 export class StoreConflictError extends Error {
-  readonly [storeConflictBrand] = true;
-
   constructor(documentId: string, seq: number, cause?: unknown) {
     super(`update ${seq} of document ${documentId} was written by another writer`, { cause });
     this.name = "StoreConflictError";
+    setBrand(this, storeConflictBrand);
   }
 
   static isInstance(value: unknown): value is StoreConflictError {
-    return (
-      typeof value === "object" &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[storeConflictBrand] === true
-    );
+    return hasBrand(value, storeConflictBrand);
   }
 }

@@ -9,7 +9,7 @@ import { type DocumentSession, openDocument } from "../document/document-session
 import type { UpdateOp as SessionUpdateOp } from "../document/update-op.ts";
 import type { SandboxDispatcher, SandboxHost, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
-import { DocScriptError } from "../schema/docscript-error.ts";
+import { DocScriptError, type DocScriptErrorCode } from "../schema/docscript-error.ts";
 import type { DocumentIssue, Entity as SessionEntity } from "../schema/types.ts";
 import { type CacheLimits, createDocumentCache, type DocumentBytes } from "./document-cache.ts";
 import { declareFields } from "./field-declarations.ts";
@@ -123,7 +123,7 @@ function loadSchema(module: string, exportName: string): Promise<Schema> {
   return loading;
 }
 
-function refused(code: string, message: string, issues: DocumentIssue[] = []): DocScriptError {
+function refused(code: DocScriptErrorCode, message: string, issues: DocumentIssue[] = []): DocScriptError {
   return new DocScriptError(code, message, issues);
 }
 
@@ -508,7 +508,8 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
       return { assetId: file.key, content: loaded?.content ?? null };
     },
     async finish(outcome: ScriptOutcome): Promise<EditScriptPlanBody> {
-      if (!outcome.ok) throw refused(outcome.error.code, outcome.error.message);
+      // The sandbox reports its own codes or the code of a DocScriptError the script caused.
+      if (!outcome.ok) throw refused(outcome.error.code as DocScriptErrorCode, outcome.error.message);
       let host: DocumentSession | undefined;
       const hostSession = () => {
         host ??= session.asHost();

@@ -1,5 +1,5 @@
 /** A pause for a human: thrown through a node, never a failure, carrying core's control-flow brand. */
-import { controlFlowBrand } from "@tackle/core";
+import { controlFlowBrand, hasBrand } from "@tackle/core";
 
 const interruptBrand = Symbol.for("tackle.durable.interrupt");
 
@@ -24,7 +24,5 @@ export class Interrupt extends Error {
 
 /** True for an interrupt from any copy of this package. */
 export function isInterrupt(value: unknown): value is Interrupt {
-  return (
-    typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[interruptBrand] === true
-  );
+  return hasBrand(value, interruptBrand);
 }

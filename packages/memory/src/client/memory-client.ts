@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { z } from "zod";
-import { MemoryError } from "../errors/memory-error.ts";
+import { MemoryError, type MemoryErrorCode } from "../errors/memory-error.ts";
 import { MemoryTimeoutError } from "../errors/memory-timeout-error.ts";
 import type {
   AccessSummariesRequest,
@@ -296,10 +296,16 @@ function errorFromResponse(status: number, text: string): MemoryError {
       error?: { code?: string; message?: string; data?: unknown; retryable?: boolean };
     };
     if (parsed.error && typeof parsed.error.code === "string") {
-      return new MemoryError(parsed.error.code, parsed.error.message ?? `HTTP ${status}`, status, {
-        retryable: status === 429 || status >= 500 || parsed.error.retryable === true,
-        data: parsed.error.data,
-      });
+      // The service sends only its own codes; an older or newer one passes through as sent.
+      return new MemoryError(
+        parsed.error.code as MemoryErrorCode,
+        parsed.error.message ?? `HTTP ${status}`,
+        status,
+        {
+          retryable: status === 429 || status >= 500 || parsed.error.retryable === true,
+          data: parsed.error.data,
+        },
+      );
     }
   } catch {
     // Not our JSON (a proxy's error page): fall through to a generic coded error.

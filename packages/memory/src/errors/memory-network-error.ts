@@ -1,10 +1,8 @@
 /** `network_error`: the connection to the memory service failed (refused, reset, DNS). Retryable. */
 import { ToolError } from "@tackle/core";
 
-const memoryNetworkBrand = Symbol.for("tackle.memory-network-error");
-
-export class MemoryNetworkError extends ToolError {
-  readonly [memoryNetworkBrand] = true;
+export class MemoryNetworkError extends ToolError<"network_error", { readonly url: string }> {
+  static override readonly brand: symbol = Symbol.for("tackle.memory-network-error");
 
   constructor(url: string, cause: unknown) {
     super(
@@ -17,13 +15,5 @@ export class MemoryNetworkError extends ToolError {
       },
     );
     this.name = "MemoryNetworkError";
-  }
-
-  static override isInstance(value: unknown): value is MemoryNetworkError {
-    return (
-      typeof value === "object" &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[memoryNetworkBrand] === true
-    );
   }
 }

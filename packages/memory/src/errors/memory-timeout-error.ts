@@ -1,10 +1,11 @@
 /** `timeout`: the memory service did not answer within the client's timeout. Retryable. */
 import { ToolError } from "@tackle/core";
 
-const memoryTimeoutBrand = Symbol.for("tackle.memory-timeout-error");
-
-export class MemoryTimeoutError extends ToolError {
-  readonly [memoryTimeoutBrand] = true;
+export class MemoryTimeoutError extends ToolError<
+  "timeout",
+  { readonly url: string; readonly timeoutMs: number }
+> {
+  static override readonly brand: symbol = Symbol.for("tackle.memory-timeout-error");
 
   constructor(url: string, timeoutMs: number) {
     super("timeout", `The memory service at ${url} did not answer within ${timeoutMs} ms`, {
@@ -12,13 +13,5 @@ export class MemoryTimeoutError extends ToolError {
       data: { url, timeoutMs },
     });
     this.name = "MemoryTimeoutError";
-  }
-
-  static override isInstance(value: unknown): value is MemoryTimeoutError {
-    return (
-      typeof value === "object" &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[memoryTimeoutBrand] === true
-    );
   }
 }

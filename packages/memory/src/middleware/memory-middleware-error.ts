@@ -1,8 +1,6 @@
 /** `MemoryMiddlewareError`: why a middleware injected nothing or dropped a capture. */
 import { ToolError } from "@tackle/core";
 
-const memoryMiddlewareErrorBrand = Symbol.for("tackle.memory.middleware-error");
-
 const phases = {
   memory_context_failed: "inject",
   memory_capture_failed: "capture",
@@ -17,8 +15,11 @@ export type MemoryMiddlewareErrorCode = keyof typeof phases;
  * `memory_identity_invalid` (the call named an identity that is not one; thrown, the model is not
  * called). `data.phase` is `inject`, `capture` or `identity`; `cause` holds the underlying error.
  */
-export class MemoryMiddlewareError extends ToolError {
-  readonly [memoryMiddlewareErrorBrand] = true;
+export class MemoryMiddlewareError extends ToolError<
+  MemoryMiddlewareErrorCode,
+  { readonly phase: (typeof phases)[MemoryMiddlewareErrorCode]; readonly [key: string]: unknown }
+> {
+  static override readonly brand: symbol = Symbol.for("tackle.memory.middleware-error");
 
   constructor(
     code: MemoryMiddlewareErrorCode,
@@ -32,13 +33,5 @@ export class MemoryMiddlewareError extends ToolError {
       data: { phase: phases[code], ...data },
     });
     this.name = "MemoryMiddlewareError";
-  }
-
-  static override isInstance(value: unknown): value is MemoryMiddlewareError {
-    return (
-      typeof value === "object" &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[memoryMiddlewareErrorBrand] === true
-    );
   }
 }

@@ -1,5 +1,5 @@
 /** Applies an agent's core-memory edits to its blocks in memory; the store then saves all or none. */
-import { MemoryError } from "../errors/memory-error.ts";
+import { MemoryError, type MemoryErrorCode } from "../errors/memory-error.ts";
 import { type CoreMemoryEdit, DEFAULT_CORE_BLOCKS } from "../schemas/core-memory.ts";
 import type { StoredBlock } from "../store/memory-store.ts";
 
@@ -46,7 +46,7 @@ export function applyCoreMemoryEdits(
       expected.set(preset.label, 0);
     }
   }
-  const fail = (code: string, message: string, status: number, data: Record<string, unknown>) =>
+  const fail = (code: MemoryErrorCode, message: string, status: number, data: Record<string, unknown>) =>
     new MemoryError(code, message, status, { data: { ...data, blocks: capacity(blocks) } });
   for (const [index, edit] of edits.entries()) {
     const block = blocks.get(edit.label);

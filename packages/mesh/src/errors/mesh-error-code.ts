@@ -1,0 +1,21 @@
+/** The codes of the ToolErrors the mesh itself reports (besides core's, which tools and the runtime pass on). */
+import type { ToolError, ToolErrorCode } from "@tackle/core";
+
+export type MeshErrorCode =
+  // the client: nothing answered, or not as expected
+  | "no_responders"
+  | "unreachable"
+  | "unavailable"
+  | "disconnected"
+  | "invalid_reply"
+  | "invalid_request"
+  | "service_error"
+  | "unknown_seat"
+  | "forbidden"
+  // stdio children
+  | "child_closed"
+  | "child_exited"
+  | "child_failed";
+
+/** An error a mesh call can come back with: the mesh's own codes or core's. */
+export type MeshToolError = ToolError<MeshErrorCode | ToolErrorCode>;
