@@ -147,7 +147,10 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     content: string,
     embedding: Float32Array | undefined,
   ): Promise<{ memory: StoredMemory; similarity: number; byVector: boolean } | undefined> {
-    const candidates = await store.searchMemories(tenantId, scope, queryTerms(content), { limit: 10 });
+    const candidates = await store.searchMemories(tenantId, scope, queryTerms(content), {
+      limit: 10,
+      order: "candidates",
+    });
     let best: { memory: StoredMemory; similarity: number; byVector: boolean } | undefined;
     for (const { memory } of candidates) {
       const similarity = textSimilarity(content, memory.content);

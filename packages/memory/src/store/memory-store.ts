@@ -115,7 +115,15 @@ export interface MemoryStore {
     tenantId: string,
     scope: MemoryScope,
     terms: readonly string[],
-    options: { readonly limit: number; readonly kinds?: readonly MemoryKind[] },
+    options: {
+      readonly limit: number;
+      readonly kinds?: readonly MemoryKind[];
+      /**
+       * `bm25` (default): BM25 over the scope's own statistics. `candidates`: the index's own
+       * order, cheaper, for callers that judge the hits themselves (the novelty check).
+       */
+      readonly order?: "bm25" | "candidates";
+    },
   ): Promise<{ memory: StoredMemory; score: number }[]>;
   /** Active memories in scope that carry an embedding (for vector similarity in the service). */
   embeddedMemories(

@@ -18,7 +18,13 @@ import {
   traceFromRow,
 } from "../row-codec.ts";
 import { sqliteSchema } from "./schema.ts";
+import { scoreWithScopeStatistics } from "./scope-bm25.ts";
 import { anyWord, scopedMatch, scopeTokens } from "./scope-tokens.ts";
+
+/** How many of a scope's best index matches are rescored with the scope's statistics. */
+const candidateCap = 1000;
+/** The scope's size is counted up to this many memories (as on PostgreSQL; past it the IDF barely moves). */
+const scopeSizeCap = 10_000;
 
 export interface SqliteStoreOptions {
   /** A file path, or `:memory:` for a throwaway store. */
@@ -194,14 +200,48 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       const match = scopedMatch(tenantId, scope, terms);
       if (match.length === 0) return [];
       const parameters: unknown[] = [match, tenantId];
-      let sql = `SELECT m.*, -bm25(memories_search, 1.0, 0.0) AS score FROM memories_search JOIN memories m ON m.seq = memories_search.rowid
-        WHERE memories_search MATCH ? AND m.tenant_id = ? AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;
-      if (searchOptions.kinds) sql += ` AND m.kind IN (${inList(searchOptions.kinds, parameters)})`;
-      parameters.push(searchOptions.limit);
-      return all(`${sql} ORDER BY bm25(memories_search, 1.0, 0.0) LIMIT ?`, parameters).map((row) => ({
-        memory: memoryFromRow(row),
-        score: Number(row.score),
-      }));
+      let filters = `m.tenant_id = ? AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;
+      if (searchOptions.kinds) filters += ` AND m.kind IN (${inList(searchOptions.kinds, parameters)})`;
+      const filterParameters = parameters.slice(1);
+      if (searchOptions.order === "candidates") {
+        return all(
+          `SELECT m.*, -bm25(memories_search, 1.0, 0.0) AS score FROM memories_search JOIN memories m ON m.seq = memories_search.rowid
+           WHERE memories_search MATCH ? AND ${filters} ORDER BY bm25(memories_search, 1.0, 0.0) LIMIT ?`,
+          [...parameters, searchOptions.limit],
+        ).map((row) => ({ memory: memoryFromRow(row), score: Number(row.score) }));
+      }
+      // The index pre-selects (its own table-wide order matters only past `candidateCap` matches in
+      // the scope); BM25 is then computed over the scope's statistics alone (scope-bm25.ts).
+      const rows = all(
+        `SELECT m.* FROM memories_search JOIN memories m ON m.seq = memories_search.rowid
+         WHERE memories_search MATCH ? AND ${filters} ORDER BY bm25(memories_search, 1.0, 0.0) LIMIT ${candidateCap}`,
+        parameters,
+      ).sort((left, right) => Number(right.seq) - Number(left.seq));
+      const size = get(
+        `SELECT COUNT(*) AS n FROM (SELECT 1 FROM memories m WHERE ${filters} LIMIT ${scopeSizeCap})`,
+        filterParameters,
+      );
+      let documentFrequency: Map<string, number> | undefined;
+      if (rows.length >= candidateCap) {
+        documentFrequency = new Map();
+        for (const term of new Set(terms)) {
+          const termMatch = scopedMatch(tenantId, scope, [term]);
+          if (termMatch.length === 0) continue;
+          const counted = get(
+            `SELECT COUNT(*) AS n FROM memories_search JOIN memories m ON m.seq = memories_search.rowid
+             WHERE memories_search MATCH ? AND ${filters}`,
+            [termMatch, ...filterParameters],
+          );
+          documentFrequency.set(term, Number(counted?.n ?? 0));
+        }
+      }
+      const memories = rows.map(memoryFromRow);
+      return scoreWithScopeStatistics(memories, terms, {
+        documents: Number(size?.n ?? 0),
+        ...(documentFrequency ? { documentFrequency } : {}),
+      })
+        .slice(0, searchOptions.limit)
+        .map(({ item, score }) => ({ memory: item, score }));
     },
 
     async embeddedMemories(tenantId, scope, kinds) {
