@@ -1,4 +1,4 @@
-/** The seed's refund node: look the order up once, ask a human, refund only on the far side of the approval. */
+/** The refund node: look the order up once, ask a human, refund only on the far side of the approval. */
 import { approve, createGraph, tool } from "@tackle/durable";
 import type { createServices } from "./services.ts";
 

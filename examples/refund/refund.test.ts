@@ -1,5 +1,5 @@
 /**
- * The seed's promise, across real processes: Orders.get runs once across pause and resume, and the
+ * The durable promise, across real processes: Orders.get runs once across pause and resume, and the
  * refund happens only after approval, once.
  */
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-/** The tool end to end against a real document server: the seed's example, the prompt, serialization. */
+/** The tool end to end against a real document server: the reference example, the prompt, serialization. */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { LoroDoc } from "loro-crdt";
@@ -18,7 +18,7 @@ describe("docscript tool against a real document server", () => {
     await harness.close();
   });
 
-  test("the seed's example script runs as written and commits; the server has the change", async () => {
+  test("the reference example script runs as written and commits; the server has the change", async () => {
     await harness.createDocument("example");
     const tool = harness.tool();
     assert.equal(musicVolume(await harness.read("example")), 0);

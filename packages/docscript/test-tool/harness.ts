@@ -75,7 +75,7 @@ export async function startHarness(): Promise<Harness> {
   };
 }
 
-/** The seed's example script, as written. */
+/** The reference example script, as written. */
 export const turnMusicDown = `// Turn the background music down.
 const bgm = entities.list().find((e) => e.entityKind === 'track' && e.payload.role === 'bgm');
 const [held] = relations.of(bgm.entityId, 'contain').filter((r) => r.endpoint0EntityId === bgm.entityId);

@@ -143,7 +143,7 @@ export type { MemoryEmbeddingModel } from "./service/embedder.ts";
 export type { MemoryService } from "./service/memory-service.ts";
 export type { MemoryStore } from "./store/memory-store.ts";
 export { createSqliteStore, type SqliteStoreOptions } from "./store/sqlite/create-sqlite-store.ts";
-// Tools and middlewares (issue 7) export below this line.
+// Tools and middlewares export below this line.
 
 export type { MemoryMiddlewareCoreOptions } from "./middleware/create-memory-middleware-core.ts";
 export type { MemoryContextMode, MemoryIdentity } from "./middleware/memory-identity.ts";

@@ -18,7 +18,7 @@ const call = (name: string, args: unknown, identity?: Record<string, string>): P
   tools.invoke(name, args, identity === undefined ? {} : { identity });
 
 describe("createMemoryTools against the real service", () => {
-  it("has the seed's 26 tools, memory_ prefixed, with scope fields from MEMORY_SCOPE_VALUES", () => {
+  it("has the 26 memory tools, memory_ prefixed, with scope fields from MEMORY_SCOPE_VALUES", () => {
     assert.deepEqual([...tools.names].sort(), [
       "memory_add",
       "memory_admin_access_summaries",

@@ -50,7 +50,7 @@ function refusal(code: string, constraint?: string, entityId?: string, path?: (s
 }
 
 describe("document session", () => {
-  it("runs the seed's example script as written", () => {
+  it("runs the reference example script as written", () => {
     const session = freshSession();
     seedClip(session);
     const bgm = session.entities

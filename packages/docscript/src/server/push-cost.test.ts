@@ -1,5 +1,5 @@
 /**
- * Issue 8: "a push is checked without re-importing the whole document each time". Watched at Loro's own
+ * "A push is checked without re-importing the whole document each time". Watched at Loro's own
  * seams while one push to a ~1k-entity document is checked and stored: the bytes Loro imports, any
  * snapshot made or read, any fork, and the largest map read in one call (a full projection reads every
  * row of the entities map at once).

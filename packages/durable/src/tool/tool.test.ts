@@ -151,7 +151,7 @@ describe("primitives for integrations that run tools themselves", () => {
   test("nextToolCallId + toolTrace + ctx.step + isInterrupt produce the same trace as tool()", async () => {
     const { nextToolCallId, toolTrace } = await import("./tool-trace.ts");
     let executions = 0;
-    // The seed's hand-written loop, as an integration would write it.
+    // A hand-written loop, as an integration would write it.
     async function runTool(
       ctx: Parameters<typeof nextToolCallId>[0],
       name: string,

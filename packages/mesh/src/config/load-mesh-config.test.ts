@@ -35,7 +35,7 @@ function refused(env: NodeJS.ProcessEnv, variable: string, message: RegExp): voi
 }
 
 describe("loadMeshConfig", () => {
-  it("reads the seed's variables and MESH_NODE", () => {
+  it("reads the MESH_* variables and MESH_NODE", () => {
     const config = loadMeshConfig({
       MESH_NODE: "bench-01",
       MESH_BROKER_URL: "nats://127.0.0.1:4222, tls://nats.example:4443",

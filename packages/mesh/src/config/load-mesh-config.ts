@@ -1,4 +1,4 @@
-/** `loadMeshConfig`: the node runtime's configuration from the seed's MESH_* variables. */
+/** `loadMeshConfig`: the node runtime's configuration from its MESH_* variables. */
 import { hostname } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { MeshConfigError } from "../errors/mesh-config-error.ts";
