@@ -3,8 +3,9 @@
  * a person to approve a refund before it runs it. The card number is redacted in every frame and in
  * the approval; the tool receives the real value.
  *
- * Answers to the approval: `{ approved: true }`; `{ approved: true, params }` (the person edited the
- * arguments: the refund runs with those); `{ approved: false, reason }`; `{ approved: false, cancel: true }`.
+ * Answers to the approval (the durable AG-UI endpoint's shapes): `{ approved: true }`;
+ * `{ approved: true, editedArgs }` (the person edited the arguments: the refund runs with those);
+ * `{ approved: false, reason }`; `{ approved: false, cancelled: true }` (a resume entry `cancelled`).
  */
 import { approve, createGraph, type Graph, redact, tool } from "@tackle/durable";
 
@@ -28,8 +29,8 @@ type RefundParams = {
 interface DemoAnswer {
   readonly approved: boolean;
   readonly reason?: string;
-  readonly cancel?: boolean;
-  readonly params?: Partial<RefundParams>;
+  readonly cancelled?: boolean;
+  readonly editedArgs?: Partial<RefundParams>;
 }
 
 const redacted = ["cardNumber", "card.number"];
@@ -73,12 +74,12 @@ export function createDemoGraph(): Graph<DemoState> {
       display: shown,
     });
     if (!answer.approved) {
-      return answer.cancel === true
+      return answer.cancelled === true
         ? { outcome: "cancelled" }
         : { outcome: "declined", ...(answer.reason === undefined ? {} : { reason: answer.reason }) };
     }
     // Edited arguments are the ones the person approved; the card number is never shown, so never edited.
-    const edited = answer.params ?? {};
+    const edited = answer.editedArgs ?? {};
     const final: RefundParams = {
       ...params,
       ...(typeof edited.amount === "number" ? { amount: edited.amount } : {}),

@@ -630,7 +630,6 @@ function runsPage(root) {
   const notice = h("p", { class: "error", role: "alert" });
   let selected;
   let stream;
-  let closed = false;
 
   const refresh = async () => {
     const { runs } = await api("/api/runs");
@@ -667,11 +666,11 @@ function runsPage(root) {
       );
   };
 
-  const select = (threadId) => {
+  const select = (threadId, graph = "demo-refund") => {
     selected = threadId;
     stream?.close();
     const cards = new Map();
-    let lastSeq = 0;
+    let lastEventId = "";
     const cardsRoot = h("div", { class: "cards" });
     const approvals = h("div", { class: "approvals" });
     const runStatus = h("p", { class: "run-status", role: "status" }, "Connecting…");
@@ -715,73 +714,99 @@ function runsPage(root) {
       entry.element.dataset.status = status;
     };
 
-    const connect = () => {
-      // A new stream starts after the last frame seen, so a resumed run does not replay its pause.
-      stream = new EventSource(
-        `/api/durable/runs/${encodeURIComponent(threadId)}/frames?format=ag-ui&afterSeq=${lastSeq}`,
-      );
-      const on = (type, handler) =>
-        stream.addEventListener(type, (event) => {
-          if (event.lastEventId !== "") lastSeq = Number(event.lastEventId);
-          handler(JSON.parse(event.data));
-        });
-      on("RUN_STARTED", () => {
+    // One handler for the AG-UI events, whether they come from the thread's stream or from a resume's answer.
+    const handlers = {
+      RUN_STARTED: () => {
         runStatus.textContent = "Running";
         approvals.replaceChildren();
-      });
-      on("TOOL_CALL_START", (event) => {
+      },
+      TOOL_CALL_START: (event) => {
         const entry = card(event.toolCallId);
         entry.name.textContent = event.toolCallName;
         setStatus(entry, "running");
-      });
-      on("TOOL_CALL_ARGS", (event) => {
+      },
+      TOOL_CALL_ARGS: (event) => {
         showData(card(event.toolCallId).args, JSON.parse(event.delta));
-      });
-      on("TOOL_CALL_RESULT", (event) => {
+      },
+      TOOL_CALL_RESULT: (event) => {
         const entry = card(event.toolCallId);
         const content = JSON.parse(event.content);
-        const failed =
-          content !== null &&
-          typeof content === "object" &&
-          "error" in content &&
-          Object.keys(content).length === 1;
-        setStatus(entry, failed ? "error" : "completed");
+        const object = content !== null && typeof content === "object" ? content : {};
+        const failed = "error" in object && Object.keys(object).length === 1;
+        const declined = object.declined === true;
+        setStatus(entry, failed ? "error" : declined ? "declined" : "completed");
         const data = h("pre", { class: "data" });
         showData(data, failed ? content.error : content);
         entry.result.replaceChildren(h("h4", {}, failed ? "Error" : "Result"), data);
-      });
-      on("CUSTOM", (event) => {
-        if (event.name !== "tool_call") return;
-        const entry = card(event.value.id);
-        entry.name.textContent = event.value.name;
-        setStatus(entry, event.value.status);
-        if (event.value.params !== undefined) showData(entry.args, event.value.params);
-      });
-      on("RUN_FINISHED", (event) => {
-        stream.close();
+      },
+      MESSAGES_SNAPSHOT: (event) => {
+        // Arguments a person edited before approving: the conversation is restated with them.
+        for (const message of event.messages) {
+          for (const call of message.toolCalls ?? []) {
+            if (cards.has(call.id)) showData(cards.get(call.id).args, JSON.parse(call.function.arguments));
+          }
+        }
+      },
+      RUN_FINISHED: (event) => {
         if (event.outcome?.type === "interrupt") {
           runStatus.textContent = "Paused: waiting for a person";
           approvals.replaceChildren(
-            ...event.outcome.interrupts.map((interrupt) => approvalCard(threadId, interrupt, afterAnswer)),
+            ...event.outcome.interrupts.map((interrupt) => approvalCard(interrupt, resume)),
           );
+        } else if (event.outcome?.type === "cancelled") {
+          runStatus.textContent = "Cancelled";
         } else {
           runStatus.textContent = `Completed: ${json(event.result?.outcome ?? "done")}`;
           runStatus.dataset.state = "completed";
         }
         refresh().catch(() => {});
-      });
-      on("RUN_ERROR", (event) => {
-        stream.close();
+      },
+      RUN_ERROR: (event) => {
         runStatus.textContent = `Failed: ${event.message}`;
         refresh().catch(() => {});
-      });
+      },
     };
-    const afterAnswer = () => {
-      approvals.replaceChildren(h("p", { class: "muted" }, "Answer sent; the run goes on…"));
-      if (!closed) {
-        stream.close();
-        connect();
+    const dispatch = (type, id, data) => {
+      if (id) lastEventId = id;
+      handlers[type]?.(JSON.parse(data));
+    };
+
+    // The thread's AG-UI events (every run of it, in order), from the event after the last one seen.
+    const connect = () => {
+      const after = lastEventId === "" ? "" : `?after=${encodeURIComponent(lastEventId)}`;
+      stream = new EventSource(`/api/durable/ag-ui/threads/${encodeURIComponent(threadId)}/events${after}`);
+      for (const type of Object.keys(handlers)) {
+        stream.addEventListener(type, (event) => {
+          dispatch(type, event.lastEventId, event.data);
+          if (type === "RUN_FINISHED" || type === "RUN_ERROR") stream.close();
+        });
       }
+    };
+
+    // An answer is an AG-UI resume: a RunAgentInput whose answer is the SSE stream of the run it resumes.
+    const resume = async (entry) => {
+      stream?.close();
+      approvals.replaceChildren(h("p", { class: "muted" }, "Answer sent; the run goes on…"));
+      const response = await fetch(`/api/durable/ag-ui/${encodeURIComponent(graph)}`, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "content-type": "application/json", accept: "text/event-stream" },
+        body: JSON.stringify({
+          threadId,
+          runId: `console-${crypto.randomUUID()}`,
+          state: {},
+          messages: [],
+          tools: [],
+          context: [],
+          forwardedProps: {},
+          resume: [entry],
+        }),
+      });
+      if (!response.ok) {
+        const body = await response.json().catch(() => ({}));
+        throw new Error(body.error?.message ?? `HTTP ${response.status}`);
+      }
+      await readSse(response.body, dispatch);
     };
     connect();
   };
@@ -838,11 +863,36 @@ function runsPage(root) {
   });
   const timer = setInterval(() => refresh().catch(() => {}), 3000);
   return () => {
-    closed = true;
     clearInterval(timer);
     stream?.close();
     void selected;
   };
+}
+
+/** Reads a `text/event-stream` body, calling `onEvent(type, id, data)` for each event. */
+async function readSse(body, onEvent) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += value.replace(/\r\n/g, "\n");
+    let end = buffer.indexOf("\n\n");
+    while (end >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let type = "message";
+      let id = "";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event:")) type = line.slice(6).trim();
+        else if (line.startsWith("id:")) id = line.slice(3).trim();
+        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+      }
+      if (data.length > 0) onEvent(type, id, data.join("\n"));
+      end = buffer.indexOf("\n\n");
+    }
+  }
 }
 
 /** Data with redacted values marked as such. */
@@ -857,7 +907,7 @@ function showData(element, value) {
   });
 }
 
-function approvalCard(threadId, interrupt, afterAnswer) {
+function approvalCard(interrupt, resume) {
   const request = interrupt.metadata?.request ?? {};
   const params = request.params ?? {};
   const reason = h("input", { id: `reason-${interrupt.id}`, type: "text" });
@@ -866,13 +916,9 @@ function approvalCard(threadId, interrupt, afterAnswer) {
   const message = h("p", { class: "error", role: "alert" });
   const argsView = h("pre", { class: "data" });
   showData(argsView, params);
-  const answer = async (value) => {
+  const answer = async (status, payload) => {
     try {
-      await api(`/api/durable/runs/${encodeURIComponent(threadId)}/resume`, {
-        method: "POST",
-        body: { answers: { [interrupt.id]: value } },
-      });
-      afterAnswer();
+      await resume({ interruptId: interrupt.id, status, ...(payload === undefined ? {} : { payload }) });
     } catch (error) {
       message.textContent = error.message;
     }
@@ -887,13 +933,17 @@ function approvalCard(threadId, interrupt, afterAnswer) {
     h(
       "div",
       { class: "actions" },
-      h("button", { type: "button", class: "approve", onclick: () => answer({ approved: true }) }, "Approve"),
+      h(
+        "button",
+        { type: "button", class: "approve", onclick: () => answer("resolved", { approved: true }) },
+        "Approve",
+      ),
       h(
         "button",
         {
           type: "button",
           class: "secondary cancel",
-          onclick: () => answer({ approved: false, cancel: true, reason: "cancelled from the console" }),
+          onclick: () => answer("cancelled"),
         },
         "Cancel run",
       ),
@@ -908,7 +958,7 @@ function approvalCard(threadId, interrupt, afterAnswer) {
         {
           type: "button",
           class: "danger reject",
-          onclick: () => answer({ approved: false, reason: reason.value || "rejected" }),
+          onclick: () => answer("resolved", { approved: false, reason: reason.value || "rejected" }),
         },
         "Reject",
       ),
@@ -931,7 +981,7 @@ function approvalCard(threadId, interrupt, afterAnswer) {
               message.textContent = "The edited arguments are not valid JSON";
               return;
             }
-            void answer({ approved: true, params: edited });
+            void answer("resolved", { approved: true, editedArgs: edited });
           },
         },
         "Approve with these arguments",
