@@ -26,6 +26,8 @@ export interface SandboxPoolOptions {
   /** How long the dispatcher may take to build the result once the script has ended; 30000 by default. */
   readonly finishTimeoutMs?: number;
   readonly logger?: Logger;
+  /** The worker entry; the engine's own by default. Benches set it to measure another engine beside it. */
+  readonly workerUrl?: URL;
 }
 
 export interface SandboxRunRequest {
@@ -114,7 +116,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
   const counts = { started: 0, recycled: 0, killed: 0 };
 
   function spawn(): PoolWorker {
-    const worker = new Worker(workerUrl, {
+    const worker = new Worker(options.workerUrl ?? workerUrl, {
       env: {},
       argv: [],
       execArgv: workerExecArgv(),
