@@ -23,6 +23,11 @@ export type DurableErrorCode =
   | "node_failed"
   | "unauthenticated"
   | "invalid_store"
+  | "step_timeout"
+  | "invalid_edit"
+  | "approval_expired"
+  | "run_cancelled"
+  | "thread_active"
   | "listen_failed"
   | "forbidden_host"
   | "unsupported_media_type";

@@ -58,6 +58,8 @@ export async function runIntegratedTool(
       id,
       hidden,
       display: shown,
+      ...(policy.retry === undefined ? {} : { retry: policy.retry }),
+      ...(policy.timeoutMs === undefined ? {} : { timeoutMs: policy.timeoutMs }),
       ...(paths.length === 0 ? {} : { displayResult: (result: unknown) => redact(result, paths) }),
     });
   } catch (error) {

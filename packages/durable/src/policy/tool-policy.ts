@@ -1,5 +1,6 @@
 /** Per-tool policy for the integrations: plain data, so it survives serialization. */
 import { DurableError } from "../errors/durable-error.ts";
+import { type Backoff, checkStepOptions } from "../runner/step-policy.ts";
 
 export interface ToolPolicy {
   /** Emit tool_call frames for this tool. Default true. */
@@ -8,6 +9,14 @@ export interface ToolPolicy {
   readonly redact?: readonly string[];
   /** Pause for a human's approval before running. Default false. */
   readonly approve?: boolean;
+  /** Tries on transient errors (each try journaled); `retryOn` lists codes and HTTP statuses. */
+  readonly retry?: {
+    readonly attempts: number;
+    readonly backoff?: Backoff;
+    readonly retryOn?: readonly (string | number)[];
+  };
+  /** Longest one try may take; then its signal aborts and the try fails with `step_timeout`. */
+  readonly timeoutMs?: number;
 }
 
 export type ToolPolicies = Readonly<Record<string, ToolPolicy>>;
@@ -27,10 +36,17 @@ export function validatePolicies(policies: unknown): ToolPolicies {
       const ok =
         field === "redact"
           ? Array.isArray(value) && value.every((path) => typeof path === "string")
-          : (field === "show" || field === "approve") && typeof value === "boolean";
+          : field === "retry"
+            ? typeof value === "object" &&
+              value !== null &&
+              typeof (value as { retryOn?: unknown }).retryOn !== "function"
+            : field === "timeoutMs"
+              ? typeof value === "number"
+              : (field === "show" || field === "approve") && typeof value === "boolean";
       if (!ok)
         throw new DurableError("invalid_policy", `The policy of "${name}" has an invalid field "${field}"`);
     }
+    checkStepOptions(policy as ToolPolicy, `The policy of "${name}"`);
   }
   return policies as ToolPolicies;
 }

@@ -109,6 +109,13 @@ interface Cursor {
 }
 
 export function createRunner(options: RunnerOptions = {}): Runner {
+  if (typeof (options.store as { then?: unknown } | undefined)?.then === "function") {
+    // createPostgresStore is async: the un-awaited promise would fail later as "store.createRun is not a function".
+    throw new DurableError(
+      "invalid_store",
+      "The store is a promise: await the store factory (`store: await createPostgresStore(...)`) before passing it to createRunner",
+    );
+  }
   const store =
     typeof options.store === "object"
       ? options.store

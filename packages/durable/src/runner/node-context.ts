@@ -9,14 +9,27 @@ import { DurableError } from "../errors/durable-error.ts";
 import { Interrupt, type InterruptRequest, isInterrupt } from "../interrupt/interrupt.ts";
 import type { CommitBatch, Frame, JournalRecord } from "../store/durable-store.ts";
 import { toFrameData } from "./frame-data.ts";
+import {
+  checkStepOptions,
+  delayBefore,
+  pause,
+  runTry,
+  type StepOptions,
+  worthRetrying,
+} from "./step-policy.ts";
 
 /** What a step's function learns about itself. */
 export interface StepInfo {
   /** `${runId}:${stepKey}`: the same on a crash-window re-run, so a side effect can deduplicate. */
   readonly idempotencyKey: string;
-  /** 1 on the first run; 2 when a crash between `fn` finishing and its record landing re-ran it. */
+  /**
+   * 1 on the first try; one more for each retry under the step's policy, and for a re-run after a crash
+   * between `fn` starting and its outcome landing.
+   */
   readonly attempt: number;
   readonly key: string;
+  /** Aborts when this try times out, or when the node pauses or the run is cancelled. */
+  readonly signal: AbortSignal;
 }
 
 export interface InterruptOptions {
@@ -30,12 +43,16 @@ export interface NodeContext {
   readonly node: string;
   /** How many times this node ran before in this run (0 on its first visit). */
   readonly visit: number;
-  /** Aborts when the node pauses: hand it to model calls so they stop at an interrupt. */
+  /** Aborts when the node pauses or the run is cancelled: hand it to model calls so they stop. */
   readonly signal: AbortSignal;
   /** Of the step running now (inside `step`), else of this node execution. */
   readonly idempotencyKey: string;
-  /** Runs `fn` once per run: its result (or error) is journaled before the next step starts and replayed after. */
-  step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` once per run: its result (or error) is journaled before the next step starts and replayed
+   * after. `options.retry` tries again on transient errors (each failed try journaled with its error,
+   * under the same idempotency key with the next attempt number); `options.timeoutMs` bounds each try.
+   */
+  step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>, options?: StepOptions): Promise<T>;
   /** Pauses the run for a human on the first pass; returns the answer once the run is resumed with it. */
   interrupt<Answer = unknown>(request: unknown, options?: InterruptOptions): Promise<Answer>;
   /** Appends a frame of your own (persisted with the run's next write). */
@@ -48,6 +65,8 @@ export interface StepHooks<T> {
   onStart?(info: StepInfo): void;
   onResult?(value: T): void;
   onError?(error: unknown): void;
+  /** A try failed and another follows after `delayMs`. */
+  onRetry?(error: unknown, info: StepInfo, delayMs: number): void;
   /** The outcome came from the journal: its frames were persisted by the pass that recorded it. */
   onReplay?(): void;
 }
@@ -129,7 +148,7 @@ export class NodeRuntime {
         const scope = runtime.scope();
         return scope.info?.idempotencyKey ?? `${options.runId}:${runtime.root.prefix}`;
       },
-      step: (name, fn) => this.step(name, fn),
+      step: (name, fn, stepOptions) => this.step(name, fn, {}, stepOptions),
       interrupt: (request, interruptOptions) => this.interrupt(request, interruptOptions),
       emit: (type, data) => this.emit(type, data),
     };
@@ -152,15 +171,21 @@ export class NodeRuntime {
     this.scheduleFlush();
   }
 
-  step<T>(name: string, fn: (info: StepInfo) => T | Promise<T>, hooks: StepHooks<T> = {}): Promise<T> {
+  step<T>(
+    name: string,
+    fn: (info: StepInfo) => T | Promise<T>,
+    hooks: StepHooks<T> = {},
+    stepOptions: StepOptions = {},
+  ): Promise<T> {
     try {
       this.refuseWhenClosed();
+      checkStepOptions(stepOptions, `step "${name}"`);
     } catch (error) {
       return Promise.reject(error);
     }
     const scope = this.scope();
     const key = `${scope.prefix}/${scope.counter++}`;
-    const running = this.runStep(key, name, fn, hooks);
+    const running = this.runStep(key, name, fn, hooks, stepOptions);
     this.track(running);
     return running;
   }
@@ -275,11 +300,17 @@ export class NodeRuntime {
     }
   }
 
+  /** Aborts the node's signal (a cancel): in-flight steps see it on their own signals too. */
+  abort(reason: unknown): void {
+    this.controller.abort(reason);
+  }
+
   private async runStep<T>(
     key: string,
     name: string,
     fn: (info: StepInfo) => T | Promise<T>,
     hooks: StepHooks<T>,
+    stepOptions: StepOptions,
   ): Promise<T> {
     const label = `of step "${name}" (${key})`;
     const recorded = this.options.journal.get(key);
@@ -304,27 +335,66 @@ export class NodeRuntime {
       return value as T;
     }
     // A start without an outcome means the last process died inside this step: this is a re-run.
-    const attempt =
+    let attempt =
       recorded === undefined ? 1 : recorded.state === "started" ? recorded.attempt + 1 : recorded.attempt;
-    const info: StepInfo = { key, attempt, idempotencyKey: `${this.options.runId}:${key}` };
-    const started: JournalRecord = { key, name, state: "started", attempt, value: null };
-    hooks.onStart?.(info);
-    await this.write({ journal: [started] });
-    this.options.journal.set(key, started);
+    const retry = stepOptions.retry ?? { attempts: 1 };
     let value: T;
-    try {
-      value = await scopes.run({ runtime: this, prefix: key, counter: 0, info }, () => fn(info));
-    } catch (error) {
-      if (isInterrupt(error)) {
-        // Not a crash: the step resumes as the same attempt.
-        this.pendingJournal.push({ key, name, state: "interrupted", attempt, value: null });
+    for (;;) {
+      const tryAttempt = attempt;
+      const started: JournalRecord = { key, name, state: "started", attempt, value: null };
+      const idempotencyKey = `${this.options.runId}:${key}`;
+      hooks.onStart?.({ key, attempt, idempotencyKey, signal: this.controller.signal });
+      await this.write({ journal: [started] });
+      this.options.journal.set(key, started);
+      let tryInfo: StepInfo | undefined;
+      try {
+        value = await runTry(
+          (signal) => {
+            tryInfo = { key, attempt: tryAttempt, idempotencyKey, signal };
+            const info = tryInfo;
+            return scopes.run({ runtime: this, prefix: key, counter: 0, info }, () => fn(info));
+          },
+          this.controller.signal,
+          stepOptions.timeoutMs,
+          `Step "${name}" (${key}, attempt ${attempt})`,
+        );
+        break;
+      } catch (error) {
+        if (isInterrupt(error)) {
+          // Not a crash: the step resumes as the same attempt.
+          this.pendingJournal.push({ key, name, state: "interrupted", attempt, value: null });
+          throw error;
+        }
+        if (attempt < retry.attempts && !this.controller.signal.aborted && worthRetrying(retry, error)) {
+          // This try is journaled with its error under its own attempt; the step's record stays
+          // `started`, so a crash before the next try resumes at the next attempt number.
+          const delayMs = delayBefore(retry, attempt);
+          hooks.onRetry?.(
+            error,
+            tryInfo ?? { key, attempt, idempotencyKey, signal: this.controller.signal },
+            delayMs,
+          );
+          await this.write({
+            journal: [
+              { key: `${key}@${attempt}`, name, state: "failed", attempt, value: encodeError(error, label) },
+            ],
+          });
+          await pause(delayMs, this.controller.signal);
+          attempt++;
+          continue;
+        }
+        const failed: JournalRecord = {
+          key,
+          name,
+          state: "failed",
+          attempt,
+          value: encodeError(error, label),
+        };
+        hooks.onError?.(decodeValue(failed.value ?? ""));
+        await this.write({ journal: [failed] });
+        this.options.journal.set(key, failed);
         throw error;
       }
-      const failed: JournalRecord = { key, name, state: "failed", attempt, value: encodeError(error, label) };
-      hooks.onError?.(decodeValue(failed.value ?? ""));
-      await this.write({ journal: [failed] });
-      this.options.journal.set(key, failed);
-      throw error;
     }
     let text: string;
     try {

@@ -11,6 +11,8 @@ export interface ToolTrace {
   readonly params?: unknown;
   readonly result?: unknown;
   readonly error?: string;
+  /** Which try of the call this is (1 unless retried or re-run after a crash). */
+  readonly attempt?: number;
   /** Why a human declined the call (status `declined`). */
   readonly reason?: string;
 }

@@ -2,9 +2,10 @@
 import { traceToolCall } from "@tackle/core";
 import { isInterrupt } from "../interrupt/interrupt.ts";
 import { type NodeContext, runtimeOf, type StepInfo } from "../runner/node-context.ts";
+import type { StepOptions } from "../runner/step-policy.ts";
 import { nextToolCallId, toolTrace } from "./tool-trace.ts";
 
-export interface ToolOptions {
+export interface ToolOptions extends StepOptions {
   /** What frames show as params (the real ones go to `fn`); default: `params`. */
   readonly display?: unknown;
   /** Masks the result in frames; the caller still gets the real value. */
@@ -33,13 +34,15 @@ export function tool<T>(
   const show = (result: unknown) =>
     options.displayResult === undefined ? result : options.displayResult(result);
   const hidden = options.hidden === true;
+  let attempt = 1;
   const step = runtime.step(
     `tool:${name}`,
     (info) => traceToolCall({ name, description: name, callId: id }, async () => fn(info)),
     {
       // Frames only when fn runs: a replayed call's frames were persisted with its record.
-      onStart: () => {
-        if (!hidden) toolTrace(ctx, { id, name, status: "running", params: shownParams });
+      onStart: (info) => {
+        attempt = info.attempt;
+        if (!hidden) toolTrace(ctx, { id, name, status: "running", params: shownParams, attempt });
       },
       onResult: (result) => {
         if (hidden) return;
@@ -50,6 +53,7 @@ export function tool<T>(
           status: "completed",
           params: shownParams,
           result: show(result),
+          attempt,
         });
       },
       onError: (error) => {
@@ -61,11 +65,28 @@ export function tool<T>(
           status: "error",
           params: shownParams,
           error: error instanceof Error ? error.message : String(error),
+          attempt,
         });
+      },
+      onRetry: (error, info, delayMs) => {
+        if (hidden) return;
+        runtime.queueFrame("tool_call", {
+          id,
+          name,
+          status: "running",
+          params: shownParams,
+          attempt: info.attempt,
+          retrying: { error: error instanceof Error ? error.message : String(error), delayMs },
+        });
+        runtime.scheduleFlush();
       },
       onReplay: () => {
         runtime.openToolCalls.delete(id);
       },
+    },
+    {
+      ...(options.retry === undefined ? {} : { retry: options.retry }),
+      ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     },
   );
   return step;
