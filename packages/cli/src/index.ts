@@ -2,7 +2,6 @@
 
 export { consoleTokenPath, tackleHome } from "./config/tackle-home.ts";
 export { type ConsoleToken, ensureConsoleToken, readConsoleToken } from "./console/console-token.ts";
-export { isLoopbackHost, type ListenAddress, parseListen } from "./console/parse-listen.ts";
 export { type ConsoleOptions, type RunningConsole, startConsole } from "./console/start-console.ts";
 export { createMcpServer, modulesToolName } from "./mcp/create-mcp-server.ts";
 export { builtinModules, builtinModulesSetting, type ModuleEntry } from "./modules/builtin-modules.ts";

@@ -212,7 +212,7 @@ test("serve refuses MESH_CONSOLE_LISTEN=0.0.0.0:4270 before binding, naming the 
     assert.equal(refused.stdout, "");
     assert.match(
       refused.stderr,
-      /MESH_CONSOLE_LISTEN=0\.0\.0\.0:4270 refused: the console answers on loopback only/,
+      /MESH_CONSOLE_LISTEN: 0\.0\.0\.0:4270 refused: the console answers on loopback only/,
     );
     const flag = await runTackle(["serve", "--listen", "192.168.0.1:4270"], {
       env: cleanEnv({ TACKLE_HOME: home.path }),

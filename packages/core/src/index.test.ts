@@ -20,6 +20,7 @@ it("@tackle/core exports exactly its curated names", () => {
     "hasBrand",
     "isControlFlow",
     "isLoopbackHost",
+    "isToolContent",
     "jsonSchema",
     "llmNamePattern",
     "loopbackViolation",
@@ -28,6 +29,8 @@ it("@tackle/core exports exactly its curated names", () => {
     "toJsonSchema",
     "toLlmName",
     "toToolError",
+    "toolContent",
+    "toolContentKey",
     "traceToolCall",
     "validateWith",
   ]);

@@ -37,8 +37,20 @@ export {
   type ToolAnnotations,
   type ToolContext,
   type ToolDefinition,
+  type ToolProgress,
 } from "./tool/define-tool.ts";
 export { type Logger, silentLogger } from "./tool/logger.ts";
+export {
+  type ContentBlock,
+  type EmbeddedResourceBlock,
+  isToolContent,
+  type MediaBlock,
+  type ResourceLinkBlock,
+  type TextBlock,
+  type ToolContent,
+  toolContent,
+  toolContentKey,
+} from "./tool/tool-content.ts";
 export {
   type CallOptions,
   createToolSet,

@@ -12,6 +12,7 @@ import {
   toOpenAIChatTools,
   toOpenAIResponseTools,
 } from "../src/openai/index.ts";
+import { withoutDialect } from "../src/schema/schema.ts";
 import { type ScriptedOpenAIServer, startScriptedOpenAIServer } from "./support/scripted-openai-server.ts";
 
 const executed: { callId: string; a: number; b: number }[] = [];
@@ -56,7 +57,11 @@ describe("@tackle/core/openai with the real openai client", () => {
     assert.deepEqual(server.requests.at(-2)?.body.tools, [
       {
         type: "function",
-        function: { name: "math__add", description: "Adds two numbers.", parameters: add.inputJsonSchema },
+        function: {
+          name: "math__add",
+          description: "Adds two numbers.",
+          parameters: withoutDialect(add.inputJsonSchema),
+        },
       },
     ]);
     // The tool ran once, for the one valid call, under the model's call id.
@@ -100,7 +105,7 @@ describe("@tackle/core/openai with the real openai client", () => {
         type: "function",
         name: "math__add",
         description: "Adds two numbers.",
-        parameters: add.inputJsonSchema,
+        parameters: withoutDialect(add.inputJsonSchema),
         strict: false,
       },
     ]);

@@ -15,13 +15,14 @@ export {
   type MeshCallOptions,
   type MeshClient,
 } from "./client/create-mesh-client.ts";
+export { loadMeshConfig, type MeshConfig, type ModuleEntry } from "./config/load-mesh-config.ts";
+export { defaultModulePrefix, defaultSeatPrefix } from "./config/names.ts";
 export {
   DEFAULT_CONSOLE_LISTEN,
-  loadMeshConfig,
-  type MeshConfig,
-  type ModuleEntry,
-} from "./config/load-mesh-config.ts";
-export { defaultModulePrefix, defaultSeatPrefix } from "./config/names.ts";
+  formatListenAddress,
+  type ListenAddress,
+  parseListenAddress,
+} from "./config/parse-listen.ts";
 export { redactBrokerUrl } from "./config/redact-broker-url.ts";
 export { MeshConfigError } from "./errors/mesh-config-error.ts";
 export type { MeshErrorCode, MeshToolError } from "./errors/mesh-error-code.ts";

@@ -1,11 +1,10 @@
 /** `tackle serve`: the node runtime (or, with no broker, the embedded modules) plus the loopback console. */
 
 import { join } from "node:path";
-import { startNodeRuntime } from "@tackle/mesh";
+import { MeshConfigError, parseListenAddress, startNodeRuntime } from "@tackle/mesh";
 import type { Command } from "commander";
 import { consoleTokenPath, tackleHome } from "../config/tackle-home.ts";
 import { ensureConsoleToken } from "../console/console-token.ts";
-import { isLoopbackHost, parseListen } from "../console/parse-listen.ts";
 import { type RunningConsole, startConsole } from "../console/start-console.ts";
 import { CliError } from "../program/cli-error.ts";
 import {
@@ -45,11 +44,7 @@ export function addServeCommand(program: Command, context: ProgramContext): void
     .action(async (options: ServeOptions) => {
       const { logger, env, stdout } = context;
       const config = readMeshConfig(env);
-      const listen = options.listen === undefined ? config.consoleListen : parseListen(options.listen);
-      if (options.console && !isLoopbackHost(listen.host)) {
-        // parseListen's message, so the variable and the fix are named the same way everywhere.
-        parseListen(`${listen.host.includes(":") ? `[${listen.host}]` : listen.host}:${listen.port}`);
-      }
+      const listen = options.listen === undefined ? config.consoleListen : readListenFlag(options.listen);
       const entries = modulesToServe(config, options.builtin);
       const closers: (() => Promise<void>)[] = [];
       let source: ToolSource;
@@ -104,6 +99,16 @@ export function addServeCommand(program: Command, context: ProgramContext): void
       }
       await waitAndClose(context, closers);
     });
+}
+
+/** `--listen` by the same rules as MESH_CONSOLE_LISTEN, refused the same way. */
+function readListenFlag(value: string) {
+  try {
+    return parseListenAddress(value, "--listen");
+  } catch (error) {
+    if (!MeshConfigError.isInstance(error)) throw error;
+    throw new CliError("invalid_listen", error.message, { cause: error, exitCode: 2 });
+  }
 }
 
 function printServed(

@@ -1,10 +1,10 @@
 /** Starts the console on a loopback address and reports its URL. */
 import { type ServerType, serve } from "@hono/node-server";
-import type { Logger } from "@tackle/core";
+import { isLoopbackHost, type Logger } from "@tackle/core";
+import type { ListenAddress } from "@tackle/mesh";
 import { CliError } from "../program/cli-error.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { consolePath, createConsoleApp } from "./create-console-app.ts";
-import { isLoopbackHost, type ListenAddress } from "./parse-listen.ts";
 
 export interface ConsoleOptions {
   readonly source: ToolSource;

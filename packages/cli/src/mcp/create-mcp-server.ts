@@ -1,7 +1,7 @@
 /** Builds the MCP server (one per request or per stdio connection) that exposes a tool source as `module.tool`. */
 
-import { type CallToolResult, type Tool as McpTool, Server } from "@modelcontextprotocol/server";
-import type { ToolError } from "@tackle/core";
+import { type Tool as McpTool, Server } from "@modelcontextprotocol/server";
+import { mcpCallOptions, toCallToolResult } from "@tackle/core/mcp";
 import type { ModuleInfo, ToolSource } from "../tool-source/tool-source.ts";
 
 /** The console's own tool: every module with its status and errors, so none is silently missing. */
@@ -24,7 +24,7 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
   const server = new Server(
     { name: options.name ?? "tackle", version: options.version ?? "0.1.0" },
     {
-      capabilities: { tools: {} },
+      capabilities: { tools: {}, logging: {} },
       instructions: `Tackle ${source.description}: tools are named module.tool. ${modulesToolName} reports modules that failed to load or did not answer.`,
     },
   );
@@ -46,13 +46,10 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
     const { name, arguments: args } = request.params;
     if (name === modulesToolName) {
       const modules = await source.catalogue();
-      return server.projectCallToolResult(success({ modules }), undefined);
+      return server.projectCallToolResult(toCallToolResult({ ok: true, output: { modules } }), undefined);
     }
-    const result = await source.call(name, args ?? {}, { signal: context.mcpReq.signal });
-    return server.projectCallToolResult(
-      result.ok ? success(result.output) : failure(result.error),
-      undefined,
-    );
+    const result = await source.call(name, args ?? {}, mcpCallOptions(context, undefined, name));
+    return server.projectCallToolResult(toCallToolResult(result), undefined);
   });
   return server;
 }
@@ -64,24 +61,5 @@ function moduleStatus(info: ModuleInfo) {
     ...(info.node === undefined ? {} : { node: info.node }),
     tools: info.tools.length,
     errors: info.errors,
-  };
-}
-
-function success(output: unknown): CallToolResult {
-  // Always JSON, so a client reads back exactly the value the tool returned (a string stays a string).
-  const text = JSON.stringify(output) ?? "null";
-  const isObject = typeof output === "object" && output !== null && !Array.isArray(output);
-  return {
-    content: [{ type: "text", text }],
-    ...(isObject ? { structuredContent: output as Record<string, unknown> } : {}),
-  };
-}
-
-/** A tool error as MCP's `isError` result; `structuredContent.error` keeps the code and data for machines. */
-function failure(error: ToolError): CallToolResult {
-  return {
-    isError: true,
-    content: [{ type: "text", text: `${error.code}: ${error.message}` }],
-    structuredContent: { error: error.toJSON() },
   };
 }

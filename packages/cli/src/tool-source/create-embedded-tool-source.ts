@@ -49,6 +49,8 @@ export function createEmbeddedToolSource(modules: readonly EmbeddedModule[]): To
       return loaded.toolset.call(parts.tool, args, {
         ...(options.signal === undefined ? {} : { signal: options.signal }),
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+        ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+        ...(options.logger === undefined ? {} : { logger: options.logger }),
       });
     },
     async close() {

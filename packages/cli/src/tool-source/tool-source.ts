@@ -1,5 +1,5 @@
 /** `ToolSource`: what the console, `tackle mcp`, `tools` and `call` read from — a catalogue and a call. */
-import type { ToolCallResult } from "@tackle/core";
+import type { Logger, ToolCallResult, ToolProgress } from "@tackle/core";
 
 /** One tool as a module describes it (bare name; the source qualifies it as `module.tool`). */
 export interface ToolInfo {
@@ -26,6 +26,10 @@ export interface ModuleInfo {
 export interface SourceCallOptions {
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
+  /** The tool's progress reports, where the source can carry them. */
+  readonly onProgress?: (update: ToolProgress) => void;
+  /** Receives the tool's log lines, where the source can carry them. */
+  readonly logger?: Logger;
 }
 
 export interface ToolSource {

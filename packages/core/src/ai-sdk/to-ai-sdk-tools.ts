@@ -1,6 +1,7 @@
 /** `toAiSdkTools`: a Tackle tool set as AI SDK tools, keyed by the set's model-safe names. */
 import { type Tool as AiSdkTool, type ToolSet as AiSdkToolSet, type JSONValue, jsonSchema, tool } from "ai";
 import type { ToolErrorPayload } from "../errors/tool-error.ts";
+import { withoutDialect } from "../schema/schema.ts";
 import type { AnyTool } from "../tool/define-tool.ts";
 import type {
   CallOptions,
@@ -47,7 +48,7 @@ export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}):
   for (const definition of toolset.tools) {
     tools[toolset.llmName(definition.name)] = tool({
       description: definition.description,
-      inputSchema: jsonSchema(definition.inputJsonSchema),
+      inputSchema: jsonSchema(withoutDialect(definition.inputJsonSchema)),
       async execute(input, execution) {
         const result = await toolset.call(definition.name, input, {
           ...options,

@@ -5,6 +5,7 @@ import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
 import { FakeStreamingChatModel } from "@langchain/core/utils/testing";
 import { z } from "zod";
 import { controlFlowBrand } from "../errors/control-flow.ts";
+import { withoutDialect } from "../schema/schema.ts";
 import { defineTool } from "../tool/define-tool.ts";
 import { createToolSet } from "../tool-set/create-tool-set.ts";
 import { toLangChainTools } from "./to-langchain-tools.ts";
@@ -31,7 +32,7 @@ describe("toLangChainTools", () => {
       function: {
         name: "orders__lookup",
         description: "Finds an order by id.",
-        parameters: lookup.inputJsonSchema,
+        parameters: withoutDialect(lookup.inputJsonSchema),
       },
     });
   });
@@ -100,7 +101,7 @@ describe("toLangChainTools", () => {
     const bound = model.bindTools([tool]);
     const offered = (bound as unknown as { config: { tools: { function: { parameters: unknown } }[] } })
       .config.tools;
-    assert.deepEqual(offered[0]?.function.parameters, lookup.inputJsonSchema);
+    assert.deepEqual(offered[0]?.function.parameters, withoutDialect(lookup.inputJsonSchema));
     const reply = await bound.invoke("Where is order 3?");
     const toolCall = reply.tool_calls?.[0];
     assert.ok(toolCall !== undefined);

@@ -5,7 +5,7 @@ import type { ToolRunnableConfig } from "@langchain/core/tools";
 import { StructuredTool, ToolInputParsingException } from "@langchain/core/tools";
 import { InvalidInputError } from "../errors/invalid-input-error.ts";
 import type { ToolError } from "../errors/tool-error.ts";
-import { type JsonSchema, validateWith } from "../schema/schema.ts";
+import { type JsonSchema, validateWith, withoutDialect } from "../schema/schema.ts";
 import type { AnyTool } from "../tool/define-tool.ts";
 import type { CallOptions, ToolSet } from "../tool-set/create-tool-set.ts";
 
@@ -34,7 +34,7 @@ class ToolSetTool extends StructuredTool<JsonSchema> {
     super();
     this.name = toolset.llmName(tool.name);
     this.description = tool.description;
-    this.schema = tool.inputJsonSchema;
+    this.schema = withoutDialect(tool.inputJsonSchema);
     this.#toolset = toolset;
     this.#tool = tool;
     this.#options = options;

@@ -3,7 +3,9 @@ import { type CallToolResult, McpServer } from "@modelcontextprotocol/server";
 import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
 import { jsonSchema } from "../schema/schema.ts";
 import type { AnyTool } from "../tool/define-tool.ts";
-import type { CallOptions, ToolCallResult, ToolSet } from "../tool-set/create-tool-set.ts";
+import type { CallOptions, ToolSet } from "../tool-set/create-tool-set.ts";
+import { mcpCallOptions } from "./mcp-call-options.ts";
+import { toCallToolResult } from "./to-call-tool-result.ts";
 
 export interface McpServerOptions {
   /** The server name announced to clients. Default `tackle`. */
@@ -23,7 +25,10 @@ export interface McpServerOptions {
  */
 export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}): McpServer {
   assertServableOverMcp(toolset);
-  const server = new McpServer({ name: options.name ?? "tackle", version: options.version ?? "0.1.0" });
+  const server = new McpServer(
+    { name: options.name ?? "tackle", version: options.version ?? "0.1.0" },
+    { capabilities: { logging: {} } },
+  );
   for (const tool of toolset.tools) {
     const outputSchema = objectOutputSchema(tool);
     server.registerTool(
@@ -41,7 +46,10 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
       },
       async (args: Record<string, unknown>, context) =>
         toCallToolResult(
-          await toolset.call(tool.name, args, { ...options.callOptions, signal: context.mcpReq.signal }),
+          await toolset.call(tool.name, args, {
+            ...options.callOptions,
+            ...mcpCallOptions(context, options.callOptions?.logger, tool.name),
+          }),
         ),
     );
   }
@@ -67,26 +75,4 @@ export function assertServableOverMcp(toolset: ToolSet): void {
 /** MCP output schemas describe objects; a tool with any other output shape advertises none. */
 function objectOutputSchema(tool: AnyTool): Record<string, unknown> | undefined {
   return tool.outputJsonSchema?.type === "object" ? tool.outputJsonSchema : undefined;
-}
-
-function toCallToolResult(result: ToolCallResult): CallToolResult {
-  if (!result.ok) {
-    const error = result.error.toJSON();
-    return {
-      isError: true,
-      content: [{ type: "text", text: JSON.stringify({ error }) }],
-      structuredContent: { error: error as unknown as Record<string, unknown> },
-    };
-  }
-  const { output } = result;
-  // Always JSON, so a client reads back the value itself: 42 stays a number, "42" a string.
-  const text = JSON.stringify(output ?? null);
-  return {
-    content: [{ type: "text", text }],
-    ...(isPlainObject(output) ? { structuredContent: output } : {}),
-  };
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

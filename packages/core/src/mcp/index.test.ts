@@ -6,8 +6,10 @@ it("@tackle/core/mcp exports exactly its curated names", () => {
   assert.deepEqual(Object.keys(adapter).sort(), [
     "createMcpHttpHandler",
     "createMcpServer",
+    "mcpCallOptions",
     "serveMcpHttp",
     "serveMcpStdio",
+    "toCallToolResult",
     "toolSetFromMcp",
   ]);
 });

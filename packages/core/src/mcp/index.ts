@@ -4,6 +4,7 @@
  * `/client` and `/node`.
  */
 export { createMcpServer, type McpServerOptions } from "./create-mcp-server.ts";
+export { mcpCallOptions } from "./mcp-call-options.ts";
 export {
   createMcpHttpHandler,
   type McpHttpHandlerOptions,
@@ -13,4 +14,5 @@ export {
   serveMcpHttp,
   serveMcpStdio,
 } from "./serve-mcp.ts";
+export { toCallToolResult } from "./to-call-tool-result.ts";
 export { type McpToolSetOptions, toolSetFromMcp } from "./tool-set-from-mcp.ts";

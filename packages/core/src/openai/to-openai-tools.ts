@@ -1,6 +1,8 @@
 /** Tool definitions for OpenAI's two APIs, from a Tackle tool set: chat completions and responses. */
+
 import type { ChatCompletionFunctionTool } from "openai/resources/chat/completions/completions";
 import type { FunctionTool } from "openai/resources/responses/responses";
+import { withoutDialect } from "../schema/schema.ts";
 import type { ToolSet } from "../tool-set/create-tool-set.ts";
 
 /** `tools` for `client.chat.completions.create`: one function per tool, named by its model-safe name. */
@@ -10,7 +12,7 @@ export function toOpenAIChatTools(toolset: ToolSet): ChatCompletionFunctionTool[
     function: {
       name: toolset.llmName(tool.name),
       description: tool.description,
-      parameters: structuredClone(tool.inputJsonSchema),
+      parameters: withoutDialect(structuredClone(tool.inputJsonSchema)),
     },
   }));
 }
@@ -24,7 +26,7 @@ export function toOpenAIResponseTools(toolset: ToolSet): FunctionTool[] {
     type: "function",
     name: toolset.llmName(tool.name),
     description: tool.description,
-    parameters: structuredClone(tool.inputJsonSchema),
+    parameters: withoutDialect(structuredClone(tool.inputJsonSchema)),
     strict: false,
   }));
 }

@@ -34,12 +34,10 @@ export async function validateWith<T>(
   };
 }
 
-/** The JSON Schema of what a schema accepts (its input side). */
+/** The JSON Schema of what a schema accepts (its input side), as generated: `$schema` and all of 2020-12 kept. */
 export function toJsonSchema(schema: StandardJSONSchemaV1, side: "input" | "output" = "input"): JsonSchema {
   const converter = schema["~standard"].jsonSchema;
-  const generated = converter[side]({ target: "draft-2020-12" });
-  const { $schema: _dialect, ...rest } = generated;
-  return rest;
+  return converter[side]({ target: "draft-2020-12" });
 }
 
 export interface JsonSchemaOptions<T> {
@@ -71,4 +69,13 @@ export function jsonSchema<T = unknown>(
       jsonSchema: { input: describe, output: describe },
     },
   };
+}
+
+/**
+ * The schema as a model provider gets it: without the `$schema` dialect tag, which function-calling
+ * APIs do not take (MCP keeps it; see `toJsonSchema`).
+ */
+export function withoutDialect(schema: JsonSchema): JsonSchema {
+  const { $schema: _dialect, ...rest } = schema;
+  return rest;
 }

@@ -210,8 +210,9 @@ describe("createToolSet", () => {
     assert.deepEqual(result, { callId: "c1", key: "c1", tenant: "t1" });
   });
 
-  it("derives JSON Schema once, at definition", () => {
+  it("derives JSON Schema once, at definition, keeping its 2020-12 dialect tag", () => {
     assert.deepEqual(add.inputJsonSchema, {
+      $schema: "https://json-schema.org/draft/2020-12/schema",
       type: "object",
       properties: { a: { type: "number" }, b: { type: "number" } },
       required: ["a", "b"],

@@ -10,7 +10,7 @@ import type { ToolError } from "../errors/tool-error.ts";
 import { ToolTimeoutError } from "../errors/tool-timeout-error.ts";
 import { UnknownToolError } from "../errors/unknown-tool-error.ts";
 import { validateWith } from "../schema/schema.ts";
-import type { AnyTool, Identity, Tool, ToolContext } from "../tool/define-tool.ts";
+import type { AnyTool, Identity, Tool, ToolContext, ToolProgress } from "../tool/define-tool.ts";
 import { type Logger, silentLogger } from "../tool/logger.ts";
 import { recordFailure, traceToolCall } from "../tracing/trace-tool-call.ts";
 import { llmNamePattern, toLlmName } from "./llm-name.ts";
@@ -27,6 +27,8 @@ export interface CallOptions {
   readonly logger?: Logger;
   /** Overrides the tool's and the set's time limit for this call. */
   readonly timeoutMs?: number;
+  /** Receives the tool's `context.progress(...)` reports. */
+  readonly onProgress?: (update: ToolProgress) => void;
 }
 
 /** A call's outcome: errors are data, so a model (or a wire) gets them as values. */
@@ -199,6 +201,14 @@ async function runTool(
     callId,
     idempotencyKey: options.idempotencyKey ?? callId,
     logger: options.logger ?? defaultLogger,
+    progress: (progress, total, message) => {
+      if (options.onProgress === undefined || signal.aborted) return;
+      options.onProgress({
+        progress,
+        ...(total === undefined ? {} : { total }),
+        ...(message === undefined ? {} : { message }),
+      });
+    },
     ...(options.identity === undefined ? {} : { identity: options.identity }),
   };
 

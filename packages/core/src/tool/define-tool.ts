@@ -16,7 +16,20 @@ export interface ToolContext {
   /** Stable across retries of the same logical call: use it to make side effects idempotent. */
   readonly idempotencyKey: string;
   readonly identity?: Identity;
+  /** Log lines; an MCP client that asked for logging receives them as log messages. */
   readonly logger: Logger;
+  /**
+   * Reports how far the call has come (`total` when known); an MCP client that sent a progress token
+   * receives each report as a progress notification. A no-op when nobody listens.
+   */
+  readonly progress: (progress: number, total?: number, message?: string) => void;
+}
+
+/** One progress report of a running call. */
+export interface ToolProgress {
+  readonly progress: number;
+  readonly total?: number;
+  readonly message?: string;
 }
 
 /** MCP-style hints about what a tool does; advisory, for clients and UIs. */

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { MeshConfigError } from "../errors/mesh-config-error.ts";
 import { moduleNamePattern, nodeNamePattern } from "./names.ts";
+import { type ListenAddress, parseListenAddress } from "./parse-listen.ts";
 import { readCredential } from "./read-credential.ts";
 import { redactBrokerUrl } from "./redact-broker-url.ts";
 
@@ -25,11 +26,9 @@ export interface MeshConfig {
   readonly operatorAccount?: string;
   /** Where their home is (MESH_OPERATOR_HOME), handed to tools. */
   readonly operatorHome?: string;
-  /** Where the console answers (MESH_CONSOLE_LISTEN, default 127.0.0.1:4270). */
-  readonly consoleListen: { readonly host: string; readonly port: number };
+  /** Where the console answers (MESH_CONSOLE_LISTEN, default 127.0.0.1:4270; loopback only). */
+  readonly consoleListen: ListenAddress;
 }
-
-export const DEFAULT_CONSOLE_LISTEN = { host: "127.0.0.1", port: 4270 } as const;
 
 /** Reads and checks every MESH_* variable; a malformed one throws a MeshConfigError naming it. */
 export function loadMeshConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig {
@@ -48,7 +47,7 @@ export function loadMeshConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig
       `must be an absolute path, got ${JSON.stringify(operatorHome)}`,
     );
   }
-  const consoleListen = parseListen(env.MESH_CONSOLE_LISTEN);
+  const consoleListen = parseListenAddress(env.MESH_CONSOLE_LISTEN);
   return {
     node,
     ...(brokerFile === undefined ? {} : { brokerFile }),
@@ -159,19 +158,4 @@ function parseModules(
     entries.push({ module: credentialName, path: resolve(item) });
   }
   return entries;
-}
-
-function parseListen(value: string | undefined): { host: string; port: number } {
-  const given = nonEmpty(value);
-  if (given === undefined) return { ...DEFAULT_CONSOLE_LISTEN };
-  const match = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(given);
-  const host = match?.[1] ?? match?.[2];
-  const port = Number(match?.[3]);
-  if (match === null || host === undefined || !Number.isInteger(port) || port > 65535) {
-    throw new MeshConfigError(
-      "MESH_CONSOLE_LISTEN",
-      `${JSON.stringify(given)} is not host:port (e.g. 127.0.0.1:4270 or [::1]:4270)`,
-    );
-  }
-  return { host, port };
 }
