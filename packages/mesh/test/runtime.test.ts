@@ -114,6 +114,7 @@ describe("a node runtime on NATS", () => {
       const echo = info?.endpoints.find((endpoint) => endpoint.subject === "tackle.tools.headers.echo");
       assert.equal(echo?.metadata?.tool, "echo");
       assert.deepEqual(JSON.parse(echo?.metadata?.input_schema ?? "null"), {
+        $schema: "https://json-schema.org/draft/2020-12/schema",
         type: "object",
         properties: { text: { type: "string" } },
         required: ["text"],
