@@ -1,6 +1,7 @@
 /** The embedded document store: one SQLite file (node:sqlite), an update log and compacted snapshots. */
-import { DatabaseSync } from "node:sqlite";
+import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
 import { type DocumentStore, type LoggedUpdate, StoreConflictError } from "./document-store.ts";
+import { sqliteMigrations } from "./migrations.ts";
 
 export interface SqliteDocumentStoreOptions {
   /** A file path, or `:memory:`. */
@@ -8,27 +9,13 @@ export interface SqliteDocumentStoreOptions {
 }
 
 export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): DocumentStore {
-  // The busy timeout is set at open, so even the switch to WAL waits for another process's lock.
-  const database = new DatabaseSync(options.path, { timeout: 5000 });
-  database.exec(`
-    PRAGMA journal_mode = WAL;
-    CREATE TABLE IF NOT EXISTS docscript_documents (
-      document_id TEXT PRIMARY KEY,
-      token_hash TEXT NOT NULL,
-      snapshot BLOB NOT NULL,
-      snapshot_seq INTEGER NOT NULL,
-      created_at TEXT NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS docscript_updates (
-      document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
-      seq INTEGER NOT NULL,
-      bytes BLOB NOT NULL,
-      status TEXT NOT NULL,
-      actor TEXT,
-      created_at TEXT NOT NULL,
-      PRIMARY KEY (document_id, seq)
-    );
-  `);
+  // WAL, a busy timeout, a full sync; refuses (StorageError "schema_too_new") a newer file.
+  const database = openMigratedSqlite({
+    path: options.path,
+    synchronous: "full",
+    store: "docscript",
+    migrations: sqliteMigrations,
+  });
   const insertDocument = database.prepare(
     "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq, created_at) VALUES (?, ?, ?, 0, ?) ON CONFLICT DO NOTHING",
   );
@@ -87,15 +74,10 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
       }
     },
     async compact(documentId, snapshot, throughSeq) {
-      database.exec("BEGIN IMMEDIATE");
-      try {
+      sqliteTransaction(database, () => {
         updateSnapshot.run(snapshot, throughSeq, documentId, throughSeq);
         deleteUpdates.run(documentId, throughSeq);
-        database.exec("COMMIT");
-      } catch (error) {
-        database.exec("ROLLBACK");
-        throw error;
-      }
+      });
     },
     async close() {
       if (database.isOpen) database.close();

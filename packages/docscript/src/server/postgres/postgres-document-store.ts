@@ -1,54 +1,37 @@
 /** The scale-out document store: PostgreSQL through `pg`, the same update log and snapshots as SQLite. */
-import pg from "pg";
+import { migratePostgres, openPostgres } from "@tackle/storage/postgres";
+import type pg from "pg";
 import { type DocumentStore, type LoggedUpdate, StoreConflictError } from "../document-store.ts";
+import { postgresMigrations } from "../migrations.ts";
 
 export interface PostgresDocumentStoreOptions {
   /** A connection string, or a pool the caller owns (then `close()` leaves it open). */
   readonly connectionString?: string;
   readonly pool?: pg.Pool;
+  /** Pool size when the store opens the pool (default 4). */
+  readonly maxConnections?: number;
   /** Told when an idle pooled connection fails (the server restarted or ended it); default: a warning. */
   readonly onError?: (error: Error) => void;
 }
 
-const schemaSql = `
-  CREATE TABLE IF NOT EXISTS docscript_documents (
-    document_id TEXT PRIMARY KEY,
-    token_hash TEXT NOT NULL,
-    snapshot BYTEA NOT NULL,
-    snapshot_seq BIGINT NOT NULL,
-    created_at TIMESTAMPTZ NOT NULL DEFAULT now()
-  );
-  CREATE TABLE IF NOT EXISTS docscript_updates (
-    document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
-    seq BIGINT NOT NULL,
-    bytes BYTEA NOT NULL,
-    status TEXT NOT NULL,
-    actor TEXT,
-    created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-    PRIMARY KEY (document_id, seq)
-  );
-`;
-
 export async function createPostgresDocumentStore(
   options: PostgresDocumentStoreOptions,
 ): Promise<DocumentStore> {
-  const ownsPool = options.pool === undefined;
-  const pool = options.pool ?? new pg.Pool({ connectionString: options.connectionString, max: 4 });
-  // Without a listener, an idle connection the server ends would crash the process; the pool replaces it.
-  if (ownsPool) {
-    pool.on("error", (error) => {
-      if (options.onError) options.onError(error);
-      else console.warn(`docscript: idle PostgreSQL connection lost: ${error.message}`);
-    });
-  }
-  // Two servers starting at once may both create the tables; the advisory lock makes it one at a time.
-  const client = await pool.connect();
+  // One pool policy: idle-connection losses go to onError (default: a process warning), never a crash.
+  const handle = openPostgres({
+    pool: options.pool,
+    connectionString: options.connectionString,
+    max: options.maxConnections ?? 4,
+    label: "docscript",
+    ...(options.onError === undefined ? {} : { onError: options.onError }),
+  });
+  const pool = handle.pool;
   try {
-    await client.query("SELECT pg_advisory_lock(hashtext('docscript_schema'))");
-    await client.query(schemaSql);
-  } finally {
-    await client.query("SELECT pg_advisory_unlock(hashtext('docscript_schema'))").catch(() => undefined);
-    client.release();
+    // Two servers starting at once take turns under the migration lock; a newer schema is refused.
+    await migratePostgres(pool, { store: "docscript", migrations: postgresMigrations });
+  } catch (error) {
+    await handle.close();
+    throw error;
   }
   const toUpdates = (rows: { seq: string; bytes: Buffer }[]): LoggedUpdate[] =>
     rows.map((row) => ({ seq: Number(row.seq), bytes: new Uint8Array(row.bytes) }));
@@ -143,7 +126,7 @@ export async function createPostgresDocumentStore(
       }
     },
     async close() {
-      if (ownsPool) await pool.end();
+      await handle.close();
     },
   };
 }

@@ -9,6 +9,7 @@ import type {
   RunRecord,
   RunStatus,
 } from "../../store/durable-store.ts";
+import { migrationStore, postgresMigrations } from "./migrations.ts";
 
 export interface PostgresStoreOptions {
   /** A pool you own (closed by you), or a connection string (the store opens and closes its pool). */
@@ -16,6 +17,8 @@ export interface PostgresStoreOptions {
   readonly connectionString?: string;
   /** Table name prefix; default `durable_`. */
   readonly tablePrefix?: string;
+  /** Pool size when the store opens the pool (default 4). */
+  readonly maxConnections?: number;
   /**
    * Errors of idle pooled connections (the server restarted, a connection was terminated). The pool
    * replaces them; without a handler Node would crash. Default: a process warning.
@@ -40,7 +43,11 @@ interface RunRow {
   updated_at: string;
 }
 
-/** Opens the store and creates its tables when missing. */
+/**
+ * Opens the store and brings its tables to the newest schema version (under the migration lock, so
+ * processes starting at once take turns). Refuses (StorageError "schema_too_new") tables migrated by
+ * a newer version of this store.
+ */
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<DurableStore> {
   const prefix = options.tablePrefix ?? "durable_";
   if (!/^[a-z_][a-z0-9_]{0,30}$/.test(prefix)) {
@@ -49,33 +56,27 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       `The table prefix "${prefix}" is not a plain lower-case identifier`,
     );
   }
-  let pool = options.pool;
-  const ownsPool = pool === undefined;
-  if (pool === undefined) {
-    const { default: postgres } = await import("pg");
-    pool = new postgres.Pool({ connectionString: options.connectionString, max: 4 });
-    pool.on(
-      "error",
-      options.onError ??
-        ((error) => process.emitWarning(`@tackle/durable postgres: idle connection lost: ${error.message}`)),
-    );
-  }
-  const database = pool;
+  const { migratePostgres, openPostgres } = await import("@tackle/storage/postgres");
+  const handle = openPostgres({
+    pool: options.pool,
+    connectionString: options.connectionString,
+    max: options.maxConnections ?? 4,
+    label: "@tackle/durable postgres",
+    ...(options.onError === undefined ? {} : { onError: options.onError }),
+  });
+  const database = handle.pool;
   const runs = `${prefix}runs`;
   const journal = `${prefix}journal`;
   const frames = `${prefix}frames`;
-  await database.query(`
-    CREATE TABLE IF NOT EXISTS ${runs} (
-      thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, graph TEXT NOT NULL, status TEXT NOT NULL,
-      state TEXT NOT NULL, node TEXT, cursor TEXT NOT NULL, interrupts TEXT NOT NULL, error TEXT,
-      owner TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS ${journal} (
-      thread_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,
-      attempt INTEGER NOT NULL, value TEXT, PRIMARY KEY (thread_id, key));
-    CREATE TABLE IF NOT EXISTS ${frames} (
-      thread_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, data JSONB NOT NULL,
-      PRIMARY KEY (thread_id, seq));
-  `);
+  try {
+    await migratePostgres(database, {
+      store: migrationStore(prefix),
+      migrations: postgresMigrations(prefix),
+    });
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
 
   async function transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await database.connect();
@@ -223,7 +224,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       return result.rows.map((row) => ({ seq: Number(row.seq), type: row.type, data: row.data }));
     },
     async close() {
-      if (ownsPool) await database.end();
+      await handle.close();
     },
   };
 }

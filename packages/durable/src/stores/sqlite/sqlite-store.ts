@@ -1,7 +1,6 @@
 /** The default store: one SQLite file through `node:sqlite`, WAL with a full sync on every commit. */
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
-import { DatabaseSync, type StatementSync } from "node:sqlite";
+import type { StatementSync } from "node:sqlite";
+import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
 import { DurableError } from "../../errors/durable-error.ts";
 import type {
   CommitBatch,
@@ -11,6 +10,7 @@ import type {
   RunRecord,
   RunStatus,
 } from "../../store/durable-store.ts";
+import { sqliteMigrations } from "./migrations.ts";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -21,22 +21,6 @@ export interface SqliteStoreOptions {
    */
   readonly synchronous?: "full" | "normal";
 }
-
-const schema = `
-CREATE TABLE IF NOT EXISTS durable_runs (
-  thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, graph TEXT NOT NULL, status TEXT NOT NULL,
-  state TEXT NOT NULL, node TEXT, cursor TEXT NOT NULL, interrupts TEXT NOT NULL, error TEXT,
-  owner TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL
-) STRICT;
-CREATE TABLE IF NOT EXISTS durable_journal (
-  thread_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,
-  attempt INTEGER NOT NULL, value TEXT, PRIMARY KEY (thread_id, key)
-) STRICT, WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS durable_frames (
-  thread_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
-  PRIMARY KEY (thread_id, seq)
-) STRICT, WITHOUT ROWID;
-`;
 
 interface RunRow {
   thread_id: string;
@@ -64,11 +48,13 @@ const patchColumns = {
 } as const;
 
 export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
-  if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
-  const database = new DatabaseSync(options.path, { timeout: 5000 });
-  const synchronous = options.synchronous === "normal" ? "NORMAL" : "FULL";
-  database.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous};`);
-  database.exec(schema);
+  // Refuses (StorageError "schema_too_new") a file written by a newer version of this store.
+  const database = openMigratedSqlite({
+    path: options.path,
+    synchronous: options.synchronous === "normal" ? "normal" : "full",
+    store: "durable",
+    migrations: sqliteMigrations,
+  });
 
   const insertRun = database.prepare(
     `INSERT INTO durable_runs (thread_id, run_id, graph, status, state, node, cursor, interrupts, error, owner, created_at, updated_at)
@@ -94,17 +80,7 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
   );
   const updates = new Map<string, StatementSync>();
 
-  function transaction<T>(work: () => T): T {
-    database.exec("BEGIN IMMEDIATE");
-    try {
-      const result = work();
-      database.exec("COMMIT");
-      return result;
-    } catch (error) {
-      database.exec("ROLLBACK");
-      throw error;
-    }
-  }
+  const transaction = <T>(work: () => T): T => sqliteTransaction(database, work);
 
   function apply(threadId: string, batch: CommitBatch, ownerCheck: string | undefined): void {
     const patch: Record<string, string | null> = { ...batch.run, updated_at: new Date().toISOString() };

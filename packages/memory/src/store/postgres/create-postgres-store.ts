@@ -1,6 +1,7 @@
 /** The scale-out store: PostgreSQL through `pg`, full-text search on generated tsvector columns. */
 import { createHash } from "node:crypto";
-import pg from "pg";
+import { migratePostgres, openPostgres } from "@tackle/storage/postgres";
+import type pg from "pg";
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredMemory } from "../memory-store.ts";
 import {
@@ -16,7 +17,7 @@ import {
   scopeParameters,
   traceFromRow,
 } from "../row-codec.ts";
-import { postgresSchema } from "./schema.ts";
+import { postgresMigrations } from "./migrations.ts";
 
 export interface PostgresStoreOptions {
   /** A `postgres://` URL, or an existing pool (left open by `close()`). */
@@ -32,8 +33,6 @@ const memorySelect = ["seq", ...memoryColumns].map((column) => `m.${column}`).jo
 /** BM25's term-frequency saturation and length normalization, FTS5's defaults. */
 const bm25K1 = 1.2;
 const bm25B = 0.75;
-/** Serializes schema creation across processes that open the same database at once. */
-const migrationLockKey = 7_140_300_001;
 
 function marks(start: number, count: number): string {
   return Array.from({ length: count }, (_, index) => `$${start + index}`).join(", ");
@@ -65,21 +64,20 @@ function tsQuery(terms: readonly string[]): string {
 }
 
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<MemoryStore> {
-  const ownsPool = options.pool === undefined;
-  const pool =
-    options.pool ??
-    new pg.Pool({ connectionString: options.connectionString, max: options.maxConnections ?? 10 });
-  pool.on("error", (error) => {
-    // An idle client lost its connection; the pool replaces it on the next query. Say so, once per loss.
-    console.warn(`memory: idle PostgreSQL connection lost: ${error.message}`);
+  // One pool policy (idle-connection losses reported as a process warning; the pool replaces them).
+  const handle = openPostgres({
+    pool: options.pool,
+    connectionString: options.connectionString,
+    max: options.maxConnections ?? 10,
+    label: "memory",
   });
-  const migrator = await pool.connect();
+  const pool = handle.pool;
   try {
-    await migrator.query("SELECT pg_advisory_lock($1)", [migrationLockKey]);
-    await migrator.query(postgresSchema);
-  } finally {
-    await migrator.query("SELECT pg_advisory_unlock($1)", [migrationLockKey]).catch(() => undefined);
-    migrator.release();
+    // Under the migration lock; refuses (StorageError "schema_too_new") tables of a newer version.
+    await migratePostgres(pool, { store: "memory", migrations: postgresMigrations });
+  } catch (error) {
+    await handle.close();
+    throw error;
   }
 
   const all = async (sql: string, parameters: readonly unknown[] = []) =>
@@ -143,7 +141,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     kind: "postgres",
 
     async close() {
-      if (ownsPool) await pool.end();
+      await handle.close();
     },
 
     async insertMemory(memory) {

@@ -1,4 +1,7 @@
-/** The PostgreSQL schema: the SQLite one's tables, with generated tsvector columns and GIN indexes. */
+/**
+ * Migration 1 of the PostgreSQL store (see `migrations.ts`): the SQLite tables, with generated
+ * tsvector columns and GIN indexes. Shipped: never edit it; add the next migration instead.
+ */
 export const postgresSchema = `
 CREATE TABLE IF NOT EXISTS memories (
   seq BIGSERIAL PRIMARY KEY,

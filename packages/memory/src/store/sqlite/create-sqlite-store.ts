@@ -1,7 +1,6 @@
 /** The embedded store: one SQLite file through `node:sqlite`, BM25 through FTS5. */
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
-import { DatabaseSync, type SQLInputValue } from "node:sqlite";
+import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredMemory } from "../memory-store.ts";
 import {
@@ -17,7 +16,7 @@ import {
   scopeParameters,
   traceFromRow,
 } from "../row-codec.ts";
-import { sqliteSchema } from "./schema.ts";
+import { sqliteMigrations } from "./migrations.ts";
 import { scoreWithScopeStatistics } from "./scope-bm25.ts";
 import { anyWord, scopedMatch, scopeTokens } from "./scope-tokens.ts";
 
@@ -40,13 +39,13 @@ function inList(values: readonly unknown[], parameters: unknown[]): string {
 }
 
 export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
-  if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
-  // The busy timeout is set at open, so even the switch to WAL waits for another process's lock.
-  const database = new DatabaseSync(options.path, { timeout: 5000 });
-  database.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
-  migrateScopeTokens(database);
-  migratePrefixIndex(database);
-  database.exec(sqliteSchema);
+  // Refuses (StorageError "schema_too_new") a file written by a newer version of this store.
+  const database = openMigratedSqlite({
+    path: options.path,
+    synchronous: "normal",
+    store: "memory",
+    migrations: sqliteMigrations,
+  });
   backfillSearchIndex(database);
 
   const all = (sql: string, parameters: readonly unknown[]): Row[] =>
@@ -56,17 +55,7 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
   const run = (sql: string, parameters: readonly unknown[]) =>
     database.prepare(sql).run(...(parameters as SQLInputValue[]));
 
-  function transaction<T>(body: () => T): T {
-    database.exec("BEGIN IMMEDIATE");
-    try {
-      const result = body();
-      database.exec("COMMIT");
-      return result;
-    } catch (error) {
-      database.exec("ROLLBACK");
-      throw error;
-    }
-  }
+  const transaction = <T>(body: () => T): T => sqliteTransaction(database, body);
 
   const insertColumns = [...memoryColumns, "scope_tokens"];
   const insertMemorySql = `INSERT INTO memories (${insertColumns.join(", ")}) VALUES (${insertColumns
@@ -590,38 +579,6 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
 }
 
 class BlockConflict extends Error {}
-
-/** Files made before the scoped index: add the column and drop the old index (rebuilt below). */
-function migrateScopeTokens(database: DatabaseSync): void {
-  const columns = database.prepare("PRAGMA table_info(memories)").all() as { name: string }[];
-  if (columns.length === 0 || columns.some((column) => column.name === "scope_tokens")) return;
-  database.exec(`BEGIN IMMEDIATE;
-    ALTER TABLE memories ADD COLUMN scope_tokens TEXT NOT NULL DEFAULT '';
-    DROP TRIGGER IF EXISTS memories_fts_insert;
-    DROP TRIGGER IF EXISTS memories_fts_delete;
-    DROP TRIGGER IF EXISTS memories_fts_update;
-    DROP TABLE IF EXISTS memories_fts;
-    COMMIT;`);
-}
-
-/**
- * Files made before the five-character prefix index: drop the contentless search index and mark every
- * memory for reindexing; the schema recreates the index and the backfill below refills it from
- * `memories` (the text is kept there), so every memory stays findable.
- */
-function migratePrefixIndex(database: DatabaseSync): void {
-  const table = database
-    .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'memories_search'")
-    .get() as { sql: string } | undefined;
-  if (table === undefined || /prefix\s*=/.test(table.sql)) return;
-  database.exec(`BEGIN IMMEDIATE;
-    DROP TRIGGER IF EXISTS memories_search_insert;
-    DROP TRIGGER IF EXISTS memories_search_delete;
-    DROP TRIGGER IF EXISTS memories_search_update;
-    DROP TABLE memories_search;
-    UPDATE memories SET scope_tokens = '';
-    COMMIT;`);
-}
 
 /** Gives every memory without scope tokens its tokens and its row in the search index. */
 function backfillSearchIndex(database: DatabaseSync): void {

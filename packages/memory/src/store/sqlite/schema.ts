@@ -1,4 +1,7 @@
-/** The SQLite schema: tables, FTS5 indexes kept in step by triggers, and the tenant-first indexes. */
+/**
+ * Migration 1 of the SQLite store (see `migrations.ts`): tables, FTS5 indexes kept in step by
+ * triggers, and the tenant-first indexes. Shipped: never edit it; add the next migration instead.
+ */
 export const sqliteSchema = `
 CREATE TABLE IF NOT EXISTS memories (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -1,0 +1,35 @@
+/**
+ * The PostgreSQL store's schema, one numbered migration at a time, for a table prefix. To change the
+ * schema, append `{ version: n + 1, name, up }`; never edit a migration that has shipped.
+ */
+import type { PostgresMigration } from "@tackle/storage/postgres";
+
+export function postgresMigrations(prefix: string): readonly PostgresMigration[] {
+  const runs = `${prefix}runs`;
+  const journal = `${prefix}journal`;
+  const frames = `${prefix}frames`;
+  return [
+    {
+      version: 1,
+      name: "runs, journal, frames",
+      // IF NOT EXISTS: databases made before versioning already have these tables and are stamped version 1.
+      up: `
+    CREATE TABLE IF NOT EXISTS ${runs} (
+      thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, graph TEXT NOT NULL, status TEXT NOT NULL,
+      state TEXT NOT NULL, node TEXT, cursor TEXT NOT NULL, interrupts TEXT NOT NULL, error TEXT,
+      owner TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS ${journal} (
+      thread_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,
+      attempt INTEGER NOT NULL, value TEXT, PRIMARY KEY (thread_id, key));
+    CREATE TABLE IF NOT EXISTS ${frames} (
+      thread_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, data JSONB NOT NULL,
+      PRIMARY KEY (thread_id, seq));
+  `,
+    },
+  ];
+}
+
+/** The store's key in `tackle_migrations`: one history per table prefix. */
+export function migrationStore(prefix: string): string {
+  return prefix === "durable_" ? "durable" : `durable:${prefix}`;
+}

@@ -1,0 +1,28 @@
+/**
+ * The SQLite store's schema, one numbered migration at a time. To change the schema, append
+ * `{ version: n + 1, name, up }`; never edit a migration that has shipped (files already carry it).
+ */
+import type { SqliteMigration } from "@tackle/storage";
+
+export const sqliteMigrations: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    name: "runs, journal, frames",
+    // IF NOT EXISTS: files made before versioning already have these tables and are stamped version 1.
+    up: `
+CREATE TABLE IF NOT EXISTS durable_runs (
+  thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, graph TEXT NOT NULL, status TEXT NOT NULL,
+  state TEXT NOT NULL, node TEXT, cursor TEXT NOT NULL, interrupts TEXT NOT NULL, error TEXT,
+  owner TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS durable_journal (
+  thread_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,
+  attempt INTEGER NOT NULL, value TEXT, PRIMARY KEY (thread_id, key)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS durable_frames (
+  thread_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, data TEXT NOT NULL,
+  PRIMARY KEY (thread_id, seq)
+) STRICT, WITHOUT ROWID;
+`,
+  },
+];

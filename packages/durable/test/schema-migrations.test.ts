@@ -1,0 +1,188 @@
+/**
+ * Both stores open databases written before schema versioning and upgrade them without losing a
+ * row; both refuse a database whose schema is newer than this code.
+ */
+import assert from "node:assert/strict";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { after, describe, it } from "node:test";
+import { createPostgresStore } from "@tackle/durable/postgres";
+import { createSqliteStore } from "@tackle/durable/sqlite";
+import { StorageError } from "@tackle/storage";
+import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
+import pg from "pg";
+
+const directory = mkdtempSync(join(tmpdir(), "tackle-durable-migrate-"));
+const databases: TestDatabase[] = [];
+after(async () => {
+  rmSync(directory, { recursive: true, force: true });
+  for (const database of databases) await database.drop().catch(() => undefined);
+});
+
+const tables = ["durable_runs", "durable_journal", "durable_frames"];
+
+/** A copy of the committed file written by the store before versioning (3 runs, 3 journal records, 6 frames). */
+function legacyCopy(name: string): string {
+  const path = join(directory, name);
+  copyFileSync(new URL("./fixtures/durable-v0.db", import.meta.url), path);
+  return path;
+}
+
+function counts(path: string): Record<string, number> {
+  const database = new DatabaseSync(path);
+  try {
+    return Object.fromEntries(
+      tables.map((table) => [
+        table,
+        Number((database.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n),
+      ]),
+    );
+  } finally {
+    database.close();
+  }
+}
+
+const isTooNew = (error: unknown) => {
+  assert.ok(StorageError.isInstance(error), String(error));
+  assert.equal(error.code, "schema_too_new");
+  return true;
+};
+
+describe("SQLite store: schema versions", () => {
+  it("upgrades a file written before versioning to version 1 without losing a row", async () => {
+    const path = legacyCopy("legacy.db");
+    const before = counts(path);
+    assert.deepEqual(before, { durable_runs: 3, durable_journal: 3, durable_frames: 6 });
+    const store = createSqliteStore({ path });
+    try {
+      for (const i of [1, 2, 3]) {
+        const run = await store.getRun(`thread-${i}`);
+        assert.equal(run?.runId, `run-${i}`);
+        assert.equal(run?.state, JSON.stringify({ step: i }));
+        assert.deepEqual(await store.readJournal(`thread-${i}`), [
+          {
+            key: `call-${i}`,
+            name: "orders.get",
+            state: "done",
+            attempt: 1,
+            value: JSON.stringify({ id: i }),
+          },
+        ]);
+        assert.deepEqual(
+          (await store.readFrames(`thread-${i}`, 0)).map((frame) => frame.data),
+          [
+            { name: "orders.get", i },
+            { ok: true, i },
+          ],
+        );
+      }
+      // The upgraded file takes writes as before.
+      await store.commit("thread-1", "owner-a", {
+        frames: [{ seq: 3, type: "tool_call", data: { after: true } }],
+      });
+    } finally {
+      await store.close();
+    }
+    const database = new DatabaseSync(path);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 1);
+    database.close();
+    assert.deepEqual(counts(path), { ...before, durable_frames: 7 });
+  });
+
+  it("refuses a file whose schema is newer than this code, leaving it as it was", async () => {
+    const path = legacyCopy("newer.db");
+    createSqliteStore({ path }).close();
+    const database = new DatabaseSync(path);
+    database.exec("PRAGMA user_version = 99");
+    database.close();
+    assert.throws(() => createSqliteStore({ path }), isTooNew);
+    assert.deepEqual(counts(path), { durable_runs: 3, durable_journal: 3, durable_frames: 6 });
+  });
+});
+
+describe("PostgreSQL store: schema versions", () => {
+  /** The tables exactly as the store created them before versioning. */
+  const legacyDdl = `
+    CREATE TABLE IF NOT EXISTS durable_runs (
+      thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, graph TEXT NOT NULL, status TEXT NOT NULL,
+      state TEXT NOT NULL, node TEXT, cursor TEXT NOT NULL, interrupts TEXT NOT NULL, error TEXT,
+      owner TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS durable_journal (
+      thread_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,
+      attempt INTEGER NOT NULL, value TEXT, PRIMARY KEY (thread_id, key));
+    CREATE TABLE IF NOT EXISTS durable_frames (
+      thread_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, data JSONB NOT NULL,
+      PRIMARY KEY (thread_id, seq));`;
+
+  async function legacyDatabase(): Promise<{ url: string; client: pg.Client }> {
+    const database = await createTestDatabase("tackle_durable_migrate");
+    databases.push(database);
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    await client.query(legacyDdl);
+    for (const i of [1, 2]) {
+      await client.query(
+        `INSERT INTO durable_runs VALUES ($1, $2, 'orders', 'running', '{}', NULL, '{}', '[]', NULL, 'owner-a', 'then', 'then')`,
+        [`thread-${i}`, `run-${i}`],
+      );
+      await client.query(
+        `INSERT INTO durable_journal VALUES ($1, 'call', 'orders.get', 'done', 1, '{"id":7}')`,
+        [`thread-${i}`],
+      );
+      await client.query(
+        `INSERT INTO durable_frames VALUES ($1, 1, 'tool_call', '{"n":1}'), ($1, 2, 'tool_result', '{"n":2}')`,
+        [`thread-${i}`],
+      );
+    }
+    return { url: database.url, client };
+  }
+
+  async function pgCounts(client: pg.Client): Promise<Record<string, number>> {
+    const result: Record<string, number> = {};
+    for (const table of tables)
+      result[table] = (await client.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
+    return result;
+  }
+
+  it("upgrades tables created before versioning without losing a row, and records version 1", async () => {
+    const { url, client } = await legacyDatabase();
+    try {
+      const before = await pgCounts(client);
+      assert.deepEqual(before, { durable_runs: 2, durable_journal: 2, durable_frames: 4 });
+      const store = await createPostgresStore({ connectionString: url });
+      try {
+        assert.equal((await store.getRun("thread-2"))?.runId, "run-2");
+        assert.deepEqual(await store.readJournal("thread-1"), [
+          { key: "call", name: "orders.get", state: "done", attempt: 1, value: '{"id":7}' },
+        ]);
+        assert.deepEqual(
+          (await store.readFrames("thread-1", 0)).map((frame) => frame.data),
+          [{ n: 1 }, { n: 2 }],
+        );
+      } finally {
+        await store.close();
+      }
+      assert.deepEqual(await pgCounts(client), before);
+      const recorded = await client.query("SELECT store, version FROM tackle_migrations");
+      assert.deepEqual(recorded.rows, [{ store: "durable", version: 1 }]);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("refuses tables migrated by newer code", async () => {
+    const { url, client } = await legacyDatabase();
+    try {
+      await (await createPostgresStore({ connectionString: url })).close();
+      await client.query(
+        "INSERT INTO tackle_migrations (store, version, name) VALUES ('durable', 99, 'future')",
+      );
+      await assert.rejects(createPostgresStore({ connectionString: url }), isTooNew);
+      assert.equal((await pgCounts(client)).durable_runs, 2);
+    } finally {
+      await client.end();
+    }
+  });
+});

@@ -1,0 +1,15 @@
+/**
+ * The PostgreSQL store's schema, one numbered migration at a time. To change the schema, append
+ * `{ version: n + 1, name, up }`; never edit a migration that has shipped.
+ */
+import type { PostgresMigration } from "@tackle/storage/postgres";
+import { postgresSchema } from "./schema.ts";
+
+export const postgresMigrations: readonly PostgresMigration[] = [
+  {
+    version: 1,
+    name: "memories, events, knowledge, blocks, traces, jobs",
+    // IF NOT EXISTS: databases made before versioning already have these tables and are stamped version 1.
+    up: postgresSchema,
+  },
+];

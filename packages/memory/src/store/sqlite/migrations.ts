@@ -1,0 +1,51 @@
+/**
+ * The SQLite store's schema, one numbered migration at a time. To change the schema, append
+ * `{ version: n + 1, name, up }`; never edit a migration that has shipped (files already carry it).
+ */
+import type { DatabaseSync } from "node:sqlite";
+import type { SqliteMigration } from "@tackle/storage";
+import { sqliteSchema } from "./schema.ts";
+
+export const sqliteMigrations: readonly SqliteMigration[] = [
+  {
+    version: 1,
+    name: "memories, events, knowledge, blocks, traces, jobs",
+    // Files made before versioning: their older search-index layouts are rebuilt first, then the
+    // IF NOT EXISTS schema fills in what is missing and the file is stamped version 1.
+    up: (database) => {
+      dropUnscopedIndex(database);
+      dropIndexWithoutPrefixes(database);
+      database.exec(sqliteSchema);
+    },
+  },
+];
+
+/** Files made before the scoped index: add the column and drop the old index (rebuilt on open). */
+function dropUnscopedIndex(database: DatabaseSync): void {
+  const columns = database.prepare("PRAGMA table_info(memories)").all() as { name: string }[];
+  if (columns.length === 0 || columns.some((column) => column.name === "scope_tokens")) return;
+  database.exec(`
+    ALTER TABLE memories ADD COLUMN scope_tokens TEXT NOT NULL DEFAULT '';
+    DROP TRIGGER IF EXISTS memories_fts_insert;
+    DROP TRIGGER IF EXISTS memories_fts_delete;
+    DROP TRIGGER IF EXISTS memories_fts_update;
+    DROP TABLE IF EXISTS memories_fts;`);
+}
+
+/**
+ * Files made before the five-character prefix index: drop the contentless search index and mark every
+ * memory for reindexing; the schema recreates the index and the store's backfill refills it from
+ * `memories` (the text is kept there), so every memory stays findable.
+ */
+function dropIndexWithoutPrefixes(database: DatabaseSync): void {
+  const table = database
+    .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'memories_search'")
+    .get() as { sql: string } | undefined;
+  if (table === undefined || /prefix\s*=/.test(table.sql)) return;
+  database.exec(`
+    DROP TRIGGER IF EXISTS memories_search_insert;
+    DROP TRIGGER IF EXISTS memories_search_delete;
+    DROP TRIGGER IF EXISTS memories_search_update;
+    DROP TABLE memories_search;
+    UPDATE memories SET scope_tokens = '';`);
+}

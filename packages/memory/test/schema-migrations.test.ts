@@ -1,0 +1,178 @@
+/**
+ * Both stores open databases written before schema versioning and upgrade them without losing a
+ * row; both refuse a database whose schema is newer than this code.
+ */
+import assert from "node:assert/strict";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { after, describe, it } from "node:test";
+import { createSqliteStore } from "@tackle/memory";
+import { createPostgresStore } from "@tackle/memory/postgres";
+import { StorageError } from "@tackle/storage";
+import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
+import pg from "pg";
+import { postgresSchema } from "../src/store/postgres/schema.ts";
+
+const directory = mkdtempSync(join(tmpdir(), "tackle-memory-migrate-"));
+const databases: TestDatabase[] = [];
+after(async () => {
+  rmSync(directory, { recursive: true, force: true });
+  for (const database of databases) await database.drop().catch(() => undefined);
+});
+
+const tables = ["memories", "memory_history", "events", "documents", "chunks"];
+
+/**
+ * A copy of the committed file written by the store before versioning: tenant-a has two memories of
+ * user u1, two events and one document; tenant-b one memory.
+ */
+function legacyCopy(name: string): string {
+  const path = join(directory, name);
+  copyFileSync(new URL("./fixtures/memory-v0.db", import.meta.url), path);
+  return path;
+}
+
+function counts(path: string): Record<string, number> {
+  const database = new DatabaseSync(path);
+  try {
+    return Object.fromEntries(
+      tables.map((table) => [
+        table,
+        Number((database.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n),
+      ]),
+    );
+  } finally {
+    database.close();
+  }
+}
+
+const isTooNew = (error: unknown) => {
+  assert.ok(StorageError.isInstance(error), String(error));
+  assert.equal(error.code, "schema_too_new");
+  return true;
+};
+
+describe("SQLite store: schema versions", () => {
+  it("upgrades a file written before versioning to version 1 without losing a row, still searchable", async () => {
+    const path = legacyCopy("legacy.db");
+    const before = counts(path);
+    assert.deepEqual(before, { memories: 3, memory_history: 3, events: 2, documents: 1, chunks: 1 });
+    const store = createSqliteStore({ path });
+    try {
+      const memories = await store.listMemories("tenant-a", { userId: "u1" }, { limit: 10, order: "recent" });
+      assert.deepEqual(memories.map((memory) => memory.content).sort(), [
+        "Lives in Lisbon near the river",
+        "Prefers short answers in English",
+      ]);
+      const found = await store.searchMemories("tenant-a", { userId: "u1" }, ["lisbon"], { limit: 5 });
+      assert.deepEqual(
+        found.map((hit) => hit.memory.content),
+        ["Lives in Lisbon near the river"],
+      );
+      const events = await store.listEvents("tenant-a", { sessionId: "s1" }, { order: "asc", limit: 10 });
+      assert.deepEqual(
+        events.map((event) => event.content),
+        ["hello there", "hi"],
+      );
+      assert.equal(
+        (await store.listMemories("tenant-b", { userId: "u2" }, { limit: 10, order: "recent" })).length,
+        1,
+      );
+    } finally {
+      await store.close();
+    }
+    assert.deepEqual(counts(path), before);
+    const database = new DatabaseSync(path);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 1);
+    database.close();
+  });
+
+  it("refuses a file whose schema is newer than this code, leaving it as it was", async () => {
+    const path = legacyCopy("newer.db");
+    await createSqliteStore({ path }).close();
+    const database = new DatabaseSync(path);
+    database.exec("PRAGMA user_version = 99");
+    database.close();
+    assert.throws(() => createSqliteStore({ path }), isTooNew);
+    assert.equal(counts(path).memories, 3);
+  });
+});
+
+describe("PostgreSQL store: schema versions", () => {
+  /** Tables exactly as the store created them before versioning (that DDL is migration 1, unchanged). */
+  async function legacyDatabase(): Promise<{ url: string; client: pg.Client }> {
+    const database = await createTestDatabase("tackle_memory_migrate");
+    databases.push(database);
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    await client.query(postgresSchema);
+    const at = "2026-11-30T12:00:00.000Z";
+    for (const [index, content] of ["Prefers tea over coffee", "Lives in Lisbon near the river"].entries()) {
+      await client.query(
+        `INSERT INTO memories (id, tenant_id, user_id, scope_key, kind, content, dedupe_key, metadata, provenance,
+           version, status, importance, helpful, unhelpful, successes, failures, access_count, created_at, updated_at)
+         VALUES ($1, 'tenant-a', 'u1', 'u:u1', 'fact', $2, $3, '{}', '{"source":"api","eventIds":[],"derivedFrom":[]}',
+           1, 'active', 0.5, 0, 0, 0, 0, 0, $4, $4)`,
+        [`m-${index}`, content, `d-${index}`, at],
+      );
+    }
+    await client.query(
+      `INSERT INTO events (id, tenant_id, role, content, session_id, metadata, source, occurred_at, created_at)
+       VALUES ('e-1', 'tenant-a', 'user', 'hello there', 's1', '{}', 'api', $1, $1)`,
+      [at],
+    );
+    return { url: database.url, client };
+  }
+
+  async function pgCounts(client: pg.Client): Promise<Record<string, number>> {
+    const result: Record<string, number> = {};
+    for (const table of tables) {
+      result[table] = (await client.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
+    }
+    return result;
+  }
+
+  it("upgrades tables created before versioning without losing a row, and records version 1", async () => {
+    const { url, client } = await legacyDatabase();
+    try {
+      const before = await pgCounts(client);
+      assert.equal(before.memories, 2);
+      const store = await createPostgresStore({ connectionString: url });
+      try {
+        const found = await store.searchMemories("tenant-a", { userId: "u1" }, ["lisbon"], { limit: 5 });
+        assert.deepEqual(
+          found.map((hit) => hit.memory.content),
+          ["Lives in Lisbon near the river"],
+        );
+        const events = await store.listEvents("tenant-a", { sessionId: "s1" }, { order: "asc", limit: 10 });
+        assert.deepEqual(
+          events.map((event) => event.content),
+          ["hello there"],
+        );
+      } finally {
+        await store.close();
+      }
+      assert.deepEqual(await pgCounts(client), before);
+      const recorded = await client.query("SELECT store, version FROM tackle_migrations");
+      assert.deepEqual(recorded.rows, [{ store: "memory", version: 1 }]);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("refuses tables migrated by newer code", async () => {
+    const { url, client } = await legacyDatabase();
+    try {
+      await (await createPostgresStore({ connectionString: url })).close();
+      await client.query(
+        "INSERT INTO tackle_migrations (store, version, name) VALUES ('memory', 99, 'future')",
+      );
+      await assert.rejects(createPostgresStore({ connectionString: url }), isTooNew);
+      assert.equal((await pgCounts(client)).memories, 2);
+    } finally {
+      await client.end();
+    }
+  });
+});

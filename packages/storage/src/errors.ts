@@ -1,0 +1,48 @@
+/** The storage layer's one error type: a code a caller can branch on, and the facts behind it. */
+
+export type StorageErrorCode =
+  /** The database was migrated by newer code than this; opening it could corrupt what the newer code wrote. */
+  | "schema_too_new"
+  /** The SQLite file belongs to another store (its application id says so). */
+  | "foreign_database"
+  /** A store's migration list is malformed (versions not 1, 2, 3, … in order). */
+  | "invalid_migrations"
+  /** A migration failed; it was rolled back and the database is still at `from`. */
+  | "migration_failed"
+  /** The migration lock was not granted in time (another process holds it). */
+  | "lock_timeout"
+  /** A bad option (an empty path, a pool size below 1, an unknown synchronous level). */
+  | "invalid_option";
+
+export interface StorageErrorDetails {
+  readonly store?: string;
+  /** The schema version found in the database. */
+  readonly found?: number;
+  /** The newest version this code knows. */
+  readonly supported?: number;
+}
+
+const brand = Symbol.for("@tackle/storage/StorageError");
+
+export class StorageError extends Error {
+  override readonly name = "StorageError";
+  readonly code: StorageErrorCode;
+  readonly details: StorageErrorDetails;
+  readonly [brand] = true;
+
+  constructor(
+    code: StorageErrorCode,
+    message: string,
+    details: StorageErrorDetails = {},
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.code = code;
+    this.details = details;
+  }
+
+  /** True for a `StorageError` from any copy of this package. */
+  static isInstance(value: unknown): value is StorageError {
+    return typeof value === "object" && value !== null && (value as { [brand]?: unknown })[brand] === true;
+  }
+}

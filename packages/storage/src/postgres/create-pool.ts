@@ -1,0 +1,106 @@
+/** One PostgreSQL pool policy for every store: a size, a connect deadline, and one way to report losses. */
+import pg from "pg";
+import { StorageError } from "../errors.ts";
+
+export interface PostgresPoolOptions {
+  /** `postgres://user:password@host:port/database`. */
+  readonly connectionString: string;
+  /** Most connections open at once. Default 10. */
+  readonly max?: number;
+  /** How long a query waits for a free connection or a new one before failing. Default 10 000 ms. */
+  readonly connectionTimeoutMs?: number;
+  /** Idle connections are closed after this long. Default 30 000 ms. */
+  readonly idleTimeoutMs?: number;
+  /** Who owns the pool, for the warning (`durable`, `memory`, …). */
+  readonly label: string;
+  /**
+   * Told when an idle pooled connection fails (the server restarted or ended it). The pool drops it
+   * and opens a new one on the next query; queries in flight fail on their own. Default: a process
+   * warning naming the label. Without a listener Node would crash the process.
+   */
+  readonly onError?: (error: Error) => void;
+}
+
+export function createPostgresPool(options: PostgresPoolOptions): pg.Pool {
+  const max = options.max ?? 10;
+  if (!Number.isInteger(max) || max < 1) {
+    throw new StorageError("invalid_option", `Pool size must be a positive integer, got ${max}`);
+  }
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max,
+    connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
+    idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
+  });
+  pool.on(
+    "error",
+    options.onError ??
+      ((error) =>
+        process.emitWarning(`${options.label}: idle PostgreSQL connection lost: ${error.message}`, {
+          code: "TACKLE_POSTGRES_CONNECTION_LOST",
+        })),
+  );
+  return pool;
+}
+
+export interface PostgresHandleOptions extends Omit<PostgresPoolOptions, "connectionString"> {
+  /** A pool the caller owns (left open by `close()`), or … */
+  readonly pool?: pg.Pool | undefined;
+  /** … a connection string (the handle opens the pool and `close()` ends it). */
+  readonly connectionString?: string | undefined;
+}
+
+export interface PostgresHandle {
+  readonly pool: pg.Pool;
+  /** Ends the pool when this handle opened it; leaves a caller's pool open. */
+  close(): Promise<void>;
+}
+
+/** The pool a store should use: the caller's, or a new one under the common policy. */
+export function openPostgres(options: PostgresHandleOptions): PostgresHandle {
+  if (options.pool !== undefined) {
+    const pool = options.pool;
+    return { pool, close: async () => {} };
+  }
+  if (options.connectionString === undefined || options.connectionString === "") {
+    throw new StorageError(
+      "invalid_option",
+      `${options.label}: give a PostgreSQL connection string or a pool`,
+    );
+  }
+  const pool = createPostgresPool({ ...options, connectionString: options.connectionString });
+  let ended = false;
+  return {
+    pool,
+    async close() {
+      if (ended) return;
+      ended = true;
+      await pool.end();
+    },
+  };
+}
+
+/**
+ * Runs `work` in one transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when it
+ * throws. A connection whose ROLLBACK fails is destroyed rather than handed to the next caller.
+ */
+export async function postgresTransaction<T>(
+  pool: pg.Pool,
+  work: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK").catch((rollbackError: Error) => {
+      broken = rollbackError;
+    });
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}

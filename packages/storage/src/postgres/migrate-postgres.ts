@@ -1,0 +1,123 @@
+/**
+ * Versioned migrations on PostgreSQL: one `tackle_migrations` table per schema, a row per store and
+ * version, written under an advisory lock so processes starting at once apply each migration once.
+ */
+import type pg from "pg";
+import { StorageError } from "../errors.ts";
+import { latestVersion, type MigrationStep, schemaTooNew } from "../migrations.ts";
+
+export interface PostgresMigration extends MigrationStep {
+  /** SQL (several statements allowed), or a function given the migrating connection, inside its transaction. */
+  readonly up: string | ((client: pg.ClientBase) => Promise<void>);
+}
+
+export interface PostgresMigrationPlan {
+  /** The store's key in `tackle_migrations` (`durable`, `memory`, `docscript`, …). */
+  readonly store: string;
+  readonly migrations: readonly PostgresMigration[];
+  /** How long to wait for another process's migration lock. Default 60 000 ms. */
+  readonly lockTimeoutMs?: number;
+}
+
+export interface MigrationResult {
+  readonly from: number;
+  readonly to: number;
+}
+
+const table = `CREATE TABLE IF NOT EXISTS tackle_migrations (
+  store TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+  PRIMARY KEY (store, version)
+)`;
+/** One lock per schema: stores sharing a schema share the bookkeeping table, so they take turns creating it. */
+const lockKey = "hashtext('tackle_migrations:' || coalesce(current_schema(), ''))";
+
+/**
+ * Brings the store's tables in the connection's current schema to the newest version. Each pending
+ * migration runs in its own transaction with its bookkeeping row; the advisory lock is held across
+ * them, so a second process waits, then finds them applied. Refuses (`schema_too_new`) a schema
+ * migrated by newer code.
+ */
+export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan): Promise<MigrationResult> {
+  const latest = latestVersion(plan.store, plan.migrations);
+  const lockTimeoutMs = plan.lockTimeoutMs ?? 60_000;
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  let locked = false;
+  try {
+    await client.query(`SELECT set_config('lock_timeout', $1, false)`, [`${lockTimeoutMs}ms`]);
+    try {
+      await client.query(`SELECT pg_advisory_lock(${lockKey})`);
+      locked = true;
+    } catch (error) {
+      if ((error as { code?: string }).code === "55P03") {
+        throw new StorageError(
+          "lock_timeout",
+          `Store "${plan.store}": another process held the migration lock for over ${lockTimeoutMs} ms`,
+          { store: plan.store },
+          { cause: error },
+        );
+      }
+      throw error;
+    }
+    await client.query("RESET lock_timeout");
+    await client.query(table);
+    const found = await recordedVersion(client, plan.store);
+    if (found > latest) throw schemaTooNew(plan.store, found, latest, "The PostgreSQL schema");
+    for (let version = found + 1; version <= latest; version += 1) {
+      const migration = plan.migrations[version - 1] as PostgresMigration;
+      try {
+        await client.query("BEGIN");
+        if (typeof migration.up === "string") await client.query(migration.up);
+        else await migration.up(client);
+        await client.query("INSERT INTO tackle_migrations (store, version, name) VALUES ($1, $2, $3)", [
+          plan.store,
+          migration.version,
+          migration.name,
+        ]);
+        await client.query("COMMIT");
+      } catch (error) {
+        await client.query("ROLLBACK").catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
+        throw new StorageError(
+          "migration_failed",
+          `Store "${plan.store}": migration ${migration.version} ("${migration.name}") failed and was rolled back; the schema stays at version ${version - 1}: ${(error as Error).message}`,
+          { store: plan.store, found: version - 1, supported: latest },
+          { cause: error },
+        );
+      }
+    }
+    return { from: found, to: latest };
+  } catch (error) {
+    broken ??= StorageError.isInstance(error) ? undefined : (error as Error);
+    throw error;
+  } finally {
+    if (locked && broken === undefined) {
+      await client.query(`SELECT pg_advisory_unlock(${lockKey})`).catch((error: Error) => {
+        broken = error;
+      });
+    }
+    // A connection in doubt is destroyed, which also releases a session lock it still holds.
+    client.release(broken);
+  }
+}
+
+/** The newest version recorded for `store` in the current schema (0 when none or no table yet). */
+export async function postgresSchemaVersion(client: pg.Pool | pg.ClientBase, store: string): Promise<number> {
+  const exists = await client.query<{ found: string | null }>(
+    "SELECT to_regclass('tackle_migrations')::text AS found",
+  );
+  if (exists.rows[0]?.found == null) return 0;
+  return recordedVersion(client, store);
+}
+
+async function recordedVersion(client: pg.Pool | pg.ClientBase, store: string): Promise<number> {
+  const result = await client.query<{ version: number | null }>(
+    "SELECT max(version) AS version FROM tackle_migrations WHERE store = $1",
+    [store],
+  );
+  return Number(result.rows[0]?.version ?? 0);
+}

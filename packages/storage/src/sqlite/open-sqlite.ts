@@ -1,0 +1,83 @@
+/** Opening a SQLite file the one way every store does: folder created, WAL, a busy timeout, a sync level. */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { StorageError } from "../errors.ts";
+
+/**
+ * How hard each commit is pushed to disk. `full`: durable across power loss. `normal`: in WAL mode,
+ * durable across a process crash (SIGKILL) but a power cut may lose the last commits. `off`: neither;
+ * for throwaway data only. `extra`: `full` plus a sync of the directory.
+ */
+export type SqliteSynchronous = "off" | "normal" | "full" | "extra";
+
+export interface OpenSqliteOptions {
+  /** A file path (its folder is created), or `:memory:`. */
+  readonly path: string;
+  /** Default `full`. */
+  readonly synchronous?: SqliteSynchronous;
+  /**
+   * How long a statement waits for another connection's lock before failing with SQLITE_BUSY.
+   * Default 5000 ms. Set at open, so even the switch to WAL waits.
+   */
+  readonly busyTimeoutMs?: number;
+}
+
+const levels: Record<SqliteSynchronous, string> = {
+  off: "OFF",
+  normal: "NORMAL",
+  full: "FULL",
+  extra: "EXTRA",
+};
+
+export function openSqlite(options: OpenSqliteOptions): DatabaseSync {
+  if (options.path === "") throw new StorageError("invalid_option", "The SQLite path is empty");
+  const level = levels[options.synchronous ?? "full"];
+  if (level === undefined) {
+    throw new StorageError("invalid_option", `Unknown synchronous level "${String(options.synchronous)}"`);
+  }
+  const timeout = options.busyTimeoutMs ?? 5000;
+  if (!Number.isInteger(timeout) || timeout < 0) {
+    throw new StorageError("invalid_option", `busyTimeoutMs must be a non-negative integer, got ${timeout}`);
+  }
+  if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+  const database = new DatabaseSync(options.path, { timeout });
+  try {
+    database.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${level};`);
+  } catch (error) {
+    database.close();
+    throw error;
+  }
+  return database;
+}
+
+/**
+ * Runs `work` in one write transaction (`BEGIN IMMEDIATE`, so the write lock is taken up front and a
+ * busy database waits the busy timeout instead of failing mid-transaction). Rolls back when `work`
+ * throws. Inside an open transaction, `work` runs in a savepoint instead, so helpers nest.
+ */
+export function sqliteTransaction<T>(database: DatabaseSync, work: () => T): T {
+  if (database.isTransaction) {
+    const name = `tackle_${++savepoints}`;
+    database.exec(`SAVEPOINT ${name}`);
+    try {
+      const result = work();
+      database.exec(`RELEASE ${name}`);
+      return result;
+    } catch (error) {
+      database.exec(`ROLLBACK TO ${name}; RELEASE ${name}`);
+      throw error;
+    }
+  }
+  database.exec("BEGIN IMMEDIATE");
+  try {
+    const result = work();
+    database.exec("COMMIT");
+    return result;
+  } catch (error) {
+    if (database.isTransaction) database.exec("ROLLBACK");
+    throw error;
+  }
+}
+
+let savepoints = 0;

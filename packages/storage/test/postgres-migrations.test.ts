@@ -1,0 +1,206 @@
+/** PostgreSQL on the real server: migrations under the advisory lock, two processes at once, refusal. */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { StorageError } from "@tackle/storage";
+import {
+  createPostgresPool,
+  migratePostgres,
+  openPostgres,
+  type PostgresMigration,
+  postgresSchemaVersion,
+  postgresTransaction,
+} from "@tackle/storage/postgres";
+import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
+import type pg from "pg";
+import { raceMigrations } from "./fixtures/race-migrations.ts";
+
+const child = fileURLToPath(new URL("./fixtures/migrate-child.ts", import.meta.url));
+const databases: TestDatabase[] = [];
+const pools: pg.Pool[] = [];
+
+async function freshPool(): Promise<{ pool: pg.Pool; database: TestDatabase }> {
+  const database = await createTestDatabase("tackle_storage");
+  databases.push(database);
+  const pool = createPostgresPool({ connectionString: database.url, label: "storage-test", max: 3 });
+  pools.push(pool);
+  return { pool, database };
+}
+
+after(async () => {
+  for (const pool of pools) await pool.end().catch(() => undefined);
+  for (const database of databases) await database.drop().catch(() => undefined);
+});
+
+const items: PostgresMigration[] = [
+  {
+    version: 1,
+    name: "items",
+    up: "CREATE TABLE IF NOT EXISTS items (id SERIAL PRIMARY KEY, label TEXT NOT NULL)",
+  },
+  {
+    version: 2,
+    name: "items.size",
+    up: async (client) => {
+      await client.query("ALTER TABLE items ADD COLUMN size INTEGER NOT NULL DEFAULT 0");
+    },
+  },
+];
+
+function rejectsWith(code: StorageError["code"]) {
+  return (error: unknown) => {
+    assert.ok(StorageError.isInstance(error), `expected a StorageError, got ${String(error)}`);
+    assert.equal(error.code, code, error.message);
+    return true;
+  };
+}
+
+describe("PostgreSQL migrations", () => {
+  let pool: pg.Pool;
+  before(async () => {
+    ({ pool } = await freshPool());
+  });
+
+  it("migrates a fresh database, records each version once, and a second run changes nothing", async () => {
+    assert.deepEqual(await migratePostgres(pool, { store: "items", migrations: items }), { from: 0, to: 2 });
+    await pool.query("INSERT INTO items (label, size) VALUES ('kept', 3)");
+    assert.deepEqual(await migratePostgres(pool, { store: "items", migrations: items }), { from: 2, to: 2 });
+    const recorded = await pool.query(
+      "SELECT version, name FROM tackle_migrations WHERE store = 'items' ORDER BY version",
+    );
+    assert.deepEqual(recorded.rows, [
+      { version: 1, name: "items" },
+      { version: 2, name: "items.size" },
+    ]);
+    assert.deepEqual((await pool.query("SELECT label, size FROM items")).rows, [{ label: "kept", size: 3 }]);
+  });
+
+  it("refuses a schema migrated by newer code, and leaves it untouched", async () => {
+    await migratePostgres(pool, {
+      store: "ahead",
+      migrations: [...items.slice(0, 1), { version: 2, name: "future", up: "SELECT 1" }],
+    });
+    await assert.rejects(
+      migratePostgres(pool, { store: "ahead", migrations: items.slice(0, 1) }),
+      (error: unknown) => {
+        rejectsWith("schema_too_new")(error);
+        assert.deepEqual((error as StorageError).details, { store: "ahead", found: 2, supported: 1 });
+        return true;
+      },
+    );
+    assert.equal(await postgresSchemaVersion(pool, "ahead"), 2);
+    // The lock was released: another store migrates at once.
+    assert.deepEqual(await migratePostgres(pool, { store: "after-refusal", migrations: [] }), {
+      from: 0,
+      to: 0,
+    });
+  });
+
+  it("rolls a failing migration back whole; the schema stays at the version before", async () => {
+    const failing: PostgresMigration[] = [
+      { version: 1, name: "a", up: "CREATE TABLE fail_a (x INTEGER)" },
+      { version: 2, name: "b", up: "CREATE TABLE fail_b (x INTEGER); INSERT INTO nowhere VALUES (1)" },
+    ];
+    await assert.rejects(
+      migratePostgres(pool, { store: "failing", migrations: failing }),
+      rejectsWith("migration_failed"),
+    );
+    assert.equal(await postgresSchemaVersion(pool, "failing"), 1);
+    assert.equal((await pool.query("SELECT to_regclass('fail_b') AS t")).rows[0].t, null);
+  });
+
+  it("times out, typed, when another session holds the migration lock", async () => {
+    const holder = await pool.connect();
+    try {
+      await holder.query(
+        "SELECT pg_advisory_lock(hashtext('tackle_migrations:' || coalesce(current_schema(), '')))",
+      );
+      await assert.rejects(
+        migratePostgres(pool, { store: "waiting", migrations: items, lockTimeoutMs: 300 }),
+        rejectsWith("lock_timeout"),
+      );
+    } finally {
+      await holder.query("SELECT pg_advisory_unlock_all()");
+      holder.release();
+    }
+  });
+
+  it("postgresTransaction commits or rolls back as one", async () => {
+    await pool.query("CREATE TABLE tx (v INTEGER)");
+    await postgresTransaction(pool, async (client) => {
+      await client.query("INSERT INTO tx VALUES (1)");
+    });
+    await assert.rejects(
+      postgresTransaction(pool, async (client) => {
+        await client.query("INSERT INTO tx VALUES (2)");
+        throw new Error("boom");
+      }),
+    );
+    assert.deepEqual((await pool.query("SELECT v FROM tx")).rows, [{ v: 1 }]);
+  });
+
+  it("openPostgres ends a pool it opened, leaves a caller's pool open, and refuses no target", async () => {
+    const caller = openPostgres({ pool, label: "t" });
+    await caller.close();
+    assert.equal((await pool.query("SELECT 1 AS one")).rows[0].one, 1);
+    assert.throws(() => openPostgres({ label: "t" }), rejectsWith("invalid_option"));
+    assert.throws(
+      () => createPostgresPool({ connectionString: "postgres://x", label: "t", max: 0 }),
+      rejectsWith("invalid_option"),
+    );
+  });
+});
+
+describe("two processes migrating one fresh database at once", () => {
+  it("both succeed and every migration is applied exactly once", { timeout: 60_000 }, async () => {
+    const { pool, database } = await freshPool();
+    const children = [0, 1].map(() =>
+      spawn(process.execPath, ["--conditions=@tackle/source", child, database.url], {
+        stdio: ["pipe", "pipe", "pipe"],
+      }),
+    );
+    const exits = children.map(
+      (process_) => new Promise<number | null>((resolve) => process_.once("exit", (code) => resolve(code))),
+    );
+    const stderr = children.map(() => [] as string[]);
+    for (const [index, process_] of children.entries()) {
+      process_.stderr.on("data", (chunk: Buffer) => stderr[index]?.push(chunk.toString()));
+    }
+    const lines = children.map((process_) =>
+      createInterface({ input: process_.stdout })[Symbol.asyncIterator](),
+    );
+    try {
+      for (const line of lines) assert.equal((await line.next()).value, "ready");
+      // Both are connected; release them together.
+      for (const process_ of children) process_.stdin.write("go\n");
+      const results = await Promise.all(
+        lines.map(
+          async (line) => JSON.parse(String((await line.next()).value)) as { from: number; to: number },
+        ),
+      );
+      const codes = await Promise.all(exits);
+      assert.deepEqual(codes, [0, 0], stderr.flat().join(""));
+      assert.deepEqual(
+        results.map((result) => result.to),
+        [2, 2],
+      );
+      // One of them applied both; the other waited on the lock and found them applied.
+      assert.deepEqual(results.map((result) => result.from).sort(), [0, 2]);
+      const applied = await pool.query(
+        "SELECT version, count(*)::int AS n FROM race_applied GROUP BY version ORDER BY version",
+      );
+      assert.deepEqual(applied.rows, [
+        { version: 1, n: 1 },
+        { version: 2, n: 1 },
+      ]);
+      const recorded = await pool.query(
+        "SELECT count(*)::int AS n FROM tackle_migrations WHERE store = 'race'",
+      );
+      assert.equal(recorded.rows[0].n, 2);
+    } finally {
+      for (const process_ of children) if (process_.exitCode === null) process_.kill("SIGKILL");
+    }
+  });
+});

@@ -1,0 +1,186 @@
+/** SQLite: open policy, versioned migrations by user_version, refusal of newer and foreign files. */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
+import { after, describe, it } from "node:test";
+import {
+  migrateSqlite,
+  openMigratedSqlite,
+  openSqlite,
+  type SqliteMigration,
+  StorageError,
+  sqliteSchemaVersion,
+  sqliteTransaction,
+} from "@tackle/storage";
+
+const directory = mkdtempSync(join(tmpdir(), "tackle-storage-sqlite-"));
+after(() => rmSync(directory, { recursive: true, force: true }));
+
+const notes: SqliteMigration[] = [
+  {
+    version: 1,
+    name: "notes",
+    up: "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL)",
+  },
+  {
+    version: 2,
+    name: "notes.author",
+    up: (database) => {
+      database.exec("ALTER TABLE notes ADD COLUMN author TEXT NOT NULL DEFAULT 'unknown'");
+    },
+  },
+];
+
+const plain = (rows: readonly object[]) => rows.map((row) => ({ ...row }));
+
+function rejectsWith(code: StorageError["code"]) {
+  return (error: unknown) => {
+    assert.ok(StorageError.isInstance(error), `expected a StorageError, got ${String(error)}`);
+    assert.equal(error.code, code, error.message);
+    return true;
+  };
+}
+
+describe("openSqlite", () => {
+  it("creates the folder, switches to WAL and applies the synchronous level and busy timeout", () => {
+    const path = join(directory, "nested", "deeper", "open.db");
+    const database = openSqlite({ path, synchronous: "normal", busyTimeoutMs: 1234 });
+    try {
+      assert.equal(
+        (database.prepare("PRAGMA journal_mode").get() as { journal_mode: string }).journal_mode,
+        "wal",
+      );
+      assert.equal((database.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous, 1);
+      assert.equal((database.prepare("PRAGMA busy_timeout").get() as { timeout: number }).timeout, 1234);
+    } finally {
+      database.close();
+    }
+    const full = openSqlite({ path });
+    assert.equal((full.prepare("PRAGMA synchronous").get() as { synchronous: number }).synchronous, 2);
+    full.close();
+  });
+
+  it("refuses a bad option with a typed error", () => {
+    assert.throws(() => openSqlite({ path: "" }), rejectsWith("invalid_option"));
+    assert.throws(
+      () => openSqlite({ path: join(directory, "x.db"), synchronous: "sometimes" as "full" }),
+      rejectsWith("invalid_option"),
+    );
+  });
+
+  it("sqliteTransaction commits, rolls back on a throw, and nests as a savepoint", () => {
+    const database = openSqlite({ path: ":memory:" });
+    database.exec("CREATE TABLE t (v INTEGER)");
+    sqliteTransaction(database, () => database.exec("INSERT INTO t VALUES (1)"));
+    assert.throws(() =>
+      sqliteTransaction(database, () => {
+        database.exec("INSERT INTO t VALUES (2)");
+        throw new Error("boom");
+      }),
+    );
+    sqliteTransaction(database, () => {
+      database.exec("INSERT INTO t VALUES (3)");
+      assert.throws(() =>
+        sqliteTransaction(database, () => {
+          database.exec("INSERT INTO t VALUES (4)");
+          throw new Error("inner");
+        }),
+      );
+    });
+    assert.deepEqual(
+      (database.prepare("SELECT v FROM t ORDER BY v").all() as { v: number }[]).map((row) => row.v),
+      [1, 3],
+    );
+    database.close();
+  });
+});
+
+describe("migrateSqlite", () => {
+  it("migrates a new file to the newest version, and a second open changes nothing", () => {
+    const path = join(directory, "fresh.db");
+    const database = openSqlite({ path });
+    assert.deepEqual(migrateSqlite(database, { store: "notes", migrations: notes }), { from: 0, to: 2 });
+    database.exec("INSERT INTO notes (body) VALUES ('kept')");
+    database.close();
+    const again = openMigratedSqlite({ path, store: "notes", migrations: notes });
+    assert.equal(sqliteSchemaVersion(again), 2);
+    assert.deepEqual(plain(again.prepare("SELECT body, author FROM notes").all()), [
+      { body: "kept", author: "unknown" },
+    ]);
+    again.close();
+  });
+
+  it("upgrades a file left at version 1, keeping its rows", () => {
+    const path = join(directory, "v1.db");
+    const old = openMigratedSqlite({ path, store: "notes", migrations: notes.slice(0, 1) });
+    old.exec("INSERT INTO notes (body) VALUES ('one'), ('two')");
+    old.close();
+    const database = openSqlite({ path });
+    assert.deepEqual(migrateSqlite(database, { store: "notes", migrations: notes }), { from: 1, to: 2 });
+    assert.deepEqual(plain(database.prepare("SELECT body FROM notes ORDER BY id").all()), [
+      { body: "one" },
+      { body: "two" },
+    ]);
+    database.close();
+  });
+
+  it("refuses a file whose schema is newer than the code, and leaves it untouched", () => {
+    const path = join(directory, "newer.db");
+    const newer = openMigratedSqlite({
+      path,
+      store: "notes",
+      migrations: [...notes, { version: 3, name: "future", up: "CREATE TABLE future (x INTEGER)" }],
+    });
+    newer.exec("INSERT INTO notes (body) VALUES ('from the future')");
+    newer.close();
+    assert.throws(
+      () => openMigratedSqlite({ path, store: "notes", migrations: notes }),
+      (error: unknown) => {
+        rejectsWith("schema_too_new")(error);
+        assert.deepEqual((error as StorageError).details, { store: "notes", found: 3, supported: 2 });
+        return true;
+      },
+    );
+    const check = new DatabaseSync(path);
+    assert.equal(sqliteSchemaVersion(check), 3);
+    assert.equal((check.prepare("SELECT count(*) AS n FROM notes").get() as { n: number }).n, 1);
+    check.close();
+  });
+
+  it("rolls a failing migration back whole: the file stays at the previous version", () => {
+    const path = join(directory, "failing.db");
+    openMigratedSqlite({ path, store: "notes", migrations: notes.slice(0, 1) }).close();
+    const broken: SqliteMigration[] = [
+      notes[0] as SqliteMigration,
+      { version: 2, name: "half", up: "CREATE TABLE half (x INTEGER); INSERT INTO nowhere VALUES (1);" },
+    ];
+    assert.throws(
+      () => openMigratedSqlite({ path, store: "notes", migrations: broken }),
+      rejectsWith("migration_failed"),
+    );
+    const check = new DatabaseSync(path);
+    assert.equal(sqliteSchemaVersion(check), 1);
+    assert.equal(check.prepare("SELECT name FROM sqlite_master WHERE name = 'half'").get(), undefined);
+    check.close();
+  });
+
+  it("refuses another store's file", () => {
+    const path = join(directory, "foreign.db");
+    openMigratedSqlite({ path, store: "notes", migrations: notes }).close();
+    assert.throws(
+      () => openMigratedSqlite({ path, store: "other", migrations: notes }),
+      rejectsWith("foreign_database"),
+    );
+  });
+
+  it("refuses a migration list that is not numbered 1, 2, 3, …", () => {
+    const database = openSqlite({ path: ":memory:" });
+    assert.throws(
+      () => migrateSqlite(database, { store: "notes", migrations: [notes[1] as SqliteMigration] }),
+      rejectsWith("invalid_migrations"),
+    );
+    database.close();
+  });
+});
