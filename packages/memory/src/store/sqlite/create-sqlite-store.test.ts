@@ -16,7 +16,9 @@ it("a file from before the scoped search index is migrated on open and stays sea
     await service.close();
     // Rewind the file to the earlier layout: no scope tokens, an external-content FTS table.
     const database = new DatabaseSync(path);
+    // Files of that layout were written before schema versions: no user_version, no application_id.
     database.exec(`
+      PRAGMA user_version = 0; PRAGMA application_id = 0;
       DROP TRIGGER memories_search_insert; DROP TRIGGER memories_search_delete; DROP TRIGGER memories_search_update;
       DROP TABLE memories_search;
       ALTER TABLE memories DROP COLUMN scope_tokens;
@@ -47,7 +49,9 @@ it("a file from before the prefix index is rebuilt on open; its memories are fou
     await service.close();
     // Rewind the file to the layout without the prefix index, filled as the old triggers filled it.
     const database = new DatabaseSync(path);
+    // Files of that layout were written before schema versions: no user_version, no application_id.
     database.exec(`
+      PRAGMA user_version = 0; PRAGMA application_id = 0;
       DROP TRIGGER memories_search_insert; DROP TRIGGER memories_search_delete; DROP TRIGGER memories_search_update;
       DROP TABLE memories_search;
       CREATE VIRTUAL TABLE memories_search USING fts5(
