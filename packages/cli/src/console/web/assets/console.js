@@ -253,6 +253,7 @@ function modulesPage(root) {
     );
     const signature = JSON.stringify(list.map((info) => [info.module, info.tools]));
     if (signature === shownTools) return;
+    const first = shownTools === "";
     shownTools = signature;
     toolsRoot.replaceChildren(
       ...list.flatMap((info) =>
@@ -261,6 +262,8 @@ function modulesPage(root) {
         ),
       ),
     );
+    // For the first-load benchmark: when the modules and their tools were first on screen.
+    if (first) performance.mark("tackle:modules-rendered");
   };
   moduleListeners.add(render);
   if (modules.length > 0) render(modules);
