@@ -73,7 +73,7 @@ async function seed(identity: Identity) {
   await call("memory_search", { query: `garden ${m}` });
   await call("memory_search_kb", { query: `handbook ${m}` });
   await call("memory_build_context_bundle", { query: `tea ${m}` });
-  await call("memory_feedback", { id: added.memory.id, rating: "helpful" });
+  await call("memory_feedback", { id: added.id, rating: "helpful" });
   const imported = await call("memory_import_conversations", {
     format: "openai",
     conversations: [{ sessionId: "s2", messages: [{ role: "user", content: `I like ${m} cake` }] }],

@@ -32,7 +32,7 @@ describe("the memory module bundle", () => {
     })) as {
       results: { memory: { content: string } }[];
     };
-    assert.equal(found.results[0]?.memory.content, "Erin's favourite editor is Helix");
+    assert.equal(found.results[0]?.text, "Erin's favourite editor is Helix");
   });
 
   it("puts the store under ~/.tackle unless TACKLE_HOME or TACKLE_MEMORY_STORE says otherwise", () => {

@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createToolSet, type ToolSet } from "@tackle/core";
+import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { MEMORY_SCOPE_VALUES } from "../src/scope/memory-scope.ts";
+import { TOOL_RESULT_TOKEN_BUDGET } from "../src/tools/compact-results.ts";
 import { createMemoryTools } from "../src/tools/create-memory-tools.ts";
 import { type MemoryFixture, startMemoryFixture } from "./support/start-memory-fixture.ts";
 
@@ -54,6 +56,27 @@ describe("createMemoryTools against the real service", () => {
     for (const tool of tools.tools) assert.ok(tool.description.length > 20, `${tool.name} says what it does`);
   });
 
+  it("the 26 definitions fit in 3k tokens (o200k), and every scope field says what it is", () => {
+    let total = 0;
+    for (const tool of tools.tools) {
+      total += countTokens(
+        JSON.stringify({ name: tool.name, description: tool.description, parameters: tool.inputJsonSchema }),
+      );
+      const walk = (schema: unknown): void => {
+        if (typeof schema !== "object" || schema === null) return;
+        const properties = (schema as { properties?: Record<string, { description?: string }> }).properties;
+        for (const [name, property] of Object.entries(properties ?? {})) {
+          if ((MEMORY_SCOPE_VALUES as readonly string[]).includes(name)) {
+            assert.ok(property.description, `${tool.name}: ${name} has no description`);
+          }
+        }
+        for (const value of Object.values(schema)) walk(value);
+      };
+      walk(tool.inputJsonSchema);
+    }
+    assert.ok(total <= 3000, `the definitions take ${total} tokens`);
+  });
+
   it("drives a memory through its whole lifecycle", async () => {
     const alice = { userId: "alice" };
     const added = await call("memory_add", {
@@ -62,7 +85,12 @@ describe("createMemoryTools against the real service", () => {
       kind: "preference",
     });
     assert.equal(added.created, true);
-    const id = added.memory.id;
+    const id = added.id;
+    assert.deepEqual(
+      Object.keys(added).sort(),
+      ["created", "date", "id", "kind", "text"],
+      "a compact answer",
+    );
     const again = await call("memory_add", {
       ...alice,
       content: "Alice prefers aisle seats on long flights",
@@ -70,7 +98,8 @@ describe("createMemoryTools against the real service", () => {
     assert.equal(again.created, false, "a duplicate is not stored twice");
 
     const found = await call("memory_search", { ...alice, query: "aisle seats" });
-    assert.equal(found.results[0].memory.id, id);
+    assert.equal(found.results[0].id, id);
+    assert.deepEqual(Object.keys(found.results[0]).sort(), ["date", "id", "kind", "score", "text"]);
     assert.equal(
       (await call("memory_lifecycle_get", { id })).memory.content,
       "Alice prefers aisle seats on long flights",
@@ -98,7 +127,7 @@ describe("createMemoryTools against the real service", () => {
       content: "To book travel, check the loyalty number first",
       kind: "procedure",
     });
-    const outcome = await call("memory_procedure_outcome", { id: procedure.memory.id, success: true });
+    const outcome = await call("memory_procedure_outcome", { id: procedure.id, success: true });
     assert.equal(outcome.successRate, 1);
 
     const chain = await call("memory_chain_trace", { id });
@@ -107,7 +136,31 @@ describe("createMemoryTools against the real service", () => {
     const deleted = await call("memory_lifecycle_delete", { id, reason: "test" });
     assert.equal(deleted.memory.status, "deleted");
     const after = await call("memory_search", { ...alice, query: "aisle seats" });
-    assert.ok(after.results.every((result: { memory: { id: string } }) => result.memory.id !== id));
+    assert.ok(after.results.every((result: { id: string }) => result.id !== id));
+  });
+
+  it("answers within a token budget: past it, how many were left out and a cursor that reads on", async () => {
+    const dana = { userId: "dana" };
+    const long = "the harbour lighthouse keeper logbook entry ".repeat(40);
+    for (let index = 0; index < 12; index += 1) {
+      await call("memory_add", { ...dana, content: `Entry ${index}: ${long}`, dedupe: false });
+    }
+    const first = await call("memory_search", { ...dana, query: "lighthouse logbook", limit: 12 });
+    const tokens = countTokens(JSON.stringify(first.results));
+    assert.ok(tokens <= TOOL_RESULT_TOKEN_BUDGET, `the answer holds ${tokens} tokens`);
+    assert.ok(first.results.length >= 1 && first.results.length < 12, "the budget cut the list");
+    assert.equal(first.more.omitted, 12 - first.results.length);
+    const next = await call("memory_search", {
+      ...dana,
+      query: "lighthouse logbook",
+      limit: 12,
+      cursor: first.more.nextCursor,
+    });
+    const seen = new Set(first.results.map((result: { id: string }) => result.id));
+    assert.ok(next.results.length >= 1);
+    for (const result of next.results) assert.ok(!seen.has(result.id), "the cursor read on, not again");
+    const full = await call("memory_search", { ...dana, query: "lighthouse", limit: 1, details: true });
+    assert.ok(full.results[0].memory.provenance, "details: true answers the whole record");
   });
 
   it("writes events once per tool call, however often the call is retried", async () => {
@@ -116,7 +169,7 @@ describe("createMemoryTools against the real service", () => {
     await tools.invoke("memory_write_event", event, { idempotencyKey: "call-42" });
     const recalled = await call("memory_recall_conversation", { userId: "bob", sessionId: "s1" });
     assert.equal(recalled.events.length, 1);
-    assert.equal(recalled.events[0].content, "I moved to Lisbon last spring");
+    assert.equal(recalled.events[0].text, "I moved to Lisbon last spring");
   });
 
   it("serves the synthesis, knowledge and admin surface", async () => {
@@ -180,21 +233,17 @@ describe("createMemoryTools against the real service", () => {
   it("binds the caller's identity: a model cannot reach another user's memory", async () => {
     const bobs = await call("memory_add", { userId: "bob", content: "Bob's door code is 4711" });
     const asAlice = { userId: "alice" };
-    const search = await call("memory_search", { userId: "bob", query: "door code" }, asAlice);
+    const search = await call("memory_search", { userId: "bob", query: "door code", details: true }, asAlice);
     assert.ok(
       search.results.every((result: { memory: { userId: string } }) => result.memory.userId === "alice"),
     );
-    const refused = await tools.call("memory_lifecycle_get", { id: bobs.memory.id }, { identity: asAlice });
+    const refused = await tools.call("memory_lifecycle_get", { id: bobs.id }, { identity: asAlice });
     assert.equal(refused.ok, false);
     assert.equal(!refused.ok && refused.error.code, "not_found");
-    const deleted = await tools.call(
-      "memory_lifecycle_delete",
-      { id: bobs.memory.id },
-      { identity: asAlice },
-    );
+    const deleted = await tools.call("memory_lifecycle_delete", { id: bobs.id }, { identity: asAlice });
     assert.equal(!deleted.ok && deleted.error.code, "not_found");
     assert.equal(
-      (await call("memory_lifecycle_get", { id: bobs.memory.id })).memory.status,
+      (await call("memory_lifecycle_get", { id: bobs.id })).memory.status,
       "active",
       "nothing was lost",
     );

@@ -1,6 +1,6 @@
 /** Jobs (import, consolidation, novelty scans), retrieval traces and access statistics. */
 import { z } from "zod";
-import { memoryScopeShape, scopeIdSchema } from "../scope/memory-scope.ts";
+import { MEMORY_SCOPE_DESCRIPTIONS, memoryScopeShape, scopeIdSchema } from "../scope/memory-scope.ts";
 import { idSchema, limitSchema, timestampSchema } from "./common.ts";
 import { memoryScopeQuerySchema, scoreComponentsSchema } from "./memory.ts";
 
@@ -84,7 +84,7 @@ export const importConversationsRequestSchema = z.object({
     .array(
       z.object({
         id: idSchema.optional(),
-        sessionId: scopeIdSchema.optional(),
+        sessionId: scopeIdSchema.optional().describe(MEMORY_SCOPE_DESCRIPTIONS.sessionId),
         system: messageContentSchema.optional(),
         messages: z.array(importMessageSchema).min(1).max(5000),
       }),

@@ -16,10 +16,17 @@ export const scopeIdSchema = z
   .max(200)
   .regex(/^[^\p{Cc}]+$/u, "must not contain control characters");
 
+/** What each field names; shown to models in every tool and in the OpenAPI document. */
+export const MEMORY_SCOPE_DESCRIPTIONS = {
+  userId: "End user's id (whose memory)",
+  agentId: "Agent's id (whose memory)",
+  sessionId: "Conversation's id",
+} as const satisfies Record<MemoryScopeField, string>;
+
 const scopeShape = {
-  userId: scopeIdSchema.optional(),
-  agentId: scopeIdSchema.optional(),
-  sessionId: scopeIdSchema.optional(),
+  userId: scopeIdSchema.optional().describe(MEMORY_SCOPE_DESCRIPTIONS.userId),
+  agentId: scopeIdSchema.optional().describe(MEMORY_SCOPE_DESCRIPTIONS.agentId),
+  sessionId: scopeIdSchema.optional().describe(MEMORY_SCOPE_DESCRIPTIONS.sessionId),
 } satisfies Record<MemoryScopeField, z.ZodType>;
 
 /** The scope fields as a zod object shape, spread into every request schema. */

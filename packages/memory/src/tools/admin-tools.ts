@@ -13,6 +13,7 @@ import {
 import { idSchema } from "../schemas/common.ts";
 import { bindIdentity, byIdOptions } from "./bind-identity.ts";
 import type { MemoryToolClient } from "./memory-tool-client.ts";
+import { modelSchema } from "./model-schema.ts";
 
 const reads = { readOnlyHint: true, idempotentHint: true, openWorldHint: false } as const;
 const jobs = { readOnlyHint: false, openWorldHint: false } as const;
@@ -22,7 +23,7 @@ export function adminTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_status",
       description: "The service's health: version, store, ranking mode, models, counts for this tenant.",
-      input: z.object({}),
+      input: modelSchema(z.object({})),
       annotations: { title: "Status", ...reads },
       execute: (_input, context) => client.status({ signal: context.signal }),
     }),
@@ -30,14 +31,14 @@ export function adminTools(client: MemoryToolClient) {
       name: "memory_chain_trace",
       description:
         "Where a memory came from: the events, imports, documents and memories it derives from, and what it became.",
-      input: z.object({ id: idSchema }),
+      input: modelSchema(z.object({ id: idSchema })),
       annotations: { title: "Chain trace", ...reads },
       execute: ({ id }, context) => client.chainTrace(id, byIdOptions(context)),
     }),
     defineTool({
       name: "memory_novelty_scan",
       description: "Which candidate statements are new, and for the known ones the nearest stored memory.",
-      input: noveltyScanRequestSchema,
+      input: modelSchema(noveltyScanRequestSchema),
       annotations: { title: "Novelty scan", ...reads },
       execute: (input, context) =>
         client.noveltyScan(bindIdentity(input, context), { signal: context.signal }),
@@ -46,7 +47,7 @@ export function adminTools(client: MemoryToolClient) {
       name: "memory_consolidate",
       description:
         "Start a job that merges near-duplicate memories and archives decayed ones; poll it with memory_get_job.",
-      input: consolidateRequestSchema,
+      input: modelSchema(consolidateRequestSchema),
       annotations: { title: "Consolidate", ...jobs },
       execute: (input, context) =>
         client.consolidate(bindIdentity(input, context), { signal: context.signal }),
@@ -55,7 +56,7 @@ export function adminTools(client: MemoryToolClient) {
       name: "memory_import_conversations",
       description:
         "Start a job importing past conversations as events (and memories mined from them); poll it with memory_get_job.",
-      input: importConversationsRequestSchema,
+      input: modelSchema(importConversationsRequestSchema),
       annotations: { title: "Import conversations", ...jobs },
       execute: (input, context) =>
         client.importConversations(bindIdentity(input, context), { signal: context.signal }),
@@ -63,7 +64,7 @@ export function adminTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_admin_access_trends",
       description: "How often memories were retrieved over time, by bucket.",
-      input: accessTrendsRequestSchema,
+      input: modelSchema(accessTrendsRequestSchema),
       annotations: { title: "Access trends", ...reads },
       execute: (input, context) =>
         client.accessTrends(bindIdentity(input, context), { signal: context.signal }),
@@ -71,7 +72,7 @@ export function adminTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_admin_access_summaries",
       description: "The most and least retrieved memories, with their access counts.",
-      input: accessSummariesRequestSchema,
+      input: modelSchema(accessSummariesRequestSchema),
       annotations: { title: "Access summaries", ...reads },
       execute: (input, context) =>
         client.accessSummaries(bindIdentity(input, context), { signal: context.signal }),
@@ -79,7 +80,7 @@ export function adminTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_admin_list_traces",
       description: "Recent retrieval traces: what was asked, how it was ranked, what came back.",
-      input: listTracesQuerySchema,
+      input: modelSchema(listTracesQuerySchema),
       annotations: { title: "List traces", ...reads },
       execute: (input, context) =>
         client.listTraces(bindIdentity(input, context), { signal: context.signal }),
@@ -87,7 +88,7 @@ export function adminTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_admin_get_trace",
       description: "One retrieval trace in full, with each result's score components.",
-      input: z.object({ id: idSchema }),
+      input: modelSchema(z.object({ id: idSchema })),
       annotations: { title: "Get trace", ...reads },
       execute: ({ id }, context) => client.getTrace(id, byIdOptions(context)),
     }),
@@ -95,14 +96,14 @@ export function adminTools(client: MemoryToolClient) {
       name: "memory_list_jobs",
       description:
         "Import, consolidation and novelty-scan jobs, newest first, optionally by type and status.",
-      input: listJobsQuerySchema,
+      input: modelSchema(listJobsQuerySchema),
       annotations: { title: "List jobs", ...reads },
       execute: (input, context) => client.listJobs(bindIdentity(input, context), { signal: context.signal }),
     }),
     defineTool({
       name: "memory_get_job",
       description: "One job's status, progress and result.",
-      input: z.object({ id: idSchema }),
+      input: modelSchema(z.object({ id: idSchema })),
       annotations: { title: "Get job", ...reads },
       execute: ({ id }, context) => client.getJob(id, byIdOptions(context)),
     }),

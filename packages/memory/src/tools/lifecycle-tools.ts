@@ -10,6 +10,7 @@ import {
 } from "../schemas/memory.ts";
 import { byIdOptions } from "./bind-identity.ts";
 import type { MemoryToolClient } from "./memory-tool-client.ts";
+import { modelSchema } from "./model-schema.ts";
 
 const handle = { id: idSchema.describe("The memory's id, as search or add returned it") };
 
@@ -18,7 +19,7 @@ export function lifecycleTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_lifecycle_get",
       description: "Read one memory with its provenance, version, status, feedback and outcome counts.",
-      input: z.object(handle),
+      input: modelSchema(z.object(handle)),
       annotations: { title: "Get memory", readOnlyHint: true, idempotentHint: true, openWorldHint: false },
       execute: ({ id }, context) => client.getMemory(id, byIdOptions(context)),
     }),
@@ -26,7 +27,7 @@ export function lifecycleTools(client: MemoryToolClient) {
       name: "memory_lifecycle_update",
       description:
         "Change a memory's content, kind, metadata or importance; the old version stays in its history. Pass expectedVersion to refuse a concurrent change.",
-      input: z.object({ ...handle, ...updateMemoryRequestSchema.shape }),
+      input: modelSchema(z.object({ ...handle, ...updateMemoryRequestSchema.shape })),
       annotations: { title: "Update memory", readOnlyHint: false, openWorldHint: false },
       execute: async ({ id, ...request }, context) => {
         return client.updateMemory(id, request, byIdOptions(context));
@@ -35,7 +36,7 @@ export function lifecycleTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_lifecycle_delete",
       description: "Delete a memory (soft: it leaves retrieval, its history remains). Give a reason.",
-      input: z.object({ ...handle, ...deleteMemoryQuerySchema.shape }),
+      input: modelSchema(z.object({ ...handle, ...deleteMemoryQuerySchema.shape })),
       annotations: {
         title: "Delete memory",
         readOnlyHint: false,
@@ -54,7 +55,7 @@ export function lifecycleTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_lifecycle_history",
       description: "The versions of a memory: every create, update, merge and delete, with reasons.",
-      input: z.object(handle),
+      input: modelSchema(z.object(handle)),
       annotations: {
         title: "Memory history",
         readOnlyHint: true,
@@ -68,7 +69,7 @@ export function lifecycleTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_procedure_outcome",
       description: "Record whether following a procedure memory worked; outcomes weigh its future ranking.",
-      input: z.object({ ...handle, ...procedureOutcomeRequestSchema.shape }),
+      input: modelSchema(z.object({ ...handle, ...procedureOutcomeRequestSchema.shape })),
       annotations: { title: "Procedure outcome", readOnlyHint: false, openWorldHint: false },
       execute: async ({ id, ...request }, context) => {
         return client.recordProcedureOutcome(id, request, byIdOptions(context));
@@ -77,7 +78,7 @@ export function lifecycleTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_feedback",
       description: "Mark a memory helpful or unhelpful; feedback weighs its future ranking.",
-      input: z.object({ ...handle, ...feedbackRequestSchema.shape }),
+      input: modelSchema(z.object({ ...handle, ...feedbackRequestSchema.shape })),
       annotations: { title: "Memory feedback", readOnlyHint: false, openWorldHint: false },
       execute: async ({ id, ...request }, context) => {
         return client.recordFeedback(id, request, byIdOptions(context));

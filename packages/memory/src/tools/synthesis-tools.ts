@@ -2,7 +2,9 @@
 import { defineTool } from "@tackle/core";
 import { contextBundleRequestSchema, scopeRequestSchema } from "../schemas/synthesis.ts";
 import { bindIdentity } from "./bind-identity.ts";
+import { compactEvent, compactMemory } from "./compact-results.ts";
 import type { MemoryToolClient } from "./memory-tool-client.ts";
+import { modelSchema } from "./model-schema.ts";
 
 const reads = { readOnlyHint: true, idempotentHint: true, openWorldHint: false } as const;
 
@@ -11,7 +13,7 @@ export function synthesisTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_profile",
       description: "A profile of the scope: a summary plus its preferences, facts and procedures.",
-      input: scopeRequestSchema,
+      input: modelSchema(scopeRequestSchema),
       annotations: { title: "Profile", ...reads },
       execute: (input, context) => client.profile(bindIdentity(input, context), { signal: context.signal }),
     }),
@@ -19,7 +21,7 @@ export function synthesisTools(client: MemoryToolClient) {
       name: "memory_build_context_bundle",
       description:
         "Everything worth knowing for a query within a token budget: profile, core memory, the most relevant memories and recent turns. Without a query, what matters on waking up.",
-      input: contextBundleRequestSchema,
+      input: modelSchema(contextBundleRequestSchema),
       annotations: { title: "Context bundle", ...reads },
       execute: (input, context) =>
         client.contextBundle(bindIdentity(input, context), { signal: context.signal }),
@@ -28,10 +30,16 @@ export function synthesisTools(client: MemoryToolClient) {
       name: "memory_state_unified",
       description:
         "The scope's whole state at a glance: core memory, counts, recent memories and turns, active jobs.",
-      input: scopeRequestSchema,
+      input: modelSchema(scopeRequestSchema),
       annotations: { title: "Unified state", ...reads },
-      execute: (input, context) =>
-        client.unifiedState(bindIdentity(input, context), { signal: context.signal }),
+      execute: async (input, context) => {
+        const state = await client.unifiedState(bindIdentity(input, context), { signal: context.signal });
+        return {
+          ...state,
+          recentMemories: state.recentMemories.map((memory) => compactMemory(memory)),
+          recentEvents: state.recentEvents.map(compactEvent),
+        };
+      },
     }),
   ];
 }

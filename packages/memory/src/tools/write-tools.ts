@@ -4,7 +4,9 @@ import { selfEditRequestSchema } from "../schemas/core-memory.ts";
 import { writeEventRequestSchema } from "../schemas/event.ts";
 import { addMemoryRequestSchema } from "../schemas/memory.ts";
 import { bindIdentity } from "./bind-identity.ts";
+import { compactMemory } from "./compact-results.ts";
 import type { MemoryToolClient } from "./memory-tool-client.ts";
+import { modelSchema } from "./model-schema.ts";
 
 export function writeTools(client: MemoryToolClient) {
   return [
@@ -12,31 +14,44 @@ export function writeTools(client: MemoryToolClient) {
       name: "memory_add",
       description:
         "Store a fact, preference, episode or procedure. An exact or near duplicate in the same scope is not stored twice; the answer names the memory that holds it.",
-      input: addMemoryRequestSchema,
+      input: modelSchema(addMemoryRequestSchema),
       annotations: { title: "Add memory", readOnlyHint: false, idempotentHint: true, openWorldHint: false },
-      execute: (input, context) => client.add(bindIdentity(input, context), { signal: context.signal }),
+      execute: async (input, context) => {
+        const answer = await client.add(bindIdentity(input, context), { signal: context.signal });
+        return {
+          ...compactMemory(answer.memory),
+          created: answer.created,
+          ...(answer.duplicateOf === undefined ? {} : { duplicateOf: answer.duplicateOf }),
+        };
+      },
     }),
     defineTool({
       name: "memory_write_event",
       description:
         "Append one conversation turn (user, assistant, system or tool). User turns are mined for first-person facts unless infer is false.",
-      input: writeEventRequestSchema,
+      input: modelSchema(writeEventRequestSchema),
       annotations: { title: "Write event", readOnlyHint: false, idempotentHint: true, openWorldHint: false },
       // A retried tool call carries the same idempotency key, so the service stores the turn once.
-      execute: (input, context) =>
-        client.writeEvent(
+      execute: async (input, context) => {
+        const answer = await client.writeEvent(
           {
             ...bindIdentity(input, context),
             customId: input.customId ?? context.idempotencyKey.slice(0, 200),
           },
           { signal: context.signal },
-        ),
+        );
+        return {
+          id: answer.event.id,
+          created: answer.created,
+          memories: answer.memories.map((memory) => compactMemory(memory)),
+        };
+      },
     }),
     defineTool({
       name: "memory_self_edit",
       description:
         "Read or edit your core memory blocks (persona, human, or blocks you create): append, replace exact text, rewrite, create. Edits apply in order, all or nothing; an empty list reads the blocks.",
-      input: selfEditRequestSchema,
+      input: modelSchema(selfEditRequestSchema),
       annotations: { title: "Edit core memory", readOnlyHint: false, openWorldHint: false },
       execute: (input, context) => client.selfEdit(bindIdentity(input, context), { signal: context.signal }),
     }),
