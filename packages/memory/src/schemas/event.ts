@@ -1,6 +1,6 @@
 /** Conversation events: append-only turns, idempotent by a caller's custom id. */
 import { z } from "zod";
-import { MEMORY_SCOPE_DESCRIPTIONS, memoryScopeShape, scopeIdSchema } from "../scope/memory-scope.ts";
+import { memoryScopeShape } from "../scope/memory-scope.ts";
 import { idSchema, limitSchema, metadataSchema, timestampSchema } from "./common.ts";
 import { memorySchema } from "./memory.ts";
 
@@ -45,7 +45,7 @@ export type WriteEventResponse = z.infer<typeof writeEventResponseSchema>;
 
 export const recallConversationRequestSchema = z.object({
   ...memoryScopeShape,
-  sessionId: scopeIdSchema.describe(MEMORY_SCOPE_DESCRIPTIONS.sessionId),
+  sessionId: memoryScopeShape.sessionId.unwrap(),
   limit: limitSchema(20, 200),
   /** `asc`: oldest first; `desc`: newest first. The cursor continues in the same direction. */
   order: z.enum(["asc", "desc"]).default("desc"),

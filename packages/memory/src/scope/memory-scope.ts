@@ -24,9 +24,9 @@ export const MEMORY_SCOPE_DESCRIPTIONS = {
 } as const satisfies Record<MemoryScopeField, string>;
 
 const scopeShape = {
-  userId: scopeIdSchema.optional().describe(MEMORY_SCOPE_DESCRIPTIONS.userId),
-  agentId: scopeIdSchema.optional().describe(MEMORY_SCOPE_DESCRIPTIONS.agentId),
-  sessionId: scopeIdSchema.optional().describe(MEMORY_SCOPE_DESCRIPTIONS.sessionId),
+  userId: scopeIdSchema.describe(MEMORY_SCOPE_DESCRIPTIONS.userId).optional(),
+  agentId: scopeIdSchema.describe(MEMORY_SCOPE_DESCRIPTIONS.agentId).optional(),
+  sessionId: scopeIdSchema.describe(MEMORY_SCOPE_DESCRIPTIONS.sessionId).optional(),
 } satisfies Record<MemoryScopeField, z.ZodType>;
 
 /** The scope fields as a zod object shape, spread into every request schema. */
