@@ -33,6 +33,10 @@ export type DocScriptErrorCode =
   | "storage_key_missing"
   | "asset_unreadable"
   | "materialize_unavailable"
+  | "asset_refused"
+  | "file_key_refused"
+  | "upload_refused"
+  | "upload_too_large"
   // how a sandboxed script ended
   | "script_error"
   | "syntax_error"

@@ -25,7 +25,7 @@ import type { DocScriptHooks } from "./host-hooks.ts";
 import { createPlanCache } from "./plan-cache.ts";
 import { elide, type PlanPreview } from "./plan-preview.ts";
 import { renderPrompt } from "./prompt.ts";
-import { runEditScript, type SchemaReference } from "./run-edit-script.ts";
+import { discardUploads, runEditScript, type SchemaReference } from "./run-edit-script.ts";
 import { createKeyedSerializer } from "./serialize-by-key.ts";
 import { CursorError, ProjectionIndex, type SnapshotPage, snapshotPage } from "./snapshot-page.ts";
 import { type ToolInput, toolInputSchema } from "./tool-input.ts";
@@ -167,6 +167,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     ...(options.loadGenerationFacts === undefined
       ? {}
       : { loadGenerationFacts: options.loadGenerationFacts }),
+    ...(options.discardUpload === undefined ? {} : { discardUpload: options.discardUpload }),
   };
   const authToken = options.authToken;
   const client: DocumentClient = createDocumentClient({
@@ -197,7 +198,14 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     );
     return schemaLoading;
   };
-  const plans = createPlanCache<{ plan: EditPlan; outcome?: CommitOutcome }>(options.maxPlans ?? 16);
+  // A plan dropped before it committed takes its staged uploads with it.
+  const plans = createPlanCache<{ plan: EditPlan; outcome?: CommitOutcome }>(
+    options.maxPlans ?? 16,
+    (_planId, entry) => {
+      if (entry.outcome?.status !== "committed" && entry.outcome?.status !== "conflicted")
+        void discardUploads(hooks, entry.plan.docId, entry.plan.uploads);
+    },
+  );
   const contexts = createPlanCache<string>(options.maxModelContexts ?? 128);
   const documents = new Map<string, DocumentState>();
   const serializer = createKeyedSerializer();
@@ -298,6 +306,8 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     if (state.blockingPlanId === entry.plan.planId) state.blockingPlanId = undefined;
     plans.unpin(entry.plan.planId);
     if (outcome.status === "rejected") {
+      void discardUploads(hooks, entry.plan.docId, entry.plan.uploads);
+      entry.plan = { ...entry.plan, uploads: [] };
       // The next call reads the document afresh.
       state.replica = new LoroDoc();
       state.version = undefined;

@@ -1,4 +1,5 @@
 /** A plan: one run's checked change to one document, kept in the process and referenced by `plan_id`. */
+import type { UploadedText } from "./host-hooks.ts";
 import type { PlanPreview } from "./plan-preview.ts";
 
 export interface EditPlan {
@@ -11,6 +12,8 @@ export interface EditPlan {
   readonly preview: PlanPreview;
   /** Keys of the media the plan created, for `loadGenerationFacts`. */
   readonly createdFileKeys: readonly string[];
+  /** Texts `uploadText` stored for this plan: durable once it commits, discarded if it never does. */
+  readonly uploads?: readonly UploadedText[];
 }
 
 /** How a commit ended. */

@@ -11,6 +11,7 @@ import type { SandboxDispatcher, SandboxHost, ScriptOutcome } from "../sandbox/s
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, type DocScriptErrorCode } from "../schema/docscript-error.ts";
 import type { DocumentIssue, Entity as SessionEntity } from "../schema/types.ts";
+import { fileKeyProblem, maxUploadTextChars } from "./asset-hooks.ts";
 import { type CacheLimits, createDocumentCache, type DocumentBytes } from "./document-cache.ts";
 import { declareFields } from "./field-declarations.ts";
 import {
@@ -173,8 +174,37 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
       );
     }
     const text = payload[field] as string;
+    if (text.length > maxUploadTextChars) {
+      throw refused(
+        "upload_too_large",
+        `${entityKind}.${field} is ${text.length} characters; the host stores at most ${maxUploadTextChars}`,
+        [
+          {
+            constraint: "upload.maxLength",
+            message: `at most ${maxUploadTextChars} characters`,
+            path: [field],
+            ...(entityId === undefined ? {} : { entityId }),
+          },
+        ],
+      );
+    }
     payload[field] = null;
     return { field, text, entityId };
+  };
+
+  /** A file a new entity names must have a key the host's store can take as a plain relative name. */
+  const checkFileKey = (entityKind: string, payload: Record<string, unknown>) => {
+    if (!storedFileKinds.has(entityKind)) return;
+    const file = fileOf({ entityKind, payload });
+    const problem = file === undefined ? undefined : fileKeyProblem(file.key);
+    if (problem !== undefined)
+      throw refused("file_key_refused", `${entityKind}: ${problem}`, [
+        {
+          constraint: "file.key",
+          message: problem,
+          path: entityKind === "audio-script" ? ["transcription", "key"] : ["key"],
+        },
+      ]);
   };
 
   const entities = {
@@ -192,6 +222,7 @@ export async function createDispatcher(rawInput: unknown, host: SandboxHost): Pr
         throw refused("invalid_operation", "create takes { entityKind, payload?, variantOf? }");
       }
       const payload = { ...(raw.payload ?? {}) };
+      checkFileKey(raw.entityKind, payload);
       const upload = takeUploads(raw.entityKind, undefined, payload);
       const entity = session.entities.create({
         entityKind: raw.entityKind,

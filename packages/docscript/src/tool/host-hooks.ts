@@ -26,8 +26,15 @@ export interface DocScriptHooks {
     docId: string,
     entity: Entity,
   ) => Promise<LoadedEntityAsset> | LoadedEntityAsset;
-  /** Stores raw text as a text file (a phonetic script's phonemeScript) and returns its facts. */
+  /**
+   * Stores raw text as a text file (a phonetic script's phonemeScript) and returns its facts. At most
+   * 256 KiB characters a text (`maxUploadTextChars`). What it stores is staged with the plan: durable
+   * once the plan commits, handed to `discardUpload` when the plan fails, is dropped unpublished (the
+   * tool keeps the last `maxPlans`) or its commit is rejected.
+   */
   readonly uploadText?: (docId: string, text: string) => Promise<UploadedText> | UploadedText;
+  /** Removes a text `uploadText` stored for a plan that will never be published. */
+  readonly discardUpload?: (docId: string, upload: UploadedText) => Promise<void> | void;
   /** After a confirmed commit: what the media the plan created were generated from, by file key. */
   readonly loadGenerationFacts?: (
     docId: string,

@@ -9,13 +9,20 @@ export interface PlanCache<Plan> {
   readonly size: number;
 }
 
-export function createPlanCache<Plan>(maxPlans: number): PlanCache<Plan> {
+/** `onEvict` hears of each plan the cache drops to stay within `maxPlans`. */
+export function createPlanCache<Plan>(
+  maxPlans: number,
+  onEvict?: (planId: string, plan: Plan) => void,
+): PlanCache<Plan> {
   const plans = new Map<string, Plan>();
   const pinned = new Set<string>();
   const evict = () => {
-    for (const planId of plans.keys()) {
+    for (const [planId, plan] of plans) {
       if (plans.size <= maxPlans) return;
-      if (!pinned.has(planId)) plans.delete(planId);
+      if (!pinned.has(planId)) {
+        plans.delete(planId);
+        onEvict?.(planId, plan);
+      }
     }
   };
   return {

@@ -4,11 +4,11 @@ import { LoroDoc, VersionVector } from "loro-crdt";
 import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
 import type { SandboxFailure, SandboxLog } from "../sandbox/sandbox-protocol.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
-import type { Entity } from "../schema/types.ts";
+import { assetEntity, uploadTextOf } from "./asset-hooks.ts";
 import { type DocumentBytes, documentVersion, holdsVersion, keptEntitiesFor } from "./document-cache.ts";
 import type { EditPlan } from "./edit-plan.ts";
 import type { EditScriptInput, EditScriptPlanBody } from "./edit-script-dispatcher.ts";
-import type { DocScriptHooks } from "./host-hooks.ts";
+import type { DocScriptHooks, UploadedText } from "./host-hooks.ts";
 
 /** Where the document's schema lives: workers import it by module and export name. */
 export interface SchemaReference {
@@ -57,6 +57,7 @@ export interface RunEditScriptContext {
 /** The document the run works on, and how the host answers the worker's `document` call for it. */
 function documentSource(request: RunEditScriptRequest): {
   version: string;
+  replica: LoroDoc;
   answer(since: unknown): DocumentBytes;
 } {
   const replica =
@@ -71,6 +72,7 @@ function documentSource(request: RunEditScriptRequest): {
   const version = documentVersion(replica);
   return {
     version,
+    replica,
     answer(since) {
       if (documentVersion(replica) !== version)
         throw new DocScriptError("document_changed", "the replica changed while the run was loading it");
@@ -118,6 +120,8 @@ export async function runEditScript(
       uploadText: context.hooks.uploadText !== undefined,
     },
   };
+  /** What `uploadText` stored during this run: staged with the plan, discarded if the plan is not. */
+  const uploads: UploadedText[] = [];
   const result = await context.pool.run({
     script: request.script,
     input,
@@ -125,15 +129,21 @@ export async function runEditScript(
     onHostCall: async (method, payload) => {
       if (method === "document") return source.answer((payload as { since?: unknown }).since);
       if (method === "loadEntityAsset" && context.hooks.loadEntityAsset !== undefined) {
-        return await context.hooks.loadEntityAsset(request.docId, (payload as { entity: Entity }).entity);
+        const entity = assetEntity(source.replica, (payload as { entity?: unknown } | null)?.entity);
+        return await context.hooks.loadEntityAsset(request.docId, entity);
       }
       if (method === "uploadText" && context.hooks.uploadText !== undefined) {
-        return await context.hooks.uploadText(request.docId, (payload as { text: string }).text);
+        const stored = await context.hooks.uploadText(request.docId, uploadTextOf(payload));
+        uploads.push(stored);
+        return stored;
       }
       throw Object.assign(new Error(`the host offers no ${method}`), { code: "no_host_hook" });
     },
   });
-  if (!result.ok) return { ok: false, error: result.error, logs: result.logs };
+  if (!result.ok) {
+    await discardUploads(context.hooks, request.docId, uploads);
+    return { ok: false, error: result.error, logs: result.logs };
+  }
   const body = result.value as EditScriptPlanBody;
   return {
     ok: true,
@@ -147,6 +157,23 @@ export async function runEditScript(
       baseVersion: request.version,
       preview: body.preview,
       createdFileKeys: body.createdFileKeys,
+      uploads,
     },
   };
+}
+
+/** Hands what a plan staged to the host's `discardUpload`; a failure there is the host's to log, not the run's. */
+export async function discardUploads(
+  hooks: DocScriptHooks,
+  docId: string,
+  uploads: readonly UploadedText[] | undefined,
+): Promise<void> {
+  if (hooks.discardUpload === undefined || uploads === undefined) return;
+  for (const upload of uploads) {
+    try {
+      await hooks.discardUpload(docId, upload);
+    } catch {
+      // The text stays in the host's store; the host's own collection is its fallback.
+    }
+  }
 }
