@@ -32,10 +32,24 @@ const payments = createGraph<PayState>("payments")
   })
   .node("pay", async (state, ctx) => {
     // The framework path: the approval is asked before the tool runs, bound to its arguments.
-    const reply = await runIntegratedTool(ctx, "charge", { amount: state.amount }, { approve: true }, () => {
-      charged.push(state.amount);
-      return { charged: state.amount };
-    });
+    const reply = await runIntegratedTool(
+      ctx,
+      "charge",
+      { amount: state.amount },
+      { approve: true },
+      (args) => {
+        const { amount } = args as { amount: number };
+        charged.push(amount);
+        return { charged: amount };
+      },
+      {
+        inputSchema: {
+          type: "object",
+          properties: { amount: { type: "number", maximum: 100 } },
+          required: ["amount"],
+        },
+      },
+    );
     return { reply };
   })
   .edge("quote", "pay");
@@ -264,6 +278,64 @@ describe("AG-UI: @ag-ui/client's HttpAgent drives a durable run", () => {
     );
     assert.deepEqual(JSON.parse(String(result?.content)), { declined: true, reason: "over the limit" });
     assertMatchesJournal(agent.messages, await runner.frames("pay-reject"));
+  });
+
+  test("approved with edited arguments: the reducer ends with the edited arguments, once, as the journal has them", async () => {
+    const agent = agentFor("payments", "pay-edit", { amount: 70 });
+    await verified(await drive(agent));
+    const [pending] = agent.pendingInterrupts;
+    assert.ok(pending !== undefined);
+    assert.deepEqual(
+      (pending.responseSchema as { properties: { editedArgs: { properties: unknown } } }).properties
+        .editedArgs.properties,
+      { amount: { type: "number", maximum: 100 } },
+    );
+    // An edit the tool's schema refuses: an error before anything runs, the interrupt still open.
+    await assert.rejects(
+      agent.runAgent({
+        resume: [
+          {
+            interruptId: pending.id,
+            status: "resolved",
+            payload: { approved: true, editedArgs: { amount: 500 } },
+          },
+        ],
+      }),
+    );
+    assert.equal((await runner.get("pay-edit"))?.status, "paused");
+    const events = await verified(
+      await drive(agent, {
+        resume: [
+          {
+            interruptId: pending.id,
+            status: "resolved",
+            payload: { approved: true, editedArgs: { amount: 7 } },
+          },
+        ],
+      }),
+    );
+    assert.ok(events.some((event) => event.type === "MESSAGES_SNAPSHOT"));
+    assert.ok(charged.includes(7) && !charged.includes(70));
+    const calls = agent.messages.flatMap((message) =>
+      message.role === "assistant" ? (message.toolCalls ?? []) : [],
+    );
+    assert.deepEqual(
+      calls.find((call) => call.id === "pay:tool:0")?.function.arguments,
+      JSON.stringify({ amount: 7 }),
+    );
+    assertMatchesJournal(agent.messages, await runner.frames("pay-edit"));
+  });
+
+  test("a resume entry with status cancelled declines the call", async () => {
+    const agent = agentFor("payments", "pay-cancel-entry", { amount: 3 });
+    await verified(await drive(agent));
+    const [pending] = agent.pendingInterrupts;
+    assert.ok(pending !== undefined);
+    await verified(await drive(agent, { resume: [{ interruptId: pending.id, status: "cancelled" }] }));
+    assert.ok(!charged.includes(3));
+    const reply = (await runner.get<PayState>("pay-cancel-entry"))?.state.reply as { declined: boolean };
+    assert.equal(reply.declined, true);
+    assertMatchesJournal(agent.messages, await runner.frames("pay-cancel-entry"));
   });
 
   test("a failing tool: its result carries the error, the run goes on to success", async () => {

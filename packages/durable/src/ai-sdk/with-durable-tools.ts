@@ -1,5 +1,5 @@
 /** AI SDK tools that emit frames, journal through `ctx.step` and pause for approval under a per-tool policy. */
-import type { ToolSet } from "ai";
+import { asSchema, type ToolSet } from "ai";
 import { runIntegratedTool } from "../integration/run-integrated-tool.ts";
 import { type ToolPolicies, validatePolicies } from "../policy/tool-policy.ts";
 import type { NodeContext } from "../runner/node-context.ts";
@@ -25,7 +25,21 @@ export function withDurableTools<Tools extends ToolSet>(
     wrapped[name] = {
       ...definition,
       execute: (input: unknown, options: Parameters<typeof execute>[1]) =>
-        runIntegratedTool(ctx, name, input, checked[name] ?? {}, () => execute(input as never, options)),
+        runIntegratedTool(
+          ctx,
+          name,
+          input,
+          checked[name] ?? {},
+          (args) => execute(args as never, options),
+          // The tool's own schema: an approver's edited arguments are checked against it.
+          checked[name]?.approve === true
+            ? {
+                inputSchema: asSchema(definition.inputSchema).jsonSchema as PromiseLike<
+                  Record<string, unknown>
+                >,
+              }
+            : {},
+        ),
     };
   }
   return wrapped as Tools;

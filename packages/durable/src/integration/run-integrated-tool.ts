@@ -13,6 +13,15 @@ import { nextToolCallId, toolTrace } from "../tool/tool-trace.ts";
 export interface DeclinedToolCall {
   readonly declined: true;
   readonly reason?: string;
+  /** Nobody answered before the approval expired. */
+  readonly expired?: true;
+}
+
+export interface IntegratedToolOptions {
+  /** The JSON Schema of the tool's input: lets an approver edit the arguments, checked against it. */
+  readonly inputSchema?: Record<string, unknown> | PromiseLike<Record<string, unknown>>;
+  /** How long an approval may stay open before it is answered as expired. */
+  readonly approvalExpiresInMs?: number;
 }
 
 export async function runIntegratedTool(
@@ -20,13 +29,15 @@ export async function runIntegratedTool(
   name: string,
   input: unknown,
   policy: ToolPolicy,
-  execute: () => unknown,
+  execute: (input: unknown) => unknown,
+  options: IntegratedToolOptions = {},
 ): Promise<unknown> {
   // Allocated before any await: parallel calls get their ids in the model's order on every pass.
   const id = nextToolCallId(ctx);
   const paths = policy.redact ?? [];
   const hidden = policy.show === false;
-  const shown = paths.length === 0 ? input : redact(input, paths);
+  let args = input;
+  let shown = paths.length === 0 ? input : redact(input, paths);
   try {
     if (policy.approve === true) {
       // Open without a frame: if the run pauses here, the card shows as awaiting approval.
@@ -37,6 +48,8 @@ export async function runIntegratedTool(
         toolName: name,
         params: input,
         display: shown,
+        ...(options.inputSchema === undefined ? {} : { inputSchema: await options.inputSchema }),
+        ...(options.approvalExpiresInMs === undefined ? {} : { expiresInMs: options.approvalExpiresInMs }),
       });
       if (!answer.approved) {
         if (!hidden) {
@@ -51,10 +64,16 @@ export async function runIntegratedTool(
         return {
           declined: true,
           ...(answer.reason === undefined ? {} : { reason: answer.reason }),
+          ...(answer.expired === true ? { expired: true } : {}),
         } satisfies DeclinedToolCall;
       }
+      if (answer.editedArgs !== undefined) {
+        // Approved with changes: the call runs with the arguments the human set.
+        args = answer.editedArgs;
+        shown = paths.length === 0 ? args : redact(args, paths);
+      }
     }
-    return await tool(ctx, name, shown as Record<string, unknown>, () => settle(execute()), {
+    return await tool(ctx, name, shown as Record<string, unknown>, () => settle(execute(args)), {
       id,
       hidden,
       display: shown,

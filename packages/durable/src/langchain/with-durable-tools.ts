@@ -15,8 +15,8 @@ export function withDurableTools(
     (original) =>
       tool(
         (input: unknown, config) =>
-          runIntegratedTool(ctx, original.name, input, checked[original.name] ?? {}, () =>
-            original.invoke(input as never, config),
+          runIntegratedTool(ctx, original.name, input, checked[original.name] ?? {}, (args) =>
+            original.invoke(args as never, config),
           ),
         {
           name: original.name,

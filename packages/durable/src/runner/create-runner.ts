@@ -8,6 +8,7 @@ import type { Graph } from "../graph/create-graph.ts";
 import type { InterruptRequest } from "../interrupt/interrupt.ts";
 import type { CommitBatch, DurableStore, Frame, JournalRecord, RunRecord } from "../store/durable-store.ts";
 import { createSqliteStore } from "../stores/sqlite/sqlite-store.ts";
+import { checkAnswer, expiredAnswer, expiryOf, withEditFingerprint } from "./answers.ts";
 import { toFrameData } from "./frame-data.ts";
 import { NodeRuntime } from "./node-context.ts";
 import { runNode } from "./run-node.ts";
@@ -129,6 +130,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   landed.setMaxListeners(0);
   const pollIntervalMs = options.pollIntervalMs ?? 250;
   const leaseMs = options.leaseMs ?? 30_000;
+  let closed = false;
 
   // biome-ignore lint/suspicious/noExplicitAny: graphs of any state shape
   function register(graph: Graph<any>): void {
@@ -262,6 +264,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
             run: { status: "paused", interrupts: encodeValue(runtime.open, "the open interrupts") },
           });
           pending = [];
+          scheduleExpiry(threadId, runtime.open);
           return snapshotOf<State>({ ...run, status: "paused", node }, state, runtime.open);
         }
         if (outcome.kind === "failed") {
@@ -303,6 +306,30 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       if (stored !== undefined) return stored;
       throw error;
     }
+  }
+
+  const expiryTimers = new Set<NodeJS.Timeout>();
+  /** A paused run whose approvals expire is resumed by this runner when the first one does. */
+  function scheduleExpiry(threadId: string, open: readonly InterruptRequest[]): void {
+    const first = Math.min(...open.map((entry) => expiryOf(entry) ?? Number.POSITIVE_INFINITY));
+    if (!Number.isFinite(first)) return;
+    const timer = setTimeout(
+      () => {
+        expiryTimers.delete(timer);
+        if (closed) return;
+        launchResume(threadId)
+          .then((launched) => launched.finished)
+          .catch((error: unknown) => {
+            logger.warn("durable approval expiry could not resume the run", {
+              threadId,
+              error: String(error),
+            });
+          });
+      },
+      Math.min(2 ** 31 - 1, Math.max(0, first - Date.now()) + 5),
+    );
+    timer.unref();
+    expiryTimers.add(timer);
   }
 
   async function getSnapshot<State extends object>(
@@ -384,7 +411,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     }
     const fresh = new Map<string, string>();
     for (const [id, answer] of Object.entries(given)) {
-      const text = encodeValue(answer, `the answer to "${id}"`);
+      const text = encodeValue(withEditFingerprint(answer), `the answer to "${id}"`);
       const previous = stored.get(id);
       if (previous === undefined) fresh.set(id, text);
       else if (previous !== text) {
@@ -411,6 +438,15 @@ export function createRunner(options: RunnerOptions = {}): Runner {
             data: { unknown, open: [...openIds] },
           },
         );
+      }
+      const now = Date.now();
+      for (const entry of open) {
+        const text = fresh.get(entry.id);
+        if (text !== undefined) checkAnswer(entry, decodeValue(text), now);
+        else if (!stored.has(entry.id) && (expiryOf(entry) ?? Number.POSITIVE_INFINITY) <= now) {
+          // Nobody answered in time: the approval is answered as expired, so the run is not left hanging.
+          fresh.set(entry.id, encodeValue(expiredAnswer(entry), `the expiry of "${entry.id}"`));
+        }
       }
       // Only old answers again: a replayed resume, harmless.
       if (fresh.size === 0) return idle();
@@ -495,6 +531,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       await Promise.allSettled([...active.values()]);
     },
     async close() {
+      closed = true;
+      for (const timer of expiryTimers) clearTimeout(timer);
       await Promise.allSettled([...active.values()]);
       if (typeof options.store !== "object") await store.close();
     },
