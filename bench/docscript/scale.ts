@@ -16,15 +16,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LoroDoc, LoroMap } from "loro-crdt";
+import { LoroDoc, type LoroMap } from "loro-crdt";
 import { createDocScriptTool } from "../../packages/docscript/src/index.ts";
-import { sampleTimelineSnapshot } from "../../packages/docscript/src/module/sample-timeline.ts";
 import {
   createSqliteDocumentStore,
   hashToken,
   serveDocuments,
 } from "../../packages/docscript/src/server/index.ts";
 import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
+import { largeTimeline } from "../../packages/docscript/test/large-timeline.ts";
 
 const requested = process.argv
   .slice(2)
@@ -32,55 +32,6 @@ const requested = process.argv
   .filter((count) => count > 0);
 const entityCounts = requested.length > 0 ? requested : [1_000, 10_000, 100_000, 1_000_000];
 const token = "bench-document-token-0123456789";
-
-/** The sample timeline plus `extraClips` image clips (image, clip, marker, contain) on its video track. */
-function benchSnapshot(extraClips: number): { snapshot: Uint8Array; videoClips: string[] } {
-  const doc = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
-  doc.setPeerId(2);
-  const entities = doc.getMap("entities");
-  const relations = doc.getMap("relations");
-  const write = (map: LoroMap, values: Record<string, unknown>) => {
-    for (const [key, value] of Object.entries(values)) map.set(key, value);
-  };
-  const videoClips: string[] = [];
-  for (let index = 0; index < extraClips; index++) {
-    const imageId = `bench-image-${index}`;
-    const image = entities.setContainer(imageId, new LoroMap());
-    image.set("kind", "image");
-    write(image.setContainer("fields", new LoroMap()), {
-      system: "files",
-      key: `bench-${index}.png`,
-      name: null,
-      durationMs: null,
-      storageKey: `store/bench-${index}.png`,
-      digest: null,
-    });
-    const clipId = `bench-clip-${index}`;
-    if (videoClips.length < 10) videoClips.push(clipId);
-    const clip = entities.setContainer(clipId, new LoroMap());
-    clip.set("kind", "clip");
-    write(clip.setContainer("fields", new LoroMap()), { name: null, volume: 0, speed: 1 });
-    const slots = clip.setContainer("slots", new LoroMap());
-    slots.set("content", imageId);
-    const marker = slots.setContainer("marker", new LoroMap());
-    marker.set("id", `bench-marker-${index}`);
-    marker.set("kind", "sequence-marker");
-    write(marker.setContainer("fields", new LoroMap()), {
-      startMs: 8000 + index * 1000,
-      durationMs: 1000,
-      trimStartMs: 0,
-    });
-    const relation = relations.setContainer(`bench-contain-${index}`, new LoroMap());
-    write(relation, {
-      kind: "contain",
-      endpoint0: "track-1",
-      endpoint1: clipId,
-      position: `~${(index + 1).toString(36).padStart(5, "0")}1`,
-    });
-  }
-  doc.commit();
-  return { snapshot: doc.export({ mode: "snapshot" }), videoClips };
-}
 
 /** Ten writes: ten clips on the video track get a new volume, found by id (no whole-document scan). */
 const tenWrites = (clipIds: readonly string[], volume: number) =>
@@ -124,7 +75,7 @@ try {
   for (const count of entityCounts) {
     const extraClips = Math.max(0, Math.round((count - 12) / 3));
     const builtAt = performance.now();
-    const { snapshot, videoClips } = benchSnapshot(extraClips);
+    const { snapshot, firstClips: videoClips } = largeTimeline(extraClips);
     process.stderr.write(
       `${count}: built in ${Math.round(performance.now() - builtAt)} ms, ${(snapshot.byteLength / 1048576).toFixed(1)} MiB\n`,
     );
@@ -140,7 +91,7 @@ try {
     const tool = createDocScriptTool({
       httpOrigin: server.url,
       authToken: token,
-      sandbox: { workers: 1, maxRunsPerWorker: 1000, timeoutMs: 300_000 },
+      sandbox: { workers: 1, maxRunsPerWorker: 1000, timeoutMs: 300_000, prepareTimeoutMs: 600_000 },
     });
     try {
       const open = await measure(1, 0, async () => {

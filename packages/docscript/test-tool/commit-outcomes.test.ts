@@ -147,6 +147,12 @@ entities.update(marker.endpoint1EntityId, [{ op: 'set', path: ['durationMs'], va
     doc.commit();
     const theirs = await harness.client.push("conflicted", doc.export({ mode: "update", from: before }));
     assert.equal(theirs.status, "committed");
+    // A snapshot before: the tool's projection is then kept up by the rows each pull touches.
+    const clean = await tool.handle({ op: "snapshot", doc_id: "conflicted" });
+    assert.ok(
+      clean.ok && clean.op === "snapshot" && clean.issues === undefined,
+      JSON.stringify(clean).slice(0, 300),
+    );
     const commit = await tool.handle({ op: "commit-plan", doc_id: "conflicted", plan_id: run.plan_id });
     assert.ok(
       commit.ok && commit.op === "commit-plan" && commit.status === "conflicted",

@@ -67,7 +67,10 @@ export function rowsOfSpans(
     if (known !== undefined) return known;
     const parent = created.get(containerId);
     if (parent !== undefined && depth < 64) return rowOf(parent.parent, parent.key, depth + 1);
-    // Not in the index and not made here: ask Loro (slow on a fresh fork; rare).
+    // Not in the index and not made here: the op that created it says where (also for a deleted row).
+    const byHistory = rowOfContainer(doc, containerId, index);
+    if (byHistory !== undefined) return byHistory;
+    // Ask Loro (slow on a fresh fork; rare).
     const path = doc.getPathToContainer(containerId as ContainerID);
     if (path === undefined) return undefined;
     return { root: String(path[0]), rowId: path.length >= 2 ? String(path[1]) : key };
@@ -88,4 +91,45 @@ export function rowsOfSpans(
     (row.root === ENTITIES ? changes.entities : changes.relations).add(row.rowId);
   }
   return changes;
+}
+
+/**
+ * The row a container belongs to, read off the op that created it (a container's id is that op's id):
+ * its parent and key, up to a root map. Works for containers of deleted rows too (history keeps them);
+ * undefined when `doc` lacks that op. Each container found is recorded in `index`.
+ */
+export function rowOfContainer(
+  doc: LoroDoc,
+  containerId: string,
+  index: ContainerIndex,
+): { root: string; rowId: string } | undefined {
+  const chain: string[] = [];
+  let current = containerId;
+  for (let depth = 0; depth < 64; depth++) {
+    const known = index.get(current);
+    if (known !== undefined) {
+      for (const id of chain) index.set(id, known);
+      return known;
+    }
+    const match = /^cid:(\d+)@(\d+):/.exec(current);
+    if (match === null) return undefined;
+    const peer = match[2] as `${number}`;
+    const counter = Number(match[1]);
+    if ((doc.oplogVersion().get(peer) ?? 0) <= counter) return undefined;
+    const op = doc
+      .exportJsonInIdSpan({ peer, counter, length: 1 })
+      .flatMap((change) => change.ops)
+      .find((candidate) => candidate.counter === counter);
+    const content = op?.content as { key?: unknown } | undefined;
+    if (op === undefined || typeof content?.key !== "string") return undefined;
+    chain.push(current);
+    const root = /^cid:root-(.+):\w+$/.exec(op.container)?.[1];
+    if (root !== undefined) {
+      const row = { root, rowId: content.key };
+      for (const id of chain) index.set(id, row);
+      return row;
+    }
+    current = op.container;
+  }
+  return undefined;
 }

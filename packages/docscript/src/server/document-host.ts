@@ -390,12 +390,14 @@ export class DocumentHost {
       if (stored === undefined) throw new DocScriptError("document_not_found", `no document ${documentId}`);
       const doc = LoroDoc.fromSnapshot(stored.snapshot);
       if (stored.updates.length > 0) doc.importBatch(stored.updates.map((update) => update.bytes));
+      // Rows are read plainly (a deep read with container ids costs ~5× more); the container index
+      // fills as pushes touch rows, each container found through the op that created it.
       const index: ContainerIndex = new Map();
       open = {
         doc,
         shadow: undefined,
         index,
-        projection: projectDocument(doc, this.schema, index),
+        projection: projectDocument(doc, this.schema),
         seq: stored.updates.at(-1)?.seq ?? stored.snapshotSeq,
         snapshotSeq: stored.snapshotSeq,
         tokenHash: stored.tokenHash,

@@ -10,6 +10,7 @@ import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import { type Projection, readRow } from "../document/projection.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentIssue } from "../schema/types.ts";
+import { rowOfContainer } from "./changed-rows.ts";
 
 /** One write of a push that does not apply as its author saw it. */
 export interface ConflictReason {
@@ -68,7 +69,7 @@ const containerValuePrefix = "🦜:";
 export function lostWrites(
   fork: LoroDoc,
   spans: readonly IdSpan[],
-  open: { readonly projection: Projection; readonly index: ContainerIndex },
+  open: { readonly doc: LoroDoc; readonly projection: Projection; readonly index: ContainerIndex },
 ): ConflictReason[] {
   const reasons = new Map<string, ConflictReason>();
   // The last op of the update on each container key: what the update leaves there.
@@ -88,7 +89,7 @@ export function lostWrites(
   }
   for (const [key, op] of last) {
     // Containers the server knew before this update: the update writes into a row that existed.
-    const row = open.index.get(op.container);
+    const row = open.index.get(op.container) ?? rowOfContainer(open.doc, op.container, open.index);
     if (row === undefined || (row.root !== ENTITIES && row.root !== RELATIONS)) continue;
     const content = op.content;
     const field = typeof content.key === "string" ? content.key : undefined;

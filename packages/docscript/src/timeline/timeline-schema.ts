@@ -10,17 +10,26 @@ export const mediaKinds = ["video", "image", "audio", "voiceover-recording"] as 
 /** What a Clip can show or play. */
 export const contentKinds = [...mediaKinds, "caption"] as const;
 
+/**
+ * Bounds of every field that would otherwise be unbounded (README: "Bounds"): a file key or storage key
+ * 1024 characters, a language tag 35 (BCP 47), any time 24 h in ms, a transcript 5000 segments of at
+ * most 1000 characters, a phonetic script 10 000 characters.
+ */
+const fileKeyLength = 1_024;
+const languageLength = 35;
+const maxTimeMs = 86_400_000;
+
 const storedFile = {
   system: field.enum(["files", "speech"], {
     description: "`speech` for speech results, `files` for everything else",
   }),
-  key: field.string({ minLength: 1, fixed: true }),
+  key: field.string({ minLength: 1, maxLength: fileKeyLength, fixed: true }),
 };
 
 /** Facts only the host knows, read from the store; a script that writes them is refused. */
 const hostFacts = {
-  storageKey: field.string({ nullable: true, hostOnly: true }),
-  digest: field.string({ nullable: true, hostOnly: true }),
+  storageKey: field.string({ nullable: true, maxLength: fileKeyLength, hostOnly: true }),
+  digest: field.string({ nullable: true, maxLength: 200, hostOnly: true }),
 };
 
 const medium = (description: string) => ({
@@ -33,6 +42,7 @@ const medium = (description: string) => ({
     durationMs: field.integer({
       nullable: true,
       min: 0,
+      max: maxTimeMs,
       description: "the medium's own length; null when unknown",
     }),
     ...hostFacts,
@@ -40,7 +50,7 @@ const medium = (description: string) => ({
 });
 
 const textFile = field.record(
-  { system: field.enum(["files"]), key: field.string({ minLength: 1 }) },
+  { system: field.enum(["files"]), key: field.string({ minLength: 1, maxLength: fileKeyLength }) },
   { nullable: true },
 );
 
@@ -67,9 +77,14 @@ export const timelineSchema = defineSchema({
     "sequence-marker": {
       description: "Where and how long a Clip plays; stored on its Clip's row.",
       fields: {
-        startMs: field.integer({ min: 0 }),
-        durationMs: field.integer({ nullable: true, min: 1, description: "null: the content's own length" }),
-        trimStartMs: field.integer({ default: 0, min: 0 }),
+        startMs: field.integer({ min: 0, max: maxTimeMs }),
+        durationMs: field.integer({
+          nullable: true,
+          min: 1,
+          max: maxTimeMs,
+          description: "null: the content's own length",
+        }),
+        trimStartMs: field.integer({ default: 0, min: 0, max: maxTimeMs }),
       },
     },
     caption: {
@@ -84,7 +99,7 @@ export const timelineSchema = defineSchema({
           position: field.enum(["top", "middle", "bottom"], { default: "bottom" }),
           fontSize: field.number({ default: 32, min: 8, max: 200 }),
         }),
-        language: field.string({ nullable: true }),
+        language: field.string({ nullable: true, maxLength: languageLength }),
       },
     },
     video: medium("A video file."),
@@ -94,13 +109,14 @@ export const timelineSchema = defineSchema({
     "audio-script": {
       description: "A transcript read off media; it may name the text file its words and times came from.",
       fields: {
-        language: field.string({ nullable: true }),
+        language: field.string({ nullable: true, maxLength: languageLength }),
         segments: field.list(
           field.record({
-            startMs: field.integer({ min: 0 }),
-            endMs: field.integer({ min: 0 }),
-            text: field.string(),
+            startMs: field.integer({ min: 0, max: maxTimeMs }),
+            endMs: field.integer({ min: 0, max: maxTimeMs }),
+            text: field.string({ maxLength: 1_000 }),
           }),
+          { maxItems: 5_000 },
         ),
         transcription: {
           ...textFile,
@@ -113,8 +129,8 @@ export const timelineSchema = defineSchema({
     "phonetic-script": {
       description: "How words are pronounced; its phonemeScript is a stored text file.",
       fields: {
-        language: field.string({ nullable: true }),
-        text: field.text(),
+        language: field.string({ nullable: true, maxLength: languageLength }),
+        text: field.text({ maxLength: 10_000 }),
         phonemeScript: textFile,
       },
     },

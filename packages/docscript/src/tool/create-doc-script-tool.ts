@@ -8,7 +8,7 @@ import { type Frontiers, LoroDoc } from "loro-crdt";
 import { z } from "zod";
 import { createDocumentClient, type DocumentClient } from "../client/create-document-client.ts";
 import { DocumentClientError } from "../client/document-client-error.ts";
-import { checkDocument } from "../document/check-document.ts";
+import { type CheckScope, changeScope, checkDocument } from "../document/check-document.ts";
 import { projectDocument, refreshRows } from "../document/interpret.ts";
 import { sameVersion } from "../document/version.ts";
 import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
@@ -45,6 +45,8 @@ export interface DocScriptToolOptions extends DocScriptHooks {
     readonly memoryLimitMb?: number;
     readonly workers?: number;
     readonly maxRunsPerWorker?: number;
+    /** How long a worker may take to get a run ready (read the document) before it fails `timeout`; 30000. */
+    readonly prepareTimeoutMs?: number;
     /**
      * Documents each warm worker keeps read between runs (ADR 0450), so a run at the same version, or
      * one needing only the updates since, skips reading the whole document; 4 by default, 0 keeps none.
@@ -187,6 +189,9 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
       ...(options.sandbox?.maxRunsPerWorker === undefined
         ? {}
         : { maxRunsPerWorker: options.sandbox.maxRunsPerWorker }),
+      ...(options.sandbox?.prepareTimeoutMs === undefined
+        ? {}
+        : { prepareTimeoutMs: options.sandbox.prepareTimeoutMs }),
       logger,
     });
     return pool;
@@ -333,11 +338,25 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
         issues: undefined,
       };
     } else if (state.replica.cmpFrontiers(state.view.frontiers, frontiers) !== 0) {
+      const projection = state.view.index.projection;
       const rows = changedRows(state.replica, state.view.frontiers, frontiers);
-      refreshRows(state.view.index.projection, state.replica, rows);
+      const before = changeScope(projection, rows);
+      refreshRows(projection, state.replica, rows);
       state.view.index.changed();
       state.view.frontiers = frontiers;
-      state.view.issues = undefined;
+      if (state.view.issues !== undefined) {
+        // Issues change only within the reach of the rows the pull touched: re-check that, keep the rest.
+        const after = changeScope(projection, rows);
+        const entityIds = new Set([...before.entityIds, ...after.entityIds]);
+        const relationIds = new Set([...before.relationIds, ...after.relationIds]);
+        const scope: CheckScope = { entityIds, relationIds };
+        const outside = state.view.issues.filter(
+          (issue) =>
+            !(issue.entityId !== undefined && entityIds.has(issue.entityId)) &&
+            !(issue.relationId !== undefined && relationIds.has(issue.relationId)),
+        );
+        state.view.issues = [...outside, ...checkDocument(projection, scope)];
+      }
     }
     state.view.issues ??= checkDocument(state.view.index.projection);
     return state.view as { index: ProjectionIndex; issues: DocumentIssue[] };

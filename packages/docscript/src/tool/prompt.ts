@@ -60,13 +60,14 @@ export function renderPrompt(input: PromptInput): string {
   return `You edit document "${input.docId}" with the \`${input.toolName}\` tool, by writing a JavaScript edit script that runs in a sandbox.
 
 ## Workflow
-1. \`{ "op": "snapshot", "doc_id" }\` returns the first 200 entities and relations and the version. It never changes the document.
-2. \`{ "op": "run-edit-script", "doc_id", "script", "timeout_ms"?, "auto_commit"? }\` runs the script on the current document and returns \`preview\` (what the plan changes), \`logs\` and a \`plan_id\`. Nothing is published unless \`auto_commit\` is true.
+1. \`{ "op": "snapshot", "doc_id" }\` returns one page (at most 4000 tokens) of entities, then relations, in id order, with the version, whole-document \`total\` and query \`matched\` counts, what \`remaining\` and a \`next_cursor\` when there is more: send the same query with \`"cursor"\` to go on. Narrow it with \`kinds\`, \`ids\`, \`related_to\` (an entity: what it is related to, and those relations), \`relation_kinds\`, \`include\` (\`entities\`/\`relations\`), \`fields\` (payload fields to show) and, on timelines, \`from_ms\`/\`to_ms\` (clips and markers playing in that window). Long values read shortened (\`elided\` counts them); a script reads them whole. It never changes the document.
+2. \`{ "op": "run-edit-script", "doc_id", "script", "timeout_ms"?, "auto_commit"? }\` runs the script on the current document and returns \`preview\` (counts, then one entry per changed entity or relation: an update's fields as \`before\` → \`after\`, long strings and lists shortened with counts; \`omitted\` counts entries left out; \`unreferenced\` names entities your deletes leave with no relation), \`logs\` (the first lines within 1000 tokens; \`logs_omitted\` counts the rest) and a \`plan_id\`. Nothing is published unless \`auto_commit\` is true.
 3. Read the preview; \`{ "op": "commit-plan", "doc_id", "plan_id" }\` publishes the plan. Edits others made meanwhile merge. A commit ends as:
-   - \`committed\`;
-   - \`conflicted\`: stored, but the merged document no longer projects; take a fresh snapshot and decide what it should be;
+   - \`committed\` (\`duplicate: true\`: it had been applied already; nothing was applied twice);
+   - \`conflicted\`: some writes no longer apply as you wrote them (another client deleted what they change, won a concurrent write, or the merge breaks a constraint): one reason per write. With \`applied: false\` NOTHING was published: take a fresh snapshot, then run a new script, or commit the same plan_id with \`"apply_remaining": true\` to publish the writes that still apply;
    - \`unconfirmed\`: the push was not confirmed; retry commit-plan with the SAME plan_id (it resends the same change, never re-runs the script); until it resolves, no other op on this document is taken;
    - \`rejected\`: the server refused it; the next call reads the document afresh.
+   If a commit-plan call got no answer at all (the tool or its host restarted), call commit-plan again with the same plan_id: the server knows whether the plan was applied, and the answer says \`committed\` (\`duplicate: true\`) or \`plan_not_found\` (never applied: run the script again).
 
 ## Execution rules
 - The script is the body of an async function: \`await\` works, \`return\` ends it. Only \`entities\`, \`relations\` and \`console\` exist: no network, storage, timers, \`import()\`, \`eval\` or \`Function\`, no typed arrays.

@@ -1,0 +1,83 @@
+/**
+ * A large valid `timeline` document, fast: the sample timeline plus `extraClips` image clips (image,
+ * clip, its embedded marker, a `contain` from the video track) written as one Loro JSON update and
+ * imported in one call (op by op through the Loro API, 100k entities take about a minute).
+ */
+import { LoroDoc } from "loro-crdt";
+import { sampleTimelineSnapshot } from "../src/module/sample-timeline.ts";
+
+type Row = { readonly [key: string]: string | number | boolean | null | Row };
+
+export interface LargeTimeline {
+  readonly snapshot: Uint8Array;
+  /** Entities in the document. */
+  readonly entityCount: number;
+  /** The first ten added clips (on the video track, `track-1`). */
+  readonly firstClips: readonly string[];
+}
+
+export function largeTimeline(extraClips: number): LargeTimeline {
+  const doc = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
+  const firstClips: string[] = [];
+  // Chunks of 10k clips, each a change of its own peer, concurrent with the rest: the keys never meet.
+  const chunk = 10_000;
+  for (let start = 0; start < extraClips; start += chunk) {
+    addClips(doc, start, Math.min(extraClips, start + chunk), firstClips, 777_000 + start / chunk);
+  }
+  return { snapshot: doc.export({ mode: "snapshot" }), entityCount: 12 + extraClips * 3, firstClips };
+}
+
+function addClips(doc: LoroDoc, from: number, to: number, firstClips: string[], peer: number): void {
+  const ops: { container: string; content: unknown; counter: number }[] = [];
+  let counter = 0;
+  const write = (container: string, key: string, value: Row[string]) => {
+    if (typeof value === "object" && value !== null) {
+      const id = `cid:${counter}@0:Map`;
+      ops.push({ container, content: { type: "insert", key, value: `🦜:${id}` }, counter: counter++ });
+      for (const [name, inner] of Object.entries(value)) write(id, name, inner);
+      return;
+    }
+    ops.push({ container, content: { type: "insert", key, value }, counter: counter++ });
+  };
+  const entities = "cid:root-entities:Map";
+  const relations = "cid:root-relations:Map";
+  for (let index = from; index < to; index++) {
+    write(entities, `large-image-${index}`, {
+      kind: "image",
+      fields: {
+        system: "files",
+        key: `large-${index}.png`,
+        name: null,
+        durationMs: null,
+        storageKey: `store/large-${index}.png`,
+        digest: null,
+      },
+    });
+    const clipId = `large-clip-${index}`;
+    if (firstClips.length < 10) firstClips.push(clipId);
+    write(entities, clipId, {
+      kind: "clip",
+      fields: { name: null, volume: 0, speed: 1 },
+      slots: {
+        content: `large-image-${index}`,
+        marker: {
+          id: `large-marker-${index}`,
+          kind: "sequence-marker",
+          fields: { startMs: 8000 + index * 1000, durationMs: 1000, trimStartMs: 0 },
+        },
+      },
+    });
+    write(relations, `large-contain-${index}`, {
+      kind: "contain",
+      endpoint0: "track-1",
+      endpoint1: clipId,
+      position: `~${(index + 1).toString(36).padStart(5, "0")}1`,
+    });
+  }
+  doc.importJsonUpdates({
+    schema_version: 1,
+    start_version: new Map(),
+    peers: [String(peer)],
+    changes: [{ id: "0@0", timestamp: 0, deps: [], lamport: 0, msg: null, ops }],
+  } as never);
+}
