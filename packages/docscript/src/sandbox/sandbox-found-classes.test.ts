@@ -32,15 +32,15 @@ const thrown = {
 `;
 
 /** A later run that allocates and waits on the host, as any long run does: garbage collection happens in it. */
-const churn = `for (let turn = 0; turn < 40; turn++) {
+const churn = `for (let turn = 0; turn < 20; turn++) {
   const junk = [];
-  for (let index = 0; index < 20000; index++) junk.push({ index });
+  for (let index = 0; index < 10000; index++) junk.push({ index });
   await entities.materialize("n1");
 }`;
 
 let pool: SandboxPool;
 
-async function run(script: string, notes = [{ id: "n1", text: "first" }], timeoutMs = 5000) {
+async function run(script: string, notes = [{ id: "n1", text: "first" }], timeoutMs = 20_000) {
   return await pool.run({
     script,
     input: { notes },

@@ -329,7 +329,9 @@ async function end(run: Run, limit?: SandboxFailure): Promise<void> {
     const value = await run.dispatcher.finish(outcome);
     finishRun(run, { ok: true, value }, retire);
   } catch (error) {
-    finishRun(run, { ok: false, error: toFailure(error, "run_failed") }, retire);
+    // A failed script stays the answer (its code, place and data); the dispatcher's refusal of it adds nothing.
+    const failure = outcome.ok ? toFailure(error, "run_failed") : outcome.error;
+    finishRun(run, { ok: false, error: failure }, retire);
   }
 }
 

@@ -561,10 +561,19 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
 function runError(error: SandboxFailure): ToolFailure {
   const kept = new Set(["timeout", "memory_limit", "syntax_error", "sandbox_crashed", "sandbox_closed"]);
   if (kept.has(error.code)) return error;
+  // Where the script failed stays beside the cause; what the refusal said (its issues) is the detail.
+  const { line, column, sourceLine, ...detail } = (
+    typeof error.data === "object" && error.data !== null ? error.data : {}
+  ) as Record<string, unknown>;
+  const position = line === undefined ? {} : { line, column, sourceLine };
   return {
     code: "runtime",
     message: error.message,
-    data: { cause: error.code, ...(error.data === undefined ? {} : { detail: error.data }) },
+    data: {
+      cause: error.code,
+      ...position,
+      ...(Object.keys(detail).length === 0 ? {} : { detail }),
+    },
   };
 }
 
