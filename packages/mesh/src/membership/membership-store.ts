@@ -20,15 +20,28 @@ export interface MeshBuckets {
   readonly catalogue: KV;
 }
 
-/** Opens both buckets, creating them (one value per key, file storage) when missing. */
-export async function openMeshBuckets(connection: NatsConnection): Promise<MeshBuckets> {
+/**
+ * Opens both buckets, creating them (one value per key, file storage) when missing. On a NATS
+ * cluster, create them once with `replicas: 3` so they survive the loss of one server; opening an
+ * existing bucket keeps its replication whatever `replicas` says.
+ */
+export async function openMeshBuckets(
+  connection: NatsConnection,
+  options: { readonly replicas?: number } = {},
+): Promise<MeshBuckets> {
   const kvm = new Kvm(connection);
+  const replicas = options.replicas ?? 1;
   const [membership, catalogue] = await Promise.all([
     kvm.create(MEMBERSHIP_BUCKET, {
       history: 1,
+      replicas,
       description: "tackle mesh: what each module was issued on each node",
     }),
-    kvm.create(CATALOGUE_BUCKET, { history: 1, description: "tackle mesh: the modules the mesh holds" }),
+    kvm.create(CATALOGUE_BUCKET, {
+      history: 1,
+      replicas,
+      description: "tackle mesh: the modules the mesh holds",
+    }),
   ]);
   return { membership, catalogue };
 }
