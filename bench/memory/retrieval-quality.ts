@@ -1,7 +1,9 @@
 /**
- * Retrieval quality on the shipped LoCoMo/LongMemEval-shaped set (eval/conversations.json):
- * every dialogue turn is stored as a memory of its user (clock set to the session's date), then
- * each question searches that user's memories. Reports recall@5, recall@10 and MRR for:
+ * Retrieval quality on the two shipped sets: eval/conversations.json (LongMemEval-shaped: a user and
+ * an assistant) and eval/dialogues.json (LoCoMo-shaped: long dated conversations between two named
+ * speakers, with temporal and multi-hop questions). Every turn is stored as a memory of its
+ * conversation (clock set to the session's date; a two-speaker turn as "Speaker: text"), then each
+ * question searches that conversation's memories. Reports recall@5, @10, @20 and MRR for:
  *   - the service's default BM25 ranking (no network, no model), on SQLite and on PostgreSQL,
  *   - the service's fused ranking with the DETERMINISTIC HASHING TEST EMBEDDER (not a real model),
  *   - a raw baseline: cosine over the same test embedder alone (no BM25, no service).
@@ -24,18 +26,35 @@ interface EvalSet {
   conversations: {
     id: string;
     split: "dev" | "held-out";
+    speakers?: string[];
     sessions: { id: number; date: string; turns: Turn[] }[];
     questions: { question: string; category: string; evidence: string[] }[];
   }[];
 }
 
-const evalSet = JSON.parse(
-  readFileSync(new URL("./eval/conversations.json", import.meta.url), "utf8"),
-) as EvalSet;
+const argument = (name: string) => process.argv.find((item) => item.startsWith(`--${name}=`))?.split("=")[1];
+/** `--set=dialogues` runs one set; `--quick` only the SQLite BM25 row (for trying a ranking change). */
+const onlySet = argument("set");
+const quick = process.argv.includes("--quick");
+
+const sets = [
+  { name: "conversations.json (user and assistant)", file: "./eval/conversations.json", speakers: false },
+  {
+    name: "dialogues.json (two named speakers, dated sessions)",
+    file: "./eval/dialogues.json",
+    speakers: true,
+  },
+]
+  .filter((item) => onlySet === undefined || item.file.includes(onlySet))
+  .map((item) => ({
+    ...item,
+    data: JSON.parse(readFileSync(new URL(item.file, import.meta.url), "utf8")) as EvalSet,
+  }));
 
 interface Score {
   recall5: number;
   recall10: number;
+  recall20: number;
   reciprocalRank: number;
   category: string;
   split: string;
@@ -53,13 +72,19 @@ function score(
   return {
     recall5: recallAt(5),
     recall10: recallAt(10),
+    recall20: recallAt(20),
     reciprocalRank: first === -1 ? 0 : 1 / (first + 1),
     category,
     split,
   };
 }
 
+type EvalSetEntry = (typeof sets)[number];
+const turnText = (set: EvalSetEntry, turn: Turn) =>
+  set.speakers ? `${turn.speaker}: ${turn.text}` : turn.text;
+
 async function evaluateService(
+  set: EvalSetEntry,
   label: string,
   fused: boolean,
   store: MemoryStore,
@@ -72,13 +97,13 @@ async function evaluateService(
   });
   const started = performance.now();
   const scores: Score[] = [];
-  for (const conversation of evalSet.conversations) {
+  for (const conversation of set.data.conversations) {
     for (const session of conversation.sessions) {
       for (const [index, turn] of session.turns.entries()) {
         now = new Date(Date.parse(session.date) + index * 60_000);
         await service.add("eval", {
           userId: conversation.id,
-          content: turn.text,
+          content: turnText(set, turn),
           metadata: { turnId: turn.id, speaker: turn.speaker },
         });
       }
@@ -88,7 +113,7 @@ async function evaluateService(
       const found = await service.search("eval", {
         userId: conversation.id,
         query: question.question,
-        limit: 10,
+        limit: 20,
       });
       const ranked = found.results.map((result) => String(result.memory.metadata.turnId));
       scores.push(score(ranked, question.evidence, question.category, conversation.split));
@@ -98,16 +123,16 @@ async function evaluateService(
   return { label, scores, ms: performance.now() - started };
 }
 
-function evaluateVectorOnly(): { label: string; scores: Score[]; ms: number } {
+function evaluateVectorOnly(set: EvalSetEntry): { label: string; scores: Score[]; ms: number } {
   const started = performance.now();
   const scores: Score[] = [];
   const unit = (vector: number[]) => {
     const norm = Math.hypot(...vector) || 1;
     return vector.map((value) => value / norm);
   };
-  for (const conversation of evalSet.conversations) {
+  for (const conversation of set.data.conversations) {
     const turns = conversation.sessions.flatMap((session) => session.turns);
-    const vectors = turns.map((turn) => unit(embedTextForTest(turn.text)));
+    const vectors = turns.map((turn) => unit(embedTextForTest(turnText(set, turn))));
     for (const question of conversation.questions) {
       const query = unit(embedTextForTest(question.question));
       const ranked = turns
@@ -116,7 +141,7 @@ function evaluateVectorOnly(): { label: string; scores: Score[]; ms: number } {
           similarity: vectors[index]!.reduce((sum, value, at) => sum + value * query[at]!, 0),
         }))
         .sort((left, right) => right.similarity - left.similarity)
-        .slice(0, 10)
+        .slice(0, 20)
         .map((entry) => entry.id);
       scores.push(score(ranked, question.evidence, question.category, conversation.split));
     }
@@ -130,70 +155,85 @@ function evaluateVectorOnly(): { label: string; scores: Score[]; ms: number } {
 
 const mean = (values: number[]) => values.reduce((sum, value) => sum + value, 0) / Math.max(1, values.length);
 const format = (value: number) => value.toFixed(3);
-
-const postgres = await createTestDatabase("tackle_memory_quality");
-const rows = [
-  await evaluateService(
-    "Tackle service, BM25 on SQLite (default: no network, no model)",
-    false,
-    createSqliteStore({ path: ":memory:" }),
-  ),
-  await evaluateService(
-    "Tackle service, BM25 on PostgreSQL (no network, no model)",
-    false,
-    await createPostgresStore({ connectionString: postgres.url }),
-  ),
-  await evaluateService(
-    "Tackle service, fused BM25 + vectors on SQLite (deterministic hashing TEST embedder)",
-    true,
-    createSqliteStore({ path: ":memory:" }),
-  ),
-  evaluateVectorOnly(),
-];
-await postgres.drop();
 const splits = ["dev", "held-out"] as const;
-const questions = rows[0]!.scores.length;
-const turns = evalSet.conversations.reduce(
-  (sum, conversation) =>
-    sum + conversation.sessions.reduce((inner, session) => inner + session.turns.length, 0),
-  0,
-);
 const inSplit = (scores: Score[], split: string) => scores.filter((item) => item.split === split);
+
 console.log(
-  `eval set: ${evalSet.conversations.length} users (${splits.map((split) => `${evalSet.conversations.filter((item) => item.split === split).length} ${split}`).join(", ")}), ${turns} turns offered as memories (the default novelty check folds repeats), ${questions} questions; Node ${process.versions.node}\n`,
+  `Node ${process.versions.node}; search limit 20; recall@k = share of a question's evidence turns in the top k\n`,
 );
-console.log(
-  "| ranking | dev recall@5 | dev recall@10 | dev MRR | held-out recall@5 | held-out recall@10 | held-out MRR | wall time s |",
-);
-console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-for (const row of rows) {
-  const cells = splits.flatMap((split) => {
-    const scores = inSplit(row.scores, split);
-    return [
-      format(mean(scores.map((item) => item.recall5))),
-      format(mean(scores.map((item) => item.recall10))),
-      format(mean(scores.map((item) => item.reciprocalRank))),
-    ];
-  });
-  console.log(`| ${row.label} | ${cells.join(" | ")} | ${(row.ms / 1000).toFixed(1)} |`);
-}
-const categories = [...new Set(rows[0]!.scores.map((item) => item.category))];
-for (const split of splits) {
-  console.log(`\nrecall@5 by question category, ${split} users:\n`);
-  console.log(
-    `| ranking | ${categories.map((category) => `${category} (n=${inSplit(rows[0]!.scores, split).filter((item) => item.category === category).length})`).join(" | ")} |`,
-  );
-  console.log(`| --- | ${categories.map(() => "---:").join(" | ")} |`);
-  for (const row of rows) {
-    const cells = categories.map((category) =>
-      format(
-        mean(
-          inSplit(row.scores, split)
-            .filter((item) => item.category === category)
-            .map((item) => item.recall5),
-        ),
+for (const set of sets) {
+  const postgres = await createTestDatabase("tackle_memory_quality");
+  const rows = [
+    await evaluateService(
+      set,
+      "Tackle service, BM25 on SQLite (default: no network, no model)",
+      false,
+      createSqliteStore({ path: ":memory:" }),
+    ),
+  ];
+  if (!quick) {
+    rows.push(
+      await evaluateService(
+        set,
+        "Tackle service, BM25 on PostgreSQL (no network, no model)",
+        false,
+        await createPostgresStore({ connectionString: postgres.url }),
       ),
+      await evaluateService(
+        set,
+        "Tackle service, fused BM25 + vectors on SQLite (deterministic hashing TEST embedder)",
+        true,
+        createSqliteStore({ path: ":memory:" }),
+      ),
+      evaluateVectorOnly(set),
     );
-    console.log(`| ${row.label} | ${cells.join(" | ")} |`);
   }
+  await postgres.drop();
+  const conversations = set.data.conversations;
+  const turns = conversations.reduce(
+    (sum, conversation) =>
+      sum + conversation.sessions.reduce((inner, session) => inner + session.turns.length, 0),
+    0,
+  );
+  console.log(
+    `### ${set.name}: ${conversations.length} conversations (${splits.map((split) => `${conversations.filter((item) => item.split === split).length} ${split}`).join(", ")}), ${turns} turns offered as memories, ${rows[0]!.scores.length} questions\n`,
+  );
+  console.log(
+    "| ranking | dev r@5 | dev r@10 | dev r@20 | dev MRR | held-out r@5 | held-out r@10 | held-out r@20 | held-out MRR | wall s |",
+  );
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const row of rows) {
+    const cells = splits.flatMap((split) => {
+      const scores = inSplit(row.scores, split);
+      return [
+        format(mean(scores.map((item) => item.recall5))),
+        format(mean(scores.map((item) => item.recall10))),
+        format(mean(scores.map((item) => item.recall20))),
+        format(mean(scores.map((item) => item.reciprocalRank))),
+      ];
+    });
+    console.log(`| ${row.label} | ${cells.join(" | ")} | ${(row.ms / 1000).toFixed(1)} |`);
+  }
+  const categories = [...new Set(rows[0]!.scores.map((item) => item.category))];
+  for (const split of splits) {
+    console.log(`\nrecall@5 / @10 / @20 by question category, ${split}:\n`);
+    console.log(
+      `| ranking | ${categories.map((category) => `${category} (n=${inSplit(rows[0]!.scores, split).filter((item) => item.category === category).length})`).join(" | ")} |`,
+    );
+    console.log(`| --- | ${categories.map(() => "---:").join(" | ")} |`);
+    for (const row of rows) {
+      const cells = categories.map((category) => {
+        const scores = inSplit(row.scores, split).filter((item) => item.category === category);
+        return [
+          scores.map((item) => item.recall5),
+          scores.map((item) => item.recall10),
+          scores.map((item) => item.recall20),
+        ]
+          .map((values) => format(mean(values)))
+          .join(" / ");
+      });
+      console.log(`| ${row.label} | ${cells.join(" | ")} |`);
+    }
+  }
+  console.log("");
 }

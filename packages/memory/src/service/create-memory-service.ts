@@ -27,6 +27,14 @@ import { contextBundleRequestSchema, scopeRequestSchema } from "../schemas/synth
 import { type MemoryScope, pickScope, scopeContains, scopeKey } from "../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredEvent, StoredMemory } from "../store/memory-store.ts";
 import { chunkText } from "./chunk-text.ts";
+import {
+  diversify,
+  liftByTimeAndSpeaker,
+  mergeSecondPass,
+  newNames,
+  spreadToNeighbours,
+  timeWindow,
+} from "./conversation-retrieval.ts";
 import { applyCoreMemoryEdits } from "./core-memory-edits.ts";
 import { cosine, createEmbedder, type MemoryEmbeddingModel } from "./embedder.ts";
 import { extractMemories } from "./extract-memories.ts";
@@ -224,11 +232,39 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     limit: number,
     kinds: readonly Memory["kind"][] | undefined,
   ) {
-    const candidateLimit = Math.max(50, limit * 5);
-    const lexical = await store.searchMemories(tenantId, scope, searchTerms(query), {
+    const window = timeWindow(query, clock());
+    // A question naming a time may match the turn it asks about by the time alone: widen the pool.
+    const candidateLimit = window ? 1000 : Math.max(50, limit * 5);
+    const terms = searchTerms(query);
+    const found = await store.searchMemories(tenantId, scope, terms, {
       limit: candidateLimit,
       ...(kinds ? { kinds } : {}),
     });
+    let lexical = liftByTimeAndSpeaker(found, query, window).sort((left, right) => right.score - left.score);
+    // Multi-hop: names in the first hits that the question lacks seed a second pass.
+    const seeds = [...new Set(lexical.slice(0, 3).flatMap((hit) => newNames(hit.memory.content, query)))];
+    if (seeds.length > 0) {
+      const second = await store.searchMemories(tenantId, scope, searchTerms(`${seeds.join(" ")} ${query}`), {
+        limit: Math.max(20, limit * 2),
+        ...(kinds ? { kinds } : {}),
+      });
+      const required = new Set(seeds.map((seed) => seed.toLowerCase()));
+      const withSeed = second.filter((hit) =>
+        (hit.memory.content.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).some((word) => required.has(word)),
+      );
+      lexical = mergeSecondPass(lexical, liftByTimeAndSpeaker(withSeed, query, window));
+    }
+    // Neighbouring turns of the best hits share their score.
+    const anchors = lexical.slice(0, Math.max(10, limit));
+    const neighbours = await store.neighbourMemories(
+      tenantId,
+      anchors.map((hit) => hit.memory.id),
+      2,
+    );
+    const inScope = new Map(
+      [...neighbours].map(([id, list]) => [id, list.filter(({ memory }) => scopeContains(scope, memory))]),
+    );
+    lexical = spreadToNeighbours(lexical, inScope);
     let semantic: { memory: StoredMemory; score: number }[] | undefined;
     if (embedder) {
       const queryVector = (await embedder.embed([query]))[0]!;
@@ -236,9 +272,9 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
         .map((memory) => ({ memory, score: cosine(queryVector, memory.embedding!) }))
         .filter((hit) => hit.score > 0)
         .sort((left, right) => right.score - left.score)
-        .slice(0, candidateLimit);
+        .slice(0, Math.max(50, limit * 5));
     }
-    return rankMemories(lexical, semantic, clock().getTime()).slice(0, limit);
+    return diversify(rankMemories(lexical, semantic, clock().getTime())).slice(0, limit);
   }
 
   async function recordTrace(

@@ -95,6 +95,16 @@ export interface MemoryStore {
   insertMemory(memory: StoredMemory): Promise<{ memory: StoredMemory; created: boolean }>;
   getMemories(tenantId: string, ids: readonly string[]): Promise<StoredMemory[]>;
   /**
+   * For each id, the active memories of the same exact scope written just before and after it (up to
+   * `window` each side, in write order, looked for among the nearest 500 rows): a conversation
+   * turn's neighbouring turns.
+   */
+  neighbourMemories(
+    tenantId: string,
+    ids: readonly string[],
+    window: number,
+  ): Promise<Map<string, { memory: StoredMemory; offset: number }[]>>;
+  /**
    * Writes `next` (whose version is one above `expectedVersion`) only if the stored version is still
    * `expectedVersion`, and appends its history row. False when another writer got there first.
    */

@@ -31,6 +31,8 @@ type Row = Record<string, unknown>;
 const mark = (index: number) => `$${index}`;
 const memorySelect = ["seq", ...memoryColumns].map((column) => `m.${column}`).join(", ");
 /** BM25's term-frequency saturation and length normalization, FTS5's defaults. */
+/** How far (in rows of any scope) a neighbouring turn is looked for. */
+const NEIGHBOUR_ROWS = 500;
 const bm25K1 = 1.2;
 const bm25B = 0.75;
 
@@ -167,6 +169,45 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       return (
         await all("SELECT * FROM memories WHERE tenant_id = $1 AND id = ANY($2)", [tenantId, [...ids]])
       ).map(memoryFromRow);
+    },
+
+    async neighbourMemories(tenantId, ids, window) {
+      if (ids.length === 0 || window <= 0) return new Map();
+      const anchors = await all(
+        "SELECT seq, id, scope_key FROM memories WHERE tenant_id = $1 AND id = ANY($2)",
+        [tenantId, [...ids]],
+      );
+      if (anchors.length === 0) return new Map();
+      const ranges = anchors.map((_, index) => `seq BETWEEN $${index * 2 + 2} AND $${index * 2 + 3}`);
+      const rows = await all(
+        `SELECT * FROM memories WHERE (${ranges.join(" OR ")}) AND tenant_id = $1 AND status = 'active'`,
+        [
+          tenantId,
+          ...anchors.flatMap((anchor) => [
+            Number(anchor.seq) - NEIGHBOUR_ROWS,
+            Number(anchor.seq) + NEIGHBOUR_ROWS,
+          ]),
+        ],
+      );
+      const found = new Map<string, { memory: StoredMemory; offset: number }[]>();
+      for (const anchor of anchors) {
+        const seq = Number(anchor.seq);
+        const around = rows
+          .filter(
+            (row) =>
+              row.scope_key === anchor.scope_key &&
+              Math.abs(Number(row.seq) - seq) <= NEIGHBOUR_ROWS &&
+              Number(row.seq) !== seq,
+          )
+          .sort((left, right) => Number(left.seq) - Number(right.seq));
+        const before = around.filter((row) => Number(row.seq) < seq).slice(-window);
+        const after = around.filter((row) => Number(row.seq) > seq).slice(0, window);
+        found.set(String(anchor.id), [
+          ...before.map((row, index) => ({ memory: memoryFromRow(row), offset: index - before.length })),
+          ...after.map((row, index) => ({ memory: memoryFromRow(row), offset: index + 1 })),
+        ]);
+      }
+      return found;
     },
 
     async updateMemory(tenantId, next, expectedVersion, note) {

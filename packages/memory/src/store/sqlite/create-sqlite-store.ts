@@ -20,6 +20,8 @@ import { sqliteMigrations } from "./migrations.ts";
 import { scoreWithScopeStatistics } from "./scope-bm25.ts";
 import { anyWord, scopedMatch, scopeTokens } from "./scope-tokens.ts";
 
+/** How far (in rows of any scope) a neighbouring turn is looked for. */
+const NEIGHBOUR_ROWS = 500;
 /** How many of a scope's best index matches are rescored with the scope's statistics. */
 const candidateCap = 1000;
 /** The scope's size is counted up to this many memories (as on PostgreSQL; past it the IDF barely moves). */
@@ -136,6 +138,45 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
         parameters,
       );
       return rows.map(memoryFromRow);
+    },
+
+    async neighbourMemories(tenantId, ids, window) {
+      if (ids.length === 0 || window <= 0) return new Map();
+      const parameters: unknown[] = [tenantId];
+      const anchors = all(
+        `SELECT seq, id, scope_key FROM memories WHERE tenant_id = ? AND id IN (${inList(ids, parameters)})`,
+        parameters,
+      );
+      if (anchors.length === 0) return new Map();
+      // Rows by primary-key range around each anchor, then the same tenant, scope and status.
+      const ranges = anchors.map(() => "seq BETWEEN ? AND ?").join(" OR ");
+      const rangeParameters = anchors.flatMap((anchor) => [
+        Number(anchor.seq) - NEIGHBOUR_ROWS,
+        Number(anchor.seq) + NEIGHBOUR_ROWS,
+      ]);
+      const rows = all(`SELECT * FROM memories WHERE (${ranges}) AND tenant_id = ? AND status = 'active'`, [
+        ...rangeParameters,
+        tenantId,
+      ]);
+      const found = new Map<string, { memory: StoredMemory; offset: number }[]>();
+      for (const anchor of anchors) {
+        const seq = Number(anchor.seq);
+        const around = rows
+          .filter(
+            (row) =>
+              row.scope_key === anchor.scope_key &&
+              Math.abs(Number(row.seq) - seq) <= NEIGHBOUR_ROWS &&
+              Number(row.seq) !== seq,
+          )
+          .sort((left, right) => Number(left.seq) - Number(right.seq));
+        const before = around.filter((row) => Number(row.seq) < seq).slice(-window);
+        const after = around.filter((row) => Number(row.seq) > seq).slice(0, window);
+        found.set(String(anchor.id), [
+          ...before.map((row, index) => ({ memory: memoryFromRow(row), offset: index - before.length })),
+          ...after.map((row, index) => ({ memory: memoryFromRow(row), offset: index + 1 })),
+        ]);
+      }
+      return found;
     },
 
     async updateMemory(tenantId, next, expectedVersion, note) {

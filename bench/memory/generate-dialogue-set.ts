@@ -1,0 +1,358 @@
+/**
+ * Generates the second evaluation set: long, dated conversations between two named speakers (the
+ * shape of LoCoMo), with questions whose evidence turns are known. Seeded, so the shipped file is
+ * reproducible:
+ *   node_modules/.bin/node bench/memory/generate-dialogue-set.ts > bench/memory/eval/dialogues.json
+ * What makes it hard, on purpose:
+ *   - both speakers have the same kinds of facts (a pet, a job, a sibling, a trip), so a question
+ *     must be answered from the named speaker's turns, not the other's;
+ *   - many facts are answers to the other speaker's question ("Did you name the puppy yet?" — "Yes,
+ *     Pepper!"), so the evidence turn shares few words with the question: its neighbour does;
+ *   - temporal questions ask when something happened (the session's date answers) or what happened
+ *     in a given month;
+ *   - multi-hop questions need two turns from different sessions (who the sister is, then what she
+ *     plays), the second naming someone the question does not.
+ * Conversations alternate between "dev" (ranking may be tuned on them) and "held-out" (reported only).
+ */
+
+function mulberry32(seed: number) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let value = state;
+    value = Math.imul(value ^ (value >>> 15), value | 1);
+    value ^= value + Math.imul(value ^ (value >>> 7), value | 61);
+    return ((value ^ (value >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const random = mulberry32(20261130);
+const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+const pickOther = <T>(items: readonly T[], not: T): T => {
+  for (;;) {
+    const item = pick(items);
+    if (item !== not) return item;
+  }
+};
+
+const speakers = [
+  "Maya",
+  "Jonas",
+  "Priya",
+  "Caleb",
+  "Ines",
+  "Tobias",
+  "Aiko",
+  "Rafael",
+  "Nora",
+  "Felix",
+  "Zara",
+  "Mateo",
+  "Leila",
+  "Oskar",
+  "Hana",
+  "Dmitri",
+  "Sofia",
+  "Kwame",
+  "Elif",
+  "Arjun",
+  "Greta",
+  "Yusuf",
+  "Clara",
+  "Bruno",
+];
+const thirdParties = [
+  "Lena",
+  "Marco",
+  "Tess",
+  "Ravi",
+  "Ada",
+  "Hugo",
+  "Mira",
+  "Emil",
+  "Iris",
+  "Nico",
+  "Vera",
+  "Sami",
+];
+const pets = ["corgi", "tabby cat", "parrot", "beagle", "rabbit", "greyhound", "hamster"];
+const petNames = ["Pepper", "Biscuit", "Mochi", "Juniper", "Ziggy", "Olive", "Pickles", "Nacho", "Clover"];
+const jobs = ["nurse", "data analyst", "carpenter", "teacher", "architect", "pharmacist", "baker"];
+const companies = [
+  "Northwind",
+  "Globex",
+  "Initech",
+  "Umbrella Labs",
+  "Stark Foods",
+  "Wayne Logistics",
+  "Acme Health",
+];
+const countries = ["Iceland", "Portugal", "Vietnam", "Peru", "Morocco", "Norway", "Japan", "Chile"];
+const cities = ["Denver", "Lisbon", "Osaka", "Toronto", "Edinburgh", "Melbourne", "Austin", "Bergen"];
+const instruments = ["cello", "violin", "piano", "trumpet", "banjo", "saxophone", "harp"];
+const achievements = [
+  "ran my first half marathon",
+  "finished building a bookshelf from scratch",
+  "passed my driving test",
+  "baked a three-tier wedding cake",
+  "gave a talk at a local meetup",
+  "planted a vegetable garden",
+  "sold my first painting",
+];
+const monthNames = [
+  "January",
+  "February",
+  "March",
+  "April",
+  "May",
+  "June",
+  "July",
+  "August",
+  "September",
+  "October",
+  "November",
+  "December",
+];
+const chores = ["the garden", "my taxes", "laundry", "the garage", "emails", "meal prep", "the bike"];
+const foods = ["ramen", "tacos", "curry", "pizza", "dumplings", "falafel"];
+
+/** Chit-chat between the two, reusing the questions' words about other people and things. */
+function filler(speaker: string, other: string): string {
+  const templates: (() => string)[] = [
+    () => `How was your week, ${other}? Mine was mostly ${pick(chores)}.`,
+    () => `I had ${pick(foods)} with ${pick(thirdParties)} yesterday, it was great.`,
+    () => `${pick(thirdParties)} says their ${pick(pets)} keeps escaping the yard.`,
+    () => `Have you ever been to ${pick(countries)}? ${pick(thirdParties)} keeps recommending it.`,
+    () => `My neighbour works as a ${pick(jobs)} at ${pick(companies)}, long hours.`,
+    () => `${pick(thirdParties)} is learning the ${pick(instruments)}, slowly.`,
+    () => `The weather in ${pick(cities)} looked awful on the news.`,
+    () => `I keep meaning to call my cousin, maybe this weekend.`,
+    () => `Ha, that reminds me of something ${pick(thirdParties)} told me.`,
+    () => `Did you watch the match last night? What a finish.`,
+    () => `I need a holiday soon, work has been a lot.`,
+    () => `That's so true. I feel the same way, ${other}.`,
+    () => `Haha, totally. Anyway, how's everything with you?`,
+    () => `${pick(thirdParties)}'s sister is moving to ${pick(cities)} apparently.`,
+  ];
+  void speaker;
+  return pick(templates)();
+}
+
+interface Turn {
+  readonly id: string;
+  readonly speaker: string;
+  readonly text: string;
+}
+
+interface Session {
+  readonly id: number;
+  readonly date: string;
+  readonly turns: Turn[];
+}
+
+interface Question {
+  readonly question: string;
+  readonly answer: string;
+  readonly category: "single-hop" | "multi-hop" | "temporal";
+  readonly evidence: string[];
+}
+
+/** A planted exchange: turns to place in one session; `evidence` indexes into them. */
+interface Plant {
+  readonly session: number;
+  readonly turns: { speaker: string; text: string }[];
+  readonly evidence: number[];
+  readonly question?: Omit<Question, "evidence">;
+  /** Filled in when placed. */
+  ids?: string[];
+}
+
+const sessionCount = 24;
+
+function planFor(self: string, other: string, usedSessions: Set<number>): Plant[] {
+  const free = () => {
+    for (;;) {
+      const session = Math.floor(random() * sessionCount);
+      if (!usedSessions.has(session)) {
+        usedSessions.add(session);
+        return session;
+      }
+    }
+  };
+  const pet = pick(pets);
+  const petName = pick(petNames);
+  const job = pick(jobs);
+  const company = pick(companies);
+  const country = pick(countries);
+  const sister = pick(thirdParties);
+  const instrument = pick(instruments);
+  const friend = pickOther(thirdParties, sister);
+  const city = pick(cities);
+  const achievement = pick(achievements);
+  const plants: Plant[] = [];
+  // The answer is a reply; the question's words are in the other speaker's turn before it.
+  plants.push({
+    session: free(),
+    turns: [
+      { speaker: self, text: `Big news: we adopted a ${pet} from the shelter on Saturday!` },
+      { speaker: other, text: `No way, congratulations! Did you pick a name yet?` },
+      { speaker: self, text: `Yes, ${petName}! It suits him, he already answers to it.` },
+    ],
+    evidence: [2],
+    question: { question: `What did ${self} name the ${pet}?`, answer: petName, category: "single-hop" },
+  });
+  plants.push({
+    session: free(),
+    turns: [
+      { speaker: other, text: `How is the new job going, ${self}?` },
+      { speaker: self, text: `I love it. Being a ${job} at ${company} is exactly what I hoped for.` },
+    ],
+    evidence: [1],
+    question: { question: `Where does ${self} work?`, answer: company, category: "single-hop" },
+  });
+  const tripSession = free();
+  plants.push({
+    session: tripSession,
+    turns: [
+      { speaker: self, text: `I just got back from ${country} yesterday, still jet-lagged.` },
+      { speaker: other, text: `Welcome back! I want to hear everything.` },
+    ],
+    evidence: [0],
+    question: {
+      question: `When did ${self} go to ${country}?`,
+      answer: "SESSION_DATE",
+      category: "temporal",
+    },
+  });
+  const achievementSession = free();
+  plants.push({
+    session: achievementSession,
+    turns: [
+      { speaker: self, text: `Guess what, I finally ${achievement} this weekend!` },
+      { speaker: other, text: `That's amazing, you worked so hard for it.` },
+    ],
+    evidence: [0],
+    // Filled with the session's month when dates are known.
+    question: {
+      question: `What did ${self} accomplish in MONTH?`,
+      answer: achievement,
+      category: "temporal",
+    },
+  });
+  // Two hops, two sessions: who the sister is, then what she plays (the second turn names only her).
+  const firstHop = free();
+  const secondHop = free();
+  plants.push({
+    session: Math.min(firstHop, secondHop),
+    turns: [{ speaker: self, text: `My sister ${sister} is staying with us for a few days.` }],
+    evidence: [0],
+  });
+  plants.push({
+    session: Math.max(firstHop, secondHop),
+    turns: [
+      {
+        speaker: self,
+        text: `${sister} played her ${instrument} at the recital, the whole room went quiet.`,
+      },
+    ],
+    evidence: [0],
+    question: {
+      question: `What instrument does ${self}'s sister play?`,
+      answer: instrument,
+      category: "multi-hop",
+    },
+  });
+  const friendFirst = free();
+  const friendSecond = free();
+  plants.push({
+    session: Math.min(friendFirst, friendSecond),
+    turns: [
+      { speaker: self, text: `I joined a running club, and ${friend} from the club is now a good friend.` },
+    ],
+    evidence: [0],
+  });
+  plants.push({
+    session: Math.max(friendFirst, friendSecond),
+    turns: [{ speaker: self, text: `Sad news, ${friend} is moving to ${city} next month.` }],
+    evidence: [0],
+    question: {
+      question: `Which city is ${self}'s friend from the running club moving to?`,
+      answer: city,
+      category: "multi-hop",
+    },
+  });
+  return plants;
+}
+
+function conversation(index: number) {
+  const a = speakers[(index * 2) % speakers.length]!;
+  const b = speakers[(index * 2 + 1) % speakers.length]!;
+  const used = new Set<number>();
+  const plants = [...planFor(a, b, used), ...planFor(b, a, used)];
+  let time = Date.parse(`2023-0${1 + (index % 6)}-0${1 + (index % 9)}T18:00:00Z`);
+  const sessions: Session[] = [];
+  for (let s = 0; s < sessionCount; s += 1) {
+    time += (6 + Math.floor(random() * 12)) * 86_400_000;
+    const turns: Turn[] = [];
+    const here = plants.filter((plant) => plant.session === s);
+    const length = 14 + Math.floor(random() * 9);
+    const slots = new Map<number, Plant>();
+    for (const plant of here) {
+      let slot: number;
+      do slot = 1 + Math.floor(random() * (length - 2));
+      while (slots.has(slot));
+      slots.set(slot, plant);
+    }
+    let speaker = random() < 0.5 ? a : b;
+    for (let t = 0; t < length; t += 1) {
+      const plant = slots.get(t);
+      if (plant) {
+        plant.ids = [];
+        for (const turn of plant.turns) {
+          const id = `D${s + 1}:${turns.length + 1}`;
+          plant.ids.push(id);
+          turns.push({ id, speaker: turn.speaker, text: turn.text });
+          speaker = turn.speaker === a ? b : a;
+        }
+        continue;
+      }
+      turns.push({
+        id: `D${s + 1}:${turns.length + 1}`,
+        speaker,
+        text: filler(speaker, speaker === a ? b : a),
+      });
+      speaker = speaker === a ? b : a;
+    }
+    sessions.push({ id: s + 1, date: new Date(time).toISOString(), turns });
+  }
+  const questions: Question[] = [];
+  for (const [at, plant] of plants.entries()) {
+    if (!plant.question) continue;
+    let { question } = plant.question;
+    if (question.includes("MONTH")) {
+      const date = new Date(sessions[plant.session]!.date);
+      question = question.replace("MONTH", `${monthNames[date.getUTCMonth()]} ${date.getUTCFullYear()}`);
+    }
+    const answer =
+      plant.question.answer === "SESSION_DATE"
+        ? `shortly before ${sessions[plant.session]!.date.slice(0, 10)}`
+        : plant.question.answer;
+    const evidence = plant.evidence.map((position) => plant.ids![position]!);
+    if (plant.question.category === "multi-hop") {
+      // The first hop is the plant before it (same speaker, an earlier session).
+      const first = plants[at - 1]!;
+      evidence.unshift(...first.evidence.map((position) => first.ids![position]!));
+    }
+    questions.push({ ...plant.question, question, answer, evidence });
+  }
+  return {
+    id: `dialogue-${index + 1}`,
+    speakers: [a, b],
+    split: index % 2 === 0 ? "dev" : "held-out",
+    sessions,
+    questions,
+  };
+}
+
+const conversations = Array.from({ length: 12 }, (_, index) => conversation(index));
+console.log(JSON.stringify({ conversations }, null, 1));

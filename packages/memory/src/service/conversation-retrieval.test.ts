@@ -1,0 +1,67 @@
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
+import { newNames, timeWindow } from "./conversation-retrieval.ts";
+import { createMemoryService } from "./create-memory-service.ts";
+
+it("reads the time a question names", () => {
+  const now = new Date("2024-03-10T12:00:00Z");
+  const may = timeWindow("What did Maya do in May 2023?", now)!;
+  assert.equal(new Date(may.from).toISOString().slice(0, 10), "2023-05-01");
+  assert.equal(new Date(may.to).toISOString().slice(0, 10), "2023-06-01");
+  const lastMay = timeWindow("Where did she travel last May?", now)!;
+  assert.equal(new Date(lastMay.from).toISOString().slice(0, 10), "2023-05-01");
+  assert.equal(timeWindow("May I ask what her dog is called?", now), undefined, "'may' the verb is no month");
+});
+
+it("finds the names a first hit adds to the question", () => {
+  assert.deepEqual(newNames("Maya: My sister Lena is staying with us.", "What does Maya's sister play?"), [
+    "Lena",
+  ]);
+});
+
+it("conversations: the reply that answers, the turn of the month asked, the second hop", async () => {
+  let now = new Date("2023-01-01T18:00:00Z");
+  const service = createMemoryService({ store: createSqliteStore({ path: ":memory:" }), now: () => now });
+  const say = async (date: string, speaker: string, text: string) => {
+    now = new Date(date);
+    await service.add("t", { userId: "talk", content: `${speaker}: ${text}`, metadata: { speaker } });
+  };
+  const chatter = [
+    "How was your week?",
+    "Busy, lots of emails.",
+    "Same here, honestly.",
+    "Weather is awful.",
+  ];
+  let day = 1;
+  const filler = async (count: number) => {
+    for (let index = 0; index < count; index += 1) {
+      day += 1;
+      const date = `2023-0${1 + Math.floor(day / 28)}-${String(1 + (day % 28)).padStart(2, "0")}T18:00:00Z`;
+      await say(date, index % 2 ? "Jonas" : "Maya", `${chatter[index % chatter.length]} (${day})`);
+    }
+  };
+  await filler(12);
+  await say("2023-02-02T18:00:00Z", "Maya", "We adopted a beagle from the shelter on Saturday!");
+  await say("2023-02-02T18:01:00Z", "Jonas", "Congratulations! Did you pick a name yet?");
+  await say("2023-02-02T18:02:00Z", "Maya", "Yes, Ziggy! He already answers to it.");
+  await filler(12);
+  await say("2023-04-12T18:00:00Z", "Maya", "Guess what, I finally ran my first half marathon!");
+  await filler(12);
+  await say("2023-05-03T18:00:00Z", "Maya", "My sister Lena is staying with us for a few days.");
+  await filler(12);
+  await say("2023-06-03T18:00:00Z", "Maya", "Lena played her violin at the recital.");
+  now = new Date("2023-07-01T00:00:00Z");
+  const top = async (query: string, k: number) =>
+    (await service.search("t", { userId: "talk", query, limit: k })).results.map((hit) => hit.memory.content);
+  assert.ok((await top("What did Maya name the beagle?", 5)).some((text) => text.includes("Ziggy")));
+  assert.ok(
+    (await top("What did Maya accomplish in April 2023?", 5)).some((text) => text.includes("marathon")),
+  );
+  const sister = await top("What instrument does Maya's sister play?", 5);
+  assert.ok(
+    sister.some((text) => text.includes("violin")),
+    "the second hop found Lena's turn",
+  );
+  await service.close();
+});
