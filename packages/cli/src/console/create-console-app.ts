@@ -9,7 +9,6 @@ import { createMcpServer } from "../mcp/create-mcp-server.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { bearerMatches } from "./console-token.ts";
 import { type ConsoleSessions, createConsoleSessions } from "./web/console-sessions.ts";
-import { createWebApp } from "./web/create-web-app.ts";
 
 export interface ConsoleAppOptions {
   readonly source: ToolSource;
@@ -34,13 +33,18 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
     onerror: (error) => logger.warn("console request failed", { error: error.message }),
   });
   const sessions = createConsoleSessions({ token });
-  const web = createWebApp({
-    source,
-    token,
-    sessions,
-    logger,
-    ...(options.runsStore === undefined ? {} : { runsStore: options.runsStore }),
-  });
+  // Imported when a console is created, not when this module loads: other commands (and --help) do not
+  // pay for the page and the durable runner.
+  const web = import("./web/create-web-app.ts").then(({ createWebApp }) =>
+    createWebApp({
+      source,
+      token,
+      sessions,
+      logger,
+      ...(options.runsStore === undefined ? {} : { runsStore: options.runsStore }),
+    }),
+  );
+  web.catch((error: Error) => logger.error("console page failed to load", { error: error.message }));
   const app = new Hono();
   // Every path, not only /mcp, so nothing on this port answers a rebinding page.
   app.use("*", async (context, next) => {
@@ -67,13 +71,13 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
     return next();
   });
   app.all(consolePath, (context) => mcp.fetch(context.req.raw));
-  app.route("/", web.app);
+  app.all("*", async (context) => (await web).app.fetch(context.req.raw));
   return {
     fetch: app.fetch,
     sessions,
     async close() {
       await mcp.close();
-      await web.close();
+      await (await web).close();
     },
   };
 }

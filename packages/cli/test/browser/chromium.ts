@@ -28,10 +28,10 @@ export interface Browser {
 }
 
 /** Launches Chromium; throws (never skips) when it is not installed, naming the command that installs it. */
-export async function launchChromium(): Promise<Browser> {
-  if (!existsSync(chromiumPath)) {
+export async function launchChromium(executablePath: string = chromiumPath): Promise<Browser> {
+  if (!existsSync(executablePath)) {
     throw new Error(
-      `Chromium is not installed at ${chromiumPath}: run \`apt-get install -y chromium\` (or bash scripts/ensure-services.sh), then run the tests again`,
+      `Chromium is not installed at ${executablePath}: run \`apt-get install -y chromium\` (or bash scripts/ensure-services.sh), then run the tests again`,
     );
   }
   const contexts: { context: BrowserContext; dir: string }[] = [];
@@ -39,7 +39,7 @@ export async function launchChromium(): Promise<Browser> {
     async newContext() {
       const dir = mkdtempSync(join(tmpdir(), "tackle-chromium-"));
       const context = await chromium.launchPersistentContext(dir, {
-        executablePath: chromiumPath,
+        executablePath,
         headless: true,
         args: chromiumArgs,
         viewport: { width: 1280, height: 900 },
