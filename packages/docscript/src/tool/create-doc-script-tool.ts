@@ -123,6 +123,8 @@ export interface DocScriptTool extends Tool<ToolInput, DocScriptOutput> {
 
 /** A failed call: `code` is the failure's, `data` holds `op`, the failure's own data and the run's logs. */
 export class DocScriptToolError extends ToolError {
+  static override readonly brand: symbol = Symbol.for("tackle.docscript-tool-error");
+
   constructor(failure: Extract<DocScriptResult, { ok: false }>) {
     super(failure.error.code, failure.error.message, {
       data: {
