@@ -494,16 +494,9 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     // Answers already given (a replayed or raced resume) never take a run over; only a bare resume does.
     if (run.status !== "running" || Object.keys(given).length > 0) return idle();
     // Left running by a process that died: take it over (fencing out the old owner, if it still lives),
-    // but only once the run's last write is older than the lease.
-    const silentForMs = Date.now() - Date.parse(run.updatedAt);
-    if (leaseMs > 0 && silentForMs < leaseMs) {
-      throw new DurableError(
-        "run_active",
-        `Thread "${threadId}" wrote ${silentForMs} ms ago; another runner may be driving it (lease ${leaseMs} ms)`,
-        { retryable: true, data: { retryAfterMs: leaseMs - silentForMs } },
-      );
-    }
-    const claimed = await store.claimRun(threadId, randomUUID(), ["running"]);
+    // but only once the run's last write is older than the lease, judged by the store's clock in the
+    // claiming transaction (the database's on PostgreSQL), so machines' clocks never decide it.
+    const claimed = await store.claimRun(threadId, randomUUID(), ["running"], {}, { staleAfterMs: leaseMs });
     if (claimed === undefined) return idle();
     const recovered: Frame = { type: "run_recovered", seq: 0, data: {} };
     return {

@@ -1,4 +1,5 @@
 /** What a runner needs from storage: runs, their journal and their frames, written in atomic batches. */
+import { DurableError } from "../errors/durable-error.ts";
 
 export type RunStatus = "running" | "paused" | "completed" | "failed";
 
@@ -55,6 +56,25 @@ export interface CommitBatch {
   readonly run?: RunPatch;
 }
 
+export interface ClaimOptions {
+  /**
+   * Take the run only if its last write is at least this old, judged in the same transaction by the
+   * store's clock (the database's on PostgreSQL, never the callers'); else throw `run_active`
+   * (retryable, `data.retryAfterMs`).
+   */
+  readonly staleAfterMs?: number;
+}
+
+/** The `run_active` refusal of a claim whose lease has not run out. */
+export function leaseHeld(threadId: string, silentForMs: number, leaseMs: number): DurableError {
+  const silent = Math.max(0, Math.round(silentForMs));
+  return new DurableError(
+    "run_active",
+    `Thread "${threadId}" wrote ${silent} ms ago; another runner may be driving it (lease ${leaseMs} ms)`,
+    { retryable: true, data: { retryAfterMs: Math.max(1, Math.ceil(leaseMs - silentForMs)) } },
+  );
+}
+
 export interface DurableStore {
   /** Creates a run with its first batch; throws `thread_exists` when the thread is taken. */
   createRun(record: RunRecord, batch?: CommitBatch): Promise<void>;
@@ -68,6 +88,7 @@ export interface DurableStore {
     owner: string,
     fromStatus: readonly RunStatus[],
     batch?: CommitBatch,
+    options?: ClaimOptions,
   ): Promise<{ run: RunRecord; lastSeq: number } | undefined>;
   /** Writes a batch if `owner` still holds the run; else throws `run_fenced` and writes nothing. */
   commit(threadId: string, owner: string, batch: CommitBatch): Promise<void>;

@@ -8,6 +8,7 @@ import type {
   RunRecord,
   RunStatus,
 } from "../../store/durable-store.ts";
+import { leaseHeld } from "../../store/durable-store.ts";
 
 interface Thread {
   run: RunRecord;
@@ -49,9 +50,13 @@ export function createMemoryStore(): DurableStore {
       const thread = threads.get(threadId);
       return thread === undefined ? undefined : { ...thread.run };
     },
-    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}) {
+    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
       const thread = need(threadId);
       if (!fromStatus.includes(thread.run.status)) return undefined;
+      // One process: its own clock is the store's clock.
+      const silentForMs = Date.now() - Date.parse(thread.run.updatedAt);
+      const lease = options.staleAfterMs ?? 0;
+      if (lease > 0 && silentForMs < lease) throw leaseHeld(threadId, silentForMs, lease);
       apply(thread, { ...batch, run: { ...batch.run, owner } });
       return { run: { ...thread.run }, lastSeq: thread.frames.at(-1)?.seq ?? 0 };
     },

@@ -9,6 +9,7 @@ import type {
   RunRecord,
   RunStatus,
 } from "../../store/durable-store.ts";
+import { leaseHeld } from "../../store/durable-store.ts";
 import { migrationStore, postgresMigrations } from "./migrations.ts";
 
 export interface PostgresStoreOptions {
@@ -25,6 +26,9 @@ export interface PostgresStoreOptions {
    */
   readonly onError?: (error: Error) => void;
 }
+
+/** Now by the database's clock, in the ISO form the other columns use. */
+const databaseNow = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 const columns = ["status", "state", "node", "cursor", "interrupts", "error", "owner"] as const;
 
@@ -104,8 +108,9 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     owner: string,
   ): Promise<void> {
     const patch = batch.run ?? {};
-    const values: unknown[] = [threadId, owner, new Date().toISOString()];
-    const sets: string[] = ["updated_at = $3"];
+    const values: unknown[] = [threadId, owner];
+    // The database's clock, never this machine's: the lease is judged against it (claimRun).
+    const sets: string[] = [`updated_at = ${databaseNow}`];
     for (const column of columns) {
       if (column in patch) {
         values.push(patch[column] ?? null);
@@ -183,14 +188,19 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       const row = result.rows[0];
       return row === undefined ? undefined : fromRow(row);
     },
-    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}) {
+    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
       return transaction(async (client) => {
-        const result = await client.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1 FOR UPDATE`, [
-          threadId,
-        ]);
+        // The row lock serializes racing claimants; the silence is measured by the database's clock.
+        const result = await client.query<RunRow & { silent_ms: number }>(
+          `SELECT *, (extract(epoch FROM clock_timestamp() - updated_at::timestamptz) * 1000)::float8 AS silent_ms
+           FROM ${runs} WHERE thread_id = $1 FOR UPDATE`,
+          [threadId],
+        );
         const row = result.rows[0];
         if (row === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
         if (!fromStatus.includes(row.status as RunStatus)) return undefined;
+        const lease = options.staleAfterMs ?? 0;
+        if (lease > 0 && row.silent_ms < lease) throw leaseHeld(threadId, row.silent_ms, lease);
         await apply(client, threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
         const after = await client.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1`, [threadId]);
         const last = await client.query<{ seq: string }>(

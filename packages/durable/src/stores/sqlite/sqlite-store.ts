@@ -10,6 +10,7 @@ import type {
   RunRecord,
   RunStatus,
 } from "../../store/durable-store.ts";
+import { leaseHeld } from "../../store/durable-store.ts";
 import { sqliteMigrations } from "./migrations.ts";
 
 export interface SqliteStoreOptions {
@@ -141,11 +142,15 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
       const row = selectRun.get(threadId) as RunRow | undefined;
       return row === undefined ? undefined : fromRow(row);
     },
-    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}) {
+    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
       return transaction(() => {
         const row = selectRun.get(threadId) as RunRow | undefined;
         if (row === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
         if (!fromStatus.includes(row.status as RunStatus)) return undefined;
+        // One file on one machine: the processes sharing it share its clock.
+        const silentForMs = Date.now() - Date.parse(row.updated_at);
+        const lease = options.staleAfterMs ?? 0;
+        if (lease > 0 && silentForMs < lease) throw leaseHeld(threadId, silentForMs, lease);
         apply(threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
         const run = fromRow(selectRun.get(threadId) as unknown as RunRow);
         const lastSeq = Number((selectLastSeq.get(threadId) as { seq: number }).seq);
