@@ -55,6 +55,25 @@ describe("runs that try the found escape classes are contained", () => {
     rmSync(directory, { recursive: true, force: true });
   });
 
+  test("a model's timeout_ms never raises the host's limit, and the next run is served", async () => {
+    await harness.createDocument("contained-timeout");
+    const tool = harness.tool({ sandbox: { timeoutMs: 300 } });
+    const run = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "contained-timeout",
+      script: "while (true) {}",
+      timeout_ms: 6000,
+    });
+    assert.ok(!run.ok && run.error.code === "timeout", JSON.stringify(run));
+    assert.deepEqual(!run.ok && run.error.data, { timeoutMs: 300 });
+    const next = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "contained-timeout",
+      script: turnMusicDown,
+    });
+    assert.ok(next.ok, JSON.stringify(next).slice(0, 400));
+  });
+
   let documents = 0;
   for (const [name, script] of Object.entries(attacks)) {
     test(name, async () => {

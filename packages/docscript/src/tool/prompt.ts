@@ -71,7 +71,7 @@ export function renderPrompt(input: PromptInput): string {
 
 ## Execution rules
 - The script is the body of an async function: \`await\` works, \`return\` ends it. Only \`entities\`, \`relations\` and \`console\` exist: no network, storage, timers, \`import()\`, \`eval\` or \`Function\`, no typed arrays.
-- It stops after \`timeout_ms\` (default ${input.timeoutMs}) counted from its start, or at its memory ceiling; then nothing is published.
+- It stops after \`timeout_ms\` (default and most ${input.timeoutMs}: a larger value is that) counted from its start, or at its memory ceiling; then nothing is published. An error names the script's \`line\`, \`column\` and \`sourceLine\` in \`error.data\`; a refused write's \`issues\` give each path, constraint, message and the \`value\` you gave.
 - Reads are assembled (a variant reads with its base applied) and are copies: changing a returned object changes nothing.
 - Every write lands whole or not at all and is checked as it lands: a refused write throws a \`DocScriptError\` at the call that made it (\`error.code\`, \`error.message\`, \`error.data.issues\`). Catch it to try another way, or let it end the run.
 - List members are addressed by index; \`splice\` on text counts code points.

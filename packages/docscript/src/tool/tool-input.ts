@@ -13,7 +13,9 @@ export const toolInputSchema = z.object({
     .min(1)
     .max(300_000)
     .optional()
-    .describe("run-edit-script: limit counted from the script's start"),
+    .describe(
+      "run-edit-script: limit counted from the script's start; lowers the host's limit, never raises it",
+    ),
   auto_commit: z.boolean().optional().describe("run-edit-script: publish the plan at once"),
   plan_id: z.string().min(1).max(200).optional().describe("commit-plan: the plan run-edit-script returned"),
   apply_remaining: z
