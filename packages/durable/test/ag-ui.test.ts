@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import { type BaseEvent, HttpAgent, type Message, verifyEvents } from "@ag-ui/client";
 import {
   approve,
@@ -20,6 +21,17 @@ import { from, lastValueFrom, toArray } from "rxjs";
 import { applyToolCards, type TempStore, tempSqliteStore } from "./helpers.ts";
 
 const charged: number[] = [];
+const waiting: AbortSignal[] = [];
+const slow = createGraph("slow").node("wait", async (_state, ctx) => {
+  await tool(ctx, "long_job", { job: 1 }, (info) => {
+    waiting.push(info.signal);
+    return new Promise((_resolve, reject) =>
+      info.signal.addEventListener("abort", () => reject(info.signal.reason)),
+    );
+  });
+  return {};
+});
+
 interface PayState {
   amount: number;
   reply?: unknown;
@@ -156,6 +168,9 @@ function assertMatchesJournal(messages: readonly Message[], frames: readonly Fra
     } else if (card.status === "error") {
       assert.equal(results.length, 1);
       assert.deepEqual(JSON.parse(String(results[0]?.content)), { error: card.error });
+    } else if (card.status === "cancelled") {
+      assert.equal(results.length, 1);
+      assert.equal((JSON.parse(String(results[0]?.content)) as { cancelled: boolean }).cancelled, true);
     } else if (card.status === "declined") {
       assert.equal(results.length, 1);
       assert.equal((JSON.parse(String(results[0]?.content)) as { declined: boolean }).declined, true);
@@ -171,7 +186,11 @@ describe("AG-UI: @ag-ui/client's HttpAgent drives a durable run", () => {
   let server: DurableServer;
   before(async () => {
     temp = tempSqliteStore();
-    runner = createRunner({ store: temp.store, graphs: [payments, refunds, failing], pollIntervalMs: 25 });
+    runner = createRunner({
+      store: temp.store,
+      graphs: [payments, refunds, failing, slow],
+      pollIntervalMs: 25,
+    });
     server = await serveDurable({ runner });
   });
   after(async () => {
@@ -336,6 +355,62 @@ describe("AG-UI: @ag-ui/client's HttpAgent drives a durable run", () => {
     const reply = (await runner.get<PayState>("pay-cancel-entry"))?.state.reply as { declined: boolean };
     assert.equal(reply.declined, true);
     assertMatchesJournal(agent.messages, await runner.frames("pay-cancel-entry"));
+  });
+
+  test("cancelled while running: the stream ends with RUN_FINISHED outcome cancelled, the step's signal aborted", async () => {
+    waiting.length = 0;
+    const agent = agentFor("slow", "cancel-running", {});
+    const driving = drive(agent);
+    while (waiting.length === 0) await sleep(5);
+    const response = await fetch(`${server.url}/runs/cancel-running/cancel`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ reason: "user pressed stop" }),
+    });
+    assert.equal(response.status, 200);
+    const events = await verified(await driving);
+    assert.deepEqual((events.at(-1) as unknown as { outcome: unknown }).outcome, { type: "cancelled" });
+    assert.equal(waiting[0]?.aborted, true);
+    const result = agent.messages.find((message) => message.role === "tool");
+    assert.deepEqual(JSON.parse(String(result?.content)), { cancelled: true, reason: "user pressed stop" });
+    assertMatchesJournal(agent.messages, await runner.frames("cancel-running"));
+  });
+
+  test("cancelled while paused: the thread's stream tells it in an AG-UI run of its own, and verifies", async () => {
+    const agent = agentFor("payments", "cancel-paused", { amount: 4 });
+    await drive(agent);
+    await runner.cancel("cancel-paused", "expired offer");
+    const whole = await readEvents(`${server.url}/ag-ui/threads/cancel-paused/events`);
+    const events = await verified(whole.map((entry) => entry.event));
+    assert.deepEqual((events.at(-1) as unknown as { outcome: unknown }).outcome, { type: "cancelled" });
+    assert.equal(events.filter((event) => event.type === "RUN_STARTED").length, 2);
+  });
+
+  test("a second turn on a finished thread is a new run: state carried, tool calls not confused with the first turn's", async () => {
+    const agent = agentFor("payments", "two-turns", { amount: 1 });
+    await drive(agent);
+    let [pending] = agent.pendingInterrupts;
+    await drive(agent, {
+      resume: [{ interruptId: pending?.id ?? "", status: "resolved", payload: { approved: true } }],
+    });
+    agent.setState({ amount: 2 });
+    const third = await verified(await drive(agent));
+    assert.equal((third.at(-1) as unknown as { outcome: { type: string } }).outcome.type, "interrupt");
+    [pending] = agent.pendingInterrupts;
+    assert.equal(pending?.toolCallId, "pay:tool:1");
+    await verified(
+      await drive(agent, {
+        resume: [{ interruptId: pending?.id ?? "", status: "resolved", payload: { approved: true } }],
+      }),
+    );
+    assert.deepEqual(
+      (await runner.runs("two-turns")).map((run) => run.status),
+      ["completed", "completed"],
+    );
+    assert.equal((await runner.get<PayState>("two-turns"))?.state.amount, 2);
+    assertMatchesJournal(agent.messages, await runner.frames("two-turns"));
+    const whole = await readEvents(`${server.url}/ag-ui/threads/two-turns/events`);
+    await verified(whole.map((entry) => entry.event));
   });
 
   test("a failing tool: its result carries the error, the run goes on to success", async () => {

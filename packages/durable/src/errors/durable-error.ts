@@ -28,6 +28,7 @@ export type DurableErrorCode =
   | "approval_expired"
   | "run_cancelled"
   | "thread_active"
+  | "run_not_active"
   | "listen_failed"
   | "forbidden_host"
   | "unsupported_media_type";

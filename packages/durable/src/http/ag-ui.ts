@@ -72,6 +72,17 @@ export class AgUiTranslator {
   }
 
   translate(frame: Frame): AgUiEvent[] {
+    const starts =
+      frame.type === "run_started" || frame.type === "run_resumed" || frame.type === "run_recovered";
+    if (!this.runOpen && !starts) {
+      // Something happened to the thread outside a run the client started (a cancel of a paused run):
+      // it is told inside an AG-UI run of its own.
+      return [...this.translate({ ...frame, type: "run_resumed", data: {} }), ...this.translate(frame)];
+    }
+    return this.translateInRun(frame);
+  }
+
+  private translateInRun(frame: Frame): AgUiEvent[] {
     const data = (frame.data ?? {}) as Record<string, unknown>;
     switch (frame.type) {
       case "run_started":
@@ -88,7 +99,7 @@ export class AgUiTranslator {
       }
       case "run_recovered":
         // Another process took the run over: the same AG-UI run goes on.
-        return this.runOpen ? [] : this.translate({ ...frame, type: "run_resumed" });
+        return this.runOpen ? [] : this.translateInRun({ ...frame, type: "run_resumed" });
       case "node_started": {
         const stepName = String(data.node);
         // A crash re-runs the node: its step is already open.
@@ -177,17 +188,16 @@ export class AgUiTranslator {
       events.push({ type: "MESSAGES_SNAPSHOT", messages: structuredClone(this.messages) });
     }
     if (this.answered.has(toolCallId)) return events;
-    const content =
-      data.status === "completed"
-        ? JSON.stringify(data.result ?? null)
-        : data.status === "error"
-          ? JSON.stringify({ error: data.error ?? "failed" })
-          : data.status === "declined"
-            ? JSON.stringify({
-                declined: true,
-                ...(data.reason === undefined ? {} : { reason: data.reason }),
-              })
+    const outcome: Record<string, unknown> | undefined =
+      data.status === "error"
+        ? { error: data.error ?? "failed" }
+        : data.status === "declined"
+          ? { declined: true, ...(data.reason === undefined ? {} : { reason: data.reason }) }
+          : data.status === "cancelled"
+            ? { cancelled: true, ...(data.reason === undefined ? {} : { reason: data.reason }) }
             : undefined;
+    const content =
+      data.status === "completed" ? JSON.stringify(data.result ?? null) : outcome && JSON.stringify(outcome);
     if (content !== undefined) {
       const messageId = `${toolCallId}:result`;
       this.answered.add(toolCallId);

@@ -6,7 +6,15 @@ import { decodeValue, encodeValue } from "../codec/codec.ts";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Graph } from "../graph/create-graph.ts";
 import type { InterruptRequest } from "../interrupt/interrupt.ts";
-import type { CommitBatch, DurableStore, Frame, JournalRecord, RunRecord } from "../store/durable-store.ts";
+import type {
+  CommitBatch,
+  DurableStore,
+  Frame,
+  JournalRecord,
+  RunRecord,
+  RunStatus,
+  ThreadQuery,
+} from "../store/durable-store.ts";
 import { createSqliteStore } from "../stores/sqlite/sqlite-store.ts";
 import { checkAnswer, expiredAnswer, expiryOf, withEditFingerprint } from "./answers.ts";
 import { toFrameData } from "./frame-data.ts";
@@ -53,6 +61,42 @@ export interface ResumeOptions {
   readonly clientRun?: ClientRun;
 }
 
+export interface FramesOptions {
+  readonly afterSeq?: number;
+  readonly limit?: number;
+  /** Only this run's frames. */
+  readonly runId?: string;
+}
+
+/** One run of a thread. */
+export interface RunSummary {
+  readonly runId: string;
+  readonly graph: string;
+  readonly status: RunStatus;
+  /** Its first frame (`run_started`) and last frame in the thread's log (absent for the latest run). */
+  readonly firstSeq: number;
+  readonly lastSeq?: number;
+  readonly startedAt?: string;
+}
+
+/** A thread and its latest run. */
+export interface ThreadSummary {
+  readonly threadId: string;
+  readonly runId: string;
+  readonly graph: string;
+  readonly status: RunStatus;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export interface PruneOptions {
+  readonly olderThanMs: number;
+  /** Only threads whose id starts with this (a tenant's `<tenant>/`). */
+  readonly prefix?: string;
+  /** Default: completed, failed and cancelled. */
+  readonly statuses?: readonly RunStatus[];
+}
+
 /** Answers to open interrupts, by interrupt id. */
 export type Answers = Readonly<Record<string, unknown>>;
 
@@ -95,7 +139,21 @@ export interface Runner {
   get<State extends object = Record<string, unknown>>(
     threadId: string,
   ): Promise<RunSnapshot<State> | undefined>;
-  frames(threadId: string, options?: { afterSeq?: number; limit?: number }): Promise<Frame[]>;
+  /** The thread's frames (one log for all its runs), or one run's with `runId`. */
+  frames(threadId: string, options?: FramesOptions): Promise<Frame[]>;
+  /** Stops a running or paused run: in-flight steps' signals abort, pending approvals are cancelled. */
+  cancel<State extends object = Record<string, unknown>>(
+    threadId: string,
+    reason?: string,
+  ): Promise<RunSnapshot<State>>;
+  /** The runs of a thread, oldest first. */
+  runs(threadId: string): Promise<RunSummary[]>;
+  /** Threads in id order (`prefix` scopes them, e.g. to a tenant's `<tenant>/`), each with its latest run. */
+  threads(query?: ThreadQuery): Promise<ThreadSummary[]>;
+  /** Deletes a thread that is not running, with its journal and frames; false when there was none. */
+  deleteThread(threadId: string): Promise<boolean>;
+  /** Deletes threads whose last write is older than `olderThanMs` (ended ones, by default); their ids. */
+  prune(options: PruneOptions): Promise<string[]>;
   /** Frames as they land, from `afterSeq`; ends when the run is no longer running and every frame was read. */
   watch(threadId: string, options?: WatchOptions): AsyncIterable<Frame>;
   /** Waits for the runs this runner drives to pause or end. */
@@ -131,6 +189,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   const pollIntervalMs = options.pollIntervalMs ?? 250;
   const leaseMs = options.leaseMs ?? 30_000;
   let closed = false;
+  /** The node executing now, per thread driven here: a cancel aborts its signal. */
+  const current = new Map<string, NodeRuntime>();
 
   // biome-ignore lint/suspicious/noExplicitAny: graphs of any state shape
   function register(graph: Graph<any>): void {
@@ -174,8 +234,12 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const heartbeat =
       leaseMs > 0
         ? setInterval(() => {
-            // A fenced heartbeat is noticed by the run's next real write; nothing to do here.
-            if (Date.now() - out.lastWriteAt >= beat) out.write({}).catch(() => {});
+            // Fenced (cancelled, or taken over): the steps in flight here see their signals abort now.
+            if (Date.now() - out.lastWriteAt >= beat)
+              out.write({}).catch((error: unknown) => {
+                if (DurableError.isInstance(error) && error.code === "run_fenced")
+                  current.get(run.threadId)?.abort(error);
+              });
           }, beat)
         : undefined;
     heartbeat?.unref();
@@ -225,7 +289,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         if (fn === undefined)
           throw new DurableError("invalid_graph", `Graph "${graph.name}" has no node "${node}"`);
         const visit = cursor.visits[node] ?? 0;
-        const runtime = new NodeRuntime({
+        const runtime: NodeRuntime = new NodeRuntime({
           threadId,
           runId: run.runId,
           node,
@@ -241,7 +305,13 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           nextSeq: out.nextSeq,
         });
         pending.push({ type: "node_started", seq: out.nextSeq(), data: { node, visit } });
-        const outcome = await runNode(fn, state, runtime);
+        current.set(threadId, runtime);
+        let outcome: Awaited<ReturnType<typeof runNode>>;
+        try {
+          outcome = await runNode(fn, state, runtime);
+        } finally {
+          if (current.get(threadId) === runtime) current.delete(threadId);
+        }
         const { frames, journal: leftover } = runtime.drain();
         pending.push(...frames);
         if (runtime.fatal !== undefined) throw runtime.fatal;
@@ -368,6 +438,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const threadId = startOptions.threadId ?? randomUUID();
     const runId = randomUUID();
     const now = new Date().toISOString();
+    const existing = startOptions.threadId === undefined ? undefined : await store.getRun(threadId);
+    if (existing !== undefined) return launchNext(graph, input, existing, runId, startOptions);
     const record: RunRecord = {
       threadId,
       runId,
@@ -385,11 +457,65 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const started: Frame = {
       type: "run_started",
       seq: 1,
-      data: { threadId, runId, graph: graph.name, ...clientRunData(startOptions.clientRun) },
+      data: { threadId, runId, graph: graph.name, startedAt: now, ...clientRunData(startOptions.clientRun) },
     };
     await store.createRun(record, { frames: [started] });
     landed.emit(threadId);
     return { threadId, runId, firstSeq: 1, finished: track(threadId, drive<State>(record, 1)) };
+  }
+
+  /**
+   * The next run on a thread whose last run ended: the state carries over (the input is merged on top),
+   * and so do the visit and tool-call counters, so journal keys and tool-call ids stay unique in the
+   * thread's one journal and frame log.
+   */
+  async function launchNext<State extends object>(
+    graph: Graph<State>,
+    input: State,
+    existing: RunRecord,
+    runId: string,
+    startOptions: StartOptions,
+  ): Promise<Launched<State>> {
+    const { threadId } = existing;
+    const busy = () =>
+      new DurableError(
+        "thread_active",
+        `Thread "${threadId}" has a ${existing.status} run (${existing.runId}); resume or cancel it before starting another`,
+        { data: { runId: existing.runId, status: existing.status } },
+      );
+    if (active.has(threadId) || existing.status === "running" || existing.status === "paused") throw busy();
+    const carried = decodeValue(existing.state, "state") as object;
+    const state = { ...carried, ...input };
+    const claimed = await store.claimRun(threadId, randomUUID(), ["completed", "failed", "cancelled"], {
+      run: {
+        runId,
+        graph: graph.name,
+        status: "running",
+        state: encodeValue(state, "the input"),
+        node: graph.entry(),
+        cursor: existing.cursor,
+        interrupts: encodeValue([], "interrupts"),
+        error: null,
+      },
+    });
+    if (claimed === undefined) throw busy();
+    const started: Frame = {
+      type: "run_started",
+      seq: 0,
+      data: {
+        threadId,
+        runId,
+        graph: graph.name,
+        startedAt: new Date().toISOString(),
+        ...clientRunData(startOptions.clientRun),
+      },
+    };
+    return {
+      threadId,
+      runId,
+      firstSeq: claimed.lastSeq + 1,
+      finished: track(threadId, drive<State>(claimed.run, claimed.lastSeq, [started])),
+    };
   }
 
   async function launchResume<State extends object>(
@@ -507,7 +633,171 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     };
   }
 
+  async function cancel<State extends object>(
+    threadId: string,
+    reason = "cancelled",
+  ): Promise<RunSnapshot<State>> {
+    const run = await store.getRun(threadId);
+    if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+    if (run.status === "cancelled") return (await getSnapshot<State>(threadId)) as RunSnapshot<State>;
+    if (run.status !== "running" && run.status !== "paused") {
+      throw new DurableError(
+        "run_not_active",
+        `Thread "${threadId}" is ${run.status}; there is nothing to cancel`,
+        {
+          data: { status: run.status },
+        },
+      );
+    }
+    const runtime = current.get(threadId);
+    // In-flight steps here see their signals abort at once; another process's, at its next write.
+    runtime?.abort(new DurableError("run_cancelled", `The run was cancelled: ${reason}`));
+    const owner = randomUUID();
+    const claimed = await store.claimRun(threadId, owner, ["running", "paused"]);
+    if (claimed === undefined) return (await getSnapshot<State>(threadId)) as RunSnapshot<State>;
+    let seq = claimed.lastSeq;
+    const frames: Frame[] = [];
+    const journal: JournalRecord[] = [];
+    const cards = new Map<string, { name: string; params: unknown }>();
+    for (const call of runtime?.openToolCalls.values() ?? []) cards.set(call.id, call);
+    for (const entry of decodeValue(claimed.run.interrupts, "interrupts") as InterruptRequest[]) {
+      const request = (entry.request ?? {}) as {
+        kind?: string;
+        toolCallId?: string;
+        toolName?: string;
+        params?: unknown;
+      };
+      if (request.kind !== "approval") continue;
+      // The pending approval is answered as cancelled, in the journal and on its card.
+      journal.push({
+        key: `answer:${entry.id}`,
+        name: "answer",
+        state: "done",
+        attempt: 1,
+        value: encodeValue({ approved: false, cancelled: true, reason }, "the cancellation"),
+      });
+      if (request.toolCallId !== undefined) {
+        cards.set(request.toolCallId, { name: request.toolName ?? "tool", params: request.params });
+      }
+    }
+    for (const [id, card] of cards) {
+      frames.push({
+        type: "tool_call",
+        seq: ++seq,
+        data: toFrameData({ id, name: card.name, status: "cancelled", params: card.params, reason }),
+      });
+    }
+    frames.push({ type: "run_cancelled", seq: ++seq, data: { reason } });
+    await store.commit(threadId, owner, {
+      frames,
+      journal,
+      run: { status: "cancelled", interrupts: encodeValue([], "interrupts") },
+    });
+    landed.emit(threadId);
+    logger.info("durable run cancelled", { threadId, runId: run.runId, reason });
+    return (await getSnapshot<State>(threadId)) as RunSnapshot<State>;
+  }
+
+  const lifecycleTypes = [
+    "run_started",
+    "run_resumed",
+    "interrupt",
+    "run_completed",
+    "run_failed",
+    "run_cancelled",
+  ];
+
+  async function runsOf(threadId: string): Promise<RunSummary[]> {
+    const run = await store.getRun(threadId);
+    if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+    const runs: { -readonly [K in keyof RunSummary]: RunSummary[K] }[] = [];
+    const ended: Record<string, RunStatus> = {
+      interrupt: "paused",
+      run_resumed: "running",
+      run_completed: "completed",
+      run_failed: "failed",
+      run_cancelled: "cancelled",
+    };
+    let afterSeq = 0;
+    for (;;) {
+      const page = await store.readFrames(threadId, afterSeq, 1000, lifecycleTypes);
+      for (const frame of page) {
+        const data = (frame.data ?? {}) as { runId?: unknown; graph?: unknown; startedAt?: unknown };
+        if (frame.type === "run_started") {
+          const previous = runs.at(-1);
+          if (previous !== undefined) previous.lastSeq = frame.seq - 1;
+          runs.push({
+            runId: String(data.runId),
+            graph: String(data.graph),
+            status: "running",
+            firstSeq: frame.seq,
+            ...(typeof data.startedAt === "string" ? { startedAt: data.startedAt } : {}),
+          });
+        } else {
+          const last = runs.at(-1);
+          const status = ended[frame.type];
+          if (last !== undefined && status !== undefined) last.status = status;
+        }
+      }
+      if (page.length < 1000) break;
+      afterSeq = page.at(-1)?.seq ?? afterSeq;
+    }
+    const latest = runs.at(-1);
+    if (latest !== undefined && latest.runId === run.runId) latest.status = run.status;
+    return runs;
+  }
+
+  async function framesOf(threadId: string, frameOptions: FramesOptions = {}): Promise<Frame[]> {
+    const afterSeq = frameOptions.afterSeq ?? 0;
+    if (frameOptions.runId === undefined) return store.readFrames(threadId, afterSeq, frameOptions.limit);
+    const entry = (await runsOf(threadId)).find((candidate) => candidate.runId === frameOptions.runId);
+    if (entry === undefined) {
+      throw new DurableError("unknown_run", `Thread "${threadId}" has no run "${frameOptions.runId}"`);
+    }
+    const frames = await store.readFrames(
+      threadId,
+      Math.max(afterSeq, entry.firstSeq - 1),
+      frameOptions.limit,
+    );
+    return entry.lastSeq === undefined
+      ? frames
+      : frames.filter((frame) => frame.seq <= (entry.lastSeq as number));
+  }
+
   return {
+    cancel,
+    runs: runsOf,
+    async threads(query = {}) {
+      const records = await store.listThreads(query);
+      return records.map((record) => ({
+        threadId: record.threadId,
+        runId: record.runId,
+        graph: record.graph,
+        status: record.status,
+        createdAt: record.createdAt,
+        updatedAt: record.updatedAt,
+      }));
+    },
+    async deleteThread(threadId) {
+      const run = await store.getRun(threadId);
+      if (run === undefined) return false;
+      if (active.has(threadId) || run.status === "running") {
+        throw new DurableError("thread_active", `Thread "${threadId}" has a running run; cancel it first`, {
+          data: { runId: run.runId, status: run.status },
+        });
+      }
+      return store.deleteThread(threadId);
+    },
+    async prune(pruneOptions) {
+      if (!(Number.isFinite(pruneOptions.olderThanMs) && pruneOptions.olderThanMs >= 0)) {
+        throw new DurableError("invalid_request", "olderThanMs is a number of milliseconds ≥ 0");
+      }
+      return store.pruneThreads({
+        ...(pruneOptions.prefix === undefined ? {} : { prefix: pruneOptions.prefix }),
+        updatedBefore: new Date(Date.now() - pruneOptions.olderThanMs).toISOString(),
+        statuses: pruneOptions.statuses ?? ["completed", "failed", "cancelled"],
+      });
+    },
     async start(graph, input, startOptions) {
       return (await launch(graph, input, startOptions)).finished;
     },
@@ -517,8 +807,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     },
     launchResume,
     get: getSnapshot,
-    frames: (threadId, frameOptions = {}) =>
-      store.readFrames(threadId, frameOptions.afterSeq ?? 0, frameOptions.limit),
+    frames: framesOf,
     watch: (threadId, watchOptions) => watchFrames(store, landed, pollIntervalMs, threadId, watchOptions),
     async idle() {
       await Promise.allSettled([...active.values()]);

@@ -1,7 +1,7 @@
 /** What a runner needs from storage: runs, their journal and their frames, written in atomic batches. */
 import { DurableError } from "../errors/durable-error.ts";
 
-export type RunStatus = "running" | "paused" | "completed" | "failed";
+export type RunStatus = "running" | "paused" | "completed" | "failed" | "cancelled";
 
 /** One frame of a run's progress, as a client sees it. */
 export interface Frame {
@@ -46,8 +46,19 @@ export interface JournalRecord {
 }
 
 export type RunPatch = Partial<
-  Pick<RunRecord, "status" | "state" | "node" | "cursor" | "interrupts" | "error" | "owner">
+  Pick<
+    RunRecord,
+    "runId" | "graph" | "status" | "state" | "node" | "cursor" | "interrupts" | "error" | "owner"
+  >
 >;
+
+/** Which threads to list or prune: ids starting with `prefix` (a tenant's `<tenant>/`). */
+export interface ThreadQuery {
+  readonly prefix?: string;
+  /** List only: thread ids after this one (a cursor). */
+  readonly after?: string;
+  readonly limit?: number;
+}
 
 /** Everything one commit writes, atomically. */
 export interface CommitBatch {
@@ -76,7 +87,7 @@ export function leaseHeld(threadId: string, silentForMs: number, leaseMs: number
 }
 
 export interface DurableStore {
-  /** Creates a run with its first batch; throws `thread_exists` when the thread is taken. */
+  /** Creates a thread with its first run and batch; throws `thread_exists` when the thread is taken. */
   createRun(record: RunRecord, batch?: CommitBatch): Promise<void>;
   getRun(threadId: string): Promise<RunRecord | undefined>;
   /**
@@ -93,7 +104,18 @@ export interface DurableStore {
   /** Writes a batch if `owner` still holds the run; else throws `run_fenced` and writes nothing. */
   commit(threadId: string, owner: string, batch: CommitBatch): Promise<void>;
   readJournal(threadId: string): Promise<JournalRecord[]>;
-  /** Frames with seq > afterSeq, oldest first, at most `limit`. */
-  readFrames(threadId: string, afterSeq: number, limit?: number): Promise<Frame[]>;
+  /** Frames with seq > afterSeq, oldest first, at most `limit`; only of `types` when given. */
+  readFrames(threadId: string, afterSeq: number, limit?: number, types?: readonly string[]): Promise<Frame[]>;
+  /**
+   * A thread is one row (its latest run), one journal and one frame log shared by its runs. Threads in
+   * id order; each record is the thread's latest run.
+   */
+  listThreads(query?: ThreadQuery): Promise<RunRecord[]>;
+  /** Deletes the thread with its journal and frames; false when there was none. */
+  deleteThread(threadId: string): Promise<boolean>;
+  /** Deletes threads in one of `statuses` whose last write is before `updatedBefore`; their ids. */
+  pruneThreads(
+    query: ThreadQuery & { readonly updatedBefore: string; readonly statuses: readonly RunStatus[] },
+  ): Promise<string[]>;
   close(): Promise<void>;
 }

@@ -1,7 +1,13 @@
 /** The primitives behind `tool()`, for integrations that run tools themselves. */
 import { type NodeContext, runtimeOf } from "../runner/node-context.ts";
 
-export type ToolCallStatus = "running" | "completed" | "error" | "awaiting_approval" | "declined";
+export type ToolCallStatus =
+  | "running"
+  | "completed"
+  | "error"
+  | "awaiting_approval"
+  | "declined"
+  | "cancelled";
 
 /** The data of a `tool_call` frame; every frame of one call shares its `id`, so a client upserts. */
 export interface ToolTrace {

@@ -70,9 +70,32 @@ export function createMemoryStore(): DurableStore {
     async readJournal(threadId) {
       return [...(threads.get(threadId)?.journal.values() ?? [])].map((record) => ({ ...record }));
     },
-    async readFrames(threadId, afterSeq, limit = 1000) {
+    async readFrames(threadId, afterSeq, limit = 1000, types) {
       const frames = threads.get(threadId)?.frames ?? [];
-      return frames.filter((frame) => frame.seq > afterSeq).slice(0, limit);
+      return frames
+        .filter((frame) => frame.seq > afterSeq && (types === undefined || types.includes(frame.type)))
+        .slice(0, limit);
+    },
+    async listThreads(query = {}) {
+      return [...threads.keys()]
+        .filter((id) => id.startsWith(query.prefix ?? "") && (query.after === undefined || id > query.after))
+        .sort()
+        .slice(0, query.limit ?? 100)
+        .map((id) => ({ ...(threads.get(id) as Thread).run }));
+    },
+    async deleteThread(threadId) {
+      return threads.delete(threadId);
+    },
+    async pruneThreads(query) {
+      const pruned: string[] = [];
+      for (const [id, thread] of threads) {
+        if (!id.startsWith(query.prefix ?? "") || !query.statuses.includes(thread.run.status)) continue;
+        if (thread.run.updatedAt >= query.updatedBefore) continue;
+        if (query.limit !== undefined && pruned.length >= query.limit) break;
+        threads.delete(id);
+        pruned.push(id);
+      }
+      return pruned;
     },
     async close() {},
   };

@@ -30,7 +30,17 @@ export interface PostgresStoreOptions {
 /** Now by the database's clock, in the ISO form the other columns use. */
 const databaseNow = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
-const columns = ["status", "state", "node", "cursor", "interrupts", "error", "owner"] as const;
+const columns = {
+  runId: "run_id",
+  graph: "graph",
+  status: "status",
+  state: "state",
+  node: "node",
+  cursor: "cursor",
+  interrupts: "interrupts",
+  error: "error",
+  owner: "owner",
+} as const;
 
 interface RunRow {
   thread_id: string;
@@ -111,9 +121,9 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     const values: unknown[] = [threadId, owner];
     // The database's clock, never this machine's: the lease is judged against it (claimRun).
     const sets: string[] = [`updated_at = ${databaseNow}`];
-    for (const column of columns) {
-      if (column in patch) {
-        values.push(patch[column] ?? null);
+    for (const [field, column] of Object.entries(columns)) {
+      if (field in patch) {
+        values.push(patch[field as keyof typeof columns] ?? null);
         sets.push(`${column} = $${values.length}`);
       }
     }
@@ -226,12 +236,52 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
         value: row.value,
       }));
     },
-    async readFrames(threadId, afterSeq, limit = 1000): Promise<Frame[]> {
-      const result = await database.query(
-        `SELECT seq, type, data FROM ${frames} WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-        [threadId, afterSeq, limit],
-      );
+    async readFrames(threadId, afterSeq, limit = 1000, types): Promise<Frame[]> {
+      const result =
+        types === undefined
+          ? await database.query(
+              `SELECT seq, type, data FROM ${frames} WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+              [threadId, afterSeq, limit],
+            )
+          : await database.query(
+              `SELECT seq, type, data FROM ${frames} WHERE thread_id = $1 AND seq > $2 AND type = ANY($4::text[])
+               ORDER BY seq LIMIT $3`,
+              [threadId, afterSeq, limit, types],
+            );
       return result.rows.map((row) => ({ seq: Number(row.seq), type: row.type, data: row.data }));
+    },
+    async listThreads(query = {}) {
+      const result = await database.query<RunRow>(
+        `SELECT * FROM ${runs} WHERE left(thread_id, length($1)) = $1 AND thread_id > $2
+         ORDER BY thread_id COLLATE "C" LIMIT $3`,
+        [query.prefix ?? "", query.after ?? "", query.limit ?? 100],
+      );
+      return result.rows.map(fromRow);
+    },
+    async deleteThread(threadId) {
+      return transaction(async (client) => {
+        await client.query(`DELETE FROM ${journal} WHERE thread_id = $1`, [threadId]);
+        await client.query(`DELETE FROM ${frames} WHERE thread_id = $1`, [threadId]);
+        const deleted = await client.query(`DELETE FROM ${runs} WHERE thread_id = $1`, [threadId]);
+        return (deleted.rowCount ?? 0) > 0;
+      });
+    },
+    async pruneThreads(query) {
+      return transaction(async (client) => {
+        const stale = await client.query<{ thread_id: string }>(
+          `DELETE FROM ${runs} WHERE thread_id IN (
+             SELECT thread_id FROM ${runs} WHERE left(thread_id, length($1)) = $1 AND updated_at < $2
+             AND status = ANY($3::text[]) ORDER BY updated_at LIMIT $4 FOR UPDATE)
+           RETURNING thread_id`,
+          [query.prefix ?? "", query.updatedBefore, query.statuses, query.limit ?? null],
+        );
+        const ids = stale.rows.map((row) => row.thread_id);
+        if (ids.length > 0) {
+          await client.query(`DELETE FROM ${journal} WHERE thread_id = ANY($1::text[])`, [ids]);
+          await client.query(`DELETE FROM ${frames} WHERE thread_id = ANY($1::text[])`, [ids]);
+        }
+        return ids;
+      });
     },
     async close() {
       await handle.close();

@@ -39,6 +39,8 @@ interface RunRow {
 }
 
 const patchColumns = {
+  runId: "run_id",
+  graph: "graph",
   status: "status",
   state: "state",
   node: "node",
@@ -80,6 +82,18 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
     "SELECT COALESCE(MAX(seq), 0) AS seq FROM durable_frames WHERE thread_id = ?",
   );
   const updates = new Map<string, StatementSync>();
+  const selectThreads = database.prepare(
+    `SELECT * FROM durable_runs WHERE substr(thread_id, 1, length(?1)) = ?1 AND thread_id > ?2
+     ORDER BY thread_id LIMIT ?3`,
+  );
+  const deleteRun = database.prepare("DELETE FROM durable_runs WHERE thread_id = ?");
+  const deleteJournal = database.prepare("DELETE FROM durable_journal WHERE thread_id = ?");
+  const deleteFrames = database.prepare("DELETE FROM durable_frames WHERE thread_id = ?");
+  const selectStale = database.prepare(
+    `SELECT thread_id, status FROM durable_runs WHERE substr(thread_id, 1, length(?1)) = ?1 AND updated_at < ?2
+     ORDER BY updated_at LIMIT ?3`,
+  );
+  const framesOfTypes = new Map<number, StatementSync>();
 
   const transaction = <T>(work: () => T): T => sqliteTransaction(database, work);
 
@@ -169,10 +183,54 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
         value: row.value,
       }));
     },
-    async readFrames(threadId, afterSeq, limit = 1000): Promise<Frame[]> {
-      return (
-        selectFrames.all(threadId, afterSeq, limit) as { seq: number; type: string; data: string }[]
-      ).map((row) => ({ seq: Number(row.seq), type: row.type, data: JSON.parse(row.data) }));
+    async readFrames(threadId, afterSeq, limit = 1000, types): Promise<Frame[]> {
+      let rows: { seq: number; type: string; data: string }[];
+      if (types === undefined) {
+        rows = selectFrames.all(threadId, afterSeq, limit) as typeof rows;
+      } else {
+        let select = framesOfTypes.get(types.length);
+        if (select === undefined) {
+          select = database.prepare(
+            `SELECT seq, type, data FROM durable_frames WHERE thread_id = ? AND seq > ?
+             AND type IN (${types.map(() => "?").join(", ")}) ORDER BY seq LIMIT ?`,
+          );
+          framesOfTypes.set(types.length, select);
+        }
+        rows = select.all(threadId, afterSeq, ...types, limit) as typeof rows;
+      }
+      return rows.map((row) => ({ seq: Number(row.seq), type: row.type, data: JSON.parse(row.data) }));
+    },
+    async listThreads(query = {}) {
+      const rows = selectThreads.all(
+        query.prefix ?? "",
+        query.after ?? "",
+        query.limit ?? 100,
+      ) as unknown as RunRow[];
+      return rows.map(fromRow);
+    },
+    async deleteThread(threadId) {
+      return transaction(() => {
+        deleteJournal.run(threadId);
+        deleteFrames.run(threadId);
+        return deleteRun.run(threadId).changes > 0;
+      });
+    },
+    async pruneThreads(query) {
+      return transaction(() => {
+        const stale = selectStale.all(query.prefix ?? "", query.updatedBefore, query.limit ?? -1) as {
+          thread_id: string;
+          status: string;
+        }[];
+        const pruned: string[] = [];
+        for (const row of stale) {
+          if (!query.statuses.includes(row.status as RunStatus)) continue;
+          deleteJournal.run(row.thread_id);
+          deleteFrames.run(row.thread_id);
+          deleteRun.run(row.thread_id);
+          pruned.push(row.thread_id);
+        }
+        return pruned;
+      });
     },
     async close() {
       if (database.isOpen) database.close();
