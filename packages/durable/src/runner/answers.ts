@@ -64,13 +64,8 @@ export function checkAnswer(entry: InterruptRequest, answer: unknown, now: numbe
       data: { id: entry.id },
     });
   }
-  if (approval.inputSchema === undefined) {
-    throw new DurableError(
-      "invalid_edit",
-      `The approval "${entry.id}" has no input schema to check edited arguments against`,
-      { data: { id: entry.id } },
-    );
-  }
+  // Without a schema the node itself decides what to take from the edit (it gets the object as sent).
+  if (approval.inputSchema === undefined) return;
   const draft = String(approval.inputSchema.$schema ?? "").includes("draft-07") ? "7" : "2020-12";
   const result = new Validator(approval.inputSchema as never, draft, false).validate(edited);
   if (!result.valid) {
