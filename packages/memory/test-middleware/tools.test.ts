@@ -184,9 +184,7 @@ describe("createMemoryTools against the real service", () => {
         (block: { label: string; value: string }) => block.label === "human" && block.value.includes("Carol"),
       ),
     );
-    assert.ok(
-      (await call("memory_profile", carol)).profile.facts.some((fact: string) => fact.includes("peanuts")),
-    );
+    assert.ok((await call("memory_profile", carol)).profile.summary.includes("peanuts"));
     const bundle = await call("memory_build_context_bundle", {
       ...carol,
       query: "is carol allergic to peanuts",

@@ -23,7 +23,7 @@ import {
   searchRequestSchema,
   updateMemoryRequestSchema,
 } from "../schemas/memory.ts";
-import { contextBundleRequestSchema, scopeRequestSchema } from "../schemas/synthesis.ts";
+import { contextBundleRequestSchema, type MemoryProfile, scopeRequestSchema } from "../schemas/synthesis.ts";
 import { type MemoryScope, pickScope, scopeContains, scopeKey } from "../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredEvent, StoredMemory } from "../store/memory-store.ts";
 import { chunkText } from "./chunk-text.ts";
@@ -662,9 +662,6 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
         return true;
       };
       const keptBlocks = coreMemory.filter((block) => block.value.length === 0 || take(block.value));
-      const keptProfile = take(profile.summary)
-        ? profile
-        : { ...profile, summary: "", preferences: [], facts: [], procedures: [] };
       const ranked = input.query
         ? await searchRanked(tenantId, scope, input.query, input.maxMemories, undefined)
         : (
@@ -674,9 +671,25 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
               order: "importance",
             })
           ).map((memory) => ({ memory, score: memory.importance }));
+      // Each fact once: the memories answered as items (with their ids and dates) leave the
+      // deterministic profile summary; a turn a memory was mined from, or that says what an item
+      // says, is left out of the recent turns.
+      const listed = new Set(ranked.map((item) => item.memory.content));
+      const deduplicated = profile.generatedBy === "deterministic" ? withoutListed(profile, listed) : profile;
+      const keptProfile = take(deduplicated.summary)
+        ? deduplicated
+        : { ...profile, summary: "", preferences: [], facts: [], procedures: [] };
+      const told: string[] = [];
+      const stated = (text: string) =>
+        keptBlocks.some((block) => block.value.includes(text)) ||
+        told.some((other) => textSimilarity(other, text) >= duplicateSimilarity);
+      const minedFrom = new Set<string>();
       const memories = [];
       for (const item of ranked) {
+        for (const eventId of item.memory.provenance.eventIds) minedFrom.add(eventId);
+        if (stated(item.memory.content)) continue;
         if (!take(item.memory.content)) break;
+        told.push(item.memory.content);
         memories.push({
           id: item.memory.id,
           kind: item.memory.kind,
@@ -691,7 +704,9 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
           : [];
       const recentEvents = [];
       for (const event of events) {
+        if (minedFrom.has(event.id) || stated(event.content)) continue;
         if (!take(event.content)) break;
+        told.push(event.content);
         recentEvents.push({
           id: event.id,
           role: event.role,
@@ -912,6 +927,22 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
 
   if (options.resumeJobs !== false) jobs.resume();
   return service;
+}
+
+/** The deterministic profile without the memories already answered as items. */
+function withoutListed(profile: MemoryProfile, listed: ReadonlySet<string>): MemoryProfile {
+  const keep = (items: readonly string[]) => items.filter((item) => !listed.has(item));
+  const preferences = keep(profile.preferences);
+  const facts = keep(profile.facts);
+  const procedures = keep(profile.procedures);
+  const summary = [
+    preferences.length > 0 ? `Preferences: ${preferences.join("; ")}` : "",
+    facts.length > 0 ? `Facts: ${facts.join("; ")}` : "",
+    procedures.length > 0 ? `Procedures: ${procedures.join("; ")}` : "",
+  ]
+    .filter((part) => part.length > 0)
+    .join("\n");
+  return { ...profile, summary, preferences, facts, procedures };
 }
 
 /** SQLite `UNIQUE constraint failed` or PostgreSQL `23505`. */

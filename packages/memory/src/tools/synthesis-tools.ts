@@ -1,5 +1,6 @@
 /** `synthesisTools`: views built from the store — profile, context bundle, unified state. */
 import { defineTool } from "@tackle/core";
+import { z } from "zod";
 import { contextBundleRequestSchema, scopeRequestSchema } from "../schemas/synthesis.ts";
 import { bindIdentity } from "./bind-identity.ts";
 import { compactEvent, compactMemory } from "./compact-results.ts";
@@ -7,24 +8,35 @@ import type { MemoryToolClient } from "./memory-tool-client.ts";
 import { modelSchema } from "./model-schema.ts";
 
 const reads = { readOnlyHint: true, idempotentHint: true, openWorldHint: false } as const;
+const details = z.boolean().optional().describe("Whole records");
 
 export function synthesisTools(client: MemoryToolClient) {
   return [
     defineTool({
       name: "memory_profile",
       description: "A profile of the scope: a summary plus its preferences, facts and procedures.",
-      input: modelSchema(scopeRequestSchema),
+      input: modelSchema(scopeRequestSchema.extend({ details })),
       annotations: { title: "Profile", ...reads },
-      execute: (input, context) => client.profile(bindIdentity(input, context), { signal: context.signal }),
+      execute: async ({ details: full, ...input }, context) => {
+        const answer = await client.profile(bindIdentity(input, context), { signal: context.signal });
+        if (full) return answer;
+        // The summary already states every listed item.
+        const { summary, memoryIds, generatedBy } = answer.profile;
+        return { profile: { summary, memoryIds, generatedBy } };
+      },
     }),
     defineTool({
       name: "memory_build_context_bundle",
       description:
         "Everything worth knowing for a query within a token budget: profile, core memory, the most relevant memories and recent turns. Without a query, what matters on waking up.",
-      input: modelSchema(contextBundleRequestSchema),
+      input: modelSchema(contextBundleRequestSchema.extend({ details })),
       annotations: { title: "Context bundle", ...reads },
-      execute: (input, context) =>
-        client.contextBundle(bindIdentity(input, context), { signal: context.signal }),
+      execute: async ({ details: full, ...input }, context) => {
+        const answer = await client.contextBundle(bindIdentity(input, context), { signal: context.signal });
+        if (full) return answer;
+        const { summary, generatedBy } = answer.profile;
+        return { ...answer, profile: { summary, generatedBy } };
+      },
     }),
     defineTool({
       name: "memory_state_unified",
