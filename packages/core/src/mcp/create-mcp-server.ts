@@ -1,5 +1,5 @@
 /** `createMcpServer`: a Tackle tool set as an MCP server (tools/list and tools/call). */
-import { type CallToolResult, McpServer } from "@modelcontextprotocol/server";
+import { McpServer } from "@modelcontextprotocol/server";
 import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
 import { jsonSchema } from "../schema/schema.ts";
 import type { AnyTool } from "../tool/define-tool.ts";
