@@ -298,6 +298,18 @@ describe("the console page, served by npm start", () => {
     approval = await start();
     const edited = JSON.parse(await approval.locator("textarea").inputValue()) as Record<string, unknown>;
     assert.equal(edited.cardNumber, undefined, "redacted fields are not offered for editing");
+    // An edit the tool's input schema refuses is said as such, and the run stays paused.
+    await approval.locator("textarea").fill(JSON.stringify({ ...edited, amount: -5 }));
+    await approval.getByRole("button", { name: "Approve with these arguments" }).click();
+    await approval
+      .getByRole("alert")
+      .filter({ hasText: /amount/ })
+      .waitFor({ timeout: 20_000 });
+    assert.match(await page.locator(".run-status").innerText(), /Paused/);
+    // The refusal is the one thing the browser logged (the resume's 400).
+    assert.deepEqual(errors.splice(0), [
+      "console: Failed to load resource: the server responded with a status of 400 (Bad Request)",
+    ]);
     await approval.locator("textarea").fill(JSON.stringify({ ...edited, amount: 10 }));
     await approval.getByRole("button", { name: "Approve with these arguments" }).click();
     await page.locator(".run-status").filter({ hasText: "Completed" }).waitFor({ timeout: 20_000 });

@@ -35,6 +35,18 @@ interface DemoAnswer {
 
 const redacted = ["cardNumber", "card.number"];
 
+/** What an approver may send as `editedArgs`: never the card number, which they only see redacted. */
+const editableSchema = {
+  type: "object",
+  properties: {
+    orderId: { type: "string" },
+    amount: { type: "number", exclusiveMinimum: 0 },
+    note: { type: "string", maxLength: 200 },
+  },
+  required: ["amount"],
+  additionalProperties: false,
+};
+
 /** The scripted model's turns: each is what a model would have asked for, in order. */
 function scriptedModel(orderId: string) {
   return {
@@ -72,6 +84,8 @@ export function createDemoGraph(): Graph<DemoState> {
       toolName: "refund",
       params,
       display: shown,
+      // The person may edit the amount and the note; the resume checks edits against this schema.
+      inputSchema: editableSchema,
     });
     if (!answer.approved) {
       return answer.cancelled === true

@@ -789,6 +789,7 @@ function runsPage(root) {
     // An answer is an AG-UI resume: a RunAgentInput whose answer is the SSE stream of the run it resumes.
     const resume = async (entry) => {
       stream?.close();
+      const cardsShown = [...approvals.children];
       approvals.replaceChildren(h("p", { class: "muted" }, "Answer sent; the run goes on…"));
       const response = await fetch(`/api/durable/ag-ui/${encodeURIComponent(graph)}`, {
         method: "POST",
@@ -806,6 +807,8 @@ function runsPage(root) {
         }),
       });
       if (!response.ok) {
+        // Refused (an edit the tool's schema rejects, say): the run is still paused, its card stays.
+        approvals.replaceChildren(...cardsShown);
         const body = await response.json().catch(() => ({}));
         throw new Error(body.error?.message ?? `HTTP ${response.status}`);
       }
@@ -1029,6 +1032,12 @@ function memoryPage(root) {
         query: query.value.trim(),
         limit: 20,
       });
+      // A hit is { id, text, kind, date, score } (older services answered { memory, score }).
+      found.results = found.results.map((hit) =>
+        hit.memory === undefined
+          ? hit
+          : { id: hit.memory.id, text: hit.memory.content, kind: hit.memory.kind, score: hit.score },
+      );
       if (found.results.length === 0) {
         results.replaceChildren(h("p", { class: "muted" }, "Nothing found in this scope."));
         return;
@@ -1040,14 +1049,14 @@ function memoryPage(root) {
           found.results.map((hit) =>
             h(
               "li",
-              { "data-memory": hit.memory.id },
-              h(
-                "button",
-                { type: "button", class: "link", onclick: () => showMemory(hit.memory.id) },
-                hit.memory.content,
-              ),
+              { "data-memory": hit.id },
+              h("button", { type: "button", class: "link", onclick: () => showMemory(hit.id) }, hit.text),
               " ",
-              h("span", { class: "muted" }, `${hit.memory.kind} · score ${hit.score.toFixed(3)}`),
+              h(
+                "span",
+                { class: "muted" },
+                `${hit.kind} · ${hit.date ?? ""} · score ${hit.score.toFixed(3)}`,
+              ),
             ),
           ),
         ),
@@ -1223,7 +1232,7 @@ function memoryPage(root) {
               content: content.value,
             });
             content.value = "";
-            await showMemory(added.memory.id);
+            await showMemory(added.memory?.id ?? added.id);
           } catch (error) {
             notice.textContent = error.message;
           }
