@@ -32,7 +32,7 @@ const mark = (index: number) => `$${index}`;
 const memorySelect = ["seq", ...memoryColumns].map((column) => `m.${column}`).join(", ");
 /** BM25's term-frequency saturation and length normalization, FTS5's defaults. */
 /** How far (in rows of any scope) a neighbouring turn is looked for. */
-const NEIGHBOUR_ROWS = 500;
+const NEIGHBOUR_ROWS = 200;
 const bm25K1 = 1.2;
 const bm25B = 0.75;
 
@@ -178,33 +178,32 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
         [tenantId, [...ids]],
       );
       if (anchors.length === 0) return new Map();
-      const ranges = anchors.map((_, index) => `seq BETWEEN $${index * 2 + 2} AND $${index * 2 + 3}`);
-      const rows = await all(
-        `SELECT * FROM memories WHERE (${ranges.join(" OR ")}) AND tenant_id = $1 AND status = 'active'`,
-        [
-          tenantId,
-          ...anchors.flatMap((anchor) => [
-            Number(anchor.seq) - NEIGHBOUR_ROWS,
-            Number(anchor.seq) + NEIGHBOUR_ROWS,
-          ]),
-        ],
-      );
       const found = new Map<string, { memory: StoredMemory; offset: number }[]>();
       for (const anchor of anchors) {
         const seq = Number(anchor.seq);
-        const around = rows
-          .filter(
-            (row) =>
-              row.scope_key === anchor.scope_key &&
-              Math.abs(Number(row.seq) - seq) <= NEIGHBOUR_ROWS &&
-              Number(row.seq) !== seq,
+        const around = (
+          await all(
+            "SELECT seq FROM memories WHERE seq BETWEEN $1 AND $2 AND tenant_id = $3 AND scope_key = $4 AND status = 'active' AND seq <> $5 ORDER BY seq",
+            [seq - NEIGHBOUR_ROWS, seq + NEIGHBOUR_ROWS, tenantId, anchor.scope_key, seq],
           )
-          .sort((left, right) => Number(left.seq) - Number(right.seq));
-        const before = around.filter((row) => Number(row.seq) < seq).slice(-window);
-        const after = around.filter((row) => Number(row.seq) > seq).slice(0, window);
+        ).map((row) => Number(row.seq));
+        const before = around.filter((item) => item < seq).slice(-window);
+        const after = around.filter((item) => item > seq).slice(0, window);
+        const chosen = [...before, ...after];
+        const rows = new Map(
+          chosen.length === 0
+            ? []
+            : (await all("SELECT * FROM memories WHERE seq = ANY($1)", [chosen])).map((row) => [
+                Number(row.seq),
+                row,
+              ]),
+        );
         found.set(String(anchor.id), [
-          ...before.map((row, index) => ({ memory: memoryFromRow(row), offset: index - before.length })),
-          ...after.map((row, index) => ({ memory: memoryFromRow(row), offset: index + 1 })),
+          ...before.map((item, index) => ({
+            memory: memoryFromRow(rows.get(item)!),
+            offset: index - before.length,
+          })),
+          ...after.map((item, index) => ({ memory: memoryFromRow(rows.get(item)!), offset: index + 1 })),
         ]);
       }
       return found;

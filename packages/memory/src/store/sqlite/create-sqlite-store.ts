@@ -21,7 +21,7 @@ import { scoreWithScopeStatistics } from "./scope-bm25.ts";
 import { anyWord, scopedMatch, scopeTokens } from "./scope-tokens.ts";
 
 /** How far (in rows of any scope) a neighbouring turn is looked for. */
-const NEIGHBOUR_ROWS = 500;
+const NEIGHBOUR_ROWS = 200;
 /** How many of a scope's best index matches are rescored with the scope's statistics. */
 const candidateCap = 1000;
 /** The scope's size is counted up to this many memories (as on PostgreSQL; past it the IDF barely moves). */
@@ -148,32 +148,35 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
         parameters,
       );
       if (anchors.length === 0) return new Map();
-      // Rows by primary-key range around each anchor, then the same tenant, scope and status.
-      const ranges = anchors.map(() => "seq BETWEEN ? AND ?").join(" OR ");
-      const rangeParameters = anchors.flatMap((anchor) => [
-        Number(anchor.seq) - NEIGHBOUR_ROWS,
-        Number(anchor.seq) + NEIGHBOUR_ROWS,
-      ]);
-      const rows = all(`SELECT * FROM memories WHERE (${ranges}) AND tenant_id = ? AND status = 'active'`, [
-        ...rangeParameters,
-        tenantId,
-      ]);
+      // Per anchor: a primary-key range (never a scan of the tenant), keeping only the seq of rows
+      // of the same tenant, scope and status; then the few chosen rows whole.
       const found = new Map<string, { memory: StoredMemory; offset: number }[]>();
       for (const anchor of anchors) {
         const seq = Number(anchor.seq);
-        const around = rows
-          .filter(
-            (row) =>
-              row.scope_key === anchor.scope_key &&
-              Math.abs(Number(row.seq) - seq) <= NEIGHBOUR_ROWS &&
-              Number(row.seq) !== seq,
-          )
-          .sort((left, right) => Number(left.seq) - Number(right.seq));
-        const before = around.filter((row) => Number(row.seq) < seq).slice(-window);
-        const after = around.filter((row) => Number(row.seq) > seq).slice(0, window);
+        const around = all(
+          "SELECT seq FROM memories WHERE seq BETWEEN ? AND ? AND +tenant_id = ? AND +scope_key = ? AND status = 'active' AND seq <> ? ORDER BY seq",
+          [seq - NEIGHBOUR_ROWS, seq + NEIGHBOUR_ROWS, tenantId, anchor.scope_key, seq],
+        ).map((row) => Number(row.seq));
+        const before = around.filter((item) => item < seq).slice(-window);
+        const after = around.filter((item) => item > seq).slice(0, window);
+        const chosen = [...before, ...after];
+        if (chosen.length === 0) {
+          found.set(String(anchor.id), []);
+          continue;
+        }
+        const chosenParameters: unknown[] = [];
+        const rows = new Map(
+          all(
+            `SELECT * FROM memories WHERE seq IN (${inList(chosen, chosenParameters)})`,
+            chosenParameters,
+          ).map((row) => [Number(row.seq), row]),
+        );
         found.set(String(anchor.id), [
-          ...before.map((row, index) => ({ memory: memoryFromRow(row), offset: index - before.length })),
-          ...after.map((row, index) => ({ memory: memoryFromRow(row), offset: index + 1 })),
+          ...before.map((item, index) => ({
+            memory: memoryFromRow(rows.get(item)!),
+            offset: index - before.length,
+          })),
+          ...after.map((item, index) => ({ memory: memoryFromRow(rows.get(item)!), offset: index + 1 })),
         ]);
       }
       return found;
