@@ -155,8 +155,11 @@ describe("PostgreSQL store: schema versions", () => {
         await store.close();
       }
       assert.deepEqual(await pgCounts(client), before);
-      const recorded = await client.query("SELECT store, version FROM tackle_migrations");
-      assert.deepEqual(recorded.rows, [{ store: "memory", version: 1 }]);
+      const recorded = await client.query("SELECT store, version FROM tackle_migrations ORDER BY version");
+      assert.deepEqual(recorded.rows, [
+        { store: "memory", version: 1 },
+        { store: "memory", version: 2 },
+      ]);
     } finally {
       await client.end();
     }

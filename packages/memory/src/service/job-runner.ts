@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import type { Logger } from "@tackle/core";
 import type { MemoryJob } from "../schemas/admin.ts";
 import type { MemoryScope } from "../scope/memory-scope.ts";
-import type { MemoryStore, StoredJob } from "../store/memory-store.ts";
+import type { JobLeases, MemoryStore, StoredJob } from "../store/memory-store.ts";
 
 type JobType = MemoryJob["type"];
 
@@ -17,6 +17,7 @@ export interface JobRunnerOptions {
 
 export function createJobRunner(options: JobRunnerOptions) {
   const { store, logger } = options;
+  if (store.jobLeases !== undefined) return createLeasedJobRunner(options, store.jobLeases);
   const queue: StoredJob[] = [];
   let running: Promise<void> | undefined;
   let closed = false;
@@ -123,6 +124,146 @@ export function createJobRunner(options: JobRunnerOptions) {
       await resuming;
       closed = true;
       await running;
+    },
+  };
+}
+
+/**
+ * Jobs on a store several processes share: every process polls for the next claimable job (queued, or
+ * running with a lapsed lease), holds it by renewing its lease, and writes its outcome only while it
+ * still holds it. A process killed mid-job stops renewing; another finishes the job after the lease.
+ */
+function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
+  const { store, logger } = options;
+  const owner = randomUUID();
+  const pollMs = Math.min(500, Math.max(20, Math.floor(leases.leaseMs / 4)));
+  let closed = false;
+  let busy: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  function publicJob(job: StoredJob): MemoryJob {
+    const { tenantId: _tenant, ...rest } = job;
+    return rest;
+  }
+
+  async function runClaimed(job: StoredJob): Promise<void> {
+    let held = true;
+    const renewal = setInterval(
+      () => {
+        leases
+          .renew(job, owner)
+          .then((kept) => {
+            if (!kept && held) {
+              held = false;
+              logger.warn("memory job lease lost; another process may finish it", { jobId: job.id });
+            }
+          })
+          .catch((error) =>
+            logger.warn("memory job lease renewal failed", {
+              jobId: job.id,
+              error: (error as Error).message,
+            }),
+          );
+      },
+      Math.max(10, Math.floor(leases.leaseMs / 3)),
+    );
+    try {
+      let finished: StoredJob;
+      try {
+        const result = await options.handlers[job.type](job);
+        finished = { ...job, status: "succeeded", result, finishedAt: options.now() };
+      } catch (error) {
+        const failure = error as { code?: string; message?: string };
+        logger.error("memory job failed", { jobId: job.id, type: job.type, error: failure?.message });
+        finished = {
+          ...job,
+          status: "failed",
+          error: {
+            code: typeof failure?.code === "string" ? failure.code : "job_failed",
+            message: String(failure?.message ?? error),
+          },
+          finishedAt: options.now(),
+        };
+      }
+      if (!(await leases.finish(finished, owner))) {
+        logger.warn("memory job finished after its lease was taken; its outcome was not written", {
+          jobId: job.id,
+        });
+      }
+    } finally {
+      held = false;
+      clearInterval(renewal);
+    }
+  }
+
+  /** Claims and runs jobs until none is claimable. */
+  function poll(): void {
+    if (busy || closed) return;
+    busy = (async () => {
+      while (!closed) {
+        const job = await leases.claimNext(owner, options.now());
+        if (job === undefined) return;
+        await runClaimed(job);
+      }
+    })()
+      .catch((error) => logger.error("memory job poll failed", { error: (error as Error).message }))
+      .finally(() => {
+        busy = undefined;
+      });
+  }
+
+  return {
+    async enqueue(tenantId: string, type: JobType, scope: MemoryScope, input: unknown): Promise<MemoryJob> {
+      const job: StoredJob = {
+        id: randomUUID(),
+        tenantId,
+        type,
+        status: "queued",
+        ...scope,
+        input,
+        createdAt: options.now(),
+      };
+      await store.insertJob(job);
+      setImmediate(poll);
+      return publicJob(job);
+    },
+
+    async record(
+      tenantId: string,
+      type: JobType,
+      scope: MemoryScope,
+      input: unknown,
+      result: unknown,
+    ): Promise<MemoryJob> {
+      const at = options.now();
+      const job: StoredJob = {
+        id: randomUUID(),
+        tenantId,
+        type,
+        status: "succeeded",
+        ...scope,
+        input,
+        result,
+        createdAt: at,
+        startedAt: at,
+        finishedAt: at,
+      };
+      await store.insertJob(job);
+      return publicJob(job);
+    },
+
+    /** Starts polling: queued jobs and jobs whose process stopped are picked up here. */
+    resume(): void {
+      if (timer !== undefined) return;
+      timer = setInterval(poll, pollMs);
+      timer.unref();
+      poll();
+    },
+
+    async close(): Promise<void> {
+      closed = true;
+      clearInterval(timer);
+      await busy;
     },
   };
 }

@@ -190,6 +190,12 @@ export interface MemoryStore {
    * (left by a stopped process). False when another process claimed it first.
    */
   claimJob(tenantId: string, id: string, startedAt: string, orphanedBefore: string): Promise<boolean>;
+  /**
+   * Present on stores several processes share (PostgreSQL): any process claims the next job with a
+   * lease judged by the database's clock, renews it while it works, and finishes it only while it
+   * still holds it. A process that dies mid-job loses its lease and another process takes the job.
+   */
+  readonly jobLeases?: JobLeases;
   getJob(tenantId: string, id: string): Promise<StoredJob | undefined>;
   listJobs(
     tenantId: string,
@@ -200,4 +206,15 @@ export interface MemoryStore {
   unfinishedJobs(): Promise<StoredJob[]>;
 
   counts(tenantId: string): Promise<TenantCounts>;
+}
+
+export interface JobLeases {
+  /** How long a claim lasts without a renewal. */
+  readonly leaseMs: number;
+  /** Claims the oldest queued job, or a running one whose lease ran out (skipping rows others hold). */
+  claimNext(owner: string, startedAt: string): Promise<StoredJob | undefined>;
+  /** Extends the lease; false when `owner` no longer holds the job. */
+  renew(job: StoredJob, owner: string): Promise<boolean>;
+  /** Writes the job's final state only while `owner` holds it; false when it was lost. */
+  finish(job: StoredJob, owner: string): Promise<boolean>;
 }

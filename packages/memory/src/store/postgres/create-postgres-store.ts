@@ -25,6 +25,8 @@ export interface PostgresStoreOptions {
   readonly pool?: pg.Pool;
   /** Pool size when the store creates the pool (default 10). */
   readonly maxConnections?: number;
+  /** How long a process's claim on a job lasts without a renewal (default 15 000 ms). */
+  readonly jobLeaseMs?: number;
 }
 
 type Row = Record<string, unknown>;
@@ -74,6 +76,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     label: "memory",
   });
   const pool = handle.pool;
+  const jobLeaseMs = options.jobLeaseMs ?? 15_000;
   try {
     // Under the migration lock; refuses (StorageError "schema_too_new") tables of a newer version.
     await migratePostgres(pool, { store: "memory", migrations: postgresMigrations });
@@ -617,6 +620,49 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
           job.id,
         ],
       );
+    },
+
+    jobLeases: {
+      leaseMs: jobLeaseMs,
+      async claimNext(owner, startedAt) {
+        // One statement: the row is locked, skipped by other claimants, and leased by the database's clock.
+        const result = await pool.query(
+          `UPDATE jobs SET status = 'running', started_at = COALESCE(started_at, $3), lease_owner = $1,
+             lease_until = clock_timestamp() + $2 * interval '1 millisecond'
+           WHERE seq = (
+             SELECT seq FROM jobs
+             WHERE status = 'queued' OR (status = 'running' AND (lease_until IS NULL OR lease_until < clock_timestamp()))
+             ORDER BY seq FOR UPDATE SKIP LOCKED LIMIT 1)
+           RETURNING *`,
+          [owner, jobLeaseMs, startedAt],
+        );
+        const row = result.rows[0] as Row | undefined;
+        return row === undefined ? undefined : jobFromRow(row);
+      },
+      async renew(job, owner) {
+        const result = await pool.query(
+          `UPDATE jobs SET lease_until = clock_timestamp() + $1 * interval '1 millisecond'
+           WHERE tenant_id = $2 AND id = $3 AND lease_owner = $4 AND status = 'running'`,
+          [jobLeaseMs, job.tenantId, job.id, owner],
+        );
+        return result.rowCount === 1;
+      },
+      async finish(job, owner) {
+        const result = await pool.query(
+          `UPDATE jobs SET status = $1, result = $2, error = $3, finished_at = $4, lease_until = NULL
+           WHERE tenant_id = $5 AND id = $6 AND lease_owner = $7 AND status = 'running'`,
+          [
+            job.status,
+            job.result === undefined ? null : JSON.stringify(job.result),
+            job.error === undefined ? null : JSON.stringify(job.error),
+            job.finishedAt ?? null,
+            job.tenantId,
+            job.id,
+            owner,
+          ],
+        );
+        return result.rowCount === 1;
+      },
     },
 
     async claimJob(tenantId, id, startedAt, orphanedBefore) {

@@ -12,4 +12,14 @@ export const postgresMigrations: readonly PostgresMigration[] = [
     // IF NOT EXISTS: databases made before versioning already have these tables and are stamped version 1.
     up: postgresSchema,
   },
+  {
+    version: 2,
+    name: "job leases",
+    // Jobs are claimed by any process with a lease by the database's clock (see jobLeases).
+    up: `
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lease_owner TEXT;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ;
+CREATE INDEX IF NOT EXISTS jobs_claimable ON jobs(status, seq) WHERE status IN ('queued', 'running');
+`,
+  },
 ];

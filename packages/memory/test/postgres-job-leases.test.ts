@@ -1,0 +1,127 @@
+/**
+ * Two memory service processes on one PostgreSQL database: a job is claimed by one process with a
+ * lease by the database's clock; SIGKILL it mid-job and the other process finishes the job after the
+ * lease, with every event stored once and no memory duplicated.
+ */
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { after, before, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { MemoryClient } from "@tackle/memory";
+import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
+import pg from "pg";
+
+const child = fileURLToPath(new URL("./support/service-child.ts", import.meta.url));
+const children: ChildProcess[] = [];
+let database: TestDatabase;
+let sql: pg.Client;
+before(async () => {
+  database = await createTestDatabase("tackle_memory_leases");
+});
+after(async () => {
+  for (const process_ of children)
+    if (process_.exitCode === null && process_.signalCode === null) process_.kill("SIGKILL");
+  await sql?.end().catch(() => undefined);
+  await database?.drop();
+});
+
+const leaseMs = 1500;
+
+async function startService(): Promise<{ process: ChildProcess; url: string }> {
+  const process_ = spawn(
+    process.execPath,
+    ["--conditions=@tackle/source", child, database.url, String(leaseMs)],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  children.push(process_);
+  let stderr = "";
+  process_.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const lines = createInterface({ input: process_.stdout as NodeJS.ReadableStream });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`service not ready in 60 s: ${stderr}`)), 60_000);
+    lines.on("line", (line) => {
+      const match = /^ready (\S+)$/.exec(line);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1] as string);
+      }
+    });
+    process_.once("exit", (code) => reject(new Error(`service exited (${code}): ${stderr}`)));
+  });
+  return { process: process_, url };
+}
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+it("a job whose process is SIGKILLed mid-job is finished once by the other process", {
+  timeout: 170_000,
+}, async () => {
+  const first = await startService();
+  sql = new pg.Client({ connectionString: database.url });
+  await sql.connect();
+  const client = new MemoryClient({ baseUrl: first.url, apiKey: "key-a", allowPrivateNetwork: true });
+  const turns = 800;
+  const messages = Array.from({ length: turns }, (_, index) => ({
+    role: index % 2 === 0 ? "user" : "assistant",
+    content:
+      index % 2 === 0 ? `I prefer blend number ${index} for the morning tea.` : `Noted, blend ${index}.`,
+  }));
+  const { job } = await client.importConversations({
+    userId: "u",
+    format: "openai",
+    infer: true,
+    conversations: [{ id: "big", messages }],
+  });
+
+  // The first process holds the job and has stored part of it.
+  const holder = await until("the job running with progress", async () => {
+    const row = (await sql.query("SELECT status, lease_owner FROM jobs WHERE id = $1", [job.id])).rows[0];
+    const events = (await sql.query("SELECT count(*)::int AS n FROM events")).rows[0].n as number;
+    return row?.status === "running" && events >= 40 ? (row.lease_owner as string) : undefined;
+  });
+  const second = await startService();
+  first.process.kill("SIGKILL");
+  const killedAt = Date.now();
+  const partial = (await sql.query("SELECT count(*)::int AS n FROM events")).rows[0].n as number;
+  assert.ok(partial < turns, `the job finished before the kill (${partial} events)`);
+
+  // The second process takes it over once the lease lapses (by the database's clock) and finishes it.
+  const done = await until(
+    "the job finished",
+    async () => {
+      const row = (await sql.query("SELECT status, lease_owner, result FROM jobs WHERE id = $1", [job.id]))
+        .rows[0];
+      return row?.status === "succeeded" || row?.status === "failed" ? row : undefined;
+    },
+    150_000,
+  );
+  assert.equal(done.status, "succeeded");
+  assert.notEqual(done.lease_owner, holder, "finished by the other process");
+  assert.ok(Date.now() - killedAt >= 0);
+
+  // Every turn stored once; no memory twice.
+  assert.equal((await sql.query("SELECT count(*)::int AS n FROM events")).rows[0].n, turns);
+  const duplicated = await sql.query(
+    "SELECT content, count(*)::int AS n FROM memories WHERE status = 'active' GROUP BY tenant_id, content HAVING count(*) > 1",
+  );
+  assert.deepEqual(duplicated.rows, []);
+  const memories = (await sql.query("SELECT count(*)::int AS n FROM memories")).rows[0].n as number;
+  assert.ok(memories > 0);
+
+  // The job reads back through the surviving process.
+  const survivor = new MemoryClient({ baseUrl: second.url, apiKey: "key-a", allowPrivateNetwork: true });
+  assert.equal((await survivor.getJob(job.id)).job.status, "succeeded");
+});
