@@ -38,8 +38,11 @@ interface OpenDocument {
   seq: number;
   snapshotSeq: number;
   tokenHash: string;
-  /** Every plan id applied to the document (read off its changes' messages), and the version it took it to. */
-  plans: Map<string, string>;
+  /**
+   * Every plan id applied to the document (read off its changes' messages) and the version it took it
+   * to; read on first need (reading the history of a large document costs seconds), then kept up.
+   */
+  plans: Map<string, string> | undefined;
 }
 
 /** How a push is made: by a host credential (it may set host-only fields), and whether to apply past lost writes. */
@@ -138,7 +141,7 @@ export class DocumentHost {
   async planState(documentId: string, planId: string): Promise<PlanState> {
     return this.serialized(documentId, async () => {
       const open = await this.current(documentId);
-      const applied = open.plans.get(planId);
+      const applied = plansOf(open).get(planId);
       const version = encodeVersion(open.doc.oplogVersion());
       return applied === undefined ? { state: "unknown", version } : { state: "applied", version: applied };
     });
@@ -177,7 +180,7 @@ export class DocumentHost {
         open.shadow = outcome.fork;
         open.seq = seq;
         const version = encodeVersion(open.doc.oplogVersion());
-        for (const planId of outcome.planIds ?? []) open.plans.set(planId, version);
+        for (const planId of outcome.planIds ?? []) plansOf(open).set(planId, version);
         if (open.seq - open.snapshotSeq >= this.compactEvery) this.compactLater(documentId);
         return outcome.result;
       }
@@ -238,7 +241,7 @@ export class DocumentHost {
     }
     const spans = fork.findIdSpansBetween(before, after).forward;
     const planIds = planIdsOf(fork, spans);
-    const applied = planIds.find((planId) => open.plans.has(planId));
+    const applied = planIds.length === 0 ? undefined : planIds.find((planId) => plansOf(open).has(planId));
     if (applied !== undefined) {
       // The same plan, applied before under other bytes (a re-derived plan): applying it again would
       // apply its edit twice.
@@ -401,7 +404,7 @@ export class DocumentHost {
         seq: stored.updates.at(-1)?.seq ?? stored.snapshotSeq,
         snapshotSeq: stored.snapshotSeq,
         tokenHash: stored.tokenHash,
-        plans: appliedPlans(doc),
+        plans: undefined,
       };
       this.open.set(documentId, open);
       while (this.open.size > this.maxOpen) {
@@ -419,12 +422,12 @@ export class DocumentHost {
       open.doc.importBatch(newer.map((update) => update.bytes));
       const rows = changedRows(open.doc, before, open.doc.frontiers(), open.index);
       refreshRows(open.projection, open.doc, rows, open.index);
-      const version = encodeVersion(open.doc.oplogVersion());
-      for (const planId of planIdsOf(
-        open.doc,
-        open.doc.findIdSpansBetween(before, open.doc.frontiers()).forward,
-      ))
-        open.plans.set(planId, version);
+      const plans = open.plans;
+      if (plans !== undefined) {
+        const version = encodeVersion(open.doc.oplogVersion());
+        const spans = open.doc.findIdSpansBetween(before, open.doc.frontiers()).forward;
+        for (const planId of planIdsOf(open.doc, spans)) plans.set(planId, version);
+      }
       // Another server's updates: the fork is made anew from the live document on the next push.
       open.shadow = undefined;
       open.seq = newer.at(-1)?.seq ?? open.seq;
@@ -446,6 +449,12 @@ export class DocumentHost {
     });
     return next;
   }
+}
+
+/** The document's plan index, read off its history on first need. */
+function plansOf(open: OpenDocument): Map<string, string> {
+  open.plans ??= appliedPlans(open.doc);
+  return open.plans;
 }
 
 /** Loro throws values that are not Errors; keep whatever they say. */

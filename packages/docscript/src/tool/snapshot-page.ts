@@ -143,29 +143,31 @@ export function snapshotPage(
   const to = query.to_ms ?? Number.POSITIVE_INFINITY;
   const timed = query.from_ms !== undefined || query.to_ms !== undefined;
 
-  const entityMatches = (entityId: string): Entity | undefined => {
-    if (related !== undefined && !related.has(entityId)) return undefined;
-    const entity = projection.entity(entityId);
-    if (entity === undefined) return undefined;
-    if (kinds !== undefined && !kinds.has(entity.entityKind)) return undefined;
+  // Cheap checks first (the stored kind, no payload assembled); the time window reads the clip's marker.
+  const entityMatches = (entityId: string): boolean => {
+    if (related !== undefined && !related.has(entityId)) return false;
+    const stored = projection.stored(entityId);
+    if (stored === undefined) return false;
+    if (kinds !== undefined && !kinds.has(stored.entityKind)) return false;
     if (timed) {
-      const span = spanOf(projection, entity);
-      if (span === undefined || span[0] > to || span[1] < from) return undefined;
+      const entity = projection.entity(entityId);
+      const span = entity === undefined ? undefined : spanOf(projection, entity);
+      if (span === undefined || span[0] > to || span[1] < from) return false;
     }
-    return entity;
+    return true;
   };
-  // Entity ids to walk: the listed ids or the related ones when given (few), else every id in order.
+  // Entity ids to walk, in order: the listed ids or the related ones when given (few), else every id.
   const entityIds =
     query.ids !== undefined
       ? [...new Set(query.ids)].sort()
       : related !== undefined
         ? [...related].sort()
         : index.sortedEntityIds();
-  const matchedEntityIds = new Set<string>();
   const listEntities = include !== "relations";
-  if (listEntities || entityFiltered) {
-    for (const id of entityIds) if (entityMatches(id) !== undefined) matchedEntityIds.add(id);
-  }
+  const unfiltered = !entityFiltered;
+  const sortedEntities: readonly string[] =
+    listEntities || entityFiltered ? (unfiltered ? entityIds : entityIds.filter(entityMatches)) : [];
+  const matchedEntityIds = entityFiltered ? new Set(sortedEntities) : undefined;
   const relationMatches = (relationId: string): Relation | undefined => {
     const relation = projection.storedRelation(relationId);
     if (relation === undefined) return undefined;
@@ -174,7 +176,7 @@ export function snapshotPage(
       if (relation.endpoint0EntityId !== query.related_to && relation.endpoint1EntityId !== query.related_to)
         return undefined;
     } else if (
-      entityFiltered &&
+      matchedEntityIds !== undefined &&
       !matchedEntityIds.has(relation.endpoint0EntityId) &&
       !matchedEntityIds.has(relation.endpoint1EntityId)
     )
@@ -189,22 +191,26 @@ export function snapshotPage(
   const relationIds =
     query.related_to !== undefined
       ? [...projection.relationIdsOf(query.related_to)].sort()
-      : entityFiltered
+      : matchedEntityIds !== undefined
         ? [...new Set([...matchedEntityIds].flatMap((id) => [...projection.relationIdsOf(id)]))].sort()
         : index.sortedRelationIds();
   const listRelations = include !== "entities";
-  const matchedRelationIds = listRelations
-    ? relationIds.filter((id) => relationMatches(id) !== undefined)
-    : [];
-  const sortedEntities = listEntities ? [...matchedEntityIds].sort() : [];
+  const relationsUnfiltered =
+    matchedEntityIds === undefined && relationKinds === undefined && query.related_to === undefined;
+  const matchedRelationIds: readonly string[] = !listRelations
+    ? []
+    : relationsUnfiltered
+      ? relationIds
+      : relationIds.filter((id) => relationMatches(id) !== undefined);
+  const shownEntities = listEntities ? sortedEntities : [];
 
   const cursor = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
   const entityStart =
     cursor === undefined
       ? 0
       : cursor.section === "e"
-        ? firstAfter(sortedEntities, cursor.after)
-        : sortedEntities.length;
+        ? firstAfter(shownEntities, cursor.after)
+        : shownEntities.length;
   const relationStart =
     cursor === undefined || cursor.section === "e" ? 0 : firstAfter(matchedRelationIds, cursor.after);
 
@@ -232,11 +238,12 @@ export function snapshotPage(
   const candidates: Item[] = [];
   for (
     let position = entityStart;
-    position < sortedEntities.length && candidates.length < pageCandidates;
+    position < shownEntities.length && candidates.length < pageCandidates;
     position++
   ) {
-    const id = sortedEntities[position]!;
-    candidates.push({ section: "e", id, ...render(projection.entity(id)!) });
+    const id = shownEntities[position]!;
+    const entity = projection.entity(id);
+    if (entity !== undefined) candidates.push({ section: "e", id, ...render(entity) });
   }
   for (
     let position = relationStart;
@@ -250,7 +257,7 @@ export function snapshotPage(
   const build = (items: readonly Item[]) => {
     const entities = items.filter((item) => item.section === "e").map((item) => item.value);
     const relations = items.filter((item) => item.section === "r").map((item) => item.value as Relation);
-    const remainingEntities = sortedEntities.length - entityStart - entities.length;
+    const remainingEntities = shownEntities.length - entityStart - entities.length;
     const remainingRelations = matchedRelationIds.length - relationStart - relations.length;
     const last =
       items.at(-1) ?? (cursor === undefined ? undefined : { section: cursor.section, id: cursor.after });
@@ -258,7 +265,7 @@ export function snapshotPage(
     const more = remainingEntities + remainingRelations > 0;
     return {
       total: { entities: projection.entityCount, relations: index.sortedRelationIds().length },
-      matched: { entities: sortedEntities.length, relations: matchedRelationIds.length },
+      matched: { entities: shownEntities.length, relations: matchedRelationIds.length },
       entities,
       relations,
       remaining: { entities: remainingEntities, relations: remainingRelations },
