@@ -319,6 +319,11 @@ describe("the console page, served by npm start", () => {
     approval = await start();
     await approval.getByRole("button", { name: "Cancel run" }).click();
     await page.locator(".run-status").filter({ hasText: "cancelled" }).waitFor({ timeout: 20_000 });
+    // The run itself is cancelled in the durable store, not merely declined.
+    await page
+      .locator("#runs tbody tr:first-child .badge")
+      .filter({ hasText: /^cancelled$/ })
+      .waitFor({ timeout: 10_000 });
     const rows = await page.locator("#runs tbody tr").allInnerTexts();
     assert.ok(rows.length >= 4);
     assert.deepEqual(errors, []);

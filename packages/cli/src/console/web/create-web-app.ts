@@ -33,13 +33,6 @@ export interface WebApp {
   close(): Promise<void>;
 }
 
-interface ThreadEntry {
-  readonly threadId: string;
-  readonly graph: string;
-  readonly startedAt: string;
-  readonly orderId: string;
-}
-
 const maxCallTimeoutMs = 300_000;
 
 export function createWebApp(options: WebAppOptions): WebApp {
@@ -49,7 +42,6 @@ export function createWebApp(options: WebAppOptions): WebApp {
     graphs: [createDemoGraph()],
     logger,
   });
-  const threads: ThreadEntry[] = [];
   const status = createStatusFeed(source, options.statusIntervalMs ?? 2000, logger);
   const app = new Hono();
 
@@ -167,20 +159,27 @@ export function createWebApp(options: WebAppOptions): WebApp {
     return c.json({ ok: false, error: result.error.toJSON(), ms });
   });
 
+  // Every thread in the runs store (they outlive this process), newest first, with its state.
   app.get("/api/runs", async (c) => {
+    const threads = await runner.threads({ limit: 100 });
     const runs = await Promise.all(
-      threads.map(async (entry) => {
-        const run = await runner.get(entry.threadId);
+      threads.map(async (thread) => {
+        const run = await runner.get(thread.threadId);
+        const state = (run?.state ?? {}) as Record<string, unknown>;
         return {
-          ...entry,
-          status: run?.status ?? "unknown",
-          runId: run?.runId,
-          state: run?.state,
+          threadId: thread.threadId,
+          graph: thread.graph,
+          status: thread.status,
+          runId: thread.runId,
+          startedAt: thread.createdAt,
+          orderId: typeof state.orderId === "string" ? state.orderId : "",
+          state,
           interrupts: run?.interrupts ?? [],
         };
       }),
     );
-    return c.json(JSON.parse(JSON.stringify({ runs: runs.reverse() }, bigintAsString)));
+    runs.sort((a, b) => b.startedAt.localeCompare(a.startedAt) || b.threadId.localeCompare(a.threadId));
+    return c.json(JSON.parse(JSON.stringify({ runs }, bigintAsString)));
   });
 
   app.post("/api/runs", async (c) => {
@@ -194,7 +193,6 @@ export function createWebApp(options: WebAppOptions): WebApp {
     launched.finished.catch((error: Error) =>
       logger.warn("demo run failed", { threadId, error: error.message }),
     );
-    threads.push({ threadId, graph: demoGraphName, startedAt: new Date().toISOString(), orderId });
     return c.json({ threadId, runId: launched.runId }, 201);
   });
 

@@ -814,6 +814,15 @@ function runsPage(root) {
       }
       await readSse(response.body, dispatch);
     };
+    // Cancelling ends the run itself (the durable runner's cancel); the thread's stream then tells it.
+    resume.cancel = async (reason) => {
+      await api(`/api/durable/runs/${encodeURIComponent(threadId)}/cancel`, {
+        method: "POST",
+        body: { reason },
+      });
+      approvals.replaceChildren();
+      connect();
+    };
     connect();
   };
 
@@ -922,6 +931,13 @@ function approvalCard(interrupt, resume) {
   const message = h("p", { class: "error", role: "alert" });
   const argsView = h("pre", { class: "data" });
   showData(argsView, params);
+  const cancel = async () => {
+    try {
+      await resume.cancel("cancelled from the console");
+    } catch (error) {
+      message.textContent = error.message;
+    }
+  };
   const answer = async (status, payload) => {
     try {
       await resume({ interruptId: interrupt.id, status, ...(payload === undefined ? {} : { payload }) });
@@ -949,7 +965,7 @@ function approvalCard(interrupt, resume) {
         {
           type: "button",
           class: "secondary cancel",
-          onclick: () => answer("cancelled"),
+          onclick: () => cancel(),
         },
         "Cancel run",
       ),
