@@ -16,7 +16,15 @@ import { defaultModulePrefix, moduleNamePattern } from "../config/names.ts";
 import { listMemberships, readCatalogue } from "../membership/membership-store.ts";
 import { connectMesh } from "../nats/connect-mesh.ts";
 import { failSpan, traceSend } from "../nats/trace-messaging.ts";
-import { callIdHeader, decodeJson, encodeJson, idempotencyKeyHeader, timeoutHeader } from "../nats/wire.ts";
+import {
+  callIdHeader,
+  decodeJson,
+  encodeJson,
+  idempotencyKeyHeader,
+  maxPayloadOf,
+  payloadTooLarge,
+  timeoutHeader,
+} from "../nats/wire.ts";
 import type { ModuleInfo } from "../runtime/module-info.ts";
 import { discoverModules } from "./discover-modules.ts";
 import { fromReply, fromRequestError } from "./reply-result.ts";
@@ -141,6 +149,11 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
         }),
       };
     }
+    const body = encodeJson(args ?? {});
+    const limit = maxPayloadOf(connection);
+    if (body.length > limit - 4096) {
+      return { ok: false, error: payloadTooLarge("arguments", name, body.length, limit) };
+    }
     let fail: (error: ToolError) => void = () => {};
     const failed = new Promise<ToolCallResult>((resolve) => {
       fail = (error) => resolve({ ok: false, error });
@@ -156,7 +169,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       // The far side enforces the tool's limit; the bus waits a little longer so its timeout error arrives.
       return await traceSend(subject, callHeaders, async (span) => {
         const replied = connection
-          .request(subject, encodeJson(args ?? {}), { timeout: timeoutMs + 1000, headers: callHeaders })
+          .request(subject, body, { timeout: timeoutMs + 1000, headers: callHeaders })
           .then(
             (message) => fromReply(message),
             (error: unknown) => fromRequestError(error, name, timeoutMs),

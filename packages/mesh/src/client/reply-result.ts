@@ -50,6 +50,20 @@ export function fromRequestError(error: unknown, name: string, timeoutMs: number
       }),
     };
   }
+  if (/max_payload/i.test((error as Error)?.message ?? "")) {
+    // Refused before sending, so it never ran; the same call fails the same way: not retryable.
+    return {
+      ok: false,
+      error: new ToolError(
+        "payload_too_large",
+        `The arguments of "${name}" are over the broker's max_payload`,
+        {
+          retryable: false,
+          data: { tool: name },
+        },
+      ),
+    };
+  }
   return {
     ok: false,
     error: new ToolError(

@@ -17,6 +17,7 @@ const statusByCode: Record<string, number> = {
   child_exited: 503,
   child_failed: 503,
   unavailable: 503,
+  payload_too_large: 413,
 };
 
 export function serviceStatus(code: string): number {
@@ -47,4 +48,26 @@ export function decodeServiceError(code: number, description: string, body: Uint
     // A foreign service's non-JSON error body: the standard headers still say what happened.
   }
   return new ToolError("service_error", description, { data: { status: code } });
+}
+
+/**
+ * A message over the broker's `max_payload`: never retryable (the same call fails the same way), and
+ * the message states the size and the limit.
+ */
+export function payloadTooLarge(
+  what: "arguments" | "a result",
+  name: string,
+  size: number,
+  limit: number,
+): ToolError {
+  return new ToolError(
+    "payload_too_large",
+    `"${name}": ${what} of ${size} bytes is over the broker's limit of ${limit} bytes (max_payload); send less, or raise max_payload on the NATS server`,
+    { retryable: false, data: { tool: name, size, limit } },
+  );
+}
+
+/** The broker's limit on one message, as it announced it (1 MiB when unknown). */
+export function maxPayloadOf(connection: { readonly info?: { readonly max_payload?: number } }): number {
+  return connection.info?.max_payload ?? 1024 * 1024;
 }

@@ -14,6 +14,8 @@ import {
   encodeJson,
   errorCodeHeader,
   idempotencyKeyHeader,
+  maxPayloadOf,
+  payloadTooLarge,
   serviceStatus,
   timeoutHeader,
 } from "../nats/wire.ts";
@@ -97,7 +99,7 @@ export async function serveModule(
       handler: (error, message) => {
         if (error !== null)
           return logger.error("endpoint failed", { module: loaded.module, tool, error: error.message });
-        void answer(loaded, tool, message, logger, running);
+        void answer(connection, loaded, tool, message, logger, running);
       },
     });
     subjects.push(subject);
@@ -124,6 +126,7 @@ export async function serveModule(
 }
 
 async function answer(
+  connection: NatsConnection,
   loaded: LoadedModule,
   tool: string,
   message: ServiceMsg,
@@ -131,13 +134,14 @@ async function answer(
   running: Map<string, AbortController>,
 ): Promise<void> {
   await traceProcess(message.subject, message.headers as never, async (span) => {
-    const failure = await run(loaded, tool, message, logger, running);
+    const failure = await run(connection, loaded, tool, message, logger, running);
     if (failure !== undefined) failSpan(span, failure.code, failure.message);
   });
 }
 
 /** Runs the call and replies; returns the error it answered with, if any. */
 async function run(
+  connection: NatsConnection,
   loaded: LoadedModule,
   tool: string,
   message: ServiceMsg,
@@ -170,7 +174,16 @@ async function run(
       ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
     });
     if (!result.ok) return respondError(message, result.error);
-    message.respond(encodeJson(result.output));
+    const body = encodeJson(result.output);
+    const limit = maxPayloadOf(connection);
+    // Headers and the subject ride along in the same message; keep a margin for them.
+    if (body.length > limit - 4096) {
+      return respondError(
+        message,
+        payloadTooLarge("a result", `${loaded.module}.${tool}`, body.length, limit),
+      );
+    }
+    message.respond(body);
     return undefined;
   } catch (error) {
     // A control-flow throw cannot cross a wire; it is reported, never dropped.
