@@ -29,11 +29,19 @@ describe("without a console: the modules load in the command's own process", () 
 
   test("a module whose bundle throws is reported with its error, and the others still serve", async () => {
     const env = cleanEnv({ MESH_TOOL_MODULES: `broken=${brokenBundle}`, TACKLE_LOG_LEVEL: "silent" });
+    // A failed module makes the listing exit 1 (it exited 0), with the whole table still printed.
     const tools = await runTackle(["tools", "--builtin"], { env });
-    assert.equal(tools.code, 0, tools.stderr);
+    assert.equal(tools.code, 1, tools.stderr);
     assert.match(tools.stdout, /^broken\s+failed\s+-\s+-$/m);
     assert.match(tools.stdout, /broken-bundle\.js: .*broken on purpose/);
     assert.match(tools.stdout, /^demo\s+ok/m);
+    assert.match(tools.stderr, /1 module not ok: broken \(failed\) \(--allow-unhealthy to exit 0\)/);
+    const relaxed = await runTackle(["tools", "--builtin", "--json", "--allow-unhealthy"], { env });
+    assert.equal(relaxed.code, 0, relaxed.stderr);
+    assert.equal(
+      (JSON.parse(relaxed.stdout) as { module: string }[]).some((info) => info.module === "broken"),
+      true,
+    );
   });
 
   test("tackle call takes its arguments from the argument or from stdin and prints the result as JSON", async () => {
@@ -181,7 +189,7 @@ describe("npm start (tackle serve --builtin), then tools and call through its co
     assert.equal(failing.code, 1);
     assert.match(failing.stderr, /^error invalid_input: /m);
 
-    const tools = await runTackle(["tools", "--console", serve.url], { env });
+    const tools = await runTackle(["tools", "--console", serve.url, "--allow-unhealthy"], { env });
     assert.equal(tools.code, 0, tools.stderr);
     assert.match(tools.stdout, /^demo\s+ok\s+-\s+echo, add, now, text_stats$/m);
   });
@@ -190,7 +198,7 @@ describe("npm start (tackle serve --builtin), then tools and call through its co
     const env = cleanEnv({ TACKLE_HOME: home.path, TACKLE_CONSOLE_TOKEN: "wrong" });
     const refused = await runTackle(["tools", "--console", serve.url], { env });
     assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /refused the token \(401\)/);
+    assert.match(refused.stderr, /refused the token \(401\): it does not match the console's token file/);
   });
 
   test("a second serve on the same port says the port is in use", async () => {

@@ -202,14 +202,23 @@ test("no token, or a wrong one, gets 401 and the SDK client cannot connect", asy
   const none = await post({ jsonrpc: "2.0", id: 1, method: "tools/list" }, { authorization: "" });
   assert.equal(none.status, 401);
   assert.match(none.headers.get("www-authenticate") ?? "", /^Bearer/);
-  await none.body?.cancel();
+  const noneBody = (await none.json()) as { error: { code: string; message: string } };
+  assert.equal(noneBody.error.code, "unauthorized");
+  assert.match(noneBody.error.message, /A bearer token is required/);
 
+  // A wrong token is told so, distinct from a missing one (they got the same message).
   const wrong = await post(
     { jsonrpc: "2.0", id: 1, method: "tools/list" },
     { authorization: "Bearer not-the-token" },
   );
   assert.equal(wrong.status, 401);
-  await wrong.body?.cancel();
+  assert.match(wrong.headers.get("www-authenticate") ?? "", /error="invalid_token"/);
+  const wrongBody = (await wrong.json()) as { error: { code: string; message: string } };
+  assert.equal(wrongBody.error.code, "invalid_token");
+  assert.match(
+    wrongBody.error.message,
+    /The bearer token is wrong: it does not match this console's token file/,
+  );
 
   await assert.rejects(connect("legacy", {}));
 });

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { connectMesh, openMeshBuckets } from "@tackle/mesh";
 import { freePort, type NatsServerHandle, startNatsServer } from "@tackle/test-support";
 import { readConsoleToken } from "../src/console/console-token.ts";
 import { cleanEnv, runTackle, type ServeProcess, startServe, tempHome } from "./tackle-process.ts";
@@ -83,12 +84,37 @@ test("tackle mesh ls shows the membership and the catalogue", async () => {
   );
 });
 
+test("tackle mesh ls lists the good records and names a corrupt one (it died with a stack trace)", async () => {
+  const connection = await connectMesh({ servers: nats.url });
+  try {
+    const { membership } = await openMeshBuckets(connection);
+    await membership.put("zz.corrupt", "{ not json");
+    const listed = await runTackle(["mesh", "ls"], { env: cleanEnv({ MESH_BROKER_URL: nats.url }) });
+    assert.equal(listed.code, 1);
+    assert.match(listed.stdout, /^b\tbeta\t/m);
+    assert.match(listed.stderr, /^tackle: unreadable record tackle-mesh-membership\/zz\.corrupt: /m);
+    assert.doesNotMatch(listed.stderr, /\n\s+at /);
+    const json = await runTackle(["mesh", "ls", "--json"], { env: cleanEnv({ MESH_BROKER_URL: nats.url }) });
+    const parsed = JSON.parse(json.stdout) as { memberships: unknown[]; invalid: { key: string }[] };
+    assert.equal(parsed.memberships.length, 1);
+    assert.deepEqual(
+      parsed.invalid.map((record) => record.key),
+      ["zz.corrupt"],
+    );
+  } finally {
+    await openMeshBuckets(connection).then(({ membership }) => membership.purge("zz.corrupt"));
+    await connection.drain();
+  }
+});
+
 test("after node B stops, tackle tools reports beta as unreachable, with and without --console", async () => {
   assert.equal(await nodeB.stop(), 0);
   const viaConsole = await runTackle(["tools", "--json", "--console", nodeA.url], {
     env: cleanEnv({ TACKLE_HOME: home.path }),
   });
-  assert.equal(viaConsole.code, 0, viaConsole.stderr);
+  // An unreachable module makes the listing exit 1 (it exited 0), naming it on stderr.
+  assert.equal(viaConsole.code, 1, viaConsole.stderr);
+  assert.match(viaConsole.stderr, /1 module not ok: beta \(unreachable\)/);
   const modules = JSON.parse(viaConsole.stdout) as {
     module: string;
     status: string;
@@ -103,7 +129,9 @@ test("after node B stops, tackle tools reports beta as unreachable, with and wit
   );
   assert.match(modules[1]?.errors[0]?.message ?? "", /beta/);
 
-  const viaBroker = await runTackle(["tools"], { env: cleanEnv({ MESH_BROKER_URL: nats.url }) });
+  const viaBroker = await runTackle(["tools", "--allow-unhealthy"], {
+    env: cleanEnv({ MESH_BROKER_URL: nats.url }),
+  });
   assert.equal(viaBroker.code, 0, viaBroker.stderr);
   assert.match(viaBroker.stdout, /^beta\s+unreachable\s/m);
   assert.match(viaBroker.stdout, /^alpha\s+ok\s+a\s+whoami$/m);

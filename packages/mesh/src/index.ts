@@ -10,6 +10,7 @@ export {
   RESERVED_TOOL_NAME,
 } from "./bundles/load-modules.ts";
 export {
+  type BrokerStatus,
   type CreateMeshClientOptions,
   createMeshClient,
   type MeshCallOptions,

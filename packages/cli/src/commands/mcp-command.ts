@@ -1,9 +1,11 @@
 /** `tackle mcp`: the same tools as the console, as an MCP server over stdio, for a program a person starts. */
-import { serveStdio } from "@modelcontextprotocol/server/stdio";
+import { PassThrough } from "node:stream";
+import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
 import type { Command } from "commander";
 import { createMcpServer } from "../mcp/create-mcp-server.ts";
 import { openToolSource } from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
+import type { ToolSource } from "../tool-source/tool-source.ts";
 import { sourceOptions } from "./source-options.ts";
 
 export function addMcpCommand(program: Command, context: ProgramContext): void {
@@ -14,20 +16,61 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
     );
   sourceOptions(command).action(
     async (options: { console?: string; tokenFile?: string; builtin?: boolean }) => {
-      const source = await openToolSource({ ...options, env: context.env, logger: context.logger });
+      const opened = await openToolSource({ ...options, env: context.env, logger: context.logger });
+      const { source, idle } = trackInFlight(opened);
+      // The SDK's stdio transport closes, dropping replies still pending, the moment stdin ends; it
+      // reads from a pipe that ends only once every request already read has been answered.
+      const input = new PassThrough();
+      context.stdin.pipe(input, { end: false });
       const ended = new Promise<string>((resolve) => {
-        // The stdio binding: a server exits promptly when its client closes stdin.
         context.stdin.once("end", () => resolve("stdin closed"));
         context.stdin.once("close", () => resolve("stdin closed"));
       });
       const handle = serveStdio(() => createMcpServer(source), {
+        transport: new StdioServerTransport(input, context.stdout as NodeJS.WriteStream),
         onerror: (error) => context.logger.warn("mcp stdio error", { error: error.message }),
       });
       context.logger.info("tackle mcp ready", { source: source.description });
       const reason = await Promise.race([ended, context.stopped]);
       context.logger.debug("tackle mcp stopping", { reason });
+      // A signal stops at once; the end of stdin waits for the replies.
+      if (reason === "stdin closed") await idle();
+      input.end();
       await handle.close();
       await source.close();
     },
   );
+}
+
+/**
+ * The source, counting its listings and calls in flight; `idle()` resolves once none has run for a
+ * moment (the reply of the last one written to stdout by then).
+ */
+function trackInFlight(source: ToolSource): { source: ToolSource; idle: () => Promise<void> } {
+  let running = 0;
+  const track = async <T>(work: () => Promise<T>): Promise<T> => {
+    running += 1;
+    try {
+      return await work();
+    } finally {
+      running -= 1;
+    }
+  };
+  const quiet = () => new Promise((resolve) => setTimeout(resolve, 50));
+  return {
+    source: {
+      description: source.description,
+      catalogue: () => track(() => source.catalogue()),
+      call: (name, args, options) => track(() => source.call(name, args, options)),
+      close: () => source.close(),
+    },
+    async idle() {
+      // Messages read just before the end may still be on their way to a handler: settle first.
+      await quiet();
+      while (running > 0) {
+        while (running > 0) await quiet();
+        await quiet();
+      }
+    },
+  };
 }

@@ -1,5 +1,13 @@
 /** `tackle mesh issue | revoke | ls`: write and read the membership and catalogue records on the broker. */
-import { connectMesh, issueMembership, listMemberships, readCatalogue, revokeMembership } from "@tackle/mesh";
+import {
+  CATALOGUE_BUCKET,
+  connectMesh,
+  issueMembership,
+  listMemberships,
+  MEMBERSHIP_BUCKET,
+  readCatalogue,
+  revokeMembership,
+} from "@tackle/mesh";
 import type { Command } from "commander";
 import { CliError } from "../program/cli-error.ts";
 import { hasBroker, readMeshConfig, withBroker } from "../program/open-tool-source.ts";
@@ -72,15 +80,32 @@ export function addMeshCommand(program: Command, context: ProgramContext): void 
     .option("--module <module>", "only this module")
     .option("--json", "print { memberships, catalogue } as JSON")
     .action(async (options: { node?: string; module?: string; json?: boolean }) => {
+      // A record that does not parse is named, and the good ones are still listed.
+      const invalid: { bucket: string; key: string; message: string }[] = [];
       const { memberships, catalogue } = await withConnection(context, async (connection) => ({
-        memberships: await listMemberships(connection, {
-          ...(options.node === undefined ? {} : { node: options.node }),
-          ...(options.module === undefined ? {} : { module: options.module }),
+        memberships: await listMemberships(
+          connection,
+          {
+            ...(options.node === undefined ? {} : { node: options.node }),
+            ...(options.module === undefined ? {} : { module: options.module }),
+          },
+          {
+            onInvalid: (key, error) =>
+              invalid.push({ bucket: MEMBERSHIP_BUCKET, key, message: error.message }),
+          },
+        ),
+        catalogue: await readCatalogue(connection, {
+          onInvalid: (key, error) => invalid.push({ bucket: CATALOGUE_BUCKET, key, message: error.message }),
         }),
-        catalogue: await readCatalogue(connection),
       }));
+      if (invalid.length > 0) {
+        context.stderr.write(
+          invalid.map((record) => `tackle: unreadable record ${record.message}\n`).join(""),
+        );
+        process.exitCode = 1;
+      }
       if (options.json === true) {
-        context.stdout.write(`${JSON.stringify({ memberships, catalogue }, null, 2)}\n`);
+        context.stdout.write(`${JSON.stringify({ memberships, catalogue, invalid }, null, 2)}\n`);
         return;
       }
       const lines = ["NODE\tMODULE\tPREFIX\tSEATS"];

@@ -61,7 +61,7 @@ export function addServeCommand(program: Command, context: ProgramContext): void
             await waitAndClose(context, closers);
             return;
           }
-          source = await openMeshSource(config);
+          source = await openMeshSource(config, () => runtime.modules());
         } else {
           if (!options.console) {
             throw new CliError(

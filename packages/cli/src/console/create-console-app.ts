@@ -56,16 +56,30 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
     return next();
   });
   app.use(consolePath, async (context, next) => {
-    if (!bearerMatches(context.req.header("authorization"), token)) {
+    const authorization = context.req.header("authorization");
+    if (!bearerMatches(authorization, token)) {
+      // A missing token and a wrong one are told apart: the fixes differ (send one; use the right file).
+      const missing = authorization === undefined || !/^Bearer\s+\S+/i.test(authorization);
       return context.json(
         {
-          error: {
-            code: "unauthorized",
-            message: "A bearer token is required: the console printed its token file's path when it started",
-          },
+          error: missing
+            ? {
+                code: "unauthorized",
+                message:
+                  "A bearer token is required (Authorization: Bearer <token>): the console printed its token file's path when it started",
+              }
+            : {
+                code: "invalid_token",
+                message:
+                  "The bearer token is wrong: it does not match this console's token file (the path the console printed when it started; a restarted console with another TACKLE_HOME has another token)",
+              },
         },
         401,
-        { "WWW-Authenticate": 'Bearer realm="tackle-console"' },
+        {
+          "WWW-Authenticate": missing
+            ? 'Bearer realm="tackle-console"'
+            : 'Bearer realm="tackle-console", error="invalid_token"',
+        },
       );
     }
     return next();

@@ -10,7 +10,7 @@ export const modulesToolName = "tackle.modules";
 const modulesTool: McpTool = {
   name: modulesToolName,
   description:
-    "Lists every module this node or mesh holds with its status (ok, failed, unreachable), its node, its tools and load errors. Call it when a tool you expect is missing.",
+    "Lists every module this node or mesh holds with its status (ok, failed, unreachable), its node, its tools and load errors, and the source's own errors (such as the broker being unreachable). Call it when a tool you expect is missing.",
   inputSchema: { type: "object", properties: {}, additionalProperties: false },
   annotations: { readOnlyHint: true },
 };
@@ -40,13 +40,25 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
         });
       }
     }
-    return { tools, _meta: { "tackle/modules": modules.map(moduleStatus) } };
+    const errors = source.errors?.() ?? [];
+    return {
+      tools,
+      _meta: {
+        "tackle/modules": modules.map(moduleStatus),
+        ...(errors.length === 0 ? {} : { "tackle/errors": errors }),
+      },
+    };
   });
   server.setRequestHandler("tools/call", async (request, context) => {
     const { name, arguments: args } = request.params;
     if (name === modulesToolName) {
       const modules = await source.catalogue();
-      return server.projectCallToolResult(toCallToolResult({ ok: true, output: { modules } }), undefined);
+      // `errors`: what is wrong with the source itself (the broker unreachable), beside each module's own.
+      const errors = source.errors?.() ?? [];
+      return server.projectCallToolResult(
+        toCallToolResult({ ok: true, output: { modules, errors } }),
+        undefined,
+      );
     }
     const result = await source.call(name, args ?? {}, mcpCallOptions(context, undefined, name));
     return server.projectCallToolResult(toCallToolResult(result), undefined);

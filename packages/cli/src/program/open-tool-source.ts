@@ -14,7 +14,7 @@ import { builtinModules, type ModuleEntry } from "../modules/builtin-modules.ts"
 import { createConsoleToolSource } from "../tool-source/create-console-tool-source.ts";
 import { createEmbeddedToolSource } from "../tool-source/create-embedded-tool-source.ts";
 import { createMeshToolSource } from "../tool-source/create-mesh-tool-source.ts";
-import type { ToolSource } from "../tool-source/tool-source.ts";
+import type { ModuleInfo, ToolSource } from "../tool-source/tool-source.ts";
 import { CliError } from "./cli-error.ts";
 
 export interface SourceOptions {
@@ -52,7 +52,11 @@ export function hasBroker(config: MeshConfig): boolean {
   return config.brokerUrl !== undefined || config.brokerFile !== undefined;
 }
 
-export async function openMeshSource(config: MeshConfig): Promise<ToolSource> {
+export async function openMeshSource(
+  config: MeshConfig,
+  /** This node's own modules (from its runtime), listed while the broker is unreachable. */
+  local?: () => readonly ModuleInfo[],
+): Promise<ToolSource> {
   const client = await withBroker(config, () =>
     createMeshClient({
       ...(config.brokerUrl === undefined ? {} : { servers: config.brokerUrl }),
@@ -61,7 +65,11 @@ export async function openMeshSource(config: MeshConfig): Promise<ToolSource> {
   );
   // The description reaches logs and every MCP client's instructions: never a broker password.
   const broker = config.brokerUrl === undefined ? undefined : redactBrokerUrl(config.brokerUrl);
-  return createMeshToolSource(client, broker ?? config.brokerFile ?? "");
+  return createMeshToolSource(
+    client,
+    broker ?? config.brokerFile ?? "",
+    local === undefined ? {} : { local },
+  );
 }
 
 /** Runs a first contact with the broker, turning a refused connection into a one-line refusal that names it. */

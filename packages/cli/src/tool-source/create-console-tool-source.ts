@@ -4,7 +4,7 @@ import { ToolError, type ToolErrorPayload } from "@tackle/core";
 import { modulesToolName } from "../mcp/create-mcp-server.ts";
 import { CliError } from "../program/cli-error.ts";
 import { parseConsoleUrl } from "./parse-console-url.ts";
-import type { ModuleInfo, ToolSource } from "./tool-source.ts";
+import type { ModuleInfo, SourceError, ToolSource } from "./tool-source.ts";
 
 export interface ConsoleSourceOptions {
   /** The console's MCP URL, e.g. `http://127.0.0.1:4270/mcp` (a bare origin gets `/mcp`). */
@@ -25,15 +25,17 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
   try {
     await client.connect(transport, { timeout: options.timeoutMs ?? 10_000 });
   } catch (error) {
-    throw consoleError(url, error);
+    throw consoleError(url, error, options.token.trim() !== "");
   }
   const requestOptions = (timeoutMs: number | undefined, signal?: AbortSignal) => ({
     timeout: timeoutMs ?? options.timeoutMs ?? 60_000,
     ...(signal === undefined ? {} : { signal }),
   });
 
+  let consoleErrors: SourceError[] = [];
   return {
     description: `console ${url.href}`,
+    errors: () => consoleErrors,
     async catalogue() {
       const result = await client.callTool(
         { name: modulesToolName, arguments: {} },
@@ -46,6 +48,8 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
           `The console at ${url.href} did not list its modules: ${textOf(result.content)}`,
         );
       }
+      const reported = (result.structuredContent as { errors?: unknown }).errors;
+      consoleErrors = Array.isArray(reported) ? (reported as SourceError[]) : [];
       return modules;
     },
     async call(qualifiedName, args, callOptions = {}) {
@@ -79,12 +83,19 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
   };
 }
 
-function consoleError(url: URL, error: unknown): CliError {
+function consoleError(url: URL, error: unknown, sentToken: boolean): CliError {
   const message = (error as Error).message ?? String(error);
+  if (/401|unauthorized|invalid_token/i.test(message) && sentToken) {
+    return new CliError(
+      "console_unauthorized",
+      `The console at ${url.href} refused the token (401): it does not match the console's token file; use the file it printed when it started (--token-file) or fix TACKLE_CONSOLE_TOKEN`,
+      { cause: error },
+    );
+  }
   if (/401|unauthorized/i.test(message)) {
     return new CliError(
       "console_unauthorized",
-      `The console at ${url.href} refused the token (401): check the token file it printed when it started`,
+      `The console at ${url.href} wants a token (401) and got none: pass --token-file or set TACKLE_CONSOLE_TOKEN`,
       { cause: error },
     );
   }

@@ -37,6 +37,11 @@ export interface ToolSource {
   readonly description: string;
   /** Every module, in a stable order, including the ones that failed or did not answer. */
   catalogue(): Promise<readonly ModuleInfo[]>;
+  /**
+   * What is wrong with the source itself as of now (the broker unreachable, the console's own
+   * report of that): empty when all is well. Absent on sources that cannot fail so.
+   */
+  errors?(): readonly SourceError[];
   /** Calls `module.tool`; every failure (unknown module, unreachable, tool error) comes back as data. */
   call(qualifiedName: string, args: unknown, options?: SourceCallOptions): Promise<ToolCallResult>;
   close(): Promise<void>;

@@ -1,4 +1,5 @@
 /** Imports a JavaScript bundle and turns its default export into tools (the bundle contract, ADR 0202). */
+import { registerHooks } from "node:module";
 import { pathToFileURL } from "node:url";
 import type { AnyTool, Logger, ToolSet } from "@tackle/core";
 
@@ -27,7 +28,36 @@ export interface ImportedBundle {
   readonly close?: () => Promise<void>;
 }
 
+/**
+ * Packages the runtime lends to bundles: a bundle anywhere on disk (with no node_modules of its own)
+ * imports `@tackle/core` and `zod` and gets the runtime's copies. A bundle that installed its own
+ * copy keeps it; only an import that would fail is answered from the runtime.
+ */
+export const PROVIDED_PACKAGES = ["@tackle/core", "zod"] as const;
+
+let hooksInstalled = false;
+
+/** Installs, once per process, the resolve hook that lends `PROVIDED_PACKAGES` to bundles. */
+export function provideRuntimePackages(): void {
+  if (hooksInstalled) return;
+  hooksInstalled = true;
+  registerHooks({
+    resolve(specifier, context, nextResolve) {
+      try {
+        return nextResolve(specifier, context);
+      } catch (error) {
+        const provided = PROVIDED_PACKAGES.some(
+          (name) => specifier === name || specifier.startsWith(`${name}/`),
+        );
+        if (!provided) throw error;
+        return { url: import.meta.resolve(specifier), shortCircuit: true };
+      }
+    },
+  });
+}
+
 export async function importBundle(path: string, context: BundleContext): Promise<ImportedBundle> {
+  provideRuntimePackages();
   const loaded = (await import(pathToFileURL(path).href)) as { default?: unknown };
   let exported: unknown = loaded.default;
   if (exported === undefined) {

@@ -13,8 +13,9 @@ import {
   UnknownToolError,
 } from "@tackle/core";
 import { defaultModulePrefix, moduleNamePattern } from "../config/names.ts";
+import { redactBrokerUrl } from "../config/redact-broker-url.ts";
 import { listMemberships, readCatalogue } from "../membership/membership-store.ts";
-import { connectMesh } from "../nats/connect-mesh.ts";
+import { connectMesh, DEFAULT_BROKER_URL } from "../nats/connect-mesh.ts";
 import { failSpan, traceSend } from "../nats/trace-messaging.ts";
 import {
   callIdHeader,
@@ -46,9 +47,19 @@ export interface MeshClient {
   call(name: string, args: unknown, options?: MeshCallOptions): Promise<ToolCallResult>;
   /** Calls a seat's verb where the membership put it. */
   callSeat(seat: string, verb: string, args: unknown, options?: MeshCallOptions): Promise<ToolCallResult>;
+  /** The broker as this client sees it: connected, or the error naming it. */
+  broker(): BrokerStatus;
   /** The connection underneath (for membership functions). */
   readonly connection: NatsConnection;
   close(): Promise<void>;
+}
+
+export interface BrokerStatus {
+  /** The broker URL(s), passwords redacted. */
+  readonly url: string;
+  readonly connected: boolean;
+  /** Why it is not connected, naming the broker. */
+  readonly error?: string;
 }
 
 export interface CreateMeshClientOptions {
@@ -63,6 +74,8 @@ export interface CreateMeshClientOptions {
 }
 
 const listingTimeoutMs = 2000;
+/** How long `catalogue()` waits for the catalogue bucket before answering from what it knows. */
+const catalogueReadMs = 1000;
 /** How long a call waits to learn its module's prefix from the catalogue before using the default. */
 const catalogueTimeoutMs = 5000;
 
@@ -77,6 +90,10 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   const ownsConnection = options.connection === undefined;
   const defaultTimeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const prefixes = new Map<string, string>();
+  /** Every module this client has seen, so an outage lists them `unreachable` instead of dropping them. */
+  const known = new Set<string>();
+  const brokerUrl = redactBrokerUrl(options.servers ?? connection.getServer() ?? DEFAULT_BROKER_URL);
+  let lastDisconnect: string | undefined;
   /** Calls in flight fail at once when the connection drops: none waits out its timeout. */
   const inFlight = new Set<(error: ToolError) => void>();
   /** While reconnecting, a request would sit in the client's buffer until its timeout: it fails at once instead. */
@@ -86,6 +103,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       if (status.type === "reconnect") disconnected = false;
       if (status.type !== "disconnect") continue;
       disconnected = true;
+      lastDisconnect = new Date().toISOString();
       const error = new ToolError(
         "disconnected",
         "The connection to NATS dropped while the call was in flight; it may or may not have run (retry with the same idempotency key)",
@@ -95,6 +113,38 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     }
   })();
   statusWatch.catch(() => undefined);
+
+  function broker(): BrokerStatus {
+    if (connection.isClosed()) {
+      return {
+        url: brokerUrl,
+        connected: false,
+        error: `The broker ${brokerUrl} is unreachable: the connection is closed`,
+      };
+    }
+    if (!disconnected) return { url: brokerUrl, connected: true };
+    return {
+      url: brokerUrl,
+      connected: false,
+      error: `The broker ${brokerUrl} is unreachable (reconnecting since ${lastDisconnect ?? "start"})`,
+    };
+  }
+
+  /** Every module this client knows of, each `unreachable` with the broker's error. */
+  function brokerDown(error: string): ModuleInfo[] {
+    return [...known].sort().map((module) => {
+      const prefix = prefixes.get(module);
+      return {
+        module,
+        status: "unreachable" as const,
+        ...(prefix === undefined ? {} : { prefix }),
+        tools: [],
+        errors: [
+          { source: `broker ${brokerUrl}`, message: `${error}: module "${module}" cannot be reached` },
+        ],
+      };
+    });
+  }
 
   async function prefixOf(module: string, refresh = false): Promise<string> {
     const known = prefixes.get(module);
@@ -184,7 +234,8 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     }
   }
 
-  async function tools(module: string): Promise<ModuleInfo> {
+  async function tools(module: string, retried = false): Promise<ModuleInfo> {
+    known.add(module);
     const prefix = await prefixOf(module);
     try {
       if (disconnected) throw new Error("not connected to NATS (reconnecting)");
@@ -193,6 +244,8 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       });
       return decodeJson(message.data) as ModuleInfo;
     } catch (error) {
+      // A membership change may have moved the module: read where it answers now, and ask there once.
+      if (!retried && !disconnected && (await prefixOf(module, true)) !== prefix) return tools(module, true);
       return {
         module,
         status: "unreachable",
@@ -210,18 +263,37 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
 
   return {
     connection,
+    broker,
     async catalogue() {
+      const before = broker();
+      if (!before.connected) return brokerDown(before.error ?? "unreachable");
       const modules = new Set<string>();
+      let timer: NodeJS.Timeout | undefined;
       try {
-        for (const record of await readCatalogue(connection)) {
+        // A broker that died without the connection noticing yet must not hold the listing.
+        const deadline = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new CatalogueDeadline()), catalogueReadMs);
+        });
+        const records = await Promise.race([readCatalogue(connection, { onInvalid: () => {} }), deadline]);
+        // The catalogue is the record of prefixes: a module that left it answers on its default again.
+        for (const module of [...prefixes.keys()]) {
+          if (!records.some((record) => record.module === module)) prefixes.delete(module);
+        }
+        for (const record of records) {
           modules.add(record.module);
           prefixes.set(record.module, record.prefix);
         }
       } catch {
         // Without JetStream there is no catalogue; discovery below still finds what answers.
+      } finally {
+        clearTimeout(timer);
       }
+      const after = broker();
+      if (!after.connected) return brokerDown(after.error ?? "unreachable");
       for (const module of await discoverModules(connection, options.discoveryMs ?? 250)) modules.add(module);
-      return Promise.all([...modules].sort().map((module) => tools(module)));
+      const listed = await Promise.all([...modules].sort().map((module) => tools(module)));
+      const last = broker();
+      return last.connected ? listed : brokerDown(last.error ?? "unreachable");
     },
     tools,
     async call(name, args, callOptions = {}) {

@@ -140,7 +140,13 @@ export async function listMemberships(
       const entry = await bucket.get(key);
       if (entry === null || entry.operation !== "PUT") continue;
       try {
-        records.push(checkMembership(entry.json(), `${MEMBERSHIP_BUCKET}/${key}`));
+        let value: unknown;
+        try {
+          value = entry.json();
+        } catch (error) {
+          throw new MeshConfigError(`${MEMBERSHIP_BUCKET}/${key}`, "is not JSON", { cause: error });
+        }
+        records.push(checkMembership(value, `${MEMBERSHIP_BUCKET}/${key}`));
       } catch (error) {
         if (options.onInvalid === undefined || !MeshConfigError.isInstance(error)) throw error;
         options.onInvalid(key, error);
@@ -153,14 +159,35 @@ export async function listMemberships(
 }
 
 /** The modules the mesh holds. Reading never creates the bucket. */
-export async function readCatalogue(connection: NatsConnection): Promise<CatalogueRecord[]> {
+export async function readCatalogue(
+  connection: NatsConnection,
+  options: {
+    /** Called for a record that is not a catalogue record; without it, such a record throws naming its key. */
+    readonly onInvalid?: (key: string, error: MeshConfigError) => void;
+  } = {},
+): Promise<CatalogueRecord[]> {
   const records: CatalogueRecord[] = [];
   const bucket = await new Kvm(connection).open(CATALOGUE_BUCKET);
   await whenBucketExists(async () => {
     for await (const key of await bucket.keys()) {
       const entry = await bucket.get(key);
       if (entry === null || entry.operation !== "PUT") continue;
-      records.push(entry.json<CatalogueRecord>());
+      let record: CatalogueRecord | undefined;
+      try {
+        record = entry.json<CatalogueRecord>();
+      } catch {
+        // Not JSON: reported below like a record of the wrong shape.
+      }
+      if (typeof record?.module === "string" && typeof record.prefix === "string") {
+        records.push(record);
+        continue;
+      }
+      const error = new MeshConfigError(
+        `${CATALOGUE_BUCKET}/${key}`,
+        "is not a catalogue record ({ module, prefix, ... } as JSON)",
+      );
+      if (options.onInvalid === undefined) throw error;
+      options.onInvalid(key, error);
     }
   });
   return records.sort((left, right) => left.module.localeCompare(right.module));

@@ -1,0 +1,114 @@
+/** The console with its broker gone: the listing says so, quickly, and keeps every module it knew. */
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { freePort, type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { readConsoleToken } from "../src/console/console-token.ts";
+import { cleanEnv, runTackle, type ServeProcess, startServe, tempHome } from "./tackle-process.ts";
+
+const whoami = fileURLToPath(new URL("./fixtures/whoami-bundle.ts", import.meta.url));
+const home = tempHome();
+let nats: NatsServerHandle;
+let node: ServeProcess;
+let client: Client;
+
+interface Listing {
+  modules: { module: string; status: string; errors: { source: string; message: string }[] }[];
+  errors: { source: string; message: string }[];
+}
+
+before(async () => {
+  nats = await startNatsServer();
+  const mesh = { MESH_BROKER_URL: nats.url, TACKLE_HOME: home.path };
+  const issued = await runTackle(["mesh", "issue", "b", "beta"], { env: cleanEnv(mesh) });
+  assert.equal(issued.code, 0, issued.stderr);
+  node = await startServe(
+    [],
+    cleanEnv({
+      ...mesh,
+      MESH_NODE: "a",
+      MESH_TOOL_MODULES: `alpha=${whoami}`,
+      MESH_CONSOLE_LISTEN: `127.0.0.1:${await freePort()}`,
+    }),
+  );
+  client = new Client({ name: "broker-down", version: "1" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(node.url), {
+      requestInit: { headers: { authorization: `Bearer ${readConsoleToken(node.tokenFile ?? "")}` } },
+    }),
+  );
+});
+
+after(async () => {
+  await client?.close();
+  await node?.stop();
+  await nats?.close();
+  home.remove();
+});
+
+async function listing(): Promise<Listing> {
+  const result = await client.callTool({ name: "tackle.modules", arguments: {} });
+  return result.structuredContent as unknown as Listing;
+}
+
+test("with the broker down the listing names it within 2 s, every known module unreachable, the node's own still listed (it said 'No modules')", async () => {
+  const up = await listing();
+  assert.deepEqual(
+    up.modules.map((info) => [info.module, info.status]),
+    [
+      ["alpha", "ok"],
+      ["beta", "unreachable"],
+    ],
+  );
+  assert.deepEqual(up.errors, []);
+
+  await nats.stop();
+  const started = performance.now();
+  const down = await listing();
+  const elapsed = performance.now() - started;
+  assert.ok(elapsed < 2000, `the listing took ${Math.round(elapsed)} ms`);
+  assert.equal(down.errors.length, 1);
+  assert.match(
+    down.errors[0]?.message ?? "",
+    new RegExp(`The broker nats://127\\.0\\.0\\.1:${nats.port} is unreachable`),
+  );
+  const byName = new Map(down.modules.map((info) => [info.module, info]));
+  assert.deepEqual([...byName.keys()], ["alpha", "beta"]);
+  assert.equal(byName.get("beta")?.status, "unreachable");
+  assert.match(
+    byName.get("beta")?.errors[0]?.message ?? "",
+    /is unreachable.*module "beta" cannot be reached/,
+  );
+  // This node's own module, from its runtime's state, with the outage noted.
+  assert.equal(byName.get("alpha")?.status, "ok");
+  assert.match(byName.get("alpha")?.errors.at(-1)?.message ?? "", /listed from this node's own state/);
+
+  const tools = await runTackle(["tools", "--console", node.url], {
+    env: cleanEnv({ TACKLE_HOME: home.path }),
+  });
+  assert.equal(tools.code, 1);
+  assert.match(tools.stderr, /tackle: broker nats:\/\/127\.0\.0\.1:\d+: The broker .* is unreachable/);
+  assert.match(tools.stdout, /^beta\s+unreachable/m);
+  const relaxed = await runTackle(["tools", "--console", node.url, "--allow-unhealthy"], {
+    env: cleanEnv({ TACKLE_HOME: home.path }),
+  });
+  assert.equal(relaxed.code, 0, relaxed.stderr);
+
+  await nats.restart();
+  await eventuallyOk();
+});
+
+async function eventuallyOk(): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const again = await listing();
+    if (
+      again.errors.length === 0 &&
+      again.modules.find((info) => info.module === "alpha")?.errors.length === 0
+    )
+      return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  assert.fail("the listing did not recover after the broker came back");
+}
