@@ -1,6 +1,7 @@
 /**
  * Per-step cost of a journaled step against a plain call, on SQLite and PostgreSQL, side by side in the
- * same run with LangGraph JS (SQLite checkpointer, durability "sync") on the same N-step graph.
+ * same run with LangGraph JS (SQLite and PostgreSQL checkpointers, durability "sync") on the same N-step
+ * graph; both PostgreSQL variants use the same server and database.
  *
  *   node_modules/.bin/node --conditions=@tackle/source bench/durable/journal-bench.ts [steps] [rounds]
  */
@@ -15,6 +16,7 @@ import {
   MemorySaver,
   StateGraph,
 } from "@langchain/langgraph";
+import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { createGraph, createMemoryStore, createRunner, type DurableStore } from "@tackle/durable";
 import { createPostgresStore } from "@tackle/durable/postgres";
@@ -58,7 +60,7 @@ function tackleStepGraph() {
   });
 }
 
-function langGraph(checkpointer: SqliteSaver | MemorySaver) {
+function langGraph(checkpointer: SqliteSaver | MemorySaver | PostgresSaver) {
   const Schema = Annotation.Root({ n: Annotation<number> });
   // biome-ignore lint/suspicious/noExplicitAny: node names are built in a loop
   const builder: any = new StateGraph(Schema);
@@ -136,6 +138,20 @@ variants.push({
     if (result.n !== steps) throw new Error("langgraph");
   },
 });
+// LangGraph's PostgreSQL checkpointer on the same server and database as Tackle's store.
+const postgresSaver = PostgresSaver.fromConnString(database.url);
+await postgresSaver.setup();
+const postgresGraph = langGraph(postgresSaver);
+variants.push({
+  name: 'LangGraph N nodes, PostgresSaver, durability "sync"',
+  async run(round) {
+    const result = await postgresGraph.invoke(
+      { n: 0 },
+      { configurable: { thread_id: `pg-${round}` }, durability: "sync", recursionLimit: steps + 10 },
+    );
+    if (result.n !== steps) throw new Error("langgraph postgres");
+  },
+});
 const memoryGraph = langGraph(new MemorySaver());
 variants.push({
   name: 'LangGraph N nodes, MemorySaver, durability "sync"',
@@ -165,6 +181,7 @@ const rows = variants.map((variant, index) => {
 langGraphDatabase.close();
 for (const store of sqliteStores) await store.close();
 await postgres.close();
+await postgresSaver.end();
 await database.drop();
 rmSync(directory, { recursive: true, force: true });
 

@@ -2,7 +2,7 @@
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { type Logger, silentLogger, toToolError } from "@tackle/core";
-import { decodeValue, encodeValue } from "../codec/codec.ts";
+import { codecVersion, decodeValue, encodeValue } from "../codec/codec.ts";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Graph } from "../graph/create-graph.ts";
 import type { InterruptRequest } from "../interrupt/interrupt.ts";
@@ -11,6 +11,7 @@ import type {
   DurableStore,
   Frame,
   JournalRecord,
+  RunPatch,
   RunRecord,
   RunStatus,
   ThreadQuery,
@@ -258,17 +259,32 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const { threadId } = run;
     const graph = graphs.get(run.graph);
     let pending = firstFrames.map((frame) => ({ ...frame, seq: out.nextSeq() }));
+    // A node's transition waits for the next commit (the next node's first step, or a flush on the next
+    // turn of the event loop): one commit per node in the common case (ADR 0107).
+    let carry: { frames: Frame[]; journal: JournalRecord[]; run: RunPatch } | undefined;
+    let carryError: unknown;
+    const flushWrite = (batch: CommitBatch): Promise<void> => {
+      if (carryError !== undefined) return Promise.reject(carryError);
+      const merged: CommitBatch = {
+        frames: [...(carry?.frames ?? []), ...pending, ...(batch.frames ?? [])],
+        journal: [...(carry?.journal ?? []), ...(batch.journal ?? [])],
+        run: { ...carry?.run, ...batch.run },
+      };
+      carry = undefined;
+      pending = [];
+      return out.write(merged);
+    };
     const failRun = async (error: unknown, node: string | null) => {
       const payload = {
         ...toToolError(node ?? run.graph, error).toJSON(),
         ...(node === null ? {} : { node }),
       };
       logger.error("durable run failed", { threadId, error: payload });
-      await out.write({
-        frames: [...pending, { type: "run_failed", seq: out.nextSeq(), data: { error: payload } }],
+      carryError = undefined;
+      await flushWrite({
+        frames: [{ type: "run_failed", seq: out.nextSeq(), data: { error: payload } }],
         run: { status: "failed", error: JSON.stringify(payload) },
       });
-      pending = [];
     };
     try {
       if (graph === undefined)
@@ -297,11 +313,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           toolBase: cursor.tools[node] ?? 0,
           journal,
           answers,
-          write: (batch) => {
-            const frames = [...pending, ...(batch.frames ?? [])];
-            pending = [];
-            return out.write({ ...batch, frames });
-          },
+          write: (batch) => flushWrite(batch),
           nextSeq: out.nextSeq,
         });
         pending.push({ type: "node_started", seq: out.nextSeq(), data: { node, visit } });
@@ -328,12 +340,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
             seq: out.nextSeq(),
             data: toFrameData({ node, interrupts: runtime.open }),
           });
-          await out.write({
-            frames: pending,
+          await flushWrite({
             journal: leftover,
             run: { status: "paused", interrupts: encodeValue(runtime.open, "the open interrupts") },
           });
-          pending = [];
           scheduleExpiry(threadId, runtime.open);
           return snapshotOf<State>({ ...run, status: "paused", node }, state, runtime.open);
         }
@@ -349,17 +359,28 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         if (next === null) {
           pending.push({ type: "run_completed", seq: out.nextSeq(), data: { state: toFrameData(state) } });
         }
-        await out.write({
-          frames: pending,
-          journal: leftover,
-          run: {
-            state: encodeValue(state, `the state after node "${node}"`),
-            cursor: encodeValue(cursor, "cursor"),
-            node: next,
-            ...(next === null ? { status: "completed" as const } : {}),
-          },
-        });
-        pending = [];
+        const transition: RunPatch = {
+          state: encodeValue(state, `the state after node "${node}"`),
+          cursor: encodeCursor(cursor),
+          node: next,
+          ...(next === null ? { status: "completed" as const } : {}),
+        };
+        if (next === null) {
+          await flushWrite({ journal: leftover, run: transition });
+        } else {
+          carry = {
+            frames: [...(carry?.frames ?? []), ...pending],
+            journal: [...(carry?.journal ?? []), ...leftover],
+            run: { ...carry?.run, ...transition },
+          };
+          pending = [];
+          setImmediate(() => {
+            if (carry === undefined) return;
+            flushWrite({}).catch((error: unknown) => {
+              carryError ??= error;
+            });
+          });
+        }
         node = next;
       }
       return snapshotOf<State>({ ...run, status: "completed", node: null }, state, []);
@@ -447,7 +468,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       status: "running",
       state: encodeValue(input, "the input"),
       node: graph.entry(),
-      cursor: encodeValue({ visits: {}, tools: {} } satisfies Cursor, "cursor"),
+      cursor: encodeCursor({ visits: {}, tools: {} }),
       interrupts: encodeValue([], "interrupts"),
       error: null,
       owner: randomUUID(),
@@ -827,4 +848,12 @@ function clientRunData(clientRun: ClientRun | undefined): Record<string, unknown
     clientRunId: clientRun.runId,
     ...(clientRun.messages === undefined ? {} : { clientMessages: toFrameData(clientRun.messages) }),
   };
+}
+
+/**
+ * The cursor is counters keyed by node name (`[A-Za-z0-9_.-]`), so its codec text is plain JSON: written
+ * directly, as the codec would, without the codec's per-value walk (it is written at every transition).
+ */
+function encodeCursor(cursor: Cursor): string {
+  return JSON.stringify({ v: codecVersion, value: cursor });
 }

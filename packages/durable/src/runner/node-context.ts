@@ -265,7 +265,7 @@ export class NodeRuntime {
     this.flushScheduled = true;
     setImmediate(() => {
       this.flushScheduled = false;
-      if (this.closed || this.pendingFrames.length === 0) return;
+      if (this.closed || (this.pendingFrames.length === 0 && this.pendingJournal.length === 0)) return;
       this.track(this.write({}).catch(() => {}));
     });
   }
@@ -415,9 +415,13 @@ export class NodeRuntime {
     // The first pass returns what a replay would: the value as it comes back from the journal.
     const replayed = decodeValue(text, label) as T;
     hooks.onResult?.(replayed);
+    // The outcome rides with the next commit: the next step's `started`, the node's transition, or a
+    // flush on the next turn of the event loop, whichever comes first (ADR 0107). A crash before it lands
+    // re-runs `fn` as the next attempt, as a crash inside `fn` would.
     const done: JournalRecord = { key, name, state: "done", attempt, value: text };
-    await this.write({ journal: [done] });
+    this.pendingJournal.push(done);
     this.options.journal.set(key, done);
+    this.scheduleFlush();
     return replayed;
   }
 }
