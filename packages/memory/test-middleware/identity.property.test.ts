@@ -294,6 +294,8 @@ function routeBody(operationId: string, actor: Identity): Record<string, unknown
       return { ...scope, query: "garden", limit: 50 };
     case "add":
       return { ...scope, content: `A routed note about ${actor.marker} sheds` };
+    case "addBatch":
+      return { ...scope, memories: [{ content: `A batched note about ${actor.marker} sheds` }] };
     case "writeEvent":
       return { ...scope, role: "user", content: `Routed ${actor.marker} turn` };
     case "recallConversation":

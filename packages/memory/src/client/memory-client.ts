@@ -38,6 +38,8 @@ import type {
   SearchKnowledgeResponse,
 } from "../schemas/knowledge.ts";
 import type {
+  AddMemoriesRequest,
+  AddMemoriesResponse,
   AddMemoryRequest,
   AddMemoryResponse,
   FeedbackRequest,
@@ -121,6 +123,10 @@ export class MemoryClient {
   }
   add(request: AddMemoryRequest, options?: CallOptions): Promise<AddMemoryResponse> {
     return this.#call("add", { body: request }, options);
+  }
+  /** Many memories of one scope in one transaction; each answer like `add`'s, in order. */
+  addBatch(request: AddMemoriesRequest, options?: CallOptions): Promise<AddMemoriesResponse> {
+    return this.#call("addBatch", { body: request }, options);
   }
   /** Without a `customId`, one is generated so that the client's own retries store one event. */
   writeEvent(request: WriteEventRequest, options?: CallOptions): Promise<WriteEventResponse> {

@@ -68,6 +68,19 @@ export const addMemoryResponseSchema = z.object({
 });
 export type AddMemoryResponse = z.infer<typeof addMemoryResponseSchema>;
 
+/** Many memories of one scope, stored in one transaction (imports, bulk loads). */
+export const addMemoriesRequestSchema = z.object({
+  ...memoryScopeShape,
+  memories: z
+    .array(addMemoryRequestSchema.omit({ userId: true, agentId: true, sessionId: true }))
+    .min(1)
+    .max(1000),
+});
+export type AddMemoriesRequest = z.input<typeof addMemoriesRequestSchema>;
+
+export const addMemoriesResponseSchema = z.object({ results: z.array(addMemoryResponseSchema) });
+export type AddMemoriesResponse = z.infer<typeof addMemoriesResponseSchema>;
+
 export const searchRequestSchema = z.object({
   ...memoryScopeShape,
   query: z.string().trim().min(1).max(2000),

@@ -31,6 +31,8 @@ import {
   searchKnowledgeResponseSchema,
 } from "../schemas/knowledge.ts";
 import {
+  addMemoriesRequestSchema,
+  addMemoriesResponseSchema,
   addMemoryRequestSchema,
   addMemoryResponseSchema,
   deleteMemoryQuerySchema,
@@ -100,6 +102,16 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     status: 200,
     response: addMemoryResponseSchema,
     handle: (service, tenant, input) => service.add(tenant, input.body),
+  },
+  {
+    operationId: "addBatch",
+    method: "post",
+    path: "/v1/memories/batch",
+    summary: "Add many memories of one scope in one transaction (each deduplicated like add)",
+    body: addMemoriesRequestSchema,
+    status: 200,
+    response: addMemoriesResponseSchema,
+    handle: (service, tenant, input) => service.addBatch(tenant, input.body),
   },
   {
     operationId: "getMemory",

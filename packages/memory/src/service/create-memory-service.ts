@@ -16,6 +16,7 @@ import { selfEditRequestSchema } from "../schemas/core-memory.ts";
 import { recallConversationRequestSchema, writeEventRequestSchema } from "../schemas/event.ts";
 import { ingestDocumentRequestSchema, searchKnowledgeRequestSchema } from "../schemas/knowledge.ts";
 import {
+  addMemoriesRequestSchema,
   addMemoryRequestSchema,
   feedbackRequestSchema,
   type Memory,
@@ -382,6 +383,81 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
         dedupe: input.dedupe,
       });
       return { ...result, memory: publicMemory(result.memory) };
+    },
+
+    async addBatch(tenantId, request) {
+      const input = parseRequest(addMemoriesRequestSchema, request);
+      const scope = pickScope(input);
+      const vectors = embedder ? await embedder.embed(input.memories.map((item) => item.content)) : undefined;
+      const at = nowIso();
+      const planned: (
+        | { kind: "insert"; memory: StoredMemory }
+        | { kind: "duplicate"; of: StoredMemory; similarity: number }
+      )[] = [];
+      const accepted: StoredMemory[] = [];
+      for (const [index, item] of input.memories.entries()) {
+        const embedding = vectors?.[index];
+        if (item.dedupe) {
+          const stored = await findDuplicate(tenantId, scope, item.content, embedding);
+          const inBatch = accepted.find(
+            (other) => textSimilarity(other.content, item.content) >= duplicateSimilarity,
+          );
+          const duplicate = stored ?? (inBatch ? { memory: inBatch, similarity: 1 } : undefined);
+          if (duplicate) {
+            planned.push({ kind: "duplicate", of: duplicate.memory, similarity: duplicate.similarity });
+            continue;
+          }
+        }
+        const id = randomUUID();
+        const memory: StoredMemory = {
+          id,
+          tenantId,
+          kind: item.kind,
+          content: item.content,
+          ...scope,
+          metadata: item.metadata ?? {},
+          provenance: {
+            source: item.eventIds?.length ? "event" : "api",
+            eventIds: item.eventIds ?? [],
+            derivedFrom: [],
+          },
+          version: 1,
+          status: "active",
+          importance: item.importance ?? 0.5,
+          feedback: { helpful: 0, unhelpful: 0 },
+          outcomes: { successes: 0, failures: 0 },
+          accessCount: 0,
+          createdAt: at,
+          updatedAt: at,
+          dedupeKey: item.dedupe ? contentHash(item.content) : id,
+          ...(embedding ? { embedding } : {}),
+        };
+        accepted.push(memory);
+        planned.push({ kind: "insert", memory });
+      }
+      const inserted = await store.insertMemories(accepted);
+      let next = 0;
+      return {
+        results: planned.map((plan) => {
+          if (plan.kind === "duplicate") {
+            return {
+              memory: publicMemory(plan.of),
+              created: false,
+              duplicateOf: plan.of.id,
+              similarity: Number(plan.similarity.toFixed(4)),
+            };
+          }
+          const result = inserted[next++]!;
+          return result.created
+            ? { memory: publicMemory(result.memory), created: true }
+            : {
+                memory: publicMemory(result.memory),
+                created: false,
+                duplicateOf: result.memory.id,
+                similarity: 1,
+              };
+        }),
+      };
     },
 
     async writeEvent(tenantId, request) {

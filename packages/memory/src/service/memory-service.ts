@@ -30,6 +30,8 @@ import type {
   SearchKnowledgeResponse,
 } from "../schemas/knowledge.ts";
 import type {
+  AddMemoriesRequest,
+  AddMemoriesResponse,
   AddMemoryRequest,
   AddMemoryResponse,
   FeedbackRequest,
@@ -55,6 +57,8 @@ import type { MemoryScope } from "../scope/memory-scope.ts";
 export interface MemoryService {
   search(tenantId: string, request: SearchRequest): Promise<SearchResponse>;
   add(tenantId: string, request: AddMemoryRequest): Promise<AddMemoryResponse>;
+  /** Many memories of one scope, checked like `add`, stored in one transaction. */
+  addBatch(tenantId: string, request: AddMemoriesRequest): Promise<AddMemoriesResponse>;
   writeEvent(tenantId: string, request: WriteEventRequest): Promise<WriteEventResponse>;
   recallConversation(
     tenantId: string,

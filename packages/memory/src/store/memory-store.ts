@@ -93,6 +93,8 @@ export interface MemoryStore {
 
   /** Inserts, or answers the active memory in the same exact scope with the same dedupe key. */
   insertMemory(memory: StoredMemory): Promise<{ memory: StoredMemory; created: boolean }>;
+  /** `insertMemory` for many, in one transaction: all stored (or answered as duplicates), or none. */
+  insertMemories(memories: readonly StoredMemory[]): Promise<{ memory: StoredMemory; created: boolean }[]>;
   getMemories(tenantId: string, ids: readonly string[]): Promise<StoredMemory[]>;
   /**
    * For each id, the active memories of the same exact scope written just before and after it (up to

@@ -142,6 +142,26 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     }
   }
 
+  /** Inserts, or answers the active duplicate (same scope and dedupe key); inside a transaction. */
+  async function insertOne(
+    client: pg.PoolClient,
+    memory: StoredMemory,
+  ): Promise<{ memory: StoredMemory; created: boolean }> {
+    const result = await client.query(insertMemorySql, memoryValues(memory, scopeKey(memory)));
+    if (result.rowCount === 1) {
+      await historyInsert(client, memory, "create");
+      return { memory, created: true };
+    }
+    const existing = (
+      await client.query(
+        "SELECT * FROM memories WHERE tenant_id = $1 AND scope_key = $2 AND dedupe_key = $3 AND status = 'active'",
+        [memory.tenantId, scopeKey(memory), memory.dedupeKey],
+      )
+    ).rows[0];
+    if (!existing) throw new Error(`memory ${memory.id} was neither inserted nor found as a duplicate`);
+    return { memory: memoryFromRow(existing), created: false };
+  }
+
   const store: MemoryStore = {
     kind: "postgres",
 
@@ -150,20 +170,14 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     },
 
     async insertMemory(memory) {
+      return transaction((client) => insertOne(client, memory));
+    },
+
+    async insertMemories(memories) {
       return transaction(async (client) => {
-        const result = await client.query(insertMemorySql, memoryValues(memory, scopeKey(memory)));
-        if (result.rowCount === 1) {
-          await historyInsert(client, memory, "create");
-          return { memory, created: true };
-        }
-        const existing = (
-          await client.query(
-            "SELECT * FROM memories WHERE tenant_id = $1 AND scope_key = $2 AND dedupe_key = $3 AND status = 'active'",
-            [memory.tenantId, scopeKey(memory), memory.dedupeKey],
-          )
-        ).rows[0];
-        if (!existing) throw new Error(`memory ${memory.id} was neither inserted nor found as a duplicate`);
-        return { memory: memoryFromRow(existing), created: false };
+        const results = [];
+        for (const memory of memories) results.push(await insertOne(client, memory));
+        return results;
       });
     },
 

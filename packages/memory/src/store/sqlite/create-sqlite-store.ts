@@ -104,6 +104,24 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     }
   }
 
+  /** Inserts, or answers the active duplicate (same scope and dedupe key); inside a transaction. */
+  function insertOne(memory: StoredMemory): { memory: StoredMemory; created: boolean } {
+    const result = run(insertMemorySql, [
+      ...memoryValues(memory, scopeKey(memory)),
+      scopeTokens(memory.tenantId, memory).join(" "),
+    ]);
+    if (result.changes === 1) {
+      historyInsert(memory, "create", undefined);
+      return { memory, created: true };
+    }
+    const existing = get(
+      "SELECT * FROM memories WHERE tenant_id = ? AND scope_key = ? AND dedupe_key = ? AND status = 'active'",
+      [memory.tenantId, scopeKey(memory), memory.dedupeKey],
+    );
+    if (!existing) throw new Error(`memory ${memory.id} was neither inserted nor found as a duplicate`);
+    return { memory: memoryFromRow(existing), created: false };
+  }
+
   const store: MemoryStore = {
     kind: "sqlite",
 
@@ -112,22 +130,11 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     },
 
     async insertMemory(memory) {
-      return transaction(() => {
-        const result = run(insertMemorySql, [
-          ...memoryValues(memory, scopeKey(memory)),
-          scopeTokens(memory.tenantId, memory).join(" "),
-        ]);
-        if (result.changes === 1) {
-          historyInsert(memory, "create", undefined);
-          return { memory, created: true };
-        }
-        const existing = get(
-          "SELECT * FROM memories WHERE tenant_id = ? AND scope_key = ? AND dedupe_key = ? AND status = 'active'",
-          [memory.tenantId, scopeKey(memory), memory.dedupeKey],
-        );
-        if (!existing) throw new Error(`memory ${memory.id} was neither inserted nor found as a duplicate`);
-        return { memory: memoryFromRow(existing), created: false };
-      });
+      return transaction(() => insertOne(memory));
+    },
+
+    async insertMemories(memories) {
+      return transaction(() => memories.map(insertOne));
     },
 
     async getMemories(tenantId, ids) {
