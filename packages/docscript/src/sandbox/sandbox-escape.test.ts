@@ -385,9 +385,11 @@ describe("sandbox escape suite", () => {
   test("timeout_ms counts from the script's start, not the worker's boot", async () => {
     const cold = createSandboxPool({ dispatcherModule, size: 0 });
     try {
-      // A cold worker boots (loading the dispatcher) for longer than 30 ms; the script still gets its 30 ms.
+      // A cold worker boots (loading the dispatcher and the engine) for longer than 30 ms; the script still
+      // gets its 30 ms. The engine interprets (its code is still baseline-compiled in a fresh worker): the
+      // spin stays well inside 30 ms even on a loaded machine.
       const result = await cold.run({
-        script: "let spin = 0; while (spin < 1e5) spin++; console.log('done')",
+        script: "let spin = 0; while (spin < 1e4) spin++; console.log('done')",
         input: {},
         timeoutMs: 30,
       });
