@@ -155,36 +155,52 @@ export class DocumentHost {
     const pushOptions: PushOptions = typeof options === "string" ? { actor: options } : options;
     const actor = pushOptions.actor;
     return this.serialized(documentId, async () => {
-      for (let attempt = 0; ; attempt++) {
-        const open = await this.current(documentId);
-        const outcome = this.check(open, bytes, pushOptions);
-        if (outcome.undo === undefined) return outcome.result;
-        const status = outcome.result.status === "conflicted" ? "conflicted" : "committed";
-        const seq = open.seq + 1;
-        try {
-          await this.store.append({
-            documentId,
-            seq,
-            bytes,
-            status,
-            ...(actor === undefined ? {} : { actor }),
-          });
-        } catch (error) {
-          outcome.undo();
-          // Another server appended first: catch up and check again against the merged document.
-          if (StoreConflictError.isInstance(error) && attempt < 5) continue;
-          throw error;
-        }
-        // The live document takes the same update the fork took: the two are replicas again.
-        open.doc.import(bytes);
-        open.shadow = outcome.fork;
-        open.seq = seq;
-        const version = encodeVersion(open.doc.oplogVersion());
-        for (const planId of outcome.planIds ?? []) plansOf(open).set(planId, version);
-        if (open.seq - open.snapshotSeq >= this.compactEvery) this.compactLater(documentId);
-        return outcome.result;
+      // Across servers sharing the store: one push per document at a time, so every push is checked
+      // against every update stored before it and the log keeps one order.
+      const release = await this.store.lockDocument?.(documentId);
+      try {
+        return await this.pushLocked(documentId, bytes, pushOptions, actor);
+      } finally {
+        await release?.();
       }
     });
+  }
+
+  private async pushLocked(
+    documentId: string,
+    bytes: Uint8Array,
+    pushOptions: PushOptions,
+    actor: string | undefined,
+  ): Promise<PushResult> {
+    for (let attempt = 0; ; attempt++) {
+      const open = await this.current(documentId);
+      const outcome = this.check(open, bytes, pushOptions);
+      if (outcome.undo === undefined) return outcome.result;
+      const status = outcome.result.status === "conflicted" ? "conflicted" : "committed";
+      const seq = open.seq + 1;
+      try {
+        await this.store.append({
+          documentId,
+          seq,
+          bytes,
+          status,
+          ...(actor === undefined ? {} : { actor }),
+        });
+      } catch (error) {
+        outcome.undo();
+        // Another server appended first: catch up and check again against the merged document.
+        if (StoreConflictError.isInstance(error) && attempt < 5) continue;
+        throw error;
+      }
+      // The live document takes the same update the fork took: the two are replicas again.
+      open.doc.import(bytes);
+      open.shadow = outcome.fork;
+      open.seq = seq;
+      const version = encodeVersion(open.doc.oplogVersion());
+      for (const planId of outcome.planIds ?? []) plansOf(open).set(planId, version);
+      if (open.seq - open.snapshotSeq >= this.compactEvery) this.compactLater(documentId);
+      return outcome.result;
+    }
   }
 
   /** Waits for queued work (a compaction that runs after its push answered) and drops open documents. */

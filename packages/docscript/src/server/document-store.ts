@@ -33,6 +33,11 @@ export interface DocumentStore {
   append(input: AppendInput): Promise<void>;
   /** Replaces the snapshot with one holding every update through `throughSeq`, and drops those updates. */
   compact(documentId: string, snapshot: Uint8Array, throughSeq: number): Promise<void>;
+  /**
+   * Stores several servers share (PostgreSQL): holds the document's lock across processes until the
+   * returned release is called, so one server at a time catches up, checks and appends a push.
+   */
+  lockDocument?(documentId: string): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

@@ -10,6 +10,13 @@ export interface PostgresDocumentStoreOptions {
   readonly pool?: pg.Pool;
   /** Pool size when the store opens the pool (default 4). */
   readonly maxConnections?: number;
+  /**
+   * Documents one server can push to at the same moment: each push holds a connection of a separate
+   * pool for its document's advisory lock (default 8; more wait for a lock connection).
+   */
+  readonly maxDocumentLocks?: number;
+  /** How long a push waits for another server's push to the same document (default 30 000 ms). */
+  readonly lockTimeoutMs?: number;
   /** Told when an idle pooled connection fails (the server restarted or ended it); default: a warning. */
   readonly onError?: (error: Error) => void;
 }
@@ -33,6 +40,19 @@ export async function createPostgresDocumentStore(
     await handle.close();
     throw error;
   }
+  // Document locks on their own connections, so a push waiting for another server never starves the
+  // queries of the pool above; the session lock dies with its connection if this process does.
+  const locks =
+    options.connectionString === undefined
+      ? { pool, close: async () => {} }
+      : openPostgres({
+          connectionString: options.connectionString,
+          max: options.maxDocumentLocks ?? 8,
+          connectionTimeoutMs: options.lockTimeoutMs ?? 30_000,
+          label: "docscript locks",
+          ...(options.onError === undefined ? {} : { onError: options.onError }),
+        });
+  const lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
   const toUpdates = (rows: { seq: string; bytes: Buffer }[]): LoggedUpdate[] =>
     rows.map((row) => ({ seq: Number(row.seq), bytes: new Uint8Array(row.bytes) }));
 
@@ -125,8 +145,31 @@ export async function createPostgresDocumentStore(
         connection.release();
       }
     },
+    async lockDocument(documentId) {
+      const client = await locks.pool.connect();
+      try {
+        await client.query("SELECT set_config('lock_timeout', $1, false)", [`${lockTimeoutMs}ms`]);
+        await client.query("SELECT pg_advisory_lock(hashtext('docscript:' || $1))", [documentId]);
+      } catch (error) {
+        client.release(error as Error);
+        throw error;
+      }
+      let released = false;
+      return async () => {
+        if (released) return;
+        released = true;
+        try {
+          await client.query("SELECT pg_advisory_unlock(hashtext('docscript:' || $1))", [documentId]);
+          client.release();
+        } catch (error) {
+          // A connection that cannot unlock is closed, which releases the lock.
+          client.release(error as Error);
+        }
+      };
+    },
     async close() {
       await handle.close();
+      await locks.close();
     },
   };
 }
