@@ -297,3 +297,29 @@ describe("one run, one capability", () => {
     assert.equal(next.ok, true);
   });
 });
+
+describe("the host acts only on messages that carry the run's capability", () => {
+  test("forged host calls and results of another run or capability are refused; the run's own are answered", async () => {
+    const forging = createSandboxPool({
+      dispatcherModule: new URL("./fixtures/forging-dispatcher.ts", import.meta.url),
+      size: 1,
+    });
+    try {
+      const asked: string[] = [];
+      for (let runId = 1; runId <= 2; runId++) {
+        const result = await forging.run({
+          script: "",
+          input: { runId },
+          onHostCall: async (method) => {
+            asked.push(method);
+            return "from the host";
+          },
+        });
+        assert.deepEqual(result.ok && result.value, { answered: "from the host" }, JSON.stringify(result));
+      }
+      assert.deepEqual(asked, ["genuine", "genuine"], "a forged host call reached the host's hooks");
+    } finally {
+      await forging.close();
+    }
+  });
+});
