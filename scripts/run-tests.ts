@@ -1,8 +1,10 @@
 /**
  * The project's test command: every suite under Node's test runner, then the closing count line
  * `N passed, N failed` that CI reads. Extra arguments narrow the run to those files or globs.
+ * A whole run that leaves the working tree changed — a tracked file modified, a new file written, even
+ * an ignored one — fails and names what it left: tests write into temporary directories only.
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 
 const defaultGlobs = [
   "packages/*/src/**/*.test.ts",
@@ -15,6 +17,16 @@ const requested = process.argv.slice(2);
 const globs = requested.length > 0 ? requested : defaultGlobs;
 // Two files at a time on a 2-core machine: the sandbox and restart suites assert wall-clock bounds.
 const concurrency = process.env.TACKLE_TEST_CONCURRENCY ?? "2";
+
+/** `git status` lines (ignored files included, by directory), or undefined outside a git checkout. */
+function treeState(): Set<string> | undefined {
+  const status = spawnSync("git", ["status", "--porcelain", "--ignored"], { encoding: "utf8" });
+  if (status.status !== 0 || status.error !== undefined) return undefined;
+  return new Set(status.stdout.split("\n").filter((line) => line !== ""));
+}
+// Checked on the whole run (`npm test`, CI), not on the narrowed runs of development, where a file
+// saved while the tests ran would count.
+const treeBefore = requested.length === 0 || process.env.CI === "true" ? treeState() : undefined;
 
 const child = spawn(
   process.execPath,
@@ -36,16 +48,33 @@ const child = spawn(
 
 let passed = 0;
 let failed = 0;
-let tail = "";
+let pending = "";
+// The spec reporter prints `ℹ pass N` and `ℹ fail N` in its summary, followed by the details of every
+// failing test (which can run long), so the counts are read line by line as they pass, not from the end.
+const readCounts = (line: string) => {
+  const count = /^ℹ (pass|fail) (\d+)$/.exec(line.trim());
+  if (count?.[1] === "pass") passed = Number(count[2]);
+  if (count?.[1] === "fail") failed = Number(count[2]);
+};
 child.stdout.on("data", (chunk: Buffer) => {
   process.stdout.write(chunk);
-  tail = (tail + chunk.toString()).slice(-4000);
+  const lines = (pending + chunk.toString()).split("\n");
+  pending = lines.pop() ?? "";
+  for (const line of lines) readCounts(line);
 });
 child.on("exit", (code, signal) => {
-  // The spec reporter ends with `ℹ pass N` and `ℹ fail N`.
-  passed = Number(/ℹ pass (\d+)/.exec(tail)?.[1] ?? 0);
-  failed = Number(/ℹ fail (\d+)/.exec(tail)?.[1] ?? 0);
-  if (code !== 0 && failed === 0) failed = 1;
+  readCounts(pending);
+  const treeAfter = treeBefore === undefined ? undefined : treeState();
+  const left = [...(treeAfter ?? [])].filter((line) => !treeBefore?.has(line));
+  if (left.length > 0) {
+    process.stdout.write(
+      `\n✖ the run changed the working tree (tests must write to temporary directories):\n`,
+    );
+    for (const line of left) process.stdout.write(`  ${line}\n`);
+    failed += 1;
+  }
+  const exitCode = left.length > 0 ? 1 : (code ?? (signal ? 1 : 0));
+  if (exitCode !== 0 && failed === 0) failed = 1;
   process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
-  process.exit(code ?? (signal ? 1 : 0));
+  process.exit(exitCode);
 });

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { type Logger, loopbackViolation } from "@tackle/core";
-import { createRunner, type Runner } from "@tackle/durable";
+import { createMemoryStore, createRunner, type Runner } from "@tackle/durable";
 import { createDurableApp } from "@tackle/durable/http";
 import { type Context, Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
@@ -38,7 +38,9 @@ const maxCallTimeoutMs = 300_000;
 export function createWebApp(options: WebAppOptions): WebApp {
   const { source, token, sessions, logger } = options;
   const runner: Runner = createRunner({
-    ...(options.runsStore === undefined ? {} : { store: options.runsStore }),
+    // No file given (a console started from code, a test): the demo runs stay in memory rather than in
+    // the durable default `.tackle/durable.sqlite` under whatever the working directory is.
+    store: options.runsStore ?? createMemoryStore(),
     graphs: [createDemoGraph()],
     logger,
   });
