@@ -9,7 +9,8 @@
 import type { SandboxDispatcher, SandboxFailure, SandboxSurface } from "./sandbox-protocol.ts";
 
 /** The largest arguments text a binding call may carry (characters). */
-export const maxArgumentsChars = 4 * 1024 * 1024;
+// Above the largest payload the timeline schema allows (a transcript of 5,000 segments of 1,000 characters).
+export const maxArgumentsChars = 16 * 1024 * 1024;
 
 export interface RunGate {
   readonly capability: string;

@@ -216,7 +216,7 @@ describe("one run, one capability", () => {
       "invalid_arguments",
     );
     assert.equal(
-      answer(gate.call("cap-a", "entities", "list", JSON.stringify(["x".repeat(5 * 1024 * 1024)]))).error
+      answer(gate.call("cap-a", "entities", "list", JSON.stringify(["x".repeat(17 * 1024 * 1024)]))).error
         ?.code,
       "arguments_too_large",
     );
@@ -267,7 +267,7 @@ describe("one run, one capability", () => {
           try { await entities.materialize(...make()); outcomes.push("ok"); }
           catch (error) { outcomes.push((error && (error.code || error.name)) || "thrown"); }
         }
-        try { entities.create({ text: new Array(500000).fill("0123456789") }); outcomes.push("ok"); }
+        try { entities.create({ text: new Array(1500000).fill("0123456789") }); outcomes.push("ok"); }
         catch (error) { outcomes.push(error.code); }
         console.log(outcomes.length + " " + [...new Set(outcomes)].sort().join(","));
         console.log(String(({}).polluted));
