@@ -433,6 +433,17 @@ export class DocumentHost {
     this.open.delete(documentId);
     this.open.set(documentId, open);
     const newer = await this.store.updatesAfter(documentId, open.seq);
+    // Another server compacted past what this one holds: the updates in between are gone from the
+    // log (a gap, or nothing after a snapshot newer than ours), so load the document afresh.
+    const first = newer[0];
+    const compactedPast =
+      first === undefined
+        ? ((await this.store.snapshotSeq?.(documentId)) ?? 0) > open.seq
+        : first.seq !== open.seq + 1;
+    if (compactedPast) {
+      this.open.delete(documentId);
+      return this.current(documentId);
+    }
     if (newer.length > 0) {
       const before = open.doc.frontiers();
       open.doc.importBatch(newer.map((update) => update.bytes));

@@ -30,6 +30,8 @@ export interface DocumentStore {
   tokenHash(documentId: string): Promise<string | undefined>;
   load(documentId: string): Promise<StoredDocument | undefined>;
   updatesAfter(documentId: string, seq: number): Promise<LoggedUpdate[]>;
+  /** The seq the stored snapshot holds through (undefined: no such document). */
+  snapshotSeq?(documentId: string): Promise<number | undefined>;
   append(input: AppendInput): Promise<void>;
   /** Replaces the snapshot with one holding every update through `throughSeq`, and drops those updates. */
   compact(documentId: string, snapshot: Uint8Array, throughSeq: number): Promise<void>;

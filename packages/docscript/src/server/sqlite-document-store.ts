@@ -61,6 +61,10 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
         updates: toUpdates(selectUpdates.all(documentId, snapshotSeq)),
       };
     },
+    async snapshotSeq(documentId) {
+      const row = selectDocument.get(documentId) as { snapshot_seq: number } | undefined;
+      return row === undefined ? undefined : Number(row.snapshot_seq);
+    },
     async updatesAfter(documentId, seq) {
       return toUpdates(selectUpdates.all(documentId, seq));
     },

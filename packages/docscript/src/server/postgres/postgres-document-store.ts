@@ -106,6 +106,14 @@ export async function createPostgresDocumentStore(
         connection.release();
       }
     },
+    async snapshotSeq(documentId) {
+      const result = await pool.query<{ snapshot_seq: string }>(
+        "SELECT snapshot_seq FROM docscript_documents WHERE document_id = $1",
+        [documentId],
+      );
+      const row = result.rows[0];
+      return row === undefined ? undefined : Number(row.snapshot_seq);
+    },
     async updatesAfter(documentId, seq) {
       const result = await pool.query<{ seq: string; bytes: Buffer }>(
         "SELECT seq, bytes FROM docscript_updates WHERE document_id = $1 AND seq > $2 ORDER BY seq",
