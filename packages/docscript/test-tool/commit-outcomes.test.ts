@@ -4,7 +4,7 @@ import { after, before, describe, test } from "node:test";
 import { LoroDoc } from "loro-crdt";
 import { openDocument } from "../src/document/document-session.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
-import { type Harness, startHarness } from "./harness.ts";
+import { type Harness, musicVolume, startHarness, turnMusicDown } from "./harness.ts";
 
 let harness: Harness;
 
@@ -179,6 +179,43 @@ entities.update(marker.endpoint1EntityId, [{ op: 'set', path: ['durationMs'], va
     const snapshot = await tool.handle({ op: "snapshot", doc_id: "conflicted" });
     assert.ok(snapshot.ok && snapshot.op === "snapshot");
     assert.ok((snapshot.issues?.length ?? 0) > 0, "the fresh snapshot shows what no longer projects");
+  });
+
+  test("lost update: a value another client's concurrent write won over is conflicted field_changed", async () => {
+    await harness.createDocument("lost-field");
+    const tool = harness.tool();
+    const run = await tool.handle({ op: "run-edit-script", doc_id: "lost-field", script: turnMusicDown });
+    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run));
+    // Another client sets the same volume twice (its last write is later than the plan's, so it wins).
+    const doc = new LoroDoc();
+    await harness.client.pullInto("lost-field", doc);
+    const before = doc.oplogVersion();
+    const session = openDocument(doc, timelineSchema, { role: "host" });
+    const bgm = session.entities.list({ entityKind: "track" }).find((track) => track.payload.role === "bgm")!;
+    const held = session.relations
+      .of(bgm.entityId, "contain")
+      .find((r) => r.endpoint0EntityId === bgm.entityId)!;
+    for (const volume of [-20, -30]) {
+      session.entities.update(held.endpoint1EntityId, [{ op: "set", path: ["volume"], value: volume }]);
+      doc.commit();
+    }
+    const theirs = await harness.client.push("lost-field", doc.export({ mode: "update", from: before }));
+    assert.equal(theirs.status, "committed");
+    const commit = await tool.handle({ op: "commit-plan", doc_id: "lost-field", plan_id: run.plan_id });
+    assert.ok(
+      commit.ok && commit.op === "commit-plan" && commit.status === "conflicted",
+      JSON.stringify(commit),
+    );
+    assert.equal(commit.applied, false);
+    assert.deepEqual(
+      (commit.reasons as { reason: string; entityId?: string; field?: string }[]).map((reason) => [
+        reason.reason,
+        reason.entityId,
+        reason.field,
+      ]),
+      [["field_changed", held.endpoint1EntityId, "volume"]],
+    );
+    assert.equal(musicVolume(await harness.read("lost-field")), -30);
   });
 
   for (const [what, write] of [
