@@ -36,6 +36,8 @@ const argument = (name: string) => process.argv.find((item) => item.startsWith(`
 /** `--set=dialogues` runs one set; `--quick` only the SQLite BM25 row (for trying a ranking change). */
 const onlySet = argument("set");
 const quick = process.argv.includes("--quick");
+/** `--fused`: only the fused row (for trying a fusion change). */
+const fusedOnly = process.argv.includes("--fused");
 
 const sets = [
   { name: "conversations.json (user and assistant)", file: "./eval/conversations.json", speakers: false },
@@ -166,12 +168,14 @@ for (const set of sets) {
   const rows = [
     await evaluateService(
       set,
-      "Tackle service, BM25 on SQLite (default: no network, no model)",
-      false,
+      fusedOnly
+        ? "Tackle service, fused BM25 + vectors on SQLite (deterministic hashing TEST embedder)"
+        : "Tackle service, BM25 on SQLite (default: no network, no model)",
+      fusedOnly,
       createSqliteStore({ path: ":memory:" }),
     ),
   ];
-  if (!quick) {
+  if (!quick && !fusedOnly) {
     rows.push(
       await evaluateService(
         set,

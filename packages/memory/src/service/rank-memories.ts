@@ -1,5 +1,6 @@
 /**
- * Ranking: BM25 alone, or BM25 and vector similarity fused by reciprocal rank; both nudged by
+ * Ranking: BM25 alone, or BM25 and vector similarity fused as a weighted sum of each relative to its
+ * best (the vector at a quarter of the text's weight); both nudged by
  * recency and feedback so a fresh, helpful memory wins a tie but never beats a clearly better match.
  */
 import type { StoredMemory } from "../store/memory-store.ts";
@@ -10,7 +11,8 @@ export interface RankedMemory {
   readonly components: { bm25?: number; vector?: number; recency: number; feedback: number };
 }
 
-const reciprocalRankOffset = 60;
+/** The vector's weight beside the text match's (1) in fused ranking; set on the dev halves. */
+const vectorWeight = 0.25;
 /**
  * Recency breaks ties between equally good text matches; 0.02 rather than 0.05 (measured on the dev
  * half of bench/memory's set) so it reorders ties without lifting a fresher, weaker match over a
@@ -41,18 +43,20 @@ export function rankMemories(
 ): RankedMemory[] {
   const byId = new Map<string, { memory: StoredMemory; bm25?: number; vector?: number; relevance: number }>();
   const topLexical = lexical[0]?.score ?? 0;
-  lexical.forEach((hit, index) => {
+  lexical.forEach((hit) => {
     const bm25 = topLexical > 0 ? hit.score / topLexical : 0;
-    const relevance = semantic ? 1 / (reciprocalRankOffset + index + 1) : bm25;
-    byId.set(hit.memory.id, { memory: hit.memory, bm25, relevance });
+    byId.set(hit.memory.id, { memory: hit.memory, bm25, relevance: bm25 });
   });
-  semantic?.forEach((hit, index) => {
+  // Fusion adds the vector's similarity, relative to the best one, at `vectorWeight` of the text
+  // match's weight: an embedder finds what the words miss without overruling a clear text match.
+  const topVector = semantic?.[0]?.score ?? 0;
+  semantic?.forEach((hit) => {
     const entry = byId.get(hit.memory.id) ?? { memory: hit.memory, relevance: 0 };
     entry.vector = hit.score;
-    entry.relevance += 1 / (reciprocalRankOffset + index + 1);
+    entry.relevance += topVector > 0 ? (vectorWeight * hit.score) / topVector : 0;
     byId.set(hit.memory.id, entry);
   });
-  const scale = semantic ? 2 / (reciprocalRankOffset + 1) : 1;
+  const scale = semantic ? 1 + vectorWeight : 1;
   const ranked: RankedMemory[] = [];
   for (const entry of byId.values()) {
     const recency = recencyScore(entry.memory, now);

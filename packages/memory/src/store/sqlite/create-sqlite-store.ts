@@ -151,7 +151,7 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       if (ids.length === 0 || window <= 0) return new Map();
       const parameters: unknown[] = [tenantId];
       const anchors = all(
-        `SELECT seq, id, scope_key FROM memories WHERE tenant_id = ? AND id IN (${inList(ids, parameters)})`,
+        `SELECT seq, id, scope_key FROM memories WHERE +tenant_id = ? AND id IN (${inList(ids, parameters)})`,
         parameters,
       );
       if (anchors.length === 0) return new Map();
