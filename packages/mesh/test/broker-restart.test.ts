@@ -28,6 +28,8 @@ it("reconnects after a broker restart under load; calls in flight fail clearly a
   const client = await createMeshClient({ servers: nats.url, timeoutMs: 60_000 });
   let stop = false;
   try {
+    // A node serves exactly what it is issued: alpha too.
+    await issueMembership(client.connection, { node: "node-r", module: "alpha" });
     await issueMembership(client.connection, {
       node: "node-r",
       module: "py",
@@ -36,6 +38,10 @@ it("reconnects after a broker restart under load; calls in flight fail clearly a
     });
     await eventually("the issued prefix", async () => {
       const result = await client.call("py.upper", { text: "x" });
+      return result.ok ? result : undefined;
+    });
+    await eventually("alpha on its membership", async () => {
+      const result = await client.call("alpha.add", { a: 1, b: 1 });
       return result.ok ? result : undefined;
     });
 

@@ -11,7 +11,7 @@ import { after, before, it } from "node:test";
 import { connect } from "@nats-io/transport-node";
 import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
 import { createMeshClient, issueMembership, loadMeshConfig, startNodeRuntime } from "../src/index.ts";
-import { fixture } from "./helpers.ts";
+import { eventually, fixture } from "./helpers.ts";
 import { type OperatorMode, operatorMode } from "./operator-credentials.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "tackle-mesh-creds-"));
@@ -45,7 +45,14 @@ it("runs the node on its credential: three modules, one broken and named, a bare
     credsFile: operator.userCredentials("console"),
   });
   try {
+    // A node serves exactly what it is issued: all three (open mode ends with the first).
     await issueMembership(client.connection, { node: "node-k", module: "ledger", seats: ["ledger"] });
+    await issueMembership(client.connection, { node: "node-k", module: "notes" });
+    await issueMembership(client.connection, { node: "node-k", module: "gone" });
+    await eventually("notes served on its membership", async () => {
+      const result = await client.call("notes.upper", { text: "signed" });
+      return result.ok ? result : undefined;
+    });
     assert.deepEqual(await client.call("notes.upper", { text: "signed" }), {
       ok: true,
       output: { text: "SIGNED" },

@@ -192,10 +192,12 @@ describe("a node runtime on NATS", () => {
         /bad seat name "bad seat"/,
       );
 
+      // A revoke stops serving (it used to move the module back to its default prefix).
       assert.equal(await revokeMembership(client.connection, { node: "node-b", module: "issued" }), true);
-      await eventually("the revoked module back on its default prefix", async () =>
-        (await answers(raw, "tackle.tools.issued.echo")) ? true : undefined,
+      await eventually("the revoked module no longer served", async () =>
+        (await answers(raw, "acme.first.echo")) ? undefined : true,
       );
+      assert.equal(await answers(raw, "tackle.tools.issued.echo"), false);
       assert.equal(await answers(raw, "acme.second.echo"), false);
       assert.equal(
         (await readCatalogue(client.connection)).some((record) => record.module === "issued"),
@@ -219,6 +221,7 @@ describe("a node runtime on NATS", () => {
     });
     await issueMembership(admin, { node: "node-c", module: "notes", prefix: "c.notes", seats: ["notes"] });
     await issueMembership(admin, { node: "node-c", module: "broken", prefix: "c.broken" });
+    await issueMembership(admin, { node: "node-c", module: "gone", prefix: "c.gone" });
     const runtime = await startNodeRuntime({
       logger,
       config: meshConfig("node-c", nats.url, [

@@ -2,6 +2,9 @@
  * `loadModules`: every configured bundle, imported or launched, merged into one tool set per module.
  * A bundle that fails is named in the module's errors and the others serve; usable without NATS.
  */
+
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import {
   type AnyTool,
   createToolSet,
@@ -27,6 +30,11 @@ export interface LoadedModule {
   /** The module's tools under their bare names (`echo`, `ledger.append`). */
   readonly toolset: ToolSet;
   readonly errors: readonly LoadError[];
+  /**
+   * The bundle's identity: `sha256:` of its entry files' contents (in configuration order). Two nodes
+   * offering one module must offer the same digest.
+   */
+  readonly digest: string;
   /** Closes the bundles' resources and stops the module's children. */
   close(): Promise<void>;
 }
@@ -64,14 +72,29 @@ export async function loadModules(
   const logger = options.logger ?? silentLogger;
   const outcomes = await Promise.all(entries.map((entry) => loadEntry(entry, options, logger)));
   const modules = [...new Set(entries.map((entry) => entry.module))];
-  return modules.map((module) =>
-    merge(
+  return modules.map((module) => ({
+    ...merge(
       module,
       outcomes.filter((outcome) => outcome.entry.module === module),
       options,
       logger,
     ),
-  );
+    digest: bundleDigest(entries.filter((entry) => entry.module === module).map((entry) => entry.path)),
+  }));
+}
+
+/** `sha256:` over each entry file's contents; an unreadable file counts by its path (its load failed anyway). */
+export function bundleDigest(paths: readonly string[]): string {
+  const hash = createHash("sha256");
+  for (const path of paths) {
+    try {
+      hash.update(readFileSync(path));
+    } catch {
+      hash.update(`unreadable:${path}`);
+    }
+    hash.update("\0");
+  }
+  return `sha256:${hash.digest("hex")}`;
 }
 
 async function loadEntry(
@@ -151,7 +174,7 @@ function merge(
   outcomes: readonly EntryOutcome[],
   options: LoadModulesOptions,
   logger: Logger,
-): LoadedModule {
+): Omit<LoadedModule, "digest"> {
   const errors: LoadError[] = [];
   const accepted: AnyTool[] = [];
   for (const outcome of outcomes) {

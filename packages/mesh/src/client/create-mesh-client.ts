@@ -15,6 +15,7 @@ import {
 import { defaultModulePrefix, moduleNamePattern } from "../config/names.ts";
 import { redactBrokerUrl } from "../config/redact-broker-url.ts";
 import { listMemberships, readCatalogue } from "../membership/membership-store.ts";
+import type { CatalogueRecord } from "../membership/records.ts";
 import { connectMesh, DEFAULT_BROKER_URL } from "../nats/connect-mesh.ts";
 import { failSpan, traceSend } from "../nats/trace-messaging.ts";
 import {
@@ -75,7 +76,7 @@ export interface CreateMeshClientOptions {
 
 const listingTimeoutMs = 2000;
 /** How long `catalogue()` waits for the catalogue bucket before answering from what it knows. */
-const catalogueReadMs = 1000;
+const catalogueReadMs = 1500;
 /** How long a call waits to learn its module's prefix from the catalogue before using the default. */
 const catalogueTimeoutMs = 5000;
 
@@ -92,6 +93,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   const prefixes = new Map<string, string>();
   /** Every module this client has seen, so an outage lists them `unreachable` instead of dropping them. */
   const known = new Set<string>();
+  let lastCatalogue: readonly CatalogueRecord[] = [];
   const brokerUrl = redactBrokerUrl(options.servers ?? connection.getServer() ?? DEFAULT_BROKER_URL);
   let lastDisconnect: string | undefined;
   /** Calls in flight fail at once when the connection drops: none waits out its timeout. */
@@ -268,6 +270,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       const before = broker();
       if (!before.connected) return brokerDown(before.error ?? "unreachable");
       const modules = new Set<string>();
+      const refusals = new Map<string, NonNullable<CatalogueRecord["refused"]>>();
       let timer: NodeJS.Timeout | undefined;
       try {
         // A broker that died without the connection noticing yet must not hold the listing.
@@ -282,9 +285,18 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
         for (const record of records) {
           modules.add(record.module);
           prefixes.set(record.module, record.prefix);
+          if (record.refused !== undefined) refusals.set(record.module, record.refused);
         }
-      } catch {
-        // Without JetStream there is no catalogue; discovery below still finds what answers.
+        lastCatalogue = records;
+      } catch (error) {
+        // Too slow this time: the last catalogue read stands in (its modules stay listed). Without
+        // JetStream there is no catalogue at all; discovery below still finds what answers.
+        if (error instanceof CatalogueDeadline) {
+          for (const record of lastCatalogue) {
+            modules.add(record.module);
+            if (record.refused !== undefined) refusals.set(record.module, record.refused);
+          }
+        }
       } finally {
         clearTimeout(timer);
       }
@@ -293,7 +305,17 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       for (const module of await discoverModules(connection, options.discoveryMs ?? 250)) modules.add(module);
       const listed = await Promise.all([...modules].sort().map((module) => tools(module)));
       const last = broker();
-      return last.connected ? listed : brokerDown(last.error ?? "unreachable");
+      if (!last.connected) return brokerDown(last.error ?? "unreachable");
+      // A node refused for offering another bundle under the module is named beside it.
+      return listed.map((info) => {
+        const refused = refusals.get(info.module);
+        if (refused === undefined) return info;
+        const named = Object.entries(refused).map(([node, what]) => ({
+          source: `node ${node}`,
+          message: `node ${node} offers another bundle (${what.digest}) than the one the mesh serves${info.digest === undefined ? "" : ` (${info.digest})`}: refused, not merged`,
+        }));
+        return { ...info, errors: [...info.errors, ...named] };
+      });
     },
     tools,
     async call(name, args, callOptions = {}) {

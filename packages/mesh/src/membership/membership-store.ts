@@ -89,10 +89,16 @@ export async function issueMembership(
     );
   }
   await buckets.membership.put(membershipKey(record.node, record.module), JSON.stringify(record));
+  // The bundle identity the mesh already knows for the module stays: issuing a node does not reset it.
+  const previous = (await readCatalogue(connection, { onInvalid: () => {} })).find(
+    (entry) => entry.module === record.module,
+  );
   const catalogue: CatalogueRecord = {
     module: record.module,
     prefix: record.prefix,
     ...(options.description === undefined ? {} : { description: options.description }),
+    ...(previous?.digest === undefined ? {} : { digest: previous.digest }),
+    ...(previous?.refused === undefined ? {} : { refused: previous.refused }),
     updatedAt: record.issuedAt,
   };
   await buckets.catalogue.put(record.module, JSON.stringify(catalogue));
@@ -100,7 +106,7 @@ export async function issueMembership(
 }
 
 /**
- * Takes a module's membership off a node (its runtime falls back to the default prefix, ADR 0201);
+ * Takes a module's membership off a node (its runtime stops serving it, ADR 0206);
  * the catalogue drops the module when no node holds it any more. True when there was one.
  */
 export async function revokeMembership(
@@ -205,4 +211,48 @@ async function whenBucketExists(read: () => Promise<void>): Promise<void> {
       return;
     throw error;
   }
+}
+
+/**
+ * Records what a runtime found about a module's bundle in its catalogue record: the digest when the
+ * record has none yet, or a refused node. Compare-and-set, so two runtimes never overwrite each other;
+ * a module without a catalogue record (never issued) is left alone. Returns the record's digest.
+ */
+export async function noteBundle(
+  connection: NatsConnection,
+  module: string,
+  change: { readonly digest: string } | { readonly refusedNode: string; readonly refusedDigest: string },
+): Promise<string | undefined> {
+  const bucket = await new Kvm(connection).open(CATALOGUE_BUCKET);
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    const entry = await bucket.get(module).catch(() => null);
+    if (entry === null || entry.operation !== "PUT") return undefined;
+    let record: CatalogueRecord;
+    try {
+      record = entry.json<CatalogueRecord>();
+    } catch {
+      return undefined;
+    }
+    let next: CatalogueRecord;
+    if ("digest" in change) {
+      if (record.digest !== undefined) return record.digest;
+      next = { ...record, digest: change.digest, updatedAt: new Date().toISOString() };
+    } else {
+      next = {
+        ...record,
+        refused: {
+          ...record.refused,
+          [change.refusedNode]: { digest: change.refusedDigest, at: new Date().toISOString() },
+        },
+        updatedAt: new Date().toISOString(),
+      };
+    }
+    try {
+      await bucket.update(module, JSON.stringify(next), entry.revision);
+      return next.digest;
+    } catch {
+      // Another runtime wrote first: read again.
+    }
+  }
+  return undefined;
 }

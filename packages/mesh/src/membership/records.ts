@@ -25,6 +25,10 @@ export interface CatalogueRecord {
   /** Where clients find its tools. */
   readonly prefix: string;
   readonly description?: string;
+  /** The bundle identity (`sha256:…`) of the first node that served it; others must match it. */
+  readonly digest?: string;
+  /** Nodes refused for offering another bundle under this module, with their digest. */
+  readonly refused?: Readonly<Record<string, { readonly digest: string; readonly at: string }>>;
   readonly updatedAt: string;
 }
 

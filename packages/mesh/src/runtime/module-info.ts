@@ -18,13 +18,21 @@ export interface ModuleInfo {
   readonly prefix?: string;
   /** Seats it holds on that node, to their subject prefixes. */
   readonly seats?: Readonly<Record<string, string>>;
+  /** The bundle's identity (`sha256:…`), as the node that answered loaded it. */
+  readonly digest?: string;
   readonly tools: readonly ModuleToolInfo[];
   readonly errors: readonly LoadError[];
 }
 
 export function describeModule(
   loaded: LoadedModule,
-  where: { node: string; prefix?: string; seats?: Readonly<Record<string, string>> },
+  where: {
+    node: string;
+    prefix?: string;
+    seats?: Readonly<Record<string, string>>;
+    /** Why this node does not serve the module (not issued to it, or refused): listed as failed. */
+    notServed?: string;
+  },
 ): ModuleInfo {
   const tools = loaded.toolset.tools.map((tool) => ({
     name: tool.name,
@@ -33,11 +41,16 @@ export function describeModule(
   }));
   return {
     module: loaded.module,
-    status: tools.length === 0 && loaded.errors.length > 0 ? "failed" : "ok",
+    status:
+      where.notServed !== undefined || (tools.length === 0 && loaded.errors.length > 0) ? "failed" : "ok",
     node: where.node,
+    digest: loaded.digest,
     ...(where.prefix === undefined ? {} : { prefix: where.prefix }),
     ...(where.seats === undefined ? {} : { seats: where.seats }),
     tools,
-    errors: loaded.errors,
+    errors:
+      where.notServed === undefined
+        ? loaded.errors
+        : [...loaded.errors, { source: `node ${where.node}`, message: where.notServed }],
   };
 }

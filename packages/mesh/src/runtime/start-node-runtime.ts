@@ -8,9 +8,16 @@ import { type Logger, silentLogger } from "@tackle/core";
 import { type LoadedModule, type LoadModulesOptions, loadModules } from "../bundles/load-modules.ts";
 import type { MeshConfig } from "../config/load-mesh-config.ts";
 import { defaultModulePrefix } from "../config/names.ts";
-import { openMeshBuckets } from "../membership/membership-store.ts";
+import {
+  listMemberships,
+  type MeshBuckets,
+  noteBundle,
+  openMeshBuckets,
+  readCatalogue,
+} from "../membership/membership-store.ts";
 import { checkMembership, MEMBERSHIP_BUCKET, membershipKey } from "../membership/records.ts";
 import { connectMesh } from "../nats/connect-mesh.ts";
+import { decodeJson } from "../nats/wire.ts";
 import { childEnvironment } from "./child-environment.ts";
 import { describeModule, type ModuleInfo } from "./module-info.ts";
 import { type Placement, type ServedModule, serveModule } from "./serve-module.ts";
@@ -40,6 +47,8 @@ interface ModuleSlot {
   queue: Promise<void>;
   /** Its calls in flight across placements, aborted on close. */
   readonly running: Map<string, AbortController>;
+  /** Why it is not served (not issued to this node, or refused); undefined while it serves. */
+  notServed?: string | undefined;
 }
 
 export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promise<NodeRuntime> {
@@ -56,8 +65,26 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
   void watchStatus(connection, logger);
   const slots = new Map<string, ModuleSlot>();
   const closing = new AbortController();
+  let gated = false;
+  let buckets: MeshBuckets | undefined;
   try {
-    const buckets = await openMeshBuckets(connection);
+    buckets = await openMeshBuckets(connection);
+    // Open mode: a node that holds no membership serves every configured module on its default
+    // prefix (a single node without membership). Its first membership ends it for good: from then on
+    // it serves exactly what it is issued.
+    let invalidRecords = 0;
+    const held = await listMemberships(
+      connection,
+      { node: config.node },
+      { onInvalid: () => (invalidRecords += 1) },
+    );
+    gated = held.length > 0 || invalidRecords > 0;
+    if (!gated) {
+      logger.warn(
+        "open mode: this node holds no membership, so it serves every configured module on its default prefix; issue a membership (tackle mesh issue) to serve only what is issued",
+        { node: config.node },
+      );
+    }
     const loaded = await loadModules(config.modules, {
       logger,
       env: childEnvironment(config),
@@ -115,7 +142,12 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
       node: config.node,
       modules: () =>
         [...slots.values()].map(
-          (slot) => slot.served?.info ?? describeModule(slot.loaded, { node: config.node }),
+          (slot) =>
+            slot.served?.info ??
+            describeModule(slot.loaded, {
+              node: config.node,
+              ...(slot.notServed === undefined ? {} : { notServed: slot.notServed }),
+            }),
         ),
       async close() {
         closing.abort(new Error("the node runtime is closing"));
@@ -137,40 +169,121 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
     throw error;
   }
 
-  /** Serves a module where its record puts it: the new placement answers before the old one stops. */
+  /**
+   * Serves a module where its record puts it: the new placement answers before the old one stops.
+   * Without a record it serves on its default prefix in open mode, and not at all otherwise.
+   */
   async function place(
     slot: ModuleSlot,
     entry: KvWatchEntry | { json<T>(): T; key: string } | null,
     revision: number,
   ) {
-    let placement: Placement = { prefix: defaultModulePrefix(slot.loaded.module), seats: {} };
+    const module = slot.loaded.module;
+    let placement: Placement = { prefix: defaultModulePrefix(module), seats: {} };
     if (entry !== null) {
       try {
         const record = checkMembership(entry.json(), `${MEMBERSHIP_BUCKET}/${entry.key}`);
         placement = { prefix: record.prefix, seats: record.seats };
       } catch (error) {
         logger.error("membership record refused; the module keeps its current placement", {
-          module: slot.loaded.module,
+          module,
           error: (error as Error).message,
         });
         return;
       }
+      if (!gated) {
+        gated = true;
+        logger.info("membership issued to this node: open mode ends; serving only issued modules", {
+          node: config.node,
+        });
+        for (const other of slots.values()) {
+          if (other === slot) continue;
+          other.queue = other.queue.then(async () => {
+            const held = await buckets?.membership.get(membershipKey(config.node, other.loaded.module));
+            if (held === undefined || held === null || held.operation !== "PUT") {
+              await place(other, null, other.revision);
+            }
+          });
+        }
+      }
+    } else if (gated) {
+      await stopServing(
+        slot,
+        `not issued to node ${config.node}: not served (tackle mesh issue ${config.node} ${module})`,
+      );
+      return;
     }
     const previous = slot.served;
     if (previous !== undefined && samePlacement(previous.placement, placement)) return;
+    const refused = await refusal(slot, placement.prefix, entry !== null);
+    if (refused !== undefined) {
+      logger.error("module refused: another bundle serves it on the mesh", { module, reason: refused });
+      await noteBundle(connection, module, {
+        refusedNode: config.node,
+        refusedDigest: slot.loaded.digest,
+      }).catch(() => undefined);
+      await stopServing(slot, refused);
+      return;
+    }
     try {
       slot.served = await serveModule(connection, slot.loaded, placement, config.node, logger, slot.running);
+      slot.notServed = undefined;
       slot.revision = Math.max(slot.revision, revision);
       logger.info(previous === undefined ? "serving module" : "re-serving module on its new membership", {
-        module: slot.loaded.module,
+        module,
         prefix: placement.prefix,
         seats: placement.seats,
+        digest: slot.loaded.digest,
       });
     } catch (error) {
-      logger.error("could not serve module", { module: slot.loaded.module, error: (error as Error).message });
+      logger.error("could not serve module", { module, error: (error as Error).message });
       return;
     }
     await previous?.stop();
+    if (entry !== null) {
+      await noteBundle(connection, module, { digest: slot.loaded.digest }).catch(() => undefined);
+    }
+  }
+
+  async function stopServing(slot: ModuleSlot, reason: string): Promise<void> {
+    const served = slot.served;
+    slot.served = undefined;
+    slot.notServed = reason;
+    if (served !== undefined) {
+      await served.stop();
+      logger.info("stopped serving module", { module: slot.loaded.module, reason });
+    }
+  }
+
+  /**
+   * Why this node must not serve the module: the catalogue (for an issued module) or the node
+   * answering for it now (open mode) has another bundle under the same name. Never merged.
+   */
+  async function refusal(slot: ModuleSlot, prefix: string, issued: boolean): Promise<string | undefined> {
+    const { module, digest } = slot.loaded;
+    let theirs: string | undefined;
+    let holder = "";
+    if (issued) {
+      const record = (await readCatalogue(connection, { onInvalid: () => {} }).catch(() => [])).find(
+        (entry) => entry.module === module,
+      );
+      theirs = record?.digest;
+      holder = "the mesh's catalogue";
+    }
+    if (theirs === undefined) {
+      try {
+        const reply = await connection.request(`${prefix}.tools`, undefined, { timeout: 300 });
+        const info = decodeJson(reply.data) as ModuleInfo | undefined;
+        if (info?.node !== config.node && typeof info?.digest === "string") {
+          theirs = info.digest;
+          holder = `node ${info.node}`;
+        }
+      } catch {
+        // Nobody answers for it: nothing to compare with.
+      }
+    }
+    if (theirs === undefined || theirs === digest) return undefined;
+    return `refused: ${holder} has module ${module} as bundle ${theirs}, but this node's bundle is ${digest}; serve the same bundle, or revoke the module on every node to change it`;
   }
 }
 
