@@ -121,7 +121,15 @@ it("a job whose process is SIGKILLed mid-job is finished once by the other proce
   const memories = (await sql.query("SELECT count(*)::int AS n FROM memories")).rows[0].n as number;
   assert.ok(memories > 0);
 
-  // The job reads back through the surviving process.
-  const survivor = new MemoryClient({ baseUrl: second.url, apiKey: "key-a", allowPrivateNetwork: true });
-  assert.equal((await survivor.getJob(job.id)).job.status, "succeeded");
+  // A client given both services fails over from the dead one to the survivor.
+  const both = new MemoryClient({
+    baseUrl: [first.url, second.url],
+    apiKey: "key-a",
+    allowPrivateNetwork: true,
+    timeoutMs: 2000,
+  });
+  assert.equal((await both.getJob(job.id)).job.status, "succeeded");
+  assert.equal(both.baseUrl, second.url, "later calls go straight to the survivor");
+  const added = await both.add({ userId: "u", content: "Added after the failover" });
+  assert.equal(added.memory.content, "Added after the failover");
 });

@@ -69,8 +69,12 @@ import { checkUrl } from "./ssrf-guard.ts";
 export const DEFAULT_MEMORY_URL = "http://127.0.0.1:4280";
 
 export interface MemoryClientOptions {
-  /** Default: TACKLE_MEMORY_URL, else the local default service (whose loopback is then allowed). */
-  readonly baseUrl?: string;
+  /**
+   * Default: TACKLE_MEMORY_URL (several comma-separated), else the local default service (whose
+   * loopback is then allowed). Several URLs: services sharing one store; a retryable failure (a lost
+   * connection, a timeout, 429/5xx) moves the call, and the calls after it, to the next URL.
+   */
+  readonly baseUrl?: string | readonly string[];
   /** Default: TACKLE_MEMORY_API_KEY. Sent as `Authorization: Bearer`. */
   readonly apiKey?: string;
   /** Per attempt (default 10 000 ms). */
@@ -98,7 +102,12 @@ const routesById = new Map(memoryRoutes.map((route) => [route.operationId, route
 const maximumBackoffMs = 5000;
 
 export class MemoryClient {
-  readonly baseUrl: string;
+  /** The URL the next call goes to first (the first given, until a failover). */
+  get baseUrl(): string {
+    return this.#baseUrls[this.#current] as string;
+  }
+  readonly #baseUrls: readonly string[];
+  #current = 0;
   readonly #apiKey: string | undefined;
   readonly #timeoutMs: number;
   readonly #maxRetries: number;
@@ -108,14 +117,17 @@ export class MemoryClient {
 
   constructor(options: MemoryClientOptions = {}) {
     const configured = options.baseUrl ?? process.env.TACKLE_MEMORY_URL;
-    this.baseUrl = (configured ?? DEFAULT_MEMORY_URL).replace(/\/+$/, "");
+    const given =
+      typeof configured === "string" ? configured.split(",") : (configured ?? [DEFAULT_MEMORY_URL]);
+    this.#baseUrls = given.map((url) => url.trim().replace(/\/+$/, "")).filter((url) => url !== "");
+    if (this.#baseUrls.length === 0) this.#baseUrls = [DEFAULT_MEMORY_URL];
     this.#apiKey = options.apiKey ?? process.env.TACKLE_MEMORY_API_KEY;
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#maxRetries = options.maxRetries ?? 3;
     this.#retryBaseMs = options.retryBaseMs ?? 200;
     this.#allowPrivateNetwork = options.allowPrivateNetwork ?? configured === undefined;
     this.#headers = options.headers ?? {};
-    checkUrl(new URL(this.baseUrl), this.#allowPrivateNetwork);
+    for (const url of this.#baseUrls) checkUrl(new URL(url), this.#allowPrivateNetwork);
   }
 
   search(request: SearchRequest, options?: CallOptions): Promise<SearchResponse> {
@@ -253,13 +265,16 @@ export class MemoryClient {
   ): Promise<T> {
     const route = routesById.get(operationId) as MemoryRoute;
     const body = route.body ? parseRequest(route.body as z.ZodType, input.body ?? {}) : undefined;
-    const url = new URL(this.baseUrl + route.path.replace("{id}", encodeURIComponent(input.id ?? "")));
-    if (input.query) {
-      for (const [key, value] of Object.entries(input.query)) {
-        if (value !== undefined) url.searchParams.set(key, String(value));
+    const urlAt = (base: string) => {
+      const url = new URL(base + route.path.replace("{id}", encodeURIComponent(input.id ?? "")));
+      if (input.query) {
+        for (const [key, value] of Object.entries(input.query)) {
+          if (value !== undefined) url.searchParams.set(key, String(value));
+        }
       }
-    }
-    checkUrl(url, this.#allowPrivateNetwork);
+      checkUrl(url, this.#allowPrivateNetwork);
+      return url;
+    };
     const headers: Record<string, string> = { accept: "application/json", ...this.#headers };
     if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
     let payload: string | undefined;
@@ -268,11 +283,14 @@ export class MemoryClient {
       headers["content-type"] = "application/json";
       headers["content-length"] = String(Buffer.byteLength(payload));
     }
+    // With several services, every one is tried at least once before the call fails.
+    const maxRetries = Math.max(this.#maxRetries, this.#baseUrls.length - 1);
     for (let attempt = 0; ; attempt += 1) {
       let retryAfterMs: number | undefined;
+      const serving = this.#current;
       try {
         const response = await sendRequest({
-          url,
+          url: urlAt(this.#baseUrls[serving] as string),
           method: route.method.toUpperCase(),
           headers,
           ...(payload === undefined ? {} : { body: payload }),
@@ -282,13 +300,19 @@ export class MemoryClient {
         });
         if (response.status >= 200 && response.status < 300) return JSON.parse(response.text) as T;
         const error = errorFromResponse(response.status, response.text);
-        if (!error.retryable || attempt >= this.#maxRetries) throw error;
+        if (!error.retryable || attempt >= maxRetries) throw error;
         const retryAfter = Number(response.headers["retry-after"]);
         if (Number.isFinite(retryAfter) && retryAfter >= 0)
           retryAfterMs = Math.min(retryAfter * 1000, 30_000);
       } catch (error) {
         const retryable = (error as { retryable?: boolean })?.retryable === true;
-        if (!retryable || attempt >= this.#maxRetries || options.signal?.aborted) throw error;
+        if (!retryable || attempt >= maxRetries || options.signal?.aborted) throw error;
+      }
+      if (this.#baseUrls.length > 1) {
+        // Fail over: this call's next attempt, and later calls, go to the next service at once.
+        if (this.#current === serving) this.#current = (serving + 1) % this.#baseUrls.length;
+        // Back off only once every service has been tried in this round.
+        if (retryAfterMs === undefined && (attempt + 1) % this.#baseUrls.length !== 0) continue;
       }
       const ceiling = Math.min(maximumBackoffMs, this.#retryBaseMs * 2 ** attempt);
       await sleep(retryAfterMs ?? Math.random() * ceiling, options.signal);
