@@ -147,7 +147,8 @@ function sawData(op: ReadOperation, answer: unknown): boolean {
     case "profile":
       return ((value.profile as Record<string, unknown[]>).memoryIds ?? []).length > 0;
     case "bundle":
-      return (value.memories as unknown[]).length > 0 && (value.recentEvents as unknown[]).length > 0;
+      // Each fact once: a turn that says what a memory says is not repeated in the recent turns.
+      return (value.memories as unknown[]).length > 0 || (value.recentEvents as unknown[]).length > 0;
     case "state":
       return (value.recentMemories as unknown[]).length > 0 && (value.recentEvents as unknown[]).length > 0;
   }

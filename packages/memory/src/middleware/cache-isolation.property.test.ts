@@ -61,6 +61,8 @@ it("property: concurrent calls with random identities only ever see their own bu
         client,
         apiUrl: "http://x",
         apiKey: "k",
+        // Isolation, not latency, is under test here; the deadline has its own (stall) test.
+        contextTimeoutMs: 30_000,
         onError: (error) => assert.fail(error),
       });
       const envelopes = await Promise.all(
