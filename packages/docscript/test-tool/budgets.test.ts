@@ -56,7 +56,10 @@ describe("token budgets over a 100k-entity document", { timeout: 1_200_000 }, ()
     await harness.close();
   });
 
-  test("snapshot pages fit, say how much is left, and their cursors go on", async () => {
+  // Each test gets the suite's deadline: at this size, under load, a test takes minutes.
+  test("snapshot pages fit, say how much is left, and their cursors go on", {
+    timeout: 1_200_000,
+  }, async () => {
     const tool = harness.tool({ sandbox: { timeoutMs: 600_000 } });
     const first = fits(await tool.handle({ op: "snapshot", doc_id: docId }), "first page");
     assert.ok(first.ok && first.op === "snapshot");
@@ -125,7 +128,9 @@ describe("token budgets over a 100k-entity document", { timeout: 1_200_000 }, ()
     await tool.close();
   });
 
-  test("runs, failures and commits fit: previews are per-write diffs with counts, logs are cut with a count", async () => {
+  test("runs, failures and commits fit: previews are per-write diffs with counts, logs are cut with a count", {
+    timeout: 1_200_000,
+  }, async () => {
     const tool = harness.tool({
       sandbox: { timeoutMs: 600_000, prepareTimeoutMs: 600_000, memoryLimitMb: 1024 },
     });
