@@ -15,7 +15,6 @@ import {
 } from "@tackle/storage/postgres";
 import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
 import type pg from "pg";
-import { raceMigrations } from "./fixtures/race-migrations.ts";
 
 const child = fileURLToPath(new URL("./fixtures/migrate-child.ts", import.meta.url));
 const databases: TestDatabase[] = [];
