@@ -2,6 +2,7 @@
  * Library functions over the membership and catalogue buckets: what a controller (or `tackle mesh
  * issue|revoke|ls`) uses to tell runtimes what to serve. Runtimes follow the membership bucket live.
  */
+import { jetstreamManager } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { defaultModulePrefix, defaultSeatPrefix } from "../config/names.ts";
@@ -141,8 +142,12 @@ export async function listMemberships(
   const records: MembershipRecord[] = [];
   const bucket = await new Kvm(connection).open(MEMBERSHIP_BUCKET);
   await whenBucketExists(async () => {
-    const keys = await bucket.keys(`${filter.node ?? "*"}.${filter.module ?? "*"}`);
-    for await (const key of keys) {
+    const keys = await bucketKeys(
+      connection,
+      MEMBERSHIP_BUCKET,
+      `${filter.node ?? "*"}.${filter.module ?? "*"}`,
+    );
+    for (const key of keys) {
       const entry = await bucket.get(key);
       if (entry === null || entry.operation !== "PUT") continue;
       try {
@@ -175,7 +180,7 @@ export async function readCatalogue(
   const records: CatalogueRecord[] = [];
   const bucket = await new Kvm(connection).open(CATALOGUE_BUCKET);
   await whenBucketExists(async () => {
-    for await (const key of await bucket.keys()) {
+    for (const key of await bucketKeys(connection, CATALOGUE_BUCKET)) {
       const entry = await bucket.get(key);
       if (entry === null || entry.operation !== "PUT") continue;
       let record: CatalogueRecord | undefined;
@@ -197,6 +202,21 @@ export async function readCatalogue(
     }
   });
   return records.sort((left, right) => left.module.localeCompare(right.module));
+}
+
+/**
+ * The keys a bucket holds (deleted ones included; the caller's `get` skips them), read from the
+ * stream's subject counts in one request. Not `KV.keys()`: that iterator ends on a consumer's
+ * pending count or idle heartbeat, and a write landing while it reads can leave it waiting for the
+ * heartbeat (seconds) — long enough to stall a re-serve or a call's prefix lookup.
+ */
+async function bucketKeys(connection: NatsConnection, bucket: string, filter = ">"): Promise<string[]> {
+  const subjectPrefix = `$KV.${bucket}.`;
+  const manager = await jetstreamManager(connection);
+  const info = await manager.streams.info(`KV_${bucket}`, { subjects_filter: `${subjectPrefix}${filter}` });
+  return Object.keys(info.state.subjects ?? {})
+    .map((subject) => subject.slice(subjectPrefix.length))
+    .sort();
 }
 
 /** A bucket nobody created yet reads as empty; every other failure is the caller's to see. */
