@@ -10,7 +10,7 @@ import { after, before, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
 import pg from "pg";
-import { interpretDocument, timelineSchema } from "../src/index.ts";
+import { encodeVersion, interpretDocument, timelineSchema } from "../src/index.ts";
 import { createEditor, type Editor } from "./timeline-fixture.ts";
 
 const child = fileURLToPath(new URL("./two-servers/server-child.ts", import.meta.url));
@@ -115,6 +115,57 @@ it("a push through one server is seen by the next pull through the other", async
     `push answered → other server's pull done: median ${median.toFixed(1)} ms, max ${latencies.at(-1)?.toFixed(1)} ms`,
   );
   assert.ok(median < 100, `median ${median} ms`);
+});
+
+it("a pull waiting on one server gets a push through the other within 100 ms (LISTEN/NOTIFY)", async (t) => {
+  const { documentId, token } = await newDocument();
+  const alice = createEditor(a.url, documentId, token, 13);
+  const bob = createEditor(b.url, documentId, token, 14);
+  await Promise.all([alice.pull(), bob.pull()]);
+  const delays: number[] = [];
+  for (let round = 0; round < 8; round++) {
+    const text = `waited ${round}`;
+    const since = encodeVersion(bob.doc.oplogVersion());
+    const startedAt = performance.now();
+    const waiting = bob.client.pull(documentId, { since, waitMs: 10_000 });
+    // The wait is held open: nothing new yet.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const pushed = await alice.edit((session) => {
+      session.entities.create({ entityKind: "caption", payload: { text } });
+    });
+    assert.equal(pushed.status, "committed");
+    const answeredAt = performance.now();
+    const pulled = await waiting;
+    const arrivedAt = performance.now();
+    assert.ok(arrivedAt - startedAt < 9_000, `round ${round}: the wait ran to its deadline`);
+    assert.ok(pulled.bytes.byteLength > 0, `round ${round}: the waiting pull came back empty`);
+    bob.doc.import(pulled.bytes);
+    assert.ok(captions(bob).includes(text), `round ${round}: bob's waiting pull missed the push`);
+    delays.push(Math.max(0, arrivedAt - answeredAt));
+  }
+  delays.sort((left, right) => left - right);
+  const median = delays[Math.floor(delays.length / 2)] as number;
+  t.diagnostic(
+    `push answered → other server's waiting pull answered: median ${median.toFixed(1)} ms, max ${delays.at(-1)?.toFixed(1)} ms`,
+  );
+  assert.ok(median < 100, `median ${median} ms`);
+});
+
+it("a waiting pull with nothing new answers empty at its deadline", async () => {
+  const { documentId, token } = await newDocument();
+  const bob = createEditor(b.url, documentId, token, 15);
+  await bob.pull();
+  const startedAt = performance.now();
+  const pulled = await bob.client.pull(documentId, {
+    since: encodeVersion(bob.doc.oplogVersion()),
+    waitMs: 400,
+  });
+  const took = performance.now() - startedAt;
+  const before = bob.doc.oplogVersion();
+  if (pulled.bytes.byteLength > 0) bob.doc.import(pulled.bytes);
+  assert.equal(bob.doc.oplogVersion().compare(before), 0, "the answer brought changes nobody pushed");
+  assert.ok(took >= 350, `answered after ${took} ms, before its wait`);
+  assert.ok(took < 10_000, `answered after ${took} ms`);
 });
 
 it("concurrent pushes through both servers are all committed, in one order, nothing lost", async () => {

@@ -26,7 +26,11 @@ export interface PullResult {
 }
 
 export interface DocumentClient {
-  pull(documentId: string, options?: { since?: string }): Promise<PullResult>;
+  /**
+   * With `since` and `waitMs`: when the client lacks nothing, the server holds the answer up to
+   * `waitMs` (at most 25 000, below `timeoutMs`) and sends the next push, through any server, as soon as it is stored.
+   */
+  pull(documentId: string, options?: { since?: string; waitMs?: number }): Promise<PullResult>;
   /** Brings `doc` up to the server's version: a snapshot when it is empty, else the updates it lacks. */
   pullInto(documentId: string, doc: LoroDoc): Promise<{ version: string }>;
   /** Sends an update; `rejected` and `conflicted` are results, not errors. */
@@ -95,11 +99,15 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
     });
   };
 
-  const pullBytes = async (documentId: string, since: string | undefined): Promise<PullResult> => {
+  const pullBytes = async (
+    documentId: string,
+    since: string | undefined,
+    waitMs = 0,
+  ): Promise<PullResult> => {
     const url =
       since === undefined
         ? documentUrl(documentId, "snapshot")
-        : `${documentUrl(documentId, "updates")}?since=${encodeURIComponent(since)}`;
+        : `${documentUrl(documentId, "updates")}?since=${encodeURIComponent(since)}${waitMs > 0 ? `&waitMs=${Math.round(waitMs)}` : ""}`;
     const response = await request(url, { method: "GET" }, await tokenOf(documentId));
     if (!response.ok) throw await failure(response, documentId);
     const version = response.headers.get(VERSION_HEADER);
@@ -115,7 +123,7 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
   };
 
   return {
-    pull: (documentId, pullOptions = {}) => pullBytes(documentId, pullOptions.since),
+    pull: (documentId, pullOptions = {}) => pullBytes(documentId, pullOptions.since, pullOptions.waitMs),
     async pullInto(documentId, doc) {
       const empty = doc.oplogVersion().length() === 0;
       const pulled = await pullBytes(documentId, empty ? undefined : encodeVersion(doc.oplogVersion()));

@@ -149,7 +149,9 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     const since = context.req.query("since");
     if (since === undefined)
       return context.json(problem("invalid_input", "the query parameter since is required"), 400);
-    const { bytes, version } = await host.updatesSince(documentId, since);
+    // waitMs: answer as soon as there is something new, or after that long (at most 25 s).
+    const waitMs = Math.min(Math.max(Number(context.req.query("waitMs") ?? 0) || 0, 0), 25_000);
+    const { bytes, version } = await host.updatesSince(documentId, since, waitMs);
     return context.body(bytes as Uint8Array<ArrayBuffer>, 200, {
       "content-type": "application/octet-stream",
       [VERSION_HEADER]: version,

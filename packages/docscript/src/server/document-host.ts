@@ -73,6 +73,8 @@ export class DocumentHost {
   private readonly logger: Logger;
   private readonly open = new Map<string, OpenDocument>();
   private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private watching: Promise<void> | undefined;
 
   constructor(options: DocumentHostOptions) {
     this.store = options.store;
@@ -125,16 +127,91 @@ export class DocumentHost {
     });
   }
 
-  /** The updates a client at `since` lacks, and the version they bring it to. */
-  async updatesSince(documentId: string, since: string): Promise<{ bytes: Uint8Array; version: string }> {
+  /**
+   * The updates a client at `since` lacks, and the version they bring it to. With `waitMs`, a client
+   * that lacks nothing waits up to that long for the next push through this server or (on a store
+   * that announces appends, PostgreSQL) through any other, and gets it as soon as it is stored.
+   */
+  async updatesSince(
+    documentId: string,
+    since: string,
+    waitMs = 0,
+  ): Promise<{ bytes: Uint8Array; version: string }> {
     const from = decodeVersion(since);
-    return this.serialized(documentId, async () => {
-      const open = await this.current(documentId);
-      return {
-        bytes: open.doc.export({ mode: "update", from }),
-        version: encodeVersion(open.doc.oplogVersion()),
-      };
+    const deadline = performance.now() + waitMs;
+    if (waitMs > 0) await this.watchAppends();
+    for (;;) {
+      // Listen before reading, so a push stored between the read and the wait still wakes it.
+      const next = waitMs > 0 ? this.nextAppend(documentId) : undefined;
+      const answer = await this.serialized(documentId, async () => {
+        const open = await this.current(documentId);
+        const version = open.doc.oplogVersion();
+        const comparison = version.compare(from);
+        return {
+          bytes: open.doc.export({ mode: "update", from }),
+          version: encodeVersion(version),
+          // Equal or behind: nothing the client lacks.
+          lacking: comparison === undefined || comparison > 0,
+        };
+      });
+      const remaining = deadline - performance.now();
+      if (next === undefined || answer.lacking || remaining <= 0) {
+        next?.cancel();
+        return { bytes: answer.bytes, version: answer.version };
+      }
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        next.appended,
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, remaining);
+        }),
+      ]);
+      clearTimeout(timer);
+      next.cancel();
+    }
+  }
+
+  /** Resolves on the next append to the document (through this server or an announcing store). */
+  private nextAppend(documentId: string): { appended: Promise<void>; cancel: () => void } {
+    let wake: () => void = () => {};
+    const appended = new Promise<void>((resolve) => {
+      wake = resolve;
     });
+    let waiting = this.waiters.get(documentId);
+    if (waiting === undefined) {
+      waiting = new Set();
+      this.waiters.set(documentId, waiting);
+    }
+    waiting.add(wake);
+    return {
+      appended,
+      cancel: () => {
+        const set = this.waiters.get(documentId);
+        set?.delete(wake);
+        if (set?.size === 0) this.waiters.delete(documentId);
+      },
+    };
+  }
+
+  private wake(documentId: string): void {
+    for (const wake of this.waiters.get(documentId) ?? []) wake();
+  }
+
+  /** Starts listening to the store's append announcements once (a failure is logged and retried on next need). */
+  private async watchAppends(): Promise<void> {
+    if (this.store.watchAppends === undefined) return;
+    this.watching ??= this.store
+      .watchAppends((documentId) => this.wake(documentId))
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          this.logger.warn("docscript: cannot listen for other servers' pushes", {
+            error: describeError(error),
+          });
+          this.watching = undefined;
+        },
+      );
+    await this.watching;
   }
 
   /** Whether a plan id was applied to the document (after every push queued before this call). */
@@ -196,6 +273,7 @@ export class DocumentHost {
       open.doc.import(bytes);
       open.shadow = outcome.fork;
       open.seq = seq;
+      this.wake(documentId);
       const version = encodeVersion(open.doc.oplogVersion());
       for (const planId of outcome.planIds ?? []) plansOf(open).set(planId, version);
       if (open.seq - open.snapshotSeq >= this.compactEvery) this.compactLater(documentId);

@@ -40,6 +40,11 @@ export interface DocumentStore {
    * returned release is called, so one server at a time catches up, checks and appends a push.
    */
   lockDocument?(documentId: string): Promise<() => Promise<void>>;
+  /**
+   * Stores several servers share (PostgreSQL, by LISTEN/NOTIFY): calls `listener` with the document
+   * id after any server appended to it. Resolves once listening; the returned stop ends it.
+   */
+  watchAppends?(listener: (documentId: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

@@ -1,8 +1,11 @@
 /** The scale-out document store: PostgreSQL through `pg`, the same update log and snapshots as SQLite. */
 import { migratePostgres, openPostgres } from "@tackle/storage/postgres";
-import type pg from "pg";
+import pg from "pg";
 import { type DocumentStore, type LoggedUpdate, StoreConflictError } from "../document-store.ts";
 import { postgresMigrations } from "../migrations.ts";
+
+/** The channel an append notifies, with the document id as payload. */
+const APPENDS_CHANNEL = "docscript_appends";
 
 export interface PostgresDocumentStoreOptions {
   /** A connection string, or a pool the caller owns (then `close()` leaves it open). */
@@ -53,6 +56,7 @@ export async function createPostgresDocumentStore(
           ...(options.onError === undefined ? {} : { onError: options.onError }),
         });
   const lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
+  const stops = new Set<() => Promise<void>>();
   const toUpdates = (rows: { seq: string; bytes: Buffer }[]): LoggedUpdate[] =>
     rows.map((row) => ({ seq: Number(row.seq), bytes: new Uint8Array(row.bytes) }));
 
@@ -123,8 +127,13 @@ export async function createPostgresDocumentStore(
     },
     async append({ documentId, seq, bytes, status, actor }) {
       try {
+        // The notification goes out when the row commits: every listening server learns of it at once.
         await pool.query(
-          "INSERT INTO docscript_updates (document_id, seq, bytes, status, actor) VALUES ($1, $2, $3, $4, $5)",
+          `WITH appended AS (
+             INSERT INTO docscript_updates (document_id, seq, bytes, status, actor) VALUES ($1, $2, $3, $4, $5)
+             RETURNING document_id
+           )
+           SELECT pg_notify('${APPENDS_CHANNEL}', document_id) FROM appended`,
           [documentId, seq, Buffer.from(bytes), status, actor ?? null],
         );
       } catch (error) {
@@ -175,7 +184,67 @@ export async function createPostgresDocumentStore(
         }
       };
     },
+    async watchAppends(listener) {
+      let stopped = false;
+      let current: pg.Client | undefined;
+      let endCurrent: (error?: Error) => void = () => {};
+      let retry: NodeJS.Timeout | undefined;
+      const onNotification = (message: pg.Notification) => {
+        if (message.channel === APPENDS_CHANNEL && message.payload !== undefined) listener(message.payload);
+      };
+      // A dedicated connection (a pooled one from a caller's pool otherwise); when it is lost, listen
+      // again after a short wait — reads catch up from the database anyway, so a missed notice only
+      // delays a waiting reader to its deadline.
+      const listen = async (): Promise<void> => {
+        const pooled = options.connectionString === undefined;
+        const next = pooled
+          ? await pool.connect()
+          : new pg.Client({ connectionString: options.connectionString });
+        const end = (error?: Error) =>
+          pooled ? (next as pg.PoolClient).release(error) : void next.end().catch(() => undefined);
+        if (!pooled) await next.connect();
+        next.on("notification", onNotification);
+        next.on("error", (error: Error) => {
+          options.onError?.(error);
+          if (current !== next) return;
+          current = undefined;
+          end(error);
+          scheduleRetry(250);
+        });
+        try {
+          await next.query(`LISTEN ${APPENDS_CHANNEL}`);
+        } catch (error) {
+          end(error as Error);
+          throw error;
+        }
+        if (stopped) end();
+        else {
+          current = next;
+          endCurrent = end;
+        }
+      };
+      const scheduleRetry = (afterMs: number) => {
+        if (!stopped) retry = setTimeout(() => void listen().catch(() => scheduleRetry(1000)), afterMs);
+      };
+      await listen();
+      const stop = async () => {
+        stopped = true;
+        clearTimeout(retry);
+        const listening = current;
+        current = undefined;
+        if (listening === undefined) return;
+        listening.off("notification", onNotification);
+        endCurrent();
+      };
+      stops.add(stop);
+      return async () => {
+        stops.delete(stop);
+        await stop();
+      };
+    },
     async close() {
+      for (const stop of [...stops]) await stop();
+      stops.clear();
       await handle.close();
       await locks.close();
     },
