@@ -7,7 +7,10 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { ToolError } from "@tackle/core";
+import { Client } from "@modelcontextprotocol/client";
+import { InMemoryTransport } from "@modelcontextprotocol/server";
+import { type ToolContent, ToolError, toolContent } from "@tackle/core";
+import { createMcpServer } from "@tackle/core/mcp";
 import { bundleKind } from "../src/bundles/bundle-kind.ts";
 import { StdioChild } from "../src/bundles/stdio-child.ts";
 import { loadModules } from "../src/index.ts";
@@ -19,7 +22,36 @@ interface Whoami {
   readonly operator: string | null;
 }
 
+const pixel =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
 describe("stdio children", () => {
+  it("passes a child's results to an MCP client as they came: plain text unquoted, images kept", async () => {
+    const [python] = await loadModules([{ module: "py", path: fixture("python-bundle.py") }]);
+    assert.ok(python);
+    const server = createMcpServer(python.toolset);
+    const client = new Client({ name: "fidelity", version: "1.0.0" });
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    try {
+      await server.connect(serverSide);
+      await client.connect(clientSide);
+      const said = await client.callTool({ name: "say", arguments: { text: 'plain "words"' } });
+      assert.deepEqual(said.content, [{ type: "text", text: 'plain "words"' }]);
+      assert.equal(said.isError, undefined);
+      const dot = await client.callTool({ name: "dot", arguments: {} });
+      assert.deepEqual(dot.content, [
+        { type: "text", text: "a dot" },
+        { type: "image", data: pixel, mimeType: "image/png" },
+      ]);
+      const upper = await client.callTool({ name: "upper", arguments: { text: "json" } });
+      assert.deepEqual(upper.structuredContent, { text: "JSON" });
+      assert.deepEqual(JSON.parse((upper.content as { text: string }[])[0]?.text ?? ""), { text: "JSON" });
+    } finally {
+      await client.close();
+      await python.close();
+    }
+  });
+
   it("calls a Python bundle's tools, with only the explicit environment", async () => {
     process.env.TACKLE_TEST_SECRET = "do-not-leak";
     process.env.MESH_BROKER_FILE = "/secret/node.creds";
@@ -266,11 +298,22 @@ describe("stdio children", () => {
     try {
       assert.ok(exe);
       assert.deepEqual(exe.errors, []);
-      assert.deepEqual(await exe.toolset.call("reverse", { text: "mesh" }), { ok: true, output: "hsem" });
-      const pid = ((await exe.toolset.invoke("pid", {})) as { pid: number }).pid;
+      assert.deepEqual(await exe.toolset.call("reverse", { text: "mesh" }), {
+        ok: true,
+        output: toolContent([{ type: "text", text: "hsem" }]),
+      });
+      const pidResult = (await exe.toolset.invoke("pid", {})) as ToolContent;
+      const pid = (pidResult.structuredContent as { pid: number }).pid;
+      assert.deepEqual(
+        pidResult.content,
+        [{ type: "text", text: String(pid) }],
+        "the text beside it, as it came",
+      );
       assert.notEqual(pid, process.pid, "it runs in its own process");
       // Launched without a shell or shim in between, the child holds exactly the SDK's safe base and ours.
-      const { names } = (await exe.toolset.invoke("env", {})) as { names: string[] };
+      const { names } = ((await exe.toolset.invoke("env", {})) as ToolContent).structuredContent as {
+        names: string[];
+      };
       const allowed = [
         "HOME",
         "LOGNAME",

@@ -3,8 +3,9 @@
  * the next call after it exits (single-flight, with backoff), and failed for good when it exits
  * before its handshake.
  */
+import { isDeepStrictEqual } from "node:util";
 import { Client } from "@modelcontextprotocol/client";
-import { type JsonSchema, type Logger, ToolError } from "@tackle/core";
+import { type ContentBlock, type JsonSchema, type Logger, ToolError, toolContent } from "@tackle/core";
 import { type ChildExit, StdioChildTransport } from "./stdio-child-transport.ts";
 
 export interface StdioChildOptions {
@@ -278,25 +279,41 @@ export class StdioChild {
 
 interface CallResult {
   readonly isError?: boolean;
-  readonly structuredContent?: unknown;
-  readonly content?: readonly { readonly type: string; readonly text?: string }[];
+  readonly structuredContent?: Record<string, unknown>;
+  readonly content?: readonly ContentBlock[];
 }
 
-/** structuredContent when given; else a lone text block as its string; else the content blocks. */
+/**
+ * The child's result as it came: its content blocks (text, images, audio, resources) with its
+ * structured object beside them. Only when the blocks say nothing but that object (one text block
+ * holding its JSON, or none) is the output the plain value, which every MCP server sends back as the
+ * same JSON.
+ */
 function toOutput(tool: string, result: CallResult): unknown {
   const content = result.content ?? [];
   if (result.isError === true) {
     const text = content
-      .map((block) => block.text ?? "")
+      .map((block) => (block.type === "text" ? block.text : ""))
       .join("\n")
       .trim();
     throw new ToolError("tool_failed", `Tool "${tool}" failed: ${text || "the child reported an error"}`, {
       data: { tool, content },
     });
   }
-  if (result.structuredContent !== undefined) return result.structuredContent;
-  if (content.length === 1 && content[0]?.type === "text") return content[0].text;
-  return content;
+  const structured = result.structuredContent;
+  if (structured !== undefined && saysOnly(content, structured)) return structured;
+  return toolContent(content, structured === undefined ? {} : { structuredContent: structured });
+}
+
+function saysOnly(content: readonly ContentBlock[], structured: unknown): boolean {
+  if (content.length === 0) return true;
+  const [only] = content;
+  if (content.length !== 1 || only?.type !== "text") return false;
+  try {
+    return isDeepStrictEqual(JSON.parse(only.text), structured);
+  } catch {
+    return false;
+  }
 }
 
 function describeExit(exit: ChildExit): string {
