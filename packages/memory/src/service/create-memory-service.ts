@@ -489,8 +489,11 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
         );
       }
       const memories: Memory[] = [];
-      // Only the write that created the event extracts, so a retried write adds nothing twice.
-      if (created && input.infer && input.role === "user") {
+      // The write that created the event extracts, so a retried write adds nothing twice. A rerun of the
+      // import job that stored the event (its process was killed between storing and extracting) extracts
+      // again: the memories already kept are refused as duplicates, the missing ones are added.
+      const rerunOfItsJob = !created && importJobId !== undefined && event.importJobId === importJobId;
+      if ((created || rerunOfItsJob) && input.infer && input.role === "user") {
         for (const extracted of extractMemories(input.content)) {
           const result = await addMemory(tenantId, {
             scope,
