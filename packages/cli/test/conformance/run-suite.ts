@@ -40,6 +40,14 @@ export const toolServerScenarios = [
   "server-sse-multiple-streams",
 ] as const;
 
+/**
+ * The scenarios run against `tackle mcp` through the stdio bridge: all but the transport ones
+ * (DNS rebinding, SSE), which would test the bridge's HTTP, not `tackle mcp`.
+ */
+export const stdioScenarios = toolServerScenarios.filter(
+  (scenario) => scenario !== "dns-rebinding-protection" && !scenario.startsWith("server-sse-"),
+);
+
 /** Runs one scenario against `url`, in a temporary folder (the suite writes its results to disk). */
 export async function runScenario(url: string, scenario: string): Promise<ScenarioResult> {
   const folder = mkdtempSync(join(tmpdir(), "tackle-conformance-"));

@@ -19,13 +19,13 @@ export function consoleName(suiteName: string): string {
   return suiteName.startsWith("test_") ? `test.${suiteName.slice(5)}` : `test.${suiteName}`;
 }
 
-function toSuite(text: string): string {
+export function toSuite(text: string): string {
   return text.replace(/"name":"test\.([A-Za-z0-9_]+)"/g, (_match, tool: string) =>
     tool === "json_schema_2020_12_tool" ? `"name":"${tool}"` : `"name":"test_${tool}"`,
   );
 }
 
-function toConsole(body: string): string {
+export function toConsole(body: string): string {
   if (body === "") return body;
   try {
     const parsed = JSON.parse(body) as unknown;
