@@ -30,7 +30,7 @@ describe("the memory module bundle", () => {
       userId: "erin",
       query: "editor",
     })) as {
-      results: { memory: { content: string } }[];
+      results: { text: string }[];
     };
     assert.equal(found.results[0]?.text, "Erin's favourite editor is Helix");
   });
