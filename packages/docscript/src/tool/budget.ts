@@ -4,7 +4,16 @@
  * JSON). Past a budget an answer is cut at an item boundary and says so: counts of what was left out and,
  * where there is more to read, a cursor. Nothing is ever cut silently.
  */
-import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
+import { createRequire } from "node:module";
+
+type Tokenizer = { countTokens(text: string): number };
+let tokenizer: Tokenizer | undefined;
+
+/** The o200k tables take most of a second to load: they load on the first count, not on import. */
+function countTokens(text: string): number {
+  tokenizer ??= createRequire(import.meta.url)("gpt-tokenizer/encoding/o200k_base") as Tokenizer;
+  return tokenizer.countTokens(text);
+}
 
 /** Default budgets in tokens, one per answer a model reads. */
 export const defaultBudgets = {
