@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import type { StoredMemory } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
-import { newNames, timeWindow } from "./conversation-retrieval.ts";
+import { newNames, spreadToNeighbours, timeWindow } from "./conversation-retrieval.ts";
 import { createMemoryService } from "./create-memory-service.ts";
 
 it("reads the time a question names", () => {
@@ -18,6 +19,31 @@ it("finds the names a first hit adds to the question", () => {
   assert.deepEqual(newNames("Maya: My sister Lena is staying with us.", "What does Maya's sister play?"), [
     "Lena",
   ]);
+});
+
+it("the turn answering a question that matched gets more of its score than the turn before it", () => {
+  const turn = (id: string, content: string) =>
+    ({ id, content, sessionId: "s1", metadata: {} }) as unknown as StoredMemory;
+  const before = turn("a", "Maya: We went hiking on Sunday.");
+  const question = turn("b", "Jonas: How is the new job going, Maya?");
+  const reply = turn("c", "Maya: I love it, teaching at Initech is what I hoped for.");
+  const ranked = spreadToNeighbours(
+    [{ memory: question, score: 1 }],
+    new Map([
+      [
+        "b",
+        [
+          { memory: before, offset: -1 },
+          { memory: reply, offset: 1 },
+        ],
+      ],
+    ]),
+  );
+  assert.deepEqual(
+    ranked.map((hit) => hit.memory.id),
+    ["b", "c", "a"],
+  );
+  assert.ok(ranked[1]!.score > ranked[2]!.score * 1.5, "the reply is clearly ahead of the turn before");
 });
 
 it("conversations: the reply that answers, the turn of the month asked, the second hop", async () => {

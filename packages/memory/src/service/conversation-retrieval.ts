@@ -6,7 +6,8 @@
  *   - multi-hop: names found in the first hits and absent from the question seed a second pass
  *     ("Maya's sister" → "Lena" → "Lena played her violin");
  *   - neighbouring turns: a turn next to a hit (same session, or both with a speaker) shares its
- *     score, so the reply that answers a question is found through the question before it;
+ *     score, so the reply that answers a question is found through the question before it; the turn
+ *     right after a hit that asks something ("Did you pick a name yet?") gets twice the share;
  *   - diversified: a near-copy of a better-ranked result is pushed down.
  */
 import type { StoredMemory } from "../store/memory-store.ts";
@@ -101,7 +102,7 @@ export function liftByTimeAndSpeaker(
       if (at >= window.from && at < window.to) score *= 2;
     }
     const speaker = speakerOf(hit.memory);
-    if (speaker && words.has(speaker.toLowerCase())) score *= 1.3;
+    if (speaker && words.has(speaker.toLowerCase())) score *= 1.6;
     return { memory: hit.memory, score };
   });
 }
@@ -125,12 +126,15 @@ export function spreadToNeighbours(
   hits: readonly Scored[],
   neighbours: ReadonlyMap<string, { memory: StoredMemory; offset: number }[]>,
   share = 0.35,
+  answerShare = 0.7,
 ): Scored[] {
   const scores = new Map(hits.map((hit) => [hit.memory.id, { memory: hit.memory, score: hit.score }]));
   for (const hit of hits) {
     for (const { memory, offset } of neighbours.get(hit.memory.id) ?? []) {
       if (!sameConversation(hit.memory, memory)) continue;
-      const gain = hit.score * share * 0.5 ** (Math.abs(offset) - 1);
+      // The turn right after a question is its likeliest answer: it gets more of the question's score.
+      const step = offset === 1 && hit.memory.content.includes("?") ? answerShare : share;
+      const gain = hit.score * step * 0.5 ** (Math.abs(offset) - 1);
       const entry = scores.get(memory.id);
       if (entry) entry.score += gain;
       else scores.set(memory.id, { memory, score: gain });

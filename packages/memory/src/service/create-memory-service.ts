@@ -255,8 +255,9 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       );
       lexical = mergeSecondPass(lexical, liftByTimeAndSpeaker(withSeed, query, window));
     }
-    // Neighbouring turns of the best hits share their score.
-    const anchors = lexical.slice(0, Math.max(10, limit));
+    // Neighbouring turns of the best hits share their score; 40 anchors, since the words of a question
+    // often sit two turns before its answer, below many turns sharing one common word.
+    const anchors = lexical.slice(0, Math.max(40, limit));
     const neighbours = await store.neighbourMemories(
       tenantId,
       anchors.map((hit) => hit.memory.id),
