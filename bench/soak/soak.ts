@@ -1,18 +1,23 @@
 /**
  * The fault-injection soak: mixed load on two machines' worth of loopback processes — mesh calls over
  * a three-server NATS cluster to two node processes, document pushes through two document server
- * processes on one PostgreSQL database — while it SIGKILLs and restarts a NATS server, a mesh node
- * and a document server. Counts every operation: succeeded, failed and reported, lost (an
+ * processes on a private PostgreSQL — while it SIGKILLs and restarts a NATS server, a mesh node
+ * and a document server, then stops and starts that PostgreSQL. Counts every operation: succeeded, failed and reported, lost (an
  * acknowledged effect missing, or an operation that never settled), duplicated; latency per phase.
  *
  * Run: node --conditions=@tackle/source bench/soak/soak.ts [seconds per phase, default 5]
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
+import { chownSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import { createDocumentClient, interpretDocument, openDocument, timelineSchema } from "@tackle/docscript";
 import { createMeshClient, issueMembership, openMeshBuckets } from "@tackle/mesh";
-import { createTestDatabase, startNatsCluster } from "@tackle/test-support";
+import { startNatsCluster } from "@tackle/test-support";
 import { LoroDoc } from "loro-crdt";
 
 const root = new URL("../../", import.meta.url);
@@ -64,6 +69,63 @@ function spawnReady(script: string, args: string[]): Promise<{ process: ChildPro
     });
     child.once("exit", (code) => reject(new Error(`${script} exited (${code}): ${stderr}`)));
   });
+}
+
+/** A free loopback port (closed again before it is used). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0));
+    });
+  });
+}
+
+/**
+ * A private PostgreSQL for this run (the shared one is not ours to restart): initdb into a directory
+ * under os.tmpdir(), as the `postgres` user when this process is root (initdb refuses root).
+ */
+async function startPrivatePostgres(): Promise<{
+  url: string;
+  stop: () => Promise<void>;
+  start: () => Promise<void>;
+  close: () => Promise<void>;
+}> {
+  const versions = readdirSync("/usr/lib/postgresql").sort((a, b) => Number(b) - Number(a));
+  const bin = `/usr/lib/postgresql/${versions[0]}/bin`;
+  const dir = mkdtempSync(join(tmpdir(), "tackle-soak-pg-"));
+  const asRoot = process.getuid?.() === 0;
+  if (asRoot) {
+    const uid = Number(execFileSync("id", ["-u", "postgres"]).toString().trim());
+    const gid = Number(execFileSync("id", ["-g", "postgres"]).toString().trim());
+    chownSync(dir, uid, gid);
+  }
+  // Asynchronous: the load in this process keeps running while PostgreSQL stops and starts.
+  const run = async (tool: string, args: string[]) => {
+    if (asRoot) await promisify(execFile)("runuser", ["-u", "postgres", "--", join(bin, tool), ...args]);
+    else await promisify(execFile)(join(bin, tool), args);
+  };
+  const data = join(dir, "data");
+  await run("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
+  const port = await freePort();
+  const serverOptions = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
+  const start = () =>
+    run("pg_ctl", ["-D", data, "-o", serverOptions, "-l", join(dir, "log"), "-w", "-t", "60", "start"]);
+  await start();
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    stop: () => run("pg_ctl", ["-D", data, "-m", "fast", "-w", "-t", "60", "stop"]),
+    start,
+    async close() {
+      try {
+        await run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "-t", "60", "stop"]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
 }
 
 function kill(child: ChildProcess): Promise<void> {
@@ -124,9 +186,9 @@ export async function runSoak(options: { phaseMs?: number } = {}): Promise<SoakR
     let nodeA = await startNode("soak-a", urls);
     await startNode("soak-b", [...urls.slice(1), urls[0] as string]);
 
-    // --- documents: two servers on one fresh PostgreSQL database
-    const database = await createTestDatabase("tackle_soak");
-    cleanup.push(() => database.drop());
+    // --- documents: two servers on a private PostgreSQL (restarted by fault 4)
+    const database = await startPrivatePostgres();
+    cleanup.push(() => database.close());
     const startDocs = () =>
       spawnReady(documentServerScript, [database.url, adminToken]).then((started) => {
         cleanup.push(() => kill(started.process));
@@ -253,6 +315,15 @@ export async function runSoak(options: { phaseMs?: number } = {}): Promise<SoakR
         docsAUrl = docsA.url;
       },
     );
+    const afterDocumentServer = { mesh: meshOps.slice(from.mesh), meshLost: meshLost - from.meshLost };
+    const documentServerDocs = docOps.slice(from.docs);
+
+    // 4. PostgreSQL stopped (fast: its connections are cut), down for a phase, then started again.
+    from = marks();
+    await runFault(
+      () => database.stop(),
+      () => database.start(),
+    );
     stop = true;
     await Promise.all([...meshLoad, ...docLoad]);
 
@@ -270,19 +341,18 @@ export async function runSoak(options: { phaseMs?: number } = {}): Promise<SoakR
       summarize(
         "mesh calls",
         "document server SIGKILL + restart",
-        meshOps.slice(from.mesh),
-        meshLost - from.meshLost,
+        afterDocumentServer.mesh,
+        afterDocumentServer.meshLost,
         0,
       ),
     );
+    rows.push(summarize("document pushes", "document server SIGKILL + restart", documentServerDocs, 0, 0));
     rows.push(
-      summarize(
-        "document pushes",
-        "document server SIGKILL + restart",
-        docOps.slice(from.docs),
-        missing,
-        duplicated,
-      ),
+      summarize("mesh calls", "PostgreSQL restart", meshOps.slice(from.mesh), meshLost - from.meshLost, 0),
+    );
+    // Lost and duplicated captions are counted over the whole run, on the last row.
+    rows.push(
+      summarize("document pushes", "PostgreSQL restart", docOps.slice(from.docs), missing, duplicated),
     );
     return rows;
   } finally {
