@@ -267,3 +267,4 @@ function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
     },
   };
 }
+export type JobRunner = ReturnType<typeof createJobRunner>;

@@ -86,11 +86,8 @@ export interface TenantCounts {
   readonly jobs: number;
 }
 
-/** Stores answer only inside `tenantId` AND the scope given; a store never widens either. */
-export interface MemoryStore {
-  readonly kind: "sqlite" | "postgres";
-  close(): Promise<void>;
-
+/** Memories: records with versions and history, BM25 search, neighbouring turns, access statistics. */
+export interface MemoryRecordStore {
   /** Inserts, or answers the active memory in the same exact scope with the same dedupe key. */
   insertMemory(memory: StoredMemory): Promise<{ memory: StoredMemory; created: boolean }>;
   /** `insertMemory` for many, in one transaction: all stored (or answered as duplicates), or none. */
@@ -147,13 +144,19 @@ export interface MemoryStore {
   recordAccess(tenantId: string, access: AccessRecord): Promise<void>;
   accessTrends(tenantId: string, scope: MemoryScope, sinceDay: string): Promise<AccessDay[]>;
   countSearches(tenantId: string, scope: MemoryScope): Promise<number>;
+}
 
+/** The append-only conversation log. */
+export interface EventStore {
   /** Appends, or answers the event already stored under the same custom id. */
   appendEvent(event: Omit<StoredEvent, "seq">): Promise<{ event: StoredEvent; created: boolean }>;
   listEvents(tenantId: string, scope: MemoryScope, options: ListEventsOptions): Promise<StoredEvent[]>;
   getEvents(tenantId: string, ids: readonly string[]): Promise<StoredEvent[]>;
   countEvents(tenantId: string, scope: MemoryScope): Promise<number>;
+}
 
+/** Knowledge-base documents and their chunks. */
+export interface DocumentStore {
   /** Inserts a document and its chunks, or answers the one with the same content in the same scope. */
   insertDocument(
     document: StoredDocument,
@@ -167,7 +170,10 @@ export interface MemoryStore {
     limit: number,
   ): Promise<{ chunk: StoredChunk; document: StoredDocument; score: number }[]>;
   countDocuments(tenantId: string, scope: MemoryScope): Promise<number>;
+}
 
+/** Core-memory blocks of a scope. */
+export interface CoreMemoryStore {
   getBlocks(tenantId: string, scope: MemoryScope): Promise<StoredBlock[]>;
   /** All or nothing: each block is written only if its stored version is `expectedVersion` (0: new). */
   saveBlocks(
@@ -175,7 +181,10 @@ export interface MemoryStore {
     scope: MemoryScope,
     changes: readonly { readonly block: StoredBlock; readonly expectedVersion: number }[],
   ): Promise<boolean>;
+}
 
+/** Retrieval traces. */
+export interface TraceStore {
   /** Records a retrieval trace and its access-log entries in one transaction. */
   insertTrace(trace: StoredTrace, accesses: readonly AccessRecord[]): Promise<void>;
   getTrace(tenantId: string, id: string): Promise<StoredTrace | undefined>;
@@ -184,7 +193,10 @@ export interface MemoryStore {
     scope: MemoryScope,
     options: { readonly operation?: string; readonly limit: number },
   ): Promise<StoredTrace[]>;
+}
 
+/** Jobs (imports, consolidation, novelty scans). */
+export interface JobStore {
   insertJob(job: StoredJob): Promise<void>;
   updateJob(job: StoredJob): Promise<void>;
   /**
@@ -206,6 +218,18 @@ export interface MemoryStore {
   ): Promise<StoredJob[]>;
   /** Jobs of every tenant left queued or running (by a process that stopped), oldest first. */
   unfinishedJobs(): Promise<StoredJob[]>;
+}
+
+/** Stores answer only inside `tenantId` AND the scope given; a store never widens either. */
+export interface MemoryStore
+  extends MemoryRecordStore,
+    EventStore,
+    DocumentStore,
+    CoreMemoryStore,
+    TraceStore,
+    JobStore {
+  readonly kind: "sqlite" | "postgres";
+  close(): Promise<void>;
 
   counts(tenantId: string): Promise<TenantCounts>;
 }

@@ -1,0 +1,167 @@
+/** Administration: status, novelty scans, jobs (consolidation, imports), access statistics, traces. */
+import { MemoryError } from "../errors/memory-error.ts";
+import {
+  accessSummariesRequestSchema,
+  accessTrendsRequestSchema,
+  consolidateRequestSchema,
+  importConversationsRequestSchema,
+  listJobsQuerySchema,
+  listTracesQuerySchema,
+  noveltyScanRequestSchema,
+} from "../schemas/admin.ts";
+import { pickScope, scopeContains } from "../scope/memory-scope.ts";
+import type { JobRunner } from "./job-runner.ts";
+import type { MemoryService } from "./memory-service.ts";
+import type { NoveltyCheck } from "./novelty-check.ts";
+import { parseRequest } from "./parse-request.ts";
+import type { ServiceContext } from "./service-context.ts";
+
+export type AdminOperations = Pick<
+  MemoryService,
+  | "status"
+  | "noveltyScan"
+  | "consolidate"
+  | "importConversations"
+  | "accessTrends"
+  | "accessSummaries"
+  | "listTraces"
+  | "getTrace"
+  | "listJobs"
+  | "getJob"
+>;
+
+const packageVersion = "0.1.0";
+
+export function createAdminOperations(
+  context: ServiceContext,
+  novelty: NoveltyCheck,
+  jobs: JobRunner,
+): AdminOperations {
+  const { store, clock, embedder, languageModel, embedOne } = context;
+  const { nearestMemory } = novelty;
+  const startedAt = Date.now();
+  return {
+    async status(tenantId) {
+      return {
+        ok: true,
+        version: packageVersion,
+        store: store.kind,
+        retrieval: embedder ? "fused" : "bm25",
+        ...(embedder ? { embeddingModel: embedder.modelId } : {}),
+        ...(languageModel ? { languageModel: `${languageModel.provider}:${languageModel.modelId}` } : {}),
+        tenant: tenantId,
+        counts: await store.counts(tenantId),
+        uptimeSeconds: Math.round((Date.now() - startedAt) / 1000),
+      };
+    },
+
+    async noveltyScan(tenantId, request) {
+      const input = parseRequest(noveltyScanRequestSchema, request);
+      const scope = pickScope(input);
+      const results = [];
+      for (const content of input.candidates) {
+        const nearest = await nearestMemory(tenantId, scope, content, await embedOne(content));
+        results.push({
+          content,
+          novel: !nearest || nearest.similarity < input.threshold,
+          ...(nearest
+            ? {
+                nearest: {
+                  memoryId: nearest.memory.id,
+                  content: nearest.memory.content,
+                  similarity: Number(nearest.similarity.toFixed(4)),
+                },
+              }
+            : {}),
+        });
+      }
+      const job = await jobs.record(tenantId, "novelty_scan", scope, input, { results });
+      return { jobId: job.id, results };
+    },
+
+    async consolidate(tenantId, request) {
+      const input = parseRequest(consolidateRequestSchema, request);
+      return { job: await jobs.enqueue(tenantId, "consolidate", pickScope(input), input) };
+    },
+
+    async importConversations(tenantId, request) {
+      const input = parseRequest(importConversationsRequestSchema, request);
+      return { job: await jobs.enqueue(tenantId, "import", pickScope(input), input) };
+    },
+
+    async accessTrends(tenantId, request) {
+      const input = parseRequest(accessTrendsRequestSchema, request);
+      const today = clock();
+      const since = new Date(today.getTime() - (input.days - 1) * 86_400_000).toISOString().slice(0, 10);
+      const rows = new Map(
+        (await store.accessTrends(tenantId, pickScope(input), since)).map((row) => [row.day, row]),
+      );
+      const days = [];
+      for (let offset = input.days - 1; offset >= 0; offset -= 1) {
+        const day = new Date(today.getTime() - offset * 86_400_000).toISOString().slice(0, 10);
+        days.push(rows.get(day) ?? { day, searches: 0, hits: 0, reads: 0 });
+      }
+      return { days };
+    },
+
+    async accessSummaries(tenantId, request) {
+      const input = parseRequest(accessSummariesRequestSchema, request);
+      const scope = pickScope(input);
+      const [counts, top, searches] = await Promise.all([
+        store.countMemories(tenantId, scope),
+        store.listMemories(tenantId, scope, { statuses: ["active"], limit: input.limit, order: "accessed" }),
+        store.countSearches(tenantId, scope),
+      ]);
+      const everAccessed = await store.listMemories(tenantId, scope, {
+        statuses: ["active"],
+        limit: 100_000,
+        order: "accessed",
+      });
+      const accessed = everAccessed.filter((memory) => memory.accessCount > 0).length;
+      return {
+        totals: { memories: counts.active, accessed, neverAccessed: counts.active - accessed, searches },
+        top: top
+          .filter((memory) => memory.accessCount > 0)
+          .map((memory) => ({
+            memoryId: memory.id,
+            content: memory.content,
+            accessCount: memory.accessCount,
+            ...(memory.lastAccessedAt ? { lastAccessedAt: memory.lastAccessedAt } : {}),
+          })),
+      };
+    },
+
+    async listTraces(tenantId, request) {
+      const input = parseRequest(listTracesQuerySchema, request);
+      const traces = await store.listTraces(tenantId, pickScope(input), {
+        limit: input.limit,
+        ...(input.operation ? { operation: input.operation } : {}),
+      });
+      return { traces: traces.map(({ tenantId: _tenant, ...trace }) => trace) };
+    },
+
+    async getTrace(tenantId, id, scope = {}) {
+      const trace = await store.getTrace(tenantId, id);
+      if (!trace || !scopeContains(scope, trace)) throw MemoryError.notFound("Trace", id);
+      const { tenantId: _tenant, ...rest } = trace;
+      return { trace: rest };
+    },
+
+    async listJobs(tenantId, request) {
+      const input = parseRequest(listJobsQuerySchema, request);
+      const list = await store.listJobs(tenantId, pickScope(input), {
+        limit: input.limit,
+        ...(input.type ? { type: input.type } : {}),
+        ...(input.status ? { status: input.status } : {}),
+      });
+      return { jobs: list.map(({ tenantId: _tenant, ...job }) => job) };
+    },
+
+    async getJob(tenantId, id, scope = {}) {
+      const job = await store.getJob(tenantId, id);
+      if (!job || !scopeContains(scope, job)) throw MemoryError.notFound("Job", id);
+      const { tenantId: _tenant, ...rest } = job;
+      return { job: rest };
+    },
+  };
+}

@@ -1,0 +1,180 @@
+/** Lifecycle of one memory by id: read, update, delete, history, feedback, outcomes, provenance chain. */
+import { MemoryError } from "../errors/memory-error.ts";
+import {
+  feedbackRequestSchema,
+  procedureOutcomeRequestSchema,
+  updateMemoryRequestSchema,
+} from "../schemas/memory.ts";
+import { type MemoryScope, pickScope, scopeContains } from "../scope/memory-scope.ts";
+import type { MemoryService } from "./memory-service.ts";
+import { parseRequest } from "./parse-request.ts";
+import { publicEvent, publicMemory, type ServiceContext } from "./service-context.ts";
+import { contentHash } from "./text.ts";
+
+export type LifecycleOperations = Pick<
+  MemoryService,
+  | "getMemory"
+  | "updateMemory"
+  | "deleteMemory"
+  | "memoryHistory"
+  | "recordProcedureOutcome"
+  | "recordFeedback"
+  | "chainTrace"
+>;
+
+export function createLifecycleOperations(context: ServiceContext): LifecycleOperations {
+  const { store, nowIso, embedOne, requireMemory, mutateMemory } = context;
+  return {
+    async getMemory(tenantId, id, scope) {
+      const memory = await requireMemory(tenantId, id, scope);
+      await store.recordAccess(tenantId, {
+        kind: "read",
+        scope: pickScope(memory),
+        memoryIds: [id],
+        at: nowIso(),
+      });
+      return { memory: publicMemory(memory) };
+    },
+
+    async updateMemory(tenantId, id, request, scope) {
+      const input = parseRequest(updateMemoryRequestSchema, request);
+      const embedding = input.content === undefined ? undefined : await embedOne(input.content);
+      const memory = await mutateMemory(
+        tenantId,
+        id,
+        (current) => {
+          if (current.status === "deleted") {
+            throw new MemoryError("conflict", `Memory ${id} is deleted; its history stays readable`, 409, {
+              data: { id },
+            });
+          }
+          const content = input.content ?? current.content;
+          return {
+            next: {
+              ...current,
+              content,
+              kind: input.kind ?? current.kind,
+              metadata: input.metadata ?? current.metadata,
+              importance: input.importance ?? current.importance,
+              dedupeKey: current.dedupeKey === current.id ? current.id : contentHash(content),
+              ...(embedding ? { embedding } : {}),
+            },
+            note: { change: "update" as never, ...(input.reason ? { reason: input.reason } : {}) },
+          };
+        },
+        input.expectedVersion,
+        scope,
+      );
+      return { memory: publicMemory(memory) };
+    },
+
+    async deleteMemory(tenantId, id, reason, scope) {
+      const memory = await mutateMemory(
+        tenantId,
+        id,
+        (current) =>
+          current.status === "deleted"
+            ? undefined
+            : {
+                next: { ...current, status: "deleted" },
+                note: { change: "delete" as never, ...(reason ? { reason } : {}) },
+              },
+        undefined,
+        scope,
+      );
+      return { memory: publicMemory(memory) };
+    },
+
+    async memoryHistory(tenantId, id, scope) {
+      await requireMemory(tenantId, id, scope);
+      return { memoryId: id, versions: await store.memoryHistory(tenantId, id) };
+    },
+
+    async recordProcedureOutcome(tenantId, id, request, scope) {
+      const input = parseRequest(procedureOutcomeRequestSchema, request);
+      const memory = await mutateMemory(
+        tenantId,
+        id,
+        (current) => ({
+          next: {
+            ...current,
+            outcomes: {
+              successes: current.outcomes.successes + (input.success ? 1 : 0),
+              failures: current.outcomes.failures + (input.success ? 0 : 1),
+            },
+            provenance: input.eventId
+              ? { ...current.provenance, eventIds: [...current.provenance.eventIds, input.eventId] }
+              : current.provenance,
+          },
+          note: {
+            change: "outcome" as never,
+            reason: `${input.success ? "success" : "failure"}${input.note ? `: ${input.note}` : ""}`,
+          },
+        }),
+        undefined,
+        scope,
+      );
+      const total = memory.outcomes.successes + memory.outcomes.failures;
+      return {
+        memory: publicMemory(memory),
+        successRate: total === 0 ? 0 : memory.outcomes.successes / total,
+      };
+    },
+
+    async recordFeedback(tenantId, id, request, scope) {
+      const input = parseRequest(feedbackRequestSchema, request);
+      const memory = await mutateMemory(
+        tenantId,
+        id,
+        (current) => ({
+          next: {
+            ...current,
+            feedback: {
+              helpful: current.feedback.helpful + (input.rating === "helpful" ? 1 : 0),
+              unhelpful: current.feedback.unhelpful + (input.rating === "unhelpful" ? 1 : 0),
+            },
+          },
+          note: {
+            change: "feedback" as never,
+            reason: [input.rating, input.traceId ? `trace ${input.traceId}` : "", input.note ?? ""]
+              .filter(Boolean)
+              .join(": "),
+          },
+        }),
+        undefined,
+        scope,
+      );
+      return { memory: publicMemory(memory) };
+    },
+
+    async chainTrace(tenantId, id, scope = {}) {
+      const memory = await requireMemory(tenantId, id, scope);
+      // What the chain reaches must lie inside the caller's scope too: ids in a memory's provenance
+      // are given by writers and may name records of another identity.
+      const visible = (record: MemoryScope) => scopeContains(scope, record);
+      const [versions, allEvents, allDerived, foundJob, foundDocument] = await Promise.all([
+        store.memoryHistory(tenantId, id),
+        store.getEvents(tenantId, memory.provenance.eventIds),
+        store.getMemories(tenantId, memory.provenance.derivedFrom),
+        memory.provenance.importJobId ? store.getJob(tenantId, memory.provenance.importJobId) : undefined,
+        memory.provenance.documentId ? store.getDocument(tenantId, memory.provenance.documentId) : undefined,
+      ]);
+      const events = allEvents.filter(visible);
+      const derivedFrom = allDerived.filter(visible);
+      const importJob = foundJob && visible(foundJob) ? foundJob : undefined;
+      const document = foundDocument && visible(foundDocument) ? foundDocument : undefined;
+      const strip = <T extends { tenantId: string }>(value: T) => {
+        const { tenantId: _tenant, ...rest } = value;
+        return rest;
+      };
+      return {
+        memory: publicMemory(memory),
+        versions,
+        events: events.map(publicEvent),
+        derivedFrom: derivedFrom.map(publicMemory),
+        ...(importJob ? { importJob: strip(importJob) } : {}),
+        ...(document ? { document: strip(document) } : {}),
+      };
+    },
+  };
+}

@@ -1,0 +1,50 @@
+/** The novelty check: the stored memory nearest a text, and whether it is the same fact. */
+import type { MemoryScope } from "../scope/memory-scope.ts";
+import type { StoredMemory } from "../store/memory-store.ts";
+import { cosine } from "./embedder.ts";
+import { duplicateCosine, duplicateSimilarity, type ServiceContext } from "./service-context.ts";
+import { queryTerms, textSimilarity } from "./text.ts";
+
+export type NoveltyCheck = ReturnType<typeof createNoveltyCheck>;
+
+export function createNoveltyCheck({ store }: ServiceContext) {
+  async function findDuplicate(
+    tenantId: string,
+    scope: MemoryScope,
+    content: string,
+    embedding: Float32Array | undefined,
+  ): Promise<{ memory: StoredMemory; similarity: number } | undefined> {
+    const nearest = await nearestMemory(tenantId, scope, content, embedding);
+    if (!nearest) return undefined;
+    const threshold = nearest.byVector ? duplicateCosine : duplicateSimilarity;
+    return nearest.similarity >= threshold ? nearest : undefined;
+  }
+
+  async function nearestMemory(
+    tenantId: string,
+    scope: MemoryScope,
+    content: string,
+    embedding: Float32Array | undefined,
+  ): Promise<{ memory: StoredMemory; similarity: number; byVector: boolean } | undefined> {
+    const candidates = await store.searchMemories(tenantId, scope, queryTerms(content), {
+      limit: 10,
+      order: "candidates",
+    });
+    let best: { memory: StoredMemory; similarity: number; byVector: boolean } | undefined;
+    for (const { memory } of candidates) {
+      const similarity = textSimilarity(content, memory.content);
+      if (!best || similarity > best.similarity) best = { memory, similarity, byVector: false };
+    }
+    if (embedding && (!best || best.similarity < duplicateSimilarity)) {
+      for (const memory of await store.embeddedMemories(tenantId, scope)) {
+        const similarity = cosine(embedding, memory.embedding!);
+        if (similarity >= duplicateCosine && (!best || similarity > best.similarity)) {
+          best = { memory, similarity, byVector: true };
+        }
+      }
+    }
+    return best;
+  }
+
+  return { findDuplicate, nearestMemory };
+}

@@ -1,0 +1,152 @@
+/** Retrieval: ranked memory search, conversation recall, knowledge-base search; each search is a stored trace. */
+import { recallConversationRequestSchema } from "../schemas/event.ts";
+import { searchKnowledgeRequestSchema } from "../schemas/knowledge.ts";
+import { type Memory, searchRequestSchema } from "../schemas/memory.ts";
+import { type MemoryScope, pickScope, scopeContains } from "../scope/memory-scope.ts";
+import type { StoredMemory } from "../store/memory-store.ts";
+import {
+  diversify,
+  liftByTimeAndSpeaker,
+  mergeSecondPass,
+  newNames,
+  spreadToNeighbours,
+  timeWindow,
+} from "./conversation-retrieval.ts";
+import { cosine } from "./embedder.ts";
+import type { MemoryService } from "./memory-service.ts";
+import { parseRequest } from "./parse-request.ts";
+import { rankMemories } from "./rank-memories.ts";
+import { publicEvent, publicMemory, type ServiceContext } from "./service-context.ts";
+import { queryTerms, searchTerms } from "./text.ts";
+
+export type RetrievalOperations = Pick<MemoryService, "search" | "recallConversation" | "searchKnowledge">;
+export type SearchRanked = ReturnType<typeof createSearchRanked>;
+
+/** The ranked memories for a query in a scope (the search every read path shares). */
+export function createSearchRanked({ store, clock, embedder }: ServiceContext) {
+  return async function searchRanked(
+    tenantId: string,
+    scope: MemoryScope,
+    query: string,
+    limit: number,
+    kinds: readonly Memory["kind"][] | undefined,
+  ) {
+    const window = timeWindow(query, clock());
+    // A question naming a time may match the turn it asks about by the time alone: widen the pool.
+    const candidateLimit = window ? 1000 : Math.max(50, limit * 5);
+    const terms = searchTerms(query);
+    const found = await store.searchMemories(tenantId, scope, terms, {
+      limit: candidateLimit,
+      ...(kinds ? { kinds } : {}),
+    });
+    let lexical = liftByTimeAndSpeaker(found, query, window).sort((left, right) => right.score - left.score);
+    // Multi-hop: names in the first hits that the question lacks seed a second pass.
+    const seeds = [...new Set(lexical.slice(0, 3).flatMap((hit) => newNames(hit.memory.content, query)))];
+    if (seeds.length > 0) {
+      const second = await store.searchMemories(tenantId, scope, searchTerms(`${seeds.join(" ")} ${query}`), {
+        limit: Math.max(20, limit * 2),
+        ...(kinds ? { kinds } : {}),
+      });
+      const required = new Set(seeds.map((seed) => seed.toLowerCase()));
+      const withSeed = second.filter((hit) =>
+        (hit.memory.content.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).some((word) => required.has(word)),
+      );
+      lexical = mergeSecondPass(lexical, liftByTimeAndSpeaker(withSeed, query, window));
+    }
+    // Neighbouring turns of the best hits share their score; 40 anchors, since the words of a question
+    // often sit two turns before its answer, below many turns sharing one common word.
+    const anchors = lexical.slice(0, Math.max(40, limit));
+    const neighbours = await store.neighbourMemories(
+      tenantId,
+      anchors.map((hit) => hit.memory.id),
+      2,
+    );
+    const inScope = new Map(
+      [...neighbours].map(([id, list]) => [id, list.filter(({ memory }) => scopeContains(scope, memory))]),
+    );
+    lexical = spreadToNeighbours(lexical, inScope);
+    let semantic: { memory: StoredMemory; score: number }[] | undefined;
+    if (embedder) {
+      const queryVector = (await embedder.embed([query]))[0]!;
+      semantic = (await store.embeddedMemories(tenantId, scope, kinds))
+        .map((memory) => ({ memory, score: cosine(queryVector, memory.embedding!) }))
+        .filter((hit) => hit.score > 0)
+        .sort((left, right) => right.score - left.score)
+        .slice(0, Math.max(50, limit * 5));
+    }
+    return diversify(rankMemories(lexical, semantic, clock().getTime())).slice(0, limit);
+  };
+}
+
+export function createRetrievalOperations(
+  context: ServiceContext,
+  searchRanked: SearchRanked,
+): RetrievalOperations {
+  const { store, embedder, recordTrace } = context;
+  return {
+    async search(tenantId, request) {
+      const started = performance.now();
+      const input = parseRequest(searchRequestSchema, request);
+      const scope = pickScope(input);
+      const ranked = await searchRanked(tenantId, scope, input.query, input.limit, input.kinds);
+      const traceId = await recordTrace(
+        tenantId,
+        scope,
+        "search",
+        input.query,
+        ranked.map((item) => ({ id: item.memory.id, score: item.score, components: item.components })),
+        started,
+      );
+      return {
+        traceId,
+        ranking: embedder ? "fused" : "bm25",
+        results: ranked.map((item) => ({
+          memory: publicMemory(item.memory),
+          score: item.score,
+          components: item.components,
+        })),
+      };
+    },
+
+    async recallConversation(tenantId, request) {
+      const input = parseRequest(recallConversationRequestSchema, request);
+      const events = await store.listEvents(tenantId, pickScope(input), {
+        order: input.order,
+        limit: input.limit + 1,
+        ...(input.cursor === undefined ? {} : { cursor: Number(input.cursor) }),
+      });
+      const page = events.slice(0, input.limit);
+      const last = page.at(-1);
+      return {
+        events: page.map(publicEvent),
+        ...(events.length > input.limit && last ? { nextCursor: String(last.seq) } : {}),
+      };
+    },
+
+    async searchKnowledge(tenantId, request) {
+      const started = performance.now();
+      const input = parseRequest(searchKnowledgeRequestSchema, request);
+      const scope = pickScope(input);
+      const hits = await store.searchChunks(tenantId, scope, queryTerms(input.query), input.limit);
+      const top = hits[0]?.score ?? 0;
+      const results = hits.map((hit) => ({
+        chunkId: hit.chunk.id,
+        documentId: hit.document.id,
+        title: hit.document.title,
+        ...(hit.document.source ? { source: hit.document.source } : {}),
+        ordinal: hit.chunk.ordinal,
+        content: hit.chunk.content,
+        score: Number((top > 0 ? hit.score / top : 0).toFixed(6)),
+      }));
+      const traceId = await recordTrace(
+        tenantId,
+        scope,
+        "knowledge_search",
+        input.query,
+        results.map((result) => ({ id: result.chunkId, score: result.score })),
+        started,
+      );
+      return { traceId, results };
+    },
+  };
+}

@@ -1,0 +1,168 @@
+/** What every group of the memory service's operations shares: the store, the clock, the embedder and the helpers over them. */
+import { randomUUID } from "node:crypto";
+import type { LanguageModelV4 } from "@ai-sdk/provider";
+import { type Logger, silentLogger } from "@tackle/core";
+import { MemoryError } from "../errors/memory-error.ts";
+import type { Memory } from "../schemas/memory.ts";
+import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
+import type { AccessRecord, MemoryStore, StoredEvent, StoredMemory } from "../store/memory-store.ts";
+import { createEmbedder, type MemoryEmbeddingModel } from "./embedder.ts";
+
+export interface MemoryServiceOptions {
+  readonly store: MemoryStore;
+  /** Any AI SDK embedding model; turns BM25 into fused BM25 + vector ranking. None: no network. */
+  readonly embeddingModel?: MemoryEmbeddingModel;
+  /** Any AI SDK language model; improves the profile summary. None: deterministic synthesis. */
+  readonly languageModel?: LanguageModelV4;
+  readonly logger?: Logger;
+  /** The clock (tests move it to age memories). */
+  readonly now?: () => Date;
+  /** Resume jobs left queued or running by a stopped process (default true). */
+  readonly resumeJobs?: boolean;
+}
+
+/** Memories above this word overlap (or cosine, with embeddings) are the same fact. */
+export const duplicateSimilarity = 0.9;
+export const duplicateCosine = 0.95;
+
+export type ServiceContext = ReturnType<typeof createServiceContext>;
+
+export function createServiceContext(options: MemoryServiceOptions) {
+  const { store } = options;
+  const logger = options.logger ?? silentLogger;
+  const clock = options.now ?? (() => new Date());
+  const embedder = options.embeddingModel ? createEmbedder(options.embeddingModel) : undefined;
+  const nowIso = () => clock().toISOString();
+
+  async function embedOne(text: string): Promise<Float32Array | undefined> {
+    if (!embedder) return undefined;
+    return (await embedder.embed([text]))[0];
+  }
+
+  /** The memory, if it exists in the tenant and lies inside `scope` (a memory's scope never changes). */
+  async function requireMemory(tenantId: string, id: string, scope: MemoryScope = {}): Promise<StoredMemory> {
+    const [memory] = await store.getMemories(tenantId, [id]);
+    if (!memory || !scopeContains(scope, memory)) throw MemoryError.notFound("Memory", id);
+    return memory;
+  }
+
+  /** Read-modify-write with optimistic concurrency; retries when another writer got there first. */
+  async function mutateMemory(
+    tenantId: string,
+    id: string,
+    change: (
+      memory: StoredMemory,
+    ) =>
+      | { next: Omit<StoredMemory, "version" | "updatedAt">; note: { change: never; reason?: string } }
+      | undefined,
+    expectedVersion?: number,
+    scope?: MemoryScope,
+  ): Promise<StoredMemory> {
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      const current = await requireMemory(tenantId, id, scope);
+      if (expectedVersion !== undefined && current.version !== expectedVersion) {
+        throw new MemoryError(
+          "conflict",
+          `Memory ${id} is at version ${current.version}, not ${expectedVersion}`,
+          409,
+          {
+            data: { id, version: current.version, expectedVersion },
+          },
+        );
+      }
+      const planned = change(current);
+      if (!planned) return current;
+      const next: StoredMemory = { ...planned.next, version: current.version + 1, updatedAt: nowIso() };
+      try {
+        if (await store.updateMemory(tenantId, next, current.version, planned.note)) return next;
+      } catch (error) {
+        if (isUniqueViolation(error)) {
+          throw new MemoryError(
+            "conflict",
+            "An active memory in this scope already holds that content",
+            409,
+            {
+              data: { id },
+              cause: error,
+            },
+          );
+        }
+        throw error;
+      }
+      if (expectedVersion !== undefined) {
+        throw new MemoryError("conflict", `Memory ${id} changed while updating`, 409, { data: { id } });
+      }
+    }
+    throw new MemoryError("conflict", `Memory ${id} kept changing; gave up after 20 attempts`, 409, {
+      data: { id },
+    });
+  }
+
+  async function recordTrace(
+    tenantId: string,
+    scope: MemoryScope,
+    operation: "search" | "knowledge_search" | "context_bundle",
+    query: string,
+    results: { id: string; score: number; components?: Record<string, number> }[],
+    started: number,
+  ): Promise<string> {
+    const id = randomUUID();
+    const at = nowIso();
+    const accesses: AccessRecord[] = [{ kind: "search", scope, memoryIds: [], at }];
+    if (operation !== "knowledge_search" && results.length > 0) {
+      accesses.push({ kind: "hit", scope, memoryIds: results.map((result) => result.id), at });
+    }
+    await store.insertTrace(
+      {
+        id,
+        tenantId,
+        operation,
+        query,
+        ...scope,
+        ranking: embedder ? "fused" : "bm25",
+        results: results as never,
+        durationMs: Number((performance.now() - started).toFixed(3)),
+        createdAt: at,
+      },
+      accesses,
+    );
+    return id;
+  }
+
+  async function readBlocks(tenantId: string, scope: MemoryScope) {
+    return (await store.getBlocks(tenantId, scope)).map((block) => ({
+      ...block,
+      remaining: block.limit - block.value.length,
+    }));
+  }
+
+  return {
+    store,
+    logger,
+    clock,
+    nowIso,
+    embedder,
+    languageModel: options.languageModel,
+    embedOne,
+    requireMemory,
+    mutateMemory,
+    recordTrace,
+    readBlocks,
+  };
+}
+
+export function publicMemory(memory: StoredMemory): Memory {
+  const { tenantId: _tenant, dedupeKey: _dedupe, embedding: _embedding, ...rest } = memory;
+  return rest;
+}
+
+export function publicEvent(event: StoredEvent) {
+  const { tenantId: _tenant, ...rest } = event;
+  return rest;
+}
+
+/** SQLite `UNIQUE constraint failed` or PostgreSQL `23505`. */
+function isUniqueViolation(error: unknown): boolean {
+  const candidate = error as { code?: string; message?: string };
+  return candidate?.code === "23505" || /UNIQUE constraint failed/.test(candidate?.message ?? "");
+}

@@ -1,0 +1,259 @@
+/** Writes: memories (one or a batch, behind the novelty check), conversation events, documents, core memory. */
+import { randomUUID } from "node:crypto";
+import { MemoryError } from "../errors/memory-error.ts";
+import { selfEditRequestSchema } from "../schemas/core-memory.ts";
+import { writeEventRequestSchema } from "../schemas/event.ts";
+import { ingestDocumentRequestSchema } from "../schemas/knowledge.ts";
+import { addMemoriesRequestSchema, addMemoryRequestSchema, type Memory } from "../schemas/memory.ts";
+import { type MemoryScope, pickScope, scopeKey } from "../scope/memory-scope.ts";
+import type { StoredMemory } from "../store/memory-store.ts";
+import { chunkText } from "./chunk-text.ts";
+import { applyCoreMemoryEdits } from "./core-memory-edits.ts";
+import { extractMemories } from "./extract-memories.ts";
+import type { MemoryService } from "./memory-service.ts";
+import type { NoveltyCheck } from "./novelty-check.ts";
+import { parseRequest } from "./parse-request.ts";
+import { duplicateSimilarity, publicEvent, publicMemory, type ServiceContext } from "./service-context.ts";
+import { contentHash, textSimilarity } from "./text.ts";
+
+export type WriteOperations = Pick<
+  MemoryService,
+  "add" | "addBatch" | "writeEvent" | "ingestDocument" | "selfEdit"
+>;
+
+export function createWriteOperations(context: ServiceContext, novelty: NoveltyCheck): WriteOperations {
+  const { store, embedder, nowIso, embedOne, readBlocks } = context;
+  const { findDuplicate } = novelty;
+
+  async function addMemory(
+    tenantId: string,
+    input: {
+      scope: MemoryScope;
+      content: string;
+      kind: Memory["kind"];
+      metadata?: Record<string, unknown>;
+      importance?: number;
+      provenance: Memory["provenance"];
+      dedupe: boolean;
+    },
+  ) {
+    const embedding = await embedOne(input.content);
+    if (input.dedupe) {
+      const duplicate = await findDuplicate(tenantId, input.scope, input.content, embedding);
+      if (duplicate) {
+        return {
+          memory: duplicate.memory,
+          created: false,
+          duplicateOf: duplicate.memory.id,
+          similarity: Number(duplicate.similarity.toFixed(4)),
+        };
+      }
+    }
+    const at = nowIso();
+    const id = randomUUID();
+    const memory: StoredMemory = {
+      id,
+      tenantId,
+      kind: input.kind,
+      content: input.content,
+      ...input.scope,
+      metadata: input.metadata ?? {},
+      provenance: input.provenance,
+      version: 1,
+      status: "active",
+      importance: input.importance ?? 0.5,
+      feedback: { helpful: 0, unhelpful: 0 },
+      outcomes: { successes: 0, failures: 0 },
+      accessCount: 0,
+      createdAt: at,
+      updatedAt: at,
+      dedupeKey: input.dedupe ? contentHash(input.content) : id,
+      ...(embedding ? { embedding } : {}),
+    };
+    const result = await store.insertMemory(memory);
+    if (result.created) return { memory: result.memory, created: true };
+    return { memory: result.memory, created: false, duplicateOf: result.memory.id, similarity: 1 };
+  }
+
+  return {
+    async add(tenantId, request) {
+      const input = parseRequest(addMemoryRequestSchema, request);
+      const result = await addMemory(tenantId, {
+        scope: pickScope(input),
+        content: input.content,
+        kind: input.kind,
+        ...(input.metadata ? { metadata: input.metadata } : {}),
+        ...(input.importance === undefined ? {} : { importance: input.importance }),
+        provenance: {
+          source: input.eventIds?.length ? "event" : "api",
+          eventIds: input.eventIds ?? [],
+          derivedFrom: [],
+        },
+        dedupe: input.dedupe,
+      });
+      return { ...result, memory: publicMemory(result.memory) };
+    },
+
+    async addBatch(tenantId, request) {
+      const input = parseRequest(addMemoriesRequestSchema, request);
+      const scope = pickScope(input);
+      const vectors = embedder ? await embedder.embed(input.memories.map((item) => item.content)) : undefined;
+      const at = nowIso();
+      const planned: (
+        | { kind: "insert"; memory: StoredMemory }
+        | { kind: "duplicate"; of: StoredMemory; similarity: number }
+      )[] = [];
+      const accepted: StoredMemory[] = [];
+      for (const [index, item] of input.memories.entries()) {
+        const embedding = vectors?.[index];
+        if (item.dedupe) {
+          const stored = await findDuplicate(tenantId, scope, item.content, embedding);
+          const inBatch = accepted.find(
+            (other) => textSimilarity(other.content, item.content) >= duplicateSimilarity,
+          );
+          const duplicate = stored ?? (inBatch ? { memory: inBatch, similarity: 1 } : undefined);
+          if (duplicate) {
+            planned.push({ kind: "duplicate", of: duplicate.memory, similarity: duplicate.similarity });
+            continue;
+          }
+        }
+        const id = randomUUID();
+        const memory: StoredMemory = {
+          id,
+          tenantId,
+          kind: item.kind,
+          content: item.content,
+          ...scope,
+          metadata: item.metadata ?? {},
+          provenance: {
+            source: item.eventIds?.length ? "event" : "api",
+            eventIds: item.eventIds ?? [],
+            derivedFrom: [],
+          },
+          version: 1,
+          status: "active",
+          importance: item.importance ?? 0.5,
+          feedback: { helpful: 0, unhelpful: 0 },
+          outcomes: { successes: 0, failures: 0 },
+          accessCount: 0,
+          createdAt: at,
+          updatedAt: at,
+          dedupeKey: item.dedupe ? contentHash(item.content) : id,
+          ...(embedding ? { embedding } : {}),
+        };
+        accepted.push(memory);
+        planned.push({ kind: "insert", memory });
+      }
+      const inserted = await store.insertMemories(accepted);
+      let next = 0;
+      return {
+        results: planned.map((plan) => {
+          if (plan.kind === "duplicate") {
+            return {
+              memory: publicMemory(plan.of),
+              created: false,
+              duplicateOf: plan.of.id,
+              similarity: Number(plan.similarity.toFixed(4)),
+            };
+          }
+          const result = inserted[next++]!;
+          return result.created
+            ? { memory: publicMemory(result.memory), created: true }
+            : {
+                memory: publicMemory(result.memory),
+                created: false,
+                duplicateOf: result.memory.id,
+                similarity: 1,
+              };
+        }),
+      };
+    },
+
+    async writeEvent(tenantId, request) {
+      const input = parseRequest(writeEventRequestSchema, request);
+      const scope = pickScope(input);
+      const at = nowIso();
+      const metadata = input.metadata ?? {};
+      const importJobId = typeof metadata.importJobId === "string" ? metadata.importJobId : undefined;
+      const { event, created } = await store.appendEvent({
+        id: randomUUID(),
+        tenantId,
+        ...(input.customId ? { customId: input.customId } : {}),
+        role: input.role,
+        content: input.content,
+        ...scope,
+        metadata,
+        source: importJobId ? "import" : "api",
+        ...(importJobId ? { importJobId } : {}),
+        occurredAt: input.occurredAt ? new Date(input.occurredAt).toISOString() : at,
+        createdAt: at,
+      });
+      // A custom id is unique in the tenant: one already taken in another scope is refused without
+      // answering that event (its id and text belong to another identity).
+      if (!created && scopeKey(pickScope(event)) !== scopeKey(scope)) {
+        throw new MemoryError(
+          "conflict",
+          "That customId is already used by an event of another scope; choose another",
+          409,
+        );
+      }
+      const memories: Memory[] = [];
+      // The write that created the event extracts, so a retried write adds nothing twice. A rerun of the
+      // import job that stored the event (its process was killed between storing and extracting) extracts
+      // again: the memories already kept are refused as duplicates, the missing ones are added.
+      const rerunOfItsJob = !created && importJobId !== undefined && event.importJobId === importJobId;
+      if ((created || rerunOfItsJob) && input.infer && input.role === "user") {
+        for (const extracted of extractMemories(input.content)) {
+          const result = await addMemory(tenantId, {
+            scope,
+            content: extracted.content,
+            kind: extracted.kind,
+            provenance: {
+              source: importJobId ? "import" : "event",
+              eventIds: [event.id],
+              ...(importJobId ? { importJobId } : {}),
+              derivedFrom: [],
+            },
+            dedupe: true,
+          });
+          if (result.created) memories.push(publicMemory(result.memory));
+        }
+      }
+      return { event: publicEvent(event), created, memories };
+    },
+
+    async ingestDocument(tenantId, request) {
+      const input = parseRequest(ingestDocumentRequestSchema, request);
+      const chunks = chunkText(input.content, input.chunkSize);
+      const { document, created } = await store.insertDocument(
+        {
+          id: randomUUID(),
+          tenantId,
+          title: input.title,
+          ...(input.source ? { source: input.source } : {}),
+          ...pickScope(input),
+          metadata: input.metadata ?? {},
+          contentHash: contentHash(input.content),
+          chunkCount: chunks.length,
+          createdAt: nowIso(),
+        },
+        chunks.map((content, ordinal) => ({ id: randomUUID(), ordinal, content })),
+      );
+      const { tenantId: _tenant, ...rest } = document;
+      return { document: rest, created };
+    },
+
+    async selfEdit(tenantId, request) {
+      const input = parseRequest(selfEditRequestSchema, request);
+      const scope = pickScope(input);
+      for (let attempt = 0; attempt < 20; attempt += 1) {
+        const current = await store.getBlocks(tenantId, scope);
+        const changes = applyCoreMemoryEdits(current, input.edits, nowIso());
+        if (changes.length === 0 || (await store.saveBlocks(tenantId, scope, changes))) {
+          return { blocks: await readBlocks(tenantId, scope) };
+        }
+      }
+      throw new MemoryError("conflict", "Core memory kept changing; gave up after 20 attempts", 409);
+    },
+  };
+}
