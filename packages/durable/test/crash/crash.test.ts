@@ -190,7 +190,10 @@ async function trial(directory: string, index: number, seed: number, counts: Cou
   }
 }
 
-test(`SIGKILL at ${trials} seeded random points: each run resumes in a fresh process, effects exactly once but for crash-window re-runs`, async (context) => {
+test(`SIGKILL at ${trials} seeded random points: each run resumes in a fresh process, effects exactly once but for crash-window re-runs`, {
+  // A hundred child processes: about a minute on a quiet two-core box, several when it is shared.
+  timeout: 600_000,
+}, async (context) => {
   const directory = mkdtempSync(join(tmpdir(), "durable-crash-"));
   const seed = Number(process.env.TACKLE_CRASH_SEED ?? 20261129);
   const counts: Counts = {
