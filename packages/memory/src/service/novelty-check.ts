@@ -14,7 +14,11 @@ export function createNoveltyCheck({ store }: ServiceContext) {
     content: string,
     embedding: Float32Array | undefined,
   ): Promise<{ memory: StoredMemory; similarity: number } | undefined> {
-    const nearest = await nearestMemory(tenantId, scope, content, embedding);
+    const terms = queryTerms(content);
+    // Word overlap (Jaccard) at or above 0.9 leaves room for no missing word below ten words: the
+    // duplicate holds every word, so the index is asked for those alone.
+    const every = !embedding && Math.floor(terms.length * (1 - duplicateSimilarity) + 1e-9) === 0;
+    const nearest = await nearestMemory(tenantId, scope, content, embedding, every);
     if (!nearest) return undefined;
     const threshold = nearest.byVector ? duplicateCosine : duplicateSimilarity;
     return nearest.similarity >= threshold ? nearest : undefined;
@@ -25,9 +29,11 @@ export function createNoveltyCheck({ store }: ServiceContext) {
     scope: MemoryScope,
     content: string,
     embedding: Float32Array | undefined,
+    every = false,
   ): Promise<{ memory: StoredMemory; similarity: number; byVector: boolean } | undefined> {
     const candidates = await store.searchMemories(tenantId, scope, queryTerms(content), {
       limit: 10,
+      every,
       order: "candidates",
     });
     let best: { memory: StoredMemory; similarity: number; byVector: boolean } | undefined;

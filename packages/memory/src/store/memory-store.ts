@@ -132,6 +132,8 @@ export interface MemoryRecordStore {
        * order, cheaper, for callers that judge the hits themselves (the novelty check).
        */
       readonly order?: "bm25" | "candidates";
+      /** Only memories holding every term (default: any). */
+      readonly every?: boolean;
     },
   ): Promise<{ memory: StoredMemory; score: number }[]>;
   /** Active memories in scope that carry an embedding (for vector similarity in the service). */

@@ -237,7 +237,7 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
 
     async searchMemories(tenantId, scope, terms, searchOptions) {
       // The index narrows by the scope's tokens; the SQL conditions below still decide (a token is a hash).
-      const match = scopedMatch(tenantId, scope, terms);
+      const match = scopedMatch(tenantId, scope, terms, searchOptions.every === true);
       if (match.length === 0) return [];
       const parameters: unknown[] = [match, tenantId];
       let filters = `m.tenant_id = ? AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;

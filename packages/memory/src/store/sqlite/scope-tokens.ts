@@ -30,16 +30,21 @@ export function ftsWord(term: string): string {
 }
 
 /** Any of the words, or "" when no word is left after escaping. */
-export function anyWord(terms: readonly string[]): string {
-  return terms.map(ftsWord).filter(Boolean).join(" OR ");
+export function anyWord(terms: readonly string[], joiner = " OR "): string {
+  return terms.map(ftsWord).filter(Boolean).join(joiner);
 }
 
 /** The FTS5 query: all of the scope's tokens AND any of the words ("" when there is no word). */
-export function scopedMatch(tenantId: string, scope: MemoryScope, terms: readonly string[]): string {
+export function scopedMatch(
+  tenantId: string,
+  scope: MemoryScope,
+  terms: readonly string[],
+  every = false,
+): string {
   const required = scopeTokens(tenantId, scope)
     .map((item) => `"${item}"`)
     .join(" AND ");
-  const words = anyWord(terms);
+  const words = anyWord(terms, every ? " AND " : " OR ");
   if (words.length === 0) return "";
   return `scope : (${required}) AND content : (${words})`;
 }
