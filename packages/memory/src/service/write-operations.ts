@@ -21,6 +21,43 @@ export type WriteOperations = Pick<
   "add" | "addBatch" | "writeEvent" | "ingestDocument" | "selfEdit"
 >;
 
+/** A memory as first stored: version 1, active, no feedback, outcomes or accesses yet. */
+function newMemory(
+  tenantId: string,
+  at: string,
+  fields: {
+    scope: MemoryScope;
+    content: string;
+    kind: Memory["kind"];
+    metadata?: Record<string, unknown> | undefined;
+    importance?: number | undefined;
+    provenance: Memory["provenance"];
+    dedupe: boolean;
+    embedding: Float32Array | undefined;
+  },
+): StoredMemory {
+  const id = randomUUID();
+  return {
+    id,
+    tenantId,
+    kind: fields.kind,
+    content: fields.content,
+    ...fields.scope,
+    metadata: fields.metadata ?? {},
+    provenance: fields.provenance,
+    version: 1,
+    status: "active",
+    importance: fields.importance ?? 0.5,
+    feedback: { helpful: 0, unhelpful: 0 },
+    outcomes: { successes: 0, failures: 0 },
+    accessCount: 0,
+    createdAt: at,
+    updatedAt: at,
+    dedupeKey: fields.dedupe ? contentHash(fields.content) : id,
+    ...(fields.embedding ? { embedding: fields.embedding } : {}),
+  };
+}
+
 export function createWriteOperations(context: ServiceContext, novelty: NoveltyCheck): WriteOperations {
   const { store, embedder, nowIso, embedOne, readBlocks } = context;
   const { findDuplicate } = novelty;
@@ -49,27 +86,7 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
         };
       }
     }
-    const at = nowIso();
-    const id = randomUUID();
-    const memory: StoredMemory = {
-      id,
-      tenantId,
-      kind: input.kind,
-      content: input.content,
-      ...input.scope,
-      metadata: input.metadata ?? {},
-      provenance: input.provenance,
-      version: 1,
-      status: "active",
-      importance: input.importance ?? 0.5,
-      feedback: { helpful: 0, unhelpful: 0 },
-      outcomes: { successes: 0, failures: 0 },
-      accessCount: 0,
-      createdAt: at,
-      updatedAt: at,
-      dedupeKey: input.dedupe ? contentHash(input.content) : id,
-      ...(embedding ? { embedding } : {}),
-    };
+    const memory = newMemory(tenantId, nowIso(), { ...input, embedding });
     const result = await store.insertMemory(memory);
     if (result.created) return { memory: result.memory, created: true };
     return { memory: result.memory, created: false, duplicateOf: result.memory.id, similarity: 1 };
@@ -117,30 +134,16 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
             continue;
           }
         }
-        const id = randomUUID();
-        const memory: StoredMemory = {
-          id,
-          tenantId,
-          kind: item.kind,
-          content: item.content,
-          ...scope,
-          metadata: item.metadata ?? {},
+        const memory = newMemory(tenantId, at, {
+          ...item,
+          scope,
           provenance: {
             source: item.eventIds?.length ? "event" : "api",
             eventIds: item.eventIds ?? [],
             derivedFrom: [],
           },
-          version: 1,
-          status: "active",
-          importance: item.importance ?? 0.5,
-          feedback: { helpful: 0, unhelpful: 0 },
-          outcomes: { successes: 0, failures: 0 },
-          accessCount: 0,
-          createdAt: at,
-          updatedAt: at,
-          dedupeKey: item.dedupe ? contentHash(item.content) : id,
-          ...(embedding ? { embedding } : {}),
-        };
+          embedding,
+        });
         accepted.push(memory);
         planned.push({ kind: "insert", memory });
       }

@@ -7,19 +7,12 @@ import type { z } from "zod";
 import type { consolidateRequestSchema } from "../../schemas/admin.ts";
 import { pickScope, scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore, StoredJob, StoredMemory } from "../../store/memory-store.ts";
+import type { ServiceContext } from "../service-context.ts";
 import { textSimilarity } from "../text.ts";
 
 type ConsolidateInput = z.output<typeof consolidateRequestSchema>;
 
-type Mutate = (
-  tenantId: string,
-  id: string,
-  change: (
-    memory: StoredMemory,
-  ) =>
-    | { next: Omit<StoredMemory, "version" | "updatedAt">; note: { change: never; reason?: string } }
-    | undefined,
-) => Promise<StoredMemory>;
+type Mutate = ServiceContext["mutateMemory"];
 
 export interface ConsolidationDependencies {
   readonly store: MemoryStore;
