@@ -1,6 +1,10 @@
-/** `tackle call <module>.<tool> [json]`: the result on stdout; an error on stderr with exit code 1. */
+/**
+ * `tackle call <module>.<tool> [json]`: the result on stdout (JSON, or plain text for a text-only
+ * content result); an error on stderr with exit code 1.
+ */
 import { text } from "node:stream/consumers";
 import type { Command } from "commander";
+import { formatCallOutput } from "../output/format-call-output.ts";
 import { CliError } from "../program/cli-error.ts";
 import { openToolSource } from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
@@ -17,7 +21,7 @@ interface CallOptions {
 export function addCallCommand(program: Command, context: ProgramContext): void {
   const command = program
     .command("call")
-    .description("Call a tool and print its result as JSON")
+    .description("Call a tool and print its result (JSON; plain text for a text-only content result)")
     .argument("<tool>", "the tool, as module.tool (see tackle tools)")
     .argument(
       "[json]",
@@ -43,7 +47,7 @@ export function addCallCommand(program: Command, context: ProgramContext): void 
     try {
       const result = await source.call(tool, args, timeoutMs === undefined ? {} : { timeoutMs });
       if (result.ok) {
-        context.stdout.write(`${JSON.stringify(result.output, null, 2) ?? "null"}\n`);
+        context.stdout.write(formatCallOutput(result.output));
         return;
       }
       const { data } = result.error;
