@@ -79,6 +79,10 @@ describe("exactly once across a host restart", () => {
         await hook?.();
       },
       compact: (documentId, snapshot, throughSeq) => inner.compact(documentId, snapshot, throughSeq),
+      rowsSeq: (documentId) => inner.rowsSeq(documentId),
+      replaceRows: (documentId, throughSeq, rows) => inner.replaceRows(documentId, throughSeq, rows),
+      readRows: (documentId, query) => inner.readRows(documentId, query),
+      countRows: (documentId) => inner.countRows(documentId),
       close: () => inner.close(),
     };
     server = await serveDocuments({ store, schema: timelineSchema, adminToken, hostTokens: [hostToken] });

@@ -464,5 +464,120 @@ export function documentServerSuite(factory: StoreFactory): void {
         interpretDocument(writer.doc, timelineSchema),
       );
     });
+
+    it("keeps the store's rows equal to the document's, push by push, and rebuilds rows that fell behind", async () => {
+      const { documentId, token } = await newDocument();
+      const writer = createEditor(server.url, documentId, token, 71);
+      await writer.pull();
+      let ids = { trackId: "", clipId: "", markerId: "", audioId: "" };
+      await writer.edit((session) => {
+        ids = seedTrack(session, "rows-a");
+        seedTrack(session, "rows-b");
+      });
+      const side = await factory.open();
+      try {
+        const expect = async (doc: LoroDoc, message: string) => {
+          const rows = await allStoredRows(side, documentId);
+          assert.deepEqual(rows.entities, doc.getMap("entities").toJSON(), message);
+          assert.deepEqual(rows.relations, doc.getMap("relations").toJSON(), message);
+          return rows;
+        };
+        const seeded = await expect(writer.doc, "after the first push");
+        assert.equal(
+          Object.keys(seeded.entities).length,
+          6,
+          "two tracks, clips and audios (markers embedded)",
+        );
+        assert.equal(Object.keys(seeded.relations).length, 2, "the tracks' contain relations");
+        assert.ok(Object.values(seeded.versions).every((version) => version === 1));
+
+        // A second push: only the rows it wrote carry its seq; a deleted clip's row is gone.
+        const result = await writer.edit((session) => {
+          session.entities.update(ids.trackId, [{ op: "set", path: ["name"], value: "score" }]);
+          session.entities.delete(ids.clipId);
+        });
+        assert.equal(result.status, "committed");
+        const edited = await expect(writer.doc, "after an update and a delete");
+        assert.equal(edited.versions[`entities/${ids.trackId}`], 2);
+        assert.equal(edited.versions[`entities/${ids.clipId}`], undefined);
+        assert.equal(edited.versions[`entities/${ids.audioId}`], 1);
+        const counts = await side.countRows(documentId);
+        assert.equal(counts.find((row) => row.root === "entities" && row.kind === "track")?.count, 2);
+        assert.equal(counts.find((row) => row.root === "entities" && row.kind === "clip")?.count, 1);
+
+        // A page by kind, from a cursor.
+        const tracks = await side.readRows(documentId, { root: "entities", kinds: ["track"], limit: 1 });
+        assert.equal(tracks.length, 1);
+        const nextTrack = await side.readRows(documentId, {
+          root: "entities",
+          kinds: ["track"],
+          after: tracks[0]?.rowId,
+          limit: 5,
+        });
+        assert.equal(nextTrack.length, 1);
+        assert.ok((nextTrack[0]?.rowId ?? "") > (tracks[0]?.rowId ?? ""));
+
+        // A rejected push changes no row.
+        const before = writer.doc.oplogVersion();
+        writer.doc.getMap("stray").set("x", 1);
+        writer.doc.getMap("entities").delete(ids.trackId);
+        writer.doc.commit();
+        const rejected = await writer.client.push(
+          documentId,
+          writer.doc.export({ mode: "update", from: before }),
+        );
+        assert.equal(rejected.status, "rejected");
+        assert.deepEqual(await allStoredRows(side, documentId), edited);
+
+        // An update appended without rows (as by a server before the store kept them): the rows stay
+        // behind until a server opens the document again, which writes them whole.
+        const other = createEditor(server.url, documentId, token, 72);
+        await other.pull();
+        const from = other.doc.oplogVersion();
+        other.session().entities.update(ids.audioId, [{ op: "set", path: ["durationMs"], value: 12_000 }]);
+        other.doc.commit();
+        const seq = (await side.updatesAfter(documentId, 0)).at(-1)?.seq ?? 0;
+        await side.append({
+          documentId,
+          seq: seq + 1,
+          bytes: other.doc.export({ mode: "update", from }),
+          status: "committed",
+        });
+        assert.equal(await side.rowsSeq(documentId), seq);
+        await restart();
+        const reader = createEditor(server.url, documentId, token, 73);
+        await reader.pull();
+        assert.equal(await side.rowsSeq(documentId), seq + 1);
+        const rebuilt = await expect(reader.doc, "after the rows were rebuilt");
+        assert.equal(
+          (rebuilt.entities[ids.audioId] as { fields: { durationMs: number } }).fields.durationMs,
+          12_000,
+        );
+      } finally {
+        await side.close();
+      }
+    });
   });
+}
+
+/** Every row the store keeps for a document, read a page of two at a time. */
+async function allStoredRows(store: DocumentStore, documentId: string) {
+  const result = {
+    entities: {} as Record<string, unknown>,
+    relations: {} as Record<string, unknown>,
+    versions: {} as Record<string, number>,
+  };
+  for (const root of ["entities", "relations"] as const) {
+    let after: string | undefined;
+    for (;;) {
+      const page = await store.readRows(documentId, { root, after, limit: 2 });
+      for (const row of page) {
+        result[root][row.rowId] = row.json;
+        result.versions[`${root}/${row.rowId}`] = row.version;
+      }
+      if (page.length < 2) break;
+      after = page.at(-1)?.rowId;
+    }
+  }
+  return result;
 }

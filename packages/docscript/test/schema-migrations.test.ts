@@ -12,6 +12,7 @@ import { StorageError } from "@tackle/storage";
 import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
 import pg from "pg";
 import { createSqliteDocumentStore } from "../src/server/index.ts";
+import { postgresMigrations, sqliteMigrations } from "../src/server/migrations.ts";
 import { createPostgresDocumentStore } from "../src/server/postgres/index.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "tackle-docscript-migrate-"));
@@ -51,7 +52,7 @@ const isTooNew = (error: unknown) => {
 };
 
 describe("SQLite document store: schema versions", () => {
-  it("upgrades a file written before versioning to version 1 without losing a row", async () => {
+  it("upgrades a file written before versioning to the latest version without losing a row", async () => {
     const path = legacyCopy("legacy.db");
     const before = counts(path);
     assert.deepEqual(before, { docscript_documents: 2, docscript_updates: 6 });
@@ -70,13 +71,19 @@ describe("SQLite document store: schema versions", () => {
           ],
         );
       }
+      // Rows are not kept for a document stored before they were: a server writes them on first open.
+      assert.equal(await store.rowsSeq("doc-1"), undefined);
+      assert.deepEqual(await store.readRows("doc-1", { root: "entities", limit: 10 }), []);
       await store.append({ documentId: "doc-1", seq: 4, bytes: new Uint8Array([9]), status: "committed" });
     } finally {
       await store.close();
     }
     assert.deepEqual(counts(path), { docscript_documents: 2, docscript_updates: 7 });
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 1);
+    assert.equal(
+      (database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version,
+      sqliteMigrations.at(-1)?.version,
+    );
     database.close();
   });
 
@@ -134,7 +141,7 @@ describe("PostgreSQL document store: schema versions", () => {
     return result;
   }
 
-  it("upgrades tables created before versioning without losing a row, and records version 1", async () => {
+  it("upgrades tables created before versioning without losing a row, and records each version", async () => {
     const { url, client } = await legacyDatabase();
     try {
       const before = await pgCounts(client);
@@ -150,12 +157,16 @@ describe("PostgreSQL document store: schema versions", () => {
             [2, 11],
           ],
         );
+        assert.equal(await store.rowsSeq("doc-1"), undefined);
       } finally {
         await store.close();
       }
       assert.deepEqual(await pgCounts(client), before);
-      const recorded = await client.query("SELECT store, version FROM tackle_migrations");
-      assert.deepEqual(recorded.rows, [{ store: "docscript", version: 1 }]);
+      const recorded = await client.query("SELECT store, version FROM tackle_migrations ORDER BY version");
+      assert.deepEqual(
+        recorded.rows,
+        postgresMigrations.map((migration) => ({ store: "docscript", version: migration.version })),
+      );
     } finally {
       await client.end();
     }

@@ -117,6 +117,16 @@ export class Projection implements DocumentView {
     return this.relationRows.get(relationId)?.json;
   }
 
+  /** Ids of the `entities` rows read (embedded entities are in their holders' rows). */
+  rowIds(): IterableIterator<string> {
+    return this.rows.keys();
+  }
+
+  /** Ids of the `relations` rows read (slot relations are in their holders' rows). */
+  relationRowIds(): IterableIterator<string> {
+    return this.relationRows.keys();
+  }
+
   /** Every row claiming `entityId`; more than one is a conflict. */
   claimsOf(entityId: string): readonly StoredEntity[] {
     return this.claims.get(entityId) ?? [];

@@ -8,13 +8,14 @@ import { decodeImportBlobMeta, type Frontiers, LoroDoc } from "loro-crdt";
 import { type CheckScope, changeScope, checkDocument, issueKey } from "../document/check-document.ts";
 import type { ContainerIndex } from "../document/container-index.ts";
 import { projectDocument, refreshRows } from "../document/interpret.ts";
+import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import type { Projection } from "../document/projection.ts";
 import { decodeVersion, encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, formatIssue } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { changedRows } from "./changed-rows.ts";
-import { type DocumentStore, StoreConflictError } from "./document-store.ts";
+import { type DocumentStore, type RowChange, StoreConflictError } from "./document-store.ts";
 import { appliedPlans, hostOnlyChanges, issueReason, lostWrites, planIdsOf } from "./push-checks.ts";
 import type { PushResult } from "./push-result.ts";
 
@@ -98,13 +99,15 @@ export class DocumentHost {
           error,
         );
       }
-      const issues = checkDocument(projectDocument(doc, this.schema));
-      if (issues.length > 0) throw DocScriptError.fromIssues("document_invalid", issues);
     }
+    const projection = projectDocument(doc, this.schema);
+    const issues = checkDocument(projection);
+    if (issues.length > 0) throw DocScriptError.fromIssues("document_invalid", issues);
     return this.store.createDocument({
       documentId,
       tokenHash: hashToken(token),
       snapshot: doc.export({ mode: "snapshot" }),
+      rows: allRows(projection),
     });
   }
 
@@ -262,6 +265,7 @@ export class DocumentHost {
           bytes,
           status,
           ...(actor === undefined ? {} : { actor }),
+          ...(outcome.rows === undefined ? {} : { rows: outcome.rows }),
         });
       } catch (error) {
         outcome.undo();
@@ -301,7 +305,14 @@ export class DocumentHost {
     open: OpenDocument,
     bytes: Uint8Array,
     options: PushOptions,
-  ): { result: PushResult; fork?: LoroDoc; undo?: () => void; planIds?: string[] } {
+  ): {
+    result: PushResult;
+    fork?: LoroDoc;
+    undo?: () => void;
+    planIds?: string[];
+    /** The rows the push changed, as it leaves them (set with `undo`). */
+    rows?: RowChange[];
+  } {
     const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
       result: { status: "rejected", reasons, issues },
     });
@@ -373,8 +384,9 @@ export class DocumentHost {
         },
       };
     }
+    const rows = changedRowJson(open.projection, staged.rows);
     if (staged.added.length === 0 && lost.length === 0)
-      return { result: { status: "committed", version }, fork, undo: staged.undo, planIds };
+      return { result: { status: "committed", version }, fork, undo: staged.undo, planIds, rows };
     // The merged document breaks a constraint: the update's own fault, or the merge's?
     // The update was made on everything this server had when it depends on the server's current heads.
     const order = fork.cmpFrontiers(before, meta.startFrontiers);
@@ -410,6 +422,7 @@ export class DocumentHost {
       fork,
       undo: staged.undo,
       planIds,
+      rows,
     };
   }
 
@@ -429,6 +442,8 @@ export class DocumentHost {
     undo: () => void;
     /** The rows as they were before the change. */
     previous: ReadonlyMap<string, unknown>;
+    /** The rows the change touched. */
+    rows: { readonly entities: ReadonlySet<string>; readonly relations: ReadonlySet<string> };
   } {
     const rows = changedRows(doc, from, to, index);
     const foreign = [...rows.foreignRoots].map(
@@ -451,7 +466,7 @@ export class DocumentHost {
       for (const [rowId, json] of previousRows) projection.setRow(rowId, json);
       for (const [relationId, json] of previousRelations) projection.setRelationRow(relationId, json);
     };
-    return { added, foreign, undo, previous: previousRows };
+    return { added, foreign, undo, previous: previousRows, rows };
   }
 
   /** The issues the update adds to the version it was made on (the slow path: a full read of that version). */
@@ -501,6 +516,9 @@ export class DocumentHost {
         plans: undefined,
       };
       this.open.set(documentId, open);
+      // A document stored before the store kept rows (or whose rows fell behind): write them once.
+      if ((await this.store.rowsSeq(documentId)) !== open.seq)
+        await this.store.replaceRows(documentId, open.seq, allRows(open.projection));
       while (this.open.size > this.maxOpen) {
         const oldest = this.open.keys().next().value as string;
         this.open.delete(oldest);
@@ -554,6 +572,29 @@ export class DocumentHost {
     });
     return next;
   }
+}
+
+/** Every row of a projection, for a store's projection. */
+function allRows(projection: Projection): RowChange[] {
+  return changedRowJson(projection, {
+    entities: projection.rowIds(),
+    relations: projection.relationRowIds(),
+  });
+}
+
+/** The rows named, as `projection` holds them now (undefined JSON: the row is gone). */
+function changedRowJson(
+  projection: Projection,
+  rows: { readonly entities: Iterable<string>; readonly relations: Iterable<string> },
+): RowChange[] {
+  return [
+    ...[...rows.entities].map(
+      (rowId) => ({ root: ENTITIES, rowId, json: projection.rowJson(rowId) }) as const,
+    ),
+    ...[...rows.relations].map(
+      (rowId) => ({ root: RELATIONS, rowId, json: projection.relationJson(rowId) }) as const,
+    ),
+  ];
 }
 
 /** The document's plan index, read off its history on first need. */

@@ -1,4 +1,7 @@
-/** Where the document server keeps documents: an update log per document plus its latest compacted snapshot. */
+/**
+ * Where the document server keeps documents: an update log per document plus its latest compacted
+ * snapshot, and the document's rows as JSON (its projection), kept by every append.
+ */
 import { hasBrand, setBrand } from "@tackle/core";
 
 export interface LoggedUpdate {
@@ -15,6 +18,39 @@ export interface StoredDocument {
   readonly updates: readonly LoggedUpdate[];
 }
 
+/** Which root map a row belongs to. */
+export type RowRoot = "entities" | "relations";
+
+/** A row as an update left it: its JSON (the row map's plain value), or undefined when it was deleted. */
+export interface RowChange {
+  readonly root: RowRoot;
+  readonly rowId: string;
+  readonly json: unknown;
+}
+
+/** One row of the projection a store keeps. */
+export interface ProjectedRow {
+  readonly root: RowRoot;
+  readonly rowId: string;
+  /** The row's `kind` ("" when it names none). */
+  readonly kind: string;
+  readonly json: unknown;
+  /** The seq of the update that last wrote the row (0: the document as created). */
+  readonly version: number;
+}
+
+/** A page of rows, in row id order (bytewise). */
+export interface RowQuery {
+  readonly root: RowRoot;
+  readonly kinds?: readonly string[] | undefined;
+  readonly ids?: readonly string[] | undefined;
+  /** Relations with this entity id as either endpoint (relations root only). */
+  readonly endpoint?: string | undefined;
+  /** Rows with ids after this one. */
+  readonly after?: string | undefined;
+  readonly limit: number;
+}
+
 export interface AppendInput {
   readonly documentId: string;
   /** The next sequence number; a store refuses it with `StoreConflictError` when another writer took it. */
@@ -22,17 +58,39 @@ export interface AppendInput {
   readonly bytes: Uint8Array;
   readonly status: "committed" | "conflicted";
   readonly actor?: string;
+  /**
+   * The rows the update changed, as it left them: written with the update in one transaction. The
+   * projection then holds through `seq` when it held through `seq - 1`; otherwise (rows not given, or
+   * the projection was behind) it stays behind until `replaceRows`.
+   */
+  readonly rows?: readonly RowChange[];
 }
 
 export interface DocumentStore {
-  /** False when the document exists already. */
-  createDocument(input: { documentId: string; tokenHash: string; snapshot: Uint8Array }): Promise<boolean>;
+  /** False when the document exists already. `rows` is its projection (it holds through seq 0). */
+  createDocument(input: {
+    documentId: string;
+    tokenHash: string;
+    snapshot: Uint8Array;
+    rows?: readonly RowChange[];
+  }): Promise<boolean>;
   tokenHash(documentId: string): Promise<string | undefined>;
   load(documentId: string): Promise<StoredDocument | undefined>;
   updatesAfter(documentId: string, seq: number): Promise<LoggedUpdate[]>;
   /** The seq the stored snapshot holds through (undefined: no such document). */
   snapshotSeq?(documentId: string): Promise<number | undefined>;
   append(input: AppendInput): Promise<void>;
+  /** The seq the stored rows hold through; undefined when they are not kept (a document stored before them). */
+  rowsSeq(documentId: string): Promise<number | undefined>;
+  /**
+   * Replaces every row of the document with `rows`, read at `throughSeq`; refused (false) when the log
+   * has moved past `throughSeq` meanwhile.
+   */
+  replaceRows(documentId: string, throughSeq: number, rows: readonly RowChange[]): Promise<boolean>;
+  /** A page of rows, in id order. */
+  readRows(documentId: string, query: RowQuery): Promise<ProjectedRow[]>;
+  /** How many rows each kind has, per root. */
+  countRows(documentId: string): Promise<{ root: RowRoot; kind: string; count: number }[]>;
   /** Replaces the snapshot with one holding every update through `throughSeq`, and drops those updates. */
   compact(documentId: string, snapshot: Uint8Array, throughSeq: number): Promise<void>;
   /**
@@ -61,4 +119,23 @@ export class StoreConflictError extends Error {
   static isInstance(value: unknown): value is StoreConflictError {
     return hasBrand(value, storeConflictBrand);
   }
+}
+
+/** The columns a row is stored with: its kind and, for a relation, its endpoints. */
+export function rowColumns(change: RowChange): {
+  kind: string;
+  payload: string;
+  endpoint0: string | null;
+  endpoint1: string | null;
+} {
+  const json = change.json as Record<string, unknown> | null;
+  const text = (key: string): string | null =>
+    typeof json === "object" && json !== null && typeof json[key] === "string" ? (json[key] as string) : null;
+  const relation = change.root === "relations";
+  return {
+    kind: text("kind") ?? "",
+    payload: JSON.stringify(change.json ?? null),
+    endpoint0: relation ? text("endpoint0") : null,
+    endpoint1: relation ? text("endpoint1") : null,
+  };
 }

@@ -30,6 +30,31 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     );
   `,
   },
+  {
+    version: 2,
+    name: "projected rows",
+    // The document's rows as JSON, kept by every push in the transaction that appends its update, so a
+    // server reads rows (and pages of them) without reading the whole Loro document. rows_seq is the
+    // seq the rows hold through; NULL (a document stored before this migration) until a server reads
+    // the document whole once and writes them.
+    up: `
+    ALTER TABLE docscript_documents ADD COLUMN rows_seq INTEGER;
+    CREATE TABLE docscript_rows (
+      document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+      root TEXT NOT NULL,
+      row_id TEXT NOT NULL,
+      kind TEXT NOT NULL,
+      payload TEXT NOT NULL,
+      endpoint0 TEXT,
+      endpoint1 TEXT,
+      version INTEGER NOT NULL,
+      PRIMARY KEY (document_id, root, row_id)
+    );
+    CREATE INDEX docscript_rows_kind ON docscript_rows (document_id, root, kind, row_id);
+    CREATE INDEX docscript_rows_endpoint0 ON docscript_rows (document_id, endpoint0) WHERE endpoint0 IS NOT NULL;
+    CREATE INDEX docscript_rows_endpoint1 ON docscript_rows (document_id, endpoint1) WHERE endpoint1 IS NOT NULL;
+  `,
+  },
 ];
 
 export const postgresMigrations: readonly PostgresMigration[] = [
@@ -54,6 +79,28 @@ export const postgresMigrations: readonly PostgresMigration[] = [
     created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (document_id, seq)
   );
+`,
+  },
+  {
+    version: 2,
+    name: "projected rows",
+    // As for SQLite; row ids compare bytewise (COLLATE "C"), so pages walk ids in one order everywhere.
+    up: `
+  ALTER TABLE docscript_documents ADD COLUMN rows_seq BIGINT;
+  CREATE TABLE docscript_rows (
+    document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+    root TEXT NOT NULL,
+    row_id TEXT COLLATE "C" NOT NULL,
+    kind TEXT COLLATE "C" NOT NULL,
+    payload TEXT NOT NULL,
+    endpoint0 TEXT COLLATE "C",
+    endpoint1 TEXT COLLATE "C",
+    version BIGINT NOT NULL,
+    PRIMARY KEY (document_id, root, row_id)
+  );
+  CREATE INDEX docscript_rows_kind ON docscript_rows (document_id, root, kind, row_id);
+  CREATE INDEX docscript_rows_endpoint0 ON docscript_rows (document_id, endpoint0) WHERE endpoint0 IS NOT NULL;
+  CREATE INDEX docscript_rows_endpoint1 ON docscript_rows (document_id, endpoint1) WHERE endpoint1 IS NOT NULL;
 `,
   },
 ];

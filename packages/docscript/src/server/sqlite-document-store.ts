@@ -1,6 +1,14 @@
 /** The embedded document store: one SQLite file (node:sqlite), an update log and compacted snapshots. */
 import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
-import { type DocumentStore, type LoggedUpdate, StoreConflictError } from "./document-store.ts";
+import {
+  type DocumentStore,
+  type LoggedUpdate,
+  type ProjectedRow,
+  type RowChange,
+  type RowRoot,
+  rowColumns,
+  StoreConflictError,
+} from "./document-store.ts";
 import { sqliteMigrations } from "./migrations.ts";
 
 export interface SqliteDocumentStoreOptions {
@@ -33,6 +41,56 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     "UPDATE docscript_documents SET snapshot = ?, snapshot_seq = ? WHERE document_id = ? AND snapshot_seq < ?",
   );
   const deleteUpdates = database.prepare("DELETE FROM docscript_updates WHERE document_id = ? AND seq <= ?");
+  const upsertRow = database.prepare(
+    `INSERT INTO docscript_rows (document_id, root, row_id, kind, payload, endpoint0, endpoint1, version)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (document_id, root, row_id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,
+       endpoint0 = excluded.endpoint0, endpoint1 = excluded.endpoint1, version = excluded.version`,
+  );
+  const deleteRow = database.prepare(
+    "DELETE FROM docscript_rows WHERE document_id = ? AND root = ? AND row_id = ?",
+  );
+  const deleteRows = database.prepare("DELETE FROM docscript_rows WHERE document_id = ?");
+  const selectRowsSeq = database.prepare("SELECT rows_seq FROM docscript_documents WHERE document_id = ?");
+  const selectLastSeq = database.prepare(
+    `SELECT max(coalesce((SELECT max(seq) FROM docscript_updates WHERE document_id = ?1), 0), snapshot_seq) AS seq
+     FROM docscript_documents WHERE document_id = ?1`,
+  );
+  const advanceRowsSeq = database.prepare(
+    "UPDATE docscript_documents SET rows_seq = ? WHERE document_id = ? AND rows_seq = ?",
+  );
+  const setRowsSeq = database.prepare("UPDATE docscript_documents SET rows_seq = ? WHERE document_id = ?");
+  // Optional filters are JSON arrays (NULL: no filter), so one prepared statement serves every page.
+  const selectRows = database.prepare(
+    `SELECT root, row_id, kind, payload, version FROM docscript_rows
+     WHERE document_id = ?1 AND root = ?2 AND row_id > ?3
+       AND (?4 IS NULL OR kind IN (SELECT value FROM json_each(?4)))
+       AND (?5 IS NULL OR row_id IN (SELECT value FROM json_each(?5)))
+       AND (?6 IS NULL OR endpoint0 = ?6 OR endpoint1 = ?6)
+     ORDER BY row_id LIMIT ?7`,
+  );
+  const selectCounts = database.prepare(
+    "SELECT root, kind, count(*) AS n FROM docscript_rows WHERE document_id = ? GROUP BY root, kind",
+  );
+  const writeRows = (documentId: string, rows: readonly RowChange[], version: number): void => {
+    for (const change of rows) {
+      if (change.json === undefined) {
+        deleteRow.run(documentId, change.root, change.rowId);
+        continue;
+      }
+      const columns = rowColumns(change);
+      upsertRow.run(
+        documentId,
+        change.root,
+        change.rowId,
+        columns.kind,
+        columns.payload,
+        columns.endpoint0,
+        columns.endpoint1,
+        version,
+      );
+    }
+  };
   const toUpdates = (rows: unknown[]): LoggedUpdate[] =>
     rows.map((row) => {
       const record = row as { seq: number; bytes: Uint8Array };
@@ -40,9 +98,16 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     });
 
   return {
-    async createDocument({ documentId, tokenHash, snapshot }) {
-      const result = insertDocument.run(documentId, tokenHash, snapshot, new Date().toISOString());
-      return Number(result.changes) === 1;
+    async createDocument({ documentId, tokenHash, snapshot, rows }) {
+      return sqliteTransaction(database, () => {
+        const result = insertDocument.run(documentId, tokenHash, snapshot, new Date().toISOString());
+        if (Number(result.changes) !== 1) return false;
+        if (rows !== undefined) {
+          writeRows(documentId, rows, 0);
+          setRowsSeq.run(0, documentId);
+        }
+        return true;
+      });
     },
     async tokenHash(documentId) {
       const row = selectToken.get(documentId) as { token_hash: string } | undefined;
@@ -68,14 +133,59 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     async updatesAfter(documentId, seq) {
       return toUpdates(selectUpdates.all(documentId, seq));
     },
-    async append({ documentId, seq, bytes, status, actor }) {
+    async append({ documentId, seq, bytes, status, actor, rows }) {
       try {
-        insertUpdate.run(documentId, seq, bytes, status, actor ?? null, new Date().toISOString());
+        sqliteTransaction(database, () => {
+          insertUpdate.run(documentId, seq, bytes, status, actor ?? null, new Date().toISOString());
+          // Rows only onto a projection that holds through the previous update; else it stays behind.
+          if (rows !== undefined && Number(advanceRowsSeq.run(seq, documentId, seq - 1).changes) === 1)
+            writeRows(documentId, rows, seq);
+        });
       } catch (error) {
         if (/UNIQUE|PRIMARY KEY/i.test(String((error as Error).message)))
           throw new StoreConflictError(documentId, seq, error);
         throw error;
       }
+    },
+    async rowsSeq(documentId) {
+      const row = selectRowsSeq.get(documentId) as { rows_seq: number | null } | undefined;
+      return row?.rows_seq === null || row === undefined ? undefined : Number(row.rows_seq);
+    },
+    async replaceRows(documentId, throughSeq, rows) {
+      return sqliteTransaction(database, () => {
+        const last = selectLastSeq.get(documentId) as { seq: number | null } | undefined;
+        if (last === undefined || Number(last.seq) > throughSeq) return false;
+        deleteRows.run(documentId);
+        writeRows(documentId, rows, throughSeq);
+        setRowsSeq.run(throughSeq, documentId);
+        return true;
+      });
+    },
+    async readRows(documentId, query) {
+      const json = (values: readonly string[] | undefined) =>
+        values === undefined ? null : JSON.stringify(values);
+      const rows = selectRows.all(
+        documentId,
+        query.root,
+        query.after ?? "",
+        json(query.kinds),
+        json(query.ids),
+        query.endpoint ?? null,
+        query.limit,
+      ) as { root: RowRoot; row_id: string; kind: string; payload: string; version: number }[];
+      return rows.map(
+        (row): ProjectedRow => ({
+          root: row.root,
+          rowId: row.row_id,
+          kind: row.kind,
+          json: JSON.parse(row.payload),
+          version: Number(row.version),
+        }),
+      );
+    },
+    async countRows(documentId) {
+      const rows = selectCounts.all(documentId) as { root: RowRoot; kind: string; n: number }[];
+      return rows.map((row) => ({ root: row.root, kind: row.kind, count: Number(row.n) }));
     },
     async compact(documentId, snapshot, throughSeq) {
       sqliteTransaction(database, () => {

@@ -1,7 +1,14 @@
 /** The scale-out document store: PostgreSQL through `pg`, the same update log and snapshots as SQLite. */
-import { migratePostgres, openPostgres } from "@tackle/storage/postgres";
+import { migratePostgres, openPostgres, postgresTransaction } from "@tackle/storage/postgres";
 import pg from "pg";
-import { type DocumentStore, type LoggedUpdate, StoreConflictError } from "../document-store.ts";
+import {
+  type DocumentStore,
+  type LoggedUpdate,
+  type RowChange,
+  type RowRoot,
+  rowColumns,
+  StoreConflictError,
+} from "../document-store.ts";
 import { postgresMigrations } from "../migrations.ts";
 
 /** The channel an append notifies, with the document id as payload. */
@@ -57,16 +64,60 @@ export async function createPostgresDocumentStore(
         });
   const lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
   const stops = new Set<() => Promise<void>>();
+  /** Upserts and deletes in two statements, however many rows (arrays as parameters). */
+  const writeRows = async (
+    client: pg.PoolClient,
+    documentId: string,
+    rows: readonly RowChange[],
+    version: number,
+  ): Promise<void> => {
+    const deleted = rows.filter((change) => change.json === undefined);
+    const kept = rows
+      .filter((change) => change.json !== undefined)
+      .map((change) => ({ change, ...rowColumns(change) }));
+    for (const root of ["entities", "relations"] as const) {
+      const ids = deleted.filter((change) => change.root === root).map((change) => change.rowId);
+      if (ids.length > 0)
+        await client.query(
+          "DELETE FROM docscript_rows WHERE document_id = $1 AND root = $2 AND row_id = ANY($3::text[])",
+          [documentId, root, ids],
+        );
+    }
+    // In chunks, so one statement's parameters stay small at a million rows.
+    for (let start = 0; start < kept.length; start += 5000) {
+      const chunk = kept.slice(start, start + 5000);
+      await client.query(
+        `INSERT INTO docscript_rows (document_id, root, row_id, kind, payload, endpoint0, endpoint1, version)
+         SELECT $1, * , $8 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
+         ON CONFLICT (document_id, root, row_id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,
+           endpoint0 = excluded.endpoint0, endpoint1 = excluded.endpoint1, version = excluded.version`,
+        [
+          documentId,
+          chunk.map((row) => row.change.root),
+          chunk.map((row) => row.change.rowId),
+          chunk.map((row) => row.kind),
+          chunk.map((row) => row.payload),
+          chunk.map((row) => row.endpoint0),
+          chunk.map((row) => row.endpoint1),
+          version,
+        ],
+      );
+    }
+  };
   const toUpdates = (rows: { seq: string; bytes: Buffer }[]): LoggedUpdate[] =>
     rows.map((row) => ({ seq: Number(row.seq), bytes: new Uint8Array(row.bytes) }));
 
   return {
-    async createDocument({ documentId, tokenHash, snapshot }) {
-      const result = await pool.query(
-        "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING",
-        [documentId, tokenHash, Buffer.from(snapshot)],
-      );
-      return result.rowCount === 1;
+    async createDocument({ documentId, tokenHash, snapshot, rows }) {
+      return postgresTransaction(pool, async (client) => {
+        const result = await client.query(
+          "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq, rows_seq) VALUES ($1, $2, $3, 0, $4) ON CONFLICT DO NOTHING",
+          [documentId, tokenHash, Buffer.from(snapshot), rows === undefined ? null : 0],
+        );
+        if (result.rowCount !== 1) return false;
+        if (rows !== undefined) await writeRows(client, documentId, rows, 0);
+        return true;
+      });
     },
     async tokenHash(documentId) {
       const result = await pool.query<{ token_hash: string }>(
@@ -125,22 +176,97 @@ export async function createPostgresDocumentStore(
       );
       return toUpdates(result.rows);
     },
-    async append({ documentId, seq, bytes, status, actor }) {
-      try {
-        // The notification goes out when the row commits: every listening server learns of it at once.
-        await pool.query(
-          `WITH appended AS (
+    async append({ documentId, seq, bytes, status, actor, rows }) {
+      const insert = `WITH appended AS (
              INSERT INTO docscript_updates (document_id, seq, bytes, status, actor) VALUES ($1, $2, $3, $4, $5)
              RETURNING document_id
            )
-           SELECT pg_notify('${APPENDS_CHANNEL}', document_id) FROM appended`,
-          [documentId, seq, Buffer.from(bytes), status, actor ?? null],
-        );
+           SELECT pg_notify('${APPENDS_CHANNEL}', document_id) FROM appended`;
+      const values = [documentId, seq, Buffer.from(bytes), status, actor ?? null];
+      try {
+        // The notification goes out when the row commits: every listening server learns of it at once.
+        if (rows === undefined) await pool.query(insert, values);
+        else
+          await postgresTransaction(pool, async (client) => {
+            await client.query(insert, values);
+            // Rows only onto a projection that holds through the previous update; else it stays behind.
+            const advanced = await client.query(
+              "UPDATE docscript_documents SET rows_seq = $1 WHERE document_id = $2 AND rows_seq = $3",
+              [seq, documentId, seq - 1],
+            );
+            if (advanced.rowCount === 1) await writeRows(client, documentId, rows, seq);
+          });
       } catch (error) {
         if ((error as { code?: string }).code === "23505")
           throw new StoreConflictError(documentId, seq, error);
         throw error;
       }
+    },
+    async rowsSeq(documentId) {
+      const result = await pool.query<{ rows_seq: string | null }>(
+        "SELECT rows_seq FROM docscript_documents WHERE document_id = $1",
+        [documentId],
+      );
+      const value = result.rows[0]?.rows_seq;
+      return value === null || value === undefined ? undefined : Number(value);
+    },
+    async replaceRows(documentId, throughSeq, rows) {
+      return postgresTransaction(pool, async (client) => {
+        // The document's row locked: an append committing meanwhile waits, or is seen below.
+        const last = await client.query<{ seq: string }>(
+          `SELECT greatest(coalesce((SELECT max(seq) FROM docscript_updates WHERE document_id = $1), 0), snapshot_seq) AS seq
+           FROM docscript_documents WHERE document_id = $1 FOR UPDATE`,
+          [documentId],
+        );
+        const row = last.rows[0];
+        if (row === undefined || Number(row.seq) > throughSeq) return false;
+        await client.query("DELETE FROM docscript_rows WHERE document_id = $1", [documentId]);
+        await writeRows(client, documentId, rows, throughSeq);
+        await client.query("UPDATE docscript_documents SET rows_seq = $1 WHERE document_id = $2", [
+          throughSeq,
+          documentId,
+        ]);
+        return true;
+      });
+    },
+    async readRows(documentId, query) {
+      const result = await pool.query<{
+        root: RowRoot;
+        row_id: string;
+        kind: string;
+        payload: string;
+        version: string;
+      }>(
+        `SELECT root, row_id, kind, payload, version FROM docscript_rows
+         WHERE document_id = $1 AND root = $2 AND row_id > $3
+           AND ($4::text[] IS NULL OR kind = ANY($4::text[]))
+           AND ($5::text[] IS NULL OR row_id = ANY($5::text[]))
+           AND ($6::text IS NULL OR endpoint0 = $6 OR endpoint1 = $6)
+         ORDER BY row_id LIMIT $7`,
+        [
+          documentId,
+          query.root,
+          query.after ?? "",
+          query.kinds ?? null,
+          query.ids ?? null,
+          query.endpoint ?? null,
+          query.limit,
+        ],
+      );
+      return result.rows.map((row) => ({
+        root: row.root,
+        rowId: row.row_id,
+        kind: row.kind,
+        json: JSON.parse(row.payload),
+        version: Number(row.version),
+      }));
+    },
+    async countRows(documentId) {
+      const result = await pool.query<{ root: RowRoot; kind: string; n: string }>(
+        "SELECT root, kind, count(*) AS n FROM docscript_rows WHERE document_id = $1 GROUP BY root, kind",
+        [documentId],
+      );
+      return result.rows.map((row) => ({ root: row.root, kind: row.kind, count: Number(row.n) }));
     },
     async compact(documentId, snapshot, throughSeq) {
       const connection = await pool.connect();
