@@ -55,7 +55,7 @@ const isTooNew = (error: unknown) => {
 };
 
 describe("SQLite store: schema versions", () => {
-  it("upgrades a file written before versioning to version 1 without losing a row, still searchable", async () => {
+  it("upgrades a file written before versioning to the latest version without losing a row, still searchable", async () => {
     const path = legacyCopy("legacy.db");
     const before = counts(path);
     assert.deepEqual(before, { memories: 3, memory_history: 3, events: 2, documents: 1, chunks: 1 });
@@ -85,7 +85,13 @@ describe("SQLite store: schema versions", () => {
     }
     assert.deepEqual(counts(path), before);
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 1);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 2);
+    assert.ok(
+      database
+        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'memories_scope_seq'")
+        .get(),
+      "migration 2 adds the index the neighbouring-turn lookup reads",
+    );
     database.close();
   });
 
@@ -134,7 +140,7 @@ describe("PostgreSQL store: schema versions", () => {
     return result;
   }
 
-  it("upgrades tables created before versioning without losing a row, and records version 1", async () => {
+  it("upgrades tables created before versioning without losing a row, and records every version", async () => {
     const { url, client } = await legacyDatabase();
     try {
       const before = await pgCounts(client);
@@ -159,7 +165,10 @@ describe("PostgreSQL store: schema versions", () => {
       assert.deepEqual(recorded.rows, [
         { store: "memory", version: 1 },
         { store: "memory", version: 2 },
+        { store: "memory", version: 3 },
       ]);
+      const index = await client.query("SELECT 1 FROM pg_indexes WHERE indexname = 'memories_scope_seq'");
+      assert.equal(index.rowCount, 1, "migration 3 adds the index the neighbouring-turn lookup reads");
     } finally {
       await client.end();
     }

@@ -4,6 +4,7 @@ import type { StoredMemory } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
 import { newNames, spreadToNeighbours, timeWindow } from "./conversation-retrieval.ts";
 import { createMemoryService } from "./create-memory-service.ts";
+import { byScore } from "./rank-memories.ts";
 
 it("reads the time a question names", () => {
   const now = new Date("2024-03-10T12:00:00Z");
@@ -90,4 +91,22 @@ it("conversations: the reply that answers, the turn of the month asked, the seco
     "the second hop found Lena's turn",
   );
   await service.close();
+});
+
+it("equal scores rank in one order every time: the later-written memory first, then by id", () => {
+  const hit = (id: string, createdAt: string) => ({
+    memory: { id, createdAt } as unknown as StoredMemory,
+    score: 0.5,
+  });
+  const hits = [
+    hit("b", "2023-01-01T00:00:00Z"),
+    hit("a", "2023-01-01T00:00:00Z"),
+    hit("c", "2023-02-01T00:00:00Z"),
+  ];
+  for (const order of [hits, [...hits].reverse(), [hits[1]!, hits[2]!, hits[0]!]]) {
+    assert.deepEqual(
+      [...order].sort(byScore).map((item) => item.memory.id),
+      ["c", "a", "b"],
+    );
+  }
 });

@@ -11,6 +11,7 @@
  *   - diversified: a near-copy of a better-ranked result is pushed down.
  */
 import type { StoredMemory } from "../store/memory-store.ts";
+import { byScore } from "./rank-memories.ts";
 import { textSimilarity } from "./text.ts";
 
 const monthNames = [
@@ -118,7 +119,7 @@ export function mergeSecondPass(first: readonly Scored[], second: readonly Score
     const existing = merged.get(hit.memory.id);
     if (!existing || existing.score < score) merged.set(hit.memory.id, { memory: hit.memory, score });
   }
-  return [...merged.values()].sort((left, right) => right.score - left.score);
+  return [...merged.values()].sort(byScore);
 }
 
 /** Each turn next to a hit gets part of the hit's score (halving with each step away). */
@@ -140,7 +141,7 @@ export function spreadToNeighbours(
       else scores.set(memory.id, { memory, score: gain });
     }
   }
-  return [...scores.values()].sort((left, right) => right.score - left.score);
+  return [...scores.values()].sort(byScore);
 }
 
 /** A result nearly repeating a better one is moved below the distinct ones. */

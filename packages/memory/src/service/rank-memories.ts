@@ -22,6 +22,25 @@ const recencyWeight = 0.02;
 const feedbackWeight = 0.1;
 const recencyHalfLifeDays = 30;
 
+/**
+ * Best first, and the same order on every run: equal scores (common after rounding, or when only a
+ * speaker or a time window matched) go to the later-written memory, then by id.
+ */
+export function byScore(
+  left: { readonly memory: StoredMemory; readonly score: number },
+  right: { readonly memory: StoredMemory; readonly score: number },
+): number {
+  return (
+    right.score - left.score ||
+    (right.memory.createdAt < left.memory.createdAt
+      ? -1
+      : right.memory.createdAt > left.memory.createdAt
+        ? 1
+        : 0) ||
+    (left.memory.id < right.memory.id ? -1 : left.memory.id > right.memory.id ? 1 : 0)
+  );
+}
+
 export function recencyScore(memory: StoredMemory, now: number): number {
   const ageDays = Math.max(0, now - Date.parse(memory.updatedAt)) / 86_400_000;
   return 0.5 ** (ageDays / recencyHalfLifeDays);
@@ -75,5 +94,5 @@ export function rankMemories(
       },
     });
   }
-  return ranked.sort((left, right) => right.score - left.score);
+  return ranked.sort(byScore);
 }

@@ -15,7 +15,7 @@ import {
 import { cosine } from "./embedder.ts";
 import type { MemoryService } from "./memory-service.ts";
 import { parseRequest } from "./parse-request.ts";
-import { rankMemories } from "./rank-memories.ts";
+import { byScore, rankMemories } from "./rank-memories.ts";
 import { publicEvent, publicMemory, type ServiceContext } from "./service-context.ts";
 import { queryTerms, searchTerms } from "./text.ts";
 
@@ -39,7 +39,7 @@ export function createSearchRanked({ store, clock, embedder }: ServiceContext) {
       limit: candidateLimit,
       ...(kinds ? { kinds } : {}),
     });
-    let lexical = liftByTimeAndSpeaker(found, query, window).sort((left, right) => right.score - left.score);
+    let lexical = liftByTimeAndSpeaker(found, query, window).sort(byScore);
     // Multi-hop: names in the first hits that the question lacks seed a second pass.
     const seeds = [...new Set(lexical.slice(0, 3).flatMap((hit) => newNames(hit.memory.content, query)))];
     if (seeds.length > 0) {
@@ -71,7 +71,7 @@ export function createSearchRanked({ store, clock, embedder }: ServiceContext) {
       semantic = (await store.embeddedMemories(tenantId, scope, kinds))
         .map((memory) => ({ memory, score: cosine(queryVector, memory.embedding!) }))
         .filter((hit) => hit.score > 0)
-        .sort((left, right) => right.score - left.score)
+        .sort(byScore)
         .slice(0, Math.max(50, limit * 5));
     }
     return diversify(rankMemories(lexical, semantic, clock().getTime())).slice(0, limit);

@@ -95,7 +95,7 @@ export interface MemoryRecordStore {
   getMemories(tenantId: string, ids: readonly string[]): Promise<StoredMemory[]>;
   /**
    * For each id, the active memories of the same exact scope written just before and after it (up to
-   * `window` each side, in write order, looked for among the nearest 200 rows): a conversation
+   * `window` each side, in write order, however far apart they were written): a conversation
    * turn's neighbouring turns.
    */
   neighbourMemories(

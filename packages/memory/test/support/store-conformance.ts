@@ -358,6 +358,42 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       );
     });
 
+    it("neighbouring turns: the nearest active turns of the same scope, however many rows lie between", async () => {
+      const t = tenant();
+      const add = async (userId: string, content: string) =>
+        (await service.add(t, { userId, content, dedupe: false })).memory.id;
+      const first = await add("maya", "Turn one about the garden");
+      // Another scope's rows written in between (more than any fixed window of rows).
+      await service.addBatch(t, {
+        userId: "other",
+        memories: Array.from({ length: 450 }, (_, index) => ({ content: `Other scope row ${index}` })),
+      });
+      const second = await add("maya", "Turn two about the beagle");
+      const third = await add("maya", "Turn three, a deleted one");
+      const fourth = await add("maya", "Turn four about the name");
+      await service.deleteMemory(t, third);
+      const found = await store.neighbourMemories(t, [second, first], 2);
+      assert.deepEqual(
+        found.get(second)?.map(({ memory, offset }) => [memory.id, offset]),
+        [
+          [first, -1],
+          [fourth, 1],
+        ],
+        "the deleted turn is skipped, the other scope's rows are not neighbours",
+      );
+      assert.deepEqual(
+        found.get(first)?.map(({ memory, offset }) => [memory.id, offset]),
+        [
+          [second, 1],
+          [fourth, 2],
+        ],
+      );
+      assert.equal(
+        (await store.neighbourMemories(`tenant-${randomUUID()}`, [second], 2)).get(second),
+        undefined,
+      );
+    });
+
     it("knowledge base: chunked ingest is idempotent and searchable, only in its tenant", async () => {
       const t = tenant();
       const content = `${"Intro paragraph about the handbook. ".repeat(20)}\n\nRefunds are processed within fourteen days of the return.\n\n${"Closing words. ".repeat(30)}`;

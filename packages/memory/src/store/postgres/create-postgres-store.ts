@@ -33,8 +33,6 @@ type Row = Record<string, unknown>;
 const mark = (index: number) => `$${index}`;
 const memorySelect = ["seq", ...memoryColumns].map((column) => `m.${column}`).join(", ");
 /** BM25's term-frequency saturation and length normalization, FTS5's defaults. */
-/** How far (in rows of any scope) a neighbouring turn is looked for. */
-const NEIGHBOUR_ROWS = 200;
 const bm25K1 = 1.2;
 const bm25B = 0.75;
 
@@ -190,38 +188,30 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
 
     async neighbourMemories(tenantId, ids, window) {
       if (ids.length === 0 || window <= 0) return new Map();
-      const anchors = await all(
-        "SELECT seq, id, scope_key FROM memories WHERE tenant_id = $1 AND id = ANY($2)",
-        [tenantId, [...ids]],
+      // One statement for every anchor: the nearest active rows of its scope before and after it,
+      // each an ordered range of the (tenant_id, scope_key, seq) index of active rows (migration 3).
+      const rows = await all(
+        `SELECT a.id AS anchor_id, n.offset_from_anchor, ${memorySelect}
+         FROM memories a
+         CROSS JOIN LATERAL (
+           (SELECT b.seq, -row_number() OVER (ORDER BY b.seq DESC) AS offset_from_anchor FROM memories b
+             WHERE b.tenant_id = a.tenant_id AND b.scope_key = a.scope_key AND b.status = 'active' AND b.seq < a.seq
+             ORDER BY b.seq DESC LIMIT $3)
+           UNION ALL
+           (SELECT c.seq, row_number() OVER (ORDER BY c.seq) FROM memories c
+             WHERE c.tenant_id = a.tenant_id AND c.scope_key = a.scope_key AND c.status = 'active' AND c.seq > a.seq
+             ORDER BY c.seq LIMIT $3)) n
+         JOIN memories m ON m.seq = n.seq
+         WHERE a.tenant_id = $1 AND a.id = ANY($2)
+         ORDER BY a.id, n.offset_from_anchor`,
+        [tenantId, [...ids], window],
       );
-      if (anchors.length === 0) return new Map();
       const found = new Map<string, { memory: StoredMemory; offset: number }[]>();
-      for (const anchor of anchors) {
-        const seq = Number(anchor.seq);
-        const around = (
-          await all(
-            "SELECT seq FROM memories WHERE seq BETWEEN $1 AND $2 AND tenant_id = $3 AND scope_key = $4 AND status = 'active' AND seq <> $5 ORDER BY seq",
-            [seq - NEIGHBOUR_ROWS, seq + NEIGHBOUR_ROWS, tenantId, anchor.scope_key, seq],
-          )
-        ).map((row) => Number(row.seq));
-        const before = around.filter((item) => item < seq).slice(-window);
-        const after = around.filter((item) => item > seq).slice(0, window);
-        const chosen = [...before, ...after];
-        const rows = new Map(
-          chosen.length === 0
-            ? []
-            : (await all("SELECT * FROM memories WHERE seq = ANY($1)", [chosen])).map((row) => [
-                Number(row.seq),
-                row,
-              ]),
-        );
-        found.set(String(anchor.id), [
-          ...before.map((item, index) => ({
-            memory: memoryFromRow(rows.get(item)!),
-            offset: index - before.length,
-          })),
-          ...after.map((item, index) => ({ memory: memoryFromRow(rows.get(item)!), offset: index + 1 })),
-        ]);
+      for (const row of rows) {
+        const id = String(row.anchor_id);
+        const list = found.get(id) ?? [];
+        list.push({ memory: memoryFromRow(row), offset: Number(row.offset_from_anchor) });
+        found.set(id, list);
       }
       return found;
     },

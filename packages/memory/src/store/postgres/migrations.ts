@@ -22,4 +22,13 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lease_until TIMESTAMPTZ;
 CREATE INDEX IF NOT EXISTS jobs_claimable ON jobs(status, seq) WHERE status IN ('queued', 'running');
 `,
   },
+  {
+    version: 3,
+    name: "neighbouring turns by scope and write order",
+    // A turn's neighbours are the nearest active rows of its scope before and after it: an ordered
+    // range of this index instead of a scan of the rows written around it by every scope.
+    up: `
+CREATE INDEX IF NOT EXISTS memories_scope_seq ON memories(tenant_id, scope_key, seq) WHERE status = 'active';
+`,
+  },
 ];

@@ -20,8 +20,6 @@ import { sqliteMigrations } from "./migrations.ts";
 import { scoreWithScopeStatistics } from "./scope-bm25.ts";
 import { anyWord, scopedMatch, scopeTokens } from "./scope-tokens.ts";
 
-/** How far (in rows of any scope) a neighbouring turn is looked for. */
-const NEIGHBOUR_ROWS = 200;
 /** How many of a scope's best index matches are rescored with the scope's statistics. */
 const candidateCap = 1000;
 /** The scope's size is counted up to this many memories (as on PostgreSQL; past it the IDF barely moves). */
@@ -154,36 +152,23 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
         `SELECT seq, id, scope_key FROM memories WHERE +tenant_id = ? AND id IN (${inList(ids, parameters)})`,
         parameters,
       );
-      if (anchors.length === 0) return new Map();
-      // Per anchor: a primary-key range (never a scan of the tenant), keeping only the seq of rows
-      // of the same tenant, scope and status; then the few chosen rows whole.
+      // Per anchor: the nearest active rows of its scope before and after it, each an ordered range
+      // of the (tenant_id, scope_key, seq) index of active rows (migration 2): a few rows read, however
+      // many other scopes' rows were written in between.
       const found = new Map<string, { memory: StoredMemory; offset: number }[]>();
       for (const anchor of anchors) {
-        const seq = Number(anchor.seq);
-        const around = all(
-          "SELECT seq FROM memories WHERE seq BETWEEN ? AND ? AND +tenant_id = ? AND +scope_key = ? AND status = 'active' AND seq <> ? ORDER BY seq",
-          [seq - NEIGHBOUR_ROWS, seq + NEIGHBOUR_ROWS, tenantId, anchor.scope_key, seq],
-        ).map((row) => Number(row.seq));
-        const before = around.filter((item) => item < seq).slice(-window);
-        const after = around.filter((item) => item > seq).slice(0, window);
-        const chosen = [...before, ...after];
-        if (chosen.length === 0) {
-          found.set(String(anchor.id), []);
-          continue;
-        }
-        const chosenParameters: unknown[] = [];
-        const rows = new Map(
-          all(
-            `SELECT * FROM memories WHERE seq IN (${inList(chosen, chosenParameters)})`,
-            chosenParameters,
-          ).map((row) => [Number(row.seq), row]),
+        const key = [tenantId, anchor.scope_key, anchor.seq, window];
+        const before = all(
+          "SELECT * FROM memories WHERE tenant_id = ? AND scope_key = ? AND status = 'active' AND seq < ? ORDER BY seq DESC LIMIT ?",
+          key,
+        ).reverse();
+        const after = all(
+          "SELECT * FROM memories WHERE tenant_id = ? AND scope_key = ? AND status = 'active' AND seq > ? ORDER BY seq LIMIT ?",
+          key,
         );
         found.set(String(anchor.id), [
-          ...before.map((item, index) => ({
-            memory: memoryFromRow(rows.get(item)!),
-            offset: index - before.length,
-          })),
-          ...after.map((item, index) => ({ memory: memoryFromRow(rows.get(item)!), offset: index + 1 })),
+          ...before.map((row, index) => ({ memory: memoryFromRow(row), offset: index - before.length })),
+          ...after.map((row, index) => ({ memory: memoryFromRow(row), offset: index + 1 })),
         ]);
       }
       return found;

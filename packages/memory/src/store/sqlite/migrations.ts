@@ -18,6 +18,17 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       database.exec(sqliteSchema);
     },
   },
+  {
+    version: 2,
+    name: "neighbouring turns by scope and write order",
+    // A turn's neighbours are the nearest active rows of its scope before and after it: an ordered
+    // range of this index instead of a scan of the rows written around it by every scope.
+    up: (database) => {
+      database.exec(
+        "CREATE INDEX IF NOT EXISTS memories_scope_seq ON memories(tenant_id, scope_key, seq) WHERE status = 'active'",
+      );
+    },
+  },
 ];
 
 /** Files made before the scoped index: add the column and drop the old index (rebuilt on open). */
