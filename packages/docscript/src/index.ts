@@ -48,6 +48,7 @@ export {
 export { SchemaDefinitionError } from "./schema/schema-definition-error.ts";
 export type { DocumentIssue, DocumentView, Entity, Relation } from "./schema/types.ts";
 export { validatePayload } from "./schema/validate-payload.ts";
+export type { ChangePage, DocumentChange, RowCounts } from "./server/change-log.ts";
 export type { PlanState } from "./server/document-host.ts";
 export type { ConflictReason, PushResult } from "./server/push-result.ts";
 export { contentKinds, mediaKinds, timelineSchema } from "./timeline/timeline-schema.ts";

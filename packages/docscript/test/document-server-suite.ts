@@ -557,6 +557,121 @@ export function documentServerSuite(factory: StoreFactory): void {
         await side.close();
       }
     });
+
+    it("keeps each document's change log: newest first, paged, with who, plan ids and counts, through compaction and restart", async () => {
+      await restart(2);
+      const { documentId, token } = await newDocument();
+      const other = await newDocument();
+      const startedAt = Date.now();
+      const writer = createEditor(server.url, documentId, token, 101);
+      await writer.pull();
+      let ids = { trackId: "", clipId: "", markerId: "", audioId: "" };
+      assert.equal((await writer.edit((session) => (ids = seedTrack(session)))).status, "committed");
+      assert.equal(
+        (
+          await writer.edit((session) =>
+            session.entities.update(ids.clipId, [{ op: "set", path: ["volume"], value: -9 }]),
+          )
+        ).status,
+        "committed",
+      );
+      // A committed plan: its change carries the plan id in its message, as the edit-script tool commits.
+      const planner = createEditor(server.url, documentId, token, 102);
+      await planner.pull();
+      const before = planner.doc.oplogVersion();
+      const caption = planner.session().entities.create({ entityKind: "caption", payload: { text: "hi" } });
+      planner.doc.commit({ message: JSON.stringify({ planId: "plan_log_1" }) });
+      const planUpdate = planner.doc.export({ mode: "update", from: before });
+      assert.equal((await planner.client.push(documentId, planUpdate)).status, "committed");
+      // A retry, a rejected push and another document's push add nothing to this log.
+      assert.equal((await planner.client.push(documentId, planUpdate)).status, "committed");
+      assert.equal((await planner.client.push(documentId, new Uint8Array([1, 2, 3]))).status, "rejected");
+      const elsewhere = createEditor(server.url, other.documentId, other.token, 103);
+      await elsewhere.pull();
+      await elsewhere.edit((session) => seedTrack(session));
+      await writer.pull();
+      assert.equal(
+        (await writer.edit((session) => session.entities.delete(caption.entityId))).status,
+        "committed",
+      );
+
+      const log = await writer.client.changes(documentId);
+      assert.equal(log.nextCursor, undefined);
+      assert.deepEqual(
+        log.changes.map((change) => [
+          change.seq,
+          change.actor,
+          change.credential,
+          change.peers,
+          change.planIds,
+          change.status,
+          change.entities,
+        ]),
+        [
+          [4, "user-101", "document", ["101"], [], "committed", { created: 0, changed: 0, deleted: 1 }],
+          [
+            3,
+            "user-102",
+            "document",
+            ["102"],
+            ["plan_log_1"],
+            "committed",
+            { created: 1, changed: 0, deleted: 0 },
+          ],
+          [2, "user-101", "document", ["101"], [], "committed", { created: 0, changed: 1, deleted: 0 }],
+          [1, "user-101", "document", ["101"], [], "committed", { created: 4, changed: 0, deleted: 0 }],
+        ],
+      );
+      // The seed made four entities and three relations; the later pushes touched entities only.
+      assert.deepEqual(
+        log.changes.map((change) => change.relations),
+        [
+          { created: 0, changed: 0, deleted: 0 },
+          { created: 0, changed: 0, deleted: 0 },
+          { created: 0, changed: 0, deleted: 0 },
+          { created: 3, changed: 0, deleted: 0 },
+        ],
+      );
+      for (const change of log.changes) {
+        const at = Date.parse(change.at);
+        assert.ok(at >= startedAt - 1000 && at <= Date.now() + 1000, change.at);
+      }
+
+      // Paged by cursor, two at a time: the same entries in the same order.
+      const first = await writer.client.changes(documentId, { limit: 2 });
+      assert.deepEqual(
+        first.changes.map((change) => change.seq),
+        [4, 3],
+      );
+      assert.ok(first.nextCursor !== undefined);
+      const second = await writer.client.changes(documentId, { limit: 2, cursor: first.nextCursor });
+      assert.deepEqual(
+        second.changes.map((change) => change.seq),
+        [2, 1],
+      );
+      assert.equal(second.nextCursor, undefined);
+      assert.deepEqual([...first.changes, ...second.changes], log.changes);
+
+      // Compaction dropped the logged updates; the log keeps every entry, across a restart too.
+      const store = await factory.open();
+      const stored = await store.load(documentId);
+      await store.close();
+      assert.ok((stored?.snapshotSeq ?? 0) >= 2, `snapshotSeq ${stored?.snapshotSeq}`);
+      await restart();
+      const reader = createEditor(server.url, documentId, token, 104);
+      assert.deepEqual(await reader.client.changes(documentId, { limit: 1000 }), log);
+      const fetchStatus = async (query: string, bearer?: string) =>
+        (
+          await fetch(`${server.url}/documents/${documentId}/changes${query}`, {
+            headers: bearer === undefined ? {} : { authorization: `Bearer ${bearer}` },
+          })
+        ).status;
+      assert.equal(await fetchStatus(""), 401);
+      assert.equal(await fetchStatus("", other.token), 403);
+      assert.equal(await fetchStatus("?limit=0", token), 400);
+      assert.equal(await fetchStatus("?cursor=abc", token), 400);
+      assert.equal((await reader.client.changes(other.documentId).catch((error) => error)).code, "forbidden");
+    });
   });
 }
 

@@ -1,6 +1,10 @@
-/** The document server's client: pull a snapshot or the updates since a version, push an update. */
+/**
+ * The document server's client: pull a snapshot or the updates since a version, push an update, ask
+ * whether a plan was applied, read the change log.
+ */
 import type { LoroDoc } from "loro-crdt";
 import { encodeVersion } from "../document/version.ts";
+import type { ChangePage } from "../server/change-log.ts";
 import type { PlanState } from "../server/document-host.ts";
 import type { PushResult } from "../server/push-result.ts";
 import { DocumentClientError } from "./document-client-error.ts";
@@ -37,6 +41,11 @@ export interface DocumentClient {
   push(documentId: string, update: Uint8Array, options?: { applyRemaining?: boolean }): Promise<PushResult>;
   /** Whether the server applied a plan id to the document (`applied`, with the version it reached) or not. */
   planState(documentId: string, planId: string): Promise<PlanState>;
+  /**
+   * The document's change log, newest first: `limit` entries (the server's default 50, at most 200);
+   * pass a page's `nextCursor` as `cursor` for the older ones.
+   */
+  changes(documentId: string, options?: { cursor?: string; limit?: number }): Promise<ChangePage>;
   /** Administrative: creates a document that `token` opens. False when it exists. */
   createDocument(
     documentId: string,
@@ -143,6 +152,24 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
           status: response.status,
         });
       return state;
+    },
+    async changes(documentId, changesOptions = {}) {
+      const query = new URLSearchParams();
+      if (changesOptions.cursor !== undefined) query.set("cursor", changesOptions.cursor);
+      if (changesOptions.limit !== undefined) query.set("limit", String(changesOptions.limit));
+      const suffix = query.size === 0 ? "changes" : `changes?${query}`;
+      const response = await request(
+        documentUrl(documentId, suffix),
+        { method: "GET" },
+        await tokenOf(documentId),
+      );
+      if (response.status !== 200) throw await failure(response, documentId);
+      const page = (await response.json().catch(() => undefined)) as ChangePage | undefined;
+      if (!Array.isArray(page?.changes))
+        throw new DocumentClientError("invalid_response", "the changes answer is not a change log page", {
+          status: response.status,
+        });
+      return page;
     },
     async push(documentId, update, pushOptions = {}) {
       const response = await request(

@@ -1,6 +1,6 @@
 /**
  * The document server over HTTP (Hono): create (administrative), snapshot, updates since a version,
- * push. Bearer auth per document; 404 for a document that does not exist.
+ * push, plan state, change log. Bearer auth per document; 404 for a document that does not exist.
  */
 import { timingSafeEqual } from "node:crypto";
 import { type Logger, silentLogger } from "@tackle/core";
@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
+import { defaultChangesLimit, maxChangesLimit } from "./change-log.ts";
 import { DocumentHost, hashToken } from "./document-host.ts";
 import type { DocumentStore } from "./document-store.ts";
 
@@ -178,6 +179,27 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
       logger.info("docscript: push stored", { documentId, status: result.status, bytes: bytes.byteLength });
     }
     return context.json(result, result.status === "rejected" ? 422 : 200);
+  });
+
+  // The change log, newest first: `limit` entries (default 50, at most 200), `cursor` from the last page.
+  app.get("/documents/:documentId/changes", async (context) => {
+    const documentId = context.req.param("documentId");
+    const denied = await guard(documentId, context.req.header("authorization"));
+    if (denied !== undefined) return context.json(denied.body, denied.status);
+    if (options.store.changes === undefined)
+      return context.json(problem("not_supported", "this document store keeps no change log"), 501);
+    const cursor = context.req.query("cursor");
+    if (cursor !== undefined && !/^[1-9]\d{0,15}$/.test(cursor))
+      return context.json(problem("invalid_input", "cursor is the nextCursor of a previous page"), 400);
+    const limitText = context.req.query("limit");
+    const limit = limitText === undefined ? defaultChangesLimit : Number(limitText);
+    if (!Number.isInteger(limit) || limit < 1)
+      return context.json(problem("invalid_input", "limit is a whole number from 1"), 400);
+    const page = await options.store.changes(documentId, {
+      ...(cursor === undefined ? {} : { before: Number(cursor) }),
+      limit: Math.min(limit, maxChangesLimit),
+    });
+    return context.json(page, 200);
   });
 
   app.get("/documents/:documentId/plans/:planId", async (context) => {

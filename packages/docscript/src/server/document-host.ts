@@ -14,6 +14,7 @@ import { decodeVersion, encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, formatIssue } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
+import { type ChangeFacts, stagedCounts } from "./change-log.ts";
 import { changedRows } from "./changed-rows.ts";
 import { type DocumentStore, type RowChange, StoreConflictError } from "./document-store.ts";
 import { appliedPlans, hostOnlyChanges, issueReason, lostWrites, planIdsOf } from "./push-checks.ts";
@@ -266,6 +267,7 @@ export class DocumentHost {
           status,
           ...(actor === undefined ? {} : { actor }),
           ...(outcome.rows === undefined ? {} : { rows: outcome.rows }),
+          ...(outcome.change === undefined ? {} : { change: outcome.change }),
         });
       } catch (error) {
         outcome.undo();
@@ -312,6 +314,8 @@ export class DocumentHost {
     planIds?: string[];
     /** The rows the push changed, as it leaves them (set with `undo`). */
     rows?: RowChange[];
+    /** What the change log records of the push (set with `undo`). */
+    change?: ChangeFacts;
   } {
     const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
       result: { status: "rejected", reasons, issues },
@@ -385,8 +389,15 @@ export class DocumentHost {
       };
     }
     const rows = changedRowJson(open.projection, staged.rows);
+    // What the change log records if this is stored: counted off the rows just staged.
+    const change: ChangeFacts = {
+      credential: options.host === true ? "host" : "document",
+      peers: [...new Set(spans.map((span) => String(span.peer)))],
+      planIds,
+      ...stagedCounts(open.projection, staged.previous, staged.previousRelations),
+    };
     if (staged.added.length === 0 && lost.length === 0)
-      return { result: { status: "committed", version }, fork, undo: staged.undo, planIds, rows };
+      return { result: { status: "committed", version }, fork, undo: staged.undo, planIds, rows, change };
     // The merged document breaks a constraint: the update's own fault, or the merge's?
     // The update was made on everything this server had when it depends on the server's current heads.
     const order = fork.cmpFrontiers(before, meta.startFrontiers);
@@ -423,6 +434,7 @@ export class DocumentHost {
       undo: staged.undo,
       planIds,
       rows,
+      change,
     };
   }
 
@@ -442,6 +454,7 @@ export class DocumentHost {
     undo: () => void;
     /** The rows as they were before the change. */
     previous: ReadonlyMap<string, unknown>;
+    previousRelations: ReadonlyMap<string, unknown>;
     /** The rows the change touched. */
     rows: { readonly entities: ReadonlySet<string>; readonly relations: ReadonlySet<string> };
   } {
@@ -466,7 +479,7 @@ export class DocumentHost {
       for (const [rowId, json] of previousRows) projection.setRow(rowId, json);
       for (const [relationId, json] of previousRelations) projection.setRelationRow(relationId, json);
     };
-    return { added, foreign, undo, previous: previousRows, rows };
+    return { added, foreign, undo, previous: previousRows, previousRelations, rows };
   }
 
   /** The issues the update adds to the version it was made on (the slow path: a full read of that version). */

@@ -3,6 +3,7 @@
  * snapshot, and the document's rows as JSON (its projection), kept by every append.
  */
 import { hasBrand, setBrand } from "@tackle/core";
+import type { ChangeFacts, ChangePage } from "./change-log.ts";
 
 export interface LoggedUpdate {
   readonly seq: number;
@@ -64,6 +65,8 @@ export interface AppendInput {
    * the projection was behind) it stays behind until `replaceRows`.
    */
   readonly rows?: readonly RowChange[];
+  /** What the change log records of it, in the same transaction as the update (none when absent). */
+  readonly change?: ChangeFacts;
 }
 
 export interface DocumentStore {
@@ -80,6 +83,11 @@ export interface DocumentStore {
   /** The seq the stored snapshot holds through (undefined: no such document). */
   snapshotSeq?(documentId: string): Promise<number | undefined>;
   append(input: AppendInput): Promise<void>;
+  /**
+   * The document's change log, newest first: at most `limit` entries with a seq below `before` (all
+   * when absent), and a cursor when older ones remain. Stores without it answer the route 501.
+   */
+  changes?(documentId: string, options: { before?: number; limit: number }): Promise<ChangePage>;
   /** The seq the stored rows hold through; undefined when they are not kept (a document stored before them). */
   rowsSeq(documentId: string): Promise<number | undefined>;
   /**

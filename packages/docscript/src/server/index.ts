@@ -1,4 +1,12 @@
 /** @tackle/docscript/server: the document server (Hono), its host and the SQLite store. */
+export {
+  type ChangeFacts,
+  type ChangePage,
+  type DocumentChange,
+  defaultChangesLimit,
+  maxChangesLimit,
+  type RowCounts,
+} from "./change-log.ts";
 export { changedRows } from "./changed-rows.ts";
 export {
   createDocumentServer,

@@ -55,6 +55,31 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     CREATE INDEX docscript_rows_endpoint1 ON docscript_rows (document_id, endpoint1) WHERE endpoint1 IS NOT NULL;
   `,
   },
+  {
+    version: 3,
+    name: "change log",
+    // One row per stored push, kept when compaction drops the update; documents older than this
+    // migration log only the pushes after it.
+    up: `
+    CREATE TABLE docscript_changes (
+      document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+      seq INTEGER NOT NULL,
+      status TEXT NOT NULL,
+      actor TEXT,
+      credential TEXT NOT NULL,
+      peers TEXT NOT NULL,
+      plan_ids TEXT NOT NULL,
+      entities_created INTEGER NOT NULL,
+      entities_changed INTEGER NOT NULL,
+      entities_deleted INTEGER NOT NULL,
+      relations_created INTEGER NOT NULL,
+      relations_changed INTEGER NOT NULL,
+      relations_deleted INTEGER NOT NULL,
+      created_at TEXT NOT NULL,
+      PRIMARY KEY (document_id, seq)
+    );
+  `,
+  },
 ];
 
 export const postgresMigrations: readonly PostgresMigration[] = [
@@ -101,6 +126,30 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   CREATE INDEX docscript_rows_kind ON docscript_rows (document_id, root, kind, row_id);
   CREATE INDEX docscript_rows_endpoint0 ON docscript_rows (document_id, endpoint0) WHERE endpoint0 IS NOT NULL;
   CREATE INDEX docscript_rows_endpoint1 ON docscript_rows (document_id, endpoint1) WHERE endpoint1 IS NOT NULL;
+`,
+  },
+  {
+    version: 3,
+    name: "change log",
+    // As for SQLite.
+    up: `
+  CREATE TABLE docscript_changes (
+    document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+    seq BIGINT NOT NULL,
+    status TEXT NOT NULL,
+    actor TEXT,
+    credential TEXT NOT NULL,
+    peers TEXT NOT NULL,
+    plan_ids TEXT NOT NULL,
+    entities_created INTEGER NOT NULL,
+    entities_changed INTEGER NOT NULL,
+    entities_deleted INTEGER NOT NULL,
+    relations_created INTEGER NOT NULL,
+    relations_changed INTEGER NOT NULL,
+    relations_deleted INTEGER NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (document_id, seq)
+  );
 `,
   },
 ];

@@ -1,5 +1,6 @@
 /** The embedded document store: one SQLite file (node:sqlite), an update log and compacted snapshots. */
 import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
+import { type ChangeRow, changeOfRow, changeValues, pageOf } from "./change-log.ts";
 import {
   type DocumentStore,
   type LoggedUpdate,
@@ -36,6 +37,14 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
   );
   const insertUpdate = database.prepare(
     "INSERT INTO docscript_updates (document_id, seq, bytes, status, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+  );
+  const insertChange = database.prepare(
+    `INSERT INTO docscript_changes (document_id, seq, status, actor, credential, peers, plan_ids,
+       entities_created, entities_changed, entities_deleted, relations_created, relations_changed,
+       relations_deleted, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const selectChanges = database.prepare(
+    "SELECT * FROM docscript_changes WHERE document_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
   );
   const updateSnapshot = database.prepare(
     "UPDATE docscript_documents SET snapshot = ?, snapshot_seq = ? WHERE document_id = ? AND snapshot_seq < ?",
@@ -133,10 +142,14 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     async updatesAfter(documentId, seq) {
       return toUpdates(selectUpdates.all(documentId, seq));
     },
-    async append({ documentId, seq, bytes, status, actor, rows }) {
+    async append({ documentId, seq, bytes, status, actor, rows, change }) {
+      const at = new Date().toISOString();
       try {
         sqliteTransaction(database, () => {
-          insertUpdate.run(documentId, seq, bytes, status, actor ?? null, new Date().toISOString());
+          insertUpdate.run(documentId, seq, bytes, status, actor ?? null, at);
+          // The change log entry lands with its update, or neither does.
+          if (change !== undefined)
+            insertChange.run(documentId, seq, status, ...changeValues(actor, change), at);
           // Rows only onto a projection that holds through the previous update; else it stays behind.
           if (rows !== undefined && Number(advanceRowsSeq.run(seq, documentId, seq - 1).changes) === 1)
             writeRows(documentId, rows, seq);
@@ -146,6 +159,13 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
           throw new StoreConflictError(documentId, seq, error);
         throw error;
       }
+    },
+    async changes(documentId, { before, limit }) {
+      const rows = selectChanges.all(documentId, before ?? Number.MAX_SAFE_INTEGER, limit + 1) as unknown[];
+      return pageOf(
+        rows.map((row) => changeOfRow(row as ChangeRow)),
+        limit,
+      );
     },
     async rowsSeq(documentId) {
       const row = selectRowsSeq.get(documentId) as { rows_seq: number | null } | undefined;

@@ -1,6 +1,7 @@
 /** The scale-out document store: PostgreSQL through `pg`, the same update log and snapshots as SQLite. */
 import { migratePostgres, openPostgres, postgresTransaction } from "@tackle/storage/postgres";
 import pg from "pg";
+import { type ChangeRow, changeOfRow, changeValues, pageOf } from "../change-log.ts";
 import {
   type DocumentStore,
   type LoggedUpdate,
@@ -176,7 +177,7 @@ export async function createPostgresDocumentStore(
       );
       return toUpdates(result.rows);
     },
-    async append({ documentId, seq, bytes, status, actor, rows }) {
+    async append({ documentId, seq, bytes, status, actor, rows, change }) {
       const insert = `WITH appended AS (
              INSERT INTO docscript_updates (document_id, seq, bytes, status, actor) VALUES ($1, $2, $3, $4, $5)
              RETURNING document_id
@@ -185,10 +186,19 @@ export async function createPostgresDocumentStore(
       const values = [documentId, seq, Buffer.from(bytes), status, actor ?? null];
       try {
         // The notification goes out when the row commits: every listening server learns of it at once.
-        if (rows === undefined) await pool.query(insert, values);
+        if (rows === undefined && change === undefined) await pool.query(insert, values);
         else
           await postgresTransaction(pool, async (client) => {
             await client.query(insert, values);
+            // The change log entry lands with its update, or neither does.
+            if (change !== undefined)
+              await client.query(
+                `INSERT INTO docscript_changes (document_id, seq, status, actor, credential, peers, plan_ids,
+                   entities_created, entities_changed, entities_deleted, relations_created, relations_changed,
+                   relations_deleted) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+                [documentId, seq, status, ...changeValues(actor, change)],
+              );
+            if (rows === undefined) return;
             // Rows only onto a projection that holds through the previous update; else it stays behind.
             const advanced = await client.query(
               "UPDATE docscript_documents SET rows_seq = $1 WHERE document_id = $2 AND rows_seq = $3",
@@ -201,6 +211,13 @@ export async function createPostgresDocumentStore(
           throw new StoreConflictError(documentId, seq, error);
         throw error;
       }
+    },
+    async changes(documentId, { before, limit }) {
+      const result = await pool.query<ChangeRow>(
+        "SELECT * FROM docscript_changes WHERE document_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+        [documentId, before ?? Number.MAX_SAFE_INTEGER, limit + 1],
+      );
+      return pageOf(result.rows.map(changeOfRow), limit);
     },
     async rowsSeq(documentId) {
       const result = await pool.query<{ rows_seq: string | null }>(
