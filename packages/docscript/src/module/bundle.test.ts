@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
+import { type AddressInfo, createServer } from "node:net";
 import { test } from "node:test";
 import { createToolSet, silentLogger } from "@tackle/core";
+import { LoroDoc } from "loro-crdt";
+import { createDocumentClient } from "../client/create-document-client.ts";
+import { openDocument } from "../document/document-session.ts";
+import type { DocumentChange } from "../server/change-log.ts";
+import { timelineSchema } from "../timeline/timeline-schema.ts";
 import docscriptBundle, { sampleDocumentId } from "./bundle.ts";
 
 test("the docscript module serves a sample timeline the console can snapshot, script and commit", async () => {
@@ -12,7 +18,7 @@ test("the docscript module serves a sample timeline the console can snapshot, sc
   });
   try {
     const tools = createToolSet(bundle.tools);
-    assert.deepEqual(tools.tools.map((tool) => tool.name).sort(), ["context", "edit"]);
+    assert.deepEqual(tools.tools.map((tool) => tool.name).sort(), ["changes", "context", "edit"]);
     const context = await tools.call("context", {});
     assert.ok(context.ok);
     assert.match((context.output as { prompt: string }).prompt, /declare const entities/);
@@ -33,6 +39,14 @@ entities.update(held.endpoint1EntityId, [{ op: 'set', path: ['volume'], value: -
       .filter((entity) => entity.entityKind === "clip")
       .map((entity) => entity.payload.volume);
     assert.ok(volumes.includes(-6));
+    // The commit is the newest entry of the document's change log, with its plan id.
+    const log = await tools.call("changes", {});
+    assert.ok(log.ok, JSON.stringify(log));
+    const [newest] = (log.output as { changes: readonly DocumentChange[] }).changes;
+    assert.deepEqual(newest?.planIds, [planId]);
+    assert.equal(newest?.actor, "docscript@test-node");
+    assert.equal(newest?.credential, "host");
+    assert.deepEqual(newest?.entities, { created: 0, changed: 1, deleted: 0 });
     const changed = await tools.call("context", { context_id: "console" });
     assert.ok(changed.ok);
     assert.equal((changed.output as { changed: boolean | null }).changed, true);
@@ -57,4 +71,56 @@ entities.update(held.endpoint1EntityId, [{ op: 'set', path: ['volume'], value: -
   } finally {
     await bundle.close();
   }
+});
+
+test("DOCSCRIPT_PORT and DOCSCRIPT_TOKEN let another client edit the sample document; the change log shows it", async () => {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  const token = "another-client-token-0123456789";
+  const bundle = await docscriptBundle({
+    module: "docscript",
+    node: "test-node",
+    env: { DOCSCRIPT_PORT: String(port), DOCSCRIPT_TOKEN: token },
+    logger: silentLogger,
+  });
+  try {
+    const client = createDocumentClient({ origin: `http://127.0.0.1:${port}`, token, userId: "script-7" });
+    const doc = new LoroDoc();
+    doc.setPeerId(77);
+    await client.pullInto(sampleDocumentId, doc);
+    const before = doc.oplogVersion();
+    openDocument(doc, timelineSchema).entities.create({ entityKind: "track", payload: { role: "bgm" } });
+    doc.commit();
+    assert.equal(
+      (await client.push(sampleDocumentId, doc.export({ mode: "update", from: before }))).status,
+      "committed",
+    );
+    const log = await createToolSet(bundle.tools).call("changes", { limit: 1 });
+    assert.ok(log.ok, JSON.stringify(log));
+    const output = log.output as { changes: readonly DocumentChange[]; next_cursor?: string };
+    assert.equal(output.changes.length, 1);
+    assert.equal(output.next_cursor, undefined, "the sample's creation is no push: one entry in all");
+    assert.deepEqual(
+      [
+        output.changes[0]?.actor,
+        output.changes[0]?.credential,
+        output.changes[0]?.peers,
+        output.changes[0]?.entities,
+      ],
+      ["script-7", "document", ["77"], { created: 1, changed: 0, deleted: 0 }],
+    );
+  } finally {
+    await bundle.close();
+  }
+  await assert.rejects(
+    docscriptBundle({
+      module: "docscript",
+      node: "n",
+      env: { DOCSCRIPT_TOKEN: "short" },
+      logger: silentLogger,
+    }),
+    /at least 16 characters/,
+  );
 });

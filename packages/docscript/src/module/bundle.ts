@@ -1,7 +1,7 @@
 /**
  * The docscript module for `tackle serve`: an embedded document server on loopback holding a sample
- * timeline document, and the edit-script tool on it, so a person can snapshot, script and commit from
- * the console. Bundle contract: a default-export function of `{ module, node, env, logger }` returning
+ * timeline document, the edit-script tool on it, so a person can snapshot, script and commit from
+ * the console, and the document's change log as the server keeps it. Bundle contract: a default-export function of `{ module, node, env, logger }` returning
  * `{ tools, close }`.
  */
 import { randomBytes } from "node:crypto";
@@ -27,7 +27,15 @@ export const sampleDocumentId = "sample-timeline";
 export default async function docscriptBundle(context: DocScriptBundleContext) {
   const logger = context.logger ?? silentLogger;
   const adminToken = randomBytes(24).toString("base64url");
-  const documentToken = randomBytes(24).toString("base64url");
+  // DOCSCRIPT_TOKEN and DOCSCRIPT_PORT let other clients (a script, another agent) open the sample
+  // document on this server; by default its token is random and the port free.
+  const documentToken = context.env.DOCSCRIPT_TOKEN ?? randomBytes(24).toString("base64url");
+  if (documentToken.length < 16) throw new Error("DOCSCRIPT_TOKEN must be at least 16 characters");
+  const port = context.env.DOCSCRIPT_PORT === undefined ? 0 : Number(context.env.DOCSCRIPT_PORT);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new Error(
+      `DOCSCRIPT_PORT must be a port number, not ${JSON.stringify(context.env.DOCSCRIPT_PORT)}`,
+    );
   // The tool's own credential: a host's, so it may record stored-file facts (host-only fields).
   const hostToken = randomBytes(24).toString("base64url");
   // DOCSCRIPT_DATABASE keeps documents across restarts; by default they live in memory.
@@ -38,10 +46,12 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
     adminToken,
     hostTokens: [hostToken],
     hostname: "127.0.0.1",
+    port,
     logger,
   });
+  // The module's own reads (the change log) with the host credential: it opens every document.
+  const client = createDocumentClient({ origin: server.url, token: hostToken });
   try {
-    const client = createDocumentClient({ origin: server.url, token: documentToken });
     await client.createDocument(sampleDocumentId, {
       adminToken,
       token: documentToken,
@@ -83,8 +93,31 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
     source: "@tackle/docscript module",
     execute: (input) => docscript.getModelContext(input),
   });
+  const changes = defineTool({
+    name: "changes",
+    description:
+      "A document's change log as the document server keeps it, newest first: each stored change's seq, time, who made it (user, credential, Loro peers), the plan ids it carries (a committed edit plan) and how many entities and relations it created, changed and deleted. Pass next_cursor back as cursor for older entries.",
+    input: z.object({
+      doc_id: z.string().min(1).default(sampleDocumentId).describe("The document"),
+      limit: z.number().int().min(1).max(200).default(20).describe("Entries to return (at most 200)"),
+      cursor: z.string().min(1).optional().describe("next_cursor of the previous page"),
+    }),
+    annotations: { readOnlyHint: true },
+    source: "@tackle/docscript module",
+    execute: async (input) => {
+      const page = await client.changes(input.doc_id, {
+        limit: input.limit,
+        ...(input.cursor === undefined ? {} : { cursor: input.cursor }),
+      });
+      return {
+        doc_id: input.doc_id,
+        changes: page.changes,
+        ...(page.nextCursor === undefined ? {} : { next_cursor: page.nextCursor }),
+      };
+    },
+  });
   return {
-    tools: [edit, contextTool],
+    tools: [edit, contextTool, changes],
     async close() {
       await docscript.close();
       await server.close();
