@@ -48,20 +48,24 @@ async function measure(total: number, workers: number, once: () => Promise<void>
 
 const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
 
-/** Subject and baseline take turns, round after round; each figure is the median over the rounds. */
+/**
+ * Subject and baselines take turns, round after round (subject, each baseline, subject, …); each
+ * figure is the median over the rounds.
+ */
 async function compare(
   total: number,
   workers: number,
   subject: () => Promise<void>,
-  baseline: () => Promise<void>,
+  ...baselines: (() => Promise<void>)[]
 ) {
   const subjects: Measured[] = [];
-  const baselines: Measured[] = [];
+  const measured: Measured[][] = baselines.map(() => []);
   for (let round = 0; round < rounds; round++) {
     subjects.push(await measure(total, workers, subject));
-    baselines.push(await measure(total, workers, baseline));
+    for (const [index, baseline] of baselines.entries())
+      measured[index]?.push(await measure(total, workers, baseline));
   }
-  return { subject: median(subjects), baseline: median(baselines) };
+  return { subject: median(subjects), baselines: measured.map(median) };
 }
 
 function median(runs: readonly Measured[]): Measured {
@@ -97,50 +101,72 @@ const runtime = await startNodeRuntime({
   },
 });
 const client = await createMeshClient({ servers: nats.url });
-const rawServer = await connect({ servers: nats.url });
-rawServer.subscribe("raw.echo", {
-  callback: (error, message) => {
-    if (error === null) message.respond(JSON.stringify(message.json()));
-  },
-});
-const rawClient = await connect({ servers: nats.url });
-await rawServer.flush();
+/**
+ * The raw echo twice: with nats.js's defaults, and like-for-like with the mesh's connections, which set
+ * `noAsyncTraces` (no stack traces captured per request).
+ */
+const rawPairs = await Promise.all(
+  [
+    { subject: "raw.echo", options: {} },
+    { subject: "raw.echo-like", options: { noAsyncTraces: true } },
+  ].map(async ({ subject, options }) => {
+    const server = await connect({ servers: nats.url, ...options });
+    server.subscribe(subject, {
+      callback: (error, message) => {
+        if (error === null) message.respond(JSON.stringify(message.json()));
+      },
+    });
+    await server.flush();
+    return { subject, server, client: await connect({ servers: nats.url, ...options }) };
+  }),
+);
 const payload = { text: "hello mesh" };
 const meshCall = async () => unwrap(await client.call("bench.echo", payload));
-const rawCall = async () => {
-  (await rawClient.request("raw.echo", JSON.stringify(payload), { timeout: 5000 })).json();
-};
+const [plain, like] = rawPairs.map(({ subject, client: raw }) => async () => {
+  (await raw.request(subject, JSON.stringify(payload), { timeout: 5000 })).json();
+});
+if (plain === undefined || like === undefined) throw new Error("no raw baseline");
 for (const workers of [1, concurrency]) {
   const total = workers === 1 ? sequentialCalls : concurrentCalls;
-  const { subject, baseline } = await compare(total, workers, meshCall, rawCall);
-  row("mesh call vs raw NATS request/reply", workers, subject, baseline);
+  const { subject, baselines } = await compare(total, workers, meshCall, like, plain);
+  const [likeRow, plainRow] = baselines;
+  if (likeRow === undefined || plainRow === undefined) throw new Error("a baseline did not run");
+  row("mesh call vs raw NATS request/reply, noAsyncTraces (as the mesh)", workers, subject, likeRow);
+  row("mesh call vs raw NATS request/reply, nats.js defaults", workers, subject, plainRow);
 }
 await client.close();
-await rawClient.close();
-await rawServer.close();
+for (const { server, client: raw } of rawPairs) {
+  await raw.close();
+  await server.close();
+}
 await runtime.close();
 await nats.close();
 
-// --- over stdio ---
-const [child] = await loadModules([{ module: "bench", path: here("echo-server.mjs") }], {
-  child: { maxInFlight: 64 },
-});
-if (child === undefined || child.errors.length > 0)
-  throw new Error(`the stdio child did not load: ${JSON.stringify(child?.errors)}`);
-const sdk = new Client({ name: "bench", version: "1.0.0" });
-await sdk.connect(new StdioClientTransport({ command: here("echo-server.mjs") }));
-await sdk.listTools(); // as the mesh does once per child: the SDK's client caches what it lists
-const childCall = async () => unwrap(await child.toolset.call("echo", payload));
-const sdkCall = async () => {
-  await sdk.callTool({ name: "echo", arguments: payload });
-};
-for (const workers of [1, concurrency]) {
-  const total = workers === 1 ? Math.min(sequentialCalls, 1000) : Math.min(concurrentCalls, 5000);
-  const { subject, baseline } = await compare(total, workers, childCall, sdkCall);
-  row("mesh stdio child vs raw MCP SDK stdio", workers, subject, baseline);
+// --- over stdio (BENCH_STDIO=0 leaves it out) ---
+if (process.env.BENCH_STDIO !== "0") await stdioRows();
+async function stdioRows(): Promise<void> {
+  const [child] = await loadModules([{ module: "bench", path: here("echo-server.mjs") }], {
+    child: { maxInFlight: 64 },
+  });
+  if (child === undefined || child.errors.length > 0)
+    throw new Error(`the stdio child did not load: ${JSON.stringify(child?.errors)}`);
+  const sdk = new Client({ name: "bench", version: "1.0.0" });
+  await sdk.connect(new StdioClientTransport({ command: here("echo-server.mjs") }));
+  await sdk.listTools(); // as the mesh does once per child: the SDK's client caches what it lists
+  const childCall = async () => unwrap(await child.toolset.call("echo", payload));
+  const sdkCall = async () => {
+    await sdk.callTool({ name: "echo", arguments: payload });
+  };
+  for (const workers of [1, concurrency]) {
+    const total = workers === 1 ? Math.min(sequentialCalls, 1000) : Math.min(concurrentCalls, 5000);
+    const { subject, baselines } = await compare(total, workers, childCall, sdkCall);
+    const [baseline] = baselines;
+    if (baseline === undefined) throw new Error("the baseline did not run");
+    row("mesh stdio child vs raw MCP SDK stdio", workers, subject, baseline);
+  }
+  await sdk.close();
+  await child.close();
 }
-await sdk.close();
-await child.close();
 
 console.log(
   `Node ${process.version}; over NATS ${sequentialCalls} sequential / ${concurrentCalls} concurrent calls, over stdio at most 1000 / 5000; median of ${rounds} interleaved rounds\n`,
