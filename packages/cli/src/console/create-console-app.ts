@@ -1,13 +1,12 @@
 /**
- * The console's HTTP app: loopback guard on every path; MCP (both protocol revisions, stateless) behind
- * the bearer token; the web page and its API (signed-in sessions) on the other paths.
+ * The console's HTTP app: loopback guard on every path; MCP (both protocol revisions; sessions for the
+ * 2025 clients that keep one, session-less calls answered directly) behind the bearer token; the web page and its API (signed-in sessions) on the other paths.
  */
-import { createMcpHandler } from "@modelcontextprotocol/server";
 import { type Logger, loopbackViolation } from "@tackle/core";
 import { Hono } from "hono";
-import { createMcpServer } from "../mcp/create-mcp-server.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { bearerMatches } from "./console-token.ts";
+import { createMcpEndpoint, type McpSessionOptions } from "./mcp-endpoint.ts";
 import { type ConsoleSessions, createConsoleSessions } from "./web/console-sessions.ts";
 
 export interface ConsoleAppOptions {
@@ -16,6 +15,8 @@ export interface ConsoleAppOptions {
   readonly logger: Logger;
   /** Where the web page's demo durable runs live (a SQLite path); default in memory. */
   readonly runsStore?: string;
+  /** How many MCP sessions it holds and for how long (see `createMcpEndpoint`). */
+  readonly mcpSessions?: McpSessionOptions;
 }
 
 export interface ConsoleApp {
@@ -29,9 +30,7 @@ export const consolePath = "/mcp";
 
 export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
   const { source, token, logger } = options;
-  const mcp = createMcpHandler(() => createMcpServer(source), {
-    onerror: (error) => logger.warn("console request failed", { error: error.message }),
-  });
+  const mcp = createMcpEndpoint(source, logger, options.mcpSessions);
   const sessions = createConsoleSessions({ token });
   // Imported when a console is created, not when this module loads: other commands (and --help) do not
   // pay for the page and the durable runner.

@@ -5,6 +5,7 @@ import type { ListenAddress } from "@tackle/mesh";
 import { CliError } from "../program/cli-error.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { consolePath, createConsoleApp } from "./create-console-app.ts";
+import type { McpSessionOptions } from "./mcp-endpoint.ts";
 
 export interface ConsoleOptions {
   readonly source: ToolSource;
@@ -13,6 +14,8 @@ export interface ConsoleOptions {
   readonly logger: Logger;
   /** Where the web page's demo durable runs live (a SQLite path); default in memory. */
   readonly runsStore?: string;
+  /** How many MCP sessions it holds and for how long. */
+  readonly mcpSessions?: McpSessionOptions;
 }
 
 export interface RunningConsole {

@@ -1,8 +1,8 @@
-/** Builds the MCP server (one per request or per stdio connection) that exposes a tool source as `module.tool`. */
+/** Builds the MCP server (one per request, per console session or per stdio connection) that exposes a tool source as `module.tool`. */
 
-import { type Tool as McpTool, Server } from "@modelcontextprotocol/server";
+import { type CallToolResult, type Tool as McpTool, Server } from "@modelcontextprotocol/server";
 import { mcpCallOptions, toCallToolResult } from "@tackle/core/mcp";
-import type { ModuleInfo, ToolSource } from "../tool-source/tool-source.ts";
+import type { ModuleInfo, SourceCallOptions, ToolSource } from "../tool-source/tool-source.ts";
 
 /** The console's own tool: every module with its status and errors, so none is silently missing. */
 export const modulesToolName = "tackle.modules";
@@ -20,14 +20,35 @@ export interface McpServerOptions {
   readonly version?: string;
 }
 
+/** The server's name and version as it reports them. */
+export function serverIdentity(options: McpServerOptions = {}): { name: string; version: string } {
+  return { name: options.name ?? "tackle", version: options.version ?? "0.1.0" };
+}
+
+/**
+ * A `tools/call` on the source: `tackle.modules` or `module.tool`, mapped to a `CallToolResult`. The
+ * server's handler and the console's direct path for session-less calls both answer through it.
+ */
+export async function callSourceTool(
+  source: ToolSource,
+  name: string,
+  args: Record<string, unknown> | undefined,
+  options: SourceCallOptions,
+): Promise<CallToolResult> {
+  if (name === modulesToolName) {
+    const modules = await source.catalogue();
+    // `errors`: what is wrong with the source itself (the broker unreachable), beside each module's own.
+    const errors = source.errors?.() ?? [];
+    return toCallToolResult({ ok: true, output: { modules, errors } });
+  }
+  return toCallToolResult(await source.call(name, args ?? {}, options));
+}
+
 export function createMcpServer(source: ToolSource, options: McpServerOptions = {}): Server {
-  const server = new Server(
-    { name: options.name ?? "tackle", version: options.version ?? "0.1.0" },
-    {
-      capabilities: { tools: {}, logging: {} },
-      instructions: `Tackle ${source.description}: tools are named module.tool. ${modulesToolName} reports modules that failed to load or did not answer.`,
-    },
-  );
+  const server = new Server(serverIdentity(options), {
+    capabilities: { tools: {}, logging: {} },
+    instructions: `Tackle ${source.description}: tools are named module.tool. ${modulesToolName} reports modules that failed to load or did not answer.`,
+  });
   server.setRequestHandler("tools/list", async () => {
     const modules = await source.catalogue();
     const tools: McpTool[] = [modulesTool];
@@ -51,17 +72,8 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
   });
   server.setRequestHandler("tools/call", async (request, context) => {
     const { name, arguments: args } = request.params;
-    if (name === modulesToolName) {
-      const modules = await source.catalogue();
-      // `errors`: what is wrong with the source itself (the broker unreachable), beside each module's own.
-      const errors = source.errors?.() ?? [];
-      return server.projectCallToolResult(
-        toCallToolResult({ ok: true, output: { modules, errors } }),
-        undefined,
-      );
-    }
-    const result = await source.call(name, args ?? {}, mcpCallOptions(context, undefined, name));
-    return server.projectCallToolResult(toCallToolResult(result), undefined);
+    const result = await callSourceTool(source, name, args, mcpCallOptions(context, undefined, name));
+    return server.projectCallToolResult(result, undefined);
   });
   return server;
 }

@@ -1,0 +1,304 @@
+/**
+ * The console's MCP endpoint behind its guards (loopback, bearer token), in three parts:
+ *
+ * - a 2025-era client that initializes gets a session (`Mcp-Session-Id`): one server and one
+ *   streamable HTTP transport for the session's life, instead of one per request. Sessions are
+ *   bounded (the least recently used one is closed to make room), closed after an idle time, and
+ *   closed by the client's `DELETE`;
+ * - a `tools/call` that carries no session (2026-07-28, and 2025 clients that do not keep the session)
+ *   is answered directly: the request is checked, the tool is called and its result mapped by the
+ *   same code the MCP server's handler uses (`callSourceTool`), and the result is sent as one JSON
+ *   body. Anything the direct path does not recognise exactly (progress tokens, log levels, other
+ *   `_meta` keys, a header that disagrees with the body, malformed JSON-RPC) goes to the SDK, which
+ *   answers it or its error;
+ * - everything else goes to the SDK's handler as before: modern requests and the stateless 2025
+ *   fallback, each on a server built for the request.
+ */
+import { randomUUID } from "node:crypto";
+import {
+  type CallToolResult,
+  createMcpHandler,
+  isCallToolResult,
+  isJsonContentType,
+  type Server,
+  WebStandardStreamableHTTPServerTransport,
+} from "@modelcontextprotocol/server";
+import type { Logger } from "@tackle/core";
+import { callSourceTool, createMcpServer, serverIdentity } from "../mcp/create-mcp-server.ts";
+import type { ToolSource } from "../tool-source/tool-source.ts";
+
+export interface McpSessionOptions {
+  /** Sessions held at once; a new one past this closes the least recently used. Default 64. */
+  readonly max?: number;
+  /** A session unused this long is closed. Default 30 minutes. */
+  readonly idleMs?: number;
+}
+
+export interface McpEndpoint {
+  fetch(request: Request): Promise<Response>;
+  /** Sessions held now (for tests and logs). */
+  readonly sessionCount: number;
+  close(): Promise<void>;
+}
+
+/** The SDK's default bound on a POST body it reads itself; the direct path keeps the same one. */
+const maxBodyBytes = 4 * 1024 * 1024;
+const modernRevision = "2026-07-28";
+const protocolVersionKey = "io.modelcontextprotocol/protocolVersion";
+const clientInfoKey = "io.modelcontextprotocol/clientInfo";
+const clientCapabilitiesKey = "io.modelcontextprotocol/clientCapabilities";
+const serverInfoKey = "io.modelcontextprotocol/serverInfo";
+/** The 2025 revisions a session-less `tools/call` is answered directly for (the header names one). */
+const legacyRevisions = new Set(["2025-03-26", "2025-06-18", "2025-11-25"]);
+
+interface Session {
+  readonly server: Server;
+  readonly transport: WebStandardStreamableHTTPServerTransport;
+  lastUsed: number;
+}
+
+export function createMcpEndpoint(
+  source: ToolSource,
+  logger: Logger,
+  options: McpSessionOptions = {},
+): McpEndpoint {
+  const maxSessions = options.max ?? 64;
+  const idleMs = options.idleMs ?? 30 * 60_000;
+  const onerror = (error: Error) => logger.warn("console request failed", { error: error.message });
+  const handler = createMcpHandler(() => createMcpServer(source), { onerror });
+  const identity = serverIdentity();
+  const sessions = new Map<string, Session>();
+
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [id, session] of sessions) {
+        if (now - session.lastUsed >= idleMs) void closeSession(id, session, "idle");
+      }
+    },
+    Math.max(250, Math.min(60_000, Math.floor(idleMs / 4))),
+  );
+  sweep.unref();
+
+  async function closeSession(id: string, session: Session, why: string): Promise<void> {
+    if (sessions.get(id) !== session) return;
+    sessions.delete(id);
+    logger.debug("MCP session closed", { session: id, why });
+    await session.server.close().catch(() => undefined);
+  }
+
+  async function openSession(request: Request, parsedBody: unknown): Promise<Response> {
+    const server = createMcpServer(source);
+    let registered: Session | undefined;
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: randomUUID,
+      onsessioninitialized: (id) => {
+        // Room for this one: the least recently used session goes (Map order is insertion order,
+        // and a used session is moved to the end).
+        while (sessions.size >= maxSessions) {
+          const [oldestId, oldest] = sessions.entries().next().value as [string, Session];
+          void closeSession(oldestId, oldest, "too many sessions");
+        }
+        registered = { server, transport, lastUsed: Date.now() };
+        sessions.set(id, registered);
+      },
+      onsessionclosed: (id) => {
+        // The client's DELETE: the transport closes itself after this returns.
+        if (sessions.get(id)?.transport === transport) sessions.delete(id);
+      },
+    });
+    server.onclose = () => {
+      const id = transport.sessionId;
+      if (id !== undefined && sessions.get(id)?.transport === transport) sessions.delete(id);
+    };
+    transport.onerror = onerror;
+    await server.connect(transport);
+    const response = await transport.handleRequest(request, { parsedBody });
+    // A refused initialize (a bad body) made no session: nothing is kept.
+    if (registered === undefined) await server.close().catch(() => undefined);
+    return response;
+  }
+
+  async function sessionRequest(id: string, request: Request, parsedBody?: unknown): Promise<Response> {
+    const session = sessions.get(id);
+    if (session === undefined) return jsonRpcError(404, -32001, "Session not found");
+    session.lastUsed = Date.now();
+    sessions.delete(id);
+    sessions.set(id, session);
+    return session.transport.handleRequest(request, parsedBody === undefined ? {} : { parsedBody });
+  }
+
+  return {
+    get sessionCount() {
+      return sessions.size;
+    },
+    async fetch(request) {
+      const sessionId = request.headers.get("mcp-session-id");
+      if (request.method !== "POST") {
+        return sessionId === null ? handler.fetch(request) : sessionRequest(sessionId, request);
+      }
+      const body = await readJson(request);
+      if (body.kind === "unread") {
+        return sessionId === null ? handler.fetch(request) : sessionRequest(sessionId, request);
+      }
+      if (body.kind === "not-json") {
+        // The SDK answers a body that is not JSON; it gets the bytes back as they came.
+        const again = new Request(request.url, {
+          method: request.method,
+          headers: request.headers,
+          body: body.text,
+        });
+        return sessionId === null ? handler.fetch(again) : sessionRequest(sessionId, again);
+      }
+      const parsed = body.value;
+      if (sessionId !== null) return sessionRequest(sessionId, request, parsed);
+      if (isRecord(parsed) && parsed.method === "initialize" && !hasModernClaim(parsed)) {
+        return openSession(request, parsed);
+      }
+      const direct = directCall(request.headers, parsed);
+      if (direct !== undefined) return answerDirect(direct, request.signal);
+      return handler.fetch(request, { parsedBody: parsed });
+    },
+    async close() {
+      clearInterval(sweep);
+      await Promise.all([...sessions].map(([id, session]) => closeSession(id, session, "console closed")));
+      await handler.close();
+    },
+  };
+
+  async function answerDirect(call: DirectCall, signal: AbortSignal): Promise<Response> {
+    let result: CallToolResult;
+    try {
+      result = await callSourceTool(source, call.name, call.args, { signal });
+    } catch (error) {
+      onerror(error as Error);
+      return jsonRpcError(200, -32603, `Internal error: ${(error as Error).message}`, call.id);
+    }
+    // Content blocks a tool made itself are checked as the SDK checks a handler's result.
+    if (result.content.some((block) => block.type !== "text") && !isCallToolResult(result)) {
+      onerror(new Error(`"${call.name}" returned content that is not a valid tools/call result`));
+      return jsonRpcError(
+        200,
+        -32603,
+        `Internal error: "${call.name}" returned an invalid tools/call result`,
+        call.id,
+      );
+    }
+    const projected = project(result, call.revision);
+    const payload =
+      call.revision === modernRevision
+        ? { ...projected, resultType: "complete", _meta: { [serverInfoKey]: identity } }
+        : projected;
+    return new Response(JSON.stringify({ result: payload, jsonrpc: "2.0", id: call.id }), {
+      status: 200,
+      headers: { "content-type": "application/json" },
+    });
+  }
+}
+
+type Body =
+  | { readonly kind: "json"; readonly value: unknown }
+  | { readonly kind: "not-json"; readonly text: string }
+  /** Not read: no declared length, over the bound, or not JSON by its type; the SDK reads it. */
+  | { readonly kind: "unread" };
+
+async function readJson(request: Request): Promise<Body> {
+  const length = Number(request.headers.get("content-length") ?? Number.NaN);
+  if (!(length >= 0 && length <= maxBodyBytes) || !isJsonContentType(request.headers.get("content-type"))) {
+    return { kind: "unread" };
+  }
+  const text = await request.text();
+  try {
+    return { kind: "json", value: JSON.parse(text) };
+  } catch {
+    return { kind: "not-json", text };
+  }
+}
+
+interface DirectCall {
+  readonly id: string | number;
+  readonly name: string;
+  readonly args: Record<string, unknown>;
+  readonly revision: string;
+}
+
+/**
+ * A session-less `tools/call` this endpoint answers itself, or undefined for the SDK to serve: exactly
+ * a JSON-RPC request with `name`, optional `arguments` and (2026-07-28) the envelope of protocol
+ * version, client info and capabilities, with the headers agreeing with the body.
+ */
+function directCall(headers: Headers, message: unknown): DirectCall | undefined {
+  if (!isRecord(message) || message.jsonrpc !== "2.0" || message.method !== "tools/call") return undefined;
+  if (!onlyKeys(message, ["jsonrpc", "id", "method", "params"])) return undefined;
+  const { id, params } = message;
+  if (!(typeof id === "string" || (typeof id === "number" && Number.isSafeInteger(id)))) return undefined;
+  if (
+    !isRecord(params) ||
+    typeof params.name !== "string" ||
+    !onlyKeys(params, ["name", "arguments", "_meta"])
+  )
+    return undefined;
+  const args = params.arguments ?? {};
+  if (!isRecord(args)) return undefined;
+  if (!(headers.get("accept") ?? "").includes("application/json")) return undefined;
+  const revision = headers.get("mcp-protocol-version");
+  if (revision === modernRevision) {
+    const meta = params._meta;
+    if (!isRecord(meta) || !onlyKeys(meta, [protocolVersionKey, clientInfoKey, clientCapabilitiesKey]))
+      return undefined;
+    if (meta[protocolVersionKey] !== modernRevision || !isRecord(meta[clientCapabilitiesKey]))
+      return undefined;
+    const info = meta[clientInfoKey];
+    if (
+      info !== undefined &&
+      !(isRecord(info) && typeof info.name === "string" && typeof info.version === "string")
+    )
+      return undefined;
+    if (headers.get("mcp-method") !== "tools/call" || headers.get("mcp-name") !== params.name)
+      return undefined;
+    return { id, name: params.name, args, revision };
+  }
+  // A 2025 request carries no envelope; `_meta` (a progress token) needs the SDK's streaming. The
+  // SDK's 2025 transport wants both media types accepted.
+  if (revision === null || !legacyRevisions.has(revision) || params._meta !== undefined) return undefined;
+  if (!(headers.get("accept") ?? "").includes("text/event-stream")) return undefined;
+  if (headers.get("mcp-method") !== null || headers.get("mcp-name") !== null) return undefined;
+  return { id, name: params.name, args, revision };
+}
+
+/** Whether a message claims the 2026-07-28 envelope (such an `initialize` is the SDK's to refuse). */
+function hasModernClaim(message: Record<string, unknown>): boolean {
+  return (
+    isRecord(message.params) && isRecord(message.params._meta) && protocolVersionKey in message.params._meta
+  );
+}
+
+/**
+ * As the SDK's servers project a result: structured content that is not an object also comes as text,
+ * and on the 2025 revisions it is wrapped as `{ result }` (structured content is an object there).
+ */
+function project(result: CallToolResult, revision: string): CallToolResult {
+  const structured = result.structuredContent as unknown;
+  if (structured === undefined) return result;
+  if (typeof structured === "object" && structured !== null && !Array.isArray(structured)) return result;
+  const withText = result.content.some((block) => block.type === "text")
+    ? result
+    : {
+        ...result,
+        content: [...result.content, { type: "text" as const, text: JSON.stringify(structured) }],
+      };
+  return revision === modernRevision ? withText : { ...withText, structuredContent: { result: structured } };
+}
+
+function jsonRpcError(status: number, code: number, message: string, id: string | number | null = null) {
+  return Response.json({ jsonrpc: "2.0", error: { code, message }, id }, { status });
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function onlyKeys(record: Record<string, unknown>, allowed: readonly string[]): boolean {
+  for (const key in record) if (!allowed.includes(key)) return false;
+  return true;
+}
