@@ -20,7 +20,22 @@ export async function validateWith<T>(
   schema: StandardSchemaV1<unknown, T>,
   value: unknown,
 ): Promise<ValidationResult<T>> {
-  const result = await schema["~standard"].validate(value);
+  return validateNow(schema, value);
+}
+
+/**
+ * As `validateWith`, but without a promise when the schema validates synchronously (zod's object
+ * schemas do): a tool call is then checked without waiting a turn.
+ */
+export function validateNow<T>(
+  schema: StandardSchemaV1<unknown, T>,
+  value: unknown,
+): ValidationResult<T> | Promise<ValidationResult<T>> {
+  const result = schema["~standard"].validate(value);
+  return result instanceof Promise ? result.then(toValidationResult) : toValidationResult(result);
+}
+
+function toValidationResult<T>(result: StandardSchemaV1.Result<T>): ValidationResult<T> {
   if (result.issues === undefined) return { ok: true, value: result.value };
   return {
     ok: false,

@@ -9,7 +9,7 @@ import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
 import type { ToolError } from "../errors/tool-error.ts";
 import { ToolTimeoutError } from "../errors/tool-timeout-error.ts";
 import { UnknownToolError } from "../errors/unknown-tool-error.ts";
-import { validateWith } from "../schema/schema.ts";
+import { validateNow } from "../schema/schema.ts";
 import type { AnyTool, Identity, Tool, ToolContext, ToolProgress } from "../tool/define-tool.ts";
 import { type Logger, silentLogger } from "../tool/logger.ts";
 import { recordFailure, traceToolCall } from "../tracing/trace-tool-call.ts";
@@ -187,14 +187,18 @@ async function runTool(
   defaultTimeout: number,
   defaultLogger: Logger,
 ): Promise<ToolCallResult> {
-  const input = await validateWith(tool.input, args);
+  const checked = validateNow(tool.input, args);
+  const input = checked instanceof Promise ? await checked : checked;
   if (!input.ok) return { ok: false, error: new InvalidInputError(tool.name, input.issues) };
 
   const timeoutMs = options.timeoutMs ?? tool.timeoutMs ?? defaultTimeout;
+  const callerSignal = options.signal;
+  if (callerSignal?.aborted)
+    return { ok: false, error: new ToolAbortedError(tool.name, callerSignal.reason) };
+  // One controller for the tool's signal, aborted by its deadline or by the caller's signal (a listener,
+  // not AbortSignal.any, which costs far more per call).
   const controller = new AbortController();
-  const signal =
-    options.signal === undefined ? controller.signal : AbortSignal.any([controller.signal, options.signal]);
-  if (signal.aborted) return { ok: false, error: new ToolAbortedError(tool.name, signal.reason) };
+  const signal = controller.signal;
 
   const context: ToolContext = {
     signal,
@@ -215,18 +219,21 @@ async function runTool(
   // The handler races its own deadline and the caller's signal: a tool that ignores its signal still
   // returns on time.
   let timer: NodeJS.Timeout | undefined;
+  let timedOut: ToolTimeoutError | undefined;
   let onAbort: (() => void) | undefined;
   const stopped = new Promise<ToolCallResult>((resolve) => {
     if (Number.isFinite(timeoutMs) && timeoutMs > 0) {
       timer = setTimeout(() => {
-        const error = new ToolTimeoutError(tool.name, timeoutMs);
-        controller.abort(error);
-        resolve({ ok: false, error });
+        timedOut = new ToolTimeoutError(tool.name, timeoutMs);
+        resolve({ ok: false, error: timedOut });
+        controller.abort(timedOut);
       }, timeoutMs);
     }
-    if (options.signal !== undefined) {
-      const callerSignal = options.signal;
-      onAbort = () => resolve({ ok: false, error: new ToolAbortedError(tool.name, callerSignal.reason) });
+    if (callerSignal !== undefined) {
+      onAbort = () => {
+        resolve({ ok: false, error: new ToolAbortedError(tool.name, callerSignal.reason) });
+        controller.abort(callerSignal.reason);
+      };
       callerSignal.addEventListener("abort", onAbort, { once: true });
     }
   });
@@ -235,20 +242,19 @@ async function runTool(
       return { ok: true, output: await tool.execute(input.value, context) };
     } catch (error) {
       if (isControlFlow(error)) throw error;
-      if (signal.aborted && controller.signal.reason !== undefined) {
-        return { ok: false, error: toToolError(tool.name, controller.signal.reason) };
-      }
+      if (timedOut !== undefined) return { ok: false, error: toToolError(tool.name, timedOut) };
       return { ok: false, error: toToolError(tool.name, error) };
     }
   })();
   try {
     const result = await Promise.race([ran, stopped]);
     if (!result.ok || tool.output === undefined) return result;
-    const output = await validateWith(tool.output, result.output);
+    const validated = validateNow(tool.output, result.output);
+    const output = validated instanceof Promise ? await validated : validated;
     if (!output.ok) return { ok: false, error: new InvalidOutputError(tool.name, output.issues) };
     return { ok: true, output: output.value };
   } finally {
     if (timer !== undefined) clearTimeout(timer);
-    if (onAbort !== undefined) options.signal?.removeEventListener("abort", onAbort);
+    if (onAbort !== undefined) callerSignal?.removeEventListener("abort", onAbort);
   }
 }
