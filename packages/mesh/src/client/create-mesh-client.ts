@@ -4,7 +4,7 @@
  */
 
 import { randomUUID } from "node:crypto";
-import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { headers, type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import {
   DEFAULT_TIMEOUT_MS,
   ToolAbortedError,
@@ -30,6 +30,7 @@ import {
 import type { ModuleInfo } from "../runtime/module-info.ts";
 import { discoverModules } from "./discover-modules.ts";
 import { fromReply, fromRequestError } from "./reply-result.ts";
+import { createRequester } from "./request-reply.ts";
 
 export interface MeshCallOptions {
   readonly timeoutMs?: number;
@@ -96,24 +97,28 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   let lastCatalogue: readonly CatalogueRecord[] = [];
   const brokerUrl = redactBrokerUrl(options.servers ?? connection.getServer() ?? DEFAULT_BROKER_URL);
   let lastDisconnect: string | undefined;
-  /** Calls in flight fail at once when the connection drops: none waits out its timeout. */
-  const inFlight = new Set<(error: ToolError) => void>();
+  /** Tool calls' request/reply; calls in flight fail at once when the connection drops. */
+  const requester = createRequester(connection);
   /** While reconnecting, a request would sit in the client's buffer until its timeout: it fails at once instead. */
   let disconnected = false;
   const statusWatch = (async () => {
     for await (const status of connection.status()) {
       if (status.type === "reconnect") disconnected = false;
+      // A publish the server refused fails its call now, as nats.js's own requests do.
+      if (status.type === "error" && status.error instanceof PermissionViolationError)
+        requester.refused(status.error);
       if (status.type !== "disconnect") continue;
       disconnected = true;
       lastDisconnect = new Date().toISOString();
-      const error = new ToolError(
-        "disconnected",
-        "The connection to NATS dropped while the call was in flight; it may or may not have run (retry with the same idempotency key)",
-        { retryable: true },
+      requester.failAll(
+        new ToolError(
+          "disconnected",
+          "The connection to NATS dropped while the call was in flight; it may or may not have run (retry with the same idempotency key)",
+          { retryable: true },
+        ),
       );
-      for (const fail of [...inFlight]) fail(error);
     }
-  })();
+  })().finally(() => requester.failAll(new Error("connection closed")));
   statusWatch.catch(() => undefined);
 
   function broker(): BrokerStatus {
@@ -206,34 +211,30 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     if (body.length > limit - 4096) {
       return { ok: false, error: payloadTooLarge("arguments", name, body.length, limit) };
     }
-    let fail: (error: ToolError) => void = () => {};
-    const failed = new Promise<ToolCallResult>((resolve) => {
-      fail = (error) => resolve({ ok: false, error });
+    // The far side enforces the tool's limit; the bus waits a little longer so its timeout error arrives.
+    return traceSend(subject, callHeaders, async (span) => {
+      const { token, reply } = requester.start(subject, body, callHeaders, timeoutMs + 1000);
+      const signal = callOptions.signal;
+      const onAbort = () => {
+        requester.settle(token, new ToolAbortedError(name, signal?.reason));
+        // The far side stops the tool too, instead of running it to its own time limit.
+        if (!disconnected) connection.publish(`${modulePrefix}.tools.cancel`, encodeJson({ callId }));
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      let result: ToolCallResult;
+      try {
+        const answer = await reply;
+        result = ToolError.isInstance(answer)
+          ? { ok: false, error: answer }
+          : answer instanceof Error
+            ? fromRequestError(answer, name, timeoutMs)
+            : fromReply(answer);
+      } finally {
+        signal?.removeEventListener("abort", onAbort);
+      }
+      if (!result.ok) failSpan(span, result.error.code, result.error.message);
+      return result;
     });
-    const onAbort = () => {
-      fail(new ToolAbortedError(name, callOptions.signal?.reason));
-      // The far side stops the tool too, instead of running it to its own time limit.
-      if (!disconnected) connection.publish(`${modulePrefix}.tools.cancel`, encodeJson({ callId }));
-    };
-    callOptions.signal?.addEventListener("abort", onAbort, { once: true });
-    inFlight.add(fail);
-    try {
-      // The far side enforces the tool's limit; the bus waits a little longer so its timeout error arrives.
-      return await traceSend(subject, callHeaders, async (span) => {
-        const replied = connection
-          .request(subject, body, { timeout: timeoutMs + 1000, headers: callHeaders })
-          .then(
-            (message) => fromReply(message),
-            (error: unknown) => fromRequestError(error, name, timeoutMs),
-          );
-        const result = await Promise.race([replied, failed]);
-        if (!result.ok) failSpan(span, result.error.code, result.error.message);
-        return result;
-      });
-    } finally {
-      inFlight.delete(fail);
-      callOptions.signal?.removeEventListener("abort", onAbort);
-    }
   }
 
   async function tools(module: string, retried = false): Promise<ModuleInfo> {
@@ -394,6 +395,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     },
     async close() {
       if (ownsConnection) await connection.drain().catch(() => connection.close());
+      else requester.close();
     },
   };
 }
