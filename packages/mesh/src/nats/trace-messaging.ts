@@ -8,6 +8,8 @@
 import type { MsgHdrs } from "@nats-io/transport-node";
 import {
   context,
+  INVALID_SPAN_CONTEXT,
+  ProxyTracerProvider,
   propagation,
   ROOT_CONTEXT,
   type Span,
@@ -19,6 +21,22 @@ import {
 } from "@opentelemetry/api";
 
 const tracer = trace.getTracer("@tackle/mesh", "0.1.0");
+/** What the global provider delegates to while no OpenTelemetry SDK is registered. */
+const noopProvider = new ProxyTracerProvider().getDelegate();
+const noopSpan = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/**
+ * True while no OpenTelemetry SDK is registered (no tracer provider, no propagator): the spans and
+ * headers would be no-ops, so a call skips building them. Checked per call.
+ */
+function tracingIsOff(): boolean {
+  const provider = trace.getTracerProvider();
+  return (
+    provider instanceof ProxyTracerProvider &&
+    provider.getDelegate() === noopProvider &&
+    propagation.fields().length === 0
+  );
+}
 
 const setter: TextMapSetter<MsgHdrs> = {
   set: (carrier, key, value) => carrier.set(key, value),
@@ -50,6 +68,7 @@ export async function traceSend<T>(
   headers: MsgHdrs,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (tracingIsOff()) return fn(noopSpan);
   const span = tracer.startSpan(`send ${subject}`, {
     kind: SpanKind.CLIENT,
     attributes: attributes(subject, "send"),
@@ -69,6 +88,7 @@ export async function traceProcess<T>(
   headers: MsgHdrs | undefined,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (tracingIsOff()) return fn(noopSpan);
   const parent = propagation.extract(ROOT_CONTEXT, headers, getter);
   const span = tracer.startSpan(
     `process ${subject}`,
