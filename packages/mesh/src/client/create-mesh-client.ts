@@ -97,6 +97,10 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   let lastCatalogue: readonly CatalogueRecord[] = [];
   const brokerUrl = redactBrokerUrl(options.servers ?? connection.getServer() ?? DEFAULT_BROKER_URL);
   let lastDisconnect: string | undefined;
+  /** Call ids: this client's random prefix and a counter (unique without a random draw per call). */
+  const callIdPrefix = randomUUID();
+  let calls = 0;
+  const nextCallId = () => `${callIdPrefix}-${(++calls).toString(36)}`;
   /** Tool calls' request/reply; calls in flight fail at once when the connection drops. */
   const requester = createRequester(connection);
   /** While reconnecting, a request would sit in the client's buffer until its timeout: it fails at once instead. */
@@ -190,7 +194,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   ): Promise<ToolCallResult> {
     const timeoutMs = callOptions.timeoutMs ?? defaultTimeout;
     const callHeaders = headers();
-    const callId = callOptions.callId ?? randomUUID();
+    const callId = callOptions.callId ?? nextCallId();
     callHeaders.set(callIdHeader, callId);
     if (callOptions.idempotencyKey !== undefined)
       callHeaders.set(idempotencyKeyHeader, callOptions.idempotencyKey);
