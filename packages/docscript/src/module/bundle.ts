@@ -24,22 +24,32 @@ export interface DocScriptBundleContext {
 /** The sample document's id. */
 export const sampleDocumentId = "sample-timeline";
 
+/**
+ * The module's own settings (DOCSCRIPT_*, never other programs' secrets) from the process, under the
+ * bundle's env: the runtime hands bundles an explicit environment without them.
+ */
+function settings(context: DocScriptBundleContext): Readonly<Record<string, string | undefined>> {
+  const fromProcess = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => name.startsWith("DOCSCRIPT_")),
+  );
+  return { ...fromProcess, ...context.env };
+}
+
 export default async function docscriptBundle(context: DocScriptBundleContext) {
   const logger = context.logger ?? silentLogger;
+  const env = settings(context);
   const adminToken = randomBytes(24).toString("base64url");
   // DOCSCRIPT_TOKEN and DOCSCRIPT_PORT let other clients (a script, another agent) open the sample
   // document on this server; by default its token is random and the port free.
-  const documentToken = context.env.DOCSCRIPT_TOKEN ?? randomBytes(24).toString("base64url");
+  const documentToken = env.DOCSCRIPT_TOKEN ?? randomBytes(24).toString("base64url");
   if (documentToken.length < 16) throw new Error("DOCSCRIPT_TOKEN must be at least 16 characters");
-  const port = context.env.DOCSCRIPT_PORT === undefined ? 0 : Number(context.env.DOCSCRIPT_PORT);
+  const port = env.DOCSCRIPT_PORT === undefined ? 0 : Number(env.DOCSCRIPT_PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65_535)
-    throw new Error(
-      `DOCSCRIPT_PORT must be a port number, not ${JSON.stringify(context.env.DOCSCRIPT_PORT)}`,
-    );
+    throw new Error(`DOCSCRIPT_PORT must be a port number, not ${JSON.stringify(env.DOCSCRIPT_PORT)}`);
   // The tool's own credential: a host's, so it may record stored-file facts (host-only fields).
   const hostToken = randomBytes(24).toString("base64url");
   // DOCSCRIPT_DATABASE keeps documents across restarts; by default they live in memory.
-  const path = context.env.DOCSCRIPT_DATABASE ?? ":memory:";
+  const path = env.DOCSCRIPT_DATABASE ?? ":memory:";
   const server = await serveDocuments({
     store: createSqliteDocumentStore({ path }),
     schema: timelineSchema,
@@ -64,7 +74,8 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
   const docscript = createDocScriptTool({
     httpOrigin: server.url,
     authToken: hostToken,
-    userId: `${context.module}@${context.node}`,
+    // The actor the change log shows: the module, and its mesh node when there is one.
+    userId: context.node === "" ? context.module : `${context.module}@${context.node}`,
     logger,
   });
   logger.info("docscript: embedded document server", { url: server.url, document: sampleDocumentId });
