@@ -1,7 +1,8 @@
 /**
  * The console's web page in a real Chromium, against `npm start` run as the README says: the printed
  * sign-in URL, every page, a tool called from its form, a memory found and deleted, an edit script
- * committed, the demo durable agent approved from its card, and the guards (one-time code, Origin).
+ * committed and another client's commit in the document's change log, the demo durable agent approved
+ * from its card, and the guards (one-time code, Origin).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -9,6 +10,7 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { createDocScriptTool } from "@tackle/docscript";
 import { freePort } from "@tackle/test-support";
 import type { BrowserContext, Page } from "playwright-core";
 import { cleanEnv, type ServeProcess, startServe, tempHome } from "../tackle-process.ts";
@@ -23,10 +25,15 @@ let context: BrowserContext;
 let page: Page;
 let errors: string[];
 let origin: string;
+/** The docscript module's embedded document server, which the test also reaches as another client. */
+let documentServer: string;
+const documentToken = "sample-document-token-for-the-test";
 
 before(async () => {
   const port = await freePort();
   origin = `http://127.0.0.1:${port}`;
+  const documentPort = await freePort();
+  documentServer = `http://127.0.0.1:${documentPort}`;
   // Launched first: a missing Chromium fails here with the install command, before anything starts.
   browser = await launchChromium();
   serve = await startServe(
@@ -36,6 +43,8 @@ before(async () => {
       TACKLE_HOME: home.path,
       MESH_CONSOLE_LISTEN: `127.0.0.1:${port}`,
       MESH_TOOL_MODULES: `shipping=${shipping}`,
+      DOCSCRIPT_PORT: String(documentPort),
+      DOCSCRIPT_TOKEN: documentToken,
     }),
     undefined,
     { viaNpmStart: true },
@@ -243,6 +252,8 @@ describe("the console page, served by npm start", () => {
     assert.equal(await page.locator("#timeline .lane-label").count(), 3);
     assert.match(await captions(), /Hello/);
     const versionBefore = await page.locator("#timeline").getAttribute("data-version");
+    // The sample document was created whole; nothing was pushed to it yet.
+    await page.getByText("No changes stored for this document yet.").waitFor();
 
     await page.getByRole("button", { name: "Preview" }).click();
     await page.locator('[data-preview="counts"]').waitFor();
@@ -255,7 +266,52 @@ describe("the console page, served by npm start", () => {
     );
     assert.match(await captions(), /Welcome!/);
     assert.notEqual(await page.locator("#timeline").getAttribute("data-version"), versionBefore);
-    assert.match(await page.locator("#change-log").innerText(), /3 created, 3 linked/);
+    // The commit is the document's first logged change, read back from the document server with its plan id.
+    const planId = await page.locator("[data-committed]").getAttribute("data-committed");
+    assert.match(planId ?? "", /^plan_/);
+    const own = page.locator('#change-log li[data-seq="1"]');
+    await own.waitFor();
+    assert.equal(await own.locator("[data-plan]").getAttribute("data-plan"), planId);
+    assert.match(await own.innerText(), /^#1 .* · docscript \(host credential\) · entities: 3 created/);
+    assert.match(await own.innerText(), /relations: 3 created/);
+    assert.deepEqual(errors, []);
+  });
+
+  test("documents: another client's commit straight to the document server shows in the change log and the drawing", async () => {
+    await page.goto(`${origin}/#/documents`);
+    await page.locator('#change-log li[data-seq="1"]').waitFor();
+    assert.equal(await page.locator("#timeline .lane-label").count(), 3);
+    // Another client: the edit-script tool of a separate program, on the module's document server.
+    const other = createDocScriptTool({
+      httpOrigin: documentServer,
+      authToken: documentToken,
+      userId: "voice-over-script",
+    });
+    let planId: string;
+    try {
+      const run = await other.handle({
+        op: "run-edit-script",
+        doc_id: "sample-timeline",
+        script: "entities.create({ entityKind: 'track', payload: { role: 'bgm', name: 'voice over' } });",
+      });
+      assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run));
+      planId = run.plan_id;
+      const committed = await other.handle({ op: "commit-plan", doc_id: "sample-timeline", plan_id: planId });
+      assert.ok(committed.ok && committed.op === "commit-plan" && committed.status === "committed");
+    } finally {
+      await other.close();
+    }
+    // The page checks the log every 3 s: the new entry heads it and the drawing gains the lane.
+    const theirs = page.locator('#change-log li[data-seq="2"]');
+    await theirs.waitFor({ timeout: 15_000 });
+    assert.match(
+      await theirs.innerText(),
+      /^#2 .* · voice-over-script \(document token\) · entity: 1 created · plan plan_/,
+    );
+    assert.equal(await theirs.locator("[data-plan]").getAttribute("data-plan"), planId);
+    assert.equal(await page.locator("#change-log li").first().getAttribute("data-seq"), "2");
+    await page.waitForFunction(() => document.querySelectorAll("#timeline .lane-label").length === 4);
+    assert.match(await page.locator("#timeline").innerText(), /voice over/);
     await checkPage("documents");
     assert.deepEqual(errors, []);
   });

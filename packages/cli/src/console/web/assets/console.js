@@ -1277,28 +1277,50 @@ relations.link({ relationKind: 'contain', endpoint0EntityId: track.entityId, end
 function documentsPage(root) {
   const docId = h("input", { id: "doc-id", type: "text", value: "sample-timeline", required: true });
   const drawing = h("div", { id: "timeline", class: "card" });
-  const log = h("ol", { id: "change-log" });
+  const log = h("ol", { id: "change-log", class: "change-log" });
+  const logNote = h("p", { class: "muted", role: "status" });
+  const older = h(
+    "button",
+    { type: "button", class: "secondary", id: "older-changes", hidden: true },
+    "Older changes",
+  );
   const script = h("textarea", { id: "edit-script", rows: 9, class: "mono" }, sampleScript);
   const preview = h("div", { id: "preview", "aria-live": "polite" });
   const notice = h("p", { class: "error", role: "alert" });
   const commit = h("button", { type: "button", id: "commit-plan", disabled: true }, "Commit");
   let plan;
 
-  const changeLog = () => JSON.parse(sessionStorage.getItem(`tackle.doc.${docId.value}`) ?? "[]");
-  const renderLog = () => {
-    const entries = changeLog();
-    log.replaceChildren(
-      ...(entries.length === 0
-        ? [h("li", { class: "muted" }, "No changes made from this console yet.")]
-        : entries.map((entry) =>
-            h(
-              "li",
-              {},
-              `${new Date(entry.at).toLocaleTimeString()} · ${entry.summary} · ${entry.status} (plan ${entry.planId})`,
-            ),
-          )),
-    );
+  // The document's own change log, as the document server keeps it (docscript.changes), newest first.
+  let shownSeq;
+  let olderCursor;
+  const renderLog = (page, append) => {
+    const items = page.changes.map(changeItem);
+    if (append) log.append(...items);
+    else
+      log.replaceChildren(
+        ...(items.length === 0
+          ? [h("li", { class: "muted" }, "No changes stored for this document yet.")]
+          : items),
+      );
+    olderCursor = page.next_cursor;
+    older.hidden = olderCursor === undefined;
   };
+  const readLog = () => callOrThrow("docscript.changes", { doc_id: docId.value.trim(), limit: 20 });
+  older.addEventListener("click", async () => {
+    if (olderCursor === undefined) return;
+    try {
+      renderLog(
+        await callOrThrow("docscript.changes", {
+          doc_id: docId.value.trim(),
+          limit: 20,
+          cursor: olderCursor,
+        }),
+        true,
+      );
+    } catch (error) {
+      logNote.textContent = error.message;
+    }
+  });
 
   const open = async () => {
     notice.textContent = "";
@@ -1313,7 +1335,10 @@ function documentsPage(root) {
         ),
       );
       drawing.dataset.version = snapshot.version;
-      renderLog();
+      const page = await readLog();
+      shownSeq = page.changes[0]?.seq ?? 0;
+      renderLog(page, false);
+      logNote.textContent = "From the document server, newest first; checked every 3 s.";
     } catch (error) {
       notice.textContent = error.message;
     }
@@ -1367,20 +1392,13 @@ function documentsPage(root) {
         await open();
         return;
       }
-      const counts = plan.preview.counts;
-      const entries = changeLog();
-      entries.unshift({
-        at: new Date().toISOString(),
-        planId: plan.plan_id,
-        status: outcome.status,
-        summary:
-          Object.entries(counts)
-            .filter(([, count]) => count > 0)
-            .map(([name, count]) => `${count} ${name}`)
-            .join(", ") || "no change",
-      });
-      sessionStorage.setItem(`tackle.doc.${plan.doc_id}`, JSON.stringify(entries.slice(0, 100)));
-      preview.replaceChildren(h("p", { class: "ok" }, `Committed (version ${outcome.version.slice(0, 24)})`));
+      preview.replaceChildren(
+        h(
+          "p",
+          { class: "ok", "data-committed": plan.plan_id },
+          `Committed plan ${plan.plan_id} (version ${outcome.version.slice(0, 24)})`,
+        ),
+      );
       plan = undefined;
       await open();
     } catch (error) {
@@ -1426,10 +1444,56 @@ function documentsPage(root) {
       "section",
       { class: "card", "aria-labelledby": "log-heading" },
       h("h2", { id: "log-heading" }, "Change log"),
+      logNote,
       log,
+      older,
     ),
   );
   void open();
+  // Another client's change (an agent, a script, another console) redraws the page: the log's newest
+  // entry is checked every 3 s, and the drawing and the log are read again when it moved.
+  let checking = false;
+  const timer = setInterval(async () => {
+    if (checking || shownSeq === undefined) return;
+    checking = true;
+    try {
+      const page = await readLog();
+      if ((page.changes[0]?.seq ?? 0) !== shownSeq) await open();
+    } catch {
+      // The next tick tries again; open() says what is wrong when the person asks.
+    } finally {
+      checking = false;
+    }
+  }, 3000);
+  return () => clearInterval(timer);
+}
+
+/** One change log entry: seq, time, who, what it changed, and the plan it committed. */
+function changeItem(change) {
+  const counts = (noun, plural, { created, changed, deleted }) => {
+    const parts = [
+      created > 0 ? `${created} created` : undefined,
+      changed > 0 ? `${changed} changed` : undefined,
+      deleted > 0 ? `${deleted} deleted` : undefined,
+    ].filter(Boolean);
+    if (parts.length === 0) return undefined;
+    return `${created + changed + deleted === 1 ? noun : plural}: ${parts.join(", ")}`;
+  };
+  const summary =
+    [counts("entity", "entities", change.entities), counts("relation", "relations", change.relations)]
+      .filter(Boolean)
+      .join("; ") || "no entity or relation changed";
+  const who = change.actor ?? `peer ${change.peers.join(", ")}`;
+  return h(
+    "li",
+    { "data-seq": change.seq },
+    h("span", { class: "seq" }, `#${change.seq}`),
+    " ",
+    h("time", { datetime: change.at }, new Date(change.at).toLocaleTimeString()),
+    ` · ${who} (${change.credential === "host" ? "host credential" : "document token"}) · ${summary}`,
+    change.status === "conflicted" ? " · stored past a conflict" : undefined,
+    ...change.planIds.map((planId) => [" · plan ", h("code", { "data-plan": planId }, planId)]),
+  );
 }
 
 /** Every page of a document's snapshot (the tool answers in token-budgeted pages with a cursor). */
