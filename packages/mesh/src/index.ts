@@ -42,6 +42,7 @@ export {
   MEMBERSHIP_BUCKET,
   type MembershipRecord,
 } from "./membership/records.ts";
+export type { CallEvent, EventLogLevel } from "./nats/call-events.ts";
 export { type ConnectMeshOptions, connectMesh, DEFAULT_BROKER_URL } from "./nats/connect-mesh.ts";
 export type { ModuleInfo, ModuleToolInfo } from "./runtime/module-info.ts";
 export {

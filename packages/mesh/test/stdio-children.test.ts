@@ -289,6 +289,31 @@ describe("stdio children", () => {
     }
   });
 
+  it("hands a child's progress notifications to the call, and its log messages to the node's log", async () => {
+    const logger = recordingLogger();
+    const [exe] = await loadModules([{ module: "exe", path: fixture("executable-bundle.mjs") }], { logger });
+    try {
+      assert.ok(exe);
+      const progress: unknown[] = [];
+      const result = await exe.toolset.call("steps", {}, { onProgress: (update) => progress.push(update) });
+      assert.equal(result.ok, true);
+      assert.deepEqual(progress, [
+        { progress: 1, total: 3, message: "step 1" },
+        { progress: 2, total: 3, message: "step 2" },
+        { progress: 3, total: 3, message: "step 3" },
+      ]);
+      const logged = logger.lines.find((line) => line.message === "stdio child log message");
+      assert.equal(logged?.level, "info");
+      assert.deepEqual(logged?.fields, {
+        source: fixture("executable-bundle.mjs"),
+        logger: "steps",
+        data: { message: "steps done" },
+      });
+    } finally {
+      await exe?.close();
+    }
+  });
+
   it("launches a JavaScript file marked executable as a child (the MCP SDK's own server)", async () => {
     process.env.TACKLE_TEST_SECRET = "do-not-leak";
     const [exe] = await loadModules([{ module: "exe", path: fixture("executable-bundle.mjs") }], {

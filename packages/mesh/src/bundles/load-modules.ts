@@ -141,7 +141,11 @@ async function loadEntry(
               description: listing.description,
               input: jsonSchema(listing.inputSchema),
               source: entry.path,
-              execute: (args: unknown, context) => child.call(listing.name, args, context.signal),
+              // The child's progress reports go to the call's; `context.progress` drops them when nobody listens.
+              execute: (args: unknown, context) =>
+                child.call(listing.name, args, context.signal, (update) =>
+                  context.progress(update.progress, update.total, update.message),
+                ),
             }),
           );
         } catch (error) {

@@ -5,7 +5,14 @@
  */
 import { isDeepStrictEqual } from "node:util";
 import { Client } from "@modelcontextprotocol/client";
-import { type ContentBlock, type JsonSchema, type Logger, ToolError, toolContent } from "@tackle/core";
+import {
+  type ContentBlock,
+  type JsonSchema,
+  type Logger,
+  ToolError,
+  type ToolProgress,
+  toolContent,
+} from "@tackle/core";
 import { type ChildExit, StdioChildTransport } from "./stdio-child-transport.ts";
 
 export interface StdioChildOptions {
@@ -85,8 +92,17 @@ export class StdioChild {
     return this.#listing;
   }
 
-  /** Calls a tool; a child that exits mid-call fails the call at once, naming its exit code or signal. */
-  async call(name: string, args: unknown, signal: AbortSignal): Promise<unknown> {
+  /**
+   * Calls a tool; a child that exits mid-call fails the call at once, naming its exit code or signal.
+   * `onProgress` receives the child's progress notifications for this call (the request carries a
+   * progress token when it is given).
+   */
+  async call(
+    name: string,
+    args: unknown,
+    signal: AbortSignal,
+    onProgress?: (update: ToolProgress) => void,
+  ): Promise<unknown> {
     if (this.#permanent !== undefined) throw this.#permanent;
     await this.#acquireSlot(signal);
     try {
@@ -94,7 +110,20 @@ export class StdioChild {
       const result = await Promise.race([
         session.client.callTool(
           { name, arguments: (args ?? {}) as Record<string, unknown> },
-          { signal, timeout: callTimeoutCeilingMs },
+          {
+            signal,
+            timeout: callTimeoutCeilingMs,
+            ...(onProgress === undefined
+              ? {}
+              : {
+                  onprogress: ({ progress, total, message }) =>
+                    onProgress({
+                      progress,
+                      ...(total === undefined ? {} : { total }),
+                      ...(message === undefined ? {} : { message }),
+                    }),
+                }),
+          },
         ),
         session.exit,
       ]);
@@ -153,6 +182,21 @@ export class StdioChild {
       stderr = (stderr + chunk.toString()).slice(-stderrTailLength);
     });
     const client = new Client({ name: "tackle-mesh", version: "0.1.0" });
+    // A log message on stdio names no request, so it cannot be told to which call it belongs: it goes
+    // to the node's log, named by the child.
+    client.setNotificationHandler("notifications/message", ({ params }) => {
+      const level =
+        params.level === "debug" || params.level === "info"
+          ? params.level
+          : params.level === "notice" || params.level === "warning"
+            ? "warn"
+            : "error";
+      options.logger[level]("stdio child log message", {
+        source: this.source,
+        ...(params.logger === undefined ? {} : { logger: params.logger }),
+        data: params.data,
+      });
+    });
     const handshakeTimeoutMs = options.handshakeTimeoutMs ?? 10_000;
     let timer: NodeJS.Timeout | undefined;
     const handshake = new Promise<"timeout">((resolve) => {

@@ -7,15 +7,18 @@ import { randomUUID } from "node:crypto";
 import { headers, type NatsConnection, PermissionViolationError } from "@nats-io/transport-node";
 import {
   DEFAULT_TIMEOUT_MS,
+  type Logger,
   ToolAbortedError,
   type ToolCallResult,
   ToolError,
+  type ToolProgress,
   UnknownToolError,
 } from "@tackle/core";
 import { defaultModulePrefix, moduleNamePattern } from "../config/names.ts";
 import { redactBrokerUrl } from "../config/redact-broker-url.ts";
 import { listMemberships, readCatalogue } from "../membership/membership-store.ts";
 import type { CatalogueRecord } from "../membership/records.ts";
+import { type EventLogLevel, listenForCallEvents } from "../nats/call-events.ts";
 import { connectMesh, DEFAULT_BROKER_URL } from "../nats/connect-mesh.ts";
 import { failSpan, traceSend } from "../nats/trace-messaging.ts";
 import {
@@ -38,6 +41,14 @@ export interface MeshCallOptions {
   /** Give the same key when retrying a call that may have run (a `disconnected` failure). */
   readonly idempotencyKey?: string;
   readonly callId?: string;
+  /**
+   * The tool's progress reports, carried across NATS while the call runs. Given only by a caller that
+   * wants them: it costs an inbox subscription for the call.
+   */
+  readonly onProgress?: (update: ToolProgress) => void;
+  /** Receives the tool's log lines at or above `logLevel` (both needed; without a level none cross). */
+  readonly logger?: Logger;
+  readonly logLevel?: EventLogLevel;
 }
 
 export interface MeshClient {
@@ -217,6 +228,11 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     }
     // The far side enforces the tool's limit; the bus waits a little longer so its timeout error arrives.
     return traceSend(subject, callHeaders, async (span) => {
+      // Progress and log lines come to an inbox of this call's own, until its reply, deadline or abort.
+      const events =
+        callOptions.onProgress === undefined && callOptions.logLevel === undefined
+          ? undefined
+          : listenForCallEvents(connection, callHeaders, callOptions);
       const { token, reply } = requester.start(subject, body, callHeaders, timeoutMs + 1000);
       const signal = callOptions.signal;
       const onAbort = () => {
@@ -234,6 +250,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
             ? fromRequestError(answer, name, timeoutMs)
             : fromReply(answer);
       } finally {
+        events?.close();
         signal?.removeEventListener("abort", onAbort);
       }
       if (!result.ok) failSpan(span, result.error.code, result.error.message);

@@ -7,6 +7,7 @@ import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { type Logger, ToolError, toLlmName } from "@tackle/core";
 import type { LoadedModule } from "../bundles/load-modules.ts";
+import { publishCallEvents } from "../nats/call-events.ts";
 import { failSpan, traceProcess } from "../nats/trace-messaging.ts";
 import {
   callIdHeader,
@@ -167,12 +168,17 @@ async function run(
     }
     const timeout = Number(message.headers?.get(timeoutHeader));
     const idempotencyKey = message.headers?.get(idempotencyKeyHeader);
+    // Only a caller that named an events inbox gets progress and log lines; a plain call gets nothing more.
+    const events = publishCallEvents(connection, message.headers as never, logger);
     const result = await loaded.toolset.call(tool, args, {
       callId,
       ...(idempotencyKey ? { idempotencyKey } : {}),
       signal: cancel.signal,
       ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
+      ...(events?.onProgress === undefined ? {} : { onProgress: events.onProgress }),
+      ...(events?.logger === undefined ? {} : { logger: events.logger }),
     });
+    events?.finish();
     if (!result.ok) return respondError(message, result.error);
     const body = encodeJson(result.output);
     const limit = maxPayloadOf(connection);
