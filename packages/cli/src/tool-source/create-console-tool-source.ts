@@ -54,9 +54,23 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
     },
     async call(qualifiedName, args, callOptions = {}) {
       try {
+        const { onProgress } = callOptions;
         const result = await client.callTool(
           { name: qualifiedName, arguments: (args ?? {}) as Record<string, unknown> },
-          requestOptions(callOptions.timeoutMs, callOptions.signal),
+          {
+            ...requestOptions(callOptions.timeoutMs, callOptions.signal),
+            // The console sends the tool's progress back on this request's own stream.
+            ...(onProgress === undefined
+              ? {}
+              : {
+                  onprogress: ({ progress, total, message }) =>
+                    onProgress({
+                      progress,
+                      ...(total === undefined ? {} : { total }),
+                      ...(message === undefined ? {} : { message }),
+                    }),
+                }),
+          },
         );
         if (result.isError === true) {
           const payload = (result.structuredContent as { error?: ToolErrorPayload } | undefined)?.error;

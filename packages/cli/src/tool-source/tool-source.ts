@@ -30,6 +30,11 @@ export interface SourceCallOptions {
   readonly onProgress?: (update: ToolProgress) => void;
   /** Receives the tool's log lines, where the source can carry them. */
   readonly logger?: Logger;
+  /**
+   * The least severe log line the caller wants in `logger`; absent when its client asked for none. A
+   * source that pays to carry log lines (the mesh) carries them only when this is set.
+   */
+  readonly logLevel?: "debug" | "info" | "warn" | "error";
 }
 
 export interface ToolSource {
