@@ -188,3 +188,37 @@ test("through tackle mcp (stdio, mesh source): progress with the client's token,
     await client.close();
   }
 });
+
+test("through tackle mcp --console: the mesh tool's progress comes back through the console", async () => {
+  const client = new Client(
+    { name: "progress-relay", version: "1" },
+    { versionNegotiation: { mode: "legacy" } },
+  );
+  await client.connect(
+    new StdioClientTransport({
+      command: process.execPath,
+      args: [
+        "--conditions=@tackle/source",
+        mainScript,
+        "mcp",
+        "--console",
+        consoleNode.url,
+        "--token-file",
+        consoleNode.tokenFile ?? "",
+      ],
+      env: cleanEnv({ TACKLE_HOME: home.path, TACKLE_LOG_LEVEL: "silent" }) as Record<string, string>,
+      stderr: "pipe",
+    }),
+  );
+  try {
+    const progress: unknown[] = [];
+    const result = await client.callTool(
+      { name: "report.steps", arguments: {} },
+      { onprogress: (update) => progress.push(update) },
+    );
+    assert.deepEqual(result.structuredContent, { done: true });
+    assert.deepEqual(progress, steps);
+  } finally {
+    await client.close();
+  }
+});
