@@ -121,7 +121,7 @@ describe("through the console", () => {
     }
   });
 
-  test("a 2025 client's logging/setLevel holds for its later calls, though each request meets a fresh server", async () => {
+  test("a 2025 client's logging/setLevel holds for its later calls on its session", async () => {
     const client = await consoleClient("legacy");
     try {
       const logs = collectLogs(client);
