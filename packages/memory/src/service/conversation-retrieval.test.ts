@@ -2,7 +2,16 @@ import assert from "node:assert/strict";
 import { it } from "node:test";
 import type { StoredMemory } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
-import { newNames, spreadToNeighbours, timeWindow } from "./conversation-retrieval.ts";
+import {
+  contextTurns,
+  liftBySpecificity,
+  liftByTimeAndSpeaker,
+  newNames,
+  possessivesOf,
+  scaleByContextCoverage,
+  spreadToNeighbours,
+  timeWindow,
+} from "./conversation-retrieval.ts";
 import { createMemoryService } from "./create-memory-service.ts";
 import { byScore } from "./rank-memories.ts";
 
@@ -20,11 +29,93 @@ it("finds the names a first hit adds to the question", () => {
   assert.deepEqual(newNames("Maya: My sister Lena is staying with us.", "What does Maya's sister play?"), [
     "Lena",
   ]);
+  // A name opening a sentence counts once it is known as a name from inside other sentences.
+  assert.deepEqual(newNames("Maya: Lena played her violin.", "Who played?"), []);
+  assert.deepEqual(newNames("Maya: Lena played her violin.", "Who played?", new Set(["Lena"])), ["Lena"]);
+  assert.deepEqual(newNames("Maya: Guess what, I won.", "What did Maya win?", new Set(["Lena"])), []);
+});
+
+const turn = (id: string, content: string, speaker?: string) =>
+  ({
+    id,
+    content,
+    sessionId: "s1",
+    createdAt: "2023-01-01T00:00:00Z",
+    metadata: speaker ? { speaker } : {},
+  }) as unknown as StoredMemory;
+
+it("a question about Maya's sister lifts Maya's own 'my sister' over someone else's sister", () => {
+  assert.deepEqual(possessivesOf("What instrument does Maya's sister play?"), [
+    { owner: "maya", thing: "sister" },
+  ]);
+  const lifted = liftByTimeAndSpeaker(
+    [
+      { memory: turn("other", "Maya: Vera's sister is moving to Denver apparently.", "Maya"), score: 1 },
+      { memory: turn("own", "Maya: My sister Lena is staying with us.", "Maya"), score: 0.8 },
+      { memory: turn("jonas", "Jonas: My sister Ada is visiting.", "Jonas"), score: 0.9 },
+    ],
+    "What instrument does Maya's sister play?",
+    undefined,
+  );
+  const score = (id: string) => lifted.find((hit) => hit.memory.id === id)!.score;
+  assert.ok(score("own") > score("other"), "Maya's 'my sister' outranks Vera's sister");
+  assert.ok(score("own") > score("jonas"), "Jonas's 'my sister' is not Maya's");
+});
+
+it("a turn whose context covers the whole question keeps its score; one sharing a single word loses part", () => {
+  const adopted = turn("a", "Maya: We adopted a beagle from the shelter!", "Maya");
+  const asked = turn("b", "Jonas: Did you pick a name yet?", "Jonas");
+  const reply = turn("c", "Maya: Yes, Ziggy! He answers to it.", "Maya");
+  const other = turn("d", "Maya: Iris says their beagle keeps escaping.", "Maya");
+  const context = contextTurns(
+    [asked],
+    new Map([
+      [
+        "b",
+        [
+          { memory: adopted, offset: -1 },
+          { memory: reply, offset: 1 },
+        ],
+      ],
+    ]),
+  );
+  assert.equal(context.get("c")?.get(-2)?.id, "a", "the reply knows the turn two before it");
+  const scaled = scaleByContextCoverage(
+    [
+      { memory: reply, score: 1 },
+      { memory: other, score: 1 },
+      { memory: turn("e", "Maya: Weather is awful.", "Maya"), score: 1 },
+      { memory: turn("f", "Maya: Haha, totally.", "Maya"), score: 1 },
+    ],
+    context,
+    ["maya", "name", "beagle"],
+  );
+  assert.deepEqual(scaled[0]!.memory.id, "c");
+  assert.equal(scaled[0]!.score, 1, "every term is in the reply's context");
+  assert.ok(scaled.find((hit) => hit.memory.id === "d")!.score < 0.9);
+});
+
+it("a turn that says something specific is lifted over small talk that repeats its words", () => {
+  const talk = [
+    "How was your week?",
+    "Weather is awful this week.",
+    "How was your weekend?",
+    "Busy week, honestly.",
+  ];
+  const hits = [
+    ...Array.from({ length: 8 }, (_, index) => ({
+      memory: turn(`t${index}`, `Maya: ${talk[index % talk.length]}`, "Maya"),
+      score: 1,
+    })),
+    { memory: turn("event", "Maya: Guess what, I finally gave a talk at a local meetup!", "Maya"), score: 1 },
+  ];
+  const lifted = liftBySpecificity(hits, 2);
+  assert.equal(lifted[0]!.memory.id, "event");
+  assert.equal(lifted[0]!.score, 3, "the most specific hit gets the whole lift");
+  assert.ok(lifted.at(-1)!.score < 2.5);
 });
 
 it("the turn answering a question that matched gets more of its score than the turn before it", () => {
-  const turn = (id: string, content: string) =>
-    ({ id, content, sessionId: "s1", metadata: {} }) as unknown as StoredMemory;
   const before = turn("a", "Maya: We went hiking on Sunday.");
   const question = turn("b", "Jonas: How is the new job going, Maya?");
   const reply = turn("c", "Maya: I love it, teaching at Initech is what I hoped for.");

@@ -11,8 +11,9 @@
  *   - diversified: a near-copy of a better-ranked result is pushed down.
  */
 import type { StoredMemory } from "../store/memory-store.ts";
+import { cachedIndexTokens, termTest } from "../text/index-tokens.ts";
 import { byScore } from "./rank-memories.ts";
-import { textSimilarity } from "./text.ts";
+import { jaccard, wordSet } from "./text.ts";
 
 const monthNames = [
   "january",
@@ -58,22 +59,41 @@ export function timeWindow(query: string, now: Date): TimeWindow | undefined {
   return undefined;
 }
 
-/** Capitalised words of `text` that the question does not contain (names, places): second-pass seeds. */
-export function newNames(text: string, query: string): string[] {
+/** The capitalised words of a text that are not the first of a sentence, nor a "Speaker:" prefix. */
+export function midSentenceNames(text: string): Set<string> {
+  const names = new Set<string>();
+  for (const sentence of text.split(/(?<=[.!?:])\s+/)) {
+    const words = sentence.match(/[\p{L}\p{N}'’]+/gu) ?? [];
+    for (const word of words.slice(1)) {
+      const bare = word.replace(/['’]s$/u, "");
+      if (/^\p{Lu}\p{Ll}{2,}$/u.test(bare)) names.add(bare);
+    }
+  }
+  return names;
+}
+
+/**
+ * Capitalised words of `text` that the question does not contain (names, places): second-pass seeds.
+ * A word opening a sentence is capitalised anyway, so it counts only when `knownNames` (the names
+ * seen inside sentences of other memories) holds it: "Lena played her violin" seeds "Lena".
+ */
+export function newNames(text: string, query: string, knownNames: ReadonlySet<string> = new Set()): string[] {
   const asked = new Set(query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
   const names = new Set<string>();
-  // Skip the first word of each sentence and a "Speaker:" prefix: capitalised for other reasons.
   for (const sentence of text.split(/(?<=[.!?:])\s+/)) {
-    const words = sentence.match(/[\p{L}\p{N}']+/gu) ?? [];
-    for (const word of words.slice(1)) {
-      const bare = word.replace(/'s$/, "");
-      if (/^\p{Lu}\p{Ll}{2,}$/u.test(bare) && !asked.has(bare.toLowerCase())) names.add(bare);
-    }
+    const words = sentence.match(/[\p{L}\p{N}'’]+/gu) ?? [];
+    words.forEach((word, index) => {
+      const bare = word.replace(/['’]s$/u, "");
+      if (!/^\p{Lu}\p{Ll}{2,}$/u.test(bare) || asked.has(bare.toLowerCase())) return;
+      // A "Speaker:" prefix is no seed: the speaker's every turn would match it.
+      if (index === 0 && (sentence.endsWith(":") || !knownNames.has(bare))) return;
+      names.add(bare);
+    });
   }
   return [...names];
 }
 
-function speakerOf(memory: StoredMemory): string | undefined {
+export function speakerOf(memory: StoredMemory): string | undefined {
   const speaker = memory.metadata.speaker;
   return typeof speaker === "string" && speaker.length > 0 ? speaker : undefined;
 }
@@ -89,6 +109,22 @@ export interface Scored {
   readonly score: number;
 }
 
+/** A turn where the owner a question names speaks of the thing owned ("my sister"); set on the dev halves. */
+const possessiveLift = 2;
+
+/**
+ * "Maya's sister" in a question: the owner and the thing owned (lowercased, the thing cut to its
+ * singular so "sisters" and "sister" meet, matched as a prefix). In Maya's own turns she says "my sister".
+ */
+export function possessivesOf(query: string): { owner: string; thing: string }[] {
+  const found: { owner: string; thing: string }[] = [];
+  for (const match of query.matchAll(/\b(\p{Lu}[\p{L}-]+)['’]s\s+(\p{L}+)/gu)) {
+    const thing = match[2]!.toLowerCase();
+    found.push({ owner: match[1]!.toLowerCase(), thing: thing.length > 4 ? thing.replace(/s$/, "") : thing });
+  }
+  return found;
+}
+
 /** Lifts memories inside the question's time window and memories by a speaker it names. */
 export function liftByTimeAndSpeaker(
   hits: readonly Scored[],
@@ -96,6 +132,7 @@ export function liftByTimeAndSpeaker(
   window: TimeWindow | undefined,
 ): Scored[] {
   const words = new Set(query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+  const possessives = possessivesOf(query);
   return hits.map((hit) => {
     let score = hit.score;
     if (window) {
@@ -104,6 +141,15 @@ export function liftByTimeAndSpeaker(
     }
     const speaker = speakerOf(hit.memory);
     if (speaker && words.has(speaker.toLowerCase())) score *= 1.6;
+    if (possessives.length > 0) {
+      const content = hit.memory.content.toLowerCase();
+      const own = possessives.some(
+        ({ owner, thing }) =>
+          (speaker?.toLowerCase() === owner && new RegExp(`\\b(?:my|our)\\s+${thing}`, "u").test(content)) ||
+          content.includes(`${owner}'s ${thing}`),
+      );
+      if (own) score *= possessiveLift;
+    }
     return { memory: hit.memory, score };
   });
 }
@@ -144,17 +190,126 @@ export function spreadToNeighbours(
   return [...scores.values()].sort(byScore);
 }
 
-/** A result nearly repeating a better one is moved below the distinct ones. */
+/**
+ * A result nearly repeating a better one is moved below the distinct ones; only the first `limit`
+ * distinct results are looked for (the rest keep their order after them).
+ */
 export function diversify<T extends { readonly memory: StoredMemory }>(
   hits: readonly T[],
+  limit = hits.length,
   similarity = 0.8,
 ): T[] {
-  const kept: T[] = [];
+  const kept: { hit: T; words: Set<string> }[] = [];
   const repeats: T[] = [];
-  for (const hit of hits) {
-    if (kept.some((other) => textSimilarity(other.memory.content, hit.memory.content) >= similarity)) {
-      repeats.push(hit);
-    } else kept.push(hit);
+  let index = 0;
+  for (; index < hits.length && kept.length < limit; index += 1) {
+    const hit = hits[index]!;
+    const words = wordSet(hit.memory.content);
+    if (kept.some((other) => jaccard(other.words, words) >= similarity)) repeats.push(hit);
+    else kept.push({ hit, words });
   }
-  return [...kept, ...repeats];
+  return [...kept.map((entry) => entry.hit), ...repeats, ...hits.slice(index)];
+}
+
+/** Context coverage: a turn covering none of the question's terms keeps this share of its score (dev halves). */
+const coverageFloor = 0.5;
+/** The turns around a hit that count as its context: two before (the question and what it asks about), one after. */
+const contextBefore = 2;
+const contextAfter = 1;
+
+/**
+ * Lifts turns that say something specific: the mean rarity (among the hits) of a turn's words,
+ * relative to the most specific hit, scaled by `weight`. Small talk repeats its words ("Haha,
+ * totally", "How was your week?"); a turn reporting an event uses words said once or twice.
+ */
+export function liftBySpecificity(hits: readonly Scored[], weight: number): Scored[] {
+  if (weight === 0 || hits.length < 5) return [...hits];
+  const words = hits.map((hit) => {
+    const content = hit.memory.content.replace(/^[^:\n]{1,40}:\s+/u, "");
+    return new Set(cachedIndexTokens(content).filter((token) => token.length > 2));
+  });
+  const frequency = new Map<string, number>();
+  for (const set of words) for (const word of set) frequency.set(word, (frequency.get(word) ?? 0) + 1);
+  const specificity = words.map((set) => {
+    if (set.size === 0) return 0;
+    let sum = 0;
+    for (const word of set) sum += Math.log(hits.length / frequency.get(word)!);
+    return sum / set.size;
+  });
+  const most = Math.max(...specificity);
+  if (most <= 0) return [...hits];
+  return hits
+    .map((hit, index) => ({
+      memory: hit.memory,
+      score: hit.score * (1 + (weight * specificity[index]!) / most),
+    }))
+    .sort(byScore);
+}
+
+/**
+ * The turns around each memory that the neighbour lookup reached, by offset from it: the anchors'
+ * windows read both ways, so a neighbour also knows the anchor and the anchor's other neighbours.
+ */
+export function contextTurns(
+  anchors: readonly StoredMemory[],
+  neighbours: ReadonlyMap<string, { memory: StoredMemory; offset: number }[]>,
+): Map<string, Map<number, StoredMemory>> {
+  const context = new Map<string, Map<number, StoredMemory>>();
+  for (const anchor of anchors) {
+    const window = [{ memory: anchor, offset: 0 }, ...(neighbours.get(anchor.id) ?? [])];
+    for (const from of window) {
+      let around = context.get(from.memory.id);
+      if (!around) context.set(from.memory.id, (around = new Map()));
+      for (const to of window) {
+        if (to === from || !sameConversation(from.memory, to.memory)) continue;
+        around.set(to.offset - from.offset, to.memory);
+      }
+    }
+  }
+  return context;
+}
+
+/**
+ * Scales each hit by the share of the question's terms (weighted by their rarity among the hits)
+ * that the turn and the turns just before and after it hold together: the reply "Yes, Ziggy!" after
+ * "Did you pick a name yet?" after "We adopted a beagle" covers "What did Maya name the beagle?",
+ * while a turn sharing one common word with it does not.
+ */
+export function scaleByContextCoverage(
+  hits: readonly Scored[],
+  context: ReadonlyMap<string, ReadonlyMap<number, StoredMemory>>,
+  terms: readonly string[],
+): Scored[] {
+  const tests = terms.flatMap((term) => {
+    const test = termTest(term);
+    return test ? [test] : [];
+  });
+  if (tests.length < 2) return [...hits];
+  const matched = new Map<string, boolean[]>();
+  const matches = (memory: StoredMemory) => {
+    let found = matched.get(memory.id);
+    if (!found) {
+      const tokens = cachedIndexTokens(memory.content);
+      found = tests.map((test) => tokens.some(test));
+      matched.set(memory.id, found);
+    }
+    return found;
+  };
+  const frequency = tests.map(() => 0);
+  for (const hit of hits) matches(hit.memory).forEach((yes, index) => (frequency[index]! += yes ? 1 : 0));
+  const weight = frequency.map((count) => Math.log(1 + (hits.length - count + 0.5) / (count + 0.5)));
+  const total = weight.reduce((sum, value) => sum + value, 0);
+  if (total <= 0) return [...hits];
+  return hits
+    .map((hit) => {
+      const covered = [...matches(hit.memory)];
+      for (const [offset, memory] of context.get(hit.memory.id) ?? []) {
+        if (offset < -contextBefore || offset > contextAfter) continue;
+        matches(memory).forEach((yes, index) => (covered[index] ||= yes));
+      }
+      const share = covered.reduce((sum, yes, index) => sum + (yes ? weight[index]! : 0), 0) / total;
+      const factor = coverageFloor + (1 - coverageFloor) * share;
+      return { memory: hit.memory, score: hit.score * factor };
+    })
+    .sort(byScore);
 }

@@ -4,11 +4,17 @@ import { searchKnowledgeRequestSchema } from "../schemas/knowledge.ts";
 import { type Memory, searchRequestSchema } from "../schemas/memory.ts";
 import { type MemoryScope, pickScope, scopeContains } from "../scope/memory-scope.ts";
 import type { StoredMemory } from "../store/memory-store.ts";
+import { cachedIndexTokens, termTest } from "../text/index-tokens.ts";
 import {
+  contextTurns,
   diversify,
+  liftBySpecificity,
   liftByTimeAndSpeaker,
   mergeSecondPass,
+  midSentenceNames,
   newNames,
+  scaleByContextCoverage,
+  speakerOf,
   spreadToNeighbours,
   timeWindow,
 } from "./conversation-retrieval.ts";
@@ -18,6 +24,9 @@ import { parseRequest } from "./parse-request.ts";
 import { byScore, rankMemories } from "./rank-memories.ts";
 import { publicEvent, publicMemory, type ServiceContext } from "./service-context.ts";
 import { queryTerms, searchTerms } from "./text.ts";
+
+/** How far a turn's specificity lifts it (up to ×3 for the most specific hit); set on the dev halves. */
+const specificityWeight = 2;
 
 export type RetrievalOperations = Pick<MemoryService, "search" | "recallConversation" | "searchKnowledge">;
 export type SearchRanked = ReturnType<typeof createSearchRanked>;
@@ -40,18 +49,49 @@ export function createSearchRanked({ store, clock, embedder }: ServiceContext) {
       ...(kinds ? { kinds } : {}),
     });
     let lexical = liftByTimeAndSpeaker(found, query, window).sort(byScore);
-    // Multi-hop: names in the first hits that the question lacks seed a second pass.
-    const seeds = [...new Set(lexical.slice(0, 3).flatMap((hit) => newNames(hit.memory.content, query)))];
-    if (seeds.length > 0) {
-      const second = await store.searchMemories(tenantId, scope, searchTerms(`${seeds.join(" ")} ${query}`), {
-        limit: Math.max(20, limit * 2),
-        ...(kinds ? { kinds } : {}),
+    lexical = liftBySpecificity(lexical, specificityWeight);
+    // Multi-hop: names in the first hits that the question lacks seed a second pass, asking for them
+    // and the question's words the first hit did not hold ("Maya's sister" → "My sister Lena …" →
+    // "Lena" and "instrument play" → "Lena played her violin").
+    const speakers = new Set(found.flatMap((hit) => speakerOf(hit.memory) ?? []));
+    const known = new Set(found.flatMap((hit) => [...midSentenceNames(hit.memory.content)]));
+    for (const speaker of speakers) known.delete(speaker);
+    const top = lexical[0]?.score ?? 0;
+    const passes = lexical.slice(0, 3).flatMap((hit) => {
+      const seeds = newNames(hit.memory.content, query, known).filter((name) => !speakers.has(name));
+      return seeds.length > 0 && top > 0 ? [{ hit, seeds }] : [];
+    });
+    for (const { hit, seeds } of passes) {
+      const held = new Set(cachedIndexTokens(hit.memory.content));
+      const rest = terms.filter((term) => {
+        const test = termTest(term);
+        return test !== undefined && ![...held].some(test);
       });
-      const required = new Set(seeds.map((seed) => seed.toLowerCase()));
-      const withSeed = second.filter((hit) =>
-        (hit.memory.content.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).some((word) => required.has(word)),
+      if (rest.length === 0) continue;
+      const second = await store.searchMemories(
+        tenantId,
+        scope,
+        searchTerms(`${seeds.join(" ")} ${rest.join(" ")}`),
+        {
+          limit: Math.max(20, limit * 2),
+          ...(kinds ? { kinds } : {}),
+        },
       );
-      lexical = mergeSecondPass(lexical, liftByTimeAndSpeaker(withSeed, query, window));
+      // A second hop holds a seed and one of the question's words the first hop lacked.
+      const required = new Set(seeds.map((seed) => seed.toLowerCase()));
+      const restTests = rest.flatMap((term) => termTest(term) ?? []);
+      const withSeed = second.filter((other) => {
+        if (other.memory.id === hit.memory.id) return false;
+        const words = other.memory.content.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? [];
+        if (!words.some((word) => required.has(word))) return false;
+        const tokens = cachedIndexTokens(other.memory.content);
+        return restTests.some((test) => tokens.some(test));
+      });
+      lexical = mergeSecondPass(
+        lexical,
+        liftByTimeAndSpeaker(withSeed, query, window),
+        0.8 * (hit.score / top),
+      );
     }
     // Neighbouring turns of the best hits share their score; 40 anchors, since the words of a question
     // often sit two turns before its answer, below many turns sharing one common word.
@@ -65,6 +105,14 @@ export function createSearchRanked({ store, clock, embedder }: ServiceContext) {
       [...neighbours].map(([id, list]) => [id, list.filter(({ memory }) => scopeContains(scope, memory))]),
     );
     lexical = spreadToNeighbours(lexical, inScope);
+    lexical = scaleByContextCoverage(
+      lexical,
+      contextTurns(
+        anchors.map((hit) => hit.memory),
+        inScope,
+      ),
+      terms,
+    );
     let semantic: { memory: StoredMemory; score: number }[] | undefined;
     if (embedder) {
       const queryVector = (await embedder.embed([query]))[0]!;
@@ -74,7 +122,7 @@ export function createSearchRanked({ store, clock, embedder }: ServiceContext) {
         .sort(byScore)
         .slice(0, Math.max(50, limit * 5));
     }
-    return diversify(rankMemories(lexical, semantic, clock().getTime())).slice(0, limit);
+    return diversify(rankMemories(lexical, semantic, clock().getTime()), limit).slice(0, limit);
   };
 }
 

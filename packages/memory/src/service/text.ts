@@ -67,8 +67,11 @@ export function wordSet(text: string): Set<string> {
 
 /** Jaccard similarity of two texts' word sets, 0..1. */
 export function textSimilarity(left: string, right: string): number {
-  const a = wordSet(left);
-  const b = wordSet(right);
+  return jaccard(wordSet(left), wordSet(right));
+}
+
+/** Jaccard similarity of two word sets, 0..1. */
+export function jaccard(a: ReadonlySet<string>, b: ReadonlySet<string>): number {
   if (a.size === 0 && b.size === 0) return 1;
   let shared = 0;
   for (const word of a) if (b.has(word)) shared += 1;

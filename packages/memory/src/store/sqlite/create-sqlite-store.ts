@@ -1,5 +1,5 @@
 /** The embedded store: one SQLite file through `node:sqlite`, BM25 through FTS5. */
-import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredMemory } from "../memory-store.ts";
@@ -20,6 +20,8 @@ import { sqliteMigrations } from "./migrations.ts";
 import { scoreWithScopeStatistics } from "./scope-bm25.ts";
 import { anyWord, scopedMatch, scopeTokens } from "./scope-tokens.ts";
 
+/** Prepared statements kept per store (texts vary with the length of IN lists; past this, all are dropped). */
+const maximumCachedStatements = 256;
 /** How many of a scope's best index matches are rescored with the scope's statistics. */
 const candidateCap = 1000;
 /** The scope's size is counted up to this many memories (as on PostgreSQL; past it the IDF barely moves). */
@@ -48,12 +50,24 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
   });
   backfillSearchIndex(database);
 
+  // Statements are prepared once per text: a search runs the same few statements many times (the
+  // neighbouring-turn lookup two per anchor), and preparing one costs more than running it.
+  const statements = new Map<string, StatementSync>();
+  const prepare = (sql: string): StatementSync => {
+    let statement = statements.get(sql);
+    if (statement === undefined) {
+      if (statements.size >= maximumCachedStatements) statements.clear();
+      statement = database.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
   const all = (sql: string, parameters: readonly unknown[]): Row[] =>
-    database.prepare(sql).all(...(parameters as SQLInputValue[])) as Row[];
+    prepare(sql).all(...(parameters as SQLInputValue[])) as Row[];
   const get = (sql: string, parameters: readonly unknown[]): Row | undefined =>
-    database.prepare(sql).get(...(parameters as SQLInputValue[])) as Row | undefined;
+    prepare(sql).get(...(parameters as SQLInputValue[])) as Row | undefined;
   const run = (sql: string, parameters: readonly unknown[]) =>
-    database.prepare(sql).run(...(parameters as SQLInputValue[]));
+    prepare(sql).run(...(parameters as SQLInputValue[]));
 
   const transaction = <T>(body: () => T): T => sqliteTransaction(database, body);
 

@@ -5,51 +5,10 @@
  * the candidates' text (tokenized as FTS5's `porter unicode61` tokenizer does) and the statistics
  * come from the scope alone.
  */
-import { stemmer } from "stemmer";
+import { indexTokens, termTest } from "../../text/index-tokens.ts";
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
-
-const stems = new Map<string, string>();
-const maximumCachedStems = 50_000;
-
-function stem(word: string): string {
-  let stemmed = stems.get(word);
-  if (stemmed === undefined) {
-    // FTS5's porter tokenizer stems ASCII words only.
-    stemmed = /^[a-z]+$/.test(word) ? stemmer(word) : word;
-    if (stems.size >= maximumCachedStems) stems.clear();
-    stems.set(word, stemmed);
-  }
-  return stemmed;
-}
-
-/** A text's tokens as the `porter unicode61` tokenizer indexes them: folded, lowercased, stemmed. */
-export function indexTokens(text: string): string[] {
-  const tokens: string[] = [];
-  for (const word of text
-    .normalize("NFKD")
-    .replace(/\p{M}/gu, "")
-    .toLowerCase()
-    .split(/[^\p{L}\p{N}]+/u)) {
-    if (word.length > 0) tokens.push(stem(word));
-  }
-  return tokens;
-}
-
-/** A query term's test on an indexed token: an exact word (stemmed) or a prefix (`teach*`). */
-function termTest(term: string): ((token: string) => boolean) | undefined {
-  const prefix = term.endsWith("*");
-  const word = term
-    .normalize("NFKD")
-    .replace(/\p{M}/gu, "")
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}]/gu, "");
-  if (word.length === 0) return undefined;
-  const stemmed = stem(word);
-  if (!prefix) return (token) => token === stemmed;
-  return (token) => token.startsWith(word) || token.startsWith(stemmed);
-}
 
 export interface ScopeStatistics {
   /** How many active memories the scope holds (the N of the inverse document frequency). */
