@@ -416,7 +416,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     },
     async close() {
       if (ownsConnection) await connection.drain().catch(() => connection.close());
-      else requester.close();
+      requester.close();
     },
   };
 }

@@ -37,11 +37,23 @@ const maxTimerMs = 2 ** 31 - 1;
 interface Waiting {
   readonly subject: string;
   readonly resolve: (value: Msg | Error) => void;
-  readonly timer: NodeJS.Timeout | undefined;
+}
+
+/**
+ * The deadlines of one time limit. Requests with the same limit expire in the order they started, so
+ * one timer per limit serves them all (armed for the oldest deadline still waiting) instead of a timer
+ * object per request.
+ */
+interface Lane {
+  readonly ms: number;
+  queue: { readonly token: string; readonly at: number }[];
+  head: number;
+  timer: NodeJS.Timeout | undefined;
 }
 
 export function createRequester(connection: NatsConnection): Requester {
   const waiting = new Map<string, Waiting>();
+  const lanes = new Map<number, Lane>();
   let counter = 0;
   let inbox: string | undefined;
   let subscription: { unsubscribe(): void } | undefined;
@@ -50,8 +62,57 @@ export function createRequester(connection: NatsConnection): Requester {
     const entry = waiting.get(token);
     if (entry === undefined) return;
     waiting.delete(token);
-    clearTimeout(entry.timer);
     entry.resolve(value);
+  }
+
+  function expire(lane: Lane): void {
+    lane.timer = undefined;
+    const now = performance.now();
+    while (lane.head < lane.queue.length) {
+      const next = lane.queue[lane.head] as Lane["queue"][number];
+      if (waiting.has(next.token)) {
+        if (next.at > now) break;
+        settle(next.token, new TimeoutError());
+      }
+      lane.head += 1;
+    }
+    arm(lane);
+  }
+
+  /** Drops what has settled from the front, and arms the lane's timer for the oldest request left. */
+  function arm(lane: Lane): void {
+    while (
+      lane.head < lane.queue.length &&
+      !waiting.has((lane.queue[lane.head] as Lane["queue"][number]).token)
+    )
+      lane.head += 1;
+    // A long call at the front keeps the settled ones behind it: compact once they outnumber it.
+    if (lane.head > 1024 || lane.queue.length - lane.head > 2 * waiting.size + 1024) {
+      lane.queue = lane.queue.slice(lane.head).filter((entry) => waiting.has(entry.token));
+      lane.head = 0;
+    }
+    const next = lane.queue[lane.head];
+    if (next === undefined) {
+      lanes.delete(lane.ms);
+      return;
+    }
+    if (lane.timer === undefined) {
+      lane.timer = setTimeout(() => expire(lane), Math.max(0, Math.ceil(next.at - performance.now())));
+      // The connection keeps the process alive while a request waits; a lane's timer alone must not.
+      lane.timer.unref();
+    }
+  }
+
+  function track(token: string, timeoutMs: number): void {
+    // No limit past what a timer can hold (an unlimited call's bus wait).
+    if (!(timeoutMs <= maxTimerMs)) return;
+    let lane = lanes.get(timeoutMs);
+    if (lane === undefined) {
+      lane = { ms: timeoutMs, queue: [], head: 0, timer: undefined };
+      lanes.set(timeoutMs, lane);
+    }
+    lane.queue.push({ token, at: performance.now() + timeoutMs });
+    if (lane.timer === undefined || lane.queue.length - lane.head > 2 * waiting.size + 1024) arm(lane);
   }
 
   function replyPrefix(): string {
@@ -89,10 +150,8 @@ export function createRequester(connection: NatsConnection): Requester {
       const reply = new Promise<Msg | Error>((done) => {
         resolve = done;
       });
-      // No limit past what a timer can hold (an unlimited call's bus wait).
-      const timer =
-        timeoutMs <= maxTimerMs ? setTimeout(() => settle(token, new TimeoutError()), timeoutMs) : undefined;
-      waiting.set(token, { subject, resolve, timer });
+      waiting.set(token, { subject, resolve });
+      track(token, timeoutMs);
       try {
         connection.publish(subject, body, { reply: `${replyPrefix()}${token}`, headers });
       } catch (error) {
@@ -111,6 +170,8 @@ export function createRequester(connection: NatsConnection): Requester {
       }
     },
     close() {
+      for (const lane of lanes.values()) clearTimeout(lane.timer);
+      lanes.clear();
       subscription?.unsubscribe();
       subscription = undefined;
       inbox = undefined;
