@@ -152,6 +152,29 @@ describe("PostgreSQL migrations", () => {
   });
 });
 
+describe("a pooled connection the server ends", () => {
+  it("while checked out, between a transaction's queries: the transaction fails, the process lives, the pool goes on", async () => {
+    const { pool } = await freshPool();
+    await pool.query("CREATE TABLE kept (label TEXT NOT NULL)");
+    const failed = postgresTransaction(pool, async (client) => {
+      await client.query("INSERT INTO kept VALUES ('lost')");
+      const { rows } = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+      // The server ends this backend (as a restart does) while the transaction holds it, idle in between.
+      await pool.query("SELECT pg_terminate_backend($1)", [rows[0]?.pid]);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await client.query("INSERT INTO kept VALUES ('after')");
+    });
+    await assert.rejects(failed);
+    // The failed connection was dropped, not handed to the next caller.
+    await pool.query("INSERT INTO kept VALUES ('next')");
+    const rows = await pool.query("SELECT label FROM kept ORDER BY label");
+    assert.deepEqual(
+      rows.rows.map((row) => row.label),
+      ["next"],
+    );
+  });
+});
+
 describe("two processes migrating one fresh database at once", () => {
   it("both succeed and every migration is applied exactly once", { timeout: 60_000 }, async () => {
     const { pool, database } = await freshPool();

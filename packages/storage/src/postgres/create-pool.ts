@@ -15,7 +15,8 @@ export interface PostgresPoolOptions {
   readonly label: string;
   /**
    * Told when an idle pooled connection fails (the server restarted or ended it). The pool drops it
-   * and opens a new one on the next query; queries in flight fail on their own. Default: a process
+   * and opens a new one on the next query; queries in flight fail on their own, and a checked-out
+   * connection that fails between queries is dropped when it is released (never ends the process). Default: a process
    * warning naming the label. Without a listener Node would crash the process.
    */
   readonly onError?: (error: Error) => void;
@@ -31,6 +32,13 @@ export function createPostgresPool(options: PostgresPoolOptions): pg.Pool {
     max,
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
     idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
+  });
+  // A connection that fails while checked out (a transaction's, a held lock's) emits "error" on its
+  // client, and pg-pool listens only while the client is idle: without this listener a server restart
+  // during any transaction ends the process. The query in flight fails on its own; a client that
+  // failed is not queryable, and the pool drops it on release.
+  pool.on("connect", (client) => {
+    client.on("error", () => undefined);
   });
   pool.on(
     "error",
