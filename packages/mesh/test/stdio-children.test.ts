@@ -314,6 +314,23 @@ describe("stdio children", () => {
     }
   });
 
+  it("keeps progress notifications a child writes in the same chunk as the call's result", async () => {
+    const [burst] = await loadModules([{ module: "burst", path: fixture("progress-burst.py") }]);
+    try {
+      assert.ok(burst);
+      const progress: unknown[] = [];
+      const result = await burst.toolset.call("burst", {}, { onProgress: (update) => progress.push(update) });
+      assert.deepEqual(result, { ok: true, output: { done: true } });
+      assert.deepEqual(progress, [
+        { progress: 1, total: 3 },
+        { progress: 2, total: 3 },
+        { progress: 3, total: 3 },
+      ]);
+    } finally {
+      await burst?.close();
+    }
+  });
+
   it("launches a JavaScript file marked executable as a child (the MCP SDK's own server)", async () => {
     process.env.TACKLE_TEST_SECRET = "do-not-leak";
     const [exe] = await loadModules([{ module: "exe", path: fixture("executable-bundle.mjs") }], {

@@ -23,6 +23,22 @@ export class StdioChildTransport extends StdioClientTransport {
     this.exited = new Promise((resolve) => {
       this.#settleExit = resolve;
     });
+    // The SDK client hands a notification to its handler a microtask later, but settles a call the
+    // moment its result is read: a progress notification read in the same chunk as its call's result
+    // would find the call gone and be dropped. A result waits one microtask, behind what came before.
+    let handler: StdioClientTransport["onmessage"];
+    const dispatch: NonNullable<StdioClientTransport["onmessage"]> = (message) => {
+      if ("id" in message && !("method" in message)) queueMicrotask(() => handler?.(message));
+      else handler?.(message);
+    };
+    Object.defineProperty(this, "onmessage", {
+      configurable: true,
+      enumerable: true,
+      get: () => (handler === undefined ? undefined : dispatch),
+      set: (value: StdioClientTransport["onmessage"]) => {
+        handler = value;
+      },
+    });
   }
 
   override async start(): Promise<void> {
