@@ -316,6 +316,32 @@ describe("the console page, served by npm start", () => {
     assert.deepEqual(errors, []);
   });
 
+  test("signed in with the token, the navigation works; signing out of the documents page stops its polling", async () => {
+    const other = await browser.newContext();
+    try {
+      const second = await other.newPage();
+      const secondErrors = watchErrors(second);
+      await second.goto(origin);
+      await second.getByLabel("Console token").fill(readFileSync(serve.tokenFile ?? "", "utf8").trim());
+      await second.getByRole("button", { name: "Sign in" }).click();
+      await second.getByRole("heading", { name: "Modules and tools", level: 1 }).waitFor();
+      await second.goto(`${origin}/#/documents`);
+      await second.locator('#change-log li[data-seq="1"]').waitFor();
+      // The one thing logged so far: the first visit's session check, answered 401 before sign-in.
+      assert.deepEqual(secondErrors, [
+        "console: Failed to load resource: the server responded with a status of 401 (Unauthorized)",
+      ]);
+      await second.getByRole("button", { name: "Sign out" }).click();
+      await second.getByLabel("Console token").fill("half-typed");
+      // Longer than a poll interval: a poll still running would be answered 401 and redraw the form.
+      await second.waitForTimeout(4000);
+      assert.equal(await second.getByLabel("Console token").inputValue(), "half-typed");
+      assert.equal(secondErrors.length, 1, "no request after signing out was answered 401");
+    } finally {
+      await other.close();
+    }
+  });
+
   test("durable runs: the demo agent pauses for approval, its card is approved, and the run completes", async () => {
     await page.goto(`${origin}/#/runs`);
     await page.getByRole("button", { name: "Start the demo agent" }).click();

@@ -68,6 +68,9 @@ async function callOrThrow(tool, args) {
 // Sign-in
 
 function showSignIn(message) {
+  // The page shown stops its timers: a poll answered 401 would otherwise redraw this form every tick.
+  leavePage();
+  leavePage = () => {};
   nav.hidden = true;
   signOut.hidden = true;
   const input = h("input", { id: "token", type: "password", autocomplete: "off", required: true });
@@ -79,7 +82,7 @@ function showSignIn(message) {
       onsubmit: async (event) => {
         event.preventDefault();
         const ok = await signIn({ token: input.value.trim() });
-        if (ok) route();
+        if (ok) startRouting();
         else status.textContent = "That token was refused.";
       },
     },
@@ -135,6 +138,13 @@ function route() {
   if (typeof leave === "function") leavePage = leave;
 }
 
+/** Shows the page the address names, and follows the navigation from then on (once signed in, by either way). */
+function startRouting() {
+  window.removeEventListener("hashchange", route);
+  window.addEventListener("hashchange", route);
+  route();
+}
+
 async function boot() {
   const login = /^#login=([\w-]+)$/.exec(location.hash)?.[1];
   if (login !== undefined) {
@@ -151,8 +161,7 @@ async function boot() {
     showSignIn();
     return;
   }
-  window.addEventListener("hashchange", route);
-  route();
+  startRouting();
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1305,13 +1314,15 @@ function documentsPage(root) {
     olderCursor = page.next_cursor;
     older.hidden = olderCursor === undefined;
   };
-  const readLog = () => callOrThrow("docscript.changes", { doc_id: docId.value.trim(), limit: 20 });
+  // The document the page shows: the field may be edited meanwhile, until Open is pressed.
+  let openedId = docId.value.trim();
+  const readLog = () => callOrThrow("docscript.changes", { doc_id: openedId, limit: 20 });
   older.addEventListener("click", async () => {
     if (olderCursor === undefined) return;
     try {
       renderLog(
         await callOrThrow("docscript.changes", {
-          doc_id: docId.value.trim(),
+          doc_id: openedId,
           limit: 20,
           cursor: olderCursor,
         }),
@@ -1324,8 +1335,13 @@ function documentsPage(root) {
 
   const open = async () => {
     notice.textContent = "";
+    const id = docId.value.trim();
     try {
-      const snapshot = await readDocument(docId.value.trim());
+      const snapshot = await readDocument(id);
+      if (id !== openedId) {
+        openedId = id;
+        shownSeq = undefined;
+      }
       drawing.replaceChildren(
         drawTimeline(snapshot),
         h(
@@ -1335,12 +1351,18 @@ function documentsPage(root) {
         ),
       );
       drawing.dataset.version = snapshot.version;
+    } catch (error) {
+      notice.textContent = error.message;
+      return;
+    }
+    // The log apart: a drawing stays drawn when the log cannot be read (a module without docscript.changes).
+    try {
       const page = await readLog();
       shownSeq = page.changes[0]?.seq ?? 0;
       renderLog(page, false);
       logNote.textContent = "From the document server, newest first; checked every 3 s.";
     } catch (error) {
-      notice.textContent = error.message;
+      logNote.textContent = `The change log could not be read: ${error.message}`;
     }
   };
 
