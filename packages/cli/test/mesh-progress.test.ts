@@ -189,26 +189,48 @@ test("through tackle mcp (stdio, mesh source): progress with the client's token,
   }
 });
 
+/**
+ * The SDK client hands notifications on a microtask later but settles a call at once when its result
+ * is read; this test's own client holds each result back one microtask, so that what it checks is
+ * whether the reports reached it, not how its reads were chunked.
+ */
+function holdingResults(transport: StdioClientTransport): StdioClientTransport {
+  let handler: StdioClientTransport["onmessage"];
+  const dispatch: NonNullable<StdioClientTransport["onmessage"]> = (message) => {
+    if ("id" in message && !("method" in message)) queueMicrotask(() => handler?.(message));
+    else handler?.(message);
+  };
+  Object.defineProperty(transport, "onmessage", {
+    get: () => (handler === undefined ? undefined : dispatch),
+    set: (value: StdioClientTransport["onmessage"]) => {
+      handler = value;
+    },
+  });
+  return transport;
+}
+
 test("through tackle mcp --console: the mesh tool's progress comes back through the console", async () => {
   const client = new Client(
     { name: "progress-relay", version: "1" },
     { versionNegotiation: { mode: "legacy" } },
   );
   await client.connect(
-    new StdioClientTransport({
-      command: process.execPath,
-      args: [
-        "--conditions=@tackle/source",
-        mainScript,
-        "mcp",
-        "--console",
-        consoleNode.url,
-        "--token-file",
-        consoleNode.tokenFile ?? "",
-      ],
-      env: cleanEnv({ TACKLE_HOME: home.path, TACKLE_LOG_LEVEL: "silent" }) as Record<string, string>,
-      stderr: "pipe",
-    }),
+    holdingResults(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [
+          "--conditions=@tackle/source",
+          mainScript,
+          "mcp",
+          "--console",
+          consoleNode.url,
+          "--token-file",
+          consoleNode.tokenFile ?? "",
+        ],
+        env: cleanEnv({ TACKLE_HOME: home.path, TACKLE_LOG_LEVEL: "silent" }) as Record<string, string>,
+        stderr: "pipe",
+      }),
+    ),
   );
   try {
     const progress: unknown[] = [];
@@ -218,6 +240,19 @@ test("through tackle mcp --console: the mesh tool's progress comes back through 
     );
     assert.deepEqual(result.structuredContent, { done: true });
     assert.deepEqual(progress, steps);
+    // Reports made just before the result come before it at every hop, none lost on the way.
+    for (let round = 0; round < 5; round++) {
+      const burst: unknown[] = [];
+      await client.callTool(
+        { name: "report.burst", arguments: {} },
+        { onprogress: (update) => burst.push(update) },
+      );
+      assert.deepEqual(burst, [
+        { progress: 1, total: 3 },
+        { progress: 2, total: 3 },
+        { progress: 3, total: 3 },
+      ]);
+    }
   } finally {
     await client.close();
   }
