@@ -1,22 +1,28 @@
 /**
- * The short fault-injection soak (bench/soak, 1.5 s per phase): a NATS server, a mesh node and a
- * document server are each SIGKILLed and restarted, and a private PostgreSQL stopped and started, under mixed load; nothing acknowledged is lost,
- * nothing is duplicated, nothing hangs, and every workload succeeds again after each fault.
+ * The short fault-injection soak (bench/soak, 1 s per phase): a NATS server, a mesh node, a
+ * document server, a durable runner and a memory service are each SIGKILLed and restarted, and a
+ * private PostgreSQL stopped and started, under mixed load (mesh calls, document pushes, durable runs,
+ * memory adds and import jobs); nothing acknowledged is lost, nothing is duplicated outside durable's
+ * stated crash window, nothing hangs, and every workload succeeds again after each fault.
  */
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import { formatTable, runSoak } from "../bench/soak/soak.ts";
 
-it("the short soak: lost 0, duplicated 0 across a NATS server, a mesh node and a document server killed and PostgreSQL restarted", {
-  timeout: 170_000,
+it("the short soak: lost 0, duplicated 0 across five kinds of process killed and PostgreSQL restarted", {
+  // About a minute; the rest is room for a loaded machine and for the settle deadline of a run that hangs.
+  timeout: 240_000,
 }, async (t) => {
-  const rows = await runSoak({ phaseMs: 1500 });
-  t.diagnostic(`\n${formatTable(rows)}`);
-  assert.equal(rows.length, 8);
+  const { rows, notes } = await runSoak({ phaseMs: 1000 });
+  t.diagnostic(`\n${formatTable(rows)}\n${notes.join("\n")}`);
+  assert.equal(rows.length, 30);
   for (const row of rows) {
     assert.equal(row.lost, 0, `${row.workload} / ${row.fault}: lost`);
-    assert.equal(row.duplicated, 0, `${row.workload} / ${row.fault}: duplicated`);
+    assert.equal(row.duplicated, 0, `${row.workload} / ${row.fault}: duplicated outside a stated window`);
     assert.ok(row.succeeded > 0, `${row.workload} / ${row.fault}: nothing succeeded`);
-    assert.ok(Number.isFinite(row.p50.after), `${row.workload} / ${row.fault}: nothing ran after the fault`);
+    assert.ok(
+      row.succeededAfterRepair > 0,
+      `${row.workload} / ${row.fault}: nothing succeeded after the repair`,
+    );
   }
 });
