@@ -734,9 +734,10 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
     for (const [runId, op] of runIds) {
       if (op.outcome === "ok" && (keysPerRun.get(runId) ?? 0) < toolsPerRun) op.outcome = "lost";
     }
-    const takenOver = [...recovered.values()].filter((n) => n > 0).length;
+    const takenOver = (index: number) =>
+      [...recovered].filter(([runId, n]) => n > 0 && runIds.get(runId)?.fault === index).length;
     notes.push(
-      `durable: ${takenOver} runs taken over by the other runner (run_recovered); ${windowDuplicates} tool effects ran again inside the crash window, ${firstByKilledRunner} of them first run by the SIGKILLed runner, the rest by a runner that lost PostgreSQL`,
+      `durable: runs taken over by another runner (run_recovered): ${takenOver(3)} around the runner SIGKILL, ${takenOver(5)} around the PostgreSQL restart; ${windowDuplicates} tool effects ran again inside the crash window, ${firstByKilledRunner} of them first run by the SIGKILLed runner`,
     );
 
     // Memory: every acknowledged add's memory exists; no text is held by two active memories; every
@@ -784,7 +785,7 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
       return now?.status === "succeeded" && now.lease_owner !== held.lease_owner;
     }).length;
     notes.push(
-      `memory: ${heldAtKill.length} import jobs were running when a service was SIGKILLed; ${movedJobs} of them were finished by the other service after the lease`,
+      `memory: the two services held ${heldAtKill.length} running import jobs when one was SIGKILLed; ${movedJobs} (the killed one's) finished on the other service after the lease`,
     );
 
     const workloads: Workload[] = [
