@@ -364,7 +364,7 @@ describe("the console page, served by npm start", () => {
     assert.deepEqual(errors, []);
   });
 
-  test("durable runs: reject with a reason, edit the arguments then approve, cancel", async () => {
+  test("durable runs: reject with a reason; edit the arguments in the schema form (refused, then accepted) and approve; cancel", async () => {
     await page.goto(`${origin}/#/runs`);
     const start = async () => {
       await page.getByRole("button", { name: "Start the demo agent" }).click();
@@ -378,25 +378,45 @@ describe("the console page, served by npm start", () => {
     assert.match(await page.locator(".run-status").innerText(), /declined/);
 
     approval = await start();
-    const edited = JSON.parse(await approval.locator("textarea").inputValue()) as Record<string, unknown>;
-    assert.equal(edited.cardNumber, undefined, "redacted fields are not offered for editing");
-    // An edit the tool's input schema refuses is said as such, and the run stays paused.
-    await approval.locator("textarea").fill(JSON.stringify({ ...edited, amount: -5 }));
-    await approval.getByRole("button", { name: "Approve with these arguments" }).click();
-    await approval
-      .getByRole("alert")
-      .filter({ hasText: /amount/ })
-      .waitFor({ timeout: 20_000 });
+    // The edit is a form drawn from the refund's input JSON Schema, filled in with the proposed
+    // arguments; the card number (redacted, not in the schema) is not offered, and there is no raw JSON.
+    const edit = approval.getByRole("form", { name: "Edit the arguments" });
+    assert.equal(await edit.getAttribute("data-form"), "schema");
+    assert.equal(await edit.getByLabel("amount *").inputValue(), "42.5");
+    assert.equal(await edit.getByLabel("note").inputValue(), "Damaged on arrival");
+    assert.match(await edit.getByLabel("orderId").inputValue(), /^ORD-\d+$/);
+    assert.equal(
+      await edit.getByLabel(/cardNumber/).count(),
+      0,
+      "redacted fields are not offered for editing",
+    );
+    assert.equal(await edit.locator("textarea").count(), 0, "no raw JSON for a schema the form draws");
+    // An edit the tool's input schema refuses: its messages beside the fields they name, the run still paused.
+    await edit.getByLabel("amount *").fill("-5");
+    await edit.getByLabel("note").fill("x".repeat(201));
+    await edit.getByRole("button", { name: "Approve with these arguments" }).click();
+    const besideField = async (label: string) =>
+      edit.locator(`#${await edit.getByLabel(label).getAttribute("aria-describedby")}`);
+    await (await besideField("amount *")).filter({ hasText: /\S/ }).waitFor({ timeout: 20_000 });
+    assert.match(await (await besideField("amount *")).innerText(), /^-5 is less than\b/);
+    assert.match(await (await besideField("note")).innerText(), /too long \(201 > 200\)/);
+    assert.equal(await (await besideField("orderId")).innerText(), "");
+    assert.match(await approval.getByRole("alert").innerText(), /refused by the tool's input schema/);
     assert.match(await page.locator(".run-status").innerText(), /Paused/);
     // The refusal is the one thing the browser logged (the resume's 400).
     assert.deepEqual(errors.splice(0), [
       "console: Failed to load resource: the server responded with a status of 400 (Bad Request)",
     ]);
-    await approval.locator("textarea").fill(JSON.stringify({ ...edited, amount: 10 }));
-    await approval.getByRole("button", { name: "Approve with these arguments" }).click();
+    await edit.getByLabel("amount *").fill("10");
+    await edit.getByLabel("note").fill("Partial refund: the customer keeps the box");
+    await edit.getByRole("button", { name: "Approve with these arguments" }).click();
     await page.locator(".run-status").filter({ hasText: "Completed" }).waitFor({ timeout: 20_000 });
+    // The completed refund card shows the edited values: the tool ran with them.
     const refund = page.locator("article.tool-card").filter({ hasText: "refund" });
+    assert.equal(await refund.getAttribute("data-status"), "completed");
     assert.match(await refund.innerText(), /"amount": 10\b/);
+    assert.match(await refund.innerText(), /"note": "Partial refund: the customer keeps the box"/);
+    assert.doesNotMatch(await refund.innerText(), /42\.5|Damaged on arrival/);
 
     approval = await start();
     await approval.getByRole("button", { name: "Cancel run" }).click();

@@ -346,15 +346,17 @@ function toolPanel(qualified, tool, onCalled) {
 
 /**
  * A form for a JSON Schema: objects as fieldsets, arrays as lists with add/remove, enums as selects,
- * booleans as checkboxes, numbers and strings as inputs (defaults filled in); anything else as JSON.
- * read() returns the value (undefined when left empty); showIssues() puts the tool's own validation
- * messages beside their fields and returns those it could not place.
+ * booleans as checkboxes, numbers and strings as inputs (defaults filled in, or the given values);
+ * anything else as JSON. read() returns the value (undefined when left empty); showIssues() puts the
+ * tool's own validation messages beside their fields and returns those it could not place. `drawn` is
+ * false when the whole schema fell back to one JSON field.
  */
-function buildForm(schema, id) {
+function buildForm(schema, id, values) {
   const fields = new Map();
-  const root = field(schema, [], id, "Arguments", true, true);
+  const root = field(withValues(schema, values), [], id, "Arguments", true, true);
   return {
     element: root.element,
+    drawn: root.drawn !== false,
     read: () => root.read(),
     clearErrors() {
       for (const entry of fields.values()) entry.setError("");
@@ -418,7 +420,7 @@ function buildForm(schema, id) {
       const add = (initial) => {
         const index = items.length;
         const child = field(
-          { ...schema.items, ...(initial === undefined ? {} : { default: initial }) },
+          withValues(schema.items, initial),
           [...path, String(index)],
           baseId,
           `${label} ${index + 1}`,
@@ -549,10 +551,17 @@ function buildForm(schema, id) {
       // anyOf, free-form objects, unknown types: JSON text, parsed on read.
       const input = h(
         "textarea",
-        { id: fieldId, rows: 2, class: "mono", "aria-describedby": errorId, placeholder: "JSON" },
-        schema.default === undefined ? "" : JSON.stringify(schema.default),
+        {
+          id: fieldId,
+          rows: isRoot ? 6 : 2,
+          class: "mono",
+          "aria-describedby": errorId,
+          placeholder: "JSON",
+        },
+        schema.default === undefined ? "" : isRoot ? json(schema.default) : JSON.stringify(schema.default),
       );
       built = {
+        drawn: !isRoot,
         element: h(
           "div",
           { class: "field" },
@@ -576,6 +585,53 @@ function buildForm(schema, id) {
     fields.set(key, entry);
     return entry;
   }
+}
+
+/**
+ * The schema with `value` as the defaults of its fields (an object's properties one by one, an array's
+ * items), so a form opens filled in with it. Redacted values are not filled in: the person never saw them.
+ */
+function withValues(schema, value) {
+  if (value === undefined || value === "[redacted]" || typeof schema !== "object" || schema === null)
+    return schema;
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== "null") : schema.type;
+  if (type === "object" && schema.properties !== undefined) {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return schema;
+    return {
+      ...schema,
+      properties: Object.fromEntries(
+        Object.entries(schema.properties).map(([name, child]) => [name, withValues(child, value[name])]),
+      ),
+    };
+  }
+  return { ...schema, default: withoutRedacted(value) };
+}
+
+/** A value without its redacted parts (an object's redacted entries, an array's redacted items). */
+function withoutRedacted(value) {
+  if (Array.isArray(value)) return value.filter((item) => item !== "[redacted]").map(withoutRedacted);
+  if (typeof value !== "object" || value === null) return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, item]) => item !== "[redacted]")
+      .map(([name, item]) => [name, withoutRedacted(item)]),
+  );
+}
+
+/**
+ * A JSON Schema validator's messages (`#/items/0/sku: message`, as the durable runner words a refused
+ * edit) as issues with a path, the shape the form places beside its fields.
+ */
+function pointerIssues(messages) {
+  return messages.map((text) => {
+    const match = /^#(\S*): ([\s\S]*)$/.exec(String(text));
+    if (match === null) return { path: [], message: String(text) };
+    const path = match[1]
+      .split("/")
+      .slice(1)
+      .map((segment) => decodeURIComponent(segment).replace(/~1/g, "/").replace(/~0/g, "~"));
+    return { path, message: match[2] };
+  });
 }
 
 function readHistory() {
@@ -819,7 +875,7 @@ function runsPage(root) {
         // Refused (an edit the tool's schema rejects, say): the run is still paused, its card stays.
         approvals.replaceChildren(...cardsShown);
         const body = await response.json().catch(() => ({}));
-        throw new Error(body.error?.message ?? `HTTP ${response.status}`);
+        throw new ApiError(response.status, body);
       }
       await readSse(response.body, dispatch);
     };
@@ -931,12 +987,19 @@ function showData(element, value) {
   });
 }
 
+/**
+ * An approval's card: the arguments as shown (redacted ones marked), approve, cancel, reject with a
+ * reason, or edit the arguments in a form drawn from the pending tool's input JSON Schema (filled in with
+ * the proposed arguments) and approve those. A refused edit puts the schema's messages beside the fields.
+ * Without a schema the form can draw, the arguments are edited as JSON text.
+ */
 function approvalCard(interrupt, resume) {
   const request = interrupt.metadata?.request ?? {};
   const params = request.params ?? {};
-  const reason = h("input", { id: `reason-${interrupt.id}`, type: "text" });
-  const editable = Object.fromEntries(Object.entries(params).filter(([, value]) => value !== "[redacted]"));
-  const edit = h("textarea", { id: `edit-${interrupt.id}`, rows: 4, class: "mono" }, json(editable));
+  const baseId = `edit-${String(interrupt.id).replace(/[^\w-]/g, "-")}`;
+  const reasonId = `reason-${String(interrupt.id).replace(/[^\w-]/g, "-")}`;
+  const reason = h("input", { id: reasonId, type: "text" });
+  const form = buildForm(request.inputSchema ?? { type: "object" }, baseId, params);
   const message = h("p", { class: "error", role: "alert" });
   const argsView = h("pre", { class: "data" });
   showData(argsView, params);
@@ -948,10 +1011,25 @@ function approvalCard(interrupt, resume) {
     }
   };
   const answer = async (status, payload) => {
+    message.textContent = "";
+    form.clearErrors();
     try {
       await resume({ interruptId: interrupt.id, status, ...(payload === undefined ? {} : { payload }) });
     } catch (error) {
-      message.textContent = error.message;
+      const refused = error.body?.error;
+      if (refused?.code === "invalid_edit" && Array.isArray(refused.data?.errors) && form.drawn) {
+        // The schema's own messages, beside the fields they name; the rest under the card.
+        const unplaced = form.showIssues(pointerIssues(refused.data.errors));
+        message.replaceChildren(
+          "The edited arguments were refused by the tool's input schema",
+          unplaced.length === refused.data.errors.length
+            ? `: ${refused.message}`
+            : " (see beside the fields).",
+          ...unplaced.map((issue) => h("span", { class: "issue" }, ` ${issue.message}`)),
+        );
+      } else {
+        message.textContent = error.message;
+      }
     }
   };
   return h(
@@ -982,7 +1060,7 @@ function approvalCard(interrupt, resume) {
     h(
       "div",
       { class: "field" },
-      h("label", { for: `reason-${interrupt.id}` }, "Reason for rejecting"),
+      h("label", { for: reasonId }, "Reason for rejecting"),
       reason,
       h(
         "button",
@@ -995,28 +1073,35 @@ function approvalCard(interrupt, resume) {
       ),
     ),
     h(
-      "div",
-      { class: "field" },
-      h("label", { for: `edit-${interrupt.id}` }, "Edit the arguments (redacted ones stay as they are)"),
-      edit,
-      h(
-        "button",
-        {
-          type: "button",
-          class: "secondary edit-approve",
-          onclick: () => {
-            let edited;
-            try {
-              edited = JSON.parse(edit.value);
-            } catch {
-              message.textContent = "The edited arguments are not valid JSON";
-              return;
-            }
-            void answer("resolved", { approved: true, editedArgs: edited });
-          },
+      "form",
+      {
+        class: "edit-args",
+        novalidate: true,
+        "aria-label": "Edit the arguments",
+        "data-form": form.drawn ? "schema" : "json",
+        onsubmit: (event) => {
+          event.preventDefault();
+          message.textContent = "";
+          form.clearErrors();
+          let edited;
+          try {
+            edited = form.read() ?? {};
+          } catch (error) {
+            message.textContent = `The edited arguments are not valid JSON (${error.message})`;
+            return;
+          }
+          void answer("resolved", { approved: true, editedArgs: edited });
         },
-        "Approve with these arguments",
+      },
+      h(
+        "h4",
+        {},
+        form.drawn
+          ? "Edit the arguments (redacted ones stay as they are)"
+          : "Edit the arguments as JSON (redacted ones stay as they are)",
       ),
+      form.element,
+      h("button", { type: "submit", class: "secondary edit-approve" }, "Approve with these arguments"),
     ),
     message,
   );
