@@ -320,12 +320,17 @@ describe("stdio children", () => {
       assert.ok(burst);
       const progress: unknown[] = [];
       const result = await burst.toolset.call("burst", {}, { onProgress: (update) => progress.push(update) });
-      assert.deepEqual(result, { ok: true, output: { done: true } });
+      assert.deepEqual(result, { ok: true, output: { done: true, asked: true } });
       assert.deepEqual(progress, [
         { progress: 1, total: 3 },
         { progress: 2, total: 3 },
         { progress: 3, total: 3 },
       ]);
+      // A call nobody wants progress from asks the child for none.
+      assert.deepEqual(await burst.toolset.call("burst", {}), {
+        ok: true,
+        output: { done: true, asked: false },
+      });
     } finally {
       await burst?.close();
     }

@@ -210,6 +210,25 @@ describe("createToolSet", () => {
     assert.deepEqual(result, { callId: "c1", key: "c1", tenant: "t1" });
   });
 
+  it("tells the handler whether anyone receives its progress, and hands reports to whoever does", async () => {
+    const reporter = defineTool({
+      name: "reporter",
+      description: "",
+      input: z.object({}),
+      execute: (_input, context) => {
+        context.progress(1, 2, "half");
+        return { wanted: context.progressWanted };
+      },
+    });
+    const tools = createToolSet([reporter]);
+    assert.deepEqual(await tools.invoke("reporter", {}), { wanted: false });
+    const reports: unknown[] = [];
+    assert.deepEqual(await tools.invoke("reporter", {}, { onProgress: (update) => reports.push(update) }), {
+      wanted: true,
+    });
+    assert.deepEqual(reports, [{ progress: 1, total: 2, message: "half" }]);
+  });
+
   it("derives JSON Schema once, at definition, keeping its 2020-12 dialect tag", () => {
     assert.deepEqual(add.inputJsonSchema, {
       $schema: "https://json-schema.org/draft/2020-12/schema",

@@ -213,6 +213,7 @@ async function runTool(
         ...(message === undefined ? {} : { message }),
       });
     },
+    progressWanted: options.onProgress !== undefined,
     ...(options.identity === undefined ? {} : { identity: options.identity }),
   };
 

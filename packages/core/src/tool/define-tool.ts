@@ -23,6 +23,11 @@ export interface ToolContext {
    * receives each report as a progress notification. A no-op when nobody listens.
    */
   readonly progress: (progress: number, total?: number, message?: string) => void;
+  /**
+   * Whether anyone receives `progress` reports (an MCP client that sent a progress token): a tool
+   * that relays a remote tool asks that one for progress only when this is true.
+   */
+  readonly progressWanted: boolean;
 }
 
 /** One progress report of a running call. */

@@ -141,10 +141,15 @@ async function loadEntry(
               description: listing.description,
               input: jsonSchema(listing.inputSchema),
               source: entry.path,
-              // The child's progress reports go to the call's; `context.progress` drops them when nobody listens.
+              // The child is asked for progress (a token on its request) only when someone receives it.
               execute: (args: unknown, context) =>
-                child.call(listing.name, args, context.signal, (update) =>
-                  context.progress(update.progress, update.total, update.message),
+                child.call(
+                  listing.name,
+                  args,
+                  context.signal,
+                  context.progressWanted
+                    ? (update) => context.progress(update.progress, update.total, update.message)
+                    : undefined,
                 ),
             }),
           );
