@@ -276,67 +276,99 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
     return child;
   };
   try {
-    // --- start the NATS cluster and the private PostgreSQL at once; every process after them at once
-    const [cluster, database] = await Promise.all([startNatsCluster({ size: 3 }), startPrivatePostgres()]);
-    cleanup.push(() => cluster.close());
-    cleanup.push(() => database.close());
-    const admin = new pg.Pool({ connectionString: database.url, max: 2 });
-    admin.on("error", () => undefined);
-    cleanup.push(() => admin.end());
-    await admin.query("CREATE DATABASE soak_durable");
-    await admin.query("CREATE DATABASE soak_memory");
-    const durableUrl = database.urlOf("soak_durable");
-    const memoryUrl = database.urlOf("soak_memory");
-    const durableSql = new pg.Pool({ connectionString: durableUrl, max: 2 });
-    durableSql.on("error", () => undefined);
-    cleanup.push(() => durableSql.end());
-    const memorySql = new pg.Pool({ connectionString: memoryUrl, max: 2 });
-    memorySql.on("error", () => undefined);
-    cleanup.push(() => memorySql.end());
-    await durableSql.query(
-      "CREATE TABLE soak_tool_effects (idempotency_key TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())",
-    );
-
-    // The mesh: R3 buckets, two node processes serving one bundle.
-    const client = await createMeshClient({ servers: cluster.urls, timeoutMs: 3000 });
-    cleanup.push(() => client.close());
-    await openMeshBuckets(client.connection, { replicas: 3 });
-    const urls = cluster.servers.map((server) => server.url);
+    // --- the mesh side (NATS, then its nodes) and the PostgreSQL side (initdb, then its services)
+    //     start side by side; every process of a side at once.
     const startNode = (name: string, order: string[]) =>
       spawnReady(nodeScript, [name, order.join(","), "pool", bundle]).then((started) =>
         track(started.process),
       );
-    for (const node of ["soak-a", "soak-b"])
-      await issueMembership(client.connection, { node, module: "pool" });
-    const startDocs = () =>
-      spawnReady(documentServerScript, [database.url, adminToken]).then((started) => ({
-        process: track(started.process),
-        url: started.line.split(" ")[1] as string,
-      }));
-    // Durable runners and memory services keep their port across a restart: clients list them.
-    const [runnerPorts, memoryPorts] = await Promise.all([
-      Promise.all([freePort(), freePort()]),
-      Promise.all([freePort(), freePort()]),
-    ]);
-    const startRunner = (port: number) =>
-      spawnReady(durableRunnerScript, [durableUrl, String(durableLeaseMs), String(port)]).then((started) => ({
-        process: track(started.process),
-        url: started.line.split(" ")[1] as string,
-      }));
-    const startMemory = (port: number) =>
-      spawnReady(memoryServiceScript, [memoryUrl, String(memoryJobLeaseMs), String(port)]).then(
-        (started) => ({ process: track(started.process), url: started.line.split(" ")[1] as string }),
+    const meshSide = (async () => {
+      const cluster = await startNatsCluster({ size: 3 });
+      cleanup.push(() => cluster.close());
+      // R3 buckets, two node processes serving one bundle.
+      const client = await createMeshClient({ servers: cluster.urls, timeoutMs: 3000 });
+      cleanup.push(() => client.close());
+      await openMeshBuckets(client.connection, { replicas: 3 });
+      const urls = cluster.servers.map((server) => server.url);
+      for (const node of ["soak-a", "soak-b"])
+        await issueMembership(client.connection, { node, module: "pool" });
+      const [nodeA] = await Promise.all([
+        startNode("soak-a", urls),
+        startNode("soak-b", [...urls.slice(1), urls[0] as string]),
+      ]);
+      return { cluster, client, urls, nodeA };
+    })();
+
+    const databaseSide = (async () => {
+      const database = await startPrivatePostgres();
+      cleanup.push(() => database.close());
+      const admin = new pg.Pool({ connectionString: database.url, max: 2 });
+      admin.on("error", () => undefined);
+      cleanup.push(() => admin.end());
+      await admin.query("CREATE DATABASE soak_durable");
+      await admin.query("CREATE DATABASE soak_memory");
+      const durableUrl = database.urlOf("soak_durable");
+      const memoryUrl = database.urlOf("soak_memory");
+      const durableSql = new pg.Pool({ connectionString: durableUrl, max: 2 });
+      durableSql.on("error", () => undefined);
+      cleanup.push(() => durableSql.end());
+      const memorySql = new pg.Pool({ connectionString: memoryUrl, max: 2 });
+      memorySql.on("error", () => undefined);
+      cleanup.push(() => memorySql.end());
+      await durableSql.query(
+        "CREATE TABLE soak_tool_effects (idempotency_key TEXT NOT NULL, attempt INTEGER NOT NULL, pid INTEGER NOT NULL, at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp())",
       );
-    let [nodeA, , docsA, docsB, runnerA, runnerB, memoryA, memoryB] = await Promise.all([
-      startNode("soak-a", urls),
-      startNode("soak-b", [...urls.slice(1), urls[0] as string]),
-      startDocs(),
-      startDocs(),
-      startRunner(runnerPorts[0]),
-      startRunner(runnerPorts[1]),
-      startMemory(memoryPorts[0]),
-      startMemory(memoryPorts[1]),
-    ]);
+      // Durable runners and memory services keep their port across a restart: clients list them.
+      const runnerPorts = [await freePort(), await freePort()] as const;
+      const memoryPorts = [await freePort(), await freePort()] as const;
+      const startDocs = () =>
+        spawnReady(documentServerScript, [database.url, adminToken]).then((started) => ({
+          process: track(started.process),
+          url: started.line.split(" ")[1] as string,
+        }));
+      const startRunner = (port: number) =>
+        spawnReady(durableRunnerScript, [durableUrl, String(durableLeaseMs), String(port)]).then(
+          (started) => ({ process: track(started.process), url: started.line.split(" ")[1] as string }),
+        );
+      const startMemory = (port: number) =>
+        spawnReady(memoryServiceScript, [memoryUrl, String(memoryJobLeaseMs), String(port)]).then(
+          (started) => ({ process: track(started.process), url: started.line.split(" ")[1] as string }),
+        );
+      const [docsA, docsB, runnerA, runnerB, memoryA, memoryB] = await Promise.all([
+        startDocs(),
+        startDocs(),
+        startRunner(runnerPorts[0]),
+        startRunner(runnerPorts[1]),
+        startMemory(memoryPorts[0]),
+        startMemory(memoryPorts[1]),
+      ]);
+      return {
+        database,
+        durableSql,
+        memorySql,
+        runnerPorts,
+        memoryPorts,
+        startDocs,
+        startRunner,
+        startMemory,
+        docsA,
+        docsB,
+        runnerA,
+        runnerB,
+        memoryA,
+        memoryB,
+      };
+    })();
+    // Both sides settle before anything is cleaned up, so no process starts after the cleanup ran.
+    const [meshStarted, databaseStarted] = await Promise.allSettled([meshSide, databaseSide]);
+    if (meshStarted.status === "rejected") throw meshStarted.reason;
+    if (databaseStarted.status === "rejected") throw databaseStarted.reason;
+    const { cluster, client, urls } = meshStarted.value;
+    let { nodeA } = meshStarted.value;
+    const { database, durableSql, memorySql, runnerPorts, memoryPorts, startDocs, startRunner, startMemory } =
+      databaseStarted.value;
+    let { docsA, runnerA, memoryA } = databaseStarted.value;
+    const { docsB, runnerB, memoryB } = databaseStarted.value;
     const documentId = "soak-doc";
     const token = "soak-token-0123456789abcdef";
     await createDocumentClient({ origin: docsA.url, token }).createDocument(documentId, {
