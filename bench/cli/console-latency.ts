@@ -188,6 +188,7 @@ try {
   const embedded = await mcpClient(embeddedUrl, true);
   const rawModern = rawClient(meshUrl, "2026-07-28");
   const rawLegacy = rawClient(meshUrl, "2025-06-18");
+  const rawEmbedded = rawClient(embeddedUrl, "2026-07-28");
 
   const rows = await measureAll([
     {
@@ -213,6 +214,10 @@ try {
     {
       name: "embedded console, MCP 2026-07-28, SDK client (HTTP → console, no NATS)",
       body: async () => check(await embedded.callTool({ name: "demo.echo", arguments: args })),
+    },
+    {
+      name: "embedded console, 2026-07-28 JSON-RPC, keep-alive node:http (HTTP → console, no NATS)",
+      body: async () => check(await rawEmbedded("demo.echo", args)),
     },
   ]);
   const baseline = rows[0]!;
