@@ -4,6 +4,7 @@ export {
   createDocumentClient,
   type DocumentClient,
   type DocumentClientOptions,
+  type PageQuery,
   type PullResult,
 } from "./client/create-document-client.ts";
 export { DocumentClientError } from "./client/document-client-error.ts";
@@ -49,7 +50,7 @@ export { SchemaDefinitionError } from "./schema/schema-definition-error.ts";
 export type { DocumentIssue, DocumentView, Entity, Relation } from "./schema/types.ts";
 export { validatePayload } from "./schema/validate-payload.ts";
 export type { ChangePage, DocumentChange, RowCounts } from "./server/change-log.ts";
-export type { PlanState } from "./server/document-host.ts";
+export type { EntityPage, PlanState, RelationPage } from "./server/document-host.ts";
 export type { ConflictReason, PushResult } from "./server/push-result.ts";
 export { contentKinds, mediaKinds, timelineSchema } from "./timeline/timeline-schema.ts";
 export { type Budgets, defaultBudgets, tokensOf } from "./tool/budget.ts";

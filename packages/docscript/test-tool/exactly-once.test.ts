@@ -68,22 +68,13 @@ describe("exactly once across a host restart", () => {
     directory = mkdtempSync(join(tmpdir(), "docscript-exactly-once-"));
     const inner = createSqliteDocumentStore({ path: join(directory, "documents.sqlite") });
     const store: DocumentStore = {
-      createDocument: (input) => inner.createDocument(input),
-      tokenHash: (documentId) => inner.tokenHash(documentId),
-      load: (documentId) => inner.load(documentId),
-      updatesAfter: (documentId, seq) => inner.updatesAfter(documentId, seq),
+      ...inner,
       async append(input) {
         await inner.append(input);
         const hook = afterStore;
         afterStore = undefined;
         await hook?.();
       },
-      compact: (documentId, snapshot, throughSeq) => inner.compact(documentId, snapshot, throughSeq),
-      rowsSeq: (documentId) => inner.rowsSeq(documentId),
-      replaceRows: (documentId, throughSeq, rows) => inner.replaceRows(documentId, throughSeq, rows),
-      readRows: (documentId, query) => inner.readRows(documentId, query),
-      countRows: (documentId) => inner.countRows(documentId),
-      close: () => inner.close(),
     };
     server = await serveDocuments({ store, schema: timelineSchema, adminToken, hostTokens: [hostToken] });
   });

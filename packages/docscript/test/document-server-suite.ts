@@ -2,7 +2,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { LoroDoc, LoroMap } from "loro-crdt";
-import { createDocumentClient, interpretDocument, openDocument, timelineSchema } from "../src/index.ts";
+import {
+  createDocumentClient,
+  type DocumentSession,
+  interpretDocument,
+  openDocument,
+  timelineSchema,
+} from "../src/index.ts";
 import { type DocumentStore, type RunningDocumentServer, serveDocuments } from "../src/server/index.ts";
 import { createEditor, seedTrack } from "./timeline-fixture.ts";
 
@@ -671,6 +677,88 @@ export function documentServerSuite(factory: StoreFactory): void {
       assert.equal(await fetchStatus("?limit=0", token), 400);
       assert.equal(await fetchStatus("?cursor=abc", token), 400);
       assert.equal((await reader.client.changes(other.documentId).catch((error) => error)).code, "forbidden");
+    });
+
+    it("pages entities and relations from the stored rows: by kind, ids, endpoint and cursor, with totals and issues", async () => {
+      const { documentId, token } = await newDocument();
+      const writer = createEditor(server.url, documentId, token, 81);
+      await writer.pull();
+      let first = { trackId: "", clipId: "", markerId: "", audioId: "" };
+      await writer.edit((session) => {
+        first = seedTrack(session, "page-a");
+        seedTrack(session, "page-b");
+        seedTrack(session, "page-c");
+      });
+      const expected = interpretDocument(writer.doc, timelineSchema);
+      // Every entity, two at a time, in id order: markers (embedded in their clips' rows) included.
+      const walked: unknown[] = [];
+      let after: string | undefined;
+      let total = { entities: 0, relations: 0 };
+      for (;;) {
+        const page = await writer.client.entities(documentId, { limit: 2, after });
+        walked.push(...page.entities);
+        total = page.total;
+        assert.deepEqual(page.issues, []);
+        if (page.entities.length < 2) break;
+        after = page.entities.at(-1)?.entityId;
+      }
+      assert.deepEqual(walked, expected.entities);
+      assert.deepEqual(total, { entities: expected.entities.length, relations: expected.relations.length });
+
+      const markers = await writer.client.entities(documentId, { kinds: ["sequence-marker"], limit: 10 });
+      assert.equal(markers.entities.length, 3);
+      assert.ok(markers.entities.some((entity) => entity.entityId === first.markerId));
+      const listed = await writer.client.entities(documentId, { ids: [first.clipId, first.audioId, "nope"] });
+      assert.deepEqual(
+        listed.entities.map((entity) => entity.entityId).sort(),
+        [first.audioId, first.clipId].sort(),
+      );
+      const ofClip = await writer.client.relations(documentId, { endpoint: first.clipId });
+      assert.deepEqual(
+        ofClip.relations.map((relation) => relation.relationKind).sort(),
+        ["contain", "contain", "marker"],
+        "held by its track, holding its audio and its marker",
+      );
+      const relations = await writer.client.relations(documentId, { limit: 100 });
+      const byId = (left: { relationId: string }, right: { relationId: string }) =>
+        left.relationId < right.relationId ? -1 : 1;
+      assert.deepEqual([...relations.relations].sort(byId), [...expected.relations].sort(byId));
+
+      // Each creates a medium for the same file: fine alone, two media for one file once merged. Stored
+      // past its conflict, the page lists the issue, also after a restart, and not once it is fixed.
+      const alice = createEditor(server.url, documentId, token, 82);
+      const bob = createEditor(server.url, documentId, token, 83);
+      await Promise.all([alice.pull(), bob.pull()]);
+      const twin = (session: DocumentSession) =>
+        session.entities.create({
+          entityKind: "audio",
+          payload: { system: "files", key: "twin", durationMs: 5 },
+        }).entityId;
+      let bobTwin = "";
+      const before = bob.doc.oplogVersion();
+      assert.equal((await alice.edit((session) => void twin(session))).status, "committed");
+      const bobResult = await bob.edit((session) => {
+        bobTwin = twin(session);
+      });
+      assert.equal(bobResult.status, "conflicted", JSON.stringify(bobResult));
+      const applied = await bob.client.push(documentId, bob.doc.export({ mode: "update", from: before }), {
+        applyRemaining: true,
+      });
+      assert.ok(applied.status === "conflicted" && applied.applied, JSON.stringify(applied));
+      await bob.pull();
+      const withIssues = interpretDocument(bob.doc, timelineSchema).issues;
+      assert.ok(
+        withIssues.some((issue) => issue.constraint === "entity.identity"),
+        JSON.stringify(withIssues),
+      );
+      assert.deepEqual((await bob.client.entities(documentId, { limit: 1 })).issues, withIssues);
+      await restart();
+      const carol = createEditor(server.url, documentId, token, 84);
+      assert.deepEqual((await carol.client.entities(documentId, { limit: 1 })).issues, withIssues);
+      await carol.pull();
+      const fixed = await carol.edit((session) => session.entities.delete(bobTwin));
+      assert.equal(fixed.status, "committed", JSON.stringify(fixed));
+      assert.deepEqual((await carol.client.entities(documentId, { limit: 1 })).issues, []);
     });
   });
 }

@@ -5,7 +5,7 @@
 import type { LoroDoc } from "loro-crdt";
 import { encodeVersion } from "../document/version.ts";
 import type { ChangePage } from "../server/change-log.ts";
-import type { PlanState } from "../server/document-host.ts";
+import type { EntityPage, PlanState, RelationPage } from "../server/document-host.ts";
 import type { PushResult } from "../server/push-result.ts";
 import { DocumentClientError } from "./document-client-error.ts";
 
@@ -39,6 +39,14 @@ export interface DocumentClient {
   pullInto(documentId: string, doc: LoroDoc): Promise<{ version: string }>;
   /** Sends an update; `rejected` and `conflicted` are results, not errors. */
   push(documentId: string, update: Uint8Array, options?: { applyRemaining?: boolean }): Promise<PushResult>;
+  /**
+   * A page of entities in id order, read from the server's stored rows (costs the same at any document
+   * size): by kinds and/or ids, after the last id of the previous page; with the version, the
+   * document's issues and totals.
+   */
+  entities(documentId: string, query?: PageQuery): Promise<EntityPage>;
+  /** A page of relations in id order, from the stored rows: by kinds, ids, or an endpoint entity. */
+  relations(documentId: string, query?: PageQuery & { endpoint?: string }): Promise<RelationPage>;
   /** Whether the server applied a plan id to the document (`applied`, with the version it reached) or not. */
   planState(documentId: string, planId: string): Promise<PlanState>;
   /**
@@ -51,6 +59,16 @@ export interface DocumentClient {
     documentId: string,
     options: { adminToken: string; token: string; snapshot?: Uint8Array },
   ): Promise<boolean>;
+}
+
+/** Which page of entities or relations to read. */
+export interface PageQuery {
+  readonly kinds?: readonly string[] | undefined;
+  readonly ids?: readonly string[] | undefined;
+  /** The last id of the previous page. */
+  readonly after?: string | undefined;
+  /** At most 1000; default 100. */
+  readonly limit?: number | undefined;
 }
 
 const VERSION_HEADER = "docscript-version";
@@ -131,7 +149,35 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
     };
   };
 
+  const page = async <Page>(
+    documentId: string,
+    route: "entities" | "relations",
+    query: PageQuery & { endpoint?: string | undefined },
+  ): Promise<Page> => {
+    const params = new URLSearchParams();
+    for (const kind of query.kinds ?? []) params.append("kind", kind);
+    for (const id of query.ids ?? []) params.append("id", id);
+    if (query.ids !== undefined && query.ids.length === 0) params.append("id", "");
+    if (query.after !== undefined) params.set("after", query.after);
+    if (query.limit !== undefined) params.set("limit", String(query.limit));
+    if (query.endpoint !== undefined) params.set("endpoint", query.endpoint);
+    const response = await request(
+      `${documentUrl(documentId, route)}?${params}`,
+      { method: "GET" },
+      await tokenOf(documentId),
+    );
+    if (response.status !== 200) throw await failure(response, documentId);
+    const body = (await response.json().catch(() => undefined)) as Record<string, unknown> | undefined;
+    if (body === undefined || typeof body.version !== "string" || !Array.isArray(body[route]))
+      throw new DocumentClientError("invalid_response", `the ${route} answer is not a page`, {
+        status: response.status,
+      });
+    return body as Page;
+  };
+
   return {
+    entities: (documentId, query = {}) => page<EntityPage>(documentId, "entities", query),
+    relations: (documentId, query = {}) => page<RelationPage>(documentId, "relations", query),
     pull: (documentId, pullOptions = {}) => pullBytes(documentId, pullOptions.since, pullOptions.waitMs),
     async pullInto(documentId, doc) {
       const empty = doc.oplogVersion().length() === 0;

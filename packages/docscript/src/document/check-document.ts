@@ -272,6 +272,7 @@ export function issueKey(issue: DocumentIssue): string {
  * touching them, the relations it wrote, those relations' endpoints, and every variant built on the
  * entities. An endpoint's other relations stay out: a new cardinality break always involves a relation
  * the change wrote, so checking that one finds it, and a hub (a track of 50 000 clips) costs nothing.
+ * Entities standing for the same identity as a touched one are in reach too (a clash names both).
  */
 export function changeScope(
   projection: Projection,
@@ -296,10 +297,15 @@ export function changeScope(
   }
   for (const entityId of [...entityIds])
     for (const variantId of projection.variantsOf(entityId)) entityIds.add(variantId);
+  // An identity clash is an issue of both entities: the one the change did not touch too.
+  for (const entityId of touched) {
+    for (const claim of projection.claimsOf(entityId))
+      for (const otherId of projection.sameIdentity(claim)) entityIds.add(otherId);
+  }
   return { entityIds, relationIds };
 }
 
-function compareIssues(left: DocumentIssue, right: DocumentIssue): number {
+export function compareIssues(left: DocumentIssue, right: DocumentIssue): number {
   const leftKey = issueKey(left);
   const rightKey = issueKey(right);
   const leftWhere = left.entityId ?? left.relationId ?? "";

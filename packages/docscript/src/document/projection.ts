@@ -223,10 +223,7 @@ export class Projection implements DocumentView {
 
   /** The identity an entity would have with `payload`, for `create` to find the one already there. */
   identityOf(entity: Pick<StoredEntity, "entityKind" | "own">): string | undefined {
-    const kind = this.schema.entities[entity.entityKind];
-    if (kind?.identity === undefined || kind.identity.length === 0) return undefined;
-    const values = kind.identity.map((name) => entity.own[name] ?? null);
-    return JSON.stringify([kind.identityGroup ?? entity.entityKind, ...values]);
+    return identityKey(this.schema, entity);
   }
 
   entityIdsWithIdentity(key: string): readonly string[] {
@@ -299,6 +296,17 @@ export class Projection implements DocumentView {
       if (ids?.size === 0) this.byEntity.delete(endpoint);
     }
   }
+}
+
+/** The identity an entity stands for under `schema` (kinds with an identity), as one key. */
+export function identityKey(
+  schema: Schema,
+  entity: Pick<StoredEntity, "entityKind" | "own">,
+): string | undefined {
+  const kind = schema.entities[entity.entityKind];
+  if (kind?.identity === undefined || kind.identity.length === 0) return undefined;
+  const values = kind.identity.map((name) => entity.own[name] ?? null);
+  return JSON.stringify([kind.identityGroup ?? entity.entityKind, ...values]);
 }
 
 export function compareRelations(left: StoredRelation, right: StoredRelation): number {

@@ -202,6 +202,45 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     return context.json(page, 200);
   });
 
+  // Pages read from the store's rows (never the whole Loro document): ?kind=…&id=… (repeatable),
+  // after (a cursor: the last id of the previous page), limit (0–1000; default 100).
+  const pageQuery = (context: {
+    req: { query(name: string): string | undefined; queries(name: string): string[] | undefined };
+  }) => {
+    const kinds = context.req.queries("kind");
+    const ids = context.req.queries("id");
+    const after = context.req.query("after");
+    const asked = Math.floor(Number(context.req.query("limit") ?? 100));
+    // 0 answers only the version, totals and issues.
+    const limit = Math.min(Math.max(Number.isNaN(asked) ? 100 : asked, 0), 1000);
+    return {
+      ...(kinds === undefined ? {} : { kinds }),
+      ...(ids === undefined ? {} : { ids }),
+      ...(after === undefined ? {} : { after }),
+      limit,
+    };
+  };
+
+  app.get("/documents/:documentId/entities", async (context) => {
+    const documentId = context.req.param("documentId");
+    const denied = await guard(documentId, context.req.header("authorization"));
+    if (denied !== undefined) return context.json(denied.body, denied.status);
+    const page = await host.entityPage(documentId, pageQuery(context));
+    return context.json(page, 200, { [VERSION_HEADER]: page.version });
+  });
+
+  app.get("/documents/:documentId/relations", async (context) => {
+    const documentId = context.req.param("documentId");
+    const denied = await guard(documentId, context.req.header("authorization"));
+    if (denied !== undefined) return context.json(denied.body, denied.status);
+    const endpoint = context.req.query("endpoint");
+    const page = await host.relationPage(documentId, {
+      ...pageQuery(context),
+      ...(endpoint === undefined ? {} : { endpoint }),
+    });
+    return context.json(page, 200, { [VERSION_HEADER]: page.version });
+  });
+
   app.get("/documents/:documentId/plans/:planId", async (context) => {
     const documentId = context.req.param("documentId");
     const denied = await guard(documentId, context.req.header("authorization"));

@@ -5,20 +5,41 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Logger, silentLogger } from "@tackle/core";
 import { decodeImportBlobMeta, type Frontiers, LoroDoc } from "loro-crdt";
-import { type CheckScope, changeScope, checkDocument, issueKey } from "../document/check-document.ts";
+import {
+  type CheckScope,
+  changeScope,
+  checkDocument,
+  compareIssues,
+  issueKey,
+} from "../document/check-document.ts";
 import type { ContainerIndex } from "../document/container-index.ts";
 import { projectDocument, refreshRows } from "../document/interpret.ts";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
-import type { Projection } from "../document/projection.ts";
+import { Projection } from "../document/projection.ts";
 import { decodeVersion, encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, formatIssue } from "../schema/docscript-error.ts";
-import type { DocumentIssue } from "../schema/types.ts";
+import type { DocumentIssue, Entity, Relation } from "../schema/types.ts";
 import { type ChangeFacts, stagedCounts } from "./change-log.ts";
 import { changedRows } from "./changed-rows.ts";
-import { type DocumentStore, type RowChange, StoreConflictError } from "./document-store.ts";
+import {
+  type DocumentStore,
+  type FoundMember,
+  type MemberQuery,
+  type RowChange,
+  type RowRoot,
+  StoreConflictError,
+} from "./document-store.ts";
 import { appliedPlans, hostOnlyChanges, issueReason, lostWrites, planIdsOf } from "./push-checks.ts";
 import type { PushResult } from "./push-result.ts";
+import {
+  allRowChanges,
+  countRow,
+  type MemberCounts,
+  relationOf,
+  rowChanges,
+  storedEntityOf,
+} from "./row-members.ts";
 
 export interface DocumentHostOptions {
   readonly store: DocumentStore;
@@ -36,7 +57,15 @@ interface OpenDocument {
   shadow: LoroDoc | undefined;
   /** Row of every container seen; shared by the live document and its forks (containers never move). */
   readonly index: ContainerIndex;
-  projection: Projection;
+  /**
+   * The rows as entities and relations, for push checks: read from the store's rows on the first push
+   * (opening reads none), kept in step after.
+   */
+  projection: Projection | undefined;
+  /** The document's issues (whole document), kept in step by each push; undefined until needed. */
+  issues: DocumentIssue[] | undefined;
+  /** Entities and relations per kind, for page totals; undefined until a page asks. */
+  counts: MemberCounts | undefined;
   seq: number;
   snapshotSeq: number;
   tokenHash: string;
@@ -54,6 +83,29 @@ export interface PushOptions {
   readonly host?: boolean;
   /** Store the update even when some of its writes no longer apply (they are reported, the rest applies). */
   readonly applyRemaining?: boolean;
+}
+
+/** A page of entities read from the store's rows, with the document's version and issues. */
+export interface EntityPage {
+  readonly version: string;
+  readonly total: { readonly entities: number; readonly relations: number };
+  /** Entities and relations per kind. */
+  readonly counts: PageCounts;
+  readonly entities: Entity[];
+  readonly issues: DocumentIssue[];
+}
+
+/** A page of relations read from the store's rows. */
+export interface RelationPage {
+  readonly version: string;
+  readonly total: { readonly entities: number; readonly relations: number };
+  readonly counts: PageCounts;
+  readonly relations: Relation[];
+}
+
+export interface PageCounts {
+  readonly entities: Readonly<Record<string, number>>;
+  readonly relations: Readonly<Record<string, number>>;
 }
 
 /** What the server knows of a plan id. */
@@ -108,7 +160,8 @@ export class DocumentHost {
       documentId,
       tokenHash: hashToken(token),
       snapshot: doc.export({ mode: "snapshot" }),
-      rows: allRows(projection),
+      rows: allRowChanges(projection),
+      issues: [],
     });
   }
 
@@ -254,7 +307,7 @@ export class DocumentHost {
     actor: string | undefined,
   ): Promise<PushResult> {
     for (let attempt = 0; ; attempt++) {
-      const open = await this.current(documentId);
+      const open = await this.withProjection(documentId);
       const outcome = this.check(open, bytes, pushOptions);
       if (outcome.undo === undefined) return outcome.result;
       const status = outcome.result.status === "conflicted" ? "conflicted" : "committed";
@@ -268,6 +321,7 @@ export class DocumentHost {
           ...(actor === undefined ? {} : { actor }),
           ...(outcome.rows === undefined ? {} : { rows: outcome.rows }),
           ...(outcome.change === undefined ? {} : { change: outcome.change }),
+          ...(outcome.issues === undefined ? {} : { issues: outcome.issues }),
         });
       } catch (error) {
         outcome.undo();
@@ -279,6 +333,13 @@ export class DocumentHost {
       open.doc.import(bytes);
       open.shadow = outcome.fork;
       open.seq = seq;
+      if (outcome.issues !== undefined) open.issues = outcome.issues;
+      if (open.counts !== undefined) {
+        for (const row of outcome.before ?? [])
+          countRow(open.counts, this.schema, row.root, row.rowId, row.json, -1);
+        for (const row of outcome.rows ?? [])
+          countRow(open.counts, this.schema, row.root, row.rowId, row.json, 1);
+      }
       this.wake(documentId);
       const version = encodeVersion(open.doc.oplogVersion());
       for (const planId of outcome.planIds ?? []) plansOf(open).set(planId, version);
@@ -304,7 +365,7 @@ export class DocumentHost {
    * classifies the result. `undo` is set when the push is to be stored; it puts the projection back.
    */
   private check(
-    open: OpenDocument,
+    open: OpenDocument & { projection: Projection; issues: DocumentIssue[] },
     bytes: Uint8Array,
     options: PushOptions,
   ): {
@@ -316,6 +377,10 @@ export class DocumentHost {
     rows?: RowChange[];
     /** What the change log records of the push (set with `undo`). */
     change?: ChangeFacts;
+    /** Those rows as they were. */
+    before?: { root: RowRoot; rowId: string; json: unknown }[];
+    /** The document's issues after the push. */
+    issues?: DocumentIssue[];
   } {
     const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
       result: { status: "rejected", reasons, issues },
@@ -388,7 +453,11 @@ export class DocumentHost {
         },
       };
     }
-    const rows = changedRowJson(open.projection, staged.rows);
+    const stored = {
+      rows: rowChanges(open.projection, staged.rows),
+      before: staged.before,
+      issues: nextIssues(open.issues, staged.scope, staged.after),
+    };
     // What the change log records if this is stored: counted off the rows just staged.
     const change: ChangeFacts = {
       credential: options.host === true ? "host" : "document",
@@ -397,7 +466,14 @@ export class DocumentHost {
       ...stagedCounts(open.projection, staged.previous, staged.previousRelations),
     };
     if (staged.added.length === 0 && lost.length === 0)
-      return { result: { status: "committed", version }, fork, undo: staged.undo, planIds, rows, change };
+      return {
+        result: { status: "committed", version },
+        fork,
+        undo: staged.undo,
+        planIds,
+        ...stored,
+        change,
+      };
     // The merged document breaks a constraint: the update's own fault, or the merge's?
     // The update was made on everything this server had when it depends on the server's current heads.
     const order = fork.cmpFrontiers(before, meta.startFrontiers);
@@ -433,7 +509,7 @@ export class DocumentHost {
       fork,
       undo: staged.undo,
       planIds,
-      rows,
+      ...stored,
       change,
     };
   }
@@ -457,6 +533,11 @@ export class DocumentHost {
     previousRelations: ReadonlyMap<string, unknown>;
     /** The rows the change touched. */
     rows: { readonly entities: ReadonlySet<string>; readonly relations: ReadonlySet<string> };
+    /** Those rows as they were. */
+    before: { root: RowRoot; rowId: string; json: unknown }[];
+    /** What the change reaches, and every issue there after it. */
+    scope: CheckScope;
+    after: DocumentIssue[];
   } {
     const rows = changedRows(doc, from, to, index);
     const foreign = [...rows.foreignRoots].map(
@@ -474,12 +555,26 @@ export class DocumentHost {
       entityIds: new Set([...beforeScope.entityIds, ...afterScope.entityIds]),
       relationIds: new Set([...beforeScope.relationIds, ...afterScope.relationIds]),
     };
-    const added = checkDocument(projection, scope).filter((issue) => !before.has(issueKey(issue)));
+    const after = checkDocument(projection, scope);
+    const added = after.filter((issue) => !before.has(issueKey(issue)));
     const undo = () => {
       for (const [rowId, json] of previousRows) projection.setRow(rowId, json);
       for (const [relationId, json] of previousRelations) projection.setRelationRow(relationId, json);
     };
-    return { added, foreign, undo, previous: previousRows, previousRelations, rows };
+    return {
+      added,
+      foreign,
+      undo,
+      previous: previousRows,
+      previousRelations,
+      rows,
+      before: [
+        ...[...previousRows].map(([rowId, json]) => ({ root: ENTITIES as RowRoot, rowId, json })),
+        ...[...previousRelations].map(([rowId, json]) => ({ root: RELATIONS as RowRoot, rowId, json })),
+      ],
+      scope,
+      after,
+    };
   }
 
   /** The issues the update adds to the version it was made on (the slow path: a full read of that version). */
@@ -515,23 +610,31 @@ export class DocumentHost {
       if (stored === undefined) throw new DocScriptError("document_not_found", `no document ${documentId}`);
       const doc = LoroDoc.fromSnapshot(stored.snapshot);
       if (stored.updates.length > 0) doc.importBatch(stored.updates.map((update) => update.bytes));
-      // Rows are read plainly (a deep read with container ids costs ~5× more); the container index
-      // fills as pushes touch rows, each container found through the op that created it.
+      // Nothing is read out of the document: rows come from the store's projection when a push or a
+      // page needs them. The container index fills as pushes touch rows, each container found
+      // through the op that created it.
       const index: ContainerIndex = new Map();
       open = {
         doc,
         shadow: undefined,
         index,
-        projection: projectDocument(doc, this.schema),
+        projection: undefined,
+        issues: undefined,
+        counts: undefined,
         seq: stored.updates.at(-1)?.seq ?? stored.snapshotSeq,
         snapshotSeq: stored.snapshotSeq,
         tokenHash: stored.tokenHash,
         plans: undefined,
       };
       this.open.set(documentId, open);
-      // A document stored before the store kept rows (or whose rows fell behind): write them once.
-      if ((await this.store.rowsSeq(documentId)) !== open.seq)
-        await this.store.replaceRows(documentId, open.seq, allRows(open.projection));
+      // A document stored before the store kept rows (or whose rows fell behind): read it whole once
+      // (rows are read plainly: a deep read with container ids costs ~5× more) and write them.
+      const rowsSeq = await this.store.rowsSeq(documentId);
+      if (rowsSeq === undefined || rowsSeq < open.seq) {
+        open.projection = projectDocument(doc, this.schema);
+        open.issues = checkDocument(open.projection);
+        await this.store.replaceRows(documentId, open.seq, allRowChanges(open.projection), open.issues);
+      }
       while (this.open.size > this.maxOpen) {
         const oldest = this.open.keys().next().value as string;
         this.open.delete(oldest);
@@ -556,8 +659,13 @@ export class DocumentHost {
     if (newer.length > 0) {
       const before = open.doc.frontiers();
       open.doc.importBatch(newer.map((update) => update.bytes));
-      const rows = changedRows(open.doc, before, open.doc.frontiers(), open.index);
-      refreshRows(open.projection, open.doc, rows, open.index);
+      if (open.projection !== undefined) {
+        const rows = changedRows(open.doc, before, open.doc.frontiers(), open.index);
+        refreshRows(open.projection, open.doc, rows, open.index);
+      }
+      // The other server stored the issues and rows these updates left: read them again on need.
+      open.issues = undefined;
+      open.counts = undefined;
       const plans = open.plans;
       if (plans !== undefined) {
         const version = encodeVersion(open.doc.oplogVersion());
@@ -569,6 +677,158 @@ export class DocumentHost {
       open.seq = newer.at(-1)?.seq ?? open.seq;
     }
     return open;
+  }
+
+  /**
+   * The open document with its projection and issues: the projection read from the store's rows (not
+   * the Loro document), then caught up with any update stored after the rows were read.
+   */
+  private async withProjection(
+    documentId: string,
+  ): Promise<OpenDocument & { projection: Projection; issues: DocumentIssue[] }> {
+    let open = await this.current(documentId);
+    if (open.projection === undefined) {
+      const rowsSeq = await this.store.rowsSeq(documentId);
+      if (rowsSeq !== undefined && rowsSeq >= open.seq) {
+        // Rows read at a later seq than the document's are re-read from the document when it catches up.
+        open.projection = await this.projectionFromStore(documentId);
+      } else {
+        open.projection = projectDocument(open.doc, this.schema);
+        open.issues = checkDocument(open.projection);
+        await this.store.replaceRows(documentId, open.seq, allRowChanges(open.projection), open.issues);
+      }
+      open = await this.current(documentId);
+    }
+    const projection = open.projection as Projection;
+    open.issues ??= (await this.storedIssues(documentId, open.seq)) ?? checkDocument(projection);
+    return open as OpenDocument & { projection: Projection; issues: DocumentIssue[] };
+  }
+
+  /** The issues the store keeps, when they are those of `seq`. */
+  private async storedIssues(documentId: string, seq: number): Promise<DocumentIssue[] | undefined> {
+    const before = await this.store.rowsSeq(documentId);
+    const issues = await this.store.documentIssues(documentId);
+    const after = await this.store.rowsSeq(documentId);
+    return before === seq && after === seq ? issues : undefined;
+  }
+
+  /** Every stored row, read a page at a time into a projection. */
+  private async projectionFromStore(documentId: string): Promise<Projection> {
+    const projection = new Projection(this.schema);
+    for (const root of [ENTITIES, RELATIONS] as const) {
+      let after: string | undefined;
+      for (;;) {
+        const page = await this.store.readRows(documentId, { root, after, limit: 5000 });
+        for (const row of page) {
+          if (root === ENTITIES) projection.setRow(row.rowId, row.json);
+          else projection.setRelationRow(row.rowId, row.json);
+        }
+        if (page.length < 5000) break;
+        after = page.at(-1)?.rowId;
+      }
+    }
+    return projection;
+  }
+
+  /**
+   * A page of entities in id order, read from the store's rows (never the Loro document): by kinds
+   * and/or ids, after a cursor; a variant with its base applied. With the document's version, its
+   * issues and how many entities and relations it has.
+   */
+  async entityPage(
+    documentId: string,
+    query: { kinds?: readonly string[]; ids?: readonly string[]; after?: string; limit: number },
+  ): Promise<EntityPage> {
+    return this.serialized(documentId, async () => {
+      const open = await this.current(documentId);
+      const found = await this.store.readMembers(documentId, {
+        type: "entity",
+        kinds: query.kinds,
+        ids: query.ids,
+        after: query.after,
+        limit: query.limit,
+      });
+      const entities = await this.assembled(documentId, firstClaims(found));
+      open.issues ??=
+        (await this.storedIssues(documentId, open.seq)) ?? (await this.withProjection(documentId)).issues;
+      return {
+        version: encodeVersion(open.doc.oplogVersion()),
+        ...(await this.totals(documentId, open)),
+        entities,
+        issues: open.issues,
+      };
+    });
+  }
+
+  /** A page of relations in id order, read from the store's rows: by kinds, ids, an endpoint, after a cursor. */
+  async relationPage(
+    documentId: string,
+    query: Omit<MemberQuery, "type" | "variantOf" | "identity">,
+  ): Promise<RelationPage> {
+    return this.serialized(documentId, async () => {
+      const open = await this.current(documentId);
+      const found = await this.store.readMembers(documentId, { ...query, type: "relation" });
+      return {
+        version: encodeVersion(open.doc.oplogVersion()),
+        ...(await this.totals(documentId, open)),
+        relations: firstClaims(found).map(relationOf),
+      };
+    });
+  }
+
+  private async totals(
+    documentId: string,
+    open: OpenDocument,
+  ): Promise<{ total: { entities: number; relations: number }; counts: PageCounts }> {
+    if (open.counts === undefined) {
+      const counts: MemberCounts = new Map();
+      for (const row of await this.store.countMembers(documentId))
+        counts.set(`${row.type}:${row.kind}`, row.count);
+      open.counts = counts;
+    }
+    const counts = { entities: {} as Record<string, number>, relations: {} as Record<string, number> };
+    const total = { entities: 0, relations: 0 };
+    for (const [key, count] of open.counts) {
+      const [type, ...kind] = key.split(":");
+      const section = type === "entity" ? "entities" : "relations";
+      counts[section][kind.join(":")] = count;
+      total[section] += count;
+    }
+    return { total, counts };
+  }
+
+  /** Entities as a reader sees them: a variant's base (read from the store too) under its own fields. */
+  private async assembled(documentId: string, found: readonly FoundMember[]): Promise<Entity[]> {
+    const read = found
+      .map((member) => storedEntityOf(this.schema, member))
+      .filter((entry) => entry !== undefined);
+    const bases = new Map<string, { entity: Entity; own: Readonly<Record<string, unknown>> }>();
+    for (const entry of read) bases.set(entry.entity.entityId, entry);
+    for (let depth = 0; depth < 16; depth++) {
+      const missing = [...bases.values()]
+        .map((entry) => entry.entity.variantOf)
+        .filter((id): id is string => id !== undefined && !bases.has(id));
+      if (missing.length === 0) break;
+      const more = await this.store.readMembers(documentId, {
+        type: "entity",
+        ids: [...new Set(missing)],
+        limit: missing.length * 2,
+      });
+      for (const member of firstClaims(more)) {
+        const entry = storedEntityOf(this.schema, member);
+        if (entry !== undefined) bases.set(member.id, entry);
+      }
+      if (more.length === 0) break;
+    }
+    const payloadOf = (entityId: string, seen: Set<string>): Record<string, unknown> => {
+      const entry = bases.get(entityId);
+      if (entry === undefined) return {};
+      const baseId = entry.entity.variantOf;
+      if (baseId === undefined || seen.has(entityId)) return { ...entry.own };
+      seen.add(entityId);
+      return { ...payloadOf(baseId, seen), ...entry.own };
+    };
+    return read.map((entry) => ({ ...entry.entity, payload: payloadOf(entry.entity.entityId, new Set()) }));
   }
 
   /** Runs `work` after every earlier call on the same document. */
@@ -587,27 +847,41 @@ export class DocumentHost {
   }
 }
 
-/** Every row of a projection, for a store's projection. */
-function allRows(projection: Projection): RowChange[] {
-  return changedRowJson(projection, {
-    entities: projection.rowIds(),
-    relations: projection.relationRowIds(),
-  });
+/**
+ * The document's issues after a change: those outside what it reached, kept, and every issue within
+ * it, checked again (deduplicated, in the check's order).
+ */
+function nextIssues(
+  issues: readonly DocumentIssue[],
+  scope: CheckScope,
+  within: readonly DocumentIssue[],
+): DocumentIssue[] {
+  const entityIds = new Set(scope.entityIds);
+  const relationIds = new Set(scope.relationIds);
+  const kept = issues.filter(
+    (issue) =>
+      !(issue.entityId !== undefined && entityIds.has(issue.entityId)) &&
+      !(issue.relationId !== undefined && relationIds.has(issue.relationId)),
+  );
+  const seen = new Set<string>();
+  return [...kept, ...within]
+    .filter((issue) => {
+      const key = issueKey(issue);
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    })
+    .sort(compareIssues);
 }
 
-/** The rows named, as `projection` holds them now (undefined JSON: the row is gone). */
-function changedRowJson(
-  projection: Projection,
-  rows: { readonly entities: Iterable<string>; readonly relations: Iterable<string> },
-): RowChange[] {
-  return [
-    ...[...rows.entities].map(
-      (rowId) => ({ root: ENTITIES, rowId, json: projection.rowJson(rowId) }) as const,
-    ),
-    ...[...rows.relations].map(
-      (rowId) => ({ root: RELATIONS, rowId, json: projection.relationJson(rowId) }) as const,
-    ),
-  ];
+/** One member per id: the first claim (two rows claiming one id is a conflict the check names). */
+function firstClaims(found: readonly FoundMember[]): FoundMember[] {
+  const seen = new Set<string>();
+  return found.filter((member) => {
+    if (seen.has(member.id)) return false;
+    seen.add(member.id);
+    return true;
+  });
 }
 
 /** The document's plan index, read off its history on first need. */

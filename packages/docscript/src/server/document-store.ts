@@ -3,6 +3,7 @@
  * snapshot, and the document's rows as JSON (its projection), kept by every append.
  */
 import { hasBrand, setBrand } from "@tackle/core";
+import type { DocumentIssue } from "../schema/types.ts";
 import type { ChangeFacts, ChangePage } from "./change-log.ts";
 
 export interface LoggedUpdate {
@@ -27,6 +28,41 @@ export interface RowChange {
   readonly root: RowRoot;
   readonly rowId: string;
   readonly json: unknown;
+  /** The entities and relations the row projects to (none for a deleted row). */
+  readonly members?: readonly RowMember[];
+}
+
+/** An entity or relation a row projects to. */
+export interface RowMember {
+  readonly type: "entity" | "relation";
+  readonly id: string;
+  readonly kind: string;
+  readonly endpoint0?: string;
+  readonly endpoint1?: string;
+  readonly variantOf?: string;
+  /** An entity's identity key (kinds with an identity: one entity per key). */
+  readonly identity?: string;
+}
+
+/** A member found by a query, with the row that stores it. */
+export interface FoundMember extends RowMember {
+  readonly root: RowRoot;
+  readonly rowId: string;
+  readonly json: unknown;
+}
+
+/** A page of entities or relations, in id order (bytewise). */
+export interface MemberQuery {
+  readonly type: "entity" | "relation";
+  readonly kinds?: readonly string[] | undefined;
+  readonly ids?: readonly string[] | undefined;
+  /** Relations with this entity id as either endpoint. */
+  readonly endpoint?: string | undefined;
+  /** Entities that are variants of this one. */
+  readonly variantOf?: string | undefined;
+  readonly identity?: string | undefined;
+  readonly after?: string | undefined;
+  readonly limit: number;
 }
 
 /** One row of the projection a store keeps. */
@@ -67,6 +103,8 @@ export interface AppendInput {
   readonly rows?: readonly RowChange[];
   /** What the change log records of it, in the same transaction as the update (none when absent). */
   readonly change?: ChangeFacts;
+  /** The document's issues after the update (stored with the rows). */
+  readonly issues?: readonly DocumentIssue[];
 }
 
 export interface DocumentStore {
@@ -76,6 +114,7 @@ export interface DocumentStore {
     tokenHash: string;
     snapshot: Uint8Array;
     rows?: readonly RowChange[];
+    issues?: readonly DocumentIssue[];
   }): Promise<boolean>;
   tokenHash(documentId: string): Promise<string | undefined>;
   load(documentId: string): Promise<StoredDocument | undefined>;
@@ -94,7 +133,18 @@ export interface DocumentStore {
    * Replaces every row of the document with `rows`, read at `throughSeq`; refused (false) when the log
    * has moved past `throughSeq` meanwhile.
    */
-  replaceRows(documentId: string, throughSeq: number, rows: readonly RowChange[]): Promise<boolean>;
+  replaceRows(
+    documentId: string,
+    throughSeq: number,
+    rows: readonly RowChange[],
+    issues: readonly DocumentIssue[],
+  ): Promise<boolean>;
+  /** The document's issues as of `rowsSeq` (undefined: not kept). */
+  documentIssues(documentId: string): Promise<DocumentIssue[] | undefined>;
+  /** A page of entities or relations, in id order, each with its row. */
+  readMembers(documentId: string, query: MemberQuery): Promise<FoundMember[]>;
+  /** How many entities and relations each kind has. */
+  countMembers(documentId: string): Promise<{ type: "entity" | "relation"; kind: string; count: number }[]>;
   /** A page of rows, in id order. */
   readRows(documentId: string, query: RowQuery): Promise<ProjectedRow[]>;
   /** How many rows each kind has, per root. */

@@ -80,6 +80,37 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     );
   `,
   },
+  {
+    version: 4,
+    name: "entities and relations of the rows, and the document's issues",
+    // Every entity and relation a row projects to (an embedded entity and a slot relation live in their
+    // holder's row), so a reader pages entities by kind and id, and finds relations by endpoint, without
+    // the Loro document; the document's issues as JSON (NULL: unknown). Rows written before this are
+    // written again (with their members) the next time a server opens the document.
+    up: `
+    ALTER TABLE docscript_documents ADD COLUMN issues TEXT;
+    UPDATE docscript_documents SET rows_seq = NULL;
+    CREATE TABLE docscript_members (
+      document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+      type TEXT NOT NULL,
+      member_id TEXT NOT NULL,
+      kind TEXT NOT NULL,
+      root TEXT NOT NULL,
+      row_id TEXT NOT NULL,
+      endpoint0 TEXT,
+      endpoint1 TEXT,
+      variant_of TEXT,
+      identity TEXT,
+      PRIMARY KEY (document_id, type, member_id, root, row_id)
+    );
+    CREATE INDEX docscript_members_kind ON docscript_members (document_id, type, kind, member_id);
+    CREATE INDEX docscript_members_row ON docscript_members (document_id, root, row_id);
+    CREATE INDEX docscript_members_endpoint0 ON docscript_members (document_id, endpoint0) WHERE endpoint0 IS NOT NULL;
+    CREATE INDEX docscript_members_endpoint1 ON docscript_members (document_id, endpoint1) WHERE endpoint1 IS NOT NULL;
+    CREATE INDEX docscript_members_variant ON docscript_members (document_id, variant_of) WHERE variant_of IS NOT NULL;
+    CREATE INDEX docscript_members_identity ON docscript_members (document_id, identity) WHERE identity IS NOT NULL;
+  `,
+  },
 ];
 
 export const postgresMigrations: readonly PostgresMigration[] = [
@@ -150,6 +181,34 @@ export const postgresMigrations: readonly PostgresMigration[] = [
     created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (document_id, seq)
   );
+`,
+  },
+  {
+    version: 4,
+    name: "entities and relations of the rows, and the document's issues",
+    // As for SQLite; ids compare bytewise (COLLATE "C").
+    up: `
+  ALTER TABLE docscript_documents ADD COLUMN issues TEXT;
+  UPDATE docscript_documents SET rows_seq = NULL;
+  CREATE TABLE docscript_members (
+    document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+    type TEXT NOT NULL,
+    member_id TEXT COLLATE "C" NOT NULL,
+    kind TEXT COLLATE "C" NOT NULL,
+    root TEXT NOT NULL,
+    row_id TEXT COLLATE "C" NOT NULL,
+    endpoint0 TEXT COLLATE "C",
+    endpoint1 TEXT COLLATE "C",
+    variant_of TEXT COLLATE "C",
+    identity TEXT,
+    PRIMARY KEY (document_id, type, member_id, root, row_id)
+  );
+  CREATE INDEX docscript_members_kind ON docscript_members (document_id, type, kind, member_id);
+  CREATE INDEX docscript_members_row ON docscript_members (document_id, root, row_id);
+  CREATE INDEX docscript_members_endpoint0 ON docscript_members (document_id, endpoint0) WHERE endpoint0 IS NOT NULL;
+  CREATE INDEX docscript_members_endpoint1 ON docscript_members (document_id, endpoint1) WHERE endpoint1 IS NOT NULL;
+  CREATE INDEX docscript_members_variant ON docscript_members (document_id, variant_of) WHERE variant_of IS NOT NULL;
+  CREATE INDEX docscript_members_identity ON docscript_members (document_id, identity) WHERE identity IS NOT NULL;
 `,
   },
 ];

@@ -113,7 +113,7 @@ test("a push to a ~1k-entity document imports only its update: no snapshot, no f
       return client.export({ mode: "update", from });
     };
 
-    // The first push opens the document (a full read) and makes its fork: a one-time cost.
+    // The first push opens the document (rows read from the store) and makes its fork: a one-time cost.
     const first = await host.push("big", nextUpdate());
     assert.equal(first.status, "committed", JSON.stringify(first));
 
@@ -140,6 +140,43 @@ test("a push to a ~1k-entity document imports only its update: no snapshot, no f
     read.import((await host.snapshot("big")).bytes);
     const stored = openDocument(read, timelineSchema, { role: "host" }).entities.get(caption.entityId);
     assert.match(String(stored?.payload.text), /!!!!$/, "every push was stored");
+  } finally {
+    await host.close();
+  }
+});
+
+test("opening a ~1k-entity document, a page of it and its first push read no whole map: rows come from the store", async () => {
+  const host = new DocumentHost({
+    store: createSqliteDocumentStore({ path: ":memory:" }),
+    schema: timelineSchema,
+  });
+  try {
+    const snapshot = sampleTimelineSnapshot({ extraClips: 330 });
+    assert.equal(await host.create("big", "token-0123456789abcdef", snapshot), true);
+    const client = LoroDoc.fromSnapshot(snapshot);
+    const session = openDocument(client, timelineSchema, { role: "host" });
+    const [caption] = session.entities.list({ entityKind: "caption" });
+    assert.ok(caption !== undefined);
+    const from = client.oplogVersion();
+    session.entities.update(caption.entityId, [{ op: "splice", path: ["text"], index: 0, insert: "¡" }]);
+    client.commit();
+    const update = client.export({ mode: "update", from });
+
+    host.forget();
+    let page: Awaited<ReturnType<DocumentHost["entityPage"]>> | undefined;
+    let result: Awaited<ReturnType<DocumentHost["push"]>> | undefined;
+    const work = await watchLoro(async () => {
+      page = await host.entityPage("big", { kinds: ["clip"], limit: 5 });
+      result = await host.push("big", update);
+    });
+    assert.equal(result?.status, "committed", JSON.stringify(result));
+    assert.equal(page?.entities.length, 5);
+    assert.ok(page?.entities.every((entity) => entity.entityKind === "clip"));
+    assert.ok((page?.total.entities ?? 0) >= 1000, `total ${page?.total.entities}`);
+    assert.ok(work.snapshotsRead > 0, "the document was not opened inside the watch");
+    assert.ok(work.widestRead < 50, `read ${work.widestRead} rows at once (a full projection)`);
+    const after = await host.entityPage("big", { ids: [caption.entityId], limit: 1 });
+    assert.match(String(after.entities[0]?.payload.text), /^¡/, "the page reads the pushed row");
   } finally {
     await host.close();
   }

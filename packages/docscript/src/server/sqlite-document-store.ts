@@ -3,6 +3,7 @@ import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
 import { type ChangeRow, changeOfRow, changeValues, pageOf } from "./change-log.ts";
 import {
   type DocumentStore,
+  type FoundMember,
   type LoggedUpdate,
   type ProjectedRow,
   type RowChange,
@@ -81,8 +82,50 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
   const selectCounts = database.prepare(
     "SELECT root, kind, count(*) AS n FROM docscript_rows WHERE document_id = ? GROUP BY root, kind",
   );
+  const deleteMembersOfRow = database.prepare(
+    "DELETE FROM docscript_members WHERE document_id = ? AND root = ? AND row_id = ?",
+  );
+  const deleteMembers = database.prepare("DELETE FROM docscript_members WHERE document_id = ?");
+  const insertMember = database.prepare(
+    `INSERT OR REPLACE INTO docscript_members
+       (document_id, type, member_id, kind, root, row_id, endpoint0, endpoint1, variant_of, identity)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const setIssues = database.prepare("UPDATE docscript_documents SET issues = ? WHERE document_id = ?");
+  const selectIssues = database.prepare("SELECT issues FROM docscript_documents WHERE document_id = ?");
+  const selectMembers = database.prepare(
+    `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of, m.identity,
+            r.payload
+     FROM docscript_members m
+     JOIN docscript_rows r ON r.document_id = m.document_id AND r.root = m.root AND r.row_id = m.row_id
+     WHERE m.document_id = ?1 AND m.type = ?2 AND m.member_id > ?3
+       AND (?4 IS NULL OR m.kind IN (SELECT value FROM json_each(?4)))
+       AND (?5 IS NULL OR m.member_id IN (SELECT value FROM json_each(?5)))
+       AND (?6 IS NULL OR m.endpoint0 = ?6 OR m.endpoint1 = ?6)
+       AND (?7 IS NULL OR m.variant_of = ?7)
+       AND (?8 IS NULL OR m.identity = ?8)
+     ORDER BY m.member_id, m.row_id LIMIT ?9`,
+  );
+  const selectMemberCounts = database.prepare(
+    "SELECT type, kind, count(*) AS n FROM docscript_members WHERE document_id = ? GROUP BY type, kind",
+  );
   const writeRows = (documentId: string, rows: readonly RowChange[], version: number): void => {
     for (const change of rows) {
+      deleteMembersOfRow.run(documentId, change.root, change.rowId);
+      for (const member of change.members ?? []) {
+        insertMember.run(
+          documentId,
+          member.type,
+          member.id,
+          member.kind,
+          change.root,
+          change.rowId,
+          member.endpoint0 ?? null,
+          member.endpoint1 ?? null,
+          member.variantOf ?? null,
+          member.identity ?? null,
+        );
+      }
       if (change.json === undefined) {
         deleteRow.run(documentId, change.root, change.rowId);
         continue;
@@ -107,13 +150,14 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     });
 
   return {
-    async createDocument({ documentId, tokenHash, snapshot, rows }) {
+    async createDocument({ documentId, tokenHash, snapshot, rows, issues }) {
       return sqliteTransaction(database, () => {
         const result = insertDocument.run(documentId, tokenHash, snapshot, new Date().toISOString());
         if (Number(result.changes) !== 1) return false;
         if (rows !== undefined) {
           writeRows(documentId, rows, 0);
           setRowsSeq.run(0, documentId);
+          setIssues.run(JSON.stringify(issues ?? []), documentId);
         }
         return true;
       });
@@ -142,7 +186,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     async updatesAfter(documentId, seq) {
       return toUpdates(selectUpdates.all(documentId, seq));
     },
-    async append({ documentId, seq, bytes, status, actor, rows, change }) {
+    async append({ documentId, seq, bytes, status, actor, rows, change, issues }) {
       const at = new Date().toISOString();
       try {
         sqliteTransaction(database, () => {
@@ -151,8 +195,10 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
           if (change !== undefined)
             insertChange.run(documentId, seq, status, ...changeValues(actor, change), at);
           // Rows only onto a projection that holds through the previous update; else it stays behind.
-          if (rows !== undefined && Number(advanceRowsSeq.run(seq, documentId, seq - 1).changes) === 1)
+          if (rows !== undefined && Number(advanceRowsSeq.run(seq, documentId, seq - 1).changes) === 1) {
             writeRows(documentId, rows, seq);
+            setIssues.run(issues === undefined ? null : JSON.stringify(issues), documentId);
+          }
         });
       } catch (error) {
         if (/UNIQUE|PRIMARY KEY/i.test(String((error as Error).message)))
@@ -171,15 +217,45 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
       const row = selectRowsSeq.get(documentId) as { rows_seq: number | null } | undefined;
       return row?.rows_seq === null || row === undefined ? undefined : Number(row.rows_seq);
     },
-    async replaceRows(documentId, throughSeq, rows) {
+    async replaceRows(documentId, throughSeq, rows, issues) {
       return sqliteTransaction(database, () => {
         const last = selectLastSeq.get(documentId) as { seq: number | null } | undefined;
         if (last === undefined || Number(last.seq) > throughSeq) return false;
         deleteRows.run(documentId);
+        deleteMembers.run(documentId);
         writeRows(documentId, rows, throughSeq);
         setRowsSeq.run(throughSeq, documentId);
+        setIssues.run(JSON.stringify(issues), documentId);
         return true;
       });
+    },
+    async documentIssues(documentId) {
+      const row = selectIssues.get(documentId) as { issues: string | null } | undefined;
+      return row?.issues === null || row === undefined ? undefined : JSON.parse(row.issues);
+    },
+    async readMembers(documentId, query) {
+      const json = (values: readonly string[] | undefined) =>
+        values === undefined ? null : JSON.stringify(values);
+      const rows = selectMembers.all(
+        documentId,
+        query.type,
+        query.after ?? "",
+        json(query.kinds),
+        json(query.ids),
+        query.endpoint ?? null,
+        query.variantOf ?? null,
+        query.identity ?? null,
+        query.limit,
+      ) as unknown as MemberRecord[];
+      return rows.map(toMember);
+    },
+    async countMembers(documentId) {
+      const rows = selectMemberCounts.all(documentId) as {
+        type: "entity" | "relation";
+        kind: string;
+        n: number;
+      }[];
+      return rows.map((row) => ({ type: row.type, kind: row.kind, count: Number(row.n) }));
     },
     async readRows(documentId, query) {
       const json = (values: readonly string[] | undefined) =>
@@ -216,5 +292,34 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     async close() {
       if (database.isOpen) database.close();
     },
+  };
+}
+
+interface MemberRecord {
+  type: "entity" | "relation";
+  member_id: string;
+  kind: string;
+  root: RowRoot;
+  row_id: string;
+  endpoint0: string | null;
+  endpoint1: string | null;
+  variant_of: string | null;
+  identity: string | null;
+  payload: string;
+}
+
+/** A member as a query found it (both stores). */
+export function toMember(record: MemberRecord): FoundMember {
+  return {
+    type: record.type,
+    id: record.member_id,
+    kind: record.kind,
+    root: record.root,
+    rowId: record.row_id,
+    json: JSON.parse(record.payload),
+    ...(record.endpoint0 === null ? {} : { endpoint0: record.endpoint0 }),
+    ...(record.endpoint1 === null ? {} : { endpoint1: record.endpoint1 }),
+    ...(record.variant_of === null ? {} : { variantOf: record.variant_of }),
+    ...(record.identity === null ? {} : { identity: record.identity }),
   };
 }

@@ -27,6 +27,7 @@ import { elide, type PlanPreview } from "./plan-preview.ts";
 import { renderPrompt } from "./prompt.ts";
 import { discardUploads, runEditScript, type SchemaReference } from "./run-edit-script.ts";
 import { createKeyedSerializer } from "./serialize-by-key.ts";
+import { servedByServer, serverSnapshotPage } from "./server-snapshot-page.ts";
 import { CursorError, ProjectionIndex, type SnapshotPage, snapshotPage } from "./snapshot-page.ts";
 import { type ToolInput, toolInputSchema } from "./tool-input.ts";
 
@@ -365,6 +366,23 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   };
 
   const snapshot = async (input: ToolInput): Promise<DocScriptResult> => {
+    if (servedByServer(input)) {
+      // Read from the server's stored rows: nothing of the document is pulled or read here.
+      const envelope = { ok: true, op: "snapshot", doc_id: input.doc_id, version: "" } as const;
+      try {
+        const { version, ...page } = await serverSnapshotPage(
+          client,
+          input.doc_id,
+          input,
+          budgets.snapshot - tokensOf(envelope) - 60,
+        );
+        return { ...envelope, version, ...page };
+      } catch (error) {
+        if (error instanceof CursorError)
+          return failure(input.op, { code: "invalid_input", message: error.message });
+        throw error;
+      }
+    }
     const state = await pull(input.doc_id);
     const view = await viewOf(state);
     const envelope = {

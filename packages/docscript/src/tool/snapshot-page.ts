@@ -68,21 +68,28 @@ export class ProjectionIndex {
   }
 }
 
-interface Cursor {
+export interface Cursor {
   readonly section: "e" | "r";
   readonly after: string;
+  /** Items of the section before `after` (pages read from the server count them instead of the ids). */
+  readonly n?: number;
 }
 
 export class CursorError extends Error {}
 
-function encodeCursor(cursor: Cursor): string {
+export function encodeCursor(cursor: Cursor): string {
   return Buffer.from(JSON.stringify(cursor)).toString("base64url");
 }
 
-function decodeCursor(text: string): Cursor {
+export function decodeCursor(text: string): Cursor {
   try {
     const value = JSON.parse(Buffer.from(text, "base64url").toString("utf8")) as Cursor;
-    if ((value.section === "e" || value.section === "r") && typeof value.after === "string") return value;
+    if (
+      (value.section === "e" || value.section === "r") &&
+      typeof value.after === "string" &&
+      (value.n === undefined || (Number.isInteger(value.n) && value.n >= 0))
+    )
+      return value;
   } catch {}
   throw new CursorError("cursor is not one a snapshot page returned; start again without it");
 }
@@ -111,6 +118,30 @@ function spanOf(projection: Projection, entity: Entity): [number, number] | unde
   if (typeof start !== "number") return undefined;
   const duration = marker.payload.durationMs;
   return [start, start + (typeof duration === "number" ? duration : 0)];
+}
+
+/** An entity as a page shows it: only `fields` when given; long values elided past a quarter of the page. */
+export function renderEntity(
+  entity: Entity,
+  fields: readonly string[] | undefined,
+  budget: number,
+): { value: unknown; elided: boolean } {
+  const payload =
+    fields === undefined
+      ? entity.payload
+      : Object.fromEntries(
+          fields.filter((name) => name in entity.payload).map((name) => [name, entity.payload[name]]),
+        );
+  const whole = {
+    entityId: entity.entityId,
+    entityKind: entity.entityKind,
+    ...(entity.variantOf === undefined ? {} : { variantOf: entity.variantOf }),
+    payload,
+  };
+  // One entity never takes more than a quarter of a page: long values read as their head and a count.
+  if (JSON.stringify(payload).length < budget && tokensOf(whole) <= budget / 4)
+    return { value: whole, elided: false };
+  return { value: { ...whole, payload: elide(payload) }, elided: true };
 }
 
 export function snapshotPage(
@@ -214,24 +245,7 @@ export function snapshotPage(
   const relationStart =
     cursor === undefined || cursor.section === "e" ? 0 : firstAfter(matchedRelationIds, cursor.after);
 
-  const render = (entity: Entity): { value: unknown; elided: boolean } => {
-    const payload =
-      query.fields === undefined
-        ? entity.payload
-        : Object.fromEntries(
-            query.fields.filter((name) => name in entity.payload).map((name) => [name, entity.payload[name]]),
-          );
-    const whole = {
-      entityId: entity.entityId,
-      entityKind: entity.entityKind,
-      ...(entity.variantOf === undefined ? {} : { variantOf: entity.variantOf }),
-      payload,
-    };
-    // One entity never takes more than a quarter of a page: long values read as their head and a count.
-    if (JSON.stringify(payload).length < budget && tokensOf(whole) <= budget / 4)
-      return { value: whole, elided: false };
-    return { value: { ...whole, payload: elide(payload) }, elided: true };
-  };
+  const render = (entity: Entity) => renderEntity(entity, query.fields, budget);
   type Item =
     | { section: "e"; id: string; value: unknown; elided: boolean }
     | { section: "r"; id: string; value: Relation; elided: false };

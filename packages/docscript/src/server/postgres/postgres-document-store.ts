@@ -11,6 +11,7 @@ import {
   StoreConflictError,
 } from "../document-store.ts";
 import { postgresMigrations } from "../migrations.ts";
+import { toMember } from "../sqlite-document-store.ts";
 
 /** The channel an append notifies, with the document id as payload. */
 const APPENDS_CHANNEL = "docscript_appends";
@@ -72,6 +73,41 @@ export async function createPostgresDocumentStore(
     rows: readonly RowChange[],
     version: number,
   ): Promise<void> => {
+    for (const root of ["entities", "relations"] as const) {
+      const ids = rows.filter((change) => change.root === root).map((change) => change.rowId);
+      if (ids.length > 0)
+        await client.query(
+          "DELETE FROM docscript_members WHERE document_id = $1 AND root = $2 AND row_id = ANY($3::text[])",
+          [documentId, root, ids],
+        );
+    }
+    const members = rows.flatMap((change) =>
+      (change.members ?? []).map((member) => ({ member, root: change.root, rowId: change.rowId })),
+    );
+    for (let start = 0; start < members.length; start += 5000) {
+      const chunk = members.slice(start, start + 5000);
+      const column = (pick: (entry: (typeof chunk)[number]) => string | undefined) =>
+        chunk.map((entry) => pick(entry) ?? null);
+      await client.query(
+        `INSERT INTO docscript_members
+           (document_id, type, member_id, kind, root, row_id, endpoint0, endpoint1, variant_of, identity)
+         SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+           $8::text[], $9::text[], $10::text[])
+         ON CONFLICT DO NOTHING`,
+        [
+          documentId,
+          column((entry) => entry.member.type),
+          column((entry) => entry.member.id),
+          column((entry) => entry.member.kind),
+          column((entry) => entry.root),
+          column((entry) => entry.rowId),
+          column((entry) => entry.member.endpoint0),
+          column((entry) => entry.member.endpoint1),
+          column((entry) => entry.member.variantOf),
+          column((entry) => entry.member.identity),
+        ],
+      );
+    }
     const deleted = rows.filter((change) => change.json === undefined);
     const kept = rows
       .filter((change) => change.json !== undefined)
@@ -109,11 +145,17 @@ export async function createPostgresDocumentStore(
     rows.map((row) => ({ seq: Number(row.seq), bytes: new Uint8Array(row.bytes) }));
 
   return {
-    async createDocument({ documentId, tokenHash, snapshot, rows }) {
+    async createDocument({ documentId, tokenHash, snapshot, rows, issues }) {
       return postgresTransaction(pool, async (client) => {
         const result = await client.query(
-          "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq, rows_seq) VALUES ($1, $2, $3, 0, $4) ON CONFLICT DO NOTHING",
-          [documentId, tokenHash, Buffer.from(snapshot), rows === undefined ? null : 0],
+          "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq, rows_seq, issues) VALUES ($1, $2, $3, 0, $4, $5) ON CONFLICT DO NOTHING",
+          [
+            documentId,
+            tokenHash,
+            Buffer.from(snapshot),
+            rows === undefined ? null : 0,
+            rows === undefined ? null : JSON.stringify(issues ?? []),
+          ],
         );
         if (result.rowCount !== 1) return false;
         if (rows !== undefined) await writeRows(client, documentId, rows, 0);
@@ -177,7 +219,7 @@ export async function createPostgresDocumentStore(
       );
       return toUpdates(result.rows);
     },
-    async append({ documentId, seq, bytes, status, actor, rows, change }) {
+    async append({ documentId, seq, bytes, status, actor, rows, change, issues }) {
       const insert = `WITH appended AS (
              INSERT INTO docscript_updates (document_id, seq, bytes, status, actor) VALUES ($1, $2, $3, $4, $5)
              RETURNING document_id
@@ -201,8 +243,8 @@ export async function createPostgresDocumentStore(
             if (rows === undefined) return;
             // Rows only onto a projection that holds through the previous update; else it stays behind.
             const advanced = await client.query(
-              "UPDATE docscript_documents SET rows_seq = $1 WHERE document_id = $2 AND rows_seq = $3",
-              [seq, documentId, seq - 1],
+              "UPDATE docscript_documents SET rows_seq = $1, issues = $4 WHERE document_id = $2 AND rows_seq = $3",
+              [seq, documentId, seq - 1, issues === undefined ? null : JSON.stringify(issues)],
             );
             if (advanced.rowCount === 1) await writeRows(client, documentId, rows, seq);
           });
@@ -227,7 +269,7 @@ export async function createPostgresDocumentStore(
       const value = result.rows[0]?.rows_seq;
       return value === null || value === undefined ? undefined : Number(value);
     },
-    async replaceRows(documentId, throughSeq, rows) {
+    async replaceRows(documentId, throughSeq, rows, issues) {
       return postgresTransaction(pool, async (client) => {
         // The document's row locked: an append committing meanwhile waits, or is seen below.
         const last = await client.query<{ seq: string }>(
@@ -238,13 +280,56 @@ export async function createPostgresDocumentStore(
         const row = last.rows[0];
         if (row === undefined || Number(row.seq) > throughSeq) return false;
         await client.query("DELETE FROM docscript_rows WHERE document_id = $1", [documentId]);
+        await client.query("DELETE FROM docscript_members WHERE document_id = $1", [documentId]);
         await writeRows(client, documentId, rows, throughSeq);
-        await client.query("UPDATE docscript_documents SET rows_seq = $1 WHERE document_id = $2", [
-          throughSeq,
-          documentId,
-        ]);
+        await client.query(
+          "UPDATE docscript_documents SET rows_seq = $1, issues = $3 WHERE document_id = $2",
+          [throughSeq, documentId, JSON.stringify(issues)],
+        );
         return true;
       });
+    },
+    async documentIssues(documentId) {
+      const result = await pool.query<{ issues: string | null }>(
+        "SELECT issues FROM docscript_documents WHERE document_id = $1",
+        [documentId],
+      );
+      const issues = result.rows[0]?.issues;
+      return issues === null || issues === undefined ? undefined : JSON.parse(issues);
+    },
+    async readMembers(documentId, query) {
+      const result = await pool.query(
+        `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of, m.identity,
+                r.payload
+         FROM docscript_members m
+         JOIN docscript_rows r ON r.document_id = m.document_id AND r.root = m.root AND r.row_id = m.row_id
+         WHERE m.document_id = $1 AND m.type = $2 AND m.member_id > $3
+           AND ($4::text[] IS NULL OR m.kind = ANY($4::text[]))
+           AND ($5::text[] IS NULL OR m.member_id = ANY($5::text[]))
+           AND ($6::text IS NULL OR m.endpoint0 = $6 OR m.endpoint1 = $6)
+           AND ($7::text IS NULL OR m.variant_of = $7)
+           AND ($8::text IS NULL OR m.identity = $8)
+         ORDER BY m.member_id, m.row_id LIMIT $9`,
+        [
+          documentId,
+          query.type,
+          query.after ?? "",
+          query.kinds ?? null,
+          query.ids ?? null,
+          query.endpoint ?? null,
+          query.variantOf ?? null,
+          query.identity ?? null,
+          query.limit,
+        ],
+      );
+      return result.rows.map(toMember);
+    },
+    async countMembers(documentId) {
+      const result = await pool.query<{ type: "entity" | "relation"; kind: string; n: string }>(
+        "SELECT type, kind, count(*) AS n FROM docscript_members WHERE document_id = $1 GROUP BY type, kind",
+        [documentId],
+      );
+      return result.rows.map((row) => ({ type: row.type, kind: row.kind, count: Number(row.n) }));
     },
     async readRows(documentId, query) {
       const result = await pool.query<{

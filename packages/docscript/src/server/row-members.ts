@@ -1,0 +1,121 @@
+/**
+ * What a stored row projects to, for the store's projection: the row's JSON with the entities and
+ * relations it holds (an embedded entity and a slot relation live in their holder's row), and the
+ * entities a page shows, assembled from found rows.
+ */
+import { ENTITIES, RELATIONS } from "../document/layout.ts";
+import { identityKey, type Projection, readRelationRow, readRow } from "../document/projection.ts";
+import type { Schema } from "../schema/define-schema.ts";
+import type { Entity, Relation } from "../schema/types.ts";
+import type { FoundMember, RowChange, RowMember, RowRoot } from "./document-store.ts";
+
+/** The entities and relations one row projects to. */
+export function membersOfRow(schema: Schema, root: RowRoot, rowId: string, json: unknown): RowMember[] {
+  if (json === undefined) return [];
+  if (root === RELATIONS) {
+    const relation = readRelationRow(rowId, json);
+    return [
+      {
+        type: "relation",
+        id: rowId,
+        kind: relation.relationKind,
+        endpoint0: relation.endpoint0EntityId,
+        endpoint1: relation.endpoint1EntityId,
+      },
+    ];
+  }
+  const record = readRow(rowId, json, schema);
+  return [
+    ...record.entities.map((entity): RowMember => {
+      const identity = identityKey(schema, entity);
+      return {
+        type: "entity",
+        id: entity.entityId,
+        kind: entity.entityKind,
+        ...(entity.variantOf === undefined ? {} : { variantOf: entity.variantOf }),
+        ...(identity === undefined ? {} : { identity }),
+      };
+    }),
+    ...record.relations.map(
+      (relation): RowMember => ({
+        type: "relation",
+        id: relation.relationId,
+        kind: relation.relationKind,
+        endpoint0: relation.endpoint0EntityId,
+        endpoint1: relation.endpoint1EntityId,
+      }),
+    ),
+  ];
+}
+
+/** The rows named, as `projection` holds them now (undefined JSON: the row is gone), with their members. */
+export function rowChanges(
+  projection: Projection,
+  rows: { readonly entities: Iterable<string>; readonly relations: Iterable<string> },
+): RowChange[] {
+  const change = (root: RowRoot, rowId: string, json: unknown): RowChange => ({
+    root,
+    rowId,
+    json,
+    members: membersOfRow(projection.schema, root, rowId, json),
+  });
+  return [
+    ...[...rows.entities].map((rowId) => change(ENTITIES, rowId, projection.rowJson(rowId))),
+    ...[...rows.relations].map((rowId) => change(RELATIONS, rowId, projection.relationJson(rowId))),
+  ];
+}
+
+/** Every row of a projection. */
+export function allRowChanges(projection: Projection): RowChange[] {
+  return rowChanges(projection, { entities: projection.rowIds(), relations: projection.relationRowIds() });
+}
+
+/** How many entities and relations of each kind, keyed `entity:kind` / `relation:kind`. */
+export type MemberCounts = Map<string, number>;
+
+/** Adds (sign 1) or takes away (sign -1) what `json` projects to from `counts`. */
+export function countRow(
+  counts: MemberCounts,
+  schema: Schema,
+  root: RowRoot,
+  rowId: string,
+  json: unknown,
+  sign: 1 | -1,
+): void {
+  for (const member of membersOfRow(schema, root, rowId, json)) {
+    const key = `${member.type}:${member.kind}`;
+    const next = (counts.get(key) ?? 0) + sign;
+    if (next === 0) counts.delete(key);
+    else counts.set(key, next);
+  }
+}
+
+/** The entity a found member stands for, its own fields only (a variant's base is applied by the caller). */
+export function storedEntityOf(
+  schema: Schema,
+  member: FoundMember,
+): { entity: Entity; own: Readonly<Record<string, unknown>> } | undefined {
+  const stored = readRow(member.rowId, member.json, schema).entities.find(
+    (entity) => entity.entityId === member.id,
+  );
+  if (stored === undefined) return undefined;
+  return {
+    entity: {
+      entityId: stored.entityId,
+      entityKind: stored.entityKind,
+      payload: stored.own,
+      ...(stored.variantOf === undefined ? {} : { variantOf: stored.variantOf }),
+    },
+    own: stored.own,
+  };
+}
+
+/** The relation a found member stands for. */
+export function relationOf(member: FoundMember): Relation {
+  return {
+    relationId: member.id,
+    relationKind: member.kind,
+    endpoint0EntityId: member.endpoint0 ?? "",
+    endpoint1EntityId: member.endpoint1 ?? "",
+  };
+}
