@@ -1,0 +1,232 @@
+/**
+ * What a session's reads and writes share: the document, its projection (kept in step with each
+ * write), and the one way a write lands (staged, checked within its reach, then applied to Loro).
+ */
+import { randomBytes } from "node:crypto";
+import { type LoroDoc, LoroMap } from "loro-crdt";
+import type { Schema } from "../schema/define-schema.ts";
+import { DocScriptError } from "../schema/docscript-error.ts";
+import { changeScope, checkDocument, isDeferred, issueKey } from "./check-document.ts";
+import { positionBetween } from "./fractional-position.ts";
+import { projectDocument, refreshRows, versionKey } from "./interpret.ts";
+import {
+  EMBEDDED_ID,
+  ENTITIES,
+  RELATIONS,
+  ROW_FIELDS,
+  ROW_KIND,
+  ROW_SLOTS,
+  ROW_VARIANT_OF,
+} from "./layout.ts";
+import type { Projection, StoredEntity, StoredRelation } from "./projection.ts";
+import type { DocumentSessionOptions } from "./session-types.ts";
+import { writeFields } from "./write-loro.ts";
+
+export type RowChanges = { entities: Map<string, unknown>; relations: Map<string, unknown> };
+
+export type SessionContext = ReturnType<typeof createSessionContext>;
+
+export function createSessionContext(doc: LoroDoc, schema: Schema, options: DocumentSessionOptions) {
+  const given = options.projection;
+  const projection: Projection =
+    given !== undefined &&
+    given.schema === schema &&
+    given.readAt !== undefined &&
+    given.readAt === versionKey(doc) &&
+    doc.getPendingTxnLength() === 0
+      ? given.clone()
+      : projectDocument(doc, schema);
+  /** Changed only for the length of one call made through `asHost()`. */
+  const state = { role: options.role ?? "script" };
+  const createId =
+    options.createId ?? ((kind: string) => `${kind}-${randomBytes(9).toString("base64url").slice(0, 12)}`);
+  const entitiesMap = doc.getMap(ENTITIES);
+  const relationsMap = doc.getMap(RELATIONS);
+
+  const notFound = (entityId: string): DocScriptError =>
+    new DocScriptError("entity_not_found", `no entity ${entityId}`, [
+      { constraint: "entity.exists", message: "no such entity", entityId, path: [] },
+    ]);
+  const requireStored = (entityId: string): StoredEntity => {
+    const stored = typeof entityId === "string" ? projection.stored(entityId) : undefined;
+    if (stored === undefined) throw notFound(String(entityId));
+    return stored;
+  };
+  const requireRelation = (relationId: string): StoredRelation => {
+    const relation = projection.storedRelation(relationId);
+    if (relation === undefined) {
+      throw new DocScriptError("relation_not_found", `no relation ${relationId}`, [
+        { constraint: "relation.exists", message: "no such relation", relationId, path: [] },
+      ]);
+    }
+    return relation;
+  };
+  const rowJson = (rowId: string): Record<string, unknown> | undefined => {
+    const value = entitiesMap.get(rowId) as unknown;
+    return value instanceof LoroMap ? (value.toJSON() as Record<string, unknown>) : undefined;
+  };
+  const rowMap = (rowId: string): LoroMap => entitiesMap.get(rowId) as LoroMap;
+  /** The fields map holding an entity's own fields: its row's, or its embedded row's in its holder's slot. */
+  const fieldsMapOf = (stored: StoredEntity): LoroMap => {
+    const row = rowMap(stored.rowId);
+    if (stored.holder === undefined) return row.get(ROW_FIELDS) as LoroMap;
+    const embedded = (row.get(ROW_SLOTS) as LoroMap).get(stored.holder.slot) as LoroMap;
+    return embedded.get(ROW_FIELDS) as LoroMap;
+  };
+  const slotsOf = (rowId: string): LoroMap => rowMap(rowId).getOrCreateContainer(ROW_SLOTS, new LoroMap());
+
+  /** The union of every landed write's scope (the after scope already holds the before scope). */
+  const changed = { entityIds: new Set<string>(), relationIds: new Set<string>() };
+
+  /** Scope of a change: the rows' entities and relations, then everything touching them. */
+  const scopeOf = (changes: RowChanges, extraEntities: Iterable<string>) =>
+    changeScope(
+      projection,
+      { entities: changes.entities.keys(), relations: changes.relations.keys() },
+      extraEntities,
+    );
+
+  /**
+   * Lands one write: stage the rows it will produce in the projection, check what it touched, refuse
+   * (undoing the staging) when it adds an issue, else mutate the document and re-read the rows.
+   */
+  const land = (changes: RowChanges, mutate: () => void, extraEntities: Iterable<string> = []): void => {
+    const previous: RowChanges = { entities: new Map(), relations: new Map() };
+    const beforeScope = scopeOf(changes, extraEntities);
+    const before = new Set(
+      checkDocument(projection, { entityIds: beforeScope.entityIds, relationIds: beforeScope.relationIds })
+        .filter((issue) => !isDeferred(issue))
+        .map(issueKey),
+    );
+    for (const [rowId, json] of changes.entities) {
+      previous.entities.set(rowId, projection.row(rowId) === undefined ? undefined : rowJson(rowId));
+      projection.setRow(rowId, json);
+    }
+    for (const [relationId, json] of changes.relations) {
+      const stored = relationsMap.get(relationId) as unknown;
+      previous.relations.set(relationId, stored instanceof LoroMap ? stored.toJSON() : undefined);
+      projection.setRelationRow(relationId, json);
+    }
+    // What the before scope held stays checked, without widening it to its neighbours' relations (a
+    // clip's track holds thousands): that is the server's scope too, and it keeps a write's check local.
+    const afterScope = scopeOf(changes, extraEntities);
+    for (const entityId of beforeScope.entityIds) afterScope.entityIds.add(entityId);
+    for (const relationId of beforeScope.relationIds) afterScope.relationIds.add(relationId);
+    const added = checkDocument(projection, afterScope).filter(
+      (issue) => !isDeferred(issue) && !before.has(issueKey(issue)),
+    );
+    if (added.length > 0) {
+      for (const [rowId, json] of previous.entities) projection.setRow(rowId, json);
+      for (const [relationId, json] of previous.relations) projection.setRelationRow(relationId, json);
+      throw DocScriptError.fromIssues("schema_violation", added);
+    }
+    mutate();
+    refreshRows(projection, doc, { entities: changes.entities.keys(), relations: changes.relations.keys() });
+    for (const entityId of afterScope.entityIds) changed.entityIds.add(entityId);
+    for (const relationId of afterScope.relationIds) changed.relationIds.add(relationId);
+  };
+
+  const hostOnlyCheck = (
+    stored: Pick<StoredEntity, "entityKind" | "entityId">,
+    fieldNames: Iterable<string>,
+  ): void => {
+    if (state.role === "host") return;
+    const kind = schema.entities[stored.entityKind];
+    for (const name of fieldNames) {
+      if (kind?.fields[name]?.hostOnly) {
+        throw new DocScriptError(
+          "host_only_field",
+          `${stored.entityId} ${name}: only the host writes this field`,
+          [
+            {
+              constraint: "field.hostOnly",
+              message: "only the host writes this field",
+              entityId: stored.entityId,
+              path: [name],
+            },
+          ],
+        );
+      }
+    }
+  };
+
+  /** The row JSON an embedded entity takes in its holder's slot, or a top-level row. */
+  const embeddedJson = (stored: StoredEntity): Record<string, unknown> => ({
+    [EMBEDDED_ID]: stored.entityId,
+    [ROW_KIND]: stored.entityKind,
+    [ROW_FIELDS]: stored.own,
+  });
+  const topLevelJson = (stored: StoredEntity): Record<string, unknown> => ({
+    [ROW_KIND]: stored.entityKind,
+    [ROW_FIELDS]: stored.own,
+    ...(stored.variantOf === undefined ? {} : { [ROW_VARIANT_OF]: stored.variantOf }),
+  });
+  const withSlot = (rowId: string, slot: string, value: unknown): Record<string, unknown> => {
+    const json = rowJson(rowId) ?? {};
+    const slots = { ...((json[ROW_SLOTS] as Record<string, unknown> | undefined) ?? {}) };
+    if (value === undefined) delete slots[slot];
+    else slots[slot] = value;
+    return { ...json, [ROW_SLOTS]: slots };
+  };
+  const writeTopLevelRow = (stored: StoredEntity): void => {
+    const row = entitiesMap.setContainer(stored.entityId, new LoroMap());
+    row.set(ROW_KIND, stored.entityKind);
+    if (stored.variantOf !== undefined) row.set(ROW_VARIANT_OF, stored.variantOf);
+    writeFields(
+      row.setContainer(ROW_FIELDS, new LoroMap()),
+      schema.entities[stored.entityKind]?.fields ?? {},
+      stored.own,
+    );
+  };
+  const writeEmbeddedRow = (holderId: string, slot: string, stored: StoredEntity): void => {
+    const embedded = slotsOf(holderId).setContainer(slot, new LoroMap());
+    embedded.set(EMBEDDED_ID, stored.entityId);
+    embedded.set(ROW_KIND, stored.entityKind);
+    writeFields(
+      embedded.setContainer(ROW_FIELDS, new LoroMap()),
+      schema.entities[stored.entityKind]?.fields ?? {},
+      stored.own,
+    );
+  };
+
+  const orderedSiblings = (relationKind: string, holderId: string, excluding?: string): StoredRelation[] =>
+    projection
+      .storedRelationsOf(holderId, relationKind)
+      .filter(
+        (relation) =>
+          relation.endpoint0EntityId === holderId &&
+          relation.slot === undefined &&
+          relation.relationId !== excluding,
+      );
+  const positionAt = (siblings: StoredRelation[], index: number | undefined): string => {
+    const at = index === undefined ? siblings.length : Math.max(0, Math.min(index, siblings.length));
+    return positionBetween(siblings[at - 1]?.position, siblings[at]?.position);
+  };
+
+  return {
+    doc,
+    schema,
+    projection,
+    /** The role writes are checked for; `asHost()` changes it for the length of one call. */
+    state,
+    createId,
+    entitiesMap,
+    relationsMap,
+    requireStored,
+    requireRelation,
+    rowJson,
+    rowMap,
+    fieldsMapOf,
+    slotsOf,
+    changed,
+    land,
+    hostOnlyCheck,
+    embeddedJson,
+    topLevelJson,
+    withSlot,
+    writeTopLevelRow,
+    writeEmbeddedRow,
+    orderedSiblings,
+    positionAt,
+  };
+}

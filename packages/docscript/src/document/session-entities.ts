@@ -1,0 +1,174 @@
+/** A session's entity reads and writes: list, get, create, update, delete. */
+import { DocScriptError } from "../schema/docscript-error.ts";
+import type { Entity } from "../schema/types.ts";
+import { withDefaults } from "../schema/validate-payload.ts";
+import type { StoredEntity } from "./projection.ts";
+import type { SessionContext } from "./session-context.ts";
+import type { DocumentSession } from "./session-types.ts";
+import { applyOpToValue, checkOp } from "./update-op.ts";
+import { applyOpToLoro, writeFields } from "./write-loro.ts";
+
+export function sessionEntities(context: SessionContext): DocumentSession["entities"] {
+  const {
+    schema,
+    projection,
+    createId,
+    entitiesMap,
+    relationsMap,
+    requireStored,
+    rowJson,
+    fieldsMapOf,
+    slotsOf,
+    land,
+    hostOnlyCheck,
+    embeddedJson,
+    topLevelJson,
+    withSlot,
+    writeTopLevelRow,
+  } = context;
+  return {
+    list(filter = {}) {
+      return [...projection.entities(filter.entityKind)].map((entity) => ({
+        ...entity,
+        payload: structuredClone(entity.payload),
+      }));
+    },
+    get(entityId) {
+      return projection.entity(entityId);
+    },
+    create(input) {
+      const kind = schema.entities[input.entityKind];
+      if (kind === undefined) {
+        throw new DocScriptError(
+          "unknown_kind",
+          `"${input.entityKind}" is not an entity kind; kinds: ${Object.keys(schema.entities).join(", ")}`,
+        );
+      }
+      const given = input.payload ?? {};
+      hostOnlyCheck(
+        { entityKind: input.entityKind, entityId: input.entityId ?? input.entityKind },
+        Object.keys(given),
+      );
+      const own = input.variantOf === undefined ? withDefaults(kind.fields, given) : { ...given };
+      const identity = projection.identityOf({ entityKind: input.entityKind, own });
+      const existing = identity === undefined ? undefined : projection.entityIdsWithIdentity(identity)[0];
+      if (existing !== undefined) return projection.entity(existing) as Entity;
+      const entityId = input.entityId ?? createId(input.entityKind);
+      if (projection.stored(entityId) !== undefined) {
+        throw new DocScriptError("invalid_operation", `an entity ${entityId} already exists`, [
+          { constraint: "entity.unique", message: "the id is taken", entityId, path: [] },
+        ]);
+      }
+      const stored: StoredEntity = {
+        entityId,
+        entityKind: input.entityKind,
+        own,
+        rowId: entityId,
+        ...(input.variantOf === undefined ? {} : { variantOf: input.variantOf }),
+      };
+      land(
+        { entities: new Map([[entityId, topLevelJson(stored)]]), relations: new Map() },
+        () => writeTopLevelRow(stored),
+        [entityId],
+      );
+      return projection.entity(entityId) as Entity;
+    },
+    update(entityId, ops) {
+      const stored = requireStored(entityId);
+      const kind = schema.entities[stored.entityKind];
+      if (kind === undefined)
+        throw new DocScriptError("unknown_kind", `${entityId} has unknown kind "${stored.entityKind}"`);
+      if (!Array.isArray(ops)) throw new DocScriptError("invalid_operation", "update takes a list of ops");
+      const original = (projection.entity(entityId) as Entity).payload as Record<string, unknown>;
+      let assembled = original;
+      for (const op of ops) {
+        checkOp(kind.fields, op, entityId);
+        hostOnlyCheck(stored, [op.path[0] as string]);
+        const field = kind.fields[op.path[0] as string];
+        const current = assembled[op.path[0] as string];
+        assembled = applyOpToValue(assembled, op, entityId);
+        if (
+          field?.fixed &&
+          current !== null &&
+          current !== undefined &&
+          JSON.stringify(current) !== JSON.stringify(assembled[op.path[0] as string])
+        ) {
+          throw DocScriptError.fromIssues("schema_violation", [
+            {
+              constraint: "field.fixed",
+              message: "is fixed once stated",
+              entityId,
+              path: [op.path[0] as string],
+            },
+          ]);
+        }
+      }
+      const touched = new Set(ops.map((op) => op.path[0] as string));
+      const own: Record<string, unknown> = stored.variantOf === undefined ? assembled : { ...stored.own };
+      if (stored.variantOf !== undefined) for (const name of touched) own[name] = assembled[name];
+      const next: StoredEntity = { ...stored, own };
+      const rowJsonAfter =
+        stored.holder === undefined
+          ? topLevelJson(next)
+          : withSlot(stored.rowId, stored.holder.slot, embeddedJson(next));
+      const fullRow =
+        stored.holder === undefined ? { ...rowJson(stored.rowId), ...rowJsonAfter } : rowJsonAfter;
+      land({ entities: new Map([[stored.rowId, fullRow]]), relations: new Map() }, () => {
+        const fields = fieldsMapOf(stored);
+        let progress = original;
+        const baseOnly =
+          stored.variantOf !== undefined
+            ? new Set([...touched].filter((name) => !(name in stored.own)))
+            : new Set<string>();
+        // A variant's first write to a field copies the base's value in, then edits it.
+        if (baseOnly.size > 0)
+          writeFields(
+            fields,
+            kind.fields,
+            Object.fromEntries([...baseOnly].map((name) => [name, progress[name]])),
+          );
+        for (const op of ops) {
+          progress = applyOpToValue(progress, op, entityId);
+          applyOpToLoro(fields, kind.fields, op, progress);
+        }
+      });
+      return projection.entity(entityId) as Entity;
+    },
+    delete(entityId) {
+      const stored = requireStored(entityId);
+      const entities = new Map<string, unknown>();
+      const relations = new Map<string, unknown>();
+      const slotClears: { holderId: string; slot: string }[] = [];
+      if (stored.holder !== undefined) {
+        entities.set(stored.rowId, withSlot(stored.rowId, stored.holder.slot, undefined));
+      } else {
+        entities.set(stored.rowId, undefined);
+      }
+      const goingIds =
+        stored.holder === undefined
+          ? (projection.row(stored.rowId)?.entities ?? []).map((entity) => entity.entityId)
+          : [entityId];
+      for (const relation of goingIds.flatMap((id) => projection.storedRelationsOf(id))) {
+        if (relation.slot === undefined) relations.set(relation.relationId, undefined);
+        else if (
+          !goingIds.includes(relation.endpoint0EntityId) &&
+          relation.endpoint0EntityId !== stored.holder?.entityId
+        ) {
+          slotClears.push({ holderId: relation.endpoint0EntityId, slot: relation.slot });
+        }
+      }
+      for (const clear of slotClears) {
+        const holder = projection.stored(clear.holderId);
+        if (holder?.holder !== undefined || holder === undefined) continue;
+        entities.set(clear.holderId, withSlot(clear.holderId, clear.slot, undefined));
+      }
+      land({ entities, relations }, () => {
+        if (stored.holder !== undefined) slotsOf(stored.rowId).delete(stored.holder.slot);
+        else entitiesMap.delete(stored.rowId);
+        for (const relationId of relations.keys()) relationsMap.delete(relationId);
+        for (const clear of slotClears)
+          if (entities.has(clear.holderId)) slotsOf(clear.holderId).delete(clear.slot);
+      });
+    },
+  };
+}
