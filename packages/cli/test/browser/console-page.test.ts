@@ -25,6 +25,8 @@ let context: BrowserContext;
 let page: Page;
 let errors: string[];
 let origin: string;
+/** Every URL the main browser context requested, across all the tests. */
+const requested: string[] = [];
 /** The docscript module's embedded document server, which the test also reaches as another client. */
 let documentServer: string;
 const documentToken = "sample-document-token-for-the-test";
@@ -50,6 +52,7 @@ before(async () => {
     { viaNpmStart: true },
   );
   context = await browser.newContext();
+  context.on("request", (request) => requested.push(request.url()));
   page = await context.newPage();
   errors = watchErrors(page);
 });
@@ -311,7 +314,14 @@ describe("the console page, served by npm start", () => {
     assert.equal(await theirs.locator("[data-plan]").getAttribute("data-plan"), planId);
     assert.equal(await page.locator("#change-log li").first().getAttribute("data-seq"), "2");
     await page.waitForFunction(() => document.querySelectorAll("#timeline .lane-label").length === 4);
-    assert.match(await page.locator("#timeline").innerText(), /voice over/);
+    // The new lane takes its place by role (bgm, after the video, before the captions), then by name,
+    // whatever its random id: the lanes do not jump between redraws.
+    assert.deepEqual(await page.locator("#timeline .lane-label").allTextContents(), [
+      "Main (video)",
+      "Music (bgm)",
+      "voice over (bgm)",
+      "Captions (caption)",
+    ]);
     await checkPage("documents");
     assert.deepEqual(errors, []);
   });
@@ -429,6 +439,16 @@ describe("the console page, served by npm start", () => {
     const rows = await page.locator("#runs tbody tr").allInnerTexts();
     assert.ok(rows.length >= 4);
     assert.deepEqual(errors, []);
+  });
+
+  test("no CDN, no network: every request the pages made went to this console", () => {
+    assert.ok(requested.length > 20, `the pages were visited (${requested.length} requests)`);
+    const assets = new Set(requested.filter((url) => url.startsWith(`${origin}/assets/`)));
+    assert.deepEqual([...assets].sort(), [`${origin}/assets/console.css`, `${origin}/assets/console.js`]);
+    assert.deepEqual(
+      requested.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith("data:")),
+      [],
+    );
   });
 });
 

@@ -1639,7 +1639,21 @@ function drawTimeline(snapshot) {
     );
     return relation === undefined ? undefined : byId.get(relation.endpoint1EntityId);
   };
-  const tracks = snapshot.entities.filter((entity) => entity.entityKind === "track");
+  // Lanes in a stable order (a document keeps no order among its tracks, and its snapshot lists them by
+  // id): the timeline schema's roles in order, pictures above sound above captions; then by name.
+  const roles = ["video", "overlay", "audio", "bgm", "voiceover", "caption"];
+  const rank = (track) => {
+    const at = roles.indexOf(track.payload?.role);
+    return at < 0 ? roles.length : at;
+  };
+  const tracks = snapshot.entities
+    .filter((entity) => entity.entityKind === "track")
+    .sort(
+      (a, b) =>
+        rank(a) - rank(b) ||
+        String(a.payload?.name ?? "").localeCompare(String(b.payload?.name ?? "")) ||
+        a.entityId.localeCompare(b.entityId),
+    );
   const lanes = tracks.map((track) => ({
     track,
     clips: contains(track.entityId)
