@@ -1,7 +1,7 @@
 /**
  * Live module status in the page, on a real mesh: two `tackle serve` processes on a private
- * nats-server; node B stops and the open page shows its module unreachable (with the error), then ok
- * again when B is back — without a reload.
+ * nats-server; a module that fails to load is shown failed with its error; node B stops and the open
+ * page shows its module unreachable (with the error), then ok again when B is back — without a reload.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -12,6 +12,7 @@ import { cleanEnv, runTackle, type ServeProcess, startServe, tempHome } from "..
 import { type Browser, launchChromium, watchErrors } from "./chromium.ts";
 
 const whoami = fileURLToPath(new URL("../fixtures/whoami-bundle.ts", import.meta.url));
+const broken = fileURLToPath(new URL("../fixtures/broken-bundle.js", import.meta.url));
 const home = tempHome();
 let nats: NatsServerHandle;
 let nodeA: ServeProcess;
@@ -39,7 +40,8 @@ before(async () => {
     cleanEnv({
       ...mesh,
       MESH_NODE: "a",
-      MESH_TOOL_MODULES: `alpha=${whoami}`,
+      // And one module that throws as it loads: shown failed, with its error.
+      MESH_TOOL_MODULES: `alpha=${whoami},broken=${broken}`,
       MESH_CONSOLE_LISTEN: `127.0.0.1:${await freePort()}`,
     }),
   );
@@ -57,7 +59,7 @@ async function betaRow(page: Page): Promise<string> {
   return page.locator('#modules tr[data-module="beta"]').innerText();
 }
 
-test("a module's status changes in the open page without a reload: unreachable with its error, then ok", async () => {
+test("a failed module shows its error; a module's status changes in the open page without a reload: unreachable with its error, then ok", async () => {
   const context = await browser.newContext();
   const page = await context.newPage();
   const errors = watchErrors(page);
@@ -67,6 +69,10 @@ test("a module's status changes in the open page without a reload: unreachable w
   await page.locator('#modules tr[data-module="beta"]').waitFor({ timeout: 15_000 });
   assert.match(await betaRow(page), /beta\s+ok\s+b\s+1/);
   assert.match(await page.locator('#modules tr[data-module="alpha"]').innerText(), /alpha\s+ok\s+a\s+1/);
+  const failed = page.locator('#modules tr[data-module="broken"]');
+  assert.match(await failed.innerText(), /^broken\s+failed\s+a\s+0\s/);
+  assert.match(await failed.locator("td.errors").innerText(), /broken-bundle\.js: .*broken on purpose/);
+  assert.equal(await page.locator('details[data-tool^="broken."]').count(), 0);
   // A mark on this document: a reload would lose it.
   await page.evaluate(() => {
     (globalThis as { notReloaded?: boolean }).notReloaded = true;
