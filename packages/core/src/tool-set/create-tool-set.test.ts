@@ -153,6 +153,17 @@ describe("createToolSet", () => {
     const result = await createToolSet([liar]).call("liar", {});
     assert.equal(result.ok, false);
     if (!result.ok) assert.equal(result.error.code, "invalid_output");
+    // The same check for a tool that answers later (a synchronous answer skips the deadline race).
+    const slowLiar = defineTool({
+      ...liar,
+      name: "slow_liar",
+      execute: async () => ({ n: "late" }) as never,
+    });
+    const honest = defineTool({ ...liar, name: "honest", execute: async () => ({ n: 1 }) });
+    const tools = createToolSet([slowLiar, honest]);
+    const late = await tools.call("slow_liar", {});
+    assert.ok(!late.ok && late.error.code === "invalid_output");
+    assert.deepEqual(await tools.call("honest", {}), { ok: true, output: { n: 1 } });
   });
 
   it("wraps a thrown error as tool_failed and keeps a ToolError's code", async () => {

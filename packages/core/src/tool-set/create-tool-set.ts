@@ -12,7 +12,7 @@ import { UnknownToolError } from "../errors/unknown-tool-error.ts";
 import { validateNow } from "../schema/schema.ts";
 import type { AnyTool, Identity, Tool, ToolContext, ToolProgress } from "../tool/define-tool.ts";
 import { type Logger, silentLogger } from "../tool/logger.ts";
-import { recordFailure, traceToolCall } from "../tracing/trace-tool-call.ts";
+import { recordFailure, traceToolCall, tracingIsOff } from "../tracing/trace-tool-call.ts";
 import { llmNamePattern, toLlmName } from "./llm-name.ts";
 
 /** Default per-call time limit. `timeoutMs: 0` (or Infinity) disables it. */
@@ -151,6 +151,8 @@ export function createToolSet<const Tools extends readonly AnyTool[]>(
     const tool = byName.get(name);
     if (tool === undefined) return { ok: false, error: new UnknownToolError(name, names) };
     const callId = callOptions.callId ?? randomUUID();
+    // No OpenTelemetry SDK: the span would be a no-op, so none is built.
+    if (tracingIsOff()) return runTool(tool, args, callId, callOptions, defaultTimeout, defaultLogger);
     return traceToolCall({ name, description: tool.description, callId }, async (span) => {
       const result = await runTool(tool, args, callId, callOptions, defaultTimeout, defaultLogger);
       if (!result.ok) recordFailure(span, result.error);
@@ -217,6 +219,18 @@ async function runTool(
     ...(options.identity === undefined ? {} : { identity: options.identity }),
   };
 
+  // A tool that answers synchronously (a computation) cannot be stopped while it runs anyway: its
+  // answer is taken as it is, without setting up the race below.
+  let answer: unknown;
+  try {
+    answer = tool.execute(input.value, context);
+  } catch (error) {
+    if (isControlFlow(error)) throw error;
+    return { ok: false, error: toToolError(tool.name, error) };
+  }
+  if (!isPromiseLike(answer)) return checkOutput(tool, answer);
+  const pending = answer;
+
   // The handler races its own deadline and the caller's signal: a tool that ignores its signal still
   // returns on time.
   let timer: NodeJS.Timeout | undefined;
@@ -240,7 +254,7 @@ async function runTool(
   });
   const ran = (async (): Promise<ToolCallResult> => {
     try {
-      return { ok: true, output: await tool.execute(input.value, context) };
+      return { ok: true, output: await pending };
     } catch (error) {
       if (isControlFlow(error)) throw error;
       if (timedOut !== undefined) return { ok: false, error: toToolError(tool.name, timedOut) };
@@ -249,13 +263,28 @@ async function runTool(
   })();
   try {
     const result = await Promise.race([ran, stopped]);
-    if (!result.ok || tool.output === undefined) return result;
-    const validated = validateNow(tool.output, result.output);
-    const output = validated instanceof Promise ? await validated : validated;
-    if (!output.ok) return { ok: false, error: new InvalidOutputError(tool.name, output.issues) };
-    return { ok: true, output: output.value };
+    return result.ok ? await checkOutput(tool, result.output) : result;
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     if (onAbort !== undefined) callerSignal?.removeEventListener("abort", onAbort);
   }
+}
+
+/** The tool's output, checked against its output schema when it has one. */
+function checkOutput(tool: AnyTool, value: unknown): ToolCallResult | Promise<ToolCallResult> {
+  if (tool.output === undefined) return { ok: true, output: value };
+  const validated = validateNow(tool.output, value);
+  const toResult = (output: Awaited<typeof validated>): ToolCallResult =>
+    output.ok
+      ? { ok: true, output: output.value }
+      : { ok: false, error: new InvalidOutputError(tool.name, output.issues) };
+  return validated instanceof Promise ? validated.then(toResult) : toResult(validated);
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === "object" || typeof value === "function") &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === "function"
+  );
 }

@@ -352,7 +352,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
           }),
         };
       }
-      const prefix = await prefixOf(module);
+      const prefix = prefixes.get(module) ?? (await prefixOf(module));
       const result = await request(`${prefix}.${tool}`, args, callOptions, name, prefix);
       if (result.ok || result.error.code !== "no_responders") return result;
       // Nothing answered that subject: either the tool does not exist or the module is not served.

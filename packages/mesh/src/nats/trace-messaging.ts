@@ -63,12 +63,11 @@ export function failSpan(span: Span, code: string, message: string): void {
 }
 
 /** The caller's side: a span around the request whose context rides in `headers`. */
-export async function traceSend<T>(
-  subject: string,
-  headers: MsgHdrs,
-  fn: (span: Span) => Promise<T>,
-): Promise<T> {
-  if (tracingIsOff()) return fn(noopSpan);
+export function traceSend<T>(subject: string, headers: MsgHdrs, fn: (span: Span) => Promise<T>): Promise<T> {
+  return tracingIsOff() ? fn(noopSpan) : sendSpan(subject, headers, fn);
+}
+
+async function sendSpan<T>(subject: string, headers: MsgHdrs, fn: (span: Span) => Promise<T>): Promise<T> {
   const span = tracer.startSpan(`send ${subject}`, {
     kind: SpanKind.CLIENT,
     attributes: attributes(subject, "send"),
@@ -83,12 +82,19 @@ export async function traceSend<T>(
 }
 
 /** The runtime's side: a span continuing the caller's trace from the request headers. */
-export async function traceProcess<T>(
+export function traceProcess<T>(
   subject: string,
   headers: MsgHdrs | undefined,
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
-  if (tracingIsOff()) return fn(noopSpan);
+  return tracingIsOff() ? fn(noopSpan) : processSpan(subject, headers, fn);
+}
+
+async function processSpan<T>(
+  subject: string,
+  headers: MsgHdrs | undefined,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
   const parent = propagation.extract(ROOT_CONTEXT, headers, getter);
   const span = tracer.startSpan(
     `process ${subject}`,
