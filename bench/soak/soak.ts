@@ -404,7 +404,8 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
       op.ms = op.endedAt - started;
     };
 
-    // Mesh load: four callers; an op is lost if it does not settle within its deadline plus slack.
+    // Mesh load: four callers, each pausing 5 ms between calls (unpaced, they took most of a core from
+    // the processes being restarted); an op is lost if it does not settle within its deadline plus slack.
     const meshLoad = Array.from({ length: 4 }, async () => {
       while (!stop) {
         const { op, started } = begin("mesh calls");
@@ -414,7 +415,7 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
         ]);
         settle(op, started);
         op.outcome = settled === "hung" ? "lost" : settled ? "ok" : "failed";
-        if (settled !== true) await sleep(50);
+        await sleep(settled === true ? 5 : 50);
       }
     });
 
