@@ -74,6 +74,13 @@ export interface SoakRow {
 
 export interface SoakResult {
   readonly rows: SoakRow[];
+  /** Work the killed process had in hand that another process finished. */
+  readonly takeovers: {
+    /** Durable runs started around the runner SIGKILL that another runner took over (run_recovered). */
+    readonly durableRuns: number;
+    /** Import jobs the killed memory service held that the other service finished. */
+    readonly memoryJobs: number;
+  };
   /** What the table does not show: takeovers seen, and how each crash-window duplicate came about. */
   readonly notes: string[];
 }
@@ -659,8 +666,8 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
       },
     );
 
-    // 4. A durable runner SIGKILLed while it drives a run (one of its tool effects is in a run still
-    //    running), then started again on its port.
+    // 4. A durable runner SIGKILLed while it drives a run (a run still running, with one of its tool
+    //    effects run by this runner and a tool still to come), then started again on its port.
     const runnerPid = runnerA.process.pid;
     await runFault(
       3,
@@ -672,9 +679,11 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
         ready: async () =>
           (
             await durableSql.query(
-              `SELECT 1 FROM durable_runs r WHERE r.status = 'running' AND EXISTS (
-                 SELECT 1 FROM soak_tool_effects e WHERE e.idempotency_key LIKE r.run_id || ':%' AND e.pid = $1)`,
-              [runnerPid],
+              `SELECT 1 FROM durable_runs r
+                 JOIN soak_tool_effects e ON e.idempotency_key LIKE r.run_id || ':%'
+               WHERE r.status = 'running'
+               GROUP BY r.run_id HAVING bool_or(e.pid = $1) AND count(*) < $2`,
+              [runnerPid, toolsPerRun],
             )
           ).rowCount,
       },
@@ -844,7 +853,7 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
           ).length,
         });
     });
-    return { rows, notes };
+    return { rows, notes, takeovers: { durableRuns: takenOver(3), memoryJobs: movedJobs } };
   } finally {
     for (const step of cleanup.reverse()) await step().catch(() => undefined);
   }
