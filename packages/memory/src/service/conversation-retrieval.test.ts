@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import type { EmbeddingModelV4 } from "@ai-sdk/provider";
 import type { StoredMemory } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
+import { createHashingTestEmbedder } from "../testing/create-hashing-test-embedder.ts";
 import {
   contextTurns,
   liftBySpecificity,
@@ -200,4 +202,69 @@ it("equal scores rank in one order every time: the later-written memory first, t
       ["c", "a", "b"],
     );
   }
+});
+
+/**
+ * A deterministic embedder that knows one thing the words do not: "job" and "work" are one idea
+ * (the hashing test embedder after a two-word thesaurus), standing in for a semantic model.
+ */
+function conceptEmbedder(): EmbeddingModelV4 {
+  const base = createHashingTestEmbedder();
+  return {
+    ...base,
+    modelId: "concept-test-embedder",
+    async doEmbed(options) {
+      const values = options.values.map((value) => value.replace(/\bjobs?\b/gi, "work"));
+      return base.doEmbed({ ...options, values });
+    },
+  };
+}
+
+it("fusion: an embedder that knows what the words miss lifts the turn it matches; the hashing one barely moves it", async () => {
+  const question = "Where does Maya work?";
+  const ranks: Record<string, { asked: number; reply: number }> = {};
+  for (const [label, model, vectorWeight] of [
+    ["bm25", undefined, undefined],
+    ["hashing", createHashingTestEmbedder(), undefined],
+    ["concept", conceptEmbedder(), 1],
+  ] as const) {
+    let now = new Date("2023-03-01T18:00:00Z");
+    const service = createMemoryService({
+      store: createSqliteStore({ path: ":memory:" }),
+      now: () => now,
+      ...(model ? { embeddingModel: model } : {}),
+      ...(vectorWeight ? { vectorWeight } : {}),
+    });
+    const say = async (speaker: string, text: string) => {
+      now = new Date(now.getTime() + 60_000);
+      await service.add("t", { userId: "talk", content: `${speaker}: ${text}`, metadata: { speaker } });
+    };
+    const jobs = ["nurse", "baker", "carpenter", "teacher", "pharmacist", "architect"];
+    const places = ["Globex", "Northwind", "Acme Health", "Stark Foods", "Umbrella Labs", "Wayne Logistics"];
+    for (let index = 0; index < 12; index += 1) {
+      if (index % 4 === 0) {
+        await say("Maya", `My neighbour works as a ${jobs[index % 6]} at ${places[(index + 2) % 6]}.`);
+      }
+      await say("Jonas", `How was your week, Maya? Mine was mostly laundry (${index}).`);
+      await say("Maya", `Busy, the ${jobs[(index + 1) % 6]} next door kept me up (${index}).`);
+    }
+    await say("Jonas", "How is the new job going, Maya?");
+    await say("Maya", "I love it. Being a nurse at Initech is exactly what I hoped for.");
+    for (let index = 0; index < 6; index += 1)
+      await say("Jonas", `I had ramen with Lena yesterday (${index}).`);
+    const found = await service.search("t", { userId: "talk", query: question, limit: 40 });
+    const rank = (text: string) => found.results.findIndex((hit) => hit.memory.content.includes(text));
+    ranks[label] = { asked: rank("new job"), reply: rank("Initech") };
+    await service.close();
+  }
+  assert.ok(
+    ranks.bm25!.asked > 15,
+    `no word of the question is in "How is the new job going" (${ranks.bm25!.asked})`,
+  );
+  const moved = Math.abs(ranks.hashing!.asked - ranks.bm25!.asked);
+  assert.ok(moved <= 2, `the hashing embedder only restates the words (${JSON.stringify(ranks)})`);
+  assert.ok(
+    ranks.concept!.asked < ranks.bm25!.asked - 5,
+    `the concept embedder lifts the job question (${ranks.bm25!.asked} -> ${ranks.concept!.asked})`,
+  );
 });

@@ -1,6 +1,6 @@
 /**
  * Ranking: BM25 alone, or BM25 and vector similarity fused as a weighted sum of each relative to its
- * best (the vector at a quarter of the text's weight); both nudged by
+ * best (the vector at `vectorWeight` of the text's weight); both nudged by
  * recency and feedback so a fresh, helpful memory wins a tie but never beats a clearly better match.
  */
 import type { StoredMemory } from "../store/memory-store.ts";
@@ -11,8 +11,6 @@ export interface RankedMemory {
   readonly components: { bm25?: number; vector?: number; recency: number; feedback: number };
 }
 
-/** The vector's weight beside the text match's (1) in fused ranking; set on the dev halves. */
-const vectorWeight = 0.25;
 /**
  * Recency breaks ties between equally good text matches; 0.02 rather than 0.05 (measured on the dev
  * half of bench/memory's set) so it reorders ties without lifting a fresher, weaker match over a
@@ -55,40 +53,60 @@ export function feedbackScore(memory: StoredMemory): number {
   return Math.tanh(net / 3);
 }
 
-export function rankMemories(
+/**
+ * Fusion, before the conversation features: each lexical hit's score relative to the best one, plus
+ * the vector's similarity relative to the best one at `weight` of that; the embedder's best matches
+ * join the candidates even when no word matched. Neighbouring turns, context coverage and the rest
+ * then work on the fused score, so a turn the embedder found still lends its score to its reply.
+ */
+export function fuseWithVectors(
   lexical: readonly { memory: StoredMemory; score: number }[],
-  semantic: readonly { memory: StoredMemory; score: number }[] | undefined,
+  semantic: readonly { memory: StoredMemory; score: number }[],
+  weight: number,
+): { memory: StoredMemory; score: number }[] {
+  const topText = Math.max(0, ...lexical.map((hit) => hit.score));
+  const topVector = semantic[0]?.score ?? 0;
+  const fused = new Map(
+    lexical.map((hit) => [
+      hit.memory.id,
+      { memory: hit.memory, score: topText > 0 ? hit.score / topText : 0 },
+    ]),
+  );
+  if (topVector > 0) {
+    for (const hit of semantic) {
+      const entry = fused.get(hit.memory.id) ?? { memory: hit.memory, score: 0 };
+      entry.score += (weight * hit.score) / topVector;
+      fused.set(hit.memory.id, entry);
+    }
+  }
+  return [...fused.values()].sort(byScore);
+}
+
+/**
+ * The final order: relevance relative to the best hit (`bm25` in the components: the text match
+ * after the conversation features, fused with vectors when an embedder is set), weighted by
+ * importance, plus recency and feedback; `vectors` holds each memory's raw similarity, if any.
+ */
+export function rankMemories(
+  hits: readonly { memory: StoredMemory; score: number }[],
+  vectors: ReadonlyMap<string, number> | undefined,
   now: number,
 ): RankedMemory[] {
-  const byId = new Map<string, { memory: StoredMemory; bm25?: number; vector?: number; relevance: number }>();
-  const topLexical = lexical[0]?.score ?? 0;
-  lexical.forEach((hit) => {
-    const bm25 = topLexical > 0 ? hit.score / topLexical : 0;
-    byId.set(hit.memory.id, { memory: hit.memory, bm25, relevance: bm25 });
-  });
-  // Fusion adds the vector's similarity, relative to the best one, at `vectorWeight` of the text
-  // match's weight: an embedder finds what the words miss without overruling a clear text match.
-  const topVector = semantic?.[0]?.score ?? 0;
-  semantic?.forEach((hit) => {
-    const entry = byId.get(hit.memory.id) ?? { memory: hit.memory, relevance: 0 };
-    entry.vector = hit.score;
-    entry.relevance += topVector > 0 ? (vectorWeight * hit.score) / topVector : 0;
-    byId.set(hit.memory.id, entry);
-  });
-  const scale = semantic ? 1 + vectorWeight : 1;
+  const top = Math.max(0, ...hits.map((hit) => hit.score));
   const ranked: RankedMemory[] = [];
-  for (const entry of byId.values()) {
-    const recency = recencyScore(entry.memory, now);
-    const feedback = feedbackScore(entry.memory);
-    const importance = 0.75 + 0.25 * entry.memory.importance;
-    const score =
-      (entry.relevance / scale) * importance + recencyWeight * recency + feedbackWeight * feedback;
+  for (const hit of hits) {
+    const relevance = top > 0 ? hit.score / top : 0;
+    const vector = vectors?.get(hit.memory.id);
+    const recency = recencyScore(hit.memory, now);
+    const feedback = feedbackScore(hit.memory);
+    const importance = 0.75 + 0.25 * hit.memory.importance;
+    const score = relevance * importance + recencyWeight * recency + feedbackWeight * feedback;
     ranked.push({
-      memory: entry.memory,
+      memory: hit.memory,
       score: Number(score.toFixed(6)),
       components: {
-        ...(entry.bm25 === undefined ? {} : { bm25: Number(entry.bm25.toFixed(6)) }),
-        ...(entry.vector === undefined ? {} : { vector: Number(entry.vector.toFixed(6)) }),
+        bm25: Number(relevance.toFixed(6)),
+        ...(vector === undefined ? {} : { vector: Number(vector.toFixed(6)) }),
         recency: Number(recency.toFixed(6)),
         feedback: Number(feedback.toFixed(6)),
       },

@@ -21,18 +21,25 @@ import {
 import { cosine } from "./embedder.ts";
 import type { MemoryService } from "./memory-service.ts";
 import { parseRequest } from "./parse-request.ts";
-import { byScore, rankMemories } from "./rank-memories.ts";
+import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
 import { publicEvent, publicMemory, type ServiceContext } from "./service-context.ts";
 import { queryTerms, searchTerms } from "./text.ts";
 
 /** How far a turn's specificity lifts it (up to ×3 for the most specific hit); set on the dev halves. */
 const specificityWeight = 2;
 
+/**
+ * With an embedder, its best matches that no word found join the candidates (a reply wording the
+ * question's idea in other words); ten, since more let a weak embedder's near-misses crowd the text
+ * matches' neighbours out (dev halves, hashing test embedder).
+ */
+const vectorOnlyCandidates = 10;
+
 export type RetrievalOperations = Pick<MemoryService, "search" | "recallConversation" | "searchKnowledge">;
 export type SearchRanked = ReturnType<typeof createSearchRanked>;
 
 /** The ranked memories for a query in a scope (the search every read path shares). */
-export function createSearchRanked({ store, clock, embedder }: ServiceContext) {
+export function createSearchRanked({ store, clock, embedder, vectorWeight }: ServiceContext) {
   return async function searchRanked(
     tenantId: string,
     scope: MemoryScope,
@@ -48,8 +55,26 @@ export function createSearchRanked({ store, clock, embedder }: ServiceContext) {
       limit: candidateLimit,
       ...(kinds ? { kinds } : {}),
     });
-    let lexical = liftByTimeAndSpeaker(found, query, window).sort(byScore);
-    lexical = liftBySpecificity(lexical, specificityWeight);
+    let vectors: Map<string, number> | undefined;
+    // Specificity is read from the text matches alone, before any vector-only candidate joins them.
+    let candidates = liftBySpecificity(found, specificityWeight);
+    if (embedder) {
+      const queryVector = (await embedder.embed([query]))[0]!;
+      const similar = (await store.embeddedMemories(tenantId, scope, kinds))
+        .map((memory) => ({ memory, score: cosine(queryVector, memory.embedding!) }))
+        .filter((hit) => hit.score > 0)
+        .sort(byScore);
+      vectors = new Map(similar.map((hit) => [hit.memory.id, hit.score]));
+      const lexicalIds = new Set(found.map((hit) => hit.memory.id));
+      // Every text match with its similarity, and the embedder's best matches that no word found when
+      // the embedder rates them as close as the best text match: a weak embedder's near-misses stay out.
+      const bar = vectors.get(candidates[0]?.memory.id ?? "") ?? 0;
+      const semantic = similar.filter(
+        (hit, index) => lexicalIds.has(hit.memory.id) || (index < vectorOnlyCandidates && hit.score >= bar),
+      );
+      candidates = fuseWithVectors(candidates, semantic, vectorWeight);
+    }
+    let lexical = liftByTimeAndSpeaker(candidates, query, window).sort(byScore);
     // Multi-hop: names in the first hits that the question lacks seed a second pass, asking for them
     // and the question's words the first hit did not hold ("Maya's sister" → "My sister Lena …" →
     // "Lena" and "instrument play" → "Lena played her violin").
@@ -113,16 +138,7 @@ export function createSearchRanked({ store, clock, embedder }: ServiceContext) {
       ),
       terms,
     );
-    let semantic: { memory: StoredMemory; score: number }[] | undefined;
-    if (embedder) {
-      const queryVector = (await embedder.embed([query]))[0]!;
-      semantic = (await store.embeddedMemories(tenantId, scope, kinds))
-        .map((memory) => ({ memory, score: cosine(queryVector, memory.embedding!) }))
-        .filter((hit) => hit.score > 0)
-        .sort(byScore)
-        .slice(0, Math.max(50, limit * 5));
-    }
-    return diversify(rankMemories(lexical, semantic, clock().getTime()), limit).slice(0, limit);
+    return diversify(rankMemories(lexical, vectors, clock().getTime()), limit).slice(0, limit);
   };
 }
 

@@ -12,6 +12,12 @@ export interface MemoryServiceOptions {
   readonly store: MemoryStore;
   /** Any AI SDK embedding model; turns BM25 into fused BM25 + vector ranking. None: no network. */
   readonly embeddingModel?: MemoryEmbeddingModel;
+  /**
+   * The embedding's similarity beside the text match (1) in fused ranking, both relative to their best
+   * hit (default 0.1, set on the dev halves of bench/memory with the hashing test embedder, which only
+   * restates the words; a semantic model may earn more: measure it on your own questions).
+   */
+  readonly vectorWeight?: number;
   /** Any AI SDK language model; improves the profile summary. None: deterministic synthesis. */
   readonly languageModel?: LanguageModelV4;
   readonly logger?: Logger;
@@ -20,6 +26,9 @@ export interface MemoryServiceOptions {
   /** Resume jobs left queued or running by a stopped process (default true). */
   readonly resumeJobs?: boolean;
 }
+
+/** The default `vectorWeight`. */
+export const defaultVectorWeight = 0.1;
 
 /** Memories above this word overlap (or cosine, with embeddings) are the same fact. */
 export const duplicateSimilarity = 0.9;
@@ -142,6 +151,7 @@ export function createServiceContext(options: MemoryServiceOptions) {
     clock,
     nowIso,
     embedder,
+    vectorWeight: options.vectorWeight ?? defaultVectorWeight,
     languageModel: options.languageModel,
     embedOne,
     requireMemory,
