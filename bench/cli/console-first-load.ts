@@ -1,8 +1,8 @@
 /**
  * The console page's first load on loopback, in Debian's Chromium (playwright-core): `tackle serve`
  * (embedded, built-in modules) is signed in once; each load is a new tab with the HTTP cache disabled,
- * timed from navigation start to the modules table and every tool form on screen (a performance mark the
- * page sets). Side by side: the same browser loading a static page of the shell's size from a bare
+ * timed from navigation start to the modules table and every tool's panel on screen (a performance mark
+ * the page sets; a tool's form is built when its panel is opened). Side by side: the same browser loading a static page of the shell's size from a bare
  * node:http server (the loopback floor), and the console's own DOMContentLoaded and load events.
  *
  *   node_modules/.bin/node --conditions=@tackle/source bench/cli/console-first-load.ts [--loads=30]
@@ -154,11 +154,7 @@ try {
   );
   console.log(row("static page, bare node:http (loopback floor)", floorSamples, "load event"));
   console.log(
-    row(
-      "console modules page (tackle serve --builtin)",
-      consoleSamples,
-      "modules and every tool form rendered",
-    ),
+    row("console modules page (tackle serve --builtin)", consoleSamples, "modules and every tool listed"),
   );
 } finally {
   await context.close();

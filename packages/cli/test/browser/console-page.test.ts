@@ -154,6 +154,8 @@ describe("the console page, served by npm start", () => {
   test("a tool is called from its generated form: result as data, time taken, issues beside the field, history", async () => {
     await page.goto(`${origin}/#/modules`);
     const panel = page.locator('details[data-tool="demo.add"]');
+    // A closed panel has no form yet: it is built from the schema when the panel is first opened.
+    assert.equal(await panel.locator("form").count(), 0);
     await panel.locator("summary").click();
     // Empty array first: the tool's own issue appears beside the numbers field.
     await panel.getByRole("button", { name: "Call" }).click();
