@@ -376,7 +376,7 @@ describe("the console page, served by npm start", () => {
     assert.deepEqual(errors, []);
   });
 
-  test("durable runs: reject with a reason; edit the arguments in the schema form (refused, then accepted) and approve; cancel", async () => {
+  test("durable runs: reject with a reason; edit the arguments in the schema form (refused, then accepted) and approve; a refund the tool refuses fails its card; cancel", async () => {
     await page.goto(`${origin}/#/runs`);
     const start = async () => {
       await page.getByRole("button", { name: "Start the demo agent" }).click();
@@ -429,6 +429,21 @@ describe("the console page, served by npm start", () => {
     assert.match(await refund.innerText(), /"amount": 10\b/);
     assert.match(await refund.innerText(), /"note": "Partial refund: the customer keeps the box"/);
     assert.doesNotMatch(await refund.innerText(), /42\.5|Damaged on arrival/);
+
+    // An amount the schema accepts but the refund tool refuses (above the order's): its card fails with
+    // the tool's error, and the run ends saying so.
+    approval = await start();
+    await approval.getByLabel("amount *").fill("100");
+    await approval.getByRole("button", { name: "Approve with these arguments" }).click();
+    await page.locator(".run-status").filter({ hasText: "Completed" }).waitFor({ timeout: 20_000 });
+    const failed = page.locator("article.tool-card").filter({ hasText: "refund" });
+    assert.equal(await failed.getAttribute("data-status"), "error");
+    assert.match(await failed.locator(".badge").innerText(), /^error$/);
+    assert.match(
+      await failed.innerText(),
+      /Error\s+"A refund cannot exceed the order's 42\.5 EUR \(asked 100\)"/,
+    );
+    assert.match(await page.locator(".run-status").innerText(), /refund_failed/);
 
     approval = await start();
     await approval.getByRole("button", { name: "Cancel run" }).click();

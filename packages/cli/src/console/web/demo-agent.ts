@@ -3,6 +3,9 @@
  * a person to approve a refund before it runs it. The card number is redacted in every frame and in
  * the approval; the tool receives the real value.
  *
+ * The refund tool refuses an amount above the order's (an approver who edits the amount past it sees
+ * the refund's card fail with that error, and the run ends with the outcome `refund_failed`).
+ *
  * Answers to the approval (the durable AG-UI endpoint's shapes): `{ approved: true }`;
  * `{ approved: true, editedArgs }` (the person edited the arguments: the refund runs with those);
  * `{ approved: false, reason }`; `{ approved: false, cancelled: true }` (a resume entry `cancelled`).
@@ -13,7 +16,7 @@ export const demoGraphName = "demo-refund";
 
 export interface DemoState {
   readonly orderId: string;
-  readonly outcome?: "refunded" | "declined" | "cancelled";
+  readonly outcome?: "refunded" | "declined" | "cancelled" | "refund_failed";
   readonly reason?: string;
   readonly refund?: unknown;
   readonly [key: string]: unknown;
@@ -99,18 +102,30 @@ export function createDemoGraph(): Graph<DemoState> {
       ...(typeof edited.amount === "number" ? { amount: edited.amount } : {}),
       ...(typeof edited.note === "string" ? { note: edited.note } : {}),
     };
-    const refund = await tool(
-      ctx,
-      "refund",
-      final,
-      (step) => ({
-        refundId: `rf-${state.orderId}`,
-        amount: final.amount,
-        note: final.note,
-        idempotencyKey: step.idempotencyKey,
-      }),
-      { display: redact(final, redacted) },
-    );
-    return { outcome: "refunded", refund };
+    try {
+      const refund = await tool(
+        ctx,
+        "refund",
+        final,
+        (step) => {
+          if (final.amount > order.amount) {
+            throw new Error(
+              `A refund cannot exceed the order's ${order.amount} ${order.currency} (asked ${final.amount})`,
+            );
+          }
+          return {
+            refundId: `rf-${state.orderId}`,
+            amount: final.amount,
+            note: final.note,
+            idempotencyKey: step.idempotencyKey,
+          };
+        },
+        { display: redact(final, redacted) },
+      );
+      return { outcome: "refunded", refund };
+    } catch (error) {
+      // The tool's card shows the error; the run ends saying the refund failed, and why.
+      return { outcome: "refund_failed", reason: (error as Error).message };
+    }
   });
 }
