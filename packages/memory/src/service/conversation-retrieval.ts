@@ -259,7 +259,10 @@ export function contextTurns(
     const window = [{ memory: anchor, offset: 0 }, ...(neighbours.get(anchor.id) ?? [])];
     for (const from of window) {
       let around = context.get(from.memory.id);
-      if (!around) context.set(from.memory.id, (around = new Map()));
+      if (!around) {
+        around = new Map();
+        context.set(from.memory.id, around);
+      }
       for (const to of window) {
         if (to === from || !sameConversation(from.memory, to.memory)) continue;
         around.set(to.offset - from.offset, to.memory);
@@ -296,7 +299,9 @@ export function scaleByContextCoverage(
     return found;
   };
   const frequency = tests.map(() => 0);
-  for (const hit of hits) matches(hit.memory).forEach((yes, index) => (frequency[index]! += yes ? 1 : 0));
+  for (const hit of hits) {
+    for (const [index, yes] of matches(hit.memory).entries()) if (yes) frequency[index]! += 1;
+  }
   const weight = frequency.map((count) => Math.log(1 + (hits.length - count + 0.5) / (count + 0.5)));
   const total = weight.reduce((sum, value) => sum + value, 0);
   if (total <= 0) return [...hits];
@@ -305,7 +310,7 @@ export function scaleByContextCoverage(
       const covered = [...matches(hit.memory)];
       for (const [offset, memory] of context.get(hit.memory.id) ?? []) {
         if (offset < -contextBefore || offset > contextAfter) continue;
-        matches(memory).forEach((yes, index) => (covered[index] ||= yes));
+        for (const [index, yes] of matches(memory).entries()) if (yes) covered[index] = true;
       }
       const share = covered.reduce((sum, yes, index) => sum + (yes ? weight[index]! : 0), 0) / total;
       const factor = coverageFloor + (1 - coverageFloor) * share;

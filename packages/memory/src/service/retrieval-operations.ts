@@ -3,7 +3,6 @@ import { recallConversationRequestSchema } from "../schemas/event.ts";
 import { searchKnowledgeRequestSchema } from "../schemas/knowledge.ts";
 import { type Memory, searchRequestSchema } from "../schemas/memory.ts";
 import { type MemoryScope, pickScope, scopeContains } from "../scope/memory-scope.ts";
-import type { StoredMemory } from "../store/memory-store.ts";
 import { cachedIndexTokens, termTest } from "../text/index-tokens.ts";
 import {
   contextTurns,
