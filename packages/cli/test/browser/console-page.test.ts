@@ -270,6 +270,30 @@ describe("the console page, served by npm start", () => {
       () => document.querySelector("#timeline svg")?.getAttribute("data-clips") === "4",
     );
     assert.match(await captions(), /Welcome!/);
+    // Legible as drawn: the two captions (0.5 s and 3 s, close on the axis) do not overlap, and no
+    // block's label runs past its block.
+    const layout = await page.evaluate(() => {
+      const boxes = Array.from(document.querySelectorAll<SVGGraphicsElement>("#timeline .caption")).map(
+        (text) => text.getBBox(),
+      );
+      const overlapping = boxes.some((a, i) =>
+        boxes.some(
+          (b, j) =>
+            j > i &&
+            a.x < b.x + b.width &&
+            b.x < a.x + a.width &&
+            a.y < b.y + b.height &&
+            b.y < a.y + a.height,
+        ),
+      );
+      const spilling = Array.from(document.querySelectorAll("#timeline g.clip")).filter((group) => {
+        const label = group.querySelector<SVGGraphicsElement>(".clip-label")?.getBBox();
+        const block = group.querySelector<SVGGraphicsElement>("rect")?.getBBox();
+        return label !== undefined && block !== undefined && label.x + label.width > block.x + block.width;
+      }).length;
+      return { captions: boxes.length, overlapping, spilling };
+    });
+    assert.deepEqual(layout, { captions: 2, overlapping: false, spilling: 0 });
     assert.notEqual(await page.locator("#timeline").getAttribute("data-version"), versionBefore);
     // The commit is the document's first logged change, read back from the document server with its plan id.
     const planId = await page.locator("[data-committed]").getAttribute("data-committed");

@@ -1688,9 +1688,41 @@ function drawTimeline(snapshot) {
   );
   const width = 900;
   const labelWidth = 150;
-  const laneHeight = 56;
+  const captionLine = 14;
   const scale = (width - labelWidth - 20) / end;
-  const height = 40 + lanes.length * laneHeight;
+  // The drawing is built before it is on screen, so text widths are estimated: 11px text, ≤ 7 units a character.
+  const textWidth = (text) => text.length * 7;
+  // Each lane's clips in time order; a label only inside a block it fits in (the block's title names it
+  // always); a caption under its block, on the first line where it overlaps no earlier caption.
+  let top = 24;
+  const laid = lanes.map((lane) => {
+    const lineEnds = [];
+    const clips = [...lane.clips]
+      .sort((a, b) => a.start - b.start)
+      .map((clip) => {
+        const x = labelWidth + clip.start * scale;
+        const blockWidth = Math.max(4, (clip.duration ?? end - clip.start) * scale);
+        const kind = clip.content?.entityKind ?? "clip";
+        const label =
+          kind === "caption"
+            ? "caption"
+            : (clip.content?.payload?.name ?? clip.content?.payload?.key ?? kind);
+        let caption;
+        let line = 0;
+        if (kind === "caption") {
+          caption = `“${clip.content.payload?.text ?? ""}”`;
+          line = lineEnds.findIndex((right) => right <= x);
+          if (line < 0) line = lineEnds.push(0) - 1;
+          lineEnds[line] = x + 2 + textWidth(caption) + 6;
+        }
+        return { ...clip, x, blockWidth, kind, label, caption, line };
+      });
+    const laneHeight = 56 + Math.max(0, lineEnds.length - 1) * captionLine;
+    const y = top;
+    top += laneHeight;
+    return { lane, clips, y, laneHeight };
+  });
+  const height = top + 16;
   const svg = h("svg", {
     viewBox: `0 0 ${width} ${height}`,
     width: "100%",
@@ -1706,8 +1738,7 @@ function drawTimeline(snapshot) {
       h("text", { x, y: 14, class: "axis", "text-anchor": "middle" }, `${at / 1000}s`),
     );
   }
-  lanes.forEach((lane, index) => {
-    const y = 24 + index * laneHeight;
+  for (const { lane, clips, y, laneHeight } of laid) {
     svg.append(
       h(
         "text",
@@ -1724,12 +1755,8 @@ function drawTimeline(snapshot) {
         class: "lane-line",
       }),
     );
-    for (const clip of lane.clips) {
-      const x = labelWidth + clip.start * scale;
-      const blockWidth = Math.max(4, (clip.duration ?? end - clip.start) * scale);
-      const kind = clip.content?.entityKind ?? "clip";
-      const label =
-        kind === "caption" ? "caption" : (clip.content?.payload?.name ?? clip.content?.payload?.key ?? kind);
+    for (const clip of clips) {
+      const { x, blockWidth, kind, label } = clip;
       const group = h(
         "g",
         { class: `clip clip-${kind}`, "data-clip": clip.clip.entityId },
@@ -1739,16 +1766,18 @@ function drawTimeline(snapshot) {
           `${label}: ${clip.start / 1000}s, ${clip.duration === null ? "to the end" : `${clip.duration / 1000}s`}`,
         ),
         h("rect", { x, y, width: blockWidth, height: 26, rx: 4 }),
-        h("text", { x: x + 4, y: y + 17, class: "clip-label" }, label),
+        textWidth(label) + 8 <= blockWidth
+          ? h("text", { x: x + 4, y: y + 17, class: "clip-label" }, label)
+          : undefined,
         h("line", { x1: x, x2: x, y1: y - 2, y2: y + 30, class: "marker" }),
       );
-      if (kind === "caption")
+      if (clip.caption !== undefined)
         group.append(
-          h("text", { x: x + 2, y: y + 42, class: "caption" }, `“${clip.content.payload?.text ?? ""}”`),
+          h("text", { x: x + 2, y: y + 42 + clip.line * captionLine, class: "caption" }, clip.caption),
         );
       svg.append(group);
     }
-  });
+  }
   return svg;
 }
 
