@@ -10,6 +10,9 @@
  * Every figure is printed twice: on the "dev" users (ranking choices were tuned on them) and on the
  * "held-out" users (never looked at while tuning) — the held-out column is the one to quote.
  *   node_modules/.bin/node --conditions=@tackle/source bench/memory/retrieval-quality.ts
+ * Flags: --set=dialogues (one set), --quick (the SQLite BM25 row only), --fused (the fused row only),
+ * --vector-weight=0.3 (the fused rows' weight; swap createHashingTestEmbedder for a real model to
+ * measure one).
  */
 import { readFileSync } from "node:fs";
 import { createMemoryService, createSqliteStore, type MemoryService, type MemoryStore } from "@tackle/memory";
@@ -38,6 +41,8 @@ const onlySet = argument("set");
 const quick = process.argv.includes("--quick");
 /** `--fused`: only the fused row (for trying a fusion change). */
 const fusedOnly = process.argv.includes("--fused");
+/** `--vector-weight=0.3`: the fused rows' `vectorWeight` (the service's default otherwise). */
+const vectorWeight = argument("vector-weight") === undefined ? undefined : Number(argument("vector-weight"));
 
 const sets = [
   { name: "conversations.json (user and assistant)", file: "./eval/conversations.json", speakers: false },
@@ -96,6 +101,7 @@ async function evaluateService(
     store,
     now: () => now,
     ...(fused ? { embeddingModel: createHashingTestEmbedder() } : {}),
+    ...(fused && vectorWeight !== undefined ? { vectorWeight } : {}),
   });
   const started = performance.now();
   const scores: Score[] = [];
