@@ -18,6 +18,7 @@ export {
   type ClientRun,
   createRunner,
   type Launched,
+  type RecoverOptions,
   type ResumeOptions,
   type Runner,
   type RunnerOptions,
@@ -35,6 +36,7 @@ export type {
   RunPatch,
   RunRecord,
   RunStatus,
+  StaleRunQuery,
 } from "./store/durable-store.ts";
 export { createMemoryStore } from "./stores/memory/memory-store.ts";
 export { type ApprovalAnswer, type ApprovalRequest, approve } from "./tool/approve.ts";

@@ -64,6 +64,27 @@ export function storeConformance(name: string, open: () => Promise<StoreHarness>
       assert.equal(await store.getRun("missing"), undefined);
     });
 
+    test("findStaleRuns: running runs of the given graphs silent for the lease, longest silent first", async () => {
+      for (const id of ["t-stale-a", "t-stale-b", "t-stale-c"]) {
+        await store.createRun({ ...record(id), graph: "stale-g" });
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      await store.createRun({ ...record("t-stale-paused"), graph: "stale-g", status: "paused" });
+      await store.createRun({ ...record("t-stale-other"), graph: "stale-other" });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // A write (a heartbeat) vouches for b again.
+      await store.commit("t-stale-b", "owner-1", {});
+      const query = { staleAfterMs: 200, graphs: ["stale-g"], limit: 10 };
+      assert.deepEqual(await store.findStaleRuns(query), ["t-stale-a", "t-stale-c"]);
+      assert.deepEqual(await store.findStaleRuns({ ...query, limit: 1 }), ["t-stale-a"]);
+      assert.deepEqual(await store.findStaleRuns({ ...query, graphs: ["stale-g", "stale-other"] }), [
+        "t-stale-a",
+        "t-stale-c",
+        "t-stale-other",
+      ]);
+      assert.deepEqual(await store.findStaleRuns({ ...query, staleAfterMs: 60_000 }), []);
+    });
+
     test("commits append frames in seq order, upsert journal records and patch the run", async () => {
       await store.createRun(record("t-commit"));
       await store.commit("t-commit", "owner-1", {

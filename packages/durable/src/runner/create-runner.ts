@@ -43,6 +43,20 @@ export interface RunnerOptions {
    * write is older than this. Default 30 s; 0 disables the check (you know the old process is dead).
    */
   readonly leaseMs?: number;
+  /**
+   * The recovery sweep: every `everyMs` this runner looks for `running` runs of its graphs that have
+   * written nothing for `leaseMs` by the store's clock (their driver died, or could not record the
+   * run's end while the database was down) and takes up to `batch` of them over, as a bare `resume`
+   * does (same claim, same fencing). On by default; `false` turns it off; off too when `leaseMs` is 0.
+   */
+  readonly recover?: RecoverOptions | false;
+}
+
+export interface RecoverOptions {
+  /** How often to look, in ms. Default: `leaseMs`, at least 1 s. */
+  readonly everyMs?: number;
+  /** At most this many runs taken over per look. Default 16. */
+  readonly batch?: number;
 }
 
 /** The client's own handle on one stretch of a run (an AG-UI run): recorded in its first frame. */
@@ -654,6 +668,51 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     };
   }
 
+  /** The recovery sweep: takes over runs of this runner's graphs that no live driver vouches for. */
+  const sweepEveryMs =
+    options.recover === false || leaseMs <= 0 ? 0 : Math.max(1000, options.recover?.everyMs ?? leaseMs);
+  const sweepBatch = Math.max(1, Math.floor(options.recover === false ? 1 : (options.recover?.batch ?? 16)));
+  let sweepTimer: NodeJS.Timeout | undefined;
+  let sweeping: Promise<void> = Promise.resolve();
+
+  async function sweep(): Promise<void> {
+    const names = [...graphs.keys()];
+    if (names.length === 0) return;
+    let stale: string[];
+    try {
+      stale = await store.findStaleRuns({ staleAfterMs: leaseMs, graphs: names, limit: sweepBatch });
+    } catch (error) {
+      logger.warn("durable recovery sweep could not read the store", { error: String(error) });
+      return;
+    }
+    for (const threadId of stale) {
+      if (closed) return;
+      if (active.has(threadId)) continue;
+      try {
+        // The bare resume's claim: refused (run_active) unless the run is still silent for the lease
+        // by the store's clock, under the row lock, so racing runners take it once between them.
+        const launched = await launchResume(threadId);
+        if (launched.firstSeq === 0) continue;
+        logger.warn("durable run recovered by the sweep", { threadId, runId: launched.runId });
+        launched.finished.catch(() => {});
+      } catch (error) {
+        if (DurableError.isInstance(error) && error.code === "run_active") continue;
+        logger.warn("durable recovery sweep could not take a run over", { threadId, error: String(error) });
+      }
+    }
+  }
+
+  function scheduleSweep(delayMs: number): void {
+    sweepTimer = setTimeout(() => {
+      sweeping = sweep().finally(() => {
+        if (!closed) scheduleSweep(sweepEveryMs);
+      });
+    }, delayMs);
+    sweepTimer.unref();
+  }
+  // Runners started together spread their first looks over the interval.
+  if (sweepEveryMs > 0) scheduleSweep(Math.round(sweepEveryMs * (0.5 + Math.random() / 2)));
+
   async function cancel<State extends object>(
     threadId: string,
     reason = "cancelled",
@@ -835,6 +894,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     },
     async close() {
       closed = true;
+      clearTimeout(sweepTimer);
+      await sweeping;
       for (const timer of expiryTimers) clearTimeout(timer);
       await Promise.allSettled([...active.values()]);
       if (typeof options.store !== "object") await store.close();

@@ -86,6 +86,16 @@ export function leaseHeld(threadId: string, silentForMs: number, leaseMs: number
   );
 }
 
+/** Which stale runs to look for (`findStaleRuns`). */
+export interface StaleRunQuery {
+  /** Runs whose last write is at least this old, by the store's clock (the database's on PostgreSQL). */
+  readonly staleAfterMs: number;
+  /** Only runs of these graphs (the ones the asking runner can drive). */
+  readonly graphs: readonly string[];
+  /** At most this many, longest silent first. */
+  readonly limit: number;
+}
+
 export interface DurableStore {
   /** Creates a thread with its first run and batch; throws `thread_exists` when the thread is taken. */
   createRun(record: RunRecord, batch?: CommitBatch): Promise<void>;
@@ -111,6 +121,12 @@ export interface DurableStore {
    * id order; each record is the thread's latest run.
    */
   listThreads(query?: ThreadQuery): Promise<RunRecord[]>;
+  /**
+   * Thread ids of `running` runs that have written nothing for `staleAfterMs` by the store's clock: no
+   * live driver vouches for them (a driver's heartbeat writes every third of its lease). A hint only;
+   * the claim (`claimRun` with `staleAfterMs`) decides, under the row lock.
+   */
+  findStaleRuns(query: StaleRunQuery): Promise<string[]>;
   /** Deletes the thread with its journal and frames; false when there was none. */
   deleteThread(threadId: string): Promise<boolean>;
   /** Deletes threads in one of `statuses` whose last write is before `updatedBefore`; their ids. */

@@ -83,6 +83,17 @@ export function createMemoryStore(): DurableStore {
         .slice(0, query.limit ?? 100)
         .map((id) => ({ ...(threads.get(id) as Thread).run }));
     },
+    async findStaleRuns(query) {
+      const before = new Date(Date.now() - query.staleAfterMs).toISOString();
+      return [...threads.values()]
+        .filter(
+          ({ run }) =>
+            run.status === "running" && query.graphs.includes(run.graph) && run.updatedAt <= before,
+        )
+        .sort((a, b) => (a.run.updatedAt < b.run.updatedAt ? -1 : 1))
+        .slice(0, query.limit)
+        .map(({ run }) => run.threadId);
+    },
     async deleteThread(threadId) {
       return threads.delete(threadId);
     },

@@ -258,6 +258,16 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       );
       return result.rows.map(fromRow);
     },
+    async findStaleRuns(query) {
+      // ISO text in one format orders as time does; the cut-off is the database's now, never this machine's.
+      const result = await database.query<{ thread_id: string }>(
+        `SELECT thread_id FROM ${runs} WHERE status = 'running' AND graph = ANY($2::text[])
+         AND updated_at <= to_char((clock_timestamp() - $1 * interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+         ORDER BY updated_at LIMIT $3`,
+        [query.staleAfterMs, query.graphs, query.limit],
+      );
+      return result.rows.map((row) => row.thread_id);
+    },
     async deleteThread(threadId) {
       return transaction(async (client) => {
         await client.query(`DELETE FROM ${journal} WHERE thread_id = $1`, [threadId]);

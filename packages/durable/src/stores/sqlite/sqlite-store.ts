@@ -93,6 +93,10 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
     `SELECT thread_id, status FROM durable_runs WHERE substr(thread_id, 1, length(?1)) = ?1 AND updated_at < ?2
      ORDER BY updated_at LIMIT ?3`,
   );
+  const selectSilent = database.prepare(
+    `SELECT thread_id FROM durable_runs WHERE status = 'running' AND updated_at <= ?1
+     AND graph IN (SELECT value FROM json_each(?2)) ORDER BY updated_at LIMIT ?3`,
+  );
   const framesOfTypes = new Map<number, StatementSync>();
 
   const transaction = <T>(work: () => T): T => sqliteTransaction(database, work);
@@ -214,6 +218,14 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
         deleteFrames.run(threadId);
         return deleteRun.run(threadId).changes > 0;
       });
+    },
+    async findStaleRuns(query) {
+      // One file on one machine: the processes sharing it share its clock.
+      const before = new Date(Date.now() - query.staleAfterMs).toISOString();
+      const rows = selectSilent.all(before, JSON.stringify(query.graphs), query.limit) as {
+        thread_id: string;
+      }[];
+      return rows.map((row) => row.thread_id);
     },
     async pruneThreads(query) {
       return transaction(() => {
