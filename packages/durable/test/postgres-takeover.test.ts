@@ -42,7 +42,7 @@ const tenMinutes = 10 * 60_000;
 
 async function startRunner(args: {
   thread: string;
-  mode: "start" | "resume" | "resume-until";
+  mode: "start" | "resume" | "resume-until" | "sweep";
   effects: string;
   holdMs: number;
   skewMs?: number;
@@ -171,6 +171,50 @@ it("a second process takes a SIGKILLed driver's run over after the lease, by the
       frames.map((_frame, index) => index + 1),
     );
     assert.ok(frames.some((frame) => frame.type === "run_recovered"));
+  } finally {
+    await store.close();
+  }
+});
+
+it("a runner process takes a SIGKILLed driver's run over by itself, with no resume from anyone", {
+  timeout: 150_000,
+}, async () => {
+  const effectsPath = join(directory, "sweep.jsonl");
+  const driver = await startRunner({ thread: "t-4", mode: "start", effects: effectsPath, holdMs: 120_000 });
+  driver.go();
+  assert.equal(await driver.line(), "effect a");
+  // Killed once "a"'s outcome is journaled (it rides with the hold step's marker): before that, "a"
+  // would run again, the crash window.
+  const reader = await createPostgresStore({ connectionString: database.url, tablePrefix: "tk_" });
+  try {
+    const until = Date.now() + 10_000;
+    while (!(await reader.readJournal("t-4")).some((record) => record.name === "hold")) {
+      assert.ok(Date.now() < until, "the hold step's marker never landed");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  } finally {
+    await reader.close();
+  }
+  driver.process.kill("SIGKILL");
+  const killedAt = Date.now();
+  const sweeper = await startRunner({ thread: "t-4", mode: "sweep", effects: effectsPath, holdMs: 0 });
+  sweeper.go();
+  const done = await outcome(sweeper);
+  assert.equal(done.status, "completed", JSON.stringify(done));
+  assert.deepEqual(done.state, { a: 1, b: 2 });
+  // The lease (2 s) plus at most one sweep interval (1 s), with room for a loaded machine.
+  assert.ok(Date.now() - killedAt < 30_000);
+  assert.deepEqual(
+    effects(effectsPath).map((line) => [line.which, line.pid]),
+    [
+      ["a", driver.process.pid],
+      ["b", sweeper.process.pid],
+    ],
+  );
+  const store = await createPostgresStore({ connectionString: database.url, tablePrefix: "tk_" });
+  try {
+    const frames = await store.readFrames("t-4", 0);
+    assert.equal(frames.filter((frame) => frame.type === "run_recovered").length, 1);
   } finally {
     await store.close();
   }

@@ -1,9 +1,11 @@
 /**
  * A runner process on a shared PostgreSQL database, for the takeover tests. Usage:
- * runner-child.ts <url> <table prefix> <thread> start|resume|resume-until <effects file> <lease ms> <hold ms> [clock skew ms]
+ * runner-child.ts <url> <table prefix> <thread> start|resume|resume-until|sweep <effects file> <lease ms> <hold ms> [clock skew ms]
  * The graph appends one line per side effect ("a", then "b"); between them a step holds for `hold ms`.
  * A clock skew makes this process's Date.now() lie, as a machine with a wrong clock would.
- * Prints "ready", waits for a line on stdin, runs, then prints the outcome as JSON.
+ * Prints "ready", waits for a line on stdin, runs, then prints the outcome as JSON. "sweep" sends no
+ * resume: the runner's recovery sweep (on only in this mode) must find the run, and the process waits
+ * until the run is no longer running.
  */
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
@@ -44,13 +46,29 @@ const store = await createPostgresStore({
   connectionString: url as string,
   tablePrefix: tablePrefix as string,
 });
-const runner = createRunner({ store, graphs: [graph], leaseMs: Number(leaseArg) });
+const runner = createRunner({
+  store,
+  graphs: [graph],
+  leaseMs: Number(leaseArg),
+  recover: mode === "sweep" ? { everyMs: 1000 } : false,
+});
 process.stdout.write("ready\n");
 const lines = createInterface({ input: process.stdin });
 await new Promise<void>((resolve) => lines.once("line", () => resolve()));
 async function run() {
   if (mode === "start") return runner.start(graph, {}, { threadId: threadId as string });
   if (mode === "resume") return runner.resume(threadId as string);
+  if (mode === "sweep") {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const run = await runner.get(threadId as string);
+      if ((run !== undefined && run.status !== "running") || Date.now() > deadline) {
+        await runner.idle();
+        return (await runner.get(threadId as string)) ?? { status: "missing", state: undefined };
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
   // "resume-until": retry a refused takeover (the lease still runs) until it goes through, up to 60 s.
   const deadline = Date.now() + 60_000;
   for (;;) {
