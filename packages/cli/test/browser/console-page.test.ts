@@ -472,6 +472,13 @@ describe("the console page, served by npm start", () => {
     approval = await start();
     await approval.getByRole("button", { name: "Cancel run" }).click();
     await page.locator(".run-status").filter({ hasText: "cancelled" }).waitFor({ timeout: 20_000 });
+    // The refund the approval stood for never ran: its card says cancelled, not completed.
+    const cancelledCard = page
+      .locator('article.tool-card[data-status="cancelled"]')
+      .filter({ hasText: "refund" });
+    await cancelledCard.waitFor({ timeout: 10_000 });
+    assert.match(await cancelledCard.innerText(), /"cancelled": true/);
+    assert.doesNotMatch(await cancelledCard.innerText(), /refundId/);
     // The run itself is cancelled in the durable store, not merely declined.
     await page
       .locator("#runs tbody tr:first-child .badge")

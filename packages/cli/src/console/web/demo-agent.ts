@@ -50,6 +50,8 @@ const editableSchema = {
   additionalProperties: false,
 };
 
+const refundCallId = "agent:refund";
+
 /** The scripted model's turns: each is what a model would have asked for, in order. */
 function scriptedModel(orderId: string) {
   return {
@@ -82,6 +84,9 @@ export function createDemoGraph(): Graph<DemoState> {
     const params = model.refund(order);
     const shown = redact(params, redacted);
     const answer = await approve<DemoAnswer>(ctx, {
+      // The approval and the refund share one tool-call id: cancelling the run at the approval shows
+      // the refund's card as cancelled (the runner answers the pending approval on that card).
+      toolCallId: refundCallId,
       title: "Run refund?",
       description: `Refund ${params.amount} EUR for order ${params.orderId}`,
       toolName: "refund",
@@ -120,7 +125,7 @@ export function createDemoGraph(): Graph<DemoState> {
             idempotencyKey: step.idempotencyKey,
           };
         },
-        { display: redact(final, redacted) },
+        { display: redact(final, redacted), id: refundCallId },
       );
       return { outcome: "refunded", refund };
     } catch (error) {

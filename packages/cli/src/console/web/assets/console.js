@@ -817,7 +817,8 @@ function runsPage(root) {
         const object = content !== null && typeof content === "object" ? content : {};
         const failed = "error" in object && Object.keys(object).length === 1;
         const declined = object.declined === true;
-        setStatus(entry, failed ? "error" : declined ? "declined" : "completed");
+        const cancelled = object.cancelled === true;
+        setStatus(entry, failed ? "error" : declined ? "declined" : cancelled ? "cancelled" : "completed");
         const data = h("pre", { class: "data" });
         showData(data, failed ? content.error : content);
         entry.result.replaceChildren(h("h4", {}, failed ? "Error" : "Result"), data);
