@@ -51,7 +51,7 @@ const isTooNew = (error: unknown) => {
 };
 
 describe("SQLite store: schema versions", () => {
-  it("upgrades a file written before versioning to version 1 without losing a row", async () => {
+  it("upgrades a file written before versioning to the newest version without losing a row", async () => {
     const path = legacyCopy("legacy.db");
     const before = counts(path);
     assert.deepEqual(before, { durable_runs: 3, durable_journal: 3, durable_frames: 6 });
@@ -86,7 +86,7 @@ describe("SQLite store: schema versions", () => {
       await store.close();
     }
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 1);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 2);
     database.close();
     assert.deepEqual(counts(path), { ...before, durable_frames: 7 });
   });
@@ -146,7 +146,7 @@ describe("PostgreSQL store: schema versions", () => {
     return result;
   }
 
-  it("upgrades tables created before versioning without losing a row, and records version 1", async () => {
+  it("upgrades tables created before versioning without losing a row, and records each version", async () => {
     const { url, client } = await legacyDatabase();
     try {
       const before = await pgCounts(client);
@@ -165,8 +165,16 @@ describe("PostgreSQL store: schema versions", () => {
         await store.close();
       }
       assert.deepEqual(await pgCounts(client), before);
-      const recorded = await client.query("SELECT store, version FROM tackle_migrations");
-      assert.deepEqual(recorded.rows, [{ store: "durable", version: 1 }]);
+      const recorded = await client.query("SELECT store, version FROM tackle_migrations ORDER BY version");
+      assert.deepEqual(recorded.rows, [
+        { store: "durable", version: 1 },
+        { store: "durable", version: 2 },
+      ]);
+      // Version 2: the recovery sweep's index of running runs.
+      const index = await client.query(
+        "SELECT indexdef FROM pg_indexes WHERE tablename = 'durable_runs' AND indexname = 'durable_runs_running'",
+      );
+      assert.match(String(index.rows[0]?.indexdef), /WHERE \(status = 'running'::text\)/);
     } finally {
       await client.end();
     }

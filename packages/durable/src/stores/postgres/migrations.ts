@@ -26,6 +26,12 @@ export function postgresMigrations(prefix: string): readonly PostgresMigration[]
       PRIMARY KEY (thread_id, seq));
   `,
     },
+    {
+      version: 2,
+      name: "running runs by their last write",
+      // The recovery sweep's lookup (findStaleRuns) reads only running runs, oldest write first.
+      up: `CREATE INDEX IF NOT EXISTS ${prefix}runs_running ON ${runs} (updated_at) WHERE status = 'running';`,
+    },
   ];
 }
 

@@ -259,10 +259,11 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       return result.rows.map(fromRow);
     },
     async findStaleRuns(query) {
-      // ISO text in one format orders as time does; the cut-off is the database's now, never this machine's.
+      // ISO text in one format orders as time does; the cut-off is the database's now, never this machine's,
+      // computed once (a sub-select) so it bounds the scan of the running-runs index (migration 2).
       const result = await database.query<{ thread_id: string }>(
         `SELECT thread_id FROM ${runs} WHERE status = 'running' AND graph = ANY($2::text[])
-         AND updated_at <= to_char((clock_timestamp() - $1 * interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+         AND updated_at <= (SELECT to_char((clock_timestamp() - $1 * interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
          ORDER BY updated_at LIMIT $3`,
         [query.staleAfterMs, query.graphs, query.limit],
       );

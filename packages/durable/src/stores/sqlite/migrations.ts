@@ -25,4 +25,10 @@ CREATE TABLE IF NOT EXISTS durable_frames (
 ) STRICT, WITHOUT ROWID;
 `,
   },
+  {
+    version: 2,
+    name: "running runs by their last write",
+    // The recovery sweep's lookup (findStaleRuns) reads only running runs, oldest write first.
+    up: "CREATE INDEX IF NOT EXISTS durable_runs_running ON durable_runs (updated_at) WHERE status = 'running';",
+  },
 ];
