@@ -149,6 +149,27 @@ describe("the console page, served by npm start", () => {
     assert.equal(rebound.status, 403);
     const noCookie = await post("/api/call", call, { origin });
     assert.equal(noCookie.status, 401);
+    // Every other state-changing route too: starting a run, resuming or cancelling one, signing in or out.
+    const routes: [string, string, string][] = [
+      ["POST", "/api/runs", "{}"],
+      ["POST", "/api/durable/ag-ui/demo-refund", "{}"],
+      ["POST", "/api/durable/runs/demo-x/cancel", "{}"],
+      ["POST", "/api/session", JSON.stringify({ token: "x" })],
+      ["DELETE", "/api/session", ""],
+    ];
+    const otherPort = `http://127.0.0.1:${Number(new URL(origin).port) + 1}`;
+    for (const [method, path, body] of routes) {
+      for (const [foreign, why] of [
+        ["http://evil.example", /is not a loopback origin/],
+        [otherPort, /is not this console/],
+      ] as const) {
+        const refused = await post(path, body, { cookie, origin: foreign }, method);
+        assert.equal(refused.status, 403, `${method} ${path} from ${foreign}: ${refused.body}`);
+        assert.match(refused.body, why);
+      }
+    }
+    // The session survived all of that: the page's own origin still gets through.
+    assert.equal((await post("/api/call", call, { cookie, origin })).status, 200);
   });
 
   test("a tool is called from its generated form: result as data, time taken, issues beside the field, history", async () => {
@@ -512,11 +533,12 @@ function post(
   path: string,
   body: string,
   headers: Record<string, string>,
+  method = "POST",
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const outgoing = request(
       `${origin}${path}`,
-      { method: "POST", headers: { "content-type": "application/json", ...headers } },
+      { method, headers: { "content-type": "application/json", ...headers } },
       (response) => {
         let text = "";
         response.setEncoding("utf8");
