@@ -61,15 +61,18 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     "DELETE FROM docscript_rows WHERE document_id = ? AND root = ? AND row_id = ?",
   );
   const deleteRows = database.prepare("DELETE FROM docscript_rows WHERE document_id = ?");
-  const selectRowsSeq = database.prepare("SELECT rows_seq FROM docscript_documents WHERE document_id = ?");
+  const selectRowsSeq = database.prepare("SELECT rows_seq FROM docscript_projection WHERE document_id = ?");
   const selectLastSeq = database.prepare(
     `SELECT max(coalesce((SELECT max(seq) FROM docscript_updates WHERE document_id = ?1), 0), snapshot_seq) AS seq
      FROM docscript_documents WHERE document_id = ?1`,
   );
   const advanceRowsSeq = database.prepare(
-    "UPDATE docscript_documents SET rows_seq = ? WHERE document_id = ? AND rows_seq = ?",
+    "UPDATE docscript_projection SET rows_seq = ?1, issues = ?4 WHERE document_id = ?2 AND rows_seq = ?3",
   );
-  const setRowsSeq = database.prepare("UPDATE docscript_documents SET rows_seq = ? WHERE document_id = ?");
+  const setProjection = database.prepare(
+    `INSERT INTO docscript_projection (document_id, rows_seq, issues) VALUES (?1, ?2, ?3)
+     ON CONFLICT (document_id) DO UPDATE SET rows_seq = excluded.rows_seq, issues = excluded.issues`,
+  );
   // Optional filters are JSON arrays (NULL: no filter), so one prepared statement serves every page.
   const selectRows = database.prepare(
     `SELECT root, row_id, kind, payload, version FROM docscript_rows
@@ -91,8 +94,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
        (document_id, type, member_id, kind, root, row_id, endpoint0, endpoint1, variant_of, identity)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
-  const setIssues = database.prepare("UPDATE docscript_documents SET issues = ? WHERE document_id = ?");
-  const selectIssues = database.prepare("SELECT issues FROM docscript_documents WHERE document_id = ?");
+  const selectIssues = database.prepare("SELECT issues FROM docscript_projection WHERE document_id = ?");
   const selectMembers = database.prepare(
     `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of, m.identity,
             r.payload
@@ -156,8 +158,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
         if (Number(result.changes) !== 1) return false;
         if (rows !== undefined) {
           writeRows(documentId, rows, 0);
-          setRowsSeq.run(0, documentId);
-          setIssues.run(JSON.stringify(issues ?? []), documentId);
+          setProjection.run(documentId, 0, JSON.stringify(issues ?? []));
         }
         return true;
       });
@@ -195,10 +196,12 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
           if (change !== undefined)
             insertChange.run(documentId, seq, status, ...changeValues(actor, change), at);
           // Rows only onto a projection that holds through the previous update; else it stays behind.
-          if (rows !== undefined && Number(advanceRowsSeq.run(seq, documentId, seq - 1).changes) === 1) {
+          const issuesJson = issues === undefined ? null : JSON.stringify(issues);
+          if (
+            rows !== undefined &&
+            Number(advanceRowsSeq.run(seq, documentId, seq - 1, issuesJson).changes) === 1
+          )
             writeRows(documentId, rows, seq);
-            setIssues.run(issues === undefined ? null : JSON.stringify(issues), documentId);
-          }
         });
       } catch (error) {
         if (/UNIQUE|PRIMARY KEY/i.test(String((error as Error).message)))
@@ -224,8 +227,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
         deleteRows.run(documentId);
         deleteMembers.run(documentId);
         writeRows(documentId, rows, throughSeq);
-        setRowsSeq.run(throughSeq, documentId);
-        setIssues.run(JSON.stringify(issues), documentId);
+        setProjection.run(documentId, throughSeq, JSON.stringify(issues));
         return true;
       });
     },

@@ -148,16 +148,15 @@ export async function createPostgresDocumentStore(
     async createDocument({ documentId, tokenHash, snapshot, rows, issues }) {
       return postgresTransaction(pool, async (client) => {
         const result = await client.query(
-          "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq, rows_seq, issues) VALUES ($1, $2, $3, 0, $4, $5) ON CONFLICT DO NOTHING",
-          [
-            documentId,
-            tokenHash,
-            Buffer.from(snapshot),
-            rows === undefined ? null : 0,
-            rows === undefined ? null : JSON.stringify(issues ?? []),
-          ],
+          "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING",
+          [documentId, tokenHash, Buffer.from(snapshot)],
         );
         if (result.rowCount !== 1) return false;
+        if (rows !== undefined)
+          await client.query(
+            "INSERT INTO docscript_projection (document_id, rows_seq, issues) VALUES ($1, 0, $2)",
+            [documentId, JSON.stringify(issues ?? [])],
+          );
         if (rows !== undefined) await writeRows(client, documentId, rows, 0);
         return true;
       });
@@ -243,7 +242,7 @@ export async function createPostgresDocumentStore(
             if (rows === undefined) return;
             // Rows only onto a projection that holds through the previous update; else it stays behind.
             const advanced = await client.query(
-              "UPDATE docscript_documents SET rows_seq = $1, issues = $4 WHERE document_id = $2 AND rows_seq = $3",
+              "UPDATE docscript_projection SET rows_seq = $1, issues = $4 WHERE document_id = $2 AND rows_seq = $3",
               [seq, documentId, seq - 1, issues === undefined ? null : JSON.stringify(issues)],
             );
             if (advanced.rowCount === 1) await writeRows(client, documentId, rows, seq);
@@ -263,7 +262,7 @@ export async function createPostgresDocumentStore(
     },
     async rowsSeq(documentId) {
       const result = await pool.query<{ rows_seq: string | null }>(
-        "SELECT rows_seq FROM docscript_documents WHERE document_id = $1",
+        "SELECT rows_seq FROM docscript_projection WHERE document_id = $1",
         [documentId],
       );
       const value = result.rows[0]?.rows_seq;
@@ -283,7 +282,8 @@ export async function createPostgresDocumentStore(
         await client.query("DELETE FROM docscript_members WHERE document_id = $1", [documentId]);
         await writeRows(client, documentId, rows, throughSeq);
         await client.query(
-          "UPDATE docscript_documents SET rows_seq = $1, issues = $3 WHERE document_id = $2",
+          `INSERT INTO docscript_projection (document_id, rows_seq, issues) VALUES ($2, $1, $3)
+           ON CONFLICT (document_id) DO UPDATE SET rows_seq = excluded.rows_seq, issues = excluded.issues`,
           [throughSeq, documentId, JSON.stringify(issues)],
         );
         return true;
@@ -291,7 +291,7 @@ export async function createPostgresDocumentStore(
     },
     async documentIssues(documentId) {
       const result = await pool.query<{ issues: string | null }>(
-        "SELECT issues FROM docscript_documents WHERE document_id = $1",
+        "SELECT issues FROM docscript_projection WHERE document_id = $1",
         [documentId],
       );
       const issues = result.rows[0]?.issues;
