@@ -94,9 +94,9 @@ export function rowsOfSpans(
 }
 
 /**
- * The row a container belongs to: its path when it is live, else read off the op that created it (a
- * container's id is that op's id): its parent and key, up to a root map, which works for containers of
- * deleted rows too (history keeps them). Undefined when `doc` lacks that op. Recorded in `index`.
+ * The row a container belongs to, read off the op that created it (a container's id is that op's id):
+ * its parent and key, up to a root map, which works for containers of deleted rows too (history keeps
+ * them); else its path, when it is live. Undefined when neither says. Recorded in `index`.
  */
 export function rowOfContainer(
   doc: LoroDoc,
@@ -105,14 +105,25 @@ export function rowOfContainer(
 ): { root: string; rowId: string } | undefined {
   const indexed = index.get(containerId);
   if (indexed !== undefined) return indexed;
-  // A live container: Loro knows its path (fast once Loro has built its parent links).
+  // The op that created it (a few op reads, whatever the document's size; works for deleted rows too).
+  const created = rowByCreatingOp(doc, containerId, index);
+  if (created !== undefined) return created;
+  // Else Loro's path (its parent links are built on first use: costly on a document never read whole).
   const path = doc.getPathToContainer(containerId as ContainerID);
   if (path !== undefined && path.length >= 2) {
     const row = { root: String(path[0]), rowId: String(path[1]) };
     index.set(containerId, row);
     return row;
   }
-  // A deleted one (or a row itself): the op that created it.
+  return undefined;
+}
+
+/** The row a container belongs to, read off the ops that created it and its parents up to a root map. */
+function rowByCreatingOp(
+  doc: LoroDoc,
+  containerId: string,
+  index: ContainerIndex,
+): { root: string; rowId: string } | undefined {
   const chain: string[] = [];
   let current = containerId;
   for (let depth = 0; depth < 64; depth++) {
