@@ -90,17 +90,23 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
     const headers = new Headers(init.headers);
     if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
     if (options.userId !== undefined) headers.set(USER_HEADER, options.userId);
-    let response: Response;
-    try {
-      response = await fetchImpl(url, { ...init, headers, signal: AbortSignal.timeout(timeoutMs) });
-    } catch (error) {
-      throw new DocumentClientError(
-        "network_error",
-        `no answer from ${new URL(url).origin}: ${(error as Error).message}`,
-        { retryable: true, cause: error },
-      );
+    // One deadline for the request and its retry.
+    const signal = AbortSignal.timeout(timeoutMs);
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await fetchImpl(url, { ...init, headers, signal });
+      } catch (error) {
+        // A kept-alive connection the server closed as the request went out: the server never read it.
+        // Every request here is safe to send again (reads; a push the server stores once, answering
+        // `duplicate` when it has the bytes or the plan; a create answering 409), so once, at once.
+        if (attempt === 1 && !signal.aborted && resetBeforeAnswer(error)) continue;
+        throw new DocumentClientError(
+          "network_error",
+          `no answer from ${new URL(url).origin}: ${(error as Error).message}`,
+          { retryable: true, cause: error },
+        );
+      }
     }
-    return response;
   };
 
   const failure = async (response: Response, documentId: string): Promise<DocumentClientError> => {
@@ -257,4 +263,17 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
       return true;
     },
   };
+}
+
+/** Codes of a connection closed or reset under a request before any of the answer came. */
+const resetCodes = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
+
+/** Whether fetch failed because the connection was closed or reset before any answer. */
+function resetBeforeAnswer(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; depth += 1) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && resetCodes.has(code)) return true;
+    cause = cause.cause;
+  }
+  return false;
 }

@@ -237,15 +237,8 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   /** Every call first pulls what the server has. */
   const pull = async (docId: string): Promise<DocumentState> => {
     const state = stateOf(docId);
-    let pulled: { version: string };
-    try {
-      pulled = await client.pullInto(docId, state.replica);
-    } catch (error) {
-      // A pull changes nothing on the server: one retry covers a kept-alive connection the server just closed.
-      if (!DocumentClientError.isInstance(error) || error.code !== "network_error") throw error;
-      pulled = await client.pullInto(docId, state.replica);
-    }
-    const { version } = pulled;
+    // The client sends a request again itself when its kept-alive connection was closed under it.
+    const { version } = await client.pullInto(docId, state.replica);
     state.version = version;
     return state;
   };
