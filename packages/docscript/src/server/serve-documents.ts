@@ -9,6 +9,9 @@ import {
   type DocumentServerOptions,
 } from "./create-document-server.ts";
 
+/** What the server advertises as its idle timeout (`Keep-Alive: timeout=5`). */
+const keepAliveHintMs = 5_000;
+
 export interface ServeDocumentsOptions extends DocumentServerOptions {
   /** Default 0: a free port. */
   readonly port?: number;
@@ -30,7 +33,19 @@ export async function serveDocuments(options: ServeDocumentsOptions): Promise<Ru
     );
   }
   const server = createDocumentServer(options);
-  const listening = serve({ fetch: server.fetch, port: options.port ?? 0, hostname });
+  const listening = serve({
+    fetch: server.fetch,
+    port: options.port ?? 0,
+    hostname,
+    serverOptions: {
+      // Clients are told `Keep-Alive: timeout=5` and drop an idle connection before then (fetch 2 s
+      // before, on timers that fall behind the clock on a busy event loop); the server holds it 25 s
+      // more, so it does not close one a client is about to reuse. Headers still have 60 s.
+      keepAliveTimeout: keepAliveHintMs,
+      keepAliveTimeoutBuffer: 25_000,
+      headersTimeout: 60_000,
+    },
+  });
   await new Promise<void>((resolve, reject) => {
     listening.once("listening", resolve);
     listening.once("error", reject);
