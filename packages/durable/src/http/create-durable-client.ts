@@ -32,14 +32,24 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
   const base = options.baseUrl.replace(/\/$/, "");
 
   async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
-    const response = await fetcher(`${base}${path}`, {
-      ...init,
-      headers: {
-        "content-type": "application/json",
-        ...options.headers,
-        ...(init.headers as Record<string, string>),
-      },
-    });
+    const request = () =>
+      fetcher(`${base}${path}`, {
+        ...init,
+        headers: {
+          "content-type": "application/json",
+          ...options.headers,
+          ...(init.headers as Record<string, string>),
+        },
+      });
+    let response: Response;
+    try {
+      response = await request();
+    } catch (error) {
+      // A kept-alive connection the server closed as the request went out: a read is sent once more.
+      // A start or a resume is not (the first may have started a run or applied the answers).
+      if (init.method !== undefined || !resetBeforeAnswer(error)) throw error;
+      response = await request();
+    }
     const body = (await response.json().catch(() => ({}))) as { error?: { code: string; message: string } };
     if (!response.ok) {
       throw ToolError.fromPayload(body.error ?? { code: "http_error", message: `HTTP ${response.status}` });
@@ -107,4 +117,17 @@ async function* parseFrames(body: ReadableStream<Uint8Array>): AsyncIterable<Fra
       if (data !== "") yield JSON.parse(data) as Frame;
     }
   }
+}
+
+/** Codes of a connection closed or reset under a request before any of the answer came. */
+const resetCodes = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
+
+/** Whether fetch failed because the connection was closed or reset before any answer. */
+function resetBeforeAnswer(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; depth += 1) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && resetCodes.has(code)) return true;
+    cause = cause.cause;
+  }
+  return false;
 }

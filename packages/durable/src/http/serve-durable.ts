@@ -26,7 +26,17 @@ export async function serveDurable(options: ServeDurableOptions): Promise<Durabl
   }
   const app = createDurableApp(options);
   const server = await new Promise<ServerType>((resolve, reject) => {
-    const started = serve({ fetch: app.fetch, hostname, port: options.port ?? 0 }, () => resolve(started));
+    const started = serve(
+      {
+        fetch: app.fetch,
+        hostname,
+        port: options.port ?? 0,
+        // Advertises `Keep-Alive: timeout=5` (fetch drops an idle connection at 3 s, by timers that fall
+        // behind on a busy event loop) and holds one 30 s, so a late reuse is not closed under.
+        serverOptions: { keepAliveTimeout: 5_000, keepAliveTimeoutBuffer: 25_000 },
+      },
+      () => resolve(started),
+    );
     started.once("error", (error: NodeJS.ErrnoException) =>
       reject(
         new DurableError(
