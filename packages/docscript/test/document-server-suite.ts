@@ -460,8 +460,13 @@ export function documentServerSuite(factory: StoreFactory): void {
       await writer.client.pull(documentId);
       const store = await factory.open();
       const stored = await store.load(documentId);
+      // The seq a server checks before each push (has another server compacted past it?), read alone.
+      const snapshotSeq = await store.snapshotSeq?.(documentId);
+      const missing = await store.snapshotSeq?.("no-such-document");
       await store.close();
       assert.ok((stored?.snapshotSeq ?? 0) >= 3, `snapshotSeq ${stored?.snapshotSeq}`);
+      assert.equal(snapshotSeq, stored?.snapshotSeq);
+      assert.equal(missing, undefined);
       await restart();
       const reader = createEditor(server.url, documentId, token, 63);
       await reader.pull();
