@@ -24,6 +24,7 @@ export type DurableErrorCode =
   | "unauthenticated"
   | "invalid_store"
   | "step_timeout"
+  | "takeover_limit"
   | "invalid_edit"
   | "approval_expired"
   | "run_cancelled"

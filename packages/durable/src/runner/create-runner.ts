@@ -50,6 +50,13 @@ export interface RunnerOptions {
    * does (same claim, same fencing). On by default; `false` turns it off; off too when `leaseMs` is 0.
    */
   readonly recover?: RecoverOptions | false;
+  /**
+   * How many times one run may be taken over (by the sweep or a bare `resume`) before the next
+   * takeover ends it `failed` with the code `takeover_limit` instead of running its step again: a
+   * "poison" run whose step kills its process every time. Counted from the run's `run_recovered`
+   * frames. Default 3.
+   */
+  readonly maxTakeovers?: number;
 }
 
 export interface RecoverOptions {
@@ -203,6 +210,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   landed.setMaxListeners(0);
   const pollIntervalMs = options.pollIntervalMs ?? 250;
   const leaseMs = options.leaseMs ?? 30_000;
+  const maxTakeovers = Math.max(0, Math.floor(options.maxTakeovers ?? 3));
   let closed = false;
   /** The node executing now, per thread driven here: a cancel aborts its signal. */
   const current = new Map<string, NodeRuntime>();
@@ -657,8 +665,19 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     // Left running by a process that died: take it over (fencing out the old owner, if it still lives),
     // but only once the run's last write is older than the lease, judged by the store's clock in the
     // claiming transaction (the database's on PostgreSQL), so machines' clocks never decide it.
-    const claimed = await store.claimRun(threadId, randomUUID(), ["running"], {}, { staleAfterMs: leaseMs });
+    const takeovers = await takeoversOf(threadId);
+    const owner = randomUUID();
+    const claimed = await store.claimRun(threadId, owner, ["running"], {}, { staleAfterMs: leaseMs });
     if (claimed === undefined) return idle();
+    if (takeovers >= maxTakeovers) {
+      // A poison run: every driver so far died in it. End it, explained, rather than run its step again.
+      return {
+        threadId,
+        runId: run.runId,
+        firstSeq: claimed.lastSeq + 1,
+        finished: track(threadId, failPoisoned<State>(claimed.run, owner, claimed.lastSeq, takeovers)),
+      };
+    }
     const recovered: Frame = { type: "run_recovered", seq: 0, data: {} };
     return {
       threadId,
@@ -666,6 +685,43 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       firstSeq: claimed.lastSeq + 1,
       finished: track(threadId, drive<State>(claimed.run, claimed.lastSeq, [recovered])),
     };
+  }
+
+  /** How many times the thread's latest run was taken over: its `run_recovered` frames since its `run_started`. */
+  async function takeoversOf(threadId: string): Promise<number> {
+    const marks = await store.readFrames(threadId, 0, 1_000_000, ["run_started", "run_recovered"]);
+    let count = 0;
+    for (const frame of marks) count = frame.type === "run_started" ? 0 : count + 1;
+    return count;
+  }
+
+  /** Ends a run taken over once too often as `failed` (`takeover_limit`), writing as its new owner. */
+  async function failPoisoned<State extends object>(
+    run: RunRecord,
+    owner: string,
+    lastSeq: number,
+    takeovers: number,
+  ): Promise<RunSnapshot<State>> {
+    const { threadId } = run;
+    const inFlight = (await store.readJournal(threadId)).filter((record) => record.state === "started");
+    const step = inFlight.at(-1)?.name ?? null;
+    const where = `${run.node === null ? "" : ` in node "${run.node}"`}${step === null ? "" : `, step "${step}"`}`;
+    const error = new DurableError(
+      "takeover_limit",
+      `Run taken over ${takeovers} time${takeovers === 1 ? "" : "s"} (maxTakeovers ${maxTakeovers}) and its driver stopped again${where}; not running it again`,
+      { data: { takeovers, maxTakeovers, node: run.node, step } },
+    );
+    const payload = {
+      ...toToolError(run.graph, error).toJSON(),
+      ...(run.node === null ? {} : { node: run.node }),
+    };
+    logger.error("durable run failed: taken over too many times", { threadId, error: payload });
+    await store.commit(threadId, owner, {
+      frames: [{ type: "run_failed", seq: lastSeq + 1, data: { error: payload } }],
+      run: { status: "failed", error: JSON.stringify(payload) },
+    });
+    landed.emit(threadId);
+    return (await getSnapshot<State>(threadId)) as RunSnapshot<State>;
   }
 
   /** The recovery sweep: takes over runs of this runner's graphs that no live driver vouches for. */
