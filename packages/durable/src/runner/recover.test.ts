@@ -153,7 +153,10 @@ describe("the takeover limit (a poison run)", () => {
         const frames = await last.frames("t");
         assert.equal(frames.filter((frame) => frame.type === "run_recovered").length, 3);
         assert.equal(frames.at(-1)?.type, "run_failed");
-        assert.equal((frames.at(-1)?.data as { error: { code: string } }).error.code, "takeover_limit");
+        assert.equal(
+          (frames.at(-1)?.data as { error?: { code?: string } } | undefined)?.error?.code,
+          "takeover_limit",
+        );
         // Ended: nobody takes it over again.
         const again = await createRunner({ store, graphs: [graph], leaseMs: 0 }).launchResume("t");
         assert.equal(again.firstSeq, 0);
