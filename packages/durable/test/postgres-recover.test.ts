@@ -145,3 +145,38 @@ it("a run whose driver lost PostgreSQL before it could record anything is resume
     await net.close();
   }
 });
+
+it("a poison run (its step stops every driver) is taken over maxTakeovers times, then ends failed with takeover_limit", {
+  timeout: 30_000,
+}, async () => {
+  const store = await createPostgresStore({ connectionString: database.url });
+  let work = 0;
+  const graph = createGraph("pg-poison").node("a", async (_state, ctx) => {
+    await ctx.step("work", async () => {
+      work++;
+      await new Promise(() => {}); // the driver dies here, every time
+    });
+    return {};
+  });
+  try {
+    await createRunner({ store, graphs: [graph], leaseMs: 0 }).launch(graph, {}, { threadId: "poison" });
+    await sleep(50);
+    for (let i = 0; i < 2; i++) {
+      const launched = await createRunner({ store, graphs: [graph], leaseMs: 0 }).launchResume("poison");
+      assert.ok(launched.firstSeq > 0);
+      await sleep(50);
+    }
+    assert.equal(work, 3);
+    const last = createRunner({ store, graphs: [graph], leaseMs: 0, maxTakeovers: 2 });
+    const ended = await last.resume("poison");
+    assert.equal(ended.status, "failed");
+    assert.equal((ended.error as { code?: string }).code, "takeover_limit");
+    assert.match(String((ended.error as { message?: string }).message), /taken over 2 times.*step "work"/);
+    assert.equal(work, 3);
+    const frames = await last.frames("poison");
+    assert.equal(frames.filter((frame) => frame.type === "run_recovered").length, 2);
+    assert.equal(frames.at(-1)?.type, "run_failed");
+  } finally {
+    await store.close();
+  }
+});
