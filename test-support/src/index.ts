@@ -1,5 +1,6 @@
 /** Test harness: real servers for integration suites. A missing server fails the run with the install command. */
 export { freePort } from "./free-port.ts";
+export { type KeptAliveSocket, openKeptAliveSocket } from "./kept-alive-socket.ts";
 export { type NatsClusterHandle, type NatsClusterServer, startNatsCluster } from "./nats-cluster.ts";
 export { type NatsServerHandle, startNatsServer } from "./nats-server.ts";
 export { createTestDatabase, type TestDatabase, testPostgresUrl } from "./postgres.ts";

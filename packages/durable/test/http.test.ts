@@ -1,7 +1,5 @@
 /** The HTTP API over a real server on loopback, with the client, SSE resumption and AG-UI encoding. */
 import assert from "node:assert/strict";
-import { once } from "node:events";
-import { connect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { EventSchema } from "@ag-ui/core/schemas";
@@ -15,6 +13,7 @@ import {
   tool,
 } from "@tackle/durable";
 import { createDurableClient, type DurableServer, serveDurable } from "@tackle/durable/http";
+import { openKeptAliveSocket } from "@tackle/test-support";
 import { applyToolCards, type TempStore, tempSqliteStore } from "./helpers.ts";
 
 const refunds: number[] = [];
@@ -314,30 +313,14 @@ describe("/http tenancy", () => {
   });
 
   test("holds an idle kept-alive connection well past the timeout it advertises, so a late reuse is answered", async () => {
-    const { port } = new URL(server.url);
-    const socket = connect(Number(port), "127.0.0.1");
+    const socket = await openKeptAliveSocket(server.url);
     try {
-      await once(socket, "connect");
-      let received = "";
-      socket.setEncoding("latin1").on("data", (chunk: string) => {
-        received += chunk;
-      });
-      let closed = false;
-      socket.on("close", () => {
-        closed = true;
-      });
-      const ask = async (): Promise<string> => {
-        const from = received.length;
-        socket.write(`GET /no-such-route HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\n\r\n`);
-        for (let waited = 0; !received.slice(from).includes("\r\n\r\n") && waited < 5000; waited += 10)
-          await sleep(10);
-        return received.slice(from);
-      };
+      const ask = () => socket.ask("/no-such-route");
       const first = await ask();
       assert.match(first, /^HTTP\/1\.1 4\d\d/);
       assert.match(first, /\r\nkeep-alive: timeout=5\r\n/i);
       await sleep(6_500);
-      assert.equal(closed, false, "the server closed the idle connection");
+      assert.equal(socket.closed, false, "the server closed the idle connection");
       assert.match(await ask(), /^HTTP\/1\.1 4\d\d/);
     } finally {
       socket.destroy();

@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
-import { once } from "node:events";
-import { connect } from "node:net";
 import { it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { openKeptAliveSocket } from "@tackle/test-support";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { serveDocuments } from "./serve-documents.ts";
@@ -101,34 +100,20 @@ it("holds an idle kept-alive connection well past the timeout it advertises, so 
     store: createSqliteDocumentStore({ path: ":memory:" }),
     schema: timelineSchema,
   });
-  const { port } = new URL(server.url);
-  const socket = connect(Number(port), "127.0.0.1");
+  const socket = await openKeptAliveSocket(server.url);
   try {
-    await once(socket, "connect");
-    let received = "";
-    socket.setEncoding("latin1").on("data", (chunk: string) => {
-      received += chunk;
-    });
-    let closed = false;
-    socket.on("close", () => {
-      closed = true;
-    });
-    const ask = async (): Promise<string> => {
-      const from = received.length;
-      socket.write(
-        `GET /documents/missing/snapshot HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nauthorization: Bearer some-token-0123456789\r\n\r\n`,
-      );
-      for (let waited = 0; !/\r\n\r\n[\s\S]*\}/.test(received.slice(from)) && waited < 5000; waited += 10)
-        await sleep(10);
-      return received.slice(from);
-    };
+    const ask = () =>
+      socket.ask("/documents/missing/snapshot", {
+        headers: "authorization: Bearer some-token-0123456789\r\n",
+        answered: (answer) => /\r\n\r\n[\s\S]*\}/.test(answer),
+      });
     const first = await ask();
     assert.match(first, /^HTTP\/1\.1 404/);
     assert.match(first, /\r\nkeep-alive: timeout=5\r\n/i);
     // A client told 5 s drops the connection before then (fetch at 3 s); one whose timers ran late on a
     // busy event loop reuses it later, and the server has not closed it under that request.
     await sleep(6_500);
-    assert.equal(closed, false, "the server closed the idle connection");
+    assert.equal(socket.closed, false, "the server closed the idle connection");
     assert.match(await ask(), /^HTTP\/1\.1 404/);
   } finally {
     socket.destroy();
