@@ -8,12 +8,18 @@ import { fileURLToPath } from "node:url";
 import { Client, LOG_LEVEL_META_KEY, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { connect, type Msg, type NatsConnection } from "@nats-io/transport-node";
-import { freePort, type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
 import { readConsoleToken } from "../src/console/console-token.ts";
-import { cleanEnv, mainScript, type ServeProcess, startServe, tempHome } from "./tackle-process.ts";
+import {
+  cleanEnv,
+  mainScript,
+  type ServeProcess,
+  startFrontConsole,
+  startServe,
+  tempHome,
+} from "./tackle-process.ts";
 
 const reporting = fileURLToPath(new URL("./fixtures/reporting-bundle.ts", import.meta.url));
-const whoami = fileURLToPath(new URL("./fixtures/whoami-bundle.ts", import.meta.url));
 const home = tempHome();
 let nats: NatsServerHandle;
 let node: ServeProcess;
@@ -36,15 +42,7 @@ before(async () => {
     cleanEnv({ ...mesh, MESH_NODE: "reporter", MESH_TOOL_MODULES: `report=${reporting}` }),
     /module report: ok/,
   );
-  consoleNode = await startServe(
-    [],
-    cleanEnv({
-      ...mesh,
-      MESH_NODE: "front",
-      MESH_TOOL_MODULES: `whoami=${whoami}`,
-      MESH_CONSOLE_LISTEN: `127.0.0.1:${await freePort()}`,
-    }),
-  );
+  consoleNode = await startFrontConsole(mesh);
   spy = await connect({ servers: nats.url });
   spy.subscribe("tackle.tools.report.steps", {
     callback: (_error, message) => {

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { freePort } from "@tackle/test-support";
 
 export const mainScript = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 export const binScript = fileURLToPath(new URL("../bin/tackle.js", import.meta.url));
@@ -79,6 +80,23 @@ export interface ServeProcess {
   readonly tokenFile: string | undefined;
   stderr(): string;
   stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * A console-only front node on a mesh (`front`, serving just the whoami fixture), for tests that reach
+ * another node's tools through its console; `mesh` holds the broker URL and the home directory.
+ */
+export async function startFrontConsole(mesh: Record<string, string>): Promise<ServeProcess> {
+  const whoami = fileURLToPath(new URL("./fixtures/whoami-bundle.ts", import.meta.url));
+  return startServe(
+    [],
+    cleanEnv({
+      ...mesh,
+      MESH_NODE: "front",
+      MESH_TOOL_MODULES: `whoami=${whoami}`,
+      MESH_CONSOLE_LISTEN: `127.0.0.1:${await freePort()}`,
+    }),
+  );
 }
 
 /** Starts `tackle serve …` and waits for its banner (`console <url>`, or the module list with --no-console). */

@@ -6,15 +6,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { freePort, type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
 import { readConsoleToken } from "../../src/console/console-token.ts";
-import { cleanEnv, type ServeProcess, startServe, tempHome } from "../tackle-process.ts";
+import { cleanEnv, type ServeProcess, startFrontConsole, startServe, tempHome } from "../tackle-process.ts";
 import { resultTable, runScenario, type ScenarioResult, stdioScenarios } from "./run-suite.ts";
 import { startStdioBridge } from "./stdio-bridge.ts";
 import { type SuiteProxy, startSuiteProxy } from "./suite-proxy.ts";
 
 const bundle = fileURLToPath(new URL("./conformance-bundle.mjs", import.meta.url));
-const whoami = fileURLToPath(new URL("../fixtures/whoami-bundle.ts", import.meta.url));
 const home = tempHome();
 let nats: NatsServerHandle;
 let toolsNode: ServeProcess;
@@ -34,15 +33,7 @@ before(async () => {
     cleanEnv({ ...mesh, MESH_NODE: "tools", MESH_TOOL_MODULES: `test=${bundle}` }),
     /module test: ok/,
   );
-  consoleNode = await startServe(
-    [],
-    cleanEnv({
-      ...mesh,
-      MESH_NODE: "front",
-      MESH_TOOL_MODULES: `whoami=${whoami}`,
-      MESH_CONSOLE_LISTEN: `127.0.0.1:${await freePort()}`,
-    }),
-  );
+  consoleNode = await startFrontConsole(mesh);
   proxy = await startSuiteProxy(consoleNode.url, readConsoleToken(consoleNode.tokenFile ?? ""));
 });
 
