@@ -7,6 +7,7 @@ import { createToolSet, silentLogger } from "@tackle/core";
 import { type RunningConsole, startConsole } from "../src/console/start-console.ts";
 import demoTools from "../src/modules/demo.ts";
 import { createEmbeddedToolSource } from "../src/tool-source/create-embedded-tool-source.ts";
+import { readJsonRpc } from "./json-rpc-response.ts";
 
 const token = "test-token-0123456789";
 let consoleServer: RunningConsole;
@@ -92,20 +93,6 @@ async function post(body: unknown, headers: Record<string, string> = {}) {
     },
     body: JSON.stringify(body),
   });
-}
-
-async function readJsonRpc(
-  response: Response,
-): Promise<{ result?: Record<string, unknown>; error?: unknown }> {
-  const text = await response.text();
-  if (response.headers.get("content-type")?.includes("text/event-stream")) {
-    const data = text
-      .split("\n")
-      .filter((line) => line.startsWith("data: "))
-      .map((line) => JSON.parse(line.slice(6)));
-    return data.at(-1);
-  }
-  return JSON.parse(text);
 }
 
 test("a raw 2025-06-18 JSON-RPC client that does not keep its session initializes, lists and calls (stateless)", async () => {

@@ -11,6 +11,7 @@ import { z } from "zod";
 import { type RunningConsole, startConsole } from "../src/console/start-console.ts";
 import demoTools from "../src/modules/demo.ts";
 import { createEmbeddedToolSource } from "../src/tool-source/create-embedded-tool-source.ts";
+import { readJsonRpc } from "./json-rpc-response.ts";
 
 const token = "test-token-endpoint-0123";
 const extraTools = [
@@ -69,19 +70,6 @@ async function post(url: string, body: unknown, headers: Record<string, string> 
   });
 }
 
-/** The JSON-RPC message of a response, whether it came as JSON or as the last SSE event. */
-async function message(response: Response): Promise<{ result?: Record<string, unknown>; error?: unknown }> {
-  const text = await response.text();
-  if (response.headers.get("content-type")?.includes("text/event-stream")) {
-    const events = text
-      .split("\n")
-      .filter((line) => line.startsWith("data: "))
-      .map((line) => JSON.parse(line.slice(6)));
-    return events.at(-1);
-  }
-  return JSON.parse(text);
-}
-
 async function initialize(url: string): Promise<string> {
   const response = await post(url, {
     jsonrpc: "2.0",
@@ -115,7 +103,7 @@ test("a 2025 client keeps its session across calls; DELETE ends it and the id is
   for (const text of ["one", "two"]) {
     const response = await echoIn(main.url, session, text);
     assert.equal(response.status, 200);
-    assert.deepEqual((await message(response)).result?.structuredContent, { text });
+    assert.deepEqual((await readJsonRpc(response)).result?.structuredContent, { text });
   }
   const closed = await fetch(main.url, {
     method: "DELETE",
@@ -196,15 +184,19 @@ test("a session-less tools/call is answered directly, as the SDK's serving answe
     const direct = await modernCall(name, args);
     const viaSdk = await modernCall(name, args, { progressToken: "p" });
     assert.equal(direct.headers.get("content-type"), "application/json", `${name}: one JSON body`);
-    assert.deepEqual(await message(direct), await message(viaSdk), `${name} on 2026-07-28`);
+    assert.deepEqual(await readJsonRpc(direct), await readJsonRpc(viaSdk), `${name} on 2026-07-28`);
 
     const legacyDirect = await legacyCall(name, args);
     const legacyViaSdk = await legacyCall(name, args, { progressToken: "p" });
     assert.equal(legacyDirect.headers.get("content-type"), "application/json");
     assert.match(legacyViaSdk.headers.get("content-type") ?? "", /text\/event-stream/);
-    assert.deepEqual(await message(legacyDirect), await message(legacyViaSdk), `${name} on 2025-06-18`);
+    assert.deepEqual(
+      await readJsonRpc(legacyDirect),
+      await readJsonRpc(legacyViaSdk),
+      `${name} on 2025-06-18`,
+    );
   }
-  const echoed = await message(await modernCall("demo.echo", { text: "x" }));
+  const echoed = await readJsonRpc(await modernCall("demo.echo", { text: "x" }));
   assert.deepEqual(echoed.result?.structuredContent, { text: "x" });
   assert.equal(echoed.result?.resultType, "complete");
 });
@@ -221,7 +213,7 @@ test("a direct call whose headers disagree with its body gets the SDK's refusal,
     { "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call", "mcp-name": "demo.add" },
   );
   assert.equal(response.status, 400);
-  const answer = await message(response);
+  const answer = await readJsonRpc(response);
   assert.equal(answer.result, undefined);
   assert.ok(answer.error, "a JSON-RPC error");
 });
