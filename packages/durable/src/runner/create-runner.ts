@@ -51,10 +51,13 @@ export interface RunnerOptions {
    */
   readonly recover?: RecoverOptions | false;
   /**
-   * How many times one run may be taken over (by the sweep or a bare `resume`) before the next
-   * takeover ends it `failed` with the code `takeover_limit` instead of running its step again: a
-   * "poison" run whose step kills its process every time. Counted from the run's `run_recovered`
-   * frames. Default 3.
+   * How many times in a row one run may be taken over (by the sweep or a bare `resume`) with no
+   * progress in between before the next takeover ends it `failed` with the code `takeover_limit`
+   * instead of running its step again: a "poison" run whose step kills its driver every time. Progress
+   * resets the count: a step completing (or failing for good), a node completing, a pause at an
+   * interrupt or a resume with answers. So a long run restarted by many deploys, or paused and resumed
+   * many times, is never stopped by it. Counted from the run's `run_recovered` frames, each of which
+   * records how many steps the run had completed when it was written. Default 3.
    */
   readonly maxTakeovers?: number;
 }
@@ -575,8 +578,12 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const run = await store.getRun(threadId);
     if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
     const stored = new Map<string, unknown>();
+    // Steps with an outcome (not a retry's failed try): a takeover counts them to see progress.
+    let stepsDone = 0;
     for (const record of await store.readJournal(threadId)) {
       if (record.key.startsWith("answer:")) stored.set(record.key.slice(7), record.value);
+      else if ((record.state === "done" || record.state === "failed") && !record.key.includes("@"))
+        stepsDone++;
     }
     const fresh = new Map<string, string>();
     for (const [id, answer] of Object.entries(given)) {
@@ -665,7 +672,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     // Left running by a process that died: take it over (fencing out the old owner, if it still lives),
     // but only once the run's last write is older than the lease, judged by the store's clock in the
     // claiming transaction (the database's on PostgreSQL), so machines' clocks never decide it.
-    const takeovers = await takeoversOf(threadId);
+    const takeovers = await takeoversOf(threadId, stepsDone);
     const owner = randomUUID();
     const claimed = await store.claimRun(threadId, owner, ["running"], {}, { staleAfterMs: leaseMs });
     if (claimed === undefined) return idle();
@@ -678,7 +685,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         finished: track(threadId, failPoisoned<State>(claimed.run, owner, claimed.lastSeq, takeovers)),
       };
     }
-    const recovered: Frame = { type: "run_recovered", seq: 0, data: {} };
+    const recovered: Frame = { type: "run_recovered", seq: 0, data: { stepsDone } };
     return {
       threadId,
       runId: run.runId,
@@ -687,12 +694,35 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     };
   }
 
-  /** How many times the thread's latest run was taken over: its `run_recovered` frames since its `run_started`. */
-  async function takeoversOf(threadId: string): Promise<number> {
-    const marks = await store.readFrames(threadId, 0, 1_000_000, ["run_started", "run_recovered"]);
+  /**
+   * How many times in a row the thread's latest run was taken over with no progress since: its
+   * `run_recovered` frames after its last progress mark (its `run_started`, a resume with answers, a
+   * pause, a node completed), where a takeover that found more steps done than the one before it
+   * counts from 1 again, and none count when steps completed since the last takeover (`stepsDone`
+   * now above the one it recorded).
+   */
+  async function takeoversOf(threadId: string, stepsDone: number): Promise<number> {
+    const marks = await store.readFrames(threadId, 0, 1_000_000, [
+      "run_started",
+      "run_recovered",
+      "run_resumed",
+      "interrupt",
+      "node_completed",
+    ]);
     let count = 0;
-    for (const frame of marks) count = frame.type === "run_started" ? 0 : count + 1;
-    return count;
+    let lastSteps: number | undefined;
+    for (const frame of marks) {
+      if (frame.type !== "run_recovered") {
+        count = 0;
+        lastSteps = undefined;
+        continue;
+      }
+      const steps = (frame.data as { stepsDone?: unknown } | null)?.stepsDone;
+      const recorded = typeof steps === "number" ? steps : undefined;
+      count = recorded !== undefined && lastSteps !== undefined && recorded > lastSteps ? 1 : count + 1;
+      lastSteps = recorded;
+    }
+    return lastSteps !== undefined && stepsDone > lastSteps ? 0 : count;
   }
 
   /** Ends a run taken over once too often as `failed` (`takeover_limit`), writing as its new owner. */
@@ -708,7 +738,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const where = `${run.node === null ? "" : ` in node "${run.node}"`}${step === null ? "" : `, step "${step}"`}`;
     const error = new DurableError(
       "takeover_limit",
-      `Run taken over ${takeovers} time${takeovers === 1 ? "" : "s"} (maxTakeovers ${maxTakeovers}) and its driver stopped again${where}; not running it again`,
+      `Run taken over ${takeovers} time${takeovers === 1 ? "" : "s"} in a row with no progress (maxTakeovers ${maxTakeovers}) and its driver stopped again${where}; not running it again`,
       { data: { takeovers, maxTakeovers, node: run.node, step } },
     );
     const payload = {
