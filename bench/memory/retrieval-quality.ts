@@ -95,8 +95,9 @@ async function evaluateService(
   label: string,
   fused: boolean,
   store: MemoryStore,
-): Promise<{ label: string; scores: Score[]; ms: number }> {
+): Promise<{ label: string; scores: Score[]; ms: number; stored: number }> {
   let now = new Date();
+  let stored = 0;
   const service: MemoryService = createMemoryService({
     store,
     now: () => now,
@@ -109,11 +110,14 @@ async function evaluateService(
     for (const session of conversation.sessions) {
       for (const [index, turn] of session.turns.entries()) {
         now = new Date(Date.parse(session.date) + index * 60_000);
-        await service.add("eval", {
+        // A turn is an episode: stored even when its words repeat an earlier turn (ADR 0355).
+        const added = await service.add("eval", {
           userId: conversation.id,
+          kind: "episode",
           content: turnText(set, turn),
           metadata: { turnId: turn.id, speaker: turn.speaker },
         });
+        if (added.created) stored += 1;
       }
     }
     now = new Date(Date.parse(conversation.sessions.at(-1)!.date) + 86_400_000);
@@ -128,10 +132,15 @@ async function evaluateService(
     }
   }
   await service.close();
-  return { label, scores, ms: performance.now() - started };
+  return { label, scores, ms: performance.now() - started, stored };
 }
 
-function evaluateVectorOnly(set: EvalSetEntry): { label: string; scores: Score[]; ms: number } {
+function evaluateVectorOnly(set: EvalSetEntry): {
+  label: string;
+  scores: Score[];
+  ms: number;
+  stored: number;
+} {
   const started = performance.now();
   const scores: Score[] = [];
   const unit = (vector: number[]) => {
@@ -158,6 +167,11 @@ function evaluateVectorOnly(set: EvalSetEntry): { label: string; scores: Score[]
     label: "raw baseline: cosine over the test embedder alone",
     scores,
     ms: performance.now() - started,
+    stored: set.data.conversations.reduce(
+      (sum, conversation) =>
+        sum + conversation.sessions.reduce((inner, session) => inner + session.turns.length, 0),
+      0,
+    ),
   };
 }
 
@@ -206,7 +220,7 @@ for (const set of sets) {
     0,
   );
   console.log(
-    `### ${set.name}: ${conversations.length} conversations (${splits.map((split) => `${conversations.filter((item) => item.split === split).length} ${split}`).join(", ")}), ${turns} turns offered as memories, ${rows[0]!.scores.length} questions\n`,
+    `### ${set.name}: ${conversations.length} conversations (${splits.map((split) => `${conversations.filter((item) => item.split === split).length} ${split}`).join(", ")}), ${turns} turns offered as memories (${rows[0]!.stored} stored), ${rows[0]!.scores.length} questions\n`,
   );
   console.log(
     "| ranking | dev r@5 | dev r@10 | dev r@20 | dev MRR | held-out r@5 | held-out r@10 | held-out r@20 | held-out MRR | wall s |",

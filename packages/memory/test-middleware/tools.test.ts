@@ -96,6 +96,13 @@ describe("createMemoryTools against the real service", () => {
       content: "Alice prefers aisle seats on long flights",
     });
     assert.equal(again.created, false, "a duplicate is not stored twice");
+    const episode = { ...alice, content: "Alice flew to Oslo on Monday", kind: "episode" };
+    assert.equal((await call("memory_add", episode)).created, true);
+    assert.equal(
+      (await call("memory_add", episode)).created,
+      false,
+      "a model repeating the call means the same episode: the tool dedupes it",
+    );
 
     const found = await call("memory_search", { ...alice, query: "aisle seats" });
     assert.equal(found.results[0].id, id);

@@ -54,8 +54,12 @@ export const addMemoryRequestSchema = z.object({
   importance: z.number().min(0).max(1).optional(),
   /** Events this memory was learned from; they appear in its chain trace. */
   eventIds: z.array(idSchema).max(100).optional(),
-  /** Refuse to store a fact already held in this scope (exact or near duplicate). */
-  dedupe: z.boolean().default(true),
+  /**
+   * Refuse to store a memory already held in this scope (exact or near duplicate). Unset: on for facts,
+   * preferences, procedures and summaries; off for episodes (a turn or event that happened is kept
+   * with its own date and place even when its words repeat an earlier one).
+   */
+  dedupe: z.boolean().optional(),
 });
 export type AddMemoryRequest = z.input<typeof addMemoryRequestSchema>;
 

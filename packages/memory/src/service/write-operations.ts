@@ -58,6 +58,18 @@ function newMemory(
   };
 }
 
+/**
+ * Whether a write is checked for duplicates: the caller's `dedupe`, else on for every kind but
+ * `episode`. An episode is something that happened (a conversation turn): a repeated "Haha, totally"
+ * is a second turn with its own date and neighbours, which temporal and context retrieval need.
+ */
+export function dedupeByDefault(input: {
+  readonly dedupe?: boolean | undefined;
+  readonly kind: Memory["kind"];
+}) {
+  return input.dedupe ?? input.kind !== "episode";
+}
+
 export function createWriteOperations(context: ServiceContext, novelty: NoveltyCheck): WriteOperations {
   const { store, embedder, nowIso, embedOne, readBlocks } = context;
   const { findDuplicate } = novelty;
@@ -106,7 +118,7 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
           eventIds: input.eventIds ?? [],
           derivedFrom: [],
         },
-        dedupe: input.dedupe,
+        dedupe: dedupeByDefault(input),
       });
       return { ...result, memory: publicMemory(result.memory) };
     },
@@ -123,7 +135,7 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
       const accepted: StoredMemory[] = [];
       for (const [index, item] of input.memories.entries()) {
         const embedding = vectors?.[index];
-        if (item.dedupe) {
+        if (dedupeByDefault(item)) {
           const stored = await findDuplicate(tenantId, scope, item.content, embedding);
           const inBatch = accepted.find(
             (other) => textSimilarity(other.content, item.content) >= duplicateSimilarity,
@@ -136,6 +148,7 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
         }
         const memory = newMemory(tenantId, at, {
           ...item,
+          dedupe: dedupeByDefault(item),
           scope,
           provenance: {
             source: item.eventIds?.length ? "event" : "api",

@@ -17,7 +17,12 @@ export function writeTools(client: MemoryToolClient) {
       input: modelSchema(addMemoryRequestSchema),
       annotations: { title: "Add memory", readOnlyHint: false, idempotentHint: true, openWorldHint: false },
       execute: async (input, context) => {
-        const answer = await client.add(bindIdentity(input, context), { signal: context.signal });
+        // A model that repeats a call means the same memory, an episode too: the tool dedupes by default
+        // (the API keeps every episode, since a repeated turn of a conversation is a new one).
+        const answer = await client.add(
+          { ...bindIdentity(input, context), dedupe: input.dedupe ?? true },
+          { signal: context.signal },
+        );
         return {
           ...compactMemory(answer.memory),
           created: answer.created,

@@ -39,6 +39,36 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       await target.destroy();
     });
 
+    it("keeps every episode (a repeated conversation turn) with its own date; a repeated fact is still refused", async () => {
+      const t = tenant();
+      const first = await service.add(t, { userId: "ada", kind: "episode", content: "Ada: Haha, totally." });
+      const again = await service.add(t, { userId: "ada", kind: "episode", content: "Ada: Haha, totally." });
+      assert.equal(again.created, true, "a turn said twice is two turns");
+      assert.notEqual(again.memory.id, first.memory.id);
+      const batch = await service.addBatch(t, {
+        userId: "ada",
+        memories: [
+          { kind: "episode", content: "Ada: Haha, totally." },
+          { kind: "episode", content: "Ada: Haha, totally." },
+          { content: "Ada lives in Lisbon." },
+          { content: "Ada lives in Lisbon." },
+        ],
+      });
+      assert.deepEqual(
+        batch.results.map((result) => result.created),
+        [true, true, true, false],
+      );
+      const asked = await service.add(t, {
+        userId: "ada",
+        kind: "episode",
+        content: "Ada: Haha, totally.",
+        dedupe: true,
+      });
+      assert.equal(asked.created, false, "dedupe: true still refuses a repeated episode");
+      const found = await service.search(t, { userId: "ada", query: "haha totally", limit: 10 });
+      assert.equal(found.results.filter((result) => result.memory.kind === "episode").length, 4);
+    });
+
     it("adds, gets and finds a memory; the same fact twice is stored once", async () => {
       const t = tenant();
       const first = await service.add(t, { userId: "ada", content: "Ada is allergic to peanuts." });
