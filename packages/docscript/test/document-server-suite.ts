@@ -491,6 +491,7 @@ export function documentServerSuite(factory: StoreFactory): void {
           const rows = await allStoredRows(side, documentId);
           assert.deepEqual(rows.entities, doc.getMap("entities").toJSON(), message);
           assert.deepEqual(rows.relations, doc.getMap("relations").toJSON(), message);
+          assert.deepEqual(await storedCounts(side, documentId), countsOf(doc), message);
           return rows;
         };
         const seeded = await expect(writer.doc, "after the first push");
@@ -766,6 +767,22 @@ export function documentServerSuite(factory: StoreFactory): void {
       assert.deepEqual((await carol.client.entities(documentId, { limit: 1 })).issues, []);
     });
   });
+}
+
+/** The entities and relations per kind the store counts, `type:kind` sorted. */
+async function storedCounts(store: DocumentStore, documentId: string): Promise<Record<string, number>> {
+  const rows = await store.countMembers(documentId);
+  return Object.fromEntries(rows.map((row) => [`${row.type}:${row.kind}`, row.count] as const).sort());
+}
+
+/** The entities and relations per kind a document projects to, keyed as `storedCounts`. */
+function countsOf(doc: LoroDoc): Record<string, number> {
+  const view = interpretDocument(doc, timelineSchema);
+  const counts = new Map<string, number>();
+  const add = (key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
+  for (const entity of view.entities) add(`entity:${entity.entityKind}`);
+  for (const relation of view.relations) add(`relation:${relation.relationKind}`);
+  return Object.fromEntries([...counts].sort());
 }
 
 /** Every row the store keeps for a document, read a page of two at a time. */

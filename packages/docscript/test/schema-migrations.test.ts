@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, describe, it } from "node:test";
-import { StorageError } from "@tackle/storage";
+import { migrateSqlite, StorageError } from "@tackle/storage";
+import { migratePostgres } from "@tackle/storage/postgres";
 import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
 import pg from "pg";
 import { createSqliteDocumentStore } from "../src/server/index.ts";
@@ -44,6 +45,28 @@ function counts(path: string): Record<string, number> {
     database.close();
   }
 }
+
+/** Two documents at schema version 5: doc-1 with a track, two clips (one marker embedded) and a relation. */
+const beforeCountsRows = `
+  INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq, created_at)
+    VALUES ('doc-1', 'h', '', 0, '2026-01-01'), ('doc-2', 'h', '', 0, '2026-01-01');
+  INSERT INTO docscript_members (document_id, type, member_id, kind, root, row_id) VALUES
+    ('doc-1', 'entity', 't', 'track', 'entities', 't'),
+    ('doc-1', 'entity', 'c1', 'clip', 'entities', 'c1'),
+    ('doc-1', 'entity', 'm1', 'sequence-marker', 'entities', 'c1'),
+    ('doc-1', 'relation', 'c1/marker', 'marker', 'entities', 'c1'),
+    ('doc-1', 'entity', 'c2', 'clip', 'entities', 'c2'),
+    ('doc-1', 'relation', 'r1', 'contain', 'relations', 'r1');
+`;
+const expectedCounts = [
+  { type: "entity", kind: "clip", count: 2 },
+  { type: "entity", kind: "sequence-marker", count: 1 },
+  { type: "entity", kind: "track", count: 1 },
+  { type: "relation", kind: "contain", count: 1 },
+  { type: "relation", kind: "marker", count: 1 },
+];
+const sortCounts = (rows: { type: string; kind: string; count: number }[]) =>
+  [...rows].sort((left, right) => `${left.type}:${left.kind}`.localeCompare(`${right.type}:${right.kind}`));
 
 const isTooNew = (error: unknown) => {
   assert.ok(StorageError.isInstance(error), String(error));
@@ -85,6 +108,21 @@ describe("SQLite document store: schema versions", () => {
       sqliteMigrations.at(-1)?.version,
     );
     database.close();
+  });
+
+  it("counts the entities and relations per kind of documents stored before the counts were kept", async () => {
+    const path = join(directory, "before-counts.db");
+    const database = new DatabaseSync(path);
+    migrateSqlite(database, { store: "docscript", migrations: sqliteMigrations.slice(0, 5) });
+    database.exec(beforeCountsRows);
+    database.close();
+    const store = createSqliteDocumentStore({ path });
+    try {
+      assert.deepEqual(sortCounts(await store.countMembers("doc-1")), expectedCounts);
+      assert.deepEqual(await store.countMembers("doc-2"), []);
+    } finally {
+      await store.close();
+    }
   });
 
   it("refuses a file whose schema is newer than this code, leaving it as it was", async () => {
@@ -169,6 +207,25 @@ describe("PostgreSQL document store: schema versions", () => {
       );
     } finally {
       await client.end();
+    }
+  });
+
+  it("counts the entities and relations per kind of documents stored before the counts were kept", async () => {
+    const database = await createTestDatabase("tackle_docscript_counts");
+    databases.push(database);
+    const pool = new pg.Pool({ connectionString: database.url, max: 1 });
+    try {
+      await migratePostgres(pool, { store: "docscript", migrations: postgresMigrations.slice(0, 5) });
+      await pool.query(beforeCountsRows);
+    } finally {
+      await pool.end();
+    }
+    const store = await createPostgresDocumentStore({ connectionString: database.url });
+    try {
+      assert.deepEqual(sortCounts(await store.countMembers("doc-1")), expectedCounts);
+      assert.deepEqual(await store.countMembers("doc-2"), []);
+    } finally {
+      await store.close();
     }
   });
 

@@ -32,14 +32,7 @@ import {
 } from "./document-store.ts";
 import { appliedPlans, hostOnlyChanges, issueReason, lostWrites, planIdsOf } from "./push-checks.ts";
 import type { PushResult } from "./push-result.ts";
-import {
-  allRowChanges,
-  countRow,
-  type MemberCounts,
-  relationOf,
-  rowChanges,
-  storedEntityOf,
-} from "./row-members.ts";
+import { allRowChanges, relationOf, rowChanges, storedEntityOf } from "./row-members.ts";
 
 export interface DocumentHostOptions {
   readonly store: DocumentStore;
@@ -64,8 +57,6 @@ interface OpenDocument {
   projection: Projection | undefined;
   /** The document's issues (whole document), kept in step by each push; undefined until needed. */
   issues: DocumentIssue[] | undefined;
-  /** Entities and relations per kind, for page totals; undefined until a page asks. */
-  counts: MemberCounts | undefined;
   seq: number;
   snapshotSeq: number;
   tokenHash: string;
@@ -334,12 +325,6 @@ export class DocumentHost {
       open.shadow = outcome.fork;
       open.seq = seq;
       if (outcome.issues !== undefined) open.issues = outcome.issues;
-      if (open.counts !== undefined) {
-        for (const row of outcome.before ?? [])
-          countRow(open.counts, this.schema, row.root, row.rowId, row.json, -1);
-        for (const row of outcome.rows ?? [])
-          countRow(open.counts, this.schema, row.root, row.rowId, row.json, 1);
-      }
       this.wake(documentId);
       const version = encodeVersion(open.doc.oplogVersion());
       for (const planId of outcome.planIds ?? []) plansOf(open).set(planId, version);
@@ -620,7 +605,6 @@ export class DocumentHost {
         index,
         projection: undefined,
         issues: undefined,
-        counts: undefined,
         seq: stored.updates.at(-1)?.seq ?? stored.snapshotSeq,
         snapshotSeq: stored.snapshotSeq,
         tokenHash: stored.tokenHash,
@@ -665,7 +649,6 @@ export class DocumentHost {
       }
       // The other server stored the issues and rows these updates left: read them again on need.
       open.issues = undefined;
-      open.counts = undefined;
       const plans = open.plans;
       if (plans !== undefined) {
         const version = encodeVersion(open.doc.oplogVersion());
@@ -753,7 +736,7 @@ export class DocumentHost {
         (await this.storedIssues(documentId, open.seq)) ?? (await this.withProjection(documentId)).issues;
       return {
         version: encodeVersion(open.doc.oplogVersion()),
-        ...(await this.totals(documentId, open)),
+        ...(await this.totals(documentId)),
         entities,
         issues: open.issues,
       };
@@ -770,29 +753,22 @@ export class DocumentHost {
       const found = await this.store.readMembers(documentId, { ...query, type: "relation" });
       return {
         version: encodeVersion(open.doc.oplogVersion()),
-        ...(await this.totals(documentId, open)),
+        ...(await this.totals(documentId)),
         relations: firstClaims(found).map(relationOf),
       };
     });
   }
 
+  /** Entities and relations per kind, as the store counts them with every write of its rows. */
   private async totals(
     documentId: string,
-    open: OpenDocument,
   ): Promise<{ total: { entities: number; relations: number }; counts: PageCounts }> {
-    if (open.counts === undefined) {
-      const counts: MemberCounts = new Map();
-      for (const row of await this.store.countMembers(documentId))
-        counts.set(`${row.type}:${row.kind}`, row.count);
-      open.counts = counts;
-    }
     const counts = { entities: {} as Record<string, number>, relations: {} as Record<string, number> };
     const total = { entities: 0, relations: 0 };
-    for (const [key, count] of open.counts) {
-      const [type, ...kind] = key.split(":");
-      const section = type === "entity" ? "entities" : "relations";
-      counts[section][kind.join(":")] = count;
-      total[section] += count;
+    for (const row of await this.store.countMembers(documentId)) {
+      const section = row.type === "entity" ? "entities" : "relations";
+      counts[section][row.kind] = row.count;
+      total[section] += row.count;
     }
     return { total, counts };
   }

@@ -70,26 +70,6 @@ export function allRowChanges(projection: Projection): RowChange[] {
   return rowChanges(projection, { entities: projection.rowIds(), relations: projection.relationRowIds() });
 }
 
-/** How many entities and relations of each kind, keyed `entity:kind` / `relation:kind`. */
-export type MemberCounts = Map<string, number>;
-
-/** Adds (sign 1) or takes away (sign -1) what `json` projects to from `counts`. */
-export function countRow(
-  counts: MemberCounts,
-  schema: Schema,
-  root: RowRoot,
-  rowId: string,
-  json: unknown,
-  sign: 1 | -1,
-): void {
-  for (const member of membersOfRow(schema, root, rowId, json)) {
-    const key = `${member.type}:${member.kind}`;
-    const next = (counts.get(key) ?? 0) + sign;
-    if (next === 0) counts.delete(key);
-    else counts.set(key, next);
-  }
-}
-
 /** The entity a found member stands for, its own fields only (a variant's base is applied by the caller). */
 export function storedEntityOf(
   schema: Schema,

@@ -89,15 +89,25 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
   const selectCounts = database.prepare(
     "SELECT root, kind, count(*) AS n FROM docscript_rows WHERE document_id = ? GROUP BY root, kind",
   );
+  // What a row projected to before, so the counts per kind lose it.
   const deleteMembersOfRow = database.prepare(
-    "DELETE FROM docscript_members WHERE document_id = ? AND root = ? AND row_id = ?",
+    "DELETE FROM docscript_members WHERE document_id = ? AND root = ? AND row_id = ? RETURNING type, kind",
   );
   const deleteMembers = database.prepare("DELETE FROM docscript_members WHERE document_id = ?");
+  // A row naming one member twice keeps its first (as on PostgreSQL); only what lands is counted.
   const insertMember = database.prepare(
-    `INSERT OR REPLACE INTO docscript_members
+    `INSERT OR IGNORE INTO docscript_members
        (document_id, type, member_id, kind, root, row_id, endpoint0, endpoint1, variant_of, identity)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
+  const addCount = database.prepare(
+    `INSERT INTO docscript_counts (document_id, type, kind, count) VALUES (?, ?, ?, ?)
+     ON CONFLICT (document_id, type, kind) DO UPDATE SET count = count + excluded.count`,
+  );
+  const deleteEmptyCounts = database.prepare(
+    "DELETE FROM docscript_counts WHERE document_id = ? AND count <= 0",
+  );
+  const deleteCounts = database.prepare("DELETE FROM docscript_counts WHERE document_id = ?");
   const selectIssues = database.prepare("SELECT issues FROM docscript_projection WHERE document_id = ?");
   const selectMembers = database.prepare(
     `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of, m.identity,
@@ -113,13 +123,23 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
      ORDER BY m.member_id, m.row_id LIMIT ?9`,
   );
   const selectMemberCounts = database.prepare(
-    "SELECT type, kind, count(*) AS n FROM docscript_members WHERE document_id = ? GROUP BY type, kind",
+    "SELECT type, kind, count AS n FROM docscript_counts WHERE document_id = ? AND count > 0",
   );
+  /** Writes rows and their members, and moves the counts per kind by what left and what landed. */
   const writeRows = (documentId: string, rows: readonly RowChange[], version: number): void => {
+    const deltas = new Map<string, number>();
+    const count = (type: string, kind: string, by: number) => {
+      const key = JSON.stringify([type, kind]);
+      deltas.set(key, (deltas.get(key) ?? 0) + by);
+    };
     for (const change of rows) {
-      deleteMembersOfRow.run(documentId, change.root, change.rowId);
+      for (const gone of deleteMembersOfRow.all(documentId, change.root, change.rowId) as {
+        type: string;
+        kind: string;
+      }[])
+        count(gone.type, gone.kind, -1);
       for (const member of change.members ?? []) {
-        insertMember.run(
+        const inserted = insertMember.run(
           documentId,
           member.type,
           member.id,
@@ -131,6 +151,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
           member.variantOf ?? null,
           member.identity ?? null,
         );
+        if (Number(inserted.changes) === 1) count(member.type, member.kind, 1);
       }
       if (change.json === undefined) {
         deleteRow.run(documentId, change.root, change.rowId);
@@ -148,6 +169,12 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
         version,
       );
     }
+    for (const [key, by] of deltas) {
+      if (by === 0) continue;
+      const [type, kind] = JSON.parse(key) as [string, string];
+      addCount.run(documentId, type, kind, by);
+    }
+    deleteEmptyCounts.run(documentId);
   };
   const toUpdates = (rows: unknown[]): LoggedUpdate[] =>
     rows.map((row) => {
@@ -230,6 +257,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
         if (last === undefined || Number(last.seq) > throughSeq) return false;
         deleteRows.run(documentId);
         deleteMembers.run(documentId);
+        deleteCounts.run(documentId);
         writeRows(documentId, rows, throughSeq);
         setProjection.run(documentId, throughSeq, JSON.stringify(issues));
         return true;

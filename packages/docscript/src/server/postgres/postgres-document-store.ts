@@ -73,13 +73,23 @@ export async function createPostgresDocumentStore(
     rows: readonly RowChange[],
     version: number,
   ): Promise<void> => {
+    // The counts per kind move by what each row projected to before and what lands now.
+    const deltas = new Map<string, number>();
+    const count = (found: { type: string; kind: string }[], by: number) => {
+      for (const member of found) {
+        const key = JSON.stringify([member.type, member.kind]);
+        deltas.set(key, (deltas.get(key) ?? 0) + by);
+      }
+    };
     for (const root of ["entities", "relations"] as const) {
       const ids = rows.filter((change) => change.root === root).map((change) => change.rowId);
-      if (ids.length > 0)
-        await client.query(
-          "DELETE FROM docscript_members WHERE document_id = $1 AND root = $2 AND row_id = ANY($3::text[])",
+      if (ids.length > 0) {
+        const gone = await client.query<{ type: string; kind: string }>(
+          "DELETE FROM docscript_members WHERE document_id = $1 AND root = $2 AND row_id = ANY($3::text[]) RETURNING type, kind",
           [documentId, root, ids],
         );
+        count(gone.rows, -1);
+      }
     }
     const members = rows.flatMap((change) =>
       (change.members ?? []).map((member) => ({ member, root: change.root, rowId: change.rowId })),
@@ -88,12 +98,12 @@ export async function createPostgresDocumentStore(
       const chunk = members.slice(start, start + 5000);
       const column = (pick: (entry: (typeof chunk)[number]) => string | undefined) =>
         chunk.map((entry) => pick(entry) ?? null);
-      await client.query(
+      const landed = await client.query<{ type: string; kind: string }>(
         `INSERT INTO docscript_members
            (document_id, type, member_id, kind, root, row_id, endpoint0, endpoint1, variant_of, identity)
          SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
            $8::text[], $9::text[], $10::text[])
-         ON CONFLICT DO NOTHING`,
+         ON CONFLICT DO NOTHING RETURNING type, kind`,
         [
           documentId,
           column((entry) => entry.member.type),
@@ -107,6 +117,19 @@ export async function createPostgresDocumentStore(
           column((entry) => entry.member.identity),
         ],
       );
+      count(landed.rows, 1);
+    }
+    const moved = [...deltas]
+      .filter(([, by]) => by !== 0)
+      .map(([key, by]) => [...(JSON.parse(key) as [string, string]), by] as const);
+    if (moved.length > 0) {
+      await client.query(
+        `INSERT INTO docscript_counts (document_id, type, kind, count)
+         SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[])
+         ON CONFLICT (document_id, type, kind) DO UPDATE SET count = docscript_counts.count + excluded.count`,
+        [documentId, moved.map((m) => m[0]), moved.map((m) => m[1]), moved.map((m) => m[2])],
+      );
+      await client.query("DELETE FROM docscript_counts WHERE document_id = $1 AND count <= 0", [documentId]);
     }
     const deleted = rows.filter((change) => change.json === undefined);
     const kept = rows
@@ -280,6 +303,7 @@ export async function createPostgresDocumentStore(
         if (row === undefined || Number(row.seq) > throughSeq) return false;
         await client.query("DELETE FROM docscript_rows WHERE document_id = $1", [documentId]);
         await client.query("DELETE FROM docscript_members WHERE document_id = $1", [documentId]);
+        await client.query("DELETE FROM docscript_counts WHERE document_id = $1", [documentId]);
         await writeRows(client, documentId, rows, throughSeq);
         await client.query(
           `INSERT INTO docscript_projection (document_id, rows_seq, issues) VALUES ($2, $1, $3)
@@ -326,7 +350,7 @@ export async function createPostgresDocumentStore(
     },
     async countMembers(documentId) {
       const result = await pool.query<{ type: "entity" | "relation"; kind: string; n: string }>(
-        "SELECT type, kind, count(*) AS n FROM docscript_members WHERE document_id = $1 GROUP BY type, kind",
+        "SELECT type, kind, count AS n FROM docscript_counts WHERE document_id = $1 AND count > 0",
         [documentId],
       );
       return result.rows.map((row) => ({ type: row.type, kind: row.kind, count: Number(row.n) }));
