@@ -3,7 +3,7 @@
 import { type CallToolResult, type Tool as McpTool, Server } from "@modelcontextprotocol/server";
 import { mcpCallOptions, toCallToolResult } from "@tackle/core/mcp";
 import type { ModuleInfo, SourceCallOptions, ToolSource } from "../tool-source/tool-source.ts";
-import { requestedLogLevel, toolLogLevel } from "./requested-log-level.ts";
+import { atClientLevel, keepLogLevel, toolLogLevel } from "./requested-log-level.ts";
 
 /** The console's own tool: every module with its status and errors, so none is silently missing. */
 export const modulesToolName = "tackle.modules";
@@ -71,12 +71,16 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
       },
     };
   });
+  const requestedLevel = keepLogLevel(server);
   server.setRequestHandler("tools/call", async (request, context) => {
     const { name, arguments: args } = request.params;
     // Progress and log lines travel only when the client asked: a progress token, a log level.
-    const logLevel = toolLogLevel(requestedLogLevel(server, context));
+    const level = requestedLevel(context);
+    const logLevel = toolLogLevel(level);
+    const callOptions = mcpCallOptions(context, undefined, name);
     const result = await callSourceTool(source, name, args, {
-      ...mcpCallOptions(context, undefined, name),
+      ...callOptions,
+      logger: atClientLevel(callOptions.logger, level),
       ...(logLevel === undefined ? {} : { logLevel }),
     });
     return server.projectCallToolResult(result, undefined);

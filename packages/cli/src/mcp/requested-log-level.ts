@@ -1,7 +1,8 @@
 /**
- * The log level an MCP client asked for on a request, read the way the SDK itself filters log
- * messages: on 2026-07-28 the level the request carries in its `_meta`; on 2025 the level the
- * client's `logging/setLevel` set on its session (a console session, a `tackle mcp` connection).
+ * The log level an MCP client asked for on a request: on 2026-07-28 the level the request carries in
+ * its `_meta`; on 2025 the level the client's `logging/setLevel` set on its session (a console
+ * session, a `tackle mcp` connection). The server answers `logging/setLevel` with its own handler and
+ * keeps the level itself: one server serves one session or connection.
  */
 import {
   LOG_LEVEL_META_KEY,
@@ -9,17 +10,37 @@ import {
   type Server,
   type ServerContext,
 } from "@modelcontextprotocol/server";
+import type { Logger } from "@tackle/core";
 import type { SourceCallOptions } from "../tool-source/tool-source.ts";
 
-/** The least severe level the client wants log messages at for this request; undefined when it asked for none. */
-export function requestedLogLevel(server: Server, context: ServerContext): LoggingLevel | undefined {
-  // The SDK types the envelope as an empty object; its keys are the reserved `_meta` names.
-  const envelope = context.mcpReq.envelope as Readonly<Record<string, unknown>> | undefined;
-  if (envelope !== undefined) return envelope[LOG_LEVEL_META_KEY] as LoggingLevel | undefined;
-  // The SDK keeps 2025 sessions' levels in a private map, by session id (none for a stateless server).
-  const levels = (server as unknown as { _loggingLevels?: unknown })._loggingLevels;
-  if (!(levels instanceof Map)) return undefined;
-  return (levels.get(context.sessionId) ?? levels.get(undefined)) as LoggingLevel | undefined;
+/** MCP's levels, least severe first (the protocol's order). */
+const severity: readonly LoggingLevel[] = [
+  "debug",
+  "info",
+  "notice",
+  "warning",
+  "error",
+  "critical",
+  "alert",
+  "emergency",
+];
+
+/**
+ * Answers `logging/setLevel` on `server` (replacing the SDK's own handler) and returns what reads the
+ * level a request asked for: undefined when its client asked for none.
+ */
+export function keepLogLevel(server: Server): (context: ServerContext) => LoggingLevel | undefined {
+  let sessionLevel: LoggingLevel | undefined;
+  server.setRequestHandler("logging/setLevel", (request) => {
+    sessionLevel = request.params.level;
+    return {};
+  });
+  return (context) => {
+    // The SDK types the envelope as an empty object; its keys are the reserved `_meta` names.
+    const envelope = context.mcpReq.envelope as Readonly<Record<string, unknown>> | undefined;
+    if (envelope !== undefined) return envelope[LOG_LEVEL_META_KEY] as LoggingLevel | undefined;
+    return sessionLevel;
+  };
 }
 
 /** The tool logger's level that lets through every line the client's level does (none for critical and above). */
@@ -36,4 +57,31 @@ export function toolLogLevel(level: LoggingLevel | undefined): SourceCallOptions
     default:
       return undefined;
   }
+}
+
+/** The MCP level a tool logger's line is sent at. */
+const mcpLevelOf = { debug: "debug", info: "info", warn: "warning", error: "error" } as const;
+
+/**
+ * `logger`, passing on only the lines at or above the client's level (every line when it set none: the
+ * SDK's default for a 2025 client, and on 2026-07-28 the SDK sends none without a level).
+ */
+export function atClientLevel(logger: Logger, level: LoggingLevel | undefined): Logger {
+  if (level === undefined) return logger;
+  const least = severity.indexOf(level);
+  const passes = (line: keyof typeof mcpLevelOf) => severity.indexOf(mcpLevelOf[line]) >= least;
+  return {
+    debug(message, fields) {
+      if (passes("debug")) logger.debug(message, fields);
+    },
+    info(message, fields) {
+      if (passes("info")) logger.info(message, fields);
+    },
+    warn(message, fields) {
+      if (passes("warn")) logger.warn(message, fields);
+    },
+    error(message, fields) {
+      if (passes("error")) logger.error(message, fields);
+    },
+  };
 }
