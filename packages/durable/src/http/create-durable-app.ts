@@ -68,7 +68,8 @@ const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415> = {
 };
 
 /**
- * Routes: `POST /runs` `{ graph, input, threadId? }` → 201 `{ threadId, runId }`;
+ * Routes: `POST /runs` `{ graph, input, threadId?, runId? }` → 201 `{ threadId, runId }` (with both
+ * ids, a start sent again answers the run it started);
  * `GET /runs/:threadId` → the run; `GET /runs/:threadId/frames[?afterSeq=&format=ag-ui]` → SSE;
  * `POST /runs/:threadId/resume` `{ answers }` → 202 `{ threadId, runId }` (`?recover=true` with no
  * answers takes over a run whose process died).
@@ -124,8 +125,13 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     if (typeof body.graph !== "string") throw invalid("`graph` (a graph name) is required");
     if (body.threadId !== undefined && typeof body.threadId !== "string")
       throw invalid("`threadId` is a string");
+    if (body.runId !== undefined && (typeof body.runId !== "string" || !threadIdPattern.test(body.runId)))
+      throw invalid(`\`runId\` matches ${threadIdPattern}`);
     const threadId = scoped(c, typeof body.threadId === "string" ? body.threadId : randomUUID());
-    const launched = await runner.launch(body.graph, (body.input ?? {}) as object, { threadId });
+    const launched = await runner.launch(body.graph, (body.input ?? {}) as object, {
+      threadId,
+      ...(typeof body.runId === "string" ? { runId: body.runId } : {}),
+    });
     launched.finished.catch(() => {});
     return c.json({ threadId: unscoped(launched.threadId), runId: launched.runId }, 201);
   });

@@ -12,11 +12,19 @@ export interface DurableClientOptions {
   readonly reconnectDelayMs?: number;
 }
 
+/**
+ * A call whose kept-alive connection is closed or reset before any of the answer came is sent once
+ * more only when sending it twice cannot do anything twice: `get`; `resume` with answers (answers are
+ * keyed by interrupt id, and an approval's id binds the tool call and its arguments' fingerprint, so a
+ * resume that already landed is a harmless replay); `start` given both a `threadId` and a `runId` (the
+ * server answers the run it already started). A `start` without them is never sent again: the first
+ * may have started a run.
+ */
 export interface DurableClient {
   start(
     graph: string,
     input: unknown,
-    options?: { threadId?: string },
+    options?: { threadId?: string; runId?: string },
   ): Promise<{ threadId: string; runId: string }>;
   get<State = Record<string, unknown>>(threadId: string): Promise<RunSnapshot<State>>;
   resume(threadId: string, answers: Answers): Promise<{ threadId: string; runId: string }>;
@@ -31,7 +39,11 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
   const fetcher = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/$/, "");
 
-  async function call<T>(path: string, init: RequestInit = {}): Promise<T> {
+  async function call<T>(
+    path: string,
+    init: RequestInit = {},
+    idempotent = init.method === undefined,
+  ): Promise<T> {
     const request = () =>
       fetcher(`${base}${path}`, {
         ...init,
@@ -45,9 +57,9 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
     try {
       response = await request();
     } catch (error) {
-      // A kept-alive connection the server closed as the request went out: a read is sent once more.
-      // A start or a resume is not (the first may have started a run or applied the answers).
-      if (init.method !== undefined || !resetBeforeAnswer(error)) throw error;
+      // A kept-alive connection closed or reset before any answer: the request may or may not have
+      // landed, so only a call that is harmless twice is sent once more.
+      if (!idempotent || !resetBeforeAnswer(error)) throw error;
       response = await request();
     }
     const body = (await response.json().catch(() => ({}))) as { error?: { code: string; message: string } };
@@ -59,13 +71,18 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
 
   return {
     start: (graph, input, startOptions = {}) =>
-      call("/runs", { method: "POST", body: JSON.stringify({ graph, input, ...startOptions }) }),
+      call(
+        "/runs",
+        { method: "POST", body: JSON.stringify({ graph, input, ...startOptions }) },
+        startOptions.threadId !== undefined && startOptions.runId !== undefined,
+      ),
     get: (threadId) => call(`/runs/${encodeURIComponent(threadId)}`),
     resume: (threadId, answers) =>
-      call(`/runs/${encodeURIComponent(threadId)}/resume`, {
-        method: "POST",
-        body: JSON.stringify({ answers }),
-      }),
+      call(
+        `/runs/${encodeURIComponent(threadId)}/resume`,
+        { method: "POST", body: JSON.stringify({ answers }) },
+        Object.keys(answers).length > 0,
+      ),
     async *frames(threadId, frameOptions = {}) {
       let lastSeq = frameOptions.afterSeq ?? 0;
       for (;;) {

@@ -79,6 +79,12 @@ export interface ClientRun {
 
 export interface StartOptions {
   readonly threadId?: string;
+  /**
+   * The new run's id, chosen by the caller (default: a random UUID). With a `threadId` it makes the
+   * start idempotent: a start whose thread already has a run with this id (a start sent twice, a retry)
+   * starts nothing and answers that run, instead of `thread_active` or a second run.
+   */
+  readonly runId?: string;
   readonly clientRun?: ClientRun;
 }
 
@@ -481,11 +487,22 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     if (graph === undefined)
       throw new DurableError("unknown_graph", `No graph named "${String(graphOrName)}" is registered`);
     register(graph);
+    if (
+      startOptions.runId !== undefined &&
+      (typeof startOptions.runId !== "string" || startOptions.runId === "")
+    ) {
+      throw new DurableError("invalid_request", "`runId` is a non-empty string");
+    }
     const threadId = startOptions.threadId ?? randomUUID();
-    const runId = randomUUID();
+    const runId = startOptions.runId ?? randomUUID();
     const now = new Date().toISOString();
     const existing = startOptions.threadId === undefined ? undefined : await store.getRun(threadId);
-    if (existing !== undefined) return launchNext(graph, input, existing, runId, startOptions);
+    if (existing !== undefined) {
+      if (startOptions.runId !== undefined && (await hasRun(threadId, existing, runId))) {
+        return idleLaunch<State>(threadId, runId);
+      }
+      return launchNext(graph, input, existing, runId, startOptions);
+    }
     const record: RunRecord = {
       threadId,
       runId,
@@ -505,9 +522,43 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       seq: 1,
       data: { threadId, runId, graph: graph.name, startedAt: now, ...clientRunData(startOptions.clientRun) },
     };
-    await store.createRun(record, { frames: [started] });
+    try {
+      await store.createRun(record, { frames: [started] });
+    } catch (error) {
+      // The same start twice at once: the other one created it.
+      const raced = DurableError.isInstance(error) && error.code === "thread_exists";
+      const current = raced && startOptions.runId !== undefined ? await store.getRun(threadId) : undefined;
+      if (current !== undefined && (await hasRun(threadId, current, runId))) {
+        return idleLaunch<State>(threadId, runId);
+      }
+      throw error;
+    }
     landed.emit(threadId);
     return { threadId, runId, firstSeq: 1, finished: track(threadId, drive<State>(record, 1)) };
+  }
+
+  /** Whether the thread has had a run with this id: its latest, or an earlier one (its `run_started`). */
+  async function hasRun(threadId: string, latest: RunRecord, runId: string): Promise<boolean> {
+    if (latest.runId === runId) return true;
+    const starts = await store.readFrames(threadId, 0, 1_000_000, ["run_started"]);
+    return starts.some((frame) => (frame.data as { runId?: unknown } | null)?.runId === runId);
+  }
+
+  function runActiveHere(threadId: string): DurableError {
+    return new DurableError(
+      "run_active",
+      `Thread "${threadId}" is running in this process; wait for it to pause`,
+    );
+  }
+
+  /** The answer to a start or resume repeated: the run as it is, nothing started. */
+  function idleLaunch<State extends object>(threadId: string, runId: string): Launched<State> {
+    return {
+      threadId,
+      runId,
+      firstSeq: 0,
+      finished: getSnapshot<State>(threadId) as Promise<RunSnapshot<State>>,
+    };
   }
 
   /**
@@ -569,12 +620,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     given: Answers = {},
     resumeOptions: ResumeOptions = {},
   ): Promise<Launched<State>> {
-    if (active.has(threadId)) {
-      throw new DurableError(
-        "run_active",
-        `Thread "${threadId}" is running in this process; wait for it to pause`,
-      );
-    }
+    const driven = active.has(threadId);
+    if (driven && Object.keys(given).length === 0) throw runActiveHere(threadId);
     const run = await store.getRun(threadId);
     if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
     const stored = new Map<string, unknown>();
@@ -595,6 +642,11 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           data: { id },
         });
       }
+    }
+    if (driven) {
+      // A resume replayed (its answers all given already) while the run it resumed runs here: harmless.
+      if (fresh.size === 0) return idleLaunch<State>(threadId, run.runId);
+      throw runActiveHere(threadId);
     }
     const idle = async (): Promise<Launched<State>> => ({
       threadId,

@@ -98,4 +98,55 @@ describe("interrupts", () => {
     await assert.rejects(runner.resume("t", { other: 1 }), code("run_not_paused"));
     await assert.rejects(runner.resume("missing", {}), code("unknown_run"));
   });
+
+  test("a resume sent twice while the resumed run is still driving here is a harmless replay; new answers are refused", async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let ran = 0;
+    const graph = createGraph("gate").node("a", async (_state, ctx) => {
+      await ctx.interrupt({ ok: "?" }, { id: "ok" });
+      await ctx.step("slow", async () => {
+        ran++;
+        await gate;
+      });
+    });
+    const runner = createRunner({ store: temp.store });
+    assert.equal((await runner.start(graph, {}, { threadId: "t" })).status, "paused");
+    const first = await runner.launchResume("t", { ok: true });
+    const again = await runner.launchResume("t", { ok: true });
+    assert.equal(again.firstSeq, 0, "the replay started nothing");
+    assert.equal(again.runId, first.runId);
+    await assert.rejects(runner.launchResume("t", { ok: false }), code("answer_conflict"));
+    await assert.rejects(runner.launchResume("t", { ok: true, other: 1 }), code("run_active"));
+    await assert.rejects(runner.launchResume("t"), code("run_active"));
+    release();
+    assert.equal((await first.finished).status, "completed");
+    assert.equal(ran, 1);
+  });
+
+  test("a start with a run id the thread already has starts nothing and answers that run", async () => {
+    let ran = 0;
+    const graph = createGraph<{ n?: number }>("once").node("a", async (_state, ctx) => {
+      await ctx.step("work", () => {
+        ran++;
+      });
+      return { n: ran };
+    });
+    const runner = createRunner({ store: temp.store });
+    const first = await runner.start(graph, {}, { threadId: "t", runId: "r1" });
+    assert.equal(first.status, "completed");
+    const replay = await runner.launch(graph, {}, { threadId: "t", runId: "r1" });
+    assert.deepEqual([replay.runId, replay.firstSeq], ["r1", 0]);
+    // A later run on the thread, then the first start once more: still nothing started.
+    assert.equal((await runner.start(graph, {}, { threadId: "t", runId: "r2" })).status, "completed");
+    assert.equal((await runner.launch(graph, {}, { threadId: "t", runId: "r1" })).firstSeq, 0);
+    assert.equal(ran, 2);
+    assert.deepEqual(
+      (await runner.runs("t")).map((run) => run.runId),
+      ["r1", "r2"],
+    );
+    await assert.rejects(runner.launch(graph, {}, { runId: "" }), code("invalid_request"));
+  });
 });
