@@ -207,7 +207,7 @@ function holdingResults(transport: StdioClientTransport): StdioClientTransport {
   return transport;
 }
 
-test("through tackle mcp --console: the mesh tool's progress comes back through the console", async () => {
+test("through tackle mcp --console: the mesh tool's progress, and its log lines at the client's level, come back through the console", async () => {
   const client = new Client(
     { name: "progress-relay", version: "1" },
     { versionNegotiation: { mode: "legacy" } },
@@ -231,6 +231,7 @@ test("through tackle mcp --console: the mesh tool's progress comes back through 
     ),
   );
   try {
+    const logs = collectLogs(client);
     const progress: unknown[] = [];
     const result = await client.callTool(
       { name: "report.steps", arguments: {} },
@@ -238,6 +239,19 @@ test("through tackle mcp --console: the mesh tool's progress comes back through 
     );
     assert.deepEqual(result.structuredContent, { done: true });
     assert.deepEqual(progress, steps);
+    // No level set: the console asks the node for no log lines.
+    assert.equal(lastRequest().headers?.get("Tackle-Log-Level"), "");
+    assert.deepEqual(logs, []);
+
+    await client.setLoggingLevel("info");
+    const logged = await client.callTool({ name: "report.steps", arguments: {} });
+    assert.deepEqual(logged.structuredContent, { done: true });
+    assert.deepEqual(logs, [
+      { level: "info", logger: "report.steps", data: { message: "halfway", step: 2 } },
+      { level: "warning", logger: "report.steps", data: "almost done" },
+      { level: "error", logger: "report.steps", data: "not really an error" },
+    ]);
+    assert.equal(lastRequest().headers?.get("Tackle-Log-Level"), "info");
     // Reports made just before the result come before it at every hop, none lost on the way.
     for (let round = 0; round < 5; round++) {
       const burst: unknown[] = [];

@@ -1,10 +1,20 @@
-/** The console tool source: `tools` and `call` through a console already running on this machine. */
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-import { ToolError, type ToolErrorPayload } from "@tackle/core";
+/**
+ * The console tool source: `tools`, `call` and `tackle mcp` through a console already running on this
+ * machine. A call's progress comes back on its own request's stream; a call that asks for log lines is
+ * made on a client of its own, since a log notification names no request.
+ */
+import {
+  Client,
+  LOG_LEVEL_META_KEY,
+  type LoggingLevel,
+  type LoggingMessageNotificationParams,
+  StreamableHTTPClientTransport,
+} from "@modelcontextprotocol/client";
+import { type Logger, ToolError, type ToolErrorPayload } from "@tackle/core";
 import { modulesToolName } from "../mcp/create-mcp-server.ts";
 import { CliError } from "../program/cli-error.ts";
 import { parseConsoleUrl } from "./parse-console-url.ts";
-import type { ModuleInfo, SourceError, ToolSource } from "./tool-source.ts";
+import type { ModuleInfo, SourceCallOptions, SourceError, ToolSource } from "./tool-source.ts";
 
 export interface ConsoleSourceOptions {
   /** The console's MCP URL, e.g. `http://127.0.0.1:4270/mcp` (a bare origin gets `/mcp`). */
@@ -15,18 +25,39 @@ export interface ConsoleSourceOptions {
 
 export async function createConsoleToolSource(options: ConsoleSourceOptions): Promise<ToolSource> {
   const url = parseConsoleUrl(options.url);
-  const client = new Client(
-    { name: "tackle-cli", version: "0.1.0" },
-    { versionNegotiation: { mode: { pin: "2026-07-28" } } },
-  );
-  const transport = new StreamableHTTPClientTransport(url, {
-    requestInit: { headers: { authorization: `Bearer ${options.token}` } },
-  });
+  const newClient = () =>
+    new Client(
+      { name: "tackle-cli", version: "0.1.0" },
+      { versionNegotiation: { mode: { pin: "2026-07-28" } } },
+    );
+  const newTransport = () =>
+    new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { authorization: `Bearer ${options.token}` } },
+    });
+  const connectTimeout = { timeout: options.timeoutMs ?? 10_000 };
+  const client = newClient();
   try {
-    await client.connect(transport, { timeout: options.timeoutMs ?? 10_000 });
+    await client.connect(newTransport(), connectTimeout);
   } catch (error) {
     throw consoleError(url, error, options.token.trim() !== "");
   }
+
+  /**
+   * A client for one call whose log lines go to `logger`: every `notifications/message` it receives is
+   * that call's. It starts from the shared client's discovery, so it costs no round trip.
+   */
+  const loggingClient = async (logger: Logger): Promise<Client> => {
+    const own = newClient();
+    own.setNotificationHandler("notifications/message", (notification) => {
+      forwardLogLine(logger, notification.params);
+    });
+    const discover = client.getDiscoverResult();
+    await own.connect(
+      newTransport(),
+      discover === undefined ? connectTimeout : { ...connectTimeout, prior: { kind: "modern", discover } },
+    );
+    return own;
+  };
   const requestOptions = (timeoutMs: number | undefined, signal?: AbortSignal) => ({
     timeout: timeoutMs ?? options.timeoutMs ?? 60_000,
     ...(signal === undefined ? {} : { signal }),
@@ -53,10 +84,18 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
       return modules;
     },
     async call(qualifiedName, args, callOptions = {}) {
+      const { onProgress, logger, logLevel } = callOptions;
+      // Log lines are asked for only when someone takes them (as the mesh carries them).
+      const level = logger === undefined || logLevel === undefined ? undefined : consoleLevel[logLevel];
+      let caller = client;
       try {
-        const { onProgress } = callOptions;
-        const result = await client.callTool(
-          { name: qualifiedName, arguments: (args ?? {}) as Record<string, unknown> },
+        if (level !== undefined && logger !== undefined) caller = await loggingClient(logger);
+        const result = await caller.callTool(
+          {
+            name: qualifiedName,
+            arguments: (args ?? {}) as Record<string, unknown>,
+            ...(level === undefined ? {} : { _meta: { [LOG_LEVEL_META_KEY]: level } }),
+          },
           {
             ...requestOptions(callOptions.timeoutMs, callOptions.signal),
             // The console sends the tool's progress back on this request's own stream.
@@ -91,10 +130,43 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
             cause: error,
           }),
         };
+      } finally {
+        if (caller !== client) await caller.close().catch(() => undefined);
       }
     },
     close: () => client.close(),
   };
+}
+
+/** The MCP level a call asks the console for: the least severe line the tool logger's level lets through. */
+const consoleLevel: Record<NonNullable<SourceCallOptions["logLevel"]>, LoggingLevel> = {
+  debug: "debug",
+  info: "info",
+  warn: "warning",
+  error: "error",
+};
+
+/**
+ * A console's log line to the tool logger it came from: `data` is the line's message, or the message
+ * with its fields (as the console sends a line written with fields).
+ */
+function forwardLogLine(logger: Logger, { level, data }: LoggingMessageNotificationParams): void {
+  const write =
+    level === "debug" || level === "info"
+      ? logger[level]
+      : level === "notice" || level === "warning"
+        ? logger.warn
+        : logger.error;
+  if (typeof data === "string") {
+    write.call(logger, data);
+    return;
+  }
+  const { message, ...fields } = (typeof data === "object" && data !== null ? data : {}) as Record<
+    string,
+    unknown
+  >;
+  if (typeof message === "string") write.call(logger, message, fields);
+  else write.call(logger, JSON.stringify(data));
 }
 
 function consoleError(url: URL, error: unknown, sentToken: boolean): CliError {
