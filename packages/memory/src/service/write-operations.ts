@@ -1,5 +1,5 @@
 /** Writes: memories (one or a batch, behind the novelty check), conversation events, documents, core memory. */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { MemoryError } from "../errors/memory-error.ts";
 import { selfEditRequestSchema } from "../schemas/core-memory.ts";
 import { writeEventRequestSchema } from "../schemas/event.ts";
@@ -26,6 +26,7 @@ function newMemory(
   tenantId: string,
   at: string,
   fields: {
+    id?: string | undefined;
     scope: MemoryScope;
     content: string;
     kind: Memory["kind"];
@@ -36,7 +37,7 @@ function newMemory(
     embedding: Float32Array | undefined;
   },
 ): StoredMemory {
-  const id = randomUUID();
+  const id = fields.id ?? randomUUID();
   return {
     id,
     tenantId,
@@ -70,6 +71,20 @@ export function dedupeByDefault(input: {
   return input.dedupe ?? input.kind !== "episode";
 }
 
+/**
+ * The id a memory extracted by an import gets: one per tenant, scope and fact (its normalized text), so
+ * an import run again (a job resumed after a crash, the same transcript imported twice) finds the
+ * memory it made the first time in whatever state the user left it (deleted, edited, merged) and
+ * never makes it again. Shaped as a UUID (version 8: derived by the application).
+ */
+export function importedMemoryId(tenantId: string, scope: MemoryScope, content: string): string {
+  const hex = createHash("sha256")
+    .update(["import-memory", tenantId, scopeKey(scope), contentHash(content)].join("\u0000"))
+    .digest("hex");
+  const variant = ((Number.parseInt(hex[16] ?? "0", 16) & 0x3) | 0x8).toString(16);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${variant}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
 export function createWriteOperations(context: ServiceContext, novelty: NoveltyCheck): WriteOperations {
   const { store, embedder, nowIso, embedOne, readBlocks } = context;
   const { findDuplicate } = novelty;
@@ -77,6 +92,7 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
   async function addMemory(
     tenantId: string,
     input: {
+      id?: string;
       scope: MemoryScope;
       content: string;
       kind: Memory["kind"];
@@ -219,8 +235,16 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
       // again: the memories already kept are refused as duplicates, the missing ones are added.
       const rerunOfItsJob = !created && importJobId !== undefined && event.importJobId === importJobId;
       if ((created || rerunOfItsJob) && input.infer && input.role === "user") {
-        for (const extracted of extractMemories(input.content)) {
+        const found = extractMemories(input.content);
+        // An import's memories have ids of their fact: one the import made before is never made again,
+        // whatever became of it (a memory the user deleted stays deleted).
+        const ids = importJobId ? found.map((item) => importedMemoryId(tenantId, scope, item.content)) : [];
+        const madeBefore = new Set((await store.getMemories(tenantId, ids)).map((memory) => memory.id));
+        for (const [index, extracted] of found.entries()) {
+          const id = ids[index];
+          if (id !== undefined && madeBefore.has(id)) continue;
           const result = await addMemory(tenantId, {
+            ...(id === undefined ? {} : { id }),
             scope,
             content: extracted.content,
             kind: extracted.kind,

@@ -599,6 +599,82 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       assert.equal(listed.jobs.length, 3);
     });
 
+    it("an import run again never brings back a memory the user deleted or edited; a new turn is added", async () => {
+      const t = tenant();
+      const turns = [
+        { role: "user", content: "I always travel with my dog Rex." },
+        { role: "assistant", content: "Noted!" },
+        { role: "user", content: "My passport expires in March." },
+      ];
+      const request = {
+        userId: "u",
+        format: "openai" as const,
+        conversations: [{ id: "trip", messages: turns }],
+      };
+      const all = async () =>
+        (
+          await store.listMemories(
+            t,
+            { userId: "u" },
+            { limit: 100, order: "recent", statuses: ["active", "superseded", "archived", "deleted"] },
+          )
+        )
+          .map((memory) => `${memory.status}: ${memory.content}`)
+          .sort();
+      const { job } = await service.importConversations(t, request);
+      assert.equal((await waitForJob(service, t, job.id)).status, "succeeded");
+      const made = await store.listMemories(t, { userId: "u" }, { limit: 10, order: "recent" });
+      const rex = made.find((memory) => memory.content.includes("Rex"));
+      const passport = made.find((memory) => memory.content.includes("passport"));
+      assert.ok(rex && passport, JSON.stringify(made.map((memory) => memory.content)));
+      // The user forgets one and corrects the other.
+      await service.deleteMemory(t, rex.id, "the user asked to forget it");
+      await service.updateMemory(t, passport.id, { content: "My passport expires in April." });
+
+      // The same job runs again, as it does when its process died before recording its end.
+      const stored = await store.getJob(t, job.id);
+      assert.ok(stored);
+      const { result: _result, finishedAt: _finished, ...unfinished } = stored;
+      await store.updateJob({
+        ...unfinished,
+        status: "running",
+        startedAt: new Date(Date.now() - 60_000).toISOString(),
+      });
+      const restarted = createMemoryService({ store });
+      const rerun = await waitForJob(restarted, t, job.id);
+      assert.equal(rerun.status, "succeeded");
+      assert.deepEqual((rerun.result as { events: unknown }).events, { created: 0, existing: 3, skipped: 0 });
+      const expected = ["active: My passport expires in April.", "deleted: I always travel with my dog Rex."];
+      assert.deepEqual(await all(), expected);
+
+      // The same transcript imported again, then once more with a new turn: only the new turn adds.
+      const again = await waitForJob(service, t, (await service.importConversations(t, request)).job.id);
+      assert.deepEqual((again.result as { events: unknown }).events, { created: 0, existing: 3, skipped: 0 });
+      assert.deepEqual(await all(), expected);
+      const longer = await waitForJob(
+        service,
+        t,
+        (
+          await service.importConversations(t, {
+            ...request,
+            conversations: [
+              {
+                id: "trip",
+                messages: [...turns, { role: "user", content: "My favourite colour is green." }],
+              },
+            ],
+          })
+        ).job.id,
+      );
+      assert.deepEqual((longer.result as { events: unknown }).events, {
+        created: 1,
+        existing: 3,
+        skipped: 0,
+      });
+      assert.deepEqual(await all(), ["active: My favourite colour is green.", ...expected]);
+      assert.equal((await service.search(t, { userId: "u", query: "dog Rex" })).results.length, 0);
+    });
+
     it("consolidation merges near-duplicates (keeping history) and decays stale memories", async () => {
       const t = tenant();
       const a = await service.add(t, {
