@@ -2,7 +2,8 @@
  * Retrieval built for conversations, on top of the store's BM25 (no model in the loop):
  *   - time-aware: "in May 2023", "last May", "last week" become a window; memories stored inside it
  *     are lifted, and the candidate pool widens so that a turn matching only the window is there;
- *   - speaker-aware: a memory whose `metadata.speaker` is named in the question is lifted;
+ *   - speaker-aware: a memory whose `metadata.speaker` is named in the question is lifted (more when
+ *     they speak of themselves, not when they only ask), and so is a question put to them by name;
  *   - multi-hop: names found in the first hits and absent from the question seed a second pass
  *     ("Maya's sister" → "Lena" → "Lena played her violin");
  *   - neighbouring turns: a turn next to a hit (same session, or both with a speaker) shares its
@@ -125,6 +126,34 @@ export function possessivesOf(query: string): { owner: string; thing: string }[]
   return found;
 }
 
+/** Whether every sentence of a turn is a question ("Did you pick a name yet?"), nothing told. */
+export function onlyAsks(content: string): boolean {
+  const sentences = content
+    .replace(/^[^:\n]{1,40}:\s+/u, "")
+    .split(/(?<=[.!?])\s+/u)
+    .filter((sentence) => /[\p{L}\p{N}]/u.test(sentence));
+  return sentences.length > 0 && sentences.every((sentence) => sentence.trimEnd().endsWith("?"));
+}
+
+/**
+ * A turn by the person a question names: ×1.6 when they speak of themselves ("I love it"), ×1.3 when
+ * they speak of others ("My neighbour works as a nurse"); set on the dev halves.
+ */
+const speakerLift = 1.6;
+const otherSpeakerLift = 1.3;
+
+/** Whether a turn speaks of its speaker in the first person singular ("I love it", "I'm a nurse"). */
+export function speaksOfSelf(content: string): boolean {
+  return /(?:^|[^\p{L}'’])(?:I|I['’](?:m|ve|d|ll)|me|myself)(?![\p{L}'’])/u.test(
+    content.replace(/^[^:\n]{1,40}:\s+/u, ""),
+  );
+}
+/** Whether a turn names, inside a sentence, someone the question names ("…, Maya?"). */
+function addresses(content: string, words: ReadonlySet<string>): boolean {
+  for (const name of midSentenceNames(content)) if (words.has(name.toLowerCase())) return true;
+  return false;
+}
+
 /** Lifts memories inside the question's time window and memories by a speaker it names. */
 export function liftByTimeAndSpeaker(
   hits: readonly Scored[],
@@ -140,7 +169,15 @@ export function liftByTimeAndSpeaker(
       if (at >= window.from && at < window.to) score *= 2;
     }
     const speaker = speakerOf(hit.memory);
-    if (speaker && words.has(speaker.toLowerCase())) score *= 1.6;
+    // A speaker's own question ("How is the new job going, Jonas?") is about the one asked, not them;
+    // a turn speaking of someone else ("My neighbour works as a nurse") is about them.
+    // A question put to the person asked about ("How is the new job going, Maya?") is about them: its
+    // answer follows it.
+    if (speaker && words.has(speaker.toLowerCase()) && !onlyAsks(hit.memory.content)) {
+      score *= speaksOfSelf(hit.memory.content) ? speakerLift : otherSpeakerLift;
+    } else if (speaker && onlyAsks(hit.memory.content) && addresses(hit.memory.content, words)) {
+      score *= speakerLift;
+    }
     if (possessives.length > 0) {
       const content = hit.memory.content.toLowerCase();
       const own = possessives.some(
@@ -282,10 +319,13 @@ export function scaleByContextCoverage(
   hits: readonly Scored[],
   context: ReadonlyMap<string, ReadonlyMap<number, StoredMemory>>,
   terms: readonly string[],
+  /** A term's related words (`relatedWords`) cover it too: "job" covers "work". */
+  alternatives: ReadonlyMap<string, readonly string[]> = new Map(),
 ): Scored[] {
   const tests = terms.flatMap((term) => {
-    const test = termTest(term);
-    return test ? [test] : [];
+    const all = [term, ...(alternatives.get(term) ?? [])].flatMap((each) => termTest(each) ?? []);
+    if (all.length === 0) return [];
+    return [(token: string) => all.some((test) => test(token))];
   });
   if (tests.length < 2) return [...hits];
   const matched = new Map<string, boolean[]>();

@@ -21,6 +21,7 @@ import { cosine } from "./embedder.ts";
 import type { MemoryService } from "./memory-service.ts";
 import { parseRequest } from "./parse-request.ts";
 import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
+import { relatedWords } from "./related-words.ts";
 import { publicEvent, publicMemory, type ServiceContext } from "./service-context.ts";
 import { queryTerms, searchTerms } from "./text.ts";
 
@@ -33,6 +34,13 @@ const specificityWeight = 2;
  * matches' neighbours out (dev halves, hashing test embedder).
  */
 const vectorOnlyCandidates = 10;
+
+/**
+ * The query with related words asked again: its best hit holding a related word scores as much as the
+ * best direct match (a synonym answers as well as the word; 0.5 and 0.7 kept "job" below "works" on
+ * the dev halves).
+ */
+const relatedWeight = 1;
 
 export type RetrievalOperations = Pick<MemoryService, "search" | "recallConversation" | "searchKnowledge">;
 export type SearchRanked = ReturnType<typeof createSearchRanked>;
@@ -50,10 +58,29 @@ export function createSearchRanked({ store, clock, embedder, vectorWeight }: Ser
     // A question naming a time may match the turn it asks about by the time alone: widen the pool.
     const candidateLimit = window ? 1000 : Math.max(50, limit * 5);
     const terms = searchTerms(query);
-    const found = await store.searchMemories(tenantId, scope, terms, {
+    let found = await store.searchMemories(tenantId, scope, terms, {
       limit: candidateLimit,
       ...(kinds ? { kinds } : {}),
     });
+    // Related words: "Where does Maya work?" also asks for "job", "office", "boss"; turns holding one
+    // join the candidates, scaled below the question's own words, and cover the word they stand for.
+    const alternatives = new Map<string, readonly string[]>();
+    for (const word of queryTerms(query)) {
+      const related = relatedWords(word);
+      if (related.length > 0) alternatives.set(searchTerms(word)[0]!, searchTerms(related.join(" ")));
+    }
+    if (alternatives.size > 0) {
+      const relatedTerms = [...new Set([...alternatives.values()].flat())];
+      const extra = await store.searchMemories(tenantId, scope, [...terms, ...relatedTerms].slice(0, 32), {
+        limit: candidateLimit,
+        ...(kinds ? { kinds } : {}),
+      });
+      const relatedTests = relatedTerms.flatMap((term) => termTest(term) ?? []);
+      const holding = extra.filter((hit) =>
+        cachedIndexTokens(hit.memory.content).some((token) => relatedTests.some((test) => test(token))),
+      );
+      found = found.length === 0 ? holding : mergeSecondPass(found, holding, relatedWeight);
+    }
     let vectors: Map<string, number> | undefined;
     // Specificity is read from the text matches alone, before any vector-only candidate joins them.
     let candidates = liftBySpecificity(found, specificityWeight);
@@ -136,6 +163,7 @@ export function createSearchRanked({ store, clock, embedder, vectorWeight }: Ser
         inScope,
       ),
       terms,
+      alternatives,
     );
     return diversify(rankMemories(lexical, vectors, clock().getTime()), limit).slice(0, limit);
   };
