@@ -4,6 +4,7 @@
  */
 import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentIssue, DocumentView, Entity, Relation } from "../schema/types.ts";
+import { LayeredMap } from "./layered-map.ts";
 import { EMBEDDED_ID, ROW_FIELDS, ROW_KIND, ROW_SLOTS, ROW_VARIANT_OF, slotRelationId } from "./layout.ts";
 
 /** An entity as stored: its own fields (a variant stores only what it overrides). */
@@ -37,16 +38,21 @@ interface RowRecord {
 
 export class Projection implements DocumentView {
   readonly schema: Schema;
-  private rows = new Map<string, RowRecord>();
+  private rows: Map<string, RowRecord> = new Map();
   /** Usually one claim per id; two rows claiming one id is a conflict the check names. */
-  private claims = new Map<string, readonly StoredEntity[]>();
-  private relationRows = new Map<string, StoredRelation>();
-  private relationClaims = new Map<string, readonly StoredRelation[]>();
-  private byEntity = new Map<string, Set<string>>();
+  private claims: Map<string, readonly StoredEntity[]> = new Map();
+  private relationRows: Map<string, StoredRelation> = new Map();
+  private relationClaims: Map<string, readonly StoredRelation[]> = new Map();
+  private byEntity: Map<string, Set<string>> = new Map();
   /** Entity ids by identity (group and identity field values), for "one medium per file". */
-  private identities = new Map<string, readonly string[]>();
+  private identities: Map<string, readonly string[]> = new Map();
   /** Variant ids by base id: a change to a base is checked on its variants too. */
-  private variants = new Map<string, Set<string>>();
+  private variants: Map<string, Set<string>> = new Map();
+  /**
+   * Set on an overlay: the id sets it made itself. A set it reads from its base is copied before it
+   * changes (copy on write), so the base is never changed through an overlay.
+   */
+  private ownSets: Set<Set<string>> | undefined;
 
   /** The document version this projection was read at, while nothing has changed it since. */
   readAt: string | undefined;
@@ -67,6 +73,42 @@ export class Projection implements DocumentView {
     copy.variants = new Map([...this.variants].map(([baseId, ids]) => [baseId, new Set(ids)]));
     copy.readAt = this.readAt;
     return copy;
+  }
+
+  /**
+   * A copy that costs nothing up front: its indexes read through to this projection's, and what it
+   * changes stays in its own layers (ids sets are copied on their first change). This projection
+   * must not change while the overlay is in use; the overlay may (a run's session over a kept base).
+   */
+  overlay(): Projection {
+    const layer = new Projection(this.schema);
+    layer.rows = new LayeredMap(this.rows);
+    layer.claims = new LayeredMap(this.claims);
+    layer.relationRows = new LayeredMap(this.relationRows);
+    layer.relationClaims = new LayeredMap(this.relationClaims);
+    layer.byEntity = new LayeredMap(this.byEntity);
+    layer.identities = new LayeredMap(this.identities);
+    layer.variants = new LayeredMap(this.variants);
+    layer.ownSets = new Set();
+    layer.readAt = this.readAt;
+    return layer;
+  }
+
+  /** The id set under `key` of `index`, safe to change: on an overlay, a base's set is copied first. */
+  private changingSet(index: Map<string, Set<string>>, key: string): Set<string> | undefined {
+    const found = index.get(key);
+    if (found === undefined || this.ownSets === undefined || this.ownSets.has(found)) return found;
+    const copy = new Set(found);
+    this.ownSets.add(copy);
+    index.set(key, copy);
+    return copy;
+  }
+
+  /** A new id set, recorded as the overlay's own. */
+  private newSet(id: string): Set<string> {
+    const made = new Set([id]);
+    this.ownSets?.add(made);
+    return made;
   }
 
   get entityCount(): number {
@@ -247,8 +289,8 @@ export class Projection implements DocumentView {
   private addClaim(entity: StoredEntity): void {
     this.claims.set(entity.entityId, [...(this.claims.get(entity.entityId) ?? []), entity]);
     if (entity.variantOf !== undefined) {
-      const siblings = this.variants.get(entity.variantOf);
-      if (siblings === undefined) this.variants.set(entity.variantOf, new Set([entity.entityId]));
+      const siblings = this.changingSet(this.variants, entity.variantOf);
+      if (siblings === undefined) this.variants.set(entity.variantOf, this.newSet(entity.entityId));
       else siblings.add(entity.entityId);
     }
     const key = this.identityOf(entity);
@@ -260,7 +302,7 @@ export class Projection implements DocumentView {
     if (rest.length === 0) this.claims.delete(entity.entityId);
     else this.claims.set(entity.entityId, rest);
     if (entity.variantOf !== undefined) {
-      const siblings = this.variants.get(entity.variantOf);
+      const siblings = this.changingSet(this.variants, entity.variantOf);
       siblings?.delete(entity.entityId);
       if (siblings?.size === 0) this.variants.delete(entity.variantOf);
     }
@@ -279,8 +321,8 @@ export class Projection implements DocumentView {
       relation,
     ]);
     for (const endpoint of [relation.endpoint0EntityId, relation.endpoint1EntityId]) {
-      const ids = this.byEntity.get(endpoint);
-      if (ids === undefined) this.byEntity.set(endpoint, new Set([relation.relationId]));
+      const ids = this.changingSet(this.byEntity, endpoint);
+      if (ids === undefined) this.byEntity.set(endpoint, this.newSet(relation.relationId));
       else ids.add(relation.relationId);
     }
   }
@@ -291,7 +333,7 @@ export class Projection implements DocumentView {
     else this.relationClaims.set(relation.relationId, rest);
     if (rest.length > 0) return;
     for (const endpoint of [relation.endpoint0EntityId, relation.endpoint1EntityId]) {
-      const ids = this.byEntity.get(endpoint);
+      const ids = this.changingSet(this.byEntity, endpoint);
       ids?.delete(relation.relationId);
       if (ids?.size === 0) this.byEntity.delete(endpoint);
     }

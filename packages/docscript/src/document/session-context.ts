@@ -34,7 +34,7 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     given.readAt !== undefined &&
     given.readAt === versionKey(doc) &&
     doc.getPendingTxnLength() === 0
-      ? given.clone()
+      ? given.overlay()
       : projectDocument(doc, schema);
   /** Changed only for the length of one call made through `asHost()`. */
   const state = { role: options.role ?? "script" };

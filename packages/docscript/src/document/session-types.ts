@@ -13,7 +13,8 @@ export interface DocumentSessionOptions {
   readonly createId?: (kind: string) => string;
   /**
    * A projection read earlier (`projectDocument`) to start from instead of reading the document
-   * again: the session works on a copy. Used only when it was read at the document's current
+   * again: the session works on an overlay of it (`Projection.overlay`), so the given projection must
+   * not change while the session is in use. Used only when it was read at the document's current
    * version; otherwise the document is read afresh.
    */
   readonly projection?: Projection;
