@@ -8,7 +8,7 @@
  * script; everything between the script and the dispatcher crosses as JSON text.
  */
 import vm from "node:vm";
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import type {
   HostToWorker,
   SandboxDispatcher,
@@ -43,7 +43,11 @@ interface ActiveRun {
 }
 
 const port = parentPort!;
-const { dispatcherModule } = workerData as { dispatcherModule: string };
+const { dispatcherModule, sync } = workerData as {
+  dispatcherModule: string;
+  sync: { port: import("node:worker_threads").MessagePort; signal: SharedArrayBuffer };
+};
+const syncSignal = new Int32Array(sync.signal);
 let loaded: SandboxDispatcherModule;
 let active: ActiveRun | undefined;
 let nextCallId = 1;
@@ -70,6 +74,40 @@ function toFailure(error: unknown, fallbackCode: string): SandboxFailure {
 }
 
 const host = {
+  /** As the sandbox's own worker does (ADR 0464), bounded by 30 s rather than the script's deadline. */
+  callSync(method: string, payload: unknown): unknown {
+    const callId = nextCallId++;
+    const until = performance.now() + 30_000;
+    Atomics.store(syncSignal, 0, 0);
+    send({
+      type: "host-call-sync",
+      runId: current.runId,
+      capability: current.capability,
+      callId,
+      method,
+      payload,
+    });
+    for (;;) {
+      for (let received = receiveMessageOnPort(sync.port); received !== undefined; ) {
+        const answer = received.message as {
+          callId: number;
+          ok: boolean;
+          value?: unknown;
+          error?: SandboxFailure;
+        };
+        if (answer.callId === callId) {
+          if (answer.ok) return answer.value;
+          throw Object.assign(new Error(answer.error?.message ?? "host call failed"), answer.error);
+        }
+        received = receiveMessageOnPort(sync.port);
+      }
+      const remaining = until - performance.now();
+      if (remaining <= 0)
+        throw Object.assign(new Error(`the host did not answer ${method}`), { code: "timeout" });
+      Atomics.wait(syncSignal, 0, 0, remaining);
+      Atomics.store(syncSignal, 0, 0);
+    }
+  },
   call(method: string, payload: unknown): Promise<unknown> {
     const callId = nextCallId++;
     return new Promise((resolve, reject) => {

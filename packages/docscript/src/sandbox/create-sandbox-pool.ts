@@ -6,9 +6,17 @@
  * token the worker must echo on each message about the run; the host acts on no other message.
  */
 import { randomBytes } from "node:crypto";
-import { Worker } from "node:worker_threads";
+import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import { type Logger, silentLogger } from "@tackle/core";
-import type { HostToWorker, SandboxFailure, SandboxLog, WorkerToHost } from "./sandbox-protocol.ts";
+import { toFailure } from "./run-gate.ts";
+import type {
+  HostToWorker,
+  SandboxFailure,
+  SandboxLog,
+  SyncAnswer,
+  SyncChannel,
+  WorkerToHost,
+} from "./sandbox-protocol.ts";
 
 export interface SandboxPoolOptions {
   /** The module each worker loads: it exports `surface` and `createDispatcher` (see SandboxDispatcherModule). */
@@ -69,6 +77,9 @@ export interface SandboxPool {
 
 interface PoolWorker {
   readonly worker: Worker;
+  /** The host's end of the worker's sync channel, and the word the worker waits on. */
+  readonly syncPort: MessagePort;
+  readonly signal: Int32Array;
   readonly ready: Promise<void>;
   runs: number;
   dead: boolean;
@@ -116,18 +127,25 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
   const counts = { started: 0, recycled: 0, killed: 0 };
 
   function spawn(): PoolWorker {
+    const channel = new MessageChannel();
+    const signal = new SharedArrayBuffer(4);
+    const sync: SyncChannel = { port: channel.port2, signal };
     const worker = new Worker(options.workerUrl ?? workerUrl, {
       env: {},
       argv: [],
       execArgv: workerExecArgv(),
-      workerData: { dispatcherModule, memoryLimitMb },
+      workerData: { dispatcherModule, memoryLimitMb, sync },
+      transferList: [channel.port2],
       resourceLimits: { maxOldGenerationSizeMb: memoryLimitMb, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
       stdout: true,
       stderr: true,
     });
     counts.started++;
+    channel.port1.unref();
     const entry: PoolWorker = {
       worker,
+      syncPort: channel.port1,
+      signal: new Int32Array(signal),
       runs: 0,
       dead: false,
       stderrTail: "",
@@ -154,6 +172,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
     });
     worker.on("error", (error) => logger.warn("sandbox worker error", { error: error.message }));
     worker.once("exit", () => {
+      channel.port1.close();
       entry.dead = true;
       all.delete(entry);
       const at = idle.indexOf(entry);
@@ -257,6 +276,12 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
         if (message.runId !== runId || message.capability !== capability) {
           // Not this run's: refuse a host call outright, act on nothing else.
           if (message.type === "host-call") refuseHostCall(worker, message.callId);
+          else if (message.type === "host-call-sync")
+            answerSync(entry, {
+              callId: message.callId,
+              ok: false,
+              error: { code: "capability_refused", message: "the call does not belong to the running run" },
+            });
           return;
         }
         switch (message.type) {
@@ -279,6 +304,11 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
             return;
           case "host-call":
             void answerHostCall(worker, request, message.callId, message.method, message.payload);
+            return;
+          case "host-call-sync":
+            void askHost(request, message.method, message.payload).then((answer) =>
+              answerSync(entry, { callId: message.callId, ...answer }),
+            );
             return;
           case "result":
             done(
@@ -352,6 +382,38 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
     }
   }
 
+  /** The run's host hook's answer to one call, as data. */
+  async function askHost(
+    request: SandboxRunRequest,
+    method: string,
+    payload: unknown,
+  ): Promise<{ ok: boolean; value?: unknown; error?: SandboxFailure }> {
+    try {
+      if (request.onHostCall === undefined)
+        throw Object.assign(new Error(`no host hook answers ${method}`), { code: "no_host_hook" });
+      return { ok: true, value: await request.onHostCall(method, payload) };
+    } catch (error) {
+      return { ok: false, error: toFailure(error, "host_call_failed") };
+    }
+  }
+
+  /** Posts a sync call's answer on the worker's sync port, then wakes the worker waiting for it. */
+  function answerSync(entry: PoolWorker, answer: SyncAnswer): void {
+    if (entry.dead) return;
+    try {
+      entry.syncPort.postMessage(answer);
+    } catch (error) {
+      // An answer that cannot be cloned fails the call instead.
+      entry.syncPort.postMessage({
+        callId: answer.callId,
+        ok: false,
+        error: { code: "host_call_failed", message: (error as Error).message },
+      } satisfies SyncAnswer);
+    }
+    Atomics.store(entry.signal, 0, 1);
+    Atomics.notify(entry.signal, 0);
+  }
+
   async function answerHostCall(
     worker: Worker,
     request: SandboxRunRequest,
@@ -359,24 +421,13 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
     method: string,
     payload: unknown,
   ): Promise<void> {
-    let answer: HostToWorker;
-    try {
-      if (request.onHostCall === undefined)
-        throw Object.assign(new Error(`no host hook answers ${method}`), { code: "no_host_hook" });
-      const value = await request.onHostCall(method, payload);
-      answer = { type: "host-answer", callId, ok: true, value };
-    } catch (error) {
-      const record = error as { code?: unknown; message?: unknown };
-      answer = {
-        type: "host-answer",
-        callId,
-        ok: false,
-        error: {
-          code: typeof record?.code === "string" ? record.code : "host_call_failed",
-          message: typeof record?.message === "string" ? record.message : String(error),
-        },
-      };
-    }
+    const asked = await askHost(request, method, payload);
+    const answer: HostToWorker = {
+      type: "host-answer",
+      callId,
+      ok: asked.ok,
+      ...(asked.ok ? { value: asked.value } : { error: asked.error! }),
+    };
     try {
       worker.postMessage(answer);
     } catch (error) {

@@ -21,6 +21,12 @@ export type ScriptOutcome =
 /** What the worker offers a dispatcher: a way to ask the host (for host-only hooks). */
 export interface SandboxHost {
   call(method: string, payload: unknown): Promise<unknown>;
+  /**
+   * Asks the host and waits for its answer, blocking the worker (not the host): for a sync binding
+   * whose answer only the host holds (a document the worker does not keep, ADR 0464). Only while the
+   * script runs, and never past its deadline: a late answer fails the call with `timeout`.
+   */
+  callSync(method: string, payload: unknown): unknown;
 }
 
 /** The implementation behind the bindings; it lives in the worker, outside the script's context. */
@@ -92,6 +98,15 @@ export type WorkerToHost =
       readonly method: string;
       readonly payload: unknown;
     }
+  /** A `callSync` call: answered on the worker's sync channel (see `SyncChannel`), not as a message. */
+  | {
+      readonly type: "host-call-sync";
+      readonly runId: number;
+      readonly capability: string;
+      readonly callId: number;
+      readonly method: string;
+      readonly payload: unknown;
+    }
   | {
       readonly type: "result";
       readonly runId: number;
@@ -103,3 +118,20 @@ export type WorkerToHost =
       /** The run hit a limit (time, memory) or the engine failed: the host replaces this worker. */
       readonly retire?: boolean;
     };
+
+/** An answer to a `host-call-sync`, posted on the worker's sync port. */
+export interface SyncAnswer {
+  readonly callId: number;
+  readonly ok: boolean;
+  readonly value?: unknown;
+  readonly error?: SandboxFailure;
+}
+
+/**
+ * Each worker's channel for `callSync`: the host posts the answer on `port`, then sets `signal[0]` to 1
+ * and wakes the worker waiting on it (`Atomics.wait`), which reads the answer with `receiveMessageOnPort`.
+ */
+export interface SyncChannel {
+  readonly port: import("node:worker_threads").MessagePort;
+  readonly signal: SharedArrayBuffer;
+}

@@ -323,3 +323,71 @@ describe("the host acts only on messages that carry the run's capability", () =>
     }
   });
 });
+
+describe("sync host calls (ADR 0464)", () => {
+  const syncDispatcher = new URL("./fixtures/sync-host-dispatcher.ts", import.meta.url);
+
+  test("a binding the host answers returns the host's value, or its refusal with code and data; forged calls reach no hook", async () => {
+    const syncPool = createSandboxPool({ dispatcherModule: syncDispatcher, size: 1 });
+    try {
+      const asked: [string, unknown][] = [];
+      for (let runId = 1; runId <= 2; runId++) {
+        const result = await syncPool.run({
+          script: `console.log(JSON.stringify(entities.get("a")));
+try { entities.get("refused"); } catch (error) { console.log(error.name, error.code, JSON.stringify(error.data)); }
+console.log(entities.get("b").id);`,
+          input: { runId },
+          onHostCall: async (method, payload) => {
+            asked.push([method, payload]);
+            const id = (payload as { id: string }).id;
+            if (id === "refused")
+              throw Object.assign(new Error("no such row"), {
+                code: "entity_not_found",
+                data: { issues: [id] },
+              });
+            return { id, run: runId };
+          },
+        });
+        assert.ok(result.ok, JSON.stringify(result));
+        assert.deepEqual(
+          result.logs.map((line) => line.text),
+          [`{"id":"a","run":${runId}}`, 'DocScriptError entity_not_found {"issues":["refused"]}', "b"],
+        );
+      }
+      assert.deepEqual(
+        asked.map(([method]) => method),
+        ["get", "get", "get", "get", "get", "get"],
+        "a forged sync call reached the host's hook",
+      );
+    } finally {
+      await syncPool.close();
+    }
+  });
+
+  test("a sync call the host does not answer before the deadline ends the run `timeout`; the pool goes on", async () => {
+    const syncPool = createSandboxPool({ dispatcherModule: syncDispatcher, size: 1, timeoutMs: 400 });
+    try {
+      const started = performance.now();
+      const stuck = await syncPool.run({
+        script: `entities.get("a");`,
+        input: { runId: 1 },
+        onHostCall: () => new Promise(() => {}),
+      });
+      assert.equal(stuck.ok, false);
+      assert.equal(!stuck.ok && stuck.error.code, "timeout", JSON.stringify(stuck));
+      assert.ok(performance.now() - started < 10_000, "the wait outlived the script's deadline");
+      const next = await syncPool.run({
+        script: `console.log(entities.get("x").id);`,
+        input: { runId: 2 },
+        onHostCall: async (_method, payload) => payload,
+      });
+      assert.ok(next.ok, JSON.stringify(next));
+      assert.deepEqual(
+        next.logs.map((line) => line.text),
+        ["x"],
+      );
+    } finally {
+      await syncPool.close();
+    }
+  });
+});

@@ -7,7 +7,7 @@
  * The worker is for preemption and crash isolation; the engine is the boundary.
  */
 
-import { parentPort, workerData } from "node:worker_threads";
+import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
 import variant from "@jitl/quickjs-ng-wasmfile-release-sync";
 import {
   DefaultIntrinsics,
@@ -25,9 +25,12 @@ import type {
   SandboxDispatcher,
   SandboxDispatcherModule,
   SandboxFailure,
+  SandboxHost,
   SandboxLog,
   ScriptOutcome,
   ScriptPosition,
+  SyncAnswer,
+  SyncChannel,
   WorkerToHost,
 } from "./sandbox-protocol.ts";
 import { removedGlobals, scriptBridgeSource } from "./script-bridge.ts";
@@ -66,7 +69,12 @@ const engineBaseBytes = 16 * 1024 * 1024;
 const wasmPageBytes = 64 * 1024;
 
 const port = parentPort!;
-const { dispatcherModule, memoryLimitMb } = workerData as { dispatcherModule: string; memoryLimitMb: number };
+const { dispatcherModule, memoryLimitMb, sync } = workerData as {
+  dispatcherModule: string;
+  memoryLimitMb: number;
+  sync: SyncChannel;
+};
+const syncSignal = new Int32Array(sync.signal);
 /**
  * The engine's whole memory, capped: QuickJS's own allocation limit cannot see allocation sizes in this
  * build, so the ceiling is the WebAssembly memory's maximum. A refused growth fails the engine's
@@ -99,8 +107,49 @@ function send(message: WorkerToHost): void {
   port.postMessage(message);
 }
 
+/** A failure the host answered, as an error the gate hands to the script with its code and data. */
+function hostFailure(error: SandboxFailure | undefined): Error {
+  return Object.assign(
+    new Error(error?.message ?? "host call failed"),
+    error ?? { code: "host_call_failed" },
+  );
+}
+
+/**
+ * Asks the host and blocks until it answers on the sync channel, or until the script's deadline: then
+ * the call fails `timeout` (the engine's interrupt ends the script right after). Answers of earlier
+ * calls that arrive late are dropped.
+ */
+function callHostSync(runId: number, capability: string, method: string, payload: unknown): unknown {
+  const run = active;
+  if (run === undefined || run.runId !== runId || run.capability !== capability || run.over)
+    throw Object.assign(new Error("the run has ended"), { code: "run_ended" });
+  const callId = nextCallId++;
+  Atomics.store(syncSignal, 0, 0);
+  send({ type: "host-call-sync", runId, capability, callId, method, payload });
+  for (;;) {
+    for (let received = receiveMessageOnPort(sync.port); received !== undefined; ) {
+      const answer = received.message as SyncAnswer;
+      if (answer.callId === callId) {
+        if (answer.ok) return answer.value;
+        throw hostFailure(answer.error);
+      }
+      received = receiveMessageOnPort(sync.port);
+    }
+    const remaining = run.deadline - performance.now();
+    if (remaining <= 0) {
+      run.interrupted = true;
+      throw Object.assign(new Error(`the host did not answer ${method} before the script's deadline`), {
+        code: "timeout",
+      });
+    }
+    Atomics.wait(syncSignal, 0, 0, Number.isFinite(remaining) ? remaining : undefined);
+    Atomics.store(syncSignal, 0, 0);
+  }
+}
+
 /** The dispatcher's way to the host process; every call names its run and carries its capability. */
-function hostFor(runId: number, capability: string) {
+function hostFor(runId: number, capability: string): SandboxHost {
   return {
     call(method: string, payload: unknown): Promise<unknown> {
       const callId = nextCallId++;
@@ -108,6 +157,9 @@ function hostFor(runId: number, capability: string) {
         hostCalls.set(callId, { resolve, reject });
         send({ type: "host-call", runId, capability, callId, method, payload });
       });
+    },
+    callSync(method: string, payload: unknown): unknown {
+      return callHostSync(runId, capability, method, payload);
     },
   };
 }
@@ -494,8 +546,7 @@ port.on("message", (message: HostToWorker) => {
     if (waiting === undefined) return;
     hostCalls.delete(message.callId);
     if (message.ok) waiting.resolve(message.value);
-    else
-      waiting.reject(Object.assign(new Error(message.error?.message ?? "host call failed"), message.error));
+    else waiting.reject(hostFailure(message.error));
   }
 });
 
