@@ -107,17 +107,13 @@ export function createAdminOperations(
     async accessSummaries(tenantId, request) {
       const input = parseRequest(accessSummariesRequestSchema, request);
       const scope = pickScope(input);
-      const [counts, top, searches] = await Promise.all([
+      // Counted in the store: only the `limit` most accessed memories are read.
+      const [counts, accessed, top, searches] = await Promise.all([
         store.countMemories(tenantId, scope),
+        store.countAccessedMemories(tenantId, scope),
         store.listMemories(tenantId, scope, { statuses: ["active"], limit: input.limit, order: "accessed" }),
         store.countSearches(tenantId, scope),
       ]);
-      const everAccessed = await store.listMemories(tenantId, scope, {
-        statuses: ["active"],
-        limit: 100_000,
-        order: "accessed",
-      });
-      const accessed = everAccessed.filter((memory) => memory.accessCount > 0).length;
       return {
         totals: { memories: counts.active, accessed, neverAccessed: counts.active - accessed, searches },
         top: top

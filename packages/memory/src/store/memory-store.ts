@@ -143,6 +143,8 @@ export interface MemoryRecordStore {
     kinds?: readonly MemoryKind[],
   ): Promise<StoredMemory[]>;
   countMemories(tenantId: string, scope: MemoryScope): Promise<MemoryCounts>;
+  /** How many active memories were read or returned at least once (`accessCount` above 0), counted in the store. */
+  countAccessedMemories(tenantId: string, scope: MemoryScope): Promise<number>;
   recordAccess(tenantId: string, access: AccessRecord): Promise<void>;
   accessTrends(tenantId: string, scope: MemoryScope, sinceDay: string): Promise<AccessDay[]>;
   countSearches(tenantId: string, scope: MemoryScope): Promise<number>;

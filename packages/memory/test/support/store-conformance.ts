@@ -751,6 +751,65 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       assert.equal(state.counts.memories.active, 1);
     });
 
+    it("access summaries count in the store: of 600 memories, only the top `limit` are read", async () => {
+      const t = tenant();
+      const added = await service.addBatch(t, {
+        userId: "u",
+        memories: Array.from({ length: 600 }, (_, index) => ({
+          content: `Note ${index} about the harbour`,
+          dedupe: false,
+        })),
+      });
+      const ids = added.results.map((result) => result.memory.id);
+      const at = new Date().toISOString();
+      // 450 read once; three of them twice more, and one in another scope.
+      await store.recordAccess(t, {
+        kind: "read",
+        scope: { userId: "u" },
+        memoryIds: ids.slice(0, 450),
+        at,
+      });
+      await store.recordAccess(t, { kind: "read", scope: { userId: "u" }, memoryIds: ids.slice(0, 3), at });
+      await store.recordAccess(t, { kind: "read", scope: { userId: "u" }, memoryIds: ids.slice(0, 3), at });
+      await service.add(t, { userId: "other", content: "Another user's note" });
+      await service.deleteMemory(t, ids[449]!);
+
+      // Every memory row the store hands the service is counted.
+      let rowsRead = 0;
+      const counting = new Proxy(store, {
+        get(target, key, receiver) {
+          const value = Reflect.get(target, key, receiver);
+          if (typeof value !== "function" || !/Memor/.test(String(key))) return value;
+          return (...args: unknown[]) => {
+            const answer = value.apply(target, args);
+            return answer instanceof Promise
+              ? answer.then((rows: unknown) => {
+                  if (Array.isArray(rows)) rowsRead += rows.length;
+                  return rows;
+                })
+              : answer;
+          };
+        },
+      });
+      const summaries = await createMemoryService({ store: counting }).accessSummaries(t, {
+        userId: "u",
+        limit: 5,
+      });
+      assert.deepEqual(summaries.totals, { memories: 599, accessed: 449, neverAccessed: 150, searches: 0 });
+      assert.deepEqual(
+        summaries.top.map((entry) => entry.accessCount),
+        [3, 3, 3, 1, 1],
+      );
+      assert.deepEqual(
+        summaries.top
+          .slice(0, 3)
+          .map((entry) => entry.memoryId)
+          .sort(),
+        ids.slice(0, 3).sort(),
+      );
+      assert.equal(rowsRead, 5, "the service read the five it lists, not every accessed memory");
+    });
+
     it("bad input is a typed invalid_input error and stores nothing", async () => {
       const t = tenant();
       await rejectsWithCode(service.add(t, { userId: "u", content: "   " }), "invalid_input", 400);

@@ -331,6 +331,15 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       );
     },
 
+    async countAccessedMemories(tenantId, scope) {
+      const parameters: unknown[] = [tenantId];
+      const rows = await all(
+        `SELECT COUNT(*) AS n FROM memories WHERE tenant_id = $1 AND status = 'active' AND access_count > 0${scopeCondition(scope, parameters, mark)}`,
+        parameters,
+      );
+      return Number(rows[0]?.n ?? 0);
+    },
+
     async recordAccess(tenantId, access) {
       await transaction((client) => writeAccess(client, tenantId, access));
     },

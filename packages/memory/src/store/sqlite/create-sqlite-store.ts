@@ -299,6 +299,15 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       return countsFrom(rows);
     },
 
+    async countAccessedMemories(tenantId, scope) {
+      const parameters: unknown[] = [tenantId];
+      const row = get(
+        `SELECT COUNT(*) AS n FROM memories WHERE tenant_id = ? AND status = 'active' AND access_count > 0${scopeCondition(scope, parameters, mark)}`,
+        parameters,
+      );
+      return Number(row?.n ?? 0);
+    },
+
     async recordAccess(tenantId, access) {
       transaction(() => writeAccess(tenantId, access));
     },
