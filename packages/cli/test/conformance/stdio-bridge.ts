@@ -52,6 +52,18 @@ export async function startStdioBridge(env: Record<string, string>): Promise<Std
     answered?.response.end(event);
   });
 
+  // A child that dies (a crash, a refused configuration) answers every call open or yet to come with an
+  // error naming its exit, instead of leaving the suite to time out; its stderr says why.
+  let exited: string | undefined;
+  const answerExited = (open: Pending) => {
+    const error = { code: -32603, message: `tackle mcp exited (${exited}) before answering` };
+    open.response.end(`event: message\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: open.id, error })}\n\n`);
+  };
+  child.once("exit", (code, signal) => {
+    exited = signal ?? `code ${code}`;
+    for (const open of pending.splice(0)) answerExited(open);
+  });
+
   const server = createServer(async (request, response) => {
     if (request.method !== "POST") {
       response.writeHead(405, { allow: "POST" }).end();
@@ -71,6 +83,10 @@ export async function startStdioBridge(env: Record<string, string>): Promise<Std
       return;
     }
     response.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    if (exited !== undefined) {
+      answerExited({ id: message.id, response });
+      return;
+    }
     pending.push({ id: message.id, response });
     child.stdin?.write(`${body}\n`);
   });
@@ -82,10 +98,11 @@ export async function startStdioBridge(env: Record<string, string>): Promise<Std
     async close() {
       server.closeAllConnections();
       server.close();
-      const exited = child.exitCode === null ? once(child, "exit") : Promise.resolve();
+      const ended =
+        child.exitCode === null && child.signalCode === null ? once(child, "exit") : Promise.resolve();
       child.stdin?.end();
       const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
-      await exited;
+      await ended;
       clearTimeout(timer);
     },
   };
