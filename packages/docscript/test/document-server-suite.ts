@@ -376,6 +376,29 @@ export function documentServerSuite(factory: StoreFactory): void {
           assert.equal(editor.session().entities.get(ids.trackId)?.payload.muted, true);
           assert.equal(editor.session().entities.get(ids.clipId)?.payload.speed, 1.5);
         }
+        // Both servers kept the rows with each push they stored: pages through either show every push.
+        for (let round = 0; round < 3; round++) {
+          const [through, volume] = round % 2 === 0 ? [bob, -1 - round] : [alice, -1 - round];
+          await through.pull();
+          const pushed = await through.edit((session) =>
+            session.entities.update(ids.clipId, [{ op: "set", path: ["volume"], value: volume }]),
+          );
+          assert.equal(pushed.status, "committed");
+          for (const reader of [alice, bob]) {
+            const page = await reader.client.entities(documentId, { ids: [ids.trackId, ids.clipId] });
+            const byId = new Map(page.entities.map((entity) => [entity.entityId, entity.payload]));
+            assert.equal(byId.get(ids.clipId)?.volume, volume, `round ${round}`);
+            assert.equal(byId.get(ids.clipId)?.speed, 1.5);
+            assert.equal(byId.get(ids.trackId)?.muted, true);
+          }
+        }
+        const store = await factory.open();
+        try {
+          const last = (await store.updatesAfter(documentId, 0)).at(-1)?.seq;
+          assert.equal(await store.rowsSeq(documentId), last, "the rows hold through the last push");
+        } finally {
+          await store.close();
+        }
       } finally {
         await second.close();
       }
@@ -476,7 +499,7 @@ export function documentServerSuite(factory: StoreFactory): void {
       );
     });
 
-    it("keeps the store's rows equal to the document's, push by push, and rebuilds rows that fell behind", async () => {
+    it("keeps the store's rows equal to the document's, push by push, and writes rows an update was appended without", async () => {
       const { documentId, token } = await newDocument();
       const writer = createEditor(server.url, documentId, token, 71);
       await writer.pull();
@@ -541,30 +564,48 @@ export function documentServerSuite(factory: StoreFactory): void {
         assert.equal(rejected.status, "rejected");
         assert.deepEqual(await allStoredRows(side, documentId), edited);
 
-        // An update appended without rows (as by a server before the store kept them): the rows stay
-        // behind until a server opens the document again, which writes them whole.
+        // An update appended without rows (as by a server before the store kept them): the server
+        // holding the document open writes its rows on its next call, before a page reads them.
         const other = createEditor(server.url, documentId, token, 72);
         await other.pull();
-        const from = other.doc.oplogVersion();
-        other.session().entities.update(ids.audioId, [{ op: "set", path: ["durationMs"], value: 12_000 }]);
-        other.doc.commit();
-        const seq = (await side.updatesAfter(documentId, 0)).at(-1)?.seq ?? 0;
-        await side.append({
-          documentId,
-          seq: seq + 1,
-          bytes: other.doc.export({ mode: "update", from }),
-          status: "committed",
-        });
-        assert.equal(await side.rowsSeq(documentId), seq);
+        const appendWithoutRows = async (durationMs: number) => {
+          const from = other.doc.oplogVersion();
+          other
+            .session()
+            .entities.update(ids.audioId, [{ op: "set", path: ["durationMs"], value: durationMs }]);
+          other.doc.commit();
+          const seq = (await side.updatesAfter(documentId, 0)).at(-1)?.seq ?? 0;
+          await side.append({
+            documentId,
+            seq: seq + 1,
+            bytes: other.doc.export({ mode: "update", from }),
+            status: "committed",
+          });
+          assert.equal(await side.rowsSeq(documentId), seq);
+          return seq + 1;
+        };
+        const caughtUp = await appendWithoutRows(12_000);
+        const page = await writer.client.entities(documentId, { ids: [ids.audioId] });
+        assert.equal(page.entities[0]?.payload.durationMs, 12_000, "the page shows the update");
+        assert.equal(await side.rowsSeq(documentId), caughtUp);
+        const versions = (await allStoredRows(side, documentId)).versions;
+        assert.equal(versions[`entities/${ids.audioId}`], caughtUp, "the row carries the update's seq");
+        assert.equal(versions[`entities/${ids.trackId}`], 2, "rows it did not change keep theirs");
+        await expect(other.doc, "after the open server wrote the rows");
+
+        // The same for a server opening the document afresh: it writes the rows of the updates after
+        // the rows' seq, the rest untouched.
+        const reopened = await appendWithoutRows(13_000);
         await restart();
         const reader = createEditor(server.url, documentId, token, 73);
         await reader.pull();
-        assert.equal(await side.rowsSeq(documentId), seq + 1);
-        const rebuilt = await expect(reader.doc, "after the rows were rebuilt");
+        assert.equal(await side.rowsSeq(documentId), reopened);
+        const rebuilt = await expect(reader.doc, "after the rows were written on open");
         assert.equal(
           (rebuilt.entities[ids.audioId] as { fields: { durationMs: number } }).fields.durationMs,
-          12_000,
+          13_000,
         );
+        assert.equal(rebuilt.versions[`entities/${ids.trackId}`], 2);
       } finally {
         await side.close();
       }

@@ -36,6 +36,20 @@ interface RowRecord {
   readonly json?: unknown;
 }
 
+/**
+ * What a check looked up: a row by id, an entity's or relation's claims, the relations of an entity
+ * (of one kind, or all), the variants built on an entity, the entities of one identity, or everything.
+ */
+export type Lookup =
+  | "row"
+  | "relationRow"
+  | "entity"
+  | "relation"
+  | "endpoint"
+  | "variants"
+  | "identity"
+  | "whole";
+
 export class Projection implements DocumentView {
   readonly schema: Schema;
   private rows: Map<string, RowRecord> = new Map();
@@ -112,7 +126,24 @@ export class Projection implements DocumentView {
   }
 
   get entityCount(): number {
+    this.need("whole", "");
     return this.claims.size;
+  }
+
+  /** Rows held (`entities` and `relations` rows). */
+  get rowCount(): number {
+    return this.rows.size + this.relationRows.size;
+  }
+
+  /**
+   * Told of every lookup before it is answered; a projection holding every row has nothing to do. A
+   * projection that reads rows on demand (the document server's) records what it does not hold yet.
+   */
+  protected need(_lookup: Lookup, _id: string, _kind?: string): void {}
+
+  /** Whether the `entities` row (or, with `relations`, the relation row) is held; no lookup. */
+  protected holds(root: "entities" | "relations", rowId: string): boolean {
+    return root === "entities" ? this.rows.has(rowId) : this.relationRows.has(rowId);
   }
 
   /** Replaces what one `entities` row projects to (`undefined` removes the row). */
@@ -146,55 +177,67 @@ export class Projection implements DocumentView {
   }
 
   row(rowId: string): RowRecord | undefined {
+    this.need("row", rowId);
     return this.rows.get(rowId);
   }
 
   /** The JSON a row was read from, or undefined when there is no such row. */
   rowJson(rowId: string): unknown {
+    this.need("row", rowId);
     return this.rows.get(rowId)?.json;
   }
 
   /** The JSON a relation row was read from (slot relations have none: they live in their holder's row). */
   relationJson(relationId: string): unknown {
+    this.need("relationRow", relationId);
     return this.relationRows.get(relationId)?.json;
   }
 
   /** Ids of the `entities` rows read (embedded entities are in their holders' rows). */
   rowIds(): IterableIterator<string> {
+    this.need("whole", "");
     return this.rows.keys();
   }
 
   /** Ids of the `relations` rows read (slot relations are in their holders' rows). */
   relationRowIds(): IterableIterator<string> {
+    this.need("whole", "");
     return this.relationRows.keys();
   }
 
   /** Every row claiming `entityId`; more than one is a conflict. */
   claimsOf(entityId: string): readonly StoredEntity[] {
+    this.need("entity", entityId);
     return this.claims.get(entityId) ?? [];
   }
 
   stored(entityId: string): StoredEntity | undefined {
+    this.need("entity", entityId);
     return this.claims.get(entityId)?.[0];
   }
 
   storedRelation(relationId: string): StoredRelation | undefined {
+    this.need("relation", relationId);
     return this.relationClaims.get(relationId)?.[0];
   }
 
   relationClaimsOf(relationId: string): readonly StoredRelation[] {
+    this.need("relation", relationId);
     return this.relationClaims.get(relationId) ?? [];
   }
 
   entityIds(): IterableIterator<string> {
+    this.need("whole", "");
     return this.claims.keys();
   }
 
   relationIds(): IterableIterator<string> {
+    this.need("whole", "");
     return this.relationClaims.keys();
   }
 
   relationIdsOf(entityId: string): ReadonlySet<string> {
+    this.need("endpoint", entityId);
     return this.byEntity.get(entityId) ?? new Set();
   }
 
@@ -225,6 +268,7 @@ export class Projection implements DocumentView {
   }
 
   *entities(entityKind?: string): Iterable<Entity> {
+    this.need("whole", "");
     for (const [entityId, claims] of this.claims) {
       if (entityKind !== undefined && claims[0]?.entityKind !== entityKind) continue;
       const entity = this.sharedEntity(entityId);
@@ -233,6 +277,7 @@ export class Projection implements DocumentView {
   }
 
   *relations(relationKind?: string): Iterable<Relation> {
+    this.need("whole", "");
     for (const claims of this.relationClaims.values()) {
       const relation = claims[0];
       if (relation === undefined || (relationKind !== undefined && relation.relationKind !== relationKind))
@@ -247,9 +292,10 @@ export class Projection implements DocumentView {
 
   /** Relations touching `entityId`, ordered by (kind, holder, position, id). */
   storedRelationsOf(entityId: string, relationKind?: string): StoredRelation[] {
+    this.need("endpoint", entityId, relationKind);
     const result: StoredRelation[] = [];
-    for (const relationId of this.relationIdsOf(entityId)) {
-      const relation = this.storedRelation(relationId);
+    for (const relationId of this.byEntity.get(entityId) ?? []) {
+      const relation = this.relationClaims.get(relationId)?.[0];
       if (relation !== undefined && (relationKind === undefined || relation.relationKind === relationKind)) {
         result.push(relation);
       }
@@ -260,7 +306,9 @@ export class Projection implements DocumentView {
   /** Ids of the entities standing for the same identity as `entity` (itself included). */
   sameIdentity(entity: StoredEntity): readonly string[] {
     const key = this.identityOf(entity);
-    return key === undefined ? [] : (this.identities.get(key) ?? []);
+    if (key === undefined) return [];
+    this.need("identity", key);
+    return this.identities.get(key) ?? [];
   }
 
   /** The identity an entity would have with `payload`, for `create` to find the one already there. */
@@ -269,6 +317,7 @@ export class Projection implements DocumentView {
   }
 
   entityIdsWithIdentity(key: string): readonly string[] {
+    this.need("identity", key);
     return this.identities.get(key) ?? [];
   }
 
@@ -277,6 +326,7 @@ export class Projection implements DocumentView {
     const found: string[] = [];
     const queue = [entityId];
     for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
+      this.need("variants", next);
       for (const variantId of this.variants.get(next) ?? []) {
         if (found.includes(variantId) || variantId === entityId) continue;
         found.push(variantId);

@@ -4,7 +4,13 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Logger, silentLogger } from "@tackle/core";
-import { decodeImportBlobMeta, type Frontiers, LoroDoc } from "loro-crdt";
+import {
+  decodeImportBlobMeta,
+  type Frontiers,
+  type IdSpan,
+  type ImportBlobMetadata,
+  LoroDoc,
+} from "loro-crdt";
 import {
   type CheckScope,
   changeScope,
@@ -15,13 +21,13 @@ import {
 import type { ContainerIndex } from "../document/container-index.ts";
 import { projectDocument, refreshRows } from "../document/interpret.ts";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
-import { Projection } from "../document/projection.ts";
+import type { Projection } from "../document/projection.ts";
 import { decodeVersion, encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, formatIssue } from "../schema/docscript-error.ts";
 import type { DocumentIssue, Entity, Relation } from "../schema/types.ts";
 import { type ChangeFacts, stagedCounts } from "./change-log.ts";
-import { changedRows } from "./changed-rows.ts";
+import { type ChangedRows, changedRows } from "./changed-rows.ts";
 import {
   type DocumentStore,
   type FoundMember,
@@ -30,9 +36,18 @@ import {
   type RowRoot,
   StoreConflictError,
 } from "./document-store.ts";
-import { appliedPlans, hostOnlyChanges, issueReason, lostWrites, planIdsOf } from "./push-checks.ts";
+import {
+  appliedPlans,
+  hostOnlyChanges,
+  issueReason,
+  lostWrites,
+  planIdsOf,
+  type UpdateWrite,
+  updateWrites,
+} from "./push-checks.ts";
 import type { PushResult } from "./push-result.ts";
 import { allRowChanges, relationOf, rowChanges, storedEntityOf } from "./row-members.ts";
+import { StoreProjection } from "./store-projection.ts";
 
 export interface DocumentHostOptions {
   readonly store: DocumentStore;
@@ -51,10 +66,10 @@ interface OpenDocument {
   /** Row of every container seen; shared by the live document and its forks (containers never move). */
   readonly index: ContainerIndex;
   /**
-   * The rows as entities and relations, for push checks: read from the store's rows on the first push
-   * (opening reads none), kept in step after.
+   * The rows the checks of pushes looked up, as entities and relations: read from the store's rows on
+   * demand (opening reads none), kept in step with every update after.
    */
-  projection: Projection | undefined;
+  projection: StoreProjection;
   /** The document's issues (whole document), kept in step by each push; undefined until needed. */
   issues: DocumentIssue[] | undefined;
   seq: number;
@@ -65,6 +80,44 @@ interface OpenDocument {
    * to; read on first need (reading the history of a large document costs seconds), then kept up.
    */
   plans: Map<string, string> | undefined;
+}
+
+/** Rows a document's projection keeps holding between pushes; past this it starts empty again. */
+const heldRowsBound = 20_000;
+
+/** A push imported into the fork, with the rows it touched. */
+interface Prepared {
+  readonly bytes: Uint8Array;
+  readonly fork: LoroDoc;
+  readonly meta: ImportBlobMetadata;
+  readonly spans: IdSpan[];
+  readonly planIds: string[];
+  readonly writes: readonly UpdateWrite[];
+  readonly rows: ChangedRows;
+}
+
+/** A push judged: its answer and, when it is to be stored (`undo` set), what is stored with it. */
+interface Judged {
+  result: PushResult;
+  fork?: LoroDoc;
+  undo?: () => void;
+  planIds?: string[];
+  /** The rows the push changed, as it leaves them (set with `undo`). */
+  rows?: RowChange[];
+  /** What the change log records of the push (set with `undo`). */
+  change?: ChangeFacts;
+  /** Those rows as they were. */
+  before?: { root: RowRoot; rowId: string; json: unknown }[];
+  /** The document's issues after the push. */
+  issues?: DocumentIssue[];
+}
+
+/** The store's rows are not at the seq the projection reading them is at (another server moved them). */
+class StaleRowsError extends Error {
+  constructor(documentId: string, seq: number, rowsSeq: number | undefined) {
+    super(`the rows of ${documentId} hold through ${rowsSeq ?? "nothing"}, not ${seq}`);
+    this.name = "StaleRowsError";
+  }
 }
 
 /** How a push is made: by a host credential (it may set host-only fields), and whether to apply past lost writes. */
@@ -298,8 +351,20 @@ export class DocumentHost {
     actor: string | undefined,
   ): Promise<PushResult> {
     for (let attempt = 0; ; attempt++) {
-      const open = await this.withProjection(documentId);
-      const outcome = this.check(open, bytes, pushOptions);
+      const open = await this.withIssues(documentId);
+      const prepared = this.prepare(open, bytes);
+      if ("result" in prepared) return prepared.result;
+      let outcome: Judged;
+      try {
+        outcome = await this.judged(documentId, open, prepared, pushOptions);
+      } catch (error) {
+        // The store's rows moved under the projection (another server wrote them): read them afresh.
+        if (error instanceof StaleRowsError && attempt < 5) {
+          open.projection = new StoreProjection(this.schema);
+          continue;
+        }
+        throw error;
+      }
       if (outcome.undo === undefined) return outcome.result;
       const status = outcome.result.status === "conflicted" ? "conflicted" : "committed";
       const seq = open.seq + 1;
@@ -325,6 +390,9 @@ export class DocumentHost {
       open.shadow = outcome.fork;
       open.seq = seq;
       if (outcome.issues !== undefined) open.issues = outcome.issues;
+      // The rows a document's pushes looked up stay held for the next push, up to a bound.
+      if (!open.projection.holdsEverything && open.projection.rowCount > heldRowsBound)
+        open.projection = new StoreProjection(this.schema);
       this.wake(documentId);
       const version = encodeVersion(open.doc.oplogVersion());
       for (const planId of outcome.planIds ?? []) plansOf(open).set(planId, version);
@@ -346,27 +414,10 @@ export class DocumentHost {
 
   /**
    * Imports the update into the document's fork (a replica kept in step with the live document, made
-   * anew only after a rejected push polluted it), stages the rows it touched in the projection and
-   * classifies the result. `undo` is set when the push is to be stored; it puts the projection back.
+   * anew only after a rejected push polluted it) and finds the rows it touched; answers at once a push
+   * that is not an update, does not import, or was applied before.
    */
-  private check(
-    open: OpenDocument & { projection: Projection; issues: DocumentIssue[] },
-    bytes: Uint8Array,
-    options: PushOptions,
-  ): {
-    result: PushResult;
-    fork?: LoroDoc;
-    undo?: () => void;
-    planIds?: string[];
-    /** The rows the push changed, as it leaves them (set with `undo`). */
-    rows?: RowChange[];
-    /** What the change log records of the push (set with `undo`). */
-    change?: ChangeFacts;
-    /** Those rows as they were. */
-    before?: { root: RowRoot; rowId: string; json: unknown }[];
-    /** The document's issues after the push. */
-    issues?: DocumentIssue[];
-  } {
+  private prepare(open: OpenDocument, bytes: Uint8Array): Prepared | { result: PushResult } {
     const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
       result: { status: "rejected", reasons, issues },
     });
@@ -408,8 +459,52 @@ export class DocumentHost {
         result: { status: "committed", version: encodeVersion(open.doc.oplogVersion()), duplicate: true },
       };
     }
-    const lost = lostWrites(fork, spans, open);
-    const staged = this.stage(open.projection, fork, before, after, open.index);
+    // The writes into rows the document held, found before the update's own containers are indexed.
+    const writes = updateWrites(fork, spans, open);
+    return { bytes, fork, meta, spans, planIds, writes, rows: changedRows(fork, before, after, open.index) };
+  }
+
+  /**
+   * Judges a prepared push against the projection, reading from the store what the checks looked up
+   * and the projection did not hold, and judging again, until a judgement lacked nothing.
+   */
+  private async judged(
+    documentId: string,
+    open: OpenDocument & { issues: DocumentIssue[] },
+    prepared: Prepared,
+    options: PushOptions,
+  ): Promise<Judged> {
+    for (;;) {
+      const outcome = this.judge(open, prepared, options);
+      if (!open.projection.lacking) return outcome;
+      outcome.undo?.();
+      await this.fill(documentId, open.projection, open.seq);
+    }
+  }
+
+  /** Reads what the projection lacked from the store's rows, which must hold through `seq`. */
+  private async fill(documentId: string, projection: StoreProjection, seq: number): Promise<void> {
+    await projection.fill(this.store, documentId);
+    const rowsSeq = await this.store.rowsSeq(documentId);
+    if (rowsSeq !== seq) throw new StaleRowsError(documentId, seq, rowsSeq);
+  }
+
+  /**
+   * Stages the rows the prepared push touched in the projection and classifies the result. `undo` is
+   * set when the push is to be stored; it puts the projection back. When the projection lacked a row
+   * a check looked up, the answer is to be thrown away (the caller fills it and judges again).
+   */
+  private judge(
+    open: OpenDocument & { issues: DocumentIssue[] },
+    prepared: Prepared,
+    options: PushOptions,
+  ): Judged {
+    const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
+      result: { status: "rejected", reasons, issues },
+    });
+    const { fork, meta, spans, planIds } = prepared;
+    const lost = lostWrites(fork, prepared.writes, open.projection);
+    const staged = this.stage(open.projection, fork, prepared.rows, open.index);
     if (staged.foreign.length > 0) {
       staged.undo();
       return reject(staged.foreign);
@@ -460,15 +555,20 @@ export class DocumentHost {
         change,
       };
     // The merged document breaks a constraint: the update's own fault, or the merge's?
+    if (open.projection.lacking) {
+      // Judged again once the projection holds what it lacked; the slow path below only then.
+      staged.undo();
+      return reject(["the projection lacked rows"]);
+    }
     // The update was made on everything this server had when it depends on the server's current heads.
-    const order = fork.cmpFrontiers(before, meta.startFrontiers);
+    const order = fork.cmpFrontiers(open.doc.frontiers(), meta.startFrontiers);
     const sawEverything = order === 0 || order === -1;
     const ownIssues =
       staged.added.length === 0
         ? []
         : sawEverything
           ? staged.added
-          : this.issuesOnItsOwn(open.doc, meta.startFrontiers, bytes);
+          : this.issuesOnItsOwn(open.doc, meta.startFrontiers, prepared.bytes);
     if (ownIssues.length > 0) {
       staged.undo();
       return reject(
@@ -506,8 +606,7 @@ export class DocumentHost {
   private stage(
     projection: Projection,
     doc: LoroDoc,
-    from: Frontiers,
-    to: Frontiers,
+    rows: ChangedRows,
     index: ContainerIndex,
   ): {
     added: DocumentIssue[];
@@ -524,7 +623,6 @@ export class DocumentHost {
     scope: CheckScope;
     after: DocumentIssue[];
   } {
-    const rows = changedRows(doc, from, to, index);
     const foreign = [...rows.foreignRoots].map(
       (root) => `the update writes root container "${root}", which the mapping does not know`,
     );
@@ -569,7 +667,7 @@ export class DocumentHost {
     const projection = projectDocument(base, this.schema, index);
     const from = base.frontiers();
     base.import(bytes);
-    return this.stage(projection, base, from, base.frontiers(), index).added;
+    return this.stage(projection, base, changedRows(base, from, base.frontiers(), index), index).added;
   }
 
   private compactLater(documentId: string): void {
@@ -587,44 +685,14 @@ export class DocumentHost {
     });
   }
 
-  /** The open document, loaded or caught up with updates other servers appended. */
+  /**
+   * The open document, loaded or caught up with updates other servers appended, with the store's rows
+   * holding through its seq: rows another server left behind (an update appended without them) are
+   * written here, from the updates themselves, before anything reads them.
+   */
   private async current(documentId: string): Promise<OpenDocument> {
-    let open = this.open.get(documentId);
-    if (open === undefined) {
-      const stored = await this.store.load(documentId);
-      if (stored === undefined) throw new DocScriptError("document_not_found", `no document ${documentId}`);
-      const doc = LoroDoc.fromSnapshot(stored.snapshot);
-      if (stored.updates.length > 0) doc.importBatch(stored.updates.map((update) => update.bytes));
-      // Nothing is read out of the document: rows come from the store's projection when a push or a
-      // page needs them. The container index fills as pushes touch rows, each container found
-      // through the op that created it.
-      const index: ContainerIndex = new Map();
-      open = {
-        doc,
-        shadow: undefined,
-        index,
-        projection: undefined,
-        issues: undefined,
-        seq: stored.updates.at(-1)?.seq ?? stored.snapshotSeq,
-        snapshotSeq: stored.snapshotSeq,
-        tokenHash: stored.tokenHash,
-        plans: undefined,
-      };
-      this.open.set(documentId, open);
-      // A document stored before the store kept rows (or whose rows fell behind): read it whole once
-      // (rows are read plainly: a deep read with container ids costs ~5× more) and write them.
-      const rowsSeq = await this.store.rowsSeq(documentId);
-      if (rowsSeq === undefined || rowsSeq < open.seq) {
-        open.projection = projectDocument(doc, this.schema);
-        open.issues = checkDocument(open.projection);
-        await this.store.replaceRows(documentId, open.seq, allRowChanges(open.projection), open.issues);
-      }
-      while (this.open.size > this.maxOpen) {
-        const oldest = this.open.keys().next().value as string;
-        this.open.delete(oldest);
-      }
-      return open;
-    }
+    const open = this.open.get(documentId);
+    if (open === undefined) return this.load(documentId);
     // Refresh the LRU order.
     this.open.delete(documentId);
     this.open.set(documentId, open);
@@ -636,55 +704,159 @@ export class DocumentHost {
       first === undefined
         ? ((await this.store.snapshotSeq?.(documentId)) ?? 0) > open.seq
         : first.seq !== open.seq + 1;
-    if (compactedPast) {
+    const rowsSeq = await this.store.rowsSeq(documentId);
+    // Rows behind what this server holds (its own last push found them behind): load afresh too.
+    if (compactedPast || rowsSeq === undefined || rowsSeq < open.seq) {
       this.open.delete(documentId);
-      return this.current(documentId);
+      return this.load(documentId);
     }
-    if (newer.length > 0) {
+    const withRows = newer.filter((update) => update.seq <= rowsSeq);
+    if (withRows.length > 0) {
       const before = open.doc.frontiers();
-      open.doc.importBatch(newer.map((update) => update.bytes));
-      if (open.projection !== undefined) {
-        const rows = changedRows(open.doc, before, open.doc.frontiers(), open.index);
-        refreshRows(open.projection, open.doc, rows, open.index);
-      }
+      open.doc.importBatch(withRows.map((update) => update.bytes));
+      const rows = changedRows(open.doc, before, open.doc.frontiers(), open.index);
+      refreshRows(open.projection, open.doc, rows, open.index);
       // The other server stored the issues and rows these updates left: read them again on need.
       open.issues = undefined;
-      const plans = open.plans;
-      if (plans !== undefined) {
-        const version = encodeVersion(open.doc.oplogVersion());
-        const spans = open.doc.findIdSpansBetween(before, open.doc.frontiers()).forward;
-        for (const planId of planIdsOf(open.doc, spans)) plans.set(planId, version);
-      }
+      this.catchUpPlans(open, before);
       // Another server's updates: the fork is made anew from the live document on the next push.
       open.shadow = undefined;
-      open.seq = newer.at(-1)?.seq ?? open.seq;
+      open.seq = withRows.at(-1)?.seq ?? open.seq;
     }
+    const without = newer.filter((update) => update.seq > rowsSeq);
+    if (without.length > 0) await this.writeRowsOf(documentId, open, without);
+    return open;
+  }
+
+  /** Opens a document: imports its snapshot and log, reading nothing out of them. */
+  private async load(documentId: string): Promise<OpenDocument> {
+    const stored = await this.store.load(documentId);
+    if (stored === undefined) throw new DocScriptError("document_not_found", `no document ${documentId}`);
+    const rowsSeq = await this.store.rowsSeq(documentId);
+    const doc = LoroDoc.fromSnapshot(stored.snapshot);
+    // Rows kept through a seq the log still holds: the updates after it are written to the rows one
+    // by one below. Otherwise (a document stored before rows were kept, or rows behind a compaction)
+    // the document is read whole once (rows read plainly: a deep read with container ids costs ~5×
+    // more) and its rows replaced.
+    const incremental = rowsSeq !== undefined && rowsSeq >= stored.snapshotSeq;
+    const withRows = stored.updates.filter((update) => incremental && update.seq <= rowsSeq);
+    if (withRows.length > 0) doc.importBatch(withRows.map((update) => update.bytes));
+    const without = stored.updates.slice(withRows.length);
+    // Nothing is read out of the document: rows come from the store's projection when a push or a
+    // page needs them. The container index fills as pushes touch rows, each container found through
+    // the op that created it.
+    const open: OpenDocument = {
+      doc,
+      shadow: undefined,
+      index: new Map(),
+      projection: new StoreProjection(this.schema),
+      issues: undefined,
+      seq: withRows.at(-1)?.seq ?? stored.snapshotSeq,
+      snapshotSeq: stored.snapshotSeq,
+      tokenHash: stored.tokenHash,
+      plans: undefined,
+    };
+    this.open.set(documentId, open);
+    while (this.open.size > this.maxOpen) {
+      const oldest = this.open.keys().next().value as string;
+      this.open.delete(oldest);
+    }
+    if (incremental) {
+      if (without.length > 0) await this.writeRowsOf(documentId, open, without);
+      return open;
+    }
+    if (without.length > 0) doc.importBatch(without.map((update) => update.bytes));
+    open.seq = without.at(-1)?.seq ?? open.seq;
+    const whole = projectDocument(doc, this.schema);
+    open.issues = checkDocument(whole);
+    await this.store.replaceRows(documentId, open.seq, allRowChanges(whole), open.issues);
     return open;
   }
 
   /**
-   * The open document with its projection and issues: the projection read from the store's rows (not
-   * the Loro document), then caught up with any update stored after the rows were read.
+   * Imports updates the log holds but the rows do not, one at a time, and writes the rows each
+   * changed and the issues after it (as the push that stored it would have), unless another server
+   * wrote them first.
    */
-  private async withProjection(
+  private async writeRowsOf(
     documentId: string,
-  ): Promise<OpenDocument & { projection: Projection; issues: DocumentIssue[] }> {
-    let open = await this.current(documentId);
-    if (open.projection === undefined) {
-      const rowsSeq = await this.store.rowsSeq(documentId);
-      if (rowsSeq !== undefined && rowsSeq >= open.seq) {
-        // Rows read at a later seq than the document's are re-read from the document when it catches up.
-        open.projection = await this.projectionFromStore(documentId);
-      } else {
-        open.projection = projectDocument(open.doc, this.schema);
-        open.issues = checkDocument(open.projection);
-        await this.store.replaceRows(documentId, open.seq, allRowChanges(open.projection), open.issues);
+    open: OpenDocument,
+    updates: readonly { seq: number; bytes: Uint8Array }[],
+  ): Promise<void> {
+    open.shadow = undefined;
+    let issues = await this.issuesOf(documentId, open);
+    let writing = true;
+    for (const update of updates) {
+      const before = open.doc.frontiers();
+      open.doc.import(update.bytes);
+      const rows = changedRows(open.doc, before, open.doc.frontiers(), open.index);
+      this.catchUpPlans(open, before);
+      if (!writing) {
+        refreshRows(open.projection, open.doc, rows, open.index);
+        open.seq = update.seq;
+        continue;
       }
-      open = await this.current(documentId);
+      let staged = this.stage(open.projection, open.doc, rows, open.index);
+      try {
+        while (open.projection.lacking) {
+          staged.undo();
+          await this.fill(documentId, open.projection, open.seq);
+          staged = this.stage(open.projection, open.doc, rows, open.index);
+        }
+      } catch (error) {
+        if (!(error instanceof StaleRowsError)) throw error;
+        // Another server is writing these rows: leave it to them and hold nothing stale.
+        open.projection = new StoreProjection(this.schema);
+        writing = false;
+        open.seq = update.seq;
+        continue;
+      }
+      issues = nextIssues(issues, staged.scope, staged.after);
+      const written = await this.store.advanceRows(
+        documentId,
+        update.seq,
+        rowChanges(open.projection, rows),
+        issues,
+      );
+      open.seq = update.seq;
+      if (!written) {
+        open.projection = new StoreProjection(this.schema);
+        writing = false;
+      }
     }
-    const projection = open.projection as Projection;
-    open.issues ??= (await this.storedIssues(documentId, open.seq)) ?? checkDocument(projection);
-    return open as OpenDocument & { projection: Projection; issues: DocumentIssue[] };
+    open.issues = writing ? issues : undefined;
+  }
+
+  /** Plan ids the updates since `before` applied. */
+  private catchUpPlans(open: OpenDocument, before: Frontiers): void {
+    const plans = open.plans;
+    if (plans === undefined) return;
+    const version = encodeVersion(open.doc.oplogVersion());
+    const spans = open.doc.findIdSpansBetween(before, open.doc.frontiers()).forward;
+    for (const planId of planIdsOf(open.doc, spans)) plans.set(planId, version);
+  }
+
+  /** The open document with its issues. */
+  private async withIssues(documentId: string): Promise<OpenDocument & { issues: DocumentIssue[] }> {
+    const open = await this.current(documentId);
+    open.issues ??= await this.issuesOf(documentId, open);
+    return open as OpenDocument & { issues: DocumentIssue[] };
+  }
+
+  /**
+   * The document's issues at its seq: those the store keeps with its rows, or (not kept) a check of
+   * the whole document, read from the store's rows.
+   */
+  private async issuesOf(documentId: string, open: OpenDocument): Promise<DocumentIssue[]> {
+    if (open.issues !== undefined) return open.issues;
+    const stored = await this.storedIssues(documentId, open.seq);
+    if (stored !== undefined) return stored;
+    // A whole check: it lacks every row at first, then holds them all.
+    for (;;) {
+      const issues = checkDocument(open.projection);
+      if (!open.projection.lacking) return issues;
+      await this.fill(documentId, open.projection, open.seq);
+    }
   }
 
   /** The issues the store keeps, when they are those of `seq`. */
@@ -693,24 +865,6 @@ export class DocumentHost {
     const issues = await this.store.documentIssues(documentId);
     const after = await this.store.rowsSeq(documentId);
     return before === seq && after === seq ? issues : undefined;
-  }
-
-  /** Every stored row, read a page at a time into a projection. */
-  private async projectionFromStore(documentId: string): Promise<Projection> {
-    const projection = new Projection(this.schema);
-    for (const root of [ENTITIES, RELATIONS] as const) {
-      let after: string | undefined;
-      for (;;) {
-        const page = await this.store.readRows(documentId, { root, after, limit: 5000 });
-        for (const row of page) {
-          if (root === ENTITIES) projection.setRow(row.rowId, row.json);
-          else projection.setRelationRow(row.rowId, row.json);
-        }
-        if (page.length < 5000) break;
-        after = page.at(-1)?.rowId;
-      }
-    }
-    return projection;
   }
 
   /**
@@ -732,8 +886,7 @@ export class DocumentHost {
         limit: query.limit,
       });
       const entities = await this.assembled(documentId, firstClaims(found));
-      open.issues ??=
-        (await this.storedIssues(documentId, open.seq)) ?? (await this.withProjection(documentId)).issues;
+      open.issues ??= await this.issuesOf(documentId, open);
       return {
         version: encodeVersion(open.doc.oplogVersion()),
         ...(await this.totals(documentId)),

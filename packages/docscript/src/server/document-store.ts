@@ -139,6 +139,17 @@ export interface DocumentStore {
     rows: readonly RowChange[],
     issues: readonly DocumentIssue[],
   ): Promise<boolean>;
+  /**
+   * Writes the rows an update already in the log changed (as it left them) and the issues after it,
+   * when the rows hold through `seq - 1`; false (nothing written) when they do not: another server
+   * wrote them first, or they are further behind.
+   */
+  advanceRows(
+    documentId: string,
+    seq: number,
+    rows: readonly RowChange[],
+    issues: readonly DocumentIssue[],
+  ): Promise<boolean>;
   /** The document's issues as of `rowsSeq` (undefined: not kept). */
   documentIssues(documentId: string): Promise<DocumentIssue[] | undefined>;
   /** A page of entities or relations, in id order, each with its row. */

@@ -65,17 +65,23 @@ export function appliedPlans(doc: LoroDoc): Map<string, string> {
 
 const containerValuePrefix = "🦜:";
 
+/** The last write of an update to one container key, with the row the container was in before it. */
+export interface UpdateWrite {
+  readonly container: string;
+  readonly content: { type?: string; key?: unknown; value?: unknown };
+  readonly row: { readonly root: string; readonly rowId: string };
+}
+
 /**
- * The writes of the update in `spans` (already imported into `fork`) that no longer apply: writes into a
- * row another client deleted, and map values a concurrent write won over. `open` is the document as the
- * server had it before the update (its projection not yet staged). One reason per written row and key.
+ * The writes of the update in `spans` (already imported into `fork`) into containers the document
+ * held before it (`open`, before any row of the update is indexed): what the update leaves on each
+ * container key, and the row that container belongs to.
  */
-export function lostWrites(
+export function updateWrites(
   fork: LoroDoc,
   spans: readonly IdSpan[],
-  open: { readonly doc: LoroDoc; readonly projection: Projection; readonly index: ContainerIndex },
-): ConflictReason[] {
-  const reasons = new Map<string, ConflictReason>();
+  open: { readonly doc: LoroDoc; readonly index: ContainerIndex },
+): UpdateWrite[] {
   // The last op of the update on each container key: what the update leaves there.
   const last = new Map<
     string,
@@ -91,16 +97,35 @@ export function lostWrites(
       }
     }
   }
-  for (const [key, op] of last) {
+  const writes: UpdateWrite[] = [];
+  for (const op of last.values()) {
     // Containers the server knew before this update: the update writes into a row that existed.
     const row = open.index.get(op.container) ?? rowOfContainer(open.doc, op.container, open.index);
     if (row === undefined || (row.root !== ENTITIES && row.root !== RELATIONS)) continue;
+    writes.push({ ...op, row });
+  }
+  return writes;
+}
+
+/**
+ * The writes (`updateWrites`) that no longer apply: writes into a row another client deleted, and map
+ * values a concurrent write won over. `projection` holds the rows as the server had them before the
+ * update (not yet staged). One reason per written row and key.
+ */
+export function lostWrites(
+  fork: LoroDoc,
+  writes: readonly UpdateWrite[],
+  projection: Projection,
+): ConflictReason[] {
+  const reasons = new Map<string, ConflictReason>();
+  for (const op of writes) {
+    const row = op.row;
     const content = op.content;
     const field = typeof content.key === "string" ? content.key : undefined;
     const isEntity = row.root === ENTITIES;
     const alive = isEntity
-      ? open.projection.rowJson(row.rowId) !== undefined
-      : open.projection.relationJson(row.rowId) !== undefined;
+      ? projection.rowJson(row.rowId) !== undefined
+      : projection.relationJson(row.rowId) !== undefined;
     const rowKey = `${row.root}/${row.rowId}/${field ?? ""}`;
     if (reasons.has(rowKey)) continue;
     if (!alive) {
@@ -122,7 +147,6 @@ export function lostWrites(
       );
       continue;
     }
-    void key;
     if (content.type !== "insert" || field === undefined) continue;
     // A row the update itself deleted: nothing of it is meant to remain.
     if (fork.getMap(row.root).get(row.rowId) === undefined) continue;

@@ -5,12 +5,16 @@
  * row of the entities map at once).
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { LoroDoc, LoroMap } from "loro-crdt";
 import { openDocument } from "../document/document-session.ts";
 import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { DocumentHost } from "./document-host.ts";
+import type { DocumentStore } from "./document-store.ts";
 import { createSqliteDocumentStore } from "./sqlite-document-store.ts";
 
 interface LoroWork {
@@ -179,5 +183,106 @@ test("opening a ~1k-entity document, a page of it and its first push read no who
     assert.match(String(after.entities[0]?.payload.text), /^¡/, "the page reads the pushed row");
   } finally {
     await host.close();
+  }
+});
+
+/** A store that counts the rows its reads return (rows and members with their rows). */
+function countingStore(store: DocumentStore): { store: DocumentStore; rowsRead: () => number } {
+  let read = 0;
+  const counted: DocumentStore = {
+    ...store,
+    readRows: async (documentId, query) => {
+      const rows = await store.readRows(documentId, query);
+      read += rows.length;
+      return rows;
+    },
+    readMembers: async (documentId, query) => {
+      const members = await store.readMembers(documentId, query);
+      read += members.length;
+      return members;
+    },
+  };
+  return { store: counted, rowsRead: () => read };
+}
+
+test("the first push after a ~1k-entity document opens reads the rows its checks reach, not the document's", async () => {
+  const directory = mkdtempSync(join(tmpdir(), "tackle-docscript-push-reads-"));
+  const { store, rowsRead } = countingStore(createSqliteDocumentStore({ path: join(directory, "d.sqlite") }));
+  const host = new DocumentHost({ store, schema: timelineSchema });
+  try {
+    const snapshot = sampleTimelineSnapshot({ extraClips: 330 });
+    assert.equal(await host.create("big", "token-0123456789abcdef", snapshot), true);
+    const client = LoroDoc.fromSnapshot(snapshot);
+    const session = openDocument(client, timelineSchema, { role: "host" });
+    const clips = session.entities.list({ entityKind: "clip" });
+    const images = session.entities.list({ entityKind: "image" });
+    assert.ok(clips.length > 300 && images.length > 300);
+    const edit = (change: () => void) => {
+      const from = client.oplogVersion();
+      change();
+      client.commit();
+      return client.export({ mode: "update", from });
+    };
+
+    // A clip on the video track (which holds 330 clips) changes its volume: the clip's row, its
+    // content and track, and their relations are read; not the track's other clips.
+    host.forget();
+    const before = rowsRead();
+    const volume = edit(() =>
+      session.entities.update(clips[5]?.entityId ?? "", [{ op: "set", path: ["volume"], value: -6 }]),
+    );
+    const committed = await host.push("big", volume);
+    assert.equal(committed.status, "committed", JSON.stringify(committed));
+    const read = rowsRead() - before;
+    assert.ok(read > 0, "the push read nothing from the store: the counter is not watching it");
+    assert.ok(
+      read < 40,
+      `the first push read ${read} rows of a ${clips.length + images.length}-row document`,
+    );
+
+    // Checks still see what they reach beyond the pushed rows, read from the store on a fresh open: a
+    // second image for the same file as one the push never touched clashes with it.
+    host.forget();
+    const taken = images[7];
+    assert.ok(taken !== undefined);
+    // Written as a raw row: the session would find the image already standing for that file.
+    const twin = edit(() => {
+      const row = client.getMap("entities").setContainer("image-twin", new LoroMap());
+      row.set("kind", "image");
+      const fields = row.setContainer("fields", new LoroMap());
+      for (const [name, value] of Object.entries({ ...taken.payload, storageKey: null, digest: null }))
+        fields.set(name, value as never);
+    });
+    const refused = await host.push("big", twin);
+    assert.equal(refused.status, "rejected", JSON.stringify(refused));
+    assert.ok(
+      refused.status === "rejected" &&
+        refused.issues.some(
+          (issue) => issue.constraint === "entity.identity" && issue.message.includes(taken.entityId),
+        ),
+      JSON.stringify(refused),
+    );
+
+    // And a relation to an entity that exists only in the store's rows is accepted after a fresh open.
+    host.forget();
+    const other = LoroDoc.fromSnapshot((await host.snapshot("big")).bytes);
+    const otherSession = openDocument(other, timelineSchema, { role: "host" });
+    const from = other.oplogVersion();
+    const script = otherSession.entities.create({
+      entityKind: "audio-script",
+      payload: { segments: [], transcription: null },
+    });
+    otherSession.relations.link({
+      relationKind: "derived-from",
+      endpoint0EntityId: script.entityId,
+      endpoint1EntityId: images[9]?.entityId ?? "",
+    });
+    other.commit();
+    host.forget();
+    const linked = await host.push("big", other.export({ mode: "update", from }));
+    assert.equal(linked.status, "committed", JSON.stringify(linked));
+  } finally {
+    await host.close();
+    rmSync(directory, { recursive: true, force: true });
   }
 });

@@ -263,6 +263,14 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
         return true;
       });
     },
+    async advanceRows(documentId, seq, rows, issues) {
+      return sqliteTransaction(database, () => {
+        if (Number(advanceRowsSeq.run(seq, documentId, seq - 1, JSON.stringify(issues)).changes) !== 1)
+          return false;
+        writeRows(documentId, rows, seq);
+        return true;
+      });
+    },
     async documentIssues(documentId) {
       const row = selectIssues.get(documentId) as { issues: string | null } | undefined;
       return row?.issues === null || row === undefined ? undefined : JSON.parse(row.issues);

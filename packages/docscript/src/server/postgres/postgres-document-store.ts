@@ -313,6 +313,17 @@ export async function createPostgresDocumentStore(
         return true;
       });
     },
+    async advanceRows(documentId, seq, rows, issues) {
+      return postgresTransaction(pool, async (client) => {
+        const advanced = await client.query(
+          "UPDATE docscript_projection SET rows_seq = $1, issues = $4 WHERE document_id = $2 AND rows_seq = $3",
+          [seq, documentId, seq - 1, JSON.stringify(issues)],
+        );
+        if (advanced.rowCount !== 1) return false;
+        await writeRows(client, documentId, rows, seq);
+        return true;
+      });
+    },
     async documentIssues(documentId) {
       const result = await pool.query<{ issues: string | null }>(
         "SELECT issues FROM docscript_projection WHERE document_id = $1",
