@@ -40,6 +40,13 @@ const memoryJobLeaseMs = 1500;
 /** Tools per durable run (durable-runner.ts) and turns per memory import job. */
 const toolsPerRun = 3;
 const turnsPerJob = 30;
+/**
+ * The mesh callers' time limit per call. A call whose request is lost (published to a node that just
+ * died, or through a NATS server that did) gets no answer at all: the client reports it `timeout` after
+ * the limit plus the second it waits for the far side's own timeout error.
+ */
+const meshTimeoutMs = 3000;
+const meshHeldMs = meshTimeoutMs + 1000;
 
 export type Workload =
   | "mesh calls"
@@ -293,7 +300,7 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
       const cluster = await startNatsCluster({ size: 3 });
       cleanup.push(() => cluster.close());
       // R3 buckets, two node processes serving one bundle.
-      const client = await createMeshClient({ servers: cluster.urls, timeoutMs: 3000 });
+      const client = await createMeshClient({ servers: cluster.urls, timeoutMs: meshTimeoutMs });
       cleanup.push(() => client.close());
       await openMeshBuckets(client.connection, { replicas: 3 });
       const urls = cluster.servers.map((server) => server.url);
@@ -413,16 +420,20 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
 
     // Mesh load: four callers, each pausing 5 ms between calls (unpaced, they took most of a core from
     // the processes being restarted); an op is lost if it does not settle within its deadline plus slack.
-    const meshLoad = Array.from({ length: 4 }, async () => {
+    // Calls that failed at their deadline are noted with their caller: a lost request holds its caller.
+    const meshTimeouts: { fault: number; caller: number }[] = [];
+    const meshLoad = Array.from({ length: 4 }, async (_unused, caller) => {
       while (!stop) {
         const { op, started } = begin("mesh calls");
         const settled = await Promise.race([
-          client.call("pool.whoami", {}).then((result) => result.ok),
-          new Promise<"hung">((resolve) => setTimeout(() => resolve("hung"), 3000 + 1000 + 2000)),
+          client.call("pool.whoami", {}),
+          new Promise<"hung">((resolve) => setTimeout(() => resolve("hung"), meshHeldMs + 2000)),
         ]);
         settle(op, started);
-        op.outcome = settled === "hung" ? "lost" : settled ? "ok" : "failed";
-        await sleep(settled === true ? 5 : 50);
+        op.outcome = settled === "hung" ? "lost" : settled.ok ? "ok" : "failed";
+        if (settled !== "hung" && !settled.ok && settled.error.code === "timeout")
+          meshTimeouts.push({ fault: op.fault, caller });
+        await sleep(op.outcome === "ok" ? 5 : 50);
       }
     });
 
@@ -605,11 +616,18 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
     const recoveredAt: number[] = [];
     // A killed process is started again at once: its fault lasts until the new one is up (at least a
     // phase). PostgreSQL stays down for a whole phase before it is started again.
+    //
+    // A fault that can lose mesh requests (a NATS server or a node SIGKILLed: what was published to
+    // it in the moments before its server noticed is gone, and NATS cannot tell the caller) holds each
+    // caller it caught until that call's deadline, `meshHeldMs` after the kill. Such a fault's "after"
+    // phase lasts until then at least, so that the window in which every workload must succeed again
+    // (from the repair to the next fault) holds a phase in which the held callers are free again; a
+    // restart quicker than the deadline otherwise leaves that window to callers still held.
     const runFault = async (
       index: number,
       inject: () => Promise<void>,
       recover: () => Promise<void>,
-      options: { recoverAtOnce?: boolean; ready?: () => Promise<unknown> } = {},
+      options: { recoverAtOnce?: boolean; ready?: () => Promise<unknown>; holdsMeshCalls?: boolean } = {},
     ) => {
       fault = index;
       phase = "before";
@@ -627,7 +645,8 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
       recoveredAt[index] = performance.now();
       faultTimes.push(((recoveredAt[index] - injectedAt[index]) / 1000).toFixed(1));
       phase = "after";
-      await sleep(phaseMs);
+      const held = options.holdsMeshCalls ? injectedAt[index] + meshHeldMs - performance.now() : 0;
+      await sleep(Math.max(phaseMs, held));
     };
 
     const faults = [
@@ -646,6 +665,7 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
       0,
       () => victim.kill(),
       () => victim.restart(),
+      { holdsMeshCalls: true },
     );
 
     // 2. A mesh node SIGKILLed, then started again.
@@ -655,6 +675,7 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
       async () => {
         nodeA = await startNode("soak-a", urls);
       },
+      { holdsMeshCalls: true },
     );
 
     // 3. A document server SIGKILLed, then started again.
@@ -821,6 +842,22 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
       ).rows[0];
       notes.push(`memory: import job ${id} never ended: ${JSON.stringify(row)}`);
     }
+    // Mesh: what the two faults that can lose requests held, and how soon calls succeeded after each repair.
+    notes.push(
+      `mesh: ${[0, 1]
+        .map((index) => {
+          const timeouts = meshTimeouts.filter((timeout) => timeout.fault === index);
+          const callers = new Set(timeouts.map((timeout) => timeout.caller)).size;
+          const repaired = recoveredAt[index] as number;
+          const first = Math.min(
+            ...ops["mesh calls"]
+              .filter((op) => op.outcome === "ok" && op.endedAt >= repaired)
+              .map((op) => op.endedAt),
+          );
+          return `${faults[index]}: ${timeouts.length} calls held to their deadline (${callers} of 4 callers), ${Number.isFinite(first) ? `first success ${((first - repaired) / 1000).toFixed(1)} s after the repair` : "no success after the repair"}`;
+        })
+        .join("; ")}`,
+    );
     for (const exit of unexpectedExits) notes.push(`process: ${exit}`);
     const movedJobs = heldAtKill.filter((held) => {
       const now = finals.get(held.id);
