@@ -22,6 +22,14 @@ import type { Projection, StoredEntity, StoredRelation } from "./projection.ts";
 import type { DocumentSessionOptions } from "./session-types.ts";
 import { writeFields } from "./write-loro.ts";
 
+/** A read refused for answering more than `atMost` items (a filter's `atMost`). */
+export function readLimit(what: string, atMost: number): DocScriptError {
+  return new DocScriptError(
+    "read_limit",
+    `${what} matches more than ${atMost}; one read answers at most ${atMost}: filter by kind, or read by id (entities.get) or by entity (relations.of)`,
+  );
+}
+
 export type RowChanges = { entities: Map<string, unknown>; relations: Map<string, unknown> };
 
 export type SessionContext = ReturnType<typeof createSessionContext>;

@@ -3,7 +3,7 @@ import { DocScriptError } from "../schema/docscript-error.ts";
 import type { Entity } from "../schema/types.ts";
 import { withDefaults } from "../schema/validate-payload.ts";
 import type { StoredEntity } from "./projection.ts";
-import type { SessionContext } from "./session-context.ts";
+import { readLimit, type SessionContext } from "./session-context.ts";
 import type { DocumentSession } from "./session-types.ts";
 import { applyOpToValue, checkOp } from "./update-op.ts";
 import { applyOpToLoro, writeFields } from "./write-loro.ts";
@@ -28,10 +28,16 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
   } = context;
   return {
     list(filter = {}) {
-      return [...projection.entities(filter.entityKind)].map((entity) => ({
-        ...entity,
-        payload: structuredClone(entity.payload),
-      }));
+      const found: Entity[] = [];
+      for (const entity of projection.entities(filter.entityKind)) {
+        if (filter.atMost !== undefined && found.length >= filter.atMost)
+          throw readLimit(
+            `entities.list(${filter.entityKind === undefined ? "" : JSON.stringify(filter.entityKind)})`,
+            filter.atMost,
+          );
+        found.push(entity);
+      }
+      return found.map((entity) => ({ ...entity, payload: structuredClone(entity.payload) }));
     },
     get(entityId) {
       return projection.entity(entityId);

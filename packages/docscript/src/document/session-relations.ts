@@ -11,7 +11,7 @@ import {
   slotRelationId,
 } from "./layout.ts";
 import { publicRelation, type StoredEntity, type StoredRelation } from "./projection.ts";
-import type { SessionContext } from "./session-context.ts";
+import { readLimit, type SessionContext } from "./session-context.ts";
 import type { DocumentSession } from "./session-types.ts";
 
 export function sessionRelations(context: SessionContext): DocumentSession["relations"] {
@@ -35,14 +35,24 @@ export function sessionRelations(context: SessionContext): DocumentSession["rela
   } = context;
   const relations: DocumentSession["relations"] = {
     list(filter = {}) {
-      if (filter.entityId !== undefined) return projection.relationsOf(filter.entityId, filter.relationKind);
-      return [...projection.relationIds()]
-        .map((relationId) => projection.storedRelation(relationId))
-        .filter(
-          (relation): relation is StoredRelation =>
-            relation !== undefined &&
-            (filter.relationKind === undefined || relation.relationKind === filter.relationKind),
-        )
+      const what = () => `relations.list(${JSON.stringify(filter)})`;
+      if (filter.entityId !== undefined) {
+        if (filter.atMost !== undefined && projection.relationIdsOf(filter.entityId).size > filter.atMost) {
+          const found = projection.storedRelationsOf(filter.entityId, filter.relationKind).length;
+          if (found > filter.atMost) throw readLimit(what(), filter.atMost);
+        }
+        return projection.relationsOf(filter.entityId, filter.relationKind);
+      }
+      const matching: StoredRelation[] = [];
+      for (const relationId of projection.relationIds()) {
+        const relation = projection.storedRelation(relationId);
+        if (relation === undefined) continue;
+        if (filter.relationKind !== undefined && relation.relationKind !== filter.relationKind) continue;
+        if (filter.atMost !== undefined && matching.length >= filter.atMost)
+          throw readLimit(what(), filter.atMost);
+        matching.push(relation);
+      }
+      return matching
         .sort(
           (left, right) =>
             (left.relationKind < right.relationKind ? -1 : left.relationKind > right.relationKind ? 1 : 0) ||

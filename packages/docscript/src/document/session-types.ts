@@ -45,11 +45,15 @@ export interface MoveTarget {
 
 export interface EntityFilter {
   readonly entityKind?: string;
+  /** Refuses (`read_limit`) a read that would answer more than this many, before building it. */
+  readonly atMost?: number;
 }
 
 export interface RelationFilter {
   readonly relationKind?: string;
   readonly entityId?: string;
+  /** Refuses (`read_limit`) a read that would answer more than this many, before building it. */
+  readonly atMost?: number;
 }
 
 export interface DocumentSession {

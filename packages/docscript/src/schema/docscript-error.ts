@@ -37,6 +37,7 @@ export type DocScriptErrorCode =
   | "file_key_refused"
   | "upload_refused"
   | "upload_too_large"
+  | "read_limit"
   // how a sandboxed script ended
   | "script_error"
   | "syntax_error"

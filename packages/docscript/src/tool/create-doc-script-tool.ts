@@ -19,7 +19,6 @@ import { changedRows } from "../server/changed-rows.ts";
 import { type Budgets, defaultBudgets, fitPrefix, tokensOf } from "./budget.ts";
 import { commitPlan } from "./commit-plan.ts";
 import { createEditScriptPool } from "./create-edit-script-pool.ts";
-import { keptEntitiesFor } from "./document-cache.ts";
 import type { CommitOutcome, EditPlan } from "./edit-plan.ts";
 import type { DocScriptHooks } from "./host-hooks.ts";
 import { createPlanCache } from "./plan-cache.ts";
@@ -46,12 +45,12 @@ export interface DocScriptToolOptions extends DocScriptHooks {
     readonly memoryLimitMb?: number;
     readonly workers?: number;
     readonly maxRunsPerWorker?: number;
-    /** How long a worker may take to get a run ready (read the document) before it fails `timeout`; 30000. */
+    /** How long a worker may take to get a run ready before it fails `timeout`; 30000. */
     readonly prepareTimeoutMs?: number;
     /**
-     * Documents each warm worker keeps read between runs (ADR 0450), so a run at the same version, or
-     * one needing only the updates since, skips reading the whole document; 4 by default, 0 keeps none.
-     * Together they keep at most the entities a quarter of `memoryLimitMb` affords (~40k at 256 MB).
+     * Documents the tool keeps ready for runs between calls (ADR 0464: a run doc and the projection,
+     * in this process; the workers hold no document), so a run at the same version, or one needing only
+     * the updates since, skips reading the whole document; 4 by default, 0 keeps none.
      */
     readonly cachedDocuments?: number;
   };
@@ -407,7 +406,6 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
         ...(options.sandbox?.cachedDocuments === undefined
           ? {}
           : { cachedDocuments: options.sandbox.cachedDocuments }),
-        cachedEntities: keptEntitiesFor(options.sandbox?.memoryLimitMb ?? 256),
       },
       {
         docId: input.doc_id,

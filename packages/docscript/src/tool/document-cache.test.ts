@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import fc from "fast-check";
-import { LoroDoc, VersionVector } from "loro-crdt";
+import { LoroDoc } from "loro-crdt";
 import { type DocumentSession, openDocument } from "../document/document-session.ts";
 import { run, step } from "../document/fixtures/random-steps.ts";
 import { interpretDocument } from "../document/interpret.ts";
@@ -9,27 +9,7 @@ import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
 import { defineSchema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
-import {
-  createDocumentCache,
-  type DocumentBytes,
-  documentVersion,
-  holdsVersion,
-  type LoadDocument,
-} from "./document-cache.ts";
-
-/** A host replica answering the worker's `document` call the way `runEditScript` does, counting calls. */
-function hostOf(replica: LoroDoc) {
-  const calls: ("updates" | "snapshot")[] = [];
-  const load: LoadDocument = async (since) => {
-    const answer: DocumentBytes =
-      since !== undefined && holdsVersion(replica, since)
-        ? { kind: "updates", bytes: replica.export({ mode: "update", from: VersionVector.decode(since) }) }
-        : { kind: "snapshot", bytes: replica.export({ mode: "snapshot" }) };
-    calls.push(answer.kind);
-    return answer;
-  };
-  return { load, calls, version: () => documentVersion(replica) };
-}
+import { type CheckedOutDocument, createDocumentCache } from "./document-cache.ts";
 
 function view(session: DocumentSession) {
   return {
@@ -44,6 +24,24 @@ function freshView(doc: LoroDoc) {
   return interpretDocument(doc, timelineSchema);
 }
 
+/** What a run's session over the checked-out document reads. */
+function runView(checkedOut: CheckedOutDocument) {
+  const { doc, base } = checkedOut.document;
+  return view(openDocument(doc, timelineSchema, { projection: base }));
+}
+
+/** A run as `runEditScript` makes one: writes on a fresh peer, its plan is the update since the checkout. */
+function runPlan(checkedOut: CheckedOutDocument, peer: number, write: (session: DocumentSession) => void) {
+  const { doc, base } = checkedOut.document;
+  const before = doc.oplogVersion();
+  doc.setPeerId(peer);
+  write(openDocument(doc, timelineSchema, { projection: base }));
+  doc.commit();
+  const update = doc.export({ mode: "update", from: before });
+  checkedOut.release();
+  return update;
+}
+
 /** Another client's commit: a fork of the replica on its own peer, merged back. */
 function otherClient(replica: LoroDoc, peer: number, edit: (session: DocumentSession) => void): void {
   const fork = replica.fork();
@@ -53,60 +51,75 @@ function otherClient(replica: LoroDoc, peer: number, edit: (session: DocumentSes
   replica.import(fork.export({ mode: "update", from: replica.oplogVersion() }));
 }
 
-describe("a worker's document cache", () => {
-  it("serves a version it holds without asking the host; a run's writes and refused writes never reach it", async () => {
+/** The replica with `update` applied, as the server would apply a plan: it must need nothing else. */
+function applied(replica: LoroDoc, update: Uint8Array): LoroDoc {
+  const copy = replica.fork();
+  const status = copy.import(update);
+  assert.equal(status.pending ?? null, null, "the plan depends on ops the replica does not have");
+  return copy;
+}
+
+const volumeOf = (doc: LoroDoc, entityId: string) =>
+  freshView(doc).entities.find((entity) => entity.entityId === entityId)?.payload.volume;
+
+describe("the host's run documents (ADR 0464)", () => {
+  it("keep a version: each run's plan depends on that version alone, and no run's writes reach the next run", () => {
     const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
-    const host = hostOf(replica);
     const cache = createDocumentCache();
-    const first = await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
-    assert.equal(first.source, "snapshot");
-    const before = view(openDocument(first.doc, timelineSchema, { projection: first.base }));
+    const first = cache.checkout("doc", replica, timelineSchema, { documents: 4 });
+    assert.equal(first.document.source, "snapshot");
+    const before = runView(first);
+    const clip = before.entities.find((entity) => entity.entityKind === "clip")!;
+    const firstPlan = runPlan(first, 501, (session) => {
+      session.entities.update(clip.entityId, [{ op: "set", path: ["volume"], value: -30 }]);
+      session.entities.create({ entityKind: "track", payload: { role: "overlay" } });
+      assert.throws(
+        () => session.entities.update(clip.entityId, [{ op: "set", path: ["volume"], value: "loud" }]),
+        (error: unknown) => DocScriptError.isInstance(error) && error.code === "schema_violation",
+      );
+    });
 
-    // A run writes, has a write refused, and ends without its plan being published.
-    const session = openDocument(first.doc, timelineSchema, { projection: first.base });
-    const clip = session.entities.list({ entityKind: "clip" })[0]!;
-    session.entities.update(clip.entityId, [{ op: "set", path: ["volume"], value: -30 }]);
-    session.entities.create({ entityKind: "track", payload: { role: "overlay" } });
-    assert.throws(
-      () => session.entities.update(clip.entityId, [{ op: "set", path: ["volume"], value: "loud" }]),
-      (error: unknown) => DocScriptError.isInstance(error) && error.code === "schema_violation",
-    );
-    first.doc.commit();
-
-    const second = await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
-    assert.equal(second.source, "cached");
-    assert.deepEqual(host.calls, ["snapshot"], "a cached version asks the host for nothing");
-    assert.notEqual(second.doc, first.doc, "each run gets its own fork");
-    assert.deepEqual(view(openDocument(second.doc, timelineSchema, { projection: second.base })), before);
-    assert.deepEqual(freshView(second.doc), freshView(replica));
+    const second = cache.checkout("doc", replica, timelineSchema, { documents: 4 });
+    assert.equal(second.document.source, "cached");
+    assert.equal(second.document.doc, first.document.doc, "the run doc is kept, not forked per run");
+    assert.deepEqual(runView(second), before);
+    assert.deepEqual(freshView(second.document.doc), freshView(replica));
+    const secondPlan = runPlan(second, 502, (session) => {
+      session.entities.update(clip.entityId, [{ op: "set", path: ["volume"], value: -7 }]);
+    });
+    // Each plan applies to the replica by itself: the second does not depend on the first's ops.
+    assert.equal(volumeOf(applied(replica, firstPlan), clip.entityId), -30);
+    assert.equal(volumeOf(applied(replica, secondPlan), clip.entityId), -7);
+    assert.equal(freshView(applied(replica, secondPlan)).entities.length, before.entities.length);
   });
 
-  it("after another client's commit, asks only for the updates since its version and reads what they changed", async () => {
+  it("after another client's commit, catch up by the updates since and read what they changed", () => {
     const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
-    const host = hostOf(replica);
     const cache = createDocumentCache();
-    await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
+    runPlan(cache.checkout("doc", replica, timelineSchema, { documents: 4 }), 503, (session) => {
+      session.entities.create({ entityKind: "track", payload: { role: "bgm", name: "Never published" } });
+    });
     otherClient(replica, 41, (session) => {
       const [clip, other] = session.entities.list({ entityKind: "clip" });
       session.entities.update(clip!.entityId, [{ op: "set", path: ["volume"], value: -12 }]);
       session.entities.delete(other!.entityId);
       session.entities.create({ entityKind: "track", payload: { role: "overlay", name: "From elsewhere" } });
     });
-    const next = await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
-    assert.equal(next.source, "updated");
-    assert.deepEqual(host.calls, ["snapshot", "updates"]);
-    const read = view(openDocument(next.doc, timelineSchema, { projection: next.base }));
+    const next = cache.checkout("doc", replica, timelineSchema, { documents: 4 });
+    assert.equal(next.document.source, "updated");
+    const read = runView(next);
     assert.deepEqual(read, freshView(replica));
     assert.ok(read.entities.some((entity) => entity.payload.name === "From elsewhere"));
-    assert.ok(read.entities.some((entity) => entity.payload.volume === -12));
+    assert.ok(read.entities.every((entity) => entity.payload.name !== "Never published"));
+    assert.deepEqual(freshView(next.document.doc), freshView(replica));
   });
 
-  it("reads a snapshot when the host does not hold its version, and when asked at a version it cannot reach", async () => {
+  it("read the document whole when the replica does not hold the kept version, or for another schema", () => {
     const cache = createDocumentCache();
-    const first = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
-    const firstHost = hostOf(first);
-    await cache.checkout("doc", firstHost.version(), timelineSchema, { documents: 4 }, firstHost.load);
-    // Another document under the same id (say, recreated): the host cannot send updates from our version.
+    cache
+      .checkout("doc", LoroDoc.fromSnapshot(sampleTimelineSnapshot()), timelineSchema, { documents: 4 })
+      .release();
+    // Another document under the same id (say, recreated): nothing kept can be caught up from it.
     const recreated = new LoroDoc();
     recreated.setPeerId(7);
     openDocument(recreated, timelineSchema).entities.create({
@@ -114,121 +127,87 @@ describe("a worker's document cache", () => {
       payload: { role: "bgm" },
     });
     recreated.commit();
-    const recreatedHost = hostOf(recreated);
-    const read = await cache.checkout(
-      "doc",
-      recreatedHost.version(),
-      timelineSchema,
-      { documents: 4 },
-      recreatedHost.load,
-    );
-    assert.equal(read.source, "snapshot");
-    assert.deepEqual(freshView(read.doc), freshView(recreated));
-    // A host that answers at some other version is refused rather than served.
-    await assert.rejects(
-      cache.checkout("other", documentVersion(first), timelineSchema, { documents: 4 }, recreatedHost.load),
-      (error: unknown) => DocScriptError.isInstance(error) && error.code === "document_unavailable",
-    );
+    const read = cache.checkout("doc", recreated, timelineSchema, { documents: 4 });
+    assert.equal(read.document.source, "snapshot");
+    assert.deepEqual(runView(read), freshView(recreated));
+    read.release();
+    const other = defineSchema({ name: "other", entities: { track: { fields: {} } }, relations: {} });
+    const again = cache.checkout("doc", recreated, other, { documents: 4 });
+    assert.equal(again.document.source, "snapshot");
+    assert.equal(again.document.base.schema, other);
   });
 
-  it("keeps at most `limit` documents, the least recently used leaving first; 0 keeps none", async () => {
+  it("give a run of their own to a run that starts while another is using the kept document", () => {
+    const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
     const cache = createDocumentCache();
-    const hosts = ["a", "b", "c"].map(() => hostOf(LoroDoc.fromSnapshot(sampleTimelineSnapshot())));
-    for (const [index, host] of hosts.entries())
-      await cache.checkout(`doc-${index}`, host.version(), timelineSchema, { documents: 2 }, host.load);
+    const using = cache.checkout("doc", replica, timelineSchema, { documents: 4 });
+    const meanwhile = cache.checkout("doc", replica, timelineSchema, { documents: 4 });
+    assert.notEqual(meanwhile.document.doc, using.document.doc);
+    assert.deepEqual(runView(meanwhile), runView(using));
+    meanwhile.release();
+    using.release();
+    const after = cache.checkout("doc", replica, timelineSchema, { documents: 4 });
+    assert.equal(after.document.source, "cached");
+    assert.equal(after.document.doc, using.document.doc);
+  });
+
+  it("keep at most `limit` documents, the least recently used leaving first; 0 keeps none", () => {
+    const cache = createDocumentCache();
+    const replicas = ["a", "b", "c"].map(() => LoroDoc.fromSnapshot(sampleTimelineSnapshot()));
+    const source = (index: number, documents: number) => {
+      const checkedOut = cache.checkout(`doc-${index}`, replicas[index]!, timelineSchema, { documents });
+      checkedOut.release();
+      return checkedOut.document.source;
+    };
+    for (const index of [0, 1, 2]) source(index, 2);
     assert.equal(cache.size, 2);
-    assert.equal(
-      (await cache.checkout("doc-2", hosts[2]!.version(), timelineSchema, { documents: 2 }, hosts[2]!.load))
-        .source,
-      "cached",
-    );
-    assert.equal(
-      (await cache.checkout("doc-0", hosts[0]!.version(), timelineSchema, { documents: 2 }, hosts[0]!.load))
-        .source,
-      "snapshot",
-    );
-    await cache.checkout("doc-1", hosts[1]!.version(), timelineSchema, { documents: 0 }, hosts[1]!.load);
+    assert.equal(source(2, 2), "cached");
+    assert.equal(source(0, 2), "snapshot");
+    source(1, 0);
     assert.equal(cache.size, 0);
-    assert.equal(
-      (await cache.checkout("doc-1", hosts[1]!.version(), timelineSchema, { documents: 0 }, hosts[1]!.load))
-        .source,
-      "snapshot",
-    );
+    assert.equal(source(1, 0), "snapshot");
   });
 
-  it("keeps no more entities than its budget: a document above it is read each time, and evicts older ones", async () => {
+  it("keep no more entities than a budget: a document above it is read each time, and evicts older ones", () => {
     const cache = createDocumentCache();
-    const small = hostOf(LoroDoc.fromSnapshot(sampleTimelineSnapshot()));
-    const large = hostOf(LoroDoc.fromSnapshot(sampleTimelineSnapshot({ extraClips: 10 })));
+    const small = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
+    const large = LoroDoc.fromSnapshot(sampleTimelineSnapshot({ extraClips: 10 }));
+    const source = (key: string, replica: LoroDoc, limits: { documents: number; entities: number }) => {
+      const checkedOut = cache.checkout(key, replica, timelineSchema, limits);
+      checkedOut.release();
+      return checkedOut.document.source;
+    };
     const limits = { documents: 4, entities: 30 };
-    await cache.checkout("small", small.version(), timelineSchema, limits, small.load);
+    source("small", small, limits);
     assert.equal(cache.size, 1);
     // 12 + 30 entities: over the budget alone, so never kept; the small one stays.
-    await cache.checkout("large", large.version(), timelineSchema, limits, large.load);
-    assert.equal(
-      (await cache.checkout("large", large.version(), timelineSchema, limits, large.load)).source,
-      "snapshot",
-    );
-    assert.equal(
-      (await cache.checkout("small", small.version(), timelineSchema, limits, small.load)).source,
-      "cached",
-    );
+    source("large", large, limits);
+    assert.equal(source("large", large, limits), "snapshot");
+    assert.equal(source("small", small, limits), "cached");
     // With room for the large one only, keeping it evicts the small one.
     const roomy = { documents: 4, entities: 45 };
-    await cache.checkout("large", large.version(), timelineSchema, roomy, large.load);
+    source("large", large, roomy);
     assert.equal(cache.size, 1);
-    assert.equal(
-      (await cache.checkout("large", large.version(), timelineSchema, roomy, large.load)).source,
-      "cached",
-    );
+    assert.equal(source("large", large, roomy), "cached");
   });
 
-  it("updates that do not apply drop the kept entry and read a snapshot, with a warning", async () => {
-    const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
-    const host = hostOf(replica);
-    const cache = createDocumentCache();
-    await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
-    otherClient(replica, 43, (session) => {
-      session.entities.create({ entityKind: "track", payload: { role: "overlay" } });
-    });
-    const garbled: LoadDocument = async (since) =>
-      since === undefined ? host.load(since) : { kind: "updates", bytes: new Uint8Array([1, 2, 3]) };
-    const read = await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, garbled);
-    assert.equal(read.source, "snapshot");
-    assert.equal(read.warnings?.length, 1);
-    assert.deepEqual(freshView(read.doc), freshView(replica));
-    assert.equal(
-      (await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load)).source,
-      "cached",
-    );
-  });
-
-  it("reads the document again for another schema", async () => {
-    const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
-    const host = hostOf(replica);
-    const cache = createDocumentCache();
-    await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
-    const other = defineSchema({ name: "other", entities: { track: { fields: {} } }, relations: {} });
-    const read = await cache.checkout("doc", host.version(), other, { documents: 4 }, host.load);
-    assert.equal(read.source, "snapshot");
-    assert.equal(read.base.schema, other);
-  });
-
-  it("after any concurrent edits, an updated entry reads exactly as a fresh read of the merged document", async () => {
-    await fc.assert(
-      fc.asyncProperty(
+  it("after any runs and concurrent edits, a caught-up document reads exactly as a fresh read, and its plan applies alone", () => {
+    fc.assert(
+      fc.property(
         fc.array(step, { minLength: 5, maxLength: 20 }),
         fc.array(step, { maxLength: 12 }),
         fc.array(step, { maxLength: 12 }),
-        async (shared, left, right) => {
+        fc.array(step, { maxLength: 8 }),
+        (shared, left, right, plan) => {
           const replica = new LoroDoc();
           replica.setPeerId(1);
           const seed = openDocument(replica, timelineSchema);
           for (const current of shared) run(seed, current);
           replica.commit();
-          const host = hostOf(replica);
           const cache = createDocumentCache();
-          await cache.checkout("doc", host.version(), timelineSchema, { documents: 4 }, host.load);
+          runPlan(cache.checkout("doc", replica, timelineSchema, { documents: 4 }), 9, (session) => {
+            for (const current of plan) run(session, current);
+          });
           const base = replica.oplogVersion();
           const forks = [left, right].map((steps, index) => {
             const fork = replica.fork();
@@ -239,17 +218,14 @@ describe("a worker's document cache", () => {
             return fork;
           });
           for (const fork of forks) replica.import(fork.export({ mode: "update", from: base }));
-          const next = await cache.checkout(
-            "doc",
-            host.version(),
-            timelineSchema,
-            { documents: 4 },
-            host.load,
-          );
-          assert.deepEqual(
-            view(openDocument(next.doc, timelineSchema, { projection: next.base })),
-            freshView(replica),
-          );
+          const next = cache.checkout("doc", replica, timelineSchema, { documents: 4 });
+          assert.deepEqual(runView(next), freshView(replica));
+          const written = { value: undefined as ReturnType<typeof view> | undefined };
+          const update = runPlan(next, 10, (session) => {
+            for (const current of plan) run(session, current);
+            written.value = view(session);
+          });
+          assert.deepEqual(freshView(applied(replica, update)), written.value);
         },
       ),
       { numRuns: 40 },

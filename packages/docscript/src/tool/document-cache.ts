@@ -1,159 +1,115 @@
 /**
- * A sandbox worker's last-read documents (ADR 0450): per document, a pristine Loro doc at one version and
- * the projection read from it. A run gets a fork of the doc and opens its session from a copy of the
- * projection, so nothing a run writes reaches the cache. A run at a newer version asks the host only
- * for the updates since the cached version and re-reads just the rows they touched.
+ * The host's run documents (ADR 0464, replacing the worker's cache of ADR 0450): per document, a run doc
+ * and the projection of the version it stands for. The run doc is a fork of the host's replica in
+ * Loro's detached editing mode: each run checks it out at its version and writes on its own fresh peer,
+ * so its changes depend on that version alone, and the next checkout drops them again (Loro reverts the
+ * run's ops; only the first revert of a run doc is slow, and it is paid when the doc is made). A run
+ * opens its session on an overlay of the projection, so nothing a run writes reaches either. A newer
+ * version of the replica is caught up by importing the updates since (into the run doc's history only)
+ * and re-reading just the rows they touched from the replica.
  */
-import { LoroDoc, VersionVector } from "loro-crdt";
+import { randomBytes } from "node:crypto";
+import { type Frontiers, type LoroDoc, VersionVector } from "loro-crdt";
 import { projectDocument, refreshRows, versionKey } from "../document/interpret.ts";
-import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import type { Projection } from "../document/projection.ts";
 import { sameVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
-import { DocScriptError } from "../schema/docscript-error.ts";
+import { changedRows } from "../server/changed-rows.ts";
+import type { RunDocument } from "./run-session.ts";
 
-/** What the host sends for a document: the updates since a version the worker holds, or a whole snapshot. */
-export interface DocumentBytes {
-  readonly kind: "updates" | "snapshot";
-  readonly bytes: Uint8Array;
-}
-
-/** Asks the host for the document: `since` is the encoded version vector the worker already holds. */
-export type LoadDocument = (since: Uint8Array | undefined) => Promise<DocumentBytes>;
-
-export interface CheckedOutDocument {
-  /** A fork at the requested version, the run's own: its writes never reach the cache. */
-  readonly doc: LoroDoc;
-  /**
-   * The projection of that version, read-only: `openDocument` starts from a copy of it, and the run
-   * reads it to tell what stood before the plan. Never write to it.
-   */
-  readonly base: Projection;
-  /** How the document was obtained, for tests and metrics. */
-  readonly source: "cached" | "updated" | "snapshot";
-  /** What went wrong on the way and was recovered from (the host logs them). */
-  readonly warnings?: readonly string[];
-}
-
-interface CachedDocument {
-  readonly doc: LoroDoc;
-  projection: Projection;
-  version: string;
-}
-
-/** How much a worker keeps: documents (0 keeps none) and, over all of them, entities (a heap budget). */
+/** How much the host keeps: documents (0 keeps none) and, over all of them, entities. */
 export interface CacheLimits {
   readonly documents: number;
   readonly entities?: number;
 }
 
-/**
- * Entities a worker keeps for a heap ceiling: a quarter of the heap, at ~1.6 KB of heap per kept entity
- * (a 10k-entity timeline and its projection hold ~15.5 MB; Loro's own memory lies outside the heap).
- */
-export function keptEntitiesFor(memoryLimitMb: number): number {
-  return Math.floor((memoryLimitMb * 1024 * 1024) / 4 / 1600);
+/** A run's document, and the call that hands it back once the run has ended. */
+export interface CheckedOutDocument {
+  readonly document: RunDocument;
+  release(): void;
 }
 
 export interface DocumentCache {
-  /** The document `key` at `version` (as `documentVersion` writes it), keeping what `limits` allow. */
-  checkout(
-    key: string,
-    version: string,
-    schema: Schema,
-    limits: CacheLimits,
-    load: LoadDocument,
-  ): Promise<CheckedOutDocument>;
+  /** The document `key` at the replica's current version, keeping what `limits` allow. */
+  checkout(key: string, replica: LoroDoc, schema: Schema, limits: CacheLimits): CheckedOutDocument;
   readonly size: number;
+}
+
+interface KeptDocument {
+  readonly schema: Schema;
+  /** The run doc: a fork of the replica in detached editing mode; its state is the last run's. */
+  doc: LoroDoc;
+  projection: Projection;
+  /** The replica's version the projection stands for, as `documentVersion` writes it, and as a vector and frontiers. */
+  version: string;
+  vector: VersionVector;
+  frontiers: Frontiers;
+  /** Ops runs have authored in the run doc (never exported again): past `maxRunOps` the doc is made anew. */
+  runOps: number;
+  /** A run is using it: another run at the same time gets a document of its own. */
+  leased: boolean;
 }
 
 /** Above this many rows touched by the updates, reading the whole document again is as cheap. */
 const maxRowsRefreshed = 5_000;
+/** Run ops a run doc may hold before it is made anew (they cost memory, never time). */
+const maxRunOps = 200_000;
+
+function freshPeer(): `${number}` {
+  return String(randomBytes(8).readBigUInt64BE() & ((1n << 53n) - 1n)) as `${number}`;
+}
+
+/** Ops in `doc`'s history beyond `vector` (the runs' own). */
+function opsBeyond(doc: LoroDoc, vector: VersionVector): number {
+  let count = 0;
+  for (const [peer, counter] of doc.oplogVersion().toJSON()) count += counter - (vector.get(peer) ?? 0);
+  return count;
+}
+
+/**
+ * A run doc for `replica`: a fork in detached editing mode. Its first revert of a run's ops is slow on a
+ * large document (Loro builds its history index then), so it is made here with a throwaway write.
+ */
+function makeRunDoc(replica: LoroDoc): LoroDoc {
+  const doc = replica.fork();
+  doc.setDetachedEditing(true);
+  const frontiers = replica.frontiers();
+  doc.checkout(frontiers);
+  doc.setPeerId(freshPeer());
+  doc.getMap("docscript-run-doc").set("made", true);
+  doc.commit();
+  doc.checkout(frontiers);
+  return doc;
+}
 
 export function createDocumentCache(): DocumentCache {
-  const entries = new Map<string, CachedDocument>();
+  const entries = new Map<string, KeptDocument>();
 
-  const fromSnapshot = (bytes: Uint8Array, schema: Schema): CachedDocument => {
-    const doc = new LoroDoc();
-    doc.import(bytes);
-    return { doc, projection: projectDocument(doc, schema), version: documentVersion(doc) };
-  };
+  const read = (replica: LoroDoc, schema: Schema): KeptDocument => ({
+    schema,
+    doc: makeRunDoc(replica),
+    projection: projectDocument(replica, schema),
+    version: documentVersion(replica),
+    vector: replica.oplogVersion(),
+    frontiers: replica.frontiers(),
+    runOps: 0,
+    leased: false,
+  });
 
-  /** Imports the updates and re-reads only the rows their ops touched, as the document's events name them. */
-  const catchUp = (entry: CachedDocument, bytes: Uint8Array, schema: Schema): void => {
-    const rows = { entities: new Set<string>(), relations: new Set<string>() };
-    let foreign = false;
-    const unsubscribe = entry.doc.subscribe((batch) => {
-      for (const event of batch.events) {
-        const [root, rowId] = event.path as readonly unknown[];
-        const target = root === ENTITIES ? rows.entities : root === RELATIONS ? rows.relations : undefined;
-        if (target === undefined) {
-          foreign = true;
-          continue;
-        }
-        if (typeof rowId === "string") {
-          target.add(rowId);
-        } else if (event.diff.type === "map") {
-          for (const key of Object.keys(event.diff.updated)) target.add(key);
-        } else {
-          foreign = true;
-        }
-      }
-    });
-    try {
-      entry.doc.import(bytes);
-    } finally {
-      unsubscribe();
-    }
-    if (foreign || rows.entities.size + rows.relations.size > maxRowsRefreshed) {
-      entry.projection = projectDocument(entry.doc, schema);
+  /** Imports the replica's updates since the kept version and re-reads the rows they touched. */
+  const catchUp = (kept: KeptDocument, replica: LoroDoc): void => {
+    const bytes = replica.export({ mode: "update", from: kept.vector });
+    const frontiers = replica.frontiers();
+    const rows = changedRows(replica, kept.frontiers, frontiers);
+    kept.doc.import(bytes);
+    if (rows.foreignRoots.size > 0 || rows.entities.size + rows.relations.size > maxRowsRefreshed) {
+      kept.projection = projectDocument(replica, kept.schema);
     } else {
-      refreshRows(entry.projection, entry.doc, rows);
-      entry.projection.readAt = versionKey(entry.doc);
+      refreshRows(kept.projection, replica, rows);
     }
-    entry.version = documentVersion(entry.doc);
-  };
-
-  const load = async (
-    key: string,
-    version: string,
-    schema: Schema,
-    loadDocument: LoadDocument,
-    warnings: string[],
-  ): Promise<{ entry: CachedDocument; source: CheckedOutDocument["source"] }> => {
-    const cached = entries.get(key);
-    if (cached !== undefined && cached.projection.schema === schema) {
-      if (sameVersion(cached.version, version)) return { entry: cached, source: "cached" };
-      const answer = await loadDocument(cached.doc.oplogVersion().encode());
-      if (answer.kind === "updates") {
-        try {
-          catchUp(cached, answer.bytes, schema);
-        } catch (error) {
-          // The kept entry may be half caught up: it is dropped and the document read whole below.
-          warnings.push(
-            `the updates since the kept version did not apply (${(error as Error).message}); read a snapshot`,
-          );
-        }
-        if (warnings.length === 0 && sameVersion(cached.version, version))
-          return { entry: cached, source: "updated" };
-      } else {
-        const entry = fromSnapshot(answer.bytes, schema);
-        if (sameVersion(entry.version, version)) return { entry, source: "snapshot" };
-      }
-    }
-    // Nothing cached, another schema, or the cached doc is not an ancestor of this version: read it whole.
-    entries.delete(key);
-    const answer = await loadDocument(undefined);
-    if (answer.kind !== "snapshot")
-      throw new DocScriptError("document_unavailable", "the host answered a snapshot request with updates");
-    const entry = fromSnapshot(answer.bytes, schema);
-    if (!sameVersion(entry.version, version)) {
-      throw new DocScriptError(
-        "document_unavailable",
-        `the host sent the document at another version than the run's (${entry.version.slice(0, 40)}, not ${version.slice(0, 40)})`,
-      );
-    }
-    return { entry, source: "snapshot" };
+    kept.version = documentVersion(replica);
+    kept.vector = replica.oplogVersion();
+    kept.frontiers = frontiers;
   };
 
   const keptEntities = () => {
@@ -163,16 +119,46 @@ export function createDocumentCache(): DocumentCache {
   };
 
   return {
-    async checkout(key, version, schema, limits, loadDocument) {
+    checkout(key, replica, schema, limits) {
+      const version = documentVersion(replica);
       const warnings: string[] = [];
-      const { entry, source } = await load(key, version, schema, loadDocument, warnings);
-      const reported = warnings.length === 0 ? {} : { warnings };
+      const kept = entries.get(key);
+      if (kept?.leased === true) {
+        // Another run is using it: this one gets a fork of its own (its projection too, unless the
+        // kept one is at this version: the other run only reads it).
+        const base = sameVersion(kept.version, version) ? kept.projection : projectDocument(replica, schema);
+        return { document: { doc: replica.fork(), base, source: "snapshot" }, release() {} };
+      }
+      let entry: KeptDocument | undefined;
+      let source: RunDocument["source"] = "snapshot";
+      if (kept !== undefined && kept.schema === schema && kept.runOps <= maxRunOps) {
+        if (sameVersion(kept.version, version)) {
+          entry = kept;
+          source = "cached";
+        } else if (holdsVector(replica, kept.vector)) {
+          try {
+            catchUp(kept, replica);
+            entry = kept;
+            source = "updated";
+          } catch (error) {
+            warnings.push(
+              `the updates since the kept version did not apply (${(error as Error).message}); read the document whole`,
+            );
+          }
+        }
+      }
       entries.delete(key);
+      entry ??= read(replica, schema);
+      // Drops the last run's ops from the run doc's state: it reads as the replica's version again.
+      entry.doc.checkout(entry.frontiers);
+      entry.projection.readAt = versionKey(entry.doc);
+      const before = entry.doc.oplogVersion();
+      const reported = warnings.length === 0 ? {} : { warnings };
       const maxEntities = limits.entities ?? Number.POSITIVE_INFINITY;
-      if (limits.documents <= 0 || entry.projection.entityCount > maxEntities) {
-        // Not kept, so the run may write into the doc it was handed; the projection is copied on open.
+      const keep = limits.documents > 0 && entry.projection.entityCount <= maxEntities;
+      if (!keep) {
         if (limits.documents <= 0) entries.clear();
-        return { doc: entry.doc, base: entry.projection, source, ...reported };
+        return { document: { doc: entry.doc, base: entry.projection, source, ...reported }, release() {} };
       }
       entries.set(key, entry);
       // The least recently used leave first; the document just read is the last to go.
@@ -180,12 +166,26 @@ export function createDocumentCache(): DocumentCache {
         if (entries.size <= limits.documents && keptEntities() <= maxEntities) break;
         entries.delete(oldest);
       }
-      return { doc: entry.doc.fork(), base: entry.projection, source, ...reported };
+      entry.leased = true;
+      const leased = entry;
+      return {
+        document: { doc: entry.doc, base: entry.projection, source, ...reported },
+        release() {
+          leased.leased = false;
+          leased.runOps += opsBeyond(leased.doc, before);
+        },
+      };
     },
     get size() {
       return entries.size;
     },
   };
+}
+
+/** Whether `doc` holds every op of `vector`: updates since it can be exported. */
+function holdsVector(doc: LoroDoc, vector: VersionVector): boolean {
+  const order = vector.compare(doc.oplogVersion());
+  return order !== undefined && order <= 0;
 }
 
 /**

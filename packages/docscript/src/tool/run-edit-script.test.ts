@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { LoroDoc } from "loro-crdt";
+import { largeTimeline } from "../../test/large-timeline.ts";
 import { openDocument } from "../document/document-session.ts";
 import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { createEditScriptPool } from "./create-edit-script-pool.ts";
 import { runEditScript } from "./run-edit-script.ts";
+import { maxReadItems } from "./run-session.ts";
 
 const schema = {
   module: new URL("../timeline/timeline-schema.ts", import.meta.url),
@@ -13,11 +15,11 @@ const schema = {
 };
 const countTracks = "console.log(entities.list({ entityKind: 'track' }).length);";
 
-describe("runEditScript on a warm worker (ADR 0450)", () => {
+describe("runEditScript on a warm worker (ADR 0464)", () => {
   const pool = createEditScriptPool({ size: 1 });
   after(() => pool.close());
 
-  it("reads a snapshot once, then serves the same version from the worker, then only the updates since", async () => {
+  it("reads a snapshot once, then serves the same version from the host's run document, then only the updates since", async () => {
     const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
     const run = async (script: string, cachedDocuments?: number) => {
       const result = await runEditScript(
@@ -71,5 +73,47 @@ describe("runEditScript on a warm worker (ADR 0450)", () => {
       result.logs.map((line) => line.text),
       ["3"],
     );
+  });
+});
+
+describe("runEditScript on a document the worker could not hold (ADR 0464)", () => {
+  // A worker heap far below what the document and its projection take: the worker holds neither.
+  const pool = createEditScriptPool({ size: 1, memoryLimitMb: 48 });
+  after(() => pool.close());
+  const { snapshot, firstClips, entityCount } = largeTimeline(Math.ceil(maxReadItems / 3));
+
+  it("runs writes and reads by id, and refuses a read above the bound with its place in the script", async () => {
+    assert.ok(entityCount > maxReadItems);
+    const replica = LoroDoc.fromSnapshot(snapshot);
+    const context = { pool, schema, hooks: {} };
+    const written = await runEditScript(context, {
+      docId: "large",
+      replica,
+      version: "v",
+      script: `for (const id of ${JSON.stringify(firstClips)}) entities.update(id, [{ op: "set", path: ["volume"], value: -4 }]);
+console.log(entities.list({ entityKind: "track" }).length, relations.of("${firstClips[0]}").length);`,
+    });
+    assert.ok(written.ok, JSON.stringify(written));
+    assert.equal(written.plan.preview.counts.updated, firstClips.length);
+    assert.deepEqual(
+      written.logs.map((line) => line.text),
+      ["3 3"],
+    );
+    const copy = replica.fork();
+    copy.import(written.plan.update);
+    const clip = openDocument(copy, timelineSchema).entities.get(firstClips[0]!);
+    assert.equal(clip?.payload.volume, -4);
+
+    const listed = await runEditScript(context, {
+      docId: "large",
+      replica,
+      version: "v",
+      script: `const tracks = entities.list({ entityKind: "track" });
+const all = entities.list();`,
+    });
+    assert.equal(listed.ok, false);
+    assert.equal(!listed.ok && listed.error.code, "read_limit", JSON.stringify(listed));
+    assert.match(!listed.ok ? listed.error.message : "", /more than 20000.*\(line 2, column \d+\)/);
+    assert.equal(!listed.ok && (listed.error.data as { line?: number }).line, 2);
   });
 });

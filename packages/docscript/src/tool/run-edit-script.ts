@@ -1,14 +1,15 @@
 /** `runEditScript`: one script on one pulled snapshot, in the sandbox; the lower-level piece under the tool. */
 import { randomBytes, randomUUID } from "node:crypto";
-import { LoroDoc, VersionVector } from "loro-crdt";
+import { LoroDoc } from "loro-crdt";
 import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
-import type { SandboxFailure, SandboxLog } from "../sandbox/sandbox-protocol.ts";
+import type { SandboxFailure, SandboxLog, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { assetEntity, uploadTextOf } from "./asset-hooks.ts";
-import { type DocumentBytes, documentVersion, holdsVersion, keptEntitiesFor } from "./document-cache.ts";
+import { createDocumentCache, type DocumentCache, documentVersion } from "./document-cache.ts";
 import type { EditPlan } from "./edit-plan.ts";
-import type { EditScriptInput, EditScriptPlanBody } from "./edit-script-dispatcher.ts";
+import type { ScriptCall } from "./edit-script-dispatcher.ts";
 import type { DocScriptHooks, UploadedText } from "./host-hooks.ts";
+import { type EditScriptPlanBody, loadSchema, openRunSession, type RunSessionInput } from "./run-session.ts";
 
 /** Where the document's schema lives: workers import it by module and export name. */
 export interface SchemaReference {
@@ -19,8 +20,9 @@ export interface SchemaReference {
 export interface RunEditScriptRequest {
   readonly docId: string;
   /**
-   * The document as pulled: the replica the host keeps (the worker asks it for the updates since the
-   * version it last read, ADR 0450), or snapshot bytes. The replica must not change while the run loads.
+   * The document as pulled: the replica the host keeps (the host's run documents catch up with it by
+   * the updates since the version they hold, ADR 0464), or snapshot bytes. The replica must not change
+   * while the run is going.
    */
   readonly replica?: LoroDoc;
   readonly snapshot?: Uint8Array;
@@ -48,47 +50,43 @@ export interface RunEditScriptContext {
   readonly pool: SandboxPool;
   readonly schema: SchemaReference;
   readonly hooks: DocScriptHooks;
-  /** Documents each worker keeps between runs (ADR 0450); 4 by default, 0 keeps none. */
+  /** Documents the host keeps ready for runs (ADR 0464); 4 by default, 0 keeps none. */
   readonly cachedDocuments?: number;
-  /** Entities each worker keeps over all its documents; by default what a 256 MB heap affords (`keptEntitiesFor`). */
+  /** Entities the host keeps over all those documents; no bound by default. */
   readonly cachedEntities?: number;
+  /** Where those documents are kept; by default one cache per pool. */
+  readonly documents?: DocumentCache;
 }
 
-/** The document the run works on, and how the host answers the worker's `document` call for it. */
-function documentSource(request: RunEditScriptRequest): {
-  version: string;
-  replica: LoroDoc;
-  answer(since: unknown): DocumentBytes;
-} {
-  const replica =
-    request.replica ??
-    (() => {
-      if (request.snapshot === undefined)
-        throw new DocScriptError("invalid_request", "runEditScript needs a replica or a snapshot");
-      const doc = new LoroDoc();
-      doc.import(request.snapshot);
-      return doc;
-    })();
-  const version = documentVersion(replica);
-  return {
-    version,
-    replica,
-    answer(since) {
-      if (documentVersion(replica) !== version)
-        throw new DocScriptError("document_changed", "the replica changed while the run was loading it");
-      if (since instanceof Uint8Array && holdsVersion(replica, since)) {
-        try {
-          return {
-            kind: "updates",
-            bytes: replica.export({ mode: "update", from: VersionVector.decode(since) }),
-          };
-        } catch {
-          // A replica read from a shallow snapshot holds no history before it: the snapshot is the answer.
-        }
-      }
-      return { kind: "snapshot", bytes: request.snapshot ?? replica.export({ mode: "snapshot" }) };
-    },
-  };
+/** Each pool's run documents, when the caller names no cache of its own. */
+const cachesByPool = new WeakMap<SandboxPool, DocumentCache>();
+
+function documentsOf(context: RunEditScriptContext): DocumentCache {
+  if (context.documents !== undefined) return context.documents;
+  let cache = cachesByPool.get(context.pool);
+  if (cache === undefined) {
+    cache = createDocumentCache();
+    cachesByPool.set(context.pool, cache);
+  }
+  return cache;
+}
+
+/** The replica a run reads: the one given, or one read from the snapshot bytes. */
+function replicaOf(request: RunEditScriptRequest): LoroDoc {
+  if (request.replica !== undefined) return request.replica;
+  if (request.snapshot === undefined)
+    throw new DocScriptError("invalid_request", "runEditScript needs a replica or a snapshot");
+  const doc = new LoroDoc();
+  doc.import(request.snapshot);
+  return doc;
+}
+
+/** A binding call as the worker sent it; anything else is refused. */
+function scriptCallOf(payload: unknown): ScriptCall {
+  const call = payload as Partial<ScriptCall> | null;
+  if (typeof call?.binding !== "string" || typeof call.method !== "string" || !Array.isArray(call.args))
+    throw new DocScriptError("invalid_request", "a script call names its binding, method and arguments");
+  return call as ScriptCall;
 }
 
 /** A fresh Loro peer for each run: 53 random bits, so two runs never author on the same peer. */
@@ -102,18 +100,12 @@ export async function runEditScript(
   request: RunEditScriptRequest,
 ): Promise<RunEditScriptResult> {
   const planId = `plan_${randomUUID()}`;
-  const source = documentSource(request);
-  const input: EditScriptInput = {
+  const replica = replicaOf(request);
+  const schema = await loadSchema(String(context.schema.module), context.schema.exportName);
+  const input: RunSessionInput = {
     docId: request.docId,
     planId,
     ...(request.actor === undefined ? {} : { actor: request.actor }),
-    version: source.version,
-    cache: {
-      documents: context.cachedDocuments ?? 4,
-      entities: context.cachedEntities ?? keptEntitiesFor(256),
-    },
-    schemaModule: String(context.schema.module),
-    schemaExport: context.schema.exportName,
     peerId: freshPeerId(),
     hooks: {
       loadEntityAsset: context.hooks.loadEntityAsset !== undefined,
@@ -122,24 +114,53 @@ export async function runEditScript(
   };
   /** What `uploadText` stored during this run: staged with the plan, discarded if the plan is not. */
   const uploads: UploadedText[] = [];
-  const result = await context.pool.run({
-    script: request.script,
-    input,
-    ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }),
-    onHostCall: async (method, payload) => {
-      if (method === "document") return source.answer((payload as { since?: unknown }).since);
-      if (method === "loadEntityAsset" && context.hooks.loadEntityAsset !== undefined) {
-        const entity = assetEntity(source.replica, (payload as { entity?: unknown } | null)?.entity);
-        return await context.hooks.loadEntityAsset(request.docId, entity);
-      }
-      if (method === "uploadText" && context.hooks.uploadText !== undefined) {
-        const stored = await context.hooks.uploadText(request.docId, uploadTextOf(payload));
-        uploads.push(stored);
-        return stored;
-      }
-      throw Object.assign(new Error(`the host offers no ${method}`), { code: "no_host_hook" });
+  const version = documentVersion(replica);
+  const checkedOut = documentsOf(context).checkout(
+    `${String(context.schema.module)}#${context.schema.exportName}#${request.docId}`,
+    replica,
+    schema,
+    {
+      documents: context.cachedDocuments ?? 4,
+      ...(context.cachedEntities === undefined ? {} : { entities: context.cachedEntities }),
     },
-  });
+  );
+  let result: Awaited<ReturnType<SandboxPool["run"]>>;
+  try {
+    const session = openRunSession(input, schema, checkedOut.document, {
+      async call(method, payload) {
+        if (method === "loadEntityAsset" && context.hooks.loadEntityAsset !== undefined) {
+          const entity = assetEntity(replica, (payload as { entity?: unknown } | null)?.entity);
+          return await context.hooks.loadEntityAsset(request.docId, entity);
+        }
+        if (method === "uploadText" && context.hooks.uploadText !== undefined) {
+          const stored = await context.hooks.uploadText(request.docId, uploadTextOf(payload));
+          uploads.push(stored);
+          return stored;
+        }
+        throw Object.assign(new Error(`the host offers no ${method}`), { code: "no_host_hook" });
+      },
+    });
+    result = await context.pool.run({
+      script: request.script,
+      input: null,
+      ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }),
+      onHostCall: async (method, payload) => {
+        if (documentVersion(replica) !== version)
+          throw new DocScriptError("document_changed", "the replica changed while the run was going");
+        if (method === "script") {
+          const call = scriptCallOf(payload);
+          // The worker's gate let through only the surface's methods, each the way it is declared.
+          return call.binding === "entities" && call.method === "materialize"
+            ? await session.callAsync(call.binding, call.method, call.args)
+            : session.call(call.binding, call.method, call.args);
+        }
+        if (method === "finish") return await session.finish(payload as ScriptOutcome);
+        throw Object.assign(new Error(`the host offers no ${method}`), { code: "no_host_hook" });
+      },
+    });
+  } finally {
+    checkedOut.release();
+  }
   if (!result.ok) {
     await discardUploads(context.hooks, request.docId, uploads);
     return { ok: false, error: result.error, logs: result.logs };
