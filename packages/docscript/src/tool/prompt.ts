@@ -1,4 +1,6 @@
 /** The whole prompt a host hands the model: workflow, execution rules, the contract and worked scripts. */
+
+import { maxReadItems } from "./run-session.ts";
 import { scriptContract } from "./script-contract.ts";
 
 /** Worked scripts, each runnable as written on the sample timeline. */
@@ -72,7 +74,7 @@ export function renderPrompt(input: PromptInput): string {
 ## Execution rules
 - The script is the body of an async function: \`await\` works, \`return\` ends it. Only \`entities\`, \`relations\` and \`console\` exist: no network, storage, timers, \`import()\`, \`eval\` or \`Function\`, no typed arrays.
 - It stops after \`timeout_ms\` (default and most ${input.timeoutMs}: a larger value is that) counted from its start, or at its memory ceiling; then nothing is published. An error names the script's \`line\`, \`column\` and \`sourceLine\` in \`error.data\`; a refused write's \`issues\` give each path, constraint, message and the \`value\` you gave.
-- Reads are assembled (a variant reads with its base applied) and are copies: changing a returned object changes nothing.
+- Reads are assembled (a variant reads with its base applied) and are copies: changing a returned object changes nothing. One read (\`entities.list\`, \`relations.list\`, \`relations.of\`) answers at most ${maxReadItems} items; one that would answer more throws \`read_limit\`: filter by kind, or read by id.
 - Every write lands whole or not at all and is checked as it lands: a refused write throws a \`DocScriptError\` at the call that made it (\`error.code\`, \`error.message\`, \`error.data.issues\`). Catch it to try another way, or let it end the run.
 - List members are addressed by index; \`splice\` on text counts code points.
 - A Clip is assembled from a \`clip\`, a \`sequence-marker\` and content, linked with \`marker\` and \`contain\`; the document stores the marker and the content on the clip's row, so the plan is refused until each clip has both. A track holds its clips with \`contain\`, in order.
