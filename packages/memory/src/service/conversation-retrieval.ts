@@ -14,7 +14,7 @@
 import type { StoredMemory } from "../store/memory-store.ts";
 import { cachedIndexTokens, termTest } from "../text/index-tokens.ts";
 import { byScore } from "./rank-memories.ts";
-import { jaccard, wordSet } from "./text.ts";
+import { isStopWord, jaccard, wordSet } from "./text.ts";
 
 const monthNames = [
   "january",
@@ -70,6 +70,29 @@ export function midSentenceNames(text: string): Set<string> {
       if (/^\p{Lu}\p{Ll}{2,}$/u.test(bare)) names.add(bare);
     }
   }
+  return names;
+}
+
+/**
+ * The names among some texts: capitalised words inside sentences, and capitalised words opening one
+ * that the texts never write in lowercase ("Vera, who I met at my running club, …" — while "Sad" of
+ * "Sad news" is also written "sad" somewhere, and an English word opening a sentence usually is).
+ */
+export function namesIn(texts: readonly string[]): Set<string> {
+  const names = new Set<string>();
+  const lower = new Set<string>();
+  const openers = new Set<string>();
+  for (const text of texts) {
+    for (const name of midSentenceNames(text)) names.add(name);
+    for (const word of text.match(/[\p{L}]+/gu) ?? []) {
+      if (/^\p{Ll}/u.test(word)) lower.add(word);
+    }
+    for (const sentence of text.split(/(?<=[.!?:])\s+/)) {
+      const first = sentence.match(/^[\p{L}]+/u)?.[0];
+      if (first && /^\p{Lu}\p{Ll}{2,}$/u.test(first) && !sentence.endsWith(":")) openers.add(first);
+    }
+  }
+  for (const word of openers) if (!lower.has(word.toLowerCase()) && !isStopWord(word)) names.add(word);
   return names;
 }
 
@@ -141,6 +164,8 @@ export function onlyAsks(content: string): boolean {
  */
 const speakerLift = 1.6;
 const otherSpeakerLift = 1.3;
+/** The reply to a question put by name to the one asked about takes all of its score (dev halves). */
+const addressedAnswerShare = 1;
 
 /** Whether a turn speaks of its speaker in the first person singular ("I love it", "I'm a nurse"). */
 export function speaksOfSelf(content: string): boolean {
@@ -148,9 +173,16 @@ export function speaksOfSelf(content: string): boolean {
     content.replace(/^[^:\n]{1,40}:\s+/u, ""),
   );
 }
-/** Whether a turn names, inside a sentence, someone the question names ("…, Maya?"). */
-function addresses(content: string, words: ReadonlySet<string>): boolean {
-  for (const name of midSentenceNames(content)) if (words.has(name.toLowerCase())) return true;
+/** The names a question asks about, lowercased: its capitalised words after the first ("Maya's"). */
+export function askedNames(query: string): Set<string> {
+  return new Set([...midSentenceNames(query)].map((name) => name.toLowerCase()));
+}
+
+/** Whether a turn (past its "Speaker:" prefix) names someone the question asks about ("Maya, how's…?"). */
+export function addresses(content: string, names: ReadonlySet<string>): boolean {
+  if (names.size === 0) return false;
+  const text = content.replace(/^[^:\n]{1,40}:\s+/u, "");
+  for (const word of text.match(/\p{Lu}[\p{L}]+/gu) ?? []) if (names.has(word.toLowerCase())) return true;
   return false;
 }
 
@@ -161,6 +193,7 @@ export function liftByTimeAndSpeaker(
   window: TimeWindow | undefined,
 ): Scored[] {
   const words = new Set(query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
+  const names = askedNames(query);
   const possessives = possessivesOf(query);
   return hits.map((hit) => {
     let score = hit.score;
@@ -175,7 +208,7 @@ export function liftByTimeAndSpeaker(
     // answer follows it.
     if (speaker && words.has(speaker.toLowerCase()) && !onlyAsks(hit.memory.content)) {
       score *= speaksOfSelf(hit.memory.content) ? speakerLift : otherSpeakerLift;
-    } else if (speaker && onlyAsks(hit.memory.content) && addresses(hit.memory.content, words)) {
+    } else if (speaker && onlyAsks(hit.memory.content) && addresses(hit.memory.content, names)) {
       score *= speakerLift;
     }
     if (possessives.length > 0) {
@@ -211,13 +244,22 @@ export function spreadToNeighbours(
   neighbours: ReadonlyMap<string, { memory: StoredMemory; offset: number }[]>,
   share = 0.35,
   answerShare = 0.7,
+  /** The names the question asks about (`askedNames`): a reply by one asked by name is their answer. */
+  asked: ReadonlySet<string> = new Set(),
 ): Scored[] {
   const scores = new Map(hits.map((hit) => [hit.memory.id, { memory: hit.memory, score: hit.score }]));
   for (const hit of hits) {
+    const putTo = asked.size > 0 && onlyAsks(hit.memory.content) && addresses(hit.memory.content, asked);
     for (const { memory, offset } of neighbours.get(hit.memory.id) ?? []) {
       if (!sameConversation(hit.memory, memory)) continue;
-      // The turn right after a question is its likeliest answer: it gets more of the question's score.
-      const step = offset === 1 && hit.memory.content.includes("?") ? answerShare : share;
+      // The turn right after a question is its likeliest answer: it gets more of the question's score,
+      // all of it when the question was put by name to its speaker, whom the question asks about.
+      const step =
+        offset === 1 && putTo && asked.has(speakerOf(memory)?.toLowerCase() ?? "")
+          ? addressedAnswerShare
+          : offset === 1 && hit.memory.content.includes("?")
+            ? answerShare
+            : share;
       const gain = hit.score * step * 0.5 ** (Math.abs(offset) - 1);
       const entry = scores.get(memory.id);
       if (entry) entry.score += gain;
@@ -321,6 +363,8 @@ export function scaleByContextCoverage(
   terms: readonly string[],
   /** A term's related words (`relatedWords`) cover it too: "job" covers "work". */
   alternatives: ReadonlyMap<string, readonly string[]> = new Map(),
+  /** A second hop's first hop: the two cover the question together. */
+  chains: ReadonlyMap<string, StoredMemory> = new Map(),
 ): Scored[] {
   const tests = terms.flatMap((term) => {
     const all = [term, ...(alternatives.get(term) ?? [])].flatMap((each) => termTest(each) ?? []);
@@ -352,6 +396,8 @@ export function scaleByContextCoverage(
         if (offset < -contextBefore || offset > contextAfter) continue;
         for (const [index, yes] of matches(memory).entries()) if (yes) covered[index] = true;
       }
+      const from = chains.get(hit.memory.id);
+      if (from) for (const [index, yes] of matches(from).entries()) if (yes) covered[index] = true;
       const share = covered.reduce((sum, yes, index) => sum + (yes ? weight[index]! : 0), 0) / total;
       const factor = coverageFloor + (1 - coverageFloor) * share;
       return { memory: hit.memory, score: hit.score * factor };

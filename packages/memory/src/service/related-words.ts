@@ -65,6 +65,8 @@ const relations: readonly (readonly [asked: string, related: string])[] = [
   ],
   // Health.
   ["health sick ill illness injury", "sick ill doctor hospital injury surgery health"],
+  // "What did Maya name the beagle?" — "What are you calling him?"
+  ["name named", "name named call called calling nickname"],
   ["car vehicle", "car drive drove truck vehicle"],
   ["birthday age", "birthday born"],
 ];

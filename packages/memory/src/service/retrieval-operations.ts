@@ -3,14 +3,16 @@ import { recallConversationRequestSchema } from "../schemas/event.ts";
 import { searchKnowledgeRequestSchema } from "../schemas/knowledge.ts";
 import { type Memory, searchRequestSchema } from "../schemas/memory.ts";
 import { type MemoryScope, pickScope, scopeContains } from "../scope/memory-scope.ts";
+import type { StoredMemory } from "../store/memory-store.ts";
 import { cachedIndexTokens, termTest } from "../text/index-tokens.ts";
 import {
+  askedNames,
   contextTurns,
   diversify,
   liftBySpecificity,
   liftByTimeAndSpeaker,
   mergeSecondPass,
-  midSentenceNames,
+  namesIn,
   newNames,
   scaleByContextCoverage,
   speakerOf,
@@ -105,13 +107,14 @@ export function createSearchRanked({ store, clock, embedder, vectorWeight }: Ser
     // and the question's words the first hit did not hold ("Maya's sister" → "My sister Lena …" →
     // "Lena" and "instrument play" → "Lena played her violin").
     const speakers = new Set(found.flatMap((hit) => speakerOf(hit.memory) ?? []));
-    const known = new Set(found.flatMap((hit) => [...midSentenceNames(hit.memory.content)]));
+    const known = namesIn(found.map((hit) => hit.memory.content));
     for (const speaker of speakers) known.delete(speaker);
     const top = lexical[0]?.score ?? 0;
     const passes = lexical.slice(0, 3).flatMap((hit) => {
       const seeds = newNames(hit.memory.content, query, known).filter((name) => !speakers.has(name));
       return seeds.length > 0 && top > 0 ? [{ hit, seeds }] : [];
     });
+    const chains = new Map<string, StoredMemory>();
     for (const { hit, seeds } of passes) {
       const held = new Set(cachedIndexTokens(hit.memory.content));
       const rest = terms.filter((term) => {
@@ -138,6 +141,8 @@ export function createSearchRanked({ store, clock, embedder, vectorWeight }: Ser
         const tokens = cachedIndexTokens(other.memory.content);
         return restTests.some((test) => tokens.some(test));
       });
+      // A hop covers the question together with the turn it came from ("Lena" + "my sister").
+      for (const other of withSeed) if (!chains.has(other.memory.id)) chains.set(other.memory.id, hit.memory);
       lexical = mergeSecondPass(
         lexical,
         liftByTimeAndSpeaker(withSeed, query, window),
@@ -155,7 +160,7 @@ export function createSearchRanked({ store, clock, embedder, vectorWeight }: Ser
     const inScope = new Map(
       [...neighbours].map(([id, list]) => [id, list.filter(({ memory }) => scopeContains(scope, memory))]),
     );
-    lexical = spreadToNeighbours(lexical, inScope);
+    lexical = spreadToNeighbours(lexical, inScope, undefined, undefined, askedNames(query));
     lexical = scaleByContextCoverage(
       lexical,
       contextTurns(
@@ -164,6 +169,7 @@ export function createSearchRanked({ store, clock, embedder, vectorWeight }: Ser
       ),
       terms,
       alternatives,
+      chains,
     );
     return diversify(rankMemories(lexical, vectors, clock().getTime()), limit).slice(0, limit);
   };

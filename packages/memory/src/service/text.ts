@@ -7,6 +7,11 @@ const stopWords = new Set(
   ),
 );
 
+/** Whether a word is one of the stop words `queryTerms` drops ("the", "what", "when"). */
+export function isStopWord(word: string): boolean {
+  return stopWords.has(word.toLowerCase());
+}
+
 /**
  * Lowercase words (letters and digits), stop words dropped, duplicates removed, at most 32. Single
  * letters are dropped too: they are the fragments of possessives and contractions ("user's" splits
