@@ -11,7 +11,11 @@
  *   - temporal questions ask when something happened (the session's date answers) or what happened
  *     in a given month;
  *   - multi-hop questions need two turns from different sessions (who the sister is, then what she
- *     plays), the second naming someone the question does not.
+ *     plays), the second naming someone the question does not;
+ *   - each planted exchange is said in one of two or three phrasings, some with no word a lexical
+ *     search can reach ("How's the new gig treating you?"), and small talk is a greeting, a reaction
+ *     or a bit of news (or two of them), so few lines repeat word for word and a ranking cannot lean
+ *     on small talk being one template.
  * Conversations alternate between "dev" (ranking may be tuned on them) and "held-out" (reported only).
  */
 
@@ -116,26 +120,70 @@ const monthNames = [
 const chores = ["the garden", "my taxes", "laundry", "the garage", "emails", "meal prep", "the bike"];
 const foods = ["ramen", "tacos", "curry", "pizza", "dumplings", "falafel"];
 
-/** Chit-chat between the two, reusing the questions' words about other people and things. */
+const greetings = [
+  "Hey OTHER, good to hear from you.",
+  "Morning! Coffee in hand already?",
+  "Long day today, OTHER?",
+  "How did the weekend treat you?",
+  "How was your week, OTHER?",
+  "Sorry I went quiet, things got hectic.",
+  "Finally some time to chat!",
+];
+const reactions = [
+  "That's so true.",
+  "Ha, fair enough.",
+  "Oh no, really?",
+  "Wow, I didn't know that.",
+  "Same here, honestly.",
+  "Totally get that.",
+  "Haha, classic.",
+  "Makes sense to me.",
+  "I feel the same way, OTHER.",
+  "Anyway, how's everything with you?",
+];
+const fillerTopics: (() => string)[] = [
+  () => `Mine was mostly ${pick(chores)}.`,
+  () => `Spent half of Sunday on ${pick(chores)}, not fun.`,
+  () => `I had ${pick(foods)} with ${pick(thirdParties)} yesterday, it was great.`,
+  () => `We ordered ${pick(foods)} again, I'm hooked.`,
+  () => `${pick(thirdParties)} says their ${pick(pets)} keeps escaping the yard.`,
+  () => `My cousin wants a ${pick(pets)} but her landlord says no.`,
+  () => `Have you ever been to ${pick(countries)}? ${pick(thirdParties)} keeps recommending it.`,
+  () => `${pick(thirdParties)} posted photos from ${pick(countries)}, looks amazing.`,
+  () => `My neighbour works as a ${pick(jobs)} at ${pick(companies)}, long hours.`,
+  () => `${pick(thirdParties)} just started as a ${pick(jobs)} somewhere downtown.`,
+  () => `${pick(thirdParties)} is learning the ${pick(instruments)}, slowly.`,
+  () => `There was a street band with a ${pick(instruments)} outside the station today.`,
+  () => `The weather in ${pick(cities)} looked awful on the news.`,
+  () => `${pick(thirdParties)}'s sister is moving to ${pick(cities)} apparently.`,
+  () => `I keep meaning to call my cousin, maybe this weekend.`,
+  () => `Ha, that reminds me of something ${pick(thirdParties)} told me.`,
+  () => `Did you watch the match last night? What a finish.`,
+  () => `I need a holiday soon, work has been a lot.`,
+  () => `The bus was late again, third time this week.`,
+  () => `I started a new podcast about old shipwrecks, oddly relaxing.`,
+  () => `We tried a board game night, chaos but fun.`,
+  () => `My plants are finally recovering after the heatwave.`,
+];
+
+/**
+ * Chit-chat between the two, reusing the questions' words about other people and things: a greeting,
+ * a bit of news or a reaction, sometimes two, so few lines repeat word for word.
+ */
 function filler(speaker: string, other: string): string {
-  const templates: (() => string)[] = [
-    () => `How was your week, ${other}? Mine was mostly ${pick(chores)}.`,
-    () => `I had ${pick(foods)} with ${pick(thirdParties)} yesterday, it was great.`,
-    () => `${pick(thirdParties)} says their ${pick(pets)} keeps escaping the yard.`,
-    () => `Have you ever been to ${pick(countries)}? ${pick(thirdParties)} keeps recommending it.`,
-    () => `My neighbour works as a ${pick(jobs)} at ${pick(companies)}, long hours.`,
-    () => `${pick(thirdParties)} is learning the ${pick(instruments)}, slowly.`,
-    () => `The weather in ${pick(cities)} looked awful on the news.`,
-    () => `I keep meaning to call my cousin, maybe this weekend.`,
-    () => `Ha, that reminds me of something ${pick(thirdParties)} told me.`,
-    () => `Did you watch the match last night? What a finish.`,
-    () => `I need a holiday soon, work has been a lot.`,
-    () => `That's so true. I feel the same way, ${other}.`,
-    () => `Haha, totally. Anyway, how's everything with you?`,
-    () => `${pick(thirdParties)}'s sister is moving to ${pick(cities)} apparently.`,
-  ];
   void speaker;
-  return pick(templates)();
+  const roll = random();
+  const parts =
+    roll < 0.15
+      ? [pick(greetings)]
+      : roll < 0.3
+        ? [pick(reactions)]
+        : roll < 0.55
+          ? [pick(reactions), pick(fillerTopics)()]
+          : roll < 0.7
+            ? [pick(greetings), pick(fillerTopics)()]
+            : [pick(fillerTopics)()];
+  return parts.join(" ").replaceAll("OTHER", other);
 }
 
 interface Turn {
@@ -194,9 +242,30 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
   plants.push({
     session: free(),
     turns: [
-      { speaker: self, text: `Big news: we adopted a ${pet} from the shelter on Saturday!` },
-      { speaker: other, text: `No way, congratulations! Did you pick a name yet?` },
-      { speaker: self, text: `Yes, ${petName}! It suits him, he already answers to it.` },
+      {
+        speaker: self,
+        text: pick([
+          `Big news: we adopted a ${pet} from the shelter on Saturday!`,
+          `We finally brought home a ${pet} last weekend!`,
+          `Meet the newest member of the family: a little ${pet}!`,
+        ]),
+      },
+      {
+        speaker: other,
+        text: pick([
+          `No way, congratulations! Did you pick a name yet?`,
+          `Aww! What are you calling him?`,
+          `That's wonderful. Does he have a name?`,
+        ]),
+      },
+      {
+        speaker: self,
+        text: pick([
+          `Yes, ${petName}! It suits him, he already answers to it.`,
+          `${petName}. The kids chose it and it stuck.`,
+          `We went with ${petName}, it just fit.`,
+        ]),
+      },
     ],
     evidence: [2],
     question: { question: `What did ${self} name the ${pet}?`, answer: petName, category: "single-hop" },
@@ -204,8 +273,22 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
   plants.push({
     session: free(),
     turns: [
-      { speaker: other, text: `How is the new job going, ${self}?` },
-      { speaker: self, text: `I love it. Being a ${job} at ${company} is exactly what I hoped for.` },
+      {
+        speaker: other,
+        text: pick([
+          `How is the new job going, ${self}?`,
+          `How are things at work these days, ${self}?`,
+          `${self}, how's the new gig treating you?`,
+        ]),
+      },
+      {
+        speaker: self,
+        text: pick([
+          `I love it. Being a ${job} at ${company} is exactly what I hoped for.`,
+          `Honestly great. ${company} treats its people well, and I like being a ${job} there.`,
+          `Busy! I'm the only ${job} on my team at ${company}.`,
+        ]),
+      },
     ],
     evidence: [1],
     question: { question: `Where does ${self} work?`, answer: company, category: "single-hop" },
@@ -214,8 +297,15 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
   plants.push({
     session: tripSession,
     turns: [
-      { speaker: self, text: `I just got back from ${country} yesterday, still jet-lagged.` },
-      { speaker: other, text: `Welcome back! I want to hear everything.` },
+      {
+        speaker: self,
+        text: pick([
+          `I just got back from ${country} yesterday, still jet-lagged.`,
+          `Back from two weeks in ${country}! My suitcase is still packed.`,
+          `${country} was incredible, I only landed last night.`,
+        ]),
+      },
+      { speaker: other, text: pick([`Welcome back! I want to hear everything.`, `Oh, photos please!`]) },
     ],
     evidence: [0],
     question: {
@@ -228,8 +318,15 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
   plants.push({
     session: achievementSession,
     turns: [
-      { speaker: self, text: `Guess what, I finally ${achievement} this weekend!` },
-      { speaker: other, text: `That's amazing, you worked so hard for it.` },
+      {
+        speaker: self,
+        text: pick([
+          `Guess what, I finally ${achievement} this weekend!`,
+          `Big moment for me: I ${achievement} on Saturday.`,
+          `So proud, I ${achievement} at last!`,
+        ]),
+      },
+      { speaker: other, text: pick([`That's amazing, you worked so hard for it.`, `Wow, well done!`]) },
     ],
     evidence: [0],
     // Filled with the session's month when dates are known.
@@ -244,7 +341,16 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
   const secondHop = free();
   plants.push({
     session: Math.min(firstHop, secondHop),
-    turns: [{ speaker: self, text: `My sister ${sister} is staying with us for a few days.` }],
+    turns: [
+      {
+        speaker: self,
+        text: pick([
+          `My sister ${sister} is staying with us for a few days.`,
+          `${sister}, my little sister, is visiting this week.`,
+          `My sister ${sister} flew in yesterday, the house is full.`,
+        ]),
+      },
+    ],
     evidence: [0],
   });
   plants.push({
@@ -252,7 +358,11 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
     turns: [
       {
         speaker: self,
-        text: `${sister} played her ${instrument} at the recital, the whole room went quiet.`,
+        text: pick([
+          `${sister} played her ${instrument} at the recital, the whole room went quiet.`,
+          `We went to hear ${sister} play the ${instrument} on Friday.`,
+          `${sister} has been practising her ${instrument} for the concert all week.`,
+        ]),
       },
     ],
     evidence: [0],
@@ -267,13 +377,28 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
   plants.push({
     session: Math.min(friendFirst, friendSecond),
     turns: [
-      { speaker: self, text: `I joined a running club, and ${friend} from the club is now a good friend.` },
+      {
+        speaker: self,
+        text: pick([
+          `I joined a running club, and ${friend} from the club is now a good friend.`,
+          `${friend}, who I met at my running club, has become a close friend.`,
+        ]),
+      },
     ],
     evidence: [0],
   });
   plants.push({
     session: Math.max(friendFirst, friendSecond),
-    turns: [{ speaker: self, text: `Sad news, ${friend} is moving to ${city} next month.` }],
+    turns: [
+      {
+        speaker: self,
+        text: pick([
+          `Sad news, ${friend} is moving to ${city} next month.`,
+          `${friend} got an offer in ${city}, so she's moving away.`,
+          `${friend} is relocating to ${city} soon, I'll miss our runs.`,
+        ]),
+      },
+    ],
     evidence: [0],
     question: {
       question: `Which city is ${self}'s friend from the running club moving to?`,
