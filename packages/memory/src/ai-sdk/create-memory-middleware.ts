@@ -30,6 +30,9 @@ export function createMemoryMiddleware(options: MemoryMiddlewareOptions): Langua
 
 /** The middleware over an existing core (the OpenAI wrapper and benchmarks share one). */
 export function fromCore(core: MemoryMiddlewareCore): LanguageModelV4Middleware {
+  // zod compiles the identity schema on its first parse (about 5 ms, several times that on a busy
+  // machine): paid here, once, not by the first call before its context deadline has even started.
+  parseMemoryIdentity({}, "warm-up");
   const identityOf = (params: LanguageModelV4CallOptions): MemoryIdentity =>
     core.resolve(parseMemoryIdentity(params.providerOptions?.memory, "providerOptions.memory"));
 
