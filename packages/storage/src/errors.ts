@@ -12,7 +12,9 @@ export type StorageErrorCode =
   /** The migration lock was not granted in time (another process holds it). */
   | "lock_timeout"
   /** A bad option (an empty path, a pool size below 1, an unknown synchronous level). */
-  | "invalid_option";
+  | "invalid_option"
+  /** The SQLite file cannot be opened (not a database, damaged, unreadable); the message names the file. */
+  | "unreadable_database";
 
 export interface StorageErrorDetails {
   readonly store?: string;

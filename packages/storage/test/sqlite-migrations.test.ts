@@ -1,6 +1,6 @@
 /** SQLite: open policy, versioned migrations by user_version, refusal of newer and foreign files. */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -67,6 +67,19 @@ describe("openSqlite", () => {
     assert.throws(
       () => openSqlite({ path: join(directory, "x.db"), synchronous: "sometimes" as "full" }),
       rejectsWith("invalid_option"),
+    );
+  });
+
+  it("names the file when it is not a SQLite database", () => {
+    const path = join(directory, "not-a-database.db");
+    writeFileSync(path, "this is not a SQLite file, just some text long enough to fill a header");
+    assert.throws(
+      () => openSqlite({ path }),
+      (error: unknown) =>
+        StorageError.isInstance(error) &&
+        error.code === "unreadable_database" &&
+        error.message.includes(path) &&
+        error.message.includes("file is not a database"),
     );
   });
 

@@ -41,12 +41,20 @@ export function openSqlite(options: OpenSqliteOptions): DatabaseSync {
     throw new StorageError("invalid_option", `busyTimeoutMs must be a non-negative integer, got ${timeout}`);
   }
   if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
-  const database = new DatabaseSync(options.path, { timeout });
+  let database: DatabaseSync | undefined;
   try {
+    database = new DatabaseSync(options.path, { timeout });
+    // The first statement reads the file's header: a file that is not SQLite fails here.
     database.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${level};`);
   } catch (error) {
-    database.close();
-    throw error;
+    database?.close();
+    // SQLite's own message ("file is not a database") names no file; a user with several stores needs it.
+    throw new StorageError(
+      "unreadable_database",
+      `Cannot open the SQLite file ${options.path}: ${(error as Error).message} (move it aside to start with an empty one)`,
+      {},
+      { cause: error },
+    );
   }
   return database;
 }
