@@ -1,6 +1,7 @@
 /** `tackle tools`, `tackle call` and `tackle serve` as real processes, embedded and through a console. */
 import assert from "node:assert/strict";
-import { statSync } from "node:fs";
+import { statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { freePort } from "@tackle/test-support";
@@ -85,7 +86,8 @@ describe("without a console: the modules load in the command's own process", () 
       ["mesh", "revoke", "--help"],
       ["mesh", "ls", "--help"],
     ];
-    const results = await Promise.all(commands.map((args) => runTackle(args)));
+    // Nine processes at once: on a loaded 2-core machine each may take well over the default 30 s.
+    const results = await Promise.all(commands.map((args) => runTackle(args, { timeoutMs: 120_000 })));
     for (const [index, help] of results.entries()) {
       const args = commands[index]!.join(" ");
       assert.equal(help.code, 0, `${args}: ${help.stderr}`);
@@ -228,6 +230,54 @@ test("serve refuses MESH_CONSOLE_LISTEN=0.0.0.0:4270 before binding, naming the 
     assert.equal(flag.code, 2);
     assert.match(flag.stderr, /loopback only/);
   } finally {
+    home.remove();
+  }
+});
+
+test("--console without a token file says to start the console first, not ENOENT", async () => {
+  const home = tempHome();
+  try {
+    const refused = await runTackle(["tools", "--console", "http://127.0.0.1:9/mcp"], {
+      env: cleanEnv({ TACKLE_HOME: home.path }),
+    });
+    assert.equal(refused.code, 1);
+    assert.match(
+      refused.stderr,
+      new RegExp(
+        `No console token file at ${home.path}/console-token, so http://127\\.0\\.0\\.1:9/mcp cannot be asked: start the console first`,
+      ),
+    );
+    assert.doesNotMatch(refused.stderr, /ENOENT/);
+  } finally {
+    home.remove();
+  }
+});
+
+test("a corrupt console-runs.sqlite: MCP still serves, the page answers 503 naming the file", async () => {
+  const home = tempHome();
+  writeFileSync(
+    join(home.path, "console-runs.sqlite"),
+    "not a SQLite file, only text long enough for a header",
+  );
+  const serve = await startServe(
+    [],
+    cleanEnv({ TACKLE_HOME: home.path, MESH_CONSOLE_LISTEN: `127.0.0.1:${await freePort()}` }),
+  );
+  try {
+    const page = await fetch(new URL("/", serve.url), { signal: AbortSignal.timeout(20_000) });
+    assert.equal(page.status, 503);
+    const body = (await page.json()) as { error: { code: string; message: string } };
+    assert.equal(body.error.code, "page_unavailable");
+    assert.match(body.error.message, /console-runs\.sqlite: file is not a database/);
+    const call = await runTackle(["call", "demo.add", '{"numbers":[2,40]}', "--console", serve.url], {
+      env: cleanEnv({ TACKLE_HOME: home.path }),
+    });
+    assert.equal(call.code, 0, call.stderr);
+    assert.deepEqual(JSON.parse(call.stdout), { sum: 42 });
+    assert.equal(await serve.stop(), 0);
+    assert.doesNotMatch(serve.stderr(), /close failed/);
+  } finally {
+    await serve.stop();
     home.remove();
   }
 });

@@ -43,7 +43,13 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
       ...(options.runsStore === undefined ? {} : { runsStore: options.runsStore }),
     }),
   );
-  web.catch((error: Error) => logger.error("console page failed to load", { error: error.message }));
+  // A page that cannot start (its runs store unreadable, say) leaves MCP serving: its paths answer 503
+  // with the reason instead of a bare 500, and closing the console does not fail on it.
+  let webFailure: string | undefined;
+  web.catch((error: Error) => {
+    webFailure = error.message;
+    logger.error("console page failed to load", { error: error.message });
+  });
   const app = new Hono();
   // Every path, not only /mcp, so nothing on this port answers a rebinding page.
   app.use("*", async (context, next) => {
@@ -84,13 +90,27 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
     return next();
   });
   app.all(consolePath, (context) => mcp.fetch(context.req.raw));
-  app.all("*", async (context) => (await web).app.fetch(context.req.raw));
+  app.all("*", async (context) => {
+    const page = await web.catch(() => undefined);
+    if (page === undefined) {
+      return context.json(
+        {
+          error: {
+            code: "page_unavailable",
+            message: `The console's web page failed to start: ${webFailure ?? "unknown error"}. MCP at ${consolePath} still answers.`,
+          },
+        },
+        503,
+      );
+    }
+    return page.app.fetch(context.req.raw);
+  });
   return {
     fetch: app.fetch,
     sessions,
     async close() {
       await mcp.close();
-      await (await web).close();
+      await (await web.catch(() => undefined))?.close();
     },
   };
 }

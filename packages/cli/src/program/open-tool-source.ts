@@ -104,11 +104,25 @@ export async function openEmbeddedSource(
 export async function openToolSource(options: SourceOptions): Promise<ToolSource> {
   if (options.console !== undefined) {
     const token =
-      options.env.TACKLE_CONSOLE_TOKEN ??
-      readConsoleToken(options.tokenFile ?? consoleTokenPath(options.env));
+      options.env.TACKLE_CONSOLE_TOKEN ?? readTokenFor(options.console, options.tokenFile, options.env);
     return createConsoleToolSource({ url: options.console, token });
   }
   const config = readMeshConfig(options.env);
   if (hasBroker(config)) return openMeshSource(config);
   return openEmbeddedSource(modulesToServe(config, options.builtin), options.logger);
+}
+
+/** The console's token for `--console`; no file is told as the console not started with this home. */
+function readTokenFor(url: string, tokenFile: string | undefined, env: NodeJS.ProcessEnv): string {
+  const path = tokenFile ?? consoleTokenPath(env);
+  try {
+    return readConsoleToken(path);
+  } catch (error) {
+    if ((error as { cause?: NodeJS.ErrnoException }).cause?.code !== "ENOENT") throw error;
+    throw new CliError(
+      "token_file",
+      `No console token file at ${path}, so ${url} cannot be asked: start the console first (tackle serve, or npm start, creates the file), with the same TACKLE_HOME; or pass --token-file <path> or set TACKLE_CONSOLE_TOKEN`,
+      { cause: error },
+    );
+  }
 }
