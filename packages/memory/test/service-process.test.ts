@@ -195,6 +195,64 @@ describe("memory service process", () => {
     await stop(running, "SIGTERM");
   });
 
+  it("--help prints the usage; a malformed --listen or a taken port is named, not a stack or a wrong host", async () => {
+    const run = (args: string[]) =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+        const child = spawn(process.execPath, ["--conditions=@tackle/source", main, ...args], {
+          env: { PATH: process.env.PATH ?? "", TACKLE_MEMORY_API_KEYS: "k=t" },
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (chunk) => {
+          stdout += String(chunk);
+        });
+        child.stderr.on("data", (chunk) => {
+          stderr += String(chunk);
+        });
+        const timer = setTimeout(() => {
+          child.kill("SIGKILL");
+          reject(new Error(`tackle-memory ${args.join(" ")} did not exit: ${stderr}`));
+        }, 60_000);
+        child.once("exit", (code) => {
+          clearTimeout(timer);
+          resolve({ code, stdout, stderr });
+        });
+      });
+    const help = await run(["--help"]);
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /^usage: tackle-memory serve .*--listen host:port/m);
+    assert.match(help.stdout, /--allow-remote/);
+
+    const bare = await run(["serve", "--store", join(directory, "listen.db"), "--listen", "4384"]);
+    assert.equal(bare.code, 2);
+    assert.match(
+      bare.stderr,
+      /--listen \/ TACKLE_MEMORY_LISTEN takes host:port \(e\.g\. 127\.0\.0\.1:4280\), got "4384"/,
+    );
+
+    const first = await startService(
+      ["--store", join(directory, "taken.db"), "--listen", `127.0.0.1:${await freePort()}`],
+      {
+        TACKLE_MEMORY_API_KEYS: "k=t",
+      },
+    );
+    try {
+      const second = await run([
+        "serve",
+        "--store",
+        join(directory, "taken-2.db"),
+        "--listen",
+        new URL(first.url).host,
+      ]);
+      assert.equal(second.code, 1);
+      assert.match(second.stderr, /Cannot listen on 127\.0\.0\.1:\d+: the port is in use/);
+      assert.doesNotMatch(second.stderr, /EADDRINUSE/);
+    } finally {
+      await stop(first, "SIGTERM");
+    }
+  });
+
   it("refuses to listen beyond loopback unless allowed", async () => {
     const child = spawn(
       process.execPath,

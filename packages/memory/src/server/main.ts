@@ -13,11 +13,23 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "no
 import { dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { isLoopbackHost } from "@tackle/core";
 import { parseApiKeys } from "./api-keys.ts";
 import { DEFAULT_MEMORY_PORT, type ServeMemoryOptions, serveMemory } from "./serve-memory.ts";
 
-const usage =
-  "usage: tackle-memory serve [--store <file|postgres://…>] [--listen host:port] [--api-keys-file path]";
+const usage = [
+  "usage: tackle-memory serve [--store <file|postgres://…>] [--listen host:port] [--api-keys-file path]",
+  "                           [--allow-remote] [--models module]",
+  "  --store          a SQLite file or a postgres:// URL (TACKLE_MEMORY_STORE; default .tackle/memory.db)",
+  "  --listen         host:port (TACKLE_MEMORY_LISTEN; default 127.0.0.1:4280); loopback unless --allow-remote",
+  "  --api-keys-file  key=tenant lines (TACKLE_MEMORY_API_KEYS_FILE, or TACKLE_MEMORY_API_KEYS inline);",
+  "                   without keys, one for tenant local is written beside the store",
+  "  --models         a module exporting embeddingModel and/or languageModel (TACKLE_MEMORY_MODELS)",
+  "  TACKLE_MEMORY_RATE_LIMIT  requests per second per tenant",
+].join("\n");
+
+/** A refusal of the command line: printed with the usage, exit 2. */
+class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
@@ -29,8 +41,13 @@ async function main(argv: string[]): Promise<void> {
       "api-keys-file": { type: "string" },
       "allow-remote": { type: "boolean", default: false },
       models: { type: "string" },
+      help: { type: "boolean", short: "h", default: false },
     },
   });
+  if (values.help) {
+    process.stdout.write(`${usage}\n`);
+    return;
+  }
   if (positionals[0] !== "serve") {
     process.stderr.write(`${usage}\n`);
     process.exit(2);
@@ -40,6 +57,16 @@ async function main(argv: string[]): Promise<void> {
   const separator = listen.lastIndexOf(":");
   const host = listen.slice(0, separator).replace(/^\[|\]$/g, "");
   const port = Number(listen.slice(separator + 1));
+  if (separator <= 0 || host === "" || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new UsageError(
+      `--listen / TACKLE_MEMORY_LISTEN takes host:port (e.g. 127.0.0.1:4280), got "${listen}"`,
+    );
+  }
+  if (!values["allow-remote"] && !isLoopbackHost(host)) {
+    throw new Error(
+      `Refusing to listen on ${host}: it is not loopback; pass --allow-remote to serve beyond it`,
+    );
+  }
   const apiKeys = loadApiKeys(values["api-keys-file"] ?? process.env.TACKLE_MEMORY_API_KEYS_FILE, store);
   const rate = Number(process.env.TACKLE_MEMORY_RATE_LIMIT ?? 0);
   const models = await loadModels(values.models ?? process.env.TACKLE_MEMORY_MODELS);
@@ -51,6 +78,11 @@ async function main(argv: string[]): Promise<void> {
     allowRemote: values["allow-remote"],
     ...(rate > 0 ? { rateLimit: { requestsPerSecond: rate } } : {}),
     ...models,
+  }).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "EADDRINUSE") throw error;
+    throw new Error(
+      `Cannot listen on ${listen}: the port is in use (another tackle-memory serve?); choose another with --listen or TACKLE_MEMORY_LISTEN`,
+    );
   });
   process.stdout.write(`${JSON.stringify({ listening: server.url })}\n`);
   const stop = () => {
@@ -106,5 +138,9 @@ function readPrivateFile(file: string): string {
 
 main(process.argv.slice(2)).catch((error) => {
   process.stderr.write(`tackle-memory: ${(error as Error).message}\n`);
-  process.exit(1);
+  // A bad command line (parseArgs' own refusals included) exits 2, as other usage errors do.
+  const usageError =
+    error instanceof UsageError || (error as NodeJS.ErrnoException).code?.startsWith("ERR_PARSE_ARGS_");
+  if (usageError) process.stderr.write(`${usage}\n`);
+  process.exit(usageError ? 2 : 1);
 });
