@@ -57,6 +57,10 @@ try {
     for (const frame of await runner.frames(threadId)) console.log(show(frame));
     console.log(readLedger(values.ledger).filter((entry) => entry.orderId === "ORD-42"));
   }
+} catch (error) {
+  // A mistyped thread id is the user's to fix: one line, not a stack trace.
+  console.error(`refund: ${(error as Error).message}`);
+  process.exitCode = 1;
 } finally {
   await store.close();
 }

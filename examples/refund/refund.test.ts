@@ -56,6 +56,15 @@ describe("examples/refund", () => {
     assert.match(frames, /run_completed/);
   });
 
+  test("approving a thread that waits for nothing says so in one line, exit 1", async () => {
+    const refused = await cli("approve", "no-such-thread", "yes").then(
+      () => assert.fail("approve of an unknown thread succeeded"),
+      (error: { code?: number; stderr?: string }) => error,
+    );
+    assert.equal(refused.code, 1);
+    assert.equal(refused.stderr, "refund: Thread no-such-thread waits for no approval\n");
+  });
+
   test("a declined refund is never paid", async () => {
     const started = JSON.parse(await cli("start", "ORD-7")) as { threadId: string };
     const finished = JSON.parse(await cli("approve", started.threadId, "no")) as { reply: string };
