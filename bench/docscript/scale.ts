@@ -3,31 +3,39 @@
  * Per size, through a real document server on loopback (SQLite in a temp dir) and the edit-script tool:
  *
  * - open: a server started over the stored file answers its first call on the document (a fresh tool's
- *   first `snapshot`), the cost a model pays after a restart or an eviction;
+ *   first `snapshot`), the cost a model pays after a restart or an eviction; with the peak growth of
+ *   this process's heap and RSS meanwhile (server and tool share the process);
  * - snapshot page: a later `snapshot` call (p50);
+ * - first push: the server checking another peer's one-clip change right after the open (`host.push`);
  * - warm run: a ten-write `run-edit-script` on a warm worker at an unchanged version (p50);
  * - commit: `commit-plan` of such a run (p50);
- * - push check: the server checking one clip-volume change from another peer (`host.push`, p50).
+ * - push check: more such pushes (p50).
  *
- * A step that fails or runs past its time box is reported as such, never left out.
+ * The seeded file is built once per size by `scale-seed.ts` (a child process) and kept under the OS
+ * temp dir; each run works on a copy. A step that fails or runs past its time box is reported as such,
+ * never left out.
  *
  *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/scale.ts [entityCounts...]
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { getHeapStatistics } from "node:v8";
 import { LoroDoc, type LoroMap } from "loro-crdt";
-import { checkDocument } from "../../packages/docscript/src/document/check-document.ts";
-import { projectDocument } from "../../packages/docscript/src/document/interpret.ts";
 import { createDocScriptTool } from "../../packages/docscript/src/index.ts";
-import {
-  createSqliteDocumentStore,
-  hashToken,
-  serveDocuments,
-} from "../../packages/docscript/src/server/index.ts";
-import { allRowChanges } from "../../packages/docscript/src/server/row-members.ts";
+import { createSqliteDocumentStore, serveDocuments } from "../../packages/docscript/src/server/index.ts";
+import { sqliteMigrations } from "../../packages/docscript/src/server/migrations.ts";
 import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
-import { largeTimeline } from "../../packages/docscript/test/large-timeline.ts";
 
 const requested = process.argv
   .slice(2)
@@ -71,30 +79,79 @@ function ok(result: unknown, op: string): Record<string, unknown> {
   return value as unknown as Record<string, unknown>;
 }
 
+const mib = (bytes: number) => Math.round(bytes / 1048576);
+
+interface Seed {
+  readonly entityCount: number;
+  readonly firstClips: readonly string[];
+  readonly snapshotBytes: number;
+}
+
+/**
+ * The seeded SQLite file for `count` entities: built once by `scale-seed.ts` in a child process and
+ * kept under the OS temp dir, keyed by size and store schema version (never in the repository).
+ */
+function seedFile(count: number): { path: string; seed: Seed } {
+  const cache = join(tmpdir(), "tackle-docscript-scale");
+  mkdirSync(cache, { recursive: true });
+  const base = join(cache, `timeline-${count}-schema${sqliteMigrations.at(-1)?.version}`);
+  if (!existsSync(`${base}.json`)) {
+    const partial = `${base}.partial.sqlite`;
+    rmSync(partial, { force: true });
+    const started = performance.now();
+    const child = spawnSync(
+      process.execPath,
+      [
+        "--conditions=@tackle/source",
+        new URL("./scale-seed.ts", import.meta.url).pathname,
+        String(count),
+        partial,
+      ],
+      { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 20 },
+    );
+    if (child.status !== 0) throw new Error(`seeding ${count} failed (${child.status}): ${child.stdout}`);
+    renameSync(partial, `${base}.sqlite`);
+    writeFileSync(`${base}.json`, child.stdout.trim());
+    process.stderr.write(
+      `${count}: seeded in ${Math.round((performance.now() - started) / 1000)} s: ${child.stdout}`,
+    );
+  }
+  return { path: `${base}.sqlite`, seed: JSON.parse(readFileSync(`${base}.json`, "utf8")) as Seed };
+}
+
+/** Peak heap used and RSS while `work` runs (sampled every 20 ms, and at its end). */
+async function peakMemory<T>(work: () => Promise<T>): Promise<{ value: T; heapMiB: number; rssMiB: number }> {
+  let heap = 0;
+  let rss = 0;
+  const sample = () => {
+    const usage = process.memoryUsage();
+    heap = Math.max(heap, usage.heapUsed);
+    rss = Math.max(rss, usage.rss);
+  };
+  const timer = setInterval(sample, 20);
+  try {
+    const value = await work();
+    sample();
+    return { value, heapMiB: mib(heap), rssMiB: mib(rss) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 const rows: string[] = [];
 const commitMs: number[] = [];
 const directory = mkdtempSync(join(tmpdir(), "docscript-scale-"));
 try {
   for (const count of entityCounts) {
-    const extraClips = Math.max(0, Math.round((count - 12) / 3));
-    const builtAt = performance.now();
-    const { snapshot, firstClips: videoClips } = largeTimeline(extraClips);
-    process.stderr.write(
-      `${count}: built in ${Math.round(performance.now() - builtAt)} ms, ${(snapshot.byteLength / 1048576).toFixed(1)} MiB\n`,
-    );
+    const { path: seeded, seed } = seedFile(count);
+    const videoClips = seed.firstClips;
+    process.stderr.write(`${count}: ${seed.entityCount} entities, snapshot ${mib(seed.snapshotBytes)} MiB\n`);
+    // Each run works on a copy: its pushes change the file.
     const path = join(directory, `scale-${count}.sqlite`);
-    // Stored as a server creates a document: the snapshot with its rows (read once here, untimed).
-    const seed = createSqliteDocumentStore({ path });
-    const projection = projectDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema);
-    await seed.createDocument({
-      documentId: "bench",
-      tokenHash: hashToken(token),
-      snapshot,
-      rows: allRowChanges(projection),
-      issues: checkDocument(projection),
-    });
-    await seed.close();
-    process.stderr.write(`${count}: stored with its rows in ${Math.round(performance.now() - builtAt)} ms\n`);
+    copyFileSync(seeded, path);
+    // What this process holds before the server opens anything (earlier sizes' leftovers collected).
+    (globalThis as { gc?: () => void }).gc?.();
+    const baseline = process.memoryUsage();
 
     const server = await serveDocuments({
       store: createSqliteDocumentStore({ path }),
@@ -103,17 +160,39 @@ try {
     const tool = createDocScriptTool({
       httpOrigin: server.url,
       authToken: token,
-      sandbox: { workers: 1, maxRunsPerWorker: 1000, timeoutMs: 300_000, prepareTimeoutMs: 600_000 },
+      sandbox: { workers: 1, maxRunsPerWorker: 1000, timeoutMs: 300_000, prepareTimeoutMs: 300_000 },
     });
     try {
-      const open = await measure(1, 0, async () => {
-        ok(await tool.handle({ op: "snapshot", doc_id: "bench" }), "snapshot");
-      });
-      process.stderr.write(`${count}: open ${open}\n`);
+      const opened = await peakMemory(() =>
+        measure(1, 0, async () => {
+          ok(await tool.handle({ op: "snapshot", doc_id: "bench" }), "snapshot");
+        }),
+      );
+      const open = opened.value;
+      const memory = `${opened.heapMiB - mib(baseline.heapUsed)} / ${opened.rssMiB - mib(baseline.rss)}`;
+      process.stderr.write(`${count}: open ${open}, heap / RSS growth ${memory} MiB\n`);
       const page = await measure(10, 20_000, async () => {
         ok(await tool.handle({ op: "snapshot", doc_id: "bench" }), "snapshot");
       });
       process.stderr.write(`${count}: page ${page}\n`);
+      // Another peer's one-field change to a clip, as the server checks it (`host.push`).
+      const other = await otherPeer(seeded);
+      let pushes = 0;
+      const pushOne = async () => {
+        const clipId = videoClips[pushes % videoClips.length] ?? "";
+        const before = other.oplogVersion();
+        ((other.getMap("entities").get(clipId) as LoroMap).get("fields") as LoroMap).set(
+          "speed",
+          1 + (pushes % 9) / 10,
+        );
+        other.commit();
+        pushes += 1;
+        const result = await server.host.push("bench", other.export({ mode: "update", from: before }));
+        if (result.status !== "committed") throw new Error(`push ended ${result.status}`);
+      };
+      // The first push after the open: it reads the rows its checks reach and makes the fork.
+      const firstPush = await measure(1, 0, pushOne);
+      process.stderr.write(`${count}: first push ${firstPush}\n`);
       let planId = "";
       const warmup = await measure(1, 0, async () => {
         planId = ok(
@@ -162,24 +241,11 @@ try {
           ? commit
           : `${format(percentile(commitMs.splice(0), 0.5))} (${commit.split("(")[1]}`;
       process.stderr.write(`${count}: commit ${commitFigure}\n`);
-      // Push check: another peer's one-field change, checked by the server's host.
-      const other = LoroDoc.fromSnapshot(snapshot);
-      other.setPeerId(9);
-      const push = await measure(20, 60_000, async (index) => {
-        const clipId = videoClips[index % videoClips.length]!;
-        const before = other.oplogVersion();
-        ((other.getMap("entities").get(clipId) as LoroMap).get("fields") as LoroMap).set(
-          "speed",
-          1 + (index % 9) / 10,
-        );
-        other.commit();
-        const update = other.export({ mode: "update", from: before });
-        const result = await server.host.push("bench", update);
-        if (result.status !== "committed") throw new Error(`push ended ${result.status}`);
-      });
+      // Push check: more such changes, after the first.
+      const push = await measure(20, 60_000, pushOne);
       process.stderr.write(`${count}: push ${push}\n`);
       rows.push(
-        `| ${count.toLocaleString("en")} | ${open} | ${page} | ${warm} | ${commitFigure} | ${push} |`,
+        `| ${count.toLocaleString("en")} | ${open} | ${memory} | ${page} | ${warm} | ${commitFigure} | ${firstPush} | ${push} |`,
       );
     } finally {
       await tool.close();
@@ -189,9 +255,25 @@ try {
 } finally {
   rmSync(directory, { recursive: true, force: true });
 }
-console.log(`Node ${process.version}, ${new Date().toISOString()}; p50 ms (samples)`);
 console.log(
-  "| entities | open (first snapshot call after a start) | snapshot page | warm ten-write run | commit-plan | push check |",
+  `Node ${process.version}, ${new Date().toISOString()}, heap limit ${mib(getHeapStatistics().heap_size_limit)} MiB; p50 ms (samples)`,
 );
-console.log("| -------: | ---: | ---: | ---: | ---: | ---: |");
+console.log(
+  "| entities | open (first snapshot call after a start) | open: peak heap / RSS growth MiB | snapshot page | warm ten-write run | commit-plan | first push | push check |",
+);
+console.log("| -------: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 for (const row of rows) console.log(row);
+
+/** Another peer's replica of the seeded document (its snapshot read from the seeded file). */
+async function otherPeer(path: string): Promise<LoroDoc> {
+  const store = createSqliteDocumentStore({ path });
+  try {
+    const stored = await store.load("bench");
+    if (stored === undefined) throw new Error("the seeded file has no document");
+    const doc = LoroDoc.fromSnapshot(stored.snapshot);
+    doc.setPeerId(9);
+    return doc;
+  } finally {
+    await store.close();
+  }
+}

@@ -4,7 +4,11 @@
  * imported in one call (op by op through the Loro API, 100k entities take about a minute).
  */
 import { LoroDoc } from "loro-crdt";
+import { projectDocument } from "../src/document/interpret.ts";
 import { sampleTimelineSnapshot } from "../src/module/sample-timeline.ts";
+import type { RowChange } from "../src/server/document-store.ts";
+import { allRowChanges, membersOfRow } from "../src/server/row-members.ts";
+import { timelineSchema } from "../src/timeline/timeline-schema.ts";
 
 type Row = { readonly [key: string]: string | number | boolean | null | Row };
 
@@ -27,6 +31,70 @@ export function largeTimeline(extraClips: number): LargeTimeline {
   return { snapshot: doc.export({ mode: "snapshot" }), entityCount: 12 + extraClips * 3, firstClips };
 }
 
+/** The three rows one added clip brings: its image, the clip (marker embedded) and its `contain`. */
+function clipRows(index: number): { root: "entities" | "relations"; rowId: string; json: Row }[] {
+  const clipId = `large-clip-${index}`;
+  return [
+    {
+      root: "entities",
+      rowId: `large-image-${index}`,
+      json: {
+        kind: "image",
+        fields: {
+          system: "files",
+          key: `large-${index}.png`,
+          name: null,
+          durationMs: null,
+          storageKey: `store/large-${index}.png`,
+          digest: null,
+        },
+      },
+    },
+    {
+      root: "entities",
+      rowId: clipId,
+      json: {
+        kind: "clip",
+        fields: { name: null, volume: 0, speed: 1 },
+        slots: {
+          content: `large-image-${index}`,
+          marker: {
+            id: `large-marker-${index}`,
+            kind: "sequence-marker",
+            fields: { startMs: 8000 + index * 1000, durationMs: 1000, trimStartMs: 0 },
+          },
+        },
+      },
+    },
+    {
+      root: "relations",
+      rowId: `large-contain-${index}`,
+      json: {
+        kind: "contain",
+        endpoint0: "track-1",
+        endpoint1: clipId,
+        position: `~${(index + 1).toString(36).padStart(5, "0")}1`,
+      },
+    },
+  ];
+}
+
+/**
+ * The rows `largeTimeline(extraClips)` projects to, with their members, written out from the same
+ * rows it writes into Loro (no read of the document: a million entities project in minutes). The
+ * sample's own rows are read from it.
+ */
+export function largeTimelineRows(extraClips: number): RowChange[] {
+  const sample = allRowChanges(
+    projectDocument(LoroDoc.fromSnapshot(sampleTimelineSnapshot()), timelineSchema),
+  );
+  const rows: RowChange[] = [...sample];
+  for (let index = 0; index < extraClips; index++)
+    for (const row of clipRows(index))
+      rows.push({ ...row, members: membersOfRow(timelineSchema, row.root, row.rowId, row.json) });
+  return rows;
+}
+
 function addClips(doc: LoroDoc, from: number, to: number, firstClips: string[], peer: number): void {
   const ops: { container: string; content: unknown; counter: number }[] = [];
   let counter = 0;
@@ -39,40 +107,10 @@ function addClips(doc: LoroDoc, from: number, to: number, firstClips: string[], 
     }
     ops.push({ container, content: { type: "insert", key, value }, counter: counter++ });
   };
-  const entities = "cid:root-entities:Map";
-  const relations = "cid:root-relations:Map";
+  const roots = { entities: "cid:root-entities:Map", relations: "cid:root-relations:Map" };
   for (let index = from; index < to; index++) {
-    write(entities, `large-image-${index}`, {
-      kind: "image",
-      fields: {
-        system: "files",
-        key: `large-${index}.png`,
-        name: null,
-        durationMs: null,
-        storageKey: `store/large-${index}.png`,
-        digest: null,
-      },
-    });
-    const clipId = `large-clip-${index}`;
-    if (firstClips.length < 10) firstClips.push(clipId);
-    write(entities, clipId, {
-      kind: "clip",
-      fields: { name: null, volume: 0, speed: 1 },
-      slots: {
-        content: `large-image-${index}`,
-        marker: {
-          id: `large-marker-${index}`,
-          kind: "sequence-marker",
-          fields: { startMs: 8000 + index * 1000, durationMs: 1000, trimStartMs: 0 },
-        },
-      },
-    });
-    write(relations, `large-contain-${index}`, {
-      kind: "contain",
-      endpoint0: "track-1",
-      endpoint1: clipId,
-      position: `~${(index + 1).toString(36).padStart(5, "0")}1`,
-    });
+    if (firstClips.length < 10) firstClips.push(`large-clip-${index}`);
+    for (const row of clipRows(index)) write(roots[row.root], row.rowId, row.json);
   }
   doc.importJsonUpdates({
     schema_version: 1,

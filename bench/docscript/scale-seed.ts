@@ -1,0 +1,42 @@
+/**
+ * Seeds the scale bench's document into a SQLite file, the way a server stores a created document:
+ * the snapshot with its rows in one `createDocument`. The timeline is written as Loro JSON updates
+ * and its rows written out from the same rows (`largeTimelineRows`, checked equal to a read of the
+ * document by `large-timeline.test.ts`), so a million entities seed in minutes, not the ~25 min a read
+ * of the document took. Run by `scale.ts` in a child process (its heap is not the bench's).
+ *
+ *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/scale-seed.ts <entities> <file>
+ */
+import { createSqliteDocumentStore, hashToken } from "../../packages/docscript/src/server/index.ts";
+import { largeTimeline, largeTimelineRows } from "../../packages/docscript/test/large-timeline.ts";
+
+const count = Number(process.argv[2]);
+const path = process.argv[3];
+if (!(count > 0) || path === undefined) throw new Error("usage: scale-seed.ts <entities> <file>");
+const benchToken = "bench-document-token-0123456789";
+
+const started = performance.now();
+const extraClips = Math.max(0, Math.round((count - 12) / 3));
+const { snapshot, firstClips, entityCount } = largeTimeline(extraClips);
+const builtMs = performance.now() - started;
+const store = createSqliteDocumentStore({ path });
+try {
+  await store.createDocument({
+    documentId: "bench",
+    tokenHash: hashToken(benchToken),
+    snapshot,
+    rows: largeTimelineRows(extraClips),
+    issues: [],
+  });
+} finally {
+  await store.close();
+}
+console.log(
+  JSON.stringify({
+    entityCount,
+    firstClips,
+    snapshotBytes: snapshot.byteLength,
+    builtMs: Math.round(builtMs),
+    storedMs: Math.round(performance.now() - started - builtMs),
+  }),
+);
