@@ -6,6 +6,8 @@ import { LoroDoc } from "loro-crdt";
 import { createDocumentClient, type DocumentClient } from "../src/client/create-document-client.ts";
 import { type InterpretedDocument, interpretDocument } from "../src/document/interpret.ts";
 import { sampleTimelineSnapshot } from "../src/module/sample-timeline.ts";
+import { hashToken } from "../src/server/document-host.ts";
+import type { RowChange } from "../src/server/document-store.ts";
 import { type RunningDocumentServer, serveDocuments } from "../src/server/serve-documents.ts";
 import { createSqliteDocumentStore } from "../src/server/sqlite-document-store.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
@@ -25,6 +27,11 @@ export interface Harness {
   /** A second, independent client (another user) reading and writing the same server. */
   readonly client: DocumentClient;
   createDocument(docId: string, extraClips?: number): Promise<void>;
+  /**
+   * Stores a document straight into the server's file with the rows given (as `createDocument` would
+   * after reading it), for documents too large to read in a test's time.
+   */
+  storeDocument(docId: string, snapshot: Uint8Array, rows: readonly RowChange[]): Promise<void>;
   /** The document as the server has it now. */
   read(docId: string): Promise<InterpretedDocument>;
   tool(options?: Partial<DocScriptToolOptions>): DocScriptTool;
@@ -33,8 +40,9 @@ export interface Harness {
 
 export async function startHarness(): Promise<Harness> {
   const directory = mkdtempSync(join(tmpdir(), "docscript-tool-"));
+  const path = join(directory, "documents.sqlite");
   const server = await serveDocuments({
-    store: createSqliteDocumentStore({ path: join(directory, "documents.sqlite") }),
+    store: createSqliteDocumentStore({ path }),
     schema: timelineSchema,
     adminToken,
     hostTokens: [hostToken],
@@ -51,6 +59,21 @@ export async function startHarness(): Promise<Harness> {
         snapshot: sampleTimelineSnapshot({ extraClips }),
       });
       if (!created) throw new Error(`document ${docId} exists`);
+    },
+    async storeDocument(docId, snapshot, rows) {
+      const store = createSqliteDocumentStore({ path });
+      try {
+        const created = await store.createDocument({
+          documentId: docId,
+          tokenHash: hashToken(documentToken),
+          snapshot,
+          rows,
+          issues: [],
+        });
+        if (!created) throw new Error(`document ${docId} exists`);
+      } finally {
+        await store.close();
+      }
     },
     async read(docId) {
       const doc = new LoroDoc();
