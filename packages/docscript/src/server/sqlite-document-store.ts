@@ -1,10 +1,12 @@
 /** The embedded document store: one SQLite file (node:sqlite), an update log and compacted snapshots. */
+import type { StatementSync } from "node:sqlite";
 import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
 import { type ChangeRow, changeOfRow, changeValues, pageOf } from "./change-log.ts";
 import {
   type DocumentStore,
   type FoundMember,
   type LoggedUpdate,
+  type MemberQuery,
   type ProjectedRow,
   type RowChange,
   type RowRoot,
@@ -109,19 +111,46 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
   );
   const deleteCounts = database.prepare("DELETE FROM docscript_counts WHERE document_id = ?");
   const selectIssues = database.prepare("SELECT issues FROM docscript_projection WHERE document_id = ?");
-  const selectMembers = database.prepare(
-    `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of, m.identity,
-            r.payload
-     FROM docscript_members m
-     JOIN docscript_rows r ON r.document_id = m.document_id AND r.root = m.root AND r.row_id = m.row_id
-     WHERE m.document_id = ?1 AND m.type = ?2 AND m.member_id > ?3
-       AND (?4 IS NULL OR m.kind IN (SELECT value FROM json_each(?4)))
-       AND (?5 IS NULL OR m.member_id IN (SELECT value FROM json_each(?5)))
-       AND (?6 IS NULL OR m.endpoint0 = ?6 OR m.endpoint1 = ?6)
-       AND (?7 IS NULL OR m.variant_of = ?7)
-       AND (?8 IS NULL OR m.identity = ?8)
-     ORDER BY m.member_id, m.row_id LIMIT ?9`,
-  );
+  // Members with their rows: one statement per set of filters given (prepared once), each filter an
+  // equality or a JSON array the statement names only when given, so SQLite takes the index that finds
+  // the few rows asked for: by endpoint (its two indexes, unioned), variant, identity, id, kind. `+`
+  // keeps it off the primary key's (document, type, id) range where another index applies.
+  const memberStatements = new Map<string, StatementSync>();
+  const memberStatement = (query: MemberQuery): StatementSync => {
+    const by = {
+      kinds: query.kinds !== undefined,
+      ids: query.ids !== undefined,
+      endpoint: query.endpoint !== undefined,
+      variantOf: query.variantOf !== undefined,
+      identity: query.identity !== undefined,
+    };
+    const key = JSON.stringify(by);
+    const known = memberStatements.get(key);
+    if (known !== undefined) return known;
+    const plus = by.endpoint || by.variantOf || by.identity ? "+" : "";
+    const where = [`${plus}m.type = :type`, `${plus}m.member_id > :after`];
+    if (by.kinds) where.push("m.kind IN (SELECT value FROM json_each(:kinds))");
+    if (by.ids) where.push("m.member_id IN (SELECT value FROM json_each(:ids))");
+    if (by.variantOf) where.push("m.variant_of = :variantOf");
+    if (by.identity) where.push("m.identity = :identity");
+    const source = by.endpoint
+      ? `(SELECT * FROM docscript_members WHERE document_id = :documentId AND endpoint0 = :endpoint
+          UNION ALL
+          SELECT * FROM docscript_members
+          WHERE document_id = :documentId AND endpoint1 = :endpoint AND endpoint0 IS NOT :endpoint)`
+      : "docscript_members";
+    if (!by.endpoint) where.unshift("m.document_id = :documentId");
+    const statement = database.prepare(
+      `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
+              m.identity, r.payload
+       FROM ${source} m
+       JOIN docscript_rows r ON r.document_id = m.document_id AND r.root = m.root AND r.row_id = m.row_id
+       WHERE ${where.join(" AND ")}
+       ORDER BY m.member_id, m.row_id LIMIT :limit`,
+    );
+    memberStatements.set(key, statement);
+    return statement;
+  };
   const selectMemberCounts = database.prepare(
     "SELECT type, kind, count AS n FROM docscript_counts WHERE document_id = ? AND count > 0",
   );
@@ -276,19 +305,18 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
       return row?.issues === null || row === undefined ? undefined : JSON.parse(row.issues);
     },
     async readMembers(documentId, query) {
-      const json = (values: readonly string[] | undefined) =>
-        values === undefined ? null : JSON.stringify(values);
-      const rows = selectMembers.all(
+      const parameters: Record<string, string | number> = {
         documentId,
-        query.type,
-        query.after ?? "",
-        json(query.kinds),
-        json(query.ids),
-        query.endpoint ?? null,
-        query.variantOf ?? null,
-        query.identity ?? null,
-        query.limit,
-      ) as unknown as MemberRecord[];
+        type: query.type,
+        after: query.after ?? "",
+        limit: query.limit,
+      };
+      if (query.kinds !== undefined) parameters.kinds = JSON.stringify(query.kinds);
+      if (query.ids !== undefined) parameters.ids = JSON.stringify(query.ids);
+      if (query.endpoint !== undefined) parameters.endpoint = query.endpoint;
+      if (query.variantOf !== undefined) parameters.variantOf = query.variantOf;
+      if (query.identity !== undefined) parameters.identity = query.identity;
+      const rows = memberStatement(query).all(parameters) as unknown as MemberRecord[];
       return rows.map(toMember);
     },
     async countMembers(documentId) {
