@@ -15,7 +15,7 @@
  * temp dir; each run works on a copy. A step that fails or runs past its time box is reported as such,
  * never left out.
  *
- *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/scale.ts [entityCounts...]
+ *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/scale.ts [--runs-up-to=N] [entityCounts...]
  */
 import { spawnSync } from "node:child_process";
 import {
@@ -41,6 +41,10 @@ const requested = process.argv
   .slice(2)
   .map(Number)
   .filter((count) => count > 0);
+/** `--runs-up-to=N`: the run-edit-script steps (warm run, commit) only at sizes up to N. */
+const runsUpTo = Number(
+  process.argv.find((arg) => arg.startsWith("--runs-up-to="))?.split("=")[1] ?? Number.POSITIVE_INFINITY,
+);
 const entityCounts = requested.length > 0 ? requested : [1_000, 10_000, 100_000, 1_000_000];
 const token = "bench-document-token-0123456789";
 
@@ -194,48 +198,57 @@ try {
       const firstPush = await measure(1, 0, pushOne);
       process.stderr.write(`${count}: first push ${firstPush}\n`);
       let planId = "";
-      const warmup = await measure(1, 0, async () => {
-        planId = ok(
-          await tool.handle({ op: "run-edit-script", doc_id: "bench", script: tenWrites(videoClips, -1) }),
-          "run",
-        ).plan_id as string;
-      });
-      process.stderr.write(`${count}: first run ${warmup}\n`);
-      const warm = warmup.startsWith("fails")
-        ? warmup
-        : await measure(10, 60_000, async (index) => {
-            planId = ok(
-              await tool.handle({
-                op: "run-edit-script",
-                doc_id: "bench",
-                script: tenWrites(videoClips, -2 - (index % 40)),
-              }),
-              "run",
-            ).plan_id as string;
-          });
-      process.stderr.write(`${count}: warm run ${warm}\n`);
-      const commit = warm.startsWith("fails")
-        ? "—"
-        : await measure(5, 60_000, async (index) => {
-            if (index > 0) {
+      const warmup =
+        count > runsUpTo
+          ? "not run"
+          : await measure(1, 0, async () => {
               planId = ok(
                 await tool.handle({
                   op: "run-edit-script",
                   doc_id: "bench",
-                  script: tenWrites(videoClips, -3 - index),
+                  script: tenWrites(videoClips, -1),
                 }),
                 "run",
               ).plan_id as string;
-            }
-            const started = performance.now();
-            const result = ok(
-              await tool.handle({ op: "commit-plan", doc_id: "bench", plan_id: planId }),
-              "commit",
-            );
-            if (result.status !== "committed") throw new Error(`commit ended ${String(result.status)}`);
-            // Only the commit is timed: the run before it is setup.
-            commitMs.push(performance.now() - started);
-          });
+            });
+      process.stderr.write(`${count}: first run ${warmup}\n`);
+      const warm =
+        warmup.startsWith("fails") || warmup === "not run"
+          ? warmup
+          : await measure(10, 60_000, async (index) => {
+              planId = ok(
+                await tool.handle({
+                  op: "run-edit-script",
+                  doc_id: "bench",
+                  script: tenWrites(videoClips, -2 - (index % 40)),
+                }),
+                "run",
+              ).plan_id as string;
+            });
+      process.stderr.write(`${count}: warm run ${warm}\n`);
+      const commit =
+        warm.startsWith("fails") || warm === "not run"
+          ? "—"
+          : await measure(5, 60_000, async (index) => {
+              if (index > 0) {
+                planId = ok(
+                  await tool.handle({
+                    op: "run-edit-script",
+                    doc_id: "bench",
+                    script: tenWrites(videoClips, -3 - index),
+                  }),
+                  "run",
+                ).plan_id as string;
+              }
+              const started = performance.now();
+              const result = ok(
+                await tool.handle({ op: "commit-plan", doc_id: "bench", plan_id: planId }),
+                "commit",
+              );
+              if (result.status !== "committed") throw new Error(`commit ended ${String(result.status)}`);
+              // Only the commit is timed: the run before it is setup.
+              commitMs.push(performance.now() - started);
+            });
       const commitFigure =
         commit.startsWith("fails") || commit === "—"
           ? commit
