@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { anchorsOf, brokenLinks, findMarkdown } from "./markdown-links.ts";
 import { collectSnippets, extractSnippets, type Snippet } from "./readme-snippets.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -101,5 +102,55 @@ describe("README code blocks", () => {
       { readme: "R.md", line: 16, preamble: "", code: "const a: number = 1;" },
       { readme: "R.md", line: 20, preamble: "", code: "const indented = true;" },
     ]);
+  });
+});
+
+describe("Markdown links", () => {
+  it("every relative link of every *.md names a file that exists, and a heading that exists", () => {
+    const files = findMarkdown(root);
+    assert.ok(files.length >= 20, `found only ${files.length} Markdown files`);
+    const broken = files.flatMap((path) => brokenLinks(root, path, readFileSync(path, "utf8")));
+    assert.deepEqual(
+      broken.map((link) => `${link.file}:${link.line}: ${link.target} (${link.reason})`),
+      [],
+    );
+  });
+
+  it("finds a missing file and a missing anchor, and ignores code, URLs and existing targets", () => {
+    const directory = mkdtempSync(join(tmpdir(), "tackle-markdown-links-"));
+    try {
+      mkdirSync(join(directory, "docs"));
+      writeFileSync(
+        join(directory, "docs", "guide.md"),
+        "# Guide\n\n## The console's web page\n\n## Setup\n\n## Setup\n",
+      );
+      const text = [
+        "[ok](docs/guide.md#the-consoles-web-page) [ok](docs/guide.md#setup-1) [ok](docs) [ok](#local)",
+        "[gone](docs/missing.md) and ![gone](docs/pic.png)",
+        "[bad anchor](docs/guide.md#install) [bad local](#nowhere)",
+        "`[in code](nowhere.md)` [web](https://example.com/x.md)",
+        "```md",
+        "[in a block](nowhere.md)",
+        "```",
+        "## Local",
+      ].join("\n");
+      const path = join(directory, "README.md");
+      writeFileSync(path, text);
+      assert.deepEqual(
+        brokenLinks(directory, path, text).map((link) => `${link.line} ${link.target} ${link.reason}`),
+        [
+          "2 docs/missing.md no such file",
+          "2 docs/pic.png no such file",
+          "3 docs/guide.md#install no such anchor",
+          "3 #nowhere no such anchor",
+        ],
+      );
+      assert.deepEqual(
+        [...anchorsOf("# A `code` title\n## Ünïcode & more!\n")],
+        ["a-code-title", "ünïcode--more"],
+      );
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });
