@@ -282,6 +282,23 @@ test("a corrupt console-runs.sqlite: MCP still serves, the page answers 503 nami
   }
 });
 
+test("serve with TACKLE_HOME naming a file says so before opening any store", async () => {
+  const home = tempHome();
+  try {
+    const file = join(home.path, "not-a-folder");
+    writeFileSync(file, "x");
+    const refused = await runTackle(["serve"], {
+      env: cleanEnv({ TACKLE_HOME: file, MESH_CONSOLE_LISTEN: `127.0.0.1:${await freePort()}` }),
+    });
+    assert.equal(refused.code, 2);
+    assert.equal(refused.stdout, "");
+    assert.match(refused.stderr, new RegExp(`${file} is not a folder: .*set TACKLE_HOME to a folder`));
+    assert.doesNotMatch(refused.stderr, /ENOTDIR|EEXIST/);
+  } finally {
+    home.remove();
+  }
+});
+
 test("serve stops cleanly on SIGINT", async () => {
   const home = tempHome();
   const port = await freePort();

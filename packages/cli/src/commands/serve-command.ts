@@ -1,5 +1,6 @@
 /** `tackle serve`: the node runtime (or, with no broker, the embedded modules) plus the loopback console. */
 
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import { MeshConfigError, parseListenAddress, startNodeRuntime } from "@tackle/mesh";
 import type { Command } from "commander";
@@ -46,6 +47,7 @@ export function addServeCommand(program: Command, context: ProgramContext): void
       const config = readMeshConfig(env);
       const listen = options.listen === undefined ? config.consoleListen : readListenFlag(options.listen);
       const entries = modulesToServe(config, options.builtin);
+      requireHomeDirectory(env);
       const closers: (() => Promise<void>)[] = [];
       let source: ToolSource;
       let served: readonly ModuleInfo[];
@@ -152,5 +154,26 @@ async function closeAll(closers: readonly (() => Promise<void>)[], context: Prog
     } catch (error) {
       context.logger.error("close failed", { error: (error as Error).message });
     }
+  }
+}
+
+/**
+ * Refuses a `$TACKLE_HOME` (or `~/.tackle`) that exists and is not a folder before anything opens a
+ * store in it: otherwise each store fails on its own with ENOTDIR or EEXIST.
+ */
+function requireHomeDirectory(env: NodeJS.ProcessEnv): void {
+  const home = tackleHome(env);
+  let isDirectory: boolean;
+  try {
+    isDirectory = statSync(home).isDirectory();
+  } catch {
+    return; // absent: created on first use
+  }
+  if (!isDirectory) {
+    throw new CliError(
+      "invalid_configuration",
+      `${home} is not a folder: Tackle keeps its state (the console token, stores) there. Move the file aside, or set TACKLE_HOME to a folder`,
+      { exitCode: 2 },
+    );
   }
 }
