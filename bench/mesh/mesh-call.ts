@@ -101,6 +101,8 @@ const runtime = await startNodeRuntime({
   },
 });
 const client = await createMeshClient({ servers: nats.url });
+/** The same client without its node watch (which asks the nodes which calls they hold): its cost. */
+const unwatched = await createMeshClient({ servers: nats.url, nodeWatch: false });
 /**
  * The raw echo twice: with nats.js's defaults, and like-for-like with the mesh's connections, which set
  * `noAsyncTraces` (no stack traces captured per request).
@@ -122,19 +124,23 @@ const rawPairs = await Promise.all(
 );
 const payload = { text: "hello mesh" };
 const meshCall = async () => unwrap(await client.call("bench.echo", payload));
+const unwatchedCall = async () => unwrap(await unwatched.call("bench.echo", payload));
 const [plain, like] = rawPairs.map(({ subject, client: raw }) => async () => {
   (await raw.request(subject, JSON.stringify(payload), { timeout: 5000 })).json();
 });
 if (plain === undefined || like === undefined) throw new Error("no raw baseline");
 for (const workers of [1, concurrency]) {
   const total = workers === 1 ? sequentialCalls : concurrentCalls;
-  const { subject, baselines } = await compare(total, workers, meshCall, like, plain);
-  const [likeRow, plainRow] = baselines;
-  if (likeRow === undefined || plainRow === undefined) throw new Error("a baseline did not run");
+  const { subject, baselines } = await compare(total, workers, meshCall, like, plain, unwatchedCall);
+  const [likeRow, plainRow, unwatchedRow] = baselines;
+  if (likeRow === undefined || plainRow === undefined || unwatchedRow === undefined)
+    throw new Error("a baseline did not run");
   row("mesh call vs raw NATS request/reply, noAsyncTraces (as the mesh)", workers, subject, likeRow);
   row("mesh call vs raw NATS request/reply, nats.js defaults", workers, subject, plainRow);
+  row("mesh call vs the same client with its node watch off", workers, subject, unwatchedRow);
 }
 await client.close();
+await unwatched.close();
 for (const { server, client: raw } of rawPairs) {
   await raw.close();
   await server.close();

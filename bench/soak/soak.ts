@@ -42,8 +42,10 @@ const toolsPerRun = 3;
 const turnsPerJob = 30;
 /**
  * The mesh callers' time limit per call. A call whose request is lost (published to a node that just
- * died, or through a NATS server that did) gets no answer at all: the client reports it `timeout` after
- * the limit plus the second it waits for the far side's own timeout error.
+ * died, or through a NATS server that did) gets no answer at all: when the client can name the node
+ * that went away with it, it fails `node_lost` within about 3 s of the node's death (its node watch);
+ * otherwise the client reports it `timeout` after the limit plus the second it waits for the far
+ * side's own timeout error.
  */
 const meshTimeoutMs = 3000;
 const meshHeldMs = meshTimeoutMs + 1000;
@@ -422,6 +424,8 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
     // the processes being restarted); an op is lost if it does not settle within its deadline plus slack.
     // Calls that failed at their deadline are noted with their caller: a lost request holds its caller.
     const meshTimeouts: { fault: number; caller: number }[] = [];
+    /** Calls that failed `node_lost`, and when (performance.now()). */
+    const meshNodeLost: { fault: number; caller: number; at: number }[] = [];
     const meshLoad = Array.from({ length: 4 }, async (_unused, caller) => {
       while (!stop) {
         const { op, started } = begin("mesh calls");
@@ -433,6 +437,8 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
         op.outcome = settled === "hung" ? "lost" : settled.ok ? "ok" : "failed";
         if (settled !== "hung" && !settled.ok && settled.error.code === "timeout")
           meshTimeouts.push({ fault: op.fault, caller });
+        if (settled !== "hung" && !settled.ok && settled.error.code === "node_lost")
+          meshNodeLost.push({ fault: op.fault, caller, at: op.endedAt });
         await sleep(op.outcome === "ok" ? 5 : 50);
       }
     });
@@ -854,7 +860,11 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
               .filter((op) => op.outcome === "ok" && op.endedAt >= repaired)
               .map((op) => op.endedAt),
           );
-          return `${faults[index]}: ${timeouts.length} calls held to their deadline (${callers} of 4 callers), ${Number.isFinite(first) ? `first success ${((first - repaired) / 1000).toFixed(1)} s after the repair` : "no success after the repair"}`;
+          const lost = meshNodeLost.filter((entry) => entry.fault === index);
+          const lostAfter = lost.map(
+            (entry) => `${((entry.at - (injectedAt[index] as number)) / 1000).toFixed(1)} s`,
+          );
+          return `${faults[index]}: ${timeouts.length} calls held to their deadline (${callers} of 4 callers), ${lost.length} failed node_lost${lost.length === 0 ? "" : ` (${lostAfter.join(", ")} after the kill)`}, ${Number.isFinite(first) ? `first success ${((first - repaired) / 1000).toFixed(1)} s after the repair` : "no success after the repair"}`;
         })
         .join("; ")}`,
     );

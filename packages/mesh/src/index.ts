@@ -16,6 +16,7 @@ export {
   type MeshCallOptions,
   type MeshClient,
 } from "./client/create-mesh-client.ts";
+export type { NodeWatchOptions } from "./client/node-watch.ts";
 export { loadMeshConfig, type MeshConfig, type ModuleEntry } from "./config/load-mesh-config.ts";
 export { defaultModulePrefix, defaultSeatPrefix } from "./config/names.ts";
 export {

@@ -32,6 +32,7 @@ import {
 } from "../nats/wire.ts";
 import type { ModuleInfo } from "../runtime/module-info.ts";
 import { discoverModules } from "./discover-modules.ts";
+import { createNodeWatch, type NodeWatchOptions } from "./node-watch.ts";
 import { fromReply, fromRequestError } from "./reply-result.ts";
 import { createRequester } from "./request-reply.ts";
 
@@ -84,6 +85,12 @@ export interface CreateMeshClientOptions {
   readonly timeoutMs?: number;
   /** How long `catalogue()` listens for modules answering `$SRV.INFO`. Default 250 ms. */
   readonly discoveryMs?: number;
+  /**
+   * How a call held by a node that died fails `node_lost` before its deadline: each module with calls
+   * in flight is asked every `probeMs` (500) which calls its nodes hold; a holder silent for
+   * `lostAfterMs` (2500) loses its calls. `false` turns it off (such calls then wait their deadline).
+   */
+  readonly nodeWatch?: NodeWatchOptions | false;
 }
 
 const listingTimeoutMs = 2000;
@@ -114,16 +121,33 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   const nextCallId = () => `${callIdPrefix}-${(++calls).toString(36)}`;
   /** Tool calls' request/reply; calls in flight fail at once when the connection drops. */
   const requester = createRequester(connection);
+  /** Which node holds each call, and whether it is still there. */
+  const watch =
+    options.nodeWatch === false
+      ? undefined
+      : createNodeWatch(
+          connection,
+          {
+            inFlight: () => requester.inFlight(),
+            isWaiting: (token) => requester.isWaiting(token),
+            lost: (token, error) => requester.settle(token, error),
+          },
+          options.nodeWatch,
+        );
   /** While reconnecting, a request would sit in the client's buffer until its timeout: it fails at once instead. */
   let disconnected = false;
   const statusWatch = (async () => {
     for await (const status of connection.status()) {
-      if (status.type === "reconnect") disconnected = false;
+      if (status.type === "reconnect") {
+        disconnected = false;
+        watch?.resume();
+      }
       // A publish the server refused fails its call now, as nats.js's own requests do.
       if (status.type === "error" && status.error instanceof PermissionViolationError)
         requester.refused(status.error);
       if (status.type !== "disconnect") continue;
       disconnected = true;
+      watch?.pause();
       lastDisconnect = new Date().toISOString();
       requester.failAll(
         new ToolError(
@@ -233,7 +257,13 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
         callOptions.onProgress === undefined && callOptions.logLevel === undefined
           ? undefined
           : listenForCallEvents(connection, callHeaders, callOptions);
-      const { token, reply } = requester.start(subject, body, callHeaders, timeoutMs + 1000);
+      const { token, reply } = requester.start(subject, body, callHeaders, timeoutMs + 1000, {
+        prefix: modulePrefix,
+        callId,
+        name,
+      });
+      // After the request, so a node reads the call before any question about it.
+      watch?.started(modulePrefix);
       const signal = callOptions.signal;
       const onAbort = () => {
         requester.settle(token, new ToolAbortedError(name, signal?.reason));
@@ -415,6 +445,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       return result;
     },
     async close() {
+      watch?.close();
       if (ownsConnection) await connection.drain().catch(() => connection.close());
       requester.close();
     },

@@ -14,15 +14,23 @@ import {
   type PermissionViolationError,
   TimeoutError,
 } from "@nats-io/transport-node";
+import type { CallInFlight } from "./node-watch.ts";
 
 export interface Requester {
-  /** Publishes the request; `reply` settles once, with the reply or an error. */
+  /**
+   * Publishes the request; `reply` settles once, with the reply or an error. A tool call names its
+   * module's prefix, its call id and its name, for the node watch (`inFlight`).
+   */
   start(
     subject: string,
     body: Uint8Array,
     headers: MsgHdrs,
     timeoutMs: number,
+    call?: { readonly prefix: string; readonly callId: string; readonly name: string },
   ): { readonly token: string; readonly reply: Promise<Msg | Error> };
+  /** The requests waiting now. */
+  inFlight(): Iterable<CallInFlight>;
+  isWaiting(token: string): boolean;
   /** Settles one request now (a cancel), if it is still waiting. */
   settle(token: string, error: Error): void;
   /** Settles every waiting request with `error` (the connection dropped or closed). */
@@ -34,7 +42,7 @@ export interface Requester {
 
 const maxTimerMs = 2 ** 31 - 1;
 
-interface Waiting {
+interface Waiting extends CallInFlight {
   readonly subject: string;
   readonly resolve: (value: Msg | Error) => void;
 }
@@ -143,14 +151,21 @@ export function createRequester(connection: NatsConnection): Requester {
   }
 
   return {
-    start(subject, body, headers, timeoutMs) {
+    start(subject, body, headers, timeoutMs, call) {
       counter = (counter + 1) % Number.MAX_SAFE_INTEGER;
       const token = counter.toString(36);
       let resolve: (value: Msg | Error) => void = () => {};
       const reply = new Promise<Msg | Error>((done) => {
         resolve = done;
       });
-      waiting.set(token, { subject, resolve });
+      waiting.set(token, {
+        token,
+        subject,
+        resolve,
+        prefix: call?.prefix,
+        callId: call?.callId ?? token,
+        name: call?.name ?? subject,
+      });
       track(token, timeoutMs);
       try {
         connection.publish(subject, body, { reply: `${replyPrefix()}${token}`, headers });
@@ -160,6 +175,8 @@ export function createRequester(connection: NatsConnection): Requester {
       return { token, reply };
     },
     settle,
+    inFlight: () => waiting.values(),
+    isWaiting: (token) => waiting.has(token),
     failAll(error) {
       for (const token of [...waiting.keys()]) settle(token, error);
     },

@@ -7,6 +7,7 @@ export type MeshErrorCode =
   | "unreachable"
   | "unavailable"
   | "disconnected"
+  | "node_lost"
   | "invalid_reply"
   | "invalid_request"
   | "service_error"

@@ -7,6 +7,22 @@ export const timeoutHeader = "Tackle-Timeout-Ms";
 /** The string error code, beside the numeric one the services API puts in Nats-Service-Error-Code. */
 export const errorCodeHeader = "Tackle-Error-Code";
 
+/**
+ * `<prefix>.tools.held` takes `{ callIds }`; every node serving the module (a plain subscription, not
+ * the queue group) answers with the ones it is running, so a caller knows who holds a call and that
+ * the node lives.
+ */
+export const HELD_VERB = "tools.held";
+
+/** What a node answers on `<prefix>.tools.held`. */
+export interface HeldAnswer {
+  readonly prefix: string;
+  readonly node: string;
+  /** The node process's random id: a node restarted under the same name is another instance. */
+  readonly instance: string;
+  readonly held: readonly string[];
+}
+
 /** Numeric service-error codes, HTTP-like, for clients that read only the standard headers. */
 const statusByCode: Record<string, number> = {
   invalid_input: 400,

@@ -14,6 +14,8 @@ import {
   decodeJson,
   encodeJson,
   errorCodeHeader,
+  HELD_VERB,
+  type HeldAnswer,
   idempotencyKeyHeader,
   maxPayloadOf,
   payloadTooLarge,
@@ -37,6 +39,9 @@ export interface ServedModule {
 
 export const SERVICE_VERSION = "0.1.0";
 
+/** A random id per node process: a node restarted under its name is another instance. */
+const processInstance = randomUUID();
+
 /** `<prefix>.tools.cancel` takes `{ callId }` and aborts that call wherever it runs. */
 export const CANCEL_VERB = "tools.cancel";
 
@@ -52,6 +57,8 @@ export async function serveModule(
    * which costs dearly at high call rates).
    */
   running: Map<string, AbortController> = new Map(),
+  /** This node process's random id, in its answers on `<prefix>.tools.held`. */
+  instance: string = processInstance,
 ): Promise<ServedModule> {
   const info = describeModule(loaded, { node, prefix: placement.prefix, seats: placement.seats });
   // @nats-io/services is built on its own copy of nats-core; the connection is the same object at run time.
@@ -75,6 +82,29 @@ export async function serveModule(
       } catch {
         logger.warn("malformed cancel message ignored", { module: loaded.module, subject: cancelSubject });
       }
+    },
+  });
+  // Callers with calls in flight ask which of them this node runs, and learn from the answer that it lives.
+  const heldSubject = `${placement.prefix}.${HELD_VERB}`;
+  const held = connection.subscribe(heldSubject, {
+    callback: (error, message) => {
+      if (error !== null || message.reply === undefined || message.reply === "") return;
+      let callIds: unknown;
+      try {
+        callIds = message.json<{ callIds?: unknown }>().callIds;
+      } catch {
+        return logger.warn("malformed held question ignored", {
+          module: loaded.module,
+          subject: heldSubject,
+        });
+      }
+      const answer: HeldAnswer = {
+        prefix: placement.prefix,
+        node,
+        instance,
+        held: Array.isArray(callIds) ? callIds.filter((callId) => running.has(callId)) : [],
+      };
+      message.respond(encodeJson(answer));
     },
   });
   service.addEndpoint("tools", {
@@ -122,6 +152,16 @@ export async function serveModule(
     async stop() {
       cancels.unsubscribe();
       await service.stop();
+      // A caller asks where it sent its call: calls still running from before a move (the module
+      // re-served on another prefix) are claimed here until they end, or their callers would think
+      // this node gone.
+      const left = new Set(running.keys());
+      const release = () => {
+        for (const callId of left) if (!running.has(callId)) left.delete(callId);
+        if (left.size === 0 || connection.isClosed()) return held.unsubscribe();
+        setTimeout(release, 500).unref();
+      };
+      release();
     },
   };
 }

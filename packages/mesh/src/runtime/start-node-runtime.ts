@@ -2,6 +2,7 @@
  * `startNodeRuntime`: the node's one process. It connects the bus, loads every configured bundle,
  * serves each module where its membership puts it, and re-serves when the membership changes.
  */
+import { randomUUID } from "node:crypto";
 import type { KvWatchEntry } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { type Logger, silentLogger } from "@tackle/core";
@@ -64,6 +65,8 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
   const ownsConnection = options.connection === undefined;
   void watchStatus(connection, logger);
   const slots = new Map<string, ModuleSlot>();
+  /** This runtime's id in its answers to callers asking which calls it holds. */
+  const instance = randomUUID();
   const closing = new AbortController();
   let gated = false;
   let buckets: MeshBuckets | undefined;
@@ -226,7 +229,15 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
       return;
     }
     try {
-      slot.served = await serveModule(connection, slot.loaded, placement, config.node, logger, slot.running);
+      slot.served = await serveModule(
+        connection,
+        slot.loaded,
+        placement,
+        config.node,
+        logger,
+        slot.running,
+        instance,
+      );
       slot.notServed = undefined;
       slot.revision = Math.max(slot.revision, revision);
       logger.info(previous === undefined ? "serving module" : "re-serving module on its new membership", {
