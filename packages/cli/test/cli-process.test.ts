@@ -8,6 +8,7 @@ import { freePort } from "@tackle/test-support";
 import { cleanEnv, runTackle, type ServeProcess, startServe, tempHome } from "./tackle-process.ts";
 
 const brokenBundle = fileURLToPath(new URL("./fixtures/broken-bundle.js", import.meta.url));
+const slowBundle = fileURLToPath(new URL("./fixtures/slow-bundle.mjs", import.meta.url));
 
 describe("without a console: the modules load in the command's own process", () => {
   test("tackle tools lists the built-in demo module, and --json is machine-readable on stdout alone", async () => {
@@ -150,7 +151,7 @@ describe("npm start (tackle serve --builtin), then tools and call through its co
       cleanEnv({
         TACKLE_HOME: home.path,
         MESH_CONSOLE_LISTEN: `127.0.0.1:${port}`,
-        MESH_TOOL_MODULES: `broken=${brokenBundle}`,
+        MESH_TOOL_MODULES: `broken=${brokenBundle},slow=${slowBundle}`,
       }),
       undefined,
       { viaNpmStart: true },
@@ -201,6 +202,15 @@ describe("npm start (tackle serve --builtin), then tools and call through its co
     const refused = await runTackle(["tools", "--console", serve.url], { env });
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /refused the token \(401\): it does not match the console's token file/);
+  });
+
+  test("call --console --timeout: a tool past it fails as timeout, naming the tool, not as a console failure", async () => {
+    const late = await runTackle(
+      ["call", "slow.wait", '{"ms":5000}', "--timeout", "300", "--console", serve.url],
+      { env: cleanEnv({ TACKLE_HOME: home.path }) },
+    );
+    assert.equal(late.code, 1);
+    assert.match(late.stderr, /^error timeout: Tool "slow\.wait" timed out after 300 ms$/m);
   });
 
   test("a second serve on the same port says the port is in use", async () => {

@@ -8,9 +8,11 @@ import {
   LOG_LEVEL_META_KEY,
   type LoggingLevel,
   type LoggingMessageNotificationParams,
+  SdkError,
+  SdkErrorCode,
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
-import { type Logger, ToolError, type ToolErrorPayload } from "@tackle/core";
+import { type Logger, ToolError, type ToolErrorPayload, ToolTimeoutError } from "@tackle/core";
 import { modulesToolName } from "../mcp/create-mcp-server.ts";
 import { CliError } from "../program/cli-error.ts";
 import { parseConsoleUrl } from "./parse-console-url.ts";
@@ -123,6 +125,15 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
         }
         return { ok: true, output: result.structuredContent ?? parseText(textOf(result.content)) };
       } catch (error) {
+        // `--timeout` passing is the tool's timeout, as in the other sources, not a console failure.
+        const timeoutMs = callOptions.timeoutMs ?? options.timeoutMs;
+        if (
+          error instanceof SdkError &&
+          error.code === SdkErrorCode.RequestTimeout &&
+          timeoutMs !== undefined
+        ) {
+          return { ok: false, error: new ToolTimeoutError(qualifiedName, timeoutMs) };
+        }
         return {
           ok: false,
           error: new ToolError("console_failed", `The console call failed: ${(error as Error).message}`, {
