@@ -2,7 +2,8 @@
  * A call held by a node that dies fails `node_lost` within seconds, naming the node, instead of
  * waiting out its deadline: two node processes serve one module; one is SIGKILLed mid-call. Calls on
  * the survivor, and a call that is merely slow, finish. A call swallowed by a node that went away
- * before it started (a queue member that never ran it) fails `node_lost` too.
+ * before it started (a queue member that never ran it) fails `node_lost` too. Neither a module moving
+ * to another prefix mid-call nor the client's own event loop stalling past the bound fails a call.
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -169,4 +170,25 @@ it("a call running while its module moves to another prefix is still claimed, an
   } finally {
     await runtime.close();
   }
+});
+
+it("a client too busy to ask for longer than lostAfterMs does not take its own silence for a lost node", {
+  timeout: 60_000,
+}, async () => {
+  // Node b (from the first test) still serves pool.
+  const call = client.call("pool.slow", { ms: 5000 });
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  // Block this process (the client) for 3.5 s inside a timer callback: the watch's own tick runs next,
+  // before the node's answers are read.
+  await new Promise<void>((resolve) => {
+    setTimeout(() => {
+      const until = performance.now() + 3500;
+      while (performance.now() < until) {
+        // busy: no timers, no socket reads
+      }
+      resolve();
+    }, 0);
+  });
+  const result = await call;
+  assert.ok(result.ok, result.ok ? "" : `${result.error.code}: ${result.error.message}`);
 });
