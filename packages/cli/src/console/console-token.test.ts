@@ -31,6 +31,24 @@ test("a token file other users can read is refused with the chmod that fixes it"
   );
 });
 
+test("a token file that holds no usable token (damaged, two words) is refused, naming the file", (context) => {
+  const home = mkdtempSync(join(tmpdir(), "tackle-token-"));
+  context.after(() => rmSync(home, { recursive: true, force: true }));
+  const path = join(home, "console-token");
+  for (const damaged of ["two words\n", "garbage\u0000\u0001bytes", "é-not-ascii"]) {
+    writeFileSync(path, damaged, { mode: 0o600 });
+    assert.throws(
+      () => ensureConsoleToken(path),
+      (error: unknown) =>
+        CliError.isInstance(error) &&
+        error.message ===
+          `The console token file ${path} does not hold a token (one word of letters, digits and -._~+/); delete it and restart the console`,
+    );
+  }
+  writeFileSync(path, "abc-DEF_123.~+/==\n", { mode: 0o600 });
+  assert.equal(readConsoleToken(path), "abc-DEF_123.~+/==");
+});
+
 test("only the exact bearer token matches", () => {
   assert.equal(bearerMatches("Bearer abc", "abc"), true);
   assert.equal(bearerMatches("bearer abc", "abc"), true);

@@ -61,6 +61,13 @@ export function readConsoleToken(path: string): string {
       "token_file",
       `The console token file ${path} is empty; delete it and restart the console`,
     );
+  // A bearer token is one word of these characters (RFC 6750); any other text could never be sent back
+  // in an Authorization header, and every client would be told its token is wrong.
+  if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(text))
+    throw new CliError(
+      "token_file",
+      `The console token file ${path} does not hold a token (one word of letters, digits and -._~+/); delete it and restart the console`,
+    );
   return text;
 }
 
