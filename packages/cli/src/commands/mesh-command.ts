@@ -78,7 +78,10 @@ export function addMeshCommand(program: Command, context: ProgramContext): void 
     .description("List memberships (node, module, subject prefix, seats) and the catalogue")
     .option("--node <node>", "only this node")
     .option("--module <module>", "only this module")
-    .option("--json", "print { memberships, catalogue } as JSON")
+    .option(
+      "--json",
+      "print { memberships, catalogue, invalid } as JSON (invalid: records that do not parse)",
+    )
     .action(async (options: { node?: string; module?: string; json?: boolean }) => {
       // A record that does not parse is named, and the good ones are still listed.
       const invalid: { bucket: string; key: string; message: string }[] = [];
