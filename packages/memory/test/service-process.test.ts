@@ -8,7 +8,7 @@ import { createInterface } from "node:readline";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { MemoryClient } from "@tackle/memory";
-import { createTestDatabase, freePort, type TestDatabase } from "@tackle/test-support";
+import { createTestDatabase, freePort, type TestDatabase, testPostgresUrl } from "@tackle/test-support";
 
 const main = fileURLToPath(new URL("../src/server/main.ts", import.meta.url));
 
@@ -251,6 +251,33 @@ describe("memory service process", () => {
     } finally {
       await stop(first, "SIGTERM");
     }
+  });
+
+  it("a PostgreSQL database that does not exist is named, with what to do", async () => {
+    const missing = new URL(testPostgresUrl());
+    missing.pathname = "/tackle_memory_no_such_database";
+    const child = spawn(
+      process.execPath,
+      ["--conditions=@tackle/source", main, "serve", "--listen", "127.0.0.1:0"],
+      {
+        env: {
+          PATH: process.env.PATH ?? "",
+          TACKLE_MEMORY_API_KEYS: "k=t",
+          TACKLE_MEMORY_STORE: missing.href,
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += String(chunk);
+    });
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    assert.equal(code, 1);
+    assert.match(
+      stderr,
+      /^tackle-memory: database "tackle_memory_no_such_database" does not exist \(the service creates its tables, not the database: createdb it first\)$/m,
+    );
   });
 
   it("refuses to listen beyond loopback unless allowed", async () => {

@@ -137,7 +137,12 @@ function readPrivateFile(file: string): string {
 }
 
 main(process.argv.slice(2)).catch((error) => {
-  process.stderr.write(`tackle-memory: ${(error as Error).message}\n`);
+  // PostgreSQL's "database … does not exist" (3D000): the service creates tables, not the database.
+  const missingDatabase = (error as { code?: string }).code === "3D000";
+  const hint = missingDatabase
+    ? " (the service creates its tables, not the database: createdb it first)"
+    : "";
+  process.stderr.write(`tackle-memory: ${(error as Error).message}${hint}\n`);
   // A bad command line (parseArgs' own refusals included) exits 2, as other usage errors do.
   const usageError =
     error instanceof UsageError || (error as NodeJS.ErrnoException).code?.startsWith("ERR_PARSE_ARGS_");
