@@ -3,7 +3,8 @@
  * waiting out its deadline: two node processes serve one module; one is SIGKILLed mid-call. Calls on
  * the survivor, and a call that is merely slow, finish. A call swallowed by a node that went away
  * before it started (a queue member that never ran it) fails `node_lost` too. Neither a module moving
- * to another prefix mid-call nor the client's own event loop stalling past the bound fails a call.
+ * to another prefix mid-call, nor a node busy in synchronous work past the bound (alive: NATS still
+ * holds its connection), nor the client's own event loop stalling past the bound fails a call.
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -148,6 +149,27 @@ it("a call swallowed by a node that went away before running it fails node_lost;
   } finally {
     if (!ghost.isClosed()) await ghost.close();
   }
+});
+
+it("a node whose tool blocks its event loop for longer than lostAfterMs is busy, not lost: the call finishes", {
+  timeout: 60_000,
+}, async () => {
+  // Node b (from the first test) still serves pool, alone. Its tool computes synchronously for 6 s:
+  // the node cannot answer which calls it holds, but its connection stays, so NATS still routes to
+  // its subscriptions and the client, with its defaults, keeps waiting.
+  // Blocked at once (the node has not yet claimed the call), then blocked after it claimed it.
+  for (const input of [{ ms: 6000 }, { ms: 6000, waitMs: 1500 }]) {
+    const startedAt = performance.now();
+    const result = await client.call("pool.block", input);
+    assert.ok(
+      result.ok,
+      result.ok ? "" : `${JSON.stringify(input)}: ${result.error.code}: ${result.error.message}`,
+    );
+    assert.ok(performance.now() - startedAt >= 6000);
+  }
+  // Then it answers as before.
+  const next = await client.call("pool.whoami", {});
+  assert.ok(next.ok, next.ok ? "" : next.error.message);
 });
 
 it("a call running while its module moves to another prefix is still claimed, and finishes", {

@@ -4,18 +4,25 @@
  * its calls there; every node serving the module answers with its name, its process instance and the
  * ids it is running. A call whose holder stops claiming it for `lostAfterMs`, or that no answering
  * node claims while a node that was alive when it was sent went silent, fails `node_lost` naming the
- * node. Nothing is done per call: the calls in flight are read from the requester at each tick, so a
+ * node, but silence alone is not the verdict: a node busy in synchronous work cannot answer either.
+ * The watch then asks the silent node process's own `<prefix>.tools.alive.<instance>`; only NATS's
+ * "no responders" (no connection holds that subscription any more) fails the calls, while a timeout
+ * or an answer means the process is there, busy, and the calls wait (it is asked again at later
+ * ticks). Nothing is done per call: the calls in flight are read from the requester at each tick, so a
  * call that ends before the next tick costs nothing; the questions cost a message per module per
  * `probeMs`, and one answer per node.
  */
-import { createInbox, type NatsConnection } from "@nats-io/transport-node";
+import { createInbox, type NatsConnection, NoRespondersError } from "@nats-io/transport-node";
 import { ToolError } from "@tackle/core";
-import { decodeJson, encodeJson, HELD_VERB, type HeldAnswer } from "../nats/wire.ts";
+import { ALIVE_VERB, decodeJson, encodeJson, HELD_VERB, type HeldAnswer } from "../nats/wire.ts";
 
 export interface NodeWatchOptions {
   /** How often a module with calls in flight is asked. Default 500 ms. */
   readonly probeMs?: number;
-  /** How long a holder may go without claiming its call before the call fails. Default 2500 ms. */
+  /**
+   * How long a holder may go without claiming its call before the watch asks whether its process is
+   * still connected (the call fails only if it is not). Default 2500 ms.
+   */
   readonly lostAfterMs?: number;
 }
 
@@ -47,8 +54,17 @@ export interface WatchedCalls {
 
 interface Instance {
   readonly node: string;
+  /** `<prefix>.tools.alive.<instance>`, which the node process subscribes while it serves there. */
+  readonly aliveSubject: string;
   lastSeen: number;
+  /** A question to `aliveSubject` is out. */
+  checking: boolean;
+  /** It went silent and NATS answered "no responders" on `aliveSubject`: its connection is gone. */
+  gone: boolean;
 }
+
+const isNoResponders = (error: unknown): boolean =>
+  error instanceof NoRespondersError || (error as Error)?.cause instanceof NoRespondersError;
 
 interface Watched {
   readonly token: string;
@@ -86,6 +102,8 @@ export function createNodeWatch(
 ): NodeWatch {
   const probeMs = options.probeMs ?? DEFAULT_PROBE_MS;
   const lostAfterMs = options.lostAfterMs ?? DEFAULT_LOST_AFTER_MS;
+  /** How long a silent node's alive subject is given: "no responders" comes at once, so this is short. */
+  const checkMs = Math.min(1000, Math.max(probeMs, 250));
   const modules = new Map<string, ModuleWatch>();
   let timer: NodeJS.Timeout | undefined;
   /** When the armed tick is due: a tick far later than that means this process itself stalled. */
@@ -123,10 +141,18 @@ export function createNodeWatch(
     const key = `${answer.node}/${answer.instance}`;
     let instance = watch.instances.get(key);
     if (instance === undefined) {
-      instance = { node: String(answer.node), lastSeen: now };
+      instance = {
+        node: String(answer.node),
+        aliveSubject: `${answer.prefix}.${ALIVE_VERB}.${answer.instance}`,
+        lastSeen: now,
+        checking: false,
+        gone: false,
+      };
       watch.instances.set(key, instance);
     }
     instance.lastSeen = now;
+    // It answers: whatever the bus said of it while it was cut off, it is back.
+    instance.gone = false;
     if (!Array.isArray(answer.held)) return;
     for (const callId of answer.held) {
       const call = watch.calls.get(callId);
@@ -148,6 +174,27 @@ export function createNodeWatch(
         },
       );
     }
+  }
+
+  /**
+   * Asks whether a silent node process is still connected. "No responders" marks it gone and judges
+   * its module at once; an answer or a timeout leaves it alive (busy), to be asked again later.
+   */
+  function check(prefix: string, instance: Instance): void {
+    if (instance.checking || instance.gone || paused || closed) return;
+    instance.checking = true;
+    connection.request(instance.aliveSubject, undefined, { timeout: checkMs }).then(
+      () => {
+        instance.checking = false;
+      },
+      (error: unknown) => {
+        instance.checking = false;
+        if (!isNoResponders(error) || paused || closed) return;
+        instance.gone = true;
+        const watch = modules.get(prefix);
+        if (watch !== undefined) judge(watch, prefix, performance.now());
+      },
+    );
   }
 
   function moduleWatch(prefix: string, now: number): ModuleWatch {
@@ -188,29 +235,43 @@ export function createNodeWatch(
     return ids;
   }
 
-  function judge(watch: ModuleWatch, now: number): void {
+  function judge(watch: ModuleWatch, prefix: string, now: number): void {
     for (const [callId, call] of watch.calls) {
       if (call.holder !== undefined) {
         if (now - call.seenAt <= lostAfterMs) continue;
+        const holder = call.holder;
+        // A holder that still answers, without the call, has let it go (restarted in place, or it
+        // replied); one that is silent may only be busy: it is failed once the bus says it is gone.
+        if (now - holder.lastSeen > lostAfterMs && !holder.gone) {
+          check(prefix, holder);
+          continue;
+        }
         watch.calls.delete(callId);
         calls.lost(
           call.token,
           new ToolError(
             "node_lost",
-            `Node ${call.holder.node}, which was running "${call.name}", is gone (it has not claimed the call for ${lostAfterMs} ms); the tool may have run, so check before calling again`,
-            { retryable: false, data: { tool: call.name, node: call.holder.node, started: true } },
+            `Node ${holder.node}, which was running "${call.name}", is gone (it has not claimed the call for ${lostAfterMs} ms${holder.gone ? " and its connection to the bus has closed" : ""}); the tool may have run, so check before calling again`,
+            { retryable: false, data: { tool: call.name, node: holder.node, started: true } },
           ),
         );
         continue;
       }
       if (now - call.listedAt <= lostAfterMs) continue;
-      // No node that answers holds it: it went to a node that was alive when it was sent and is silent now.
+      // No node that answers holds it: it went to a node that was alive when it was sent and is silent
+      // now. Only once the bus says every such node's connection is gone: a busy one may hold it unread.
       const gone = new Set<string>();
+      let busy = false;
       for (const instance of watch.instances.values()) {
-        if (now - instance.lastSeen > lostAfterMs && instance.lastSeen >= call.listedAt - 3 * probeMs)
-          gone.add(instance.node);
+        if (now - instance.lastSeen <= lostAfterMs || instance.lastSeen < call.listedAt - 3 * probeMs)
+          continue;
+        if (instance.gone) gone.add(instance.node);
+        else {
+          busy = true;
+          check(prefix, instance);
+        }
       }
-      if (gone.size === 0) continue;
+      if (busy || gone.size === 0) continue;
       const nodes = [...gone].sort();
       watch.calls.delete(callId);
       calls.lost(
@@ -250,7 +311,7 @@ export function createNodeWatch(
     const now = performance.now();
     // This process was too busy to ask and to read the answers: their silence proves nothing.
     if (now - due > probeMs) refresh(now);
-    if (!paused) for (const watch of modules.values()) judge(watch, now);
+    if (!paused) for (const [prefix, watch] of modules) judge(watch, prefix, now);
     const ids = paused ? new Map<string, string[]>() : collect(now);
     for (const [prefix, watch] of modules) {
       if (watch.used) {

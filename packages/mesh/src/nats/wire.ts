@@ -14,6 +14,13 @@ export const errorCodeHeader = "Tackle-Error-Code";
  */
 export const HELD_VERB = "tools.held";
 
+/**
+ * `<prefix>.tools.alive.<instance>`: each node process subscribes it (with `tools.held`) and answers
+ * empty. A caller whose holder went silent asks it: "no responders" means the process's connection is
+ * gone; a timeout or an answer means the process is there, only busy.
+ */
+export const ALIVE_VERB = "tools.alive";
+
 /** What a node answers on `<prefix>.tools.held`. */
 export interface HeldAnswer {
   readonly prefix: string;

@@ -10,6 +10,7 @@ import type { LoadedModule } from "../bundles/load-modules.ts";
 import { publishCallEvents } from "../nats/call-events.ts";
 import { failSpan, traceProcess } from "../nats/trace-messaging.ts";
 import {
+  ALIVE_VERB,
   callIdHeader,
   decodeJson,
   encodeJson,
@@ -107,6 +108,13 @@ export async function serveModule(
       message.respond(encodeJson(answer));
     },
   });
+  // Asked only when this node has gone silent: its subscription lasts as long as its connection (and
+  // its held answers), so "no responders" tells a caller it is gone, and silence that it is busy.
+  const alive = connection.subscribe(`${placement.prefix}.${ALIVE_VERB}.${instance}`, {
+    callback: (error, message) => {
+      if (error === null && message.reply !== undefined && message.reply !== "") message.respond();
+    },
+  });
   service.addEndpoint("tools", {
     subject: `${placement.prefix}.tools`,
     metadata: { description: "this module's tools, schemas and load errors" },
@@ -158,7 +166,11 @@ export async function serveModule(
       const left = new Set(running.keys());
       const release = () => {
         for (const callId of left) if (!running.has(callId)) left.delete(callId);
-        if (left.size === 0 || connection.isClosed()) return held.unsubscribe();
+        if (left.size === 0 || connection.isClosed()) {
+          held.unsubscribe();
+          alive.unsubscribe();
+          return;
+        }
         setTimeout(release, 500).unref();
       };
       release();
