@@ -153,7 +153,7 @@ describe("token budgets over a 100k-entity document", { timeout: 1_200_000 }, ()
       await tool.handle({
         op: "run-edit-script",
         doc_id: docId,
-        script: `const clips = entities.list({ entityKind: 'clip' }).slice(0, 3000);
+        script: `const clips = entities.list({ entityKind: 'clip', limit: 3000 });
 for (const clip of clips) entities.update(clip.entityId, [{ op: 'set', path: ['name'], value: 'n'.repeat(200) }]);
 entities.create({ entityKind: 'audio-script', payload: { language: 'en', segments: Array.from({ length: 5000 }, (_, i) => ({ startMs: i, endMs: i + 1, text: 'w'.repeat(1000) })) } });
 for (let i = 0; i < 5000; i++) console.log('line ' + i + ' ' + 'x'.repeat(300));`,

@@ -23,10 +23,14 @@ import type { DocumentSessionOptions } from "./session-types.ts";
 import { writeFields } from "./write-loro.ts";
 
 /** A read refused for answering more than `atMost` items (a filter's `atMost`). */
-export function readLimit(what: string, atMost: number): DocScriptError {
+export function readLimit(
+  what: string,
+  atMost: number,
+  instead = "filter by kind, or read by id (entities.get) or by entity (relations.of)",
+): DocScriptError {
   return new DocScriptError(
     "read_limit",
-    `${what} matches more than ${atMost}; one read answers at most ${atMost}: filter by kind, or read by id (entities.get) or by entity (relations.of)`,
+    `${what} matches more than ${atMost}; one read answers at most ${atMost}: ${instead}`,
   );
 }
 

@@ -29,11 +29,27 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
   return {
     list(filter = {}) {
       const found: Entity[] = [];
+      const { after } = filter;
+      if (after !== undefined) {
+        const from = projection.stored(after);
+        if (from === undefined || (filter.entityKind !== undefined && from.entityKind !== filter.entityKind))
+          throw new DocScriptError(
+            "invalid_operation",
+            `entities.list: after names no ${filter.entityKind ?? "entity"} "${after}"; pass the entityId of the last entity of the previous page`,
+          );
+      }
+      let skipping = after !== undefined;
       for (const entity of projection.entities(filter.entityKind)) {
+        if (skipping) {
+          skipping = entity.entityId !== after;
+          continue;
+        }
+        if (filter.limit !== undefined && found.length >= filter.limit) break;
         if (filter.atMost !== undefined && found.length >= filter.atMost)
           throw readLimit(
             `entities.list(${filter.entityKind === undefined ? "" : JSON.stringify(filter.entityKind)})`,
             filter.atMost,
+            `read it in pages (entities.list({ entityKind, limit: ${filter.atMost}, after: <the last entityId of the previous page> })), or read by id (entities.get)`,
           );
         found.push(entity);
       }

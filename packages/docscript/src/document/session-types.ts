@@ -45,6 +45,10 @@ export interface MoveTarget {
 
 export interface EntityFilter {
   readonly entityKind?: string;
+  /** Answers at most this many (a page), in the document's order; no `read_limit` then. */
+  readonly limit?: number;
+  /** Starts after this entity (the last one of the previous page). */
+  readonly after?: string;
   /** Refuses (`read_limit`) a read that would answer more than this many, before building it. */
   readonly atMost?: number;
 }

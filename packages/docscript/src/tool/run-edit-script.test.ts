@@ -115,5 +115,49 @@ const all = entities.list();`,
     assert.equal(!listed.ok && listed.error.code, "read_limit", JSON.stringify(listed));
     assert.match(!listed.ok ? listed.error.message : "", /more than 20000.*\(line 2, column \d+\)/);
     assert.equal(!listed.ok && (listed.error.data as { line?: number }).line, 2);
+    assert.match(
+      !listed.ok ? listed.error.message : "",
+      /read it in pages \(entities\.list\(\{ entityKind, limit/,
+    );
+
+    // Past the bound, pages: limit and after read every entity of the kind once, in order.
+    const clips = openDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema)
+      .entities.list({ entityKind: "clip" })
+      .map((clip) => clip.entityId);
+    const paged = await runEditScript(context, {
+      docId: "large",
+      replica,
+      version: "v",
+      script: `const ids = [];
+let after;
+for (;;) {
+  const page = entities.list({ entityKind: "clip", limit: 1500, ...(after === undefined ? {} : { after }) });
+  for (const clip of page) ids.push(clip.entityId);
+  if (page.length < 1500) break;
+  after = page[page.length - 1].entityId;
+}
+console.log(ids.length, new Set(ids).size, ids[0], ids[1499], ids[1500], ids[ids.length - 1]);`,
+    });
+    assert.ok(paged.ok, JSON.stringify(paged).slice(0, 500));
+    assert.ok(clips.length > 3000);
+    assert.deepEqual(
+      paged.logs.map((line) => line.text),
+      [[clips.length, clips.length, clips[0], clips[1499], clips[1500], clips.at(-1)].join(" ")],
+    );
+
+    for (const [filter, message] of [
+      ["{ entityKind: 'clip', limit: 0 }", /limit is a whole number from 1 to 20000, not 0/],
+      ["{ entityKind: 'clip', limit: 20001 }", /limit is a whole number from 1 to 20000/],
+      ["{ entityKind: 'clip', limit: 5, after: 'no-such-clip' }", /after names no clip "no-such-clip"/],
+    ] as const) {
+      const refused = await runEditScript(context, {
+        docId: "large",
+        replica,
+        version: "v",
+        script: `entities.list(${filter});`,
+      });
+      assert.ok(!refused.ok && refused.error.code === "invalid_operation", JSON.stringify(refused));
+      assert.match(refused.error.message, message);
+    }
   });
 });

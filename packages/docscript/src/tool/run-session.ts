@@ -133,8 +133,8 @@ export function loadSchema(module: string, exportName: string): Promise<Schema> 
 
 /**
  * The most entities or relations one read answers. A script that would read more (every clip of a
- * million-entity timeline, say) is refused with `read_limit` before the answer is built: it reads by
- * kind, by id or by the relations of an entity instead.
+ * million-entity timeline, say) is refused with `read_limit` before the answer is built: it reads
+ * entities in pages (`limit`, `after`), by kind, by id or by the relations of an entity instead.
  */
 export const maxReadItems = 20_000;
 
@@ -266,10 +266,20 @@ export function openRunSession(
   };
 
   const entities = {
-    list(filter?: { entityKind?: string }) {
+    list(filter?: { entityKind?: string; limit?: number; after?: string }) {
+      const limit = filter?.limit;
+      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= maxReadItems))
+        throw refused(
+          "invalid_operation",
+          `entities.list: limit is a whole number from 1 to ${maxReadItems}, not ${JSON.stringify(limit)}`,
+        );
+      if (filter?.after !== undefined && typeof filter.after !== "string")
+        throw refused("invalid_operation", "entities.list: after is an entityId (a string)");
       return session.entities
         .list({
           ...(filter?.entityKind === undefined ? {} : { entityKind: filter.entityKind }),
+          ...(limit === undefined ? {} : { limit }),
+          ...(filter?.after === undefined ? {} : { after: filter.after }),
           atMost: maxReadItems,
         })
         .map(scriptEntity);

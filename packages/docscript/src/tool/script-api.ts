@@ -49,7 +49,7 @@ export interface Materialized {
 }
 
 export interface ScriptEntities {
-  list(filter?: { entityKind?: string }): Entity[];
+  list(filter?: { entityKind?: string; limit?: number; after?: string }): Entity[];
   get(entityId: string): Entity | null;
   create(input: { entityKind: string; payload?: { [field: string]: Json }; variantOf?: string }): Entity;
   update(entityId: string, ops: UpdateOp[]): Entity;

@@ -1,3 +1,5 @@
+import { maxReadItems } from "./run-session.ts";
+
 /**
  * The script contract: the declarations the model reads verbatim in its prompt. `script-api.ts` holds
  * the same types for the implementation; `script-contract.test.ts` fails when the two differ.
@@ -68,8 +70,11 @@ interface Materialized {
 
 /** The document's entities. Every write lands whole or not at all; a refused write throws at its call. */
 declare const entities: {
-  /** Every entity, or those of one kind. */
-  list(filter?: { entityKind?: string }): Entity[];
+  /**
+   * Every entity, or those of one kind, in the document's order. limit (at most ${maxReadItems}) answers one
+   * page; after (the last entityId of the previous page) reads on from there.
+   */
+  list(filter?: { entityKind?: string; limit?: number; after?: string }): Entity[];
   /** One entity, or null. */
   get(entityId: string): Entity | null;
   /** A new entity; a medium whose file the document already holds returns the one it has. */
