@@ -126,7 +126,10 @@ describe("token budgets over a 100k-entity document", { timeout: 1_200_000 }, ()
   test("runs, failures and commits fit: previews are per-write diffs with counts, logs are cut with a count", {
     timeout: 1_200_000,
   }, async () => {
+    // What is measured is the answers' size: under a loaded machine's minutes-long first push at 100k,
+    // the commit still answers committed, not unconfirmed at the default 30 s request deadline.
     const tool = harness.tool({
+      requestTimeoutMs: 600_000,
       sandbox: { timeoutMs: 600_000, prepareTimeoutMs: 600_000, memoryLimitMb: 1024 },
     });
     const ten = fits(

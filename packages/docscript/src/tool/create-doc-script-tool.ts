@@ -37,6 +37,12 @@ export interface DocScriptToolOptions extends DocScriptHooks {
   readonly authToken?: string | (() => string | Promise<string>);
   /** The end user, sent with every request; also the plan's actor. */
   readonly userId?: string;
+  /**
+   * How long one request to the document server may take (30000 by default). A commit past it ends
+   * `unconfirmed` (the plan may have landed; committing it again is safe), so a host of very large
+   * documents on a busy server may want more.
+   */
+  readonly requestTimeoutMs?: number;
   /** Loro peer for the tool's own follow-up writes. Each run authors its plan on a fresh peer. */
   readonly peerId?: bigint | number | string;
   /** Defaults for each run: `timeoutMs` 30000, `memoryLimitMb` 256; `workers` warm workers (1). */
@@ -181,6 +187,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
       : { token: typeof authToken === "function" ? () => authToken() : authToken }),
     ...(options.userId === undefined ? {} : { userId: options.userId }),
     ...(options.fetchImpl === undefined ? {} : { fetchImpl: options.fetchImpl }),
+    ...(options.requestTimeoutMs === undefined ? {} : { timeoutMs: options.requestTimeoutMs }),
   });
   let pool: SandboxPool | undefined;
   const sandbox = (): SandboxPool => {
