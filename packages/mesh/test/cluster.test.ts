@@ -5,8 +5,7 @@
  * SIGKILL of a node fails only the calls it held (`node_lost`, before their deadline).
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
+import type { ChildProcess } from "node:child_process";
 import { after, before, it } from "node:test";
 import type { ToolCallResult } from "@tackle/core";
 import { type NatsClusterHandle, startNatsCluster } from "@tackle/test-support";
@@ -18,7 +17,7 @@ import {
   readCatalogue,
   revokeMembership,
 } from "../src/index.ts";
-import { eventually, fixture } from "./helpers.ts";
+import { eventually, startPoolNode } from "./helpers.ts";
 
 let cluster: NatsClusterHandle;
 const nodes: ChildProcess[] = [];
@@ -30,32 +29,7 @@ after(async () => {
   await cluster?.close();
 });
 
-/** Starts a node process; resolves with its pid once it serves. */
-async function startNode(name: string, urls: string): Promise<{ process: ChildProcess; pid: number }> {
-  const child = spawn(
-    process.execPath,
-    ["--conditions=@tackle/source", fixture("node-process.ts"), name, urls, "pool", fixture("whoami.ts")],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  nodes.push(child);
-  let stderr = "";
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const pid = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node ${name} not ready after 60 s: ${stderr}`)), 60_000);
-    lines.on("line", (line) => {
-      const match = /^ready (\d+)$/.exec(line);
-      if (match) {
-        clearTimeout(timer);
-        resolve(Number(match[1]));
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`node ${name} exited (${code}): ${stderr}`)));
-  });
-  return { process: child, pid };
-}
+const startNode = (name: string, urls: string) => startPoolNode(name, urls, nodes);
 
 interface Outcome {
   readonly result: ToolCallResult;

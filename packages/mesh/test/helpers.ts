@@ -1,4 +1,6 @@
 /** Shared pieces of the mesh's integration suites: fixture paths, a recording logger, polling. */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "@tackle/core";
 import type { MeshConfig, ModuleEntry } from "../src/index.ts";
@@ -46,4 +48,39 @@ export async function eventually<T>(
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`timed out waiting for ${what}${last === undefined ? "" : `: ${(last as Error).message}`}`);
+}
+
+/**
+ * Starts a node process (`node-process.ts`) serving module `pool` from `whoami.ts` on the broker
+ * URLs given (comma-separated), and adds it to `nodes` (for the suite's cleanup); resolves with its
+ * pid once it serves.
+ */
+export async function startPoolNode(
+  name: string,
+  urls: string,
+  nodes: ChildProcess[],
+): Promise<{ process: ChildProcess; pid: number }> {
+  const child = spawn(
+    process.execPath,
+    ["--conditions=@tackle/source", fixture("node-process.ts"), name, urls, "pool", fixture("whoami.ts")],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  nodes.push(child);
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+  const pid = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`node ${name} not ready after 60 s: ${stderr}`)), 60_000);
+    lines.on("line", (line) => {
+      const match = /^ready (\d+)$/.exec(line);
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`node ${name} exited (${code}): ${stderr}`)));
+  });
+  return { process: child, pid };
 }

@@ -7,15 +7,14 @@
  * holds its connection), nor the client's own event loop stalling past the bound fails a call.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
+import type { ChildProcess } from "node:child_process";
 import { after, before, it } from "node:test";
 import { connect } from "@nats-io/transport-node";
 import type { ToolCallResult } from "@tackle/core";
 import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
 import { defaultModulePrefix } from "../src/config/names.ts";
 import { createMeshClient, issueMembership, type MeshClient, startNodeRuntime } from "../src/index.ts";
-import { eventually, fixture, meshConfig } from "./helpers.ts";
+import { eventually, fixture, meshConfig, startPoolNode } from "./helpers.ts";
 
 let nats: NatsServerHandle;
 let client: MeshClient;
@@ -31,32 +30,8 @@ after(async () => {
   await nats?.close();
 });
 
-/** Starts a node process serving `pool` (whoami.ts); resolves with its pid once it serves. */
-async function startNode(name: string): Promise<{ process: ChildProcess; pid: number }> {
-  const child = spawn(
-    process.execPath,
-    ["--conditions=@tackle/source", fixture("node-process.ts"), name, nats.url, "pool", fixture("whoami.ts")],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
-  nodes.push(child);
-  let stderr = "";
-  child.stderr?.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const pid = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node ${name} not ready after 60 s: ${stderr}`)), 60_000);
-    lines.on("line", (line) => {
-      const match = /^ready (\d+)$/.exec(line);
-      if (match) {
-        clearTimeout(timer);
-        resolve(Number(match[1]));
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`node ${name} exited (${code}): ${stderr}`)));
-  });
-  return { process: child, pid };
-}
+/** Starts a node serving `pool` on the suite's NATS server. */
+const startNode = (name: string) => startPoolNode(name, nats.url, nodes);
 
 interface Timed {
   readonly result: ToolCallResult;
