@@ -13,8 +13,9 @@
  *     ...
  *     ```
  */
-import { readdirSync, readFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { readFileSync } from "node:fs";
+import { basename, relative } from "node:path";
+import { findMarkdown } from "./markdown-links.ts";
 
 export interface Snippet {
   /** The README, relative to the repository root. */
@@ -27,21 +28,9 @@ export interface Snippet {
 
 const fence = /^(\s*)(`{3,}|~{3,})\s*([\w-]*)[^\n]*$/;
 
-/** Every README.md under `root`, outside node_modules and dist. */
+/** Every README.md under `root`, outside node_modules, dist and dot-folders. */
 export function findReadmes(root: string): string[] {
-  const found: string[] = [];
-  const walk = (directory: string) => {
-    for (const entry of readdirSync(directory, { withFileTypes: true })) {
-      if (entry.isDirectory()) {
-        if (entry.name === "node_modules" || entry.name === "dist" || entry.name.startsWith(".")) continue;
-        walk(join(directory, entry.name));
-      } else if (entry.name === "README.md") {
-        found.push(join(directory, entry.name));
-      }
-    }
-  };
-  walk(root);
-  return found.sort();
+  return findMarkdown(root).filter((file) => basename(file) === "README.md");
 }
 
 /** The TypeScript blocks of one Markdown text, each with the preamble written just before it. */

@@ -5,7 +5,7 @@ import { LoroDoc } from "loro-crdt";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { checkDocument, isDeferred, issueKey } from "./check-document.ts";
 import { type DocumentSession, openDocument } from "./document-session.ts";
-import { run, step } from "./fixtures/random-steps.ts";
+import { run, seededDocument, step } from "./fixtures/random-steps.ts";
 import { interpretDocument, projectDocument } from "./interpret.ts";
 
 function view(session: DocumentSession) {
@@ -40,11 +40,7 @@ it("two replicas editing concurrently converge to the same entities, relations a
       fc.array(step, { maxLength: 12 }),
       fc.array(step, { maxLength: 12 }),
       (shared, left, right) => {
-        const base = new LoroDoc();
-        base.setPeerId(1);
-        const seed = openDocument(base, timelineSchema);
-        for (const current of shared) run(seed, current);
-        base.commit();
+        const base = seededDocument(shared);
         const leftDoc = base.fork();
         leftDoc.setPeerId(2);
         const rightDoc = base.fork();

@@ -5,7 +5,7 @@ import { LoroDoc } from "loro-crdt";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { checkDocument } from "./check-document.ts";
 import { openDocument } from "./document-session.ts";
-import { run, step } from "./fixtures/random-steps.ts";
+import { run, seededDocument, step } from "./fixtures/random-steps.ts";
 import { projectDocument } from "./interpret.ts";
 import { LayeredMap } from "./layered-map.ts";
 import type { Projection } from "./projection.ts";
@@ -68,11 +68,7 @@ it("a session over an overlay reads as a fresh read of what it wrote, and leaves
       fc.array(step, { minLength: 5, maxLength: 20 }),
       fc.array(step, { minLength: 1, maxLength: 20 }),
       (shared, plan) => {
-        const base = new LoroDoc();
-        base.setPeerId(1);
-        const seed = openDocument(base, timelineSchema);
-        for (const current of shared) run(seed, current);
-        base.commit();
+        const base = seededDocument(shared);
         const baseProjection = projectDocument(base, timelineSchema);
         const before = readOut(baseProjection);
         const fork = base.fork();
