@@ -5,66 +5,11 @@
  * does each thing once; a start without a run id is not sent again.
  */
 import assert from "node:assert/strict";
-import { once } from "node:events";
-import { type AddressInfo, createServer, type Socket, connect as tcpConnect } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { approve, createGraph, createRunner, type Runner, tool } from "@tackle/durable";
 import { createDurableClient, type DurableServer, serveDurable } from "@tackle/durable/http";
+import { startTcpRelay, type TcpRelay } from "@tackle/test-support";
 import { type TempStore, tempSqliteStore } from "./helpers.ts";
-
-/**
- * A TCP relay to the server that, when armed, passes the next request on and resets the client's
- * connection as the server's answer starts to come back: the request is applied, its answer lost.
- */
-async function resettingRelay(target: string) {
-  const { hostname, port } = new URL(target);
-  const sockets = new Set<Socket>();
-  const requests: string[] = [];
-  let armed = false;
-  let resets = 0;
-  const server = createServer((client) => {
-    const upstream = tcpConnect(Number(port), hostname);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on("close", () => sockets.delete(socket));
-      socket.on("error", () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.on("data", (chunk: Buffer) => {
-      const line = /^(GET|POST|PUT|DELETE) (\S+) HTTP/m.exec(chunk.toString("latin1"));
-      if (line !== null) requests.push(`${line[1]} ${line[2]}`);
-      upstream.write(chunk);
-    });
-    upstream.on("data", (chunk: Buffer) => {
-      if (armed) {
-        armed = false;
-        resets++;
-        client.resetAndDestroy();
-        upstream.destroy();
-        return;
-      }
-      client.write(chunk);
-    });
-    upstream.on("end", () => client.end());
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    resets: () => resets,
-    /** Lose the answer to the next request. */
-    loseNextAnswer() {
-      armed = true;
-    },
-    close() {
-      server.close();
-      for (const socket of sockets) socket.destroy();
-    },
-  };
-}
 
 const refunds: string[] = [];
 const graph = createGraph<{ id: string; reply?: string }>("refund").node("task", async (state, ctx) => {
@@ -81,15 +26,15 @@ describe("the durable client on a connection reset before the answer", () => {
   let temp: TempStore;
   let runner: Runner;
   let server: DurableServer;
-  let relay: Awaited<ReturnType<typeof resettingRelay>>;
+  let relay: TcpRelay;
   before(async () => {
     temp = tempSqliteStore();
     runner = createRunner({ store: temp.store, graphs: [graph], pollIntervalMs: 50 });
     server = await serveDurable({ runner });
-    relay = await resettingRelay(server.url);
+    relay = await startTcpRelay(server.url);
   });
   after(async () => {
-    relay.close();
+    await relay.close();
     await server.close();
     await runner.idle();
     await temp.cleanup();
@@ -109,7 +54,7 @@ describe("the durable client on a connection reset before the answer", () => {
     relay.loseNextAnswer();
     const started = await client.start("refund", { id: "A" }, { threadId: "retried-start", runId: "run-A1" });
     assert.deepEqual(started, { threadId: "retried-start", runId: "run-A1" });
-    assert.equal(relay.resets(), 1);
+    assert.equal(relay.resets, 1);
     assert.deepEqual(
       relay.requests.filter((request) => request === "POST /runs"),
       ["POST /runs", "POST /runs"],
@@ -128,11 +73,11 @@ describe("the durable client on a connection reset before the answer", () => {
     const paused = await pausedWithin("retried-resume");
     assert.equal(paused?.status, "paused");
     const id = paused?.interrupts[0]?.id ?? "";
-    const before = relay.resets();
+    const before = relay.resets;
     relay.loseNextAnswer();
     const resumed = await client.resume("retried-resume", { [id]: { approved: true } });
     assert.equal(resumed.threadId, "retried-resume");
-    assert.equal(relay.resets(), before + 1);
+    assert.equal(relay.resets, before + 1);
     assert.equal(
       relay.requests.filter((request) => request === "POST /runs/retried-resume/resume").length,
       2,

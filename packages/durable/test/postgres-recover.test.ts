@@ -6,12 +6,11 @@
  * The runners reach PostgreSQL through a TCP relay the test can cut, as an outage would.
  */
 import assert from "node:assert/strict";
-import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
 import { after, before, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createGraph, createRunner, type DurableStore, type Runner, tool } from "@tackle/durable";
 import { createPostgresStore } from "@tackle/durable/postgres";
-import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
+import { createTestDatabase, startTcpRelay, type TestDatabase } from "@tackle/test-support";
 
 let database: TestDatabase;
 before(async () => {
@@ -20,50 +19,6 @@ before(async () => {
 after(async () => {
   await database?.drop();
 });
-
-/** A TCP relay to PostgreSQL: `down()` drops every connection and refuses new ones until `up()`. */
-async function relay(
-  target: URL,
-): Promise<{ url: string; down(): void; up(): void; close(): Promise<void> }> {
-  const sockets = new Set<Socket>();
-  let isDown = false;
-  const server: Server = createServer((client) => {
-    if (isDown) {
-      client.destroy();
-      return;
-    }
-    const upstream = tcpConnect(Number(target.port || 5432), target.hostname);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on("close", () => sockets.delete(socket));
-      socket.on("error", () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  const url = new URL(target);
-  url.hostname = "127.0.0.1";
-  url.port = String(typeof address === "object" && address !== null ? address.port : 0);
-  return {
-    url: url.toString(),
-    down() {
-      isDown = true;
-      for (const socket of sockets) socket.destroy();
-    },
-    up() {
-      isDown = false;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 const leaseMs = 1500;
 
@@ -96,7 +51,7 @@ it("a run whose driver lost PostgreSQL before it could record anything is resume
       return { a, b };
     });
 
-  const net = await relay(new URL(database.url));
+  const net = await startTcpRelay(database.url);
   const quiet = () => {};
   const stores: DurableStore[] = [];
   const runners: Runner[] = [];
