@@ -1,12 +1,17 @@
 /**
  * Scale bench: what a model's calls cost as a timeline document grows (1k, 10k, 100k, 1M entities).
- * Per size, through a real document server on loopback (SQLite in a temp dir) and the edit-script tool:
+ * Per size, through a real document server (SQLite in a temp dir) in a child process of its own
+ * (`scale-server.ts`, as in any deployment), reached over loopback HTTP by the edit-script tool in this
+ * process:
  *
  * - open: a server started over the stored file answers its first call on the document (a fresh tool's
  *   first `snapshot`), the cost a model pays after a restart or an eviction; with the peak growth of
- *   this process's heap and RSS meanwhile (server and tool share the process);
+ *   this process's (the tool's) heap and RSS meanwhile;
  * - snapshot page: a later `snapshot` call (p50);
- * - first push: the server checking another peer's one-clip change right after the open (`host.push`);
+ * - first push: the server checking another peer's one-clip change right after the open (`host.push`,
+ *   timed in the server's process);
+ * - first run: the first ten-write `run-edit-script` on the document in this process, with the peak
+ *   growth of this process's heap and RSS meanwhile;
  * - warm run: a ten-write `run-edit-script` on a warm worker at an unchanged version (p50);
  * - commit: `commit-plan` of such a run (p50);
  * - push check: more such pushes (p50).
@@ -17,7 +22,7 @@
  *
  *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/scale.ts [--runs-up-to=N] [entityCounts...]
  */
-import { spawnSync } from "node:child_process";
+import { type ChildProcess, fork, spawnSync } from "node:child_process";
 import {
   copyFileSync,
   existsSync,
@@ -31,11 +36,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { getHeapStatistics } from "node:v8";
-import { LoroDoc, type LoroMap } from "loro-crdt";
 import { createDocScriptTool } from "../../packages/docscript/src/index.ts";
-import { createSqliteDocumentStore, serveDocuments } from "../../packages/docscript/src/server/index.ts";
 import { sqliteMigrations } from "../../packages/docscript/src/server/migrations.ts";
-import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
 
 const requested = process.argv
   .slice(2)
@@ -61,14 +63,20 @@ const format = (value: number): string =>
   Number.isNaN(value) ? "—" : value >= 100 ? value.toFixed(0) : value.toFixed(1);
 
 /** p50 of `runs` timed calls, or why it could not be measured. */
-async function measure(runs: number, budgetMs: number, body: (index: number) => Promise<void>) {
+async function measure(
+  runs: number,
+  budgetMs: number,
+  body: (index: number) => Promise<unknown>,
+  /** The body answers its own time (a step timed in the server's process). */
+  timedByBody = false,
+) {
   const samples: number[] = [];
   const started = performance.now();
   try {
     for (let index = 0; index < runs; index++) {
       const start = performance.now();
-      await body(index);
-      samples.push(performance.now() - start);
+      const own = await body(index);
+      samples.push(timedByBody ? (own as number) : performance.now() - start);
       if (performance.now() - started > budgetMs) break;
     }
   } catch (error) {
@@ -157,14 +165,12 @@ try {
     (globalThis as { gc?: () => void }).gc?.();
     const baseline = process.memoryUsage();
 
-    const server = await serveDocuments({
-      store: createSqliteDocumentStore({ path }),
-      schema: timelineSchema,
-    });
+    const server = await startServer(path);
     const tool = createDocScriptTool({
       httpOrigin: server.url,
       authToken: token,
-      sandbox: { workers: 1, maxRunsPerWorker: 1000, timeoutMs: 300_000, prepareTimeoutMs: 300_000 },
+      requestTimeoutMs: 600_000,
+      sandbox: { workers: 1, maxRunsPerWorker: 1000, timeoutMs: 600_000, prepareTimeoutMs: 600_000 },
     });
     try {
       const opened = await peakMemory(() =>
@@ -179,39 +185,43 @@ try {
         ok(await tool.handle({ op: "snapshot", doc_id: "bench" }), "snapshot");
       });
       process.stderr.write(`${count}: page ${page}\n`);
-      // Another peer's one-field change to a clip, as the server checks it (`host.push`).
-      const other = await otherPeer(seeded);
+      // Another peer's one-field change to a clip, as the server checks it (`host.push`, in its process).
       let pushes = 0;
       const pushOne = async () => {
         const clipId = videoClips[pushes % videoClips.length] ?? "";
-        const before = other.oplogVersion();
-        ((other.getMap("entities").get(clipId) as LoroMap).get("fields") as LoroMap).set(
-          "speed",
-          1 + (pushes % 9) / 10,
-        );
-        other.commit();
+        const result = await server.ask<{ ms: number; status: string }>({
+          op: "push",
+          clipId,
+          speed: 1 + (pushes % 9) / 10,
+        });
         pushes += 1;
-        const result = await server.host.push("bench", other.export({ mode: "update", from: before }));
         if (result.status !== "committed") throw new Error(`push ended ${result.status}`);
+        return result.ms;
       };
       // The first push after the open: it reads the rows its checks reach and makes the fork.
-      const firstPush = await measure(1, 0, pushOne);
+      const firstPush = await measure(1, 0, pushOne, true);
       process.stderr.write(`${count}: first push ${firstPush}\n`);
       let planId = "";
+      let runMemory = "—";
       const warmup =
         count > runsUpTo
           ? "not run"
-          : await measure(1, 0, async () => {
-              planId = ok(
-                await tool.handle({
-                  op: "run-edit-script",
-                  doc_id: "bench",
-                  script: tenWrites(videoClips, -1),
-                }),
-                "run",
-              ).plan_id as string;
+          : await peakMemory(() =>
+              measure(1, 0, async () => {
+                planId = ok(
+                  await tool.handle({
+                    op: "run-edit-script",
+                    doc_id: "bench",
+                    script: tenWrites(videoClips, -1),
+                  }),
+                  "run",
+                ).plan_id as string;
+              }),
+            ).then((peak) => {
+              runMemory = `${peak.heapMiB - mib(baseline.heapUsed)} / ${peak.rssMiB - mib(baseline.rss)}`;
+              return peak.value;
             });
-      process.stderr.write(`${count}: first run ${warmup}\n`);
+      process.stderr.write(`${count}: first run ${warmup}, heap / RSS growth ${runMemory} MiB\n`);
       const warm =
         warmup.startsWith("fails") || warmup === "not run"
           ? warmup
@@ -255,10 +265,11 @@ try {
           : `${format(percentile(commitMs.splice(0), 0.5))} (${commit.split("(")[1]}`;
       process.stderr.write(`${count}: commit ${commitFigure}\n`);
       // Push check: more such changes, after the first.
-      const push = await measure(20, 60_000, pushOne);
+      const push = await measure(20, 60_000, pushOne, true);
       process.stderr.write(`${count}: push ${push}\n`);
+      const serverMemory = await server.ask<{ maxRssMiB: number }>({ op: "memory" });
       rows.push(
-        `| ${count.toLocaleString("en")} | ${open} | ${memory} | ${page} | ${warm} | ${commitFigure} | ${firstPush} | ${push} |`,
+        `| ${count.toLocaleString("en")} | ${open} | ${memory} | ${page} | ${firstPush} | ${warmup} | ${runMemory} | ${warm} | ${commitFigure} | ${push} | ${serverMemory.maxRssMiB} |`,
       );
     } finally {
       await tool.close();
@@ -272,21 +283,59 @@ console.log(
   `Node ${process.version}, ${new Date().toISOString()}, heap limit ${mib(getHeapStatistics().heap_size_limit)} MiB; p50 ms (samples)`,
 );
 console.log(
-  "| entities | open (first snapshot call after a start) | open: peak heap / RSS growth MiB | snapshot page | warm ten-write run | commit-plan | first push | push check |",
+  "| entities | open (first snapshot call after a start) | open: tool's peak heap / RSS growth MiB | snapshot page | first push | first run | first run: tool's peak heap / RSS growth MiB | warm ten-write run | commit-plan | push check | server's peak RSS MiB |",
 );
-console.log("| -------: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+console.log("| -------: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 for (const row of rows) console.log(row);
 
-/** Another peer's replica of the seeded document (its snapshot read from the seeded file). */
-async function otherPeer(path: string): Promise<LoroDoc> {
-  const store = createSqliteDocumentStore({ path });
-  try {
-    const stored = await store.load("bench");
-    if (stored === undefined) throw new Error("the seeded file has no document");
-    const doc = LoroDoc.fromSnapshot(stored.snapshot);
-    doc.setPeerId(9);
-    return doc;
-  } finally {
-    await store.close();
-  }
+interface ServerProcess {
+  readonly url: string;
+  /** One request to the server's process over its IPC channel, and its answer. */
+  ask<T>(message: unknown): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** The document server over `path`, in a child process (`scale-server.ts`). */
+async function startServer(path: string): Promise<ServerProcess> {
+  const child: ChildProcess = fork(new URL("./scale-server.ts", import.meta.url).pathname, [path], {
+    execArgv: ["--conditions=@tackle/source"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const next = <T>(): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the server process exited (${code})`));
+      child.once("exit", onExit);
+      child.once("message", (message: T & { error?: string }) => {
+        child.off("exit", onExit);
+        if (message.error !== undefined) reject(new Error(message.error));
+        else resolve(message);
+      });
+    });
+  const { ready } = await next<{ ready: string }>();
+  let queue: Promise<unknown> = Promise.resolve();
+  const ask = <T>(message: unknown): Promise<T> => {
+    const answer = queue.then(() => {
+      const reply = next<T>();
+      child.send(message as object);
+      return reply;
+    });
+    queue = answer.catch(() => undefined);
+    return answer;
+  };
+  return {
+    url: ready,
+    ask,
+    async close() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      try {
+        await ask({ op: "close" });
+      } catch {
+        child.kill();
+      }
+      const timer = setTimeout(() => child.kill(), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
 }

@@ -1,0 +1,74 @@
+/**
+ * The document server of the scale bench, in a process of its own (as in any deployment): `scale.ts`
+ * forks it over a copy of the seeded SQLite file and talks to it over loopback HTTP (the tool) and
+ * over the fork's IPC channel (the bench's own steps). It holds what a server holds — the live
+ * document, the replica pushes are checked in — plus another peer's replica of the seeded document,
+ * whose one-clip changes it pushes through `host.push` when asked, timing each.
+ *
+ *   fork(scale-server.ts, [path, token]) → { ready: url }
+ *   { op: "push", clipId, speed } → { ms, status }     one change from the other peer, checked and stored
+ *   { op: "memory" } → { heapMiB, rssMiB, maxRssMiB }  this process's heap and RSS now, and its peak RSS
+ *   { op: "close" }                                     closes the server and exits
+ */
+import { LoroDoc, type LoroMap } from "loro-crdt";
+import { createSqliteDocumentStore, serveDocuments } from "../../packages/docscript/src/server/index.ts";
+import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
+
+const [path] = process.argv.slice(2);
+if (path === undefined || process.send === undefined) {
+  console.error("usage: fork scale-server.ts <sqlite path> (with an IPC channel)");
+  process.exit(2);
+}
+const send = (message: unknown) => process.send?.(message);
+const mib = (bytes: number) => Math.round(bytes / 1048576);
+
+const server = await serveDocuments({ store: createSqliteDocumentStore({ path }), schema: timelineSchema });
+/** Another peer's replica, read from the stored snapshot on its first push. */
+let other: LoroDoc | undefined;
+
+async function otherPeer(): Promise<LoroDoc> {
+  if (other !== undefined) return other;
+  const store = createSqliteDocumentStore({ path: path as string });
+  try {
+    const stored = await store.load("bench");
+    if (stored === undefined) throw new Error("the seeded file has no document");
+    const doc = LoroDoc.fromSnapshot(stored.snapshot);
+    doc.setPeerId(9);
+    other = doc;
+    return doc;
+  } finally {
+    await store.close();
+  }
+}
+
+process.on("message", async (message: { op: string; clipId?: string; speed?: number }) => {
+  try {
+    if (message.op === "push") {
+      const doc = await otherPeer();
+      const before = doc.oplogVersion();
+      ((doc.getMap("entities").get(message.clipId ?? "") as LoroMap).get("fields") as LoroMap).set(
+        "speed",
+        message.speed ?? 1,
+      );
+      doc.commit();
+      const update = doc.export({ mode: "update", from: before });
+      const started = performance.now();
+      const result = await server.host.push("bench", update);
+      send({ ms: performance.now() - started, status: result.status });
+    } else if (message.op === "memory") {
+      const usage = process.memoryUsage();
+      send({
+        heapMiB: mib(usage.heapUsed),
+        rssMiB: mib(usage.rss),
+        maxRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
+      });
+    } else if (message.op === "close") {
+      await server.close();
+      send({ closed: true });
+      process.disconnect();
+    }
+  } catch (error) {
+    send({ error: (error as Error).message });
+  }
+});
+send({ ready: server.url });
