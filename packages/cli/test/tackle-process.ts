@@ -43,13 +43,20 @@ export function tempHome(): { path: string; remove(): void } {
 
 export function runTackle(
   args: readonly string[],
-  options: { env?: NodeJS.ProcessEnv; input?: string; command?: readonly string[]; timeoutMs?: number } = {},
+  options: {
+    env?: NodeJS.ProcessEnv;
+    input?: string;
+    command?: readonly string[];
+    timeoutMs?: number;
+    cwd?: string;
+  } = {},
 ): Promise<Finished> {
   const command = options.command ?? [process.execPath, "--conditions=@tackle/source", mainScript];
   return new Promise((resolve, reject) => {
     const child = spawn(command[0]!, [...command.slice(1), ...args], {
       env: options.env ?? cleanEnv(),
       stdio: ["pipe", "pipe", "pipe"],
+      ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     });
     let stdout = "";
     let stderr = "";

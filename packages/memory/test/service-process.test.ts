@@ -276,7 +276,39 @@ describe("memory service process", () => {
     assert.equal(code, 1);
     assert.match(
       stderr,
-      /^tackle-memory: database "tackle_memory_no_such_database" does not exist \(the service creates its tables, not the database: createdb it first\)$/m,
+      /^tackle-memory: Cannot open the memory store postgres:\/\/\S+\/tackle_memory_no_such_database \(PostgreSQL\): database "tackle_memory_no_such_database" does not exist \(the service creates its tables, not the database: createdb it first\)$/m,
+    );
+  });
+
+  it("PostgreSQL down: one line naming the store (without its password), exit 1, nothing listening", async () => {
+    const port = await freePort();
+    const child = spawn(
+      process.execPath,
+      ["--conditions=@tackle/source", main, "serve", "--listen", "127.0.0.1:0"],
+      {
+        env: {
+          PATH: process.env.PATH ?? "",
+          TACKLE_MEMORY_API_KEYS: "k=t",
+          TACKLE_MEMORY_STORE: `postgres://app:pg-secret@127.0.0.1:${port}/memory`,
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += String(chunk);
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += String(chunk);
+    });
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    assert.equal(code, 1);
+    assert.equal(stdout, "", "never a listening line");
+    // Before: "tackle-memory: connect ECONNREFUSED 127.0.0.1:…", which named neither PostgreSQL nor the store.
+    assert.equal(
+      stderr,
+      `tackle-memory: Cannot open the memory store postgres://app:***@127.0.0.1:${port}/memory (PostgreSQL): connect ECONNREFUSED 127.0.0.1:${port}\n`,
     );
   });
 

@@ -30,7 +30,7 @@ test("the catalogue lists every module in name order, a module that loaded nothi
   assert.equal(modules[1]?.tools.find((tool) => tool.name === "echo")?.inputSchema.type, "object");
 });
 
-test("calls route by module.tool; unknown modules and tools come back as unknown_tool naming what exists", async () => {
+test("calls route by module.tool; unknown modules and tools come back as unknown_tool naming what exists, a failed module as unavailable naming why", async () => {
   const { tools } = source();
   assert.deepEqual(await tools.call("zeta.add", { numbers: [1, 2] }), { ok: true, output: { sum: 3 } });
   const noModule = await tools.call("nope.add", {});
@@ -40,6 +40,11 @@ test("calls route by module.tool; unknown modules and tools come back as unknown
   );
   const noTool = await tools.call("zeta.subtract", {});
   assert.ok(!noTool.ok && noTool.error.code === "unknown_tool" && noTool.error.message.includes("zeta.add"));
+  // A module that failed to load is named with its failure, not answered "unknown tool, none available".
+  const failed = await tools.call("alpha.anything", {});
+  assert.ok(!failed.ok);
+  assert.equal(failed.error.code, "unavailable");
+  assert.match(failed.error.message, /Module "alpha" failed to load.*\/x\/alpha\.js: boom/);
   const bare = await tools.call("add", {});
   assert.ok(!bare.ok && bare.error.code === "unknown_tool");
 });

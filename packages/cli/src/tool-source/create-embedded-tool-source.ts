@@ -42,6 +42,10 @@ export function createEmbeddedToolSource(modules: readonly EmbeddedModule[]): To
           ),
         };
       }
+      if (!loaded.toolset.has(parts.tool) && loaded.toolset.names.length === 0 && loaded.errors.length > 0) {
+        // "Unknown tool, available: (none)" would hide why: the module is there, it failed to load.
+        return { ok: false, error: moduleFailed(qualifiedName, loaded) };
+      }
       if (!loaded.toolset.has(parts.tool)) {
         const available = loaded.toolset.names.map((name) => `${loaded.module}.${name}`);
         return { ok: false, error: new UnknownToolError(qualifiedName, available) };
@@ -67,5 +71,15 @@ export function unknownModule(qualifiedName: string, modules: readonly string[])
     "unknown_tool",
     `Unknown tool "${qualifiedName}": tools are named module.tool, and the modules here are ${modules.join(", ") || "(none)"}`,
     { data: { tool: qualifiedName, modules } },
+  );
+}
+
+/** `unavailable` for a call into a module that loaded no tools, naming why it failed to load. */
+function moduleFailed(qualifiedName: string, loaded: EmbeddedModule): ToolError {
+  const reasons = loaded.errors.map((error) => `${error.source}: ${error.message}`).join("; ");
+  return new ToolError(
+    "unavailable",
+    `Module "${loaded.module}" failed to load, so "${qualifiedName}" cannot be called: ${reasons}`,
+    { data: { tool: qualifiedName, module: loaded.module, errors: [...loaded.errors] } },
   );
 }

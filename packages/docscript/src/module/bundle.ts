@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { defineTool, type Logger, silentLogger } from "@tackle/core";
 import { z } from "zod";
 import { createDocumentClient } from "../client/create-document-client.ts";
+import type { DocumentStore } from "../server/document-store.ts";
 import { serveDocuments } from "../server/serve-documents.ts";
 import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
@@ -48,10 +49,11 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
     throw new Error(`DOCSCRIPT_PORT must be a port number, not ${JSON.stringify(env.DOCSCRIPT_PORT)}`);
   // The tool's own credential: a host's, so it may record stored-file facts (host-only fields).
   const hostToken = randomBytes(24).toString("base64url");
-  // DOCSCRIPT_DATABASE keeps documents across restarts; by default they live in memory.
-  const path = env.DOCSCRIPT_DATABASE ?? ":memory:";
+  // DOCSCRIPT_DATABASE keeps documents across restarts (a SQLite file or a postgres:// URL); by
+  // default they live in memory.
+  const store = await openStore(env.DOCSCRIPT_DATABASE ?? ":memory:");
   const server = await serveDocuments({
-    store: createSqliteDocumentStore({ path }),
+    store,
     schema: timelineSchema,
     adminToken,
     hostTokens: [hostToken],
@@ -134,4 +136,31 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
       await server.close();
     },
   };
+}
+
+/**
+ * The store DOCSCRIPT_DATABASE names: a `postgres://` URL opens PostgreSQL (never a SQLite file named
+ * after the URL); a store that cannot be opened fails the module naming the variable, without a password.
+ */
+async function openStore(location: string): Promise<DocumentStore> {
+  if (!/^postgres(ql)?:\/\//i.test(location)) return createSqliteDocumentStore({ path: location });
+  const { createPostgresDocumentStore } = await import("../server/postgres/postgres-document-store.ts");
+  try {
+    return await createPostgresDocumentStore({ connectionString: location });
+  } catch (error) {
+    throw new Error(
+      `DOCSCRIPT_DATABASE ${withoutPassword(location)}: cannot open the PostgreSQL document store: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+}
+
+function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== "") parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "postgres://(unparsable URL)";
+  }
 }

@@ -14,7 +14,10 @@ import { join } from "node:path";
 import type { AnyTool, Logger } from "@tackle/core";
 import { MemoryClient } from "../client/memory-client.ts";
 import { serveMemory } from "../server/serve-memory.ts";
+import { withoutPassword } from "../server/without-password.ts";
 import { createMemoryTools } from "../tools/create-memory-tools.ts";
+
+export { withoutPassword };
 
 export interface MemoryBundleContext {
   readonly module: string;
@@ -49,6 +52,9 @@ export default async function memoryBundle(context: MemoryBundleContext): Promis
     const client = new MemoryClient({
       baseUrl: env.TACKLE_MEMORY_URL,
       ...(env.TACKLE_MEMORY_API_KEY ? { apiKey: env.TACKLE_MEMORY_API_KEY } : {}),
+      // The operator's own setting, not a URL a model or a user sent: a service on loopback or the
+      // private network (tackle-memory serve listens on 127.0.0.1:4280 by default) is what it names.
+      allowPrivateNetwork: true,
     });
     logger.info("memory module uses an existing service", { url: client.baseUrl, module: context.module });
     return { tools: createMemoryTools(client), close: async () => {} };
@@ -70,16 +76,4 @@ export default async function memoryBundle(context: MemoryBundleContext): Promis
   });
   const client = new MemoryClient({ baseUrl: server.url, apiKey, allowPrivateNetwork: true });
   return { tools: createMemoryTools(client), close: () => server.close() };
-}
-
-/** A store location fit for a log line: a PostgreSQL URL keeps its user and host, never its password. */
-export function withoutPassword(store: string): string {
-  if (!/^postgres(ql)?:\/\//.test(store)) return store;
-  try {
-    const url = new URL(store);
-    if (url.password !== "") url.password = "***";
-    return url.toString();
-  } catch {
-    return "postgres://(unparsable URL)";
-  }
 }

@@ -12,6 +12,7 @@ import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
 import type { ApiKeyResolver } from "./api-keys.ts";
 import { createMemoryApp } from "./create-memory-app.ts";
 import type { RateLimit } from "./rate-limiter.ts";
+import { withoutPassword } from "./without-password.ts";
 
 export interface ServeMemoryOptions {
   /** A store, or where to open one: a SQLite file path or a `postgres://` URL. */
@@ -41,7 +42,18 @@ export const DEFAULT_MEMORY_PORT = 4280;
 export async function openMemoryStore(location: string): Promise<MemoryStore> {
   if (/^postgres(ql)?:\/\//.test(location)) {
     const { createPostgresStore } = await import("../store/postgres/create-postgres-store.ts");
-    return createPostgresStore({ connectionString: location });
+    try {
+      return await createPostgresStore({ connectionString: location });
+    } catch (error) {
+      // "connect ECONNREFUSED 127.0.0.1:5432" alone does not say it was the memory store's database.
+      throw Object.assign(
+        new Error(
+          `Cannot open the memory store ${withoutPassword(location)} (PostgreSQL): ${(error as Error).message}`,
+          { cause: error },
+        ),
+        { code: (error as { code?: unknown }).code },
+      );
+    }
   }
   return createSqliteStore({ path: location });
 }
