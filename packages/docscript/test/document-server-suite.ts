@@ -404,7 +404,7 @@ export function documentServerSuite(factory: StoreFactory): void {
       }
     });
 
-    it("answers 401 without a token, 403 with a wrong one and 404 for an unknown document", async () => {
+    it("answers 401 without a token, and 404 alike for a wrong token and an unknown document", async () => {
       const { documentId } = await newDocument();
       const fetchStatus = async (path: string, token?: string, method = "GET") =>
         (
@@ -414,8 +414,8 @@ export function documentServerSuite(factory: StoreFactory): void {
           })
         ).status;
       assert.equal(await fetchStatus(`/documents/${documentId}/snapshot`), 401);
-      assert.equal(await fetchStatus(`/documents/${documentId}/snapshot`, "wrong-token-0123456789"), 403);
-      assert.equal(await fetchStatus(`/documents/${documentId}/push`, "wrong-token-0123456789", "POST"), 403);
+      assert.equal(await fetchStatus(`/documents/${documentId}/snapshot`, "wrong-token-0123456789"), 404);
+      assert.equal(await fetchStatus(`/documents/${documentId}/push`, "wrong-token-0123456789", "POST"), 404);
       assert.equal(await fetchStatus("/documents/no-such-document/snapshot", "any-token-0123456789"), 404);
       // Without a token nothing says whether a document exists.
       assert.equal(await fetchStatus("/documents/no-such-document/snapshot"), 401);
@@ -425,7 +425,10 @@ export function documentServerSuite(factory: StoreFactory): void {
         (error: Error & { code?: string }) => error.code === "document_not_found",
       );
       const wrong = createEditor(server.url, documentId, "wrong-token-0123456789", 52);
-      await assert.rejects(wrong.pull(), (error: Error & { code?: string }) => error.code === "forbidden");
+      await assert.rejects(
+        wrong.pull(),
+        (error: Error & { code?: string }) => error.code === "document_not_found",
+      );
       assert.equal(await fetchStatus("/documents", "not-the-admin-token", "POST"), 403);
       // One document's token never opens another, however many ask at once.
       const other = await newDocument();
@@ -439,7 +442,7 @@ export function documentServerSuite(factory: StoreFactory): void {
       );
       assert.deepEqual(
         crossed,
-        Array.from({ length: 10 }, () => 403),
+        Array.from({ length: 10 }, () => 404),
       );
       assert.equal(await fetchStatus(`/documents/${other.documentId}/snapshot`, other.token), 200);
       const badVersion = await fetch(`${server.url}/documents/${other.documentId}/updates?since=%%%`, {
@@ -720,10 +723,13 @@ export function documentServerSuite(factory: StoreFactory): void {
           })
         ).status;
       assert.equal(await fetchStatus(""), 401);
-      assert.equal(await fetchStatus("", other.token), 403);
+      assert.equal(await fetchStatus("", other.token), 404);
       assert.equal(await fetchStatus("?limit=0", token), 400);
       assert.equal(await fetchStatus("?cursor=abc", token), 400);
-      assert.equal((await reader.client.changes(other.documentId).catch((error) => error)).code, "forbidden");
+      assert.equal(
+        (await reader.client.changes(other.documentId).catch((error) => error)).code,
+        "document_not_found",
+      );
     });
 
     it("pages entities and relations from the stored rows: by kind, ids, endpoint and cursor, with totals and issues", async () => {

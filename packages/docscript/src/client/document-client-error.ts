@@ -2,8 +2,9 @@
 import { ToolError } from "@tackle/core";
 
 /**
- * Codes: `unauthorized` (401: no token), `forbidden` (403: the token does not open the document),
- * `document_not_found` (404), `invalid_request` (400/413), `server_error` (5xx, retryable),
+ * Codes: `unauthorized` (401: no token), `forbidden` (403: a wrong admin token, or creating is off),
+ * `document_not_found` (404: no such document, or the token does not open it: the server answers
+ * both alike), `invalid_request` (400/413), `server_error` (5xx, retryable),
  * `network_error` (no answer, or a timeout; retryable: the push may or may not have landed),
  * `invalid_response`.
  */

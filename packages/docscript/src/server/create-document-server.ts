@@ -1,6 +1,7 @@
 /**
  * The document server over HTTP (Hono): create (administrative), snapshot, updates since a version,
- * push, plan state, change log. Bearer auth per document; 404 for a document that does not exist.
+ * push, plan state, change log. Bearer auth per document; 404 alike for a document that does not exist
+ * and for one the token does not open.
  */
 import { timingSafeEqual } from "node:crypto";
 import { type Logger, silentLogger } from "@tackle/core";
@@ -123,12 +124,15 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
       return { status: 401 as const, body: problem("unauthorized", "a bearer token is required") };
     const verdict = await host.authorize(documentId, bearer(authorization));
     if (verdict === "forbidden" && isHost(bearer(authorization))) return undefined;
-    if (verdict === "not_found")
-      return { status: 404 as const, body: problem("document_not_found", `no document ${documentId}`) };
     if (verdict === "missing")
       return { status: 401 as const, body: problem("unauthorized", "a bearer token is required") };
-    if (verdict === "forbidden")
-      return { status: 403 as const, body: problem("forbidden", "the token does not open this document") };
+    // Another document's token (or a guessed one) learns nothing: a document it does not open answers
+    // exactly as one that does not exist, so ids cannot be probed.
+    if (verdict === "not_found" || verdict === "forbidden")
+      return {
+        status: 404 as const,
+        body: problem("document_not_found", `no document ${documentId} opens with this token`),
+      };
     return undefined;
   };
 
