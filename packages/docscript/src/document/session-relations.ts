@@ -10,9 +10,9 @@ import {
   RELATION_POSITION,
   slotRelationId,
 } from "./layout.ts";
-import { publicRelation, type StoredEntity, type StoredRelation } from "./projection.ts";
+import { compareRelations, publicRelation, type StoredEntity, type StoredRelation } from "./projection.ts";
 import { readLimit, type SessionContext } from "./session-context.ts";
-import type { DocumentSession } from "./session-types.ts";
+import type { DocumentSession, RelationFilter } from "./session-types.ts";
 
 export function sessionRelations(context: SessionContext): DocumentSession["relations"] {
   const {
@@ -33,42 +33,77 @@ export function sessionRelations(context: SessionContext): DocumentSession["rela
     orderedSiblings,
     positionAt,
   } = context;
+  /** The last relation of each page answered, as it stood then: `after` naming it reads on from there. */
+  const pageEnds = new Map<string, StoredRelation>();
+  const matches = (relation: StoredRelation, filter: RelationFilter) =>
+    (filter.relationKind === undefined || relation.relationKind === filter.relationKind) &&
+    (filter.entityId === undefined ||
+      relation.endpoint0EntityId === filter.entityId ||
+      relation.endpoint1EntityId === filter.entityId);
+  /** Where a page starts: the relation `after` names, as the page that ended on it answered it, or as it stands. */
+  const pageStart = (filter: RelationFilter, after: string): StoredRelation => {
+    for (const known of [pageEnds.get(after), projection.storedRelation(after)])
+      if (known !== undefined && matches(known, filter)) return known;
+    throw new DocScriptError(
+      "invalid_operation",
+      `relations.list: after names no ${filter.relationKind === undefined ? "" : `${filter.relationKind} `}relation "${after}"${filter.entityId === undefined ? "" : ` touching "${filter.entityId}"`}; pass the relationId of the last relation of the previous page`,
+    );
+  };
+  const tooMany = (filter: RelationFilter, atMost: number) => {
+    const shown = {
+      ...(filter.relationKind === undefined ? {} : { relationKind: filter.relationKind }),
+      ...(filter.entityId === undefined ? {} : { entityId: filter.entityId }),
+    };
+    const page = `limit: ${atMost}, after: <the relationId of the last relation of the previous page>`;
+    return readLimit(
+      `relations.list(${Object.keys(shown).length === 0 ? "" : JSON.stringify(shown)})`,
+      atMost,
+      filter.entityId === undefined
+        ? `read it in pages (relations.list({ relationKind, ${page} })), or read by entity (relations.of)`
+        : `read it in pages (relations.list({ entityId, relationKind, ${page} }); relations.of reads no pages)`,
+    );
+  };
+  const answer = (page: StoredRelation[], limit: number | undefined) => {
+    const last = page.at(-1);
+    if (limit !== undefined && last !== undefined) pageEnds.set(last.relationId, last);
+    return page.map(publicRelation);
+  };
   const relations: DocumentSession["relations"] = {
     list(filter = {}) {
-      const what = () => `relations.list(${JSON.stringify(filter)})`;
+      const { limit, atMost } = filter;
+      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1))
+        throw new DocScriptError(
+          "invalid_operation",
+          `relations.list: limit is a whole number of at least 1, not ${JSON.stringify(limit)}`,
+        );
+      const from = filter.after === undefined ? undefined : pageStart(filter, filter.after);
       if (filter.entityId !== undefined) {
-        if (filter.atMost !== undefined && projection.relationIdsOf(filter.entityId).size > filter.atMost) {
-          const found = projection.storedRelationsOf(filter.entityId, filter.relationKind).length;
-          if (found > filter.atMost) throw readLimit(what(), filter.atMost);
+        const all = projection.storedRelationsOf(filter.entityId, filter.relationKind);
+        let start = 0;
+        if (from !== undefined) {
+          // The first relation past `from` in the order `all` is sorted in.
+          for (let high = all.length; start < high; ) {
+            const middle = (start + high) >>> 1;
+            if (compareRelations(all[middle] as StoredRelation, from) > 0) high = middle;
+            else start = middle + 1;
+          }
         }
-        return projection.relationsOf(filter.entityId, filter.relationKind);
+        if (limit === undefined && atMost !== undefined && all.length - start > atMost)
+          throw tooMany(filter, atMost);
+        return answer(all.slice(start, limit === undefined ? undefined : start + limit), limit);
       }
       const matching: StoredRelation[] = [];
       for (const relationId of projection.relationIds()) {
         const relation = projection.storedRelation(relationId);
         if (relation === undefined) continue;
         if (filter.relationKind !== undefined && relation.relationKind !== filter.relationKind) continue;
-        if (filter.atMost !== undefined && matching.length >= filter.atMost)
-          throw readLimit(what(), filter.atMost);
+        if (from !== undefined && compareRelations(relation, from) <= 0) continue;
+        if (limit === undefined && atMost !== undefined && matching.length >= atMost)
+          throw tooMany(filter, atMost);
         matching.push(relation);
       }
-      return matching
-        .sort(
-          (left, right) =>
-            (left.relationKind < right.relationKind ? -1 : left.relationKind > right.relationKind ? 1 : 0) ||
-            (left.endpoint0EntityId < right.endpoint0EntityId
-              ? -1
-              : left.endpoint0EntityId > right.endpoint0EntityId
-                ? 1
-                : 0) ||
-            ((left.position ?? "") < (right.position ?? "")
-              ? -1
-              : (left.position ?? "") > (right.position ?? "")
-                ? 1
-                : 0) ||
-            (left.relationId < right.relationId ? -1 : 1),
-        )
-        .map(publicRelation);
+      if (limit !== undefined && matching.length > limit) keepFirst(matching, limit);
+      return answer(matching.sort(compareRelations), limit);
     },
     of(entityId, relationKind) {
       return projection.relationsOf(entityId, relationKind);
@@ -241,4 +276,33 @@ export function sessionRelations(context: SessionContext): DocumentSession["rela
     },
   };
   return relations;
+}
+
+/**
+ * Keeps the `count` relations first in the order (`compareRelations`), in no particular order: a
+ * selection (Hoare's), linear on average, so a page of a million relations is not a sort of them all.
+ */
+function keepFirst(items: StoredRelation[], count: number): void {
+  const at = (index: number) => items[index] as StoredRelation;
+  const target = count - 1;
+  let low = 0;
+  let high = items.length - 1;
+  while (low < high) {
+    const pivot = at((low + high) >>> 1);
+    let left = low;
+    let right = high;
+    while (left <= right) {
+      while (compareRelations(at(left), pivot) < 0) left++;
+      while (compareRelations(at(right), pivot) > 0) right--;
+      if (left <= right) {
+        [items[left], items[right]] = [at(right), at(left)];
+        left++;
+        right--;
+      }
+    }
+    if (target <= right) high = right;
+    else if (target >= left) low = left;
+    else break;
+  }
+  items.length = count;
 }

@@ -56,6 +56,14 @@ export interface EntityFilter {
 export interface RelationFilter {
   readonly relationKind?: string;
   readonly entityId?: string;
+  /** Answers at most this many (a page), in the relations' order; no `read_limit` then. */
+  readonly limit?: number;
+  /**
+   * Starts after this relation (the last one of the previous page), by its place in the order. It may
+   * name a relation the session unlinked or moved since a page answered it last: the read goes on from
+   * where that page ended.
+   */
+  readonly after?: string;
   /** Refuses (`read_limit`) a read that would answer more than this many, before building it. */
   readonly atMost?: number;
 }

@@ -160,4 +160,76 @@ console.log(ids.length, new Set(ids).size, ids[0], ids[1499], ids[1500], ids[ids
       assert.match(refused.error.message, message);
     }
   });
+
+  it("reads relations past the bound in pages: the refusal says how, and the pages walk every relation once, in order", async () => {
+    const replica = LoroDoc.fromSnapshot(snapshot);
+    const context = { pool, schema, hooks: {} };
+    const all = openDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema)
+      .relations.list()
+      .map((relation) => relation.relationId);
+    assert.ok(all.length > maxReadItems, `${all.length} relations`);
+
+    const listed = await runEditScript(context, {
+      docId: "large",
+      replica,
+      version: "v",
+      script: "relations.list();",
+    });
+    assert.ok(!listed.ok && listed.error.code === "read_limit", JSON.stringify(listed));
+    assert.match(
+      listed.error.message,
+      /relations\.list\(\) matches more than 20000; .*read it in pages \(relations\.list\(\{ relationKind, limit: 20000, after: <the relationId of the last relation of the previous page> \}\)\).*\(line 1, column \d+\)/,
+    );
+
+    // The script hashes the ids it walked, in the order it walked them, with the hash the test uses.
+    const paged = await runEditScript(context, {
+      docId: "large",
+      replica,
+      version: "v",
+      script: `const orderHash = ${orderHash.toString()};
+const ids = [];
+let after;
+for (;;) {
+  const page = relations.list({ limit: 7000, ...(after === undefined ? {} : { after }) });
+  for (const relation of page) ids.push(relation.relationId);
+  if (page.length < 7000) break;
+  after = page[page.length - 1].relationId;
+}
+console.log(ids.length, new Set(ids).size, orderHash(ids));`,
+    });
+    assert.ok(paged.ok, JSON.stringify(paged).slice(0, 500));
+    assert.deepEqual(
+      paged.logs.map((line) => line.text),
+      [[all.length, all.length, orderHash(all)].join(" ")],
+    );
+
+    for (const [filter, message] of [
+      ["{ limit: 0 }", /relations\.list: limit is a whole number from 1 to 20000, not 0/],
+      ["{ limit: 20001 }", /limit is a whole number from 1 to 20000, not 20001/],
+      ["{ limit: '5' }", /limit is a whole number from 1 to 20000, not "5"/],
+      ["{ limit: 5, after: 42 }", /relations\.list: after is a relationId \(a string\), not 42/],
+      ["{ limit: 5, after: 'no-such-relation' }", /after names no relation "no-such-relation"/],
+      [
+        "{ relationKind: 'marker', limit: 5, after: 'large-contain-0' }",
+        /after names no marker relation "large-contain-0"; pass the relationId of the last relation of the previous page/,
+      ],
+    ] as const) {
+      const refused = await runEditScript(context, {
+        docId: "large",
+        replica,
+        version: "v",
+        script: `relations.list(${filter});`,
+      });
+      assert.ok(!refused.ok && refused.error.code === "invalid_operation", JSON.stringify(refused));
+      assert.match(refused.error.message, message);
+    }
+  });
 });
+
+/** A hash of ids in their order (32-bit FNV-1a, a newline after each id); the scripts above run its source. */
+function orderHash(ids: readonly string[]): number {
+  let hash = 2166136261;
+  for (const id of ids)
+    for (const char of `${id}\n`) hash = Math.imul(hash ^ (char.codePointAt(0) ?? 0), 16777619) >>> 0;
+  return hash;
+}

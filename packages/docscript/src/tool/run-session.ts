@@ -134,7 +134,8 @@ export function loadSchema(module: string, exportName: string): Promise<Schema> 
 /**
  * The most entities or relations one read answers. A script that would read more (every clip of a
  * million-entity timeline, say) is refused with `read_limit` before the answer is built: it reads
- * entities in pages (`limit`, `after`), by kind, by id or by the relations of an entity instead.
+ * entities and relations in pages (`limit`, `after`), by kind, by id or by the relations of an entity
+ * instead.
  */
 export const maxReadItems = 20_000;
 
@@ -355,10 +356,23 @@ export function openRunSession(
   } satisfies SyncEntities;
 
   const relations = {
-    list(filter?: { relationKind?: string; entityId?: string }) {
+    list(filter?: { relationKind?: string; entityId?: string; limit?: number; after?: string }) {
+      const limit = filter?.limit;
+      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= maxReadItems))
+        throw refused(
+          "invalid_operation",
+          `relations.list: limit is a whole number from 1 to ${maxReadItems}, not ${JSON.stringify(limit)}`,
+        );
+      if (filter?.after !== undefined && typeof filter.after !== "string")
+        throw refused(
+          "invalid_operation",
+          `relations.list: after is a relationId (a string), not ${JSON.stringify(filter.after)}`,
+        );
       return session.relations.list({
         ...(filter?.relationKind === undefined ? {} : { relationKind: filter.relationKind }),
         ...(filter?.entityId === undefined ? {} : { entityId: filter.entityId }),
+        ...(limit === undefined ? {} : { limit }),
+        ...(filter?.after === undefined ? {} : { after: filter.after }),
         atMost: maxReadItems,
       });
     },

@@ -59,7 +59,7 @@ export interface ScriptEntities {
 }
 
 export interface ScriptRelations {
-  list(filter?: { relationKind?: string; entityId?: string }): Relation[];
+  list(filter?: { relationKind?: string; entityId?: string; limit?: number; after?: string }): Relation[];
   of(entityId: string, relationKind?: string): Relation[];
   link(input: {
     relationKind: string;

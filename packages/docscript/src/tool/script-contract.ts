@@ -91,8 +91,12 @@ declare const entities: {
 
 /** The document's relations. */
 declare const relations: {
-  /** Every relation, or those of one kind, or those touching one entity. */
-  list(filter?: { relationKind?: string; entityId?: string }): Relation[];
+  /**
+   * Every relation, or those of one kind, or those touching one entity, in order: by kind, holder, then
+   * place. limit (at most ${maxReadItems}) answers one page; after (the last relationId of the previous page,
+   * even one unlinked since) reads on from there.
+   */
+  list(filter?: { relationKind?: string; entityId?: string; limit?: number; after?: string }): Relation[];
   /** Relations touching entityId, ordered ones in their order. */
   of(entityId: string, relationKind?: string): Relation[];
   /** Links two entities; index places it among the holder's ordered targets (default last). */
