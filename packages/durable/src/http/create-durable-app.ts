@@ -114,7 +114,14 @@ export function createDurableApp(options: DurableAppOptions): Hono {
 
   app.onError((error, c) => {
     if (ToolError.isInstance(error)) {
-      return c.json({ error: error.toJSON() }, statusOfCode[error.code] ?? 500);
+      // The runner names threads by their storage key, `<tenant>/<thread>`; the caller knows only its
+      // own thread ids, so the key's tenant part is taken out of what it is told.
+      const tenant = c.get("tenant" as never) as string | undefined;
+      const payload =
+        tenant === undefined
+          ? error.toJSON()
+          : JSON.parse(JSON.stringify(error.toJSON()).split(`${tenant}/`).join(""));
+      return c.json({ error: payload }, statusOfCode[error.code] ?? 500);
     }
     // Never a stack over the wire.
     return c.json({ error: { code: "internal", message: "Internal error" } }, 500);
@@ -172,7 +179,8 @@ export function createDurableApp(options: DurableAppOptions): Hono {
   app.get("/runs/:threadId/frames", async (c) => {
     const threadId = scoped(c, c.req.param("threadId"));
     const run = await runner.get(threadId);
-    if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+    if (run === undefined)
+      throw new DurableError("unknown_run", `No run for thread "${c.req.param("threadId")}"`);
     const lastEventId = c.req.header("last-event-id") ?? c.req.query("afterSeq") ?? "0";
     const afterSeq = Number.parseInt(lastEventId, 10);
     if (!Number.isSafeInteger(afterSeq) || afterSeq < 0)
