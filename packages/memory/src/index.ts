@@ -5,6 +5,9 @@ export {
   MemoryClient,
   type MemoryClientOptions,
   type ScopedCallOptions,
+  type ScopedWriteCallOptions,
+  type WriteAnswer,
+  type WriteCallOptions,
 } from "./client/memory-client.ts";
 export { isPrivateAddress } from "./client/ssrf-guard.ts";
 export { MemoryError } from "./errors/memory-error.ts";
@@ -140,6 +143,7 @@ export {
 } from "./scope/memory-scope.ts";
 export { createMemoryService, type MemoryServiceOptions } from "./service/create-memory-service.ts";
 export type { MemoryEmbeddingModel } from "./service/embedder.ts";
+export type { IdempotencyOptions } from "./service/idempotent-writes.ts";
 export type { MemoryService } from "./service/memory-service.ts";
 export type { MemoryStore } from "./store/memory-store.ts";
 export { createSqliteStore, type SqliteStoreOptions } from "./store/sqlite/create-sqlite-store.ts";

@@ -85,12 +85,18 @@ describe("SQLite store: schema versions", () => {
     }
     assert.deepEqual(counts(path), before);
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 2);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 3);
     assert.ok(
       database
         .prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'memories_scope_seq'")
         .get(),
       "migration 2 adds the index the neighbouring-turn lookup reads",
+    );
+    assert.ok(
+      database
+        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idempotency_keys'")
+        .get(),
+      "migration 3 adds the table of idempotency keys",
     );
     database.close();
   });
@@ -166,9 +172,12 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 1 },
         { store: "memory", version: 2 },
         { store: "memory", version: 3 },
+        { store: "memory", version: 4 },
       ]);
       const index = await client.query("SELECT 1 FROM pg_indexes WHERE indexname = 'memories_scope_seq'");
       assert.equal(index.rowCount, 1, "migration 3 adds the index the neighbouring-turn lookup reads");
+      const keys = await client.query("SELECT 1 FROM pg_tables WHERE tablename = 'idempotency_keys'");
+      assert.equal(keys.rowCount, 1, "migration 4 adds the table of idempotency keys");
     } finally {
       await client.end();
     }

@@ -98,6 +98,17 @@ export interface ScopedCallOptions extends CallOptions {
   readonly scope?: MemoryScope;
 }
 
+/** For writes: every attempt of one call (its retries) carries one `Idempotency-Key`, so the write is done once. */
+export interface WriteCallOptions extends CallOptions {
+  /** Default: a random UUID per call. Pass your own to make a write once across calls (and processes). */
+  readonly idempotencyKey?: string;
+}
+
+export interface ScopedWriteCallOptions extends ScopedCallOptions, WriteCallOptions {}
+
+/** A write's answer; `replayed` when the service had already done this write and answers its first answer. */
+export type WriteAnswer<T> = T & { readonly replayed?: true };
+
 const routesById = new Map(memoryRoutes.map((route) => [route.operationId, route]));
 const maximumBackoffMs = 5000;
 
@@ -133,19 +144,29 @@ export class MemoryClient {
   search(request: SearchRequest, options?: CallOptions): Promise<SearchResponse> {
     return this.#call("search", { body: request }, options);
   }
-  add(request: AddMemoryRequest, options?: CallOptions): Promise<AddMemoryResponse> {
+  add(request: AddMemoryRequest, options?: WriteCallOptions): Promise<WriteAnswer<AddMemoryResponse>> {
     return this.#call("add", { body: request }, options);
   }
   /** Many memories of one scope in one transaction; each answer like `add`'s, in order. */
-  addBatch(request: AddMemoriesRequest, options?: CallOptions): Promise<AddMemoriesResponse> {
+  addBatch(
+    request: AddMemoriesRequest,
+    options?: WriteCallOptions,
+  ): Promise<WriteAnswer<AddMemoriesResponse>> {
     return this.#call("addBatch", { body: request }, options);
   }
-  /** Without a `customId`, one is generated so that the client's own retries store one event. */
-  writeEvent(request: WriteEventRequest, options?: CallOptions): Promise<WriteEventResponse> {
+  /**
+   * Without a `customId`, the call's idempotency key is the event's custom id: one event however often
+   * the call is retried, and after the key expired too.
+   */
+  writeEvent(
+    request: WriteEventRequest,
+    options: WriteCallOptions = {},
+  ): Promise<WriteAnswer<WriteEventResponse>> {
+    const idempotencyKey = options.idempotencyKey ?? randomUUID();
     return this.#call(
       "writeEvent",
-      { body: { ...request, customId: request.customId ?? randomUUID() } },
-      options,
+      { body: { ...request, customId: request.customId ?? idempotencyKey } },
+      { ...options, idempotencyKey },
     );
   }
   recallConversation(
@@ -154,13 +175,16 @@ export class MemoryClient {
   ): Promise<RecallConversationResponse> {
     return this.#call("recallConversation", { body: request }, options);
   }
-  ingestDocument(request: IngestDocumentRequest, options?: CallOptions): Promise<IngestDocumentResponse> {
+  ingestDocument(
+    request: IngestDocumentRequest,
+    options?: WriteCallOptions,
+  ): Promise<WriteAnswer<IngestDocumentResponse>> {
     return this.#call("ingestDocument", { body: request }, options);
   }
   searchKnowledge(request: SearchKnowledgeRequest, options?: CallOptions): Promise<SearchKnowledgeResponse> {
     return this.#call("searchKnowledge", { body: request }, options);
   }
-  selfEdit(request: SelfEditRequest, options?: CallOptions): Promise<SelfEditResponse> {
+  selfEdit(request: SelfEditRequest, options?: WriteCallOptions): Promise<WriteAnswer<SelfEditResponse>> {
     return this.#call("selfEdit", { body: request }, options);
   }
   getMemory(id: string, options?: ScopedCallOptions): Promise<GetMemoryResponse> {
@@ -169,15 +193,15 @@ export class MemoryClient {
   updateMemory(
     id: string,
     request: UpdateMemoryRequest,
-    options?: ScopedCallOptions,
-  ): Promise<GetMemoryResponse> {
+    options?: ScopedWriteCallOptions,
+  ): Promise<WriteAnswer<GetMemoryResponse>> {
     return this.#call("updateMemory", { id, body: request, query: { ...options?.scope } }, options);
   }
   deleteMemory(
     id: string,
     request: { reason?: string } = {},
-    options?: ScopedCallOptions,
-  ): Promise<GetMemoryResponse> {
+    options?: ScopedWriteCallOptions,
+  ): Promise<WriteAnswer<GetMemoryResponse>> {
     return this.#call("deleteMemory", { id, query: { ...request, ...options?.scope } }, options);
   }
   memoryHistory(id: string, options?: ScopedCallOptions): Promise<MemoryHistoryResponse> {
@@ -189,15 +213,15 @@ export class MemoryClient {
   recordProcedureOutcome(
     id: string,
     request: ProcedureOutcomeRequest,
-    options?: ScopedCallOptions,
-  ): Promise<ProcedureOutcomeResponse> {
+    options?: ScopedWriteCallOptions,
+  ): Promise<WriteAnswer<ProcedureOutcomeResponse>> {
     return this.#call("recordProcedureOutcome", { id, body: request, query: { ...options?.scope } }, options);
   }
   recordFeedback(
     id: string,
     request: FeedbackRequest,
-    options?: ScopedCallOptions,
-  ): Promise<GetMemoryResponse> {
+    options?: ScopedWriteCallOptions,
+  ): Promise<WriteAnswer<GetMemoryResponse>> {
     return this.#call("recordFeedback", { id, body: request, query: { ...options?.scope } }, options);
   }
   profile(request: ScopeRequest = {}, options?: CallOptions): Promise<ProfileResponse> {
@@ -212,13 +236,22 @@ export class MemoryClient {
   status(options?: CallOptions): Promise<StatusResponse> {
     return this.#call("status", {}, options);
   }
-  noveltyScan(request: NoveltyScanRequest, options?: CallOptions): Promise<NoveltyScanResponse> {
+  noveltyScan(
+    request: NoveltyScanRequest,
+    options?: WriteCallOptions,
+  ): Promise<WriteAnswer<NoveltyScanResponse>> {
     return this.#call("noveltyScan", { body: request }, options);
   }
-  consolidate(request: ConsolidateRequest = {}, options?: CallOptions): Promise<JobResponse> {
+  consolidate(
+    request: ConsolidateRequest = {},
+    options?: WriteCallOptions,
+  ): Promise<WriteAnswer<JobResponse>> {
     return this.#call("consolidate", { body: request }, options);
   }
-  importConversations(request: ImportConversationsRequest, options?: CallOptions): Promise<JobResponse> {
+  importConversations(
+    request: ImportConversationsRequest,
+    options?: WriteCallOptions,
+  ): Promise<WriteAnswer<JobResponse>> {
     return this.#call("importConversations", { body: request }, options);
   }
   accessTrends(request: AccessTrendsRequest = {}, options?: CallOptions): Promise<AccessTrendsResponse> {
@@ -261,7 +294,7 @@ export class MemoryClient {
   async #call<T>(
     operationId: string,
     input: { id?: string; body?: unknown; query?: object },
-    options: CallOptions = {},
+    options: WriteCallOptions = {},
   ): Promise<T> {
     const route = routesById.get(operationId) as MemoryRoute;
     const body = route.body ? parseRequest(route.body as z.ZodType, input.body ?? {}) : undefined;
@@ -277,6 +310,8 @@ export class MemoryClient {
     };
     const headers: Record<string, string> = { accept: "application/json", ...this.#headers };
     if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
+    // One key for every attempt of this call: a retry after a lost answer is answered, not done again.
+    if (route.write) headers["idempotency-key"] = options.idempotencyKey ?? randomUUID();
     let payload: string | undefined;
     if (body !== undefined) {
       payload = JSON.stringify(body);
@@ -298,7 +333,10 @@ export class MemoryClient {
           allowPrivateNetwork: this.#allowPrivateNetwork,
           ...(options.signal ? { signal: options.signal } : {}),
         });
-        if (response.status >= 200 && response.status < 300) return JSON.parse(response.text) as T;
+        if (response.status >= 200 && response.status < 300) {
+          const answer = JSON.parse(response.text) as T;
+          return response.headers["idempotent-replayed"] === "true" ? { ...answer, replayed: true } : answer;
+        }
         const error = errorFromResponse(response.status, response.text);
         if (!error.retryable || attempt >= maxRetries) throw error;
         const retryAfter = Number(response.headers["retry-after"]);

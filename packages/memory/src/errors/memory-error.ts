@@ -4,7 +4,9 @@ import { ToolError, type ToolErrorOptions } from "@tackle/core";
 /**
  * The memory service's codes: `invalid_input` 400, `unauthorized` 401, `not_found` 404, `conflict` 409,
  * `edit_no_match` / `edit_ambiguous` / `capacity_exceeded` 422, `rate_limited` 429,
- * `internal` 500, `unavailable` 503; `payload_too_large` 413, and on the client
+ * `internal` 500, `unavailable` 503; `payload_too_large` 413; `idempotency_key_reused` 422 (the
+ * key came with another request; `data.key`, `data.firstUsedAt`), `idempotency_key_in_use` 409,
+ * retryable (the first request under the key still runs; `data.key`, `data.since`); and on the client
  * `http_error` for an answer that is not the service's. `data` carries details (issues, remaining capacity, ...).
  */
 export type MemoryErrorCode =
@@ -19,6 +21,8 @@ export type MemoryErrorCode =
   | "internal"
   | "unavailable"
   | "payload_too_large"
+  | "idempotency_key_reused"
+  | "idempotency_key_in_use"
   | "http_error";
 
 export class MemoryError extends ToolError<MemoryErrorCode> {

@@ -4,6 +4,7 @@ import { type Logger, silentLogger, ToolError } from "@tackle/core";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { z } from "zod";
 import { MemoryError } from "../errors/memory-error.ts";
 import { errorResponseSchema } from "../schemas/common.ts";
 import type { MemoryService } from "../service/memory-service.ts";
@@ -37,8 +38,20 @@ const errorResponses = {
   404: { description: "Not found in this tenant" },
   409: { description: "Conflict (version, duplicate)" },
   429: { description: "Over the tenant's rate limit; see Retry-After" },
-  422: { description: "Edit refused (no match, ambiguous, over capacity)" },
+  422: {
+    description:
+      "Edit refused (no match, ambiguous, over capacity); Idempotency-Key reused for another request",
+  },
 };
+
+const idempotencyKeyHeader = z.object({
+  "idempotency-key": z
+    .string()
+    .optional()
+    .describe(
+      "Done once per key and tenant: a repeat answers the first answer (Idempotent-Replayed: true), another request under the key answers 422 idempotency_key_reused",
+    ),
+});
 
 export function createMemoryApp(options: MemoryAppOptions) {
   const logger = options.logger ?? silentLogger;
@@ -123,6 +136,7 @@ export function createMemoryApp(options: MemoryAppOptions) {
       summary: route.summary,
       security: [{ apiKey: [] }],
       request: {
+        ...(route.write ? { headers: idempotencyKeyHeader } : {}),
         ...(route.params ? { params: route.params } : {}),
         ...(route.query ? { query: route.query } : {}),
         ...(route.body
@@ -141,8 +155,8 @@ export function createMemoryApp(options: MemoryAppOptions) {
     } as Parameters<typeof createRoute>[0]);
     app.openapi(definition, (async (context: {
       get(key: "tenantId"): string;
-      req: { valid(target: string): unknown };
-      json(body: unknown, status: number): Response;
+      req: { valid(target: string): unknown; header(name: string): string | undefined };
+      json(body: unknown, status: number, headers?: Record<string, string>): Response;
     }) => {
       const input = {
         body: route.body ? context.req.valid("json") : undefined,
@@ -150,16 +164,24 @@ export function createMemoryApp(options: MemoryAppOptions) {
         params: route.params ? context.req.valid("param") : undefined,
       } as unknown as MemoryRouteInput;
       const tenantId = context.get("tenantId");
-      const output = await traceMemoryOperation(
-        route.operationId,
-        {
-          "memory.tenant_id": tenantId,
-          "http.request.method": route.method.toUpperCase(),
-          "http.route": route.path,
-        },
-        () => route.handle(options.service, tenantId, input),
+      const handle = () =>
+        traceMemoryOperation(
+          route.operationId,
+          {
+            "memory.tenant_id": tenantId,
+            "http.request.method": route.method.toUpperCase(),
+            "http.route": route.path,
+          },
+          () => route.handle(options.service, tenantId, input),
+        );
+      const key = route.write ? context.req.header("idempotency-key") : undefined;
+      if (key === undefined) return context.json(await handle(), route.status);
+      const { answer, replayed } = await options.service.writeOnce(
+        tenantId,
+        { key, request: [route.operationId, input.params ?? null, input.query ?? null, input.body ?? null] },
+        handle,
       );
-      return context.json(output, route.status);
+      return context.json(answer, route.status, replayed ? { "idempotent-replayed": "true" } : {});
     }) as never);
   }
   return app;

@@ -76,6 +76,8 @@ export interface MemoryRoute {
   readonly params?: z.ZodObject;
   /** 202 for operations that start a job. */
   readonly status: 200 | 201 | 202;
+  /** A write: done once per `Idempotency-Key`, and the client sends one with every call (ADR 0356). */
+  readonly write?: true;
   readonly response: z.ZodType;
   readonly handle: (service: MemoryService, tenantId: string, input: MemoryRouteInput) => Promise<unknown>;
 }
@@ -99,6 +101,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     path: "/v1/memories",
     summary: "Add a memory, unless the same fact is already stored in the scope",
     body: addMemoryRequestSchema,
+    write: true,
     status: 200,
     response: addMemoryResponseSchema,
     handle: (service, tenant, input) => service.add(tenant, input.body),
@@ -109,6 +112,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     path: "/v1/memories/batch",
     summary: "Add many memories of one scope in one transaction (each deduplicated like add)",
     body: addMemoriesRequestSchema,
+    write: true,
     status: 200,
     response: addMemoriesResponseSchema,
     handle: (service, tenant, input) => service.addBatch(tenant, input.body),
@@ -131,6 +135,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     summary: "Update a memory (a new version; the old one stays in its history)",
     params,
     body: updateMemoryRequestSchema,
+    write: true,
     status: 200,
     response: getMemoryResponseSchema,
     query: memoryScopeQuerySchema,
@@ -144,6 +149,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     summary: "Soft-delete a memory (kept with its history)",
     params,
     query: deleteMemoryQuerySchema.extend(memoryScopeQuerySchema.shape),
+    write: true,
     status: 200,
     response: getMemoryResponseSchema,
     handle: (service, tenant, input) =>
@@ -184,6 +190,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     summary: "Record whether following a procedure memory worked",
     params,
     body: procedureOutcomeRequestSchema,
+    write: true,
     status: 200,
     response: procedureOutcomeResponseSchema,
     query: memoryScopeQuerySchema,
@@ -197,6 +204,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     summary: "Mark a memory helpful or unhelpful (moves its ranking)",
     params,
     body: feedbackRequestSchema,
+    write: true,
     status: 200,
     response: getMemoryResponseSchema,
     query: memoryScopeQuerySchema,
@@ -209,6 +217,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     path: "/v1/events",
     summary: "Append a conversation event (idempotent by customId)",
     body: writeEventRequestSchema,
+    write: true,
     status: 200,
     response: writeEventResponseSchema,
     handle: (service, tenant, input) => service.writeEvent(tenant, input.body),
@@ -229,6 +238,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     path: "/v1/knowledge/documents",
     summary: "Ingest a knowledge-base document (chunked; idempotent by content)",
     body: ingestDocumentRequestSchema,
+    write: true,
     status: 200,
     response: ingestDocumentResponseSchema,
     handle: (service, tenant, input) => service.ingestDocument(tenant, input.body),
@@ -249,6 +259,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     path: "/v1/core-memory",
     summary: "Edit core memory blocks atomically (an empty edit list reads them)",
     body: selfEditRequestSchema,
+    write: true,
     status: 200,
     response: selfEditResponseSchema,
     handle: (service, tenant, input) => service.selfEdit(tenant, input.body),
@@ -298,6 +309,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     path: "/v1/novelty-scan",
     summary: "Which candidate facts are new to a scope",
     body: noveltyScanRequestSchema,
+    write: true,
     status: 200,
     response: noveltyScanResponseSchema,
     handle: (service, tenant, input) => service.noveltyScan(tenant, input.body),
@@ -308,6 +320,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     path: "/v1/jobs/consolidate",
     summary: "Start a consolidation job (merge near-duplicates, decay stale memories)",
     body: consolidateRequestSchema,
+    write: true,
     status: 202,
     response: jobResponseSchema,
     handle: (service, tenant, input) => service.consolidate(tenant, input.body),
@@ -318,6 +331,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     path: "/v1/jobs/import",
     summary: "Start an import job for OpenAI- or Anthropic-style transcripts (idempotent)",
     body: importConversationsRequestSchema,
+    write: true,
     status: 202,
     response: jobResponseSchema,
     handle: (service, tenant, input) => service.importConversations(tenant, input.body),

@@ -6,6 +6,7 @@ import { isLoopbackHost, type Logger } from "@tackle/core";
 import { MemoryError } from "../errors/memory-error.ts";
 import { createMemoryService } from "../service/create-memory-service.ts";
 import type { MemoryEmbeddingModel } from "../service/embedder.ts";
+import type { IdempotencyOptions } from "../service/idempotent-writes.ts";
 import type { MemoryService } from "../service/memory-service.ts";
 import type { MemoryStore } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
@@ -27,6 +28,8 @@ export interface ServeMemoryOptions {
   readonly languageModel?: LanguageModelV4;
   readonly logger?: Logger;
   readonly rateLimit?: RateLimit;
+  /** How long idempotency keys of writes are kept (24 h), how long a repeat waits for the first answer (5 s). */
+  readonly idempotency?: IdempotencyOptions;
 }
 
 export interface MemoryServer {
@@ -73,6 +76,7 @@ export async function serveMemory(options: ServeMemoryOptions): Promise<MemorySe
     ...(options.embeddingModel ? { embeddingModel: options.embeddingModel } : {}),
     ...(options.languageModel ? { languageModel: options.languageModel } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.idempotency ? { idempotency: options.idempotency } : {}),
   });
   const app = createMemoryApp({
     service,

@@ -3,6 +3,7 @@
  * operations over one shared context (store, clock, embedder).
  */
 import { createAdminOperations } from "./admin-operations.ts";
+import { createRunOnce } from "./idempotent-writes.ts";
 import { createJobRunner } from "./job-runner.ts";
 import { runConsolidation } from "./jobs/run-consolidation.ts";
 import { runImport } from "./jobs/run-import.ts";
@@ -43,6 +44,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     ...createLifecycleOperations(context),
     ...createSynthesisOperations(context, searchRanked),
     ...createAdminOperations(context, novelty, jobs),
+    writeOnce: createRunOnce(store, { ...options.idempotency, clock, logger }),
     async close() {
       await jobs.close();
       await store.close();

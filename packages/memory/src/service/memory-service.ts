@@ -52,6 +52,7 @@ import type {
   UnifiedStateResponse,
 } from "../schemas/synthesis.ts";
 import type { MemoryScope } from "../scope/memory-scope.ts";
+import type { RunOnce } from "./idempotent-writes.ts";
 
 /** Every operation takes the tenant first (from the API key), then the request. */
 export interface MemoryService {
@@ -111,6 +112,12 @@ export interface MemoryService {
   getTrace(tenantId: string, id: string, scope?: MemoryScope): Promise<TraceResponse>;
   listJobs(tenantId: string, request: ListJobsRequest): Promise<ListJobsResponse>;
   getJob(tenantId: string, id: string, scope?: MemoryScope): Promise<JobResponse>;
+  /**
+   * Runs a write once per tenant and idempotency key: a repeat of the same request answers the first
+   * answer (`replayed: true`), another request under the key is refused (`idempotency_key_reused`),
+   * and a repeat that arrives while the first runs waits for its answer (ADR 0356).
+   */
+  writeOnce: RunOnce;
   /** Waits for running jobs to finish, then closes the store. */
   close(): Promise<void>;
 }

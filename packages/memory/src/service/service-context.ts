@@ -7,6 +7,7 @@ import type { Memory } from "../schemas/memory.ts";
 import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredEvent, StoredMemory } from "../store/memory-store.ts";
 import { createEmbedder, type MemoryEmbeddingModel } from "./embedder.ts";
+import type { IdempotencyOptions } from "./idempotent-writes.ts";
 
 export interface MemoryServiceOptions {
   readonly store: MemoryStore;
@@ -25,6 +26,8 @@ export interface MemoryServiceOptions {
   readonly now?: () => Date;
   /** Resume jobs left queued or running by a stopped process (default true). */
   readonly resumeJobs?: boolean;
+  /** How long idempotency keys of writes are kept, and how long a repeat waits for the first answer. */
+  readonly idempotency?: IdempotencyOptions;
 }
 
 /** The default `vectorWeight`. */

@@ -224,6 +224,35 @@ export interface JobStore {
   unfinishedJobs(): Promise<StoredJob[]>;
 }
 
+/** A write's idempotency key and, once the write finished, the answer it gave. */
+export interface IdempotencyRecord {
+  readonly tenantId: string;
+  readonly key: string;
+  /** A hash of the operation and its request: the same key with another request is refused. */
+  readonly fingerprint: string;
+  /** The first answer's JSON; absent while the first request still runs. */
+  readonly answer?: string;
+  readonly createdAt: string;
+  readonly expiresAt: string;
+}
+
+/** Idempotency keys of writes, per tenant, each kept until it expires. */
+export interface IdempotencyStore {
+  /**
+   * Takes the key for a request about to run, unless a record that has not expired holds it (then
+   * answered as it stands); an expired record is replaced. Of concurrent claims exactly one wins.
+   */
+  claimIdempotencyKey(
+    record: Omit<IdempotencyRecord, "answer">,
+  ): Promise<{ claimed: true } | { claimed: false; record: IdempotencyRecord }>;
+  /** Records the answer of the request that holds the key. */
+  completeIdempotencyKey(tenantId: string, key: string, answer: string): Promise<void>;
+  /** Frees a key whose request failed before it answered, so a retry runs it again. */
+  releaseIdempotencyKey(tenantId: string, key: string): Promise<void>;
+  /** Deletes the records of every tenant that expired at `now` or before; answers how many. */
+  sweepIdempotencyKeys(now: string): Promise<number>;
+}
+
 /** Stores answer only inside `tenantId` AND the scope given; a store never widens either. */
 export interface MemoryStore
   extends MemoryRecordStore,
@@ -231,7 +260,8 @@ export interface MemoryStore
     DocumentStore,
     CoreMemoryStore,
     TraceStore,
-    JobStore {
+    JobStore,
+    IdempotencyStore {
   readonly kind: "sqlite" | "postgres";
   close(): Promise<void>;
 

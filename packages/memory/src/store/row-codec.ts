@@ -3,6 +3,7 @@
 import type { MemoryCounts } from "../schemas/synthesis.ts";
 import { MEMORY_SCOPE_VALUES, type MemoryScope } from "../scope/memory-scope.ts";
 import type {
+  IdempotencyRecord,
   StoredBlock,
   StoredDocument,
   StoredEvent,
@@ -147,6 +148,17 @@ export function eventFromRow(row: Row): StoredEvent {
     seq: Number(row.seq),
     occurredAt: time(row.occurred_at)!,
     createdAt: time(row.created_at)!,
+  };
+}
+
+export function idempotencyFromRow(row: Row): IdempotencyRecord {
+  return {
+    tenantId: String(row.tenant_id),
+    key: String(row.key),
+    fingerprint: String(row.fingerprint),
+    ...optional("answer", row.answer as string | null),
+    createdAt: time(row.created_at)!,
+    expiresAt: time(row.expires_at)!,
   };
 }
 

@@ -892,6 +892,101 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       assert.equal(claims[2], false, "another tenant cannot claim it");
     });
 
+    it("a write under an idempotency key runs once: concurrent repeats answer its answer, another request is refused, another tenant's key is its own", async () => {
+      const [t, other] = [tenant(), tenant()];
+      let runs = 0;
+      const write = (tenantId: string, content: string) => async () => {
+        runs += 1;
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        return service.add(tenantId, { userId: "ada", kind: "episode", content });
+      };
+      const request = { content: "Ada: Haha, totally." };
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, () =>
+          service.writeOnce(t, { key: "turn-1", request }, write(t, request.content)),
+        ),
+      );
+      assert.equal(runs, 1, "one of six concurrent requests ran the write");
+      assert.equal(new Set(answers.map(({ answer }) => answer.memory.id)).size, 1);
+      assert.deepEqual(answers.map(({ replayed }) => replayed).sort(), [false, true, true, true, true, true]);
+      assert.equal((await service.status(t)).counts.memories, 1);
+      // The same key with another request: refused, and the write is not run.
+      await rejectsWithCode(
+        service.writeOnce(t, { key: "turn-1", request: { content: "other" } }, write(t, "other")),
+        "idempotency_key_reused",
+        422,
+      );
+      assert.equal(runs, 1);
+      // Another tenant's key of the same name is its own: its write runs and answers its own memory.
+      const theirs = await service.writeOnce(
+        other,
+        { key: "turn-1", request },
+        write(other, request.content),
+      );
+      assert.equal(theirs.replayed, false);
+      assert.equal(runs, 2);
+      assert.notEqual(theirs.answer.memory.id, answers[0]?.answer.memory.id);
+      // A write that failed frees its key: the retry runs it.
+      await assert.rejects(
+        service.writeOnce(t, { key: "turn-2", request }, async () => {
+          throw new MemoryError("unavailable", "store busy", 503);
+        }),
+      );
+      const retried = await service.writeOnce(t, { key: "turn-2", request }, write(t, "retried"));
+      assert.equal(retried.replayed, false);
+    });
+
+    it("idempotency keys: a repeat past the wait gets a retryable in_use conflict; keys expire, are replaced and swept", async () => {
+      let now = Date.now();
+      const timed = createMemoryService({
+        store,
+        now: () => new Date(now),
+        resumeJobs: false,
+        idempotency: { ttlMs: 1000, waitMs: 50 },
+      });
+      const t = tenant();
+      let release: () => void = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const first = timed.writeOnce(t, { key: "slow", request: 1 }, async () => {
+        await gate;
+        return "first";
+      });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await assert.rejects(
+        timed.writeOnce(t, { key: "slow", request: 1 }, async () => "second"),
+        (error: unknown) =>
+          MemoryError.isInstance(error) &&
+          error.code === "idempotency_key_in_use" &&
+          error.status === 409 &&
+          error.retryable,
+      );
+      release();
+      assert.deepEqual(await first, { answer: "first", replayed: false });
+      assert.deepEqual(await timed.writeOnce(t, { key: "slow", request: 1 }, async () => "third"), {
+        answer: "first",
+        replayed: true,
+      });
+      // Past its expiry the key is free again, for any request.
+      now += 1500;
+      assert.deepEqual(await timed.writeOnce(t, { key: "slow", request: 2 }, async () => "fourth"), {
+        answer: "fourth",
+        replayed: false,
+      });
+      // Only that record has expired a second later (the suite's others live 24 h).
+      assert.equal(await store.sweepIdempotencyKeys(new Date(now + 1000).toISOString()), 1);
+      assert.deepEqual(await timed.writeOnce(t, { key: "slow", request: 3 }, async () => "fifth"), {
+        answer: "fifth",
+        replayed: false,
+      });
+      await rejectsWithCode(
+        timed.writeOnce(t, { key: "", request: 1 }, async () => 0),
+        "invalid_input",
+        400,
+      );
+    });
+
     it("data survives closing and reopening the store", async () => {
       const t = tenant();
       const { memory } = await service.add(t, { userId: "u", content: "Persisted across reopen" });

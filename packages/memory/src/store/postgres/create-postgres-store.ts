@@ -9,6 +9,7 @@ import {
   countsFrom,
   documentFromRow,
   eventFromRow,
+  idempotencyFromRow,
   jobFromRow,
   memoryColumns,
   memoryFromRow,
@@ -711,6 +712,47 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       return (await all("SELECT * FROM jobs WHERE status IN ('queued', 'running') ORDER BY seq")).map(
         jobFromRow,
       );
+    },
+
+    async claimIdempotencyKey(record) {
+      // Another request may free the key between the insert and the read: then claim again.
+      for (let attempt = 0; ; attempt += 1) {
+        const inserted = await pool.query(
+          `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at)
+           VALUES ($1, $2, $3, NULL, $4, $5)
+           ON CONFLICT (tenant_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, answer = NULL,
+             created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+           WHERE idempotency_keys.expires_at <= EXCLUDED.created_at`,
+          [record.tenantId, record.key, record.fingerprint, record.createdAt, record.expiresAt],
+        );
+        if (inserted.rowCount === 1) return { claimed: true as const };
+        const row = await one("SELECT * FROM idempotency_keys WHERE tenant_id = $1 AND key = $2", [
+          record.tenantId,
+          record.key,
+        ]);
+        if (row) return { claimed: false as const, record: idempotencyFromRow(row) };
+        if (attempt >= 10) throw new Error(`idempotency key ${record.key} was neither claimed nor found`);
+      }
+    },
+
+    async completeIdempotencyKey(tenantId, key, answer) {
+      await pool.query("UPDATE idempotency_keys SET answer = $1 WHERE tenant_id = $2 AND key = $3", [
+        answer,
+        tenantId,
+        key,
+      ]);
+    },
+
+    async releaseIdempotencyKey(tenantId, key) {
+      await pool.query("DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND answer IS NULL", [
+        tenantId,
+        key,
+      ]);
+    },
+
+    async sweepIdempotencyKeys(now) {
+      const result = await pool.query("DELETE FROM idempotency_keys WHERE expires_at <= $1", [now]);
+      return result.rowCount ?? 0;
     },
 
     async counts(tenantId) {

@@ -31,4 +31,21 @@ CREATE INDEX IF NOT EXISTS jobs_claimable ON jobs(status, seq) WHERE status IN (
 CREATE INDEX IF NOT EXISTS memories_scope_seq ON memories(tenant_id, scope_key, seq) WHERE status = 'active';
 `,
   },
+  {
+    version: 4,
+    name: "idempotency keys of writes",
+    // Per tenant: the key of a write, a hash of its request, and the answer once given; swept when expired.
+    up: `
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+  tenant_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  answer TEXT,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, key)
+);
+CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys(expires_at);
+`,
+  },
 ];

@@ -8,6 +8,7 @@ import {
   countsFrom,
   documentFromRow,
   eventFromRow,
+  idempotencyFromRow,
   jobFromRow,
   memoryColumns,
   memoryFromRow,
@@ -620,6 +621,39 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
 
     async unfinishedJobs() {
       return all("SELECT * FROM jobs WHERE status IN ('queued', 'running') ORDER BY seq", []).map(jobFromRow);
+    },
+
+    async claimIdempotencyKey(record) {
+      return transaction(() => {
+        // A new key, or one whose record expired (replaced in place), is claimed.
+        const result = run(
+          `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at)
+           VALUES (?, ?, ?, NULL, ?, ?)
+           ON CONFLICT (tenant_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, answer = NULL,
+             created_at = excluded.created_at, expires_at = excluded.expires_at
+           WHERE idempotency_keys.expires_at <= excluded.created_at`,
+          [record.tenantId, record.key, record.fingerprint, record.createdAt, record.expiresAt],
+        );
+        if (result.changes === 1) return { claimed: true as const };
+        const row = get("SELECT * FROM idempotency_keys WHERE tenant_id = ? AND key = ?", [
+          record.tenantId,
+          record.key,
+        ]);
+        if (!row) throw new Error(`idempotency key ${record.key} was neither claimed nor found`);
+        return { claimed: false as const, record: idempotencyFromRow(row) };
+      });
+    },
+
+    async completeIdempotencyKey(tenantId, key, answer) {
+      run("UPDATE idempotency_keys SET answer = ? WHERE tenant_id = ? AND key = ?", [answer, tenantId, key]);
+    },
+
+    async releaseIdempotencyKey(tenantId, key) {
+      run("DELETE FROM idempotency_keys WHERE tenant_id = ? AND key = ? AND answer IS NULL", [tenantId, key]);
+    },
+
+    async sweepIdempotencyKeys(now) {
+      return Number(run("DELETE FROM idempotency_keys WHERE expires_at <= ?", [now]).changes);
     },
 
     async counts(tenantId) {

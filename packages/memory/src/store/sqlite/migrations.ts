@@ -29,6 +29,23 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       );
     },
   },
+  {
+    version: 3,
+    name: "idempotency keys of writes",
+    // Per tenant: the key of a write, a hash of its request, and the answer once given; swept when expired.
+    up: `
+CREATE TABLE IF NOT EXISTS idempotency_keys (
+  tenant_id TEXT NOT NULL,
+  key TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  answer TEXT,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, key)
+);
+CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys(expires_at);
+`,
+  },
 ];
 
 /** Files made before the scoped index: add the column and drop the old index (rebuilt on open). */
