@@ -2,6 +2,7 @@
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { Entity } from "../schema/types.ts";
 import { withDefaults } from "../schema/validate-payload.ts";
+import { keepFirst } from "./keep-first.ts";
 import type { StoredEntity } from "./projection.ts";
 import { readLimit, type SessionContext } from "./session-context.ts";
 import type { DocumentSession } from "./session-types.ts";
@@ -26,34 +27,54 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
     withSlot,
     writeTopLevelRow,
   } = context;
+  /** The last entity of each page answered: `after` naming it reads on, even once it is deleted. */
+  const pageEnds = new Map<string, string>();
+  const tooMany = (entityKind: string | undefined, atMost: number) =>
+    readLimit(
+      `entities.list(${entityKind === undefined ? "" : JSON.stringify(entityKind)})`,
+      atMost,
+      `read it in pages (entities.list({ entityKind, limit: ${atMost}, after: <the last entityId of the previous page> })), or read by id (entities.get)`,
+    );
+  const copy = (entity: Entity): Entity => ({ ...entity, payload: structuredClone(entity.payload) });
   return {
     list(filter = {}) {
-      const found: Entity[] = [];
-      const { after } = filter;
+      const { entityKind, limit, after, atMost } = filter;
+      if (limit === undefined && after === undefined) {
+        const found: Entity[] = [];
+        for (const entity of projection.entities(entityKind)) {
+          if (atMost !== undefined && found.length >= atMost) throw tooMany(entityKind, atMost);
+          found.push(entity);
+        }
+        return found.map(copy);
+      }
+      // A page: in entityId order, which no write changes (a write moves the entity it touched in the
+      // document's order, so a walk in that order would skip or repeat what a script writes as it goes).
+      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1))
+        throw new DocScriptError(
+          "invalid_operation",
+          `entities.list: limit is a whole number of at least 1, not ${JSON.stringify(limit)}`,
+        );
       if (after !== undefined) {
-        const from = projection.stored(after);
-        if (from === undefined || (filter.entityKind !== undefined && from.entityKind !== filter.entityKind))
+        const kind = pageEnds.get(after) ?? projection.stored(after)?.entityKind;
+        if (kind === undefined || (entityKind !== undefined && kind !== entityKind))
           throw new DocScriptError(
             "invalid_operation",
-            `entities.list: after names no ${filter.entityKind ?? "entity"} "${after}"; pass the entityId of the last entity of the previous page`,
+            `entities.list: after names no ${entityKind ?? "entity"} "${after}"; pass the entityId of the last entity of the previous page`,
           );
       }
-      let skipping = after !== undefined;
-      for (const entity of projection.entities(filter.entityKind)) {
-        if (skipping) {
-          skipping = entity.entityId !== after;
-          continue;
-        }
-        if (filter.limit !== undefined && found.length >= filter.limit) break;
-        if (filter.atMost !== undefined && found.length >= filter.atMost)
-          throw readLimit(
-            `entities.list(${filter.entityKind === undefined ? "" : JSON.stringify(filter.entityKind)})`,
-            filter.atMost,
-            `read it in pages (entities.list({ entityKind, limit: ${filter.atMost}, after: <the last entityId of the previous page> })), or read by id (entities.get)`,
-          );
-        found.push(entity);
+      const ids: string[] = [];
+      for (const entityId of projection.entityIds()) {
+        if (after !== undefined && entityId <= after) continue;
+        if (entityKind !== undefined && projection.stored(entityId)?.entityKind !== entityKind) continue;
+        if (limit === undefined && atMost !== undefined && ids.length >= atMost)
+          throw tooMany(entityKind, atMost);
+        ids.push(entityId);
       }
-      return found.map((entity) => ({ ...entity, payload: structuredClone(entity.payload) }));
+      if (limit !== undefined) keepFirst(ids, limit, compareIds);
+      const page = ids.sort(compareIds).flatMap((entityId) => projection.entity(entityId) ?? []);
+      const last = page.at(-1);
+      if (limit !== undefined && last !== undefined) pageEnds.set(last.entityId, last.entityKind);
+      return page;
     },
     get(entityId) {
       return projection.entity(entityId);
@@ -193,4 +214,8 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
       });
     },
   };
+}
+
+function compareIds(left: string, right: string): number {
+  return left < right ? -1 : left > right ? 1 : 0;
 }

@@ -3,6 +3,7 @@
 import { LoroMap } from "loro-crdt";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { matchShape } from "./check-document.ts";
+import { keepFirst } from "./keep-first.ts";
 import {
   RELATION_ENDPOINT0,
   RELATION_ENDPOINT1,
@@ -102,7 +103,7 @@ export function sessionRelations(context: SessionContext): DocumentSession["rela
           throw tooMany(filter, atMost);
         matching.push(relation);
       }
-      if (limit !== undefined && matching.length > limit) keepFirst(matching, limit);
+      if (limit !== undefined) keepFirst(matching, limit, compareRelations);
       return answer(matching.sort(compareRelations), limit);
     },
     of(entityId, relationKind) {
@@ -276,33 +277,4 @@ export function sessionRelations(context: SessionContext): DocumentSession["rela
     },
   };
   return relations;
-}
-
-/**
- * Keeps the `count` relations first in the order (`compareRelations`), in no particular order: a
- * selection (Hoare's), linear on average, so a page of a million relations is not a sort of them all.
- */
-function keepFirst(items: StoredRelation[], count: number): void {
-  const at = (index: number) => items[index] as StoredRelation;
-  const target = count - 1;
-  let low = 0;
-  let high = items.length - 1;
-  while (low < high) {
-    const pivot = at((low + high) >>> 1);
-    let left = low;
-    let right = high;
-    while (left <= right) {
-      while (compareRelations(at(left), pivot) < 0) left++;
-      while (compareRelations(at(right), pivot) > 0) right--;
-      if (left <= right) {
-        [items[left], items[right]] = [at(right), at(left)];
-        left++;
-        right--;
-      }
-    }
-    if (target <= right) high = right;
-    else if (target >= left) low = left;
-    else break;
-  }
-  items.length = count;
 }

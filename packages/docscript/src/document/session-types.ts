@@ -45,9 +45,12 @@ export interface MoveTarget {
 
 export interface EntityFilter {
   readonly entityKind?: string;
-  /** Answers at most this many (a page), in the document's order; no `read_limit` then. */
+  /**
+   * Answers at most this many (a page); no `read_limit` then. A page (`limit` or `after`) comes in
+   * entityId order, which no write changes.
+   */
   readonly limit?: number;
-  /** Starts after this entity (the last one of the previous page). */
+  /** Starts after this entity (the last one of the previous page, even one the session deleted since). */
   readonly after?: string;
   /** Refuses (`read_limit`) a read that would answer more than this many, before building it. */
   readonly atMost?: number;

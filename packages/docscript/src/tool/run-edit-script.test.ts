@@ -120,10 +120,11 @@ const all = entities.list();`,
       /read it in pages \(entities\.list\(\{ entityKind, limit/,
     );
 
-    // Past the bound, pages: limit and after read every entity of the kind once, in order.
+    // Past the bound, pages: limit and after read every entity of the kind once, in entityId order.
     const clips = openDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema)
       .entities.list({ entityKind: "clip" })
-      .map((clip) => clip.entityId);
+      .map((clip) => clip.entityId)
+      .sort();
     const paged = await runEditScript(context, {
       docId: "large",
       replica,

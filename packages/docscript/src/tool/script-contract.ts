@@ -71,8 +71,8 @@ interface Materialized {
 /** The document's entities. Every write lands whole or not at all; a refused write throws at its call. */
 declare const entities: {
   /**
-   * Every entity, or those of one kind, in the document's order. limit (at most ${maxReadItems}) answers one
-   * page; after (the last entityId of the previous page) reads on from there.
+   * Every entity, or those of one kind. limit (at most ${maxReadItems}) answers one page, in entityId order;
+   * after (the last entityId of the previous page, even one deleted since) reads on from there.
    */
   list(filter?: { entityKind?: string; limit?: number; after?: string }): Entity[];
   /** One entity, or null. */

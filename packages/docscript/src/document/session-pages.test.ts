@@ -1,15 +1,18 @@
-/** Relations read past the read bound in pages: `relations.list({ ..., limit, after })`. */
+/**
+ * Entities and relations read past the read bound in pages: `entities.list({ entityKind, limit, after })`
+ * and `relations.list({ relationKind, entityId, limit, after })`.
+ */
 import assert from "node:assert/strict";
 import { before, describe, it } from "node:test";
 import { LoroDoc } from "loro-crdt";
 import { largeTimeline } from "../../test/large-timeline.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
-import type { Relation } from "../schema/types.ts";
+import type { Entity, Relation } from "../schema/types.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import type { DocumentSession } from "./document-session.ts";
 import { openDocument } from "./document-session.ts";
 import { projectDocument } from "./interpret.ts";
-import type { RelationFilter } from "./session-types.ts";
+import type { EntityFilter, RelationFilter } from "./session-types.ts";
 
 const bound = 20_000;
 const ids = (relations: readonly Relation[]) => relations.map((relation) => relation.relationId);
@@ -48,9 +51,11 @@ function refusal(code: string, message: RegExp) {
   };
 }
 
+// 7,000 clips on track-1 (an image, a clip, its marker), a contain, a content and a marker relation each,
+// beside the sample's.
+const { snapshot } = largeTimeline(7000);
+
 describe("relations in pages past the read bound", () => {
-  // 7,000 clips on track-1: a contain, a content and a marker relation each, beside the sample's.
-  const { snapshot } = largeTimeline(7000);
   let open: () => DocumentSession;
   let all: Relation[];
   before(() => {
@@ -164,5 +169,101 @@ describe("relations in pages past the read bound", () => {
         () => session.relations.list({ ...filter, limit: 10 }),
         refusal("invalid_operation", message),
       );
+  });
+});
+
+describe("entities in pages past the read bound", () => {
+  const open = () => openDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema);
+  const entityIds = (entities: readonly Entity[]) => entities.map((entity) => entity.entityId);
+  const byId = (entities: readonly Entity[]) => entityIds(entities).sort();
+  const byIdOrder = (entities: readonly Entity[]) =>
+    [...entities].sort((left, right) => (left.entityId < right.entityId ? -1 : 1));
+
+  /** Every page of `filter`, `limit` at a time, as the tool reads. */
+  function walkEntities(
+    session: DocumentSession,
+    filter: EntityFilter,
+    limit: number,
+    each: (page: Entity[]) => void = () => {},
+  ): string[] {
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = session.entities.list({
+        ...filter,
+        limit,
+        ...(after === undefined ? {} : { after }),
+        atMost: bound,
+      });
+      seen.push(...entityIds(page));
+      each(page);
+      if (page.length < limit) return seen;
+      after = page.at(-1)?.entityId;
+    }
+  }
+
+  it("walks every entity exactly once, in entityId order, and a whole read above the bound says how to page", () => {
+    const session = open();
+    const all = session.entities.list();
+    assert.ok(all.length > bound, `${all.length} entities`);
+    assert.notDeepEqual(entityIds(all), byId(all), "the document's own order is not the pages' order");
+    assert.throws(
+      () => session.entities.list({ atMost: bound }),
+      refusal(
+        "read_limit",
+        /^entities\.list\(\) matches more than 20000; .*read it in pages \(entities\.list\(\{ entityKind, limit: 20000, after: <the last entityId of the previous page> \}\)\)/,
+      ),
+    );
+    for (const limit of [bound, 2999]) assert.deepEqual(walkEntities(session, {}, limit), byId(all));
+    const clips = session.entities.list({ entityKind: "clip" });
+    assert.deepEqual(walkEntities(session, { entityKind: "clip" }, 1000), byId(clips));
+    const firstTwo = session.entities.list({ entityKind: "clip", limit: 2 });
+    assert.deepEqual(firstTwo, byIdOrder(clips).slice(0, 2), "a page's entities read as the whole read's");
+  });
+
+  it("visits every entity once while the script updates and deletes what it read", () => {
+    const session = open();
+    const clips = byId(session.entities.list({ entityKind: "clip" }));
+    const deleted: string[] = [];
+    const updated: string[] = [];
+    const walked = walkEntities(session, { entityKind: "clip" }, 1000, (page) => {
+      // A write moves the entity it touched in the document's order: the page's first and last clips
+      // get a new volume, and every other page's last clip (the next page's after) is then deleted.
+      const [first, last] = [page[0], page.at(-1)];
+      if (first === undefined || last === undefined) return;
+      for (const clip of new Set([first, last])) {
+        session.entities.update(clip.entityId, [{ op: "set", path: ["volume"], value: -3 }]);
+        updated.push(clip.entityId);
+      }
+      if (updated.length % 4 === 0) {
+        session.entities.delete(last.entityId);
+        deleted.push(last.entityId);
+      }
+    });
+    assert.deepEqual(walked, clips);
+    const now = session.entities.list({ entityKind: "clip" });
+    assert.ok(deleted.length >= 3);
+    assert.equal(now.length, clips.length - deleted.length);
+    assert.equal(now.filter((clip) => clip.payload.volume === -3).length, updated.length - deleted.length);
+  });
+
+  it("refuses a limit or an after it cannot page by, with a typed error", () => {
+    const session = open();
+    for (const limit of [0, -2, 2.5])
+      assert.throws(
+        () => session.entities.list({ limit }),
+        refusal("invalid_operation", /entities\.list: limit is a whole number of at least 1/),
+      );
+    assert.throws(
+      () => session.entities.list({ limit: 5, after: "no-such-entity" }),
+      refusal(
+        "invalid_operation",
+        /after names no entity "no-such-entity"; pass the entityId of the last entity/,
+      ),
+    );
+    assert.throws(
+      () => session.entities.list({ entityKind: "image", limit: 5, after: "large-clip-3" }),
+      refusal("invalid_operation", /after names no image "large-clip-3"/),
+    );
   });
 });
