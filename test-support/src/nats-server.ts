@@ -13,6 +13,11 @@ export interface NatsServerHandle {
   stop(): Promise<void>;
   /** Starts it again on the same port and store. */
   restart(): Promise<void>;
+  /**
+   * Sends the running server a signal: `SIGSTOP` freezes it (what clients write waits unread in its
+   * sockets), `SIGKILL` then loses it all. Follow a kill with `stop()` before `restart()`.
+   */
+  signal(signal: NodeJS.Signals): void;
   /** Stops it and deletes its store. */
   close(): Promise<void>;
 }
@@ -90,6 +95,10 @@ export async function startNatsServer(
     url: `nats://127.0.0.1:${port}`,
     stop,
     restart: start,
+    signal(signal) {
+      if (child === undefined || child.exitCode !== null) throw new Error("nats-server is not running");
+      child.kill(signal);
+    },
     async close() {
       await stop();
       rmSync(storeDir, { recursive: true, force: true });

@@ -1,6 +1,7 @@
 /**
  * The NATS server restarted under load (its own server: this suite stops and starts it): calls caught
- * in flight fail at once with a clear error, none hangs, and the runtime serves again after.
+ * in flight wait for it and come back with their results (or say they did not run), none hangs, and
+ * the runtime serves again after.
  */
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
@@ -16,7 +17,7 @@ after(async () => {
   await nats?.close();
 });
 
-it("reconnects after a broker restart under load; calls in flight fail clearly and none hangs", async () => {
+it("reconnects after a broker restart under load; calls in flight outlive it and none hangs", async () => {
   const logger = recordingLogger();
   const runtime = await startNodeRuntime({
     logger,
@@ -45,16 +46,17 @@ it("reconnects after a broker restart under load; calls in flight fail clearly a
       return result.ok ? result : undefined;
     });
 
-    // Load: slow calls in flight on both kinds of bundle, plus a stream of quick ones.
-    // Far longer than the test: a call that settles at all settled because the broker went away.
+    // Load: slow calls in flight on both kinds of bundle (the Python child runs its calls one by
+    // one), plus a stream of quick ones. They outlast the outage: the node keeps running them.
     const inFlight = [
-      ...Array.from({ length: 20 }, () => client.call("alpha.slow", { ms: 30_000 })),
-      ...Array.from({ length: 5 }, () => client.call("py.sleep", { seconds: 30 })),
+      ...Array.from({ length: 20 }, () => client.call("alpha.slow", { ms: 4000 })),
+      ...Array.from({ length: 2 }, () => client.call("py.sleep", { seconds: 2 })),
     ].map((call) => call.then((result) => ({ result, at: Date.now() })));
     const quick = (async () => {
       const outcomes: string[] = [];
       while (!stop) {
-        outcomes.push((await client.call("alpha.add", { a: 1, b: 1 })).ok ? "ok" : "failed");
+        const result = await client.call("alpha.add", { a: 1, b: 1 });
+        outcomes.push(result.ok ? "ok" : result.error.code);
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       return outcomes;
@@ -62,29 +64,33 @@ it("reconnects after a broker restart under load; calls in flight fail clearly a
     await new Promise((resolve) => setTimeout(resolve, 200));
 
     await nats.stop();
-    const stoppedAt = Date.now(); // the server process has exited: every connection is gone
-    const settled = await Promise.all(inFlight);
-    const waited = Math.max(...settled.map((call) => call.at)) - stoppedAt;
-    // Far below the calls' own 30 s deadline; generous because a loaded 2-core CI box is slow to notice.
+    const settledEarly: string[] = [];
+    for (const call of inFlight)
+      void call.then(({ result }) => settledEarly.push(result.ok ? "ok" : result.error.code));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // A call caught in flight waits for the broker (ADR 0208); only one still looking up its module
+    // when the broker went (a loaded machine is slow to send all 22) is refused at once, never sent.
     assert.ok(
-      waited < 10_000,
-      `calls in flight settled ${waited} ms after the broker stopped, not at their timeout`,
+      settledEarly.every((code) => code === "unavailable" || code === "ok"),
+      `settled during the outage: ${settledEarly.join(", ")}`,
     );
+    await nats.restart();
+    const restartedAt = Date.now();
+    const settled = await Promise.all(inFlight);
+    const waited = Math.max(...settled.map((call) => call.at)) - restartedAt;
+    // The tools' own few seconds, far below the calls' 60 s deadline.
+    assert.ok(waited < 15_000, `calls in flight settled ${waited} ms after the restart`);
     for (const { result } of settled) {
-      assert.equal(result.ok, false);
       if (result.ok) continue;
-      // A call already on the wire is dropped; one still looking up its module when the broker went
-      // (a loaded machine is slow to send all 25) is never sent. Both say which, and both are retryable.
-      if (result.error.code === "disconnected") {
-        assert.match(result.error.message, /dropped while the call was in flight/);
-      } else {
-        assert.equal(result.error.code, "unavailable", result.error.message);
-        assert.match(result.error.message, /was not sent/);
-      }
+      // Not sent, or lost inside the stopping broker: both say the call did not run.
+      assert.ok(["unavailable", "not_delivered"].includes(result.error.code), result.error.message);
       assert.equal(result.error.retryable, true);
     }
+    assert.ok(
+      settled.filter(({ result }) => result.ok).length >= 11,
+      `most calls in flight come back with their result: ${settled.map(({ result }) => (result.ok ? "ok" : result.error.code)).join(", ")}`,
+    );
 
-    await nats.restart();
     // The runtime and the client reconnect by themselves; the same module answers on the same subjects.
     await eventually(
       "a call after the restart",

@@ -37,7 +37,7 @@ interface Outcome {
   readonly ms: number;
 }
 
-const retryableCodes = new Set(["disconnected", "unavailable", "timeout", "unreachable"]);
+const retryableCodes = new Set(["disconnected", "unavailable", "timeout", "unreachable", "not_delivered"]);
 
 it("load-balances two nodes, survives a NATS server's death under load, and a node's SIGKILL fails only its calls", {
   timeout: 170_000,
@@ -105,8 +105,9 @@ it("load-balances two nodes, survives a NATS server's death under load, and a no
       // None hangs: the call's limit is 4 s, the bus waits one more second.
       assert.ok(ms < 4000 + 1000 + 1500, `a call took ${ms} ms`);
       if (result.ok) continue;
-      // A node cut off from the bus for longer than the client's watch allows loses its calls.
-      if (result.error.code === "node_lost") continue;
+      // A node cut off from the bus for longer than the client's watch allows loses its calls; one
+      // whose reply died with the server says it ran (ADR 0208). Neither is retryable.
+      if (result.error.code === "node_lost" || result.error.code === "reply_lost") continue;
       assert.ok(retryableCodes.has(result.error.code), `${result.error.code}: ${result.error.message}`);
       assert.equal(result.error.retryable, true, result.error.message);
     }

@@ -119,8 +119,21 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   const callIdPrefix = randomUUID();
   let calls = 0;
   const nextCallId = () => `${callIdPrefix}-${(++calls).toString(36)}`;
-  /** Tool calls' request/reply; calls in flight fail at once when the connection drops. */
-  const requester = createRequester(connection);
+  /**
+   * Tool calls' request/reply. When the connection drops, calls in flight wait for the node watch to
+   * learn their fate once it is back (ADR 0208); one whose deadline comes first fails `disconnected`.
+   * Without the watch they fail at once.
+   */
+  const requester = createRequester(connection, {
+    suspendedDeadline: (call) =>
+      new ToolError(
+        "disconnected",
+        disconnected
+          ? `"${call.name}" was in flight when the connection to NATS dropped, and the broker ${brokerUrl} is still unreachable; it may or may not have run (retry with the same idempotency key)`
+          : `"${call.name}" was in flight when the connection to NATS dropped, and what became of it could not be learned by its deadline; it may or may not have run (retry with the same idempotency key)`,
+        { retryable: true, data: { tool: call.name, brokerConnected: !disconnected } },
+      ),
+  });
   /** Which node holds each call, and whether it is still there. */
   const watch =
     options.nodeWatch === false
@@ -149,13 +162,13 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       disconnected = true;
       watch?.pause();
       lastDisconnect = new Date().toISOString();
-      requester.failAll(
-        new ToolError(
-          "disconnected",
-          "The connection to NATS dropped while the call was in flight; it may or may not have run (retry with the same idempotency key)",
-          { retryable: true },
-        ),
+      const dropped = new ToolError(
+        "disconnected",
+        "The connection to NATS dropped while the call was in flight; it may or may not have run (retry with the same idempotency key)",
+        { retryable: true },
       );
+      if (watch === undefined) requester.failAll(dropped);
+      else requester.suspendAll(dropped);
     }
   })().finally(() => requester.failAll(new Error("connection closed")));
   statusWatch.catch(() => undefined);

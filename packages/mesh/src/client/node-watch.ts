@@ -14,7 +14,14 @@
  */
 import { createInbox, type NatsConnection, NoRespondersError } from "@nats-io/transport-node";
 import { ToolError } from "@tackle/core";
-import { ALIVE_VERB, decodeJson, encodeJson, HELD_VERB, type HeldAnswer } from "../nats/wire.ts";
+import {
+  ALIVE_VERB,
+  decodeJson,
+  encodeJson,
+  HELD_VERB,
+  type HeldAnswer,
+  type HeldQuestion,
+} from "../nats/wire.ts";
 
 export interface NodeWatchOptions {
   /** How often a module with calls in flight is asked. Default 500 ms. */
@@ -42,6 +49,12 @@ export interface CallInFlight {
   readonly prefix: string | undefined;
   readonly callId: string;
   readonly name: string;
+  /** Its reply subject: unique per request, so nodes remember it after the call ends (ADR 0208). */
+  readonly reply: string;
+  /** When it was sent (`performance.now()`). */
+  readonly sentAt: number;
+  /** It was in flight when the connection dropped. */
+  readonly suspended: boolean;
 }
 
 /** Where the watch reads the calls in flight and settles a lost one. */
@@ -69,11 +82,21 @@ const isNoResponders = (error: unknown): boolean =>
 interface Watched {
   readonly token: string;
   readonly name: string;
+  readonly reply: string;
+  readonly sentAt: number;
+  /** It was in flight when the connection dropped. */
+  readonly suspended: boolean;
   /** When a question first listed it: it was sent at most one `probeMs` earlier. */
   readonly listedAt: number;
   holder: Instance | undefined;
   /** When its holder last claimed it. */
   seenAt: number;
+  /** The questions ask the nodes what became of it: finished, or never seen (then disowned). */
+  check: boolean;
+  /** A node finished it, yet it waits: its reply was lost. */
+  finished: { readonly node: string; readonly outcome: string; readonly at: number } | undefined;
+  /** Nodes that never saw it and now refuse it; `true` where their memory reaches back to its send. */
+  readonly disownedBy: Map<Instance, boolean>;
 }
 
 interface ModuleWatch {
@@ -90,7 +113,10 @@ export interface NodeWatch {
   started(prefix: string): void;
   /** The connection dropped: nothing is judged until it is back. */
   pause(): void;
-  /** Back: every node gets a fresh `lostAfterMs` to answer. */
+  /**
+   * Back: every node that was answering gets a fresh `lostAfterMs`, and the calls caught in flight are
+   * checked: finished (reply lost), still running, or never delivered (ADR 0208).
+   */
   resume(): void;
   close(): void;
 }
@@ -109,6 +135,7 @@ export function createNodeWatch(
   /** When the armed tick is due: a tick far later than that means this process itself stalled. */
   let due = 0;
   let paused = false;
+  let pausedAt = 0;
   let closed = false;
   let inbox: string | undefined;
   let subscription: { unsubscribe(): void } | undefined;
@@ -159,20 +186,44 @@ export function createNodeWatch(
       if (call === undefined) continue;
       call.holder = instance;
       call.seenAt = now;
+      // Running: its reply will come.
+      call.check = false;
+    }
+    if (Array.isArray(answer.finished) || Array.isArray(answer.disowned))
+      checked(watch, instance, answer, now);
+  }
+
+  /** What a node said of the calls a question checked. */
+  function checked(watch: ModuleWatch, instance: Instance, answer: HeldAnswer, now: number): void {
+    const byReply = new Map<string, Watched>();
+    for (const call of watch.calls.values()) if (call.check) byReply.set(call.reply, call);
+    for (const entry of answer.finished ?? []) {
+      const call = byReply.get(entry?.reply);
+      if (call === undefined || call.finished !== undefined) continue;
+      call.finished = { node: instance.node, outcome: String(entry.outcome), at: now };
+    }
+    const remembered = typeof answer.rememberedMs === "number" ? answer.rememberedMs : -1;
+    for (const reply of answer.disowned ?? []) {
+      const call = byReply.get(reply);
+      // Its memory of finished calls must reach back to the send, or "never saw it" may be "forgot it".
+      if (call !== undefined) call.disownedBy.set(instance, remembered >= now - call.sentAt);
     }
   }
 
-  /** Asks the module's nodes which of `ids` they hold. */
-  function ask(prefix: string, ids: readonly string[]): void {
+  /** Asks the module's nodes which of `ids` they hold, and what became of the calls to check. */
+  function ask(prefix: string, ids: readonly string[], watch: ModuleWatch | undefined): void {
     const reply = replySubject();
+    const check: NonNullable<HeldQuestion["check"]>[number][] = [];
+    if (watch !== undefined) {
+      for (const [callId, call] of watch.calls)
+        if (call.check) check.push({ callId, reply: call.reply, disown: true });
+    }
     for (let start = 0; start === 0 || start < ids.length; start += idsPerProbe) {
-      connection.publish(
-        `${prefix}.${HELD_VERB}`,
-        encodeJson({ callIds: ids.slice(start, start + idsPerProbe) }),
-        {
-          reply,
-        },
-      );
+      const question: HeldQuestion = {
+        callIds: ids.slice(start, start + idsPerProbe),
+        ...(start === 0 && check.length > 0 ? { check } : {}),
+      };
+      connection.publish(`${prefix}.${HELD_VERB}`, encodeJson(question), { reply });
     }
   }
 
@@ -217,9 +268,15 @@ export function createNodeWatch(
         watch.calls.set(call.callId, {
           token: call.token,
           name: call.name,
+          reply: call.reply,
+          sentAt: call.sentAt,
+          suspended: call.suspended,
           listedAt: now,
           holder: undefined,
           seenAt: 0,
+          check: call.suspended,
+          finished: undefined,
+          disownedBy: new Map(),
         });
       }
       let list = ids.get(call.prefix);
@@ -237,6 +294,22 @@ export function createNodeWatch(
 
   function judge(watch: ModuleWatch, prefix: string, now: number): void {
     for (const [callId, call] of watch.calls) {
+      if (call.finished !== undefined) {
+        // Its reply goes out before the node's answer, on the node's one connection: a call still
+        // waiting when the answer came lost its reply. Half a tick more lets a reordered reply land.
+        if (now - call.finished.at < probeMs / 2) continue;
+        watch.calls.delete(callId);
+        const { node, outcome } = call.finished;
+        calls.lost(
+          call.token,
+          new ToolError(
+            "reply_lost",
+            `Node ${node} ran "${call.name}" to its end (${outcome === "ok" ? "it succeeded" : `it failed ${outcome}`}), but the reply was lost on the way back (a broker outage); it ran, so check before calling again`,
+            { retryable: false, data: { tool: call.name, node, outcome } },
+          ),
+        );
+        continue;
+      }
       if (call.holder !== undefined) {
         if (now - call.seenAt <= lostAfterMs) continue;
         const holder = call.holder;
@@ -244,6 +317,11 @@ export function createNodeWatch(
         // replied); one that is silent may only be busy: it is failed once the bus says it is gone.
         if (now - holder.lastSeen > lostAfterMs && !holder.gone) {
           check(prefix, holder);
+          continue;
+        }
+        // One that answers is asked once whether it finished the call (the reply was lost).
+        if (!holder.gone && !call.disownedBy.has(holder)) {
+          call.check = true;
           continue;
         }
         watch.calls.delete(callId);
@@ -261,17 +339,24 @@ export function createNodeWatch(
       // No node that answers holds it: it went to a node that was alive when it was sent and is silent
       // now. Only once the bus says every such node's connection is gone: a busy one may hold it unread.
       const gone = new Set<string>();
+      const live: Instance[] = [];
       let busy = false;
       for (const instance of watch.instances.values()) {
-        if (now - instance.lastSeen <= lostAfterMs || instance.lastSeen < call.listedAt - 3 * probeMs)
-          continue;
-        if (instance.gone) gone.add(instance.node);
+        if (instance.lastSeen < call.listedAt - 3 * probeMs) continue;
+        if (now - instance.lastSeen <= lostAfterMs) live.push(instance);
+        else if (instance.gone) gone.add(instance.node);
         else {
           busy = true;
           check(prefix, instance);
         }
       }
-      if (busy || gone.size === 0) continue;
+      if (busy) continue;
+      if (gone.size === 0) {
+        // Caught in flight by a dropped connection, and no node that answers holds it: asked with
+        // `disown`, each says whether it finished it or never saw it (and will now refuse it).
+        if (call.suspended && live.length > 0) notDelivered(watch, callId, call, live);
+        continue;
+      }
       const nodes = [...gone].sort();
       watch.calls.delete(callId);
       calls.lost(
@@ -293,10 +378,36 @@ export function createNodeWatch(
     }
   }
 
-  /** Every node and every call gets a fresh `lostAfterMs` from now. */
-  function refresh(now: number): void {
+  /**
+   * A call caught by the outage that every node that could have received it disowned: it never ran,
+   * and never will. A node whose memory does not reach back to its send cannot tell: it waits.
+   */
+  function notDelivered(watch: ModuleWatch, callId: string, call: Watched, live: readonly Instance[]): void {
+    if (!live.every((instance) => call.disownedBy.has(instance))) {
+      call.check = true;
+      return;
+    }
+    if (!live.every((instance) => call.disownedBy.get(instance) === true)) return;
+    const nodes = [...new Set(live.map((instance) => instance.node))].sort();
+    watch.calls.delete(callId);
+    calls.lost(
+      call.token,
+      new ToolError(
+        "not_delivered",
+        `"${call.name}" never reached a node: the connection to NATS dropped while it was in flight, and every node serving it (${nodes.join(", ")}) says it did not receive it and will not run it; it did not run, so it is safe to call again`,
+        { retryable: true, data: { tool: call.name, nodes } },
+      ),
+    );
+  }
+
+  /**
+   * Every node that was answering at `asOf` and every call gets a fresh `lostAfterMs` from now (a node
+   * silent before that stays so: it is no candidate for calls listed afresh).
+   */
+  function refresh(now: number, asOf: number): void {
     for (const watch of modules.values()) {
-      for (const instance of watch.instances.values()) instance.lastSeen = now;
+      for (const instance of watch.instances.values())
+        if (asOf - instance.lastSeen <= lostAfterMs) instance.lastSeen = now;
       // Unclaimed calls are listed again, afresh, by the next question.
       for (const [callId, call] of watch.calls) {
         if (call.holder === undefined) watch.calls.delete(callId);
@@ -310,7 +421,7 @@ export function createNodeWatch(
     if (closed) return;
     const now = performance.now();
     // This process was too busy to ask and to read the answers: their silence proves nothing.
-    if (now - due > probeMs) refresh(now);
+    if (now - due > probeMs) refresh(now, due - probeMs);
     if (!paused) for (const [prefix, watch] of modules) judge(watch, prefix, now);
     const ids = paused ? new Map<string, string[]>() : collect(now);
     for (const [prefix, watch] of modules) {
@@ -327,7 +438,7 @@ export function createNodeWatch(
       }
       if (paused) continue;
       try {
-        ask(prefix, ids.get(prefix) ?? []);
+        ask(prefix, ids.get(prefix) ?? [], watch);
       } catch {
         // Closed or refused: no node answers, and no call is judged on a silence this caused.
         for (const [callId, call] of watch.calls) if (call.holder === undefined) watch.calls.delete(callId);
@@ -356,7 +467,7 @@ export function createNodeWatch(
         if (!paused) {
           const ids = collect(now, prefix).get(prefix) ?? [];
           try {
-            ask(prefix, ids);
+            ask(prefix, ids, watch);
           } catch {
             watch.calls.clear();
           }
@@ -366,11 +477,14 @@ export function createNodeWatch(
       if (timer === undefined) arm();
     },
     pause() {
+      if (!paused) pausedAt = performance.now();
       paused = true;
     },
     resume() {
       paused = false;
-      refresh(performance.now());
+      refresh(performance.now(), pausedAt);
+      // Every call still waiting was in flight when the connection dropped: ask what became of it.
+      for (const watch of modules.values()) for (const call of watch.calls.values()) call.check = true;
     },
     close() {
       closed = true;

@@ -35,6 +35,11 @@ export interface Requester {
   settle(token: string, error: Error): void;
   /** Settles every waiting request with `error` (the connection dropped or closed). */
   failAll(error: Error): void;
+  /**
+   * The connection dropped: tool calls keep waiting, marked suspended, for the node watch to learn
+   * their fate once it is back (ADR 0208); any other request fails with `error`.
+   */
+  suspendAll(error: Error): void;
   /** A publish the server refused: the oldest request to that subject fails with it, as in nats.js. */
   refused(error: PermissionViolationError): void;
   close(): void;
@@ -45,6 +50,12 @@ const maxTimerMs = 2 ** 31 - 1;
 interface Waiting extends CallInFlight {
   readonly subject: string;
   readonly resolve: (value: Msg | Error) => void;
+  suspended: boolean;
+}
+
+export interface RequesterOptions {
+  /** What a suspended call (in flight across a dropped connection) fails with at its deadline. */
+  readonly suspendedDeadline?: (call: CallInFlight) => Error;
 }
 
 /**
@@ -59,7 +70,7 @@ interface Lane {
   timer: NodeJS.Timeout | undefined;
 }
 
-export function createRequester(connection: NatsConnection): Requester {
+export function createRequester(connection: NatsConnection, options: RequesterOptions = {}): Requester {
   const waiting = new Map<string, Waiting>();
   const lanes = new Map<number, Lane>();
   let counter = 0;
@@ -78,9 +89,15 @@ export function createRequester(connection: NatsConnection): Requester {
     const now = performance.now();
     while (lane.head < lane.queue.length) {
       const next = lane.queue[lane.head] as Lane["queue"][number];
-      if (waiting.has(next.token)) {
+      const entry = waiting.get(next.token);
+      if (entry !== undefined) {
         if (next.at > now) break;
-        settle(next.token, new TimeoutError());
+        settle(
+          next.token,
+          entry.suspended && options.suspendedDeadline !== undefined
+            ? options.suspendedDeadline(entry)
+            : new TimeoutError(),
+        );
       }
       lane.head += 1;
     }
@@ -111,7 +128,7 @@ export function createRequester(connection: NatsConnection): Requester {
     }
   }
 
-  function track(token: string, timeoutMs: number): void {
+  function track(token: string, timeoutMs: number, now: number): void {
     // No limit past what a timer can hold (an unlimited call's bus wait).
     if (!(timeoutMs <= maxTimerMs)) return;
     let lane = lanes.get(timeoutMs);
@@ -119,7 +136,7 @@ export function createRequester(connection: NatsConnection): Requester {
       lane = { ms: timeoutMs, queue: [], head: 0, timer: undefined };
       lanes.set(timeoutMs, lane);
     }
-    lane.queue.push({ token, at: performance.now() + timeoutMs });
+    lane.queue.push({ token, at: now + timeoutMs });
     if (lane.timer === undefined || lane.queue.length - lane.head > 2 * waiting.size + 1024) arm(lane);
   }
 
@@ -155,9 +172,11 @@ export function createRequester(connection: NatsConnection): Requester {
       counter = (counter + 1) % Number.MAX_SAFE_INTEGER;
       const token = counter.toString(36);
       let resolve: (value: Msg | Error) => void = () => {};
-      const reply = new Promise<Msg | Error>((done) => {
+      const answer = new Promise<Msg | Error>((done) => {
         resolve = done;
       });
+      const sentAt = performance.now();
+      const reply = `${replyPrefix()}${token}`;
       waiting.set(token, {
         token,
         subject,
@@ -165,20 +184,29 @@ export function createRequester(connection: NatsConnection): Requester {
         prefix: call?.prefix,
         callId: call?.callId ?? token,
         name: call?.name ?? subject,
+        reply,
+        sentAt,
+        suspended: false,
       });
-      track(token, timeoutMs);
+      track(token, timeoutMs, sentAt);
       try {
-        connection.publish(subject, body, { reply: `${replyPrefix()}${token}`, headers });
+        connection.publish(subject, body, { reply, headers });
       } catch (error) {
         settle(token, error instanceof Error ? error : new Error(String(error)));
       }
-      return { token, reply };
+      return { token, reply: answer };
     },
     settle,
     inFlight: () => waiting.values(),
     isWaiting: (token) => waiting.has(token),
     failAll(error) {
       for (const token of [...waiting.keys()]) settle(token, error);
+    },
+    suspendAll(error) {
+      for (const [token, entry] of [...waiting]) {
+        if (entry.prefix === undefined) settle(token, error);
+        else entry.suspended = true;
+      }
     },
     refused(error) {
       if (error.operation !== "publish") return;

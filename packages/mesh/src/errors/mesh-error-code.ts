@@ -8,6 +8,8 @@ export type MeshErrorCode =
   | "unavailable"
   | "disconnected"
   | "node_lost"
+  | "not_delivered"
+  | "reply_lost"
   | "invalid_reply"
   | "invalid_request"
   | "service_error"

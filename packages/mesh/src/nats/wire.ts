@@ -21,6 +21,17 @@ export const HELD_VERB = "tools.held";
  */
 export const ALIVE_VERB = "tools.alive";
 
+/** A question on `<prefix>.tools.held`. */
+export interface HeldQuestion {
+  readonly callIds: readonly string[];
+  /**
+   * Calls whose fate the caller needs (ADR 0208), by their reply subject (unique per request): the
+   * node says which it finished, and promises never to run those marked `disown` that it has neither
+   * running nor finished.
+   */
+  readonly check?: readonly { readonly callId: string; readonly reply: string; readonly disown?: boolean }[];
+}
+
 /** What a node answers on `<prefix>.tools.held`. */
 export interface HeldAnswer {
   readonly prefix: string;
@@ -28,6 +39,12 @@ export interface HeldAnswer {
   /** The node process's random id: a node restarted under the same name is another instance. */
   readonly instance: string;
   readonly held: readonly string[];
+  /** Of the calls checked: those that finished here, by reply subject, with `ok` or their error code. */
+  readonly finished?: readonly { readonly reply: string; readonly outcome: string }[];
+  /** Of the calls checked with `disown`: those this node never saw and will now refuse. */
+  readonly disowned?: readonly string[];
+  /** How far back (ms) this node remembers every call that finished; present when anything was checked. */
+  readonly rememberedMs?: number;
 }
 
 /** Numeric service-error codes, HTTP-like, for clients that read only the standard headers. */
@@ -41,6 +58,7 @@ const statusByCode: Record<string, number> = {
   child_failed: 503,
   unavailable: 503,
   payload_too_large: 413,
+  not_delivered: 503,
 };
 
 export function serviceStatus(code: string): number {

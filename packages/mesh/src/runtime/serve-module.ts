@@ -17,12 +17,14 @@ import {
   errorCodeHeader,
   HELD_VERB,
   type HeldAnswer,
+  type HeldQuestion,
   idempotencyKeyHeader,
   maxPayloadOf,
   payloadTooLarge,
   serviceStatus,
   timeoutHeader,
 } from "../nats/wire.ts";
+import { type CallLedger, createCallLedger } from "./call-ledger.ts";
 import { describeModule, type ModuleInfo } from "./module-info.ts";
 
 export interface Placement {
@@ -60,6 +62,8 @@ export async function serveModule(
   running: Map<string, AbortController> = new Map(),
   /** This node process's random id, in its answers on `<prefix>.tools.held`. */
   instance: string = processInstance,
+  /** What the module's finished and disowned calls were, shared across its placements (ADR 0208). */
+  ledger: CallLedger = createCallLedger(),
 ): Promise<ServedModule> {
   const info = describeModule(loaded, { node, prefix: placement.prefix, seats: placement.seats });
   // @nats-io/services is built on its own copy of nats-core; the connection is the same object at run time.
@@ -90,20 +94,22 @@ export async function serveModule(
   const held = connection.subscribe(heldSubject, {
     callback: (error, message) => {
       if (error !== null || message.reply === undefined || message.reply === "") return;
-      let callIds: unknown;
+      let question: Partial<HeldQuestion>;
       try {
-        callIds = message.json<{ callIds?: unknown }>().callIds;
+        question = message.json<Partial<HeldQuestion>>() ?? {};
       } catch {
         return logger.warn("malformed held question ignored", {
           module: loaded.module,
           subject: heldSubject,
         });
       }
+      const callIds = question.callIds;
       const answer: HeldAnswer = {
         prefix: placement.prefix,
         node,
         instance,
         held: Array.isArray(callIds) ? callIds.filter((callId) => running.has(callId)) : [],
+        ...(Array.isArray(question.check) ? checkCalls(question.check, running, ledger) : {}),
       };
       message.respond(encodeJson(answer));
     },
@@ -138,7 +144,7 @@ export async function serveModule(
       handler: (error, message) => {
         if (error !== null)
           return logger.error("endpoint failed", { module: loaded.module, tool, error: error.message });
-        void answer(connection, loaded, tool, message, logger, running);
+        void answer(connection, loaded, tool, message, logger, running, ledger);
       },
     });
     subjects.push(subject);
@@ -185,11 +191,49 @@ async function answer(
   message: ServiceMsg,
   logger: Logger,
   running: Map<string, AbortController>,
+  ledger: CallLedger,
 ): Promise<void> {
+  // A request this node told its caller it never saw, arriving late: it must not run (ADR 0208).
+  if (message.reply !== undefined && ledger.isDisowned(message.reply)) {
+    logger.warn("late request refused: its caller was told it was not delivered", {
+      module: loaded.module,
+      tool,
+    });
+    respondError(
+      message,
+      new ToolError(
+        "not_delivered",
+        `"${loaded.module}.${tool}" arrived after its caller was told it had not been delivered; it did not run`,
+        { retryable: true, data: { tool: `${loaded.module}.${tool}` } },
+      ),
+    );
+    return;
+  }
   await traceProcess(message.subject, message.headers as never, async (span) => {
-    const failure = await run(connection, loaded, tool, message, logger, running);
+    const failure = await run(connection, loaded, tool, message, logger, running, ledger);
     if (failure !== undefined) failSpan(span, failure.code, failure.message);
   });
+}
+
+/** The answer's part about checked calls: which finished here, and which this node now disowns. */
+function checkCalls(
+  check: NonNullable<HeldQuestion["check"]>,
+  running: ReadonlyMap<string, AbortController>,
+  ledger: CallLedger,
+): Pick<HeldAnswer, "finished" | "disowned" | "rememberedMs"> {
+  const wanted = new Set<string>();
+  for (const entry of check) if (typeof entry?.reply === "string") wanted.add(entry.reply);
+  const finished = ledger.findFinished(wanted);
+  const done = new Set(finished.map((entry) => entry.reply));
+  const disowned: string[] = [];
+  for (const entry of check) {
+    if (entry?.disown !== true || typeof entry.reply !== "string" || done.has(entry.reply)) continue;
+    // Running under that id: possibly this very call, so it is not disowned (its caller waits).
+    if (running.has(entry.callId)) continue;
+    ledger.disown(entry.reply);
+    disowned.push(entry.reply);
+  }
+  return { finished, disowned, rememberedMs: ledger.rememberedMs() };
 }
 
 /** Runs the call and replies; returns the error it answered with, if any. */
@@ -200,11 +244,34 @@ async function run(
   message: ServiceMsg,
   logger: Logger,
   running: Map<string, AbortController>,
+  ledger: CallLedger,
 ): Promise<ToolError | undefined> {
   const cancel = new AbortController();
   // Calls without an id (a raw NATS client) are still registered, so a close stops them too.
   const callId = message.headers?.get(callIdHeader) || randomUUID();
   running.set(callId, cancel);
+  let failure: ToolError | undefined = new ToolError("tool_failed", "the call ended without a reply");
+  try {
+    failure = await reply(connection, loaded, tool, message, logger, callId, cancel.signal);
+    return failure;
+  } finally {
+    running.delete(callId);
+    // In the same turn as leaving `running` (and after the reply went out), so a caller asking finds
+    // the call in one or the other: one whose reply was lost learns that it ran (ADR 0208).
+    if (message.reply !== undefined && message.reply !== "")
+      ledger.finished(message.reply, failure?.code ?? "ok");
+  }
+}
+
+async function reply(
+  connection: NatsConnection,
+  loaded: LoadedModule,
+  tool: string,
+  message: ServiceMsg,
+  logger: Logger,
+  callId: string,
+  signal: AbortSignal,
+): Promise<ToolError | undefined> {
   try {
     let args: unknown;
     try {
@@ -225,7 +292,7 @@ async function run(
     const result = await loaded.toolset.call(tool, args, {
       callId,
       ...(idempotencyKey ? { idempotencyKey } : {}),
-      signal: cancel.signal,
+      signal,
       ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
       ...(events?.onProgress === undefined ? {} : { onProgress: events.onProgress }),
       ...(events?.logger === undefined ? {} : { logger: events.logger }),
@@ -254,8 +321,6 @@ async function run(
       message,
       new ToolError("tool_failed", `Tool "${tool}" failed: ${(error as Error)?.message ?? String(error)}`),
     );
-  } finally {
-    running.delete(callId);
   }
 }
 

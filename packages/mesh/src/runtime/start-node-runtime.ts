@@ -19,6 +19,7 @@ import {
 import { checkMembership, MEMBERSHIP_BUCKET, membershipKey } from "../membership/records.ts";
 import { connectMesh } from "../nats/connect-mesh.ts";
 import { decodeJson } from "../nats/wire.ts";
+import { type CallLedger, createCallLedger } from "./call-ledger.ts";
 import { childEnvironment } from "./child-environment.ts";
 import { describeModule, type ModuleInfo } from "./module-info.ts";
 import { type Placement, type ServedModule, serveModule } from "./serve-module.ts";
@@ -48,6 +49,8 @@ interface ModuleSlot {
   queue: Promise<void>;
   /** Its calls in flight across placements, aborted on close. */
   readonly running: Map<string, AbortController>;
+  /** What its finished and disowned calls were, across placements (ADR 0208). */
+  readonly ledger: CallLedger;
   /** Why it is not served (not issued to this node, or refused); undefined while it serves. */
   notServed?: string | undefined;
 }
@@ -102,6 +105,7 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
         revision: 0,
         queue: Promise.resolve(),
         running: new Map(),
+        ledger: createCallLedger(),
       };
       slots.set(module.module, slot);
       await place(slot, entry?.operation === "PUT" ? entry : null, entry?.revision ?? 0);
@@ -237,6 +241,7 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
         logger,
         slot.running,
         instance,
+        slot.ledger,
       );
       slot.notServed = undefined;
       slot.revision = Math.max(slot.revision, revision);
