@@ -179,6 +179,33 @@ describe("createMemoryTools against the real service", () => {
     assert.equal(recalled.events[0].text, "I moved to Lisbon last spring");
   });
 
+  it("every write tool writes once per tool call: a retry under the call's key is answered, not counted again", async () => {
+    const erin = { userId: "erin" };
+    // biome-ignore lint/suspicious/noExplicitAny: tool outputs are read loosely in assertions
+    const retried = async (name: string, args: unknown, idempotencyKey: string): Promise<any[]> => [
+      await tools.invoke(name, args, { idempotencyKey }),
+      await tools.invoke(name, args, { idempotencyKey }),
+    ];
+    const [added] = await retried("memory_add", { ...erin, kind: "episode", content: "Erin: sure!" }, "c-1");
+    const [rated] = await retried("memory_feedback", { id: added.id, rating: "helpful" }, "c-2");
+    assert.deepEqual(rated.memory.feedback, { helpful: 1, unhelpful: 0 });
+    await retried("memory_procedure_outcome", { id: added.id, success: true }, "c-3");
+    await retried(
+      "memory_self_edit",
+      { ...erin, edits: [{ op: "append", label: "human", text: "Erin." }] },
+      "c-4",
+    );
+    const got = await call("memory_lifecycle_get", { id: added.id });
+    assert.deepEqual(got.memory.feedback, { helpful: 1, unhelpful: 0 });
+    assert.deepEqual(got.memory.outcomes, { successes: 1, failures: 0 });
+    const edited = await call("memory_self_edit", { ...erin, edits: [] });
+    const human = edited.blocks.find((block: { label: string }) => block.label === "human");
+    assert.equal(human.value.split("Erin.").length - 1, 1, `appended once: ${human.value}`);
+    // Another call (another key) is another write.
+    await tools.invoke("memory_feedback", { id: added.id, rating: "helpful" }, { idempotencyKey: "c-5" });
+    assert.equal((await call("memory_lifecycle_get", { id: added.id })).memory.feedback.helpful, 2);
+  });
+
   it("serves the synthesis, knowledge and admin surface", async () => {
     const carol = { userId: "carol" };
     await call("memory_add", { ...carol, content: "Carol is allergic to peanuts", kind: "fact" });

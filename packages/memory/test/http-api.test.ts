@@ -119,6 +119,16 @@ describe("HTTP API", () => {
     }
     const search = document.paths["/v1/memories/search"]?.post;
     assert.ok(JSON.stringify(search?.requestBody).includes("query"));
+    // Writes document the Idempotency-Key header they are done once by; reads do not take one.
+    for (const route of memoryRoutes) {
+      const operation = document.paths[route.path]?.[route.method] as {
+        parameters?: { in: string; name: string }[];
+      };
+      const keyed = (operation.parameters ?? []).some(
+        (parameter) => parameter.in === "header" && parameter.name === "idempotency-key",
+      );
+      assert.equal(keyed, route.write === true, route.operationId);
+    }
   });
 
   it("every client method reaches its route", async () => {

@@ -14,6 +14,7 @@ import { idSchema } from "../schemas/common.ts";
 import { bindIdentity, byIdOptions } from "./bind-identity.ts";
 import type { MemoryToolClient } from "./memory-tool-client.ts";
 import { modelSchema } from "./model-schema.ts";
+import { writeOptions } from "./write-options.ts";
 
 const reads = { readOnlyHint: true, idempotentHint: true, openWorldHint: false } as const;
 const jobs = { readOnlyHint: false, openWorldHint: false } as const;
@@ -41,7 +42,7 @@ export function adminTools(client: MemoryToolClient) {
       input: modelSchema(noveltyScanRequestSchema),
       annotations: { title: "Novelty scan", ...reads },
       execute: (input, context) =>
-        client.noveltyScan(bindIdentity(input, context), { signal: context.signal }),
+        client.noveltyScan(bindIdentity(input, context), writeOptions("memory_novelty_scan", context)),
     }),
     defineTool({
       name: "memory_consolidate",
@@ -50,7 +51,7 @@ export function adminTools(client: MemoryToolClient) {
       input: modelSchema(consolidateRequestSchema),
       annotations: { title: "Consolidate", ...jobs },
       execute: (input, context) =>
-        client.consolidate(bindIdentity(input, context), { signal: context.signal }),
+        client.consolidate(bindIdentity(input, context), writeOptions("memory_consolidate", context)),
     }),
     defineTool({
       name: "memory_import_conversations",
@@ -59,7 +60,10 @@ export function adminTools(client: MemoryToolClient) {
       input: modelSchema(importConversationsRequestSchema),
       annotations: { title: "Import conversations", ...jobs },
       execute: (input, context) =>
-        client.importConversations(bindIdentity(input, context), { signal: context.signal }),
+        client.importConversations(
+          bindIdentity(input, context),
+          writeOptions("memory_import_conversations", context),
+        ),
     }),
     defineTool({
       name: "memory_admin_access_trends",

@@ -11,6 +11,7 @@ import {
 import { byIdOptions } from "./bind-identity.ts";
 import type { MemoryToolClient } from "./memory-tool-client.ts";
 import { modelSchema } from "./model-schema.ts";
+import { byIdWriteOptions } from "./write-options.ts";
 
 const handle = { id: idSchema.describe("The memory's id, as search or add returned it") };
 
@@ -30,7 +31,7 @@ export function lifecycleTools(client: MemoryToolClient) {
       input: modelSchema(z.object({ ...handle, ...updateMemoryRequestSchema.shape })),
       annotations: { title: "Update memory", readOnlyHint: false, openWorldHint: false },
       execute: async ({ id, ...request }, context) => {
-        return client.updateMemory(id, request, byIdOptions(context));
+        return client.updateMemory(id, request, byIdWriteOptions("memory_lifecycle_update", context));
       },
     }),
     defineTool({
@@ -48,7 +49,7 @@ export function lifecycleTools(client: MemoryToolClient) {
         return client.deleteMemory(
           id,
           request.reason === undefined ? {} : { reason: request.reason },
-          byIdOptions(context),
+          byIdWriteOptions("memory_lifecycle_delete", context),
         );
       },
     }),
@@ -72,7 +73,11 @@ export function lifecycleTools(client: MemoryToolClient) {
       input: modelSchema(z.object({ ...handle, ...procedureOutcomeRequestSchema.shape })),
       annotations: { title: "Procedure outcome", readOnlyHint: false, openWorldHint: false },
       execute: async ({ id, ...request }, context) => {
-        return client.recordProcedureOutcome(id, request, byIdOptions(context));
+        return client.recordProcedureOutcome(
+          id,
+          request,
+          byIdWriteOptions("memory_procedure_outcome", context),
+        );
       },
     }),
     defineTool({
@@ -81,7 +86,7 @@ export function lifecycleTools(client: MemoryToolClient) {
       input: modelSchema(z.object({ ...handle, ...feedbackRequestSchema.shape })),
       annotations: { title: "Memory feedback", readOnlyHint: false, openWorldHint: false },
       execute: async ({ id, ...request }, context) => {
-        return client.recordFeedback(id, request, byIdOptions(context));
+        return client.recordFeedback(id, request, byIdWriteOptions("memory_feedback", context));
       },
     }),
   ];

@@ -7,6 +7,7 @@ import { bindIdentity } from "./bind-identity.ts";
 import { compactMemory } from "./compact-results.ts";
 import type { MemoryToolClient } from "./memory-tool-client.ts";
 import { modelSchema } from "./model-schema.ts";
+import { writeOptions } from "./write-options.ts";
 
 export function writeTools(client: MemoryToolClient) {
   return [
@@ -21,7 +22,7 @@ export function writeTools(client: MemoryToolClient) {
         // (the API keeps every episode, since a repeated turn of a conversation is a new one).
         const answer = await client.add(
           { ...bindIdentity(input, context), dedupe: input.dedupe ?? true },
-          { signal: context.signal },
+          writeOptions("memory_add", context),
         );
         return {
           ...compactMemory(answer.memory),
@@ -36,14 +37,15 @@ export function writeTools(client: MemoryToolClient) {
         "Append one conversation turn (user, assistant, system or tool). User turns are mined for first-person facts unless infer is false.",
       input: modelSchema(writeEventRequestSchema),
       annotations: { title: "Write event", readOnlyHint: false, idempotentHint: true, openWorldHint: false },
-      // A retried tool call carries the same idempotency key, so the service stores the turn once.
+      // A retried tool call carries the same idempotency key: the service answers the first write, and
+      // the custom id keeps the turn single after that key expired.
       execute: async (input, context) => {
         const answer = await client.writeEvent(
           {
             ...bindIdentity(input, context),
             customId: input.customId ?? context.idempotencyKey.slice(0, 200),
           },
-          { signal: context.signal },
+          writeOptions("memory_write_event", context),
         );
         return {
           id: answer.event.id,
@@ -58,7 +60,8 @@ export function writeTools(client: MemoryToolClient) {
         "Read or edit your core memory blocks (persona, human, or blocks you create): append, replace exact text, rewrite, create. Edits apply in order, all or nothing; an empty list reads the blocks.",
       input: modelSchema(selfEditRequestSchema),
       annotations: { title: "Edit core memory", readOnlyHint: false, openWorldHint: false },
-      execute: (input, context) => client.selfEdit(bindIdentity(input, context), { signal: context.signal }),
+      execute: (input, context) =>
+        client.selfEdit(bindIdentity(input, context), writeOptions("memory_self_edit", context)),
     }),
   ];
 }
