@@ -220,6 +220,31 @@ for (const kind of ["sqlite", "postgres"] as const) {
       assert.equal(await episodes(direct, "concurrent"), 1);
     });
 
+    if (kind === "postgres") {
+      it("a retry that fails over to another service on the same database is answered there, not stored again", async () => {
+        const other = await serveMemory({ store: database!.url, apiKeys, port: 0 });
+        try {
+          const failover = new MemoryClient({
+            baseUrl: [relay.url, other.url],
+            apiKey: "key-a",
+            allowPrivateNetwork: true,
+            retryBaseMs: 5,
+          });
+          relay.loseNextAnswer();
+          const answer = await failover.add({
+            userId: "failover",
+            kind: "episode",
+            content: "Ada: on my way.",
+          });
+          assert.equal(failover.baseUrl, other.url, "the retry went to the other service");
+          assert.equal(answer.replayed, true);
+          assert.equal(await episodes(direct, "failover"), 1);
+        } finally {
+          await other.close();
+        }
+      });
+    }
+
     it("reads carry no key and are never replayed", async () => {
       const response = await fetch(`${server.url}/v1/memories/search`, {
         method: "POST",
