@@ -37,9 +37,9 @@ after(async () => {
 });
 
 /** Calls `gated.wait` with `key`; resolves with its result and how long after `since()` it came. */
-function call(key: string, since: () => number) {
+function call(key: string, since: () => number, signal?: AbortSignal) {
   return client
-    .call("gated.wait", { key })
+    .call("gated.wait", { key }, signal === undefined ? {} : { signal })
     .then((result: ToolCallResult) => ({ result, after: performance.now() - since() }));
 }
 
@@ -53,8 +53,10 @@ it("tells each call caught by a broker restart what became of it, before its dea
   const since = () => restartedAt;
   const running = call("running", since);
   const finished = call("finished", since);
-  await eventually("both calls running in the tool", async () =>
-    gates().open.has("running") && gates().open.has("finished") ? true : undefined,
+  const abort = new AbortController();
+  const aborted = call("aborted", () => 0, abort.signal);
+  await eventually("the calls running in the tool", async () =>
+    ["running", "finished", "aborted"].every((key) => gates().open.has(key)) ? true : undefined,
   );
 
   // Frozen, the broker reads nothing more: the node's reply and the next request wait unread in its
@@ -65,6 +67,12 @@ it("tells each call caught by a broker restart what became of it, before its dea
   await sleep(300);
   nats.signal("SIGKILL");
   await nats.stop();
+  // A caller's abort is honoured while the broker is down.
+  const abortedAt = performance.now();
+  abort.abort();
+  const abortedOutcome = await aborted;
+  assert.ok(abortedOutcome.after - abortedAt < 1000, "aborted at once");
+  assert.equal(abortedOutcome.result.ok ? "ok" : abortedOutcome.result.error.code, "aborted");
   await sleep(1000);
   await nats.restart();
   restartedAt = performance.now();
@@ -107,7 +115,14 @@ it("tells each call caught by a broker restart what became of it, before its dea
   await eventually("the retried call running", async () => gates().open.get("lost"));
   gates().open.get("lost")?.();
   assert.deepEqual((await again).result, { ok: true, output: { key: "lost" } });
-  assert.deepEqual(Object.fromEntries(gates().runs), { warm: 1, running: 1, finished: 1, lost: 1 });
+  gates().open.get("aborted")?.();
+  assert.deepEqual(Object.fromEntries(gates().runs), {
+    warm: 1,
+    running: 1,
+    finished: 1,
+    aborted: 1,
+    lost: 1,
+  });
 });
 
 it("fails a call whose broker stays down `disconnected` by its deadline, saying the broker is unreachable", async () => {
