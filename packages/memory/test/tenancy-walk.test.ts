@@ -146,9 +146,6 @@ function normalize(value: unknown): unknown {
   const ids = new Map<string, string>();
   const text = JSON.stringify(value, (key, entry) => {
     if (["uptimeSeconds", "tookMs", "durationMs", "latencyMs", "ms"].includes(key)) return undefined;
-    // Known and documented (docs/architecture.md, Security boundaries): an event's seq, and the cursor
-    // made of it, count every tenant's events, so a gap tells how many other tenants wrote.
-    if (key === "seq" || key === "nextCursor") return "<seq>";
     if (typeof entry === "number" && !Number.isInteger(entry)) return Math.round(entry * 100) / 100;
     if (typeof entry === "string" && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}/.test(entry)) return "<time>";
     if (typeof entry === "string" && /^\d{4}-\d{2}-\d{2}$/.test(entry)) return "<day>";
@@ -233,4 +230,60 @@ test("every read route answers tenant A the same whether or not tenant B is busy
     compared += 1;
   }
   assert.ok(compared >= 16, `only ${compared} routes compared`);
+});
+
+test("recall pages by the caller's own event ids: the cursors are the same on both services, another's id is refused as unknown", async () => {
+  // Events once answered their place in the store (seq) and paged by it: its gaps counted every
+  // tenant's events, so a busy tenant B showed in tenant A's answers.
+  const pages: Record<string, unknown[]> = { busy: [], quiet: [] };
+  for (const service of ["busy", "quiet"] as const) {
+    const a = services[service].a!;
+    let cursor: string | undefined;
+    do {
+      const page = await a.recallConversation({
+        ...scope,
+        sessionId: "s1",
+        limit: 1,
+        order: "asc",
+        ...(cursor ? { cursor } : {}),
+      });
+      assert.ok(
+        page.events.every((event) => !("seq" in event)),
+        "no store position is answered",
+      );
+      assert.ok(cursor === undefined || !/^\d+$/.test(cursor), `cursor ${cursor} is a store position`);
+      pages[service]!.push(page);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+  }
+  assert.equal(pages.busy!.length, 2);
+  assert.deepEqual(normalize(pages.busy), normalize(pages.quiet));
+  // B's event id as A's cursor answers exactly as an id that does not exist.
+  const b = new MemoryClient({
+    baseUrl: services.busy.server!.url,
+    apiKey: "key-b",
+    allowPrivateNetwork: true,
+  });
+  const theirs = (await b.recallConversation({ ...scope, sessionId: "s1", limit: 1 })).events[0]!.id;
+  const ask = async (cursor: string) => {
+    const response = await fetch(`${services.busy.server!.url}/v1/conversations/recall`, {
+      method: "POST",
+      headers: { authorization: "Bearer key-a", "content-type": "application/json" },
+      body: JSON.stringify({ ...scope, sessionId: "s1", cursor }),
+    });
+    return { status: response.status, body: await response.text() };
+  };
+  const foreign = await ask(theirs);
+  assert.equal(foreign.status, 400);
+  assert.deepEqual(foreign, await ask("no-such-event"));
+  assert.ok(!foreign.body.includes(theirs));
+  // A numeric cursor from an older version still pages, within the caller's own session only.
+  const numeric = await services.busy.a!.recallConversation({
+    ...scope,
+    sessionId: "s1",
+    cursor: "0",
+    order: "asc",
+  });
+  assert.equal(numeric.events.length, 2);
+  assert.ok(numeric.events.every((event) => !event.content.startsWith("B ")));
 });

@@ -16,8 +16,6 @@ export const eventSchema = z.object({
   metadata: metadataSchema,
   source: z.enum(["api", "import"]),
   importJobId: idSchema.optional(),
-  /** Order of arrival within the tenant; the paging cursor of conversation recall. */
-  seq: z.number().int(),
   occurredAt: timestampSchema,
   createdAt: timestampSchema,
 });
@@ -49,7 +47,8 @@ export const recallConversationRequestSchema = z.object({
   limit: limitSchema(20, 200),
   /** `asc`: oldest first; `desc`: newest first. The cursor continues in the same direction. */
   order: z.enum(["asc", "desc"]).default("desc"),
-  cursor: z.string().regex(/^\d+$/).optional(),
+  /** `nextCursor` of the previous page (an event id; the numbers older versions answered still work). */
+  cursor: idSchema.optional(),
 });
 export type RecallConversationRequest = z.input<typeof recallConversationRequestSchema>;
 

@@ -1,4 +1,5 @@
 /** Retrieval: ranked memory search, conversation recall, knowledge-base search; each search is a stored trace. */
+import { MemoryError } from "../errors/memory-error.ts";
 import { recallConversationRequestSchema } from "../schemas/event.ts";
 import { searchKnowledgeRequestSchema } from "../schemas/knowledge.ts";
 import { type Memory, searchRequestSchema } from "../schemas/memory.ts";
@@ -180,6 +181,20 @@ export function createRetrievalOperations(
   searchRanked: SearchRanked,
 ): RetrievalOperations {
   const { store, embedder, recordTrace } = context;
+  /** Where a recall cursor continues: an event of the caller's own scope, or an older numeric cursor. */
+  const cursorPosition = async (tenantId: string, scope: MemoryScope, cursor: string) => {
+    if (/^\d{1,15}$/.test(cursor)) return Number(cursor);
+    const [event] = await store.getEvents(tenantId, [cursor]);
+    // Another identity's event id answers as an unknown one: a cursor reveals nothing of it.
+    if (event === undefined || !scopeContains(scope, event)) {
+      throw new MemoryError(
+        "invalid_input",
+        "cursor is the nextCursor of a previous page of this session",
+        400,
+      );
+    }
+    return event.seq;
+  };
   return {
     async search(tenantId, request) {
       const started = performance.now();
@@ -207,16 +222,20 @@ export function createRetrievalOperations(
 
     async recallConversation(tenantId, request) {
       const input = parseRequest(recallConversationRequestSchema, request);
-      const events = await store.listEvents(tenantId, pickScope(input), {
+      const scope = pickScope(input);
+      const cursor =
+        input.cursor === undefined ? undefined : await cursorPosition(tenantId, scope, input.cursor);
+      const events = await store.listEvents(tenantId, scope, {
         order: input.order,
         limit: input.limit + 1,
-        ...(input.cursor === undefined ? {} : { cursor: Number(input.cursor) }),
+        ...(cursor === undefined ? {} : { cursor }),
       });
       const page = events.slice(0, input.limit);
       const last = page.at(-1);
       return {
         events: page.map(publicEvent),
-        ...(events.length > input.limit && last ? { nextCursor: String(last.seq) } : {}),
+        // The last event's id, not its place in the store: that would count every tenant's events.
+        ...(events.length > input.limit && last ? { nextCursor: last.id } : {}),
       };
     },
 

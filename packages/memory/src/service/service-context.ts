@@ -170,7 +170,7 @@ export function publicMemory(memory: StoredMemory): Memory {
 }
 
 export function publicEvent(event: StoredEvent) {
-  const { tenantId: _tenant, ...rest } = event;
+  const { tenantId: _tenant, seq: _seq, ...rest } = event;
   return rest;
 }
 

@@ -17,6 +17,11 @@ export interface StoredMemory extends Memory {
 
 export interface StoredEvent extends MemoryEvent {
   readonly tenantId: string;
+  /**
+   * Order of arrival in the store, across every tenant: never answered to a caller, since its gaps
+   * would count the other tenants' events.
+   */
+  readonly seq: number;
 }
 
 export interface StoredDocument extends KnowledgeDocument {

@@ -76,7 +76,7 @@ export function searchTools(client: MemoryToolClient) {
         const { kept, rest } = withinBudget<unknown>(full ? answer.events : answer.events.map(compactEvent));
         // Past the budget the cursor continues after the last event answered.
         const last = answer.events[kept.length - 1];
-        const nextCursor = rest > 0 && last ? String(last.seq) : answer.nextCursor;
+        const nextCursor = rest > 0 && last ? last.id : answer.nextCursor;
         return {
           events: kept,
           ...(nextCursor === undefined ? {} : { nextCursor }),
