@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./free-port.ts";
 import { findNatsServer } from "./nats-server.ts";
+import { signalProcess } from "./signal-process.ts";
 
 export interface NatsClusterServer {
   readonly name: string;
@@ -19,6 +20,11 @@ export interface NatsClusterServer {
   running(): boolean;
   /** SIGKILL: no goodbye to clients or routes. */
   kill(): Promise<void>;
+  /**
+   * Sends its process a signal: `SIGSTOP` freezes it (what reaches it waits unread; resolves once it is
+   * stopped), `kill()` then loses it.
+   */
+  signal(signal: NodeJS.Signals): Promise<void>;
   /** SIGTERM (lame-duck free), then SIGKILL after 3 s. */
   stop(): Promise<void>;
   /** Starts it again on the same ports and store; resolves when it reports healthy. */
@@ -86,6 +92,11 @@ export async function startNatsCluster(options: { size?: number } = {}): Promise
         spawned.stderr?.on("data", (chunk: Buffer) => {
           stderr = (stderr + chunk.toString()).slice(-4000);
         });
+      },
+      async signal(signal: NodeJS.Signals) {
+        if (child === undefined || !server.running())
+          throw new Error(`nats-server ${spec.name} is not running`);
+        await signalProcess(child, signal);
       },
       async kill() {
         const running = child;

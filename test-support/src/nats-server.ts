@@ -5,6 +5,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort } from "./free-port.ts";
+import { signalProcess } from "./signal-process.ts";
 
 export interface NatsServerHandle {
   readonly port: number;
@@ -15,9 +16,10 @@ export interface NatsServerHandle {
   restart(): Promise<void>;
   /**
    * Sends the running server a signal: `SIGSTOP` freezes it (what clients write waits unread in its
-   * sockets), `SIGKILL` then loses it all. Follow a kill with `stop()` before `restart()`.
+   * sockets; resolves once it is stopped), `SIGKILL` then loses it all. Follow a kill with `stop()`
+   * before `restart()`.
    */
-  signal(signal: NodeJS.Signals): void;
+  signal(signal: NodeJS.Signals): Promise<void>;
   /** Stops it and deletes its store. */
   close(): Promise<void>;
 }
@@ -95,9 +97,9 @@ export async function startNatsServer(
     url: `nats://127.0.0.1:${port}`,
     stop,
     restart: start,
-    signal(signal) {
+    async signal(signal) {
       if (child === undefined || child.exitCode !== null) throw new Error("nats-server is not running");
-      child.kill(signal);
+      await signalProcess(child, signal);
     },
     async close() {
       await stop();

@@ -42,7 +42,7 @@ test("tackle call exits 1 with reply_lost, naming the node, when its reply dies 
     spy.subscribe("tackle.tools.slow.wait", { max: 1, callback: () => resolve() });
   });
   await spy.flush();
-  const call = runTackle(["call", "slow.wait", '{"ms":1000}', "--timeout", "30000"], {
+  const call = runTackle(["call", "slow.wait", '{"ms":3000}', "--timeout", "30000"], {
     env: cleanEnv({ MESH_BROKER_URL: nats.url, TACKLE_HOME: home.path }),
     timeoutMs: 60_000,
   });
@@ -54,12 +54,12 @@ test("tackle call exits 1 with reply_lost, naming the node, when its reply dies 
     }),
   ]).finally(() => clearTimeout(timer));
   await spy.close();
-  // Frozen while the tool runs: its reply, a second later, waits unread in the broker's socket, and
-  // the kill loses it.
+  // Frozen while the tool runs: its reply, three seconds later, waits unread in the broker's socket,
+  // and the kill loses it.
   await new Promise((resolve) => setTimeout(resolve, 100));
-  nats.signal("SIGSTOP");
-  await new Promise((resolve) => setTimeout(resolve, 2000));
-  nats.signal("SIGKILL");
+  await nats.signal("SIGSTOP");
+  await new Promise((resolve) => setTimeout(resolve, 4000));
+  await nats.signal("SIGKILL");
   await nats.stop();
   await nats.restart();
   const restartedAt = performance.now();

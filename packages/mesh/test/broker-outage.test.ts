@@ -61,11 +61,11 @@ it("tells each call caught by a broker restart what became of it, before its dea
 
   // Frozen, the broker reads nothing more: the node's reply and the next request wait unread in its
   // sockets, and the kill loses both.
-  nats.signal("SIGSTOP");
+  await nats.signal("SIGSTOP");
   gates().open.get("finished")?.();
   const lost = call("lost", since);
   await sleep(300);
-  nats.signal("SIGKILL");
+  await nats.signal("SIGKILL");
   await nats.stop();
   // A caller's abort is honoured while the broker is down.
   const abortedAt = performance.now();

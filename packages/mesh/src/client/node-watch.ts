@@ -74,6 +74,10 @@ interface Instance {
   checking: boolean;
   /** It went silent and NATS answered "no responders" on `aliveSubject`: its connection is gone. */
   gone: boolean;
+  /** Its connection's reconnect count, as it last said. */
+  reconnects: number | undefined;
+  /** When this client learned that its connection had reconnected (a request may have died with its server). */
+  reconnectedAt: number;
 }
 
 const isNoResponders = (error: unknown): boolean =>
@@ -174,10 +178,17 @@ export function createNodeWatch(
         lastSeen: now,
         checking: false,
         gone: false,
+        reconnects: undefined,
+        reconnectedAt: Number.NEGATIVE_INFINITY,
       };
       watch.instances.set(key, instance);
     }
     instance.lastSeen = now;
+    if (typeof answer.reconnects === "number") {
+      if (instance.reconnects !== undefined && answer.reconnects > instance.reconnects)
+        instance.reconnectedAt = now;
+      instance.reconnects = answer.reconnects;
+    }
     // It answers: whatever the bus said of it while it was cut off, it is back.
     instance.gone = false;
     if (!Array.isArray(answer.held)) return;
@@ -352,9 +363,12 @@ export function createNodeWatch(
       }
       if (busy) continue;
       if (gone.size === 0) {
-        // Caught in flight by a dropped connection, and no node that answers holds it: asked with
-        // `disown`, each says whether it finished it or never saw it (and will now refuse it).
-        if (call.suspended && live.length > 0) notDelivered(watch, callId, call, live);
+        // Caught in flight by a dropped connection (this client's, or a node's that reconnected since
+        // it was sent), and no node that answers holds it: asked with `disown`, each says whether it
+        // finished it or never saw it (and will now refuse it).
+        const reconnected = live.filter((instance) => instance.reconnectedAt >= call.sentAt);
+        if (live.length > 0 && (call.suspended || reconnected.length > 0))
+          notDelivered(watch, callId, call, live, reconnected);
         continue;
       }
       const nodes = [...gone].sort();
@@ -382,7 +396,13 @@ export function createNodeWatch(
    * A call caught by the outage that every node that could have received it disowned: it never ran,
    * and never will. A node whose memory does not reach back to its send cannot tell: it waits.
    */
-  function notDelivered(watch: ModuleWatch, callId: string, call: Watched, live: readonly Instance[]): void {
+  function notDelivered(
+    watch: ModuleWatch,
+    callId: string,
+    call: Watched,
+    live: readonly Instance[],
+    reconnected: readonly Instance[],
+  ): void {
     if (!live.every((instance) => call.disownedBy.has(instance))) {
       call.check = true;
       return;
@@ -394,7 +414,7 @@ export function createNodeWatch(
       call.token,
       new ToolError(
         "not_delivered",
-        `"${call.name}" never reached a node: the connection to NATS dropped while it was in flight, and every node serving it (${nodes.join(", ")}) says it did not receive it and will not run it; it did not run, so it is safe to call again`,
+        `"${call.name}" never reached a node: ${call.suspended ? "this client's" : `node ${[...new Set(reconnected.map((instance) => instance.node))].sort().join(" and node ")}'s`} connection to NATS dropped while it was in flight, and every node serving it (${nodes.join(", ")}) says it did not receive it and will not run it; it did not run, so it is safe to call again`,
         { retryable: true, data: { tool: call.name, nodes } },
       ),
     );

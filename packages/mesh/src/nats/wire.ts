@@ -45,6 +45,11 @@ export interface HeldAnswer {
   readonly disowned?: readonly string[];
   /** How far back (ms) this node remembers every call that finished; present when anything was checked. */
   readonly rememberedMs?: number;
+  /**
+   * How many times this node process's connection has reconnected to the bus: a caller whose call no
+   * node claims learns that a request may have died with the node's server (ADR 0208).
+   */
+  readonly reconnects?: number;
 }
 
 /** Numeric service-error codes, HTTP-like, for clients that read only the standard headers. */

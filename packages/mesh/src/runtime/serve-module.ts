@@ -48,6 +48,22 @@ const processInstance = randomUUID();
 /** `<prefix>.tools.cancel` takes `{ callId }` and aborts that call wherever it runs. */
 export const CANCEL_VERB = "tools.cancel";
 
+const reconnectCounters = new WeakMap<NatsConnection, { count: number }>();
+
+/** How many times the connection has reconnected, counted from its status events (one watcher each). */
+function reconnectCounter(connection: NatsConnection): { readonly count: number } {
+  let counter = reconnectCounters.get(connection);
+  if (counter === undefined) {
+    const created = { count: 0 };
+    counter = created;
+    reconnectCounters.set(connection, created);
+    void (async () => {
+      for await (const status of connection.status()) if (status.type === "reconnect") created.count += 1;
+    })().catch(() => undefined);
+  }
+  return counter;
+}
+
 export async function serveModule(
   connection: NatsConnection,
   loaded: LoadedModule,
@@ -66,6 +82,7 @@ export async function serveModule(
   ledger: CallLedger = createCallLedger(),
 ): Promise<ServedModule> {
   const info = describeModule(loaded, { node, prefix: placement.prefix, seats: placement.seats });
+  const reconnects = reconnectCounter(connection);
   // @nats-io/services is built on its own copy of nats-core; the connection is the same object at run time.
   const service: Service = await new Svcm(connection as never).add({
     name: loaded.module,
@@ -108,6 +125,7 @@ export async function serveModule(
         prefix: placement.prefix,
         node,
         instance,
+        reconnects: reconnects.count,
         held: Array.isArray(callIds) ? callIds.filter((callId) => running.has(callId)) : [],
         ...(Array.isArray(question.check) ? checkCalls(question.check, running, ledger) : {}),
       };
