@@ -1,4 +1,7 @@
-/** Importing `@tackle/core` alone loads no framework SDK; each adapter subpath loads only its own. */
+/**
+ * Importing `@tackle/core` alone loads no framework SDK; each adapter subpath loads only its own. No
+ * import loads the tokenizer's tables: they load on the first count.
+ */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { it } from "node:test";
@@ -10,6 +13,7 @@ const sdks = {
   openai: /\/node_modules\/openai\//,
   langchain: /\/node_modules\/@langchain\//,
   mcp: /\/node_modules\/@modelcontextprotocol\//,
+  tokenizer: /\/node_modules\/gpt-tokenizer\//,
 };
 
 function sdksLoadedBy(specifier: string): string[] {
@@ -31,4 +35,5 @@ it("each adapter subpath loads its own SDK and no other", () => {
   assert.deepEqual(sdksLoadedBy("@tackle/core/openai"), []); // types only: the helpers need no runtime SDK
   assert.deepEqual(sdksLoadedBy("@tackle/core/langchain"), ["langchain"]);
   assert.deepEqual(sdksLoadedBy("@tackle/core/mcp"), ["mcp"]);
+  assert.deepEqual(sdksLoadedBy("@tackle/core/tokens"), []);
 });

@@ -6,6 +6,8 @@ it("@tackle/core/mcp exports exactly its curated names", () => {
   assert.deepEqual(Object.keys(adapter).sort(), [
     "createMcpHttpHandler",
     "createMcpServer",
+    "createResultPages",
+    "defaultResultBudget",
     "mcpCallOptions",
     "serveMcpHttp",
     "serveMcpStdio",

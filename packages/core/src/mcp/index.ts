@@ -6,6 +6,12 @@
 export { createMcpServer, type McpServerOptions } from "./create-mcp-server.ts";
 export { mcpCallOptions } from "./mcp-call-options.ts";
 export {
+  createResultPages,
+  defaultResultBudget,
+  type ResultPages,
+  type ResultPagesOptions,
+} from "./result-pages/create-result-pages.ts";
+export {
   createMcpHttpHandler,
   type McpHttpHandlerOptions,
   type McpHttpServeOptions,

@@ -1,19 +1,12 @@
 /**
  * Token budgets for what a model reads back from the tool, counted with a real tokenizer (`o200k_base`,
- * the encoding of current OpenAI models; other models' tokenizers land within a few percent of it on
- * JSON). Past a budget an answer is cut at an item boundary and says so: counts of what was left out and,
- * where there is more to read, a cursor. Nothing is ever cut silently.
+ * through `@tackle/core/tokens`, which loads it on the first count). Past a budget an answer is cut at
+ * an item boundary and says so: counts of what was left out and, where there is more to read, a
+ * cursor. Nothing is ever cut silently.
  */
-import { createRequire } from "node:module";
+import { tokensOf } from "@tackle/core/tokens";
 
-type Tokenizer = { countTokens(text: string): number };
-let tokenizer: Tokenizer | undefined;
-
-/** The o200k tables take most of a second to load: they load on the first count, not on import. */
-function countTokens(text: string): number {
-  tokenizer ??= createRequire(import.meta.url)("gpt-tokenizer/encoding/o200k_base") as Tokenizer;
-  return tokenizer.countTokens(text);
-}
+export { tokensOf };
 
 /** Default budgets in tokens, one per answer a model reads. */
 export const defaultBudgets = {
@@ -28,11 +21,6 @@ export const defaultBudgets = {
 } as const;
 
 export type Budgets = { readonly [Key in keyof typeof defaultBudgets]: number };
-
-/** The tokens of a value as the model reads it (its JSON). */
-export function tokensOf(value: unknown): number {
-  return countTokens(typeof value === "string" ? value : JSON.stringify(value));
-}
 
 /**
  * The longest prefix of `items` for which `build(prefix)` fits `budget` tokens (at least nothing:

@@ -4,19 +4,10 @@
  * answer says how many results were left out and gives a cursor to read on; never a silent cut.
  * `details: true` answers the service's whole records.
  */
-import { createRequire } from "node:module";
+import { countTokens } from "@tackle/core/tokens";
 import type { MemoryEvent } from "../schemas/event.ts";
 import type { SearchKnowledgeResponse } from "../schemas/knowledge.ts";
 import type { Memory } from "../schemas/memory.ts";
-
-type Tokenizer = { countTokens(text: string): number };
-let tokenizer: Tokenizer | undefined;
-
-/** The o200k tables take most of a second to load: they load on the first count, not on import. */
-function countTokens(text: string): number {
-  tokenizer ??= createRequire(import.meta.url)("gpt-tokenizer/encoding/o200k_base") as Tokenizer;
-  return tokenizer.countTokens(text);
-}
 
 /** The default token budget of one tool answer. */
 export const TOOL_RESULT_TOKEN_BUDGET = 2000;

@@ -1,0 +1,285 @@
+/**
+ * `createResultPages`: the token budget of every tool answer a model reads over MCP. An answer past
+ * the budget is cut at a sensible boundary and ends with a summary of what was left out and a cursor;
+ * the paging tool answers the next part by that cursor, within the same budget. What was left out is
+ * kept in memory, bounded (entries, bytes, time since last read), under a cursor that is random and
+ * bound to the session (the owner) that received it.
+ */
+import { randomBytes } from "node:crypto";
+import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/server";
+import { ToolError } from "../../errors/tool-error.ts";
+import { toCallToolResult } from "../to-call-tool-result.ts";
+import {
+  itemsTokens,
+  type Page,
+  type Position,
+  type ResultItem,
+  resultFits,
+  resultItems,
+  takePage,
+  textOf,
+} from "./result-items.ts";
+
+export interface ResultPagesOptions {
+  /** Tokens (o200k) of one tool answer, its summary included. Default 8,000; at least 1,500. */
+  readonly budget?: number;
+  /** Cut results kept at once; past it the least recently read goes. Default 256. */
+  readonly maxEntries?: number;
+  /** UTF-8 bytes of the cut results kept, all together. Default 64 MiB. */
+  readonly maxBytes?: number;
+  /** A kept result is dropped this long after it was last read. Default 15 minutes. */
+  readonly ttlMs?: number;
+  /** The paging tool's name, as answers spell it. Default `tackle.result_page`. */
+  readonly toolName?: string;
+}
+
+export interface ResultPages {
+  readonly budget: number;
+  /** The paging tool, as `tools/list` lists it. */
+  readonly tool: McpTool;
+  /** The result as it fits the budget: the same object when it does; else its first part, a summary and a cursor. */
+  fit(result: CallToolResult, owner: string): CallToolResult;
+  /** The paging tool's answer to `{ cursor }` for `owner`: the next part, or an `unknown_cursor` error. */
+  page(args: unknown, owner: string): CallToolResult;
+  /** Drops what `owner` kept (its session closed). */
+  forget(owner: string): void;
+  /** What is kept now. */
+  kept(): { readonly entries: number; readonly bytes: number };
+}
+
+export const defaultResultBudget = 8_000;
+export const minimumResultBudget = 1_500;
+/** Tokens held back for the summary line at the end of a cut answer. */
+const summaryTokens = 250;
+
+interface Entry {
+  readonly owner: string;
+  readonly items: readonly ResultItem[];
+  readonly bytes: number;
+  readonly totals: Totals;
+  /** Where each part starts: part `n` of the cursor `id.n`. */
+  readonly starts: Position[];
+  lastRead: number;
+}
+
+interface Totals {
+  readonly items: number;
+  readonly characters: number;
+  readonly tokens: string;
+}
+
+export function createResultPages(options: ResultPagesOptions = {}): ResultPages {
+  const budget = options.budget ?? defaultResultBudget;
+  if (!Number.isSafeInteger(budget) || budget < minimumResultBudget) {
+    throw new ToolError(
+      "invalid_result_budget",
+      `The result budget must be a whole number of tokens, at least ${minimumResultBudget} (got ${budget})`,
+      { data: { budget, minimum: minimumResultBudget } },
+    );
+  }
+  const maxEntries = options.maxEntries ?? 256;
+  const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
+  const ttlMs = options.ttlMs ?? 15 * 60_000;
+  const toolName = options.toolName ?? "tackle.result_page";
+  const limit = budget - summaryTokens;
+  const entries = new Map<string, Entry>();
+  let keptBytes = 0;
+
+  function drop(id: string): void {
+    const entry = entries.get(id);
+    if (entry === undefined) return;
+    entries.delete(id);
+    keptBytes -= entry.bytes;
+  }
+
+  function sweep(now: number): void {
+    for (const [id, entry] of entries) if (now - entry.lastRead >= ttlMs) drop(id);
+  }
+
+  /** Keeps `entry` (dropping the least recently read to make room); false when it alone is too large. */
+  function keep(id: string, entry: Entry): boolean {
+    if (entry.bytes > maxBytes) return false;
+    while (entries.size > 0 && (entries.size >= maxEntries || keptBytes + entry.bytes > maxBytes)) {
+      drop(entries.keys().next().value as string);
+    }
+    entries.set(id, entry);
+    keptBytes += entry.bytes;
+    return true;
+  }
+
+  function answer(page: Page, summary: string, meta: Record<string, unknown>, base?: CallToolResult) {
+    const result: CallToolResult = {
+      content: [...page.items, { type: "text", text: summary }],
+      _meta: { ...base?._meta, "tackle/resultPage": meta },
+    };
+    if (base?.isError === true) result.isError = true;
+    return result;
+  }
+
+  return {
+    budget,
+    tool: {
+      name: toolName,
+      description: `Reads the next part of a tool answer that was cut to fit the answer budget (${budget} tokens). Pass the cursor the cut answer ended with; each part ends with the cursor of the next, until the last.`,
+      inputSchema: {
+        type: "object",
+        properties: { cursor: { type: "string", description: "The cursor a cut answer ended with" } },
+        required: ["cursor"],
+        additionalProperties: false,
+      },
+      annotations: { readOnlyHint: true, idempotentHint: true },
+    },
+
+    fit(result, owner) {
+      if (resultFits(result, budget)) return result;
+      const now = Date.now();
+      sweep(now);
+      const items = resultItems(result);
+      const totals = totalsOf(items);
+      const first = takePage(items, { item: 0, offset: 0 }, limit);
+      const shown = describePart(items, { item: 0, offset: 0 }, first);
+      const head = `[Answer cut to fit the budget of ${budget} tokens. The whole answer: ${count(totals.items, "item")}, ${count(totals.characters, "character")} of text, ${totals.tokens} tokens. This part (1, ${first.tokens} tokens): ${shown}.`;
+      if (first.next === undefined) return answer(first, `${head}]`, { part: 1, complete: true }, result);
+      const bytes = sizeOf(items);
+      const id = randomBytes(16).toString("base64url");
+      if (
+        !keep(id, {
+          owner,
+          items,
+          bytes,
+          totals,
+          starts: [{ item: 0, offset: 0 }, first.next],
+          lastRead: now,
+        })
+      ) {
+        return answer(
+          first,
+          `${head} Left out: ${leftOut(items, first.next)}; it is too large to keep for paging (${bytes} bytes, over ${maxBytes}): ask the tool for less.]`,
+          { part: 1, complete: false, kept: false },
+          result,
+        );
+      }
+      const cursor = `${id}.1`;
+      return answer(
+        first,
+        `${head} Left out: ${leftOut(items, first.next)}. Read the next part with ${toolName} {"cursor":"${cursor}"}.]`,
+        { part: 1, cursor },
+        result,
+      );
+    },
+
+    page(args, owner) {
+      const now = Date.now();
+      sweep(now);
+      const cursor = (args as { cursor?: unknown } | undefined)?.cursor;
+      if (typeof cursor !== "string") {
+        return toCallToolResult({
+          ok: false,
+          error: new ToolError(
+            "invalid_input",
+            `Invalid input for tool "${toolName}": cursor: a string is required`,
+            {
+              data: { tool: toolName, issues: [{ path: ["cursor"], message: "a string is required" }] },
+            },
+          ),
+        });
+      }
+      const match = /^([A-Za-z0-9_-]{22})\.([1-9][0-9]{0,8})$/.exec(cursor);
+      const id = match?.[1] ?? "";
+      const entry = entries.get(id);
+      const part = Number(match?.[2]);
+      const start = entry?.starts[part];
+      // A cursor of another session reads as unknown: its existence is not told either.
+      if (entry === undefined || entry.owner !== owner || start === undefined) {
+        return toCallToolResult({
+          ok: false,
+          error: new ToolError(
+            "unknown_cursor",
+            `The cursor "${cursor.slice(0, 40)}" is not known in this session: a cursor works only in the MCP session that received it, for ${Math.round(ttlMs / 60_000)} minutes after its last read, while the server keeps it. Call the tool again for a fresh answer.`,
+            { data: { cursor: cursor.slice(0, 40) } },
+          ),
+        });
+      }
+      entry.lastRead = now;
+      entries.delete(id);
+      entries.set(id, entry);
+      const page = takePage(entry.items, start, limit);
+      if (page.next !== undefined && entry.starts[part + 1] === undefined) entry.starts[part + 1] = page.next;
+      const head = `[Part ${part + 1} of a cut answer (${count(entry.totals.items, "item")}, ${count(entry.totals.characters, "character")} of text, ${entry.totals.tokens} tokens in all), ${page.tokens} tokens: ${describePart(entry.items, start, page)}.`;
+      if (page.next === undefined) {
+        return answer(page, `${head} This is the last part.]`, { part: part + 1, complete: true });
+      }
+      const next = `${id}.${part + 1}`;
+      return answer(
+        page,
+        `${head} Left out: ${leftOut(entry.items, page.next)}. Read the next part with ${toolName} {"cursor":"${next}"}.]`,
+        { part: part + 1, cursor: next },
+      );
+    },
+
+    forget(owner) {
+      for (const [id, entry] of entries) if (entry.owner === owner) drop(id);
+    },
+
+    kept: () => ({ entries: entries.size, bytes: keptBytes }),
+  };
+}
+
+/** Past this many characters the total is estimated (4 a token) rather than counted: counting would stall the server. */
+const countedCharacters = 8_000_000;
+
+function totalsOf(items: readonly ResultItem[]): Totals {
+  const characters = items.reduce((sum, item) => sum + (textOf(item)?.length ?? 0), 0);
+  const tokens =
+    characters <= countedCharacters
+      ? String(itemsTokens(items))
+      : `about ${Math.round(characters / 4) + items.filter((item) => textOf(item) === undefined).length * 1_000}`;
+  return { items: items.length, characters, tokens };
+}
+
+/** What a page holds, 1-based: `item 1 (text) characters 1–31204 of 2000000`, `items 2–5 whole`. */
+function describePart(items: readonly ResultItem[], start: Position, page: Page): string {
+  const segments: string[] = [];
+  let wholeFrom: number | undefined;
+  let wholeTo = 0;
+  const flushWhole = () => {
+    if (wholeFrom === undefined) return;
+    segments.push(wholeFrom === wholeTo ? `item ${wholeFrom} whole` : `items ${wholeFrom}–${wholeTo} whole`);
+    wholeFrom = undefined;
+  };
+  for (let index = 0; index < page.items.length; index++) {
+    const at = start.item + index;
+    const text = textOf(items[at] as ResultItem);
+    const from = index === 0 ? start.offset : 0;
+    const to = page.next !== undefined && page.next.item === at ? page.next.offset : (text?.length ?? 0);
+    if (text === undefined || (from === 0 && to === text.length)) {
+      wholeFrom ??= at + 1;
+      wholeTo = at + 1;
+      continue;
+    }
+    flushWhole();
+    segments.push(`item ${at + 1} characters ${from + 1}–${to} of ${text.length}`);
+  }
+  flushWhole();
+  return segments.join(", ");
+}
+
+function leftOut(items: readonly ResultItem[], next: Position): string {
+  let characters = 0;
+  for (let index = next.item; index < items.length; index++) {
+    const text = textOf(items[index] as ResultItem);
+    if (text !== undefined) characters += text.length - (index === next.item ? next.offset : 0);
+  }
+  const whole = items.length - next.item - (next.offset > 0 ? 1 : 0);
+  const rest = next.offset > 0 ? `the rest of item ${next.item + 1}` : undefined;
+  const following = whole > 0 ? `${rest === undefined ? "" : " and "}${count(whole, "more item")}` : "";
+  return `${rest ?? ""}${following} (${count(characters, "character")} of text)`;
+}
+
+function sizeOf(items: readonly ResultItem[]): number {
+  return items.reduce((sum, item) => sum + Buffer.byteLength(JSON.stringify(item)), 0);
+}
+
+function count(value: number, noun: string): string {
+  return `${value} ${noun}${value === 1 ? "" : "s"}`;
+}

@@ -1,0 +1,111 @@
+/**
+ * Where a text is cut when it does not fit: the longest piece within the token limit, ending at the
+ * best boundary in reach — after an element of a JSON value (the shallowest level that keeps at least
+ * half the piece), else after a line, else after a space, else between two characters (never inside a
+ * surrogate pair).
+ */
+import { countTokens, fitsTokens } from "../../tokens/count-tokens.ts";
+
+/**
+ * The end (exclusive) of the piece of `text` that starts at `start` and fits `limit` tokens; `start`
+ * when not even one character fits. The piece is `text.slice(start, end)`.
+ */
+export function cutText(text: string, start: number, limit: number): number {
+  if (fitsTokens(text.slice(start), limit)) return text.length;
+  let reach = longestFit(text, start, limit);
+  // A token count is not quite monotone in the length: check the piece chosen, and reach back if needed.
+  while (reach > start) {
+    const end = bestBoundary(text, start, reach);
+    if (fitsTokens(text.slice(start, end), limit)) return end;
+    reach = end - 1;
+  }
+  return start;
+}
+
+/**
+ * About the largest `end` with `text.slice(start, end)` within `limit` tokens (to `precision`
+ * characters; the piece up to it always fits). Guesses scaled by the density counted so far find the
+ * bracket in a few counts; halving closes it. `text.slice(start)` is known not to fit.
+ */
+function longestFit(text: string, start: number, limit: number): number {
+  const precision = 32;
+  let low = start; // fits
+  let high = text.length; // does not fit
+  let guess = Math.min(high - 1, start + limit * 4);
+  for (let step = 0; step < 6 && high - low > precision; step++) {
+    const tokens = countTokens(text.slice(start, guess));
+    const density = (guess - start) / Math.max(1, tokens);
+    let aim: number;
+    if (tokens <= limit) {
+      low = guess;
+      // Past the end the tokens left point to, by a little, to close the bracket from above.
+      aim = guess + Math.ceil((limit - tokens) * density) + precision;
+    } else {
+      high = guess;
+      aim = start + Math.floor((limit - 1) * density);
+    }
+    guess = Math.min(high - 1, Math.max(low + 1, aim));
+  }
+  while (high - low > precision) {
+    const middle = low + Math.floor((high - low) / 2);
+    if (fitsTokens(text.slice(start, middle), limit)) low = middle;
+    else high = middle;
+  }
+  return low;
+}
+
+function bestBoundary(text: string, start: number, reach: number): number {
+  const half = start + Math.ceil((reach - start) / 2);
+  const json = looksLikeJson(text) ? jsonBoundary(text, half, reach) : undefined;
+  if (json !== undefined) return json;
+  const line = text.lastIndexOf("\n", reach - 1) + 1;
+  if (line >= half) return line;
+  for (let index = reach; index > half; index--) {
+    if (isSpace(text.charCodeAt(index - 1))) return index;
+  }
+  return characterBoundary(text, reach);
+}
+
+function looksLikeJson(text: string): boolean {
+  const first = text.trimStart()[0];
+  return first === "{" || first === "[";
+}
+
+/**
+ * The end of the last JSON element before `reach` at the shallowest nesting level whose last element
+ * ends at or after `half`: right after a `,` that separates array items or object members.
+ */
+function jsonBoundary(text: string, half: number, reach: number): number | undefined {
+  // Per depth, the last comma (+1) seen before `reach`.
+  const lastAtDepth: number[] = [];
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < reach; index++) {
+    const code = text.charCodeAt(index);
+    if (inString) {
+      if (code === 92 /* \ */) index++;
+      else if (code === 34 /* " */) inString = false;
+      continue;
+    }
+    if (code === 34) inString = true;
+    else if (code === 123 /* { */ || code === 91 /* [ */) depth++;
+    else if (code === 125 /* } */ || code === 93 /* ] */) depth = Math.max(0, depth - 1);
+    else if (code === 44 /* , */ && index + 1 <= reach) lastAtDepth[depth] = index + 1;
+  }
+  let best = -1;
+  for (let level = 0; level < lastAtDepth.length; level++) {
+    best = Math.max(best, lastAtDepth[level] ?? -1);
+    if (best >= half) return best;
+  }
+  return undefined;
+}
+
+function isSpace(code: number): boolean {
+  return code === 32 || code === 9 || code === 13 || code === 10;
+}
+
+/** `index`, or one before it when it would split a surrogate pair. */
+function characterBoundary(text: string, index: number): number {
+  const before = text.charCodeAt(index - 1);
+  return before >= 0xd800 && before <= 0xdbff ? index - 1 : index;
+}

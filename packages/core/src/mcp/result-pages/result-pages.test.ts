@@ -1,0 +1,172 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import type { CallToolResult } from "@modelcontextprotocol/server";
+import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
+import { createResultPages } from "./create-result-pages.ts";
+import { mediaTokens } from "./result-items.ts";
+
+type Block = CallToolResult["content"][number];
+
+/** The tokens a model reads in an answer: its text, and each image or audio block as the budget counts it. */
+function tokensRead(result: CallToolResult): number {
+  let total = 0;
+  for (const block of result.content) {
+    if (block.type === "text") total += countTokens(block.text, { disallowedSpecial: new Set() });
+    else total += mediaTokens;
+  }
+  return total;
+}
+
+function cursorOf(result: CallToolResult): string | undefined {
+  return (result._meta?.["tackle/resultPage"] as { cursor?: string } | undefined)?.cursor;
+}
+
+/** The answer's parts without the summary line at its end. */
+function body(result: CallToolResult): Block[] {
+  return result.content.slice(0, -1);
+}
+
+/** Every part of a cut answer, by cursor, from the first answer on. */
+function readAll(pages: ReturnType<typeof createResultPages>, first: CallToolResult, owner: string) {
+  const parts = [first];
+  let cursor = cursorOf(first);
+  while (cursor !== undefined) {
+    const next = pages.page({ cursor }, owner);
+    assert.notEqual(next.isError, true, JSON.stringify(next.content));
+    parts.push(next);
+    cursor = cursorOf(next);
+  }
+  return parts;
+}
+
+/** Text blocks joined back: the pieces of one block follow each other, so joining restores it. */
+function joinedText(parts: readonly CallToolResult[]): string {
+  return parts
+    .flatMap((part) => body(part).map((block) => (block.type === "text" ? block.text : "")))
+    .join("");
+}
+
+describe("result pages", () => {
+  it("passes a result within the budget through as the same object", () => {
+    const pages = createResultPages();
+    const small: CallToolResult = { content: [{ type: "text", text: "short" }], structuredContent: { a: 1 } };
+    assert.equal(pages.fit(small, "one"), small);
+  });
+
+  it("cuts a long text at line ends within the budget and pages the rest exactly once, in order", () => {
+    const pages = createResultPages({ budget: 2_000 });
+    const text = Array.from(
+      { length: 3_000 },
+      (_, line) => `line ${line}: ${"word ".repeat(line % 13)}`,
+    ).join("\n");
+    const first = pages.fit({ content: [{ type: "text", text }] }, "one");
+    const summary = first.content.at(-1) as { text: string };
+    assert.match(summary.text, /Answer cut to fit the budget of 2000 tokens/);
+    assert.match(summary.text, new RegExp(`${text.length} characters of text`));
+    assert.match(summary.text, /Left out: the rest of item 1 \(\d+ characters of text\)/);
+    const parts = readAll(pages, first, "one");
+    assert.ok(parts.length > 5, `${parts.length} parts`);
+    for (const part of parts) assert.ok(tokensRead(part) <= 2_000, `a part of ${tokensRead(part)} tokens`);
+    assert.equal(joinedText(parts), text);
+    for (const part of parts.slice(0, -1)) {
+      assert.ok((body(part)[0] as { text: string }).text.endsWith("\n"), "a part ends mid-line");
+    }
+    const last = parts[parts.length - 1] as CallToolResult;
+    assert.match((last.content.at(-1) as { text: string }).text, /This is the last part/);
+  });
+
+  it("cuts JSON after whole elements of its outermost list", () => {
+    const pages = createResultPages({ budget: 1_500 });
+    const value = {
+      items: Array.from({ length: 800 }, (_, index) => ({
+        id: index,
+        name: `item ${index}`,
+        tags: ["a", "b"],
+      })),
+    };
+    const first = pages.fit(
+      { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value },
+      "one",
+    );
+    assert.equal(first.structuredContent, undefined);
+    const parts = readAll(pages, first, "one");
+    for (const part of parts) assert.ok(tokensRead(part) <= 1_500);
+    for (const part of parts.slice(0, -1)) assert.match((body(part)[0] as { text: string }).text, /\},$/);
+    assert.deepEqual(JSON.parse(joinedText(parts)), value);
+  });
+
+  it("counts an image as a fixed cost, never tokenizes its base64, and never cuts one", () => {
+    const pages = createResultPages({ budget: 2_000 });
+    const image: Block = { type: "image", data: "A".repeat(3_000_000), mimeType: "image/png" };
+    const withImage: CallToolResult = { content: [{ type: "text", text: "a chart" }, image] };
+    assert.equal(pages.fit(withImage, "one"), withImage);
+    const many: CallToolResult = { content: [image, image, image, { type: "text", text: "the end" }] };
+    const parts = readAll(pages, pages.fit(many, "one"), "one");
+    const images = parts.flatMap((part) => body(part).filter((block) => block.type === "image"));
+    assert.equal(images.length, 3);
+    for (const block of images) assert.equal(block, image);
+    assert.equal(parts.length, 3);
+  });
+
+  it("never splits a surrogate pair when a text has no boundary at all", () => {
+    const pages = createResultPages({ budget: 1_500 });
+    const text = "😀".repeat(20_000);
+    const parts = readAll(pages, pages.fit({ content: [{ type: "text", text }] }, "one"), "one");
+    for (const part of parts) {
+      const piece = (body(part)[0] as { text: string }).text;
+      assert.equal(piece.length % 2, 0);
+    }
+    assert.equal(joinedText(parts), text);
+  });
+
+  it("refuses a cursor to another owner, a made-up one and a malformed one, saying how to recover", () => {
+    const pages = createResultPages({ budget: 1_500 });
+    const first = pages.fit({ content: [{ type: "text", text: "x y ".repeat(20_000) }] }, "alice");
+    const cursor = cursorOf(first) as string;
+    for (const [args, owner] of [
+      [{ cursor }, "mallory"],
+      [{ cursor: `${"A".repeat(22)}.1` }, "alice"],
+      [{ cursor: `${cursor.split(".")[0]}.99` }, "alice"],
+    ] as const) {
+      const refused = pages.page(args, owner);
+      assert.equal(refused.isError, true);
+      assert.equal((refused.structuredContent as { error: { code: string } }).error.code, "unknown_cursor");
+      assert.match(
+        (refused.content[0] as { text: string }).text,
+        /works only in the MCP session that received it/,
+      );
+    }
+    assert.equal(
+      (pages.page({}, "alice").structuredContent as { error: { code: string } }).error.code,
+      "invalid_input",
+    );
+    assert.notEqual(pages.page({ cursor }, "alice").isError, true);
+    pages.forget("alice");
+    assert.equal(pages.page({ cursor }, "alice").isError, true);
+  });
+
+  it("keeps what it holds bounded: entries, bytes and time", async () => {
+    const long = (tag: string) => ({ content: [{ type: "text" as const, text: `${tag} `.repeat(10_000) }] });
+    const counted = createResultPages({ budget: 1_500, maxEntries: 2 });
+    const cursors = ["a", "b", "c"].map((tag) => cursorOf(counted.fit(long(tag), "one")) as string);
+    assert.deepEqual(counted.kept().entries, 2);
+    assert.equal(counted.page({ cursor: cursors[0] }, "one").isError, true, "the oldest was not dropped");
+    assert.notEqual(counted.page({ cursor: cursors[2] }, "one").isError, true);
+
+    const small = createResultPages({ budget: 1_500, maxBytes: 10_000 });
+    const refused = small.fit(long("big"), "one");
+    assert.equal(cursorOf(refused), undefined);
+    assert.match((refused.content.at(-1) as { text: string }).text, /too large to keep for paging/);
+    assert.equal(small.kept().entries, 0);
+
+    const brief = createResultPages({ budget: 1_500, ttlMs: 50 });
+    const cursor = cursorOf(brief.fit(long("soon"), "one")) as string;
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    assert.equal(brief.page({ cursor }, "one").isError, true);
+    assert.equal(brief.kept().entries, 0);
+  });
+
+  it("refuses a budget too small to hold a summary", () => {
+    assert.throws(() => createResultPages({ budget: 100 }), /at least 1500/);
+  });
+});
