@@ -51,7 +51,14 @@ for (const [label, mode] of [
     try {
       const { tools } = await client.listTools();
       const names = tools.map((tool) => tool.name).sort();
-      assert.deepEqual(names, ["demo.add", "demo.echo", "demo.now", "demo.text_stats", "tackle.modules"]);
+      assert.deepEqual(names, [
+        "demo.add",
+        "demo.echo",
+        "demo.now",
+        "demo.text_stats",
+        "tackle.modules",
+        "tackle.result_page",
+      ]);
       const add = tools.find((tool) => tool.name === "demo.add");
       assert.equal(add?.inputSchema.type, "object");
       assert.ok(add?.inputSchema.properties && "numbers" in add.inputSchema.properties);

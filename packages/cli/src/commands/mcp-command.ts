@@ -1,11 +1,13 @@
 /** `tackle mcp`: the same tools as the console, as an MCP server over stdio, for a program a person starts. */
 import { PassThrough } from "node:stream";
 import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
+import { createResultPages } from "@tackle/core/mcp";
 import type { Command } from "commander";
 import { createMcpServer } from "../mcp/create-mcp-server.ts";
 import { openToolSource } from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
+import { resultBudgetOption } from "./result-budget-option.ts";
 import { sourceOptions } from "./source-options.ts";
 
 export function addMcpCommand(program: Command, context: ProgramContext): void {
@@ -14,8 +16,11 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
     .description(
       "Answer MCP over stdio with every tool the node or mesh serves (for an MCP desktop client or an IDE); logs go to stderr",
     );
-  sourceOptions(command).action(
-    async (options: { console?: string; tokenFile?: string; builtin?: boolean }) => {
+  resultBudgetOption(sourceOptions(command)).action(
+    async (options: { console?: string; tokenFile?: string; builtin?: boolean; resultBudget?: number }) => {
+      const resultPages = createResultPages(
+        options.resultBudget === undefined ? {} : { budget: options.resultBudget },
+      );
       const opened = await openToolSource({ ...options, env: context.env, logger: context.logger });
       const { source, idle } = trackInFlight(opened);
       // The SDK's stdio transport closes, dropping replies still pending, the moment stdin ends; it
@@ -26,7 +31,7 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
         context.stdin.once("end", () => resolve("stdin closed"));
         context.stdin.once("close", () => resolve("stdin closed"));
       });
-      const handle = serveStdio(() => createMcpServer(source), {
+      const handle = serveStdio(() => createMcpServer(source, { resultPages }), {
         transport: new StdioServerTransport(input, context.stdout as NodeJS.WriteStream),
         onerror: (error) => context.logger.warn("mcp stdio error", { error: error.message }),
       });

@@ -18,16 +18,18 @@ import {
 } from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
 import type { ModuleInfo, ToolSource } from "../tool-source/tool-source.ts";
+import { resultBudgetOption } from "./result-budget-option.ts";
 
 interface ServeOptions {
   listen?: string;
   tokenFile?: string;
   builtin?: boolean;
   console: boolean;
+  resultBudget?: number;
 }
 
 export function addServeCommand(program: Command, context: ProgramContext): void {
-  program
+  const command = program
     .command("serve")
     .description(
       "Serve this node's modules and answer MCP on loopback (the console). With MESH_BROKER_URL or MESH_BROKER_FILE it joins the mesh; without, it serves its modules in-process.",
@@ -41,66 +43,67 @@ export function addServeCommand(program: Command, context: ProgramContext): void
       "the console's bearer token file, created 0600 on first start (default $TACKLE_HOME/console-token)",
     )
     .option("--builtin", "also serve the built-in modules (served anyway when MESH_TOOL_MODULES is unset)")
-    .option("--no-console", "serve the modules on the mesh without the console listener")
-    .action(async (options: ServeOptions) => {
-      const { logger, env, stdout } = context;
-      const config = readMeshConfig(env);
-      const listen = options.listen === undefined ? config.consoleListen : readListenFlag(options.listen);
-      const entries = modulesToServe(config, options.builtin);
-      requireHomeDirectory(env);
-      const closers: (() => Promise<void>)[] = [];
-      let source: ToolSource;
-      let served: readonly ModuleInfo[];
-      try {
-        if (hasBroker(config)) {
-          const runtime = await withBroker(config, () =>
-            startNodeRuntime({ config: { ...config, modules: entries }, logger }),
-          );
-          closers.unshift(() => runtime.close());
-          served = runtime.modules();
-          if (!options.console) {
-            printServed(stdout, `mesh node ${config.node}`, served, undefined, undefined);
-            await waitAndClose(context, closers);
-            return;
-          }
-          source = await openMeshSource(config, () => runtime.modules());
-        } else {
-          if (!options.console) {
-            throw new CliError(
-              "invalid_arguments",
-              "--no-console needs a broker (MESH_BROKER_URL or MESH_BROKER_FILE): without one nothing would be served",
-              { exitCode: 2 },
-            );
-          }
-          source = await openEmbeddedSource(entries, logger);
-          served = await source.catalogue();
-        }
-        closers.unshift(() => source.close());
-        const tokenPath = options.tokenFile ?? consoleTokenPath(env);
-        const token = ensureConsoleToken(tokenPath);
-        if (token.created) logger.info("console token created", { path: tokenPath });
-        const running: RunningConsole = await startConsole({
-          source,
-          listen,
-          token: token.token,
-          logger,
-          runsStore: join(tackleHome(env), "console-runs.sqlite"),
-        });
-        closers.unshift(() => running.close());
-        printServed(
-          stdout,
-          hasBroker(config) ? `mesh node ${config.node}` : "embedded (no broker configured)",
-          served,
-          running.url,
-          tokenPath,
-          running.signInUrl,
+    .option("--no-console", "serve the modules on the mesh without the console listener");
+  resultBudgetOption(command).action(async (options: ServeOptions) => {
+    const { logger, env, stdout } = context;
+    const config = readMeshConfig(env);
+    const listen = options.listen === undefined ? config.consoleListen : readListenFlag(options.listen);
+    const entries = modulesToServe(config, options.builtin);
+    requireHomeDirectory(env);
+    const closers: (() => Promise<void>)[] = [];
+    let source: ToolSource;
+    let served: readonly ModuleInfo[];
+    try {
+      if (hasBroker(config)) {
+        const runtime = await withBroker(config, () =>
+          startNodeRuntime({ config: { ...config, modules: entries }, logger }),
         );
-      } catch (error) {
-        await closeAll(closers, context);
-        throw error;
+        closers.unshift(() => runtime.close());
+        served = runtime.modules();
+        if (!options.console) {
+          printServed(stdout, `mesh node ${config.node}`, served, undefined, undefined);
+          await waitAndClose(context, closers);
+          return;
+        }
+        source = await openMeshSource(config, () => runtime.modules());
+      } else {
+        if (!options.console) {
+          throw new CliError(
+            "invalid_arguments",
+            "--no-console needs a broker (MESH_BROKER_URL or MESH_BROKER_FILE): without one nothing would be served",
+            { exitCode: 2 },
+          );
+        }
+        source = await openEmbeddedSource(entries, logger);
+        served = await source.catalogue();
       }
-      await waitAndClose(context, closers);
-    });
+      closers.unshift(() => source.close());
+      const tokenPath = options.tokenFile ?? consoleTokenPath(env);
+      const token = ensureConsoleToken(tokenPath);
+      if (token.created) logger.info("console token created", { path: tokenPath });
+      const running: RunningConsole = await startConsole({
+        source,
+        listen,
+        token: token.token,
+        logger,
+        runsStore: join(tackleHome(env), "console-runs.sqlite"),
+        ...(options.resultBudget === undefined ? {} : { resultBudget: options.resultBudget }),
+      });
+      closers.unshift(() => running.close());
+      printServed(
+        stdout,
+        hasBroker(config) ? `mesh node ${config.node}` : "embedded (no broker configured)",
+        served,
+        running.url,
+        tokenPath,
+        running.signInUrl,
+      );
+    } catch (error) {
+      await closeAll(closers, context);
+      throw error;
+    }
+    await waitAndClose(context, closers);
+  });
 }
 
 /** `--listen` by the same rules as MESH_CONSOLE_LISTEN, refused the same way. */

@@ -17,6 +17,8 @@ export interface ConsoleAppOptions {
   readonly runsStore?: string;
   /** How many MCP sessions it holds and for how long (see `createMcpEndpoint`). */
   readonly mcpSessions?: McpSessionOptions;
+  /** Tokens (o200k) of one tool answer a model reads; past it, a part, a summary and a cursor. Default 8,000. */
+  readonly resultBudget?: number;
 }
 
 export interface ConsoleApp {
@@ -30,7 +32,10 @@ export const consolePath = "/mcp";
 
 export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
   const { source, token, logger } = options;
-  const mcp = createMcpEndpoint(source, logger, options.mcpSessions);
+  const mcp = createMcpEndpoint(source, logger, {
+    ...options.mcpSessions,
+    ...(options.resultBudget === undefined ? {} : { resultBudget: options.resultBudget }),
+  });
   const sessions = createConsoleSessions({ token });
   // Imported when a console is created, not when this module loads: other commands (and --help) do not
   // pay for the page and the durable runner.

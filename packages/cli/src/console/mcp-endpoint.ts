@@ -13,6 +13,9 @@
  *   answers it or its error;
  * - everything else goes to the SDK's handler as before: modern requests and the stateless 2025
  *   fallback, each on a server built for the request.
+ *
+ * Every tool answer fits the result budget (`createResultPages`); past it, its cursor is bound to the
+ * session that got it. Session-less calls share one owner, apart from every session's.
  */
 import { randomUUID } from "node:crypto";
 import {
@@ -24,7 +27,14 @@ import {
   WebStandardStreamableHTTPServerTransport,
 } from "@modelcontextprotocol/server";
 import type { Logger } from "@tackle/core";
-import { callSourceTool, createMcpServer, serverIdentity } from "../mcp/create-mcp-server.ts";
+import { createResultPages } from "@tackle/core/mcp";
+import {
+  asksUnbudgeted,
+  callSourceTool,
+  createMcpServer,
+  resultBudgetMetaKey,
+  serverIdentity,
+} from "../mcp/create-mcp-server.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 
 export interface McpSessionOptions {
@@ -33,6 +43,14 @@ export interface McpSessionOptions {
   /** A session unused this long is closed. Default 30 minutes. */
   readonly idleMs?: number;
 }
+
+export interface McpEndpointOptions extends McpSessionOptions {
+  /** Tokens of one tool answer. Default 8,000. */
+  readonly resultBudget?: number;
+}
+
+/** The owner of the cursors made for calls that carry no session. */
+const sessionLessOwner = "session-less";
 
 export interface McpEndpoint {
   fetch(request: Request): Promise<Response>;
@@ -53,6 +71,8 @@ const legacyRevisions = new Set(["2025-03-26", "2025-06-18", "2025-11-25"]);
 
 interface Session {
   readonly server: Server;
+  /** Whose cursors its answers make: its own, random. */
+  readonly owner: string;
   readonly transport: WebStandardStreamableHTTPServerTransport;
   lastUsed: number;
 }
@@ -60,12 +80,16 @@ interface Session {
 export function createMcpEndpoint(
   source: ToolSource,
   logger: Logger,
-  options: McpSessionOptions = {},
+  options: McpEndpointOptions = {},
 ): McpEndpoint {
   const maxSessions = options.max ?? 64;
   const idleMs = options.idleMs ?? 30 * 60_000;
   const onerror = (error: Error) => logger.warn("console request failed", { error: error.message });
-  const handler = createMcpHandler(() => createMcpServer(source), { onerror });
+  const pages = createResultPages(options.resultBudget === undefined ? {} : { budget: options.resultBudget });
+  const handler = createMcpHandler(
+    () => createMcpServer(source, { resultPages: pages, owner: sessionLessOwner }),
+    { onerror },
+  );
   const identity = serverIdentity();
   const sessions = new Map<string, Session>();
 
@@ -83,12 +107,14 @@ export function createMcpEndpoint(
   async function closeSession(id: string, session: Session, why: string): Promise<void> {
     if (sessions.get(id) !== session) return;
     sessions.delete(id);
+    pages.forget(session.owner);
     logger.debug("MCP session closed", { session: id, why });
     await session.server.close().catch(() => undefined);
   }
 
   async function openSession(request: Request, parsedBody: unknown): Promise<Response> {
-    const server = createMcpServer(source);
+    const owner = randomUUID();
+    const server = createMcpServer(source, { resultPages: pages, owner });
     let registered: Session | undefined;
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
@@ -99,17 +125,19 @@ export function createMcpEndpoint(
           const [oldestId, oldest] = sessions.entries().next().value as [string, Session];
           void closeSession(oldestId, oldest, "too many sessions");
         }
-        registered = { server, transport, lastUsed: Date.now() };
+        registered = { server, owner, transport, lastUsed: Date.now() };
         sessions.set(id, registered);
       },
       onsessionclosed: (id) => {
         // The client's DELETE: the transport closes itself after this returns.
         if (sessions.get(id)?.transport === transport) sessions.delete(id);
+        pages.forget(owner);
       },
     });
     server.onclose = () => {
       const id = transport.sessionId;
       if (id !== undefined && sessions.get(id)?.transport === transport) sessions.delete(id);
+      pages.forget(owner);
     };
     transport.onerror = onerror;
     await server.connect(transport);
@@ -169,7 +197,13 @@ export function createMcpEndpoint(
   async function answerDirect(call: DirectCall, signal: AbortSignal): Promise<Response> {
     let result: CallToolResult;
     try {
-      result = await callSourceTool(source, call.name, call.args, { signal });
+      result = await callSourceTool(
+        source,
+        call.name,
+        call.args,
+        { signal },
+        { pages, owner: sessionLessOwner, unbudgeted: call.unbudgeted },
+      );
     } catch (error) {
       onerror(error as Error);
       return jsonRpcError(200, -32603, `Internal error: ${(error as Error).message}`, call.id);
@@ -187,7 +221,7 @@ export function createMcpEndpoint(
     const projected = project(result, call.revision);
     const payload =
       call.revision === modernRevision
-        ? { ...projected, resultType: "complete", _meta: { [serverInfoKey]: identity } }
+        ? { ...projected, resultType: "complete", _meta: { ...projected._meta, [serverInfoKey]: identity } }
         : projected;
     return new Response(JSON.stringify({ result: payload, jsonrpc: "2.0", id: call.id }), {
       status: 200,
@@ -220,6 +254,8 @@ interface DirectCall {
   readonly name: string;
   readonly args: Record<string, unknown>;
   readonly revision: string;
+  /** The request asked for the whole result (`resultBudgetMetaKey`). */
+  readonly unbudgeted: boolean;
 }
 
 /**
@@ -244,8 +280,12 @@ function directCall(headers: Headers, message: unknown): DirectCall | undefined 
   const revision = headers.get("mcp-protocol-version");
   if (revision === modernRevision) {
     const meta = params._meta;
-    if (!isRecord(meta) || !onlyKeys(meta, [protocolVersionKey, clientInfoKey, clientCapabilitiesKey]))
+    if (
+      !isRecord(meta) ||
+      !onlyKeys(meta, [protocolVersionKey, clientInfoKey, clientCapabilitiesKey, resultBudgetMetaKey])
+    )
       return undefined;
+    if (meta[resultBudgetMetaKey] !== undefined && !asksUnbudgeted(meta)) return undefined;
     if (meta[protocolVersionKey] !== modernRevision || !isRecord(meta[clientCapabilitiesKey]))
       return undefined;
     const info = meta[clientInfoKey];
@@ -256,14 +296,14 @@ function directCall(headers: Headers, message: unknown): DirectCall | undefined 
       return undefined;
     if (headers.get("mcp-method") !== "tools/call" || headers.get("mcp-name") !== params.name)
       return undefined;
-    return { id, name: params.name, args, revision };
+    return { id, name: params.name, args, revision, unbudgeted: asksUnbudgeted(meta) };
   }
   // A 2025 request carries no envelope; `_meta` (a progress token) needs the SDK's streaming. The
   // SDK's 2025 transport wants both media types accepted.
   if (revision === null || !legacyRevisions.has(revision) || params._meta !== undefined) return undefined;
   if (!(headers.get("accept") ?? "").includes("text/event-stream")) return undefined;
   if (headers.get("mcp-method") !== null || headers.get("mcp-name") !== null) return undefined;
-  return { id, name: params.name, args, revision };
+  return { id, name: params.name, args, revision, unbudgeted: false };
 }
 
 /** Whether a message claims the 2026-07-28 envelope (such an `initialize` is the SDK's to refuse). */

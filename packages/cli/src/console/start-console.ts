@@ -16,6 +16,8 @@ export interface ConsoleOptions {
   readonly runsStore?: string;
   /** How many MCP sessions it holds and for how long. */
   readonly mcpSessions?: McpSessionOptions;
+  /** Tokens (o200k) of one tool answer a model reads; past it, a part, a summary and a cursor. Default 8,000. */
+  readonly resultBudget?: number;
 }
 
 export interface RunningConsole {

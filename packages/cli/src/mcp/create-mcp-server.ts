@@ -1,7 +1,8 @@
 /** Builds the MCP server (one per request, per console session or per stdio connection) that exposes a tool source as `module.tool`. */
 
+import { randomUUID } from "node:crypto";
 import { type CallToolResult, type Tool as McpTool, Server } from "@modelcontextprotocol/server";
-import { mcpCallOptions, toCallToolResult } from "@tackle/core/mcp";
+import { createResultPages, mcpCallOptions, type ResultPages, toCallToolResult } from "@tackle/core/mcp";
 import type { ModuleInfo, SourceCallOptions, ToolSource } from "../tool-source/tool-source.ts";
 import { atClientLevel, keepLogLevel, toolLogLevel } from "./requested-log-level.ts";
 
@@ -16,9 +17,31 @@ const modulesTool: McpTool = {
   annotations: { readOnlyHint: true },
 };
 
+/**
+ * A request `_meta` key: `"none"` asks for the whole result, unbudgeted. The console tool source sends
+ * it, so `tackle call --console` prints whole results and `tackle mcp --console` budgets its own answers
+ * (with cursors its own paging tool knows).
+ */
+export const resultBudgetMetaKey = "tackle/resultBudget";
+
 export interface McpServerOptions {
   readonly name?: string;
   readonly version?: string;
+  /** The answer budget and the kept overflow behind its paging tool. Default: a fresh one, 8,000 tokens. */
+  readonly resultPages?: ResultPages;
+  /**
+   * Whose cursors this server's answers make and may read. Default: a fresh random owner, so one
+   * server (one stdio connection, one console session) reads only its own.
+   */
+  readonly owner?: string;
+}
+
+/** Where a server's tool answers are budgeted: the pages and the owner of the cursors it makes. */
+export interface ResultBudget {
+  readonly pages: ResultPages;
+  readonly owner: string;
+  /** The caller asked for the whole result (`resultBudgetMetaKey`). */
+  readonly unbudgeted?: boolean;
 }
 
 /** The server's name and version as it reports them. */
@@ -27,32 +50,48 @@ export function serverIdentity(options: McpServerOptions = {}): { name: string; 
 }
 
 /**
- * A `tools/call` on the source: `tackle.modules` or `module.tool`, mapped to a `CallToolResult`. The
- * server's handler and the console's direct path for session-less calls both answer through it.
+ * A `tools/call` on the source: `tackle.modules`, the paging tool or `module.tool`, mapped to a
+ * `CallToolResult` that fits the budget. The server's handler and the console's direct path for
+ * session-less calls both answer through it.
  */
 export async function callSourceTool(
   source: ToolSource,
   name: string,
   args: Record<string, unknown> | undefined,
   options: SourceCallOptions,
+  budget: ResultBudget,
 ): Promise<CallToolResult> {
   if (name === modulesToolName) {
     const modules = await source.catalogue();
     // `errors`: what is wrong with the source itself (the broker unreachable), beside each module's own.
     const errors = source.errors?.() ?? [];
+    // Whole, never cut: `tackle mcp --console` reads the catalogue through it.
     return toCallToolResult({ ok: true, output: { modules, errors } });
   }
-  return toCallToolResult(await source.call(name, args ?? {}, options));
+  if (name === budget.pages.tool.name) return budget.pages.page(args, budget.owner);
+  const result = toCallToolResult(await source.call(name, args ?? {}, options));
+  return budget.unbudgeted === true ? result : budget.pages.fit(result, budget.owner);
+}
+
+/** Whether a request's `_meta` asks for the whole result. */
+export function asksUnbudgeted(meta: unknown): boolean {
+  return (
+    typeof meta === "object" &&
+    meta !== null &&
+    (meta as Record<string, unknown>)[resultBudgetMetaKey] === "none"
+  );
 }
 
 export function createMcpServer(source: ToolSource, options: McpServerOptions = {}): Server {
+  const pages = options.resultPages ?? createResultPages();
+  const owner = options.owner ?? randomUUID();
   const server = new Server(serverIdentity(options), {
     capabilities: { tools: {}, logging: {} },
-    instructions: `Tackle ${source.description}: tools are named module.tool. ${modulesToolName} reports modules that failed to load or did not answer.`,
+    instructions: `Tackle ${source.description}: tools are named module.tool. ${modulesToolName} reports modules that failed to load or did not answer. An answer past ${pages.budget} tokens is cut and ends with a cursor; ${pages.tool.name} reads the next part.`,
   });
   server.setRequestHandler("tools/list", async () => {
     const modules = await source.catalogue();
-    const tools: McpTool[] = [modulesTool];
+    const tools: McpTool[] = [modulesTool, pages.tool];
     for (const info of modules) {
       for (const tool of info.tools) {
         tools.push({
@@ -78,11 +117,17 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
     const level = requestedLevel(context);
     const logLevel = toolLogLevel(level);
     const callOptions = mcpCallOptions(context, undefined, name);
-    const result = await callSourceTool(source, name, args, {
-      ...callOptions,
-      logger: atClientLevel(callOptions.logger, level),
-      ...(logLevel === undefined ? {} : { logLevel }),
-    });
+    const result = await callSourceTool(
+      source,
+      name,
+      args,
+      {
+        ...callOptions,
+        logger: atClientLevel(callOptions.logger, level),
+        ...(logLevel === undefined ? {} : { logLevel }),
+      },
+      { pages, owner, unbudgeted: asksUnbudgeted(request.params._meta) },
+    );
     return server.projectCallToolResult(result, undefined);
   });
   return server;

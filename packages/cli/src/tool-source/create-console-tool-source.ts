@@ -13,7 +13,7 @@ import {
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
 import { type Logger, ToolError, type ToolErrorPayload, ToolTimeoutError } from "@tackle/core";
-import { modulesToolName } from "../mcp/create-mcp-server.ts";
+import { modulesToolName, resultBudgetMetaKey } from "../mcp/create-mcp-server.ts";
 import { CliError } from "../program/cli-error.ts";
 import { parseConsoleUrl } from "./parse-console-url.ts";
 import type { ModuleInfo, SourceCallOptions, SourceError, ToolSource } from "./tool-source.ts";
@@ -96,7 +96,11 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
           {
             name: qualifiedName,
             arguments: (args ?? {}) as Record<string, unknown>,
-            ...(level === undefined ? {} : { _meta: { [LOG_LEVEL_META_KEY]: level } }),
+            // The whole result: whoever reads it here (a person, or `tackle mcp` with its own budget) sizes it.
+            _meta: {
+              [resultBudgetMetaKey]: "none",
+              ...(level === undefined ? {} : { [LOG_LEVEL_META_KEY]: level }),
+            },
           },
           {
             ...requestOptions(callOptions.timeoutMs, callOptions.signal),
