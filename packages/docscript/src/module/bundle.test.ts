@@ -1,13 +1,19 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { createToolSet, silentLogger } from "@tackle/core";
 import { LoroDoc } from "loro-crdt";
 import { createDocumentClient } from "../client/create-document-client.ts";
 import { openDocument } from "../document/document-session.ts";
 import type { DocumentChange } from "../server/change-log.ts";
+import { serveDocuments } from "../server/serve-documents.ts";
+import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import docscriptBundle, { sampleDocumentId } from "./bundle.ts";
+import { sampleTimelineSnapshot } from "./sample-timeline.ts";
 
 test("the docscript module serves a sample timeline the console can snapshot, script and commit", async () => {
   const bundle = await docscriptBundle({
@@ -123,4 +129,72 @@ test("DOCSCRIPT_PORT and DOCSCRIPT_TOKEN let another client edit the sample docu
     }),
     /at least 16 characters/,
   );
+});
+
+test("the module's host credential reaches only its own document, even in a database other servers share", async () => {
+  const directory = mkdtempSync(join(tmpdir(), "docscript-module-shared-"));
+  const path = join(directory, "documents.sqlite");
+  try {
+    // Another team's document server wrote its document into the same database first.
+    const adminToken = "other-admin-token-0123456789";
+    const other = await serveDocuments({
+      store: createSqliteDocumentStore({ path }),
+      schema: timelineSchema,
+      adminToken,
+    });
+    const theirToken = "their-document-token-0123456789";
+    await createDocumentClient({ origin: other.url, token: theirToken }).createDocument("their-timeline", {
+      adminToken,
+      token: theirToken,
+      snapshot: sampleTimelineSnapshot(),
+    });
+    await other.close();
+    const bundle = await docscriptBundle({
+      module: "docscript",
+      node: "",
+      env: { DOCSCRIPT_DATABASE: path },
+      logger: silentLogger,
+    });
+    try {
+      const tools = createToolSet(bundle.tools);
+      const attempts: ["changes" | "context" | "edit", Record<string, unknown>][] = [
+        ["changes", { doc_id: "their-timeline" }],
+        ["context", { doc_id: "their-timeline", context_id: "x" }],
+        ["edit", { op: "snapshot", doc_id: "their-timeline" }],
+        [
+          "edit",
+          {
+            op: "run-edit-script",
+            doc_id: "their-timeline",
+            script: "for (const e of entities.list()) entities.delete(e.entityId);",
+          },
+        ],
+      ];
+      for (const [name, args] of attempts) {
+        const refused = await tools.call(name, args);
+        assert.ok(!refused.ok, `${name} ${JSON.stringify(args)} reached their document`);
+        assert.equal(refused.error.code, "document_not_found");
+        assert.doesNotMatch(JSON.stringify(refused), /Intro|clip|track/i, "nothing of their document");
+      }
+      // Its own document it serves.
+      assert.ok((await tools.call("changes", {})).ok);
+    } finally {
+      await bundle.close();
+    }
+    // Their document is as they left it: nothing was pushed to it.
+    const check = await serveDocuments({
+      store: createSqliteDocumentStore({ path }),
+      schema: timelineSchema,
+    });
+    try {
+      const changes = await createDocumentClient({ origin: check.url, token: theirToken }).changes(
+        "their-timeline",
+      );
+      assert.deepEqual(changes.changes, []);
+    } finally {
+      await check.close();
+    }
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
 });

@@ -5,7 +5,7 @@
  * `{ tools, close }`.
  */
 import { randomBytes } from "node:crypto";
-import { defineTool, type Logger, silentLogger } from "@tackle/core";
+import { defineTool, type Logger, silentLogger, ToolError } from "@tackle/core";
 import { z } from "zod";
 import { createDocumentClient } from "../client/create-document-client.ts";
 import type { DocumentStore } from "../server/document-store.ts";
@@ -82,13 +82,28 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
   });
   logger.info("docscript: embedded document server", { url: server.url, document: sampleDocumentId });
 
+  // The tools hold a host credential, which opens every document of the store: with a database shared
+  // with other document servers (DOCSCRIPT_DATABASE) that is more than this module was handed, so they
+  // answer for its own document only, and any other id as one that does not exist.
+  const ownDocument = (docId: string) => {
+    if (docId !== sampleDocumentId)
+      throw new ToolError(
+        "document_not_found",
+        `No document "${docId}" here: this module serves its document "${sampleDocumentId}" only`,
+        { data: { doc_id: docId } },
+      );
+  };
+
   // The tool itself, renamed for the module: its failures reach a tool set (and MCP) as errors.
   const edit = defineTool({
     name: "edit",
     description: `${docscript.description} The sample document is "${sampleDocumentId}". Read the prompt from the context tool first.`,
     input: docscript.input,
     source: "@tackle/docscript module",
-    execute: docscript.execute,
+    execute: (input, toolContext) => {
+      ownDocument(input.doc_id);
+      return docscript.execute(input, toolContext);
+    },
   });
   const contextTool = defineTool({
     name: "context",
@@ -104,7 +119,10 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
     }),
     annotations: { readOnlyHint: true },
     source: "@tackle/docscript module",
-    execute: (input) => docscript.getModelContext(input),
+    execute: (input) => {
+      ownDocument(input.doc_id);
+      return docscript.getModelContext(input);
+    },
   });
   const changes = defineTool({
     name: "changes",
@@ -118,6 +136,7 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
     annotations: { readOnlyHint: true },
     source: "@tackle/docscript module",
     execute: async (input) => {
+      ownDocument(input.doc_id);
       const page = await client.changes(input.doc_id, {
         limit: input.limit,
         ...(input.cursor === undefined ? {} : { cursor: input.cursor }),
