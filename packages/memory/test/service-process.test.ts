@@ -5,16 +5,20 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { DatabaseSync } from "node:sqlite";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { MemoryClient } from "@tackle/memory";
 import { createTestDatabase, freePort, type TestDatabase, testPostgresUrl } from "@tackle/test-support";
+import pg from "pg";
 
 const main = fileURLToPath(new URL("../src/server/main.ts", import.meta.url));
 
 interface Running {
   readonly child: ChildProcess;
   readonly url: string;
+  /** Resolves with the first line the process writes to stderr that matches. */
+  stderrLine(pattern: RegExp, timeoutMs: number): Promise<string>;
 }
 
 async function startService(args: string[], environment: Record<string, string>): Promise<Running> {
@@ -26,6 +30,17 @@ async function startService(args: string[], environment: Record<string, string>)
   child.stderr?.on("data", (chunk) => {
     stderr += String(chunk);
   });
+  const stderrLine = (pattern: RegExp, timeoutMs: number) =>
+    new Promise<string>((resolve, reject) => {
+      const deadline = Date.now() + timeoutMs;
+      const look = () => {
+        const line = stderr.split("\n").find((candidate) => pattern.test(candidate));
+        if (line !== undefined) return resolve(line);
+        if (Date.now() > deadline) return reject(new Error(`no stderr line matched ${pattern}: ${stderr}`));
+        setTimeout(look, 20);
+      };
+      look();
+    });
   const lines = createInterface({ input: child.stdout! });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`service did not start: ${stderr}`)), 20_000);
@@ -38,7 +53,7 @@ async function startService(args: string[], environment: Record<string, string>)
       }
     });
   });
-  return { child, url };
+  return { child, url, stderrLine };
 }
 
 function stop(running: Running, signal: NodeJS.Signals): Promise<number | null> {
@@ -90,6 +105,42 @@ async function verify(url: string, apiKey: string, memoryId: string) {
   assert.equal(blocks.find((block) => block.label === "human")?.value, "survives restarts");
 }
 
+/**
+ * Sends an add under `key` to a service started with TACKLE_MEMORY_TEST_STALL_BEFORE_COMMIT=1, waits
+ * until the write is done but not committed, and kills the process there.
+ */
+async function killBetweenWriteAndAnswer(running: Running, apiKey: string, key: string, content: string) {
+  const outcome = fetch(`${running.url}/v1/memories`, {
+    method: "POST",
+    headers: {
+      authorization: `Bearer ${apiKey}`,
+      "idempotency-key": key,
+      "content-type": "application/json",
+    },
+    body: JSON.stringify({ userId: "u", kind: "episode", content }),
+  }).then(
+    (response) => response.status,
+    (error: unknown) => error,
+  );
+  await running.stderrLine(/stalledBeforeCommit/, 10_000);
+  await stop(running, "SIGKILL");
+  assert.ok((await outcome) instanceof Error, "the caller of the killed process never got an answer");
+}
+
+/** The retry under the same key on a restarted process: a definite answer, one memory, promptly. */
+async function retryAfterKill(url: string, apiKey: string, key: string, content: string) {
+  const client = new MemoryClient({ baseUrl: url, apiKey, allowPrivateNetwork: true, maxRetries: 0 });
+  const started = Date.now();
+  const retried = await client.add({ userId: "u", kind: "episode", content }, { idempotencyKey: key });
+  assert.ok(Date.now() - started < 5000, "answered at once, not held until the key expires");
+  assert.equal(retried.created, true);
+  assert.equal(retried.replayed, undefined, "the killed attempt stored nothing: the retry ran the write");
+  const again = await client.add({ userId: "u", kind: "episode", content }, { idempotencyKey: key });
+  assert.equal(again.replayed, true);
+  assert.equal(again.memory.id, retried.memory.id);
+  assert.equal((await client.unifiedState({ userId: "u" })).counts.memories.active, 1, "exactly one stored");
+}
+
 describe("memory service process", () => {
   const directory = mkdtempSync(join(tmpdir(), "tackle-memory-process-"));
   const children: Running[] = [];
@@ -115,6 +166,32 @@ describe("memory service process", () => {
     children.push(second);
     await verify(second.url, apiKey, memoryId);
     assert.equal(await stop(second, "SIGTERM"), 0, "SIGTERM closes cleanly");
+  });
+
+  it("SQLite: a process killed between a keyed write and its answer stored neither; the retry runs it once", async () => {
+    const port = await freePort();
+    const store = join(directory, "killed", "memory.db");
+    const args = ["--store", store, "--listen", `127.0.0.1:${port}`];
+    const environment = { TACKLE_MEMORY_API_KEYS: "kill-key=tenant-kill" };
+    const stalled = await startService(args, { ...environment, TACKLE_MEMORY_TEST_STALL_BEFORE_COMMIT: "1" });
+    children.push(stalled);
+    const content = "Ada: Haha, totally.";
+    await killBetweenWriteAndAnswer(stalled, "kill-key", "turn-12", content);
+    const file = new DatabaseSync(store, { readOnly: true });
+    try {
+      assert.equal(
+        file.prepare("SELECT COUNT(*) AS n FROM memories").get()?.n,
+        0,
+        "the write was rolled back",
+      );
+      assert.equal(file.prepare("SELECT COUNT(*) AS n FROM idempotency_keys").get()?.n, 0, "no key is held");
+    } finally {
+      file.close();
+    }
+    const restarted = await startService(args, environment);
+    children.push(restarted);
+    await retryAfterKill(restarted.url, "kill-key", "turn-12", content);
+    await stop(restarted, "SIGTERM");
   });
 
   it("refuses an API key file that other users can read", async () => {
@@ -147,6 +224,40 @@ describe("memory service process", () => {
     children.push(second);
     await verify(second.url, "pg-key", memoryId);
     await stop(second, "SIGTERM");
+  });
+
+  it("PostgreSQL: a process killed between a keyed write and its answer stored neither; the retry runs it once", async () => {
+    const killed = await createTestDatabase("tackle_memory_killed");
+    try {
+      const port = await freePort();
+      const environment = {
+        TACKLE_MEMORY_STORE: killed.url,
+        TACKLE_MEMORY_LISTEN: `127.0.0.1:${port}`,
+        TACKLE_MEMORY_API_KEYS: "kill-key=tenant-kill",
+      };
+      const stalled = await startService([], { ...environment, TACKLE_MEMORY_TEST_STALL_BEFORE_COMMIT: "1" });
+      children.push(stalled);
+      const content = "Ada: Haha, totally.";
+      const pool = new pg.Pool({ connectionString: killed.url, max: 1 });
+      try {
+        const count = async (table: string) =>
+          Number((await pool.query(`SELECT COUNT(*) AS n FROM ${table}`)).rows[0].n);
+        const request = killBetweenWriteAndAnswer(stalled, "kill-key", "turn-12", content);
+        await stalled.stderrLine(/stalledBeforeCommit/, 10_000);
+        assert.equal(await count("memories"), 0, "the write is not visible before its commit");
+        await request;
+        assert.equal(await count("memories"), 0, "the killed process's transaction was rolled back");
+        assert.equal(await count("idempotency_keys"), 0, "no key is held");
+      } finally {
+        await pool.end();
+      }
+      const restarted = await startService([], environment);
+      children.push(restarted);
+      await retryAfterKill(restarted.url, "kill-key", "turn-12", content);
+      await stop(restarted, "SIGTERM");
+    } finally {
+      await killed.drop();
+    }
   });
 
   it("two processes on one SQLite file write concurrently and lose nothing", async () => {

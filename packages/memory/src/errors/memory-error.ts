@@ -6,7 +6,9 @@ import { ToolError, type ToolErrorOptions } from "@tackle/core";
  * `edit_no_match` / `edit_ambiguous` / `capacity_exceeded` 422, `rate_limited` 429,
  * `internal` 500, `unavailable` 503; `payload_too_large` 413; `idempotency_key_reused` 422 (the
  * key came with another request; `data.key`, `data.firstUsedAt`), `idempotency_key_in_use` 409,
- * retryable (the first request under the key still runs; `data.key`, `data.since`); and on the client
+ * retryable (the first request under the key still runs; `data.key`, `data.since`),
+ * `idempotency_answer_not_kept` 409 (the write under the key was done, but its answer was over the
+ * kept size; `data.key`, `data.answeredAt`, `data.bytes`, `data.maxAnswerBytes`); and on the client
  * `http_error` for an answer that is not the service's. `data` carries details (issues, remaining capacity, ...).
  */
 export type MemoryErrorCode =
@@ -23,6 +25,7 @@ export type MemoryErrorCode =
   | "payload_too_large"
   | "idempotency_key_reused"
   | "idempotency_key_in_use"
+  | "idempotency_answer_not_kept"
   | "http_error";
 
 export class MemoryError extends ToolError<MemoryErrorCode> {

@@ -36,7 +36,10 @@ const errorResponses = {
   400: { description: "Invalid input; `error.data.issues` lists why. Nothing was stored." },
   401: { description: "Missing or unknown API key" },
   404: { description: "Not found in this tenant" },
-  409: { description: "Conflict (version, duplicate)" },
+  409: {
+    description:
+      "Conflict (version, duplicate); Idempotency-Key still in use (retryable), or its write done but its answer too large to keep",
+  },
   429: { description: "Over the tenant's rate limit; see Retry-After" },
   422: {
     description:

@@ -13,6 +13,11 @@ export interface IdempotencyOptions {
   readonly ttlMs?: number;
   /** How long a repeat waits for the first request under its key to answer (default 5 s), then `idempotency_key_in_use`. */
   readonly waitMs?: number;
+  /**
+   * The largest answer kept whole (default 64 KiB of JSON). A larger one is answered once; its key
+   * keeps only its size, and a repeat gets `idempotency_answer_not_kept`.
+   */
+  readonly maxAnswerBytes?: number;
 }
 
 export interface IdempotentWrite {
@@ -31,6 +36,11 @@ export type RunOnce = <T>(
 const keyPattern = /^[\x21-\x7e]{1,200}$/;
 const pollMs = 25;
 const sweepEveryMs = 60_000;
+/** What a key keeps in place of an answer over `maxAnswerBytes`. */
+const notKeptMarker = "$tackleAnswerNotKept";
+
+/** The key was recorded by another writer first (its transaction committed before this one's). */
+class KeyTaken extends Error {}
 
 export function createRunOnce(
   store: MemoryStore,
@@ -38,6 +48,11 @@ export function createRunOnce(
 ): RunOnce {
   const ttlMs = options.ttlMs ?? 24 * 60 * 60 * 1000;
   const waitMs = options.waitMs ?? 5000;
+  const maxAnswerBytes = options.maxAnswerBytes ?? 64 * 1024;
+  // For the process tests only: the write is done but its transaction not committed, and never will be.
+  const stallBeforeCommit = process.env.TACKLE_MEMORY_TEST_STALL_BEFORE_COMMIT === "1";
+  /** Writes running in this process, by tenant and key: a repeat here waits for them. */
+  const running = new Map<string, { done: Promise<unknown>; fingerprint: string; since: string }>();
   let lastSweep = Number.NEGATIVE_INFINITY;
 
   function sweep(now: Date) {
@@ -50,6 +65,43 @@ export function createRunOnce(
     });
   }
 
+  function reused(key: string, firstUsedAt: string) {
+    return new MemoryError(
+      "idempotency_key_reused",
+      "This Idempotency-Key was used for another request; send a new key for a new write",
+      422,
+      { data: { key, firstUsedAt } },
+    );
+  }
+
+  function inUse(key: string, since: string) {
+    return new MemoryError(
+      "idempotency_key_in_use",
+      "A request with this Idempotency-Key is still running; retry to get its answer",
+      409,
+      { retryable: true, data: { key, since } },
+    );
+  }
+
+  function keptAnswer(answer: string): string {
+    const bytes = Buffer.byteLength(answer);
+    return bytes <= maxAnswerBytes ? answer : JSON.stringify({ [notKeptMarker]: { bytes } });
+  }
+
+  function replay<T>(key: string, record: { answer: string; createdAt: string }): T {
+    const answer = JSON.parse(record.answer) as unknown;
+    const notKept = (answer as Record<string, { bytes: number }> | null)?.[notKeptMarker];
+    if (notKept !== undefined) {
+      throw new MemoryError(
+        "idempotency_answer_not_kept",
+        "The write under this Idempotency-Key was done once, but its answer was too large to keep; read what it wrote instead",
+        409,
+        { data: { key, answeredAt: record.createdAt, bytes: notKept.bytes, maxAnswerBytes } },
+      );
+    }
+    return answer as T;
+  }
+
   return async function runOnce<T>(tenantId: string, write: IdempotentWrite, run: () => Promise<T>) {
     if (!keyPattern.test(write.key)) {
       throw new MemoryError(
@@ -60,52 +112,61 @@ export function createRunOnce(
       );
     }
     const fingerprint = createHash("sha256").update(JSON.stringify(write.request)).digest("hex");
+    const flight = `${tenantId}\u0000${write.key}`;
     const deadline = Date.now() + waitMs;
     for (;;) {
       const now = options.clock();
       sweep(now);
-      const claim = await store.claimIdempotencyKey({
-        tenantId,
-        key: write.key,
-        fingerprint,
-        createdAt: now.toISOString(),
-        expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
-      });
-      if (claim.claimed) {
-        let answer: T;
-        try {
-          answer = await run();
-        } catch (error) {
-          // Nothing was answered: free the key so the caller's retry runs the write again.
-          await store.releaseIdempotencyKey(tenantId, write.key).catch((releaseError: unknown) => {
-            options.logger.warn("memory: freeing an idempotency key after a failed write failed", {
-              error: (releaseError as Error)?.message,
-            });
-          });
-          throw error;
+      const record = await store.findIdempotencyKey(tenantId, write.key, now.toISOString());
+      if (record !== undefined && record.fingerprint !== fingerprint)
+        throw reused(write.key, record.createdAt);
+      if (record?.answer !== undefined) {
+        return {
+          answer: replay<T>(write.key, { answer: record.answer, createdAt: record.createdAt }),
+          replayed: true,
+        };
+      }
+      // Running here already, or a claim left by an earlier version of the store: wait for its answer.
+      const first = running.get(flight);
+      if (first !== undefined && first.fingerprint !== fingerprint) throw reused(write.key, first.since);
+      if (first !== undefined || record !== undefined) {
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) throw inUse(write.key, first?.since ?? record?.createdAt ?? now.toISOString());
+        await Promise.race([
+          first?.done,
+          new Promise((resolve) => setTimeout(resolve, first ? remaining : Math.min(pollMs, remaining))),
+        ]);
+        continue;
+      }
+      // The write and its key's answer commit together: a process that dies in between stored
+      // neither, so a repeat runs the write again. Of two processes racing on one key, the second to
+      // record it rolls its write back and answers the first's answer.
+      const attempt = store.withTransaction(async () => {
+        const answer = await run();
+        if (stallBeforeCommit) {
+          process.stderr.write(`${JSON.stringify({ stalledBeforeCommit: write.key })}\n`);
+          await new Promise(() => {});
         }
-        await store.completeIdempotencyKey(tenantId, write.key, JSON.stringify(answer));
-        return { answer, replayed: false };
+        const recorded = await store.recordIdempotencyKey({
+          tenantId,
+          key: write.key,
+          fingerprint,
+          answer: keptAnswer(JSON.stringify(answer)),
+          createdAt: now.toISOString(),
+          expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
+        });
+        if (!recorded) throw new KeyTaken();
+        return answer;
+      });
+      const entry = { done: attempt.catch(() => undefined), fingerprint, since: now.toISOString() };
+      running.set(flight, entry);
+      try {
+        return { answer: await attempt, replayed: false };
+      } catch (error) {
+        if (!(error instanceof KeyTaken)) throw error;
+      } finally {
+        if (running.get(flight) === entry) running.delete(flight);
       }
-      const { record } = claim;
-      if (record.fingerprint !== fingerprint) {
-        throw new MemoryError(
-          "idempotency_key_reused",
-          "This Idempotency-Key was used for another request; send a new key for a new write",
-          422,
-          { data: { key: write.key, firstUsedAt: record.createdAt } },
-        );
-      }
-      if (record.answer !== undefined) return { answer: JSON.parse(record.answer) as T, replayed: true };
-      if (Date.now() >= deadline) {
-        throw new MemoryError(
-          "idempotency_key_in_use",
-          "A request with this Idempotency-Key is still running; retry to get its answer",
-          409,
-          { retryable: true, data: { key: write.key, since: record.createdAt } },
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, pollMs));
     }
   };
 }

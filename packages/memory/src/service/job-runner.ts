@@ -79,8 +79,12 @@ export function createJobRunner(options: JobRunnerOptions) {
         createdAt: options.now(),
       };
       await store.insertJob(job);
-      queue.push(job);
-      setImmediate(drain);
+      // Run once the job is committed: queued by a write under an idempotency key, it is in that
+      // write's transaction until then, and gone if it rolls back.
+      store.afterCommit(() => {
+        queue.push(job);
+        drain();
+      });
       return publicJob(job);
     },
 
@@ -224,7 +228,7 @@ function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
         createdAt: options.now(),
       };
       await store.insertJob(job);
-      setImmediate(poll);
+      store.afterCommit(poll);
       return publicJob(job);
     },
 

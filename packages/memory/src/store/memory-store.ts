@@ -229,13 +229,16 @@ export interface JobStore {
   unfinishedJobs(): Promise<StoredJob[]>;
 }
 
-/** A write's idempotency key and, once the write finished, the answer it gave. */
+/** A write's idempotency key and the answer its write gave, committed together with the write. */
 export interface IdempotencyRecord {
   readonly tenantId: string;
   readonly key: string;
   /** A hash of the operation and its request: the same key with another request is refused. */
   readonly fingerprint: string;
-  /** The first answer's JSON; absent while the first request still runs. */
+  /**
+   * The first answer's JSON. Absent only on a claim left by an earlier version of this store, which
+   * recorded the key before its write; such a record is held until it expires.
+   */
   readonly answer?: string;
   readonly createdAt: string;
   readonly expiresAt: string;
@@ -243,19 +246,37 @@ export interface IdempotencyRecord {
 
 /** Idempotency keys of writes, per tenant, each kept until it expires. */
 export interface IdempotencyStore {
+  /** The record of a key that has not expired at `now`. */
+  findIdempotencyKey(tenantId: string, key: string, now: string): Promise<IdempotencyRecord | undefined>;
   /**
-   * Takes the key for a request about to run, unless a record that has not expired holds it (then
-   * answered as it stands); an expired record is replaced. Of concurrent claims exactly one wins.
+   * Records a key with its answer, replacing an expired record; false when a record that has not
+   * expired holds the key (another writer's, committed first). Called inside the write's
+   * `withTransaction`, so the key and the write commit together or not at all; on PostgreSQL a
+   * concurrent transaction recording the same key waits here for the first to end.
    */
-  claimIdempotencyKey(
-    record: Omit<IdempotencyRecord, "answer">,
-  ): Promise<{ claimed: true } | { claimed: false; record: IdempotencyRecord }>;
-  /** Records the answer of the request that holds the key. */
-  completeIdempotencyKey(tenantId: string, key: string, answer: string): Promise<void>;
-  /** Frees a key whose request failed before it answered, so a retry runs it again. */
-  releaseIdempotencyKey(tenantId: string, key: string): Promise<void>;
+  recordIdempotencyKey(record: Required<IdempotencyRecord>): Promise<boolean>;
   /** Deletes the records of every tenant that expired at `now` or before; answers how many. */
   sweepIdempotencyKeys(now: string): Promise<number>;
+}
+
+/**
+ * One transaction around several store calls: every call this store gets from inside `body` (its
+ * async context) joins it. A method that is a transaction of its own becomes a savepoint in it.
+ */
+export interface UnitOfWork {
+  /**
+   * Runs `body` in one transaction: committed when it resolves, rolled back when it throws or the
+   * process dies before the commit (nothing of it is then stored). Calls from outside wait on SQLite
+   * while it writes (one connection); on PostgreSQL they run beside it and see it once committed.
+   * A call from inside a unit joins that unit.
+   */
+  withTransaction<T>(body: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `callback` outside any unit, soon after the calling context's unit commits (never if it
+   * rolls back), or soon when called outside a unit: for work that must see what the unit wrote,
+   * such as running a job it queued.
+   */
+  afterCommit(callback: () => void): void;
 }
 
 /** Stores answer only inside `tenantId` AND the scope given; a store never widens either. */
@@ -266,7 +287,8 @@ export interface MemoryStore
     CoreMemoryStore,
     TraceStore,
     JobStore,
-    IdempotencyStore {
+    IdempotencyStore,
+    UnitOfWork {
   readonly kind: "sqlite" | "postgres";
   close(): Promise<void>;
 

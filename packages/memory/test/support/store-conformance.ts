@@ -987,6 +987,68 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       );
     });
 
+    it("a keyed write and its key's answer commit together: a write that throws after writing leaves nothing, and two services racing on one key store once", async () => {
+      const t = tenant();
+      const request = { content: "Ada: I booked the window seat." };
+      const add = (content: string) => () =>
+        service.add(t, { userId: "ada", kind: "episode", content }).then(async (answer) => {
+          await new Promise((resolve) => setTimeout(resolve, 40));
+          return answer;
+        });
+      // The memory was inserted, then the write failed before answering: both are rolled back.
+      await assert.rejects(
+        service.writeOnce(t, { key: "seat", request }, async () => {
+          await add(request.content)();
+          throw new MemoryError("unavailable", "lost the model", 503);
+        }),
+        /lost the model/,
+      );
+      assert.equal((await service.status(t)).counts.memories, 0, "the failed write stored nothing");
+      // Two services on one store (two processes on one database) race under one key: each runs
+      // the write, the second to record the key rolls its write back and answers the first's answer.
+      const other = createMemoryService({ store, resumeJobs: false });
+      const answers = await Promise.all([
+        service.writeOnce(t, { key: "seat", request }, add(request.content)),
+        other.writeOnce(t, { key: "seat", request }, add(request.content)),
+      ]);
+      assert.deepEqual(answers.map(({ replayed }) => replayed).sort(), [false, true]);
+      assert.equal(answers[0]?.answer.memory.id, answers[1]?.answer.memory.id);
+      assert.equal((await service.status(t)).counts.memories, 1, "stored once");
+      // A job queued inside a keyed write runs once the write commits.
+      const submitted = await service.writeOnce(t, { key: "import", request: "import" }, () =>
+        service.importConversations(t, {
+          userId: "ada",
+          format: "openai",
+          conversations: [{ messages: [{ role: "user", content: "I am allergic to peanuts." }] }],
+        }),
+      );
+      const job = await waitForJob(service, t, submitted.answer.job.id);
+      assert.equal(job.status, "succeeded");
+      assert.equal((await service.status(t)).counts.events, 1, "the job ran once, after the commit");
+    });
+
+    it("an answer over the kept size is answered once; a repeat is told the write was done (idempotency_answer_not_kept)", async () => {
+      const capped = createMemoryService({ store, resumeJobs: false, idempotency: { maxAnswerBytes: 2048 } });
+      const t = tenant();
+      const small = { userId: "ada", content: "Ada prefers tea." };
+      const first = await capped.writeOnce(t, { key: "small", request: small }, () => capped.add(t, small));
+      const repeat = await capped.writeOnce(t, { key: "small", request: small }, () => capped.add(t, small));
+      assert.deepEqual(repeat, { answer: first.answer, replayed: true }, "a small answer is kept whole");
+      const large = { userId: "ada", content: `Ada's long note:${" words of the note".repeat(200)}` };
+      const whole = await capped.writeOnce(t, { key: "large", request: large }, () => capped.add(t, large));
+      assert.equal(whole.answer.memory.content, large.content, "the first answer is whole");
+      await assert.rejects(
+        capped.writeOnce(t, { key: "large", request: large }, () => capped.add(t, large)),
+        (error: unknown) =>
+          MemoryError.isInstance(error) &&
+          error.code === "idempotency_answer_not_kept" &&
+          error.status === 409 &&
+          !error.retryable &&
+          (error.data as { bytes: number }).bytes > 2048,
+      );
+      assert.equal((await capped.status(t)).counts.memories, 2, "the repeat wrote nothing");
+    });
+
     it("data survives closing and reopening the store", async () => {
       const t = tenant();
       const { memory } = await service.add(t, { userId: "u", content: "Persisted across reopen" });

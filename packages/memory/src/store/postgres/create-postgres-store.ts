@@ -18,6 +18,7 @@ import {
   scopeParameters,
   traceFromRow,
 } from "../row-codec.ts";
+import { createUnitScope, type Unit } from "../unit-scope.ts";
 import { postgresMigrations } from "./migrations.ts";
 
 export interface PostgresStoreOptions {
@@ -31,6 +32,13 @@ export interface PostgresStoreOptions {
 }
 
 type Row = Record<string, unknown>;
+
+interface PostgresUnit extends Unit {
+  readonly client: pg.PoolClient;
+  /** Savepoint steps run one after another on the unit's connection. */
+  steps: Promise<unknown>;
+  savepoints: number;
+}
 const mark = (index: number) => `$${index}`;
 const memorySelect = ["seq", ...memoryColumns].map((column) => `m.${column}`).join(", ");
 /** BM25's term-frequency saturation and length normalization, FTS5's defaults. */
@@ -84,11 +92,33 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     throw error;
   }
 
+  // A unit of work holds one connection in a transaction; every call made inside it runs there, and
+  // a method that is a transaction of its own becomes a savepoint, one at a time.
+  const units = createUnitScope<PostgresUnit>();
+  /** The unit's connection when the caller is in one, else the pool. */
+  const db = (): pg.Pool | pg.PoolClient => units.active()?.client ?? pool;
   const all = async (sql: string, parameters: readonly unknown[] = []) =>
-    (await pool.query(sql, parameters as unknown[])).rows as Row[];
+    (await db().query(sql, parameters as unknown[])).rows as Row[];
   const one = async (sql: string, parameters: readonly unknown[] = []) => (await all(sql, parameters))[0];
 
   async function transaction<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const unit = units.active();
+    if (unit !== undefined) {
+      const step = unit.steps.then(async () => {
+        const name = `step_${++unit.savepoints}`;
+        await unit.client.query(`SAVEPOINT ${name}`);
+        try {
+          const result = await body(unit.client);
+          await unit.client.query(`RELEASE SAVEPOINT ${name}`);
+          return result;
+        } catch (error) {
+          await unit.client.query(`ROLLBACK TO SAVEPOINT ${name}`).catch(() => undefined);
+          throw error;
+        }
+      });
+      unit.steps = step.catch(() => undefined);
+      return step;
+    }
     const client = await pool.connect();
     try {
       await client.query("BEGIN");
@@ -167,6 +197,38 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     async close() {
       await handle.close();
     },
+
+    async withTransaction(body) {
+      if (units.active() !== undefined) return body();
+      const client = await pool.connect();
+      const unit: PostgresUnit = {
+        client,
+        done: false,
+        afterCommit: [],
+        steps: Promise.resolve(),
+        savepoints: 0,
+      };
+      let committed = false;
+      let broken: Error | undefined;
+      try {
+        await client.query("BEGIN");
+        const result = await units.run(unit, body);
+        await client.query("COMMIT");
+        committed = true;
+        return result;
+      } catch (error) {
+        await client.query("ROLLBACK").catch((rollbackError: unknown) => {
+          broken = rollbackError as Error;
+        });
+        throw error;
+      } finally {
+        units.finish(unit, committed);
+        // A connection whose rollback failed is broken: the pool drops it instead of reusing it.
+        client.release(broken);
+      }
+    },
+
+    afterCommit: units.afterCommit,
 
     async insertMemory(memory) {
       return transaction((client) => insertOne(client, memory));
@@ -311,7 +373,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       // A named statement: parsed once per connection (the text varies only with the scope's fields
       // and the kinds' count), which saves about as much as the query itself takes on a small scope.
       const name = `memory-search-${createHash("sha256").update(text).digest("hex").slice(0, 16)}`;
-      const rows = (await pool.query({ name, text, values: parameters })).rows as Row[];
+      const rows = (await db().query({ name, text, values: parameters })).rows as Row[];
       return rows.map((row) => ({ memory: memoryFromRow(row), score: Number(row.score) }));
     },
 
@@ -371,7 +433,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     },
 
     async appendEvent(event) {
-      const result = await pool.query(
+      const result = await db().query(
         `INSERT INTO events (id, tenant_id, custom_id, role, content, user_id, agent_id, session_id, metadata, source, import_job_id, occurred_at, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING RETURNING *`,
         [
@@ -602,7 +664,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     },
 
     async insertJob(job) {
-      await pool.query(
+      await db().query(
         `INSERT INTO jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
         [
@@ -622,7 +684,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     },
 
     async updateJob(job) {
-      await pool.query(
+      await db().query(
         "UPDATE jobs SET status = $1, result = $2, error = $3, started_at = $4, finished_at = $5 WHERE tenant_id = $6 AND id = $7",
         [
           job.status,
@@ -680,7 +742,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     },
 
     async claimJob(tenantId, id, startedAt, orphanedBefore) {
-      const result = await pool.query(
+      const result = await db().query(
         `UPDATE jobs SET status = 'running', started_at = $1
          WHERE tenant_id = $2 AND id = $3 AND (status = 'queued' OR (status = 'running' AND started_at < $4))`,
         [startedAt, tenantId, id, orphanedBefore],
@@ -714,44 +776,31 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       );
     },
 
-    async claimIdempotencyKey(record) {
-      // Another request may free the key between the insert and the read: then claim again.
-      for (let attempt = 0; ; attempt += 1) {
-        const inserted = await pool.query(
-          `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at)
-           VALUES ($1, $2, $3, NULL, $4, $5)
-           ON CONFLICT (tenant_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, answer = NULL,
-             created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
-           WHERE idempotency_keys.expires_at <= EXCLUDED.created_at`,
-          [record.tenantId, record.key, record.fingerprint, record.createdAt, record.expiresAt],
-        );
-        if (inserted.rowCount === 1) return { claimed: true as const };
-        const row = await one("SELECT * FROM idempotency_keys WHERE tenant_id = $1 AND key = $2", [
-          record.tenantId,
-          record.key,
-        ]);
-        if (row) return { claimed: false as const, record: idempotencyFromRow(row) };
-        if (attempt >= 10) throw new Error(`idempotency key ${record.key} was neither claimed nor found`);
-      }
+    async findIdempotencyKey(tenantId, key, now) {
+      const row = await one(
+        "SELECT * FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND expires_at > $3",
+        [tenantId, key, now],
+      );
+      return row ? idempotencyFromRow(row) : undefined;
     },
 
-    async completeIdempotencyKey(tenantId, key, answer) {
-      await pool.query("UPDATE idempotency_keys SET answer = $1 WHERE tenant_id = $2 AND key = $3", [
-        answer,
-        tenantId,
-        key,
-      ]);
-    },
-
-    async releaseIdempotencyKey(tenantId, key) {
-      await pool.query("DELETE FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND answer IS NULL", [
-        tenantId,
-        key,
-      ]);
+    async recordIdempotencyKey(record) {
+      // A new key, or one whose record expired (replaced in place). A concurrent transaction that
+      // recorded the key first holds its index entry: this waits for it to commit (then false) or
+      // roll back (then true).
+      const result = await db().query(
+        `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (tenant_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, answer = EXCLUDED.answer,
+           created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+         WHERE idempotency_keys.expires_at <= EXCLUDED.created_at`,
+        [record.tenantId, record.key, record.fingerprint, record.answer, record.createdAt, record.expiresAt],
+      );
+      return result.rowCount === 1;
     },
 
     async sweepIdempotencyKeys(now) {
-      const result = await pool.query("DELETE FROM idempotency_keys WHERE expires_at <= $1", [now]);
+      const result = await db().query("DELETE FROM idempotency_keys WHERE expires_at <= $1", [now]);
       return result.rowCount ?? 0;
     },
 

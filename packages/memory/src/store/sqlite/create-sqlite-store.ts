@@ -20,6 +20,7 @@ import {
 import { sqliteMigrations } from "./migrations.ts";
 import { scoreWithScopeStatistics } from "./scope-bm25.ts";
 import { anyWord, scopedMatch, scopeTokens } from "./scope-tokens.ts";
+import { withSqliteUnitsOfWork } from "./sqlite-unit-of-work.ts";
 
 /** Prepared statements kept per store (texts vary with the length of IN lists; past this, all are dropped). */
 const maximumCachedStatements = 256;
@@ -135,7 +136,7 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     return { memory: memoryFromRow(existing), created: false };
   }
 
-  const store: MemoryStore = {
+  const store: Omit<MemoryStore, "withTransaction" | "afterCommit"> = {
     kind: "sqlite",
 
     async close() {
@@ -623,33 +624,26 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       return all("SELECT * FROM jobs WHERE status IN ('queued', 'running') ORDER BY seq", []).map(jobFromRow);
     },
 
-    async claimIdempotencyKey(record) {
-      return transaction(() => {
-        // A new key, or one whose record expired (replaced in place), is claimed.
-        const result = run(
-          `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at)
-           VALUES (?, ?, ?, NULL, ?, ?)
-           ON CONFLICT (tenant_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, answer = NULL,
-             created_at = excluded.created_at, expires_at = excluded.expires_at
-           WHERE idempotency_keys.expires_at <= excluded.created_at`,
-          [record.tenantId, record.key, record.fingerprint, record.createdAt, record.expiresAt],
-        );
-        if (result.changes === 1) return { claimed: true as const };
-        const row = get("SELECT * FROM idempotency_keys WHERE tenant_id = ? AND key = ?", [
-          record.tenantId,
-          record.key,
-        ]);
-        if (!row) throw new Error(`idempotency key ${record.key} was neither claimed nor found`);
-        return { claimed: false as const, record: idempotencyFromRow(row) };
-      });
+    async findIdempotencyKey(tenantId, key, now) {
+      const row = get("SELECT * FROM idempotency_keys WHERE tenant_id = ? AND key = ? AND expires_at > ?", [
+        tenantId,
+        key,
+        now,
+      ]);
+      return row ? idempotencyFromRow(row) : undefined;
     },
 
-    async completeIdempotencyKey(tenantId, key, answer) {
-      run("UPDATE idempotency_keys SET answer = ? WHERE tenant_id = ? AND key = ?", [answer, tenantId, key]);
-    },
-
-    async releaseIdempotencyKey(tenantId, key) {
-      run("DELETE FROM idempotency_keys WHERE tenant_id = ? AND key = ? AND answer IS NULL", [tenantId, key]);
+    async recordIdempotencyKey(record) {
+      // A new key, or one whose record expired (replaced in place).
+      const result = run(
+        `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (tenant_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, answer = excluded.answer,
+           created_at = excluded.created_at, expires_at = excluded.expires_at
+         WHERE idempotency_keys.expires_at <= excluded.created_at`,
+        [record.tenantId, record.key, record.fingerprint, record.answer, record.createdAt, record.expiresAt],
+      );
+      return result.changes === 1;
     },
 
     async sweepIdempotencyKeys(now) {
@@ -668,8 +662,25 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       };
     },
   };
-  return store;
+  return withSqliteUnitsOfWork(database, store, sqliteWrites);
 }
+
+/** The methods that write: inside a unit of work, the first of them begins its transaction. */
+const sqliteWrites: ReadonlySet<string> = new Set([
+  "insertMemory",
+  "insertMemories",
+  "updateMemory",
+  "recordAccess",
+  "appendEvent",
+  "insertDocument",
+  "saveBlocks",
+  "insertTrace",
+  "insertJob",
+  "updateJob",
+  "claimJob",
+  "recordIdempotencyKey",
+  "sweepIdempotencyKeys",
+]);
 
 class BlockConflict extends Error {}
 
