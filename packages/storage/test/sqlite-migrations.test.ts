@@ -1,6 +1,6 @@
 /** SQLite: open policy, versioned migrations by user_version, refusal of newer and foreign files. */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
@@ -195,5 +195,29 @@ describe("migrateSqlite", () => {
       rejectsWith("invalid_migrations"),
     );
     database.close();
+  });
+});
+
+describe("a new SQLite store is its owner's alone", () => {
+  it("creates its folders 0700 and the file, its WAL and shared memory 0600, whatever the umask; an existing file keeps its mode", () => {
+    const mode = (path: string) => statSync(path).mode & 0o777;
+    const previous = process.umask(0o022);
+    try {
+      const path = join(directory, "private", "nested", "store.sqlite");
+      const database = openSqlite({ path });
+      database.exec("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('a secret of mine')");
+      // Before, with the usual umask, the folder was 0755 and the file 0644: any user could read it.
+      assert.equal(mode(join(directory, "private")), 0o700);
+      assert.equal(mode(join(directory, "private", "nested")), 0o700);
+      for (const file of [path, `${path}-wal`, `${path}-shm`]) assert.equal(mode(file), 0o600, file);
+      database.close();
+      const shared = join(directory, "shared.sqlite");
+      writeFileSync(shared, "");
+      chmodSync(shared, 0o640);
+      openSqlite({ path: shared }).close();
+      assert.equal(mode(shared), 0o640, "a file the owner made keeps the mode they gave it");
+    } finally {
+      process.umask(previous);
+    }
   });
 });

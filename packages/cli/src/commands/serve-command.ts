@@ -2,6 +2,7 @@
 
 import { statSync } from "node:fs";
 import { join } from "node:path";
+import type { Logger } from "@tackle/core";
 import { MeshConfigError, parseListenAddress, startNodeRuntime } from "@tackle/mesh";
 import type { Command } from "commander";
 import { consoleTokenPath, tackleHome } from "../config/tackle-home.ts";
@@ -49,7 +50,7 @@ export function addServeCommand(program: Command, context: ProgramContext): void
     const config = readMeshConfig(env);
     const listen = options.listen === undefined ? config.consoleListen : readListenFlag(options.listen);
     const entries = modulesToServe(config, options.builtin);
-    requireHomeDirectory(env);
+    requireHomeDirectory(env, logger);
     const closers: (() => Promise<void>)[] = [];
     let source: ToolSource;
     let served: readonly ModuleInfo[];
@@ -164,13 +165,22 @@ async function closeAll(closers: readonly (() => Promise<void>)[], context: Prog
  * Refuses a `$TACKLE_HOME` (or `~/.tackle`) that exists and is not a folder before anything opens a
  * store in it: otherwise each store fails on its own with ENOTDIR or EEXIST.
  */
-function requireHomeDirectory(env: NodeJS.ProcessEnv): void {
+function requireHomeDirectory(env: NodeJS.ProcessEnv, logger: Logger): void {
   const home = tackleHome(env);
   let isDirectory: boolean;
+  let mode: number;
   try {
-    isDirectory = statSync(home).isDirectory();
+    const stat = statSync(home);
+    isDirectory = stat.isDirectory();
+    mode = stat.mode & 0o777;
   } catch {
-    return; // absent: created on first use
+    return; // absent: created on first use, 0700
+  }
+  // Stores made by earlier versions kept the umask's modes: the memories were readable by every user.
+  if (isDirectory && (mode & 0o077) !== 0) {
+    logger.warn(
+      `${home} is open to other users (mode ${mode.toString(8)}): it holds your memories and runs; run: chmod 700 ${home}`,
+    );
   }
   if (!isDirectory) {
     throw new CliError(

@@ -1,5 +1,5 @@
 /** Opening a SQLite file the one way every store does: folder created, WAL, a busy timeout, a sync level. */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { StorageError } from "../errors.ts";
@@ -12,7 +12,7 @@ import { StorageError } from "../errors.ts";
 export type SqliteSynchronous = "off" | "normal" | "full" | "extra";
 
 export interface OpenSqliteOptions {
-  /** A file path (its folder is created), or `:memory:`. */
+  /** A file path (its folder is created 0700, a new file 0600), or `:memory:`. */
   readonly path: string;
   /** Default `full`. */
   readonly synchronous?: SqliteSynchronous;
@@ -40,7 +40,7 @@ export function openSqlite(options: OpenSqliteOptions): DatabaseSync {
   if (!Number.isInteger(timeout) || timeout < 0) {
     throw new StorageError("invalid_option", `busyTimeoutMs must be a non-negative integer, got ${timeout}`);
   }
-  if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+  if (options.path !== ":memory:") createPrivately(options.path);
   let database: DatabaseSync | undefined;
   try {
     database = new DatabaseSync(options.path, { timeout });
@@ -57,6 +57,21 @@ export function openSqlite(options: OpenSqliteOptions): DatabaseSync {
     );
   }
   return database;
+}
+
+/**
+ * A new store is its owner's alone: folders made for it are 0700 and the file is created 0600 before
+ * SQLite opens it (SQLite gives its -wal and -shm files the same mode). With the umask's 0644 a store of
+ * memories or runs could be read by every user of the machine. An existing file keeps its mode.
+ */
+function createPrivately(path: string): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    // An empty file is an empty SQLite database.
+    writeFileSync(path, "", { flag: "wx", mode: 0o600 });
+  } catch {
+    // It exists (another process may have just made it), or SQLite's own open will say why not.
+  }
 }
 
 /**
