@@ -12,12 +12,14 @@ import { type CallToolResult, Client, StreamableHTTPClientTransport } from "@mod
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { createToolSet, silentLogger } from "@tackle/core";
 import { toCallToolResult } from "@tackle/core/mcp";
+import { freePort, startNatsServer } from "@tackle/test-support";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
+import { readConsoleToken } from "../src/console/console-token.ts";
 import { type RunningConsole, startConsole } from "../src/console/start-console.ts";
 import { createConsoleToolSource } from "../src/tool-source/create-console-tool-source.ts";
 import { createEmbeddedToolSource } from "../src/tool-source/create-embedded-tool-source.ts";
 import { largeResultTools, largeValue, longText, pictureData } from "./fixtures/large-results-bundle.ts";
-import { cleanEnv, mainScript } from "./tackle-process.ts";
+import { cleanEnv, mainScript, startServe, tempHome } from "./tackle-process.ts";
 
 const token = "test-token-result-budget-0123";
 const pageTool = "tackle.result_page";
@@ -72,9 +74,9 @@ function joined(parts: readonly CallToolResult[]): string {
     .join("");
 }
 
-async function assertLongTextPages(client: Client, budget: number, lines: number) {
+async function assertLongTextPages(client: Client, budget: number, lines: number, tool = "large.text") {
   const text = longText(lines);
-  const first = await call(client, "large.text", { lines });
+  const first = await call(client, tool, { lines });
   assert.notEqual(first.isError, true);
   const summary = summaryOf(first);
   assert.match(summary, new RegExp(`Answer cut to fit the budget of ${budget} tokens`));
@@ -88,9 +90,9 @@ async function assertLongTextPages(client: Client, budget: number, lines: number
   }
 }
 
-async function assertJsonPages(client: Client, budget: number, count: number) {
+async function assertJsonPages(client: Client, budget: number, count: number, tool = "large.json") {
   const value = largeValue(count);
-  const first = await call(client, "large.json", { count });
+  const first = await call(client, tool, { count });
   assert.equal(first.structuredContent, undefined, "a cut answer carries no partial structured content");
   const parts = await readAll(client, first, budget);
   for (const part of parts.slice(0, -1)) {
@@ -253,6 +255,43 @@ describe("tackle mcp over stdio", () => {
       await assertLongTextPages(client, 2_000, 3_000);
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe("a mesh node's stdio child (Python) through the console", () => {
+  test("its long text and its JSON come in parts within the budget", async () => {
+    const nats = await startNatsServer();
+    const home = tempHome();
+    const python = fileURLToPath(new URL("./fixtures/long_answers.py", import.meta.url));
+    const node = await startServe(
+      [],
+      cleanEnv({
+        MESH_BROKER_URL: nats.url,
+        TACKLE_HOME: home.path,
+        MESH_NODE: "py-node",
+        MESH_TOOL_MODULES: `py=${python}`,
+        MESH_CONSOLE_LISTEN: `127.0.0.1:${await freePort()}`,
+      }),
+    );
+    const client = new Client(
+      { name: "budget-mesh", version: "1.0.0" },
+      { versionNegotiation: { mode: "legacy" } },
+    );
+    try {
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(node.url), {
+          requestInit: { headers: { authorization: `Bearer ${readConsoleToken(node.tokenFile ?? "")}` } },
+        }),
+      );
+      // Under the broker's 1 MB max_payload, as every mesh answer is.
+      await assertLongTextPages(client, 8_000, 12_000, "py.lines");
+      await assertJsonPages(client, 8_000, 3_000, "py.records");
+    } finally {
+      await client.close();
+      await node.stop();
+      await nats.close();
+      home.remove();
     }
   });
 });

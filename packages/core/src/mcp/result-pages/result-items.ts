@@ -3,6 +3,7 @@
  * resource) may be cut; an image, audio or blob is whole or absent, and counts a fixed number of
  * tokens instead of its base64.
  */
+import { isDeepStrictEqual } from "node:util";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { countTokens, fitsTokens, tokensOf } from "../../tokens/count-tokens.ts";
 import { cutText } from "./cut-text.ts";
@@ -20,16 +21,30 @@ export interface Position {
 
 /**
  * The items of a result: its content blocks, and its structured content as JSON text when no text
- * block already carries it (a client may hand the model either).
+ * block already carries it (a client may hand the model either). A text block carries it when it is
+ * the same JSON value, however spaced (a Python server writes `", "` between members).
  */
 export function resultItems(result: CallToolResult): ResultItem[] {
   const items = [...result.content];
-  if (result.structuredContent !== undefined) {
-    const json = JSON.stringify(result.structuredContent);
-    if (!items.some((item) => item.type === "text" && item.text === json))
-      items.push({ type: "text", text: json });
+  const structured = result.structuredContent;
+  if (structured !== undefined) {
+    const json = JSON.stringify(structured);
+    const carried = items.some(
+      (item) => item.type === "text" && (item.text === json || sameJson(item.text, structured)),
+    );
+    if (!carried) items.push({ type: "text", text: json });
   }
   return items;
+}
+
+function sameJson(text: string, value: unknown): boolean {
+  const first = text.trimStart()[0];
+  if (first !== "{" && first !== "[") return false;
+  try {
+    return isDeepStrictEqual(JSON.parse(text), value);
+  } catch {
+    return false;
+  }
 }
 
 /** Whether the result as a model reads it (its content, or its structured content) fits `budget` tokens. */

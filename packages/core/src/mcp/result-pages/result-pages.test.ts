@@ -95,6 +95,24 @@ describe("result pages", () => {
     assert.deepEqual(JSON.parse(joinedText(parts)), value);
   });
 
+  it("pages structured content once: as the text block that carries it, however spaced, or as its JSON", () => {
+    const pages = createResultPages({ budget: 1_500 });
+    const value = { items: Array.from({ length: 600 }, (_, id) => ({ id, title: `record ${id}` })) };
+    const spaced = JSON.stringify(value).replaceAll(",", ", ").replaceAll('":', '": ');
+    const carried = readAll(
+      pages,
+      pages.fit({ content: [{ type: "text", text: spaced }], structuredContent: value }, "one"),
+      "one",
+    );
+    assert.equal(joinedText(carried), spaced);
+    const beside = readAll(
+      pages,
+      pages.fit({ content: [{ type: "text", text: "600 records" }], structuredContent: value }, "one"),
+      "one",
+    );
+    assert.equal(joinedText(beside), `600 records${JSON.stringify(value)}`);
+  });
+
   it("counts an image as a fixed cost, never tokenizes its base64, and never cuts one", () => {
     const pages = createResultPages({ budget: 2_000 });
     const image: Block = { type: "image", data: "A".repeat(3_000_000), mimeType: "image/png" };
