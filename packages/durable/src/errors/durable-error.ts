@@ -31,6 +31,7 @@ export type DurableErrorCode =
   | "thread_active"
   | "run_not_active"
   | "listen_failed"
+  | "unreachable"
   | "forbidden_host"
   | "unsupported_media_type";
 

@@ -1,5 +1,7 @@
 /** The client of the durable HTTP API: start, get, resume, and frames that reconnect from the last seq. */
+import { setTimeout as sleep } from "node:timers/promises";
 import { ToolError } from "@tackle/core";
+import { DurableError } from "../errors/durable-error.ts";
 import type { Answers } from "../runner/create-runner.ts";
 import type { RunSnapshot } from "../runner/run-snapshot.ts";
 import type { Frame } from "../store/durable-store.ts";
@@ -10,6 +12,11 @@ export interface DurableClientOptions {
   readonly headers?: Record<string, string>;
   /** Wait between reconnects of a dropped stream. Default 250 ms. */
   readonly reconnectDelayMs?: number;
+  /**
+   * How long `frames` keeps reconnecting while the server does not answer at all before it fails
+   * `unreachable` (a restart is ridden out; an outage is told, not waited out forever). Default 30 s.
+   */
+  readonly unreachableAfterMs?: number;
 }
 
 /**
@@ -85,6 +92,8 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
       ),
     async *frames(threadId, frameOptions = {}) {
       let lastSeq = frameOptions.afterSeq ?? 0;
+      const unreachableAfterMs = options.unreachableAfterMs ?? 30_000;
+      let answeredAt = Date.now();
       for (;;) {
         let ended = false;
         try {
@@ -92,6 +101,7 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
             headers: { accept: "text/event-stream", "last-event-id": String(lastSeq), ...options.headers },
             ...(frameOptions.signal === undefined ? {} : { signal: frameOptions.signal }),
           });
+          answeredAt = Date.now();
           if (!response.ok || response.body === null) {
             const body = (await response.json().catch(() => ({}))) as {
               error?: { code: string; message: string };
@@ -107,10 +117,21 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
           ended = true;
         } catch (error) {
           if (ToolError.isInstance(error) || frameOptions.signal?.aborted === true) throw error;
-          // A dropped connection: reconnect from the last seq seen.
+          // A dropped connection: reconnect from the last seq seen, unless nothing has answered for too long.
+          if (Date.now() - answeredAt >= unreachableAfterMs) {
+            throw new DurableError(
+              "unreachable",
+              `The durable server at ${base} has not answered for ${Math.round((Date.now() - answeredAt) / 1000)} s: ${(error as Error).message}`,
+              { retryable: true, cause: error },
+            );
+          }
         }
         if (ended) return;
-        await new Promise((resolve) => setTimeout(resolve, options.reconnectDelayMs ?? 250));
+        await sleep(
+          options.reconnectDelayMs ?? 250,
+          undefined,
+          frameOptions.signal ? { signal: frameOptions.signal } : {},
+        );
       }
     },
   };

@@ -116,7 +116,7 @@ function loadApiKeys(file: string | undefined, store: string): Record<string, st
   if (process.env.TACKLE_MEMORY_API_KEYS) return parseApiKeys(process.env.TACKLE_MEMORY_API_KEYS);
   if (file) return parseApiKeys(readPrivateFile(file));
   const directory = /^postgres(ql)?:\/\//.test(store) ? resolve(".tackle") : dirname(resolve(store));
-  mkdirSync(directory, { recursive: true });
+  mkdirSync(directory, { recursive: true, mode: 0o700 });
   const keyFile = join(directory, "memory-api-key");
   if (!existsSync(keyFile)) {
     writeFileSync(keyFile, `${randomBytes(24).toString("base64url")}\n`, { mode: 0o600 });
