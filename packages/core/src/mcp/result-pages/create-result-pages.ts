@@ -226,7 +226,7 @@ export function createResultPages(options: ResultPagesOptions = {}): ResultPages
 }
 
 /** Past this many characters the total is estimated (4 a token) rather than counted: counting would stall the server. */
-const countedCharacters = 8_000_000;
+const countedCharacters = 4_000_000;
 
 function totalsOf(items: readonly ResultItem[]): Totals {
   const characters = items.reduce((sum, item) => sum + (textOf(item)?.length ?? 0), 0);

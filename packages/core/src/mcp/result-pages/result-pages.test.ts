@@ -184,6 +184,18 @@ describe("result pages", () => {
     assert.equal(brief.kept().entries, 0);
   });
 
+  it("estimates the total of an answer over 4 million characters rather than stall counting it", () => {
+    const pages = createResultPages();
+    const text = "a few words on a line\n".repeat(200_000);
+    const started = performance.now();
+    const first = pages.fit({ content: [{ type: "text", text }] }, "one");
+    assert.match(
+      (first.content.at(-1) as { text: string }).text,
+      new RegExp(`${text.length} characters of text, about ${text.length / 4} tokens`),
+    );
+    assert.ok(performance.now() - started < 10_000);
+  });
+
   it("refuses a budget too small to hold a summary", () => {
     assert.throws(() => createResultPages({ budget: 100 }), /at least 1500/);
   });
