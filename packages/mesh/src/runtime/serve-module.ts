@@ -268,40 +268,21 @@ async function run(
   // Calls without an id (a raw NATS client) are still registered, so a close stops them too.
   const callId = message.headers?.get(callIdHeader) || randomUUID();
   running.set(callId, cancel);
-  let failure: ToolError | undefined = new ToolError("tool_failed", "the call ended without a reply");
-  try {
-    failure = await reply(connection, loaded, tool, message, logger, callId, cancel.signal);
-    return failure;
-  } finally {
-    running.delete(callId);
-    // In the same turn as leaving `running` (and after the reply went out), so a caller asking finds
-    // the call in one or the other: one whose reply was lost learns that it ran (ADR 0208).
-    if (message.reply !== undefined && message.reply !== "")
-      ledger.finished(message.reply, failure?.code ?? "ok");
-  }
-}
-
-async function reply(
-  connection: NatsConnection,
-  loaded: LoadedModule,
-  tool: string,
-  message: ServiceMsg,
-  logger: Logger,
-  callId: string,
-  signal: AbortSignal,
-): Promise<ToolError | undefined> {
+  /** What the call was answered with (every return sets it), for the ledger. */
+  let failure: ToolError | undefined;
   try {
     let args: unknown;
     try {
       args = decodeJson(message.data) ?? {};
     } catch (error) {
-      return respondError(
+      failure = respondError(
         message,
         new ToolError(
           "invalid_request",
           `The arguments for "${tool}" are not JSON: ${(error as Error).message}`,
         ),
       );
+      return failure;
     }
     const timeout = Number(message.headers?.get(timeoutHeader));
     const idempotencyKey = message.headers?.get(idempotencyKeyHeader);
@@ -310,21 +291,25 @@ async function reply(
     const result = await loaded.toolset.call(tool, args, {
       callId,
       ...(idempotencyKey ? { idempotencyKey } : {}),
-      signal,
+      signal: cancel.signal,
       ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
       ...(events?.onProgress === undefined ? {} : { onProgress: events.onProgress }),
       ...(events?.logger === undefined ? {} : { logger: events.logger }),
     });
     events?.finish();
-    if (!result.ok) return respondError(message, result.error);
+    if (!result.ok) {
+      failure = respondError(message, result.error);
+      return failure;
+    }
     const body = encodeJson(result.output);
     const limit = maxPayloadOf(connection);
     // Headers and the subject ride along in the same message; keep a margin for them.
     if (body.length > limit - 4096) {
-      return respondError(
+      failure = respondError(
         message,
         payloadTooLarge("a result", `${loaded.module}.${tool}`, body.length, limit),
       );
+      return failure;
     }
     message.respond(body);
     return undefined;
@@ -335,10 +320,17 @@ async function reply(
       tool,
       error: (error as Error)?.message,
     });
-    return respondError(
+    failure = respondError(
       message,
       new ToolError("tool_failed", `Tool "${tool}" failed: ${(error as Error)?.message ?? String(error)}`),
     );
+    return failure;
+  } finally {
+    running.delete(callId);
+    // In the same turn as leaving `running` (and after the reply went out), so a caller asking finds
+    // the call in one or the other: one whose reply was lost learns that it ran (ADR 0208).
+    if (message.reply !== undefined && message.reply !== "")
+      ledger.finished(message.reply, failure?.code ?? "ok");
   }
 }
 
