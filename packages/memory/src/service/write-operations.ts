@@ -203,63 +203,91 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
 
     async writeEvent(tenantId, request) {
       const input = parseRequest(writeEventRequestSchema, request);
-      const scope = pickScope(input);
-      const at = nowIso();
-      const metadata = input.metadata ?? {};
-      const importJobId = typeof metadata.importJobId === "string" ? metadata.importJobId : undefined;
-      const { event, created } = await store.appendEvent({
-        id: randomUUID(),
-        tenantId,
-        ...(input.customId ? { customId: input.customId } : {}),
-        role: input.role,
-        content: input.content,
-        ...scope,
-        metadata,
-        source: importJobId ? "import" : "api",
-        ...(importJobId ? { importJobId } : {}),
-        occurredAt: input.occurredAt ? new Date(input.occurredAt).toISOString() : at,
-        createdAt: at,
-      });
-      // A custom id is unique in the tenant: one already taken in another scope is refused without
-      // answering that event (its id and text belong to another identity).
-      if (!created && scopeKey(pickScope(event)) !== scopeKey(scope)) {
-        throw new MemoryError(
-          "conflict",
-          "That customId is already used by an event of another scope; choose another",
-          409,
-        );
-      }
-      const memories: Memory[] = [];
-      // The write that created the event extracts, so a retried write adds nothing twice. A rerun of the
-      // import job that stored the event (its process was killed between storing and extracting) extracts
-      // again: the memories already kept are refused as duplicates, the missing ones are added.
-      const rerunOfItsJob = !created && importJobId !== undefined && event.importJobId === importJobId;
-      if ((created || rerunOfItsJob) && input.infer && input.role === "user") {
-        const found = extractMemories(input.content);
-        // An import's memories have ids of their fact: one the import made before is never made again,
-        // whatever became of it (a memory the user deleted stays deleted).
-        const ids = importJobId ? found.map((item) => importedMemoryId(tenantId, scope, item.content)) : [];
-        const madeBefore = new Set((await store.getMemories(tenantId, ids)).map((memory) => memory.id));
-        for (const [index, extracted] of found.entries()) {
-          const id = ids[index];
-          if (id !== undefined && madeBefore.has(id)) continue;
-          const result = await addMemory(tenantId, {
-            ...(id === undefined ? {} : { id }),
-            scope,
-            content: extracted.content,
-            kind: extracted.kind,
-            provenance: {
-              source: importJobId ? "import" : "event",
-              eventIds: [event.id],
-              ...(importJobId ? { importJobId } : {}),
-              derivedFrom: [],
-            },
-            dedupe: true,
-          });
-          if (result.created) memories.push(publicMemory(result.memory));
+      // The event and the memories extracted from it commit together: a write that fails (or a process
+      // that dies) part way leaves neither, and its retry stores and extracts both.
+      return store.withTransaction(async () => {
+        const scope = pickScope(input);
+        const at = nowIso();
+        const metadata = input.metadata ?? {};
+        const importJobId = typeof metadata.importJobId === "string" ? metadata.importJobId : undefined;
+        const { event, created } = await store.appendEvent({
+          id: randomUUID(),
+          tenantId,
+          ...(input.customId ? { customId: input.customId } : {}),
+          role: input.role,
+          content: input.content,
+          ...scope,
+          metadata,
+          source: importJobId ? "import" : "api",
+          ...(importJobId ? { importJobId } : {}),
+          occurredAt: input.occurredAt ? new Date(input.occurredAt).toISOString() : at,
+          createdAt: at,
+        });
+        // A custom id is unique in the tenant: one already taken in another scope is refused without
+        // answering that event (its id and text belong to another identity).
+        if (!created && scopeKey(pickScope(event)) !== scopeKey(scope)) {
+          throw new MemoryError(
+            "conflict",
+            "That customId is already used by an event of another scope; choose another",
+            409,
+          );
         }
-      }
-      return { event: publicEvent(event), created, memories };
+        const memories: Memory[] = [];
+        // The write that created the event extracts, so a retried write adds nothing twice. A rerun of the
+        // import job that stored the event (its process was killed between storing and extracting) extracts
+        // again: the memories already kept are refused as duplicates, the missing ones are added.
+        const rerunOfItsJob = !created && importJobId !== undefined && event.importJobId === importJobId;
+        if ((created || rerunOfItsJob) && input.infer && input.role === "user") {
+          const found = extractMemories(input.content);
+          // An import's memories have ids of their fact: one the import made before is never made again,
+          // whatever became of it (a memory the user deleted stays deleted).
+          const ids = importJobId ? found.map((item) => importedMemoryId(tenantId, scope, item.content)) : [];
+          const madeBefore = new Set((await store.getMemories(tenantId, ids)).map((memory) => memory.id));
+          for (const [index, extracted] of found.entries()) {
+            const id = ids[index];
+            if (id !== undefined && madeBefore.has(id)) continue;
+            const result = await addMemory(tenantId, {
+              ...(id === undefined ? {} : { id }),
+              scope,
+              content: extracted.content,
+              kind: extracted.kind,
+              provenance: {
+                source: importJobId ? "import" : "event",
+                eventIds: [event.id],
+                ...(importJobId ? { importJobId } : {}),
+                derivedFrom: [],
+              },
+              dedupe: true,
+            });
+            if (result.created) memories.push(publicMemory(result.memory));
+            else if (id !== undefined && result.memory.id !== id) {
+              // Another memory (an API add, a live turn) already holds the fact: the import's own
+              // statement of it is kept under its id, superseded by that memory, so a rerun of the job
+              // finds it made and never makes it again, whatever the user did to that memory since.
+              const superseded = newMemory(tenantId, nowIso(), {
+                id,
+                scope,
+                content: extracted.content,
+                kind: extracted.kind,
+                provenance: {
+                  source: "import",
+                  eventIds: [event.id],
+                  ...(importJobId ? { importJobId } : {}),
+                  derivedFrom: [],
+                },
+                dedupe: true,
+                embedding: undefined,
+              });
+              await store.insertMemory({
+                ...superseded,
+                status: "superseded",
+                supersededBy: result.memory.id,
+              });
+            }
+          }
+        }
+        return { event: publicEvent(event), created, memories };
+      });
     },
 
     async ingestDocument(tenantId, request) {

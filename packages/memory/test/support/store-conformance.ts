@@ -675,6 +675,92 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       assert.equal((await service.search(t, { userId: "u", query: "dog Rex" })).results.length, 0);
     });
 
+    it("an import whose turn matched a memory of another source never brings that fact back when run again, after the user deleted or edited that memory", async () => {
+      const t = tenant();
+      const scope = { userId: "u", sessionId: "trip" };
+      const active = async () =>
+        (await store.listMemories(t, scope, { limit: 100, order: "recent", statuses: ["active"] }))
+          .map((memory) => memory.content)
+          .sort();
+      // The user said both facts elsewhere first (an API add, a live conversation turn).
+      const rex = await service.add(t, { ...scope, content: "I always travel with my dog Rex." });
+      const passport = await service.add(t, { ...scope, content: "My passport expires in March." });
+      const request = {
+        ...scope,
+        format: "openai" as const,
+        conversations: [
+          {
+            id: "trip",
+            messages: [
+              { role: "user", content: "I always travel with my dog Rex." },
+              { role: "user", content: "My passport expires in March." },
+            ],
+          },
+        ],
+      };
+      const { job } = await service.importConversations(t, request);
+      const done = await waitForJob(service, t, job.id);
+      assert.equal((done.result as { memories: number }).memories, 0, "both facts were already held");
+      assert.deepEqual(await active(), ["I always travel with my dog Rex.", "My passport expires in March."]);
+      // The user forgets one and corrects the other.
+      await service.deleteMemory(t, rex.memory.id, "the user asked to forget it");
+      await service.updateMemory(t, passport.memory.id, { content: "My passport expires in April." });
+      // The same job runs again, as it does when its process died before recording its end.
+      const stored = await store.getJob(t, job.id);
+      assert.ok(stored);
+      const { result: _result, finishedAt: _finished, ...unfinished } = stored;
+      await store.updateJob({
+        ...unfinished,
+        status: "running",
+        startedAt: new Date(Date.now() - 60_000).toISOString(),
+      });
+      const restarted = createMemoryService({ store });
+      const rerun = await waitForJob(restarted, t, job.id);
+      assert.equal(rerun.status, "succeeded");
+      assert.deepEqual(
+        await active(),
+        ["My passport expires in April."],
+        "deleted stays deleted, the edit stays",
+      );
+      assert.equal((await service.search(t, { ...scope, query: "dog Rex" })).results.length, 0);
+    });
+
+    it("an event and the memories extracted from it commit together: a write that fails extracting stores neither, and its retry stores both", async () => {
+      const t = tenant();
+      const inner = createHashingTestEmbedder();
+      const failing = createMemoryService({
+        store,
+        resumeJobs: false,
+        embeddingModel: {
+          ...inner,
+          async doEmbed() {
+            throw new Error("embedding model unreachable");
+          },
+        },
+      });
+      const request = {
+        userId: "u",
+        sessionId: "s",
+        role: "user" as const,
+        content: "I am allergic to peanuts.",
+        customId: "turn-1",
+        infer: true,
+      };
+      await assert.rejects(failing.writeEvent(t, request), /embedding model unreachable/);
+      assert.deepEqual((await service.status(t)).counts, {
+        ...(await service.status(t)).counts,
+        memories: 0,
+        events: 0,
+      });
+      const retried = await service.writeEvent(t, request);
+      assert.equal(retried.created, true, "the failed write left no event behind");
+      assert.deepEqual(
+        retried.memories.map((memory) => memory.content),
+        ["I am allergic to peanuts."],
+        "the retry extracts what the failed write could not",
+      );
+    });
+
     it("consolidation merges near-duplicates (keeping history) and decays stale memories", async () => {
       const t = tenant();
       const a = await service.add(t, {
