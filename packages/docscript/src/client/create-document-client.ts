@@ -2,6 +2,7 @@
  * The document server's client: pull a snapshot or the updates since a version, push an update, ask
  * whether a plan was applied, read the change log.
  */
+import { ToolAbortedError } from "@tackle/core";
 import type { LoroDoc } from "loro-crdt";
 import { encodeVersion } from "../document/version.ts";
 import type { ChangePage } from "../server/change-log.ts";
@@ -17,8 +18,16 @@ export interface DocumentClientOptions {
   /** The end user, sent with every request and recorded with each stored update. */
   readonly userId?: string;
   readonly fetchImpl?: typeof fetch;
-  /** Per request. Default 30 000 ms. */
+  /** Per request (its retry and its answer's body included). Default 30 000 ms. */
   readonly timeoutMs?: number;
+}
+
+/**
+ * Every call takes a `signal`: aborting rejects the call with `aborted` (`ToolAbortedError`) at once and
+ * closes its connection (a waiting pull's too); a signal aborted before the call sends nothing.
+ */
+export interface RequestOptions {
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface PullResult {
@@ -34,30 +43,44 @@ export interface DocumentClient {
    * With `since` and `waitMs`: when the client lacks nothing, the server holds the answer up to
    * `waitMs` (at most 25 000, below `timeoutMs`) and sends the next push, through any server, as soon as it is stored.
    */
-  pull(documentId: string, options?: { since?: string; waitMs?: number }): Promise<PullResult>;
+  pull(
+    documentId: string,
+    options?: { since?: string; waitMs?: number } & RequestOptions,
+  ): Promise<PullResult>;
   /** Brings `doc` up to the server's version: a snapshot when it is empty, else the updates it lacks. */
-  pullInto(documentId: string, doc: LoroDoc): Promise<{ version: string }>;
+  pullInto(documentId: string, doc: LoroDoc, options?: RequestOptions): Promise<{ version: string }>;
   /** Sends an update; `rejected` and `conflicted` are results, not errors. */
-  push(documentId: string, update: Uint8Array, options?: { applyRemaining?: boolean }): Promise<PushResult>;
+  push(
+    documentId: string,
+    update: Uint8Array,
+    options?: { applyRemaining?: boolean } & RequestOptions,
+  ): Promise<PushResult>;
   /**
    * A page of entities in id order, read from the server's stored rows (costs the same at any document
    * size): by kinds and/or ids, after the last id of the previous page; with the version, the
    * document's issues and totals.
    */
-  entities(documentId: string, query?: PageQuery): Promise<EntityPage>;
+  entities(documentId: string, query?: PageQuery, options?: RequestOptions): Promise<EntityPage>;
   /** A page of relations in id order, from the stored rows: by kinds, ids, or an endpoint entity. */
-  relations(documentId: string, query?: PageQuery & { endpoint?: string }): Promise<RelationPage>;
+  relations(
+    documentId: string,
+    query?: PageQuery & { endpoint?: string },
+    options?: RequestOptions,
+  ): Promise<RelationPage>;
   /** Whether the server applied a plan id to the document (`applied`, with the version it reached) or not. */
-  planState(documentId: string, planId: string): Promise<PlanState>;
+  planState(documentId: string, planId: string, options?: RequestOptions): Promise<PlanState>;
   /**
    * The document's change log, newest first: `limit` entries (the server's default 50, at most 200);
    * pass a page's `nextCursor` as `cursor` for the older ones.
    */
-  changes(documentId: string, options?: { cursor?: string; limit?: number }): Promise<ChangePage>;
+  changes(
+    documentId: string,
+    options?: { cursor?: string; limit?: number } & RequestOptions,
+  ): Promise<ChangePage>;
   /** Administrative: creates a document that `token` opens. False when it exists. */
   createDocument(
     documentId: string,
-    options: { adminToken: string; token: string; snapshot?: Uint8Array },
+    options: { adminToken: string; token: string; snapshot?: Uint8Array } & RequestOptions,
   ): Promise<boolean>;
 }
 
@@ -86,16 +109,32 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
   const documentUrl = (documentId: string, suffix: string): string =>
     `${originOf(documentId)}/documents/${encodeURIComponent(documentId)}/${suffix}`;
 
-  const request = async (url: string, init: RequestInit, token: string | undefined): Promise<Response> => {
+  /** One request and its whole answer, under one deadline and the caller's signal. */
+  const request = async (
+    operation: string,
+    documentId: string,
+    url: string,
+    init: RequestInit,
+    callerSignal: AbortSignal | undefined,
+    token?: string,
+  ): Promise<Answer> => {
+    // Aborted before the call: nothing is sent.
+    if (callerSignal?.aborted) throw aborted(operation, callerSignal);
+    const bearer = token ?? (await tokenOf(documentId));
+    if (callerSignal?.aborted) throw aborted(operation, callerSignal);
     const headers = new Headers(init.headers);
-    if (token !== undefined) headers.set("authorization", `Bearer ${token}`);
+    if (bearer !== undefined) headers.set("authorization", `Bearer ${bearer}`);
     if (options.userId !== undefined) headers.set(USER_HEADER, options.userId);
-    // One deadline for the request and its retry.
-    const signal = AbortSignal.timeout(timeoutMs);
+    // One deadline for the request, its retry and the answer's body.
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const signal = callerSignal === undefined ? deadline : AbortSignal.any([deadline, callerSignal]);
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await fetchImpl(url, { ...init, headers, signal });
+        const response = await fetchImpl(url, { ...init, headers, signal });
+        const bytes = new Uint8Array(await response.arrayBuffer());
+        return { status: response.status, headers: response.headers, bytes };
       } catch (error) {
+        if (callerSignal?.aborted) throw aborted(operation, callerSignal);
         // A kept-alive connection the server closed as the request went out: the server never read it.
         // Every request here is safe to send again (reads; a push the server stores once, answering
         // `duplicate` when it has the bytes or the plan; a create answering 409), so once, at once.
@@ -109,10 +148,8 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
     }
   };
 
-  const failure = async (response: Response, documentId: string): Promise<DocumentClientError> => {
-    const body = (await response.json().catch(() => undefined)) as
-      | { error?: { code?: string; message?: string } }
-      | undefined;
+  const failure = (response: Answer, documentId: string): DocumentClientError => {
+    const body = jsonOf(response) as { error?: { code?: string; message?: string } } | undefined;
     const message = body?.error?.message ?? `HTTP ${response.status}`;
     const status = response.status;
     if (status === 401)
@@ -135,14 +172,15 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
   const pullBytes = async (
     documentId: string,
     since: string | undefined,
-    waitMs = 0,
+    waitMs: number | undefined,
+    signal: AbortSignal | undefined,
   ): Promise<PullResult> => {
     const url =
       since === undefined
         ? documentUrl(documentId, "snapshot")
-        : `${documentUrl(documentId, "updates")}?since=${encodeURIComponent(since)}${waitMs > 0 ? `&waitMs=${Math.round(waitMs)}` : ""}`;
-    const response = await request(url, { method: "GET" }, await tokenOf(documentId));
-    if (!response.ok) throw await failure(response, documentId);
+        : `${documentUrl(documentId, "updates")}?since=${encodeURIComponent(since)}${waitMs !== undefined && waitMs > 0 ? `&waitMs=${Math.round(waitMs)}` : ""}`;
+    const response = await request("pull", documentId, url, { method: "GET" }, signal);
+    if (response.status < 200 || response.status > 299) throw failure(response, documentId);
     const version = response.headers.get(VERSION_HEADER);
     if (version === null)
       throw new DocumentClientError("invalid_response", `the server sent no ${VERSION_HEADER} header`, {
@@ -150,7 +188,7 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
       });
     return {
       kind: since === undefined ? "snapshot" : "updates",
-      bytes: new Uint8Array(await response.arrayBuffer()),
+      bytes: response.bytes,
       version,
     };
   };
@@ -159,6 +197,7 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
     documentId: string,
     route: "entities" | "relations",
     query: PageQuery & { endpoint?: string | undefined },
+    signal: AbortSignal | undefined,
   ): Promise<Page> => {
     const params = new URLSearchParams();
     for (const kind of query.kinds ?? []) params.append("kind", kind);
@@ -168,12 +207,14 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
     if (query.limit !== undefined) params.set("limit", String(query.limit));
     if (query.endpoint !== undefined) params.set("endpoint", query.endpoint);
     const response = await request(
+      route,
+      documentId,
       `${documentUrl(documentId, route)}?${params}`,
       { method: "GET" },
-      await tokenOf(documentId),
+      signal,
     );
-    if (response.status !== 200) throw await failure(response, documentId);
-    const body = (await response.json().catch(() => undefined)) as Record<string, unknown> | undefined;
+    if (response.status !== 200) throw failure(response, documentId);
+    const body = jsonOf(response) as Record<string, unknown> | undefined;
     if (body === undefined || typeof body.version !== "string" || !Array.isArray(body[route]))
       throw new DocumentClientError("invalid_response", `the ${route} answer is not a page`, {
         status: response.status,
@@ -182,23 +223,33 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
   };
 
   return {
-    entities: (documentId, query = {}) => page<EntityPage>(documentId, "entities", query),
-    relations: (documentId, query = {}) => page<RelationPage>(documentId, "relations", query),
-    pull: (documentId, pullOptions = {}) => pullBytes(documentId, pullOptions.since, pullOptions.waitMs),
-    async pullInto(documentId, doc) {
+    entities: (documentId, query = {}, requestOptions = {}) =>
+      page<EntityPage>(documentId, "entities", query, requestOptions.signal),
+    relations: (documentId, query = {}, requestOptions = {}) =>
+      page<RelationPage>(documentId, "relations", query, requestOptions.signal),
+    pull: (documentId, pullOptions = {}) =>
+      pullBytes(documentId, pullOptions.since, pullOptions.waitMs, pullOptions.signal),
+    async pullInto(documentId, doc, requestOptions = {}) {
       const empty = doc.oplogVersion().length() === 0;
-      const pulled = await pullBytes(documentId, empty ? undefined : encodeVersion(doc.oplogVersion()));
+      const pulled = await pullBytes(
+        documentId,
+        empty ? undefined : encodeVersion(doc.oplogVersion()),
+        undefined,
+        requestOptions.signal,
+      );
       if (pulled.bytes.byteLength > 0) doc.import(pulled.bytes);
       return { version: pulled.version };
     },
-    async planState(documentId, planId) {
+    async planState(documentId, planId, requestOptions = {}) {
       const response = await request(
+        "planState",
+        documentId,
         documentUrl(documentId, `plans/${encodeURIComponent(planId)}`),
         { method: "GET" },
-        await tokenOf(documentId),
+        requestOptions.signal,
       );
-      if (response.status !== 200) throw await failure(response, documentId);
-      const state = (await response.json().catch(() => undefined)) as PlanState | undefined;
+      if (response.status !== 200) throw failure(response, documentId);
+      const state = jsonOf(response) as PlanState | undefined;
       if (state === undefined || (state.state !== "applied" && state.state !== "unknown"))
         throw new DocumentClientError("invalid_response", "the plan answer is not a plan state", {
           status: response.status,
@@ -211,12 +262,14 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
       if (changesOptions.limit !== undefined) query.set("limit", String(changesOptions.limit));
       const suffix = query.size === 0 ? "changes" : `changes?${query}`;
       const response = await request(
+        "changes",
+        documentId,
         documentUrl(documentId, suffix),
         { method: "GET" },
-        await tokenOf(documentId),
+        changesOptions.signal,
       );
-      if (response.status !== 200) throw await failure(response, documentId);
-      const page = (await response.json().catch(() => undefined)) as ChangePage | undefined;
+      if (response.status !== 200) throw failure(response, documentId);
+      const page = jsonOf(response) as ChangePage | undefined;
       if (!Array.isArray(page?.changes))
         throw new DocumentClientError("invalid_response", "the changes answer is not a change log page", {
           status: response.status,
@@ -225,16 +278,18 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
     },
     async push(documentId, update, pushOptions = {}) {
       const response = await request(
+        "push",
+        documentId,
         documentUrl(documentId, pushOptions.applyRemaining === true ? "push?apply_remaining=true" : "push"),
         {
           method: "POST",
           body: update as Uint8Array<ArrayBuffer>,
           headers: { "content-type": "application/octet-stream" },
         },
-        await tokenOf(documentId),
+        pushOptions.signal,
       );
-      if (response.status !== 200 && response.status !== 422) throw await failure(response, documentId);
-      const result = (await response.json().catch(() => undefined)) as PushResult | undefined;
+      if (response.status !== 200 && response.status !== 422) throw failure(response, documentId);
+      const result = jsonOf(response) as PushResult | undefined;
       if (result === undefined || !["committed", "conflicted", "rejected"].includes(result.status)) {
         throw new DocumentClientError("invalid_response", "the push answer is not a push result", {
           status: response.status,
@@ -244,6 +299,8 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
     },
     async createDocument(documentId, createOptions) {
       const response = await request(
+        "createDocument",
+        documentId,
         `${originOf(documentId)}/documents`,
         {
           method: "POST",
@@ -256,13 +313,35 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
               : { snapshot: Buffer.from(createOptions.snapshot).toString("base64") }),
           }),
         },
+        createOptions.signal,
         createOptions.adminToken,
       );
       if (response.status === 409) return false;
-      if (response.status !== 201) throw await failure(response, documentId);
+      if (response.status !== 201) throw failure(response, documentId);
       return true;
     },
   };
+}
+
+/** A whole answer: read inside the request's deadline and signal, so neither can miss its body. */
+interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly bytes: Uint8Array;
+}
+
+/** The answer's JSON body, or undefined when it is not JSON. */
+function jsonOf(answer: Answer): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(answer.bytes));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The error of a call its caller aborted: core's `aborted`, naming the operation. */
+function aborted(operation: string, signal: AbortSignal): ToolAbortedError {
+  return new ToolAbortedError(`docscript.${operation}`, signal.reason);
 }
 
 /** Codes of a connection closed or reset under a request before any of the answer came. */

@@ -1,6 +1,5 @@
 /** The client of the durable HTTP API: start, get, resume, and frames that reconnect from the last seq. */
-import { setTimeout as sleep } from "node:timers/promises";
-import { ToolError } from "@tackle/core";
+import { ToolAbortedError, ToolError, ToolTimeoutError } from "@tackle/core";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Answers } from "../runner/create-runner.ts";
 import type { RunSnapshot } from "../runner/run-snapshot.ts";
@@ -17,6 +16,21 @@ export interface DurableClientOptions {
    * `unreachable` (a restart is ridden out; an outage is told, not waited out forever). Default 30 s.
    */
   readonly unreachableAfterMs?: number;
+  /**
+   * Per `start`, `get` and `resume` (its one resend and the answer's body included): past it the call
+   * fails `timeout` (`ToolTimeoutError`). Default 30 000 ms. `frames` waits this long for
+   * each connection's answer to begin, then as long as the run lasts.
+   */
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Every call takes a `signal`: aborting rejects it with `aborted` (`ToolAbortedError`) at once and
+ * closes its connection; a signal aborted before the call sends nothing. A `start` or `resume` aborted
+ * after it was sent may have landed on the server.
+ */
+export interface DurableCallOptions {
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -31,13 +45,20 @@ export interface DurableClient {
   start(
     graph: string,
     input: unknown,
-    options?: { threadId?: string; runId?: string },
+    options?: { threadId?: string; runId?: string } & DurableCallOptions,
   ): Promise<{ threadId: string; runId: string }>;
-  get<State = Record<string, unknown>>(threadId: string): Promise<RunSnapshot<State>>;
-  resume(threadId: string, answers: Answers): Promise<{ threadId: string; runId: string }>;
+  get<State = Record<string, unknown>>(
+    threadId: string,
+    options?: DurableCallOptions,
+  ): Promise<RunSnapshot<State>>;
+  resume(
+    threadId: string,
+    answers: Answers,
+    options?: DurableCallOptions,
+  ): Promise<{ threadId: string; runId: string }>;
   /**
    * The run's frames from `afterSeq`, reconnecting with Last-Event-ID when the stream drops, until the
-   * run pauses or ends.
+   * run pauses or ends. Aborting `signal` ends it with `aborted`.
    */
   frames(threadId: string, options?: { afterSeq?: number; signal?: AbortSignal }): AsyncIterable<Frame>;
 }
@@ -45,15 +66,24 @@ export interface DurableClient {
 export function createDurableClient(options: DurableClientOptions): DurableClient {
   const fetcher = options.fetch ?? fetch;
   const base = options.baseUrl.replace(/\/$/, "");
+  const timeoutMs = options.timeoutMs ?? 30_000;
 
   async function call<T>(
+    operation: string,
     path: string,
-    init: RequestInit = {},
-    idempotent = init.method === undefined,
+    init: RequestInit,
+    idempotent: boolean,
+    callerSignal: AbortSignal | undefined,
   ): Promise<T> {
+    // Aborted before the call: nothing is sent.
+    if (callerSignal?.aborted) throw aborted(operation, callerSignal);
+    // One deadline for the request, its resend and the answer's body.
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const signal = callerSignal === undefined ? deadline : AbortSignal.any([deadline, callerSignal]);
     const request = () =>
       fetcher(`${base}${path}`, {
         ...init,
+        signal,
         headers: {
           "content-type": "application/json",
           ...options.headers,
@@ -61,15 +91,23 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
         },
       });
     let response: Response;
+    let text: string;
     try {
-      response = await request();
+      try {
+        response = await request();
+      } catch (error) {
+        // A kept-alive connection closed or reset before any answer: the request may or may not have
+        // landed, so only a call that is harmless twice is sent once more.
+        if (!idempotent || signal.aborted || !resetBeforeAnswer(error)) throw error;
+        response = await request();
+      }
+      text = await response.text();
     } catch (error) {
-      // A kept-alive connection closed or reset before any answer: the request may or may not have
-      // landed, so only a call that is harmless twice is sent once more.
-      if (!idempotent || !resetBeforeAnswer(error)) throw error;
-      response = await request();
+      if (callerSignal?.aborted) throw aborted(operation, callerSignal);
+      if (deadline.aborted) throw new ToolTimeoutError(`durable.${operation}`, timeoutMs);
+      throw error;
     }
-    const body = (await response.json().catch(() => ({}))) as { error?: { code: string; message: string } };
+    const body = parseJson(text) as { error?: { code: string; message: string } };
     if (!response.ok) {
       throw ToolError.fromPayload(body.error ?? { code: "http_error", message: `HTTP ${response.status}` });
     }
@@ -77,30 +115,46 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
   }
 
   return {
-    start: (graph, input, startOptions = {}) =>
+    start: (graph, input, { signal, ...startOptions } = {}) =>
       call(
+        "start",
         "/runs",
         { method: "POST", body: JSON.stringify({ graph, input, ...startOptions }) },
         startOptions.threadId !== undefined && startOptions.runId !== undefined,
+        signal,
       ),
-    get: (threadId) => call(`/runs/${encodeURIComponent(threadId)}`),
-    resume: (threadId, answers) =>
+    get: (threadId, getOptions = {}) =>
+      call("get", `/runs/${encodeURIComponent(threadId)}`, {}, true, getOptions.signal),
+    resume: (threadId, answers, resumeOptions = {}) =>
       call(
+        "resume",
         `/runs/${encodeURIComponent(threadId)}/resume`,
         { method: "POST", body: JSON.stringify({ answers }) },
         Object.keys(answers).length > 0,
+        resumeOptions.signal,
       ),
     async *frames(threadId, frameOptions = {}) {
       let lastSeq = frameOptions.afterSeq ?? 0;
       const unreachableAfterMs = options.unreachableAfterMs ?? 30_000;
       let answeredAt = Date.now();
+      const signal = frameOptions.signal;
       for (;;) {
+        if (signal?.aborted) throw aborted("frames", signal);
         let ended = false;
+        // The caller's signal ends the stream; a server that accepts and never answers ends this attempt.
+        const connection = new AbortController();
+        const forward = () => connection.abort(signal?.reason);
+        signal?.addEventListener("abort", forward, { once: true });
+        const silence = setTimeout(
+          () => connection.abort(new Error(`no answer within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
         try {
           const response = await fetcher(`${base}/runs/${encodeURIComponent(threadId)}/frames`, {
             headers: { accept: "text/event-stream", "last-event-id": String(lastSeq), ...options.headers },
-            ...(frameOptions.signal === undefined ? {} : { signal: frameOptions.signal }),
+            signal: connection.signal,
           });
+          clearTimeout(silence);
           answeredAt = Date.now();
           if (!response.ok || response.body === null) {
             const body = (await response.json().catch(() => ({}))) as {
@@ -116,7 +170,8 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
           }
           ended = true;
         } catch (error) {
-          if (ToolError.isInstance(error) || frameOptions.signal?.aborted === true) throw error;
+          if (signal?.aborted) throw aborted("frames", signal);
+          if (ToolError.isInstance(error)) throw error;
           // A dropped connection: reconnect from the last seq seen, unless nothing has answered for too long.
           if (Date.now() - answeredAt >= unreachableAfterMs) {
             throw new DurableError(
@@ -125,13 +180,14 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
               { retryable: true, cause: error },
             );
           }
+        } finally {
+          clearTimeout(silence);
+          signal?.removeEventListener("abort", forward);
+          // A stream left (ended, dropped, or the caller stopped reading) closes its connection.
+          connection.abort();
         }
         if (ended) return;
-        await sleep(
-          options.reconnectDelayMs ?? 250,
-          undefined,
-          frameOptions.signal ? { signal: frameOptions.signal } : {},
-        );
+        await pause(options.reconnectDelayMs ?? 250, signal);
       }
     },
   };
@@ -155,6 +211,32 @@ async function* parseFrames(body: ReadableStream<Uint8Array>): AsyncIterable<Fra
       if (data !== "") yield JSON.parse(data) as Frame;
     }
   }
+}
+
+/** The error of a call its caller aborted: core's `aborted`, naming the operation. */
+function aborted(operation: string, signal: AbortSignal): ToolAbortedError {
+  return new ToolAbortedError(`durable.${operation}`, signal.reason);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return {};
+  }
+}
+
+/** Waits `milliseconds`, or less when `signal` aborts (the caller then sees it aborted). */
+function pause(milliseconds: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, milliseconds);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** Codes of a connection closed or reset under a request before any of the answer came. */

@@ -26,6 +26,11 @@ const maximumResponseBytes = 32 * 1024 * 1024;
 
 export function sendRequest(request: TransportRequest): Promise<TransportResponse> {
   return new Promise((resolve, reject) => {
+    // Aborted before the request: nothing is sent (the caller names the error).
+    if (request.signal?.aborted) {
+      reject(request.signal.reason);
+      return;
+    }
     const send = request.url.protocol === "https:" ? httpsRequest : httpRequest;
     const outgoing = send(
       request.url,

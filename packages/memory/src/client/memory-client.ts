@@ -3,6 +3,7 @@
  * backoff on 429 and 5xx (and lost connections), timeouts, typed errors and the SSRF guard.
  */
 import { randomUUID } from "node:crypto";
+import { ToolAbortedError } from "@tackle/core";
 import type { z } from "zod";
 import { MemoryError, type MemoryErrorCode } from "../errors/memory-error.ts";
 import { MemoryTimeoutError } from "../errors/memory-timeout-error.ts";
@@ -89,7 +90,12 @@ export interface MemoryClientOptions {
 }
 
 export interface CallOptions {
+  /**
+   * Aborting rejects the call with `aborted` (`ToolAbortedError`) at once and closes its connection; a
+   * signal aborted before the call sends nothing.
+   */
   readonly signal?: AbortSignal;
+  /** Per attempt; default the client's `timeoutMs`. */
   readonly timeoutMs?: number;
 }
 
@@ -276,18 +282,24 @@ export class MemoryClient {
     return this.#call("getJob", { id, query: { ...options?.scope } }, options);
   }
 
-  /** Polls a job until it succeeds or fails; a timeout throws `timeout`. */
+  /** Polls a job until it succeeds or fails; a timeout (default 60 s) throws `timeout`, an abort `aborted`. */
   async waitForJob(
     id: string,
-    options: { timeoutMs?: number; intervalMs?: number; scope?: MemoryScope } = {},
+    options: { timeoutMs?: number; intervalMs?: number; scope?: MemoryScope; signal?: AbortSignal } = {},
   ): Promise<MemoryJob> {
     const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    const signal = options.signal;
     for (;;) {
-      const { job } = await this.getJob(id, options.scope === undefined ? {} : { scope: options.scope });
+      const { job } = await this.getJob(id, {
+        ...(options.scope === undefined ? {} : { scope: options.scope }),
+        ...(signal === undefined ? {} : { signal }),
+      });
       if (job.status === "succeeded" || job.status === "failed") return job;
       if (Date.now() > deadline)
         throw new MemoryTimeoutError(`${this.baseUrl}/v1/jobs/${id}`, options.timeoutMs ?? 60_000);
-      await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
+      await sleep(options.intervalMs ?? 100, signal).catch(() => {
+        throw aborted("getJob", signal);
+      });
     }
   }
 
@@ -296,6 +308,8 @@ export class MemoryClient {
     input: { id?: string; body?: unknown; query?: object },
     options: WriteCallOptions = {},
   ): Promise<T> {
+    // Aborted before the call: nothing is sent.
+    if (options.signal?.aborted) throw aborted(operationId, options.signal);
     const route = routesById.get(operationId) as MemoryRoute;
     const body = route.body ? parseRequest(route.body as z.ZodType, input.body ?? {}) : undefined;
     const urlAt = (base: string) => {
@@ -343,8 +357,9 @@ export class MemoryClient {
         if (Number.isFinite(retryAfter) && retryAfter >= 0)
           retryAfterMs = Math.min(retryAfter * 1000, 30_000);
       } catch (error) {
+        if (options.signal?.aborted) throw aborted(operationId, options.signal);
         const retryable = (error as { retryable?: boolean })?.retryable === true;
-        if (!retryable || attempt >= maxRetries || options.signal?.aborted) throw error;
+        if (!retryable || attempt >= maxRetries) throw error;
       }
       if (this.#baseUrls.length > 1) {
         // Fail over: this call's next attempt, and later calls, go to the next service at once.
@@ -353,7 +368,9 @@ export class MemoryClient {
         if (retryAfterMs === undefined && (attempt + 1) % this.#baseUrls.length !== 0) continue;
       }
       const ceiling = Math.min(maximumBackoffMs, this.#retryBaseMs * 2 ** attempt);
-      await sleep(retryAfterMs ?? Math.random() * ceiling, options.signal);
+      await sleep(retryAfterMs ?? Math.random() * ceiling, options.signal).catch(() => {
+        throw aborted(operationId, options.signal);
+      });
     }
   }
 }
@@ -382,16 +399,26 @@ function errorFromResponse(status: number, text: string): MemoryError {
   return new MemoryError(code, `The memory service answered HTTP ${status}: ${text.slice(0, 200)}`, status);
 }
 
+/** The error of a call its caller aborted: core's `aborted`, naming the operation. */
+function aborted(operationId: string, signal: AbortSignal | undefined): ToolAbortedError {
+  return new ToolAbortedError(`memory.${operationId}`, signal?.reason);
+}
+
+/** Waits `milliseconds`; rejects as soon as `signal` aborts (at once if it already has). */
 function sleep(milliseconds: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, milliseconds);
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        reject(signal.reason);
-      },
-      { once: true },
-    );
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, milliseconds);
+    signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

@@ -1,0 +1,83 @@
+/**
+ * Every document client call honours its abort signal against a server that never answers (a TCP
+ * listener that accepts and stays silent): a signal aborted before the call rejects at once with
+ * `aborted` and sends nothing; one aborted mid-wait (a waiting pull too) rejects within a moment and
+ * closes the connection; the client's deadline ends a wait nobody aborts.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { ToolAbortedError } from "@tackle/core";
+import { createDocumentClient, type DocumentClient, DocumentClientError } from "@tackle/docscript";
+import { type SilentServer, startSilentServer } from "@tackle/test-support";
+import { LoroDoc } from "loro-crdt";
+
+type Entry = readonly [string, (client: DocumentClient, signal: AbortSignal) => Promise<unknown>];
+
+const entryPoints: readonly Entry[] = [
+  ["pull (snapshot)", (client, signal) => client.pull("doc", { signal })],
+  ["pull (waiting)", (client, signal) => client.pull("doc", { since: "v1", waitMs: 20_000, signal })],
+  ["pullInto", (client, signal) => client.pullInto("doc", new LoroDoc(), { signal })],
+  ["push", (client, signal) => client.push("doc", new Uint8Array([1, 2, 3]), { signal })],
+  ["entities", (client, signal) => client.entities("doc", { limit: 10 }, { signal })],
+  ["relations", (client, signal) => client.relations("doc", { endpoint: "e1" }, { signal })],
+  ["planState", (client, signal) => client.planState("doc", "plan-1", { signal })],
+  ["changes", (client, signal) => client.changes("doc", { limit: 5, signal })],
+  [
+    "createDocument",
+    (client, signal) => client.createDocument("doc", { adminToken: "admin", token: "t", signal }),
+  ],
+];
+
+const isAborted = (error: unknown) => {
+  assert.ok(ToolAbortedError.isInstance(error), `expected an aborted error, got ${String(error)}`);
+  assert.equal(error.code, "aborted");
+  return true;
+};
+
+describe("document client against a server that never answers", () => {
+  let silent: SilentServer;
+  let client: DocumentClient;
+  before(async () => {
+    silent = await startSilentServer();
+    // Only the signal can end these calls: the deadline is far away.
+    client = createDocumentClient({ origin: silent.url, token: "t", timeoutMs: 30_000 });
+  });
+  after(() => silent.close());
+
+  for (const [name, call] of entryPoints) {
+    it(`${name}: a signal aborted before the call rejects at once and sends nothing`, async () => {
+      const accepted = silent.accepted;
+      const started = performance.now();
+      await assert.rejects(call(client, AbortSignal.abort()), isAborted);
+      assert.ok(performance.now() - started < 50, "rejected at once");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(silent.accepted, accepted, "no connection was opened");
+    });
+
+    it(`${name}: a signal aborted mid-wait rejects promptly and closes the connection`, async () => {
+      const accepted = silent.accepted;
+      const controller = new AbortController();
+      const pending = call(client, controller.signal);
+      pending.catch(() => undefined);
+      assert.ok(await silent.waitForConnection(accepted + 1), "the request reached the server");
+      const aborted = performance.now();
+      controller.abort();
+      await assert.rejects(pending, isAborted);
+      const elapsed = performance.now() - aborted;
+      assert.ok(elapsed < 100, `rejected ${Math.round(elapsed)} ms after the abort`);
+      assert.ok(await silent.waitForNoneOpen(), "the connection was closed");
+    });
+  }
+
+  it("the client's deadline ends a wait nobody aborts, as a retryable network_error", async () => {
+    const quick = createDocumentClient({ origin: silent.url, timeoutMs: 150 });
+    const started = performance.now();
+    await assert.rejects(
+      quick.pull("doc"),
+      (error: unknown) =>
+        DocumentClientError.isInstance(error) && error.code === "network_error" && error.retryable,
+    );
+    assert.ok(performance.now() - started < 1000);
+    assert.ok(await silent.waitForNoneOpen(), "the connection was closed");
+  });
+});

@@ -1,0 +1,99 @@
+/**
+ * Every durable HTTP client call honours its abort signal against a server that never answers (a TCP
+ * listener that accepts and stays silent): a signal aborted before the call rejects at once with
+ * `aborted` and sends nothing; one aborted mid-wait rejects within a moment and closes the connection;
+ * the client's deadline ends a wait nobody aborts with `timeout`.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { ToolAbortedError, ToolTimeoutError } from "@tackle/core";
+import { DurableError } from "@tackle/durable";
+import { createDurableClient, type DurableClient } from "@tackle/durable/http";
+import { type SilentServer, startSilentServer } from "@tackle/test-support";
+
+type Entry = readonly [string, (client: DurableClient, signal: AbortSignal) => Promise<unknown>];
+
+/** Reads the frames until they end. */
+async function drain(frames: AsyncIterable<unknown>): Promise<void> {
+  for await (const _ of frames);
+}
+
+const entryPoints: readonly Entry[] = [
+  ["start", (client, signal) => client.start("demo", { n: 1 }, { signal })],
+  ["start (with ids)", (client, signal) => client.start("demo", {}, { threadId: "t", runId: "r", signal })],
+  ["get", (client, signal) => client.get("t", { signal })],
+  ["resume", (client, signal) => client.resume("t", { "interrupt-1": true }, { signal })],
+  ["frames", (client, signal) => drain(client.frames("t", { signal }))],
+];
+
+const isAborted = (error: unknown) => {
+  assert.ok(ToolAbortedError.isInstance(error), `expected an aborted error, got ${String(error)}`);
+  assert.equal(error.code, "aborted");
+  return true;
+};
+
+describe("durable HTTP client against a server that never answers", () => {
+  let silent: SilentServer;
+  let client: DurableClient;
+  before(async () => {
+    silent = await startSilentServer();
+    // Only the signal can end these calls: the deadline is far away.
+    client = createDurableClient({ baseUrl: silent.url, timeoutMs: 30_000 });
+  });
+  after(() => silent.close());
+
+  for (const [name, call] of entryPoints) {
+    it(`${name}: a signal aborted before the call rejects at once and sends nothing`, async () => {
+      const accepted = silent.accepted;
+      const started = performance.now();
+      await assert.rejects(call(client, AbortSignal.abort()), isAborted);
+      assert.ok(performance.now() - started < 50, "rejected at once");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.equal(silent.accepted, accepted, "no connection was opened");
+    });
+
+    it(`${name}: a signal aborted mid-wait rejects promptly and closes the connection`, async () => {
+      const accepted = silent.accepted;
+      const controller = new AbortController();
+      const pending = call(client, controller.signal);
+      pending.catch(() => undefined);
+      assert.ok(await silent.waitForConnection(accepted + 1), "the request reached the server");
+      const aborted = performance.now();
+      controller.abort();
+      await assert.rejects(pending, isAborted);
+      const elapsed = performance.now() - aborted;
+      assert.ok(elapsed < 100, `rejected ${Math.round(elapsed)} ms after the abort`);
+      assert.ok(await silent.waitForNoneOpen(), "the connection was closed");
+    });
+  }
+
+  it("the client's deadline ends a call nobody aborts with timeout", async () => {
+    const quick = createDurableClient({ baseUrl: silent.url, timeoutMs: 150 });
+    const started = performance.now();
+    await assert.rejects(
+      quick.get("t"),
+      (error: unknown) => ToolTimeoutError.isInstance(error) && error.retryable,
+    );
+    assert.ok(performance.now() - started < 1000);
+    assert.ok(await silent.waitForNoneOpen(), "the connection was closed");
+  });
+
+  it("frames from a server that accepts and never answers fail unreachable, each silent connection closed", async () => {
+    const quick = createDurableClient({
+      baseUrl: silent.url,
+      timeoutMs: 150,
+      reconnectDelayMs: 20,
+      unreachableAfterMs: 400,
+    });
+    const accepted = silent.accepted;
+    const started = performance.now();
+    await assert.rejects(
+      drain(quick.frames("t")),
+      (error: unknown) => DurableError.isInstance(error) && error.code === "unreachable",
+    );
+    const took = performance.now() - started;
+    assert.ok(took >= 350 && took < 3000, `gave up after ${Math.round(took)} ms`);
+    assert.ok(silent.accepted - accepted >= 2, "it reconnected before giving up");
+    assert.ok(await silent.waitForNoneOpen(), "every connection was closed");
+  });
+});
