@@ -114,7 +114,7 @@ it("load-balances two nodes, survives a NATS server's death under load, and a no
     assert.ok(outcomes.some((outcome) => outcome.startedAt < killedAt && outcome.result.ok));
     const failures = outcomes.filter((outcome) => !outcome.result.ok);
     t.diagnostic(
-      `NATS server killed: ${outcomes.length} calls, ${failures.length} failed retryably (${[
+      `NATS server killed: ${outcomes.length} calls, ${failures.length} failed (${[
         ...new Set(failures.map((outcome) => (outcome.result.ok ? "" : outcome.result.error.code))),
       ].join(", ")}), slowest ${Math.max(...outcomes.map((outcome) => outcome.ms))} ms`,
     );
