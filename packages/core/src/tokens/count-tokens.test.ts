@@ -29,3 +29,9 @@ it("counts a long run of one character class (no spaces, no punctuation) in line
   const whole = "=".repeat(2_000);
   assert.ok(Math.abs(countTokens(whole) - countTokens(whole.slice(0, 1_000)) * 2) <= 20);
 });
+
+it("never counts more tokens than the text has UTF-8 bytes (a small answer is judged by its bytes)", () => {
+  for (const text of ["plain words", "😀 emoji ü ñ 中文", "A".repeat(1_000), `${"{".repeat(300)}x`]) {
+    assert.ok(countTokens(text) <= Buffer.byteLength(text), text.slice(0, 20));
+  }
+});

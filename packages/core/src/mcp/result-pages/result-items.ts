@@ -49,6 +49,9 @@ function sameJson(text: string, value: unknown): boolean {
 
 /** Whether the result as a model reads it (its content, or its structured content) fits `budget` tokens. */
 export function resultFits(result: CallToolResult, budget: number): boolean {
+  const structured =
+    result.structuredContent === undefined ? undefined : JSON.stringify(result.structuredContent);
+  if (fitsByBytes(result.content, structured, budget)) return true;
   let left = budget;
   for (const item of result.content) {
     const text = textOf(item);
@@ -59,9 +62,29 @@ export function resultFits(result: CallToolResult, budget: number): boolean {
     }
     if (left < 0) return false;
   }
-  return (
-    result.structuredContent === undefined || fitsTokens(JSON.stringify(result.structuredContent), budget)
-  );
+  return structured === undefined || fitsTokens(structured, budget);
+}
+
+/**
+ * A token is at least one UTF-8 byte: a small answer fits without a count, so the common call never
+ * pays for one (nor loads the tokenizer's tables).
+ */
+function fitsByBytes(items: readonly ResultItem[], structured: string | undefined, budget: number): boolean {
+  if (structured !== undefined && (structured.length > budget || Buffer.byteLength(structured) > budget)) {
+    return false;
+  }
+  let bytes = 0;
+  for (const item of items) {
+    const text = textOf(item);
+    if (text === undefined) {
+      bytes += isMedia(item) ? mediaTokens : Buffer.byteLength(JSON.stringify(item));
+    } else {
+      if (text.length > budget) return false;
+      bytes += Buffer.byteLength(text);
+    }
+    if (bytes > budget) return false;
+  }
+  return true;
 }
 
 /** The text of an item that may be cut, or undefined for one that is whole or absent. */
@@ -80,8 +103,12 @@ function withText(item: ResultItem, text: string): ResultItem {
 }
 
 function atomicTokens(item: ResultItem): number {
-  if (item.type === "image" || item.type === "audio" || item.type === "resource") return mediaTokens;
-  return tokensOf(item);
+  return isMedia(item) ? mediaTokens : tokensOf(item);
+}
+
+/** An image, audio or a blob resource (a text resource is text). */
+function isMedia(item: ResultItem): boolean {
+  return item.type === "image" || item.type === "audio" || item.type === "resource";
 }
 
 /** The tokens of items as a model reads them. */

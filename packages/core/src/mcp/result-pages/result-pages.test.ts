@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
@@ -51,6 +52,28 @@ describe("result pages", () => {
     const pages = createResultPages();
     const small: CallToolResult = { content: [{ type: "text", text: "short" }], structuredContent: { a: 1 } };
     assert.equal(pages.fit(small, "one"), small);
+  });
+
+  it("judges a small answer by its bytes: the tokenizer's tables are not even loaded", () => {
+    const probe = `
+      import { createRequire } from "node:module";
+      const { createResultPages } = await import("@tackle/core/mcp");
+      const small = { content: [{ type: "text", text: "short answer" }], structuredContent: { a: 1 } };
+      const same = createResultPages().fit(small, "one") === small;
+      const loaded = Object.keys(createRequire(import.meta.url).cache).some((path) => path.includes("gpt-tokenizer"));
+      process.stdout.write(JSON.stringify({ same, loaded }));
+    `;
+    const run = spawnSync(
+      process.execPath,
+      ["--conditions=@tackle/source", "--input-type=module", "--eval", probe],
+      {
+        cwd: import.meta.dirname,
+        encoding: "utf8",
+        timeout: 60_000,
+      },
+    );
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(JSON.parse(run.stdout), { same: true, loaded: false });
   });
 
   it("cuts a long text at line ends within the budget and pages the rest exactly once, in order", () => {
