@@ -100,9 +100,11 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
       importance?: number;
       provenance: Memory["provenance"];
       dedupe: boolean;
+      /** Computed before the caller's transaction, so no model call is made inside it. */
+      embedding?: Float32Array | undefined;
     },
   ) {
-    const embedding = await embedOne(input.content);
+    const embedding = input.embedding ?? (await embedOne(input.content));
     if (input.dedupe) {
       const duplicate = await findDuplicate(tenantId, input.scope, input.content, embedding);
       if (duplicate) {
@@ -203,6 +205,11 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
 
     async writeEvent(tenantId, request) {
       const input = parseRequest(writeEventRequestSchema, request);
+      // What a user turn says is extracted before the transaction, with its embeddings (one model
+      // call for all), so no model call is made while the transaction holds the store.
+      const found = input.infer && input.role === "user" ? extractMemories(input.content) : [];
+      const vectors =
+        embedder && found.length > 0 ? await embedder.embed(found.map((item) => item.content)) : undefined;
       // The event and the memories extracted from it commit together: a write that fails (or a process
       // that dies) part way leaves neither, and its retry stores and extracts both.
       return store.withTransaction(async () => {
@@ -237,8 +244,7 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
         // import job that stored the event (its process was killed between storing and extracting) extracts
         // again: the memories already kept are refused as duplicates, the missing ones are added.
         const rerunOfItsJob = !created && importJobId !== undefined && event.importJobId === importJobId;
-        if ((created || rerunOfItsJob) && input.infer && input.role === "user") {
-          const found = extractMemories(input.content);
+        if ((created || rerunOfItsJob) && found.length > 0) {
           // An import's memories have ids of their fact: one the import made before is never made again,
           // whatever became of it (a memory the user deleted stays deleted).
           const ids = importJobId ? found.map((item) => importedMemoryId(tenantId, scope, item.content)) : [];
@@ -258,6 +264,7 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
                 derivedFrom: [],
               },
               dedupe: true,
+              embedding: vectors?.[index],
             });
             if (result.created) memories.push(publicMemory(result.memory));
             else if (id !== undefined && result.memory.id !== id) {

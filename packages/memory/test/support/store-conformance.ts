@@ -727,16 +727,15 @@ export function storeConformance(label: string, target: ConformanceTarget): void
 
     it("an event and the memories extracted from it commit together: a write that fails extracting stores neither, and its retry stores both", async () => {
       const t = tenant();
-      const inner = createHashingTestEmbedder();
+      // A store that fails when the extracted memory is written, after the event was.
       const failing = createMemoryService({
-        store,
-        resumeJobs: false,
-        embeddingModel: {
-          ...inner,
-          async doEmbed() {
-            throw new Error("embedding model unreachable");
+        store: {
+          ...store,
+          async insertMemory() {
+            throw new Error("disk full");
           },
         },
+        resumeJobs: false,
       });
       const request = {
         userId: "u",
@@ -746,7 +745,7 @@ export function storeConformance(label: string, target: ConformanceTarget): void
         customId: "turn-1",
         infer: true,
       };
-      await assert.rejects(failing.writeEvent(t, request), /embedding model unreachable/);
+      await assert.rejects(failing.writeEvent(t, request), /disk full/);
       assert.deepEqual((await service.status(t)).counts, {
         ...(await service.status(t)).counts,
         memories: 0,
