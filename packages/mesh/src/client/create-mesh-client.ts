@@ -35,6 +35,7 @@ import { discoverModules } from "./discover-modules.ts";
 import { createNodeWatch, type NodeWatchOptions } from "./node-watch.ts";
 import { fromReply, fromRequestError } from "./reply-result.ts";
 import { createRequester } from "./request-reply.ts";
+import { untilAborted } from "./until-aborted.ts";
 
 export interface MeshCallOptions {
   readonly timeoutMs?: number;
@@ -52,12 +53,23 @@ export interface MeshCallOptions {
   readonly logLevel?: EventLogLevel;
 }
 
+/** A listing's options: aborting `signal` rejects it with `aborted` (`ToolAbortedError`) at once. */
+export interface MeshListOptions {
+  readonly signal?: AbortSignal | undefined;
+}
+
 export interface MeshClient {
-  /** Every module the mesh holds (the catalogue) or that answers on the bus, each with its status. */
-  catalogue(): Promise<ModuleInfo[]>;
-  /** What one module serves; `unreachable` when nothing answers for it. */
-  tools(module: string): Promise<ModuleInfo>;
-  /** Calls `module.tool`; every failure comes back as `{ ok: false, error }`. */
+  /**
+   * Every module the mesh holds (the catalogue) or that answers on the bus, each with its status.
+   * Bounded: the catalogue read (1.5 s), discovery (`discoveryMs`) and each module's listing (2 s).
+   */
+  catalogue(options?: MeshListOptions): Promise<ModuleInfo[]>;
+  /** What one module serves; `unreachable` when nothing answers for it within 2 s. */
+  tools(module: string, options?: MeshListOptions): Promise<ModuleInfo>;
+  /**
+   * Calls `module.tool`; every failure comes back as `{ ok: false, error }`, an abort as `aborted` at
+   * once (a signal aborted before the call sends nothing; one aborted after asks the node to cancel).
+   */
   call(name: string, args: unknown, options?: MeshCallOptions): Promise<ToolCallResult>;
   /** Calls a seat's verb where the membership put it. */
   callSeat(seat: string, verb: string, args: unknown, options?: MeshCallOptions): Promise<ToolCallResult>;
@@ -205,7 +217,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     });
   }
 
-  async function prefixOf(module: string, refresh = false): Promise<string> {
+  async function prefixOf(module: string, refresh = false, signal?: AbortSignal): Promise<string> {
     const known = prefixes.get(module);
     if (known !== undefined && !refresh) return known;
     // While reconnecting the catalogue cannot be read; the call itself then fails at once.
@@ -217,13 +229,13 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       const deadline = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new CatalogueDeadline()), catalogueTimeoutMs);
       });
-      const record = (await Promise.race([readCatalogue(connection), deadline])).find(
-        (entry) => entry.module === module,
-      );
+      const read = untilAborted(readCatalogue(connection), signal, `mesh.catalogue`);
+      const record = (await Promise.race([read, deadline])).find((entry) => entry.module === module);
       if (record !== undefined) prefix = record.prefix;
     } catch (error) {
       // Too slow to read: use the default prefix this once, and read the catalogue again next time.
       if (error instanceof CatalogueDeadline) return known ?? prefix;
+      if (ToolAbortedError.isInstance(error)) throw error;
       // No JetStream, or no catalogue yet: the default prefix is where an unissued module answers.
     } finally {
       clearTimeout(timer);
@@ -301,18 +313,22 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     });
   }
 
-  async function tools(module: string, retried = false): Promise<ModuleInfo> {
+  async function tools(module: string, signal?: AbortSignal, retried = false): Promise<ModuleInfo> {
+    if (signal?.aborted) throw new ToolAbortedError(`mesh.tools`, signal.reason);
     known.add(module);
-    const prefix = await prefixOf(module);
+    const prefix = await prefixOf(module, false, signal);
     try {
       if (disconnected) throw new Error("not connected to NATS (reconnecting)");
-      const message = await connection.request(`${prefix}.tools`, undefined, {
+      const listing = connection.request(`${prefix}.tools`, undefined, {
         timeout: Math.min(listingTimeoutMs, defaultTimeout),
       });
+      const message = await untilAborted(listing, signal, "mesh.tools");
       return decodeJson(message.data) as ModuleInfo;
     } catch (error) {
+      if (ToolAbortedError.isInstance(error)) throw error;
       // A membership change may have moved the module: read where it answers now, and ask there once.
-      if (!retried && !disconnected && (await prefixOf(module, true)) !== prefix) return tools(module, true);
+      if (!retried && !disconnected && (await prefixOf(module, true, signal)) !== prefix)
+        return tools(module, signal, true);
       return {
         module,
         status: "unreachable",
@@ -331,7 +347,9 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   return {
     connection,
     broker,
-    async catalogue() {
+    async catalogue(listOptions = {}) {
+      const signal = listOptions.signal;
+      if (signal?.aborted) throw new ToolAbortedError("mesh.catalogue", signal.reason);
       const before = broker();
       if (!before.connected) return brokerDown(before.error ?? "unreachable");
       const modules = new Set<string>();
@@ -342,7 +360,12 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
         const deadline = new Promise<never>((_, reject) => {
           timer = setTimeout(() => reject(new CatalogueDeadline()), catalogueReadMs);
         });
-        const records = await Promise.race([readCatalogue(connection, { onInvalid: () => {} }), deadline]);
+        const read = untilAborted(
+          readCatalogue(connection, { onInvalid: () => {} }),
+          signal,
+          "mesh.catalogue",
+        );
+        const records = await Promise.race([read, deadline]);
         // The catalogue is the record of prefixes: a module that left it answers on its default again.
         for (const module of [...prefixes.keys()]) {
           if (!records.some((record) => record.module === module)) prefixes.delete(module);
@@ -354,6 +377,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
         }
         lastCatalogue = records;
       } catch (error) {
+        if (ToolAbortedError.isInstance(error)) throw error;
         // Too slow this time: the last catalogue read stands in (its modules stay listed). Without
         // JetStream there is no catalogue at all; discovery below still finds what answers.
         if (error instanceof CatalogueDeadline) {
@@ -367,8 +391,9 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       }
       const after = broker();
       if (!after.connected) return brokerDown(after.error ?? "unreachable");
-      for (const module of await discoverModules(connection, options.discoveryMs ?? 250)) modules.add(module);
-      const listed = await Promise.all([...modules].sort().map((module) => tools(module)));
+      const discovery = discoverModules(connection, options.discoveryMs ?? 250);
+      for (const module of await untilAborted(discovery, signal, "mesh.catalogue")) modules.add(module);
+      const listed = await Promise.all([...modules].sort().map((module) => tools(module, signal)));
       const last = broker();
       if (!last.connected) return brokerDown(last.error ?? "unreachable");
       // A node refused for offering another bundle under the module is named beside it.
@@ -382,7 +407,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
         return { ...info, errors: [...info.errors, ...named] };
       });
     },
-    tools,
+    tools: (module, listOptions = {}) => tools(module, listOptions.signal),
     async call(name, args, callOptions = {}) {
       const dot = name.indexOf(".");
       const module = name.slice(0, Math.max(dot, 0));
@@ -395,12 +420,22 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
           }),
         };
       }
-      const prefix = prefixes.get(module) ?? (await prefixOf(module));
-      const result = await request(`${prefix}.${tool}`, args, callOptions, name, prefix);
-      if (result.ok || result.error.code !== "no_responders") return result;
-      // Nothing answered that subject: either the tool does not exist or the module is not served.
-      await prefixOf(module, true);
-      const listing = await tools(module);
+      const signal = callOptions.signal;
+      // Aborted before the call: nothing is read or sent.
+      if (signal?.aborted) return { ok: false, error: new ToolAbortedError(name, signal.reason) };
+      let listing: ModuleInfo;
+      try {
+        const prefix = prefixes.get(module) ?? (await prefixOf(module, false, signal));
+        const result = await request(`${prefix}.${tool}`, args, callOptions, name, prefix);
+        if (result.ok || result.error.code !== "no_responders") return result;
+        // Nothing answered that subject: either the tool does not exist or the module is not served.
+        await prefixOf(module, true, signal);
+        listing = await tools(module, signal);
+      } catch (error) {
+        if (ToolAbortedError.isInstance(error))
+          return { ok: false, error: new ToolAbortedError(name, signal?.reason) };
+        throw error;
+      }
       if (listing.status === "unreachable") {
         return {
           ok: false,
@@ -415,7 +450,11 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
         };
       }
       if (listing.tools.some((entry) => entry.name === tool)) {
-        const moved = await prefixOf(module);
+        const moved = await prefixOf(module, false, signal).catch((error: unknown) => {
+          if (ToolAbortedError.isInstance(error)) return undefined;
+          throw error;
+        });
+        if (moved === undefined) return { ok: false, error: new ToolAbortedError(name, signal?.reason) };
         return request(`${moved}.${tool}`, args, callOptions, name, moved);
       }
       return {
@@ -427,8 +466,34 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       };
     },
     async callSeat(seat, verb, args, callOptions = {}) {
-      // A record that does not parse is its runtime's to report (it logs the refusal); here it holds no seat.
-      const memberships = await listMemberships(connection, {}, { onInvalid: () => {} });
+      const name = `${seat}.${verb}`;
+      const signal = callOptions.signal;
+      // Aborted before the call: nothing is read or sent.
+      if (signal?.aborted) return { ok: false, error: new ToolAbortedError(name, signal.reason) };
+      let memberships: Awaited<ReturnType<typeof listMemberships>>;
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        // A membership read caught by a dropped connection must not hold the call.
+        const deadline = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new CatalogueDeadline()), catalogueTimeoutMs);
+        });
+        // A record that does not parse is its runtime's to report (it logs the refusal); here it holds no seat.
+        const read = untilAborted(listMemberships(connection, {}, { onInvalid: () => {} }), signal, name);
+        memberships = await Promise.race([read, deadline]);
+      } catch (error) {
+        if (ToolAbortedError.isInstance(error)) return { ok: false, error };
+        if (!(error instanceof CatalogueDeadline)) throw error;
+        return {
+          ok: false,
+          error: new ToolError(
+            "unavailable",
+            `The mesh's memberships could not be read within ${catalogueTimeoutMs} ms; "${name}" was not sent`,
+            { retryable: true, data: { seat, verb } },
+          ),
+        };
+      } finally {
+        clearTimeout(timer);
+      }
       const holder = memberships.find((record) => record.seats[seat] !== undefined);
       if (holder === undefined) {
         return {
@@ -436,13 +501,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
           error: new ToolError("unknown_seat", `No module holds seat "${seat}"`, { data: { seat } }),
         };
       }
-      const result = await request(
-        `${holder.seats[seat]}.${verb}`,
-        args,
-        callOptions,
-        `${seat}.${verb}`,
-        holder.prefix,
-      );
+      const result = await request(`${holder.seats[seat]}.${verb}`, args, callOptions, name, holder.prefix);
       if (!result.ok && result.error.code === "no_responders") {
         return {
           ok: false,
