@@ -189,6 +189,35 @@ describe("the console over HTTP", () => {
     }
   });
 
+  test("tackle mcp --console budgets the console's whole answer itself, with cursors its own paging tool reads", async () => {
+    const client = new Client(
+      { name: "budget-via-console", version: "1.0.0" },
+      { versionNegotiation: { mode: "legacy" } },
+    );
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [
+          "--conditions=@tackle/source",
+          mainScript,
+          "mcp",
+          "--console",
+          running.url,
+          "--result-budget",
+          "2000",
+        ],
+        env: cleanEnv({ TACKLE_CONSOLE_TOKEN: token, TACKLE_LOG_LEVEL: "silent" }) as Record<string, string>,
+        stderr: "pipe",
+      }),
+    );
+    clients.push(client);
+    const first = await call(client, "large.text", { lines: 3_000 });
+    assert.match(summaryOf(first), /Answer cut to fit the budget of 2000 tokens/);
+    const parts = await readAll(client, first, 2_000);
+    // Through the console source a text answer comes back as its text, a JSON string here.
+    assert.equal(JSON.parse(joined(parts)), longText(3_000));
+  });
+
   test("a cursor is refused to another session and to a session-less client, with a clear error", async () => {
     const owner = await connect("legacy");
     const first = await call(owner, "large.text", { lines: 2_000 });
