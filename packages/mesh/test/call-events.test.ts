@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { connect, type Msg, type NatsConnection } from "@nats-io/transport-node";
+import { connect, type Msg, type NatsConnection, headers as natsHeaders } from "@nats-io/transport-node";
 import type { ToolProgress } from "@tackle/core";
 import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
 import { createMeshClient, type MeshClient, type NodeRuntime, startNodeRuntime } from "../src/index.ts";
@@ -153,5 +153,56 @@ describe("progress and log lines across NATS", () => {
     assert.deepEqual(line?.fields, { truncated: true });
     assert.match(line?.message ?? "", /^x+… \(cut to fit 8192 bytes\)$/);
     assert.ok((line?.message.length ?? 0) < eventLimits.bytes);
+  });
+
+  it("the node sends reports only to an inbox beside the reply: never to a subject the caller names, such as another module's", async () => {
+    // A victim: another module's seat subject, and any plain subject. The node's credential may
+    // publish there; the caller's may not, so it must not be able to make the node do it.
+    const received: string[] = [];
+    for (const subject of ["tackle.seats.ledger.append", "victim.subject"]) {
+      spy.subscribe(subject, {
+        callback: (_error, message) => {
+          received.push(`${subject}: ${message.string()}`);
+        },
+      });
+    }
+    await spy.flush();
+    const lines = () => nodeLog.lines.filter((line) => line.message.startsWith("call events refused")).length;
+    const before = lines();
+    const caller = await connect({ servers: nats.url });
+    try {
+      for (const target of ["tackle.seats.ledger.append", "victim.subject", "_INBOX.*", "_INBOX.>"]) {
+        const eventHeaders = natsHeaders();
+        eventHeaders.set(eventsHeader, target);
+        eventHeaders.set(progressHeader, "1");
+        eventHeaders.set(logLevelHeader, "debug");
+        const reply = await caller.request("tackle.tools.reporting.steps", "{}", {
+          headers: eventHeaders,
+          timeout: 10_000,
+        });
+        // The call itself is answered as usual.
+        assert.match(reply.string(), /done/);
+      }
+      await spy.flush();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.deepEqual(received, [], "the node published the caller's reports where it was told");
+      assert.equal(lines() - before, 4, "each refusal is in the node's log");
+      // An inbox beside the reply still gets them (what the mesh client sends).
+      const inbox = `_INBOX.${Date.now()}`;
+      const got: string[] = [];
+      caller.subscribe(inbox, {
+        callback: (_error, message) => {
+          got.push(message.string());
+        },
+      });
+      const eventHeaders = natsHeaders();
+      eventHeaders.set(eventsHeader, inbox);
+      eventHeaders.set(progressHeader, "1");
+      await caller.request("tackle.tools.reporting.steps", "{}", { headers: eventHeaders, timeout: 10_000 });
+      await caller.flush();
+      assert.equal(got.length, 3, got.join("\n"));
+    } finally {
+      await caller.close();
+    }
   });
 });

@@ -141,9 +141,20 @@ export function publishCallEvents(
   connection: NatsConnection,
   requestHeaders: MsgHdrs | undefined,
   nodeLogger: Logger,
+  /** The request's reply subject: the events inbox must be an inbox beside it. */
+  reply?: string,
 ): CallEventsPublisher | undefined {
   const inbox = requestHeaders?.get(eventsHeader);
   if (inbox === undefined || inbox === "") return undefined;
+  if (!isInboxBeside(inbox, reply)) {
+    // The node publishes with its own credential: a caller naming another module's tool or seat
+    // subject here would have the node send to it what its own credential may not.
+    nodeLogger.warn("call events refused: the events subject is not an inbox beside the reply", {
+      events: inbox,
+      ...(reply === undefined ? {} : { reply }),
+    });
+    return undefined;
+  }
   const wantsProgress = requestHeaders?.get(progressHeader) === "1";
   const level = requestHeaders?.get(logLevelHeader) as EventLogLevel | undefined;
   const minimum = level === undefined ? -1 : eventLogLevels.indexOf(level);
@@ -226,4 +237,18 @@ function boundedEvent(event: EventBody): EventBody {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * True when `subject` is an inbox (`_INBOX…`, NATS's convention, with a custom prefix's first token) under the
+ * same first token as the request's reply subject, and a plain subject (no wildcard, no empty token).
+ */
+export function isInboxBeside(subject: string, reply: string | undefined): boolean {
+  if (reply === undefined) return false;
+  const tokens = subject.split(".");
+  const [root] = tokens;
+  if (root === undefined || !root.startsWith("_INBOX") || tokens.length < 2) return false;
+  if (tokens.some((token) => token === "" || token === "*" || token === ">" || /\s/.test(token)))
+    return false;
+  return reply.split(".")[0] === root;
 }

@@ -287,7 +287,7 @@ async function run(
     const timeout = Number(message.headers?.get(timeoutHeader));
     const idempotencyKey = message.headers?.get(idempotencyKeyHeader);
     // Only a caller that named an events inbox gets progress and log lines; a plain call gets nothing more.
-    const events = publishCallEvents(connection, message.headers as never, logger);
+    const events = publishCallEvents(connection, message.headers as never, logger, message.reply);
     const result = await loaded.toolset.call(tool, args, {
       callId,
       ...(idempotencyKey ? { idempotencyKey } : {}),
