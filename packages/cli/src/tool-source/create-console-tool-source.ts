@@ -12,7 +12,13 @@ import {
   SdkErrorCode,
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
-import { type Logger, ToolError, type ToolErrorPayload, ToolTimeoutError } from "@tackle/core";
+import {
+  type Logger,
+  ToolAbortedError,
+  ToolError,
+  type ToolErrorPayload,
+  ToolTimeoutError,
+} from "@tackle/core";
 import { modulesToolName, resultBudgetMetaKey } from "../mcp/create-mcp-server.ts";
 import { CliError } from "../program/cli-error.ts";
 import { parseConsoleUrl } from "./parse-console-url.ts";
@@ -86,7 +92,9 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
       return modules;
     },
     async call(qualifiedName, args, callOptions = {}) {
-      const { onProgress, logger, logLevel } = callOptions;
+      const { onProgress, logger, logLevel, signal } = callOptions;
+      // Aborted before the call: nothing is sent.
+      if (signal?.aborted) return { ok: false, error: new ToolAbortedError(qualifiedName, signal.reason) };
       // Log lines are asked for only when someone takes them (as the mesh carries them).
       const level = logger === undefined || logLevel === undefined ? undefined : consoleLevel[logLevel];
       let caller = client;
@@ -129,6 +137,8 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
         }
         return { ok: true, output: result.structuredContent ?? parseText(textOf(result.content)) };
       } catch (error) {
+        // The caller's abort (the SDK has told the console to cancel the call) is `aborted`, as elsewhere.
+        if (signal?.aborted) return { ok: false, error: new ToolAbortedError(qualifiedName, signal.reason) };
         // `--timeout` passing is the tool's timeout, as in the other sources, not a console failure.
         const timeoutMs = callOptions.timeoutMs ?? options.timeoutMs;
         if (
