@@ -4,15 +4,17 @@
  * consolidations, searches and feedback) and one where B never came. Tenant A does the same things on
  * both, then reads every route: each answer must be the same on both services (ids and times aside),
  * so nothing of B's can be read, listed, counted, ranked against or inferred. A route the app answers
- * that has no entry here fails the test, and so does one answered without an API key.
+ * that has no entry here fails the test, and so does one answered without an API key. On SQLite and
+ * on PostgreSQL (whose search and statistics are their own).
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
+import { after, before, describe, test } from "node:test";
 import { MemoryClient } from "@tackle/memory";
 import { createMemoryApp, type MemoryServer, memoryRoutes, serveMemory } from "@tackle/memory/server";
+import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
 
 const keys = { "key-a": "tenant-a", "key-b": "tenant-b" };
 const directory = mkdtempSync(join(tmpdir(), "tackle-memory-walk-"));
@@ -83,9 +85,15 @@ async function seedB(b: MemoryClient) {
   await b.waitForJob(consolidated.job.id, { timeoutMs: 20_000, scope });
 }
 
-before(async () => {
+async function openServices(kind: "SQLite" | "PostgreSQL", databases: TestDatabase[]) {
   for (const [name, entry] of Object.entries(services)) {
-    entry.server = await serveMemory({ store: join(directory, `${name}.db`), apiKeys: keys, port: 0 });
+    let store = join(directory, `${name}.db`);
+    if (kind === "PostgreSQL") {
+      const database = await createTestDatabase("tackle_memory_walk");
+      databases.push(database);
+      store = database.url;
+    }
+    entry.server = await serveMemory({ store, apiKeys: keys, port: 0 });
     entry.a = new MemoryClient({ baseUrl: entry.server.url, apiKey: "key-a", allowPrivateNetwork: true });
   }
   const b = new MemoryClient({
@@ -98,11 +106,9 @@ before(async () => {
   services.busy.firstMemory = await seedA(services.busy.a!);
   services.quiet.firstMemory = await seedA(services.quiet.a!);
   await seedB(b);
-});
-after(async () => {
-  for (const entry of Object.values(services)) await entry.server?.close();
-  rmSync(directory, { recursive: true, force: true });
-});
+}
+
+after(() => rmSync(directory, { recursive: true, force: true }));
 
 /**
  * How A reads each route (`read`), or why a route is not read here (`write`: it changes A's own data;
@@ -172,7 +178,7 @@ async function read(service: "busy" | "quiet", route: (typeof memoryRoutes)[numb
   return { status: response.status, body: await response.json() };
 }
 
-test("every route the app registers needs an API key and has an entry in this walk", async () => {
+async function routesNeedKeys() {
   const app = createMemoryApp({ service: services.busy.server!.service, apiKeys: keys });
   const registered = [
     ...new Set(
@@ -214,9 +220,9 @@ test("every route the app registers needs an API key and has an entry in this wa
       assert.equal(response.status, 401, `${route} without a key: ${answer}`);
     }
   }
-});
+}
 
-test("every read route answers tenant A the same whether or not tenant B is busy on the same service", async () => {
+async function readsAlike() {
   let compared = 0;
   for (const route of memoryRoutes) {
     const entry = walk[route.operationId]!;
@@ -230,9 +236,9 @@ test("every read route answers tenant A the same whether or not tenant B is busy
     compared += 1;
   }
   assert.ok(compared >= 16, `only ${compared} routes compared`);
-});
+}
 
-test("recall pages by the caller's own event ids: the cursors are the same on both services, another's id is refused as unknown", async () => {
+async function recallCursors() {
   // Events once answered their place in the store (seq) and paged by it: its gaps counted every
   // tenant's events, so a busy tenant B showed in tenant A's answers.
   const pages: Record<string, unknown[]> = { busy: [], quiet: [] };
@@ -286,4 +292,27 @@ test("recall pages by the caller's own event ids: the cursors are the same on bo
   });
   assert.equal(numeric.events.length, 2);
   assert.ok(numeric.events.every((event) => !event.content.startsWith("B ")));
-});
+}
+
+for (const kind of ["SQLite", "PostgreSQL"] as const) {
+  describe(`on ${kind}`, () => {
+    const databases: TestDatabase[] = [];
+    before(() => openServices(kind, databases));
+    after(async () => {
+      for (const entry of Object.values(services)) {
+        await entry.server?.close();
+        delete entry.server;
+      }
+      for (const database of databases.splice(0)) await database.drop();
+    });
+    test("every route the app registers needs an API key and has an entry in this walk", routesNeedKeys);
+    test(
+      "every read route answers tenant A the same whether or not tenant B is busy on the same service",
+      readsAlike,
+    );
+    test(
+      "recall pages by the caller's own event ids: the cursors are the same on both services, another's id is refused as unknown",
+      recallCursors,
+    );
+  });
+}
