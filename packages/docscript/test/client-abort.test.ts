@@ -2,12 +2,19 @@
  * Every document client call honours its abort signal against a server that never answers (a TCP
  * listener that accepts and stays silent): a signal aborted before the call rejects at once with
  * `aborted` and sends nothing; one aborted mid-wait (a waiting pull too) rejects within a moment and
- * closes the connection; the client's deadline ends a wait nobody aborts.
+ * closes the connection; the client's deadline ends a wait nobody aborts. A real document server
+ * ends a waiting pull's wait as soon as its client leaves.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { ToolAbortedError } from "@tackle/core";
-import { createDocumentClient, type DocumentClient, DocumentClientError } from "@tackle/docscript";
+import {
+  createDocumentClient,
+  type DocumentClient,
+  DocumentClientError,
+  timelineSchema,
+} from "@tackle/docscript";
+import { createSqliteDocumentStore, serveDocuments } from "@tackle/docscript/server";
 import { type SilentServer, startSilentServer } from "@tackle/test-support";
 import { LoroDoc } from "loro-crdt";
 
@@ -79,5 +86,53 @@ describe("document client against a server that never answers", () => {
     );
     assert.ok(performance.now() - started < 1000);
     assert.ok(await silent.waitForNoneOpen(), "the connection was closed");
+  });
+});
+
+describe("a waiting pull against a real document server", () => {
+  it("ends the server's wait as soon as the client aborts, not at its waitMs", async () => {
+    const server = await serveDocuments({
+      store: createSqliteDocumentStore({ path: ":memory:" }),
+      schema: timelineSchema,
+      adminToken: "admin-token-0123456789",
+    });
+    try {
+      const client = createDocumentClient({ origin: server.url, token: "doc-token-0123456789" });
+      assert.equal(
+        await client.createDocument("doc", {
+          adminToken: "admin-token-0123456789",
+          token: "doc-token-0123456789",
+        }),
+        true,
+      );
+      const { version } = await client.pull("doc");
+      // When the server's wait for this pull ends.
+      let waitEnded: number | undefined;
+      const updatesSince = server.host.updatesSince.bind(server.host);
+      server.host.updatesSince = async (...args: Parameters<typeof updatesSince>) => {
+        try {
+          return await updatesSince(...args);
+        } finally {
+          waitEnded = performance.now();
+        }
+      };
+      const controller = new AbortController();
+      const waiting = client.pull("doc", { since: version, waitMs: 20_000, signal: controller.signal });
+      waiting.catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(waitEnded, undefined, "the server is holding the pull");
+      const aborted = performance.now();
+      controller.abort();
+      await assert.rejects(waiting, isAborted);
+      const deadline = Date.now() + 2000;
+      while (waitEnded === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(waitEnded !== undefined, "the server's wait ended");
+      assert.ok(
+        waitEnded - aborted < 500,
+        `the server's wait ended ${Math.round(waitEnded - aborted)} ms after`,
+      );
+    } finally {
+      await server.close();
+    }
   });
 });

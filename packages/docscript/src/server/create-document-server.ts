@@ -156,7 +156,10 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
       return context.json(problem("invalid_input", "the query parameter since is required"), 400);
     // waitMs: answer as soon as there is something new, or after that long (at most 25 s).
     const waitMs = Math.min(Math.max(Number(context.req.query("waitMs") ?? 0) || 0, 0), 25_000);
-    const { bytes, version } = await host.updatesSince(documentId, since, waitMs);
+    // A client that leaves (its request's signal aborts) frees its wait at once.
+    const { bytes, version } = await host.updatesSince(documentId, since, waitMs, {
+      signal: context.req.raw.signal,
+    });
     return context.body(bytes as Uint8Array<ArrayBuffer>, 200, {
       "content-type": "application/octet-stream",
       [VERSION_HEADER]: version,

@@ -231,13 +231,16 @@ export class DocumentHost {
   /**
    * The updates a client at `since` lacks, and the version they bring it to. With `waitMs`, a client
    * that lacks nothing waits up to that long for the next push through this server or (on a store
-   * that announces appends, PostgreSQL) through any other, and gets it as soon as it is stored.
+   * that announces appends, PostgreSQL) through any other, and gets it as soon as it is stored. An
+   * aborted `signal` (the client left) ends the wait at once, with what there is.
    */
   async updatesSince(
     documentId: string,
     since: string,
     waitMs = 0,
+    options: { readonly signal?: AbortSignal | undefined } = {},
   ): Promise<{ bytes: Uint8Array; version: string }> {
+    const signal = options.signal;
     const from = decodeVersion(since);
     const deadline = performance.now() + waitMs;
     if (waitMs > 0) await this.watchAppends();
@@ -256,18 +259,22 @@ export class DocumentHost {
         };
       });
       const remaining = deadline - performance.now();
-      if (next === undefined || answer.lacking || remaining <= 0) {
+      if (next === undefined || answer.lacking || remaining <= 0 || signal?.aborted === true) {
         next?.cancel();
         return { bytes: answer.bytes, version: answer.version };
       }
       let timer: NodeJS.Timeout | undefined;
+      let onAbort: (() => void) | undefined;
       await Promise.race([
         next.appended,
         new Promise<void>((resolve) => {
           timer = setTimeout(resolve, remaining);
+          onAbort = resolve;
+          signal?.addEventListener("abort", onAbort, { once: true });
         }),
       ]);
       clearTimeout(timer);
+      if (onAbort !== undefined) signal?.removeEventListener("abort", onAbort);
       next.cancel();
     }
   }
