@@ -11,6 +11,8 @@ export type StorageErrorCode =
   | "migration_failed"
   /** The migration lock was not granted in time (another process holds it). */
   | "lock_timeout"
+  /** The caller's abort signal ended the wait (for a connection or the migration lock); nothing was migrated by this call after it. */
+  | "aborted"
   /** A bad option (an empty path, a pool size below 1, an unknown synchronous level). */
   | "invalid_option"
   /** The SQLite file cannot be opened (not a database, damaged, unreadable); the message names the file. */

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { after, before, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { StorageError } from "@tackle/storage";
 import {
@@ -108,6 +109,60 @@ describe("PostgreSQL migrations", () => {
     );
     assert.equal(await postgresSchemaVersion(pool, "failing"), 1);
     assert.equal((await pool.query("SELECT to_regclass('fail_b') AS t")).rows[0].t, null);
+  });
+
+  it("an abort while waiting for the lock rejects at once, typed, and leaves no session waiting", async () => {
+    const holder = await pool.connect();
+    const waitingSessions = async () =>
+      Number(
+        (
+          await holder.query(
+            `SELECT count(*) AS n FROM pg_locks
+             WHERE locktype = 'advisory' AND NOT granted
+               AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
+          )
+        ).rows[0].n,
+      );
+    try {
+      await holder.query(
+        "SELECT pg_advisory_lock(hashtext('tackle_migrations:' || coalesce(current_schema(), '')))",
+      );
+      const controller = new AbortController();
+      const migrating = migratePostgres(pool, {
+        store: "aborted",
+        migrations: items,
+        signal: controller.signal,
+      });
+      migrating.catch(() => undefined);
+      const deadline = Date.now() + 5000;
+      while ((await waitingSessions()) === 0 && Date.now() < deadline) await sleep(20);
+      assert.equal(await waitingSessions(), 1, "the migration waits for the lock");
+      const at = performance.now();
+      controller.abort();
+      await assert.rejects(migrating, rejectsWith("aborted"));
+      const elapsed = performance.now() - at;
+      assert.ok(elapsed < 100, `rejected ${Math.round(elapsed)} ms after the abort`);
+      while ((await waitingSessions()) > 0 && Date.now() < deadline) await sleep(20);
+      assert.equal(await waitingSessions(), 0, "no session is left in the lock's queue");
+    } finally {
+      await holder.query("SELECT pg_advisory_unlock_all()");
+      holder.release();
+    }
+    assert.equal(await postgresSchemaVersion(pool, "aborted"), 0, "nothing was migrated");
+    // The pool still serves: the next migration runs at once.
+    assert.deepEqual(await migratePostgres(pool, { store: "after-abort", migrations: [] }), {
+      from: 0,
+      to: 0,
+    });
+  });
+
+  it("a signal aborted before the call takes no connection", async () => {
+    const { pool: unused } = await freshPool();
+    await assert.rejects(
+      migratePostgres(unused, { store: "never", migrations: items, signal: AbortSignal.abort() }),
+      rejectsWith("aborted"),
+    );
+    assert.equal(unused.totalCount, 0, "no connection was opened");
   });
 
   it("times out, typed, when another session holds the migration lock", async () => {

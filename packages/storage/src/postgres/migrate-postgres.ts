@@ -17,6 +17,12 @@ export interface PostgresMigrationPlan {
   readonly migrations: readonly PostgresMigration[];
   /** How long to wait for another process's migration lock. Default 60 000 ms. */
   readonly lockTimeoutMs?: number;
+  /**
+   * Ends the wait for a connection or for the lock: the call rejects with `aborted` at once and its
+   * connection is closed (never handed back to the pool mid-wait). Aborted before the call: no
+   * connection is taken. A migration already running finishes (its transaction is not cut).
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface MigrationResult {
@@ -43,15 +49,44 @@ const lockKey = "hashtext('tackle_migrations:' || coalesce(current_schema(), '')
 export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan): Promise<MigrationResult> {
   const latest = latestVersion(plan.store, plan.migrations);
   const lockTimeoutMs = plan.lockTimeoutMs ?? 60_000;
-  const client = await pool.connect();
+  const signal = plan.signal;
+  const aborted = () =>
+    new StorageError(
+      "aborted",
+      `Store "${plan.store}": the migration was aborted before it began`,
+      {
+        store: plan.store,
+      },
+      { cause: signal?.reason },
+    );
+  if (signal?.aborted) throw aborted();
+  const connecting = pool.connect();
+  const client = await untilAborted(connecting, signal).catch((error: unknown) => {
+    // A connection that arrives after the abort goes back to the pool unused.
+    if (signal?.aborted)
+      connecting.then(
+        (late) => late.release(),
+        () => undefined,
+      );
+    throw signal?.aborted ? aborted() : error;
+  });
   let broken: Error | undefined;
   let locked = false;
+  /** The session left waiting for the lock by an abort: ended, since a closed socket alone does not stop its wait. */
+  let abandonedSession: number | undefined;
   try {
     await client.query(`SELECT set_config('lock_timeout', $1, false)`, [`${lockTimeoutMs}ms`]);
     try {
-      await client.query(`SELECT pg_advisory_lock(${lockKey})`);
+      // Waiting for the lock is where an abort lands: the connection is destroyed, and its session
+      // ended (below), so it does not stay in the lock's queue.
+      await untilAborted(client.query(`SELECT pg_advisory_lock(${lockKey})`), signal);
       locked = true;
     } catch (error) {
+      if (signal?.aborted) {
+        broken = new Error("aborted while waiting for the migration lock");
+        abandonedSession = (client as { processID?: number }).processID;
+        throw aborted();
+      }
       if ((error as { code?: string }).code === "55P03") {
         throw new StorageError(
           "lock_timeout",
@@ -102,7 +137,20 @@ export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan
     }
     // A connection in doubt is destroyed, which also releases a session lock it still holds.
     client.release(broken);
+    if (abandonedSession !== undefined)
+      pool.query("SELECT pg_terminate_backend($1)", [abandonedSession]).catch(() => undefined);
   }
+}
+
+/** `work`, or a rejection as soon as `signal` aborts (the work is left to end on its own). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return work;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 /** The newest version recorded for `store` in the current schema (0 when none or no table yet). */
