@@ -3,7 +3,8 @@
  * gets the attacker's checks without anyone writing them: a rebound Host or a foreign Origin is
  * refused even with a session and the token; without a session or the token only the page's shell and
  * its assets answer, and they carry no secret; a state-changing request from another loopback port is
- * refused; no answer ever allows another origin to read it (no CORS), preflight included.
+ * refused; no answer ever allows another origin to read it (no CORS), preflight included, and every
+ * answer forbids other origins to load it at all (Cross-Origin-Resource-Policy, nosniff).
  */
 import assert from "node:assert/strict";
 import { request } from "node:http";
@@ -51,8 +52,12 @@ function send(method: string, path: string, headers: Record<string, string>, bod
         response.setEncoding("utf8").on("data", (chunk: string) => {
           text += chunk;
         });
-        const done = () =>
+        const done = () => {
+          // Every answer of the port, refusals included: no page of another origin may load it.
+          assert.equal(response.headers["cross-origin-resource-policy"], "same-origin", `${method} ${path}`);
+          assert.equal(response.headers["x-content-type-options"], "nosniff", `${method} ${path}`);
           resolve({ status: response.statusCode ?? 0, headers: response.headers, body: text });
+        };
         response.on("end", done);
         // A stream (SSE) that was let through is read for a moment, then dropped.
         setTimeout(() => {

@@ -56,6 +56,19 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
     logger.error("console page failed to load", { error: error.message });
   });
   const app = new Hono();
+  // No answer of this port may be loaded by a page of another origin, even one the browser counts as
+  // the same site (another loopback port gets the SameSite cookie): not as a script, image or frame.
+  app.use("*", async (context, next) => {
+    await next();
+    const headers = new Headers(context.res.headers);
+    headers.set("cross-origin-resource-policy", "same-origin");
+    headers.set("x-content-type-options", "nosniff");
+    context.res = new Response(context.res.body, {
+      status: context.res.status,
+      statusText: context.res.statusText,
+      headers,
+    });
+  });
   // Every path, not only /mcp, so nothing on this port answers a rebinding page.
   app.use("*", async (context, next) => {
     const violation = loopbackViolation(context.req.raw.headers);
