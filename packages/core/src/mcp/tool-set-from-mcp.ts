@@ -1,5 +1,6 @@
 /** `toolSetFromMcp`: the tools an MCP client sees, as a Tackle tool set. */
 import type { CallToolResult, Client, Tool as McpTool } from "@modelcontextprotocol/client";
+import { ToolAbortedError } from "../errors/tool-aborted-error.ts";
 import { ToolError } from "../errors/tool-error.ts";
 import { jsonSchema } from "../schema/schema.ts";
 import { type AnyTool, defineTool, type ToolAnnotations } from "../tool/define-tool.ts";
@@ -8,6 +9,11 @@ import { createToolSet, type ToolSet, type ToolSetOptions } from "../tool-set/cr
 export interface McpToolSetOptions extends ToolSetOptions {
   /** Prepended as `prefix.` to every tool name, to keep several servers' tools apart. */
   readonly prefix?: string;
+  /**
+   * Ends the listing: it rejects with `aborted` at once and the server is told to cancel it; aborted
+   * before, nothing is sent. Each page waits at most the MCP SDK's request timeout (60 s).
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -17,12 +23,22 @@ export interface McpToolSetOptions extends ToolSetOptions {
  * it sent one (as Tackle servers do), else `tool_failed` with the server's text.
  */
 export async function toolSetFromMcp(client: Client, options: McpToolSetOptions = {}): Promise<ToolSet> {
+  const { signal, ...toolSetOptions } = options;
   const listed: McpTool[] = [];
   let cursor: string | undefined;
   do {
-    const page = await client.listTools(cursor === undefined ? {} : { cursor });
-    listed.push(...page.tools);
-    cursor = page.nextCursor;
+    if (signal?.aborted) throw new ToolAbortedError("mcp.listTools", signal.reason);
+    try {
+      const page = await client.listTools(
+        cursor === undefined ? {} : { cursor },
+        signal === undefined ? {} : { signal },
+      );
+      listed.push(...page.tools);
+      cursor = page.nextCursor;
+    } catch (error) {
+      if (signal?.aborted) throw new ToolAbortedError("mcp.listTools", signal.reason);
+      throw error;
+    }
   } while (cursor !== undefined);
   const server = client.getServerVersion()?.name ?? "mcp server";
   const tools: AnyTool[] = listed.map((remote) =>
@@ -42,7 +58,7 @@ export async function toolSetFromMcp(client: Client, options: McpToolSetOptions 
       },
     }),
   );
-  return createToolSet(tools, options);
+  return createToolSet(tools, toolSetOptions);
 }
 
 function annotationsOf(remote: McpTool): ToolAnnotations {
