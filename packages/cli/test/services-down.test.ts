@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, test } from "node:test";
 import { createPostgresDocumentStore } from "@tackle/docscript/postgres";
 import { serveMemory } from "@tackle/memory/server";
-import { createTestDatabase, freePort } from "@tackle/test-support";
+import { createTestDatabase, freePort, startNatsServer } from "@tackle/test-support";
 import { cleanEnv, runTackle } from "./tackle-process.ts";
 
 const workDirectory = mkdtempSync(join(tmpdir(), "tackle-services-down-"));
@@ -125,4 +125,25 @@ test("TACKLE_MEMORY_URL: a service on loopback is reached; one that is down is n
     answer(down.stderr),
     new RegExp(`^error network_error: Could not reach the memory service at http://127\\.0\\.0\\.1:${port}`),
   );
+});
+
+test("tackle mesh on a broker without JetStream: one line saying so and how to start it, not a stack", async () => {
+  const nats = await startNatsServer({ extraArgs: ["-js=false"] });
+  try {
+    for (const args of [
+      ["mesh", "ls"],
+      ["mesh", "issue", "n1", "demo"],
+    ]) {
+      const refused = await runTackle(args, { env: cleanEnv({ MESH_BROKER_URL: nats.url }) });
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.equal(refused.stdout, "");
+      assert.equal(
+        answer(refused.stderr),
+        `tackle: The broker at ${nats.url} has no JetStream, where the mesh keeps its memberships and catalogue: start nats-server with -js (--jetstream)`,
+      );
+      assert.doesNotMatch(refused.stderr, /unexpected failure|at async/);
+    }
+  } finally {
+    await nats.close();
+  }
 });

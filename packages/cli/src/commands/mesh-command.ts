@@ -6,6 +6,7 @@ import {
   listMemberships,
   MEMBERSHIP_BUCKET,
   readCatalogue,
+  redactBrokerUrl,
   revokeMembership,
 } from "@tackle/mesh";
 import type { Command } from "commander";
@@ -148,6 +149,18 @@ async function withConnection<T>(
   );
   try {
     return await work(connection);
+  } catch (error) {
+    // Memberships and the catalogue are KV buckets: a broker without JetStream has none to read or write.
+    if ((error as Error)?.name === "JetStreamNotEnabled" || /jetstream is not enabled/i.test(String(error))) {
+      const where =
+        config.brokerUrl === undefined ? (config.brokerFile ?? "") : redactBrokerUrl(config.brokerUrl);
+      throw new CliError(
+        "broker_unavailable",
+        `The broker at ${where} has no JetStream, where the mesh keeps its memberships and catalogue: start nats-server with -js (--jetstream)`,
+        { cause: error },
+      );
+    }
+    throw error;
   } finally {
     await connection.drain();
   }
