@@ -13,6 +13,8 @@ export interface MemoryServiceOptions {
   readonly store: MemoryStore;
   /** Any AI SDK embedding model; turns BM25 into fused BM25 + vector ranking. None: no network. */
   readonly embeddingModel?: MemoryEmbeddingModel;
+  /** Longest one call to the embedding model may take; past it the operation fails `unavailable`. Default 30 000 ms. */
+  readonly embeddingTimeoutMs?: number;
   /**
    * The embedding's similarity beside the text match (1) in fused ranking, both relative to their best
    * hit (default 0.1, set on the dev halves of bench/memory with the hashing test embedder, which only
@@ -43,7 +45,9 @@ export function createServiceContext(options: MemoryServiceOptions) {
   const { store } = options;
   const logger = options.logger ?? silentLogger;
   const clock = options.now ?? (() => new Date());
-  const embedder = options.embeddingModel ? createEmbedder(options.embeddingModel) : undefined;
+  const embedder = options.embeddingModel
+    ? createEmbedder(options.embeddingModel, options.embeddingTimeoutMs)
+    : undefined;
   const nowIso = () => clock().toISOString();
 
   async function embedOne(text: string): Promise<Float32Array | undefined> {
