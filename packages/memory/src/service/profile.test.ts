@@ -84,3 +84,29 @@ it("lets a configured language model write the summary, and falls back when it f
   assert.equal(fallback.generatedBy, "deterministic");
   assert.equal(warnings.length, 1, "the failure is reported, not swallowed");
 });
+
+it("answers the deterministic profile at its deadline when the language model never answers", async () => {
+  const signals: (AbortSignal | undefined)[] = [];
+  const silent = new MockLanguageModelV4({
+    doGenerate: (call) => {
+      signals.push(call.abortSignal);
+      return new Promise(() => {});
+    },
+  });
+  const warnings: string[] = [];
+  const started = performance.now();
+  const profile = await synthesizeProfile(
+    memories,
+    silent,
+    { ...silentLogger, warn: (message) => warnings.push(message) },
+    200,
+  );
+  const took = performance.now() - started;
+  assert.ok(took >= 180 && took < 1500, `answered after ${Math.round(took)} ms`);
+  assert.equal(profile.generatedBy, "deterministic");
+  assert.equal(warnings.length, 1, "the timeout is reported");
+  assert.ok(
+    signals.length >= 1 && signals.every((signal) => signal?.aborted === true),
+    "the model's call was aborted",
+  );
+});

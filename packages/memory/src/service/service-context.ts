@@ -23,6 +23,8 @@ export interface MemoryServiceOptions {
   readonly vectorWeight?: number;
   /** Any AI SDK language model; improves the profile summary. None: deterministic synthesis. */
   readonly languageModel?: LanguageModelV4;
+  /** Longest the profile waits for the language model; then it answers the deterministic summary. Default 30 000 ms. */
+  readonly languageModelTimeoutMs?: number;
   readonly logger?: Logger;
   /** The clock (tests move it to age memories). */
   readonly now?: () => Date;
@@ -160,6 +162,7 @@ export function createServiceContext(options: MemoryServiceOptions) {
     embedder,
     vectorWeight: options.vectorWeight ?? defaultVectorWeight,
     languageModel: options.languageModel,
+    languageModelTimeoutMs: options.languageModelTimeoutMs ?? 30_000,
     embedOne,
     requireMemory,
     mutateMemory,

@@ -14,7 +14,7 @@ export function createSynthesisOperations(
   context: ServiceContext,
   searchRanked: SearchRanked,
 ): SynthesisOperations {
-  const { store, logger, languageModel, readBlocks, recordTrace } = context;
+  const { store, logger, languageModel, languageModelTimeoutMs, readBlocks, recordTrace } = context;
   const service: SynthesisOperations = {
     async profile(tenantId, request) {
       const scope = pickScope(parseRequest(scopeRequestSchema, request));
@@ -24,7 +24,7 @@ export function createSynthesisOperations(
         limit: 200,
         order: "importance",
       });
-      return { profile: await synthesizeProfile(memories, languageModel, logger) };
+      return { profile: await synthesizeProfile(memories, languageModel, logger, languageModelTimeoutMs) };
     },
 
     async contextBundle(tenantId, request) {
