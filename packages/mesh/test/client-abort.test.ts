@@ -9,7 +9,7 @@ import { after, before, describe, it } from "node:test";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { ToolAbortedError } from "@tackle/core";
 import { createMeshClient, issueMembership, type MeshClient } from "@tackle/mesh";
-import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { type NatsServerHandle, startNatsServer, startSilentServer } from "@tackle/test-support";
 
 type Entry = readonly [string, (client: MeshClient, signal: AbortSignal) => Promise<unknown>];
 
@@ -113,5 +113,64 @@ describe("mesh client against a module that never answers", () => {
     await silent.flush();
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.ok(published.slice(before).includes("tackle.tools.silent.tools.cancel"), "cancel published");
+  });
+});
+
+describe("createMeshClient against a broker that accepts and never answers", () => {
+  it("a signal aborted before connecting rejects at once and opens no connection", async () => {
+    const silent = await startSilentServer();
+    try {
+      const at = performance.now();
+      await assert.rejects(
+        createMeshClient({ servers: `nats://127.0.0.1:${silent.port}`, signal: AbortSignal.abort() }),
+        (error: unknown) => {
+          assertAborted(error);
+          return true;
+        },
+      );
+      assert.ok(performance.now() - at < 50, "at once");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.equal(silent.accepted, 0, "no connection was opened");
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it("a signal aborted while connecting rejects within a moment", async () => {
+    const silent = await startSilentServer();
+    try {
+      const controller = new AbortController();
+      const connecting = createMeshClient({
+        servers: `nats://127.0.0.1:${silent.port}`,
+        signal: controller.signal,
+        connectTimeoutMs: 1000,
+      });
+      connecting.catch(() => undefined);
+      assert.ok(await silent.waitForConnection(1), "the client reached the broker");
+      const at = performance.now();
+      controller.abort();
+      await assert.rejects(connecting, (error: unknown) => {
+        assertAborted(error);
+        return true;
+      });
+      assert.ok(performance.now() - at < 100, `${Math.round(performance.now() - at)} ms after the abort`);
+    } finally {
+      await silent.close();
+    }
+  });
+
+  it("connectTimeoutMs bounds the wait for a broker that never answers", async () => {
+    const silent = await startSilentServer();
+    try {
+      const at = performance.now();
+      await assert.rejects(
+        createMeshClient({ servers: `nats://127.0.0.1:${silent.port}`, connectTimeoutMs: 300 }),
+      );
+      const took = performance.now() - at;
+      assert.ok(took >= 250 && took < 2000, `gave up after ${Math.round(took)} ms`);
+      // Not asserted: nats.js leaves the socket of a handshake that timed out open (the broker's to close).
+    } finally {
+      await silent.close();
+    }
   });
 });

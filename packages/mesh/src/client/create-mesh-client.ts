@@ -93,6 +93,10 @@ export interface CreateMeshClientOptions {
   readonly credsFile?: string;
   /** Use this connection; the client leaves it open on close. */
   readonly connection?: NatsConnection;
+  /** How long connecting may take. Default 20 000 ms. */
+  readonly connectTimeoutMs?: number;
+  /** Ends the wait for the connection with `aborted` (aborted before: nothing is dialled). */
+  readonly signal?: AbortSignal | undefined;
   /** Default time limit per call and per listing. Default 60 s for calls. */
   readonly timeoutMs?: number;
   /** How long `catalogue()` listens for modules answering `$SRV.INFO`. Default 250 ms. */
@@ -117,6 +121,8 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     (await connectMesh({
       ...(options.servers === undefined ? {} : { servers: options.servers }),
       ...(options.credsFile === undefined ? {} : { credsFile: options.credsFile }),
+      ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
+      signal: options.signal,
       name: "tackle-mesh client",
     }));
   const ownsConnection = options.connection === undefined;

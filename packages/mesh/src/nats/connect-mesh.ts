@@ -1,5 +1,6 @@
 /** `connectMesh`: a NATS connection on the node's credential (JWT + nkey) or a plain URL, reconnecting forever. */
 import { connect, credsAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import { ToolAbortedError } from "@tackle/core";
 import { readCredential } from "../config/read-credential.ts";
 import { MeshConfigError } from "../errors/mesh-config-error.ts";
 
@@ -12,6 +13,14 @@ export interface ConnectMeshOptions {
   readonly name?: string;
   /** Pause between reconnect attempts. Default 250 ms. */
   readonly reconnectTimeWaitMs?: number;
+  /** How long the first connection may take (the broker's greeting included). Default 20 000 ms. */
+  readonly connectTimeoutMs?: number;
+  /**
+   * Ends the wait for the first connection: `aborted` at once (aborted before: nothing is dialled).
+   * nats.js cannot drop a connection mid-handshake, and leaves the socket of one that timed out open
+   * against a broker that never greets: the broker's side closes it.
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export const DEFAULT_BROKER_URL = "nats://127.0.0.1:4222";
@@ -23,11 +32,14 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<NatsConn
       "no broker: set MESH_BROKER_FILE (the node's credential) or MESH_BROKER_URL (a plain URL)",
     );
   }
+  const signal = options.signal;
+  if (signal?.aborted) throw new ToolAbortedError("mesh.connect", signal.reason);
   const servers = (options.servers ?? DEFAULT_BROKER_URL).split(",").map((server) => server.trim());
   const authenticator =
     options.credsFile === undefined ? undefined : credsAuthenticator(readCredential(options.credsFile).bytes);
-  return connect({
+  const connecting = connect({
     servers,
+    timeout: options.connectTimeoutMs ?? 20_000,
     ...(authenticator === undefined ? {} : { authenticator }),
     ...(options.name === undefined ? {} : { name: options.name }),
     // A node's runtime outlives any broker restart: it never gives up reconnecting.
@@ -37,5 +49,18 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<NatsConn
     // Every request would otherwise capture two stack traces up front (for a timeout's error), the
     // largest single cost of a call in a profile; the mesh maps request errors to its own anyway.
     noAsyncTraces: true,
+  });
+  if (signal === undefined) return connecting;
+  return new Promise<NatsConnection>((resolve, reject) => {
+    const onAbort = () => {
+      reject(new ToolAbortedError("mesh.connect", signal.reason));
+      // A connection that completes after the abort is closed at once.
+      connecting.then(
+        (late) => late.close(),
+        () => undefined,
+      );
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    connecting.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
 }
