@@ -1,8 +1,9 @@
 /** `tackle mcp`: the same tools as the console, as an MCP server over stdio, for a program a person starts. */
 import { PassThrough } from "node:stream";
-import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
+import { serveStdio } from "@modelcontextprotocol/server/stdio";
 import { createResultPages } from "@tackle/core/mcp";
 import type { Command } from "commander";
+import { CheckedStdioServerTransport } from "../mcp/checked-stdio-server-transport.ts";
 import { createMcpServer } from "../mcp/create-mcp-server.ts";
 import { openToolSource } from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
@@ -32,7 +33,7 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
         context.stdin.once("close", () => resolve("stdin closed"));
       });
       const handle = serveStdio(() => createMcpServer(source, { resultPages }), {
-        transport: new StdioServerTransport(input, context.stdout as NodeJS.WriteStream),
+        transport: new CheckedStdioServerTransport(input, context.stdout as NodeJS.WriteStream),
         onerror: (error) => context.logger.warn("mcp stdio error", { error: error.message }),
       });
       context.logger.info("tackle mcp ready", { source: source.description });
