@@ -5,10 +5,12 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { freePort } from "@tackle/test-support";
+import { largeValue, longText, pictureData } from "./fixtures/large-results-bundle.ts";
 import { cleanEnv, runTackle, type ServeProcess, startServe, tempHome } from "./tackle-process.ts";
 
 const brokenBundle = fileURLToPath(new URL("./fixtures/broken-bundle.js", import.meta.url));
 const slowBundle = fileURLToPath(new URL("./fixtures/slow-bundle.mjs", import.meta.url));
+const largeBundle = fileURLToPath(new URL("./fixtures/large-results-bundle.ts", import.meta.url));
 
 describe("without a console: the modules load in the command's own process", () => {
   test("tackle tools lists the built-in demo module, and --json is machine-readable on stdout alone", async () => {
@@ -60,7 +62,8 @@ describe("without a console: the modules load in the command's own process", () 
     const invalid = await runTackle(["call", "demo.add", '{"numbers":"many"}']);
     assert.equal(invalid.code, 1);
     assert.equal(invalid.stdout, "");
-    assert.match(invalid.stderr, /^error invalid_input: /m);
+    assert.match(invalid.stderr, /^error invalid_input: Invalid input for tool "demo\.add": /m);
+    assert.match(invalid.stderr, /"tool": "demo\.add"/);
 
     const unknown = await runTackle(["call", "demo.subtract", "{}"]);
     assert.equal(unknown.code, 1);
@@ -151,7 +154,7 @@ describe("npm start (tackle serve --builtin), then tools and call through its co
       cleanEnv({
         TACKLE_HOME: home.path,
         MESH_CONSOLE_LISTEN: `127.0.0.1:${port}`,
-        MESH_TOOL_MODULES: `broken=${brokenBundle},slow=${slowBundle}`,
+        MESH_TOOL_MODULES: `broken=${brokenBundle},slow=${slowBundle},large=${largeBundle}`,
       }),
       undefined,
       { viaNpmStart: true },
@@ -190,11 +193,35 @@ describe("npm start (tackle serve --builtin), then tools and call through its co
 
     const failing = await runTackle(["call", "demo.add", "{}", "--console", serve.url], { env });
     assert.equal(failing.code, 1);
-    assert.match(failing.stderr, /^error invalid_input: /m);
+    assert.equal(failing.stdout, "");
+    assert.match(failing.stderr, /^error invalid_input: Invalid input for tool "demo\.add": /m);
+    assert.match(failing.stderr, /"tool": "demo\.add"/);
 
     const tools = await runTackle(["tools", "--console", serve.url, "--allow-unhealthy"], { env });
     assert.equal(tools.code, 0, tools.stderr);
     assert.match(tools.stdout, /^demo\s+ok\s+-\s+echo, add, now, text_stats$/m);
+  });
+
+  test("tackle call prints a text-only content result as its text and other blocks as JSON, embedded and through --console", async () => {
+    const env = cleanEnv({ TACKLE_HOME: home.path, MESH_TOOL_MODULES: `large=${largeBundle}` });
+    for (const through of [[], ["--console", serve.url]]) {
+      const text = await runTackle(["call", "large.text", '{"lines":2}', ...through], { env });
+      assert.equal(text.code, 0, text.stderr);
+      assert.equal(text.stdout, `${longText(2)}\n`, `through ${through.join(" ") || "embedded"}`);
+
+      const pictures = await runTackle(["call", "large.pictures", '{"count":1}', ...through], { env });
+      assert.equal(pictures.code, 0, pictures.stderr);
+      assert.deepEqual(JSON.parse(pictures.stdout), {
+        content: [
+          { type: "text", text: "1 pictures" },
+          { type: "image", data: pictureData, mimeType: "image/png" },
+        ],
+      });
+
+      const structured = await runTackle(["call", "large.json", '{"count":2}', ...through], { env });
+      assert.equal(structured.code, 0, structured.stderr);
+      assert.deepEqual(JSON.parse(structured.stdout), largeValue(2));
+    }
   });
 
   test("--console with a wrong token is refused with a clear message", async () => {

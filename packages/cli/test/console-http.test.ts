@@ -69,7 +69,17 @@ for (const [label, mode] of [
 
       const invalid = await client.callTool({ name: "demo.add", arguments: { numbers: "nope" } });
       assert.equal(invalid.isError, true);
-      assert.equal((invalid.structuredContent as { error: { code: string } }).error.code, "invalid_input");
+      const refused = (
+        invalid.structuredContent as { error: { code: string; message: string; data: { tool: string } } }
+      ).error;
+      assert.equal(refused.code, "invalid_input");
+      // Named as the client called it, which is the only name it knows.
+      assert.match(refused.message, /^Invalid input for tool "demo\.add"/);
+      assert.equal(refused.data.tool, "demo.add");
+      assert.match(
+        (invalid.content as { text: string }[])[0]?.text ?? "",
+        /^invalid_input: Invalid input for tool "demo\.add"/,
+      );
 
       const modules = await client.callTool({ name: "tackle.modules", arguments: {} });
       const listed = (

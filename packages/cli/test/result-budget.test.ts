@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { type CallToolResult, Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { createToolSet, silentLogger } from "@tackle/core";
+import { createToolSet, isToolContent, silentLogger } from "@tackle/core";
 import { toCallToolResult } from "@tackle/core/mcp";
 import { freePort, startNatsServer } from "@tackle/test-support";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
@@ -182,8 +182,12 @@ describe("the console over HTTP", () => {
     try {
       const result = await consoleSource.call("large.text", { lines: 34_000 });
       assert.ok(result.ok);
-      // The console source reads a text answer back as its text; the whole of it, not a part.
-      assert.ok(result.output === longText(34_000), `${String(result.output).length} characters`);
+      // The console source reads a text answer back as the text block it was; the whole of it, not a part.
+      assert.ok(isToolContent(result.output));
+      const blocks = result.output.content;
+      assert.equal(blocks.length, 1);
+      const text = blocks[0]?.type === "text" ? blocks[0].text : "";
+      assert.ok(text === longText(34_000), `${text.length} characters`);
     } finally {
       await consoleSource.close();
     }
@@ -214,8 +218,8 @@ describe("the console over HTTP", () => {
     const first = await call(client, "large.text", { lines: 3_000 });
     assert.match(summaryOf(first), /Answer cut to fit the budget of 2000 tokens/);
     const parts = await readAll(client, first, 2_000);
-    // Through the console source a text answer comes back as its text, a JSON string here.
-    assert.equal(JSON.parse(joined(parts)), longText(3_000));
+    // Through the console source a text answer stays the text block it was, as `tackle mcp` sends it itself.
+    assert.equal(joined(parts), longText(3_000));
   });
 
   test("a cursor is refused to another session and to a session-less client, with a clear error", async () => {

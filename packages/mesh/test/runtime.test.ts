@@ -59,6 +59,9 @@ describe("a node runtime on NATS", () => {
 
       const invalid = await client.call("alpha.echo", { text: 7 });
       assert.equal(!invalid.ok && invalid.error.code, "invalid_input");
+      // Named as the caller called it, not by the module's bare name.
+      assert.match(!invalid.ok ? invalid.error.message : "", /^Invalid input for tool "alpha\.echo"/);
+      assert.equal(!invalid.ok && (invalid.error.data as { tool: string }).tool, "alpha.echo");
       assert.deepEqual(!invalid.ok && (invalid.error.data as { issues: unknown[] }).issues, [
         { path: ["text"], message: "Invalid input: expected string, received number" },
       ]);
@@ -71,7 +74,7 @@ describe("a node runtime on NATS", () => {
       let started = Date.now();
       const slow = await client.call("alpha.slow", { ms: 5000 }, { timeoutMs: 200 });
       assert.equal(!slow.ok && slow.error.code, "timeout");
-      assert.match(!slow.ok ? slow.error.message : "", /Tool "slow" timed out after 200 ms/);
+      assert.match(!slow.ok ? slow.error.message : "", /Tool "alpha\.slow" timed out after 200 ms/);
       assert.ok(Date.now() - started < 3000, "long before the tool's 5 s");
       started = Date.now();
       const aborted = await client.call("alpha.slow", { ms: 5000 }, { signal: AbortSignal.timeout(100) });
@@ -105,7 +108,7 @@ describe("a node runtime on NATS", () => {
         timeout: 2000,
       });
       assert.equal(reply.headers?.get("Nats-Service-Error-Code"), "400");
-      assert.match(reply.headers?.get("Nats-Service-Error") ?? "", /Invalid input for tool "echo"/);
+      assert.match(reply.headers?.get("Nats-Service-Error") ?? "", /Invalid input for tool "headers\.echo"/);
       assert.equal(reply.headers?.get("Tackle-Error-Code"), "invalid_input");
       assert.equal(reply.json<{ code: string }>().code, "invalid_input");
 

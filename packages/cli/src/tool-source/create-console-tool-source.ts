@@ -3,6 +3,8 @@
  * machine. A call's progress comes back on its own request's stream; a call that asks for log lines is
  * made on a client of its own, since a log notification names no request.
  */
+
+import { isDeepStrictEqual } from "node:util";
 import {
   Client,
   LOG_LEVEL_META_KEY,
@@ -13,11 +15,13 @@ import {
   StreamableHTTPClientTransport,
 } from "@modelcontextprotocol/client";
 import {
+  type ContentBlock,
   type Logger,
   ToolAbortedError,
   ToolError,
   type ToolErrorPayload,
   ToolTimeoutError,
+  toolContent,
 } from "@tackle/core";
 import { modulesToolName, resultBudgetMetaKey } from "../mcp/create-mcp-server.ts";
 import { CliError } from "../program/cli-error.ts";
@@ -135,7 +139,7 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
                 : ToolError.fromPayload(payload),
           };
         }
-        return { ok: true, output: result.structuredContent ?? parseText(textOf(result.content)) };
+        return { ok: true, output: outputOf(result) };
       } catch (error) {
         // The caller's abort (the SDK has told the console to cancel the call) is `aborted`, as elsewhere.
         if (signal?.aborted) return { ok: false, error: new ToolAbortedError(qualifiedName, signal.reason) };
@@ -225,11 +229,23 @@ function textOf(content: unknown): string {
     .join("\n");
 }
 
-/** The console sends outputs as JSON text; a console of another make may send plain text. */
-function parseText(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
+/**
+ * A result back as the output it came from: the console sends a JSON value as one text block of JSON
+ * (a plain object also as the structured content); anything else (plain text, images, several blocks)
+ * was content blocks, and stays so, so `tackle call` prints the text as text and `tackle mcp` passes
+ * the blocks on.
+ */
+function outputOf(result: { content?: unknown; structuredContent?: unknown }): unknown {
+  const structured = result.structuredContent as Record<string, unknown> | undefined;
+  const blocks = Array.isArray(result.content) ? (result.content as ContentBlock[]) : [];
+  const only = blocks.length === 1 ? blocks[0] : undefined;
+  if (only?.type === "text") {
+    try {
+      const value: unknown = JSON.parse(only.text);
+      if (structured === undefined || isDeepStrictEqual(value, structured)) return value;
+    } catch {
+      // Not JSON: the tool's own text.
+    }
   }
+  return toolContent(blocks, structured === undefined ? {} : { structuredContent: structured });
 }

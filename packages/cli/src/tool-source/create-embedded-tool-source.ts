@@ -51,6 +51,7 @@ export function createEmbeddedToolSource(modules: readonly EmbeddedModule[]): To
         return { ok: false, error: new UnknownToolError(qualifiedName, available) };
       }
       return loaded.toolset.call(parts.tool, args, {
+        calledAs: qualifiedName,
         ...(options.signal === undefined ? {} : { signal: options.signal }),
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
         ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),

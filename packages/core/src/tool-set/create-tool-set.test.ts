@@ -92,6 +92,29 @@ describe("createToolSet", () => {
     assert.doesNotMatch(JSON.stringify(wire), /at .*\.ts:\d+/);
   });
 
+  it("names the tool in its errors as the caller called it, when a host passes calledAs", async () => {
+    const tools = createToolSet([add]);
+    // @ts-expect-error: the typed set refuses a string for a number at compile time; the call checks again
+    const qualified = await tools.call("math.add", { a: "two", b: 1 }, { calledAs: "node.math.add" });
+    assert.ok(!qualified.ok);
+    assert.match(qualified.error.message, /^Invalid input for tool "node\.math\.add"/);
+    assert.equal((qualified.error.data as { tool: string }).tool, "node.math.add");
+    const slow = defineTool({
+      name: "slow",
+      description: "",
+      input: z.object({}),
+      execute: () => new Promise(() => {}),
+    });
+    const timedOut = await createToolSet([slow]).call("slow", {}, { calledAs: "demo.slow", timeoutMs: 20 });
+    assert.ok(!timedOut.ok);
+    assert.equal(timedOut.error.code, "timeout");
+    assert.deepEqual(timedOut.error.data, { tool: "demo.slow", timeoutMs: 20 });
+    // Without it, the set's own name.
+    // @ts-expect-error: as above
+    const bare = await tools.call("math.add", { a: "two", b: 1 });
+    assert.equal(!bare.ok && (bare.error.data as { tool: string }).tool, "math.add");
+  });
+
   it("answers an unknown tool with the names that exist", async () => {
     // @ts-expect-error: the typed set refuses an unknown name at compile time; the call answers it too
     const result = await createToolSet([add]).call("math.sub", {});

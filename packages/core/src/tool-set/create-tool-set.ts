@@ -29,6 +29,11 @@ export interface CallOptions {
   readonly timeoutMs?: number;
   /** Receives the tool's `context.progress(...)` reports. */
   readonly onProgress?: (update: ToolProgress) => void;
+  /**
+   * The name the caller called this tool by, when a host qualified it (`demo.add` for the set's
+   * `add`): the call's errors name the tool so, in their message and `data.tool`.
+   */
+  readonly calledAs?: string;
 }
 
 /** A call's outcome: errors are data, so a model (or a wire) gets them as values. */
@@ -189,14 +194,14 @@ async function runTool(
   defaultTimeout: number,
   defaultLogger: Logger,
 ): Promise<ToolCallResult> {
+  const name = options.calledAs ?? tool.name;
   const checked = validateNow(tool.input, args);
   const input = checked instanceof Promise ? await checked : checked;
-  if (!input.ok) return { ok: false, error: new InvalidInputError(tool.name, input.issues) };
+  if (!input.ok) return { ok: false, error: new InvalidInputError(name, input.issues) };
 
   const timeoutMs = options.timeoutMs ?? tool.timeoutMs ?? defaultTimeout;
   const callerSignal = options.signal;
-  if (callerSignal?.aborted)
-    return { ok: false, error: new ToolAbortedError(tool.name, callerSignal.reason) };
+  if (callerSignal?.aborted) return { ok: false, error: new ToolAbortedError(name, callerSignal.reason) };
   // One controller for the tool's signal, aborted by its deadline or by the caller's signal (a listener,
   // not AbortSignal.any, which costs far more per call).
   const controller = new AbortController();
@@ -226,9 +231,9 @@ async function runTool(
     answer = tool.execute(input.value, context);
   } catch (error) {
     if (isControlFlow(error)) throw error;
-    return { ok: false, error: toToolError(tool.name, error) };
+    return { ok: false, error: toToolError(name, error) };
   }
-  if (!isPromiseLike(answer)) return checkOutput(tool, answer);
+  if (!isPromiseLike(answer)) return checkOutput(tool, name, answer);
   const pending = answer;
 
   // The handler races its own deadline and the caller's signal: a tool that ignores its signal still
@@ -239,14 +244,14 @@ async function runTool(
   const stopped = new Promise<ToolCallResult>((resolve) => {
     if (Number.isFinite(timeoutMs) && timeoutMs > 0) {
       timer = setTimeout(() => {
-        timedOut = new ToolTimeoutError(tool.name, timeoutMs);
+        timedOut = new ToolTimeoutError(name, timeoutMs);
         resolve({ ok: false, error: timedOut });
         controller.abort(timedOut);
       }, timeoutMs);
     }
     if (callerSignal !== undefined) {
       onAbort = () => {
-        resolve({ ok: false, error: new ToolAbortedError(tool.name, callerSignal.reason) });
+        resolve({ ok: false, error: new ToolAbortedError(name, callerSignal.reason) });
         controller.abort(callerSignal.reason);
       };
       callerSignal.addEventListener("abort", onAbort, { once: true });
@@ -257,13 +262,13 @@ async function runTool(
       return { ok: true, output: await pending };
     } catch (error) {
       if (isControlFlow(error)) throw error;
-      if (timedOut !== undefined) return { ok: false, error: toToolError(tool.name, timedOut) };
-      return { ok: false, error: toToolError(tool.name, error) };
+      if (timedOut !== undefined) return { ok: false, error: toToolError(name, timedOut) };
+      return { ok: false, error: toToolError(name, error) };
     }
   })();
   try {
     const result = await Promise.race([ran, stopped]);
-    return result.ok ? await checkOutput(tool, result.output) : result;
+    return result.ok ? await checkOutput(tool, name, result.output) : result;
   } finally {
     if (timer !== undefined) clearTimeout(timer);
     if (onAbort !== undefined) callerSignal?.removeEventListener("abort", onAbort);
@@ -271,13 +276,13 @@ async function runTool(
 }
 
 /** The tool's output, checked against its output schema when it has one. */
-function checkOutput(tool: AnyTool, value: unknown): ToolCallResult | Promise<ToolCallResult> {
+function checkOutput(tool: AnyTool, name: string, value: unknown): ToolCallResult | Promise<ToolCallResult> {
   if (tool.output === undefined) return { ok: true, output: value };
   const validated = validateNow(tool.output, value);
   const toResult = (output: Awaited<typeof validated>): ToolCallResult =>
     output.ok
       ? { ok: true, output: output.value }
-      : { ok: false, error: new InvalidOutputError(tool.name, output.issues) };
+      : { ok: false, error: new InvalidOutputError(name, output.issues) };
   return validated instanceof Promise ? validated.then(toResult) : toResult(validated);
 }
 

@@ -279,7 +279,7 @@ async function run(
         message,
         new ToolError(
           "invalid_request",
-          `The arguments for "${tool}" are not JSON: ${(error as Error).message}`,
+          `The arguments for "${loaded.module}.${tool}" are not JSON: ${(error as Error).message}`,
         ),
       );
       return failure;
@@ -290,6 +290,7 @@ async function run(
     const events = publishCallEvents(connection, message.headers as never, logger, message.reply);
     const result = await loaded.toolset.call(tool, args, {
       callId,
+      calledAs: `${loaded.module}.${tool}`,
       ...(idempotencyKey ? { idempotencyKey } : {}),
       signal: cancel.signal,
       ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
