@@ -37,6 +37,7 @@ export class CheckedStdioServerTransport extends StdioServerTransport {
 
   // The SDK reads stdin through this listener (it attaches and detaches `this._ondata`); its own
   // read buffer skips a line that is not JSON in silence and closes the session on a long one.
+  // `override` turns a rename of it in a later SDK into a compile error, not a silent bypass.
   override _ondata = (chunk: Buffer): void => {
     let start = 0;
     while (start <= chunk.length) {
