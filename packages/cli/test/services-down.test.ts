@@ -127,14 +127,20 @@ test("TACKLE_MEMORY_URL: a service on loopback is reached; one that is down is n
   );
 });
 
-test("tackle mesh on a broker without JetStream: one line saying so and how to start it, not a stack", async () => {
+test("a broker without JetStream: tools, call, serve and mesh say so in one line, with how to start it", async () => {
   const nats = await startNatsServer({ extraArgs: ["-js=false"] });
   try {
     for (const args of [
       ["mesh", "ls"],
       ["mesh", "issue", "n1", "demo"],
+      // It listed "No modules." and exited 0; serve said "Cannot reach" a broker it had reached.
+      ["tools"],
+      ["call", "demo.echo", "{}"],
+      ["serve"],
     ]) {
-      const refused = await runTackle(args, { env: cleanEnv({ MESH_BROKER_URL: nats.url }) });
+      const refused = await runTackle(args, {
+        env: cleanEnv({ MESH_BROKER_URL: nats.url, MESH_NODE: "n1", MESH_CONSOLE_LISTEN: "127.0.0.1:0" }),
+      });
       assert.equal(refused.code, 1, refused.stderr);
       assert.equal(refused.stdout, "");
       assert.equal(

@@ -6,12 +6,17 @@ import {
   listMemberships,
   MEMBERSHIP_BUCKET,
   readCatalogue,
-  redactBrokerUrl,
   revokeMembership,
 } from "@tackle/mesh";
 import type { Command } from "commander";
 import { CliError } from "../program/cli-error.ts";
-import { hasBroker, readMeshConfig, withBroker } from "../program/open-tool-source.ts";
+import {
+  hasBroker,
+  isNoJetStream,
+  noJetStream,
+  readMeshConfig,
+  withBroker,
+} from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
 
 type Connection = Awaited<ReturnType<typeof connectMesh>>;
@@ -151,15 +156,7 @@ async function withConnection<T>(
     return await work(connection);
   } catch (error) {
     // Memberships and the catalogue are KV buckets: a broker without JetStream has none to read or write.
-    if ((error as Error)?.name === "JetStreamNotEnabled" || /jetstream is not enabled/i.test(String(error))) {
-      const where =
-        config.brokerUrl === undefined ? (config.brokerFile ?? "") : redactBrokerUrl(config.brokerUrl);
-      throw new CliError(
-        "broker_unavailable",
-        `The broker at ${where} has no JetStream, where the mesh keeps its memberships and catalogue: start nats-server with -js (--jetstream)`,
-        { cause: error },
-      );
-    }
+    if (isNoJetStream(error)) throw noJetStream(config, error);
     throw error;
   } finally {
     await connection.drain();

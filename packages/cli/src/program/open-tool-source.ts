@@ -63,6 +63,12 @@ export async function openMeshSource(
       ...(config.brokerFile === undefined ? {} : { credsFile: config.brokerFile }),
     }),
   );
+  try {
+    await requireJetStream(client.connection, config);
+  } catch (error) {
+    await client.close().catch(() => {});
+    throw error;
+  }
   // The description reaches logs and every MCP client's instructions: never a broker password.
   const broker = config.brokerUrl === undefined ? undefined : redactBrokerUrl(config.brokerUrl);
   return createMeshToolSource(
@@ -72,12 +78,50 @@ export async function openMeshSource(
   );
 }
 
+/** The broker as a person reads it: its URL without a password, or the credential file's broker. */
+function brokerName(config: MeshConfig): string {
+  return config.brokerUrl !== undefined
+    ? redactBrokerUrl(config.brokerUrl)
+    : `the broker of ${config.brokerFile ?? ""}`;
+}
+
+/** True for an error that says the broker runs without JetStream. */
+export function isNoJetStream(error: unknown): boolean {
+  return (error as Error)?.name === "JetStreamNotEnabled" || /jetstream is not enabled/i.test(String(error));
+}
+
+/** The one line for a broker without JetStream, where the mesh keeps its memberships and catalogue. */
+export function noJetStream(config: MeshConfig, cause: unknown): CliError {
+  return new CliError(
+    "broker_unavailable",
+    `The broker at ${brokerName(config)} has no JetStream, where the mesh keeps its memberships and catalogue: start nats-server with -js (--jetstream)`,
+    { cause },
+  );
+}
+
+/**
+ * Asks the broker for JetStream once: without it no node can hold a membership, and a listing would
+ * answer "No modules." for a broker that is only misconfigured.
+ */
+export async function requireJetStream(
+  connection: { request(subject: string, payload: string, options: { timeout: number }): Promise<unknown> },
+  config: MeshConfig,
+): Promise<void> {
+  try {
+    await connection.request("$JS.API.INFO", "", { timeout: 2000 });
+  } catch (error) {
+    // Only "no responders" means no JetStream; a slow answer is left to the listing's own deadlines.
+    if (/no responders/i.test(String((error as Error)?.message))) throw noJetStream(config, error);
+  }
+}
+
 /** Runs a first contact with the broker, turning a refused connection into a one-line refusal that names it. */
 export async function withBroker<T>(config: MeshConfig, connect: () => Promise<T>): Promise<T> {
   try {
     return await connect();
   } catch (error) {
     if (CliError.isInstance(error) || MeshConfigError.isInstance(error)) throw error;
+    if (isNoJetStream(error)) throw noJetStream(config, error);
     const where =
       config.brokerUrl !== undefined
         ? `${redactBrokerUrl(config.brokerUrl)} (MESH_BROKER_URL)`
