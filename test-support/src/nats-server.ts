@@ -48,7 +48,8 @@ export function findNatsServer(candidates: readonly string[] = natsServerCandida
 }
 
 export async function startNatsServer(
-  options: { extraArgs?: readonly string[] } = {},
+  /** `jetstream: false` starts a server without JetStream (default on). */
+  options: { extraArgs?: readonly string[]; jetstream?: boolean } = {},
 ): Promise<NatsServerHandle> {
   const binary = findNatsServer();
   const port = await freePort();
@@ -61,9 +62,7 @@ export async function startNatsServer(
       "127.0.0.1",
       "-p",
       String(port),
-      "-js",
-      "-sd",
-      storeDir,
+      ...(options.jetstream === false ? [] : ["-js", "-sd", storeDir]),
       ...(options.extraArgs ?? []),
     ];
     const spawned = spawn(binary, args, { stdio: ["ignore", "ignore", "pipe"] });

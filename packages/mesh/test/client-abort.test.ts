@@ -8,7 +8,15 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { ToolAbortedError } from "@tackle/core";
-import { createMeshClient, issueMembership, type MeshClient } from "@tackle/mesh";
+import {
+  createMeshClient,
+  issueMembership,
+  listMemberships,
+  type MeshClient,
+  openMeshBuckets,
+  readCatalogue,
+  revokeMembership,
+} from "@tackle/mesh";
 import { type NatsServerHandle, startNatsServer, startSilentServer } from "@tackle/test-support";
 
 type Entry = readonly [string, (client: MeshClient, signal: AbortSignal) => Promise<unknown>];
@@ -174,3 +182,70 @@ describe("createMeshClient against a broker that accepts and never answers", () 
     }
   });
 });
+
+describe("membership functions against a JetStream that never answers", () => {
+  let nats: NatsServerHandle;
+  let silent: NatsConnection;
+  let admin: NatsConnection;
+  const published: string[] = [];
+
+  before(async () => {
+    // No JetStream on the server: a subscriber takes its API requests and answers none.
+    nats = await startNatsServer({ jetstream: false });
+    silent = await connect({ servers: nats.url });
+    silent.subscribe(">", {
+      callback: (_, message) => {
+        published.push(message.subject);
+      },
+    });
+    await silent.flush();
+    admin = await connect({ servers: nats.url });
+  });
+  after(async () => {
+    await admin.close();
+    await silent.close();
+    await nats.stop();
+  });
+
+  const all: Entry2[] = [
+    ["openMeshBuckets", (signal) => openMeshBuckets(admin, { signal })],
+    ["issueMembership", (signal) => issueMembership(admin, { node: "n1", module: "m", signal })],
+    ["revokeMembership", (signal) => revokeMembership(admin, { node: "n1", module: "m", signal })],
+    ["listMemberships", (signal) => listMemberships(admin, {}, { signal })],
+    ["readCatalogue", (signal) => readCatalogue(admin, { signal })],
+  ];
+  for (const [name, call] of all) {
+    it(`${name}: a signal aborted before the call rejects at once and publishes nothing`, async () => {
+      const before = published.length;
+      await assert.rejects(call(AbortSignal.abort()), (error: unknown) => {
+        assertAborted(error);
+        return true;
+      });
+      await silent.flush();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      assert.deepEqual(published.slice(before), [], "nothing was published");
+    });
+  }
+  for (const [name, call] of all.slice(3)) {
+    it(`${name}: a signal aborted mid-wait rejects within a moment`, async () => {
+      const before = published.length;
+      const controller = new AbortController();
+      const pending = call(controller.signal);
+      pending.catch(() => undefined);
+      const deadline = Date.now() + 2000;
+      while (published.length === before && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
+      assert.ok(published.length > before, "the read asked JetStream");
+      const at = performance.now();
+      controller.abort();
+      await assert.rejects(pending, (error: unknown) => {
+        assertAborted(error);
+        return true;
+      });
+      const elapsed = performance.now() - at;
+      assert.ok(elapsed < 100, `${Math.round(elapsed)} ms after the abort`);
+    });
+  }
+});
+
+type Entry2 = readonly [string, (signal: AbortSignal) => Promise<unknown>];

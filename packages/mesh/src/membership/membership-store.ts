@@ -5,6 +5,8 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import { type KV, Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { ToolAbortedError } from "@tackle/core";
+import { untilAborted } from "../client/until-aborted.ts";
 import { defaultModulePrefix, defaultSeatPrefix } from "../config/names.ts";
 import { MeshConfigError } from "../errors/mesh-config-error.ts";
 import {
@@ -15,6 +17,19 @@ import {
   type MembershipRecord,
   membershipKey,
 } from "./records.ts";
+
+/**
+ * Every function here takes an optional `signal`. A read aborted mid-wait rejects with `aborted` at
+ * once (its JetStream request ends by its own 5 s); a write honours the signal until it writes, then
+ * finishes; aborted before the call, nothing is sent.
+ */
+interface Abortable {
+  readonly signal?: AbortSignal | undefined;
+}
+
+function checkAborted(signal: AbortSignal | undefined, name: string): void {
+  if (signal?.aborted) throw new ToolAbortedError(name, signal.reason);
+}
 
 export interface MeshBuckets {
   readonly membership: KV;
@@ -28,8 +43,9 @@ export interface MeshBuckets {
  */
 export async function openMeshBuckets(
   connection: NatsConnection,
-  options: { readonly replicas?: number } = {},
+  options: { readonly replicas?: number } & Abortable = {},
 ): Promise<MeshBuckets> {
+  checkAborted(options.signal, "mesh.openMeshBuckets");
   const kvm = new Kvm(connection);
   const replicas = options.replicas ?? 1;
   const [membership, catalogue] = await Promise.all([
@@ -55,6 +71,7 @@ export interface IssueMembershipOptions {
   /** Seat names, each to its subject prefix; `undefined` subject means `tackle.seats.<seat>`. */
   readonly seats?: Readonly<Record<string, string | undefined>> | readonly string[];
   readonly description?: string;
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** Issues (or re-issues) a module on a node, and lists the module in the catalogue. Runtimes re-serve at once. */
@@ -78,9 +95,10 @@ export async function issueMembership(
     },
     "membership",
   );
+  checkAborted(options.signal, "mesh.issueMembership");
   const buckets = await openMeshBuckets(connection);
   // Two modules on one prefix would answer each other's subjects.
-  const taken = (await readCatalogue(connection)).find(
+  const taken = (await readCatalogue(connection, { signal: options.signal })).find(
     (entry) => entry.prefix === record.prefix && entry.module !== record.module,
   );
   if (taken !== undefined) {
@@ -89,6 +107,8 @@ export async function issueMembership(
       `prefix ${record.prefix} is already module ${taken.module}'s; give ${record.module} its own`,
     );
   }
+  // From the first write on, the issue finishes: a half-issued module would be served without its catalogue entry.
+  checkAborted(options.signal, "mesh.issueMembership");
   await buckets.membership.put(membershipKey(record.node, record.module), JSON.stringify(record));
   // The bundle identity the mesh already knows for the module stays: issuing a node does not reset it.
   const previous = (await readCatalogue(connection, { onInvalid: () => {} })).find(
@@ -112,12 +132,14 @@ export async function issueMembership(
  */
 export async function revokeMembership(
   connection: NatsConnection,
-  options: { readonly node: string; readonly module: string },
+  options: { readonly node: string; readonly module: string } & Abortable,
 ): Promise<boolean> {
+  checkAborted(options.signal, "mesh.revokeMembership");
   const buckets = await openMeshBuckets(connection);
   const key = membershipKey(options.node, options.module);
-  const existing = await buckets.membership.get(key);
+  const existing = await untilAborted(buckets.membership.get(key), options.signal, "mesh.revokeMembership");
   if (existing === null || existing.operation !== "PUT") return false;
+  checkAborted(options.signal, "mesh.revokeMembership");
   await buckets.membership.delete(key);
   // A record that does not parse still marks a node as holding the module: the catalogue keeps it.
   let unreadable = 0;
@@ -137,7 +159,16 @@ export async function listMemberships(
   options: {
     /** Called for a record that does not parse; without it, such a record throws naming its key. */
     readonly onInvalid?: (key: string, error: MeshConfigError) => void;
-  } = {},
+  } & Abortable = {},
+): Promise<MembershipRecord[]> {
+  checkAborted(options.signal, "mesh.listMemberships");
+  return untilAborted(readMemberships(connection, filter, options), options.signal, "mesh.listMemberships");
+}
+
+async function readMemberships(
+  connection: NatsConnection,
+  filter: { readonly node?: string; readonly module?: string },
+  options: { readonly onInvalid?: (key: string, error: MeshConfigError) => void } & Abortable,
 ): Promise<MembershipRecord[]> {
   const records: MembershipRecord[] = [];
   const bucket = await new Kvm(connection).open(MEMBERSHIP_BUCKET);
@@ -148,6 +179,7 @@ export async function listMemberships(
       `${filter.node ?? "*"}.${filter.module ?? "*"}`,
     );
     for (const key of keys) {
+      if (options.signal?.aborted) return;
       const entry = await bucket.get(key);
       if (entry === null || entry.operation !== "PUT") continue;
       try {
@@ -175,12 +207,21 @@ export async function readCatalogue(
   options: {
     /** Called for a record that is not a catalogue record; without it, such a record throws naming its key. */
     readonly onInvalid?: (key: string, error: MeshConfigError) => void;
-  } = {},
+  } & Abortable = {},
+): Promise<CatalogueRecord[]> {
+  checkAborted(options.signal, "mesh.readCatalogue");
+  return untilAborted(readCatalogueRecords(connection, options), options.signal, "mesh.readCatalogue");
+}
+
+async function readCatalogueRecords(
+  connection: NatsConnection,
+  options: { readonly onInvalid?: (key: string, error: MeshConfigError) => void } & Abortable,
 ): Promise<CatalogueRecord[]> {
   const records: CatalogueRecord[] = [];
   const bucket = await new Kvm(connection).open(CATALOGUE_BUCKET);
   await whenBucketExists(async () => {
     for (const key of await bucketKeys(connection, CATALOGUE_BUCKET)) {
+      if (options.signal?.aborted) return;
       const entry = await bucket.get(key);
       if (entry === null || entry.operation !== "PUT") continue;
       let record: CatalogueRecord | undefined;
