@@ -6,7 +6,13 @@ import { ToolAbortedError } from "@tackle/core";
 import type { LoroDoc } from "loro-crdt";
 import { encodeVersion } from "../document/version.ts";
 import type { ChangePage } from "../server/change-log.ts";
-import type { EntityPage, PlanState, RelationPage } from "../server/document-host.ts";
+import type {
+  EntityPage,
+  PlanState,
+  RelationPage,
+  RowLookup,
+  RowLookupAnswer,
+} from "../server/document-host.ts";
 import type { PushResult } from "../server/push-result.ts";
 import { DocumentClientError } from "./document-client-error.ts";
 
@@ -67,6 +73,11 @@ export interface DocumentClient {
     query?: PageQuery & { endpoint?: string },
     options?: RequestOptions,
   ): Promise<RelationPage>;
+  /**
+   * Stored rows by id, or by the members a query finds, at the server's current version (ADR 0466): what
+   * a projection that reads rows on demand looks up.
+   */
+  rows(documentId: string, lookups: readonly RowLookup[], options?: RequestOptions): Promise<RowLookupAnswer>;
   /** Whether the server applied a plan id to the document (`applied`, with the version it reached) or not. */
   planState(documentId: string, planId: string, options?: RequestOptions): Promise<PlanState>;
   /**
@@ -227,6 +238,30 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
       page<EntityPage>(documentId, "entities", query, requestOptions.signal),
     relations: (documentId, query = {}, requestOptions = {}) =>
       page<RelationPage>(documentId, "relations", query, requestOptions.signal),
+    async rows(documentId, lookups, requestOptions = {}) {
+      const response = await request(
+        "rows",
+        documentId,
+        documentUrl(documentId, "rows"),
+        {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ lookups }),
+        },
+        requestOptions.signal,
+      );
+      if (response.status !== 200) throw failure(response, documentId);
+      const answer = jsonOf(response) as RowLookupAnswer | undefined;
+      if (
+        typeof answer?.version !== "string" ||
+        !Array.isArray(answer.results) ||
+        answer.results.length !== lookups.length
+      )
+        throw new DocumentClientError("invalid_response", "the rows answer is not a lookup answer", {
+          status: response.status,
+        });
+      return answer;
+    },
     pull: (documentId, pullOptions = {}) =>
       pullBytes(documentId, pullOptions.since, pullOptions.waitMs, pullOptions.signal),
     async pullInto(documentId, doc, requestOptions = {}) {

@@ -4,6 +4,7 @@
  */
 import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentIssue, DocumentView, Entity, Relation } from "../schema/types.ts";
+import { keepFirst } from "./keep-first.ts";
 import { LayeredMap } from "./layered-map.ts";
 import { EMBEDDED_ID, ROW_FIELDS, ROW_KIND, ROW_SLOTS, ROW_VARIANT_OF, slotRelationId } from "./layout.ts";
 
@@ -50,18 +51,29 @@ export type Lookup =
   | "identity"
   | "whole";
 
+/**
+ * Thrown by a write whose checks looked up what the projection does not hold yet (`lacking`): nothing
+ * landed and the projection is as before; the caller fills what was lacking and writes again.
+ */
+export class RowsNeeded extends Error {
+  constructor() {
+    super("the write's checks need rows the projection does not hold yet");
+    this.name = "RowsNeeded";
+  }
+}
+
 export class Projection implements DocumentView {
   readonly schema: Schema;
-  private rows: Map<string, RowRecord> = new Map();
+  protected rows: Map<string, RowRecord> = new Map();
   /** Usually one claim per id; two rows claiming one id is a conflict the check names. */
-  private claims: Map<string, readonly StoredEntity[]> = new Map();
-  private relationRows: Map<string, StoredRelation> = new Map();
-  private relationClaims: Map<string, readonly StoredRelation[]> = new Map();
-  private byEntity: Map<string, Set<string>> = new Map();
+  protected claims: Map<string, readonly StoredEntity[]> = new Map();
+  protected relationRows: Map<string, StoredRelation> = new Map();
+  protected relationClaims: Map<string, readonly StoredRelation[]> = new Map();
+  protected byEntity: Map<string, Set<string>> = new Map();
   /** Entity ids by identity (group and identity field values), for "one medium per file". */
-  private identities: Map<string, readonly string[]> = new Map();
+  protected identities: Map<string, readonly string[]> = new Map();
   /** Variant ids by base id: a change to a base is checked on its variants too. */
-  private variants: Map<string, Set<string>> = new Map();
+  protected variants: Map<string, Set<string>> = new Map();
   /**
    * Set on an overlay: the id sets it made itself. A set it reads from its base is copied before it
    * changes (copy on write), so the base is never changed through an overlay.
@@ -78,15 +90,22 @@ export class Projection implements DocumentView {
   /** An independent copy (entities and relations are shared: they are never changed in place). */
   clone(): Projection {
     const copy = new Projection(this.schema);
-    copy.rows = new Map(this.rows);
-    copy.claims = new Map(this.claims);
-    copy.relationRows = new Map(this.relationRows);
-    copy.relationClaims = new Map(this.relationClaims);
-    copy.byEntity = new Map([...this.byEntity].map(([entityId, ids]) => [entityId, new Set(ids)]));
-    copy.identities = new Map(this.identities);
-    copy.variants = new Map([...this.variants].map(([baseId, ids]) => [baseId, new Set(ids)]));
-    copy.readAt = this.readAt;
+    copy.copyIndexes(this);
     return copy;
+  }
+
+  /** Makes this projection's indexes copies of `from`'s. */
+  protected copyIndexes(from: Projection): void {
+    const copy = this as Projection;
+    const source = from as Projection;
+    copy.rows = new Map(source.rows);
+    copy.claims = new Map(source.claims);
+    copy.relationRows = new Map(source.relationRows);
+    copy.relationClaims = new Map(source.relationClaims);
+    copy.byEntity = new Map([...source.byEntity].map(([entityId, ids]) => [entityId, new Set(ids)]));
+    copy.identities = new Map(source.identities);
+    copy.variants = new Map([...source.variants].map(([baseId, ids]) => [baseId, new Set(ids)]));
+    copy.readAt = source.readAt;
   }
 
   /**
@@ -124,6 +143,17 @@ export class Projection implements DocumentView {
     this.ownSets?.add(made);
     return made;
   }
+
+  /**
+   * Whether a lookup since the last fill was not answered whole (a projection that reads rows on
+   * demand): what was answered may be wrong, and the caller fills and asks again. Never, here.
+   */
+  get lacking(): boolean {
+    return false;
+  }
+
+  /** Told of each row a write has changed for good (after the document took it). */
+  wrote(_root: "entities" | "relations", _rowId: string): void {}
 
   get entityCount(): number {
     this.need("whole", "");
@@ -276,6 +306,42 @@ export class Projection implements DocumentView {
     }
   }
 
+  /**
+   * At most `count` entities (of `entityKind`, or of every kind), in the projection's order; shared,
+   * not copied. A projection reading rows on demand answers them in id order.
+   */
+  entitiesListed(entityKind: string | undefined, count: number): Entity[] {
+    const found: Entity[] = [];
+    if (count <= 0) return found;
+    for (const entity of this.entities(entityKind)) {
+      found.push(entity);
+      if (found.length >= count) break;
+    }
+    return found;
+  }
+
+  /** The first `count` ids in id order of the entities (of `entityKind`) after the id `after`. */
+  entityIdsAfter(entityKind: string | undefined, after: string | undefined, count: number): string[] {
+    const ids: string[] = [];
+    for (const entityId of this.entityIds()) {
+      if (after !== undefined && entityId <= after) continue;
+      if (entityKind !== undefined && this.stored(entityId)?.entityKind !== entityKind) continue;
+      ids.push(entityId);
+    }
+    if (Number.isFinite(count)) keepFirst(ids, count, compareIds);
+    return ids.sort(compareIds);
+  }
+
+  /** Every relation (of `relationKind`), in no particular order. */
+  *relationsOfKind(relationKind: string | undefined): Iterable<StoredRelation> {
+    for (const relationId of this.relationIds()) {
+      const relation = this.storedRelation(relationId);
+      if (relation === undefined) continue;
+      if (relationKind !== undefined && relation.relationKind !== relationKind) continue;
+      yield relation;
+    }
+  }
+
   *relations(relationKind?: string): Iterable<Relation> {
     this.need("whole", "");
     for (const claims of this.relationClaims.values()) {
@@ -408,6 +474,10 @@ export function compareRelations(left: StoredRelation, right: StoredRelation): n
     compareText(left.position ?? "", right.position ?? "") ||
     compareText(left.relationId, right.relationId)
   );
+}
+
+export function compareIds(left: string, right: string): number {
+  return left < right ? -1 : left > right ? 1 : 0;
 }
 
 function compareText(left: string, right: string): number {

@@ -18,7 +18,7 @@ import {
   ROW_SLOTS,
   ROW_VARIANT_OF,
 } from "./layout.ts";
-import type { Projection, StoredEntity, StoredRelation } from "./projection.ts";
+import { type Projection, RowsNeeded, type StoredEntity, type StoredRelation } from "./projection.ts";
 import type { DocumentSessionOptions } from "./session-types.ts";
 import { writeFields } from "./write-loro.ts";
 
@@ -127,13 +127,19 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     const added = checkDocument(projection, afterScope).filter(
       (issue) => !isDeferred(issue) && !before.has(issueKey(issue)),
     );
-    if (added.length > 0) {
+    // A projection reading rows on demand that lacked some: the checks' answer may be wrong, so the
+    // write does not land; the caller fills what was lacking and writes again (ADR 0466).
+    const lacking = projection.lacking;
+    if (added.length > 0 || lacking) {
       for (const [rowId, json] of previous.entities) projection.setRow(rowId, json);
       for (const [relationId, json] of previous.relations) projection.setRelationRow(relationId, json);
+      if (lacking) throw new RowsNeeded();
       throw DocScriptError.fromIssues("schema_violation", added);
     }
     mutate();
     refreshRows(projection, doc, { entities: changes.entities.keys(), relations: changes.relations.keys() });
+    for (const rowId of changes.entities.keys()) projection.wrote(ENTITIES, rowId);
+    for (const relationId of changes.relations.keys()) projection.wrote(RELATIONS, relationId);
     for (const entityId of afterScope.entityIds) changed.entityIds.add(entityId);
     for (const relationId of afterScope.relationIds) changed.relationIds.add(relationId);
   };

@@ -2,7 +2,6 @@
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { Entity } from "../schema/types.ts";
 import { withDefaults } from "../schema/validate-payload.ts";
-import { keepFirst } from "./keep-first.ts";
 import type { StoredEntity } from "./projection.ts";
 import { readLimit, type SessionContext } from "./session-context.ts";
 import type { DocumentSession } from "./session-types.ts";
@@ -39,12 +38,11 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
   return {
     list(filter = {}) {
       const { entityKind, limit, after, atMost } = filter;
+      // One more than `atMost` tells a read that would answer more from one that answers exactly that.
+      const most = atMost === undefined ? Number.POSITIVE_INFINITY : atMost + 1;
       if (limit === undefined && after === undefined) {
-        const found: Entity[] = [];
-        for (const entity of projection.entities(entityKind)) {
-          if (atMost !== undefined && found.length >= atMost) throw tooMany(entityKind, atMost);
-          found.push(entity);
-        }
+        const found = projection.entitiesListed(entityKind, most);
+        if (atMost !== undefined && found.length > atMost) throw tooMany(entityKind, atMost);
         return found.map(copy);
       }
       // A page: in entityId order, which no write changes (a write moves the entity it touched in the
@@ -62,16 +60,10 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
             `entities.list: after names no ${entityKind ?? "entity"} "${after}"; pass the entityId of the last entity of the previous page`,
           );
       }
-      const ids: string[] = [];
-      for (const entityId of projection.entityIds()) {
-        if (after !== undefined && entityId <= after) continue;
-        if (entityKind !== undefined && projection.stored(entityId)?.entityKind !== entityKind) continue;
-        if (limit === undefined && atMost !== undefined && ids.length >= atMost)
-          throw tooMany(entityKind, atMost);
-        ids.push(entityId);
-      }
-      if (limit !== undefined) keepFirst(ids, limit, compareIds);
-      const page = ids.sort(compareIds).flatMap((entityId) => projection.entity(entityId) ?? []);
+      const ids = projection.entityIdsAfter(entityKind, after, limit ?? most);
+      if (limit === undefined && atMost !== undefined && ids.length > atMost)
+        throw tooMany(entityKind, atMost);
+      const page = ids.flatMap((entityId) => projection.entity(entityId) ?? []);
       const last = page.at(-1);
       if (limit !== undefined && last !== undefined) pageEnds.set(last.entityId, last.entityKind);
       return page;
@@ -214,8 +206,4 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
       });
     },
   };
-}
-
-function compareIds(left: string, right: string): number {
-  return left < right ? -1 : left > right ? 1 : 0;
 }

@@ -94,10 +94,7 @@ export function sessionRelations(context: SessionContext): DocumentSession["rela
         return answer(all.slice(start, limit === undefined ? undefined : start + limit), limit);
       }
       const matching: StoredRelation[] = [];
-      for (const relationId of projection.relationIds()) {
-        const relation = projection.storedRelation(relationId);
-        if (relation === undefined) continue;
-        if (filter.relationKind !== undefined && relation.relationKind !== filter.relationKind) continue;
+      for (const relation of projection.relationsOfKind(filter.relationKind)) {
         if (from !== undefined && compareRelations(relation, from) <= 0) continue;
         if (limit === undefined && atMost !== undefined && matching.length >= atMost)
           throw tooMany(filter, atMost);

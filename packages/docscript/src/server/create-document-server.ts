@@ -10,7 +10,7 @@ import { bodyLimit } from "hono/body-limit";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { defaultChangesLimit, maxChangesLimit } from "./change-log.ts";
-import { DocumentHost, hashToken } from "./document-host.ts";
+import { DocumentHost, hashToken, type RowLookup, rowLookupLimits } from "./document-host.ts";
 import type { DocumentStore } from "./document-store.ts";
 
 export interface DocumentServerOptions {
@@ -248,6 +248,21 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     return context.json(page, 200, { [VERSION_HEADER]: page.version });
   });
 
+  // Stored rows by id or by the members a query finds (ADR 0466): `{ lookups: [...] }`, each
+  // `{ rows: "entities" | "relations", ids }` or `{ members: "entity" | "relation", kinds?, ids?,
+  // endpoint?, variantOf?, identity?, after?, limit }`.
+  app.post("/documents/:documentId/rows", tooLarge(8 * 1024 * 1024));
+  app.post("/documents/:documentId/rows", async (context) => {
+    const documentId = context.req.param("documentId");
+    const denied = await guard(documentId, context.req.header("authorization"));
+    if (denied !== undefined) return context.json(denied.body, denied.status);
+    const body = (await context.req.json().catch(() => undefined)) as { lookups?: unknown } | undefined;
+    const lookups = rowLookupsOf(body?.lookups);
+    if (typeof lookups === "string") return context.json(problem("invalid_input", lookups), 400);
+    const answer = await host.rowLookup(documentId, lookups);
+    return context.json(answer, 200, { [VERSION_HEADER]: answer.version });
+  });
+
   app.get("/documents/:documentId/plans/:planId", async (context) => {
     const documentId = context.req.param("documentId");
     const denied = await guard(documentId, context.req.header("authorization"));
@@ -264,4 +279,45 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
       await options.store.close();
     },
   };
+}
+
+const isText = (value: unknown): value is string => typeof value === "string";
+const isTexts = (value: unknown, most: number): value is string[] =>
+  Array.isArray(value) && value.length <= most && value.every(isText);
+
+/** The lookups of a `rows` request, or what is wrong with them. */
+function rowLookupsOf(value: unknown): RowLookup[] | string {
+  const { lookups: mostLookups, ids: mostIds, members: mostMembers } = rowLookupLimits;
+  if (!Array.isArray(value) || value.length > mostLookups)
+    return `lookups is a list of at most ${mostLookups} lookups`;
+  const lookups: RowLookup[] = [];
+  for (const raw of value as Record<string, unknown>[]) {
+    if (typeof raw !== "object" || raw === null) return "each lookup is an object";
+    if (raw.rows === "entities" || raw.rows === "relations") {
+      if (!isTexts(raw.ids, mostIds)) return `a rows lookup names at most ${mostIds} ids`;
+      lookups.push({ rows: raw.rows, ids: raw.ids });
+      continue;
+    }
+    if (raw.members !== "entity" && raw.members !== "relation")
+      return 'each lookup names rows ("entities" or "relations") or members ("entity" or "relation")';
+    const limit = raw.limit;
+    if (typeof limit !== "number" || !Number.isInteger(limit) || limit < 1 || limit > mostMembers)
+      return `a members lookup's limit is a whole number from 1 to ${mostMembers}`;
+    for (const name of ["kinds", "ids"] as const)
+      if (raw[name] !== undefined && !isTexts(raw[name], mostIds))
+        return `${name} is a list of at most ${mostIds} strings`;
+    for (const name of ["endpoint", "variantOf", "identity", "after"] as const)
+      if (raw[name] !== undefined && !isText(raw[name])) return `${name} is a string`;
+    lookups.push({
+      members: raw.members,
+      limit,
+      ...(raw.kinds === undefined ? {} : { kinds: raw.kinds as string[] }),
+      ...(raw.ids === undefined ? {} : { ids: raw.ids as string[] }),
+      ...(raw.endpoint === undefined ? {} : { endpoint: raw.endpoint as string }),
+      ...(raw.variantOf === undefined ? {} : { variantOf: raw.variantOf as string }),
+      ...(raw.identity === undefined ? {} : { identity: raw.identity as string }),
+      ...(raw.after === undefined ? {} : { after: raw.after as string }),
+    });
+  }
+  return lookups;
 }

@@ -152,6 +152,30 @@ export interface PageCounts {
   readonly relations: Readonly<Record<string, number>>;
 }
 
+/**
+ * One lookup of stored rows (`POST /documents/:id/rows`, ADR 0466): rows by id, or the members a
+ * query finds (with the rows they live in), as a tool's projection reads them on demand.
+ */
+export type RowLookup =
+  | { readonly rows: RowRoot; readonly ids: readonly string[] }
+  | ({ readonly members: MemberQuery["type"] } & Omit<MemberQuery, "type">);
+
+/** The rows each lookup found, at the document's version, with the kinds' counts. */
+export interface RowLookupAnswer {
+  readonly version: string;
+  readonly counts: PageCounts;
+  readonly results: readonly {
+    readonly rows: readonly { readonly root: RowRoot; readonly rowId: string; readonly json: unknown }[];
+    /** Members found (a member lookup): fewer than its limit means there are no more. */
+    readonly found: number;
+    /** The last member id found, to read the next page after. */
+    readonly last?: string;
+  }[];
+}
+
+/** At most this many lookups per request, ids per lookup and members per lookup. */
+export const rowLookupLimits = { lookups: 64, ids: 1000, members: 5000 } as const;
+
 /** What the server knows of a plan id. */
 export type PlanState =
   | { readonly state: "applied"; readonly version: string }
@@ -933,6 +957,51 @@ export class DocumentHost {
         version: encodeVersion(open.doc.oplogVersion()),
         ...(await this.totals(documentId)),
         relations: firstClaims(found).map(relationOf),
+      };
+    });
+  }
+
+  /**
+   * Stored rows by id, or by the members a query finds, at the document's current version (its rows
+   * caught up first), for a reader that keeps a projection of only what it looked up (ADR 0466).
+   */
+  async rowLookup(documentId: string, lookups: readonly RowLookup[]): Promise<RowLookupAnswer> {
+    return this.serialized(documentId, async () => {
+      const open = await this.current(documentId);
+      const results: RowLookupAnswer["results"][number][] = [];
+      for (const lookup of lookups) {
+        if ("rows" in lookup) {
+          const found = await this.store.readRows(documentId, {
+            root: lookup.rows,
+            ids: lookup.ids,
+            limit: lookup.ids.length,
+          });
+          results.push({
+            rows: found.map((row) => ({ root: row.root, rowId: row.rowId, json: row.json })),
+            found: found.length,
+          });
+          continue;
+        }
+        const { members, ...query } = lookup;
+        const found = await this.store.readMembers(documentId, { ...query, type: members });
+        const rows = new Map<string, { root: RowRoot; rowId: string; json: unknown }>();
+        for (const member of found)
+          rows.set(`${member.root}\u0000${member.rowId}`, {
+            root: member.root,
+            rowId: member.rowId,
+            json: member.json,
+          });
+        const last = found.at(-1)?.id;
+        results.push({
+          rows: [...rows.values()],
+          found: found.length,
+          ...(last === undefined ? {} : { last }),
+        });
+      }
+      return {
+        version: encodeVersion(open.doc.oplogVersion()),
+        counts: (await this.totals(documentId)).counts,
+        results,
       };
     });
   }

@@ -38,7 +38,7 @@ export class StoreProjection extends Projection {
   }
 
   /** Whether a check since the last `fill` looked up something not held: its answer may be wrong. */
-  get lacking(): boolean {
+  override get lacking(): boolean {
     return this.missing.size > 0;
   }
 

@@ -59,6 +59,11 @@ export interface DocScriptToolOptions extends DocScriptHooks {
      * the updates since, skips reading the whole document; 4 by default, 0 keeps none.
      */
     readonly cachedDocuments?: number;
+    /**
+     * Documents of more than this many entities are never read whole for runs (ADR 0466): a run reads
+     * the rows it looks up from the server's stored rows; 20000 by default (0: every document so).
+     */
+    readonly readWholeUpTo?: number;
   };
   /** Token budgets of the answers (see `defaultBudgets`): snapshot page 4000, run 2000, logs 1000, commit 2000. */
   readonly budgets?: Partial<Budgets>;
@@ -413,6 +418,10 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
         ...(options.sandbox?.cachedDocuments === undefined
           ? {}
           : { cachedDocuments: options.sandbox.cachedDocuments }),
+        rows: {
+          source: (docId) => (lookups) => client.rows(docId, lookups),
+          aboveEntities: options.sandbox?.readWholeUpTo ?? 20_000,
+        },
       },
       {
         docId: input.doc_id,

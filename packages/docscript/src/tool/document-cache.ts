@@ -15,7 +15,17 @@ import type { Projection } from "../document/projection.ts";
 import { sameVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { changedRows } from "../server/changed-rows.ts";
+import { type RowSource, remoteProjection, remoteRowsOf } from "./remote-projection.ts";
 import type { RunDocument } from "./run-session.ts";
+
+/**
+ * Where a large document's rows come from (ADR 0466): the server's stored rows, read on demand, instead
+ * of a projection of the whole replica. `wholeUpTo` bounds a read of every row.
+ */
+export interface RowsOnDemand {
+  readonly source: RowSource;
+  readonly wholeUpTo: number;
+}
 
 /** How much the host keeps: documents (0 keeps none) and, over all of them, entities. */
 export interface CacheLimits {
@@ -30,8 +40,19 @@ export interface CheckedOutDocument {
 }
 
 export interface DocumentCache {
-  /** The document `key` at the replica's current version, keeping what `limits` allow. */
-  checkout(key: string, replica: LoroDoc, schema: Schema, limits: CacheLimits): CheckedOutDocument;
+  /**
+   * The document `key` at the replica's current version, keeping what `limits` allow; with `rows`, its
+   * projection reads rows on demand from them (ADR 0466), else it is a projection of the whole replica.
+   */
+  checkout(
+    key: string,
+    replica: LoroDoc,
+    schema: Schema,
+    limits: CacheLimits,
+    rows?: RowsOnDemand,
+  ): CheckedOutDocument;
+  /** How the kept document `key` reads its rows: on demand, whole, or nothing kept. */
+  readsOf(key: string): "on-demand" | "whole" | undefined;
   readonly size: number;
 }
 
@@ -40,6 +61,8 @@ interface KeptDocument {
   /** The run doc: a fork of the replica in detached editing mode; its state is the last run's. */
   doc: LoroDoc;
   projection: Projection;
+  /** Set when the projection reads rows on demand. */
+  readonly rows: RowsOnDemand | undefined;
   /** The replica's version the projection stands for, as `documentVersion` writes it, and as a vector and frontiers. */
   version: string;
   vector: VersionVector;
@@ -50,6 +73,8 @@ interface KeptDocument {
   leased: boolean;
 }
 
+/** Rows a kept on-demand projection may hold before the next run starts it empty again. */
+const maxHeldRows = 20_000;
 /** Above this many rows touched by the updates, reading the whole document again is as cheap. */
 const maxRowsRefreshed = 5_000;
 /** Run ops a run doc may hold before it is made anew (they cost memory, never time). */
@@ -85,10 +110,16 @@ function makeRunDoc(replica: LoroDoc): LoroDoc {
 export function createDocumentCache(): DocumentCache {
   const entries = new Map<string, KeptDocument>();
 
-  const read = (replica: LoroDoc, schema: Schema): KeptDocument => ({
+  const projectionOf = (replica: LoroDoc, schema: Schema, rows: RowsOnDemand | undefined): Projection =>
+    rows === undefined
+      ? projectDocument(replica, schema)
+      : remoteProjection(schema, rows.source, documentVersion(replica), rows.wholeUpTo);
+
+  const read = (replica: LoroDoc, schema: Schema, rows: RowsOnDemand | undefined): KeptDocument => ({
     schema,
     doc: makeRunDoc(replica),
-    projection: projectDocument(replica, schema),
+    projection: projectionOf(replica, schema, rows),
+    rows,
     version: documentVersion(replica),
     vector: replica.oplogVersion(),
     frontiers: replica.frontiers(),
@@ -102,7 +133,10 @@ export function createDocumentCache(): DocumentCache {
     const frontiers = replica.frontiers();
     const rows = changedRows(replica, kept.frontiers, frontiers);
     kept.doc.import(bytes);
-    if (rows.foreignRoots.size > 0 || rows.entities.size + rows.relations.size > maxRowsRefreshed) {
+    if (kept.rows !== undefined) {
+      // Rows on demand: what the new version's runs look up is read again from the server.
+      kept.projection = projectionOf(replica, kept.schema, kept.rows);
+    } else if (rows.foreignRoots.size > 0 || rows.entities.size + rows.relations.size > maxRowsRefreshed) {
       kept.projection = projectDocument(replica, kept.schema);
     } else {
       refreshRows(kept.projection, replica, rows);
@@ -114,24 +148,39 @@ export function createDocumentCache(): DocumentCache {
 
   const keptEntities = () => {
     let total = 0;
-    for (const entry of entries.values()) total += entry.projection.entityCount;
+    for (const entry of entries.values())
+      total += entry.rows === undefined ? entry.projection.entityCount : 0;
     return total;
   };
 
   return {
-    checkout(key, replica, schema, limits) {
+    readsOf(key) {
+      const kept = entries.get(key);
+      return kept === undefined ? undefined : kept.rows === undefined ? "whole" : "on-demand";
+    },
+    checkout(key, replica, schema, limits, rows) {
       const version = documentVersion(replica);
       const warnings: string[] = [];
       const kept = entries.get(key);
       if (kept?.leased === true) {
         // Another run is using it: this one gets a fork of its own (its projection too, unless the
         // kept one is at this version: the other run only reads it).
-        const base = sameVersion(kept.version, version) ? kept.projection : projectDocument(replica, schema);
+        const base = sameVersion(kept.version, version)
+          ? kept.projection
+          : projectionOf(replica, schema, rows);
         return { document: { doc: replica.fork(), base, source: "snapshot" }, release() {} };
       }
       let entry: KeptDocument | undefined;
       let source: RunDocument["source"] = "snapshot";
-      if (kept !== undefined && kept.schema === schema && kept.runOps <= maxRunOps) {
+      if (
+        kept !== undefined &&
+        kept.schema === schema &&
+        kept.runOps <= maxRunOps &&
+        (kept.rows === undefined) === (rows === undefined)
+      ) {
+        // An on-demand projection that has grown is started empty again (rows are read on demand).
+        if (kept.rows !== undefined && kept.projection.rowCount > maxHeldRows)
+          kept.projection = projectionOf(replica, schema, kept.rows);
         if (sameVersion(kept.version, version)) {
           entry = kept;
           source = "cached";
@@ -148,14 +197,15 @@ export function createDocumentCache(): DocumentCache {
         }
       }
       entries.delete(key);
-      entry ??= read(replica, schema);
+      entry ??= read(replica, schema, rows);
       // Drops the last run's ops from the run doc's state: it reads as the replica's version again.
       entry.doc.checkout(entry.frontiers);
       entry.projection.readAt = versionKey(entry.doc);
       const before = entry.doc.oplogVersion();
       const reported = warnings.length === 0 ? {} : { warnings };
       const maxEntities = limits.entities ?? Number.POSITIVE_INFINITY;
-      const keep = limits.documents > 0 && entry.projection.entityCount <= maxEntities;
+      const keep =
+        limits.documents > 0 && (entry.rows !== undefined || entry.projection.entityCount <= maxEntities);
       if (!keep) {
         if (limits.documents <= 0) entries.clear();
         return { document: { doc: entry.doc, base: entry.projection, source, ...reported }, release() {} };
@@ -173,6 +223,11 @@ export function createDocumentCache(): DocumentCache {
         release() {
           leased.leased = false;
           leased.runOps += opsBeyond(leased.doc, before);
+          // The run's overlay takes no more of the server's rows.
+          const remote = remoteRowsOf(leased.projection);
+          if (remote !== undefined)
+            for (const holder of remote.holders)
+              if (holder !== leased.projection) remote.holders.delete(holder);
         },
       };
     },

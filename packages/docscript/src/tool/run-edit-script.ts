@@ -5,11 +5,23 @@ import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
 import type { SandboxFailure, SandboxLog, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { assetEntity, uploadTextOf } from "./asset-hooks.ts";
-import { createDocumentCache, type DocumentCache, documentVersion } from "./document-cache.ts";
+import {
+  createDocumentCache,
+  type DocumentCache,
+  documentVersion,
+  type RowsOnDemand,
+} from "./document-cache.ts";
 import type { EditPlan } from "./edit-plan.ts";
 import type { ScriptCall } from "./edit-script-dispatcher.ts";
 import type { DocScriptHooks, UploadedText } from "./host-hooks.ts";
-import { type EditScriptPlanBody, loadSchema, openRunSession, type RunSessionInput } from "./run-session.ts";
+import type { RowSource } from "./remote-projection.ts";
+import {
+  type EditScriptPlanBody,
+  loadSchema,
+  maxReadItems,
+  openRunSession,
+  type RunSessionInput,
+} from "./run-session.ts";
 
 /** Where the document's schema lives: workers import it by module and export name. */
 export interface SchemaReference {
@@ -56,6 +68,12 @@ export interface RunEditScriptContext {
   readonly cachedEntities?: number;
   /** Where those documents are kept; by default one cache per pool. */
   readonly documents?: DocumentCache;
+  /**
+   * The document server's stored rows (ADR 0466): a document of more than `aboveEntities` entities is
+   * never read whole on the host; its runs read the rows they look up from `source`. Without it every
+   * document is read whole (projected from the replica) for its first run.
+   */
+  readonly rows?: { readonly source: (docId: string) => RowSource; readonly aboveEntities: number };
 }
 
 /** Each pool's run documents, when the caller names no cache of its own. */
@@ -69,6 +87,25 @@ function documentsOf(context: RunEditScriptContext): DocumentCache {
     cachesByPool.set(context.pool, cache);
   }
   return cache;
+}
+
+/**
+ * Whether the run reads rows on demand: as the kept document does, else as its size says (the server's
+ * counts, asked once per document the host does not keep).
+ */
+async function rowsOnDemand(
+  context: RunEditScriptContext,
+  documents: DocumentCache,
+  key: string,
+  docId: string,
+): Promise<RowsOnDemand | undefined> {
+  if (context.rows === undefined) return undefined;
+  const onDemand = { source: context.rows.source(docId), wholeUpTo: maxReadItems };
+  const reads = documents.readsOf(key);
+  if (reads !== undefined) return reads === "on-demand" ? onDemand : undefined;
+  const { counts } = await onDemand.source([]);
+  const entities = Object.values(counts.entities).reduce((sum, count) => sum + count, 0);
+  return entities > context.rows.aboveEntities ? onDemand : undefined;
 }
 
 /** The replica a run reads: the one given, or one read from the snapshot bytes. */
@@ -115,14 +152,18 @@ export async function runEditScript(
   /** What `uploadText` stored during this run: staged with the plan, discarded if the plan is not. */
   const uploads: UploadedText[] = [];
   const version = documentVersion(replica);
-  const checkedOut = documentsOf(context).checkout(
-    `${String(context.schema.module)}#${context.schema.exportName}#${request.docId}`,
+  const documents = documentsOf(context);
+  const key = `${String(context.schema.module)}#${context.schema.exportName}#${request.docId}`;
+  const rows = await rowsOnDemand(context, documents, key, request.docId);
+  const checkedOut = documents.checkout(
+    key,
     replica,
     schema,
     {
       documents: context.cachedDocuments ?? 4,
       ...(context.cachedEntities === undefined ? {} : { entities: context.cachedEntities }),
     },
+    rows,
   );
   let result: Awaited<ReturnType<SandboxPool["run"]>>;
   try {
@@ -152,7 +193,7 @@ export async function runEditScript(
           // The worker's gate let through only the surface's methods, each the way it is declared.
           return call.binding === "entities" && call.method === "materialize"
             ? await session.callAsync(call.binding, call.method, call.args)
-            : session.call(call.binding, call.method, call.args);
+            : await session.callFilled(call.binding, call.method, call.args);
         }
         if (method === "finish") return await session.finish(payload as ScriptOutcome);
         throw Object.assign(new Error(`the host offers no ${method}`), { code: "no_host_hook" });

@@ -6,10 +6,11 @@
  * as it lands), and once the script ends turns everything it did into one checked Loro update — the
  * plan (checked by scope: ADR 0451).
  */
+import { randomBytes } from "node:crypto";
 import type { LoroDoc } from "loro-crdt";
 import { checkDocument, issueKey } from "../document/check-document.ts";
 import { type DocumentSession, openDocument } from "../document/document-session.ts";
-import type { Projection } from "../document/projection.ts";
+import { type Projection, RowsNeeded } from "../document/projection.ts";
 import type { UpdateOp as SessionUpdateOp } from "../document/update-op.ts";
 import type { ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
@@ -24,6 +25,7 @@ import {
   type PreviewChange,
   previewLimit,
 } from "./plan-preview.ts";
+import { maxFillRounds, remoteRowsOf } from "./remote-projection.ts";
 import type { Entity, Relation, ScriptEntities, ScriptRelations } from "./script-api.ts";
 import { fileOf, requiresStorage, storedFileKinds, uploadedTextFields } from "./stored-files.ts";
 
@@ -110,6 +112,11 @@ export interface RunSessionHost {
 /** A run's session as the host's answers to the worker: sync bindings, `materialize`, and the end. */
 export interface RunSession {
   call(binding: string, method: string, args: readonly unknown[]): unknown;
+  /**
+   * `call`, over a projection that reads rows on demand (ADR 0466): asked again after each fill of what
+   * it lacked, until it lacks nothing; a write lands only then. Over a whole projection, `call`.
+   */
+  callFilled(binding: string, method: string, args: readonly unknown[]): Promise<unknown>;
   callAsync(binding: string, method: string, args: readonly unknown[]): Promise<unknown>;
   finish(outcome: ScriptOutcome): Promise<EditScriptPlanBody>;
 }
@@ -204,8 +211,56 @@ export function openRunSession(
   const { doc, base, source, warnings = [] } = document;
   const baseVersion = doc.oplogVersion();
   doc.setPeerId(input.peerId as `${number}`);
+  const remote = remoteRowsOf(base);
+  /**
+   * Ids made by a call that was asked again (it lacked rows): the next asking makes the same ones, so
+   * what was looked up for them is what it needs.
+   */
+  const madeIds: { kind: string; id: string }[] = [];
+  let madeUsed = 0;
+  const createId = (kind: string) => {
+    const made = madeIds[madeUsed];
+    if (made !== undefined && made.kind === kind) {
+      madeUsed += 1;
+      return made.id;
+    }
+    const id = `${kind}-${randomBytes(9).toString("base64url").slice(0, 12)}`;
+    madeIds.splice(madeUsed, madeIds.length - madeUsed, { kind, id });
+    madeUsed += 1;
+    return id;
+  };
   // Starts from an overlay of the base projection: nothing the run writes reaches `base`.
-  const session = openDocument(doc, schema, { role: "script", projection: base });
+  const session = openDocument(doc, schema, { role: "script", projection: base, createId });
+
+  /**
+   * Runs `work` until its projection lacks nothing (ADR 0466): a read is asked again after each fill;
+   * a write that lacked rows threw `RowsNeeded` without landing, and one that returned has landed.
+   */
+  const filled = async <T>(work: () => T, landing: boolean): Promise<T> => {
+    if (remote === undefined) return work();
+    for (let round = 0; ; round++) {
+      madeUsed = 0;
+      try {
+        const value = work();
+        if (landing || !remote.lacking) {
+          remote.missing.clear();
+          madeIds.length = 0;
+          return value;
+        }
+      } catch (error) {
+        if (!(error instanceof RowsNeeded) && !remote.lacking) {
+          madeIds.length = 0;
+          throw error;
+        }
+      }
+      if (round >= maxFillRounds)
+        throw refused(
+          "document_unavailable",
+          `the call still lacked rows after ${maxFillRounds} reads from the server`,
+        );
+      await remote.fill();
+    }
+  };
   const inBase = (entityId: string) => base.claimsOf(entityId).length > 0;
   /** The last state of each relation the plan linked or moved, for the preview. */
   const relationStates = new Map<string, Relation>();
@@ -427,7 +482,7 @@ export function openRunSession(
   /** Reads each stored file the plan names anew or changes, and records the facts where none are stated. */
   const recordFileFacts = async (hostSession: () => DocumentSession): Promise<void> => {
     for (const entityId of [...created, ...updated]) {
-      const entity = session.entities.get(entityId);
+      const entity = await filled(() => session.entities.get(entityId), false);
       if (entity === undefined || !storedFileKinds.has(entity.entityKind) || fileOf(entity) === undefined)
         continue;
       if (!input.hooks.loadEntityAsset) {
@@ -456,7 +511,7 @@ export function openRunSession(
         if (entity.payload[name] == null && typeof facts?.[name] === "string")
           ops.push({ op: "set", path: [name], value: facts[name] });
       }
-      if (ops.length > 0) hostSession().entities.update(entityId, ops);
+      if (ops.length > 0) await filled(() => hostSession().entities.update(entityId, ops), true);
       if (
         requiresStorage(entity) &&
         entity.payload.storageKey == null &&
@@ -484,9 +539,13 @@ export function openRunSession(
           `${entityId}.${upload.field}: the text could not be stored: ${(error as Error).message}`,
         );
       }
-      hostSession().entities.update(entityId, [
-        { op: "set", path: [upload.field], value: { system: stored.system, key: stored.key } },
-      ]);
+      await filled(
+        () =>
+          hostSession().entities.update(entityId, [
+            { op: "set", path: [upload.field], value: { system: stored.system, key: stored.key } },
+          ]),
+        true,
+      );
     }
   };
 
@@ -605,6 +664,9 @@ export function openRunSession(
     };
   };
 
+  /** The calls that write: asked again only while they throw `RowsNeeded`. */
+  const writing = new Set(["create", "update", "delete", "link", "move", "unlink"]);
+
   /** Once the script has ended, the session answers nothing more. */
   let ended = false;
   const open = () => {
@@ -625,12 +687,16 @@ export function openRunSession(
         throw withValueShapes(error, args);
       }
     },
+    callFilled(binding, method, args) {
+      return filled(() => this.call(binding, method, args), writing.has(method));
+    },
     async callAsync(binding, method, args) {
       open();
       if (binding !== "entities" || method !== "materialize")
         throw refused("unknown_call", `${binding}.${method} is not part of the contract`);
       const entityId = args[0];
-      const entity = typeof entityId === "string" ? session.entities.get(entityId) : undefined;
+      const entity =
+        typeof entityId === "string" ? await filled(() => session.entities.get(entityId), false) : undefined;
       if (entity === undefined) throw refused("entity_not_found", `no entity ${String(entityId)}`);
       const file = fileOf(entity);
       if (file === undefined)
@@ -655,15 +721,19 @@ export function openRunSession(
       };
       await storeUploads(hostSession);
       await recordFileFacts(hostSession);
-      const issues = planIssues();
+      if (remote?.movedTo !== undefined)
+        throw refused(
+          "document_changed",
+          "the document changed on the server while the run read it (another client committed): run the script again",
+        );
+      const issues = await filled(planIssues, false);
       if (issues.length > 0) throw DocScriptError.fromIssues("plan_refused", issues);
       doc.commit({
         message: JSON.stringify({ planId: input.planId, actor: input.actor ?? null }),
         origin: "docscript-plan",
       });
       const update = doc.export({ mode: "update", from: baseVersion });
-      const createdFileKeys = [...created]
-        .map((id) => session.entities.get(id))
+      const createdFileKeys = (await filled(() => [...created].map((id) => session.entities.get(id)), false))
         .filter(
           (entity) =>
             entity !== undefined &&
@@ -674,7 +744,7 @@ export function openRunSession(
         .filter((key): key is string => key !== undefined);
       return {
         update,
-        preview: preview(),
+        preview: await filled(preview, false),
         createdFileKeys,
         documentSource: source,
         documentWarnings: warnings,

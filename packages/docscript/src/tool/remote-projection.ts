@@ -1,0 +1,417 @@
+/**
+ * A run's projection of a large document that holds only the rows its reads and checks looked up,
+ * read on demand from the document server's stored rows (`POST /documents/:id/rows`, ADR 0466) — the
+ * tool's counterpart of the server's `StoreProjection`. A call runs against what is held and records
+ * each lookup not answered whole; the host fills those from the server (asynchronously: the worker
+ * waits on its sync call) and runs the call again, until it lacks nothing. A write whose checks lacked
+ * rows does not land (`RowsNeeded`), so it never lands on a wrong answer.
+ *
+ * A kept base (per document and version) and the overlay each run works on share what was looked up:
+ * rows read for a run are held by both, except rows the run itself wrote, whose state is the run's.
+ * Listings read pages in id order: `entities.list` by kind after a cursor, `relations.list` by kind,
+ * each bounded by the read limit; only a read of every row (a whole-document check) reads the whole
+ * document, and only up to `wholeUpTo` entities.
+ */
+import type { VersionVector } from "loro-crdt";
+import { ENTITIES, RELATIONS } from "../document/layout.ts";
+import { compareIds, type Lookup, Projection, type StoredRelation } from "../document/projection.ts";
+import { readLimit } from "../document/session-context.ts";
+import { decodeVersion } from "../document/version.ts";
+import type { Schema } from "../schema/define-schema.ts";
+import { DocScriptError } from "../schema/docscript-error.ts";
+import type { Entity } from "../schema/types.ts";
+import type { PageCounts, RowLookup, RowLookupAnswer } from "../server/document-host.ts";
+
+/** Asks the document server for stored rows (the client's `rows`). */
+export type RowSource = (lookups: readonly RowLookup[]) => Promise<RowLookupAnswer>;
+
+/** Lookups per request, ids per lookup, members per page. */
+const lookupsPerRequest = 64;
+const idsPerLookup = 500;
+const membersPerPage = 5000;
+/** The most relations of a kind a listing reads (the read bound: more are read by entity). */
+const maxListedRelations = 20_000;
+/** Relations and variants read along with an entity looked up: answered whole below this many. */
+const speculativeLimit = 100;
+/** Rounds of fill-and-ask-again one call may take before the host gives up on it. */
+export const maxFillRounds = 64;
+
+type Wanted =
+  | { readonly lookup: Exclude<Lookup, "whole">; readonly id: string; readonly kind?: string | undefined }
+  | { readonly lookup: "whole" }
+  | {
+      readonly lookup: "entityPage";
+      readonly kind?: string | undefined;
+      readonly after?: string;
+      readonly count: number;
+    }
+  | { readonly lookup: "relationPage"; readonly kind?: string | undefined };
+
+/** A listing read: every stored item of it up to `end` (all, when `exhausted`) is held. */
+interface ReadPage {
+  readonly end: string | undefined;
+  readonly exhausted: boolean;
+  /** A relation listing not read: the kind has this many relations, more than are listed on demand. */
+  readonly tooMany?: number;
+}
+
+/** A document version as one canonical string (peers in order), as `documentVersion` writes it. */
+export function vectorKey(vector: VersionVector): string {
+  return JSON.stringify(
+    [...vector.toJSON()]
+      .filter(([, counter]) => counter > 0)
+      .sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0)),
+  );
+}
+
+/**
+ * What a kept base and the overlays of its runs share: the server to ask, the version they stand for,
+ * the lookups answered whole and those lacking, the listings read, and the kinds' counts.
+ */
+export class RemoteRows {
+  readonly known = new Set<string>();
+  readonly missing = new Map<string, Wanted>();
+  readonly pages = new Map<string, ReadPage>();
+  readonly holders = new Set<RemoteProjection>();
+  counts: PageCounts | undefined;
+  whole = false;
+  /** Rows the server answered (for measurements and tests). */
+  rowsRead = 0;
+  /** Requests made. */
+  requests = 0;
+  /** Set once the server answered at another version: the run read a document that moved under it. */
+  movedTo: string | undefined;
+
+  /** Asks the server. */
+  readonly source: RowSource;
+  /** The version the rows stand for, as `documentVersion` writes it. */
+  readonly version: string;
+  /** The most entities a whole read reads; past it a read of every row is refused. */
+  readonly wholeUpTo: number;
+
+  constructor(source: RowSource, version: string, wholeUpTo: number) {
+    this.source = source;
+    this.version = version;
+    this.wholeUpTo = wholeUpTo;
+  }
+
+  get lacking(): boolean {
+    return this.missing.size > 0;
+  }
+
+  /** Reads from the server what the lookups since the last fill lacked, into every holder. */
+  async fill(): Promise<void> {
+    const wanted = [...this.missing.entries()];
+    this.missing.clear();
+    if (wanted.length === 0) return;
+    if (wanted.some(([, entry]) => entry.lookup === "whole")) {
+      await this.fillWhole();
+      return;
+    }
+    /** Each lookup with what its answer completes: a key answered whole, or a listing's page. */
+    type Pending = { lookup: RowLookup; done: (result: RowLookupAnswer["results"][number]) => void };
+    const pending: Pending[] = [];
+    const byIds = (lookup: "row" | "relationRow" | "entity" | "relation") =>
+      wanted.flatMap(([, entry]) => (entry.lookup === lookup ? [entry.id] : []));
+    for (const [lookup, make] of [
+      ["row", (ids: string[]) => ({ rows: ENTITIES, ids }) as RowLookup],
+      ["relationRow", (ids: string[]) => ({ rows: RELATIONS, ids }) as RowLookup],
+      ["entity", (ids: string[]) => ({ members: "entity", ids, limit: membersPerPage }) as RowLookup],
+      ["relation", (ids: string[]) => ({ members: "relation", ids, limit: membersPerPage }) as RowLookup],
+    ] as const) {
+      const ids = byIds(lookup);
+      for (let start = 0; start < ids.length; start += idsPerLookup)
+        pending.push({ lookup: make(ids.slice(start, start + idsPerLookup)), done: () => {} });
+    }
+    const paged = (
+      query: RowLookup & { members: string },
+      onPage: (last: string | undefined, exhausted: boolean) => void,
+      most = Number.POSITIVE_INFINITY,
+      startAfter?: string,
+    ) => {
+      let read = 0;
+      const next = (after: string | undefined): Pending => {
+        const limit = Math.min(membersPerPage, most - read);
+        return {
+          lookup: { ...query, limit, ...(after === undefined ? {} : { after }) },
+          done: (result) => {
+            read += result.found;
+            const exhausted = result.found < limit;
+            if (exhausted || read >= most) onPage(result.last ?? after, exhausted);
+            // Members past a page's last id that claim it too are read with the next page's lookup.
+            else pending.push(next(result.last));
+          },
+        };
+      };
+      return next(startAfter);
+    };
+    // An entity looked up is usually checked next with its relations and variants: asked in the same
+    // request, one short page each, answered whole when the page is not full (a hub's are read when
+    // a check asks for them).
+    const wantedKeys = new Set(wanted.map(([key]) => key));
+    for (const entityId of byIds("entity")) {
+      for (const [lookup, query] of [
+        ["endpoint", { members: "relation", endpoint: entityId, limit: speculativeLimit }],
+        ["variants", { members: "entity", variantOf: entityId, limit: speculativeLimit }],
+      ] as const) {
+        const key = keyOf(lookup, entityId);
+        if (this.known.has(key) || wantedKeys.has(key)) continue;
+        pending.push({
+          lookup: query,
+          done: (result) => {
+            if (result.found < speculativeLimit) this.known.add(key);
+          },
+        });
+      }
+    }
+    for (const [, entry] of wanted) {
+      if (entry.lookup === "endpoint")
+        pending.push(
+          paged(
+            {
+              members: "relation",
+              endpoint: entry.id,
+              ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }),
+              limit: 0,
+            },
+            () => {},
+          ),
+        );
+      else if (entry.lookup === "variants")
+        pending.push(paged({ members: "entity", variantOf: entry.id, limit: 0 }, () => {}));
+      else if (entry.lookup === "identity")
+        pending.push(paged({ members: "entity", identity: entry.id, limit: 0 }, () => {}));
+      else if (entry.lookup === "entityPage") {
+        const key = entityPageKey(entry.kind, entry.after, entry.count);
+        pending.push(
+          paged(
+            { members: "entity", ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }), limit: 0 },
+            (end, exhausted) => this.pages.set(key, { end, exhausted }),
+            entry.count,
+            entry.after,
+          ),
+        );
+      } else if (entry.lookup === "relationPage") {
+        const key = relationPageKey(entry.kind);
+        const counts = this.counts ?? (await this.ask([])).counts;
+        const total =
+          entry.kind === undefined
+            ? Object.values(counts.relations).reduce((sum, count) => sum + count, 0)
+            : (counts.relations[entry.kind] ?? 0);
+        if (total > maxListedRelations) {
+          this.pages.set(key, { end: undefined, exhausted: false, tooMany: total });
+          continue;
+        }
+        pending.push(
+          paged(
+            { members: "relation", ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }), limit: 0 },
+            (end, exhausted) => this.pages.set(key, { end, exhausted: true }),
+          ),
+        );
+      }
+    }
+    while (pending.length > 0) {
+      const batch = pending.splice(0, lookupsPerRequest);
+      const answer = await this.ask(batch.map((entry) => entry.lookup));
+      batch.forEach((entry, index) => {
+        const result = answer.results[index];
+        if (result === undefined) return;
+        for (const row of result.rows) this.hold(row.root, row.rowId, row.json);
+        entry.done(result);
+      });
+    }
+    for (const [key, entry] of wanted)
+      if (entry.lookup !== "entityPage" && entry.lookup !== "relationPage") this.known.add(key);
+  }
+
+  /** One request; an answer at another version than the rows stand for is refused. */
+  private async ask(lookups: readonly RowLookup[]): Promise<RowLookupAnswer> {
+    this.requests += 1;
+    const answer = await this.source(lookups);
+    const version = vectorKey(decodeVersion(answer.version));
+    if (version !== this.version) {
+      this.movedTo = version;
+      throw new DocScriptError(
+        "document_changed",
+        "the document changed on the server while the run read it (another client committed): run the script again",
+      );
+    }
+    this.counts = answer.counts;
+    return answer;
+  }
+
+  /** Every row, when the document has at most `wholeUpTo` entities; else a read of every row is refused. */
+  private async fillWhole(): Promise<void> {
+    const counts = this.counts ?? (await this.ask([])).counts;
+    const entities = Object.values(counts.entities).reduce((sum, count) => sum + count, 0);
+    if (entities > this.wholeUpTo)
+      throw new DocScriptError(
+        "read_limit",
+        `this needs every entity of the document (${entities}); the tool reads a document whole only up to ${this.wholeUpTo} entities: read by kind in pages, by id, or by entity`,
+      );
+    for (const members of ["entity", "relation"] as const) {
+      let after: string | undefined;
+      for (;;) {
+        const [result] = (
+          await this.ask([{ members, limit: membersPerPage, ...(after === undefined ? {} : { after }) }])
+        ).results;
+        for (const row of result?.rows ?? []) this.hold(row.root, row.rowId, row.json);
+        if (result === undefined || result.found < membersPerPage) break;
+        after = result.last;
+      }
+    }
+    this.whole = true;
+    this.known.clear();
+    this.missing.clear();
+  }
+
+  private hold(root: "entities" | "relations", rowId: string, json: unknown): void {
+    this.rowsRead += 1;
+    for (const holder of this.holders) holder.hold(root, rowId, json);
+  }
+}
+
+function keyOf(lookup: Lookup, id: string, kind?: string): string {
+  return kind === undefined ? `${lookup}\u0000${id}` : `${lookup}\u0000${id}\u0000${kind}`;
+}
+
+function entityPageKey(kind: string | undefined, after: string | undefined, count: number): string {
+  return `entityPage\u0000${kind ?? ""}\u0000${after ?? ""}\u0000${count}`;
+}
+
+function relationPageKey(kind: string | undefined): string {
+  return `relationPage\u0000${kind ?? ""}`;
+}
+
+export class RemoteProjection extends Projection {
+  readonly remote: RemoteRows;
+  /** Rows this projection's own writes changed: the server's rows never replace them. */
+  private readonly written = new Set<string>();
+
+  constructor(schema: Schema, remote: RemoteRows) {
+    super(schema);
+    this.remote = remote;
+    remote.holders.add(this);
+  }
+
+  override get lacking(): boolean {
+    return this.remote.lacking;
+  }
+
+  protected override need(lookup: Lookup, id: string, kind?: string): void {
+    const remote = this.remote;
+    if (remote.whole) return;
+    if (lookup === "whole") {
+      remote.missing.set("whole", { lookup: "whole" });
+      return;
+    }
+    const key = keyOf(lookup, id, kind);
+    if (remote.known.has(key)) return;
+    if (lookup === "endpoint" && kind !== undefined && remote.known.has(keyOf(lookup, id))) return;
+    if (!remote.missing.has(key)) remote.missing.set(key, { lookup, id, kind });
+  }
+
+  override wrote(root: "entities" | "relations", rowId: string): void {
+    this.written.add(`${root}\u0000${rowId}`);
+  }
+
+  /** A row the server answered, unless held already or written by this projection's run. */
+  hold(root: "entities" | "relations", rowId: string, json: unknown): void {
+    if (this.written.has(`${root}\u0000${rowId}`) || this.holds(root, rowId)) return;
+    const readAt = this.readAt;
+    if (root === ENTITIES) this.setRow(rowId, json);
+    else this.setRelationRow(rowId, json);
+    // Rows of the version it stands for: still that version.
+    this.readAt = readAt;
+  }
+
+  /** The overlay a run works on: a copy of what is held, filled with its base from the same server. */
+  override overlay(): Projection {
+    const layer = new RemoteProjection(this.schema, this.remote);
+    layer.copyIndexes(this);
+    layer.readAt = this.readAt;
+    return layer;
+  }
+
+  /** Stops taking the server's rows (a run's overlay, once the run has ended). */
+  release(): void {
+    this.remote.holders.delete(this);
+  }
+
+  override entitiesListed(entityKind: string | undefined, count: number): Entity[] {
+    if (this.remote.whole) return super.entitiesListed(entityKind, count);
+    return this.entityIdsAfter(entityKind, undefined, count).flatMap(
+      (entityId) => this.sharedEntity(entityId) ?? [],
+    );
+  }
+
+  override entityIdsAfter(
+    entityKind: string | undefined,
+    after: string | undefined,
+    count: number,
+  ): string[] {
+    if (this.remote.whole) return super.entityIdsAfter(entityKind, after, count);
+    if (count <= 0) return [];
+    const key = entityPageKey(entityKind, after, count);
+    const page = this.remote.pages.get(key);
+    if (page === undefined) {
+      this.remote.missing.set(key, {
+        lookup: "entityPage",
+        kind: entityKind,
+        ...(after === undefined ? {} : { after }),
+        count,
+      });
+      return [];
+    }
+    // Every stored entity of the listing up to the page's end is held, and so is every entity this run
+    // created: the held ones in that range, in id order, are the listing.
+    const ids: string[] = [];
+    for (const [entityId, claims] of this.claims) {
+      if (after !== undefined && entityId <= after) continue;
+      if (!page.exhausted && page.end !== undefined && entityId > page.end) continue;
+      if (entityKind !== undefined && claims[0]?.entityKind !== entityKind) continue;
+      ids.push(entityId);
+    }
+    return ids.sort(compareIds).slice(0, count);
+  }
+
+  override *relationsOfKind(relationKind: string | undefined): Iterable<StoredRelation> {
+    if (this.remote.whole) {
+      yield* super.relationsOfKind(relationKind);
+      return;
+    }
+    const key = relationPageKey(relationKind);
+    const page = this.remote.pages.get(key);
+    if (page === undefined) {
+      this.remote.missing.set(key, { lookup: "relationPage", kind: relationKind });
+      return;
+    }
+    if (page.tooMany !== undefined)
+      throw readLimit(
+        `relations.list(${relationKind === undefined ? "" : JSON.stringify({ relationKind })})`,
+        maxListedRelations,
+        `a document read on demand lists the relations of a kind only up to ${maxListedRelations} (this one has ${page.tooMany}): read them by entity (relations.of, or relations.list({ entityId, limit, after }))`,
+      );
+    // Every stored relation of the kind is held, and so is every relation this run linked.
+    for (const claims of this.relationClaims.values()) {
+      const relation = claims[0];
+      if (relation !== undefined && (relationKind === undefined || relation.relationKind === relationKind))
+        yield relation;
+    }
+  }
+}
+
+/** A projection of `version` that reads rows from `source` on demand. */
+export function remoteProjection(
+  schema: Schema,
+  source: RowSource,
+  version: string,
+  wholeUpTo: number,
+): RemoteProjection {
+  return new RemoteProjection(schema, new RemoteRows(source, version, wholeUpTo));
+}
+
+/** The shared rows of a remote projection, or undefined for a projection holding every row. */
+export function remoteRowsOf(projection: Projection): RemoteRows | undefined {
+  return projection instanceof RemoteProjection ? projection.remote : undefined;
+}

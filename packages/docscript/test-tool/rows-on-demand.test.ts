@@ -1,0 +1,164 @@
+/**
+ * Runs on a document above the tool's `readWholeUpTo` (ADR 0466): the first run reads only the rows its
+ * script and checks look up, from the server's stored rows, never the whole document; and what a run
+ * answers — previews, refusals with their issues, errors with line and column, pages, plans and
+ * commits — is what the same script answers on a tool that reads the document whole.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { DocScriptResult } from "../src/tool/create-doc-script-tool.ts";
+import { largeTimeline, largeTimelineRows } from "../test/large-timeline.ts";
+import { type Harness, startHarness } from "./harness.ts";
+
+const extraClips = 7_000;
+let harness: Harness;
+let firstClips: readonly string[] = [];
+let entityCount = 0;
+
+/** A fetch that counts the rows the server answers the tool's `rows` lookups with. */
+function countingFetch() {
+  const counted = { requests: 0, rows: 0 };
+  const fetchImpl: typeof fetch = async (input, init) => {
+    const response = await fetch(input, init);
+    const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+    if (new URL(url).pathname.endsWith("/rows") && response.ok) {
+      counted.requests += 1;
+      const answer = (await response.clone().json()) as { results: { rows: unknown[] }[] };
+      for (const result of answer.results) counted.rows += result.rows.length;
+    }
+    return response;
+  };
+  return { counted, fetchImpl };
+}
+
+const sandbox = { timeoutMs: 300_000, prepareTimeoutMs: 300_000 };
+
+describe("runs that read rows on demand", { timeout: 900_000 }, () => {
+  before(async () => {
+    harness = await startHarness();
+    const built = largeTimeline(extraClips);
+    firstClips = built.firstClips;
+    entityCount = built.entityCount;
+    for (const docId of ["on-demand", "whole"])
+      await harness.storeDocument(docId, built.snapshot, largeTimelineRows(extraClips));
+  });
+  after(async () => {
+    await harness.close();
+  });
+
+  test("the first run reads the rows its writes reach, not the document; it commits", {
+    timeout: 600_000,
+  }, async () => {
+    const { counted, fetchImpl } = countingFetch();
+    const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
+    const run = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "on-demand",
+      script: `for (const id of ${JSON.stringify(firstClips)}) entities.update(id, [{ op: 'set', path: ['volume'], value: -7 }]);`,
+    });
+    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run).slice(0, 400));
+    assert.equal(run.preview.counts.updated, 10);
+    assert.deepEqual((run.preview.changes[0] as { fields: unknown }).fields, [
+      { path: "volume", before: 0, after: -7 },
+    ]);
+    // Ten clips, their images, relations and track: tens of rows, of a document of 21k entities.
+    assert.ok(entityCount > 20_000);
+    assert.ok(counted.rows > 10 && counted.rows < 500, `rows read: ${counted.rows}`);
+    const requestsAfterFirst = counted.requests;
+
+    // A second run over the same clips at the same version reads nothing more.
+    const again = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "on-demand",
+      script: `for (const id of ${JSON.stringify(firstClips)}) entities.update(id, [{ op: 'set', path: ['volume'], value: -8 }]);`,
+    });
+    assert.ok(again.ok && again.op === "run-edit-script");
+    assert.equal(counted.requests, requestsAfterFirst);
+
+    const committed = await tool.handle({ op: "commit-plan", doc_id: "on-demand", plan_id: again.plan_id });
+    assert.ok(committed.ok && committed.op === "commit-plan" && committed.status === "committed");
+    const page = await harness.client.entities("on-demand", { ids: [...firstClips] });
+    assert.deepEqual(
+      page.entities.map((entity) => entity.payload.volume),
+      firstClips.map(() => -8),
+    );
+    await tool.close();
+  });
+
+  test("reads, refusals, errors and plans answer as on a tool that reads the document whole", {
+    timeout: 600_000,
+  }, async () => {
+    const onDemand = harness.tool({ requestTimeoutMs: 300_000, sandbox });
+    const whole = harness.tool({
+      requestTimeoutMs: 300_000,
+      sandbox: { ...sandbox, readWholeUpTo: Number.POSITIVE_INFINITY },
+    });
+    const clip = firstClips[3] as string;
+    const scripts = [
+      // Pages of clips by kind, each after the last id of the one before: every clip once.
+      `let after; const seen = new Set();
+for (;;) {
+  const page = entities.list({ entityKind: 'clip', limit: 4000, ...(after === undefined ? {} : { after }) });
+  for (const clip of page) seen.add(clip.entityId);
+  if (page.length < 4000) break;
+  after = page[page.length - 1].entityId;
+}
+console.log(seen.size);
+console.log(entities.list({ entityKind: 'track' }).map((track) => track.entityId).sort().join());
+console.log(relations.of('${clip}').map((relation) => relation.relationKind).join());
+console.log(relations.list({ relationKind: 'marker' }).length);
+entities.update('${clip}', [{ op: 'set', path: ['speed'], value: 2 }]);`,
+      // A refused write: its issues and the shape of the value given.
+      `entities.update('${clip}', [{ op: 'set', path: ['volume'], value: 'loud' }]);`,
+      // A runtime error, with its line and column.
+      `const held = relations.of('${clip}');\nnull.crash;`,
+      // A new clip on the video track, held with its marker and content: a whole plan.
+      `const image = entities.create({ entityKind: 'image', payload: { system: 'files', key: 'on-demand.png' } });
+const marker = entities.create({ entityKind: 'sequence-marker', payload: { startMs: 1, durationMs: 2, trimStartMs: 0 } });
+const made = entities.create({ entityKind: 'clip', payload: {} });
+relations.link({ relationKind: 'marker', endpoint0EntityId: made.entityId, endpoint1EntityId: marker.entityId });
+relations.link({ relationKind: 'contain', endpoint0EntityId: made.entityId, endpoint1EntityId: image.entityId });
+relations.link({ relationKind: 'contain', endpoint0EntityId: 'track-1', endpoint1EntityId: made.entityId, index: 2 });`,
+      // A plan the whole check refuses: a clip left without its marker.
+      `const [marker] = relations.of('${clip}', 'marker'); relations.unlink(marker.relationId); entities.delete(marker.endpoint1EntityId);`,
+    ];
+    /** What a model reads, without what differs run to run (plan ids, made ids, versions). */
+    const comparable = (result: DocScriptResult) =>
+      JSON.parse(
+        JSON.stringify(result)
+          .replace(/"plan_id":"[^"]*"/g, '"plan_id":"-"')
+          .replace(/"version":"[^"]*"/g, '"version":"-"')
+          .replace(/(clip|image|sequence-marker|contain|marker)-[A-Za-z0-9_-]{12}/g, "$1-made"),
+      );
+    for (const script of scripts) {
+      const [fromDemand, fromWhole] = [
+        await onDemand.handle({ op: "run-edit-script", doc_id: "whole", script }),
+        await whole.handle({ op: "run-edit-script", doc_id: "whole", script }),
+      ];
+      assert.deepEqual(comparable(fromDemand), comparable(fromWhole), script.slice(0, 80));
+    }
+    const first = await onDemand.handle({
+      op: "run-edit-script",
+      doc_id: "whole",
+      script: scripts[0] as string,
+    });
+    assert.ok(first.ok && first.op === "run-edit-script");
+    assert.deepEqual(
+      first.logs.map((line) => line.text),
+      [String(extraClips + 3), "track-1,track-2,track-3", "contain,contain,marker", String(extraClips + 3)],
+    );
+    // On demand, pages come in id order.
+    const ordered = await onDemand.handle({
+      op: "run-edit-script",
+      doc_id: "whole",
+      script: `const first = entities.list({ entityKind: 'clip', limit: 3 }); const next = entities.list({ entityKind: 'clip', limit: 3, after: first[2].entityId });
+console.log([...first, ...next].map((clip) => clip.entityId).join());`,
+    });
+    assert.ok(ordered.ok && ordered.op === "run-edit-script");
+    const ids = String(ordered.logs[0]?.text).split(",");
+    assert.deepEqual(ids, [...ids].sort());
+    assert.equal(new Set(ids).size, 6);
+    await onDemand.close();
+    await whole.close();
+  });
+});
