@@ -2,8 +2,11 @@ import assert from "node:assert/strict";
 import { it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { openKeptAliveSocket } from "@tackle/test-support";
+import { sameVersion } from "../document/version.ts";
+import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
+import type { RowLookupAnswer } from "./document-host.ts";
 import { serveDocuments } from "./serve-documents.ts";
 import { createSqliteDocumentStore } from "./sqlite-document-store.ts";
 
@@ -117,6 +120,63 @@ it("holds an idle kept-alive connection well past the timeout it advertises, so 
     assert.match(await ask(), /^HTTP\/1\.1 404/);
   } finally {
     socket.destroy();
+    await server.close();
+  }
+});
+
+it("answers stored rows by id and by member query at its version, and refuses malformed lookups with 400", async () => {
+  const server = await serveDocuments({
+    store: createSqliteDocumentStore({ path: ":memory:" }),
+    schema: timelineSchema,
+  });
+  const token = "token-0123456789abcdef";
+  const rows = (lookups: unknown, authorization = `Bearer ${token}`) =>
+    fetch(`${server.url}/documents/doc/rows`, {
+      method: "POST",
+      headers: { authorization, "content-type": "application/json" },
+      body: JSON.stringify({ lookups }),
+    });
+  try {
+    assert.equal(await server.host.create("doc", token, sampleTimelineSnapshot()), true);
+    const { version } = await server.host.snapshot("doc");
+    const response = await rows([
+      { rows: "entities", ids: ["track-1", "no-such-row"] },
+      { members: "relation", endpoint: "track-1", kinds: ["contain"], limit: 1000 },
+    ]);
+    assert.equal(response.status, 200);
+    const answer = (await response.json()) as RowLookupAnswer;
+    assert.ok(sameVersion(answer.version, version));
+    assert.ok((answer.counts.entities.track ?? 0) >= 1);
+    const [byId, held] = answer.results;
+    assert.deepEqual(
+      byId?.rows.map((row) => [row.root, row.rowId, (row.json as { kind?: unknown }).kind]),
+      [["entities", "track-1", "track"]],
+    );
+    assert.ok((held?.found ?? 0) >= 1);
+    assert.ok(
+      held?.rows.every(
+        (row) =>
+          row.root === "relations" &&
+          (row.json as { kind?: unknown; endpoint0?: unknown }).kind === "contain" &&
+          (row.json as { endpoint0?: unknown }).endpoint0 === "track-1",
+      ),
+    );
+
+    assert.equal((await rows([], "Bearer wrong-token-0123456789")).status, 403);
+    for (const bad of [
+      "not a list",
+      [{ members: "entity", limit: 0 }],
+      [{ members: "entity", limit: 5001 }],
+      [{ rows: "entities", ids: Array.from({ length: 1001 }, (_, index) => `id-${index}`) }],
+      [{ members: "clip", limit: 10 }],
+      [{ members: "entity", endpoint: 7, limit: 10 }],
+      Array.from({ length: 65 }, () => ({ rows: "entities", ids: [] })),
+    ]) {
+      const refused = await rows(bad);
+      assert.equal(refused.status, 400, JSON.stringify(bad).slice(0, 80));
+      assert.equal(((await refused.json()) as { error: { code: string } }).error.code, "invalid_input");
+    }
+  } finally {
     await server.close();
   }
 });
