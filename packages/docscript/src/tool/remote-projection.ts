@@ -220,8 +220,13 @@ export class RemoteRows {
         entry.done(result);
       });
     }
-    for (const [key, entry] of wanted)
-      if (entry.lookup !== "entityPage" && entry.lookup !== "relationPage") this.known.add(key);
+    for (const [key, entry] of wanted) {
+      if (entry.lookup === "entityPage" || entry.lookup === "relationPage") continue;
+      this.known.add(key);
+      // A row claims its own id: an entity (relation) found nowhere has no row of that id either.
+      if (entry.lookup === "entity" || entry.lookup === "relation")
+        this.known.add(keyOf(entry.lookup === "entity" ? "row" : "relationRow", entry.id));
+    }
   }
 
   /** One request; an answer at another version than the rows stand for is refused. */
@@ -267,6 +272,8 @@ export class RemoteRows {
 
   private hold(root: "entities" | "relations", rowId: string, json: unknown): void {
     this.rowsRead += 1;
+    // The row is held from now on: looking it up by id needs nothing more.
+    this.known.add(keyOf(root === ENTITIES ? "row" : "relationRow", rowId));
     for (const holder of this.holders) holder.hold(root, rowId, json);
   }
 }
