@@ -162,7 +162,7 @@ it("answers stored rows by id and by member query at its version, and refuses ma
       ),
     );
 
-    assert.equal((await rows([], "Bearer wrong-token-0123456789")).status, 403);
+    assert.equal((await rows([], "Bearer wrong-token-0123456789")).status, 404);
     for (const bad of [
       "not a list",
       [{ members: "entity", limit: 0 }],
