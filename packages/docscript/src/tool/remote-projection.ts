@@ -205,7 +205,7 @@ export class RemoteRows {
         pending.push(
           paged(
             { members: "relation", ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }), limit: 0 },
-            (end, exhausted) => this.pages.set(key, { end, exhausted: true }),
+            (end) => this.pages.set(key, { end, exhausted: true }),
           ),
         );
       }
