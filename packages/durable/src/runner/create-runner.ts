@@ -1,7 +1,7 @@
 /** `createRunner`: drives graphs over a store — start, resume, get, frames — one node at a time. */
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { type Logger, silentLogger, toToolError } from "@tackle/core";
+import { type Logger, silentLogger, ToolAbortedError, toToolError } from "@tackle/core";
 import { codecVersion, decodeValue, encodeValue } from "../codec/codec.ts";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Graph } from "../graph/create-graph.ts";
@@ -86,10 +86,19 @@ export interface StartOptions {
    */
   readonly runId?: string;
   readonly clientRun?: ClientRun;
+  /**
+   * `start` waits for the run to pause or end; this signal ends the wait (ADR 0109). Aborted before the
+   * call, nothing is started; aborted while the run goes on, the run is cancelled (its steps' signals
+   * abort, pending approvals are cancelled) and `start` rejects with `aborted`. `launch` ignores it:
+   * stop a launched run with `cancel`.
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface ResumeOptions {
   readonly clientRun?: ClientRun;
+  /** As `StartOptions.signal`, for `resume`: aborted before the call, no answer is recorded. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 export interface FramesOptions {
@@ -851,6 +860,41 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   // Runners started together spread their first looks over the interval.
   if (sweepEveryMs > 0) scheduleSweep(Math.round(sweepEveryMs * (0.5 + Math.random() / 2)));
 
+  /** The run's end, or, once `signal` aborts, its cancellation and a rejection with `aborted`. */
+  function untilCancelled<State extends object>(
+    launched: Launched<State>,
+    signal: AbortSignal | undefined,
+    name: string,
+  ): Promise<RunSnapshot<State>> {
+    if (signal === undefined) return launched.finished;
+    return new Promise<RunSnapshot<State>>((resolve, reject) => {
+      // Once aborted, the call's answer is `aborted`, even when the cancel ends the run first.
+      let aborting = false;
+      const onAbort = () => {
+        aborting = true;
+        const aborted = new ToolAbortedError(name, signal.reason);
+        // The run is cancelled first, so the caller that sees `aborted` finds it cancelled.
+        cancel(launched.threadId, "the caller aborted").then(
+          () => reject(aborted),
+          // It paused or ended as the abort came: nothing is left to cancel.
+          () => reject(aborted),
+        );
+      };
+      if (signal.aborted) onAbort();
+      signal.addEventListener("abort", onAbort, { once: true });
+      launched.finished
+        .then(
+          (snapshot) => {
+            if (!aborting) resolve(snapshot);
+          },
+          (error: unknown) => {
+            if (!aborting) reject(error);
+          },
+        )
+        .finally(() => signal.removeEventListener("abort", onAbort));
+    });
+  }
+
   async function cancel<State extends object>(
     threadId: string,
     reason = "cancelled",
@@ -1016,12 +1060,17 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         statuses: pruneOptions.statuses ?? ["completed", "failed", "cancelled"],
       });
     },
-    async start(graph, input, startOptions) {
-      return (await launch(graph, input, startOptions)).finished;
+    async start(graph, input, startOptions = {}) {
+      const { signal, ...launchOptions } = startOptions;
+      if (signal?.aborted) throw new ToolAbortedError("durable.start", signal.reason);
+      return untilCancelled(await launch(graph, input, launchOptions), signal, "durable.start");
     },
     launch,
-    async resume(threadId, answers, resumeOptions) {
-      return (await launchResume(threadId, answers, resumeOptions)).finished as never;
+    async resume(threadId, answers, resumeOptions = {}) {
+      const { signal, ...launchOptions } = resumeOptions;
+      if (signal?.aborted) throw new ToolAbortedError("durable.resume", signal.reason);
+      const launched = await launchResume(threadId, answers, launchOptions);
+      return untilCancelled(launched, signal, "durable.resume") as never;
     },
     launchResume,
     get: getSnapshot,
