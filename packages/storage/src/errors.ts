@@ -11,7 +11,7 @@ export type StorageErrorCode =
   | "migration_failed"
   /** The migration lock was not granted in time (another process holds it). */
   | "lock_timeout"
-  /** The caller's abort signal ended the wait (for a connection or the migration lock); nothing was migrated by this call after it. */
+  /** The caller's abort signal ended a wait: a migration's for a connection or the lock (nothing migrated), a transaction's (rolled back). */
   | "aborted"
   /** A bad option (an empty path, a pool size below 1, an unknown synchronous level). */
   | "invalid_option"

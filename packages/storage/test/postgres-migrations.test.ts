@@ -195,6 +195,54 @@ describe("PostgreSQL migrations", () => {
     assert.deepEqual((await pool.query("SELECT v FROM tx")).rows, [{ v: 1 }]);
   });
 
+  it("postgresTransaction aborted while it waits on a row lock rolls back at once and leaves no lock", async () => {
+    await pool.query("CREATE TABLE tx_abort (id INTEGER PRIMARY KEY, v INTEGER)");
+    await pool.query("INSERT INTO tx_abort VALUES (1, 0)");
+    const holder = await pool.connect();
+    const waiting = async () =>
+      Number(
+        (
+          await holder.query(
+            `SELECT count(*) AS n FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          )
+        ).rows[0].n,
+      );
+    try {
+      await holder.query("BEGIN");
+      await holder.query("UPDATE tx_abort SET v = 1 WHERE id = 1");
+      const controller = new AbortController();
+      const transaction = postgresTransaction(
+        pool,
+        async (client) => {
+          await client.query("INSERT INTO tx_abort VALUES (2, 2)");
+          await client.query("UPDATE tx_abort SET v = 2 WHERE id = 1");
+        },
+        { signal: controller.signal },
+      );
+      transaction.catch(() => undefined);
+      const deadline = Date.now() + 5000;
+      while ((await waiting()) === 0 && Date.now() < deadline) await sleep(20);
+      assert.equal(await waiting(), 1, "the transaction waits on the row lock");
+      const at = performance.now();
+      controller.abort();
+      await assert.rejects(transaction, rejectsWith("aborted"));
+      const elapsed = performance.now() - at;
+      assert.ok(elapsed < 100, `rejected ${Math.round(elapsed)} ms after the abort`);
+      while ((await waiting()) > 0 && Date.now() < deadline) await sleep(20);
+      assert.equal(await waiting(), 0, "its session no longer waits");
+      await holder.query("COMMIT");
+    } finally {
+      holder.release();
+    }
+    // Rolled back: its insert is gone, and the row holds the holder's value.
+    assert.deepEqual((await pool.query("SELECT id, v FROM tx_abort ORDER BY id")).rows, [{ id: 1, v: 1 }]);
+    await assert.rejects(
+      postgresTransaction(pool, async () => 1, { signal: AbortSignal.abort() }),
+      rejectsWith("aborted"),
+    );
+  });
+
   it("openPostgres ends a pool it opened, leaves a caller's pool open, and refuses no target", async () => {
     const caller = openPostgres({ pool, label: "t" });
     await caller.close();

@@ -1,6 +1,7 @@
 /** One PostgreSQL pool policy for every store: a size, a connect deadline, and one way to report losses. */
 import pg from "pg";
 import { StorageError } from "../errors.ts";
+import { untilAborted } from "./until-aborted.ts";
 
 export interface PostgresPoolOptions {
   /** `postgres://user:password@host:port/database`. */
@@ -91,24 +92,50 @@ export function openPostgres(options: PostgresHandleOptions): PostgresHandle {
 /**
  * Runs `work` in one transaction on one pooled connection: COMMIT when it resolves, ROLLBACK when it
  * throws. A connection whose ROLLBACK fails is destroyed rather than handed to the next caller.
+ * `signal` ends the wait for a connection or for `work` at once with `aborted`: the connection is
+ * destroyed and its session ended, so the transaction rolls back and its locks go; aborted before the
+ * call, no connection is taken. Once `work` has resolved, the COMMIT is not cut.
  */
 export async function postgresTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
+  options: { readonly signal?: AbortSignal | undefined } = {},
 ): Promise<T> {
-  const client = await pool.connect();
+  const signal = options.signal;
+  const aborted = () =>
+    new StorageError("aborted", "The transaction was aborted and rolled back", {}, { cause: signal?.reason });
+  if (signal?.aborted) throw aborted();
+  const connecting = pool.connect();
+  const client = await untilAborted(connecting, signal).catch((error: unknown) => {
+    // A connection that arrives after the abort goes back to the pool unused.
+    if (signal?.aborted)
+      connecting.then(
+        (late) => late.release(),
+        () => undefined,
+      );
+    throw signal?.aborted ? aborted() : error;
+  });
   let broken: Error | undefined;
+  /** The session of a transaction cut by an abort: ended, since a closed socket alone does not stop its statement. */
+  let abandonedSession: number | undefined;
   try {
-    await client.query("BEGIN");
-    const result = await work(client);
+    await untilAborted(client.query("BEGIN"), signal);
+    const result = await untilAborted(work(client), signal);
     await client.query("COMMIT");
     return result;
   } catch (error) {
+    if (signal?.aborted) {
+      broken = new Error("aborted");
+      abandonedSession = (client as { processID?: number }).processID;
+      throw aborted();
+    }
     await client.query("ROLLBACK").catch((rollbackError: Error) => {
       broken = rollbackError;
     });
     throw error;
   } finally {
     client.release(broken);
+    if (abandonedSession !== undefined)
+      pool.query("SELECT pg_terminate_backend($1)", [abandonedSession]).catch(() => undefined);
   }
 }

@@ -5,6 +5,7 @@
 import type pg from "pg";
 import { StorageError } from "../errors.ts";
 import { latestVersion, type MigrationStep, schemaTooNew } from "../migrations.ts";
+import { untilAborted } from "./until-aborted.ts";
 
 export interface PostgresMigration extends MigrationStep {
   /** SQL (several statements allowed), or a function given the migrating connection, inside its transaction. */
@@ -140,17 +141,6 @@ export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan
     if (abandonedSession !== undefined)
       pool.query("SELECT pg_terminate_backend($1)", [abandonedSession]).catch(() => undefined);
   }
-}
-
-/** `work`, or a rejection as soon as `signal` aborts (the work is left to end on its own). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return work;
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }
 
 /** The newest version recorded for `store` in the current schema (0 when none or no table yet). */
