@@ -2,11 +2,12 @@
  * Every `MemoryClient` call honours its abort signal against a service that never answers (a TCP
  * listener that accepts and stays silent): a signal aborted before the call rejects at once with
  * `aborted` and sends nothing; one aborted mid-wait rejects within a moment and closes the connection.
+ * The memory tools hand their call's signal to the client, so an aborted tool call closes it too.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { ToolAbortedError } from "@tackle/core";
-import { MemoryClient, MemoryTimeoutError } from "@tackle/memory";
+import { createToolSet, ToolAbortedError } from "@tackle/core";
+import { createMemoryTools, MemoryClient, MemoryTimeoutError } from "@tackle/memory";
 import { type SilentServer, startSilentServer } from "@tackle/test-support";
 
 const id = "mem_0000000000000000";
@@ -77,6 +78,19 @@ describe("MemoryClient against a service that never answers", () => {
       assert.ok(await silent.waitForNoneOpen(), "the connection was closed");
     });
   }
+
+  it("a memory tool call aborted mid-wait closes the client's connection", async () => {
+    const tools = createToolSet(createMemoryTools(client));
+    const accepted = silent.accepted;
+    const controller = new AbortController();
+    const pending = tools.call("memory_search", { query: "tea" }, { signal: controller.signal });
+    assert.ok(await silent.waitForConnection(accepted + 1), "the request reached the server");
+    controller.abort();
+    const result = await pending;
+    assert.equal(result.ok, false);
+    assert.equal(result.ok ? undefined : result.error.code, "aborted");
+    assert.ok(await silent.waitForNoneOpen(), "the connection was closed");
+  });
 
   it("a call's deadline ends the wait with timeout and closes the connection", async () => {
     const quick = new MemoryClient({
