@@ -1,28 +1,38 @@
 /**
  * The document server of the scale bench, in a process of its own (as in any deployment): `scale.ts`
  * forks it over a copy of the seeded SQLite file and talks to it over loopback HTTP (the tool) and
- * over the fork's IPC channel (the bench's own steps). It holds what a server holds — the live
- * document, the replica pushes are checked in — plus another peer's replica of the seeded document,
- * whose one-clip changes it pushes through `host.push` when asked, timing each.
+ * over the fork's IPC channel (the bench's own steps). It holds what a server holds: the live
+ * document and the replica pushes are checked in. With `--peer <url> <seeded path>` it is instead
+ * another peer, in a process of its own too: a replica of the seeded document whose one-clip changes
+ * it pushes to the server over loopback HTTP when asked, timing each push.
  *
- *   fork(scale-server.ts, [path, token]) → { ready: url }
- *   { op: "push", clipId, speed } → { ms, status }     one change from the other peer, checked and stored
+ *   fork(scale-server.ts, [path]) → { ready: url }
+ *   fork(scale-server.ts, ["--peer", url, path]) → { ready: url }
+ *   { op: "push", clipId, speed } → { ms, status }     (peer) one change, pushed and answered
  *   { op: "memory" } → { heapMiB, rssMiB, maxRssMiB }  this process's heap and RSS now, and its peak RSS
  *   { op: "close" }                                     closes the server and exits
  */
 import { LoroDoc, type LoroMap } from "loro-crdt";
+import { createDocumentClient } from "../../packages/docscript/src/index.ts";
 import { createSqliteDocumentStore, serveDocuments } from "../../packages/docscript/src/server/index.ts";
 import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
 
-const [path] = process.argv.slice(2);
+const peerOf = process.argv[2] === "--peer" ? process.argv[3] : undefined;
+const path = peerOf === undefined ? process.argv[2] : process.argv[4];
 if (path === undefined || process.send === undefined) {
-  console.error("usage: fork scale-server.ts <sqlite path> (with an IPC channel)");
+  console.error("usage: fork scale-server.ts [--peer <url>] <sqlite path> (with an IPC channel)");
   process.exit(2);
 }
+const token = "bench-document-token-0123456789";
 const send = (message: unknown) => process.send?.(message);
 const mib = (bytes: number) => Math.round(bytes / 1048576);
 
-const server = await serveDocuments({ store: createSqliteDocumentStore({ path }), schema: timelineSchema });
+const server =
+  peerOf === undefined
+    ? await serveDocuments({ store: createSqliteDocumentStore({ path }), schema: timelineSchema })
+    : undefined;
+const client =
+  peerOf === undefined ? undefined : createDocumentClient({ origin: peerOf, token, timeoutMs: 600_000 });
 /** Another peer's replica, read from the stored snapshot on its first push. */
 let other: LoroDoc | undefined;
 
@@ -53,8 +63,8 @@ process.on("message", async (message: { op: string; clipId?: string; speed?: num
       doc.commit();
       const update = doc.export({ mode: "update", from: before });
       const started = performance.now();
-      const result = await server.host.push("bench", update);
-      send({ ms: performance.now() - started, status: result.status });
+      const result = await client?.push("bench", update);
+      send({ ms: performance.now() - started, status: result?.status });
     } else if (message.op === "memory") {
       const usage = process.memoryUsage();
       send({
@@ -63,7 +73,7 @@ process.on("message", async (message: { op: string; clipId?: string; speed?: num
         maxRssMiB: Math.round(process.resourceUsage().maxRSS / 1024),
       });
     } else if (message.op === "close") {
-      await server.close();
+      await server?.close();
       send({ closed: true });
       process.disconnect();
     }
@@ -71,4 +81,4 @@ process.on("message", async (message: { op: string; clipId?: string; speed?: num
     send({ error: (error as Error).message });
   }
 });
-send({ ready: server.url });
+send({ ready: server?.url ?? peerOf });

@@ -8,8 +8,8 @@
  *   first `snapshot`), the cost a model pays after a restart or an eviction; with the peak growth of
  *   this process's (the tool's) heap and RSS meanwhile;
  * - snapshot page: a later `snapshot` call (p50);
- * - first push: the server checking another peer's one-clip change right after the open (`host.push`,
- *   timed in the server's process);
+ * - first push: the server checking another peer's one-clip change right after the open (the peer in a
+ *   process of its own, pushing over loopback HTTP);
  * - first run: the first ten-write `run-edit-script` on the document in this process, with the peak
  *   growth of this process's heap and RSS meanwhile;
  * - warm run: a ten-write `run-edit-script` on a warm worker at an unchanged version (p50);
@@ -165,7 +165,9 @@ try {
     (globalThis as { gc?: () => void }).gc?.();
     const baseline = process.memoryUsage();
 
-    const server = await startServer(path);
+    const server = await startServer([path]);
+    // Another peer, in a process of its own, pushing one-clip changes to the server over HTTP.
+    const peer = await startServer(["--peer", server.url, seeded]);
     const tool = createDocScriptTool({
       httpOrigin: server.url,
       authToken: token,
@@ -189,7 +191,7 @@ try {
       let pushes = 0;
       const pushOne = async () => {
         const clipId = videoClips[pushes % videoClips.length] ?? "";
-        const result = await server.ask<{ ms: number; status: string }>({
+        const result = await peer.ask<{ ms: number; status: string }>({
           op: "push",
           clipId,
           speed: 1 + (pushes % 9) / 10,
@@ -273,6 +275,7 @@ try {
       );
     } finally {
       await tool.close();
+      await peer.close();
       await server.close();
     }
   }
@@ -295,9 +298,9 @@ interface ServerProcess {
   close(): Promise<void>;
 }
 
-/** The document server over `path`, in a child process (`scale-server.ts`). */
-async function startServer(path: string): Promise<ServerProcess> {
-  const child: ChildProcess = fork(new URL("./scale-server.ts", import.meta.url).pathname, [path], {
+/** The document server over a file, or another peer of it (`--peer`), in a child process (`scale-server.ts`). */
+async function startServer(args: readonly string[]): Promise<ServerProcess> {
+  const child: ChildProcess = fork(new URL("./scale-server.ts", import.meta.url).pathname, [...args], {
     execArgv: ["--conditions=@tackle/source"],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
