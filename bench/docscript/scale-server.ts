@@ -3,8 +3,8 @@
  * forks it over a copy of the seeded SQLite file and talks to it over loopback HTTP (the tool) and
  * over the fork's IPC channel (the bench's own steps). It holds what a server holds: the live
  * document and the replica pushes are checked in. With `--peer <url> <seeded path>` it is instead
- * another peer, in a process of its own too: a replica of the seeded document whose one-clip changes
- * it pushes to the server over loopback HTTP when asked, timing each push.
+ * another peer, in a process of its own too: a replica of the seeded document that pulls what the
+ * server has, then pushes a one-clip change over loopback HTTP when asked, timing the push.
  *
  *   fork(scale-server.ts, [path]) → { ready: url }
  *   fork(scale-server.ts, ["--peer", url, path]) → { ready: url }
@@ -55,6 +55,9 @@ process.on("message", async (message: { op: string; clipId?: string; speed?: num
   try {
     if (message.op === "push") {
       const doc = await otherPeer();
+      // Up to date first (untimed), as a client editing the document is: its change is not concurrent
+      // with the tool's commits (a concurrent change at 1M costs the server Loro's history index).
+      if (client !== undefined) await client.pullInto("bench", doc);
       const before = doc.oplogVersion();
       ((doc.getMap("entities").get(message.clipId ?? "") as LoroMap).get("fields") as LoroMap).set(
         "speed",
