@@ -223,17 +223,28 @@ console.log(entities.get(clipId).payload.volume);`);
 
   test("timeout_ms counts from the script's start: a cold worker and a document load do not eat it", async () => {
     await harness.createDocument("cold-timeout", 300);
-    const cold = harness.tool({ sandbox: { workers: 0 } });
+    // The document's first read answers 400 ms late: the call as a whole outlasts the script's 250 ms
+    // limit by itself, so the run only succeeds if that limit counts from the script's start.
+    let delayed = false;
+    const slowFirstRead: typeof fetch = async (input, init) => {
+      if (!delayed) {
+        delayed = true;
+        await new Promise((resolve) => setTimeout(resolve, 400));
+      }
+      return fetch(input, init);
+    };
+    const cold = harness.tool({ sandbox: { workers: 0 }, fetchImpl: slowFirstRead });
     const started = performance.now();
     const run = await cold.handle({
       op: "run-edit-script",
       doc_id: "cold-timeout",
       script: turnMusicDown,
-      timeout_ms: 150,
+      timeout_ms: 250,
     });
     const elapsed = performance.now() - started;
+    assert.ok(delayed, "the tool read the document through its fetch");
     assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run));
-    assert.ok(elapsed > 150, `the whole call took ${elapsed} ms, more than the script's limit`);
+    assert.ok(elapsed > 400, `the whole call took ${elapsed} ms, more than the script's limit`);
   });
 
   test("a script's failures come back as data: refused write, runtime error, timeout, unknown plan, bad input", async () => {
