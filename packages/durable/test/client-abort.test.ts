@@ -9,7 +9,7 @@ import { after, before, describe, it } from "node:test";
 import { ToolAbortedError, ToolTimeoutError } from "@tackle/core";
 import { DurableError } from "@tackle/durable";
 import { createDurableClient, type DurableClient } from "@tackle/durable/http";
-import { type SilentServer, startSilentServer } from "@tackle/test-support";
+import { itHonoursAbort, type SilentServer, startSilentServer } from "@tackle/test-support";
 
 type Entry = readonly [string, (client: DurableClient, signal: AbortSignal) => Promise<unknown>];
 
@@ -42,30 +42,8 @@ describe("durable HTTP client against a server that never answers", () => {
   });
   after(() => silent.close());
 
-  for (const [name, call] of entryPoints) {
-    it(`${name}: a signal aborted before the call rejects at once and sends nothing`, async () => {
-      const accepted = silent.accepted;
-      const started = performance.now();
-      await assert.rejects(call(client, AbortSignal.abort()), isAborted);
-      assert.ok(performance.now() - started < 50, "rejected at once");
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      assert.equal(silent.accepted, accepted, "no connection was opened");
-    });
-
-    it(`${name}: a signal aborted mid-wait rejects promptly and closes the connection`, async () => {
-      const accepted = silent.accepted;
-      const controller = new AbortController();
-      const pending = call(client, controller.signal);
-      pending.catch(() => undefined);
-      assert.ok(await silent.waitForConnection(accepted + 1), "the request reached the server");
-      const aborted = performance.now();
-      controller.abort();
-      await assert.rejects(pending, isAborted);
-      const elapsed = performance.now() - aborted;
-      assert.ok(elapsed < 100, `rejected ${Math.round(elapsed)} ms after the abort`);
-      assert.ok(await silent.waitForNoneOpen(), "the connection was closed");
-    });
-  }
+  for (const [name, call] of entryPoints)
+    itHonoursAbort({ name, call }, () => ({ silent, client }), isAborted);
 
   it("the client's deadline ends a call nobody aborts with timeout", async () => {
     const quick = createDurableClient({ baseUrl: silent.url, timeoutMs: 150 });

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createToolSet, ToolAbortedError } from "@tackle/core";
 import { createMemoryTools, MemoryClient, MemoryTimeoutError } from "@tackle/memory";
-import { type SilentServer, startSilentServer } from "@tackle/test-support";
+import { itHonoursAbort, type SilentServer, startSilentServer } from "@tackle/test-support";
 
 const id = "mem_0000000000000000";
 type Entry = readonly [string, (client: MemoryClient, signal: AbortSignal) => Promise<unknown>];
@@ -54,30 +54,8 @@ describe("MemoryClient against a service that never answers", () => {
   });
   after(() => silent.close());
 
-  for (const [name, call] of entryPoints) {
-    it(`${name}: a signal aborted before the call rejects at once and sends nothing`, async () => {
-      const accepted = silent.accepted;
-      const started = performance.now();
-      await assert.rejects(call(client, AbortSignal.abort()), isAborted);
-      assert.ok(performance.now() - started < 50, "rejected at once");
-      await new Promise((resolve) => setTimeout(resolve, 20));
-      assert.equal(silent.accepted, accepted, "no connection was opened");
-    });
-
-    it(`${name}: a signal aborted mid-wait rejects promptly and closes the connection`, async () => {
-      const accepted = silent.accepted;
-      const controller = new AbortController();
-      const pending = call(client, controller.signal);
-      pending.catch(() => undefined);
-      assert.ok(await silent.waitForConnection(accepted + 1), "the request reached the server");
-      const aborted = performance.now();
-      controller.abort();
-      await assert.rejects(pending, isAborted);
-      const elapsed = performance.now() - aborted;
-      assert.ok(elapsed < 100, `rejected ${Math.round(elapsed)} ms after the abort`);
-      assert.ok(await silent.waitForNoneOpen(), "the connection was closed");
-    });
-  }
+  for (const [name, call] of entryPoints)
+    itHonoursAbort({ name, call }, () => ({ silent, client }), isAborted);
 
   it("a memory tool call aborted mid-wait closes the client's connection", async () => {
     const tools = createToolSet(createMemoryTools(client));
