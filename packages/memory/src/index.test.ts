@@ -81,6 +81,7 @@ it("@tackle/memory exports exactly its curated names", () => {
 
 it("@tackle/memory/server exports exactly its curated names", () => {
   assert.deepEqual(Object.keys(server).sort(), [
+    "API_KEY_BINDING_FIELDS",
     "DEFAULT_MEMORY_PORT",
     "apiKeyResolver",
     "createMemoryApp",

@@ -7,16 +7,27 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { z } from "zod";
 import { MemoryError } from "../errors/memory-error.ts";
 import { errorResponseSchema } from "../schemas/common.ts";
+import { type MemoryScope, pickScope, scopeKey } from "../scope/memory-scope.ts";
 import type { MemoryService } from "../service/memory-service.ts";
-import { type ApiKeyResolver, apiKeyResolver } from "./api-keys.ts";
+import {
+  API_KEY_BINDING_FIELDS,
+  type ApiKeyEntry,
+  type ApiKeyGrant,
+  type ApiKeyResolver,
+  apiKeyResolver,
+  checkGrant,
+} from "./api-keys.ts";
 import { createRateLimiter, type RateLimit } from "./rate-limiter.ts";
-import { type MemoryRouteInput, memoryRoutes } from "./routes.ts";
+import { type MemoryRoute, type MemoryRouteInput, memoryRoutes } from "./routes.ts";
 import { traceMemoryOperation } from "./trace-memory-operation.ts";
 
 export interface MemoryAppOptions {
   readonly service: MemoryService;
-  /** `{ key: tenant }`, or a function resolving a key to its tenant. */
-  readonly apiKeys: Readonly<Record<string, string>> | ApiKeyResolver;
+  /**
+   * `{ key: tenant }`, `{ key: { tenant, userId?, agentId? } }` for a key bound to one identity
+   * (ADR 0357), or a function resolving a key to either.
+   */
+  readonly apiKeys: Readonly<Record<string, ApiKeyEntry>> | ApiKeyResolver;
   readonly logger?: Logger;
   /** Largest request body accepted, in bytes (default 4 MiB). */
   readonly maxBodyBytes?: number;
@@ -24,7 +35,55 @@ export interface MemoryAppOptions {
   readonly rateLimit?: RateLimit;
 }
 
-type Variables = { tenantId: string };
+type Variables = { tenantId: string; bound: MemoryScope | undefined };
+
+/** The identity a bound key acts as; undefined for an unbound key. */
+function boundScope(grant: ApiKeyGrant): MemoryScope | undefined {
+  const scope = pickScope(grant);
+  return API_KEY_BINDING_FIELDS.some((field) => scope[field] !== undefined) ? scope : undefined;
+}
+
+function forbidden(message: string, data?: Record<string, unknown>): MemoryError {
+  return new MemoryError("scope_forbidden", message, 403, data ? { data } : {});
+}
+
+function takesScope(schema: unknown): boolean {
+  const shape = (schema as { shape?: Record<string, unknown> } | undefined)?.shape;
+  return shape !== undefined && API_KEY_BINDING_FIELDS.every((field) => field in shape);
+}
+
+/**
+ * A bound key's request, confined to its identity: every identity field the key fixes is filled in
+ * where absent and refused where it names anyone else. A route that takes no identity fields and does
+ * not read the key's scope itself is refused: a route added without a scope check fails closed.
+ */
+function confine(route: MemoryRoute, input: MemoryRouteInput, bound: MemoryScope): MemoryRouteInput {
+  if (route.admin) {
+    throw forbidden(
+      `${route.operationId} spans the whole tenant; an API key bound to one identity may not call it`,
+    );
+  }
+  const targets = (["body", "query"] as const).filter((target) => takesScope(route[target]));
+  if (targets.length === 0 && !route.scopeFromKey) {
+    throw forbidden(`${route.operationId} is not open to an API key bound to one identity`);
+  }
+  const confined: Record<string, unknown> = { ...input };
+  for (const target of targets) {
+    const values = { ...(input[target] as Record<string, unknown>) };
+    for (const field of API_KEY_BINDING_FIELDS) {
+      const own = bound[field];
+      if (own === undefined) continue;
+      if (values[field] !== undefined && values[field] !== own) {
+        throw forbidden(`This API key acts only as its own ${field}; the request names another`, {
+          field,
+        });
+      }
+      values[field] = own;
+    }
+    confined[target] = values;
+  }
+  return { ...(confined as unknown as MemoryRouteInput), bound };
+}
 
 function errorBody(error: ToolError) {
   return { error: error.toJSON() } as {
@@ -35,6 +94,10 @@ function errorBody(error: ToolError) {
 const errorResponses = {
   400: { description: "Invalid input; `error.data.issues` lists why. Nothing was stored." },
   401: { description: "Missing or unknown API key" },
+  403: {
+    description:
+      "`scope_forbidden`: the API key is bound to one identity and the request names another, or the route spans the tenant",
+  },
   404: { description: "Not found in this tenant" },
   409: {
     description:
@@ -115,7 +178,9 @@ export function createMemoryApp(options: MemoryAppOptions) {
   app.use("/v1/*", async (context, next) => {
     const header = context.req.header("authorization");
     const apiKey = header?.startsWith("Bearer ") ? header.slice(7).trim() : context.req.header("x-api-key");
-    const tenantId = apiKey ? await resolve(apiKey) : undefined;
+    const entry = apiKey ? await resolve(apiKey) : undefined;
+    const grant = entry === undefined ? undefined : checkGrant(entry);
+    const tenantId = grant?.tenant;
     if (!tenantId) {
       throw new MemoryError("unauthorized", "Send a valid API key as `Authorization: Bearer <key>`", 401);
     }
@@ -128,6 +193,7 @@ export function createMemoryApp(options: MemoryAppOptions) {
       return context.json(errorBody(error), 429, { "retry-after": String(retryAfter) });
     }
     context.set("tenantId", tenantId);
+    context.set("bound", boundScope(grant!));
     await next();
   });
 
@@ -158,15 +224,18 @@ export function createMemoryApp(options: MemoryAppOptions) {
     } as Parameters<typeof createRoute>[0]);
     app.openapi(definition, (async (context: {
       get(key: "tenantId"): string;
+      get(key: "bound"): MemoryScope | undefined;
       req: { valid(target: string): unknown; header(name: string): string | undefined };
       json(body: unknown, status: number, headers?: Record<string, string>): Response;
     }) => {
-      const input = {
+      const unconfined = {
         body: route.body ? context.req.valid("json") : undefined,
         query: route.query ? context.req.valid("query") : undefined,
         params: route.params ? context.req.valid("param") : undefined,
       } as unknown as MemoryRouteInput;
       const tenantId = context.get("tenantId");
+      const bound = context.get("bound");
+      const input = bound ? confine(route, unconfined, bound) : unconfined;
       const handle = () =>
         traceMemoryOperation(
           route.operationId,
@@ -177,8 +246,11 @@ export function createMemoryApp(options: MemoryAppOptions) {
           },
           () => route.handle(options.service, tenantId, input),
         );
-      const key = route.write ? context.req.header("idempotency-key") : undefined;
-      if (key === undefined) return context.json(await handle(), route.status);
+      const sent = route.write ? context.req.header("idempotency-key") : undefined;
+      if (sent === undefined) return context.json(await handle(), route.status);
+      // A bound key's idempotency keys are its identity's own: another identity's key is not answered,
+      // not even as "reused".
+      const key = bound ? `${scopeKey(bound)}:${sent}` : sent;
       const { answer, replayed } = await options.service.writeOnce(
         tenantId,
         { key, request: [route.operationId, input.params ?? null, input.query ?? null, input.body ?? null] },

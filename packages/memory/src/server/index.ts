@@ -1,5 +1,12 @@
 /** `@tackle/memory/server`: the HTTP API (Hono) and `serveMemory()`. */
-export { type ApiKeyResolver, apiKeyResolver, parseApiKeys } from "./api-keys.ts";
+export {
+  API_KEY_BINDING_FIELDS,
+  type ApiKeyEntry,
+  type ApiKeyGrant,
+  type ApiKeyResolver,
+  apiKeyResolver,
+  parseApiKeys,
+} from "./api-keys.ts";
 export { createMemoryApp, type MemoryAppOptions } from "./create-memory-app.ts";
 export type { RateLimit } from "./rate-limiter.ts";
 export { type MemoryRoute, memoryRoutes } from "./routes.ts";

@@ -2,7 +2,8 @@
 /**
  * The memory service as a process of its own:
  *   tackle-memory serve [--store <file|postgres://…>] [--listen 127.0.0.1:4280] [--api-keys-file <path>]
- * Environment: TACKLE_MEMORY_STORE, TACKLE_MEMORY_LISTEN, TACKLE_MEMORY_API_KEYS (`key=tenant,…`),
+ * Environment: TACKLE_MEMORY_STORE, TACKLE_MEMORY_LISTEN, TACKLE_MEMORY_API_KEYS (`key=tenant,…`; a key
+ * bound to one identity: `key=tenant?userId=alice&agentId=travel`),
  * TACKLE_MEMORY_API_KEYS_FILE, TACKLE_MEMORY_RATE_LIMIT (requests per second per tenant),
  * TACKLE_MEMORY_MODELS / --models: a module exporting `embeddingModel` and/or `languageModel`
  * (any AI SDK models), so the process needs no provider-specific flags. Without keys, a random key for tenant `local` is written (mode 0600)
@@ -14,7 +15,7 @@ import { dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { isLoopbackHost } from "@tackle/core";
-import { parseApiKeys } from "./api-keys.ts";
+import { type ApiKeyEntry, parseApiKeys } from "./api-keys.ts";
 import { DEFAULT_MEMORY_PORT, type ServeMemoryOptions, serveMemory } from "./serve-memory.ts";
 
 const usage = [
@@ -23,6 +24,7 @@ const usage = [
   "  --store          a SQLite file or a postgres:// URL (TACKLE_MEMORY_STORE; default .tackle/memory.db)",
   "  --listen         host:port (TACKLE_MEMORY_LISTEN; default 127.0.0.1:4280); loopback unless --allow-remote",
   "  --api-keys-file  key=tenant lines (TACKLE_MEMORY_API_KEYS_FILE, or TACKLE_MEMORY_API_KEYS inline);",
+  "                   key=tenant?userId=alice[&agentId=…] binds a key to one identity",
   "                   without keys, one for tenant local is written beside the store",
   "  --models         a module exporting embeddingModel and/or languageModel (TACKLE_MEMORY_MODELS)",
   "  TACKLE_MEMORY_RATE_LIMIT  requests per second per tenant",
@@ -112,7 +114,7 @@ async function loadModels(
   };
 }
 
-function loadApiKeys(file: string | undefined, store: string): Record<string, string> {
+function loadApiKeys(file: string | undefined, store: string): Record<string, ApiKeyEntry> {
   if (process.env.TACKLE_MEMORY_API_KEYS) return parseApiKeys(process.env.TACKLE_MEMORY_API_KEYS);
   if (file) return parseApiKeys(readPrivateFile(file));
   const directory = /^postgres(ql)?:\/\//.test(store) ? resolve(".tackle") : dirname(resolve(store));

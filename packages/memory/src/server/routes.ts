@@ -55,13 +55,15 @@ import {
   statusResponseSchema,
   unifiedStateResponseSchema,
 } from "../schemas/synthesis.ts";
-import { pickScope } from "../scope/memory-scope.ts";
+import { type MemoryScope, pickScope } from "../scope/memory-scope.ts";
 import type { MemoryService } from "../service/memory-service.ts";
 
 export interface MemoryRouteInput {
   readonly body: never;
   readonly query: never;
   readonly params: { readonly id: string };
+  /** The identity of a key bound to one (ADR 0357); absent for an unbound key. */
+  readonly bound?: MemoryScope;
 }
 
 export interface MemoryRoute {
@@ -78,6 +80,10 @@ export interface MemoryRoute {
   readonly status: 200 | 201 | 202;
   /** A write: done once per `Idempotency-Key`, and the client sends one with every call (ADR 0356). */
   readonly write?: true;
+  /** Spans the tenant: refused for an API key bound to one identity. */
+  readonly admin?: true;
+  /** Takes no identity fields but confines its answer to `input.bound` itself. */
+  readonly scopeFromKey?: true;
   readonly response: z.ZodType;
   readonly handle: (service: MemoryService, tenantId: string, input: MemoryRouteInput) => Promise<unknown>;
 }
@@ -298,10 +304,11 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     operationId: "status",
     method: "get",
     path: "/v1/status",
-    summary: "Service status and this tenant's counts",
+    summary: "Service status and this tenant's counts (a bound key's: its identity's)",
     status: 200,
+    scopeFromKey: true,
     response: statusResponseSchema,
-    handle: (service, tenant) => service.status(tenant),
+    handle: (service, tenant, input) => service.status(tenant, input.bound),
   },
   {
     operationId: "noveltyScan",
@@ -361,6 +368,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     operationId: "accessTrends",
     method: "post",
     path: "/v1/admin/access-trends",
+    admin: true,
     summary: "Searches, hits and reads per day",
     body: accessTrendsRequestSchema,
     status: 200,
@@ -371,6 +379,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     operationId: "accessSummaries",
     method: "post",
     path: "/v1/admin/access-summaries",
+    admin: true,
     summary: "Most used memories and totals",
     body: accessSummariesRequestSchema,
     status: 200,

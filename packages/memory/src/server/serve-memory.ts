@@ -10,7 +10,7 @@ import type { IdempotencyOptions } from "../service/idempotent-writes.ts";
 import type { MemoryService } from "../service/memory-service.ts";
 import type { MemoryStore } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
-import type { ApiKeyResolver } from "./api-keys.ts";
+import type { ApiKeyEntry, ApiKeyResolver } from "./api-keys.ts";
 import { createMemoryApp } from "./create-memory-app.ts";
 import type { RateLimit } from "./rate-limiter.ts";
 import { withoutPassword } from "./without-password.ts";
@@ -18,7 +18,8 @@ import { withoutPassword } from "./without-password.ts";
 export interface ServeMemoryOptions {
   /** A store, or where to open one: a SQLite file path or a `postgres://` URL. */
   readonly store: MemoryStore | string;
-  readonly apiKeys: Readonly<Record<string, string>> | ApiKeyResolver;
+  /** `{ key: tenant }`, `{ key: { tenant, userId?, agentId? } }` for a key bound to one identity, or a resolver. */
+  readonly apiKeys: Readonly<Record<string, ApiKeyEntry>> | ApiKeyResolver;
   readonly host?: string;
   /** 0 picks a free port. Default 4280. */
   readonly port?: number;

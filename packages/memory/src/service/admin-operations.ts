@@ -41,7 +41,7 @@ export function createAdminOperations(
   const { nearestMemory } = novelty;
   const startedAt = Date.now();
   return {
-    async status(tenantId) {
+    async status(tenantId, scope = {}) {
       return {
         ok: true,
         version: packageVersion,
@@ -50,7 +50,7 @@ export function createAdminOperations(
         ...(embedder ? { embeddingModel: embedder.modelId } : {}),
         ...(languageModel ? { languageModel: `${languageModel.provider}:${languageModel.modelId}` } : {}),
         tenant: tenantId,
-        counts: await store.counts(tenantId),
+        counts: await store.counts(tenantId, scope),
         uptimeSeconds: Math.round((Date.now() - startedAt) / 1000),
       };
     },

@@ -101,7 +101,8 @@ export interface MemoryService {
   profile(tenantId: string, request: ScopeRequest): Promise<ProfileResponse>;
   contextBundle(tenantId: string, request: ContextBundleRequest): Promise<ContextBundleResponse>;
   unifiedState(tenantId: string, request: ScopeRequest): Promise<UnifiedStateResponse>;
-  status(tenantId: string): Promise<StatusResponse>;
+  /** With a scope (an API key bound to one identity), the counts are that scope's. */
+  status(tenantId: string, scope?: MemoryScope): Promise<StatusResponse>;
   chainTrace(tenantId: string, id: string, scope?: MemoryScope): Promise<ChainTraceResponse>;
   noveltyScan(tenantId: string, request: NoveltyScanRequest): Promise<NoveltyScanResponse>;
   consolidate(tenantId: string, request: ConsolidateRequest): Promise<JobResponse>;

@@ -292,7 +292,8 @@ export interface MemoryStore
   readonly kind: "sqlite" | "postgres";
   close(): Promise<void>;
 
-  counts(tenantId: string): Promise<TenantCounts>;
+  /** The tenant's counts, or only those inside `scope` (every field given). */
+  counts(tenantId: string, scope?: MemoryScope): Promise<TenantCounts>;
 }
 
 export interface JobLeases {

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import type { z } from "zod";
 import type { importConversationsRequestSchema } from "../../schemas/admin.ts";
 import type { WriteEventRequest, WriteEventResponse } from "../../schemas/event.ts";
-import { pickScope } from "../../scope/memory-scope.ts";
+import { pickScope, scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore, StoredJob } from "../../store/memory-store.ts";
 
 type ImportInput = z.output<typeof importConversationsRequestSchema>;
@@ -73,7 +73,9 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
         sessionId,
         role,
         content: turn.text.slice(0, 32000),
-        customId: `import:${digest(input.format, conversation.id ?? fingerprint, sessionId, String(index), turn.text)}`,
+        // The scope is part of the id: two users importing the same transcript each keep their own turns
+        // (custom ids are unique in a tenant; without it the second import's turns were refused).
+        customId: `import:${digest(scopeKey(scope), input.format, conversation.id ?? fingerprint, sessionId, String(index), turn.text)}`,
         metadata: { importJobId: job.id, conversation: conversation.id ?? conversationIndex, turn: index },
         infer: input.infer,
       });

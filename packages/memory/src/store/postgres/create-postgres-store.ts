@@ -804,15 +804,18 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       return result.rowCount ?? 0;
     },
 
-    async counts(tenantId) {
+    async counts(tenantId, scope = {}) {
+      const parameters: unknown[] = [tenantId];
+      // One scope condition, its parameters shared by every subquery.
+      const inScope = `tenant_id = $1${scopeCondition(scope, parameters, mark)}`;
       const row = await one(
         `SELECT
-          (SELECT COUNT(*) FROM memories WHERE tenant_id = $1 AND status = 'active') AS memories,
-          (SELECT COUNT(*) FROM events WHERE tenant_id = $1) AS events,
-          (SELECT COUNT(*) FROM documents WHERE tenant_id = $1) AS documents,
-          (SELECT COUNT(*) FROM traces WHERE tenant_id = $1) AS traces,
-          (SELECT COUNT(*) FROM jobs WHERE tenant_id = $1) AS jobs`,
-        [tenantId],
+          (SELECT COUNT(*) FROM memories WHERE ${inScope} AND status = 'active') AS memories,
+          (SELECT COUNT(*) FROM events WHERE ${inScope}) AS events,
+          (SELECT COUNT(*) FROM documents WHERE ${inScope}) AS documents,
+          (SELECT COUNT(*) FROM traces WHERE ${inScope}) AS traces,
+          (SELECT COUNT(*) FROM jobs WHERE ${inScope}) AS jobs`,
+        parameters,
       );
       return {
         memories: Number(row?.memories ?? 0),

@@ -650,9 +650,12 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       return Number(run("DELETE FROM idempotency_keys WHERE expires_at <= ?", [now]).changes);
     },
 
-    async counts(tenantId) {
-      const count = (table: string, extra = "") =>
-        Number(get(`SELECT COUNT(*) AS n FROM ${table} WHERE tenant_id = ?${extra}`, [tenantId])?.n ?? 0);
+    async counts(tenantId, scope = {}) {
+      const count = (table: string, extra = "") => {
+        const parameters: unknown[] = [tenantId];
+        const where = `tenant_id = ?${scopeCondition(scope, parameters, mark)}${extra}`;
+        return Number(get(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, parameters)?.n ?? 0);
+      };
       return {
         memories: count("memories", " AND status = 'active'"),
         events: count("events"),
