@@ -194,6 +194,43 @@ describe("memory service process", () => {
     await stop(restarted, "SIGTERM");
   });
 
+  it("a key file's bound key acts only as its user; an unbound key of the tenant acts for anyone; a bad binding stops the start", async () => {
+    const keys = join(directory, "bound-keys");
+    writeFileSync(
+      keys,
+      "# the back office, then Alice's app\nkey-office=acme\nkey-alice=acme?userId=alice\n",
+      {
+        mode: 0o600,
+      },
+    );
+    const args = ["--store", join(directory, "bound.db"), "--listen", `127.0.0.1:${await freePort()}`];
+    const running = await startService([...args, "--api-keys-file", keys], {});
+    children.push(running);
+    const office = new MemoryClient({
+      baseUrl: running.url,
+      apiKey: "key-office",
+      allowPrivateNetwork: true,
+    });
+    const alice = new MemoryClient({ baseUrl: running.url, apiKey: "key-alice", allowPrivateNetwork: true });
+    const bobs = await office.add({ userId: "bob", content: "Bob's door code is 4711" });
+    const own = await alice.add({ content: "Alice's door code is 1234" });
+    assert.equal(own.memory.userId, "alice", "the key's user is filled in");
+    await assert.rejects(alice.search({ userId: "bob", query: "door code" }), (error: Error) => {
+      assert.equal((error as { code?: string }).code, "scope_forbidden");
+      assert.equal((error as { status?: number }).status, 403);
+      return true;
+    });
+    await assert.rejects(alice.getMemory(bobs.memory.id), /not found/i);
+    const seen = (await alice.search({ query: "door code" })).results.map((result) => result.memory.content);
+    assert.deepEqual(seen, ["Alice's door code is 1234"]);
+    assert.equal((await office.search({ query: "door code" })).results.length, 2);
+    await stop(running, "SIGTERM");
+    await assert.rejects(
+      startService(args, { TACKLE_MEMORY_API_KEYS: "key-x=acme?sessionId=s1" }),
+      /bound to userId and agentId, not "sessionId"/,
+    );
+  });
+
   it("refuses an API key file that other users can read", async () => {
     const keys = join(directory, "shared-keys");
     writeFileSync(keys, "some-key=tenant-a\n", { mode: 0o644 });

@@ -377,7 +377,7 @@ for (const kind of ["SQLite", "PostgreSQL"] as const) {
 }
 
 test("bound keys are configured as key=tenant?userId=…&agentId=…; anything else bound is refused", () => {
-  assert.deepEqual(parseApiKeys("k1=t1,k2=t2?userId=alice&agentId=travel\nk3==t3"), {
+  assert.deepEqual(parseApiKeys("# keys, one a line\nk1=t1,k2=t2?userId=alice&agentId=travel\nk3==t3"), {
     k1: "t1",
     k2: { tenant: "t2", userId: "alice", agentId: "travel" },
     "k3=": "t3",

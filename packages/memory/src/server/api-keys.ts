@@ -57,9 +57,11 @@ export function apiKeyResolver(keys: Readonly<Record<string, ApiKeyEntry>>): Api
  */
 export function parseApiKeys(text: string): Record<string, ApiKeyEntry> {
   const keys: Record<string, ApiKeyEntry> = {};
-  for (const pair of text.split(/[,\n]/)) {
+  // A comment is a whole line, commas and all.
+  const lines = text.split("\n").filter((line) => !line.trim().startsWith("#"));
+  for (const pair of lines.join("\n").split(/[,\n]/)) {
     const trimmed = pair.trim();
-    if (trimmed.length === 0 || trimmed.startsWith("#")) continue;
+    if (trimmed.length === 0) continue;
     const question = trimmed.indexOf("?");
     const head = question === -1 ? trimmed : trimmed.slice(0, question);
     const separator = head.lastIndexOf("=");
