@@ -26,7 +26,7 @@ import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
 
 /** The TACKLE_MEMORY_API_KEYS format, bound keys and all. */
 const keys = parseApiKeys(
-  "key-any=acme, key-alice=acme?userId=alice, key-bob=acme?userId=bob, key-other=other-tenant",
+  "key-any=acme, key-alice=acme?userId=alice, key-bob=acme?userId=bob, key-travel=acme?userId=alice&agentId=travel",
 );
 const directory = mkdtempSync(join(tmpdir(), "tackle-memory-bound-"));
 after(() => rmSync(directory, { recursive: true, force: true }));
@@ -375,6 +375,28 @@ for (const kind of ["SQLite", "PostgreSQL"] as const) {
     });
   });
 }
+
+test("a key bound to a user and an agent acts only as both", async () => {
+  const server = await serveMemory({ store: join(directory, "agent.db"), apiKeys: keys, port: 0 });
+  try {
+    const travel = client(server, "key-travel");
+    const alice = client(server, "key-alice");
+    await alice.add({ content: "Alice's passport expires in May" });
+    const { memory } = await travel.add({ content: "Alice prefers aisle seats on flights" });
+    assert.deepEqual([memory.userId, memory.agentId], ["alice", "travel"]);
+    await assert.rejects(travel.search({ agentId: "shopping", query: "passport" }), /own agentId/);
+    await assert.rejects(travel.search({ userId: "bob", query: "passport" }), /own userId/);
+    // The agent's key sees only the agent's memories of Alice; Alice's key sees all of hers.
+    const byAgent = (await travel.search({ query: "passport seats flights" })).results;
+    assert.deepEqual(
+      byAgent.map((result) => result.memory.content),
+      ["Alice prefers aisle seats on flights"],
+    );
+    assert.equal((await alice.search({ query: "passport seats flights" })).results.length, 2);
+  } finally {
+    await server.close();
+  }
+});
 
 test("bound keys are configured as key=tenant?userId=…&agentId=…; anything else bound is refused", () => {
   assert.deepEqual(parseApiKeys("# keys, one a line\nk1=t1,k2=t2?userId=alice&agentId=travel\nk3==t3"), {
