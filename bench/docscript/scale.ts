@@ -8,6 +8,7 @@
  *   first `snapshot`), the cost a model pays after a restart or an eviction; with the peak growth of
  *   this process's (the tool's) heap and RSS meanwhile;
  * - snapshot page: a later `snapshot` call (p50);
+ * - `related_to` page: a `snapshot` of what a clip is related to, looked up from the stored rows (p50);
  * - first push: the server checking another peer's one-clip change right after the open (the peer in a
  *   process of its own, pushing over loopback HTTP);
  * - first run: the first ten-write `run-edit-script` on the document in this process, with the peak
@@ -187,6 +188,14 @@ try {
         ok(await tool.handle({ op: "snapshot", doc_id: "bench" }), "snapshot");
       });
       process.stderr.write(`${count}: page ${page}\n`);
+      // A filtered page (ADR 0467): what a clip is related to, looked up from the stored rows.
+      const relatedPage = await measure(10, 20_000, async () => {
+        ok(
+          await tool.handle({ op: "snapshot", doc_id: "bench", related_to: videoClips[0] ?? "" }),
+          "related_to snapshot",
+        );
+      });
+      process.stderr.write(`${count}: related_to page ${relatedPage}\n`);
       // Another peer's one-field change to a clip, as the server checks it (`host.push`, in its process).
       let pushes = 0;
       const pushOne = async () => {
@@ -271,7 +280,7 @@ try {
       process.stderr.write(`${count}: push ${push}\n`);
       const serverMemory = await server.ask<{ maxRssMiB: number }>({ op: "memory" });
       rows.push(
-        `| ${count.toLocaleString("en")} | ${open} | ${memory} | ${page} | ${firstPush} | ${warmup} | ${runMemory} | ${warm} | ${commitFigure} | ${push} | ${serverMemory.maxRssMiB} |`,
+        `| ${count.toLocaleString("en")} | ${open} | ${memory} | ${page} | ${relatedPage} | ${firstPush} | ${warmup} | ${runMemory} | ${warm} | ${commitFigure} | ${push} | ${serverMemory.maxRssMiB} |`,
       );
     } finally {
       await tool.close();
@@ -286,9 +295,9 @@ console.log(
   `Node ${process.version}, ${new Date().toISOString()}, heap limit ${mib(getHeapStatistics().heap_size_limit)} MiB; p50 ms (samples)`,
 );
 console.log(
-  "| entities | open (first snapshot call after a start) | open: tool's peak heap / RSS growth MiB | snapshot page | first push | first run | first run: tool's peak heap / RSS growth MiB | warm ten-write run | commit-plan | push check | server's peak RSS MiB |",
+  "| entities | open (first snapshot call after a start) | open: tool's peak heap / RSS growth MiB | snapshot page | `related_to` page | first push | first run | first run: tool's peak heap / RSS growth MiB | warm ten-write run | commit-plan | push check | server's peak RSS MiB |",
 );
-console.log("| -------: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+console.log("| -------: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 for (const row of rows) console.log(row);
 
 interface ServerProcess {

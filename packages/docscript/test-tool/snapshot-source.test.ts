@@ -1,8 +1,8 @@
 /**
  * Where a `snapshot` page comes from: the document server's stored rows for a plain, kind, id or
- * relation-kind query (the tool pulls nothing of the document), the tool's replica for `related_to`
- * and time windows; either way the page lists what the document holds, and another client's write
- * shows on the next page.
+ * relation-kind query, and the rows a `related_to`, time-window or kinds-with-relations query can match
+ * (`POST …/rows`): the tool pulls nothing of the document; the page lists what the document holds, and
+ * another client's write shows on the next page.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -19,7 +19,7 @@ before(async () => {
 });
 after(async () => await harness.close());
 
-test("plain, kind and id pages read the server's rows; related_to reads the replica; both match the document", async () => {
+test("plain, kind, id and related pages read the server's rows, never the document, and match it", async () => {
   const paths: string[] = [];
   const tool = harness.tool({
     fetchImpl: (input, init) => {
@@ -96,7 +96,7 @@ test("plain, kind and id pages read the server's rows; related_to reads the repl
   );
   assert.ok(!paths.includes("snapshot"), "no page so far pulled the document");
 
-  // related_to reads the replica (a pull), and agrees with the document.
+  // related_to reads the rows it can match, and agrees with the document.
   const track = document.entities.find((entity) => entity.entityKind === "track")!;
   const held = await tool.handle({
     op: "snapshot",
@@ -105,7 +105,7 @@ test("plain, kind and id pages read the server's rows; related_to reads the repl
     include: "relations",
   });
   assert.ok(held.ok && held.op === "snapshot");
-  assert.ok(paths.includes("snapshot"), "related_to pulled the document");
+  assert.ok(paths.includes("rows") && !paths.includes("snapshot"), `related_to read: ${paths.join(" ")}`);
   assert.equal(
     held.matched.relations,
     document.relations.filter(

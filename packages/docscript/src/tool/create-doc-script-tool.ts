@@ -24,6 +24,7 @@ import type { DocScriptHooks } from "./host-hooks.ts";
 import { createPlanCache } from "./plan-cache.ts";
 import { elide, type PlanPreview } from "./plan-preview.ts";
 import { renderPrompt } from "./prompt.ts";
+import { narrowHint, rowsSnapshotPage, Unbounded } from "./rows-snapshot-page.ts";
 import { discardUploads, runEditScript, type SchemaReference } from "./run-edit-script.ts";
 import { createKeyedSerializer } from "./serialize-by-key.ts";
 import { servedByServer, serverSnapshotPage } from "./server-snapshot-page.ts";
@@ -387,6 +388,32 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
         throw error;
       }
     }
+    // Related, timed and kinds-with-relations pages: the rows they can match, looked up (ADR 0467).
+    const envelope = { ok: true, op: "snapshot", doc_id: input.doc_id, version: "" } as const;
+    try {
+      const { version, ...page } = await rowsSnapshotPage(
+        await schema(),
+        client,
+        input.doc_id,
+        input,
+        budgets.snapshot - tokensOf(envelope) - 60,
+      );
+      return { ...envelope, version, ...page };
+    } catch (error) {
+      if (error instanceof CursorError)
+        return failure(input.op, { code: "invalid_input", message: error.message });
+      if (!(error instanceof Unbounded)) throw error;
+      // Past the bounds: a document small enough to read whole answers from the replica, never a large one.
+      if (error.entities > (options.sandbox?.readWholeUpTo ?? 20_000))
+        return failure(input.op, {
+          code: "read_limit",
+          message: `${error.message}; a snapshot page of a document this large reads only what its query can match: ${narrowHint}`,
+        });
+    }
+    return await replicaSnapshot(input);
+  };
+
+  const replicaSnapshot = async (input: ToolInput): Promise<DocScriptResult> => {
     const state = await pull(input.doc_id);
     const view = await viewOf(state);
     const envelope = {

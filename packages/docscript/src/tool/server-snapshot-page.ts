@@ -2,7 +2,8 @@
  * A `snapshot` page read from the document server's stored rows (`GET …/entities`, `…/relations`), so a
  * page costs the same at 1k and 1M entities and the tool reads nothing of the document itself. Serves
  * the queries the stored rows index: no filter, kinds (entities only), ids, relation kinds; a
- * `related_to` or time-window query reads the tool's replica instead (`snapshot-page.ts`).
+ * `related_to`, time-window or kinds-with-relations query looks up the rows it can match instead
+ * (`rows-snapshot-page.ts`).
  */
 import type { DocumentClient } from "../client/create-document-client.ts";
 import type { Relation } from "../schema/types.ts";
@@ -20,12 +21,12 @@ import {
 /** Entities or relations asked of the server per page: more than any page's budget holds. */
 const fetched = 200;
 
-/** Whether the stored rows answer `query` (otherwise the replica's projection does). */
+/** Whether the stored rows' pages answer `query` (otherwise the rows it can match are looked up). */
 export function servedByServer(query: SnapshotQuery): boolean {
   if (query.related_to !== undefined || query.from_ms !== undefined || query.to_ms !== undefined)
     return false;
   const include = query.include ?? "both";
-  // Kinds with relations would list every relation touching any entity of those kinds: the replica's.
+  // Kinds with relations list every relation touching any entity of those kinds: looked up.
   return !(query.kinds !== undefined && include !== "entities");
 }
 

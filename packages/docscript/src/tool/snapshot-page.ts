@@ -1,7 +1,8 @@
 /**
  * One `snapshot` page: the entities, then the relations, a query matches, in id order, as many as fit the
- * page's token budget, with a cursor to the rest. Reads a projection kept in step with the tool's replica
- * (never the whole document per call); filters by kind, id, relation and, for timelines, time.
+ * page's token budget, with a cursor to the rest. Reads a projection: the tool's replica's, or one
+ * holding only the rows a filtered query can match (`rows-snapshot-page.ts`); filters by kind, id,
+ * relation and, for timelines, time.
  */
 import type { Projection } from "../document/projection.ts";
 import type { DocumentIssue, Entity, Relation } from "../schema/types.ts";
@@ -144,20 +145,20 @@ export function renderEntity(
   return { value: { ...whole, payload: elide(payload) }, elided: true };
 }
 
-export function snapshotPage(
-  index: ProjectionIndex,
-  issues: readonly DocumentIssue[],
-  query: SnapshotQuery,
-  budget: number,
-): SnapshotPage {
-  const projection = index.projection;
-  const include = query.include ?? "both";
-  const entityFiltered =
+/** Whether `query` filters entities (otherwise every entity matches). */
+function filtersEntities(query: SnapshotQuery): boolean {
+  return (
     query.kinds !== undefined ||
     query.ids !== undefined ||
     query.related_to !== undefined ||
     query.from_ms !== undefined ||
-    query.to_ms !== undefined;
+    query.to_ms !== undefined
+  );
+}
+
+/** The ids of the entities `query` matches, in id order. */
+export function matchingEntityIds(index: ProjectionIndex, query: SnapshotQuery): readonly string[] {
+  const projection = index.projection;
   const kinds = query.kinds === undefined ? undefined : new Set(query.kinds);
   const relationKinds = query.relation_kinds === undefined ? undefined : new Set(query.relation_kinds);
   const related =
@@ -194,10 +195,22 @@ export function snapshotPage(
       : related !== undefined
         ? [...related].sort()
         : index.sortedEntityIds();
+  return filtersEntities(query) ? entityIds.filter(entityMatches) : entityIds;
+}
+
+export function snapshotPage(
+  index: ProjectionIndex,
+  issues: readonly DocumentIssue[],
+  query: SnapshotQuery,
+  budget: number,
+): SnapshotPage {
+  const projection = index.projection;
+  const include = query.include ?? "both";
+  const entityFiltered = filtersEntities(query);
+  const relationKinds = query.relation_kinds === undefined ? undefined : new Set(query.relation_kinds);
   const listEntities = include !== "relations";
-  const unfiltered = !entityFiltered;
   const sortedEntities: readonly string[] =
-    listEntities || entityFiltered ? (unfiltered ? entityIds : entityIds.filter(entityMatches)) : [];
+    listEntities || entityFiltered ? matchingEntityIds(index, query) : [];
   const matchedEntityIds = entityFiltered ? new Set(sortedEntities) : undefined;
   const relationMatches = (relationId: string): Relation | undefined => {
     const relation = projection.storedRelation(relationId);
