@@ -1,5 +1,5 @@
 /** Test harness: real servers for integration suites. A missing server fails the run with the install command. */
-export { type AbortCase, itHonoursAbort } from "./abort-cases.ts";
+export { type AbortCase, itHonoursAbort, promptlyMs } from "./abort-cases.ts";
 export { freePort } from "./free-port.ts";
 export { type KeptAliveSocket, openKeptAliveSocket } from "./kept-alive-socket.ts";
 export { type NatsClusterHandle, type NatsClusterServer, startNatsCluster } from "./nats-cluster.ts";

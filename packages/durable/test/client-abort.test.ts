@@ -34,16 +34,17 @@ const isAborted = (error: unknown) => {
 
 describe("durable HTTP client against a server that never answers", () => {
   let silent: SilentServer;
-  let client: DurableClient;
   before(async () => {
     silent = await startSilentServer();
-    // Only the signal can end these calls: the deadline is far away.
-    client = createDurableClient({ baseUrl: silent.url, timeoutMs: 30_000 });
   });
   after(() => silent.close());
 
   for (const [name, call] of entryPoints)
-    itHonoursAbort({ name, call }, () => ({ silent, client }), isAborted);
+    itHonoursAbort(
+      { name, call },
+      (url) => createDurableClient({ baseUrl: url, timeoutMs: 30_000 }),
+      isAborted,
+    );
 
   it("the client's deadline ends a call nobody aborts with timeout", async () => {
     const quick = createDurableClient({ baseUrl: silent.url, timeoutMs: 150 });

@@ -14,7 +14,7 @@ import {
   postgresSchemaVersion,
   postgresTransaction,
 } from "@tackle/storage/postgres";
-import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
+import { createTestDatabase, promptlyMs, type TestDatabase } from "@tackle/test-support";
 import type pg from "pg";
 
 const child = fileURLToPath(new URL("./fixtures/migrate-child.ts", import.meta.url));
@@ -141,7 +141,7 @@ describe("PostgreSQL migrations", () => {
       controller.abort();
       await assert.rejects(migrating, rejectsWith("aborted"));
       const elapsed = performance.now() - at;
-      assert.ok(elapsed < 100, `rejected ${Math.round(elapsed)} ms after the abort`);
+      assert.ok(elapsed < promptlyMs, `rejected ${Math.round(elapsed)} ms after the abort`);
       while ((await waitingSessions()) > 0 && Date.now() < deadline) await sleep(20);
       assert.equal(await waitingSessions(), 0, "no session is left in the lock's queue");
     } finally {
@@ -228,7 +228,7 @@ describe("PostgreSQL migrations", () => {
       controller.abort();
       await assert.rejects(transaction, rejectsWith("aborted"));
       const elapsed = performance.now() - at;
-      assert.ok(elapsed < 100, `rejected ${Math.round(elapsed)} ms after the abort`);
+      assert.ok(elapsed < promptlyMs, `rejected ${Math.round(elapsed)} ms after the abort`);
       while ((await waiting()) > 0 && Date.now() < deadline) await sleep(20);
       assert.equal(await waiting(), 0, "its session no longer waits");
       await holder.query("COMMIT");

@@ -58,14 +58,15 @@ test("a signal aborted mid-listing rejects within a moment and the server cancel
     const controller = new AbortController();
     const listing = toolSetFromMcp(client, { signal: controller.signal });
     listing.catch(() => undefined);
-    const deadline = Date.now() + 2000;
+    const deadline = Date.now() + 5000;
     while (seen.listings === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     assert.equal(seen.listings, 1, "the server got the listing");
     const at = performance.now();
     controller.abort();
     await assert.rejects(listing, isAborted);
     const elapsed = performance.now() - at;
-    assert.ok(elapsed < 100, `${Math.round(elapsed)} ms after the abort`);
+    // Promptly: far under the SDK's 60 s request timeout, loose enough for a loaded machine.
+    assert.ok(elapsed < 1_000, `${Math.round(elapsed)} ms after the abort`);
     while (seen.cancelled === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     assert.equal(seen.cancelled, 1, "the server was told to cancel");
   } finally {

@@ -73,7 +73,8 @@ describe("start and resume honour their abort signal", () => {
     controller.abort();
     await assert.rejects(resumed, isAborted);
     const elapsed = performance.now() - at;
-    assert.ok(elapsed < 100, `${Math.round(elapsed)} ms after the abort`);
+    // Promptly: the step waits forever unless aborted; the bound is loose enough for a loaded machine.
+    assert.ok(elapsed < 1_000, `${Math.round(elapsed)} ms after the abort`);
     assert.equal((await runner.get("t"))?.status, "cancelled");
     assert.equal(seen.stepAborted, 1, "the step's signal aborted");
     await runner.close();
