@@ -1,7 +1,7 @@
 /** One PostgreSQL pool policy for every store: a size, a connect deadline, and one way to report losses. */
 import pg from "pg";
 import { StorageError } from "../errors.ts";
-import { untilAborted } from "./until-aborted.ts";
+import { connectUntilAborted, untilAborted } from "./until-aborted.ts";
 
 export interface PostgresPoolOptions {
   /** `postgres://user:password@host:port/database`. */
@@ -104,17 +104,7 @@ export async function postgresTransaction<T>(
   const signal = options.signal;
   const aborted = () =>
     new StorageError("aborted", "The transaction was aborted and rolled back", {}, { cause: signal?.reason });
-  if (signal?.aborted) throw aborted();
-  const connecting = pool.connect();
-  const client = await untilAborted(connecting, signal).catch((error: unknown) => {
-    // A connection that arrives after the abort goes back to the pool unused.
-    if (signal?.aborted)
-      connecting.then(
-        (late) => late.release(),
-        () => undefined,
-      );
-    throw signal?.aborted ? aborted() : error;
-  });
+  const client = await connectUntilAborted(pool, signal, aborted);
   let broken: Error | undefined;
   /** The session of a transaction cut by an abort: ended, since a closed socket alone does not stop its statement. */
   let abandonedSession: number | undefined;

@@ -5,7 +5,7 @@
 import type pg from "pg";
 import { StorageError } from "../errors.ts";
 import { latestVersion, type MigrationStep, schemaTooNew } from "../migrations.ts";
-import { untilAborted } from "./until-aborted.ts";
+import { connectUntilAborted, untilAborted } from "./until-aborted.ts";
 
 export interface PostgresMigration extends MigrationStep {
   /** SQL (several statements allowed), or a function given the migrating connection, inside its transaction. */
@@ -60,17 +60,7 @@ export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan
       },
       { cause: signal?.reason },
     );
-  if (signal?.aborted) throw aborted();
-  const connecting = pool.connect();
-  const client = await untilAborted(connecting, signal).catch((error: unknown) => {
-    // A connection that arrives after the abort goes back to the pool unused.
-    if (signal?.aborted)
-      connecting.then(
-        (late) => late.release(),
-        () => undefined,
-      );
-    throw signal?.aborted ? aborted() : error;
-  });
+  const client = await connectUntilAborted(pool, signal, aborted);
   let broken: Error | undefined;
   let locked = false;
   /** The session left waiting for the lock by an abort: ended, since a closed socket alone does not stop its wait. */
