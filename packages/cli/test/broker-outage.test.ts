@@ -6,9 +6,8 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { connect } from "@nats-io/transport-node";
 import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
-import { cleanEnv, runTackle, type ServeProcess, startServe, tempHome } from "./tackle-process.ts";
+import { cleanEnv, type ServeProcess, slowCallSent, startServe, tempHome } from "./tackle-process.ts";
 
 const slowBundle = fileURLToPath(new URL("./fixtures/slow-bundle.mjs", import.meta.url));
 const home = tempHome();
@@ -36,24 +35,7 @@ after(async () => {
 });
 
 test("tackle call exits 1 with reply_lost, naming the node, when its reply dies with the broker", async () => {
-  // A bystander on the tool's subject sees the request go out; the node reads it as the bystander does.
-  const spy = await connect({ servers: nats.url });
-  const sent = new Promise<void>((resolve) => {
-    spy.subscribe("tackle.tools.slow.wait", { max: 1, callback: () => resolve() });
-  });
-  await spy.flush();
-  const call = runTackle(["call", "slow.wait", '{"ms":3000}', "--timeout", "30000"], {
-    env: cleanEnv({ MESH_BROKER_URL: nats.url, TACKLE_HOME: home.path }),
-    timeoutMs: 60_000,
-  });
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    sent,
-    new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error("tackle call sent no request in 30 s")), 30_000);
-    }),
-  ]).finally(() => clearTimeout(timer));
-  await spy.close();
+  const { call } = await slowCallSent(nats.url, home.path, 3000);
   // Frozen while the tool runs: its reply, three seconds later, waits unread in the broker's socket,
   // and the kill loses it.
   await new Promise((resolve) => setTimeout(resolve, 100));

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { connect } from "@nats-io/transport-node";
 import { freePort } from "@tackle/test-support";
 
 export const mainScript = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -165,4 +166,37 @@ export function startServe(
       });
     });
   });
+}
+
+/**
+ * `tackle call slow.wait {"ms": ms}` (the `slow` module of `fixtures/slow-bundle.mjs`) on the broker at
+ * `brokerUrl`, with a 30 s time limit: resolves once its request is on the tool's subject (a bystander
+ * sees it go out, as the node reads it; 30 s at most), with the call still running.
+ */
+export async function slowCallSent(
+  brokerUrl: string,
+  home: string,
+  ms: number,
+): Promise<{ readonly call: Promise<Finished> }> {
+  const spy = await connect({ servers: brokerUrl });
+  try {
+    const sent = new Promise<void>((resolve) => {
+      spy.subscribe("tackle.tools.slow.wait", { max: 1, callback: () => resolve() });
+    });
+    await spy.flush();
+    const call = runTackle(["call", "slow.wait", JSON.stringify({ ms }), "--timeout", "30000"], {
+      env: cleanEnv({ MESH_BROKER_URL: brokerUrl, TACKLE_HOME: home }),
+      timeoutMs: 60_000,
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      sent,
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error("tackle call sent no request in 30 s")), 30_000);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    return { call };
+  } finally {
+    await spy.close();
+  }
 }

@@ -371,33 +371,14 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   };
 
   const snapshot = async (input: ToolInput): Promise<DocScriptResult> => {
-    if (servedByServer(input)) {
-      // Read from the server's stored rows: nothing of the document is pulled or read here.
-      const envelope = { ok: true, op: "snapshot", doc_id: input.doc_id, version: "" } as const;
-      try {
-        const { version, ...page } = await serverSnapshotPage(
-          client,
-          input.doc_id,
-          input,
-          budgets.snapshot - tokensOf(envelope) - 60,
-        );
-        return { ...envelope, version, ...page };
-      } catch (error) {
-        if (error instanceof CursorError)
-          return failure(input.op, { code: "invalid_input", message: error.message });
-        throw error;
-      }
-    }
-    // Related, timed and kinds-with-relations pages: the rows they can match, looked up (ADR 0467).
     const envelope = { ok: true, op: "snapshot", doc_id: input.doc_id, version: "" } as const;
+    const budget = budgets.snapshot - tokensOf(envelope) - 60;
     try {
-      const { version, ...page } = await rowsSnapshotPage(
-        await schema(),
-        client,
-        input.doc_id,
-        input,
-        budgets.snapshot - tokensOf(envelope) - 60,
-      );
+      // Plain, kind and id pages read the server's stored rows; related, timed and kinds-with-relations
+      // pages look up the rows their query can match (ADR 0467): nothing of the document is pulled here.
+      const { version, ...page } = servedByServer(input)
+        ? await serverSnapshotPage(client, input.doc_id, input, budget)
+        : await rowsSnapshotPage(await schema(), client, input.doc_id, input, budget);
       return { ...envelope, version, ...page };
     } catch (error) {
       if (error instanceof CursorError)
