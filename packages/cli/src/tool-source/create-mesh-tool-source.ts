@@ -13,10 +13,29 @@ export interface MeshClientLike {
 
 export interface MeshSourceOptions {
   /**
-   * This node's own modules, from its runtime's local state: listed even while the broker is
-   * unreachable (`tackle serve` passes its runtime's).
+   * This node's own modules, from its runtime's local state: listed (`unreachable`, with their tools)
+   * even while the broker is unreachable (`tackle serve` passes its runtime's).
    */
   readonly local?: () => readonly ModuleInfo[];
+}
+
+const byModule = (left: ModuleInfo, right: ModuleInfo) => left.module.localeCompare(right.module);
+
+/**
+ * The listing while the broker is down: every call goes through the broker, this node's own modules'
+ * included, so none is `ok`. Each module the mesh or this node knows is `unreachable` (a `failed` one
+ * stays `failed`), with its own errors but not the broker's: the source's `errors()` says that once.
+ */
+function brokerDown(known: readonly ModuleInfo[], local: readonly ModuleInfo[]): ModuleInfo[] {
+  const modules = new Map(known.map((info) => [info.module, info]));
+  for (const own of local) modules.set(own.module, own);
+  return [...modules.values()]
+    .map((info) => ({
+      ...info,
+      status: info.status === "failed" ? ("failed" as const) : ("unreachable" as const),
+      errors: info.errors.filter((error) => !error.source.startsWith("broker ")),
+    }))
+    .sort(byModule);
 }
 
 export function createMeshToolSource(
@@ -40,20 +59,8 @@ export function createMeshToolSource(
     async catalogue() {
       const modules = [...(await client.catalogue())];
       const down = brokerErrors();
-      if (down.length > 0 && options.local !== undefined) {
-        // The mesh cannot be asked: this node's own modules are listed from what it loaded.
-        for (const own of options.local()) {
-          const note = {
-            source: down[0]!.source,
-            message: `${down[0]!.message}; listed from this node's own state (other nodes cannot reach it now)`,
-          };
-          const entry: ModuleInfo = { ...own, errors: [...own.errors, note] };
-          const index = modules.findIndex((info) => info.module === own.module);
-          if (index === -1) modules.push(entry);
-          else modules[index] = entry;
-        }
-      }
-      return modules.sort((left, right) => left.module.localeCompare(right.module));
+      if (down.length > 0) return brokerDown(modules, options.local?.() ?? []);
+      return modules.sort(byModule);
     },
     errors: brokerErrors,
     call: (qualifiedName, args, options) => client.call(qualifiedName, args, options),

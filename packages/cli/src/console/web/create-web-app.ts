@@ -118,14 +118,16 @@ export function createWebApp(options: WebAppOptions): WebApp {
     return c.json({ signedIn: false });
   });
 
-  app.get("/api/modules", async (c) => c.json({ modules: await status.read() }));
+  // `errors`: what is wrong with the source itself (the broker down), said once beside every module.
+  const listing = (modules: readonly ModuleInfo[]) => ({ modules, errors: source.errors?.() ?? [] });
+  app.get("/api/modules", async (c) => c.json(listing(await status.read())));
 
   app.get("/api/events", (c) =>
     streamSSE(c, async (stream) => {
       const aborted = new Promise<void>((resolve) => stream.onAbort(resolve));
       let last = "";
       const send = async (modules: readonly ModuleInfo[]) => {
-        const text = JSON.stringify({ modules });
+        const text = JSON.stringify(listing(modules));
         if (text === last) return;
         last = text;
         await stream.writeSSE({ event: "modules", data: text });

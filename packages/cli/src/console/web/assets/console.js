@@ -169,13 +169,15 @@ async function boot() {
 
 let events;
 let modules = [];
+/** What is wrong with the source itself (the broker down): shown once, above the table. */
+let sourceErrors = [];
 const moduleListeners = new Set();
 
 function startEvents() {
   if (events !== undefined) return;
   events = new EventSource("/api/events");
   events.addEventListener("modules", (event) => {
-    modules = JSON.parse(event.data).modules;
+    ({ modules, errors: sourceErrors = [] } = JSON.parse(event.data));
     for (const listener of moduleListeners) listener(modules);
   });
   events.addEventListener("error", () => {
@@ -197,6 +199,7 @@ function modulesPage(root) {
   startEvents();
   const statusTable = h("tbody");
   const streamNote = h("p", { class: "muted", role: "status" });
+  const sourceNote = h("div", { id: "source-errors", role: "alert" });
   const toolsRoot = h("div", { class: "tools" });
   const history = h("div", { id: "history" });
   let shownTools = "";
@@ -208,6 +211,7 @@ function modulesPage(root) {
       { "aria-labelledby": "modules-heading" },
       h("h2", { id: "modules-heading" }, "Modules"),
       streamNote,
+      sourceNote,
       h(
         "table",
         { id: "modules" },
@@ -243,6 +247,9 @@ function modulesPage(root) {
 
   const render = (list, problem) => {
     streamNote.textContent = problem ?? "Live: status updates without a reload.";
+    sourceNote.replaceChildren(
+      ...sourceErrors.map((error) => h("p", { class: "errors" }, `${error.source}: ${error.message}`)),
+    );
     statusTable.replaceChildren(
       ...list.map((info) =>
         h(
@@ -279,7 +286,10 @@ function modulesPage(root) {
   if (modules.length > 0) render(modules);
   else
     api("/api/modules")
-      .then((answer) => render(answer.modules))
+      .then((answer) => {
+        sourceErrors = answer.errors ?? [];
+        render(answer.modules);
+      })
       .catch(() => {});
   renderHistory(history);
   return () => moduleListeners.delete(render);
