@@ -15,9 +15,11 @@
  *   fallback, each on a server built for the request.
  *
  * Every tool answer fits the result budget (`createResultPages`); past it, its cursor is bound to the
- * session that got it. Session-less calls share one owner, apart from every session's.
+ * credential that got it (the bearer token presented), not to a session: a client that opens a new
+ * session per call (MCP Inspector's CLI) reads every page, and another credential reads none. A cursor
+ * expires some time after its last read, whatever happens to the session (ADR 0262).
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import {
   type CallToolResult,
   createMcpHandler,
@@ -49,8 +51,18 @@ export interface McpEndpointOptions extends McpSessionOptions {
   readonly resultBudget?: number;
 }
 
-/** The owner of the cursors made for calls that carry no session. */
-const sessionLessOwner = "session-less";
+/**
+ * Whose cursors a request's answers make and may read: its credential, the bearer token it presented
+ * (hashed, so the token is not kept in the pages' keys), or `anonymous` for a request with none (only
+ * reachable where no guard stands in front, as in tests).
+ */
+export function credentialOwner(headers: Headers | undefined): string {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(headers?.get("authorization") ?? "");
+  if (match === null) return "anonymous";
+  return `credential:${createHash("sha256")
+    .update(match[1] as string)
+    .digest("base64url")}`;
+}
 
 export interface McpEndpoint {
   fetch(request: Request): Promise<Response>;
@@ -71,8 +83,6 @@ const legacyRevisions = new Set(["2025-03-26", "2025-06-18", "2025-11-25"]);
 
 interface Session {
   readonly server: Server;
-  /** Whose cursors its answers make: its own, random. */
-  readonly owner: string;
   readonly transport: WebStandardStreamableHTTPServerTransport;
   lastUsed: number;
 }
@@ -87,7 +97,8 @@ export function createMcpEndpoint(
   const onerror = (error: Error) => logger.warn("console request failed", { error: error.message });
   const pages = createResultPages(options.resultBudget === undefined ? {} : { budget: options.resultBudget });
   const handler = createMcpHandler(
-    () => createMcpServer(source, { resultPages: pages, owner: sessionLessOwner }),
+    (context) =>
+      createMcpServer(source, { resultPages: pages, owner: credentialOwner(context.requestInfo?.headers) }),
     { onerror },
   );
   const identity = serverIdentity();
@@ -107,14 +118,12 @@ export function createMcpEndpoint(
   async function closeSession(id: string, session: Session, why: string): Promise<void> {
     if (sessions.get(id) !== session) return;
     sessions.delete(id);
-    pages.forget(session.owner);
     logger.debug("MCP session closed", { session: id, why });
     await session.server.close().catch(() => undefined);
   }
 
   async function openSession(request: Request, parsedBody: unknown): Promise<Response> {
-    const owner = randomUUID();
-    const server = createMcpServer(source, { resultPages: pages, owner });
+    const server = createMcpServer(source, { resultPages: pages, owner: credentialOwner(request.headers) });
     let registered: Session | undefined;
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
@@ -125,19 +134,17 @@ export function createMcpEndpoint(
           const [oldestId, oldest] = sessions.entries().next().value as [string, Session];
           void closeSession(oldestId, oldest, "too many sessions");
         }
-        registered = { server, owner, transport, lastUsed: Date.now() };
+        registered = { server, transport, lastUsed: Date.now() };
         sessions.set(id, registered);
       },
       onsessionclosed: (id) => {
         // The client's DELETE: the transport closes itself after this returns.
         if (sessions.get(id)?.transport === transport) sessions.delete(id);
-        pages.forget(owner);
       },
     });
     server.onclose = () => {
       const id = transport.sessionId;
       if (id !== undefined && sessions.get(id)?.transport === transport) sessions.delete(id);
-      pages.forget(owner);
     };
     transport.onerror = onerror;
     await server.connect(transport);
@@ -184,7 +191,7 @@ export function createMcpEndpoint(
         return openSession(request, parsed);
       }
       const direct = directCall(request.headers, parsed);
-      if (direct !== undefined) return answerDirect(direct, request.signal);
+      if (direct !== undefined) return answerDirect(direct, request);
       return handler.fetch(request, { parsedBody: parsed });
     },
     async close() {
@@ -194,15 +201,15 @@ export function createMcpEndpoint(
     },
   };
 
-  async function answerDirect(call: DirectCall, signal: AbortSignal): Promise<Response> {
+  async function answerDirect(call: DirectCall, request: Request): Promise<Response> {
     let result: CallToolResult;
     try {
       result = await callSourceTool(
         source,
         call.name,
         call.args,
-        { signal },
-        { pages, owner: sessionLessOwner, unbudgeted: call.unbudgeted },
+        { signal: request.signal },
+        { pages, owner: credentialOwner(request.headers), unbudgeted: call.unbudgeted },
       );
     } catch (error) {
       onerror(error as Error);

@@ -3,7 +3,7 @@
  * the budget is cut at a sensible boundary and ends with a summary of what was left out and a cursor;
  * the paging tool answers the next part by that cursor, within the same budget. What was left out is
  * kept in memory, bounded (entries, bytes, time since last read), under a cursor that is random and
- * bound to the session (the owner) that received it.
+ * bound to the owner that received it (the console passes the caller's credential, not its session).
  */
 import { randomBytes } from "node:crypto";
 import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/server";
@@ -189,13 +189,13 @@ export function createResultPages(options: ResultPagesOptions = {}): ResultPages
       const entry = entries.get(id);
       const part = Number(match?.[2]);
       const start = entry?.starts[part];
-      // A cursor of another session reads as unknown: its existence is not told either.
+      // A cursor of another owner reads as unknown: its existence is not told either.
       if (entry === undefined || entry.owner !== owner || start === undefined) {
         return toCallToolResult({
           ok: false,
           error: new ToolError(
             "unknown_cursor",
-            `The cursor "${cursor.slice(0, 40)}" is not known in this session: a cursor works only in the MCP session that received it, for ${Math.round(ttlMs / 60_000)} minutes after its last read, while the server keeps it. Call the tool again for a fresh answer.`,
+            `The cursor "${cursor.slice(0, 40)}" is not known to this client: a cursor is read only with the credential that received it (the console's bearer token; for tackle mcp, its own connection), for ${Math.round(ttlMs / 60_000)} minutes after its last read, while the server keeps it. Call the tool again for a fresh answer.`,
             { data: { cursor: cursor.slice(0, 40) } },
           ),
         });

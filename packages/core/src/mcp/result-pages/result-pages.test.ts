@@ -174,7 +174,7 @@ describe("result pages", () => {
       assert.equal((refused.structuredContent as { error: { code: string } }).error.code, "unknown_cursor");
       assert.match(
         (refused.content[0] as { text: string }).text,
-        /works only in the MCP session that received it/,
+        /read only with the credential that received it/,
       );
     }
     assert.equal(
