@@ -10,6 +10,8 @@ import { createEmbeddedToolSource } from "../src/tool-source/create-embedded-too
 import { readJsonRpc } from "./json-rpc-response.ts";
 
 const token = "test-token-0123456789";
+/** Named in the 401 (no file is read: the console is handed its token). */
+const tokenFile = "/home/someone/.tackle/console-token";
 let consoleServer: RunningConsole;
 
 before(async () => {
@@ -26,6 +28,7 @@ before(async () => {
     source,
     listen: { host: "127.0.0.1", port: 0 },
     token,
+    tokenFile,
     logger: silentLogger,
   });
 });
@@ -209,6 +212,12 @@ test("no token, or a wrong one, gets 401 and the SDK client cannot connect", asy
   const noneBody = (await none.json()) as { error: { code: string; message: string } };
   assert.equal(noneBody.error.code, "unauthorized");
   assert.match(noneBody.error.message, /A bearer token is required/);
+  // Where the token is, and the way in without one, in the body and in the header a client shows.
+  for (const text of [noneBody.error.message, none.headers.get("www-authenticate") ?? ""]) {
+    assert.ok(text.includes(tokenFile), text);
+    assert.match(text, /run tackle mcp instead \(MCP over stdio, no token\)/);
+    assert.match(text, /tackle mcp --print-config/);
+  }
 
   // A wrong token is told so, distinct from a missing one (they got the same message).
   const wrong = await post(
@@ -223,6 +232,36 @@ test("no token, or a wrong one, gets 401 and the SDK client cannot connect", asy
     wrongBody.error.message,
     /The bearer token is wrong: it does not match this console's token file/,
   );
+  assert.ok(wrongBody.error.message.includes(tokenFile));
 
   await assert.rejects(connect("legacy", {}));
+});
+
+test("OAuth discovery gets 404 saying the console takes its token file's bearer token or tackle mcp, behind the loopback guard", async () => {
+  const base = new URL(consoleServer.url);
+  for (const path of [
+    "/.well-known/oauth-protected-resource",
+    "/.well-known/oauth-protected-resource/mcp",
+    "/.well-known/oauth-authorization-server",
+  ]) {
+    const answer = await fetch(new URL(path, base));
+    assert.equal(answer.status, 404, path);
+    const body = (await answer.json()) as { error: { code: string; message: string } };
+    assert.equal(body.error.code, "no_oauth");
+    assert.ok(body.error.message.includes(tokenFile), body.error.message);
+    assert.match(body.error.message, /does not use OAuth.*run tackle mcp/);
+  }
+  const foreign = await new Promise<number>((resolve, reject) => {
+    request(
+      new URL("/.well-known/oauth-protected-resource", base),
+      { headers: { host: "evil.example" } },
+      (reply) => {
+        reply.resume();
+        resolve(reply.statusCode ?? 0);
+      },
+    )
+      .on("error", reject)
+      .end();
+  });
+  assert.equal(foreign, 403);
 });

@@ -1,4 +1,5 @@
 /** `tackle mcp`: the same tools as the console, as an MCP server over stdio, for a program a person starts. */
+import { resolve } from "node:path";
 import { PassThrough } from "node:stream";
 import { serveStdio } from "@modelcontextprotocol/server/stdio";
 import { createResultPages } from "@tackle/core/mcp";
@@ -8,6 +9,7 @@ import { createMcpServer } from "../mcp/create-mcp-server.ts";
 import { openToolSource } from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
+import { mcpClientConfig } from "./mcp-client-config.ts";
 import { resultBudgetOption } from "./result-budget-option.ts";
 import { sourceOptions } from "./source-options.ts";
 
@@ -17,8 +19,22 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
     .description(
       "Answer MCP over stdio with every tool the node or mesh serves (for an MCP desktop client or an IDE); logs go to stderr",
     );
+  command.option(
+    "--print-config",
+    "print the entries that start this command from common MCP clients (Claude Desktop, Cursor, VS Code, Claude Code, Inspector), and exit",
+  );
   resultBudgetOption(sourceOptions(command)).action(
-    async (options: { console?: string; tokenFile?: string; builtin?: boolean; resultBudget?: number }) => {
+    async (options: {
+      console?: string;
+      tokenFile?: string;
+      builtin?: boolean;
+      resultBudget?: number;
+      printConfig?: boolean;
+    }) => {
+      if (options.printConfig === true) {
+        context.stdout.write(mcpClientConfig({ env: context.env, flags: passedFlags(options) }));
+        return;
+      }
       const resultPages = createResultPages(
         options.resultBudget === undefined ? {} : { budget: options.resultBudget },
       );
@@ -46,6 +62,21 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
       await source.close();
     },
   );
+}
+
+/** The flags given here, as the printed entries pass them on. */
+function passedFlags(options: {
+  console?: string;
+  tokenFile?: string;
+  builtin?: boolean;
+  resultBudget?: number;
+}): string[] {
+  return [
+    ...(options.console === undefined ? [] : ["--console", options.console]),
+    ...(options.tokenFile === undefined ? [] : ["--token-file", resolve(options.tokenFile)]),
+    ...(options.builtin === true ? ["--builtin"] : []),
+    ...(options.resultBudget === undefined ? [] : ["--result-budget", String(options.resultBudget)]),
+  ];
 }
 
 /**

@@ -1,7 +1,7 @@
 /** `tackle serve`: the node runtime (or, with no broker, the embedded modules) plus the loopback console. */
 
 import { statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { Logger } from "@tackle/core";
 import { MeshConfigError, parseListenAddress, startNodeRuntime } from "@tackle/mesh";
 import type { Command } from "commander";
@@ -86,6 +86,7 @@ export function addServeCommand(program: Command, context: ProgramContext): void
         source,
         listen,
         token: token.token,
+        tokenFile: resolve(tokenPath),
         logger,
         runsStore: join(tackleHome(env), "console-runs.sqlite"),
         ...(options.resultBudget === undefined ? {} : { resultBudget: options.resultBudget }),

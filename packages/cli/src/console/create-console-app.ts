@@ -12,6 +12,8 @@ import { type ConsoleSessions, createConsoleSessions } from "./web/console-sessi
 export interface ConsoleAppOptions {
   readonly source: ToolSource;
   readonly token: string;
+  /** Where the token lives, named in a 401 so a client's user can find it. */
+  readonly tokenFile?: string;
   readonly logger: Logger;
   /** Where the web page's demo durable runs live (a SQLite path); default in memory. */
   readonly runsStore?: string;
@@ -29,6 +31,10 @@ export interface ConsoleApp {
 }
 
 export const consolePath = "/mcp";
+
+function tokenFileName(path: string | undefined): string {
+  return path ?? "the token file the console printed when it started ($TACKLE_HOME/console-token)";
+}
 
 export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
   const { source, token, logger } = options;
@@ -78,32 +84,30 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
     }
     return next();
   });
+  // No OAuth here (ADR 0263): the metadata an OAuth client looks for first answers what to do instead.
+  app.all("/.well-known/*", (context) =>
+    context.json(
+      {
+        error: {
+          code: "no_oauth",
+          message: `This console does not use OAuth: send its bearer token (Authorization: Bearer <token>), the contents of ${tokenFileName(options.tokenFile)}, or run tackle mcp (MCP over stdio, no token); tackle mcp --print-config prints both entries for common clients`,
+        },
+      },
+      404,
+    ),
+  );
   app.use(consolePath, async (context, next) => {
     const authorization = context.req.header("authorization");
     if (!bearerMatches(authorization, token)) {
       // A missing token and a wrong one are told apart: the fixes differ (send one; use the right file).
       const missing = authorization === undefined || !/^Bearer\s+\S+/i.test(authorization);
-      return context.json(
-        {
-          error: missing
-            ? {
-                code: "unauthorized",
-                message:
-                  "A bearer token is required (Authorization: Bearer <token>): the console printed its token file's path when it started",
-              }
-            : {
-                code: "invalid_token",
-                message:
-                  "The bearer token is wrong: it does not match this console's token file (the path the console printed when it started; a restarted console with another TACKLE_HOME has another token)",
-              },
-        },
-        401,
-        {
-          "WWW-Authenticate": missing
-            ? 'Bearer realm="tackle-console"'
-            : 'Bearer realm="tackle-console", error="invalid_token"',
-        },
-      );
+      const file = tokenFileName(options.tokenFile);
+      const message = missing
+        ? `A bearer token is required (Authorization: Bearer <token>): the token is the contents of ${file}. A client that cannot send the header can run tackle mcp instead (MCP over stdio, no token); tackle mcp --print-config prints the entries for common MCP clients`
+        : `The bearer token is wrong: it does not match this console's token file, ${file} (a restarted console with another TACKLE_HOME has another token)`;
+      return context.json({ error: { code: missing ? "unauthorized" : "invalid_token", message } }, 401, {
+        "WWW-Authenticate": `Bearer realm="tackle-console"${missing ? "" : ', error="invalid_token"'}, error_description="${message.replaceAll('"', "'").replace(/[^\x20-\x7e]/g, "?")}"`,
+      });
     }
     return next();
   });

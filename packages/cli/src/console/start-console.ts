@@ -11,6 +11,8 @@ export interface ConsoleOptions {
   readonly source: ToolSource;
   readonly listen: ListenAddress;
   readonly token: string;
+  /** Where the token lives, named in a 401. */
+  readonly tokenFile?: string;
   readonly logger: Logger;
   /** Where the web page's demo durable runs live (a SQLite path); default in memory. */
   readonly runsStore?: string;
