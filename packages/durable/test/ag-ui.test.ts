@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type BaseEvent, HttpAgent, type Message, verifyEvents } from "@ag-ui/client";
+import { HttpAgent, type Message } from "@ag-ui/client";
 import {
   approve,
   createGraph,
@@ -17,7 +17,7 @@ import {
   tool,
 } from "@tackle/durable";
 import { type DurableServer, serveDurable } from "@tackle/durable/http";
-import { from, lastValueFrom, toArray } from "rxjs";
+import { drive, readEvents, verified } from "./ag-ui-client.ts";
 import { applyToolCards, type TempStore, tempSqliteStore } from "./helpers.ts";
 
 const charged: number[] = [];
@@ -89,62 +89,6 @@ const failing = createGraph<{ reply?: string }>("failing").node("n", async (_sta
   }
   return { reply: "unexpected" };
 });
-
-/** Runs the agent once, collecting every event it applied. */
-async function drive(
-  agent: HttpAgent,
-  parameters: Parameters<HttpAgent["runAgent"]>[0] = {},
-): Promise<BaseEvent[]> {
-  const events: BaseEvent[] = [];
-  await agent.runAgent(parameters, {
-    onEvent: ({ event }) => {
-      events.push(event);
-    },
-  });
-  return events;
-}
-
-/** The client's own verifier over a list of events; throws its AGUIError on a violation. */
-async function verified(events: readonly BaseEvent[]): Promise<BaseEvent[]> {
-  return lastValueFrom(from(events).pipe(verifyEvents(), toArray()));
-}
-
-/** The raw SSE events of a thread's AG-UI stream, with their ids. */
-async function readEvents(
-  url: string,
-  init: RequestInit = {},
-  stopAfter?: number,
-): Promise<{ id: string; event: BaseEvent }[]> {
-  const controller = new AbortController();
-  const response = await fetch(url, { ...init, signal: controller.signal });
-  assert.equal(response.status, 200, await response.clone().text());
-  const out: { id: string; event: BaseEvent }[] = [];
-  const decoder = new TextDecoder();
-  let buffer = "";
-  try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let end = buffer.indexOf("\n\n");
-      while (end !== -1) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const id = /^id: ?(.*)$/m.exec(block)?.[1];
-        const data = /^data: ?(.*)$/m.exec(block)?.[1];
-        if (id !== undefined && data !== undefined) {
-          out.push({ id, event: JSON.parse(data) as BaseEvent });
-          if (stopAfter !== undefined && out.length >= stopAfter) {
-            controller.abort();
-            return out;
-          }
-        }
-        end = buffer.indexOf("\n\n");
-      }
-    }
-  } catch (error) {
-    if (!controller.signal.aborted) throw error;
-  }
-  return out;
-}
 
 /** The reducer's tool calls must be exactly the journal's cards: one per id, same name, arguments, result. */
 function assertMatchesJournal(messages: readonly Message[], frames: readonly Frame[]): void {

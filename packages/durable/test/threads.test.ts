@@ -101,7 +101,7 @@ describe("threads", () => {
     const card = applyToolCards(await runner.frames("t")).get("pay:tool:0");
     assert.deepEqual([card?.status, card?.reason], ["cancelled", "customer left"]);
     assert.equal((await runner.frames("t")).at(-1)?.type, "run_cancelled");
-    await assert.rejects(runner.resume("t", { [id]: { approved: true } }), isCode("answer_conflict"));
+    await assert.rejects(runner.resume("t", { [id]: { approved: true } }), isCode("run_cancelled"));
     // Cancelling again is harmless; a new run may start.
     assert.equal((await runner.cancel("t")).status, "cancelled");
     const next = await runner.start(gated, { amount: 6 }, { threadId: "t" });

@@ -49,6 +49,7 @@ export class AgUiTranslator {
   private runId: string;
   private agUiRunId: string | undefined;
   private runOpen = false;
+  private nextRunName: string | undefined;
   private readonly steps = new Set<string>();
   /** Tool calls whose start/args/end went out, with the arguments they carried. */
   private readonly announced = new Map<string, string>();
@@ -71,14 +72,24 @@ export class AgUiTranslator {
     return this.runOpen;
   }
 
+  /**
+   * Names the next AG-UI run that no frame names: one the translator opens itself for something that
+   * happened outside a client's run (a cancel of a paused run), answered to the client that asked.
+   */
+  nameNextRun(runId: string): void {
+    this.nextRunName = runId;
+  }
+
   translate(frame: Frame): AgUiEvent[] {
     const starts =
       frame.type === "run_started" || frame.type === "run_resumed" || frame.type === "run_recovered";
     if (!this.runOpen && !starts) {
       // Something happened to the thread outside a run the client started (a cancel of a paused run):
       // it is told inside an AG-UI run of its own.
-      return [...this.translate({ ...frame, type: "run_resumed", data: {} }), ...this.translate(frame)];
+      const data = this.nextRunName === undefined ? {} : { clientRunId: this.nextRunName };
+      return [...this.translate({ ...frame, type: "run_resumed", data }), ...this.translate(frame)];
     }
+    if (starts) this.nextRunName = undefined;
     return this.translateInRun(frame);
   }
 

@@ -1,13 +1,16 @@
 /** The HTTP face of a runner (Hono): start a run, stream its frames as SSE resumable by Last-Event-ID, resume it. */
 import { randomUUID } from "node:crypto";
-import { RunAgentInputSchema } from "@ag-ui/core/schemas";
 import { loopbackViolation, ToolError } from "@tackle/core";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { streamSSE } from "hono/streaming";
 import { DurableError } from "../errors/durable-error.ts";
-import type { Answers, Runner } from "../runner/create-runner.ts";
-import { AgUiTranslator, agUiEventId, parseAgUiEventId } from "./ag-ui.ts";
+import type { Runner } from "../runner/create-runner.ts";
+import { parseAgUiEventId } from "./ag-ui.ts";
+import { type AgUiRunInput, agUiRoutes } from "./ag-ui-routes.ts";
+import { invalid, readJson } from "./request.ts";
+
+export type { AgUiRunInput } from "./ag-ui-routes.ts";
 
 export interface DurableAppOptions {
   readonly runner: Runner;
@@ -31,15 +34,6 @@ export interface DurableAppOptions {
    * (an object), with `messages` added when the state has none.
    */
   readonly agUiInput?: (input: AgUiRunInput) => object;
-}
-
-/** The parts of AG-UI's `RunAgentInput` a graph may start from. */
-export interface AgUiRunInput {
-  readonly threadId: string;
-  readonly runId: string;
-  readonly state?: unknown;
-  readonly messages: readonly unknown[];
-  readonly forwardedProps?: unknown;
 }
 
 const threadIdPattern = /^[A-Za-z0-9_.:-]{1,128}$/;
@@ -109,6 +103,12 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     const tenant = c.get("tenant" as never) as string | undefined;
     return tenant === undefined ? threadId : `${tenant}/${threadId}`;
   };
+  const agUi = agUiRoutes({
+    runner,
+    scoped: scoped as never,
+    ...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
+    ...(options.agUiInput === undefined ? {} : { agUiInput: options.agUiInput }),
+  });
   const unscoped = (threadId: string) =>
     options.authenticate === undefined ? threadId : threadId.slice(threadId.indexOf("/") + 1);
 
@@ -189,7 +189,7 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     if (c.req.query("format") === "ag-ui") {
       const after = parseAgUiEventId(lastEventId);
       if (after === undefined) throw invalid("Last-Event-ID is an AG-UI event id (<seq>.<index>)");
-      return agUiStream(c, threadId, c.req.param("threadId"), after, false);
+      return agUi.stream(c, threadId, c.req.param("threadId"), after, undefined);
     }
     return streamSSE(c, async (stream) => {
       const aborted = new AbortController();
@@ -264,135 +264,12 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     return c.json({ pruned: pruned.map((id) => id.slice(prefix.length)) });
   });
 
-  // AG-UI 1.0 over HTTP, as `@ag-ui/client`'s HttpAgent speaks it: POST a RunAgentInput, read SSE.
-  app.post("/ag-ui/:graph", async (c) => {
-    const body = await readJson(c.req.raw);
-    const parsed = RunAgentInputSchema.safeParse(body);
-    if (!parsed.success) {
-      throw invalid(
-        `Not an AG-UI RunAgentInput: ${parsed.error.issues[0]?.message ?? "invalid"} at ${parsed.error.issues[0]?.path.join(".") ?? ""}`,
-      );
-    }
-    const input = parsed.data;
-    const threadId = scoped(c, input.threadId);
-    const resume = input.resume ?? [];
-    let launched: { firstSeq: number; runId: string; finished: Promise<unknown> };
-    if (resume.length > 0) {
-      const answers: Record<string, unknown> = {};
-      let edited = false;
-      for (const entry of resume) {
-        answers[entry.interruptId] =
-          entry.status === "cancelled"
-            ? { approved: false, cancelled: true, reason: "cancelled by the client" }
-            : (entry.payload ?? null);
-        const payload = entry.payload as { editedArgs?: unknown } | undefined;
-        if (typeof payload === "object" && payload !== null && payload.editedArgs !== undefined)
-          edited = true;
-      }
-      launched = await runner.launchResume(threadId, answers as Answers, {
-        clientRun: { runId: input.runId, ...(edited ? { messages: input.messages } : {}) },
-      });
-      if (launched.firstSeq === 0) {
-        throw new DurableError(
-          "run_not_paused",
-          `Thread "${input.threadId}" has no open interrupt to resume`,
-        );
-      }
-    } else {
-      const graph = c.req.param("graph");
-      const start = options.agUiInput?.(input) ?? defaultAgUiInput(input);
-      launched = await runner.launch(graph, start, { threadId, clientRun: { runId: input.runId } });
-    }
-    launched.finished.catch(() => {});
-    return agUiStream(c, threadId, input.threadId, { seq: launched.firstSeq, index: -1 }, true);
-  });
-
-  // The AG-UI events of a whole thread, resumable mid-frame with Last-Event-ID (`<seq>.<index>`).
-  app.get("/ag-ui/threads/:threadId/events", async (c) => {
-    const threadId = scoped(c, c.req.param("threadId"));
-    const last = c.req.header("last-event-id") ?? c.req.query("after");
-    const after = last === undefined ? { seq: 0, index: Number.MAX_SAFE_INTEGER } : parseAgUiEventId(last);
-    if (after === undefined) throw invalid("Last-Event-ID is an AG-UI event id (<seq>.<index>)");
-    if ((await runner.get(threadId)) === undefined)
-      throw new DurableError("unknown_run", `No run for thread "${c.req.param("threadId")}"`);
-    return agUiStream(c, threadId, c.req.param("threadId"), { seq: after.seq, index: after.index }, false);
-  });
-
-  /**
-   * Streams AG-UI events from `from` (the event after frame `seq`'s `index`-th). The thread's earlier
-   * frames go through the translator unsent, so what was announced before is not announced again.
-   */
-  function agUiStream(
-    // biome-ignore lint/suspicious/noExplicitAny: Hono's context type
-    c: any,
-    threadId: string,
-    shownThreadId: string,
-    from: { seq: number; index: number },
-    oneRun: boolean,
-  ) {
-    return streamSSE(c, async (stream) => {
-      const aborted = new AbortController();
-      stream.onAbort(() => aborted.abort());
-      const keepAlive = setInterval(() => {
-        stream.write(": keep-alive\n\n").catch(() => aborted.abort());
-      }, options.keepAliveMs ?? 15_000);
-      try {
-        const run = await runner.get(threadId);
-        const translator = new AgUiTranslator({ threadId: shownThreadId, runId: run?.runId ?? threadId });
-        for await (const frame of runner.watch(threadId, { afterSeq: 0, signal: aborted.signal })) {
-          const events = translator.translate(frame);
-          if (frame.seq < from.seq) continue;
-          for (const [index, event] of events.entries()) {
-            if (frame.seq === from.seq && index <= from.index) continue;
-            await stream.writeSSE({
-              id: agUiEventId(frame.seq, index),
-              event: event.type,
-              data: JSON.stringify(event),
-            });
-          }
-          // One AG-UI run per request: the stream ends with the run's RUN_FINISHED or RUN_ERROR.
-          if (oneRun && frame.seq >= from.seq && !translator.isRunOpen) break;
-        }
-      } finally {
-        clearInterval(keepAlive);
-      }
-    });
-  }
-
+  agUi.register(app);
   return app;
-}
-
-function defaultAgUiInput(input: AgUiRunInput): object {
-  const state =
-    typeof input.state === "object" && input.state !== null && !Array.isArray(input.state)
-      ? (input.state as Record<string, unknown>)
-      : {};
-  return "messages" in state || input.messages.length === 0 ? state : { ...state, messages: input.messages };
 }
 
 function toJson(value: unknown): unknown {
   return JSON.parse(
     JSON.stringify(value, (_key, entry) => (typeof entry === "bigint" ? entry.toString() : entry)),
   );
-}
-
-function invalid(message: string): DurableError {
-  return new DurableError("invalid_request", message);
-}
-
-async function readJson(request: Request): Promise<Record<string, unknown>> {
-  // Only JSON: a form or text/plain POST is what a cross-site page can send without a preflight.
-  const type = request.headers.get("content-type") ?? "";
-  if (!/^application\/json\b/i.test(type)) {
-    throw new DurableError("unsupported_media_type", "The body must be sent as application/json");
-  }
-  let body: unknown;
-  try {
-    body = await request.json();
-  } catch {
-    throw invalid("The body is not JSON");
-  }
-  if (typeof body !== "object" || body === null || Array.isArray(body))
-    throw invalid("The body is a JSON object");
-  return body as Record<string, unknown>;
 }

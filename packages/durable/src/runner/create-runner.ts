@@ -1,20 +1,18 @@
 /** `createRunner`: drives graphs over a store — start, resume, get, frames — one node at a time. */
 import { randomUUID } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { type Logger, silentLogger, ToolAbortedError, toToolError } from "@tackle/core";
+import { silentLogger, ToolAbortedError, toToolError } from "@tackle/core";
 import { codecVersion, decodeValue, encodeValue } from "../codec/codec.ts";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Graph } from "../graph/create-graph.ts";
 import type { InterruptRequest } from "../interrupt/interrupt.ts";
 import type {
   CommitBatch,
-  DurableStore,
   Frame,
   JournalRecord,
   RunPatch,
   RunRecord,
   RunStatus,
-  ThreadQuery,
 } from "../store/durable-store.ts";
 import { createSqliteStore } from "../stores/sqlite/sqlite-store.ts";
 import { checkAnswer, expiredAnswer, expiryOf, withEditFingerprint } from "./answers.ts";
@@ -22,185 +20,37 @@ import { toFrameData } from "./frame-data.ts";
 import { NodeRuntime } from "./node-context.ts";
 import { runNode } from "./run-node.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
+import type {
+  Answers,
+  ClientRun,
+  FramesOptions,
+  Launched,
+  ResumeOptions,
+  Runner,
+  RunnerOptions,
+  RunSummary,
+  StartOptions,
+} from "./runner-api.ts";
 import { snapshotOf } from "./snapshot-of.ts";
-import { type WatchOptions, watchFrames } from "./watch-frames.ts";
+import { watchFrames } from "./watch-frames.ts";
+
+export type {
+  Answers,
+  ClientRun,
+  FramesOptions,
+  Launched,
+  PruneOptions,
+  RecoverOptions,
+  ResumeOptions,
+  Runner,
+  RunnerOptions,
+  RunSummary,
+  StartOptions,
+  ThreadSummary,
+} from "./runner-api.ts";
 
 /** Where runs live when no store is given: one SQLite file under the working directory. */
 export const defaultStorePath = ".tackle/durable.sqlite";
-
-export interface RunnerOptions {
-  /** A store, or the path of a SQLite file; default `.tackle/durable.sqlite` (SQLite is the default store). */
-  readonly store?: DurableStore | string;
-  /** Graphs this runner can resume by name (a fresh process must know them); `start` adds its own. */
-  // biome-ignore lint/suspicious/noExplicitAny: graphs of any state shape
-  readonly graphs?: readonly Graph<any>[];
-  readonly logger?: Logger;
-  /** How often a watcher polls the store for frames written by another process. Default 250 ms. */
-  readonly pollIntervalMs?: number;
-  /**
-   * How long a run's last write vouches for its driver. A driver writes at least every third of it
-   * (a heartbeat during long steps); a bare `resume` takes over a `running` run only once its last
-   * write is older than this. Default 30 s; 0 disables the check (you know the old process is dead).
-   */
-  readonly leaseMs?: number;
-  /**
-   * The recovery sweep: every `everyMs` this runner looks for `running` runs of its graphs that have
-   * written nothing for `leaseMs` by the store's clock (their driver died, or could not record the
-   * run's end while the database was down) and takes up to `batch` of them over, as a bare `resume`
-   * does (same claim, same fencing). On by default; `false` turns it off; off too when `leaseMs` is 0.
-   */
-  readonly recover?: RecoverOptions | false;
-  /**
-   * How many times in a row one run may be taken over (by the sweep or a bare `resume`) with no
-   * progress in between before the next takeover ends it `failed` with the code `takeover_limit`
-   * instead of running its step again: a "poison" run whose step kills its driver every time. Progress
-   * resets the count: a step completing (or failing for good), a node completing, a pause at an
-   * interrupt or a resume with answers. So a long run restarted by many deploys, or paused and resumed
-   * many times, is never stopped by it. Counted from the run's `run_recovered` frames, each of which
-   * records how many steps the run had completed when it was written. Default 3.
-   */
-  readonly maxTakeovers?: number;
-}
-
-export interface RecoverOptions {
-  /** How often to look, in ms. Default: `leaseMs`, at least 1 s. */
-  readonly everyMs?: number;
-  /** At most this many runs taken over per look. Default 16. */
-  readonly batch?: number;
-}
-
-/** The client's own handle on one stretch of a run (an AG-UI run): recorded in its first frame. */
-export interface ClientRun {
-  /** The client's id for this stretch (AG-UI's `runId`); every start and resume has its own. */
-  readonly runId: string;
-  /** The conversation the client holds, kept so a stream can restate it (edited tool arguments). */
-  readonly messages?: readonly unknown[];
-}
-
-export interface StartOptions {
-  readonly threadId?: string;
-  /**
-   * The new run's id, chosen by the caller (default: a random UUID). With a `threadId` it makes the
-   * start idempotent: a start whose thread already has a run with this id (a start sent twice, a retry)
-   * starts nothing and answers that run, instead of `thread_active` or a second run.
-   */
-  readonly runId?: string;
-  readonly clientRun?: ClientRun;
-  /**
-   * `start` waits for the run to pause or end; this signal ends the wait (ADR 0109). Aborted before the
-   * call, nothing is started; aborted while the run goes on, the run is cancelled (its steps' signals
-   * abort, pending approvals are cancelled) and `start` rejects with `aborted`. `launch` ignores it:
-   * stop a launched run with `cancel`.
-   */
-  readonly signal?: AbortSignal | undefined;
-}
-
-export interface ResumeOptions {
-  readonly clientRun?: ClientRun;
-  /** As `StartOptions.signal`, for `resume`: aborted before the call, no answer is recorded. */
-  readonly signal?: AbortSignal | undefined;
-}
-
-export interface FramesOptions {
-  readonly afterSeq?: number;
-  readonly limit?: number;
-  /** Only this run's frames. */
-  readonly runId?: string;
-}
-
-/** One run of a thread. */
-export interface RunSummary {
-  readonly runId: string;
-  readonly graph: string;
-  readonly status: RunStatus;
-  /** Its first frame (`run_started`) and last frame in the thread's log (absent for the latest run). */
-  readonly firstSeq: number;
-  readonly lastSeq?: number;
-  readonly startedAt?: string;
-}
-
-/** A thread and its latest run. */
-export interface ThreadSummary {
-  readonly threadId: string;
-  readonly runId: string;
-  readonly graph: string;
-  readonly status: RunStatus;
-  readonly createdAt: string;
-  readonly updatedAt: string;
-}
-
-export interface PruneOptions {
-  readonly olderThanMs: number;
-  /** Only threads whose id starts with this (a tenant's `<tenant>/`). */
-  readonly prefix?: string;
-  /** Default: completed, failed and cancelled. */
-  readonly statuses?: readonly RunStatus[];
-}
-
-/** Answers to open interrupts, by interrupt id. */
-export type Answers = Readonly<Record<string, unknown>>;
-
-export interface Launched<State> {
-  readonly threadId: string;
-  readonly runId: string;
-  /** The seq of the frame this start or resume wrote first (0 when it wrote none: a replayed resume). */
-  readonly firstSeq: number;
-  /** Settles when the run pauses, completes or fails. */
-  readonly finished: Promise<RunSnapshot<State>>;
-}
-
-export interface Runner {
-  start<State extends object>(
-    graph: Graph<State>,
-    input: State,
-    options?: StartOptions,
-  ): Promise<RunSnapshot<State>>;
-  /** As `start`, but returns once the run is durable, without waiting for it to pause or end. */
-  launch<State extends object>(
-    graph: Graph<State> | string,
-    input: State,
-    options?: StartOptions,
-  ): Promise<Launched<State>>;
-  /**
-   * Answers the open interrupts by id (every one of them) and runs on; a run left `running` by a dead
-   * process is picked up with no answers. Replaying answers already given is harmless.
-   */
-  resume<State extends object = Record<string, unknown>>(
-    threadId: string,
-    answers?: Answers,
-    options?: ResumeOptions,
-  ): Promise<RunSnapshot<State>>;
-  /** As `resume`, but returns once the answers are durable. */
-  launchResume<State extends object = Record<string, unknown>>(
-    threadId: string,
-    answers?: Answers,
-    options?: ResumeOptions,
-  ): Promise<Launched<State>>;
-  get<State extends object = Record<string, unknown>>(
-    threadId: string,
-  ): Promise<RunSnapshot<State> | undefined>;
-  /** The thread's frames (one log for all its runs), or one run's with `runId`. */
-  frames(threadId: string, options?: FramesOptions): Promise<Frame[]>;
-  /** Stops a running or paused run: in-flight steps' signals abort, pending approvals are cancelled. */
-  cancel<State extends object = Record<string, unknown>>(
-    threadId: string,
-    reason?: string,
-  ): Promise<RunSnapshot<State>>;
-  /** The runs of a thread, oldest first. */
-  runs(threadId: string): Promise<RunSummary[]>;
-  /** Threads in id order (`prefix` scopes them, e.g. to a tenant's `<tenant>/`), each with its latest run. */
-  threads(query?: ThreadQuery): Promise<ThreadSummary[]>;
-  /** Deletes a thread that is not running, with its journal and frames; false when there was none. */
-  deleteThread(threadId: string): Promise<boolean>;
-  /** Deletes threads whose last write is older than `olderThanMs` (ended ones, by default); their ids. */
-  prune(options: PruneOptions): Promise<string[]>;
-  /** Frames as they land, from `afterSeq`; ends when the run is no longer running and every frame was read. */
-  watch(threadId: string, options?: WatchOptions): AsyncIterable<Frame>;
-  /** Waits for the runs this runner drives to pause or end. */
-  idle(): Promise<void>;
-  /** Waits until idle, then closes the store if the runner opened it (a store you passed stays open). */
-  close(): Promise<void>;
-}
 
 interface Cursor {
   visits: Record<string, number>;
@@ -633,6 +483,14 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     if (driven && Object.keys(given).length === 0) throw runActiveHere(threadId);
     const run = await store.getRun(threadId);
     if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+    if (run.status === "cancelled" && Object.keys(given).length > 0) {
+      // Its pending approvals were answered as cancelled: another answer is not a conflict, it is late.
+      throw new DurableError(
+        "run_cancelled",
+        `Thread "${threadId}"'s run ${run.runId} was cancelled; it takes no answers (start a new run)`,
+        { data: { runId: run.runId, status: run.status } },
+      );
+    }
     const stored = new Map<string, unknown>();
     // Steps with an outcome (not a retry's failed try): a takeover counts them to see progress.
     let stepsDone = 0;
@@ -1011,7 +869,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
 
   async function framesOf(threadId: string, frameOptions: FramesOptions = {}): Promise<Frame[]> {
     const afterSeq = frameOptions.afterSeq ?? 0;
-    if (frameOptions.runId === undefined) return store.readFrames(threadId, afterSeq, frameOptions.limit);
+    if (frameOptions.runId === undefined)
+      return store.readFrames(threadId, afterSeq, frameOptions.limit, frameOptions.types);
     const entry = (await runsOf(threadId)).find((candidate) => candidate.runId === frameOptions.runId);
     if (entry === undefined) {
       throw new DurableError("unknown_run", `Thread "${threadId}" has no run "${frameOptions.runId}"`);
@@ -1020,6 +879,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       threadId,
       Math.max(afterSeq, entry.firstSeq - 1),
       frameOptions.limit,
+      frameOptions.types,
     );
     return entry.lastSeq === undefined
       ? frames
