@@ -1,10 +1,13 @@
 /**
- * The project's test command: every suite under Node's test runner, then the closing count line
+ * The project's test command: the servers the suites use (installed and started when missing, as root:
+ * scripts/preflight.ts), the type check, every suite under Node's test runner, then the closing count line
  * `N passed, N failed` that CI reads. Extra arguments narrow the run to those files or globs.
  * A whole run that leaves the working tree changed — a tracked file modified, a new file written, even
  * an ignored one — fails and names what it left: tests write into temporary directories only.
  */
 import { spawn, spawnSync } from "node:child_process";
+import path from "node:path";
+import { preflight } from "./preflight.ts";
 
 const defaultGlobs = [
   "packages/*/src/**/*.test.ts",
@@ -27,6 +30,24 @@ function treeState(): Set<string> | undefined {
 // Checked on the whole run (`npm test`, CI), not on the narrowed runs of development, where a file
 // saved while the tests ran would count.
 const treeBefore = requested.length === 0 || process.env.CI === "true" ? treeState() : undefined;
+
+// The servers first: installed and started here as root, or named with the command to run (scripts/preflight.ts).
+const notReady = await preflight();
+if (notReady !== undefined) {
+  process.stdout.write(`${notReady}\n\n0 passed, 1 failed\n`);
+  process.exit(1);
+}
+// Then the types, on whole runs (a narrowed run during development skips it: `npm run typecheck`).
+if (requested.length === 0) {
+  const tsc = path.join(import.meta.dirname, "..", "node_modules", "typescript", "bin", "tsc");
+  const typecheck = spawnSync(process.execPath, [tsc, "-p", "tsconfig.json", "--noEmit"], {
+    stdio: "inherit",
+  });
+  if (typecheck.status !== 0) {
+    process.stdout.write("\nThe type check failed (above).\n\n0 passed, 1 failed\n");
+    process.exit(1);
+  }
+}
 
 const child = spawn(
   process.execPath,
