@@ -26,6 +26,36 @@ export {
   parseListenAddress,
 } from "./config/parse-listen.ts";
 export { redactBrokerUrl } from "./config/redact-broker-url.ts";
+export {
+  type CredentialRole,
+  type IssuedCredential,
+  issueClientCredential,
+  issueIssuerCredential,
+  issueNodeCredential,
+  issueSystemCredential,
+  revokeCredential,
+} from "./credentials/issue-credential.ts";
+export {
+  createMeshAuthority,
+  type MeshAuthority,
+  serverConfig,
+} from "./credentials/mesh-authority.ts";
+export {
+  type IssuedRecord,
+  initOperatorHome,
+  type OperatorHome,
+  openOperatorHome,
+  recordIssued,
+  recordRevoked,
+} from "./credentials/operator-home.ts";
+export {
+  clientPermissions,
+  type ModuleReach,
+  nodePermissions,
+  resultsBucket,
+  type SubjectPermissions,
+} from "./credentials/permissions.ts";
+export { pushAccount } from "./credentials/push-account.ts";
 export { MeshConfigError } from "./errors/mesh-config-error.ts";
 export type { MeshErrorCode, MeshToolError } from "./errors/mesh-error-code.ts";
 export {

@@ -287,7 +287,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
       const events =
         callOptions.onProgress === undefined && callOptions.logLevel === undefined
           ? undefined
-          : listenForCallEvents(connection, callHeaders, callOptions);
+          : listenForCallEvents(connection, callHeaders, callOptions, modulePrefix);
       const { token, reply } = requester.start(subject, body, callHeaders, timeoutMs + 1000, {
         prefix: modulePrefix,
         callId,

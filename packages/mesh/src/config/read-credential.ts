@@ -6,6 +6,8 @@ export interface Credential {
   readonly bytes: Uint8Array;
   /** The user JWT's `name` claim: the module a bare MESH_TOOL_MODULES path belongs to. */
   readonly name: string | undefined;
+  /** The inbox prefix a Tackle-issued credential is limited to (its `tackle-inbox:` tag), if any. */
+  readonly inboxPrefix: string | undefined;
 }
 
 const jwtBlock = /-----BEGIN NATS USER JWT-----\s*\n\s*([A-Za-z0-9_=.-]+)\s*\n/;
@@ -31,16 +33,28 @@ export function readCredential(path: string, variable = "MESH_BROKER_FILE"): Cre
       `${path} is not a NATS credentials file (it needs a NATS USER JWT block and a USER NKEY SEED block)`,
     );
   }
-  return { bytes: new TextEncoder().encode(text), name: jwtName(jwt) };
+  const claims = jwtClaims(jwt);
+  const name = typeof claims.name === "string" && claims.name !== "" ? claims.name : undefined;
+  const tags = Array.isArray(claims.nats?.tags) ? claims.nats.tags : [];
+  const tagged = tags.find((tag): tag is string => typeof tag === "string" && tag.startsWith(inboxTag));
+  const inboxPrefix = tagged?.slice(inboxTag.length);
+  return {
+    bytes: new TextEncoder().encode(text),
+    name,
+    inboxPrefix:
+      inboxPrefix !== undefined && /^_INBOX_[A-Za-z0-9]+$/.test(inboxPrefix) ? inboxPrefix : undefined,
+  };
 }
 
-function jwtName(jwt: string): string | undefined {
+/** The JWT tag naming a credential's inbox prefix (`issueNodeCredential`, `issueClientCredential`). */
+const inboxTag = "tackle-inbox:";
+
+function jwtClaims(jwt: string): { name?: unknown; nats?: { tags?: unknown } } {
   const payload = jwt.split(".")[1];
-  if (payload === undefined) return undefined;
+  if (payload === undefined) return {};
   try {
-    const claims = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { name?: unknown };
-    return typeof claims.name === "string" && claims.name !== "" ? claims.name : undefined;
+    return JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) ?? {};
   } catch {
-    return undefined;
+    return {};
   }
 }

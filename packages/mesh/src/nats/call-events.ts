@@ -13,6 +13,7 @@
  */
 import { createInbox, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger, ToolProgress } from "@tackle/core";
+import { EVENTS_VERB } from "../credentials/permissions.ts";
 
 export const eventsHeader = "Tackle-Events";
 export const progressHeader = "Tackle-Progress";
@@ -77,14 +78,21 @@ export function listenForCallEvents(
   connection: NatsConnection,
   callHeaders: MsgHdrs,
   request: CallEventsRequest,
+  /** The called module's subject prefix. */
+  modulePrefix?: string,
 ): CallEventsSubscription | undefined {
   const { onProgress, logger } = request;
   const logLevel = logger === undefined ? undefined : request.logLevel;
   if (onProgress === undefined && logLevel === undefined) return undefined;
-  // Under the connection's own inbox prefix, which a credential already lets it subscribe to.
+  // Under the connection's own inbox prefix, which a credential already lets it subscribe to; a
+  // Tackle-issued credential (its own `_INBOX_…` prefix) listens on the module's events subject instead,
+  // the only place its nodes may publish events (ADR 0209).
   const prefix = (connection as { readonly options?: { readonly inboxPrefix?: string } }).options
     ?.inboxPrefix;
-  const inbox = createInbox(prefix);
+  const inbox =
+    modulePrefix !== undefined && prefix?.startsWith("_INBOX_") === true
+      ? createInbox(`${modulePrefix}.${EVENTS_VERB}.${prefix}`)
+      : createInbox(prefix);
   const subscription = connection.subscribe(inbox, {
     callback: (error, message) => {
       if (error !== null) return;
@@ -143,10 +151,12 @@ export function publishCallEvents(
   nodeLogger: Logger,
   /** The request's reply subject: the events inbox must be an inbox beside it. */
   reply?: string,
+  /** The module's subject prefix: its events subject for this caller is also accepted. */
+  modulePrefix?: string,
 ): CallEventsPublisher | undefined {
   const inbox = requestHeaders?.get(eventsHeader);
   if (inbox === undefined || inbox === "") return undefined;
-  if (!isInboxBeside(inbox, reply)) {
+  if (!isInboxBeside(inbox, reply) && !isModuleEventsOf(inbox, reply, modulePrefix)) {
     // The node publishes with its own credential: a caller naming another module's tool or seat
     // subject here would have the node send to it what its own credential may not.
     nodeLogger.warn("call events refused: the events subject is not an inbox beside the reply", {
@@ -251,4 +261,22 @@ export function isInboxBeside(subject: string, reply: string | undefined): boole
   if (tokens.some((token) => token === "" || token === "*" || token === ">" || /\s/.test(token)))
     return false;
   return reply.split(".")[0] === root;
+}
+
+/**
+ * True when `subject` is the module's events subject for the request's caller:
+ * `<prefix>.tools.events.<the reply's first token>.<token>` (ADR 0209).
+ */
+export function isModuleEventsOf(
+  subject: string,
+  reply: string | undefined,
+  modulePrefix: string | undefined,
+): boolean {
+  if (reply === undefined || modulePrefix === undefined) return false;
+  const root = reply.split(".")[0];
+  if (root === undefined || !root.startsWith("_INBOX")) return false;
+  const base = `${modulePrefix}.${EVENTS_VERB}.${root}.`;
+  if (!subject.startsWith(base)) return false;
+  const rest = subject.slice(base.length).split(".");
+  return rest.every((token) => token !== "" && token !== "*" && token !== ">" && !/\s/.test(token));
 }

@@ -35,13 +35,15 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<NatsConn
   const signal = options.signal;
   if (signal?.aborted) throw new ToolAbortedError("mesh.connect", signal.reason);
   const servers = (options.servers ?? DEFAULT_BROKER_URL).split(",").map((server) => server.trim());
-  const authenticator =
-    options.credsFile === undefined ? undefined : credsAuthenticator(readCredential(options.credsFile).bytes);
+  const credential = options.credsFile === undefined ? undefined : readCredential(options.credsFile);
+  const authenticator = credential === undefined ? undefined : credsAuthenticator(credential.bytes);
   const connecting = connect({
     servers,
     timeout: options.connectTimeoutMs ?? 20_000,
     ...(authenticator === undefined ? {} : { authenticator }),
     ...(options.name === undefined ? {} : { name: options.name }),
+    // A Tackle-issued credential may subscribe only to its own inbox prefix (ADR 0209).
+    ...(credential?.inboxPrefix === undefined ? {} : { inboxPrefix: credential.inboxPrefix }),
     // A node's runtime outlives any broker restart: it never gives up reconnecting.
     maxReconnectAttempts: -1,
     reconnectTimeWait: options.reconnectTimeWaitMs ?? 250,
