@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import { type Logger, ToolError, toLlmName } from "@tackle/core";
+import { DEFAULT_TIMEOUT_MS, type Logger, ToolError, toLlmName } from "@tackle/core";
 import type { LoadedModule } from "../bundles/load-modules.ts";
 import { publishCallEvents } from "../nats/call-events.ts";
 import { failSpan, traceProcess } from "../nats/trace-messaging.ts";
@@ -26,6 +26,7 @@ import {
 } from "../nats/wire.ts";
 import { type CallLedger, createCallLedger } from "./call-ledger.ts";
 import { describeModule, type ModuleInfo } from "./module-info.ts";
+import type { KeyedOutcome, ResultsLedger } from "./results-ledger.ts";
 
 export interface Placement {
   readonly prefix: string;
@@ -80,6 +81,8 @@ export async function serveModule(
   instance: string = processInstance,
   /** What the module's finished and disowned calls were, shared across its placements (ADR 0208). */
   ledger: CallLedger = createCallLedger(),
+  /** The module's results by idempotency key (ADR 0210); without it a keyed call simply runs. */
+  results?: ResultsLedger,
 ): Promise<ServedModule> {
   const info = describeModule(loaded, { node, prefix: placement.prefix, seats: placement.seats });
   const reconnects = reconnectCounter(connection);
@@ -91,6 +94,16 @@ export async function serveModule(
     metadata: { tackle: "mesh", module: loaded.module, node, prefix: placement.prefix },
   });
   const subjects: string[] = [];
+  const site: CallSite = {
+    connection,
+    loaded,
+    logger,
+    running,
+    ledger,
+    prefix: placement.prefix,
+    instance,
+    results,
+  };
   const listing = encodeJson(info);
   const cancelSubject = `${placement.prefix}.${CANCEL_VERB}`;
   // A plain subscription, not a queue member: every node serving the module hears a cancel.
@@ -162,7 +175,7 @@ export async function serveModule(
       handler: (error, message) => {
         if (error !== null)
           return logger.error("endpoint failed", { module: loaded.module, tool, error: error.message });
-        void answer(connection, loaded, tool, message, logger, running, ledger);
+        void answer(site, tool, message);
       },
     });
     subjects.push(subject);
@@ -202,15 +215,62 @@ export async function serveModule(
   };
 }
 
-async function answer(
-  connection: NatsConnection,
-  loaded: LoadedModule,
-  tool: string,
-  message: ServiceMsg,
-  logger: Logger,
-  running: Map<string, AbortController>,
-  ledger: CallLedger,
-): Promise<void> {
+/** What answering a call needs of the module it belongs to. */
+interface CallSite {
+  readonly connection: NatsConnection;
+  readonly loaded: LoadedModule;
+  readonly logger: Logger;
+  readonly running: Map<string, AbortController>;
+  readonly ledger: CallLedger;
+  /** The placement's subject prefix. */
+  readonly prefix: string;
+  /** This node process's random id (its alive subject). */
+  readonly instance: string;
+  /** The module's results by idempotency key, across its nodes (ADR 0210). */
+  readonly results: ResultsLedger | undefined;
+}
+
+/** A keyed call through the results ledger; a ledger it cannot reach refuses the call (it did not run). */
+async function keyedRun(
+  site: CallSite,
+  results: ResultsLedger,
+  call: { tool: string; key: string; args: unknown; timeout: number; signal: AbortSignal },
+  execute: () => Promise<KeyedOutcome>,
+): Promise<KeyedOutcome> {
+  const name = `${site.loaded.module}.${call.tool}`;
+  try {
+    return await results.once(
+      {
+        tool: call.tool,
+        key: call.key,
+        args: call.args,
+        alive: `${site.prefix}.${ALIVE_VERB}.${site.instance}`,
+        signal: call.signal,
+        deadline:
+          Date.now() +
+          (Number.isFinite(call.timeout) && call.timeout > 0 ? call.timeout : DEFAULT_TIMEOUT_MS),
+      },
+      execute,
+    );
+  } catch (error) {
+    site.logger.error("results ledger unreachable: a call under an idempotency key refused", {
+      module: site.loaded.module,
+      tool: call.tool,
+      error: (error as Error)?.message ?? String(error),
+    });
+    return {
+      ok: false,
+      error: new ToolError(
+        "unavailable",
+        `"${name}" was not run: its results ledger (JetStream KV) could not be reached to run it once under its idempotency key: ${(error as Error)?.message ?? String(error)}`,
+        { retryable: true, data: { tool: name } },
+      ),
+    };
+  }
+}
+
+async function answer(site: CallSite, tool: string, message: ServiceMsg): Promise<void> {
+  const { loaded, logger, ledger } = site;
   // A request this node told its caller it never saw, arriving late: it must not run (ADR 0208).
   if (message.reply !== undefined && ledger.isDisowned(message.reply)) {
     logger.warn("late request refused: its caller was told it was not delivered", {
@@ -228,7 +288,7 @@ async function answer(
     return;
   }
   await traceProcess(message.subject, message.headers as never, async (span) => {
-    const failure = await run(connection, loaded, tool, message, logger, running, ledger);
+    const failure = await run(site, tool, message);
     if (failure !== undefined) failSpan(span, failure.code, failure.message);
   });
 }
@@ -255,15 +315,8 @@ function checkCalls(
 }
 
 /** Runs the call and replies; returns the error it answered with, if any. */
-async function run(
-  connection: NatsConnection,
-  loaded: LoadedModule,
-  tool: string,
-  message: ServiceMsg,
-  logger: Logger,
-  running: Map<string, AbortController>,
-  ledger: CallLedger,
-): Promise<ToolError | undefined> {
+async function run(site: CallSite, tool: string, message: ServiceMsg): Promise<ToolError | undefined> {
+  const { connection, loaded, logger, running, ledger, prefix } = site;
   const cancel = new AbortController();
   // Calls without an id (a raw NATS client) are still registered, so a close stops them too.
   const callId = message.headers?.get(callIdHeader) || randomUUID();
@@ -287,16 +340,29 @@ async function run(
     const timeout = Number(message.headers?.get(timeoutHeader));
     const idempotencyKey = message.headers?.get(idempotencyKeyHeader);
     // Only a caller that named an events inbox gets progress and log lines; a plain call gets nothing more.
-    const events = publishCallEvents(connection, message.headers as never, logger, message.reply);
-    const result = await loaded.toolset.call(tool, args, {
-      callId,
-      calledAs: `${loaded.module}.${tool}`,
-      ...(idempotencyKey ? { idempotencyKey } : {}),
-      signal: cancel.signal,
-      ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
-      ...(events?.onProgress === undefined ? {} : { onProgress: events.onProgress }),
-      ...(events?.logger === undefined ? {} : { logger: events.logger }),
-    });
+    const events = publishCallEvents(connection, message.headers as never, logger, message.reply, prefix);
+    const execute = async (): Promise<KeyedOutcome> => {
+      const called = await loaded.toolset.call(tool, args, {
+        callId,
+        calledAs: `${loaded.module}.${tool}`,
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+        signal: cancel.signal,
+        ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
+        ...(events?.onProgress === undefined ? {} : { onProgress: events.onProgress }),
+        ...(events?.logger === undefined ? {} : { logger: events.logger }),
+      });
+      return called.ok ? { ok: true, output: called.output } : { ok: false, error: called.error };
+    };
+    // A call under an idempotency key runs once across the module's nodes (ADR 0210); one without runs.
+    const result =
+      idempotencyKey && site.results !== undefined
+        ? await keyedRun(
+            site,
+            site.results,
+            { tool, key: idempotencyKey, args, timeout, signal: cancel.signal },
+            execute,
+          )
+        : await execute();
     events?.finish();
     if (!result.ok) {
       failure = respondError(message, result.error);

@@ -22,6 +22,7 @@ import { decodeJson } from "../nats/wire.ts";
 import { type CallLedger, createCallLedger } from "./call-ledger.ts";
 import { childEnvironment } from "./child-environment.ts";
 import { describeModule, type ModuleInfo } from "./module-info.ts";
+import { createResultsLedger, type ResultsLedger, type ResultsLedgerOptions } from "./results-ledger.ts";
 import { type Placement, type ServedModule, serveModule } from "./serve-module.ts";
 
 export interface NodeRuntime {
@@ -39,6 +40,8 @@ export interface StartNodeRuntimeOptions {
   readonly connection?: NatsConnection;
   /** Passed to loadModules (per-call time limit, child limits). */
   readonly load?: Pick<LoadModulesOptions, "timeoutMs" | "child">;
+  /** Each module's results ledger for calls under an idempotency key (ADR 0210): TTL and bound. */
+  readonly results?: ResultsLedgerOptions;
 }
 
 interface ModuleSlot {
@@ -51,6 +54,8 @@ interface ModuleSlot {
   readonly running: Map<string, AbortController>;
   /** What its finished and disowned calls were, across placements (ADR 0208). */
   readonly ledger: CallLedger;
+  /** Its results by idempotency key, across its nodes (ADR 0210). */
+  readonly results: ResultsLedger;
   /** Why it is not served (not issued to this node, or refused); undefined while it serves. */
   notServed?: string | undefined;
 }
@@ -106,6 +111,7 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
         queue: Promise.resolve(),
         running: new Map(),
         ledger: createCallLedger(),
+        results: createResultsLedger(connection, module.module, config.node, logger, options.results),
       };
       slots.set(module.module, slot);
       await place(slot, entry?.operation === "PUT" ? entry : null, entry?.revision ?? 0);
@@ -242,6 +248,7 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
         slot.running,
         instance,
         slot.ledger,
+        slot.results,
       );
       slot.notServed = undefined;
       slot.revision = Math.max(slot.revision, revision);

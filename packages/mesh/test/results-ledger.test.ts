@@ -1,0 +1,195 @@
+/**
+ * The results ledger (ADR 0210) on two nodes of one module over a real nats-server with JetStream: a
+ * call under an idempotency key runs once whichever node each repeat reaches, concurrent repeats wait
+ * for the first, other arguments under a used key are refused, a retryable failure frees the key, a
+ * call without a key runs every time, and a node that dies mid-call hands its key to the other node.
+ */
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { after, before, it } from "node:test";
+import { Kvm } from "@nats-io/kv";
+import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { createMeshClient, type MeshClient, type NodeRuntime, startNodeRuntime } from "../src/index.ts";
+import { eventually, fixture, meshConfig } from "./helpers.ts";
+
+const directory = mkdtempSync(join(tmpdir(), "tackle-mesh-results-"));
+let nats: NatsServerHandle;
+const runtimes: NodeRuntime[] = [];
+let client: MeshClient;
+
+before(async () => {
+  nats = await startNatsServer();
+  for (const node of ["node-a", "node-b"]) {
+    runtimes.push(
+      await startNodeRuntime({
+        config: meshConfig(node, nats.url, [{ module: "effects", path: fixture("effects.mjs") }]),
+      }),
+    );
+  }
+  client = await createMeshClient({ servers: nats.url, timeoutMs: 10_000 });
+  await eventually("both nodes serve", async () => {
+    const nodes = new Set<string>();
+    for (let index = 0; index < 20; index++) {
+      const result = await client.call("effects.apply", { file: join(directory, "warmup"), id: "w" });
+      if (result.ok) nodes.add((result.output as { node: string }).node);
+    }
+    return nodes.size === 2 ? true : undefined;
+  });
+});
+after(async () => {
+  await client?.close();
+  for (const runtime of runtimes) await runtime.close();
+  await nats?.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+function effects(file: string): string[] {
+  return existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : [];
+}
+
+it("a key runs once across the module's nodes; repeats, concurrent or later, get the first result", async () => {
+  const file = join(directory, "once");
+  const call = () =>
+    client.call("effects.apply", { file, id: "k1", ms: 300 }, { idempotencyKey: "run-1:step-1" });
+  const answers = await Promise.all(Array.from({ length: 6 }, call));
+  const later = await Promise.all(Array.from({ length: 10 }, call));
+  const [first] = answers;
+  assert.equal(first?.ok, true, JSON.stringify(first));
+  for (const answer of [...answers, ...later]) assert.deepEqual(answer, first);
+  assert.equal(effects(file).length, 1, effects(file).join("\n"));
+});
+
+it("other arguments under a used key are refused; a retryable failure frees the key; no key runs every time", async () => {
+  const file = join(directory, "rules");
+  assert.equal(
+    (await client.call("effects.apply", { file, id: "a" }, { idempotencyKey: "k-args" })).ok,
+    true,
+  );
+  const reused = await client.call("effects.apply", { file, id: "b" }, { idempotencyKey: "k-args" });
+  assert.equal(!reused.ok && reused.error.code, "idempotency_key_reused");
+  const failed = await client.call(
+    "effects.apply",
+    { file, id: "c", fail: true },
+    { idempotencyKey: "k-retry" },
+  );
+  assert.equal(!failed.ok && failed.error.code, "unavailable");
+  // The same call again under the key (its arguments as before): it runs, since the failure freed it.
+  const retried = await client.call(
+    "effects.apply",
+    { file, id: "c", fail: true },
+    { idempotencyKey: "k-retry" },
+  );
+  assert.equal(!retried.ok && retried.error.code, "unavailable");
+  for (let index = 0; index < 3; index++)
+    assert.equal((await client.call("effects.apply", { file, id: "n" })).ok, true);
+  assert.deepEqual(
+    effects(file).map((line) => line.split(" ")[0]),
+    ["a", "n", "n", "n"],
+  );
+});
+
+it("property: random repeats, concurrency and argument changes against an oracle", async () => {
+  const file = join(directory, "property");
+  let seed = 29;
+  const random = () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  const keys = 150;
+  const calls = 1500;
+  const answers = new Map<string, string[]>();
+  const pending: Promise<void>[] = [];
+  for (let index = 0; index < calls; index++) {
+    const key = `p-${Math.floor(random() * keys)}`;
+    // One call in twenty carries other arguments than the key's own.
+    const id = random() < 0.05 ? `${key}-other` : key;
+    pending.push(
+      client
+        .call("effects.apply", { file, id, ms: id.length * 3 }, { idempotencyKey: key })
+        .then((result) => {
+          const list = answers.get(key) ?? [];
+          list.push(JSON.stringify({ id, result: result.ok ? result.output : result.error.code }));
+          answers.set(key, list);
+        }),
+    );
+    if (pending.length >= 48) await Promise.all(pending.splice(0));
+  }
+  await Promise.all(pending);
+  const ran = effects(file).map((line) => line.split(" ")[2] as string);
+  // Oracle: each key ran exactly once, with the arguments of whichever call ran it; every call with
+  // those arguments got that run's answer, every other one idempotency_key_reused.
+  assert.equal(new Set(ran).size, ran.length, "a key ran twice");
+  assert.deepEqual(new Set(ran), new Set(answers.keys()));
+  for (const [key, list] of answers) {
+    const [line] = effects(file).filter((entry) => entry.split(" ")[2] === key);
+    const [runId, runNode] = (line as string).split(" ");
+    for (const answer of list.map((text) => JSON.parse(text) as { id: string; result: unknown })) {
+      if (answer.id === runId)
+        assert.deepEqual(answer.result, { id: runId, node: runNode }, `${key}: ${list.join(" ")}`);
+      else assert.equal(answer.result, "idempotency_key_reused");
+    }
+  }
+});
+
+it("a node killed while it runs a key hands the key to the next node, which runs it once", async () => {
+  const file = join(directory, "takeover");
+  // Module "handover" is served by node-k (its own process) alone until the call runs there.
+  const child = spawn(
+    process.execPath,
+    [
+      "--conditions=@tackle/source",
+      fixture("node-process.ts"),
+      "node-k",
+      nats.url,
+      "handover",
+      fixture("effects.mjs"),
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let second: NodeRuntime | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("node-k not ready")), 60_000);
+      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+        if (line.startsWith("ready")) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    const args = { file, id: "h", ms: 4000 };
+    const first = client.call("handover.apply", args, { idempotencyKey: "handover-1", timeoutMs: 20_000 });
+    const ledger = await new Kvm(client.connection).open("tackle-mesh-results-handover");
+    const id = createHash("sha256").update("apply\nhandover-1").digest("hex");
+    await eventually("node-k runs the key", async () =>
+      (await ledger.get(id))?.json<{ node?: string }>()?.node === "node-k" ? true : undefined,
+    );
+    second = await startNodeRuntime({
+      config: meshConfig("node-j", nats.url, [{ module: "handover", path: fixture("effects.mjs") }]),
+    });
+    child.kill("SIGKILL");
+    const lost = await first;
+    assert.equal(!lost.ok && lost.error.code, "node_lost", JSON.stringify(lost));
+    // What a durable driver does next: the same call under the same key. node-j finds node-k gone and runs it.
+    const repeat = await client.call("handover.apply", args, {
+      idempotencyKey: "handover-1",
+      timeoutMs: 20_000,
+    });
+    assert.deepEqual(repeat, { ok: true, output: { id: "h", node: "node-j" } });
+    assert.deepEqual(
+      effects(file).map((line) => line.split(" ").slice(0, 2).join(" ")),
+      ["h node-j"],
+    );
+    // And once recorded, a repeat is answered from the ledger.
+    assert.deepEqual(await client.call("handover.apply", args, { idempotencyKey: "handover-1" }), repeat);
+    assert.equal(effects(file).length, 1);
+  } finally {
+    child.kill("SIGKILL");
+    await second?.close();
+  }
+});
