@@ -26,6 +26,13 @@ export {
 } from "./runner/create-runner.ts";
 export type { InterruptOptions, NodeContext, StepInfo } from "./runner/node-context.ts";
 export type { RunSnapshot } from "./runner/run-snapshot.ts";
+export {
+  type Backoff,
+  defaultNonRetryable,
+  nonRetryable,
+  type RetryPolicy,
+  type StepOptions,
+} from "./runner/step-policy.ts";
 export type { WatchOptions } from "./runner/watch-frames.ts";
 export type {
   CommitBatch,

@@ -9,10 +9,15 @@ export interface ToolPolicy {
   readonly redact?: readonly string[];
   /** Pause for a human's approval before running. Default false. */
   readonly approve?: boolean;
-  /** Tries on transient errors (each try journaled); `retryOn` lists codes and HTTP statuses. */
+  /**
+   * Tries again on every error but non-retryable ones (each try journaled); as `RetryPolicy`, in plain
+   * data: `nonRetryable` and `retryOn` list codes and HTTP statuses.
+   */
   readonly retry?: {
-    readonly attempts: number;
+    readonly attempts?: number;
     readonly backoff?: Backoff;
+    readonly jitter?: number;
+    readonly nonRetryable?: readonly (string | number)[];
     readonly retryOn?: readonly (string | number)[];
   };
   /** Longest one try may take; then its signal aborts and the try fails with `step_timeout`. */

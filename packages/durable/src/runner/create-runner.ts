@@ -32,6 +32,7 @@ import type {
   StartOptions,
 } from "./runner-api.ts";
 import { snapshotOf } from "./snapshot-of.ts";
+import { checkStepOptions } from "./step-policy.ts";
 import { watchFrames } from "./watch-frames.ts";
 
 export type {
@@ -79,6 +80,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
   const pollIntervalMs = options.pollIntervalMs ?? 250;
   const leaseMs = options.leaseMs ?? 30_000;
   const maxTakeovers = Math.max(0, Math.floor(options.maxTakeovers ?? 3));
+  checkStepOptions(options.retry === undefined ? undefined : { retry: options.retry }, "createRunner");
   let closed = false;
   /** The node executing now, per thread driven here: a cancel aborts its signal. */
   const current = new Map<string, NodeRuntime>();
@@ -205,6 +207,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           answers,
           write: (batch) => flushWrite(batch),
           nextSeq: out.nextSeq,
+          retry: options.retry,
         });
         pending.push({ type: "node_started", seq: out.nextSeq(), data: { node, visit } });
         current.set(threadId, runtime);

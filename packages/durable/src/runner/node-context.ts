@@ -10,9 +10,11 @@ import { Interrupt, type InterruptRequest, isInterrupt } from "../interrupt/inte
 import type { CommitBatch, Frame, JournalRecord } from "../store/durable-store.ts";
 import { toFrameData } from "./frame-data.ts";
 import {
+  attemptsOf,
   checkStepOptions,
   delayBefore,
   pause,
+  type RetryPolicy,
   runTry,
   type StepOptions,
   worthRetrying,
@@ -109,6 +111,8 @@ export interface RuntimeOptions {
   /** Appends frames and journal records in order; resolves when durable. */
   readonly write: (batch: CommitBatch) => Promise<void>;
   readonly nextSeq: () => number;
+  /** The runner's retry policy for steps that give none (`createRunner({ retry })`). */
+  readonly retry?: RetryPolicy | undefined;
 }
 
 export class NodeRuntime {
@@ -337,7 +341,8 @@ export class NodeRuntime {
     // A start without an outcome means the last process died inside this step: this is a re-run.
     let attempt =
       recorded === undefined ? 1 : recorded.state === "started" ? recorded.attempt + 1 : recorded.attempt;
-    const retry = stepOptions.retry ?? { attempts: 1 };
+    const retry = stepOptions.retry ?? this.options.retry ?? { attempts: 1 };
+    const attempts = attemptsOf(retry);
     let value: T;
     for (;;) {
       const tryAttempt = attempt;
@@ -365,7 +370,7 @@ export class NodeRuntime {
           this.pendingJournal.push({ key, name, state: "interrupted", attempt, value: null });
           throw error;
         }
-        if (attempt < retry.attempts && !this.controller.signal.aborted && worthRetrying(retry, error)) {
+        if (attempt < attempts && !this.controller.signal.aborted && worthRetrying(retry, error)) {
           // This try is journaled with its error under its own attempt; the step's record stays
           // `started`, so a crash before the next try resumes at the next attempt number.
           const delayMs = delayBefore(retry, attempt);

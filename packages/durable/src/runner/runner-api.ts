@@ -3,6 +3,7 @@ import type { Logger } from "@tackle/core";
 import type { Graph } from "../graph/create-graph.ts";
 import type { DurableStore, Frame, RunStatus, ThreadQuery } from "../store/durable-store.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
+import type { RetryPolicy } from "./step-policy.ts";
 import type { WatchOptions } from "./watch-frames.ts";
 
 export interface RunnerOptions {
@@ -20,6 +21,12 @@ export interface RunnerOptions {
    * write is older than this. Default 30 s; 0 disables the check (you know the old process is dead).
    */
   readonly leaseMs?: number;
+  /**
+   * The retry policy of every step that gives none (`ctx.step`, `tool()`, the integrations). Default: none,
+   * each step tried once (a step may be a side effect that is not safe to repeat); `{}` gives every step
+   * 3 tries with backoff and jitter, retrying every error but non-retryable ones.
+   */
+  readonly retry?: RetryPolicy;
   /**
    * The recovery sweep: every `everyMs` this runner looks for `running` runs of its graphs that have
    * written nothing for `leaseMs` by the store's clock (their driver died, or could not record the

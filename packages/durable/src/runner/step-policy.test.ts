@@ -8,6 +8,8 @@ import { validatePolicies } from "../policy/tool-policy.ts";
 import { createPostgresStore } from "../stores/postgres/postgres-store.ts";
 import { tool } from "../tool/tool.ts";
 import { createRunner } from "./create-runner.ts";
+import type { NodeContext } from "./node-context.ts";
+import { defaultNonRetryable, delayBefore, nonRetryable } from "./step-policy.ts";
 
 describe("step policies", () => {
   let temp: TempStore;
@@ -156,6 +158,113 @@ describe("step policies", () => {
         ["completed", 2],
       ],
     );
+  });
+
+  test("a policy retries a plain Error (3 tries unless it says), each failed try journaled", async () => {
+    let tries = 0;
+    const graph = createGraph("plain").node("n", async (_state, ctx) => {
+      const value = await ctx.step(
+        "flaky",
+        (info) => {
+          tries++;
+          if (info.attempt < 3) throw new Error(`boom ${info.attempt}`);
+          return "third time";
+        },
+        { retry: { backoff: { initialMs: 1 } } },
+      );
+      return { value };
+    });
+    const done = await createRunner({ store: temp.store }).start(graph, {}, { threadId: "t" });
+    assert.deepEqual([done.status, done.state.value, tries], ["completed", "third time", 3]);
+    const journal = await temp.store.readJournal("t");
+    assert.deepEqual(journal.map((record) => [record.key, record.state, record.attempt]).sort(), [
+      ["n#0/0", "done", 3],
+      ["n#0/0@1", "failed", 1],
+      ["n#0/0@2", "failed", 2],
+    ]);
+    assert.match(journal.find((record) => record.key === "n#0/0@2")?.value ?? "", /boom 2/);
+  });
+
+  test("nonRetryable(), a policy's list of codes and the default list each stop the retries at once", async () => {
+    const tries = { marked: 0, listed: 0, notFound: 0, invalid: 0 };
+    const attempt = (ctx: NodeContext, name: keyof typeof tries, error: () => unknown, codes?: string[]) =>
+      ctx
+        .step(
+          name,
+          () => {
+            tries[name]++;
+            throw error();
+          },
+          {
+            retry: {
+              attempts: 5,
+              backoff: { initialMs: 1 },
+              ...(codes === undefined ? {} : { nonRetryable: codes }),
+            },
+          },
+        )
+        .catch((caught: Error) => caught.message);
+    const graph = createGraph("never").node("n", async (_state, ctx) => ({
+      marked: await attempt(ctx, "marked", () => nonRetryable(new Error("card declined"))),
+      listed: await attempt(
+        ctx,
+        "listed",
+        () => Object.assign(new Error("no such order"), { code: "no_order" }),
+        ["no_order"],
+      ),
+      notFound: await attempt(ctx, "notFound", () => Object.assign(new Error("404"), { status: 404 })),
+      invalid: await attempt(ctx, "invalid", () => new DurableError("invalid_policy", "bad")),
+    }));
+    const done = await createRunner({ store: temp.store }).start(graph, {}, { threadId: "t" });
+    assert.deepEqual(tries, { marked: 1, listed: 1, notFound: 1, invalid: 1 });
+    assert.equal((done.state as { marked: string }).marked, "card declined");
+    assert.ok(defaultNonRetryable.includes(404) && !defaultNonRetryable.includes(503));
+  });
+
+  test("the runner's retry policy covers steps that give none; a step's own policy wins", async () => {
+    const tries = { bare: 0, own: 0 };
+    const graph = createGraph("defaults").node("n", async (_state, ctx) => {
+      const bare = await ctx.step("bare", (info) => {
+        tries.bare++;
+        if (info.attempt === 1) throw new Error("transient");
+        return "ok";
+      });
+      const own = await ctx
+        .step(
+          "own",
+          () => {
+            tries.own++;
+            throw new Error("always");
+          },
+          { retry: { attempts: 1 } },
+        )
+        .catch(() => "gave up");
+      return { bare, own };
+    });
+    const runner = createRunner({ store: temp.store, retry: { backoff: { initialMs: 1 } } });
+    const done = await runner.start(graph, {}, { threadId: "t" });
+    assert.deepEqual(done.state, { bare: "ok", own: "gave up" });
+    assert.deepEqual(tries, { bare: 2, own: 1 });
+    assert.throws(
+      () => createRunner({ store: temp.store, retry: { jitter: 2 } }),
+      (error: unknown) => DurableError.isInstance(error) && error.code === "invalid_policy",
+    );
+  });
+
+  test("backoff doubles up to its cap, and jitter spreads each wait below it", () => {
+    const policy = { backoff: { initialMs: 100, factor: 2, maxMs: 1000 }, jitter: 0 };
+    assert.deepEqual(
+      [1, 2, 3, 4, 5].map((attempt) => delayBefore(policy, attempt)),
+      [100, 200, 400, 800, 1000],
+    );
+    const draws = Array.from({ length: 5000 }, () => delayBefore({ backoff: { initialMs: 1000 } }, 1));
+    assert.ok(
+      draws.every((delay) => delay >= 500 && delay <= 1000),
+      "within [delay × 0.5, delay]",
+    );
+    const spread = Math.max(...draws) - Math.min(...draws);
+    assert.ok(spread > 400, `draws spread over the window (spread ${spread})`);
+    assert.ok(new Set(draws).size > 100, "not a handful of values");
   });
 
   test("a malformed policy is refused with invalid_policy", async () => {
