@@ -3,7 +3,9 @@
  * (types, kinds, endpoints, cardinality, identity) and the deferred ones a script may break while it
  * works (a Clip without its marker yet; invariants), which the whole-document check enforces.
  */
+
 import type { RelationShape, Schema } from "../schema/define-schema.ts";
+import { ownValue } from "../schema/own-keys.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { validatePayload } from "../schema/validate-payload.ts";
 import type { Projection, StoredRelation } from "./projection.ts";
@@ -66,7 +68,7 @@ export function checkEntity(projection: Projection, entityId: string): DocumentI
   for (const claim of claims) issues.push(...(claim.shapeIssues ?? []));
   if (claims.length > 1) issues.push(duplicateClaimIssue(projection, entityId));
   const schema = projection.schema;
-  const kind = schema.entities[stored.entityKind];
+  const kind = ownValue(schema.entities, stored.entityKind);
   if (kind === undefined) {
     if (stored.entityKind !== "") {
       issues.push({
@@ -148,7 +150,7 @@ function checkVariant(projection: Projection, entityId: string): DocumentIssue[]
   const issue = (message: string): DocumentIssue[] => [
     { constraint: "entity.variant", message, entityId, path: [] },
   ];
-  if (!projection.schema.entities[stored.entityKind]?.variants)
+  if (!ownValue(projection.schema.entities, stored.entityKind)?.variants)
     return issue(`a ${stored.entityKind} cannot be a variant`);
   let current: string | undefined = stored.variantOf;
   while (current !== undefined) {
@@ -170,7 +172,7 @@ export function matchShape(
   fromKind: string,
   toKind: string,
 ): RelationShape | undefined {
-  return schema.relations[relationKind]?.shapes.find(
+  return ownValue(schema.relations, relationKind)?.shapes.find(
     (shape) => shape.from.includes(fromKind) && shape.to.includes(toKind),
   );
 }
@@ -191,7 +193,7 @@ export function checkRelation(projection: Projection, relationId: string): Docum
   });
   if (claims.length > 1)
     issues.push(issue("relation.unique", `${claims.length} rows claim the relation id ${relationId}`));
-  if (schema.relations[relation.relationKind] === undefined) {
+  if (ownValue(schema.relations, relation.relationKind) === undefined) {
     return [
       ...issues,
       issue("relation.kind", `"${relation.relationKind}" is not a relation kind of schema "${schema.name}"`),

@@ -2,7 +2,9 @@
  * The entities and relations a Loro document projects to, indexed for checks and reads. It is rebuilt
  * row by row: a push re-reads only the rows it touched, and puts them back if the push is refused.
  */
+
 import type { Schema } from "../schema/define-schema.ts";
+import { isPlainRecord, ownValue } from "../schema/own-keys.ts";
 import type { DocumentIssue, DocumentView, Entity, Relation } from "../schema/types.ts";
 import { keepFirst } from "./keep-first.ts";
 import { LayeredMap } from "./layered-map.ts";
@@ -461,7 +463,7 @@ export function identityKey(
   schema: Schema,
   entity: Pick<StoredEntity, "entityKind" | "own">,
 ): string | undefined {
-  const kind = schema.entities[entity.entityKind];
+  const kind = ownValue(schema.entities, entity.entityKind);
   if (kind?.identity === undefined || kind.identity.length === 0) return undefined;
   const values = kind.identity.map((name) => entity.own[name] ?? null);
   return JSON.stringify([kind.identityGroup ?? entity.entityKind, ...values]);
@@ -493,8 +495,16 @@ export function publicRelation(relation: StoredRelation): Relation {
   };
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+/** A map read from a row: only own keys (a key named `__proto__` makes it no record at all). */
+const isRecord = isPlainRecord;
+
+const entityRowKeys = new Set([ROW_KIND, ROW_VARIANT_OF, ROW_FIELDS, ROW_SLOTS]);
+const embeddedRowKeys = new Set([EMBEDDED_ID, ROW_KIND, ROW_FIELDS]);
+const relationRowKeys = new Set(["kind", "endpoint0", "endpoint1", "position"]);
+
+/** Keys of a row map the mapping does not define: stored, they would hold what no check reads. */
+function unknownKeys(row: Record<string, unknown>, known: ReadonlySet<string>): string[] {
+  return Object.keys(row).filter((key) => !known.has(key));
 }
 
 function shapeIssue(entityId: string, message: string, path: (string | number)[] = []): DocumentIssue {
@@ -506,6 +516,10 @@ export function readRow(rowId: string, json: unknown, schema: Schema): RowRecord
   const issues: DocumentIssue[] = [];
   const row = isRecord(json) ? json : {};
   if (!isRecord(json)) issues.push(shapeIssue(rowId, "the row is not a map"));
+  for (const key of unknownKeys(row, entityRowKeys))
+    issues.push(shapeIssue(rowId, `the row has a key "${key}" the mapping does not define`));
+  if (row[ROW_VARIANT_OF] !== undefined && typeof row[ROW_VARIANT_OF] !== "string")
+    issues.push(shapeIssue(rowId, "the row's variantOf is not an entity id"));
   const kind = typeof row[ROW_KIND] === "string" ? (row[ROW_KIND] as string) : "";
   if (kind === "") issues.push(shapeIssue(rowId, "the row names no kind"));
   const fields = isRecord(row[ROW_FIELDS]) ? (row[ROW_FIELDS] as Record<string, unknown>) : {};
@@ -545,15 +559,19 @@ export function readRow(rowId: string, json: unknown, schema: Schema): RowRecord
       }
       targetId = value[EMBEDDED_ID] as string;
       const embeddedFields = value[ROW_FIELDS];
+      const embeddedIssues = [
+        ...(isRecord(embeddedFields) ? [] : [shapeIssue(targetId, "the embedded row has no fields map")]),
+        ...unknownKeys(value, embeddedRowKeys).map((key) =>
+          shapeIssue(targetId, `the embedded row has a key "${key}" the mapping does not define`),
+        ),
+      ];
       entities.push({
         entityId: targetId,
         entityKind: value[ROW_KIND] as string,
         own: isRecord(embeddedFields) ? embeddedFields : {},
         rowId,
         holder: { entityId: rowId, slot: slotName },
-        ...(isRecord(embeddedFields)
-          ? {}
-          : { shapeIssues: [shapeIssue(targetId, "the embedded row has no fields map")] }),
+        ...(embeddedIssues.length === 0 ? {} : { shapeIssues: embeddedIssues }),
       });
     } else {
       if (typeof value !== "string") {
@@ -583,21 +601,27 @@ export function readRelationRow(relationId: string, json: unknown): StoredRelati
     endpoint1EntityId: text("endpoint1"),
     ...(typeof row.position === "string" ? { position: row.position } : {}),
   };
-  if (
-    relation.relationKind === "" ||
-    relation.endpoint0EntityId === "" ||
-    relation.endpoint1EntityId === ""
-  ) {
+  const problems = [
+    ...(relation.relationKind === "" || relation.endpoint0EntityId === "" || relation.endpoint1EntityId === ""
+      ? ["the relation row lacks its kind or an endpoint"]
+      : []),
+    ...(isRecord(json) ? [] : ["the relation row is not a map"]),
+    ...(row.position !== undefined && typeof row.position !== "string"
+      ? ["the relation row's position is not a position key"]
+      : []),
+    ...unknownKeys(row, relationRowKeys).map(
+      (key) => `the relation row has a key "${key}" the mapping does not define`,
+    ),
+  ];
+  if (problems.length > 0) {
     return {
       ...relation,
-      shapeIssues: [
-        {
-          constraint: "document.shape",
-          message: "the relation row lacks its kind or an endpoint",
-          relationId,
-          path: [],
-        },
-      ],
+      shapeIssues: problems.map((message) => ({
+        constraint: "document.shape",
+        message,
+        relationId,
+        path: [],
+      })),
     };
   }
   return relation;

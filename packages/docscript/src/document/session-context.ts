@@ -2,10 +2,13 @@
  * What a session's reads and writes share: the document, its projection (kept in step with each
  * write), and the one way a write lands (staged, checked within its reach, then applied to Loro).
  */
+
 import { randomBytes } from "node:crypto";
 import { type LoroDoc, LoroMap } from "loro-crdt";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
+import { ownValue } from "../schema/own-keys.ts";
+import type { DocumentIssue } from "../schema/types.ts";
 import { changeScope, checkDocument, isDeferred, issueKey } from "./check-document.ts";
 import { positionBetween } from "./fractional-position.ts";
 import { projectDocument, refreshRows, versionKey } from "./interpret.ts";
@@ -121,22 +124,51 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     }
     // What the before scope held stays checked, without widening it to its neighbours' relations (a
     // clip's track holds thousands): that is the server's scope too, and it keeps a write's check local.
-    const afterScope = scopeOf(changes, extraEntities);
-    for (const entityId of beforeScope.entityIds) afterScope.entityIds.add(entityId);
-    for (const relationId of beforeScope.relationIds) afterScope.relationIds.add(relationId);
-    const added = checkDocument(projection, afterScope).filter(
-      (issue) => !isDeferred(issue) && !before.has(issueKey(issue)),
-    );
+    const restore = () => {
+      for (const [rowId, json] of previous.entities) projection.setRow(rowId, json);
+      for (const [relationId, json] of previous.relations) projection.setRelationRow(relationId, json);
+    };
+    let afterScope: ReturnType<typeof scopeOf>;
+    let added: DocumentIssue[];
+    try {
+      afterScope = scopeOf(changes, extraEntities);
+      for (const entityId of beforeScope.entityIds) afterScope.entityIds.add(entityId);
+      for (const relationId of beforeScope.relationIds) afterScope.relationIds.add(relationId);
+      added = checkDocument(projection, afterScope).filter(
+        (issue) => !isDeferred(issue) && !before.has(issueKey(issue)),
+      );
+    } catch (error) {
+      // A check that throws (an invariant's own bug, say) leaves nothing staged either.
+      restore();
+      throw error;
+    }
     // A projection reading rows on demand that lacked some: the checks' answer may be wrong, so the
     // write does not land; the caller fills what was lacking and writes again (ADR 0466).
     const lacking = projection.lacking;
     if (added.length > 0 || lacking) {
-      for (const [rowId, json] of previous.entities) projection.setRow(rowId, json);
-      for (const [relationId, json] of previous.relations) projection.setRelationRow(relationId, json);
+      restore();
       if (lacking) throw new RowsNeeded();
       throw DocScriptError.fromIssues("schema_violation", added);
     }
-    mutate();
+    // The write lands whole or not at all: Loro has no rollback of a transaction, so the writes before
+    // this one are committed first, and a mutation that throws part-way is reverted to that point.
+    if (doc.getPendingTxnLength() > 0) doc.commit();
+    const frontiers = doc.frontiers();
+    try {
+      mutate();
+    } catch (error) {
+      doc.commit();
+      doc.revertTo(frontiers);
+      doc.commit();
+      restore();
+      throw new DocScriptError(
+        "invalid_operation",
+        `the write could not be stored, and nothing of it landed: ${error instanceof Error ? error.message : String(error)}`.slice(
+          0,
+          500,
+        ),
+      );
+    }
     refreshRows(projection, doc, { entities: changes.entities.keys(), relations: changes.relations.keys() });
     for (const rowId of changes.entities.keys()) projection.wrote(ENTITIES, rowId);
     for (const relationId of changes.relations.keys()) projection.wrote(RELATIONS, relationId);
@@ -149,9 +181,9 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     fieldNames: Iterable<string>,
   ): void => {
     if (state.role === "host") return;
-    const kind = schema.entities[stored.entityKind];
+    const kind = ownValue(schema.entities, stored.entityKind);
     for (const name of fieldNames) {
-      if (kind?.fields[name]?.hostOnly) {
+      if (ownValue(kind?.fields, name)?.hostOnly) {
         throw new DocScriptError(
           "host_only_field",
           `${stored.entityId} ${name}: only the host writes this field`,
@@ -192,7 +224,7 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     if (stored.variantOf !== undefined) row.set(ROW_VARIANT_OF, stored.variantOf);
     writeFields(
       row.setContainer(ROW_FIELDS, new LoroMap()),
-      schema.entities[stored.entityKind]?.fields ?? {},
+      ownValue(schema.entities, stored.entityKind)?.fields ?? {},
       stored.own,
     );
   };
@@ -202,7 +234,7 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     embedded.set(ROW_KIND, stored.entityKind);
     writeFields(
       embedded.setContainer(ROW_FIELDS, new LoroMap()),
-      schema.entities[stored.entityKind]?.fields ?? {},
+      ownValue(schema.entities, stored.entityKind)?.fields ?? {},
       stored.own,
     );
   };

@@ -1,5 +1,7 @@
 /** A session's entity reads and writes: list, get, create, update, delete. */
+
 import { DocScriptError } from "../schema/docscript-error.ts";
+import { isPlainRecord, ownValue } from "../schema/own-keys.ts";
 import type { Entity } from "../schema/types.ts";
 import { withDefaults } from "../schema/validate-payload.ts";
 import type { StoredEntity } from "./projection.ts";
@@ -7,6 +9,13 @@ import { readLimit, type SessionContext } from "./session-context.ts";
 import type { DocumentSession } from "./session-types.ts";
 import { applyOpToValue, checkOp } from "./update-op.ts";
 import { applyOpToLoro, writeFields } from "./write-loro.ts";
+
+/** What an id a write names may look like: a plain name, so it is also a plain Loro map key. */
+const entityIdPattern = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/;
+
+function isEntityId(value: unknown): value is string {
+  return typeof value === "string" && entityIdPattern.test(value);
+}
 
 export function sessionEntities(context: SessionContext): DocumentSession["entities"] {
   const {
@@ -72,13 +81,22 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
       return projection.entity(entityId);
     },
     create(input) {
-      const kind = schema.entities[input.entityKind];
+      const kind = ownValue(schema.entities, input.entityKind);
       if (kind === undefined) {
         throw new DocScriptError(
           "unknown_kind",
           `"${input.entityKind}" is not an entity kind; kinds: ${Object.keys(schema.entities).join(", ")}`,
         );
       }
+      if (input.entityId !== undefined && !isEntityId(input.entityId))
+        throw new DocScriptError(
+          "invalid_operation",
+          `entityId must match ${entityIdPattern} (at most 200 characters), not ${JSON.stringify(String(input.entityId).slice(0, 60))}`,
+        );
+      if (input.variantOf !== undefined && typeof input.variantOf !== "string")
+        throw new DocScriptError("invalid_operation", "variantOf is an entityId (a string)");
+      if (input.payload !== undefined && !isPlainRecord(input.payload))
+        throw new DocScriptError("invalid_operation", "payload is a record of fields");
       const given = input.payload ?? {};
       hostOnlyCheck(
         { entityKind: input.entityKind, entityId: input.entityId ?? input.entityKind },
@@ -110,7 +128,7 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
     },
     update(entityId, ops) {
       const stored = requireStored(entityId);
-      const kind = schema.entities[stored.entityKind];
+      const kind = ownValue(schema.entities, stored.entityKind);
       if (kind === undefined)
         throw new DocScriptError("unknown_kind", `${entityId} has unknown kind "${stored.entityKind}"`);
       if (!Array.isArray(ops)) throw new DocScriptError("invalid_operation", "update takes a list of ops");
@@ -119,7 +137,7 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
       for (const op of ops) {
         checkOp(kind.fields, op, entityId);
         hostOnlyCheck(stored, [op.path[0] as string]);
-        const field = kind.fields[op.path[0] as string];
+        const field = ownValue(kind.fields, op.path[0]);
         const current = assembled[op.path[0] as string];
         assembled = applyOpToValue(assembled, op, entityId);
         if (

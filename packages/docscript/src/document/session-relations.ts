@@ -2,6 +2,7 @@
 
 import { LoroMap } from "loro-crdt";
 import { DocScriptError } from "../schema/docscript-error.ts";
+import { ownValue } from "../schema/own-keys.ts";
 import { matchShape } from "./check-document.ts";
 import { keepFirst } from "./keep-first.ts";
 import {
@@ -107,7 +108,7 @@ export function sessionRelations(context: SessionContext): DocumentSession["rela
       return projection.relationsOf(entityId, relationKind);
     },
     link(input) {
-      if (schema.relations[input.relationKind] === undefined) {
+      if (ownValue(schema.relations, input.relationKind) === undefined) {
         throw new DocScriptError(
           "unknown_kind",
           `"${input.relationKind}" is not a relation kind; kinds: ${Object.keys(schema.relations).join(", ")}`,

@@ -1,6 +1,8 @@
 /** Compile, container level: plain payload values and update ops written into a row's Loro containers. */
+
 import { LoroList, LoroMap, LoroText } from "loro-crdt";
 import type { FieldSpec } from "../schema/field.ts";
+import { ownValue } from "../schema/own-keys.ts";
 import type { UpdateOp } from "./update-op.ts";
 
 /** Writes every field of `payload` into `fields` (a fresh row's fields map). */
@@ -10,7 +12,7 @@ export function writeFields(
   payload: Readonly<Record<string, unknown>>,
 ): void {
   for (const [name, value] of Object.entries(payload)) {
-    const spec = specs[name];
+    const spec = ownValue(specs, name);
     if (spec !== undefined) writeValue(fields, name, spec, value);
   }
 }
@@ -49,7 +51,7 @@ export function writeValue(map: LoroMap, key: string, spec: FieldSpec, value: un
   const record = existing instanceof LoroMap ? existing : map.setContainer(key, new LoroMap());
   const given = value as Record<string, unknown>;
   for (const [name, sub] of Object.entries(spec.fields)) {
-    if (name in given) writeValue(record, name, sub, given[name]);
+    if (Object.hasOwn(given, name)) writeValue(record, name, sub, given[name]);
     else if (record.get(name) !== undefined) record.delete(name);
   }
 }
@@ -94,7 +96,7 @@ export function applyOpToLoro(
       return;
     }
     const map: LoroMap = container;
-    const childSpec: FieldSpec | undefined = spec.type === "record" ? spec.fields[key as string] : undefined;
+    const childSpec: FieldSpec | undefined = spec.type === "record" ? ownValue(spec.fields, key) : undefined;
     if (childSpec === undefined) return;
     const childAfter = (afterValue as Record<string, unknown> | null)?.[key as string];
     if (last) {

@@ -1,5 +1,6 @@
 /** The schema DSL: entity kinds, relation kinds and whole-document invariants, checked once when defined. */
 import type { FieldSpec } from "./field.ts";
+import { nullPrototype } from "./own-keys.ts";
 import { SchemaDefinitionError } from "./schema-definition-error.ts";
 import type { DocumentIssue, DocumentView, Entity } from "./types.ts";
 
@@ -89,11 +90,11 @@ export function defineSchema(input: SchemaInput): Schema {
     for (const [name, fieldSpec] of Object.entries(spec.fields))
       checkField(`${kind}.${name}`, fieldSpec, problems);
     for (const name of spec.identity ?? []) {
-      if (!(name in spec.fields))
+      if (!Object.hasOwn(spec.fields, name))
         problems.push(`entity kind "${kind}" names unknown identity field "${name}"`);
     }
   }
-  const relations: Record<string, RelationKind> = {};
+  const relations: Record<string, RelationKind> = Object.create(null);
   const slots = new Map<string, SlotBinding[]>();
   const embeddedKinds = new Set<string>();
   for (const [kind, raw] of Object.entries(input.relations ?? {})) {
@@ -102,7 +103,7 @@ export function defineSchema(input: SchemaInput): Schema {
     relations[kind] = relationKind;
     for (const shape of relationKind.shapes) {
       for (const endpoint of [...shape.from, ...shape.to]) {
-        if (!(endpoint in input.entities))
+        if (!Object.hasOwn(input.entities, endpoint))
           problems.push(`relation kind "${kind}" names unknown entity kind "${endpoint}"`);
       }
       if (shape.slot === undefined) continue;
@@ -125,14 +126,36 @@ export function defineSchema(input: SchemaInput): Schema {
     }
   }
   if (problems.length > 0) throw new SchemaDefinitionError(input.name, problems);
+  // Kinds and fields live in maps without a prototype: a name a script or a push chose finds only what
+  // the schema defines ("constructor" is no kind, "__proto__" no field).
+  const entities = nullPrototype(
+    Object.fromEntries(
+      Object.entries(input.entities).map(([kind, spec]) => [
+        kind,
+        { ...spec, fields: ownFields(spec.fields) },
+      ]),
+    ),
+  );
   return {
     name: input.name,
-    entities: input.entities,
+    entities,
     relations,
     invariants: input.invariants ?? [],
     slots,
     embeddedKinds,
   };
+}
+
+/** Field specs with every nested record's fields in a map without a prototype. */
+function ownFields(fields: Readonly<Record<string, FieldSpec>>): Record<string, FieldSpec> {
+  const own: Record<string, FieldSpec> = Object.create(null);
+  for (const [name, spec] of Object.entries(fields)) {
+    if (spec.type === "record") own[name] = { ...spec, fields: ownFields(spec.fields) };
+    else if (spec.type === "list" && spec.items.type === "record")
+      own[name] = { ...spec, items: { ...spec.items, fields: ownFields(spec.items.fields) } };
+    else own[name] = spec;
+  }
+  return own;
 }
 
 function checkField(path: string, spec: FieldSpec, problems: string[]): void {

@@ -1,5 +1,6 @@
 /** Checks a payload against an entity kind's fields, and fills the defaults of a new entity. */
 import type { FieldSpec, RecordField } from "./field.ts";
+import { isPlainRecord, ownValue } from "./own-keys.ts";
 import type { DocumentIssue } from "./types.ts";
 
 type Path = (string | number)[];
@@ -23,12 +24,15 @@ function checkRecordFields(
   path: Path,
   report: Report,
 ): void {
+  // A key named `__proto__` read out of Loro becomes the record's prototype, not a key: refused as the
+  // field it is, or a push could store what no check reads.
+  if (!isPlainRecord(value)) report("field.unknown", [...path, "__proto__"], "is not a field of this kind");
   for (const key of Object.keys(value)) {
-    if (!(key in fields)) report("field.unknown", [...path, key], `is not a field of this kind`);
+    if (!Object.hasOwn(fields, key)) report("field.unknown", [...path, key], `is not a field of this kind`);
   }
   for (const [name, spec] of Object.entries(fields)) {
     const fieldPath = [...path, name];
-    if (!(name in value) || value[name] === undefined) {
+    if (!Object.hasOwn(value, name) || value[name] === undefined) {
       if (!spec.optional) report("field.required", fieldPath, "is required");
       continue;
     }
@@ -49,6 +53,11 @@ function checkValue(spec: FieldSpec, value: unknown, path: Path, report: Report)
     case "text": {
       if (typeof value !== "string") {
         report("field.type", path, `must be a string`);
+        return;
+      }
+      // A lone surrogate is no text: Loro stores a replacement for it, or throws mid-write.
+      if (!value.isWellFormed()) {
+        report("field.encoding", path, "must be well-formed Unicode text (no lone surrogate)");
         return;
       }
       const length = [...value].length;
@@ -119,7 +128,7 @@ export function withDefaults(
 ): Record<string, unknown> {
   const result: Record<string, unknown> = { ...payload };
   for (const [name, spec] of Object.entries(fields)) {
-    if (result[name] !== undefined) {
+    if (Object.hasOwn(result, name) && result[name] !== undefined) {
       if (spec.type === "record" && result[name] !== null && typeof result[name] === "object") {
         result[name] = withDefaults(spec.fields, result[name] as Record<string, unknown>);
       }
@@ -149,7 +158,7 @@ export function fieldAt(
   let current: FieldSpec = { type: "record", fields } satisfies RecordField;
   for (const step of path) {
     if (current.type === "record" && typeof step === "string") {
-      const next: FieldSpec | undefined = current.fields[step];
+      const next: FieldSpec | undefined = ownValue(current.fields, step);
       if (next === undefined) return undefined;
       current = next;
     } else if (current.type === "list" && typeof step === "number") {

@@ -43,6 +43,7 @@ import {
   lostWrites,
   planIdsOf,
   type UpdateWrite,
+  unreadableKeys,
   updateWrites,
 } from "./push-checks.ts";
 import type { PushResult } from "./push-result.ts";
@@ -482,6 +483,8 @@ export class DocumentHost {
       return { result: { status: "committed", version, duplicate: true } };
     }
     const spans = fork.findIdSpansBetween(before, after).forward;
+    const unreadable = unreadableKeys(fork, spans);
+    if (unreadable.length > 0) return reject(unreadable);
     const planIds = planIdsOf(fork, spans);
     const applied = planIds.length === 0 ? undefined : planIds.find((planId) => plansOf(open).has(planId));
     if (applied !== undefined) {

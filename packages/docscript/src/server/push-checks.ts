@@ -3,12 +3,14 @@
  * writes that no longer apply because another client changed the document underneath them (lost
  * updates), and host-only fields set without a host credential.
  */
+
 import type { ContainerID, IdSpan, LoroDoc } from "loro-crdt";
 import { LoroMap } from "loro-crdt";
 import type { ContainerIndex } from "../document/container-index.ts";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import { type Projection, readRow } from "../document/projection.ts";
 import type { Schema } from "../schema/define-schema.ts";
+import { ownValue } from "../schema/own-keys.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { rowOfContainer } from "./changed-rows.ts";
 
@@ -61,6 +63,21 @@ export function appliedPlans(doc: LoroDoc): Map<string, string> {
     }
   }
   return plans;
+}
+
+/**
+ * Map keys an update writes that no row can hold: `__proto__` (read back through `toJSON`, it sets an
+ * object's prototype instead of a key, so the value would be stored where no check reads it).
+ */
+export function unreadableKeys(fork: LoroDoc, spans: readonly IdSpan[]): string[] {
+  const found = new Set<string>();
+  for (const span of spans)
+    for (const change of fork.exportJsonInIdSpan(span))
+      for (const op of change.ops) {
+        const key = (op.content as { key?: unknown }).key;
+        if (key === "__proto__") found.add(`the update writes a key "__proto__" into ${op.container}`);
+      }
+  return [...found];
 }
 
 const containerValuePrefix = "🦜:";
@@ -196,7 +213,7 @@ export function hostOnlyChanges(
       ]),
     );
     for (const entity of projection.row(rowId)?.entities ?? []) {
-      const fields = schema.entities[entity.entityKind]?.fields ?? {};
+      const fields = ownValue(schema.entities, entity.entityKind)?.fields ?? {};
       for (const [name, spec] of Object.entries(fields)) {
         if (!(spec as { hostOnly?: boolean }).hostOnly) continue;
         const was = before.get(entity.entityId)?.own[name] ?? null;

@@ -6,6 +6,7 @@
  * as it lands), and once the script ends turns everything it did into one checked Loro update — the
  * plan (checked by scope: ADR 0451).
  */
+
 import { randomBytes } from "node:crypto";
 import type { LoroDoc } from "loro-crdt";
 import { checkDocument, issueKey } from "../document/check-document.ts";
@@ -15,6 +16,7 @@ import type { UpdateOp as SessionUpdateOp } from "../document/update-op.ts";
 import type { ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, type DocScriptErrorCode } from "../schema/docscript-error.ts";
+import { ownValue } from "../schema/own-keys.ts";
 import type { DocumentIssue, Entity as SessionEntity } from "../schema/types.ts";
 import { fileKeyProblem, maxUploadTextChars } from "./asset-hooks.ts";
 import { declareFields } from "./field-declarations.ts";
@@ -391,7 +393,7 @@ export function openRunSession(
       return scriptEntity(entity);
     },
     declareFields(entityKind: string) {
-      const kind = schema.entities[entityKind];
+      const kind = ownValue(schema.entities, entityKind);
       if (kind === undefined) {
         throw refused(
           "unknown_kind",
