@@ -363,7 +363,11 @@ describe("AG-UI: @ag-ui/client's HttpAgent drives a durable run", () => {
     assert.equal((events.at(-1) as unknown as { outcome: { type: string } }).outcome.type, "success");
     const result = agent.messages.find((message) => message.role === "tool");
     assert.deepEqual(JSON.parse(String(result?.content)), { error: "upstream answered 503" });
-    assert.equal((agent.state as { reply?: string }).reply, undefined, "graph state is not AG-UI state");
+    assert.equal(
+      (agent.state as { reply?: string }).reply,
+      "fell back after: upstream answered 503",
+      "the run's state reaches the client (STATE_SNAPSHOT, STATE_DELTA)",
+    );
     assert.equal(
       (await runner.get<{ reply: string }>("tool-error"))?.state.reply,
       "fell back after: upstream answered 503",

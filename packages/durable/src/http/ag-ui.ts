@@ -50,6 +50,9 @@ export class AgUiTranslator {
   private agUiRunId: string | undefined;
   private runOpen = false;
   private nextRunName: string | undefined;
+  /** The run's state as the frames told it (a start's input, then each node's delta). */
+  private state: Record<string, unknown> | undefined;
+  private readonly openTexts = new Set<string>();
   private readonly steps = new Set<string>();
   /** Tool calls whose start/args/end went out, with the arguments they carried. */
   private readonly announced = new Map<string, string>();
@@ -106,7 +109,12 @@ export class AgUiTranslator {
         this.runOpen = true;
         if (Array.isArray(data.clientMessages))
           this.messages = structuredClone(data.clientMessages) as Message[];
-        return [...closing, { type: "RUN_STARTED", threadId: this.threadId, runId: this.agUiRunId }];
+        if (isObject(data.state)) this.state = structuredClone(data.state);
+        const started: AgUiEvent = { type: "RUN_STARTED", threadId: this.threadId, runId: this.agUiRunId };
+        // The run's state as it starts (a start's input, or where a paused run stands): the client's state.
+        const snapshot: AgUiEvent[] =
+          this.state === undefined ? [] : [{ type: "STATE_SNAPSHOT", snapshot: structuredClone(this.state) }];
+        return [...closing, started, ...snapshot];
       }
       case "run_recovered":
         // Another process took the run over: the same AG-UI run goes on.
@@ -120,9 +128,14 @@ export class AgUiTranslator {
       }
       case "node_completed": {
         const stepName = String(data.node);
-        if (!this.steps.delete(stepName)) return [];
-        return [{ type: "STEP_FINISHED", stepName }];
+        const events = this.stateDelta(data.stateDelta);
+        if (this.steps.delete(stepName)) events.push({ type: "STEP_FINISHED", stepName });
+        return events;
       }
+      case "text_start":
+      case "text_delta":
+      case "text_end":
+        return this.text(frame.type, data);
       case "tool_call":
         return this.toolCall(data);
       case "interrupt": {
@@ -164,9 +177,46 @@ export class AgUiTranslator {
     }
   }
 
-  /** Closes the open steps, then ends the AG-UI run with `last`. */
+  /** A node's state update, applied to the state kept here and sent as `STATE_DELTA`. */
+  private stateDelta(delta: unknown): AgUiEvent[] {
+    if (!Array.isArray(delta) || delta.length === 0 || this.state === undefined) return [];
+    for (const operation of delta as { op: string; path: string; value?: unknown }[]) {
+      const key = operation.path.slice(1).replaceAll("~1", "/").replaceAll("~0", "~");
+      if (operation.op === "remove") delete this.state[key];
+      else this.state[key] = structuredClone(operation.value);
+    }
+    return [{ type: "STATE_DELTA", delta }];
+  }
+
+  /** A model's streamed text (a journaled model stream's frames) as AG-UI text messages. */
+  private text(type: string, data: Record<string, unknown>): AgUiEvent[] {
+    const messageId = String(data.messageId);
+    if (type === "text_start") {
+      if (this.openTexts.has(messageId)) return [];
+      this.openTexts.add(messageId);
+      this.messages.push({ id: messageId, role: "assistant", content: "" });
+      return [{ type: "TEXT_MESSAGE_START", messageId, role: "assistant" }];
+    }
+    if (!this.openTexts.has(messageId)) return [];
+    if (type === "text_end") {
+      this.openTexts.delete(messageId);
+      return [{ type: "TEXT_MESSAGE_END", messageId }];
+    }
+    const delta = typeof data.delta === "string" ? data.delta : "";
+    if (delta === "") return [];
+    const message = this.messages.find((entry) => entry.id === messageId);
+    if (message !== undefined) message.content = `${String(message.content ?? "")}${delta}`;
+    return [{ type: "TEXT_MESSAGE_CONTENT", messageId, delta }];
+  }
+
+  /** Closes the open text messages and steps, then ends the AG-UI run with `last`. */
   private finish(last: AgUiEvent): AgUiEvent[] {
-    const events: AgUiEvent[] = [...this.steps].map((stepName) => ({ type: "STEP_FINISHED", stepName }));
+    const events: AgUiEvent[] = [...this.openTexts].map((messageId) => ({
+      type: "TEXT_MESSAGE_END",
+      messageId,
+    }));
+    this.openTexts.clear();
+    events.push(...[...this.steps].map((stepName) => ({ type: "STEP_FINISHED", stepName })));
     this.steps.clear();
     this.runOpen = false;
     events.push(last);

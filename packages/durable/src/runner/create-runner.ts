@@ -32,6 +32,7 @@ import type {
   StartOptions,
 } from "./runner-api.ts";
 import { snapshotOf } from "./snapshot-of.ts";
+import { stateDeltaOf } from "./state-delta.ts";
 import { checkStepOptions } from "./step-policy.ts";
 import { watchFrames } from "./watch-frames.ts";
 
@@ -244,11 +245,12 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           await failRun(outcome.error, node);
           return (await getSnapshot<State>(threadId)) as RunSnapshot<State>;
         }
+        const stateDelta = stateDeltaOf(state, outcome.update);
         state = { ...state, ...(outcome.update ?? {}) };
         const next = graph.next(node, state);
         cursor.visits[node] = visit + 1;
         cursor.tools[node] = (cursor.tools[node] ?? 0) + runtime.toolCount;
-        pending.push({ type: "node_completed", seq: out.nextSeq(), data: { node, visit } });
+        pending.push({ type: "node_completed", seq: out.nextSeq(), data: { node, visit, stateDelta } });
         if (next === null) {
           pending.push({ type: "run_completed", seq: out.nextSeq(), data: { state: toFrameData(state) } });
         }
@@ -382,7 +384,14 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     const started: Frame = {
       type: "run_started",
       seq: 1,
-      data: { threadId, runId, graph: graph.name, startedAt: now, ...clientRunData(startOptions.clientRun) },
+      data: {
+        threadId,
+        runId,
+        graph: graph.name,
+        startedAt: now,
+        state: toFrameData(input),
+        ...clientRunData(startOptions.clientRun),
+      },
     };
     try {
       await store.createRun(record, { frames: [started] });
@@ -466,6 +475,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         runId,
         graph: graph.name,
         startedAt: new Date().toISOString(),
+        state: toFrameData(state),
         ...clientRunData(startOptions.clientRun),
       },
     };
