@@ -253,7 +253,7 @@ for (const kind of ["sqlite", "postgres"] as const) {
           "content-type": "application/json",
           "idempotency-key": "read-key",
         },
-        body: JSON.stringify({ query: "window seats" }),
+        body: JSON.stringify({ userId: "u", query: "window seats" }),
       });
       assert.equal(response.status, 200);
       await response.body?.cancel();
@@ -264,7 +264,7 @@ for (const kind of ["sqlite", "postgres"] as const) {
           "content-type": "application/json",
           "idempotency-key": "read-key",
         },
-        body: JSON.stringify({ query: "other words" }),
+        body: JSON.stringify({ userId: "u", query: "other words" }),
       });
       assert.equal(again.status, 200, "a search ignores the key: it stores nothing to repeat");
       assert.equal(again.headers.get("idempotent-replayed"), null);

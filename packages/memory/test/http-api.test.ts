@@ -145,7 +145,10 @@ describe("HTTP API", () => {
     assert.equal((await alice.chainTrace(memory.id)).memory.id, memory.id);
     assert.equal((await alice.recallConversation({ sessionId: "s" })).events.length, 1);
     await alice.ingestDocument({ title: "Runbook", content: "Restart the worker when the queue stalls." });
-    assert.equal((await alice.searchKnowledge({ query: "queue stalls" })).results.length, 1);
+    assert.equal(
+      (await alice.searchKnowledge({ wholeTenant: true, query: "queue stalls" })).results.length,
+      1,
+    );
     assert.equal(
       (await alice.selfEdit({ edits: [{ op: "append", label: "persona", text: "terse" }] })).blocks.length,
       2,

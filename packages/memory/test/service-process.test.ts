@@ -223,7 +223,7 @@ describe("memory service process", () => {
     await assert.rejects(alice.getMemory(bobs.memory.id), /not found/i);
     const seen = (await alice.search({ query: "door code" })).results.map((result) => result.memory.content);
     assert.deepEqual(seen, ["Alice's door code is 1234"]);
-    assert.equal((await office.search({ query: "door code" })).results.length, 2);
+    assert.equal((await office.search({ wholeTenant: true, query: "door code" })).results.length, 2);
     await stop(running, "SIGTERM");
     await assert.rejects(
       startService(args, { TACKLE_MEMORY_API_KEYS: "key-x=acme?sessionId=s1" }),

@@ -358,7 +358,7 @@ for (const kind of ["SQLite", "PostgreSQL"] as const) {
     test("an unbound key still sees both; Bob's own key sees his; the counts of status are the key's scope", async () => {
       const server = services.busy.server!;
       const any = client(server, "key-any");
-      const found = await any.search({ query: "garden shed violin tea", limit: 100 });
+      const found = await any.search({ wholeTenant: true, query: "garden shed violin tea", limit: 100 });
       const owners = new Set(found.results.map((result) => result.memory.userId));
       assert.ok(owners.has("alice") && owners.has("bob"), [...owners].join());
       assert.ok((await any.search({ userId: "bob", query: "garden" })).results.length > 0);

@@ -155,12 +155,14 @@ describe("the middleware core", () => {
     assert.equal(bundleRequests.length, 2);
   });
 
-  it("bypasses the cache without a tenant discriminator", async () => {
+  it("without an identity reads nothing: the tenant is never read for a call that names no one", async () => {
     const { client, bundleRequests } = recordingClient();
     const middleware = core(client);
-    await middleware.getContext({}, userAsks);
-    await middleware.getContext({}, userAsks);
-    assert.equal(bundleRequests.length, 2);
+    assert.equal(await middleware.getContext({}, userAsks), undefined);
+    assert.equal(await middleware.getContext({ userId: "alice", scope: ["agentId"] }, userAsks), undefined);
+    assert.equal(bundleRequests.length, 0);
+    assert.notEqual(await middleware.getContext({ userId: "alice" }, userAsks), undefined);
+    assert.equal(bundleRequests.length, 1);
   });
 
   it("bypasses the cache when WebCrypto is missing, and still injects", async (context) => {

@@ -109,6 +109,7 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
   const cache: BundleCache<MemoryContextBundle> | undefined =
     options.cache === false ? undefined : createBundleCache(options.cache ?? {});
   let apiKeyHash: Promise<string | undefined> | undefined;
+  let warnedNoScope = false;
   const pending = new Set<Promise<void>>();
 
   /** Every failure, every time: the hook, a span event (on the caller's span if any), a log line. */
@@ -161,6 +162,14 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
   }
 
   async function loadBundle(identity: MemoryIdentity, messages: readonly TurnMessage[], signal: AbortSignal) {
+    // No one named: the service reads a whole tenant only when asked to (ADR 0366), and a prompt
+    // must not carry every user's memory, so nothing is injected; said once in the log.
+    if (retrievalFields(identity).length === 0) {
+      if (!warnedNoScope)
+        logger.warn("memory context skipped: the call names no userId, agentId or sessionId");
+      warnedNoScope = true;
+      return undefined;
+    }
     const userText = lastUserText(messages);
     const mode = identity.mode ?? (userText === undefined ? "wake-up" : "full");
     const query = mode === "full" ? userText : undefined;

@@ -1,6 +1,6 @@
 /** Knowledge base: documents split into chunks, searched by BM25 (and vectors when configured). */
 import { z } from "zod";
-import { memoryScopeShape } from "../scope/memory-scope.ts";
+import { memoryScopeShape, wholeTenantSchema } from "../scope/memory-scope.ts";
 import { idSchema, limitSchema, metadataSchema, timestampSchema } from "./common.ts";
 
 export const documentSchema = z.object({
@@ -35,6 +35,7 @@ export type IngestDocumentResponse = z.infer<typeof ingestDocumentResponseSchema
 
 export const searchKnowledgeRequestSchema = z.object({
   ...memoryScopeShape,
+  wholeTenant: wholeTenantSchema,
   query: z.string().trim().min(1).max(2000),
   limit: limitSchema(5, 50),
 });

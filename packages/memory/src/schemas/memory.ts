@@ -1,6 +1,6 @@
 /** Memories: the stored facts, preferences, episodes and procedures, with provenance and versions. */
 import { z } from "zod";
-import { memoryScopeShape } from "../scope/memory-scope.ts";
+import { memoryScopeShape, wholeTenantSchema } from "../scope/memory-scope.ts";
 import { idSchema, limitSchema, metadataSchema, timestampSchema } from "./common.ts";
 
 export const MEMORY_KINDS = ["fact", "preference", "episode", "procedure", "summary"] as const;
@@ -87,6 +87,7 @@ export type AddMemoriesResponse = z.infer<typeof addMemoriesResponseSchema>;
 
 export const searchRequestSchema = z.object({
   ...memoryScopeShape,
+  wholeTenant: wholeTenantSchema,
   query: z.string().trim().min(1).max(2000),
   limit: limitSchema(10, 100),
   kinds: z.array(memoryKindSchema).optional(),

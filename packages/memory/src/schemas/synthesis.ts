@@ -1,12 +1,12 @@
 /** Profile, context bundle, unified state and status: views synthesized from the store. */
 import { z } from "zod";
-import { memoryScopeShape } from "../scope/memory-scope.ts";
+import { memoryScopeShape, wholeTenantSchema } from "../scope/memory-scope.ts";
 import { idSchema, timestampSchema } from "./common.ts";
 import { coreMemoryBlockSchema } from "./core-memory.ts";
 import { eventSchema } from "./event.ts";
 import { memoryKindSchema, memorySchema } from "./memory.ts";
 
-export const scopeRequestSchema = z.object({ ...memoryScopeShape });
+export const scopeRequestSchema = z.object({ ...memoryScopeShape, wholeTenant: wholeTenantSchema });
 export type ScopeRequest = z.input<typeof scopeRequestSchema>;
 
 export const profileSchema = z.object({
@@ -25,6 +25,7 @@ export type ProfileResponse = z.infer<typeof profileResponseSchema>;
 
 export const contextBundleRequestSchema = z.object({
   ...memoryScopeShape,
+  wholeTenant: wholeTenantSchema,
   query: z.string().trim().min(1).max(2000).optional(),
   /** Estimated tokens (characters / 4) the whole bundle may use. */
   tokenBudget: z.number().int().min(50).max(32000).default(1200),

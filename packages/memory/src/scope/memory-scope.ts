@@ -9,12 +9,17 @@ export type MemoryScopeField = (typeof MEMORY_SCOPE_VALUES)[number];
 /** The identity a request names. The tenant never appears here: it comes from the API key. */
 export type MemoryScope = { readonly [field in MemoryScopeField]?: string | undefined };
 
-/** An identity value: short, printable, no control characters. */
+/**
+ * An identity value: short, printable, no control characters. The class spells out Unicode's Cc
+ * range (U+0000–U+001F, U+007F–U+009F) instead of `\p{Cc}`: a pattern with a flag does not survive
+ * into JSON Schema, where `pattern` has no flags (the OpenAPI document carried `…$/u`, matching nothing).
+ */
 export const scopeIdSchema = z
   .string()
   .min(1)
   .max(200)
-  .regex(/^[^\p{Cc}]+$/u, "must not contain control characters");
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: refusing control characters is the point.
+  .regex(/^[^\u0000-\u001f\u007f-\u009f]+$/, "must not contain control characters");
 
 /** What each field names; shown to models in every tool and in the OpenAPI document. */
 export const MEMORY_SCOPE_DESCRIPTIONS = {
@@ -33,6 +38,15 @@ const scopeShape = {
 export const memoryScopeShape = scopeShape;
 
 export const memoryScopeSchema = z.object(scopeShape);
+
+/**
+ * A read across every scope of the tenant is asked for, never implied: reads that search or
+ * synthesize take this flag, and without a scope field and without it they are refused (ADR 0366).
+ */
+export const wholeTenantSchema = z
+  .boolean()
+  .optional()
+  .describe("Read every scope of the tenant; needed when no userId, agentId or sessionId is given");
 
 /** Only the scope fields of `value`, with absent and empty ones dropped. */
 export function pickScope(value: object): MemoryScope {

@@ -20,6 +20,7 @@ import {
 import { createRateLimiter, type RateLimit } from "./rate-limiter.ts";
 import { type MemoryRoute, type MemoryRouteInput, memoryRoutes } from "./routes.ts";
 import { traceMemoryOperation } from "./trace-memory-operation.ts";
+import { withRouteExamples } from "./with-route-examples.ts";
 
 export interface MemoryAppOptions {
   readonly service: MemoryService;
@@ -64,6 +65,12 @@ function confine(route: MemoryRoute, input: MemoryRouteInput, bound: MemoryScope
     );
   }
   const targets = (["body", "query"] as const).filter((target) => takesScope(route[target]));
+  const asked = [input.body, input.query] as unknown as ({ wholeTenant?: unknown } | undefined)[];
+  if (asked.some((values) => values?.wholeTenant === true || values?.wholeTenant === "true")) {
+    throw forbidden(
+      `${route.operationId} with wholeTenant reads every scope; this API key acts only as its own identity`,
+    );
+  }
   if (targets.length === 0 && !route.scopeFromKey) {
     throw forbidden(`${route.operationId} is not open to an API key bound to one identity`);
   }
@@ -143,6 +150,15 @@ export function createMemoryApp(options: MemoryAppOptions) {
   app.onError((error, context) => {
     if (MemoryError.isInstance(error))
       return context.json(errorBody(error), error.status as ContentfulStatusCode);
+    if (error instanceof HTTPException && error.status === 415) {
+      const refusal = new MemoryError(
+        "invalid_input",
+        "Send the body as JSON, with the header `Content-Type: application/json`",
+        415,
+        { data: { expected: "application/json", received: context.req.header("content-type") ?? null } },
+      );
+      return context.json(errorBody(refusal), 415);
+    }
     if (error instanceof HTTPException) {
       const code =
         error.status === 413 ? "payload_too_large" : error.status === 401 ? "unauthorized" : "invalid_input";
@@ -168,10 +184,6 @@ export function createMemoryApp(options: MemoryAppOptions) {
   );
 
   app.get("/health", (context) => context.json({ ok: true }));
-  app.doc31("/openapi.json", {
-    openapi: "3.1.0",
-    info: { title: "Tackle memory service", version: "0.1.0" },
-  });
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
 
   app.use("/v1/*", bodyLimit({ maxSize: options.maxBodyBytes ?? 4 * 1024 * 1024 }));
@@ -259,5 +271,16 @@ export function createMemoryApp(options: MemoryAppOptions) {
       return context.json(answer, route.status, replayed ? { "idempotent-replayed": "true" } : {});
     }) as never);
   }
+  // Generated once, after every route is registered; each route's example request filled in.
+  let document: object | undefined;
+  app.get("/openapi.json", (context) => {
+    document ??= withRouteExamples(
+      app.getOpenAPI31Document({
+        openapi: "3.1.0",
+        info: { title: "Tackle memory service", version: "0.1.0" },
+      }),
+    );
+    return context.json(document);
+  });
   return app;
 }

@@ -3,6 +3,7 @@
  * operations over one shared context (store, clock, embedder).
  */
 import { createAdminOperations } from "./admin-operations.ts";
+import { withExplicitScope } from "./explicit-scope.ts";
 import { createRunOnce } from "./idempotent-writes.ts";
 import { createJobRunner } from "./job-runner.ts";
 import { runConsolidation } from "./jobs/run-consolidation.ts";
@@ -38,11 +39,18 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       novelty_scan: async (job) => job.result,
     },
   });
+  const retrieval = createRetrievalOperations(context, searchRanked);
+  const synthesis = createSynthesisOperations(context, searchRanked);
   const service: MemoryService = {
-    ...createRetrievalOperations(context, searchRanked),
+    ...retrieval,
+    search: withExplicitScope("search", retrieval.search),
+    searchKnowledge: withExplicitScope("searchKnowledge", retrieval.searchKnowledge),
     ...writes,
     ...createLifecycleOperations(context),
-    ...createSynthesisOperations(context, searchRanked),
+    ...synthesis,
+    profile: withExplicitScope("profile", synthesis.profile),
+    contextBundle: withExplicitScope("contextBundle", synthesis.contextBundle),
+    unifiedState: withExplicitScope("unifiedState", synthesis.unifiedState),
     ...createAdminOperations(context, novelty, jobs),
     writeOnce: createRunOnce(store, { ...options.idempotency, clock, logger }),
     async close() {

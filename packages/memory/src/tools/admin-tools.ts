@@ -23,7 +23,7 @@ export function adminTools(client: MemoryToolClient) {
   return [
     defineTool({
       name: "memory_status",
-      description: "The service's health: version, store, ranking mode, models, counts for this tenant.",
+      description: "The service's health: version, store, ranking, models, this tenant's counts.",
       input: modelSchema(z.object({})),
       annotations: { title: "Status", ...reads },
       execute: (_input, context) => client.status({ signal: context.signal }),
@@ -38,7 +38,7 @@ export function adminTools(client: MemoryToolClient) {
     }),
     defineTool({
       name: "memory_novelty_scan",
-      description: "Which candidate statements are new, and for the known ones the nearest stored memory.",
+      description: "Which candidate statements are new; for known ones, the nearest memory.",
       input: modelSchema(noveltyScanRequestSchema),
       annotations: { title: "Novelty scan", ...reads },
       execute: (input, context) =>
@@ -83,7 +83,7 @@ export function adminTools(client: MemoryToolClient) {
     }),
     defineTool({
       name: "memory_admin_list_traces",
-      description: "Recent retrieval traces: what was asked, how it was ranked, what came back.",
+      description: "Recent retrieval traces: what was asked, how ranked, what came back.",
       input: modelSchema(listTracesQuerySchema),
       annotations: { title: "List traces", ...reads },
       execute: (input, context) =>

@@ -9,7 +9,11 @@ export function bindIdentity<Input extends object>(input: Input, context: ToolCo
   const bound = { ...input } as Record<string, unknown>;
   for (const field of MEMORY_SCOPE_VALUES) {
     const value = context.identity?.[field];
-    if (typeof value === "string" && value !== "") bound[field] = value;
+    if (typeof value === "string" && value !== "") {
+      bound[field] = value;
+      // An identity the serving layer set confines the call: the model cannot widen it to the tenant.
+      delete bound.wholeTenant;
+    }
   }
   return bound as Input;
 }

@@ -19,7 +19,7 @@ export function lifecycleTools(client: MemoryToolClient) {
   return [
     defineTool({
       name: "memory_lifecycle_get",
-      description: "Read one memory with its provenance, version, status, feedback and outcome counts.",
+      description: "Read one memory: provenance, version, status, feedback and outcomes.",
       input: modelSchema(z.object(handle)),
       annotations: { title: "Get memory", readOnlyHint: true, idempotentHint: true, openWorldHint: false },
       execute: ({ id }, context) => client.getMemory(id, byIdOptions(context)),
@@ -55,7 +55,7 @@ export function lifecycleTools(client: MemoryToolClient) {
     }),
     defineTool({
       name: "memory_lifecycle_history",
-      description: "The versions of a memory: every create, update, merge and delete, with reasons.",
+      description: "A memory's versions: each create, update, merge and delete, with reasons.",
       input: modelSchema(z.object(handle)),
       annotations: {
         title: "Memory history",

@@ -15,6 +15,8 @@ const reads = { readOnlyHint: true, idempotentHint: true, openWorldHint: false }
 const details = z.boolean().optional().describe("Whole records");
 const cursor = z.string().regex(/^\d+$/).optional().describe("A previous answer's nextCursor");
 const maximumResults = 100;
+/** Shown to models in few words: the definitions' token budget is shared by 26 tools. */
+const wholeTenant = z.boolean().optional().describe("All scopes");
 
 /** `results`, or the part that fits the budget plus how many more and the cursor to read them. */
 function paged<T>(items: readonly T[], offset: number) {
@@ -32,7 +34,7 @@ export function searchTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_search",
       description: "Search long-term memories by keywords and meaning; every scope field given must match.",
-      input: modelSchema(searchRequestSchema.extend({ details, cursor })),
+      input: modelSchema(searchRequestSchema.extend({ wholeTenant, details, cursor })),
       annotations: { title: "Search memories", ...reads },
       execute: async ({ details: full, cursor: from, ...input }, context) => {
         const offset = Number(from ?? 0);
@@ -48,9 +50,8 @@ export function searchTools(client: MemoryToolClient) {
     }),
     defineTool({
       name: "memory_search_kb",
-      description:
-        "Search the knowledge base: chunks of documents ingested into memory, ranked by relevance.",
-      input: modelSchema(searchKnowledgeRequestSchema.extend({ details, cursor })),
+      description: "Search the knowledge base: chunks of ingested documents, by relevance.",
+      input: modelSchema(searchKnowledgeRequestSchema.extend({ wholeTenant, details, cursor })),
       annotations: { title: "Search knowledge base", ...reads },
       execute: async ({ details: full, cursor: from, ...input }, context) => {
         const offset = Number(from ?? 0);

@@ -14,8 +14,8 @@ export function synthesisTools(client: MemoryToolClient) {
   return [
     defineTool({
       name: "memory_profile",
-      description: "A profile of the scope: a summary plus its preferences, facts and procedures.",
-      input: modelSchema(scopeRequestSchema.extend({ details })),
+      description: "The scope's profile: a summary plus its preferences, facts and procedures.",
+      input: modelSchema(scopeRequestSchema.omit({ wholeTenant: true }).extend({ details })),
       annotations: { title: "Profile", ...reads },
       execute: async ({ details: full, ...input }, context) => {
         const answer = await client.profile(bindIdentity(input, context), { signal: context.signal });
@@ -29,7 +29,7 @@ export function synthesisTools(client: MemoryToolClient) {
       name: "memory_build_context_bundle",
       description:
         "Everything worth knowing for a query within a token budget: profile, core memory, the most relevant memories and recent turns. Without a query, what matters on waking up.",
-      input: modelSchema(contextBundleRequestSchema.extend({ details })),
+      input: modelSchema(contextBundleRequestSchema.omit({ wholeTenant: true }).extend({ details })),
       annotations: { title: "Context bundle", ...reads },
       execute: async ({ details: full, ...input }, context) => {
         const answer = await client.contextBundle(bindIdentity(input, context), { signal: context.signal });
@@ -40,9 +40,8 @@ export function synthesisTools(client: MemoryToolClient) {
     }),
     defineTool({
       name: "memory_state_unified",
-      description:
-        "The scope's whole state at a glance: core memory, counts, recent memories and turns, active jobs.",
-      input: modelSchema(scopeRequestSchema),
+      description: "The scope's state: core memory, counts, recent memories and turns, active jobs.",
+      input: modelSchema(scopeRequestSchema.omit({ wholeTenant: true })),
       annotations: { title: "Unified state", ...reads },
       execute: async (input, context) => {
         const state = await client.unifiedState(bindIdentity(input, context), { signal: context.signal });

@@ -118,7 +118,7 @@ export function storeConformance(label: string, target: ConformanceTarget): void
         "zebra fact two",
       ]);
       for (const result of user.results) assert.equal(result.memory.userId, "u1");
-      const other = await service.search(tenant(), { query: "zebra" });
+      const other = await service.search(tenant(), { wholeTenant: true, query: "zebra" });
       assert.equal(other.results.length, 0, "another tenant sees nothing");
     });
 
@@ -433,10 +433,16 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       const again = await service.ingestDocument(t, { title: "Handbook", content, chunkSize: 300 });
       assert.equal(again.created, false);
       assert.equal(again.document.id, first.document.id);
-      const found = await service.searchKnowledge(t, { query: "how long do refunds take" });
+      const found = await service.searchKnowledge(t, {
+        wholeTenant: true,
+        query: "how long do refunds take",
+      });
       assert.match(found.results[0]?.content ?? "", /Refunds are processed/);
       assert.equal(found.results[0]?.title, "Handbook");
-      assert.equal((await service.searchKnowledge(tenant(), { query: "refunds" })).results.length, 0);
+      assert.equal(
+        (await service.searchKnowledge(tenant(), { wholeTenant: true, query: "refunds" })).results.length,
+        0,
+      );
     });
 
     it("self-edit: append, exact replace, clear errors with capacity, all-or-nothing batches", async () => {

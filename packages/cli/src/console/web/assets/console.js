@@ -1163,8 +1163,11 @@ function memoryPage(root) {
       return;
     }
     try {
+      // No scope field filled in: the whole tenant, asked for in so many words (the service reads
+      // every scope only when told to).
+      const named = currentScope();
       const found = await callOrThrow("memory.memory_search", {
-        ...currentScope(),
+        ...(Object.keys(named).length === 0 ? { wholeTenant: true } : named),
         query: query.value.trim(),
         limit: 20,
       });
@@ -1352,6 +1355,7 @@ function memoryPage(root) {
         { class: "row" },
         scope.map(([field]) => field),
       ),
+      h("p", { class: "muted" }, "With every scope field empty, the search reads the whole tenant."),
       h("button", { type: "submit" }, "Search"),
     ),
     h(
