@@ -5,6 +5,7 @@ export {
   createGraph,
   END,
   type Graph,
+  type GraphOptions,
   type NodeFunction,
   type Router,
   START,
@@ -17,6 +18,7 @@ export {
   type Answers,
   type ClientRun,
   createRunner,
+  type ForkOptions,
   type Launched,
   type RecoverOptions,
   type ResumeOptions,
@@ -24,6 +26,7 @@ export {
   type RunnerOptions,
   type StartOptions,
 } from "./runner/create-runner.ts";
+export type { Checkpoint, HistoryOptions } from "./runner/history.ts";
 export type { InterruptOptions, NodeContext, StepInfo } from "./runner/node-context.ts";
 export type { RunSnapshot } from "./runner/run-snapshot.ts";
 export {

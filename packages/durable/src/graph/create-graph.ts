@@ -21,6 +21,10 @@ export type Router<State> = (state: Readonly<State>) => string;
 
 export interface Graph<State extends object = Record<string, unknown>> {
   readonly name: string;
+  /** This code's version of the graph (default 1); a run records the version it started on. */
+  readonly version: number;
+  /** Earlier versions whose paused or interrupted runs this version can resume (their runs' `ctx.version`). */
+  readonly compatibleWith: readonly number[];
   node(name: string, fn: NodeFunction<State>): Graph<State>;
   edge(from: string, to: string): Graph<State>;
   /** Conditional routing: after `from`, go where `router` says. */
@@ -34,7 +38,33 @@ export interface Graph<State extends object = Record<string, unknown>> {
 
 const namePattern = /^[A-Za-z0-9_.-]{1,64}$/;
 
-export function createGraph<State extends object = Record<string, unknown>>(name = "default"): Graph<State> {
+export interface GraphOptions {
+  /** A whole number ≥ 1; default 1. Raise it when a change would make older runs replay differently. */
+  readonly version?: number;
+  /**
+   * Versions whose runs this code resumes: it keeps their paths (branching on `ctx.version` where it
+   * changed them). A run of a version not listed fails `journal_mismatch`, naming where it stands.
+   */
+  readonly compatibleWith?: readonly number[];
+}
+
+export function createGraph<State extends object = Record<string, unknown>>(
+  name = "default",
+  options: GraphOptions = {},
+): Graph<State> {
+  const version = options.version ?? 1;
+  const compatibleWith = Object.freeze([...(options.compatibleWith ?? [])]);
+  for (const value of [version, ...compatibleWith]) {
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new DurableError(
+        "invalid_graph",
+        `Graph "${name}": versions are whole numbers ≥ 1 (got ${String(value)})`,
+        {
+          data: { graph: name },
+        },
+      );
+    }
+  }
   const nodes = new Map<string, NodeFunction<State>>();
   const edges = new Map<string, string | Router<State>>();
 
@@ -48,6 +78,8 @@ export function createGraph<State extends object = Record<string, unknown>>(name
 
   const graph: Graph<State> = {
     name,
+    version,
+    compatibleWith,
     node(nodeName, fn) {
       if (!namePattern.test(nodeName) || nodeName === START || nodeName === END) {
         throw invalid(`node names match ${namePattern} (got ${JSON.stringify(nodeName)})`);

@@ -17,12 +17,14 @@ import type {
 import { createSqliteStore } from "../stores/sqlite/sqlite-store.ts";
 import { checkAnswer, expiredAnswer, expiryOf, withEditFingerprint } from "./answers.ts";
 import { toFrameData } from "./frame-data.ts";
+import { type Checkpoint, checkpointsOf, type HistoryOptions, historyFrameTypes } from "./history.ts";
 import { NodeRuntime } from "./node-context.ts";
 import { runNode } from "./run-node.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
 import type {
   Answers,
   ClientRun,
+  ForkOptions,
   FramesOptions,
   Launched,
   ResumeOptions,
@@ -34,11 +36,13 @@ import type {
 import { snapshotOf } from "./snapshot-of.ts";
 import { stateDeltaOf } from "./state-delta.ts";
 import { checkStepOptions } from "./step-policy.ts";
+import { checkVersion } from "./versions.ts";
 import { watchFrames } from "./watch-frames.ts";
 
 export type {
   Answers,
   ClientRun,
+  ForkOptions,
   FramesOptions,
   Launched,
   PruneOptions,
@@ -57,6 +61,8 @@ export const defaultStorePath = ".tackle/durable.sqlite";
 interface Cursor {
   visits: Record<string, number>;
   tools: Record<string, number>;
+  /** The graph version the run started on (absent: 1). */
+  version?: number;
 }
 
 export function createRunner(options: RunnerOptions = {}): Runner {
@@ -193,6 +199,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       let state = decodeValue(run.state, "state") as State;
       const cursor = decodeValue(run.cursor, "cursor") as Cursor;
       let node = run.node;
+      const version = cursor.version ?? 1;
+      if (node !== null) checkVersion(graph, run, version, node, cursor.visits[node] ?? 0, journal);
       while (node !== null) {
         const fn = graph.nodeFunction(node);
         if (fn === undefined)
@@ -209,6 +217,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
           write: (batch) => flushWrite(batch),
           nextSeq: out.nextSeq,
           retry: options.retry,
+          version,
         });
         pending.push({ type: "node_started", seq: out.nextSeq(), data: { node, visit } });
         current.set(threadId, runtime);
@@ -250,7 +259,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         const next = graph.next(node, state);
         cursor.visits[node] = visit + 1;
         cursor.tools[node] = (cursor.tools[node] ?? 0) + runtime.toolCount;
-        pending.push({ type: "node_completed", seq: out.nextSeq(), data: { node, visit, stateDelta } });
+        pending.push({ type: "node_completed", seq: out.nextSeq(), data: { node, visit, next, stateDelta } });
         if (next === null) {
           pending.push({ type: "run_completed", seq: out.nextSeq(), data: { state: toFrameData(state) } });
         }
@@ -346,6 +355,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     graphOrName: Graph<State> | string,
     input: State,
     startOptions: StartOptions = {},
+    from?: {
+      readonly node: string;
+      readonly forkedFrom: { readonly threadId: string; readonly seq: number };
+    },
   ): Promise<Launched<State>> {
     const graph = typeof graphOrName === "string" ? graphs.get(graphOrName) : graphOrName;
     if (graph === undefined)
@@ -373,8 +386,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       graph: graph.name,
       status: "running",
       state: encodeValue(input, "the input"),
-      node: graph.entry(),
-      cursor: encodeCursor({ visits: {}, tools: {} }),
+      node: from?.node ?? graph.entry(),
+      cursor: encodeCursor({ visits: {}, tools: {}, version: graph.version }),
       interrupts: encodeValue([], "interrupts"),
       error: null,
       owner: randomUUID(),
@@ -389,7 +402,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         runId,
         graph: graph.name,
         startedAt: now,
+        graphVersion: graph.version,
+        next: record.node,
         state: toFrameData(input),
+        ...(from === undefined ? {} : { forkedFrom: from.forkedFrom }),
         ...clientRunData(startOptions.clientRun),
       },
     };
@@ -461,7 +477,10 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         status: "running",
         state: encodeValue(state, "the input"),
         node: graph.entry(),
-        cursor: existing.cursor,
+        cursor: encodeCursor({
+          ...(decodeValue(existing.cursor, "cursor") as Cursor),
+          version: graph.version,
+        }),
         interrupts: encodeValue([], "interrupts"),
         error: null,
       },
@@ -475,6 +494,8 @@ export function createRunner(options: RunnerOptions = {}): Runner {
         runId,
         graph: graph.name,
         startedAt: new Date().toISOString(),
+        graphVersion: graph.version,
+        next: graph.entry(),
         state: toFrameData(state),
         ...clientRunData(startOptions.clientRun),
       },
@@ -899,8 +920,62 @@ export function createRunner(options: RunnerOptions = {}): Runner {
       : frames.filter((frame) => frame.seq <= (entry.lastSeq as number));
   }
 
+  async function history<State extends object>(
+    threadId: string,
+    historyOptions: HistoryOptions = {},
+  ): Promise<Checkpoint<State>[]> {
+    if ((await store.getRun(threadId)) === undefined)
+      throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+    const frames = await store.readFrames(threadId, 0, 1_000_000, historyFrameTypes);
+    return checkpointsOf<State>(frames, historyOptions);
+  }
+
+  async function fork<State extends object>(threadId: string, forkOptions: ForkOptions<State>) {
+    const { seq, signal } = forkOptions;
+    const checkpoint = (await history<State>(threadId)).find((entry) => entry.seq === seq);
+    if (checkpoint === undefined) {
+      throw new DurableError(
+        "invalid_request",
+        `Thread "${threadId}" has no checkpoint at seq ${seq} (see history)`,
+        {
+          data: { seq },
+        },
+      );
+    }
+    if (checkpoint.next === null) {
+      throw new DurableError(
+        "invalid_request",
+        `Nothing runs after the checkpoint at seq ${seq}: its run ended there`,
+        {
+          data: { seq },
+        },
+      );
+    }
+    const graph = graphs.get(checkpoint.graph);
+    if (graph === undefined)
+      throw new DurableError("unknown_graph", `No graph named "${checkpoint.graph}" is registered`);
+    const newThreadId = forkOptions.threadId ?? randomUUID();
+    if ((await store.getRun(newThreadId)) !== undefined) {
+      throw new DurableError(
+        "thread_exists",
+        `Thread "${newThreadId}" exists; a fork starts a thread of its own`,
+      );
+    }
+    if (signal?.aborted) throw new ToolAbortedError("durable.fork", signal.reason);
+    const input = { ...checkpoint.state, ...(forkOptions.input ?? {}) } as State;
+    const launched = await launch<State>(
+      graph,
+      input,
+      { threadId: newThreadId, ...(forkOptions.runId === undefined ? {} : { runId: forkOptions.runId }) },
+      { node: checkpoint.next, forkedFrom: { threadId, seq } },
+    );
+    return untilCancelled(launched, signal, "durable.fork");
+  }
+
   return {
     cancel,
+    history,
+    fork,
     runs: runsOf,
     async threads(query = {}) {
       const records = await store.listThreads(query);

@@ -45,6 +45,8 @@ export interface NodeContext {
   readonly node: string;
   /** How many times this node ran before in this run (0 on its first visit). */
   readonly visit: number;
+  /** The graph version this run started on: code kept for older runs branches on it. */
+  readonly version: number;
   /** Aborts when the node pauses or the run is cancelled: hand it to model calls so they stop. */
   readonly signal: AbortSignal;
   /** Of the step running now (inside `step`), else of this node execution. */
@@ -111,6 +113,8 @@ export interface RuntimeOptions {
   /** Appends frames and journal records in order; resolves when durable. */
   readonly write: (batch: CommitBatch) => Promise<void>;
   readonly nextSeq: () => number;
+  /** The graph version the run started on. */
+  readonly version?: number;
   /** The runner's retry policy for steps that give none (`createRunner({ retry })`). */
   readonly retry?: RetryPolicy | undefined;
 }
@@ -147,6 +151,7 @@ export class NodeRuntime {
       runId: options.runId,
       node: options.node,
       visit: options.visit,
+      version: options.version ?? 1,
       signal: this.controller.signal,
       get idempotencyKey() {
         const scope = runtime.scope();

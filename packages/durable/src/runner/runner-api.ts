@@ -2,6 +2,7 @@
 import type { Logger } from "@tackle/core";
 import type { Graph } from "../graph/create-graph.ts";
 import type { DurableStore, Frame, RunStatus, ThreadQuery } from "../store/durable-store.ts";
+import type { Checkpoint, HistoryOptions } from "./history.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
 import type { RetryPolicy } from "./step-policy.ts";
 import type { WatchOptions } from "./watch-frames.ts";
@@ -123,6 +124,19 @@ export interface PruneOptions {
   readonly statuses?: readonly RunStatus[];
 }
 
+/** Where a fork starts and what it is called (`Runner.fork`). */
+export interface ForkOptions<State extends object = Record<string, unknown>> {
+  /** The checkpoint to run on from: a `seq` that `history` answered. */
+  readonly seq: number;
+  /** The new thread (default a random UUID); it must not exist. */
+  readonly threadId?: string;
+  readonly runId?: string;
+  /** Merged over the checkpoint's state (edit the past before running on from it). */
+  readonly input?: Partial<State>;
+  /** As `StartOptions.signal`. */
+  readonly signal?: AbortSignal | undefined;
+}
+
 /** Answers to open interrupts, by interrupt id. */
 export type Answers = Readonly<Record<string, unknown>>;
 
@@ -171,6 +185,22 @@ export interface Runner {
   cancel<State extends object = Record<string, unknown>>(
     threadId: string,
     reason?: string,
+  ): Promise<RunSnapshot<State>>;
+  /**
+   * The thread's states step by step, oldest first: each run's start and the state after each node
+   * (`runId` for one run's). Read from the frames; nothing is re-run.
+   */
+  history<State extends object = Record<string, unknown>>(
+    threadId: string,
+    options?: HistoryOptions,
+  ): Promise<Checkpoint<State>[]>;
+  /**
+   * Time travel: a new thread that starts at a past checkpoint's state (with `input` merged over it) and
+   * runs on from the node that came next there; the nodes after it run afresh. Waits as `start` does.
+   */
+  fork<State extends object = Record<string, unknown>>(
+    threadId: string,
+    options: ForkOptions<State>,
   ): Promise<RunSnapshot<State>>;
   /** The runs of a thread, oldest first. */
   runs(threadId: string): Promise<RunSummary[]>;
