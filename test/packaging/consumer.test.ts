@@ -139,7 +139,8 @@ describe("the packages installed from their tarballs into a project outside the 
     run(process.execPath, [bin("typescript/bin/tsc"), "-p", "tsconfig.json"], consumer);
   });
 
-  for (const name of publicPackages) {
+  // The cli's quickstart is a command; it runs in the serve test below, with its README's MCP client.
+  for (const name of publicPackages.filter((entry) => entry !== "cli")) {
     it(`the ${name} quickstart runs`, async () => {
       const { code } = quickstart(name);
       await quickstartRuns(name, code, consumer);

@@ -135,10 +135,6 @@ export async function quickstartRuns(name: string, code: string, consumer: strin
       return runMesh(code, consumer);
     case "memory":
       return runMemory(code, consumer);
-    case "cli":
-      // The cli's quickstart is a command (`npx tackle serve --builtin`); its MCP client block runs
-      // against that server in the serve test.
-      return;
     default:
       runFile(consumer, `run-${name}.ts`, code, consumerEnv());
   }
