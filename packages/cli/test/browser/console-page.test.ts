@@ -181,7 +181,10 @@ describe("the console page, served by npm start", () => {
     // Empty array first: the tool's own issue appears beside the numbers field.
     await panel.getByRole("button", { name: "Call" }).click();
     await panel.locator('[data-result="error"]').waitFor();
-    assert.match(await panel.locator(".result").innerText(), /Error invalid_input in [\d.]+ ms/);
+    assert.match(
+      await panel.locator(".result").innerText(),
+      /Error invalid_input in [\d.]+ ms round trip \(the tool took [\d.]+ ms\)/,
+    );
     assert.match(await panel.locator("#demo-add-numbers-error").innerText(), /\S/);
 
     await panel.getByRole("button", { name: "Add numbers" }).click();
@@ -191,7 +194,12 @@ describe("the console page, served by npm start", () => {
     await panel.getByRole("button", { name: "Call" }).click();
     await panel.locator('[data-result="ok"]').waitFor();
     assert.deepEqual(JSON.parse(await panel.locator('[data-result="ok"]').innerText()), { sum: 42.5 });
-    assert.match(await panel.locator(".result").innerText(), /Result in [\d.]+ ms/);
+    // The time shown first is the round trip the page waited for, never less than the tool's own.
+    const timing = /Result in ([\d.]+) ms round trip \(the tool took ([\d.]+) ms\)/.exec(
+      await panel.locator(".result").innerText(),
+    );
+    assert.ok(timing !== null, "the result says the round trip and the tool's time");
+    assert.ok(Number(timing[1]) >= Number(timing[2]), `round trip ${timing[1]} ms ≥ tool ${timing[2]} ms`);
     assert.equal(await panel.locator("#demo-add-numbers-error").innerText(), "");
 
     // An enum with a default, from a real tool's schema: memory_search's kinds are a select per item.
@@ -433,6 +441,11 @@ describe("the console page, served by npm start", () => {
     await approval.getByRole("button", { name: "Reject" }).click();
     await page.locator(".run-status").filter({ hasText: "declined" }).waitFor({ timeout: 20_000 });
     assert.match(await page.locator(".run-status").innerText(), /declined/);
+    // The rejected call keeps its card, declined, with the reason the person typed.
+    const declined = page.locator('article.tool-card[data-status="declined"]').filter({ hasText: "refund" });
+    await declined.waitFor({ timeout: 10_000 });
+    assert.match(await declined.innerText(), /customer withdrew the claim/);
+    await checkPage("runs-declined");
 
     approval = await start();
     // The edit is a form drawn from the refund's input JSON Schema, filled in with the proposed

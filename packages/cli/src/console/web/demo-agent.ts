@@ -10,7 +10,7 @@
  * `{ approved: true, editedArgs }` (the person edited the arguments: the refund runs with those);
  * `{ approved: false, reason }`; `{ approved: false, cancelled: true }` (a resume entry `cancelled`).
  */
-import { approve, createGraph, type Graph, redact, tool } from "@tackle/durable";
+import { approve, createGraph, type Graph, redact, tool, toolTrace } from "@tackle/durable";
 
 export const demoGraphName = "demo-refund";
 
@@ -96,6 +96,16 @@ export function createDemoGraph(): Graph<DemoState> {
       inputSchema: editableSchema,
     });
     if (!answer.approved) {
+      // A rejected refund keeps its card, declined with the person's reason (a cancel's card the runner writes).
+      if (answer.cancelled !== true) {
+        toolTrace(ctx, {
+          id: refundCallId,
+          name: "refund",
+          status: "declined",
+          params: shown,
+          ...(answer.reason === undefined ? {} : { reason: answer.reason }),
+        });
+      }
       return answer.cancelled === true
         ? { outcome: "cancelled" }
         : { outcome: "declined", ...(answer.reason === undefined ? {} : { reason: answer.reason }) };

@@ -336,18 +336,22 @@ function toolForm(qualified, tool, onCalled) {
           button.disabled = true;
           result.replaceChildren(h("p", { class: "muted" }, "Calling…"));
           try {
+            // What the person waited for is the round trip; the tool's own time is said beside it.
+            const sent = performance.now();
             const answer = await callTool(qualified, args);
-            addHistory({ tool: qualified, args, ok: answer.ok, ms: answer.ms, at: new Date().toISOString() });
+            const roundTrip = Math.round((performance.now() - sent) * 10) / 10;
+            const timing = `${roundTrip} ms round trip (the tool took ${answer.ms} ms)`;
+            addHistory({ tool: qualified, args, ok: answer.ok, ms: roundTrip, at: new Date().toISOString() });
             if (answer.ok) {
               result.replaceChildren(
-                h("p", { class: "ok" }, `Result in ${answer.ms} ms`),
+                h("p", { class: "ok" }, `Result in ${timing}`),
                 h("pre", { class: "data", "data-result": "ok" }, json(answer.output)),
               );
             } else {
               const unplaced =
                 answer.error.code === "invalid_input" ? form.showIssues(answer.error.data?.issues ?? []) : [];
               result.replaceChildren(
-                h("p", { class: "error" }, `Error ${answer.error.code} in ${answer.ms} ms`),
+                h("p", { class: "error" }, `Error ${answer.error.code} in ${timing}`),
                 ...unplaced.map((issue) =>
                   h("p", { class: "error" }, `${issue.path.join(".") || "(input)"}: ${issue.message}`),
                 ),
