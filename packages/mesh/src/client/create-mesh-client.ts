@@ -524,7 +524,10 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
     },
     async close() {
       watch?.close();
-      if (ownsConnection) await connection.drain().catch(() => connection.close());
+      // A connection still dialling (a broker down, a credential revoked) has nothing to drain and
+      // would wait for a reconnect that may never come: it is closed.
+      if (ownsConnection)
+        await (disconnected ? connection.close() : connection.drain().catch(() => connection.close()));
       requester.close();
     },
   };

@@ -79,6 +79,7 @@ export function nodePermissions(modules: readonly ModuleReach[], inboxPrefix: st
       `${reach.prefix}.tools.alive.*`,
       `$KV.${CATALOGUE_BUCKET}.${reach.module}`,
       `$JS.API.STREAM.CREATE.KV_${ledger}`,
+      `$JS.API.STREAM.UPDATE.KV_${ledger}`,
       `$KV.${ledger}.>`,
       ...bucketReads(ledger),
     );
