@@ -332,6 +332,16 @@ describe("the console page, served by npm start", () => {
     assert.equal(await own.locator("[data-plan]").getAttribute("data-plan"), planId);
     assert.match(await own.innerText(), /^#1 .* · docscript \(host credential\) · entities: 3 created/);
     assert.match(await own.innerText(), /relations: 3 created/);
+
+    // A script that fails: its error is the preview's answer, the earlier "Committed" message gone.
+    await page.locator("#edit-script").fill('throw new Error("no such clip: intro");');
+    await page.getByRole("button", { name: "Preview" }).click();
+    const failure = page.locator('[data-preview="error"]');
+    await failure.waitFor({ timeout: 20_000 });
+    assert.match(await failure.innerText(), /no such clip: intro/);
+    assert.equal(await page.locator("[data-committed]").count(), 0, "no stale Committed message");
+    assert.equal(await page.getByRole("button", { name: "Commit" }).isDisabled(), true);
+    await checkPage("documents-script-failed");
     assert.deepEqual(errors, []);
   });
 

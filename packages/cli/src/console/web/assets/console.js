@@ -1488,6 +1488,9 @@ function documentsPage(root) {
   const run = async () => {
     notice.textContent = "";
     commit.disabled = true;
+    // What the last run or commit said is not this run's answer: it goes before this one is asked.
+    plan = undefined;
+    preview.replaceChildren(h("p", { class: "muted" }, "Running the script…"));
     try {
       const answer = await callOrThrow("docscript.edit", {
         op: "run-edit-script",
@@ -1510,7 +1513,10 @@ function documentsPage(root) {
       );
       commit.disabled = false;
     } catch (error) {
-      notice.textContent = error.message;
+      preview.replaceChildren(
+        h("h3", {}, "The script failed"),
+        h("p", { class: "error", "data-preview": "error" }, error.message),
+      );
     }
   };
 
