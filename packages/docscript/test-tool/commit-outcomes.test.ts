@@ -171,17 +171,17 @@ entities.update(marker.endpoint1EntityId, [{ op: 'set', path: ['durationMs'], va
       plan_id: run.plan_id,
       apply_remaining: true,
     });
+    // What remains still breaks the constraint: apply_remaining refuses, and the document stays valid.
     assert.ok(
       applied.ok && applied.op === "commit-plan" && applied.status === "conflicted",
       JSON.stringify(applied),
     );
-    assert.equal(applied.applied, true);
-    const snapshot = await tool.handle({ op: "snapshot", doc_id: "conflicted" });
-    assert.ok(snapshot.ok && snapshot.op === "snapshot");
-    assert.ok((snapshot.issues?.length ?? 0) > 0, "the fresh snapshot shows what no longer projects");
+    assert.equal(applied.applied, false);
+    assert.match(applied.refused ?? "", /would leave the document invalid/);
+    assert.equal((await harness.read("conflicted")).issues.length, 0, "nothing of the plan was stored");
   });
 
-  test("lost update: a value another client's concurrent write won over is conflicted field_changed", async () => {
+  test("lost update: a value another client changed since the plan's version is conflicted field_changed", async () => {
     await harness.createDocument("lost-field");
     const tool = harness.tool();
     const run = await tool.handle({ op: "run-edit-script", doc_id: "lost-field", script: turnMusicDown });

@@ -193,23 +193,20 @@ export function documentServerSuite(factory: StoreFactory): void {
         [],
         "nothing of Bob's was stored",
       );
-      const applied = await bob.client.push(documentId, bobBytes, { applyRemaining: true });
-      assert.ok(applied.status === "conflicted" && applied.applied, JSON.stringify(applied));
+      // What remains of Bob's plan would still leave two claims on one marker: apply_remaining refuses.
+      const refused = await bob.client.push(documentId, bobBytes, { applyRemaining: true });
+      assert.ok(refused.status === "conflicted" && !refused.applied, JSON.stringify(refused));
+      assert.match(refused.refused ?? "", /apply_remaining refused/);
       const named = bobResult.issues.find((issue) => issue.entityId === first.markerId);
       assert.equal(named?.constraint, "relation.cardinality");
       assert.match(named?.message ?? "", new RegExp(`${second.clipId}|${third.clipId}`));
 
-      // Stored: after a restart the document still holds both claims.
+      // Nothing stored: after a restart the document is Alice's, and valid.
       await restart();
       const reader = createEditor(server.url, documentId, token, 34);
       await reader.pull();
-      const issues = interpretDocument(reader.doc, timelineSchema).issues;
-      assert.ok(
-        issues.some(
-          (issue) => issue.constraint === "relation.cardinality" && issue.entityId === first.markerId,
-        ),
-        JSON.stringify(issues),
-      );
+      assert.deepEqual(interpretDocument(reader.doc, timelineSchema).issues, []);
+      assert.equal(reader.doc.getMap("entities").get(third.clipId), undefined);
     });
 
     it("rejects garbage bytes and schema-breaking updates, leaving the stored document byte-identical", async () => {
@@ -777,8 +774,10 @@ export function documentServerSuite(factory: StoreFactory): void {
         left.relationId < right.relationId ? -1 : 1;
       assert.deepEqual([...relations.relations].sort(byId), [...expected.relations].sort(byId));
 
-      // Each creates a medium for the same file: fine alone, two media for one file once merged. Stored
-      // past its conflict, the page lists the issue, also after a restart, and not once it is fixed.
+      // Each creates a medium for the same file: fine alone, two media for one file once merged. This
+      // server refuses to store it even with apply_remaining; a server before ADR 0475 stored it, so it
+      // is written straight into the store as that server left it: the page lists the issue after a
+      // restart, and not once it is fixed.
       const alice = createEditor(server.url, documentId, token, 82);
       const bob = createEditor(server.url, documentId, token, 83);
       await Promise.all([alice.pull(), bob.pull()]);
@@ -794,20 +793,29 @@ export function documentServerSuite(factory: StoreFactory): void {
         bobTwin = twin(session);
       });
       assert.equal(bobResult.status, "conflicted", JSON.stringify(bobResult));
-      const applied = await bob.client.push(documentId, bob.doc.export({ mode: "update", from: before }), {
-        applyRemaining: true,
+      const bobBytes = bob.doc.export({ mode: "update", from: before });
+      const refused = await bob.client.push(documentId, bobBytes, { applyRemaining: true });
+      assert.ok(refused.status === "conflicted" && !refused.applied, JSON.stringify(refused));
+      await server.close();
+      const store = await factory.open();
+      const stored = await store.load(documentId);
+      await store.append({
+        documentId,
+        seq: (stored?.updates.at(-1)?.seq ?? stored?.snapshotSeq ?? 0) + 1,
+        bytes: bobBytes,
+        status: "conflicted",
       });
-      assert.ok(applied.status === "conflicted" && applied.applied, JSON.stringify(applied));
-      await bob.pull();
-      const withIssues = interpretDocument(bob.doc, timelineSchema).issues;
+      await store.close();
+      await start();
+      const reader = createEditor(server.url, documentId, token, 85);
+      await reader.pull();
+      const withIssues = interpretDocument(reader.doc, timelineSchema).issues;
       assert.ok(
         withIssues.some((issue) => issue.constraint === "entity.identity"),
         JSON.stringify(withIssues),
       );
-      assert.deepEqual((await bob.client.entities(documentId, { limit: 1 })).issues, withIssues);
-      await restart();
+      assert.deepEqual((await reader.client.entities(documentId, { limit: 1 })).issues, withIssues);
       const carol = createEditor(server.url, documentId, token, 84);
-      assert.deepEqual((await carol.client.entities(documentId, { limit: 1 })).issues, withIssues);
       await carol.pull();
       const fixed = await carol.edit((session) => session.entities.delete(bobTwin));
       assert.equal(fixed.status, "committed", JSON.stringify(fixed));

@@ -36,17 +36,9 @@ import {
   type RowRoot,
   StoreConflictError,
 } from "./document-store.ts";
-import {
-  appliedPlans,
-  hostOnlyChanges,
-  issueReason,
-  lostWrites,
-  planIdsOf,
-  type UpdateWrite,
-  unreadableKeys,
-  updateWrites,
-} from "./push-checks.ts";
-import type { PushResult } from "./push-result.ts";
+import { conflictingTargets, lostUpdates, restoreCommitted } from "./lost-updates.ts";
+import { appliedPlans, hostOnlyChanges, issueReason, planIdsOf, unreadableKeys } from "./push-checks.ts";
+import type { ConflictReason, PushResult } from "./push-result.ts";
 import { allRowChanges, relationOf, rowChanges, storedEntityOf } from "./row-members.ts";
 import { StoreProjection } from "./store-projection.ts";
 
@@ -93,13 +85,18 @@ interface Prepared {
   readonly meta: ImportBlobMetadata;
   readonly spans: IdSpan[];
   readonly planIds: string[];
-  readonly writes: readonly UpdateWrite[];
+  /** The changes the server held that the push's base lacked (concurrent with it). */
+  readonly concurrent: IdSpan[];
+  /** The fork's frontiers with the push imported (before any write `apply_remaining` adds). */
+  readonly pushed: Frontiers;
   readonly rows: ChangedRows;
 }
 
 /** A push judged: its answer and, when it is to be stored (`undo` set), what is stored with it. */
 interface Judged {
   result: PushResult;
+  /** What is stored when it is not the push's bytes (the push with what `apply_remaining` put back). */
+  bytes?: Uint8Array;
   fork?: LoroDoc;
   undo?: () => void;
   planIds?: string[];
@@ -401,11 +398,12 @@ export class DocumentHost {
       if (outcome.undo === undefined) return outcome.result;
       const status = outcome.result.status === "conflicted" ? "conflicted" : "committed";
       const seq = open.seq + 1;
+      const stored = outcome.bytes ?? bytes;
       try {
         await this.store.append({
           documentId,
           seq,
-          bytes,
+          bytes: stored,
           status,
           ...(actor === undefined ? {} : { actor }),
           ...(outcome.rows === undefined ? {} : { rows: outcome.rows }),
@@ -419,7 +417,7 @@ export class DocumentHost {
         throw error;
       }
       // The live document takes the same update the fork took: the two are replicas again.
-      open.doc.import(bytes);
+      open.doc.import(stored);
       open.shadow = outcome.fork;
       open.seq = seq;
       if (outcome.issues !== undefined) open.issues = outcome.issues;
@@ -494,9 +492,18 @@ export class DocumentHost {
         result: { status: "committed", version: encodeVersion(open.doc.oplogVersion()), duplicate: true },
       };
     }
-    // The writes into rows the document held, found before the update's own containers are indexed.
-    const writes = updateWrites(fork, spans, open);
-    return { bytes, fork, meta, spans, planIds, writes, rows: changedRows(fork, before, after, open.index) };
+    // The changes the server held that the update's base did not: what it may lose (ADR 0475).
+    const concurrent = fork.findIdSpansBetween(meta.startFrontiers, before).forward;
+    return {
+      bytes,
+      fork,
+      meta,
+      spans,
+      planIds,
+      concurrent,
+      pushed: after,
+      rows: changedRows(fork, before, after, open.index),
+    };
   }
 
   /**
@@ -554,8 +561,8 @@ export class DocumentHost {
     const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
       result: { status: "rejected", reasons, issues },
     });
-    const { fork, meta, spans, planIds } = prepared;
-    const lost = lostWrites(fork, prepared.writes, open.projection);
+    const { fork, meta, spans } = prepared;
+    const lost = lostUpdates(fork, spans, prepared.concurrent, open.index);
     const staged = this.stage(open.projection, fork, prepared.rows, open.index);
     if (staged.foreign.length > 0) {
       staged.undo();
@@ -571,41 +578,23 @@ export class DocumentHost {
         );
       }
     }
-    const version = encodeVersion(fork.oplogVersion());
+    const conflicted = (reasons: ConflictReason[], issues: DocumentIssue[], refused?: string): Judged => ({
+      result: {
+        status: "conflicted",
+        applied: false,
+        version: encodeVersion(open.doc.oplogVersion()),
+        reasons,
+        issues,
+        ...(refused === undefined ? {} : { refused }),
+      },
+    });
     if (lost.length > 0 && options.applyRemaining !== true) {
-      // Some writes no longer apply: nothing of the update lands unless the caller asks for the rest.
+      // Some writes would lose a committed change: nothing of the update lands (ADR 0475).
       staged.undo();
-      return {
-        result: {
-          status: "conflicted",
-          applied: false,
-          version: encodeVersion(open.doc.oplogVersion()),
-          reasons: lost,
-          issues: staged.added,
-        },
-      };
+      return conflicted(lost, staged.added);
     }
-    const stored = {
-      rows: rowChanges(open.projection, staged.rows),
-      before: staged.before,
-      issues: nextIssues(open.issues, staged.scope, staged.after),
-    };
-    // What the change log records if this is stored: counted off the rows just staged.
-    const change: ChangeFacts = {
-      credential: options.host === true ? "host" : "document",
-      peers: [...new Set(spans.map((span) => String(span.peer)))],
-      planIds,
-      ...stagedCounts(open.projection, staged.previous, staged.previousRelations),
-    };
     if (staged.added.length === 0 && lost.length === 0)
-      return {
-        result: { status: "committed", version },
-        fork,
-        undo: staged.undo,
-        planIds,
-        ...stored,
-        change,
-      };
+      return this.toStore(open, prepared, options, staged, { status: "committed", version: "" });
     // The merged document breaks a constraint: the update's own fault, or the merge's?
     if (open.projection.lacking) {
       // Judged again once the projection holds what it lacked; the slow path below only then.
@@ -629,25 +618,92 @@ export class DocumentHost {
       );
     }
     const reasons = [...lost, ...staged.added.map(issueReason)];
-    if (options.applyRemaining !== true) {
+    staged.undo();
+    if (options.applyRemaining !== true) return conflicted(reasons, staged.added);
+    return this.remaining(open, prepared, options, lost, conflicted);
+  }
+
+  /**
+   * `apply_remaining`: the push without its writes that lose a committed change, or a refusal. Writes
+   * into rows deleted since apply to nothing a reader sees; a field both changed gets the committed
+   * value back in a change of the server's own; a delete of a row changed since cannot be left out
+   * and refuses, as does a remainder that would leave the document invalid (ADR 0475).
+   */
+  private remaining(
+    open: OpenDocument & { issues: DocumentIssue[] },
+    prepared: Prepared,
+    options: PushOptions,
+    lost: ConflictReason[],
+    conflicted: (reasons: ConflictReason[], issues: DocumentIssue[], refused?: string) => Judged,
+  ): Judged {
+    const { fork } = prepared;
+    if (lost.some((reason) => reason.reason === "entity_changed" || reason.reason === "relation_changed"))
+      return conflicted(
+        lost,
+        [],
+        "apply_remaining refused: the plan deletes or creates what another client changed, which cannot be left out of it; take a fresh snapshot and run a new script",
+      );
+    const targets = conflictingTargets(fork, prepared.spans, prepared.concurrent, open.index);
+    if (!restoreCommitted(fork, open.doc, targets))
+      return conflicted(
+        lost,
+        [],
+        "apply_remaining refused: a conflicting write replaced a record another client changed; take a fresh snapshot and run a new script",
+      );
+    fork.commit({
+      message: JSON.stringify({ remainingOf: prepared.planIds }),
+      origin: "docscript-apply-remaining",
+    });
+    const staged = this.stage(open.projection, fork, prepared.rows, open.index);
+    if (open.projection.lacking) {
       staged.undo();
-      return {
-        result: {
-          status: "conflicted",
-          applied: false,
-          version: encodeVersion(open.doc.oplogVersion()),
-          reasons,
-          issues: staged.added,
-        },
-      };
+      return { result: { status: "rejected", reasons: ["the projection lacked rows"], issues: [] } };
     }
+    if (staged.added.length > 0) {
+      staged.undo();
+      return conflicted(
+        [...lost, ...staged.added.map(issueReason)],
+        staged.added,
+        "apply_remaining refused: what remains of the plan would leave the document invalid; take a fresh snapshot and run a new script",
+      );
+    }
+    const bytes = fork.export({ mode: "update", from: open.doc.oplogVersion() });
     return {
-      result: { status: "conflicted", applied: true, version, reasons, issues: staged.added },
+      ...this.toStore(open, prepared, options, staged, {
+        status: "conflicted",
+        applied: true,
+        version: "",
+        reasons: lost,
+        issues: [],
+      }),
+      bytes,
+    };
+  }
+
+  /** A judged push to be stored: its answer at the fork's version, with the rows and facts stored with it. */
+  private toStore(
+    open: OpenDocument & { issues: DocumentIssue[] },
+    prepared: Prepared,
+    options: PushOptions,
+    staged: ReturnType<DocumentHost["stage"]>,
+    result: Exclude<PushResult, { status: "rejected" }>,
+  ): Judged {
+    const { fork, spans, planIds } = prepared;
+    return {
+      result: { ...result, version: encodeVersion(fork.oplogVersion()) },
       fork,
       undo: staged.undo,
       planIds,
-      ...stored,
-      change,
+      rows: rowChanges(open.projection, staged.rows),
+      before: staged.before,
+      issues: nextIssues(open.issues, staged.scope, staged.after),
+      // What the change log records if this is stored: counted off the rows just staged.
+      change: {
+        credential: options.host === true ? "host" : "document",
+        peers: [...new Set(spans.map((span) => String(span.peer)))],
+        planIds,
+        ...stagedCounts(open.projection, staged.previous, staged.previousRelations),
+      },
     };
   }
 

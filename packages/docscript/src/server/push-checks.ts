@@ -16,8 +16,19 @@ import { rowOfContainer } from "./changed-rows.ts";
 
 /** One write of a push that does not apply as its author saw it. */
 export interface ConflictReason {
-  /** `entity_deleted` / `relation_deleted`: its row was deleted by another client; `field_changed`: another client's concurrent value won; `issue`: the merged document breaks a constraint there. */
-  readonly reason: "entity_deleted" | "relation_deleted" | "field_changed" | "issue";
+  /**
+   * Against a change the push's base lacked: `entity_deleted` / `relation_deleted`: another client
+   * deleted the row it writes; `entity_changed` / `relation_changed`: it deletes (or creates anew) a row
+   * another client changed; `field_changed`: another client changed the same field or text; `issue`:
+   * the merged document breaks a constraint there.
+   */
+  readonly reason:
+    | "entity_deleted"
+    | "relation_deleted"
+    | "entity_changed"
+    | "relation_changed"
+    | "field_changed"
+    | "issue";
   readonly entityId?: string;
   readonly relationId?: string;
   /** The field (or container key) the write set, when there is one. */

@@ -19,6 +19,8 @@ export type PushResult =
       readonly version: string;
       readonly reasons: readonly ConflictReason[];
       readonly issues: readonly DocumentIssue[];
+      /** Why `applyRemaining` stored nothing: what remains cannot be applied alone and keep the document valid. */
+      readonly refused?: string;
     }
   /** Refused; nothing changed. */
   | {

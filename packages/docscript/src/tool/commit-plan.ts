@@ -53,6 +53,7 @@ export async function commitPlan(
       applied: result.applied,
       reasons: result.reasons,
       issues: result.issues,
+      ...(result.refused === undefined ? {} : { refused: result.refused }),
     };
   if (result.duplicate === true)
     return { status: "committed", version: result.version, warnings: [], duplicate: true };

@@ -33,6 +33,8 @@ export type CommitOutcome =
       /** One per write that no longer applies. */
       readonly reasons: readonly unknown[];
       readonly issues: readonly unknown[];
+      /** Why `apply_remaining` applied nothing: what remains cannot keep the document valid alone. */
+      readonly refused?: string;
     }
   | { readonly status: "unconfirmed"; readonly reason: string }
   | { readonly status: "rejected"; readonly reasons: readonly string[]; readonly issues: readonly unknown[] };
