@@ -3,16 +3,11 @@
  * writes that no longer apply because another client changed the document underneath them (lost
  * updates), and host-only fields set without a host credential.
  */
-
-import type { ContainerID, IdSpan, LoroDoc } from "loro-crdt";
-import { LoroMap } from "loro-crdt";
-import type { ContainerIndex } from "../document/container-index.ts";
-import { ENTITIES, RELATIONS } from "../document/layout.ts";
+import type { IdSpan, LoroDoc } from "loro-crdt";
 import { type Projection, readRow } from "../document/projection.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { ownValue } from "../schema/own-keys.ts";
 import type { DocumentIssue } from "../schema/types.ts";
-import { rowOfContainer } from "./changed-rows.ts";
 
 /** One write of a push that does not apply as its author saw it. */
 export interface ConflictReason {
@@ -89,110 +84,6 @@ export function unreadableKeys(fork: LoroDoc, spans: readonly IdSpan[]): string[
         if (key === "__proto__") found.add(`the update writes a key "__proto__" into ${op.container}`);
       }
   return [...found];
-}
-
-const containerValuePrefix = "🦜:";
-
-/** The last write of an update to one container key, with the row the container was in before it. */
-export interface UpdateWrite {
-  readonly container: string;
-  readonly content: { type?: string; key?: unknown; value?: unknown };
-  readonly row: { readonly root: string; readonly rowId: string };
-}
-
-/**
- * The writes of the update in `spans` (already imported into `fork`) into containers the document
- * held before it (`open`, before any row of the update is indexed): what the update leaves on each
- * container key, and the row that container belongs to.
- */
-export function updateWrites(
-  fork: LoroDoc,
-  spans: readonly IdSpan[],
-  open: { readonly doc: LoroDoc; readonly index: ContainerIndex },
-): UpdateWrite[] {
-  // The last op of the update on each container key: what the update leaves there.
-  const last = new Map<
-    string,
-    { container: string; content: { type?: string; key?: unknown; value?: unknown } }
-  >();
-  for (const span of spans) {
-    for (const change of fork.exportJsonInIdSpan(span)) {
-      for (const op of change.ops) {
-        if (op.container.startsWith("cid:root-")) continue;
-        const content = op.content as { type?: string; key?: unknown; value?: unknown };
-        const field = typeof content.key === "string" ? content.key : "";
-        last.set(`${op.container}\u0000${field}`, { container: op.container, content });
-      }
-    }
-  }
-  const writes: UpdateWrite[] = [];
-  for (const op of last.values()) {
-    // Containers the server knew before this update: the update writes into a row that existed.
-    const row = open.index.get(op.container) ?? rowOfContainer(open.doc, op.container, open.index);
-    if (row === undefined || (row.root !== ENTITIES && row.root !== RELATIONS)) continue;
-    writes.push({ ...op, row });
-  }
-  return writes;
-}
-
-/**
- * The writes (`updateWrites`) that no longer apply: writes into a row another client deleted, and map
- * values a concurrent write won over. `projection` holds the rows as the server had them before the
- * update (not yet staged). One reason per written row and key.
- */
-export function lostWrites(
-  fork: LoroDoc,
-  writes: readonly UpdateWrite[],
-  projection: Projection,
-): ConflictReason[] {
-  const reasons = new Map<string, ConflictReason>();
-  for (const op of writes) {
-    const row = op.row;
-    const content = op.content;
-    const field = typeof content.key === "string" ? content.key : undefined;
-    const isEntity = row.root === ENTITIES;
-    const alive = isEntity
-      ? projection.rowJson(row.rowId) !== undefined
-      : projection.relationJson(row.rowId) !== undefined;
-    const rowKey = `${row.root}/${row.rowId}/${field ?? ""}`;
-    if (reasons.has(rowKey)) continue;
-    if (!alive) {
-      reasons.set(
-        rowKey,
-        isEntity
-          ? {
-              reason: "entity_deleted",
-              entityId: row.rowId,
-              ...(field === undefined ? {} : { field }),
-              message: `the write${field === undefined ? "" : ` to "${field}"`} of ${row.rowId} no longer applies: another client deleted ${row.rowId}`,
-            }
-          : {
-              reason: "relation_deleted",
-              relationId: row.rowId,
-              ...(field === undefined ? {} : { field }),
-              message: `the write${field === undefined ? "" : ` to "${field}"`} of relation ${row.rowId} no longer applies: another client deleted it (or one of its endpoints)`,
-            },
-      );
-      continue;
-    }
-    if (content.type !== "insert" || field === undefined) continue;
-    // A row the update itself deleted: nothing of it is meant to remain.
-    if (fork.getMap(row.root).get(row.rowId) === undefined) continue;
-    if (typeof content.value === "string" && content.value.startsWith(containerValuePrefix)) continue;
-    const container = fork.getContainerById(op.container as ContainerID);
-    if (!(container instanceof LoroMap)) continue;
-    const now = container.get(field);
-    const nowPlain = now instanceof LoroMap ? now.toJSON() : now;
-    if (JSON.stringify(nowPlain ?? null) !== JSON.stringify(content.value ?? null)) {
-      reasons.set(rowKey, {
-        reason: "field_changed",
-        ...(isEntity ? { entityId: row.rowId } : { relationId: row.rowId }),
-        field,
-        message: `the write of ${JSON.stringify(content.value)} to "${field}" of ${row.rowId} lost to another client's concurrent write (${JSON.stringify(nowPlain)})`,
-      });
-    }
-  }
-  return [...reasons.values()];
 }
 
 /** An issue the merge adds, as a conflict reason. */
