@@ -18,6 +18,56 @@ describe("docscript tool against a real document server", () => {
     await harness.close();
   });
 
+  test("a preview lists what a delete takes with it: the clips taken off a deleted track, a clip's marker", async () => {
+    await harness.createDocument("cascades", 3);
+    const tool = harness.tool();
+    const before = await harness.read("cascades");
+    const video = before.entities.find(
+      (entity) => entity.entityKind === "track" && entity.payload.role === "video",
+    )!;
+    const held = before.relations.filter(
+      (relation) => relation.relationKind === "contain" && relation.endpoint0EntityId === video.entityId,
+    );
+    assert.ok(held.length >= 3, JSON.stringify(held));
+    const [first] = held;
+    const marker = before.relations.find(
+      (relation) =>
+        relation.relationKind === "marker" && relation.endpoint0EntityId === first!.endpoint1EntityId,
+    )!;
+    const run = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "cascades",
+      script: `entities.delete(${JSON.stringify(first!.endpoint1EntityId)});\nentities.delete(${JSON.stringify(video.entityId)});`,
+    });
+    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run));
+    const { changes, counts } = run.preview;
+    const deleted = changes.filter((change) => change.change === "deleted").map((change) => change.entityId);
+    assert.deepEqual(
+      new Set(deleted),
+      new Set([first!.endpoint1EntityId, marker.endpoint1EntityId, video.entityId]),
+      "the clip, the marker in its row, and the track",
+    );
+    const taken = changes.filter((change) => change.change === "unlinked");
+    // Every clip the track held is listed as taken off it, by the track's delete.
+    for (const relation of held.slice(1))
+      assert.ok(
+        taken.some(
+          (change) =>
+            change.relationId === relation.relationId &&
+            change.by === video.entityId &&
+            change.endpoint1EntityId === relation.endpoint1EntityId,
+        ),
+        `${relation.endpoint1EntityId} taken off the track: ${JSON.stringify(taken)}`,
+      );
+    assert.ok(
+      taken.some(
+        (change) => change.relationId === first!.relationId && change.by === first!.endpoint1EntityId,
+      ),
+    );
+    assert.equal(counts.unlinked, taken.length + run.preview.omitted);
+    assert.equal(counts.deleted, 3);
+  });
+
   test("the reference example script runs as written and commits; the server has the change", async () => {
     await harness.createDocument("example");
     const tool = harness.tool();

@@ -32,7 +32,15 @@ export type PreviewChange =
       readonly endpoint0EntityId: string;
       readonly endpoint1EntityId: string;
     }
-  | { readonly change: "unlinked"; readonly relationId: string; readonly relationKind?: string };
+  | {
+      readonly change: "unlinked";
+      readonly relationId: string;
+      readonly relationKind?: string;
+      /** Set when a delete took the relation with it: its ends, and the entity whose delete did. */
+      readonly endpoint0EntityId?: string;
+      readonly endpoint1EntityId?: string;
+      readonly by?: string;
+    };
 
 export interface PlanPreview {
   /** Writes the script made, refused ones excluded. */

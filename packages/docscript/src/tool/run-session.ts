@@ -272,6 +272,8 @@ export function openRunSession(
   const linked = new Set<string>();
   const moved = new Set<string>();
   const unlinked = new Set<string>();
+  /** Relations a delete took with it, with the entity whose delete did. */
+  const cascaded = new Map<string, Relation & { by: string }>();
   const pendingUploads = new Map<string, { field: string; text: string }>();
   let writes = 0;
 
@@ -403,12 +405,27 @@ export function openRunSession(
       return declareFields(kind.fields);
     },
     delete(entityId: string) {
+      // What the delete takes with it, for the preview: every relation touching it (clips taken off a
+      // deleted track) and an entity embedded in its row (a clip's marker). Read before it lands.
+      const touching = typeof entityId === "string" ? session.relations.list({ entityId }) : [];
+      const embedded = touching
+        .filter((relation) => relation.relationId.startsWith(`${entityId}#`))
+        .map((relation) => relation.endpoint1EntityId)
+        .filter((id) => schema.embeddedKinds.has(session.entities.get(id)?.entityKind ?? ""));
       session.entities.delete(entityId);
       writes++;
-      pendingUploads.delete(entityId);
-      if (created.delete(entityId)) return;
-      updated.delete(entityId);
-      deleted.add(entityId);
+      for (const relation of touching) {
+        moved.delete(relation.relationId);
+        if (linked.delete(relation.relationId)) continue;
+        unlinked.add(relation.relationId);
+        cascaded.set(relation.relationId, { ...relation, by: entityId });
+      }
+      for (const id of [entityId, ...embedded]) {
+        pendingUploads.delete(id);
+        if (created.delete(id)) continue;
+        updated.delete(id);
+        deleted.add(id);
+      }
     },
   } satisfies SyncEntities;
 
@@ -635,6 +652,8 @@ export function openRunSession(
         });
     for (const id of unlinked)
       add(() => {
+        const taken = cascaded.get(id);
+        if (taken !== undefined) return { change: "unlinked", ...taken };
         const kind = base.storedRelation(id)?.relationKind;
         return { change: "unlinked", relationId: id, ...(kind === undefined ? {} : { relationKind: kind }) };
       });
