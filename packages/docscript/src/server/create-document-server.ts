@@ -19,6 +19,10 @@ export interface DocumentServerOptions {
   /** Bearer token for `POST /documents`. Without it, creating over HTTP is off. */
   readonly adminToken?: string;
   readonly compactEvery?: number;
+  /** Compact once the log after the snapshot holds this many bytes (default 1 MiB) ... */
+  readonly compactLogBytes?: number;
+  /** ... or its oldest update is this old, checked on each push (default 10 min). */
+  readonly compactAgeMs?: number;
   readonly maxOpenDocuments?: number;
   /** Largest push body accepted. Default 16 MiB. */
   readonly maxPushBytes?: number;
@@ -53,6 +57,8 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     store: options.store,
     schema: options.schema,
     ...(options.compactEvery === undefined ? {} : { compactEvery: options.compactEvery }),
+    ...(options.compactLogBytes === undefined ? {} : { compactLogBytes: options.compactLogBytes }),
+    ...(options.compactAgeMs === undefined ? {} : { compactAgeMs: options.compactAgeMs }),
     ...(options.maxOpenDocuments === undefined ? {} : { maxOpenDocuments: options.maxOpenDocuments }),
     logger,
   });

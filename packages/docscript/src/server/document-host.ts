@@ -47,6 +47,10 @@ export interface DocumentHostOptions {
   readonly schema: Schema;
   /** Compact the log into a snapshot after this many updates. Default 100. */
   readonly compactEvery?: number;
+  /** ...or once the updates after the snapshot hold this many bytes. Default 1 MiB. */
+  readonly compactLogBytes?: number;
+  /** ...or once the oldest update after the snapshot is this old (checked on each push). Default 10 min. */
+  readonly compactAgeMs?: number;
   /** Documents kept open in memory. Default 64. */
   readonly maxOpenDocuments?: number;
   readonly logger?: Logger;
@@ -67,6 +71,9 @@ interface OpenDocument {
   issues: DocumentIssue[] | undefined;
   seq: number;
   snapshotSeq: number;
+  /** Bytes of the updates after the snapshot, and when the first of them was seen (undefined: none). */
+  logBytes: number;
+  logSince: number | undefined;
   tokenHash: string;
   /**
    * Every plan id applied to the document (read off its changes' messages) and the version it took it
@@ -189,6 +196,8 @@ export class DocumentHost {
   readonly schema: Schema;
   private readonly store: DocumentStore;
   private readonly compactEvery: number;
+  private readonly compactLogBytes: number;
+  private readonly compactAgeMs: number;
   private readonly maxOpen: number;
   private readonly logger: Logger;
   private readonly open = new Map<string, OpenDocument>();
@@ -200,6 +209,8 @@ export class DocumentHost {
     this.store = options.store;
     this.schema = options.schema;
     this.compactEvery = options.compactEvery ?? 100;
+    this.compactLogBytes = options.compactLogBytes ?? 1024 * 1024;
+    this.compactAgeMs = options.compactAgeMs ?? 10 * 60_000;
     this.maxOpen = options.maxOpenDocuments ?? 64;
     this.logger = options.logger ?? silentLogger;
   }
@@ -427,7 +438,9 @@ export class DocumentHost {
       this.wake(documentId);
       const version = encodeVersion(open.doc.oplogVersion());
       for (const planId of outcome.planIds ?? []) plansOf(open).set(planId, version);
-      if (open.seq - open.snapshotSeq >= this.compactEvery) this.compactLater(documentId);
+      open.logBytes += stored.length;
+      open.logSince ??= Date.now();
+      if (this.logDue(open)) this.compactLater(documentId);
       return outcome.result;
     }
   }
@@ -778,13 +791,26 @@ export class DocumentHost {
     return this.stage(projection, base, changedRows(base, from, base.frontiers(), index), index).added;
   }
 
+  /** Whether the log after the snapshot is long, large or old enough to be compacted (ADR 0477). */
+  private logDue(open: OpenDocument): boolean {
+    if (open.seq === open.snapshotSeq) return false;
+    return (
+      open.seq - open.snapshotSeq >= this.compactEvery ||
+      open.logBytes >= this.compactLogBytes ||
+      (open.logSince !== undefined && Date.now() - open.logSince >= this.compactAgeMs)
+    );
+  }
+
   private compactLater(documentId: string): void {
     void this.serialized(documentId, async () => {
       const open = this.open.get(documentId);
       if (open === undefined) return;
       const snapshot = open.doc.export({ mode: "snapshot" });
-      await this.store.compact(documentId, snapshot, open.seq);
-      open.snapshotSeq = open.seq;
+      const through = open.seq;
+      await this.store.compact(documentId, snapshot, through);
+      open.snapshotSeq = through;
+      open.logBytes = 0;
+      open.logSince = undefined;
     }).catch((error: unknown) => {
       this.logger.error("docscript: compaction failed; the update log keeps growing until the next try", {
         documentId,
@@ -861,6 +887,8 @@ export class DocumentHost {
       issues: undefined,
       seq: withRows.at(-1)?.seq ?? stored.snapshotSeq,
       snapshotSeq: stored.snapshotSeq,
+      logBytes: stored.updates.reduce((sum, update) => sum + update.bytes.length, 0),
+      logSince: stored.updates.length === 0 ? undefined : Date.now(),
       tokenHash: stored.tokenHash,
       plans: undefined,
     };
@@ -871,13 +899,15 @@ export class DocumentHost {
     }
     if (incremental) {
       if (without.length > 0) await this.writeRowsOf(documentId, open, without);
-      return open;
+    } else {
+      if (without.length > 0) doc.importBatch(without.map((update) => update.bytes));
+      open.seq = without.at(-1)?.seq ?? open.seq;
+      const whole = projectDocument(doc, this.schema);
+      open.issues = checkDocument(whole);
+      await this.store.replaceRows(documentId, open.seq, allRowChanges(whole), open.issues);
     }
-    if (without.length > 0) doc.importBatch(without.map((update) => update.bytes));
-    open.seq = without.at(-1)?.seq ?? open.seq;
-    const whole = projectDocument(doc, this.schema);
-    open.issues = checkDocument(whole);
-    await this.store.replaceRows(documentId, open.seq, allRowChanges(whole), open.issues);
+    // A log long or large enough is compacted once this call is answered, so the next open is quick.
+    if (this.logDue(open)) this.compactLater(documentId);
     return open;
   }
 
