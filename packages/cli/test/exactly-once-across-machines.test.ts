@@ -100,7 +100,7 @@ after(async () => {
 });
 
 it(`${trials} driver kills (some with the serving node's): effects equal steps, 0 duplicates`, {
-  timeout: 40 * 60_000,
+  timeout: 60 * 60_000,
 }, async () => {
   let seed = 2029;
   const random = () => {
