@@ -31,10 +31,14 @@ export {
 } from "./schema/schema.ts";
 export {
   type AnyTool,
+  type ClientRequestOptions,
   defineTool,
+  type ElicitAnswer,
+  type ElicitRequest,
   type Identity,
   type Tool,
   type ToolAnnotations,
+  type ToolClient,
   type ToolContext,
   type ToolDefinition,
   type ToolProgress,

@@ -38,6 +38,7 @@ import {
   serverIdentity,
 } from "../mcp/create-mcp-server.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
+import { createSessionEventStore } from "./session-event-store.ts";
 
 export interface McpSessionOptions {
   /** Sessions held at once; a new one past this closes the least recently used. Default 64. */
@@ -80,9 +81,13 @@ const clientCapabilitiesKey = "io.modelcontextprotocol/clientCapabilities";
 const serverInfoKey = "io.modelcontextprotocol/serverInfo";
 /** The 2025 revisions a session-less `tools/call` is answered directly for (the header names one). */
 const legacyRevisions = new Set(["2025-03-26", "2025-06-18", "2025-11-25"]);
+/** The reconnect delay a session's streams suggest to a client that lost one. */
+const streamRetryMs = 1_000;
 
 interface Session {
   readonly server: Server;
+  /** The 2025 revision its initialize settled on (the client asked for it, and it is served). */
+  readonly revision: string | undefined;
   readonly transport: WebStandardStreamableHTTPServerTransport;
   lastUsed: number;
 }
@@ -125,8 +130,15 @@ export function createMcpEndpoint(
   async function openSession(request: Request, parsedBody: unknown): Promise<Response> {
     const server = createMcpServer(source, { resultPages: pages, owner: credentialOwner(request.headers) });
     let registered: Session | undefined;
+    const asked =
+      isRecord(parsedBody) && isRecord(parsedBody.params) ? parsedBody.params.protocolVersion : undefined;
+    const revision = typeof asked === "string" && legacyRevisions.has(asked) ? asked : undefined;
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
+      // Resumable streams (SEP-1699): each starts with a priming event and a retry hint, and a client
+      // that lost one reads the rest with Last-Event-ID.
+      eventStore: createSessionEventStore(),
+      retryInterval: streamRetryMs,
       onsessioninitialized: (id) => {
         // Room for this one: the least recently used session goes (Map order is insertion order,
         // and a used session is moved to the end).
@@ -134,7 +146,7 @@ export function createMcpEndpoint(
           const [oldestId, oldest] = sessions.entries().next().value as [string, Session];
           void closeSession(oldestId, oldest, "too many sessions");
         }
-        registered = { server, transport, lastUsed: Date.now() };
+        registered = { server, revision, transport, lastUsed: Date.now() };
         sessions.set(id, registered);
       },
       onsessionclosed: (id) => {
@@ -160,7 +172,8 @@ export function createMcpEndpoint(
     session.lastUsed = Date.now();
     sessions.delete(id);
     sessions.set(id, session);
-    return session.transport.handleRequest(request, parsedBody === undefined ? {} : { parsedBody });
+    const settled = atSessionRevision(request, session.revision, parsedBody !== undefined);
+    return session.transport.handleRequest(settled, parsedBody === undefined ? {} : { parsedBody });
   }
 
   return {
@@ -235,6 +248,25 @@ export function createMcpEndpoint(
       headers: { "content-type": "application/json" },
     });
   }
+}
+
+/**
+ * The request as the session's streams should treat it: a 2025 header naming an older revision than
+ * the one its initialize settled on is read as that one (the SDK primes a resumable stream only for a
+ * revision that allows an empty event, and the session's revision is what both sides agreed).
+ */
+function atSessionRevision(request: Request, revision: string | undefined, bodyRead: boolean): Request {
+  const header = request.headers.get("mcp-protocol-version");
+  if (revision === undefined || header === null || !legacyRevisions.has(header) || header >= revision)
+    return request;
+  const headers = new Headers(request.headers);
+  headers.set("mcp-protocol-version", revision);
+  return new Request(request.url, {
+    method: request.method,
+    headers,
+    signal: request.signal,
+    ...(bodyRead || request.body === null ? {} : { body: request.body, duplex: "half" }),
+  } as RequestInit);
 }
 
 type Body =

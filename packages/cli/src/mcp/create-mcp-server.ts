@@ -1,9 +1,17 @@
 /** Builds the MCP server (one per request, per console session or per stdio connection) that exposes a tool source as `module.tool`. */
 
 import { randomUUID } from "node:crypto";
-import { type CallToolResult, type Tool as McpTool, Server } from "@modelcontextprotocol/server";
+import {
+  type CallToolResult,
+  type Tool as McpTool,
+  Server,
+  type ServerContext,
+} from "@modelcontextprotocol/server";
+import type { ClientRequestOptions, ToolClient } from "@tackle/core";
 import { createResultPages, mcpCallOptions, type ResultPages, toCallToolResult } from "@tackle/core/mcp";
 import type { ModuleInfo, SourceCallOptions, ToolSource } from "../tool-source/tool-source.ts";
+import { isSeatTool } from "./module-contributions.ts";
+import { contributionCapabilities, registerContributions } from "./register-contributions.ts";
 import { atClientLevel, keepLogLevel, toolLogLevel } from "./requested-log-level.ts";
 
 /** The console's own tool: every module with its status and errors, so none is silently missing. */
@@ -86,7 +94,7 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
   const pages = options.resultPages ?? createResultPages();
   const owner = options.owner ?? randomUUID();
   const server = new Server(serverIdentity(options), {
-    capabilities: { tools: {}, logging: {} },
+    capabilities: { tools: {}, logging: {}, ...contributionCapabilities },
     instructions: `Tackle ${source.description}: tools are named module.tool. ${modulesToolName} reports modules that failed to load or did not answer. An answer past ${pages.budget} tokens is cut and ends with a cursor; ${pages.tool.name} reads the next part.`,
   });
   server.setRequestHandler("tools/list", async () => {
@@ -94,6 +102,8 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
     const tools: McpTool[] = [modulesTool, pages.tool];
     for (const info of modules) {
       for (const tool of info.tools) {
+        // The `mcp` seat's verbs serve resources, prompts and completion, not the model.
+        if (isSeatTool(tool.name)) continue;
         tools.push({
           name: `${info.module}.${tool.name}`,
           description: tool.description,
@@ -110,6 +120,7 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
       },
     };
   });
+  registerContributions(server, source);
   const requestedLevel = keepLogLevel(server);
   server.setRequestHandler("tools/call", async (request, context) => {
     const { name, arguments: args } = request.params;
@@ -125,12 +136,43 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
         ...callOptions,
         logger: atClientLevel(callOptions.logger, level),
         ...(logLevel === undefined ? {} : { logLevel }),
+        ...clientOf(server, context),
       },
       { pages, owner, unbudgeted: asksUnbudgeted(request.params._meta) },
     );
     return server.projectCallToolResult(result, undefined);
   });
   return server;
+}
+
+/**
+ * What the tool may ask the client, from the capabilities it declared at initialize (a 2025 session or
+ * stdio connection; a 2026-07-28 request is answered without: its client is asked by other means).
+ */
+function clientOf(server: Server, context: ServerContext): { client?: ToolClient } {
+  const capabilities = server.getClientCapabilities();
+  if (capabilities === undefined || context.mcpReq.envelope !== undefined) return {};
+  const client: { -readonly [K in keyof ToolClient]: ToolClient[K] } = {};
+  const options = (asked: ClientRequestOptions | undefined) => ({
+    ...(asked?.signal === undefined ? {} : { signal: asked.signal }),
+    ...(asked?.timeoutMs === undefined ? {} : { timeout: asked.timeoutMs }),
+  });
+  if (capabilities.elicitation !== undefined) {
+    client.elicit = async (request, asked) => {
+      const answer = await context.mcpReq.elicitInput(
+        { message: request.message, requestedSchema: request.requestedSchema as never },
+        options(asked),
+      );
+      return answer.content === undefined
+        ? { action: answer.action }
+        : { action: answer.action, content: answer.content as Record<string, unknown> };
+    };
+  }
+  if (capabilities.sampling !== undefined) {
+    client.sample = async (request, asked) =>
+      (await context.mcpReq.requestSampling(request as never, options(asked))) as Record<string, unknown>;
+  }
+  return Object.keys(client).length === 0 ? {} : { client };
 }
 
 function moduleStatus(info: ModuleInfo) {

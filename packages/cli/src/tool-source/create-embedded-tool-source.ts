@@ -56,6 +56,7 @@ export function createEmbeddedToolSource(modules: readonly EmbeddedModule[]): To
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
         ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
         ...(options.logger === undefined ? {} : { logger: options.logger }),
+        ...(options.client === undefined ? {} : { client: options.client }),
       });
     },
     async close() {

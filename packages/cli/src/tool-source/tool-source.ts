@@ -1,5 +1,5 @@
 /** `ToolSource`: what the console, `tackle mcp`, `tools` and `call` read from — a catalogue and a call. */
-import type { Logger, ToolCallResult, ToolProgress } from "@tackle/core";
+import type { Logger, ToolCallResult, ToolClient, ToolProgress } from "@tackle/core";
 
 /** One tool as a module describes it (bare name; the source qualifies it as `module.tool`). */
 export interface ToolInfo {
@@ -35,6 +35,11 @@ export interface SourceCallOptions {
    * source that pays to carry log lines (the mesh) carries them only when this is set.
    */
   readonly logLevel?: "debug" | "info" | "warn" | "error";
+  /**
+   * What the calling MCP client can be asked (elicitation, sampling), where the source can carry it
+   * (tools in this process).
+   */
+  readonly client?: ToolClient;
 }
 
 export interface ToolSource {

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
 import { readConsoleToken } from "../../src/console/console-token.ts";
 import { cleanEnv, type ServeProcess, startFrontConsole, startServe, tempHome } from "../tackle-process.ts";
-import { resultTable, runScenario, type ScenarioResult, stdioScenarios } from "./run-suite.ts";
+import { meshScenarios, resultTable, runScenario, type ScenarioResult } from "./run-suite.ts";
 import { startStdioBridge } from "./stdio-bridge.ts";
 import { type SuiteProxy, startSuiteProxy } from "./suite-proxy.ts";
 
@@ -23,7 +23,7 @@ const consoleResults: ScenarioResult[] = [];
 const stdioResults: ScenarioResult[] = [];
 
 /** The scenarios about tools and their messages; the transport ones are the console's own, run elsewhere. */
-const scenarios = stdioScenarios;
+const scenarios = meshScenarios;
 
 before(async () => {
   nats = await startNatsServer();

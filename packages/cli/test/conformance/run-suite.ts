@@ -18,13 +18,15 @@ export interface ScenarioResult {
   readonly failure: number;
   readonly warning: number;
   readonly failures: readonly string[];
+  readonly warnings: readonly string[];
 }
 
-/** Every tools-server scenario of the suite; the rest are listed, with why, in the cli README. */
-export const toolServerScenarios = [
+/** Every server scenario of the suite (its `list` command's 32). */
+export const serverScenarios = [
   "server-initialize",
   "ping",
   "logging-set-level",
+  "completion-complete",
   "tools-list",
   "tools-call-simple-text",
   "tools-call-image",
@@ -34,7 +36,22 @@ export const toolServerScenarios = [
   "tools-call-error",
   "tools-call-with-progress",
   "tools-call-with-logging",
+  "tools-call-sampling",
+  "tools-call-elicitation",
   "json-schema-2020-12",
+  "elicitation-sep1034-defaults",
+  "elicitation-sep1330-enums",
+  "resources-list",
+  "resources-read-text",
+  "resources-read-binary",
+  "resources-templates-read",
+  "resources-subscribe",
+  "resources-unsubscribe",
+  "prompts-list",
+  "prompts-get-simple",
+  "prompts-get-with-args",
+  "prompts-get-embedded-resource",
+  "prompts-get-with-image",
   "dns-rebinding-protection",
   "server-sse-polling",
   "server-sse-multiple-streams",
@@ -44,8 +61,16 @@ export const toolServerScenarios = [
  * The scenarios run against `tackle mcp` through the stdio bridge: all but the transport ones
  * (DNS rebinding, SSE), which would test the bridge's HTTP, not `tackle mcp`.
  */
-export const stdioScenarios = toolServerScenarios.filter(
+export const stdioScenarios = serverScenarios.filter(
   (scenario) => scenario !== "dns-rebinding-protection" && !scenario.startsWith("server-sse-"),
+);
+
+/**
+ * The scenarios run with the fixture on another node: those of tools that need nothing of the client
+ * while they run (elicitation and sampling reach tools in the serving process only, ADR 0264).
+ */
+export const meshScenarios = stdioScenarios.filter(
+  (scenario) => !scenario.includes("elicitation") && scenario !== "tools-call-sampling",
 );
 
 /** Runs one scenario against `url`, in a temporary folder (the suite writes its results to disk). */
@@ -71,6 +96,9 @@ export async function runScenario(url: string, scenario: string): Promise<Scenar
       warning: count("WARNING"),
       failures: checks
         .filter((check) => check.status === "FAILURE")
+        .map((check) => `${check.id}: ${check.errorMessage ?? ""}`),
+      warnings: checks
+        .filter((check) => check.status === "WARNING")
         .map((check) => `${check.id}: ${check.errorMessage ?? ""}`),
     };
   } finally {

@@ -1,9 +1,10 @@
 /**
  * A loopback HTTP front for the public MCP conformance suite, which can send neither a bearer token
- * nor our `module.tool` names: it adds the console's token to every request, and maps the suite's
- * fixed tool names (`test_simple_text`, `json_schema_2020_12_tool`) to the fixture module's
- * (`test.simple_text`, `test.json_schema_2020_12_tool`) in requests and back in replies. Everything
- * else, the Host and Origin headers included, passes through untouched.
+ * nor our `module.name` names: it adds the console's token to every request, and maps the suite's
+ * fixed tool and prompt names (`test_simple_text`, `json_schema_2020_12_tool`, `test_simple_prompt`)
+ * to the fixture module's (`test.simple_text`, `test.json_schema_2020_12_tool`, `test.simple_prompt`)
+ * in requests (tools/call, prompts/get, a prompt's completion) and back in replies. Everything else,
+ * the Host and Origin headers included, passes through untouched.
  */
 import { once } from "node:events";
 import { createServer, request as httpRequest, type IncomingMessage } from "node:http";
@@ -30,10 +31,16 @@ export function toConsole(body: string): string {
   try {
     const parsed = JSON.parse(body) as unknown;
     const messages = Array.isArray(parsed) ? parsed : [parsed];
-    for (const message of messages as { method?: string; params?: { name?: string } }[]) {
-      if (message?.method === "tools/call" && typeof message.params?.name === "string") {
+    for (const message of messages as {
+      method?: string;
+      params?: { name?: string; ref?: { type?: string; name?: string } };
+    }[]) {
+      const named = message?.method === "tools/call" || message?.method === "prompts/get";
+      if (named && typeof message.params?.name === "string") {
         message.params.name = consoleName(message.params.name);
       }
+      const ref = message?.method === "completion/complete" ? message.params?.ref : undefined;
+      if (ref?.type === "ref/prompt" && typeof ref.name === "string") ref.name = consoleName(ref.name);
     }
     return JSON.stringify(parsed);
   } catch {

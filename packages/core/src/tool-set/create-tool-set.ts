@@ -10,7 +10,7 @@ import type { ToolError } from "../errors/tool-error.ts";
 import { ToolTimeoutError } from "../errors/tool-timeout-error.ts";
 import { UnknownToolError } from "../errors/unknown-tool-error.ts";
 import { validateNow } from "../schema/schema.ts";
-import type { AnyTool, Identity, Tool, ToolContext, ToolProgress } from "../tool/define-tool.ts";
+import type { AnyTool, Identity, Tool, ToolClient, ToolContext, ToolProgress } from "../tool/define-tool.ts";
 import { type Logger, silentLogger } from "../tool/logger.ts";
 import { recordFailure, traceToolCall, tracingIsOff } from "../tracing/trace-tool-call.ts";
 import { llmNamePattern, toLlmName } from "./llm-name.ts";
@@ -34,6 +34,8 @@ export interface CallOptions {
    * `add`): the call's errors name the tool so, in their message and `data.tool`.
    */
   readonly calledAs?: string;
+  /** What the calling client can be asked (elicitation, sampling), handed to the tool as `context.client`. */
+  readonly client?: ToolClient;
 }
 
 /** A call's outcome: errors are data, so a model (or a wire) gets them as values. */
@@ -222,6 +224,7 @@ async function runTool(
     },
     progressWanted: options.onProgress !== undefined,
     ...(options.identity === undefined ? {} : { identity: options.identity }),
+    ...(options.client === undefined ? {} : { client: options.client }),
   };
 
   // A tool that answers synchronously (a computation) cannot be stopped while it runs anyway: its

@@ -28,6 +28,43 @@ export interface ToolContext {
    * that relays a remote tool asks that one for progress only when this is true.
    */
   readonly progressWanted: boolean;
+  /**
+   * What the calling client can be asked while the call runs, when the host reaches one that can
+   * (an MCP client that declared elicitation or sampling); absent otherwise, so a tool keeps a path
+   * that needs neither.
+   */
+  readonly client?: ToolClient;
+}
+
+/**
+ * Requests a tool may make of the client that called it (MCP's elicitation and sampling), in MCP's
+ * own shapes. Each is present only when the client declared the capability.
+ */
+export interface ToolClient {
+  /** Asks the person at the client for input: `elicitation/create`, a form of `requestedSchema`. */
+  readonly elicit?: (request: ElicitRequest, options?: ClientRequestOptions) => Promise<ElicitAnswer>;
+  /** Asks the client's model for a message: `sampling/createMessage`. */
+  readonly sample?: (
+    request: Record<string, unknown>,
+    options?: ClientRequestOptions,
+  ) => Promise<Record<string, unknown>>;
+}
+
+export interface ElicitRequest {
+  readonly message: string;
+  /** A flat JSON Schema object of primitive properties (MCP's form elicitation). */
+  readonly requestedSchema: Record<string, unknown>;
+}
+
+export interface ElicitAnswer {
+  readonly action: "accept" | "decline" | "cancel";
+  readonly content?: Record<string, unknown>;
+}
+
+export interface ClientRequestOptions {
+  readonly signal?: AbortSignal;
+  /** How long to wait for the client's answer before the request fails. */
+  readonly timeoutMs?: number;
 }
 
 /** One progress report of a running call. */

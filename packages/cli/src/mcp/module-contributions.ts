@@ -1,0 +1,256 @@
+/**
+ * What modules contribute to MCP beyond tools — resources, resource templates, prompts and completion —
+ * read through the `mcp` seat (ADR 0264): a module that offers them serves tools named `mcp.<verb>`,
+ * which the console and `tackle mcp` call like any other tool, whatever the source (in this process,
+ * on a mesh node, through a console). They are the server's, not the model's: `tools/list` leaves
+ * them out.
+ */
+import {
+  type CompleteResult,
+  type GetPromptResult,
+  type Prompt,
+  ProtocolError,
+  ProtocolErrorCode,
+  type ReadResourceResult,
+  type Resource,
+  ResourceNotFoundError,
+  type ResourceTemplateType as ResourceTemplate,
+  UriTemplate,
+} from "@modelcontextprotocol/server";
+import type { ModuleInfo, SourceCallOptions, ToolSource } from "../tool-source/tool-source.ts";
+
+/** The seat's verbs, as tool names of the module. */
+export const mcpSeat = {
+  /** `{}` → `{ resources?: Resource[], resourceTemplates?: ResourceTemplate[] }` */
+  resources: "mcp.resources",
+  /** `{ uri }` → `{ contents }`; a `not_found` error for a URI it does not hold. */
+  read: "mcp.read",
+  /** `{}` → `{ prompts: Prompt[] }` (bare names; the server qualifies them `module.name`). */
+  prompts: "mcp.prompts",
+  /** `{ name, arguments }` → `GetPromptResult`. */
+  prompt: "mcp.prompt",
+  /** `{ ref, argument, context? }` (the prompt's bare name) → `{ values, total?, hasMore? }`. */
+  complete: "mcp.complete",
+} as const;
+
+/** Whether a module's tool is one of the `mcp` seat's verbs (left out of `tools/list`). */
+export function isSeatTool(name: string): boolean {
+  return name.startsWith("mcp.");
+}
+
+/** Resources and prompts per page of `resources/list`, `resources/templates/list` and `prompts/list`. */
+const pageSize = 100;
+/** MCP's bound on completion values in one answer. */
+const maxCompletions = 100;
+
+interface Listing {
+  readonly resources: (Resource & { module: string })[];
+  readonly templates: (ResourceTemplate & { module: string })[];
+}
+
+export interface ModuleContributions {
+  listResources(cursor: string | undefined): Promise<{ resources: Resource[]; nextCursor?: string }>;
+  listTemplates(
+    cursor: string | undefined,
+  ): Promise<{ resourceTemplates: ResourceTemplate[]; nextCursor?: string }>;
+  read(uri: string, options: SourceCallOptions): Promise<ReadResourceResult>;
+  listPrompts(cursor: string | undefined): Promise<{ prompts: Prompt[]; nextCursor?: string }>;
+  getPrompt(
+    name: string,
+    args: Record<string, string> | undefined,
+    options: SourceCallOptions,
+  ): Promise<GetPromptResult>;
+  complete(
+    ref: { type: string; name?: string; uri?: string },
+    argument: { name: string; value: string },
+    context: { arguments?: Record<string, string> | undefined } | undefined,
+  ): Promise<CompleteResult>;
+  /** The module that holds `uri` (a listed resource, or a template's match), for subscriptions. */
+  ownerOf(uri: string): Promise<string | undefined>;
+}
+
+export function moduleContributions(source: ToolSource): ModuleContributions {
+  const offering = async (verb: string): Promise<ModuleInfo[]> =>
+    (await source.catalogue()).filter(
+      (info) => info.status === "ok" && info.tools.some((tool) => tool.name === verb),
+    );
+
+  /** A seat verb's answer, or the module's error as a protocol error. */
+  async function ask(module: string, verb: string, args: unknown, options: SourceCallOptions = {}) {
+    const result = await source.call(`${module}.${verb}`, args, options);
+    if (result.ok) return result.output as Record<string, unknown>;
+    throw result.error;
+  }
+
+  async function listing(): Promise<Listing> {
+    const modules = await offering(mcpSeat.resources);
+    const answers = await Promise.all(
+      modules.map(async (info) => {
+        try {
+          return { module: info.module, answer: await ask(info.module, mcpSeat.resources, {}) };
+        } catch {
+          return { module: info.module, answer: {} }; // a module that cannot list is left out
+        }
+      }),
+    );
+    return {
+      resources: answers.flatMap(({ module, answer }) =>
+        arrayOf<Resource>(answer.resources).map((resource) => ({ ...resource, module })),
+      ),
+      templates: answers.flatMap(({ module, answer }) =>
+        arrayOf<ResourceTemplate>(answer.resourceTemplates).map((template) => ({ ...template, module })),
+      ),
+    };
+  }
+
+  async function ownerOf(uri: string): Promise<string | undefined> {
+    const { resources, templates } = await listing();
+    const listed = resources.find((resource) => resource.uri === uri);
+    if (listed !== undefined) return listed.module;
+    return templates.find((template) => new UriTemplate(template.uriTemplate).match(uri) !== null)?.module;
+  }
+
+  async function promptModule(qualified: string): Promise<{ module: string; name: string }> {
+    const dot = qualified.indexOf(".");
+    const module = dot > 0 ? qualified.slice(0, dot) : "";
+    const modules = await offering(mcpSeat.prompt);
+    if (dot <= 0 || !modules.some((info) => info.module === module)) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `Unknown prompt "${qualified}": prompts are named module.prompt (prompts/list lists them)`,
+      );
+    }
+    return { module, name: qualified.slice(dot + 1) };
+  }
+
+  return {
+    async listResources(cursor) {
+      const { resources } = await listing();
+      const page = pageOf(resources, cursor);
+      return { resources: page.items.map(({ module: _module, ...resource }) => resource), ...page.next };
+    },
+    async listTemplates(cursor) {
+      const { templates } = await listing();
+      const page = pageOf(templates, cursor);
+      return {
+        resourceTemplates: page.items.map(({ module: _module, ...template }) => template),
+        ...page.next,
+      };
+    },
+    async read(uri, options) {
+      const module = await ownerOf(uri);
+      if (module === undefined) throw new ResourceNotFoundError(uri);
+      try {
+        const answer = await ask(module, mcpSeat.read, { uri }, options);
+        return { contents: arrayOf(answer.contents) } as ReadResourceResult;
+      } catch (error) {
+        if ((error as { code?: unknown }).code === "not_found") throw new ResourceNotFoundError(uri);
+        throw asProtocolError(error);
+      }
+    },
+    async listPrompts(cursor) {
+      const modules = await offering(mcpSeat.prompts);
+      const prompts = (
+        await Promise.all(
+          modules.map(async (info) => {
+            try {
+              const answer = await ask(info.module, mcpSeat.prompts, {});
+              return arrayOf<Prompt>(answer.prompts).map((prompt) => ({
+                ...prompt,
+                name: `${info.module}.${prompt.name}`,
+              }));
+            } catch {
+              return [];
+            }
+          }),
+        )
+      ).flat();
+      const page = pageOf(prompts, cursor);
+      return { prompts: page.items, ...page.next };
+    },
+    async getPrompt(qualified, args, options) {
+      const { module, name } = await promptModule(qualified);
+      try {
+        return (await ask(
+          module,
+          mcpSeat.prompt,
+          { name, arguments: args ?? {} },
+          options,
+        )) as GetPromptResult;
+      } catch (error) {
+        throw asProtocolError(error);
+      }
+    },
+    async complete(ref, argument, context) {
+      let module: string | undefined;
+      let forwarded = ref;
+      if (ref.type === "ref/prompt" && typeof ref.name === "string") {
+        const found = await promptModule(ref.name);
+        module = found.module;
+        forwarded = { ...ref, name: found.name };
+      } else if (ref.type === "ref/resource" && typeof ref.uri === "string") {
+        const { templates } = await listing();
+        module = templates.find((template) => template.uriTemplate === ref.uri)?.module;
+      }
+      const none = { completion: { values: [], total: 0, hasMore: false } };
+      if (module === undefined || !(await offering(mcpSeat.complete)).some((info) => info.module === module))
+        return none;
+      try {
+        const answer = await ask(module, mcpSeat.complete, {
+          ref: forwarded,
+          argument,
+          ...(context === undefined ? {} : { context }),
+        });
+        const values = arrayOf<string>(answer.values).filter((value) => typeof value === "string");
+        const total = typeof answer.total === "number" ? answer.total : values.length;
+        return {
+          completion: {
+            values: values.slice(0, maxCompletions),
+            total,
+            hasMore: values.length > maxCompletions || answer.hasMore === true,
+          },
+        };
+      } catch (error) {
+        throw asProtocolError(error);
+      }
+    },
+    ownerOf,
+  };
+}
+
+function arrayOf<T>(value: unknown): T[] {
+  return Array.isArray(value) ? (value as T[]) : [];
+}
+
+/** One page of a merged list; the cursor is the next item's offset (opaque to clients). */
+function pageOf<T>(
+  items: readonly T[],
+  cursor: string | undefined,
+): { items: T[]; next: { nextCursor?: string } } {
+  let start = 0;
+  if (cursor !== undefined) {
+    start = Number.parseInt(Buffer.from(cursor, "base64url").toString("utf8"), 10);
+    if (!Number.isSafeInteger(start) || start < 0 || start > items.length) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Invalid cursor "${cursor.slice(0, 40)}"`);
+    }
+  }
+  const end = start + pageSize;
+  return {
+    items: items.slice(start, end),
+    next: end < items.length ? { nextCursor: Buffer.from(String(end)).toString("base64url") } : {},
+  };
+}
+
+/** A module's coded error as the protocol error a client reads: bad input → invalid params. */
+function asProtocolError(error: unknown): Error {
+  if (error instanceof ProtocolError) return error;
+  const code = (error as { code?: unknown }).code;
+  const message = (error as { message?: unknown }).message;
+  return new ProtocolError(
+    code === "invalid_input" || code === "not_found"
+      ? ProtocolErrorCode.InvalidParams
+      : ProtocolErrorCode.InternalError,
+    typeof message === "string" ? message : String(error),
+    { code },
+  );
+}
