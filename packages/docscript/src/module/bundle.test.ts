@@ -24,7 +24,14 @@ test("the docscript module serves a sample timeline the console can snapshot, sc
   });
   try {
     const tools = createToolSet(bundle.tools);
-    assert.deepEqual(tools.tools.map((tool) => tool.name).sort(), ["changes", "context", "edit"]);
+    assert.deepEqual(tools.tools.map((tool) => tool.name).sort(), [
+      "changes",
+      "context",
+      "edit",
+      "mcp.complete",
+      "mcp.prompt",
+      "mcp.prompts",
+    ]);
     const context = await tools.call("context", {});
     assert.ok(context.ok);
     assert.match((context.output as { prompt: string }).prompt, /declare const entities/);

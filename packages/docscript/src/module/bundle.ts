@@ -148,8 +148,59 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
       };
     },
   });
+  // The `mcp` seat (served by the console and tackle mcp as MCP prompts and completion, not as tools):
+  // the editing prompt, with the document's schema and script contract, for a document id it completes.
+  const editPrompt = {
+    name: "edit",
+    title: "Edit a document",
+    description:
+      "Edit a structured document with a script: the workflow, the rules, the document's schema as the script contract, and worked scripts, for the edit tool.",
+    arguments: [{ name: "doc_id", description: "The document to edit", required: true }],
+  };
+  const seat = [
+    defineTool({
+      name: "mcp.prompts",
+      description: "This module's MCP prompts.",
+      input: z.object({}),
+      annotations: { readOnlyHint: true },
+      execute: () => ({ prompts: [editPrompt] }),
+    }),
+    defineTool({
+      name: "mcp.prompt",
+      description: "One of this module's MCP prompts, with its arguments.",
+      input: z.object({ name: z.string(), arguments: z.record(z.string(), z.string()).default({}) }),
+      annotations: { readOnlyHint: true },
+      execute: async ({ name, arguments: args }) => {
+        if (name !== editPrompt.name)
+          throw new ToolError(
+            "invalid_input",
+            `No prompt "${name}" here: the docscript module offers "edit"`,
+          );
+        const docId = args.doc_id ?? sampleDocumentId;
+        ownDocument(docId);
+        const { prompt } = await docscript.getModelContext({ doc_id: docId, context_id: "mcp-prompt" });
+        return {
+          description: `Edit the document "${docId}" with the edit tool`,
+          messages: [{ role: "user", content: { type: "text", text: prompt } }],
+        };
+      },
+    }),
+    defineTool({
+      name: "mcp.complete",
+      description: "Completes this module's prompt arguments (document ids).",
+      input: z.object({
+        ref: z.object({ type: z.string() }).loose(),
+        argument: z.object({ name: z.string(), value: z.string() }),
+      }),
+      annotations: { readOnlyHint: true },
+      execute: ({ argument }) => ({
+        values:
+          argument.name === "doc_id" && sampleDocumentId.startsWith(argument.value) ? [sampleDocumentId] : [],
+      }),
+    }),
+  ];
   return {
-    tools: [edit, contextTool, changes],
+    tools: [edit, contextTool, changes, ...seat],
     async close() {
       await docscript.close();
       await server.close();

@@ -11,7 +11,8 @@
 import { randomBytes } from "node:crypto";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import type { AnyTool, Logger } from "@tackle/core";
+import { type AnyTool, defineTool, type Logger, ToolError } from "@tackle/core";
+import { z } from "zod";
 import { MemoryClient } from "../client/memory-client.ts";
 import { serveMemory } from "../server/serve-memory.ts";
 import { withoutPassword } from "../server/without-password.ts";
@@ -57,7 +58,7 @@ export default async function memoryBundle(context: MemoryBundleContext): Promis
       allowPrivateNetwork: true,
     });
     logger.info("memory module uses an existing service", { url: client.baseUrl, module: context.module });
-    return { tools: createMemoryTools(client), close: async () => {} };
+    return { tools: withGuide(createMemoryTools(client), context.module), close: async () => {} };
   }
   const store = defaultMemoryStore(env);
   // A key made for this process alone: the embedded service answers no one else.
@@ -75,5 +76,47 @@ export default async function memoryBundle(context: MemoryBundleContext): Promis
     module: context.module,
   });
   const client = new MemoryClient({ baseUrl: server.url, apiKey, allowPrivateNetwork: true });
-  return { tools: createMemoryTools(client), close: () => server.close() };
+  return { tools: withGuide(createMemoryTools(client), context.module), close: () => server.close() };
+}
+
+/**
+ * The tools and the module's `mcp` seat (served by the console and tackle mcp as an MCP prompt, not as
+ * tools): `guide`, which tells a model what each memory tool is for, from the tools' own descriptions.
+ */
+function withGuide(tools: readonly AnyTool[], module: string): AnyTool[] {
+  const guide = {
+    name: "guide",
+    title: "Using memory",
+    description:
+      "What each memory tool is for and when to call it, for an agent that keeps long-term memory.",
+  };
+  const text = [
+    `You have long-term memory through the ${module}.* tools. Search before you answer from what you know of the user; add what is worth keeping once it is settled; give feedback on memories that helped or misled.`,
+    "",
+    ...tools.map((tool) => `- ${module}.${tool.name}: ${tool.description}`),
+  ].join("\n");
+  return [
+    ...tools,
+    defineTool({
+      name: "mcp.prompts",
+      description: "This module's MCP prompts.",
+      input: z.object({}),
+      annotations: { readOnlyHint: true },
+      execute: () => ({ prompts: [guide] }),
+    }),
+    defineTool({
+      name: "mcp.prompt",
+      description: "One of this module's MCP prompts.",
+      input: z.object({ name: z.string(), arguments: z.record(z.string(), z.string()).default({}) }),
+      annotations: { readOnlyHint: true },
+      execute: ({ name }) => {
+        if (name !== guide.name)
+          throw new ToolError("invalid_input", `No prompt "${name}" here: the memory module offers "guide"`);
+        return {
+          description: guide.description,
+          messages: [{ role: "user", content: { type: "text", text } }],
+        };
+      },
+    }),
+  ];
 }
