@@ -120,6 +120,12 @@ export {
   updateMemoryRequestSchema,
 } from "./schemas/memory.ts";
 export {
+  type PurgeRequest,
+  type PurgeResponse,
+  purgeRequestSchema,
+  purgeResponseSchema,
+} from "./schemas/purge.ts";
+export {
   type ContextBundleRequest,
   type ContextBundleResponse,
   contextBundleRequestSchema,
@@ -153,5 +159,6 @@ export type { MemoryMiddlewareCoreOptions } from "./middleware/create-memory-mid
 export type { MemoryContextMode, MemoryIdentity } from "./middleware/memory-identity.ts";
 export type { MemoryMiddlewareErrorCode } from "./middleware/memory-middleware-error.ts";
 export { MemoryMiddlewareError } from "./middleware/memory-middleware-error.ts";
+export { createMemoryAdminTools } from "./tools/create-memory-admin-tools.ts";
 export { createMemoryTools } from "./tools/create-memory-tools.ts";
 export type { MemoryToolClient } from "./tools/memory-tool-client.ts";

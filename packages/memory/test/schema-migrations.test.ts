@@ -85,7 +85,7 @@ describe("SQLite store: schema versions", () => {
     }
     assert.deepEqual(counts(path), before);
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 3);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 4);
     assert.ok(
       database
         .prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'memories_scope_seq'")
@@ -173,6 +173,7 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 2 },
         { store: "memory", version: 3 },
         { store: "memory", version: 4 },
+        { store: "memory", version: 5 },
       ]);
       const index = await client.query("SELECT 1 FROM pg_indexes WHERE indexname = 'memories_scope_seq'");
       assert.equal(index.rowCount, 1, "migration 3 adds the index the neighbouring-turn lookup reads");

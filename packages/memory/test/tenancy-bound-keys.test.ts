@@ -141,6 +141,7 @@ const walk: Record<string, { body?: object; query?: Record<string, string>; id?:
     getJob: { id: "job" },
     accessTrends: { admin: true },
     accessSummaries: { admin: true },
+    purge: { admin: true },
     listTraces: { query: { limit: "200" } },
     getTrace: { id: "trace" },
   };

@@ -143,6 +143,7 @@ const walk: Record<string, { read: unknown } | { write: string }> = {
   getJob: { write: "read through listJobs (job ids differ per service)" },
   accessTrends: { read: { ...scope, days: 7 } },
   accessSummaries: { read: { ...scope, limit: 100 } },
+  purge: { write: "deletes a scope (test/purge.test.ts)" },
   listTraces: { read: { limit: 200 } },
   getTrace: { write: "read through listTraces (trace ids differ per service)" },
 };

@@ -52,6 +52,7 @@ import type {
   SearchResponse,
   UpdateMemoryRequest,
 } from "../schemas/memory.ts";
+import type { PurgeRequest, PurgeResponse } from "../schemas/purge.ts";
 import type {
   ContextBundleRequest,
   ContextBundleResponse,
@@ -64,6 +65,7 @@ import type { MemoryScope } from "../scope/memory-scope.ts";
 import { type MemoryRoute, memoryRoutes } from "../server/routes.ts";
 import { parseRequest } from "../service/parse-request.ts";
 import { sendRequest } from "./http-transport.ts";
+import { notifyScopePurged } from "./purge-notices.ts";
 import { checkUrl } from "./ssrf-guard.ts";
 
 /** Where the local default service listens (`tackle-memory serve` without `--listen`). */
@@ -280,6 +282,15 @@ export class MemoryClient {
   }
   getJob(id: string, options?: ScopedCallOptions): Promise<JobResponse> {
     return this.#call("getJob", { id, query: { ...options?.scope } }, options);
+  }
+  /**
+   * Deletes a scope for good (an unbound key only). Safe to retry: a second purge deletes nothing
+   * more. The middlewares of this process drop their cached bundles of the scope at once.
+   */
+  async purge(request: PurgeRequest, options?: CallOptions): Promise<PurgeResponse> {
+    const answer = await this.#call<PurgeResponse>("purge", { body: request }, options);
+    notifyScopePurged(answer.scope);
+    return answer;
   }
 
   /** Polls a job until it succeeds or fails; a timeout (default 60 s) throws `timeout`, an abort `aborted`. */

@@ -8,6 +8,7 @@
 import { SpanStatusCode, trace } from "@opentelemetry/api";
 import type { Logger } from "@tackle/core";
 import { MemoryClient, type MemoryClientOptions } from "../client/memory-client.ts";
+import { onScopePurged } from "../client/purge-notices.ts";
 import { MEMORY_SCOPE_VALUES, type MemoryScopeField } from "../scope/memory-scope.ts";
 import { type BundleCache, type BundleCacheOptions, createBundleCache } from "./cache/bundle-cache.ts";
 import { cacheIdentityKey } from "./cache/cache-identity.ts";
@@ -110,6 +111,18 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     options.cache === false ? undefined : createBundleCache(options.cache ?? {});
   let apiKeyHash: Promise<string | undefined> | undefined;
   let warnedNoScope = false;
+  // A purge through any client of this process drops every bundle of this cache that may hold some
+  // of the purged scope (no field set on both sides differs); a dropped bundle is only fetched again.
+  if (cache !== undefined) {
+    onScopePurged(cache, (held, scope) =>
+      held.forget((owner) =>
+        MEMORY_SCOPE_VALUES.every((field) => {
+          const value = (owner as MemoryIdentity)[field];
+          return scope[field] === undefined || value === undefined || value === scope[field];
+        }),
+      ),
+    );
+  }
   const pending = new Set<Promise<void>>();
 
   /** Every failure, every time: the hook, a span event (on the caller's span if any), a log line. */
@@ -184,7 +197,7 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     if (!mayFetch) return undefined;
     // A cached fetch may serve other calls: it gets the deadline, not this call's abort signal.
     const loading = fetchBundle(identity, query, AbortSignal.timeout(contextTimeoutMs));
-    cache!.set(key, loading);
+    cache!.set(key, loading, identity);
     return loading;
   }
 

@@ -265,7 +265,15 @@ export function createMemoryApp(options: MemoryAppOptions) {
       const key = bound ? `${scopeKey(bound)}:${sent}` : sent;
       const { answer, replayed } = await options.service.writeOnce(
         tenantId,
-        { key, request: [route.operationId, input.params ?? null, input.query ?? null, input.body ?? null] },
+        {
+          key,
+          request: [route.operationId, input.params ?? null, input.query ?? null, input.body ?? null],
+          scope: pickScope({
+            ...(input.query as object | undefined),
+            ...(input.body as object | undefined),
+            ...bound,
+          }),
+        },
         handle,
       );
       return context.json(answer, route.status, replayed ? { "idempotent-replayed": "true" } : {});

@@ -74,6 +74,7 @@ export const routeExamples: Readonly<Record<string, RouteExample>> = {
   getJob: { id: memoryId, query: ada },
   accessTrends: { body: { ...ada, days: 7 } },
   accessSummaries: { body: { limit: 5 } },
+  purge: { body: { userId: "ada-deleted-account" } },
   listTraces: { query: { ...ada, operation: "search", limit: "10" } },
   getTrace: { id: memoryId, query: ada },
 };

@@ -47,6 +47,7 @@ import {
   searchResponseSchema,
   updateMemoryRequestSchema,
 } from "../schemas/memory.ts";
+import { purgeRequestSchema, purgeResponseSchema } from "../schemas/purge.ts";
 import {
   contextBundleRequestSchema,
   contextBundleResponseSchema,
@@ -385,6 +386,18 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     status: 200,
     response: accessSummariesResponseSchema,
     handle: (service, tenant, input) => service.accessSummaries(tenant, input.body),
+  },
+  {
+    operationId: "purge",
+    method: "post",
+    path: "/v1/admin/purge",
+    admin: true,
+    summary:
+      "Delete a scope for good: memories, versions, events, documents, core blocks, traces, jobs, access records, kept answers",
+    body: purgeRequestSchema,
+    status: 200,
+    response: purgeResponseSchema,
+    handle: (service, tenant, input) => service.purge(tenant, input.body),
   },
   {
     operationId: "listTraces",

@@ -11,6 +11,7 @@ import { runImport } from "./jobs/run-import.ts";
 import { createLifecycleOperations } from "./lifecycle-operations.ts";
 import type { MemoryService } from "./memory-service.ts";
 import { createNoveltyCheck } from "./novelty-check.ts";
+import { createPurgeOperations } from "./purge-operations.ts";
 import { createRetrievalOperations, createSearchRanked } from "./retrieval-operations.ts";
 import { createServiceContext, type MemoryServiceOptions } from "./service-context.ts";
 import { createSynthesisOperations } from "./synthesis-operations.ts";
@@ -52,6 +53,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     contextBundle: withExplicitScope("contextBundle", synthesis.contextBundle),
     unifiedState: withExplicitScope("unifiedState", synthesis.unifiedState),
     ...createAdminOperations(context, novelty, jobs),
+    ...createPurgeOperations(context),
     writeOnce: createRunOnce(store, { ...options.idempotency, clock, logger }),
     async close() {
       await jobs.close();

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import type { Logger } from "@tackle/core";
 import { MemoryError } from "../errors/memory-error.ts";
+import type { MemoryScope } from "../scope/memory-scope.ts";
 import type { MemoryStore } from "../store/memory-store.ts";
 
 export interface IdempotencyOptions {
@@ -25,6 +26,8 @@ export interface IdempotentWrite {
   readonly key: string;
   /** What the key stands for (operation, path parameters, query and body): another request under the key is refused. */
   readonly request: unknown;
+  /** The identity the write is made for; a purge of that scope deletes the kept answer. */
+  readonly scope?: MemoryScope;
 }
 
 export type RunOnce = <T>(
@@ -154,6 +157,7 @@ export function createRunOnce(
           answer: keptAnswer(JSON.stringify(answer)),
           createdAt: now.toISOString(),
           expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
+          scope: write.scope ?? {},
         });
         if (!recorded) throw new KeyTaken();
         return answer;

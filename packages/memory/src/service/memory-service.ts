@@ -43,6 +43,7 @@ import type {
   SearchResponse,
   UpdateMemoryRequest,
 } from "../schemas/memory.ts";
+import type { PurgeRequest, PurgeResponse } from "../schemas/purge.ts";
 import type {
   ContextBundleRequest,
   ContextBundleResponse,
@@ -113,6 +114,11 @@ export interface MemoryService {
   getTrace(tenantId: string, id: string, scope?: MemoryScope): Promise<TraceResponse>;
   listJobs(tenantId: string, request: ListJobsRequest): Promise<ListJobsResponse>;
   getJob(tenantId: string, id: string, scope?: MemoryScope): Promise<JobResponse>;
+  /**
+   * Deletes every record of a scope for good — memories, versions, events, documents, core blocks,
+   * traces, jobs, access records and kept idempotency answers — and answers how many (ADR 0365).
+   */
+  purge(tenantId: string, request: PurgeRequest): Promise<PurgeResponse>;
   /**
    * Runs a write once per tenant and idempotency key: a repeat of the same request answers the first
    * answer (`replayed: true`), another request under the key is refused (`idempotency_key_reused`),

@@ -242,6 +242,8 @@ export interface IdempotencyRecord {
   readonly answer?: string;
   readonly createdAt: string;
   readonly expiresAt: string;
+  /** The identity the write was made for (its request's scope fields): a purge of that scope deletes it. */
+  readonly scope?: MemoryScope;
 }
 
 /** Idempotency keys of writes, per tenant, each kept until it expires. */
@@ -257,6 +259,30 @@ export interface IdempotencyStore {
   recordIdempotencyKey(record: Required<IdempotencyRecord>): Promise<boolean>;
   /** Deletes the records of every tenant that expired at `now` or before; answers how many. */
   sweepIdempotencyKeys(now: string): Promise<number>;
+}
+
+/** How many records of each kind a purge deleted. */
+export interface PurgeCounts {
+  readonly memories: number;
+  readonly versions: number;
+  readonly events: number;
+  readonly documents: number;
+  readonly chunks: number;
+  readonly coreBlocks: number;
+  readonly traces: number;
+  readonly jobs: number;
+  readonly accessRecords: number;
+  readonly idempotencyKeys: number;
+}
+
+/** Hard deletion (ADR 0365): every record of a scope, gone from the tables and their full-text indexes. */
+export interface PurgeStore {
+  /**
+   * Deletes, in one transaction, every record of `tenantId` inside `scope` (each field given must
+   * match; at least one is given): memories and their versions, access records, events, documents
+   * and chunks, core blocks, traces, jobs and the idempotency answers of writes made for the scope.
+   */
+  purgeScope(tenantId: string, scope: MemoryScope): Promise<PurgeCounts>;
 }
 
 /**
@@ -288,6 +314,7 @@ export interface MemoryStore
     TraceStore,
     JobStore,
     IdempotencyStore,
+    PurgeStore,
     UnitOfWork {
   readonly kind: "sqlite" | "postgres";
   close(): Promise<void>;

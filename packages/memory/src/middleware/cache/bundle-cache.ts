@@ -18,7 +18,9 @@ export interface BundleCache<Value> {
   /** The live entry for `key`, refreshed as most recently used; undefined when absent or expired. */
   get(key: string): Promise<Value> | undefined;
   /** Stores a fetch; a fetch that fails is forgotten so the next call tries again. */
-  set(key: string, value: Promise<Value>): void;
+  set(key: string, value: Promise<Value>, owner?: unknown): void;
+  /** Forgets every entry whose owner (given to `set`) `matches`. */
+  forget(matches: (owner: unknown) => boolean): void;
   readonly size: number;
 }
 
@@ -27,7 +29,7 @@ export function createBundleCache<Value>(options: BundleCacheOptions = {}): Bund
   const ttlMs = options.ttlMs ?? DEFAULT_CACHE_TTL_MS;
   const now = options.now ?? (() => performance.now());
   // A Map iterates in insertion order: re-inserting on use keeps the least recently used first.
-  const entries = new Map<string, { value: Promise<Value>; expiresAt: number }>();
+  const entries = new Map<string, { value: Promise<Value>; expiresAt: number; owner: unknown }>();
   return {
     get(key) {
       const entry = entries.get(key);
@@ -37,13 +39,16 @@ export function createBundleCache<Value>(options: BundleCacheOptions = {}): Bund
       entries.set(key, entry);
       return entry.value;
     },
-    set(key, value) {
+    set(key, value, owner) {
       entries.delete(key);
-      entries.set(key, { value, expiresAt: now() + ttlMs });
+      entries.set(key, { value, expiresAt: now() + ttlMs, owner });
       while (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
       value.catch(() => {
         if (entries.get(key)?.value === value) entries.delete(key);
       });
+    },
+    forget(matches) {
+      for (const [key, entry] of entries) if (matches(entry.owner)) entries.delete(key);
     },
     get size() {
       return entries.size;

@@ -2,7 +2,7 @@
 import { createHash } from "node:crypto";
 import { migratePostgres, openPostgres } from "@tackle/storage/postgres";
 import type pg from "pg";
-import { scopeKey } from "../../scope/memory-scope.ts";
+import { MEMORY_SCOPE_VALUES, scopeKey } from "../../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredMemory } from "../memory-store.ts";
 import {
   blockFromRow,
@@ -20,6 +20,7 @@ import {
 } from "../row-codec.ts";
 import { createUnitScope, type Unit } from "../unit-scope.ts";
 import { postgresMigrations } from "./migrations.ts";
+import { purgePostgresScope } from "./purge-postgres-scope.ts";
 
 export interface PostgresStoreOptions {
   /** A `postgres://` URL, or an existing pool (left open by `close()`). */
@@ -789,14 +790,27 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       // recorded the key first holds its index entry: this waits for it to commit (then false) or
       // roll back (then true).
       const result = await db().query(
-        `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6)
+        `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at, user_id, agent_id, session_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (tenant_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, answer = EXCLUDED.answer,
-           created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at
+           created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at, user_id = EXCLUDED.user_id,
+           agent_id = EXCLUDED.agent_id, session_id = EXCLUDED.session_id
          WHERE idempotency_keys.expires_at <= EXCLUDED.created_at`,
-        [record.tenantId, record.key, record.fingerprint, record.answer, record.createdAt, record.expiresAt],
+        [
+          record.tenantId,
+          record.key,
+          record.fingerprint,
+          record.answer,
+          record.createdAt,
+          record.expiresAt,
+          ...MEMORY_SCOPE_VALUES.map((field) => record.scope[field] ?? null),
+        ],
       );
       return result.rowCount === 1;
+    },
+
+    async purgeScope(tenantId, scope) {
+      return transaction((client) => purgePostgresScope(client, tenantId, scope));
     },
 
     async sweepIdempotencyKeys(now) {

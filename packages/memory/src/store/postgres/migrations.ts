@@ -48,4 +48,15 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys(expires_at);
 `,
   },
+  {
+    version: 5,
+    name: "the scope of each idempotency record",
+    // A purge of a scope deletes the answers of writes made for it (ADR 0365).
+    up: `
+ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS user_id TEXT;
+ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS agent_id TEXT;
+ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS session_id TEXT;
+CREATE INDEX IF NOT EXISTS idempotency_keys_user ON idempotency_keys(tenant_id, user_id);
+`,
+  },
 ];

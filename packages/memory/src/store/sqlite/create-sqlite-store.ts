@@ -18,6 +18,7 @@ import {
   traceFromRow,
 } from "../row-codec.ts";
 import { sqliteMigrations } from "./migrations.ts";
+import { purgeSqliteScope } from "./purge-sqlite-scope.ts";
 import { scoreWithScopeStatistics } from "./scope-bm25.ts";
 import { anyWord, scopedMatch, scopeTokens } from "./scope-tokens.ts";
 import { withSqliteUnitsOfWork } from "./sqlite-unit-of-work.ts";
@@ -636,18 +637,31 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     async recordIdempotencyKey(record) {
       // A new key, or one whose record expired (replaced in place).
       const result = run(
-        `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?)
+        `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at, user_id, agent_id, session_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (tenant_id, key) DO UPDATE SET fingerprint = excluded.fingerprint, answer = excluded.answer,
-           created_at = excluded.created_at, expires_at = excluded.expires_at
+           created_at = excluded.created_at, expires_at = excluded.expires_at, user_id = excluded.user_id,
+           agent_id = excluded.agent_id, session_id = excluded.session_id
          WHERE idempotency_keys.expires_at <= excluded.created_at`,
-        [record.tenantId, record.key, record.fingerprint, record.answer, record.createdAt, record.expiresAt],
+        [
+          record.tenantId,
+          record.key,
+          record.fingerprint,
+          record.answer,
+          record.createdAt,
+          record.expiresAt,
+          ...scopeParameters(record.scope),
+        ],
       );
       return result.changes === 1;
     },
 
     async sweepIdempotencyKeys(now) {
       return Number(run("DELETE FROM idempotency_keys WHERE expires_at <= ?", [now]).changes);
+    },
+
+    async purgeScope(tenantId, scope) {
+      return purgeSqliteScope(database, tenantId, scope);
     },
 
     async counts(tenantId, scope = {}) {
@@ -683,6 +697,7 @@ const sqliteWrites: ReadonlySet<string> = new Set([
   "claimJob",
   "recordIdempotencyKey",
   "sweepIdempotencyKeys",
+  "purgeScope",
 ]);
 
 class BlockConflict extends Error {}

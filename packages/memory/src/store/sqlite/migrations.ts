@@ -46,6 +46,21 @@ CREATE TABLE IF NOT EXISTS idempotency_keys (
 CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys(expires_at);
 `,
   },
+  {
+    version: 4,
+    name: "the scope of each idempotency record",
+    // A purge of a scope deletes the answers of writes made for it (ADR 0365).
+    up: (database) => {
+      const columns = database.prepare("PRAGMA table_info(idempotency_keys)").all() as { name: string }[];
+      for (const column of ["user_id", "agent_id", "session_id"]) {
+        if (columns.some((existing) => existing.name === column)) continue;
+        database.exec(`ALTER TABLE idempotency_keys ADD COLUMN ${column} TEXT`);
+      }
+      database.exec(
+        "CREATE INDEX IF NOT EXISTS idempotency_keys_user ON idempotency_keys(tenant_id, user_id)",
+      );
+    },
+  },
 ];
 
 /** Files made before the scoped index: add the column and drop the old index (rebuilt on open). */

@@ -1,0 +1,107 @@
+/**
+ * `purgeSqliteScope`: hard deletion of a scope on SQLite, down to the file's bytes. Deleted cells
+ * are zeroed (`secure_delete`), the full-text indexes drop the terms instead of leaving tombstones
+ * over them (FTS5 `secure-delete`), and once the deletion commits the file is vacuumed and the
+ * write-ahead log that still holds the old pages is checkpointed and truncated (ADR 0365).
+ */
+import type { DatabaseSync, SQLInputValue } from "node:sqlite";
+import { sqliteTransaction } from "@tackle/storage";
+import { MEMORY_SCOPE_VALUES, type MemoryScope } from "../../scope/memory-scope.ts";
+import type { PurgeCounts } from "../memory-store.ts";
+
+const columns = { userId: "user_id", agentId: "agent_id", sessionId: "session_id" } as const;
+
+export function purgeSqliteScope(database: DatabaseSync, tenantId: string, scope: MemoryScope): PurgeCounts {
+  const fields = MEMORY_SCOPE_VALUES.filter((field) => scope[field] !== undefined);
+  if (fields.length === 0) throw new Error("purgeScope needs at least one scope field");
+  const values = fields.map((field) => scope[field] as string);
+  /** `tenant_id = ? AND user_id = ? …` over a table with the scope columns, and its parameters. */
+  const inScope = (alias = "") => ({
+    sql: [`${alias}tenant_id = ?`, ...fields.map((field) => `${alias}${columns[field]} = ?`)].join(" AND "),
+    parameters: [tenantId, ...values],
+  });
+  const run = (sql: string, parameters: readonly unknown[]) =>
+    Number(database.prepare(sql).run(...(parameters as SQLInputValue[])).changes);
+  const scoped = inScope();
+  const memoryIds = `SELECT id FROM memories WHERE ${scoped.sql}`;
+  const documentIds = `SELECT id FROM documents WHERE ${scoped.sql}`;
+  // A core block's scope lives only in its scope key, the JSON array of the three fields in order.
+  const blockScope = fields
+    .map((field) => `json_extract(scope_key, '$[${MEMORY_SCOPE_VALUES.indexOf(field)}]') = ?`)
+    .join(" AND ");
+  // An idempotency record names its write's scope; one kept before it did is matched by its answer,
+  // which names the scope's fields as the records it wrote do.
+  const answerNames = fields.map(() => "instr(answer, ?) > 0").join(" AND ");
+  const fragments = fields.map((field, index) => `"${field}":${JSON.stringify(values[index])}`);
+
+  const previous = Number(
+    (database.prepare("PRAGMA secure_delete").get() as Record<string, number>).secure_delete ?? 0,
+  );
+  database.exec("PRAGMA secure_delete = ON");
+  try {
+    const counts = sqliteTransaction(database, () => {
+      database.exec(`
+        INSERT INTO memories_search(memories_search, rank) VALUES ('secure-delete', 1);
+        INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('secure-delete', 1);`);
+      const versions = run(`DELETE FROM memory_history WHERE tenant_id = ? AND memory_id IN (${memoryIds})`, [
+        tenantId,
+        ...scoped.parameters,
+      ]);
+      const accessRecords = run(
+        `DELETE FROM access_log WHERE (${scoped.sql}) OR (tenant_id = ? AND memory_id IN (${memoryIds}))`,
+        [...scoped.parameters, tenantId, ...scoped.parameters],
+      );
+      const memories = run(`DELETE FROM memories WHERE ${scoped.sql}`, scoped.parameters);
+      const events = run(`DELETE FROM events WHERE ${scoped.sql}`, scoped.parameters);
+      // chunks_fts keeps its text in `chunks`: each row is told to the index before the row goes.
+      run(
+        `INSERT INTO chunks_fts(chunks_fts, rowid, content)
+         SELECT 'delete', seq, content FROM chunks WHERE tenant_id = ? AND document_id IN (${documentIds})`,
+        [tenantId, ...scoped.parameters],
+      );
+      const chunks = run(`DELETE FROM chunks WHERE tenant_id = ? AND document_id IN (${documentIds})`, [
+        tenantId,
+        ...scoped.parameters,
+      ]);
+      const documents = run(`DELETE FROM documents WHERE ${scoped.sql}`, scoped.parameters);
+      const coreBlocks = run(`DELETE FROM core_blocks WHERE tenant_id = ? AND ${blockScope}`, [
+        tenantId,
+        ...values,
+      ]);
+      const traces = run(`DELETE FROM traces WHERE ${scoped.sql}`, scoped.parameters);
+      const jobs = run(`DELETE FROM jobs WHERE ${scoped.sql}`, scoped.parameters);
+      const idempotencyKeys = run(
+        `DELETE FROM idempotency_keys WHERE (${scoped.sql})
+           OR (tenant_id = ? AND user_id IS NULL AND agent_id IS NULL AND session_id IS NULL AND ${answerNames})`,
+        [...scoped.parameters, tenantId, ...fragments],
+      );
+      // A deleted entry's term can still name a page in the index's own b-tree: one merge rebuilds
+      // each index from the entries that remain.
+      database.exec(`
+        INSERT INTO memories_search(memories_search, rank) VALUES ('secure-delete', 0);
+        INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('secure-delete', 0);
+        INSERT INTO memories_search(memories_search) VALUES ('optimize');
+        INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize');`);
+      return {
+        memories,
+        versions,
+        events,
+        documents,
+        chunks,
+        coreBlocks,
+        traces,
+        jobs,
+        accessRecords,
+        idempotencyKeys,
+      };
+    });
+    // Earlier writes leave stale copies of rows in free space that secure_delete never saw (a page
+    // split, an update moving a row): VACUUM rewrites the file from its live rows only, and the
+    // checkpoint moves that into the file and empties the log that held the old pages.
+    database.exec("VACUUM");
+    database.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    return counts;
+  } finally {
+    database.exec(`PRAGMA secure_delete = ${previous === 0 ? "OFF" : "ON"}`);
+  }
+}
