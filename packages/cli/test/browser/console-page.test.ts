@@ -487,6 +487,18 @@ describe("the console page, served by npm start", () => {
     assert.deepEqual(errors.splice(0), [
       "console: Failed to load resource: the server responded with a status of 400 (Bad Request)",
     ]);
+    await checkPage("runs-edit-refused");
+    // A required amount left out: "required" beside the amount, said once, with no internal id.
+    await edit.getByLabel("amount *").fill("");
+    await edit.getByLabel("note").fill("fine");
+    await edit.getByRole("button", { name: "Approve with these arguments" }).click();
+    await (await besideField("amount *")).filter({ hasText: /required/ }).waitFor({ timeout: 20_000 });
+    const alert = await approval.getByRole("alert").innerText();
+    assert.doesNotMatch(alert, /approve:|agent:refund/, "no internal id in the message");
+    assert.equal(alert.match(/required/g)?.length ?? 0, 0, "said beside the field, not again below");
+    assert.deepEqual(errors.splice(0), [
+      "console: Failed to load resource: the server responded with a status of 400 (Bad Request)",
+    ]);
     await edit.getByLabel("amount *").fill("10");
     await edit.getByLabel("note").fill("Partial refund: the customer keeps the box");
     await edit.getByRole("button", { name: "Approve with these arguments" }).click();

@@ -659,6 +659,9 @@ function pointerIssues(messages) {
       .split("/")
       .slice(1)
       .map((segment) => decodeURIComponent(segment).replace(/~1/g, "/").replace(/~0/g, "~"));
+    // A missing required field is the object's error; it belongs beside the field it names.
+    const missing = /required property "([^"]+)"/.exec(match[2]);
+    if (missing !== null) return { path: [...path, missing[1]], message: "required" };
     return { path, message: match[2] };
   });
 }
@@ -1050,12 +1053,13 @@ function approvalCard(interrupt, resume) {
       if (refused?.code === "invalid_edit" && Array.isArray(refused.data?.errors) && form.drawn) {
         // The schema's own messages, beside the fields they name; the rest under the card.
         const unplaced = form.showIssues(pointerIssues(refused.data.errors));
+        // Each issue once, in the schema's words; never the interrupt's internal id.
         message.replaceChildren(
           "The edited arguments were refused by the tool's input schema",
-          unplaced.length === refused.data.errors.length
-            ? `: ${refused.message}`
-            : " (see beside the fields).",
-          ...unplaced.map((issue) => h("span", { class: "issue" }, ` ${issue.message}`)),
+          unplaced.length < refused.data.errors.length ? " (see beside the fields)." : ":",
+          ...unplaced.map((issue) =>
+            h("span", { class: "issue" }, ` ${issue.path.join(".") || "(arguments)"}: ${issue.message}`),
+          ),
         );
       } else {
         message.textContent = error.message;
