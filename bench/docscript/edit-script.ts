@@ -178,6 +178,7 @@ try {
     const warmTool = createDocScriptTool({
       httpOrigin: server.url,
       authToken: token,
+      documents: [docId],
       sandbox: { workers: 1, maxRunsPerWorker: 1000 },
     });
     expectOk(await warmTool.handle({ op: "run-edit-script", doc_id: docId, script: tenWrites(-1) }));
@@ -214,6 +215,7 @@ try {
     const uncachedTool = createDocScriptTool({
       httpOrigin: server.url,
       authToken: token,
+      documents: [docId],
       sandbox: { workers: 1, maxRunsPerWorker: 1000, cachedDocuments: 0 },
     });
     expectOk(await uncachedTool.handle({ op: "run-edit-script", doc_id: docId, script: tenWrites(-1) }));
@@ -254,6 +256,7 @@ try {
       const coldTool = createDocScriptTool({
         httpOrigin: server.url,
         authToken: token,
+        documents: [docId],
         sandbox: { workers: 0 },
       });
       expectOk(await coldTool.handle({ op: "run-edit-script", doc_id: docId, script: tenWrites(-7) }));

@@ -172,6 +172,7 @@ try {
     const tool = createDocScriptTool({
       httpOrigin: server.url,
       authToken: token,
+      documents: ["bench"],
       requestTimeoutMs: 600_000,
       sandbox: { workers: 1, maxRunsPerWorker: 1000, timeoutMs: 600_000, prepareTimeoutMs: 600_000 },
     });

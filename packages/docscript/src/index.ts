@@ -65,10 +65,12 @@ export {
   type DocScriptTool,
   DocScriptToolError,
   type DocScriptToolOptions,
+  type DocScriptToolSettings,
   type ModelContext,
   type ToolFailure,
 } from "./tool/create-doc-script-tool.ts";
 export { createEditScriptPool, type EditScriptPoolOptions } from "./tool/create-edit-script-pool.ts";
+export type { DocumentAccess, DocumentAccessContext } from "./tool/document-access.ts";
 export type { CommitOutcome, EditPlan } from "./tool/edit-plan.ts";
 export type {
   DocScriptHooks,

@@ -37,6 +37,7 @@ function startHost(url: string) {
       new URL("./fixtures/host-process.ts", import.meta.url).pathname,
       url,
       hostToken,
+      "killed-after-store,killed-before-store",
     ],
     { stdio: ["pipe", "pipe", "inherit"] },
   );

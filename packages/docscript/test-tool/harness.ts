@@ -49,6 +49,7 @@ export async function startHarness(): Promise<Harness> {
   });
   const client = createDocumentClient({ origin: server.url, token: documentToken, userId: "another-user" });
   const tools: DocScriptTool[] = [];
+  const createdIds = new Set<string>();
   return {
     server,
     client,
@@ -59,6 +60,7 @@ export async function startHarness(): Promise<Harness> {
         snapshot: sampleTimelineSnapshot({ extraClips }),
       });
       if (!created) throw new Error(`document ${docId} exists`);
+      createdIds.add(docId);
     },
     async storeDocument(docId, snapshot, rows) {
       const store = createSqliteDocumentStore({ path });
@@ -71,6 +73,7 @@ export async function startHarness(): Promise<Harness> {
           issues: [],
         });
         if (!created) throw new Error(`document ${docId} exists`);
+        createdIds.add(docId);
       } finally {
         await store.close();
       }
@@ -81,12 +84,18 @@ export async function startHarness(): Promise<Harness> {
       return interpretDocument(doc, timelineSchema);
     },
     tool(options = {}) {
+      // The documents this harness created, unless the test says which a call may open.
+      const access =
+        options.documents === undefined && options.authorize === undefined
+          ? { authorize: (docId: string) => createdIds.has(docId) }
+          : {};
       const tool = createDocScriptTool({
         httpOrigin: server.url,
         authToken: hostToken,
         userId: "user-1",
+        ...access,
         ...options,
-      });
+      } as DocScriptToolOptions);
       tools.push(tool);
       return tool;
     },

@@ -354,6 +354,7 @@ describe("the console page, served by npm start", () => {
       httpOrigin: documentServer,
       authToken: documentToken,
       userId: "voice-over-script",
+      documents: ["sample-timeline"],
     });
     let planId: string;
     try {

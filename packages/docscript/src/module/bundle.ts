@@ -5,7 +5,7 @@
  * `{ tools, close }`.
  */
 import { randomBytes } from "node:crypto";
-import { defineTool, type Logger, silentLogger, ToolError } from "@tackle/core";
+import { defineTool, type Logger, silentLogger } from "@tackle/core";
 import { z } from "zod";
 import { createDocumentClient } from "../client/create-document-client.ts";
 import type { DocumentStore } from "../server/document-store.ts";
@@ -13,6 +13,7 @@ import { serveDocuments } from "../server/serve-documents.ts";
 import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { createDocScriptTool } from "../tool/create-doc-script-tool.ts";
+import { notFound } from "../tool/document-access.ts";
 import { sampleTimelineSnapshot } from "./sample-timeline.ts";
 
 export interface DocScriptBundleContext {
@@ -78,20 +79,17 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
     authToken: hostToken,
     // The actor the change log shows: the module, and its mesh node when there is one.
     userId: context.node === "" ? context.module : `${context.module}@${context.node}`,
+    // The host credential opens every document of the store: with a database shared with other
+    // document servers (DOCSCRIPT_DATABASE) that is more than this module was handed, so its calls open
+    // its own document only, and any other id answers as one that does not exist.
+    documents: [sampleDocumentId],
     logger,
   });
   logger.info("docscript: embedded document server", { url: server.url, document: sampleDocumentId });
 
-  // The tools hold a host credential, which opens every document of the store: with a database shared
-  // with other document servers (DOCSCRIPT_DATABASE) that is more than this module was handed, so they
-  // answer for its own document only, and any other id as one that does not exist.
+  // The change log reads through the module's own client: the same rule, the same answer.
   const ownDocument = (docId: string) => {
-    if (docId !== sampleDocumentId)
-      throw new ToolError(
-        "document_not_found",
-        `No document "${docId}" here: this module serves its document "${sampleDocumentId}" only`,
-        { data: { doc_id: docId } },
-      );
+    if (docId !== sampleDocumentId) throw notFound(docId);
   };
 
   // The tool itself, renamed for the module: its failures reach a tool set (and MCP) as errors.
@@ -100,10 +98,7 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
     description: `${docscript.description} The sample document is "${sampleDocumentId}". Read the prompt from the context tool first.`,
     input: docscript.input,
     source: "@tackle/docscript module",
-    execute: (input, toolContext) => {
-      ownDocument(input.doc_id);
-      return docscript.execute(input, toolContext);
-    },
+    execute: (input, toolContext) => docscript.execute(input, toolContext),
   });
   const contextTool = defineTool({
     name: "context",
@@ -119,10 +114,11 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
     }),
     annotations: { readOnlyHint: true },
     source: "@tackle/docscript module",
-    execute: (input) => {
-      ownDocument(input.doc_id);
-      return docscript.getModelContext(input);
-    },
+    execute: (input, toolContext) =>
+      docscript.getModelContext(input, {
+        callId: toolContext.callId,
+        ...(toolContext.identity === undefined ? {} : { identity: toolContext.identity }),
+      }),
   });
   const changes = defineTool({
     name: "changes",

@@ -19,6 +19,7 @@ import { changedRows } from "../server/changed-rows.ts";
 import { type Budgets, defaultBudgets, fitPrefix, tokensOf } from "./budget.ts";
 import { commitPlan } from "./commit-plan.ts";
 import { createEditScriptPool } from "./create-edit-script-pool.ts";
+import { type DocumentAccess, type DocumentAccessContext, documentAccess } from "./document-access.ts";
 import type { CommitOutcome, EditPlan } from "./edit-plan.ts";
 import type { DocScriptHooks } from "./host-hooks.ts";
 import { createPlanCache } from "./plan-cache.ts";
@@ -31,7 +32,14 @@ import { servedByServer, serverSnapshotPage } from "./server-snapshot-page.ts";
 import { CursorError, ProjectionIndex, type SnapshotPage, snapshotPage } from "./snapshot-page.ts";
 import { type ToolInput, toolInputSchema } from "./tool-input.ts";
 
-export interface DocScriptToolOptions extends DocScriptHooks {
+/**
+ * The tool's options. Which documents a call may open is required (`documents` or `authorize`,
+ * `DocumentAccess`): no configuration opens every document the tool's token opens.
+ */
+export type DocScriptToolOptions = DocScriptToolSettings & DocumentAccess;
+
+/** Everything of `DocScriptToolOptions` but which documents a call may open. */
+export interface DocScriptToolSettings extends DocScriptHooks {
   /** The document server's origin, or one per document (it must not change for a document). */
   readonly httpOrigin: string | ((docId: string) => string);
   /** Bearer token sent with every request. */
@@ -127,9 +135,16 @@ export interface ModelContext {
  * thrown `ToolError`s, so a tool set answers them `ok: false` and MCP marks them `isError`.
  */
 export interface DocScriptTool extends Tool<ToolInput, DocScriptOutput> {
-  getModelContext(input: { doc_id: string; context_id: string }): Promise<ModelContext>;
-  /** One call with the failure as data instead of thrown (what `execute` does, for hosts without a tool set). */
-  handle(input: unknown): Promise<DocScriptResult>;
+  /** The prompt for a document; a document the call may not open throws `document_not_found`. */
+  getModelContext(
+    input: { doc_id: string; context_id: string },
+    context?: Omit<DocumentAccessContext, "op">,
+  ): Promise<ModelContext>;
+  /**
+   * One call with the failure as data instead of thrown (what `execute` does, for hosts without a tool
+   * set); `context` is what `authorize` is told about the caller.
+   */
+  handle(input: unknown, context?: Omit<DocumentAccessContext, "op">): Promise<DocScriptResult>;
   close(): Promise<void>;
 }
 
@@ -173,6 +188,8 @@ const maxIdleReplicas = 64;
 
 export function createDocScriptTool(options: DocScriptToolOptions): DocScriptTool {
   const logger = options.logger ?? silentLogger;
+  // Checked first: a tool without a rule for which documents it may open is refused at construction.
+  const mayOpen = documentAccess(options, logger);
   const name = options.name ?? "docscript";
   const timeoutMs = options.sandbox?.timeoutMs ?? 30_000;
   const budgets: Budgets = { ...defaultBudgets, ...options.budgets };
@@ -516,7 +533,10 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     };
   };
 
-  const handle = async (raw: unknown): Promise<DocScriptResult> => {
+  const handle = async (
+    raw: unknown,
+    caller: Omit<DocumentAccessContext, "op"> = {},
+  ): Promise<DocScriptResult> => {
     const parsed = toolInputSchema.safeParse(raw);
     const op = typeof (raw as { op?: unknown })?.op === "string" ? (raw as { op: string }).op : "unknown";
     if (!parsed.success) {
@@ -528,6 +548,9 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     }
     if (closed) return failure(op, { code: "closed", message: "the tool is closed" });
     const input = parsed.data;
+    // Before any read or any state for the id: a refused id answers as a missing document.
+    const refused = await mayOpen(input.doc_id, { ...caller, op: input.op });
+    if (refused !== undefined) return failure(input.op, refused);
     return await onDocument(input.doc_id, async () => {
       try {
         const state = stateOf(input.doc_id);
@@ -549,8 +572,11 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
       "Edit a structured document by writing a JavaScript edit script. Ops: snapshot (read a page; filter by kinds, ids, related_to, relation_kinds, fields, from_ms/to_ms; follow next_cursor), run-edit-script (run a script; returns a per-write preview and a plan_id), commit-plan (publish a plan; retry with the same plan_id when unsure it landed). Read the prompt's contract first.",
     input: toolInputSchema,
     source: "@tackle/docscript",
-    execute: async (input: ToolInput): Promise<DocScriptOutput> => {
-      const result = await handle(input);
+    execute: async (input: ToolInput, context): Promise<DocScriptOutput> => {
+      const result = await handle(input, {
+        callId: context.callId,
+        ...(context.identity === undefined ? {} : { identity: context.identity }),
+      });
       if (!result.ok) throw new DocScriptToolError(result);
       const { ok: _ok, ...output } = result;
       return output as DocScriptOutput;
@@ -559,7 +585,9 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
 
   return {
     ...tool,
-    async getModelContext({ doc_id, context_id }) {
+    async getModelContext({ doc_id, context_id }, caller = {}) {
+      const refused = await mayOpen(doc_id, { ...caller, op: "context" });
+      if (refused !== undefined) throw refused;
       // The host asks for the prompt right before the model call: the moment to warm a worker for the script.
       if (!closed) sandbox();
       return await onDocument(doc_id, async () => {
