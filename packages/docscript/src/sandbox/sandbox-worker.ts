@@ -19,7 +19,7 @@ import {
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
-import { createRunGate, type RunGate, toFailure } from "./run-gate.ts";
+import { createRunGate, maxArgumentsChars, type RunGate, toFailure } from "./run-gate.ts";
 import type {
   HostToWorker,
   SandboxDispatcher,
@@ -34,8 +34,11 @@ import type {
   WorkerToHost,
 } from "./sandbox-protocol.ts";
 import { removedGlobals, scriptBridgeSource } from "./script-bridge.ts";
+import { boundScriptFailure, maxLogCrossingChars, maxOutcomeChars } from "./script-failure-bounds.ts";
 
 const maxLogLines = 200;
+/** A string the engine holds that is longer than a crossing takes: only its length crossed. */
+type TooLong = { readonly tooLong: number };
 const maxLogLineLength = 2000;
 /** The engine's own stack bound: deep enough for ~1,400 plain frames, well inside the worker's 4 MB stack. */
 const engineStackBytes = 256 * 1024;
@@ -191,11 +194,23 @@ const refusedByCapability = JSON.stringify({
 function install(run: Run): QuickJSHandle {
   const { context, capability } = run;
   const hostObject = context.newObject();
-  const text = (handle: QuickJSHandle | undefined): string | undefined =>
-    handle !== undefined && context.typeof(handle) === "string" ? context.getString(handle) : undefined;
-  const define = (name: string, implementation: (argument: string | undefined) => string | undefined) => {
+  // A string's length is read inside the engine: text past the bound is never copied out to the host.
+  const text = (handle: QuickJSHandle | undefined, most: number): string | undefined | TooLong => {
+    if (handle === undefined || context.typeof(handle) !== "string") return undefined;
+    const lengthHandle = context.getProp(handle, "length");
+    const length =
+      context.typeof(lengthHandle) === "number" ? context.getNumber(lengthHandle) : Number.POSITIVE_INFINITY;
+    lengthHandle.dispose();
+    if (length > most) return { tooLong: length };
+    return context.getString(handle);
+  };
+  const define = (
+    name: string,
+    most: number,
+    implementation: (argument: string | undefined | TooLong) => string | undefined,
+  ) => {
     const fn = context.newFunction(name, (argument) => {
-      const answer = implementation(text(argument));
+      const answer = implementation(text(argument, most));
       return answer === undefined ? context.undefined : context.newString(answer);
     });
     context.setProp(hostObject, name, fn);
@@ -203,28 +218,52 @@ function install(run: Run): QuickJSHandle {
   };
   for (const [binding, methods] of Object.entries(loaded.surface)) {
     for (const [method, kind] of Object.entries(methods)) {
-      define(`call:${binding}.${method}`, (argumentsText) => {
+      define(`call:${binding}.${method}`, maxArgumentsChars, (argumentsText) => {
         const gate = gateOf(capability);
         if (gate === undefined) return refusedByCapability;
+        if (typeof argumentsText === "object")
+          return JSON.stringify({
+            ok: false,
+            error: {
+              code: "arguments_too_large",
+              message: `the call's arguments are ${argumentsText.tooLong} characters as JSON; at most ${maxArgumentsChars}`,
+            },
+          });
         if (kind === "sync") return gate.call(capability, binding, method, argumentsText);
         return gate.callAsync(capability, binding, method, argumentsText, (answer) => settle(run, answer));
       });
     }
   }
   for (const level of ["log", "info", "warn", "error", "debug"] as const) {
-    define(`log:${level}`, (line) => {
+    define(`log:${level}`, maxLogCrossingChars, (line) => {
       if (gateOf(capability) === undefined || line === undefined) return undefined;
       if (run.logs.length < maxLogLines) {
-        const entry: SandboxLog = { level, text: line.slice(0, maxLogLineLength) };
+        const entry: SandboxLog = {
+          level,
+          text:
+            typeof line === "object"
+              ? `[a line of ${line.tooLong} characters, not copied]`
+              : line.slice(0, maxLogLineLength),
+        };
         run.logs.push(entry);
         send({ type: "log", runId: run.runId, capability, line: entry });
       }
       return undefined;
     });
   }
-  define("finish", (outcomeText) => {
+  define("finish", maxOutcomeChars, (outcomeText) => {
     if (gateOf(capability) === undefined || run.outcome !== undefined || outcomeText === undefined)
       return undefined;
+    if (typeof outcomeText === "object") {
+      run.outcome = {
+        ok: false,
+        error: {
+          code: "script_error",
+          message: `the script's failure was ${outcomeText.tooLong} characters as JSON; at most ${maxOutcomeChars} are read`,
+        },
+      };
+      return undefined;
+    }
     try {
       run.outcome = JSON.parse(outcomeText) as ScriptOutcome;
     } catch {
@@ -308,10 +347,18 @@ function engineFailed(run: Run, error: unknown): void {
 }
 
 /** What a script error tells the model: its code, message, place and the offending line. */
-function scriptFailure(run: Run, error: SandboxFailure & { name?: string; stack?: string }): SandboxFailure {
-  if (growthRefused || (error.name === "InternalError" && error.message === "out of memory"))
+function scriptFailure(run: Run, thrown: SandboxFailure & { name?: string; stack?: string }): SandboxFailure {
+  if (growthRefused || (thrown.name === "InternalError" && thrown.message === "out of memory"))
     return memoryFailure(run);
-  const position = positionOf(run.script, error.stack);
+  // The script's own failure: a host's code it cannot give, every part cut to its bound.
+  const error = {
+    ...boundScriptFailure(thrown),
+    ...(typeof thrown.name === "string" ? { name: thrown.name.slice(0, 100) } : {}),
+  };
+  const position = positionOf(
+    run.script,
+    typeof thrown.stack === "string" ? thrown.stack.slice(0, 4000) : undefined,
+  );
   const data =
     typeof error.data === "object" && error.data !== null && !Array.isArray(error.data)
       ? (error.data as Record<string, unknown>)
@@ -369,7 +416,7 @@ async function end(run: Run, limit?: SandboxFailure): Promise<void> {
       ok: false,
       error: {
         code: "unhandled_rejection",
-        message: `a promise the script did not handle was rejected: ${unobserved}`,
+        message: `a promise the script did not handle was rejected: ${unobserved.slice(0, 2000)}`,
       },
     };
   } else if (!outcome.ok) {

@@ -185,7 +185,8 @@ export const scriptBridgeSource = `(function installBridge(host, surfaceText, re
       [level](...args) {
         const parts = [];
         for (let index = 0; index < args.length; index++) parts[index] = safeText(args[index]);
-        hostFunction(apply(arrayJoin, parts, [" "]));
+        // Cut here, in the script's own time: the host copies at most a bounded line.
+        hostFunction(apply(stringSlice, apply(arrayJoin, parts, [" "]), [0, 2000]));
       },
     }[level];
   }
@@ -196,6 +197,7 @@ export const scriptBridgeSource = `(function installBridge(host, surfaceText, re
   function plainData(value) {
     try {
       const text = stringify(value);
+      if (typeof text === "string" && text.length > 16384) return { elided: true, chars: text.length };
       return text === undefined ? undefined : parse(text);
     } catch (_) {
       return undefined;
@@ -203,11 +205,11 @@ export const scriptBridgeSource = `(function installBridge(host, surfaceText, re
   }
 
   function describe(value) {
-    const error = { code: "script_error", message: safeText(value) };
+    const error = { code: "script_error", message: apply(stringSlice, StringOf(safeText(value)), [0, 4000]) };
     try {
       if (isErrorLike(value)) {
-        error.name = StringOf(value.name);
-        if (typeof value.code === "string") error.code = value.code;
+        error.name = apply(stringSlice, StringOf(value.name), [0, 100]);
+        if (typeof value.code === "string") error.code = apply(stringSlice, value.code, [0, 100]);
         if (typeof value.stack === "string") error.stack = apply(stringSlice, value.stack, [0, 4000]);
         if (typeof value.lineNumber === "number") error.lineNumber = value.lineNumber;
         if (value.data !== undefined) {

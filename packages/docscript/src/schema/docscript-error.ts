@@ -38,6 +38,8 @@ export type DocScriptErrorCode =
   | "upload_refused"
   | "upload_too_large"
   | "read_limit"
+  | "too_many_hook_calls"
+  | "hooks_busy"
   // how a sandboxed script ended
   | "script_error"
   | "syntax_error"

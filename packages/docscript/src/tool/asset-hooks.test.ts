@@ -16,7 +16,7 @@ function documentWithMusic(): LoroDoc {
 }
 
 test("file keys: plain relative names pass; traversal, absolute paths, URLs and encodings do not", () => {
-  for (const key of ["music.mp3", "takes/2024/take-2.wav", "a b.png"])
+  for (const key of ["music.mp3", "takes/2024/take-2.wav", "a b.png", "_x", "Café.wav", "録音.wav"])
     assert.equal(fileKeyProblem(key), undefined, key);
   for (const key of [
     "",
@@ -33,6 +33,20 @@ test("file keys: plain relative names pass; traversal, absolute paths, URLs and 
     "a/%2e%2e/b",
     "a\u0000b",
     "x".repeat(513),
+    ".hidden",
+    "a/.env",
+    "a/b.",
+    "a ",
+    "a%00b",
+    "a:b",
+    "a\u202eb.gp3",
+    "Cafe\u0301.wav",
+    "a\ud800",
+    `${"x".repeat(129)}.wav`,
+    Array.from({ length: 17 }, () => "d").join("/"),
+    "a?b",
+    "a#b",
+    "a*b",
   ])
     assert.notEqual(fileKeyProblem(key), undefined, JSON.stringify(key));
 });

@@ -2,8 +2,8 @@
  * The host's side of the file hooks, between a run and the host's `loadEntityAsset` / `uploadText`.
  * `loadEntityAsset` is asked only about an entity of the run's own document of a stored-file kind: an
  * entity the document already holds is read from the document itself (its file key is the document's,
- * whatever the run sent), and a key a run introduces must be a plain relative file name — no `..`
- * segment, no absolute path, no URL scheme, no backslash, no control character. `uploadText` takes at
+ * whatever the run sent), and a key a run introduces must pass an allow-list grammar of plain relative
+ * file names (`fileKeyProblem`: normalised, bounded segments, no dot segments). `uploadText` takes at
  * most `maxUploadTextChars`; what it stored is staged with the plan and handed to `discardUpload` if
  * the plan is never committed.
  */
@@ -17,18 +17,33 @@ export const maxFileKeyLength = 512;
 /** The longest text `uploadText` stores for one field (characters). */
 export const maxUploadTextChars = 256 * 1024;
 
-/** Why a file key may not reach the host's store, or undefined when it may. */
+/** The most segments a file key has (`takes/2024/take-2.wav` has three). */
+export const maxFileKeySegments = 16;
+/** The longest segment of a file key (characters). */
+export const maxFileKeySegmentLength = 128;
+
+/**
+ * One segment of a file key: letters, digits, `_`, `-`, `.` and inner spaces, starting with a letter, a
+ * digit or `_` (so never `.`, `..` or a hidden name) and not ending in a dot or a space. An allow-list: what
+ * it does not name (a scheme's colon, `%`, `\`, `~`, a control character, a bidi override) never passes.
+ */
+const segmentPattern = /^[\p{L}\p{N}_](?:[\p{L}\p{N}\p{M}_. -]*[\p{L}\p{N}\p{M}_-])?$/u;
+
+/** Why a file key may not reach the host's store, or undefined when it may (the grammar above). */
 export function fileKeyProblem(key: string): string | undefined {
-  if (key.length === 0) return "the file key is empty";
+  if (typeof key !== "string" || key.length === 0) return "the file key is empty";
   if (key.length > maxFileKeyLength) return `the file key is longer than ${maxFileKeyLength} characters`;
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses.
-  if (/[\u0000-\u001f\u007f]/.test(key)) return "the file key holds a control character";
-  if (key.includes("\\")) return "the file key holds a backslash";
-  if (key.startsWith("/") || key.startsWith("~")) return "the file key is an absolute path";
-  if (/^[a-z][a-z0-9+.-]*:/i.test(key)) return "the file key names a URL scheme or a drive";
-  if (key.split("/").some((segment) => segment === ".." || segment === "." || segment === ""))
-    return "the file key has an empty, `.` or `..` segment";
-  if (/%2e|%2f|%5c/i.test(key)) return "the file key holds an encoded dot or slash";
+  if (!key.isWellFormed() || key.normalize("NFC") !== key)
+    return "the file key is not normalised (NFC) Unicode text";
+  const segments = key.split("/");
+  if (segments.length > maxFileKeySegments)
+    return `the file key has more than ${maxFileKeySegments} segments`;
+  for (const segment of segments) {
+    if (segment.length > maxFileKeySegmentLength)
+      return `a segment of the file key is longer than ${maxFileKeySegmentLength} characters`;
+    if (!segmentPattern.test(segment))
+      return "each segment of the file key is letters, digits, `_`, `-`, `.` and inner spaces, starting with a letter, digit or `_` (no empty, `.` or `..` segment, no scheme, no absolute path)";
+  }
   return undefined;
 }
 

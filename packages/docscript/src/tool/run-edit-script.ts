@@ -166,17 +166,45 @@ export async function runEditScript(
     rows,
   );
   let result: Awaited<ReturnType<SandboxPool["run"]>>;
+  /** Set once the run has ended (done, failed, timed out): no hook is called for it after that. */
+  let over = false;
+  const hookCalls = hookCallsOf(context.pool);
+  let runHookCalls = 0;
   try {
     const session = openRunSession(input, schema, checkedOut.document, {
       async call(method, payload) {
-        if (method === "loadEntityAsset" && context.hooks.loadEntityAsset !== undefined) {
-          const entity = assetEntity(replica, (payload as { entity?: unknown } | null)?.entity);
-          return await context.hooks.loadEntityAsset(request.docId, entity);
-        }
-        if (method === "uploadText" && context.hooks.uploadText !== undefined) {
-          const stored = await context.hooks.uploadText(request.docId, uploadTextOf(payload));
-          uploads.push(stored);
-          return stored;
+        if (over) throw new DocScriptError("run_ended", "the run has ended; its hooks are not called");
+        // Caps on hook calls in flight, per run and per host: past them a call is refused at once, never queued.
+        if (runHookCalls >= maxHookCallsPerRun)
+          throw new DocScriptError(
+            "too_many_hook_calls",
+            `at most ${maxHookCallsPerRun} file reads or uploads of one run are in flight at once: await some first`,
+          );
+        if (hookCalls.inFlight >= maxHookCallsPerHost)
+          throw new DocScriptError(
+            "hooks_busy",
+            "the host's file store is busy with other runs: try again shortly",
+          );
+        runHookCalls++;
+        hookCalls.inFlight++;
+        try {
+          if (method === "loadEntityAsset" && context.hooks.loadEntityAsset !== undefined) {
+            const entity = assetEntity(replica, (payload as { entity?: unknown } | null)?.entity);
+            return await context.hooks.loadEntityAsset(request.docId, entity);
+          }
+          if (method === "uploadText" && context.hooks.uploadText !== undefined) {
+            const stored = await context.hooks.uploadText(request.docId, uploadTextOf(payload));
+            if (over) {
+              // The run ended while this upload was stored: nothing will publish it.
+              await discardUploads(context.hooks, request.docId, [stored]);
+              throw new DocScriptError("run_ended", "the run has ended; its upload was discarded");
+            }
+            uploads.push(stored);
+            return stored;
+          }
+        } finally {
+          runHookCalls--;
+          hookCalls.inFlight--;
         }
         throw Object.assign(new Error(`the host offers no ${method}`), { code: "no_host_hook" });
       },
@@ -200,6 +228,7 @@ export async function runEditScript(
       },
     });
   } finally {
+    over = true;
     checkedOut.release();
   }
   if (!result.ok) {
@@ -222,6 +251,22 @@ export async function runEditScript(
       uploads,
     },
   };
+}
+
+/** File reads and uploads one run may have in flight at once. */
+export const maxHookCallsPerRun = 4;
+/** File reads and uploads all runs of one pool (one tool) may have in flight at once. */
+export const maxHookCallsPerHost = 32;
+
+const hookCallsByPool = new WeakMap<SandboxPool, { inFlight: number }>();
+
+function hookCallsOf(pool: SandboxPool): { inFlight: number } {
+  let counter = hookCallsByPool.get(pool);
+  if (counter === undefined) {
+    counter = { inFlight: 0 };
+    hookCallsByPool.set(pool, counter);
+  }
+  return counter;
 }
 
 /** Hands what a plan staged to the host's `discardUpload`; a failure there is the host's to log, not the run's. */
