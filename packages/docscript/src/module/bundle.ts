@@ -5,7 +5,7 @@
  * `{ tools, close }`.
  */
 import { randomBytes } from "node:crypto";
-import { defineTool, type Logger, silentLogger } from "@tackle/core";
+import { defineTool, type Logger, silentLogger, ToolError } from "@tackle/core";
 import { z } from "zod";
 import { createDocumentClient } from "../client/create-document-client.ts";
 import type { DocumentStore } from "../server/document-store.ts";
