@@ -4,6 +4,7 @@ import { after, before, describe, test } from "node:test";
 import { LoroDoc } from "loro-crdt";
 import { openDocument } from "../src/document/document-session.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
+import { describeSchema } from "../src/tool/describe-schema.ts";
 import { workedScripts } from "../src/tool/prompt.ts";
 import { scriptContract } from "../src/tool/script-contract.ts";
 import { type Harness, musicVolume, startHarness, turnMusicDown } from "./harness.ts";
@@ -122,6 +123,10 @@ describe("docscript tool against a real document server", () => {
     const first = await tool.getModelContext({ doc_id: "prompt", context_id: "conversation-1" });
     assert.equal(first.changed, null);
     assert.ok(first.prompt.includes(scriptContract));
+    assert.ok(
+      first.prompt.includes(describeSchema(timelineSchema)),
+      "the prompt states the document's schema",
+    );
     assert.match(first.prompt, /run-edit-script/);
     const second = await tool.getModelContext({ doc_id: "prompt", context_id: "conversation-1" });
     assert.equal(second.changed, false);

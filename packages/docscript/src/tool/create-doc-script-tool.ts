@@ -605,6 +605,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
             version,
             changed,
             timeoutMs,
+            schema: await schema(),
             ...(state.blockingPlanId === undefined ? {} : { unconfirmedPlanId: state.blockingPlanId }),
           }),
           version,

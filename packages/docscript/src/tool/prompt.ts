@@ -1,5 +1,7 @@
 /** The whole prompt a host hands the model: workflow, execution rules, the contract and worked scripts. */
 
+import type { Schema } from "../schema/define-schema.ts";
+import { describeSchema } from "./describe-schema.ts";
 import { maxReadItems } from "./run-session.ts";
 import { scriptContract } from "./script-contract.ts";
 
@@ -45,6 +47,8 @@ export interface PromptInput {
   readonly timeoutMs: number;
   /** A plan whose commit is unconfirmed: the model must retry it before anything else. */
   readonly unconfirmedPlanId?: string;
+  /** The document's schema, described in the prompt (kinds, fields with bounds, relation kinds). */
+  readonly schema?: Schema;
 }
 
 export function renderPrompt(input: PromptInput): string {
@@ -66,7 +70,7 @@ export function renderPrompt(input: PromptInput): string {
 2. \`{ "op": "run-edit-script", "doc_id", "script", "timeout_ms"?, "auto_commit"? }\` runs the script on the current document and returns \`preview\` (counts, then one entry per changed entity or relation: an update's fields as \`before\` → \`after\`, long strings and lists shortened with counts; \`omitted\` counts entries left out; \`unreferenced\` names entities your deletes leave with no relation), \`logs\` (the first lines within 1000 tokens; \`logs_omitted\` counts the rest) and a \`plan_id\`. Nothing is published unless \`auto_commit\` is true.
 3. Read the preview; \`{ "op": "commit-plan", "doc_id", "plan_id" }\` publishes the plan. Edits others made meanwhile merge. A commit ends as:
    - \`committed\` (\`duplicate: true\`: it had been applied already; nothing was applied twice);
-   - \`conflicted\`: some writes no longer apply as you wrote them (another client deleted what they change, won a concurrent write, or the merge breaks a constraint): one reason per write. With \`applied: false\` NOTHING was published: take a fresh snapshot, then run a new script, or commit the same plan_id with \`"apply_remaining": true\` to publish the writes that still apply;
+   - \`conflicted\`: some writes would lose a change another client committed after the version you read (it changed the same field or text, deleted what you write, or changed what you delete, or the merge breaks a constraint): one reason per write. With \`applied: false\` NOTHING was published: take a fresh snapshot, then run a new script, or commit the same plan_id with \`"apply_remaining": true\` to publish the writes that still apply;
    - \`unconfirmed\`: the push was not confirmed; retry commit-plan with the SAME plan_id (it resends the same change, never re-runs the script); until it resolves, no other op on this document is taken;
    - \`rejected\`: the server refused it; the next call reads the document afresh.
    If a commit-plan call got no answer at all (the tool or its host restarted), call commit-plan again with the same plan_id: the server knows whether the plan was applied, and the answer says \`committed\` (\`duplicate: true\`) or \`plan_not_found\` (never applied: run the script again).
@@ -87,7 +91,7 @@ export function renderPrompt(input: PromptInput): string {
 ## The contract
 \`\`\`ts
 ${scriptContract}\`\`\`
-
+${input.schema === undefined ? "" : `\n## The schema\n${describeSchema(input.schema)}\n`}
 ## Worked scripts
 \`\`\`js
 ${examples}
