@@ -7,12 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { freePort } from "@tackle/test-support";
 import { extractSnippets } from "../readme-snippets.ts";
+import { apiReportsOf } from "./api-reports.ts";
 import { type PackedPackage, packPublicPackages, publicPackages, repositoryRoot } from "./pack-packages.ts";
 import { consumerEnv, quickstartRuns } from "./quickstart-runs.ts";
 
@@ -92,6 +93,21 @@ describe("the packages installed from their tarballs into a project outside the 
         scratch,
       );
     }
+  });
+
+  it("every package's public surface matches its checked-in API report (npm run api-report)", () => {
+    const stale: string[] = [];
+    for (const entry of packed) {
+      for (const report of apiReportsOf(entry.folder, entry.directory)) {
+        const kept = path.join(repositoryRoot, report.file);
+        if (!existsSync(kept) || readFileSync(kept, "utf8") !== report.text) stale.push(report.file);
+      }
+    }
+    assert.deepEqual(
+      stale,
+      [],
+      "the surface changed without its report: run npm run api-report and commit the reports",
+    );
   });
 
   it("every tarball holds dist (ESM and .d.ts), the licence and the README, and no tests", () => {

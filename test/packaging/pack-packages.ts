@@ -5,7 +5,7 @@
  * scratch `dist/`, and `npm pack` makes the tarball a user would install.
  */
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
 
 export const repositoryRoot = path.join(import.meta.dirname, "..", "..");
@@ -16,6 +16,7 @@ export type PublicPackage = (typeof publicPackages)[number];
 
 export interface PackedPackage {
   readonly name: string;
+  readonly folder: PublicPackage;
   readonly directory: string;
   readonly tarball: string;
 }
@@ -51,22 +52,41 @@ function stagePackage(workspace: string, name: PublicPackage): string {
   return target;
 }
 
-/** Builds and packs every public package into `into/tarballs`; `into` is a scratch directory. */
-export function packPublicPackages(into: string): PackedPackage[] {
+export interface BuiltPackage {
+  readonly folder: PublicPackage;
+  /** The staging copy, with its `dist/`. */
+  readonly directory: string;
+}
+
+/** Builds every public package in a scratch workspace under `into`; the checkout is not touched. */
+export function buildPublicPackages(into: string): BuiltPackage[] {
   const workspace = path.join(into, "workspace");
-  const tarballs = path.join(into, "tarballs");
-  mkdirSync(tarballs, { recursive: true });
   mkdirSync(path.join(workspace, "packages"), { recursive: true });
   cpSync(path.join(repositoryRoot, "tsconfig.base.json"), path.join(workspace, "tsconfig.base.json"));
   linkDependencies(workspace);
   const tsc = path.join(repositoryRoot, "node_modules", "typescript", "bin", "tsc");
-  const packed: PackedPackage[] = [];
-  for (const name of publicPackages) {
-    const directory = stagePackage(workspace, name);
-    execFileSync(process.execPath, [tsc, "-p", path.join(directory, "tsconfig.build.json")], {
-      stdio: ["ignore", "pipe", "pipe"],
-      timeout: 600_000,
-    });
+  return publicPackages.map((folder) => {
+    const directory = stagePackage(workspace, folder);
+    try {
+      execFileSync(process.execPath, [tsc, "-p", path.join(directory, "tsconfig.build.json")], {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "pipe"],
+        timeout: 600_000,
+      });
+    } catch (error) {
+      throw new Error(
+        `building ${folder} failed:\n${(error as { stdout?: string }).stdout ?? String(error)}`,
+      );
+    }
+    return { folder, directory };
+  });
+}
+
+/** Builds and packs every public package into `into/tarballs`; `into` is a scratch directory. */
+export function packPublicPackages(into: string): PackedPackage[] {
+  const tarballs = path.join(into, "tarballs");
+  mkdirSync(tarballs, { recursive: true });
+  return buildPublicPackages(into).map(({ folder, directory }) => {
     const output = execFileSync("npm", ["pack", "--json", "--pack-destination", tarballs], {
       cwd: directory,
       encoding: "utf8",
@@ -74,16 +94,7 @@ export function packPublicPackages(into: string): PackedPackage[] {
       env: { ...process.env, npm_config_loglevel: "error" },
     });
     const [result] = JSON.parse(output) as { filename: string; name: string }[];
-    if (result === undefined) throw new Error(`npm pack printed nothing for ${name}`);
-    packed.push({ name: result.name, directory, tarball: path.join(tarballs, result.filename) });
-  }
-  return packed;
-}
-
-/** The package.json of a packed package's staging copy. */
-export function manifestOf(packed: PackedPackage): Record<string, unknown> {
-  return JSON.parse(readFileSync(path.join(packed.directory, "package.json"), "utf8")) as Record<
-    string,
-    unknown
-  >;
+    if (result === undefined) throw new Error(`npm pack printed nothing for ${folder}`);
+    return { name: result.name, folder, directory, tarball: path.join(tarballs, result.filename) };
+  });
 }
