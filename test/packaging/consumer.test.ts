@@ -6,7 +6,7 @@
  * strict settings and runs, and the installed `tackle serve --builtin` serves MCP on loopback.
  */
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -15,7 +15,7 @@ import { freePort } from "@tackle/test-support";
 import { extractSnippets } from "../readme-snippets.ts";
 import { apiReportsOf } from "./api-reports.ts";
 import { type PackedPackage, packPublicPackages, publicPackages, repositoryRoot } from "./pack-packages.ts";
-import { consumerEnv, quickstartRuns } from "./quickstart-runs.ts";
+import { consumerEnv, quickstartRuns, startGroup } from "./quickstart-runs.ts";
 
 const scratch = mkdtempSync(path.join(tmpdir(), "tackle-consumer-"));
 const consumer = path.join(scratch, "consumer");
@@ -171,11 +171,7 @@ describe("the packages installed from their tarballs into a project outside the 
       TACKLE_HOME: path.join(home, ".tackle"),
       MESH_CONSOLE_LISTEN: `127.0.0.1:${port}`,
     });
-    const server = spawn("npx", ["tackle", "serve", "--builtin"], {
-      cwd: consumer,
-      env,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const { child: server, stop } = startGroup(["tackle", "serve", "--builtin"], consumer, env);
     try {
       const console = await new Promise<string>((resolve, reject) => {
         let output = "";
@@ -206,7 +202,7 @@ describe("the packages installed from their tarballs into a project outside the 
       writeFileSync(path.join(consumer, "run-cli.ts"), client);
       assert.match(run(process.execPath, ["run-cli.ts"], consumer, env), /hi/);
     } finally {
-      server.kill("SIGTERM");
+      await stop();
     }
   });
 });

@@ -21,6 +21,33 @@ export function consumerEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return env;
 }
 
+/**
+ * Starts `npx <args>` in a process group of its own, so that stopping it stops what npx started too
+ * (a SIGTERM to npx alone leaves its node child serving, holding its port).
+ */
+export function startGroup(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv) {
+  const child = spawn("npx", args, { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, signal);
+    } catch {
+      // the group is gone already
+    }
+  };
+  return {
+    child,
+    /** SIGTERM to the group; SIGKILL after 10 s. */
+    async stop(): Promise<void> {
+      signalGroup("SIGTERM");
+      const timer = setTimeout(() => signalGroup("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timer);
+      signalGroup("SIGKILL");
+    },
+  };
+}
+
 function runFile(consumer: string, file: string, source: string, env: NodeJS.ProcessEnv): string {
   writeFileSync(path.join(consumer, file), source);
   try {
@@ -84,11 +111,11 @@ async function runMemory(code: string, consumer: string): Promise<void> {
   // The quickstart's client reaches "the local default service": tackle-memory serve on its default
   // address, 127.0.0.1:4280 (a TACKLE_MEMORY_URL on loopback would need allowPrivateNetwork).
   const store = path.join(consumer, "memory", "memory.db");
-  const server = spawn("npx", ["tackle-memory", "serve", "--store", store], {
-    cwd: consumer,
-    env: consumerEnv(),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const { child: server, stop } = startGroup(
+    ["tackle-memory", "serve", "--store", store],
+    consumer,
+    consumerEnv(),
+  );
   try {
     await new Promise<void>((resolve, reject) => {
       let output = "";
@@ -114,7 +141,7 @@ async function runMemory(code: string, consumer: string): Promise<void> {
     );
     assert.match(output, /"found":[1-9]/, output);
   } finally {
-    server.kill("SIGTERM");
+    await stop();
   }
 }
 
