@@ -122,6 +122,7 @@ export function apply(session: DocumentSession, op: Op): void {
         endpoint0EntityId: clip.entityId,
         endpoint1EntityId: caption.entityId,
       });
+      if (op.track === "") return; // unplaced (see the oracle)
       session.relations.link({
         relationKind: "contain",
         endpoint0EntityId: op.track,
@@ -414,6 +415,22 @@ export async function playRounds(
           const deletes =
             op.kind === "delete-clip" ? op.clip : op.kind === "delete-track" ? op.track : undefined;
           if (deletes !== undefined && session.entities.get(deletes) === undefined) continue;
+          // A placement onto a track the same plan deletes later comes to nothing either way: when another
+          // plan deleted that track (or the clip's holder) first, the placement is left out, not lost.
+          const placedOn = op.kind === "move" || op.kind === "add-caption" ? op.track : undefined;
+          const undoneLater =
+            placedOn !== undefined &&
+            plan.ops
+              .slice(plan.ops.indexOf(op) + 1)
+              .some((later) => later.kind === "delete-track" && later.track === placedOn);
+          if (
+            undoneLater &&
+            (session.entities.get(placedOn) === undefined ||
+              (op.kind === "move" && holderOf(session, op.clip) === undefined))
+          ) {
+            if (op.kind === "add-caption") apply(session, { ...op, track: "" } as Op);
+            continue;
+          }
           try {
             apply(session, op);
           } catch (error) {
