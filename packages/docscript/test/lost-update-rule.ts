@@ -422,7 +422,13 @@ export async function playRounds(
             placedOn !== undefined &&
             plan.ops
               .slice(plan.ops.indexOf(op) + 1)
-              .some((later) => later.kind === "delete-track" && later.track === placedOn);
+              .some(
+                (later) =>
+                  (later.kind === "delete-track" && later.track === placedOn) ||
+                  (later.kind === "delete-clip" &&
+                    op.kind === "add-caption" &&
+                    later.clip === `clip-${op.id}`),
+              );
           if (
             undoneLater &&
             (session.entities.get(placedOn) === undefined ||
