@@ -112,12 +112,14 @@ it("a job whose process is SIGKILLed mid-job is finished once by the other proce
   assert.notEqual(done.lease_owner, holder, "finished by the other process");
   assert.ok(Date.now() - killedAt >= 0);
 
-  // Every turn stored once; no memory twice.
+  // Every turn stored once, kept once as an episode; no memory twice.
   assert.equal((await sql.query("SELECT count(*)::int AS n FROM events")).rows[0].n, turns);
   const duplicated = await sql.query(
-    "SELECT content, count(*)::int AS n FROM memories WHERE status = 'active' GROUP BY tenant_id, content HAVING count(*) > 1",
+    "SELECT content, kind, count(*)::int AS n FROM memories WHERE status = 'active' GROUP BY tenant_id, kind, content HAVING count(*) > 1",
   );
   assert.deepEqual(duplicated.rows, []);
+  const episodes = await sql.query("SELECT count(*)::int AS n FROM memories WHERE kind = 'episode'");
+  assert.equal(episodes.rows[0].n, turns, "one episode per turn");
   const memories = (await sql.query("SELECT count(*)::int AS n FROM memories")).rows[0].n as number;
   assert.ok(memories > 0);
 

@@ -322,7 +322,8 @@ describe("memory service process", () => {
     );
     const events = await clients[0]!.recallConversation({ sessionId: "shared", limit: 200 });
     assert.equal(events.events.length, 40, "one event per custom id across both processes");
-    assert.equal((await clients[1]!.status()).counts.memories, 40, "each event's memory stored once");
+    // Each event's turn kept once as an episode, and the memory mined from it once.
+    assert.equal((await clients[1]!.status()).counts.memories, 80, "each event's memories stored once");
     await Promise.all([stop(left!, "SIGTERM"), stop(right!, "SIGTERM")]);
   });
 

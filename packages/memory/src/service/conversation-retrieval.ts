@@ -78,7 +78,7 @@ export function midSentenceNames(text: string): Set<string> {
  * that the texts never write in lowercase ("Vera, who I met at my running club, …" — while "Sad" of
  * "Sad news" is also written "sad" somewhere, and an English word opening a sentence usually is).
  */
-export function namesIn(texts: readonly string[]): Set<string> {
+export function namesIn(texts: readonly string[], sentenceOpeners = true): Set<string> {
   const names = new Set<string>();
   const lower = new Set<string>();
   const openers = new Set<string>();
@@ -92,6 +92,7 @@ export function namesIn(texts: readonly string[]): Set<string> {
       if (first && /^\p{Lu}\p{Ll}{2,}$/u.test(first) && !sentence.endsWith(":")) openers.add(first);
     }
   }
+  if (!sentenceOpeners) return names;
   for (const word of openers) if (!lower.has(word.toLowerCase()) && !isStopWord(word)) names.add(word);
   return names;
 }
@@ -117,9 +118,19 @@ export function newNames(text: string, query: string, knownNames: ReadonlySet<st
   return [...names];
 }
 
+/**
+ * Who said a turn: `metadata.speaker`, else a "Maya: …" prefix of its text (a turn added plainly as
+ * `Speaker: text` is a turn too, ADR 0361).
+ */
 export function speakerOf(memory: StoredMemory): string | undefined {
   const speaker = memory.metadata.speaker;
-  return typeof speaker === "string" && speaker.length > 0 ? speaker : undefined;
+  if (typeof speaker === "string" && speaker.length > 0) return speaker;
+  return speakerPrefix(memory.content);
+}
+
+/** The "Maya: " or "Dr Lee: " that opens a turn written as `Speaker: text`, if any. */
+export function speakerPrefix(content: string): string | undefined {
+  return content.match(/^(\p{Lu}[\p{L}'’.-]{0,30}(?: \p{Lu}[\p{L}'’.-]{0,30})?):\s/u)?.[1];
 }
 
 /** Whether two memories are turns of one conversation (so neighbours by write order). */
@@ -191,6 +202,8 @@ export function liftByTimeAndSpeaker(
   hits: readonly Scored[],
   query: string,
   window: TimeWindow | undefined,
+  /** Off: only the time window lifts (bench/memory's ablation). */
+  speakers = true,
 ): Scored[] {
   const words = new Set(query.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []);
   const names = askedNames(query);
@@ -201,6 +214,7 @@ export function liftByTimeAndSpeaker(
       const at = Date.parse(hit.memory.createdAt);
       if (at >= window.from && at < window.to) score *= 2;
     }
+    if (!speakers) return { memory: hit.memory, score };
     const speaker = speakerOf(hit.memory);
     // A speaker's own question ("How is the new job going, Jonas?") is about the one asked, not them;
     // a turn speaking of someone else ("My neighbour works as a nurse") is about them.

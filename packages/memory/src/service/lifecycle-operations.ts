@@ -9,7 +9,15 @@ import { type MemoryScope, pickScope, scopeContains } from "../scope/memory-scop
 import type { MemoryService } from "./memory-service.ts";
 import { parseRequest } from "./parse-request.ts";
 import { publicEvent, publicMemory, type ServiceContext } from "./service-context.ts";
-import { contentHash } from "./text.ts";
+import { contentHash, queryTerms } from "./text.ts";
+
+/** Lowercase, single spaces, no closing punctuation: how a fact is found inside a turn. */
+const normalized = (text: string) =>
+  text
+    .toLowerCase()
+    .replace(/\s+/g, " ")
+    .replace(/[.!?\s]+$/u, "")
+    .trim();
 
 export type LifecycleOperations = Pick<
   MemoryService,
@@ -82,6 +90,28 @@ export function createLifecycleOperations(context: ServiceContext): LifecycleOpe
         undefined,
         scope,
       );
+      // A fact forgotten is forgotten in the turns that state it word for word: the episode kept of such
+      // a turn would answer the same search (ADR 0361). The events stay in the conversation's log.
+      if (memory.kind !== "episode") {
+        const said = normalized(memory.content);
+        const turns = await store.searchMemories(tenantId, pickScope(memory), queryTerms(memory.content), {
+          limit: 50,
+          every: true,
+          order: "candidates",
+          kinds: ["episode"],
+        });
+        for (const { memory: turn } of turns) {
+          if (!normalized(turn.content).includes(said)) continue;
+          await mutateMemory(tenantId, turn.id, (current) =>
+            current.status === "deleted"
+              ? undefined
+              : {
+                  next: { ...current, status: "deleted" },
+                  note: { change: "delete" as never, reason: `states the deleted memory ${memory.id}` },
+                },
+          );
+        }
+      }
       return { memory: publicMemory(memory) };
     },
 

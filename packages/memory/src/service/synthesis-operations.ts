@@ -4,7 +4,7 @@ import { pickScope } from "../scope/memory-scope.ts";
 import type { MemoryService } from "./memory-service.ts";
 import { parseRequest } from "./parse-request.ts";
 import { synthesizeProfile } from "./profile.ts";
-import type { SearchRanked } from "./retrieval-operations.ts";
+import type { SearchRanked } from "./search-ranked.ts";
 import { duplicateSimilarity, publicEvent, publicMemory, type ServiceContext } from "./service-context.ts";
 import { estimateTokens, textSimilarity } from "./text.ts";
 
@@ -47,15 +47,27 @@ export function createSynthesisOperations(
         return true;
       };
       const keptBlocks = coreMemory.filter((block) => block.value.length === 0 || take(block.value));
-      const ranked = input.query
-        ? await searchRanked(tenantId, scope, input.query, input.maxMemories, undefined)
-        : (
-            await store.listMemories(tenantId, scope, {
-              statuses: ["active"],
-              limit: input.maxMemories,
-              order: "importance",
-            })
-          ).map((memory) => ({ memory, score: memory.importance }));
+      const events =
+        input.maxEvents > 0
+          ? await store.listEvents(tenantId, scope, { order: "desc", limit: input.maxEvents })
+          : [];
+      // A recent turn is told as a recent turn, not again as the episode kept of it (ADR 0361).
+      const recent = new Set(events.map((event) => event.id));
+      const ofRecentTurn = (memory: { kind: string; provenance: { eventIds: readonly string[] } }) =>
+        memory.kind === "episode" &&
+        memory.provenance.eventIds.length > 0 &&
+        memory.provenance.eventIds.every((id) => recent.has(id));
+      const ranked = (
+        input.query
+          ? await searchRanked(tenantId, scope, input.query, input.maxMemories, undefined)
+          : (
+              await store.listMemories(tenantId, scope, {
+                statuses: ["active"],
+                limit: input.maxMemories,
+                order: "importance",
+              })
+            ).map((memory) => ({ memory, score: memory.importance }))
+      ).filter((item) => !ofRecentTurn(item.memory));
       // Each fact once: the memories answered as items (with their ids and dates) leave the
       // deterministic profile summary; a turn a memory was mined from, or that says what an item
       // says, is left out of the recent turns.
@@ -83,10 +95,6 @@ export function createSynthesisOperations(
           createdAt: item.memory.createdAt,
         });
       }
-      const events =
-        input.maxEvents > 0
-          ? await store.listEvents(tenantId, scope, { order: "desc", limit: input.maxEvents })
-          : [];
       const recentEvents = [];
       for (const event of events) {
         if (minedFrom.has(event.id) || stated(event.content)) continue;

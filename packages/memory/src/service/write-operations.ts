@@ -6,9 +6,10 @@ import { writeEventRequestSchema } from "../schemas/event.ts";
 import { ingestDocumentRequestSchema } from "../schemas/knowledge.ts";
 import { addMemoriesRequestSchema, addMemoryRequestSchema, type Memory } from "../schemas/memory.ts";
 import { type MemoryScope, pickScope, scopeKey } from "../scope/memory-scope.ts";
-import type { StoredMemory } from "../store/memory-store.ts";
+import type { StoredEvent, StoredMemory } from "../store/memory-store.ts";
 import { chunkText } from "./chunk-text.ts";
 import { applyCoreMemoryEdits } from "./core-memory-edits.ts";
+import { episodeOf, eventEpisodeId } from "./event-episode.ts";
 import { extractMemories } from "./extract-memories.ts";
 import type { MemoryService } from "./memory-service.ts";
 import type { NoveltyCheck } from "./novelty-check.ts";
@@ -106,7 +107,7 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
   ) {
     const embedding = input.embedding ?? (await embedOne(input.content));
     if (input.dedupe) {
-      const duplicate = await findDuplicate(tenantId, input.scope, input.content, embedding);
+      const duplicate = await findDuplicate(tenantId, input.scope, input.content, embedding, input.kind);
       if (duplicate) {
         return {
           memory: duplicate.memory,
@@ -120,6 +121,37 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
     const result = await store.insertMemory(memory);
     if (result.created) return { memory: result.memory, created: true };
     return { memory: result.memory, created: false, duplicateOf: result.memory.id, similarity: 1 };
+  }
+
+  /**
+   * The episode an event's turn becomes, once per event (its id derives from the event's): a retried
+   * write or a rerun import finds it and adds nothing.
+   */
+  async function keepEpisode(
+    tenantId: string,
+    event: StoredEvent,
+    episode: { content: string; speaker: string },
+    embedding: Float32Array | undefined,
+  ) {
+    const id = eventEpisodeId(tenantId, event.id);
+    if ((await store.getMemories(tenantId, [id])).length > 0) return;
+    await store.insertMemory(
+      newMemory(tenantId, event.occurredAt, {
+        id,
+        scope: pickScope(event),
+        content: episode.content,
+        kind: "episode",
+        metadata: { speaker: episode.speaker, role: event.role },
+        provenance: {
+          source: event.importJobId ? "import" : "event",
+          eventIds: [event.id],
+          ...(event.importJobId ? { importJobId: event.importJobId } : {}),
+          derivedFrom: [],
+        },
+        dedupe: false,
+        embedding,
+      }),
+    );
   }
 
   return {
@@ -154,7 +186,7 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
       for (const [index, item] of input.memories.entries()) {
         const embedding = vectors?.[index];
         if (dedupeByDefault(item)) {
-          const stored = await findDuplicate(tenantId, scope, item.content, embedding);
+          const stored = await findDuplicate(tenantId, scope, item.content, embedding, item.kind);
           const inBatch = accepted.find(
             (other) => textSimilarity(other.content, item.content) >= duplicateSimilarity,
           );
@@ -205,11 +237,15 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
 
     async writeEvent(tenantId, request) {
       const input = parseRequest(writeEventRequestSchema, request);
+      // A user's or an assistant's turn is also kept as an episode that search ranks (ADR 0361).
+      const episode = episodeOf(input);
       // What a user turn says is extracted before the transaction, with its embeddings (one model
       // call for all), so no model call is made while the transaction holds the store.
       const found = input.infer && input.role === "user" ? extractMemories(input.content) : [];
-      const vectors =
-        embedder && found.length > 0 ? await embedder.embed(found.map((item) => item.content)) : undefined;
+      const texts = [...(episode ? [episode.content] : []), ...found.map((item) => item.content)];
+      const embedded = embedder && texts.length > 0 ? await embedder.embed(texts) : undefined;
+      const episodeVector = episode ? embedded?.[0] : undefined;
+      const vectors = episode ? embedded?.slice(1) : embedded;
       // The event and the memories extracted from it commit together: a write that fails (or a process
       // that dies) part way leaves neither, and its retry stores and extracts both.
       return store.withTransaction(async () => {
@@ -240,6 +276,9 @@ export function createWriteOperations(context: ServiceContext, novelty: NoveltyC
           );
         }
         const memories: Memory[] = [];
+        if (episode && (created || (importJobId !== undefined && event.importJobId === importJobId))) {
+          await keepEpisode(tenantId, event, episode, episodeVector);
+        }
         // The write that created the event extracts, so a retried write adds nothing twice. A rerun of the
         // import job that stored the event (its process was killed between storing and extracting) extracts
         // again: the memories already kept are refused as duplicates, the missing ones are added.

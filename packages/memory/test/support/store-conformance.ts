@@ -625,11 +625,26 @@ export function storeConformance(label: string, target: ConformanceTarget): void
             { limit: 100, order: "recent", statuses: ["active", "superseded", "archived", "deleted"] },
           )
         )
+          .filter((memory) => memory.kind !== "episode")
+          .map((memory) => `${memory.status}: ${memory.content}`)
+          .sort();
+      // Each turn is also kept once as an episode (ADR 0361), whatever the reruns.
+      const episodes = async () =>
+        (
+          await store.listMemories(
+            t,
+            { userId: "u" },
+            { limit: 100, order: "recent", statuses: ["active", "deleted"] },
+          )
+        )
+          .filter((memory) => memory.kind === "episode")
           .map((memory) => `${memory.status}: ${memory.content}`)
           .sort();
       const { job } = await service.importConversations(t, request);
       assert.equal((await waitForJob(service, t, job.id)).status, "succeeded");
-      const made = await store.listMemories(t, { userId: "u" }, { limit: 10, order: "recent" });
+      const made = (await store.listMemories(t, { userId: "u" }, { limit: 10, order: "recent" })).filter(
+        (memory) => memory.kind !== "episode",
+      );
       const rex = made.find((memory) => memory.content.includes("Rex"));
       const passport = made.find((memory) => memory.content.includes("passport"));
       assert.ok(rex && passport, JSON.stringify(made.map((memory) => memory.content)));
@@ -678,6 +693,17 @@ export function storeConformance(label: string, target: ConformanceTarget): void
         skipped: 0,
       });
       assert.deepEqual(await all(), ["active: My favourite colour is green.", ...expected]);
+      assert.deepEqual(
+        await episodes(),
+        [
+          "active: My favourite colour is green.",
+          "active: My passport expires in March.",
+          "active: Noted!",
+          // Forgetting the fact forgot the turn that said it word for word.
+          "deleted: I always travel with my dog Rex.",
+        ],
+        "the turns kept once each, the forgotten one still forgotten",
+      );
       assert.equal((await service.search(t, { userId: "u", query: "dog Rex" })).results.length, 0);
     });
 
@@ -686,6 +712,7 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       const scope = { userId: "u", sessionId: "trip" };
       const active = async () =>
         (await store.listMemories(t, scope, { limit: 100, order: "recent", statuses: ["active"] }))
+          .filter((memory) => memory.kind !== "episode")
           .map((memory) => memory.content)
           .sort();
       // The user said both facts elsewhere first (an API add, a live conversation turn).

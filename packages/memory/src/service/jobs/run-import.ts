@@ -45,6 +45,24 @@ function digest(...parts: string[]): string {
   return createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, 40);
 }
 
+/**
+ * When a message was said, if it says: `created_at`, `createdAt` or `timestamp` as an ISO date or as
+ * Unix seconds (ChatGPT's export writes `create_time` in seconds). Anything else is ignored.
+ */
+export function messageTime(message: Record<string, unknown>): string | undefined {
+  for (const field of ["created_at", "createdAt", "timestamp", "create_time"]) {
+    const value = message[field];
+    const at =
+      typeof value === "number" && Number.isFinite(value)
+        ? value * 1000
+        : typeof value === "string" && /^\d{4}-\d{2}-\d{2}/.test(value)
+          ? Date.parse(value)
+          : Number.NaN;
+    if (Number.isFinite(at) && at > 0 && at < 8.64e15) return new Date(at).toISOString();
+  }
+  return undefined;
+}
+
 export async function runImport(job: StoredJob, dependencies: ImportDependencies) {
   const input = job.input as ImportInput;
   const scope = pickScope(input);
@@ -56,12 +74,21 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
     const fingerprint = digest(JSON.stringify(conversation.messages));
     const sessionId =
       conversation.sessionId ?? scope.sessionId ?? `import:${conversation.id ?? fingerprint.slice(0, 16)}`;
-    const turns: { role: string; text: string }[] = [];
+    const turns: { role: string; text: string; speaker?: string; at?: string }[] = [];
     if (input.format === "anthropic" && conversation.system !== undefined) {
       turns.push({ role: "system", text: contentText(conversation.system) });
     }
-    for (const message of conversation.messages)
-      turns.push({ role: message.role, text: contentText(message.content) });
+    for (const message of conversation.messages) {
+      const speaker =
+        typeof message.name === "string" && message.name.trim() !== "" ? message.name : undefined;
+      const at = messageTime(message);
+      turns.push({
+        role: message.role,
+        text: contentText(message.content),
+        ...(speaker === undefined ? {} : { speaker }),
+        ...(at === undefined ? {} : { at }),
+      });
+    }
     for (const [index, turn] of turns.entries()) {
       const role = roleMap[turn.role.toLowerCase()];
       if (!role || turn.text.trim().length === 0) {
@@ -76,7 +103,13 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
         // The scope is part of the id: two users importing the same transcript each keep their own turns
         // (custom ids are unique in a tenant; without it the second import's turns were refused).
         customId: `import:${digest(scopeKey(scope), input.format, conversation.id ?? fingerprint, sessionId, String(index), turn.text)}`,
-        metadata: { importJobId: job.id, conversation: conversation.id ?? conversationIndex, turn: index },
+        metadata: {
+          importJobId: job.id,
+          conversation: conversation.id ?? conversationIndex,
+          turn: index,
+          ...(turn.speaker === undefined ? {} : { speaker: turn.speaker.slice(0, 80) }),
+        },
+        ...(turn.at === undefined ? {} : { occurredAt: turn.at }),
         infer: input.infer,
       });
       if (answer.created) created += 1;
