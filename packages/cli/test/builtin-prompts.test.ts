@@ -66,7 +66,7 @@ test("docscript.edit holds the document's script contract; its doc_id completes 
   assert.deepEqual(none.completion.values, []);
   await assert.rejects(
     client.getPrompt({ name: "docscript.edit", arguments: { doc_id: "another" } }),
-    /No document "another"/,
+    /no document another opens with this token/, // a refused id answers as a missing one
   );
 });
 

@@ -8,6 +8,7 @@ import type { Command } from "commander";
 import { consoleTokenPath, tackleHome } from "../config/tackle-home.ts";
 import { ensureConsoleToken } from "../console/console-token.ts";
 import { type RunningConsole, startConsole } from "../console/start-console.ts";
+import { isSeatTool } from "../mcp/module-contributions.ts";
 import { CliError } from "../program/cli-error.ts";
 import {
   hasBroker,
@@ -132,9 +133,9 @@ function printServed(
       info.errors.length === 0
         ? ""
         : `, ${info.errors.length} failed: ${info.errors.map((error) => `${error.source}: ${error.message}`).join("; ")}`;
-    lines.push(
-      `  module ${info.module}: ${info.status}, ${info.tools.length} tool${info.tools.length === 1 ? "" : "s"}${errors}`,
-    );
+    // The `mcp` seat's verbs are how a module contributes prompts and resources, not tools a user calls.
+    const tools = info.tools.filter((tool) => !isSeatTool(tool.name)).length;
+    lines.push(`  module ${info.module}: ${info.status}, ${tools} tool${tools === 1 ? "" : "s"}${errors}`);
   }
   if (served.length === 0) lines.push("  no modules");
   if (url !== undefined) {
