@@ -809,17 +809,23 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
       `durable: runs taken over by another runner (run_recovered): ${takenOver(3)} around the runner SIGKILL, ${takenOver(5)} around the PostgreSQL restart; ${windowDuplicates} tool effects ran again inside the crash window, ${firstByKilledRunner} of them first run by the SIGKILLed runner`,
     );
 
-    // Memory: every acknowledged add's memory exists; no text is held by two active memories; every
+    // Memory: every acknowledged add's memory exists; no text is held by two active memories of one
+    // kind (a turn is kept as an episode beside the fact mined from it: two kinds, ADR 0361); every
     // succeeded import job stored each of its turns once and no memory twice.
-    const memories = await memorySql.query<{ id: string; content: string; status: string }>(
-      "SELECT id, content, status FROM memories",
+    const memories = await memorySql.query<{ id: string; kind: string; content: string; status: string }>(
+      "SELECT id, kind, content, status FROM memories",
     );
     const ids = new Set(memories.rows.map((row) => row.id));
-    const activeContents = new Map<string, number>();
-    for (const row of memories.rows)
-      if (row.status === "active")
-        activeContents.set(row.content, (activeContents.get(row.content) ?? 0) + 1);
-    const duplicatedContents = [...activeContents].filter(([, count]) => count > 1);
+    const activeContents = new Map<string, { content: string; count: number }>();
+    for (const row of memories.rows) {
+      if (row.status !== "active") continue;
+      const key = `${row.kind}\u0000${row.content}`;
+      const seen = activeContents.get(key);
+      activeContents.set(key, { content: row.content, count: (seen?.count ?? 0) + 1 });
+    }
+    const duplicatedContents = [...activeContents.values()]
+      .filter(({ count }) => count > 1)
+      .map(({ content, count }) => [content, count] as const);
     for (const [tag, { op, memoryId }] of added) {
       if (!ids.has(memoryId)) op.outcome = "lost";
       for (const [content, count] of duplicatedContents)

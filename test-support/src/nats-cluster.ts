@@ -49,7 +49,21 @@ interface Spec {
   readonly storeDir: string;
 }
 
+/**
+ * Starts the cluster; when a server exits while the cluster comes up (a port that `freePort` found free
+ * was taken by another suite before the server bound it), starts it again on new ports, three times at most.
+ */
 export async function startNatsCluster(options: { size?: number } = {}): Promise<NatsClusterHandle> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNatsClusterOnce(options);
+    } catch (error) {
+      if (attempt >= 3 || !(error as Error).message.startsWith("nats-server exited")) throw error;
+    }
+  }
+}
+
+async function startNatsClusterOnce(options: { size?: number }): Promise<NatsClusterHandle> {
   const binary = findNatsServer();
   const size = options.size ?? 3;
   const root = mkdtempSync(join(tmpdir(), "tackle-nats-cluster-"));
