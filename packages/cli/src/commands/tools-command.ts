@@ -1,5 +1,6 @@
 /** `tackle tools`: every module with its status and tools; `--json` for machines. */
 import type { Command } from "commander";
+import { withoutSeatTools } from "../mcp/module-contributions.ts";
 import { createPaint } from "../output/colour.ts";
 import { formatModules } from "../output/format-modules.ts";
 import { openToolSource } from "../program/open-tool-source.ts";
@@ -19,7 +20,8 @@ export function addToolsCommand(program: Command, context: ProgramContext): void
     async (options: { json?: boolean; allowUnhealthy?: boolean; console?: string; tokenFile?: string }) => {
       const source = await openToolSource({ ...options, env: context.env, logger: context.logger });
       try {
-        const modules = await source.catalogue();
+        // The `mcp` seat's verbs serve MCP's resources and prompts, not a caller: not listed as tools.
+        const modules = withoutSeatTools(await source.catalogue());
         context.stdout.write(
           options.json === true
             ? `${JSON.stringify(modules, null, 2)}\n`

@@ -38,6 +38,19 @@ export function isSeatTool(name: string): boolean {
   return name.startsWith("mcp.");
 }
 
+/**
+ * The modules as a person should see them (`tackle tools`, the web page's listing): the seat's verbs
+ * left out, since they serve the MCP server, not a caller. The console's own `tackle.modules` keeps
+ * them: a source reading another console finds the seat through it.
+ */
+export function withoutSeatTools(modules: readonly ModuleInfo[]): ModuleInfo[] {
+  return modules.map((info) =>
+    info.tools.some((tool) => isSeatTool(tool.name))
+      ? { ...info, tools: info.tools.filter((tool) => !isSeatTool(tool.name)) }
+      : info,
+  );
+}
+
 /** Resources and prompts per page of `resources/list`, `resources/templates/list` and `prompts/list`. */
 const pageSize = 100;
 /** MCP's bound on completion values in one answer. */

@@ -11,6 +11,7 @@ import { createDurableApp } from "@tackle/durable/http";
 import { type Context, Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
+import { withoutSeatTools } from "../../mcp/module-contributions.ts";
 import type { ModuleInfo, ToolSource } from "../../tool-source/tool-source.ts";
 import { bearerMatches } from "../console-token.ts";
 import { type ConsoleSessions, sessionCookie } from "./console-sessions.ts";
@@ -119,7 +120,11 @@ export function createWebApp(options: WebAppOptions): WebApp {
   });
 
   // `errors`: what is wrong with the source itself (the broker down), said once beside every module.
-  const listing = (modules: readonly ModuleInfo[]) => ({ modules, errors: source.errors?.() ?? [] });
+  // The `mcp` seat's verbs serve MCP's resources and prompts: no tool panel offers them.
+  const listing = (modules: readonly ModuleInfo[]) => ({
+    modules: withoutSeatTools(modules),
+    errors: source.errors?.() ?? [],
+  });
   app.get("/api/modules", async (c) => c.json(listing(await status.read())));
 
   app.get("/api/events", (c) =>
