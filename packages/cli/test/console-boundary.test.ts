@@ -117,7 +117,7 @@ async function consoleRoutes(): Promise<{ method: string; path: string }[]> {
 
 const concrete = (path: string) =>
   path
-    .replace(":name", "console.js")
+    .replace(":name", "console.ts")
     .replace(":threadId", "demo-x")
     .replace(":runId", "run-x")
     .replace(":graph", "demo-refund");

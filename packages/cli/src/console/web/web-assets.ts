@@ -1,28 +1,59 @@
-/** The page's files: one HTML shell, one script, one stylesheet, read from this package (never a CDN). */
-import { readFileSync } from "node:fs";
+/**
+ * The page's files: one HTML shell, one stylesheet and the page's TypeScript modules, read from this
+ * package (never a CDN). A module is served as JavaScript with its types stripped (Node's own
+ * `stripTypeScriptTypes`, once per file): no bundler and no build step (ADR 0114).
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { stripTypeScriptTypes } from "node:module";
 import { fileURLToPath } from "node:url";
 
-// Source runs from src/, a build from dist/: the assets stay in src/ (shipped with the package) either way.
+// Source runs from src/, a build from dist/: the page stays in src/ (shipped with the package) either way.
 const built = import.meta.url.endsWith(".js");
-const assetsDir = new URL(built ? "../../../src/console/web/assets/" : "./assets/", import.meta.url);
+const pageDir = new URL(built ? "../../../src/console/web/page/" : "./page/", import.meta.url);
 
-const types: Record<string, string> = {
-  "console.js": "text/javascript; charset=utf-8",
-  "console.css": "text/css; charset=utf-8",
-};
+/** The entry module the shell loads; it imports the others by their `.ts` names. */
+export const entryModule = "console.ts";
 
-const cache = new Map<string, string>();
+/** What the browser is sent: every page module and the stylesheet, by file name; nothing else. */
+const shipped: ReadonlySet<string> = new Set(
+  readdirSync(fileURLToPath(pageDir)).filter(
+    (name) => name === "console.css" || (name.endsWith(".ts") && !name.endsWith(".test.ts")),
+  ),
+);
+
+const cache = new Map<string, { body: string; type: string }>();
 
 /** An asset by its file name, or undefined for anything not shipped. */
 export function readAsset(name: string): { body: string; type: string } | undefined {
-  const type = types[name];
-  if (type === undefined) return undefined;
-  let body = cache.get(name);
-  if (body === undefined) {
-    body = readFileSync(fileURLToPath(new URL(name, assetsDir)), "utf8");
-    cache.set(name, body);
+  if (!shipped.has(name)) return undefined;
+  let asset = cache.get(name);
+  if (asset === undefined) {
+    const text = readFileSync(fileURLToPath(new URL(name, pageDir)), "utf8");
+    asset = name.endsWith(".ts")
+      ? { body: stripTypes(text), type: "text/javascript; charset=utf-8" }
+      : { body: text, type: "text/css; charset=utf-8" };
+    cache.set(name, asset);
   }
-  return { body, type };
+  return asset;
+}
+
+/**
+ * The module as JavaScript: types replaced by spaces, so lines and columns stay those of the source a
+ * developer reads in the browser's tools. Node flags the function experimental once per process; that
+ * one warning is not the console's to print.
+ */
+function stripTypes(source: string): string {
+  const emit = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    const text = typeof warning === "string" ? warning : warning.message;
+    if (/stripTypeScriptTypes/.test(text)) return;
+    (emit as (...args: unknown[]) => void).call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
+  try {
+    return stripTypeScriptTypes(source, { mode: "strip" });
+  } finally {
+    process.emitWarning = emit;
+  }
 }
 
 export function shellHtml(): string {
@@ -34,7 +65,7 @@ export function shellHtml(): string {
 <title>Tackle console</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/assets/console.css">
-<script type="module" src="/assets/console.js"></script>
+<script type="module" src="/assets/${entryModule}"></script>
 </head>
 <body>
 <header class="top">

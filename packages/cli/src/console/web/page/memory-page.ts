@@ -1,0 +1,216 @@
+/**
+ * Memory: a scope's memories listed (newest first, by kind) or searched, one added (the list is read
+ * again so it shows), one read in full and deleted.
+ */
+import { api, callOrThrow, type Json } from "./api.ts";
+import { h, messageOf } from "./dom.ts";
+import { showMemory } from "./memory-detail.ts";
+
+const kinds = ["fact", "preference", "episode", "procedure", "summary"] as const;
+const scopeFields = ["userId", "agentId", "sessionId"] as const;
+/** The tool that lists without a query, where the memory module serves one. */
+const listTool = "memory.memory_list";
+
+interface Hit {
+  readonly id: string;
+  readonly text: string;
+  readonly kind: string;
+  readonly date?: string;
+  readonly score?: number;
+}
+
+/** A hit as the tools answer it: { id, text, kind, date, score }, or a whole record { memory, score }. */
+function asHit(item: Json): Hit {
+  const memory = item.memory ?? (item.content !== undefined ? item : undefined);
+  if (memory === undefined) return item;
+  return {
+    id: memory.id,
+    text: memory.content,
+    kind: memory.kind,
+    date: memory.createdAt ?? memory.date,
+    ...(typeof item.score === "number" ? { score: item.score } : {}),
+  };
+}
+
+export function memoryPage(root: HTMLElement): undefined {
+  const results = h("div", { id: "memories", "aria-live": "polite" });
+  const detail = h("section", { id: "memory-detail" });
+  const notice = h("p", { class: "error", role: "alert" });
+  const input = (id: string, label: string) => {
+    const element = h("input", { id, type: "text" });
+    return { field: h("div", { class: "field" }, h("label", { for: id }, label), element), element };
+  };
+  const query = input("memory-query", "Search for (empty: list the newest)");
+  const scope = scopeFields.map((name) => ({ name, ...input(`memory-${name}`, `Scope: ${name}`) }));
+  const content = input("memory-content", "Remember this");
+  const kind = h(
+    "select",
+    { id: "memory-kind" },
+    h("option", { value: "" }, "every kind"),
+    kinds.map((name) => h("option", { value: name }, name)),
+  );
+  const addKind = h(
+    "select",
+    { id: "memory-add-kind" },
+    kinds.map((name) => h("option", { value: name }, name)),
+  );
+  /** What the list shows now, read again after an add or a delete. */
+  let shown: () => Promise<void> = async () => {};
+  let lister: Promise<boolean> | undefined;
+  const canList = () => {
+    lister ??= api("/api/modules")
+      .then((answer: Json) =>
+        answer.modules.some(
+          (info: Json) =>
+            info.module === "memory" && info.tools.some((tool: Json) => `memory.${tool.name}` === listTool),
+        ),
+      )
+      .catch(() => false);
+    return lister;
+  };
+
+  const currentScope = (): Record<string, string> =>
+    Object.fromEntries(
+      scope.map(({ name, element }) => [name, element.value.trim()]).filter(([, value]) => value !== ""),
+    );
+  // No scope field filled in: the whole tenant, asked for in so many words (the service reads every
+  // scope only when told to).
+  const scopeArgs = () => {
+    const named = currentScope();
+    return Object.keys(named).length === 0 ? { wholeTenant: true } : named;
+  };
+  const kindArgs = () => (kind.value === "" ? {} : { kinds: [kind.value] });
+
+  const draw = (hits: readonly Hit[], empty: string) => {
+    if (hits.length === 0) {
+      results.replaceChildren(h("p", { class: "muted" }, empty));
+      return;
+    }
+    results.replaceChildren(
+      h(
+        "ul",
+        { class: "memories" },
+        hits.map((hit) =>
+          h(
+            "li",
+            { "data-memory": hit.id, "data-kind": hit.kind },
+            h("button", { type: "button", class: "link", onclick: () => open(hit.id) }, hit.text),
+            " ",
+            h(
+              "span",
+              { class: "muted" },
+              [hit.kind, hit.date ?? "", hit.score === undefined ? "" : `score ${hit.score.toFixed(3)}`]
+                .filter(Boolean)
+                .join(" · "),
+            ),
+          ),
+        ),
+      ),
+    );
+  };
+
+  const search = async (text: string) => {
+    const found = await callOrThrow("memory.memory_search", {
+      ...scopeArgs(),
+      ...kindArgs(),
+      query: text,
+      limit: 20,
+    });
+    draw(found.results.map(asHit), "Nothing found in this scope.");
+  };
+
+  const list = async () => {
+    if (!(await canList())) {
+      results.replaceChildren(
+        h(
+          "p",
+          { class: "muted" },
+          `This memory module serves no ${listTool} tool: type something to search for.`,
+        ),
+      );
+      return;
+    }
+    const page = await callOrThrow(listTool, { ...scopeArgs(), ...kindArgs(), limit: 20 });
+    const items = page.results ?? page.memories ?? page.items ?? [];
+    draw(items.map(asHit), "No memories in this scope yet.");
+  };
+
+  const find = async () => {
+    notice.textContent = "";
+    const text = query.element.value.trim();
+    shown = text === "" ? list : () => search(text);
+    try {
+      await shown();
+    } catch (error) {
+      notice.textContent = messageOf(error);
+    }
+  };
+  const refreshShown = async () => {
+    try {
+      await shown();
+    } catch (error) {
+      notice.textContent = messageOf(error);
+    }
+  };
+  const open = (id: string) => showMemory(id, detail, notice, refreshShown);
+
+  root.append(
+    h("h1", {}, "Memory"),
+    h(
+      "form",
+      {
+        class: "card",
+        id: "memory-search",
+        onsubmit: (event) => {
+          event.preventDefault();
+          void find();
+        },
+      },
+      query.field,
+      h(
+        "div",
+        { class: "row" },
+        scope.map(({ field }) => field),
+        h("div", { class: "field" }, h("label", { for: "memory-kind" }, "Kind"), kind),
+      ),
+      h("p", { class: "muted" }, "With every scope field empty, the whole tenant is read."),
+      h("button", { type: "submit" }, "Search"),
+    ),
+    h(
+      "form",
+      {
+        class: "card",
+        id: "memory-add",
+        onsubmit: async (event) => {
+          event.preventDefault();
+          notice.textContent = "";
+          try {
+            const added = await callOrThrow("memory.memory_add", {
+              ...currentScope(),
+              content: content.element.value,
+              kind: addKind.value,
+            });
+            content.element.value = "";
+            await open(added.memory?.id ?? added.id);
+            // The list shown is read again: the new memory is in it when it matches.
+            await refreshShown();
+          } catch (error) {
+            notice.textContent = messageOf(error);
+          }
+        },
+      },
+      h(
+        "div",
+        { class: "row" },
+        content.field,
+        h("div", { class: "field" }, h("label", { for: "memory-add-kind" }, "Its kind"), addKind),
+      ),
+      h("button", { type: "submit", class: "secondary" }, "Add a memory in this scope"),
+    ),
+    notice,
+    results,
+    detail,
+  );
+  void find();
+  return undefined;
+}
