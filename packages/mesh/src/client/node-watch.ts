@@ -144,11 +144,18 @@ export function createNodeWatch(
   let inbox: string | undefined;
   let subscription: { unsubscribe(): void } | undefined;
 
+  let asked = 0;
+  /**
+   * A reply subject of its own per question, under one subscription: a node holding a Tackle-issued
+   * credential may answer a reply subject once per request it got (`allow_responses`), and two
+   * questions in flight on one subject leave the second answer refused by the broker.
+   */
   function replySubject(): string {
-    if (inbox !== undefined) return inbox;
+    asked += 1;
+    if (inbox !== undefined) return `${inbox}.${asked}`;
     const subject = createInbox((connection as { options?: { inboxPrefix?: string } }).options?.inboxPrefix);
     inbox = subject;
-    subscription = connection.subscribe(subject, {
+    subscription = connection.subscribe(`${subject}.*`, {
       callback: (error, message) => {
         if (error !== null) {
           if (inbox === subject) inbox = undefined;
@@ -161,7 +168,7 @@ export function createNodeWatch(
         }
       },
     });
-    return subject;
+    return `${subject}.${asked}`;
   }
 
   function heard(answer: HeldAnswer): void {

@@ -112,6 +112,9 @@ export async function serverConfig(
   return [
     `operator: ${operator}`,
     `system_account: ${systemPublicKey(authority)}`,
+    // A client's CONNECT line carries its user JWT, and a node's JWT lists every subject of each of its
+    // modules: two modules already pass nats-server's default 4 KiB line. 64 KiB holds about forty.
+    "max_control_line: 65536",
     "resolver: {",
     "  type: full",
     `  dir: ${JSON.stringify(options.resolverDirectory)}`,
