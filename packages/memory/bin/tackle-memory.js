@@ -1,65 +1,11 @@
 #!/usr/bin/env node
-// The `tackle-memory` command. A build (dist/server/main.js) runs as is; in a checkout, without a build,
-// src/server/main.ts runs straight from TypeScript under Node 24 with the `@tackle/source` export
-// condition. When the Node that started this file is older than 24 (a system node on PATH), the
-// workspace's pinned Node 24 runs it. Plain JavaScript that any Node since 18 parses.
-import { spawn } from "node:child_process";
-import { existsSync, realpathSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+// The `tackle-memory` command: the build (dist/server/main.js) or, in a checkout, src/server/main.ts on
+// Node 24 (see the launcher).
+import { launch } from "@tackle/core/launcher";
 
-const packageDir = dirname(dirname(realpathSync(fileURLToPath(import.meta.url))));
-const built = join(packageDir, "dist", "server", "main.js");
-const source = join(packageDir, "src", "server", "main.ts");
-const fromSource = !existsSync(built) || process.env.TACKLE_FROM_SOURCE === "1";
-const major = Number(process.versions.node.split(".")[0]);
-
-if (major >= 24) {
-  if (fromSource) await enableSourceCondition();
-  await import(pathToFileURL(fromSource ? source : built).href);
-} else {
-  reexec(findNode24(), [...(fromSource ? ["--conditions=@tackle/source"] : []), fromSource ? source : built]);
-}
-
-/** Adds the `@tackle/source` condition to every resolution in this process, as the flag would. */
-async function enableSourceCondition() {
-  if (process.execArgv.some((flag) => flag.includes("@tackle/source"))) return;
-  const { registerHooks } = await import("node:module");
-  registerHooks({
-    resolve(specifier, context, nextResolve) {
-      const conditions = context.conditions.includes("@tackle/source")
-        ? context.conditions
-        : ["@tackle/source", ...context.conditions];
-      return nextResolve(specifier, { ...context, conditions });
-    },
-  });
-}
-
-/** The `node` package the workspace pins (node_modules/node/bin/node), searched upward from here. */
-function findNode24() {
-  for (let directory = packageDir; ; directory = dirname(directory)) {
-    const candidate = join(directory, "node_modules", "node", "bin", "node");
-    if (existsSync(candidate)) return candidate;
-    if (dirname(directory) === directory) break;
-  }
-  process.stderr.write(
-    `tackle-memory: needs Node.js 24 or newer, and this is ${process.version}. Install Node 24, or run it through npm (npx tackle-memory), which puts the workspace's Node 24 first.\n`,
-  );
-  process.exit(1);
-}
-
-function reexec(node, args) {
-  const child = spawn(node, [...args, ...process.argv.slice(2)], { stdio: "inherit" });
-  // A terminal's Ctrl+C already reaches the child (same process group); anything else is forwarded.
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) {
-    process.on(signal, () => {
-      if (signal === "SIGINT" && process.stdin.isTTY) return;
-      child.kill(signal);
-    });
-  }
-  child.on("exit", (code, signal) => process.exit(code ?? 128 + (signal === "SIGINT" ? 2 : 15)));
-  child.on("error", (error) => {
-    process.stderr.write(`tackle-memory: cannot start ${node}: ${error.message}\n`);
-    process.exit(1);
-  });
-}
+await launch({
+  name: "tackle-memory",
+  binUrl: import.meta.url,
+  built: "dist/server/main.js",
+  source: "src/server/main.ts",
+});
