@@ -5,19 +5,25 @@
  * document by `large-timeline.test.ts`), so a million entities seed in minutes, not the ~25 min a read
  * of the document took. Run by `scale.ts` in a child process (its heap is not the bench's).
  *
- *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/scale-seed.ts <entities> <file>
+ *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/scale-seed.ts <entities> <file> [--overlay-every=N]
  */
 import { createSqliteDocumentStore, hashToken } from "../../packages/docscript/src/server/index.ts";
 import { largeTimeline, largeTimelineRows } from "../../packages/docscript/test/large-timeline.ts";
 
 const count = Number(process.argv[2]);
 const path = process.argv[3];
+/** `--overlay-every=N`: every N-th added clip on an overlay track of its own (the tasks bench). */
+const overlayEvery = process.argv
+  .slice(4)
+  .find((arg) => arg.startsWith("--overlay-every="))
+  ?.split("=")[1];
+const every = overlayEvery === undefined ? undefined : Number(overlayEvery);
 if (!(count > 0) || path === undefined) throw new Error("usage: scale-seed.ts <entities> <file>");
 const benchToken = "bench-document-token-0123456789";
 
 const started = performance.now();
 const extraClips = Math.max(0, Math.round((count - 12) / 3));
-const { snapshot, firstClips, entityCount } = largeTimeline(extraClips);
+const { snapshot, firstClips, entityCount } = largeTimeline(extraClips, every);
 const builtMs = performance.now() - started;
 const store = createSqliteDocumentStore({ path });
 try {
@@ -25,7 +31,7 @@ try {
     documentId: "bench",
     tokenHash: hashToken(benchToken),
     snapshot,
-    rows: largeTimelineRows(extraClips),
+    rows: largeTimelineRows(extraClips, every),
     issues: [],
   });
 } finally {

@@ -13,6 +13,7 @@ export {
   type DocumentSession,
   type DocumentSessionOptions,
   type EntityFilter,
+  type FieldRange,
   type LinkInput,
   type MoveTarget,
   openDocument,

@@ -5,11 +5,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { LoroDoc } from "loro-crdt";
+import { checkDocument } from "../src/document/check-document.ts";
 import { projectDocument } from "../src/document/interpret.ts";
 import type { RowChange } from "../src/server/document-store.ts";
 import { allRowChanges } from "../src/server/row-members.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
-import { largeTimeline, largeTimelineRows } from "./large-timeline.ts";
+import { largeTimeline, largeTimelineRows, overlayTrackId } from "./large-timeline.ts";
 
 const byKey = (rows: readonly RowChange[]) =>
   new Map(rows.map((row) => [`${row.root}/${row.rowId}`, { json: row.json, members: row.members }]));
@@ -21,4 +22,14 @@ test("the large timeline's written-out rows equal those its document projects to
   assert.equal(written.length, read.length);
   assert.ok(read.length > 3 * 1_234);
   assert.deepStrictEqual(byKey(written), byKey(read));
+});
+
+test("with an overlay track, its rows equal those its document projects to, and the document is valid", () => {
+  const built = largeTimeline(1_234, 10);
+  const projection = projectDocument(LoroDoc.fromSnapshot(built.snapshot), timelineSchema);
+  const written = largeTimelineRows(1_234, 10);
+  assert.deepStrictEqual(byKey(written), byKey(allRowChanges(projection)));
+  assert.equal(built.entityCount, projection.entityCount);
+  assert.equal(projection.storedRelationsOf(overlayTrackId, "contain").length, 123);
+  assert.deepEqual(checkDocument(projection), []);
 });

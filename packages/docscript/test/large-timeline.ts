@@ -20,20 +20,43 @@ export interface LargeTimeline {
   readonly firstClips: readonly string[];
 }
 
-export function largeTimeline(extraClips: number): LargeTimeline {
+/**
+ * `overlayEvery`: every that many-th added clip goes on an overlay track of its own
+ * (`large-track-overlay`, one more entity) instead of the video track.
+ */
+export function largeTimeline(extraClips: number, overlayEvery?: number): LargeTimeline {
   const doc = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
   const firstClips: string[] = [];
   // Chunks of 10k clips, each a change of its own peer, concurrent with the rest: the keys never meet.
   const chunk = 10_000;
   for (let start = 0; start < extraClips; start += chunk) {
-    addClips(doc, start, Math.min(extraClips, start + chunk), firstClips, 777_000 + start / chunk);
+    const last = Math.min(extraClips, start + chunk);
+    addClips(doc, start, last, firstClips, 777_000 + start / chunk, overlayEvery, start === 0);
   }
-  return { snapshot: doc.export({ mode: "snapshot" }), entityCount: 12 + extraClips * 3, firstClips };
+  const tracks = overlayEvery === undefined ? 0 : 1;
+  return {
+    snapshot: doc.export({ mode: "snapshot" }),
+    entityCount: 12 + tracks + extraClips * 3,
+    firstClips,
+  };
 }
 
+/** The overlay track `overlayEvery` puts clips on. */
+export const overlayTrackId = "large-track-overlay";
+const overlayTrackRow = {
+  root: "entities" as const,
+  rowId: overlayTrackId,
+  json: { kind: "track", fields: { role: "overlay", name: "Overlay", muted: false, volume: 0 } },
+};
+
 /** The three rows one added clip brings: its image, the clip (marker embedded) and its `contain`. */
-function clipRows(index: number): { root: "entities" | "relations"; rowId: string; json: Row }[] {
+function clipRows(
+  index: number,
+  overlayEvery?: number,
+): { root: "entities" | "relations"; rowId: string; json: Row }[] {
   const clipId = `large-clip-${index}`;
+  const trackId =
+    overlayEvery !== undefined && index % overlayEvery === overlayEvery - 1 ? overlayTrackId : "track-1";
   return [
     {
       root: "entities",
@@ -71,7 +94,7 @@ function clipRows(index: number): { root: "entities" | "relations"; rowId: strin
       rowId: `large-contain-${index}`,
       json: {
         kind: "contain",
-        endpoint0: "track-1",
+        endpoint0: trackId,
         endpoint1: clipId,
         position: `~${(index + 1).toString(36).padStart(5, "0")}1`,
       },
@@ -84,18 +107,36 @@ function clipRows(index: number): { root: "entities" | "relations"; rowId: strin
  * rows it writes into Loro (no read of the document: a million entities project in minutes). The
  * sample's own rows are read from it.
  */
-export function largeTimelineRows(extraClips: number): RowChange[] {
+export function largeTimelineRows(extraClips: number, overlayEvery?: number): RowChange[] {
   const sample = allRowChanges(
     projectDocument(LoroDoc.fromSnapshot(sampleTimelineSnapshot()), timelineSchema),
   );
   const rows: RowChange[] = [...sample];
+  if (overlayEvery !== undefined)
+    rows.push({
+      ...overlayTrackRow,
+      members: membersOfRow(
+        timelineSchema,
+        overlayTrackRow.root,
+        overlayTrackRow.rowId,
+        overlayTrackRow.json,
+      ),
+    });
   for (let index = 0; index < extraClips; index++)
-    for (const row of clipRows(index))
+    for (const row of clipRows(index, overlayEvery))
       rows.push({ ...row, members: membersOfRow(timelineSchema, row.root, row.rowId, row.json) });
   return rows;
 }
 
-function addClips(doc: LoroDoc, from: number, to: number, firstClips: string[], peer: number): void {
+function addClips(
+  doc: LoroDoc,
+  from: number,
+  to: number,
+  firstClips: string[],
+  peer: number,
+  overlayEvery: number | undefined,
+  withTrack: boolean,
+): void {
   const ops: { container: string; content: unknown; counter: number }[] = [];
   let counter = 0;
   const write = (container: string, key: string, value: Row[string]) => {
@@ -108,9 +149,11 @@ function addClips(doc: LoroDoc, from: number, to: number, firstClips: string[], 
     ops.push({ container, content: { type: "insert", key, value }, counter: counter++ });
   };
   const roots = { entities: "cid:root-entities:Map", relations: "cid:root-relations:Map" };
+  if (withTrack && overlayEvery !== undefined)
+    write(roots[overlayTrackRow.root], overlayTrackRow.rowId, overlayTrackRow.json);
   for (let index = from; index < to; index++) {
     if (firstClips.length < 10) firstClips.push(`large-clip-${index}`);
-    for (const row of clipRows(index)) write(roots[row.root], row.rowId, row.json);
+    for (const row of clipRows(index, overlayEvery)) write(roots[row.root], row.rowId, row.json);
   }
   doc.importJsonUpdates({
     schema_version: 1,

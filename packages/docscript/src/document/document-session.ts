@@ -19,6 +19,7 @@ export type {
   DocumentSession,
   DocumentSessionOptions,
   EntityFilter,
+  FieldRange,
   LinkInput,
   MoveTarget,
   RelationFilter,
@@ -62,6 +63,7 @@ export function openDocument(
           ...entities,
           create: asHost(entities.create),
           update: asHost(entities.update),
+          updateMany: asHost(entities.updateMany),
           delete: asHost(entities.delete),
         },
         relations: {

@@ -4,10 +4,15 @@ import { DocScriptError } from "../schema/docscript-error.ts";
 import { isPlainRecord, ownValue } from "../schema/own-keys.ts";
 import type { Entity } from "../schema/types.ts";
 import { withDefaults } from "../schema/validate-payload.ts";
-import type { StoredEntity } from "./projection.ts";
+import { ROW_SLOTS } from "./layout.ts";
+import { RowsNeeded, type StoredEntity } from "./projection.ts";
 import { readLimit, type SessionContext } from "./session-context.ts";
-import type { DocumentSession } from "./session-types.ts";
-import { applyOpToValue, checkOp } from "./update-op.ts";
+import type { DocumentSession, FieldRange } from "./session-types.ts";
+
+/** Ids read per step of a range listing. */
+const rangeChunk = 5_000;
+
+import { applyOpToValue, checkOp, type UpdateOp } from "./update-op.ts";
 import { applyOpToLoro, writeFields } from "./write-loro.ts";
 
 /** What an id a write names may look like: a plain name, so it is also a plain Loro map key. */
@@ -44,9 +49,134 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
       `read it in pages (entities.list({ entityKind, limit: ${atMost}, after: <the last entityId of the previous page> })), or read by id (entities.get)`,
     );
   const copy = (entity: Entity): Entity => ({ ...entity, payload: structuredClone(entity.payload) });
+  /**
+   * Entities of a kind whose number field lies in `range`, in entityId order: the kind's ids are read
+   * in chunks from the projection's kind listing, each entity's field read as it comes, until a page
+   * is full. `after` reads on after the last entity of the previous page.
+   */
+  const inRange = (
+    entityKind: string | undefined,
+    range: FieldRange,
+    limit: number | undefined,
+    after: string | undefined,
+    atMost: number | undefined,
+  ): Entity[] => {
+    if (entityKind === undefined || ownValue(schema.entities, entityKind) === undefined)
+      throw new DocScriptError("invalid_operation", "entities.list: a range needs an entityKind");
+    const field = ownValue(schema.entities[entityKind]?.fields, range.field);
+    if (!isPlainRecord(range) || field === undefined || field.type !== "number")
+      throw new DocScriptError(
+        "invalid_operation",
+        `entities.list: range.field names a number field of ${entityKind}, not ${JSON.stringify(range.field)}`,
+      );
+    for (const bound of [range.from, range.to])
+      if (bound !== undefined && typeof bound !== "number")
+        throw new DocScriptError("invalid_operation", "entities.list: range.from and range.to are numbers");
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1))
+      throw new DocScriptError(
+        "invalid_operation",
+        `entities.list: limit is a whole number of at least 1, not ${JSON.stringify(limit)}`,
+      );
+    const from = range.from ?? Number.NEGATIVE_INFINITY;
+    const to = range.to ?? Number.POSITIVE_INFINITY;
+    const wanted = limit ?? (atMost === undefined ? Number.POSITIVE_INFINITY : atMost + 1);
+    const found: Entity[] = [];
+    let cursor = after;
+    for (;;) {
+      const ids = projection.entityIdsAfter(entityKind, cursor, rangeChunk);
+      for (const entityId of ids) {
+        const entity = projection.entity(entityId);
+        const value = entity?.payload[range.field];
+        if (entity !== undefined && typeof value === "number" && value >= from && value < to) {
+          found.push(copy(entity));
+          if (found.length >= wanted) break;
+        }
+      }
+      if (found.length >= wanted || ids.length < rangeChunk || projection.lacking) break;
+      cursor = ids.at(-1);
+    }
+    if (limit === undefined && atMost !== undefined && found.length > atMost)
+      throw tooMany(entityKind, atMost);
+    const last = found.at(-1);
+    if (limit !== undefined && last !== undefined) pageEnds.set(last.entityId, last.entityKind);
+    return found;
+  };
+  /**
+   * What an update writes, checked against its kind but not landed: the row it leaves (read from
+   * `rows` when an earlier update of the same call changed that row) and the Loro mutation.
+   */
+  const prepareUpdate = (
+    entityId: string,
+    ops: readonly UpdateOp[],
+    rows: Map<string, unknown> | undefined,
+  ): { rowId: string; row: unknown; write: () => void } => {
+    const stored = requireStored(entityId);
+    const kind = ownValue(schema.entities, stored.entityKind);
+    if (kind === undefined)
+      throw new DocScriptError("unknown_kind", `${entityId} has unknown kind "${stored.entityKind}"`);
+    if (!Array.isArray(ops)) throw new DocScriptError("invalid_operation", "update takes a list of ops");
+    const original = (projection.entity(entityId) as Entity).payload as Record<string, unknown>;
+    let assembled = original;
+    for (const op of ops) {
+      checkOp(kind.fields, op, entityId);
+      hostOnlyCheck(stored, [op.path[0] as string]);
+      const field = ownValue(kind.fields, op.path[0]);
+      const current = assembled[op.path[0] as string];
+      assembled = applyOpToValue(assembled, op, entityId);
+      if (
+        field?.fixed &&
+        current !== null &&
+        current !== undefined &&
+        JSON.stringify(current) !== JSON.stringify(assembled[op.path[0] as string])
+      ) {
+        throw DocScriptError.fromIssues("schema_violation", [
+          {
+            constraint: "field.fixed",
+            message: "is fixed once stated",
+            entityId,
+            path: [op.path[0] as string],
+          },
+        ]);
+      }
+    }
+    const touched = new Set(ops.map((op) => op.path[0] as string));
+    const own: Record<string, unknown> = stored.variantOf === undefined ? assembled : { ...stored.own };
+    if (stored.variantOf !== undefined) for (const name of touched) own[name] = assembled[name];
+    const next: StoredEntity = { ...stored, own };
+    const earlier = rows?.get(stored.rowId) as Record<string, unknown> | undefined;
+    let row: unknown;
+    if (stored.holder === undefined) row = { ...(earlier ?? rowJson(stored.rowId)), ...topLevelJson(next) };
+    else if (earlier === undefined) row = withSlot(stored.rowId, stored.holder.slot, embeddedJson(next));
+    else {
+      const slots = { ...((earlier[ROW_SLOTS] as Record<string, unknown> | undefined) ?? {}) };
+      slots[stored.holder.slot] = embeddedJson(next);
+      row = { ...earlier, [ROW_SLOTS]: slots };
+    }
+    const write = () => {
+      const fields = fieldsMapOf(stored);
+      let progress = original;
+      const baseOnly =
+        stored.variantOf !== undefined
+          ? new Set([...touched].filter((name) => !(name in stored.own)))
+          : new Set<string>();
+      // A variant's first write to a field copies the base's value in, then edits it.
+      if (baseOnly.size > 0)
+        writeFields(
+          fields,
+          kind.fields,
+          Object.fromEntries([...baseOnly].map((name) => [name, progress[name]])),
+        );
+      for (const op of ops) {
+        progress = applyOpToValue(progress, op, entityId);
+        applyOpToLoro(fields, kind.fields, op, progress);
+      }
+    };
+    return { rowId: stored.rowId, row, write };
+  };
   return {
     list(filter = {}) {
-      const { entityKind, limit, after, atMost } = filter;
+      const { entityKind, limit, after, atMost, range } = filter;
+      if (range !== undefined) return inRange(entityKind, range, limit, after, atMost);
       // One more than `atMost` tells a read that would answer more from one that answers exactly that.
       const most = atMost === undefined ? Number.POSITIVE_INFINITY : atMost + 1;
       if (limit === undefined && after === undefined) {
@@ -127,65 +257,41 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
       return projection.entity(entityId) as Entity;
     },
     update(entityId, ops) {
-      const stored = requireStored(entityId);
-      const kind = ownValue(schema.entities, stored.entityKind);
-      if (kind === undefined)
-        throw new DocScriptError("unknown_kind", `${entityId} has unknown kind "${stored.entityKind}"`);
-      if (!Array.isArray(ops)) throw new DocScriptError("invalid_operation", "update takes a list of ops");
-      const original = (projection.entity(entityId) as Entity).payload as Record<string, unknown>;
-      let assembled = original;
-      for (const op of ops) {
-        checkOp(kind.fields, op, entityId);
-        hostOnlyCheck(stored, [op.path[0] as string]);
-        const field = ownValue(kind.fields, op.path[0]);
-        const current = assembled[op.path[0] as string];
-        assembled = applyOpToValue(assembled, op, entityId);
-        if (
-          field?.fixed &&
-          current !== null &&
-          current !== undefined &&
-          JSON.stringify(current) !== JSON.stringify(assembled[op.path[0] as string])
-        ) {
-          throw DocScriptError.fromIssues("schema_violation", [
-            {
-              constraint: "field.fixed",
-              message: "is fixed once stated",
-              entityId,
-              path: [op.path[0] as string],
-            },
-          ]);
-        }
-      }
-      const touched = new Set(ops.map((op) => op.path[0] as string));
-      const own: Record<string, unknown> = stored.variantOf === undefined ? assembled : { ...stored.own };
-      if (stored.variantOf !== undefined) for (const name of touched) own[name] = assembled[name];
-      const next: StoredEntity = { ...stored, own };
-      const rowJsonAfter =
-        stored.holder === undefined
-          ? topLevelJson(next)
-          : withSlot(stored.rowId, stored.holder.slot, embeddedJson(next));
-      const fullRow =
-        stored.holder === undefined ? { ...rowJson(stored.rowId), ...rowJsonAfter } : rowJsonAfter;
-      land({ entities: new Map([[stored.rowId, fullRow]]), relations: new Map() }, () => {
-        const fields = fieldsMapOf(stored);
-        let progress = original;
-        const baseOnly =
-          stored.variantOf !== undefined
-            ? new Set([...touched].filter((name) => !(name in stored.own)))
-            : new Set<string>();
-        // A variant's first write to a field copies the base's value in, then edits it.
-        if (baseOnly.size > 0)
-          writeFields(
-            fields,
-            kind.fields,
-            Object.fromEntries([...baseOnly].map((name) => [name, progress[name]])),
-          );
-        for (const op of ops) {
-          progress = applyOpToValue(progress, op, entityId);
-          applyOpToLoro(fields, kind.fields, op, progress);
-        }
-      });
+      const prepared = prepareUpdate(entityId, ops, undefined);
+      land({ entities: new Map([[prepared.rowId, prepared.row]]), relations: new Map() }, prepared.write);
       return projection.entity(entityId) as Entity;
+    },
+    updateMany(updates) {
+      if (!Array.isArray(updates))
+        throw new DocScriptError("invalid_operation", "updateMany takes a list of { entityId, ops }");
+      const ids = new Set<string>();
+      for (const update of updates) {
+        if (!isPlainRecord(update) || typeof update.entityId !== "string")
+          throw new DocScriptError("invalid_operation", "updateMany takes a list of { entityId, ops }");
+        if (ids.has(update.entityId))
+          throw new DocScriptError(
+            "invalid_operation",
+            `updateMany names ${update.entityId} twice: give each entity one update with all its ops`,
+          );
+        ids.add(update.entityId);
+      }
+      // Every entity is looked up before any is written: a projection reading rows on demand learns
+      // all it lacks in one round (ADR 0466), and nothing lands on a partial answer.
+      for (const entityId of ids) projection.stored(entityId);
+      if (projection.lacking) throw new RowsNeeded();
+      // One write: the rows of every update, checked together, landing whole or not at all.
+      const rows = new Map<string, unknown>();
+      const writes: (() => void)[] = [];
+      for (const update of updates) {
+        const prepared = prepareUpdate(update.entityId, update.ops, rows);
+        rows.set(prepared.rowId, prepared.row);
+        writes.push(prepared.write);
+      }
+      if (writes.length > 0)
+        land({ entities: rows, relations: new Map() }, () => {
+          for (const write of writes) write();
+        });
+      return writes.length;
     },
     delete(entityId) {
       const stored = requireStored(entityId);

@@ -54,6 +54,15 @@ export interface EntityFilter {
   readonly after?: string;
   /** Refuses (`read_limit`) a read that would answer more than this many, before building it. */
   readonly atMost?: number;
+  /** Only entities whose number field `field` is at least `from` and below `to`. */
+  readonly range?: FieldRange;
+}
+
+/** A window on a number field: `from` included, `to` not; either may be left open. */
+export interface FieldRange {
+  readonly field: string;
+  readonly from?: number;
+  readonly to?: number;
 }
 
 export interface RelationFilter {
@@ -80,6 +89,11 @@ export interface DocumentSession {
     /** Returns the entity already standing for the same identity, if the kind has one. */
     create(input: CreateEntityInput): Entity;
     update(entityId: string, ops: readonly UpdateOp[]): Entity;
+    /**
+     * Many updates as one write: checked together, landing whole or not at all; each entity at most
+     * once. Answers how many entities it updated.
+     */
+    updateMany(updates: readonly { readonly entityId: string; readonly ops: readonly UpdateOp[] }[]): number;
     /** Removes the entity and every relation touching it; no other entity, except one embedded in its row. */
     delete(entityId: string): void;
   };

@@ -28,7 +28,8 @@ import {
   previewLimit,
 } from "./plan-preview.ts";
 import { maxFillRounds, remoteRowsOf } from "./remote-projection.ts";
-import type { Entity, Relation, ScriptEntities, ScriptRelations } from "./script-api.ts";
+import type { Entity, FieldRange, Relation, ScriptEntities, ScriptRelations } from "./script-api.ts";
+import { updateMany } from "./script-bulk.ts";
 import { fileOf, requiresStorage, storedFileKinds, uploadedTextFields } from "./stored-files.ts";
 
 /**
@@ -326,7 +327,7 @@ export function openRunSession(
   };
 
   const entities = {
-    list(filter?: { entityKind?: string; limit?: number; after?: string }) {
+    list(filter?: { entityKind?: string; range?: FieldRange; limit?: number; after?: string }) {
       const limit = filter?.limit;
       if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1 && limit <= maxReadItems))
         throw refused(
@@ -338,6 +339,7 @@ export function openRunSession(
       return session.entities
         .list({
           ...(filter?.entityKind === undefined ? {} : { entityKind: filter.entityKind }),
+          ...(filter?.range === undefined ? {} : { range: filter.range }),
           ...(limit === undefined ? {} : { limit }),
           ...(filter?.after === undefined ? {} : { after: filter.after }),
           atMost: maxReadItems,
@@ -393,6 +395,12 @@ export function openRunSession(
       if (!created.has(entityId)) updated.add(entityId);
       writes++;
       return scriptEntity(entity);
+    },
+    updateMany(updates: { entityId: string; ops: SessionUpdateOp[] }[]) {
+      const count = updateMany(session, updates, uploadedTextFields, maxReadItems);
+      for (const { entityId } of updates) if (!created.has(entityId)) updated.add(entityId);
+      writes += count;
+      return count;
     },
     declareFields(entityKind: string) {
       const kind = ownValue(schema.entities, entityKind);
@@ -686,7 +694,7 @@ export function openRunSession(
   };
 
   /** The calls that write: asked again only while they throw `RowsNeeded`. */
-  const writing = new Set(["create", "update", "delete", "link", "move", "unlink"]);
+  const writing = new Set(["create", "update", "updateMany", "delete", "link", "move", "unlink"]);
 
   /** Once the script has ended, the session answers nothing more. */
   let ended = false;

@@ -48,11 +48,19 @@ export interface Materialized {
   readonly content: Json;
 }
 
+/** A window on a number field: from included, to not; either may be left open. */
+export interface FieldRange {
+  field: string;
+  from?: number;
+  to?: number;
+}
+
 export interface ScriptEntities {
-  list(filter?: { entityKind?: string; limit?: number; after?: string }): Entity[];
+  list(filter?: { entityKind?: string; range?: FieldRange; limit?: number; after?: string }): Entity[];
   get(entityId: string): Entity | null;
   create(input: { entityKind: string; payload?: { [field: string]: Json }; variantOf?: string }): Entity;
   update(entityId: string, ops: UpdateOp[]): Entity;
+  updateMany(updates: { entityId: string; ops: UpdateOp[] }[]): number;
   declareFields(entityKind: string): FieldDeclaration[];
   delete(entityId: string): void;
   materialize(entityId: string): Promise<Materialized>;
@@ -89,6 +97,7 @@ export const scriptSurface: {
     get: "sync",
     create: "sync",
     update: "sync",
+    updateMany: "sync",
     declareFields: "sync",
     delete: "sync",
     materialize: "async",

@@ -24,6 +24,13 @@ interface Relation {
   readonly endpoint1EntityId: string;
 }
 
+/** A window on a number field: from included, to not; either may be left open. */
+interface FieldRange {
+  field: string;
+  from?: number;
+  to?: number;
+}
+
 /** A payload path: field names, and list indexes (numbers). */
 type PayloadPath = (string | number)[];
 
@@ -73,14 +80,21 @@ declare const entities: {
   /**
    * Every entity, or those of one kind. limit (at most ${maxReadItems}) answers one page, in entityId order;
    * after (the last entityId of the previous page, even one deleted since) reads on from there.
+   * range keeps those of entityKind whose number field is in [from, to), e.g. markers from 30 s:
+   * { entityKind: 'sequence-marker', range: { field: 'startMs', from: 30000 }, limit: 5000 }.
    */
-  list(filter?: { entityKind?: string; limit?: number; after?: string }): Entity[];
+  list(filter?: { entityKind?: string; range?: FieldRange; limit?: number; after?: string }): Entity[];
   /** One entity, or null. */
   get(entityId: string): Entity | null;
   /** A new entity; a medium whose file the document already holds returns the one it has. */
   create(input: { entityKind: string; payload?: { [field: string]: Json }; variantOf?: string }): Entity;
   /** Applies the ops in order, all or none; returns the entity as it now reads. */
   update(entityId: string, ops: UpdateOp[]): Entity;
+  /**
+   * Many updates (at most ${maxReadItems}, each entity once) as one write, all or none: far faster than
+   * update in a loop. Returns how many entities it updated.
+   */
+  updateMany(updates: { entityId: string; ops: UpdateOp[] }[]): number;
   /** The fields an entity kind declares. */
   declareFields(entityKind: string): FieldDeclaration[];
   /** Removes the entity and the relations touching it; never other entities, except a Clip's own SequenceMarker. */

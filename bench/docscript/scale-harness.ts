@@ -1,0 +1,103 @@
+/**
+ * What the scale benches share: the seeded SQLite file per size (built once by `scale-seed.ts` in a
+ * child process, kept under the OS temp dir) and the document server in a child process of its own.
+ */
+import { type ChildProcess, fork, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { sqliteMigrations } from "../../packages/docscript/src/server/migrations.ts";
+
+export interface Seed {
+  readonly entityCount: number;
+  readonly firstClips: readonly string[];
+  readonly snapshotBytes: number;
+}
+
+/**
+ * The seeded SQLite file for `count` entities: built once by `scale-seed.ts` in a child process and
+ * kept under the OS temp dir, keyed by size and store schema version (never in the repository).
+ */
+export function seedFile(count: number, overlayEvery?: number): { path: string; seed: Seed } {
+  const cache = join(tmpdir(), "tackle-docscript-scale");
+  mkdirSync(cache, { recursive: true });
+  const base = join(
+    cache,
+    `timeline-${count}${overlayEvery === undefined ? "" : `-overlay${overlayEvery}`}-schema${sqliteMigrations.at(-1)?.version}`,
+  );
+  if (!existsSync(`${base}.json`)) {
+    const partial = `${base}.partial.sqlite`;
+    rmSync(partial, { force: true });
+    const started = performance.now();
+    const child = spawnSync(
+      process.execPath,
+      [
+        "--conditions=@tackle/source",
+        new URL("./scale-seed.ts", import.meta.url).pathname,
+        String(count),
+        partial,
+        ...(overlayEvery === undefined ? [] : [`--overlay-every=${overlayEvery}`]),
+      ],
+      { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 20 },
+    );
+    if (child.status !== 0) throw new Error(`seeding ${count} failed (${child.status}): ${child.stdout}`);
+    renameSync(partial, `${base}.sqlite`);
+    writeFileSync(`${base}.json`, child.stdout.trim());
+    process.stderr.write(
+      `${count}: seeded in ${Math.round((performance.now() - started) / 1000)} s: ${child.stdout}`,
+    );
+  }
+  return { path: `${base}.sqlite`, seed: JSON.parse(readFileSync(`${base}.json`, "utf8")) as Seed };
+}
+
+export interface ServerProcess {
+  readonly url: string;
+  /** One request to the server's process over its IPC channel, and its answer. */
+  ask<T>(message: unknown): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** The document server over a file, or another peer of it (`--peer`), in a child process (`scale-server.ts`). */
+export async function startServer(args: readonly string[]): Promise<ServerProcess> {
+  const child: ChildProcess = fork(new URL("./scale-server.ts", import.meta.url).pathname, [...args], {
+    execArgv: ["--conditions=@tackle/source"],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const next = <T>(): Promise<T> =>
+    new Promise((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the server process exited (${code})`));
+      child.once("exit", onExit);
+      child.once("message", (message: T & { error?: string }) => {
+        child.off("exit", onExit);
+        if (message.error !== undefined) reject(new Error(message.error));
+        else resolve(message);
+      });
+    });
+  const { ready } = await next<{ ready: string }>();
+  let queue: Promise<unknown> = Promise.resolve();
+  const ask = <T>(message: unknown): Promise<T> => {
+    const answer = queue.then(() => {
+      const reply = next<T>();
+      child.send(message as object);
+      return reply;
+    });
+    queue = answer.catch(() => undefined);
+    return answer;
+  };
+  return {
+    url: ready,
+    ask,
+    async close() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      try {
+        await ask({ op: "close" });
+      } catch {
+        child.kill();
+      }
+      const timer = setTimeout(() => child.kill(), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
