@@ -22,6 +22,7 @@ export function createEmbeddedToolSource(modules: readonly EmbeddedModule[]): To
         name: tool.name,
         description: tool.description,
         inputSchema: tool.inputJsonSchema,
+        ...(tool.outputJsonSchema === undefined ? {} : { outputSchema: tool.outputJsonSchema }),
       })),
       errors: [...loaded.errors],
     }))

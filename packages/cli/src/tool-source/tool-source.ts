@@ -6,6 +6,8 @@ export interface ToolInfo {
   readonly name: string;
   readonly description: string;
   readonly inputSchema: Record<string, unknown>;
+  /** The JSON Schema of the tool's output, where the tool declares one and the source carries it. */
+  readonly outputSchema?: Record<string, unknown>;
 }
 
 /** A load or reach failure, named so a person can find it. */

@@ -2,6 +2,7 @@
  * Debian's Chromium driven by playwright-core, for the console's browser tests: a fresh profile per
  * launch, no network beyond loopback, and a clear failure (with the install command) when it is missing.
  */
+import assert from "node:assert/strict";
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -97,6 +98,22 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
     }));
   });
   return violations.filter((violation) => violation.impact === "serious" || violation.impact === "critical");
+}
+
+/**
+ * The check every step of a browser test ends with: axe-core finds no serious or critical violation
+ * on the page as it stands after `step` (a click, a typed value, an answer drawn), naming each one.
+ */
+export async function assertAccessible(page: Page, step: string): Promise<void> {
+  const violations = await seriousViolations(page);
+  assert.deepEqual(
+    violations.map(
+      (violation) =>
+        `${violation.impact} ${violation.id}: ${violation.help} at ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`,
+    ),
+    [],
+    `axe-core finds no serious or critical violation after: ${step}`,
+  );
 }
 
 /** Where screenshots go: TACKLE_SCREENSHOT_DIR (the screenshots script sets it), else a temp dir. */

@@ -14,6 +14,7 @@ import { streamSSE } from "hono/streaming";
 import { withoutSeatTools } from "../../mcp/module-contributions.ts";
 import type { ModuleInfo, ToolSource } from "../../tool-source/tool-source.ts";
 import { bearerMatches } from "../console-token.ts";
+import { callOverMcp } from "./call-over-mcp.ts";
 import { type ConsoleSessions, sessionCookie } from "./console-sessions.ts";
 import { createDemoGraph, demoGraphName } from "./demo-agent.ts";
 import { readAsset, shellHtml } from "./web-assets.ts";
@@ -166,6 +167,39 @@ export function createWebApp(options: WebAppOptions): WebApp {
     const ms = Math.round((performance.now() - started) * 10) / 10;
     if (result.ok) return c.json({ ok: true, output: result.output ?? null, ms });
     return c.json({ ok: false, error: result.error.toJSON(), ms });
+  });
+
+  // The page's own calls: the call made as an MCP client makes it, each JSON-RPC message of its exchange
+  // sent as an `rpc` event as it crosses (progress and log notifications included), then the `answer`.
+  app.post("/api/call/stream", async (c) => {
+    const body = await readBody(c);
+    if (typeof body?.tool !== "string" || !/^[^.\s]+\.[^\s]+$/.test(body.tool)) {
+      return c.json({ error: { code: "invalid_request", message: "`tool` is module.tool" } }, 400);
+    }
+    const tool = body.tool;
+    const args =
+      typeof body.args === "object" && body.args !== null && !Array.isArray(body.args)
+        ? (body.args as Record<string, unknown>)
+        : {};
+    const signal = c.req.raw.signal;
+    return streamSSE(c, async (stream) => {
+      try {
+        const answer = await callOverMcp(source, tool, args, {
+          timeoutMs: maxCallTimeoutMs,
+          signal,
+          onMessage: (message) => {
+            stream.writeSSE({ event: "rpc", data: JSON.stringify(message) }).catch(() => {});
+          },
+        });
+        await stream.writeSSE({ event: "answer", data: JSON.stringify(answer) });
+      } catch (error) {
+        // The exchange itself failed (a timeout, the page gone): said as the call's error.
+        const message = (error as Error).message;
+        await stream
+          .writeSSE({ event: "failure", data: JSON.stringify({ code: "call_failed", message }) })
+          .catch(() => {});
+      }
+    });
   });
 
   // Every thread in the runs store (they outlive this process), newest first, with its state.

@@ -71,7 +71,7 @@ export function renderHistory(root: HTMLElement, rerun: (entry: HistoryEntry) =>
                 {
                   type: "button",
                   class: "secondary rerun",
-                  "aria-label": `Run ${entry.tool} again with these arguments`,
+                  "aria-label": `Run again: ${entry.tool} with these arguments`,
                   onclick: () => rerun(entry),
                 },
                 "Run again",
