@@ -76,7 +76,13 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     }
     return relation;
   };
+  /**
+   * A row's JSON: the projection's, kept in step with the document by every write (reading it out of
+   * Loro costs a decode per row, the most of a bulk write), else the document's.
+   */
   const rowJson = (rowId: string): Record<string, unknown> | undefined => {
+    const held = projection.rowJson(rowId);
+    if (held !== undefined) return held as Record<string, unknown>;
     const value = entitiesMap.get(rowId) as unknown;
     return value instanceof LoroMap ? (value.toJSON() as Record<string, unknown>) : undefined;
   };
@@ -105,7 +111,16 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
    * Lands one write: stage the rows it will produce in the projection, check what it touched, refuse
    * (undoing the staging) when it adds an issue, else mutate the document and re-read the rows.
    */
-  const land = (changes: RowChanges, mutate: () => void, extraEntities: Iterable<string> = []): void => {
+  const land = (
+    changes: RowChanges,
+    mutate: () => void,
+    extraEntities: Iterable<string> = [],
+    /**
+     * The staged rows are exactly what `mutate` leaves (an update's fields, computed by the same ops):
+     * they stay, and the rows are not read back out of the document.
+     */
+    exact = false,
+  ): void => {
     const previous: RowChanges = { entities: new Map(), relations: new Map() };
     const beforeScope = scopeOf(changes, extraEntities);
     const before = new Set(
@@ -169,7 +184,8 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
         ),
       );
     }
-    refreshRows(projection, doc, { entities: changes.entities.keys(), relations: changes.relations.keys() });
+    if (!exact)
+      refreshRows(projection, doc, { entities: changes.entities.keys(), relations: changes.relations.keys() });
     for (const rowId of changes.entities.keys()) projection.wrote(ENTITIES, rowId);
     for (const relationId of changes.relations.keys()) projection.wrote(RELATIONS, relationId);
     for (const entityId of afterScope.entityIds) changed.entityIds.add(entityId);

@@ -288,9 +288,14 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
         writes.push(prepared.write);
       }
       if (writes.length > 0)
-        land({ entities: rows, relations: new Map() }, () => {
-          for (const write of writes) write();
-        });
+        land(
+          { entities: rows, relations: new Map() },
+          () => {
+            for (const write of writes) write();
+          },
+          [],
+          true,
+        );
       return writes.length;
     },
     delete(entityId) {
