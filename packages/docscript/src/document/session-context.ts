@@ -185,7 +185,10 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
       );
     }
     if (!exact)
-      refreshRows(projection, doc, { entities: changes.entities.keys(), relations: changes.relations.keys() });
+      refreshRows(projection, doc, {
+        entities: changes.entities.keys(),
+        relations: changes.relations.keys(),
+      });
     for (const rowId of changes.entities.keys()) projection.wrote(ENTITIES, rowId);
     for (const relationId of changes.relations.keys()) projection.wrote(RELATIONS, relationId);
     for (const entityId of afterScope.entityIds) changed.entityIds.add(entityId);
