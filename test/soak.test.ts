@@ -4,11 +4,15 @@
  * private PostgreSQL stopped and started, under mixed load (mesh calls, document pushes, durable runs,
  * memory adds and import jobs); nothing acknowledged is lost, nothing is duplicated outside durable's
  * stated crash window, nothing hangs, every workload succeeds again after each fault, and the run and
- * the job the killed runner and service had in hand are finished by another process.
+ * the job the killed runner and service had in hand are finished by another process. Then the video
+ * assistant (examples/video-assistant, 2 s per phase): its driver, each of its two nodes and the Python
+ * child SIGKILLed, its broker SIGKILLed and restarted; every run completes, each transcription runs
+ * once, each caption lands once, each user's style is remembered once.
  */
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import { formatTable, runSoak } from "../bench/soak/soak.ts";
+import { formatVideoTable, runVideoSoak } from "../bench/soak/video-assistant-soak.ts";
 
 it("the short soak: lost 0, duplicated 0 across five kinds of process killed and PostgreSQL restarted", {
   // About a minute; the rest is room for a loaded machine and for the settle deadline of a run that hangs.
@@ -28,5 +32,20 @@ it("the short soak: lost 0, duplicated 0 across five kinds of process killed and
       row.succeededAfterRepair > 0,
       `${row.workload} / ${row.fault}: nothing succeeded after the repair`,
     );
+  }
+});
+
+it("the video assistant's soak: each of its processes killed and the broker restarted, lost 0, duplicated 0", {
+  // About two minutes on the loaded machine; the rest is room for the settle deadline of a run that hangs.
+  timeout: 600_000,
+}, async (t) => {
+  const { rows, notes } = await runVideoSoak({ phaseMs: 2000 });
+  t.diagnostic(`\n${formatVideoTable(rows)}\n${notes.join("\n")}`);
+  assert.equal(rows.length, 6);
+  for (const row of rows) {
+    assert.equal(row.lost, 0, `${row.fault}: lost`);
+    assert.equal(row.duplicated, 0, `${row.fault}: duplicated`);
+    assert.equal(row.wrongStyle, 0, `${row.fault}: captions not in the remembered style`);
+    assert.ok(row.completed > 0, `${row.fault}: no run completed`);
   }
 });

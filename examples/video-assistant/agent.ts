@@ -122,6 +122,9 @@ const editableSchema = {
   additionalProperties: false,
 };
 
+/** Failures of a keyed call that the module's results ledger answers when it is asked again. */
+const mayHaveRun = new Set(["node_lost", "reply_lost"]);
+
 export interface AssistantOptions {
   readonly mesh: MeshClient;
   /** Per mesh call; a retryable failure (the node died, the broker restarts) is asked again until then. */
@@ -138,8 +141,9 @@ export function createAssistantGraph(options: AssistantOptions): Graph<Assistant
 
   /**
    * One tool on the mesh as one durable step. The mesh call carries the step's idempotency key; a
-   * retryable failure is asked again under the same key, which the module's results ledger answers
-   * (or runs, when the first never ran). A non-retryable failure fails the step.
+   * retryable failure, or one after which the tool may have run, is asked again under the same key,
+   * which the module's results ledger answers (or runs, when the first never ran). Any other failure
+   * fails the step.
    */
   const call = <Output>(ctx: NodeContext, name: string, args: Record<string, unknown>) =>
     tool(ctx, name, args, async (info) => {
@@ -156,7 +160,9 @@ export function createAssistantGraph(options: AssistantOptions): Graph<Assistant
           ...(result.ok ? {} : { code: result.error.code }),
         });
         if (result.ok) return result.output as Output;
-        const retryable = result.error.retryable === true || result.error.code === "node_lost";
+        // A call that may have run (its node died) or did run (its reply was lost) is asked again under
+        // its key: the ledger answers it with the recorded result instead of running it again.
+        const retryable = result.error.retryable === true || mayHaveRun.has(result.error.code);
         if (!retryable || Date.now() > deadline) throw result.error;
         await new Promise((resolve) => setTimeout(resolve, 250));
       }

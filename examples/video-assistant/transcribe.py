@@ -4,16 +4,50 @@ A mesh node launches it as a stdio child (a non-executable .py runs as `python3 
 `transcribe`, stands in for a speech-to-text engine: it "listens" for a while (`seconds`, default 0.3),
 then answers the media's segments, made up from its name, so every media has its own words.
 
-Each execution appends one line to `$HOME/transcriptions.log` (`<media> <pid>`): the work a real
-engine would bill for. A test counts the lines to see how often the tool ran. HOME is one of the few
-variables a mesh child gets (ADR 0204): the node's supervisor chooses it.
+Each transcription appends one line to `$HOME/transcriptions.log` (`<media> <pid> <unix time>`): the
+work a real engine would bill for. A test counts the lines to see how often it ran. HOME is one of the
+few variables a mesh child gets (ADR 0204): the node's supervisor chooses it.
+
+The mesh sends each call's idempotency key in the request's `_meta` (`tackle/idempotencyKey`), the
+same key on a repeat. The module's results ledger answers most repeats before they reach this child;
+the one it cannot is a repeat of a call whose node died while this child still ran it (the child, cut
+off from its node, finishes the call). So the tool keeps its own record of results by key
+(`$HOME/transcriptions.done`, under a lock): a key it has answered is answered again, not transcribed
+again, and the repeat is noted in `$HOME/transcriptions.repeats`.
 """
+import fcntl
 import json
 import os
 import sys
 import time
 
 WORDS = ["welcome", "back", "to", "the", "studio", "today", "we", "cut", "the", "interview", "short"]
+
+
+def home(name):
+    return os.path.join(os.environ.get("HOME", "."), name)
+
+
+def keyed(key, run):
+    """Runs `run` once per idempotency key: a key already answered gets its recorded answer."""
+    if not key:
+        return run()
+    with open(home("transcriptions.lock"), "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = home("transcriptions.done")
+        if os.path.exists(done):
+            with open(done, encoding="utf-8") as records:
+                for line in records:
+                    record = json.loads(line)
+                    if record["key"] == key:
+                        with open(home("transcriptions.repeats"), "a", encoding="utf-8") as repeats:
+                            repeats.write(f"{record['value']['media']} {os.getpid()} {time.time():.3f}\n")
+                        return record["result"]
+        result = run()
+        if not result.get("isError"):
+            with open(done, "a", encoding="utf-8") as records:
+                records.write(json.dumps({"key": key, "value": result["structuredContent"], "result": result}) + "\n")
+        return result
 
 
 def transcribe(arguments):
@@ -29,8 +63,8 @@ def transcribe(arguments):
         words = [WORDS[(seed + index * 3 + offset) % len(WORDS)] for offset in range(4)]
         segments.append({"startMs": 1000 + index * 2500, "durationMs": 2000,
                          "text": f"{' '.join(words)} ({stem} {index + 1})"})
-    with open(os.path.join(os.environ.get("HOME", "."), "transcriptions.log"), "a", encoding="utf-8") as log:
-        log.write(f"{media} {os.getpid()}\n")
+    with open(home("transcriptions.log"), "a", encoding="utf-8") as log:
+        log.write(f"{media} {os.getpid()} {time.time():.3f}\n")
     value = {"media": media, "language": "en", "segments": segments, "pid": os.getpid()}
     return {"content": [{"type": "text", "text": json.dumps(value)}], "structuredContent": value}
 
@@ -68,7 +102,8 @@ def answer(message):
         entry = TOOLS.get(params.get("name"))
         if entry is None:
             return {"isError": True, "content": [{"type": "text", "text": f"no tool {params.get('name')}"}]}
-        return entry[2](params.get("arguments") or {})
+        key = (params.get("_meta") or {}).get("tackle/idempotencyKey")
+        return keyed(key, lambda: entry[2](params.get("arguments") or {}))
     if method == "ping":
         return {}
     raise LookupError(f"no method {method}")

@@ -150,6 +150,8 @@ async function loadEntry(
                   context.progressWanted
                     ? (update) => context.progress(update.progress, update.total, update.message)
                     : undefined,
+                  // The call's idempotency key, the same on a repeat: a child makes its effect once by it.
+                  { "tackle/idempotencyKey": context.idempotencyKey },
                 ),
             }),
           );

@@ -102,6 +102,8 @@ export class StdioChild {
     args: unknown,
     signal: AbortSignal,
     onProgress?: (update: ToolProgress) => void,
+    /** The request's `_meta` (the call's idempotency key, `tackle/idempotencyKey`). */
+    meta?: Record<string, unknown>,
   ): Promise<unknown> {
     if (this.#permanent !== undefined) throw this.#permanent;
     await this.#acquireSlot(signal);
@@ -109,7 +111,11 @@ export class StdioChild {
       const session = await this.#ensure();
       const result = await Promise.race([
         session.client.callTool(
-          { name, arguments: (args ?? {}) as Record<string, unknown> },
+          {
+            name,
+            arguments: (args ?? {}) as Record<string, unknown>,
+            ...(meta === undefined ? {} : { _meta: meta }),
+          },
           {
             signal,
             timeout: callTimeoutCeilingMs,

@@ -66,6 +66,9 @@ interface DoneRecord {
 
 type LedgerRecord = RunningRecord | DoneRecord;
 
+/** How long a node keeps trying to write a key's end through a broker outage. */
+const persistForMs = 10 * 60_000;
+
 export function createResultsLedger(
   connection: NatsConnection,
   module: string,
@@ -76,6 +79,8 @@ export function createResultsLedger(
   const pollMs = options.pollMs ?? 100;
   /** Keys this process runs now: a repeat here waits in memory. */
   const local = new Map<string, { readonly args: string; readonly settling: Promise<KeyedOutcome> }>();
+  /** Keys this process ran whose end the broker has not taken yet: a repeat here is answered from memory. */
+  const unrecorded = new Map<string, { readonly args: string; readonly settling: Promise<KeyedOutcome> }>();
   let bucket: Promise<KV> | undefined;
   const open = () => {
     bucket ??= openResultsBucket(connection, module, options).catch((error: unknown) => {
@@ -121,9 +126,9 @@ export function createResultsLedger(
     const outcome = await execute();
     // A failure worth retrying frees the key, so the retry runs; any other outcome is the key's for good.
     if (!outcome.ok && outcome.error.retryable) {
-      await kv
-        .delete(id, { previousSeq: revision })
-        .catch((error: unknown) => report("could not free a key", call, error));
+      await persist(call, id, args, outcome, "could not free a key", () =>
+        kv.delete(id, { previousSeq: revision }),
+      );
       return outcome;
     }
     const done: DoneRecord = {
@@ -137,10 +142,52 @@ export function createResultsLedger(
     let text = JSON.stringify(done);
     if (Buffer.byteLength(text) > maxPayloadOf(connection) - 4096)
       text = JSON.stringify({ ...done, output: undefined, notKept: true } satisfies DoneRecord);
-    await kv
-      .update(id, text, revision)
-      .catch((error: unknown) => report("could not record a result", call, error));
+    await persist(call, id, args, outcome, "could not record a result", () => kv.update(id, text, revision));
     return outcome;
+  }
+
+  /**
+   * Writes the key's end (its result, or its release). A write the broker does not take (an outage)
+   * is tried again in the background until it lands, for up to `persistForMs`: left undone, the record
+   * would say `running` under a node that lives, and every repeat would wait on it until the TTL.
+   * Meanwhile a repeat in this process is answered from memory. A write refused because the key moved
+   * on (another node took it over) is not tried again.
+   */
+  async function persist(
+    call: KeyedCall,
+    id: string,
+    args: string,
+    outcome: KeyedOutcome,
+    what: string,
+    write: () => Promise<unknown>,
+  ): Promise<void> {
+    const attempt = () =>
+      write().then(
+        () => true,
+        (error: unknown) => {
+          if (isWrongSequence(error)) {
+            report(what, call, error);
+            return true;
+          }
+          return error;
+        },
+      );
+    const first = await attempt();
+    if (first === true) return;
+    report(`${what} (trying again until the broker takes it)`, call, first);
+    const until = Date.now() + persistForMs;
+    const retried = (async () => {
+      let delay = 250;
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        delay = Math.min(delay * 2, 2000);
+        const result = await attempt();
+        if (result === true) return;
+        if (Date.now() > until || connection.isClosed()) return report(what, call, result);
+      }
+    })();
+    unrecorded.set(id, { args, settling: Promise.resolve(outcome) });
+    void retried.finally(() => unrecorded.delete(id));
   }
 
   function report(what: string, call: KeyedCall, error: unknown): void {
@@ -200,7 +247,7 @@ export function createResultsLedger(
       const id = keyId(call.tool, call.key);
       const args = fingerprint(call.args);
       // A repeat of a call settling here waits for it; anything else goes by the bucket.
-      const first = local.get(id);
+      const first = local.get(id) ?? unrecorded.get(id);
       if (first?.args === args) return first.settling;
       const settling = settle(call, id, args, execute);
       if (first === undefined) {
