@@ -99,6 +99,14 @@ function attempts(): Record<string, { readonly last?: boolean; readonly tries: r
       tries: [{ status: 404 }, { query: "?format=ag-ui", status: 404 }],
     },
     "POST /runs/:threadId/cancel": { tries: [{ body: { reason: "B says so" }, status: 404 }] },
+    "GET /runs/:threadId/history": { tries: [{ status: 404 }, { query: `?runId=${a.runId}`, status: 404 }] },
+    // Forking A's thread from its first checkpoint (seq 1), into a thread of B's own.
+    "POST /runs/:threadId/fork": {
+      tries: [
+        { body: { seq: 1 }, status: 404 },
+        { body: { seq: 1, threadId: "b-fork", input: { id: "B-ORDER" } }, status: 404 },
+      ],
+    },
     "GET /threads": {
       tries: [
         {

@@ -8,6 +8,7 @@ import { DurableError } from "../errors/durable-error.ts";
 import type { Runner } from "../runner/create-runner.ts";
 import { parseAgUiEventId } from "./ag-ui.ts";
 import { type AgUiRunInput, agUiRoutes } from "./ag-ui-routes.ts";
+import { registerHistoryRoutes } from "./history-routes.ts";
 import { invalid, readJson } from "./request.ts";
 
 export type { AgUiRunInput } from "./ag-ui-routes.ts";
@@ -66,7 +67,8 @@ const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415> = {
  * ids, a start sent again answers the run it started);
  * `GET /runs/:threadId` → the run; `GET /runs/:threadId/frames[?afterSeq=&format=ag-ui]` → SSE;
  * `POST /runs/:threadId/resume` `{ answers }` → 202 `{ threadId, runId }` (`?recover=true` with no
- * answers takes over a run whose process died).
+ * answers takes over a run whose process died); `GET /runs/:threadId/history` and
+ * `POST /runs/:threadId/fork` (history-routes.ts).
  */
 export function createDurableApp(options: DurableAppOptions): Hono {
   const { runner } = options;
@@ -264,6 +266,7 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     return c.json({ pruned: pruned.map((id) => id.slice(prefix.length)) });
   });
 
+  registerHistoryRoutes(app, { runner, scoped, unscoped, idPattern: threadIdPattern });
   agUi.register(app);
   return app;
 }

@@ -2,6 +2,7 @@
 import { ToolAbortedError, ToolError, ToolTimeoutError } from "@tackle/core";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Answers } from "../runner/create-runner.ts";
+import type { Checkpoint } from "../runner/history.ts";
 import type { RunSnapshot } from "../runner/run-snapshot.ts";
 import type { Frame } from "../store/durable-store.ts";
 
@@ -56,6 +57,24 @@ export interface DurableClient {
     answers: Answers,
     options?: DurableCallOptions,
   ): Promise<{ threadId: string; runId: string }>;
+  /**
+   * The thread's states step by step, oldest first (`runId` for one run's): `Runner.history` over HTTP.
+   * Fails `unknown_run` for a thread the server does not hold.
+   */
+  history<State = Record<string, unknown>>(
+    threadId: string,
+    options?: { runId?: string } & DurableCallOptions,
+  ): Promise<Checkpoint<State>[]>;
+  /**
+   * Time travel: a new thread from the checkpoint at `seq` (its state, `input` merged over it), run on
+   * from the node that came next there; answers the new run once it pauses or ends (`Runner.fork`).
+   * Fails `invalid_request` for a seq with no checkpoint or nothing after it, `thread_exists` when the
+   * new thread id is taken. Never sent twice.
+   */
+  fork<State = Record<string, unknown>>(
+    threadId: string,
+    options: { seq: number; threadId?: string; runId?: string; input?: Partial<State> } & DurableCallOptions,
+  ): Promise<RunSnapshot<State>>;
   /**
    * The run's frames from `afterSeq`, reconnecting with Last-Event-ID when the stream drops, until the
    * run pauses or ends. Aborting `signal` ends it with `aborted`.
@@ -132,6 +151,25 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
         { method: "POST", body: JSON.stringify({ answers }) },
         Object.keys(answers).length > 0,
         resumeOptions.signal,
+      ),
+    history: async (threadId, { signal, runId } = {}) => {
+      const query = runId === undefined ? "" : `?runId=${encodeURIComponent(runId)}`;
+      const answer = await call<{ checkpoints: Checkpoint<never>[] }>(
+        "history",
+        `/runs/${encodeURIComponent(threadId)}/history${query}`,
+        {},
+        true,
+        signal,
+      );
+      return answer.checkpoints;
+    },
+    fork: (threadId, { signal, ...forkOptions }) =>
+      call(
+        "fork",
+        `/runs/${encodeURIComponent(threadId)}/fork`,
+        { method: "POST", body: JSON.stringify(forkOptions) },
+        false,
+        signal,
       ),
     async *frames(threadId, frameOptions = {}) {
       let lastSeq = frameOptions.afterSeq ?? 0;
