@@ -21,7 +21,15 @@ export interface PackedPackage {
   readonly tarball: string;
 }
 
-const copied = new Set(["package.json", "tsconfig.build.json", "README.md", "LICENSE", "src", "bin", "launcher"]);
+const copied = new Set([
+  "package.json",
+  "tsconfig.build.json",
+  "README.md",
+  "LICENSE",
+  "src",
+  "bin",
+  "launcher",
+]);
 
 function linkDependencies(workspace: string): void {
   const realModules = path.join(repositoryRoot, "node_modules");

@@ -1,7 +1,9 @@
-/** @tackle/core: define a tool once; hand it to the AI SDK, the OpenAI SDK, LangChain or MCP. */
-export { hasBrand, setBrand } from "./errors/brand.ts";
+/**
+ * @tackle/core: define a tool once; hand it to the AI SDK, the OpenAI SDK, LangChain or MCP. Plumbing the
+ * Tackle packages share lives in `@tackle/core/internal`.
+ */
 export { controlFlowBrand, isControlFlow } from "./errors/control-flow.ts";
-export { formatIssues, InvalidInputError, type ValidationIssue } from "./errors/invalid-input-error.ts";
+export { InvalidInputError, type ValidationIssue } from "./errors/invalid-input-error.ts";
 export { InvalidOutputError } from "./errors/invalid-output-error.ts";
 export { toToolError } from "./errors/to-tool-error.ts";
 export { ToolAbortedError } from "./errors/tool-aborted-error.ts";
@@ -17,7 +19,6 @@ export {
 export { ToolFailedError } from "./errors/tool-failed-error.ts";
 export { ToolTimeoutError } from "./errors/tool-timeout-error.ts";
 export { UnknownToolError } from "./errors/unknown-tool-error.ts";
-export { isLoopbackHost, loopbackViolation } from "./http/loopback.ts";
 export {
   type JsonSchema,
   type JsonSchemaOptions,
@@ -53,7 +54,6 @@ export {
   type TextBlock,
   type ToolContent,
   toolContent,
-  toolContentKey,
 } from "./tool/tool-content.ts";
 export {
   type CallOptions,
@@ -68,5 +68,4 @@ export {
   type ToolSetOptions,
   type TypedToolSet,
 } from "./tool-set/create-tool-set.ts";
-export { type LlmName, llmNamePattern, toLlmName } from "./tool-set/llm-name.ts";
-export { traceToolCall } from "./tracing/trace-tool-call.ts";
+export type { LlmName } from "./tool-set/llm-name.ts";

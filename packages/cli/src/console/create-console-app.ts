@@ -2,7 +2,8 @@
  * The console's HTTP app: loopback guard on every path; MCP (both protocol revisions; sessions for the
  * 2025 clients that keep one, session-less calls answered directly) behind the bearer token; the web page and its API (signed-in sessions) on the other paths.
  */
-import { type Logger, loopbackViolation } from "@tackle/core";
+import type { Logger } from "@tackle/core";
+import { loopbackViolation } from "@tackle/core/internal";
 import { Hono } from "hono";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { bearerMatches } from "./console-token.ts";

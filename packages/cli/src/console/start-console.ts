@@ -1,6 +1,7 @@
 /** Starts the console on a loopback address and reports its URL. */
 import { type ServerType, serve } from "@hono/node-server";
-import { isLoopbackHost, type Logger } from "@tackle/core";
+import type { Logger } from "@tackle/core";
+import { isLoopbackHost } from "@tackle/core/internal";
 import type { ListenAddress } from "@tackle/mesh";
 import { CliError } from "../program/cli-error.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";

@@ -1,5 +1,5 @@
 /** `CliError`: a refusal the `tackle` command explains in one line and exits non-zero on. */
-import { hasBrand, setBrand } from "@tackle/core";
+import { hasBrand, setBrand } from "@tackle/core/internal";
 
 const cliErrorBrand = Symbol.for("tackle.cli-error");
 

@@ -1,5 +1,5 @@
 /** Reads `--console <url>`, refusing any URL off loopback: the console token must never leave this machine. */
-import { isLoopbackHost } from "@tackle/core";
+import { isLoopbackHost } from "@tackle/core/internal";
 import { CliError } from "../program/cli-error.ts";
 
 /** The console's MCP endpoint as a URL (a bare origin gets `/mcp`). */

@@ -1,5 +1,5 @@
 /** A schema that cannot be used: thrown by `defineSchema`, listing every problem. */
-import { hasBrand, setBrand } from "@tackle/core";
+import { hasBrand, setBrand } from "@tackle/core/internal";
 
 const schemaDefinitionErrorBrand = Symbol.for("tackle.docscript.schema-definition-error");
 

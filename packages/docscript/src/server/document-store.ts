@@ -2,7 +2,7 @@
  * Where the document server keeps documents: an update log per document plus its latest compacted
  * snapshot, and the document's rows as JSON (its projection), kept by every append.
  */
-import { hasBrand, setBrand } from "@tackle/core";
+import { hasBrand, setBrand } from "@tackle/core/internal";
 import type { DocumentIssue } from "../schema/types.ts";
 import type { ChangeFacts, ChangePage } from "./change-log.ts";
 

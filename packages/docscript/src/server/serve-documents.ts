@@ -1,7 +1,7 @@
 /** Runs a document server on loopback with @hono/node-server. */
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { isLoopbackHost } from "@tackle/core";
+import { isLoopbackHost } from "@tackle/core/internal";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import {
   createDocumentServer,

@@ -1,6 +1,7 @@
 /** The HTTP face of a runner (Hono): start a run, stream its frames as SSE resumable by Last-Event-ID, resume it. */
 import { randomUUID } from "node:crypto";
-import { loopbackViolation, ToolError } from "@tackle/core";
+import { ToolError } from "@tackle/core";
+import { loopbackViolation } from "@tackle/core/internal";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { streamSSE } from "hono/streaming";

@@ -1,6 +1,6 @@
 /** Serves a runner over HTTP on a loopback address only: runs carry approvals and must not face a network. */
 import { type ServerType, serve } from "@hono/node-server";
-import { isLoopbackHost } from "@tackle/core";
+import { isLoopbackHost } from "@tackle/core/internal";
 import { DurableError } from "../errors/durable-error.ts";
 import { createDurableApp, type DurableAppOptions } from "./create-durable-app.ts";
 

@@ -1,5 +1,6 @@
 /** A pause for a human: thrown through a node, never a failure, carrying core's control-flow brand. */
-import { controlFlowBrand, hasBrand } from "@tackle/core";
+import { controlFlowBrand } from "@tackle/core";
+import { hasBrand } from "@tackle/core/internal";
 
 const interruptBrand = Symbol.for("tackle.durable.interrupt");
 

@@ -1,5 +1,5 @@
 /** `tool`: a side effect surfaced as `tool_call` frames and run exactly once across interrupt and resume. */
-import { traceToolCall } from "@tackle/core";
+import { traceToolCall } from "@tackle/core/internal";
 import { isInterrupt } from "../interrupt/interrupt.ts";
 import { type NodeContext, runtimeOf, type StepInfo } from "../runner/node-context.ts";
 import type { StepOptions } from "../runner/step-policy.ts";

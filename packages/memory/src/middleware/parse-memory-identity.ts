@@ -1,5 +1,5 @@
 /** `parseMemoryIdentity`: checks an identity a caller passed per request, before any call is made. */
-import { formatIssues } from "@tackle/core";
+import { formatIssues } from "@tackle/core/internal";
 import { z } from "zod";
 import { MEMORY_SCOPE_VALUES, scopeIdSchema } from "../scope/memory-scope.ts";
 import type { MemoryIdentity } from "./memory-identity.ts";

@@ -14,7 +14,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "no
 import { dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import { isLoopbackHost } from "@tackle/core";
+import { isLoopbackHost } from "@tackle/core/internal";
 import { type ApiKeyEntry, parseApiKeys } from "./api-keys.ts";
 import { DEFAULT_MEMORY_PORT, type ServeMemoryOptions, serveMemory } from "./serve-memory.ts";
 

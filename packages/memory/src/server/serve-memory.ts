@@ -2,7 +2,8 @@
 import type { AddressInfo } from "node:net";
 import type { LanguageModelV4 } from "@ai-sdk/provider";
 import { serve } from "@hono/node-server";
-import { isLoopbackHost, type Logger } from "@tackle/core";
+import type { Logger } from "@tackle/core";
+import { isLoopbackHost } from "@tackle/core/internal";
 import { MemoryError } from "../errors/memory-error.ts";
 import { createMemoryService } from "../service/create-memory-service.ts";
 import type { MemoryEmbeddingModel } from "../service/embedder.ts";

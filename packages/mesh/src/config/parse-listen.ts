@@ -1,5 +1,5 @@
 /** The one reader of a listen address (`MESH_CONSOLE_LISTEN`, `tackle serve --listen`): `host:port` on loopback. */
-import { isLoopbackHost } from "@tackle/core";
+import { isLoopbackHost } from "@tackle/core/internal";
 import { MeshConfigError } from "../errors/mesh-config-error.ts";
 
 export interface ListenAddress {

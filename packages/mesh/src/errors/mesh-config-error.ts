@@ -1,5 +1,5 @@
 /** `MeshConfigError`: a mesh variable is missing or malformed; `variable` names it. */
-import { hasBrand, setBrand } from "@tackle/core";
+import { hasBrand, setBrand } from "@tackle/core/internal";
 
 const meshConfigErrorBrand = Symbol.for("tackle.mesh.config-error");
 

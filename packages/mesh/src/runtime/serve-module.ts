@@ -5,7 +5,8 @@
 import { randomUUID } from "node:crypto";
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import { DEFAULT_TIMEOUT_MS, type Logger, ToolError, toLlmName } from "@tackle/core";
+import { DEFAULT_TIMEOUT_MS, type Logger, ToolError } from "@tackle/core";
+import { toLlmName } from "@tackle/core/internal";
 import type { LoadedModule } from "../bundles/load-modules.ts";
 import { publishCallEvents } from "../nats/call-events.ts";
 import { failSpan, traceProcess } from "../nats/trace-messaging.ts";

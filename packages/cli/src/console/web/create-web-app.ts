@@ -5,7 +5,8 @@
  * (the durable HTTP app, AG-UI stream included, mounted under `/api/durable`).
  */
 import { randomUUID } from "node:crypto";
-import { type Logger, loopbackViolation } from "@tackle/core";
+import type { Logger } from "@tackle/core";
+import { loopbackViolation } from "@tackle/core/internal";
 import { createMemoryStore, createRunner, type Runner } from "@tackle/durable";
 import { createDurableApp } from "@tackle/durable/http";
 import { type Context, Hono } from "hono";

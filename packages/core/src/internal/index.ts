@@ -1,0 +1,10 @@
+/**
+ * @tackle/core/internal: plumbing Tackle's own packages share (error brands, the loopback check, tool
+ * names for LLMs, tracing). Not for users: it changes with the packages, without a major version.
+ */
+export { hasBrand, setBrand } from "../errors/brand.ts";
+export { formatIssues } from "../errors/invalid-input-error.ts";
+export { isLoopbackHost, loopbackViolation } from "../http/loopback.ts";
+export { toolContentKey } from "../tool/tool-content.ts";
+export { llmNamePattern, toLlmName } from "../tool-set/llm-name.ts";
+export { traceToolCall } from "../tracing/trace-tool-call.ts";
