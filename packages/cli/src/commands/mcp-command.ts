@@ -9,6 +9,7 @@ import { createMcpServer } from "../mcp/create-mcp-server.ts";
 import { openToolSource } from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
+import { type ApprovalFlags, approvalFlags, approvalOptions, openApprovals } from "./approval-options.ts";
 import { mcpClientConfig } from "./mcp-client-config.ts";
 import { resultBudgetOption } from "./result-budget-option.ts";
 import { sourceOptions } from "./source-options.ts";
@@ -23,14 +24,16 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
     "--print-config",
     "print the entries that start this command from common MCP clients (Claude Desktop, Cursor, VS Code, Claude Code, Inspector), and exit",
   );
-  resultBudgetOption(sourceOptions(command)).action(
-    async (options: {
-      console?: string;
-      tokenFile?: string;
-      builtin?: boolean;
-      resultBudget?: number;
-      printConfig?: boolean;
-    }) => {
+  resultBudgetOption(approvalOptions(sourceOptions(command))).action(
+    async (
+      options: ApprovalFlags & {
+        console?: string;
+        tokenFile?: string;
+        builtin?: boolean;
+        resultBudget?: number;
+        printConfig?: boolean;
+      },
+    ) => {
       if (options.printConfig === true) {
         context.stdout.write(mcpClientConfig({ env: context.env, flags: passedFlags(options) }));
         return;
@@ -40,6 +43,7 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
       );
       const opened = await openToolSource({ ...options, env: context.env, logger: context.logger });
       const { source, idle } = trackInFlight(opened);
+      const approvals = await openApprovals(options, source, context.env);
       // The SDK's stdio transport closes, dropping replies still pending, the moment stdin ends; it
       // reads from a pipe that ends only once every request already read has been answered.
       const input = new PassThrough();
@@ -48,10 +52,13 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
         context.stdin.once("end", () => resolve("stdin closed"));
         context.stdin.once("close", () => resolve("stdin closed"));
       });
-      const handle = serveStdio(() => createMcpServer(source, { resultPages }), {
-        transport: new CheckedStdioServerTransport(input, context.stdout as NodeJS.WriteStream),
-        onerror: (error) => context.logger.warn("mcp stdio error", { error: error.message }),
-      });
+      const handle = serveStdio(
+        () => createMcpServer(source, { resultPages, ...(approvals === undefined ? {} : { approvals }) }),
+        {
+          transport: new CheckedStdioServerTransport(input, context.stdout as NodeJS.WriteStream),
+          onerror: (error) => context.logger.warn("mcp stdio error", { error: error.message }),
+        },
+      );
       context.logger.info("tackle mcp ready", { source: source.description });
       const reason = await Promise.race([ended, context.stopped]);
       context.logger.debug("tackle mcp stopping", { reason });
@@ -59,23 +66,27 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
       if (reason === "stdin closed") await idle();
       input.end();
       await handle.close();
+      await approvals?.close();
       await source.close();
     },
   );
 }
 
 /** The flags given here, as the printed entries pass them on. */
-function passedFlags(options: {
-  console?: string;
-  tokenFile?: string;
-  builtin?: boolean;
-  resultBudget?: number;
-}): string[] {
+function passedFlags(
+  options: ApprovalFlags & {
+    console?: string;
+    tokenFile?: string;
+    builtin?: boolean;
+    resultBudget?: number;
+  },
+): string[] {
   return [
     ...(options.console === undefined ? [] : ["--console", options.console]),
     ...(options.tokenFile === undefined ? [] : ["--token-file", resolve(options.tokenFile)]),
     ...(options.builtin === true ? ["--builtin"] : []),
     ...(options.resultBudget === undefined ? [] : ["--result-budget", String(options.resultBudget)]),
+    ...approvalFlags(options),
   ];
 }
 

@@ -20,9 +20,10 @@ import {
 } from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
 import type { ModuleInfo, ToolSource } from "../tool-source/tool-source.ts";
+import { type ApprovalFlags, approvalOptions, openApprovals } from "./approval-options.ts";
 import { resultBudgetOption } from "./result-budget-option.ts";
 
-interface ServeOptions {
+interface ServeOptions extends ApprovalFlags {
   listen?: string;
   tokenFile?: string;
   builtin?: boolean;
@@ -46,7 +47,7 @@ export function addServeCommand(program: Command, context: ProgramContext): void
     )
     .option("--builtin", "also serve the built-in modules (served anyway when MESH_TOOL_MODULES is unset)")
     .option("--no-console", "serve the modules on the mesh without the console listener");
-  resultBudgetOption(command).action(async (options: ServeOptions) => {
+  resultBudgetOption(approvalOptions(command)).action(async (options: ServeOptions) => {
     const { logger, env, stdout } = context;
     const config = readMeshConfig(env);
     const listen = options.listen === undefined ? config.consoleListen : readListenFlag(options.listen);
@@ -83,6 +84,7 @@ export function addServeCommand(program: Command, context: ProgramContext): void
       const tokenPath = options.tokenFile ?? consoleTokenPath(env);
       const token = ensureConsoleToken(tokenPath);
       if (token.created) logger.info("console token created", { path: tokenPath });
+      const approvals = await openApprovals(options, source, env);
       const running: RunningConsole = await startConsole({
         source,
         listen,
@@ -91,6 +93,7 @@ export function addServeCommand(program: Command, context: ProgramContext): void
         logger,
         runsStore: join(tackleHome(env), "console-runs.sqlite"),
         ...(options.resultBudget === undefined ? {} : { resultBudget: options.resultBudget }),
+        ...(approvals === undefined ? {} : { approvals }),
       });
       closers.unshift(() => running.close());
       printServed(

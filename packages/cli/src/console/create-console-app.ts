@@ -5,6 +5,7 @@
 import type { Logger } from "@tackle/core";
 import { loopbackViolation } from "@tackle/core/internal";
 import { Hono } from "hono";
+import type { ApprovalCalls } from "../mcp/approval-calls.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { bearerMatches } from "./console-token.ts";
 import { createMcpEndpoint, type McpSessionOptions } from "./mcp-endpoint.ts";
@@ -22,6 +23,8 @@ export interface ConsoleAppOptions {
   readonly mcpSessions?: McpSessionOptions;
   /** Tokens (o200k) of one tool answer a model reads; past it, a part, a summary and a cursor. Default 8,000. */
   readonly resultBudget?: number;
+  /** Tool calls that wait for a person's approval; the console closes them with itself. */
+  readonly approvals?: ApprovalCalls;
 }
 
 export interface ConsoleApp {
@@ -42,6 +45,7 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
   const mcp = createMcpEndpoint(source, logger, {
     ...options.mcpSessions,
     ...(options.resultBudget === undefined ? {} : { resultBudget: options.resultBudget }),
+    ...(options.approvals === undefined ? {} : { approvals: options.approvals }),
   });
   const sessions = createConsoleSessions({ token });
   // Imported when a console is created, not when this module loads: other commands (and --help) do not
@@ -133,6 +137,7 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
     sessions,
     async close() {
       await mcp.close();
+      await options.approvals?.close();
       await (await web.catch(() => undefined))?.close();
     },
   };

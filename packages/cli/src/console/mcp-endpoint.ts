@@ -30,6 +30,7 @@ import {
 } from "@modelcontextprotocol/server";
 import type { Logger } from "@tackle/core";
 import { createResultPages } from "@tackle/core/mcp";
+import type { ApprovalCalls } from "../mcp/approval-calls.ts";
 import {
   asksUnbudgeted,
   callSourceTool,
@@ -50,6 +51,8 @@ export interface McpSessionOptions {
 export interface McpEndpointOptions extends McpSessionOptions {
   /** Tokens of one tool answer. Default 8,000. */
   readonly resultBudget?: number;
+  /** Tool calls that wait for a person's approval (asked through elicitation where the client can). */
+  readonly approvals?: ApprovalCalls;
 }
 
 /**
@@ -101,9 +104,14 @@ export function createMcpEndpoint(
   const idleMs = options.idleMs ?? 30 * 60_000;
   const onerror = (error: Error) => logger.warn("console request failed", { error: error.message });
   const pages = createResultPages(options.resultBudget === undefined ? {} : { budget: options.resultBudget });
+  const approvals = options.approvals;
   const handler = createMcpHandler(
     (context) =>
-      createMcpServer(source, { resultPages: pages, owner: credentialOwner(context.requestInfo?.headers) }),
+      createMcpServer(source, {
+        resultPages: pages,
+        owner: credentialOwner(context.requestInfo?.headers),
+        ...(approvals === undefined ? {} : { approvals }),
+      }),
     { onerror },
   );
   const identity = serverIdentity();
@@ -128,7 +136,11 @@ export function createMcpEndpoint(
   }
 
   async function openSession(request: Request, parsedBody: unknown): Promise<Response> {
-    const server = createMcpServer(source, { resultPages: pages, owner: credentialOwner(request.headers) });
+    const server = createMcpServer(source, {
+      resultPages: pages,
+      owner: credentialOwner(request.headers),
+      ...(approvals === undefined ? {} : { approvals }),
+    });
     let registered: Session | undefined;
     const asked =
       isRecord(parsedBody) && isRecord(parsedBody.params) ? parsedBody.params.protocolVersion : undefined;
@@ -222,7 +234,7 @@ export function createMcpEndpoint(
         call.name,
         call.args,
         { signal: request.signal },
-        { pages, owner: credentialOwner(request.headers), unbudgeted: call.unbudgeted },
+        { pages, owner: credentialOwner(request.headers), unbudgeted: call.unbudgeted, approvals },
       );
     } catch (error) {
       onerror(error as Error);

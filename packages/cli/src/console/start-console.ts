@@ -3,6 +3,7 @@ import { type ServerType, serve } from "@hono/node-server";
 import type { Logger } from "@tackle/core";
 import { isLoopbackHost } from "@tackle/core/internal";
 import type { ListenAddress } from "@tackle/mesh";
+import type { ApprovalCalls } from "../mcp/approval-calls.ts";
 import { CliError } from "../program/cli-error.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { consolePath, createConsoleApp } from "./create-console-app.ts";
@@ -21,6 +22,8 @@ export interface ConsoleOptions {
   readonly mcpSessions?: McpSessionOptions;
   /** Tokens (o200k) of one tool answer a model reads; past it, a part, a summary and a cursor. Default 8,000. */
   readonly resultBudget?: number;
+  /** Tool calls that wait for a person's approval; the console closes them with itself. */
+  readonly approvals?: ApprovalCalls;
 }
 
 export interface RunningConsole {

@@ -10,6 +10,7 @@ import {
 import type { ClientRequestOptions, ToolClient } from "@tackle/core";
 import { createResultPages, mcpCallOptions, type ResultPages, toCallToolResult } from "@tackle/core/mcp";
 import type { ModuleInfo, SourceCallOptions, ToolSource } from "../tool-source/tool-source.ts";
+import type { ApprovalCalls } from "./approval-calls.ts";
 import { isSeatTool } from "./module-contributions.ts";
 import { contributionCapabilities, registerContributions } from "./register-contributions.ts";
 import { atClientLevel, keepLogLevel, toolLogLevel } from "./requested-log-level.ts";
@@ -42,6 +43,11 @@ export interface McpServerOptions {
    * server (one stdio connection, one console session) reads only its own.
    */
   readonly owner?: string;
+  /**
+   * Tool calls that wait for a person's approval (`createApprovalCalls`), asked through elicitation
+   * where the client can; its `tackle.approve` and `tackle.approvals` join the tools. Default: none.
+   */
+  readonly approvals?: ApprovalCalls;
 }
 
 /** Where a server's tool answers are budgeted: the pages and the owner of the cursors it makes. */
@@ -50,6 +56,8 @@ export interface ResultBudget {
   readonly owner: string;
   /** The caller asked for the whole result (`resultBudgetMetaKey`). */
   readonly unbudgeted?: boolean;
+  /** Calls that wait for approval, and the tools that answer them. */
+  readonly approvals?: ApprovalCalls | undefined;
 }
 
 /** The server's name and version as it reports them. */
@@ -77,7 +85,12 @@ export async function callSourceTool(
     return toCallToolResult({ ok: true, output: { modules, errors } });
   }
   if (name === budget.pages.tool.name) return budget.pages.page(args, budget.owner);
-  const result = toCallToolResult(await source.call(name, args ?? {}, options));
+  const approvals = budget.approvals;
+  const called =
+    approvals !== undefined && (approvals.owns(name) || approvals.needs(name))
+      ? await approvals.call(name, args ?? {}, options)
+      : await source.call(name, args ?? {}, options);
+  const result = toCallToolResult(called);
   return budget.unbudgeted === true ? result : budget.pages.fit(result, budget.owner);
 }
 
@@ -99,14 +112,19 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
   });
   server.setRequestHandler("tools/list", async () => {
     const modules = await source.catalogue();
-    const tools: McpTool[] = [modulesTool, pages.tool];
+    const approvals = options.approvals;
+    const tools: McpTool[] = [modulesTool, pages.tool, ...(approvals?.tools ?? [])];
     for (const info of modules) {
       for (const tool of info.tools) {
         // The `mcp` seat's verbs serve resources, prompts and completion, not the model.
         if (isSeatTool(tool.name)) continue;
+        const name = `${info.module}.${tool.name}`;
         tools.push({
-          name: `${info.module}.${tool.name}`,
-          description: tool.description,
+          name,
+          description:
+            approvals?.needs(name) === true
+              ? `${tool.description} (A person approves each call before it runs.)`
+              : tool.description,
           inputSchema: { ...tool.inputSchema, type: "object" },
         });
       }
@@ -138,7 +156,7 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
         ...(logLevel === undefined ? {} : { logLevel }),
         ...clientOf(server, context),
       },
-      { pages, owner, unbudgeted: asksUnbudgeted(request.params._meta) },
+      { pages, owner, unbudgeted: asksUnbudgeted(request.params._meta), approvals: options.approvals },
     );
     return server.projectCallToolResult(result, undefined);
   });

@@ -1,0 +1,276 @@
+/**
+ * Tool calls that need a person's approval, reached through MCP (ADR 0265). Each such call is a durable
+ * run (`@tackle/durable`): it pauses at an approval bound to the call's arguments, and the tool runs
+ * exactly once, when the approval is answered yes. A client that declared elicitation is asked there and
+ * then (`elicitation/create`, the call's editable arguments as the form); any other client — or one
+ * that did not answer before the approval expired, or went away — gets the paused call back, and
+ * `tackle.approve` answers it later, from any client of any server on the same runs store.
+ */
+import { randomUUID } from "node:crypto";
+import type { Tool as McpTool } from "@modelcontextprotocol/server";
+import { type ToolCallResult, type ToolClient, ToolError } from "@tackle/core";
+import {
+  createGraph,
+  createRunner,
+  type DurableStore,
+  type InterruptRequest,
+  type Runner,
+  type RunSnapshot,
+  runIntegratedTool,
+} from "@tackle/durable";
+import { splitToolName } from "../tool-source/split-tool-name.ts";
+import type { SourceCallOptions, ToolSource } from "../tool-source/tool-source.ts";
+import { approvalForm, type FormAnswer } from "./approval-form.ts";
+
+export const approveToolName = "tackle.approve";
+export const approvalsToolName = "tackle.approvals";
+const graphName = "mcp-approved-call";
+const threadPrefix = "mcp-approval-";
+/** How long an approval waits for its answer when the server names no other time. */
+export const defaultApprovalExpiresInMs = 10 * 60_000;
+
+export interface ApprovalCallsOptions {
+  /** Tools that need approval: `module.tool`, `module.*`, or `*`. */
+  readonly tools: readonly string[];
+  /** Where the paused calls live: a SQLite path or a durable store. Shared, any server may answer. */
+  readonly store: string | DurableStore;
+  /** How long an approval stays open. Default 10 minutes. */
+  readonly expiresInMs?: number;
+}
+
+export interface ApprovalCalls {
+  /** Whether a call of `name` waits for approval. */
+  needs(name: string): boolean;
+  /** `tackle.approve` and `tackle.approvals`, for `tools/list`. */
+  readonly tools: readonly McpTool[];
+  /** Whether `name` is one of `tools`. */
+  owns(name: string): boolean;
+  /** Runs a call that needs approval (asking `client` when it can elicit), or one of `tools`. */
+  call(name: string, args: Record<string, unknown>, options: SourceCallOptions): Promise<ToolCallResult>;
+  close(): Promise<void>;
+}
+
+interface CallState {
+  readonly tool: string;
+  readonly args: Record<string, unknown>;
+  readonly inputSchema?: Record<string, unknown>;
+  readonly expiresInMs: number;
+  readonly result?: { readonly ok: boolean; readonly output?: unknown; readonly error?: unknown };
+  readonly [key: string]: unknown;
+}
+
+export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOptions): ApprovalCalls {
+  const patterns = options.tools;
+  const expiresInMs = options.expiresInMs ?? defaultApprovalExpiresInMs;
+  const graph = createGraph<CallState>(graphName).node("call", async (state, ctx) => {
+    const result = await runIntegratedTool(
+      ctx,
+      state.tool,
+      state.args,
+      { approve: true },
+      async (input) => {
+        const called = await source.call(state.tool, input, {});
+        return called.ok
+          ? { ok: true, output: called.output ?? null }
+          : { ok: false, error: called.error.toJSON() };
+      },
+      {
+        ...(state.inputSchema === undefined ? {} : { inputSchema: state.inputSchema }),
+        approvalExpiresInMs: state.expiresInMs,
+      },
+    );
+    // Declined: the durable integration's `{ declined, reason }` is what the caller reads.
+    const declined = (result as { declined?: unknown }).declined === true;
+    return { result: declined ? { ok: true, output: result } : (result as NonNullable<CallState["result"]>) };
+  });
+  const runner: Runner = createRunner({ store: options.store, graphs: [graph] });
+
+  async function inputSchemaOf(name: string): Promise<Record<string, unknown> | undefined> {
+    const parts = splitToolName(name);
+    const info = (await source.catalogue()).find((module) => module.module === parts?.module);
+    return info?.tools.find((tool) => tool.name === parts?.tool)?.inputSchema;
+  }
+
+  async function start(
+    name: string,
+    args: Record<string, unknown>,
+    client: ToolClient | undefined,
+    signal?: AbortSignal,
+  ) {
+    const inputSchema = await inputSchemaOf(name);
+    const threadId = `${threadPrefix}${randomUUID()}`;
+    const snapshot = await runner.start(
+      graph,
+      { tool: name, args, expiresInMs, ...(inputSchema === undefined ? {} : { inputSchema }) },
+      { threadId },
+    );
+    const open = snapshot.interrupts[0];
+    if (snapshot.status !== "paused" || open === undefined) return outcome(snapshot);
+    if (client?.elicit === undefined) return paused(snapshot, open);
+    const form = approvalForm(name, args, inputSchema);
+    const left = expiryOf(open) - Date.now();
+    let reply: FormAnswer;
+    try {
+      reply = form.answer(
+        await client.elicit(
+          { message: form.message, requestedSchema: form.requestedSchema },
+          { timeoutMs: Math.max(1, left), ...(signal === undefined ? {} : { signal }) },
+        ),
+      );
+    } catch (error) {
+      // No answer in time, or the client went away: the call stays paused for tackle.approve.
+      const now = await runner.get<CallState>(threadId);
+      return now?.status === "paused"
+        ? paused(now, open, (error as Error).message)
+        : outcome(now ?? snapshot);
+    }
+    return answer(threadId, reply);
+  }
+
+  /** Resumes the call with `reply`; an answer that came second gets the first one's outcome. */
+  async function answer(threadId: string, reply: FormAnswer): Promise<ToolCallResult> {
+    const run = await runner.get<CallState>(threadId);
+    if (run === undefined || run.graph !== graphName) {
+      return failure("not_found", `No approval "${threadId}": ${approvalsToolName} lists the open ones`);
+    }
+    const open = run.interrupts[0];
+    if (run.status !== "paused" || open === undefined) return outcome(run, true);
+    try {
+      return outcome(await runner.resume<CallState>(threadId, { [open.id]: reply }));
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code === "answer_conflict" || code === "run_not_paused" || code === "unknown_interrupt") {
+        const now = await runner.get<CallState>(threadId);
+        if (now !== undefined && now.status !== "paused") return outcome(now, true);
+      }
+      // An edit the tool's schema refuses (invalid_edit), an approval past its expiry: still open.
+      return failure(typeof code === "string" ? code : "approval_failed", (error as Error).message);
+    }
+  }
+
+  async function list(): Promise<ToolCallResult> {
+    const threads = await runner.threads({ prefix: threadPrefix, limit: 100 });
+    const open = [];
+    for (const thread of threads) {
+      if (thread.status !== "paused") continue;
+      const run = await runner.get<CallState>(thread.threadId);
+      const entry = run?.interrupts[0];
+      if (run !== undefined && entry !== undefined) open.push(describe(run, entry));
+    }
+    return { ok: true, output: { approvals: open } };
+  }
+
+  return {
+    needs: (name) =>
+      patterns.some(
+        (pattern) =>
+          pattern === "*" ||
+          pattern === name ||
+          (pattern.endsWith(".*") && name.startsWith(pattern.slice(0, -1))),
+      ),
+    tools: approvalTools,
+    owns: (name) => name === approveToolName || name === approvalsToolName,
+    async call(name, args, callOptions) {
+      if (name === approvalsToolName) return list();
+      if (name === approveToolName) {
+        const { approval, approved, reason, arguments: edited } = args;
+        if (typeof approval !== "string" || typeof approved !== "boolean") {
+          return failure(
+            "invalid_input",
+            `${approveToolName} takes { approval: string, approved: boolean, reason?, arguments? }`,
+          );
+        }
+        return answer(approval, {
+          approved,
+          ...(typeof reason === "string" ? { reason } : {}),
+          ...(approved && isRecord(edited) ? { editedArgs: edited } : {}),
+        });
+      }
+      return start(name, args, callOptions.client, callOptions.signal);
+    },
+    close: () => runner.close(),
+  };
+}
+
+/** What a finished call answers: the tool's own result, or that it was declined. */
+function outcome(run: RunSnapshot<CallState>, late = false): ToolCallResult {
+  const result = run.state.result;
+  if (run.status !== "completed" || result === undefined) {
+    return failure(
+      run.status === "failed" ? "approval_failed" : `approval_${run.status}`,
+      `The approved call ended ${run.status}${run.error === undefined ? "" : `: ${run.error.message}`}`,
+    );
+  }
+  if (result.ok) {
+    const output = result.output as { declined?: unknown } | null;
+    if (late) return { ok: true, output: { alreadyAnswered: true, result: output } };
+    return { ok: true, output };
+  }
+  const error = result.error as { code?: string; message?: string; data?: unknown };
+  return failure(error.code ?? "tool_failed", error.message ?? "The tool failed", error.data);
+}
+
+function paused(run: RunSnapshot<CallState>, entry: InterruptRequest, why?: string): ToolCallResult {
+  return {
+    ok: true,
+    output: {
+      status: "awaiting_approval",
+      ...describe(run, entry),
+      ...(why === undefined ? {} : { notAsked: why }),
+      next: `Nothing ran yet. A person answers with ${approveToolName} { approval: "${run.threadId}", approved: true | false, reason?, arguments? } (arguments replace the call's, checked against its schema); ${approvalsToolName} lists every open approval.`,
+    },
+  };
+}
+
+function describe(run: RunSnapshot<CallState>, entry: InterruptRequest) {
+  const request = entry.request as { expiresAt?: string };
+  return {
+    approval: run.threadId,
+    tool: run.state.tool,
+    arguments: run.state.args,
+    ...(request.expiresAt === undefined ? {} : { expiresAt: request.expiresAt }),
+    ...(run.state.inputSchema === undefined ? {} : { inputSchema: run.state.inputSchema }),
+  };
+}
+
+function expiryOf(entry: InterruptRequest): number {
+  const at = Date.parse((entry.request as { expiresAt?: string }).expiresAt ?? "");
+  return Number.isNaN(at) ? Date.now() + defaultApprovalExpiresInMs : at;
+}
+
+function failure(code: string, message: string, data?: unknown): ToolCallResult {
+  return { ok: false, error: new ToolError(code, message, data === undefined ? {} : { data }) };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+const approvalTools: McpTool[] = [
+  {
+    name: approveToolName,
+    description:
+      "Answers a tool call that waits for a person's approval (its answer said awaiting_approval): approved true runs it once, with `arguments` instead of its own when given; false declines it with the reason. Answers with the call's result.",
+    inputSchema: {
+      type: "object",
+      properties: {
+        approval: { type: "string", description: "The approval's id, as the paused call answered it" },
+        approved: { type: "boolean" },
+        reason: { type: "string", description: "Why; the caller is told" },
+        arguments: {
+          type: "object",
+          description: "Changed arguments (approved only), checked against the tool's schema",
+        },
+      },
+      required: ["approval", "approved"],
+      additionalProperties: false,
+    },
+  },
+  {
+    name: approvalsToolName,
+    description:
+      "Lists tool calls waiting for a person's approval: each with its tool, arguments and expiry.",
+    inputSchema: { type: "object", properties: {}, additionalProperties: false },
+    annotations: { readOnlyHint: true },
+  },
+];
