@@ -3,6 +3,13 @@
 export { consoleTokenPath, tackleHome } from "./config/tackle-home.ts";
 export { type ConsoleToken, ensureConsoleToken, readConsoleToken } from "./console/console-token.ts";
 export { type ConsoleOptions, type RunningConsole, startConsole } from "./console/start-console.ts";
+export {
+  type ApprovalCalls,
+  type ApprovalCallsOptions,
+  approvalsToolName,
+  approveToolName,
+  createApprovalCalls,
+} from "./mcp/approval-calls.ts";
 export { createMcpServer, modulesToolName } from "./mcp/create-mcp-server.ts";
 export { builtinModules, builtinModulesSetting, type ModuleEntry } from "./modules/builtin-modules.ts";
 export { CliError, type CliErrorCode } from "./program/cli-error.ts";

@@ -44,6 +44,12 @@ export async function openApprovals(
   return output(listed).approvals as { approval: string; tool: string; arguments: unknown }[];
 }
 
+/** What the person at the client answers to a form (MCP's `ElicitResult`); `context` as the SDK gives it. */
+export type ElicitHandler = (
+  request: { params: Record<string, unknown> },
+  context: { mcpReq: { id: string | number } },
+) => Promise<unknown>;
+
 /** Resolves once `check` holds, polling; fails past `ms`. */
 export async function until(
   check: () => boolean | Promise<boolean>,

@@ -9,7 +9,14 @@ import { after, before, test } from "node:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { freePort } from "@tackle/test-support";
 import { readConsoleToken } from "../src/console/console-token.ts";
-import { ledgerEnv, ledgerLines, openApprovals, output, until } from "./approvals-support.ts";
+import {
+  type ElicitHandler,
+  ledgerEnv,
+  ledgerLines,
+  openApprovals,
+  output,
+  until,
+} from "./approvals-support.ts";
 import { type ServeProcess, startServe, tempHome } from "./tackle-process.ts";
 
 const home = tempHome();
@@ -29,14 +36,12 @@ after(async () => {
   home.remove();
 });
 
-type ElicitHandler = Parameters<Client["setRequestHandler"]>[1];
-
 async function connect(elicit?: ElicitHandler): Promise<Client> {
   const client = new Client(
     { name: "approvals-http", version: "1.0.0" },
     elicit === undefined ? {} : { capabilities: { elicitation: {} } },
   );
-  if (elicit !== undefined) client.setRequestHandler("elicitation/create", elicit);
+  if (elicit !== undefined) client.setRequestHandler("elicitation/create", elicit as never);
   const headers = { authorization: `Bearer ${readConsoleToken(serve?.tokenFile ?? "")}` };
   await client.connect(
     new StreamableHTTPClientTransport(new URL(serve?.url ?? ""), { requestInit: { headers } }),

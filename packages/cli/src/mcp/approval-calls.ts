@@ -13,7 +13,6 @@ import {
   createGraph,
   createRunner,
   type DurableStore,
-  type InterruptRequest,
   type Runner,
   type RunSnapshot,
   runIntegratedTool,
@@ -34,7 +33,10 @@ export interface ApprovalCallsOptions {
   readonly tools: readonly string[];
   /** Where the paused calls live: a SQLite path or a durable store. Shared, any server may answer. */
   readonly store: string | DurableStore;
-  /** How long an approval stays open. Default 10 minutes. */
+  /**
+   * How long the calling client's form stays open. Default 10 minutes. Unanswered by then, the call
+   * stays paused (it is never declined for want of an answer) and `tackle.approve` answers it.
+   */
   readonly expiresInMs?: number;
 }
 
@@ -54,7 +56,8 @@ interface CallState {
   readonly tool: string;
   readonly args: Record<string, unknown>;
   readonly inputSchema?: Record<string, unknown>;
-  readonly expiresInMs: number;
+  /** Until when the caller's client is asked (ISO time); past it the call waits for tackle.approve. */
+  readonly askUntil: string;
   readonly result?: { readonly ok: boolean; readonly output?: unknown; readonly error?: unknown };
   readonly [key: string]: unknown;
 }
@@ -74,10 +77,8 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
           ? { ok: true, output: called.output ?? null }
           : { ok: false, error: called.error.toJSON() };
       },
-      {
-        ...(state.inputSchema === undefined ? {} : { inputSchema: state.inputSchema }),
-        approvalExpiresInMs: state.expiresInMs,
-      },
+      // No durable expiry: a call nobody answered in time stays paused (the runner would decline it).
+      state.inputSchema === undefined ? {} : { inputSchema: state.inputSchema },
     );
     // Declined: the durable integration's `{ declined, reason }` is what the caller reads.
     const declined = (result as { declined?: unknown }).declined === true;
@@ -97,18 +98,24 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
     client: ToolClient | undefined,
     signal?: AbortSignal,
   ) {
+    const started = Date.now();
     const inputSchema = await inputSchemaOf(name);
     const threadId = `${threadPrefix}${randomUUID()}`;
     const snapshot = await runner.start(
       graph,
-      { tool: name, args, expiresInMs, ...(inputSchema === undefined ? {} : { inputSchema }) },
+      {
+        tool: name,
+        args,
+        askUntil: new Date(started + expiresInMs).toISOString(),
+        ...(inputSchema === undefined ? {} : { inputSchema }),
+      },
       { threadId },
     );
     const open = snapshot.interrupts[0];
     if (snapshot.status !== "paused" || open === undefined) return outcome(snapshot);
-    if (client?.elicit === undefined) return paused(snapshot, open);
+    if (client?.elicit === undefined) return paused(snapshot);
     const form = approvalForm(name, args, inputSchema);
-    const left = expiryOf(open) - Date.now();
+    const left = expiresInMs - (Date.now() - started);
     let reply: FormAnswer;
     try {
       reply = form.answer(
@@ -120,9 +127,7 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
     } catch (error) {
       // No answer in time, or the client went away: the call stays paused for tackle.approve.
       const now = await runner.get<CallState>(threadId);
-      return now?.status === "paused"
-        ? paused(now, open, (error as Error).message)
-        : outcome(now ?? snapshot);
+      return now?.status === "paused" ? paused(now, (error as Error).message) : outcome(now ?? snapshot);
     }
     return answer(threadId, reply);
   }
@@ -143,7 +148,7 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
         const now = await runner.get<CallState>(threadId);
         if (now !== undefined && now.status !== "paused") return outcome(now, true);
       }
-      // An edit the tool's schema refuses (invalid_edit), an approval past its expiry: still open.
+      // An edit the tool's schema refuses (invalid_edit): still open.
       return failure(typeof code === "string" ? code : "approval_failed", (error as Error).message);
     }
   }
@@ -154,8 +159,7 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
     for (const thread of threads) {
       if (thread.status !== "paused") continue;
       const run = await runner.get<CallState>(thread.threadId);
-      const entry = run?.interrupts[0];
-      if (run !== undefined && entry !== undefined) open.push(describe(run, entry));
+      if (run !== undefined && run.interrupts.length > 0) open.push(describe(run));
     }
     return { ok: true, output: { approvals: open } };
   }
@@ -210,32 +214,26 @@ function outcome(run: RunSnapshot<CallState>, late = false): ToolCallResult {
   return failure(error.code ?? "tool_failed", error.message ?? "The tool failed", error.data);
 }
 
-function paused(run: RunSnapshot<CallState>, entry: InterruptRequest, why?: string): ToolCallResult {
+function paused(run: RunSnapshot<CallState>, why?: string): ToolCallResult {
   return {
     ok: true,
     output: {
       status: "awaiting_approval",
-      ...describe(run, entry),
+      ...describe(run),
       ...(why === undefined ? {} : { notAsked: why }),
       next: `Nothing ran yet. A person answers with ${approveToolName} { approval: "${run.threadId}", approved: true | false, reason?, arguments? } (arguments replace the call's, checked against its schema); ${approvalsToolName} lists every open approval.`,
     },
   };
 }
 
-function describe(run: RunSnapshot<CallState>, entry: InterruptRequest) {
-  const request = entry.request as { expiresAt?: string };
+function describe(run: RunSnapshot<CallState>) {
   return {
     approval: run.threadId,
     tool: run.state.tool,
     arguments: run.state.args,
-    ...(request.expiresAt === undefined ? {} : { expiresAt: request.expiresAt }),
+    askedUntil: run.state.askUntil,
     ...(run.state.inputSchema === undefined ? {} : { inputSchema: run.state.inputSchema }),
   };
-}
-
-function expiryOf(entry: InterruptRequest): number {
-  const at = Date.parse((entry.request as { expiresAt?: string }).expiresAt ?? "");
-  return Number.isNaN(at) ? Date.now() + defaultApprovalExpiresInMs : at;
 }
 
 function failure(code: string, message: string, data?: unknown): ToolCallResult {
@@ -269,7 +267,7 @@ const approvalTools: McpTool[] = [
   {
     name: approvalsToolName,
     description:
-      "Lists tool calls waiting for a person's approval: each with its tool, arguments and expiry.",
+      "Lists tool calls waiting for a person's approval: each with its tool, its arguments and until when its caller was asked.",
     inputSchema: { type: "object", properties: {}, additionalProperties: false },
     annotations: { readOnlyHint: true },
   },
