@@ -8,6 +8,7 @@ test("the public API is exactly these names", () => {
     "builtinModules",
     "builtinModulesSetting",
     "consoleTokenPath",
+    "createApprovalCalls",
     "createConsoleToolSource",
     "createEmbeddedToolSource",
     "createMcpServer",

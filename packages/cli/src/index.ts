@@ -6,8 +6,6 @@ export { type ConsoleOptions, type RunningConsole, startConsole } from "./consol
 export {
   type ApprovalCalls,
   type ApprovalCallsOptions,
-  approvalsToolName,
-  approveToolName,
   createApprovalCalls,
 } from "./mcp/approval-calls.ts";
 export { createMcpServer, modulesToolName } from "./mcp/create-mcp-server.ts";
