@@ -36,6 +36,16 @@ try {
   console.log(error.code, error.message); // refused at the call: nothing of this write landed
 }`,
   },
+  {
+    title: "Shift every clip starting from 0.5 s by 2 s: a window read in pages, one updateMany per page",
+    script: `let after;
+for (;;) {
+  const page = entities.list({ entityKind: 'sequence-marker', range: { field: 'startMs', from: 500 }, limit: 5000, after });
+  if (page.length === 0) break;
+  entities.updateMany(page.map((m) => ({ entityId: m.entityId, ops: [{ op: 'set', path: ['startMs'], value: m.payload.startMs + 2000 }] })));
+  after = page[page.length - 1].entityId;
+}`,
+  },
 ];
 
 export interface PromptInput {
@@ -79,6 +89,7 @@ export function renderPrompt(input: PromptInput): string {
 - The script is the body of an async function: \`await\` works, \`return\` ends it. Only \`entities\`, \`relations\` and \`console\` exist: no network, storage, timers, \`import()\`, \`eval\` or \`Function\`, no typed arrays.
 - It stops after \`timeout_ms\` (default and most ${input.timeoutMs}: a larger value is that) counted from its start, or at its memory ceiling; then nothing is published. An error names the script's \`line\`, \`column\` and \`sourceLine\` in \`error.data\`; a refused write's \`issues\` give each path, constraint, message and the \`value\` you gave.
 - Reads are assembled (a variant reads with its base applied) and are copies: changing a returned object changes nothing. One read (\`entities.list\`, \`relations.list\`, \`relations.of\`) answers at most ${maxReadItems} items; one that would answer more throws \`read_limit\`: read in pages (\`entities.list({ entityKind, limit, after })\` with \`after\` the last \`entityId\` of the previous page; \`relations.list({ relationKind, entityId, limit, after })\` with \`after\` the last \`relationId\`; writing or deleting what a page read never makes the next page skip or repeat), filter by kind, or read by id.
+- Many entities: read them by kind and window (\`entities.list({ entityKind, range: { field, from, to } })\`) and write each page with one \`entities.updateMany\` (all or none), not an \`update\` per entity.
 - Every write lands whole or not at all and is checked as it lands: a refused write throws a \`DocScriptError\` at the call that made it (\`error.code\`, \`error.message\`, \`error.data.issues\`). Catch it to try another way, or let it end the run.
 - List members are addressed by index; \`splice\` on text counts code points.
 - A Clip is assembled from a \`clip\`, a \`sequence-marker\` and content, linked with \`marker\` and \`contain\`; the document stores the marker and the content on the clip's row, so the plan is refused until each clip has both. A track holds its clips with \`contain\`, in order.
