@@ -9,6 +9,7 @@ import type {
   RunStatus,
 } from "../../store/durable-store.ts";
 import { leaseHeld } from "../../store/durable-store.ts";
+import { runFenced, threadExists, unknownRun } from "../run-row.ts";
 
 interface Thread {
   run: RunRecord;
@@ -33,14 +34,14 @@ export function createMemoryStore(): DurableStore {
 
   function need(threadId: string): Thread {
     const thread = threads.get(threadId);
-    if (thread === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+    if (thread === undefined) throw unknownRun(threadId);
     return thread;
   }
 
   return {
     async createRun(record, batch = {}) {
       if (threads.has(record.threadId)) {
-        throw new DurableError("thread_exists", `Thread "${record.threadId}" already has a run`);
+        throw threadExists(record.threadId);
       }
       const thread: Thread = { run: { ...record }, journal: new Map(), frames: [] };
       apply(thread, batch);
@@ -63,7 +64,7 @@ export function createMemoryStore(): DurableStore {
     async commit(threadId, owner, batch) {
       const thread = need(threadId);
       if (thread.run.owner !== owner) {
-        throw new DurableError("run_fenced", `Thread "${threadId}" was taken over by another runner`);
+        throw runFenced(threadId);
       }
       apply(thread, batch);
     },

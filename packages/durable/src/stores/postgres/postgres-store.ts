@@ -10,6 +10,16 @@ import type {
   RunStatus,
 } from "../../store/durable-store.ts";
 import { leaseHeld } from "../../store/durable-store.ts";
+import {
+  fromRow,
+  patchColumns,
+  type RunRow,
+  runColumns,
+  runFenced,
+  runValues,
+  threadExists,
+  unknownRun,
+} from "../run-row.ts";
 import { migrationStore, postgresMigrations } from "./migrations.ts";
 
 export interface PostgresStoreOptions {
@@ -29,33 +39,6 @@ export interface PostgresStoreOptions {
 
 /** Now by the database's clock, in the ISO form the other columns use. */
 const databaseNow = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
-const columns = {
-  runId: "run_id",
-  graph: "graph",
-  status: "status",
-  state: "state",
-  node: "node",
-  cursor: "cursor",
-  interrupts: "interrupts",
-  error: "error",
-  owner: "owner",
-} as const;
-
-interface RunRow {
-  thread_id: string;
-  run_id: string;
-  graph: string;
-  status: string;
-  state: string;
-  node: string | null;
-  cursor: string;
-  interrupts: string;
-  error: string | null;
-  owner: string;
-  created_at: string;
-  updated_at: string;
-}
 
 /**
  * Opens the store and brings its tables to the newest schema version (under the migration lock, so
@@ -121,9 +104,9 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     const values: unknown[] = [threadId, owner];
     // The database's clock, never this machine's: the lease is judged against it (claimRun).
     const sets: string[] = [`updated_at = ${databaseNow}`];
-    for (const [field, column] of Object.entries(columns)) {
+    for (const [field, column] of Object.entries(patchColumns)) {
       if (field in patch) {
-        values.push(patch[field as keyof typeof columns] ?? null);
+        values.push(patch[field as keyof typeof patchColumns] ?? null);
         sets.push(`${column} = $${values.length}`);
       }
     }
@@ -162,7 +145,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       values,
     );
     if (result.rows[0]?.fenced !== 1) {
-      throw new DurableError("run_fenced", `Thread "${threadId}" was taken over by another runner`);
+      throw runFenced(threadId);
     }
   }
 
@@ -170,25 +153,12 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     async createRun(record: RunRecord, batch: CommitBatch = {}) {
       await transaction(async (client) => {
         const inserted = await client.query(
-          `INSERT INTO ${runs} (thread_id, run_id, graph, status, state, node, cursor, interrupts, error, owner, created_at, updated_at)
+          `INSERT INTO ${runs} (${runColumns})
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (thread_id) DO NOTHING`,
-          [
-            record.threadId,
-            record.runId,
-            record.graph,
-            record.status,
-            record.state,
-            record.node,
-            record.cursor,
-            record.interrupts,
-            record.error,
-            record.owner,
-            record.createdAt,
-            record.updatedAt,
-          ],
+          runValues(record),
         );
         if (inserted.rowCount === 0) {
-          throw new DurableError("thread_exists", `Thread "${record.threadId}" already has a run`);
+          throw threadExists(record.threadId);
         }
         await apply(client, record.threadId, batch, record.owner);
       });
@@ -207,7 +177,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
           [threadId],
         );
         const row = result.rows[0];
-        if (row === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+        if (row === undefined) throw unknownRun(threadId);
         if (!fromStatus.includes(row.status as RunStatus)) return undefined;
         const lease = options.staleAfterMs ?? 0;
         if (lease > 0 && row.silent_ms < lease) throw leaseHeld(threadId, row.silent_ms, lease);
@@ -297,22 +267,5 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     async close() {
       await handle.close();
     },
-  };
-}
-
-function fromRow(row: RunRow): RunRecord {
-  return {
-    threadId: row.thread_id,
-    runId: row.run_id,
-    graph: row.graph,
-    status: row.status as RunStatus,
-    state: row.state,
-    node: row.node,
-    cursor: row.cursor,
-    interrupts: row.interrupts,
-    error: row.error,
-    owner: row.owner,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
   };
 }

@@ -1,7 +1,6 @@
 /** The default store: one SQLite file through `node:sqlite`, WAL with a full sync on every commit. */
 import type { StatementSync } from "node:sqlite";
 import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
-import { DurableError } from "../../errors/durable-error.ts";
 import type {
   CommitBatch,
   DurableStore,
@@ -11,6 +10,16 @@ import type {
   RunStatus,
 } from "../../store/durable-store.ts";
 import { leaseHeld } from "../../store/durable-store.ts";
+import {
+  fromRow,
+  patchColumns,
+  type RunRow,
+  runColumns,
+  runFenced,
+  runValues,
+  threadExists,
+  unknownRun,
+} from "../run-row.ts";
 import { sqliteMigrations } from "./migrations.ts";
 
 export interface SqliteStoreOptions {
@@ -23,33 +32,6 @@ export interface SqliteStoreOptions {
   readonly synchronous?: "full" | "normal";
 }
 
-interface RunRow {
-  thread_id: string;
-  run_id: string;
-  graph: string;
-  status: string;
-  state: string;
-  node: string | null;
-  cursor: string;
-  interrupts: string;
-  error: string | null;
-  owner: string;
-  created_at: string;
-  updated_at: string;
-}
-
-const patchColumns = {
-  runId: "run_id",
-  graph: "graph",
-  status: "status",
-  state: "state",
-  node: "node",
-  cursor: "cursor",
-  interrupts: "interrupts",
-  error: "error",
-  owner: "owner",
-} as const;
-
 export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
   // Refuses (StorageError "schema_too_new") a file written by a newer version of this store.
   const database = openMigratedSqlite({
@@ -60,7 +42,7 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
   });
 
   const insertRun = database.prepare(
-    `INSERT INTO durable_runs (thread_id, run_id, graph, status, state, node, cursor, interrupts, error, owner, created_at, updated_at)
+    `INSERT INTO durable_runs (${runColumns})
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const selectRun = database.prepare("SELECT * FROM durable_runs WHERE thread_id = ?");
@@ -117,7 +99,7 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
     if (ownerCheck !== undefined) parameters.push(ownerCheck);
     const changed = update.run(...parameters).changes;
     if (changed === 0) {
-      throw new DurableError("run_fenced", `Thread "${threadId}" was taken over by another runner`);
+      throw runFenced(threadId);
     }
     for (const record of batch.journal ?? []) {
       upsertJournal.run(threadId, record.key, record.name, record.state, record.attempt, record.value);
@@ -131,25 +113,10 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
     async createRun(record: RunRecord, batch: CommitBatch = {}) {
       transaction(() => {
         try {
-          insertRun.run(
-            record.threadId,
-            record.runId,
-            record.graph,
-            record.status,
-            record.state,
-            record.node,
-            record.cursor,
-            record.interrupts,
-            record.error,
-            record.owner,
-            record.createdAt,
-            record.updatedAt,
-          );
+          insertRun.run(...runValues(record));
         } catch (error) {
           if (/UNIQUE|PRIMARY KEY/.test((error as Error).message)) {
-            throw new DurableError("thread_exists", `Thread "${record.threadId}" already has a run`, {
-              cause: error,
-            });
+            throw threadExists(record.threadId, error);
           }
           throw error;
         }
@@ -163,7 +130,7 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
     async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
       return transaction(() => {
         const row = selectRun.get(threadId) as RunRow | undefined;
-        if (row === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+        if (row === undefined) throw unknownRun(threadId);
         if (!fromStatus.includes(row.status as RunStatus)) return undefined;
         // One file on one machine: the processes sharing it share its clock.
         const silentForMs = Date.now() - Date.parse(row.updated_at);
@@ -247,22 +214,5 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
     async close() {
       if (database.isOpen) database.close();
     },
-  };
-}
-
-function fromRow(row: RunRow): RunRecord {
-  return {
-    threadId: row.thread_id,
-    runId: row.run_id,
-    graph: row.graph,
-    status: row.status as RunStatus,
-    state: row.state,
-    node: row.node,
-    cursor: row.cursor,
-    interrupts: row.interrupts,
-    error: row.error,
-    owner: row.owner,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
   };
 }
