@@ -40,12 +40,13 @@ if (notReady !== undefined) {
 // Then the types, on whole runs (a narrowed run during development skips it: `npm run typecheck`).
 if (requested.length === 0) {
   const tsc = path.join(import.meta.dirname, "..", "node_modules", "typescript", "bin", "tsc");
-  const typecheck = spawnSync(process.execPath, [tsc, "-p", "tsconfig.json", "--noEmit"], {
-    stdio: "inherit",
-  });
-  if (typecheck.status !== 0) {
-    process.stdout.write("\nThe type check failed (above).\n\n0 passed, 1 failed\n");
-    process.exit(1);
+  // The packages, then the console page (its own config: DOM types), as `npm run typecheck` does.
+  for (const project of ["tsconfig.json", "packages/cli/src/console/web/page/tsconfig.json"]) {
+    const typecheck = spawnSync(process.execPath, [tsc, "-p", project, "--noEmit"], { stdio: "inherit" });
+    if (typecheck.status !== 0) {
+      process.stdout.write(`\nThe type check of ${project} failed (above).\n\n0 passed, 1 failed\n`);
+      process.exit(1);
+    }
   }
 }
 

@@ -1,0 +1,63 @@
+/**
+ * The suites under a busy machine's load: starts CPU burners until the 1-minute load average reaches
+ * the target (default 12, the shape of a busy 2-core CI machine), runs `scripts/run-tests.ts` with the
+ * given arguments while they burn, and prints the load it held beside the closing count line.
+ *
+ *   node scripts/test-under-load.ts [--load 12] [globs…]      (npm run test:under-load)
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { loadavg } from "node:os";
+import path from "node:path";
+
+const args = process.argv.slice(2);
+const at = args.indexOf("--load");
+const target = at === -1 ? 12 : Number(args[at + 1]);
+if (!(Number.isFinite(target) && target > 0)) {
+  process.stderr.write("test-under-load: --load takes a positive number (a load average)\n");
+  process.exit(2);
+}
+const globs = at === -1 ? args : [...args.slice(0, at), ...args.slice(at + 2)];
+
+// One burner per unit of load: each is a runnable process for as long as it lives.
+const burners: ChildProcess[] = [];
+for (let index = 0; index < Math.ceil(target); index++) {
+  burners.push(spawn(process.execPath, ["-e", "for (;;) {}"], { stdio: "ignore" }));
+}
+const stopBurners = () => {
+  for (const burner of burners) burner.kill("SIGKILL");
+};
+process.on("exit", stopBurners);
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    stopBurners();
+    process.exit(130);
+  });
+}
+
+// The 1-minute average climbs over a minute or two; the run starts once it is there (at most 5 min).
+const deadline = Date.now() + 5 * 60_000;
+while (loadavg()[0] < target && Date.now() < deadline) {
+  process.stdout.write(`test-under-load: load ${loadavg()[0].toFixed(1)}, waiting for ${target}\n`);
+  await new Promise((resolve) => setTimeout(resolve, 10_000));
+}
+if (loadavg()[0] < target) {
+  process.stdout.write(
+    `test-under-load: load reached only ${loadavg()[0].toFixed(1)} in 5 min; running anyway\n`,
+  );
+}
+
+const samples: number[] = [];
+const sampler = setInterval(() => samples.push(loadavg()[0]), 15_000);
+const tests = spawn(process.execPath, [path.join(import.meta.dirname, "run-tests.ts"), ...globs], {
+  stdio: "inherit",
+});
+const code = await new Promise<number>((resolve) => tests.on("exit", (exit) => resolve(exit ?? 1)));
+clearInterval(sampler);
+stopBurners();
+const low = Math.min(...samples, loadavg()[0]);
+const mean =
+  samples.length === 0 ? loadavg()[0] : samples.reduce((sum, value) => sum + value, 0) / samples.length;
+process.stdout.write(
+  `test-under-load: load during the run: min ${low.toFixed(1)}, mean ${mean.toFixed(1)} (target ${target})\n`,
+);
+process.exit(code);
