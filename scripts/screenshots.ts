@@ -26,6 +26,7 @@ try {
       "--test-timeout=180000",
       "--test-force-exit",
       "packages/cli/test/browser/console-page.test.ts",
+      "packages/cli/test/browser/console-runs.test.ts",
     ],
     { cwd: root, stdio: "inherit", env: { ...process.env, TACKLE_SCREENSHOT_DIR: fresh } },
   );

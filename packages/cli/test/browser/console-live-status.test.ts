@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { freePort, type NatsServerHandle, startNatsServer } from "@tackle/test-support";
 import type { Page } from "playwright-core";
 import { cleanEnv, runTackle, type ServeProcess, startServe, tempHome } from "../tackle-process.ts";
-import { type Browser, launchChromium, watchErrors } from "./chromium.ts";
+import { assertAccessible, type Browser, launchChromium, watchErrors } from "./chromium.ts";
 
 const whoami = fileURLToPath(new URL("../fixtures/whoami-bundle.ts", import.meta.url));
 const broken = fileURLToPath(new URL("../fixtures/broken-bundle.js", import.meta.url));
@@ -73,6 +73,7 @@ test("a failed module shows its error; a module's status changes in the open pag
   assert.match(await failed.innerText(), /^broken\s+failed\s+a\s+0\s/);
   assert.match(await failed.locator("td.errors").innerText(), /broken-bundle\.js: .*broken on purpose/);
   assert.equal(await page.locator('details[data-tool^="broken."]').count(), 0);
+  await assertAccessible(page, "signing in, with a failed module listed");
   // A mark on this document: a reload would lose it.
   await page.evaluate(() => {
     (globalThis as { notReloaded?: boolean }).notReloaded = true;
@@ -90,6 +91,7 @@ test("a failed module shows its error; a module's status changes in the open pag
   );
   assert.match(await betaRow(page), /beta\s+unreachable\b[\s\S]*beta/);
   assert.equal(await page.locator('details[data-tool="beta.whoami"]').count(), 0, "its tool left the list");
+  await assertAccessible(page, "a module turning unreachable");
 
   nodeB = await startNodeB();
   await page.waitForFunction(
@@ -100,5 +102,6 @@ test("a failed module shows its error; a module's status changes in the open pag
   );
   await page.locator('details[data-tool="beta.whoami"]').waitFor();
   assert.equal(await page.evaluate(() => (globalThis as { notReloaded?: boolean }).notReloaded), true);
+  await assertAccessible(page, "the module back ok");
   assert.deepEqual(errors, []);
 });

@@ -2,91 +2,53 @@
  * The console's web page in a real Chromium, against `npm start` run as the README says: the printed
  * sign-in URL, every page, a tool called from its form, a memory found and deleted, an edit script
  * committed and another client's commit in the document's change log, the demo durable agent approved
- * from its card, and the guards (one-time code, Origin).
+ * from its card, and the guards (one-time code, Origin). axe-core is asked after every step
+ * (console-runs.test.ts has the durable runs page).
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createDocScriptTool } from "@tackle/docscript";
 import { freePort } from "@tackle/test-support";
 import type { BrowserContext, Page } from "playwright-core";
-import { cleanEnv, type ServeProcess, startServe, tempHome } from "../tackle-process.ts";
-import { type Browser, launchChromium, screenshotDir, seriousViolations, watchErrors } from "./chromium.ts";
+import { assertAccessible, type Browser, watchErrors } from "./chromium.ts";
+import { type ConsoleUnderTest, openConsole } from "./console-under-test.ts";
 
 const shipping = fileURLToPath(new URL("../fixtures/shipping-bundle.ts", import.meta.url));
-const home = tempHome();
-const shots = screenshotDir();
-let serve: ServeProcess;
+let ui: ConsoleUnderTest;
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 let errors: string[];
 let origin: string;
-/** Every URL the main browser context requested, across all the tests. */
-const requested: string[] = [];
+let serve: ConsoleUnderTest["serve"];
 /** The docscript module's embedded document server, which the test also reaches as another client. */
 let documentServer: string;
 const documentToken = "sample-document-token-for-the-test";
+const step = (what: string) => ui.step(what);
+const checkPage = (name: string) => ui.checkPage(name);
+const signInUrl = () => ui.signInUrl();
 
 before(async () => {
-  const port = await freePort();
-  origin = `http://127.0.0.1:${port}`;
   const documentPort = await freePort();
   documentServer = `http://127.0.0.1:${documentPort}`;
-  // Launched first: a missing Chromium fails here with the install command, before anything starts.
-  browser = await launchChromium();
-  serve = await startServe(
-    [],
+  ui = await openConsole({
+    viaNpmStart: true,
     // The built-in modules (npm start serves them with --builtin) plus one with a nested input schema.
-    cleanEnv({
-      TACKLE_HOME: home.path,
-      MESH_CONSOLE_LISTEN: `127.0.0.1:${port}`,
+    env: {
       MESH_TOOL_MODULES: `shipping=${shipping}`,
       DOCSCRIPT_PORT: String(documentPort),
       DOCSCRIPT_TOKEN: documentToken,
-    }),
-    undefined,
-    { viaNpmStart: true },
-  );
-  context = await browser.newContext();
-  context.on("request", (request) => requested.push(request.url()));
-  page = await context.newPage();
-  errors = watchErrors(page);
+    },
+  });
+  ({ serve, browser, context, page, errors, origin } = ui);
 });
 
 after(async () => {
-  await browser?.close();
-  await serve?.stop();
-  home.remove();
-  shots.remove();
+  await ui?.close();
 });
-
-function signInUrl(): string {
-  const url = /^sign in (\S+)$/m.exec(serve.banner)?.[1];
-  assert.ok(url, `the banner prints a sign-in URL:\n${serve.banner}`);
-  return url;
-}
-
-/** The checks every page gets: no console errors, no serious or critical accessibility violation, a screenshot. */
-async function checkPage(name: string): Promise<void> {
-  await page.waitForLoadState("networkidle").catch(() => {});
-  assert.deepEqual(errors, [], `no console errors on the ${name} page`);
-  const violations = await seriousViolations(page);
-  assert.deepEqual(
-    violations.map(
-      (violation) =>
-        `${violation.impact} ${violation.id}: ${violation.help} at ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`,
-    ),
-    [],
-    `axe-core finds no serious or critical violation on the ${name} page`,
-  );
-  const path = join(shots.path, `${name}.png`);
-  await page.screenshot({ path, fullPage: true });
-  assert.equal(readFileSync(path).subarray(1, 4).toString("latin1"), "PNG");
-}
 
 describe("the console page, served by npm start", () => {
   test("npm start, then the printed sign-in URL opened in Chromium, shows the modules page", async () => {
@@ -94,6 +56,7 @@ describe("the console page, served by npm start", () => {
     const url = signInUrl();
     assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/#login=[\w-]{20,}$/);
     await page.goto(url);
+    await step("opening the page");
     await page.getByRole("heading", { name: "Modules and tools", level: 1 }).waitFor({ timeout: 15_000 });
     // The code left the address bar; the modules table shows every built-in module as ok.
     assert.equal(new URL(page.url()).hash, "#/modules");
@@ -117,6 +80,7 @@ describe("the console page, served by npm start", () => {
     const second = await other.newPage();
     const secondErrors = watchErrors(second);
     await second.goto(signInUrl());
+    await assertAccessible(second, "opening the page");
     await second.getByRole("heading", { name: "Sign in" }).waitFor({ timeout: 15_000 });
     assert.match(await second.locator("main").innerText(), /already used or is not valid/);
     // The API answers it nothing but 401.
@@ -125,7 +89,9 @@ describe("the console page, served by npm start", () => {
     // The console token (from its 0600 file) signs in instead.
     const token = readFileSync(serve.tokenFile ?? "", "utf8").trim();
     await second.getByLabel("Console token").fill(token);
+    await assertAccessible(second, 'filling "Console token"');
     await second.getByRole("button", { name: "Sign in" }).click();
+    await assertAccessible(second, 'clicking "Sign in"');
     await second.getByRole("heading", { name: "Modules and tools", level: 1 }).waitFor();
     // The refused sign-in answered 401, which the browser logs; nothing else went wrong.
     assert.deepEqual(
@@ -174,12 +140,15 @@ describe("the console page, served by npm start", () => {
 
   test("a tool is called from its generated form: result as data, time taken, issues beside the field, history", async () => {
     await page.goto(`${origin}/#/modules`);
+    await step("opening the modules page");
     const panel = page.locator('details[data-tool="demo.add"]');
     // A closed panel has no form yet: it is built from the schema when the panel is first opened.
     assert.equal(await panel.locator("form").count(), 0);
     await panel.locator("summary").click();
+    await step("clicking summary");
     // Empty array first: the tool's own issue appears beside the numbers field.
     await panel.getByRole("button", { name: "Call" }).click();
+    await step('clicking "Call"');
     await panel.locator('[data-result="error"]').waitFor();
     assert.match(
       await panel.locator(".result").innerText(),
@@ -188,10 +157,15 @@ describe("the console page, served by npm start", () => {
     assert.match(await panel.locator("#demo-add-numbers-error").innerText(), /\S/);
 
     await panel.getByRole("button", { name: "Add numbers" }).click();
+    await step('clicking "Add numbers"');
     await panel.getByRole("button", { name: "Add numbers" }).click();
+    await step('clicking "Add numbers"');
     await panel.getByLabel("numbers 1", { exact: true }).fill("40");
+    await step('filling "numbers 1"');
     await panel.getByLabel("numbers 2", { exact: true }).fill("2.5");
+    await step('filling "numbers 2"');
     await panel.getByRole("button", { name: "Call" }).click();
+    await step('clicking "Call"');
     await panel.locator('[data-result="ok"]').waitFor();
     assert.deepEqual(JSON.parse(await panel.locator('[data-result="ok"]').innerText()), { sum: 42.5 });
     // The time shown first is the round trip the page waited for, never less than the tool's own.
@@ -214,8 +188,10 @@ describe("the console page, served by npm start", () => {
 
   test("a nested schema becomes nested fieldsets: enums as selects with their defaults, an array of objects, a checkbox", async () => {
     await page.goto(`${origin}/#/modules`);
+    await step("opening the modules page");
     const panel = page.locator('details[data-tool="shipping.quote"]');
     await panel.locator("summary").click();
+    await step("clicking summary");
     const destination = panel.getByRole("group", { name: "destination *" });
     assert.equal(
       await destination.getByLabel("country").inputValue(),
@@ -225,19 +201,28 @@ describe("the console page, served by npm start", () => {
     assert.equal(await panel.getByLabel("speed").inputValue(), '"standard"');
     assert.equal(await panel.getByLabel("insured").isChecked(), false);
     await destination.getByLabel("city *").fill("Lyon");
+    await step('filling "city *"');
     await destination.getByLabel("country").selectOption({ label: "FR" });
+    await step('choosing "country"');
     await panel.getByRole("button", { name: "Add items" }).click();
+    await step('clicking "Add items"');
     const item = panel.getByRole("group", { name: "items 1" });
     assert.equal(await item.getByLabel("quantity").inputValue(), "1", "a number's default is filled in");
     // The sku is left empty: the tool's own issue lands beside it, inside the array's object.
     await item.getByLabel("quantity").fill("3");
+    await step('filling "quantity"');
     await panel.getByRole("button", { name: "Call" }).click();
+    await step('clicking "Call"');
     await panel.locator('[data-result="error"]').waitFor();
     assert.match(await panel.locator("#shipping-quote-items-0-sku-error").innerText(), /\S/);
     await item.getByLabel("sku *").fill("MUG-1");
+    await step('filling "sku *"');
     await panel.getByLabel("speed").selectOption({ label: "express" });
+    await step('choosing "speed"');
     await panel.getByLabel("insured").check();
+    await step('checking "insured"');
     await panel.getByRole("button", { name: "Call" }).click();
+    await step('clicking "Call"');
     await panel.locator('[data-result="ok"]').waitFor();
     assert.deepEqual(JSON.parse(await panel.locator('[data-result="ok"]').innerText()), {
       to: "Lyon, FR",
@@ -249,27 +234,40 @@ describe("the console page, served by npm start", () => {
 
   test("memory: a memory added in a scope is found there, its versions and provenance shown, then deleted after confirmation", async () => {
     await page.goto(`${origin}/#/memory`);
+    await step("opening the memory page");
     await page.getByLabel("Scope: userId").fill("ada");
+    await step('filling "Scope: userId"');
     await page.getByLabel("Remember this").fill("Ada prefers green tea in the morning");
+    await step('filling "Remember this"');
     await page.getByRole("button", { name: "Add a memory in this scope" }).click();
+    await step('clicking "Add a memory in this scope"');
     await page.locator("#versions tbody tr").first().waitFor();
     await page.getByLabel("Search for").fill("green tea");
+    await step('filling "Search for"');
     await page.getByRole("button", { name: "Search" }).click();
+    await step('clicking "Search"');
     const hit = page.locator("#memories li").filter({ hasText: "Ada prefers green tea" });
     await hit.waitFor();
     // Another scope does not see it.
     await page.getByLabel("Scope: userId").fill("bob");
+    await step('filling "Scope: userId"');
     await page.getByRole("button", { name: "Search" }).click();
+    await step('clicking "Search"');
     await page.getByText("Nothing found in this scope.").waitFor();
     await page.getByLabel("Scope: userId").fill("ada");
+    await step('filling "Scope: userId"');
     await page.getByRole("button", { name: "Search" }).click();
+    await step('clicking "Search"');
     await hit.locator("button").click();
+    await step("clicking button");
     await page.locator("#memory-detail dd").filter({ hasText: '"source": "api"' }).waitFor();
     await checkPage("memory");
     await page.getByRole("button", { name: "Delete…" }).click();
+    await step('clicking "Delete…"');
     const dialog = page.getByRole("dialog", { name: "Delete this memory?" });
     await dialog.waitFor();
     await dialog.getByRole("button", { name: "Delete" }).click();
+    await step('clicking "Delete"');
     await page.locator("#memory-detail").getByText("Deleted.").waitFor();
     const versions = await page.locator("#versions tbody tr").allInnerTexts();
     assert.equal(versions.length, 2);
@@ -280,6 +278,7 @@ describe("the console page, served by npm start", () => {
 
   test("documents: the sample timeline is drawn; an edit script is previewed, committed, and the drawing changes", async () => {
     await page.goto(`${origin}/#/documents`);
+    await step("opening the documents page");
     const svg = page.locator("#timeline svg");
     await svg.waitFor();
     assert.equal(await svg.getAttribute("data-clips"), "3");
@@ -290,11 +289,13 @@ describe("the console page, served by npm start", () => {
     await page.getByText("No changes stored for this document yet.").waitFor();
 
     await page.getByRole("button", { name: "Preview" }).click();
+    await step('clicking "Preview"');
     await page.locator('[data-preview="counts"]').waitFor();
     assert.match(await page.locator('[data-preview="counts"]').innerText(), /3 created/);
     // Nothing published by the preview.
     assert.equal(await svg.getAttribute("data-clips"), "3");
     await page.getByRole("button", { name: "Commit" }).click();
+    await step('clicking "Commit"');
     await page.waitForFunction(
       () => document.querySelector("#timeline svg")?.getAttribute("data-clips") === "4",
     );
@@ -335,7 +336,9 @@ describe("the console page, served by npm start", () => {
 
     // A script that fails: its error is the preview's answer, the earlier "Committed" message gone.
     await page.locator("#edit-script").fill('throw new Error("no such clip: intro");');
+    await step("filling #edit-script");
     await page.getByRole("button", { name: "Preview" }).click();
+    await step('clicking "Preview"');
     const failure = page.locator('[data-preview="error"]');
     await failure.waitFor({ timeout: 20_000 });
     assert.match(await failure.innerText(), /no such clip: intro/);
@@ -347,6 +350,7 @@ describe("the console page, served by npm start", () => {
 
   test("documents: another client's commit straight to the document server shows in the change log and the drawing", async () => {
     await page.goto(`${origin}/#/documents`);
+    await step("opening the documents page");
     await page.locator('#change-log li[data-seq="1"]').waitFor();
     assert.equal(await page.locator("#timeline .lane-label").count(), 3);
     // Another client: the edit-script tool of a separate program, on the module's document server.
@@ -398,17 +402,23 @@ describe("the console page, served by npm start", () => {
       const second = await other.newPage();
       const secondErrors = watchErrors(second);
       await second.goto(origin);
+      await assertAccessible(second, "opening the page");
       await second.getByLabel("Console token").fill(readFileSync(serve.tokenFile ?? "", "utf8").trim());
+      await assertAccessible(second, 'filling "Console token"');
       await second.getByRole("button", { name: "Sign in" }).click();
+      await assertAccessible(second, 'clicking "Sign in"');
       await second.getByRole("heading", { name: "Modules and tools", level: 1 }).waitFor();
       await second.goto(`${origin}/#/documents`);
+      await assertAccessible(second, "opening the documents page");
       await second.locator('#change-log li[data-seq="1"]').waitFor();
       // The one thing logged so far: the first visit's session check, answered 401 before sign-in.
       assert.deepEqual(secondErrors, [
         "console: Failed to load resource: the server responded with a status of 401 (Unauthorized)",
       ]);
       await second.getByRole("button", { name: "Sign out" }).click();
+      await assertAccessible(second, 'clicking "Sign out"');
       await second.getByLabel("Console token").fill("half-typed");
+      await assertAccessible(second, 'filling "Console token"');
       // Longer than a poll interval: a poll still running would be answered 401 and redraw the form.
       await second.waitForTimeout(4000);
       assert.equal(await second.getByLabel("Console token").inputValue(), "half-typed");
@@ -418,142 +428,14 @@ describe("the console page, served by npm start", () => {
     }
   });
 
-  test("durable runs: the demo agent pauses for approval, its card is approved, and the run completes", async () => {
-    await page.goto(`${origin}/#/runs`);
-    await page.getByRole("button", { name: "Start the demo agent" }).click();
-    const approval = page.locator("article.approval");
-    await approval.waitFor({ timeout: 20_000 });
-    const lookup = page.locator("article.tool-card").filter({ hasText: "lookup_order" });
-    assert.equal(await lookup.getAttribute("data-status"), "completed");
-    // The card number is shown as redacted, in the result and in the approval.
-    assert.match(await lookup.locator(".redacted").first().innerText(), /redacted/);
-    assert.doesNotMatch(await page.locator("main").innerText(), /4111/);
-    assert.match(await approval.innerText(), /cardNumber": redacted/);
-    await checkPage("runs");
-
-    await approval.getByRole("button", { name: "Approve", exact: true }).click();
-    await page.locator(".run-status").filter({ hasText: "Completed" }).waitFor({ timeout: 20_000 });
-    const refund = page.locator("article.tool-card").filter({ hasText: "refund" });
-    assert.equal(await refund.getAttribute("data-status"), "completed");
-    assert.match(await refund.innerText(), /"refundId": "rf-ORD-\d+"/);
-    assert.match(await page.locator(".run-status").innerText(), /refunded/);
-    assert.deepEqual(errors, []);
-  });
-
-  test("durable runs: reject with a reason; edit the arguments in the schema form (refused, then accepted) and approve; a refund the tool refuses fails its card; cancel", async () => {
-    await page.goto(`${origin}/#/runs`);
-    const start = async () => {
-      await page.getByRole("button", { name: "Start the demo agent" }).click();
-      await page.locator("article.approval").waitFor({ timeout: 20_000 });
-      return page.locator("article.approval");
-    };
-    let approval = await start();
-    await approval.getByLabel("Reason for rejecting").fill("customer withdrew the claim");
-    await approval.getByRole("button", { name: "Reject" }).click();
-    await page.locator(".run-status").filter({ hasText: "declined" }).waitFor({ timeout: 20_000 });
-    assert.match(await page.locator(".run-status").innerText(), /declined/);
-    // The rejected call keeps its card, declined, with the reason the person typed.
-    const declined = page.locator('article.tool-card[data-status="declined"]').filter({ hasText: "refund" });
-    await declined.waitFor({ timeout: 10_000 });
-    assert.match(await declined.innerText(), /customer withdrew the claim/);
-    await checkPage("runs-declined");
-
-    approval = await start();
-    // The edit is a form drawn from the refund's input JSON Schema, filled in with the proposed
-    // arguments; the card number (redacted, not in the schema) is not offered, and there is no raw JSON.
-    const edit = approval.getByRole("form", { name: "Edit the arguments" });
-    assert.equal(await edit.getAttribute("data-form"), "schema");
-    assert.equal(await edit.getByLabel("amount *").inputValue(), "42.5");
-    assert.equal(await edit.getByLabel("note").inputValue(), "Damaged on arrival");
-    assert.match(await edit.getByLabel("orderId").inputValue(), /^ORD-\d+$/);
-    assert.equal(
-      await edit.getByLabel(/cardNumber/).count(),
-      0,
-      "redacted fields are not offered for editing",
-    );
-    assert.equal(await edit.locator("textarea").count(), 0, "no raw JSON for a schema the form draws");
-    // An edit the tool's input schema refuses: its messages beside the fields they name, the run still paused.
-    await edit.getByLabel("amount *").fill("-5");
-    await edit.getByLabel("note").fill("x".repeat(201));
-    await edit.getByRole("button", { name: "Approve with these arguments" }).click();
-    const besideField = async (label: string) =>
-      edit.locator(`#${await edit.getByLabel(label).getAttribute("aria-describedby")}`);
-    await (await besideField("amount *")).filter({ hasText: /\S/ }).waitFor({ timeout: 20_000 });
-    assert.match(await (await besideField("amount *")).innerText(), /^-5 is less than\b/);
-    assert.match(await (await besideField("note")).innerText(), /too long \(201 > 200\)/);
-    assert.equal(await (await besideField("orderId")).innerText(), "");
-    assert.match(await approval.getByRole("alert").innerText(), /refused by the tool's input schema/);
-    assert.match(await page.locator(".run-status").innerText(), /Paused/);
-    // The refusal is the one thing the browser logged (the resume's 400).
-    assert.deepEqual(errors.splice(0), [
-      "console: Failed to load resource: the server responded with a status of 400 (Bad Request)",
-    ]);
-    await checkPage("runs-edit-refused");
-    // A required amount left out: "required" beside the amount, said once, with no internal id.
-    await edit.getByLabel("amount *").fill("");
-    await edit.getByLabel("note").fill("fine");
-    await edit.getByRole("button", { name: "Approve with these arguments" }).click();
-    await (await besideField("amount *")).filter({ hasText: /required/ }).waitFor({ timeout: 20_000 });
-    const alert = await approval.getByRole("alert").innerText();
-    assert.doesNotMatch(alert, /approve:|agent:refund/, "no internal id in the message");
-    assert.equal(alert.match(/required/g)?.length ?? 0, 0, "said beside the field, not again below");
-    assert.deepEqual(errors.splice(0), [
-      "console: Failed to load resource: the server responded with a status of 400 (Bad Request)",
-    ]);
-    await edit.getByLabel("amount *").fill("10");
-    await edit.getByLabel("note").fill("Partial refund: the customer keeps the box");
-    await edit.getByRole("button", { name: "Approve with these arguments" }).click();
-    await page.locator(".run-status").filter({ hasText: "Completed" }).waitFor({ timeout: 20_000 });
-    // The completed refund card shows the edited values: the tool ran with them.
-    const refund = page.locator("article.tool-card").filter({ hasText: "refund" });
-    assert.equal(await refund.getAttribute("data-status"), "completed");
-    assert.match(await refund.innerText(), /"amount": 10\b/);
-    assert.match(await refund.innerText(), /"note": "Partial refund: the customer keeps the box"/);
-    assert.doesNotMatch(await refund.innerText(), /42\.5|Damaged on arrival/);
-
-    // An amount the schema accepts but the refund tool refuses (above the order's): its card fails with
-    // the tool's error, and the run ends saying so.
-    approval = await start();
-    await approval.getByLabel("amount *").fill("100");
-    await approval.getByRole("button", { name: "Approve with these arguments" }).click();
-    await page.locator(".run-status").filter({ hasText: "Completed" }).waitFor({ timeout: 20_000 });
-    const failed = page.locator("article.tool-card").filter({ hasText: "refund" });
-    assert.equal(await failed.getAttribute("data-status"), "error");
-    assert.match(await failed.locator(".badge").innerText(), /^error$/);
-    assert.match(
-      await failed.innerText(),
-      /Error\s+"A refund cannot exceed the order's 42\.5 EUR \(asked 100\)"/,
-    );
-    assert.match(await page.locator(".run-status").innerText(), /refund_failed/);
-
-    approval = await start();
-    await approval.getByRole("button", { name: "Cancel run" }).click();
-    await page.locator(".run-status").filter({ hasText: "cancelled" }).waitFor({ timeout: 20_000 });
-    // The refund the approval stood for never ran: its card says cancelled, not completed.
-    const cancelledCard = page
-      .locator('article.tool-card[data-status="cancelled"]')
-      .filter({ hasText: "refund" });
-    await cancelledCard.waitFor({ timeout: 10_000 });
-    assert.match(await cancelledCard.innerText(), /"cancelled": true/);
-    assert.doesNotMatch(await cancelledCard.innerText(), /refundId/);
-    // The run itself is cancelled in the durable store, not merely declined.
-    await page
-      .locator("#runs tbody tr:first-child .badge")
-      .filter({ hasText: /^cancelled$/ })
-      .waitFor({ timeout: 10_000 });
-    const rows = await page.locator("#runs tbody tr").allInnerTexts();
-    assert.ok(rows.length >= 4);
-    assert.deepEqual(errors, []);
-  });
-
   test("no CDN, no network: every request the pages made went to this console", () => {
-    assert.ok(requested.length > 20, `the pages were visited (${requested.length} requests)`);
-    const assets = new Set(requested.filter((url) => url.startsWith(`${origin}/assets/`)));
+    assert.ok(ui.requested.length > 20, `the pages were visited (${ui.requested.length} requests)`);
+    const assets = new Set(ui.requested.filter((url) => url.startsWith(`${origin}/assets/`)));
     // The stylesheet and the page's modules (served from their TypeScript with the types stripped).
     assert.ok(assets.has(`${origin}/assets/console.css`) && assets.has(`${origin}/assets/console.ts`));
     for (const asset of assets) assert.match(asset, /\/assets\/(console\.css|[a-z-]+\.ts)$/);
     assert.deepEqual(
-      requested.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith("data:")),
+      ui.requested.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith("data:")),
       [],
     );
   });

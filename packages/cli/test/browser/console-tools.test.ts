@@ -38,6 +38,7 @@ before(async () => {
   const url = /^sign in (\S+)$/m.exec(serve.banner)?.[1];
   assert.ok(url, `the banner prints a sign-in URL:\n${serve.banner}`);
   await page.goto(url);
+  await assertAccessible(page, "opening");
   await page.locator('details[data-tool="steps.count"]').waitFor({ timeout: 20_000 });
   await assertAccessible(page, "signing in");
 });
@@ -56,11 +57,13 @@ describe("the modules page, worked in", () => {
     const all = await page.locator("details.tool").count();
     assert.ok(all > 20, `the built-in modules' tools are listed (${all})`);
     await page.getByLabel("Search the tools").fill("count slowly");
+    await assertAccessible(page, 'filling "Search the tools"');
     await page.getByText(`1 of ${all} tools match.`).waitFor();
     assert.equal(await page.locator("details.tool:visible").count(), 1);
     assert.equal(await panel("steps.count").isVisible(), true);
     await assertAccessible(page, "searching the tools");
     await page.getByLabel("Search the tools").fill("memory_search_kb");
+    await assertAccessible(page, 'filling "Search the tools"');
     await page.locator("details.tool:visible").first().waitFor();
     assert.deepEqual(
       await page
@@ -69,32 +72,38 @@ describe("the modules page, worked in", () => {
       ["memory.memory_search_kb"],
     );
     await page.getByLabel("Search the tools").fill("");
+    await assertAccessible(page, 'filling "Search the tools"');
     await page.getByText(`${all} tools.`).waitFor();
     await assertAccessible(page, "clearing the search");
   });
 
   test("the JSON editor beside the form follows it, leads it, and bad JSON is said and never sent", async () => {
     await panel("steps.count").locator("summary").click();
+    await assertAccessible(page, "clicking summary");
     const editor = editorOf("steps.count");
     await editor.waitFor();
     await assertAccessible(page, "opening a tool's panel");
     // The form's defaults are in the editor at once; a typed value follows.
     assert.deepEqual(JSON.parse(await editor.inputValue()), { pauseMs: 600 });
     await panel("steps.count").getByLabel("n *").fill("2");
+    await assertAccessible(page, 'filling "n *"');
     assert.deepEqual(JSON.parse(await editor.inputValue()), { n: 2, pauseMs: 600 });
     await assertAccessible(page, "typing in the form");
     // The editor leads: the form is drawn again with its values.
     await editor.fill('{ "n": 4, "pauseMs": 10 }');
+    await assertAccessible(page, "filling the JSON editor");
     assert.equal(await panel("steps.count").getByLabel("n *").inputValue(), "4");
     assert.equal(await panel("steps.count").getByLabel("pauseMs").inputValue(), "10");
     await assertAccessible(page, "typing JSON in the editor");
     // Not JSON: said beside the editor, and Call sends nothing.
     await editor.fill('{ "n": 4, ');
+    await assertAccessible(page, "filling the JSON editor");
     await panel("steps.count")
       .locator(".json-editor .field-error")
       .filter({ hasText: "Not valid JSON" })
       .waitFor();
     await panel("steps.count").getByRole("button", { name: "Call" }).click();
+    await assertAccessible(page, 'clicking "Call"');
     await panel("steps.count").getByText("The arguments in the JSON editor are not valid JSON").waitFor();
     assert.equal(await page.locator("#history tbody tr").count(), 0, "nothing was called");
     await assertAccessible(page, "calling with bad JSON");
@@ -103,8 +112,10 @@ describe("the modules page, worked in", () => {
 
   test("a call's progress and log lines show while it runs; then its structuredContent, output schema and JSON-RPC exchange", async () => {
     const tool = panel("steps.count");
-    await editorOf("steps.count").fill('{ "n": 3, "pauseMs": 700 }');
+    await editorOf("steps.count").fill('{ "n": 3, "pauseMs": 1500 }');
+    await assertAccessible(page, "filling the JSON editor");
     await tool.getByRole("button", { name: "Call" }).click();
+    await assertAccessible(page, 'clicking "Call"');
     // The first report is on screen while the call still runs: no result yet.
     await tool.locator('[data-live="progress"]').first().waitFor({ timeout: 20_000 });
     assert.equal(await tool.locator("[data-result]").count(), 0, "progress shows before the result");
@@ -135,6 +146,7 @@ describe("the modules page, worked in", () => {
 
     // The exchange as it crossed: the request with a progress token, the notifications, the result.
     await tool.locator(".rpc-exchange summary").click();
+    await assertAccessible(page, "clicking .rpc-exchange summary");
     const messages = tool.locator(".rpc > li");
     const count = await messages.count();
     assert.ok(count >= 8, `request, 3 progress, 3 log lines and the response (${count})`);
@@ -144,7 +156,7 @@ describe("the modules page, worked in", () => {
     );
     const request = JSON.parse(await messages.first().locator("pre").innerText());
     assert.equal(request.method, "tools/call");
-    assert.deepEqual(request.params.arguments, { n: 3, pauseMs: 700 });
+    assert.deepEqual(request.params.arguments, { n: 3, pauseMs: 1500 });
     assert.notEqual(request.params._meta.progressToken, undefined);
     assert.equal(await messages.first().getAttribute("data-direction"), "sent");
     const response = JSON.parse(await messages.last().locator("pre").innerText());
@@ -157,7 +169,9 @@ describe("the modules page, worked in", () => {
   test("a refused call puts its issue beside the field; a tool without an output schema says so", async () => {
     const tool = panel("steps.count");
     await editorOf("steps.count").fill('{ "n": 0 }');
+    await assertAccessible(page, "filling the JSON editor");
     await tool.getByRole("button", { name: "Call" }).click();
+    await assertAccessible(page, 'clicking "Call"');
     await tool.locator('[data-result="error"]').waitFor({ timeout: 20_000 });
     assert.match(await tool.locator(".result").innerText(), /Error invalid_input in [\d.]+ ms round trip/);
     assert.match(await tool.locator("#steps-count-n-error").innerText(), /\S/);
@@ -165,8 +179,11 @@ describe("the modules page, worked in", () => {
 
     const echo = panel("demo.echo");
     await echo.locator("summary").click();
+    await assertAccessible(page, "clicking summary");
     await editorOf("demo.echo").fill('{ "text": "hello" }');
+    await assertAccessible(page, "filling the JSON editor");
     await echo.getByRole("button", { name: "Call" }).click();
+    await assertAccessible(page, 'clicking "Call"');
     await echo.locator('[data-result="ok"]').waitFor({ timeout: 20_000 });
     await echo.locator('[data-output-schema="none"]').waitFor();
     assert.equal(await echo.locator("[data-live]").count(), 0);
@@ -182,18 +199,19 @@ describe("the modules page, worked in", () => {
     await rows.first().waitFor();
     const before = await rows.count();
     // The newest call is demo.echo; the steps.count call before it ran with n 3.
-    const counted = rows.filter({ hasText: '{"n":3,"pauseMs":700}' });
+    const counted = rows.filter({ hasText: '{"n":3,"pauseMs":1500}' });
     await counted.getByRole("button", { name: "Run again: steps.count with these arguments" }).click();
+    await assertAccessible(page, 'clicking "Run again: steps.count with these arguments"');
     const tool = panel("steps.count");
     await tool.locator('[data-live="progress"]').first().waitFor({ timeout: 20_000 });
     await assertAccessible(page, "running a call again from the history");
     await tool.locator('[data-result="ok"]').waitFor({ timeout: 20_000 });
-    assert.deepEqual(JSON.parse(await editorOf("steps.count").inputValue()), { n: 3, pauseMs: 700 });
+    assert.deepEqual(JSON.parse(await editorOf("steps.count").inputValue()), { n: 3, pauseMs: 1500 });
     await page.waitForFunction(
       (count) => document.querySelectorAll("#history tbody tr").length > count,
       before,
     );
-    assert.match(await rows.first().innerText(), /steps\.count\s+\{"n":3,"pauseMs":700\}\s+ok/);
+    assert.match(await rows.first().innerText(), /steps\.count\s+\{"n":3,"pauseMs":1500\}\s+ok/);
     await assertAccessible(page, "the re-run's answer drawn");
     assert.deepEqual(errors, []);
   });
