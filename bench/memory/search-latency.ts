@@ -19,7 +19,7 @@ import { createPostgresStore } from "@tackle/memory/postgres";
 import { createTestDatabase } from "@tackle/test-support";
 import pg from "pg";
 import { scopeKey } from "../../packages/memory/src/scope/memory-scope.ts";
-import { contentHash, queryTerms, searchTerms } from "../../packages/memory/src/service/text.ts";
+import { contentHash, queryTerms } from "../../packages/memory/src/service/text.ts";
 import type { StoredMemory } from "../../packages/memory/src/store/memory-store.ts";
 import { memoryColumns, memoryValues } from "../../packages/memory/src/store/row-codec.ts";
 import { scopeTokens } from "../../packages/memory/src/store/sqlite/scope-tokens.ts";
@@ -212,7 +212,7 @@ async function measure(
     path: "store.searchMemories (tenant + user scope)",
     samples: await time(() => {
       const query = next();
-      return store.searchMemories(query.tenant, { userId: query.user }, searchTerms(query.text), {
+      return store.searchMemories(query.tenant, { userId: query.user }, queryTerms(query.text), {
         limit: 50,
       });
     }),

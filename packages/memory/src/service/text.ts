@@ -7,11 +7,6 @@ const stopWords = new Set(
   ),
 );
 
-/** Whether a word is one of the stop words `queryTerms` drops ("the", "what", "when"). */
-export function isStopWord(word: string): boolean {
-  return stopWords.has(word.toLowerCase());
-}
-
 /**
  * Lowercase words (letters and digits), stop words dropped, duplicates removed, at most 32. Single
  * letters are dropped too: they are the fragments of possessives and contractions ("user's" splits
@@ -23,46 +18,6 @@ export function queryTerms(text: string): string[] {
     ...new Set(words.filter((word) => !stopWords.has(word) && (word.length > 1 || /\p{N}/u.test(word)))),
   ];
   return (terms.length > 0 ? terms : [...new Set(words)]).slice(0, 32);
-}
-
-/** Inflectional endings dropped before truncating a word to its prefix (longest first). */
-const endings = ["ings", "ing", "ies", "ied", "ed", "es", "s"];
-/** Five letters: truncation to five is the classic English setting, about as good as a stemmer. */
-const prefixLength = 5;
-
-/**
- * The root a word's prefix search starts from: common inflections dropped, a doubled final consonant
- * undone ("getting" → "get"), then cut to five letters. Undefined when the root is shorter than that
- * or the word holds a digit (the word is then matched exactly, as the index's stemmer does).
- */
-export function prefixRoot(word: string): string | undefined {
-  // Numbers and codes with digits ("order 123456789", "A1234567") must match exactly.
-  if (!/^\p{L}+$/u.test(word)) return undefined;
-  let root = word;
-  for (const ending of endings) {
-    if (root.length - ending.length >= 3 && root.endsWith(ending)) {
-      root = root.slice(0, -ending.length);
-      break;
-    }
-  }
-  if (/([b-df-hj-np-tv-z])\1$/.test(root) && !/(ss|ll)$/.test(root)) root = root.slice(0, -1);
-  return root.length >= prefixLength && word.length > prefixLength ? root.slice(0, prefixLength) : undefined;
-}
-
-/**
- * The words a search asks the store for: `queryTerms`, each word long enough replaced by the prefix
- * of its root (`"allergy"` → `"aller*"`, which also finds "allergic"; `"teaches"` → `"teach*"`, which
- * also finds "teacher"). A term ending in `*` is a prefix to the stores.
- */
-export function searchTerms(text: string): string[] {
-  return [
-    ...new Set(
-      queryTerms(text).map((word) => {
-        const root = prefixRoot(word);
-        return root === undefined ? word : `${root}*`;
-      }),
-    ),
-  ];
 }
 
 /** The words of a text as a set, for token-overlap similarity. */

