@@ -20,6 +20,8 @@ export function stem(word: string): string {
 }
 
 function fold(text: string): string {
+  // ASCII has nothing to fold: skip the normalization (most turns are ASCII).
+  if (/^[\t\n\r -~]*$/.test(text)) return text.toLowerCase();
   return text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase();
 }
 

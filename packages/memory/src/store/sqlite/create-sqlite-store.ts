@@ -164,29 +164,53 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
 
     async neighbourMemories(tenantId, ids, window) {
       if (ids.length === 0 || window <= 0) return new Map();
-      const parameters: unknown[] = [tenantId];
+      // One statement: per anchor, the positions of the nearest active rows of its scope before and
+      // after it, each an ordered range of the (tenant_id, scope_key, seq) index of active rows
+      // (migration 2): a few rows read, however many other scopes' rows were written in between.
+      const parameters: unknown[] = [window, window, tenantId];
       const anchors = all(
-        `SELECT seq, id, scope_key FROM memories WHERE +tenant_id = ? AND id IN (${inList(ids, parameters)})`,
+        `SELECT a.id,
+           (SELECT group_concat(seq) FROM (SELECT b.seq FROM memories b WHERE b.tenant_id = a.tenant_id
+              AND b.scope_key = a.scope_key AND b.status = 'active' AND b.seq < a.seq ORDER BY b.seq DESC LIMIT ?)) AS before,
+           (SELECT group_concat(seq) FROM (SELECT c.seq FROM memories c WHERE c.tenant_id = a.tenant_id
+              AND c.scope_key = a.scope_key AND c.status = 'active' AND c.seq > a.seq ORDER BY c.seq LIMIT ?)) AS after
+         FROM memories a WHERE +a.tenant_id = ? AND a.id IN (${inList(ids, parameters)})`,
         parameters,
       );
-      // Per anchor: the nearest active rows of its scope before and after it, each an ordered range
-      // of the (tenant_id, scope_key, seq) index of active rows (migration 2): a few rows read, however
-      // many other scopes' rows were written in between.
+      const positions = (list: unknown) =>
+        list === null || list === undefined
+          ? []
+          : String(list)
+              .split(",")
+              .map(Number)
+              .sort((left, right) => left - right);
+      // Each neighbouring row is then read and decoded once, however many anchors it is next to (the
+      // anchors of a search are often adjacent turns).
+      const windows = anchors.map((anchor) => {
+        const before = positions(anchor.before);
+        const after = positions(anchor.after);
+        return {
+          id: String(anchor.id),
+          around: [
+            ...before.map((seq, index) => ({ seq, offset: index - before.length })),
+            ...after.map((seq, index) => ({ seq, offset: index + 1 })),
+          ],
+        };
+      });
+      const wanted: unknown[] = [];
+      const seqs = [...new Set(windows.flatMap((entry) => entry.around.map((item) => item.seq)))];
+      const rows =
+        seqs.length === 0 ? [] : all(`SELECT * FROM memories WHERE seq IN (${inList(seqs, wanted)})`, wanted);
+      const bySeq = new Map(rows.map((row) => [Number(row.seq), memoryFromRow(row)]));
       const found = new Map<string, { memory: StoredMemory; offset: number }[]>();
-      for (const anchor of anchors) {
-        const key = [tenantId, anchor.scope_key, anchor.seq, window];
-        const before = all(
-          "SELECT * FROM memories WHERE tenant_id = ? AND scope_key = ? AND status = 'active' AND seq < ? ORDER BY seq DESC LIMIT ?",
-          key,
-        ).reverse();
-        const after = all(
-          "SELECT * FROM memories WHERE tenant_id = ? AND scope_key = ? AND status = 'active' AND seq > ? ORDER BY seq LIMIT ?",
-          key,
+      for (const { id, around } of windows) {
+        found.set(
+          id,
+          around.flatMap(({ seq, offset }) => {
+            const memory = bySeq.get(seq);
+            return memory ? [{ memory, offset }] : [];
+          }),
         );
-        found.set(String(anchor.id), [
-          ...before.map((row, index) => ({ memory: memoryFromRow(row), offset: index - before.length })),
-          ...after.map((row, index) => ({ memory: memoryFromRow(row), offset: index + 1 })),
-        ]);
       }
       return found;
     },
@@ -253,12 +277,18 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
         ).map((row) => ({ memory: memoryFromRow(row), score: Number(row.score) }));
       }
       // The index pre-selects (its own table-wide order matters only past `candidateCap` matches in
-      // the scope); BM25 is then computed over the scope's statistics alone (scope-bm25.ts).
-      const rows = all(
-        `SELECT m.* FROM memories_search JOIN memories m ON m.seq = memories_search.rowid
-         WHERE memories_search MATCH ? AND ${filters} ORDER BY bm25(memories_search, 1.0, 0.0) LIMIT ${candidateCap}`,
-        parameters,
-      ).sort((left, right) => Number(right.seq) - Number(left.seq));
+      // the scope); BM25 is then computed over the scope's statistics alone (scope-bm25.ts). Only the
+      // candidates' text is read for that; whole rows only for the `limit` best.
+      // The index's own ranking is computed only when the scope holds more matches than are rescored.
+      const select = `SELECT m.seq, m.content FROM memories_search JOIN memories m ON m.seq = memories_search.rowid
+         WHERE memories_search MATCH ? AND ${filters}`;
+      let matches = all(`${select} LIMIT ${candidateCap + 1}`, parameters);
+      if (matches.length > candidateCap) {
+        matches = all(`${select} ORDER BY bm25(memories_search, 1.0, 0.0) LIMIT ${candidateCap}`, parameters);
+      }
+      const rows = (matches as { seq: number; content: string }[]).sort(
+        (left, right) => Number(right.seq) - Number(left.seq),
+      );
       const size = get(
         `SELECT COUNT(*) AS n FROM (SELECT 1 FROM memories m WHERE ${filters} LIMIT ${scopeSizeCap})`,
         filterParameters,
@@ -277,13 +307,21 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
           documentFrequency.set(term, Number(counted?.n ?? 0));
         }
       }
-      const memories = rows.map(memoryFromRow);
-      return scoreWithScopeStatistics(memories, terms, {
+      const best = scoreWithScopeStatistics(rows, terms, {
         documents: Number(size?.n ?? 0),
         ...(documentFrequency ? { documentFrequency } : {}),
-      })
-        .slice(0, searchOptions.limit)
-        .map(({ item, score }) => ({ memory: item, score }));
+      }).slice(0, searchOptions.limit);
+      const seqs: unknown[] = [];
+      const full = new Map(
+        all(
+          `SELECT * FROM memories WHERE seq IN (${inList(
+            best.map(({ item }) => item.seq),
+            seqs,
+          )})`,
+          seqs,
+        ).map((row) => [Number(row.seq), memoryFromRow(row)]),
+      );
+      return best.map(({ item, score }) => ({ memory: full.get(Number(item.seq))!, score }));
     },
 
     async embeddedMemories(tenantId, scope, kinds) {

@@ -5,7 +5,7 @@
  * the candidates' text (tokenized as FTS5's `porter unicode61` tokenizer does) and the statistics
  * come from the scope alone.
  */
-import { indexTokens, termTest } from "../../text/index-tokens.ts";
+import { cachedIndexTokens, termTest } from "../../text/index-tokens.ts";
 
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
@@ -36,7 +36,7 @@ export function scoreWithScopeStatistics<T extends { readonly content: string }>
   });
   if (candidates.length === 0 || tests.length === 0) return [];
   const counted = candidates.map((item) => {
-    const tokens = indexTokens(item.content);
+    const tokens = cachedIndexTokens(item.content);
     const frequencies = tests.map(({ test }) => {
       let count = 0;
       for (const token of tokens) if (test(token)) count += 1;
