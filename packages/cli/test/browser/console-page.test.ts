@@ -276,6 +276,42 @@ describe("the console page, served by npm start", () => {
     assert.deepEqual(errors, []);
   });
 
+  test("memory: the kind picker narrows a search; a memory added shows in the list at once", async () => {
+    await page.goto(`${origin}/#/memory`);
+    await step("opening the memory page");
+    await page.getByLabel("Scope: userId").fill("cy");
+    await step('filling "Scope: userId"');
+    const add = async (text: string, kind: string) => {
+      await page.getByLabel("Remember this").fill(text);
+      await page.getByLabel("Its kind").selectOption(kind);
+      await step(`choosing the kind ${kind}`);
+      await page.getByRole("button", { name: "Add a memory in this scope" }).click();
+      await page.locator("#memory-detail dd").filter({ hasText: text }).waitFor({ timeout: 20_000 });
+      await step(`adding "${text}"`);
+    };
+    await add("Cy flies to Lisbon on Fridays", "episode");
+    await add("Cy wants an aisle seat on the Lisbon plane", "preference");
+    const shown = () => page.locator("#memories li").allInnerTexts();
+    const search = async (kind: string, count: number) => {
+      await page.getByLabel("Kind", { exact: true }).selectOption(kind);
+      await page.getByRole("button", { name: "Search" }).click();
+      await page.waitForFunction((n) => document.querySelectorAll("#memories li").length === n, count);
+      await step(`searching the kind ${kind || "every kind"}`);
+    };
+    await page.getByLabel("Search for").fill("Lisbon");
+    await search("preference", 1);
+    assert.match((await shown()).join("\n"), /aisle seat[\s\S]*preference/);
+    await search("episode", 1);
+    assert.match((await shown()).join("\n"), /flies to Lisbon[\s\S]*episode/);
+    await search("", 2);
+    // Added while the search is shown: the list is read again and holds it, without searching again.
+    await add("Cy keeps a Lisbon guidebook in the car", "fact");
+    await page.waitForFunction(() => document.querySelectorAll("#memories li").length === 3);
+    assert.match((await shown()).join("\n"), /Lisbon guidebook/);
+    await step("the list read again after adding");
+    assert.deepEqual(errors, []);
+  });
+
   test("documents: the sample timeline is drawn; an edit script is previewed, committed, and the drawing changes", async () => {
     await page.goto(`${origin}/#/documents`);
     await step("opening the documents page");
