@@ -50,6 +50,19 @@ describe("durable runs on the console page, served by npm start", () => {
     assert.equal(await refund.getAttribute("data-status"), "completed");
     assert.match(await refund.innerText(), /"refundId": "rf-ORD-\d+"/);
     assert.match(await page.locator(".run-status").innerText(), /refunded/);
+
+    // The thread's history, from the durable app's history route: the start, then after the agent node.
+    await page.locator("#run-history summary").click();
+    await step("opening the run's history");
+    const rows = page.locator("#run-history tbody tr");
+    await rows.nth(1).waitFor({ timeout: 10_000 });
+    const texts = await rows.allInnerTexts();
+    assert.equal(texts.length, 2);
+    assert.match(texts[0] ?? "", /^\d+\s+\S+\s+\(start\)\s+agent\s+\{\s+"orderId": "ORD-\d+"/);
+    assert.match(texts[1] ?? "", /agent\s+\(end\)[\s\S]*"outcome": "refunded"/);
+    // The card number stays redacted in the states shown.
+    assert.doesNotMatch(texts.join("\n"), /4111/);
+    await step("the run's history drawn");
     assert.deepEqual(errors, []);
   });
 

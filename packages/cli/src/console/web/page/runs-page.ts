@@ -5,6 +5,7 @@
 import { ApiError, api, type Json, readSse } from "./api.ts";
 import { approvalCard, type Resume } from "./approval-card.ts";
 import { h, json, messageOf, showData, statusBadge } from "./dom.ts";
+import { runHistory } from "./run-history.ts";
 
 interface Card {
   readonly element: HTMLElement;
@@ -64,12 +65,14 @@ export function runsPage(root: HTMLElement): () => void {
     const cardsRoot = h("div", { class: "cards" });
     const approvals = h("div", { class: "approvals" });
     const runStatus = h("p", { class: "run-status", role: "status" }, "Connecting…");
+    const history = runHistory(threadId);
     detail.replaceChildren(
       h("h2", { id: "run-heading" }, `Run ${threadId}`),
       runStatus,
       approvals,
       h("h3", {}, "Tool calls"),
       cardsRoot,
+      history.element,
     );
 
     const card = (toolCallId: string): Card => {
@@ -152,6 +155,7 @@ export function runsPage(root: HTMLElement): () => void {
           runStatus.dataset.state = "completed";
         }
         refresh().catch(() => {});
+        history.refresh().catch(() => {});
       },
       RUN_ERROR: (event: Json) => {
         runStatus.textContent = `Failed: ${event.message}`;
