@@ -16,6 +16,8 @@ if (!(Number.isFinite(target) && target > 0)) {
   process.stderr.write("test-under-load: --load takes a positive number (a load average)\n");
   process.exit(2);
 }
+/** The 1-minute load average. */
+const load1 = (): number => loadavg()[0] ?? 0;
 const globs = at === -1 ? args : [...args.slice(0, at), ...args.slice(at + 2)];
 
 // One burner per unit of load: each is a runnable process for as long as it lives.
@@ -36,27 +38,27 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 
 // The 1-minute average climbs over a minute or two; the run starts once it is there (at most 5 min).
 const deadline = Date.now() + 5 * 60_000;
-while (loadavg()[0] < target && Date.now() < deadline) {
-  process.stdout.write(`test-under-load: load ${loadavg()[0].toFixed(1)}, waiting for ${target}\n`);
+while (load1() < target && Date.now() < deadline) {
+  process.stdout.write(`test-under-load: load ${load1().toFixed(1)}, waiting for ${target}\n`);
   await new Promise((resolve) => setTimeout(resolve, 10_000));
 }
-if (loadavg()[0] < target) {
+if (load1() < target) {
   process.stdout.write(
-    `test-under-load: load reached only ${loadavg()[0].toFixed(1)} in 5 min; running anyway\n`,
+    `test-under-load: load reached only ${load1().toFixed(1)} in 5 min; running anyway\n`,
   );
 }
 
 const samples: number[] = [];
-const sampler = setInterval(() => samples.push(loadavg()[0]), 15_000);
+const sampler = setInterval(() => samples.push(load1()), 15_000);
 const tests = spawn(process.execPath, [path.join(import.meta.dirname, "run-tests.ts"), ...globs], {
   stdio: "inherit",
 });
 const code = await new Promise<number>((resolve) => tests.on("exit", (exit) => resolve(exit ?? 1)));
 clearInterval(sampler);
 stopBurners();
-const low = Math.min(...samples, loadavg()[0]);
+const low = Math.min(...samples, load1());
 const mean =
-  samples.length === 0 ? loadavg()[0] : samples.reduce((sum, value) => sum + value, 0) / samples.length;
+  samples.length === 0 ? load1() : samples.reduce((sum, value) => sum + value, 0) / samples.length;
 process.stdout.write(
   `test-under-load: load during the run: min ${low.toFixed(1)}, mean ${mean.toFixed(1)} (target ${target})\n`,
 );
