@@ -197,6 +197,8 @@ export async function runVideoSoak(options: { phaseMs: number }): Promise<VideoS
       nodes.set(name, await startNode(layout, name, nats.url));
     };
     const downtimes: string[] = [];
+    /** The stderr of each driver that ended: its "mesh call failed" lines, one per call asked again. */
+    const driverLogs: string[] = [];
     const inject = async (which: Fault) => {
       const at = performance.now();
       switch (which) {
@@ -204,6 +206,7 @@ export async function runVideoSoak(options: { phaseMs: number }): Promise<VideoS
           // Inside the crash window: a transcription just ran, its step not yet recorded.
           await nextTranscription();
           await driver?.stop("SIGKILL");
+          driverLogs.push(driver?.stderr() ?? "");
           driver = await startTheDriver();
           break;
         case "studio node SIGKILL + restart":
@@ -214,9 +217,13 @@ export async function runVideoSoak(options: { phaseMs: number }): Promise<VideoS
           await restartNode("speech");
           break;
         case "Python child SIGKILL": {
-          await nextTranscription();
-          await sleep(100); // the next call is under way in the same child
-          const pid = Number(transcriptionLines().at(-1)?.split(" ")[1]);
+          // While it transcribes: a transcription begun and not yet done.
+          const startedFile = join(layout.homes.speech, "transcriptions.started");
+          const begun = () =>
+            existsSync(startedFile) ? readFileSync(startedFile, "utf8").split("\n").filter(Boolean) : [];
+          const until = performance.now() + 20_000;
+          while (begun().length <= transcriptionLines().length && performance.now() < until) await sleep(5);
+          const pid = Number(begun().at(-1)?.split(" ")[1]);
           if (Number.isInteger(pid) && pid > 0) {
             try {
               process.kill(pid, "SIGKILL");
@@ -322,6 +329,16 @@ export async function runVideoSoak(options: { phaseMs: number }): Promise<VideoS
         maxMs: times.length === 0 ? Number.NaN : Math.max(...times),
       };
     });
+    driverLogs.push(driver?.stderr() ?? "");
+    const failures = new Map<string, number>();
+    for (const line of driverLogs.join("\n").split("\n")) {
+      const match = /"tool":"([^"]+)".*"code":"([^"]+)"/.exec(line);
+      if (match !== null)
+        failures.set(`${match[1]} ${match[2]}`, (failures.get(`${match[1]} ${match[2]}`) ?? 0) + 1);
+    }
+    notes.push(
+      `mesh calls the agent asked again under their key (tool, code: count): ${failures.size === 0 ? "none" : [...failures].map(([what, count]) => `${what}: ${count}`).join(", ")}`,
+    );
     const repeatsFile = join(layout.homes.speech, "transcriptions.repeats");
     const repeats = existsSync(repeatsFile)
       ? readFileSync(repeatsFile, "utf8").split("\n").filter(Boolean)

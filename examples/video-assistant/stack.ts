@@ -139,7 +139,7 @@ function start(
   let stdout = "";
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-8000);
+    stderr = (stderr + chunk.toString()).slice(-65_536);
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const proc: Proc = {

@@ -13,7 +13,8 @@ same key on a repeat. The module's results ledger answers most repeats before th
 the one it cannot is a repeat of a call whose node died while this child still ran it (the child, cut
 off from its node, finishes the call). So the tool keeps its own record of results by key
 (`$HOME/transcriptions.done`, under a lock): a key it has answered is answered again, not transcribed
-again, and the repeat is noted in `$HOME/transcriptions.repeats`.
+again, and the repeat is noted in `$HOME/transcriptions.repeats`. `$HOME/transcriptions.started` has a
+line per transcription begun, so a test can kill the child while one runs.
 """
 import fcntl
 import json
@@ -54,6 +55,8 @@ def transcribe(arguments):
     media = str(arguments.get("media", ""))
     if not media:
         return {"isError": True, "content": [{"type": "text", "text": "invalid_input: media is required"}]}
+    with open(home("transcriptions.started"), "a", encoding="utf-8") as started:
+        started.write(f"{media} {os.getpid()} {time.time():.3f}\n")
     seconds = float(arguments.get("seconds", 0.3))
     time.sleep(max(0.0, min(seconds, 10.0)))
     stem = media.rsplit(".", 1)[0]

@@ -280,7 +280,7 @@ describe("a node runtime on NATS", () => {
       );
       assert.deepEqual(
         byName.notes?.tools.map((tool) => tool.name),
-        ["upper", "whoami", "crash", "sleep", "say", "dot", "notes.write"],
+        ["upper", "whoami", "crash", "sleep", "say", "dot", "key", "notes.write"],
       );
       assert.ok(
         logger.lines.some(

@@ -26,6 +26,26 @@ const pixel =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
 describe("stdio children", () => {
+  it("hands a child the call's idempotency key in the request's _meta (ADR 0211)", async () => {
+    const [python] = await loadModules([{ module: "py", path: fixture("python-bundle.py") }]);
+    assert.ok(python);
+    try {
+      const keyed = await python.toolset.call("key", {}, { idempotencyKey: "run-1:step-3" });
+      assert.deepEqual(keyed.ok ? keyed.output : keyed.error, { key: "run-1:step-3" });
+      const again = await python.toolset.call("key", {}, { idempotencyKey: "run-1:step-3" });
+      assert.deepEqual(again.ok ? again.output : again.error, { key: "run-1:step-3" });
+      // Without a key, the call's own id: a different one per call.
+      const [first, second] = await Promise.all([
+        python.toolset.call("key", {}),
+        python.toolset.call("key", {}),
+      ]);
+      const keys = [first, second].map((result) => (result.ok ? (result.output as { key: string }).key : ""));
+      assert.ok(keys.every((key) => key.length > 0) && keys[0] !== keys[1], JSON.stringify(keys));
+    } finally {
+      await python.close();
+    }
+  });
+
   it("passes a child's results to an MCP client as they came: plain text unquoted, images kept", async () => {
     const [python] = await loadModules([{ module: "py", path: fixture("python-bundle.py") }]);
     assert.ok(python);
