@@ -31,6 +31,12 @@ export const mcpSeat = {
   prompt: "mcp.prompt",
   /** `{ ref, argument, context? }` (the prompt's bare name) → `{ values, total?, hasMore? }`. */
   complete: "mcp.complete",
+  /**
+   * `{ uris }` → `{ versions: { [uri]: string } }`: a token that changes whenever the resource does
+   * (a document's last change), read from the module's store, so a change made anywhere shows. The
+   * server polls it for the URIs its client subscribed to; a module without it sends no updates.
+   */
+  versions: "mcp.versions",
 } as const;
 
 /** Whether a module's tool is one of the `mcp` seat's verbs (left out of `tools/list`). */
@@ -80,6 +86,8 @@ export interface ModuleContributions {
   ): Promise<CompleteResult>;
   /** The module that holds `uri` (a listed resource, or a template's match), for subscriptions. */
   ownerOf(uri: string): Promise<string | undefined>;
+  /** Each URI's version token, by the module that holds it; URIs no module versions are left out. */
+  versions(uris: readonly string[]): Promise<Map<string, string>>;
 }
 
 export function moduleContributions(source: ToolSource): ModuleContributions {
@@ -228,6 +236,30 @@ export function moduleContributions(source: ToolSource): ModuleContributions {
       }
     },
     ownerOf,
+    async versions(uris) {
+      const versioned = new Set((await offering(mcpSeat.versions)).map((info) => info.module));
+      const byModule = new Map<string, string[]>();
+      for (const uri of uris) {
+        const module = await ownerOf(uri);
+        if (module === undefined || !versioned.has(module)) continue;
+        byModule.set(module, [...(byModule.get(module) ?? []), uri]);
+      }
+      const found = new Map<string, string>();
+      await Promise.all(
+        [...byModule].map(async ([module, held]) => {
+          try {
+            const answer = await ask(module, mcpSeat.versions, { uris: held });
+            const versions = (answer.versions ?? {}) as Record<string, unknown>;
+            for (const uri of held) {
+              if (typeof versions[uri] === "string") found.set(uri, versions[uri] as string);
+            }
+          } catch {
+            // A module that cannot answer now is asked again at the next look.
+          }
+        }),
+      );
+      return found;
+    },
   };
 }
 

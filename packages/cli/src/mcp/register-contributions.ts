@@ -4,7 +4,7 @@
  */
 import type { Server } from "@modelcontextprotocol/server";
 import type { ToolSource } from "../tool-source/tool-source.ts";
-import { moduleContributions } from "./module-contributions.ts";
+import { type ModuleContributions, moduleContributions } from "./module-contributions.ts";
 
 /** The capabilities these handlers answer for. */
 export const contributionCapabilities = {
@@ -18,9 +18,13 @@ export interface Subscriptions {
   readonly uris: ReadonlySet<string>;
 }
 
+/** How often subscribed resources' versions are read (one look for all of a server's URIs). */
+export const subscriptionPollMs = 1_000;
+
 export function registerContributions(server: Server, source: ToolSource): Subscriptions {
   const contributions = moduleContributions(source);
   const uris = new Set<string>();
+  const watch = watchSubscriptions(server, contributions, uris);
   server.setRequestHandler("resources/list", (request) =>
     contributions.listResources(request.params?.cursor),
   );
@@ -30,12 +34,14 @@ export function registerContributions(server: Server, source: ToolSource): Subsc
   server.setRequestHandler("resources/read", (request, context) =>
     contributions.read(request.params.uri, { signal: context.mcpReq.signal }),
   );
-  server.setRequestHandler("resources/subscribe", (request) => {
+  server.setRequestHandler("resources/subscribe", async (request) => {
     uris.add(request.params.uri);
+    await watch.subscribed(request.params.uri);
     return {};
   });
   server.setRequestHandler("resources/unsubscribe", (request) => {
     uris.delete(request.params.uri);
+    watch.unsubscribed(request.params.uri);
     return {};
   });
   server.setRequestHandler("prompts/list", (request) => contributions.listPrompts(request.params?.cursor));
@@ -46,4 +52,54 @@ export function registerContributions(server: Server, source: ToolSource): Subsc
     contributions.complete(request.params.ref, request.params.argument, request.params.context),
   );
   return { uris };
+}
+
+/**
+ * Sends `notifications/resources/updated` for a subscribed URI whose version changed, whoever changed
+ * it (another client, the web page, another server on the same store): the versions are read from the
+ * modules every `subscriptionPollMs` while this server has subscriptions, and not at all otherwise.
+ */
+function watchSubscriptions(server: Server, contributions: ModuleContributions, uris: Set<string>) {
+  const seen = new Map<string, string>();
+  let timer: NodeJS.Timeout | undefined;
+  let looking = false;
+  const look = async () => {
+    // A closed connection (its session ended) is watched no more.
+    if (server.transport === undefined) return stop();
+    if (looking) return;
+    looking = true;
+    try {
+      const versions = await contributions.versions([...uris]);
+      for (const [uri, version] of versions) {
+        const before = seen.get(uri);
+        if (!uris.has(uri)) continue;
+        seen.set(uri, version);
+        if (before !== undefined && before !== version) await server.sendResourceUpdated({ uri });
+      }
+    } catch {
+      // The connection went away, or no module answered: the next look tries again.
+    } finally {
+      looking = false;
+    }
+  };
+  const stop = () => {
+    if (timer !== undefined) clearInterval(timer);
+    timer = undefined;
+  };
+  return {
+    async subscribed(uri: string) {
+      // The version as of the subscription: a change after it is what the client hears of.
+      const now = await contributions.versions([uri]);
+      const version = now.get(uri);
+      if (version !== undefined) seen.set(uri, version);
+      if (timer === undefined) {
+        timer = setInterval(() => void look(), subscriptionPollMs);
+        timer.unref();
+      }
+    },
+    unsubscribed(uri: string) {
+      seen.delete(uri);
+      if (uris.size === 0) stop();
+    },
+  };
 }

@@ -153,7 +153,73 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
       "Edit a structured document with a script: the workflow, the rules, the document's schema as the script contract, and worked scripts, for the edit tool.",
     arguments: [{ name: "doc_id", description: "The document to edit", required: true }],
   };
+  // Documents as MCP resources: `docscript://documents/{doc_id}` reads the document's first snapshot
+  // page (within the snapshot budget, with next_cursor for the edit tool), and its version is the last
+  // change in the store's log, so a subscriber hears of a commit made anywhere.
+  const documentUri = (docId: string) => `docscript://documents/${encodeURIComponent(docId)}`;
+  const documentOf = (uri: string): string => {
+    const match = /^docscript:\/\/documents\/([^/?#]+)$/.exec(uri);
+    const docId = match === null ? undefined : decodeURIComponent(match[1] as string);
+    if (docId === undefined) throw new ToolError("not_found", `No document resource "${uri}"`);
+    ownDocument(docId);
+    return docId;
+  };
   const seat = [
+    defineTool({
+      name: "mcp.resources",
+      description: "This module's MCP resources: its documents, and the template that names one.",
+      input: z.object({}),
+      annotations: { readOnlyHint: true },
+      execute: () => ({
+        resources: [
+          {
+            uri: documentUri(sampleDocumentId),
+            name: sampleDocumentId,
+            title: "Sample timeline",
+            description: "The sample timeline document: its first snapshot page (entities and relations)",
+            mimeType: "application/json",
+          },
+        ],
+        resourceTemplates: [
+          {
+            uriTemplate: "docscript://documents/{doc_id}",
+            name: "document",
+            title: "Document by id",
+            description: "A document's first snapshot page; the edit tool's snapshot op reads further pages",
+            mimeType: "application/json",
+          },
+        ],
+      }),
+    }),
+    defineTool({
+      name: "mcp.read",
+      description: "Reads one of this module's MCP resources.",
+      input: z.object({ uri: z.string() }),
+      annotations: { readOnlyHint: true },
+      execute: async ({ uri }, toolContext) => {
+        const docId = documentOf(uri);
+        const page = await docscript.execute({ op: "snapshot", doc_id: docId }, toolContext);
+        return { contents: [{ uri, mimeType: "application/json", text: JSON.stringify(page) }] };
+      },
+    }),
+    defineTool({
+      name: "mcp.versions",
+      description: "The version of each of this module's resources named: its document's last change.",
+      input: z.object({ uris: z.array(z.string()).max(100) }),
+      annotations: { readOnlyHint: true },
+      execute: async ({ uris }) => {
+        const versions: Record<string, string> = {};
+        for (const uri of uris) {
+          try {
+            const { changes: last } = await client.changes(documentOf(uri), { limit: 1 });
+            versions[uri] = String(last[0]?.seq ?? 0);
+          } catch {
+            // A URI this module cannot read has no version: its subscriber hears nothing.
+          }
+        }
+        return { versions };
+      },
+    }),
     defineTool({
       name: "mcp.prompts",
       description: "This module's MCP prompts.",
