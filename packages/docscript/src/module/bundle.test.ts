@@ -31,6 +31,9 @@ test("the docscript module serves a sample timeline the console can snapshot, sc
       "mcp.complete",
       "mcp.prompt",
       "mcp.prompts",
+      "mcp.read",
+      "mcp.resources",
+      "mcp.versions",
     ]);
     const context = await tools.call("context", {});
     assert.ok(context.ok);
