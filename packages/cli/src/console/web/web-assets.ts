@@ -56,6 +56,16 @@ function stripTypes(source: string): string {
   }
 }
 
+/**
+ * Every module named up front, so the browser fetches them at once rather than one import level after
+ * another (the entry, then the pages, then what they import).
+ */
+const preloads = [...shipped]
+  .filter((name) => name.endsWith(".ts") && name !== entryModule)
+  .sort()
+  .map((name) => `<link rel="modulepreload" href="/assets/${name}">`)
+  .join("\n");
+
 export function shellHtml(): string {
   return `<!doctype html>
 <html lang="en">
@@ -65,6 +75,7 @@ export function shellHtml(): string {
 <title>Tackle console</title>
 <link rel="icon" href="data:,">
 <link rel="stylesheet" href="/assets/console.css">
+${preloads}
 <script type="module" src="/assets/${entryModule}"></script>
 </head>
 <body>
