@@ -46,6 +46,8 @@ it("the video assistant's soak: each of its processes killed and the broker rest
     assert.equal(row.lost, 0, `${row.fault}: lost`);
     assert.equal(row.duplicated, 0, `${row.fault}: duplicated`);
     assert.equal(row.wrongStyle, 0, `${row.fault}: captions not in the remembered style`);
-    assert.ok(row.completed > 0, `${row.fault}: no run completed`);
+    assert.equal(row.completed, row.runs, `${row.fault}: a run did not complete`);
   }
+  // Runs were under way through the faults (a phase may start none on a slow machine; all of them, some).
+  assert.ok(rows.slice(1).reduce((sum, row) => sum + row.completed, 0) >= 5, "too few runs met the faults");
 });
