@@ -17,6 +17,7 @@ import { MemoryClient } from "../client/memory-client.ts";
 import { serveMemory } from "../server/serve-memory.ts";
 import { withoutPassword } from "../server/without-password.ts";
 import { createMemoryTools } from "../tools/create-memory-tools.ts";
+import { memoryResourcesSeat } from "./resources-seat.ts";
 
 export { withoutPassword };
 
@@ -58,7 +59,7 @@ export default async function memoryBundle(context: MemoryBundleContext): Promis
       allowPrivateNetwork: true,
     });
     logger.info("memory module uses an existing service", { url: client.baseUrl, module: context.module });
-    return { tools: withGuide(createMemoryTools(client), context.module), close: async () => {} };
+    return { tools: withSeat(createMemoryTools(client), context.module, client), close: async () => {} };
   }
   const store = defaultMemoryStore(env);
   // A key made for this process alone: the embedded service answers no one else.
@@ -76,14 +77,15 @@ export default async function memoryBundle(context: MemoryBundleContext): Promis
     module: context.module,
   });
   const client = new MemoryClient({ baseUrl: server.url, apiKey, allowPrivateNetwork: true });
-  return { tools: withGuide(createMemoryTools(client), context.module), close: () => server.close() };
+  return { tools: withSeat(createMemoryTools(client), context.module, client), close: () => server.close() };
 }
 
 /**
- * The tools and the module's `mcp` seat (served by the console and tackle mcp as an MCP prompt, not as
- * tools): `guide`, which tells a model what each memory tool is for, from the tools' own descriptions.
+ * The tools and the module's `mcp` seat (served by the console and tackle mcp as MCP prompts and
+ * resources, not as tools): `guide`, which tells a model what each memory tool is for, from the tools'
+ * own descriptions, and the memories as resources (resources-seat.ts).
  */
-function withGuide(tools: readonly AnyTool[], module: string): AnyTool[] {
+function withSeat(tools: readonly AnyTool[], module: string, client: MemoryClient): AnyTool[] {
   const guide = {
     name: "guide",
     title: "Using memory",
@@ -97,6 +99,7 @@ function withGuide(tools: readonly AnyTool[], module: string): AnyTool[] {
   ].join("\n");
   return [
     ...tools,
+    ...memoryResourcesSeat(client),
     defineTool({
       name: "mcp.prompts",
       description: "This module's MCP prompts.",
