@@ -43,9 +43,7 @@ while (load1() < target && Date.now() < deadline) {
   await new Promise((resolve) => setTimeout(resolve, 10_000));
 }
 if (load1() < target) {
-  process.stdout.write(
-    `test-under-load: load reached only ${load1().toFixed(1)} in 5 min; running anyway\n`,
-  );
+  process.stdout.write(`test-under-load: load reached only ${load1().toFixed(1)} in 5 min; running anyway\n`);
 }
 
 const samples: number[] = [];
@@ -57,8 +55,7 @@ const code = await new Promise<number>((resolve) => tests.on("exit", (exit) => r
 clearInterval(sampler);
 stopBurners();
 const low = Math.min(...samples, load1());
-const mean =
-  samples.length === 0 ? load1() : samples.reduce((sum, value) => sum + value, 0) / samples.length;
+const mean = samples.length === 0 ? load1() : samples.reduce((sum, value) => sum + value, 0) / samples.length;
 process.stdout.write(
   `test-under-load: load during the run: min ${low.toFixed(1)}, mean ${mean.toFixed(1)} (target ${target})\n`,
 );

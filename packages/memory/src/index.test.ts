@@ -2,84 +2,33 @@ import assert from "node:assert/strict";
 import { it } from "node:test";
 import { z } from "zod";
 import * as memory from "./index.ts";
+import * as schemas from "./schemas/index.ts";
 import * as server from "./server/index.ts";
 
 it("@tackle/memory exports exactly its curated names", () => {
   assert.deepEqual(Object.keys(memory).sort(), [
-    "DEFAULT_CORE_BLOCKS",
     "DEFAULT_MEMORY_URL",
-    "EVENT_ROLES",
-    "JOB_STATUSES",
-    "JOB_TYPES",
-    "MEMORY_KINDS",
-    "MEMORY_SCOPE_VALUES",
-    "MEMORY_STATUSES",
     "MemoryClient",
     "MemoryError",
     "MemoryMiddlewareError",
     "MemoryNetworkError",
     "MemoryTimeoutError",
     "SsrfRefusedError",
-    "TRACE_OPERATIONS",
-    "accessSummariesRequestSchema",
-    "accessSummariesResponseSchema",
-    "accessTrendsRequestSchema",
-    "accessTrendsResponseSchema",
-    "addMemoryRequestSchema",
-    "addMemoryResponseSchema",
-    "chainTraceResponseSchema",
-    "consolidateRequestSchema",
-    "contextBundleRequestSchema",
-    "contextBundleResponseSchema",
-    "coreMemoryBlockSchema",
-    "coreMemoryEditSchema",
     "createMemoryAdminTools",
     "createMemoryService",
     "createMemoryTools",
     "createSqliteStore",
-    "documentSchema",
-    "errorResponseSchema",
-    "eventSchema",
-    "feedbackRequestSchema",
-    "getMemoryResponseSchema",
-    "importConversationsRequestSchema",
-    "ingestDocumentRequestSchema",
-    "ingestDocumentResponseSchema",
     "isPrivateAddress",
-    "jobResponseSchema",
-    "jobSchema",
-    "listJobsQuerySchema",
-    "listJobsResponseSchema",
-    "listTracesQuerySchema",
-    "listTracesResponseSchema",
-    "memoryHistoryResponseSchema",
-    "memorySchema",
-    "memoryScopeSchema",
-    "memoryScopeShape",
-    "noveltyScanRequestSchema",
-    "noveltyScanResponseSchema",
-    "procedureOutcomeRequestSchema",
-    "procedureOutcomeResponseSchema",
-    "profileResponseSchema",
-    "purgeRequestSchema",
-    "purgeResponseSchema",
-    "recallConversationRequestSchema",
-    "recallConversationResponseSchema",
-    "scopeRequestSchema",
-    "searchKnowledgeRequestSchema",
-    "searchKnowledgeResponseSchema",
-    "searchRequestSchema",
-    "searchResponseSchema",
-    "selfEditRequestSchema",
-    "selfEditResponseSchema",
-    "statusResponseSchema",
-    "traceResponseSchema",
-    "traceSchema",
-    "unifiedStateResponseSchema",
-    "updateMemoryRequestSchema",
-    "writeEventRequestSchema",
-    "writeEventResponseSchema",
   ]);
+});
+
+it("@tackle/memory/schemas holds the wire schemas and their value lists, nothing else", () => {
+  for (const [name, value] of Object.entries(schemas)) {
+    const isSchema = value instanceof z.ZodType;
+    const isValueList = /^[A-Z][A-Z_]+$/.test(name);
+    assert.ok(isSchema || isValueList || name === "memoryScopeShape", `${name} is not a wire schema`);
+  }
+  assert.ok(Object.keys(schemas).length >= 50);
 });
 
 it("@tackle/memory/server exports exactly its curated names", () => {
@@ -106,9 +55,9 @@ const byIdBodies = new Set([
 function assertSharedScope(name: string, schema: z.ZodObject): void {
   const shape = schema.shape as Record<string, z.ZodType>;
   assert.ok(!("tenantId" in shape), `${name}: the tenant comes from the API key, never the request`);
-  for (const field of memory.MEMORY_SCOPE_VALUES) {
+  for (const field of schemas.MEMORY_SCOPE_VALUES) {
     assert.ok(field in shape, `${name} lacks scope field ${field}`);
-    const shared = memory.memoryScopeShape[field];
+    const shared = schemas.memoryScopeShape[field];
     // Recall names one session, so its sessionId is the same field made required.
     if (name === "recallConversationRequestSchema" && field === "sessionId") {
       assert.equal(shape[field], shared.unwrap(), `${name}.${field} is the shared field, required`);
@@ -119,15 +68,15 @@ function assertSharedScope(name: string, schema: z.ZodObject): void {
 }
 
 it("MEMORY_SCOPE_VALUES is the one tuple every request schema's scope reuses", () => {
-  assert.deepEqual(memory.MEMORY_SCOPE_VALUES, ["userId", "agentId", "sessionId"]);
-  assert.deepEqual(Object.keys(memory.memoryScopeShape), [...memory.MEMORY_SCOPE_VALUES]);
-  assert.equal(memory.memoryScopeSchema.shape.userId, memory.memoryScopeShape.userId);
-  const requestSchemas = Object.entries(memory).filter(([name]) => /(Request|Query)Schema$/.test(name));
+  assert.deepEqual(schemas.MEMORY_SCOPE_VALUES, ["userId", "agentId", "sessionId"]);
+  assert.deepEqual(Object.keys(schemas.memoryScopeShape), [...schemas.MEMORY_SCOPE_VALUES]);
+  assert.equal(schemas.memoryScopeSchema.shape.userId, schemas.memoryScopeShape.userId);
+  const requestSchemas = Object.entries(schemas).filter(([name]) => /(Request|Query)Schema$/.test(name));
   assert.ok(requestSchemas.length >= 19, `found only ${requestSchemas.length} request schemas`);
   for (const [name, schema] of requestSchemas) {
     assert.ok(schema instanceof z.ZodObject, `${name} is a zod object`);
     if (byIdBodies.has(name)) {
-      for (const field of memory.MEMORY_SCOPE_VALUES)
+      for (const field of schemas.MEMORY_SCOPE_VALUES)
         assert.ok(!(field in schema.shape), `${name} carries ${field} in the body`);
     } else {
       assertSharedScope(name, schema);
@@ -137,7 +86,7 @@ it("MEMORY_SCOPE_VALUES is the one tuple every request schema's scope reuses", (
   for (const route of server.memoryRoutes) {
     const scoped = [route.body, route.query].filter(
       (schema): schema is z.ZodObject =>
-        schema instanceof z.ZodObject && memory.MEMORY_SCOPE_VALUES.some((field) => field in schema.shape),
+        schema instanceof z.ZodObject && schemas.MEMORY_SCOPE_VALUES.some((field) => field in schema.shape),
     );
     if (route.path.includes("{id}") && !route.path.includes("/jobs/") && !route.path.includes("/traces/")) {
       assert.equal(scoped.length, 1, `${route.operationId} takes a scope`);

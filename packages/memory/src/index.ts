@@ -1,4 +1,7 @@
-/** @tackle/memory: long-term memory for agents — the service, its store, HTTP client and schemas. */
+/**
+ * @tackle/memory: long-term memory for agents — the service, its store, HTTP client, tools, middleware
+ * and the API's types. The wire schemas (zod) are under `@tackle/memory/schemas`.
+ */
 export {
   type CallOptions,
   DEFAULT_MEMORY_URL,
@@ -14,139 +17,74 @@ export { MemoryError } from "./errors/memory-error.ts";
 export { MemoryNetworkError } from "./errors/memory-network-error.ts";
 export { MemoryTimeoutError } from "./errors/memory-timeout-error.ts";
 export { SsrfRefusedError } from "./errors/ssrf-refused-error.ts";
-export {
-  type AccessSummariesRequest,
-  type AccessSummariesResponse,
-  type AccessTrendsRequest,
-  type AccessTrendsResponse,
-  accessSummariesRequestSchema,
-  accessSummariesResponseSchema,
-  accessTrendsRequestSchema,
-  accessTrendsResponseSchema,
-  type ConsolidateRequest,
-  consolidateRequestSchema,
-  type ImportConversationsRequest,
-  importConversationsRequestSchema,
-  JOB_STATUSES,
-  JOB_TYPES,
-  type JobResponse,
-  jobResponseSchema,
-  jobSchema,
-  type ListJobsRequest,
-  type ListJobsResponse,
-  type ListTracesRequest,
-  type ListTracesResponse,
-  listJobsQuerySchema,
-  listJobsResponseSchema,
-  listTracesQuerySchema,
-  listTracesResponseSchema,
-  type MemoryJob,
-  type NoveltyScanRequest,
-  type NoveltyScanResponse,
-  noveltyScanRequestSchema,
-  noveltyScanResponseSchema,
-  type RetrievalTrace,
-  TRACE_OPERATIONS,
-  type TraceResponse,
-  traceResponseSchema,
-  traceSchema,
+export type {
+  AccessSummariesRequest,
+  AccessSummariesResponse,
+  AccessTrendsRequest,
+  AccessTrendsResponse,
+  ConsolidateRequest,
+  ImportConversationsRequest,
+  JobResponse,
+  ListJobsRequest,
+  ListJobsResponse,
+  ListTracesRequest,
+  ListTracesResponse,
+  MemoryJob,
+  NoveltyScanRequest,
+  NoveltyScanResponse,
+  RetrievalTrace,
+  TraceResponse,
 } from "./schemas/admin.ts";
-export { type ChainTraceResponse, chainTraceResponseSchema } from "./schemas/chain.ts";
-export { type ErrorResponse, errorResponseSchema } from "./schemas/common.ts";
-export {
-  type CoreMemoryBlock,
-  type CoreMemoryEdit,
-  coreMemoryBlockSchema,
-  coreMemoryEditSchema,
-  DEFAULT_CORE_BLOCKS,
-  type SelfEditRequest,
-  type SelfEditResponse,
-  selfEditRequestSchema,
-  selfEditResponseSchema,
+export type { ChainTraceResponse } from "./schemas/chain.ts";
+export type { ErrorResponse } from "./schemas/common.ts";
+export type {
+  CoreMemoryBlock,
+  CoreMemoryEdit,
+  SelfEditRequest,
+  SelfEditResponse,
 } from "./schemas/core-memory.ts";
-export {
-  EVENT_ROLES,
-  eventSchema,
-  type MemoryEvent,
-  type RecallConversationRequest,
-  type RecallConversationResponse,
-  recallConversationRequestSchema,
-  recallConversationResponseSchema,
-  type WriteEventRequest,
-  type WriteEventResponse,
-  writeEventRequestSchema,
-  writeEventResponseSchema,
+export type {
+  MemoryEvent,
+  RecallConversationRequest,
+  RecallConversationResponse,
+  WriteEventRequest,
+  WriteEventResponse,
 } from "./schemas/event.ts";
-export {
-  documentSchema,
-  type IngestDocumentRequest,
-  type IngestDocumentResponse,
-  ingestDocumentRequestSchema,
-  ingestDocumentResponseSchema,
-  type KnowledgeDocument,
-  type SearchKnowledgeRequest,
-  type SearchKnowledgeResponse,
-  searchKnowledgeRequestSchema,
-  searchKnowledgeResponseSchema,
+export type {
+  IngestDocumentRequest,
+  IngestDocumentResponse,
+  KnowledgeDocument,
+  SearchKnowledgeRequest,
+  SearchKnowledgeResponse,
 } from "./schemas/knowledge.ts";
-export {
-  type AddMemoryRequest,
-  type AddMemoryResponse,
-  addMemoryRequestSchema,
-  addMemoryResponseSchema,
-  type FeedbackRequest,
-  feedbackRequestSchema,
-  type GetMemoryResponse,
-  getMemoryResponseSchema,
-  MEMORY_KINDS,
-  MEMORY_STATUSES,
-  type Memory,
-  type MemoryHistoryResponse,
-  type MemoryKind,
-  type MemoryStatus,
-  type MemoryVersion,
-  memoryHistoryResponseSchema,
-  memorySchema,
-  type ProcedureOutcomeRequest,
-  type ProcedureOutcomeResponse,
-  type Provenance,
-  procedureOutcomeRequestSchema,
-  procedureOutcomeResponseSchema,
-  type SearchRequest,
-  type SearchResponse,
-  searchRequestSchema,
-  searchResponseSchema,
-  type UpdateMemoryRequest,
-  updateMemoryRequestSchema,
+export type {
+  AddMemoryRequest,
+  AddMemoryResponse,
+  FeedbackRequest,
+  GetMemoryResponse,
+  Memory,
+  MemoryHistoryResponse,
+  MemoryKind,
+  MemoryStatus,
+  MemoryVersion,
+  ProcedureOutcomeRequest,
+  ProcedureOutcomeResponse,
+  Provenance,
+  SearchRequest,
+  SearchResponse,
+  UpdateMemoryRequest,
 } from "./schemas/memory.ts";
-export {
-  type PurgeRequest,
-  type PurgeResponse,
-  purgeRequestSchema,
-  purgeResponseSchema,
-} from "./schemas/purge.ts";
-export {
-  type ContextBundleRequest,
-  type ContextBundleResponse,
-  contextBundleRequestSchema,
-  contextBundleResponseSchema,
-  type MemoryProfile,
-  type ProfileResponse,
-  profileResponseSchema,
-  type ScopeRequest,
-  type StatusResponse,
-  scopeRequestSchema,
-  statusResponseSchema,
-  type UnifiedStateResponse,
-  unifiedStateResponseSchema,
+export type { PurgeRequest, PurgeResponse } from "./schemas/purge.ts";
+export type {
+  ContextBundleRequest,
+  ContextBundleResponse,
+  MemoryProfile,
+  ProfileResponse,
+  ScopeRequest,
+  StatusResponse,
+  UnifiedStateResponse,
 } from "./schemas/synthesis.ts";
-export {
-  MEMORY_SCOPE_VALUES,
-  type MemoryScope,
-  type MemoryScopeField,
-  memoryScopeSchema,
-  memoryScopeShape,
-} from "./scope/memory-scope.ts";
+export type { MemoryScope, MemoryScopeField } from "./scope/memory-scope.ts";
 export { createMemoryService, type MemoryServiceOptions } from "./service/create-memory-service.ts";
 export type { MemoryEmbeddingModel } from "./service/embedder.ts";
 export type { IdempotencyOptions } from "./service/idempotent-writes.ts";

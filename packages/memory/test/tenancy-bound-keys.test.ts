@@ -13,7 +13,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { MEMORY_STATUSES, MemoryClient, type MemoryStore } from "@tackle/memory";
+import { MemoryClient, type MemoryStore } from "@tackle/memory";
+import { MEMORY_STATUSES } from "@tackle/memory/schemas";
 import {
   createMemoryApp,
   type MemoryServer,
