@@ -279,6 +279,8 @@ describe("the console page, served by npm start", () => {
   test("memory: the kind picker narrows a search; a memory added shows in the list at once", async () => {
     await page.goto(`${origin}/#/memory`);
     await step("opening the memory page");
+    // The page may still hold the last test's search (the same address is no new navigation).
+    await page.getByLabel("Search for").fill("");
     await page.getByLabel("Scope: userId").fill("cy");
     await step('filling "Scope: userId"');
     const add = async (text: string, kind: string) => {
@@ -292,6 +294,12 @@ describe("the console page, served by npm start", () => {
     await add("Cy flies to Lisbon on Fridays", "episode");
     await add("Cy wants an aisle seat on the Lisbon plane", "preference");
     const shown = () => page.locator("#memories li").allInnerTexts();
+    // No query: the scope's newest memories, newest first.
+    await page.getByRole("button", { name: "Search" }).click();
+    await page.locator('[data-listing="recent"]').waitFor({ timeout: 20_000 });
+    await page.waitForFunction(() => document.querySelectorAll("#memories li").length === 2);
+    assert.match((await shown())[0] ?? "", /aisle seat/);
+    await step("listing the scope without a query");
     const search = async (kind: string, count: number) => {
       await page.getByLabel("Kind", { exact: true }).selectOption(kind);
       await page.getByRole("button", { name: "Search" }).click();

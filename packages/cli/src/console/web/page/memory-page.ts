@@ -120,19 +120,26 @@ export function memoryPage(root: HTMLElement): undefined {
   };
 
   const list = async () => {
-    if (!(await canList())) {
-      results.replaceChildren(
-        h(
-          "p",
-          { class: "muted" },
-          `This memory module serves no ${listTool} tool: type something to search for.`,
-        ),
-      );
+    if (await canList()) {
+      const page = await callOrThrow(listTool, { ...scopeArgs(), ...kindArgs(), limit: 20 });
+      const items = page.results ?? page.memories ?? page.items ?? [];
+      draw(items.map(asHit), "No memories in this scope yet.");
       return;
     }
-    const page = await callOrThrow(listTool, { ...scopeArgs(), ...kindArgs(), limit: 20 });
-    const items = page.results ?? page.memories ?? page.items ?? [];
-    draw(items.map(asHit), "No memories in this scope yet.");
+    // No list tool: the scope's state names its newest memories (five), filtered here by kind.
+    const state = await callOrThrow("memory.memory_state_unified", currentScope());
+    const hits: Hit[] = (state.recentMemories ?? []).map(asHit);
+    draw(
+      hits.filter((hit) => kind.value === "" || hit.kind === kind.value),
+      "No memories in this scope yet.",
+    );
+    results.prepend(
+      h(
+        "p",
+        { class: "muted", "data-listing": "recent" },
+        `The newest memories of this scope (${state.counts?.memories?.active ?? hits.length} active; without a query the memory module names its five newest): type something to search them all.`,
+      ),
+    );
   };
 
   const find = async () => {
