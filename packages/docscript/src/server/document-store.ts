@@ -58,6 +58,8 @@ export interface MemberQuery {
   readonly ids?: readonly string[] | undefined;
   /** Relations with this entity id as either endpoint. */
   readonly endpoint?: string | undefined;
+  /** Relations with any of these entity ids as either endpoint. */
+  readonly endpoints?: readonly string[] | undefined;
   /** Entities that are variants of this one. */
   readonly variantOf?: string | undefined;
   readonly identity?: string | undefined;

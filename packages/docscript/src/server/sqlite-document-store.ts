@@ -121,13 +121,14 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
       kinds: query.kinds !== undefined,
       ids: query.ids !== undefined,
       endpoint: query.endpoint !== undefined,
+      endpoints: query.endpoints !== undefined,
       variantOf: query.variantOf !== undefined,
       identity: query.identity !== undefined,
     };
     const key = JSON.stringify(by);
     const known = memberStatements.get(key);
     if (known !== undefined) return known;
-    const plus = by.endpoint || by.variantOf || by.identity ? "+" : "";
+    const plus = by.endpoint || by.endpoints || by.variantOf || by.identity ? "+" : "";
     const where = [`${plus}m.type = :type`, `${plus}m.member_id > :after`];
     if (by.kinds) where.push("m.kind IN (SELECT value FROM json_each(:kinds))");
     if (by.ids) where.push("m.member_id IN (SELECT value FROM json_each(:ids))");
@@ -138,8 +139,15 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
           UNION ALL
           SELECT * FROM docscript_members
           WHERE document_id = :documentId AND endpoint1 = :endpoint AND endpoint0 IS NOT :endpoint)`
-      : "docscript_members";
-    if (!by.endpoint) where.unshift("m.document_id = :documentId");
+      : by.endpoints
+        ? `(SELECT * FROM docscript_members WHERE document_id = :documentId AND endpoint0 IS NOT NULL
+              AND endpoint0 IN (SELECT value FROM json_each(:endpoints))
+            UNION ALL
+            SELECT * FROM docscript_members WHERE document_id = :documentId AND endpoint1 IS NOT NULL
+              AND endpoint1 IN (SELECT value FROM json_each(:endpoints))
+              AND (endpoint0 IS NULL OR endpoint0 NOT IN (SELECT value FROM json_each(:endpoints))))`
+        : "docscript_members";
+    if (!by.endpoint && !by.endpoints) where.unshift("m.document_id = :documentId");
     const statement = database.prepare(
       `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
               m.identity, r.payload
@@ -314,6 +322,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
       if (query.kinds !== undefined) parameters.kinds = JSON.stringify(query.kinds);
       if (query.ids !== undefined) parameters.ids = JSON.stringify(query.ids);
       if (query.endpoint !== undefined) parameters.endpoint = query.endpoint;
+      if (query.endpoints !== undefined) parameters.endpoints = JSON.stringify(query.endpoints);
       if (query.variantOf !== undefined) parameters.variantOf = query.variantOf;
       if (query.identity !== undefined) parameters.identity = query.identity;
       const rows = memberStatement(query).all(parameters) as unknown as MemberRecord[];

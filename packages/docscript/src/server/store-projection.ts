@@ -80,14 +80,24 @@ export class StoreProjection extends Projection {
       for (let start = 0; start < ids.length; start += batch)
         await this.holdMembers(store, documentId, { type, ids: ids.slice(start, start + batch) });
     }
-    for (const [, missing] of wanted) {
-      if (missing.lookup === "endpoint")
+    // Relations by endpoint: one query per kind asked (or none) and batch of endpoints, not per entity.
+    const endpoints = new Map<string | undefined, string[]>();
+    for (const [, missing] of wanted)
+      if (missing.lookup === "endpoint") {
+        const ids = endpoints.get(missing.kind) ?? [];
+        ids.push(missing.id);
+        endpoints.set(missing.kind, ids);
+      }
+    for (const [kind, ids] of endpoints)
+      for (let start = 0; start < ids.length; start += batch)
         await this.holdMembers(store, documentId, {
           type: "relation",
-          endpoint: missing.id,
-          ...(missing.kind === undefined ? {} : { kinds: [missing.kind] }),
+          endpoints: ids.slice(start, start + batch),
+          ...(kind === undefined ? {} : { kinds: [kind] }),
         });
-      else if (missing.lookup === "variants")
+    for (const [, missing] of wanted) {
+      if (missing.lookup === "endpoint") continue;
+      if (missing.lookup === "variants")
         await this.holdMembers(store, documentId, { type: "entity", variantOf: missing.id });
       else if (missing.lookup === "identity")
         await this.holdMembers(store, documentId, { type: "entity", identity: missing.id });

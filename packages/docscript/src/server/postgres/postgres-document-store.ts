@@ -356,6 +356,7 @@ export async function createPostgresDocumentStore(
            AND ($6::text IS NULL OR m.endpoint0 = $6 OR m.endpoint1 = $6)
            AND ($7::text IS NULL OR m.variant_of = $7)
            AND ($8::text IS NULL OR m.identity = $8)
+           AND ($10::text[] IS NULL OR m.endpoint0 = ANY($10::text[]) OR m.endpoint1 = ANY($10::text[]))
          ORDER BY m.member_id, m.row_id LIMIT $9`,
         [
           documentId,
@@ -367,6 +368,7 @@ export async function createPostgresDocumentStore(
           query.variantOf ?? null,
           query.identity ?? null,
           query.limit,
+          query.endpoints ?? null,
         ],
       );
       return result.rows.map(toMember);

@@ -1,0 +1,96 @@
+/**
+ * A store answers the relations of many endpoints in one query (`readMembers` with `endpoints`): the
+ * same members as one query per endpoint, each once, in pages; on SQLite and PostgreSQL.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { createTestDatabase } from "@tackle/test-support";
+import { LoroDoc } from "loro-crdt";
+import { checkDocument } from "../src/document/check-document.ts";
+import { projectDocument } from "../src/document/interpret.ts";
+import type { DocumentStore, FoundMember, MemberQuery } from "../src/server/document-store.ts";
+import { createSqliteDocumentStore, hashToken } from "../src/server/index.ts";
+import { createPostgresDocumentStore } from "../src/server/postgres/index.ts";
+import { allRowChanges } from "../src/server/row-members.ts";
+import { timelineSchema } from "../src/timeline/timeline-schema.ts";
+import { largeTimeline } from "./large-timeline.ts";
+
+const { snapshot } = largeTimeline(120, 10);
+const projection = projectDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema);
+const key = (member: FoundMember) => `${member.id}@${member.rowId}`;
+
+async function readAll(store: DocumentStore, query: Omit<MemberQuery, "limit" | "after">) {
+  const found: FoundMember[] = [];
+  let afterId: string | undefined;
+  for (;;) {
+    const page = await store.readMembers("doc", { ...query, after: afterId, limit: 7 });
+    found.push(...page);
+    if (page.length < 7) return found;
+    afterId = page.at(-1)?.id;
+  }
+}
+
+async function checkEndpoints(store: DocumentStore) {
+  await store.createDocument({
+    documentId: "doc",
+    tokenHash: hashToken("token-0123456789abcdef"),
+    snapshot,
+    rows: allRowChanges(projection),
+    issues: checkDocument(projection),
+  });
+  // Clips, their images and markers, the overlay track: one relation may join two of them.
+  const ids = ["large-clip-3", "large-image-3", "large-clip-9", "large-marker-9", "large-track-overlay"];
+  const one: FoundMember[] = [];
+  for (const id of ids)
+    one.push(...(await store.readMembers("doc", { type: "relation", endpoint: id, limit: 1000 })));
+  const unique = new Map(one.map((member) => [key(member), member]));
+  const many = await store.readMembers("doc", { type: "relation", endpoints: ids, limit: 1000 });
+  assert.deepEqual(new Set(many.map(key)), new Set(unique.keys()));
+  assert.equal(many.length, unique.size, "each relation once");
+  // Paged: the same, a page at a time.
+  const paged = await readAll(store, { type: "relation", endpoints: ids });
+  assert.deepEqual(paged.map(key).sort(), [...unique.keys()].sort());
+  const contains = await store.readMembers("doc", {
+    type: "relation",
+    endpoints: ids,
+    kinds: ["contain"],
+    limit: 1000,
+  });
+  assert.ok(contains.length > 0 && contains.every((member) => member.kind === "contain"));
+  assert.deepEqual(
+    new Set(contains.map(key)),
+    new Set(many.filter((member) => member.kind === "contain").map(key)),
+  );
+}
+
+describe("readMembers by many endpoints", () => {
+  const directory = mkdtempSync(join(tmpdir(), "tackle-docscript-endpoints-"));
+  const databases: { drop(): Promise<void> }[] = [];
+  after(async () => {
+    rmSync(directory, { recursive: true, force: true });
+    for (const database of databases) await database.drop();
+  });
+
+  it("SQLite", async () => {
+    const store = createSqliteDocumentStore({ path: join(directory, "d.sqlite") });
+    try {
+      await checkEndpoints(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("PostgreSQL", async () => {
+    const database = await createTestDatabase("docscript_member_endpoints");
+    databases.push(database);
+    const store = await createPostgresDocumentStore({ connectionString: database.url });
+    try {
+      await checkEndpoints(store);
+    } finally {
+      await store.close();
+    }
+  });
+});
