@@ -61,6 +61,11 @@ export function withoutSeatTools(modules: readonly ModuleInfo[]): ModuleInfo[] {
 const pageSize = 100;
 /** MCP's bound on completion values in one answer. */
 const maxCompletions = 100;
+/**
+ * How long a module may take to complete a value: completion runs as a person types, and a slow
+ * answer is worth nothing. Past it the answer is empty (and says there may be more).
+ */
+export const completionTimeoutMs = 2_000;
 
 interface Listing {
   readonly resources: (Resource & { module: string })[];
@@ -83,6 +88,7 @@ export interface ModuleContributions {
     ref: { type: string; name?: string; uri?: string },
     argument: { name: string; value: string },
     context: { arguments?: Record<string, string> | undefined } | undefined,
+    signal?: AbortSignal,
   ): Promise<CompleteResult>;
   /** The module that holds `uri` (a listed resource, or a template's match), for subscriptions. */
   ownerOf(uri: string): Promise<string | undefined>;
@@ -202,7 +208,7 @@ export function moduleContributions(source: ToolSource): ModuleContributions {
         throw asProtocolError(error);
       }
     },
-    async complete(ref, argument, context) {
+    async complete(ref, argument, context, signal) {
       let module: string | undefined;
       let forwarded = ref;
       if (ref.type === "ref/prompt" && typeof ref.name === "string") {
@@ -217,11 +223,12 @@ export function moduleContributions(source: ToolSource): ModuleContributions {
       if (module === undefined || !(await offering(mcpSeat.complete)).some((info) => info.module === module))
         return none;
       try {
-        const answer = await ask(module, mcpSeat.complete, {
-          ref: forwarded,
-          argument,
-          ...(context === undefined ? {} : { context }),
-        });
+        const answer = await ask(
+          module,
+          mcpSeat.complete,
+          { ref: forwarded, argument, ...(context === undefined ? {} : { context }) },
+          { timeoutMs: completionTimeoutMs, ...(signal === undefined ? {} : { signal }) },
+        );
         const values = arrayOf<string>(answer.values).filter((value) => typeof value === "string");
         const total = typeof answer.total === "number" ? answer.total : values.length;
         return {
@@ -232,6 +239,9 @@ export function moduleContributions(source: ToolSource): ModuleContributions {
           },
         };
       } catch (error) {
+        // Too slow to help a person typing: nothing now, and maybe more with the next keystroke.
+        if ((error as { code?: unknown }).code === "timeout")
+          return { completion: { values: [], hasMore: true } };
         throw asProtocolError(error);
       }
     },

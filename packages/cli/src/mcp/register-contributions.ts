@@ -48,8 +48,13 @@ export function registerContributions(server: Server, source: ToolSource): Subsc
   server.setRequestHandler("prompts/get", (request, context) =>
     contributions.getPrompt(request.params.name, request.params.arguments, { signal: context.mcpReq.signal }),
   );
-  server.setRequestHandler("completion/complete", (request) =>
-    contributions.complete(request.params.ref, request.params.argument, request.params.context),
+  server.setRequestHandler("completion/complete", (request, context) =>
+    contributions.complete(
+      request.params.ref,
+      request.params.argument,
+      request.params.context,
+      context.mcpReq.signal,
+    ),
   );
   return { uris };
 }
