@@ -55,8 +55,6 @@ export interface ApprovalAnswer {
   readonly editedArgs?: { readonly captions?: readonly Caption[] };
 }
 
-const styles: readonly CaptionStyle[] = ["uppercase", "lowercase", "as spoken"];
-
 /** The scripted model reads a style out of the request the way a model would: by its words. */
 export function styleIn(text: string): CaptionStyle | undefined {
   const lower = text.toLowerCase();
@@ -234,4 +232,3 @@ export function createAssistantGraph(options: AssistantOptions): Graph<Assistant
   });
 }
 
-export { styles };
