@@ -21,7 +21,6 @@ export {
 } from "./document/document-session.ts";
 export { type InterpretedDocument, interpretDocument, projectDocument } from "./document/interpret.ts";
 export type { Projection } from "./document/projection.ts";
-export type { PayloadPath, UpdateOp } from "./document/update-op.ts";
 export { decodeVersion, encodeVersion } from "./document/version.ts";
 export {
   type Cardinality,
@@ -35,7 +34,7 @@ export {
   type SlotBinding,
   type SlotSpec,
 } from "./schema/define-schema.ts";
-export { DocScriptError, formatIssue } from "./schema/docscript-error.ts";
+export { DocScriptError } from "./schema/docscript-error.ts";
 export {
   type BooleanField,
   type FieldSpec,
@@ -49,12 +48,11 @@ export {
 } from "./schema/field.ts";
 export { SchemaDefinitionError } from "./schema/schema-definition-error.ts";
 export type { DocumentIssue, DocumentView, Entity, Relation } from "./schema/types.ts";
-export { validatePayload } from "./schema/validate-payload.ts";
 export type { ChangePage, DocumentChange, RowCounts } from "./server/change-log.ts";
 export type { EntityPage, PlanState, RelationPage } from "./server/document-host.ts";
 export type { ConflictReason, PushResult } from "./server/push-result.ts";
-export { contentKinds, mediaKinds, timelineSchema } from "./timeline/timeline-schema.ts";
-export { type Budgets, defaultBudgets, tokensOf } from "./tool/budget.ts";
+export { timelineSchema } from "./timeline/timeline-schema.ts";
+export { type Budgets, defaultBudgets } from "./tool/budget.ts";
 export {
   type CommitPlanContext,
   commitPlan,
