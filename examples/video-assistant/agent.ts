@@ -231,4 +231,3 @@ export function createAssistantGraph(options: AssistantOptions): Graph<Assistant
     return { style, captions, outcome: "captioned", planId: committed.plan_id };
   });
 }
-
