@@ -62,6 +62,8 @@ export type {
   AddMemoryResponse,
   FeedbackRequest,
   GetMemoryResponse,
+  ListMemoriesRequest,
+  ListMemoriesResponse,
   Memory,
   MemoryHistoryResponse,
   MemoryKind,

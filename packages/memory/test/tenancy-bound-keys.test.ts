@@ -114,6 +114,7 @@ const walk: Record<string, { body?: object; query?: Record<string, string>; id?:
     search: { body: { query: "garden shed violin tea", limit: 20 } },
     add: { body: { content: "The garden shed holds tea and a violin" } },
     addBatch: { body: { memories: [{ content: "Lemon cake on Sundays" }] } },
+    listMemories: { query: { limit: "200" } },
     getMemory: { id: "memory" },
     updateMemory: { id: "memory", body: { content: "I keep a cello in the garden shed" } },
     deleteMemory: { id: "deleted", query: { reason: "walk" } },

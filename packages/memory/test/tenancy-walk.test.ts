@@ -118,6 +118,7 @@ const walk: Record<string, { read: unknown } | { write: string }> = {
   search: { read: { ...scope, query: "garden shed violin tea", limit: 20 } },
   add: { write: "adds" },
   addBatch: { write: "adds" },
+  listMemories: { read: { ...scope, limit: 200 } },
   getMemory: { read: undefined },
   updateMemory: { write: "versions" },
   deleteMemory: { write: "deletes" },

@@ -45,6 +45,8 @@ import type {
   AddMemoryResponse,
   FeedbackRequest,
   GetMemoryResponse,
+  ListMemoriesRequest,
+  ListMemoriesResponse,
   MemoryHistoryResponse,
   ProcedureOutcomeRequest,
   ProcedureOutcomeResponse,
@@ -270,6 +272,10 @@ export class MemoryClient {
     options?: CallOptions,
   ): Promise<AccessSummariesResponse> {
     return this.#call("accessSummaries", { body: request }, options);
+  }
+  /** A scope's memories, the latest written first; pass a page's `nextCursor` as `cursor` for the next. */
+  listMemories(request: ListMemoriesRequest, options?: CallOptions): Promise<ListMemoriesResponse> {
+    return this.#call("listMemories", { query: request }, options);
   }
   listTraces(request: ListTracesRequest = {}, options?: CallOptions): Promise<ListTracesResponse> {
     return this.#call("listTraces", { query: request }, options);

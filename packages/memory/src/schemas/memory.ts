@@ -185,3 +185,26 @@ export type FeedbackRequest = z.input<typeof feedbackRequestSchema>;
 
 /** The scope of a by-id operation or a listing, as query parameters: the shared scope fields. */
 export const memoryScopeQuerySchema = z.object({ ...memoryScopeShape });
+
+/**
+ * `GET /v1/memories`: a scope's memories, the latest written first, a page at a time. Paging follows
+ * write order, so memories added while a client pages appear before its first page, never inside it.
+ */
+export const listMemoriesQuerySchema = z.object({
+  ...memoryScopeShape,
+  wholeTenant: z
+    .union([z.boolean(), z.enum(["true", "false"])])
+    .optional()
+    .describe("true: list every scope of the tenant; needed when no userId, agentId or sessionId is given"),
+  kind: memoryKindSchema.optional(),
+  status: memoryStatusSchema.default("active"),
+  limit: limitSchema(20, 200),
+  cursor: idSchema.optional().describe("The nextCursor of the previous page"),
+});
+export type ListMemoriesRequest = z.input<typeof listMemoriesQuerySchema>;
+export const listMemoriesResponseSchema = z.object({
+  memories: z.array(memorySchema),
+  /** Present when more memories follow: send it as `cursor` for the next page. */
+  nextCursor: idSchema.optional(),
+});
+export type ListMemoriesResponse = z.infer<typeof listMemoriesResponseSchema>;

@@ -24,6 +24,7 @@ export const routeExamples: Readonly<Record<string, RouteExample>> = {
       ],
     },
   },
+  listMemories: { query: { ...ada, kind: "preference", limit: "20" } },
   getMemory: { id: memoryId, query: ada },
   updateMemory: {
     id: memoryId,

@@ -42,13 +42,15 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     },
   });
   const retrieval = createRetrievalOperations(context, searchRanked);
+  const lifecycle = createLifecycleOperations(context);
   const synthesis = createSynthesisOperations(context, searchRanked);
   const service: MemoryService = {
     ...retrieval,
     search: withExplicitScope("search", retrieval.search),
     searchKnowledge: withExplicitScope("searchKnowledge", retrieval.searchKnowledge),
     ...writes,
-    ...createLifecycleOperations(context),
+    ...lifecycle,
+    listMemories: withExplicitScope("listMemories", lifecycle.listMemories),
     ...synthesis,
     profile: withExplicitScope("profile", synthesis.profile),
     contextBundle: withExplicitScope("contextBundle", synthesis.contextBundle),

@@ -10,7 +10,9 @@ import { MEMORY_SCOPE_VALUES, pickScope } from "../scope/memory-scope.ts";
 export function checkExplicitScope(operation: string, request: unknown): void {
   const given = typeof request === "object" && request !== null ? request : {};
   const named = Object.keys(pickScope(given)).length > 0;
-  const wholeTenant = (given as { wholeTenant?: unknown }).wholeTenant === true;
+  const flag = (given as { wholeTenant?: unknown }).wholeTenant;
+  // A query string says "true" (GET /v1/memories).
+  const wholeTenant = flag === true || flag === "true";
   if (named && wholeTenant) {
     throw new MemoryError(
       "invalid_input",

@@ -2,6 +2,7 @@
 import { MemoryError } from "../errors/memory-error.ts";
 import {
   feedbackRequestSchema,
+  listMemoriesQuerySchema,
   procedureOutcomeRequestSchema,
   updateMemoryRequestSchema,
 } from "../schemas/memory.ts";
@@ -21,6 +22,7 @@ const normalized = (text: string) =>
 
 export type LifecycleOperations = Pick<
   MemoryService,
+  | "listMemories"
   | "getMemory"
   | "updateMemory"
   | "deleteMemory"
@@ -33,6 +35,38 @@ export type LifecycleOperations = Pick<
 export function createLifecycleOperations(context: ServiceContext): LifecycleOperations {
   const { store, nowIso, embedOne, requireMemory, mutateMemory } = context;
   return {
+    async listMemories(tenantId, request) {
+      const input = parseRequest(listMemoriesQuerySchema, request);
+      const scope = pickScope(input);
+      if (input.cursor !== undefined) {
+        // A cursor is a memory of the listed scope; another identity's id answers as an unknown one.
+        const [at] = await store.getMemories(tenantId, [input.cursor]);
+        if (at === undefined || !scopeContains(scope, at)) {
+          throw new MemoryError(
+            "invalid_input",
+            "cursor is the nextCursor of a previous page of this list",
+            400,
+            {
+              data: { issues: [{ path: ["cursor"], message: "not a cursor of this scope" }] },
+            },
+          );
+        }
+      }
+      const memories = await store.listMemories(tenantId, scope, {
+        statuses: [input.status],
+        ...(input.kind ? { kinds: [input.kind] } : {}),
+        limit: input.limit + 1,
+        order: "written",
+        ...(input.cursor === undefined ? {} : { beforeId: input.cursor }),
+      });
+      const page = memories.slice(0, input.limit);
+      const last = page.at(-1);
+      return {
+        memories: page.map(publicMemory),
+        ...(memories.length > input.limit && last ? { nextCursor: last.id } : {}),
+      };
+    },
+
     async getMemory(tenantId, id, scope) {
       const memory = await requireMemory(tenantId, id, scope);
       await store.recordAccess(tenantId, {

@@ -36,6 +36,8 @@ import type {
   AddMemoryResponse,
   FeedbackRequest,
   GetMemoryResponse,
+  ListMemoriesRequest,
+  ListMemoriesResponse,
   MemoryHistoryResponse,
   ProcedureOutcomeRequest,
   ProcedureOutcomeResponse,
@@ -74,6 +76,8 @@ export interface MemoryService {
    * `not_found` exactly like a missing one, so a caller acting for one identity cannot reach another's.
    */
   getMemory(tenantId: string, id: string, scope?: MemoryScope): Promise<GetMemoryResponse>;
+  /** A scope's memories, the latest written first, a page at a time (`nextCursor` continues). */
+  listMemories(tenantId: string, request: ListMemoriesRequest): Promise<ListMemoriesResponse>;
   updateMemory(
     tenantId: string,
     id: string,

@@ -59,7 +59,10 @@ export interface ListMemoriesOptions {
   readonly statuses?: readonly MemoryStatus[];
   readonly kinds?: readonly MemoryKind[];
   readonly limit: number;
-  readonly order: "recent" | "accessed" | "importance";
+  /** `written`: the latest written first (write order, stable while others write). */
+  readonly order: "recent" | "accessed" | "importance" | "written";
+  /** With `written`: only memories written before this one (a page's cursor). */
+  readonly beforeId?: string;
 }
 
 export interface ListEventsOptions {

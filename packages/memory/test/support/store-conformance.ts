@@ -366,6 +366,30 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       );
     });
 
+    it("listing pages a scope in write order; a write between pages shifts nothing; a foreign cursor is refused", async () => {
+      const t = tenant();
+      const ids: string[] = [];
+      for (let index = 0; index < 7; index += 1) {
+        ids.push(
+          (await service.add(t, { userId: "u", kind: "episode", content: `Turn ${index}` })).memory.id,
+        );
+      }
+      await service.add(t, { userId: "v", kind: "episode", content: "Another user's turn" });
+      const first = await service.listMemories(t, { userId: "u", limit: 3 });
+      await service.add(t, { userId: "u", kind: "episode", content: "Written between two pages" });
+      const second = await service.listMemories(t, { userId: "u", limit: 3, cursor: first.nextCursor });
+      const third = await service.listMemories(t, { userId: "u", limit: 3, cursor: second.nextCursor });
+      assert.deepEqual(
+        [...first.memories, ...second.memories, ...third.memories].map((memory) => memory.id),
+        [...ids].reverse(),
+      );
+      assert.equal(third.nextCursor, undefined);
+      await assert.rejects(
+        service.listMemories(t, { userId: "v", cursor: first.nextCursor }),
+        (error: unknown) => MemoryError.isInstance(error) && error.code === "invalid_input",
+      );
+    });
+
     it("numbers and codes in a question match exactly, never as prefixes", async () => {
       const t = tenant();
       const shipped = await service.add(t, { userId: "u", content: "Parcel 123456789 shipped" });

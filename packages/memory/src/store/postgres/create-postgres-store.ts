@@ -379,10 +379,15 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       let sql = `SELECT ${memorySelect} FROM memories m WHERE m.tenant_id = $1${scopeCondition(scope, parameters, mark, "m.")}`;
       if (listOptions.statuses) sql += ` AND m.status IN (${inList(listOptions.statuses, parameters)})`;
       if (listOptions.kinds) sql += ` AND m.kind IN (${inList(listOptions.kinds, parameters)})`;
+      if (listOptions.beforeId !== undefined) {
+        parameters.push(listOptions.beforeId);
+        sql += ` AND m.seq < (SELECT b.seq FROM memories b WHERE b.tenant_id = $1 AND b.id = $${parameters.length})`;
+      }
       const order = {
         recent: "m.updated_at DESC, m.seq DESC",
         accessed: "m.access_count DESC, m.seq DESC",
         importance: "m.importance DESC, m.seq DESC",
+        written: "m.seq DESC",
       }[listOptions.order];
       parameters.push(listOptions.limit);
       return (await all(`${sql} ORDER BY ${order} LIMIT $${parameters.length}`, parameters)).map(

@@ -252,10 +252,15 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       let sql = `SELECT * FROM memories WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
       if (listOptions.statuses) sql += ` AND status IN (${inList(listOptions.statuses, parameters)})`;
       if (listOptions.kinds) sql += ` AND kind IN (${inList(listOptions.kinds, parameters)})`;
+      if (listOptions.beforeId !== undefined) {
+        sql += " AND seq < (SELECT seq FROM memories WHERE tenant_id = ? AND id = ?)";
+        parameters.push(tenantId, listOptions.beforeId);
+      }
       const order = {
         recent: "updated_at DESC, seq DESC",
         accessed: "access_count DESC, seq DESC",
         importance: "importance DESC, seq DESC",
+        written: "seq DESC",
       }[listOptions.order];
       parameters.push(listOptions.limit);
       return all(`${sql} ORDER BY ${order} LIMIT ?`, parameters).map(memoryFromRow);
