@@ -38,6 +38,27 @@ interface Field {
 
 type Value = Record<string, unknown>;
 
+/** Where a field is drawn: its schema and place, its ids, its error slot; `child` draws a field inside it. */
+interface Spot {
+  readonly schema: Schema;
+  readonly path: readonly string[];
+  readonly label: string;
+  readonly required: boolean;
+  readonly isRoot: boolean;
+  readonly key: string;
+  readonly fieldId: string;
+  readonly errorId: string;
+  readonly error: HTMLElement;
+  readonly description: HTMLElement | undefined;
+  readonly labelText: string;
+  readonly type: string | undefined;
+  setError(message: string): void;
+  labelled(control: HTMLElement, text?: string): HTMLElement;
+  child(schema: Schema, path: readonly string[], label: string, required: boolean, isItem?: boolean): Field;
+}
+
+type Built = Omit<Field, "setError">;
+
 function typeOf(schema: Schema): string | undefined {
   return Array.isArray(schema.type)
     ? (schema.type as readonly string[]).find((t) => t !== "null")
@@ -94,179 +115,226 @@ export function buildForm(schema: Schema, id: string, values?: unknown): SchemaF
     const description = schema.description ? h("span", { class: "hint" }, schema.description) : undefined;
     const labelText = [label, required && !isRoot && !isItem ? " *" : ""].join("");
     const type = typeOf(schema);
-    const labelled = (control: HTMLElement, text = labelText) =>
-      h("div", { class: "field" }, h("label", { for: fieldId }, text), control, description, error);
-    let built: Omit<Field, "setError">;
-    if (type === "object" && schema.properties !== undefined) {
-      const requiredNames = new Set(schema.required ?? []);
-      const children = Object.entries(schema.properties).map(
-        ([name, child]) =>
-          [name, field(child, [...path, name], baseId, name, requiredNames.has(name))] as const,
-      );
-      const element = h(
-        "fieldset",
-        { class: isRoot ? "root" : "nested" },
-        isRoot ? undefined : h("legend", {}, labelText),
-        description,
-        children.map(([, child]) => child.element),
-        error,
-      );
-      built = {
-        element,
-        read() {
-          const value: Value = {};
-          for (const [name, child] of children) {
-            const item = child.read();
-            if (item !== undefined) value[name] = item;
-          }
-          return Object.keys(value).length === 0 && !isRoot && !required ? undefined : value;
-        },
-      };
-    } else if (type === "array" && typeof schema.items === "object" && !Array.isArray(schema.items)) {
-      const itemSchema = schema.items as Schema;
-      const list = h("ol", { class: "array" });
-      const items: { child: Field; row: HTMLElement }[] = [];
-      const add = (initial?: unknown) => {
-        const index = items.length;
-        const child = field(
-          withValues(itemSchema, initial),
-          [...path, String(index)],
-          baseId,
-          `${label} ${index + 1}`,
-          true,
-          false,
-          true,
-        );
-        const row = h("li", {}, child.element);
-        const entry = { child, row };
-        row.append(
-          h(
-            "button",
-            {
-              type: "button",
-              class: "link",
-              "aria-label": `Remove ${label} ${index + 1}`,
-              onclick: () => {
-                items.splice(items.indexOf(entry), 1);
-                row.remove();
-              },
-            },
-            "Remove",
-          ),
-        );
-        items.push(entry);
-        list.append(row);
-      };
-      for (const initial of Array.isArray(schema.default) ? schema.default : []) add(initial);
-      const element = h(
-        "fieldset",
-        { class: "nested" },
-        h("legend", {}, labelText),
-        description,
-        list,
-        h(
-          "button",
-          { type: "button", class: "secondary", onclick: () => add(), "aria-label": `Add ${label}` },
-          `Add ${label}`,
-        ),
-        error,
-      );
-      built = {
-        element,
-        read() {
-          const values = items.map((entry) => entry.child.read());
-          if (values.length === 0 && !required) return undefined;
-          return values.map((value) => value ?? null);
-        },
-      };
-    } else if (Array.isArray(schema.enum)) {
-      const select = h(
-        "select",
-        { id: fieldId, "aria-describedby": errorId },
-        required ? undefined : h("option", { value: "" }, "(none)"),
-        schema.enum.map((option) =>
-          h("option", { value: JSON.stringify(option), selected: schema.default === option }, String(option)),
-        ),
-      );
-      built = {
-        element: labelled(select),
-        read: () => (select.value === "" ? undefined : JSON.parse(select.value)),
-      };
-    } else if (type === "boolean") {
-      const box = h("input", {
-        id: fieldId,
-        type: "checkbox",
-        checked: schema.default === true,
-        "aria-describedby": errorId,
-      });
-      let touched = false;
-      box.addEventListener("change", () => {
-        touched = true;
-      });
-      built = {
-        element: h(
-          "div",
-          { class: "field check" },
-          box,
-          h("label", { for: fieldId }, labelText),
-          description,
-          error,
-        ),
-        read: () => (touched || required || schema.default !== undefined ? box.checked : undefined),
-      };
-    } else if (type === "number" || type === "integer") {
-      const input = h("input", {
-        id: fieldId,
-        type: "number",
-        step: type === "integer" ? "1" : "any",
-        value: schema.default as number | undefined,
-        "aria-describedby": errorId,
-      });
-      built = {
-        element: labelled(input),
-        read: () => (input.value === "" ? undefined : Number(input.value)),
-      };
-    } else if (type === "string") {
-      const long = (schema.maxLength ?? 0) > 2000 || /script|text|content/i.test(label);
-      const text = schema.default as string | undefined;
-      const input = long
-        ? h("textarea", { id: fieldId, rows: 3, "aria-describedby": errorId }, text ?? "")
-        : h("input", { id: fieldId, type: "text", value: text, "aria-describedby": errorId });
-      built = {
-        element: labelled(input),
-        read: () => (input.value === "" && !required ? undefined : input.value),
-      };
-    } else {
-      // anyOf, free-form objects, unknown types: JSON text, parsed on read.
-      const input = h(
-        "textarea",
-        {
-          id: fieldId,
-          rows: isRoot ? 6 : 2,
-          class: "mono",
-          "aria-describedby": errorId,
-          placeholder: "JSON",
-        },
-        schema.default === undefined ? "" : isRoot ? json(schema.default) : JSON.stringify(schema.default),
-      );
-      built = {
-        drawn: !isRoot,
-        element: labelled(input, `${labelText} (JSON)`),
-        read() {
-          if (input.value.trim() === "") return undefined;
-          try {
-            return JSON.parse(input.value);
-          } catch {
-            setError("Not valid JSON");
-            throw new Error(`${key || "arguments"}: not valid JSON`);
-          }
-        },
-      };
-    }
+    const spot: Spot = {
+      schema,
+      path,
+      label,
+      required,
+      isRoot,
+      key,
+      fieldId,
+      errorId,
+      error,
+      setError,
+      description,
+      labelText,
+      type,
+      labelled: (control, text = labelText) =>
+        h("div", { class: "field" }, h("label", { for: fieldId }, text), control, description, error),
+      child: (childSchema, childPath, childLabel, childRequired, item = false) =>
+        field(childSchema, childPath, baseId, childLabel, childRequired, false, item),
+    };
+    const built =
+      type === "object" && schema.properties !== undefined
+        ? objectField(spot)
+        : type === "array" && typeof schema.items === "object" && !Array.isArray(schema.items)
+          ? arrayField(spot)
+          : Array.isArray(schema.enum)
+            ? enumField(spot)
+            : type === "boolean"
+              ? booleanField(spot)
+              : type === "number" || type === "integer"
+                ? numberField(spot)
+                : type === "string"
+                  ? stringField(spot)
+                  : jsonField(spot);
     const entry: Field = { ...built, setError };
     fields.set(key, entry);
     return entry;
   }
+}
+
+function objectField(spot: Spot): Built {
+  const { schema, path, required, isRoot, error, description, labelText } = spot;
+  const requiredNames = new Set(schema.required ?? []);
+  const children = Object.entries(schema.properties ?? {}).map(
+    ([name, child]) => [name, spot.child(child, [...path, name], name, requiredNames.has(name))] as const,
+  );
+  const element = h(
+    "fieldset",
+    { class: isRoot ? "root" : "nested" },
+    isRoot ? undefined : h("legend", {}, labelText),
+    description,
+    children.map(([, child]) => child.element),
+    error,
+  );
+  return {
+    element,
+    read() {
+      const value: Value = {};
+      for (const [name, child] of children) {
+        const item = child.read();
+        if (item !== undefined) value[name] = item;
+      }
+      return Object.keys(value).length === 0 && !isRoot && !required ? undefined : value;
+    },
+  };
+}
+
+function arrayField(spot: Spot): Built {
+  const { schema, path, label, required, error, description, labelText, type } = spot;
+  const itemSchema = schema.items as Schema;
+  const list = h("ol", { class: "array" });
+  const items: { child: Field; row: HTMLElement }[] = [];
+  const add = (initial?: unknown) => {
+    const index = items.length;
+    const child = spot.child(
+      withValues(itemSchema, initial),
+      [...path, String(index)],
+      `${label} ${index + 1}`,
+      true,
+      true,
+    );
+    const row = h("li", {}, child.element);
+    const entry = { child, row };
+    row.append(
+      h(
+        "button",
+        {
+          type: "button",
+          class: "link",
+          "aria-label": `Remove ${label} ${index + 1}`,
+          onclick: () => {
+            items.splice(items.indexOf(entry), 1);
+            row.remove();
+          },
+        },
+        "Remove",
+      ),
+    );
+    items.push(entry);
+    list.append(row);
+  };
+  for (const initial of Array.isArray(schema.default) ? schema.default : []) add(initial);
+  const element = h(
+    "fieldset",
+    { class: "nested" },
+    h("legend", {}, labelText),
+    description,
+    list,
+    h(
+      "button",
+      { type: "button", class: "secondary", onclick: () => add(), "aria-label": `Add ${label}` },
+      `Add ${label}`,
+    ),
+    error,
+  );
+  return {
+    element,
+    read() {
+      const values = items.map((entry) => entry.child.read());
+      if (values.length === 0 && !required) return undefined;
+      return values.map((value) => value ?? null);
+    },
+  };
+}
+
+function enumField(spot: Spot): Built {
+  const { schema, required, fieldId, errorId, labelled } = spot;
+  const select = h(
+    "select",
+    { id: fieldId, "aria-describedby": errorId },
+    required ? undefined : h("option", { value: "" }, "(none)"),
+    (schema.enum ?? []).map((option) =>
+      h("option", { value: JSON.stringify(option), selected: schema.default === option }, String(option)),
+    ),
+  );
+  return {
+    element: labelled(select),
+    read: () => (select.value === "" ? undefined : JSON.parse(select.value)),
+  };
+}
+
+function booleanField(spot: Spot): Built {
+  const { schema, label, required, fieldId, errorId, error, description, labelText, type } = spot;
+  const box = h("input", {
+    id: fieldId,
+    type: "checkbox",
+    checked: schema.default === true,
+    "aria-describedby": errorId,
+  });
+  let touched = false;
+  box.addEventListener("change", () => {
+    touched = true;
+  });
+  return {
+    element: h(
+      "div",
+      { class: "field check" },
+      box,
+      h("label", { for: fieldId }, labelText),
+      description,
+      error,
+    ),
+    read: () => (touched || required || schema.default !== undefined ? box.checked : undefined),
+  };
+}
+
+function numberField(spot: Spot): Built {
+  const { schema, fieldId, errorId, labelled, type } = spot;
+  const input = h("input", {
+    id: fieldId,
+    type: "number",
+    step: type === "integer" ? "1" : "any",
+    value: schema.default as number | undefined,
+    "aria-describedby": errorId,
+  });
+  return {
+    element: labelled(input),
+    read: () => (input.value === "" ? undefined : Number(input.value)),
+  };
+}
+
+function stringField(spot: Spot): Built {
+  const { schema, label, required, fieldId, errorId, labelled, type } = spot;
+  const long = (schema.maxLength ?? 0) > 2000 || /script|text|content/i.test(label);
+  const text = schema.default as string | undefined;
+  const input = long
+    ? h("textarea", { id: fieldId, rows: 3, "aria-describedby": errorId }, text ?? "")
+    : h("input", { id: fieldId, type: "text", value: text, "aria-describedby": errorId });
+  return {
+    element: labelled(input),
+    read: () => (input.value === "" && !required ? undefined : input.value),
+  };
+}
+
+function jsonField(spot: Spot): Built {
+  const { schema, isRoot, key, fieldId, errorId, setError, labelText, labelled } = spot;
+  // anyOf, free-form objects, unknown types: JSON text, parsed on read.
+  const input = h(
+    "textarea",
+    {
+      id: fieldId,
+      rows: isRoot ? 6 : 2,
+      class: "mono",
+      "aria-describedby": errorId,
+      placeholder: "JSON",
+    },
+    schema.default === undefined ? "" : isRoot ? json(schema.default) : JSON.stringify(schema.default),
+  );
+  return {
+    drawn: !isRoot,
+    element: labelled(input, `${labelText} (JSON)`),
+    read() {
+      if (input.value.trim() === "") return undefined;
+      try {
+        return JSON.parse(input.value);
+      } catch {
+        setError("Not valid JSON");
+        throw new Error(`${key || "arguments"}: not valid JSON`);
+      }
+    },
+  };
 }
 
 /**
