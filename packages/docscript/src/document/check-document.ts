@@ -270,9 +270,9 @@ export function issueKey(issue: DocumentIssue): string {
 }
 
 /**
- * What a change reaches: the entities of the rows it wrote (and `extraEntities`) with every relation
- * touching them, the relations it wrote, those relations' endpoints, and every variant built on the
- * entities. An endpoint's other relations stay out: a new cardinality break always involves a relation
+ * What a change reaches: the entities of the rows it wrote with every relation touching them,
+ * `extraEntities` themselves, the relations it wrote, those relations' endpoints, and every variant
+ * built on the entities. An endpoint's other relations stay out: a new cardinality break always involves a relation
  * the change wrote, so checking that one finds it, and a hub (a track of 50 000 clips) costs nothing.
  * Entities standing for the same identity as a touched one are in reach too (a clash names both).
  */
@@ -281,7 +281,7 @@ export function changeScope(
   rows: { readonly entities: Iterable<string>; readonly relations: Iterable<string> },
   extraEntities: Iterable<string> = [],
 ): { entityIds: Set<string>; relationIds: Set<string> } {
-  const touched = new Set<string>(extraEntities);
+  const touched = new Set<string>();
   const relationIds = new Set<string>(rows.relations);
   for (const rowId of rows.entities) {
     touched.add(rowId);
@@ -290,6 +290,9 @@ export function changeScope(
   }
   for (const entityId of touched)
     for (const relationId of projection.relationIdsOf(entityId)) relationIds.add(relationId);
+  // Entities named besides the rows (a link's ends, a new entity) are checked themselves, without
+  // their other relations: a link into a track of 10,000 clips checks the link, not the track's clips.
+  for (const entityId of extraEntities) touched.add(entityId);
   const entityIds = new Set<string>(touched);
   for (const relationId of relationIds) {
     for (const relation of projection.relationClaimsOf(relationId)) {

@@ -267,6 +267,23 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
           relation.slot === undefined &&
           relation.relationId !== excluding,
       );
+  /** The place after the holder's last ordered target: one pass over its relations, no sort. */
+  const lastPosition = (relationKind: string, holderId: string): string => {
+    let last: string | undefined;
+    for (const relationId of projection.relationIdsOf(holderId)) {
+      const relation = projection.storedRelation(relationId);
+      if (
+        relation === undefined ||
+        relation.relationKind !== relationKind ||
+        relation.endpoint0EntityId !== holderId ||
+        relation.slot !== undefined ||
+        relation.position === undefined
+      )
+        continue;
+      if (last === undefined || relation.position > last) last = relation.position;
+    }
+    return positionBetween(last, undefined);
+  };
   const positionAt = (siblings: StoredRelation[], index: number | undefined): string => {
     const at = index === undefined ? siblings.length : Math.max(0, Math.min(index, siblings.length));
     return positionBetween(siblings[at - 1]?.position, siblings[at]?.position);
@@ -297,5 +314,6 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     writeEmbeddedRow,
     orderedSiblings,
     positionAt,
+    lastPosition,
   };
 }

@@ -34,6 +34,7 @@ export function sessionRelations(context: SessionContext): DocumentSession["rela
     writeEmbeddedRow,
     orderedSiblings,
     positionAt,
+    lastPosition,
   } = context;
   /** The last relation of each page answered, as it stood then: `after` naming it reads on from there. */
   const pageEnds = new Map<string, StoredRelation>();
@@ -130,7 +131,9 @@ export function sessionRelations(context: SessionContext): DocumentSession["rela
       if (shape.slot === undefined) {
         const relationId = createId(input.relationKind);
         const position = shape.ordered
-          ? positionAt(orderedSiblings(input.relationKind, from.entityId), input.index)
+          ? input.index === undefined
+            ? lastPosition(input.relationKind, from.entityId)
+            : positionAt(orderedSiblings(input.relationKind, from.entityId), input.index)
           : undefined;
         const json = {
           [RELATION_KIND]: input.relationKind,
