@@ -18,6 +18,7 @@ import { serveMemory } from "../server/serve-memory.ts";
 import { withoutPassword } from "../server/without-password.ts";
 import { createMemoryTools } from "../tools/create-memory-tools.ts";
 import { memoryResourcesSeat } from "./resources-seat.ts";
+import { defaultSamplingTimeoutMs, withSampledProfile } from "./sampled-profile.ts";
 
 export { withoutPassword };
 
@@ -59,7 +60,10 @@ export default async function memoryBundle(context: MemoryBundleContext): Promis
       allowPrivateNetwork: true,
     });
     logger.info("memory module uses an existing service", { url: client.baseUrl, module: context.module });
-    return { tools: withSeat(createMemoryTools(client), context.module, client), close: async () => {} };
+    return {
+      tools: withSeat(sampledTools(client, env, logger), context.module, client),
+      close: async () => {},
+    };
   }
   const store = defaultMemoryStore(env);
   // A key made for this process alone: the embedded service answers no one else.
@@ -77,7 +81,27 @@ export default async function memoryBundle(context: MemoryBundleContext): Promis
     module: context.module,
   });
   const client = new MemoryClient({ baseUrl: server.url, apiKey, allowPrivateNetwork: true });
-  return { tools: withSeat(createMemoryTools(client), context.module, client), close: () => server.close() };
+  return {
+    tools: withSeat(sampledTools(client, env, logger), context.module, client),
+    close: () => server.close(),
+  };
+}
+
+/**
+ * The memory tools, the profile summarized by the calling MCP client's model where the service has no
+ * model and the client offers sampling (within TACKLE_MEMORY_SAMPLING_TIMEOUT_MS, default 20 s).
+ */
+function sampledTools(
+  client: MemoryClient,
+  env: Readonly<Record<string, string | undefined>>,
+  logger: Logger,
+): AnyTool[] {
+  const timeoutMs = Number(env.TACKLE_MEMORY_SAMPLING_TIMEOUT_MS ?? defaultSamplingTimeoutMs);
+  return withSampledProfile(
+    createMemoryTools(client),
+    Number.isFinite(timeoutMs) && timeoutMs > 0 ? timeoutMs : defaultSamplingTimeoutMs,
+    logger,
+  );
 }
 
 /**
