@@ -1,0 +1,78 @@
+/** The mesh client's public shapes: its options, what a call and a listing take, and `MeshClient`. */
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Logger, ToolCallResult, ToolProgress } from "@tackle/core";
+import type { EventLogLevel } from "../nats/call-events.ts";
+import type { ModuleInfo } from "../runtime/module-info.ts";
+import type { NodeWatchOptions } from "./node-watch.ts";
+
+export interface MeshCallOptions {
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+  /** Give the same key when retrying a call that may have run (a `disconnected` failure). */
+  readonly idempotencyKey?: string;
+  readonly callId?: string;
+  /**
+   * The tool's progress reports, carried across NATS while the call runs. Given only by a caller that
+   * wants them: it costs an inbox subscription for the call.
+   */
+  readonly onProgress?: (update: ToolProgress) => void;
+  /** Receives the tool's log lines at or above `logLevel` (both needed; without a level none cross). */
+  readonly logger?: Logger;
+  readonly logLevel?: EventLogLevel;
+}
+
+/** A listing's options: aborting `signal` rejects it with `aborted` (`ToolAbortedError`) at once. */
+export interface MeshListOptions {
+  readonly signal?: AbortSignal | undefined;
+}
+
+export interface MeshClient {
+  /**
+   * Every module the mesh holds (the catalogue) or that answers on the bus, each with its status.
+   * Bounded: the catalogue read (1.5 s), discovery (`discoveryMs`) and each module's listing (2 s).
+   */
+  catalogue(options?: MeshListOptions): Promise<ModuleInfo[]>;
+  /** What one module serves; `unreachable` when nothing answers for it within 2 s. */
+  tools(module: string, options?: MeshListOptions): Promise<ModuleInfo>;
+  /**
+   * Calls `module.tool`; every failure comes back as `{ ok: false, error }`, an abort as `aborted` at
+   * once (a signal aborted before the call sends nothing; one aborted after asks the node to cancel).
+   */
+  call(name: string, args: unknown, options?: MeshCallOptions): Promise<ToolCallResult>;
+  /** Calls a seat's verb where the membership put it. */
+  callSeat(seat: string, verb: string, args: unknown, options?: MeshCallOptions): Promise<ToolCallResult>;
+  /** The broker as this client sees it: connected, or the error naming it. */
+  broker(): BrokerStatus;
+  /** The connection underneath (for membership functions). */
+  readonly connection: NatsConnection;
+  close(): Promise<void>;
+}
+
+export interface BrokerStatus {
+  /** The broker URL(s), passwords redacted. */
+  readonly url: string;
+  readonly connected: boolean;
+  /** Why it is not connected, naming the broker. */
+  readonly error?: string;
+}
+
+export interface CreateMeshClientOptions {
+  readonly servers?: string;
+  readonly credsFile?: string;
+  /** Use this connection; the client leaves it open on close. */
+  readonly connection?: NatsConnection;
+  /** How long connecting may take. Default 20 000 ms. */
+  readonly connectTimeoutMs?: number;
+  /** Ends the wait for the connection with `aborted` (aborted before: nothing is dialled). */
+  readonly signal?: AbortSignal | undefined;
+  /** Default time limit per call and per listing. Default 60 s for calls. */
+  readonly timeoutMs?: number;
+  /** How long `catalogue()` listens for modules answering `$SRV.INFO`. Default 250 ms. */
+  readonly discoveryMs?: number;
+  /**
+   * How a call held by a node that died fails `node_lost` before its deadline: each module with calls
+   * in flight is asked every `probeMs` (500) which calls its nodes hold; a holder silent for
+   * `lostAfterMs` (2500) loses its calls. `false` turns it off (such calls then wait their deadline).
+   */
+  readonly nodeWatch?: NodeWatchOptions | false;
+}
