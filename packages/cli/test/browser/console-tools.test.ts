@@ -19,11 +19,9 @@ let serve: ServeProcess;
 let browser: Browser;
 let page: Page;
 let errors: string[];
-let origin: string;
 
 before(async () => {
   const port = await freePort();
-  origin = `http://127.0.0.1:${port}`;
   browser = await launchChromium();
   serve = await startServe(
     ["--builtin"],

@@ -182,7 +182,7 @@ function objectField(spot: Spot): Built {
 }
 
 function arrayField(spot: Spot): Built {
-  const { schema, path, label, required, error, description, labelText, type } = spot;
+  const { schema, path, label, required, error, description, labelText } = spot;
   const itemSchema = schema.items as Schema;
   const list = h("ol", { class: "array" });
   const items: { child: Field; row: HTMLElement }[] = [];
@@ -256,7 +256,7 @@ function enumField(spot: Spot): Built {
 }
 
 function booleanField(spot: Spot): Built {
-  const { schema, label, required, fieldId, errorId, error, description, labelText, type } = spot;
+  const { schema, required, fieldId, errorId, error, description, labelText } = spot;
   const box = h("input", {
     id: fieldId,
     type: "checkbox",
@@ -296,7 +296,7 @@ function numberField(spot: Spot): Built {
 }
 
 function stringField(spot: Spot): Built {
-  const { schema, label, required, fieldId, errorId, labelled, type } = spot;
+  const { schema, label, required, fieldId, errorId, labelled } = spot;
   const long = (schema.maxLength ?? 0) > 2000 || /script|text|content/i.test(label);
   const text = schema.default as string | undefined;
   const input = long
