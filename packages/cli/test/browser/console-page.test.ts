@@ -7,14 +7,13 @@
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { request } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createDocScriptTool } from "@tackle/docscript";
 import { freePort } from "@tackle/test-support";
 import type { BrowserContext, Page } from "playwright-core";
 import { assertAccessible, type Browser, watchErrors } from "./chromium.ts";
-import { type ConsoleUnderTest, openConsole } from "./console-under-test.ts";
+import { type ConsoleUnderTest, openConsole, rawRequest } from "./console-under-test.ts";
 
 const shipping = fileURLToPath(new URL("../fixtures/shipping-bundle.ts", import.meta.url));
 let ui: ConsoleUnderTest;
@@ -493,26 +492,5 @@ function captions(): Promise<string> {
   );
 }
 
-function post(
-  path: string,
-  body: string,
-  headers: Record<string, string>,
-  method = "POST",
-): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const outgoing = request(
-      `${origin}${path}`,
-      { method, headers: { "content-type": "application/json", ...headers } },
-      (response) => {
-        let text = "";
-        response.setEncoding("utf8");
-        response.on("data", (chunk: string) => {
-          text += chunk;
-        });
-        response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
-      },
-    );
-    outgoing.on("error", reject);
-    outgoing.end(body);
-  });
-}
+const post = (path: string, body: string, headers: Record<string, string>, method = "POST") =>
+  rawRequest(`${origin}${path}`, body, headers, method);

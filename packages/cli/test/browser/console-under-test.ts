@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { request } from "node:http";
 import { join } from "node:path";
 import { freePort } from "@tackle/test-support";
 import type { BrowserContext, Page } from "playwright-core";
@@ -81,4 +82,29 @@ export async function openConsole(
       shots.remove();
     },
   };
+}
+
+/** A request as no browser sends it (any Origin, any Host, no Origin at all): its status and body. */
+export function rawRequest(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  method = "POST",
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const outgoing = request(
+      url,
+      { method, headers: { "content-type": "application/json", ...headers } },
+      (response) => {
+        let text = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, body: text }));
+      },
+    );
+    outgoing.on("error", reject);
+    outgoing.end(body);
+  });
 }
