@@ -170,3 +170,34 @@ test("a client that goes away mid-form leaves the call paused; another client ap
     [{ to: "Dee", amount: 9 }],
   );
 });
+
+test("a 2026-07-28 request (no mid-call elicitation) gets the paused call, and tackle.approve runs it", async () => {
+  const client = new Client(
+    { name: "approvals-modern", version: "1.0.0" },
+    { versionNegotiation: { mode: { pin: "2026-07-28" } }, capabilities: { elicitation: {} } },
+  );
+  let asked = 0;
+  client.setRequestHandler("elicitation/create", (async () => {
+    asked += 1;
+    return { action: "accept", content: { approve: true } };
+  }) as never);
+  const headers = { authorization: `Bearer ${readConsoleToken(serve?.tokenFile ?? "")}` };
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(serve?.url ?? ""), { requestInit: { headers } }),
+  );
+  clients.push(client);
+  const paused = output(await client.callTool(pay("Hal", 2)));
+  assert.equal(paused.status, "awaiting_approval");
+  assert.equal(asked, 0);
+  const approved = output(
+    await client.callTool({
+      name: "tackle.approve",
+      arguments: { approval: paused.approval, approved: true },
+    }),
+  );
+  assert.equal(approved.paid, 2);
+  assert.deepEqual(
+    ledgerLines(home.path).filter((line) => line.to === "Hal"),
+    [{ to: "Hal", amount: 2 }],
+  );
+});
