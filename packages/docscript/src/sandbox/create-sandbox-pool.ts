@@ -10,6 +10,7 @@ import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import { type Logger, silentLogger } from "@tackle/core";
 import { toFailure } from "./run-gate.ts";
 import type {
+  HostChannel,
   HostToWorker,
   SandboxFailure,
   SandboxLog,
@@ -31,7 +32,11 @@ export interface SandboxPoolOptions {
   readonly maxRunsPerWorker?: number;
   /** How long a run may take to load its input before the script starts; 30000 by default. */
   readonly prepareTimeoutMs?: number;
-  /** How long the dispatcher may take to build the result once the script has ended; 30000 by default. */
+  /**
+   * How long the dispatcher may take to build the result once the script has ended; 30000 by default.
+   * Whatever it says, the result is due by the run's limit (counted from the script's start) plus
+   * `finishGraceMs`: the finish step is the run's own work and counts against its limit.
+   */
   readonly finishTimeoutMs?: number;
   readonly logger?: Logger;
   /** The worker entry; the engine's own by default. Benches set it to measure another engine beside it. */
@@ -46,6 +51,11 @@ export interface SandboxRunRequest {
   readonly timeoutMs?: number;
   /** Answers the dispatcher's host calls (host-only hooks). */
   readonly onHostCall?: (method: string, payload: unknown) => Promise<unknown>;
+  /**
+   * Where the run's sync host calls go instead of `onHostCall` (a host worker holding the run's
+   * document, ADR 0478); its port is handed over to the sandbox worker with the run.
+   */
+  readonly hostChannel?: HostChannel;
 }
 
 export type SandboxRunResult =
@@ -89,6 +99,8 @@ interface PoolWorker {
 // The engine ends a script at its deadline itself; the watchdog only kills a worker that failed to, so its grace
 // covers the worker's report (within the 100 ms a run may overrun its limit).
 const watchdogGraceMs = 60;
+/** Past the run's limit, how long its finish step may still take before the run fails `timeout`. */
+export const finishGraceMs = 150;
 
 /** The worker entry beside this file: TypeScript from source, JavaScript once built. */
 const workerUrl = new URL(
@@ -97,7 +109,7 @@ const workerUrl = new URL(
 );
 
 /** The host's flags a worker may share (module resolution), plus the one that lets us refuse `import()` cleanly. */
-function workerExecArgv(): string[] {
+export function workerExecArgv(): string[] {
   const kept: string[] = [];
   const argv = process.execArgv;
   for (let index = 0; index < argv.length; index++) {
@@ -293,12 +305,19 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
               data: { timeoutMs },
             });
             return;
-          case "script-ended":
-            arm(finishTimeoutMs, {
+          case "script-ended": {
+            // The finish step counts against the run's limit: it is due by then (plus a grace).
+            const left =
+              scriptStartedAt === 0
+                ? finishTimeoutMs
+                : scriptStartedAt + timeoutMs + finishGraceMs - performance.now();
+            arm(Math.max(0, Math.min(finishTimeoutMs, left)), {
               code: "timeout",
-              message: `the plan was not built within ${finishTimeoutMs} ms`,
+              message: `the plan was not built within the run's limit of ${timeoutMs} ms`,
+              data: { timeoutMs },
             });
             return;
+          }
           case "log":
             streamedLogs.push(message.line);
             return;
@@ -363,8 +382,24 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
         input: request.input,
         timeoutMs,
         memoryLimitMb,
+        ...(request.hostChannel === undefined ? {} : { hostChannel: request.hostChannel }),
       };
-      worker.postMessage(message);
+      try {
+        worker.postMessage(message, request.hostChannel === undefined ? [] : [request.hostChannel.port]);
+      } catch (error) {
+        // An input that cannot cross to the worker fails the run at once, saying so.
+        done(
+          {
+            ok: false,
+            error: {
+              code: "run_failed",
+              message: `the run's input cannot cross to the sandbox worker: ${(error as Error).message}`,
+            },
+            logs: [],
+          },
+          false,
+        );
+      }
     });
   }
 
@@ -407,7 +442,10 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
       entry.syncPort.postMessage({
         callId: answer.callId,
         ok: false,
-        error: { code: "host_call_failed", message: (error as Error).message },
+        error: {
+          code: "host_call_failed",
+          message: `the host's answer cannot cross to the script: ${(error as Error).message}`,
+        },
       } satisfies SyncAnswer);
     }
     Atomics.store(entry.signal, 0, 1);
@@ -431,7 +469,20 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
     try {
       worker.postMessage(answer);
     } catch (error) {
-      logger.debug("sandbox host answer not delivered", { error: (error as Error).message });
+      // An answer that cannot cross fails the call at once (never a wait until the run's limit).
+      try {
+        worker.postMessage({
+          type: "host-answer",
+          callId,
+          ok: false,
+          error: {
+            code: "host_call_failed",
+            message: `the host's answer to ${method} cannot cross to the script: ${(error as Error).message}`,
+          },
+        } satisfies HostToWorker);
+      } catch (again) {
+        logger.debug("sandbox host answer not delivered", { error: (again as Error).message });
+      }
     }
   }
 

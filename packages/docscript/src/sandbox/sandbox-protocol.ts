@@ -73,6 +73,8 @@ export type HostToWorker =
       readonly timeoutMs: number;
       /** The engine's memory ceiling for the script's values. */
       readonly memoryLimitMb: number;
+      /** Where the run's sync host calls go instead of the pool's thread (see `HostChannel`). */
+      readonly hostChannel?: HostChannel;
     }
   | {
       readonly type: "host-answer";
@@ -134,4 +136,24 @@ export interface SyncAnswer {
 export interface SyncChannel {
   readonly port: import("node:worker_threads").MessagePort;
   readonly signal: SharedArrayBuffer;
+}
+
+/**
+ * A run's own way to a host that answers its sync calls on another thread than the pool's (a host
+ * worker holding the run's document, ADR 0478): the worker posts `{ callId, method, payload }` on
+ * `port` and waits on `signal[0]` for a `SyncAnswer` posted back on it. The pool's thread never sees
+ * these calls, so a long one cannot block it. `signal[1]` set to 1 says the host has gone (it was
+ * stopped or failed): the waiting call fails and the run ends at once.
+ */
+export interface HostChannel {
+  readonly port: import("node:worker_threads").MessagePort;
+  /** Two 32-bit words: [0] an answer is waiting, [1] the host has gone. */
+  readonly signal: SharedArrayBuffer;
+}
+
+/** A sync call on a `HostChannel`, as the host reads it from its end of the port. */
+export interface HostChannelCall {
+  readonly callId: number;
+  readonly method: string;
+  readonly payload: unknown;
 }

@@ -65,6 +65,10 @@ interface Run {
   audit?: QuickJSHandle;
   deadlineTimer?: NodeJS.Timeout;
   over: boolean;
+  /** Where the run's sync host calls go. */
+  readonly route: SyncRoute;
+  /** The run's host channel reported its host gone: the run ends `sandbox_crashed`. */
+  hostGone: boolean;
 }
 
 /** The engine's own footprint (code, stack, static data) on top of what a script may allocate. */
@@ -118,26 +122,49 @@ function hostFailure(error: SandboxFailure | undefined): Error {
   );
 }
 
+/** Where a run's sync calls go: its own host channel (a host worker), else the pool's thread. */
+interface SyncRoute {
+  readonly port: import("node:worker_threads").MessagePort;
+  readonly signal: Int32Array;
+  /** The pool's thread reads its calls as messages of the worker; a host channel's as its own. */
+  post(callId: number, method: string, payload: unknown): void;
+}
+
 /**
  * Asks the host and blocks until it answers on the sync channel, or until the script's deadline: then
  * the call fails `timeout` (the engine's interrupt ends the script right after). Answers of earlier
- * calls that arrive late are dropped.
+ * calls that arrive late are dropped. A host channel whose host has gone fails the call and the run.
  */
 function callHostSync(runId: number, capability: string, method: string, payload: unknown): unknown {
   const run = active;
   if (run === undefined || run.runId !== runId || run.capability !== capability || run.over)
     throw Object.assign(new Error("the run has ended"), { code: "run_ended" });
+  const route = run.route;
   const callId = nextCallId++;
-  Atomics.store(syncSignal, 0, 0);
-  send({ type: "host-call-sync", runId, capability, callId, method, payload });
+  Atomics.store(route.signal, 0, 0);
+  try {
+    route.post(callId, method, payload);
+  } catch (error) {
+    // A value that cannot cross to the host fails this call at once, with what could not cross.
+    throw Object.assign(
+      new Error(`the call's arguments cannot cross to the host: ${(error as Error).message}`),
+      { code: "invalid_arguments" },
+    );
+  }
   for (;;) {
-    for (let received = receiveMessageOnPort(sync.port); received !== undefined; ) {
+    for (let received = receiveMessageOnPort(route.port); received !== undefined; ) {
       const answer = received.message as SyncAnswer;
       if (answer.callId === callId) {
         if (answer.ok) return answer.value;
         throw hostFailure(answer.error);
       }
-      received = receiveMessageOnPort(sync.port);
+      received = receiveMessageOnPort(route.port);
+    }
+    if (Atomics.load(route.signal, 1) !== 0) {
+      run.hostGone = true;
+      throw Object.assign(new Error(`the run's host ended while answering ${method}`), {
+        code: "run_ended",
+      });
     }
     const remaining = run.deadline - performance.now();
     if (remaining <= 0) {
@@ -146,8 +173,8 @@ function callHostSync(runId: number, capability: string, method: string, payload
         code: "timeout",
       });
     }
-    Atomics.wait(syncSignal, 0, 0, Number.isFinite(remaining) ? remaining : undefined);
-    Atomics.store(syncSignal, 0, 0);
+    Atomics.wait(route.signal, 0, 0, Number.isFinite(remaining) ? remaining : undefined);
+    Atomics.store(route.signal, 0, 0);
   }
 }
 
@@ -312,6 +339,8 @@ function pump(run: Run): void {
     return;
   }
   if (growthRefused) return void end(run, memoryFailure(run));
+  if (run.hostGone)
+    return void end(run, { code: "sandbox_crashed", message: "the run's host ended before the run did" });
   if (run.interrupted) return void end(run, timeoutFailure(run));
   if (run.outcome !== undefined) return void end(run);
   if (run.gate.inFlight === 0) {
@@ -408,6 +437,7 @@ async function end(run: Run, limit?: SandboxFailure): Promise<void> {
     retire = true;
   }
   if (active === run) active = undefined;
+  closeRoute(run);
   send({ type: "script-ended", runId: run.runId, capability: run.capability });
   if (limit !== undefined) return finishRun(run, { ok: false, error: limit }, true);
   outcome ??= { ok: false, error: { code: "script_error", message: "the script ended without an outcome" } };
@@ -439,14 +469,47 @@ function finishRun(
   result: { ok: boolean; value?: unknown; error?: SandboxFailure },
   retire: boolean,
 ): void {
-  send({
-    type: "result",
-    runId: run.runId,
-    capability: run.capability,
-    logs: run.logs,
-    ...result,
-    ...(retire ? { retire: true } : {}),
-  });
+  const message = { type: "result", runId: run.runId, capability: run.capability, logs: run.logs } as const;
+  try {
+    send({ ...message, ...result, ...(retire ? { retire: true } : {}) });
+  } catch (error) {
+    // A result that cannot cross to the host fails the run at once, saying so, never as a timeout.
+    send({
+      ...message,
+      ok: false,
+      error: {
+        code: "run_failed",
+        message: `the run's result cannot cross to the host: ${(error as Error).message}`,
+      },
+      ...(retire ? { retire: true } : {}),
+    });
+  }
+}
+
+/** A run's own host channel is closed with the run: nothing more is asked or answered on it. */
+function closeRoute(run: Run): void {
+  if (run.route.port !== sync.port) run.route.port.close();
+}
+
+/** The pool's sync channel, or the run's own host channel when the pool handed it one. */
+function routeOf(
+  message: Extract<HostToWorker, { type: "run" }>,
+  runId: number,
+  capability: string,
+): SyncRoute {
+  const channel = message.hostChannel;
+  if (channel === undefined)
+    return {
+      port: sync.port,
+      signal: syncSignal,
+      post: (callId, method, payload) =>
+        send({ type: "host-call-sync", runId, capability, callId, method, payload }),
+    };
+  return {
+    port: channel.port,
+    signal: new Int32Array(channel.signal),
+    post: (callId, method, payload) => channel.port.postMessage({ callId, method, payload }),
+  };
 }
 
 async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promise<void> {
@@ -455,6 +518,7 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
   try {
     dispatcher = await loaded.createDispatcher(message.input, hostFor(runId, capability));
   } catch (error) {
+    message.hostChannel?.port.close();
     send({ type: "result", runId, capability, ok: false, error: toFailure(error, "run_failed"), logs: [] });
     return;
   }
@@ -478,9 +542,11 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
     deadline: Number.POSITIVE_INFINITY,
     interrupted: false,
     over: false,
+    route: routeOf(message, runId, capability),
+    hostGone: false,
   };
   runtime.setInterruptHandler(() => {
-    if (growthRefused) return true;
+    if (growthRefused || run.hostGone) return true;
     if (performance.now() < run.deadline) return false;
     run.interrupted = true;
     return true;
@@ -518,6 +584,7 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
       // Disposed with the worker if not here.
     }
     if (active === run) active = undefined;
+    closeRoute(run);
     send({ type: "script-ended", runId, capability });
     const error: SandboxFailure = {
       code: "syntax_error",

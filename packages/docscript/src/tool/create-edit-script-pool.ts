@@ -4,14 +4,34 @@ import {
   type SandboxPool,
   type SandboxPoolOptions,
 } from "../sandbox/create-sandbox-pool.ts";
+import { createSessionHosts, registerSessionHosts } from "./session-hosts.ts";
 
 const dispatcherModule = new URL(
   import.meta.url.endsWith(".ts") ? "./edit-script-dispatcher.ts" : "./edit-script-dispatcher.js",
   import.meta.url,
 );
 
-export type EditScriptPoolOptions = Omit<SandboxPoolOptions, "dispatcherModule">;
+export type EditScriptPoolOptions = Omit<SandboxPoolOptions, "dispatcherModule"> & {
+  /** Heap ceiling (MB) of each host worker, where a document's runs do their host work (ADR 0478); 1024. */
+  readonly hostMemoryLimitMb?: number;
+};
 
+/** The pool, and the host workers its runs do their host work in (ADR 0478), closed with it. */
 export function createEditScriptPool(options: EditScriptPoolOptions = {}): SandboxPool {
-  return createSandboxPool({ ...options, dispatcherModule });
+  const { hostMemoryLimitMb, ...poolOptions } = options;
+  const pool = createSandboxPool({ ...poolOptions, dispatcherModule });
+  const hosts = createSessionHosts({
+    warm: true,
+    ...(hostMemoryLimitMb === undefined ? {} : { memoryLimitMb: hostMemoryLimitMb }),
+    ...(options.logger === undefined ? {} : { logger: options.logger }),
+  });
+  const edit: SandboxPool = {
+    run: (request) => pool.run(request),
+    stats: () => pool.stats(),
+    async close() {
+      await Promise.all([hosts.close(), pool.close()]);
+    },
+  };
+  registerSessionHosts(edit, hosts);
+  return edit;
 }

@@ -2,26 +2,16 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { LoroDoc } from "loro-crdt";
 import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
+import { toFailure } from "../sandbox/run-gate.ts";
 import type { SandboxFailure, SandboxLog, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { assetEntity, uploadTextOf } from "./asset-hooks.ts";
-import {
-  createDocumentCache,
-  type DocumentCache,
-  documentVersion,
-  type RowsOnDemand,
-} from "./document-cache.ts";
+import { documentVersion } from "./document-cache.ts";
 import type { EditPlan } from "./edit-plan.ts";
-import type { ScriptCall } from "./edit-script-dispatcher.ts";
 import type { DocScriptHooks, UploadedText } from "./host-hooks.ts";
 import type { RowSource } from "./remote-projection.ts";
-import {
-  type EditScriptPlanBody,
-  loadSchema,
-  maxReadItems,
-  openRunSession,
-  type RunSessionInput,
-} from "./run-session.ts";
+import { type EditScriptPlanBody, maxReadItems, type RunSessionInput } from "./run-session.ts";
+import { type HostedRun, type SessionHosts, sessionHostsOf } from "./session-hosts.ts";
 
 /** Where the document's schema lives: workers import it by module and export name. */
 export interface SchemaReference {
@@ -64,10 +54,8 @@ export interface RunEditScriptContext {
   readonly hooks: DocScriptHooks;
   /** Documents the host keeps ready for runs (ADR 0464); 4 by default, 0 keeps none. */
   readonly cachedDocuments?: number;
-  /** Entities the host keeps over all those documents; no bound by default. */
+  /** Entities the host keeps of each of those documents; no bound by default. */
   readonly cachedEntities?: number;
-  /** Where those documents are kept; by default one cache per pool. */
-  readonly documents?: DocumentCache;
   /**
    * The document server's stored rows (ADR 0466): a document of more than `aboveEntities` entities is
    * never read whole on the host; its runs read the rows they look up from `source`. Without it every
@@ -76,32 +64,19 @@ export interface RunEditScriptContext {
   readonly rows?: { readonly source: (docId: string) => RowSource; readonly aboveEntities: number };
 }
 
-/** Each pool's run documents, when the caller names no cache of its own. */
-const cachesByPool = new WeakMap<SandboxPool, DocumentCache>();
-
-function documentsOf(context: RunEditScriptContext): DocumentCache {
-  if (context.documents !== undefined) return context.documents;
-  let cache = cachesByPool.get(context.pool);
-  if (cache === undefined) {
-    cache = createDocumentCache();
-    cachesByPool.set(context.pool, cache);
-  }
-  return cache;
-}
-
 /**
  * Whether the run reads rows on demand: as the kept document does, else as its size says (the server's
  * counts, asked once per document the host does not keep).
  */
 async function rowsOnDemand(
   context: RunEditScriptContext,
-  documents: DocumentCache,
+  hosts: SessionHosts,
   key: string,
   docId: string,
-): Promise<RowsOnDemand | undefined> {
+): Promise<{ source: RowSource; wholeUpTo: number } | undefined> {
   if (context.rows === undefined) return undefined;
   const onDemand = { source: context.rows.source(docId), wholeUpTo: maxReadItems };
-  const reads = documents.readsOf(key);
+  const reads = hosts.readsOf(key);
   if (reads !== undefined) return reads === "on-demand" ? onDemand : undefined;
   const { counts } = await onDemand.source([]);
   const entities = Object.values(counts.entities).reduce((sum, count) => sum + count, 0);
@@ -118,14 +93,6 @@ function replicaOf(request: RunEditScriptRequest): LoroDoc {
   return doc;
 }
 
-/** A binding call as the worker sent it; anything else is refused. */
-function scriptCallOf(payload: unknown): ScriptCall {
-  const call = payload as Partial<ScriptCall> | null;
-  if (typeof call?.binding !== "string" || typeof call.method !== "string" || !Array.isArray(call.args))
-    throw new DocScriptError("invalid_request", "a script call names its binding, method and arguments");
-  return call as ScriptCall;
-}
-
 /** A fresh Loro peer for each run: 53 random bits, so two runs never author on the same peer. */
 function freshPeerId(): string {
   const bytes = randomBytes(8);
@@ -138,7 +105,6 @@ export async function runEditScript(
 ): Promise<RunEditScriptResult> {
   const planId = `plan_${randomUUID()}`;
   const replica = replicaOf(request);
-  const schema = await loadSchema(String(context.schema.module), context.schema.exportName);
   const input: RunSessionInput = {
     docId: request.docId,
     planId,
@@ -149,91 +115,63 @@ export async function runEditScript(
       uploadText: context.hooks.uploadText !== undefined,
     },
   };
-  /** What `uploadText` stored during this run: staged with the plan, discarded if the plan is not. */
-  const uploads: UploadedText[] = [];
   const version = documentVersion(replica);
-  const documents = documentsOf(context);
-  const key = `${String(context.schema.module)}#${context.schema.exportName}#${request.docId}`;
-  const rows = await rowsOnDemand(context, documents, key, request.docId);
-  const checkedOut = documents.checkout(
-    key,
-    replica,
-    schema,
-    {
-      documents: context.cachedDocuments ?? 4,
-      ...(context.cachedEntities === undefined ? {} : { entities: context.cachedEntities }),
-    },
-    rows,
-  );
+  const hosts = sessionHostsOf(context.pool);
+  const module = String(context.schema.module);
+  const key = `${module}#${context.schema.exportName}#${request.docId}`;
+  const rows = await rowsOnDemand(context, hosts, key, request.docId);
+  const hooks = runHooks(context, request.docId, replica);
+  let hosted: HostedRun | undefined;
   let result: Awaited<ReturnType<SandboxPool["run"]>>;
-  /** Set once the run has ended (done, failed, timed out): no hook is called for it after that. */
-  let over = false;
-  const hookCalls = hookCallsOf(context.pool);
-  let runHookCalls = 0;
   try {
-    const session = openRunSession(input, schema, checkedOut.document, {
-      async call(method, payload) {
-        if (over) throw new DocScriptError("run_ended", "the run has ended; its hooks are not called");
-        // Caps on hook calls in flight, per run and per host: past them a call is refused at once, never queued.
-        if (runHookCalls >= maxHookCallsPerRun)
-          throw new DocScriptError(
-            "too_many_hook_calls",
-            `at most ${maxHookCallsPerRun} file reads or uploads of one run are in flight at once: await some first`,
-          );
-        if (hookCalls.inFlight >= maxHookCallsPerHost)
-          throw new DocScriptError(
-            "hooks_busy",
-            "the host's file store is busy with other runs: try again shortly",
-          );
-        runHookCalls++;
-        hookCalls.inFlight++;
-        try {
-          if (method === "loadEntityAsset" && context.hooks.loadEntityAsset !== undefined) {
-            const entity = assetEntity(replica, (payload as { entity?: unknown } | null)?.entity);
-            return await context.hooks.loadEntityAsset(request.docId, entity);
-          }
-          if (method === "uploadText" && context.hooks.uploadText !== undefined) {
-            const stored = await context.hooks.uploadText(request.docId, uploadTextOf(payload));
-            if (over) {
-              // The run ended while this upload was stored: nothing will publish it.
-              await discardUploads(context.hooks, request.docId, [stored]);
-              throw new DocScriptError("run_ended", "the run has ended; its upload was discarded");
-            }
-            uploads.push(stored);
-            return stored;
-          }
-        } finally {
-          runHookCalls--;
-          hookCalls.inFlight--;
-        }
-        throw Object.assign(new Error(`the host offers no ${method}`), { code: "no_host_hook" });
+    // The run's host work is done in the document's host worker (ADR 0478), never on this thread.
+    hosted = await hosts.open({
+      key,
+      replica,
+      schema: { module, exportName: context.schema.exportName },
+      input,
+      limits: {
+        documents: context.cachedDocuments ?? 4,
+        ...(context.cachedEntities === undefined ? {} : { entities: context.cachedEntities }),
       },
+      rows,
+      hook: hooks.call,
     });
+    const session = hosted;
     result = await context.pool.run({
       script: request.script,
       input: null,
+      hostChannel: session.channel,
       ...(request.timeoutMs === undefined ? {} : { timeoutMs: request.timeoutMs }),
       onHostCall: async (method, payload) => {
         if (documentVersion(replica) !== version)
           throw new DocScriptError("document_changed", "the replica changed while the run was going");
-        if (method === "script") {
-          const call = scriptCallOf(payload);
-          // The worker's gate let through only the surface's methods, each the way it is declared.
-          return call.binding === "entities" && call.method === "materialize"
-            ? await session.callAsync(call.binding, call.method, call.args)
-            : await session.callFilled(call.binding, call.method, call.args);
-        }
+        const call = payload as { binding?: unknown; method?: unknown; args?: unknown } | null;
+        // The worker's gate let through only the surface's methods, each the way it is declared.
+        if (method === "script" && call?.binding === "entities" && call.method === "materialize")
+          return await session.callAsync(
+            "entities",
+            "materialize",
+            Array.isArray(call.args) ? call.args : [],
+          );
         if (method === "finish") return await session.finish(payload as ScriptOutcome);
         throw Object.assign(new Error(`the host offers no ${method}`), { code: "no_host_hook" });
       },
     });
+  } catch (error) {
+    result = { ok: false, error: toFailure(error, "run_failed"), logs: [] };
   } finally {
-    over = true;
-    checkedOut.release();
+    hooks.end();
   }
-  if (!result.ok) {
-    await discardUploads(context.hooks, request.docId, uploads);
-    return { ok: false, error: result.error, logs: result.logs };
+  // A host worker still working for the run is stopped here; one that ran out of memory says so.
+  const hostFailure = hosted?.end();
+  if (!result.ok || hostFailure !== undefined) {
+    await discardUploads(context.hooks, request.docId, hooks.uploads);
+    const error =
+      hostFailure?.code === "memory_limit" || (result.ok && hostFailure !== undefined)
+        ? hostFailure
+        : (result as { error: SandboxFailure }).error;
+    return { ok: false, error, logs: result.logs };
   }
   const body = result.value as EditScriptPlanBody;
   return {
@@ -248,7 +186,63 @@ export async function runEditScript(
       baseVersion: request.version,
       preview: body.preview,
       createdFileKeys: body.createdFileKeys,
-      uploads,
+      uploads: hooks.uploads,
+    },
+  };
+}
+
+/**
+ * A run's hooks (`loadEntityAsset`, `uploadText`), called on the tool's thread for its host worker:
+ * capped per run and per host, never called once the run has ended, and what `uploadText` stored is
+ * staged with the plan (discarded if the plan is not).
+ */
+function runHooks(context: RunEditScriptContext, docId: string, replica: LoroDoc) {
+  const uploads: UploadedText[] = [];
+  /** Set once the run has ended (done, failed, timed out): no hook is called for it after that. */
+  let over = false;
+  const hookCalls = hookCallsOf(context.pool);
+  let runHookCalls = 0;
+  const call = async (method: string, payload: unknown): Promise<unknown> => {
+    if (over) throw new DocScriptError("run_ended", "the run has ended; its hooks are not called");
+    // Caps on hook calls in flight, per run and per host: past them a call is refused at once, never queued.
+    if (runHookCalls >= maxHookCallsPerRun)
+      throw new DocScriptError(
+        "too_many_hook_calls",
+        `at most ${maxHookCallsPerRun} file reads or uploads of one run are in flight at once: await some first`,
+      );
+    if (hookCalls.inFlight >= maxHookCallsPerHost)
+      throw new DocScriptError(
+        "hooks_busy",
+        "the host's file store is busy with other runs: try again shortly",
+      );
+    runHookCalls++;
+    hookCalls.inFlight++;
+    try {
+      if (method === "loadEntityAsset" && context.hooks.loadEntityAsset !== undefined) {
+        const entity = assetEntity(replica, (payload as { entity?: unknown } | null)?.entity);
+        return await context.hooks.loadEntityAsset(docId, entity);
+      }
+      if (method === "uploadText" && context.hooks.uploadText !== undefined) {
+        const stored = await context.hooks.uploadText(docId, uploadTextOf(payload));
+        if (over) {
+          // The run ended while this upload was stored: nothing will publish it.
+          await discardUploads(context.hooks, docId, [stored]);
+          throw new DocScriptError("run_ended", "the run has ended; its upload was discarded");
+        }
+        uploads.push(stored);
+        return stored;
+      }
+    } finally {
+      runHookCalls--;
+      hookCalls.inFlight--;
+    }
+    throw Object.assign(new Error(`the host offers no ${method}`), { code: "no_host_hook" });
+  };
+  return {
+    call,
+    uploads,
+    end() {
+      over = true;
     },
   };
 }

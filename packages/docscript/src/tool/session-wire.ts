@@ -1,0 +1,78 @@
+/**
+ * The messages between the tool's thread and a host worker (ADR 0478): the worker that holds a
+ * document's run doc and projection and answers its runs' binding calls, so that no host work of a run
+ * is done on the tool's thread.
+ */
+import type { MessagePort } from "node:worker_threads";
+import type { SandboxFailure, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
+import type { RowLookup } from "../server/document-host.ts";
+import type { CacheLimits } from "./document-cache.ts";
+import type { RunSessionInput } from "./run-session.ts";
+
+/** Words of a run's channel signal: an answer waits, the host has gone, the host is answering a call. */
+export const signalWords = 3;
+export const answerWaiting = 0;
+export const hostGone = 1;
+export const hostWorking = 2;
+
+/** From the tool's thread to a host worker. */
+export type ToHostWorker =
+  | {
+      readonly type: "open";
+      readonly callId: number;
+      readonly runId: number;
+      readonly key: string;
+      /** The replica's updates the worker's copy lacks (a snapshot for its first run). */
+      readonly update: Uint8Array | undefined;
+      readonly schema: { readonly module: string; readonly exportName: string };
+      readonly input: RunSessionInput;
+      readonly limits: CacheLimits;
+      /** Rows on demand (ADR 0466): asked of the tool's thread, which asks the document server. */
+      readonly rows: { readonly wholeUpTo: number } | undefined;
+      readonly port: MessagePort;
+      readonly signal: SharedArrayBuffer;
+    }
+  | {
+      readonly type: "call-async";
+      readonly callId: number;
+      readonly runId: number;
+      readonly binding: string;
+      readonly method: string;
+      readonly args: readonly unknown[];
+    }
+  | {
+      readonly type: "finish";
+      readonly callId: number;
+      readonly runId: number;
+      readonly outcome: ScriptOutcome;
+    }
+  | { readonly type: "close"; readonly runId: number }
+  | {
+      readonly type: "answer";
+      readonly callId: number;
+      readonly ok: boolean;
+      readonly value?: unknown;
+      readonly error?: SandboxFailure;
+    };
+
+/** From a host worker to the tool's thread. */
+export type FromHostWorker =
+  | { readonly type: "ready" }
+  | { readonly type: "boot-failed"; readonly message: string }
+  | {
+      readonly type: "answer";
+      readonly callId: number;
+      readonly ok: boolean;
+      readonly value?: unknown;
+      readonly error?: SandboxFailure;
+    }
+  /** A host hook of a run (`loadEntityAsset`, `uploadText`): called on the tool's thread. */
+  | {
+      readonly type: "hook";
+      readonly callId: number;
+      readonly runId: number;
+      readonly method: string;
+      readonly payload: unknown;
+    }
+  /** Stored rows of the worker's document, read from the document server. */
+  | { readonly type: "rows"; readonly callId: number; readonly lookups: readonly RowLookup[] };

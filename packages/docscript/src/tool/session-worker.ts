@@ -1,0 +1,173 @@
+/**
+ * A host worker (ADR 0478): the thread that holds one document's copy of the replica, its run doc and
+ * projection (the document cache, ADR 0464), and does every run's host work on it — the binding calls
+ * the sandbox worker asks on the run's own channel, `materialize`, and the finish step (uploads, file
+ * facts, checks, preview, export). The tool's thread only hands it the replica's updates and answers its
+ * hooks and row reads; a run whose host work passes the run's limit is ended by the tool's thread
+ * terminating this worker, which cannot wait on it.
+ */
+import { type MessagePort, parentPort } from "node:worker_threads";
+import { LoroDoc } from "loro-crdt";
+import { toFailure } from "../sandbox/run-gate.ts";
+import type { HostChannelCall, SandboxFailure, SyncAnswer } from "../sandbox/sandbox-protocol.ts";
+import { type CheckedOutDocument, createDocumentCache } from "./document-cache.ts";
+import { loadSchema, openRunSession, type RunSession } from "./run-session.ts";
+import { answerWaiting, type FromHostWorker, hostWorking, type ToHostWorker } from "./session-wire.ts";
+
+const port = parentPort!;
+const cache = createDocumentCache();
+/** The worker's copy of its document's replica, kept in step by the updates the tool's thread sends. */
+let replica: LoroDoc | undefined;
+const runs = new Map<
+  number,
+  { readonly session: RunSession; readonly checkedOut: CheckedOutDocument; readonly channel: MessagePort }
+>();
+const asked = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
+let nextCallId = 1;
+
+function send(message: FromHostWorker): void {
+  port.postMessage(message);
+}
+
+/** Asks the tool's thread (a hook or a row read) and waits for its answer. */
+function ask(
+  message:
+    | { type: "hook"; runId: number; method: string; payload: unknown }
+    | { type: "rows"; lookups: unknown },
+): Promise<unknown> {
+  const callId = nextCallId++;
+  return new Promise((resolve, reject) => {
+    asked.set(callId, { resolve, reject });
+    send({ ...message, callId } as FromHostWorker);
+  });
+}
+
+/** An answer that cannot cross between threads fails the call at once, saying what did not cross. */
+function post(
+  target: { postMessage(value: unknown): void },
+  answer: { callId: number; ok: boolean; value?: unknown; error?: SandboxFailure },
+  extra: object = {},
+): void {
+  try {
+    target.postMessage({ ...extra, ...answer });
+  } catch (error) {
+    target.postMessage({
+      ...extra,
+      callId: answer.callId,
+      ok: false,
+      error: {
+        code: "host_call_failed",
+        message: `the host's answer cannot cross to the script: ${(error as Error).message}`,
+      },
+    });
+  }
+}
+
+async function answered(
+  work: () => Promise<unknown>,
+): Promise<{ ok: boolean; value?: unknown; error?: SandboxFailure }> {
+  try {
+    return { ok: true, value: await work() };
+  } catch (error) {
+    return { ok: false, error: toFailure(error, "host_call_failed") };
+  }
+}
+
+async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<void> {
+  const { runId, channel, signal } = {
+    runId: message.runId,
+    channel: message.port,
+    signal: new Int32Array(message.signal),
+  };
+  const result = await answered(async () => {
+    if (message.update !== undefined) {
+      replica ??= new LoroDoc();
+      replica.import(message.update);
+    }
+    if (replica === undefined)
+      throw Object.assign(new Error("the host worker holds no document"), { code: "run_failed" });
+    const schema = await loadSchema(message.schema.module, message.schema.exportName);
+    const rows =
+      message.rows === undefined
+        ? undefined
+        : {
+            source: (lookups: unknown) => ask({ type: "rows", lookups }) as never,
+            wholeUpTo: message.rows.wholeUpTo,
+          };
+    const checkedOut = cache.checkout(message.key, replica, schema, message.limits, rows);
+    const session = openRunSession(message.input, schema, checkedOut.document, {
+      call: (method, payload) => ask({ type: "hook", runId, method, payload }),
+    });
+    runs.set(runId, { session, checkedOut, channel });
+    // The run's sync binding calls, one at a time: the sandbox worker waits on each.
+    channel.on("message", (call: HostChannelCall) => {
+      Atomics.store(signal, hostWorking, 1);
+      void answered(() => session.callFilled(...scriptCall(call))).then((answer) => {
+        post(channel, { callId: call.callId, ...answer } satisfies SyncAnswer);
+        Atomics.store(signal, hostWorking, 0);
+        Atomics.store(signal, answerWaiting, 1);
+        Atomics.notify(signal, answerWaiting);
+      });
+    });
+    return { reads: cache.readsOf(message.key) ?? null };
+  });
+  post(port, { callId: message.callId, ...result }, { type: "answer" });
+}
+
+/** A binding call as the sandbox worker sent it: `{ binding, method, args }`. */
+function scriptCall(call: HostChannelCall): [string, string, readonly unknown[]] {
+  const payload = call.payload as { binding?: unknown; method?: unknown; args?: unknown } | null;
+  if (
+    call.method !== "script" ||
+    typeof payload?.binding !== "string" ||
+    typeof payload.method !== "string" ||
+    !Array.isArray(payload.args)
+  )
+    throw Object.assign(new Error("a script call names its binding, method and arguments"), {
+      code: "invalid_request",
+    });
+  return [payload.binding, payload.method, payload.args];
+}
+
+function close(runId: number): void {
+  const run = runs.get(runId);
+  if (run === undefined) return;
+  runs.delete(runId);
+  run.channel.close();
+  run.checkedOut.release();
+}
+
+port.on("message", (message: ToHostWorker) => {
+  switch (message.type) {
+    case "open":
+      void open(message);
+      return;
+    case "call-async":
+    case "finish": {
+      const run = runs.get(message.runId);
+      void answered(async () => {
+        if (run === undefined) throw Object.assign(new Error("the run has ended"), { code: "run_ended" });
+        return message.type === "finish"
+          ? await run.session.finish(message.outcome)
+          : await run.session.callAsync(message.binding, message.method, message.args);
+      }).then((answer) => post(port, { callId: message.callId, ...answer }, { type: "answer" }));
+      return;
+    }
+    case "close":
+      close(message.runId);
+      return;
+    case "answer": {
+      const waiting = asked.get(message.callId);
+      if (waiting === undefined) return;
+      asked.delete(message.callId);
+      if (message.ok) waiting.resolve(message.value);
+      else
+        waiting.reject(
+          Object.assign(new Error(message.error?.message ?? "the host's call failed"), message.error),
+        );
+      return;
+    }
+  }
+});
+
+send({ type: "ready" });
