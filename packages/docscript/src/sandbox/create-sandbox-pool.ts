@@ -140,7 +140,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
 
   function spawn(): PoolWorker {
     const channel = new MessageChannel();
-    const signal = new SharedArrayBuffer(4);
+    const signal = new SharedArrayBuffer(8);
     const sync: SyncChannel = { port: channel.port2, signal };
     const worker = new Worker(options.workerUrl ?? workerUrl, {
       env: {},
