@@ -117,18 +117,17 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
     if (!Array.isArray(ops)) throw new DocScriptError("invalid_operation", "update takes a list of ops");
     const original = (projection.entity(entityId) as Entity).payload as Record<string, unknown>;
     let assembled = original;
+    // Copied once per update, then edited in place: an update's cost is linear in its ops.
+    const fresh = new WeakSet<object>();
     for (const op of ops) {
       checkOp(kind.fields, op, entityId);
       hostOnlyCheck(stored, [op.path[0] as string]);
       const field = ownValue(kind.fields, op.path[0]);
       const current = assembled[op.path[0] as string];
-      assembled = applyOpToValue(assembled, op, entityId);
-      if (
-        field?.fixed &&
-        current !== null &&
-        current !== undefined &&
-        JSON.stringify(current) !== JSON.stringify(assembled[op.path[0] as string])
-      ) {
+      const stated =
+        field?.fixed && current !== null && current !== undefined ? JSON.stringify(current) : undefined;
+      assembled = applyOpToValue(assembled, op, entityId, fresh);
+      if (stated !== undefined && stated !== JSON.stringify(assembled[op.path[0] as string])) {
         throw DocScriptError.fromIssues("schema_violation", [
           {
             constraint: "field.fixed",
@@ -166,8 +165,9 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
           kind.fields,
           Object.fromEntries([...baseOnly].map((name) => [name, progress[name]])),
         );
+      const written = new WeakSet<object>();
       for (const op of ops) {
-        progress = applyOpToValue(progress, op, entityId);
+        progress = applyOpToValue(progress, op, entityId, written);
         applyOpToLoro(fields, kind.fields, op, progress);
       }
     };

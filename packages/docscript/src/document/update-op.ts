@@ -85,6 +85,11 @@ export function applyOpToValue(
   payload: Readonly<Record<string, unknown>>,
   op: UpdateOp,
   entityId: string,
+  /**
+   * Lists and records this update already copied: edited in place by its later ops, so an update of N
+   * ops costs what its ops touch, not N copies of the payload. Nothing in it is shared with a caller.
+   */
+  fresh?: WeakSet<object>,
 ): Record<string, unknown> {
   const path = op.path;
   const edit = (current: unknown, step: number): unknown => {
@@ -92,7 +97,8 @@ export function applyOpToValue(
     const last = step === path.length - 1;
     if (Array.isArray(current)) {
       if (typeof key !== "number") throw invalid(entityId, path, "a list is addressed by index");
-      const copy = [...current];
+      const copy = fresh?.has(current) ? current : [...current];
+      fresh?.add(copy);
       if (last && op.op === "insert") {
         if (key > copy.length)
           throw invalid(entityId, path, `index ${key} is past the list's end (${copy.length})`);
@@ -110,7 +116,10 @@ export function applyOpToValue(
     }
     if (current === null || typeof current !== "object")
       throw invalid(entityId, path, `${path.slice(0, step).join(".") || "payload"} holds no fields`);
-    const record = { ...(current as Record<string, unknown>) };
+    const record = fresh?.has(current)
+      ? (current as Record<string, unknown>)
+      : { ...(current as Record<string, unknown>) };
+    fresh?.add(record);
     if (typeof key !== "string") throw invalid(entityId, path, "a record is addressed by field name");
     if (last) {
       if (op.op === "unset") delete record[key];

@@ -57,6 +57,32 @@ export function toFailure(error: unknown, fallbackCode: string): SandboxFailure 
   return { code: fallbackCode, message: typeof error === "string" ? error : fallbackCode };
 }
 
+/**
+ * How deep a call's arguments may nest (arrays and objects): far above any value a schema defines, far
+ * below what recursive host code (Loro's own among it) takes. Checked on the text, before it is parsed.
+ */
+export const maxArgumentsDepth = 64;
+
+/**
+ * Whether JSON `text` nests arrays and objects deeper than `most`: one pass over the text, outside
+ * strings, without parsing it (nothing recursive ever sees a deeper value).
+ */
+export function nestsDeeperThan(text: string, most: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (inString) {
+      if (code === 92) index++;
+      else if (code === 34) inString = false;
+    } else if (code === 34) inString = true;
+    else if (code === 91 || code === 123) {
+      if (++depth > most) return true;
+    } else if (code === 93 || code === 125) depth--;
+  }
+  return false;
+}
+
 class PrototypeKey extends Error {}
 
 /** Refuses `__proto__` as an object key: it would set a prototype wherever host code copies arguments by assignment. */
@@ -72,6 +98,11 @@ function parseArguments(argumentsText: unknown): unknown[] | string {
     return refusal(
       "arguments_too_large",
       `the call's arguments are ${argumentsText.length} characters as JSON; at most ${maxArgumentsChars}`,
+    );
+  if (nestsDeeperThan(argumentsText, maxArgumentsDepth))
+    return refusal(
+      "arguments_too_deep",
+      `the call's arguments nest arrays and objects deeper than ${maxArgumentsDepth} levels`,
     );
   let args: unknown;
   try {
