@@ -34,6 +34,8 @@ export interface RunGate {
   readonly inFlight: number;
   /** Async calls that were answered with a refusal, for the unobserved-rejection audit. */
   readonly rejectedCallIds: readonly number[];
+  /** Sync calls the dispatcher answered (not refused), by `binding.method`: what a stopped run had done. */
+  answered(): Record<string, number>;
 }
 
 function refusal(code: string, message: string): string {
@@ -133,6 +135,7 @@ export function createRunGate(
   let inFlight = 0;
   let nextCallId = 1;
   const rejectedCallIds: number[] = [];
+  const answeredCalls = new Map<string, number>();
 
   const admit = (given: string, binding: string, method: string, kind: "sync" | "async") => {
     if (given !== capability)
@@ -153,6 +156,7 @@ export function createRunGate(
       return inFlight;
     },
     rejectedCallIds,
+    answered: () => Object.fromEntries(answeredCalls),
     end() {
       ended = true;
     },
@@ -162,7 +166,10 @@ export function createRunGate(
       const args = parseArguments(argumentsText);
       if (typeof args === "string") return args;
       try {
-        return answerText(dispatcher.call(binding, method, args));
+        const answer = answerText(dispatcher.call(binding, method, args));
+        const name = `${binding}.${method}`;
+        answeredCalls.set(name, (answeredCalls.get(name) ?? 0) + 1);
+        return answer;
       } catch (error) {
         return JSON.stringify({ ok: false, error: toFailure(error, "call_refused") });
       }

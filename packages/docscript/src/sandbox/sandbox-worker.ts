@@ -69,6 +69,8 @@ interface Run {
   readonly route: SyncRoute;
   /** The run's host channel reported its host gone: the run ends `sandbox_crashed`. */
   hostGone: boolean;
+  /** Where the engine was when a limit stopped the script. */
+  place?: ScriptPosition;
 }
 
 /** The engine's own footprint (code, stack, static data) on top of what a script may allocate. */
@@ -327,6 +329,7 @@ function pump(run: Run): void {
   try {
     const jobs = run.runtime.executePendingJobs(-1);
     if (jobs.error !== undefined) {
+      notePlace(run, jobs.error);
       jobs.error.dispose();
       if (!run.interrupted && run.outcome === undefined)
         run.outcome = {
@@ -360,11 +363,30 @@ function memoryFailure(run: Run): SandboxFailure {
 }
 
 function timeoutFailure(run: Run): SandboxFailure {
+  const written = run.gate.answered();
+  const writes = Object.entries(written)
+    .map(([call, count]) => `${call} ×${count}`)
+    .join(", ");
+  const where = run.place === undefined ? "" : ` (line ${run.place.line}, column ${run.place.column})`;
   return {
     code: "timeout",
-    message: `the script did not finish within ${run.timeoutMs} ms`,
-    data: { timeoutMs: run.timeoutMs },
+    message: `the script did not finish within ${run.timeoutMs} ms${where}; it had called ${writes || "no binding"}, and none of it is kept`,
+    data: { timeoutMs: run.timeoutMs, ...(run.place ?? {}), calls: written },
   };
+}
+
+/** Where the engine stopped the script (its interrupt's stack), for a limit's failure to name. */
+function notePlace(run: Run, error: QuickJSHandle): void {
+  if (!run.interrupted && !growthRefused) return;
+  try {
+    const stack = run.context.getProp(error, "stack");
+    const text = run.context.typeof(stack) === "string" ? run.context.getString(stack) : undefined;
+    stack.dispose();
+    const place = positionOf(run.script, text?.slice(0, 4000));
+    if (place !== undefined) run.place = place;
+  } catch {
+    // An engine that cannot say where it was leaves the failure without a place.
+  }
 }
 
 /** The engine itself failed (a trap in its code): the run fails and this worker is replaced. */
@@ -612,6 +634,7 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
     main.dispose();
     api.dispose();
     if (started.error !== undefined) {
+      notePlace(run, started.error);
       started.error.dispose();
       if (!run.interrupted && run.outcome === undefined)
         run.outcome = {

@@ -93,4 +93,23 @@ console.log(entities.list({ entityKind: 'track' }).length);`,
       ["arguments_too_deep", "schema_violation", "3"],
     );
   });
+
+  it("a timeout says where the script was and what it had called, none of it kept", async () => {
+    const result = await run(
+      `entities.create({ entityKind: 'track', payload: { role: 'overlay' } });
+entities.list({ limit: 1 });
+let spins = 0;
+for (;;) spins = Math.max(spins + 1, 0);`,
+      500,
+    );
+    assert.equal(!result.ok && result.error.code, "timeout", JSON.stringify(result));
+    assert.ok(!result.ok);
+    assert.match(result.error.message, /\(line 4, column \d+\)/);
+    assert.match(result.error.message, /entities\.create ×1/);
+    assert.match(result.error.message, /none of it is kept/);
+    assert.deepEqual((result.error.data as { calls?: unknown }).calls, {
+      "entities.create": 1,
+      "entities.list": 1,
+    });
+  });
 });
