@@ -38,6 +38,11 @@ export interface SandboxPoolOptions {
    * `finishGraceMs`: the finish step is the run's own work and counts against its limit.
    */
   readonly finishTimeoutMs?: number;
+  /**
+   * How long past a run's limit the pool waits for the worker's own report (which says where the
+   * script was) before it terminates the worker; 60 by default.
+   */
+  readonly watchdogGraceMs?: number;
   readonly logger?: Logger;
   /** The worker entry; the engine's own by default. Benches set it to measure another engine beside it. */
   readonly workerUrl?: URL;
@@ -131,6 +136,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
   const prepareTimeoutMs = options.prepareTimeoutMs ?? 30_000;
   const finishTimeoutMs = options.finishTimeoutMs ?? 30_000;
   const logger = options.logger ?? silentLogger;
+  const graceMs = options.watchdogGraceMs ?? watchdogGraceMs;
   const dispatcherModule = String(options.dispatcherModule);
   const idle: PoolWorker[] = [];
   const all = new Set<PoolWorker>();
@@ -299,7 +305,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
         switch (message.type) {
           case "started":
             scriptStartedAt = performance.now();
-            arm(timeoutMs + watchdogGraceMs, {
+            arm(timeoutMs + graceMs, {
               code: "timeout",
               message: `the script did not finish within ${timeoutMs} ms`,
               data: { timeoutMs },

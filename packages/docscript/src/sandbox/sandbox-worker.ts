@@ -367,7 +367,9 @@ function timeoutFailure(run: Run): SandboxFailure {
   const writes = Object.entries(written)
     .map(([call, count]) => `${call} ×${count}`)
     .join(", ");
-  const where = run.place === undefined ? "" : ` (line ${run.place.line}, column ${run.place.column})`;
+  // The engine knows the place of the script's last call out of plain code (a binding, a built-in).
+  const where =
+    run.place === undefined ? "" : ` (last seen at line ${run.place.line}, column ${run.place.column})`;
   return {
     code: "timeout",
     message: `the script did not finish within ${run.timeoutMs} ms${where}; it had called ${writes || "no binding"}, and none of it is kept`,
@@ -375,7 +377,11 @@ function timeoutFailure(run: Run): SandboxFailure {
   };
 }
 
-/** Where the engine stopped the script (its interrupt's stack), for a limit's failure to name. */
+/**
+ * Where the engine stopped the script (its interrupt's stack), for a limit's failure to name: the
+ * engine records the place of the script's last call, so a loop of plain arithmetic reads as the last
+ * call before it.
+ */
 function notePlace(run: Run, error: QuickJSHandle): void {
   if (!run.interrupted && !growthRefused) return;
   try {
