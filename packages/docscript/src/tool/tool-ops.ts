@@ -1,0 +1,284 @@
+/**
+ * The edit-script tool's three ops on one document — `snapshot`, `run-edit-script`, `commit-plan` — each
+ * run by `createDocScriptTool` after the calls before it on that document.
+ */
+import type { Logger } from "@tackle/core";
+import { type Frontiers, LoroDoc } from "loro-crdt";
+import type { DocumentClient } from "../client/create-document-client.ts";
+import { type CheckScope, changeScope, checkDocument } from "../document/check-document.ts";
+import { projectDocument, refreshRows } from "../document/interpret.ts";
+import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
+import type { SandboxLog } from "../sandbox/sandbox-protocol.ts";
+import type { Schema } from "../schema/define-schema.ts";
+import type { DocumentIssue } from "../schema/types.ts";
+import { changedRows } from "../server/changed-rows.ts";
+import { type Budgets, fitPrefix, tokensOf } from "./budget.ts";
+import { commitPlan } from "./commit-plan.ts";
+import type { CommitOutcome, EditPlan } from "./edit-plan.ts";
+import type { DocScriptHooks } from "./host-hooks.ts";
+import type { PlanCache } from "./plan-cache.ts";
+import { narrowHint, rowsSnapshotPage, Unbounded } from "./rows-snapshot-page.ts";
+import { discardUploads, runEditScript, type SchemaReference } from "./run-edit-script.ts";
+import { servedByServer, serverSnapshotPage } from "./server-snapshot-page.ts";
+import { CursorError, ProjectionIndex, type SnapshotPage, snapshotPage } from "./snapshot-page.ts";
+import { fitLogs, fitOutcome, runError } from "./tool-answers.ts";
+import type { ToolInput } from "./tool-input.ts";
+import type { DocScriptResult, DocScriptToolOptions } from "./tool-types.ts";
+
+export interface DocumentState {
+  replica: LoroDoc;
+  version: string | undefined;
+  /** The plan whose commit is unconfirmed: until it resolves, nothing else runs on the document. */
+  blockingPlanId: string | undefined;
+  /** Calls queued or running on the document; a replica is only dropped when none are. */
+  calls: number;
+  /** The replica's projection for snapshot pages, kept in step by the rows each pull touched. */
+  view: { index: ProjectionIndex; frontiers: Frontiers; issues: DocumentIssue[] | undefined } | undefined;
+}
+
+/** What the ops share: the tool's settings, client, caches and per-document state. */
+export interface ToolCore {
+  readonly options: DocScriptToolOptions;
+  readonly client: DocumentClient;
+  readonly budgets: Budgets;
+  readonly hooks: DocScriptHooks;
+  readonly logger: Logger;
+  readonly plans: PlanCache<{ plan: EditPlan; outcome?: CommitOutcome }>;
+  readonly schemaReference: SchemaReference;
+  schema(): Promise<Schema>;
+  sandbox(): SandboxPool;
+  stateOf(docId: string): DocumentState;
+  /** Every call first pulls what the server has. */
+  pull(docId: string): Promise<DocumentState>;
+  failure(op: string, error: unknown, logs?: readonly SandboxLog[]): DocScriptResult;
+  blocked(op: string, state: DocumentState): DocScriptResult;
+}
+
+export async function commit(
+  core: ToolCore,
+  state: DocumentState,
+  entry: { plan: EditPlan; outcome?: CommitOutcome },
+  applyRemaining = false,
+): Promise<CommitOutcome> {
+  const { options, client, hooks, logger, plans, schema, pull } = core;
+  const outcome = await commitPlan(
+    {
+      client,
+      schema: await schema(),
+      hooks,
+      ...(options.peerId === undefined ? {} : { peerId: options.peerId }),
+      logger,
+    },
+    entry.plan,
+    { applyRemaining },
+  );
+  if (outcome.status === "unconfirmed") {
+    state.blockingPlanId = entry.plan.planId;
+    plans.pin(entry.plan.planId);
+    return outcome;
+  }
+  // A conflicted plan nothing of which applied stays committable with apply_remaining.
+  if (!(outcome.status === "conflicted" && !outcome.applied)) entry.outcome = outcome;
+  if (state.blockingPlanId === entry.plan.planId) state.blockingPlanId = undefined;
+  plans.unpin(entry.plan.planId);
+  if (outcome.status === "rejected") {
+    void discardUploads(hooks, entry.plan.docId, entry.plan.uploads);
+    entry.plan = { ...entry.plan, uploads: [] };
+    // The next call reads the document afresh.
+    state.replica = new LoroDoc();
+    state.version = undefined;
+    state.view = undefined;
+  } else {
+    await pull(entry.plan.docId).catch((error: unknown) =>
+      logger.warn("docscript: pull after commit failed", {
+        docId: entry.plan.docId,
+        error: (error as Error).message,
+      }),
+    );
+  }
+  return outcome;
+}
+
+/** The replica's projection, read once and then refreshed by the rows each pull touched. */
+export async function viewOf(core: ToolCore, state: DocumentState) {
+  const { schema } = core;
+  const frontiers = state.replica.frontiers();
+  if (state.view === undefined) {
+    state.view = {
+      index: new ProjectionIndex(projectDocument(state.replica, await schema())),
+      frontiers,
+      issues: undefined,
+    };
+  } else if (state.replica.cmpFrontiers(state.view.frontiers, frontiers) !== 0) {
+    const projection = state.view.index.projection;
+    const rows = changedRows(state.replica, state.view.frontiers, frontiers);
+    const before = changeScope(projection, rows);
+    refreshRows(projection, state.replica, rows);
+    state.view.index.changed();
+    state.view.frontiers = frontiers;
+    if (state.view.issues !== undefined) {
+      // Issues change only within the reach of the rows the pull touched: re-check that, keep the rest.
+      const after = changeScope(projection, rows);
+      const entityIds = new Set([...before.entityIds, ...after.entityIds]);
+      const relationIds = new Set([...before.relationIds, ...after.relationIds]);
+      const scope: CheckScope = { entityIds, relationIds };
+      const outside = state.view.issues.filter(
+        (issue) =>
+          !(issue.entityId !== undefined && entityIds.has(issue.entityId)) &&
+          !(issue.relationId !== undefined && relationIds.has(issue.relationId)),
+      );
+      state.view.issues = [...outside, ...checkDocument(projection, scope)];
+    }
+  }
+  state.view.issues ??= checkDocument(state.view.index.projection);
+  return state.view as { index: ProjectionIndex; issues: DocumentIssue[] };
+}
+
+export async function snapshot(core: ToolCore, input: ToolInput): Promise<DocScriptResult> {
+  const { options, client, budgets, schema, failure } = core;
+  const envelope = { ok: true, op: "snapshot", doc_id: input.doc_id, version: "" } as const;
+  const budget = budgets.snapshot - tokensOf(envelope) - 60;
+  try {
+    // Plain, kind and id pages read the server's stored rows; related, timed and kinds-with-relations
+    // pages look up the rows their query can match (ADR 0467): nothing of the document is pulled here.
+    const { version, ...page } = servedByServer(input)
+      ? await serverSnapshotPage(client, input.doc_id, input, budget)
+      : await rowsSnapshotPage(await schema(), client, input.doc_id, input, budget);
+    return { ...envelope, version, ...page };
+  } catch (error) {
+    if (error instanceof CursorError)
+      return failure(input.op, { code: "invalid_input", message: error.message });
+    if (!(error instanceof Unbounded)) throw error;
+    // Past the bounds: a document small enough to read whole answers from the replica, never a large one.
+    if (error.entities > (options.sandbox?.readWholeUpTo ?? 20_000))
+      return failure(input.op, {
+        code: "read_limit",
+        message: `${error.message}; a snapshot page of a document this large reads only what its query can match: ${narrowHint}`,
+      });
+  }
+  return await replicaSnapshot(core, input);
+}
+
+export async function replicaSnapshot(core: ToolCore, input: ToolInput): Promise<DocScriptResult> {
+  const { budgets, pull, failure } = core;
+  const state = await pull(input.doc_id);
+  const view = await viewOf(core, state);
+  const envelope = {
+    ok: true,
+    op: "snapshot",
+    doc_id: input.doc_id,
+    version: state.version ?? "",
+  } as const;
+  let page: SnapshotPage;
+  try {
+    page = snapshotPage(view.index, view.issues, input, budgets.snapshot - tokensOf(envelope) - 8);
+  } catch (error) {
+    if (error instanceof CursorError)
+      return failure(input.op, { code: "invalid_input", message: error.message });
+    throw error;
+  }
+  return { ...envelope, ...page };
+}
+
+export async function run(core: ToolCore, input: ToolInput): Promise<DocScriptResult> {
+  const { options, client, budgets, hooks, logger, plans, sandbox, pull, failure, schemaReference } = core;
+  if (input.script === undefined)
+    return failure(input.op, { code: "invalid_input", message: "run-edit-script needs script" });
+  const state = await pull(input.doc_id);
+  const result = await runEditScript(
+    {
+      pool: sandbox(),
+      schema: schemaReference,
+      hooks,
+      ...(options.sandbox?.cachedDocuments === undefined
+        ? {}
+        : { cachedDocuments: options.sandbox.cachedDocuments }),
+      rows: {
+        source: (docId) => (lookups) => client.rows(docId, lookups),
+        aboveEntities: options.sandbox?.readWholeUpTo ?? 20_000,
+      },
+    },
+    {
+      docId: input.doc_id,
+      replica: state.replica,
+      version: state.version ?? "",
+      script: input.script,
+      ...(input.timeout_ms === undefined ? {} : { timeoutMs: input.timeout_ms }),
+      ...(options.userId === undefined ? {} : { actor: options.userId }),
+    },
+  );
+  if (!result.ok) return failure(input.op, runError(result.error), result.logs);
+  const logs = fitLogs(result.logs, budgets.logs);
+  for (const warning of result.documentWarnings)
+    logger.warn("docscript: the sandbox worker recovered while reading the document", {
+      docId: input.doc_id,
+      warning,
+    });
+  const entry: { plan: EditPlan; outcome?: CommitOutcome } = { plan: result.plan };
+  plans.set(result.plan.planId, entry);
+  const committed = input.auto_commit === true ? await commit(core, state, entry) : undefined;
+  const preview = result.plan.preview;
+  const answer = fitPrefix(preview.changes, budgets.run, (changes) => ({
+    ok: true as const,
+    op: "run-edit-script" as const,
+    doc_id: input.doc_id,
+    plan_id: result.plan.planId,
+    version: result.plan.baseVersion,
+    preview: { ...preview, changes, omitted: preview.omitted + preview.changes.length - changes.length },
+    ...(committed === undefined ? {} : { commit: fitOutcome(committed, budgets.commit / 2) }),
+  })).answer;
+  return { ...answer, logs: logs.logs, ...(logs.omitted === 0 ? {} : { logs_omitted: logs.omitted }) };
+}
+
+export async function commitOp(core: ToolCore, input: ToolInput): Promise<DocScriptResult> {
+  const { client, budgets, plans, stateOf, pull, failure, blocked } = core;
+  const planId = input.plan_id;
+  if (planId === undefined)
+    return failure(input.op, { code: "invalid_input", message: "commit-plan needs plan_id" });
+  const state = stateOf(input.doc_id);
+  if (state.blockingPlanId !== undefined && state.blockingPlanId !== planId) return blocked(input.op, state);
+  const entry = plans.get(planId);
+  if (entry === undefined) {
+    // Not kept here (another process ran it, or this one restarted): the server says whether it landed.
+    const known = await client.planState(input.doc_id, planId);
+    if (known.state === "applied") {
+      return {
+        ok: true,
+        op: "commit-plan",
+        doc_id: input.doc_id,
+        plan_id: planId,
+        status: "committed",
+        version: known.version,
+        warnings: [],
+        duplicate: true,
+      };
+    }
+    return failure(input.op, {
+      code: "plan_not_found",
+      message: `plan ${planId} is not kept in this process, and the document server confirms it was never applied; run the script again (it cannot apply twice)`,
+    });
+  }
+  if (entry.plan.docId !== input.doc_id) {
+    return failure(input.op, {
+      code: "invalid_input",
+      message: `plan ${planId} belongs to document ${entry.plan.docId}`,
+    });
+  }
+  if (entry.outcome !== undefined)
+    return {
+      ok: true,
+      op: "commit-plan",
+      doc_id: input.doc_id,
+      plan_id: planId,
+      ...fitOutcome(entry.outcome, budgets.commit - 60),
+    };
+  if (state.blockingPlanId === undefined) await pull(input.doc_id);
+  const outcome = await commit(core, state, entry, input.apply_remaining === true);
+  return {
+    ok: true,
+    op: "commit-plan",
+    doc_id: input.doc_id,
+    plan_id: planId,
+    ...fitOutcome(outcome, budgets.commit - 60),
+  };
+}
