@@ -157,7 +157,6 @@ async function hostileLoad(
           : result.error.code,
     );
     seen.set(name, entry);
-    if (process.env.HOSTILE_VERBOSE) console.log(name, JSON.stringify(result).slice(0, 300));
   }
   return seen;
 }
@@ -212,6 +211,10 @@ let memoryFailures = 0;
 for (let run = 0; run < memoryRuns; run++) {
   const result = await tool.handle({ op: "run-edit-script", doc_id: "memory", script: heaviest });
   if (!result.ok) memoryFailures++;
+  if ((run + 1) % 10 === 0)
+    console.log(
+      `  after ${run + 1} runs: RSS ${((process.memoryUsage().rss - idle) / 1024 / 1024).toFixed(0)} MiB above idle, peak +${((peak - idle) / 1024 / 1024).toFixed(0)} MiB`,
+    );
 }
 clearInterval(sampler);
 const after = process.memoryUsage().rss;

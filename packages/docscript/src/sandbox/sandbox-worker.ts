@@ -372,8 +372,12 @@ function timeoutFailure(run: Run): SandboxFailure {
     run.place === undefined ? "" : ` (last seen at line ${run.place.line}, column ${run.place.column})`;
   return {
     code: "timeout",
-    message: `the script did not finish within ${run.timeoutMs} ms${where}; it had called ${writes || "no binding"}, and none of it is kept`,
-    data: { timeoutMs: run.timeoutMs, ...(run.place ?? {}), calls: written },
+    message: `the script did not finish within ${run.timeoutMs} ms${where}${writes === "" ? "" : `; it had called ${writes}, and none of it is kept`}`,
+    data: {
+      timeoutMs: run.timeoutMs,
+      ...(run.place ?? {}),
+      ...(writes === "" ? {} : { calls: written }),
+    },
   };
 }
 

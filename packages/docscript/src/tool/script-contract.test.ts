@@ -66,7 +66,7 @@ test("the check notices a contract that drifts from the real types", () => {
   assert.ok(contractDiagnostics(missing).length > 0);
 });
 
-const dispatcherPath = fileURLToPath(new URL("./run-session.ts", import.meta.url));
+const dispatcherPath = fileURLToPath(new URL("./run-bindings.ts", import.meta.url));
 
 /** Type-checks the edit-script dispatcher against `api` standing in for script-api.ts; its diagnostics. */
 function dispatcherDiagnostics(api: string): string[] {
