@@ -77,12 +77,25 @@ for (const docId of ["hostile", "other", "memory"]) {
     snapshot: sampleTimelineSnapshot({ extraClips: 200 }),
   });
 }
+/** The last run's time from its script's start to its end, as the tool logs it. */
+let lastScriptMs: number | undefined;
+const ignore = () => {};
+const logger = {
+  debug: (message: string, fields?: Record<string, unknown>) => {
+    if (message === "docscript: run ended" && typeof fields?.scriptMs === "number")
+      lastScriptMs = fields.scriptMs;
+  },
+  info: ignore,
+  warn: ignore,
+  error: ignore,
+};
 let stored = 0;
 let discarded = 0;
 const tool = createDocScriptTool({
   httpOrigin: server.url,
   authToken: hostToken,
   userId: "bench",
+  logger,
   documents: ["hostile", "other", "memory"],
   sandbox: { timeoutMs: 30_000, workers: 2 },
   maxPlans: 4,
@@ -133,12 +146,18 @@ async function otherClient(untilMs: number): Promise<number[]> {
 /** The hostile mix in turn on its document until `untilMs`: each run's end past its limit, by script. */
 async function hostileLoad(
   untilMs: number,
-): Promise<Map<string, { runs: number; worstPastMs: number; codes: Set<string> }>> {
-  const seen = new Map<string, { runs: number; worstPastMs: number; codes: Set<string> }>();
+): Promise<
+  Map<string, { runs: number; worstPastMs: number; worstScriptPastMs: number; codes: Set<string> }>
+> {
+  const seen = new Map<
+    string,
+    { runs: number; worstPastMs: number; worstScriptPastMs: number; codes: Set<string> }
+  >();
   for (let turn = 0; performance.now() < untilMs; turn++) {
     const names = Object.keys(hostile);
     const name = names[turn % names.length]!;
     const started = performance.now();
+    lastScriptMs = undefined;
     const result = await tool.handle({
       op: "run-edit-script",
       doc_id: "hostile",
@@ -146,9 +165,16 @@ async function hostileLoad(
       timeout_ms: limitMs,
     });
     const past = performance.now() - started - limitMs;
-    const entry = seen.get(name) ?? { runs: 0, worstPastMs: Number.NEGATIVE_INFINITY, codes: new Set() };
+    const entry = seen.get(name) ?? {
+      runs: 0,
+      worstPastMs: Number.NEGATIVE_INFINITY,
+      worstScriptPastMs: Number.NEGATIVE_INFINITY,
+      codes: new Set(),
+    };
     entry.runs++;
     entry.worstPastMs = Math.max(entry.worstPastMs, past);
+    if (lastScriptMs !== undefined)
+      entry.worstScriptPastMs = Math.max(entry.worstScriptPastMs, lastScriptMs - limitMs);
     entry.codes.add(
       result.ok
         ? "ok"
@@ -185,15 +211,21 @@ for (const [phase, samples] of [
   console.log(
     `| ${phase} | ${samples.length} | ${format(percentile(samples, 0.5))} | ${format(percentile(samples, 0.99))} | ${format(Math.max(...samples))} |`,
   );
-console.log(`\nhostile runs (limit ${limitMs} ms; end past the limit counts the call's pull and start too)`);
-console.log("| script | runs | worst end past limit ms | answers |");
-console.log("| --- | ---: | ---: | --- |");
+console.log(
+  `\nhostile runs (limit ${limitMs} ms): the run's end past its limit counted from the script's start, and the whole call's (its pull and the document's opening too)`,
+);
+console.log(
+  "| script | runs | worst end past limit, from the script's start, ms | worst call past limit ms | answers |",
+);
+console.log("| --- | ---: | ---: | ---: | --- |");
 let worst = Number.NEGATIVE_INFINITY;
 for (const [name, entry] of runs) {
-  worst = Math.max(worst, entry.worstPastMs);
-  console.log(`| ${name} | ${entry.runs} | ${format(entry.worstPastMs)} | ${[...entry.codes].join(", ")} |`);
+  worst = Math.max(worst, entry.worstScriptPastMs);
+  console.log(
+    `| ${name} | ${entry.runs} | ${format(entry.worstScriptPastMs)} | ${format(entry.worstPastMs)} | ${[...entry.codes].join(", ")} |`,
+  );
 }
-console.log(`worst end past the limit: ${format(worst)} ms (target ≤ 250)`);
+console.log(`worst end past the limit from the script's start: ${format(worst)} ms (target ≤ 250)`);
 console.log(
   `uploads stored by failed runs and not discarded: ${storedAtEnd} at the end, ${storedLater} 5 s later (of ${stored} stored)`,
 );

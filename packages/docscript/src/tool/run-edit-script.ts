@@ -45,8 +45,16 @@ export type RunEditScriptResult =
       readonly documentSource: EditScriptPlanBody["documentSource"];
       /** Problems the worker recovered from while getting the document (log them). */
       readonly documentWarnings: readonly string[];
+      /** From the script's start to the run's end (its finish step included), in ms. */
+      readonly scriptMs?: number;
     }
-  | { readonly ok: false; readonly error: SandboxFailure; readonly logs: readonly SandboxLog[] };
+  | {
+      readonly ok: false;
+      readonly error: SandboxFailure;
+      readonly logs: readonly SandboxLog[];
+      /** From the script's start to the run's end, when the script had started. */
+      readonly scriptMs?: number;
+    };
 
 export interface RunEditScriptContext {
   readonly pool: SandboxPool;
@@ -171,7 +179,12 @@ export async function runEditScript(
       hostFailure?.code === "memory_limit" || (result.ok && hostFailure !== undefined)
         ? hostFailure
         : (result as { error: SandboxFailure }).error;
-    return { ok: false, error, logs: result.logs };
+    return {
+      ok: false,
+      error,
+      logs: result.logs,
+      ...(result.scriptMs === undefined ? {} : { scriptMs: result.scriptMs }),
+    };
   }
   const body = result.value as EditScriptPlanBody;
   return {
@@ -179,6 +192,7 @@ export async function runEditScript(
     logs: result.logs,
     documentSource: body.documentSource,
     documentWarnings: body.documentWarnings,
+    scriptMs: result.scriptMs,
     plan: {
       planId,
       docId: request.docId,

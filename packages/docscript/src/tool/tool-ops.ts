@@ -207,6 +207,11 @@ export async function run(core: ToolCore, input: ToolInput): Promise<DocScriptRe
       ...(options.userId === undefined ? {} : { actor: options.userId }),
     },
   );
+  logger.debug("docscript: run ended", {
+    docId: input.doc_id,
+    ok: result.ok,
+    ...(result.scriptMs === undefined ? {} : { scriptMs: result.scriptMs }),
+  });
   if (!result.ok) return failure(input.op, runError(result.error), result.logs);
   const logs = fitLogs(result.logs, budgets.logs);
   for (const warning of result.documentWarnings)
