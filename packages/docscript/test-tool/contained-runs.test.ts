@@ -57,7 +57,8 @@ describe("runs that try the found escape classes are contained", () => {
 
   test("a model's timeout_ms never raises the host's limit, and the next run is served", async () => {
     await harness.createDocument("contained-timeout");
-    const tool = harness.tool({ sandbox: { timeoutMs: 300 } });
+    // The finish step counts against the run's limit (ADR 0478): the next run's plan must fit in it too.
+    const tool = harness.tool({ sandbox: { timeoutMs: 2_000 } });
     const run = await tool.handle({
       op: "run-edit-script",
       doc_id: "contained-timeout",
@@ -65,7 +66,7 @@ describe("runs that try the found escape classes are contained", () => {
       timeout_ms: 6000,
     });
     assert.ok(!run.ok && run.error.code === "timeout", JSON.stringify(run));
-    assert.deepEqual(!run.ok && run.error.data, { timeoutMs: 300 });
+    assert.deepEqual(!run.ok && run.error.data, { timeoutMs: 2_000 });
     const next = await tool.handle({
       op: "run-edit-script",
       doc_id: "contained-timeout",
