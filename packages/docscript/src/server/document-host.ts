@@ -229,6 +229,14 @@ export class DocumentHost {
           error,
         );
       }
+      // Checked from its ops before any row is read (a too-deep value breaks Loro's reader).
+      const unreadable = unreadableKeys(doc, doc.findIdSpansBetween([], doc.frontiers()).forward);
+      if (unreadable.length > 0) {
+        throw new DocScriptError(
+          "invalid_snapshot",
+          `the snapshot cannot be stored: ${unreadable.join("; ")}`,
+        );
+      }
     }
     const projection = projectDocument(doc, this.schema);
     const issues = checkDocument(projection);

@@ -3,7 +3,7 @@
  * writes that no longer apply because another client changed the document underneath them (lost
  * updates), and host-only fields set without a host credential.
  */
-import type { IdSpan, LoroDoc } from "loro-crdt";
+import type { Container, ContainerID, IdSpan, LoroDoc } from "loro-crdt";
 import { type Projection, readRow } from "../document/projection.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { ownValue } from "../schema/own-keys.ts";
@@ -72,18 +72,58 @@ export function appliedPlans(doc: LoroDoc): Map<string, string> {
 }
 
 /**
- * Map keys an update writes that no row can hold: `__proto__` (read back through `toJSON`, it sets an
- * object's prototype instead of a key, so the value would be stored where no check reads it).
+ * How deep below its root map a container may sit: a row (1), its fields (2) and 62 levels of payload.
+ * Loro reads a row's value recursively inside its WebAssembly module, and a chain of ~10,000 nested
+ * containers makes that read fail with "memory access out of bounds" and leaves the module broken for
+ * every document in the process; so nothing deeper is ever read.
+ */
+export const maxContainerDepth = 64;
+
+/**
+ * What an update writes that no row can hold: a map key `__proto__` (read back through `toJSON`, it
+ * sets an object's prototype instead of a key, so the value would be stored where no check reads it),
+ * and a container nested deeper than `maxContainerDepth`. Read from the update's ops and the
+ * containers' parents only, never from their values, so a hostile update is refused before any read.
  */
 export function unreadableKeys(fork: LoroDoc, spans: readonly IdSpan[]): string[] {
   const found = new Set<string>();
+  const depths = new Map<string, number>();
   for (const span of spans)
     for (const change of fork.exportJsonInIdSpan(span))
       for (const op of change.ops) {
         const key = (op.content as { key?: unknown }).key;
         if (key === "__proto__") found.add(`the update writes a key "__proto__" into ${op.container}`);
+        if (containerDepth(fork, op.container, depths) > maxContainerDepth) {
+          found.add(`the update nests containers more than ${maxContainerDepth} levels deep`);
+          return [...found];
+        }
       }
   return [...found];
+}
+
+/**
+ * A container's depth below its root (a root is 0), walking parents up to a depth already known;
+ * past `maxContainerDepth` it stops and answers one more than the bound. Linear in the containers.
+ */
+function containerDepth(doc: LoroDoc, id: string, depths: Map<string, number>): number {
+  const chain: string[] = [];
+  let current: Container | undefined = doc.getContainerById(id as ContainerID);
+  let above = -1;
+  while (current !== undefined) {
+    const known = depths.get(current.id);
+    if (known !== undefined) {
+      above = known;
+      break;
+    }
+    chain.push(current.id);
+    if (chain.length > maxContainerDepth + 1) return maxContainerDepth + 1;
+    current = current.parent();
+  }
+  // chain[0] is `id`; the last is the root (above = -1) or sits below a container of known depth.
+  for (let index = chain.length - 1, depth = above + 1; index >= 0; index--, depth++) {
+    depths.set(chain[index] as string, depth);
+  }
+  return depths.get(id) ?? 0;
 }
 
 /** An issue the merge adds, as a conflict reason. */
