@@ -38,25 +38,31 @@ describe("host work in a host worker (ADR 0478)", () => {
     assert.ok(single.ok, JSON.stringify(single));
     const callMs = Number(single.logs[0]?.text);
 
-    // The tool's thread's delays while a script keeps the host worker busy with such calls.
-    const delay = monitorEventLoopDelay({ resolution: 10 });
-    // The limit falls inside the first such call: the host worker is still at it when the run ends.
-    const limitMs = Math.max(200, Math.round(callMs / 3));
-    delay.enable();
-    const started = performance.now();
-    const busy = await run(`for (;;) { ${bigCreate} }`, limitMs);
-    const tookMs = performance.now() - started;
-    delay.disable();
-    assert.equal(busy.ok, false);
-    assert.equal(!busy.ok && busy.error.code, "timeout", JSON.stringify(busy));
-    const worstDelayMs = delay.max / 1e6;
-    assert.ok(
-      worstDelayMs < Math.max(callMs / 2, 200),
-      `the tool's thread was held ${worstDelayMs.toFixed(0)} ms (one call takes ${callMs} ms)`,
-    );
-    // Generous: the run's opening and the machine's load count too; before, a call ran to its end.
-    assert.ok(tookMs < limitMs + 5_000, `the run ended ${tookMs.toFixed(0)} ms after it started`);
-    assert.ok(sessionHostsOf(pool).stats().stopped >= 1, "the busy host worker was not stopped");
+    // The tool's thread's delays while a script keeps the host worker busy with such calls. The limit
+    // is meant to fall inside a host call; where the script's own part (building the argument) is
+    // what runs at the limit, the host is idle and rightly not stopped, so up to three limits are
+    // tried, each later in the call, until one lands inside it. Every try must hold the bounds.
+    const stoppedBefore = sessionHostsOf(pool).stats().stopped;
+    for (const fraction of [1 / 3, 1 / 2, 2 / 3]) {
+      const delay = monitorEventLoopDelay({ resolution: 10 });
+      const limitMs = Math.max(200, Math.round(callMs * fraction));
+      delay.enable();
+      const started = performance.now();
+      const busy = await run(`for (;;) { ${bigCreate} }`, limitMs);
+      const tookMs = performance.now() - started;
+      delay.disable();
+      assert.equal(busy.ok, false);
+      assert.equal(!busy.ok && busy.error.code, "timeout", JSON.stringify(busy));
+      const worstDelayMs = delay.max / 1e6;
+      assert.ok(
+        worstDelayMs < Math.max(callMs / 2, 200),
+        `the tool's thread was held ${worstDelayMs.toFixed(0)} ms (one call takes ${callMs} ms)`,
+      );
+      // Generous: the run's opening and the machine's load count too; before, a call ran to its end.
+      assert.ok(tookMs < limitMs + 5_000, `the run ended ${tookMs.toFixed(0)} ms after it started`);
+      if (sessionHostsOf(pool).stats().stopped > stoppedBefore) break;
+    }
+    assert.ok(sessionHostsOf(pool).stats().stopped > stoppedBefore, "the busy host worker was not stopped");
 
     // The next run on the document reads it anew, as it was: nothing of the stopped run is kept.
     const next = await run("console.log(entities.list({ entityKind: 'audio-script' }).length);");
