@@ -5,18 +5,13 @@
  * holds. The server must answer the attacker and go on serving everyone else.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test } from "node:test";
 import { LoroDoc, LoroMap } from "loro-crdt";
-import { createDocumentClient } from "../src/client/create-document-client.ts";
 import { interpretDocument } from "../src/document/interpret.ts";
 import { sampleTimelineSnapshot } from "../src/module/sample-timeline.ts";
 import { maxContainerDepth } from "../src/server/push-checks.ts";
-import { serveDocuments } from "../src/server/serve-documents.ts";
-import { createSqliteDocumentStore } from "../src/server/sqlite-document-store.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
+import { withSampleServer } from "./timeline-fixture.ts";
 
 /** Well past the ~4,000 levels at which Loro's recursive read breaks the module. */
 const levels = 5000;
@@ -24,33 +19,19 @@ const levels = 5000;
 const fieldsOf = (doc: LoroDoc, entityId: string): LoroMap =>
   (doc.getMap("entities").get(entityId) as LoroMap).get("fields") as LoroMap;
 
+const trackOf = (doc: LoroDoc): string =>
+  interpretDocument(doc, timelineSchema).entities.find((entity) => entity.entityKind === "track")!.entityId;
+
 /** Nests `levels` maps under `map[key]`, written straight into Loro as a hostile client would. */
 function nest(map: LoroMap, key: string, depth: number): void {
   let current = map.setContainer(key, new LoroMap());
   for (let level = 1; level < depth; level++) current = current.setContainer("n", new LoroMap());
 }
 
-test("containers nested thousands deep are refused before any read, and the server goes on serving", async () => {
-  const directory = mkdtempSync(join(tmpdir(), "docscript-deep-"));
-  const adminToken = "admin-token-for-tests-0123456789";
-  const token = "document-token-for-tests-0123456789";
-  const server = await serveDocuments({
-    store: createSqliteDocumentStore({ path: join(directory, "documents.sqlite") }),
-    schema: timelineSchema,
-    adminToken,
-  });
-  try {
-    const client = createDocumentClient({ origin: server.url, token });
-    await client.createDocument("doc", { adminToken, token, snapshot: sampleTimelineSnapshot() });
-    const read = async () => {
-      const doc = new LoroDoc();
-      await client.pullInto("doc", doc);
-      return doc;
-    };
+test("containers nested thousands deep are refused before any read, and the server goes on serving", () =>
+  withSampleServer(async ({ client, adminToken, token, read }) => {
     const before = await read();
-    const track = interpretDocument(before, timelineSchema).entities.find(
-      (entity) => entity.entityKind === "track",
-    )!.entityId;
+    const track = trackOf(before);
 
     const hostile = await read();
     const from = hostile.oplogVersion();
@@ -92,38 +73,16 @@ test("containers nested thousands deep are refused before any read, and the serv
     const second = new LoroDoc();
     await client.pullInto("doc-2", second);
     assert.ok(interpretDocument(second, timelineSchema).entities.length > 0);
-  } finally {
-    await server.close();
-    rmSync(directory, { recursive: true, force: true });
-  }
-});
+  }));
 
-test("a value nested to the bound is judged by the schema, not refused for its depth", async () => {
-  const directory = mkdtempSync(join(tmpdir(), "docscript-deep-bound-"));
-  const adminToken = "admin-token-for-tests-0123456789";
-  const token = "document-token-for-tests-0123456789";
-  const server = await serveDocuments({
-    store: createSqliteDocumentStore({ path: join(directory, "documents.sqlite") }),
-    schema: timelineSchema,
-    adminToken,
-  });
-  try {
-    const client = createDocumentClient({ origin: server.url, token });
-    await client.createDocument("doc", { adminToken, token, snapshot: sampleTimelineSnapshot() });
-    const doc = new LoroDoc();
-    await client.pullInto("doc", doc);
-    const track = interpretDocument(doc, timelineSchema).entities.find(
-      (entity) => entity.entityKind === "track",
-    )!.entityId;
+test("a value nested to the bound is judged by the schema, not refused for its depth", () =>
+  withSampleServer(async ({ client, read }) => {
+    const doc = await read();
     const from = doc.oplogVersion();
     // The track's fields map sits at depth 2: this chain ends exactly at the bound.
-    nest(fieldsOf(doc, track), "name", maxContainerDepth - 2);
+    nest(fieldsOf(doc, trackOf(doc)), "name", maxContainerDepth - 2);
     doc.commit();
     const pushed = await client.push("doc", doc.export({ mode: "update", from }));
     assert.equal(pushed.status, "rejected");
     assert.doesNotMatch(JSON.stringify(pushed), /levels deep/, "refused by the schema (a name is text)");
-  } finally {
-    await server.close();
-    rmSync(directory, { recursive: true, force: true });
-  }
-});
+  }));

@@ -5,17 +5,11 @@
  * client that skips the session would.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { test } from "node:test";
-import { LoroDoc, LoroMap } from "loro-crdt";
-import { createDocumentClient } from "../src/client/create-document-client.ts";
+import { type LoroDoc, LoroMap } from "loro-crdt";
 import { interpretDocument } from "../src/document/interpret.ts";
-import { sampleTimelineSnapshot } from "../src/module/sample-timeline.ts";
-import { serveDocuments } from "../src/server/serve-documents.ts";
-import { createSqliteDocumentStore } from "../src/server/sqlite-document-store.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
+import { withSampleServer } from "./timeline-fixture.ts";
 
 type Edit = (doc: LoroDoc, ids: { track: string; clip: string }) => void;
 
@@ -86,23 +80,8 @@ const edits: [string, Edit][] = [
   ],
 ];
 
-test("a push naming a kind, relation kind, field or row key the schema does not define is rejected; nothing is stored", async () => {
-  const directory = mkdtempSync(join(tmpdir(), "docscript-undefined-names-"));
-  const adminToken = "admin-token-for-tests-0123456789";
-  const token = "document-token-for-tests-0123456789";
-  const server = await serveDocuments({
-    store: createSqliteDocumentStore({ path: join(directory, "documents.sqlite") }),
-    schema: timelineSchema,
-    adminToken,
-  });
-  try {
-    const client = createDocumentClient({ origin: server.url, token });
-    await client.createDocument("doc", { adminToken, token, snapshot: sampleTimelineSnapshot() });
-    const read = async () => {
-      const doc = new LoroDoc();
-      await client.pullInto("doc", doc);
-      return doc;
-    };
+test("a push naming a kind, relation kind, field or row key the schema does not define is rejected; nothing is stored", () =>
+  withSampleServer(async ({ client, read }) => {
     const before = await read();
     const entities = interpretDocument(before, timelineSchema).entities;
     const ids = {
@@ -125,8 +104,4 @@ test("a push naming a kind, relation kind, field or row key the schema does not 
     fieldsOf(doc, ids.track).set("name", "Renamed");
     doc.commit();
     assert.equal((await client.push("doc", doc.export({ mode: "update", from }))).status, "committed");
-  } finally {
-    await server.close();
-    rmSync(directory, { recursive: true, force: true });
-  }
-});
+  }));

@@ -1,4 +1,7 @@
 /** Test helpers: a client-side editor that pulls, edits through a document session and pushes one update. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { LoroDoc } from "loro-crdt";
 import {
   createDocumentClient,
@@ -8,6 +11,9 @@ import {
   type PushResult,
   timelineSchema,
 } from "../src/index.ts";
+import { sampleTimelineSnapshot } from "../src/module/sample-timeline.ts";
+import { serveDocuments } from "../src/server/serve-documents.ts";
+import { createSqliteDocumentStore } from "../src/server/sqlite-document-store.ts";
 
 export interface Editor {
   readonly doc: LoroDoc;
@@ -75,4 +81,38 @@ export function seedTrack(
     markerId: marker.entityId,
     audioId: audio.entityId,
   };
+}
+
+/** A document server on a fresh SQLite file holding "doc", created from the sample timeline. */
+export interface SampleServer {
+  readonly client: DocumentClient;
+  readonly adminToken: string;
+  readonly token: string;
+  /** Pulls "doc" into a fresh Loro document. */
+  read(): Promise<LoroDoc>;
+}
+
+/** Runs `body` against a sample server, then closes it and deletes its file. */
+export async function withSampleServer(body: (server: SampleServer) => Promise<void>): Promise<void> {
+  const directory = mkdtempSync(join(tmpdir(), "docscript-sample-server-"));
+  const adminToken = "admin-token-for-tests-0123456789";
+  const token = "document-token-for-tests-0123456789";
+  const server = await serveDocuments({
+    store: createSqliteDocumentStore({ path: join(directory, "documents.sqlite") }),
+    schema: timelineSchema,
+    adminToken,
+  });
+  try {
+    const client = createDocumentClient({ origin: server.url, token });
+    await client.createDocument("doc", { adminToken, token, snapshot: sampleTimelineSnapshot() });
+    const read = async () => {
+      const doc = new LoroDoc();
+      await client.pullInto("doc", doc);
+      return doc;
+    };
+    await body({ client, adminToken, token, read });
+  } finally {
+    await server.close();
+    rmSync(directory, { recursive: true, force: true });
+  }
 }
