@@ -168,7 +168,7 @@ describe("npm start (tackle serve --builtin), then tools and call through its co
   test("serve prints its modules, tool counts, the console URL and the token file (0600)", () => {
     assert.match(serve.banner, /^tackle serve: embedded/m);
     assert.match(serve.banner, /^ {2}module demo: ok, 4 tools$/m);
-    assert.match(serve.banner, /^ {2}module memory: ok, 26 tools$/m);
+    assert.match(serve.banner, /^ {2}module memory: ok, 27 tools$/m);
     assert.match(serve.banner, /^ {2}module docscript: ok, \d+ tools$/m);
     assert.match(serve.banner, /^ {2}module broken: failed\b.*$/m);
     assert.equal(serve.url, `http://127.0.0.1:${port}/mcp`);

@@ -7,7 +7,7 @@ import { createToolSet, silentLogger } from "@tackle/core";
 import memoryBundle, { defaultMemoryStore } from "../src/module/bundle.ts";
 
 describe("the memory module bundle", () => {
-  it("serves the 26 tools (and its mcp seat: memories as resources, the guide prompt) over an embedded SQLite service that survives a restart", async (context) => {
+  it("serves the 27 tools (and its mcp seat: memories as resources, the guide prompt) over an embedded SQLite service that survives a restart", async (context) => {
     const home = mkdtempSync(join(tmpdir(), "tackle-home-"));
     context.after(() => rmSync(home, { recursive: true, force: true }));
     const bundleContext = {
@@ -18,7 +18,7 @@ describe("the memory module bundle", () => {
     };
 
     const first = await memoryBundle(bundleContext);
-    assert.equal(first.tools.filter((tool) => !tool.name.startsWith("mcp.")).length, 26);
+    assert.equal(first.tools.filter((tool) => !tool.name.startsWith("mcp.")).length, 27);
     assert.deepEqual(
       first.tools.filter((tool) => tool.name.startsWith("mcp.")).map((tool) => tool.name),
       ["mcp.resources", "mcp.read", "mcp.versions", "mcp.complete", "mcp.prompts", "mcp.prompt"],

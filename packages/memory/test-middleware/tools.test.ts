@@ -20,7 +20,7 @@ const call = (name: string, args: unknown, identity?: Record<string, string>): P
   tools.invoke(name, args, identity === undefined ? {} : { identity });
 
 describe("createMemoryTools against the real service", () => {
-  it("has the 26 memory tools, memory_ prefixed, with scope fields from MEMORY_SCOPE_VALUES", () => {
+  it("has the 27 memory tools, memory_ prefixed, with scope fields from MEMORY_SCOPE_VALUES", () => {
     assert.deepEqual([...tools.names].sort(), [
       "memory_add",
       "memory_admin_access_summaries",
@@ -37,6 +37,7 @@ describe("createMemoryTools against the real service", () => {
       "memory_lifecycle_get",
       "memory_lifecycle_history",
       "memory_lifecycle_update",
+      "memory_list",
       "memory_list_jobs",
       "memory_novelty_scan",
       "memory_procedure_outcome",
@@ -56,7 +57,7 @@ describe("createMemoryTools against the real service", () => {
     for (const tool of tools.tools) assert.ok(tool.description.length > 20, `${tool.name} says what it does`);
   });
 
-  it("the 26 definitions fit in 3k tokens (o200k), and every scope field says what it is", () => {
+  it("the 27 definitions fit in 3k tokens (o200k), and every scope field says what it is", () => {
     let total = 0;
     for (const tool of tools.tools) {
       total += countTokens(
@@ -168,6 +169,41 @@ describe("createMemoryTools against the real service", () => {
     for (const result of next.results) assert.ok(!seen.has(result.id), "the cursor read on, not again");
     const full = await call("memory_search", { ...dana, query: "lighthouse", limit: 1, details: true });
     assert.ok(full.results[0].memory.provenance, "details: true answers the whole record");
+  });
+
+  it("lists a scope's memories a page at a time, within the token budget, the cursor reading on", async () => {
+    const erin = { userId: "erin-list" };
+    const long = "the orchard ledger of apple harvests by row and year ".repeat(30);
+    for (let index = 0; index < 9; index += 1) {
+      await call("memory_add", { ...erin, content: `Row ${index}: ${long}`, dedupe: false });
+    }
+    await call("memory_add", { userId: "frank-list", content: "Frank keeps bees behind the barn" });
+    const seen: string[] = [];
+    let page = await call("memory_list", { ...erin, limit: 9 });
+    assert.ok(page.memories.length < 9, "the budget cut the first page");
+    assert.equal(page.more.omitted, 9 - page.memories.length);
+    assert.ok(countTokens(JSON.stringify(page.memories)) <= TOOL_RESULT_TOKEN_BUDGET);
+    assert.deepEqual(Object.keys(page.memories[0]).sort(), ["date", "id", "kind", "text"]);
+    assert.match(page.memories[0].text, /^Row 8:/, "the latest written first");
+    for (;;) {
+      seen.push(...page.memories.map((memory: { id: string }) => memory.id));
+      if (page.nextCursor === undefined) break;
+      page = await call("memory_list", { ...erin, limit: 9, cursor: page.nextCursor });
+    }
+    assert.equal(seen.length, 9, "every memory once");
+    assert.equal(new Set(seen).size, 9);
+    const full = await call("memory_list", { ...erin, limit: 1, details: true });
+    assert.equal(full.memories[0].userId, "erin-list", "details: true answers the whole record");
+    const bound = await tools.invoke(
+      "memory_list",
+      { userId: "erin-list", limit: 50 },
+      { identity: { userId: "frank-list" } },
+    );
+    assert.deepEqual(
+      (bound as { memories: { text: string }[] }).memories.map((memory) => memory.text),
+      ["Frank keeps bees behind the barn"],
+      "the identity's scope wins over the model's userId",
+    );
   });
 
   it("writes events once per tool call, however often the call is retried", async () => {

@@ -1,5 +1,5 @@
 /**
- * The memory module as a Tackle bundle (the mesh's bundle contract): the 26 memory tools over an
+ * The memory module as a Tackle bundle (the mesh's bundle contract): the 27 memory tools over an
  * embedded memory service on SQLite, served on loopback to this process only. `tackle serve` loads
  * it among its built-in modules when this file exists.
  *

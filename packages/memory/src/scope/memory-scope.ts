@@ -23,8 +23,8 @@ export const scopeIdSchema = z
 
 /** What each field names; shown to models in every tool and in the OpenAPI document. */
 export const MEMORY_SCOPE_DESCRIPTIONS = {
-  userId: "End user's id (whose memory)",
-  agentId: "Agent's id (whose memory)",
+  userId: "End user's id",
+  agentId: "Agent's id",
   sessionId: "Conversation's id",
 } as const satisfies Record<MemoryScopeField, string>;
 

@@ -30,8 +30,7 @@ export function adminTools(client: MemoryToolClient) {
     }),
     defineTool({
       name: "memory_chain_trace",
-      description:
-        "Where a memory came from: the events, imports, documents and memories it derives from, and what it became.",
+      description: "Where a memory came from (events, imports, documents, memories) and what it became.",
       input: modelSchema(z.object({ id: idSchema })),
       annotations: { title: "Chain trace", ...reads },
       execute: ({ id }, context) => client.chainTrace(id, byIdOptions(context)),
@@ -56,7 +55,7 @@ export function adminTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_import_conversations",
       description:
-        "Start a job importing past conversations as events (and memories mined from them); poll it with memory_get_job.",
+        "Start a job importing past conversations as events and mined memories; poll it with memory_get_job.",
       input: modelSchema(importConversationsRequestSchema),
       annotations: { title: "Import conversations", ...jobs },
       execute: (input, context) =>

@@ -1,5 +1,5 @@
 /**
- * `createMemoryTools`: the memory service's whole surface as 26 `@tackle/core` tools, so every
+ * `createMemoryTools`: the memory service's whole surface as 27 `@tackle/core` tools, so every
  * adapter (AI SDK, OpenAI, MCP, LangChain, the mesh) serves them. Every call goes through the client.
  */
 import type { AnyTool } from "@tackle/core";

@@ -27,7 +27,7 @@ export function lifecycleTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_lifecycle_update",
       description:
-        "Change a memory's content, kind, metadata or importance; the old version stays in its history. Pass expectedVersion to refuse a concurrent change.",
+        "Change a memory's content, kind, metadata or importance, keeping the old version; expectedVersion refuses a concurrent change.",
       input: modelSchema(z.object({ ...handle, ...updateMemoryRequestSchema.shape })),
       annotations: { title: "Update memory", readOnlyHint: false, openWorldHint: false },
       execute: async ({ id, ...request }, context) => {
@@ -36,7 +36,7 @@ export function lifecycleTools(client: MemoryToolClient) {
     }),
     defineTool({
       name: "memory_lifecycle_delete",
-      description: "Delete a memory (soft: it leaves retrieval, its history remains). Give a reason.",
+      description: "Soft-delete a memory: it leaves retrieval, its history stays. Give a reason.",
       input: modelSchema(z.object({ ...handle, ...deleteMemoryQuerySchema.shape })),
       annotations: {
         title: "Delete memory",

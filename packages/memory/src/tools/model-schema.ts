@@ -2,7 +2,7 @@
  * `modelSchema`: a tool input schema that validates with the full zod schema but shows the model a
  * compact JSON Schema — types, enums, required fields and descriptions, without the defaults,
  * patterns, length and range bounds the service checks anyway (a refused value comes back as a typed
- * `invalid_input` error naming the field). The 26 definitions fit in 3k tokens this way (bench/memory).
+ * `invalid_input` error naming the field). The 27 definitions fit in 3k tokens this way (bench/memory).
  */
 import type { StandardJSONSchemaV1, StandardSchemaV1 } from "@tackle/core";
 import { z } from "zod";

@@ -28,7 +28,7 @@ export function synthesisTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_build_context_bundle",
       description:
-        "Everything worth knowing for a query within a token budget: profile, core memory, the most relevant memories and recent turns. Without a query, what matters on waking up.",
+        "What matters for a query within a token budget: profile, core memory, the most relevant memories, recent turns. No query: what matters on waking.",
       input: modelSchema(contextBundleRequestSchema.omit({ wholeTenant: true }).extend({ details })),
       annotations: { title: "Context bundle", ...reads },
       execute: async ({ details: full, ...input }, context) => {

@@ -14,7 +14,7 @@ export function writeTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_add",
       description:
-        "Store a fact, preference, episode or procedure. An exact or near duplicate in the same scope is not stored twice; the answer names the memory that holds it.",
+        "Store a fact, preference, episode or procedure; a near duplicate in the scope is not stored twice, the answer names the memory holding it.",
       input: modelSchema(addMemoryRequestSchema),
       annotations: { title: "Add memory", readOnlyHint: false, idempotentHint: true, openWorldHint: false },
       execute: async (input, context) => {
@@ -34,7 +34,7 @@ export function writeTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_write_event",
       description:
-        "Append one conversation turn (user, assistant, system or tool). User turns are mined for first-person facts unless infer is false.",
+        "Append one conversation turn (user, assistant, system, tool); user turns are mined for first-person facts unless infer is false.",
       input: modelSchema(writeEventRequestSchema),
       annotations: { title: "Write event", readOnlyHint: false, idempotentHint: true, openWorldHint: false },
       // A retried tool call carries the same idempotency key: the service answers the first write, and
@@ -57,7 +57,7 @@ export function writeTools(client: MemoryToolClient) {
     defineTool({
       name: "memory_self_edit",
       description:
-        "Read or edit your core memory blocks (persona, human, or blocks you create): append, replace exact text, rewrite, create. Edits apply in order, all or nothing; an empty list reads the blocks.",
+        "Read or edit your core memory blocks (persona, human, your own): append, replace exact text, rewrite, create; in order, all or nothing. No edits: read them.",
       input: modelSchema(selfEditRequestSchema),
       annotations: { title: "Edit core memory", readOnlyHint: false, openWorldHint: false },
       execute: (input, context) =>
