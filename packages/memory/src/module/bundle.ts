@@ -18,6 +18,7 @@ import { serveMemory } from "../server/serve-memory.ts";
 import { withoutPassword } from "../server/without-password.ts";
 import { createMemoryTools } from "../tools/create-memory-tools.ts";
 import { memoryResourcesSeat } from "./resources-seat.ts";
+import { withSampledConsolidation } from "./sampled-consolidation.ts";
 import { defaultSamplingTimeoutMs, withSampledProfile } from "./sampled-profile.ts";
 
 export { withoutPassword };
@@ -88,8 +89,9 @@ export default async function memoryBundle(context: MemoryBundleContext): Promis
 }
 
 /**
- * The memory tools, the profile summarized by the calling MCP client's model where the service has no
- * model and the client offers sampling (within TACKLE_MEMORY_SAMPLING_TIMEOUT_MS, default 20 s).
+ * The memory tools, the profile summarized and consolidation's merges written by the calling MCP
+ * client's model where the service has no model and the client offers sampling (each request within
+ * TACKLE_MEMORY_SAMPLING_TIMEOUT_MS, default 20 s).
  */
 function sampledTools(
   client: MemoryClient,
@@ -97,9 +99,10 @@ function sampledTools(
   logger: Logger,
 ): AnyTool[] {
   const timeoutMs = Number(env.TACKLE_MEMORY_SAMPLING_TIMEOUT_MS ?? defaultSamplingTimeoutMs);
-  return withSampledProfile(
-    createMemoryTools(client),
-    Number.isFinite(timeoutMs) && timeoutMs > 0 ? timeoutMs : defaultSamplingTimeoutMs,
+  const deadline = Number.isFinite(timeoutMs) && timeoutMs > 0 ? timeoutMs : defaultSamplingTimeoutMs;
+  return withSampledConsolidation(
+    withSampledProfile(createMemoryTools(client), deadline, logger),
+    deadline,
     logger,
   );
 }

@@ -21,6 +21,8 @@ export interface ConsolidationDependencies {
 }
 
 const maximumScanned = 5000;
+/** Merges the job's result names (keeper and absorbed ids), so a caller can synthesize the merged text. */
+const maximumMergesListed = 50;
 
 function weight(memory: StoredMemory): number {
   return memory.accessCount + 2 * memory.feedback.helpful - 2 * memory.feedback.unhelpful + memory.importance;
@@ -42,6 +44,7 @@ export async function runConsolidation(job: StoredJob, dependencies: Consolidati
   }
   let merged = 0;
   let superseded = 0;
+  const merges: { keeperId: string; absorbedIds: string[] }[] = [];
   const absorbed = new Set<string>();
   for (const group of groups.values()) {
     group.sort((left, right) => weight(right) - weight(left));
@@ -96,6 +99,9 @@ export async function runConsolidation(job: StoredJob, dependencies: Consolidati
         },
       }));
       merged += 1;
+      if (merges.length < maximumMergesListed) {
+        merges.push({ keeperId: keeper.id, absorbedIds: duplicates.map((item) => item.id) });
+      }
     }
   }
   let decayed = 0;
@@ -123,5 +129,5 @@ export async function runConsolidation(job: StoredJob, dependencies: Consolidati
       };
     });
   }
-  return { scanned: memories.length, merged, superseded, decayed, archived };
+  return { scanned: memories.length, merged, superseded, decayed, archived, merges };
 }
