@@ -7,6 +7,7 @@ import { MeshConfigError, parseListenAddress, startNodeRuntime } from "@tackle/m
 import type { Command } from "commander";
 import { consoleTokenPath, tackleHome } from "../config/tackle-home.ts";
 import { ensureConsoleToken } from "../console/console-token.ts";
+import { durableUrlProblem } from "../console/durable-url.ts";
 import { type RunningConsole, startConsole } from "../console/start-console.ts";
 import { isSeatTool } from "../mcp/module-contributions.ts";
 import { CliError } from "../program/cli-error.ts";
@@ -29,6 +30,7 @@ interface ServeOptions extends ApprovalFlags {
   builtin?: boolean;
   console: boolean;
   resultBudget?: number;
+  durableUrl?: string;
 }
 
 export function addServeCommand(program: Command, context: ProgramContext): void {
@@ -46,12 +48,20 @@ export function addServeCommand(program: Command, context: ProgramContext): void
       "the console's bearer token file, created 0600 on first start (default $TACKLE_HOME/console-token)",
     )
     .option("--builtin", "also serve the built-in modules (served anyway when MESH_TOOL_MODULES is unset)")
-    .option("--no-console", "serve the modules on the mesh without the console listener");
+    .option("--no-console", "serve the modules on the mesh without the console listener")
+    .option(
+      "--durable-url <url>",
+      "the console's runs page shows and approves this durable HTTP server's runs instead of the demo agent's (default TACKLE_CONSOLE_DURABLE_URL); loopback only",
+    );
   resultBudgetOption(approvalOptions(command)).action(async (options: ServeOptions) => {
     const { logger, env, stdout } = context;
     const config = readMeshConfig(env);
     const listen = options.listen === undefined ? config.consoleListen : readListenFlag(options.listen);
     const entries = modulesToServe(config, options.builtin);
+    const durableUrl = options.durableUrl ?? (env.TACKLE_CONSOLE_DURABLE_URL || undefined);
+    const durableProblem = durableUrl === undefined ? undefined : durableUrlProblem(durableUrl);
+    if (durableProblem !== undefined)
+      throw new CliError("invalid_arguments", durableProblem, { exitCode: 2 });
     requireHomeDirectory(env, logger);
     const closers: (() => Promise<void>)[] = [];
     let source: ToolSource;
@@ -92,6 +102,7 @@ export function addServeCommand(program: Command, context: ProgramContext): void
         tokenFile: resolve(tokenPath),
         logger,
         runsStore: join(tackleHome(env), "console-runs.sqlite"),
+        ...(durableUrl === undefined ? {} : { durableUrl }),
         ...(options.resultBudget === undefined ? {} : { resultBudget: options.resultBudget }),
         ...(approvals === undefined ? {} : { approvals }),
       });

@@ -19,6 +19,8 @@ export interface ConsoleAppOptions {
   readonly logger: Logger;
   /** Where the web page's demo durable runs live (a SQLite path); default in memory. */
   readonly runsStore?: string;
+  /** Another process's durable HTTP server (loopback) whose runs the runs page shows and approves. */
+  readonly durableUrl?: string;
   /** How many MCP sessions it holds and for how long (see `createMcpEndpoint`). */
   readonly mcpSessions?: McpSessionOptions;
   /** Tokens (o200k) of one tool answer a model reads; past it, a part, a summary and a cursor. Default 8,000. */
@@ -57,6 +59,7 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
       sessions,
       logger,
       ...(options.runsStore === undefined ? {} : { runsStore: options.runsStore }),
+      ...(options.durableUrl === undefined ? {} : { durableUrl: options.durableUrl }),
     }),
   );
   // A page that cannot start (its runs store unreadable, say) leaves MCP serving: its paths answer 503

@@ -18,6 +18,8 @@ export interface ConsoleOptions {
   readonly logger: Logger;
   /** Where the web page's demo durable runs live (a SQLite path); default in memory. */
   readonly runsStore?: string;
+  /** Another process's durable HTTP server (loopback) whose runs the runs page shows and approves. */
+  readonly durableUrl?: string;
   /** How many MCP sessions it holds and for how long. */
   readonly mcpSessions?: McpSessionOptions;
   /** Tokens (o200k) of one tool answer a model reads; past it, a part, a summary and a cursor. Default 8,000. */

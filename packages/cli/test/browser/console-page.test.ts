@@ -102,17 +102,17 @@ describe("the console page, served by npm start", () => {
   test("a state-changing request with a foreign Origin is refused, even with the session cookie", async () => {
     const cookie = (await context.cookies()).map((item) => `${item.name}=${item.value}`).join("; ");
     const call = JSON.stringify({ tool: "demo.echo", args: { text: "x" } });
-    const same = await post("/api/call", call, { cookie, origin });
+    const same = await post("/api/call/stream", call, { cookie, origin });
     assert.equal(same.status, 200, same.body);
     for (const foreign of ["http://evil.example", `http://127.0.0.1:${Number(new URL(origin).port) + 1}`]) {
-      const refused = await post("/api/call", call, { cookie, origin: foreign });
+      const refused = await post("/api/call/stream", call, { cookie, origin: foreign });
       assert.equal(refused.status, 403, `${foreign}: ${refused.body}`);
     }
-    const noOrigin = await post("/api/call", call, { cookie });
+    const noOrigin = await post("/api/call/stream", call, { cookie });
     assert.equal(noOrigin.status, 403);
-    const rebound = await post("/api/call", call, { cookie, origin, host: "evil.example" });
+    const rebound = await post("/api/call/stream", call, { cookie, origin, host: "evil.example" });
     assert.equal(rebound.status, 403);
-    const noCookie = await post("/api/call", call, { origin });
+    const noCookie = await post("/api/call/stream", call, { origin });
     assert.equal(noCookie.status, 401);
     // Every other state-changing route too: starting a run, resuming or cancelling one, signing in or out.
     const routes: [string, string, string][] = [
@@ -134,7 +134,7 @@ describe("the console page, served by npm start", () => {
       }
     }
     // The session survived all of that: the page's own origin still gets through.
-    assert.equal((await post("/api/call", call, { cookie, origin })).status, 200);
+    assert.equal((await post("/api/call/stream", call, { cookie, origin })).status, 200);
   });
 
   test("a tool is called from its generated form: result as data, time taken, issues beside the field, history", async () => {
@@ -295,7 +295,8 @@ describe("the console page, served by npm start", () => {
     const shown = () => page.locator("#memories li").allInnerTexts();
     // No query: the scope's newest memories, newest first.
     await page.getByRole("button", { name: "Search" }).click();
-    await page.locator('[data-listing="recent"]').waitFor({ timeout: 20_000 });
+    // Listed by memory_list a page at a time where the module serves it, else its five newest.
+    await page.locator("#memories[data-listing]").waitFor({ timeout: 20_000 });
     await page.waitForFunction(() => document.querySelectorAll("#memories li").length === 2);
     assert.match((await shown())[0] ?? "", /aisle seat/);
     await step("listing the scope without a query");

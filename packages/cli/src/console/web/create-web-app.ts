@@ -1,14 +1,12 @@
 /**
  * The console's web page and its JSON API, next to MCP on the same loopback port: a static shell and
  * script (no CDN, every byte ships in this package), sign-in by a one-time code for an HttpOnly
- * SameSite=Strict cookie, live module status over SSE, tool calls, and the demo durable agent's runs
- * (the durable HTTP app, AG-UI stream included, mounted under `/api/durable`).
+ * SameSite=Strict cookie, live module status over SSE, tool calls made as an MCP client makes them
+ * (`/api/call/stream`, the one call path of every page), and durable runs: the demo agent's, or another
+ * durable server's (runs-backend.ts), its HTTP API (AG-UI stream included) under `/api/durable`.
  */
-import { randomUUID } from "node:crypto";
 import type { Logger } from "@tackle/core";
 import { loopbackViolation } from "@tackle/core/internal";
-import { createMemoryStore, createRunner, type Runner } from "@tackle/durable";
-import { createDurableApp } from "@tackle/durable/http";
 import { type Context, Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
@@ -17,7 +15,7 @@ import type { ModuleInfo, ToolSource } from "../../tool-source/tool-source.ts";
 import { bearerMatches } from "../console-token.ts";
 import { callOverMcp } from "./call-over-mcp.ts";
 import { type ConsoleSessions, sessionCookie } from "./console-sessions.ts";
-import { createDemoGraph, demoGraphName } from "./demo-agent.ts";
+import { demoRuns, type RunsBackend, remoteRuns } from "./runs-backend.ts";
 import { readAsset, shellHtml } from "./web-assets.ts";
 
 export interface WebAppOptions {
@@ -27,6 +25,8 @@ export interface WebAppOptions {
   readonly logger: Logger;
   /** Where the demo agent's runs live: a SQLite path; default in memory (lost at exit). */
   readonly runsStore?: string;
+  /** Another process's durable HTTP server whose runs the runs page shows instead of the demo's. */
+  readonly durableUrl?: string;
   /** How often module status is re-read for the live view. Default 2 s. */
   readonly statusIntervalMs?: number;
 }
@@ -40,13 +40,10 @@ const maxCallTimeoutMs = 300_000;
 
 export function createWebApp(options: WebAppOptions): WebApp {
   const { source, token, sessions, logger } = options;
-  const runner: Runner = createRunner({
-    // No file given (a console started from code, a test): the demo runs stay in memory rather than in
-    // the durable default `.tackle/durable.sqlite` under whatever the working directory is.
-    store: options.runsStore ?? createMemoryStore(),
-    graphs: [createDemoGraph()],
-    logger,
-  });
+  const runs: RunsBackend =
+    options.durableUrl === undefined
+      ? demoRuns(options.runsStore, logger)
+      : remoteRuns(options.durableUrl, logger);
   const status = createStatusFeed(source, options.statusIntervalMs ?? 2000, logger);
   const app = new Hono();
 
@@ -151,25 +148,6 @@ export function createWebApp(options: WebAppOptions): WebApp {
     }),
   );
 
-  app.post("/api/call", async (c) => {
-    const body = await readBody(c);
-    if (typeof body?.tool !== "string" || !/^[^.\s]+\.[^\s]+$/.test(body.tool)) {
-      return c.json({ error: { code: "invalid_request", message: "`tool` is module.tool" } }, 400);
-    }
-    const timeoutMs =
-      typeof body.timeoutMs === "number" && body.timeoutMs > 0
-        ? Math.min(body.timeoutMs, maxCallTimeoutMs)
-        : undefined;
-    const started = performance.now();
-    const result = await source.call(body.tool, body.args ?? {}, {
-      ...(timeoutMs === undefined ? {} : { timeoutMs }),
-      signal: c.req.raw.signal,
-    });
-    const ms = Math.round((performance.now() - started) * 10) / 10;
-    if (result.ok) return c.json({ ok: true, output: result.output ?? null, ms });
-    return c.json({ ok: false, error: result.error.toJSON(), ms });
-  });
-
   // The page's own calls: the call made as an MCP client makes it, each JSON-RPC message of its exchange
   // sent as an `rpc` event as it crosses (progress and log notifications included), then the `answer`.
   app.post("/api/call/stream", async (c) => {
@@ -203,50 +181,43 @@ export function createWebApp(options: WebAppOptions): WebApp {
     });
   });
 
-  // Every thread in the runs store (they outlive this process), newest first, with its state.
+  // Every thread of the runs backend, newest first, with its state and pending approvals.
   app.get("/api/runs", async (c) => {
-    const threads = await runner.threads({ limit: 100 });
-    const runs = await Promise.all(
-      threads.map(async (thread) => {
-        const run = await runner.get(thread.threadId);
-        const state = (run?.state ?? {}) as Record<string, unknown>;
-        return {
-          threadId: thread.threadId,
-          graph: thread.graph,
-          status: thread.status,
-          runId: thread.runId,
-          startedAt: thread.createdAt,
-          orderId: typeof state.orderId === "string" ? state.orderId : "",
-          state,
-          interrupts: run?.interrupts ?? [],
-        };
-      }),
-    );
-    runs.sort((a, b) => b.startedAt.localeCompare(a.startedAt) || b.threadId.localeCompare(a.threadId));
-    return c.json(JSON.parse(JSON.stringify({ runs }, bigintAsString)));
+    const rows = await runs.list();
+    const listed = rows.map((row) => ({
+      ...row,
+      orderId: typeof row.state.orderId === "string" ? row.state.orderId : "",
+    }));
+    return c.json(JSON.parse(JSON.stringify({ source: runs.source, runs: listed }, bigintAsString)));
   });
 
   app.post("/api/runs", async (c) => {
+    if (runs.startDemo === undefined) {
+      return c.json(
+        {
+          error: {
+            code: "not_available",
+            message: "This console shows another durable server's runs: start them with its own clients",
+          },
+        },
+        409,
+      );
+    }
     const body = await readBody(c);
     const orderId =
       typeof body?.orderId === "string" && /^[A-Za-z0-9-]{1,40}$/.test(body.orderId)
         ? body.orderId
         : `ORD-${Math.floor(Math.random() * 9000 + 1000)}`;
-    const threadId = `demo-${randomUUID().slice(0, 8)}`;
-    const launched = await runner.launch(demoGraphName, { orderId }, { threadId });
-    launched.finished.catch((error: Error) =>
-      logger.warn("demo run failed", { threadId, error: error.message }),
-    );
-    return c.json({ threadId, runId: launched.runId }, 201);
+    return c.json(await runs.startDemo(orderId), 201);
   });
 
-  app.route("/api/durable", createDurableApp({ runner }));
+  runs.mount(app);
 
   return {
     app,
     async close() {
       status.close();
-      await runner.close();
+      await runs.close();
     },
   };
 }

@@ -14,7 +14,7 @@ export class ApiError extends Error {
   }
 }
 
-/** A tool's coded error, as `/api/call` answers it. */
+/** A tool's coded error, as the call's `structuredContent.error` carries it. */
 export interface ToolErrorData {
   readonly code: string;
   readonly message: string;
@@ -27,9 +27,15 @@ export interface Issue {
   readonly message: string;
 }
 
-export type CallAnswer =
-  | { readonly ok: true; readonly output: unknown; readonly ms: number }
-  | { readonly ok: false; readonly error: ToolErrorData; readonly ms: number };
+export type CallAnswer = (
+  | { readonly ok: true; readonly output: unknown }
+  | { readonly ok: false; readonly error: ToolErrorData }
+) & {
+  /** The tool's own time, as the console measured the MCP call. */
+  readonly ms: number;
+  /** The MCP `CallToolResult` the outcome was read from. */
+  readonly result?: { readonly structuredContent?: unknown; readonly [key: string]: unknown };
+};
 
 /** What the page does when a request answers 401 (the sign-in form); set once at boot. */
 let onSignedOut: (message: string) => void = () => {};
@@ -58,9 +64,37 @@ export async function api(path: string, options: { method?: string; body?: unkno
   return body;
 }
 
-/** Calls module.tool through the console; the answer is { ok, output | error, ms }. */
-export function callTool(tool: string, args: unknown): Promise<CallAnswer> {
-  return api("/api/call", { method: "POST", body: { tool, args } });
+/**
+ * Calls module.tool as an MCP client does (`/api/call/stream`): each JSON-RPC message of the exchange
+ * goes to `onRpc` as it crosses, then the answer is `{ ok, output | error, ms, result }`. A call that got
+ * no answer (the exchange failed, the page signed out) throws.
+ */
+export async function callTool(
+  tool: string,
+  args: unknown,
+  onRpc: (entry: Json) => void = () => {},
+): Promise<CallAnswer> {
+  const response = await fetch("/api/call/stream", {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "content-type": "application/json", accept: "text/event-stream" },
+    body: JSON.stringify({ tool, args }),
+  });
+  if (!response.ok || response.body === null) {
+    const body = await response.json().catch(() => undefined);
+    if (response.status === 401) onSignedOut("Your session ended: sign in again.");
+    throw new ApiError(response.status, body);
+  }
+  let answer: CallAnswer | undefined;
+  let failure: string | undefined;
+  await readSse(response.body, (type, _id, data) => {
+    const value = JSON.parse(data);
+    if (type === "rpc") onRpc(value);
+    else if (type === "answer") answer = value;
+    else if (type === "failure") failure = value.message;
+  });
+  if (answer === undefined) throw new Error(failure ?? "The call ended without an answer.");
+  return answer;
 }
 
 export class CallError extends Error {

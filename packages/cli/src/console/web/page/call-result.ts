@@ -4,7 +4,7 @@
  * notifications, the result's `structuredContent` beside the tool's output schema, and the raw
  * JSON-RPC exchange.
  */
-import { ApiError, type Issue, type Json, readSse, type ToolErrorData } from "./api.ts";
+import { type CallAnswer, callTool, type Issue, type Json, type ToolErrorData } from "./api.ts";
 import { h, json, messageOf } from "./dom.ts";
 import type { ToolInfo } from "./modules-page.ts";
 
@@ -96,39 +96,22 @@ export async function callAndShow(
     h("details", { class: "rpc-exchange" }, rpcSummary, rpc),
   );
   let count = 0;
-  let answer: Json;
-  let failure: string | undefined;
+  let answer: CallAnswer;
   // What the person waited for is the round trip; the tool's own time is said beside it.
   const sent = performance.now();
   try {
-    const response = await fetch("/api/call/stream", {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "content-type": "application/json", accept: "text/event-stream" },
-      body: JSON.stringify({ tool: qualified, args }),
-    });
-    if (!response.ok || response.body === null) {
-      throw new ApiError(response.status, await response.json().catch(() => undefined));
-    }
-    await readSse(response.body, (type, _id, data) => {
-      const value = JSON.parse(data);
-      if (type === "rpc") {
-        rpc.append(rpcItem(value));
-        rpcSummary.textContent = `JSON-RPC exchange (${++count} messages)`;
-        const line = liveLine(value.message);
-        if (line !== undefined) {
-          live.append(line);
-          liveNote.hidden = true;
-        }
-      } else if (type === "answer") answer = value;
-      else if (type === "failure") failure = value.message;
+    answer = await callTool(qualified, args, (value: RpcMessage) => {
+      rpc.append(rpcItem(value));
+      rpcSummary.textContent = `JSON-RPC exchange (${++count} messages)`;
+      const line = liveLine(value.message);
+      if (line !== undefined) {
+        live.append(line);
+        liveNote.hidden = true;
+      }
     });
   } catch (error) {
-    failure = messageOf(error);
-  }
-  if (answer === undefined) {
     status.className = "error";
-    status.textContent = failure ?? "The call ended without an answer.";
+    status.textContent = messageOf(error);
     return undefined;
   }
   const roundTrip = Math.round((performance.now() - sent) * 10) / 10;

@@ -1,6 +1,7 @@
 /**
- * Memory: a scope's memories listed (newest first, by kind) or searched, one added (the list is read
- * again so it shows), one read in full and deleted.
+ * Memory: a scope's memories listed (newest first, by kind, a page at a time with "More" where the
+ * memory module serves `memory_list`) or searched, one added (the list is read again so it shows), one
+ * read in full and deleted.
  */
 import { api, callOrThrow, type Json } from "./api.ts";
 import { h, messageOf } from "./dom.ts";
@@ -10,6 +11,8 @@ const kinds = ["fact", "preference", "episode", "procedure", "summary"] as const
 const scopeFields = ["userId", "agentId", "sessionId"] as const;
 /** The tool that lists without a query, where the memory module serves one. */
 const listTool = "memory.memory_list";
+/** Memories per page of the listing. */
+const pageSize = 20;
 
 interface Hit {
   readonly id: string;
@@ -81,32 +84,26 @@ export function memoryPage(root: HTMLElement): undefined {
   };
   const kindArgs = () => (kind.value === "" ? {} : { kinds: [kind.value] });
 
+  const item = (hit: Hit) =>
+    h(
+      "li",
+      { "data-memory": hit.id, "data-kind": hit.kind },
+      h("button", { type: "button", class: "link", onclick: () => open(hit.id) }, hit.text),
+      " ",
+      h(
+        "span",
+        { class: "muted" },
+        [hit.kind, hit.date ?? "", hit.score === undefined ? "" : `score ${hit.score.toFixed(3)}`]
+          .filter(Boolean)
+          .join(" · "),
+      ),
+    );
   const draw = (hits: readonly Hit[], empty: string) => {
     if (hits.length === 0) {
       results.replaceChildren(h("p", { class: "muted" }, empty));
       return;
     }
-    results.replaceChildren(
-      h(
-        "ul",
-        { class: "memories" },
-        hits.map((hit) =>
-          h(
-            "li",
-            { "data-memory": hit.id, "data-kind": hit.kind },
-            h("button", { type: "button", class: "link", onclick: () => open(hit.id) }, hit.text),
-            " ",
-            h(
-              "span",
-              { class: "muted" },
-              [hit.kind, hit.date ?? "", hit.score === undefined ? "" : `score ${hit.score.toFixed(3)}`]
-                .filter(Boolean)
-                .join(" · "),
-            ),
-          ),
-        ),
-      ),
-    );
+    results.replaceChildren(h("ul", { class: "memories" }, hits.map(item)));
   };
 
   const search = async (text: string) => {
@@ -116,19 +113,60 @@ export function memoryPage(root: HTMLElement): undefined {
       query: text,
       limit: 20,
     });
+    delete results.dataset.listing;
     draw(found.results.map(asHit), "Nothing found in this scope.");
+  };
+
+  /** A page of `memory_list` (the first, or the one after `cursor`), with "More" while more follow. */
+  const listPage = async (cursor?: string) => {
+    const page = await callOrThrow(listTool, {
+      ...scopeArgs(),
+      ...(kind.value === "" ? {} : { kind: kind.value }),
+      limit: pageSize,
+      ...(cursor === undefined ? {} : { cursor }),
+    });
+    const hits: Hit[] = (page.memories ?? page.results ?? page.items ?? []).map(asHit);
+    if (cursor === undefined) draw(hits, "No memories in this scope yet.");
+    else results.querySelector("ul.memories")?.append(...hits.map(item));
+    results.querySelector('[data-listing="more"]')?.remove();
+    results.dataset.listing = "paged";
+    const shownCount = results.querySelectorAll("ul.memories li").length;
+    if (typeof page.nextCursor === "string") {
+      results.append(
+        h(
+          "p",
+          { "data-listing": "more" },
+          h("span", { class: "muted" }, `${shownCount} shown, newest first; more follow. `),
+          h(
+            "button",
+            {
+              type: "button",
+              class: "secondary",
+              onclick: async (event: Event) => {
+                (event.currentTarget as HTMLButtonElement).disabled = true;
+                try {
+                  await listPage(page.nextCursor);
+                } catch (error) {
+                  notice.textContent = messageOf(error);
+                }
+              },
+            },
+            "More",
+          ),
+        ),
+      );
+    }
   };
 
   const list = async () => {
     if (await canList()) {
-      const page = await callOrThrow(listTool, { ...scopeArgs(), ...kindArgs(), limit: 20 });
-      const items = page.results ?? page.memories ?? page.items ?? [];
-      draw(items.map(asHit), "No memories in this scope yet.");
+      await listPage();
       return;
     }
     // No list tool: the scope's state names its newest memories (five), filtered here by kind.
     const state = await callOrThrow("memory.memory_state_unified", currentScope());
     const hits: Hit[] = (state.recentMemories ?? []).map(asHit);
+    results.dataset.listing = "recent";
     draw(
       hits.filter((hit) => kind.value === "" || hit.kind === kind.value),
       "No memories in this scope yet.",
