@@ -14,15 +14,18 @@ const dispatcherModule = new URL(
 export type EditScriptPoolOptions = Omit<SandboxPoolOptions, "dispatcherModule"> & {
   /** Heap ceiling (MB) of each host worker, where a document's runs do their host work (ADR 0478); 1024. */
   readonly hostMemoryLimitMb?: number;
+  /** The bytes (MiB) one run's host work may retain: run document, plan, uploads (ADR 0490); 256. */
+  readonly runRetainedMb?: number;
 };
 
 /** The pool, and the host workers its runs do their host work in (ADR 0478), closed with it. */
 export function createEditScriptPool(options: EditScriptPoolOptions = {}): SandboxPool {
-  const { hostMemoryLimitMb, ...poolOptions } = options;
+  const { hostMemoryLimitMb, runRetainedMb, ...poolOptions } = options;
   const pool = createSandboxPool({ ...poolOptions, dispatcherModule });
   const hosts = createSessionHosts({
     warm: true,
     ...(hostMemoryLimitMb === undefined ? {} : { memoryLimitMb: hostMemoryLimitMb }),
+    ...(runRetainedMb === undefined ? {} : { runRetainedMb }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
   const edit: SandboxPool = {

@@ -14,12 +14,14 @@ import { toFailure } from "../sandbox/run-gate.ts";
 import type { HostChannel, SandboxFailure, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import type { RowLookup, RowLookupAnswer } from "../server/document-host.ts";
 import type { CacheLimits } from "./document-cache.ts";
+import { defaultRunRetainedMb } from "./host-retained.ts";
 import type { EditScriptPlanBody, RunSessionInput } from "./run-session.ts";
 import {
   answerWaiting,
   type FromHostWorker,
   hostGone,
   hostWorking,
+  overRetained,
   signalWords,
   type ToHostWorker,
 } from "./session-wire.ts";
@@ -67,6 +69,11 @@ export interface SessionHosts {
 export interface SessionHostsOptions {
   /** Heap ceiling of each host worker (MB); 1024 by default. */
   readonly memoryLimitMb?: number;
+  /**
+   * The bytes (MiB) one run's host work may retain: its run document's growth, its plan, its uploads
+   * (ADR 0490); 256 by default. Past it the run fails `memory_limit` and its host worker is replaced.
+   */
+  readonly runRetainedMb?: number;
   readonly logger?: Logger;
   /** Start a worker at once, so the first document's first run does not wait for one to boot. */
   readonly warm?: boolean;
@@ -95,6 +102,7 @@ const workerUrl = new URL(
 
 export function createSessionHosts(options: SessionHostsOptions = {}): SessionHosts {
   const memoryLimitMb = options.memoryLimitMb ?? 1024;
+  const runRetainedMb = options.runRetainedMb ?? defaultRunRetainedMb;
   const logger = options.logger ?? silentLogger;
   const byKey = new Map<string, HostWorker>();
   let spare: HostWorker | undefined;
@@ -321,6 +329,7 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
             schema: run.schema,
             input: run.input,
             limits: run.limits,
+            retainedBytes: runRetainedMb * 2 ** 20,
             rows: run.rows === undefined ? undefined : { wholeUpTo: run.rows.wholeUpTo },
             port: port2,
             signal,
@@ -345,7 +354,14 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
           const state = host.runs.get(runId);
           const working =
             state !== undefined && (Atomics.load(state.signal, hostWorking) !== 0 || state.pending.size > 0);
-          if (working) stop(host);
+          // A run over its retained bytes takes its host worker with it: the worker's memory is returned.
+          const overLimit = state !== undefined && Atomics.load(state.signal, overRetained) !== 0;
+          if (overLimit && !host.dead)
+            host.failure = {
+              code: "memory_limit",
+              message: `the run's host work retained more than its limit of ${runRetainedMb} MiB (its plan, run document and uploads); nothing of it is kept`,
+            };
+          if (working || overLimit) stop(host);
           else {
             host.runs.delete(runId);
             if (!host.dead) host.worker.postMessage({ type: "close", runId } satisfies ToHostWorker);

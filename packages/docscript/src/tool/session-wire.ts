@@ -9,11 +9,15 @@ import type { RowLookup } from "../server/document-host.ts";
 import type { CacheLimits } from "./document-cache.ts";
 import type { RunSessionInput } from "./run-session.ts";
 
-/** Words of a run's channel signal: an answer waits, the host has gone, the host is answering a call. */
-export const signalWords = 3;
+/**
+ * Words of a run's channel signal: an answer waits, the host has gone, the host is answering a call,
+ * the run's host work retains more than its limit (ADR 0490; set before the answer that says so).
+ */
+export const signalWords = 4;
 export const answerWaiting = 0;
 export const hostGone = 1;
 export const hostWorking = 2;
+export const overRetained = 3;
 
 /** From the tool's thread to a host worker. */
 export type ToHostWorker =
@@ -27,6 +31,8 @@ export type ToHostWorker =
       readonly schema: { readonly module: string; readonly exportName: string };
       readonly input: RunSessionInput;
       readonly limits: CacheLimits;
+      /** The bytes the run's host work may retain (ADR 0490). */
+      readonly retainedBytes: number;
       /** Rows on demand (ADR 0466): asked of the tool's thread, which asks the document server. */
       readonly rows: { readonly wholeUpTo: number } | undefined;
       readonly port: MessagePort;

@@ -11,17 +11,29 @@ import { LoroDoc } from "loro-crdt";
 import { toFailure } from "../sandbox/run-gate.ts";
 import type { HostChannelCall, SandboxFailure, SyncAnswer } from "../sandbox/sandbox-protocol.ts";
 import { type CheckedOutDocument, createDocumentCache } from "./document-cache.ts";
+import { type RetainedBudget, retainedBudget } from "./host-retained.ts";
 import { loadSchema, openRunSession, type RunSession } from "./run-session.ts";
-import { answerWaiting, type FromHostWorker, hostWorking, type ToHostWorker } from "./session-wire.ts";
+import {
+  answerWaiting,
+  type FromHostWorker,
+  hostGone,
+  hostWorking,
+  overRetained,
+  type ToHostWorker,
+} from "./session-wire.ts";
 
 const port = parentPort!;
 const cache = createDocumentCache();
 /** The worker's copy of its document's replica, kept in step by the updates the tool's thread sends. */
 let replica: LoroDoc | undefined;
-const runs = new Map<
-  number,
-  { readonly session: RunSession; readonly checkedOut: CheckedOutDocument; readonly channel: MessagePort }
->();
+interface HostedRunState {
+  readonly session: RunSession;
+  readonly checkedOut: CheckedOutDocument;
+  readonly channel: MessagePort;
+  readonly budget: RetainedBudget;
+  readonly signal: Int32Array;
+}
+const runs = new Map<number, HostedRunState>();
 const asked = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
 let nextCallId = 1;
 
@@ -73,6 +85,31 @@ async function answered(
   }
 }
 
+/**
+ * `work` of a run, held to the run's retained bytes (ADR 0490): refused once the run is over its limit,
+ * and checked after it is done. A run found over its limit has its signal say so (read by the tool's
+ * thread when the run ends) and its host "gone", so the sandbox stops the script at once.
+ */
+async function bounded<T>(run: HostedRunState, work: () => Promise<T>): Promise<T> {
+  checkRetained(run);
+  const value = await work();
+  checkRetained(run);
+  return value;
+}
+
+function checkRetained(run: HostedRunState): void {
+  if (!run.budget.over()) return;
+  Atomics.store(run.signal, overRetained, 1);
+  Atomics.store(run.signal, hostGone, 1);
+  throw run.budget.failure();
+}
+
+/** What a hook's payload hands on to be kept (an upload's text), in bytes. */
+function handedOn(method: string, payload: unknown): number {
+  const text = method === "uploadText" ? (payload as { text?: unknown } | null)?.text : undefined;
+  return typeof text === "string" ? Buffer.byteLength(text) : 0;
+}
+
 async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<void> {
   const { runId, channel, signal } = {
     runId: message.runId,
@@ -95,14 +132,20 @@ async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<v
             wholeUpTo: message.rows.wholeUpTo,
           };
     const checkedOut = cache.checkout(message.key, replica, schema, message.limits, rows);
+    const budget = retainedBudget(message.retainedBytes);
     const session = openRunSession(message.input, schema, checkedOut.document, {
-      call: (method, payload) => ask({ type: "hook", runId, method, payload }),
+      call: (method, payload) =>
+        bounded(state, async () => {
+          budget.charge(handedOn(method, payload));
+          return await ask({ type: "hook", runId, method, payload });
+        }),
     });
-    runs.set(runId, { session, checkedOut, channel });
+    const state: HostedRunState = { session, checkedOut, channel, budget, signal };
+    runs.set(runId, state);
     // The run's sync binding calls, one at a time: the sandbox worker waits on each.
     channel.on("message", (call: HostChannelCall) => {
       Atomics.store(signal, hostWorking, 1);
-      void answered(() => session.callFilled(...scriptCall(call))).then((answer) => {
+      void answered(() => bounded(state, () => session.callFilled(...scriptCall(call)))).then((answer) => {
         post(channel, { callId: call.callId, ...answer } satisfies SyncAnswer);
         Atomics.store(signal, hostWorking, 0);
         Atomics.store(signal, answerWaiting, 1);
@@ -147,9 +190,16 @@ port.on("message", (message: ToHostWorker) => {
       const run = runs.get(message.runId);
       void answered(async () => {
         if (run === undefined) throw Object.assign(new Error("the run has ended"), { code: "run_ended" });
-        return message.type === "finish"
-          ? await run.session.finish(message.outcome)
-          : await run.session.callAsync(message.binding, message.method, message.args);
+        if (message.type === "call-async")
+          return await bounded(run, () =>
+            run.session.callAsync(message.binding, message.method, message.args),
+          );
+        return await bounded(run, async () => {
+          const plan = await run.session.finish(message.outcome);
+          // The plan's update is kept with the plan until it is committed or dropped.
+          run.budget.charge(plan.update.byteLength);
+          return plan;
+        });
       }).then((answer) => post(port, { callId: message.callId, ...answer }, { type: "answer" }));
       return;
     }

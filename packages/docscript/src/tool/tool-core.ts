@@ -63,6 +63,9 @@ export function createToolCore(options: DocScriptToolOptions): ToolCoreOwned {
       size: options.sandbox?.workers ?? 1,
       timeoutMs,
       memoryLimitMb: options.sandbox?.memoryLimitMb ?? 256,
+      ...(options.sandbox?.runRetainedMb === undefined
+        ? {}
+        : { runRetainedMb: options.sandbox.runRetainedMb }),
       ...(options.sandbox?.maxRunsPerWorker === undefined
         ? {}
         : { maxRunsPerWorker: options.sandbox.maxRunsPerWorker }),

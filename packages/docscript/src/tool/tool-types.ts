@@ -36,6 +36,11 @@ export interface DocScriptToolSettings extends DocScriptHooks {
   readonly sandbox?: {
     readonly timeoutMs?: number;
     readonly memoryLimitMb?: number;
+    /**
+     * The bytes (MiB) one run's host work may retain — its run document's growth, its plan, its
+     * uploads — before it fails `memory_limit` (ADR 0490); 256 by default.
+     */
+    readonly runRetainedMb?: number;
     readonly workers?: number;
     readonly maxRunsPerWorker?: number;
     /** How long a worker may take to get a run ready before it fails `timeout`; 30000. */
