@@ -27,6 +27,12 @@ const graphName = "mcp-approved-call";
 const threadPrefix = "mcp-approval-";
 /** How long an approval waits for its answer when the server names no other time. */
 export const defaultApprovalExpiresInMs = 10 * 60_000;
+/** How many calls may wait for approval at once, by default; past it a new one is refused. */
+export const defaultMaxOpenApprovals = 1_000;
+/** How long an answered approval's run is kept (a second answer reads its outcome), by default. */
+export const defaultKeepAnsweredMs = 24 * 60 * 60_000;
+/** How many open approvals tackle.approvals lists at once. */
+const listedApprovals = 100;
 
 export interface ApprovalCallsOptions {
   /** Tools that need approval: `module.tool`, `module.*`, or `*`. */
@@ -38,6 +44,16 @@ export interface ApprovalCallsOptions {
    * stays paused (it is never declined for want of an answer) and `tackle.approve` answers it.
    */
   readonly expiresInMs?: number;
+  /**
+   * How many calls may wait for approval at once (default 1,000). Past it a new call is refused
+   * (`too_many_approvals`) rather than paused, so unanswered calls cannot grow the store without end.
+   */
+  readonly maxOpen?: number;
+  /**
+   * How long an answered (completed, failed or cancelled) approval's run is kept before it is deleted
+   * (default 24 hours). Open ones are never deleted: an unanswered call stays paused.
+   */
+  readonly keepAnsweredMs?: number;
 }
 
 export interface ApprovalCalls {
@@ -85,6 +101,40 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
     return { result: declined ? { ok: true, output: result } : (result as NonNullable<CallState["result"]>) };
   });
   const runner: Runner = createRunner({ store: options.store, graphs: [graph] });
+  const maxOpen = options.maxOpen ?? defaultMaxOpenApprovals;
+  const keepAnsweredMs = options.keepAnsweredMs ?? defaultKeepAnsweredMs;
+  let prunedAt = Number.NEGATIVE_INFINITY;
+
+  /** Deletes answered approvals past their keeping time, at most once a minute (or as often as they expire). */
+  async function pruneAnswered(): Promise<void> {
+    const now = Date.now();
+    if (now - prunedAt < Math.min(60_000, keepAnsweredMs)) return;
+    prunedAt = now;
+    await runner.prune({ prefix: threadPrefix, olderThanMs: keepAnsweredMs });
+  }
+
+  /** The open approvals, in thread order: every page of the store read, at most `limit` kept. */
+  async function openApprovals(limit: number): Promise<{ open: RunSnapshot<CallState>[]; count: number }> {
+    const open: RunSnapshot<CallState>[] = [];
+    let count = 0;
+    let after: string | undefined;
+    for (;;) {
+      const threads = await runner.threads({
+        prefix: threadPrefix,
+        limit: 500,
+        ...(after === undefined ? {} : { after }),
+      });
+      for (const thread of threads) {
+        if (thread.status !== "paused") continue;
+        count += 1;
+        if (open.length >= limit) continue;
+        const run = await runner.get<CallState>(thread.threadId);
+        if (run !== undefined && run.interrupts.length > 0) open.push(run);
+      }
+      if (threads.length < 500) return { open, count };
+      after = threads.at(-1)?.threadId;
+    }
+  }
 
   async function inputSchemaOf(name: string): Promise<Record<string, unknown> | undefined> {
     const parts = splitToolName(name);
@@ -99,6 +149,14 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
     signal?: AbortSignal,
   ) {
     const started = Date.now();
+    await pruneAnswered();
+    if ((await openApprovals(0)).count >= maxOpen) {
+      return failure(
+        "too_many_approvals",
+        `${maxOpen} calls already wait for approval: answer some with ${approveToolName} (${approvalsToolName} lists them) before making more`,
+        { open: maxOpen },
+      );
+    }
     const inputSchema = await inputSchemaOf(name);
     const threadId = `${threadPrefix}${randomUUID()}`;
     const snapshot = await runner.start(
@@ -154,14 +212,15 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
   }
 
   async function list(): Promise<ToolCallResult> {
-    const threads = await runner.threads({ prefix: threadPrefix, limit: 100 });
-    const open = [];
-    for (const thread of threads) {
-      if (thread.status !== "paused") continue;
-      const run = await runner.get<CallState>(thread.threadId);
-      if (run !== undefined && run.interrupts.length > 0) open.push(describe(run));
-    }
-    return { ok: true, output: { approvals: open } };
+    await pruneAnswered();
+    const { open, count } = await openApprovals(listedApprovals);
+    return {
+      ok: true,
+      output: {
+        approvals: open.map(describe),
+        ...(count > open.length ? { more: count - open.length } : {}),
+      },
+    };
   }
 
   return {
