@@ -48,6 +48,12 @@ describe("a node runtime on NATS", () => {
         output: { text: "over the bus" },
       });
       assert.deepEqual(await client.call("alpha.add", { a: 2, b: 40 }), { ok: true, output: 42 });
+      // The catalogue carries a tool's output schema where it declares one, and none where it does not.
+      const alpha = (await client.catalogue()).find((info) => info.module === "alpha");
+      const echo = alpha?.tools.find((tool) => tool.name === "echo");
+      assert.equal(echo?.outputSchema?.type, "object");
+      assert.deepEqual(Object.keys(echo?.outputSchema?.properties ?? {}), ["text"]);
+      assert.equal(alpha?.tools.find((tool) => tool.name === "add")?.outputSchema, undefined);
 
       const unknown = await client.call("alpha.nope", {});
       assert.equal(unknown.ok, false);

@@ -6,6 +6,8 @@ export interface ModuleToolInfo {
   readonly name: string;
   readonly description: string;
   readonly inputSchema: JsonSchema;
+  /** The JSON Schema of the tool's output, where it declares an object output (MCP's `outputSchema`). */
+  readonly outputSchema?: JsonSchema;
 }
 
 export interface ModuleInfo {
@@ -38,6 +40,8 @@ export function describeModule(
     name: tool.name,
     description: tool.description,
     inputSchema: tool.inputJsonSchema,
+    // MCP output schemas describe objects; a tool with any other output shape advertises none.
+    ...(tool.outputJsonSchema?.type === "object" ? { outputSchema: tool.outputJsonSchema } : {}),
   }));
   return {
     module: loaded.module,
