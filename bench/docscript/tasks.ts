@@ -9,7 +9,7 @@
  * tenth clip on an overlay track (`largeTimeline(n, 10)`), seeded once per size under the OS temp dir.
  * The tasks run in order on one document, each committed before the next.
  *
- *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/tasks.ts [entityCounts...]   # 1k 10k 100k
+ *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/tasks.ts [--only=N,...] [entityCounts...]   # 1k 10k 100k
  */
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,8 +19,15 @@ import { createDocScriptTool } from "../../packages/docscript/src/index.ts";
 import { createSqliteDocumentStore } from "../../packages/docscript/src/server/index.ts";
 import { seedFile, startServer } from "./scale-harness.ts";
 
-const requested = process.argv
-  .slice(2)
+const args = process.argv.slice(2);
+/** `--only=N,M`: run only these tasks (0-based, in the table's order; for profiling one at a time). */
+const only = args
+  .find((arg) => arg.startsWith("--only="))
+  ?.slice("--only=".length)
+  .split(",")
+  .map(Number);
+const requested = args
+  .filter((arg) => !arg.startsWith("--"))
   .map(Number)
   .filter((count) => count > 0);
 const entityCounts = requested.length > 0 ? requested : [1_000, 10_000, 100_000];
@@ -246,6 +253,7 @@ try {
       );
       process.stderr.write(`${count}: first run ${format(performance.now() - warmStart)} ms\n`);
       for (const [index, task] of tasks.entries()) {
+        if (only !== undefined && !only.includes(index)) continue;
         let cell: string;
         try {
           const runStart = performance.now();

@@ -10,8 +10,9 @@ import { bodyLimit } from "hono/body-limit";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { defaultChangesLimit, maxChangesLimit } from "./change-log.ts";
-import { DocumentHost, hashToken, type RowLookup, rowLookupLimits } from "./document-host.ts";
+import { DocumentHost, hashToken } from "./document-host.ts";
 import type { DocumentStore } from "./document-store.ts";
+import { type RowLookup, rowLookupLimits } from "./row-reads.ts";
 
 export interface DocumentServerOptions {
   readonly store: DocumentStore;
@@ -256,7 +257,7 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
 
   // Stored rows by id or by the members a query finds (ADR 0466): `{ lookups: [...] }`, each
   // `{ rows: "entities" | "relations", ids }` or `{ members: "entity" | "relation", kinds?, ids?,
-  // endpoint?, variantOf?, identity?, after?, limit }`.
+  // endpoint?, endpoints?, variantOf?, variantsOf?, identity?, identities?, after?, limit }`.
   app.post("/documents/:documentId/rows", tooLarge(8 * 1024 * 1024));
   app.post("/documents/:documentId/rows", async (context) => {
     const documentId = context.req.param("documentId");
@@ -309,7 +310,7 @@ function rowLookupsOf(value: unknown): RowLookup[] | string {
     const limit = raw.limit;
     if (typeof limit !== "number" || !Number.isInteger(limit) || limit < 1 || limit > mostMembers)
       return `a members lookup's limit is a whole number from 1 to ${mostMembers}`;
-    for (const name of ["kinds", "ids"] as const)
+    for (const name of ["kinds", "ids", "endpoints", "variantsOf", "identities"] as const)
       if (raw[name] !== undefined && !isTexts(raw[name], mostIds))
         return `${name} is a list of at most ${mostIds} strings`;
     for (const name of ["endpoint", "variantOf", "identity", "after"] as const)
@@ -319,6 +320,9 @@ function rowLookupsOf(value: unknown): RowLookup[] | string {
       limit,
       ...(raw.kinds === undefined ? {} : { kinds: raw.kinds as string[] }),
       ...(raw.ids === undefined ? {} : { ids: raw.ids as string[] }),
+      ...(raw.endpoints === undefined ? {} : { endpoints: raw.endpoints as string[] }),
+      ...(raw.variantsOf === undefined ? {} : { variantsOf: raw.variantsOf as string[] }),
+      ...(raw.identities === undefined ? {} : { identities: raw.identities as string[] }),
       ...(raw.endpoint === undefined ? {} : { endpoint: raw.endpoint as string }),
       ...(raw.variantOf === undefined ? {} : { variantOf: raw.variantOf as string }),
       ...(raw.identity === undefined ? {} : { identity: raw.identity as string }),

@@ -25,12 +25,11 @@ import type { Projection } from "../document/projection.ts";
 import { decodeVersion, encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, formatIssue } from "../schema/docscript-error.ts";
-import type { DocumentIssue, Entity, Relation } from "../schema/types.ts";
+import type { DocumentIssue } from "../schema/types.ts";
 import { type ChangeFacts, stagedCounts } from "./change-log.ts";
 import { type ChangedRows, changedRows } from "./changed-rows.ts";
 import {
   type DocumentStore,
-  type FoundMember,
   type MemberQuery,
   type RowChange,
   type RowRoot,
@@ -39,8 +38,27 @@ import {
 import { conflictingTargets, lostUpdates, restoreCommitted } from "./lost-updates.ts";
 import { appliedPlans, hostOnlyChanges, issueReason, planIdsOf, unreadableKeys } from "./push-checks.ts";
 import type { ConflictReason, PushResult } from "./push-result.ts";
-import { allRowChanges, relationOf, rowChanges, storedEntityOf } from "./row-members.ts";
+import { allRowChanges, relationOf, rowChanges } from "./row-members.ts";
+import {
+  assembledEntities,
+  type EntityPage,
+  firstClaims,
+  lookUpRows,
+  type RelationPage,
+  type RowLookup,
+  type RowLookupAnswer,
+  totalsOf,
+} from "./row-reads.ts";
 import { StoreProjection } from "./store-projection.ts";
+
+export {
+  type EntityPage,
+  type PageCounts,
+  type RelationPage,
+  type RowLookup,
+  type RowLookupAnswer,
+  rowLookupLimits,
+} from "./row-reads.ts";
 
 export interface DocumentHostOptions {
   readonly store: DocumentStore;
@@ -133,53 +151,6 @@ export interface PushOptions {
   /** Store the update even when some of its writes no longer apply (they are reported, the rest applies). */
   readonly applyRemaining?: boolean;
 }
-
-/** A page of entities read from the store's rows, with the document's version and issues. */
-export interface EntityPage {
-  readonly version: string;
-  readonly total: { readonly entities: number; readonly relations: number };
-  /** Entities and relations per kind. */
-  readonly counts: PageCounts;
-  readonly entities: Entity[];
-  readonly issues: DocumentIssue[];
-}
-
-/** A page of relations read from the store's rows. */
-export interface RelationPage {
-  readonly version: string;
-  readonly total: { readonly entities: number; readonly relations: number };
-  readonly counts: PageCounts;
-  readonly relations: Relation[];
-}
-
-export interface PageCounts {
-  readonly entities: Readonly<Record<string, number>>;
-  readonly relations: Readonly<Record<string, number>>;
-}
-
-/**
- * One lookup of stored rows (`POST /documents/:id/rows`, ADR 0466): rows by id, or the members a
- * query finds (with the rows they live in), as a tool's projection reads them on demand.
- */
-export type RowLookup =
-  | { readonly rows: RowRoot; readonly ids: readonly string[] }
-  | ({ readonly members: MemberQuery["type"] } & Omit<MemberQuery, "type">);
-
-/** The rows each lookup found, at the document's version, with the kinds' counts. */
-export interface RowLookupAnswer {
-  readonly version: string;
-  readonly counts: PageCounts;
-  readonly results: readonly {
-    readonly rows: readonly { readonly root: RowRoot; readonly rowId: string; readonly json: unknown }[];
-    /** Members found (a member lookup): fewer than its limit means there are no more. */
-    readonly found: number;
-    /** The last member id found, to read the next page after. */
-    readonly last?: string;
-  }[];
-}
-
-/** At most this many lookups per request, ids per lookup and members per lookup. */
-export const rowLookupLimits = { lookups: 64, ids: 1000, members: 5000 } as const;
 
 /** What the server knows of a plan id. */
 export type PlanState =
@@ -1031,11 +1002,11 @@ export class DocumentHost {
         after: query.after,
         limit: query.limit,
       });
-      const entities = await this.assembled(documentId, firstClaims(found));
+      const entities = await assembledEntities(this.store, this.schema, documentId, firstClaims(found));
       open.issues ??= await this.issuesOf(documentId, open);
       return {
         version: encodeVersion(open.doc.oplogVersion()),
-        ...(await this.totals(documentId)),
+        ...(await totalsOf(this.store, documentId)),
         entities,
         issues: open.issues,
       };
@@ -1052,7 +1023,7 @@ export class DocumentHost {
       const found = await this.store.readMembers(documentId, { ...query, type: "relation" });
       return {
         version: encodeVersion(open.doc.oplogVersion()),
-        ...(await this.totals(documentId)),
+        ...(await totalsOf(this.store, documentId)),
         relations: firstClaims(found).map(relationOf),
       };
     });
@@ -1065,90 +1036,13 @@ export class DocumentHost {
   async rowLookup(documentId: string, lookups: readonly RowLookup[]): Promise<RowLookupAnswer> {
     return this.serialized(documentId, async () => {
       const open = await this.current(documentId);
-      const results: RowLookupAnswer["results"][number][] = [];
-      for (const lookup of lookups) {
-        if ("rows" in lookup) {
-          const found = await this.store.readRows(documentId, {
-            root: lookup.rows,
-            ids: lookup.ids,
-            limit: lookup.ids.length,
-          });
-          results.push({
-            rows: found.map((row) => ({ root: row.root, rowId: row.rowId, json: row.json })),
-            found: found.length,
-          });
-          continue;
-        }
-        const { members, ...query } = lookup;
-        const found = await this.store.readMembers(documentId, { ...query, type: members });
-        const rows = new Map<string, { root: RowRoot; rowId: string; json: unknown }>();
-        for (const member of found)
-          rows.set(`${member.root}\u0000${member.rowId}`, {
-            root: member.root,
-            rowId: member.rowId,
-            json: member.json,
-          });
-        const last = found.at(-1)?.id;
-        results.push({
-          rows: [...rows.values()],
-          found: found.length,
-          ...(last === undefined ? {} : { last }),
-        });
-      }
+      const results = await lookUpRows(this.store, documentId, lookups);
       return {
         version: encodeVersion(open.doc.oplogVersion()),
-        counts: (await this.totals(documentId)).counts,
+        counts: (await totalsOf(this.store, documentId)).counts,
         results,
       };
     });
-  }
-
-  /** Entities and relations per kind, as the store counts them with every write of its rows. */
-  private async totals(
-    documentId: string,
-  ): Promise<{ total: { entities: number; relations: number }; counts: PageCounts }> {
-    const counts = { entities: {} as Record<string, number>, relations: {} as Record<string, number> };
-    const total = { entities: 0, relations: 0 };
-    for (const row of await this.store.countMembers(documentId)) {
-      const section = row.type === "entity" ? "entities" : "relations";
-      counts[section][row.kind] = row.count;
-      total[section] += row.count;
-    }
-    return { total, counts };
-  }
-
-  /** Entities as a reader sees them: a variant's base (read from the store too) under its own fields. */
-  private async assembled(documentId: string, found: readonly FoundMember[]): Promise<Entity[]> {
-    const read = found
-      .map((member) => storedEntityOf(this.schema, member))
-      .filter((entry) => entry !== undefined);
-    const bases = new Map<string, { entity: Entity; own: Readonly<Record<string, unknown>> }>();
-    for (const entry of read) bases.set(entry.entity.entityId, entry);
-    for (let depth = 0; depth < 16; depth++) {
-      const missing = [...bases.values()]
-        .map((entry) => entry.entity.variantOf)
-        .filter((id): id is string => id !== undefined && !bases.has(id));
-      if (missing.length === 0) break;
-      const more = await this.store.readMembers(documentId, {
-        type: "entity",
-        ids: [...new Set(missing)],
-        limit: missing.length * 2,
-      });
-      for (const member of firstClaims(more)) {
-        const entry = storedEntityOf(this.schema, member);
-        if (entry !== undefined) bases.set(member.id, entry);
-      }
-      if (more.length === 0) break;
-    }
-    const payloadOf = (entityId: string, seen: Set<string>): Record<string, unknown> => {
-      const entry = bases.get(entityId);
-      if (entry === undefined) return {};
-      const baseId = entry.entity.variantOf;
-      if (baseId === undefined || seen.has(entityId)) return { ...entry.own };
-      seen.add(entityId);
-      return { ...payloadOf(baseId, seen), ...entry.own };
-    };
-    return read.map((entry) => ({ ...entry.entity, payload: payloadOf(entry.entity.entityId, new Set()) }));
   }
 
   /** Runs `work` after every earlier call on the same document. */
@@ -1192,16 +1086,6 @@ function nextIssues(
       return true;
     })
     .sort(compareIssues);
-}
-
-/** One member per id: the first claim (two rows claiming one id is a conflict the check names). */
-function firstClaims(found: readonly FoundMember[]): FoundMember[] {
-  const seen = new Set<string>();
-  return found.filter((member) => {
-    if (seen.has(member.id)) return false;
-    seen.add(member.id);
-    return true;
-  });
 }
 
 /** The document's plan index, read off its history on first need. */

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import { LoroDoc, type LoroMap } from "loro-crdt";
+import { largeTimeline, largeTimelineRows } from "../../test/large-timeline.ts";
 import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
-import { DocumentHost } from "../server/document-host.ts";
+import { DocumentHost, hashToken } from "../server/document-host.ts";
 import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { documentVersion } from "./document-cache.ts";
@@ -51,6 +52,60 @@ it("reads what a lookup lacked from the server's rows, and refuses an answer at 
       (error: unknown) => DocScriptError.isInstance(error) && error.code === "document_changed",
     );
     assert.notEqual(projection.remote.movedTo, undefined);
+  } finally {
+    await host.close();
+  }
+});
+
+it("reads the relations and variants of many entities in one request, a hub's whole in pages", async () => {
+  // Every clip on track-1: a hub of 5,100 contains, more than one page of a batched lookup holds.
+  const { snapshot } = largeTimeline(5_100);
+  const store = createSqliteDocumentStore({ path: ":memory:" });
+  const host = new DocumentHost({ store, schema: timelineSchema });
+  try {
+    // Stored as the scale bench seeds it: the rows written out beside the snapshot, not read from it.
+    await store.createDocument({
+      documentId: "doc",
+      tokenHash: hashToken("token-0123456789abcdef"),
+      snapshot,
+      rows: largeTimelineRows(5_100),
+      issues: [],
+    });
+    const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+    const projection = remoteProjection(
+      timelineSchema,
+      (lookups) => host.rowLookup("doc", lookups),
+      documentVersion(replica),
+      20_000,
+    );
+    const markers = Array.from({ length: 600 }, (_, index) => `large-marker-${index}`);
+    for (const markerId of markers) projection.entity(markerId);
+    await projection.remote.fill();
+    assert.ok(projection.remote.requests <= 2, `${projection.remote.requests} requests`);
+    // What a check of 600 entities asks next, their relations and variants: asked for in batches, a
+    // request or two, not one lookup per entity.
+    const first = projection.remote.requests;
+    for (const markerId of markers) {
+      projection.relationsOf(markerId);
+      projection.variantsOf(markerId);
+    }
+    await projection.remote.fill();
+    assert.ok(projection.remote.requests - first <= 2, `${projection.remote.requests - first} requests`);
+    const requests = projection.remote.requests;
+    for (const markerId of markers) {
+      assert.equal(projection.relationsOf(markerId).length, 1, markerId);
+      assert.deepEqual(projection.variantsOf(markerId), []);
+    }
+    assert.equal(projection.lacking, false);
+    assert.equal(projection.remote.requests, requests);
+    // The hub among others: its batch is full, so it is read on its own, whole.
+    for (const entityId of ["track-1", "large-clip-1", "large-clip-2"]) projection.relationsOf(entityId);
+    await projection.remote.fill();
+    assert.equal(projection.lacking, false);
+    const held = projection.relationsOf("track-1").filter((relation) => relation.relationKind === "contain");
+    assert.ok(held.length >= 5_100, `${held.length} contains held`);
+    assert.equal(projection.lacking, false);
+    assert.equal(projection.relationsOf("large-clip-2").length, 3);
   } finally {
     await host.close();
   }

@@ -33,6 +33,8 @@ const membersPerPage = 5000;
 const maxListedRelations = 20_000;
 /** Relations and variants read along with an entity looked up: answered whole below this many. */
 const speculativeLimit = 100;
+/** Entities looked up in one fill up to which their relations and variants are read along. */
+const speculativeEntities = 64;
 /** Rounds of fill-and-ask-again one call may take before the host gives up on it. */
 export const maxFillRounds = 64;
 
@@ -146,42 +148,80 @@ export class RemoteRows {
       return next(startAfter);
     };
     // An entity looked up is usually checked next with its relations and variants: asked in the same
-    // request, one short page each, answered whole when the page is not full (a hub's are read when
-    // a check asks for them).
+    // request, one short page each, answered whole when the page is not full (a hub's are read when a
+    // check asks for them). Only for a few entities: a call that looked up thousands asks for what its
+    // checks need next in batches, one more request.
     const wantedKeys = new Set(wanted.map(([key]) => key));
-    for (const entityId of byIds("entity")) {
-      for (const [lookup, query] of [
-        ["endpoint", { members: "relation", endpoint: entityId, limit: speculativeLimit }],
-        ["variants", { members: "entity", variantOf: entityId, limit: speculativeLimit }],
-      ] as const) {
-        const key = keyOf(lookup, entityId);
-        if (this.known.has(key) || wantedKeys.has(key)) continue;
+    const entityIds = byIds("entity");
+    if (entityIds.length <= speculativeEntities)
+      for (const entityId of entityIds) {
+        for (const [lookup, query] of [
+          ["endpoint", { members: "relation", endpoint: entityId, limit: speculativeLimit }],
+          ["variants", { members: "entity", variantOf: entityId, limit: speculativeLimit }],
+        ] as const) {
+          const key = keyOf(lookup, entityId);
+          if (this.known.has(key) || wantedKeys.has(key)) continue;
+          pending.push({
+            lookup: query,
+            done: (result) => {
+              if (result.found < speculativeLimit) this.known.add(key);
+            },
+          });
+        }
+      }
+    // Relations by endpoint (of a kind, or all), variants and entities by identity: many entities' in
+    // one lookup, each answered whole when the lookup's page is not full; those of a full one are
+    // asked again one entity at a time, in pages (a hub's relations).
+    const one = (entry: Wanted & { id: string }): Pending => {
+      if (entry.lookup === "endpoint")
+        return paged(
+          {
+            members: "relation",
+            endpoint: entry.id,
+            ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }),
+            limit: 0,
+          },
+          () => {},
+        );
+      if (entry.lookup === "variants")
+        return paged({ members: "entity", variantOf: entry.id, limit: 0 }, () => {});
+      return paged({ members: "entity", identity: entry.id, limit: 0 }, () => {});
+    };
+    const groups = new Map<string, (Wanted & { id: string })[]>();
+    for (const [, entry] of wanted) {
+      if (entry.lookup !== "endpoint" && entry.lookup !== "variants" && entry.lookup !== "identity") continue;
+      const group = `${entry.lookup}\u0000${"kind" in entry ? (entry.kind ?? "") : ""}`;
+      groups.set(group, [...(groups.get(group) ?? []), entry]);
+    }
+    for (const entries of groups.values()) {
+      for (let start = 0; start < entries.length; start += idsPerLookup) {
+        const chunk = entries.slice(start, start + idsPerLookup);
+        const first = chunk[0] as Wanted & { id: string };
+        const ids = chunk.map((entry) => entry.id);
+        const kind = "kind" in first ? first.kind : undefined;
+        const query: RowLookup =
+          first.lookup === "endpoint"
+            ? {
+                members: "relation",
+                endpoints: ids,
+                ...(kind === undefined ? {} : { kinds: [kind] }),
+                limit: membersPerPage,
+              }
+            : first.lookup === "variants"
+              ? { members: "entity", variantsOf: ids, limit: membersPerPage }
+              : { members: "entity", identities: ids, limit: membersPerPage };
         pending.push({
           lookup: query,
           done: (result) => {
-            if (result.found < speculativeLimit) this.known.add(key);
+            if (result.found < membersPerPage) return;
+            for (const entry of chunk) pending.push(one(entry));
           },
         });
       }
     }
     for (const [, entry] of wanted) {
-      if (entry.lookup === "endpoint")
-        pending.push(
-          paged(
-            {
-              members: "relation",
-              endpoint: entry.id,
-              ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }),
-              limit: 0,
-            },
-            () => {},
-          ),
-        );
-      else if (entry.lookup === "variants")
-        pending.push(paged({ members: "entity", variantOf: entry.id, limit: 0 }, () => {}));
-      else if (entry.lookup === "identity")
-        pending.push(paged({ members: "entity", identity: entry.id, limit: 0 }, () => {}));
-      else if (entry.lookup === "entityPage") {
+      if (entry.lookup === "endpoint" || entry.lookup === "variants" || entry.lookup === "identity") continue;
+      if (entry.lookup === "entityPage") {
         const key = entityPageKey(entry.kind, entry.after, entry.count);
         pending.push(
           paged(

@@ -1,0 +1,139 @@
+/**
+ * One `tasks.ts` task's binding calls in one process, for profiling (`--cpu-prof`): a document host
+ * over a copy of the seeded SQLite file answers row lookups directly (no HTTP, no workers), and a
+ * run session over a projection that reads rows on demand (ADR 0466) makes the calls the task's
+ * script makes, each timed. Prints the calls' times and the rows and requests they read.
+ *
+ *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/task-alone.ts <shift|mute|append|move> [entities]
+ */
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LoroDoc } from "loro-crdt";
+import { versionKey } from "../../packages/docscript/src/document/interpret.ts";
+import { createSqliteDocumentStore, DocumentHost } from "../../packages/docscript/src/server/index.ts";
+import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
+import { documentVersion } from "../../packages/docscript/src/tool/document-cache.ts";
+import { remoteProjection, remoteRowsOf } from "../../packages/docscript/src/tool/remote-projection.ts";
+import { openRunSession } from "../../packages/docscript/src/tool/run-session.ts";
+import { seedFile } from "./scale-harness.ts";
+
+const task = process.argv[2] ?? "shift";
+const count = Number(process.argv[3] ?? 100_000);
+const { path: seeded } = seedFile(count, 10);
+const directory = mkdtempSync(join(tmpdir(), "docscript-task-alone-"));
+const path = join(directory, "doc.sqlite");
+copyFileSync(seeded, path);
+const store = createSqliteDocumentStore({ path });
+const host = new DocumentHost({ store, schema: timelineSchema });
+try {
+  const { bytes } = await host.snapshot("bench");
+  const replica = LoroDoc.fromSnapshot(bytes);
+  const base = remoteProjection(
+    timelineSchema,
+    (lookups) => host.rowLookup("bench", lookups),
+    documentVersion(replica),
+    20_000,
+  );
+  const doc = replica.fork();
+  doc.setDetachedEditing(true);
+  doc.checkout(replica.frontiers());
+  base.readAt = versionKey(doc);
+  const session = openRunSession(
+    { docId: "bench", planId: "plan-1", peerId: "77", hooks: { loadEntityAsset: false, uploadText: false } },
+    timelineSchema,
+    { doc, base, source: "snapshot" },
+    { call: () => Promise.resolve(undefined) },
+  );
+  const remote = remoteRowsOf(base);
+  const timed = async (label: string, binding: string, method: string, args: unknown[]) => {
+    const requests = remote?.requests ?? 0;
+    const rows = remote?.rowsRead ?? 0;
+    const start = performance.now();
+    const value = await session.callFilled(binding, method, args);
+    console.log(
+      `${label}: ${(performance.now() - start).toFixed(0)} ms, ${(remote?.requests ?? 0) - requests} requests, ${(remote?.rowsRead ?? 0) - rows} rows`,
+    );
+    return value as never;
+  };
+  const started = performance.now();
+  if (task === "shift") {
+    let after: string | undefined;
+    for (;;) {
+      const page: { entityId: string; payload: { startMs: number } }[] = await timed(
+        "list",
+        "entities",
+        "list",
+        [{ entityKind: "sequence-marker", range: { field: "startMs", from: 30_000 }, limit: 5000, after }],
+      );
+      if (page.length === 0) break;
+      await timed("updateMany", "entities", "updateMany", [
+        page.map((m) => ({
+          entityId: m.entityId,
+          ops: [{ op: "set", path: ["startMs"], value: m.payload.startMs + 2000 }],
+        })),
+      ]);
+      after = page.at(-1)?.entityId;
+    }
+  } else if (task === "mute") {
+    const markers: { entityId: string }[] = await timed("list", "entities", "list", [
+      { entityKind: "sequence-marker", range: { field: "startMs", from: 60_000, to: 70_000 } },
+    ]);
+    for (const marker of markers) {
+      const [of]: { endpoint0EntityId: string }[] = await timed("of", "relations", "of", [
+        marker.entityId,
+        "marker",
+      ]);
+      await timed("update", "entities", "update", [
+        of?.endpoint0EntityId,
+        [{ op: "set", path: ["volume"], value: -60 }],
+      ]);
+    }
+  } else if (task === "move" || task === "append") {
+    const tracks: { entityId: string; payload: { role: string } }[] = await timed(
+      "tracks",
+      "entities",
+      "list",
+      [{ entityKind: "track" }],
+    );
+    const overlay = tracks.find((track) => track.payload.role === "overlay");
+    if (overlay === undefined) throw new Error("no overlay track");
+    if (task === "move") {
+      const held: { relationId: string; endpoint0EntityId: string }[] = await timed("of", "relations", "of", [
+        overlay.entityId,
+        "contain",
+      ]);
+      const own = held.filter((relation) => relation.endpoint0EntityId === overlay.entityId);
+      await timed("move", "relations", "move", [own.at(-1)?.relationId, { index: 0 }]);
+    } else {
+      const create = (entityKind: string, payload?: unknown) =>
+        timed(`create ${entityKind}`, "entities", "create", [
+          { entityKind, ...(payload === undefined ? {} : { payload }) },
+        ]);
+      const logo: { entityId: string } = await create("image", {
+        system: "files",
+        key: "logo.png",
+        name: "Logo",
+      });
+      const clip: { entityId: string } = await create("clip");
+      const marker: { entityId: string } = await create("sequence-marker", { startMs: 0, durationMs: 3000 });
+      const link = (relationKind: string, from: string, to: string) =>
+        timed(`link ${relationKind}`, "relations", "link", [
+          { relationKind, endpoint0EntityId: from, endpoint1EntityId: to },
+        ]);
+      await link("marker", clip.entityId, marker.entityId);
+      await link("contain", clip.entityId, logo.entityId);
+      await link("contain", overlay.entityId, clip.entityId);
+    }
+  }
+  const callsMs = performance.now() - started;
+  const finishStart = performance.now();
+  const plan = await session.finish({ ok: true, value: undefined } as never);
+  console.log(
+    `${task} at ${count}: calls ${callsMs.toFixed(0)} ms, finish ${(performance.now() - finishStart).toFixed(0)} ms, writes ${plan.preview.writes}`,
+  );
+} finally {
+  await host.close();
+  await store.close();
+  rmSync(directory, { recursive: true, force: true });
+}
