@@ -6,18 +6,18 @@
  * token the worker must echo on each message about the run; the host acts on no other message.
  */
 import { randomBytes } from "node:crypto";
-import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
+import { MessageChannel, Worker } from "node:worker_threads";
 import { type Logger, silentLogger } from "@tackle/core";
-import { toFailure } from "./run-gate.ts";
+import { type PoolRunSettings, type PoolWorker, runOnWorker } from "./sandbox-pool-run.ts";
 import type {
   HostChannel,
-  HostToWorker,
   SandboxFailure,
   SandboxLog,
-  SyncAnswer,
   SyncChannel,
   WorkerToHost,
 } from "./sandbox-protocol.ts";
+
+export { finishGraceMs } from "./sandbox-pool-run.ts";
 
 export interface SandboxPoolOptions {
   /** The module each worker loads: it exports `surface` and `createDispatcher` (see SandboxDispatcherModule). */
@@ -90,22 +90,9 @@ export interface SandboxPool {
   close(): Promise<void>;
 }
 
-interface PoolWorker {
-  readonly worker: Worker;
-  /** The host's end of the worker's sync channel, and the word the worker waits on. */
-  readonly syncPort: MessagePort;
-  readonly signal: Int32Array;
-  readonly ready: Promise<void>;
-  runs: number;
-  dead: boolean;
-  stderrTail: string;
-}
-
 // The engine ends a script at its deadline itself; the watchdog only kills a worker that failed to, so its grace
 // covers the worker's report (within the 100 ms a run may overrun its limit).
 const watchdogGraceMs = 60;
-/** Past the run's limit, how long its finish step may still take before the run fails `timeout`. */
-export const finishGraceMs = 150;
 
 /** The worker entry beside this file: TypeScript from source, JavaScript once built. */
 const workerUrl = new URL(
@@ -128,6 +115,63 @@ export function workerExecArgv(): string[] {
   return [...kept, "--experimental-vm-modules", "--disable-warning=ExperimentalWarning"];
 }
 
+/** A worker booting the engine and `dispatcherModule`; `onExit` is told once it has exited. */
+function spawnWorker(
+  boot: { url: URL; dispatcherModule: string; memoryLimitMb: number; logger: Logger },
+  onExit: () => void,
+): PoolWorker {
+  const { dispatcherModule, memoryLimitMb, logger } = boot;
+  const channel = new MessageChannel();
+  const signal = new SharedArrayBuffer(8);
+  const sync: SyncChannel = { port: channel.port2, signal };
+  const worker = new Worker(boot.url, {
+    env: {},
+    argv: [],
+    execArgv: workerExecArgv(),
+    workerData: { dispatcherModule, memoryLimitMb, sync },
+    transferList: [channel.port2],
+    resourceLimits: { maxOldGenerationSizeMb: memoryLimitMb, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
+    stdout: true,
+    stderr: true,
+  });
+  channel.port1.unref();
+  const entry: PoolWorker = {
+    worker,
+    syncPort: channel.port1,
+    signal: new Int32Array(signal),
+    runs: 0,
+    dead: false,
+    stderrTail: "",
+    ready: new Promise<void>((resolve, reject) => {
+      const onMessage = (message: WorkerToHost) => {
+        if (message.type === "ready") {
+          worker.off("message", onMessage);
+          resolve();
+        } else if (message.type === "boot-failed") {
+          worker.off("message", onMessage);
+          reject(new Error(`sandbox worker failed to boot: ${message.message}`));
+        }
+      };
+      worker.on("message", onMessage);
+      worker.once("exit", (code) =>
+        reject(new Error(`sandbox worker exited while booting (${code}): ${entry.stderrTail}`)),
+      );
+    }),
+  };
+  entry.ready.catch(() => {});
+  worker.stdout.resume();
+  worker.stderr.on("data", (chunk: Buffer) => {
+    entry.stderrTail = (entry.stderrTail + chunk.toString()).slice(-2000);
+  });
+  worker.on("error", (error) => logger.warn("sandbox worker error", { error: error.message }));
+  worker.once("exit", () => {
+    channel.port1.close();
+    entry.dead = true;
+    onExit();
+  });
+  return entry;
+}
+
 export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
   const size = Math.max(0, options.size ?? 1);
   const memoryLimitMb = options.memoryLimitMb ?? 256;
@@ -145,57 +189,15 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
   const counts = { started: 0, recycled: 0, killed: 0 };
 
   function spawn(): PoolWorker {
-    const channel = new MessageChannel();
-    const signal = new SharedArrayBuffer(8);
-    const sync: SyncChannel = { port: channel.port2, signal };
-    const worker = new Worker(options.workerUrl ?? workerUrl, {
-      env: {},
-      argv: [],
-      execArgv: workerExecArgv(),
-      workerData: { dispatcherModule, memoryLimitMb, sync },
-      transferList: [channel.port2],
-      resourceLimits: { maxOldGenerationSizeMb: memoryLimitMb, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
-      stdout: true,
-      stderr: true,
-    });
+    const entry = spawnWorker(
+      { url: options.workerUrl ?? workerUrl, dispatcherModule, memoryLimitMb, logger },
+      () => {
+        all.delete(entry);
+        const at = idle.indexOf(entry);
+        if (at >= 0) idle.splice(at, 1);
+      },
+    );
     counts.started++;
-    channel.port1.unref();
-    const entry: PoolWorker = {
-      worker,
-      syncPort: channel.port1,
-      signal: new Int32Array(signal),
-      runs: 0,
-      dead: false,
-      stderrTail: "",
-      ready: new Promise<void>((resolve, reject) => {
-        const onMessage = (message: WorkerToHost) => {
-          if (message.type === "ready") {
-            worker.off("message", onMessage);
-            resolve();
-          } else if (message.type === "boot-failed") {
-            worker.off("message", onMessage);
-            reject(new Error(`sandbox worker failed to boot: ${message.message}`));
-          }
-        };
-        worker.on("message", onMessage);
-        worker.once("exit", (code) =>
-          reject(new Error(`sandbox worker exited while booting (${code}): ${entry.stderrTail}`)),
-        );
-      }),
-    };
-    entry.ready.catch(() => {});
-    worker.stdout.resume();
-    worker.stderr.on("data", (chunk: Buffer) => {
-      entry.stderrTail = (entry.stderrTail + chunk.toString()).slice(-2000);
-    });
-    worker.on("error", (error) => logger.warn("sandbox worker error", { error: error.message }));
-    worker.once("exit", () => {
-      channel.port1.close();
-      entry.dead = true;
-      all.delete(entry);
-      const at = idle.indexOf(entry);
-      if (at >= 0) idle.splice(at, 1);
-    });
     all.add(entry);
     return entry;
   }
@@ -224,6 +226,26 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
     }
   }
 
+  /** A run is over: its worker goes back to the pool, or is replaced. */
+  function release(entry: PoolWorker, kill: boolean): void {
+    if (kill) retire(entry, "killed");
+    else if (entry.runs >= maxRunsPerWorker) retire(entry, "recycled");
+    else if (!closed && !entry.dead) {
+      // Keep `size` warm workers; a surplus worker made for a burst retires.
+      if (idle.length < size) idle.push(entry);
+      else retire(entry, "recycled");
+    }
+  }
+
+  const settings: PoolRunSettings = {
+    graceMs,
+    finishTimeoutMs,
+    prepareTimeoutMs,
+    memoryLimitMb,
+    logger,
+    release,
+  };
+
   async function run(request: SandboxRunRequest): Promise<SandboxRunResult> {
     if (closed)
       return {
@@ -240,256 +262,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
         ? Math.min(requested, defaultTimeoutMs)
         : defaultTimeoutMs;
     entry.runs++;
-    return await new Promise<SandboxRunResult>((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
-      let settled = false;
-      let scriptStartedAt = 0;
-      const streamedLogs: SandboxLog[] = [];
-      const { worker } = entry;
-      const done = (outcome: SandboxRunResult, kill: boolean) => {
-        if (settled) return;
-        settled = true;
-        const result: SandboxRunResult =
-          outcome.ok || scriptStartedAt === 0
-            ? outcome
-            : { ...outcome, scriptMs: performance.now() - scriptStartedAt };
-        clearTimeout(timer);
-        worker.off("message", onMessage);
-        worker.off("exit", onExit);
-        worker.off("error", onError);
-        if (kill) retire(entry, "killed");
-        else if (entry.runs >= maxRunsPerWorker) retire(entry, "recycled");
-        else if (!closed && !entry.dead) {
-          // Keep `size` warm workers; a surplus worker made for a burst retires.
-          if (idle.length < size) idle.push(entry);
-          else retire(entry, "recycled");
-        }
-        resolve(result);
-      };
-      const arm = (limitMs: number, failure: SandboxFailure) => {
-        clearTimeout(timer);
-        timer = setTimeout(() => done({ ok: false, error: failure, logs: streamedLogs }, true), limitMs);
-      };
-      /** Why the worker failed, when it said so before it exited (an uncaught error in its own code). */
-      let crashReason: string | undefined;
-      const onExit = (code: number) => {
-        // Exit code 1 is also any uncaught error: only V8's own report says the heap ceiling was hit.
-        const memory = /ERR_WORKER_OUT_OF_MEMORY|heap out of memory/i.test(entry.stderrTail);
-        done(
-          {
-            ok: false,
-            error: memory
-              ? { code: "memory_limit", message: `the script exceeded the ${memoryLimitMb} MB heap ceiling` }
-              : {
-                  code: "sandbox_crashed",
-                  message: `the sandbox worker exited (${code})${crashReason === undefined ? "" : `: ${crashReason}`}`,
-                },
-            logs: streamedLogs,
-          },
-          true,
-        );
-      };
-      const onMessage = (message: WorkerToHost) => {
-        if (message.type === "ready" || message.type === "boot-failed") return;
-        if (message.runId !== runId || message.capability !== capability) {
-          // Not this run's: refuse a host call outright, act on nothing else.
-          if (message.type === "host-call") refuseHostCall(worker, message.callId);
-          else if (message.type === "host-call-sync")
-            answerSync(entry, {
-              callId: message.callId,
-              ok: false,
-              error: { code: "capability_refused", message: "the call does not belong to the running run" },
-            });
-          return;
-        }
-        switch (message.type) {
-          case "started":
-            scriptStartedAt = performance.now();
-            arm(timeoutMs + graceMs, {
-              code: "timeout",
-              message: `the script did not finish within ${timeoutMs} ms`,
-              data: { timeoutMs },
-            });
-            return;
-          case "script-ended": {
-            // The finish step counts against the run's limit: it is due by then (plus a grace).
-            const left =
-              scriptStartedAt === 0
-                ? finishTimeoutMs
-                : scriptStartedAt + timeoutMs + finishGraceMs - performance.now();
-            arm(Math.max(0, Math.min(finishTimeoutMs, left)), {
-              code: "timeout",
-              message: `the plan was not built within the run's limit of ${timeoutMs} ms`,
-              data: { timeoutMs },
-            });
-            return;
-          }
-          case "log":
-            streamedLogs.push(message.line);
-            return;
-          case "host-call":
-            void answerHostCall(worker, request, message.callId, message.method, message.payload);
-            return;
-          case "host-call-sync":
-            void askHost(request, message.method, message.payload).then((answer) =>
-              answerSync(entry, { callId: message.callId, ...answer }),
-            );
-            return;
-          case "result":
-            done(
-              message.ok
-                ? {
-                    ok: true,
-                    value: message.value,
-                    logs: message.logs,
-                    scriptMs: performance.now() - scriptStartedAt,
-                  }
-                : {
-                    ok: false,
-                    error: message.error ?? { code: "run_failed", message: "the run failed" },
-                    logs: message.logs,
-                  },
-              message.retire === true,
-            );
-            return;
-          default:
-            return;
-        }
-      };
-      worker.on("message", onMessage);
-      worker.on("exit", onExit);
-      const onError = (error: Error) => {
-        if (!/ERR_WORKER_OUT_OF_MEMORY/.test(String((error as { code?: string }).code))) {
-          crashReason = error.message;
-          return;
-        }
-        done(
-          {
-            ok: false,
-            error: {
-              code: "memory_limit",
-              message: `the script exceeded the ${memoryLimitMb} MB heap ceiling`,
-            },
-            logs: streamedLogs,
-          },
-          true,
-        );
-      };
-      worker.on("error", onError);
-      arm(prepareTimeoutMs, {
-        code: "timeout",
-        message: `the run was not ready within ${prepareTimeoutMs} ms`,
-      });
-      const message: HostToWorker = {
-        type: "run",
-        runId,
-        capability,
-        script: request.script,
-        input: request.input,
-        timeoutMs,
-        memoryLimitMb,
-        ...(request.hostChannel === undefined ? {} : { hostChannel: request.hostChannel }),
-      };
-      try {
-        worker.postMessage(message, request.hostChannel === undefined ? [] : [request.hostChannel.port]);
-      } catch (error) {
-        // An input that cannot cross to the worker fails the run at once, saying so.
-        done(
-          {
-            ok: false,
-            error: {
-              code: "run_failed",
-              message: `the run's input cannot cross to the sandbox worker: ${(error as Error).message}`,
-            },
-            logs: [],
-          },
-          false,
-        );
-      }
-    });
-  }
-
-  function refuseHostCall(worker: Worker, callId: number): void {
-    const answer: HostToWorker = {
-      type: "host-answer",
-      callId,
-      ok: false,
-      error: { code: "capability_refused", message: "the call does not belong to the running run" },
-    };
-    try {
-      worker.postMessage(answer);
-    } catch {
-      // A worker that is gone needs no answer.
-    }
-  }
-
-  /** The run's host hook's answer to one call, as data. */
-  async function askHost(
-    request: SandboxRunRequest,
-    method: string,
-    payload: unknown,
-  ): Promise<{ ok: boolean; value?: unknown; error?: SandboxFailure }> {
-    try {
-      if (request.onHostCall === undefined)
-        throw Object.assign(new Error(`no host hook answers ${method}`), { code: "no_host_hook" });
-      return { ok: true, value: await request.onHostCall(method, payload) };
-    } catch (error) {
-      return { ok: false, error: toFailure(error, "host_call_failed") };
-    }
-  }
-
-  /** Posts a sync call's answer on the worker's sync port, then wakes the worker waiting for it. */
-  function answerSync(entry: PoolWorker, answer: SyncAnswer): void {
-    if (entry.dead) return;
-    try {
-      entry.syncPort.postMessage(answer);
-    } catch (error) {
-      // An answer that cannot be cloned fails the call instead.
-      entry.syncPort.postMessage({
-        callId: answer.callId,
-        ok: false,
-        error: {
-          code: "host_call_failed",
-          message: `the host's answer cannot cross to the script: ${(error as Error).message}`,
-        },
-      } satisfies SyncAnswer);
-    }
-    Atomics.store(entry.signal, 0, 1);
-    Atomics.notify(entry.signal, 0);
-  }
-
-  async function answerHostCall(
-    worker: Worker,
-    request: SandboxRunRequest,
-    callId: number,
-    method: string,
-    payload: unknown,
-  ): Promise<void> {
-    const asked = await askHost(request, method, payload);
-    const answer: HostToWorker = {
-      type: "host-answer",
-      callId,
-      ok: asked.ok,
-      ...(asked.ok ? { value: asked.value } : { error: asked.error! }),
-    };
-    try {
-      worker.postMessage(answer);
-    } catch (error) {
-      // An answer that cannot cross fails the call at once (never a wait until the run's limit).
-      try {
-        worker.postMessage({
-          type: "host-answer",
-          callId,
-          ok: false,
-          error: {
-            code: "host_call_failed",
-            message: `the host's answer to ${method} cannot cross to the script: ${(error as Error).message}`,
-          },
-        } satisfies HostToWorker);
-      } catch (again) {
-        logger.debug("sandbox host answer not delivered", { error: (again as Error).message });
-      }
-    }
+    return await runOnWorker(settings, entry, request, { runId, capability, timeoutMs });
   }
 
   refill();

@@ -7,71 +7,43 @@
  * The worker is for preemption and crash isolation; the engine is the boundary.
  */
 
-import { parentPort, receiveMessageOnPort, workerData } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import variant from "@jitl/quickjs-ng-wasmfile-release-sync";
 import {
   DefaultIntrinsics,
   newQuickJSWASMModuleFromVariant,
   newVariant,
-  type QuickJSContext,
   type QuickJSHandle,
-  type QuickJSRuntime,
   type QuickJSSyncVariant,
   type QuickJSWASMModule,
 } from "quickjs-emscripten-core";
-import { createRunGate, maxArgumentsChars, type RunGate, toFailure } from "./run-gate.ts";
+import { createRunGate, toFailure } from "./run-gate.ts";
+import { createHostCalls } from "./sandbox-host-calls.ts";
+import { install } from "./sandbox-install.ts";
 import type {
   HostToWorker,
   SandboxDispatcher,
   SandboxDispatcherModule,
   SandboxFailure,
-  SandboxHost,
-  SandboxLog,
   ScriptOutcome,
-  ScriptPosition,
-  SyncAnswer,
   SyncChannel,
   WorkerToHost,
 } from "./sandbox-protocol.ts";
-import { removedGlobals, scriptBridgeSource } from "./script-bridge.ts";
-import { boundScriptFailure, maxLogCrossingChars, maxOutcomeChars } from "./script-failure-bounds.ts";
+import {
+  engineState,
+  memoryFailure,
+  notePlace,
+  positionOf,
+  type Run,
+  scriptFailure,
+  scriptFile,
+  scriptPrefix,
+  timeoutFailure,
+} from "./sandbox-run.ts";
+import { scriptBridgeSource } from "./script-bridge.ts";
 
-const maxLogLines = 200;
-/** A string the engine holds that is longer than a crossing takes: only its length crossed. */
-type TooLong = { readonly tooLong: number };
-const maxLogLineLength = 2000;
 /** The engine's own stack bound: deep enough for ~1,400 plain frames, well inside the worker's 4 MB stack. */
 const engineStackBytes = 256 * 1024;
-/** The script's first line follows this one: reported line N is the script's line N - 1. */
-const scriptPrefix = '(async function editScript() {"use strict";\n';
-const scriptFile = "edit-script.js";
-
-interface Run {
-  readonly runId: number;
-  readonly capability: string;
-  readonly script: string;
-  readonly timeoutMs: number;
-  readonly memoryLimitMb: number;
-  readonly logs: SandboxLog[];
-  readonly dispatcher: SandboxDispatcher;
-  readonly gate: RunGate;
-  readonly runtime: QuickJSRuntime;
-  readonly context: QuickJSContext;
-  /** The engine's interrupt handler ends the script once `performance.now()` passes this. */
-  deadline: number;
-  interrupted: boolean;
-  outcome?: ScriptOutcome;
-  settle?: QuickJSHandle;
-  audit?: QuickJSHandle;
-  deadlineTimer?: NodeJS.Timeout;
-  over: boolean;
-  /** Where the run's sync host calls go. */
-  readonly route: SyncRoute;
-  /** The run's host channel reported its host gone: the run ends `sandbox_crashed`. */
-  hostGone: boolean;
-  /** Where the engine was when a limit stopped the script. */
-  place?: ScriptPosition;
-}
 
 /** The engine's own footprint (code, stack, static data) on top of what a script may allocate. */
 const engineBaseBytes = 16 * 1024 * 1024;
@@ -83,7 +55,6 @@ const { dispatcherModule, memoryLimitMb, sync } = workerData as {
   memoryLimitMb: number;
   sync: SyncChannel;
 };
-const syncSignal = new Int32Array(sync.signal);
 /**
  * The engine's whole memory, capped: QuickJS's own allocation limit cannot see allocation sizes in this
  * build, so the ceiling is the WebAssembly memory's maximum. A refused growth fails the engine's
@@ -94,14 +65,13 @@ const engineMemory = new WebAssembly.Memory({
   initial: engineBaseBytes / wasmPageBytes,
   maximum: Math.ceil((engineBaseBytes + memoryLimitMb * 1024 * 1024) / wasmPageBytes),
 });
-let growthRefused = false;
 const grow = WebAssembly.Memory.prototype.grow;
 Object.defineProperty(engineMemory, "grow", {
   value(delta: number): number {
     try {
       return Reflect.apply(grow, engineMemory, [delta]) as number;
     } catch (error) {
-      growthRefused = true;
+      engineState.growthRefused = true;
       throw error;
     }
   },
@@ -109,208 +79,12 @@ Object.defineProperty(engineMemory, "grow", {
 let loaded: SandboxDispatcherModule;
 let engine: QuickJSWASMModule;
 let active: Run | undefined;
-let nextCallId = 1;
-const hostCalls = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
 
 function send(message: WorkerToHost): void {
   port.postMessage(message);
 }
 
-/** A failure the host answered, as an error the gate hands to the script with its code and data. */
-function hostFailure(error: SandboxFailure | undefined): Error {
-  return Object.assign(
-    new Error(error?.message ?? "host call failed"),
-    error ?? { code: "host_call_failed" },
-  );
-}
-
-/** Where a run's sync calls go: its own host channel (a host worker), else the pool's thread. */
-interface SyncRoute {
-  readonly port: import("node:worker_threads").MessagePort;
-  readonly signal: Int32Array;
-  /** The pool's thread reads its calls as messages of the worker; a host channel's as its own. */
-  post(callId: number, method: string, payload: unknown): void;
-}
-
-/**
- * Asks the host and blocks until it answers on the sync channel, or until the script's deadline: then
- * the call fails `timeout` (the engine's interrupt ends the script right after). Answers of earlier
- * calls that arrive late are dropped. A host channel whose host has gone fails the call and the run.
- */
-function callHostSync(runId: number, capability: string, method: string, payload: unknown): unknown {
-  const run = active;
-  if (run === undefined || run.runId !== runId || run.capability !== capability || run.over)
-    throw Object.assign(new Error("the run has ended"), { code: "run_ended" });
-  const route = run.route;
-  const callId = nextCallId++;
-  Atomics.store(route.signal, 0, 0);
-  try {
-    route.post(callId, method, payload);
-  } catch (error) {
-    // A value that cannot cross to the host fails this call at once, with what could not cross.
-    throw Object.assign(
-      new Error(`the call's arguments cannot cross to the host: ${(error as Error).message}`),
-      { code: "invalid_arguments" },
-    );
-  }
-  for (;;) {
-    for (let received = receiveMessageOnPort(route.port); received !== undefined; ) {
-      const answer = received.message as SyncAnswer;
-      if (answer.callId === callId) {
-        if (answer.ok) return answer.value;
-        throw hostFailure(answer.error);
-      }
-      received = receiveMessageOnPort(route.port);
-    }
-    if (Atomics.load(route.signal, 1) !== 0) {
-      run.hostGone = true;
-      throw Object.assign(new Error(`the run's host ended while answering ${method}`), {
-        code: "run_ended",
-      });
-    }
-    const remaining = run.deadline - performance.now();
-    if (remaining <= 0) {
-      run.interrupted = true;
-      throw Object.assign(new Error(`the host did not answer ${method} before the script's deadline`), {
-        code: "timeout",
-      });
-    }
-    Atomics.wait(route.signal, 0, 0, Number.isFinite(remaining) ? remaining : undefined);
-    Atomics.store(route.signal, 0, 0);
-  }
-}
-
-/** The dispatcher's way to the host process; every call names its run and carries its capability. */
-function hostFor(runId: number, capability: string): SandboxHost {
-  return {
-    call(method: string, payload: unknown): Promise<unknown> {
-      const callId = nextCallId++;
-      return new Promise((resolve, reject) => {
-        hostCalls.set(callId, { resolve, reject });
-        send({ type: "host-call", runId, capability, callId, method, payload });
-      });
-    },
-    callSync(method: string, payload: unknown): unknown {
-      return callHostSync(runId, capability, method, payload);
-    },
-  };
-}
-
-/** A script error's place in the script's own coordinates, read from the engine's description. */
-function positionOf(script: string, stack: string | undefined): ScriptPosition | undefined {
-  if (stack === undefined) return undefined;
-  const match = /edit-script\.js:(\d+)(?::(\d+))?/.exec(stack);
-  if (match === null) return undefined;
-  const line = Number(match[1]) - 1;
-  const column = match[2] === undefined ? 1 : Number(match[2]);
-  const lines = script.split("\n");
-  if (line < 1 || line > lines.length) return undefined;
-  return { line, column, sourceLine: lines[line - 1]!.slice(0, 300) };
-}
-
-/** Route for every host function of the engine: the run it names must be the active, live run. */
-function gateOf(capability: string): RunGate | undefined {
-  const run = active;
-  if (run === undefined || run.capability !== capability || run.over) return undefined;
-  return run.gate;
-}
-
-const refusedByCapability = JSON.stringify({
-  ok: false,
-  error: { code: "capability_refused", message: "the call does not belong to the active run" },
-});
-
-function install(run: Run): QuickJSHandle {
-  const { context, capability } = run;
-  const hostObject = context.newObject();
-  // A string's length is read inside the engine: text past the bound is never copied out to the host.
-  const text = (handle: QuickJSHandle | undefined, most: number): string | undefined | TooLong => {
-    if (handle === undefined || context.typeof(handle) !== "string") return undefined;
-    const lengthHandle = context.getProp(handle, "length");
-    const length =
-      context.typeof(lengthHandle) === "number" ? context.getNumber(lengthHandle) : Number.POSITIVE_INFINITY;
-    lengthHandle.dispose();
-    if (length > most) return { tooLong: length };
-    return context.getString(handle);
-  };
-  const define = (
-    name: string,
-    most: number,
-    implementation: (argument: string | undefined | TooLong) => string | undefined,
-  ) => {
-    const fn = context.newFunction(name, (argument) => {
-      const answer = implementation(text(argument, most));
-      return answer === undefined ? context.undefined : context.newString(answer);
-    });
-    context.setProp(hostObject, name, fn);
-    fn.dispose();
-  };
-  for (const [binding, methods] of Object.entries(loaded.surface)) {
-    for (const [method, kind] of Object.entries(methods)) {
-      define(`call:${binding}.${method}`, maxArgumentsChars, (argumentsText) => {
-        const gate = gateOf(capability);
-        if (gate === undefined) return refusedByCapability;
-        if (typeof argumentsText === "object")
-          return JSON.stringify({
-            ok: false,
-            error: {
-              code: "arguments_too_large",
-              message: `the call's arguments are ${argumentsText.tooLong} characters as JSON; at most ${maxArgumentsChars}`,
-            },
-          });
-        if (kind === "sync") return gate.call(capability, binding, method, argumentsText);
-        return gate.callAsync(capability, binding, method, argumentsText, (answer) => settle(run, answer));
-      });
-    }
-  }
-  for (const level of ["log", "info", "warn", "error", "debug"] as const) {
-    define(`log:${level}`, maxLogCrossingChars, (line) => {
-      if (gateOf(capability) === undefined || line === undefined) return undefined;
-      if (run.logs.length < maxLogLines) {
-        const entry: SandboxLog = {
-          level,
-          text:
-            typeof line === "object"
-              ? `[a line of ${line.tooLong} characters, not copied]`
-              : line.slice(0, maxLogLineLength),
-        };
-        run.logs.push(entry);
-        send({ type: "log", runId: run.runId, capability, line: entry });
-      }
-      return undefined;
-    });
-  }
-  define("finish", maxOutcomeChars, (outcomeText) => {
-    if (gateOf(capability) === undefined || run.outcome !== undefined || outcomeText === undefined)
-      return undefined;
-    if (typeof outcomeText === "object") {
-      run.outcome = {
-        ok: false,
-        error: {
-          code: "script_error",
-          message: `the script's failure was ${outcomeText.tooLong} characters as JSON; at most ${maxOutcomeChars} are read`,
-        },
-      };
-      return undefined;
-    }
-    try {
-      run.outcome = JSON.parse(outcomeText) as ScriptOutcome;
-    } catch {
-      run.outcome = { ok: false, error: { code: "script_error", message: "the script ended unreadably" } };
-    }
-    return undefined;
-  });
-  const installer = context.unwrapResult(context.evalCode(scriptBridgeSource, "bridge.js"));
-  const surfaceText = context.newString(JSON.stringify(loaded.surface));
-  const removedText = context.newString(JSON.stringify(removedGlobals));
-  const api = context.unwrapResult(
-    context.callFunction(installer, context.undefined, hostObject, surfaceText, removedText),
-  );
-  for (const handle of [installer, surfaceText, removedText, hostObject]) handle.dispose();
-  run.settle = context.getProp(api, "settle");
-  run.audit = context.getProp(api, "audit");
-  return api;
-}
+const calls = createHostCalls(send, sync, () => active);
 
 /** Hands an async call's answer to the script, then lets the script go on. */
 function settle(run: Run, answer: string): void {
@@ -341,7 +115,7 @@ function pump(run: Run): void {
     engineFailed(run, error);
     return;
   }
-  if (growthRefused) return void end(run, memoryFailure(run));
+  if (engineState.growthRefused) return void end(run, memoryFailure(run));
   if (run.hostGone)
     return void end(run, { code: "sandbox_crashed", message: "the run's host ended before the run did" });
   if (run.interrupted) return void end(run, timeoutFailure(run));
@@ -358,84 +132,12 @@ function pump(run: Run): void {
   }
 }
 
-function memoryFailure(run: Run): SandboxFailure {
-  return { code: "memory_limit", message: `the script exceeded the ${run.memoryLimitMb} MB heap ceiling` };
-}
-
-function timeoutFailure(run: Run): SandboxFailure {
-  const written = run.gate.answered();
-  const writes = Object.entries(written)
-    .map(([call, count]) => `${call} ×${count}`)
-    .join(", ");
-  // The engine knows the place of the script's last call out of plain code (a binding, a built-in).
-  const where =
-    run.place === undefined ? "" : ` (last seen at line ${run.place.line}, column ${run.place.column})`;
-  return {
-    code: "timeout",
-    message: `the script did not finish within ${run.timeoutMs} ms${where}${writes === "" ? "" : `; it had called ${writes}, and none of it is kept`}`,
-    data: {
-      timeoutMs: run.timeoutMs,
-      ...(run.place ?? {}),
-      ...(writes === "" ? {} : { calls: written }),
-    },
-  };
-}
-
-/**
- * Where the engine stopped the script (its interrupt's stack), for a limit's failure to name: the
- * engine records the place of the script's last call, so a loop of plain arithmetic reads as the last
- * call before it.
- */
-function notePlace(run: Run, error: QuickJSHandle): void {
-  if (!run.interrupted && !growthRefused) return;
-  try {
-    const stack = run.context.getProp(error, "stack");
-    const text = run.context.typeof(stack) === "string" ? run.context.getString(stack) : undefined;
-    stack.dispose();
-    const place = positionOf(run.script, text?.slice(0, 4000));
-    if (place !== undefined) run.place = place;
-  } catch {
-    // An engine that cannot say where it was leaves the failure without a place.
-  }
-}
-
 /** The engine itself failed (a trap in its code): the run fails and this worker is replaced. */
 function engineFailed(run: Run, error: unknown): void {
   void end(run, {
     code: "sandbox_crashed",
     message: `the script engine failed: ${error instanceof Error ? error.name : "unknown error"}`,
   });
-}
-
-/** What a script error tells the model: its code, message, place and the offending line. */
-function scriptFailure(run: Run, thrown: SandboxFailure & { name?: string; stack?: string }): SandboxFailure {
-  if (growthRefused || (thrown.name === "InternalError" && thrown.message === "out of memory"))
-    return memoryFailure(run);
-  // The script's own failure: a host's code it cannot give, every part cut to its bound.
-  const error = {
-    ...boundScriptFailure(thrown),
-    ...(typeof thrown.name === "string" ? { name: thrown.name.slice(0, 100) } : {}),
-  };
-  const position = positionOf(
-    run.script,
-    typeof thrown.stack === "string" ? thrown.stack.slice(0, 4000) : undefined,
-  );
-  const data =
-    typeof error.data === "object" && error.data !== null && !Array.isArray(error.data)
-      ? (error.data as Record<string, unknown>)
-      : error.data === undefined
-        ? {}
-        : { value: error.data };
-  const described =
-    error.name !== undefined && error.name !== "DocScriptError" && error.name !== "Error"
-      ? `${error.name}: ${error.message}`
-      : error.message;
-  const located =
-    position === undefined ? described : `${described} (line ${position.line}, column ${position.column})`;
-  const merged = position === undefined ? data : { ...data, ...position };
-  return Object.keys(merged).length === 0
-    ? { code: error.code, message: located }
-    : { code: error.code, message: located, data: merged };
 }
 
 async function end(run: Run, limit?: SandboxFailure): Promise<void> {
@@ -469,7 +171,7 @@ async function end(run: Run, limit?: SandboxFailure): Promise<void> {
     retire = true;
   }
   if (active === run) active = undefined;
-  closeRoute(run);
+  calls.closeRoute(run);
   send({ type: "script-ended", runId: run.runId, capability: run.capability });
   if (limit !== undefined) return finishRun(run, { ok: false, error: limit }, true);
   outcome ??= { ok: false, error: { code: "script_error", message: "the script ended without an outcome" } };
@@ -518,37 +220,11 @@ function finishRun(
   }
 }
 
-/** A run's own host channel is closed with the run: nothing more is asked or answered on it. */
-function closeRoute(run: Run): void {
-  if (run.route.port !== sync.port) run.route.port.close();
-}
-
-/** The pool's sync channel, or the run's own host channel when the pool handed it one. */
-function routeOf(
-  message: Extract<HostToWorker, { type: "run" }>,
-  runId: number,
-  capability: string,
-): SyncRoute {
-  const channel = message.hostChannel;
-  if (channel === undefined)
-    return {
-      port: sync.port,
-      signal: syncSignal,
-      post: (callId, method, payload) =>
-        send({ type: "host-call-sync", runId, capability, callId, method, payload }),
-    };
-  return {
-    port: channel.port,
-    signal: new Int32Array(channel.signal),
-    post: (callId, method, payload) => channel.port.postMessage({ callId, method, payload }),
-  };
-}
-
 async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promise<void> {
   const { runId, capability } = message;
   let dispatcher: SandboxDispatcher;
   try {
-    dispatcher = await loaded.createDispatcher(message.input, hostFor(runId, capability));
+    dispatcher = await loaded.createDispatcher(message.input, calls.hostFor(runId, capability));
   } catch (error) {
     message.hostChannel?.port.close();
     send({ type: "result", runId, capability, ok: false, error: toFailure(error, "run_failed"), logs: [] });
@@ -556,7 +232,7 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
   }
   const runtime = engine.newRuntime();
   runtime.setMaxStackSize(engineStackBytes);
-  growthRefused = false;
+  engineState.growthRefused = false;
   // import() of anything is refused; the engine makes the error in the script's own realm.
   runtime.setModuleLoader(() => ({ error: new Error("import() is not available in an edit script") }));
   const context = runtime.newContext({ intrinsics: { ...DefaultIntrinsics, TypedArrays: false } });
@@ -574,11 +250,11 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
     deadline: Number.POSITIVE_INFINITY,
     interrupted: false,
     over: false,
-    route: routeOf(message, runId, capability),
+    route: calls.routeOf(message, runId, capability),
     hostGone: false,
   };
   runtime.setInterruptHandler(() => {
-    if (growthRefused || run.hostGone) return true;
+    if (engineState.growthRefused || run.hostGone) return true;
     if (performance.now() < run.deadline) return false;
     run.interrupted = true;
     return true;
@@ -587,7 +263,7 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
   let api: QuickJSHandle;
   let main: QuickJSHandle;
   try {
-    api = install(run);
+    api = install(run, { surface: loaded.surface, active: () => active, send, settle });
   } catch (error) {
     return engineFailed(run, error);
   }
@@ -616,7 +292,7 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
       // Disposed with the worker if not here.
     }
     if (active === run) active = undefined;
-    closeRoute(run);
+    calls.closeRoute(run);
     send({ type: "script-ended", runId, capability });
     const error: SandboxFailure = {
       code: "syntax_error",
@@ -689,11 +365,7 @@ port.on("message", (message: HostToWorker) => {
   if (message.type === "run") {
     void startRun(message);
   } else if (message.type === "host-answer") {
-    const waiting = hostCalls.get(message.callId);
-    if (waiting === undefined) return;
-    hostCalls.delete(message.callId);
-    if (message.ok) waiting.resolve(message.value);
-    else waiting.reject(hostFailure(message.error));
+    calls.answer(message);
   }
 });
 
