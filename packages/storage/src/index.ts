@@ -5,6 +5,14 @@
 export { StorageError, type StorageErrorCode, type StorageErrorDetails } from "./errors.ts";
 export type { MigrationStep } from "./migrations.ts";
 export {
+  checkTablePrefix,
+  postgresDialect,
+  type SqlDialect,
+  type SqlDialectName,
+  type SqlListType,
+  sqliteDialect,
+} from "./sql-dialect.ts";
+export {
   type MigrationResult,
   migrateSqlite,
   openMigratedSqlite,

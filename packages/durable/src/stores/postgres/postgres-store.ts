@@ -1,6 +1,6 @@
 /** The scale-out store: PostgreSQL through `pg`, one transaction per commit, fenced by the owner token. */
+import { checkTablePrefix, postgresDialect } from "@tackle/storage";
 import type pg from "pg";
-import { DurableError } from "../../errors/durable-error.ts";
 import type {
   CommitBatch,
   DurableStore,
@@ -37,8 +37,9 @@ export interface PostgresStoreOptions {
   readonly onError?: (error: Error) => void;
 }
 
+const sql = postgresDialect;
 /** Now by the database's clock, in the ISO form the other columns use. */
-const databaseNow = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+const databaseNow = sql.nowIso;
 
 /**
  * Opens the store and brings its tables to the newest schema version (under the migration lock, so
@@ -46,13 +47,7 @@ const databaseNow = `to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T
  * a newer version of this store.
  */
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<DurableStore> {
-  const prefix = options.tablePrefix ?? "durable_";
-  if (!/^[a-z_][a-z0-9_]{0,30}$/.test(prefix)) {
-    throw new DurableError(
-      "invalid_store",
-      `The table prefix "${prefix}" is not a plain lower-case identifier`,
-    );
-  }
+  const prefix = checkTablePrefix(options.tablePrefix ?? "durable_", "@tackle/durable postgres");
   const { migratePostgres, openPostgres } = await import("@tackle/storage/postgres");
   const handle = openPostgres({
     pool: options.pool,
@@ -214,15 +209,15 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
               [threadId, afterSeq, limit],
             )
           : await database.query(
-              `SELECT seq, type, data FROM ${frames} WHERE thread_id = $1 AND seq > $2 AND type = ANY($4::text[])
+              `SELECT seq, type, data FROM ${frames} WHERE thread_id = $1 AND seq > $2 AND ${sql.anyOf("type", 4)}
                ORDER BY seq LIMIT $3`,
-              [threadId, afterSeq, limit, types],
+              [threadId, afterSeq, limit, sql.list(types)],
             );
       return result.rows.map((row) => ({ seq: Number(row.seq), type: row.type, data: row.data }));
     },
     async listThreads(query = {}) {
       const result = await database.query<RunRow>(
-        `SELECT * FROM ${runs} WHERE left(thread_id, length($1)) = $1 AND thread_id > $2
+        `SELECT * FROM ${runs} WHERE ${sql.startsWith("thread_id", 1)} AND thread_id > $2
          ORDER BY thread_id COLLATE "C" LIMIT $3`,
         [query.prefix ?? "", query.after ?? "", query.limit ?? 100],
       );
@@ -232,10 +227,10 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       // ISO text in one format orders as time does; the cut-off is the database's now, never this machine's,
       // computed once (a sub-select) so it bounds the scan of the running-runs index (migration 2).
       const result = await database.query<{ thread_id: string }>(
-        `SELECT thread_id FROM ${runs} WHERE status = 'running' AND graph = ANY($2::text[])
+        `SELECT thread_id FROM ${runs} WHERE status = 'running' AND ${sql.anyOf("graph", 2)}
          AND updated_at <= (SELECT to_char((clock_timestamp() - $1 * interval '1 millisecond') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
          ORDER BY updated_at LIMIT $3`,
-        [query.staleAfterMs, query.graphs, query.limit],
+        [query.staleAfterMs, sql.list(query.graphs), query.limit],
       );
       return result.rows.map((row) => row.thread_id);
     },
@@ -251,15 +246,15 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       return transaction(async (client) => {
         const stale = await client.query<{ thread_id: string }>(
           `DELETE FROM ${runs} WHERE thread_id IN (
-             SELECT thread_id FROM ${runs} WHERE left(thread_id, length($1)) = $1 AND updated_at < $2
-             AND status = ANY($3::text[]) ORDER BY updated_at LIMIT $4 FOR UPDATE)
+             SELECT thread_id FROM ${runs} WHERE ${sql.startsWith("thread_id", 1)} AND updated_at < $2
+             AND ${sql.anyOf("status", 3)} ORDER BY updated_at LIMIT $4 FOR UPDATE)
            RETURNING thread_id`,
-          [query.prefix ?? "", query.updatedBefore, query.statuses, query.limit ?? null],
+          [query.prefix ?? "", query.updatedBefore, sql.list(query.statuses), query.limit ?? null],
         );
         const ids = stale.rows.map((row) => row.thread_id);
         if (ids.length > 0) {
-          await client.query(`DELETE FROM ${journal} WHERE thread_id = ANY($1::text[])`, [ids]);
-          await client.query(`DELETE FROM ${frames} WHERE thread_id = ANY($1::text[])`, [ids]);
+          await client.query(`DELETE FROM ${journal} WHERE ${sql.anyOf("thread_id", 1)}`, [sql.list(ids)]);
+          await client.query(`DELETE FROM ${frames} WHERE ${sql.anyOf("thread_id", 1)}`, [sql.list(ids)]);
         }
         return ids;
       });

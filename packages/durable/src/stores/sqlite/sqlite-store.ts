@@ -1,6 +1,6 @@
 /** The default store: one SQLite file through `node:sqlite`, WAL with a full sync on every commit. */
 import type { StatementSync } from "node:sqlite";
-import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
+import { openMigratedSqlite, sqliteDialect as sql, sqliteTransaction } from "@tackle/storage";
 import type {
   CommitBatch,
   DurableStore,
@@ -65,21 +65,24 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
   );
   const updates = new Map<string, StatementSync>();
   const selectThreads = database.prepare(
-    `SELECT * FROM durable_runs WHERE substr(thread_id, 1, length(?1)) = ?1 AND thread_id > ?2
+    `SELECT * FROM durable_runs WHERE ${sql.startsWith("thread_id", 1)} AND thread_id > ?2
      ORDER BY thread_id LIMIT ?3`,
   );
   const deleteRun = database.prepare("DELETE FROM durable_runs WHERE thread_id = ?");
   const deleteJournal = database.prepare("DELETE FROM durable_journal WHERE thread_id = ?");
   const deleteFrames = database.prepare("DELETE FROM durable_frames WHERE thread_id = ?");
   const selectStale = database.prepare(
-    `SELECT thread_id, status FROM durable_runs WHERE substr(thread_id, 1, length(?1)) = ?1 AND updated_at < ?2
+    `SELECT thread_id, status FROM durable_runs WHERE ${sql.startsWith("thread_id", 1)} AND updated_at < ?2
      ORDER BY updated_at LIMIT ?3`,
   );
   const selectSilent = database.prepare(
     `SELECT thread_id FROM durable_runs WHERE status = 'running' AND updated_at <= ?1
-     AND graph IN (SELECT value FROM json_each(?2)) ORDER BY updated_at LIMIT ?3`,
+     AND ${sql.anyOf("graph", 2)} ORDER BY updated_at LIMIT ?3`,
   );
-  const framesOfTypes = new Map<number, StatementSync>();
+  const selectFramesOfTypes = database.prepare(
+    `SELECT seq, type, data FROM durable_frames WHERE thread_id = ?1 AND seq > ?2 AND ${sql.anyOf("type", 4)}
+     ORDER BY seq LIMIT ?3`,
+  );
 
   const transaction = <T>(work: () => T): T => sqliteTransaction(database, work);
 
@@ -155,20 +158,11 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
       }));
     },
     async readFrames(threadId, afterSeq, limit = 1000, types): Promise<Frame[]> {
-      let rows: { seq: number; type: string; data: string }[];
-      if (types === undefined) {
-        rows = selectFrames.all(threadId, afterSeq, limit) as typeof rows;
-      } else {
-        let select = framesOfTypes.get(types.length);
-        if (select === undefined) {
-          select = database.prepare(
-            `SELECT seq, type, data FROM durable_frames WHERE thread_id = ? AND seq > ?
-             AND type IN (${types.map(() => "?").join(", ")}) ORDER BY seq LIMIT ?`,
-          );
-          framesOfTypes.set(types.length, select);
-        }
-        rows = select.all(threadId, afterSeq, ...types, limit) as typeof rows;
-      }
+      const rows = (
+        types === undefined
+          ? selectFrames.all(threadId, afterSeq, limit)
+          : selectFramesOfTypes.all(threadId, afterSeq, limit, sql.list(types) as string)
+      ) as { seq: number; type: string; data: string }[];
       return rows.map((row) => ({ seq: Number(row.seq), type: row.type, data: JSON.parse(row.data) }));
     },
     async listThreads(query = {}) {
@@ -189,7 +183,7 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
     async findStaleRuns(query) {
       // One file on one machine: the processes sharing it share its clock.
       const before = new Date(Date.now() - query.staleAfterMs).toISOString();
-      const rows = selectSilent.all(before, JSON.stringify(query.graphs), query.limit) as {
+      const rows = selectSilent.all(before, sql.list(query.graphs) as string, query.limit) as {
         thread_id: string;
       }[];
       return rows.map((row) => row.thread_id);
