@@ -85,7 +85,7 @@ describe("SQLite store: schema versions", () => {
     }
     assert.deepEqual(counts(path), before);
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 4);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 5);
     assert.ok(
       database
         .prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'memories_scope_seq'")
@@ -174,11 +174,16 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 3 },
         { store: "memory", version: 4 },
         { store: "memory", version: 5 },
+        { store: "memory", version: 6 },
       ]);
       const index = await client.query("SELECT 1 FROM pg_indexes WHERE indexname = 'memories_scope_seq'");
       assert.equal(index.rowCount, 1, "migration 3 adds the index the neighbouring-turn lookup reads");
       const keys = await client.query("SELECT 1 FROM pg_tables WHERE tablename = 'idempotency_keys'");
       assert.equal(keys.rowCount, 1, "migration 4 adds the table of idempotency keys");
+      const generations = await client.query(
+        "SELECT 1 FROM pg_tables WHERE tablename = 'memory_generations'",
+      );
+      assert.equal(generations.rowCount, 1, "migration 6 adds each tenant's memory generation");
     } finally {
       await client.end();
     }

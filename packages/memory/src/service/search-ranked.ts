@@ -10,6 +10,7 @@ import { liftBySpecificity, mergeRelatedHits, spreadToNeighbours } from "./conve
 import { cosine } from "./embedder.ts";
 import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
 import { relatedWords } from "./related-words.ts";
+import { createScopeSnapshots, searchSnapshot, snapshotNeighbours } from "./scope-snapshot.ts";
 import type { ServiceContext } from "./service-context.ts";
 import { queryTerms } from "./text.ts";
 
@@ -63,6 +64,7 @@ export function createSearchRanked(
   switches: Partial<RetrievalFeatures> = {},
 ) {
   const features: RetrievalFeatures = { ...allRetrievalFeatures, ...switches };
+  const snapshots = createScopeSnapshots(store);
   return async function searchRanked(
     tenantId: string,
     scope: MemoryScope,
@@ -78,14 +80,15 @@ export function createSearchRanked(
     const relatedTerms = features.relatedWords
       ? [...new Set(terms.flatMap((word) => relatedWords(word)))]
       : [];
+    // The scope's memories in process while unchanged (ADR 0369); the store searches a larger one.
+    const snapshot = await snapshots.get(tenantId, scope);
+    const search = (words: readonly string[]) =>
+      snapshot
+        ? Promise.resolve(searchSnapshot(snapshot, words, { limit: candidateLimit, ...kindFilter }))
+        : store.searchMemories(tenantId, scope, words, { limit: candidateLimit, ...kindFilter });
     const [direct, extra] = await Promise.all([
-      store.searchMemories(tenantId, scope, terms, { limit: candidateLimit, ...kindFilter }),
-      relatedTerms.length > 0
-        ? store.searchMemories(tenantId, scope, [...terms, ...relatedTerms].slice(0, 32), {
-            limit: candidateLimit,
-            ...kindFilter,
-          })
-        : Promise.resolve([]),
+      search(terms),
+      relatedTerms.length > 0 ? search([...terms, ...relatedTerms].slice(0, 32)) : Promise.resolve([]),
     ]);
     let found = direct;
     if (relatedTerms.length > 0) {
@@ -117,16 +120,29 @@ export function createSearchRanked(
     let lexical = candidates.sort(byScore);
     if (features.neighbours && lexical.length > 0) {
       const anchors = lexical.slice(0, Math.max(neighbourAnchors, limit));
-      const neighbours = await store.neighbourMemories(
-        tenantId,
-        anchors.map((hit) => hit.memory.id),
-        2,
-      );
+      const ids = anchors.map((hit) => hit.memory.id);
+      const neighbours = snapshot
+        ? snapshotNeighbours(snapshot, ids, 2)
+        : await store.neighbourMemories(tenantId, ids, 2);
       const inScope = new Map(
         [...neighbours].map(([id, list]) => [id, list.filter(({ memory }) => scopeContains(scope, memory))]),
       );
       lexical = spreadToNeighbours(lexical, inScope);
     }
-    return rankMemories(lexical, vectors, clock().getTime()).slice(0, limit);
+    const ranked = rankMemories(lexical, vectors, clock().getTime()).slice(0, limit);
+    if (!snapshot || ranked.length === 0) return ranked;
+    // The answer carries the memories as stored now: access counts move without a new generation.
+    const current = new Map(
+      (
+        await store.getMemories(
+          tenantId,
+          ranked.map((hit) => hit.memory.id),
+        )
+      ).map((memory) => [memory.id, memory]),
+    );
+    return ranked.flatMap((hit) => {
+      const memory = current.get(hit.memory.id);
+      return memory ? [{ ...hit, memory }] : [];
+    });
   };
 }

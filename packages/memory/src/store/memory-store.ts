@@ -144,6 +144,12 @@ export interface MemoryRecordStore {
       readonly every?: boolean;
     },
   ): Promise<{ memory: StoredMemory; score: number }[]>;
+  /**
+   * A value that changes whenever any of the tenant's memories is written, deleted or reweighed
+   * (access counts aside), and never returns to an earlier value: the service keeps a scope's
+   * memories in process while it holds. 0 before the tenant's first memory.
+   */
+  memoryGeneration?(tenantId: string): Promise<number | string>;
   /** Active memories in scope that carry an embedding (for vector similarity in the service). */
   embeddedMemories(
     tenantId: string,

@@ -48,12 +48,18 @@ export function cachedIndexTokens(text: string): readonly string[] {
   return tokens;
 }
 
-/** A query term's test on an indexed token: an exact word (stemmed) or a prefix (`teach*`). */
-export function termTest(term: string): ((token: string) => boolean) | undefined {
-  const prefix = term.endsWith("*");
+/** What a query term matches: one stemmed word, or (`teach*`) every token starting with either form. */
+export function termMatch(term: string): { word: string; stemmed: string; prefix: boolean } | undefined {
   const word = fold(term).replace(/[^\p{L}\p{N}]/gu, "");
   if (word.length === 0) return undefined;
-  const stemmed = stem(word);
-  if (!prefix) return (token) => token === stemmed;
+  return { word, stemmed: stem(word), prefix: term.endsWith("*") };
+}
+
+/** A query term's test on an indexed token: an exact word (stemmed) or a prefix (`teach*`). */
+export function termTest(term: string): ((token: string) => boolean) | undefined {
+  const match = termMatch(term);
+  if (match === undefined) return undefined;
+  const { word, stemmed } = match;
+  if (!match.prefix) return (token) => token === stemmed;
   return (token) => token.startsWith(word) || token.startsWith(stemmed);
 }

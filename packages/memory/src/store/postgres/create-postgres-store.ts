@@ -21,6 +21,7 @@ import {
 import { createUnitScope, type Unit } from "../unit-scope.ts";
 import { postgresMigrations } from "./migrations.ts";
 import { purgePostgresScope } from "./purge-postgres-scope.ts";
+import { traceStatement } from "./trace-statement.ts";
 
 export interface PostgresStoreOptions {
   /** A `postgres://` URL, or an existing pool (left open by `close()`). */
@@ -395,6 +396,11 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       );
     },
 
+    async memoryGeneration(tenantId) {
+      const row = await one("SELECT generation FROM memory_generations WHERE tenant_id = $1", [tenantId]);
+      return row === undefined ? 0 : String(row.generation);
+    },
+
     async searchMemories(tenantId, scope, terms, searchOptions) {
       const query = tsQuery(terms);
       if (query.length === 0) return [];
@@ -689,10 +695,13 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     },
 
     async insertTrace(trace, accesses) {
+      const statement = units.active() === undefined ? traceStatement(trace, accesses) : undefined;
+      if (statement) {
+        await pool.query(statement);
+        return;
+      }
+      // Inside a unit of work: its own commit decides durability, so a savepoint as before.
       await transaction(async (client) => {
-        // Traces and access counts are telemetry: not waiting for their WAL flush keeps a search
-        // off the disk's latency. A crash may lose the last few; memories and events never are.
-        await client.query("SET LOCAL synchronous_commit = off");
         await client.query(
           `INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,

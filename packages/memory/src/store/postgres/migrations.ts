@@ -5,6 +5,28 @@
 import type { PostgresMigration } from "@tackle/storage/postgres";
 import { postgresSchema } from "./schema.ts";
 
+/** The columns whose change moves a tenant's memory generation: all but the access counters. */
+const generationColumns = [
+  "tenant_id",
+  "user_id",
+  "agent_id",
+  "session_id",
+  "scope_key",
+  "kind",
+  "content",
+  "metadata",
+  "version",
+  "status",
+  "importance",
+  "helpful",
+  "unhelpful",
+  "successes",
+  "failures",
+  "embedding",
+  "created_at",
+  "updated_at",
+].join(", ");
+
 export const postgresMigrations: readonly PostgresMigration[] = [
   {
     version: 1,
@@ -57,6 +79,31 @@ ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS user_id TEXT;
 ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS agent_id TEXT;
 ALTER TABLE idempotency_keys ADD COLUMN IF NOT EXISTS session_id TEXT;
 CREATE INDEX IF NOT EXISTS idempotency_keys_user ON idempotency_keys(tenant_id, user_id);
+`,
+  },
+  {
+    version: 6,
+    name: "a generation of each tenant's memories",
+    // Changed by every write to a memory's text, scope, kind, status, weights or dates (not by its
+    // access counts): the service keeps a scope's memories in process while it is unchanged. Drawn
+    // from a sequence, so a rolled-back write never leaves a number a later write reuses.
+    up: `
+CREATE SEQUENCE IF NOT EXISTS memory_generation_seq;
+CREATE TABLE IF NOT EXISTS memory_generations (
+  tenant_id TEXT PRIMARY KEY,
+  generation BIGINT NOT NULL
+);
+CREATE OR REPLACE FUNCTION memory_generation_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO memory_generations (tenant_id, generation)
+    VALUES (CASE WHEN TG_OP = 'DELETE' THEN OLD.tenant_id ELSE NEW.tenant_id END, nextval('memory_generation_seq'))
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = EXCLUDED.generation;
+  RETURN NULL;
+END $$;
+DROP TRIGGER IF EXISTS memory_generation_change ON memories;
+CREATE TRIGGER memory_generation_change
+  AFTER INSERT OR DELETE OR UPDATE OF ${generationColumns} ON memories
+  FOR EACH ROW EXECUTE FUNCTION memory_generation_bump();
 `,
   },
 ];

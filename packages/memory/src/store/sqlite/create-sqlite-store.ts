@@ -155,8 +155,9 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     async getMemories(tenantId, ids) {
       if (ids.length === 0) return [];
       const parameters: unknown[] = [tenantId];
+      // `+tenant_id`: the planner otherwise walks the tenant's rows instead of the id index.
       const rows = all(
-        `SELECT * FROM memories WHERE tenant_id = ? AND id IN (${inList(ids, parameters)})`,
+        `SELECT * FROM memories WHERE +tenant_id = ? AND id IN (${inList(ids, parameters)})`,
         parameters,
       );
       return rows.map(memoryFromRow);
@@ -264,6 +265,15 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       }[listOptions.order];
       parameters.push(listOptions.limit);
       return all(`${sql} ORDER BY ${order} LIMIT ?`, parameters).map(memoryFromRow);
+    },
+
+    async memoryGeneration(tenantId) {
+      // As text: random() fills all 64 bits, past what a JavaScript number holds exactly.
+      const row = get(
+        "SELECT CAST(generation AS TEXT) AS generation FROM memory_generations WHERE tenant_id = ?",
+        [tenantId],
+      );
+      return row === undefined ? 0 : String(row.generation);
     },
 
     async searchMemories(tenantId, scope, terms, searchOptions) {

@@ -6,6 +6,28 @@ import type { DatabaseSync } from "node:sqlite";
 import type { SqliteMigration } from "@tackle/storage";
 import { sqliteSchema } from "./schema.ts";
 
+/** The columns whose change moves a tenant's memory generation: all but the access counters. */
+const generationColumns = [
+  "tenant_id",
+  "user_id",
+  "agent_id",
+  "session_id",
+  "scope_key",
+  "kind",
+  "content",
+  "metadata",
+  "version",
+  "status",
+  "importance",
+  "helpful",
+  "unhelpful",
+  "successes",
+  "failures",
+  "embedding",
+  "created_at",
+  "updated_at",
+].join(", ");
+
 export const sqliteMigrations: readonly SqliteMigration[] = [
   {
     version: 1,
@@ -60,6 +82,32 @@ CREATE INDEX IF NOT EXISTS idempotency_keys_expiry ON idempotency_keys(expires_a
         "CREATE INDEX IF NOT EXISTS idempotency_keys_user ON idempotency_keys(tenant_id, user_id)",
       );
     },
+  },
+  {
+    version: 5,
+    name: "a generation of each tenant's memories",
+    // Changed by every write to a memory's text, scope, kind, status, weights or dates (not by its
+    // access counts): the service keeps a scope's memories in process while it is unchanged. A random
+    // value, not a counter: a rolled-back write can never leave a number a later write reuses.
+    up: `
+CREATE TABLE IF NOT EXISTS memory_generations (
+  tenant_id TEXT PRIMARY KEY,
+  generation INTEGER NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS memory_generation_insert AFTER INSERT ON memories BEGIN
+  INSERT INTO memory_generations (tenant_id, generation) VALUES (new.tenant_id, random())
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = random();
+END;
+CREATE TRIGGER IF NOT EXISTS memory_generation_delete AFTER DELETE ON memories BEGIN
+  INSERT INTO memory_generations (tenant_id, generation) VALUES (old.tenant_id, random())
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = random();
+END;
+CREATE TRIGGER IF NOT EXISTS memory_generation_update
+  AFTER UPDATE OF ${generationColumns} ON memories BEGIN
+  INSERT INTO memory_generations (tenant_id, generation) VALUES (new.tenant_id, random())
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = random();
+END;
+`,
   },
 ];
 

@@ -1,0 +1,58 @@
+/**
+ * A retrieval trace and its accesses as one PostgreSQL statement: a search's telemetry costs one
+ * round trip instead of six (begin, durability, trace, two access rows, access counts, commit).
+ */
+import type { AccessRecord, StoredTrace } from "../memory-store.ts";
+import { scopeParameters } from "../row-codec.ts";
+
+/**
+ * Undefined when more than one access names memories (the store then writes them one by one).
+ * Outside a unit of work only: `set_config(…, true)` lasts until the statement's own transaction
+ * commits, so the trace is not waited on to reach the disk (telemetry: a crash may lose the last
+ * few; memories and events never are).
+ */
+export function traceStatement(trace: StoredTrace, accesses: readonly AccessRecord[]) {
+  const logged = accesses.flatMap((access) => {
+    const [userId, agentId, sessionId] = scopeParameters(access.scope);
+    const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
+    return ids.map((memoryId) => ({
+      user_id: userId,
+      agent_id: agentId,
+      session_id: sessionId,
+      kind: access.kind,
+      memory_id: memoryId,
+      day: access.at.slice(0, 10),
+    }));
+  });
+  // Reads and hits count on the memories (searches do not): one access naming them, as a search has.
+  const touching = accesses.filter((access) => access.kind !== "search" && access.memoryIds.length > 0);
+  if (touching.length > 1) return undefined;
+  const touched = touching[0];
+  const text = `WITH durability AS (SELECT set_config('synchronous_commit', 'off', true) AS setting),
+    trace AS (
+      INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)),
+    logged AS (
+      INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
+      SELECT $2, a.user_id, a.agent_id, a.session_id, a.kind, a.memory_id, a.day
+      FROM jsonb_to_recordset($12::jsonb) AS a(user_id text, agent_id text, session_id text, kind text, memory_id text, day text)),
+    touched AS (
+      UPDATE memories SET access_count = access_count + 1, last_accessed_at = $13
+      WHERE tenant_id = $2 AND id = ANY($14::text[]))
+    SELECT setting FROM durability`;
+  const values = [
+    trace.id,
+    trace.tenantId,
+    ...scopeParameters(trace),
+    trace.operation,
+    trace.query,
+    trace.ranking,
+    JSON.stringify(trace.results),
+    trace.durationMs,
+    trace.createdAt,
+    JSON.stringify(logged),
+    touched?.at ?? null,
+    [...(touched?.memoryIds ?? [])],
+  ];
+  return { text, values };
+}
