@@ -36,6 +36,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
           store,
           now: nowIso,
           writeEvent: (tenantId, request) => writes.writeEvent(tenantId, request),
+          turnsPerTransaction: context.embedder ? 1 : 100,
         }),
       consolidate: (job) => runConsolidation(job, { store, now: clock, mutateMemory }),
       novelty_scan: async (job) => job.result,
