@@ -9,6 +9,7 @@ import {
 } from "@modelcontextprotocol/server";
 import type { ClientRequestOptions, ToolClient } from "@tackle/core";
 import { createResultPages, mcpCallOptions, type ResultPages, toCallToolResult } from "@tackle/core/mcp";
+import { splitToolName } from "../tool-source/split-tool-name.ts";
 import type { ModuleInfo, SourceCallOptions, ToolSource } from "../tool-source/tool-source.ts";
 import type { ApprovalCalls } from "./approval-calls.ts";
 import { isSeatTool } from "./module-contributions.ts";
@@ -91,7 +92,26 @@ export async function callSourceTool(
       ? await approvals.call(name, args ?? {}, options)
       : await source.call(name, args ?? {}, options);
   const result = toCallToolResult(called);
-  return budget.unbudgeted === true ? result : budget.pages.fit(result, budget.owner);
+  if (budget.unbudgeted === true) return result;
+  const fitted = budget.pages.fit(result, budget.owner);
+  // A tool that advertises an output schema must answer structured content that matches it (clients
+  // refuse the answer otherwise): a cut answer keeps it whole; its text, what the model reads, is cut.
+  if (fitted === result || result.structuredContent === undefined || result.isError === true) return fitted;
+  return (await outputSchemaOf(source, name)) === undefined
+    ? fitted
+    : { ...fitted, structuredContent: result.structuredContent };
+}
+
+/** The output schema `module.tool` declares (an object schema), where the catalogue carries one. */
+async function outputSchemaOf(
+  source: ToolSource,
+  name: string,
+): Promise<Record<string, unknown> | undefined> {
+  const parts = splitToolName(name);
+  if (parts === undefined) return undefined;
+  const info = (await source.catalogue()).find((module) => module.module === parts.module);
+  const schema = info?.tools.find((tool) => tool.name === parts.tool)?.outputSchema;
+  return schema?.type === "object" ? schema : undefined;
 }
 
 /** Whether a request's `_meta` asks for the whole result. */
@@ -126,6 +146,10 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
               ? `${tool.description} (A person approves each call before it runs.)`
               : tool.description,
           inputSchema: { ...tool.inputSchema, type: "object" },
+          // A call that waits for approval may answer its paused state instead of the tool's output.
+          ...(tool.outputSchema?.type === "object" && approvals?.needs(name) !== true
+            ? { outputSchema: tool.outputSchema as McpTool["outputSchema"] }
+            : {}),
         });
       }
     }
