@@ -240,9 +240,15 @@ const sampler = setInterval(() => {
 }, 50);
 const memoryStarted = performance.now();
 let memoryFailures = 0;
+/** Why runs failed, by code: a run over its retained bytes (ADR 0490) would show as `memory_limit`. */
+const failureCodes = new Map<string, number>();
 for (let run = 0; run < memoryRuns; run++) {
   const result = await tool.handle({ op: "run-edit-script", doc_id: "memory", script: heaviest });
-  if (!result.ok) memoryFailures++;
+  if (!result.ok) {
+    memoryFailures++;
+    const code = (result as { error?: { code?: string } }).error?.code ?? "unknown";
+    failureCodes.set(code, (failureCodes.get(code) ?? 0) + 1);
+  }
   if ((run + 1) % 10 === 0)
     console.log(
       `  after ${run + 1} runs: RSS ${((process.memoryUsage().rss - idle) / 1024 / 1024).toFixed(0)} MiB above idle, peak +${((peak - idle) / 1024 / 1024).toFixed(0)} MiB`,
@@ -252,7 +258,7 @@ clearInterval(sampler);
 const after = process.memoryUsage().rss;
 const mib = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
 console.log(
-  `\nhost RSS across ${memoryRuns} runs of "large creates" (${((performance.now() - memoryStarted) / 1000).toFixed(0)} s, ${memoryFailures} failed): idle ${mib(idle)} MiB, peak ${mib(peak)} MiB (+${mib(peak - idle)}), after ${mib(after)} MiB (+${mib(after - idle)}); bound +512 MiB`,
+  `\nhost RSS across ${memoryRuns} runs of "large creates" (${((performance.now() - memoryStarted) / 1000).toFixed(0)} s, ${memoryFailures} failed${memoryFailures === 0 ? "" : `: ${[...failureCodes].map(([code, count]) => `${code} ×${count}`).join(", ")}`}): idle ${mib(idle)} MiB, peak ${mib(peak)} MiB (+${mib(peak - idle)}), after ${mib(after)} MiB (+${mib(after - idle)}); bound +512 MiB`,
 );
 await tool.close();
 await server.close();
