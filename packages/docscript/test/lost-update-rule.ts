@@ -1,10 +1,17 @@
 /**
  * The lost-update rule as a property (ADR 0475), run once per store: pairs and triples of random plans
  * made from one base version are pushed to the server's push pipeline in a random order, on random peer
- * ids. Every plan is answered `committed` or `conflicted`, and the document after the round equals the
- * committed plans applied one after another in the order they committed (the sequential oracle): no
- * committed change is lost, and the document is always valid. A conflicted plan is sometimes retried
- * with `applyRemaining`: stored, it keeps every other committed change and the document valid.
+ * ids. Every plan is answered `committed` or `conflicted`; after each round the document is valid, every
+ * committed plan's net effect (the entities it created, changed or deleted, as it left them, and the
+ * relations it added or removed) is in it, and it equals the base with the committed plans' net effects
+ * laid on in the order they committed (the sequential oracle). A plan's steps are not replayed: a plan
+ * that moves a clip into a track and on again within itself changes only where the clip ends up, which
+ * is what a replay over the other plans' writes misjudged (seeds 1127, 1188 and 1228, kept in every run).
+ * A conflicted plan is sometimes retried with `applyRemaining`: stored, it keeps every committed change
+ * and the document valid.
+ *
+ * Full runs (`TACKLE_PROPERTY_ROUNDS=5000`, seeds 1000–1249 plus the three above, 5,060 rounds a store):
+ * see the lost-update row of docs/status.md for the times, loads and results.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
@@ -189,15 +196,21 @@ function randomOp(
   return undefined;
 }
 
-/** A plan made on `base`: its ops, its update, and what it leaves in the entities it touched. */
+/** What a plan changes, net of its steps: read off the document before and after it, not replayed. */
+export interface Effect {
+  /** Entities it created or changed, as it left them; undefined: deleted. */
+  readonly entities: ReadonlyMap<string, Entity | undefined>;
+  /** Relations (by kind and ends: their ids are random) it added, and those it removed. */
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+}
+
+/** A plan made on `base`: its ops (for the log), its update, and its net effect. */
 interface Plan {
   readonly name: string;
   readonly ops: readonly Op[];
   readonly bytes: Uint8Array;
-  /** Entities the plan wrote, as it left them (undefined: deleted). */
-  readonly leaves: ReadonlyMap<string, Entity | undefined>;
-  /** Clips the plan placed, with the track it placed them on. */
-  readonly placed: ReadonlyMap<string, string>;
+  readonly effect: Effect;
 }
 
 function makePlan(
@@ -211,6 +224,7 @@ function makePlan(
   // A random peer id per plan (a fork keeps its parent's), so which write wins a merge is left to chance.
   doc.setPeerId(BigInt(1 + next(2 ** 30)) * 1024n + BigInt(next(1024)));
   const from = doc.oplogVersion();
+  const before = shape(doc);
   const session = openDocument(doc, timelineSchema, projection === undefined ? {} : { projection });
   const ops: Op[] = [];
   const count = 1 + next(3);
@@ -218,70 +232,97 @@ function makePlan(
     const op = randomOp(session, next, unique);
     if (op === undefined) continue;
     try {
-      const before = JSON.stringify(doc.toJSON());
+      const json = JSON.stringify(doc.toJSON());
       apply(session, op);
       // An op that wrote nothing (a move to where the clip is) is no write of the plan.
-      if (JSON.stringify(doc.toJSON()) !== before) ops.push(op);
+      if (JSON.stringify(doc.toJSON()) !== json) ops.push(op);
     } catch (error) {
       if (!DocScriptError.isInstance(error)) throw error;
     }
   }
   assert.ok(ops.length > 0, `plan ${name} wrote something`);
   assert.deepEqual(session.check(), [], `plan ${name} is valid on its own`);
-  const leaves = new Map<string, Entity | undefined>();
-  const placed = new Map<string, string>();
-  for (const op of ops) {
-    const touched =
-      op.kind === "add-caption"
-        ? [`caption-${op.id}`, `clip-${op.id}`, `marker-${op.id}`]
-        : op.kind === "retime"
-          ? [
-              session.relations.of(op.clip, "marker").find((r) => r.endpoint0EntityId === op.clip)
-                ?.endpoint1EntityId ?? op.clip,
-            ]
-          : op.kind === "volume" || op.kind === "delete-clip"
-            ? [op.clip]
-            : op.kind === "splice"
-              ? [op.caption]
-              : op.kind === "delete-track" || op.kind === "add-track"
-                ? [op.track]
-                : [];
-    for (const id of touched) leaves.set(id, session.entities.get(id));
-    if (op.kind === "move") placed.set(op.clip, op.track);
-    if (op.kind === "add-caption") placed.set(`clip-${op.id}`, op.track);
-  }
-  // Where the plan left them (a later op of the plan may have moved them on, or deleted their track).
-  for (const clip of placed.keys()) {
-    const holder = session.entities.get(clip) === undefined ? undefined : holderOf(session, clip);
-    if (holder === undefined) placed.delete(clip);
-    else placed.set(clip, holder.endpoint0EntityId);
-  }
   doc.commit({ message: JSON.stringify({ planId: `plan-${name}` }) });
-  return { name, ops, bytes: doc.export({ mode: "update", from }), leaves, placed };
+  return { name, ops, bytes: doc.export({ mode: "update", from }), effect: effectOf(before, shape(doc)) };
 }
 
-/** Entities, relations (by kind and ends: their ids are random) and the clips each track holds. */
+type Shape = ReturnType<typeof shape>;
+
+/** Entities by id and relations by kind and ends (with how many of each): what a document holds. */
 function shape(doc: LoroDoc) {
   const read = interpretDocument(doc, timelineSchema);
-  const tracks = new Map<string, string[]>();
+  const relations = new Map<string, number>();
   for (const relation of read.relations) {
-    if (relation.relationKind !== "contain" || !relation.endpoint0EntityId.startsWith("track")) continue;
-    const clips = tracks.get(relation.endpoint0EntityId) ?? [];
-    clips.push(relation.endpoint1EntityId);
-    tracks.set(relation.endpoint0EntityId, clips);
+    const key = `${relation.relationKind} ${relation.endpoint0EntityId} → ${relation.endpoint1EntityId}`;
+    relations.set(key, (relations.get(key) ?? 0) + 1);
   }
   return {
     issues: read.issues,
-    entities: read.entities,
-    relations: read.relations
-      .map(
-        (relation) =>
-          `${relation.relationKind} ${relation.endpoint0EntityId} → ${relation.endpoint1EntityId}`,
-      )
-      .sort(),
-    tracks,
+    entities: new Map(read.entities.map((entity) => [entity.entityId, entity] as const)),
+    relations,
   };
 }
+
+/** The net effect of going from `before` to `after`. */
+function effectOf(before: Shape, after: Shape): Effect {
+  const entities = new Map<string, Entity | undefined>();
+  for (const [entityId, entity] of after.entities)
+    if (JSON.stringify(before.entities.get(entityId)) !== JSON.stringify(entity))
+      entities.set(entityId, entity);
+  for (const entityId of before.entities.keys())
+    if (!after.entities.has(entityId)) entities.set(entityId, undefined);
+  const added: string[] = [];
+  const removed: string[] = [];
+  for (const key of new Set([...before.relations.keys(), ...after.relations.keys()])) {
+    const difference = (after.relations.get(key) ?? 0) - (before.relations.get(key) ?? 0);
+    for (let count = 0; count < Math.abs(difference); count++) (difference > 0 ? added : removed).push(key);
+  }
+  return { entities, added, removed };
+}
+
+/**
+ * The sequential oracle by net effect: `base` with each committed plan's effect laid on in the order they
+ * committed. A plan's steps are not replayed: a plan that moves a clip into a track and on again, or
+ * places one on a track it deletes itself, changes only where the clip ends up.
+ */
+function expectedShape(base: Shape, committed: readonly Plan[]) {
+  const entities = new Map(base.entities);
+  const relations = new Map(base.relations);
+  for (const { effect } of committed) {
+    for (const [entityId, entity] of effect.entities)
+      if (entity === undefined) entities.delete(entityId);
+      else entities.set(entityId, entity);
+    // Two plans that delete one entity lose nothing: the second finds its relations gone already.
+    for (const key of effect.removed) {
+      const count = relations.get(key) ?? 0;
+      if (count > 1) relations.set(key, count - 1);
+      else relations.delete(key);
+    }
+    for (const key of effect.added) relations.set(key, (relations.get(key) ?? 0) + 1);
+  }
+  return { entities, relations };
+}
+
+/** Where `final` lacks a part of `effect` (but for the entities and relations in `overridden`). */
+function missing(final: Shape, effect: Effect, overridden: Effect | undefined): string[] {
+  const found: string[] = [];
+  for (const [entityId, left] of effect.entities) {
+    if (overridden?.entities.has(entityId)) continue;
+    const now = final.entities.get(entityId);
+    if (JSON.stringify(now) !== JSON.stringify(left))
+      found.push(
+        `${entityId}: ${JSON.stringify(now) ?? "deleted"} where it left ${JSON.stringify(left) ?? "deleted"}`,
+      );
+  }
+  for (const key of effect.added)
+    if (!final.relations.has(key) && !overridden?.removed.includes(key)) found.push(`${key} is missing`);
+  for (const key of effect.removed)
+    if (final.relations.has(key) && !overridden?.added.includes(key)) found.push(`${key} is back`);
+  return found;
+}
+
+const sorted = <Value>(map: ReadonlyMap<string, Value>) =>
+  [...map].sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0));
 
 export interface RoundCounts {
   rounds: number;
@@ -339,8 +380,8 @@ export async function playRounds(
     async function playRound(round: number) {
       const where = `seed ${seed}, round ${round}`;
       const base = replica;
-      const oracle = replica.fork();
-      // Read once: the plans' and the oracle's sessions start from copies of it.
+      const baseShape = shape(base);
+      // Read once: the plans' sessions start from copies of it.
       const projection = projectDocument(replica, timelineSchema);
       const baseVersion = encodeVersion(base.oplogVersion());
       const size = 2 + next(2);
@@ -390,73 +431,32 @@ export async function playRounds(
         }
       }
       replica.import((await host.updatesSince(documentId, baseVersion)).bytes);
-      const after = shape(replica);
-      assert.deepEqual(after.issues, [], `${where}: the document is valid`);
-      // Every committed plan's writes are there, as it left them (but for one a later plan saw).
-      const read = new Map(after.entities.map((entity) => [entity.entityId, entity]));
+      const final = shape(replica);
+      assert.deepEqual(final.issues, [], `${where}: the document is valid`);
+      // Every committed plan's net effect is there, but for what a later plan changed having seen it (the
+      // chained plan, made on what the first one left).
+      const after = chained ? committed.find((plan) => plan.name.endsWith("-after")) : undefined;
       for (const plan of committed) {
-        if (chained && plan === plans[order[0]!]) continue;
-        for (const [entityId, left] of plan.leaves)
-          assert.deepEqual(
-            read.get(entityId),
-            left,
-            `${where}: ${plan.name} ${JSON.stringify(plan.ops)} left ${entityId}`,
-          );
-        const tracks = after.tracks;
-        for (const [clip, track] of plan.placed)
-          assert.ok(tracks.get(track)?.includes(clip), `${where}: ${plan.name} placed ${clip} on ${track}`);
+        const overridden = after !== undefined && plan === plans[order[0]!] ? after.effect : undefined;
+        assert.deepEqual(
+          missing(final, plan.effect, overridden),
+          [],
+          `${where}: committed ${plan.name} ${JSON.stringify(plan.ops)} is in the document`,
+        );
       }
       if (partial !== undefined) return;
-      // The sequential oracle: the committed plans applied one after another in the order they committed.
-      const session = openDocument(oracle, timelineSchema, { projection });
-      for (const plan of committed) {
-        for (const op of plan.ops) {
-          // Two plans that both delete one entity lose nothing: the second delete finds it gone.
-          const deletes =
-            op.kind === "delete-clip" ? op.clip : op.kind === "delete-track" ? op.track : undefined;
-          if (deletes !== undefined && session.entities.get(deletes) === undefined) continue;
-          // A placement onto a track the same plan deletes later comes to nothing either way: when another
-          // plan deleted that track (or the clip's holder) first, the placement is left out, not lost.
-          const placedOn = op.kind === "move" || op.kind === "add-caption" ? op.track : undefined;
-          const undoneLater =
-            placedOn !== undefined &&
-            plan.ops
-              .slice(plan.ops.indexOf(op) + 1)
-              .some(
-                (later) =>
-                  (later.kind === "delete-track" && later.track === placedOn) ||
-                  (later.kind === "delete-clip" &&
-                    op.kind === "add-caption" &&
-                    later.clip === `clip-${op.id}`),
-              );
-          if (
-            undoneLater &&
-            (session.entities.get(placedOn) === undefined ||
-              (op.kind === "move" && holderOf(session, op.clip) === undefined))
-          ) {
-            if (op.kind === "add-caption") apply(session, { ...op, track: "" } as Op);
-            continue;
-          }
-          try {
-            apply(session, op);
-          } catch (error) {
-            assert.fail(
-              `${where}: committed ${plan.name} does not apply after the others: ${JSON.stringify(op)}: ${String(error)}`,
-            );
-          }
-        }
-      }
-      oracle.commit();
-      const expected = shape(oracle);
-      const differing = expected.entities
-        .filter((entity) => JSON.stringify(read.get(entity.entityId)) !== JSON.stringify(entity))
-        .map(
-          (entity) =>
-            `${JSON.stringify(read.get(entity.entityId))} where the oracle has ${JSON.stringify(entity)}`,
-        );
-      assert.deepEqual(differing, [], `${where}: entities as the oracle has them`);
-      assert.deepEqual(after.entities, expected.entities, `${where}: entities as the oracle has them`);
-      assert.deepEqual(after.relations, expected.relations, `${where}: relations as the oracle has them`);
+      // And nothing else changed: the document is the base with the committed plans' effects laid on.
+      const expected = expectedShape(baseShape, committed);
+      assert.deepEqual(
+        sorted(final.entities),
+        sorted(expected.entities),
+        `${where}: entities as the oracle has them`,
+      );
+      assert.deepEqual(
+        sorted(final.relations),
+        sorted(expected.relations),
+        `${where}: relations as the oracle has them`,
+      );
       counts.rounds++;
     }
   }
@@ -464,11 +464,33 @@ export async function playRounds(
 
 /**
  * Rounds per store in an ordinary run; `TACKLE_PROPERTY_ROUNDS=5000` is the issue's full run (tens of
- * minutes per store on a 2-core machine). Played 20 to a document,
- * one test each, so no test nears the runner's per-test timeout.
+ * minutes per store on a 2-core machine). Played 20 to a document, one test each, so no test nears the
+ * runner's per-test timeout; document `n` plays seed 1000 + n. `TACKLE_PROPERTY_SEEDS` (`1127,1188`,
+ * `1000-1124`) plays those seeds instead, to replay a failure or split a long run.
  */
 const defaultRounds = 1000;
 const roundsPerDocument = 20;
+/**
+ * Seeds a step-replaying oracle once judged lost updates (a plan that moves a clip into a track and on
+ * again, or deletes the track it placed one on, beside a plan deleting that track); played in every run.
+ */
+const misjudgedSeeds = [1127, 1188, 1228];
+
+/** The seeds to play: one document of `roundsPerDocument` rounds each. */
+export function seedsToPlay(environment: NodeJS.ProcessEnv): number[] {
+  const listed = environment.TACKLE_PROPERTY_SEEDS;
+  if (listed !== undefined && listed.trim() !== "")
+    return listed.split(",").flatMap((part) => {
+      const [first, last] = part.split("-").map((bound) => Number(bound.trim()));
+      if (!Number.isInteger(first) || (last !== undefined && !Number.isInteger(last)))
+        throw new Error(`TACKLE_PROPERTY_SEEDS: "${part}" is no seed or range`);
+      return Array.from({ length: (last ?? first!) - first! + 1 }, (_, index) => first! + index);
+    });
+  const rounds = Number(environment.TACKLE_PROPERTY_ROUNDS ?? defaultRounds);
+  const documents = Math.max(1, Math.ceil(rounds / roundsPerDocument));
+  const seeds = Array.from({ length: documents }, (_, index) => 1000 + index);
+  return [...seeds, ...misjudgedSeeds.filter((seed) => !seeds.includes(seed))];
+}
 
 /** Registers the property's tests over a store (a fresh one per suite). */
 export function lostUpdateSuite(
@@ -476,8 +498,8 @@ export function lostUpdateSuite(
   openStore: () => Promise<DocumentStore>,
   cleanup: () => Promise<void>,
 ): void {
-  const rounds = Number(process.env.TACKLE_PROPERTY_ROUNDS ?? defaultRounds);
-  const documents = Math.max(1, Math.ceil(rounds / roundsPerDocument));
+  const seeds = seedsToPlay(process.env);
+  const documents = seeds.length;
   const counts: RoundCounts = {
     rounds: 0,
     plans: 0,
@@ -499,11 +521,11 @@ export function lostUpdateSuite(
       await store.close();
       await cleanup();
     });
-    for (let index = 0; index < documents; index++) {
-      it(`document ${index}: no committed change lost, the document valid after every round`, async () => {
-        const documentId = `doc-${index}`;
+    for (const seed of seeds) {
+      it(`seed ${seed}: no committed change lost, the document valid after every round`, async () => {
+        const documentId = `doc-${seed}`;
         await host.create(documentId, "token-0123456789abcdef", snapshot);
-        await playRounds(host, documentId, 1000 + index, roundsPerDocument, counts);
+        await playRounds(host, documentId, seed, roundsPerDocument, counts);
       });
     }
     it("the rounds met conflicts of every kind often enough to test the rule", () => {
