@@ -218,27 +218,35 @@ function makePlan(
   name: string,
   next: (below: number) => number,
   unique: () => string,
+  before: Shape,
   projection?: Projection,
 ): Plan {
   const doc = base.fork();
   // A random peer id per plan (a fork keeps its parent's), so which write wins a merge is left to chance.
   doc.setPeerId(BigInt(1 + next(2 ** 30)) * 1024n + BigInt(next(1024)));
   const from = doc.oplogVersion();
-  const before = shape(doc);
   const session = openDocument(doc, timelineSchema, projection === undefined ? {} : { projection });
   const ops: Op[] = [];
   const count = 1 + next(3);
+  // The document as JSON before the next op (read only when an op wrote ops: reading it costs).
+  let json: string | undefined;
+  const written = () => `${encodeVersion(doc.oplogVersion())}+${doc.getPendingTxnLength()}`;
   for (let attempt = 0; attempt < 50 && ops.length < count; attempt++) {
     const op = randomOp(session, next, unique);
     if (op === undefined) continue;
+    json ??= JSON.stringify(doc.toJSON());
+    const was = written();
     try {
-      const json = JSON.stringify(doc.toJSON());
       apply(session, op);
-      // An op that wrote nothing (a move to where the clip is) is no write of the plan.
-      if (JSON.stringify(doc.toJSON()) !== json) ops.push(op);
     } catch (error) {
       if (!DocScriptError.isInstance(error)) throw error;
     }
+    if (written() === was) continue;
+    // An op that wrote nothing (a move to where the clip is) is no write of the plan; one that throws
+    // part-way is reverted, and is none either.
+    const now = JSON.stringify(doc.toJSON());
+    if (now !== json) ops.push(op);
+    json = now;
   }
   assert.ok(ops.length > 0, `plan ${name} wrote something`);
   assert.deepEqual(session.check(), [], `plan ${name} is valid on its own`);
@@ -370,6 +378,8 @@ export async function playRounds(
   const unique = () => `${seed}-${made++}`;
   const replica = new LoroDoc();
   replica.import((await host.snapshot(documentId)).bytes);
+  // What the replica holds, read at the end of each round for the next (reading it costs).
+  let known: Shape | undefined;
   for (let round = 0; round < rounds; round++) {
     const log: string[] = [];
     try {
@@ -380,7 +390,7 @@ export async function playRounds(
     async function playRound(round: number) {
       const where = `seed ${seed}, round ${round}`;
       const base = replica;
-      const baseShape = shape(base);
+      const baseShape = known ?? shape(base);
       // Read once: the plans' sessions start from copies of it.
       const projection = projectDocument(replica, timelineSchema);
       const baseVersion = encodeVersion(base.oplogVersion());
@@ -388,7 +398,7 @@ export async function playRounds(
       // In a triple, the last plan is sometimes made after the first one's answer, on what it left.
       const chained = size === 3 && next(2) === 0;
       const plans = Array.from({ length: chained ? 2 : size }, (_, index) =>
-        makePlan(base, `${seed}-${round}-${index}`, next, unique, projection),
+        makePlan(base, `${seed}-${round}-${index}`, next, unique, baseShape, projection),
       );
       const order = plans.map((_, index) => index).sort(() => next(2) - 0.5);
       const committed: Plan[] = [];
@@ -427,11 +437,12 @@ export async function playRounds(
         if (chained && index === order[0]) {
           // Made on the server's document after the first answer: it saw the first plan, if it landed.
           replica.import((await host.updatesSince(documentId, baseVersion)).bytes);
-          await push(makePlan(replica, `${seed}-${round}-after`, next, unique));
+          await push(makePlan(replica, `${seed}-${round}-after`, next, unique, shape(replica)));
         }
       }
       replica.import((await host.updatesSince(documentId, baseVersion)).bytes);
       const final = shape(replica);
+      known = final;
       assert.deepEqual(final.issues, [], `${where}: the document is valid`);
       // Every committed plan's net effect is there, but for what a later plan changed having seen it (the
       // chained plan, made on what the first one left).
@@ -528,10 +539,13 @@ export function lostUpdateSuite(
         await playRounds(host, documentId, seed, roundsPerDocument, counts);
       });
     }
-    it("the rounds met conflicts of every kind often enough to test the rule", () => {
+    it("the rounds met conflicts of every kind often enough to test the rule", (context) => {
       assert.ok(counts.rounds >= documents * roundsPerDocument * 0.9, JSON.stringify(counts));
       assert.ok(counts.conflicted >= documents * 2, JSON.stringify(counts));
-      assert.ok(counts.remainingApplied > 0 && counts.remainingRefused > 0, JSON.stringify(counts));
+      // A replay of a few seeds may meet no `applyRemaining` of one kind; a run of many does.
+      if (documents >= 10)
+        assert.ok(counts.remainingApplied > 0 && counts.remainingRefused > 0, JSON.stringify(counts));
+      context.diagnostic(`${name}: ${JSON.stringify(counts)}`);
     });
   });
 }
