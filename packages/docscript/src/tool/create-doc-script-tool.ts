@@ -8,6 +8,7 @@ import { z } from "zod";
 import { DocumentClientError } from "../client/document-client-error.ts";
 import { sameVersion } from "../document/version.ts";
 import { type DocumentAccessContext, documentAccess } from "./document-access.ts";
+import { planDiffOp, revertOp } from "./history-ops.ts";
 import { createPlanCache } from "./plan-cache.ts";
 import { renderPrompt } from "./prompt.ts";
 import { createKeyedSerializer } from "./serialize-by-key.ts";
@@ -83,6 +84,8 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
         if (state.blockingPlanId !== undefined && input.op !== "commit-plan") return blocked(input.op, state);
         if (input.op === "snapshot") return await snapshot(core, input);
         if (input.op === "run-edit-script") return await run(core, input);
+        if (input.op === "plan-diff") return await planDiffOp(core, input);
+        if (input.op === "revert-plan") return await revertOp(core, input);
         return await commitOp(core, input);
       } catch (error) {
         if (!DocumentClientError.isInstance(error))
@@ -95,7 +98,7 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   const tool = defineTool({
     name,
     description:
-      "Edit a structured document by writing a JavaScript edit script. Ops: snapshot (read a page; filter by kinds, ids, related_to, relation_kinds, fields, from_ms/to_ms; follow next_cursor), run-edit-script (run a script; returns a per-write preview and a plan_id), commit-plan (publish a plan; retry with the same plan_id when unsure it landed). Read the prompt's contract first.",
+      "Edit a structured document by writing a JavaScript edit script. Ops: snapshot (read a page; filter by kinds, ids, related_to, relation_kinds, fields, from_ms/to_ms; follow next_cursor), run-edit-script (run a script; returns a per-write preview and a plan_id), commit-plan (publish a plan; retry with the same plan_id when unsure it landed), plan-diff (a committed plan's changes), revert-plan (a new plan that undoes a committed one; commit it like any plan). Read the prompt's contract first.",
     input: toolInputSchema,
     source: "@tackle/docscript",
     execute: async (input: ToolInput, context): Promise<DocScriptOutput> => {

@@ -84,6 +84,7 @@ export function renderPrompt(input: PromptInput): string {
    - \`unconfirmed\`: the push was not confirmed; retry commit-plan with the SAME plan_id (it resends the same change, never re-runs the script); until it resolves, no other op on this document is taken;
    - \`rejected\`: the server refused it; the next call reads the document afresh.
    If a commit-plan call got no answer at all (the tool or its host restarted), call commit-plan again with the same plan_id: the server knows whether the plan was applied, and the answer says \`committed\` (\`duplicate: true\`) or \`plan_not_found\` (never applied: run the script again).
+4. History: \`{ "op": "plan-diff", "doc_id", "plan_id" }\` reads what a committed plan changed, as a preview reads (counts whole, entries within the budget). \`{ "op": "revert-plan", "doc_id", "plan_id", "auto_commit"? }\` makes a NEW plan that undoes a committed one and answers like run-edit-script (its own \`plan_id\` and \`preview\`); publish it with commit-plan. It is made on the version the undone plan left: if anyone changed what it puts back since, its commit is \`conflicted\` and nothing is published.
 
 ## Execution rules
 - The script is the body of an async function: \`await\` works, \`return\` ends it. Only \`entities\`, \`relations\` and \`console\` exist: no network, storage, timers, \`import()\`, \`eval\` or \`Function\`, no typed arrays.

@@ -4,7 +4,9 @@ import { z } from "zod";
 const ids = z.array(z.string().min(1).max(200)).min(1).max(200);
 
 export const toolInputSchema = z.object({
-  op: z.enum(["snapshot", "run-edit-script", "commit-plan"]).describe("What to do"),
+  op: z
+    .enum(["snapshot", "run-edit-script", "commit-plan", "plan-diff", "revert-plan"])
+    .describe("What to do"),
   doc_id: z.string().min(1).max(200).describe("The document"),
   script: z.string().min(1).max(200_000).optional().describe("run-edit-script: the edit script (JavaScript)"),
   timeout_ms: z
@@ -16,8 +18,15 @@ export const toolInputSchema = z.object({
     .describe(
       "run-edit-script: limit counted from the script's start; lowers the host's limit, never raises it",
     ),
-  auto_commit: z.boolean().optional().describe("run-edit-script: publish the plan at once"),
-  plan_id: z.string().min(1).max(200).optional().describe("commit-plan: the plan run-edit-script returned"),
+  auto_commit: z.boolean().optional().describe("run-edit-script, revert-plan: publish the plan at once"),
+  plan_id: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe(
+      "commit-plan: the plan run-edit-script or revert-plan returned; plan-diff, revert-plan: a committed plan",
+    ),
   apply_remaining: z
     .boolean()
     .optional()

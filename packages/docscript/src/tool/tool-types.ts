@@ -94,7 +94,25 @@ export type DocScriptOutput =
       readonly op: "commit-plan";
       readonly doc_id: string;
       readonly plan_id: string;
-    } & CommitOutcome);
+    } & CommitOutcome)
+  | {
+      /** A committed plan's changes: the version it was made on → the one it left. */
+      readonly op: "plan-diff";
+      readonly doc_id: string;
+      readonly plan_id: string;
+      readonly version: string;
+      readonly diff: PlanPreview;
+    }
+  | {
+      /** A new plan (`plan_id`) that inverts the committed plan `reverts`, made on the version it left. */
+      readonly op: "revert-plan";
+      readonly doc_id: string;
+      readonly plan_id: string;
+      readonly reverts: string;
+      readonly version: string;
+      readonly preview: PlanPreview;
+      readonly commit?: CommitOutcome;
+    };
 
 /** `handle`'s answer: the output, or the failure as data (what `execute` throws as a `ToolError`). */
 export type DocScriptResult =
