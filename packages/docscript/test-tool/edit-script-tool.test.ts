@@ -117,7 +117,7 @@ describe("docscript tool against a real document server", () => {
     assert.equal(tool.name, "docscript");
     assert.deepEqual(
       (tool.inputJsonSchema as { properties: { op: { enum: string[] } } }).properties.op.enum,
-      ["snapshot", "run-edit-script", "commit-plan"],
+      ["snapshot", "run-edit-script", "commit-plan", "plan-diff", "revert-plan"],
     );
     assert.deepEqual((tool.inputJsonSchema as { required: string[] }).required, ["op", "doc_id"]);
     const first = await tool.getModelContext({ doc_id: "prompt", context_id: "conversation-1" });
