@@ -110,8 +110,6 @@ export class RemoteRows {
       await this.fillWhole();
       return;
     }
-    /** Each lookup with what its answer completes: a key answered whole, or a listing's page. */
-    type Pending = { lookup: RowLookup; done: (result: RowLookupAnswer["results"][number]) => void };
     const pending: Pending[] = [];
     const byIds = (lookup: "row" | "relationRow" | "entity" | "relation") =>
       wanted.flatMap(([, entry]) => (entry.lookup === lookup ? [entry.id] : []));
@@ -169,56 +167,7 @@ export class RemoteRows {
           });
         }
       }
-    // Relations by endpoint (of a kind, or all), variants and entities by identity: many entities' in
-    // one lookup, each answered whole when the lookup's page is not full; those of a full one are
-    // asked again one entity at a time, in pages (a hub's relations).
-    const one = (entry: Wanted & { id: string }): Pending => {
-      if (entry.lookup === "endpoint")
-        return paged(
-          {
-            members: "relation",
-            endpoint: entry.id,
-            ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }),
-            limit: 0,
-          },
-          () => {},
-        );
-      if (entry.lookup === "variants")
-        return paged({ members: "entity", variantOf: entry.id, limit: 0 }, () => {});
-      return paged({ members: "entity", identity: entry.id, limit: 0 }, () => {});
-    };
-    const groups = new Map<string, (Wanted & { id: string })[]>();
-    for (const [, entry] of wanted) {
-      if (entry.lookup !== "endpoint" && entry.lookup !== "variants" && entry.lookup !== "identity") continue;
-      const group = `${entry.lookup}\u0000${"kind" in entry ? (entry.kind ?? "") : ""}`;
-      groups.set(group, [...(groups.get(group) ?? []), entry]);
-    }
-    for (const entries of groups.values()) {
-      for (let start = 0; start < entries.length; start += idsPerLookup) {
-        const chunk = entries.slice(start, start + idsPerLookup);
-        const first = chunk[0] as Wanted & { id: string };
-        const ids = chunk.map((entry) => entry.id);
-        const kind = "kind" in first ? first.kind : undefined;
-        const query: RowLookup =
-          first.lookup === "endpoint"
-            ? {
-                members: "relation",
-                endpoints: ids,
-                ...(kind === undefined ? {} : { kinds: [kind] }),
-                limit: membersPerPage,
-              }
-            : first.lookup === "variants"
-              ? { members: "entity", variantsOf: ids, limit: membersPerPage }
-              : { members: "entity", identities: ids, limit: membersPerPage };
-        pending.push({
-          lookup: query,
-          done: (result) => {
-            if (result.found < membersPerPage) return;
-            for (const entry of chunk) pending.push(one(entry));
-          },
-        });
-      }
-    }
+    for (const lookup of manyAtOnce(wanted, paged, (entry) => pending.push(entry))) pending.push(lookup);
     for (const [, entry] of wanted) {
       if (entry.lookup === "endpoint" || entry.lookup === "variants" || entry.lookup === "identity") continue;
       if (entry.lookup === "entityPage") {
@@ -316,6 +265,74 @@ export class RemoteRows {
     this.known.add(keyOf(root === ENTITIES ? "row" : "relationRow", rowId));
     for (const holder of this.holders) holder.hold(root, rowId, json);
   }
+}
+
+/** Each lookup with what its answer completes: a key answered whole, or a listing's page. */
+type Pending = { lookup: RowLookup; done: (result: RowLookupAnswer["results"][number]) => void };
+type Paged = (
+  query: RowLookup & { members: string },
+  onPage: (last: string | undefined, exhausted: boolean) => void,
+) => Pending;
+
+/**
+ * Relations by endpoint (of a kind, or all), variants and entities by identity: many entities' in one
+ * lookup, each answered whole when the lookup's page is not full; those of a full one are asked
+ * again one entity at a time, in pages (`push`), as a hub's relations are.
+ */
+function manyAtOnce(
+  wanted: readonly (readonly [string, Wanted])[],
+  paged: Paged,
+  push: (entry: Pending) => void,
+): Pending[] {
+  const found: Pending[] = [];
+  const one = (entry: Wanted & { id: string }): Pending => {
+    if (entry.lookup === "endpoint")
+      return paged(
+        {
+          members: "relation",
+          endpoint: entry.id,
+          ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }),
+          limit: 0,
+        },
+        () => {},
+      );
+    if (entry.lookup === "variants")
+      return paged({ members: "entity", variantOf: entry.id, limit: 0 }, () => {});
+    return paged({ members: "entity", identity: entry.id, limit: 0 }, () => {});
+  };
+  const groups = new Map<string, (Wanted & { id: string })[]>();
+  for (const [, entry] of wanted) {
+    if (entry.lookup !== "endpoint" && entry.lookup !== "variants" && entry.lookup !== "identity") continue;
+    const group = `${entry.lookup}\u0000${"kind" in entry ? (entry.kind ?? "") : ""}`;
+    groups.set(group, [...(groups.get(group) ?? []), entry]);
+  }
+  for (const entries of groups.values()) {
+    for (let start = 0; start < entries.length; start += idsPerLookup) {
+      const chunk = entries.slice(start, start + idsPerLookup);
+      const first = chunk[0] as Wanted & { id: string };
+      const ids = chunk.map((entry) => entry.id);
+      const kind = "kind" in first ? first.kind : undefined;
+      const query: RowLookup =
+        first.lookup === "endpoint"
+          ? {
+              members: "relation",
+              endpoints: ids,
+              ...(kind === undefined ? {} : { kinds: [kind] }),
+              limit: membersPerPage,
+            }
+          : first.lookup === "variants"
+            ? { members: "entity", variantsOf: ids, limit: membersPerPage }
+            : { members: "entity", identities: ids, limit: membersPerPage };
+      found.push({
+        lookup: query,
+        done: (result) => {
+          if (result.found < membersPerPage) return;
+          for (const entry of chunk) push(one(entry));
+        },
+      });
+    }
+  }
+  return found;
 }
 
 function keyOf(lookup: Lookup, id: string, kind?: string): string {

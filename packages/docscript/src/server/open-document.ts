@@ -1,0 +1,63 @@
+/** A document the server keeps open in memory, and what its parts share about it. */
+import type { LoroDoc } from "loro-crdt";
+import type { ContainerIndex } from "../document/container-index.ts";
+import type { DocumentIssue } from "../schema/types.ts";
+import { appliedPlans } from "./push-checks.ts";
+import type { StoreProjection } from "./store-projection.ts";
+
+export interface OpenDocument {
+  doc: LoroDoc;
+  /** A replica of `doc` that pushes are imported into first; undefined after a rejection polluted it. */
+  shadow: LoroDoc | undefined;
+  /** Row of every container seen; shared by the live document and its forks (containers never move). */
+  readonly index: ContainerIndex;
+  /**
+   * The rows the checks of pushes looked up, as entities and relations: read from the store's rows on
+   * demand (opening reads none), kept in step with every update after.
+   */
+  projection: StoreProjection;
+  /** The document's issues (whole document), kept in step by each push; undefined until needed. */
+  issues: DocumentIssue[] | undefined;
+  seq: number;
+  snapshotSeq: number;
+  /** Bytes of the updates after the snapshot, and when the first of them was seen (undefined: none). */
+  logBytes: number;
+  logSince: number | undefined;
+  tokenHash: string;
+  /**
+   * Every plan id applied to the document (read off its changes' messages) and the version it took it
+   * to; read on first need (reading the history of a large document costs seconds), then kept up.
+   */
+  plans: Map<string, string> | undefined;
+}
+
+/** Rows a document's projection keeps holding between pushes; past this it starts empty again. */
+export const heldRowsBound = 20_000;
+
+export /** The store's rows are not at the seq the projection reading them is at (another server moved them). */
+class StaleRowsError extends Error {
+  constructor(documentId: string, seq: number, rowsSeq: number | undefined) {
+    super(`the rows of ${documentId} hold through ${rowsSeq ?? "nothing"}, not ${seq}`);
+    this.name = "StaleRowsError";
+  }
+}
+
+/** How a push is made: by a host credential (it may set host-only fields), and whether to apply past lost writes. */
+export interface PushOptions {
+  readonly actor?: string;
+  /** The caller holds a host credential: it may set host-only fields. */
+  readonly host?: boolean;
+  /** Store the update even when some of its writes no longer apply (they are reported, the rest applies). */
+  readonly applyRemaining?: boolean;
+}
+
+export /** The document's plan index, read off its history on first need. */
+function plansOf(open: OpenDocument): Map<string, string> {
+  open.plans ??= appliedPlans(open.doc);
+  return open.plans;
+}
+
+export /** Loro throws values that are not Errors; keep whatever they say. */
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

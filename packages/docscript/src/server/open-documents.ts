@@ -1,0 +1,254 @@
+/**
+ * The documents a server keeps open (bounded, least recently used first out): each loaded from the
+ * store's snapshot and log, caught up with what other servers appended, its rows and issues read
+ * from the store on need (ADR 0465, 0466).
+ */
+import { type Frontiers, LoroDoc } from "loro-crdt";
+import { checkDocument } from "../document/check-document.ts";
+import { projectDocument, refreshRows } from "../document/interpret.ts";
+import { encodeVersion } from "../document/version.ts";
+import type { Schema } from "../schema/define-schema.ts";
+import { DocScriptError } from "../schema/docscript-error.ts";
+import type { DocumentIssue } from "../schema/types.ts";
+import { changedRows } from "./changed-rows.ts";
+import type { DocumentStore } from "./document-store.ts";
+import { type OpenDocument, StaleRowsError } from "./open-document.ts";
+import { planIdsOf } from "./push-checks.ts";
+import { nextIssues, stageChange } from "./push-staging.ts";
+import { allRowChanges, rowChanges } from "./row-members.ts";
+import { StoreProjection } from "./store-projection.ts";
+
+export class OpenDocuments {
+  /** By document id, least recently used first. */
+  readonly open = new Map<string, OpenDocument>();
+  private readonly store: DocumentStore;
+  private readonly schema: Schema;
+  private readonly maxOpen: number;
+  /** Whether a document's log is due to be compacted, and compacting it once the current call is answered. */
+  private readonly logDue: (open: OpenDocument) => boolean;
+  private readonly compactLater: (documentId: string) => void;
+
+  constructor(options: {
+    store: DocumentStore;
+    schema: Schema;
+    maxOpen: number;
+    logDue: (open: OpenDocument) => boolean;
+    compactLater: (documentId: string) => void;
+  }) {
+    this.store = options.store;
+    this.schema = options.schema;
+    this.maxOpen = options.maxOpen;
+    this.logDue = options.logDue;
+    this.compactLater = options.compactLater;
+  }
+
+  /**
+   * A replica of the open document for pushes to be checked in: imported from the stored snapshot and
+   * log (Loro imports a snapshot lazily: seconds at 1M entities), not forked from the live document
+   * (a fork exports the whole state first: 31 s at 1M). A fork when the store no longer holds that
+   * version (compacted past it) or the import does not come out at the live document's version.
+   */
+  async replicaOf(documentId: string, open: OpenDocument): Promise<LoroDoc> {
+    const stored = await this.store.load(documentId);
+    if (stored !== undefined && stored.snapshotSeq <= open.seq) {
+      const replica = LoroDoc.fromSnapshot(stored.snapshot);
+      const updates = stored.updates.filter((update) => update.seq <= open.seq);
+      if (updates.length > 0) replica.importBatch(updates.map((update) => update.bytes));
+      if (replica.cmpFrontiers(replica.frontiers(), open.doc.frontiers()) === 0) return replica;
+    }
+    return open.doc.fork();
+  }
+
+  /** Reads what the projection lacked from the store's rows, which must hold through `seq`. */
+  async fill(documentId: string, projection: StoreProjection, seq: number): Promise<void> {
+    await projection.fill(this.store, documentId);
+    const rowsSeq = await this.store.rowsSeq(documentId);
+    if (rowsSeq !== seq) throw new StaleRowsError(documentId, seq, rowsSeq);
+  }
+
+  /**
+   * The open document, loaded or caught up with updates other servers appended, with the store's rows
+   * holding through its seq: rows another server left behind (an update appended without them) are
+   * written here, from the updates themselves, before anything reads them.
+   */
+  async current(documentId: string): Promise<OpenDocument> {
+    const open = this.open.get(documentId);
+    if (open === undefined) return this.load(documentId);
+    // Refresh the LRU order.
+    this.open.delete(documentId);
+    this.open.set(documentId, open);
+    const newer = await this.store.updatesAfter(documentId, open.seq);
+    // Another server compacted past what this one holds: the updates in between are gone from the
+    // log (a gap, or nothing after a snapshot newer than ours), so load the document afresh.
+    const first = newer[0];
+    const compactedPast =
+      first === undefined
+        ? ((await this.store.snapshotSeq?.(documentId)) ?? 0) > open.seq
+        : first.seq !== open.seq + 1;
+    const rowsSeq = await this.store.rowsSeq(documentId);
+    // Rows behind what this server holds (its own last push found them behind): load afresh too.
+    if (compactedPast || rowsSeq === undefined || rowsSeq < open.seq) {
+      this.open.delete(documentId);
+      return this.load(documentId);
+    }
+    const withRows = newer.filter((update) => update.seq <= rowsSeq);
+    if (withRows.length > 0) {
+      const before = open.doc.frontiers();
+      open.doc.importBatch(withRows.map((update) => update.bytes));
+      const rows = changedRows(open.doc, before, open.doc.frontiers(), open.index);
+      refreshRows(open.projection, open.doc, rows, open.index);
+      // The other server stored the issues and rows these updates left: read them again on need.
+      open.issues = undefined;
+      this.catchUpPlans(open, before);
+      // Another server's updates: the fork is made anew from the live document on the next push.
+      open.shadow = undefined;
+      open.seq = withRows.at(-1)?.seq ?? open.seq;
+    }
+    const without = newer.filter((update) => update.seq > rowsSeq);
+    if (without.length > 0) await this.writeRowsOf(documentId, open, without);
+    return open;
+  }
+
+  /** Opens a document: imports its snapshot and log, reading nothing out of them. */
+  private async load(documentId: string): Promise<OpenDocument> {
+    const stored = await this.store.load(documentId);
+    if (stored === undefined) throw new DocScriptError("document_not_found", `no document ${documentId}`);
+    const rowsSeq = await this.store.rowsSeq(documentId);
+    const doc = LoroDoc.fromSnapshot(stored.snapshot);
+    // Rows kept through a seq the log still holds: the updates after it are written to the rows one
+    // by one below. Otherwise (a document stored before rows were kept, or rows behind a compaction)
+    // the document is read whole once (rows read plainly: a deep read with container ids costs ~5×
+    // more) and its rows replaced.
+    const incremental = rowsSeq !== undefined && rowsSeq >= stored.snapshotSeq;
+    const withRows = stored.updates.filter((update) => incremental && update.seq <= rowsSeq);
+    if (withRows.length > 0) doc.importBatch(withRows.map((update) => update.bytes));
+    const without = stored.updates.slice(withRows.length);
+    // Nothing is read out of the document: rows come from the store's projection when a push or a
+    // page needs them. The container index fills as pushes touch rows, each container found through
+    // the op that created it.
+    const open: OpenDocument = {
+      doc,
+      shadow: undefined,
+      index: new Map(),
+      projection: new StoreProjection(this.schema),
+      issues: undefined,
+      seq: withRows.at(-1)?.seq ?? stored.snapshotSeq,
+      snapshotSeq: stored.snapshotSeq,
+      logBytes: stored.updates.reduce((sum, update) => sum + update.bytes.length, 0),
+      logSince: stored.updates.length === 0 ? undefined : Date.now(),
+      tokenHash: stored.tokenHash,
+      plans: undefined,
+    };
+    this.open.set(documentId, open);
+    while (this.open.size > this.maxOpen) {
+      const oldest = this.open.keys().next().value as string;
+      this.open.delete(oldest);
+    }
+    if (incremental) {
+      if (without.length > 0) await this.writeRowsOf(documentId, open, without);
+    } else {
+      if (without.length > 0) doc.importBatch(without.map((update) => update.bytes));
+      open.seq = without.at(-1)?.seq ?? open.seq;
+      const whole = projectDocument(doc, this.schema);
+      open.issues = checkDocument(whole);
+      await this.store.replaceRows(documentId, open.seq, allRowChanges(whole), open.issues);
+    }
+    // A log long or large enough is compacted once this call is answered, so the next open is quick.
+    if (this.logDue(open)) this.compactLater(documentId);
+    return open;
+  }
+
+  /**
+   * Imports updates the log holds but the rows do not, one at a time, and writes the rows each
+   * changed and the issues after it (as the push that stored it would have), unless another server
+   * wrote them first.
+   */
+  private async writeRowsOf(
+    documentId: string,
+    open: OpenDocument,
+    updates: readonly { seq: number; bytes: Uint8Array }[],
+  ): Promise<void> {
+    open.shadow = undefined;
+    let issues = await this.issuesOf(documentId, open);
+    let writing = true;
+    for (const update of updates) {
+      const before = open.doc.frontiers();
+      open.doc.import(update.bytes);
+      const rows = changedRows(open.doc, before, open.doc.frontiers(), open.index);
+      this.catchUpPlans(open, before);
+      if (!writing) {
+        refreshRows(open.projection, open.doc, rows, open.index);
+        open.seq = update.seq;
+        continue;
+      }
+      let staged = stageChange(open.projection, open.doc, rows, open.index);
+      try {
+        while (open.projection.lacking) {
+          staged.undo();
+          await this.fill(documentId, open.projection, open.seq);
+          staged = stageChange(open.projection, open.doc, rows, open.index);
+        }
+      } catch (error) {
+        if (!(error instanceof StaleRowsError)) throw error;
+        // Another server is writing these rows: leave it to them and hold nothing stale.
+        open.projection = new StoreProjection(this.schema);
+        writing = false;
+        open.seq = update.seq;
+        continue;
+      }
+      issues = nextIssues(issues, staged.scope, staged.after);
+      const written = await this.store.advanceRows(
+        documentId,
+        update.seq,
+        rowChanges(open.projection, rows),
+        issues,
+      );
+      open.seq = update.seq;
+      if (!written) {
+        open.projection = new StoreProjection(this.schema);
+        writing = false;
+      }
+    }
+    open.issues = writing ? issues : undefined;
+  }
+
+  /** Plan ids the updates since `before` applied. */
+  private catchUpPlans(open: OpenDocument, before: Frontiers): void {
+    const plans = open.plans;
+    if (plans === undefined) return;
+    const version = encodeVersion(open.doc.oplogVersion());
+    const spans = open.doc.findIdSpansBetween(before, open.doc.frontiers()).forward;
+    for (const planId of planIdsOf(open.doc, spans)) plans.set(planId, version);
+  }
+
+  /** The open document with its issues. */
+  async withIssues(documentId: string): Promise<OpenDocument & { issues: DocumentIssue[] }> {
+    const open = await this.current(documentId);
+    open.issues ??= await this.issuesOf(documentId, open);
+    return open as OpenDocument & { issues: DocumentIssue[] };
+  }
+
+  /**
+   * The document's issues at its seq: those the store keeps with its rows, or (not kept) a check of
+   * the whole document, read from the store's rows.
+   */
+  async issuesOf(documentId: string, open: OpenDocument): Promise<DocumentIssue[]> {
+    if (open.issues !== undefined) return open.issues;
+    const stored = await this.storedIssues(documentId, open.seq);
+    if (stored !== undefined) return stored;
+    // A whole check: it lacks every row at first, then holds them all.
+    for (;;) {
+      const issues = checkDocument(open.projection);
+      if (!open.projection.lacking) return issues;
+      await this.fill(documentId, open.projection, open.seq);
+    }
+  }
+
+  /** The issues the store keeps, when they are those of `seq`. */
+  private async storedIssues(documentId: string, seq: number): Promise<DocumentIssue[] | undefined> {
+    const before = await this.store.rowsSeq(documentId);
+    const issues = await this.store.documentIssues(documentId);
+    const after = await this.store.rowsSeq(documentId);
+    return before === seq && after === seq ? issues : undefined;
+  }
+}

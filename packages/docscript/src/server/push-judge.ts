@@ -1,0 +1,280 @@
+/**
+ * How the document server judges a push (ADR 0475): imported into the document's fork, the rows it
+ * touched staged in the projection and checked, committed changes it would lose found, and the
+ * answer made: rejected, conflicted, `apply_remaining`'s remainder, or to be stored.
+ */
+import {
+  decodeImportBlobMeta,
+  type Frontiers,
+  type IdSpan,
+  type ImportBlobMetadata,
+  type LoroDoc,
+} from "loro-crdt";
+import { encodeVersion } from "../document/version.ts";
+import type { Schema } from "../schema/define-schema.ts";
+import { formatIssue } from "../schema/docscript-error.ts";
+import type { DocumentIssue } from "../schema/types.ts";
+import { type ChangeFacts, stagedCounts } from "./change-log.ts";
+import { type ChangedRows, changedRows } from "./changed-rows.ts";
+import type { RowChange, RowRoot } from "./document-store.ts";
+import { conflictingTargets, lostUpdates, restoreCommitted } from "./lost-updates.ts";
+import { describeError, type OpenDocument, type PushOptions, plansOf } from "./open-document.ts";
+import { hostOnlyChanges, issueReason, planIdsOf, unreadableKeys } from "./push-checks.ts";
+import type { ConflictReason, PushResult } from "./push-result.ts";
+import { issuesOnItsOwn, nextIssues, type Staged, stageChange } from "./push-staging.ts";
+import { rowChanges } from "./row-members.ts";
+
+export /** A push imported into the fork, with the rows it touched. */
+interface Prepared {
+  readonly bytes: Uint8Array;
+  readonly fork: LoroDoc;
+  readonly meta: ImportBlobMetadata;
+  readonly spans: IdSpan[];
+  readonly planIds: string[];
+  /** The changes the server held that the push's base lacked (concurrent with it). */
+  readonly concurrent: IdSpan[];
+  /** The fork's frontiers with the push imported (before any write `apply_remaining` adds). */
+  readonly pushed: Frontiers;
+  readonly rows: ChangedRows;
+}
+
+export /** A push judged: its answer and, when it is to be stored (`undo` set), what is stored with it. */
+interface Judged {
+  result: PushResult;
+  /** What is stored when it is not the push's bytes (the push with what `apply_remaining` put back). */
+  bytes?: Uint8Array;
+  fork?: LoroDoc;
+  undo?: () => void;
+  planIds?: string[];
+  /** The rows the push changed, as it leaves them (set with `undo`). */
+  rows?: RowChange[];
+  /** What the change log records of the push (set with `undo`). */
+  change?: ChangeFacts;
+  /** Those rows as they were. */
+  before?: { root: RowRoot; rowId: string; json: unknown }[];
+  /** The document's issues after the push. */
+  issues?: DocumentIssue[];
+}
+
+/**
+ * Imports the update into the document's fork (a replica kept in step with the live document, made
+ * anew only after a rejected push polluted it) and finds the rows it touched; answers at once a push
+ * that is not an update, does not import, or was applied before.
+ */
+export function preparePush(open: OpenDocument, bytes: Uint8Array): Prepared | { result: PushResult } {
+  const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
+    result: { status: "rejected", reasons, issues },
+  });
+  let meta: ReturnType<typeof decodeImportBlobMeta>;
+  try {
+    meta = decodeImportBlobMeta(bytes, true);
+  } catch (error) {
+    return reject([`the bytes are not a Loro update: ${describeError(error)}`]);
+  }
+  if (meta.mode !== "update" && meta.mode !== "outdated-update") {
+    return reject([`a push carries an update, not a ${meta.mode}`]);
+  }
+  const fork = open.shadow ?? open.doc.fork();
+  // Until this push is stored, the fork is not a replica of the live document.
+  open.shadow = undefined;
+  const before = fork.frontiers();
+  try {
+    const status = fork.import(bytes);
+    if (status.pending !== null && status.pending !== undefined && status.pending.size > 0) {
+      return reject(["the update depends on changes this server does not have; pull and rebase first"]);
+    }
+  } catch (error) {
+    return reject([`the update does not import: ${describeError(error)}`]);
+  }
+  const after = fork.frontiers();
+  if (fork.cmpFrontiers(before, after) === 0) {
+    // Already stored (a retried push): store nothing and say so.
+    open.shadow = fork;
+    const version = encodeVersion(open.doc.oplogVersion());
+    return { result: { status: "committed", version, duplicate: true } };
+  }
+  const spans = fork.findIdSpansBetween(before, after).forward;
+  const unreadable = unreadableKeys(fork, spans);
+  if (unreadable.length > 0) return reject(unreadable);
+  const planIds = planIdsOf(fork, spans);
+  const applied = planIds.length === 0 ? undefined : planIds.find((planId) => plansOf(open).has(planId));
+  if (applied !== undefined) {
+    // The same plan, applied before under other bytes (a re-derived plan): applying it again would
+    // apply its edit twice.
+    return {
+      result: { status: "committed", version: encodeVersion(open.doc.oplogVersion()), duplicate: true },
+    };
+  }
+  // The changes the server held that the update's base did not: what it may lose (ADR 0475).
+  const concurrent = fork.findIdSpansBetween(meta.startFrontiers, before).forward;
+  return {
+    bytes,
+    fork,
+    meta,
+    spans,
+    planIds,
+    concurrent,
+    pushed: after,
+    rows: changedRows(fork, before, after, open.index),
+  };
+}
+
+/**
+ * Stages the rows the prepared push touched in the projection and classifies the result. `undo` is
+ * set when the push is to be stored; it puts the projection back. When the projection lacked a row
+ * a check looked up, the answer is to be thrown away (the caller fills it and judges again).
+ */
+export function judgePush(
+  schema: Schema,
+  open: OpenDocument & { issues: DocumentIssue[] },
+  prepared: Prepared,
+  options: PushOptions,
+): Judged {
+  const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
+    result: { status: "rejected", reasons, issues },
+  });
+  const { fork, meta, spans } = prepared;
+  const lost = lostUpdates(fork, spans, prepared.concurrent, open.index);
+  const staged = stageChange(open.projection, fork, prepared.rows, open.index);
+  if (staged.foreign.length > 0) {
+    staged.undo();
+    return reject(staged.foreign);
+  }
+  if (options.host !== true) {
+    const hostOnly = hostOnlyChanges(schema, staged.previous, open.projection);
+    if (hostOnly.length > 0) {
+      staged.undo();
+      return reject(
+        hostOnly.map((path) => `${path} is a host-only field; only a host credential may set it`),
+        [],
+      );
+    }
+  }
+  const conflicted = (reasons: ConflictReason[], issues: DocumentIssue[], refused?: string): Judged => ({
+    result: {
+      status: "conflicted",
+      applied: false,
+      version: encodeVersion(open.doc.oplogVersion()),
+      reasons,
+      issues,
+      ...(refused === undefined ? {} : { refused }),
+    },
+  });
+  if (lost.length > 0 && options.applyRemaining !== true) {
+    // Some writes would lose a committed change: nothing of the update lands (ADR 0475).
+    staged.undo();
+    return conflicted(lost, staged.added);
+  }
+  if (staged.added.length === 0 && lost.length === 0)
+    return toStore(open, prepared, options, staged, { status: "committed", version: "" });
+  // The merged document breaks a constraint: the update's own fault, or the merge's?
+  if (open.projection.lacking) {
+    // Judged again once the projection holds what it lacked; the slow path below only then.
+    staged.undo();
+    return reject(["the projection lacked rows"]);
+  }
+  // The update was made on everything this server had when it depends on the server's current heads.
+  const order = fork.cmpFrontiers(open.doc.frontiers(), meta.startFrontiers);
+  const sawEverything = order === 0 || order === -1;
+  const ownIssues =
+    staged.added.length === 0
+      ? []
+      : sawEverything
+        ? staged.added
+        : issuesOnItsOwn(schema, open.doc, meta.startFrontiers, prepared.bytes);
+  if (ownIssues.length > 0) {
+    staged.undo();
+    return reject(
+      ["the update breaks the schema on its own", ...ownIssues.slice(0, 10).map(formatIssue)],
+      ownIssues,
+    );
+  }
+  const reasons = [...lost, ...staged.added.map(issueReason)];
+  staged.undo();
+  if (options.applyRemaining !== true) return conflicted(reasons, staged.added);
+  return remaining(open, prepared, options, lost, conflicted);
+}
+
+/**
+ * `apply_remaining`: the push without its writes that lose a committed change, or a refusal. Writes
+ * into rows deleted since apply to nothing a reader sees; a field both changed gets the committed
+ * value back in a change of the server's own; a delete of a row changed since cannot be left out
+ * and refuses, as does a remainder that would leave the document invalid (ADR 0475).
+ */
+function remaining(
+  open: OpenDocument & { issues: DocumentIssue[] },
+  prepared: Prepared,
+  options: PushOptions,
+  lost: ConflictReason[],
+  conflicted: (reasons: ConflictReason[], issues: DocumentIssue[], refused?: string) => Judged,
+): Judged {
+  const { fork } = prepared;
+  if (lost.some((reason) => reason.reason === "entity_changed" || reason.reason === "relation_changed"))
+    return conflicted(
+      lost,
+      [],
+      "apply_remaining refused: the plan deletes or creates what another client changed, which cannot be left out of it; take a fresh snapshot and run a new script",
+    );
+  const targets = conflictingTargets(fork, prepared.spans, prepared.concurrent, open.index);
+  if (!restoreCommitted(fork, open.doc, targets))
+    return conflicted(
+      lost,
+      [],
+      "apply_remaining refused: a conflicting write replaced a record another client changed; take a fresh snapshot and run a new script",
+    );
+  fork.commit({
+    message: JSON.stringify({ remainingOf: prepared.planIds }),
+    origin: "docscript-apply-remaining",
+  });
+  const staged = stageChange(open.projection, fork, prepared.rows, open.index);
+  if (open.projection.lacking) {
+    staged.undo();
+    return { result: { status: "rejected", reasons: ["the projection lacked rows"], issues: [] } };
+  }
+  if (staged.added.length > 0) {
+    staged.undo();
+    return conflicted(
+      [...lost, ...staged.added.map(issueReason)],
+      staged.added,
+      "apply_remaining refused: what remains of the plan would leave the document invalid; take a fresh snapshot and run a new script",
+    );
+  }
+  const bytes = fork.export({ mode: "update", from: open.doc.oplogVersion() });
+  return {
+    ...toStore(open, prepared, options, staged, {
+      status: "conflicted",
+      applied: true,
+      version: "",
+      reasons: lost,
+      issues: [],
+    }),
+    bytes,
+  };
+}
+
+/** A judged push to be stored: its answer at the fork's version, with the rows and facts stored with it. */
+function toStore(
+  open: OpenDocument & { issues: DocumentIssue[] },
+  prepared: Prepared,
+  options: PushOptions,
+  staged: Staged,
+  result: Exclude<PushResult, { status: "rejected" }>,
+): Judged {
+  const { fork, spans, planIds } = prepared;
+  return {
+    result: { ...result, version: encodeVersion(fork.oplogVersion()) },
+    fork,
+    undo: staged.undo,
+    planIds,
+    rows: rowChanges(open.projection, staged.rows),
+    before: staged.before,
+    issues: nextIssues(open.issues, staged.scope, staged.after),
+    // What the change log records if this is stored: counted off the rows just staged.
+    change: {
+      credential: options.host === true ? "host" : "document",
+      peers: [...new Set(spans.map((span) => String(span.peer)))],
+      planIds,
+      ...stagedCounts(open.projection, staged.previous, staged.previousRelations),
+    },
+  };
+}

@@ -1,0 +1,125 @@
+/**
+ * A change staged in a projection: the rows it touched re-read in place, the issues it adds within
+ * its reach, and an undo; and the document's issues after it.
+ */
+import type { Frontiers, LoroDoc } from "loro-crdt";
+import {
+  type CheckScope,
+  changeScope,
+  checkDocument,
+  compareIssues,
+  issueKey,
+} from "../document/check-document.ts";
+import type { ContainerIndex } from "../document/container-index.ts";
+import { projectDocument, refreshRows } from "../document/interpret.ts";
+import { ENTITIES, RELATIONS } from "../document/layout.ts";
+import type { Projection } from "../document/projection.ts";
+import type { Schema } from "../schema/define-schema.ts";
+import type { DocumentIssue } from "../schema/types.ts";
+import { type ChangedRows, changedRows } from "./changed-rows.ts";
+import type { RowRoot } from "./document-store.ts";
+
+/**
+ * Re-reads the rows a change touched into `projection` (in place) and returns the issues the change
+ * adds within its reach, with an `undo` that restores the rows as they were.
+ */
+export function stageChange(
+  projection: Projection,
+  doc: LoroDoc,
+  rows: ChangedRows,
+  index: ContainerIndex,
+): {
+  added: DocumentIssue[];
+  foreign: string[];
+  undo: () => void;
+  /** The rows as they were before the change. */
+  previous: ReadonlyMap<string, unknown>;
+  previousRelations: ReadonlyMap<string, unknown>;
+  /** The rows the change touched. */
+  rows: { readonly entities: ReadonlySet<string>; readonly relations: ReadonlySet<string> };
+  /** Those rows as they were. */
+  before: { root: RowRoot; rowId: string; json: unknown }[];
+  /** What the change reaches, and every issue there after it. */
+  scope: CheckScope;
+  after: DocumentIssue[];
+} {
+  const foreign = [...rows.foreignRoots].map(
+    (root) => `the update writes root container "${root}", which the mapping does not know`,
+  );
+  const beforeScope = changeScope(projection, rows);
+  const before = new Set(checkDocument(projection, beforeScope).map(issueKey));
+  const previousRows = new Map([...rows.entities].map((rowId) => [rowId, projection.rowJson(rowId)]));
+  const previousRelations = new Map(
+    [...rows.relations].map((relationId) => [relationId, projection.relationJson(relationId)]),
+  );
+  refreshRows(projection, doc, rows, index);
+  const afterScope = changeScope(projection, rows);
+  const scope: CheckScope = {
+    entityIds: new Set([...beforeScope.entityIds, ...afterScope.entityIds]),
+    relationIds: new Set([...beforeScope.relationIds, ...afterScope.relationIds]),
+  };
+  const after = checkDocument(projection, scope);
+  const added = after.filter((issue) => !before.has(issueKey(issue)));
+  const undo = () => {
+    for (const [rowId, json] of previousRows) projection.setRow(rowId, json);
+    for (const [relationId, json] of previousRelations) projection.setRelationRow(relationId, json);
+  };
+  return {
+    added,
+    foreign,
+    undo,
+    previous: previousRows,
+    previousRelations,
+    rows,
+    before: [
+      ...[...previousRows].map(([rowId, json]) => ({ root: ENTITIES as RowRoot, rowId, json })),
+      ...[...previousRelations].map(([rowId, json]) => ({ root: RELATIONS as RowRoot, rowId, json })),
+    ],
+    scope,
+    after,
+  };
+}
+
+export type Staged = ReturnType<typeof stageChange>;
+
+/** The issues the update adds to the version it was made on (the slow path: a full read of that version). */
+export function issuesOnItsOwn(
+  schema: Schema,
+  doc: LoroDoc,
+  startFrontiers: Frontiers,
+  bytes: Uint8Array,
+): DocumentIssue[] {
+  const base = doc.forkAt(startFrontiers);
+  const index: ContainerIndex = new Map();
+  const projection = projectDocument(base, schema, index);
+  const from = base.frontiers();
+  base.import(bytes);
+  return stageChange(projection, base, changedRows(base, from, base.frontiers(), index), index).added;
+}
+
+export /**
+ * The document's issues after a change: those outside what it reached, kept, and every issue within
+ * it, checked again (deduplicated, in the check's order).
+ */
+function nextIssues(
+  issues: readonly DocumentIssue[],
+  scope: CheckScope,
+  within: readonly DocumentIssue[],
+): DocumentIssue[] {
+  const entityIds = new Set(scope.entityIds);
+  const relationIds = new Set(scope.relationIds);
+  const kept = issues.filter(
+    (issue) =>
+      !(issue.entityId !== undefined && entityIds.has(issue.entityId)) &&
+      !(issue.relationId !== undefined && relationIds.has(issue.relationId)),
+  );
+  const seen = new Set<string>();
+  return [...kept, ...within]
+    .filter((issue) => {
+      const key = issueKey(issue);
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    })
+    .sort(compareIssues);
+}
