@@ -7,6 +7,7 @@
  */
 import { spawn, spawnSync } from "node:child_process";
 import path from "node:path";
+import { testTimeoutMs } from "../test-support/src/under-load.ts";
 import { preflight } from "./preflight.ts";
 
 const defaultGlobs = [
@@ -56,7 +57,8 @@ const child = spawn(
     "--conditions=@tackle/source",
     "--test",
     `--test-concurrency=${concurrency}`,
-    "--test-timeout=180000",
+    // 180 s per test, scaled by the machine's load when the run starts (up to 4x): process starts slow down.
+    `--test-timeout=${testTimeoutMs()}`,
     // A suite that leaves a handle open (a socket, a child) must not hang the whole run after its tests end.
     "--test-force-exit",
     "--test-reporter=spec",

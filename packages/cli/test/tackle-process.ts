@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { connect } from "@nats-io/transport-node";
-import { freePort } from "@tackle/test-support";
+import { freePort, underLoadMs } from "@tackle/test-support";
 
 export const mainScript = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 export const binScript = fileURLToPath(new URL("../bin/tackle.js", import.meta.url));
@@ -67,10 +67,12 @@ export function runTackle(
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
       stderr += chunk;
     });
+    // A node start strips the workspace's TypeScript: ~25 s at load 30 on 2 cores, so scaled by load.
+    const limitMs = underLoadMs(options.timeoutMs ?? 30_000);
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`tackle ${args.join(" ")} did not finish; stderr: ${stderr}`));
-    }, options.timeoutMs ?? 30_000);
+      reject(new Error(`tackle ${args.join(" ")} did not finish in ${limitMs} ms; stderr: ${stderr}`));
+    }, limitMs);
     child.on("error", reject);
     child.on("close", (code) => {
       clearTimeout(timer);
@@ -139,11 +141,14 @@ export function startServe(
     }
     return exited;
   };
+  const readyMs = underLoadMs(30_000);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       void stop("SIGKILL");
-      reject(new Error(`tackle serve did not get ready in 30 s; stdout: ${stdout}; stderr: ${stderr}`));
-    }, 30_000);
+      reject(
+        new Error(`tackle serve did not get ready in ${readyMs} ms; stdout: ${stdout}; stderr: ${stderr}`),
+      );
+    }, readyMs);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(
@@ -171,7 +176,8 @@ export function startServe(
 /**
  * `tackle call slow.wait {"ms": ms}` (the `slow` module of `fixtures/slow-bundle.mjs`) on the broker at
  * `brokerUrl`, with a 30 s time limit: resolves once its request is on the tool's subject (a bystander
- * sees it go out, as the node reads it; 30 s at most), with the call still running.
+ * sees it go out, as the node reads it; 30 s at most on a quiet machine, scaled by load), with the call
+ * still running.
  */
 export async function slowCallSent(
   brokerUrl: string,
@@ -192,7 +198,8 @@ export async function slowCallSent(
     await Promise.race([
       sent,
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error("tackle call sent no request in 30 s")), 30_000);
+        const sentMs = underLoadMs(30_000);
+        timer = setTimeout(() => reject(new Error(`tackle call sent no request in ${sentMs} ms`)), sentMs);
       }),
     ]).finally(() => clearTimeout(timer));
     return { call };

@@ -1,0 +1,31 @@
+/**
+ * Deadlines for waits whose length is not what a test checks (a process starting, a child's handshake):
+ * the quiet-machine figure scaled by how loaded the machine is when the test runs. At load average 30 on
+ * 2 cores a `node` start with TypeScript stripping took ~25 s and a `python3` start 11 s wall (0.7 s
+ * CPU), so a fixed 10 s or 30 s wait failed on timing alone.
+ */
+import { availableParallelism, loadavg } from "node:os";
+
+/** Runnable processes per core over the last minute, at least 1 (a quiet machine). */
+export function loadFactor(): number {
+  const [lastMinute = 0] = loadavg();
+  return Math.max(1, lastMinute / availableParallelism());
+}
+
+/**
+ * The runner's limit per test (scripts/run-tests.ts): 180 s on a quiet machine, up to four times that
+ * under load, since a test that starts several processes pays each start's lag.
+ */
+export function testTimeoutMs(): number {
+  return Math.ceil(180_000 * Math.min(4, loadFactor()));
+}
+
+/**
+ * `quietMs` (what the wait needs on a quiet machine, with room) times the load factor, never less than
+ * `quietMs` and at most five sixths of the runner's limit per test, so a real hang still fails naming
+ * its wait rather than as a test timeout. Read when the wait starts, so it follows the load.
+ */
+export function underLoadMs(quietMs: number): number {
+  const ceilingMs = Math.floor((testTimeoutMs() * 5) / 6);
+  return Math.max(quietMs, Math.min(ceilingMs, Math.ceil(quietMs * loadFactor())));
+}
