@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { connect } from "@nats-io/transport-node";
-import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { type NatsServerHandle, startNatsServer, underLoadMs } from "@tackle/test-support";
 import { createMeshClient, issueMembership, loadMeshConfig, startNodeRuntime } from "../src/index.ts";
 import { eventually, fixture } from "./helpers.ts";
 import { type OperatorMode, operatorMode } from "./operator-credentials.ts";
@@ -39,7 +39,11 @@ it("runs the node on its credential: three modules, one broken and named, a bare
     config.modules.map((entry) => entry.module),
     ["ledger", "notes", "gone"],
   );
-  const runtime = await startNodeRuntime({ config });
+  // "notes" is a python3 child: its start took 11 s at load 35, past the 10 s default.
+  const runtime = await startNodeRuntime({
+    load: { child: { handshakeTimeoutMs: underLoadMs(10_000) } },
+    config,
+  });
   const client = await createMeshClient({
     servers: nats.url,
     credsFile: operator.userCredentials("console"),

@@ -7,7 +7,7 @@ import { after, before, describe, it } from "node:test";
 import { Kvm } from "@nats-io/kv";
 import { Svcm } from "@nats-io/services";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { type NatsServerHandle, startNatsServer, underLoadMs } from "@tackle/test-support";
 import {
   createMeshClient,
   issueMembership,
@@ -232,6 +232,8 @@ describe("a node runtime on NATS", () => {
     await issueMembership(admin, { node: "node-c", module: "broken", prefix: "c.broken" });
     await issueMembership(admin, { node: "node-c", module: "gone", prefix: "c.gone" });
     const runtime = await startNodeRuntime({
+      // A python3 child: its start took 11 s at load 35, past the 10 s default this test does not check.
+      load: { child: { handshakeTimeoutMs: underLoadMs(10_000) } },
       logger,
       config: meshConfig("node-c", nats.url, [
         { module: "ledger", path: fixture("beta.mjs") },
