@@ -1,5 +1,6 @@
 /** The scale-out store: PostgreSQL through `pg`, one transaction per commit, fenced by the owner token. */
 import { checkTablePrefix, postgresDialect } from "@tackle/storage";
+import type { postgresTransaction as PostgresTransactionFn } from "@tackle/storage/postgres";
 import type pg from "pg";
 import type {
   CommitBatch,
@@ -10,17 +11,9 @@ import type {
   RunStatus,
 } from "../../store/durable-store.ts";
 import { leaseHeld } from "../../store/durable-store.ts";
-import {
-  fromRow,
-  patchColumns,
-  type RunRow,
-  runColumns,
-  runFenced,
-  runValues,
-  threadExists,
-  unknownRun,
-} from "../run-row.ts";
+import { fromRow, type RunRow, runColumns, runValues, threadExists, unknownRun } from "../run-row.ts";
 import { migrationStore, postgresMigrations } from "./migrations.ts";
+import { applyBatch, type DurableTables, durableTables } from "./postgres-commit.ts";
 
 export interface PostgresStoreOptions {
   /** A pool you own (closed by you), or a connection string (the store opens and closes its pool). */
@@ -38,8 +31,6 @@ export interface PostgresStoreOptions {
 }
 
 const sql = postgresDialect;
-/** Now by the database's clock, in the ISO form the other columns use. */
-const databaseNow = sql.nowIso;
 
 /**
  * Opens the store and brings its tables to the newest schema version (under the migration lock, so
@@ -48,7 +39,7 @@ const databaseNow = sql.nowIso;
  */
 export async function createPostgresStore(options: PostgresStoreOptions): Promise<DurableStore> {
   const prefix = checkTablePrefix(options.tablePrefix ?? "durable_", "@tackle/durable postgres");
-  const { migratePostgres, openPostgres } = await import("@tackle/storage/postgres");
+  const { migratePostgres, openPostgres, postgresTransaction } = await import("@tackle/storage/postgres");
   const handle = openPostgres({
     pool: options.pool,
     connectionString: options.connectionString,
@@ -56,12 +47,8 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     label: "@tackle/durable postgres",
     ...(options.onError === undefined ? {} : { onError: options.onError }),
   });
-  const database = handle.pool;
-  const runs = `${prefix}runs`;
-  const journal = `${prefix}journal`;
-  const frames = `${prefix}frames`;
   try {
-    await migratePostgres(database, {
+    await migratePostgres(handle.pool, {
       store: migrationStore(prefix),
       migrations: postgresMigrations(prefix),
     });
@@ -69,124 +56,26 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     await handle.close();
     throw error;
   }
-
-  async function transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    const client = await database.connect();
-    try {
-      await client.query("BEGIN");
-      const result = await work(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
-  }
-
-  /**
-   * One statement, so one round trip and atomic without BEGIN/COMMIT: the fenced UPDATE gates the
-   * inserts (they join on its RETURNING row), and a fenced-out owner writes nothing.
-   */
-  async function apply(
-    client: pg.Pool | pg.PoolClient,
-    threadId: string,
-    batch: CommitBatch,
-    owner: string,
-  ): Promise<void> {
-    const patch = batch.run ?? {};
-    const values: unknown[] = [threadId, owner];
-    // The database's clock, never this machine's: the lease is judged against it (claimRun).
-    const sets: string[] = [`updated_at = ${databaseNow}`];
-    for (const [field, column] of Object.entries(patchColumns)) {
-      if (field in patch) {
-        values.push(patch[field as keyof typeof patchColumns] ?? null);
-        sets.push(`${column} = $${values.length}`);
-      }
-    }
-    const parts = [
-      `fenced AS (UPDATE ${runs} SET ${sets.join(", ")} WHERE thread_id = $1 AND owner = $2 RETURNING thread_id)`,
-    ];
-    const records = batch.journal ?? [];
-    if (records.length > 0) {
-      const at = values.length;
-      values.push(
-        records.map((record) => record.key),
-        records.map((record) => record.name),
-        records.map((record) => record.state),
-        records.map((record) => record.attempt),
-        records.map((record) => record.value),
-      );
-      parts.push(`journaled AS (INSERT INTO ${journal} (thread_id, key, name, state, attempt, value)
-        SELECT fenced.thread_id, item.* FROM fenced,
-          unnest($${at + 1}::text[], $${at + 2}::text[], $${at + 3}::text[], $${at + 4}::int[], $${at + 5}::text[]) AS item
-        ON CONFLICT (thread_id, key) DO UPDATE SET name = excluded.name, state = excluded.state,
-          attempt = excluded.attempt, value = excluded.value)`);
-    }
-    const list = batch.frames ?? [];
-    if (list.length > 0) {
-      const at = values.length;
-      values.push(
-        list.map((frame) => frame.seq),
-        list.map((frame) => frame.type),
-        list.map((frame) => JSON.stringify(frame.data ?? null)),
-      );
-      parts.push(`framed AS (INSERT INTO ${frames} (thread_id, seq, type, data)
-        SELECT fenced.thread_id, item.* FROM fenced, unnest($${at + 1}::bigint[], $${at + 2}::text[], $${at + 3}::jsonb[]) AS item)`);
-    }
-    const result = await client.query(
-      `WITH ${parts.join(", ")} SELECT count(*)::int AS fenced FROM fenced`,
-      values,
-    );
-    if (result.rows[0]?.fenced !== 1) {
-      throw runFenced(threadId);
-    }
-  }
-
+  const tables = durableTables(prefix);
   return {
-    async createRun(record: RunRecord, batch: CommitBatch = {}) {
-      await transaction(async (client) => {
-        const inserted = await client.query(
-          `INSERT INTO ${runs} (${runColumns})
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (thread_id) DO NOTHING`,
-          runValues(record),
-        );
-        if (inserted.rowCount === 0) {
-          throw threadExists(record.threadId);
-        }
-        await apply(client, record.threadId, batch, record.owner);
-      });
+    ...reads(handle.pool, tables),
+    ...writes(handle.pool, tables, postgresTransaction),
+    async close() {
+      await handle.close();
     },
+  };
+}
+
+type Reads = Pick<DurableStore, "getRun" | "readJournal" | "readFrames" | "listThreads" | "findStaleRuns">;
+type Writes = Pick<DurableStore, "createRun" | "claimRun" | "commit" | "deleteThread" | "pruneThreads">;
+
+/** What the store reads: one statement each, outside any transaction. */
+function reads(database: pg.Pool, { runs, journal, frames }: DurableTables): Reads {
+  return {
     async getRun(threadId) {
       const result = await database.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1`, [threadId]);
       const row = result.rows[0];
       return row === undefined ? undefined : fromRow(row);
-    },
-    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
-      return transaction(async (client) => {
-        // The row lock serializes racing claimants; the silence is measured by the database's clock.
-        const result = await client.query<RunRow & { silent_ms: number }>(
-          `SELECT *, (extract(epoch FROM clock_timestamp() - updated_at::timestamptz) * 1000)::float8 AS silent_ms
-           FROM ${runs} WHERE thread_id = $1 FOR UPDATE`,
-          [threadId],
-        );
-        const row = result.rows[0];
-        if (row === undefined) throw unknownRun(threadId);
-        if (!fromStatus.includes(row.status as RunStatus)) return undefined;
-        const lease = options.staleAfterMs ?? 0;
-        if (lease > 0 && row.silent_ms < lease) throw leaseHeld(threadId, row.silent_ms, lease);
-        await apply(client, threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
-        const after = await client.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1`, [threadId]);
-        const last = await client.query<{ seq: string }>(
-          `SELECT COALESCE(MAX(seq), 0) AS seq FROM ${frames} WHERE thread_id = $1`,
-          [threadId],
-        );
-        return { run: fromRow(after.rows[0] as RunRow), lastSeq: Number(last.rows[0]?.seq ?? 0) };
-      });
-    },
-    async commit(threadId, owner, batch) {
-      await apply(database, threadId, batch, owner);
     },
     async readJournal(threadId): Promise<JournalRecord[]> {
       const result = await database.query(
@@ -234,8 +123,57 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       );
       return result.rows.map((row) => row.thread_id);
     },
+  };
+}
+
+/** What the store writes: fenced by the owner token, in a transaction where more than one statement. */
+function writes(
+  database: pg.Pool,
+  tables: DurableTables,
+  postgresTransaction: typeof PostgresTransactionFn,
+): Writes {
+  const { runs, journal, frames } = tables;
+  return {
+    async createRun(record: RunRecord, batch: CommitBatch = {}) {
+      await postgresTransaction(database, async (client) => {
+        const inserted = await client.query(
+          `INSERT INTO ${runs} (${runColumns})
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (thread_id) DO NOTHING`,
+          runValues(record),
+        );
+        if (inserted.rowCount === 0) {
+          throw threadExists(record.threadId);
+        }
+        await applyBatch(client, tables, record.threadId, batch, record.owner);
+      });
+    },
+    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
+      return postgresTransaction(database, async (client) => {
+        // The row lock serializes racing claimants; the silence is measured by the database's clock.
+        const result = await client.query<RunRow & { silent_ms: number }>(
+          `SELECT *, (extract(epoch FROM clock_timestamp() - updated_at::timestamptz) * 1000)::float8 AS silent_ms
+           FROM ${runs} WHERE thread_id = $1 FOR UPDATE`,
+          [threadId],
+        );
+        const row = result.rows[0];
+        if (row === undefined) throw unknownRun(threadId);
+        if (!fromStatus.includes(row.status as RunStatus)) return undefined;
+        const lease = options.staleAfterMs ?? 0;
+        if (lease > 0 && row.silent_ms < lease) throw leaseHeld(threadId, row.silent_ms, lease);
+        await applyBatch(client, tables, threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
+        const after = await client.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1`, [threadId]);
+        const last = await client.query<{ seq: string }>(
+          `SELECT COALESCE(MAX(seq), 0) AS seq FROM ${frames} WHERE thread_id = $1`,
+          [threadId],
+        );
+        return { run: fromRow(after.rows[0] as RunRow), lastSeq: Number(last.rows[0]?.seq ?? 0) };
+      });
+    },
+    async commit(threadId, owner, batch) {
+      await applyBatch(database, tables, threadId, batch, owner);
+    },
     async deleteThread(threadId) {
-      return transaction(async (client) => {
+      return postgresTransaction(database, async (client) => {
         await client.query(`DELETE FROM ${journal} WHERE thread_id = $1`, [threadId]);
         await client.query(`DELETE FROM ${frames} WHERE thread_id = $1`, [threadId]);
         const deleted = await client.query(`DELETE FROM ${runs} WHERE thread_id = $1`, [threadId]);
@@ -243,7 +181,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       });
     },
     async pruneThreads(query) {
-      return transaction(async (client) => {
+      return postgresTransaction(database, async (client) => {
         const stale = await client.query<{ thread_id: string }>(
           `DELETE FROM ${runs} WHERE thread_id IN (
              SELECT thread_id FROM ${runs} WHERE ${sql.startsWith("thread_id", 1)} AND updated_at < $2
@@ -258,9 +196,6 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
         }
         return ids;
       });
-    },
-    async close() {
-      await handle.close();
     },
   };
 }

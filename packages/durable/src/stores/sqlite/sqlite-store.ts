@@ -1,5 +1,5 @@
 /** The default store: one SQLite file through `node:sqlite`, WAL with a full sync on every commit. */
-import type { StatementSync } from "node:sqlite";
+import type { DatabaseSync } from "node:sqlite";
 import { openMigratedSqlite, sqliteDialect as sql, sqliteTransaction } from "@tackle/storage";
 import type {
   CommitBatch,
@@ -10,17 +10,10 @@ import type {
   RunStatus,
 } from "../../store/durable-store.ts";
 import { leaseHeld } from "../../store/durable-store.ts";
-import {
-  fromRow,
-  patchColumns,
-  type RunRow,
-  runColumns,
-  runFenced,
-  runValues,
-  threadExists,
-  unknownRun,
-} from "../run-row.ts";
+import { fromRow, type RunRow, runValues, threadExists, unknownRun } from "../run-row.ts";
 import { sqliteMigrations } from "./migrations.ts";
+import { applyBatch } from "./sqlite-commit.ts";
+import { type DurableStatements, prepareStatements } from "./sqlite-statements.ts";
 
 export interface SqliteStoreOptions {
   /** A file path, or ":memory:". */
@@ -40,113 +33,26 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
     store: "durable",
     migrations: sqliteMigrations,
   });
-
-  const insertRun = database.prepare(
-    `INSERT INTO durable_runs (${runColumns})
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
-  const selectRun = database.prepare("SELECT * FROM durable_runs WHERE thread_id = ?");
-  const upsertJournal = database.prepare(
-    `INSERT INTO durable_journal (thread_id, key, name, state, attempt, value) VALUES (?, ?, ?, ?, ?, ?)
-     ON CONFLICT (thread_id, key) DO UPDATE SET name = excluded.name, state = excluded.state,
-     attempt = excluded.attempt, value = excluded.value`,
-  );
-  const insertFrame = database.prepare(
-    "INSERT INTO durable_frames (thread_id, seq, type, data) VALUES (?, ?, ?, ?)",
-  );
-  const selectJournal = database.prepare(
-    "SELECT key, name, state, attempt, value FROM durable_journal WHERE thread_id = ?",
-  );
-  const selectFrames = database.prepare(
-    "SELECT seq, type, data FROM durable_frames WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-  );
-  const selectLastSeq = database.prepare(
-    "SELECT COALESCE(MAX(seq), 0) AS seq FROM durable_frames WHERE thread_id = ?",
-  );
-  const updates = new Map<string, StatementSync>();
-  const selectThreads = database.prepare(
-    `SELECT * FROM durable_runs WHERE ${sql.startsWith("thread_id", 1)} AND thread_id > ?2
-     ORDER BY thread_id LIMIT ?3`,
-  );
-  const deleteRun = database.prepare("DELETE FROM durable_runs WHERE thread_id = ?");
-  const deleteJournal = database.prepare("DELETE FROM durable_journal WHERE thread_id = ?");
-  const deleteFrames = database.prepare("DELETE FROM durable_frames WHERE thread_id = ?");
-  const selectStale = database.prepare(
-    `SELECT thread_id, status FROM durable_runs WHERE ${sql.startsWith("thread_id", 1)} AND updated_at < ?2
-     ORDER BY updated_at LIMIT ?3`,
-  );
-  const selectSilent = database.prepare(
-    `SELECT thread_id FROM durable_runs WHERE status = 'running' AND updated_at <= ?1
-     AND ${sql.anyOf("graph", 2)} ORDER BY updated_at LIMIT ?3`,
-  );
-  const selectFramesOfTypes = database.prepare(
-    `SELECT seq, type, data FROM durable_frames WHERE thread_id = ?1 AND seq > ?2 AND ${sql.anyOf("type", 4)}
-     ORDER BY seq LIMIT ?3`,
-  );
-
-  const transaction = <T>(work: () => T): T => sqliteTransaction(database, work);
-
-  function apply(threadId: string, batch: CommitBatch, ownerCheck: string | undefined): void {
-    const patch: Record<string, string | null> = { ...batch.run, updated_at: new Date().toISOString() };
-    const keys = Object.keys(patch).sort();
-    const sqlKey = `${keys.join(",")}|${ownerCheck === undefined ? "" : "owner"}`;
-    let update = updates.get(sqlKey);
-    if (update === undefined) {
-      const sets = keys.map((key) => `${patchColumns[key as keyof typeof patchColumns] ?? "updated_at"} = ?`);
-      update = database.prepare(
-        `UPDATE durable_runs SET ${sets.join(", ")} WHERE thread_id = ?${ownerCheck === undefined ? "" : " AND owner = ?"}`,
-      );
-      updates.set(sqlKey, update);
-    }
-    const parameters = [...keys.map((key) => patch[key] ?? null), threadId];
-    if (ownerCheck !== undefined) parameters.push(ownerCheck);
-    const changed = update.run(...parameters).changes;
-    if (changed === 0) {
-      throw runFenced(threadId);
-    }
-    for (const record of batch.journal ?? []) {
-      upsertJournal.run(threadId, record.key, record.name, record.state, record.attempt, record.value);
-    }
-    for (const frame of batch.frames ?? []) {
-      insertFrame.run(threadId, frame.seq, frame.type, JSON.stringify(frame.data ?? null));
-    }
-  }
-
+  const statements = prepareStatements(database);
   return {
-    async createRun(record: RunRecord, batch: CommitBatch = {}) {
-      transaction(() => {
-        try {
-          insertRun.run(...runValues(record));
-        } catch (error) {
-          if (/UNIQUE|PRIMARY KEY/.test((error as Error).message)) {
-            throw threadExists(record.threadId, error);
-          }
-          throw error;
-        }
-        apply(record.threadId, batch, record.owner);
-      });
+    ...reads(statements),
+    ...writes(database, statements),
+    async close() {
+      if (database.isOpen) database.close();
     },
+  };
+}
+
+type Reads = Pick<DurableStore, "getRun" | "readJournal" | "readFrames" | "listThreads" | "findStaleRuns">;
+type Writes = Pick<DurableStore, "createRun" | "claimRun" | "commit" | "deleteThread" | "pruneThreads">;
+
+function reads(statements: DurableStatements): Reads {
+  const { selectRun, selectJournal, selectFrames, selectFramesOfTypes, selectThreads, selectSilent } =
+    statements;
+  return {
     async getRun(threadId) {
       const row = selectRun.get(threadId) as RunRow | undefined;
       return row === undefined ? undefined : fromRow(row);
-    },
-    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
-      return transaction(() => {
-        const row = selectRun.get(threadId) as RunRow | undefined;
-        if (row === undefined) throw unknownRun(threadId);
-        if (!fromStatus.includes(row.status as RunStatus)) return undefined;
-        // One file on one machine: the processes sharing it share its clock.
-        const silentForMs = Date.now() - Date.parse(row.updated_at);
-        const lease = options.staleAfterMs ?? 0;
-        if (lease > 0 && silentForMs < lease) throw leaseHeld(threadId, silentForMs, lease);
-        apply(threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
-        const run = fromRow(selectRun.get(threadId) as unknown as RunRow);
-        const lastSeq = Number((selectLastSeq.get(threadId) as { seq: number }).seq);
-        return { run, lastSeq };
-      });
-    },
-    async commit(threadId, owner, batch) {
-      transaction(() => apply(threadId, batch, owner));
     },
     async readJournal(threadId) {
       return (selectJournal.all(threadId) as unknown as JournalRecord[]).map((row) => ({
@@ -173,13 +79,6 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
       ) as unknown as RunRow[];
       return rows.map(fromRow);
     },
-    async deleteThread(threadId) {
-      return transaction(() => {
-        deleteJournal.run(threadId);
-        deleteFrames.run(threadId);
-        return deleteRun.run(threadId).changes > 0;
-      });
-    },
     async findStaleRuns(query) {
       // One file on one machine: the processes sharing it share its clock.
       const before = new Date(Date.now() - query.staleAfterMs).toISOString();
@@ -188,8 +87,54 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
       }[];
       return rows.map((row) => row.thread_id);
     },
+  };
+}
+
+/** Each write one transaction: a commit lands whole or not at all. */
+function writes(database: DatabaseSync, statements: DurableStatements): Writes {
+  const { insertRun, selectRun, selectLastSeq, deleteRun, deleteJournal, deleteFrames, selectStale } =
+    statements;
+  return {
+    async createRun(record: RunRecord, batch: CommitBatch = {}) {
+      sqliteTransaction(database, () => {
+        try {
+          insertRun.run(...runValues(record));
+        } catch (error) {
+          if (/UNIQUE|PRIMARY KEY/.test((error as Error).message)) {
+            throw threadExists(record.threadId, error);
+          }
+          throw error;
+        }
+        applyBatch(database, statements, record.threadId, batch, record.owner);
+      });
+    },
+    async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
+      return sqliteTransaction(database, () => {
+        const row = selectRun.get(threadId) as RunRow | undefined;
+        if (row === undefined) throw unknownRun(threadId);
+        if (!fromStatus.includes(row.status as RunStatus)) return undefined;
+        // One file on one machine: the processes sharing it share its clock.
+        const silentForMs = Date.now() - Date.parse(row.updated_at);
+        const lease = options.staleAfterMs ?? 0;
+        if (lease > 0 && silentForMs < lease) throw leaseHeld(threadId, silentForMs, lease);
+        applyBatch(database, statements, threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
+        const run = fromRow(selectRun.get(threadId) as unknown as RunRow);
+        const lastSeq = Number((selectLastSeq.get(threadId) as { seq: number }).seq);
+        return { run, lastSeq };
+      });
+    },
+    async commit(threadId, owner, batch) {
+      sqliteTransaction(database, () => applyBatch(database, statements, threadId, batch, owner));
+    },
+    async deleteThread(threadId) {
+      return sqliteTransaction(database, () => {
+        deleteJournal.run(threadId);
+        deleteFrames.run(threadId);
+        return deleteRun.run(threadId).changes > 0;
+      });
+    },
     async pruneThreads(query) {
-      return transaction(() => {
+      return sqliteTransaction(database, () => {
         const stale = selectStale.all(query.prefix ?? "", query.updatedBefore, query.limit ?? -1) as {
           thread_id: string;
           status: string;
@@ -204,9 +149,6 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
         }
         return pruned;
       });
-    },
-    async close() {
-      if (database.isOpen) database.close();
     },
   };
 }
