@@ -114,12 +114,19 @@ it("a poison run (its step stops every driver) is taken over maxTakeovers times,
     return {};
   });
   try {
+    // Each driver is left stuck inside the step once the step has begun (its journal's started marker
+    // is what the next driver takes over); a fixed sleep is not enough on a loaded machine.
+    const stepBegun = async (count: number) => {
+      const deadline = Date.now() + 15_000;
+      while (work < count && Date.now() < deadline) await sleep(10);
+      assert.equal(work, count, "the step began");
+    };
     await createRunner({ store, graphs: [graph], leaseMs: 0 }).launch(graph, {}, { threadId: "poison" });
-    await sleep(50);
+    await stepBegun(1);
     for (let i = 0; i < 2; i++) {
       const launched = await createRunner({ store, graphs: [graph], leaseMs: 0 }).launchResume("poison");
       assert.ok(launched.firstSeq > 0);
-      await sleep(50);
+      await stepBegun(i + 2);
     }
     assert.equal(work, 3);
     const last = createRunner({ store, graphs: [graph], leaseMs: 0, maxTakeovers: 2 });
