@@ -68,7 +68,8 @@ describe("another durable server's runs, for the runs page", () => {
       assert.ok(Date.now() < deadline, "the resumed run completes");
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
-    assert.equal(((await runner.get("rb-1"))?.state as { outcome?: string }).outcome, "shipped");
+    const shipped = await runner.get("rb-1");
+    assert.equal((shipped?.state as { outcome?: string } | undefined)?.outcome, "shipped");
     // The server's own errors pass through as they are.
     const unknown = await app.request("/api/durable/runs/nobody");
     assert.equal(unknown.status, 404);
