@@ -7,4 +7,4 @@ export { type NatsServerHandle, startNatsServer } from "./nats-server.ts";
 export { createTestDatabase, type TestDatabase, testPostgresUrl } from "./postgres.ts";
 export { type SilentServer, startSilentServer } from "./silent-server.ts";
 export { startTcpRelay, type TcpRelay } from "./tcp-relay.ts";
-export { loadFactor, testTimeoutMs, underLoadMs } from "./under-load.ts";
+export { loadFactor, measuredLagMs, testTimeoutMs, underLoadMs } from "./under-load.ts";

@@ -29,3 +29,18 @@ export function underLoadMs(quietMs: number): number {
   const ceilingMs = Math.floor((testTimeoutMs() * 5) / 6);
   return Math.max(quietMs, Math.min(ceilingMs, Math.ceil(quietMs * loadFactor())));
 }
+
+/**
+ * How late this machine runs a due timer right now: the worst overshoot of `samples` 10 ms timers. A
+ * watchdog's bound in a test is its quiet-machine slack plus this, since the watchdog's own timer and
+ * the work it stops wait for a core alike.
+ */
+export async function measuredLagMs(samples = 10): Promise<number> {
+  let worst = 0;
+  for (let sample = 0; sample < samples; sample++) {
+    const started = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    worst = Math.max(worst, performance.now() - started - 10);
+  }
+  return Math.ceil(worst);
+}
