@@ -260,6 +260,8 @@ describe("stdio children", () => {
       source: fixture("early-exit-child.py"),
       logger,
       restartBackoff: { initialMs: 0 },
+      // python3's start is slow on a loaded machine; the exit, not the handshake limit, must end it.
+      handshakeTimeoutMs: underLoadMs(10_000),
     });
     const spawns = () => readFileSync(spawnLog, "utf8").split("\n").filter(Boolean).length;
     try {

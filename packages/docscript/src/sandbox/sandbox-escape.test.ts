@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { measuredLagMs } from "@tackle/test-support";
+import { measuredLagMs, underLoadMs } from "@tackle/test-support";
 import { createSandboxPool, type SandboxPool, type SandboxRunResult } from "./create-sandbox-pool.ts";
 
 const dispatcherModule = new URL("./fixtures/toy-dispatcher.ts", import.meta.url);
@@ -271,19 +271,23 @@ describe("sandbox escape suite", () => {
 
   test("a string memory bomb hits the heap ceiling, never the host", async () => {
     const before = process.memoryUsage().heapUsed;
+    // Filling the heap is CPU work a loaded machine slows down: the limit scales with the load, so
+    // only the heap ceiling can end the run.
+    const timeoutMs = underLoadMs(5000);
     const result = await attack(
       `const kept = []; for (let index = 0; ; index++) kept.push("x".repeat(1 << 20) + index);`,
-      5000,
+      timeoutMs,
     );
     assert.equal(result.ok === false && result.error.code, "memory_limit", JSON.stringify(result));
-    assertEndsInTime(result, 5000);
+    assertEndsInTime(result, timeoutMs);
     assert.ok(process.memoryUsage().heapUsed - before < 64 * 1024 * 1024, "the host heap grew");
     await assertHealthy();
   });
 
   test("a memory bomb under a generous timeout ends at the heap ceiling; the pool counts the kill and recycles the worker", async () => {
     const ceilingMb = 32;
-    const timeoutMs = 20_000;
+    // Scaled with the load (filling the heap is CPU work); the ceiling must still end it in half of it.
+    const timeoutMs = underLoadMs(20_000);
     const small = createSandboxPool({ dispatcherModule, size: 1, memoryLimitMb: ceilingMb });
     try {
       assert.equal((await small.run({ script: "", input: {} })).ok, true);
