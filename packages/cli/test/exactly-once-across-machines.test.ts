@@ -101,7 +101,7 @@ after(async () => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-it(`${trials} driver kills (some with the serving node's): effects equal steps, 0 duplicates`, {
+it(`${trials} driver kills (some with the serving node's): effects equal steps, 0 duplicates outside the open window`, {
   timeout: 60 * 60_000,
 }, async () => {
   let seed = 2029;
