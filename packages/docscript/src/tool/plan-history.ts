@@ -12,13 +12,7 @@ import { readRelationRow, readRow, type StoredEntity, type StoredRelation } from
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { changedRows } from "../server/changed-rows.ts";
-import {
-  elide,
-  type FieldChange,
-  type PlanPreview,
-  type PreviewChange,
-  previewLimit,
-} from "./plan-preview.ts";
+import { elide, fieldChanges, type PlanPreview, type PreviewChange, previewLimit } from "./plan-preview.ts";
 
 /** Where a committed plan sits in the document's history. */
 export interface PlanSpan {
@@ -94,28 +88,6 @@ function readRows(doc: LoroDoc, rows: { entities: Set<string>; relations: Set<st
     if (value !== undefined) relations.set(relationId, readRelationRow(relationId, value));
   }
   return { entities, relations };
-}
-
-/** The fields that differ, dotted paths into records; long values elided. */
-function fieldChanges(before: unknown, after: unknown): FieldChange[] {
-  const changes: FieldChange[] = [];
-  const isRecord = (value: unknown): value is Record<string, unknown> =>
-    typeof value === "object" && value !== null && !Array.isArray(value);
-  const walk = (path: string[], left: unknown, right: unknown) => {
-    if (JSON.stringify(left) === JSON.stringify(right)) return;
-    if (isRecord(left) && isRecord(right) && path.length < 4) {
-      for (const key of new Set([...Object.keys(left), ...Object.keys(right)]))
-        walk([...path, key], left[key], right[key]);
-      return;
-    }
-    changes.push({
-      path: path.join("."),
-      before: left === undefined ? null : elide(left),
-      after: right === undefined ? null : elide(right),
-    });
-  };
-  walk([], before, after);
-  return changes;
 }
 
 /**

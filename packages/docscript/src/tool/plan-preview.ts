@@ -89,3 +89,25 @@ export function elide(value: unknown, depth = 0): unknown {
   }
   return value;
 }
+
+/** The fields that differ between two values, dotted paths into records (4 deep); long values elided. */
+export function fieldChanges(before: unknown, after: unknown): FieldChange[] {
+  const changes: FieldChange[] = [];
+  const isRecord = (value: unknown): value is Record<string, unknown> =>
+    typeof value === "object" && value !== null && !Array.isArray(value);
+  const walk = (path: string[], left: unknown, right: unknown) => {
+    if (JSON.stringify(left) === JSON.stringify(right)) return;
+    if (isRecord(left) && isRecord(right) && path.length < 4) {
+      for (const key of new Set([...Object.keys(left), ...Object.keys(right)]))
+        walk([...path, key], left[key], right[key]);
+      return;
+    }
+    changes.push({
+      path: path.join("."),
+      before: left === undefined ? null : elide(left),
+      after: right === undefined ? null : elide(right),
+    });
+  };
+  walk([], before, after);
+  return changes;
+}

@@ -10,6 +10,7 @@ import type { DocumentIssue, Entity as SessionEntity } from "../schema/types.ts"
 import {
   elide,
   type FieldChange,
+  fieldChanges,
   type PlanPreview,
   type PreviewChange,
   previewLimit,
@@ -119,27 +120,8 @@ export function planSteps(context: PlanContext) {
   };
 
   /** The fields an update changed, base → plan, dotted paths into records; long values elided. */
-  const fieldChanges = (entityId: string, after: SessionEntity): FieldChange[] => {
-    const before = base.entity(entityId);
-    const changes: FieldChange[] = [];
-    const walk = (path: string[], left: unknown, right: unknown) => {
-      if (JSON.stringify(left) === JSON.stringify(right)) return;
-      const isRecord = (value: unknown): value is Record<string, unknown> =>
-        typeof value === "object" && value !== null && !Array.isArray(value);
-      if (isRecord(left) && isRecord(right) && path.length < 4) {
-        for (const key of new Set([...Object.keys(left), ...Object.keys(right)]))
-          walk([...path, key], left[key], right[key]);
-        return;
-      }
-      changes.push({
-        path: path.join("."),
-        before: left === undefined ? null : elide(left),
-        after: right === undefined ? null : elide(right),
-      });
-    };
-    walk([], before?.payload ?? {}, after.payload);
-    return changes;
-  };
+  const payloadChanges = (entityId: string, after: SessionEntity): FieldChange[] =>
+    fieldChanges(base.entity(entityId)?.payload ?? {}, after.payload);
 
   const preview = (): PlanPreview => {
     const changes: PreviewChange[] = [];
@@ -169,7 +151,7 @@ export function planSteps(context: PlanContext) {
               change: "updated",
               entityId: id,
               entityKind: entity.entityKind,
-              fields: fieldChanges(id, entity),
+              fields: payloadChanges(id, entity),
             };
       });
     for (const id of deleted)
