@@ -244,3 +244,20 @@ export function countsFrom(rows: readonly Row[]): MemoryCounts {
   }
   return counts;
 }
+
+/** A `memory_history` row's values, in the order both stores insert its columns. */
+export function historyValues(memory: StoredMemory, change: string, reason: string | undefined): unknown[] {
+  return [
+    memory.tenantId,
+    memory.id,
+    memory.version,
+    change,
+    memory.kind,
+    memory.content,
+    JSON.stringify(memory.metadata),
+    memory.status,
+    memory.importance,
+    reason ?? null,
+    memory.updatedAt,
+  ];
+}

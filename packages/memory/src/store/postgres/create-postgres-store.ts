@@ -6,6 +6,7 @@ import { scopeKey } from "../../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredMemory } from "../memory-store.ts";
 import {
   countsFrom,
+  historyValues,
   memoryColumns,
   memoryFromRow,
   memoryValues,
@@ -30,7 +31,6 @@ import {
   bm25B,
   bm25K1,
   historyColumns,
-  historyValues,
   inList,
   insertChunk,
   mark,

@@ -62,19 +62,3 @@ export const historyColumns = [
   "reason",
   "at",
 ] as const;
-
-export function historyValues(memory: StoredMemory, change: string, reason: string | undefined): unknown[] {
-  return [
-    memory.tenantId,
-    memory.id,
-    memory.version,
-    change,
-    memory.kind,
-    memory.content,
-    JSON.stringify(memory.metadata),
-    memory.status,
-    memory.importance,
-    reason ?? null,
-    memory.updatedAt,
-  ];
-}

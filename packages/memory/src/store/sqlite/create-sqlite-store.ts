@@ -8,6 +8,7 @@ import {
   countsFrom,
   documentFromRow,
   eventFromRow,
+  historyValues,
   idempotencyFromRow,
   jobFromRow,
   memoryColumns,
@@ -83,19 +84,7 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     run(
       `INSERT INTO memory_history (tenant_id, memory_id, version, change, kind, content, metadata, status, importance, reason, at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      [
-        memory.tenantId,
-        memory.id,
-        memory.version,
-        change,
-        memory.kind,
-        memory.content,
-        JSON.stringify(memory.metadata),
-        memory.status,
-        memory.importance,
-        reason ?? null,
-        memory.updatedAt,
-      ],
+      historyValues(memory, change, reason),
     );
   }
 
