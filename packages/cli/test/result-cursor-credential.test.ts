@@ -63,10 +63,10 @@ test("a cursor is refused to another credential, in a session and session-less, 
   ]) {
     const refused = await call(other, "tackle.result_page", { cursor });
     assert.equal(refused.isError, true);
-    assert.equal((refused.structuredContent as { error: { code: string } }).error.code, "unknown_cursor");
+    assert.equal((refused.structuredContent as { error: { code: string } }).error.code, "not_found");
     assert.match(
       (refused.content[0] as { text: string }).text,
-      /unknown_cursor: .*read only with the credential that received it/,
+      /not_found: .*read only with the credential that received it/,
     );
     assert.ok(!JSON.stringify(refused).includes("line 0"), "nothing of the answer leaks");
   }

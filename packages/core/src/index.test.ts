@@ -17,6 +17,7 @@ it("@tackle/core exports exactly its curated names", () => {
     "createToolSet",
     "defineTool",
     "isControlFlow",
+    "isNotFound",
     "isToolContent",
     "jsonSchema",
     "silentLogger",

@@ -10,6 +10,8 @@ export { ToolAbortedError } from "./errors/tool-aborted-error.ts";
 export { ToolDefinitionError, type ToolDefinitionErrorCode } from "./errors/tool-definition-error.ts";
 export {
   type CoreToolError,
+  isNotFound,
+  type NotFoundData,
   ToolError,
   type ToolErrorCode,
   type ToolErrorDataByCode,

@@ -126,8 +126,8 @@ describe("history and fork over HTTP", () => {
     const steps = await acme.history("oslo");
     const last = steps.at(-1);
     assert.ok(last);
-    await rejectsWith(acme.history("nowhere"), "unknown_run", /No run for thread "nowhere"/);
-    await rejectsWith(acme.fork("nowhere", { seq: 1 }), "unknown_run");
+    await rejectsWith(acme.history("nowhere"), "not_found", /No run for thread "nowhere"/);
+    await rejectsWith(acme.fork("nowhere", { seq: 1 }), "not_found");
     await rejectsWith(acme.fork("oslo", { seq: 999_999 }), "invalid_request", /no checkpoint at seq 999999/);
     await rejectsWith(acme.fork("oslo", { seq: last.seq }), "invalid_request", /Nothing runs after/);
     await rejectsWith(
@@ -153,9 +153,9 @@ describe("history and fork over HTTP", () => {
   });
 
   test("each tenant reads and forks only its own threads", async () => {
-    await rejectsWith(globex.history("oslo"), "unknown_run");
+    await rejectsWith(globex.history("oslo"), "not_found");
     const steps = await acme.history("oslo");
-    await rejectsWith(globex.fork("oslo", { seq: steps[1]?.seq ?? 0, threadId: "stolen" }), "unknown_run");
+    await rejectsWith(globex.fork("oslo", { seq: steps[1]?.seq ?? 0, threadId: "stolen" }), "not_found");
     // Globex may use the same thread id for its own fork of its own run.
     await travel(globex, "oslo", "Oslo");
     const theirs = await globex.history("oslo");

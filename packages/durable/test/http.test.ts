@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { EventSchema } from "@ag-ui/core/schemas";
+import { isNotFound } from "@tackle/core";
 import {
   approve,
   createGraph,
@@ -164,7 +165,11 @@ describe("/http", () => {
 
   test("errors come back coded with their HTTP status, never a stack", async () => {
     const client = createDurableClient({ baseUrl: server.url });
-    await assert.rejects(client.get("missing"), (error) => (error as DurableError).code === "unknown_run");
+    await assert.rejects(client.get("missing"), (error) => {
+      assert.ok(isNotFound(error, "run"), "a missing thread is `not_found` with resource `run` (ADR 0027)");
+      assert.deepEqual((error as DurableError).data, { resource: "run", id: "missing" });
+      return true;
+    });
     const { threadId } = await client.start("refund", { id: "ORD-1" });
     await collect(client.frames(threadId));
     await assert.rejects(
@@ -234,8 +239,8 @@ describe("/http", () => {
     });
     assert.equal(rebound, 403);
     const client = createDurableClient({ baseUrl: server.url });
-    await assert.rejects(client.get("forged-403"), (error) => (error as DurableError).code === "unknown_run");
-    await assert.rejects(client.get("forged-415"), (error) => (error as DurableError).code === "unknown_run");
+    await assert.rejects(client.get("forged-403"), (error) => (error as DurableError).code === "not_found");
+    await assert.rejects(client.get("forged-415"), (error) => (error as DurableError).code === "not_found");
     assert.deepEqual((await client.get(threadId)).status, before.status, "the paused run was not resumed");
   });
 
@@ -301,7 +306,7 @@ describe("/http tenancy", () => {
       acme.resume("order-0", { [globexRun.interrupts[0]?.id ?? ""]: true }),
       (error) => (error as DurableError).code === "unknown_interrupt",
     );
-    await assert.rejects(acme.get("missing"), (error) => (error as DurableError).code === "unknown_run");
+    await assert.rejects(acme.get("missing"), (error) => (error as DurableError).code === "not_found");
   });
 
   test("a caller without credentials gets 401, and thread ids cannot climb into another tenant", async () => {

@@ -154,7 +154,7 @@ export function storeConformance(name: string, open: () => Promise<StoreHarness>
       assert.equal(claimed?.run.status, "running");
       await assert.rejects(
         store.claimRun("missing", "x", ["running"]),
-        (error) => DurableError.isInstance(error) && error.code === "unknown_run",
+        (error) => DurableError.isInstance(error) && error.code === "not_found",
       );
     });
 

@@ -80,7 +80,7 @@ describe("threads", () => {
     assert.equal(secondFrames[0]?.seq, (firstFrames.at(-1)?.seq ?? 0) + 1);
     // Tool-call ids stay unique across the thread's runs (one card each in the thread's log).
     assert.deepEqual([...applyToolCards(await runner.frames("t")).keys()], ["n:tool:0", "n:tool:1"]);
-    await assert.rejects(runner.frames("t", { runId: "nope" }), isCode("unknown_run"));
+    await assert.rejects(runner.frames("t", { runId: "nope" }), isCode("not_found"));
     const [thread] = await runner.threads();
     assert.deepEqual([thread?.threadId, thread?.runId, thread?.status], ["t", second.runId, "completed"]);
   });
@@ -125,7 +125,7 @@ describe("threads", () => {
     const frames = await runner.frames("t");
     assert.equal(frames.at(-1)?.type, "run_cancelled");
     assert.ok(!frames.some((frame) => frame.type === "run_failed"));
-    await assert.rejects(runner.cancel("t-missing"), isCode("unknown_run"));
+    await assert.rejects(runner.cancel("t-missing"), isCode("not_found"));
   });
 
   test("delete a thread with its journal and frames; a running one is refused", async () => {

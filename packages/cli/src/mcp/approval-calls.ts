@@ -194,7 +194,10 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
   async function answer(threadId: string, reply: FormAnswer): Promise<ToolCallResult> {
     const run = await runner.get<CallState>(threadId);
     if (run === undefined || run.graph !== graphName) {
-      return failure("not_found", `No approval "${threadId}": ${approvalsToolName} lists the open ones`);
+      return failure("not_found", `No approval "${threadId}": ${approvalsToolName} lists the open ones`, {
+        resource: "approval",
+        id: threadId,
+      });
     }
     const open = run.interrupts[0];
     if (run.status !== "paused" || open === undefined) return outcome(run, true);

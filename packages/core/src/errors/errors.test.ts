@@ -5,7 +5,7 @@ import { InvalidInputError } from "./invalid-input-error.ts";
 import { InvalidOutputError } from "./invalid-output-error.ts";
 import { ToolAbortedError } from "./tool-aborted-error.ts";
 import { ToolDefinitionError } from "./tool-definition-error.ts";
-import { ToolError } from "./tool-error.ts";
+import { isNotFound, ToolError } from "./tool-error.ts";
 import { ToolFailedError } from "./tool-failed-error.ts";
 import { ToolTimeoutError } from "./tool-timeout-error.ts";
 import { UnknownToolError } from "./unknown-tool-error.ts";
@@ -97,4 +97,14 @@ describe("error brands", () => {
     assert.equal(hasBrand({ [brand]: "yes" }, brand), false);
     assert.equal(hasBrand(undefined, brand), false);
   });
+});
+
+it("isNotFound answers for a not_found error of any package, by resource when asked (ADR 0027)", () => {
+  const missing = new ToolError("not_found", "No run for thread t", { data: { resource: "run", id: "t" } });
+  assert.equal(isNotFound(missing), true);
+  assert.equal(isNotFound(missing, "run"), true);
+  assert.equal(isNotFound(missing, "document"), false);
+  assert.equal(isNotFound(ToolError.fromPayload(JSON.parse(JSON.stringify(missing))), "run"), true);
+  assert.equal(isNotFound(new ToolError("unknown_tool", "no such tool")), false);
+  assert.equal(isNotFound({ code: "not_found" }), false, "a plain object is not a Tackle error");
 });

@@ -16,6 +16,18 @@ export interface ToolErrorDataByCode {
   readonly tool_failed: { readonly tool: string };
   /** No tool by that name; `available` lists the names that exist. */
   readonly unknown_tool: { readonly tool: string; readonly available: readonly string[] };
+  /**
+   * A lookup of stored data found nothing (or another identity's, which looks the same): every
+   * package answers this one code, naming the `resource` (`run`, `document`, `memory`, …) and the
+   * `id` asked for (ADR 0027). A name outside a vocabulary is `unknown_<thing>` instead.
+   */
+  readonly not_found: NotFoundData;
+}
+
+/** The `data` of a `not_found` error: what was looked for, and by which id. */
+export interface NotFoundData {
+  readonly resource: string;
+  readonly id: string;
 }
 
 /** The codes core reports. A tool may throw a ToolError with a code of its own. */
@@ -90,3 +102,14 @@ export class ToolError<Code extends string = string, Data = unknown> extends Err
 export type CoreToolError = {
   [Code in ToolErrorCode]: ToolError<Code, ToolErrorDataByCode[Code]>;
 }[ToolErrorCode];
+
+/**
+ * True for a Tackle error saying a lookup found nothing (code `not_found`, ADR 0027), of `resource`
+ * when given: `isNotFound(error, "run")`. Works on errors rebuilt from a wire.
+ */
+export function isNotFound(error: unknown, resource?: string): error is ToolError<"not_found", NotFoundData> {
+  if (!ToolError.isInstance(error) || error.code !== "not_found") return false;
+  if (resource === undefined) return true;
+  const data = error.data as Partial<NotFoundData> | undefined;
+  return data?.resource === resource;
+}

@@ -160,7 +160,10 @@ export default async function docscriptBundle(context: DocScriptBundleContext) {
   const documentOf = (uri: string): string => {
     const match = /^docscript:\/\/documents\/([^/?#]+)$/.exec(uri);
     const docId = match === null ? undefined : decodeURIComponent(match[1] as string);
-    if (docId === undefined) throw new ToolError("not_found", `No document resource "${uri}"`);
+    if (docId === undefined)
+      throw new ToolError("not_found", `No document resource "${uri}"`, {
+        data: { resource: "mcp_resource", id: uri },
+      });
     ownDocument(docId);
     return docId;
   };

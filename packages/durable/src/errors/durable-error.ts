@@ -6,7 +6,7 @@ export type DurableErrorCode =
   | "journal_mismatch"
   | "journal_decode_failed"
   | "not_serializable"
-  | "unknown_run"
+  | "not_found"
   | "thread_exists"
   | "unknown_graph"
   | "invalid_graph"
@@ -41,5 +41,10 @@ export class DurableError extends ToolError<DurableErrorCode> {
   constructor(code: DurableErrorCode, message: string, options: ToolErrorOptions = {}) {
     super(code, message, options);
     this.name = "DurableError";
+  }
+
+  /** A lookup that found nothing (ADR 0027): `not_found` with the resource and the id asked for. */
+  static notFound(resource: string, id: string, message: string): DurableError {
+    return new DurableError("not_found", message, { data: { resource, id } });
   }
 }

@@ -148,7 +148,11 @@ export function agUiRoutes(options: AgUiRouteOptions) {
       const after = last === undefined ? { seq: 0, index: Number.MAX_SAFE_INTEGER } : parseAgUiEventId(last);
       if (after === undefined) throw invalid("Last-Event-ID is an AG-UI event id (<seq>.<index>)");
       if ((await runner.get(threadId)) === undefined)
-        throw new DurableError("unknown_run", `No run for thread "${c.req.param("threadId")}"`);
+        throw DurableError.notFound(
+          "run",
+          c.req.param("threadId"),
+          `No run for thread "${c.req.param("threadId")}"`,
+        );
       return stream(c, threadId, c.req.param("threadId"), after, undefined);
     });
   }

@@ -44,7 +44,7 @@ const tenantPattern = /^[A-Za-z0-9_.-]{1,64}$/;
 const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415> = {
   forbidden_host: 403,
   unsupported_media_type: 415,
-  unknown_run: 404,
+  not_found: 404,
   unknown_graph: 404,
   unauthenticated: 401,
   thread_exists: 409,
@@ -149,7 +149,11 @@ export function createDurableApp(options: DurableAppOptions): Hono {
   app.get("/runs/:threadId", async (c) => {
     const run = await runner.get(scoped(c, c.req.param("threadId")));
     if (run === undefined)
-      throw new DurableError("unknown_run", `No run for thread "${c.req.param("threadId")}"`);
+      throw DurableError.notFound(
+        "run",
+        c.req.param("threadId"),
+        `No run for thread "${c.req.param("threadId")}"`,
+      );
     const shown = { ...run, threadId: c.req.param("threadId") };
     return c.json(
       JSON.parse(
@@ -183,7 +187,11 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     const threadId = scoped(c, c.req.param("threadId"));
     const run = await runner.get(threadId);
     if (run === undefined)
-      throw new DurableError("unknown_run", `No run for thread "${c.req.param("threadId")}"`);
+      throw DurableError.notFound(
+        "run",
+        c.req.param("threadId"),
+        `No run for thread "${c.req.param("threadId")}"`,
+      );
     const lastEventId = c.req.header("last-event-id") ?? c.req.query("afterSeq") ?? "0";
     const afterSeq = Number.parseInt(lastEventId, 10);
     if (!Number.isSafeInteger(afterSeq) || afterSeq < 0)
@@ -255,7 +263,12 @@ export function createDurableApp(options: DurableAppOptions): Hono {
 
   app.delete("/threads/:threadId", async (c) => {
     const deleted = await runner.deleteThread(scoped(c, c.req.param("threadId")));
-    if (!deleted) throw new DurableError("unknown_run", `No thread "${c.req.param("threadId")}"`);
+    if (!deleted)
+      throw DurableError.notFound(
+        "thread",
+        c.req.param("threadId"),
+        `No thread "${c.req.param("threadId")}"`,
+      );
     return c.body(null, 204);
   });
 

@@ -59,7 +59,7 @@ export interface DurableClient {
   ): Promise<{ threadId: string; runId: string }>;
   /**
    * The thread's states step by step, oldest first (`runId` for one run's): `Runner.history` over HTTP.
-   * Fails `unknown_run` for a thread the server does not hold.
+   * Fails `not_found` (resource `run`) for a thread the server does not hold.
    */
   history<State = Record<string, unknown>>(
     threadId: string,

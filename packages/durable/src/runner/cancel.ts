@@ -82,7 +82,7 @@ export async function cancel<State extends object>(
 ): Promise<RunSnapshot<State>> {
   const { store } = state;
   const run = await store.getRun(threadId);
-  if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+  if (run === undefined) throw DurableError.notFound("run", threadId, `No run for thread "${threadId}"`);
   if (run.status === "cancelled") return storedSnapshot<State>(state, threadId);
   if (run.status !== "running" && run.status !== "paused") {
     throw new DurableError(

@@ -59,7 +59,7 @@ describe("history, time travel and graph versions", () => {
     assert.equal(mine.length, 4);
     assert.deepEqual(mine[0]?.state, { city: "Rome", flight: "to Oslo", hotel: "in Oslo", total: 400 });
     assert.equal((await runner.history("t")).length, 8);
-    await assert.rejects(runner.history("nowhere"), { code: "unknown_run" });
+    await assert.rejects(runner.history("nowhere"), { code: "not_found" });
   });
 
   test("fork runs on from a past step: the nodes after it run afresh on a new thread, the original untouched", async () => {

@@ -96,7 +96,7 @@ describe("interrupts", () => {
       code("answer_conflict"),
     );
     await assert.rejects(runner.resume("t", { other: 1 }), code("run_not_paused"));
-    await assert.rejects(runner.resume("missing", {}), code("unknown_run"));
+    await assert.rejects(runner.resume("missing", {}), code("not_found"));
   });
 
   test("a resume sent twice while the resumed run is still driving here is a harmless replay; new answers are refused", async () => {

@@ -29,7 +29,7 @@ const endedAs: Record<string, RunStatus> = {
 
 export async function runsOf(state: RunnerState, threadId: string): Promise<RunSummary[]> {
   const run = await state.store.getRun(threadId);
-  if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+  if (run === undefined) throw DurableError.notFound("run", threadId, `No run for thread "${threadId}"`);
   const runs: { -readonly [K in keyof RunSummary]: RunSummary[K] }[] = [];
   let afterSeq = 0;
   for (;;) {
@@ -70,7 +70,11 @@ export async function framesOf(
     return state.store.readFrames(threadId, afterSeq, frameOptions.limit, frameOptions.types);
   const entry = (await runsOf(state, threadId)).find((candidate) => candidate.runId === frameOptions.runId);
   if (entry === undefined) {
-    throw new DurableError("unknown_run", `Thread "${threadId}" has no run "${frameOptions.runId}"`);
+    throw DurableError.notFound(
+      "run",
+      frameOptions.runId,
+      `Thread "${threadId}" has no run "${frameOptions.runId}"`,
+    );
   }
   const frames = await state.store.readFrames(
     threadId,
@@ -88,7 +92,7 @@ export async function history<State extends object>(
   historyOptions: HistoryOptions = {},
 ): Promise<Checkpoint<State>[]> {
   if ((await state.store.getRun(threadId)) === undefined)
-    throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+    throw DurableError.notFound("run", threadId, `No run for thread "${threadId}"`);
   const frames = await state.store.readFrames(threadId, 0, 1_000_000, historyFrameTypes);
   return checkpointsOf<State>(frames, historyOptions);
 }

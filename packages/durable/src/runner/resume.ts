@@ -31,7 +31,7 @@ export async function launchResume<State extends object>(
   const driven = state.active.has(threadId);
   if (driven && Object.keys(given).length === 0) throw runActiveHere(threadId);
   const run = await state.store.getRun(threadId);
-  if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+  if (run === undefined) throw DurableError.notFound("run", threadId, `No run for thread "${threadId}"`);
   if (run.status === "cancelled" && Object.keys(given).length > 0) {
     // Its pending approvals were answered as cancelled: another answer is not a conflict, it is late.
     throw new DurableError(

@@ -25,7 +25,7 @@ export async function* watchFrames(
     }
     if (frames.length > 0) continue;
     const run = await store.getRun(threadId);
-    if (run === undefined) throw new DurableError("unknown_run", `No run for thread "${threadId}"`);
+    if (run === undefined) throw DurableError.notFound("run", threadId, `No run for thread "${threadId}"`);
     if (run.status !== "running") {
       // The status and the last frames land in one commit: one more read catches any straggler.
       const rest = await store.readFrames(threadId, afterSeq, 500);

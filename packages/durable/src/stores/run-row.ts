@@ -86,5 +86,5 @@ export function threadExists(threadId: string, cause?: unknown): DurableError {
 }
 
 export function unknownRun(threadId: string): DurableError {
-  return new DurableError("unknown_run", `No run for thread "${threadId}"`);
+  return DurableError.notFound("run", threadId, `No run for thread "${threadId}"`);
 }

@@ -40,7 +40,10 @@ export class MemoryError extends ToolError<MemoryErrorCode> {
     this.status = status;
   }
 
+  /** A lookup that found nothing (ADR 0027): `data.resource` is `what` in lower case (`memory`, `job`, `trace`). */
   static notFound(what: string, id: string): MemoryError {
-    return new MemoryError("not_found", `${what} ${id} was not found`, 404, { data: { id } });
+    return new MemoryError("not_found", `${what} ${id} was not found`, 404, {
+      data: { resource: what.toLowerCase(), id },
+    });
   }
 }

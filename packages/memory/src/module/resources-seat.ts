@@ -21,7 +21,10 @@ const readBudget = 2_000;
 function scopeOf(uri: string): ScopeRequest {
   if (uri === tenantUri) return { wholeTenant: true };
   const match = /^memory:\/\/users\/([^/?#]+)$/.exec(uri);
-  if (match === null) throw new ToolError("not_found", `No memory resource "${uri}"`);
+  if (match === null)
+    throw new ToolError("not_found", `No memory resource "${uri}"`, {
+      data: { resource: "mcp_resource", id: uri },
+    });
   return { userId: decodeURIComponent(match[1] as string) };
 }
 

@@ -178,7 +178,11 @@ export function createMemoryApp(options: MemoryAppOptions) {
   });
   app.notFound((context) =>
     context.json(
-      errorBody(new MemoryError("not_found", `No route ${context.req.method} ${context.req.path}`, 404)),
+      errorBody(
+        new MemoryError("not_found", `No route ${context.req.method} ${context.req.path}`, 404, {
+          data: { resource: "route", id: `${context.req.method} ${context.req.path}` },
+        }),
+      ),
       404,
     ),
   );

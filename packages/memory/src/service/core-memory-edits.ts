@@ -79,6 +79,8 @@ export function applyCoreMemoryEdits(
     }
     if (!block) {
       throw fail("not_found", `Block "${edit.label}" does not exist; create it first`, 404, {
+        resource: "block",
+        id: edit.label,
         index,
         label: edit.label,
       });

@@ -69,7 +69,13 @@ export function createWebApp(options: WebAppOptions): WebApp {
   app.get("/", (c) => c.html(shellHtml(), 200, securityHeaders));
   app.get("/assets/:name", (c) => {
     const asset = readAsset(c.req.param("name"));
-    if (asset === undefined) return c.json({ error: { code: "not_found", message: "No such asset" } }, 404);
+    if (asset === undefined)
+      return c.json(
+        {
+          error: { code: "not_found", message: "No such asset", data: { resource: "asset", id: c.req.path } },
+        },
+        404,
+      );
     return c.body(asset.body, 200, {
       ...securityHeaders,
       "content-type": asset.type,

@@ -73,7 +73,7 @@ describe("another durable server's runs, for the runs page", () => {
     // The server's own errors pass through as they are.
     const unknown = await app.request("/api/durable/runs/nobody");
     assert.equal(unknown.status, 404);
-    assert.equal(((await unknown.json()) as { error: { code: string } }).error.code, "unknown_run");
+    assert.equal(((await unknown.json()) as { error: { code: string } }).error.code, "not_found");
   });
 
   test("a server that does not answer is a 502 naming it", async () => {

@@ -39,7 +39,7 @@ export interface ResultPages {
   readonly tool: McpTool;
   /** The result as it fits the budget: the same object when it does; else its first part, a summary and a cursor. */
   fit(result: CallToolResult, owner: string): CallToolResult;
-  /** The paging tool's answer to `{ cursor }` for `owner`: the next part, or an `unknown_cursor` error. */
+  /** The paging tool's answer to `{ cursor }` for `owner`: the next part, or a `not_found` error (resource `cursor`). */
   page(args: unknown, owner: string): CallToolResult;
   /** Drops what `owner` kept (its session closed). */
   forget(owner: string): void;
@@ -194,9 +194,9 @@ export function createResultPages(options: ResultPagesOptions = {}): ResultPages
         return toCallToolResult({
           ok: false,
           error: new ToolError(
-            "unknown_cursor",
+            "not_found",
             `The cursor "${cursor.slice(0, 40)}" is not known to this client: a cursor is read only with the credential that received it (the console's bearer token; for tackle mcp, its own connection), for ${Math.round(ttlMs / 60_000)} minutes after its last read, while the server keeps it. Call the tool again for a fresh answer.`,
-            { data: { cursor: cursor.slice(0, 40) } },
+            { data: { resource: "cursor", id: cursor.slice(0, 40) } },
           ),
         });
       }

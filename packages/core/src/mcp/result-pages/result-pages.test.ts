@@ -171,7 +171,8 @@ describe("result pages", () => {
     ] as const) {
       const refused = pages.page(args, owner);
       assert.equal(refused.isError, true);
-      assert.equal((refused.structuredContent as { error: { code: string } }).error.code, "unknown_cursor");
+      const { error } = refused.structuredContent as { error: { code: string; data: { resource: string } } };
+      assert.deepEqual([error.code, error.data.resource], ["not_found", "cursor"]);
       assert.match(
         (refused.content[0] as { text: string }).text,
         /read only with the credential that received it/,
