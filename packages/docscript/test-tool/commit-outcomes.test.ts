@@ -64,7 +64,7 @@ describe("commit outcomes", () => {
       assert.deepEqual(blocked.error.data, { plan_id: run.plan_id });
     }
     const context = await tool.getModelContext({ doc_id: "unconfirmed", context_id: "c" });
-    assert.ok(context.prompt.includes(`The commit of plan \`${run.plan_id}\` is UNCONFIRMED`));
+    assert.ok(context.prompt.includes(`Plan \`${run.plan_id}\` is UNCONFIRMED`));
     const other = await tool.handle({ op: "run-edit-script", doc_id: "bystander", script: exclaim });
     assert.ok(other.ok && other.op === "run-edit-script");
     const blockedCommit = await tool.handle({

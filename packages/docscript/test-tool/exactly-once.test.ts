@@ -117,7 +117,6 @@ describe("exactly once across a host restart", () => {
     const prompt = renderPrompt({
       toolName: "docscript",
       docId: "killed-after-store",
-      version: "v",
       changed: null,
       timeoutMs: 1,
     });

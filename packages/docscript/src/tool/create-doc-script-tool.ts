@@ -131,7 +131,6 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
           prompt: renderPrompt({
             toolName: name,
             docId: doc_id,
-            version,
             changed,
             timeoutMs,
             schema: await schema(),
