@@ -16,6 +16,7 @@ import { bearerMatches } from "../console-token.ts";
 import { callOverMcp } from "./call-over-mcp.ts";
 import { type ConsoleSessions, sessionCookie } from "./console-sessions.ts";
 import { demoRuns, type RunsBackend, remoteRuns } from "./runs-backend.ts";
+import { createStatusFeed, type StatusFeed } from "./status-feed.ts";
 import { readAsset, shellHtml } from "./web-assets.ts";
 
 export interface WebAppOptions {
@@ -46,7 +47,23 @@ export function createWebApp(options: WebAppOptions): WebApp {
       : remoteRuns(options.durableUrl, logger);
   const status = createStatusFeed(source, options.statusIntervalMs ?? 2000, logger);
   const app = new Hono();
+  mountShell(app, logger);
+  mountSession(app, { source, token, sessions, logger });
+  mountModules(app, source, status);
+  mountCalls(app, source);
+  mountRuns(app, runs);
+  runs.mount(app);
+  return {
+    app,
+    async close() {
+      status.close();
+      await runs.close();
+    },
+  };
+}
 
+/** The page's shell and assets, behind the same-origin check every state-changing request passes. */
+function mountShell(app: Hono, logger: Logger): void {
   // Every state-changing request must come from this console's own page: its Origin is this very origin.
   app.use("*", async (c, next) => {
     if (c.req.method === "GET" || c.req.method === "HEAD") return next();
@@ -82,7 +99,13 @@ export function createWebApp(options: WebAppOptions): WebApp {
       "cache-control": "no-cache",
     });
   });
+}
 
+/** Sign-in by a one-time code (or the console token) for a cookie; every other `/api` route needs one. */
+function mountSession(
+  app: Hono,
+  { source, token, sessions, logger }: Pick<WebAppOptions, "source" | "token" | "sessions" | "logger">,
+): void {
   app.post("/api/session", async (c) => {
     const body = await readBody(c);
     const secret =
@@ -123,7 +146,10 @@ export function createWebApp(options: WebAppOptions): WebApp {
     setCookie(c, sessionCookie, "", { httpOnly: true, sameSite: "Strict", path: "/", maxAge: 0 });
     return c.json({ signedIn: false });
   });
+}
 
+/** The modules' catalogue, read once or watched over SSE. */
+function mountModules(app: Hono, source: ToolSource, status: StatusFeed): void {
   // `errors`: what is wrong with the source itself (the broker down), said once beside every module.
   // The `mcp` seat's verbs serve MCP's resources and prompts: no tool panel offers them.
   const listing = (modules: readonly ModuleInfo[]) => ({
@@ -153,7 +179,9 @@ export function createWebApp(options: WebAppOptions): WebApp {
       }
     }),
   );
+}
 
+function mountCalls(app: Hono, source: ToolSource): void {
   // The page's own calls: the call made as an MCP client makes it, each JSON-RPC message of its exchange
   // sent as an `rpc` event as it crosses (progress and log notifications included), then the `answer`.
   app.post("/api/call/stream", async (c) => {
@@ -186,7 +214,9 @@ export function createWebApp(options: WebAppOptions): WebApp {
       }
     });
   });
+}
 
+function mountRuns(app: Hono, runs: RunsBackend): void {
   // Every thread of the runs backend, newest first, with its state and pending approvals.
   app.get("/api/runs", async (c) => {
     const rows = await runs.list();
@@ -216,16 +246,6 @@ export function createWebApp(options: WebAppOptions): WebApp {
         : `ORD-${Math.floor(Math.random() * 9000 + 1000)}`;
     return c.json(await runs.startDemo(orderId), 201);
   });
-
-  runs.mount(app);
-
-  return {
-    app,
-    async close() {
-      status.close();
-      await runs.close();
-    },
-  };
 }
 
 function bigintAsString(_key: string, value: unknown): unknown {
@@ -257,50 +277,4 @@ export function sameOriginProblem(headers: Headers): string | undefined {
   if (origin !== `http://${host}`)
     return `Origin ${JSON.stringify(origin)} is not this console (http://${host})`;
   return undefined;
-}
-
-interface StatusFeed {
-  read(): Promise<readonly ModuleInfo[]>;
-  subscribe(listener: (modules: readonly ModuleInfo[]) => void): () => void;
-  close(): void;
-}
-
-/** Re-reads the catalogue while someone is watching, and tells the watchers. */
-function createStatusFeed(source: ToolSource, intervalMs: number, logger: Logger): StatusFeed {
-  const listeners = new Set<(modules: readonly ModuleInfo[]) => void>();
-  let timer: NodeJS.Timeout | undefined;
-  let reading: Promise<readonly ModuleInfo[]> | undefined;
-  const read = () => {
-    reading ??= source.catalogue().finally(() => {
-      reading = undefined;
-    });
-    return reading;
-  };
-  const tick = async () => {
-    try {
-      const modules = await read();
-      for (const listener of listeners) listener(modules);
-    } catch (error) {
-      logger.warn("console could not read module status", { error: (error as Error).message });
-    }
-  };
-  return {
-    read,
-    subscribe(listener) {
-      listeners.add(listener);
-      timer ??= setInterval(() => void tick(), intervalMs);
-      return () => {
-        listeners.delete(listener);
-        if (listeners.size === 0 && timer !== undefined) {
-          clearInterval(timer);
-          timer = undefined;
-        }
-      };
-    },
-    close() {
-      if (timer !== undefined) clearInterval(timer);
-      timer = undefined;
-      listeners.clear();
-    },
-  };
 }
