@@ -39,49 +39,6 @@ interface OneRun {
 export function agUiRoutes(options: AgUiRouteOptions) {
   const { runner } = options;
 
-  /** The frame that began the AG-UI run the client named `clientRunId`, if it ran on this thread. */
-  async function segmentOf(threadId: string, clientRunId: string): Promise<number | undefined> {
-    if ((await runner.get(threadId)) === undefined) return undefined;
-    const marks = await runner.frames(threadId, {
-      types: ["run_started", "run_resumed"],
-      limit: 1_000_000,
-    });
-    return marks.find(
-      (frame) => (frame.data as { clientRunId?: unknown } | null)?.clientRunId === clientRunId,
-    )?.seq;
-  }
-
-  /** The first frame of the cancel that ended the thread's latest run: its cards' closing, then `run_cancelled`. */
-  async function cancellationOf(threadId: string): Promise<number> {
-    const run = await runner.get(threadId);
-    const frames: Frame[] =
-      run === undefined ? [] : await runner.frames(threadId, { runId: run.runId, limit: 1_000_000 });
-    let index = frames.findLastIndex((frame) => frame.type === "run_cancelled");
-    while (index > 0) {
-      const previous = frames[index - 1] as Frame;
-      if (previous.type !== "tool_call" || (previous.data as { status?: unknown }).status !== "cancelled")
-        break;
-      index--;
-    }
-    return frames[index]?.seq ?? 0;
-  }
-
-  function answersOf(input: {
-    resume?: readonly { interruptId: string; status: string; payload?: unknown }[] | undefined;
-  }) {
-    const answers: Record<string, unknown> = {};
-    let edited = false;
-    for (const entry of input.resume ?? []) {
-      answers[entry.interruptId] =
-        entry.status === "cancelled"
-          ? { approved: false, cancelled: true, reason: "cancelled by the client" }
-          : (entry.payload ?? null);
-      const payload = entry.payload as { editedArgs?: unknown } | undefined;
-      if (typeof payload === "object" && payload !== null && payload.editedArgs !== undefined) edited = true;
-    }
-    return { answers: answers as Answers, edited };
-  }
-
   function register(app: Hono): void {
     app.post("/ag-ui/:graph", async (c) => {
       const body = await readJson(c.req.raw);
@@ -97,7 +54,7 @@ export function agUiRoutes(options: AgUiRouteOptions) {
       const again = (seq: number) =>
         stream(c, threadId, shown, { seq, index: -1 }, { runId: input.runId, cancelOnAbort: true });
       // The same RunAgentInput sent again (a retry, a reload): the run it started, streamed again.
-      const earlier = await segmentOf(threadId, input.runId);
+      const earlier = await segmentOf(runner, threadId, input.runId);
       if (earlier !== undefined) return again(earlier);
       const resume = input.resume ?? [];
       let launched: { firstSeq: number; runId: string; finished: Promise<unknown> };
@@ -111,12 +68,12 @@ export function agUiRoutes(options: AgUiRouteOptions) {
           // The run was cancelled while the client held its interrupts: its answer is that cancellation,
           // as an AG-UI run ending `cancelled`, which clears the client's pending interrupts.
           if (DurableError.isInstance(error) && error.code === "run_cancelled") {
-            return again(await cancellationOf(threadId));
+            return again(await cancellationOf(runner, threadId));
           }
           throw error;
         }
         if (launched.firstSeq === 0) {
-          const raced = await segmentOf(threadId, input.runId);
+          const raced = await segmentOf(runner, threadId, input.runId);
           if (raced !== undefined) return again(raced);
           throw new DurableError(
             "run_not_paused",
@@ -133,7 +90,7 @@ export function agUiRoutes(options: AgUiRouteOptions) {
           clientRun: { runId: input.runId },
         });
         if (launched.firstSeq === 0) {
-          const raced = await segmentOf(threadId, input.runId);
+          const raced = await segmentOf(runner, threadId, input.runId);
           if (raced !== undefined) return again(raced);
         }
       }
@@ -157,60 +114,13 @@ export function agUiRoutes(options: AgUiRouteOptions) {
     });
   }
 
-  /**
-   * Streams AG-UI events from `from` (the event after frame `seq`'s `index`-th). The thread's earlier
-   * frames go through the translator unsent, so what was announced before is not announced again. With
-   * `oneRun`, the stream ends with that run's RUN_FINISHED or RUN_ERROR, and a client that goes away
-   * before then (`HttpAgent.abortRun()`) cancels the run.
-   */
-  function stream(
+  const stream = (
     c: Context,
     threadId: string,
     shownThreadId: string,
     from: { seq: number; index: number },
     oneRun: OneRun | undefined,
-  ) {
-    return streamSSE(c, async (sse) => {
-      const aborted = new AbortController();
-      sse.onAbort(() => aborted.abort());
-      const keepAlive = setInterval(() => {
-        sse.write(": keep-alive\n\n").catch(() => aborted.abort());
-      }, options.keepAliveMs ?? 15_000);
-      let ended = false;
-      try {
-        const run = await runner.get(threadId);
-        const translator = new AgUiTranslator({ threadId: shownThreadId, runId: run?.runId ?? threadId });
-        for await (const frame of runner.watch(threadId, { afterSeq: 0, signal: aborted.signal })) {
-          if (frame.seq === from.seq && oneRun?.runId !== undefined) translator.nameNextRun(oneRun.runId);
-          const events = translator.translate(frame);
-          if (frame.seq < from.seq) continue;
-          for (const [index, event] of events.entries()) {
-            if (frame.seq === from.seq && index <= from.index) continue;
-            await sse.writeSSE({
-              id: agUiEventId(frame.seq, index),
-              event: event.type,
-              data: JSON.stringify(event),
-            });
-          }
-          if (oneRun !== undefined && !translator.isRunOpen) {
-            ended = true;
-            break;
-          }
-        }
-      } finally {
-        clearInterval(keepAlive);
-        if (
-          oneRun?.cancelOnAbort === true &&
-          !ended &&
-          aborted.signal.aborted &&
-          (await runner.get(threadId).catch(() => undefined))?.status === "running"
-        ) {
-          // The client stopped the run (HttpAgent.abortRun()): the server's run stops too.
-          await runner.cancel(threadId, "the AG-UI client aborted the run").catch(() => {});
-        }
-      }
-    });
-  }
+  ) => streamAgUi(options, c, threadId, shownThreadId, from, oneRun);
 
   return { register, stream };
 }
@@ -221,4 +131,102 @@ function defaultAgUiInput(input: AgUiRunInput): object {
       ? (input.state as Record<string, unknown>)
       : {};
   return "messages" in state || input.messages.length === 0 ? state : { ...state, messages: input.messages };
+}
+
+/** The frame that began the AG-UI run the client named `clientRunId`, if it ran on this thread. */
+async function segmentOf(runner: Runner, threadId: string, clientRunId: string): Promise<number | undefined> {
+  if ((await runner.get(threadId)) === undefined) return undefined;
+  const marks = await runner.frames(threadId, {
+    types: ["run_started", "run_resumed"],
+    limit: 1_000_000,
+  });
+  return marks.find((frame) => (frame.data as { clientRunId?: unknown } | null)?.clientRunId === clientRunId)
+    ?.seq;
+}
+
+/** The first frame of the cancel that ended the thread's latest run: its cards' closing, then `run_cancelled`. */
+async function cancellationOf(runner: Runner, threadId: string): Promise<number> {
+  const run = await runner.get(threadId);
+  const frames: Frame[] =
+    run === undefined ? [] : await runner.frames(threadId, { runId: run.runId, limit: 1_000_000 });
+  let index = frames.findLastIndex((frame) => frame.type === "run_cancelled");
+  while (index > 0) {
+    const previous = frames[index - 1] as Frame;
+    if (previous.type !== "tool_call" || (previous.data as { status?: unknown }).status !== "cancelled")
+      break;
+    index--;
+  }
+  return frames[index]?.seq ?? 0;
+}
+
+function answersOf(input: {
+  resume?: readonly { interruptId: string; status: string; payload?: unknown }[] | undefined;
+}) {
+  const answers: Record<string, unknown> = {};
+  let edited = false;
+  for (const entry of input.resume ?? []) {
+    answers[entry.interruptId] =
+      entry.status === "cancelled"
+        ? { approved: false, cancelled: true, reason: "cancelled by the client" }
+        : (entry.payload ?? null);
+    const payload = entry.payload as { editedArgs?: unknown } | undefined;
+    if (typeof payload === "object" && payload !== null && payload.editedArgs !== undefined) edited = true;
+  }
+  return { answers: answers as Answers, edited };
+}
+
+/**
+ * Streams AG-UI events from `from` (the event after frame `seq`'s `index`-th). The thread's earlier
+ * frames go through the translator unsent, so what was announced before is not announced again. With
+ * `oneRun`, the stream ends with that run's RUN_FINISHED or RUN_ERROR, and a client that goes away
+ * before then (`HttpAgent.abortRun()`) cancels the run.
+ */
+function streamAgUi(
+  { runner, keepAliveMs }: Pick<AgUiRouteOptions, "runner" | "keepAliveMs">,
+  c: Context,
+  threadId: string,
+  shownThreadId: string,
+  from: { seq: number; index: number },
+  oneRun: OneRun | undefined,
+) {
+  return streamSSE(c, async (sse) => {
+    const aborted = new AbortController();
+    sse.onAbort(() => aborted.abort());
+    const keepAlive = setInterval(() => {
+      sse.write(": keep-alive\n\n").catch(() => aborted.abort());
+    }, keepAliveMs ?? 15_000);
+    let ended = false;
+    try {
+      const run = await runner.get(threadId);
+      const translator = new AgUiTranslator({ threadId: shownThreadId, runId: run?.runId ?? threadId });
+      for await (const frame of runner.watch(threadId, { afterSeq: 0, signal: aborted.signal })) {
+        if (frame.seq === from.seq && oneRun?.runId !== undefined) translator.nameNextRun(oneRun.runId);
+        const events = translator.translate(frame);
+        if (frame.seq < from.seq) continue;
+        for (const [index, event] of events.entries()) {
+          if (frame.seq === from.seq && index <= from.index) continue;
+          await sse.writeSSE({
+            id: agUiEventId(frame.seq, index),
+            event: event.type,
+            data: JSON.stringify(event),
+          });
+        }
+        if (oneRun !== undefined && !translator.isRunOpen) {
+          ended = true;
+          break;
+        }
+      }
+    } finally {
+      clearInterval(keepAlive);
+      if (
+        oneRun?.cancelOnAbort === true &&
+        !ended &&
+        aborted.signal.aborted &&
+        (await runner.get(threadId).catch(() => undefined))?.status === "running"
+      ) {
+        // The client stopped the run (HttpAgent.abortRun()): the server's run stops too.
+        await runner.cancel(threadId, "the AG-UI client aborted the run").catch(() => {});
+      }
+    }
+  });
 }

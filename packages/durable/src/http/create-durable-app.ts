@@ -11,6 +11,7 @@ import { parseAgUiEventId } from "./ag-ui.ts";
 import { type AgUiRunInput, agUiRoutes } from "./ag-ui-routes.ts";
 import { registerHistoryRoutes } from "./history-routes.ts";
 import { invalid, readJson } from "./request.ts";
+import { registerThreadRoutes } from "./thread-routes.ts";
 
 export type { AgUiRunInput } from "./ag-ui-routes.ts";
 
@@ -74,6 +75,30 @@ const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415> = {
 export function createDurableApp(options: DurableAppOptions): Hono {
   const { runner } = options;
   const app = new Hono();
+  guard(app, options);
+  const scoped = (c: { get(key: never): unknown }, threadId: string) => {
+    if (!threadIdPattern.test(threadId)) throw invalid(`Thread ids match ${threadIdPattern}`);
+    const tenant = c.get("tenant" as never) as string | undefined;
+    return tenant === undefined ? threadId : `${tenant}/${threadId}`;
+  };
+  const agUi = agUiRoutes({
+    runner,
+    scoped: scoped as never,
+    ...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
+    ...(options.agUiInput === undefined ? {} : { agUiInput: options.agUiInput }),
+  });
+  const unscoped = (threadId: string) =>
+    options.authenticate === undefined ? threadId : threadId.slice(threadId.indexOf("/") + 1);
+
+  registerRunRoutes(app, { runner, scoped, unscoped, agUi, keepAliveMs: options.keepAliveMs ?? 15_000 });
+  registerThreadRoutes(app, { runner, scoped });
+  registerHistoryRoutes(app, { runner, scoped, unscoped, idPattern: threadIdPattern });
+  agUi.register(app);
+  return app;
+}
+
+/** The body limit, the loopback check and the tenant, before any route; coded errors as JSON after. */
+function guard(app: Hono, options: DurableAppOptions): void {
   app.use(
     "*",
     bodyLimit({
@@ -101,20 +126,6 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     c.set("tenant" as never, tenant as never);
     return next();
   });
-  const scoped = (c: { get(key: never): unknown }, threadId: string) => {
-    if (!threadIdPattern.test(threadId)) throw invalid(`Thread ids match ${threadIdPattern}`);
-    const tenant = c.get("tenant" as never) as string | undefined;
-    return tenant === undefined ? threadId : `${tenant}/${threadId}`;
-  };
-  const agUi = agUiRoutes({
-    runner,
-    scoped: scoped as never,
-    ...(options.keepAliveMs === undefined ? {} : { keepAliveMs: options.keepAliveMs }),
-    ...(options.agUiInput === undefined ? {} : { agUiInput: options.agUiInput }),
-  });
-  const unscoped = (threadId: string) =>
-    options.authenticate === undefined ? threadId : threadId.slice(threadId.indexOf("/") + 1);
-
   app.onError((error, c) => {
     if (ToolError.isInstance(error)) {
       // The runner names threads by their storage key, `<tenant>/<thread>`; the caller knows only its
@@ -129,7 +140,21 @@ export function createDurableApp(options: DurableAppOptions): Hono {
     // Never a stack over the wire.
     return c.json({ error: { code: "internal", message: "Internal error" } }, 500);
   });
+}
 
+interface RunRoutesContext {
+  readonly runner: Runner;
+  readonly scoped: (c: { get(key: never): unknown }, threadId: string) => string;
+  readonly unscoped: (threadId: string) => string;
+  readonly agUi: ReturnType<typeof agUiRoutes>;
+  readonly keepAliveMs: number;
+}
+
+/** Start a run, read it, resume it, and stream its frames. */
+function registerRunRoutes(
+  app: Hono,
+  { runner, scoped, unscoped, agUi, keepAliveMs }: RunRoutesContext,
+): void {
   app.post("/runs", async (c) => {
     const body = await readJson(c.req.raw);
     if (typeof body.graph !== "string") throw invalid("`graph` (a graph name) is required");
@@ -207,7 +232,7 @@ export function createDurableApp(options: DurableAppOptions): Hono {
       stream.onAbort(() => aborted.abort());
       const keepAlive = setInterval(() => {
         stream.write(": keep-alive\n\n").catch(() => aborted.abort());
-      }, options.keepAliveMs ?? 15_000);
+      }, keepAliveMs);
       try {
         for await (const frame of runner.watch(threadId, { afterSeq, signal: aborted.signal })) {
           await stream.writeSSE({ id: String(frame.seq), event: frame.type, data: JSON.stringify(frame) });
@@ -217,76 +242,4 @@ export function createDurableApp(options: DurableAppOptions): Hono {
       }
     });
   });
-
-  // Runs and threads: cancel, list, read, delete, prune — each tenant only its own.
-  const tenantPrefix = (c: { get(key: never): unknown }) => {
-    const tenant = c.get("tenant" as never) as string | undefined;
-    return tenant === undefined ? "" : `${tenant}/`;
-  };
-
-  app.post("/runs/:threadId/cancel", async (c) => {
-    const body = await readJson(c.req.raw);
-    if (body.reason !== undefined && typeof body.reason !== "string") throw invalid("`reason` is a string");
-    const run = await runner.cancel(scoped(c, c.req.param("threadId")), body.reason as string | undefined);
-    return c.json(toJson({ ...run, threadId: c.req.param("threadId") }));
-  });
-
-  app.get("/threads", async (c) => {
-    const limit = Number(c.req.query("limit") ?? 100);
-    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 1000) throw invalid("`limit` is 1 to 1000");
-    const prefix = tenantPrefix(c);
-    const after = c.req.query("after");
-    const threads = await runner.threads({
-      prefix,
-      limit,
-      ...(after === undefined ? {} : { after: `${prefix}${after}` }),
-    });
-    return c.json({
-      threads: threads.map((thread) => ({ ...thread, threadId: thread.threadId.slice(prefix.length) })),
-    });
-  });
-
-  app.get("/threads/:threadId/runs", async (c) => {
-    return c.json({ runs: await runner.runs(scoped(c, c.req.param("threadId"))) });
-  });
-
-  app.get("/threads/:threadId/runs/:runId/frames", async (c) => {
-    const afterSeq = Number(c.req.query("afterSeq") ?? 0);
-    if (!Number.isSafeInteger(afterSeq) || afterSeq < 0) throw invalid("`afterSeq` is a frame seq");
-    const frames = await runner.frames(scoped(c, c.req.param("threadId")), {
-      runId: c.req.param("runId"),
-      afterSeq,
-      limit: 1000,
-    });
-    return c.json({ frames });
-  });
-
-  app.delete("/threads/:threadId", async (c) => {
-    const deleted = await runner.deleteThread(scoped(c, c.req.param("threadId")));
-    if (!deleted)
-      throw DurableError.notFound(
-        "thread",
-        c.req.param("threadId"),
-        `No thread "${c.req.param("threadId")}"`,
-      );
-    return c.body(null, 204);
-  });
-
-  app.post("/threads/prune", async (c) => {
-    const body = await readJson(c.req.raw);
-    if (typeof body.olderThanMs !== "number") throw invalid("`olderThanMs` is a number of milliseconds");
-    const prefix = tenantPrefix(c);
-    const pruned = await runner.prune({ olderThanMs: body.olderThanMs, prefix });
-    return c.json({ pruned: pruned.map((id) => id.slice(prefix.length)) });
-  });
-
-  registerHistoryRoutes(app, { runner, scoped, unscoped, idPattern: threadIdPattern });
-  agUi.register(app);
-  return app;
-}
-
-function toJson(value: unknown): unknown {
-  return JSON.parse(
-    JSON.stringify(value, (_key, entry) => (typeof entry === "bigint" ? entry.toString() : entry)),
-  );
 }
