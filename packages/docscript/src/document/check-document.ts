@@ -8,7 +8,8 @@ import type { RelationShape, Schema } from "../schema/define-schema.ts";
 import { ownValue } from "../schema/own-keys.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { validatePayload } from "../schema/validate-payload.ts";
-import type { Projection, StoredRelation } from "./projection.ts";
+import type { Projection } from "./projection.ts";
+import type { StoredRelation } from "./row-shape.ts";
 
 const deferredConstraints = new Set(["slot.required", "slot.embedded"]);
 

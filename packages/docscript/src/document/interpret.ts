@@ -5,7 +5,8 @@ import type { DocumentIssue, Entity, Relation } from "../schema/types.ts";
 import { checkDocument } from "./check-document.ts";
 import { type ContainerIndex, stripIds } from "./container-index.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
-import { compareRelations, Projection, publicRelation } from "./projection.ts";
+import { Projection } from "./projection.ts";
+import { compareRelations, publicRelation } from "./row-shape.ts";
 
 /** The whole document's projection, read in one pass; with `index`, every container is recorded in it. */
 export function projectDocument(doc: LoroDoc, schema: Schema, index?: ContainerIndex): Projection {

@@ -21,7 +21,8 @@ import {
   ROW_SLOTS,
   ROW_VARIANT_OF,
 } from "./layout.ts";
-import { type Projection, RowsNeeded, type StoredEntity, type StoredRelation } from "./projection.ts";
+import { type Projection, RowsNeeded } from "./projection.ts";
+import type { StoredEntity, StoredRelation } from "./row-shape.ts";
 import type { DocumentSessionOptions } from "./session-types.ts";
 import { writeFields } from "./write-loro.ts";
 

@@ -5,7 +5,8 @@ import { isPlainRecord, ownValue } from "../schema/own-keys.ts";
 import type { Entity } from "../schema/types.ts";
 import { withDefaults } from "../schema/validate-payload.ts";
 import { ROW_SLOTS } from "./layout.ts";
-import { RowsNeeded, type StoredEntity } from "./projection.ts";
+import { RowsNeeded } from "./projection.ts";
+import type { StoredEntity } from "./row-shape.ts";
 import { readLimit, type SessionContext } from "./session-context.ts";
 import type { DocumentSession, FieldRange } from "./session-types.ts";
 

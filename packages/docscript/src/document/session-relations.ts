@@ -12,7 +12,7 @@ import {
   RELATION_POSITION,
   slotRelationId,
 } from "./layout.ts";
-import { compareRelations, publicRelation, type StoredEntity, type StoredRelation } from "./projection.ts";
+import { compareRelations, publicRelation, type StoredEntity, type StoredRelation } from "./row-shape.ts";
 import { readLimit, type SessionContext } from "./session-context.ts";
 import type { DocumentSession, RelationFilter } from "./session-types.ts";
 

@@ -4,13 +4,8 @@
  * how many entities and relations it created, changed and deleted, read off the rows the push check
  * already staged — recorded at push time, never recomputed.
  */
-import {
-  type Projection,
-  readRelationRow,
-  readRow,
-  type StoredEntity,
-  type StoredRelation,
-} from "../document/projection.ts";
+import type { Projection } from "../document/projection.ts";
+import { readRelationRow, readRow, type StoredEntity, type StoredRelation } from "../document/row-shape.ts";
 
 /** Items a change created, changed (their stored value differs) and deleted. */
 export interface RowCounts {

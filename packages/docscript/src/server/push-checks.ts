@@ -4,7 +4,8 @@
  * updates), and host-only fields set without a host credential.
  */
 import type { Container, ContainerID, IdSpan, LoroDoc } from "loro-crdt";
-import { type Projection, readRow } from "../document/projection.ts";
+import type { Projection } from "../document/projection.ts";
+import { readRow } from "../document/row-shape.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { ownValue } from "../schema/own-keys.ts";
 import type { DocumentIssue } from "../schema/types.ts";

@@ -4,7 +4,8 @@
  * entities a page shows, assembled from found rows.
  */
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
-import { identityKey, type Projection, readRelationRow, readRow } from "../document/projection.ts";
+import type { Projection } from "../document/projection.ts";
+import { identityKey, readRelationRow, readRow } from "../document/row-shape.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import type { Entity, Relation } from "../schema/types.ts";
 import type { FoundMember, RowChange, RowMember, RowRoot } from "./document-store.ts";

@@ -8,7 +8,7 @@
  */
 import { type Frontiers, type LoroDoc, LoroMap } from "loro-crdt";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
-import { readRelationRow, readRow, type StoredEntity, type StoredRelation } from "../document/projection.ts";
+import { readRelationRow, readRow, type StoredEntity, type StoredRelation } from "../document/row-shape.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { changedRows } from "../server/changed-rows.ts";

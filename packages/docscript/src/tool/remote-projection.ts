@@ -14,7 +14,8 @@
  */
 import type { VersionVector } from "loro-crdt";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
-import { compareIds, type Lookup, Projection, type StoredRelation } from "../document/projection.ts";
+import { type Lookup, Projection } from "../document/projection.ts";
+import { compareIds, type StoredRelation } from "../document/row-shape.ts";
 import { readLimit } from "../document/session-context.ts";
 import { decodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
