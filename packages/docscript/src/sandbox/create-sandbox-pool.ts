@@ -30,6 +30,11 @@ export interface SandboxPoolOptions {
   readonly timeoutMs?: number;
   /** Runs a worker serves before it is replaced; 50 by default. */
   readonly maxRunsPerWorker?: number;
+  /**
+   * A worker that holds more than this (MiB: its engine's WebAssembly memory, which never shrinks, and
+   * its heap) after a run is replaced before its next run, returning that memory; 64 by default.
+   */
+  readonly recycleAboveMb?: number;
   /** How long a run may take to load its input before the script starts; 30000 by default. */
   readonly prepareTimeoutMs?: number;
   /**
@@ -94,6 +99,9 @@ export interface SandboxPool {
 // covers the worker's report (within the 100 ms a run may overrun its limit).
 const watchdogGraceMs = 60;
 
+/** The memory (MiB) a worker may hold between runs before it is replaced. */
+export const defaultRecycleAboveMb = 64;
+
 /** The worker entry beside this file: TypeScript from source, JavaScript once built. */
 const workerUrl = new URL(
   import.meta.url.endsWith(".ts") ? "./sandbox-worker.ts" : "./sandbox-worker.js",
@@ -142,6 +150,7 @@ function spawnWorker(
     runs: 0,
     dead: false,
     stderrTail: "",
+    memoryBytes: 0,
     ready: new Promise<void>((resolve, reject) => {
       const onMessage = (message: WorkerToHost) => {
         if (message.type === "ready") {
@@ -177,6 +186,7 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
   const memoryLimitMb = options.memoryLimitMb ?? 256;
   const defaultTimeoutMs = options.timeoutMs ?? 30_000;
   const maxRunsPerWorker = options.maxRunsPerWorker ?? 50;
+  const recycleAboveBytes = (options.recycleAboveMb ?? defaultRecycleAboveMb) * 2 ** 20;
   const prepareTimeoutMs = options.prepareTimeoutMs ?? 30_000;
   const finishTimeoutMs = options.finishTimeoutMs ?? 30_000;
   const logger = options.logger ?? silentLogger;
@@ -230,7 +240,13 @@ export function createSandboxPool(options: SandboxPoolOptions): SandboxPool {
   function release(entry: PoolWorker, kill: boolean): void {
     if (kill) retire(entry, "killed");
     else if (entry.runs >= maxRunsPerWorker) retire(entry, "recycled");
-    else if (!closed && !entry.dead) {
+    else if (entry.memoryBytes > recycleAboveBytes) {
+      logger.debug("docscript: sandbox worker replaced past its memory bound", {
+        heldMiB: Math.round(entry.memoryBytes / 2 ** 20),
+        boundMiB: recycleAboveBytes / 2 ** 20,
+      });
+      retire(entry, "recycled");
+    } else if (!closed && !entry.dead) {
       // Keep `size` warm workers; a surplus worker made for a burst retires.
       if (idle.length < size) idle.push(entry);
       else retire(entry, "recycled");

@@ -21,6 +21,8 @@ export interface PoolWorker {
   runs: number;
   dead: boolean;
   stderrTail: string;
+  /** What the worker said it holds after its last run (engine memory and heap), in bytes. */
+  memoryBytes: number;
 }
 
 /** What a run needs of its pool. */
@@ -145,6 +147,7 @@ function onMessage(run: RunOnWorker, message: WorkerToHost): void {
       );
       return;
     case "result":
+      if (typeof message.memoryBytes === "number") run.entry.memoryBytes = message.memoryBytes;
       return void done(
         run,
         message.ok

@@ -119,6 +119,8 @@ export type WorkerToHost =
       readonly logs: readonly SandboxLog[];
       /** The run hit a limit (time, memory) or the engine failed: the host replaces this worker. */
       readonly retire?: boolean;
+      /** What the worker holds after the run (its engine's memory and its heap), in bytes. */
+      readonly memoryBytes?: number;
     };
 
 /** An answer to a `host-call-sync`, posted on the worker's sync port. */

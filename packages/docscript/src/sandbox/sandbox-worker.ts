@@ -7,6 +7,7 @@
  * The worker is for preemption and crash isolation; the engine is the boundary.
  */
 
+import v8 from "node:v8";
 import { parentPort, workerData } from "node:worker_threads";
 import variant from "@jitl/quickjs-ng-wasmfile-release-sync";
 import {
@@ -198,12 +199,26 @@ async function end(run: Run, limit?: SandboxFailure): Promise<void> {
   }
 }
 
+/**
+ * What this worker holds between runs: the engine's WebAssembly memory (it never shrinks: it stays at
+ * the largest run's need) and the worker's V8 heap. The pool replaces a worker past its bound.
+ */
+function memoryBytes(): number {
+  return engineMemory.buffer.byteLength + v8.getHeapStatistics().used_heap_size;
+}
+
 function finishRun(
   run: Run,
   result: { ok: boolean; value?: unknown; error?: SandboxFailure },
   retire: boolean,
 ): void {
-  const message = { type: "result", runId: run.runId, capability: run.capability, logs: run.logs } as const;
+  const message = {
+    type: "result",
+    runId: run.runId,
+    capability: run.capability,
+    logs: run.logs,
+    memoryBytes: memoryBytes(),
+  } as const;
   try {
     send({ ...message, ...result, ...(retire ? { retire: true } : {}) });
   } catch (error) {
@@ -227,7 +242,15 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
     dispatcher = await loaded.createDispatcher(message.input, calls.hostFor(runId, capability));
   } catch (error) {
     message.hostChannel?.port.close();
-    send({ type: "result", runId, capability, ok: false, error: toFailure(error, "run_failed"), logs: [] });
+    send({
+      type: "result",
+      runId,
+      capability,
+      ok: false,
+      error: toFailure(error, "run_failed"),
+      logs: [],
+      memoryBytes: memoryBytes(),
+    });
     return;
   }
   const runtime = engine.newRuntime();

@@ -16,16 +16,22 @@ export type EditScriptPoolOptions = Omit<SandboxPoolOptions, "dispatcherModule">
   readonly hostMemoryLimitMb?: number;
   /** The bytes (MiB) one run's host work may retain: run document, plan, uploads (ADR 0490); 256. */
   readonly runRetainedMb?: number;
+  /**
+   * Loro's memory (MiB) a host worker may have grown since it opened its document before it is
+   * replaced between runs (ADR 0491); 64.
+   */
+  readonly hostRecycleAboveMb?: number;
 };
 
 /** The pool, and the host workers its runs do their host work in (ADR 0478), closed with it. */
 export function createEditScriptPool(options: EditScriptPoolOptions = {}): SandboxPool {
-  const { hostMemoryLimitMb, runRetainedMb, ...poolOptions } = options;
+  const { hostMemoryLimitMb, runRetainedMb, hostRecycleAboveMb, ...poolOptions } = options;
   const pool = createSandboxPool({ ...poolOptions, dispatcherModule });
   const hosts = createSessionHosts({
     warm: true,
     ...(hostMemoryLimitMb === undefined ? {} : { memoryLimitMb: hostMemoryLimitMb }),
     ...(runRetainedMb === undefined ? {} : { runRetainedMb }),
+    ...(hostRecycleAboveMb === undefined ? {} : { recycleAboveMb: hostRecycleAboveMb }),
     ...(options.logger === undefined ? {} : { logger: options.logger }),
   });
   const edit: SandboxPool = {

@@ -40,7 +40,8 @@ function collectGarbage(): void {
   collect();
 }
 
-const loroBytes = (): number => memory?.buffer.byteLength ?? 0;
+/** The bytes of this thread's Loro memory (WebAssembly: it grows, never shrinks). */
+export const loroBytes = (): number => memory?.buffer.byteLength ?? 0;
 const heapBytes = (): number => v8.getHeapStatistics().used_heap_size;
 
 /** One run's retained bytes, from the moment it opened. */

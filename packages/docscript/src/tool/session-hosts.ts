@@ -6,25 +6,15 @@
  * run's limit passed, or the sandbox failed) has that worker terminated: the tool's thread never waits
  * on it, the document's kept copy is dropped and the next run reads it anew.
  */
-import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import { type Logger, silentLogger } from "@tackle/core";
-import type { LoroDoc, VersionVector } from "loro-crdt";
-import { workerExecArgv } from "../sandbox/create-sandbox-pool.ts";
-import { toFailure } from "../sandbox/run-gate.ts";
+import type { LoroDoc } from "loro-crdt";
 import type { HostChannel, SandboxFailure, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import type { RowLookup, RowLookupAnswer } from "../server/document-host.ts";
 import type { CacheLimits } from "./document-cache.ts";
 import { defaultRunRetainedMb } from "./host-retained.ts";
+import { type HostWorker, type HostWorkerSettings, hostWorkerGone, spawnHostWorker } from "./host-worker.ts";
+import { type HostedRunContext, openHostedRun } from "./hosted-run.ts";
 import type { EditScriptPlanBody, RunSessionInput } from "./run-session.ts";
-import {
-  answerWaiting,
-  type FromHostWorker,
-  hostGone,
-  hostWorking,
-  overRetained,
-  signalWords,
-  type ToHostWorker,
-} from "./session-wire.ts";
 
 /** What a run's host work is opened with. */
 export interface HostedRunRequest {
@@ -61,8 +51,16 @@ export interface SessionHosts {
   /** How the kept document `key` reads its rows, when a host worker keeps it. */
   readsOf(key: string): "on-demand" | "whole" | undefined;
   open(request: HostedRunRequest): Promise<HostedRun>;
-  /** Counts for tests and benches: host workers started and terminated mid-run. */
-  stats(): { readonly started: number; readonly stopped: number; readonly live: number };
+  /**
+   * Counts for tests and benches: host workers started, terminated mid-run (`stopped`), and replaced
+   * between runs past their memory bound (`recycled`).
+   */
+  stats(): {
+    readonly started: number;
+    readonly stopped: number;
+    readonly recycled: number;
+    readonly live: number;
+  };
   close(): Promise<void>;
 }
 
@@ -74,205 +72,89 @@ export interface SessionHostsOptions {
    * (ADR 0490); 256 by default. Past it the run fails `memory_limit` and its host worker is replaced.
    */
   readonly runRetainedMb?: number;
+  /**
+   * Loro's memory (MiB) a host worker may have grown since it opened its document (its run document's
+   * ops, which it keeps until it makes the run document anew, and whatever runs left; WebAssembly memory
+   * never shrinks) before it is replaced between runs, returning that memory; 64 by default.
+   */
+  readonly recycleAboveMb?: number;
   readonly logger?: Logger;
   /** Start a worker at once, so the first document's first run does not wait for one to boot. */
   readonly warm?: boolean;
 }
 
-interface HostWorker {
-  readonly worker: Worker;
-  readonly ready: Promise<void>;
-  key: string | undefined;
-  /** The version of the replica the worker's copy holds. */
-  vector: VersionVector | undefined;
-  reads: "on-demand" | "whole" | undefined;
-  rows: HostedRunRequest["rows"];
-  readonly runs: Map<number, { signal: Int32Array; request: HostedRunRequest; pending: Set<number> }>;
-  readonly pending: Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>;
-  failure: SandboxFailure | undefined;
-  dead: boolean;
-  lastUsed: number;
-  stderrTail: string;
-}
-
-const workerUrl = new URL(
-  import.meta.url.endsWith(".ts") ? "./session-worker.ts" : "./session-worker.js",
-  import.meta.url,
-);
+/** Loro's memory (MiB) a host worker may have grown since it opened its document; past it, it is replaced. */
+export const defaultHostRecycleAboveMb = 64;
 
 export function createSessionHosts(options: SessionHostsOptions = {}): SessionHosts {
   const memoryLimitMb = options.memoryLimitMb ?? 1024;
   const runRetainedMb = options.runRetainedMb ?? defaultRunRetainedMb;
+  const recycleAboveBytes = (options.recycleAboveMb ?? defaultHostRecycleAboveMb) * 2 ** 20;
   const logger = options.logger ?? silentLogger;
   const byKey = new Map<string, HostWorker>();
   let spare: HostWorker | undefined;
   let closed = false;
   let nextId = 1;
-  const counts = { started: 0, stopped: 0 };
+  const counts = { started: 0, stopped: 0, recycled: 0 };
   const all = new Set<HostWorker>();
 
-  const spawn = (): HostWorker => {
-    const worker = new Worker(workerUrl, {
-      env: {},
-      argv: [],
-      execArgv: workerExecArgv(),
-      resourceLimits: { maxOldGenerationSizeMb: memoryLimitMb, stackSizeMb: 4 },
-      stderr: true,
-      stdout: true,
-    });
-    worker.unref();
-    counts.started++;
-    const host: HostWorker = {
-      worker,
-      key: undefined,
-      vector: undefined,
-      reads: undefined,
-      rows: undefined,
-      runs: new Map(),
-      pending: new Map(),
-      failure: undefined,
-      dead: false,
-      lastUsed: 0,
-      stderrTail: "",
-      ready: new Promise<void>((resolve, reject) => {
-        worker.once("message", (message: FromHostWorker) =>
-          message.type === "ready" ? resolve() : reject(new Error("the host worker failed to boot")),
-        );
-        worker.once("exit", () =>
-          reject(new Error(`the host worker exited while booting: ${host.stderrTail}`)),
-        );
-      }),
-    };
-    host.ready.catch(() => {});
-    worker.stdout.resume();
-    worker.stderr.on("data", (chunk: Buffer) => {
-      host.stderrTail = (host.stderrTail + chunk.toString()).slice(-2000);
-    });
-    worker.on("error", (error) => {
-      if (/ERR_WORKER_OUT_OF_MEMORY/.test(String((error as { code?: string }).code)))
-        host.failure = {
-          code: "memory_limit",
-          message: `the run's host work exceeded the host worker's ${memoryLimitMb} MB heap ceiling`,
-        };
-      else logger.warn("docscript host worker error", { error: error.message });
-    });
-    worker.on("message", (message: FromHostWorker) => onMessage(host, message));
-    worker.once("exit", () => gone(host));
-    all.add(host);
-    return host;
-  };
-
-  /** The worker has ended: every run on it is told at once, and nothing more is asked of it. */
-  const gone = (host: HostWorker) => {
+  /** Ends an idle worker (no run on it): it leaves the kept documents and its memory is returned. */
+  const retire = (host: HostWorker) => {
+    if (host.key !== undefined && byKey.get(host.key) === host) byKey.delete(host.key);
     host.dead = true;
     all.delete(host);
-    if (host.key !== undefined && byKey.get(host.key) === host) byKey.delete(host.key);
-    if (spare === host) spare = undefined;
-    host.failure ??= /heap out of memory|ERR_WORKER_OUT_OF_MEMORY/i.test(host.stderrTail)
-      ? {
-          code: "memory_limit",
-          message: `the run's host work exceeded the host worker's ${memoryLimitMb} MB heap ceiling`,
-        }
-      : { code: "sandbox_crashed", message: "the run's host worker ended" };
-    for (const run of host.runs.values()) {
-      Atomics.store(run.signal, hostGone, 1);
-      Atomics.notify(run.signal, answerWaiting);
-    }
-    for (const waiting of host.pending.values())
-      waiting.reject(Object.assign(new Error(host.failure.message), host.failure));
-    host.pending.clear();
+    void host.worker.terminate();
+  };
+
+  /** A worker past its memory bound is replaced once no run is on it; the next run reads anew. */
+  const recycleIfGrown = (host: HostWorker) => {
+    if (host.dead || host.grownBytes <= recycleAboveBytes) return;
+    host.retiring = true;
+    if (byKey.get(host.key!) === host) byKey.delete(host.key!);
+    if (host.runs.size > 0) return;
+    counts.recycled++;
+    logger.debug("docscript: host worker replaced past its memory bound", {
+      grownMiB: Math.round(host.grownBytes / 2 ** 20),
+      boundMiB: recycleAboveBytes / 2 ** 20,
+    });
+    retire(host);
+  };
+
+  const settings: HostWorkerSettings = {
+    memoryLimitMb,
+    logger,
+    onGone(host) {
+      all.delete(host);
+      if (host.key !== undefined && byKey.get(host.key) === host) byKey.delete(host.key);
+      if (spare === host) spare = undefined;
+    },
+    onClosed: recycleIfGrown,
+  };
+
+  const spawn = (): HostWorker => {
+    const host = spawnHostWorker(settings);
+    counts.started++;
+    all.add(host);
+    return host;
   };
 
   const stop = (host: HostWorker) => {
     if (host.dead) return;
     counts.stopped++;
     host.failure ??= { code: "timeout", message: "the run's host work was stopped at the run's limit" };
-    gone(host);
+    hostWorkerGone(host, memoryLimitMb);
+    settings.onGone(host);
     void host.worker.terminate();
-  };
-
-  const onMessage = (host: HostWorker, message: FromHostWorker) => {
-    if (message.type === "answer") {
-      const waiting = host.pending.get(message.callId);
-      if (waiting === undefined) return;
-      host.pending.delete(message.callId);
-      if (message.ok) waiting.resolve(message.value);
-      else
-        waiting.reject(
-          Object.assign(new Error(message.error?.message ?? "the host worker failed"), message.error),
-        );
-      return;
-    }
-    if (message.type === "hook" || message.type === "rows") {
-      const work =
-        message.type === "hook"
-          ? (host.runs.get(message.runId)?.request.hook(message.method, message.payload) ??
-            Promise.reject(Object.assign(new Error("the run has ended"), { code: "run_ended" })))
-          : (host.rows?.source(message.lookups) ??
-            Promise.reject(Object.assign(new Error("no rows source"), { code: "document_unavailable" })));
-      void work.then(
-        (value) => answer(host, { callId: message.callId, ok: true, value }),
-        (error) =>
-          answer(host, { callId: message.callId, ok: false, error: toFailure(error, "host_call_failed") }),
-      );
-    }
-  };
-
-  const answer = (
-    host: HostWorker,
-    reply: { callId: number; ok: boolean; value?: unknown; error?: SandboxFailure },
-  ) => {
-    if (host.dead) return;
-    try {
-      host.worker.postMessage({ type: "answer", ...reply } satisfies ToHostWorker);
-    } catch (error) {
-      host.worker.postMessage({
-        type: "answer",
-        callId: reply.callId,
-        ok: false,
-        error: {
-          code: "host_call_failed",
-          message: `the hook's answer cannot cross to the run: ${(error as Error).message}`,
-        },
-      } satisfies ToHostWorker);
-    }
-  };
-
-  const request = <T>(
-    host: HostWorker,
-    runId: number | undefined,
-    message: ToHostWorker & { callId: number },
-    transfer: readonly MessagePort[] = [],
-  ): Promise<T> => {
-    if (host.dead)
-      return Promise.reject(
-        Object.assign(new Error(host.failure?.message ?? "the host worker ended"), host.failure),
-      );
-    return new Promise<T>((resolve, reject) => {
-      const pending = runId === undefined ? undefined : host.runs.get(runId)?.pending;
-      pending?.add(message.callId);
-      host.pending.set(message.callId, {
-        resolve: (value) => {
-          pending?.delete(message.callId);
-          resolve(value as T);
-        },
-        reject: (error) => {
-          pending?.delete(message.callId);
-          reject(error);
-        },
-      });
-      host.worker.postMessage(message, [...transfer]);
-    });
   };
 
   /** The worker for `key`: the one keeping it, else the spare (a fresh one made ready for the next). */
   const hostFor = (request: HostedRunRequest): HostWorker => {
     const kept = byKey.get(request.key);
-    if (kept !== undefined && !kept.dead) {
+    if (kept !== undefined && !kept.dead && !kept.retiring) {
       // A replica the kept copy is not a part of (the document was made anew): a fresh worker reads it.
       const order = kept.vector?.compare(request.replica.oplogVersion());
       if (order !== undefined && order <= 0) return kept;
-      if (kept.runs.size === 0) void kept.worker.terminate();
+      if (kept.runs.size === 0) retire(kept);
       byKey.delete(request.key);
     }
     const host = spare ?? spawn();
@@ -287,13 +169,18 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
     const idle = [...byKey.values()]
       .filter((host) => host.runs.size === 0)
       .sort((a, b) => a.lastUsed - b.lastUsed);
-    while (idle.length > Math.max(0, documents)) {
-      const host = idle.shift()!;
-      byKey.delete(host.key!);
-      host.dead = true;
-      all.delete(host);
-      void host.worker.terminate();
-    }
+    while (idle.length > Math.max(0, documents)) retire(idle.shift()!);
+  };
+
+  const context: HostedRunContext = {
+    runRetainedMb,
+    nextId: () => nextId++,
+    stop,
+    released(host, run) {
+      // A retiring worker whose last run has ended goes now; the others wait for the worker's report.
+      if (host.retiring && host.runs.size === 0) recycleIfGrown(host);
+      trim(run.limits.documents);
+    },
   };
 
   if (options.warm === true) spare = spawn();
@@ -301,77 +188,7 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
     readsOf: (key) => byKey.get(key)?.reads,
     async open(run) {
       if (closed) throw Object.assign(new Error("the tool is closed"), { code: "sandbox_closed" });
-      const host = hostFor(run);
-      await host.ready;
-      const runId = nextId++;
-      const { port1, port2 } = new MessageChannel();
-      const signal = new SharedArrayBuffer(4 * signalWords);
-      const update =
-        host.vector === undefined
-          ? run.replica.export({ mode: "snapshot" })
-          : run.replica.export({ mode: "update", from: host.vector });
-      host.vector = run.replica.oplogVersion();
-      host.rows = run.rows;
-      host.lastUsed = performance.now();
-      const words = new Int32Array(signal);
-      host.runs.set(runId, { signal: words, request: run, pending: new Set() });
-      let opened: { reads: "on-demand" | "whole" | null };
-      try {
-        opened = await request(
-          host,
-          runId,
-          {
-            type: "open",
-            callId: nextId++,
-            runId,
-            key: run.key,
-            update,
-            schema: run.schema,
-            input: run.input,
-            limits: run.limits,
-            retainedBytes: runRetainedMb * 2 ** 20,
-            rows: run.rows === undefined ? undefined : { wholeUpTo: run.rows.wholeUpTo },
-            port: port2,
-            signal,
-          },
-          [port2],
-        );
-      } catch (error) {
-        host.runs.delete(runId);
-        port1.close();
-        throw error;
-      }
-      host.reads = opened.reads ?? undefined;
-      let ended = false;
-      return {
-        channel: { port: port1, signal },
-        callAsync: (binding, method, args) =>
-          request(host, runId, { type: "call-async", callId: nextId++, runId, binding, method, args }),
-        finish: (outcome) => request(host, runId, { type: "finish", callId: nextId++, runId, outcome }),
-        end() {
-          if (ended) return host.failure;
-          ended = true;
-          const state = host.runs.get(runId);
-          const working =
-            state !== undefined && (Atomics.load(state.signal, hostWorking) !== 0 || state.pending.size > 0);
-          // A run over its retained bytes takes its host worker with it: the worker's memory is returned.
-          const overLimit = state !== undefined && Atomics.load(state.signal, overRetained) !== 0;
-          if (overLimit && !host.dead)
-            host.failure = {
-              code: "memory_limit",
-              message: `the run's host work retained more than its limit of ${runRetainedMb} MiB (its plan, run document and uploads); nothing of it is kept`,
-            };
-          if (working || overLimit) stop(host);
-          else {
-            host.runs.delete(runId);
-            if (!host.dead) host.worker.postMessage({ type: "close", runId } satisfies ToHostWorker);
-            host.lastUsed = performance.now();
-            trim(run.limits.documents);
-          }
-          port1.close();
-          return host.dead ? host.failure : undefined;
-        },
-      };
+      return await openHostedRun(context, hostFor(run), run);
     },
     stats: () => ({ ...counts, live: all.size }),
     async close() {

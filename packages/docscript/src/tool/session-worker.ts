@@ -11,7 +11,7 @@ import { LoroDoc } from "loro-crdt";
 import { toFailure } from "../sandbox/run-gate.ts";
 import type { HostChannelCall, SandboxFailure, SyncAnswer } from "../sandbox/sandbox-protocol.ts";
 import { type CheckedOutDocument, createDocumentCache } from "./document-cache.ts";
-import { type RetainedBudget, retainedBudget } from "./host-retained.ts";
+import { loroBytes, type RetainedBudget, retainedBudget } from "./host-retained.ts";
 import { loadSchema, openRunSession, type RunSession } from "./run-session.ts";
 import {
   answerWaiting,
@@ -26,6 +26,8 @@ const port = parentPort!;
 const cache = createDocumentCache();
 /** The worker's copy of its document's replica, kept in step by the updates the tool's thread sends. */
 let replica: LoroDoc | undefined;
+/** Loro's memory once the worker had opened its document: what runs grew it by is measured from here. */
+let loroAtOpen: number | undefined;
 interface HostedRunState {
   readonly session: RunSession;
   readonly checkedOut: CheckedOutDocument;
@@ -132,6 +134,7 @@ async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<v
             wholeUpTo: message.rows.wholeUpTo,
           };
     const checkedOut = cache.checkout(message.key, replica, schema, message.limits, rows);
+    loroAtOpen ??= loroBytes();
     const budget = retainedBudget(message.retainedBytes);
     const session = openRunSession(message.input, schema, checkedOut.document, {
       call: (method, payload) =>
@@ -178,6 +181,7 @@ function close(runId: number): void {
   runs.delete(runId);
   run.channel.close();
   run.checkedOut.release();
+  send({ type: "closed", runId, grownBytes: loroBytes() - (loroAtOpen ?? loroBytes()) });
 }
 
 port.on("message", (message: ToHostWorker) => {

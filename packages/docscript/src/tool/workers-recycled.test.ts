@@ -1,0 +1,106 @@
+/**
+ * Long-lived workers are replaced between runs once they hold more than their memory bound (ADR 0491):
+ * a sandbox worker whose engine memory (WebAssembly, which never shrinks) grew past `recycleAboveMb`,
+ * and a host worker whose Loro memory grew past `hostRecycleAboveMb` since it opened its document. The
+ * run that grew it is not failed, and the next run works on a fresh worker and reads the document as
+ * it is.
+ */
+import assert from "node:assert/strict";
+import { after, describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { underLoadMs } from "@tackle/test-support";
+import { LoroDoc } from "loro-crdt";
+import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
+import { createEditScriptPool } from "./create-edit-script-pool.ts";
+import { runEditScript } from "./run-edit-script.ts";
+import { sessionHostsOf } from "./session-hosts.ts";
+
+const schema = {
+  module: new URL("../timeline/timeline-schema.ts", import.meta.url),
+  exportName: "timelineSchema",
+};
+/** About 2 MB of transcript text in one create: several MB of Loro ops in the run document. */
+const bigCreate = `entities.create({ entityKind: 'audio-script', payload: { language: 'en', segments: Array.from({ length: 2000 }, (_, i) => ({ startMs: i, endMs: i + 1, text: 'w'.repeat(1000) })) } });`;
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = performance.now() + underLoadMs(10_000);
+  while (!condition()) {
+    if (performance.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+    await sleep(20);
+  }
+}
+
+describe("workers past their memory bound are replaced between runs (ADR 0491)", () => {
+  const sandboxBound = createEditScriptPool({ size: 1, recycleAboveMb: 48, timeoutMs: 60_000 });
+  const hostBound = createEditScriptPool({ size: 1, hostRecycleAboveMb: 1, timeoutMs: 60_000 });
+  after(() => Promise.all([sandboxBound.close(), hostBound.close()]));
+
+  it("a sandbox worker whose engine grew past the bound is replaced, and the next run works", async () => {
+    const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
+    const run = (script: string) =>
+      runEditScript(
+        { pool: sandboxBound, schema, hooks: {} },
+        { docId: "sandbox-bound", replica, version: "v", script },
+      );
+    const small = await run("console.log(entities.list({ limit: 1 }).length);");
+    assert.ok(small.ok, JSON.stringify(small));
+    const before = sandboxBound.stats();
+    // A small run leaves the worker under its bound: it stays.
+    const again = await run("console.log('small');");
+    assert.ok(again.ok, JSON.stringify(again));
+    assert.equal(sandboxBound.stats().recycled, before.recycled, "a worker under its bound was replaced");
+
+    // 40 million characters in the engine: its memory grows past 48 MiB and never shrinks.
+    const big = await run("const text = 'x'.repeat(40_000_000); console.log(text.length);");
+    assert.ok(big.ok, `the run that grew the worker failed: ${JSON.stringify(big).slice(0, 300)}`);
+    assert.deepEqual(
+      big.logs.map((line) => line.text),
+      ["40000000"],
+    );
+    assert.equal(sandboxBound.stats().recycled, before.recycled + 1, "the grown worker was not replaced");
+    assert.ok(sandboxBound.stats().started > before.started, "no fresh worker was started");
+
+    const next = await run("console.log(entities.list({ entityKind: 'track' }).length > 0);");
+    assert.ok(next.ok, JSON.stringify(next));
+    assert.deepEqual(
+      next.logs.map((line) => line.text),
+      ["true"],
+    );
+  });
+
+  it("a host worker whose Loro memory grew past the bound is replaced, and the next run reads the document", async () => {
+    const hosts = sessionHostsOf(hostBound);
+    const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
+    const run = (script: string) =>
+      runEditScript(
+        { pool: hostBound, schema, hooks: {} },
+        { docId: "host-bound", replica, version: "v", script },
+      );
+    const first = await run("console.log(entities.list({ entityKind: 'audio-script' }).length);");
+    assert.ok(first.ok, JSON.stringify(first));
+    const before = hosts.stats();
+
+    // The create lands in the host worker's run document: its Loro memory grows by several MiB.
+    const big = await run(`${bigCreate} console.log('made');`);
+    assert.ok(big.ok, `the run that grew the host worker failed: ${JSON.stringify(big).slice(0, 300)}`);
+    assert.deepEqual(
+      big.logs.map((line) => line.text),
+      ["made"],
+    );
+    await until(() => hosts.stats().recycled > before.recycled, "the grown host worker is replaced");
+    assert.equal(
+      hosts.stats().stopped,
+      before.stopped,
+      "a run was stopped: the worker was not replaced between runs",
+    );
+
+    // The next run opens the document in a fresh worker: as it is (the plan was not committed).
+    const next = await run("console.log(entities.list({ entityKind: 'audio-script' }).length);");
+    assert.ok(next.ok, JSON.stringify(next));
+    assert.deepEqual(
+      next.logs.map((line) => line.text),
+      first.logs.map((line) => line.text),
+    );
+    assert.ok(hosts.stats().started > before.started, "no fresh host worker was started");
+  });
+});
