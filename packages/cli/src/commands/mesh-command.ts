@@ -37,7 +37,15 @@ export function addMeshCommand(program: Command, context: ProgramContext): void 
     .description(
       "Administer the mesh on MESH_BROKER_URL / MESH_BROKER_FILE: issue, revoke and list module memberships and credentials",
     );
+  addInitCommand(mesh, context);
+  addIssueCommand(mesh, context);
+  addIssueClientCommand(mesh, context);
+  addRevokeCommand(mesh, context);
+  addListCommand(mesh, context);
+}
 
+/** `tackle mesh init`: the authority and its server configuration. */
+function addInitCommand(mesh: Command, context: ProgramContext): void {
   mesh
     .command("init")
     .description(
@@ -47,7 +55,10 @@ export function addMeshCommand(program: Command, context: ProgramContext): void 
     .action(async (options: { home?: string }) => {
       await initHome(context, meshHome(context, options.home));
     });
+}
 
+/** `tackle mesh issue`: a module on a node, and optionally its credential. */
+function addIssueCommand(mesh: Command, context: ProgramContext): void {
   mesh
     .command("issue")
     .description(
@@ -92,7 +103,10 @@ export function addMeshCommand(program: Command, context: ProgramContext): void 
         context.stdout.write(`${JSON.stringify(record, null, 2)}\n`);
       },
     );
+}
 
+/** `tackle mesh issue-client`: a credential that may call the named modules. */
+function addIssueClientCommand(mesh: Command, context: ProgramContext): void {
   mesh
     .command("issue-client")
     .description("Write a client's credential (0600) that may call the named modules and nothing else")
@@ -112,7 +126,10 @@ export function addMeshCommand(program: Command, context: ProgramContext): void 
         }),
       );
     });
+}
 
+/** `tackle mesh revoke`: a membership, the credentials that reach it, or one credential. */
+function addRevokeCommand(mesh: Command, context: ProgramContext): void {
   mesh
     .command("revoke")
     .description(
@@ -161,7 +178,10 @@ export function addMeshCommand(program: Command, context: ProgramContext): void 
         for (const key of keys) context.stdout.write(`revoked credential ${key}\n`);
       },
     );
+}
 
+/** `tackle mesh ls`: memberships and the catalogue. */
+function addListCommand(mesh: Command, context: ProgramContext): void {
   mesh
     .command("ls")
     .description("List memberships (node, module, subject prefix, seats) and the catalogue")
