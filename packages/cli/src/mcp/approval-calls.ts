@@ -81,25 +81,7 @@ interface CallState {
 export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOptions): ApprovalCalls {
   const patterns = options.tools;
   const expiresInMs = options.expiresInMs ?? defaultApprovalExpiresInMs;
-  const graph = createGraph<CallState>(graphName).node("call", async (state, ctx) => {
-    const result = await runIntegratedTool(
-      ctx,
-      state.tool,
-      state.args,
-      { approve: true },
-      async (input) => {
-        const called = await source.call(state.tool, input, {});
-        return called.ok
-          ? { ok: true, output: called.output ?? null }
-          : { ok: false, error: called.error.toJSON() };
-      },
-      // No durable expiry: a call nobody answered in time stays paused (the runner would decline it).
-      state.inputSchema === undefined ? {} : { inputSchema: state.inputSchema },
-    );
-    // Declined: the durable integration's `{ declined, reason }` is what the caller reads.
-    const declined = (result as { declined?: unknown }).declined === true;
-    return { result: declined ? { ok: true, output: result } : (result as NonNullable<CallState["result"]>) };
-  });
+  const graph = approvalGraph(source);
   const runner: Runner = createRunner({ store: options.store, graphs: [graph] });
   const maxOpen = options.maxOpen ?? defaultMaxOpenApprovals;
   const keepAnsweredMs = options.keepAnsweredMs ?? defaultKeepAnsweredMs;
@@ -113,35 +95,6 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
     await runner.prune({ prefix: threadPrefix, olderThanMs: keepAnsweredMs });
   }
 
-  /** The open approvals, in thread order: every page of the store read, at most `limit` kept. */
-  async function openApprovals(limit: number): Promise<{ open: RunSnapshot<CallState>[]; count: number }> {
-    const open: RunSnapshot<CallState>[] = [];
-    let count = 0;
-    let after: string | undefined;
-    for (;;) {
-      const threads = await runner.threads({
-        prefix: threadPrefix,
-        limit: 500,
-        ...(after === undefined ? {} : { after }),
-      });
-      for (const thread of threads) {
-        if (thread.status !== "paused") continue;
-        count += 1;
-        if (open.length >= limit) continue;
-        const run = await runner.get<CallState>(thread.threadId);
-        if (run !== undefined && run.interrupts.length > 0) open.push(run);
-      }
-      if (threads.length < 500) return { open, count };
-      after = threads.at(-1)?.threadId;
-    }
-  }
-
-  async function inputSchemaOf(name: string): Promise<Record<string, unknown> | undefined> {
-    const parts = splitToolName(name);
-    const info = (await source.catalogue()).find((module) => module.module === parts?.module);
-    return info?.tools.find((tool) => tool.name === parts?.tool)?.inputSchema;
-  }
-
   async function start(
     name: string,
     args: Record<string, unknown>,
@@ -150,14 +103,14 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
   ) {
     const started = Date.now();
     await pruneAnswered();
-    if ((await openApprovals(0)).count >= maxOpen) {
+    if ((await openApprovals(runner, 0)).count >= maxOpen) {
       return failure(
         "too_many_approvals",
         `${maxOpen} calls already wait for approval: answer some with ${approveToolName} (${approvalsToolName} lists them) before making more`,
         { open: maxOpen },
       );
     }
-    const inputSchema = await inputSchemaOf(name);
+    const inputSchema = await inputSchemaOf(source, name);
     const threadId = `${threadPrefix}${randomUUID()}`;
     const snapshot = await runner.start(
       graph,
@@ -187,36 +140,12 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
       const now = await runner.get<CallState>(threadId);
       return now?.status === "paused" ? paused(now, (error as Error).message) : outcome(now ?? snapshot);
     }
-    return answer(threadId, reply);
-  }
-
-  /** Resumes the call with `reply`; an answer that came second gets the first one's outcome. */
-  async function answer(threadId: string, reply: FormAnswer): Promise<ToolCallResult> {
-    const run = await runner.get<CallState>(threadId);
-    if (run === undefined || run.graph !== graphName) {
-      return failure("not_found", `No approval "${threadId}": ${approvalsToolName} lists the open ones`, {
-        resource: "approval",
-        id: threadId,
-      });
-    }
-    const open = run.interrupts[0];
-    if (run.status !== "paused" || open === undefined) return outcome(run, true);
-    try {
-      return outcome(await runner.resume<CallState>(threadId, { [open.id]: reply }));
-    } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (code === "answer_conflict" || code === "run_not_paused" || code === "unknown_interrupt") {
-        const now = await runner.get<CallState>(threadId);
-        if (now !== undefined && now.status !== "paused") return outcome(now, true);
-      }
-      // An edit the tool's schema refuses (invalid_edit): still open.
-      return failure(typeof code === "string" ? code : "approval_failed", (error as Error).message);
-    }
+    return answer(runner, threadId, reply);
   }
 
   async function list(): Promise<ToolCallResult> {
     await pruneAnswered();
-    const { open, count } = await openApprovals(listedApprovals);
+    const { open, count } = await openApprovals(runner, listedApprovals);
     return {
       ok: true,
       output: {
@@ -246,7 +175,7 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
             `${approveToolName} takes { approval: string, approved: boolean, reason?, arguments? }`,
           );
         }
-        return answer(approval, {
+        return answer(runner, approval, {
           approved,
           ...(typeof reason === "string" ? { reason } : {}),
           ...(approved && isRecord(edited) ? { editedArgs: edited } : {}),
@@ -256,6 +185,85 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
     },
     close: () => runner.close(),
   };
+}
+
+/** The one-node graph of a call that waits for approval, then runs the tool through `source`. */
+function approvalGraph(source: ToolSource) {
+  return createGraph<CallState>(graphName).node("call", async (state, ctx) => {
+    const result = await runIntegratedTool(
+      ctx,
+      state.tool,
+      state.args,
+      { approve: true },
+      async (input) => {
+        const called = await source.call(state.tool, input, {});
+        return called.ok
+          ? { ok: true, output: called.output ?? null }
+          : { ok: false, error: called.error.toJSON() };
+      },
+      // No durable expiry: a call nobody answered in time stays paused (the runner would decline it).
+      state.inputSchema === undefined ? {} : { inputSchema: state.inputSchema },
+    );
+    // Declined: the durable integration's `{ declined, reason }` is what the caller reads.
+    const declined = (result as { declined?: unknown }).declined === true;
+    return { result: declined ? { ok: true, output: result } : (result as NonNullable<CallState["result"]>) };
+  });
+}
+
+/** The open approvals, in thread order: every page of the store read, at most `limit` kept. */
+async function openApprovals(
+  runner: Runner,
+  limit: number,
+): Promise<{ open: RunSnapshot<CallState>[]; count: number }> {
+  const open: RunSnapshot<CallState>[] = [];
+  let count = 0;
+  let after: string | undefined;
+  for (;;) {
+    const threads = await runner.threads({
+      prefix: threadPrefix,
+      limit: 500,
+      ...(after === undefined ? {} : { after }),
+    });
+    for (const thread of threads) {
+      if (thread.status !== "paused") continue;
+      count += 1;
+      if (open.length >= limit) continue;
+      const run = await runner.get<CallState>(thread.threadId);
+      if (run !== undefined && run.interrupts.length > 0) open.push(run);
+    }
+    if (threads.length < 500) return { open, count };
+    after = threads.at(-1)?.threadId;
+  }
+}
+
+async function inputSchemaOf(source: ToolSource, name: string): Promise<Record<string, unknown> | undefined> {
+  const parts = splitToolName(name);
+  const info = (await source.catalogue()).find((module) => module.module === parts?.module);
+  return info?.tools.find((tool) => tool.name === parts?.tool)?.inputSchema;
+}
+
+/** Resumes the call with `reply`; an answer that came second gets the first one's outcome. */
+async function answer(runner: Runner, threadId: string, reply: FormAnswer): Promise<ToolCallResult> {
+  const run = await runner.get<CallState>(threadId);
+  if (run === undefined || run.graph !== graphName) {
+    return failure("not_found", `No approval "${threadId}": ${approvalsToolName} lists the open ones`, {
+      resource: "approval",
+      id: threadId,
+    });
+  }
+  const open = run.interrupts[0];
+  if (run.status !== "paused" || open === undefined) return outcome(run, true);
+  try {
+    return outcome(await runner.resume<CallState>(threadId, { [open.id]: reply }));
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    if (code === "answer_conflict" || code === "run_not_paused" || code === "unknown_interrupt") {
+      const now = await runner.get<CallState>(threadId);
+      if (now !== undefined && now.status !== "paused") return outcome(now, true);
+    }
+    // An edit the tool's schema refuses (invalid_edit): still open.
+    return failure(typeof code === "string" ? code : "approval_failed", (error as Error).message);
+  }
 }
 
 /** What a finished call answers: the tool's own result, or that it was declined. */
