@@ -15,7 +15,7 @@ import type { ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, type DocScriptErrorCode } from "../schema/docscript-error.ts";
 import type { PlanPreview } from "./plan-preview.ts";
-import { maxFillRounds, remoteRowsOf } from "./remote-projection.ts";
+import { maxFillRounds, type RemoteRows, remoteRowsOf } from "./remote-projection.ts";
 import { newTally, scriptBindings } from "./run-bindings.ts";
 import { planSteps } from "./run-plan.ts";
 import { fileOf, storedFileKinds } from "./stored-files.ts";
@@ -99,20 +99,17 @@ export const maxReadItems = 20_000;
 
 export { valueShape } from "./value-shapes.ts";
 
-export function openRunSession(
-  input: RunSessionInput,
-  schema: Schema,
-  document: RunDocument,
-  host: RunSessionHost,
-): RunSession {
-  const { doc, base, source, warnings = [] } = document;
-  const baseVersion = doc.oplogVersion();
-  doc.setPeerId(input.peerId as `${number}`);
-  const remote = remoteRowsOf(base);
-  /**
-   * Ids made by a call that was asked again (it lacked rows): the next asking makes the same ones, so
-   * what was looked up for them is what it needs.
-   */
+/**
+ * How a run's calls meet a projection that reads rows on demand (ADR 0466): `filled` runs a call until
+ * the projection lacks nothing (a read is asked again after each fill; a write that lacked rows threw
+ * `RowsNeeded` without landing, and one that returned has landed), and `createId` makes, on each
+ * asking again, the ids the first asking made, so what was looked up for them is what it needs. Over
+ * a projection holding every row, a call runs once.
+ */
+function askedUntilFilled(remote: RemoteRows | undefined): {
+  createId: (kind: string) => string;
+  filled: <T>(work: () => T, landing: boolean) => Promise<T>;
+} {
   const madeIds: { kind: string; id: string }[] = [];
   let madeUsed = 0;
   const createId = (kind: string) => {
@@ -126,13 +123,6 @@ export function openRunSession(
     madeUsed += 1;
     return id;
   };
-  // Starts from an overlay of the base projection: nothing the run writes reaches `base`.
-  const session = openDocument(doc, schema, { role: "script", projection: base, createId });
-
-  /**
-   * Runs `work` until its projection lacks nothing (ADR 0466): a read is asked again after each fill;
-   * a write that lacked rows threw `RowsNeeded` without landing, and one that returned has landed.
-   */
   const filled = async <T>(work: () => T, landing: boolean): Promise<T> => {
     if (remote === undefined) return work();
     for (let round = 0; ; round++) {
@@ -158,6 +148,22 @@ export function openRunSession(
       await remote.fill();
     }
   };
+  return { createId, filled };
+}
+
+export function openRunSession(
+  input: RunSessionInput,
+  schema: Schema,
+  document: RunDocument,
+  host: RunSessionHost,
+): RunSession {
+  const { doc, base, source, warnings = [] } = document;
+  const baseVersion = doc.oplogVersion();
+  doc.setPeerId(input.peerId as `${number}`);
+  const remote = remoteRowsOf(base);
+  const { createId, filled } = askedUntilFilled(remote);
+  // Starts from an overlay of the base projection: nothing the run writes reaches `base`.
+  const session = openDocument(doc, schema, { role: "script", projection: base, createId });
   const tally = newTally();
   const { created } = tally;
   const bindings = scriptBindings(input, schema, session, base, tally);
