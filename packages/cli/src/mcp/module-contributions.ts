@@ -150,7 +150,11 @@ export function moduleContributions(source: ToolSource): ModuleContributions {
     return { module, name: qualified.slice(dot + 1) };
   }
 
+  const seat: Seat = { offering, ask, listing, ownerOf, promptModule };
   return {
+    listPrompts: (cursor) => listPrompts(seat, cursor),
+    complete: (ref, argument, context, signal) => complete(seat, ref, argument, context, signal),
+    versions: (uris) => versions(seat, uris),
     async listResources(cursor) {
       const { resources } = await listing();
       const page = pageOf(resources, cursor);
@@ -175,26 +179,6 @@ export function moduleContributions(source: ToolSource): ModuleContributions {
         throw asProtocolError(error);
       }
     },
-    async listPrompts(cursor) {
-      const modules = await offering(mcpSeat.prompts);
-      const prompts = (
-        await Promise.all(
-          modules.map(async (info) => {
-            try {
-              const answer = await ask(info.module, mcpSeat.prompts, {});
-              return arrayOf<Prompt>(answer.prompts).map((prompt) => ({
-                ...prompt,
-                name: `${info.module}.${prompt.name}`,
-              }));
-            } catch {
-              return [];
-            }
-          }),
-        )
-      ).flat();
-      const page = pageOf(prompts, cursor);
-      return { prompts: page.items, ...page.next };
-    },
     async getPrompt(qualified, args, options) {
       const { module, name } = await promptModule(qualified);
       try {
@@ -208,69 +192,112 @@ export function moduleContributions(source: ToolSource): ModuleContributions {
         throw asProtocolError(error);
       }
     },
-    async complete(ref, argument, context, signal) {
-      let module: string | undefined;
-      let forwarded = ref;
-      if (ref.type === "ref/prompt" && typeof ref.name === "string") {
-        const found = await promptModule(ref.name);
-        module = found.module;
-        forwarded = { ...ref, name: found.name };
-      } else if (ref.type === "ref/resource" && typeof ref.uri === "string") {
-        const { templates } = await listing();
-        module = templates.find((template) => template.uriTemplate === ref.uri)?.module;
-      }
-      const none = { completion: { values: [], total: 0, hasMore: false } };
-      if (module === undefined || !(await offering(mcpSeat.complete)).some((info) => info.module === module))
-        return none;
-      try {
-        const answer = await ask(
-          module,
-          mcpSeat.complete,
-          { ref: forwarded, argument, ...(context === undefined ? {} : { context }) },
-          { timeoutMs: completionTimeoutMs, ...(signal === undefined ? {} : { signal }) },
-        );
-        const values = arrayOf<string>(answer.values).filter((value) => typeof value === "string");
-        const total = typeof answer.total === "number" ? answer.total : values.length;
-        return {
-          completion: {
-            values: values.slice(0, maxCompletions),
-            total,
-            hasMore: values.length > maxCompletions || answer.hasMore === true,
-          },
-        };
-      } catch (error) {
-        // Too slow to help a person typing: nothing now, and maybe more with the next keystroke.
-        if ((error as { code?: unknown }).code === "timeout")
-          return { completion: { values: [], hasMore: true } };
-        throw asProtocolError(error);
-      }
-    },
     ownerOf,
-    async versions(uris) {
-      const versioned = new Set((await offering(mcpSeat.versions)).map((info) => info.module));
-      const byModule = new Map<string, string[]>();
-      for (const uri of uris) {
-        const module = await ownerOf(uri);
-        if (module === undefined || !versioned.has(module)) continue;
-        byModule.set(module, [...(byModule.get(module) ?? []), uri]);
-      }
-      const found = new Map<string, string>();
-      await Promise.all(
-        [...byModule].map(async ([module, held]) => {
-          try {
-            const answer = await ask(module, mcpSeat.versions, { uris: held });
-            const versions = (answer.versions ?? {}) as Record<string, unknown>;
-            for (const uri of held) {
-              if (typeof versions[uri] === "string") found.set(uri, versions[uri] as string);
-            }
-          } catch {
-            // A module that cannot answer now is asked again at the next look.
-          }
-        }),
-      );
-      return found;
-    },
   };
+}
+
+/** What the verbs below ask of the modules: who offers a seat verb, its answer, and the merged lists. */
+interface Seat {
+  offering(verb: string): Promise<ModuleInfo[]>;
+  ask(
+    module: string,
+    verb: string,
+    args: unknown,
+    options?: SourceCallOptions,
+  ): Promise<Record<string, unknown>>;
+  listing(): Promise<Listing>;
+  ownerOf(uri: string): Promise<string | undefined>;
+  promptModule(qualified: string): Promise<{ module: string; name: string }>;
+}
+
+async function listPrompts(
+  seat: Seat,
+  cursor: string | undefined,
+): ReturnType<ModuleContributions["listPrompts"]> {
+  const modules = await seat.offering(mcpSeat.prompts);
+  const prompts = (
+    await Promise.all(
+      modules.map(async (info) => {
+        try {
+          const answer = await seat.ask(info.module, mcpSeat.prompts, {});
+          return arrayOf<Prompt>(answer.prompts).map((prompt) => ({
+            ...prompt,
+            name: `${info.module}.${prompt.name}`,
+          }));
+        } catch {
+          return [];
+        }
+      }),
+    )
+  ).flat();
+  const page = pageOf(prompts, cursor);
+  return { prompts: page.items, ...page.next };
+}
+
+async function complete(
+  seat: Seat,
+  ...[ref, argument, context, signal]: Parameters<ModuleContributions["complete"]>
+): ReturnType<ModuleContributions["complete"]> {
+  let module: string | undefined;
+  let forwarded = ref;
+  if (ref.type === "ref/prompt" && typeof ref.name === "string") {
+    const found = await seat.promptModule(ref.name);
+    module = found.module;
+    forwarded = { ...ref, name: found.name };
+  } else if (ref.type === "ref/resource" && typeof ref.uri === "string") {
+    const { templates } = await seat.listing();
+    module = templates.find((template) => template.uriTemplate === ref.uri)?.module;
+  }
+  const none = { completion: { values: [], total: 0, hasMore: false } };
+  if (module === undefined || !(await seat.offering(mcpSeat.complete)).some((info) => info.module === module))
+    return none;
+  try {
+    const answer = await seat.ask(
+      module,
+      mcpSeat.complete,
+      { ref: forwarded, argument, ...(context === undefined ? {} : { context }) },
+      { timeoutMs: completionTimeoutMs, ...(signal === undefined ? {} : { signal }) },
+    );
+    const values = arrayOf<string>(answer.values).filter((value) => typeof value === "string");
+    const total = typeof answer.total === "number" ? answer.total : values.length;
+    return {
+      completion: {
+        values: values.slice(0, maxCompletions),
+        total,
+        hasMore: values.length > maxCompletions || answer.hasMore === true,
+      },
+    };
+  } catch (error) {
+    // Too slow to help a person typing: nothing now, and maybe more with the next keystroke.
+    if ((error as { code?: unknown }).code === "timeout")
+      return { completion: { values: [], hasMore: true } };
+    throw asProtocolError(error);
+  }
+}
+
+async function versions(seat: Seat, uris: readonly string[]): Promise<Map<string, string>> {
+  const versioned = new Set((await seat.offering(mcpSeat.versions)).map((info) => info.module));
+  const byModule = new Map<string, string[]>();
+  for (const uri of uris) {
+    const module = await seat.ownerOf(uri);
+    if (module === undefined || !versioned.has(module)) continue;
+    byModule.set(module, [...(byModule.get(module) ?? []), uri]);
+  }
+  const found = new Map<string, string>();
+  await Promise.all(
+    [...byModule].map(async ([module, held]) => {
+      try {
+        const answer = await seat.ask(module, mcpSeat.versions, { uris: held });
+        const versions = (answer.versions ?? {}) as Record<string, unknown>;
+        for (const uri of held) {
+          if (typeof versions[uri] === "string") found.set(uri, versions[uri] as string);
+        }
+      } catch {
+        // A module that cannot answer now is asked again at the next look.
+      }
+    }),
+  );
+  return found;
 }
 
 function arrayOf<T>(value: unknown): T[] {
