@@ -7,6 +7,7 @@ import { randomUUID } from "node:crypto";
 import { after, before, describe, it } from "node:test";
 import { createMemoryService, MemoryError, type MemoryService, type MemoryStore } from "@tackle/memory";
 import { createHashingTestEmbedder } from "@tackle/memory/test";
+import { underLoadMs } from "@tackle/test-support";
 
 export interface ConformanceTarget {
   /** Opens the store; called again after `close` to prove data survives a reopen. */
@@ -1091,11 +1092,18 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       const gate = new Promise<void>((resolve) => {
         release = resolve;
       });
+      let entered: () => void = () => {};
+      const running = new Promise<void>((resolve) => {
+        entered = resolve;
+      });
       const first = timed.writeOnce(t, { key: "slow", request: 1 }, async () => {
+        entered();
         await gate;
         return "first";
       });
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      // The repeat comes while the first write runs (it holds the key), however slow the store's
+      // lookup before it was on a loaded machine.
+      await running;
       await assert.rejects(
         timed.writeOnce(t, { key: "slow", request: 1 }, async () => "second"),
         (error: unknown) =>
@@ -1216,11 +1224,15 @@ export function storeConformance(label: string, target: ConformanceTarget): void
   });
 }
 
+/** Polls the job until it ends: 10 s on a quiet machine, scaled by the load (how long a job runs is not tested here). */
 async function waitForJob(service: MemoryService, tenantId: string, id: string) {
-  for (let attempt = 0; attempt < 300; attempt += 1) {
+  const waitMs = underLoadMs(10_000);
+  const deadline = performance.now() + waitMs;
+  for (;;) {
     const { job } = await service.getJob(tenantId, id);
     if (job.status === "succeeded" || job.status === "failed") return job;
+    if (performance.now() > deadline)
+      throw new Error(`job ${id} did not finish in ${waitMs} ms (${job.status})`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  throw new Error(`job ${id} did not finish`);
 }
