@@ -9,6 +9,9 @@ import { scriptSurface } from "./script-api.ts";
 
 export const surface = scriptSurface;
 
+/** File reads and uploads one run may have in flight at once. */
+export const maxHookCallsPerRun = 4;
+
 /** The host call a binding call becomes: its binding, method and arguments, as the script gave them. */
 export interface ScriptCall {
   readonly binding: string;
@@ -17,12 +20,29 @@ export interface ScriptCall {
 }
 
 export function createDispatcher(_input: unknown, host: SandboxHost): SandboxDispatcher {
+  /** `materialize` calls of this run in flight: each is a file read on the host. */
+  let inFlight = 0;
   return {
     call(binding, method, args) {
       return host.callSync("script", { binding, method, args } satisfies ScriptCall);
     },
     callAsync(binding, method, args) {
-      return host.call("script", { binding, method, args } satisfies ScriptCall);
+      // Past the run's cap a call is refused here, in the sandbox worker, so thousands of un-awaited
+      // reads never reach the tool's thread (the host checks the same cap, and its own across runs).
+      if (inFlight >= maxHookCallsPerRun)
+        throw Object.assign(
+          new Error(
+            `at most ${maxHookCallsPerRun} file reads or uploads of one run are in flight at once: await some first`,
+          ),
+          { code: "too_many_hook_calls" },
+        );
+      inFlight++;
+      const answer = host.call("script", { binding, method, args } satisfies ScriptCall);
+      void answer.then(
+        () => inFlight--,
+        () => inFlight--,
+      );
+      return answer;
     },
     finish(outcome: ScriptOutcome) {
       return host.call("finish", outcome);

@@ -8,6 +8,7 @@ import { DocScriptError } from "../schema/docscript-error.ts";
 import { assetEntity, uploadTextOf } from "./asset-hooks.ts";
 import { documentVersion } from "./document-cache.ts";
 import type { EditPlan } from "./edit-plan.ts";
+import { maxHookCallsPerRun } from "./edit-script-dispatcher.ts";
 import type { DocScriptHooks, UploadedText } from "./host-hooks.ts";
 import type { RowSource } from "./remote-projection.ts";
 import { type EditScriptPlanBody, maxReadItems, type RunSessionInput } from "./run-session.ts";
@@ -261,8 +262,7 @@ function runHooks(context: RunEditScriptContext, docId: string, replica: LoroDoc
   };
 }
 
-/** File reads and uploads one run may have in flight at once. */
-export const maxHookCallsPerRun = 4;
+export { maxHookCallsPerRun };
 /** File reads and uploads all runs of one pool (one tool) may have in flight at once. */
 export const maxHookCallsPerHost = 32;
 
