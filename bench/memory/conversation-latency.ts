@@ -64,6 +64,8 @@ interface Figures {
   importSeconds: number;
   /** CPU time of this process for the import (the job runs in it; PostgreSQL's own work is not in it). */
   importCpuSeconds: number;
+  /** The import job's result: events created, memories extracted. */
+  importResult: string;
 }
 
 async function measure(
@@ -112,6 +114,7 @@ async function measure(
       }
     }
     const importer = tenant[0]!;
+    let importResult = "";
     const importStarted = performance.now();
     const importCpuStarted = cpuNow();
     const { job } = await service.importConversations("bench", {
@@ -131,7 +134,10 @@ async function measure(
     });
     for (const deadline = Date.now() + 600_000; ; ) {
       const { job: state } = await service.getJob("bench", job.id);
-      if (state.status === "succeeded") break;
+      if (state.status === "succeeded") {
+        importResult = JSON.stringify(state.result);
+        break;
+      }
       if (state.status === "failed" || Date.now() > deadline) throw new Error(`import ${state.status}`);
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
@@ -144,6 +150,7 @@ async function measure(
       searchCpuP50: median(cpuTimes),
       importSeconds: (performance.now() - importStarted) / 1000,
       importCpuSeconds: (cpuNow() - importCpuStarted) / 1000,
+      importResult,
     };
     return figures;
   } finally {
@@ -218,3 +225,5 @@ for (const library of librarySearch) {
     `| ${library.label}, one conversation's index | | | ${library.p50.toFixed(2)} | ${library.p95.toFixed(2)} | ${library.cpuP50.toFixed(2)} | | |`,
   );
 }
+console.log("");
+for (const row of rows) console.log(`${row.store}: import job result ${row.importResult}`);

@@ -70,20 +70,34 @@ it("a job whose process is SIGKILLed mid-job is finished once by the other proce
   timeout: 170_000,
 }, async () => {
   const first = await startService();
+  // The second process starts while the first claims the job (its start takes seconds, the claim
+  // follows the import's commit at once), and the kill follows the first progress at once: an import
+  // writes a hundred turns in a few statements (ADR 0370), so the job must be thousands of turns long.
+  const starting = startService();
+  starting.catch(() => undefined); // awaited after the kill; a failed start surfaces there
   sql = new pg.Client({ connectionString: database.url });
   await sql.connect();
   const client = new MemoryClient({ baseUrl: first.url, apiKey: "key-a", allowPrivateNetwork: true });
-  const turns = 800;
-  const messages = Array.from({ length: turns }, (_, index) => ({
-    role: index % 2 === 0 ? "user" : "assistant",
-    content:
-      index % 2 === 0 ? `I prefer blend number ${index} for the morning tea.` : `Noted, blend ${index}.`,
-  }));
+  const conversations = 4;
+  const perConversation = 2000;
+  const turns = conversations * perConversation;
   const { job } = await client.importConversations({
     userId: "u",
     format: "openai",
     infer: true,
-    conversations: [{ id: "big", messages }],
+    conversations: Array.from({ length: conversations }, (_, conversation) => ({
+      id: `big-${conversation}`,
+      messages: Array.from({ length: perConversation }, (_, position) => {
+        const index = conversation * perConversation + position;
+        return {
+          role: index % 2 === 0 ? "user" : "assistant",
+          content:
+            index % 2 === 0
+              ? `I prefer blend number ${index} for the morning tea.`
+              : `Noted, blend ${index}.`,
+        };
+      }),
+    })),
   });
 
   // The first process holds the job and has stored part of it.
@@ -92,11 +106,11 @@ it("a job whose process is SIGKILLed mid-job is finished once by the other proce
     const events = (await sql.query("SELECT count(*)::int AS n FROM events")).rows[0].n as number;
     return row?.status === "running" && events >= 40 ? (row.lease_owner as string) : undefined;
   });
-  const second = await startService();
   first.process.kill("SIGKILL");
   const killedAt = Date.now();
   const partial = (await sql.query("SELECT count(*)::int AS n FROM events")).rows[0].n as number;
   assert.ok(partial < turns, `the job finished before the kill (${partial} events)`);
+  const second = await starting;
 
   // The second process takes it over once the lease lapses (by the database's clock) and finishes it.
   const done = await until(

@@ -16,6 +16,7 @@ import { createRetrievalOperations } from "./retrieval-operations.ts";
 import { createSearchRanked } from "./search-ranked.ts";
 import { createServiceContext, type MemoryServiceOptions } from "./service-context.ts";
 import { createSynthesisOperations } from "./synthesis-operations.ts";
+import { createWriteEvents } from "./write-events.ts";
 import { createWriteOperations } from "./write-operations.ts";
 
 export type { MemoryServiceOptions } from "./service-context.ts";
@@ -25,7 +26,8 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
   const { store, logger, clock, nowIso, mutateMemory } = context;
   const novelty = createNoveltyCheck(context);
   const searchRanked = createSearchRanked(context);
-  const writes = createWriteOperations(context, novelty);
+  const events = createWriteEvents(context);
+  const writes = createWriteOperations(context, novelty, events);
   const jobs = createJobRunner({
     store,
     logger,
@@ -35,8 +37,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
         runImport(job, {
           store,
           now: nowIso,
-          writeEvent: (tenantId, request) => writes.writeEvent(tenantId, request),
-          turnsPerTransaction: context.embedder ? 1 : 100,
+          writeEvents: events.writeEvents,
         }),
       consolidate: (job) => runConsolidation(job, { store, now: clock, mutateMemory }),
       novelty_scan: async (job) => job.result,

@@ -145,6 +145,16 @@ export interface MemoryRecordStore {
     },
   ): Promise<{ memory: StoredMemory; score: number }[]>;
   /**
+   * For each query, up to `limit` active memories of the scope holding any of its terms (every term
+   * with `every`), best matches first: the novelty check of a batch of writes in one round trip.
+   */
+  candidateMemories(
+    tenantId: string,
+    scope: MemoryScope,
+    queries: readonly { readonly terms: readonly string[]; readonly every: boolean }[],
+    options: { readonly limit: number; readonly kinds?: readonly MemoryKind[] },
+  ): Promise<StoredMemory[][]>;
+  /**
    * A value that changes whenever any of the tenant's memories is written, deleted or reweighed
    * (access counts aside), and never returns to an earlier value: the service keeps a scope's
    * memories in process while it holds. 0 before the tenant's first memory.
@@ -168,6 +178,10 @@ export interface MemoryRecordStore {
 export interface EventStore {
   /** Appends, or answers the event already stored under the same custom id. */
   appendEvent(event: Omit<StoredEvent, "seq">): Promise<{ event: StoredEvent; created: boolean }>;
+  /** `appendEvent` for many, in one transaction and in order: each answered as `appendEvent` would. */
+  appendEvents(
+    events: readonly Omit<StoredEvent, "seq">[],
+  ): Promise<{ event: StoredEvent; created: boolean }[]>;
   listEvents(tenantId: string, scope: MemoryScope, options: ListEventsOptions): Promise<StoredEvent[]>;
   getEvents(tenantId: string, ids: readonly string[]): Promise<StoredEvent[]>;
   countEvents(tenantId: string, scope: MemoryScope): Promise<number>;

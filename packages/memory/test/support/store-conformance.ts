@@ -269,6 +269,74 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       assert.equal((await service.recallConversation(tenant(), { sessionId: "s1" })).events.length, 0);
     });
 
+    it("a batch of events is stored in order; a taken custom id answers the event holding it, in or before the batch", async () => {
+      const t = tenant();
+      const event = (customId: string | undefined, content: string) => ({
+        id: randomUUID(),
+        tenantId: t,
+        ...(customId === undefined ? {} : { customId }),
+        role: "user" as const,
+        content,
+        userId: "u",
+        metadata: {},
+        source: "api" as const,
+        occurredAt: "2026-01-01T00:00:00.000Z",
+        createdAt: "2026-01-01T00:00:00.000Z",
+      });
+      const first = await store.appendEvent(event("a", "first"));
+      const answers = await store.appendEvents([
+        event("b", "second"),
+        event("a", "first again"),
+        event(undefined, "third"),
+        event("b", "second again"),
+      ]);
+      assert.deepEqual(
+        answers.map((answer) => [answer.event.content, answer.created]),
+        [
+          ["second", true],
+          ["first", false],
+          ["third", true],
+          ["second", false],
+        ],
+      );
+      assert.equal(answers[1]?.event.id, first.event.id);
+      const listed = await store.listEvents(t, { userId: "u" }, { order: "asc", limit: 10 });
+      assert.deepEqual(
+        listed.map((stored) => stored.content),
+        ["first", "second", "third"],
+      );
+      assert.deepEqual(await store.appendEvents([]), []);
+    });
+
+    it("candidate memories: each query of a batch answers the scope's memories holding its words", async () => {
+      const t = tenant();
+      for (const content of ["I live in Oslo", "I live in Bergen by the sea", "I drink green tea"]) {
+        await service.add(t, { userId: "u", content, kind: "fact" });
+      }
+      await service.add(t, { userId: "v", content: "I live in Oslo", kind: "fact" });
+      const [oslo, tea, both, none] = await store.candidateMemories(
+        t,
+        { userId: "u" },
+        [
+          { terms: ["live", "oslo"], every: true },
+          { terms: ["tea"], every: false },
+          { terms: ["oslo", "tea"], every: false },
+          { terms: ["&|!"], every: false },
+        ],
+        { limit: 10, kinds: ["fact"] },
+      );
+      assert.deepEqual(
+        oslo?.map((memory) => memory.content),
+        ["I live in Oslo"],
+      );
+      assert.deepEqual(
+        tea?.map((memory) => [memory.content, memory.userId]),
+        [["I drink green tea", "u"]],
+      );
+      assert.deepEqual(both?.map((memory) => memory.content).sort(), ["I drink green tea", "I live in Oslo"]);
+      assert.deepEqual(none, []);
+    });
+
     it("chain trace leads from an extracted memory back to its event", async () => {
       const t = tenant();
       const { event, memories } = await service.writeEvent(t, {
@@ -790,6 +858,9 @@ export function storeConformance(label: string, target: ConformanceTarget): void
         store: {
           ...store,
           async insertMemory() {
+            throw new Error("disk full");
+          },
+          async insertMemories() {
             throw new Error("disk full");
           },
         },

@@ -384,6 +384,34 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       return rows.map((row) => ({ memory: memoryFromRow(row), score: Number(row.score) }));
     },
 
+    async candidateMemories(tenantId, scope, queries, candidateOptions) {
+      const found: StoredMemory[][] = queries.map(() => []);
+      const asked = queries
+        .map((query, index) => ({ text: tsQuery(query.terms, query.every), index }))
+        .filter((query) => query.text.length > 0);
+      if (asked.length === 0) return found;
+      // One statement for the batch: each query's best matches by ts_rank, a lateral read of the index.
+      const parameters: unknown[] = [
+        tenantId,
+        asked.map((query) => query.text),
+        asked.map((query) => query.index),
+        candidateOptions.limit,
+      ];
+      let filters = `m.tenant_id = $1 AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;
+      if (candidateOptions.kinds) filters += ` AND m.kind IN (${inList(candidateOptions.kinds, parameters)})`;
+      const rows = await all(
+        `SELECT q.query_index, ${memorySelect}
+         FROM unnest($2::text[], $3::int[]) AS q(query, query_index)
+         CROSS JOIN LATERAL (
+           SELECT m.*, ts_rank(m.tsv, tq) AS rank FROM memories m, to_tsquery('english', q.query) tq
+           WHERE ${filters} AND m.tsv @@ tq ORDER BY rank DESC, m.seq DESC LIMIT $4) m
+         ORDER BY q.query_index, m.rank DESC, m.seq DESC`,
+        parameters,
+      );
+      for (const row of rows) found[Number(row.query_index)]!.push(memoryFromRow(row));
+      return found;
+    },
+
     async embeddedMemories(tenantId, scope, kinds) {
       const parameters: unknown[] = [tenantId];
       let sql = `SELECT ${memorySelect} FROM memories m WHERE m.tenant_id = $1 AND m.status = 'active' AND m.embedding IS NOT NULL${scopeCondition(scope, parameters, mark, "m.")}`;

@@ -4,7 +4,7 @@
  */
 import type pg from "pg";
 import { MEMORY_SCOPE_VALUES, scopeKey } from "../../scope/memory-scope.ts";
-import type { AccessRecord, MemoryStore } from "../memory-store.ts";
+import type { AccessRecord, MemoryStore, StoredEvent } from "../memory-store.ts";
 import {
   blockFromRow,
   documentFromRow,
@@ -16,7 +16,7 @@ import {
   traceFromRow,
 } from "../row-codec.ts";
 import type { createUnitScope } from "../unit-scope.ts";
-import { mark, type PostgresUnit, type Row, tsQuery } from "./postgres-sql.ts";
+import { insertChunk, mark, marks, type PostgresUnit, type Row, tsQuery } from "./postgres-sql.ts";
 import { purgePostgresScope } from "./purge-postgres-scope.ts";
 import { traceStatement } from "./trace-statement.ts";
 
@@ -35,6 +35,7 @@ export interface PostgresContext {
 export type PostgresRecordMethods = Pick<
   MemoryStore,
   | "appendEvent"
+  | "appendEvents"
   | "listEvents"
   | "getEvents"
   | "countEvents"
@@ -63,34 +64,89 @@ export type PostgresRecordMethods = Pick<
 
 class BlockConflict extends Error {}
 
+const eventColumns = [
+  "id",
+  "tenant_id",
+  "custom_id",
+  "role",
+  "content",
+  "user_id",
+  "agent_id",
+  "session_id",
+  "metadata",
+  "source",
+  "import_job_id",
+  "occurred_at",
+  "created_at",
+] as const;
+
+function eventValues(event: Omit<StoredEvent, "seq">): unknown[] {
+  return [
+    event.id,
+    event.tenantId,
+    event.customId ?? null,
+    event.role,
+    event.content,
+    ...scopeParameters(event),
+    JSON.stringify(event.metadata),
+    event.source,
+    event.importJobId ?? null,
+    event.occurredAt,
+    event.createdAt,
+  ];
+}
+
+/**
+ * Appends events in order, a few statements for the lot (multi-row inserts, then one read of those
+ * whose custom id was taken): each answered as stored, or as the event already holding its custom id.
+ */
+async function insertEvents(
+  db: pg.Pool | pg.PoolClient,
+  events: readonly Omit<StoredEvent, "seq">[],
+): Promise<{ event: StoredEvent; created: boolean }[]> {
+  const inserted = new Map<string, StoredEvent>();
+  for (let from = 0; from < events.length; from += insertChunk) {
+    const chunk = events.slice(from, from + insertChunk);
+    const rows = chunk.map((_, index) => `(${marks(index * eventColumns.length + 1, eventColumns.length)})`);
+    const result = await db.query(
+      `INSERT INTO events (${eventColumns.join(", ")}) VALUES ${rows.join(", ")} ON CONFLICT DO NOTHING RETURNING *`,
+      chunk.flatMap(eventValues),
+    );
+    for (const row of result.rows as Row[]) inserted.set(String(row.id), eventFromRow(row));
+  }
+  const taken = events.filter((event) => !inserted.has(event.id));
+  const holders = new Map<string, StoredEvent>();
+  if (taken.length > 0) {
+    const rows = (
+      await db.query(
+        `SELECT e.* FROM events e JOIN unnest($1::text[], $2::text[]) AS k(tenant_id, custom_id)
+         ON e.tenant_id = k.tenant_id AND e.custom_id = k.custom_id`,
+        [taken.map((event) => event.tenantId), taken.map((event) => event.customId ?? null)],
+      )
+    ).rows as Row[];
+    for (const row of rows)
+      holders.set(`${String(row.tenant_id)}\u0000${String(row.custom_id)}`, eventFromRow(row));
+  }
+  return events.map((event) => {
+    const created = inserted.get(event.id);
+    if (created) return { event: created, created: true };
+    const holder = holders.get(`${event.tenantId}\u0000${event.customId ?? ""}`);
+    if (!holder) throw new Error(`event ${event.id} was neither inserted nor found by its custom id`);
+    return { event: holder, created: false };
+  });
+}
+
 export function postgresRecordMethods(context: PostgresContext): PostgresRecordMethods {
   const { pool, db, all, one, transaction, units, writeAccess, jobLeaseMs } = context;
   return {
     async appendEvent(event) {
-      const result = await db().query(
-        `INSERT INTO events (id, tenant_id, custom_id, role, content, user_id, agent_id, session_id, metadata, source, import_job_id, occurred_at, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING RETURNING *`,
-        [
-          event.id,
-          event.tenantId,
-          event.customId ?? null,
-          event.role,
-          event.content,
-          ...scopeParameters(event),
-          JSON.stringify(event.metadata),
-          event.source,
-          event.importJobId ?? null,
-          event.occurredAt,
-          event.createdAt,
-        ],
-      );
-      if (result.rows[0]) return { event: eventFromRow(result.rows[0]), created: true };
-      const existing = await one("SELECT * FROM events WHERE tenant_id = $1 AND custom_id = $2", [
-        event.tenantId,
-        event.customId ?? null,
-      ]);
-      if (!existing) throw new Error(`event ${event.id} was neither inserted nor found by its custom id`);
-      return { event: eventFromRow(existing), created: false };
+      const [answer] = await insertEvents(db(), [event]);
+      return answer!;
+    },
+
+    async appendEvents(events) {
+      if (events.length === 0) return [];
+      return transaction((client) => insertEvents(client, events));
     },
 
     async listEvents(tenantId, scope, listOptions) {

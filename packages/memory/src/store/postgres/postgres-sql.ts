@@ -1,6 +1,5 @@
 /** SQL helpers shared by the PostgreSQL store's files. */
 import type pg from "pg";
-import type { StoredMemory } from "../memory-store.ts";
 import { memoryColumns } from "../row-codec.ts";
 import type { Unit } from "../unit-scope.ts";
 
@@ -36,15 +35,15 @@ export function plainWords(terms: readonly string[]): string[] {
   return terms.map((term) => term.replace(/[^\p{L}\p{N}]/gu, "")).filter(Boolean);
 }
 
-/** tsquery text: plain words ORed; a term ending in `*` is a prefix (`:*`). */
-export function tsQuery(terms: readonly string[]): string {
+/** tsquery text: plain words ORed (ANDed with `every`); a term ending in `*` is a prefix (`:*`). */
+export function tsQuery(terms: readonly string[], every = false): string {
   return terms
     .map((term) => {
       const word = term.replace(/[^\p{L}\p{N}]/gu, "");
       return word.length === 0 ? "" : term.endsWith("*") ? `${word}:*` : word;
     })
     .filter(Boolean)
-    .join(" | ");
+    .join(every ? " & " : " | ");
 }
 
 /** Rows a multi-row insert writes at once (24 columns: well under the protocol's 65,535 parameters). */

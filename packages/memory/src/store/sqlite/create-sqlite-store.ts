@@ -2,7 +2,7 @@
 import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
 import { scopeKey } from "../../scope/memory-scope.ts";
-import type { AccessRecord, MemoryStore, StoredMemory } from "../memory-store.ts";
+import type { AccessRecord, MemoryStore, StoredEvent, StoredMemory } from "../memory-store.ts";
 import {
   blockFromRow,
   countsFrom,
@@ -79,6 +79,36 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
   const insertMemorySql = `INSERT INTO memories (${insertColumns.join(", ")}) VALUES (${insertColumns
     .map(mark)
     .join(", ")}) ON CONFLICT DO NOTHING`;
+
+  /** Appends an event, or answers the one already stored under its custom id; inside a transaction. */
+  function appendOne(event: Omit<StoredEvent, "seq">): { event: StoredEvent; created: boolean } {
+    const result = run(
+      `INSERT INTO events (id, tenant_id, custom_id, role, content, user_id, agent_id, session_id, metadata, source, import_job_id, occurred_at, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      [
+        event.id,
+        event.tenantId,
+        event.customId ?? null,
+        event.role,
+        event.content,
+        ...scopeParameters(event),
+        JSON.stringify(event.metadata),
+        event.source,
+        event.importJobId ?? null,
+        event.occurredAt,
+        event.createdAt,
+      ],
+    );
+    const row =
+      result.changes === 1
+        ? get("SELECT * FROM events WHERE tenant_id = ? AND id = ?", [event.tenantId, event.id])
+        : get("SELECT * FROM events WHERE tenant_id = ? AND custom_id = ?", [
+            event.tenantId,
+            event.customId ?? null,
+          ]);
+    if (!row) throw new Error(`event ${event.id} was neither inserted nor found by its custom id`);
+    return { event: eventFromRow(row), created: result.changes === 1 };
+  }
 
   function historyInsert(memory: StoredMemory, change: string, reason: string | undefined) {
     run(
@@ -328,6 +358,21 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
       return best.map(({ item, score }) => ({ memory: full.get(Number(item.seq))!, score }));
     },
 
+    async candidateMemories(tenantId, scope, queries, candidateOptions) {
+      // In process, so one query at a time costs no round trip.
+      const found: StoredMemory[][] = [];
+      for (const query of queries) {
+        const hits = await store.searchMemories(tenantId, scope, query.terms, {
+          limit: candidateOptions.limit,
+          every: query.every,
+          order: "candidates",
+          ...(candidateOptions.kinds ? { kinds: candidateOptions.kinds } : {}),
+        });
+        found.push(hits.map((hit) => hit.memory));
+      }
+      return found;
+    },
+
     async embeddedMemories(tenantId, scope, kinds) {
       const parameters: unknown[] = [tenantId];
       let sql = `SELECT * FROM memories WHERE tenant_id = ? AND status = 'active' AND embedding IS NOT NULL${scopeCondition(scope, parameters, mark)}`;
@@ -382,34 +427,11 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     },
 
     async appendEvent(event) {
-      return transaction(() => {
-        const result = run(
-          `INSERT INTO events (id, tenant_id, custom_id, role, content, user_id, agent_id, session_id, metadata, source, import_job_id, occurred_at, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-          [
-            event.id,
-            event.tenantId,
-            event.customId ?? null,
-            event.role,
-            event.content,
-            ...scopeParameters(event),
-            JSON.stringify(event.metadata),
-            event.source,
-            event.importJobId ?? null,
-            event.occurredAt,
-            event.createdAt,
-          ],
-        );
-        const row =
-          result.changes === 1
-            ? get("SELECT * FROM events WHERE tenant_id = ? AND id = ?", [event.tenantId, event.id])
-            : get("SELECT * FROM events WHERE tenant_id = ? AND custom_id = ?", [
-                event.tenantId,
-                event.customId ?? null,
-              ]);
-        if (!row) throw new Error(`event ${event.id} was neither inserted nor found by its custom id`);
-        return { event: eventFromRow(row), created: result.changes === 1 };
-      });
+      return transaction(() => appendOne(event));
+    },
+
+    async appendEvents(events) {
+      return transaction(() => events.map(appendOne));
     },
 
     async listEvents(tenantId, scope, listOptions) {
@@ -731,6 +753,7 @@ const sqliteWrites: ReadonlySet<string> = new Set([
   "updateMemory",
   "recordAccess",
   "appendEvent",
+  "appendEvents",
   "insertDocument",
   "saveBlocks",
   "insertTrace",
