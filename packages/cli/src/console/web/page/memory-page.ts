@@ -35,14 +35,16 @@ function asHit(item: Json): Hit {
   };
 }
 
+/** A text field with its label. */
+function input(id: string, label: string) {
+  const element = h("input", { id, type: "text" });
+  return { field: h("div", { class: "field" }, h("label", { for: id }, label), element), element };
+}
+
 export function memoryPage(root: HTMLElement): undefined {
   const results = h("div", { id: "memories", "aria-live": "polite" });
   const detail = h("section", { id: "memory-detail" });
   const notice = h("p", { class: "error", role: "alert" });
-  const input = (id: string, label: string) => {
-    const element = h("input", { id, type: "text" });
-    return { field: h("div", { class: "field" }, h("label", { for: id }, label), element), element };
-  };
   const query = input("memory-query", "Search for (empty: list the newest)");
   const scope = scopeFields.map((name) => ({ name, ...input(`memory-${name}`, `Scope: ${name}`) }));
   const content = input("memory-content", "Remember this");
@@ -59,6 +61,117 @@ export function memoryPage(root: HTMLElement): undefined {
   );
   /** What the list shows now, read again after an add or a delete. */
   let shown: () => Promise<void> = async () => {};
+  const currentScope = (): Record<string, string> =>
+    Object.fromEntries(
+      scope.map(({ name, element }) => [name, element.value.trim()]).filter(([, value]) => value !== ""),
+    );
+  // No scope field filled in: the whole tenant, asked for in so many words (the service reads every
+  // scope only when told to).
+  const scopeArgs = () => {
+    const named = currentScope();
+    return Object.keys(named).length === 0 ? { wholeTenant: true } : named;
+  };
+
+  const { search, list } = memoryResults({
+    results,
+    notice,
+    kind,
+    scopeArgs,
+    currentScope,
+    open: (id) => open(id),
+  });
+
+  const find = async () => {
+    notice.textContent = "";
+    const text = query.element.value.trim();
+    shown = text === "" ? list : () => search(text);
+    try {
+      await shown();
+    } catch (error) {
+      notice.textContent = messageOf(error);
+    }
+  };
+  const refreshShown = async () => {
+    try {
+      await shown();
+    } catch (error) {
+      notice.textContent = messageOf(error);
+    }
+  };
+  const open = (id: string) => showMemory(id, detail, notice, refreshShown);
+
+  root.append(
+    h("h1", {}, "Memory"),
+    h(
+      "form",
+      {
+        class: "card",
+        id: "memory-search",
+        onsubmit: (event) => {
+          event.preventDefault();
+          void find();
+        },
+      },
+      query.field,
+      h(
+        "div",
+        { class: "row" },
+        scope.map(({ field }) => field),
+        h("div", { class: "field" }, h("label", { for: "memory-kind" }, "Kind"), kind),
+      ),
+      h("p", { class: "muted" }, "With every scope field empty, the whole tenant is read."),
+      h("button", { type: "submit" }, "Search"),
+    ),
+    h(
+      "form",
+      {
+        class: "card",
+        id: "memory-add",
+        onsubmit: async (event) => {
+          event.preventDefault();
+          notice.textContent = "";
+          try {
+            const added = await callOrThrow("memory.memory_add", {
+              ...currentScope(),
+              content: content.element.value,
+              kind: addKind.value,
+            });
+            content.element.value = "";
+            await open(added.memory?.id ?? added.id);
+            // The list shown is read again: the new memory is in it when it matches.
+            await refreshShown();
+          } catch (error) {
+            notice.textContent = messageOf(error);
+          }
+        },
+      },
+      h(
+        "div",
+        { class: "row" },
+        content.field,
+        h("div", { class: "field" }, h("label", { for: "memory-add-kind" }, "Its kind"), addKind),
+      ),
+      h("button", { type: "submit", class: "secondary" }, "Add a memory in this scope"),
+    ),
+    notice,
+    results,
+    detail,
+  );
+  void find();
+  return undefined;
+}
+
+/** What the listing shows and how it is read: a search, or the scope's memories a page at a time. */
+interface ResultsContext {
+  readonly results: HTMLElement;
+  readonly notice: HTMLElement;
+  readonly kind: HTMLSelectElement;
+  scopeArgs(): Record<string, unknown>;
+  currentScope(): Record<string, string>;
+  open(id: string): unknown;
+}
+
+function memoryResults({ results, notice, kind, scopeArgs, currentScope, open }: ResultsContext) {
   let lister: Promise<boolean> | undefined;
   const canList = () => {
     lister ??= api("/api/modules")
@@ -72,16 +185,6 @@ export function memoryPage(root: HTMLElement): undefined {
     return lister;
   };
 
-  const currentScope = (): Record<string, string> =>
-    Object.fromEntries(
-      scope.map(({ name, element }) => [name, element.value.trim()]).filter(([, value]) => value !== ""),
-    );
-  // No scope field filled in: the whole tenant, asked for in so many words (the service reads every
-  // scope only when told to).
-  const scopeArgs = () => {
-    const named = currentScope();
-    return Object.keys(named).length === 0 ? { wholeTenant: true } : named;
-  };
   const kindArgs = () => (kind.value === "" ? {} : { kinds: [kind.value] });
 
   const item = (hit: Hit) =>
@@ -180,82 +283,5 @@ export function memoryPage(root: HTMLElement): undefined {
     );
   };
 
-  const find = async () => {
-    notice.textContent = "";
-    const text = query.element.value.trim();
-    shown = text === "" ? list : () => search(text);
-    try {
-      await shown();
-    } catch (error) {
-      notice.textContent = messageOf(error);
-    }
-  };
-  const refreshShown = async () => {
-    try {
-      await shown();
-    } catch (error) {
-      notice.textContent = messageOf(error);
-    }
-  };
-  const open = (id: string) => showMemory(id, detail, notice, refreshShown);
-
-  root.append(
-    h("h1", {}, "Memory"),
-    h(
-      "form",
-      {
-        class: "card",
-        id: "memory-search",
-        onsubmit: (event) => {
-          event.preventDefault();
-          void find();
-        },
-      },
-      query.field,
-      h(
-        "div",
-        { class: "row" },
-        scope.map(({ field }) => field),
-        h("div", { class: "field" }, h("label", { for: "memory-kind" }, "Kind"), kind),
-      ),
-      h("p", { class: "muted" }, "With every scope field empty, the whole tenant is read."),
-      h("button", { type: "submit" }, "Search"),
-    ),
-    h(
-      "form",
-      {
-        class: "card",
-        id: "memory-add",
-        onsubmit: async (event) => {
-          event.preventDefault();
-          notice.textContent = "";
-          try {
-            const added = await callOrThrow("memory.memory_add", {
-              ...currentScope(),
-              content: content.element.value,
-              kind: addKind.value,
-            });
-            content.element.value = "";
-            await open(added.memory?.id ?? added.id);
-            // The list shown is read again: the new memory is in it when it matches.
-            await refreshShown();
-          } catch (error) {
-            notice.textContent = messageOf(error);
-          }
-        },
-      },
-      h(
-        "div",
-        { class: "row" },
-        content.field,
-        h("div", { class: "field" }, h("label", { for: "memory-add-kind" }, "Its kind"), addKind),
-      ),
-      h("button", { type: "submit", class: "secondary" }, "Add a memory in this scope"),
-    ),
-    notice,
-    results,
-    detail,
-  );
-  void find();
-  return undefined;
+  return { search, list };
 }
