@@ -24,11 +24,7 @@ export function documentsPage(root: HTMLElement): () => void {
     { type: "button", class: "secondary", id: "older-changes", hidden: true },
     "Older changes",
   );
-  const script = h("textarea", { id: "edit-script", rows: 9, class: "mono" }, sampleScript);
-  const preview = h("div", { id: "preview", "aria-live": "polite" });
   const notice = h("p", { class: "error", role: "alert" });
-  const commit = h("button", { type: "button", id: "commit-plan", disabled: true }, "Commit");
-  let plan: Json;
 
   // The document's own change log, as the document server keeps it (docscript.changes), newest first.
   let shownSeq: number | undefined;
@@ -97,6 +93,72 @@ export function documentsPage(root: HTMLElement): () => void {
     }
   };
 
+  root.append(
+    h("h1", {}, "Documents"),
+    h(
+      "form",
+      {
+        class: "row card",
+        onsubmit: (event) => {
+          event.preventDefault();
+          void open();
+        },
+      },
+      h("div", { class: "field" }, h("label", { for: "doc-id" }, "Document"), docId),
+      h("button", { type: "submit" }, "Open"),
+    ),
+    notice,
+    drawing,
+    scriptEditor(docId, notice, open),
+    h(
+      "section",
+      { class: "card", "aria-labelledby": "log-heading" },
+      h("h2", { id: "log-heading" }, "Change log"),
+      logNote,
+      log,
+      older,
+    ),
+  );
+  void open();
+  return watchLog(readLog, () => shownSeq, open);
+}
+
+/**
+ * Another client's change (an agent, a script, another console) redraws the page: the log's newest
+ * entry is checked every 3 s, and the drawing and the log are read again when it moved.
+ */
+function watchLog(
+  readLog: () => Promise<Json>,
+  shownSeq: () => number | undefined,
+  open: () => Promise<void>,
+): () => void {
+  let checking = false;
+  const timer = setInterval(async () => {
+    if (checking || shownSeq() === undefined) return;
+    checking = true;
+    try {
+      const page = await readLog();
+      if ((page.changes[0]?.seq ?? 0) !== shownSeq()) await open();
+    } catch {
+      // The next tick tries again; open() says what is wrong when the person asks.
+    } finally {
+      checking = false;
+    }
+  }, 3000);
+  return () => clearInterval(timer);
+}
+
+/** The edit script: run in the sandbox for a preview, then committed; `reopen` redraws the document. */
+function scriptEditor(
+  docId: HTMLInputElement,
+  notice: HTMLElement,
+  reopen: () => Promise<void>,
+): HTMLElement {
+  const script = h("textarea", { id: "edit-script", rows: 9, class: "mono" }, sampleScript);
+  const preview = h("div", { id: "preview", "aria-live": "polite" });
+  const commit = h("button", { type: "button", id: "commit-plan", disabled: true }, "Commit");
+  let plan: Json;
+
   const run = async () => {
     notice.textContent = "";
     commit.disabled = true;
@@ -148,7 +210,7 @@ export function documentsPage(root: HTMLElement): () => void {
           h("pre", { class: "data" }, json(outcome)),
         );
         commit.disabled = outcome.status !== "unconfirmed";
-        await open();
+        await reopen();
         return;
       }
       preview.replaceChildren(
@@ -159,72 +221,30 @@ export function documentsPage(root: HTMLElement): () => void {
         ),
       );
       plan = undefined;
-      await open();
+      await reopen();
     } catch (error) {
       notice.textContent = messageOf(error);
     }
   });
 
-  root.append(
-    h("h1", {}, "Documents"),
+  return h(
+    "section",
+    { class: "card", "aria-labelledby": "script-heading" },
+    h("h2", { id: "script-heading" }, "Edit script"),
     h(
-      "form",
-      {
-        class: "row card",
-        onsubmit: (event) => {
-          event.preventDefault();
-          void open();
-        },
-      },
-      h("div", { class: "field" }, h("label", { for: "doc-id" }, "Document"), docId),
-      h("button", { type: "submit" }, "Open"),
+      "label",
+      { for: "edit-script" },
+      "Script (runs in the sandbox on the current document; nothing is published until you commit)",
     ),
-    notice,
-    drawing,
+    script,
     h(
-      "section",
-      { class: "card", "aria-labelledby": "script-heading" },
-      h("h2", { id: "script-heading" }, "Edit script"),
-      h(
-        "label",
-        { for: "edit-script" },
-        "Script (runs in the sandbox on the current document; nothing is published until you commit)",
-      ),
-      script,
-      h(
-        "div",
-        { class: "actions" },
-        h("button", { type: "button", id: "run-script", class: "secondary", onclick: run }, "Preview"),
-        commit,
-      ),
-      preview,
+      "div",
+      { class: "actions" },
+      h("button", { type: "button", id: "run-script", class: "secondary", onclick: run }, "Preview"),
+      commit,
     ),
-    h(
-      "section",
-      { class: "card", "aria-labelledby": "log-heading" },
-      h("h2", { id: "log-heading" }, "Change log"),
-      logNote,
-      log,
-      older,
-    ),
+    preview,
   );
-  void open();
-  // Another client's change (an agent, a script, another console) redraws the page: the log's newest
-  // entry is checked every 3 s, and the drawing and the log are read again when it moved.
-  let checking = false;
-  const timer = setInterval(async () => {
-    if (checking || shownSeq === undefined) return;
-    checking = true;
-    try {
-      const page = await readLog();
-      if ((page.changes[0]?.seq ?? 0) !== shownSeq) await open();
-    } catch {
-      // The next tick tries again; open() says what is wrong when the person asks.
-    } finally {
-      checking = false;
-    }
-  }, 3000);
-  return () => clearInterval(timer);
 }
 
 /** One change log entry: seq, time, who, what it changed, and the plan it committed. */
