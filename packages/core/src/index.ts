@@ -39,12 +39,14 @@ export {
   type ElicitAnswer,
   type ElicitRequest,
   type Identity,
+  type Recovered,
   type Tool,
   type ToolAnnotations,
   type ToolClient,
   type ToolContext,
   type ToolDefinition,
   type ToolProgress,
+  type ToolTakeover,
 } from "./tool/define-tool.ts";
 export { type Logger, silentLogger } from "./tool/logger.ts";
 export {

@@ -15,7 +15,7 @@ import type { LlmName } from "../tool-set/llm-name.ts";
 type ModelOutput = Awaited<ReturnType<NonNullable<AiSdkTool["toModelOutput"]>>>;
 
 /** What every call through these tools carries besides the AI SDK's own call id and abort signal. */
-export type AiSdkToolsOptions = Omit<CallOptions, "signal" | "callId" | "idempotencyKey">;
+export type AiSdkToolsOptions = Omit<CallOptions, "signal" | "callId" | "idempotencyKey" | "takeover">;
 
 /** The output an AI SDK tool returns when the Tackle call failed: the coded error, as data. */
 export interface AiSdkToolFailure {

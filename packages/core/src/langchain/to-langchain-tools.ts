@@ -10,7 +10,7 @@ import type { AnyTool } from "../tool/define-tool.ts";
 import type { CallOptions, ToolSet } from "../tool-set/create-tool-set.ts";
 
 /** What every call through these tools carries besides LangChain's tool-call id and abort signal. */
-export type LangChainToolsOptions = Omit<CallOptions, "signal" | "callId" | "idempotencyKey">;
+export type LangChainToolsOptions = Omit<CallOptions, "signal" | "callId" | "idempotencyKey" | "takeover">;
 
 /**
  * Wraps every tool of the set as a LangChain `StructuredTool`, named by its model-safe name, with the

@@ -13,7 +13,7 @@ export interface McpServerOptions {
   /** The server version announced to clients. Default `0.1.0`. */
   readonly version?: string;
   /** Passed on to every `toolset.call` (identity, logger, time limit). */
-  readonly callOptions?: Omit<CallOptions, "signal" | "callId" | "idempotencyKey">;
+  readonly callOptions?: Omit<CallOptions, "signal" | "callId" | "idempotencyKey" | "takeover">;
 }
 
 /**

@@ -3,7 +3,7 @@ import { InvalidInputError } from "../errors/invalid-input-error.ts";
 import type { CallOptions, ToolCallResult, ToolSet } from "../tool-set/create-tool-set.ts";
 
 /** The options every OpenAI helper passes on to `toolset.call`, besides the model's call id. */
-export type OpenAICallOptions = Omit<CallOptions, "callId" | "idempotencyKey">;
+export type OpenAICallOptions = Omit<CallOptions, "callId" | "idempotencyKey" | "takeover">;
 
 /**
  * Runs a call as the model named it. Unparsable arguments come back as `invalid_input` and an unknown

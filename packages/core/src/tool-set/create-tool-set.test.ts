@@ -244,6 +244,47 @@ describe("createToolSet", () => {
     assert.deepEqual(result, { callId: "c1", key: "c1", tenant: "t1" });
   });
 
+  it("on a takeover asks recover first: a landed effect answers, else execute runs; never otherwise", async () => {
+    const store = new Map<string, number>();
+    const asked: string[] = [];
+    const charge = defineTool({
+      name: "charge",
+      description: "",
+      input: z.object({ cents: z.number() }),
+      output: z.object({ charged: z.number(), takeover: z.string().optional() }),
+      execute: ({ cents }, context) => {
+        store.set(context.idempotencyKey, cents);
+        return { charged: cents, ...(context.takeover ? { takeover: context.takeover.node } : {}) };
+      },
+      recover: (_input, context) => {
+        asked.push(context.idempotencyKey);
+        const cents = store.get(context.idempotencyKey);
+        return cents === undefined ? { landed: false } : { landed: true, output: { charged: cents } };
+      },
+    });
+    const tools = createToolSet([charge]);
+    const takeover = { node: "node-a", startedAt: new Date(0).toISOString() };
+    // Not a takeover: recover is never asked, even when the key's effect is there.
+    assert.deepEqual(await tools.invoke("charge", { cents: 5 }, { idempotencyKey: "k1" }), { charged: 5 });
+    assert.deepEqual(asked, []);
+    // A takeover whose effect landed: the earlier outcome, no second effect.
+    store.set("k1", 7);
+    assert.deepEqual(await tools.invoke("charge", { cents: 5 }, { idempotencyKey: "k1", takeover }), {
+      charged: 7,
+    });
+    assert.equal(store.get("k1"), 7);
+    // A takeover whose effect did not land: execute runs, and sees the takeover.
+    assert.deepEqual(await tools.invoke("charge", { cents: 3 }, { idempotencyKey: "k2", takeover }), {
+      charged: 3,
+      takeover: "node-a",
+    });
+    assert.deepEqual(asked, ["k1", "k2"]);
+    // What recover answers is checked like any output.
+    store.set("k3", Number.NaN);
+    const bad = await tools.call("charge", { cents: 1 }, { idempotencyKey: "k3", takeover });
+    assert.equal(!bad.ok && bad.error.code, "invalid_output");
+  });
+
   it("tells the handler whether anyone receives its progress, and hands reports to whoever does", async () => {
     const reporter = defineTool({
       name: "reporter",

@@ -10,7 +10,15 @@ import type { ToolError } from "../errors/tool-error.ts";
 import { ToolTimeoutError } from "../errors/tool-timeout-error.ts";
 import { UnknownToolError } from "../errors/unknown-tool-error.ts";
 import { validateNow } from "../schema/schema.ts";
-import type { AnyTool, Identity, Tool, ToolClient, ToolContext, ToolProgress } from "../tool/define-tool.ts";
+import type {
+  AnyTool,
+  Identity,
+  Tool,
+  ToolClient,
+  ToolContext,
+  ToolProgress,
+  ToolTakeover,
+} from "../tool/define-tool.ts";
 import { type Logger, silentLogger } from "../tool/logger.ts";
 import { recordFailure, traceToolCall, tracingIsOff } from "../tracing/trace-tool-call.ts";
 import { llmNamePattern, toLlmName } from "./llm-name.ts";
@@ -36,6 +44,11 @@ export interface CallOptions {
   readonly calledAs?: string;
   /** What the calling client can be asked (elicitation, sampling), handed to the tool as `context.client`. */
   readonly client?: ToolClient;
+  /**
+   * This call takes over an earlier run under its idempotency key whose host died mid-call: the tool
+   * sees it as `context.takeover`, and its `recover` (when it declares one) is asked before `execute`.
+   */
+  readonly takeover?: ToolTakeover;
 }
 
 /** A call's outcome: errors are data, so a model (or a wire) gets them as values. */
@@ -225,13 +238,17 @@ async function runTool(
     progressWanted: options.onProgress !== undefined,
     ...(options.identity === undefined ? {} : { identity: options.identity }),
     ...(options.client === undefined ? {} : { client: options.client }),
+    ...(options.takeover === undefined ? {} : { takeover: options.takeover }),
   };
 
   // A tool that answers synchronously (a computation) cannot be stopped while it runs anyway: its
   // answer is taken as it is, without setting up the race below.
   let answer: unknown;
   try {
-    answer = tool.execute(input.value, context);
+    answer =
+      options.takeover !== undefined && tool.recover !== undefined
+        ? recoverOrExecute(tool, input.value, context)
+        : tool.execute(input.value, context);
   } catch (error) {
     if (isControlFlow(error)) throw error;
     return { ok: false, error: toToolError(name, error) };
@@ -276,6 +293,12 @@ async function runTool(
     if (timer !== undefined) clearTimeout(timer);
     if (onAbort !== undefined) callerSignal?.removeEventListener("abort", onAbort);
   }
+}
+
+/** On a takeover: the earlier run's output when its effect landed, else the tool run now. */
+async function recoverOrExecute(tool: AnyTool, input: unknown, context: ToolContext): Promise<unknown> {
+  const recovered = await tool.recover?.(input, context);
+  return recovered?.landed === true ? recovered.output : tool.execute(input, context);
 }
 
 /** The tool's output, checked against its output schema when it has one. */

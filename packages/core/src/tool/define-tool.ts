@@ -15,6 +15,12 @@ export interface ToolContext {
   readonly callId: string;
   /** Stable across retries of the same logical call: use it to make side effects idempotent. */
   readonly idempotencyKey: string;
+  /**
+   * Present when this call takes over an earlier run under the same `idempotencyKey` whose host died
+   * mid-call (a mesh node SIGKILLed while the tool ran, ADR 0213): that run's effect may have landed.
+   * A tool with an effect looks it up by the key before making it again (or declares `recover`).
+   */
+  readonly takeover?: ToolTakeover;
   readonly identity?: Identity;
   /** Log lines; an MCP client that asked for logging receives them as log messages. */
   readonly logger: Logger;
@@ -35,6 +41,22 @@ export interface ToolContext {
    */
   readonly client?: ToolClient;
 }
+
+/** An earlier run under the same idempotency key, whose host died before its outcome was recorded. */
+export interface ToolTakeover {
+  /** The node (or host) that ran the key before. */
+  readonly node: string;
+  /** When that run began (ISO 8601). */
+  readonly startedAt: string;
+}
+
+/**
+ * What `recover` found of an earlier run under the call's idempotency key: its effect landed (and
+ * `output` is what that run answered, or would have), or it did not (the tool is then run).
+ */
+export type Recovered<Output> =
+  | { readonly landed: true; readonly output: Output }
+  | { readonly landed: false };
 
 /**
  * Requests a tool may make of the client that called it (MCP's elicitation and sampling), in MCP's
@@ -99,6 +121,14 @@ export interface ToolDefinition<Input, Output, Name extends string = string, Arg
   /** Where the tool comes from (a file, a bundle, a server), named when a duplicate is refused. */
   readonly source?: string;
   readonly execute: (input: Input, context: ToolContext) => Output | Promise<Output>;
+  /**
+   * Asked on a takeover only (`context.takeover` set), before `execute`: whether the earlier run's
+   * effect landed, looked up by `context.idempotencyKey` in the tool's own store. Landed, its output
+   * is the call's answer and `execute` does not run; not landed, `execute` runs. A keyed mesh call
+   * taken over refuses a tool that declares neither this nor `readOnlyHint`/`idempotentHint`
+   * (`outcome_unknown`, ADR 0213).
+   */
+  readonly recover?: (input: Input, context: ToolContext) => Recovered<Output> | Promise<Recovered<Output>>;
 }
 
 /** A defined tool: the definition plus its derived JSON Schemas and its source. */
@@ -138,6 +168,13 @@ export function defineTool<Input, Output, const Name extends string, Args = Inpu
         name: definition.name,
         source,
       },
+    );
+  }
+  if (definition.recover !== undefined && typeof definition.recover !== "function") {
+    throw new ToolDefinitionError(
+      "invalid_tool_definition",
+      `Tool "${definition.name}" (${source}): recover, when given, is a function`,
+      { name: definition.name, source },
     );
   }
   const inputJsonSchema = deriveJsonSchema(definition.name, source, definition.input, "input");
