@@ -2,10 +2,13 @@
  * The results ledger (ADR 0210) on two nodes of one module over a real nats-server with JetStream: a
  * call under an idempotency key runs once whichever node each repeat reaches, concurrent repeats wait
  * for the first, other arguments under a used key are refused, a retryable failure frees the key, a
- * call without a key runs every time, and a node that dies mid-call hands its key to the other node.
+ * call without a key runs every time, and a node that dies mid-call hands its key to the other node,
+ * whose tool is asked whether the earlier run's effect landed (ADR 0213): a node SIGKILLed between its
+ * tool's effect and the ledger's record leaves one effect, answered by the tool's recovery, or refused
+ * `outcome_unknown` for a tool that declares none.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -136,32 +139,38 @@ it("property: random repeats, concurrency and argument changes against an oracle
   }
 });
 
-it("a node killed while it runs a key hands the key to the next node, which runs it once", async () => {
-  const file = join(directory, "takeover");
-  // Module "handover" is served by node-k (its own process) alone until the call runs there.
+/** A node process serving `module` alone, until the test starts another; killed at the end. */
+async function nodeProcess(name: string, module: string): Promise<ChildProcess> {
   const child = spawn(
     process.execPath,
     [
       "--conditions=@tackle/source",
       fixture("node-process.ts"),
-      "node-k",
+      name,
       nats.url,
-      "handover",
+      module,
       fixture("effects.mjs"),
     ],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} not ready`)), 60_000);
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+      if (line.startsWith("ready")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  return child;
+}
+
+it("a node killed while it runs a key hands the key to the next node, which runs it once", async () => {
+  const file = join(directory, "takeover");
+  // Module "handover" is served by node-k (its own process) alone until the call runs there.
+  const child = await nodeProcess("node-k", "handover");
   let second: NodeRuntime | undefined;
   try {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("node-k not ready")), 60_000);
-      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-        if (line.startsWith("ready")) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-    });
     const args = { file, id: "h", ms: 4000 };
     const first = client.call("handover.apply", args, { idempotencyKey: "handover-1", timeoutMs: 20_000 });
     const ledger = await new Kvm(client.connection).open("tackle-mesh-results-handover");
@@ -175,7 +184,8 @@ it("a node killed while it runs a key hands the key to the next node, which runs
     child.kill("SIGKILL");
     const lost = await first;
     assert.equal(!lost.ok && lost.error.code, "node_lost", JSON.stringify(lost));
-    // What a durable driver does next: the same call under the same key. node-j finds node-k gone and runs it.
+    // What a durable driver does next: the same call under the same key. node-j finds node-k gone,
+    // takes the key over, asks the tool whether the effect landed (it did not) and runs it.
     const repeat = await client.call("handover.apply", args, {
       idempotencyKey: "handover-1",
       timeoutMs: 20_000,
@@ -188,6 +198,56 @@ it("a node killed while it runs a key hands the key to the next node, which runs
     // And once recorded, a repeat is answered from the ledger.
     assert.deepEqual(await client.call("handover.apply", args, { idempotencyKey: "handover-1" }), repeat);
     assert.equal(effects(file).length, 1);
+  } finally {
+    child.kill("SIGKILL");
+    await second?.close();
+  }
+});
+
+it("a node killed after its tool's effect, before the ledger's record: the taker-over recovers it or refuses, never runs it twice", async () => {
+  const file = join(directory, "window");
+  // Module "window" on node-w alone; its tool SIGKILLs node-w right after the effect (dieAfter).
+  const child = await nodeProcess("node-w", "window");
+  let second: NodeRuntime | undefined;
+  try {
+    const recovering = { file, id: "r", dieAfter: true };
+    const blind = { file, id: "b", dieAfter: true };
+    const lost = await client.call("window.apply", recovering, { idempotencyKey: "w-1", timeoutMs: 20_000 });
+    assert.equal(!lost.ok && lost.error.code, "node_lost", JSON.stringify(lost));
+    assert.deepEqual(effects(file), ["r node-w w-1"]);
+    second = await startNodeRuntime({
+      config: meshConfig("node-v", nats.url, [{ module: "window", path: fixture("effects.mjs") }]),
+    });
+    // The repeat: node-v takes the key over; the tool's recover finds the effect by the key and answers
+    // the earlier run's outcome. Had node-v run it, dieAfter would have killed this test's process.
+    const repeat = await client.call("window.apply", recovering, {
+      idempotencyKey: "w-1",
+      timeoutMs: 20_000,
+    });
+    assert.deepEqual(repeat, { ok: true, output: { id: "r", node: "node-w" } });
+    assert.deepEqual(await client.call("window.apply", recovering, { idempotencyKey: "w-1" }), repeat);
+    assert.equal(effects(file).length, 1, effects(file).join("\n"));
+    // A tool that declares no recovery: the taker-over cannot know whether the effect landed, and
+    // refuses rather than run it again; every repeat gets the same answer.
+    await second.close();
+    second = undefined;
+    const blindChild = await nodeProcess("node-u", "window");
+    const blindLost = await client.call("window.blind", blind, { idempotencyKey: "w-2", timeoutMs: 20_000 });
+    assert.equal(!blindLost.ok && blindLost.error.code, "node_lost", JSON.stringify(blindLost));
+    blindChild.kill("SIGKILL");
+    second = await startNodeRuntime({
+      config: meshConfig("node-v", nats.url, [{ module: "window", path: fixture("effects.mjs") }]),
+    });
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const refused = await client.call("window.blind", blind, { idempotencyKey: "w-2", timeoutMs: 20_000 });
+      assert.equal(!refused.ok && refused.error.code, "outcome_unknown", JSON.stringify(refused));
+      assert.equal(!refused.ok && refused.error.retryable, false);
+      assert.match(!refused.ok ? refused.error.message : "", /was running on node-u .* not run again/);
+    }
+    assert.deepEqual(
+      effects(file).map((line) => line.split(" ").slice(0, 2).join(" ")),
+      ["r node-w", "b node-u"],
+    );
   } finally {
     child.kill("SIGKILL");
     await second?.close();

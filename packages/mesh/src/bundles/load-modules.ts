@@ -12,12 +12,13 @@ import {
   jsonSchema,
   type Logger,
   silentLogger,
+  type ToolContext,
   type ToolSet,
 } from "@tackle/core";
 import type { ModuleEntry } from "../config/load-mesh-config.ts";
 import { bundleKind } from "./bundle-kind.ts";
 import { importBundle } from "./import-bundle.ts";
-import { StdioChild, type StdioChildOptions } from "./stdio-child.ts";
+import { type ChildToolListing, StdioChild, type StdioChildOptions } from "./stdio-child.ts";
 
 /** A load problem, named by where it comes from (a bundle's path, or `path: tool`). */
 export interface LoadError {
@@ -135,26 +136,7 @@ async function loadEntry(
       const problems: string[] = [];
       for (const listing of listed) {
         try {
-          tools.push(
-            defineTool({
-              name: listing.name,
-              description: listing.description,
-              input: jsonSchema(listing.inputSchema),
-              source: entry.path,
-              // The child is asked for progress (a token on its request) only when someone receives it.
-              execute: (args: unknown, context) =>
-                child.call(
-                  listing.name,
-                  args,
-                  context.signal,
-                  context.progressWanted
-                    ? (update) => context.progress(update.progress, update.total, update.message)
-                    : undefined,
-                  // The call's idempotency key, the same on a repeat: a child makes its effect once by it.
-                  { "tackle/idempotencyKey": context.idempotencyKey },
-                ),
-            }),
-          );
+          tools.push(childTool(child, listing, entry.path));
         } catch (error) {
           problems.push((error as Error).message);
         }
@@ -178,6 +160,44 @@ async function loadEntry(
     });
     return { entry, tools: [], error: message };
   }
+}
+
+/** A child's listed tool as a tool of the module: each call goes to the child. */
+function childTool(child: StdioChild, listing: ChildToolListing, source: string): AnyTool {
+  // The child is asked for progress (a token on its request) only when someone receives it.
+  const call = (args: unknown, context: ToolContext) =>
+    child.call(
+      listing.name,
+      args,
+      context.signal,
+      context.progressWanted
+        ? (update) => context.progress(update.progress, update.total, update.message)
+        : undefined,
+      // The call's idempotency key, the same on a repeat: a child makes its effect once by it. On a
+      // takeover (its earlier run's node died mid-call) the child is told so (ADR 0213).
+      {
+        "tackle/idempotencyKey": context.idempotencyKey,
+        ...(context.takeover === undefined ? {} : { "tackle/takeover": context.takeover }),
+      },
+    );
+  return defineTool({
+    name: listing.name,
+    description: listing.description,
+    input: jsonSchema(listing.inputSchema),
+    source,
+    ...(listing.annotations === undefined ? {} : { annotations: listing.annotations }),
+    execute: call,
+    // A child that declared `tackle/recovers` looks its earlier run up itself, in the one call it is
+    // sent with `tackle/takeover`: what it answers is the key's outcome.
+    ...(listing.recovers
+      ? {
+          recover: async (args: unknown, context: ToolContext) => ({
+            landed: true,
+            output: await call(args, context),
+          }),
+        }
+      : {}),
+  });
 }
 
 function merge(

@@ -9,6 +9,7 @@ import {
   type ContentBlock,
   type JsonSchema,
   type Logger,
+  type ToolAnnotations,
   ToolError,
   type ToolProgress,
   toolContent,
@@ -39,6 +40,12 @@ export interface ChildToolListing {
   readonly name: string;
   readonly description: string;
   readonly inputSchema: JsonSchema;
+  /**
+   * The tool's listing says `_meta: { "tackle/recovers": true }`: on a takeover (ADR 0213) it looks
+   * its earlier run up by the key in `_meta` and answers that run's outcome instead of running again.
+   */
+  readonly recovers: boolean;
+  readonly annotations?: ToolAnnotations;
 }
 
 interface Session {
@@ -83,6 +90,8 @@ export class StdioChild {
             name: tool.name,
             description: tool.description ?? "",
             inputSchema: tool.inputSchema as JsonSchema,
+            recovers: tool._meta?.["tackle/recovers"] === true,
+            ...(tool.annotations === undefined ? {} : { annotations: tool.annotations as ToolAnnotations }),
           });
         }
         cursor = page.nextCursor;
@@ -102,7 +111,7 @@ export class StdioChild {
     args: unknown,
     signal: AbortSignal,
     onProgress?: (update: ToolProgress) => void,
-    /** The request's `_meta` (the call's idempotency key, `tackle/idempotencyKey`). */
+    /** The request's `_meta` (the call's idempotency key `tackle/idempotencyKey`, and `tackle/takeover`). */
     meta?: Record<string, unknown>,
   ): Promise<unknown> {
     if (this.#permanent !== undefined) throw this.#permanent;

@@ -5,7 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import { DEFAULT_TIMEOUT_MS, type Logger, ToolError } from "@tackle/core";
+import { type Logger, ToolError, type ToolTakeover } from "@tackle/core";
 import { toLlmName } from "@tackle/core/internal";
 import type { LoadedModule } from "../bundles/load-modules.ts";
 import { publishCallEvents } from "../nats/call-events.ts";
@@ -26,8 +26,9 @@ import {
   timeoutHeader,
 } from "../nats/wire.ts";
 import { type CallLedger, createCallLedger } from "./call-ledger.ts";
+import { keyedRun, takeoverRefusal } from "./keyed-call.ts";
+import type { KeyedOutcome, ResultsLedger } from "./keyed-once.ts";
 import { describeModule, type ModuleInfo } from "./module-info.ts";
-import type { KeyedOutcome, ResultsLedger } from "./results-ledger.ts";
 
 export interface Placement {
   readonly prefix: string;
@@ -231,45 +232,6 @@ interface CallSite {
   readonly results: ResultsLedger | undefined;
 }
 
-/** A keyed call through the results ledger; a ledger it cannot reach refuses the call (it did not run). */
-async function keyedRun(
-  site: CallSite,
-  results: ResultsLedger,
-  call: { tool: string; key: string; args: unknown; timeout: number; signal: AbortSignal },
-  execute: () => Promise<KeyedOutcome>,
-): Promise<KeyedOutcome> {
-  const name = `${site.loaded.module}.${call.tool}`;
-  try {
-    return await results.once(
-      {
-        tool: call.tool,
-        key: call.key,
-        args: call.args,
-        alive: `${site.prefix}.${ALIVE_VERB}.${site.instance}`,
-        signal: call.signal,
-        deadline:
-          Date.now() +
-          (Number.isFinite(call.timeout) && call.timeout > 0 ? call.timeout : DEFAULT_TIMEOUT_MS),
-      },
-      execute,
-    );
-  } catch (error) {
-    site.logger.error("results ledger unreachable: a call under an idempotency key refused", {
-      module: site.loaded.module,
-      tool: call.tool,
-      error: (error as Error)?.message ?? String(error),
-    });
-    return {
-      ok: false,
-      error: new ToolError(
-        "unavailable",
-        `"${name}" was not run: its results ledger (JetStream KV) could not be reached to run it once under its idempotency key: ${(error as Error)?.message ?? String(error)}`,
-        { retryable: true, data: { tool: name } },
-      ),
-    };
-  }
-}
-
 async function answer(site: CallSite, tool: string, message: ServiceMsg): Promise<void> {
   const { loaded, logger, ledger } = site;
   // A request this node told its caller it never saw, arriving late: it must not run (ADR 0208).
@@ -342,8 +304,22 @@ async function run(site: CallSite, tool: string, message: ServiceMsg): Promise<T
     const idempotencyKey = message.headers?.get(idempotencyKeyHeader);
     // Only a caller that named an events inbox gets progress and log lines; a plain call gets nothing more.
     const events = publishCallEvents(connection, message.headers as never, logger, message.reply, prefix);
-    const execute = async (): Promise<KeyedOutcome> => {
+    const execute = async (takeover?: ToolTakeover): Promise<KeyedOutcome> => {
+      // On a takeover a tool that cannot tell whether its earlier run's effect landed is not run again.
+      const refusal =
+        takeover === undefined
+          ? undefined
+          : takeoverRefusal(loaded.module, loaded.toolset.get(tool), takeover);
+      if (refusal !== undefined) {
+        logger.error("keyed call taken over: its tool declares no recovery, so it was not run again", {
+          module: loaded.module,
+          tool,
+          node: takeover?.node,
+        });
+        return { ok: false, error: refusal };
+      }
       const called = await loaded.toolset.call(tool, args, {
+        ...(takeover === undefined ? {} : { takeover }),
         callId,
         calledAs: `${loaded.module}.${tool}`,
         ...(idempotencyKey ? { idempotencyKey } : {}),
@@ -358,7 +334,7 @@ async function run(site: CallSite, tool: string, message: ServiceMsg): Promise<T
     const result =
       idempotencyKey && site.results !== undefined
         ? await keyedRun(
-            site,
+            { module: loaded.module, logger, alive: `${prefix}.${ALIVE_VERB}.${site.instance}` },
             site.results,
             { tool, key: idempotencyKey, args, timeout, signal: cancel.signal },
             execute,
