@@ -41,7 +41,7 @@ const pixel =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
 describe("stdio children", () => {
-  it("hands a child the call's idempotency key in the request's _meta (ADR 0211)", async () => {
+  it("hands a child the call's idempotency key and a takeover in the request's _meta (ADR 0211, 0213)", async () => {
     const [python] = await loadChildren([{ module: "py", path: fixture("python-bundle.py") }]);
     assert.ok(python);
     try {
@@ -56,6 +56,13 @@ describe("stdio children", () => {
       ]);
       const keys = [first, second].map((result) => (result.ok ? (result.output as { key: string }).key : ""));
       assert.ok(keys.every((key) => key.length > 0) && keys[0] !== keys[1], JSON.stringify(keys));
+      // On a takeover (ADR 0213) the child is told so, beside the key; a tool listed with
+      // `_meta: { "tackle/recovers": true }` is the module's tool with a recovery, one without is not.
+      const takeover = { node: "node-k", startedAt: "2026-12-02T10:00:00.000Z" };
+      const taken = await python.toolset.call("key", {}, { idempotencyKey: "run-1:step-3", takeover });
+      assert.deepEqual(taken.ok ? taken.output : taken.error, { key: "run-1:step-3", takeover });
+      assert.equal(typeof python.toolset.get("key")?.recover, "function");
+      assert.equal(python.toolset.get("upper")?.recover, undefined);
     } finally {
       await python.close();
     }
