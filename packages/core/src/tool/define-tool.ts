@@ -124,9 +124,9 @@ export interface ToolDefinition<Input, Output, Name extends string = string, Arg
   /**
    * Asked on a takeover only (`context.takeover` set), before `execute`: whether the earlier run's
    * effect landed, looked up by `context.idempotencyKey` in the tool's own store. Landed, its output
-   * is the call's answer and `execute` does not run; not landed, `execute` runs. A keyed mesh call
-   * taken over refuses a tool that declares neither this nor `readOnlyHint`/`idempotentHint`
-   * (`outcome_unknown`, ADR 0213).
+   * is the call's answer and `execute` does not run; not landed, `execute` runs. A tool that declares
+   * neither this nor `readOnlyHint`/`idempotentHint` is run again on a takeover, told so by
+   * `context.takeover` (ADR 0213).
    */
   readonly recover?: (input: Input, context: ToolContext) => Recovered<Output> | Promise<Recovered<Output>>;
 }

@@ -53,24 +53,33 @@ export async function keyedRun(
 }
 
 /**
- * Whether a tool may be run on a takeover: it can tell whether the earlier run's effect landed (it
- * declares `recover`, or a stdio child listed `tackle/recovers`), or running it again makes no second
- * effect (`readOnlyHint` or `idempotentHint`). Any other is refused `outcome_unknown`, not retryable:
- * neither the node nor the ledger can know whether its effect landed, and running it again could make
- * it twice. The refusal is the key's recorded outcome, so every repeat gets it.
+ * What a takeover does with a tool (ADR 0213): `recover` — it declares `recover` (or a stdio child
+ * listed `tackle/recovers`), asked whether the earlier run's effect landed; `harmless` — running it
+ * again makes no second effect (`readOnlyHint` or `idempotentHint`); `none` — it declares neither, and
+ * runs again, told so (`context.takeover`, `_meta["tackle/takeover"]`): in that window such a tool is
+ * at-least-once, as a call without a key is.
  */
-export function takeoverRefusal(
+export function takeoverRecovery(tool: AnyTool | undefined): "recover" | "harmless" | "none" {
+  if (tool?.recover !== undefined) return "recover";
+  if (tool?.annotations?.readOnlyHint === true || tool?.annotations?.idempotentHint === true)
+    return "harmless";
+  return "none";
+}
+
+/** Says on the node's log that a key was taken over, and what the tool's declaration makes of it. */
+export function reportTakeover(
+  logger: Logger,
   module: string,
   tool: AnyTool | undefined,
+  name: string,
   takeover: ToolTakeover,
-): ToolError | undefined {
-  if (tool === undefined) return undefined;
-  if (tool.recover !== undefined) return undefined;
-  if (tool.annotations?.readOnlyHint === true || tool.annotations?.idempotentHint === true) return undefined;
-  const name = `${module}.${tool.name}`;
-  return new ToolError(
-    "outcome_unknown",
-    `"${name}" under this idempotency key was running on ${takeover.node} (since ${takeover.startedAt}) when that node died, before its outcome was recorded; whether its effect happened is unknown, and the tool declares no way to find out (recover, or readOnlyHint/idempotentHint), so it was not run again. Check its effect, and call with a new key if it did not happen`,
-    { retryable: false, data: { tool: name, node: takeover.node, startedAt: takeover.startedAt } },
-  );
+): void {
+  const recovery = takeoverRecovery(tool);
+  const fields = { module, tool: name, node: takeover.node, startedAt: takeover.startedAt, recovery };
+  if (recovery === "none")
+    logger.warn(
+      "keyed call taken over from a dead node: its tool declares no recovery (recover, readOnlyHint or idempotentHint), so it runs again, told so by context.takeover; its effect may be made twice",
+      fields,
+    );
+  else logger.info("keyed call taken over from a dead node", fields);
 }

@@ -8,19 +8,15 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import {
-  type AnyTool,
-  createToolSet,
-  defineTool,
-  silentLogger,
-  type ToolSet,
-  type ToolTakeover,
-} from "@tackle/core";
+import { createToolSet, defineTool, silentLogger, type ToolSet, type ToolTakeover } from "@tackle/core";
 import { z } from "zod";
-import { keyedRun, takeoverRefusal } from "./keyed-call.ts";
+import { keyedRun } from "./keyed-call.ts";
 import { createKeyedOnce, type KeyedOutcome, type LedgerEntry, type LedgerStore } from "./keyed-once.ts";
 
 type Random = () => number;
+
+/** The test's tools: an effect with recovery, the same without, a read. */
+type ToolName = "apply" | "blind" | "lookup";
 
 function seeded(seed: number): Random {
   let state = seed;
@@ -66,7 +62,7 @@ class MemoryKv {
 
 /** The tool's own store of effects by key: what it made, and how many times (the oracle counts). */
 interface Effects {
-  readonly made: Map<string, { output: { by: string; n: number }; count: number }>;
+  readonly made: Map<string, { output: { by: string; n: number }; count: number; untold: number }>;
   /** What the tool's recovery found on each takeover: the earlier run's effect, or none. */
   readonly recovered: { landed: number; absent: number };
 }
@@ -79,7 +75,7 @@ interface Instance {
   readonly died: Promise<"node_lost">;
   kill(): void;
   readonly toolset: ToolSet;
-  once(tool: string, key: string, args: unknown): Promise<KeyedOutcome>;
+  once(tool: ToolName, key: string, args: unknown): Promise<KeyedOutcome>;
 }
 
 interface World {
@@ -123,11 +119,16 @@ function startInstance(world: World, slot: string): Instance {
       return world.instances.get(alive)?.dead ?? true;
     },
   };
-  const make = async (key: string) => {
+  const make = async (key: string, takeover: ToolTakeover | undefined) => {
     await step();
     const made = effects.made.get(key);
     const output = { by: name, n: (made?.count ?? 0) + 1 };
-    effects.made.set(key, { output: made?.output ?? output, count: output.n });
+    effects.made.set(key, {
+      output: made?.output ?? output,
+      count: output.n,
+      // A run not told it takes a key over: more than one under a key is a ledger that ran it twice blind.
+      untold: (made?.untold ?? 0) + (takeover === undefined ? 1 : 0),
+    });
     await step();
     return output;
   };
@@ -138,19 +139,19 @@ function startInstance(world: World, slot: string): Instance {
     return made === undefined ? { landed: false as const } : { landed: true as const, output: made.output };
   };
   const input = z.object({ id: z.string() });
-  const toolset = createToolSet([
+  const toolset: ToolSet = createToolSet([
     defineTool({
       name: "apply",
       description: "an effect kept by key, with recovery",
       input,
-      execute: (_args, context) => make(context.idempotencyKey),
+      execute: (_args, context) => make(context.idempotencyKey, context.takeover),
       recover: (_args, context) => recover(context.idempotencyKey),
     }),
     defineTool({
       name: "blind",
       description: "an effect kept by key, without recovery",
       input,
-      execute: (_args, context) => make(context.idempotencyKey),
+      execute: (_args, context) => make(context.idempotencyKey, context.takeover),
     }),
     defineTool({
       name: "lookup",
@@ -188,25 +189,19 @@ function startInstance(world: World, slot: string): Instance {
         { module: "m", logger: silentLogger, alive: instance.alive },
         ledger,
         { tool, key, args, timeout: 30_000, signal: new AbortController().signal },
-        (takeover) => serve(toolset.get(tool), tool, key, args, world.forgetTakeover ? undefined : takeover),
+        (takeover) => serve(tool, key, args, world.forgetTakeover ? undefined : takeover),
       ),
   };
-  // What serve-module does with a keyed call: refuse a takeover the tool cannot recover, else call it.
-  const serve = async (
-    definition: AnyTool | undefined,
-    tool: string,
-    key: string,
-    args: unknown,
-    takeover: ToolTakeover | undefined,
-  ): Promise<KeyedOutcome> => {
-    const refusal = takeover === undefined ? undefined : takeoverRefusal("m", definition, takeover);
-    if (refusal !== undefined) return { ok: false, error: refusal };
+  // What serve-module does with a keyed call: the tool called with the takeover, when there is one.
+  const serve = async (tool: ToolName, key: string, args: unknown, takeover: ToolTakeover | undefined) => {
     const called = await toolset.call(tool, args, {
       idempotencyKey: key,
       timeoutMs: 0,
       ...(takeover === undefined ? {} : { takeover }),
     });
-    return called.ok ? { ok: true, output: called.output } : { ok: false, error: called.error };
+    return called.ok
+      ? { ok: true as const, output: called.output }
+      : { ok: false as const, error: called.error };
   };
   world.instances.set(instance.alive, instance);
   return instance;
@@ -215,6 +210,8 @@ function startInstance(world: World, slot: string): Instance {
 interface Verdict {
   /** How many times the tool made its effect under the key. */
   readonly effects: number;
+  /** How many of those runs were not told they took the key over. */
+  readonly untold: number;
   readonly answers: readonly KeyedOutcome[];
   readonly recovered: { readonly landed: number; readonly absent: number };
 }
@@ -271,7 +268,13 @@ async function scenario(
   killing = false;
   await killer;
   await caller(1_000);
-  return { effects: world.effects.made.get(key)?.count ?? 0, answers, recovered: world.effects.recovered };
+  const made = world.effects.made.get(key);
+  return {
+    effects: made?.count ?? 0,
+    untold: made?.untold ?? 0,
+    answers,
+    recovered: world.effects.recovered,
+  };
 }
 
 const interleavings = Number(process.env.TACKLE_KEYED_ONCE_INTERLEAVINGS ?? 3000);
@@ -306,32 +309,22 @@ test(`a tool with recovery: ${interleavings} interleavings of node kills, its ef
   }
 });
 
-test("a tool without recovery: never made twice; a taken-over key is refused outcome_unknown for good", async () => {
+test("a tool without recovery: run again only on a takeover, and told so; never twice untold", async () => {
   const verdicts = await many(Math.ceil(interleavings / 3), (seed) => scenario(seed * 104_729, "blind"));
-  let unknown = 0;
+  let again = 0;
   for (const [index, verdict] of verdicts.entries()) {
-    assert.ok(verdict.effects <= 1, `interleaving ${index + 1}: the effect made ${verdict.effects} times`);
+    assert.ok(verdict.effects >= 1, `interleaving ${index + 1}: the effect never made`);
+    assert.ok(
+      verdict.untold <= 1,
+      `interleaving ${index + 1}: ${verdict.untold} runs not told of a takeover`,
+    );
     assert.ok(verdict.answers.length > 0, `interleaving ${index + 1}: no answer`);
-    // An answer is the run's output, or (the key taken over from a dead node) outcome_unknown, which
-    // then stays the key's answer. A caller may have had the output before: the node answered, then
-    // died before the broker took its record (ADR 0211), and only the tool could have told.
-    for (const answer of verdict.answers) {
-      if (answer.ok) assert.deepEqual(answer.output, { by: (answer.output as { by: string }).by, n: 1 });
-      else
-        assert.equal(
-          answer.error.code,
-          "outcome_unknown",
-          `interleaving ${index + 1}: ${answer.error.message}`,
-        );
-    }
-    const last = verdict.answers.at(-1) as KeyedOutcome;
-    if (verdict.answers.some((answer) => !answer.ok)) {
-      assert.equal(!last.ok && last.error.retryable, false, `interleaving ${index + 1}`);
-      unknown += 1;
-    } else assert.equal(verdict.effects, 1);
+    for (const answer of verdict.answers)
+      assert.ok(answer.ok, `interleaving ${index + 1}: ${JSON.stringify(answer)}`);
+    if (verdict.effects > 1) again += 1;
   }
-  // The kills reach the window where only the tool could know: some keys end outcome_unknown.
-  assert.ok(unknown > 0, "no interleaving took a key over");
+  // The kills reach the window only the tool could close: some keys' effects are made again, told.
+  assert.ok(again > 0, "no interleaving ran a key again on a takeover");
 });
 
 test("a read-only tool is run again on a takeover, and answered", async () => {

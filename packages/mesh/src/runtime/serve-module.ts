@@ -26,7 +26,7 @@ import {
   timeoutHeader,
 } from "../nats/wire.ts";
 import { type CallLedger, createCallLedger } from "./call-ledger.ts";
-import { keyedRun, takeoverRefusal } from "./keyed-call.ts";
+import { keyedRun, reportTakeover } from "./keyed-call.ts";
 import type { KeyedOutcome, ResultsLedger } from "./keyed-once.ts";
 import { describeModule, type ModuleInfo } from "./module-info.ts";
 
@@ -305,19 +305,9 @@ async function run(site: CallSite, tool: string, message: ServiceMsg): Promise<T
     // Only a caller that named an events inbox gets progress and log lines; a plain call gets nothing more.
     const events = publishCallEvents(connection, message.headers as never, logger, message.reply, prefix);
     const execute = async (takeover?: ToolTakeover): Promise<KeyedOutcome> => {
-      // On a takeover a tool that cannot tell whether its earlier run's effect landed is not run again.
-      const refusal =
-        takeover === undefined
-          ? undefined
-          : takeoverRefusal(loaded.module, loaded.toolset.get(tool), takeover);
-      if (refusal !== undefined) {
-        logger.error("keyed call taken over: its tool declares no recovery, so it was not run again", {
-          module: loaded.module,
-          tool,
-          node: takeover?.node,
-        });
-        return { ok: false, error: refusal };
-      }
+      // On a takeover the tool is told so, and asked for the earlier run's outcome when it can tell.
+      if (takeover !== undefined)
+        reportTakeover(logger, loaded.module, loaded.toolset.get(tool), tool, takeover);
       const called = await loaded.toolset.call(tool, args, {
         ...(takeover === undefined ? {} : { takeover }),
         callId,
