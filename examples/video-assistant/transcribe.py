@@ -13,7 +13,10 @@ same key on a repeat. The module's results ledger answers most repeats before th
 the one it cannot is a repeat of a call whose node died while this child still ran it (the child, cut
 off from its node, finishes the call). So the tool keeps its own record of results by key
 (`$HOME/transcriptions.done`, under a lock): a key it has answered is answered again, not transcribed
-again, and the repeat is noted in `$HOME/transcriptions.repeats`. `$HOME/transcriptions.started` has a
+again, and the repeat is noted in `$HOME/transcriptions.repeats`. Its listing says so
+(`_meta: {"tackle/recovers": true}`), so a node that takes over the key of a dead node calls it, told
+(`_meta["tackle/takeover"]`), as the call's recovery (ADR 0213); the lock makes a repeat wait for an
+orphaned child still running the key. `$HOME/transcriptions.started` has a
 line per transcription begun, so a test can kill the child while one runs.
 """
 import fcntl
@@ -98,7 +101,10 @@ def answer(message):
         return {"protocolVersion": version, "capabilities": {"tools": {}},
                 "serverInfo": {"name": "transcribe", "version": "1.0.0"}}
     if method == "tools/list":
-        return {"tools": [{"name": name, "description": entry[0], "inputSchema": entry[1]}
+        # "tackle/recovers": on a takeover (`_meta["tackle/takeover"]`: the node that ran the key died
+        # before recording it) this tool answers from its results by key, as it does on every call.
+        return {"tools": [{"name": name, "description": entry[0], "inputSchema": entry[1],
+                           "_meta": {"tackle/recovers": True}}
                           for name, entry in TOOLS.items()]}
     if method == "tools/call":
         params = message.get("params", {})
