@@ -15,7 +15,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { LoroDoc, type LoroMap } from "loro-crdt";
 import { createDocumentClient } from "../../packages/docscript/src/client/create-document-client.ts";
 import { interpretDocument } from "../../packages/docscript/src/document/interpret.ts";
@@ -201,12 +201,16 @@ await tool.handle({ op: "run-edit-script", doc_id: "other", script: "entities.li
 await tool.handle({ op: "run-edit-script", doc_id: "hostile", script: "entities.list({ limit: 1 });" });
 
 /** The tool's thread's event-loop delay over a phase: what every other request on the host waits on. */
-async function withLoopDelay<T>(work: () => Promise<T>): Promise<[T, { p99: number; max: number }]> {
+async function withLoopDelay<T>(
+  work: () => Promise<T>,
+): Promise<[T, { p99: number; max: number; busy: number }]> {
   const delay = monitorEventLoopDelay({ resolution: 10 });
   delay.enable();
+  const before = performance.eventLoopUtilization();
   const value = await work();
+  const busy = performance.eventLoopUtilization(before).utilization;
   delay.disable();
-  return [value, { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6 }];
+  return [value, { p99: delay.percentile(99) / 1e6, max: delay.max / 1e6, busy }];
 }
 const [baseline, baselineDelay] = await withLoopDelay(() => otherClient(performance.now() + seconds * 1000));
 const loadedUntil = performance.now() + seconds * 1000;
@@ -227,14 +231,16 @@ const minuteLater = new Promise<void>((resolve) =>
 console.log(
   "\nother client (snapshot page via the tool, pull, push; another document on the same host), and the tool's thread's event-loop delay",
 );
-console.log("| phase | requests | p50 ms | p99 ms | max ms | loop delay p99 ms | loop delay max ms |");
-console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+console.log(
+  "| phase | requests | p50 ms | p99 ms | max ms | loop delay p99 ms | loop delay max ms | tool's thread busy |",
+);
+console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
 for (const [phase, samples, delay] of [
   ["baseline (no hostile load)", baseline, baselineDelay],
   ["under the hostile mix", underLoad, loadedDelay],
 ] as const)
   console.log(
-    `| ${phase} | ${samples.length} | ${format(percentile(samples, 0.5))} | ${format(percentile(samples, 0.99))} | ${format(Math.max(...samples))} | ${format(delay.p99)} | ${format(delay.max)} |`,
+    `| ${phase} | ${samples.length} | ${format(percentile(samples, 0.5))} | ${format(percentile(samples, 0.99))} | ${format(Math.max(...samples))} | ${format(delay.p99)} | ${format(delay.max)} | ${(delay.busy * 100).toFixed(0)}% |`,
   );
 console.log(
   `\nhostile runs (limit ${limitMs} ms): the run's end past its limit counted from the script's start, and the whole call's (its pull and the document's opening too)`,
