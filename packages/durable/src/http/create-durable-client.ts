@@ -83,55 +83,21 @@ export interface DurableClient {
 }
 
 export function createDurableClient(options: DurableClientOptions): DurableClient {
-  const fetcher = options.fetch ?? fetch;
-  const base = options.baseUrl.replace(/\/$/, "");
-  const timeoutMs = options.timeoutMs ?? 30_000;
-
-  async function call<T>(
+  const server: Server = {
+    fetcher: options.fetch ?? fetch,
+    base: options.baseUrl.replace(/\/$/, ""),
+    timeoutMs: options.timeoutMs ?? 30_000,
+    headers: options.headers ?? {},
+    unreachableAfterMs: options.unreachableAfterMs ?? 30_000,
+    reconnectDelayMs: options.reconnectDelayMs ?? 250,
+  };
+  const call = <T>(
     operation: string,
     path: string,
     init: RequestInit,
     idempotent: boolean,
-    callerSignal: AbortSignal | undefined,
-  ): Promise<T> {
-    // Aborted before the call: nothing is sent.
-    if (callerSignal?.aborted) throw aborted(operation, callerSignal);
-    // One deadline for the request, its resend and the answer's body.
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const signal = callerSignal === undefined ? deadline : AbortSignal.any([deadline, callerSignal]);
-    const request = () =>
-      fetcher(`${base}${path}`, {
-        ...init,
-        signal,
-        headers: {
-          "content-type": "application/json",
-          ...options.headers,
-          ...(init.headers as Record<string, string>),
-        },
-      });
-    let response: Response;
-    let text: string;
-    try {
-      try {
-        response = await request();
-      } catch (error) {
-        // A kept-alive connection closed or reset before any answer: the request may or may not have
-        // landed, so only a call that is harmless twice is sent once more.
-        if (!idempotent || signal.aborted || !resetBeforeAnswer(error)) throw error;
-        response = await request();
-      }
-      text = await response.text();
-    } catch (error) {
-      if (callerSignal?.aborted) throw aborted(operation, callerSignal);
-      if (deadline.aborted) throw new ToolTimeoutError(`durable.${operation}`, timeoutMs);
-      throw error;
-    }
-    const body = parseJson(text) as { error?: { code: string; message: string } };
-    if (!response.ok) {
-      throw ToolError.fromPayload(body.error ?? { code: "http_error", message: `HTTP ${response.status}` });
-    }
-    return body as T;
-  }
+    signal: AbortSignal | undefined,
+  ) => callServer<T>(server, operation, path, init, idempotent, signal);
 
   return {
     start: (graph, input, { signal, ...startOptions } = {}) =>
@@ -171,64 +137,128 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
         false,
         signal,
       ),
-    async *frames(threadId, frameOptions = {}) {
-      let lastSeq = frameOptions.afterSeq ?? 0;
-      const unreachableAfterMs = options.unreachableAfterMs ?? 30_000;
-      let answeredAt = Date.now();
-      const signal = frameOptions.signal;
-      for (;;) {
-        if (signal?.aborted) throw aborted("frames", signal);
-        let ended = false;
-        // The caller's signal ends the stream; a server that accepts and never answers ends this attempt.
-        const connection = new AbortController();
-        const forward = () => connection.abort(signal?.reason);
-        signal?.addEventListener("abort", forward, { once: true });
-        const silence = setTimeout(
-          () => connection.abort(new Error(`no answer within ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-        try {
-          const response = await fetcher(`${base}/runs/${encodeURIComponent(threadId)}/frames`, {
-            headers: { accept: "text/event-stream", "last-event-id": String(lastSeq), ...options.headers },
-            signal: connection.signal,
-          });
-          clearTimeout(silence);
-          answeredAt = Date.now();
-          if (!response.ok || response.body === null) {
-            const body = (await response.json().catch(() => ({}))) as {
-              error?: { code: string; message: string };
-            };
-            throw ToolError.fromPayload(
-              body.error ?? { code: "http_error", message: `HTTP ${response.status}` },
-            );
-          }
-          for await (const frame of parseFrames(response.body)) {
-            lastSeq = frame.seq;
-            yield frame;
-          }
-          ended = true;
-        } catch (error) {
-          if (signal?.aborted) throw aborted("frames", signal);
-          if (ToolError.isInstance(error)) throw error;
-          // A dropped connection: reconnect from the last seq seen, unless nothing has answered for too long.
-          if (Date.now() - answeredAt >= unreachableAfterMs) {
-            throw new DurableError(
-              "unreachable",
-              `The durable server at ${base} has not answered for ${Math.round((Date.now() - answeredAt) / 1000)} s: ${(error as Error).message}`,
-              { retryable: true, cause: error },
-            );
-          }
-        } finally {
-          clearTimeout(silence);
-          signal?.removeEventListener("abort", forward);
-          // A stream left (ended, dropped, or the caller stopped reading) closes its connection.
-          connection.abort();
-        }
-        if (ended) return;
-        await pause(options.reconnectDelayMs ?? 250, signal);
-      }
-    },
+    frames: (threadId, frameOptions = {}) => followFrames(server, threadId, frameOptions),
   };
+}
+
+/** Where and how a client reaches its server. */
+interface Server {
+  readonly fetcher: typeof fetch;
+  readonly base: string;
+  readonly timeoutMs: number;
+  readonly headers: Record<string, string>;
+  readonly unreachableAfterMs: number;
+  readonly reconnectDelayMs: number;
+}
+
+async function callServer<T>(
+  { fetcher, base, timeoutMs, headers }: Server,
+  operation: string,
+  path: string,
+  init: RequestInit,
+  idempotent: boolean,
+  callerSignal: AbortSignal | undefined,
+): Promise<T> {
+  // Aborted before the call: nothing is sent.
+  if (callerSignal?.aborted) throw aborted(operation, callerSignal);
+  // One deadline for the request, its resend and the answer's body.
+  const deadline = AbortSignal.timeout(timeoutMs);
+  const signal = callerSignal === undefined ? deadline : AbortSignal.any([deadline, callerSignal]);
+  const request = () =>
+    fetcher(`${base}${path}`, {
+      ...init,
+      signal,
+      headers: {
+        "content-type": "application/json",
+        ...headers,
+        ...(init.headers as Record<string, string>),
+      },
+    });
+  let response: Response;
+  let text: string;
+  try {
+    try {
+      response = await request();
+    } catch (error) {
+      // A kept-alive connection closed or reset before any answer: the request may or may not have
+      // landed, so only a call that is harmless twice is sent once more.
+      if (!idempotent || signal.aborted || !resetBeforeAnswer(error)) throw error;
+      response = await request();
+    }
+    text = await response.text();
+  } catch (error) {
+    if (callerSignal?.aborted) throw aborted(operation, callerSignal);
+    if (deadline.aborted) throw new ToolTimeoutError(`durable.${operation}`, timeoutMs);
+    throw error;
+  }
+  const body = parseJson(text) as { error?: { code: string; message: string } };
+  if (!response.ok) {
+    throw ToolError.fromPayload(body.error ?? { code: "http_error", message: `HTTP ${response.status}` });
+  }
+  return body as T;
+}
+
+/**
+ * The run's frames from `afterSeq`, reconnecting with Last-Event-ID when the stream drops, until the
+ * run pauses or ends.
+ */
+async function* followFrames(
+  { fetcher, base, timeoutMs, headers, unreachableAfterMs, reconnectDelayMs }: Server,
+  threadId: string,
+  frameOptions: { afterSeq?: number; signal?: AbortSignal },
+): AsyncIterable<Frame> {
+  let lastSeq = frameOptions.afterSeq ?? 0;
+  let answeredAt = Date.now();
+  const signal = frameOptions.signal;
+  for (;;) {
+    if (signal?.aborted) throw aborted("frames", signal);
+    let ended = false;
+    // The caller's signal ends the stream; a server that accepts and never answers ends this attempt.
+    const connection = new AbortController();
+    const forward = () => connection.abort(signal?.reason);
+    signal?.addEventListener("abort", forward, { once: true });
+    const silence = setTimeout(
+      () => connection.abort(new Error(`no answer within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+    try {
+      const response = await fetcher(`${base}/runs/${encodeURIComponent(threadId)}/frames`, {
+        headers: { accept: "text/event-stream", "last-event-id": String(lastSeq), ...headers },
+        signal: connection.signal,
+      });
+      clearTimeout(silence);
+      answeredAt = Date.now();
+      if (!response.ok || response.body === null) {
+        const body = (await response.json().catch(() => ({}))) as {
+          error?: { code: string; message: string };
+        };
+        throw ToolError.fromPayload(body.error ?? { code: "http_error", message: `HTTP ${response.status}` });
+      }
+      for await (const frame of parseFrames(response.body)) {
+        lastSeq = frame.seq;
+        yield frame;
+      }
+      ended = true;
+    } catch (error) {
+      if (signal?.aborted) throw aborted("frames", signal);
+      if (ToolError.isInstance(error)) throw error;
+      // A dropped connection: reconnect from the last seq seen, unless nothing has answered for too long.
+      if (Date.now() - answeredAt >= unreachableAfterMs) {
+        throw new DurableError(
+          "unreachable",
+          `The durable server at ${base} has not answered for ${Math.round((Date.now() - answeredAt) / 1000)} s: ${(error as Error).message}`,
+          { retryable: true, cause: error },
+        );
+      }
+    } finally {
+      clearTimeout(silence);
+      signal?.removeEventListener("abort", forward);
+      // A stream left (ended, dropped, or the caller stopped reading) closes its connection.
+      connection.abort();
+    }
+    if (ended) return;
+    await pause(reconnectDelayMs, signal);
+  }
 }
 
 async function* parseFrames(body: ReadableStream<Uint8Array>): AsyncIterable<Frame> {
