@@ -17,6 +17,7 @@ export { MemoryError } from "./errors/memory-error.ts";
 export { MemoryNetworkError } from "./errors/memory-network-error.ts";
 export { MemoryTimeoutError } from "./errors/memory-timeout-error.ts";
 export { SsrfRefusedError } from "./errors/ssrf-refused-error.ts";
+export type { MemoryClientOperations, MemoryOperations } from "./operations/memory-operations.ts";
 export type {
   AccessSummariesRequest,
   AccessSummariesResponse,

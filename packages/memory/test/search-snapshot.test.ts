@@ -70,7 +70,7 @@ for (const backend of backends) {
         );
         assert.deepEqual(await found(service, "kayak"), ["Ann bought a second kayak, a blue one"]);
 
-        await service.deleteMemory("acme", memory.id, "tested");
+        await service.deleteMemory("acme", memory.id, { reason: "tested" });
         assert.deepEqual(await found(service, "canoe"), [], "a delete leaves the results");
 
         await other.add("acme", { userId: "ann", content: "Ann rents a kayak trailer on weekends" });

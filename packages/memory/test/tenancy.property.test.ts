@@ -266,7 +266,7 @@ async function runProperty(service: MemoryService, runs: number): Promise<Counte
               answer = await service.updateMemory(tenantId, foreignId!, { content: "hijacked" }, byIdScope);
               break;
             case "deleteForeign":
-              answer = await service.deleteMemory(tenantId, foreignId!, "hijacked", byIdScope);
+              answer = await service.deleteMemory(tenantId, foreignId!, { reason: "hijacked" }, byIdScope);
               break;
             case "historyForeign":
               answer = await service.memoryHistory(tenantId, foreignId!, byIdScope);

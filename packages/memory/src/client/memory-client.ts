@@ -7,6 +7,7 @@ import { ToolAbortedError } from "@tackle/core";
 import type { z } from "zod";
 import { MemoryError, type MemoryErrorCode } from "../errors/memory-error.ts";
 import { MemoryTimeoutError } from "../errors/memory-timeout-error.ts";
+import type { MemoryClientOperations, MemoryOperations } from "../operations/memory-operations.ts";
 import type {
   AccessSummariesRequest,
   AccessSummariesResponse,
@@ -122,7 +123,17 @@ export type WriteAnswer<T> = T & { readonly replayed?: true };
 const routesById = new Map(memoryRoutes.map((route) => [route.operationId, route]));
 const maximumBackoffMs = 5000;
 
-export class MemoryClient {
+/**
+ * Every operation of `MemoryOperations`, as the service offers it: a method added to the client and
+ * not to the table (so not to the service) fails the typecheck here, unless it is one of these.
+ */
+const clientOnly: Record<Exclude<keyof MemoryClient, keyof MemoryOperations>, true> = {
+  baseUrl: true,
+  waitForJob: true,
+};
+void clientOnly;
+
+export class MemoryClient implements MemoryClientOperations {
   /** The URL the next call goes to first (the first given, until a failover). */
   get baseUrl(): string {
     return this.#baseUrls[this.#current] as string;

@@ -175,7 +175,7 @@ export const memoryRoutes: readonly MemoryRoute[] = [
       service.deleteMemory(
         tenant,
         input.params.id,
-        (input.query as { reason?: string }).reason,
+        reasonOf(input.query as { reason?: string }),
         pickScope(input.query),
       ),
   },
@@ -433,3 +433,8 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     handle: (service, tenant, input) => service.getTrace(tenant, input.params.id, pickScope(input.query)),
   },
 ];
+
+/** The `reason` of a delete's query, alone (the query also holds the scope's fields). */
+function reasonOf(query: { reason?: string }): { reason?: string } {
+  return query.reason === undefined ? {} : { reason: query.reason };
+}

@@ -50,7 +50,7 @@ it("an import job rerun extracts the memories of an event its killed run stored 
     infer: true,
   });
   assert.equal(first.memories.length, 1);
-  await service.deleteMemory("t", first.memories[0]!.id, "the user asked to forget it");
+  await service.deleteMemory("t", first.memories[0]!.id, { reason: "the user asked to forget it" });
   const retried = await service.writeEvent("t", {
     userId: "u",
     role: "user",

@@ -110,7 +110,8 @@ export function createLifecycleOperations(context: ServiceContext): LifecycleOpe
       return { memory: publicMemory(memory) };
     },
 
-    async deleteMemory(tenantId, id, reason, scope) {
+    async deleteMemory(tenantId, id, request, scope) {
+      const reason = request.reason;
       const memory = await mutateMemory(
         tenantId,
         id,

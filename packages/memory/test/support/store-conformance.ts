@@ -132,7 +132,7 @@ export function storeConformance(label: string, target: ConformanceTarget): void
         service.updateMemory(t, memory.id, { content: "taken over" }, outside),
         "not_found",
       );
-      await rejectsWithCode(service.deleteMemory(t, memory.id, "gone", outside), "not_found");
+      await rejectsWithCode(service.deleteMemory(t, memory.id, { reason: "gone" }, outside), "not_found");
       await rejectsWithCode(
         service.recordFeedback(t, memory.id, { rating: "unhelpful" }, outside),
         "not_found",
@@ -164,7 +164,7 @@ export function storeConformance(label: string, target: ConformanceTarget): void
         "conflict",
         409,
       );
-      const deleted = await service.deleteMemory(t, memory.id, "user asked");
+      const deleted = await service.deleteMemory(t, memory.id, { reason: "user asked" });
       assert.equal(deleted.memory.status, "deleted");
       const search = await service.search(t, { userId: "u", query: "Bob lives" });
       assert.equal(search.results.length, 0, "a deleted memory is not retrieved");
@@ -494,7 +494,7 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       const second = await add("maya", "Turn two about the beagle");
       const third = await add("maya", "Turn three, a deleted one");
       const fourth = await add("maya", "Turn four about the name");
-      await service.deleteMemory(t, third);
+      await service.deleteMemory(t, third, {});
       const found = await store.neighbourMemories(t, [second, first], 2);
       assert.deepEqual(
         found.get(second)?.map(({ memory, offset }) => [memory.id, offset]),
@@ -742,7 +742,7 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       const passport = made.find((memory) => memory.content.includes("passport"));
       assert.ok(rex && passport, JSON.stringify(made.map((memory) => memory.content)));
       // The user forgets one and corrects the other.
-      await service.deleteMemory(t, rex.id, "the user asked to forget it");
+      await service.deleteMemory(t, rex.id, { reason: "the user asked to forget it" });
       await service.updateMemory(t, passport.id, { content: "My passport expires in April." });
 
       // The same job runs again, as it does when its process died before recording its end.
@@ -829,7 +829,7 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       assert.equal((done.result as { memories: number }).memories, 0, "both facts were already held");
       assert.deepEqual(await active(), ["I always travel with my dog Rex.", "My passport expires in March."]);
       // The user forgets one and corrects the other.
-      await service.deleteMemory(t, rex.memory.id, "the user asked to forget it");
+      await service.deleteMemory(t, rex.memory.id, { reason: "the user asked to forget it" });
       await service.updateMemory(t, passport.memory.id, { content: "My passport expires in April." });
       // The same job runs again, as it does when its process died before recording its end.
       const stored = await store.getJob(t, job.id);
@@ -986,7 +986,7 @@ export function storeConformance(label: string, target: ConformanceTarget): void
       await store.recordAccess(t, { kind: "read", scope: { userId: "u" }, memoryIds: ids.slice(0, 3), at });
       await store.recordAccess(t, { kind: "read", scope: { userId: "u" }, memoryIds: ids.slice(0, 3), at });
       await service.add(t, { userId: "other", content: "Another user's note" });
-      await service.deleteMemory(t, ids[449]!);
+      await service.deleteMemory(t, ids[449]!, {});
 
       // Every memory row the store hands the service is counted.
       let rowsRead = 0;
