@@ -11,10 +11,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LoroDoc } from "loro-crdt";
 import { versionKey } from "../../packages/docscript/src/document/interpret.ts";
+import { demandOf, onDemandProjection } from "../../packages/docscript/src/document/on-demand-projection.ts";
+import { lookupRowSource } from "../../packages/docscript/src/document/row-source.ts";
 import { createSqliteDocumentStore, DocumentHost } from "../../packages/docscript/src/server/index.ts";
 import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
 import { documentVersion } from "../../packages/docscript/src/tool/document-cache.ts";
-import { remoteProjection, remoteRowsOf } from "../../packages/docscript/src/tool/remote-projection.ts";
 import { openRunSession } from "../../packages/docscript/src/tool/run-session.ts";
 import { seedFile } from "./scale-harness.ts";
 
@@ -29,9 +30,9 @@ const host = new DocumentHost({ store, schema: timelineSchema });
 try {
   const { bytes } = await host.snapshot("bench");
   const replica = LoroDoc.fromSnapshot(bytes);
-  const base = remoteProjection(
+  const base = onDemandProjection(
     timelineSchema,
-    (lookups) => host.rowLookup("bench", lookups),
+    lookupRowSource((lookups) => host.rowLookup("bench", lookups)),
     documentVersion(replica),
     20_000,
   );
@@ -45,7 +46,7 @@ try {
     { doc, base, source: "snapshot" },
     { call: () => Promise.resolve(undefined) },
   );
-  const remote = remoteRowsOf(base);
+  const remote = demandOf(base);
   const timed = async (label: string, binding: string, method: string, args: unknown[]) => {
     const requests = remote?.requests ?? 0;
     const rows = remote?.rowsRead ?? 0;

@@ -36,7 +36,7 @@ import {
   type RowLookupAnswer,
   totalsOf,
 } from "./row-reads.ts";
-import { StoreProjection } from "./store-projection.ts";
+import { storeProjection } from "./store-rows.ts";
 
 export type { PushOptions } from "./open-document.ts";
 export {
@@ -254,7 +254,7 @@ export class DocumentHost {
       } catch (error) {
         // The store's rows moved under the projection (another server wrote them): read them afresh.
         if (error instanceof StaleRowsError && attempt < 5) {
-          open.projection = new StoreProjection(this.schema);
+          open.projection = storeProjection(this.schema, this.store, documentId);
           continue;
         }
         throw error;
@@ -286,8 +286,8 @@ export class DocumentHost {
       open.seq = seq;
       if (outcome.issues !== undefined) open.issues = outcome.issues;
       // The rows a document's pushes looked up stay held for the next push, up to a bound.
-      if (!open.projection.holdsEverything && open.projection.rowCount > heldRowsBound)
-        open.projection = new StoreProjection(this.schema);
+      if (!open.projection.demand.whole && open.projection.rowCount > heldRowsBound)
+        open.projection = storeProjection(this.schema, this.store, documentId);
       this.waiters.wake(documentId);
       const version = encodeVersion(open.doc.oplogVersion());
       for (const planId of outcome.planIds ?? []) plansOf(open).set(planId, version);

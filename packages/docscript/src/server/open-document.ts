@@ -1,9 +1,9 @@
 /** A document the server keeps open in memory, and what its parts share about it. */
 import type { LoroDoc } from "loro-crdt";
 import type { ContainerIndex } from "../document/container-index.ts";
+import type { OnDemandProjection } from "../document/on-demand-projection.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { appliedPlans } from "./push-checks.ts";
-import type { StoreProjection } from "./store-projection.ts";
 
 export interface OpenDocument {
   doc: LoroDoc;
@@ -15,7 +15,8 @@ export interface OpenDocument {
    * The rows the checks of pushes looked up, as entities and relations: read from the store's rows on
    * demand (opening reads none), kept in step with every update after.
    */
-  projection: StoreProjection;
+  /** Only the rows its checks looked up, read from the store on demand (ADR 0465, 0485). */
+  projection: OnDemandProjection;
   /** The document's issues (whole document), kept in step by each push; undefined until needed. */
   issues: DocumentIssue[] | undefined;
   seq: number;

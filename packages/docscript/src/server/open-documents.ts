@@ -3,9 +3,11 @@
  * store's snapshot and log, caught up with what other servers appended, its rows and issues read
  * from the store on need (ADR 0465, 0466).
  */
+
 import { type Frontiers, LoroDoc } from "loro-crdt";
 import { checkDocument } from "../document/check-document.ts";
 import { projectDocument, refreshRows } from "../document/interpret.ts";
+import type { OnDemandProjection } from "../document/on-demand-projection.ts";
 import { encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
@@ -16,7 +18,7 @@ import { type OpenDocument, StaleRowsError } from "./open-document.ts";
 import { planIdsOf } from "./push-checks.ts";
 import { nextIssues, stageChange } from "./push-staging.ts";
 import { allRowChanges, rowChanges } from "./row-members.ts";
-import { StoreProjection } from "./store-projection.ts";
+import { storeProjection } from "./store-rows.ts";
 
 export class OpenDocuments {
   /** By document id, least recently used first. */
@@ -60,8 +62,8 @@ export class OpenDocuments {
   }
 
   /** Reads what the projection lacked from the store's rows, which must hold through `seq`. */
-  async fill(documentId: string, projection: StoreProjection, seq: number): Promise<void> {
-    await projection.fill(this.store, documentId);
+  async fill(documentId: string, projection: OnDemandProjection, seq: number): Promise<void> {
+    await projection.demand.fill();
     const rowsSeq = await this.store.rowsSeq(documentId);
     if (rowsSeq !== seq) throw new StaleRowsError(documentId, seq, rowsSeq);
   }
@@ -130,7 +132,7 @@ export class OpenDocuments {
       doc,
       shadow: undefined,
       index: new Map(),
-      projection: new StoreProjection(this.schema),
+      projection: storeProjection(this.schema, this.store, documentId),
       issues: undefined,
       seq: withRows.at(-1)?.seq ?? stored.snapshotSeq,
       snapshotSeq: stored.snapshotSeq,
@@ -191,7 +193,7 @@ export class OpenDocuments {
       } catch (error) {
         if (!(error instanceof StaleRowsError)) throw error;
         // Another server is writing these rows: leave it to them and hold nothing stale.
-        open.projection = new StoreProjection(this.schema);
+        open.projection = storeProjection(this.schema, this.store, documentId);
         writing = false;
         open.seq = update.seq;
         continue;
@@ -205,7 +207,7 @@ export class OpenDocuments {
       );
       open.seq = update.seq;
       if (!written) {
-        open.projection = new StoreProjection(this.schema);
+        open.projection = storeProjection(this.schema, this.store, documentId);
         writing = false;
       }
     }

@@ -11,11 +11,12 @@
 import { randomBytes } from "node:crypto";
 import { type Frontiers, type LoroDoc, VersionVector } from "loro-crdt";
 import { projectDocument, refreshRows, versionKey } from "../document/interpret.ts";
+import { demandOf, onDemandProjection } from "../document/on-demand-projection.ts";
 import type { Projection } from "../document/projection.ts";
+import { type LookUpRows, lookupRowSource } from "../document/row-source.ts";
 import { sameVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { changedRows } from "../server/changed-rows.ts";
-import { type RowSource, remoteProjection, remoteRowsOf } from "./remote-projection.ts";
 import type { RunDocument } from "./run-session.ts";
 
 /**
@@ -23,7 +24,7 @@ import type { RunDocument } from "./run-session.ts";
  * of a projection of the whole replica. `wholeUpTo` bounds a read of every row.
  */
 export interface RowsOnDemand {
-  readonly source: RowSource;
+  readonly source: LookUpRows;
   readonly wholeUpTo: number;
 }
 
@@ -113,7 +114,7 @@ export function createDocumentCache(): DocumentCache {
   const projectionOf = (replica: LoroDoc, schema: Schema, rows: RowsOnDemand | undefined): Projection =>
     rows === undefined
       ? projectDocument(replica, schema)
-      : remoteProjection(schema, rows.source, documentVersion(replica), rows.wholeUpTo);
+      : onDemandProjection(schema, lookupRowSource(rows.source), documentVersion(replica), rows.wholeUpTo);
 
   const read = (replica: LoroDoc, schema: Schema, rows: RowsOnDemand | undefined): KeptDocument => ({
     schema,
@@ -224,7 +225,7 @@ export function createDocumentCache(): DocumentCache {
           leased.leased = false;
           leased.runOps += opsBeyond(leased.doc, before);
           // The run's overlay takes no more of the server's rows.
-          const remote = remoteRowsOf(leased.projection);
+          const remote = demandOf(leased.projection);
           if (remote !== undefined)
             for (const holder of remote.holders)
               if (holder !== leased.projection) remote.holders.delete(holder);

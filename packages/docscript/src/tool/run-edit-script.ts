@@ -1,6 +1,7 @@
 /** `runEditScript`: one script on one pulled snapshot, in the sandbox; the lower-level piece under the tool. */
 import { randomBytes, randomUUID } from "node:crypto";
 import { LoroDoc } from "loro-crdt";
+import type { LookUpRows } from "../document/row-source.ts";
 import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
 import { toFailure } from "../sandbox/run-gate.ts";
 import type { SandboxFailure, SandboxLog, ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
@@ -10,7 +11,6 @@ import { documentVersion } from "./document-cache.ts";
 import type { EditPlan } from "./edit-plan.ts";
 import { maxHookCallsPerRun } from "./edit-script-dispatcher.ts";
 import type { DocScriptHooks, UploadedText } from "./host-hooks.ts";
-import type { RowSource } from "./remote-projection.ts";
 import { type EditScriptPlanBody, maxReadItems, type RunSessionInput } from "./run-session.ts";
 import { type HostedRun, type SessionHosts, sessionHostsOf } from "./session-hosts.ts";
 
@@ -70,7 +70,7 @@ export interface RunEditScriptContext {
    * never read whole on the host; its runs read the rows they look up from `source`. Without it every
    * document is read whole (projected from the replica) for its first run.
    */
-  readonly rows?: { readonly source: (docId: string) => RowSource; readonly aboveEntities: number };
+  readonly rows?: { readonly source: (docId: string) => LookUpRows; readonly aboveEntities: number };
 }
 
 /**
@@ -82,7 +82,7 @@ async function rowsOnDemand(
   hosts: SessionHosts,
   key: string,
   docId: string,
-): Promise<{ source: RowSource; wholeUpTo: number } | undefined> {
+): Promise<{ source: LookUpRows; wholeUpTo: number } | undefined> {
   if (context.rows === undefined) return undefined;
   const onDemand = { source: context.rows.source(docId), wholeUpTo: maxReadItems };
   const reads = hosts.readsOf(key);

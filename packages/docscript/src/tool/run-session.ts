@@ -10,12 +10,13 @@
 import { randomBytes } from "node:crypto";
 import type { LoroDoc } from "loro-crdt";
 import { type DocumentSession, openDocument } from "../document/document-session.ts";
+import { demandOf } from "../document/on-demand-projection.ts";
 import { type Projection, RowsNeeded } from "../document/projection.ts";
+import { maxFillRounds, type RowsOnDemand } from "../document/rows-on-demand.ts";
 import type { ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, type DocScriptErrorCode } from "../schema/docscript-error.ts";
 import type { PlanPreview } from "./plan-preview.ts";
-import { maxFillRounds, type RemoteRows, remoteRowsOf } from "./remote-projection.ts";
 import { newTally, scriptBindings } from "./run-bindings.ts";
 import { planSteps } from "./run-plan.ts";
 import { fileOf, storedFileKinds } from "./stored-files.ts";
@@ -106,7 +107,7 @@ export { valueShape } from "./value-shapes.ts";
  * asking again, the ids the first asking made, so what was looked up for them is what it needs. Over
  * a projection holding every row, a call runs once.
  */
-function askedUntilFilled(remote: RemoteRows | undefined): {
+function askedUntilFilled(remote: RowsOnDemand | undefined): {
   createId: (kind: string) => string;
   filled: <T>(work: () => T, landing: boolean) => Promise<T>;
 } {
@@ -160,7 +161,7 @@ export function openRunSession(
   const { doc, base, source, warnings = [] } = document;
   const baseVersion = doc.oplogVersion();
   doc.setPeerId(input.peerId as `${number}`);
-  const remote = remoteRowsOf(base);
+  const remote = demandOf(base);
   const { createId, filled } = askedUntilFilled(remote);
   // Starts from an overlay of the base projection: nothing the run writes reaches `base`.
   const session = openDocument(doc, schema, { role: "script", projection: base, createId });

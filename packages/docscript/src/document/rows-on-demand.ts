@@ -1,37 +1,29 @@
 /**
- * A run's projection of a large document that holds only the rows its reads and checks looked up,
- * read on demand from the document server's stored rows (`POST /documents/:id/rows`, ADR 0466) — the
- * tool's counterpart of the server's `StoreProjection`. A call runs against what is held and records
- * each lookup not answered whole; the host fills those from the server (asynchronously: the worker
- * waits on its sync call) and runs the call again, until it lacks nothing. A write whose checks lacked
- * rows does not land (`RowsNeeded`), so it never lands on a wrong answer.
+ * Rows read on demand (ADR 0466, 0485): what a projection that holds only the rows its reads and checks
+ * looked up shares with its overlays, and how it reads what they lacked from a row source — the tool's
+ * from the document server (`POST /documents/:id/rows`), the server's own from its store. A call runs
+ * against what is held and records each lookup not answered whole; the caller fills those (`fill`)
+ * and runs the call again, until it lacks nothing. A write whose checks lacked rows does not land
+ * (`RowsNeeded`), so it never lands on a wrong answer.
  *
- * A kept base (per document and version) and the overlay each run works on share what was looked up:
- * rows read for a run are held by both, except rows the run itself wrote, whose state is the run's.
  * Listings read pages in id order: `entities.list` by kind after a cursor, `relations.list` by kind,
  * each bounded by the read limit; only a read of every row (a whole-document check) reads the whole
  * document, and only up to `wholeUpTo` entities.
  */
 import type { VersionVector } from "loro-crdt";
-import { ENTITIES, RELATIONS } from "../document/layout.ts";
-import { type Lookup, Projection } from "../document/projection.ts";
-import { compareIds, type StoredRelation } from "../document/row-shape.ts";
-import { readLimit } from "../document/session-context.ts";
-import { decodeVersion } from "../document/version.ts";
-import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
-import type { Entity } from "../schema/types.ts";
-import type { PageCounts, RowLookup, RowLookupAnswer } from "../server/document-host.ts";
-
-/** Asks the document server for stored rows (the client's `rows`). */
-export type RowSource = (lookups: readonly RowLookup[]) => Promise<RowLookupAnswer>;
+import { ENTITIES, RELATIONS } from "./layout.ts";
+import type { OnDemandProjection } from "./on-demand-projection.ts";
+import type { Lookup } from "./projection.ts";
+import type { PageCounts, RowLookup, RowSource, RowSourceAnswer } from "./row-source.ts";
+import { decodeVersion } from "./version.ts";
 
 /** Lookups per request, ids per lookup, members per page. */
 const lookupsPerRequest = 64;
 const idsPerLookup = 500;
 const membersPerPage = 5000;
 /** The most relations of a kind a listing reads (the read bound: more are read by entity). */
-const maxListedRelations = 20_000;
+export const maxListedRelations = 20_000;
 /** Relations and variants read along with an entity looked up: answered whole below this many. */
 const speculativeLimit = 100;
 /** Entities looked up in one fill up to which their relations and variants are read along. */
@@ -67,15 +59,25 @@ export function vectorKey(vector: VersionVector): string {
   );
 }
 
+/** How a projection reads on demand. */
+export interface DemandOptions {
+  /**
+   * Whether an entity looked up brings a short page of its relations and variants in the same request
+   * (a run's writes check them next); the server's push checks ask for exactly what they reach.
+   */
+  readonly speculative?: boolean;
+}
+
 /**
- * What a kept base and the overlays of its runs share: the server to ask, the version they stand for,
- * the lookups answered whole and those lacking, the listings read, and the kinds' counts.
+ * What a projection reading rows on demand shares with its overlays (a kept base and its runs'): the
+ * source to ask, the version they stand for, the lookups answered whole and those lacking, the
+ * listings read, and the kinds' counts.
  */
-export class RemoteRows {
+export class RowsOnDemand {
   readonly known = new Set<string>();
   readonly missing = new Map<string, Wanted>();
   readonly pages = new Map<string, ReadPage>();
-  readonly holders = new Set<RemoteProjection>();
+  readonly holders = new Set<OnDemandProjection>();
   counts: PageCounts | undefined;
   whole = false;
   /** Rows the server answered (for measurements and tests). */
@@ -85,17 +87,28 @@ export class RemoteRows {
   /** Set once the server answered at another version: the run read a document that moved under it. */
   movedTo: string | undefined;
 
-  /** Asks the server. */
+  /** Where the rows come from. */
   readonly source: RowSource;
-  /** The version the rows stand for, as `documentVersion` writes it. */
-  readonly version: string;
+  /**
+   * The version the rows stand for, as `documentVersion` writes it; an answer at another is refused.
+   * Undefined for a source that answers one version only (the server's store: its caller checks the
+   * rows' seq after each fill).
+   */
+  readonly version: string | undefined;
   /** The most entities a whole read reads; past it a read of every row is refused. */
   readonly wholeUpTo: number;
+  private readonly speculative: boolean;
 
-  constructor(source: RowSource, version: string, wholeUpTo: number) {
+  constructor(
+    source: RowSource,
+    version: string | undefined,
+    wholeUpTo: number,
+    options: DemandOptions = {},
+  ) {
     this.source = source;
     this.version = version;
     this.wholeUpTo = wholeUpTo;
+    this.speculative = options.speculative ?? true;
   }
 
   get lacking(): boolean {
@@ -152,7 +165,7 @@ export class RemoteRows {
     // checks need next in batches, one more request.
     const wantedKeys = new Set(wanted.map(([key]) => key));
     const entityIds = byIds("entity");
-    if (entityIds.length <= speculativeEntities)
+    if (this.speculative && entityIds.length <= speculativeEntities)
       for (const entityId of entityIds) {
         for (const [lookup, query] of [
           ["endpoint", { members: "relation", endpoint: entityId, limit: speculativeLimit }],
@@ -183,7 +196,7 @@ export class RemoteRows {
         );
       } else if (entry.lookup === "relationPage") {
         const key = relationPageKey(entry.kind);
-        const counts = this.counts ?? (await this.ask([])).counts;
+        const counts = await this.countsNow();
         const total =
           entry.kind === undefined
             ? Object.values(counts.relations).reduce((sum, count) => sum + count, 0)
@@ -220,41 +233,68 @@ export class RemoteRows {
   }
 
   /** One request; an answer at another version than the rows stand for is refused. */
-  private async ask(lookups: readonly RowLookup[]): Promise<RowLookupAnswer> {
+  private async ask(lookups: readonly RowLookup[]): Promise<RowSourceAnswer> {
     this.requests += 1;
-    const answer = await this.source(lookups);
-    const version = vectorKey(decodeVersion(answer.version));
-    if (version !== this.version) {
-      this.movedTo = version;
-      throw new DocScriptError(
-        "document_changed",
-        "the document changed on the server while the run read it (another client committed): run the script again",
-      );
+    const answer = await this.source.lookUp(lookups);
+    if (this.version !== undefined) {
+      const version = vectorKey(decodeVersion(answer.version));
+      if (version !== this.version) {
+        this.movedTo = version;
+        throw new DocScriptError(
+          "document_changed",
+          "the document changed on the server while the run read it (another client committed): run the script again",
+        );
+      }
     }
-    this.counts = answer.counts;
+    if (answer.counts !== undefined) this.counts = answer.counts;
     return answer;
   }
 
-  /** Every row, when the document has at most `wholeUpTo` entities; else a read of every row is refused. */
+  /** The kinds' counts, asked for when not known yet. */
+  private async countsNow(): Promise<PageCounts> {
+    if (this.counts === undefined) await this.ask([]);
+    if (this.counts === undefined) throw new Error("the row source answered no counts");
+    return this.counts;
+  }
+
+  /**
+   * Every row, when the document has at most `wholeUpTo` entities (else a read of every row is
+   * refused): row by row when the source offers it, else every member with its row.
+   */
   private async fillWhole(): Promise<void> {
-    const counts = this.counts ?? (await this.ask([])).counts;
-    const entities = Object.values(counts.entities).reduce((sum, count) => sum + count, 0);
-    if (entities > this.wholeUpTo)
-      throw new DocScriptError(
-        "read_limit",
-        `this needs every entity of the document (${entities}); the tool reads a document whole only up to ${this.wholeUpTo} entities: read by kind in pages, by id, or by entity`,
-      );
-    for (const members of ["entity", "relation"] as const) {
-      let after: string | undefined;
-      for (;;) {
-        const [result] = (
-          await this.ask([{ members, limit: membersPerPage, ...(after === undefined ? {} : { after }) }])
-        ).results;
-        for (const row of result?.rows ?? []) this.hold(row.root, row.rowId, row.json);
-        if (result === undefined || result.found < membersPerPage) break;
-        after = result.last;
-      }
+    if (Number.isFinite(this.wholeUpTo)) {
+      const counts = await this.countsNow();
+      const entities = Object.values(counts.entities).reduce((sum, count) => sum + count, 0);
+      if (entities > this.wholeUpTo)
+        throw new DocScriptError(
+          "read_limit",
+          `this needs every entity of the document (${entities}); the tool reads a document whole only up to ${this.wholeUpTo} entities: read by kind in pages, by id, or by entity`,
+        );
     }
+    const rowsAfter = this.source.rowsAfter?.bind(this.source);
+    if (rowsAfter !== undefined)
+      for (const root of [ENTITIES, RELATIONS] as const) {
+        let after: string | undefined;
+        for (;;) {
+          this.requests += 1;
+          const page = await rowsAfter(root, after, membersPerPage);
+          for (const row of page) this.hold(root, row.rowId, row.json);
+          if (page.length < membersPerPage) break;
+          after = page.at(-1)?.rowId;
+        }
+      }
+    else
+      for (const members of ["entity", "relation"] as const) {
+        let after: string | undefined;
+        for (;;) {
+          const [result] = (
+            await this.ask([{ members, limit: membersPerPage, ...(after === undefined ? {} : { after }) }])
+          ).results;
+          for (const row of result?.rows ?? []) this.hold(row.root, row.rowId, row.json);
+          if (result === undefined || result.found < membersPerPage) break;
+          after = result.last;
+        }
+      }
     this.whole = true;
     this.known.clear();
     this.missing.clear();
@@ -269,7 +309,7 @@ export class RemoteRows {
 }
 
 /** Each lookup with what its answer completes: a key answered whole, or a listing's page. */
-type Pending = { lookup: RowLookup; done: (result: RowLookupAnswer["results"][number]) => void };
+type Pending = { lookup: RowLookup; done: (result: RowSourceAnswer["results"][number]) => void };
 type Paged = (
   query: RowLookup & { members: string },
   onPage: (last: string | undefined, exhausted: boolean) => void,
@@ -336,147 +376,14 @@ function manyAtOnce(
   return found;
 }
 
-function keyOf(lookup: Lookup, id: string, kind?: string): string {
+export function keyOf(lookup: Lookup, id: string, kind?: string): string {
   return kind === undefined ? `${lookup}\u0000${id}` : `${lookup}\u0000${id}\u0000${kind}`;
 }
 
-function entityPageKey(kind: string | undefined, after: string | undefined, count: number): string {
+export function entityPageKey(kind: string | undefined, after: string | undefined, count: number): string {
   return `entityPage\u0000${kind ?? ""}\u0000${after ?? ""}\u0000${count}`;
 }
 
-function relationPageKey(kind: string | undefined): string {
+export function relationPageKey(kind: string | undefined): string {
   return `relationPage\u0000${kind ?? ""}`;
-}
-
-export class RemoteProjection extends Projection {
-  readonly remote: RemoteRows;
-  /** Rows this projection's own writes changed: the server's rows never replace them. */
-  private readonly written = new Set<string>();
-
-  constructor(schema: Schema, remote: RemoteRows) {
-    super(schema);
-    this.remote = remote;
-    remote.holders.add(this);
-  }
-
-  override get lacking(): boolean {
-    return this.remote.lacking;
-  }
-
-  protected override need(lookup: Lookup, id: string, kind?: string): void {
-    const remote = this.remote;
-    if (remote.whole) return;
-    if (lookup === "whole") {
-      remote.missing.set("whole", { lookup: "whole" });
-      return;
-    }
-    const key = keyOf(lookup, id, kind);
-    if (remote.known.has(key)) return;
-    if (lookup === "endpoint" && kind !== undefined && remote.known.has(keyOf(lookup, id))) return;
-    if (!remote.missing.has(key)) remote.missing.set(key, { lookup, id, kind });
-  }
-
-  override wrote(root: "entities" | "relations", rowId: string): void {
-    this.written.add(`${root}\u0000${rowId}`);
-  }
-
-  /** A row the server answered, unless held already or written by this projection's run. */
-  hold(root: "entities" | "relations", rowId: string, json: unknown): void {
-    if (this.written.has(`${root}\u0000${rowId}`) || this.holds(root, rowId)) return;
-    const readAt = this.readAt;
-    if (root === ENTITIES) this.setRow(rowId, json);
-    else this.setRelationRow(rowId, json);
-    // Rows of the version it stands for: still that version.
-    this.readAt = readAt;
-  }
-
-  /** The overlay a run works on: a copy of what is held, filled with its base from the same server. */
-  override overlay(): Projection {
-    const layer = new RemoteProjection(this.schema, this.remote);
-    layer.copyIndexes(this);
-    layer.readAt = this.readAt;
-    return layer;
-  }
-
-  /** Stops taking the server's rows (a run's overlay, once the run has ended). */
-  release(): void {
-    this.remote.holders.delete(this);
-  }
-
-  override entitiesListed(entityKind: string | undefined, count: number): Entity[] {
-    if (this.remote.whole) return super.entitiesListed(entityKind, count);
-    return this.entityIdsAfter(entityKind, undefined, count).flatMap(
-      (entityId) => this.sharedEntity(entityId) ?? [],
-    );
-  }
-
-  override entityIdsAfter(
-    entityKind: string | undefined,
-    after: string | undefined,
-    count: number,
-  ): string[] {
-    if (this.remote.whole) return super.entityIdsAfter(entityKind, after, count);
-    if (count <= 0) return [];
-    const key = entityPageKey(entityKind, after, count);
-    const page = this.remote.pages.get(key);
-    if (page === undefined) {
-      this.remote.missing.set(key, {
-        lookup: "entityPage",
-        kind: entityKind,
-        ...(after === undefined ? {} : { after }),
-        count,
-      });
-      return [];
-    }
-    // Every stored entity of the listing up to the page's end is held, and so is every entity this run
-    // created: the held ones in that range, in id order, are the listing.
-    const ids: string[] = [];
-    for (const [entityId, claims] of this.claims) {
-      if (after !== undefined && entityId <= after) continue;
-      if (!page.exhausted && page.end !== undefined && entityId > page.end) continue;
-      if (entityKind !== undefined && claims[0]?.entityKind !== entityKind) continue;
-      ids.push(entityId);
-    }
-    return ids.sort(compareIds).slice(0, count);
-  }
-
-  override *relationsOfKind(relationKind: string | undefined): Iterable<StoredRelation> {
-    if (this.remote.whole) {
-      yield* super.relationsOfKind(relationKind);
-      return;
-    }
-    const key = relationPageKey(relationKind);
-    const page = this.remote.pages.get(key);
-    if (page === undefined) {
-      this.remote.missing.set(key, { lookup: "relationPage", kind: relationKind });
-      return;
-    }
-    if (page.tooMany !== undefined)
-      throw readLimit(
-        `relations.list(${relationKind === undefined ? "" : JSON.stringify({ relationKind })})`,
-        maxListedRelations,
-        `a document read on demand lists the relations of a kind only up to ${maxListedRelations} (this one has ${page.tooMany}): read them by entity (relations.of, or relations.list({ entityId, limit, after }))`,
-      );
-    // Every stored relation of the kind is held, and so is every relation this run linked.
-    for (const claims of this.relationClaims.values()) {
-      const relation = claims[0];
-      if (relation !== undefined && (relationKind === undefined || relation.relationKind === relationKind))
-        yield relation;
-    }
-  }
-}
-
-/** A projection of `version` that reads rows from `source` on demand. */
-export function remoteProjection(
-  schema: Schema,
-  source: RowSource,
-  version: string,
-  wholeUpTo: number,
-): RemoteProjection {
-  return new RemoteProjection(schema, new RemoteRows(source, version, wholeUpTo));
-}
-
-/** The shared rows of a remote projection, or undefined for a projection holding every row. */
-export function remoteRowsOf(projection: Projection): RemoteRows | undefined {
-  return projection instanceof RemoteProjection ? projection.remote : undefined;
 }

@@ -2,13 +2,14 @@ import assert from "node:assert/strict";
 import { it } from "node:test";
 import { LoroDoc, type LoroMap } from "loro-crdt";
 import { largeTimeline, largeTimelineRows } from "../../test/large-timeline.ts";
+import { onDemandProjection } from "../document/on-demand-projection.ts";
+import { lookupRowSource } from "../document/row-source.ts";
 import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { DocumentHost, hashToken } from "../server/document-host.ts";
 import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { documentVersion } from "./document-cache.ts";
-import { remoteProjection } from "./remote-projection.ts";
 
 it("reads what a lookup lacked from the server's rows, and refuses an answer at another version", async () => {
   const host = new DocumentHost({
@@ -18,23 +19,23 @@ it("reads what a lookup lacked from the server's rows, and refuses an answer at 
   try {
     await host.create("doc", "token-0123456789abcdef", sampleTimelineSnapshot());
     const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
-    const projection = remoteProjection(
+    const projection = onDemandProjection(
       timelineSchema,
-      (lookups) => host.rowLookup("doc", lookups),
+      lookupRowSource((lookups) => host.rowLookup("doc", lookups)),
       documentVersion(replica),
       20_000,
     );
     // Nothing held: the lookup is answered "absent" and recorded as lacking.
     assert.equal(projection.entity("track-1"), undefined);
     assert.equal(projection.lacking, true);
-    await projection.remote.fill();
+    await projection.demand.fill();
     assert.equal(projection.lacking, false);
     assert.equal(projection.entity("track-1")?.entityKind, "track");
     // Its relations came with it (a short page): answered without another request.
-    const requests = projection.remote.requests;
+    const requests = projection.demand.requests;
     assert.ok(projection.relationsOf("track-1").length > 0);
     assert.equal(projection.lacking, false);
-    assert.equal(projection.remote.requests, requests);
+    assert.equal(projection.demand.requests, requests);
 
     // Another peer's push moves the server on: the next answer is refused, naming the change.
     const other = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
@@ -48,10 +49,10 @@ it("reads what a lookup lacked from the server's rows, and refuses an answer at 
     );
     assert.equal(projection.entity("track-2"), undefined);
     await assert.rejects(
-      projection.remote.fill(),
+      projection.demand.fill(),
       (error: unknown) => DocScriptError.isInstance(error) && error.code === "document_changed",
     );
-    assert.notEqual(projection.remote.movedTo, undefined);
+    assert.notEqual(projection.demand.movedTo, undefined);
   } finally {
     await host.close();
   }
@@ -72,35 +73,35 @@ it("reads the relations and variants of many entities in one request, a hub's wh
       issues: [],
     });
     const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
-    const projection = remoteProjection(
+    const projection = onDemandProjection(
       timelineSchema,
-      (lookups) => host.rowLookup("doc", lookups),
+      lookupRowSource((lookups) => host.rowLookup("doc", lookups)),
       documentVersion(replica),
       20_000,
     );
     const markers = Array.from({ length: 600 }, (_, index) => `large-marker-${index}`);
     for (const markerId of markers) projection.entity(markerId);
-    await projection.remote.fill();
-    assert.ok(projection.remote.requests <= 2, `${projection.remote.requests} requests`);
+    await projection.demand.fill();
+    assert.ok(projection.demand.requests <= 2, `${projection.demand.requests} requests`);
     // What a check of 600 entities asks next, their relations and variants: asked for in batches, a
     // request or two, not one lookup per entity.
-    const first = projection.remote.requests;
+    const first = projection.demand.requests;
     for (const markerId of markers) {
       projection.relationsOf(markerId);
       projection.variantsOf(markerId);
     }
-    await projection.remote.fill();
-    assert.ok(projection.remote.requests - first <= 2, `${projection.remote.requests - first} requests`);
-    const requests = projection.remote.requests;
+    await projection.demand.fill();
+    assert.ok(projection.demand.requests - first <= 2, `${projection.demand.requests - first} requests`);
+    const requests = projection.demand.requests;
     for (const markerId of markers) {
       assert.equal(projection.relationsOf(markerId).length, 1, markerId);
       assert.deepEqual(projection.variantsOf(markerId), []);
     }
     assert.equal(projection.lacking, false);
-    assert.equal(projection.remote.requests, requests);
+    assert.equal(projection.demand.requests, requests);
     // The hub among others: its batch is full, so it is read on its own, whole.
     for (const entityId of ["track-1", "large-clip-1", "large-clip-2"]) projection.relationsOf(entityId);
-    await projection.remote.fill();
+    await projection.demand.fill();
     assert.equal(projection.lacking, false);
     const held = projection.relationsOf("track-1").filter((relation) => relation.relationKind === "contain");
     assert.ok(held.length >= 5_100, `${held.length} contains held`);

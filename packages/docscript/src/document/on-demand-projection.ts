@@ -1,0 +1,156 @@
+/**
+ * The one projection that reads rows on demand (ADR 0466, 0485), whatever the row source: a run's over
+ * a large document (rows from the document server), the server's of an open document (rows from its
+ * store). It holds only the rows its lookups reached, shared through `RowsOnDemand` with its overlays:
+ * a kept base and the overlay each run works on hold what either looked up, except rows the run itself
+ * wrote, whose state is the run's.
+ */
+import type { Schema } from "../schema/define-schema.ts";
+import type { Entity } from "../schema/types.ts";
+import { ENTITIES } from "./layout.ts";
+import { type Lookup, Projection } from "./projection.ts";
+import { compareIds, type StoredRelation } from "./row-shape.ts";
+import type { RowSource } from "./row-source.ts";
+import {
+  type DemandOptions,
+  entityPageKey,
+  keyOf,
+  maxListedRelations,
+  RowsOnDemand,
+  relationPageKey,
+} from "./rows-on-demand.ts";
+import { readLimit } from "./session-context.ts";
+
+export class OnDemandProjection extends Projection {
+  readonly demand: RowsOnDemand;
+  /** Rows this projection's own writes changed: the server's rows never replace them. */
+  private readonly written = new Set<string>();
+
+  constructor(schema: Schema, demand: RowsOnDemand) {
+    super(schema);
+    this.demand = demand;
+    demand.holders.add(this);
+  }
+
+  override get lacking(): boolean {
+    return this.demand.lacking;
+  }
+
+  protected override need(lookup: Lookup, id: string, kind?: string): void {
+    const demand = this.demand;
+    if (demand.whole) return;
+    if (lookup === "whole") {
+      demand.missing.set("whole", { lookup: "whole" });
+      return;
+    }
+    const key = keyOf(lookup, id, kind);
+    if (demand.known.has(key)) return;
+    if (lookup === "endpoint" && kind !== undefined && demand.known.has(keyOf(lookup, id))) return;
+    if (!demand.missing.has(key)) demand.missing.set(key, { lookup, id, kind });
+  }
+
+  override wrote(root: "entities" | "relations", rowId: string): void {
+    this.written.add(`${root}\u0000${rowId}`);
+  }
+
+  /** A row the server answered, unless held already or written by this projection's run. */
+  hold(root: "entities" | "relations", rowId: string, json: unknown): void {
+    if (this.written.has(`${root}\u0000${rowId}`) || this.holds(root, rowId)) return;
+    const readAt = this.readAt;
+    if (root === ENTITIES) this.setRow(rowId, json);
+    else this.setRelationRow(rowId, json);
+    // Rows of the version it stands for: still that version.
+    this.readAt = readAt;
+  }
+
+  /** The overlay a run works on: a copy of what is held, filled with its base from the same server. */
+  override overlay(): Projection {
+    const layer = new OnDemandProjection(this.schema, this.demand);
+    layer.copyIndexes(this);
+    layer.readAt = this.readAt;
+    return layer;
+  }
+
+  /** Stops taking the server's rows (a run's overlay, once the run has ended). */
+  release(): void {
+    this.demand.holders.delete(this);
+  }
+
+  override entitiesListed(entityKind: string | undefined, count: number): Entity[] {
+    if (this.demand.whole) return super.entitiesListed(entityKind, count);
+    return this.entityIdsAfter(entityKind, undefined, count).flatMap(
+      (entityId) => this.sharedEntity(entityId) ?? [],
+    );
+  }
+
+  override entityIdsAfter(
+    entityKind: string | undefined,
+    after: string | undefined,
+    count: number,
+  ): string[] {
+    if (this.demand.whole) return super.entityIdsAfter(entityKind, after, count);
+    if (count <= 0) return [];
+    const key = entityPageKey(entityKind, after, count);
+    const page = this.demand.pages.get(key);
+    if (page === undefined) {
+      this.demand.missing.set(key, {
+        lookup: "entityPage",
+        kind: entityKind,
+        ...(after === undefined ? {} : { after }),
+        count,
+      });
+      return [];
+    }
+    // Every stored entity of the listing up to the page's end is held, and so is every entity this run
+    // created: the held ones in that range, in id order, are the listing.
+    const ids: string[] = [];
+    for (const [entityId, claims] of this.claims) {
+      if (after !== undefined && entityId <= after) continue;
+      if (!page.exhausted && page.end !== undefined && entityId > page.end) continue;
+      if (entityKind !== undefined && claims[0]?.entityKind !== entityKind) continue;
+      ids.push(entityId);
+    }
+    return ids.sort(compareIds).slice(0, count);
+  }
+
+  override *relationsOfKind(relationKind: string | undefined): Iterable<StoredRelation> {
+    if (this.demand.whole) {
+      yield* super.relationsOfKind(relationKind);
+      return;
+    }
+    const key = relationPageKey(relationKind);
+    const page = this.demand.pages.get(key);
+    if (page === undefined) {
+      this.demand.missing.set(key, { lookup: "relationPage", kind: relationKind });
+      return;
+    }
+    if (page.tooMany !== undefined)
+      throw readLimit(
+        `relations.list(${relationKind === undefined ? "" : JSON.stringify({ relationKind })})`,
+        maxListedRelations,
+        `a document read on demand lists the relations of a kind only up to ${maxListedRelations} (this one has ${page.tooMany}): read them by entity (relations.of, or relations.list({ entityId, limit, after }))`,
+      );
+    // Every stored relation of the kind is held, and so is every relation this run linked.
+    for (const claims of this.relationClaims.values()) {
+      const relation = claims[0];
+      if (relation !== undefined && (relationKind === undefined || relation.relationKind === relationKind))
+        yield relation;
+    }
+  }
+}
+
+/** A projection of `version` that reads rows from `source` on demand. */
+export function onDemandProjection(
+  schema: Schema,
+  source: RowSource,
+  version: string | undefined,
+  wholeUpTo: number,
+  options: DemandOptions = {},
+): OnDemandProjection {
+  return new OnDemandProjection(schema, new RowsOnDemand(source, version, wholeUpTo, options));
+}
+
+/** The rows a projection reads on demand, or undefined for a projection holding every row. */
+export function demandOf(projection: Projection): RowsOnDemand | undefined {
+  return projection instanceof OnDemandProjection ? projection.demand : undefined;
+}
