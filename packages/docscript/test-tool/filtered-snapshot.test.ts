@@ -10,7 +10,7 @@ import { LoroDoc } from "loro-crdt";
 import { checkDocument } from "../src/document/check-document.ts";
 import { projectDocument } from "../src/document/interpret.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
-import { rowsSnapshotPage } from "../src/tool/rows-snapshot-page.ts";
+import { lookupSnapshotPage, replicaPageRows, serverPageRows } from "../src/tool/rows-snapshot-page.ts";
 import { ProjectionIndex, type SnapshotQuery, snapshotPage } from "../src/tool/snapshot-page.ts";
 import { largeTimeline, largeTimelineRows } from "../test/large-timeline.ts";
 import { type Harness, startHarness } from "./harness.ts";
@@ -76,15 +76,26 @@ describe("filtered snapshot pages from stored rows", { timeout: 600_000 }, () =>
         let pages = 0;
         do {
           const asked = { ...query, ...(cursor === undefined ? {} : { cursor }) };
-          const { version: _version, ...fromRows } = await rowsSnapshotPage(
+          const { version: _version, ...fromRows } = await lookupSnapshotPage(
             timelineSchema,
-            harness.client,
-            "small",
+            serverPageRows(harness.client, "small"),
             asked,
             budget,
           );
           const fromReplica = snapshotPage(index, issues, asked, budget);
           assert.deepEqual(fromRows, fromReplica, `${JSON.stringify(asked)} at ${budget}`);
+          // The replica as a row source answers the same lookups with the same page.
+          const { version: _same, ...fromReplicaRows } = await lookupSnapshotPage(
+            timelineSchema,
+            replicaPageRows(projection, "v", issues),
+            asked,
+            budget,
+          );
+          assert.deepEqual(
+            fromReplicaRows,
+            fromReplica,
+            `replica rows: ${JSON.stringify(asked)} at ${budget}`,
+          );
           cursor = fromReplica.next_cursor;
           pages += 1;
         } while (cursor !== undefined && pages < 200);

@@ -1,15 +1,19 @@
 /**
- * A `snapshot` page by `related_to`, a time window or `kinds` with relations, read from the document
- * server's stored rows (`POST /documents/:id/rows`): the rows the query can match are looked up into a
- * projection holding only them, and the replica's page function answers over it, so the page is the
- * replica's page and costs what the query's matches cost, not the document. A query that would look up
- * more than the bounds below is `Unbounded` (the caller reads the replica of a small document, or
- * refuses `read_limit`): no page is ever cut silently.
+ * A `snapshot` page by `related_to`, a time window or `kinds` with relations, read from a row source
+ * (ADR 0485): the document server's stored rows (`POST /documents/:id/rows`), or the tool's replica.
+ * The rows the query can match are looked up into a projection holding only them, and the page
+ * function answers over it, so the page costs what the query's matches cost, not the document. From
+ * the server, a query that would look up more than the bounds below is `Unbounded` (the caller asks
+ * the replica of a small document, without bounds, or refuses `read_limit`): no page is ever cut
+ * silently.
  */
 import type { DocumentClient } from "../client/create-document-client.ts";
 import { Projection } from "../document/projection.ts";
+import { replicaRowSource } from "../document/replica-rows.ts";
+import { lookupRowSource, type RowSource } from "../document/row-source.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
+import type { DocumentIssue } from "../schema/types.ts";
 import type { EntityPage, RowLookup } from "../server/document-host.ts";
 import {
   matchingEntityIds,
@@ -27,6 +31,58 @@ export const maxScanned = 100_000;
 /** The most entities whose relations (or markers) a page looks up one by one (64 per request). */
 export const maxEndpointLookups = 5000;
 
+/** How much one page may look up: members listed, and entities whose relations are read one by one. */
+export interface PageBounds {
+  readonly scanned: number;
+  readonly endpointLookups: number;
+}
+
+const serverBounds: PageBounds = { scanned: maxScanned, endpointLookups: maxEndpointLookups };
+const unbounded: PageBounds = {
+  scanned: Number.POSITIVE_INFINITY,
+  endpointLookups: Number.POSITIVE_INFINITY,
+};
+
+/** Where a page reads: the version, totals, counts and issues first, then rows at that version. */
+export interface PageRows {
+  head(): Promise<Pick<EntityPage, "version" | "total" | "counts" | "issues">>;
+  readonly rows: RowSource;
+  readonly bounds: PageBounds;
+}
+
+/** The document server's stored rows, within the bounds above. */
+export function serverPageRows(client: DocumentClient, docId: string): PageRows {
+  return {
+    head: () => client.entities(docId, { limit: 0 }),
+    rows: lookupRowSource((lookups) => client.rows(docId, lookups)),
+    bounds: serverBounds,
+  };
+}
+
+/** The tool's replica, read whole already (its projection and issues), without bounds. */
+export function replicaPageRows(
+  projection: Projection,
+  version: string,
+  issues: readonly DocumentIssue[],
+): PageRows {
+  const counts = { entities: {} as Record<string, number>, relations: {} as Record<string, number> };
+  const total = { entities: 0, relations: 0 };
+  for (const entityId of projection.entityIds()) {
+    const kind = projection.stored(entityId)?.entityKind ?? "";
+    counts.entities[kind] = (counts.entities[kind] ?? 0) + 1;
+    total.entities += 1;
+  }
+  for (const relation of projection.relationsOfKind(undefined)) {
+    counts.relations[relation.relationKind] = (counts.relations[relation.relationKind] ?? 0) + 1;
+    total.relations += 1;
+  }
+  return {
+    head: async () => ({ version, total, counts, issues: [...issues] }),
+    rows: replicaRowSource(projection, version),
+    bounds: unbounded,
+  };
+}
+
 /** The query reads more than the bounds: `message` says what; `entities` is the document's count. */
 export class Unbounded extends Error {
   entities = 0;
@@ -38,21 +94,21 @@ class VersionMoved extends Error {}
 class RowReader {
   readonly projection: Projection;
   version: string | undefined;
-  private readonly client: DocumentClient;
-  private readonly docId: string;
+  private readonly source: RowSource;
+  readonly bounds: PageBounds;
   private readonly endpointsRead = new Set<string>();
 
-  constructor(schema: Schema, client: DocumentClient, docId: string) {
+  constructor(schema: Schema, source: RowSource, bounds: PageBounds) {
     this.projection = new Projection(schema);
-    this.client = client;
-    this.docId = docId;
+    this.source = source;
+    this.bounds = bounds;
   }
 
   /** Asks the lookups (64 a request), holds the rows found; the answers' `found` and `last`. */
   async ask(lookups: readonly RowLookup[]) {
     const results = [];
     for (let start = 0; start < lookups.length; start += lookupsPerRequest) {
-      const answer = await this.client.rows(this.docId, lookups.slice(start, start + lookupsPerRequest));
+      const answer = await this.source.lookUp(lookups.slice(start, start + lookupsPerRequest));
       if (this.version !== undefined && answer.version !== this.version) throw new VersionMoved();
       this.version = answer.version;
       for (const result of answer.results) {
@@ -106,7 +162,7 @@ class RowReader {
     const wanted = [...new Set(ids)].filter(
       (id) => !this.endpointsRead.has(key(id)) && !this.endpointsRead.has(`${id}\u0000`),
     );
-    if (wanted.length > maxEndpointLookups) throw new Unbounded("");
+    if (wanted.length > this.bounds.endpointLookups) throw new Unbounded("");
     const lookups: RowLookup[] = wanted.map((endpoint) => ({
       members: "relation",
       endpoint,
@@ -127,8 +183,8 @@ class RowReader {
             after: result.last,
             limit: membersPerPage,
           },
-          maxScanned,
-          `${id} has more than ${maxScanned} relations`,
+          this.bounds.scanned,
+          `${id} has more than ${this.bounds.scanned} relations`,
         );
     }
   }
@@ -141,16 +197,15 @@ export const narrowHint =
  * Looks up what `query` can match and answers its page over those rows. Throws `Unbounded` when that
  * is more than the bounds allow.
  */
-export async function rowsSnapshotPage(
+export async function lookupSnapshotPage(
   schema: Schema,
-  client: DocumentClient,
-  docId: string,
+  rows: PageRows,
   query: SnapshotQuery,
   budget: number,
 ): Promise<SnapshotPage & { version: string }> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await readPage(schema, client, docId, query, budget);
+      return await readPage(schema, rows, query, budget);
     } catch (error) {
       if (!(error instanceof VersionMoved)) throw error;
       if (attempt >= 2)
@@ -164,15 +219,14 @@ export async function rowsSnapshotPage(
 
 async function readPage(
   schema: Schema,
-  client: DocumentClient,
-  docId: string,
+  rows: PageRows,
   query: SnapshotQuery,
   budget: number,
 ): Promise<SnapshotPage & { version: string }> {
   // The version, totals and issues first: every row read after must be of this version.
-  const head = await client.entities(docId, { limit: 0 });
+  const head = await rows.head();
   try {
-    return await readRows(schema, client, docId, query, budget, head);
+    return await readRows(new RowReader(schema, rows.rows, rows.bounds), query, budget, head);
   } catch (error) {
     if (error instanceof Unbounded) error.entities = head.total.entities;
     throw error;
@@ -180,14 +234,12 @@ async function readPage(
 }
 
 async function readRows(
-  schema: Schema,
-  client: DocumentClient,
-  docId: string,
+  reader: RowReader,
   query: SnapshotQuery,
   budget: number,
-  head: EntityPage,
+  head: Pick<EntityPage, "version" | "total" | "counts" | "issues">,
 ): Promise<SnapshotPage & { version: string }> {
-  const reader = new RowReader(schema, client, docId);
+  const { scanned, endpointLookups } = reader.bounds;
   reader.version = head.version;
   const projection = reader.projection;
   const include = query.include ?? "both";
@@ -207,8 +259,8 @@ async function readRows(
         ...(query.relation_kinds === undefined ? {} : { kinds: query.relation_kinds }),
         limit: membersPerPage,
       },
-      maxScanned,
-      `${related} has more than ${maxScanned} relations${query.relation_kinds === undefined ? " (add relation_kinds)" : ""}`,
+      scanned,
+      `${related} has more than ${scanned} relations${query.relation_kinds === undefined ? " (add relation_kinds)" : ""}`,
     );
     candidates = projection
       .relationsOf(related)
@@ -220,16 +272,16 @@ async function readRows(
   } else if (timed) {
     const markers = counted(["sequence-marker"], head.counts.entities);
     const marked = counted(["marker"], head.counts.relations);
-    if (markers > maxScanned || marked > maxScanned)
+    if (markers > scanned || marked > scanned)
       throw new Unbounded(
-        `a time window reads every marker, and this document has ${markers} (more than ${maxScanned})`,
+        `a time window reads every marker, and this document has ${markers} (more than ${scanned})`,
       );
     await reader.members(
       { members: "entity", kinds: ["sequence-marker"], limit: membersPerPage },
-      maxScanned,
+      scanned,
       "",
     );
-    await reader.members({ members: "relation", kinds: ["marker"], limit: membersPerPage }, maxScanned, "");
+    await reader.members({ members: "relation", kinds: ["marker"], limit: membersPerPage }, scanned, "");
     candidates = [...projection.entityIds()].filter(
       (id) => projection.stored(id)?.entityKind === "sequence-marker",
     );
@@ -240,10 +292,10 @@ async function readRows(
   } else {
     const kinds = query.kinds ?? [];
     const matched = counted(kinds, head.counts.entities);
-    if (matched > maxEndpointLookups)
-      throw new Unbounded(`kinds with relations match ${matched} entities (more than ${maxEndpointLookups})`);
+    if (matched > endpointLookups)
+      throw new Unbounded(`kinds with relations match ${matched} entities (more than ${endpointLookups})`);
     for (const kind of new Set(kinds))
-      await reader.members({ members: "entity", kinds: [kind], limit: membersPerPage }, maxScanned, "");
+      await reader.members({ members: "entity", kinds: [kind], limit: membersPerPage }, scanned, "");
     candidates = [...projection.entityIds()].filter((id) =>
       kinds.includes(projection.stored(id)?.entityKind ?? ""),
     );
@@ -254,9 +306,9 @@ async function readRows(
 
   // A time window reads each candidate's marker (a clip's is usually in its own row).
   if (timed && (query.ids !== undefined || query.related_to !== undefined)) {
-    if (candidates.length > maxEndpointLookups)
+    if (candidates.length > endpointLookups)
       throw new Unbounded(
-        `the query reads the markers of ${candidates.length} entities (more than ${maxEndpointLookups})`,
+        `the query reads the markers of ${candidates.length} entities (more than ${endpointLookups})`,
       );
     await reader.relationsOf(candidates, ["marker"]);
     await reader.entities(
@@ -270,9 +322,9 @@ async function readRows(
   // The relations of what matched (those of `related_to` are held already).
   if (listRelations && query.related_to === undefined) {
     const ids = matchingEntityIds(index, query);
-    if (ids.length > maxEndpointLookups)
+    if (ids.length > endpointLookups)
       throw new Unbounded(
-        `the query lists the relations of ${ids.length} entities (more than ${maxEndpointLookups})`,
+        `the query lists the relations of ${ids.length} entities (more than ${endpointLookups})`,
       );
     await reader.relationsOf(ids);
     index.changed();

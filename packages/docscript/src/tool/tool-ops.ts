@@ -17,10 +17,16 @@ import { commitPlan } from "./commit-plan.ts";
 import type { CommitOutcome, EditPlan } from "./edit-plan.ts";
 import type { DocScriptHooks } from "./host-hooks.ts";
 import type { PlanCache } from "./plan-cache.ts";
-import { narrowHint, rowsSnapshotPage, Unbounded } from "./rows-snapshot-page.ts";
+import {
+  lookupSnapshotPage,
+  narrowHint,
+  replicaPageRows,
+  serverPageRows,
+  Unbounded,
+} from "./rows-snapshot-page.ts";
 import { discardUploads, runEditScript, type SchemaReference } from "./run-edit-script.ts";
 import { servedByServer, serverSnapshotPage } from "./server-snapshot-page.ts";
-import { CursorError, ProjectionIndex, type SnapshotPage, snapshotPage } from "./snapshot-page.ts";
+import { CursorError, ProjectionIndex } from "./snapshot-page.ts";
 import { fitLogs, fitOutcome, runError } from "./tool-answers.ts";
 import type { ToolInput } from "./tool-input.ts";
 import type { DocScriptResult, DocScriptToolOptions } from "./tool-types.ts";
@@ -143,7 +149,7 @@ export async function snapshot(core: ToolCore, input: ToolInput): Promise<DocScr
     // pages look up the rows their query can match (ADR 0467): nothing of the document is pulled here.
     const { version, ...page } = servedByServer(input)
       ? await serverSnapshotPage(client, input.doc_id, input, budget)
-      : await rowsSnapshotPage(await schema(), client, input.doc_id, input, budget);
+      : await lookupSnapshotPage(await schema(), serverPageRows(client, input.doc_id), input, budget);
     return { ...envelope, version, ...page };
   } catch (error) {
     if (error instanceof CursorError)
@@ -159,8 +165,9 @@ export async function snapshot(core: ToolCore, input: ToolInput): Promise<DocScr
   return await replicaSnapshot(core, input);
 }
 
+/** A page of a small document that the server's bounds refused: the same lookups, over the replica. */
 export async function replicaSnapshot(core: ToolCore, input: ToolInput): Promise<DocScriptResult> {
-  const { budgets, pull, failure } = core;
+  const { budgets, pull, failure, schema } = core;
   const state = await pull(input.doc_id);
   const view = await viewOf(core, state);
   const envelope = {
@@ -169,15 +176,16 @@ export async function replicaSnapshot(core: ToolCore, input: ToolInput): Promise
     doc_id: input.doc_id,
     version: state.version ?? "",
   } as const;
-  let page: SnapshotPage;
+  const rows = replicaPageRows(view.index.projection, envelope.version, view.issues);
   try {
-    page = snapshotPage(view.index, view.issues, input, budgets.snapshot - tokensOf(envelope) - 8);
+    const budget = budgets.snapshot - tokensOf(envelope) - 8;
+    const { version: _version, ...page } = await lookupSnapshotPage(await schema(), rows, input, budget);
+    return { ...envelope, ...page };
   } catch (error) {
     if (error instanceof CursorError)
       return failure(input.op, { code: "invalid_input", message: error.message });
     throw error;
   }
-  return { ...envelope, ...page };
 }
 
 export async function run(core: ToolCore, input: ToolInput): Promise<DocScriptResult> {
