@@ -53,66 +53,114 @@ export function newTally(): RunTally {
   };
 }
 
-/** The bindings a run's script calls, by binding and method. */
-export function scriptBindings(
+/** A phonetic script's phoneme text is stored by the host; the row holds null until the plan is built. */
+function takeUploads(
   input: RunSessionInput,
-  schema: Schema,
-  session: DocumentSession,
-  base: Projection,
-  tally: RunTally,
-): Record<string, Record<string, (...args: never[]) => unknown>> {
-  const inBase = (entityId: string) => base.claimsOf(entityId).length > 0;
-  const { relationStates, created, updated, deleted, linked, moved, unlinked, cascaded, pendingUploads } =
-    tally;
-
-  /** A phonetic script's phoneme text is stored by the host; the row holds null until the plan is built. */
-  const takeUploads = (
-    entityKind: string,
-    entityId: string | undefined,
-    payload: Record<string, unknown>,
-  ) => {
-    const field = uploadedTextFields[entityKind];
-    if (field === undefined || typeof payload[field] !== "string") return undefined;
-    if (!input.hooks.uploadText) {
-      throw refused(
-        "upload_unavailable",
-        `${entityKind}.${field} text is stored by the host's uploadText, which this host does not offer`,
-      );
-    }
-    const text = payload[field] as string;
-    if (text.length > maxUploadTextChars) {
-      throw refused(
-        "upload_too_large",
-        `${entityKind}.${field} is ${text.length} characters; the host stores at most ${maxUploadTextChars}`,
-        [
-          {
-            constraint: "upload.maxLength",
-            message: `at most ${maxUploadTextChars} characters`,
-            path: [field],
-            ...(entityId === undefined ? {} : { entityId }),
-          },
-        ],
-      );
-    }
-    payload[field] = null;
-    return { field, text, entityId };
-  };
-
-  /** A file a new entity names must have a key the host's store can take as a plain relative name. */
-  const checkFileKey = (entityKind: string, payload: Record<string, unknown>) => {
-    if (!storedFileKinds.has(entityKind)) return;
-    const file = fileOf({ entityKind, payload });
-    const problem = file === undefined ? undefined : fileKeyProblem(file.key);
-    if (problem !== undefined)
-      throw refused("file_key_refused", `${entityKind}: ${problem}`, [
+  entityKind: string,
+  entityId: string | undefined,
+  payload: Record<string, unknown>,
+): { field: string; text: string; entityId: string | undefined } | undefined {
+  const field = uploadedTextFields[entityKind];
+  if (field === undefined || typeof payload[field] !== "string") return undefined;
+  if (!input.hooks.uploadText) {
+    throw refused(
+      "upload_unavailable",
+      `${entityKind}.${field} text is stored by the host's uploadText, which this host does not offer`,
+    );
+  }
+  const text = payload[field] as string;
+  if (text.length > maxUploadTextChars) {
+    throw refused(
+      "upload_too_large",
+      `${entityKind}.${field} is ${text.length} characters; the host stores at most ${maxUploadTextChars}`,
+      [
         {
-          constraint: "file.key",
-          message: problem,
-          path: entityKind === "audio-script" ? ["transcription", "key"] : ["key"],
+          constraint: "upload.maxLength",
+          message: `at most ${maxUploadTextChars} characters`,
+          path: [field],
+          ...(entityId === undefined ? {} : { entityId }),
         },
-      ]);
-  };
+      ],
+    );
+  }
+  payload[field] = null;
+  return { field, text, entityId };
+}
 
+/** A file a new entity names must have a key the host's store can take as a plain relative name. */
+function checkFileKey(entityKind: string, payload: Record<string, unknown>): void {
+  if (!storedFileKinds.has(entityKind)) return;
+  const file = fileOf({ entityKind, payload });
+  const problem = file === undefined ? undefined : fileKeyProblem(file.key);
+  if (problem !== undefined)
+    throw refused("file_key_refused", `${entityKind}: ${problem}`, [
+      {
+        constraint: "file.key",
+        message: problem,
+        path: entityKind === "audio-script" ? ["transcription", "key"] : ["key"],
+      },
+    ]);
+}
+
+/** An update's ops with a phonetic script's phoneme text held for the host's upload instead. */
+function heldUploads(
+  input: RunSessionInput,
+  entityKind: string,
+  entityId: string,
+  ops: SessionUpdateOp[],
+): { rewritten: SessionUpdateOp[]; upload: { field: string; text: string } | undefined } {
+  let upload: { field: string; text: string } | undefined;
+  const field = uploadedTextFields[entityKind];
+  const rewritten = Array.isArray(ops)
+    ? ops.map((op) => {
+        if (
+          field !== undefined &&
+          op?.op === "set" &&
+          op.path?.length === 1 &&
+          op.path[0] === field &&
+          typeof op.value === "string"
+        ) {
+          const payload: Record<string, unknown> = { [field]: op.value };
+          upload = takeUploads(input, entityKind, entityId, payload);
+          return { ...op, value: payload[field] } as SessionUpdateOp;
+        }
+        return op;
+      })
+    : ops;
+  return { rewritten, upload };
+}
+
+/** Deletes an entity and tallies what it takes with it. */
+function deleteEntity({ schema, session, tally }: BindingContext, entityId: string): void {
+  const { created, updated, deleted, linked, moved, unlinked, cascaded, pendingUploads } = tally;
+  // What the delete takes with it, for the preview: every relation touching it (clips taken off a
+  // deleted track) and an entity embedded in its row (a clip's marker). Read before it lands.
+  const touching = typeof entityId === "string" ? session.relations.list({ entityId }) : [];
+  const embedded = touching
+    .filter((relation) => relation.relationId.startsWith(`${entityId}#`))
+    .map((relation) => relation.endpoint1EntityId)
+    .filter((id) => schema.embeddedKinds.has(session.entities.get(id)?.entityKind ?? ""));
+  session.entities.delete(entityId);
+  tally.writes++;
+  for (const relation of touching) {
+    moved.delete(relation.relationId);
+    if (linked.delete(relation.relationId)) continue;
+    unlinked.add(relation.relationId);
+    cascaded.set(relation.relationId, { ...relation, by: entityId });
+  }
+  for (const id of [entityId, ...embedded]) {
+    pendingUploads.delete(id);
+    if (created.delete(id)) continue;
+    updated.delete(id);
+    deleted.add(id);
+  }
+}
+
+/** The `entities` binding of a run. */
+function entityBindings(context: BindingContext) {
+  const { input, schema, session, base, tally } = context;
+  const { created, updated, pendingUploads } = tally;
+  const inBase = (entityId: string) => base.claimsOf(entityId).length > 0;
   const entities = {
     list(filter?: { entityKind?: string; range?: FieldRange; limit?: number; after?: string }) {
       const limit = filter?.limit;
@@ -143,7 +191,7 @@ export function scriptBindings(
       }
       const payload = { ...(raw.payload ?? {}) };
       checkFileKey(raw.entityKind, payload);
-      const upload = takeUploads(raw.entityKind, undefined, payload);
+      const upload = takeUploads(input, raw.entityKind, undefined, payload);
       const entity = session.entities.create({
         entityKind: raw.entityKind,
         payload,
@@ -159,24 +207,7 @@ export function scriptBindings(
     update(entityId: string, ops: SessionUpdateOp[]) {
       const current = session.entities.get(entityId);
       if (current === undefined) return scriptEntity(session.entities.update(entityId, ops));
-      let upload: { field: string; text: string } | undefined;
-      const field = uploadedTextFields[current.entityKind];
-      const rewritten = Array.isArray(ops)
-        ? ops.map((op) => {
-            if (
-              field !== undefined &&
-              op?.op === "set" &&
-              op.path?.length === 1 &&
-              op.path[0] === field &&
-              typeof op.value === "string"
-            ) {
-              const payload: Record<string, unknown> = { [field]: op.value };
-              upload = takeUploads(current.entityKind, entityId, payload);
-              return { ...op, value: payload[field] };
-            }
-            return op;
-          })
-        : ops;
+      const { rewritten, upload } = heldUploads(input, current.entityKind, entityId, ops);
       const entity = session.entities.update(entityId, rewritten);
       if (upload !== undefined) pendingUploads.set(entityId, upload);
       if (!created.has(entityId)) updated.add(entityId);
@@ -200,30 +231,17 @@ export function scriptBindings(
       return declareFields(kind.fields);
     },
     delete(entityId: string) {
-      // What the delete takes with it, for the preview: every relation touching it (clips taken off a
-      // deleted track) and an entity embedded in its row (a clip's marker). Read before it lands.
-      const touching = typeof entityId === "string" ? session.relations.list({ entityId }) : [];
-      const embedded = touching
-        .filter((relation) => relation.relationId.startsWith(`${entityId}#`))
-        .map((relation) => relation.endpoint1EntityId)
-        .filter((id) => schema.embeddedKinds.has(session.entities.get(id)?.entityKind ?? ""));
-      session.entities.delete(entityId);
-      tally.writes++;
-      for (const relation of touching) {
-        moved.delete(relation.relationId);
-        if (linked.delete(relation.relationId)) continue;
-        unlinked.add(relation.relationId);
-        cascaded.set(relation.relationId, { ...relation, by: entityId });
-      }
-      for (const id of [entityId, ...embedded]) {
-        pendingUploads.delete(id);
-        if (created.delete(id)) continue;
-        updated.delete(id);
-        deleted.add(id);
-      }
+      deleteEntity(context, entityId);
     },
   } satisfies SyncEntities;
+  const entitiesMatch: SignaturesMatch<typeof entities, SyncEntities> = true;
+  void entitiesMatch;
+  return entities;
+}
 
+/** The `relations` binding of a run. */
+function relationBindings({ session, tally }: BindingContext) {
+  const { relationStates, linked, moved, unlinked } = tally;
   const relations = {
     list(filter?: { relationKind?: string; entityId?: string; limit?: number; after?: string }) {
       const limit = filter?.limit;
@@ -285,11 +303,27 @@ export function scriptBindings(
       if (!linked.delete(relationId)) unlinked.add(relationId);
     },
   } satisfies SyncRelations;
-
-  const entitiesMatch: SignaturesMatch<typeof entities, SyncEntities> = true;
   const relationsMatch: SignaturesMatch<typeof relations, SyncRelations> = true;
-  void entitiesMatch;
   void relationsMatch;
+  return relations;
+}
 
-  return { entities, relations };
+interface BindingContext {
+  readonly input: RunSessionInput;
+  readonly schema: Schema;
+  readonly session: DocumentSession;
+  readonly base: Projection;
+  readonly tally: RunTally;
+}
+
+/** The bindings a run's script calls, by binding and method. */
+export function scriptBindings(
+  input: RunSessionInput,
+  schema: Schema,
+  session: DocumentSession,
+  base: Projection,
+  tally: RunTally,
+): Record<string, Record<string, (...args: never[]) => unknown>> {
+  const context: BindingContext = { input, schema, session, base, tally };
+  return { entities: entityBindings(context), relations: relationBindings(context) };
 }
