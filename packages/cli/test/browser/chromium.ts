@@ -7,6 +7,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { underLoadMs } from "@tackle/test-support";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 
 export const chromiumPath = process.env.TACKLE_CHROMIUM ?? "/usr/bin/chromium";
@@ -44,8 +45,11 @@ export async function launchChromium(executablePath: string = chromiumPath): Pro
         headless: true,
         args: chromiumArgs,
         viewport: { width: 1280, height: 900 },
-        timeout: 30_000,
+        timeout: underLoadMs(30_000),
       });
+      // Playwright's waits (a click, a locator's waitFor) get 30 s on a quiet machine, scaled by the
+      // load: a page that renders slowly on a busy machine is not what these tests check.
+      context.setDefaultTimeout(underLoadMs(30_000));
       contexts.push({ context, dir });
       return context;
     },

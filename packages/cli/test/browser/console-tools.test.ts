@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { freePort } from "@tackle/test-support";
+import { freePort, underLoadMs } from "@tackle/test-support";
 import type { Locator, Page } from "playwright-core";
 import { cleanEnv, type ServeProcess, startServe, tempHome } from "../tackle-process.ts";
 import { assertAccessible, type Browser, launchChromium, watchErrors } from "./chromium.ts";
@@ -37,7 +37,7 @@ before(async () => {
   assert.ok(url, `the banner prints a sign-in URL:\n${serve.banner}`);
   await page.goto(url);
   await assertAccessible(page, "opening");
-  await page.locator('details[data-tool="steps.count"]').waitFor({ timeout: 20_000 });
+  await page.locator('details[data-tool="steps.count"]').waitFor({ timeout: underLoadMs(20_000) });
   await assertAccessible(page, "signing in");
 });
 
@@ -46,6 +46,14 @@ after(async () => {
   await serve?.stop();
   home.remove();
 });
+
+/**
+ * The pause before each of the counting tool's three steps: 1.5 s on a quiet machine, longer under
+ * load (5 s at most, the tool's own bound), so the first report is still on screen alone after the
+ * accessibility check that follows the click, however slow that check runs.
+ */
+const pauseMs = Math.min(5000, underLoadMs(1500));
+const counting = `{"n":3,"pauseMs":${pauseMs}}`;
 
 const panel = (tool: string): Locator => page.locator(`details[data-tool="${tool}"]`);
 const editorOf = (tool: string): Locator => panel(tool).getByLabel("Arguments as JSON");
@@ -110,19 +118,22 @@ describe("the modules page, worked in", () => {
 
   test("a call's progress and log lines show while it runs; then its structuredContent, output schema and JSON-RPC exchange", async () => {
     const tool = panel("steps.count");
-    await editorOf("steps.count").fill('{ "n": 3, "pauseMs": 1500 }');
+    await editorOf("steps.count").fill(counting);
     await assertAccessible(page, "filling the JSON editor");
     await tool.getByRole("button", { name: "Call" }).click();
     await assertAccessible(page, 'clicking "Call"');
     // The first report is on screen while the call still runs: no result yet.
-    await tool.locator('[data-live="progress"]').first().waitFor({ timeout: 20_000 });
+    await tool
+      .locator('[data-live="progress"]')
+      .first()
+      .waitFor({ timeout: underLoadMs(20_000) });
     assert.equal(await tool.locator("[data-result]").count(), 0, "progress shows before the result");
     assert.match(
       await tool.locator('[data-live="progress"]').first().innerText(),
       /progress 1\/3: step 1 of 3/,
     );
     await assertAccessible(page, "a call reporting progress");
-    await tool.locator('[data-result="ok"]').waitFor({ timeout: 20_000 });
+    await tool.locator('[data-result="ok"]').waitFor({ timeout: underLoadMs(20_000) });
     assert.equal(await tool.locator('[data-live="progress"]').count(), 3);
     assert.deepEqual(await tool.locator('[data-live="log"]').allInnerTexts(), [
       "info steps.count counted 1",
@@ -154,7 +165,7 @@ describe("the modules page, worked in", () => {
     );
     const request = JSON.parse(await messages.first().locator("pre").innerText());
     assert.equal(request.method, "tools/call");
-    assert.deepEqual(request.params.arguments, { n: 3, pauseMs: 1500 });
+    assert.deepEqual(request.params.arguments, { n: 3, pauseMs });
     assert.notEqual(request.params._meta.progressToken, undefined);
     assert.equal(await messages.first().getAttribute("data-direction"), "sent");
     const response = JSON.parse(await messages.last().locator("pre").innerText());
@@ -170,7 +181,7 @@ describe("the modules page, worked in", () => {
     await assertAccessible(page, "filling the JSON editor");
     await tool.getByRole("button", { name: "Call" }).click();
     await assertAccessible(page, 'clicking "Call"');
-    await tool.locator('[data-result="error"]').waitFor({ timeout: 20_000 });
+    await tool.locator('[data-result="error"]').waitFor({ timeout: underLoadMs(20_000) });
     assert.match(await tool.locator(".result").innerText(), /Error invalid_input in [\d.]+ ms round trip/);
     assert.match(await tool.locator("#steps-count-n-error").innerText(), /\S/);
     await assertAccessible(page, "a refused call");
@@ -182,7 +193,7 @@ describe("the modules page, worked in", () => {
     await assertAccessible(page, "filling the JSON editor");
     await echo.getByRole("button", { name: "Call" }).click();
     await assertAccessible(page, 'clicking "Call"');
-    await echo.locator('[data-result="ok"]').waitFor({ timeout: 20_000 });
+    await echo.locator('[data-result="ok"]').waitFor({ timeout: underLoadMs(20_000) });
     await echo.locator('[data-output-schema="none"]').waitFor();
     assert.equal(await echo.locator("[data-live]").count(), 0);
     await echo.getByText("The tool reported no progress and wrote no log line.").waitFor();
@@ -197,19 +208,25 @@ describe("the modules page, worked in", () => {
     await rows.first().waitFor();
     const before = await rows.count();
     // The newest call is demo.echo; the steps.count call before it ran with n 3.
-    const counted = rows.filter({ hasText: '{"n":3,"pauseMs":1500}' });
+    const counted = rows.filter({ hasText: counting });
     await counted.getByRole("button", { name: "Run again: steps.count with these arguments" }).click();
     await assertAccessible(page, 'clicking "Run again: steps.count with these arguments"');
     const tool = panel("steps.count");
-    await tool.locator('[data-live="progress"]').first().waitFor({ timeout: 20_000 });
+    await tool
+      .locator('[data-live="progress"]')
+      .first()
+      .waitFor({ timeout: underLoadMs(20_000) });
     await assertAccessible(page, "running a call again from the history");
-    await tool.locator('[data-result="ok"]').waitFor({ timeout: 20_000 });
-    assert.deepEqual(JSON.parse(await editorOf("steps.count").inputValue()), { n: 3, pauseMs: 1500 });
+    await tool.locator('[data-result="ok"]').waitFor({ timeout: underLoadMs(20_000) });
+    assert.deepEqual(JSON.parse(await editorOf("steps.count").inputValue()), { n: 3, pauseMs });
     await page.waitForFunction(
       (count) => document.querySelectorAll("#history tbody tr").length > count,
       before,
     );
-    assert.match(await rows.first().innerText(), /steps\.count\s+\{"n":3,"pauseMs":1500\}\s+ok/);
+    assert.match(
+      await rows.first().innerText(),
+      new RegExp(`steps\\.count\\s+\\{"n":3,"pauseMs":${pauseMs}\\}\\s+ok`),
+    );
     await assertAccessible(page, "the re-run's answer drawn");
     assert.deepEqual(errors, []);
   });
