@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { underLoadMs } from "@tackle/test-support";
 import { LoroDoc } from "loro-crdt";
 import { createDocumentClient, type DocumentClient } from "../src/client/create-document-client.ts";
 import { type InterpretedDocument, interpretDocument } from "../src/document/interpret.ts";
@@ -38,6 +39,13 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/**
+ * The deadline of one request to the document server: the client's 30 s on a quiet machine, scaled by
+ * the load. The server runs in the test's own process, so on a busy machine a large read (thousands of
+ * rows) waits for a core on both ends; how long it takes is not what these tests check.
+ */
+const requestTimeoutMs = () => underLoadMs(30_000);
+
 export async function startHarness(): Promise<Harness> {
   const directory = mkdtempSync(join(tmpdir(), "docscript-tool-"));
   const path = join(directory, "documents.sqlite");
@@ -47,7 +55,12 @@ export async function startHarness(): Promise<Harness> {
     adminToken,
     hostTokens: [hostToken],
   });
-  const client = createDocumentClient({ origin: server.url, token: documentToken, userId: "another-user" });
+  const client = createDocumentClient({
+    origin: server.url,
+    token: documentToken,
+    userId: "another-user",
+    timeoutMs: requestTimeoutMs(),
+  });
   const tools: DocScriptTool[] = [];
   const createdIds = new Set<string>();
   return {
@@ -93,8 +106,11 @@ export async function startHarness(): Promise<Harness> {
         httpOrigin: server.url,
         authToken: hostToken,
         userId: "user-1",
+        requestTimeoutMs: requestTimeoutMs(),
         ...access,
         ...options,
+        // Preparing a run (the document into the worker) is not what a test here times, unless it says so.
+        sandbox: { prepareTimeoutMs: underLoadMs(30_000), ...options.sandbox },
       } as DocScriptToolOptions);
       tools.push(tool);
       return tool;
