@@ -8,6 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createToolSet, type ToolSet } from "@tackle/core";
+import { underLoadMs } from "@tackle/test-support";
 import fc from "fast-check";
 import type { MemoryClient } from "../src/client/memory-client.ts";
 import { memoryRoutes } from "../src/server/routes.ts";
@@ -78,9 +79,15 @@ async function seed(identity: Identity) {
     format: "openai",
     conversations: [{ sessionId: "s2", messages: [{ role: "user", content: `I like ${m} cake` }] }],
   });
-  await client.waitForJob(imported.job.id, { timeoutMs: 20_000, scope: { userId: identity.userId } });
+  await client.waitForJob(imported.job.id, {
+    timeoutMs: underLoadMs(20_000),
+    scope: { userId: identity.userId },
+  });
   const consolidation = await call("memory_consolidate", {});
-  await client.waitForJob(consolidation.job.id, { timeoutMs: 20_000, scope: { userId: identity.userId } });
+  await client.waitForJob(consolidation.job.id, {
+    timeoutMs: underLoadMs(20_000),
+    scope: { userId: identity.userId },
+  });
   await call("memory_novelty_scan", { candidates: [`I keep a ${m} in the garden shed`] });
   // Everything the identity now owns, read back whole, so every id it holds is known.
   await call("memory_state_unified", {});

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createToolSet, type ToolSet } from "@tackle/core";
+import { underLoadMs } from "@tackle/test-support";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { MEMORY_SCOPE_VALUES } from "../src/scope/memory-scope.ts";
 import { TOOL_RESULT_TOKEN_BUDGET } from "../src/tools/compact-results.ts";
@@ -287,11 +288,11 @@ describe("createMemoryTools against the real service", () => {
         { sessionId: "old", messages: [{ role: "user", content: "I love hiking in the Alps" }] },
       ],
     });
-    const job = await memory.client("acme").waitForJob(imported.job.id, { timeoutMs: 10_000 });
+    const job = await memory.client("acme").waitForJob(imported.job.id, { timeoutMs: underLoadMs(10_000) });
     assert.equal(job.status, "succeeded");
     assert.equal((await call("memory_get_job", { id: imported.job.id })).job.status, "succeeded");
     const consolidation = await call("memory_consolidate", carol);
-    await memory.client("acme").waitForJob(consolidation.job.id, { timeoutMs: 10_000 });
+    await memory.client("acme").waitForJob(consolidation.job.id, { timeoutMs: underLoadMs(10_000) });
     const jobs = await call("memory_list_jobs", carol);
     assert.ok(jobs.jobs.length >= 2);
     assert.ok(Array.isArray((await call("memory_admin_access_trends", carol)).days));

@@ -12,7 +12,7 @@ import { after, describe, it } from "node:test";
 import { createToolSet } from "@tackle/core";
 import { createMemoryAdminTools, MemoryClient, MemoryError } from "@tackle/memory";
 import { type MemoryServer, serveMemory } from "@tackle/memory/server";
-import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
+import { createTestDatabase, type TestDatabase, underLoadMs } from "@tackle/test-support";
 import pg from "pg";
 import { createMemoryMiddlewareCore } from "../src/middleware/create-memory-middleware-core.ts";
 
@@ -41,7 +41,7 @@ async function populate(client: MemoryClient, userId: string, word: string): Pro
     format: "openai",
     conversations: [{ messages: [{ role: "user", content: `My cousin is called ${word}.` }] }],
   });
-  await client.waitForJob(job.id, { timeoutMs: 30_000 });
+  await client.waitForJob(job.id, { timeoutMs: underLoadMs(30_000) });
 }
 
 async function checkAnswers(office: MemoryClient): Promise<void> {

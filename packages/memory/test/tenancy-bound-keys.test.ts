@@ -23,7 +23,7 @@ import {
   parseApiKeys,
   serveMemory,
 } from "@tackle/memory/server";
-import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
+import { createTestDatabase, type TestDatabase, underLoadMs } from "@tackle/test-support";
 
 /** The TACKLE_MEMORY_API_KEYS format, bound keys and all. */
 const keys = parseApiKeys(
@@ -68,7 +68,7 @@ async function seedAlice(service: Service) {
     conversations: [{ sessionId: "s2", messages: [{ role: "user", content: "I like lemon cake" }] }],
   });
   service.own.job = imported.job.id;
-  await alice.waitForJob(imported.job.id, { timeoutMs: 20_000 });
+  await alice.waitForJob(imported.job.id, { timeoutMs: underLoadMs(20_000) });
 }
 
 /** Bob, on the busy service: the same session names and words as Alice, and more of everything. */
@@ -99,7 +99,7 @@ async function seedBob(server: MemoryServer) {
     conversations: [{ sessionId: "s2", messages: [{ role: "user", content: "I like lemon cake" }] }],
   });
   bob.job = imported.job.id;
-  await b.waitForJob(imported.job.id, { timeoutMs: 20_000 });
+  await b.waitForJob(imported.job.id, { timeoutMs: underLoadMs(20_000) });
   // The unbound key's tenant-wide memory (no userId) lies outside Alice's scope as well.
   await client(server, "key-any").add({ content: `${bobMarker} tenant-wide: the shed key is under the mat` });
 }
@@ -268,7 +268,8 @@ async function walkAsAlice(name: "busy" | "quiet"): Promise<unknown[]> {
     );
     expect(own, route.status, op);
     const job = (own.body as { job?: { id: string } }).job;
-    if (route.status === 202 && job) await service.alice!.waitForJob(job.id, { timeoutMs: 20_000 });
+    if (route.status === 202 && job)
+      await service.alice!.waitForJob(job.id, { timeoutMs: underLoadMs(20_000) });
   }
   return answers;
 }

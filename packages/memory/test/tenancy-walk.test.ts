@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { MemoryClient } from "@tackle/memory";
 import { createMemoryApp, type MemoryServer, memoryRoutes, serveMemory } from "@tackle/memory/server";
-import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
+import { createTestDatabase, type TestDatabase, underLoadMs } from "@tackle/test-support";
 
 const keys = { "key-a": "tenant-a", "key-b": "tenant-b" };
 const directory = mkdtempSync(join(tmpdir(), "tackle-memory-walk-"));
@@ -47,9 +47,9 @@ async function seedA(a: MemoryClient): Promise<string> {
     format: "openai",
     conversations: [{ sessionId: "s2", messages: [{ role: "user", content: "I like lemon cake" }] }],
   });
-  await a.waitForJob(imported.job.id, { timeoutMs: 20_000, scope });
+  await a.waitForJob(imported.job.id, { timeoutMs: underLoadMs(20_000), scope });
   const consolidated = await a.consolidate({ ...scope });
-  await a.waitForJob(consolidated.job.id, { timeoutMs: 20_000, scope });
+  await a.waitForJob(consolidated.job.id, { timeoutMs: underLoadMs(20_000), scope });
   return memory.id;
 }
 
@@ -80,9 +80,9 @@ async function seedB(b: MemoryClient) {
     format: "openai",
     conversations: [{ sessionId: "s2", messages: [{ role: "user", content: "I like lemon cake" }] }],
   });
-  await b.waitForJob(imported.job.id, { timeoutMs: 20_000, scope });
+  await b.waitForJob(imported.job.id, { timeoutMs: underLoadMs(20_000), scope });
   const consolidated = await b.consolidate({ ...scope });
-  await b.waitForJob(consolidated.job.id, { timeoutMs: 20_000, scope });
+  await b.waitForJob(consolidated.job.id, { timeoutMs: underLoadMs(20_000), scope });
 }
 
 async function openServices(kind: "SQLite" | "PostgreSQL", databases: TestDatabase[]) {
