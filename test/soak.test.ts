@@ -1,24 +1,29 @@
 /**
- * The short fault-injection soak (bench/soak, 1 s per phase): a NATS server, a mesh node, a
- * document server, a durable runner and a memory service are each SIGKILLed and restarted, and a
- * private PostgreSQL stopped and started, under mixed load (mesh calls, document pushes, durable runs,
- * memory adds and import jobs); nothing acknowledged is lost, nothing is duplicated outside durable's
- * stated crash window, nothing hangs, every workload succeeds again after each fault, and the run and
- * the job the killed runner and service had in hand are finished by another process. Then the video
- * assistant (examples/video-assistant, 2 s per phase): its driver, each of its two nodes and the Python
- * child SIGKILLed, its broker SIGKILLed and restarted; every run completes, each transcription runs
- * once, each caption lands once, each user's style is remembered once.
+ * The short fault-injection soak (bench/soak, 1 s per phase on a quiet machine, longer under load): a
+ * NATS server, a mesh node, a document server, a durable runner and a memory service are each
+ * SIGKILLed and restarted, and a private PostgreSQL stopped and started, under mixed load (mesh calls,
+ * document pushes, durable runs, memory adds and import jobs); nothing acknowledged is lost, nothing is
+ * duplicated outside durable's stated crash window, nothing hangs, every workload succeeds again after
+ * each fault, and the run and the job the killed runner and service had in hand are finished by
+ * another process. Then the video assistant (examples/video-assistant, 2 s per phase, scaled alike):
+ * its driver, each of its two nodes and the Python child SIGKILLed, its broker SIGKILLed and
+ * restarted; every run completes, each transcription runs once, each caption lands once, each user's
+ * style is remembered once.
  */
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import { testTimeoutMs, underLoadMs } from "@tackle/test-support";
 import { formatTable, runSoak } from "../bench/soak/soak.ts";
 import { formatVideoTable, runVideoSoak } from "../bench/soak/video-assistant-soak.ts";
 
 it("the short soak: lost 0, duplicated 0 across five kinds of process killed and PostgreSQL restarted", {
-  // About a minute; the rest is room for a loaded machine and for the settle deadline of a run that hangs.
-  timeout: 240_000,
+  // About a minute; the rest is room for a loaded machine and for the settle deadline of a run that
+  // hangs. Up to four times that under load (every phase's processes start and work slower).
+  timeout: testTimeoutMs(240_000),
 }, async (t) => {
-  const { rows, notes, takeovers } = await runSoak({ phaseMs: 1000 });
+  // 1 s phases on a quiet machine, longer under load: each workload must succeed again between a
+  // fault's repair and the next fault, and on a busy machine one memory add can take seconds.
+  const { rows, notes, takeovers } = await runSoak({ phaseMs: underLoadMs(1000) });
   t.diagnostic(`\n${formatTable(rows)}\n${notes.join("\n")}`);
   assert.equal(rows.length, 30);
   // The kills landed mid-work, and another process finished that work.
@@ -36,10 +41,11 @@ it("the short soak: lost 0, duplicated 0 across five kinds of process killed and
 });
 
 it("the video assistant's soak: each of its processes killed and the broker restarted, lost 0, duplicated 0", {
-  // About two minutes on the loaded machine; the rest is room for the settle deadline of a run that hangs.
-  timeout: 600_000,
+  // About two minutes on the loaded machine; the rest is room for the settle deadline of a run that
+  // hangs. Up to four times that under load.
+  timeout: testTimeoutMs(600_000),
 }, async (t) => {
-  const { rows, notes } = await runVideoSoak({ phaseMs: 2000 });
+  const { rows, notes } = await runVideoSoak({ phaseMs: underLoadMs(2000) });
   t.diagnostic(`\n${formatVideoTable(rows)}\n${notes.join("\n")}`);
   assert.equal(rows.length, 6);
   for (const row of rows) {
