@@ -117,6 +117,12 @@ export function createMcpEndpoint(
   const identity = serverIdentity();
   const sessions = new Map<string, Session>();
 
+  const serving: Serving = { source, pages, approvals, onerror, identity };
+  const table: SessionTable = { sessions, maxSessions, closeSession };
+  const openSession = (request: Request, parsedBody: unknown) =>
+    openSessionIn(serving, table, request, parsedBody);
+  const answerDirect = (call: DirectCall, request: Request) => answerDirectIn(serving, call, request);
+
   const sweep = setInterval(
     () => {
       const now = Date.now();
@@ -133,49 +139,6 @@ export function createMcpEndpoint(
     sessions.delete(id);
     logger.debug("MCP session closed", { session: id, why });
     await session.server.close().catch(() => undefined);
-  }
-
-  async function openSession(request: Request, parsedBody: unknown): Promise<Response> {
-    const server = createMcpServer(source, {
-      resultPages: pages,
-      owner: credentialOwner(request.headers),
-      ...(approvals === undefined ? {} : { approvals }),
-    });
-    let registered: Session | undefined;
-    const asked =
-      isRecord(parsedBody) && isRecord(parsedBody.params) ? parsedBody.params.protocolVersion : undefined;
-    const revision = typeof asked === "string" && legacyRevisions.has(asked) ? asked : undefined;
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: randomUUID,
-      // Resumable streams (SEP-1699): each starts with a priming event and a retry hint, and a client
-      // that lost one reads the rest with Last-Event-ID.
-      eventStore: createSessionEventStore(),
-      retryInterval: streamRetryMs,
-      onsessioninitialized: (id) => {
-        // Room for this one: the least recently used session goes (Map order is insertion order,
-        // and a used session is moved to the end).
-        while (sessions.size >= maxSessions) {
-          const [oldestId, oldest] = sessions.entries().next().value as [string, Session];
-          void closeSession(oldestId, oldest, "too many sessions");
-        }
-        registered = { server, revision, transport, lastUsed: Date.now() };
-        sessions.set(id, registered);
-      },
-      onsessionclosed: (id) => {
-        // The client's DELETE: the transport closes itself after this returns.
-        if (sessions.get(id)?.transport === transport) sessions.delete(id);
-      },
-    });
-    server.onclose = () => {
-      const id = transport.sessionId;
-      if (id !== undefined && sessions.get(id)?.transport === transport) sessions.delete(id);
-    };
-    transport.onerror = onerror;
-    await server.connect(transport);
-    const response = await transport.handleRequest(request, { parsedBody });
-    // A refused initialize (a bad body) made no session: nothing is kept.
-    if (registered === undefined) await server.close().catch(() => undefined);
-    return response;
   }
 
   async function sessionRequest(id: string, request: Request, parsedBody?: unknown): Promise<Response> {
@@ -225,41 +188,109 @@ export function createMcpEndpoint(
       await handler.close();
     },
   };
+}
 
-  async function answerDirect(call: DirectCall, request: Request): Promise<Response> {
-    let result: CallToolResult;
-    try {
-      result = await callSourceTool(
-        source,
-        call.name,
-        call.args,
-        { signal: request.signal },
-        { pages, owner: credentialOwner(request.headers), unbudgeted: call.unbudgeted, approvals },
-      );
-    } catch (error) {
-      onerror(error as Error);
-      return jsonRpcError(200, -32603, `Internal error: ${(error as Error).message}`, call.id);
-    }
-    // Content blocks a tool made itself are checked as the SDK checks a handler's result.
-    if (result.content.some((block) => block.type !== "text") && !isCallToolResult(result)) {
-      onerror(new Error(`"${call.name}" returned content that is not a valid tools/call result`));
-      return jsonRpcError(
-        200,
-        -32603,
-        `Internal error: "${call.name}" returned an invalid tools/call result`,
-        call.id,
-      );
-    }
-    const projected = project(result, call.revision);
-    const payload =
-      call.revision === modernRevision
-        ? { ...projected, resultType: "complete", _meta: { ...projected._meta, [serverInfoKey]: identity } }
-        : projected;
-    return new Response(JSON.stringify({ result: payload, jsonrpc: "2.0", id: call.id }), {
-      status: 200,
-      headers: { "content-type": "application/json" },
-    });
+/** What every session and direct call is served from. */
+interface Serving {
+  readonly source: ToolSource;
+  readonly pages: ReturnType<typeof createResultPages>;
+  readonly approvals: McpEndpointOptions["approvals"];
+  readonly onerror: (error: Error) => void;
+  readonly identity: ReturnType<typeof serverIdentity>;
+}
+
+/** The open sessions, least recently used first, and how one is closed. */
+interface SessionTable {
+  readonly sessions: Map<string, Session>;
+  readonly maxSessions: number;
+  closeSession(id: string, session: Session, why: string): Promise<void>;
+}
+
+async function openSessionIn(
+  { source, pages, approvals, onerror }: Serving,
+  { sessions, maxSessions, closeSession }: SessionTable,
+  request: Request,
+  parsedBody: unknown,
+): Promise<Response> {
+  const server = createMcpServer(source, {
+    resultPages: pages,
+    owner: credentialOwner(request.headers),
+    ...(approvals === undefined ? {} : { approvals }),
+  });
+  let registered: Session | undefined;
+  const asked =
+    isRecord(parsedBody) && isRecord(parsedBody.params) ? parsedBody.params.protocolVersion : undefined;
+  const revision = typeof asked === "string" && legacyRevisions.has(asked) ? asked : undefined;
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: randomUUID,
+    // Resumable streams (SEP-1699): each starts with a priming event and a retry hint, and a client
+    // that lost one reads the rest with Last-Event-ID.
+    eventStore: createSessionEventStore(),
+    retryInterval: streamRetryMs,
+    onsessioninitialized: (id) => {
+      // Room for this one: the least recently used session goes (Map order is insertion order,
+      // and a used session is moved to the end).
+      while (sessions.size >= maxSessions) {
+        const [oldestId, oldest] = sessions.entries().next().value as [string, Session];
+        void closeSession(oldestId, oldest, "too many sessions");
+      }
+      registered = { server, revision, transport, lastUsed: Date.now() };
+      sessions.set(id, registered);
+    },
+    onsessionclosed: (id) => {
+      // The client's DELETE: the transport closes itself after this returns.
+      if (sessions.get(id)?.transport === transport) sessions.delete(id);
+    },
+  });
+  server.onclose = () => {
+    const id = transport.sessionId;
+    if (id !== undefined && sessions.get(id)?.transport === transport) sessions.delete(id);
+  };
+  transport.onerror = onerror;
+  await server.connect(transport);
+  const response = await transport.handleRequest(request, { parsedBody });
+  // A refused initialize (a bad body) made no session: nothing is kept.
+  if (registered === undefined) await server.close().catch(() => undefined);
+  return response;
+}
+
+async function answerDirectIn(
+  { source, pages, approvals, onerror, identity }: Serving,
+  call: DirectCall,
+  request: Request,
+): Promise<Response> {
+  let result: CallToolResult;
+  try {
+    result = await callSourceTool(
+      source,
+      call.name,
+      call.args,
+      { signal: request.signal },
+      { pages, owner: credentialOwner(request.headers), unbudgeted: call.unbudgeted, approvals },
+    );
+  } catch (error) {
+    onerror(error as Error);
+    return jsonRpcError(200, -32603, `Internal error: ${(error as Error).message}`, call.id);
   }
+  // Content blocks a tool made itself are checked as the SDK checks a handler's result.
+  if (result.content.some((block) => block.type !== "text") && !isCallToolResult(result)) {
+    onerror(new Error(`"${call.name}" returned content that is not a valid tools/call result`));
+    return jsonRpcError(
+      200,
+      -32603,
+      `Internal error: "${call.name}" returned an invalid tools/call result`,
+      call.id,
+    );
+  }
+  const projected = project(result, call.revision);
+  const payload =
+    call.revision === modernRevision
+      ? { ...projected, resultType: "complete", _meta: { ...projected._meta, [serverInfoKey]: identity } }
+      : projected;
+  return new Response(JSON.stringify({ result: payload, jsonrpc: "2.0", id: call.id }), {
+    status: 200,
+    headers: { "content-type": "application/json" },
+  });
 }
 
 /**
