@@ -18,7 +18,7 @@ export type EditScriptPoolOptions = Omit<SandboxPoolOptions, "dispatcherModule">
   readonly runRetainedMb?: number;
   /**
    * Loro's memory (MiB) a host worker may have grown since it opened its document before it is
-   * replaced between runs (ADR 0491); 64.
+   * replaced between runs (ADR 0491); 64, or a quarter of what its document took to open when more.
    */
   readonly hostRecycleAboveMb?: number;
 };

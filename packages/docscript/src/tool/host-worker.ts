@@ -38,6 +38,8 @@ export interface HostWorker {
   stderrTail: string;
   /** Loro's memory growth since the worker opened its document, as it last said (after a run closed). */
   grownBytes: number;
+  /** Loro's memory once the worker had opened its document. */
+  openBytes: number;
 }
 
 export interface HostWorkerSettings {
@@ -85,6 +87,7 @@ export function spawnHostWorker(settings: HostWorkerSettings): HostWorker {
     lastUsed: 0,
     stderrTail: "",
     grownBytes: 0,
+    openBytes: 0,
     ready: new Promise<void>((resolve, reject) => {
       worker.once("message", (message: FromHostWorker) =>
         message.type === "ready" ? resolve() : reject(new Error("the host worker failed to boot")),
@@ -141,6 +144,7 @@ function onMessage(host: HostWorker, settings: HostWorkerSettings, message: From
   }
   if (message.type === "closed") {
     host.grownBytes = message.grownBytes;
+    host.openBytes = message.openBytes;
     settings.onClosed(host);
     return;
   }

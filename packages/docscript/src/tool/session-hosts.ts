@@ -75,12 +75,22 @@ export interface SessionHostsOptions {
   /**
    * Loro's memory (MiB) a host worker may have grown since it opened its document (its run document's
    * ops, which it keeps until it makes the run document anew, and whatever runs left; WebAssembly memory
-   * never shrinks) before it is replaced between runs, returning that memory; 64 by default.
+   * never shrinks) before it is replaced between runs, returning that memory; 64 by default, or a
+   * quarter of the Loro memory its document took to open when that is more.
    */
   readonly recycleAboveMb?: number;
   readonly logger?: Logger;
   /** Start a worker at once, so the first document's first run does not wait for one to boot. */
   readonly warm?: boolean;
+}
+
+/**
+ * The Loro growth a host worker may reach before it is replaced: `floor`, or a quarter of the memory its
+ * document took to open when more, so a large document (whose re-reading costs in proportion to it) is
+ * not re-read every few runs.
+ */
+function recycleBound(host: HostWorker, floor: number): number {
+  return Math.max(floor, host.openBytes / 4);
 }
 
 /** Loro's memory (MiB) a host worker may have grown since it opened its document; past it, it is replaced. */
@@ -108,14 +118,15 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
 
   /** A worker past its memory bound is replaced once no run is on it; the next run reads anew. */
   const recycleIfGrown = (host: HostWorker) => {
-    if (host.dead || host.grownBytes <= recycleAboveBytes) return;
+    const bound = recycleBound(host, recycleAboveBytes);
+    if (host.dead || host.grownBytes <= bound) return;
     host.retiring = true;
     if (byKey.get(host.key!) === host) byKey.delete(host.key!);
     if (host.runs.size > 0) return;
     counts.recycled++;
     logger.debug("docscript: host worker replaced past its memory bound", {
       grownMiB: Math.round(host.grownBytes / 2 ** 20),
-      boundMiB: recycleAboveBytes / 2 ** 20,
+      boundMiB: Math.round(bound / 2 ** 20),
     });
     retire(host);
   };

@@ -84,6 +84,12 @@ export type FromHostWorker =
    * A run's host work was released: how much Loro's memory (which never shrinks) has grown since the
    * worker opened its document, so the tool's thread can replace a worker past its bound.
    */
-  | { readonly type: "closed"; readonly runId: number; readonly grownBytes: number }
+  | {
+      readonly type: "closed";
+      readonly runId: number;
+      /** Loro's memory once the worker had opened its document, and its growth since. */
+      readonly openBytes: number;
+      readonly grownBytes: number;
+    }
   /** Stored rows of the worker's document, read from the document server. */
   | { readonly type: "rows"; readonly callId: number; readonly lookups: readonly RowLookup[] };

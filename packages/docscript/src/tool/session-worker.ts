@@ -181,7 +181,8 @@ function close(runId: number): void {
   runs.delete(runId);
   run.channel.close();
   run.checkedOut.release();
-  send({ type: "closed", runId, grownBytes: loroBytes() - (loroAtOpen ?? loroBytes()) });
+  const openBytes = loroAtOpen ?? loroBytes();
+  send({ type: "closed", runId, openBytes, grownBytes: loroBytes() - openBytes });
 }
 
 port.on("message", (message: ToHostWorker) => {
