@@ -5,6 +5,7 @@
  * retained more than its limit (ADR 0490).
  */
 import { MessageChannel } from "node:worker_threads";
+import type { LoroDoc, VersionVector } from "loro-crdt";
 import { askHostWorker, type HostWorker } from "./host-worker.ts";
 import type { HostedRun, HostedRunRequest } from "./session-hosts.ts";
 import { hostWorking, overRetained, signalWords, type ToHostWorker } from "./session-wire.ts";
@@ -13,6 +14,8 @@ import { hostWorking, overRetained, signalWords, type ToHostWorker } from "./ses
 export interface HostedRunContext {
   readonly runRetainedMb: number;
   nextId(): number;
+  /** What a fresh worker imports to hold the run's replica: a snapshot and the updates since. */
+  snapshotOf(run: HostedRunRequest): Uint8Array[];
   /** Terminates `host` because a run ended while it worked for it (or past its retained bytes). */
   stop(host: HostWorker): void;
   /** A run on `host` ended and its host work was released. */
@@ -28,10 +31,10 @@ export async function openHostedRun(
   const runId = context.nextId();
   const { port1, port2 } = new MessageChannel();
   const signal = new SharedArrayBuffer(4 * signalWords);
-  const update =
+  const updates =
     host.vector === undefined
-      ? run.replica.export({ mode: "snapshot" })
-      : run.replica.export({ mode: "update", from: host.vector });
+      ? context.snapshotOf(run)
+      : [run.replica.export({ mode: "update", from: host.vector })];
   host.vector = run.replica.oplogVersion();
   host.rows = run.rows;
   host.lastUsed = performance.now();
@@ -47,7 +50,7 @@ export async function openHostedRun(
         callId: context.nextId(),
         runId,
         key: run.key,
-        update,
+        updates,
         schema: run.schema,
         input: run.input,
         limits: run.limits,
@@ -107,4 +110,38 @@ function endRun(context: HostedRunContext, host: HostWorker, runId: number, run:
   if (!host.dead) host.worker.postMessage({ type: "close", runId } satisfies ToHostWorker);
   host.lastUsed = performance.now();
   context.released(host, run);
+}
+
+/** The snapshots kept for fresh host workers, by document. */
+export interface KeptSnapshots {
+  of(key: string, replica: LoroDoc): Uint8Array[];
+  drop(key: string): void;
+  clear(): void;
+}
+
+/**
+ * The snapshot each kept document's last fresh host worker was given, so the next fresh one (after a
+ * run's host work was stopped, or its worker replaced) gets it and the updates since. Exporting a whole
+ * document is the tool's thread's work (seconds at 100k entities) that every other document's calls
+ * wait on; a run that is stopped at its limit would otherwise cost it again on its document's next run.
+ */
+export function keptSnapshots(): KeptSnapshots {
+  const kept = new Map<string, { bytes: Uint8Array; vector: VersionVector }>();
+  return {
+    of(key, replica) {
+      const held = kept.get(key);
+      const order = held?.vector.compare(replica.oplogVersion());
+      if (held !== undefined && order !== undefined && order <= 0) {
+        if (order === 0) return [held.bytes];
+        const since = replica.export({ mode: "update", from: held.vector });
+        // Far behind: a fresh snapshot costs about what the updates would, and is kept for the next.
+        if (since.byteLength <= held.bytes.byteLength / 4) return [held.bytes, since];
+      }
+      const bytes = replica.export({ mode: "snapshot" });
+      kept.set(key, { bytes, vector: replica.oplogVersion() });
+      return [bytes];
+    },
+    drop: (key) => kept.delete(key),
+    clear: () => kept.clear(),
+  };
 }

@@ -13,7 +13,7 @@ import type { RowLookup, RowLookupAnswer } from "../server/document-host.ts";
 import type { CacheLimits } from "./document-cache.ts";
 import { defaultRunRetainedMb } from "./host-retained.ts";
 import { type HostWorker, type HostWorkerSettings, hostWorkerGone, spawnHostWorker } from "./host-worker.ts";
-import { type HostedRunContext, openHostedRun } from "./hosted-run.ts";
+import { type HostedRunContext, keptSnapshots, openHostedRun } from "./hosted-run.ts";
 import type { EditScriptPlanBody, RunSessionInput } from "./run-session.ts";
 
 /** What a run's host work is opened with. */
@@ -106,6 +106,7 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
   let closed = false;
   let nextId = 1;
   const counts = { started: 0, stopped: 0, recycled: 0 };
+  const snapshots = keptSnapshots();
   const all = new Set<HostWorker>();
 
   /** Ends an idle worker (no run on it): it leaves the kept documents and its memory is returned. */
@@ -180,12 +181,17 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
     const idle = [...byKey.values()]
       .filter((host) => host.runs.size === 0)
       .sort((a, b) => a.lastUsed - b.lastUsed);
-    while (idle.length > Math.max(0, documents)) retire(idle.shift()!);
+    while (idle.length > Math.max(0, documents)) {
+      const host = idle.shift()!;
+      snapshots.drop(host.key!);
+      retire(host);
+    }
   };
 
   const context: HostedRunContext = {
     runRetainedMb,
     nextId: () => nextId++,
+    snapshotOf: (run) => snapshots.of(run.key, run.replica),
     stop,
     released(host, run) {
       // A retiring worker whose last run has ended goes now; the others wait for the worker's report.
@@ -207,6 +213,7 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
       const hosts = [...all];
       all.clear();
       byKey.clear();
+      snapshots.clear();
       spare = undefined;
       await Promise.all(hosts.map((host) => host.worker.terminate()));
     },

@@ -26,8 +26,11 @@ export type ToHostWorker =
       readonly callId: number;
       readonly runId: number;
       readonly key: string;
-      /** The replica's updates the worker's copy lacks (a snapshot for its first run). */
-      readonly update: Uint8Array | undefined;
+      /**
+       * The replica's updates the worker's copy lacks, imported in order: for its first run, a snapshot
+       * (the one kept from the document's last fresh worker, when there is one) and the updates since.
+       */
+      readonly updates: readonly Uint8Array[];
       readonly schema: { readonly module: string; readonly exportName: string };
       readonly input: RunSessionInput;
       readonly limits: CacheLimits;

@@ -119,9 +119,9 @@ async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<v
     signal: new Int32Array(message.signal),
   };
   const result = await answered(async () => {
-    if (message.update !== undefined) {
+    for (const update of message.updates) {
       replica ??= new LoroDoc();
-      replica.import(message.update);
+      replica.import(update);
     }
     if (replica === undefined)
       throw Object.assign(new Error("the host worker holds no document"), { code: "run_failed" });

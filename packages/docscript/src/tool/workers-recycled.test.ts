@@ -76,8 +76,13 @@ describe("workers past their memory bound are replaced between runs (ADR 0491)",
         { pool: hostBound, schema, hooks: {} },
         { docId: "host-bound", replica, version: "v", script },
       );
-    const first = await run("console.log(entities.list({ entityKind: 'audio-script' }).length);");
+    const count =
+      "console.log(entities.list({ entityKind: 'audio-script' }).length, entities.list({ entityKind: 'track' }).length);";
+    const first = await run(count);
     assert.ok(first.ok, JSON.stringify(first));
+    const [scripts, tracks] = (first.logs[0]?.text ?? "").split(" ").map(Number);
+    const track = await run("entities.create({ entityKind: 'track', payload: { role: 'overlay' } });");
+    assert.ok(track.ok, JSON.stringify(track));
     const before = hosts.stats();
 
     // The create lands in the host worker's run document: its Loro memory grows by several MiB.
@@ -94,12 +99,14 @@ describe("workers past their memory bound are replaced between runs (ADR 0491)",
       "a run was stopped: the worker was not replaced between runs",
     );
 
-    // The next run opens the document in a fresh worker: as it is (the plan was not committed).
-    const next = await run("console.log(entities.list({ entityKind: 'audio-script' }).length);");
+    // The track's plan is committed meanwhile; the big one is not. The next run opens the document in a
+    // fresh worker (the snapshot kept for it and the update since) and reads it as it now is.
+    replica.import(track.plan.update);
+    const next = await run(count);
     assert.ok(next.ok, JSON.stringify(next));
     assert.deepEqual(
       next.logs.map((line) => line.text),
-      first.logs.map((line) => line.text),
+      [`${scripts} ${(tracks ?? 0) + 1}`],
     );
     assert.ok(hosts.stats().started > before.started, "no fresh host worker was started");
   });
