@@ -18,6 +18,7 @@ import {
   type ContentBlock,
   type Logger,
   ToolAbortedError,
+  type ToolCallResult,
   ToolError,
   type ToolErrorPayload,
   ToolTimeoutError,
@@ -129,41 +130,55 @@ export async function createConsoleToolSource(options: ConsoleSourceOptions): Pr
                 }),
           },
         );
-        if (result.isError === true) {
-          const payload = (result.structuredContent as { error?: ToolErrorPayload } | undefined)?.error;
-          return {
-            ok: false,
-            error:
-              payload === undefined
-                ? new ToolError("tool_failed", textOf(result.content))
-                : ToolError.fromPayload(payload),
-          };
-        }
-        return { ok: true, output: outputOf(result) };
+        return answerOf(result);
       } catch (error) {
-        // The caller's abort (the SDK has told the console to cancel the call) is `aborted`, as elsewhere.
-        if (signal?.aborted) return { ok: false, error: new ToolAbortedError(qualifiedName, signal.reason) };
-        // `--timeout` passing is the tool's timeout, as in the other sources, not a console failure.
-        const timeoutMs = callOptions.timeoutMs ?? options.timeoutMs;
-        if (
-          error instanceof SdkError &&
-          error.code === SdkErrorCode.RequestTimeout &&
-          timeoutMs !== undefined
-        ) {
-          return { ok: false, error: new ToolTimeoutError(qualifiedName, timeoutMs) };
-        }
-        return {
-          ok: false,
-          error: new ToolError("console_failed", `The console call failed: ${(error as Error).message}`, {
-            retryable: true,
-            cause: error,
-          }),
-        };
+        return failureOf(qualifiedName, error, signal, callOptions.timeoutMs ?? options.timeoutMs);
       } finally {
         if (caller !== client) await caller.close().catch(() => undefined);
       }
     },
     close: () => client.close(),
+  };
+}
+
+/** A tool's answer as the console sent it: its output, or its error rebuilt. */
+function answerOf(result: {
+  isError?: unknown;
+  content?: unknown;
+  structuredContent?: unknown;
+}): ToolCallResult {
+  if (result.isError === true) {
+    const payload = (result.structuredContent as { error?: ToolErrorPayload } | undefined)?.error;
+    return {
+      ok: false,
+      error:
+        payload === undefined
+          ? new ToolError("tool_failed", textOf(result.content))
+          : ToolError.fromPayload(payload),
+    };
+  }
+  return { ok: true, output: outputOf(result) };
+}
+
+/** A call that got no answer: the caller's abort, its `--timeout`, or the console failing. */
+function failureOf(
+  qualifiedName: string,
+  error: unknown,
+  signal: AbortSignal | undefined,
+  timeoutMs: number | undefined,
+): ToolCallResult {
+  // The caller's abort (the SDK has told the console to cancel the call) is `aborted`, as elsewhere.
+  if (signal?.aborted) return { ok: false, error: new ToolAbortedError(qualifiedName, signal.reason) };
+  // `--timeout` passing is the tool's timeout, as in the other sources, not a console failure.
+  if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout && timeoutMs !== undefined) {
+    return { ok: false, error: new ToolTimeoutError(qualifiedName, timeoutMs) };
+  }
+  return {
+    ok: false,
+    error: new ToolError("console_failed", `The console call failed: ${(error as Error).message}`, {
+      retryable: true,
+      cause: error,
+    }),
   };
 }
 
