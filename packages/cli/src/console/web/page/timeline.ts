@@ -15,50 +15,8 @@ interface Relation {
 }
 
 /** Tracks as lanes, clips as blocks on a time axis, captions under their blocks, markers as ticks. */
-export function drawTimeline(snapshot: {
-  readonly entities: readonly Entity[];
-  readonly relations: readonly Relation[];
-}): SVGSVGElement {
-  const byId = new Map(snapshot.entities.map((entity) => [entity.entityId, entity]));
-  const contains = (parentId: string): Entity[] =>
-    snapshot.relations
-      .filter((relation) => relation.relationKind === "contain" && relation.endpoint0EntityId === parentId)
-      .map((relation) => byId.get(relation.endpoint1EntityId))
-      .filter((entity): entity is Entity => entity !== undefined);
-  const markerOf = (clipId: string) => {
-    const relation = snapshot.relations.find(
-      (item) => item.relationKind === "marker" && item.endpoint0EntityId === clipId,
-    );
-    return relation === undefined ? undefined : byId.get(relation.endpoint1EntityId);
-  };
-  // Lanes in a stable order (a document keeps no order among its tracks, and its snapshot lists them by
-  // id): the timeline schema's roles in order, pictures above sound above captions; then by name.
-  const roles = ["video", "overlay", "audio", "bgm", "voiceover", "caption"];
-  const rank = (track: Entity) => {
-    const at = roles.indexOf(track.payload?.role);
-    return at < 0 ? roles.length : at;
-  };
-  const tracks = snapshot.entities
-    .filter((entity) => entity.entityKind === "track")
-    .sort(
-      (a, b) =>
-        rank(a) - rank(b) ||
-        String(a.payload?.name ?? "").localeCompare(String(b.payload?.name ?? "")) ||
-        a.entityId.localeCompare(b.entityId),
-    );
-  const lanes = tracks.map((track) => ({
-    track,
-    clips: contains(track.entityId)
-      .filter((entity) => entity.entityKind === "clip")
-      .map((clip) => {
-        const marker = markerOf(clip.entityId);
-        const content = contains(clip.entityId)[0];
-        const start = Number(marker?.payload?.startMs ?? 0);
-        const mediaLength = Number(content?.payload?.durationMs ?? 0);
-        const duration = marker?.payload?.durationMs ?? (mediaLength > 0 ? mediaLength : null);
-        return { clip, marker, content, start, duration };
-      }),
-  }));
+export function drawTimeline(snapshot: Snapshot): SVGSVGElement {
+  const lanes = lanesOf(snapshot);
   const end = Math.max(
     10_000,
     ...lanes.flatMap((lane) => lane.clips.map((clip) => clip.start + (clip.duration ?? 0))),
@@ -156,4 +114,54 @@ export function drawTimeline(snapshot: {
     }
   }
   return svg;
+}
+
+interface Snapshot {
+  readonly entities: readonly Entity[];
+  readonly relations: readonly Relation[];
+}
+
+/** The document's tracks in lane order, each with its clips: marker (time), content, start and duration. */
+function lanesOf(snapshot: Snapshot) {
+  const byId = new Map(snapshot.entities.map((entity) => [entity.entityId, entity]));
+  const contains = (parentId: string): Entity[] =>
+    snapshot.relations
+      .filter((relation) => relation.relationKind === "contain" && relation.endpoint0EntityId === parentId)
+      .map((relation) => byId.get(relation.endpoint1EntityId))
+      .filter((entity): entity is Entity => entity !== undefined);
+  const markerOf = (clipId: string) => {
+    const relation = snapshot.relations.find(
+      (item) => item.relationKind === "marker" && item.endpoint0EntityId === clipId,
+    );
+    return relation === undefined ? undefined : byId.get(relation.endpoint1EntityId);
+  };
+  // Lanes in a stable order (a document keeps no order among its tracks, and its snapshot lists them by
+  // id): the timeline schema's roles in order, pictures above sound above captions; then by name.
+  const roles = ["video", "overlay", "audio", "bgm", "voiceover", "caption"];
+  const rank = (track: Entity) => {
+    const at = roles.indexOf(track.payload?.role);
+    return at < 0 ? roles.length : at;
+  };
+  const tracks = snapshot.entities
+    .filter((entity) => entity.entityKind === "track")
+    .sort(
+      (a, b) =>
+        rank(a) - rank(b) ||
+        String(a.payload?.name ?? "").localeCompare(String(b.payload?.name ?? "")) ||
+        a.entityId.localeCompare(b.entityId),
+    );
+  const lanes = tracks.map((track) => ({
+    track,
+    clips: contains(track.entityId)
+      .filter((entity) => entity.entityKind === "clip")
+      .map((clip) => {
+        const marker = markerOf(clip.entityId);
+        const content = contains(clip.entityId)[0];
+        const start = Number(marker?.payload?.startMs ?? 0);
+        const mediaLength = Number(content?.payload?.durationMs ?? 0);
+        const duration = marker?.payload?.durationMs ?? (mediaLength > 0 ? mediaLength : null);
+        return { clip, marker, content, start, duration };
+      }),
+  }));
+  return lanes;
 }

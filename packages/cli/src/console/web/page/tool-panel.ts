@@ -48,6 +48,67 @@ export function toolPanel(qualified: string, tool: ToolInfo, onCalled: () => voi
 function toolForm(qualified: string, tool: ToolInfo, onCalled: () => void) {
   const id = qualified.replace(/[^\w-]/g, "-");
   const schema: Schema = tool.inputSchema ?? { type: "object" };
+  const args = argsEditor(schema, id);
+  const { formSlot, editor, editorError, editorId, fill } = args;
+  const result = h("div", { class: "result", "aria-live": "polite" });
+  const button = h("button", { type: "submit" }, "Call");
+
+  const call = async () => {
+    args.form().clearErrors();
+    const input = args.readArgs(result);
+    if (input === undefined) return;
+    button.disabled = true;
+    try {
+      const answer = await callAndShow(qualified, input, result, tool, (issues) =>
+        args.form().showIssues(issues),
+      );
+      if (answer === undefined) return;
+      addHistory({
+        tool: qualified,
+        args: input,
+        ok: answer.ok,
+        ms: answer.roundTrip,
+        at: new Date().toISOString(),
+      });
+      onCalled();
+    } finally {
+      button.disabled = false;
+    }
+  };
+
+  const element = h(
+    "div",
+    { class: "tool-body" },
+    h(
+      "form",
+      {
+        novalidate: true,
+        onsubmit: (event) => {
+          event.preventDefault();
+          void call();
+        },
+      },
+      h(
+        "div",
+        { class: "args" },
+        formSlot,
+        h(
+          "div",
+          { class: "field json-editor" },
+          h("label", { for: editorId }, "Arguments as JSON (kept in step with the form)"),
+          editor,
+          editorError,
+        ),
+      ),
+      button,
+    ),
+    result,
+  );
+  return { element, fill, call };
+}
+
+/** The schema's form and a JSON editor beside it, kept in step: the side edited last is called with. */
+function argsEditor(schema: Schema, id: string) {
   let form: SchemaForm = buildForm(schema, id);
   const formSlot = h("div", { class: "form-slot" }, form.element);
   const editorId = `${id}-json`;
@@ -59,8 +120,6 @@ function toolForm(qualified: string, tool: ToolInfo, onCalled: () => void) {
     "aria-describedby": `${editorId}-error`,
   });
   const editorError = h("p", { class: "field-error", id: `${editorId}-error`, "aria-live": "polite" });
-  const result = h("div", { class: "result", "aria-live": "polite" });
-  const button = h("button", { type: "submit" }, "Call");
   /** Which side the person edited last: its value is the one called with. */
   let edited: "form" | "json" = "form";
 
@@ -107,7 +166,7 @@ function toolForm(qualified: string, tool: ToolInfo, onCalled: () => void) {
   syncEditor();
 
   /** The arguments to call with, or undefined (with the reason shown) when they cannot be read. */
-  const readArgs = (): unknown => {
+  const readArgs = (result: HTMLElement): unknown => {
     if (edited === "json") {
       try {
         return JSON.parse(editor.value);
@@ -127,54 +186,5 @@ function toolForm(qualified: string, tool: ToolInfo, onCalled: () => void) {
     }
   };
 
-  const call = async () => {
-    form.clearErrors();
-    const args = readArgs();
-    if (args === undefined) return;
-    button.disabled = true;
-    try {
-      const answer = await callAndShow(qualified, args, result, tool, (issues) => form.showIssues(issues));
-      if (answer === undefined) return;
-      addHistory({
-        tool: qualified,
-        args,
-        ok: answer.ok,
-        ms: answer.roundTrip,
-        at: new Date().toISOString(),
-      });
-      onCalled();
-    } finally {
-      button.disabled = false;
-    }
-  };
-
-  const element = h(
-    "div",
-    { class: "tool-body" },
-    h(
-      "form",
-      {
-        novalidate: true,
-        onsubmit: (event) => {
-          event.preventDefault();
-          void call();
-        },
-      },
-      h(
-        "div",
-        { class: "args" },
-        formSlot,
-        h(
-          "div",
-          { class: "field json-editor" },
-          h("label", { for: editorId }, "Arguments as JSON (kept in step with the form)"),
-          editor,
-          editorError,
-        ),
-      ),
-      button,
-    ),
-    result,
-  );
-  return { element, fill, call };
+  return { formSlot, editor, editorError, editorId, fill, readArgs, form: () => form };
 }
