@@ -5,11 +5,13 @@
  * of millions of characters of data, thousands of un-awaited asset loads, large legal creates, a finish
  * step that stores uploads and then fails — another client reads and commits another document on the
  * same host: a snapshot page through the tool, a pull and a push straight to the server. Printed: that
- * client's p50/p99 beside a baseline (the same client, same host, no hostile load) in the same run, the
- * worst hostile run's end past its limit, uploads left stored by failed runs, and the host's RSS above
- * idle across `--memory-runs` runs of the heaviest legal script.
+ * client's p50/p99 beside a baseline (the same client, same host, no hostile load) in the same run,
+ * with the tool's thread's event-loop delay and utilization; the worst hostile run's end past its limit;
+ * the host's RSS above idle across `--memory-runs` runs of the heaviest legal script and the workers
+ * replaced past their memory bound (ADR 0491); uploads left stored by failed runs when the mix ended
+ * and 60 s later.
  *
- *   nice -n 10 node_modules/.bin/node --conditions=@tackle/source bench/docscript/hostile.ts \
+ *   nice -n 5 node_modules/.bin/node --expose-gc --conditions=@tackle/source bench/docscript/hostile.ts \
  *     [--seconds=40] [--limit-ms=2000] [--memory-runs=100]
  */
 import { mkdtempSync, rmSync } from "node:fs";
