@@ -3,32 +3,16 @@
  * endpoint per tool on the module's prefix, one per held seat's verb on the seat's subject, and `tools`.
  */
 import { randomUUID } from "node:crypto";
-import { type Service, type ServiceMsg, Svcm } from "@nats-io/services";
-import { headers, type NatsConnection } from "@nats-io/transport-node";
-import { type Logger, ToolError, type ToolTakeover } from "@tackle/core";
+import { type Service, Svcm } from "@nats-io/services";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { Logger } from "@tackle/core";
 import { toLlmName } from "@tackle/core/internal";
 import type { LoadedModule } from "../bundles/load-modules.ts";
-import { publishCallEvents } from "../nats/call-events.ts";
-import { failSpan, traceProcess } from "../nats/trace-messaging.ts";
-import {
-  ALIVE_VERB,
-  callIdHeader,
-  decodeJson,
-  encodeJson,
-  errorCodeHeader,
-  HELD_VERB,
-  type HeldAnswer,
-  type HeldQuestion,
-  idempotencyKeyHeader,
-  maxPayloadOf,
-  payloadTooLarge,
-  serviceStatus,
-  timeoutHeader,
-} from "../nats/wire.ts";
+import { ALIVE_VERB, encodeJson, HELD_VERB, type HeldAnswer, type HeldQuestion } from "../nats/wire.ts";
+import { answer, type CallSite } from "./answer-call.ts";
 import { type CallLedger, createCallLedger } from "./call-ledger.ts";
-import { keyedRun, reportTakeover } from "./keyed-call.ts";
-import type { KeyedOutcome, ResultsLedger } from "./keyed-once.ts";
 import { describeModule, type ModuleInfo } from "./module-info.ts";
+import type { ResultsLedger } from "./results-ledger.ts";
 
 export interface Placement {
   readonly prefix: string;
@@ -95,7 +79,6 @@ export async function serveModule(
     description: `tackle mesh module ${loaded.module} on ${node}`,
     metadata: { tackle: "mesh", module: loaded.module, node, prefix: placement.prefix },
   });
-  const subjects: string[] = [];
   const site: CallSite = {
     connection,
     loaded,
@@ -106,10 +89,48 @@ export async function serveModule(
     instance,
     results,
   };
-  const listing = encodeJson(info);
-  const cancelSubject = `${placement.prefix}.${CANCEL_VERB}`;
-  // A plain subscription, not a queue member: every node serving the module hears a cancel.
-  const cancels = connection.subscribe(cancelSubject, {
+  const cancels = listenForCancels(site);
+  const held = answerHeldQuestions(site, node, reconnects);
+  // Asked only when this node has gone silent: its subscription lasts as long as its connection (and
+  // its held answers), so "no responders" tells a caller it is gone, and silence that it is busy.
+  const alive = connection.subscribe(`${placement.prefix}.${ALIVE_VERB}.${instance}`, {
+    callback: (error, message) => {
+      if (error === null && message.reply !== undefined && message.reply !== "") message.respond();
+    },
+  });
+  const subjects = addEndpoints(service, site, placement, encodeJson(info));
+  // The server must hold every subscription before the caller treats the module as served.
+  await connection.flush();
+  return {
+    placement,
+    info,
+    subjects,
+    async stop() {
+      cancels.unsubscribe();
+      await service.stop();
+      // A caller asks where it sent its call: calls still running from before a move (the module
+      // re-served on another prefix) are claimed here until they end, or their callers would think
+      // this node gone.
+      const left = new Set(running.keys());
+      const release = () => {
+        for (const callId of left) if (!running.has(callId)) left.delete(callId);
+        if (left.size === 0 || connection.isClosed()) {
+          held.unsubscribe();
+          alive.unsubscribe();
+          return;
+        }
+        setTimeout(release, 500).unref();
+      };
+      release();
+    },
+  };
+}
+
+/** `<prefix>.tools.cancel`: a plain subscription, not a queue member, so every node serving the module hears a cancel. */
+function listenForCancels(site: CallSite): Subscription {
+  const { connection, running, logger, loaded } = site;
+  const cancelSubject = `${site.prefix}.${CANCEL_VERB}`;
+  return connection.subscribe(cancelSubject, {
     callback: (error, message) => {
       if (error !== null) return;
       try {
@@ -121,9 +142,17 @@ export async function serveModule(
       }
     },
   });
-  // Callers with calls in flight ask which of them this node runs, and learn from the answer that it lives.
-  const heldSubject = `${placement.prefix}.${HELD_VERB}`;
-  const held = connection.subscribe(heldSubject, {
+}
+
+/** Callers with calls in flight ask which of them this node runs, and learn from the answer that it lives. */
+function answerHeldQuestions(
+  site: CallSite,
+  node: string,
+  reconnects: { readonly count: number },
+): Subscription {
+  const { connection, running, ledger, logger, loaded, prefix, instance } = site;
+  const heldSubject = `${prefix}.${HELD_VERB}`;
+  return connection.subscribe(heldSubject, {
     callback: (error, message) => {
       if (error !== null || message.reply === undefined || message.reply === "") return;
       let question: Partial<HeldQuestion>;
@@ -137,7 +166,7 @@ export async function serveModule(
       }
       const callIds = question.callIds;
       const answer: HeldAnswer = {
-        prefix: placement.prefix,
+        prefix,
         node,
         instance,
         reconnects: reconnects.count,
@@ -147,13 +176,12 @@ export async function serveModule(
       message.respond(encodeJson(answer));
     },
   });
-  // Asked only when this node has gone silent: its subscription lasts as long as its connection (and
-  // its held answers), so "no responders" tells a caller it is gone, and silence that it is busy.
-  const alive = connection.subscribe(`${placement.prefix}.${ALIVE_VERB}.${instance}`, {
-    callback: (error, message) => {
-      if (error === null && message.reply !== undefined && message.reply !== "") message.respond();
-    },
-  });
+}
+
+/** The service's endpoints: `tools`, one per tool on the prefix, one per held seat's verb; returns their subjects. */
+function addEndpoints(service: Service, site: CallSite, placement: Placement, listing: Uint8Array): string[] {
+  const { loaded, logger } = site;
+  const subjects: string[] = [];
   service.addEndpoint("tools", {
     subject: `${placement.prefix}.tools`,
     metadata: { description: "this module's tools, schemas and load errors" },
@@ -190,70 +218,7 @@ export async function serveModule(
       endpoint(`seat-${toLlmName(tool)}`, `${seatPrefix}.${verb}`, tool);
     }
   }
-  // The server must hold every subscription before the caller treats the module as served.
-  await connection.flush();
-  return {
-    placement,
-    info,
-    subjects,
-    async stop() {
-      cancels.unsubscribe();
-      await service.stop();
-      // A caller asks where it sent its call: calls still running from before a move (the module
-      // re-served on another prefix) are claimed here until they end, or their callers would think
-      // this node gone.
-      const left = new Set(running.keys());
-      const release = () => {
-        for (const callId of left) if (!running.has(callId)) left.delete(callId);
-        if (left.size === 0 || connection.isClosed()) {
-          held.unsubscribe();
-          alive.unsubscribe();
-          return;
-        }
-        setTimeout(release, 500).unref();
-      };
-      release();
-    },
-  };
-}
-
-/** What answering a call needs of the module it belongs to. */
-interface CallSite {
-  readonly connection: NatsConnection;
-  readonly loaded: LoadedModule;
-  readonly logger: Logger;
-  readonly running: Map<string, AbortController>;
-  readonly ledger: CallLedger;
-  /** The placement's subject prefix. */
-  readonly prefix: string;
-  /** This node process's random id (its alive subject). */
-  readonly instance: string;
-  /** The module's results by idempotency key, across its nodes (ADR 0210). */
-  readonly results: ResultsLedger | undefined;
-}
-
-async function answer(site: CallSite, tool: string, message: ServiceMsg): Promise<void> {
-  const { loaded, logger, ledger } = site;
-  // A request this node told its caller it never saw, arriving late: it must not run (ADR 0208).
-  if (message.reply !== undefined && ledger.isDisowned(message.reply)) {
-    logger.warn("late request refused: its caller was told it was not delivered", {
-      module: loaded.module,
-      tool,
-    });
-    respondError(
-      message,
-      new ToolError(
-        "not_delivered",
-        `"${loaded.module}.${tool}" arrived after its caller was told it had not been delivered; it did not run`,
-        { retryable: true, data: { tool: `${loaded.module}.${tool}` } },
-      ),
-    );
-    return;
-  }
-  await traceProcess(message.subject, message.headers as never, async (span) => {
-    const failure = await run(site, tool, message);
-    if (failure !== undefined) failSpan(span, failure.code, failure.message);
-  });
+  return subjects;
 }
 
 /** The answer's part about checked calls: which finished here, and which this node now disowns. */
@@ -275,110 +240,4 @@ function checkCalls(
     disowned.push(entry.reply);
   }
   return { finished, disowned, rememberedMs: ledger.rememberedMs() };
-}
-
-/** Runs the call and replies; returns the error it answered with, if any. */
-async function run(site: CallSite, tool: string, message: ServiceMsg): Promise<ToolError | undefined> {
-  const { connection, loaded, logger, running, ledger, prefix } = site;
-  const cancel = new AbortController();
-  // Calls without an id (a raw NATS client) are still registered, so a close stops them too.
-  const callId = message.headers?.get(callIdHeader) || randomUUID();
-  running.set(callId, cancel);
-  /** What the call was answered with (every return sets it), for the ledger. */
-  let failure: ToolError | undefined;
-  try {
-    let args: unknown;
-    try {
-      args = decodeJson(message.data) ?? {};
-    } catch (error) {
-      failure = respondError(
-        message,
-        new ToolError(
-          "invalid_request",
-          `The arguments for "${loaded.module}.${tool}" are not JSON: ${(error as Error).message}`,
-        ),
-      );
-      return failure;
-    }
-    const timeout = Number(message.headers?.get(timeoutHeader));
-    const idempotencyKey = message.headers?.get(idempotencyKeyHeader);
-    // Only a caller that named an events inbox gets progress and log lines; a plain call gets nothing more.
-    const events = publishCallEvents(connection, message.headers as never, logger, message.reply, prefix);
-    const execute = async (takeover?: ToolTakeover): Promise<KeyedOutcome> => {
-      // On a takeover the tool is told so, and asked for the earlier run's outcome when it can tell.
-      if (takeover !== undefined)
-        reportTakeover(logger, loaded.module, loaded.toolset.get(tool), tool, takeover);
-      const called = await loaded.toolset.call(tool, args, {
-        ...(takeover === undefined ? {} : { takeover }),
-        callId,
-        calledAs: `${loaded.module}.${tool}`,
-        ...(idempotencyKey ? { idempotencyKey } : {}),
-        signal: cancel.signal,
-        ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
-        ...(events?.onProgress === undefined ? {} : { onProgress: events.onProgress }),
-        ...(events?.logger === undefined ? {} : { logger: events.logger }),
-      });
-      return called.ok ? { ok: true, output: called.output } : { ok: false, error: called.error };
-    };
-    // A call under an idempotency key runs once across the module's nodes (ADR 0210); one without runs.
-    const result =
-      idempotencyKey && site.results !== undefined
-        ? await keyedRun(
-            { module: loaded.module, logger, alive: `${prefix}.${ALIVE_VERB}.${site.instance}` },
-            site.results,
-            { tool, key: idempotencyKey, args, timeout, signal: cancel.signal },
-            execute,
-          )
-        : await execute();
-    events?.finish();
-    if (!result.ok) {
-      failure = respondError(message, result.error);
-      return failure;
-    }
-    const body = encodeJson(result.output);
-    const limit = maxPayloadOf(connection);
-    // Headers and the subject ride along in the same message; keep a margin for them.
-    if (body.length > limit - 4096) {
-      failure = respondError(
-        message,
-        payloadTooLarge("a result", `${loaded.module}.${tool}`, body.length, limit),
-      );
-      return failure;
-    }
-    message.respond(body);
-    return undefined;
-  } catch (error) {
-    // A control-flow throw cannot cross a wire; it is reported, never dropped.
-    logger.error("tool call escaped its tool set", {
-      module: loaded.module,
-      tool,
-      error: (error as Error)?.message,
-    });
-    failure = respondError(
-      message,
-      new ToolError("tool_failed", `Tool "${tool}" failed: ${(error as Error)?.message ?? String(error)}`),
-    );
-    return failure;
-  } finally {
-    running.delete(callId);
-    // In the same turn as leaving `running` (and after the reply went out), so a caller asking finds
-    // the call in one or the other: one whose reply was lost learns that it ran (ADR 0208).
-    if (message.reply !== undefined && message.reply !== "")
-      ledger.finished(message.reply, failure?.code ?? "ok");
-  }
-}
-
-function respondError(message: ServiceMsg, error: ToolError): ToolError {
-  // The services API carries the status and description in its headers; the body keeps the full error.
-  const errorHeaders = headers();
-  errorHeaders.set(errorCodeHeader, error.code);
-  message.respondError(serviceStatus(error.code), oneLine(error.message), encodeJson(error.toJSON()), {
-    headers: errorHeaders as never,
-  });
-  return error;
-}
-
-/** A header value cannot hold a line break. */
-function oneLine(text: string): string {
-  return text.replace(/[\r\n]+/g, " ").slice(0, 1000);
 }
