@@ -1,0 +1,55 @@
+/** Core-memory blocks of a scope, saved all or nothing. */
+import { scopeKey } from "../../scope/memory-scope.ts";
+import type { MemoryStore } from "../memory-store.ts";
+import { blockFromRow } from "../row-codec.ts";
+import type { SqliteContext } from "./sqlite-sql.ts";
+
+class BlockConflict extends Error {}
+
+export function sqliteCoreBlocks(context: SqliteContext): Pick<MemoryStore, "getBlocks" | "saveBlocks"> {
+  const { all, run, transaction } = context;
+  return {
+    async getBlocks(tenantId, scope) {
+      return all("SELECT * FROM core_blocks WHERE tenant_id = ? AND scope_key = ? ORDER BY label", [
+        tenantId,
+        scopeKey(scope),
+      ]).map(blockFromRow);
+    },
+
+    async saveBlocks(tenantId, scope, changes) {
+      const key = scopeKey(scope);
+      try {
+        return transaction(() => {
+          for (const { block, expectedVersion } of changes) {
+            const result =
+              expectedVersion === 0
+                ? run(
+                    `INSERT INTO core_blocks (tenant_id, scope_key, label, value, limit_chars, version, updated_at)
+                     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+                    [tenantId, key, block.label, block.value, block.limit, block.version, block.updatedAt],
+                  )
+                : run(
+                    `UPDATE core_blocks SET value = ?, limit_chars = ?, version = ?, updated_at = ?
+                     WHERE tenant_id = ? AND scope_key = ? AND label = ? AND version = ?`,
+                    [
+                      block.value,
+                      block.limit,
+                      block.version,
+                      block.updatedAt,
+                      tenantId,
+                      key,
+                      block.label,
+                      expectedVersion,
+                    ],
+                  );
+            if (result.changes !== 1) throw new BlockConflict();
+          }
+          return true;
+        });
+      } catch (error) {
+        if (error instanceof BlockConflict) return false;
+        throw error;
+      }
+    },
+  };
+}

@@ -1,0 +1,85 @@
+/** The conversation log: events appended (one or a batch), listed, read and counted. */
+import type { MemoryStore, StoredEvent } from "../memory-store.ts";
+import { eventFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
+import { inList, mark, type SqliteContext } from "./sqlite-sql.ts";
+
+/** Appends an event, or answers the one already stored under its custom id; inside a transaction. */
+function appendOne(
+  { run, get }: SqliteContext,
+  event: Omit<StoredEvent, "seq">,
+): { event: StoredEvent; created: boolean } {
+  const result = run(
+    `INSERT INTO events (id, tenant_id, custom_id, role, content, user_id, agent_id, session_id, metadata, source, import_job_id, occurred_at, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    [
+      event.id,
+      event.tenantId,
+      event.customId ?? null,
+      event.role,
+      event.content,
+      ...scopeParameters(event),
+      JSON.stringify(event.metadata),
+      event.source,
+      event.importJobId ?? null,
+      event.occurredAt,
+      event.createdAt,
+    ],
+  );
+  const row =
+    result.changes === 1
+      ? get("SELECT * FROM events WHERE tenant_id = ? AND id = ?", [event.tenantId, event.id])
+      : get("SELECT * FROM events WHERE tenant_id = ? AND custom_id = ?", [
+          event.tenantId,
+          event.customId ?? null,
+        ]);
+  if (!row) throw new Error(`event ${event.id} was neither inserted nor found by its custom id`);
+  return { event: eventFromRow(row), created: result.changes === 1 };
+}
+
+export function sqliteEvents(
+  context: SqliteContext,
+): Pick<MemoryStore, "appendEvent" | "appendEvents" | "listEvents" | "getEvents" | "countEvents"> {
+  const { all, get, transaction } = context;
+  return {
+    async appendEvent(event) {
+      return transaction(() => appendOne(context, event));
+    },
+
+    async appendEvents(events) {
+      return transaction(() => events.map((event) => appendOne(context, event)));
+    },
+
+    async listEvents(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM events WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.cursor !== undefined) {
+        parameters.push(listOptions.cursor);
+        sql += listOptions.order === "asc" ? " AND seq > ?" : " AND seq < ?";
+      }
+      parameters.push(listOptions.limit);
+      return all(
+        `${sql} ORDER BY seq ${listOptions.order === "asc" ? "ASC" : "DESC"} LIMIT ?`,
+        parameters,
+      ).map(eventFromRow);
+    },
+
+    async getEvents(tenantId, ids) {
+      if (ids.length === 0) return [];
+      const parameters: unknown[] = [tenantId];
+      return all(
+        `SELECT * FROM events WHERE tenant_id = ? AND id IN (${inList(ids, parameters)}) ORDER BY seq`,
+        parameters,
+      ).map(eventFromRow);
+    },
+
+    async countEvents(tenantId, scope) {
+      const parameters: unknown[] = [tenantId];
+      return Number(
+        get(
+          `SELECT COUNT(*) AS n FROM events WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`,
+          parameters,
+        )?.n ?? 0,
+      );
+    },
+  };
+}

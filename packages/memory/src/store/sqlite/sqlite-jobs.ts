@@ -1,0 +1,79 @@
+/** Jobs: inserted, claimed, updated and listed. */
+import type { MemoryStore } from "../memory-store.ts";
+import { jobFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
+import { mark, type SqliteContext } from "./sqlite-sql.ts";
+
+export function sqliteJobs(
+  context: SqliteContext,
+): Pick<MemoryStore, "insertJob" | "updateJob" | "claimJob" | "getJob" | "listJobs" | "unfinishedJobs"> {
+  const { all, get, run } = context;
+  return {
+    async insertJob(job) {
+      run(
+        `INSERT INTO jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [
+          job.id,
+          job.tenantId,
+          ...scopeParameters(job),
+          job.type,
+          job.status,
+          JSON.stringify(job.input),
+          job.result === undefined ? null : JSON.stringify(job.result),
+          job.error === undefined ? null : JSON.stringify(job.error),
+          job.createdAt,
+          job.startedAt ?? null,
+          job.finishedAt ?? null,
+        ],
+      );
+    },
+
+    async updateJob(job) {
+      run(
+        "UPDATE jobs SET status = ?, result = ?, error = ?, started_at = ?, finished_at = ? WHERE tenant_id = ? AND id = ?",
+        [
+          job.status,
+          job.result === undefined ? null : JSON.stringify(job.result),
+          job.error === undefined ? null : JSON.stringify(job.error),
+          job.startedAt ?? null,
+          job.finishedAt ?? null,
+          job.tenantId,
+          job.id,
+        ],
+      );
+    },
+
+    async claimJob(tenantId, id, startedAt, orphanedBefore) {
+      const result = run(
+        `UPDATE jobs SET status = 'running', started_at = ?
+         WHERE tenant_id = ? AND id = ? AND (status = 'queued' OR (status = 'running' AND started_at < ?))`,
+        [startedAt, tenantId, id, orphanedBefore],
+      );
+      return result.changes === 1;
+    },
+
+    async getJob(tenantId, id) {
+      const row = get("SELECT * FROM jobs WHERE tenant_id = ? AND id = ?", [tenantId, id]);
+      return row ? jobFromRow(row) : undefined;
+    },
+
+    async listJobs(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM jobs WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.type) {
+        parameters.push(listOptions.type);
+        sql += " AND type = ?";
+      }
+      if (listOptions.status) {
+        parameters.push(listOptions.status);
+        sql += " AND status = ?";
+      }
+      parameters.push(listOptions.limit);
+      return all(`${sql} ORDER BY seq DESC LIMIT ?`, parameters).map(jobFromRow);
+    },
+
+    async unfinishedJobs() {
+      return all("SELECT * FROM jobs WHERE status IN ('queued', 'running') ORDER BY seq", []).map(jobFromRow);
+    },
+  };
+}

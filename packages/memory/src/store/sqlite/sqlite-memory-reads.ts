@@ -1,0 +1,78 @@
+/** Memories read: by id, their history, a listed page, the generation, those with embeddings. */
+import type { MemoryStore } from "../memory-store.ts";
+import { memoryFromRow, scopeCondition } from "../row-codec.ts";
+import { inList, mark, type SqliteContext } from "./sqlite-sql.ts";
+
+export function sqliteMemoryReads(
+  context: SqliteContext,
+): Pick<
+  MemoryStore,
+  "getMemories" | "memoryHistory" | "listMemories" | "memoryGeneration" | "embeddedMemories"
+> {
+  const { all, get } = context;
+  return {
+    async getMemories(tenantId, ids) {
+      if (ids.length === 0) return [];
+      const parameters: unknown[] = [tenantId];
+      // `+tenant_id`: the planner otherwise walks the tenant's rows instead of the id index.
+      const rows = all(
+        `SELECT * FROM memories WHERE +tenant_id = ? AND id IN (${inList(ids, parameters)})`,
+        parameters,
+      );
+      return rows.map(memoryFromRow);
+    },
+
+    async memoryHistory(tenantId, id) {
+      const rows = all(
+        "SELECT * FROM memory_history WHERE tenant_id = ? AND memory_id = ? ORDER BY version",
+        [tenantId, id],
+      );
+      return rows.map((row) => ({
+        version: Number(row.version),
+        change: row.change as never,
+        kind: row.kind as never,
+        content: String(row.content),
+        metadata: JSON.parse(String(row.metadata)),
+        status: row.status as never,
+        importance: Number(row.importance),
+        ...(row.reason === null ? {} : { reason: String(row.reason) }),
+        at: String(row.at),
+      }));
+    },
+
+    async listMemories(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM memories WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.statuses) sql += ` AND status IN (${inList(listOptions.statuses, parameters)})`;
+      if (listOptions.kinds) sql += ` AND kind IN (${inList(listOptions.kinds, parameters)})`;
+      if (listOptions.beforeId !== undefined) {
+        sql += " AND seq < (SELECT seq FROM memories WHERE tenant_id = ? AND id = ?)";
+        parameters.push(tenantId, listOptions.beforeId);
+      }
+      const order = {
+        recent: "updated_at DESC, seq DESC",
+        accessed: "access_count DESC, seq DESC",
+        importance: "importance DESC, seq DESC",
+        written: "seq DESC",
+      }[listOptions.order];
+      parameters.push(listOptions.limit);
+      return all(`${sql} ORDER BY ${order} LIMIT ?`, parameters).map(memoryFromRow);
+    },
+
+    async memoryGeneration(tenantId) {
+      // As text: random() fills all 64 bits, past what a JavaScript number holds exactly.
+      const row = get(
+        "SELECT CAST(generation AS TEXT) AS generation FROM memory_generations WHERE tenant_id = ?",
+        [tenantId],
+      );
+      return row === undefined ? 0 : String(row.generation);
+    },
+
+    async embeddedMemories(tenantId, scope, kinds) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM memories WHERE tenant_id = ? AND status = 'active' AND embedding IS NOT NULL${scopeCondition(scope, parameters, mark)}`;
+      if (kinds) sql += ` AND kind IN (${inList(kinds, parameters)})`;
+      return all(sql, parameters).map(memoryFromRow);
+    },
+  };
+}

@@ -1,0 +1,75 @@
+/** Memories written: inserted (one or a batch), updated with history, and their accesses recorded. */
+import { scopeKey } from "../../scope/memory-scope.ts";
+import type { MemoryStore, StoredMemory } from "../memory-store.ts";
+import { historyValues, memoryColumns, memoryFromRow, memoryValues } from "../row-codec.ts";
+import { scopeTokens } from "./scope-tokens.ts";
+import { mark, type SqliteContext, writeAccess } from "./sqlite-sql.ts";
+
+const insertColumns = [...memoryColumns, "scope_tokens"];
+const insertMemorySql = `INSERT INTO memories (${insertColumns.join(", ")}) VALUES (${insertColumns
+  .map(mark)
+  .join(", ")}) ON CONFLICT DO NOTHING`;
+
+function historyInsert(
+  { run }: SqliteContext,
+  memory: StoredMemory,
+  change: string,
+  reason: string | undefined,
+) {
+  run(
+    `INSERT INTO memory_history (tenant_id, memory_id, version, change, kind, content, metadata, status, importance, reason, at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    historyValues(memory, change, reason),
+  );
+}
+
+/** Inserts, or answers the active duplicate (same scope and dedupe key); inside a transaction. */
+function insertOne(context: SqliteContext, memory: StoredMemory): { memory: StoredMemory; created: boolean } {
+  const result = context.run(insertMemorySql, [
+    ...memoryValues(memory, scopeKey(memory)),
+    scopeTokens(memory.tenantId, memory).join(" "),
+  ]);
+  if (result.changes === 1) {
+    historyInsert(context, memory, "create", undefined);
+    return { memory, created: true };
+  }
+  const existing = context.get(
+    "SELECT * FROM memories WHERE tenant_id = ? AND scope_key = ? AND dedupe_key = ? AND status = 'active'",
+    [memory.tenantId, scopeKey(memory), memory.dedupeKey],
+  );
+  if (!existing) throw new Error(`memory ${memory.id} was neither inserted nor found as a duplicate`);
+  return { memory: memoryFromRow(existing), created: false };
+}
+
+export function sqliteMemoryWrites(
+  context: SqliteContext,
+): Pick<MemoryStore, "insertMemory" | "insertMemories" | "updateMemory" | "recordAccess"> {
+  const { run, transaction } = context;
+  return {
+    async insertMemory(memory) {
+      return transaction(() => insertOne(context, memory));
+    },
+
+    async insertMemories(memories) {
+      return transaction(() => memories.map((memory) => insertOne(context, memory)));
+    },
+
+    async updateMemory(tenantId, next, expectedVersion, note) {
+      return transaction(() => {
+        const values = memoryValues(next, scopeKey(next));
+        const assignments = memoryColumns.slice(2).map((column) => `${column} = ?`);
+        const result = run(
+          `UPDATE memories SET ${assignments.join(", ")} WHERE tenant_id = ? AND id = ? AND version = ?`,
+          [...values.slice(2), tenantId, next.id, expectedVersion],
+        );
+        if (result.changes !== 1) return false;
+        historyInsert(context, next, note.change, note.reason);
+        return true;
+      });
+    },
+
+    async recordAccess(tenantId, access) {
+      transaction(() => writeAccess(context, tenantId, access));
+    },
+  };
+}

@@ -1,0 +1,74 @@
+/** What the SQLite store's files share: its connection's cached statements, parameter marks, access writes. */
+import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
+import { sqliteDialect, sqliteTransaction } from "@tackle/storage";
+import type { AccessRecord } from "../memory-store.ts";
+import { scopeParameters } from "../row-codec.ts";
+
+export type Row = Record<string, unknown>;
+
+/** Prepared statements kept per store (texts vary with the length of IN lists; past this, all are dropped). */
+const maximumCachedStatements = 256;
+
+/** This store's statements number no parameter: each mark is the next one. */
+export const mark = () => "?";
+
+export function inList(values: readonly unknown[], parameters: unknown[]): string {
+  parameters.push(...values);
+  return values.map(() => "?").join(", ");
+}
+
+/** The SQL dialect (ADR 0008) for what differs from PostgreSQL: lists bound whole, the clock. */
+export const dialect = sqliteDialect;
+
+/** The store's one connection and the statement helpers every aggregate's methods use. */
+export interface SqliteContext {
+  readonly database: DatabaseSync;
+  readonly all: (sql: string, parameters: readonly unknown[]) => Row[];
+  readonly get: (sql: string, parameters: readonly unknown[]) => Row | undefined;
+  readonly run: (sql: string, parameters: readonly unknown[]) => ReturnType<StatementSync["run"]>;
+  /** Synchronous: a savepoint inside an open transaction (a unit of work), else its own. */
+  readonly transaction: <T>(body: () => T) => T;
+}
+
+export function createSqliteContext(database: DatabaseSync): SqliteContext {
+  // Statements are prepared once per text: a search runs the same few statements many times (the
+  // neighbouring-turn lookup two per anchor), and preparing one costs more than running it.
+  const statements = new Map<string, StatementSync>();
+  const prepare = (sql: string): StatementSync => {
+    let statement = statements.get(sql);
+    if (statement === undefined) {
+      if (statements.size >= maximumCachedStatements) statements.clear();
+      statement = database.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+  return {
+    database,
+    all: (sql, parameters) => prepare(sql).all(...(parameters as SQLInputValue[])) as Row[],
+    get: (sql, parameters) => prepare(sql).get(...(parameters as SQLInputValue[])) as Row | undefined,
+    run: (sql, parameters) => prepare(sql).run(...(parameters as SQLInputValue[])),
+    transaction: (body) => sqliteTransaction(database, body),
+  };
+}
+
+/** Records a search, hit or read: one access row per memory, and hits and reads counted on the memories. */
+export function writeAccess({ run }: SqliteContext, tenantId: string, access: AccessRecord) {
+  const day = access.at.slice(0, 10);
+  const scopeValues = scopeParameters(access.scope);
+  const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
+  for (const memoryId of ids) {
+    run(
+      "INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      [tenantId, ...scopeValues, access.kind, memoryId, day],
+    );
+  }
+  if (access.kind !== "search" && access.memoryIds.length > 0) {
+    // `+tenant_id` keeps the planner on the id index (it otherwise walks the tenant's rows); the ids
+    // bound as one list (the dialect's `anyOf`), so one prepared statement serves every count.
+    run(
+      `UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE +tenant_id = ? AND ${dialect.anyOf("id", 3)}`,
+      [access.at, tenantId, dialect.list(access.memoryIds)],
+    );
+  }
+}

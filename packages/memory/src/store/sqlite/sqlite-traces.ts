@@ -1,0 +1,48 @@
+/** Retrieval traces, written with their access records. */
+import type { MemoryStore } from "../memory-store.ts";
+import { scopeCondition, scopeParameters, traceFromRow } from "../row-codec.ts";
+import { mark, type SqliteContext, writeAccess } from "./sqlite-sql.ts";
+
+export function sqliteTraces(
+  context: SqliteContext,
+): Pick<MemoryStore, "insertTrace" | "getTrace" | "listTraces"> {
+  const { all, get, run, transaction } = context;
+  return {
+    async insertTrace(trace, accesses) {
+      transaction(() => {
+        run(
+          `INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [
+            trace.id,
+            trace.tenantId,
+            ...scopeParameters(trace),
+            trace.operation,
+            trace.query,
+            trace.ranking,
+            JSON.stringify(trace.results),
+            trace.durationMs,
+            trace.createdAt,
+          ],
+        );
+        for (const access of accesses) writeAccess(context, trace.tenantId, access);
+      });
+    },
+
+    async getTrace(tenantId, id) {
+      const row = get("SELECT * FROM traces WHERE tenant_id = ? AND id = ?", [tenantId, id]);
+      return row ? traceFromRow(row) : undefined;
+    },
+
+    async listTraces(tenantId, scope, listOptions) {
+      const parameters: unknown[] = [tenantId];
+      let sql = `SELECT * FROM traces WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.operation) {
+        parameters.push(listOptions.operation);
+        sql += " AND operation = ?";
+      }
+      parameters.push(listOptions.limit);
+      return all(`${sql} ORDER BY seq DESC LIMIT ?`, parameters).map(traceFromRow);
+    },
+  };
+}
