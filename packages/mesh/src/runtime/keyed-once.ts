@@ -100,162 +100,31 @@ interface Settling {
   readonly settling: Promise<KeyedOutcome>;
 }
 
-export function createKeyedOnce(host: LedgerHost): ResultsLedger {
-  const { module, node, logger } = host;
-  const pollMs = host.pollMs ?? 100;
-  const persistForMs = host.persistForMs ?? 10 * 60_000;
-  const [firstDelay, longestDelay] = host.persistDelayMs ?? [250, 2000];
+/** One ledger's settings and what it holds in memory, shared by the functions below. */
+interface Ledger {
+  readonly host: LedgerHost;
+  readonly pollMs: number;
+  readonly persistForMs: number;
+  readonly firstDelay: number;
+  readonly longestDelay: number;
   /** Keys this process runs now: a repeat here waits in memory. */
-  const local = new Map<string, Settling>();
+  readonly local: Map<string, Settling>;
   /** Keys this process ran whose end the broker has not taken yet: a repeat here is answered from memory. */
-  const unrecorded = new Map<string, Settling>();
+  readonly unrecorded: Map<string, Settling>;
+}
 
-  async function claim(
-    store: LedgerStore,
-    call: KeyedCall,
-    id: string,
-    args: string,
-    revision?: number,
-  ): Promise<number | undefined> {
-    const record: RunningRecord = {
-      state: "running",
-      tool: call.tool,
-      args,
-      node,
-      alive: call.alive,
-      at: new Date().toISOString(),
-    };
-    try {
-      return revision === undefined
-        ? await store.create(id, JSON.stringify(record))
-        : await store.update(id, JSON.stringify(record), revision);
-    } catch (error) {
-      if (isWrongSequence(error)) return undefined;
-      throw error;
-    }
-  }
-
-  async function run(
-    store: LedgerStore,
-    call: KeyedCall,
-    id: string,
-    args: string,
-    revision: number,
-    execute: () => Promise<KeyedOutcome>,
-  ) {
-    const outcome = await execute();
-    // A failure worth retrying frees the key, so the retry runs; any other outcome is the key's for good.
-    if (!outcome.ok && outcome.error.retryable) {
-      await persist(call, id, args, outcome, "could not free a key", () => store.delete(id, revision));
-      return outcome;
-    }
-    const done: DoneRecord = {
-      state: "done",
-      tool: call.tool,
-      args,
-      node,
-      at: new Date().toISOString(),
-      ...(outcome.ok ? { output: outcome.output } : { error: outcome.error.toJSON() }),
-    };
-    let text = JSON.stringify(done);
-    if (Buffer.byteLength(text) > host.maxRecordBytes())
-      text = JSON.stringify({ ...done, output: undefined, notKept: true } satisfies DoneRecord);
-    await persist(call, id, args, outcome, "could not record a result", () =>
-      store.update(id, text, revision),
-    );
-    return outcome;
-  }
-
-  /**
-   * Writes the key's end (its result, or its release). A write the broker does not take (an outage)
-   * is tried again in the background until it lands, for up to `persistForMs`: left undone, the record
-   * would say `running` under a node that lives, and every repeat would wait on it until the TTL.
-   * Meanwhile a repeat in this process is answered from memory. A write refused because the key moved
-   * on (another node took it over while this one ran: it was cut off from the broker) is not tried
-   * again, and is reported as the takeover it is (ADR 0213).
-   */
-  async function persist(
-    call: KeyedCall,
-    id: string,
-    args: string,
-    outcome: KeyedOutcome,
-    what: string,
-    write: () => Promise<unknown>,
-  ): Promise<void> {
-    const attempt = () =>
-      write().then(
-        () => true,
-        (error: unknown) => {
-          if (isWrongSequence(error)) {
-            report(`${what}: ${takenOverWhileRunning}`, call, error);
-            return true;
-          }
-          return error;
-        },
-      );
-    const first = await attempt();
-    if (first === true) return;
-    report(`${what} (trying again until the broker takes it)`, call, first);
-    const until = Date.now() + persistForMs;
-    const retried = (async () => {
-      let delay = firstDelay;
-      for (;;) {
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        delay = Math.min(delay * 2, longestDelay);
-        const result = await attempt();
-        if (result === true) return;
-        if (Date.now() > until || host.isClosed()) return report(what, call, result);
-      }
-    })();
-    unrecorded.set(id, { args, settling: Promise.resolve(outcome) });
-    void retried.finally(() => unrecorded.delete(id));
-  }
-
-  function report(what: string, call: KeyedCall, error: unknown): void {
-    logger.error(`results ledger: ${what}`, {
-      module,
-      tool: call.tool,
-      error: (error as Error)?.message ?? String(error),
-    });
-  }
-
-  async function settle(
-    call: KeyedCall,
-    id: string,
-    args: string,
-    execute: KeyedExecute,
-  ): Promise<KeyedOutcome> {
-    const store = await host.open();
-    let delay = pollMs;
-    for (;;) {
-      const claimed = await claim(store, call, id, args);
-      if (claimed !== undefined) return run(store, call, id, args, claimed, () => execute());
-      const entry = await store.get(id);
-      if (entry === null || entry.operation !== "PUT") continue;
-      const record = parse(entry.value);
-      if (record === undefined)
-        throw new Error(`results ledger: the record of ${module}.${call.tool} under its key does not parse`);
-      if (record.args !== args) return { ok: false, error: reused(module, call.tool) };
-      if (record.state === "done") return recorded(module, call.tool, record);
-      if (call.signal.aborted) return { ok: false, error: abortedWaiting(module, call.tool) };
-      if (Date.now() >= call.deadline) return { ok: false, error: stillRunning(module, call.tool, record) };
-      // The first call's node is gone (its connection holds no alive subscription): this node takes the
-      // key over, and the tool is told so, to find out whether that run's effect landed (ADR 0213).
-      if (record.alive !== call.alive && (await store.isGone(record.alive))) {
-        const taken = await claim(store, call, id, args, entry.revision);
-        if (taken === undefined) continue;
-        logger.warn("results ledger: the node running this key is gone; taking it over here", {
-          module,
-          tool: call.tool,
-          node: record.node,
-        });
-        return run(store, call, id, args, taken, () => execute({ node: record.node, startedAt: record.at }));
-      }
-      await new Promise((resolve) => setTimeout(resolve, delay));
-      delay = Math.min(delay * 2, 1000);
-    }
-  }
-
+export function createKeyedOnce(host: LedgerHost): ResultsLedger {
+  const [firstDelay, longestDelay] = host.persistDelayMs ?? [250, 2000];
+  const ledger: Ledger = {
+    host,
+    pollMs: host.pollMs ?? 100,
+    persistForMs: host.persistForMs ?? 10 * 60_000,
+    firstDelay,
+    longestDelay,
+    local: new Map(),
+    unrecorded: new Map(),
+  };
+  const { local, unrecorded } = ledger;
   return {
     async once(call, execute) {
       const id = keyId(call.tool, call.key);
@@ -263,7 +132,7 @@ export function createKeyedOnce(host: LedgerHost): ResultsLedger {
       // A repeat of a call settling here waits for it; anything else goes by the bucket.
       const first = local.get(id) ?? unrecorded.get(id);
       if (first?.args === args) return first.settling;
-      const settling = settle(call, id, args, execute);
+      const settling = settle(ledger, call, id, args, execute);
       if (first === undefined) {
         local.set(id, { args, settling });
         void settling.finally(() => local.delete(id)).catch(() => undefined);
@@ -271,6 +140,165 @@ export function createKeyedOnce(host: LedgerHost): ResultsLedger {
       return settling;
     },
   };
+}
+
+async function claim(
+  ledger: Ledger,
+  store: LedgerStore,
+  call: KeyedCall,
+  id: string,
+  args: string,
+  revision?: number,
+): Promise<number | undefined> {
+  const { node } = ledger.host;
+  const record: RunningRecord = {
+    state: "running",
+    tool: call.tool,
+    args,
+    node,
+    alive: call.alive,
+    at: new Date().toISOString(),
+  };
+  try {
+    return revision === undefined
+      ? await store.create(id, JSON.stringify(record))
+      : await store.update(id, JSON.stringify(record), revision);
+  } catch (error) {
+    if (isWrongSequence(error)) return undefined;
+    throw error;
+  }
+}
+
+async function run(
+  ledger: Ledger,
+  store: LedgerStore,
+  call: KeyedCall,
+  id: string,
+  args: string,
+  revision: number,
+  execute: () => Promise<KeyedOutcome>,
+) {
+  const { host } = ledger;
+  const { node } = host;
+  const outcome = await execute();
+  // A failure worth retrying frees the key, so the retry runs; any other outcome is the key's for good.
+  if (!outcome.ok && outcome.error.retryable) {
+    await persist(ledger, call, id, args, outcome, "could not free a key", () => store.delete(id, revision));
+    return outcome;
+  }
+  const done: DoneRecord = {
+    state: "done",
+    tool: call.tool,
+    args,
+    node,
+    at: new Date().toISOString(),
+    ...(outcome.ok ? { output: outcome.output } : { error: outcome.error.toJSON() }),
+  };
+  let text = JSON.stringify(done);
+  if (Buffer.byteLength(text) > host.maxRecordBytes())
+    text = JSON.stringify({ ...done, output: undefined, notKept: true } satisfies DoneRecord);
+  await persist(ledger, call, id, args, outcome, "could not record a result", () =>
+    store.update(id, text, revision),
+  );
+  return outcome;
+}
+
+/**
+ * Writes the key's end (its result, or its release). A write the broker does not take (an outage)
+ * is tried again in the background until it lands, for up to `persistForMs`: left undone, the record
+ * would say `running` under a node that lives, and every repeat would wait on it until the TTL.
+ * Meanwhile a repeat in this process is answered from memory. A write refused because the key moved
+ * on (another node took it over while this one ran: it was cut off from the broker) is not tried
+ * again, and is reported as the takeover it is (ADR 0213).
+ */
+async function persist(
+  ledger: Ledger,
+  call: KeyedCall,
+  id: string,
+  args: string,
+  outcome: KeyedOutcome,
+  what: string,
+  write: () => Promise<unknown>,
+): Promise<void> {
+  const { host, persistForMs, firstDelay, longestDelay, unrecorded } = ledger;
+  const attempt = () =>
+    write().then(
+      () => true,
+      (error: unknown) => {
+        if (isWrongSequence(error)) {
+          report(ledger, `${what}: ${takenOverWhileRunning}`, call, error);
+          return true;
+        }
+        return error;
+      },
+    );
+  const first = await attempt();
+  if (first === true) return;
+  report(ledger, `${what} (trying again until the broker takes it)`, call, first);
+  const until = Date.now() + persistForMs;
+  const retried = (async () => {
+    let delay = firstDelay;
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, longestDelay);
+      const result = await attempt();
+      if (result === true) return;
+      if (Date.now() > until || host.isClosed()) return report(ledger, what, call, result);
+    }
+  })();
+  unrecorded.set(id, { args, settling: Promise.resolve(outcome) });
+  void retried.finally(() => unrecorded.delete(id));
+}
+
+function report(ledger: Ledger, what: string, call: KeyedCall, error: unknown): void {
+  const { module, logger } = ledger.host;
+  logger.error(`results ledger: ${what}`, {
+    module,
+    tool: call.tool,
+    error: (error as Error)?.message ?? String(error),
+  });
+}
+
+async function settle(
+  ledger: Ledger,
+  call: KeyedCall,
+  id: string,
+  args: string,
+  execute: KeyedExecute,
+): Promise<KeyedOutcome> {
+  const { host, pollMs } = ledger;
+  const { module, logger } = host;
+  const store = await host.open();
+  let delay = pollMs;
+  for (;;) {
+    const claimed = await claim(ledger, store, call, id, args);
+    if (claimed !== undefined) return run(ledger, store, call, id, args, claimed, () => execute());
+    const entry = await store.get(id);
+    if (entry === null || entry.operation !== "PUT") continue;
+    const record = parse(entry.value);
+    if (record === undefined)
+      throw new Error(`results ledger: the record of ${module}.${call.tool} under its key does not parse`);
+    if (record.args !== args) return { ok: false, error: reused(module, call.tool) };
+    if (record.state === "done") return recorded(module, call.tool, record);
+    if (call.signal.aborted) return { ok: false, error: abortedWaiting(module, call.tool) };
+    if (Date.now() >= call.deadline) return { ok: false, error: stillRunning(module, call.tool, record) };
+    // The first call's node is gone (its connection holds no alive subscription): this node takes the
+    // key over, and the tool is told so, to find out whether that run's effect landed (ADR 0213).
+    if (record.alive !== call.alive && (await store.isGone(record.alive))) {
+      const taken = await claim(ledger, store, call, id, args, entry.revision);
+      if (taken === undefined) continue;
+      logger.warn("results ledger: the node running this key is gone; taking it over here", {
+        module,
+        tool: call.tool,
+        node: record.node,
+      });
+      return run(ledger, store, call, id, args, taken, () =>
+        execute({ node: record.node, startedAt: record.at }),
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 1000);
+  }
 }
 
 const takenOverWhileRunning =
