@@ -70,75 +70,87 @@ interface Lane {
   timer: NodeJS.Timeout | undefined;
 }
 
+/** The requests waiting for their replies, and their deadlines by time limit. */
+interface Pending {
+  readonly waiting: Map<string, Waiting>;
+  readonly lanes: Map<number, Lane>;
+  readonly options: RequesterOptions;
+}
+
+function settle(pending: Pending, token: string, value: Msg | Error): void {
+  const entry = pending.waiting.get(token);
+  if (entry === undefined) return;
+  pending.waiting.delete(token);
+  entry.resolve(value);
+}
+
+function expire(pending: Pending, lane: Lane): void {
+  const { waiting, options } = pending;
+  lane.timer = undefined;
+  const now = performance.now();
+  while (lane.head < lane.queue.length) {
+    const next = lane.queue[lane.head] as Lane["queue"][number];
+    const entry = waiting.get(next.token);
+    if (entry !== undefined) {
+      if (next.at > now) break;
+      settle(
+        pending,
+        next.token,
+        entry.suspended && options.suspendedDeadline !== undefined
+          ? options.suspendedDeadline(entry)
+          : new TimeoutError(),
+      );
+    }
+    lane.head += 1;
+  }
+  arm(pending, lane);
+}
+
+/** Drops what has settled from the front, and arms the lane's timer for the oldest request left. */
+function arm(pending: Pending, lane: Lane): void {
+  const { waiting, lanes } = pending;
+  while (
+    lane.head < lane.queue.length &&
+    !waiting.has((lane.queue[lane.head] as Lane["queue"][number]).token)
+  )
+    lane.head += 1;
+  // A long call at the front keeps the settled ones behind it: compact once they outnumber it.
+  if (lane.head > 1024 || lane.queue.length - lane.head > 2 * waiting.size + 1024) {
+    lane.queue = lane.queue.slice(lane.head).filter((entry) => waiting.has(entry.token));
+    lane.head = 0;
+  }
+  const next = lane.queue[lane.head];
+  if (next === undefined) {
+    lanes.delete(lane.ms);
+    return;
+  }
+  if (lane.timer === undefined) {
+    lane.timer = setTimeout(() => expire(pending, lane), Math.max(0, Math.ceil(next.at - performance.now())));
+    // The connection keeps the process alive while a request waits; a lane's timer alone must not.
+    lane.timer.unref();
+  }
+}
+
+function track(pending: Pending, token: string, timeoutMs: number, now: number): void {
+  const { waiting, lanes } = pending;
+  // No limit past what a timer can hold (an unlimited call's bus wait).
+  if (!(timeoutMs <= maxTimerMs)) return;
+  let lane = lanes.get(timeoutMs);
+  if (lane === undefined) {
+    lane = { ms: timeoutMs, queue: [], head: 0, timer: undefined };
+    lanes.set(timeoutMs, lane);
+  }
+  lane.queue.push({ token, at: now + timeoutMs });
+  if (lane.timer === undefined || lane.queue.length - lane.head > 2 * waiting.size + 1024) arm(pending, lane);
+}
+
 export function createRequester(connection: NatsConnection, options: RequesterOptions = {}): Requester {
-  const waiting = new Map<string, Waiting>();
-  const lanes = new Map<number, Lane>();
+  const pending: Pending = { waiting: new Map(), lanes: new Map(), options };
+  const { waiting, lanes } = pending;
   let counter = 0;
   let inbox: string | undefined;
   let subscription: { unsubscribe(): void } | undefined;
-
-  function settle(token: string, value: Msg | Error): void {
-    const entry = waiting.get(token);
-    if (entry === undefined) return;
-    waiting.delete(token);
-    entry.resolve(value);
-  }
-
-  function expire(lane: Lane): void {
-    lane.timer = undefined;
-    const now = performance.now();
-    while (lane.head < lane.queue.length) {
-      const next = lane.queue[lane.head] as Lane["queue"][number];
-      const entry = waiting.get(next.token);
-      if (entry !== undefined) {
-        if (next.at > now) break;
-        settle(
-          next.token,
-          entry.suspended && options.suspendedDeadline !== undefined
-            ? options.suspendedDeadline(entry)
-            : new TimeoutError(),
-        );
-      }
-      lane.head += 1;
-    }
-    arm(lane);
-  }
-
-  /** Drops what has settled from the front, and arms the lane's timer for the oldest request left. */
-  function arm(lane: Lane): void {
-    while (
-      lane.head < lane.queue.length &&
-      !waiting.has((lane.queue[lane.head] as Lane["queue"][number]).token)
-    )
-      lane.head += 1;
-    // A long call at the front keeps the settled ones behind it: compact once they outnumber it.
-    if (lane.head > 1024 || lane.queue.length - lane.head > 2 * waiting.size + 1024) {
-      lane.queue = lane.queue.slice(lane.head).filter((entry) => waiting.has(entry.token));
-      lane.head = 0;
-    }
-    const next = lane.queue[lane.head];
-    if (next === undefined) {
-      lanes.delete(lane.ms);
-      return;
-    }
-    if (lane.timer === undefined) {
-      lane.timer = setTimeout(() => expire(lane), Math.max(0, Math.ceil(next.at - performance.now())));
-      // The connection keeps the process alive while a request waits; a lane's timer alone must not.
-      lane.timer.unref();
-    }
-  }
-
-  function track(token: string, timeoutMs: number, now: number): void {
-    // No limit past what a timer can hold (an unlimited call's bus wait).
-    if (!(timeoutMs <= maxTimerMs)) return;
-    let lane = lanes.get(timeoutMs);
-    if (lane === undefined) {
-      lane = { ms: timeoutMs, queue: [], head: 0, timer: undefined };
-      lanes.set(timeoutMs, lane);
-    }
-    lane.queue.push({ token, at: now + timeoutMs });
-    if (lane.timer === undefined || lane.queue.length - lane.head > 2 * waiting.size + 1024) arm(lane);
-  }
+  const settleOne = (token: string, value: Msg | Error) => settle(pending, token, value);
 
   function replyPrefix(): string {
     if (inbox !== undefined) return inbox;
@@ -150,13 +162,13 @@ export function createRequester(connection: NatsConnection, options: RequesterOp
           // The reply subscription itself was refused or closed: every request waiting on it fails,
           // and the next request subscribes again.
           if (inbox === prefix) inbox = undefined;
-          for (const token of [...waiting.keys()]) settle(token, error);
+          for (const token of [...waiting.keys()]) settleOne(token, error);
           return;
         }
         const token = message.subject.slice(prefix.length);
         const entry = waiting.get(token);
         if (entry === undefined) return;
-        settle(
+        settleOne(
           token,
           message.data.length === 0 && message.headers?.code === 503
             ? new NoRespondersError(entry.subject)
@@ -188,30 +200,30 @@ export function createRequester(connection: NatsConnection, options: RequesterOp
         sentAt,
         suspended: false,
       });
-      track(token, timeoutMs, sentAt);
+      track(pending, token, timeoutMs, sentAt);
       try {
         connection.publish(subject, body, { reply, headers });
       } catch (error) {
-        settle(token, error instanceof Error ? error : new Error(String(error)));
+        settleOne(token, error instanceof Error ? error : new Error(String(error)));
       }
       return { token, reply: answer };
     },
-    settle,
+    settle: settleOne,
     inFlight: () => waiting.values(),
     isWaiting: (token) => waiting.has(token),
     failAll(error) {
-      for (const token of [...waiting.keys()]) settle(token, error);
+      for (const token of [...waiting.keys()]) settleOne(token, error);
     },
     suspendAll(error) {
       for (const [token, entry] of [...waiting]) {
-        if (entry.prefix === undefined) settle(token, error);
+        if (entry.prefix === undefined) settleOne(token, error);
         else entry.suspended = true;
       }
     },
     refused(error) {
       if (error.operation !== "publish") return;
       for (const [token, entry] of waiting) {
-        if (entry.subject === error.subject) return settle(token, error);
+        if (entry.subject === error.subject) return settleOne(token, error);
       }
     },
     close() {
