@@ -29,143 +29,172 @@ export interface ModuleDirectory {
   catalogue(options?: MeshListOptions): Promise<ModuleInfo[]>;
 }
 
-export function createModuleDirectory(
-  link: ClientLink,
-  options: { readonly defaultTimeoutMs: number; readonly discoveryMs?: number | undefined },
-): ModuleDirectory {
-  const { connection } = link;
-  const prefixes = new Map<string, string>();
+/** What the directory knows, shared by the functions below. */
+interface Directory {
+  readonly link: ClientLink;
+  readonly options: DirectoryOptions;
+  readonly prefixes: Map<string, string>;
   /** Every module this client has seen, so an outage lists them `unreachable` instead of dropping them. */
-  const known = new Set<string>();
-  let lastCatalogue: readonly CatalogueRecord[] = [];
+  readonly known: Set<string>;
+  lastCatalogue: readonly CatalogueRecord[];
+}
 
-  /** Every module this client knows of, each `unreachable` with the broker's error. */
-  function brokerDown(error: string): ModuleInfo[] {
-    return [...known].sort().map((module) => {
-      const prefix = prefixes.get(module);
-      return {
-        module,
-        status: "unreachable" as const,
-        ...(prefix === undefined ? {} : { prefix }),
-        tools: [],
-        errors: [
-          { source: `broker ${link.brokerUrl}`, message: `${error}: module "${module}" cannot be reached` },
-        ],
-      };
+interface DirectoryOptions {
+  readonly defaultTimeoutMs: number;
+  readonly discoveryMs?: number | undefined;
+}
+
+export function createModuleDirectory(link: ClientLink, options: DirectoryOptions): ModuleDirectory {
+  const directory: Directory = { link, options, prefixes: new Map(), known: new Set(), lastCatalogue: [] };
+  return {
+    cachedPrefix: (module) => directory.prefixes.get(module),
+    prefixOf: (module, refresh, signal) => prefixOf(directory, module, refresh, signal),
+    tools: (module, signal) => tools(directory, module, signal),
+    catalogue: (listOptions = {}) => catalogue(directory, listOptions),
+  };
+}
+
+/** Every module this client knows of, each `unreachable` with the broker's error. */
+function brokerDown(directory: Directory, error: string): ModuleInfo[] {
+  const { known, prefixes, link } = directory;
+  return [...known].sort().map((module) => {
+    const prefix = prefixes.get(module);
+    return {
+      module,
+      status: "unreachable" as const,
+      ...(prefix === undefined ? {} : { prefix }),
+      tools: [],
+      errors: [
+        { source: `broker ${link.brokerUrl}`, message: `${error}: module "${module}" cannot be reached` },
+      ],
+    };
+  });
+}
+
+async function prefixOf(
+  directory: Directory,
+  module: string,
+  refresh = false,
+  signal?: AbortSignal,
+): Promise<string> {
+  const { prefixes, link } = directory;
+  const cached = prefixes.get(module);
+  if (cached !== undefined && !refresh) return cached;
+  // While reconnecting the catalogue cannot be read; the call itself then fails at once.
+  if (link.disconnected()) return cached ?? defaultModulePrefix(module);
+  let prefix = defaultModulePrefix(module);
+  try {
+    // A catalogue read caught by a dropped connection must not hold the call past its own deadline.
+    const read = untilAborted(readCatalogue(link.connection), signal, `mesh.catalogue`);
+    const record = (await withDeadline(read, catalogueTimeoutMs)).find((entry) => entry.module === module);
+    if (record !== undefined) prefix = record.prefix;
+  } catch (error) {
+    // Too slow to read: use the default prefix this once, and read the catalogue again next time.
+    if (error instanceof ReadDeadline) return cached ?? prefix;
+    if (ToolAbortedError.isInstance(error)) throw error;
+    // No JetStream, or no catalogue yet: the default prefix is where an unissued module answers.
+  }
+  prefixes.set(module, prefix);
+  return prefix;
+}
+
+async function tools(
+  directory: Directory,
+  module: string,
+  signal?: AbortSignal,
+  retried = false,
+): Promise<ModuleInfo> {
+  const { link, options } = directory;
+  if (signal?.aborted) throw new ToolAbortedError(`mesh.tools`, signal.reason);
+  directory.known.add(module);
+  const prefix = await prefixOf(directory, module, false, signal);
+  try {
+    if (link.disconnected()) throw new Error("not connected to NATS (reconnecting)");
+    const listing = link.connection.request(`${prefix}.tools`, undefined, {
+      timeout: Math.min(listingTimeoutMs, options.defaultTimeoutMs),
     });
+    const message = await untilAborted(listing, signal, "mesh.tools");
+    return decodeJson(message.data) as ModuleInfo;
+  } catch (error) {
+    if (ToolAbortedError.isInstance(error)) throw error;
+    // A membership change may have moved the module: read where it answers now, and ask there once.
+    if (!retried && !link.disconnected() && (await prefixOf(directory, module, true, signal)) !== prefix)
+      return tools(directory, module, signal, true);
+    return {
+      module,
+      status: "unreachable",
+      prefix,
+      tools: [],
+      errors: [
+        {
+          source: `${prefix}.tools`,
+          message: `no runtime answered for module "${module}": ${(error as Error).message}`,
+        },
+      ],
+    };
   }
+}
 
-  async function prefixOf(module: string, refresh = false, signal?: AbortSignal): Promise<string> {
-    const cached = prefixes.get(module);
-    if (cached !== undefined && !refresh) return cached;
-    // While reconnecting the catalogue cannot be read; the call itself then fails at once.
-    if (link.disconnected()) return cached ?? defaultModulePrefix(module);
-    let prefix = defaultModulePrefix(module);
-    try {
-      // A catalogue read caught by a dropped connection must not hold the call past its own deadline.
-      const read = untilAborted(readCatalogue(connection), signal, `mesh.catalogue`);
-      const record = (await withDeadline(read, catalogueTimeoutMs)).find((entry) => entry.module === module);
-      if (record !== undefined) prefix = record.prefix;
-    } catch (error) {
-      // Too slow to read: use the default prefix this once, and read the catalogue again next time.
-      if (error instanceof ReadDeadline) return cached ?? prefix;
-      if (ToolAbortedError.isInstance(error)) throw error;
-      // No JetStream, or no catalogue yet: the default prefix is where an unissued module answers.
+/** The catalogue's modules and refusals, or (too slow this time) the last read's. */
+async function readListed(directory: Directory, signal: AbortSignal | undefined) {
+  const { prefixes, link } = directory;
+  const modules = new Set<string>();
+  const refusals = new Map<string, NonNullable<CatalogueRecord["refused"]>>();
+  try {
+    // A broker that died without the connection noticing yet must not hold the listing.
+    const read = untilAborted(
+      readCatalogue(link.connection, { onInvalid: () => {} }),
+      signal,
+      "mesh.catalogue",
+    );
+    const records = await withDeadline(read, catalogueReadMs);
+    // The catalogue is the record of prefixes: a module that left it answers on its default again.
+    for (const module of [...prefixes.keys()]) {
+      if (!records.some((record) => record.module === module)) prefixes.delete(module);
     }
-    prefixes.set(module, prefix);
-    return prefix;
-  }
-
-  async function tools(module: string, signal?: AbortSignal, retried = false): Promise<ModuleInfo> {
-    if (signal?.aborted) throw new ToolAbortedError(`mesh.tools`, signal.reason);
-    known.add(module);
-    const prefix = await prefixOf(module, false, signal);
-    try {
-      if (link.disconnected()) throw new Error("not connected to NATS (reconnecting)");
-      const listing = connection.request(`${prefix}.tools`, undefined, {
-        timeout: Math.min(listingTimeoutMs, options.defaultTimeoutMs),
-      });
-      const message = await untilAborted(listing, signal, "mesh.tools");
-      return decodeJson(message.data) as ModuleInfo;
-    } catch (error) {
-      if (ToolAbortedError.isInstance(error)) throw error;
-      // A membership change may have moved the module: read where it answers now, and ask there once.
-      if (!retried && !link.disconnected() && (await prefixOf(module, true, signal)) !== prefix)
-        return tools(module, signal, true);
-      return {
-        module,
-        status: "unreachable",
-        prefix,
-        tools: [],
-        errors: [
-          {
-            source: `${prefix}.tools`,
-            message: `no runtime answered for module "${module}": ${(error as Error).message}`,
-          },
-        ],
-      };
+    for (const record of records) {
+      modules.add(record.module);
+      prefixes.set(record.module, record.prefix);
+      if (record.refused !== undefined) refusals.set(record.module, record.refused);
     }
-  }
-
-  /** The catalogue's modules and refusals, or (too slow this time) the last read's. */
-  async function readListed(signal: AbortSignal | undefined) {
-    const modules = new Set<string>();
-    const refusals = new Map<string, NonNullable<CatalogueRecord["refused"]>>();
-    try {
-      // A broker that died without the connection noticing yet must not hold the listing.
-      const read = untilAborted(readCatalogue(connection, { onInvalid: () => {} }), signal, "mesh.catalogue");
-      const records = await withDeadline(read, catalogueReadMs);
-      // The catalogue is the record of prefixes: a module that left it answers on its default again.
-      for (const module of [...prefixes.keys()]) {
-        if (!records.some((record) => record.module === module)) prefixes.delete(module);
-      }
-      for (const record of records) {
+    directory.lastCatalogue = records;
+  } catch (error) {
+    if (ToolAbortedError.isInstance(error)) throw error;
+    // Too slow this time: the last catalogue read stands in (its modules stay listed). Without
+    // JetStream there is no catalogue at all; discovery still finds what answers.
+    if (error instanceof ReadDeadline) {
+      for (const record of directory.lastCatalogue) {
         modules.add(record.module);
-        prefixes.set(record.module, record.prefix);
         if (record.refused !== undefined) refusals.set(record.module, record.refused);
       }
-      lastCatalogue = records;
-    } catch (error) {
-      if (ToolAbortedError.isInstance(error)) throw error;
-      // Too slow this time: the last catalogue read stands in (its modules stay listed). Without
-      // JetStream there is no catalogue at all; discovery still finds what answers.
-      if (error instanceof ReadDeadline) {
-        for (const record of lastCatalogue) {
-          modules.add(record.module);
-          if (record.refused !== undefined) refusals.set(record.module, record.refused);
-        }
-      }
     }
-    return { modules, refusals };
   }
+  return { modules, refusals };
+}
 
-  return {
-    cachedPrefix: (module) => prefixes.get(module),
-    prefixOf,
-    tools: (module, signal) => tools(module, signal),
-    async catalogue(listOptions = {}) {
-      const signal = listOptions.signal;
-      if (signal?.aborted) throw new ToolAbortedError("mesh.catalogue", signal.reason);
-      const before = link.broker();
-      if (!before.connected) return brokerDown(before.error ?? "unreachable");
-      const { modules, refusals } = await readListed(signal);
-      const after = link.broker();
-      if (!after.connected) return brokerDown(after.error ?? "unreachable");
-      const discovery = discoverModules(connection, options.discoveryMs ?? 250);
-      for (const module of await untilAborted(discovery, signal, "mesh.catalogue")) modules.add(module);
-      const listed = await Promise.all([...modules].sort().map((module) => tools(module, signal)));
-      const last = link.broker();
-      if (!last.connected) return brokerDown(last.error ?? "unreachable");
-      // A node refused for offering another bundle under the module is named beside it.
-      return listed.map((info) => {
-        const refused = refusals.get(info.module);
-        if (refused === undefined) return info;
-        const named = Object.entries(refused).map(([node, what]) => ({
-          source: `node ${node}`,
-          message: `node ${node} offers another bundle (${what.digest}) than the one the mesh serves${info.digest === undefined ? "" : ` (${info.digest})`}: refused, not merged`,
-        }));
-        return { ...info, errors: [...info.errors, ...named] };
-      });
-    },
-  };
+/** The whole catalogue, each module with its listing or its status, and the nodes refused under it. */
+async function catalogue(directory: Directory, listOptions: MeshListOptions): Promise<ModuleInfo[]> {
+  const { link, options } = directory;
+  const signal = listOptions.signal;
+  if (signal?.aborted) throw new ToolAbortedError("mesh.catalogue", signal.reason);
+  const before = link.broker();
+  if (!before.connected) return brokerDown(directory, before.error ?? "unreachable");
+  const { modules, refusals } = await readListed(directory, signal);
+  const after = link.broker();
+  if (!after.connected) return brokerDown(directory, after.error ?? "unreachable");
+  const discovery = discoverModules(link.connection, options.discoveryMs ?? 250);
+  for (const module of await untilAborted(discovery, signal, "mesh.catalogue")) modules.add(module);
+  const listed = await Promise.all([...modules].sort().map((module) => tools(directory, module, signal)));
+  const last = link.broker();
+  if (!last.connected) return brokerDown(directory, last.error ?? "unreachable");
+  // A node refused for offering another bundle under the module is named beside it.
+  return listed.map((info) => {
+    const refused = refusals.get(info.module);
+    if (refused === undefined) return info;
+    const named = Object.entries(refused).map(([node, what]) => ({
+      source: `node ${node}`,
+      message: `node ${node} offers another bundle (${what.digest}) than the one the mesh serves${info.digest === undefined ? "" : ` (${info.digest})`}: refused, not merged`,
+    }));
+    return { ...info, errors: [...info.errors, ...named] };
+  });
 }
