@@ -7,6 +7,11 @@ import type { Instance, ModuleWatch, Watched, WatchedCalls } from "./node-watch-
 
 export type Modules = Map<string, ModuleWatch>;
 
+/** A module's watch keeps asking this long after its last call, so the nodes serving it stay known. */
+const idleMs = 10_000;
+/** A node instance unheard this long is forgotten. */
+const forgetMs = 60_000;
+
 export function moduleWatch(modules: Modules, prefix: string, now: number): ModuleWatch {
   let watch = modules.get(prefix);
   if (watch === undefined) {
@@ -127,4 +132,25 @@ export function refreshAll(modules: Modules, now: number, asOf: number, lostAfte
       else call.seenAt = now;
     }
   }
+}
+
+/**
+ * A tick's upkeep of one module's watch: notes its use, forgets node instances unheard for long, and
+ * drops the watch once idle with no call in flight (`hasCalls`). Whether it is still watched.
+ */
+export function keepWatching(modules: Modules, prefix: string, hasCalls: boolean, now: number): boolean {
+  const watch = modules.get(prefix);
+  if (watch === undefined) return false;
+  if (watch.used) {
+    watch.used = false;
+    watch.lastUsed = now;
+  }
+  for (const [key, instance] of watch.instances) {
+    if (now - instance.lastSeen > forgetMs) watch.instances.delete(key);
+  }
+  if (!hasCalls && now - watch.lastUsed > idleMs) {
+    modules.delete(prefix);
+    return false;
+  }
+  return true;
 }

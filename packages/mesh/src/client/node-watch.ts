@@ -14,7 +14,14 @@
  */
 import { createInbox, type NatsConnection, NoRespondersError } from "@nats-io/transport-node";
 import { decodeJson, encodeJson, HELD_VERB, type HeldAnswer, type HeldQuestion } from "../nats/wire.ts";
-import { collectCalls, type Modules, moduleWatch, recordAnswer, refreshAll } from "./node-watch-state.ts";
+import {
+  collectCalls,
+  keepWatching,
+  type Modules,
+  moduleWatch,
+  recordAnswer,
+  refreshAll,
+} from "./node-watch-state.ts";
 import type { Instance, ModuleWatch, NodeWatch, NodeWatchOptions, WatchedCalls } from "./node-watch-types.ts";
 import { judgeModule, type Verdicts } from "./node-watch-verdicts.ts";
 
@@ -22,10 +29,6 @@ export type { CallInFlight, NodeWatch, NodeWatchOptions, WatchedCalls } from "./
 
 export const DEFAULT_PROBE_MS = 500;
 export const DEFAULT_LOST_AFTER_MS = 2500;
-/** A module's watch keeps asking this long after its last call, so the nodes serving it stay known. */
-const idleMs = 10_000;
-/** A node instance unheard this long is forgotten. */
-const forgetMs = 60_000;
 /** Call ids per question. */
 const idsPerProbe = 1000;
 const isNoResponders = (error: unknown): boolean =>
@@ -89,6 +92,33 @@ function createQuestions(connection: NatsConnection, onAnswer: (answer: HeldAnsw
   };
 }
 
+/**
+ * Asks whether a silent node process is still connected. "No responders" marks it gone and calls
+ * `onGone`; an answer or a timeout leaves it alive (busy), to be asked again later.
+ */
+function checkAlive(
+  connection: NatsConnection,
+  instance: Instance,
+  checkMs: number,
+  /** Whether the watch is paused or closed: no check starts then, and none marks a node gone. */
+  stopped: () => boolean,
+  onGone: () => void,
+): void {
+  if (instance.checking || instance.gone || stopped()) return;
+  instance.checking = true;
+  connection.request(instance.aliveSubject, undefined, { timeout: checkMs }).then(
+    () => {
+      instance.checking = false;
+    },
+    (error: unknown) => {
+      instance.checking = false;
+      if (!isNoResponders(error) || stopped()) return;
+      instance.gone = true;
+      onGone();
+    },
+  );
+}
+
 export function createNodeWatch(
   connection: NatsConnection,
   calls: WatchedCalls,
@@ -116,25 +146,13 @@ export function createNodeWatch(
     check: (instance) => check(prefix, instance),
   });
 
-  /**
-   * Asks whether a silent node process is still connected. "No responders" marks it gone and judges
-   * its module at once; an answer or a timeout leaves it alive (busy), to be asked again later.
-   */
+  const stopped = () => paused || closed;
+  /** Asks whether a silent node process is still connected; gone, its module is judged at once. */
   function check(prefix: string, instance: Instance): void {
-    if (instance.checking || instance.gone || paused || closed) return;
-    instance.checking = true;
-    connection.request(instance.aliveSubject, undefined, { timeout: checkMs }).then(
-      () => {
-        instance.checking = false;
-      },
-      (error: unknown) => {
-        instance.checking = false;
-        if (!isNoResponders(error) || paused || closed) return;
-        instance.gone = true;
-        const watch = modules.get(prefix);
-        if (watch !== undefined) judgeModule(watch, performance.now(), verdicts(prefix));
-      },
-    );
+    checkAlive(connection, instance, checkMs, stopped, () => {
+      const watch = modules.get(prefix);
+      if (watch !== undefined) judgeModule(watch, performance.now(), verdicts(prefix));
+    });
   }
 
   function tick(): void {
@@ -146,18 +164,7 @@ export function createNodeWatch(
     if (!paused) for (const [prefix, watch] of modules) judgeModule(watch, now, verdicts(prefix));
     const ids = paused ? new Map<string, string[]>() : collectCalls(modules, calls, now);
     for (const [prefix, watch] of modules) {
-      if (watch.used) {
-        watch.used = false;
-        watch.lastUsed = now;
-      }
-      for (const [key, instance] of watch.instances) {
-        if (now - instance.lastSeen > forgetMs) watch.instances.delete(key);
-      }
-      if (!ids.has(prefix) && now - watch.lastUsed > idleMs) {
-        modules.delete(prefix);
-        continue;
-      }
-      if (paused) continue;
+      if (!keepWatching(modules, prefix, ids.has(prefix), now) || paused) continue;
       try {
         questions.ask(prefix, ids.get(prefix) ?? [], watch);
       } catch {
