@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/server";
 import { ToolError } from "../../errors/tool-error.ts";
 import { toCallToolResult } from "../to-call-tool-result.ts";
+import { createKeptResults, type KeptResults, type Totals } from "./kept-results.ts";
 import {
   itemsTokens,
   type Page,
@@ -52,22 +53,6 @@ export const minimumResultBudget = 1_500;
 /** Tokens held back for the summary line at the end of a cut answer. */
 const summaryTokens = 250;
 
-interface Entry {
-  readonly owner: string;
-  readonly items: readonly ResultItem[];
-  readonly bytes: number;
-  readonly totals: Totals;
-  /** Where each part starts: part `n` of the cursor `id.n`. */
-  readonly starts: Position[];
-  lastRead: number;
-}
-
-interface Totals {
-  readonly items: number;
-  readonly characters: number;
-  readonly tokens: string;
-}
-
 export function createResultPages(options: ResultPagesOptions = {}): ResultPages {
   const budget = options.budget ?? defaultResultBudget;
   if (!Number.isSafeInteger(budget) || budget < minimumResultBudget) {
@@ -77,49 +62,20 @@ export function createResultPages(options: ResultPagesOptions = {}): ResultPages
       { data: { budget, minimum: minimumResultBudget } },
     );
   }
-  const maxEntries = options.maxEntries ?? 256;
-  const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
-  const ttlMs = options.ttlMs ?? 15 * 60_000;
-  const toolName = options.toolName ?? "tackle.result_page";
-  const limit = budget - summaryTokens;
-  const entries = new Map<string, Entry>();
-  let keptBytes = 0;
-
-  function drop(id: string): void {
-    const entry = entries.get(id);
-    if (entry === undefined) return;
-    entries.delete(id);
-    keptBytes -= entry.bytes;
-  }
-
-  function sweep(now: number): void {
-    for (const [id, entry] of entries) if (now - entry.lastRead >= ttlMs) drop(id);
-  }
-
-  /** Keeps `entry` (dropping the least recently read to make room); false when it alone is too large. */
-  function keep(id: string, entry: Entry): boolean {
-    if (entry.bytes > maxBytes) return false;
-    while (entries.size > 0 && (entries.size >= maxEntries || keptBytes + entry.bytes > maxBytes)) {
-      drop(entries.keys().next().value as string);
-    }
-    entries.set(id, entry);
-    keptBytes += entry.bytes;
-    return true;
-  }
-
-  function answer(page: Page, summary: string, meta: Record<string, unknown>, base?: CallToolResult) {
-    const result: CallToolResult = {
-      content: [...page.items, { type: "text", text: summary }],
-      _meta: { ...base?._meta, "tackle/resultPage": meta },
-    };
-    if (base?.isError === true) result.isError = true;
-    return result;
-  }
-
+  const pager: Pager = {
+    budget,
+    limit: budget - summaryTokens,
+    toolName: options.toolName ?? "tackle.result_page",
+    store: createKeptResults({
+      maxEntries: options.maxEntries ?? 256,
+      maxBytes: options.maxBytes ?? 64 * 1024 * 1024,
+      ttlMs: options.ttlMs ?? 15 * 60_000,
+    }),
+  };
   return {
     budget,
     tool: {
-      name: toolName,
+      name: pager.toolName,
       description: `Reads the next part of a tool answer that was cut to fit the answer budget (${budget} tokens). Pass the cursor the cut answer ended with; each part ends with the cursor of the next, until the last.`,
       inputSchema: {
         type: "object",
@@ -129,100 +85,121 @@ export function createResultPages(options: ResultPagesOptions = {}): ResultPages
       },
       annotations: { readOnlyHint: true, idempotentHint: true },
     },
-
-    fit(result, owner) {
-      if (resultFits(result, budget)) return result;
-      const now = Date.now();
-      sweep(now);
-      const items = resultItems(result);
-      const totals = totalsOf(items);
-      const first = takePage(items, { item: 0, offset: 0 }, limit);
-      const shown = describePart(items, { item: 0, offset: 0 }, first);
-      const head = `[Answer cut to fit the budget of ${budget} tokens. The whole answer: ${count(totals.items, "item")}, ${count(totals.characters, "character")} of text, ${totals.tokens} tokens. This part (1, ${first.tokens} tokens): ${shown}.`;
-      if (first.next === undefined) return answer(first, `${head}]`, { part: 1, complete: true }, result);
-      const bytes = sizeOf(items);
-      const id = randomBytes(16).toString("base64url");
-      if (
-        !keep(id, {
-          owner,
-          items,
-          bytes,
-          totals,
-          starts: [{ item: 0, offset: 0 }, first.next],
-          lastRead: now,
-        })
-      ) {
-        return answer(
-          first,
-          `${head} Left out: ${leftOut(items, first.next)}; it is too large to keep for paging (${bytes} bytes, over ${maxBytes}): ask the tool for less.]`,
-          { part: 1, complete: false, kept: false },
-          result,
-        );
-      }
-      const cursor = `${id}.1`;
-      return answer(
-        first,
-        `${head} Left out: ${leftOut(items, first.next)}. Read the next part with ${toolName} {"cursor":"${cursor}"}.]`,
-        { part: 1, cursor },
-        result,
-      );
-    },
-
-    page(args, owner) {
-      const now = Date.now();
-      sweep(now);
-      const cursor = (args as { cursor?: unknown } | undefined)?.cursor;
-      if (typeof cursor !== "string") {
-        return toCallToolResult({
-          ok: false,
-          error: new ToolError(
-            "invalid_input",
-            `Invalid input for tool "${toolName}": cursor: a string is required`,
-            {
-              data: { tool: toolName, issues: [{ path: ["cursor"], message: "a string is required" }] },
-            },
-          ),
-        });
-      }
-      const match = /^([A-Za-z0-9_-]{22})\.([1-9][0-9]{0,8})$/.exec(cursor);
-      const id = match?.[1] ?? "";
-      const entry = entries.get(id);
-      const part = Number(match?.[2]);
-      const start = entry?.starts[part];
-      // A cursor of another owner reads as unknown: its existence is not told either.
-      if (entry === undefined || entry.owner !== owner || start === undefined) {
-        return toCallToolResult({
-          ok: false,
-          error: new ToolError(
-            "not_found",
-            `The cursor "${cursor.slice(0, 40)}" is not known to this client: a cursor is read only with the credential that received it (the console's bearer token; for tackle mcp, its own connection), for ${Math.round(ttlMs / 60_000)} minutes after its last read, while the server keeps it. Call the tool again for a fresh answer.`,
-            { data: { resource: "cursor", id: cursor.slice(0, 40) } },
-          ),
-        });
-      }
-      entry.lastRead = now;
-      entries.delete(id);
-      entries.set(id, entry);
-      const page = takePage(entry.items, start, limit);
-      if (page.next !== undefined && entry.starts[part + 1] === undefined) entry.starts[part + 1] = page.next;
-      const head = `[Part ${part + 1} of a cut answer (${count(entry.totals.items, "item")}, ${count(entry.totals.characters, "character")} of text, ${entry.totals.tokens} tokens in all), ${page.tokens} tokens: ${describePart(entry.items, start, page)}.`;
-      if (page.next === undefined) {
-        return answer(page, `${head} This is the last part.]`, { part: part + 1, complete: true });
-      }
-      const next = `${id}.${part + 1}`;
-      return answer(
-        page,
-        `${head} Left out: ${leftOut(entry.items, page.next)}. Read the next part with ${toolName} {"cursor":"${next}"}.]`,
-        { part: part + 1, cursor: next },
-      );
-    },
-
-    forget(owner) {
-      for (const [id, entry] of entries) if (entry.owner === owner) drop(id);
-    },
-
-    kept: () => ({ entries: entries.size, bytes: keptBytes }),
+    fit: (result, owner) => fit(pager, result, owner),
+    page: (args, owner) => page(pager, args, owner),
+    forget: (owner) => pager.store.forget(owner),
+    kept: () => pager.store.kept(),
   };
+}
+
+/** One budget's settings and its kept results, shared by `fit` and `page`. */
+interface Pager {
+  readonly budget: number;
+  /** The budget less the summary's share. */
+  readonly limit: number;
+  readonly toolName: string;
+  readonly store: KeptResults;
+}
+
+function fit(pager: Pager, result: CallToolResult, owner: string): CallToolResult {
+  const { budget, limit, toolName, store } = pager;
+  if (resultFits(result, budget)) return result;
+  const now = Date.now();
+  store.sweep(now);
+  const items = resultItems(result);
+  const totals = totalsOf(items);
+  const first = takePage(items, { item: 0, offset: 0 }, limit);
+  const shown = describePart(items, { item: 0, offset: 0 }, first);
+  const head = `[Answer cut to fit the budget of ${budget} tokens. The whole answer: ${count(totals.items, "item")}, ${count(totals.characters, "character")} of text, ${totals.tokens} tokens. This part (1, ${first.tokens} tokens): ${shown}.`;
+  if (first.next === undefined) return answer(first, `${head}]`, { part: 1, complete: true }, result);
+  const bytes = sizeOf(items);
+  const id = randomBytes(16).toString("base64url");
+  if (
+    !store.keep(id, {
+      owner,
+      items,
+      bytes,
+      totals,
+      starts: [{ item: 0, offset: 0 }, first.next],
+      lastRead: now,
+    })
+  ) {
+    return answer(
+      first,
+      `${head} Left out: ${leftOut(items, first.next)}; it is too large to keep for paging (${bytes} bytes, over ${store.maxBytes}): ask the tool for less.]`,
+      { part: 1, complete: false, kept: false },
+      result,
+    );
+  }
+  const cursor = `${id}.1`;
+  return answer(
+    first,
+    `${head} Left out: ${leftOut(items, first.next)}. Read the next part with ${toolName} {"cursor":"${cursor}"}.]`,
+    { part: 1, cursor },
+    result,
+  );
+}
+
+function page(pager: Pager, args: unknown, owner: string): CallToolResult {
+  const { limit, toolName, store } = pager;
+  const now = Date.now();
+  store.sweep(now);
+  const cursor = (args as { cursor?: unknown } | undefined)?.cursor;
+  if (typeof cursor !== "string") {
+    return toCallToolResult({
+      ok: false,
+      error: new ToolError(
+        "invalid_input",
+        `Invalid input for tool "${toolName}": cursor: a string is required`,
+        {
+          data: { tool: toolName, issues: [{ path: ["cursor"], message: "a string is required" }] },
+        },
+      ),
+    });
+  }
+  const match = /^([A-Za-z0-9_-]{22})\.([1-9][0-9]{0,8})$/.exec(cursor);
+  const id = match?.[1] ?? "";
+  const entry = store.get(id);
+  const part = Number(match?.[2]);
+  const start = entry?.starts[part];
+  // A cursor of another owner reads as unknown: its existence is not told either.
+  if (entry === undefined || entry.owner !== owner || start === undefined) {
+    return toCallToolResult({
+      ok: false,
+      error: new ToolError(
+        "not_found",
+        `The cursor "${cursor.slice(0, 40)}" is not known to this client: a cursor is read only with the credential that received it (the console's bearer token; for tackle mcp, its own connection), for ${Math.round(store.ttlMs / 60_000)} minutes after its last read, while the server keeps it. Call the tool again for a fresh answer.`,
+        { data: { resource: "cursor", id: cursor.slice(0, 40) } },
+      ),
+    });
+  }
+  store.read(id, entry, now);
+  const taken = takePage(entry.items, start, limit);
+  if (taken.next !== undefined && entry.starts[part + 1] === undefined) entry.starts[part + 1] = taken.next;
+  const head = `[Part ${part + 1} of a cut answer (${count(entry.totals.items, "item")}, ${count(entry.totals.characters, "character")} of text, ${entry.totals.tokens} tokens in all), ${taken.tokens} tokens: ${describePart(entry.items, start, taken)}.`;
+  if (taken.next === undefined) {
+    return answer(taken, `${head} This is the last part.]`, { part: part + 1, complete: true });
+  }
+  const next = `${id}.${part + 1}`;
+  return answer(
+    taken,
+    `${head} Left out: ${leftOut(entry.items, taken.next)}. Read the next part with ${toolName} {"cursor":"${next}"}.]`,
+    { part: part + 1, cursor: next },
+  );
+}
+
+function answer(
+  page: Page,
+  summary: string,
+  meta: Record<string, unknown>,
+  base?: CallToolResult,
+): CallToolResult {
+  const result: CallToolResult = {
+    content: [...page.items, { type: "text", text: summary }],
+    _meta: { ...base?._meta, "tackle/resultPage": meta },
+  };
+  if (base?.isError === true) result.isError = true;
+  return result;
 }
 
 /** Past this many characters the total is estimated (4 a token) rather than counted: counting would stall the server. */
