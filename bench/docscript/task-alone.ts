@@ -51,9 +51,11 @@ try {
     const requests = remote?.requests ?? 0;
     const rows = remote?.rowsRead ?? 0;
     const start = performance.now();
+    const cpu = process.cpuUsage();
     const value = await session.callFilled(binding, method, args);
+    const used = process.cpuUsage(cpu);
     console.log(
-      `${label}: ${(performance.now() - start).toFixed(0)} ms, ${(remote?.requests ?? 0) - requests} requests, ${(remote?.rowsRead ?? 0) - rows} rows`,
+      `${label}: ${(performance.now() - start).toFixed(0)} ms (CPU ${((used.user + used.system) / 1000).toFixed(0)} ms), ${(remote?.requests ?? 0) - requests} requests, ${(remote?.rowsRead ?? 0) - rows} rows`,
     );
     return value as never;
   };

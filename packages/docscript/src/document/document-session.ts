@@ -8,7 +8,7 @@
 import type { LoroDoc } from "loro-crdt";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
-import { checkDocument } from "./check-document.ts";
+import { changeScope, checkDocument } from "./check-document.ts";
 import { createSessionContext } from "./session-context.ts";
 import { sessionEntities } from "./session-entities.ts";
 import { sessionRelations } from "./session-relations.ts";
@@ -42,7 +42,14 @@ export function openDocument(
       return checkDocument(projection, scope);
     },
     changedScope() {
-      return { entityIds: new Set(changed.entityIds), relationIds: new Set(changed.relationIds) };
+      const entityIds = new Set(changed.entityIds);
+      const relationIds = new Set(changed.relationIds);
+      if (changed.fieldRows.size > 0) {
+        const reach = changeScope(projection, { entities: changed.fieldRows, relations: [] });
+        for (const entityId of reach.entityIds) entityIds.add(entityId);
+        for (const relationId of reach.relationIds) relationIds.add(relationId);
+      }
+      return { entityIds, relationIds };
     },
     asHost() {
       const asHost = <Method extends (...args: never[]) => unknown>(method: Method): Method =>

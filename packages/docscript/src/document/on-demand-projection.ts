@@ -11,13 +11,18 @@ import { ENTITIES } from "./layout.ts";
 import { type Lookup, Projection } from "./projection.ts";
 import { compareIds, type StoredRelation } from "./row-shape.ts";
 import type { RowSource } from "./row-source.ts";
+import type { NumberRange } from "../server/document-store.ts";
 import {
   type DemandOptions,
   entityPageKey,
   keyOf,
+  maxFollowUpIds,
   maxListedRelations,
   RowsOnDemand,
   relationPageKey,
+  speculativeLimit,
+  type Wanted,
+  windowPageKey,
 } from "./rows-on-demand.ts";
 import { readLimit } from "./session-context.ts";
 
@@ -43,10 +48,47 @@ export class OnDemandProjection extends Projection {
       demand.missing.set("whole", { lookup: "whole" });
       return;
     }
+    // Asked for every lookup of every check: answered by id, without building a key.
+    if (demand.known.hasId(lookup, id, kind)) return;
+    if (lookup === "endpoint" && kind !== undefined && demand.known.hasId(lookup, id)) return;
     const key = keyOf(lookup, id, kind);
-    if (demand.known.has(key)) return;
-    if (lookup === "endpoint" && kind !== undefined && demand.known.has(keyOf(lookup, id))) return;
     if (!demand.missing.has(key)) demand.missing.set(key, { lookup, id, kind });
+  }
+
+  /**
+   * What a write's checks ask next of the lookups just answered, read in the same fill without asking
+   * the call again: for an entity's relations (not a hub's: up to `speculativeLimit`), each relation's
+   * claims, its ends and their variants; for an entity, its variants and the entities of its identity.
+   */
+  followUps(answered: readonly Wanted[]): Map<string, Wanted> {
+    const demand = this.demand;
+    const next = new Map<string, Wanted>();
+    const want = (lookup: "entity" | "relation" | "variants" | "identity", id: string) => {
+      const key = keyOf(lookup, id);
+      if (next.size < maxFollowUpIds && !demand.known.hasId(lookup, id) && !demand.missing.has(key))
+        next.set(key, { lookup, id });
+    };
+    for (const entry of answered) {
+      if (entry.lookup === "endpoint" && entry.kind === undefined) {
+        const relationIds = this.byEntity.get(entry.id);
+        if (relationIds === undefined || relationIds.size > speculativeLimit) continue;
+        for (const relationId of relationIds) {
+          want("relation", relationId);
+          for (const claim of this.relationClaims.get(relationId) ?? [])
+            for (const end of [claim.endpoint0EntityId, claim.endpoint1EntityId]) {
+              want("entity", end);
+              want("variants", end);
+            }
+        }
+      } else if (entry.lookup === "entity") {
+        want("variants", entry.id);
+        for (const claim of this.claims.get(entry.id) ?? []) {
+          const identity = this.identityOf(claim);
+          if (identity !== undefined) want("identity", identity);
+        }
+      }
+    }
+    return next;
   }
 
   override wrote(root: "entities" | "relations", rowId: string): void {
@@ -103,6 +145,41 @@ export class OnDemandProjection extends Projection {
     }
     // Every stored entity of the listing up to the page's end is held, and so is every entity this run
     // created: the held ones in that range, in id order, are the listing.
+    return this.heldIdsUpTo(entityKind, after, page, count);
+  }
+
+  override entityIdsInWindow(
+    entityKind: string,
+    window: NumberRange,
+    after: string | undefined,
+    count: number,
+  ): string[] {
+    if (this.demand.whole) return super.entityIdsInWindow(entityKind, window, after, count);
+    if (count <= 0) return [];
+    const key = windowPageKey(entityKind, window, after, count);
+    const page = this.demand.pages.get(key);
+    if (page === undefined) {
+      this.demand.missing.set(key, {
+        lookup: "windowPage",
+        kind: entityKind,
+        window: { field: window.field, from: window.from, to: window.to },
+        ...(after === undefined ? {} : { after }),
+        count,
+      });
+      return [];
+    }
+    // The window's stored entities up to the page's end are held, and so is every entity this run
+    // created or wrote: the held ones of the kind in that range are the candidates.
+    return this.heldIdsUpTo(entityKind, after, page, count);
+  }
+
+  /** The held entities (of `entityKind`) after `after` up to the page's end (all, read to the end), in id order. */
+  private heldIdsUpTo(
+    entityKind: string | undefined,
+    after: string | undefined,
+    page: { readonly end: string | undefined; readonly exhausted: boolean },
+    count: number,
+  ): string[] {
     const ids: string[] = [];
     for (const [entityId, claims] of this.claims) {
       if (after !== undefined && entityId <= after) continue;

@@ -315,6 +315,20 @@ export class Projection implements DocumentView {
     return ids.sort(compareIds);
   }
 
+  /**
+   * Ids in id order (after `after`, at most `count`) of the entities of `entityKind` whose number
+   * field may lie in `[from, to)`: candidates the caller checks one by one. Here every entity of the
+   * kind; a projection reading rows on demand asks the store's window index.
+   */
+  entityIdsInWindow(
+    entityKind: string,
+    _window: { readonly field: string; readonly from?: number | undefined; readonly to?: number | undefined },
+    after: string | undefined,
+    count: number,
+  ): string[] {
+    return this.entityIdsAfter(entityKind, after, count);
+  }
+
   /** Every relation (of `relationKind`), in no particular order. */
   *relationsOfKind(relationKind: string | undefined): Iterable<StoredRelation> {
     for (const relationId of this.relationIds()) {

@@ -12,6 +12,7 @@
  */
 import type { VersionVector } from "loro-crdt";
 import { DocScriptError } from "../schema/docscript-error.ts";
+import type { NumberRange } from "../server/document-store.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
 import type { OnDemandProjection } from "./on-demand-projection.ts";
 import type { Lookup } from "./projection.ts";
@@ -25,9 +26,13 @@ const membersPerPage = 5000;
 /** The most relations of a kind a listing reads (the read bound: more are read by entity). */
 export const maxListedRelations = 20_000;
 /** Relations and variants read along with an entity looked up: answered whole below this many. */
-const speculativeLimit = 100;
+export const speculativeLimit = 100;
 /** Entities looked up in one fill up to which their relations and variants are read along. */
 const speculativeEntities = 64;
+/** Levels of what checks ask next read within one fill, after what was asked. */
+const maxFollowUps = 2;
+/** Ids a fill's follow-ups may look up: past this, the call asks again instead. */
+export const maxFollowUpIds = 50_000;
 /** Rounds of fill-and-ask-again one call may take before the host gives up on it. */
 export const maxFillRounds = 64;
 
@@ -40,7 +45,17 @@ type Wanted =
       readonly after?: string;
       readonly count: number;
     }
-  | { readonly lookup: "relationPage"; readonly kind?: string | undefined };
+  | { readonly lookup: "relationPage"; readonly kind?: string | undefined }
+  | {
+      readonly lookup: "windowPage";
+      readonly kind: string;
+      readonly window: NumberRange;
+      readonly after?: string;
+      readonly count: number;
+    };
+
+/** A lookup a projection records as lacking (`OnDemandProjection.need`, its listings and windows). */
+export type { Wanted };
 
 /** A listing read: every stored item of it up to `end` (all, when `exhausted`) is held. */
 interface ReadPage {
@@ -74,7 +89,7 @@ export interface DemandOptions {
  * listings read, and the kinds' counts.
  */
 export class RowsOnDemand {
-  readonly known = new Set<string>();
+  readonly known = new KnownLookups();
   readonly missing = new Map<string, Wanted>();
   readonly pages = new Map<string, ReadPage>();
   readonly holders = new Set<OnDemandProjection>();
@@ -115,15 +130,29 @@ export class RowsOnDemand {
     return this.missing.size > 0;
   }
 
-  /** Reads from the server what the lookups since the last fill lacked, into every holder. */
+  /**
+   * Reads from the source what the lookups since the last fill lacked, into every holder; then (a run's
+   * reads, `speculative`), in the same fill, what a write's checks ask next of what was read
+   * (`followUps`: the claims and ends of the relations found, the ends' variants, identities), so a
+   * write over thousands of rows is asked again once, not once per level of its checks.
+   */
   async fill(): Promise<void> {
-    const wanted = [...this.missing.entries()];
+    let wanted = [...this.missing.entries()];
     this.missing.clear();
-    if (wanted.length === 0) return;
-    if (wanted.some(([, entry]) => entry.lookup === "whole")) {
-      await this.fillWhole();
-      return;
+    for (let depth = 0; wanted.length > 0; depth++) {
+      if (wanted.some(([, entry]) => entry.lookup === "whole")) {
+        await this.fillWhole();
+        return;
+      }
+      await this.fillOnce(wanted);
+      const holder = this.holders.values().next().value;
+      if (!this.speculative || holder === undefined || depth >= maxFollowUps) return;
+      wanted = [...holder.followUps(wanted.map(([, entry]) => entry)).entries()];
     }
+  }
+
+  /** One level of a fill: the lookups wanted, in requests of at most 64. */
+  private async fillOnce(wanted: readonly [string, Wanted][]): Promise<void> {
     const pending: Pending[] = [];
     const byIds = (lookup: "row" | "relationRow" | "entity" | "relation") =>
       wanted.flatMap(([, entry]) => (entry.lookup === lookup ? [entry.id] : []));
@@ -184,7 +213,19 @@ export class RowsOnDemand {
     for (const lookup of manyAtOnce(wanted, paged, (entry) => pending.push(entry))) pending.push(lookup);
     for (const [, entry] of wanted) {
       if (entry.lookup === "endpoint" || entry.lookup === "variants" || entry.lookup === "identity") continue;
-      if (entry.lookup === "entityPage") {
+      if (entry.lookup === "windowPage") {
+        // The kind's entities in the window, from the store's index: every one of them up to the
+        // page's end is held (the session checks each against the window as it sees it).
+        const key = windowPageKey(entry.kind, entry.window, entry.after, entry.count);
+        pending.push(
+          paged(
+            { members: "entity", kinds: [entry.kind], range: entry.window, limit: 0 },
+            (end, exhausted) => this.pages.set(key, { end, exhausted }),
+            entry.count,
+            entry.after,
+          ),
+        );
+      } else if (entry.lookup === "entityPage") {
         const key = entityPageKey(entry.kind, entry.after, entry.count);
         pending.push(
           paged(
@@ -224,7 +265,8 @@ export class RowsOnDemand {
       });
     }
     for (const [key, entry] of wanted) {
-      if (entry.lookup === "entityPage" || entry.lookup === "relationPage") continue;
+      if (entry.lookup === "entityPage" || entry.lookup === "relationPage" || entry.lookup === "windowPage")
+        continue;
       this.known.add(key);
       // A row claims its own id: an entity (relation) found nowhere has no row of that id either.
       if (entry.lookup === "entity" || entry.lookup === "relation")
@@ -303,7 +345,7 @@ export class RowsOnDemand {
   private hold(root: "entities" | "relations", rowId: string, json: unknown): void {
     this.rowsRead += 1;
     // The row is held from now on: looking it up by id needs nothing more.
-    this.known.add(keyOf(root === ENTITIES ? "row" : "relationRow", rowId));
+    this.known.addId(root === ENTITIES ? "row" : "relationRow", rowId);
     for (const holder of this.holders) holder.hold(root, rowId, json);
   }
 }
@@ -345,7 +387,9 @@ function manyAtOnce(
   for (const [, entry] of wanted) {
     if (entry.lookup !== "endpoint" && entry.lookup !== "variants" && entry.lookup !== "identity") continue;
     const group = `${entry.lookup}\u0000${"kind" in entry ? (entry.kind ?? "") : ""}`;
-    groups.set(group, [...(groups.get(group) ?? []), entry]);
+    const members = groups.get(group);
+    if (members === undefined) groups.set(group, [entry]);
+    else members.push(entry);
   }
   for (const entries of groups.values()) {
     for (let start = 0; start < entries.length; start += idsPerLookup) {
@@ -376,12 +420,57 @@ function manyAtOnce(
   return found;
 }
 
+/**
+ * The lookups answered whole: ids by lookup (and kind), so the checks' many questions are answered
+ * without building a key each (`keyOf` keys are taken apart once, when added).
+ */
+class KnownLookups {
+  private readonly ids = new Map<string, Set<string>>();
+
+  has(key: string): boolean {
+    const [lookup, id, kind] = key.split("\u0000");
+    return this.hasId(lookup as Lookup, id ?? "", kind);
+  }
+
+  hasId(lookup: Lookup, id: string, kind?: string): boolean {
+    return this.ids.get(kind === undefined ? lookup : `${lookup}\u0000${kind}`)?.has(id) ?? false;
+  }
+
+  add(key: string): void {
+    const [lookup, id, kind] = key.split("\u0000");
+    this.addId(lookup as Lookup, id ?? "", kind);
+  }
+
+  addId(lookup: Lookup, id: string, kind?: string): void {
+    const group = kind === undefined ? (lookup as string) : `${lookup}\u0000${kind}`;
+    let ids = this.ids.get(group);
+    if (ids === undefined) {
+      ids = new Set();
+      this.ids.set(group, ids);
+    }
+    ids.add(id);
+  }
+
+  clear(): void {
+    this.ids.clear();
+  }
+}
+
 export function keyOf(lookup: Lookup, id: string, kind?: string): string {
   return kind === undefined ? `${lookup}\u0000${id}` : `${lookup}\u0000${id}\u0000${kind}`;
 }
 
 export function entityPageKey(kind: string | undefined, after: string | undefined, count: number): string {
   return `entityPage\u0000${kind ?? ""}\u0000${after ?? ""}\u0000${count}`;
+}
+
+export function windowPageKey(
+  kind: string,
+  window: NumberRange,
+  after: string | undefined,
+  count: number,
+): string {
+  return `windowPage\u0000${kind}\u0000${JSON.stringify([window.field, window.from ?? null, window.to ?? null])}\u0000${after ?? ""}\u0000${count}`;
 }
 
 export function relationPageKey(kind: string | undefined): string {

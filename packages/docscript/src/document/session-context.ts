@@ -98,15 +98,37 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
   const slotsOf = (rowId: string): LoroMap => rowMap(rowId).getOrCreateContainer(ROW_SLOTS, new LoroMap());
 
   /** The union of every landed write's scope (the after scope already holds the before scope). */
-  const changed = { entityIds: new Set<string>(), relationIds: new Set<string>() };
+  const changed = {
+    entityIds: new Set<string>(),
+    relationIds: new Set<string>(),
+    /**
+     * Rows written by writes of fields alone: checked within those entities' reach when written; what
+     * a whole change of them reaches (invariants read an entity's neighbours) is added at the end.
+     */
+    fieldRows: new Set<string>(),
+  };
 
-  /** Scope of a change: the rows' entities and relations, then everything touching them. */
-  const scopeOf = (changes: RowChanges, extraEntities: Iterable<string>) =>
-    changeScope(
-      projection,
-      { entities: changes.entities.keys(), relations: changes.relations.keys() },
-      extraEntities,
-    );
+  /**
+   * Scope of a change: the rows' entities and relations, then everything touching them. A write of
+   * entities' fields alone (`fieldsOf`: their rows change in those fields only) reaches no relation:
+   * endpoints, slots and cardinality do not depend on a field's value; its scope is those entities,
+   * their variants (which take the fields) and the entities of their identity.
+   */
+  const scopeOf = (changes: RowChanges, extraEntities: Iterable<string>, fieldsOf?: readonly string[]) => {
+    if (fieldsOf === undefined)
+      return changeScope(
+        projection,
+        { entities: changes.entities.keys(), relations: changes.relations.keys() },
+        extraEntities,
+      );
+    const entityIds = new Set<string>(fieldsOf);
+    for (const entityId of fieldsOf) {
+      for (const variantId of projection.variantsOf(entityId)) entityIds.add(variantId);
+      for (const claim of projection.claimsOf(entityId))
+        for (const otherId of projection.sameIdentity(claim)) entityIds.add(otherId);
+    }
+    return { entityIds, relationIds: new Set<string>() };
+  };
 
   /**
    * Lands one write: stage the rows it will produce in the projection, check what it touched, refuse
@@ -118,12 +140,18 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     extraEntities: Iterable<string> = [],
     /**
      * The staged rows are exactly what `mutate` leaves (an update's fields, computed by the same ops):
-     * they stay, and the rows are not read back out of the document.
+     * they stay, and the rows are not read back out of the document. `fieldsOf`: the write changes
+     * only these entities' fields, and is checked within their reach alone.
      */
-    exact = false,
+    exact: false | { readonly fieldsOf: readonly string[] } = false,
   ): void => {
     const previous: RowChanges = { entities: new Map(), relations: new Map() };
-    const beforeScope = scopeOf(changes, extraEntities);
+    const fieldsOf = exact === false ? undefined : exact.fieldsOf;
+    const beforeScope = scopeOf(changes, extraEntities, fieldsOf);
+    // A projection reading rows on demand that lacks part of the scope: checking it now would check a
+    // part and ask for the rest one level at a time; its reader fills the scope (with what its checks
+    // ask next) and the write runs again (ADR 0466).
+    if (projection.lacking) throw new RowsNeeded();
     const before = new Set(
       checkDocument(projection, { entityIds: beforeScope.entityIds, relationIds: beforeScope.relationIds })
         .filter((issue) => !isDeferred(issue))
@@ -147,7 +175,7 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     let afterScope: ReturnType<typeof scopeOf>;
     let added: DocumentIssue[];
     try {
-      afterScope = scopeOf(changes, extraEntities);
+      afterScope = scopeOf(changes, extraEntities, fieldsOf);
       for (const entityId of beforeScope.entityIds) afterScope.entityIds.add(entityId);
       for (const relationId of beforeScope.relationIds) afterScope.relationIds.add(relationId);
       added = checkDocument(projection, afterScope).filter(
@@ -185,13 +213,14 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
         ),
       );
     }
-    if (!exact)
+    if (exact === false)
       refreshRows(projection, doc, {
         entities: changes.entities.keys(),
         relations: changes.relations.keys(),
       });
     for (const rowId of changes.entities.keys()) projection.wrote(ENTITIES, rowId);
     for (const relationId of changes.relations.keys()) projection.wrote(RELATIONS, relationId);
+    if (fieldsOf !== undefined) for (const rowId of changes.entities.keys()) changed.fieldRows.add(rowId);
     for (const entityId of afterScope.entityIds) changed.entityIds.add(entityId);
     for (const relationId of afterScope.relationIds) changed.relationIds.add(relationId);
   };

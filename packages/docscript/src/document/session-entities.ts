@@ -51,9 +51,10 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
     );
   const copy = (entity: Entity): Entity => ({ ...entity, payload: structuredClone(entity.payload) });
   /**
-   * Entities of a kind whose number field lies in `range`, in entityId order: the kind's ids are read
-   * in chunks from the projection's kind listing, each entity's field read as it comes, until a page
-   * is full. `after` reads on after the last entity of the previous page.
+   * Entities of a kind whose number field lies in `range`, in entityId order: the candidates' ids are
+   * read in chunks (the kind's listing, or on a projection reading rows on demand the store's window
+   * index), each entity's field checked as it comes, until a page is full. `after` reads on after the
+   * last entity of the previous page.
    */
   const inRange = (
     entityKind: string | undefined,
@@ -84,7 +85,7 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
     const found: Entity[] = [];
     let cursor = after;
     for (;;) {
-      const ids = projection.entityIdsAfter(entityKind, cursor, rangeChunk);
+      const ids = projection.entityIdsInWindow(entityKind, range, cursor, rangeChunk);
       for (const entityId of ids) {
         const entity = projection.entity(entityId);
         const value = entity?.payload[range.field];
@@ -295,7 +296,7 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
             for (const write of writes) write();
           },
           [],
-          true,
+          { fieldsOf: [...ids] },
         );
       return writes.length;
     },

@@ -11,7 +11,7 @@ import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { defaultChangesLimit, maxChangesLimit } from "./change-log.ts";
 import { DocumentHost, hashToken } from "./document-host.ts";
-import type { DocumentStore } from "./document-store.ts";
+import type { DocumentStore, NumberRange } from "./document-store.ts";
 import { type RowLookup, rowLookupLimits } from "./row-reads.ts";
 
 export interface DocumentServerOptions {
@@ -257,7 +257,8 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
 
   // Stored rows by id or by the members a query finds (ADR 0466): `{ lookups: [...] }`, each
   // `{ rows: "entities" | "relations", ids }` or `{ members: "entity" | "relation", kinds?, ids?,
-  // endpoint?, endpoints?, variantOf?, variantsOf?, identity?, identities?, after?, limit }`.
+  // endpoint?, endpoints?, variantOf?, variantsOf?, identity?, identities?, range?, after?, limit }`,
+  // `range` a window `{ field, from?, to? }` on an entity's number field.
   app.post("/documents/:documentId/rows", tooLarge(8 * 1024 * 1024));
   app.post("/documents/:documentId/rows", async (context) => {
     const documentId = context.req.param("documentId");
@@ -292,6 +293,22 @@ const isText = (value: unknown): value is string => typeof value === "string";
 const isTexts = (value: unknown, most: number): value is string[] =>
   Array.isArray(value) && value.length <= most && value.every(isText);
 
+/** A lookup's window on a number field, or what is wrong with it. */
+function rangeOf(value: unknown): NumberRange | undefined | string {
+  if (value === undefined) return undefined;
+  const range = value as Record<string, unknown>;
+  if (typeof value !== "object" || value === null || !isText(range.field))
+    return "range is { field, from?, to? } with field a string";
+  for (const bound of ["from", "to"] as const)
+    if (range[bound] !== undefined && !(typeof range[bound] === "number" && Number.isFinite(range[bound])))
+      return `range.${bound} is a finite number`;
+  return {
+    field: range.field,
+    ...(range.from === undefined ? {} : { from: range.from as number }),
+    ...(range.to === undefined ? {} : { to: range.to as number }),
+  };
+}
+
 /** The lookups of a `rows` request, or what is wrong with them. */
 function rowLookupsOf(value: unknown): RowLookup[] | string {
   const { lookups: mostLookups, ids: mostIds, members: mostMembers } = rowLookupLimits;
@@ -315,6 +332,9 @@ function rowLookupsOf(value: unknown): RowLookup[] | string {
         return `${name} is a list of at most ${mostIds} strings`;
     for (const name of ["endpoint", "variantOf", "identity", "after"] as const)
       if (raw[name] !== undefined && !isText(raw[name])) return `${name} is a string`;
+    const range = rangeOf(raw.range);
+    if (typeof range === "string") return range;
+    if (range !== undefined && raw.members !== "entity") return "a range reads entities";
     lookups.push({
       members: raw.members,
       limit,
@@ -327,6 +347,7 @@ function rowLookupsOf(value: unknown): RowLookup[] | string {
       ...(raw.variantOf === undefined ? {} : { variantOf: raw.variantOf as string }),
       ...(raw.identity === undefined ? {} : { identity: raw.identity as string }),
       ...(raw.after === undefined ? {} : { after: raw.after as string }),
+      ...(range === undefined ? {} : { range }),
     });
   }
   return lookups;

@@ -25,7 +25,7 @@ import { OpenDocuments } from "./open-documents.ts";
 import { unreadableKeys } from "./push-checks.ts";
 import { type Judged, judgePush, type Prepared, preparePush } from "./push-judge.ts";
 import type { PushResult } from "./push-result.ts";
-import { allRowChanges, relationOf } from "./row-members.ts";
+import { allRowChanges, membersOfRow, relationOf } from "./row-members.ts";
 import {
   assembledEntities,
   type EntityPage,
@@ -100,6 +100,7 @@ export class DocumentHost {
       maxOpen: this.maxOpen,
       logDue: (open) => this.logDue(open),
       compactLater: (documentId) => this.compactLater(documentId),
+      indexLater: (documentId) => this.indexLater(documentId),
     });
   }
 
@@ -335,6 +336,20 @@ export class DocumentHost {
       open.logBytes >= this.compactLogBytes ||
       (open.logSince !== undefined && Date.now() - open.logSince >= this.compactAgeMs)
     );
+  }
+
+  /** Indexes the number fields of a document stored before the window index, from its stored rows. */
+  private indexLater(documentId: string): void {
+    void this.serialized(documentId, () =>
+      this.store.indexNumbers(documentId, (root, rowId, json) =>
+        membersOfRow(this.schema, root, rowId, json),
+      ),
+    ).catch((error: unknown) => {
+      this.logger.error("docscript: indexing number fields failed; windows read every entity of a kind", {
+        documentId,
+        error: describeError(error),
+      });
+    });
   }
 
   private compactLater(documentId: string): void {

@@ -42,6 +42,19 @@ export interface RowMember {
   readonly variantOf?: string;
   /** An entity's identity key (kinds with an identity: one entity per key). */
   readonly identity?: string;
+  /**
+   * An entity's number fields, by name, as the store indexes them for windows (`MemberQuery.range`):
+   * its own value, or null for a variant's field it takes from its base (a candidate of every window).
+   * A field holding no number is left out.
+   */
+  readonly numbers?: Readonly<Record<string, number | null>>;
+}
+
+/** A window on an entity's number field: `from` ≤ value < `to` (either bound may be left out). */
+export interface NumberRange {
+  readonly field: string;
+  readonly from?: number | undefined;
+  readonly to?: number | undefined;
 }
 
 /** A member found by a query, with the row that stores it. */
@@ -62,7 +75,18 @@ export interface MemberQuery {
   readonly endpoints?: readonly string[] | undefined;
   /** Entities that are variants of this one. */
   readonly variantOf?: string | undefined;
+  /** Entities that are variants of any of these. */
+  readonly variantsOf?: readonly string[] | undefined;
   readonly identity?: string | undefined;
+  /** Entities of any of these identities. */
+  readonly identities?: readonly string[] | undefined;
+  /**
+   * Entities (of `kinds`) whose number field lies in the window, read from the store's index of number
+   * fields, plus every variant taking that field from its base: candidates the reader checks against
+   * the entity as it sees it. On a document whose numbers are not indexed yet (stored before the index,
+   * `numbersIndexed` false) the window is not applied: every entity of the kinds is a candidate.
+   */
+  readonly range?: NumberRange | undefined;
   readonly after?: string | undefined;
   readonly limit: number;
 }
@@ -156,6 +180,19 @@ export interface DocumentStore {
   documentIssues(documentId: string): Promise<DocumentIssue[] | undefined>;
   /** A page of entities or relations, in id order, each with its row. */
   readMembers(documentId: string, query: MemberQuery): Promise<FoundMember[]>;
+  /**
+   * Whether every entity's number fields are in the store's window index (documents created or whose
+   * rows were replaced since migration 7); false until `indexNumbers` has run on an older document.
+   */
+  numbersIndexed(documentId: string): Promise<boolean>;
+  /**
+   * Indexes the number fields of every stored row (`numbersOf` reads them off a row, with the schema),
+   * for a document stored before the index: in chunks of rows, each in a transaction of its own.
+   */
+  indexNumbers(
+    documentId: string,
+    numbersOf: (root: RowRoot, rowId: string, json: unknown) => readonly RowMember[],
+  ): Promise<void>;
   /** How many entities and relations each kind has. */
   countMembers(documentId: string): Promise<{ type: "entity" | "relation"; kind: string; count: number }[]>;
   /** A page of rows, in id order. */

@@ -147,6 +147,29 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
       SELECT document_id, type, kind, count(*) FROM docscript_members GROUP BY document_id, type, kind;
   `,
   },
+  {
+    version: 7,
+    name: "entities' number fields, for windows",
+    // Every entity's number fields (a marker's startMs), one row each, kept by every write of its row's
+    // members in the same transaction, so `entities.list({ entityKind, range })` reads a window from the
+    // index (document, kind, field, value) instead of every entity of the kind. value NULL: a variant's
+    // field taken from its base. Documents stored before are not indexed (numbers_indexed 0): a window
+    // there reads every entity of the kind, until a server indexes them from the stored rows.
+    up: `
+    CREATE TABLE docscript_numbers (
+      document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+      kind TEXT NOT NULL,
+      field TEXT NOT NULL,
+      value REAL,
+      member_id TEXT NOT NULL,
+      root TEXT NOT NULL,
+      row_id TEXT NOT NULL
+    );
+    CREATE INDEX docscript_numbers_window ON docscript_numbers (document_id, kind, field, value, member_id);
+    CREATE INDEX docscript_numbers_row ON docscript_numbers (document_id, root, row_id);
+    ALTER TABLE docscript_projection ADD COLUMN numbers_indexed INTEGER NOT NULL DEFAULT 0;
+  `,
+  },
 ];
 
 export const postgresMigrations: readonly PostgresMigration[] = [
@@ -277,6 +300,25 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   );
   INSERT INTO docscript_counts (document_id, type, kind, count)
     SELECT document_id, type, kind, count(*) FROM docscript_members GROUP BY document_id, type, kind;
+`,
+  },
+  {
+    version: 7,
+    name: "entities' number fields, for windows",
+    // As for SQLite; ids compare bytewise (COLLATE "C").
+    up: `
+  CREATE TABLE docscript_numbers (
+    document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+    kind TEXT COLLATE "C" NOT NULL,
+    field TEXT COLLATE "C" NOT NULL,
+    value DOUBLE PRECISION,
+    member_id TEXT COLLATE "C" NOT NULL,
+    root TEXT NOT NULL,
+    row_id TEXT COLLATE "C" NOT NULL
+  );
+  CREATE INDEX docscript_numbers_window ON docscript_numbers (document_id, kind, field, value, member_id);
+  CREATE INDEX docscript_numbers_row ON docscript_numbers (document_id, root, row_id);
+  ALTER TABLE docscript_projection ADD COLUMN numbers_indexed BOOLEAN NOT NULL DEFAULT false;
 `,
   },
 ];

@@ -29,6 +29,8 @@ export class OpenDocuments {
   /** Whether a document's log is due to be compacted, and compacting it once the current call is answered. */
   private readonly logDue: (open: OpenDocument) => boolean;
   private readonly compactLater: (documentId: string) => void;
+  /** Indexing a document's number fields (stored before the index) once the current call is answered. */
+  private readonly indexLater: (documentId: string) => void;
 
   constructor(options: {
     store: DocumentStore;
@@ -36,12 +38,14 @@ export class OpenDocuments {
     maxOpen: number;
     logDue: (open: OpenDocument) => boolean;
     compactLater: (documentId: string) => void;
+    indexLater: (documentId: string) => void;
   }) {
     this.store = options.store;
     this.schema = options.schema;
     this.maxOpen = options.maxOpen;
     this.logDue = options.logDue;
     this.compactLater = options.compactLater;
+    this.indexLater = options.indexLater;
   }
 
   /**
@@ -148,6 +152,8 @@ export class OpenDocuments {
     }
     if (incremental) {
       if (without.length > 0) await this.writeRowsOf(documentId, open, without);
+      // Rows stored before the window index (migration 7): their number fields indexed from the rows.
+      if (!(await this.store.numbersIndexed(documentId))) this.indexLater(documentId);
     } else {
       if (without.length > 0) doc.importBatch(without.map((update) => update.bytes));
       open.seq = without.at(-1)?.seq ?? open.seq;

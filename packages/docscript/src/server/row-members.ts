@@ -7,6 +7,7 @@ import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import type { Projection } from "../document/projection.ts";
 import { identityKey, readRelationRow, readRow } from "../document/row-shape.ts";
 import type { Schema } from "../schema/define-schema.ts";
+import { ownValue } from "../schema/own-keys.ts";
 import type { Entity, Relation } from "../schema/types.ts";
 import type { FoundMember, RowChange, RowMember, RowRoot } from "./document-store.ts";
 
@@ -29,12 +30,14 @@ export function membersOfRow(schema: Schema, root: RowRoot, rowId: string, json:
   return [
     ...record.entities.map((entity): RowMember => {
       const identity = identityKey(schema, entity);
+      const numbers = numberFields(schema, entity);
       return {
         type: "entity",
         id: entity.entityId,
         kind: entity.entityKind,
         ...(entity.variantOf === undefined ? {} : { variantOf: entity.variantOf }),
         ...(identity === undefined ? {} : { identity }),
+        ...(numbers === undefined ? {} : { numbers }),
       };
     }),
     ...record.relations.map(
@@ -47,6 +50,29 @@ export function membersOfRow(schema: Schema, root: RowRoot, rowId: string, json:
       }),
     ),
   ];
+}
+
+/**
+ * An entity's number fields as the store's window index keeps them: its own finite number, or null
+ * for a field a variant takes from its base (its value is the base's: a candidate of every window).
+ */
+function numberFields(
+  schema: Schema,
+  entity: { entityKind: string; own: Readonly<Record<string, unknown>>; variantOf?: string | undefined },
+): Record<string, number | null> | undefined {
+  const fields = ownValue(schema.entities, entity.entityKind)?.fields;
+  if (fields === undefined) return undefined;
+  const numbers: Record<string, number | null> = {};
+  let found = false;
+  for (const [name, spec] of Object.entries(fields)) {
+    if (spec.type !== "number") continue;
+    const value = Object.hasOwn(entity.own, name) ? entity.own[name] : undefined;
+    if (typeof value === "number" && Number.isFinite(value)) numbers[name] = value;
+    else if (value === undefined && entity.variantOf !== undefined) numbers[name] = null;
+    else continue;
+    found = true;
+  }
+  return found ? numbers : undefined;
 }
 
 /** The rows named, as `projection` holds them now (undefined JSON: the row is gone), with their members. */

@@ -36,15 +36,13 @@ export interface PageCounts {
  * query finds (with the rows they live in), as a tool's projection reads them on demand. A members
  * lookup may name many entities at once — relations with any of `endpoints` as an end, variants of
  * any of `variantsOf`, entities of any of `identities` — so a reader asks for a whole call's worth in
- * one request; fewer found than its limit means each of them was answered whole.
+ * one request; fewer found than its limit means each of them was answered whole. A `range` reads the
+ * entities of a kind in a window on a number field from the store's index (candidates: the reader
+ * checks each as it sees it).
  */
 export type RowLookup =
   | { readonly rows: RowRoot; readonly ids: readonly string[] }
-  | ({
-      readonly members: MemberQuery["type"];
-      readonly variantsOf?: readonly string[] | undefined;
-      readonly identities?: readonly string[] | undefined;
-    } & Omit<MemberQuery, "type">);
+  | ({ readonly members: MemberQuery["type"] } & Omit<MemberQuery, "type">);
 
 /** The rows each lookup found, at the document's version, with the kinds' counts. */
 export interface RowLookupAnswer {
@@ -64,29 +62,14 @@ export const rowLookupLimits = { lookups: 64, ids: 1000, members: 5000 } as cons
 
 type StoredRow = { root: RowRoot; rowId: string; json: unknown };
 
-/** The members one lookup finds: one store query, or one per entity a list names, up to its limit. */
+/** The members one lookup finds: one store query (many endpoints, variant bases or identities at once). */
 async function membersOf(
   store: DocumentStore,
   documentId: string,
   lookup: Extract<RowLookup, { members: string }>,
 ): Promise<FoundMember[]> {
-  const { members, variantsOf, identities, ...query } = lookup;
-  const many =
-    variantsOf !== undefined
-      ? { key: "variantOf" as const, values: variantsOf }
-      : identities !== undefined
-        ? { key: "identity" as const, values: identities }
-        : undefined;
-  if (many === undefined) return store.readMembers(documentId, { ...query, type: members });
-  const found: FoundMember[] = [];
-  for (const value of new Set(many.values)) {
-    const limit = query.limit - found.length;
-    if (limit <= 0) break;
-    found.push(
-      ...(await store.readMembers(documentId, { ...query, [many.key]: value, limit, type: members })),
-    );
-  }
-  return found;
+  const { members, ...query } = lookup;
+  return store.readMembers(documentId, { ...query, type: members });
 }
 
 /** Stored rows by id, or by the members each query finds. */

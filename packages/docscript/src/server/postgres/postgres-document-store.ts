@@ -1,20 +1,12 @@
 /** The scale-out document store: PostgreSQL through `pg`, the same update log and snapshots as SQLite. */
 import { migratePostgres, openPostgres, postgresTransaction } from "@tackle/storage/postgres";
-import pg from "pg";
+import type pg from "pg";
 import { type ChangeRow, changeOfRow, changeValues, pageOf } from "../change-log.ts";
-import {
-  type DocumentStore,
-  type LoggedUpdate,
-  type RowChange,
-  type RowRoot,
-  rowColumns,
-  StoreConflictError,
-} from "../document-store.ts";
+import { type DocumentStore, type LoggedUpdate, StoreConflictError } from "../document-store.ts";
 import { postgresMigrations } from "../migrations.ts";
-import { toMember } from "../sqlite-document-store.ts";
-
-/** The channel an append notifies, with the document id as payload. */
-const APPENDS_CHANNEL = "docscript_appends";
+import { APPENDS_CHANNEL, documentLocks } from "./postgres-document-locks.ts";
+import { postgresRowReads } from "./postgres-row-reads.ts";
+import { clearRows, indexNumbers, writeRows } from "./postgres-row-writes.ts";
 
 export interface PostgresDocumentStoreOptions {
   /** A connection string, or a pool the caller owns (then `close()` leaves it open). */
@@ -64,113 +56,22 @@ export async function createPostgresDocumentStore(
           label: "docscript locks",
           ...(options.onError === undefined ? {} : { onError: options.onError }),
         });
-  const lockTimeoutMs = options.lockTimeoutMs ?? 30_000;
-  const stops = new Set<() => Promise<void>>();
-  /** Upserts and deletes in two statements, however many rows (arrays as parameters). */
-  const writeRows = async (
-    client: pg.PoolClient,
-    documentId: string,
-    rows: readonly RowChange[],
-    version: number,
-  ): Promise<void> => {
-    // The counts per kind move by what each row projected to before and what lands now.
-    const deltas = new Map<string, number>();
-    const count = (found: { type: string; kind: string }[], by: number) => {
-      for (const member of found) {
-        const key = JSON.stringify([member.type, member.kind]);
-        deltas.set(key, (deltas.get(key) ?? 0) + by);
-      }
-    };
-    for (const root of ["entities", "relations"] as const) {
-      const ids = rows.filter((change) => change.root === root).map((change) => change.rowId);
-      if (ids.length > 0) {
-        const gone = await client.query<{ type: string; kind: string }>(
-          "DELETE FROM docscript_members WHERE document_id = $1 AND root = $2 AND row_id = ANY($3::text[]) RETURNING type, kind",
-          [documentId, root, ids],
-        );
-        count(gone.rows, -1);
-      }
-    }
-    const members = rows.flatMap((change) =>
-      (change.members ?? []).map((member) => ({ member, root: change.root, rowId: change.rowId })),
-    );
-    for (let start = 0; start < members.length; start += 5000) {
-      const chunk = members.slice(start, start + 5000);
-      const column = (pick: (entry: (typeof chunk)[number]) => string | undefined) =>
-        chunk.map((entry) => pick(entry) ?? null);
-      const landed = await client.query<{ type: string; kind: string }>(
-        `INSERT INTO docscript_members
-           (document_id, type, member_id, kind, root, row_id, endpoint0, endpoint1, variant_of, identity)
-         SELECT $1, * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
-           $8::text[], $9::text[], $10::text[])
-         ON CONFLICT DO NOTHING RETURNING type, kind`,
-        [
-          documentId,
-          column((entry) => entry.member.type),
-          column((entry) => entry.member.id),
-          column((entry) => entry.member.kind),
-          column((entry) => entry.root),
-          column((entry) => entry.rowId),
-          column((entry) => entry.member.endpoint0),
-          column((entry) => entry.member.endpoint1),
-          column((entry) => entry.member.variantOf),
-          column((entry) => entry.member.identity),
-        ],
-      );
-      count(landed.rows, 1);
-    }
-    const moved = [...deltas]
-      .filter(([, by]) => by !== 0)
-      .map(([key, by]) => [...(JSON.parse(key) as [string, string]), by] as const);
-    if (moved.length > 0) {
-      await client.query(
-        `INSERT INTO docscript_counts (document_id, type, kind, count)
-         SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[])
-         ON CONFLICT (document_id, type, kind) DO UPDATE SET count = docscript_counts.count + excluded.count`,
-        [documentId, moved.map((m) => m[0]), moved.map((m) => m[1]), moved.map((m) => m[2])],
-      );
-      await client.query("DELETE FROM docscript_counts WHERE document_id = $1 AND count <= 0", [documentId]);
-    }
-    const deleted = rows.filter((change) => change.json === undefined);
-    const kept = rows
-      .filter((change) => change.json !== undefined)
-      .map((change) => ({ change, ...rowColumns(change) }));
-    for (const root of ["entities", "relations"] as const) {
-      const ids = deleted.filter((change) => change.root === root).map((change) => change.rowId);
-      if (ids.length > 0)
-        await client.query(
-          "DELETE FROM docscript_rows WHERE document_id = $1 AND root = $2 AND row_id = ANY($3::text[])",
-          [documentId, root, ids],
-        );
-    }
-    // In chunks, so one statement's parameters stay small at a million rows.
-    for (let start = 0; start < kept.length; start += 5000) {
-      const chunk = kept.slice(start, start + 5000);
-      await client.query(
-        `INSERT INTO docscript_rows (document_id, root, row_id, kind, payload, endpoint0, endpoint1, version)
-         SELECT $1, * , $8 FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[])
-         ON CONFLICT (document_id, root, row_id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,
-           endpoint0 = excluded.endpoint0, endpoint1 = excluded.endpoint1, version = excluded.version`,
-        [
-          documentId,
-          chunk.map((row) => row.change.root),
-          chunk.map((row) => row.change.rowId),
-          chunk.map((row) => row.kind),
-          chunk.map((row) => row.payload),
-          chunk.map((row) => row.endpoint0),
-          chunk.map((row) => row.endpoint1),
-          version,
-        ],
-      );
-    }
-  };
+  const coordination = documentLocks({
+    pool,
+    connectionString: options.connectionString,
+    locks,
+    lockTimeoutMs: options.lockTimeoutMs ?? 30_000,
+    onError: options.onError,
+  });
+  const reads = postgresRowReads(pool);
   /**
    * After a large document's rows landed at once: the planner's statistics, now, not when autovacuum
    * gets to them. Without them a page over a freshly stored 60k-entity document joined its members and
    * rows without their indexes (minutes), and each lookup of a push scanned (50–130 ms).
    */
   const analyzeAfterBulk = async (rowCount: number): Promise<void> => {
-    if (rowCount >= 10_000) await pool.query("ANALYZE docscript_members, docscript_rows, docscript_counts");
+    if (rowCount >= 10_000)
+      await pool.query("ANALYZE docscript_members, docscript_rows, docscript_numbers, docscript_counts");
   };
   const toUpdates = (rows: { seq: string; bytes: Buffer }[]): LoggedUpdate[] =>
     rows.map((row) => ({ seq: Number(row.seq), bytes: new Uint8Array(row.bytes) }));
@@ -185,7 +86,7 @@ export async function createPostgresDocumentStore(
         if (result.rowCount !== 1) return false;
         if (rows !== undefined)
           await client.query(
-            "INSERT INTO docscript_projection (document_id, rows_seq, issues) VALUES ($1, 0, $2)",
+            "INSERT INTO docscript_projection (document_id, rows_seq, issues, numbers_indexed) VALUES ($1, 0, $2, true)",
             [documentId, JSON.stringify(issues ?? [])],
           );
         if (rows !== undefined) await writeRows(client, documentId, rows, 0);
@@ -311,13 +212,12 @@ export async function createPostgresDocumentStore(
         );
         const row = last.rows[0];
         if (row === undefined || Number(row.seq) > throughSeq) return false;
-        await client.query("DELETE FROM docscript_rows WHERE document_id = $1", [documentId]);
-        await client.query("DELETE FROM docscript_members WHERE document_id = $1", [documentId]);
-        await client.query("DELETE FROM docscript_counts WHERE document_id = $1", [documentId]);
+        await clearRows(client, documentId);
         await writeRows(client, documentId, rows, throughSeq);
         await client.query(
-          `INSERT INTO docscript_projection (document_id, rows_seq, issues) VALUES ($2, $1, $3)
-           ON CONFLICT (document_id) DO UPDATE SET rows_seq = excluded.rows_seq, issues = excluded.issues`,
+          `INSERT INTO docscript_projection (document_id, rows_seq, issues, numbers_indexed) VALUES ($2, $1, $3, true)
+           ON CONFLICT (document_id) DO UPDATE SET rows_seq = excluded.rows_seq, issues = excluded.issues,
+             numbers_indexed = true`,
           [throughSeq, documentId, JSON.stringify(issues)],
         );
         return true;
@@ -344,80 +244,9 @@ export async function createPostgresDocumentStore(
       const issues = result.rows[0]?.issues;
       return issues === null || issues === undefined ? undefined : JSON.parse(issues);
     },
-    async readMembers(documentId, query) {
-      const result = await pool.query(
-        `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of, m.identity,
-                r.payload
-         FROM docscript_members m
-         JOIN docscript_rows r ON r.document_id = m.document_id AND r.root = m.root AND r.row_id = m.row_id
-         WHERE m.document_id = $1 AND m.type = $2 AND m.member_id > $3
-           AND ($4::text[] IS NULL OR m.kind = ANY($4::text[]))
-           AND ($5::text[] IS NULL OR m.member_id = ANY($5::text[]))
-           AND ($6::text IS NULL OR m.endpoint0 = $6 OR m.endpoint1 = $6)
-           AND ($7::text IS NULL OR m.variant_of = $7)
-           AND ($8::text IS NULL OR m.identity = $8)
-           AND ($10::text[] IS NULL OR m.endpoint0 = ANY($10::text[]) OR m.endpoint1 = ANY($10::text[]))
-         ORDER BY m.member_id, m.row_id LIMIT $9`,
-        [
-          documentId,
-          query.type,
-          query.after ?? "",
-          query.kinds ?? null,
-          query.ids ?? null,
-          query.endpoint ?? null,
-          query.variantOf ?? null,
-          query.identity ?? null,
-          query.limit,
-          query.endpoints ?? null,
-        ],
-      );
-      return result.rows.map(toMember);
-    },
-    async countMembers(documentId) {
-      const result = await pool.query<{ type: "entity" | "relation"; kind: string; n: string }>(
-        "SELECT type, kind, count AS n FROM docscript_counts WHERE document_id = $1 AND count > 0",
-        [documentId],
-      );
-      return result.rows.map((row) => ({ type: row.type, kind: row.kind, count: Number(row.n) }));
-    },
-    async readRows(documentId, query) {
-      const result = await pool.query<{
-        root: RowRoot;
-        row_id: string;
-        kind: string;
-        payload: string;
-        version: string;
-      }>(
-        `SELECT root, row_id, kind, payload, version FROM docscript_rows
-         WHERE document_id = $1 AND root = $2 AND row_id > $3
-           AND ($4::text[] IS NULL OR kind = ANY($4::text[]))
-           AND ($5::text[] IS NULL OR row_id = ANY($5::text[]))
-           AND ($6::text IS NULL OR endpoint0 = $6 OR endpoint1 = $6)
-         ORDER BY row_id LIMIT $7`,
-        [
-          documentId,
-          query.root,
-          query.after ?? "",
-          query.kinds ?? null,
-          query.ids ?? null,
-          query.endpoint ?? null,
-          query.limit,
-        ],
-      );
-      return result.rows.map((row) => ({
-        root: row.root,
-        rowId: row.row_id,
-        kind: row.kind,
-        json: JSON.parse(row.payload),
-        version: Number(row.version),
-      }));
-    },
-    async countRows(documentId) {
-      const result = await pool.query<{ root: RowRoot; kind: string; n: string }>(
-        "SELECT root, kind, count(*) AS n FROM docscript_rows WHERE document_id = $1 GROUP BY root, kind",
-        [documentId],
-      );
-      return result.rows.map((row) => ({ root: row.root, kind: row.kind, count: Number(row.n) }));
+    ...reads,
+    async indexNumbers(documentId, numbersOf) {
+      await indexNumbers(pool, documentId, numbersOf);
     },
     async compact(documentId, snapshot, throughSeq) {
       const connection = await pool.connect();
@@ -439,89 +268,10 @@ export async function createPostgresDocumentStore(
         connection.release();
       }
     },
-    async lockDocument(documentId) {
-      const client = await locks.pool.connect();
-      try {
-        await client.query("SELECT set_config('lock_timeout', $1, false)", [`${lockTimeoutMs}ms`]);
-        await client.query("SELECT pg_advisory_lock(hashtext('docscript:' || $1))", [documentId]);
-      } catch (error) {
-        client.release(error as Error);
-        throw error;
-      }
-      let released = false;
-      return async () => {
-        if (released) return;
-        released = true;
-        try {
-          await client.query("SELECT pg_advisory_unlock(hashtext('docscript:' || $1))", [documentId]);
-          client.release();
-        } catch (error) {
-          // A connection that cannot unlock is closed, which releases the lock.
-          client.release(error as Error);
-        }
-      };
-    },
-    async watchAppends(listener) {
-      let stopped = false;
-      let current: pg.Client | undefined;
-      let endCurrent: (error?: Error) => void = () => {};
-      let retry: NodeJS.Timeout | undefined;
-      const onNotification = (message: pg.Notification) => {
-        if (message.channel === APPENDS_CHANNEL && message.payload !== undefined) listener(message.payload);
-      };
-      // A dedicated connection (a pooled one from a caller's pool otherwise); when it is lost, listen
-      // again after a short wait — reads catch up from the database anyway, so a missed notice only
-      // delays a waiting reader to its deadline.
-      const listen = async (): Promise<void> => {
-        const pooled = options.connectionString === undefined;
-        const next = pooled
-          ? await pool.connect()
-          : new pg.Client({ connectionString: options.connectionString });
-        const end = (error?: Error) =>
-          pooled ? (next as pg.PoolClient).release(error) : void next.end().catch(() => undefined);
-        if (!pooled) await next.connect();
-        next.on("notification", onNotification);
-        next.on("error", (error: Error) => {
-          options.onError?.(error);
-          if (current !== next) return;
-          current = undefined;
-          end(error);
-          scheduleRetry(250);
-        });
-        try {
-          await next.query(`LISTEN ${APPENDS_CHANNEL}`);
-        } catch (error) {
-          end(error as Error);
-          throw error;
-        }
-        if (stopped) end();
-        else {
-          current = next;
-          endCurrent = end;
-        }
-      };
-      const scheduleRetry = (afterMs: number) => {
-        if (!stopped) retry = setTimeout(() => void listen().catch(() => scheduleRetry(1000)), afterMs);
-      };
-      await listen();
-      const stop = async () => {
-        stopped = true;
-        clearTimeout(retry);
-        const listening = current;
-        current = undefined;
-        if (listening === undefined) return;
-        listening.off("notification", onNotification);
-        endCurrent();
-      };
-      stops.add(stop);
-      return async () => {
-        stops.delete(stop);
-        await stop();
-      };
-    },
+    lockDocument: coordination.lockDocument,
+    watchAppends: coordination.watchAppends,
     async close() {
-      for (const stop of [...stops]) await stop();
-      stops.clear();
+      await coordination.stopWatches();
       await handle.close();
       await locks.close();
     },

@@ -1,0 +1,159 @@
+/**
+ * The PostgreSQL store's reads of a document's rows and members: pages by id, kind, endpoint, variant
+ * base, identity or a window on a number field (migration 7), and the counts per kind.
+ */
+import { postgresDialect as sql } from "@tackle/storage";
+import type pg from "pg";
+import type { DocumentStore, FoundMember, MemberQuery, NumberRange, RowRoot } from "../document-store.ts";
+import { type MemberRecord, toMember } from "../member-record.ts";
+
+const memberColumns = `m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
+  m.identity, r.payload`;
+const withRows =
+  "JOIN docscript_rows r ON r.document_id = m.document_id AND r.root = m.root AND r.row_id = m.row_id";
+
+export type PostgresRowReads = Pick<
+  DocumentStore,
+  "readMembers" | "numbersIndexed" | "countMembers" | "readRows" | "countRows"
+>;
+
+export function postgresRowReads(pool: pg.Pool): PostgresRowReads {
+  const numbersIndexed = async (documentId: string): Promise<boolean> => {
+    const result = await pool.query<{ numbers_indexed: boolean }>(
+      "SELECT numbers_indexed FROM docscript_projection WHERE document_id = $1",
+      [documentId],
+    );
+    return result.rows[0]?.numbers_indexed === true;
+  };
+  return {
+    numbersIndexed,
+    async readMembers(documentId, query) {
+      // A window on a document stored before the index: every entity of the kinds is a candidate.
+      if (query.range !== undefined && (await numbersIndexed(documentId)))
+        return inWindow(pool, documentId, query, query.range);
+      const result = await pool.query<MemberRecord>(
+        `SELECT ${memberColumns}
+         FROM docscript_members m ${withRows}
+         WHERE m.document_id = $1 AND m.type = $2 AND m.member_id > $3
+           AND ($4::text[] IS NULL OR ${sql.anyOf("m.kind", 4)})
+           AND ($5::text[] IS NULL OR ${sql.anyOf("m.member_id", 5)})
+           AND ($6::text IS NULL OR m.endpoint0 = $6 OR m.endpoint1 = $6)
+           AND ($7::text IS NULL OR m.variant_of = $7)
+           AND ($8::text IS NULL OR m.identity = $8)
+           AND ($10::text[] IS NULL OR ${sql.anyOf("m.endpoint0", 10)} OR ${sql.anyOf("m.endpoint1", 10)})
+           AND ($11::text[] IS NULL OR ${sql.anyOf("m.variant_of", 11)})
+           AND ($12::text[] IS NULL OR ${sql.anyOf("m.identity", 12)})
+         ORDER BY m.member_id, m.row_id LIMIT $9`,
+        [
+          documentId,
+          query.type,
+          query.after ?? "",
+          listOrNull(query.kinds),
+          listOrNull(query.ids),
+          query.endpoint ?? null,
+          query.variantOf ?? null,
+          query.identity ?? null,
+          query.limit,
+          listOrNull(query.endpoints),
+          listOrNull(query.variantsOf),
+          listOrNull(query.identities),
+        ],
+      );
+      return result.rows.map(toMember);
+    },
+    async countMembers(documentId) {
+      const result = await pool.query<{ type: "entity" | "relation"; kind: string; n: string }>(
+        "SELECT type, kind, count AS n FROM docscript_counts WHERE document_id = $1 AND count > 0",
+        [documentId],
+      );
+      return result.rows.map((row) => ({ type: row.type, kind: row.kind, count: Number(row.n) }));
+    },
+    async readRows(documentId, query) {
+      const result = await pool.query<{
+        root: RowRoot;
+        row_id: string;
+        kind: string;
+        payload: string;
+        version: string;
+      }>(
+        `SELECT root, row_id, kind, payload, version FROM docscript_rows
+         WHERE document_id = $1 AND root = $2 AND row_id > $3
+           AND ($4::text[] IS NULL OR ${sql.anyOf("kind", 4)})
+           AND ($5::text[] IS NULL OR ${sql.anyOf("row_id", 5)})
+           AND ($6::text IS NULL OR endpoint0 = $6 OR endpoint1 = $6)
+         ORDER BY row_id LIMIT $7`,
+        [
+          documentId,
+          query.root,
+          query.after ?? "",
+          listOrNull(query.kinds),
+          listOrNull(query.ids),
+          query.endpoint ?? null,
+          query.limit,
+        ],
+      );
+      return result.rows.map((row) => ({
+        root: row.root,
+        rowId: row.row_id,
+        kind: row.kind,
+        json: JSON.parse(row.payload),
+        version: Number(row.version),
+      }));
+    },
+    async countRows(documentId) {
+      const result = await pool.query<{ root: RowRoot; kind: string; n: string }>(
+        "SELECT root, kind, count(*) AS n FROM docscript_rows WHERE document_id = $1 GROUP BY root, kind",
+        [documentId],
+      );
+      return result.rows.map((row) => ({ root: row.root, kind: row.kind, count: Number(row.n) }));
+    },
+  };
+}
+
+function listOrNull(values: readonly string[] | undefined): unknown {
+  return values === undefined ? null : sql.list(values);
+}
+
+/**
+ * Entities of the kinds whose field lies in the window, from the index (document, kind, field,
+ * value), and the variants taking the field from their base (value NULL); in id order after the
+ * cursor. The other filters of the query narrow what the window found.
+ */
+async function inWindow(
+  pool: pg.Pool,
+  documentId: string,
+  query: MemberQuery,
+  range: NumberRange,
+): Promise<FoundMember[]> {
+  // Bounds left out bind NULL: the planner folds them away, its index range being the bounds given.
+  const window =
+    "n.value IS NOT NULL AND ($5::float8 IS NULL OR n.value >= $5) AND ($6::float8 IS NULL OR n.value < $6)";
+  const numbers = (value: string) => `SELECT n.member_id, n.root, n.row_id FROM docscript_numbers n
+     WHERE n.document_id = $1 AND ($2::text[] IS NULL OR ${sql.anyOf("n.kind", 2)}) AND n.field = $3
+       AND ${value} AND n.member_id > $4`;
+  const result = await pool.query<MemberRecord>(
+    `SELECT ${memberColumns}
+     FROM (${numbers(window)}
+           UNION ALL ${numbers("n.value IS NULL")}) w
+     JOIN docscript_members m ON m.document_id = $1 AND m.type = 'entity' AND m.member_id = w.member_id
+       AND m.root = w.root AND m.row_id = w.row_id
+     ${withRows}
+     WHERE ($8::text[] IS NULL OR ${sql.anyOf("m.member_id", 8)})
+       AND ($9::text IS NULL OR m.variant_of = $9)
+       AND ($10::text IS NULL OR m.identity = $10)
+     ORDER BY m.member_id, m.row_id LIMIT $7`,
+    [
+      documentId,
+      listOrNull(query.kinds),
+      range.field,
+      query.after ?? "",
+      range.from ?? null,
+      range.to ?? null,
+      query.limit,
+      listOrNull(query.ids),
+      query.variantOf ?? null,
+      query.identity ?? null,
+    ],
+  );
+  return result.rows.map(toMember);
+}

@@ -1,0 +1,187 @@
+/**
+ * The SQLite store's writes of a document's rows: each row with the entities and relations it projects
+ * to, their number fields (the window index, migration 7) and the counts per kind, moved by what left
+ * and what landed — always inside the caller's transaction.
+ */
+import type { DatabaseSync } from "node:sqlite";
+import { sqliteTransaction } from "@tackle/storage";
+import { type RowChange, type RowMember, type RowRoot, rowColumns } from "./document-store.ts";
+import { numberEntries } from "./member-record.ts";
+
+/** Rows per transaction when an older document's numbers are indexed from its stored rows. */
+const indexChunk = 5_000;
+
+export interface SqliteRowWrites {
+  /** Writes rows and their members and numbers, and moves the counts per kind. */
+  writeRows(documentId: string, rows: readonly RowChange[], version: number): void;
+  /** Deletes every row, member, number and count of the document. */
+  clearRows(documentId: string): void;
+  /**
+   * Indexes the number fields of every stored row of a document stored before the index, a chunk of
+   * rows per transaction, letting other work run between chunks (an append meanwhile writes its rows'
+   * numbers itself; a chunk after it reads the rows as the append left them).
+   */
+  indexNumbers(
+    documentId: string,
+    numbersOf: (root: RowRoot, rowId: string, json: unknown) => readonly RowMember[],
+  ): Promise<void>;
+}
+
+export function sqliteRowWrites(database: DatabaseSync): SqliteRowWrites {
+  const upsertRow = database.prepare(
+    `INSERT INTO docscript_rows (document_id, root, row_id, kind, payload, endpoint0, endpoint1, version)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (document_id, root, row_id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,
+       endpoint0 = excluded.endpoint0, endpoint1 = excluded.endpoint1, version = excluded.version`,
+  );
+  const deleteRow = database.prepare(
+    "DELETE FROM docscript_rows WHERE document_id = ? AND root = ? AND row_id = ?",
+  );
+  // What a row projected to before, so the counts per kind lose it.
+  const deleteMembersOfRow = database.prepare(
+    "DELETE FROM docscript_members WHERE document_id = ? AND root = ? AND row_id = ? RETURNING type, kind",
+  );
+  // A row naming one member twice keeps its first (as on PostgreSQL); only what lands is counted.
+  const insertMember = database.prepare(
+    `INSERT OR IGNORE INTO docscript_members
+       (document_id, type, member_id, kind, root, row_id, endpoint0, endpoint1, variant_of, identity)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const deleteNumbersOfRow = database.prepare(
+    "DELETE FROM docscript_numbers WHERE document_id = ? AND root = ? AND row_id = ?",
+  );
+  const insertNumber = database.prepare(
+    `INSERT INTO docscript_numbers (document_id, kind, field, value, member_id, root, row_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const addCount = database.prepare(
+    `INSERT INTO docscript_counts (document_id, type, kind, count) VALUES (?, ?, ?, ?)
+     ON CONFLICT (document_id, type, kind) DO UPDATE SET count = count + excluded.count`,
+  );
+  const deleteEmptyCounts = database.prepare(
+    "DELETE FROM docscript_counts WHERE document_id = ? AND count <= 0",
+  );
+  const clears = ["docscript_rows", "docscript_members", "docscript_numbers", "docscript_counts"].map(
+    (table) => database.prepare(`DELETE FROM ${table} WHERE document_id = ?`),
+  );
+  const selectRowsAfter = database.prepare(
+    `SELECT root, row_id, payload FROM docscript_rows WHERE document_id = ? AND (root, row_id) > (?, ?)
+     ORDER BY root, row_id LIMIT ?`,
+  );
+  const setNumbersIndexed = database.prepare(
+    "UPDATE docscript_projection SET numbers_indexed = 1 WHERE document_id = ?",
+  );
+
+  /** A row's members that land (the first of an id twice), their numbers with them. */
+  const insertMembers = (documentId: string, change: RowChange): { type: string; kind: string }[] => {
+    const landed: { type: string; kind: string }[] = [];
+    const members = change.members ?? [];
+    for (const member of members) {
+      const inserted = insertMember.run(
+        documentId,
+        member.type,
+        member.id,
+        member.kind,
+        change.root,
+        change.rowId,
+        member.endpoint0 ?? null,
+        member.endpoint1 ?? null,
+        member.variantOf ?? null,
+        member.identity ?? null,
+      );
+      if (Number(inserted.changes) !== 1) continue;
+      landed.push(member);
+      for (const entry of numberEntries([member]))
+        insertNumber.run(
+          documentId,
+          entry.kind,
+          entry.field,
+          entry.value,
+          entry.memberId,
+          change.root,
+          change.rowId,
+        );
+    }
+    return landed;
+  };
+
+  return {
+    writeRows(documentId, rows, version) {
+      const deltas = new Map<string, number>();
+      const count = (type: string, kind: string, by: number) => {
+        const key = JSON.stringify([type, kind]);
+        deltas.set(key, (deltas.get(key) ?? 0) + by);
+      };
+      for (const change of rows) {
+        for (const gone of deleteMembersOfRow.all(documentId, change.root, change.rowId) as {
+          type: string;
+          kind: string;
+        }[])
+          count(gone.type, gone.kind, -1);
+        deleteNumbersOfRow.run(documentId, change.root, change.rowId);
+        for (const member of insertMembers(documentId, change)) count(member.type, member.kind, 1);
+        if (change.json === undefined) {
+          deleteRow.run(documentId, change.root, change.rowId);
+          continue;
+        }
+        const columns = rowColumns(change);
+        upsertRow.run(
+          documentId,
+          change.root,
+          change.rowId,
+          columns.kind,
+          columns.payload,
+          columns.endpoint0,
+          columns.endpoint1,
+          version,
+        );
+      }
+      for (const [key, by] of deltas) {
+        if (by === 0) continue;
+        const [type, kind] = JSON.parse(key) as [string, string];
+        addCount.run(documentId, type, kind, by);
+      }
+      deleteEmptyCounts.run(documentId);
+    },
+    clearRows(documentId) {
+      for (const clear of clears) clear.run(documentId);
+    },
+    async indexNumbers(documentId, numbersOf) {
+      let after: [string, string] = ["", ""];
+      for (;;) {
+        await new Promise((resolve) => setImmediate(resolve));
+        const done = sqliteTransaction(database, () => {
+          const rows = selectRowsAfter.all(documentId, after[0], after[1], indexChunk) as {
+            root: RowRoot;
+            row_id: string;
+            payload: string;
+          }[];
+          for (const row of rows) {
+            deleteNumbersOfRow.run(documentId, row.root, row.row_id);
+            const members = numbersOf(row.root, row.row_id, JSON.parse(row.payload));
+            const seen = new Set<string>();
+            for (const entry of numberEntries(members)) {
+              // A row naming one member twice indexes its first, as its members keep it.
+              if (seen.has(`${entry.memberId}\u0000${entry.field}`)) continue;
+              seen.add(`${entry.memberId}\u0000${entry.field}`);
+              insertNumber.run(
+                documentId,
+                entry.kind,
+                entry.field,
+                entry.value,
+                entry.memberId,
+                row.root,
+                row.row_id,
+              );
+            }
+          }
+          const last = rows.at(-1);
+          if (last !== undefined) after = [last.root, last.row_id];
+          if (rows.length < indexChunk) setNumbersIndexed.run(documentId);
+          return rows.length < indexChunk;
+        });
+        if (done) return;
+      }
+    },
+  };
+}
