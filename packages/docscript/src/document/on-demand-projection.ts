@@ -7,11 +7,11 @@
  */
 import type { Schema } from "../schema/define-schema.ts";
 import type { Entity } from "../schema/types.ts";
+import type { NumberRange } from "../server/document-store.ts";
 import { ENTITIES } from "./layout.ts";
 import { type Lookup, Projection } from "./projection.ts";
 import { compareIds, type StoredRelation } from "./row-shape.ts";
 import type { RowSource } from "./row-source.ts";
-import type { NumberRange } from "../server/document-store.ts";
 import {
   type DemandOptions,
   entityPageKey,
