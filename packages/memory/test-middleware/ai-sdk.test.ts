@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { APICallError } from "@ai-sdk/provider";
+import { underLoadMs } from "@tackle/test-support";
 import { generateText, stepCountIs, streamText, tool } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { z } from "zod";
@@ -39,8 +40,9 @@ function options(extra: Record<string, unknown> = {}) {
     apiKey: TENANT_KEYS.acme,
     clientOptions: { allowPrivateNetwork: true },
     awaitCapture: true,
-    // These tests check what is injected, under a loaded test machine; the deadline has its own test.
-    contextTimeoutMs: 10_000,
+    // These tests check what is injected, under a loaded test machine; the deadline has its own test
+    // (stall.test.ts). 10 s on a quiet machine, scaled by the load.
+    contextTimeoutMs: underLoadMs(10_000),
     ...extra,
   };
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { underLoadMs } from "@tackle/test-support";
 import OpenAI from "openai";
 import { createOpenAIMiddleware } from "../src/openai/index.ts";
 import { type MemoryFixture, startMemoryFixture } from "./support/start-memory-fixture.ts";
@@ -52,8 +53,9 @@ function remembering(openai: OpenAI, userId: string, sessionId: string) {
     userId,
     sessionId,
     awaitCapture: true,
-    // These tests check what is injected, under a loaded test machine; the deadline has its own test.
-    contextTimeoutMs: 10_000,
+    // These tests check what is injected, under a loaded test machine; the deadline has its own test
+    // (stall.test.ts). 10 s on a quiet machine, scaled by the load.
+    contextTimeoutMs: underLoadMs(10_000),
   });
 }
 
