@@ -82,40 +82,7 @@ export async function showMemory(
         h("dd", {}, h("pre", { class: "data" }, json(memory.provenance))),
       ),
       h("h3", {}, "Versions"),
-      h(
-        "table",
-        { id: "versions" },
-        h(
-          "thead",
-          {},
-          h(
-            "tr",
-            {},
-            h("th", {}, "Version"),
-            h("th", {}, "Change"),
-            h("th", {}, "Content"),
-            h("th", {}, "Status"),
-            h("th", {}, "Reason"),
-            h("th", {}, "At"),
-          ),
-        ),
-        h(
-          "tbody",
-          {},
-          history.versions.map((version: Json) =>
-            h(
-              "tr",
-              {},
-              h("td", {}, String(version.version)),
-              h("td", {}, version.change),
-              h("td", {}, version.content),
-              h("td", {}, version.status),
-              h("td", {}, version.reason ?? ""),
-              h("td", {}, version.at),
-            ),
-          ),
-        ),
-      ),
+      versionsTable(history.versions),
       memory.status === "deleted"
         ? h("p", { class: "muted" }, "Deleted.")
         : h(
@@ -133,4 +100,42 @@ export async function showMemory(
   } catch (error) {
     notice.textContent = messageOf(error);
   }
+}
+
+/** A memory's versions, oldest first: what each change made of it, and why. */
+function versionsTable(versions: readonly Json[]): HTMLElement {
+  return h(
+    "table",
+    { id: "versions" },
+    h(
+      "thead",
+      {},
+      h(
+        "tr",
+        {},
+        h("th", {}, "Version"),
+        h("th", {}, "Change"),
+        h("th", {}, "Content"),
+        h("th", {}, "Status"),
+        h("th", {}, "Reason"),
+        h("th", {}, "At"),
+      ),
+    ),
+    h(
+      "tbody",
+      {},
+      versions.map((version: Json) =>
+        h(
+          "tr",
+          {},
+          h("td", {}, String(version.version)),
+          h("td", {}, version.change),
+          h("td", {}, version.content),
+          h("td", {}, version.status),
+          h("td", {}, version.reason ?? ""),
+          h("td", {}, version.at),
+        ),
+      ),
+    ),
+  );
 }

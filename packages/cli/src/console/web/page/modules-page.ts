@@ -140,23 +140,7 @@ export function modulesPage(root: HTMLElement): () => void {
     sourceNote.replaceChildren(
       ...sourceErrors.map((error) => h("p", { class: "errors" }, `${error.source}: ${error.message}`)),
     );
-    statusTable.replaceChildren(
-      ...list.map((info) =>
-        h(
-          "tr",
-          { "data-module": info.module },
-          h("th", { scope: "row" }, info.module),
-          h("td", {}, statusBadge(info.status)),
-          h("td", {}, info.node ?? "this process"),
-          h("td", {}, String(info.tools.length)),
-          h(
-            "td",
-            { class: "errors" },
-            info.errors.map((error) => h("div", {}, `${error.source}: ${error.message}`)),
-          ),
-        ),
-      ),
-    );
+    statusTable.replaceChildren(...list.map(statusRow));
     const signature = JSON.stringify(list.map((info) => [info.module, info.tools]));
     if (signature === shownTools) return;
     const first = shownTools === "";
@@ -187,4 +171,21 @@ export function modulesPage(root: HTMLElement): () => void {
   return () => {
     moduleListeners.delete(render);
   };
+}
+
+/** One module's row of the status table: its status, node, tool count and errors. */
+function statusRow(info: (typeof modules)[number]): HTMLElement {
+  return h(
+    "tr",
+    { "data-module": info.module },
+    h("th", { scope: "row" }, info.module),
+    h("td", {}, statusBadge(info.status)),
+    h("td", {}, info.node ?? "this process"),
+    h("td", {}, String(info.tools.length)),
+    h(
+      "td",
+      { class: "errors" },
+      info.errors.map((error) => h("div", {}, `${error.source}: ${error.message}`)),
+    ),
+  );
 }
