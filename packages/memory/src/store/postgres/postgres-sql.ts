@@ -1,7 +1,9 @@
 /** SQL helpers shared by the PostgreSQL store's files. */
+import { postgresDialect } from "@tackle/storage";
 import type pg from "pg";
-import { memoryColumns } from "../row-codec.ts";
-import type { Unit } from "../unit-scope.ts";
+import type { AccessRecord, StoredMemory } from "../memory-store.ts";
+import { historyValues, memoryColumns, scopeParameters } from "../row-codec.ts";
+import type { createUnitScope, Unit } from "../unit-scope.ts";
 
 export type Row = Record<string, unknown>;
 
@@ -61,3 +63,45 @@ export const historyColumns = [
   "reason",
   "at",
 ] as const;
+
+/** What every aggregate's methods share: the pool, the unit of work's connection, statement helpers. */
+export interface PostgresContext {
+  readonly pool: pg.Pool;
+  /** The unit's connection when the caller is in one, else the pool. */
+  readonly db: () => pg.Pool | pg.PoolClient;
+  readonly all: (sql: string, parameters?: readonly unknown[]) => Promise<Row[]>;
+  readonly one: (sql: string, parameters?: readonly unknown[]) => Promise<Row | undefined>;
+  /** Its own transaction, or a savepoint of the caller's unit of work, one at a time. */
+  readonly transaction: <T>(body: (client: pg.PoolClient) => Promise<T>) => Promise<T>;
+  readonly units: ReturnType<typeof createUnitScope<PostgresUnit>>;
+  readonly jobLeaseMs: number;
+}
+
+export async function historyInsert(
+  client: pg.PoolClient,
+  memory: StoredMemory,
+  change: string,
+  reason?: string,
+) {
+  await client.query(
+    `INSERT INTO memory_history (${historyColumns.join(", ")}) VALUES (${marks(1, historyColumns.length)})`,
+    historyValues(memory, change, reason),
+  );
+}
+
+/** Records a search, hit or read: access rows in one statement, and hits and reads counted on the memories. */
+export async function writeAccess(client: pg.PoolClient, tenantId: string, access: AccessRecord) {
+  const day = access.at.slice(0, 10);
+  const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
+  await client.query(
+    `INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
+     SELECT $1, $2, $3, $4, $5, memory_id, $6 FROM unnest($7::text[]) AS memory_id`,
+    [tenantId, ...scopeParameters(access.scope), access.kind, day, ids],
+  );
+  if (access.kind !== "search" && access.memoryIds.length > 0) {
+    await client.query(
+      `UPDATE memories SET access_count = access_count + 1, last_accessed_at = $1 WHERE tenant_id = $2 AND ${postgresDialect.anyOf("id", 3)}`,
+      [access.at, tenantId, postgresDialect.list(access.memoryIds)],
+    );
+  }
+}

@@ -1,0 +1,57 @@
+/** Core-memory blocks of a scope, saved all or nothing. */
+import { scopeKey } from "../../scope/memory-scope.ts";
+import type { MemoryStore } from "../memory-store.ts";
+import { blockFromRow } from "../row-codec.ts";
+import type { PostgresContext } from "./postgres-sql.ts";
+
+class BlockConflict extends Error {}
+
+export function postgresCoreBlocks(context: PostgresContext): Pick<MemoryStore, "getBlocks" | "saveBlocks"> {
+  const { all, transaction } = context;
+  return {
+    async getBlocks(tenantId, scope) {
+      return (
+        await all("SELECT * FROM core_blocks WHERE tenant_id = $1 AND scope_key = $2 ORDER BY label", [
+          tenantId,
+          scopeKey(scope),
+        ])
+      ).map(blockFromRow);
+    },
+
+    async saveBlocks(tenantId, scope, changes) {
+      const key = scopeKey(scope);
+      try {
+        return await transaction(async (client) => {
+          for (const { block, expectedVersion } of changes) {
+            const result =
+              expectedVersion === 0
+                ? await client.query(
+                    `INSERT INTO core_blocks (tenant_id, scope_key, label, value, limit_chars, version, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+                    [tenantId, key, block.label, block.value, block.limit, block.version, block.updatedAt],
+                  )
+                : await client.query(
+                    `UPDATE core_blocks SET value = $1, limit_chars = $2, version = $3, updated_at = $4
+                     WHERE tenant_id = $5 AND scope_key = $6 AND label = $7 AND version = $8`,
+                    [
+                      block.value,
+                      block.limit,
+                      block.version,
+                      block.updatedAt,
+                      tenantId,
+                      key,
+                      block.label,
+                      expectedVersion,
+                    ],
+                  );
+            if (result.rowCount !== 1) throw new BlockConflict();
+          }
+          return true;
+        });
+      } catch (error) {
+        if (error instanceof BlockConflict) return false;
+        throw error;
+      }
+    },
+  };
+}
