@@ -5,25 +5,22 @@
  * without memory; a failed capture is dropped. Every failure is reported on every call: `onError`,
  * an event on an OpenTelemetry span, and a log line.
  */
-import { SpanStatusCode, trace } from "@opentelemetry/api";
 import type { Logger } from "@tackle/core";
 import { MemoryClient, type MemoryClientOptions } from "../client/memory-client.ts";
 import { onScopePurged } from "../client/purge-notices.ts";
-import { MEMORY_SCOPE_VALUES, type MemoryScopeField } from "../scope/memory-scope.ts";
+import { MEMORY_SCOPE_VALUES } from "../scope/memory-scope.ts";
 import { type BundleCache, type BundleCacheOptions, createBundleCache } from "./cache/bundle-cache.ts";
-import { cacheIdentityKey } from "./cache/cache-identity.ts";
 import { sha256Hex } from "./cache/sha256-hex.ts";
-import { captureKey } from "./capture-key.ts";
 import { type MemoryContextEnvelope, renderMemoryContext } from "./envelope/render-memory-context.ts";
+import { bundleCacheKey, fetchBundle, retrievalFields } from "./fetch-context-bundle.ts";
 import type { MemoryContextBundle } from "./memory-context-bundle.ts";
 import { hasDiscriminator, type MemoryIdentity, resolveIdentity } from "./memory-identity.ts";
 import type { MemoryMiddlewareClient } from "./memory-middleware-client.ts";
 import { MemoryMiddlewareError } from "./memory-middleware-error.ts";
-import { toMemoryContextBundle } from "./to-memory-context-bundle.ts";
+import { consoleLogger, describeError, reportMemoryFailure } from "./report-memory-failure.ts";
+import { storeTurn } from "./store-turn.ts";
 import { lastUserText, type TurnMessage } from "./turn-message.ts";
-
-/** The longest event the service accepts; a longer turn is captured truncated rather than dropped. */
-const MAX_EVENT_CHARACTERS = 32_000;
+import { untilAborted } from "./until-aborted.ts";
 
 export interface MemoryMiddlewareCoreOptions extends MemoryIdentity {
   /**
@@ -83,96 +80,26 @@ export interface MemoryMiddlewareCore {
 /** The default deadline of the context fetch: memory is worth little next to a slow answer. */
 export const DEFAULT_CONTEXT_TIMEOUT_MS = 300;
 const DEFAULT_CAPTURE_TIMEOUT_MS = 10_000;
-const tracer = trace.getTracer("@tackle/memory", "0.1.0");
-const consoleLogger: Pick<Logger, "warn"> = {
-  warn: (message, fields) => console.warn(`[@tackle/memory] ${message}`, fields ?? {}),
-};
 
 export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions): MemoryMiddlewareCore {
   const contextTimeoutMs = options.contextTimeoutMs ?? DEFAULT_CONTEXT_TIMEOUT_MS;
   const captureTimeoutMs = options.captureTimeoutMs ?? DEFAULT_CAPTURE_TIMEOUT_MS;
   const logger = options.logger ?? consoleLogger;
-  const client =
-    options.client ??
-    new MemoryClient({
-      ...options.clientOptions,
-      ...(options.apiUrl === undefined ? {} : { baseUrl: options.apiUrl }),
-      ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
-    });
-  const apiUrl = options.apiUrl ?? (client as { baseUrl?: string }).baseUrl ?? "";
-  const defaults: MemoryIdentity = {
-    ...(options.userId === undefined ? {} : { userId: options.userId }),
-    ...(options.agentId === undefined ? {} : { agentId: options.agentId }),
-    ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
-    ...(options.scope === undefined ? {} : { scope: options.scope }),
-    ...(options.mode === undefined ? {} : { mode: options.mode }),
+  const client = options.client ?? clientFrom(options);
+  const request = {
+    client,
+    contextTimeoutMs,
+    ...(options.bundle === undefined ? {} : { bundle: options.bundle }),
   };
+  const apiUrl = options.apiUrl ?? (client as { baseUrl?: string }).baseUrl ?? "";
+  const defaults = identityDefaults(options);
   const cache: BundleCache<MemoryContextBundle> | undefined =
     options.cache === false ? undefined : createBundleCache(options.cache ?? {});
+  if (cache !== undefined) forgetPurgedBundles(cache);
   let apiKeyHash: Promise<string | undefined> | undefined;
   let warnedNoScope = false;
-  // A purge through any client of this process drops every bundle of this cache that may hold some
-  // of the purged scope (no field set on both sides differs); a dropped bundle is only fetched again.
-  if (cache !== undefined) {
-    onScopePurged(cache, (held, scope) =>
-      held.forget((owner) =>
-        MEMORY_SCOPE_VALUES.every((field) => {
-          const value = (owner as MemoryIdentity)[field];
-          return scope[field] === undefined || value === undefined || value === scope[field];
-        }),
-      ),
-    );
-  }
   const pending = new Set<Promise<void>>();
-
-  /** Every failure, every time: the hook, a span event (on the caller's span if any), a log line. */
-  function report(error: MemoryMiddlewareError): void {
-    const phase = String((error.data as { phase?: string } | undefined)?.phase ?? "middleware");
-    const attributes = {
-      "memory.error.code": error.code,
-      "memory.error.phase": phase,
-      "memory.error.message": error.message,
-    };
-    const active = trace.getActiveSpan();
-    if (active !== undefined) active.addEvent(error.code, attributes);
-    else {
-      const span = tracer.startSpan(`memory.${phase}`);
-      span.addEvent(error.code, attributes);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
-      span.end();
-    }
-    try {
-      logger.warn(error.message, {
-        code: error.code,
-        phase,
-        cause: describe(error.cause),
-      });
-    } catch {
-      // A logger that throws must not break the model call.
-    }
-    if (options.onError !== undefined) {
-      try {
-        options.onError(error);
-      } catch (hookError) {
-        console.warn("[@tackle/memory] onError threw while reporting a memory failure", hookError);
-      }
-    }
-  }
-
-  /** The fetch runs under its own deadline (shared through the cache); each caller waits at most that long. */
-  async function fetchBundle(
-    identity: MemoryIdentity,
-    query: string | undefined,
-    signal: AbortSignal,
-  ): Promise<MemoryContextBundle> {
-    const scopeFields = retrievalFields(identity);
-    const request: Record<string, unknown> = { ...options.bundle };
-    for (const field of scopeFields) request[field] = identity[field];
-    if (query !== undefined) request.query = query.slice(-2000);
-    return toMemoryContextBundle(
-      await client.contextBundle(request, { signal, timeoutMs: contextTimeoutMs }),
-    );
-  }
+  const report = (error: MemoryMiddlewareError) => reportMemoryFailure(error, logger, options.onError);
 
   async function loadBundle(identity: MemoryIdentity, messages: readonly TurnMessage[], signal: AbortSignal) {
     // No one named: the service reads a whole tenant only when asked to (ADR 0366), and a prompt
@@ -190,13 +117,13 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     const mayFetch = messages.at(-1)?.role === "user" || !messages.some((message) => message.role === "user");
     const key =
       cache !== undefined && hasDiscriminator(identity) ? await keyFor(identity, mode, query) : undefined;
-    if (key === undefined) return mayFetch ? fetchBundle(identity, query, signal) : undefined;
+    if (key === undefined) return mayFetch ? fetchBundle(request, identity, query, signal) : undefined;
     const cached = cache!.get(key);
     if (cached !== undefined) return cached;
     // A tool-loop step never fetches again: it reuses the turn's bundle or injects nothing.
     if (!mayFetch) return undefined;
     // A cached fetch may serve other calls: it gets the deadline, not this call's abort signal.
-    const loading = fetchBundle(identity, query, AbortSignal.timeout(contextTimeoutMs));
+    const loading = fetchBundle(request, identity, query, AbortSignal.timeout(contextTimeoutMs));
     cache!.set(key, loading, identity);
     return loading;
   }
@@ -208,50 +135,7 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
       apiKeyHash = undefined; // WebCrypto may appear later (a polyfill); ask again next time
       return undefined;
     }
-    return cacheIdentityKey({
-      agentId: identity.agentId,
-      apiUrl,
-      apiKeyHash: hash,
-      mode,
-      scope: retrievalFields(identity),
-      sessionId: identity.sessionId,
-      userId: identity.userId,
-      query,
-    });
-  }
-
-  async function storeTurn(
-    identity: MemoryIdentity,
-    messages: readonly TurnMessage[],
-    response: string,
-    signal: AbortSignal,
-  ) {
-    const userText = lastUserText(messages);
-    if (userText === undefined || response.trim() === "") return;
-    const key = await captureKey(identity, messages, response);
-    const scope: Record<string, string> = {};
-    for (const field of MEMORY_SCOPE_VALUES)
-      if (identity[field] !== undefined) scope[field] = identity[field];
-    // Sequential, so the user's event is ordered before the answer.
-    await client.writeEvent(
-      {
-        ...scope,
-        role: "user",
-        content: userText.slice(0, MAX_EVENT_CHARACTERS),
-        ...(key === undefined ? {} : { customId: `${key}:user` }),
-      },
-      { signal },
-    );
-    await client.writeEvent(
-      {
-        ...scope,
-        role: "assistant",
-        content: response.slice(0, MAX_EVENT_CHARACTERS),
-        infer: false,
-        ...(key === undefined ? {} : { customId: `${key}:assistant` }),
-      },
-      { signal },
-    );
+    return bundleCacheKey(identity, { apiUrl, apiKeyHash: hash }, mode, query);
   }
 
   return {
@@ -271,7 +155,7 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
           ? `no answer within ${contextTimeoutMs} ms`
           : callSignal?.aborted
             ? "the call was aborted"
-            : describe(error);
+            : describeError(error);
         report(
           new MemoryMiddlewareError(
             "memory_context_failed",
@@ -287,12 +171,12 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
     captureTurn(identity, messages, response) {
       if (options.capture === false) return Promise.resolve();
       const deadline = AbortSignal.timeout(captureTimeoutMs);
-      const capture = untilAborted(storeTurn(identity, messages, response, deadline), deadline).catch(
+      const capture = untilAborted(storeTurn(client, identity, messages, response, deadline), deadline).catch(
         (error: unknown) => {
           report(
             new MemoryMiddlewareError(
               "memory_capture_failed",
-              `turn not captured: ${describe(error)}`,
+              `turn not captured: ${describeError(error)}`,
               error,
             ),
           );
@@ -309,40 +193,36 @@ export function createMemoryMiddlewareCore(options: MemoryMiddlewareCoreOptions)
   };
 }
 
-/**
- * The identity fields that bound retrieval. Scope is an AND, and memories learned in one session
- * belong to the user, so by default the session narrows retrieval only when nothing else names
- * whose memory it is; `identity.scope` overrides this.
- */
-function retrievalFields(identity: MemoryIdentity): MemoryScopeField[] {
-  const given = MEMORY_SCOPE_VALUES.filter((field) => identity[field] !== undefined);
-  if (identity.scope !== undefined) return given.filter((field) => identity.scope!.includes(field));
-  const owners = given.filter((field) => field !== "sessionId");
-  return owners.length > 0 ? owners : given;
-}
-
-/** `promise`, or a rejection as soon as `signal` aborts (a client that ignores the signal cannot hold us). */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    promise.catch(() => {});
-    return Promise.reject(signal.reason);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
+function clientFrom(options: MemoryMiddlewareCoreOptions): MemoryMiddlewareClient {
+  return new MemoryClient({
+    ...options.clientOptions,
+    ...(options.apiUrl === undefined ? {} : { baseUrl: options.apiUrl }),
+    ...(options.apiKey === undefined ? {} : { apiKey: options.apiKey }),
   });
 }
 
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+/** The constructor's identity fields, the ones a request's own fields override. */
+function identityDefaults(options: MemoryMiddlewareCoreOptions): MemoryIdentity {
+  return {
+    ...(options.userId === undefined ? {} : { userId: options.userId }),
+    ...(options.agentId === undefined ? {} : { agentId: options.agentId }),
+    ...(options.sessionId === undefined ? {} : { sessionId: options.sessionId }),
+    ...(options.scope === undefined ? {} : { scope: options.scope }),
+    ...(options.mode === undefined ? {} : { mode: options.mode }),
+  };
+}
+
+/**
+ * A purge through any client of this process drops every bundle of this cache that may hold some
+ * of the purged scope (no field set on both sides differs); a dropped bundle is only fetched again.
+ */
+function forgetPurgedBundles(cache: BundleCache<MemoryContextBundle>): void {
+  onScopePurged(cache, (held, scope) =>
+    held.forget((owner) =>
+      MEMORY_SCOPE_VALUES.every((field) => {
+        const value = (owner as MemoryIdentity)[field];
+        return scope[field] === undefined || value === undefined || value === scope[field];
+      }),
+    ),
+  );
 }
