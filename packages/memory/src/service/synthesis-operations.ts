@@ -1,6 +1,6 @@
 /** Synthesis: the profile, the context bundle a model reads, and the unified state of a scope. */
 import { contextBundleRequestSchema, type MemoryProfile, scopeRequestSchema } from "../schemas/synthesis.ts";
-import { pickScope } from "../scope/memory-scope.ts";
+import { type MemoryScope, pickScope } from "../scope/memory-scope.ts";
 import type { MemoryService } from "./memory-service.ts";
 import { parseRequest } from "./parse-request.ts";
 import { synthesizeProfile } from "./profile.ts";
@@ -51,23 +51,7 @@ export function createSynthesisOperations(
         input.maxEvents > 0
           ? await store.listEvents(tenantId, scope, { order: "desc", limit: input.maxEvents })
           : [];
-      // A recent turn is told as a recent turn, not again as the episode kept of it (ADR 0361).
-      const recent = new Set(events.map((event) => event.id));
-      const ofRecentTurn = (memory: { kind: string; provenance: { eventIds: readonly string[] } }) =>
-        memory.kind === "episode" &&
-        memory.provenance.eventIds.length > 0 &&
-        memory.provenance.eventIds.every((id) => recent.has(id));
-      const ranked = (
-        input.query
-          ? await searchRanked(tenantId, scope, input.query, input.maxMemories, undefined)
-          : (
-              await store.listMemories(tenantId, scope, {
-                statuses: ["active"],
-                limit: input.maxMemories,
-                order: "importance",
-              })
-            ).map((memory) => ({ memory, score: memory.importance }))
-      ).filter((item) => !ofRecentTurn(item.memory));
+      const ranked = await bundleCandidates(context, searchRanked, tenantId, scope, input, events);
       // Each fact once: the memories answered as items (with their ids and dates) leave the
       // deterministic profile summary; a turn a memory was mined from, or that says what an item
       // says, is left out of the recent turns.
@@ -131,33 +115,69 @@ export function createSynthesisOperations(
       };
     },
 
-    async unifiedState(tenantId, request) {
-      const scope = pickScope(parseRequest(scopeRequestSchema, request));
-      const [coreMemory, memories, events, documents, recentMemories, recentEvents, queued, running] =
-        await Promise.all([
-          readBlocks(tenantId, scope),
-          store.countMemories(tenantId, scope),
-          store.countEvents(tenantId, scope),
-          store.countDocuments(tenantId, scope),
-          store.listMemories(tenantId, scope, { statuses: ["active"], limit: 5, order: "recent" }),
-          store.listEvents(tenantId, scope, { order: "desc", limit: 5 }),
-          store.listJobs(tenantId, scope, { status: "queued", limit: 20 }),
-          store.listJobs(tenantId, scope, { status: "running", limit: 20 }),
-        ]);
-      return {
-        coreMemory,
-        counts: { memories, events, documents },
-        recentMemories: recentMemories.map(publicMemory),
-        recentEvents: recentEvents.map(publicEvent),
-        activeJobs: [...running, ...queued].map((job) => ({
-          id: job.id,
-          type: job.type,
-          status: job.status,
-        })),
-      };
-    },
+    unifiedState: (tenantId, request) => unifiedState(context, tenantId, request),
   };
   return service;
+}
+
+/**
+ * The memories a bundle may tell, best first: the query's ranked hits, or the most important
+ * without one. A recent turn is told as a recent turn, not again as the episode kept of it (ADR 0361).
+ */
+async function bundleCandidates(
+  { store }: ServiceContext,
+  searchRanked: SearchRanked,
+  tenantId: string,
+  scope: MemoryScope,
+  input: { readonly query?: string | undefined; readonly maxMemories: number },
+  events: readonly { readonly id: string }[],
+) {
+  const recent = new Set(events.map((event) => event.id));
+  const ofRecentTurn = (memory: { kind: string; provenance: { eventIds: readonly string[] } }) =>
+    memory.kind === "episode" &&
+    memory.provenance.eventIds.length > 0 &&
+    memory.provenance.eventIds.every((id) => recent.has(id));
+  const ranked = input.query
+    ? await searchRanked(tenantId, scope, input.query, input.maxMemories, undefined)
+    : (
+        await store.listMemories(tenantId, scope, {
+          statuses: ["active"],
+          limit: input.maxMemories,
+          order: "importance",
+        })
+      ).map((memory) => ({ memory, score: memory.importance }));
+  return ranked.filter((item) => !ofRecentTurn(item.memory));
+}
+
+/** A scope at a glance: its core memory, counts, the newest memories and turns, and its jobs. */
+async function unifiedState(
+  { store, readBlocks }: ServiceContext,
+  tenantId: string,
+  request: Parameters<SynthesisOperations["unifiedState"]>[1],
+): ReturnType<SynthesisOperations["unifiedState"]> {
+  const scope = pickScope(parseRequest(scopeRequestSchema, request));
+  const [coreMemory, memories, events, documents, recentMemories, recentEvents, queued, running] =
+    await Promise.all([
+      readBlocks(tenantId, scope),
+      store.countMemories(tenantId, scope),
+      store.countEvents(tenantId, scope),
+      store.countDocuments(tenantId, scope),
+      store.listMemories(tenantId, scope, { statuses: ["active"], limit: 5, order: "recent" }),
+      store.listEvents(tenantId, scope, { order: "desc", limit: 5 }),
+      store.listJobs(tenantId, scope, { status: "queued", limit: 20 }),
+      store.listJobs(tenantId, scope, { status: "running", limit: 20 }),
+    ]);
+  return {
+    coreMemory,
+    counts: { memories, events, documents },
+    recentMemories: recentMemories.map(publicMemory),
+    recentEvents: recentEvents.map(publicEvent),
+    activeJobs: [...running, ...queued].map((job) => ({
+      id: job.id,
+      type: job.type,
+      status: job.status,
+    })),
+  };
 }
 
 /** The deterministic profile without the memories already answered as items. */
