@@ -23,11 +23,6 @@ export function createJobRunner(options: JobRunnerOptions) {
   let closed = false;
   let resuming: Promise<void> | undefined;
 
-  function publicJob(job: StoredJob): MemoryJob {
-    const { tenantId: _tenant, ...rest } = job;
-    return rest;
-  }
-
   // A job found running at start was left by a process that stopped before this one started.
   const processStartedAt = options.now();
 
@@ -41,17 +36,7 @@ export function createJobRunner(options: JobRunnerOptions) {
       const result = await options.handlers[job.type](started);
       await store.updateJob({ ...started, status: "succeeded", result, finishedAt: options.now() });
     } catch (error) {
-      const failure = error as { code?: string; message?: string };
-      logger.error("memory job failed", { jobId: job.id, type: job.type, error: failure?.message });
-      await store.updateJob({
-        ...started,
-        status: "failed",
-        error: {
-          code: typeof failure?.code === "string" ? failure.code : "job_failed",
-          message: String(failure?.message ?? error),
-        },
-        finishedAt: options.now(),
-      });
+      await store.updateJob(failedJob(options, started, error));
     }
   }
 
@@ -89,29 +74,8 @@ export function createJobRunner(options: JobRunnerOptions) {
     },
 
     /** Records a job that already ran inline (a novelty scan) so it is listed with the others. */
-    async record(
-      tenantId: string,
-      type: JobType,
-      scope: MemoryScope,
-      input: unknown,
-      result: unknown,
-    ): Promise<MemoryJob> {
-      const at = options.now();
-      const job: StoredJob = {
-        id: randomUUID(),
-        tenantId,
-        type,
-        status: "succeeded",
-        ...scope,
-        input,
-        result,
-        createdAt: at,
-        startedAt: at,
-        finishedAt: at,
-      };
-      await store.insertJob(job);
-      return publicJob(job);
-    },
+    record: (tenantId: string, type: JobType, scope: MemoryScope, input: unknown, result: unknown) =>
+      recordJob(options, tenantId, type, scope, input, result),
 
     resume(): void {
       resuming = store
@@ -145,61 +109,6 @@ function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
   let busy: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
 
-  function publicJob(job: StoredJob): MemoryJob {
-    const { tenantId: _tenant, ...rest } = job;
-    return rest;
-  }
-
-  async function runClaimed(job: StoredJob): Promise<void> {
-    let held = true;
-    const renewal = setInterval(
-      () => {
-        leases
-          .renew(job, owner)
-          .then((kept) => {
-            if (!kept && held) {
-              held = false;
-              logger.warn("memory job lease lost; another process may finish it", { jobId: job.id });
-            }
-          })
-          .catch((error) =>
-            logger.warn("memory job lease renewal failed", {
-              jobId: job.id,
-              error: (error as Error).message,
-            }),
-          );
-      },
-      Math.max(10, Math.floor(leases.leaseMs / 3)),
-    );
-    try {
-      let finished: StoredJob;
-      try {
-        const result = await options.handlers[job.type](job);
-        finished = { ...job, status: "succeeded", result, finishedAt: options.now() };
-      } catch (error) {
-        const failure = error as { code?: string; message?: string };
-        logger.error("memory job failed", { jobId: job.id, type: job.type, error: failure?.message });
-        finished = {
-          ...job,
-          status: "failed",
-          error: {
-            code: typeof failure?.code === "string" ? failure.code : "job_failed",
-            message: String(failure?.message ?? error),
-          },
-          finishedAt: options.now(),
-        };
-      }
-      if (!(await leases.finish(finished, owner))) {
-        logger.warn("memory job finished after its lease was taken; its outcome was not written", {
-          jobId: job.id,
-        });
-      }
-    } finally {
-      held = false;
-      clearInterval(renewal);
-    }
-  }
-
   /** Claims and runs jobs until none is claimable. */
   function poll(): void {
     if (busy || closed) return;
@@ -207,7 +116,7 @@ function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
       while (!closed) {
         const job = await leases.claimNext(owner, options.now());
         if (job === undefined) return;
-        await runClaimed(job);
+        await runClaimed(options, leases, owner, job);
       }
     })()
       .catch((error) => logger.error("memory job poll failed", { error: (error as Error).message }))
@@ -232,29 +141,8 @@ function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
       return publicJob(job);
     },
 
-    async record(
-      tenantId: string,
-      type: JobType,
-      scope: MemoryScope,
-      input: unknown,
-      result: unknown,
-    ): Promise<MemoryJob> {
-      const at = options.now();
-      const job: StoredJob = {
-        id: randomUUID(),
-        tenantId,
-        type,
-        status: "succeeded",
-        ...scope,
-        input,
-        result,
-        createdAt: at,
-        startedAt: at,
-        finishedAt: at,
-      };
-      await store.insertJob(job);
-      return publicJob(job);
-    },
+    record: (tenantId: string, type: JobType, scope: MemoryScope, input: unknown, result: unknown) =>
+      recordJob(options, tenantId, type, scope, input, result),
 
     /** Starts polling: queued jobs and jobs whose process stopped are picked up here. */
     resume(): void {
@@ -271,4 +159,96 @@ function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
     },
   };
 }
+/** Runs a claimed job while renewing its lease; its outcome is written only if the lease still holds. */
+async function runClaimed(
+  options: JobRunnerOptions,
+  leases: JobLeases,
+  owner: string,
+  job: StoredJob,
+): Promise<void> {
+  const { logger } = options;
+  let held = true;
+  const renewal = setInterval(
+    () => {
+      leases
+        .renew(job, owner)
+        .then((kept) => {
+          if (!kept && held) {
+            held = false;
+            logger.warn("memory job lease lost; another process may finish it", { jobId: job.id });
+          }
+        })
+        .catch((error) =>
+          logger.warn("memory job lease renewal failed", {
+            jobId: job.id,
+            error: (error as Error).message,
+          }),
+        );
+    },
+    Math.max(10, Math.floor(leases.leaseMs / 3)),
+  );
+  try {
+    let finished: StoredJob;
+    try {
+      const result = await options.handlers[job.type](job);
+      finished = { ...job, status: "succeeded", result, finishedAt: options.now() };
+    } catch (error) {
+      finished = failedJob(options, job, error);
+    }
+    if (!(await leases.finish(finished, owner))) {
+      logger.warn("memory job finished after its lease was taken; its outcome was not written", {
+        jobId: job.id,
+      });
+    }
+  } finally {
+    held = false;
+    clearInterval(renewal);
+  }
+}
+
+/** A job's failed outcome: the error's code (or `job_failed`) and message; logged as it is made. */
+function failedJob(options: JobRunnerOptions, job: StoredJob, error: unknown): StoredJob {
+  const failure = error as { code?: string; message?: string };
+  options.logger.error("memory job failed", { jobId: job.id, type: job.type, error: failure?.message });
+  return {
+    ...job,
+    status: "failed",
+    error: {
+      code: typeof failure?.code === "string" ? failure.code : "job_failed",
+      message: String(failure?.message ?? error),
+    },
+    finishedAt: options.now(),
+  };
+}
+
+async function recordJob(
+  options: JobRunnerOptions,
+  tenantId: string,
+  type: JobType,
+  scope: MemoryScope,
+  input: unknown,
+  result: unknown,
+): Promise<MemoryJob> {
+  const at = options.now();
+  const job: StoredJob = {
+    id: randomUUID(),
+    tenantId,
+    type,
+    status: "succeeded",
+    ...scope,
+    input,
+    result,
+    createdAt: at,
+    startedAt: at,
+    finishedAt: at,
+  };
+  await options.store.insertJob(job);
+  return publicJob(job);
+}
+
+function publicJob(job: StoredJob): MemoryJob {
+  const { tenantId: _tenant, ...rest } = job;
+  return rest;
+}
+
 export type JobRunner = ReturnType<typeof createJobRunner>;
