@@ -68,52 +68,8 @@ export function createRunOnce(
     });
   }
 
-  function reused(key: string, firstUsedAt: string) {
-    return new MemoryError(
-      "idempotency_key_reused",
-      "This Idempotency-Key was used for another request; send a new key for a new write",
-      422,
-      { data: { key, firstUsedAt } },
-    );
-  }
-
-  function inUse(key: string, since: string) {
-    return new MemoryError(
-      "idempotency_key_in_use",
-      "A request with this Idempotency-Key is still running; retry to get its answer",
-      409,
-      { retryable: true, data: { key, since } },
-    );
-  }
-
-  function keptAnswer(answer: string): string {
-    const bytes = Buffer.byteLength(answer);
-    return bytes <= maxAnswerBytes ? answer : JSON.stringify({ [notKeptMarker]: { bytes } });
-  }
-
-  function replay<T>(key: string, record: { answer: string; createdAt: string }): T {
-    const answer = JSON.parse(record.answer) as unknown;
-    const notKept = (answer as Record<string, { bytes: number }> | null)?.[notKeptMarker];
-    if (notKept !== undefined) {
-      throw new MemoryError(
-        "idempotency_answer_not_kept",
-        "The write under this Idempotency-Key was done once, but its answer was too large to keep; read what it wrote instead",
-        409,
-        { data: { key, answeredAt: record.createdAt, bytes: notKept.bytes, maxAnswerBytes } },
-      );
-    }
-    return answer as T;
-  }
-
   return async function runOnce<T>(tenantId: string, write: IdempotentWrite, run: () => Promise<T>) {
-    if (!keyPattern.test(write.key)) {
-      throw new MemoryError(
-        "invalid_input",
-        "Idempotency-Key must be 1 to 200 visible ASCII characters",
-        400,
-        { data: { issues: [{ path: ["Idempotency-Key"], message: "1 to 200 visible ASCII characters" }] } },
-      );
-    }
+    checkKey(write.key);
     const fingerprint = createHash("sha256").update(JSON.stringify(write.request)).digest("hex");
     const flight = `${tenantId}\u0000${write.key}`;
     const deadline = Date.now() + waitMs;
@@ -125,7 +81,11 @@ export function createRunOnce(
         throw reused(write.key, record.createdAt);
       if (record?.answer !== undefined) {
         return {
-          answer: replay<T>(write.key, { answer: record.answer, createdAt: record.createdAt }),
+          answer: replay<T>(
+            write.key,
+            { answer: record.answer, createdAt: record.createdAt },
+            maxAnswerBytes,
+          ),
           replayed: true,
         };
       }
@@ -154,7 +114,7 @@ export function createRunOnce(
           tenantId,
           key: write.key,
           fingerprint,
-          answer: keptAnswer(JSON.stringify(answer)),
+          answer: keptAnswer(JSON.stringify(answer), maxAnswerBytes),
           createdAt: now.toISOString(),
           expiresAt: new Date(now.getTime() + ttlMs).toISOString(),
           scope: write.scope ?? {},
@@ -173,4 +133,48 @@ export function createRunOnce(
       }
     }
   };
+}
+
+function checkKey(key: string): void {
+  if (keyPattern.test(key)) return;
+  throw new MemoryError("invalid_input", "Idempotency-Key must be 1 to 200 visible ASCII characters", 400, {
+    data: { issues: [{ path: ["Idempotency-Key"], message: "1 to 200 visible ASCII characters" }] },
+  });
+}
+
+function reused(key: string, firstUsedAt: string) {
+  return new MemoryError(
+    "idempotency_key_reused",
+    "This Idempotency-Key was used for another request; send a new key for a new write",
+    422,
+    { data: { key, firstUsedAt } },
+  );
+}
+
+function inUse(key: string, since: string) {
+  return new MemoryError(
+    "idempotency_key_in_use",
+    "A request with this Idempotency-Key is still running; retry to get its answer",
+    409,
+    { retryable: true, data: { key, since } },
+  );
+}
+
+function keptAnswer(answer: string, maxAnswerBytes: number): string {
+  const bytes = Buffer.byteLength(answer);
+  return bytes <= maxAnswerBytes ? answer : JSON.stringify({ [notKeptMarker]: { bytes } });
+}
+
+function replay<T>(key: string, record: { answer: string; createdAt: string }, maxAnswerBytes: number): T {
+  const answer = JSON.parse(record.answer) as unknown;
+  const notKept = (answer as Record<string, { bytes: number }> | null)?.[notKeptMarker];
+  if (notKept !== undefined) {
+    throw new MemoryError(
+      "idempotency_answer_not_kept",
+      "The write under this Idempotency-Key was done once, but its answer was too large to keep; read what it wrote instead",
+      409,
+      { data: { key, answeredAt: record.createdAt, bytes: notKept.bytes, maxAnswerBytes } },
+    );
+  }
+  return answer as T;
 }
