@@ -37,8 +37,7 @@ export function createAdminOperations(
   novelty: NoveltyCheck,
   jobs: JobRunner,
 ): AdminOperations {
-  const { store, clock, embedder, languageModel, embedOne } = context;
-  const { nearestMemory } = novelty;
+  const { store, embedder, languageModel } = context;
   const startedAt = Date.now();
   return {
     async status(tenantId, scope = {}) {
@@ -55,29 +54,7 @@ export function createAdminOperations(
       };
     },
 
-    async noveltyScan(tenantId, request) {
-      const input = parseRequest(noveltyScanRequestSchema, request);
-      const scope = pickScope(input);
-      const results = [];
-      for (const content of input.candidates) {
-        const nearest = await nearestMemory(tenantId, scope, content, await embedOne(content));
-        results.push({
-          content,
-          novel: !nearest || nearest.similarity < input.threshold,
-          ...(nearest
-            ? {
-                nearest: {
-                  memoryId: nearest.memory.id,
-                  content: nearest.memory.content,
-                  similarity: Number(nearest.similarity.toFixed(4)),
-                },
-              }
-            : {}),
-        });
-      }
-      const job = await jobs.record(tenantId, "novelty_scan", scope, input, { results });
-      return { jobId: job.id, results };
-    },
+    noveltyScan: (tenantId, request) => noveltyScan(context, novelty, jobs, tenantId, request),
 
     async consolidate(tenantId, request) {
       const input = parseRequest(consolidateRequestSchema, request);
@@ -89,43 +66,9 @@ export function createAdminOperations(
       return { job: await jobs.enqueue(tenantId, "import", pickScope(input), input) };
     },
 
-    async accessTrends(tenantId, request) {
-      const input = parseRequest(accessTrendsRequestSchema, request);
-      const today = clock();
-      const since = new Date(today.getTime() - (input.days - 1) * 86_400_000).toISOString().slice(0, 10);
-      const rows = new Map(
-        (await store.accessTrends(tenantId, pickScope(input), since)).map((row) => [row.day, row]),
-      );
-      const days = [];
-      for (let offset = input.days - 1; offset >= 0; offset -= 1) {
-        const day = new Date(today.getTime() - offset * 86_400_000).toISOString().slice(0, 10);
-        days.push(rows.get(day) ?? { day, searches: 0, hits: 0, reads: 0 });
-      }
-      return { days };
-    },
+    accessTrends: (tenantId, request) => accessTrends(context, tenantId, request),
 
-    async accessSummaries(tenantId, request) {
-      const input = parseRequest(accessSummariesRequestSchema, request);
-      const scope = pickScope(input);
-      // Counted in the store: only the `limit` most accessed memories are read.
-      const [counts, accessed, top, searches] = await Promise.all([
-        store.countMemories(tenantId, scope),
-        store.countAccessedMemories(tenantId, scope),
-        store.listMemories(tenantId, scope, { statuses: ["active"], limit: input.limit, order: "accessed" }),
-        store.countSearches(tenantId, scope),
-      ]);
-      return {
-        totals: { memories: counts.active, accessed, neverAccessed: counts.active - accessed, searches },
-        top: top
-          .filter((memory) => memory.accessCount > 0)
-          .map((memory) => ({
-            memoryId: memory.id,
-            content: memory.content,
-            accessCount: memory.accessCount,
-            ...(memory.lastAccessedAt ? { lastAccessedAt: memory.lastAccessedAt } : {}),
-          })),
-      };
-    },
+    accessSummaries: (tenantId, request) => accessSummaries(context, tenantId, request),
 
     async listTraces(tenantId, request) {
       const input = parseRequest(listTracesQuerySchema, request);
@@ -159,5 +102,84 @@ export function createAdminOperations(
       const { tenantId: _tenant, ...rest } = job;
       return { job: rest };
     },
+  };
+}
+
+/** Which candidates are new to the scope, each with its nearest memory; recorded as a finished job. */
+async function noveltyScan(
+  { embedOne }: ServiceContext,
+  { nearestMemory }: NoveltyCheck,
+  jobs: JobRunner,
+  tenantId: string,
+  request: Parameters<AdminOperations["noveltyScan"]>[1],
+): ReturnType<AdminOperations["noveltyScan"]> {
+  const input = parseRequest(noveltyScanRequestSchema, request);
+  const scope = pickScope(input);
+  const results = [];
+  for (const content of input.candidates) {
+    const nearest = await nearestMemory(tenantId, scope, content, await embedOne(content));
+    results.push({
+      content,
+      novel: !nearest || nearest.similarity < input.threshold,
+      ...(nearest
+        ? {
+            nearest: {
+              memoryId: nearest.memory.id,
+              content: nearest.memory.content,
+              similarity: Number(nearest.similarity.toFixed(4)),
+            },
+          }
+        : {}),
+    });
+  }
+  const job = await jobs.record(tenantId, "novelty_scan", scope, input, { results });
+  return { jobId: job.id, results };
+}
+
+/** Searches, hits and reads per day over the last `days` days, a zero row for a quiet day. */
+async function accessTrends(
+  { store, clock }: ServiceContext,
+  tenantId: string,
+  request: Parameters<AdminOperations["accessTrends"]>[1],
+): ReturnType<AdminOperations["accessTrends"]> {
+  const input = parseRequest(accessTrendsRequestSchema, request);
+  const today = clock();
+  const since = new Date(today.getTime() - (input.days - 1) * 86_400_000).toISOString().slice(0, 10);
+  const rows = new Map(
+    (await store.accessTrends(tenantId, pickScope(input), since)).map((row) => [row.day, row]),
+  );
+  const days = [];
+  for (let offset = input.days - 1; offset >= 0; offset -= 1) {
+    const day = new Date(today.getTime() - offset * 86_400_000).toISOString().slice(0, 10);
+    days.push(rows.get(day) ?? { day, searches: 0, hits: 0, reads: 0 });
+  }
+  return { days };
+}
+
+/** How much of the scope is read: totals, and the most accessed memories. */
+async function accessSummaries(
+  { store }: ServiceContext,
+  tenantId: string,
+  request: Parameters<AdminOperations["accessSummaries"]>[1],
+): ReturnType<AdminOperations["accessSummaries"]> {
+  const input = parseRequest(accessSummariesRequestSchema, request);
+  const scope = pickScope(input);
+  // Counted in the store: only the `limit` most accessed memories are read.
+  const [counts, accessed, top, searches] = await Promise.all([
+    store.countMemories(tenantId, scope),
+    store.countAccessedMemories(tenantId, scope),
+    store.listMemories(tenantId, scope, { statuses: ["active"], limit: input.limit, order: "accessed" }),
+    store.countSearches(tenantId, scope),
+  ]);
+  return {
+    totals: { memories: counts.active, accessed, neverAccessed: counts.active - accessed, searches },
+    top: top
+      .filter((memory) => memory.accessCount > 0)
+      .map((memory) => ({
+        memoryId: memory.id,
+        content: memory.content,
+        accessCount: memory.accessCount,
+        ...(memory.lastAccessedAt ? { lastAccessedAt: memory.lastAccessedAt } : {}),
+      })),
   };
 }
