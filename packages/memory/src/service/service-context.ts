@@ -58,62 +58,19 @@ export function createServiceContext(options: MemoryServiceOptions) {
   }
 
   /** The memory, if it exists in the tenant and lies inside `scope` (a memory's scope never changes). */
-  async function requireMemory(tenantId: string, id: string, scope: MemoryScope = {}): Promise<StoredMemory> {
-    const [memory] = await store.getMemories(tenantId, [id]);
-    if (!memory || !scopeContains(scope, memory)) throw MemoryError.notFound("Memory", id);
-    return memory;
+  function requireMemory(tenantId: string, id: string, scope: MemoryScope = {}): Promise<StoredMemory> {
+    return requireStoredMemory(store, tenantId, id, scope);
   }
 
   /** Read-modify-write with optimistic concurrency; retries when another writer got there first. */
-  async function mutateMemory(
+  function mutateMemory(
     tenantId: string,
     id: string,
-    change: (
-      memory: StoredMemory,
-    ) =>
-      | { next: Omit<StoredMemory, "version" | "updatedAt">; note: { change: never; reason?: string } }
-      | undefined,
+    change: MemoryChange,
     expectedVersion?: number,
     scope?: MemoryScope,
   ): Promise<StoredMemory> {
-    for (let attempt = 0; attempt < 20; attempt += 1) {
-      const current = await requireMemory(tenantId, id, scope);
-      if (expectedVersion !== undefined && current.version !== expectedVersion) {
-        throw new MemoryError(
-          "conflict",
-          `Memory ${id} is at version ${current.version}, not ${expectedVersion}`,
-          409,
-          {
-            data: { id, version: current.version, expectedVersion },
-          },
-        );
-      }
-      const planned = change(current);
-      if (!planned) return current;
-      const next: StoredMemory = { ...planned.next, version: current.version + 1, updatedAt: nowIso() };
-      try {
-        if (await store.updateMemory(tenantId, next, current.version, planned.note)) return next;
-      } catch (error) {
-        if (isUniqueViolation(error)) {
-          throw new MemoryError(
-            "conflict",
-            "An active memory in this scope already holds that content",
-            409,
-            {
-              data: { id },
-              cause: error,
-            },
-          );
-        }
-        throw error;
-      }
-      if (expectedVersion !== undefined) {
-        throw new MemoryError("conflict", `Memory ${id} changed while updating`, 409, { data: { id } });
-      }
-    }
-    throw new MemoryError("conflict", `Memory ${id} kept changing; gave up after 20 attempts`, 409, {
-      data: { id },
-    });
+    return mutateStoredMemory(store, nowIso, { tenantId, id, change, expectedVersion, scope });
   }
 
   async function recordTrace(
@@ -169,6 +126,77 @@ export function createServiceContext(options: MemoryServiceOptions) {
     recordTrace,
     readBlocks,
   };
+}
+
+/** A change to one memory: its next state and the note its history keeps, or undefined to leave it. */
+type MemoryChange = (
+  memory: StoredMemory,
+) =>
+  | { next: Omit<StoredMemory, "version" | "updatedAt">; note: { change: never; reason?: string } }
+  | undefined;
+
+async function requireStoredMemory(
+  store: MemoryStore,
+  tenantId: string,
+  id: string,
+  scope: MemoryScope,
+): Promise<StoredMemory> {
+  const [memory] = await store.getMemories(tenantId, [id]);
+  if (!memory || !scopeContains(scope, memory)) throw MemoryError.notFound("Memory", id);
+  return memory;
+}
+
+/** Read-modify-write with optimistic concurrency; retries when another writer got there first. */
+async function mutateStoredMemory(
+  store: MemoryStore,
+  nowIso: () => string,
+  {
+    tenantId,
+    id,
+    change,
+    expectedVersion,
+    scope,
+  }: {
+    readonly tenantId: string;
+    readonly id: string;
+    readonly change: MemoryChange;
+    readonly expectedVersion: number | undefined;
+    readonly scope: MemoryScope | undefined;
+  },
+): Promise<StoredMemory> {
+  for (let attempt = 0; attempt < 20; attempt += 1) {
+    const current = await requireStoredMemory(store, tenantId, id, scope ?? {});
+    if (expectedVersion !== undefined && current.version !== expectedVersion) {
+      throw new MemoryError(
+        "conflict",
+        `Memory ${id} is at version ${current.version}, not ${expectedVersion}`,
+        409,
+        {
+          data: { id, version: current.version, expectedVersion },
+        },
+      );
+    }
+    const planned = change(current);
+    if (!planned) return current;
+    const next: StoredMemory = { ...planned.next, version: current.version + 1, updatedAt: nowIso() };
+    try {
+      if (await store.updateMemory(tenantId, next, current.version, planned.note)) return next;
+    } catch (error) {
+      if (isUniqueViolation(error)) {
+        throw new MemoryError("conflict", "An active memory in this scope already holds that content", 409, {
+          data: { id },
+          cause: error,
+        });
+      }
+      throw error;
+    }
+    if (expectedVersion !== undefined) {
+      throw new MemoryError("conflict", `Memory ${id} changed while updating`, 409, { data: { id } });
+    }
+  }
+  throw new MemoryError("conflict", `Memory ${id} kept changing; gave up after 20 attempts`, 409, {
+    data: { id },
+  });
 }
 
 export function publicMemory(memory: StoredMemory): Memory {
