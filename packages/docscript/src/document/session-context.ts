@@ -108,6 +108,9 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     fieldRows: new Set<string>(),
   };
 
+  /** The last position of each holder's ordered relations of a kind, while only appends changed them. */
+  const lastPositions = new Map<string, string | undefined>();
+
   /**
    * Scope of a change: the rows' entities and relations, then everything touching them. A write of
    * entities' fields alone (`fieldsOf`: their rows change in those fields only) reaches no relation:
@@ -220,6 +223,7 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
       });
     for (const rowId of changes.entities.keys()) projection.wrote(ENTITIES, rowId);
     for (const relationId of changes.relations.keys()) projection.wrote(RELATIONS, relationId);
+    if (changes.relations.size > 0) lastPositions.clear();
     if (fieldsOf !== undefined) for (const rowId of changes.entities.keys()) changed.fieldRows.add(rowId);
     for (const entityId of afterScope.entityIds) changed.entityIds.add(entityId);
     for (const relationId of afterScope.relationIds) changed.relationIds.add(relationId);
@@ -297,8 +301,14 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
           relation.slot === undefined &&
           relation.relationId !== excluding,
       );
-  /** The place after the holder's last ordered target: one pass over its relations, no sort. */
+  /**
+   * The place after the holder's last ordered target: one pass over its relations, no sort; then kept
+   * (per holder and kind) while only appends at the end write its relations, so building a track of
+   * thousands of clips does not pass over them once per clip. Any other relation write forgets it.
+   */
   const lastPosition = (relationKind: string, holderId: string): string => {
+    const key = `${relationKind}\u0000${holderId}`;
+    if (lastPositions.has(key)) return positionBetween(lastPositions.get(key), undefined);
     let last: string | undefined;
     for (const relationId of projection.relationIdsOf(holderId)) {
       const relation = projection.storedRelation(relationId);
@@ -312,7 +322,13 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
         continue;
       if (last === undefined || relation.position > last) last = relation.position;
     }
+    // Only an answer from every relation of the holder is kept (a projection reading on demand may lack some).
+    if (!projection.lacking) lastPositions.set(key, last);
     return positionBetween(last, undefined);
+  };
+  /** After an append at the end has landed: its position is the holder's last. */
+  const appendedLast = (relationKind: string, holderId: string, position: string): void => {
+    lastPositions.set(`${relationKind}\u0000${holderId}`, position);
   };
   const positionAt = (siblings: StoredRelation[], index: number | undefined): string => {
     const at = index === undefined ? siblings.length : Math.max(0, Math.min(index, siblings.length));
@@ -345,5 +361,6 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     orderedSiblings,
     positionAt,
     lastPosition,
+    appendedLast,
   };
 }

@@ -35,6 +35,7 @@ export function sessionRelations(context: SessionContext): DocumentSession["rela
     orderedSiblings,
     positionAt,
     lastPosition,
+    appendedLast,
   } = context;
   /** The last relation of each page answered, as it stood then: `after` naming it reads on from there. */
   const pageEnds = new Map<string, StoredRelation>();
@@ -145,6 +146,8 @@ export function sessionRelations(context: SessionContext): DocumentSession["rela
           const row = relationsMap.setContainer(relationId, new LoroMap());
           for (const [key, value] of Object.entries(json)) row.set(key, value);
         }, [from.entityId, to.entityId]);
+        if (shape.ordered && input.index === undefined && position !== undefined)
+          appendedLast(input.relationKind, from.entityId, position);
         return publicRelation(projection.storedRelation(relationId) as StoredRelation);
       }
       const slot = shape.slot;
