@@ -23,7 +23,7 @@ import type { RunDocument } from "./run-session.ts";
  * Where a large document's rows come from (ADR 0466): the server's stored rows, read on demand, instead
  * of a projection of the whole replica. `wholeUpTo` bounds a read of every row.
  */
-export interface RowsOnDemand {
+export interface ServerRows {
   readonly source: LookUpRows;
   readonly wholeUpTo: number;
 }
@@ -50,7 +50,7 @@ export interface DocumentCache {
     replica: LoroDoc,
     schema: Schema,
     limits: CacheLimits,
-    rows?: RowsOnDemand,
+    rows?: ServerRows,
   ): CheckedOutDocument;
   /** How the kept document `key` reads its rows: on demand, whole, or nothing kept. */
   readsOf(key: string): "on-demand" | "whole" | undefined;
@@ -63,7 +63,7 @@ interface KeptDocument {
   doc: LoroDoc;
   projection: Projection;
   /** Set when the projection reads rows on demand. */
-  readonly rows: RowsOnDemand | undefined;
+  readonly rows: ServerRows | undefined;
   /** The replica's version the projection stands for, as `documentVersion` writes it, and as a vector and frontiers. */
   version: string;
   vector: VersionVector;
@@ -108,15 +108,16 @@ function makeRunDoc(replica: LoroDoc): LoroDoc {
   return doc;
 }
 
-export function createDocumentCache(): DocumentCache {
-  const entries = new Map<string, KeptDocument>();
+/** The projection a run doc's runs start from: the replica read whole, or rows read on demand. */
+function projectionOf(replica: LoroDoc, schema: Schema, rows: ServerRows | undefined): Projection {
+  return rows === undefined
+    ? projectDocument(replica, schema)
+    : onDemandProjection(schema, lookupRowSource(rows.source), documentVersion(replica), rows.wholeUpTo);
+}
 
-  const projectionOf = (replica: LoroDoc, schema: Schema, rows: RowsOnDemand | undefined): Projection =>
-    rows === undefined
-      ? projectDocument(replica, schema)
-      : onDemandProjection(schema, lookupRowSource(rows.source), documentVersion(replica), rows.wholeUpTo);
-
-  const read = (replica: LoroDoc, schema: Schema, rows: RowsOnDemand | undefined): KeptDocument => ({
+/** A document kept anew: a run doc made from the replica and the projection of its version. */
+function read(replica: LoroDoc, schema: Schema, rows: ServerRows | undefined): KeptDocument {
+  return {
     schema,
     doc: makeRunDoc(replica),
     projection: projectionOf(replica, schema, rows),
@@ -126,26 +127,30 @@ export function createDocumentCache(): DocumentCache {
     frontiers: replica.frontiers(),
     runOps: 0,
     leased: false,
-  });
-
-  /** Imports the replica's updates since the kept version and re-reads the rows they touched. */
-  const catchUp = (kept: KeptDocument, replica: LoroDoc): void => {
-    const bytes = replica.export({ mode: "update", from: kept.vector });
-    const frontiers = replica.frontiers();
-    const rows = changedRows(replica, kept.frontiers, frontiers);
-    kept.doc.import(bytes);
-    if (kept.rows !== undefined) {
-      // Rows on demand: what the new version's runs look up is read again from the server.
-      kept.projection = projectionOf(replica, kept.schema, kept.rows);
-    } else if (rows.foreignRoots.size > 0 || rows.entities.size + rows.relations.size > maxRowsRefreshed) {
-      kept.projection = projectDocument(replica, kept.schema);
-    } else {
-      refreshRows(kept.projection, replica, rows);
-    }
-    kept.version = documentVersion(replica);
-    kept.vector = replica.oplogVersion();
-    kept.frontiers = frontiers;
   };
+}
+
+/** Imports the replica's updates since the kept version and re-reads the rows they touched. */
+function catchUp(kept: KeptDocument, replica: LoroDoc): void {
+  const bytes = replica.export({ mode: "update", from: kept.vector });
+  const frontiers = replica.frontiers();
+  const rows = changedRows(replica, kept.frontiers, frontiers);
+  kept.doc.import(bytes);
+  if (kept.rows !== undefined) {
+    // Rows on demand: what the new version's runs look up is read again from the server.
+    kept.projection = projectionOf(replica, kept.schema, kept.rows);
+  } else if (rows.foreignRoots.size > 0 || rows.entities.size + rows.relations.size > maxRowsRefreshed) {
+    kept.projection = projectDocument(replica, kept.schema);
+  } else {
+    refreshRows(kept.projection, replica, rows);
+  }
+  kept.version = documentVersion(replica);
+  kept.vector = replica.oplogVersion();
+  kept.frontiers = frontiers;
+}
+
+export function createDocumentCache(): DocumentCache {
+  const entries = new Map<string, KeptDocument>();
 
   const keptEntities = () => {
     let total = 0;
