@@ -23,7 +23,8 @@ it("the short soak: lost 0, duplicated 0 across five kinds of process killed and
 }, async (t) => {
   // 1 s phases on a quiet machine, longer under load: each workload must succeed again between a
   // fault's repair and the next fault, and on a busy machine one memory add can take seconds.
-  const { rows, notes, takeovers } = await runSoak({ phaseMs: underLoadMs(1000) });
+  // Capped at 4 s: past that a phase only makes the run longer, not the workloads likelier to recover.
+  const { rows, notes, takeovers } = await runSoak({ phaseMs: Math.min(4000, underLoadMs(1000)) });
   t.diagnostic(`\n${formatTable(rows)}\n${notes.join("\n")}`);
   assert.equal(rows.length, 30);
   // The kills landed mid-work, and another process finished that work.
@@ -45,7 +46,8 @@ it("the video assistant's soak: each of its processes killed and the broker rest
   // hangs. Up to four times that under load.
   timeout: testTimeoutMs(600_000),
 }, async (t) => {
-  const { rows, notes } = await runVideoSoak({ phaseMs: underLoadMs(2000) });
+  // Capped at 8 s: at load 28 the scaled phases were 28 s each and the soak ran past 18 minutes.
+  const { rows, notes } = await runVideoSoak({ phaseMs: Math.min(8000, underLoadMs(2000)) });
   t.diagnostic(`\n${formatVideoTable(rows)}\n${notes.join("\n")}`);
   assert.equal(rows.length, 6);
   for (const row of rows) {
