@@ -261,3 +261,41 @@ export function historyValues(memory: StoredMemory, change: string, reason: stri
     memory.updatedAt,
   ];
 }
+
+const jsonOrNull = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
+
+/**
+ * A job's values for `INSERT INTO jobs (id, tenant_id, user_id, agent_id, session_id, type, status,
+ * input, result, error, created_at, started_at, finished_at)`.
+ */
+export function jobValues(job: StoredJob): unknown[] {
+  return [
+    job.id,
+    job.tenantId,
+    ...scopeParameters(job),
+    job.type,
+    job.status,
+    JSON.stringify(job.input),
+    jsonOrNull(job.result),
+    jsonOrNull(job.error),
+    job.createdAt,
+    job.startedAt ?? null,
+    job.finishedAt ?? null,
+  ];
+}
+
+/**
+ * A job's values for `UPDATE jobs SET status, result, error, started_at, finished_at WHERE tenant_id
+ * AND id`, in that order.
+ */
+export function jobUpdateValues(job: StoredJob): unknown[] {
+  return [
+    job.status,
+    jsonOrNull(job.result),
+    jsonOrNull(job.error),
+    job.startedAt ?? null,
+    job.finishedAt ?? null,
+    job.tenantId,
+    job.id,
+  ];
+}

@@ -1,6 +1,6 @@
 /** Jobs: inserted, updated, listed, and claimed by any process under a lease by the database's clock. */
 import type { JobLeases, MemoryStore } from "../memory-store.ts";
-import { jobFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
+import { jobFromRow, jobUpdateValues, jobValues, scopeCondition } from "../row-codec.ts";
 import { mark, type PostgresContext, type Row } from "./postgres-sql.ts";
 
 export function postgresJobs(
@@ -15,34 +15,14 @@ export function postgresJobs(
       await db().query(
         `INSERT INTO jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-        [
-          job.id,
-          job.tenantId,
-          ...scopeParameters(job),
-          job.type,
-          job.status,
-          JSON.stringify(job.input),
-          job.result === undefined ? null : JSON.stringify(job.result),
-          job.error === undefined ? null : JSON.stringify(job.error),
-          job.createdAt,
-          job.startedAt ?? null,
-          job.finishedAt ?? null,
-        ],
+        jobValues(job),
       );
     },
 
     async updateJob(job) {
       await db().query(
         "UPDATE jobs SET status = $1, result = $2, error = $3, started_at = $4, finished_at = $5 WHERE tenant_id = $6 AND id = $7",
-        [
-          job.status,
-          job.result === undefined ? null : JSON.stringify(job.result),
-          job.error === undefined ? null : JSON.stringify(job.error),
-          job.startedAt ?? null,
-          job.finishedAt ?? null,
-          job.tenantId,
-          job.id,
-        ],
+        jobUpdateValues(job),
       );
     },
 

@@ -1,6 +1,6 @@
 /** Jobs: inserted, claimed, updated and listed. */
 import type { MemoryStore } from "../memory-store.ts";
-import { jobFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
+import { jobFromRow, jobUpdateValues, jobValues, scopeCondition } from "../row-codec.ts";
 import { mark, type SqliteContext } from "./sqlite-sql.ts";
 
 export function sqliteJobs(
@@ -12,34 +12,14 @@ export function sqliteJobs(
       run(
         `INSERT INTO jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [
-          job.id,
-          job.tenantId,
-          ...scopeParameters(job),
-          job.type,
-          job.status,
-          JSON.stringify(job.input),
-          job.result === undefined ? null : JSON.stringify(job.result),
-          job.error === undefined ? null : JSON.stringify(job.error),
-          job.createdAt,
-          job.startedAt ?? null,
-          job.finishedAt ?? null,
-        ],
+        jobValues(job),
       );
     },
 
     async updateJob(job) {
       run(
         "UPDATE jobs SET status = ?, result = ?, error = ?, started_at = ?, finished_at = ? WHERE tenant_id = ? AND id = ?",
-        [
-          job.status,
-          job.result === undefined ? null : JSON.stringify(job.result),
-          job.error === undefined ? null : JSON.stringify(job.error),
-          job.startedAt ?? null,
-          job.finishedAt ?? null,
-          job.tenantId,
-          job.id,
-        ],
+        jobUpdateValues(job),
       );
     },
 
