@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-import { freePort, type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { freePort, type NatsServerHandle, startNatsServer, underLoadMs } from "@tackle/test-support";
 import { readConsoleToken } from "../src/console/console-token.ts";
 import { cleanEnv, runTackle, type ServeProcess, startServe, tempHome } from "./tackle-process.ts";
 
@@ -72,7 +72,8 @@ test("with the broker down the listing names it within 2 s, once, and every know
   const started = performance.now();
   const down = await listing();
   const elapsed = performance.now() - started;
-  assert.ok(elapsed < 2000, `the listing took ${Math.round(elapsed)} ms`);
+  // 2 s on a quiet machine, scaled by the load (a broker wait it must not fall into is 30 s and more).
+  assert.ok(elapsed < underLoadMs(2000), `the listing took ${Math.round(elapsed)} ms`);
   assert.equal(down.errors.length, 1);
   assert.match(
     down.errors[0]?.message ?? "",

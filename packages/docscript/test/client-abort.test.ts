@@ -15,7 +15,7 @@ import {
   timelineSchema,
 } from "@tackle/docscript";
 import { createSqliteDocumentStore, serveDocuments } from "@tackle/docscript/server";
-import { itHonoursAbort, type SilentServer, startSilentServer } from "@tackle/test-support";
+import { itHonoursAbort, type SilentServer, startSilentServer, underLoadMs } from "@tackle/test-support";
 import { LoroDoc } from "loro-crdt";
 
 type Entry = readonly [string, (client: DocumentClient, signal: AbortSignal) => Promise<unknown>];
@@ -103,11 +103,11 @@ describe("a waiting pull against a real document server", () => {
       const aborted = performance.now();
       controller.abort();
       await assert.rejects(waiting, isAborted);
-      const deadline = Date.now() + 2000;
+      const deadline = Date.now() + underLoadMs(2000);
       while (waitEnded === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
       assert.ok(waitEnded !== undefined, "the server's wait ended");
       assert.ok(
-        waitEnded - aborted < 500,
+        waitEnded - aborted < underLoadMs(500),
         `the server's wait ended ${Math.round(waitEnded - aborted)} ms after`,
       );
     } finally {

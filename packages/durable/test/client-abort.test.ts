@@ -9,7 +9,7 @@ import { after, before, describe, it } from "node:test";
 import { ToolAbortedError, ToolTimeoutError } from "@tackle/core";
 import { DurableError } from "@tackle/durable";
 import { createDurableClient, type DurableClient } from "@tackle/durable/http";
-import { itHonoursAbort, type SilentServer, startSilentServer } from "@tackle/test-support";
+import { itHonoursAbort, type SilentServer, startSilentServer, underLoadMs } from "@tackle/test-support";
 
 type Entry = readonly [string, (client: DurableClient, signal: AbortSignal) => Promise<unknown>];
 
@@ -53,7 +53,8 @@ describe("durable HTTP client against a server that never answers", () => {
       quick.get("t"),
       (error: unknown) => ToolTimeoutError.isInstance(error) && error.retryable,
     );
-    assert.ok(performance.now() - started < 1000);
+    // Its 150 ms deadline, not the 30 s one of the other client: 1 s quiet, scaled by the load.
+    assert.ok(performance.now() - started < underLoadMs(1000));
     assert.ok(await silent.waitForNoneOpen(), "the connection was closed");
   });
 
@@ -71,7 +72,7 @@ describe("durable HTTP client against a server that never answers", () => {
       (error: unknown) => DurableError.isInstance(error) && error.code === "unreachable",
     );
     const took = performance.now() - started;
-    assert.ok(took >= 350 && took < 3000, `gave up after ${Math.round(took)} ms`);
+    assert.ok(took >= 350 && took < underLoadMs(3000), `gave up after ${Math.round(took)} ms`);
     assert.ok(silent.accepted - accepted >= 2, "it reconnected before giving up");
     assert.ok(await silent.waitForNoneOpen(), "every connection was closed");
   });
