@@ -211,13 +211,40 @@ export class RowsOnDemand {
         }
       }
     for (const lookup of manyAtOnce(wanted, paged, (entry) => pending.push(entry))) pending.push(lookup);
+    await this.pageLookups(wanted, paged, (entry) => pending.push(entry));
+    while (pending.length > 0) {
+      const batch = pending.splice(0, lookupsPerRequest);
+      const answer = await this.ask(batch.map((entry) => entry.lookup));
+      batch.forEach((entry, index) => {
+        const result = answer.results[index];
+        if (result === undefined) return;
+        for (const row of result.rows) this.hold(row.root, row.rowId, row.json);
+        entry.done(result);
+      });
+    }
+    for (const [key, entry] of wanted) {
+      if (entry.lookup === "entityPage" || entry.lookup === "relationPage" || entry.lookup === "windowPage")
+        continue;
+      this.known.add(key);
+      // A row claims its own id: an entity (relation) found nowhere has no row of that id either.
+      if (entry.lookup === "entity" || entry.lookup === "relation")
+        this.known.add(keyOf(entry.lookup === "entity" ? "row" : "relationRow", entry.id));
+    }
+  }
+
+  /** The listings' pages wanted (windows, entity pages, relations of a kind), each recorded once read. */
+  private async pageLookups(
+    wanted: readonly [string, Wanted][],
+    paged: Paged,
+    push: (entry: Pending) => void,
+  ): Promise<void> {
     for (const [, entry] of wanted) {
       if (entry.lookup === "endpoint" || entry.lookup === "variants" || entry.lookup === "identity") continue;
       if (entry.lookup === "windowPage") {
         // The kind's entities in the window, from the store's index: every one of them up to the
         // page's end is held (the session checks each against the window as it sees it).
         const key = windowPageKey(entry.kind, entry.window, entry.after, entry.count);
-        pending.push(
+        push(
           paged(
             { members: "entity", kinds: [entry.kind], range: entry.window, limit: 0 },
             (end, exhausted) => this.pages.set(key, { end, exhausted }),
@@ -227,7 +254,7 @@ export class RowsOnDemand {
         );
       } else if (entry.lookup === "entityPage") {
         const key = entityPageKey(entry.kind, entry.after, entry.count);
-        pending.push(
+        push(
           paged(
             { members: "entity", ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }), limit: 0 },
             (end, exhausted) => this.pages.set(key, { end, exhausted }),
@@ -246,31 +273,13 @@ export class RowsOnDemand {
           this.pages.set(key, { end: undefined, exhausted: false, tooMany: total });
           continue;
         }
-        pending.push(
+        push(
           paged(
             { members: "relation", ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }), limit: 0 },
             (end) => this.pages.set(key, { end, exhausted: true }),
           ),
         );
       }
-    }
-    while (pending.length > 0) {
-      const batch = pending.splice(0, lookupsPerRequest);
-      const answer = await this.ask(batch.map((entry) => entry.lookup));
-      batch.forEach((entry, index) => {
-        const result = answer.results[index];
-        if (result === undefined) return;
-        for (const row of result.rows) this.hold(row.root, row.rowId, row.json);
-        entry.done(result);
-      });
-    }
-    for (const [key, entry] of wanted) {
-      if (entry.lookup === "entityPage" || entry.lookup === "relationPage" || entry.lookup === "windowPage")
-        continue;
-      this.known.add(key);
-      // A row claims its own id: an entity (relation) found nowhere has no row of that id either.
-      if (entry.lookup === "entity" || entry.lookup === "relation")
-        this.known.add(keyOf(entry.lookup === "entity" ? "row" : "relationRow", entry.id));
     }
   }
 
@@ -352,9 +361,12 @@ export class RowsOnDemand {
 
 /** Each lookup with what its answer completes: a key answered whole, or a listing's page. */
 type Pending = { lookup: RowLookup; done: (result: RowSourceAnswer["results"][number]) => void };
+/** A listing's lookups in pages: at most `most` members after `startAfter`, `onPage` once read. */
 type Paged = (
   query: RowLookup & { members: string },
   onPage: (last: string | undefined, exhausted: boolean) => void,
+  most?: number,
+  startAfter?: string,
 ) => Pending;
 
 /**

@@ -96,17 +96,16 @@ function recycleBound(host: HostWorker, floor: number): number {
 /** Loro's memory (MiB) a host worker may have grown since it opened its document; past it, it is replaced. */
 export const defaultHostRecycleAboveMb = 64;
 
-export function createSessionHosts(options: SessionHostsOptions = {}): SessionHosts {
-  const memoryLimitMb = options.memoryLimitMb ?? 1024;
-  const runRetainedMb = options.runRetainedMb ?? defaultRunRetainedMb;
+/**
+ * The host workers themselves: those keeping a document (by key), the spare made ready for the next
+ * document, and how each one ends — retired when idle, replaced past its memory bound, stopped mid-run.
+ */
+function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
   const recycleAboveBytes = (options.recycleAboveMb ?? defaultHostRecycleAboveMb) * 2 ** 20;
   const logger = options.logger ?? silentLogger;
   const byKey = new Map<string, HostWorker>();
-  let spare: HostWorker | undefined;
-  let closed = false;
-  let nextId = 1;
+  const state: { spare: HostWorker | undefined; closed: boolean } = { spare: undefined, closed: false };
   const counts = { started: 0, stopped: 0, recycled: 0 };
-  const snapshots = keptSnapshots();
   const all = new Set<HostWorker>();
 
   /** Ends an idle worker (no run on it): it leaves the kept documents and its memory is returned. */
@@ -138,7 +137,7 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
     onGone(host) {
       all.delete(host);
       if (host.key !== undefined && byKey.get(host.key) === host) byKey.delete(host.key);
-      if (spare === host) spare = undefined;
+      if (state.spare === host) state.spare = undefined;
     },
     onClosed: recycleIfGrown,
   };
@@ -169,53 +168,69 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
       if (kept.runs.size === 0) retire(kept);
       byKey.delete(request.key);
     }
-    const host = spare ?? spawn();
-    spare = closed ? undefined : spawn();
+    const host = state.spare ?? spawn();
+    state.spare = state.closed ? undefined : spawn();
     host.key = request.key;
     byKey.set(request.key, host);
     return host;
   };
 
   /** Idle workers past the documents the tool keeps are ended, least recently used first. */
-  const trim = (documents: number) => {
+  const trim = (documents: number, dropped: (key: string) => void) => {
     const idle = [...byKey.values()]
       .filter((host) => host.runs.size === 0)
       .sort((a, b) => a.lastUsed - b.lastUsed);
     while (idle.length > Math.max(0, documents)) {
       const host = idle.shift()!;
-      snapshots.drop(host.key!);
+      dropped(host.key!);
       retire(host);
     }
   };
+
+  /** Every worker ended at once (the tool closes). */
+  const close = async () => {
+    state.closed = true;
+    const hosts = [...all];
+    all.clear();
+    byKey.clear();
+    state.spare = undefined;
+    await Promise.all(hosts.map((host) => host.worker.terminate()));
+  };
+
+  if (options.warm === true) state.spare = spawn();
+  return { byKey, state, counts, all, recycleIfGrown, stop, hostFor, trim, close };
+}
+
+export function createSessionHosts(options: SessionHostsOptions = {}): SessionHosts {
+  const memoryLimitMb = options.memoryLimitMb ?? 1024;
+  const runRetainedMb = options.runRetainedMb ?? defaultRunRetainedMb;
+  const workers = keptWorkers(options, memoryLimitMb);
+  const snapshots = keptSnapshots();
+  let nextId = 1;
 
   const context: HostedRunContext = {
     runRetainedMb,
     nextId: () => nextId++,
     snapshotOf: (run) => snapshots.of(run.key, run.replica),
-    stop,
+    stop: workers.stop,
     released(host, run) {
       // A retiring worker whose last run has ended goes now; the others wait for the worker's report.
-      if (host.retiring && host.runs.size === 0) recycleIfGrown(host);
-      trim(run.limits.documents);
+      if (host.retiring && host.runs.size === 0) workers.recycleIfGrown(host);
+      workers.trim(run.limits.documents, (key) => snapshots.drop(key));
     },
   };
 
-  if (options.warm === true) spare = spawn();
   return {
-    readsOf: (key) => byKey.get(key)?.reads,
+    readsOf: (key) => workers.byKey.get(key)?.reads,
     async open(run) {
-      if (closed) throw Object.assign(new Error("the tool is closed"), { code: "sandbox_closed" });
-      return await openHostedRun(context, hostFor(run), run);
+      if (workers.state.closed)
+        throw Object.assign(new Error("the tool is closed"), { code: "sandbox_closed" });
+      return await openHostedRun(context, workers.hostFor(run), run);
     },
-    stats: () => ({ ...counts, live: all.size }),
+    stats: () => ({ ...workers.counts, live: workers.all.size }),
     async close() {
-      closed = true;
-      const hosts = [...all];
-      all.clear();
-      byKey.clear();
       snapshots.clear();
-      spare = undefined;
-      await Promise.all(hosts.map((host) => host.worker.terminate()));
+      await workers.close();
     },
   };
 }
