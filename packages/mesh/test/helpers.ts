@@ -59,10 +59,11 @@ export async function startPoolNode(
   name: string,
   urls: string,
   nodes: ChildProcess[],
+  bundle: { readonly module: string; readonly path: string } = { module: "pool", path: fixture("whoami.ts") },
 ): Promise<{ process: ChildProcess; pid: number }> {
   const child = spawn(
     process.execPath,
-    ["--conditions=@tackle/source", fixture("node-process.ts"), name, urls, "pool", fixture("whoami.ts")],
+    ["--conditions=@tackle/source", fixture("node-process.ts"), name, urls, bundle.module, bundle.path],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   nodes.push(child);

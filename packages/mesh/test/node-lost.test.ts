@@ -8,10 +8,13 @@
  */
 import assert from "node:assert/strict";
 import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { after, before, it } from "node:test";
 import { connect } from "@nats-io/transport-node";
 import type { ToolCallResult } from "@tackle/core";
-import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { type NatsServerHandle, startNatsServer, underLoadMs } from "@tackle/test-support";
 import { defaultModulePrefix } from "../src/config/names.ts";
 import { createMeshClient, issueMembership, type MeshClient, startNodeRuntime } from "../src/index.ts";
 import { eventually, fixture, meshConfig, startPoolNode } from "./helpers.ts";
@@ -123,6 +126,70 @@ it("a call swallowed by a node that went away before running it fails node_lost;
     assert.ok(at - goneAt < 5000, `failed ${Math.round(at - goneAt)} ms after the node went away`);
   } finally {
     if (!ghost.isClosed()) await ghost.close();
+  }
+});
+
+it("a call taken by a node that went away before any question reached it fails node_lost once nothing serves the module; while that node is connected, it waits", {
+  timeout: 60_000,
+}, async () => {
+  // A stand-in for a node that is busy from the moment the call arrives: it holds its subscriptions
+  // (so NATS still routes to them) but answers no question, so the watch never learns its name.
+  const prefix = defaultModulePrefix("mute");
+  const mute = await connect({ servers: nats.url, name: "mute node" });
+  try {
+    mute.subscribe(`${prefix}.echo`, { queue: "q", callback: () => {} });
+    mute.subscribe(`${prefix}.tools.held`, { callback: () => {} });
+    await mute.flush();
+    const call = timed(client.call("mute.echo", {}, { timeoutMs: 30_000 }));
+    // Connected and silent: busy, not gone (it was a 30 s timeout before, too).
+    const early = await Promise.race([
+      call,
+      new Promise<"pending">((resolve) => setTimeout(() => resolve("pending"), 4000)),
+    ]);
+    assert.equal(early, "pending");
+    const goneAt = performance.now();
+    await mute.close();
+    const { result, at } = await call;
+    assert.ok(!result.ok);
+    assert.equal(result.error.code, "node_lost", result.error.message);
+    assert.equal(result.error.retryable, false);
+    assert.match(result.error.message, /"mute\.echo" was sent to a node that went away before it answered/);
+    assert.deepEqual(result.error.data, { tool: "mute.echo", started: "unknown" });
+    // Its deadline was 30 s: the verdict comes within a few probes of the node's going.
+    assert.ok(
+      at - goneAt < underLoadMs(5000),
+      `failed ${Math.round(at - goneAt)} ms after the node went away`,
+    );
+  } finally {
+    if (!mute.isClosed()) await mute.close();
+  }
+});
+
+it("a node process that SIGKILLs itself in the first call a client makes to it fails that call node_lost, not at its deadline", {
+  timeout: 120_000,
+}, async () => {
+  // A client that has never heard this node: whichever of the watch's two paths sees it go, the call
+  // must not wait out its 30 s deadline.
+  const fresh = await createMeshClient({ servers: nats.url, timeoutMs: 30_000 });
+  const file = path.join(mkdtempSync(path.join(tmpdir(), "tackle-node-lost-")), "effects.log");
+  try {
+    const node = await startPoolNode("dying", nats.url, nodes, {
+      module: "effects",
+      path: fixture("effects.mjs"),
+    });
+    const startedAt = performance.now();
+    const result = await fresh.call("effects.apply", { file, id: "one", dieAfter: true });
+    const took = performance.now() - startedAt;
+    assert.ok(!result.ok, "the node died in the call");
+    assert.equal(result.error.code, "node_lost", `${result.error.code}: ${result.error.message}`);
+    assert.ok(took < underLoadMs(10_000), `failed after ${Math.round(took)} ms`);
+    await eventually("the node process exited", async () =>
+      node.process.signalCode === "SIGKILL" ? true : undefined,
+    );
+    assert.match(readFileSync(file, "utf8"), /^one dying /, "the tool ran before the node died");
+  } finally {
+    await fresh.close();
+    rmSync(path.dirname(file), { recursive: true, force: true });
   }
 });
 

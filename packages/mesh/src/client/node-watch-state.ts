@@ -15,7 +15,14 @@ const forgetMs = 60_000;
 export function moduleWatch(modules: Modules, prefix: string, now: number): ModuleWatch {
   let watch = modules.get(prefix);
   if (watch === undefined) {
-    watch = { calls: new Map(), instances: new Map(), lastUsed: now, used: false };
+    watch = {
+      calls: new Map(),
+      instances: new Map(),
+      lastUsed: now,
+      used: false,
+      emptyAt: undefined,
+      checkingEmpty: false,
+    };
     modules.set(prefix, watch);
   }
   return watch;

@@ -76,6 +76,13 @@ export interface ModuleWatch {
   lastUsed: number;
   /** A call started since the last tick. */
   used: boolean;
+  /**
+   * When a request to the module's `tools.held` last got "no responders": no connection serves the
+   * module there or holds a call on it (a node re-served elsewhere keeps answering while its calls run).
+   */
+  emptyAt: number | undefined;
+  /** That request is out. */
+  checkingEmpty: boolean;
 }
 
 export interface NodeWatch {

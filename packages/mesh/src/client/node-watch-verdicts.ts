@@ -11,6 +11,8 @@ export interface Verdicts {
   readonly calls: WatchedCalls;
   /** Asks whether a silent node process is still connected (its answer judges the module again). */
   check(instance: Instance): void;
+  /** Asks whether any node serves the module at all ("no responders" judges the module again). */
+  checkEmpty(): void;
 }
 
 /** Judges every call of one module as of `now`; a call with no verdict yet is left waiting. */
@@ -74,6 +76,26 @@ export function judgeModule(watch: ModuleWatch, now: number, verdicts: Verdicts)
       }
     }
     if (busy) continue;
+    if (gone.size === 0 && live.length === 0 && !call.suspended) {
+      // No node that answers was there when it was sent: the one it went to never answered (it died,
+      // or was closed, before a question reached it). That one is gone only if nothing serves the
+      // module any more; a node busy from the start still holds its subscriptions, so it waits. (A
+      // call caught by this client's own outage is left to the nodes' disowning once they are back.)
+      if (watch.emptyAt === undefined || watch.emptyAt < call.sentAt) {
+        verdicts.checkEmpty();
+        continue;
+      }
+      watch.calls.delete(callId);
+      calls.lost(
+        call.token,
+        new ToolError(
+          "node_lost",
+          `"${call.name}" was sent to a node that went away before it answered, and no node serves the module now; the tool may have run, so check before calling again`,
+          { retryable: false, data: { tool: call.name, started: "unknown" } },
+        ),
+      );
+      continue;
+    }
     if (gone.size === 0) {
       // Caught in flight by a dropped connection (this client's, or a node's that reconnected since
       // it was sent), and no node that answers holds it: asked with `disown`, each says whether it

@@ -144,6 +144,7 @@ export function createNodeWatch(
     lostAfterMs,
     calls,
     check: (instance) => check(prefix, instance),
+    checkEmpty: () => checkEmpty(prefix),
   });
 
   const stopped = () => paused || closed;
@@ -153,6 +154,31 @@ export function createNodeWatch(
       const watch = modules.get(prefix);
       if (watch !== undefined) judgeModule(watch, performance.now(), verdicts(prefix));
     });
+  }
+
+  /** Asks the module's `tools.held` as a request: "no responders" means no node serves it there. */
+  function checkEmpty(prefix: string): void {
+    const watch = modules.get(prefix);
+    if (watch === undefined || watch.checkingEmpty || stopped()) return;
+    watch.checkingEmpty = true;
+    const question: HeldQuestion = { callIds: [] };
+    connection.request(`${prefix}.${HELD_VERB}`, encodeJson(question), { timeout: checkMs }).then(
+      (message) => {
+        watch.checkingEmpty = false;
+        // A node answered: it is known from now on, and the calls are judged on its answers.
+        try {
+          recordAnswer(modules, decodeJson(message.data) as HeldAnswer, performance.now());
+        } catch {
+          // Not an answer of ours.
+        }
+      },
+      (error: unknown) => {
+        watch.checkingEmpty = false;
+        if (!isNoResponders(error) || stopped()) return;
+        watch.emptyAt = performance.now();
+        judgeModule(watch, watch.emptyAt, verdicts(prefix));
+      },
+    );
   }
 
   function tick(): void {
