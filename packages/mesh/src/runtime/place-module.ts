@@ -94,17 +94,14 @@ export async function placeModule(
     return;
   }
   try {
-    slot.served = await serveModule(
-      connection,
-      slot.loaded,
-      placement,
+    slot.served = await serveModule(connection, slot.loaded, placement, {
       node,
       logger,
-      slot.running,
-      site.instance,
-      slot.ledger,
-      slot.results,
-    );
+      running: slot.running,
+      instance: site.instance,
+      ledger: slot.ledger,
+      ...(slot.results === undefined ? {} : { results: slot.results }),
+    });
     slot.notServed = undefined;
     slot.revision = Math.max(slot.revision, revision);
     logger.info(previous === undefined ? "serving module" : "re-serving module on its new membership", {

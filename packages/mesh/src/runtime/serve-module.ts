@@ -51,25 +51,34 @@ function reconnectCounter(connection: NatsConnection): { readonly count: number 
   return counter;
 }
 
+/** Who serves the module and what it shares across its placements. */
+export interface ServeModuleOptions {
+  readonly node: string;
+  readonly logger: Logger;
+  /**
+   * The module's calls in flight, by call id, shared across its placements: a cancel or the
+   * runtime's close aborts them (one controller per call; no AbortSignal.any on a long-lived signal,
+   * which costs dearly at high call rates). A new map by default.
+   */
+  readonly running?: Map<string, AbortController>;
+  /** This node process's random id, in its answers on `<prefix>.tools.held`. */
+  readonly instance?: string;
+  /** What the module's finished and disowned calls were, shared across its placements (ADR 0208). */
+  readonly ledger?: CallLedger;
+  /** The module's results by idempotency key (ADR 0210); without it a keyed call simply runs. */
+  readonly results?: ResultsLedger;
+}
+
 export async function serveModule(
   connection: NatsConnection,
   loaded: LoadedModule,
   placement: Placement,
-  node: string,
-  logger: Logger,
-  /**
-   * The module's calls in flight, by call id, shared across its placements: a cancel or the
-   * runtime's close aborts them (one controller per call; no AbortSignal.any on a long-lived signal,
-   * which costs dearly at high call rates).
-   */
-  running: Map<string, AbortController> = new Map(),
-  /** This node process's random id, in its answers on `<prefix>.tools.held`. */
-  instance: string = processInstance,
-  /** What the module's finished and disowned calls were, shared across its placements (ADR 0208). */
-  ledger: CallLedger = createCallLedger(),
-  /** The module's results by idempotency key (ADR 0210); without it a keyed call simply runs. */
-  results?: ResultsLedger,
+  options: ServeModuleOptions,
 ): Promise<ServedModule> {
+  const { node, logger, results } = options;
+  const running = options.running ?? new Map<string, AbortController>();
+  const instance = options.instance ?? processInstance;
+  const ledger = options.ledger ?? createCallLedger();
   const info = describeModule(loaded, { node, prefix: placement.prefix, seats: placement.seats });
   const reconnects = reconnectCounter(connection);
   // @nats-io/services is built on its own copy of nats-core; the connection is the same object at run time.
