@@ -17,7 +17,7 @@ import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-s
 import { seedFile } from "./scale-harness.ts";
 
 const updates = 100;
-const never = { compactEvery: 1_000_000, compactLogBytes: 1 << 40, compactAgeMs: 1e12 };
+const never = { compactEvery: 1_000_000, compactLogBytes: 2 ** 40, compactAgeMs: 1e12 };
 
 if (process.argv[2] === "--open") {
   // The fresh process: open the store and the document, and read the first page.

@@ -58,6 +58,16 @@ function plansOf(open: OpenDocument): Map<string, string> {
   return open.plans;
 }
 
+export /**
+ * Imports logged updates into a document one at a time. Loro's `importBatch` detaches the document,
+ * imports, then checks the state out again: a diff of the whole state (7.5 s of CPU for 99 one-field
+ * updates after a 100k-entity snapshot), where each `import` applies only its own ops (60 ms for the
+ * same 99).
+ */
+function importLogged(doc: LoroDoc, updates: readonly { readonly bytes: Uint8Array }[]): void {
+  for (const update of updates) doc.import(update.bytes);
+}
+
 export /** Loro throws values that are not Errors; keep whatever they say. */
 function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

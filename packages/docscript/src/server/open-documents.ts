@@ -14,7 +14,7 @@ import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { changedRows } from "./changed-rows.ts";
 import type { DocumentStore } from "./document-store.ts";
-import { type OpenDocument, StaleRowsError } from "./open-document.ts";
+import { importLogged, type OpenDocument, StaleRowsError } from "./open-document.ts";
 import { planIdsOf } from "./push-checks.ts";
 import { nextIssues, stageChange } from "./push-staging.ts";
 import { allRowChanges, rowChanges } from "./row-members.ts";
@@ -59,7 +59,7 @@ export class OpenDocuments {
     if (stored !== undefined && stored.snapshotSeq <= open.seq) {
       const replica = LoroDoc.fromSnapshot(stored.snapshot);
       const updates = stored.updates.filter((update) => update.seq <= open.seq);
-      if (updates.length > 0) replica.importBatch(updates.map((update) => update.bytes));
+      importLogged(replica, updates);
       if (replica.cmpFrontiers(replica.frontiers(), open.doc.frontiers()) === 0) return replica;
     }
     return open.doc.fork();
@@ -100,7 +100,7 @@ export class OpenDocuments {
     const withRows = newer.filter((update) => update.seq <= rowsSeq);
     if (withRows.length > 0) {
       const before = open.doc.frontiers();
-      open.doc.importBatch(withRows.map((update) => update.bytes));
+      importLogged(open.doc, withRows);
       const rows = changedRows(open.doc, before, open.doc.frontiers(), open.index);
       refreshRows(open.projection, open.doc, rows, open.index);
       // The other server stored the issues and rows these updates left: read them again on need.
@@ -127,7 +127,7 @@ export class OpenDocuments {
     // more) and its rows replaced.
     const incremental = rowsSeq !== undefined && rowsSeq >= stored.snapshotSeq;
     const withRows = stored.updates.filter((update) => incremental && update.seq <= rowsSeq);
-    if (withRows.length > 0) doc.importBatch(withRows.map((update) => update.bytes));
+    importLogged(doc, withRows);
     const without = stored.updates.slice(withRows.length);
     // Nothing is read out of the document: rows come from the store's projection when a push or a
     // page needs them. The container index fills as pushes touch rows, each container found through
@@ -155,7 +155,7 @@ export class OpenDocuments {
       // Rows stored before the window index (migration 7): their number fields indexed from the rows.
       if (!(await this.store.numbersIndexed(documentId))) this.indexLater(documentId);
     } else {
-      if (without.length > 0) doc.importBatch(without.map((update) => update.bytes));
+      importLogged(doc, without);
       open.seq = without.at(-1)?.seq ?? open.seq;
       const whole = projectDocument(doc, this.schema);
       open.issues = checkDocument(whole);
