@@ -2,7 +2,6 @@
  * The document server's client: pull a snapshot or the updates since a version, push an update, ask
  * whether a plan was applied, read the change log.
  */
-import { ToolAbortedError } from "@tackle/core";
 import type { LoroDoc } from "loro-crdt";
 import { encodeVersion } from "../document/version.ts";
 import type { ChangePage } from "../server/change-log.ts";
@@ -14,6 +13,8 @@ import type {
   RowLookupAnswer,
 } from "../server/document-host.ts";
 import type { PushResult } from "../server/push-result.ts";
+import { clientReads } from "./client-reads.ts";
+import { jsonOf, transport, VERSION_HEADER } from "./client-transport.ts";
 import { DocumentClientError } from "./document-client-error.ts";
 
 export interface DocumentClientOptions {
@@ -105,80 +106,9 @@ export interface PageQuery {
   readonly limit?: number | undefined;
 }
 
-const VERSION_HEADER = "docscript-version";
-const USER_HEADER = "docscript-user";
-
 export function createDocumentClient(options: DocumentClientOptions): DocumentClient {
-  const fetchImpl = options.fetchImpl ?? fetch;
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  const originOf = (documentId: string): string => {
-    const origin = typeof options.origin === "function" ? options.origin(documentId) : options.origin;
-    return origin.replace(/\/+$/, "");
-  };
-  const tokenOf = async (documentId: string): Promise<string | undefined> =>
-    typeof options.token === "function" ? await options.token(documentId) : options.token;
-  const documentUrl = (documentId: string, suffix: string): string =>
-    `${originOf(documentId)}/documents/${encodeURIComponent(documentId)}/${suffix}`;
-
-  /** One request and its whole answer, under one deadline and the caller's signal. */
-  const request = async (
-    operation: string,
-    documentId: string,
-    url: string,
-    init: RequestInit,
-    callerSignal: AbortSignal | undefined,
-    token?: string,
-  ): Promise<Answer> => {
-    // Aborted before the call: nothing is sent.
-    if (callerSignal?.aborted) throw aborted(operation, callerSignal);
-    const bearer = token ?? (await tokenOf(documentId));
-    if (callerSignal?.aborted) throw aborted(operation, callerSignal);
-    const headers = new Headers(init.headers);
-    if (bearer !== undefined) headers.set("authorization", `Bearer ${bearer}`);
-    if (options.userId !== undefined) headers.set(USER_HEADER, options.userId);
-    // One deadline for the request, its retry and the answer's body.
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const signal = callerSignal === undefined ? deadline : AbortSignal.any([deadline, callerSignal]);
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        const response = await fetchImpl(url, { ...init, headers, signal });
-        const bytes = new Uint8Array(await response.arrayBuffer());
-        return { status: response.status, headers: response.headers, bytes };
-      } catch (error) {
-        if (callerSignal?.aborted) throw aborted(operation, callerSignal);
-        // A kept-alive connection the server closed as the request went out: the server never read it.
-        // Every request here is safe to send again (reads; a push the server stores once, answering
-        // `duplicate` when it has the bytes or the plan; a create answering 409), so once, at once.
-        if (attempt === 1 && !signal.aborted && resetBeforeAnswer(error)) continue;
-        throw new DocumentClientError(
-          "network_error",
-          `no answer from ${new URL(url).origin}: ${(error as Error).message}`,
-          { retryable: true, cause: error },
-        );
-      }
-    }
-  };
-
-  const failure = (response: Answer, documentId: string): DocumentClientError => {
-    const body = jsonOf(response) as { error?: { code?: string; message?: string } } | undefined;
-    const message = body?.error?.message ?? `HTTP ${response.status}`;
-    const status = response.status;
-    if (status === 401)
-      return new DocumentClientError("unauthorized", `document ${documentId}: ${message}`, { status });
-    if (status === 403)
-      return new DocumentClientError("forbidden", `document ${documentId}: ${message}`, { status });
-    if (status === 404)
-      return new DocumentClientError("document_not_found", `document ${documentId}: ${message}`, { status });
-    if (status >= 500)
-      return new DocumentClientError("server_error", `document ${documentId}: ${message}`, {
-        status,
-        retryable: true,
-      });
-    return new DocumentClientError("invalid_request", `document ${documentId}: ${message}`, {
-      status,
-      data: { serverCode: body?.error?.code },
-    });
-  };
+  const http = transport(options);
+  const { request, failure, documentUrl, originOf } = http;
 
   const pullBytes = async (
     documentId: string,
@@ -204,64 +134,8 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
     };
   };
 
-  const page = async <Page>(
-    documentId: string,
-    route: "entities" | "relations",
-    query: PageQuery & { endpoint?: string | undefined },
-    signal: AbortSignal | undefined,
-  ): Promise<Page> => {
-    const params = new URLSearchParams();
-    for (const kind of query.kinds ?? []) params.append("kind", kind);
-    for (const id of query.ids ?? []) params.append("id", id);
-    if (query.ids !== undefined && query.ids.length === 0) params.append("id", "");
-    if (query.after !== undefined) params.set("after", query.after);
-    if (query.limit !== undefined) params.set("limit", String(query.limit));
-    if (query.endpoint !== undefined) params.set("endpoint", query.endpoint);
-    const response = await request(
-      route,
-      documentId,
-      `${documentUrl(documentId, route)}?${params}`,
-      { method: "GET" },
-      signal,
-    );
-    if (response.status !== 200) throw failure(response, documentId);
-    const body = jsonOf(response) as Record<string, unknown> | undefined;
-    if (body === undefined || typeof body.version !== "string" || !Array.isArray(body[route]))
-      throw new DocumentClientError("invalid_response", `the ${route} answer is not a page`, {
-        status: response.status,
-      });
-    return body as Page;
-  };
-
   return {
-    entities: (documentId, query = {}, requestOptions = {}) =>
-      page<EntityPage>(documentId, "entities", query, requestOptions.signal),
-    relations: (documentId, query = {}, requestOptions = {}) =>
-      page<RelationPage>(documentId, "relations", query, requestOptions.signal),
-    async rows(documentId, lookups, requestOptions = {}) {
-      const response = await request(
-        "rows",
-        documentId,
-        documentUrl(documentId, "rows"),
-        {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ lookups }),
-        },
-        requestOptions.signal,
-      );
-      if (response.status !== 200) throw failure(response, documentId);
-      const answer = jsonOf(response) as RowLookupAnswer | undefined;
-      if (
-        typeof answer?.version !== "string" ||
-        !Array.isArray(answer.results) ||
-        answer.results.length !== lookups.length
-      )
-        throw new DocumentClientError("invalid_response", "the rows answer is not a lookup answer", {
-          status: response.status,
-        });
-      return answer;
-    },
+    ...clientReads(http),
     pull: (documentId, pullOptions = {}) =>
       pullBytes(documentId, pullOptions.since, pullOptions.waitMs, pullOptions.signal),
     async pullInto(documentId, doc, requestOptions = {}) {
@@ -274,42 +148,6 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
       );
       if (pulled.bytes.byteLength > 0) doc.import(pulled.bytes);
       return { version: pulled.version };
-    },
-    async planState(documentId, planId, requestOptions = {}) {
-      const response = await request(
-        "planState",
-        documentId,
-        documentUrl(documentId, `plans/${encodeURIComponent(planId)}`),
-        { method: "GET" },
-        requestOptions.signal,
-      );
-      if (response.status !== 200) throw failure(response, documentId);
-      const state = jsonOf(response) as PlanState | undefined;
-      if (state === undefined || (state.state !== "applied" && state.state !== "unknown"))
-        throw new DocumentClientError("invalid_response", "the plan answer is not a plan state", {
-          status: response.status,
-        });
-      return state;
-    },
-    async changes(documentId, changesOptions = {}) {
-      const query = new URLSearchParams();
-      if (changesOptions.cursor !== undefined) query.set("cursor", changesOptions.cursor);
-      if (changesOptions.limit !== undefined) query.set("limit", String(changesOptions.limit));
-      const suffix = query.size === 0 ? "changes" : `changes?${query}`;
-      const response = await request(
-        "changes",
-        documentId,
-        documentUrl(documentId, suffix),
-        { method: "GET" },
-        changesOptions.signal,
-      );
-      if (response.status !== 200) throw failure(response, documentId);
-      const page = jsonOf(response) as ChangePage | undefined;
-      if (!Array.isArray(page?.changes))
-        throw new DocumentClientError("invalid_response", "the changes answer is not a change log page", {
-          status: response.status,
-        });
-      return page;
     },
     async push(documentId, update, pushOptions = {}) {
       const response = await request(
@@ -356,38 +194,4 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
       return true;
     },
   };
-}
-
-/** A whole answer: read inside the request's deadline and signal, so neither can miss its body. */
-interface Answer {
-  readonly status: number;
-  readonly headers: Headers;
-  readonly bytes: Uint8Array;
-}
-
-/** The answer's JSON body, or undefined when it is not JSON. */
-function jsonOf(answer: Answer): unknown {
-  try {
-    return JSON.parse(new TextDecoder().decode(answer.bytes));
-  } catch {
-    return undefined;
-  }
-}
-
-/** The error of a call its caller aborted: core's `aborted`, naming the operation. */
-function aborted(operation: string, signal: AbortSignal): ToolAbortedError {
-  return new ToolAbortedError(`docscript.${operation}`, signal.reason);
-}
-
-/** Codes of a connection closed or reset under a request before any of the answer came. */
-const resetCodes = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
-
-/** Whether fetch failed because the connection was closed or reset before any answer. */
-function resetBeforeAnswer(error: unknown): boolean {
-  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; depth += 1) {
-    const code = (cause as { code?: unknown }).code;
-    if (typeof code === "string" && resetCodes.has(code)) return true;
-    cause = cause.cause;
-  }
-  return false;
 }

@@ -291,44 +291,7 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
     return engineFailed(run, error);
   }
   const compiled = context.evalCode(`${scriptPrefix}${message.script}\n})`, scriptFile);
-  if (compiled.error !== undefined) {
-    const dumped = context.dump(compiled.error) as { name?: unknown; message?: unknown; stack?: unknown };
-    compiled.error.dispose();
-    api.dispose();
-    const position = positionOf(message.script, typeof dumped.stack === "string" ? dumped.stack : undefined);
-    const text = typeof dumped.message === "string" ? dumped.message : "the script does not compile";
-    run.outcome = {
-      ok: false,
-      error: {
-        code: "syntax_error",
-        message: text,
-        ...(typeof dumped.stack === "string" ? { stack: dumped.stack } : {}),
-      },
-    };
-    send({ type: "started", runId, capability });
-    run.over = true;
-    run.gate.end();
-    try {
-      context.dispose();
-      runtime.dispose();
-    } catch {
-      // Disposed with the worker if not here.
-    }
-    if (active === run) active = undefined;
-    calls.closeRoute(run);
-    send({ type: "script-ended", runId, capability });
-    const error: SandboxFailure = {
-      code: "syntax_error",
-      message: position === undefined ? text : `${text} (line ${position.line}, column ${position.column})`,
-      ...(position === undefined ? {} : { data: position }),
-    };
-    try {
-      await dispatcher.finish({ ok: false, error });
-    } catch {
-      // The dispatcher refuses a failed script; the syntax error is the answer.
-    }
-    return finishRun(run, { ok: false, error }, false);
-  }
+  if (compiled.error !== undefined) return compileFailed(run, compiled.error, api);
   main = compiled.value;
   send({ type: "started", runId, capability });
   run.deadline = performance.now() + message.timeoutMs;
@@ -355,6 +318,50 @@ async function startRun(message: Extract<HostToWorker, { type: "run" }>): Promis
     return engineFailed(run, error);
   }
   pump(run);
+}
+
+/**
+ * A script that does not compile: started and ended at once, its engine disposed, and the failure
+ * answered with the line and column the engine names.
+ */
+async function compileFailed(run: Run, compileError: QuickJSHandle, api: QuickJSHandle): Promise<void> {
+  const { context, runtime } = run;
+  const dumped = context.dump(compileError) as { name?: unknown; message?: unknown; stack?: unknown };
+  compileError.dispose();
+  api.dispose();
+  const position = positionOf(run.script, typeof dumped.stack === "string" ? dumped.stack : undefined);
+  const text = typeof dumped.message === "string" ? dumped.message : "the script does not compile";
+  run.outcome = {
+    ok: false,
+    error: {
+      code: "syntax_error",
+      message: text,
+      ...(typeof dumped.stack === "string" ? { stack: dumped.stack } : {}),
+    },
+  };
+  send({ type: "started", runId: run.runId, capability: run.capability });
+  run.over = true;
+  run.gate.end();
+  try {
+    context.dispose();
+    runtime.dispose();
+  } catch {
+    // Disposed with the worker if not here.
+  }
+  if (active === run) active = undefined;
+  calls.closeRoute(run);
+  send({ type: "script-ended", runId: run.runId, capability: run.capability });
+  const error: SandboxFailure = {
+    code: "syntax_error",
+    message: position === undefined ? text : `${text} (line ${position.line}, column ${position.column})`,
+    ...(position === undefined ? {} : { data: position }),
+  };
+  try {
+    await run.dispatcher.finish({ ok: false, error });
+  } catch {
+    // The dispatcher refuses a failed script; the syntax error is the answer.
+  }
+  return finishRun(run, { ok: false, error }, false);
 }
 
 /**

@@ -1,0 +1,135 @@
+/**
+ * How the document client talks to the server: one request and its whole answer under one deadline and
+ * the caller's signal (one retry of a connection reset before any answer), and an error answer turned
+ * into a DocumentClientError.
+ */
+import { ToolAbortedError } from "@tackle/core";
+import type { DocumentClientOptions } from "./create-document-client.ts";
+import { DocumentClientError } from "./document-client-error.ts";
+
+export const VERSION_HEADER = "docscript-version";
+const USER_HEADER = "docscript-user";
+
+export interface Transport {
+  originOf(documentId: string): string;
+  documentUrl(documentId: string, suffix: string): string;
+  request(
+    operation: string,
+    documentId: string,
+    url: string,
+    init: RequestInit,
+    callerSignal: AbortSignal | undefined,
+    token?: string,
+  ): Promise<Answer>;
+  failure(response: Answer, documentId: string): DocumentClientError;
+}
+
+export function transport(options: DocumentClientOptions): Transport {
+  const fetchImpl = options.fetchImpl ?? fetch;
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const originOf = (documentId: string): string => {
+    const origin = typeof options.origin === "function" ? options.origin(documentId) : options.origin;
+    return origin.replace(/\/+$/, "");
+  };
+  const tokenOf = async (documentId: string): Promise<string | undefined> =>
+    typeof options.token === "function" ? await options.token(documentId) : options.token;
+  const documentUrl = (documentId: string, suffix: string): string =>
+    `${originOf(documentId)}/documents/${encodeURIComponent(documentId)}/${suffix}`;
+
+  /** One request and its whole answer, under one deadline and the caller's signal. */
+  const request = async (
+    operation: string,
+    documentId: string,
+    url: string,
+    init: RequestInit,
+    callerSignal: AbortSignal | undefined,
+    token?: string,
+  ): Promise<Answer> => {
+    // Aborted before the call: nothing is sent.
+    if (callerSignal?.aborted) throw aborted(operation, callerSignal);
+    const bearer = token ?? (await tokenOf(documentId));
+    if (callerSignal?.aborted) throw aborted(operation, callerSignal);
+    const headers = new Headers(init.headers);
+    if (bearer !== undefined) headers.set("authorization", `Bearer ${bearer}`);
+    if (options.userId !== undefined) headers.set(USER_HEADER, options.userId);
+    // One deadline for the request, its retry and the answer's body.
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const signal = callerSignal === undefined ? deadline : AbortSignal.any([deadline, callerSignal]);
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const response = await fetchImpl(url, { ...init, headers, signal });
+        const bytes = new Uint8Array(await response.arrayBuffer());
+        return { status: response.status, headers: response.headers, bytes };
+      } catch (error) {
+        if (callerSignal?.aborted) throw aborted(operation, callerSignal);
+        // A kept-alive connection the server closed as the request went out: the server never read it.
+        // Every request here is safe to send again (reads; a push the server stores once, answering
+        // `duplicate` when it has the bytes or the plan; a create answering 409), so once, at once.
+        if (attempt === 1 && !signal.aborted && resetBeforeAnswer(error)) continue;
+        throw new DocumentClientError(
+          "network_error",
+          `no answer from ${new URL(url).origin}: ${(error as Error).message}`,
+          { retryable: true, cause: error },
+        );
+      }
+    }
+  };
+
+  return { originOf, documentUrl, request, failure };
+}
+
+/** The error of an answer that is not a success: coded by status (401, 403, 404, 5xx, other). */
+function failure(response: Answer, documentId: string): DocumentClientError {
+  const body = jsonOf(response) as { error?: { code?: string; message?: string } } | undefined;
+  const message = body?.error?.message ?? `HTTP ${response.status}`;
+  const status = response.status;
+  if (status === 401)
+    return new DocumentClientError("unauthorized", `document ${documentId}: ${message}`, { status });
+  if (status === 403)
+    return new DocumentClientError("forbidden", `document ${documentId}: ${message}`, { status });
+  if (status === 404)
+    return new DocumentClientError("document_not_found", `document ${documentId}: ${message}`, { status });
+  if (status >= 500)
+    return new DocumentClientError("server_error", `document ${documentId}: ${message}`, {
+      status,
+      retryable: true,
+    });
+  return new DocumentClientError("invalid_request", `document ${documentId}: ${message}`, {
+    status,
+    data: { serverCode: body?.error?.code },
+  });
+}
+
+/** A whole answer: read inside the request's deadline and signal, so neither can miss its body. */
+export interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly bytes: Uint8Array;
+}
+
+/** The answer's JSON body, or undefined when it is not JSON. */
+export function jsonOf(answer: Answer): unknown {
+  try {
+    return JSON.parse(new TextDecoder().decode(answer.bytes));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The error of a call its caller aborted: core's `aborted`, naming the operation. */
+function aborted(operation: string, signal: AbortSignal): ToolAbortedError {
+  return new ToolAbortedError(`docscript.${operation}`, signal.reason);
+}
+
+/** Codes of a connection closed or reset under a request before any of the answer came. */
+const resetCodes = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET"]);
+
+/** Whether fetch failed because the connection was closed or reset before any answer. */
+function resetBeforeAnswer(error: unknown): boolean {
+  for (let cause = error, depth = 0; cause instanceof Error && depth < 4; depth += 1) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === "string" && resetCodes.has(code)) return true;
+    cause = cause.cause;
+  }
+  return false;
+}
