@@ -1,4 +1,4 @@
-/** A session's entity reads and writes: list, get, create, update, delete. */
+/** A session's entity reads and writes: list, get (`session-entity-reads.ts`), create, update, delete. */
 
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { isPlainRecord, ownValue } from "../schema/own-keys.ts";
@@ -7,12 +7,9 @@ import { withDefaults } from "../schema/validate-payload.ts";
 import { ROW_SLOTS } from "./layout.ts";
 import { RowsNeeded } from "./projection.ts";
 import type { StoredEntity } from "./row-shape.ts";
-import { readLimit, type SessionContext } from "./session-context.ts";
-import type { DocumentSession, FieldRange } from "./session-types.ts";
-
-/** Ids read per step of a range listing. */
-const rangeChunk = 5_000;
-
+import type { SessionContext } from "./session-context.ts";
+import { sessionEntityReads } from "./session-entity-reads.ts";
+import type { CreateEntityInput, DocumentSession } from "./session-types.ts";
 import { applyOpToValue, checkOp, type UpdateOp } from "./update-op.ts";
 import { applyOpToLoro, writeFields } from "./write-loro.ts";
 
@@ -23,318 +20,235 @@ function isEntityId(value: unknown): value is string {
   return typeof value === "string" && entityIdPattern.test(value);
 }
 
-export function sessionEntities(context: SessionContext): DocumentSession["entities"] {
-  const {
-    schema,
-    projection,
-    createId,
-    entitiesMap,
-    relationsMap,
-    requireStored,
-    rowJson,
-    fieldsMapOf,
-    slotsOf,
-    land,
-    hostOnlyCheck,
-    embeddedJson,
-    topLevelJson,
-    withSlot,
-    writeTopLevelRow,
-  } = context;
-  /** The last entity of each page answered: `after` naming it reads on, even once it is deleted. */
-  const pageEnds = new Map<string, string>();
-  const tooMany = (entityKind: string | undefined, atMost: number) =>
-    readLimit(
-      `entities.list(${entityKind === undefined ? "" : JSON.stringify(entityKind)})`,
-      atMost,
-      `read it in pages (entities.list({ entityKind, limit: ${atMost}, after: <the last entityId of the previous page> })), or read by id (entities.get)`,
-    );
-  const copy = (entity: Entity): Entity => ({ ...entity, payload: structuredClone(entity.payload) });
-  /**
-   * Entities of a kind whose number field lies in `range`, in entityId order: the candidates' ids are
-   * read in chunks (the kind's listing, or on a projection reading rows on demand the store's window
-   * index), each entity's field checked as it comes, until a page is full. `after` reads on after the
-   * last entity of the previous page.
-   */
-  const inRange = (
-    entityKind: string | undefined,
-    range: FieldRange,
-    limit: number | undefined,
-    after: string | undefined,
-    atMost: number | undefined,
-  ): Entity[] => {
-    if (entityKind === undefined || ownValue(schema.entities, entityKind) === undefined)
-      throw new DocScriptError("invalid_operation", "entities.list: a range needs an entityKind");
-    const field = ownValue(schema.entities[entityKind]?.fields, range.field);
-    if (!isPlainRecord(range) || field === undefined || field.type !== "number")
-      throw new DocScriptError(
-        "invalid_operation",
-        `entities.list: range.field names a number field of ${entityKind}, not ${JSON.stringify(range.field)}`,
-      );
-    for (const bound of [range.from, range.to])
-      if (bound !== undefined && typeof bound !== "number")
-        throw new DocScriptError("invalid_operation", "entities.list: range.from and range.to are numbers");
-    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1))
-      throw new DocScriptError(
-        "invalid_operation",
-        `entities.list: limit is a whole number of at least 1, not ${JSON.stringify(limit)}`,
-      );
-    const from = range.from ?? Number.NEGATIVE_INFINITY;
-    const to = range.to ?? Number.POSITIVE_INFINITY;
-    const wanted = limit ?? (atMost === undefined ? Number.POSITIVE_INFINITY : atMost + 1);
-    const found: Entity[] = [];
-    let cursor = after;
-    for (;;) {
-      const ids = projection.entityIdsInWindow(entityKind, range, cursor, rangeChunk);
-      for (const entityId of ids) {
-        const entity = projection.entity(entityId);
-        const value = entity?.payload[range.field];
-        if (entity !== undefined && typeof value === "number" && value >= from && value < to) {
-          found.push(copy(entity));
-          if (found.length >= wanted) break;
-        }
-      }
-      if (found.length >= wanted || ids.length < rangeChunk || projection.lacking) break;
-      cursor = ids.at(-1);
+/** An update's ops applied to the entity's payload, each op checked against its kind as it comes. */
+function assembleUpdate(
+  context: SessionContext,
+  stored: StoredEntity,
+  ops: readonly UpdateOp[],
+): { original: Record<string, unknown>; assembled: Record<string, unknown> } {
+  const { schema, projection, hostOnlyCheck } = context;
+  const entityId = stored.entityId;
+  const kind = ownValue(schema.entities, stored.entityKind);
+  if (kind === undefined)
+    throw new DocScriptError("unknown_kind", `${entityId} has unknown kind "${stored.entityKind}"`);
+  if (!Array.isArray(ops)) throw new DocScriptError("invalid_operation", "update takes a list of ops");
+  const original = (projection.entity(entityId) as Entity).payload as Record<string, unknown>;
+  let assembled = original;
+  // Copied once per update, then edited in place: an update's cost is linear in its ops.
+  const fresh = new WeakSet<object>();
+  for (const op of ops) {
+    checkOp(kind.fields, op, entityId);
+    hostOnlyCheck(stored, [op.path[0] as string]);
+    const field = ownValue(kind.fields, op.path[0]);
+    const current = assembled[op.path[0] as string];
+    const stated =
+      field?.fixed && current !== null && current !== undefined ? JSON.stringify(current) : undefined;
+    assembled = applyOpToValue(assembled, op, entityId, fresh);
+    if (stated !== undefined && stated !== JSON.stringify(assembled[op.path[0] as string])) {
+      throw DocScriptError.fromIssues("schema_violation", [
+        {
+          constraint: "field.fixed",
+          message: "is fixed once stated",
+          entityId,
+          path: [op.path[0] as string],
+        },
+      ]);
     }
-    if (limit === undefined && atMost !== undefined && found.length > atMost)
-      throw tooMany(entityKind, atMost);
-    const last = found.at(-1);
-    if (limit !== undefined && last !== undefined) pageEnds.set(last.entityId, last.entityKind);
-    return found;
-  };
-  /**
-   * What an update writes, checked against its kind but not landed: the row it leaves (read from
-   * `rows` when an earlier update of the same call changed that row) and the Loro mutation.
-   */
-  const prepareUpdate = (
-    entityId: string,
-    ops: readonly UpdateOp[],
-    rows: Map<string, unknown> | undefined,
-  ): { rowId: string; row: unknown; write: () => void } => {
-    const stored = requireStored(entityId);
-    const kind = ownValue(schema.entities, stored.entityKind);
-    if (kind === undefined)
-      throw new DocScriptError("unknown_kind", `${entityId} has unknown kind "${stored.entityKind}"`);
-    if (!Array.isArray(ops)) throw new DocScriptError("invalid_operation", "update takes a list of ops");
-    const original = (projection.entity(entityId) as Entity).payload as Record<string, unknown>;
-    let assembled = original;
-    // Copied once per update, then edited in place: an update's cost is linear in its ops.
-    const fresh = new WeakSet<object>();
+  }
+  return { original, assembled };
+}
+
+/**
+ * What an update writes, checked against its kind but not landed: the row it leaves (read from
+ * `rows` when an earlier update of the same call changed that row) and the Loro mutation.
+ */
+function prepareUpdate(
+  context: SessionContext,
+  entityId: string,
+  ops: readonly UpdateOp[],
+  rows: Map<string, unknown> | undefined,
+): { rowId: string; row: unknown; write: () => void } {
+  const { schema, requireStored, rowJson, fieldsMapOf, embeddedJson, topLevelJson, withSlot } = context;
+  const stored = requireStored(entityId);
+  const { original, assembled } = assembleUpdate(context, stored, ops);
+  const specs = ownValue(schema.entities, stored.entityKind)?.fields ?? {};
+  const touched = new Set(ops.map((op) => op.path[0] as string));
+  const own: Record<string, unknown> = stored.variantOf === undefined ? assembled : { ...stored.own };
+  if (stored.variantOf !== undefined) for (const name of touched) own[name] = assembled[name];
+  const next: StoredEntity = { ...stored, own };
+  const earlier = rows?.get(stored.rowId) as Record<string, unknown> | undefined;
+  let row: unknown;
+  if (stored.holder === undefined) row = { ...(earlier ?? rowJson(stored.rowId)), ...topLevelJson(next) };
+  else if (earlier === undefined) row = withSlot(stored.rowId, stored.holder.slot, embeddedJson(next));
+  else {
+    const slots = { ...((earlier[ROW_SLOTS] as Record<string, unknown> | undefined) ?? {}) };
+    slots[stored.holder.slot] = embeddedJson(next);
+    row = { ...earlier, [ROW_SLOTS]: slots };
+  }
+  const write = () => {
+    const fields = fieldsMapOf(stored);
+    let progress = original;
+    const baseOnly =
+      stored.variantOf !== undefined
+        ? new Set([...touched].filter((name) => !(name in stored.own)))
+        : new Set<string>();
+    // A variant's first write to a field copies the base's value in, then edits it.
+    if (baseOnly.size > 0)
+      writeFields(fields, specs, Object.fromEntries([...baseOnly].map((name) => [name, progress[name]])));
+    const written = new WeakSet<object>();
     for (const op of ops) {
-      checkOp(kind.fields, op, entityId);
-      hostOnlyCheck(stored, [op.path[0] as string]);
-      const field = ownValue(kind.fields, op.path[0]);
-      const current = assembled[op.path[0] as string];
-      const stated =
-        field?.fixed && current !== null && current !== undefined ? JSON.stringify(current) : undefined;
-      assembled = applyOpToValue(assembled, op, entityId, fresh);
-      if (stated !== undefined && stated !== JSON.stringify(assembled[op.path[0] as string])) {
-        throw DocScriptError.fromIssues("schema_violation", [
-          {
-            constraint: "field.fixed",
-            message: "is fixed once stated",
-            entityId,
-            path: [op.path[0] as string],
-          },
-        ]);
-      }
+      progress = applyOpToValue(progress, op, entityId, written);
+      applyOpToLoro(fields, specs, op, progress);
     }
-    const touched = new Set(ops.map((op) => op.path[0] as string));
-    const own: Record<string, unknown> = stored.variantOf === undefined ? assembled : { ...stored.own };
-    if (stored.variantOf !== undefined) for (const name of touched) own[name] = assembled[name];
-    const next: StoredEntity = { ...stored, own };
-    const earlier = rows?.get(stored.rowId) as Record<string, unknown> | undefined;
-    let row: unknown;
-    if (stored.holder === undefined) row = { ...(earlier ?? rowJson(stored.rowId)), ...topLevelJson(next) };
-    else if (earlier === undefined) row = withSlot(stored.rowId, stored.holder.slot, embeddedJson(next));
-    else {
-      const slots = { ...((earlier[ROW_SLOTS] as Record<string, unknown> | undefined) ?? {}) };
-      slots[stored.holder.slot] = embeddedJson(next);
-      row = { ...earlier, [ROW_SLOTS]: slots };
-    }
-    const write = () => {
-      const fields = fieldsMapOf(stored);
-      let progress = original;
-      const baseOnly =
-        stored.variantOf !== undefined
-          ? new Set([...touched].filter((name) => !(name in stored.own)))
-          : new Set<string>();
-      // A variant's first write to a field copies the base's value in, then edits it.
-      if (baseOnly.size > 0)
-        writeFields(
-          fields,
-          kind.fields,
-          Object.fromEntries([...baseOnly].map((name) => [name, progress[name]])),
-        );
-      const written = new WeakSet<object>();
-      for (const op of ops) {
-        progress = applyOpToValue(progress, op, entityId, written);
-        applyOpToLoro(fields, kind.fields, op, progress);
-      }
-    };
-    return { rowId: stored.rowId, row, write };
   };
+  return { rowId: stored.rowId, row, write };
+}
+
+function createEntity(context: SessionContext, input: CreateEntityInput): Entity {
+  const { schema, projection, createId, land, hostOnlyCheck, topLevelJson, writeTopLevelRow } = context;
+  const kind = ownValue(schema.entities, input.entityKind);
+  if (kind === undefined) {
+    throw new DocScriptError(
+      "unknown_kind",
+      `"${input.entityKind}" is not an entity kind; kinds: ${Object.keys(schema.entities).join(", ")}`,
+    );
+  }
+  if (input.entityId !== undefined && !isEntityId(input.entityId))
+    throw new DocScriptError(
+      "invalid_operation",
+      `entityId must match ${entityIdPattern} (at most 200 characters), not ${JSON.stringify(String(input.entityId).slice(0, 60))}`,
+    );
+  if (input.variantOf !== undefined && typeof input.variantOf !== "string")
+    throw new DocScriptError("invalid_operation", "variantOf is an entityId (a string)");
+  if (input.payload !== undefined && !isPlainRecord(input.payload))
+    throw new DocScriptError("invalid_operation", "payload is a record of fields");
+  const given = input.payload ?? {};
+  hostOnlyCheck(
+    { entityKind: input.entityKind, entityId: input.entityId ?? input.entityKind },
+    Object.keys(given),
+  );
+  const own = input.variantOf === undefined ? withDefaults(kind.fields, given) : { ...given };
+  const identity = projection.identityOf({ entityKind: input.entityKind, own });
+  const existing = identity === undefined ? undefined : projection.entityIdsWithIdentity(identity)[0];
+  if (existing !== undefined) return projection.entity(existing) as Entity;
+  const entityId = input.entityId ?? createId(input.entityKind);
+  if (projection.stored(entityId) !== undefined) {
+    throw new DocScriptError("invalid_operation", `an entity ${entityId} already exists`, [
+      { constraint: "entity.unique", message: "the id is taken", entityId, path: [] },
+    ]);
+  }
+  const stored: StoredEntity = {
+    entityId,
+    entityKind: input.entityKind,
+    own,
+    rowId: entityId,
+    ...(input.variantOf === undefined ? {} : { variantOf: input.variantOf }),
+  };
+  land(
+    { entities: new Map([[entityId, topLevelJson(stored)]]), relations: new Map() },
+    () => writeTopLevelRow(stored),
+    [entityId],
+  );
+  return projection.entity(entityId) as Entity;
+}
+
+function updateMany(
+  context: SessionContext,
+  updates: readonly { readonly entityId: string; readonly ops: readonly UpdateOp[] }[],
+): number {
+  const { projection, land } = context;
+  if (!Array.isArray(updates))
+    throw new DocScriptError("invalid_operation", "updateMany takes a list of { entityId, ops }");
+  const ids = new Set<string>();
+  for (const update of updates) {
+    if (!isPlainRecord(update) || typeof update.entityId !== "string")
+      throw new DocScriptError("invalid_operation", "updateMany takes a list of { entityId, ops }");
+    if (ids.has(update.entityId))
+      throw new DocScriptError(
+        "invalid_operation",
+        `updateMany names ${update.entityId} twice: give each entity one update with all its ops`,
+      );
+    ids.add(update.entityId);
+  }
+  // Every entity is looked up before any is written: a projection reading rows on demand learns
+  // all it lacks in one round (ADR 0466), and nothing lands on a partial answer.
+  for (const entityId of ids) projection.stored(entityId);
+  if (projection.lacking) throw new RowsNeeded();
+  // One write: the rows of every update, checked together, landing whole or not at all.
+  const rows = new Map<string, unknown>();
+  const writes: (() => void)[] = [];
+  for (const update of updates) {
+    const prepared = prepareUpdate(context, update.entityId, update.ops, rows);
+    rows.set(prepared.rowId, prepared.row);
+    writes.push(prepared.write);
+  }
+  if (writes.length > 0)
+    land(
+      { entities: rows, relations: new Map() },
+      () => {
+        for (const write of writes) write();
+      },
+      [],
+      { fieldsOf: [...ids] },
+    );
+  return writes.length;
+}
+
+function deleteEntity(context: SessionContext, entityId: string): void {
+  const { projection, entitiesMap, relationsMap, requireStored, slotsOf, land, withSlot } = context;
+  const stored = requireStored(entityId);
+  const entities = new Map<string, unknown>();
+  const relations = new Map<string, unknown>();
+  const slotClears: { holderId: string; slot: string }[] = [];
+  if (stored.holder !== undefined) {
+    entities.set(stored.rowId, withSlot(stored.rowId, stored.holder.slot, undefined));
+  } else {
+    entities.set(stored.rowId, undefined);
+  }
+  const goingIds =
+    stored.holder === undefined
+      ? (projection.row(stored.rowId)?.entities ?? []).map((entity) => entity.entityId)
+      : [entityId];
+  for (const relation of goingIds.flatMap((id) => projection.storedRelationsOf(id))) {
+    if (relation.slot === undefined) relations.set(relation.relationId, undefined);
+    else if (
+      !goingIds.includes(relation.endpoint0EntityId) &&
+      relation.endpoint0EntityId !== stored.holder?.entityId
+    ) {
+      slotClears.push({ holderId: relation.endpoint0EntityId, slot: relation.slot });
+    }
+  }
+  for (const clear of slotClears) {
+    const holder = projection.stored(clear.holderId);
+    if (holder?.holder !== undefined || holder === undefined) continue;
+    entities.set(clear.holderId, withSlot(clear.holderId, clear.slot, undefined));
+  }
+  land({ entities, relations }, () => {
+    if (stored.holder !== undefined) slotsOf(stored.rowId).delete(stored.holder.slot);
+    else entitiesMap.delete(stored.rowId);
+    for (const relationId of relations.keys()) relationsMap.delete(relationId);
+    for (const clear of slotClears)
+      if (entities.has(clear.holderId)) slotsOf(clear.holderId).delete(clear.slot);
+  });
+}
+
+export function sessionEntities(context: SessionContext): DocumentSession["entities"] {
+  const { projection, land } = context;
   return {
-    list(filter = {}) {
-      const { entityKind, limit, after, atMost, range } = filter;
-      if (range !== undefined) return inRange(entityKind, range, limit, after, atMost);
-      // One more than `atMost` tells a read that would answer more from one that answers exactly that.
-      const most = atMost === undefined ? Number.POSITIVE_INFINITY : atMost + 1;
-      if (limit === undefined && after === undefined) {
-        const found = projection.entitiesListed(entityKind, most);
-        if (atMost !== undefined && found.length > atMost) throw tooMany(entityKind, atMost);
-        return found.map(copy);
-      }
-      // A page: in entityId order, which no write changes (a write moves the entity it touched in the
-      // document's order, so a walk in that order would skip or repeat what a script writes as it goes).
-      if (limit !== undefined && !(Number.isInteger(limit) && limit >= 1))
-        throw new DocScriptError(
-          "invalid_operation",
-          `entities.list: limit is a whole number of at least 1, not ${JSON.stringify(limit)}`,
-        );
-      if (after !== undefined) {
-        const kind = pageEnds.get(after) ?? projection.stored(after)?.entityKind;
-        if (kind === undefined || (entityKind !== undefined && kind !== entityKind))
-          throw new DocScriptError(
-            "invalid_operation",
-            `entities.list: after names no ${entityKind ?? "entity"} "${after}"; pass the entityId of the last entity of the previous page`,
-          );
-      }
-      const ids = projection.entityIdsAfter(entityKind, after, limit ?? most);
-      if (limit === undefined && atMost !== undefined && ids.length > atMost)
-        throw tooMany(entityKind, atMost);
-      const page = ids.flatMap((entityId) => projection.entity(entityId) ?? []);
-      const last = page.at(-1);
-      if (limit !== undefined && last !== undefined) pageEnds.set(last.entityId, last.entityKind);
-      return page;
-    },
-    get(entityId) {
-      return projection.entity(entityId);
-    },
+    ...sessionEntityReads(context),
     create(input) {
-      const kind = ownValue(schema.entities, input.entityKind);
-      if (kind === undefined) {
-        throw new DocScriptError(
-          "unknown_kind",
-          `"${input.entityKind}" is not an entity kind; kinds: ${Object.keys(schema.entities).join(", ")}`,
-        );
-      }
-      if (input.entityId !== undefined && !isEntityId(input.entityId))
-        throw new DocScriptError(
-          "invalid_operation",
-          `entityId must match ${entityIdPattern} (at most 200 characters), not ${JSON.stringify(String(input.entityId).slice(0, 60))}`,
-        );
-      if (input.variantOf !== undefined && typeof input.variantOf !== "string")
-        throw new DocScriptError("invalid_operation", "variantOf is an entityId (a string)");
-      if (input.payload !== undefined && !isPlainRecord(input.payload))
-        throw new DocScriptError("invalid_operation", "payload is a record of fields");
-      const given = input.payload ?? {};
-      hostOnlyCheck(
-        { entityKind: input.entityKind, entityId: input.entityId ?? input.entityKind },
-        Object.keys(given),
-      );
-      const own = input.variantOf === undefined ? withDefaults(kind.fields, given) : { ...given };
-      const identity = projection.identityOf({ entityKind: input.entityKind, own });
-      const existing = identity === undefined ? undefined : projection.entityIdsWithIdentity(identity)[0];
-      if (existing !== undefined) return projection.entity(existing) as Entity;
-      const entityId = input.entityId ?? createId(input.entityKind);
-      if (projection.stored(entityId) !== undefined) {
-        throw new DocScriptError("invalid_operation", `an entity ${entityId} already exists`, [
-          { constraint: "entity.unique", message: "the id is taken", entityId, path: [] },
-        ]);
-      }
-      const stored: StoredEntity = {
-        entityId,
-        entityKind: input.entityKind,
-        own,
-        rowId: entityId,
-        ...(input.variantOf === undefined ? {} : { variantOf: input.variantOf }),
-      };
-      land(
-        { entities: new Map([[entityId, topLevelJson(stored)]]), relations: new Map() },
-        () => writeTopLevelRow(stored),
-        [entityId],
-      );
-      return projection.entity(entityId) as Entity;
+      return createEntity(context, input);
     },
     update(entityId, ops) {
-      const prepared = prepareUpdate(entityId, ops, undefined);
+      const prepared = prepareUpdate(context, entityId, ops, undefined);
       land({ entities: new Map([[prepared.rowId, prepared.row]]), relations: new Map() }, prepared.write);
       return projection.entity(entityId) as Entity;
     },
     updateMany(updates) {
-      if (!Array.isArray(updates))
-        throw new DocScriptError("invalid_operation", "updateMany takes a list of { entityId, ops }");
-      const ids = new Set<string>();
-      for (const update of updates) {
-        if (!isPlainRecord(update) || typeof update.entityId !== "string")
-          throw new DocScriptError("invalid_operation", "updateMany takes a list of { entityId, ops }");
-        if (ids.has(update.entityId))
-          throw new DocScriptError(
-            "invalid_operation",
-            `updateMany names ${update.entityId} twice: give each entity one update with all its ops`,
-          );
-        ids.add(update.entityId);
-      }
-      // Every entity is looked up before any is written: a projection reading rows on demand learns
-      // all it lacks in one round (ADR 0466), and nothing lands on a partial answer.
-      for (const entityId of ids) projection.stored(entityId);
-      if (projection.lacking) throw new RowsNeeded();
-      // One write: the rows of every update, checked together, landing whole or not at all.
-      const rows = new Map<string, unknown>();
-      const writes: (() => void)[] = [];
-      for (const update of updates) {
-        const prepared = prepareUpdate(update.entityId, update.ops, rows);
-        rows.set(prepared.rowId, prepared.row);
-        writes.push(prepared.write);
-      }
-      if (writes.length > 0)
-        land(
-          { entities: rows, relations: new Map() },
-          () => {
-            for (const write of writes) write();
-          },
-          [],
-          { fieldsOf: [...ids] },
-        );
-      return writes.length;
+      return updateMany(context, updates);
     },
     delete(entityId) {
-      const stored = requireStored(entityId);
-      const entities = new Map<string, unknown>();
-      const relations = new Map<string, unknown>();
-      const slotClears: { holderId: string; slot: string }[] = [];
-      if (stored.holder !== undefined) {
-        entities.set(stored.rowId, withSlot(stored.rowId, stored.holder.slot, undefined));
-      } else {
-        entities.set(stored.rowId, undefined);
-      }
-      const goingIds =
-        stored.holder === undefined
-          ? (projection.row(stored.rowId)?.entities ?? []).map((entity) => entity.entityId)
-          : [entityId];
-      for (const relation of goingIds.flatMap((id) => projection.storedRelationsOf(id))) {
-        if (relation.slot === undefined) relations.set(relation.relationId, undefined);
-        else if (
-          !goingIds.includes(relation.endpoint0EntityId) &&
-          relation.endpoint0EntityId !== stored.holder?.entityId
-        ) {
-          slotClears.push({ holderId: relation.endpoint0EntityId, slot: relation.slot });
-        }
-      }
-      for (const clear of slotClears) {
-        const holder = projection.stored(clear.holderId);
-        if (holder?.holder !== undefined || holder === undefined) continue;
-        entities.set(clear.holderId, withSlot(clear.holderId, clear.slot, undefined));
-      }
-      land({ entities, relations }, () => {
-        if (stored.holder !== undefined) slotsOf(stored.rowId).delete(stored.holder.slot);
-        else entitiesMap.delete(stored.rowId);
-        for (const relationId of relations.keys()) relationsMap.delete(relationId);
-        for (const clear of slotClears)
-          if (entities.has(clear.holderId)) slotsOf(clear.holderId).delete(clear.slot);
-      });
+      deleteEntity(context, entityId);
     },
   };
 }

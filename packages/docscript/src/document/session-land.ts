@@ -1,0 +1,176 @@
+/**
+ * The one way a session's write lands: staged in the projection, checked within its reach, refused
+ * (the staging undone) when it adds an issue, else applied to Loro whole or not at all.
+ */
+
+import { type LoroDoc, LoroMap } from "loro-crdt";
+import { DocScriptError } from "../schema/docscript-error.ts";
+import type { DocumentIssue } from "../schema/types.ts";
+import { type CheckScope, changeScope, checkDocument, isDeferred, issueKey } from "./check-document.ts";
+import { refreshRows } from "./interpret.ts";
+import { ENTITIES, RELATIONS } from "./layout.ts";
+import { type Projection, RowsNeeded } from "./projection.ts";
+
+export type RowChanges = { entities: Map<string, unknown>; relations: Map<string, unknown> };
+
+/** The union of every landed write's scope (the after scope already holds the before scope). */
+export interface ChangedScope {
+  readonly entityIds: Set<string>;
+  readonly relationIds: Set<string>;
+  /**
+   * Rows written by writes of fields alone: checked within those entities' reach when written; what
+   * a whole change of them reaches (invariants read an entity's neighbours) is added at the end.
+   */
+  readonly fieldRows: Set<string>;
+}
+
+/**
+ * Scope of a change: the rows' entities and relations, then everything touching them. A write of
+ * entities' fields alone (`fieldsOf`: their rows change in those fields only) reaches no relation:
+ * endpoints, slots and cardinality do not depend on a field's value; its scope is those entities,
+ * their variants (which take the fields) and the entities of their identity.
+ */
+function scopeOf(
+  projection: Projection,
+  changes: RowChanges,
+  extraEntities: Iterable<string>,
+  fieldsOf: readonly string[] | undefined,
+): { entityIds: Set<string>; relationIds: Set<string> } {
+  if (fieldsOf === undefined)
+    return changeScope(
+      projection,
+      { entities: changes.entities.keys(), relations: changes.relations.keys() },
+      extraEntities,
+    );
+  const entityIds = new Set<string>(fieldsOf);
+  for (const entityId of fieldsOf) {
+    for (const variantId of projection.variantsOf(entityId)) entityIds.add(variantId);
+    for (const claim of projection.claimsOf(entityId))
+      for (const otherId of projection.sameIdentity(claim)) entityIds.add(otherId);
+  }
+  return { entityIds, relationIds: new Set<string>() };
+}
+
+/** The issues a check of `scope` finds, deferred ones left out, by key. */
+function issueKeys(projection: Projection, scope: CheckScope): Set<string> {
+  return new Set(
+    checkDocument(projection, scope)
+      .filter((issue) => !isDeferred(issue))
+      .map(issueKey),
+  );
+}
+
+export interface LandParts {
+  readonly doc: LoroDoc;
+  readonly projection: Projection;
+  readonly rowJson: (rowId: string) => Record<string, unknown> | undefined;
+  readonly changed: ChangedScope;
+  /** Called when a landed write changed relations: kept order keys may be stale. */
+  readonly relationsWritten: () => void;
+}
+
+export function sessionLand({ doc, projection, rowJson, changed, relationsWritten }: LandParts) {
+  const relationsMap = doc.getMap(RELATIONS);
+  /** Puts the changed rows in the projection; answers how to put back what they replaced. */
+  const stage = (changes: RowChanges): (() => void) => {
+    const previous: RowChanges = { entities: new Map(), relations: new Map() };
+    for (const [rowId, json] of changes.entities) {
+      previous.entities.set(rowId, projection.row(rowId) === undefined ? undefined : rowJson(rowId));
+      projection.setRow(rowId, json);
+    }
+    for (const [relationId, json] of changes.relations) {
+      const stored = relationsMap.get(relationId) as unknown;
+      previous.relations.set(relationId, stored instanceof LoroMap ? stored.toJSON() : undefined);
+      projection.setRelationRow(relationId, json);
+    }
+    return () => {
+      for (const [rowId, json] of previous.entities) projection.setRow(rowId, json);
+      for (const [relationId, json] of previous.relations) projection.setRelationRow(relationId, json);
+    };
+  };
+  /**
+   * Runs `mutate` on the document, whole or not at all: Loro has no rollback of a transaction, so the
+   * writes before this one are committed first, and a mutation that throws part-way is reverted to that
+   * point (and `restore` undoes the staging).
+   */
+  const mutateWhole = (mutate: () => void, restore: () => void): void => {
+    if (doc.getPendingTxnLength() > 0) doc.commit();
+    const frontiers = doc.frontiers();
+    try {
+      mutate();
+    } catch (error) {
+      doc.commit();
+      doc.revertTo(frontiers);
+      doc.commit();
+      restore();
+      throw new DocScriptError(
+        "invalid_operation",
+        `the write could not be stored, and nothing of it landed: ${error instanceof Error ? error.message : String(error)}`.slice(
+          0,
+          500,
+        ),
+      );
+    }
+  };
+  /**
+   * Lands one write: stage the rows it will produce in the projection, check what it touched, refuse
+   * (undoing the staging) when it adds an issue, else mutate the document and re-read the rows.
+   */
+  const land = (
+    changes: RowChanges,
+    mutate: () => void,
+    extraEntities: Iterable<string> = [],
+    /**
+     * The staged rows are exactly what `mutate` leaves (an update's fields, computed by the same ops):
+     * they stay, and the rows are not read back out of the document. `fieldsOf`: the write changes
+     * only these entities' fields, and is checked within their reach alone.
+     */
+    exact: false | { readonly fieldsOf: readonly string[] } = false,
+  ): void => {
+    const fieldsOf = exact === false ? undefined : exact.fieldsOf;
+    const beforeScope = scopeOf(projection, changes, extraEntities, fieldsOf);
+    // A projection reading rows on demand that lacks part of the scope: checking it now would check a
+    // part and ask for the rest one level at a time; its reader fills the scope (with what its checks
+    // ask next) and the write runs again (ADR 0466).
+    if (projection.lacking) throw new RowsNeeded();
+    const before = issueKeys(projection, beforeScope);
+    // What the before scope held stays checked, without widening it to its neighbours' relations (a
+    // clip's track holds thousands): that is the server's scope too, and it keeps a write's check local.
+    const restore = stage(changes);
+    let afterScope: ReturnType<typeof scopeOf>;
+    let added: DocumentIssue[];
+    try {
+      afterScope = scopeOf(projection, changes, extraEntities, fieldsOf);
+      for (const entityId of beforeScope.entityIds) afterScope.entityIds.add(entityId);
+      for (const relationId of beforeScope.relationIds) afterScope.relationIds.add(relationId);
+      added = checkDocument(projection, afterScope).filter(
+        (issue) => !isDeferred(issue) && !before.has(issueKey(issue)),
+      );
+    } catch (error) {
+      // A check that throws (an invariant's own bug, say) leaves nothing staged either.
+      restore();
+      throw error;
+    }
+    // A projection reading rows on demand that lacked some: the checks' answer may be wrong, so the
+    // write does not land; the caller fills what was lacking and writes again (ADR 0466).
+    const lacking = projection.lacking;
+    if (added.length > 0 || lacking) {
+      restore();
+      if (lacking) throw new RowsNeeded();
+      throw DocScriptError.fromIssues("schema_violation", added);
+    }
+    mutateWhole(mutate, restore);
+    if (exact === false)
+      refreshRows(projection, doc, {
+        entities: changes.entities.keys(),
+        relations: changes.relations.keys(),
+      });
+    for (const rowId of changes.entities.keys()) projection.wrote(ENTITIES, rowId);
+    for (const relationId of changes.relations.keys()) projection.wrote(RELATIONS, relationId);
+    if (changes.relations.size > 0) relationsWritten();
+    if (fieldsOf !== undefined) for (const rowId of changes.entities.keys()) changed.fieldRows.add(rowId);
+    for (const entityId of afterScope.entityIds) changed.entityIds.add(entityId);
+    for (const relationId of afterScope.relationIds) changed.relationIds.add(relationId);
+  };
+  return land;
+}
