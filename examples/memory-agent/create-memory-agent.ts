@@ -13,10 +13,16 @@ import { generateText, stepCountIs } from "ai";
 export interface MemoryAgentOptions {
   readonly model: LanguageModelV4;
   readonly client: MemoryClient;
+  /** How long the model waits for its memory context before it is called without (default 300 ms). */
+  readonly contextTimeoutMs?: number;
 }
 
-export function createMemoryAgent({ model, client }: MemoryAgentOptions) {
-  const remembering = withMemory(model, { client, awaitCapture: true });
+export function createMemoryAgent({ model, client, contextTimeoutMs }: MemoryAgentOptions) {
+  const remembering = withMemory(model, {
+    client,
+    awaitCapture: true,
+    ...(contextTimeoutMs === undefined ? {} : { contextTimeoutMs }),
+  });
   const toolset = createToolSet(createMemoryTools(client));
   return {
     async ask(userId: string, sessionId: string, prompt: string): Promise<string> {

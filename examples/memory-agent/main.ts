@@ -18,7 +18,7 @@ export interface Exchange {
   readonly agent: string;
 }
 
-export async function runMemoryAgentDemo(): Promise<{
+export async function runMemoryAgentDemo(options: { readonly contextTimeoutMs?: number } = {}): Promise<{
   transcript: Exchange[];
   client: MemoryClient;
   close(): Promise<void>;
@@ -30,7 +30,7 @@ export async function runMemoryAgentDemo(): Promise<{
     port: 0,
   });
   const client = new MemoryClient({ baseUrl: server.url, apiKey: "demo-key", allowPrivateNetwork: true });
-  const agent = createMemoryAgent({ model: createScriptedModel(), client });
+  const agent = createMemoryAgent({ model: createScriptedModel(), client, ...options });
   const script = [
     { session: "monday", user: "What should I cook tonight?" },
     { session: "monday", user: "Remember that I am vegetarian" },
