@@ -118,7 +118,7 @@ async function loadSqlite(path: string, from: number, to: number) {
     const placeholders = rows.map(() => `(${columns.map(() => "?").join(", ")})`).join(", ");
     database.exec("BEGIN");
     database
-      .prepare(`INSERT INTO memories (${columns.join(", ")}) VALUES ${placeholders}`)
+      .prepare(`INSERT INTO memory_memories (${columns.join(", ")}) VALUES ${placeholders}`)
       .run(
         ...(rows.flatMap((row) => [
           ...memoryValues(row, scopeKey(row)),
@@ -142,11 +142,11 @@ async function loadPostgres(url: string, from: number, to: number) {
       .map(() => `(${memoryColumns.map(() => `$${++parameter}`).join(", ")})`)
       .join(", ");
     await client.query(
-      `INSERT INTO memories (${memoryColumns.join(", ")}) VALUES ${placeholders}`,
+      `INSERT INTO memory_memories (${memoryColumns.join(", ")}) VALUES ${placeholders}`,
       rows.flatMap((row) => memoryValues(row, scopeKey(row))),
     );
   }
-  await client.query("ANALYZE memories");
+  await client.query("ANALYZE memory_memories");
   await client.end();
 }
 
@@ -257,7 +257,7 @@ try {
     const store = createSqliteStore({ path: sqlitePath });
     const rawDatabase = new DatabaseSync(sqlitePath);
     const rawQuery = rawDatabase.prepare(
-      "SELECT m.id, -bm25(memories_search, 1.0, 0.0) AS score FROM memories_search JOIN memories m ON m.seq = memories_search.rowid WHERE memories_search MATCH ? ORDER BY bm25(memories_search, 1.0, 0.0) LIMIT 50",
+      "SELECT m.id, -bm25(memory_memories_search, 1.0, 0.0) AS score FROM memory_memories_search JOIN memory_memories m ON m.seq = memory_memories_search.rowid WHERE memory_memories_search MATCH ? ORDER BY bm25(memory_memories_search, 1.0, 0.0) LIMIT 50",
     );
     results.push(
       ...(await measure("SQLite", size, build, store, async (terms) =>
@@ -283,7 +283,7 @@ try {
       results.push(
         ...(await measure("PostgreSQL", size, build, store, (terms) =>
           rawClient.query(
-            "SELECT m.id, ts_rank(m.tsv, q, 1) AS score FROM memories m, to_tsquery('english', $1) q WHERE m.tsv @@ q ORDER BY score DESC LIMIT 50",
+            "SELECT m.id, ts_rank(m.tsv, q, 1) AS score FROM memory_memories m, to_tsquery('english', $1) q WHERE m.tsv @@ q ORDER BY score DESC LIMIT 50",
             [terms.join(" | ")],
           ),
         )),

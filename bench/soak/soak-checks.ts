@@ -86,7 +86,7 @@ export async function checkMemory(
   // kind (a turn is kept as an episode beside the fact mined from it: two kinds, ADR 0361); every
   // succeeded import job stored each of its turns once and no memory twice.
   const memories = await memorySql.query<{ id: string; kind: string; content: string; status: string }>(
-    "SELECT id, kind, content, status FROM memories",
+    "SELECT id, kind, content, status FROM memory_memories",
   );
   const ids = new Set(memories.rows.map((row) => row.id));
   const activeContents = new Map<string, { content: string; count: number }>();
@@ -104,7 +104,7 @@ export async function checkMemory(
     for (const [content, count] of duplicatedContents) if (content.includes(tag)) op.duplicated += count - 1;
   }
   const events = await memorySql.query<{ content: string; n: number }>(
-    "SELECT content, count(*)::int AS n FROM events GROUP BY content",
+    "SELECT content, count(*)::int AS n FROM memory_events GROUP BY content",
   );
   for (const { op, tag } of jobs.values()) {
     const own = events.rows.filter((row) => row.content.includes(tag));
@@ -113,13 +113,16 @@ export async function checkMemory(
     for (const [content, count] of duplicatedContents) if (content.includes(tag)) op.duplicated += count - 1;
   }
   const finals = new Map(
-    (await memorySql.query("SELECT id, status, lease_owner FROM jobs")).rows.map((row) => [row.id, row]),
+    (await memorySql.query("SELECT id, status, lease_owner FROM memory_jobs")).rows.map((row) => [
+      row.id,
+      row,
+    ]),
   );
   for (const [id, { op }] of jobs) {
     if (op.outcome !== "lost") continue;
     const row = (
       await memorySql.query(
-        "SELECT status, lease_owner, lease_until > clock_timestamp() AS leased, started_at, (SELECT count(*)::int FROM events e WHERE e.import_job_id = j.id) AS events FROM jobs j WHERE id = $1",
+        "SELECT status, lease_owner, lease_until > clock_timestamp() AS leased, started_at, (SELECT count(*)::int FROM memory_events e WHERE e.import_job_id = j.id) AS events FROM memory_jobs j WHERE id = $1",
         [id],
       )
     ).rows[0];

@@ -254,8 +254,9 @@ async function injectFaults(context: FaultContext, procs: Processes) {
     context,
     4,
     async () => {
-      heldAtKill = (await procs.memorySql.query("SELECT id, lease_owner FROM jobs WHERE status = 'running'"))
-        .rows;
+      heldAtKill = (
+        await procs.memorySql.query("SELECT id, lease_owner FROM memory_jobs WHERE status = 'running'")
+      ).rows;
       await kill(procs.memoryA.process);
     },
     async () => {
@@ -264,7 +265,7 @@ async function injectFaults(context: FaultContext, procs: Processes) {
     {
       ready: async () => {
         const running = await procs.memorySql.query(
-          "SELECT DISTINCT lease_owner FROM jobs WHERE status = 'running' AND lease_until > clock_timestamp()",
+          "SELECT DISTINCT lease_owner FROM memory_jobs WHERE status = 'running' AND lease_until > clock_timestamp()",
         );
         return running.rows.length >= 2;
       },

@@ -102,13 +102,14 @@ it("a job whose process is SIGKILLed mid-job is finished once by the other proce
 
   // The first process holds the job and has stored part of it.
   const holder = await until("the job running with progress", async () => {
-    const row = (await sql.query("SELECT status, lease_owner FROM jobs WHERE id = $1", [job.id])).rows[0];
-    const events = (await sql.query("SELECT count(*)::int AS n FROM events")).rows[0].n as number;
+    const row = (await sql.query("SELECT status, lease_owner FROM memory_jobs WHERE id = $1", [job.id]))
+      .rows[0];
+    const events = (await sql.query("SELECT count(*)::int AS n FROM memory_events")).rows[0].n as number;
     return row?.status === "running" && events >= 40 ? (row.lease_owner as string) : undefined;
   });
   first.process.kill("SIGKILL");
   const killedAt = Date.now();
-  const partial = (await sql.query("SELECT count(*)::int AS n FROM events")).rows[0].n as number;
+  const partial = (await sql.query("SELECT count(*)::int AS n FROM memory_events")).rows[0].n as number;
   assert.ok(partial < turns, `the job finished before the kill (${partial} events)`);
   const second = await starting;
 
@@ -116,8 +117,9 @@ it("a job whose process is SIGKILLed mid-job is finished once by the other proce
   const done = await until(
     "the job finished",
     async () => {
-      const row = (await sql.query("SELECT status, lease_owner, result FROM jobs WHERE id = $1", [job.id]))
-        .rows[0];
+      const row = (
+        await sql.query("SELECT status, lease_owner, result FROM memory_jobs WHERE id = $1", [job.id])
+      ).rows[0];
       return row?.status === "succeeded" || row?.status === "failed" ? row : undefined;
     },
     150_000,
@@ -127,14 +129,14 @@ it("a job whose process is SIGKILLed mid-job is finished once by the other proce
   assert.ok(Date.now() - killedAt >= 0);
 
   // Every turn stored once, kept once as an episode; no memory twice.
-  assert.equal((await sql.query("SELECT count(*)::int AS n FROM events")).rows[0].n, turns);
+  assert.equal((await sql.query("SELECT count(*)::int AS n FROM memory_events")).rows[0].n, turns);
   const duplicated = await sql.query(
-    "SELECT content, kind, count(*)::int AS n FROM memories WHERE status = 'active' GROUP BY tenant_id, kind, content HAVING count(*) > 1",
+    "SELECT content, kind, count(*)::int AS n FROM memory_memories WHERE status = 'active' GROUP BY tenant_id, kind, content HAVING count(*) > 1",
   );
   assert.deepEqual(duplicated.rows, []);
-  const episodes = await sql.query("SELECT count(*)::int AS n FROM memories WHERE kind = 'episode'");
+  const episodes = await sql.query("SELECT count(*)::int AS n FROM memory_memories WHERE kind = 'episode'");
   assert.equal(episodes.rows[0].n, turns, "one episode per turn");
-  const memories = (await sql.query("SELECT count(*)::int AS n FROM memories")).rows[0].n as number;
+  const memories = (await sql.query("SELECT count(*)::int AS n FROM memory_memories")).rows[0].n as number;
   assert.ok(memories > 0);
 
   // A client given both services fails over from the dead one to the survivor.

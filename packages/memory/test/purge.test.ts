@@ -139,7 +139,7 @@ describe("purge", () => {
           "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'",
         )
       ).rows.map((row) => row.name);
-      assert.ok(tables.includes("memories") && tables.includes("idempotency_keys"));
+      assert.ok(tables.includes("memory_memories") && tables.includes("memory_idempotency_keys"));
       const holding = async (word: string) => {
         const found: string[] = [];
         for (const table of tables) {

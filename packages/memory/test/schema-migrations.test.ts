@@ -23,6 +23,8 @@ after(async () => {
 });
 
 const tables = ["memories", "memory_history", "events", "documents", "chunks"];
+/** A table's name since migration 6 (SQLite) and 7 (PostgreSQL): every name carries `memory_` (ADR 0371). */
+const prefixed = (table: string) => (table.startsWith("memory_") ? table : `memory_${table}`);
 
 /**
  * A copy of the committed file written by the store before versioning: tenant-a has two memories of
@@ -34,13 +36,14 @@ function legacyCopy(name: string): string {
   return path;
 }
 
-function counts(path: string): Record<string, number> {
+/** Rows per table, keyed by the old names; `names` says which names the file has. */
+function counts(path: string, names: (table: string) => string = prefixed): Record<string, number> {
   const database = new DatabaseSync(path);
   try {
     return Object.fromEntries(
       tables.map((table) => [
         table,
-        Number((database.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n),
+        Number((database.prepare(`SELECT count(*) AS n FROM ${names(table)}`).get() as { n: number }).n),
       ]),
     );
   } finally {
@@ -57,7 +60,7 @@ const isTooNew = (error: unknown) => {
 describe("SQLite store: schema versions", () => {
   it("upgrades a file written before versioning to the latest version without losing a row, still searchable", async () => {
     const path = legacyCopy("legacy.db");
-    const before = counts(path);
+    const before = counts(path, (table) => table);
     assert.deepEqual(before, { memories: 3, memory_history: 3, events: 2, documents: 1, chunks: 1 });
     const store = createSqliteStore({ path });
     try {
@@ -80,24 +83,50 @@ describe("SQLite store: schema versions", () => {
         (await store.listMemories("tenant-b", { userId: "u2" }, { limit: 10, order: "recent" })).length,
         1,
       );
+      // Migration 6 made the chunk index again over the renamed table: the old chunk is found.
+      const chunks = await store.searchChunks("tenant-a", {}, ["stalls"], 5);
+      assert.deepEqual(
+        chunks.map((hit) => hit.chunk.content),
+        ["Restart the worker when the queue stalls."],
+      );
+      await store.insertMemory({
+        ...(await store.listMemories("tenant-b", { userId: "u2" }, { limit: 1, order: "recent" }))[0]!,
+        id: "after-migration",
+        content: "Written after the rename",
+        dedupeKey: "after-migration",
+      });
+      const written = await store.searchMemories("tenant-b", { userId: "u2" }, ["rename"], { limit: 5 });
+      assert.deepEqual(
+        written.map((hit) => hit.memory.id),
+        ["after-migration"],
+        "the renamed tables' triggers index new rows",
+      );
     } finally {
       await store.close();
     }
-    assert.deepEqual(counts(path), before);
+    // Every row kept, and the one written after the rename with its first version.
+    const added = { memories: before.memories! + 1, memory_history: before.memory_history! + 1 };
+    assert.deepEqual(counts(path), { ...before, ...added });
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 5);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 6);
     assert.ok(
       database
-        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'memories_scope_seq'")
+        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'memory_memories_scope_seq'")
         .get(),
       "migration 2 adds the index the neighbouring-turn lookup reads",
     );
     assert.ok(
       database
-        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'idempotency_keys'")
+        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'memory_idempotency_keys'")
         .get(),
       "migration 3 adds the table of idempotency keys",
     );
+    const unprefixed = database
+      .prepare(
+        "SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'memory\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+      )
+      .all();
+    assert.deepEqual(unprefixed, [], "migration 6 names every table, index and trigger memory_");
     database.close();
   });
 
@@ -138,10 +167,13 @@ describe("PostgreSQL store: schema versions", () => {
     return { url: database.url, client };
   }
 
-  async function pgCounts(client: pg.Client): Promise<Record<string, number>> {
+  async function pgCounts(
+    client: pg.Client,
+    names: (table: string) => string = prefixed,
+  ): Promise<Record<string, number>> {
     const result: Record<string, number> = {};
     for (const table of tables) {
-      result[table] = (await client.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
+      result[table] = (await client.query(`SELECT count(*)::int AS n FROM ${names(table)}`)).rows[0].n;
     }
     return result;
   }
@@ -149,7 +181,7 @@ describe("PostgreSQL store: schema versions", () => {
   it("upgrades tables created before versioning without losing a row, and records every version", async () => {
     const { url, client } = await legacyDatabase();
     try {
-      const before = await pgCounts(client);
+      const before = await pgCounts(client, (table) => table);
       assert.equal(before.memories, 2);
       const store = await createPostgresStore({ connectionString: url });
       try {
@@ -163,10 +195,27 @@ describe("PostgreSQL store: schema versions", () => {
           events.map((event) => event.content),
           ["hello there"],
         );
+        // Migration 7 renamed the tables under their serial sequences and generation trigger: a new
+        // row takes the next number, moves the tenant's generation and is found.
+        const generation = await store.memoryGeneration!("tenant-a");
+        const [kept] = await store.listMemories("tenant-a", { userId: "u1" }, { limit: 1, order: "recent" });
+        await store.insertMemory({
+          ...kept!,
+          id: "after-rename",
+          content: "Written after the rename",
+          dedupeKey: "n",
+        });
+        assert.notEqual(await store.memoryGeneration!("tenant-a"), generation);
+        const written = await store.searchMemories("tenant-a", { userId: "u1" }, ["rename"], { limit: 5 });
+        assert.deepEqual(
+          written.map((hit) => hit.memory.id),
+          ["after-rename"],
+        );
       } finally {
         await store.close();
       }
-      assert.deepEqual(await pgCounts(client), before);
+      const added = { memories: before.memories! + 1, memory_history: before.memory_history! + 1 };
+      assert.deepEqual(await pgCounts(client), { ...before, ...added });
       const recorded = await client.query("SELECT store, version FROM tackle_migrations ORDER BY version");
       assert.deepEqual(recorded.rows, [
         { store: "memory", version: 1 },
@@ -175,15 +224,23 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 4 },
         { store: "memory", version: 5 },
         { store: "memory", version: 6 },
+        { store: "memory", version: 7 },
       ]);
-      const index = await client.query("SELECT 1 FROM pg_indexes WHERE indexname = 'memories_scope_seq'");
+      const index = await client.query(
+        "SELECT 1 FROM pg_indexes WHERE indexname = 'memory_memories_scope_seq'",
+      );
       assert.equal(index.rowCount, 1, "migration 3 adds the index the neighbouring-turn lookup reads");
-      const keys = await client.query("SELECT 1 FROM pg_tables WHERE tablename = 'idempotency_keys'");
+      const keys = await client.query("SELECT 1 FROM pg_tables WHERE tablename = 'memory_idempotency_keys'");
       assert.equal(keys.rowCount, 1, "migration 4 adds the table of idempotency keys");
       const generations = await client.query(
         "SELECT 1 FROM pg_tables WHERE tablename = 'memory_generations'",
       );
       assert.equal(generations.rowCount, 1, "migration 6 adds each tenant's memory generation");
+      const unprefixed = await client.query(
+        `SELECT relname FROM pg_class JOIN pg_namespace ON pg_namespace.oid = relnamespace
+         WHERE nspname = current_schema() AND relname NOT LIKE 'memory\\_%' AND relname NOT LIKE 'tackle\\_migrations%'`,
+      );
+      assert.deepEqual(unprefixed.rows, [], "migration 7 names every table, index and sequence memory_");
     } finally {
       await client.end();
     }

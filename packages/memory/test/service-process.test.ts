@@ -180,11 +180,15 @@ describe("memory service process", () => {
     const file = new DatabaseSync(store, { readOnly: true });
     try {
       assert.equal(
-        file.prepare("SELECT COUNT(*) AS n FROM memories").get()?.n,
+        file.prepare("SELECT COUNT(*) AS n FROM memory_memories").get()?.n,
         0,
         "the write was rolled back",
       );
-      assert.equal(file.prepare("SELECT COUNT(*) AS n FROM idempotency_keys").get()?.n, 0, "no key is held");
+      assert.equal(
+        file.prepare("SELECT COUNT(*) AS n FROM memory_idempotency_keys").get()?.n,
+        0,
+        "no key is held",
+      );
     } finally {
       file.close();
     }
@@ -281,10 +285,10 @@ describe("memory service process", () => {
           Number((await pool.query(`SELECT COUNT(*) AS n FROM ${table}`)).rows[0].n);
         const request = killBetweenWriteAndAnswer(stalled, "kill-key", "turn-12", content);
         await stalled.stderrLine(/stalledBeforeCommit/, 10_000);
-        assert.equal(await count("memories"), 0, "the write is not visible before its commit");
+        assert.equal(await count("memory_memories"), 0, "the write is not visible before its commit");
         await request;
-        assert.equal(await count("memories"), 0, "the killed process's transaction was rolled back");
-        assert.equal(await count("idempotency_keys"), 0, "no key is held");
+        assert.equal(await count("memory_memories"), 0, "the killed process's transaction was rolled back");
+        assert.equal(await count("memory_idempotency_keys"), 0, "no key is held");
       } finally {
         await pool.end();
       }

@@ -265,7 +265,7 @@ export function historyValues(memory: StoredMemory, change: string, reason: stri
 const jsonOrNull = (value: unknown) => (value === undefined ? null : JSON.stringify(value));
 
 /**
- * A job's values for `INSERT INTO jobs (id, tenant_id, user_id, agent_id, session_id, type, status,
+ * A job's values for `INSERT INTO memory_jobs (id, tenant_id, user_id, agent_id, session_id, type, status,
  * input, result, error, created_at, started_at, finished_at)`.
  */
 export function jobValues(job: StoredJob): unknown[] {
@@ -285,7 +285,7 @@ export function jobValues(job: StoredJob): unknown[] {
 }
 
 /**
- * A job's values for `UPDATE jobs SET status, result, error, started_at, finished_at WHERE tenant_id
+ * A job's values for `UPDATE memory_jobs SET status, result, error, started_at, finished_at WHERE tenant_id
  * AND id`, in that order.
  */
 export function jobUpdateValues(job: StoredJob): unknown[] {

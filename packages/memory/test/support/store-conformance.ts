@@ -371,7 +371,7 @@ export function storeConformance(label: string, target: ConformanceTarget): void
         "{scope content}: zebra",
         "zebra & !school | (crossing",
         "zebra:* <-> crossing",
-        "'); DROP TABLE memories; -- zebra",
+        "'); DROP TABLE memory_memories; -- zebra",
         '"""*:()',
       ];
       for (const query of hostile) {

@@ -93,11 +93,11 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
       const inScope = `tenant_id = $1${scopeCondition(scope, parameters, mark)}`;
       const row = await one(
         `SELECT
-          (SELECT COUNT(*) FROM memories WHERE ${inScope} AND status = 'active') AS memories,
-          (SELECT COUNT(*) FROM events WHERE ${inScope}) AS events,
-          (SELECT COUNT(*) FROM documents WHERE ${inScope}) AS documents,
-          (SELECT COUNT(*) FROM traces WHERE ${inScope}) AS traces,
-          (SELECT COUNT(*) FROM jobs WHERE ${inScope}) AS jobs`,
+          (SELECT COUNT(*) FROM memory_memories WHERE ${inScope} AND status = 'active') AS memories,
+          (SELECT COUNT(*) FROM memory_events WHERE ${inScope}) AS events,
+          (SELECT COUNT(*) FROM memory_documents WHERE ${inScope}) AS documents,
+          (SELECT COUNT(*) FROM memory_traces WHERE ${inScope}) AS traces,
+          (SELECT COUNT(*) FROM memory_jobs WHERE ${inScope}) AS jobs`,
         parameters,
       );
       return {

@@ -27,6 +27,58 @@ const generationColumns = [
   "updated_at",
 ].join(", ");
 
+/** Migration 7's renames: what migrations 1–6 created without the `memory_` prefix. Shipped: never edit. */
+const renamedTables = [
+  "memories",
+  "access_log",
+  "events",
+  "documents",
+  "chunks",
+  "core_blocks",
+  "traces",
+  "jobs",
+  "idempotency_keys",
+];
+const renamedIndexes = [
+  "access_log_tenant_day",
+  "chunks_id_key",
+  "chunks_pkey",
+  "chunks_tsv",
+  "core_blocks_pkey",
+  "documents_pkey",
+  "documents_tenant_id_scope_key_content_hash_key",
+  "events_custom_id",
+  "events_id_key",
+  "events_pkey",
+  "events_tenant_session",
+  "idempotency_keys_expiry",
+  "idempotency_keys_pkey",
+  "idempotency_keys_user",
+  "jobs_claimable",
+  "jobs_id_key",
+  "jobs_pkey",
+  "jobs_tenant",
+  "memories_active_dedupe",
+  "memories_id_key",
+  "memories_pkey",
+  "memories_scope_seq",
+  "memories_tenant_agent",
+  "memories_tenant_session",
+  "memories_tenant_updated",
+  "memories_tenant_user",
+  "memories_tsv",
+  "traces_id_key",
+  "traces_pkey",
+  "traces_tenant",
+];
+const renamedSequences = [
+  "chunks_seq_seq",
+  "events_seq_seq",
+  "jobs_seq_seq",
+  "memories_seq_seq",
+  "traces_seq_seq",
+];
+
 export const postgresMigrations: readonly PostgresMigration[] = [
   {
     version: 1,
@@ -105,5 +157,19 @@ CREATE TRIGGER memory_generation_change
   AFTER INSERT OR DELETE OR UPDATE OF ${generationColumns} ON memories
   FOR EACH ROW EXECUTE FUNCTION memory_generation_bump();
 `,
+  },
+  {
+    version: 7,
+    name: "every table, index and sequence named memory_",
+    // One layout across Tackle's stores (ADR 0371): each store's objects carry its package's prefix,
+    // as durable's and docscript's do, so they can share a schema with each other and an application.
+    // Renames keep every row, and the generation trigger and serial defaults follow by OID.
+    up: [
+      ...renamedTables.map((table) => `ALTER TABLE ${table} RENAME TO memory_${table};`),
+      ...renamedIndexes.map((index) => `ALTER INDEX IF EXISTS ${index} RENAME TO memory_${index};`),
+      ...renamedSequences.map(
+        (sequence) => `ALTER SEQUENCE IF EXISTS ${sequence} RENAME TO memory_${sequence};`,
+      ),
+    ].join("\n"),
   },
 ];

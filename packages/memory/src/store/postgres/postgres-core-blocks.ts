@@ -11,7 +11,7 @@ export function postgresCoreBlocks(context: PostgresContext): Pick<MemoryStore, 
   return {
     async getBlocks(tenantId, scope) {
       return (
-        await all("SELECT * FROM core_blocks WHERE tenant_id = $1 AND scope_key = $2 ORDER BY label", [
+        await all("SELECT * FROM memory_core_blocks WHERE tenant_id = $1 AND scope_key = $2 ORDER BY label", [
           tenantId,
           scopeKey(scope),
         ])
@@ -26,12 +26,12 @@ export function postgresCoreBlocks(context: PostgresContext): Pick<MemoryStore, 
             const result =
               expectedVersion === 0
                 ? await client.query(
-                    `INSERT INTO core_blocks (tenant_id, scope_key, label, value, limit_chars, version, updated_at)
+                    `INSERT INTO memory_core_blocks (tenant_id, scope_key, label, value, limit_chars, version, updated_at)
                      VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
                     [tenantId, key, block.label, block.value, block.limit, block.version, block.updatedAt],
                   )
                 : await client.query(
-                    `UPDATE core_blocks SET value = $1, limit_chars = $2, version = $3, updated_at = $4
+                    `UPDATE memory_core_blocks SET value = $1, limit_chars = $2, version = $3, updated_at = $4
                      WHERE tenant_id = $5 AND scope_key = $6 AND label = $7 AND version = $8`,
                     [
                       block.value,

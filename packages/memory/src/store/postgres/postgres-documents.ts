@@ -12,7 +12,7 @@ export function postgresDocuments(
     async insertDocument(document, chunks) {
       return transaction(async (client) => {
         const result = await client.query(
-          `INSERT INTO documents (id, tenant_id, user_id, agent_id, session_id, scope_key, title, source, metadata, content_hash, chunk_count, created_at)
+          `INSERT INTO memory_documents (id, tenant_id, user_id, agent_id, session_id, scope_key, title, source, metadata, content_hash, chunk_count, created_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
           [
             document.id,
@@ -30,7 +30,7 @@ export function postgresDocuments(
         if (result.rowCount !== 1) {
           const existing = (
             await client.query(
-              "SELECT * FROM documents WHERE tenant_id = $1 AND scope_key = $2 AND content_hash = $3",
+              "SELECT * FROM memory_documents WHERE tenant_id = $1 AND scope_key = $2 AND content_hash = $3",
               [document.tenantId, scopeKey(document), document.contentHash],
             )
           ).rows[0];
@@ -39,7 +39,7 @@ export function postgresDocuments(
         }
         if (chunks.length > 0) {
           await client.query(
-            `INSERT INTO chunks (id, tenant_id, document_id, ordinal, content)
+            `INSERT INTO memory_chunks (id, tenant_id, document_id, ordinal, content)
              SELECT id, $1, $2, ordinal, content FROM unnest($3::text[], $4::int[], $5::text[]) AS c(id, ordinal, content)`,
             [
               document.tenantId,
@@ -55,7 +55,10 @@ export function postgresDocuments(
     },
 
     async getDocument(tenantId, id) {
-      const row = await one("SELECT * FROM documents WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+      const row = await one("SELECT * FROM memory_documents WHERE tenant_id = $1 AND id = $2", [
+        tenantId,
+        id,
+      ]);
       return row ? documentFromRow(row) : undefined;
     },
 
@@ -64,7 +67,7 @@ export function postgresDocuments(
       if (query.length === 0) return [];
       const parameters: unknown[] = [query, tenantId];
       const sql = `SELECT d.*, c.id AS chunk_id, c.ordinal AS chunk_ordinal, c.content AS chunk_content, ts_rank(c.tsv, q, 1) AS score
-        FROM chunks c JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id, to_tsquery('english', $1) q
+        FROM memory_chunks c JOIN memory_documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id, to_tsquery('english', $1) q
         WHERE c.tenant_id = $2 AND c.tsv @@ q${scopeCondition(scope, parameters, mark, "d.")}
         ORDER BY score DESC, c.seq LIMIT $${parameters.length + 1}`;
       parameters.push(limit);
@@ -82,7 +85,7 @@ export function postgresDocuments(
     async countDocuments(tenantId, scope) {
       const parameters: unknown[] = [tenantId];
       const row = await one(
-        `SELECT COUNT(*) AS n FROM documents WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`,
+        `SELECT COUNT(*) AS n FROM memory_documents WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`,
         parameters,
       );
       return Number(row?.n ?? 0);

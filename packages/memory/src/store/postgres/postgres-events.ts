@@ -49,7 +49,7 @@ async function insertEvents(
     const chunk = events.slice(from, from + insertChunk);
     const rows = chunk.map((_, index) => `(${marks(index * eventColumns.length + 1, eventColumns.length)})`);
     const result = await db.query(
-      `INSERT INTO events (${eventColumns.join(", ")}) VALUES ${rows.join(", ")} ON CONFLICT DO NOTHING RETURNING *`,
+      `INSERT INTO memory_events (${eventColumns.join(", ")}) VALUES ${rows.join(", ")} ON CONFLICT DO NOTHING RETURNING *`,
       chunk.flatMap(eventValues),
     );
     for (const row of result.rows as Row[]) inserted.set(String(row.id), eventFromRow(row));
@@ -59,7 +59,7 @@ async function insertEvents(
   if (taken.length > 0) {
     const rows = (
       await db.query(
-        `SELECT e.* FROM events e JOIN unnest($1::text[], $2::text[]) AS k(tenant_id, custom_id)
+        `SELECT e.* FROM memory_events e JOIN unnest($1::text[], $2::text[]) AS k(tenant_id, custom_id)
          ON e.tenant_id = k.tenant_id AND e.custom_id = k.custom_id`,
         [taken.map((event) => event.tenantId), taken.map((event) => event.customId ?? null)],
       )
@@ -93,7 +93,7 @@ export function postgresEvents(
 
     async listEvents(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM events WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`;
+      let sql = `SELECT * FROM memory_events WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`;
       if (listOptions.cursor !== undefined) {
         parameters.push(listOptions.cursor);
         sql +=
@@ -113,7 +113,7 @@ export function postgresEvents(
     async getEvents(tenantId, ids) {
       if (ids.length === 0) return [];
       return (
-        await all("SELECT * FROM events WHERE tenant_id = $1 AND id = ANY($2) ORDER BY seq", [
+        await all("SELECT * FROM memory_events WHERE tenant_id = $1 AND id = ANY($2) ORDER BY seq", [
           tenantId,
           [...ids],
         ])
@@ -123,7 +123,7 @@ export function postgresEvents(
     async countEvents(tenantId, scope) {
       const parameters: unknown[] = [tenantId];
       const row = await one(
-        `SELECT COUNT(*) AS n FROM events WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`,
+        `SELECT COUNT(*) AS n FROM memory_events WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`,
         parameters,
       );
       return Number(row?.n ?? 0);

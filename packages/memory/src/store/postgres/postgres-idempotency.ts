@@ -11,7 +11,7 @@ export function postgresIdempotency(
   return {
     async findIdempotencyKey(tenantId, key, now) {
       const row = await one(
-        "SELECT * FROM idempotency_keys WHERE tenant_id = $1 AND key = $2 AND expires_at > $3",
+        "SELECT * FROM memory_idempotency_keys WHERE tenant_id = $1 AND key = $2 AND expires_at > $3",
         [tenantId, key, now],
       );
       return row ? idempotencyFromRow(row) : undefined;
@@ -22,12 +22,12 @@ export function postgresIdempotency(
       // recorded the key first holds its index entry: this waits for it to commit (then false) or
       // roll back (then true).
       const result = await db().query(
-        `INSERT INTO idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at, user_id, agent_id, session_id)
+        `INSERT INTO memory_idempotency_keys (tenant_id, key, fingerprint, answer, created_at, expires_at, user_id, agent_id, session_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
          ON CONFLICT (tenant_id, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, answer = EXCLUDED.answer,
            created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at, user_id = EXCLUDED.user_id,
            agent_id = EXCLUDED.agent_id, session_id = EXCLUDED.session_id
-         WHERE idempotency_keys.expires_at <= EXCLUDED.created_at`,
+         WHERE memory_idempotency_keys.expires_at <= EXCLUDED.created_at`,
         [
           record.tenantId,
           record.key,
@@ -42,7 +42,7 @@ export function postgresIdempotency(
     },
 
     async sweepIdempotencyKeys(now) {
-      const result = await db().query("DELETE FROM idempotency_keys WHERE expires_at <= $1", [now]);
+      const result = await db().query("DELETE FROM memory_idempotency_keys WHERE expires_at <= $1", [now]);
       return result.rowCount ?? 0;
     },
   };

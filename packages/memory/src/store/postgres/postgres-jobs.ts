@@ -13,7 +13,7 @@ export function postgresJobs(
   return {
     async insertJob(job) {
       await db().query(
-        `INSERT INTO jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
+        `INSERT INTO memory_jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
         jobValues(job),
       );
@@ -21,7 +21,7 @@ export function postgresJobs(
 
     async updateJob(job) {
       await db().query(
-        "UPDATE jobs SET status = $1, result = $2, error = $3, started_at = $4, finished_at = $5 WHERE tenant_id = $6 AND id = $7",
+        "UPDATE memory_jobs SET status = $1, result = $2, error = $3, started_at = $4, finished_at = $5 WHERE tenant_id = $6 AND id = $7",
         jobUpdateValues(job),
       );
     },
@@ -30,7 +30,7 @@ export function postgresJobs(
 
     async claimJob(tenantId, id, startedAt, orphanedBefore) {
       const result = await db().query(
-        `UPDATE jobs SET status = 'running', started_at = $1
+        `UPDATE memory_jobs SET status = 'running', started_at = $1
          WHERE tenant_id = $2 AND id = $3 AND (status = 'queued' OR (status = 'running' AND started_at < $4))`,
         [startedAt, tenantId, id, orphanedBefore],
       );
@@ -38,13 +38,13 @@ export function postgresJobs(
     },
 
     async getJob(tenantId, id) {
-      const row = await one("SELECT * FROM jobs WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+      const row = await one("SELECT * FROM memory_jobs WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
       return row ? jobFromRow(row) : undefined;
     },
 
     async listJobs(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM jobs WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`;
+      let sql = `SELECT * FROM memory_jobs WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`;
       if (listOptions.type) {
         parameters.push(listOptions.type);
         sql += ` AND type = $${parameters.length}`;
@@ -58,7 +58,7 @@ export function postgresJobs(
     },
 
     async unfinishedJobs() {
-      return (await all("SELECT * FROM jobs WHERE status IN ('queued', 'running') ORDER BY seq")).map(
+      return (await all("SELECT * FROM memory_jobs WHERE status IN ('queued', 'running') ORDER BY seq")).map(
         jobFromRow,
       );
     },
@@ -72,10 +72,10 @@ function postgresJobLeases({ pool, jobLeaseMs }: PostgresContext): JobLeases {
     async claimNext(owner, startedAt) {
       // One statement: the row is locked, skipped by other claimants, and leased by the database's clock.
       const result = await pool.query(
-        `UPDATE jobs SET status = 'running', started_at = COALESCE(started_at, $3), lease_owner = $1,
+        `UPDATE memory_jobs SET status = 'running', started_at = COALESCE(started_at, $3), lease_owner = $1,
            lease_until = clock_timestamp() + $2 * interval '1 millisecond'
          WHERE seq = (
-           SELECT seq FROM jobs
+           SELECT seq FROM memory_jobs
            WHERE status = 'queued' OR (status = 'running' AND (lease_until IS NULL OR lease_until < clock_timestamp()))
            ORDER BY seq FOR UPDATE SKIP LOCKED LIMIT 1)
          RETURNING *`,
@@ -86,7 +86,7 @@ function postgresJobLeases({ pool, jobLeaseMs }: PostgresContext): JobLeases {
     },
     async renew(job, owner) {
       const result = await pool.query(
-        `UPDATE jobs SET lease_until = clock_timestamp() + $1 * interval '1 millisecond'
+        `UPDATE memory_jobs SET lease_until = clock_timestamp() + $1 * interval '1 millisecond'
          WHERE tenant_id = $2 AND id = $3 AND lease_owner = $4 AND status = 'running'`,
         [jobLeaseMs, job.tenantId, job.id, owner],
       );
@@ -94,7 +94,7 @@ function postgresJobLeases({ pool, jobLeaseMs }: PostgresContext): JobLeases {
     },
     async finish(job, owner) {
       const result = await pool.query(
-        `UPDATE jobs SET status = $1, result = $2, error = $3, finished_at = $4, lease_until = NULL
+        `UPDATE memory_jobs SET status = $1, result = $2, error = $3, finished_at = $4, lease_until = NULL
          WHERE tenant_id = $5 AND id = $6 AND lease_owner = $7 AND status = 'running'`,
         [
           job.status,

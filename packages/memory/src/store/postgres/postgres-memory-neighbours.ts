@@ -12,16 +12,16 @@ export function postgresMemoryNeighbours(context: PostgresContext): Pick<MemoryS
       // each an ordered range of the (tenant_id, scope_key, seq) index of active rows (migration 3).
       const rows = await all(
         `SELECT a.id AS anchor_id, n.offset_from_anchor, ${memorySelect}
-         FROM memories a
+         FROM memory_memories a
          CROSS JOIN LATERAL (
-           (SELECT b.seq, -row_number() OVER (ORDER BY b.seq DESC) AS offset_from_anchor FROM memories b
+           (SELECT b.seq, -row_number() OVER (ORDER BY b.seq DESC) AS offset_from_anchor FROM memory_memories b
              WHERE b.tenant_id = a.tenant_id AND b.scope_key = a.scope_key AND b.status = 'active' AND b.seq < a.seq
              ORDER BY b.seq DESC LIMIT $3)
            UNION ALL
-           (SELECT c.seq, row_number() OVER (ORDER BY c.seq) FROM memories c
+           (SELECT c.seq, row_number() OVER (ORDER BY c.seq) FROM memory_memories c
              WHERE c.tenant_id = a.tenant_id AND c.scope_key = a.scope_key AND c.status = 'active' AND c.seq > a.seq
              ORDER BY c.seq LIMIT $3)) n
-         JOIN memories m ON m.seq = n.seq
+         JOIN memory_memories m ON m.seq = n.seq
          WHERE a.tenant_id = $1 AND a.id = ANY($2)
          ORDER BY a.id, n.offset_from_anchor`,
         [tenantId, [...ids], window],

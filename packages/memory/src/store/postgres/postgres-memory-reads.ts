@@ -14,7 +14,7 @@ export function postgresMemoryReads(
     async getMemories(tenantId, ids) {
       if (ids.length === 0) return [];
       return (
-        await all("SELECT * FROM memories WHERE tenant_id = $1 AND id = ANY($2)", [tenantId, [...ids]])
+        await all("SELECT * FROM memory_memories WHERE tenant_id = $1 AND id = ANY($2)", [tenantId, [...ids]])
       ).map(memoryFromRow);
     },
 
@@ -38,12 +38,12 @@ export function postgresMemoryReads(
 
     async listMemories(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT ${memorySelect} FROM memories m WHERE m.tenant_id = $1${scopeCondition(scope, parameters, mark, "m.")}`;
+      let sql = `SELECT ${memorySelect} FROM memory_memories m WHERE m.tenant_id = $1${scopeCondition(scope, parameters, mark, "m.")}`;
       if (listOptions.statuses) sql += ` AND m.status IN (${inList(listOptions.statuses, parameters)})`;
       if (listOptions.kinds) sql += ` AND m.kind IN (${inList(listOptions.kinds, parameters)})`;
       if (listOptions.beforeId !== undefined) {
         parameters.push(listOptions.beforeId);
-        sql += ` AND m.seq < (SELECT b.seq FROM memories b WHERE b.tenant_id = $1 AND b.id = $${parameters.length})`;
+        sql += ` AND m.seq < (SELECT b.seq FROM memory_memories b WHERE b.tenant_id = $1 AND b.id = $${parameters.length})`;
       }
       const order = {
         recent: "m.updated_at DESC, m.seq DESC",
@@ -64,7 +64,7 @@ export function postgresMemoryReads(
 
     async embeddedMemories(tenantId, scope, kinds) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT ${memorySelect} FROM memories m WHERE m.tenant_id = $1 AND m.status = 'active' AND m.embedding IS NOT NULL${scopeCondition(scope, parameters, mark, "m.")}`;
+      let sql = `SELECT ${memorySelect} FROM memory_memories m WHERE m.tenant_id = $1 AND m.status = 'active' AND m.embedding IS NOT NULL${scopeCondition(scope, parameters, mark, "m.")}`;
       if (kinds) sql += ` AND m.kind IN (${inList(kinds, parameters)})`;
       return (await all(sql, parameters)).map(memoryFromRow);
     },

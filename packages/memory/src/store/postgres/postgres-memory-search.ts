@@ -42,9 +42,9 @@ export function postgresMemorySearch(
           SELECT term, false AS prefix FROM unnest(tsvector_to_array(to_tsvector('english', $3))) term
           UNION SELECT term, true FROM unnest(tsvector_to_array(to_tsvector('english', $4))) term),
         scope_size AS (
-          SELECT count(*)::float8 AS n FROM (SELECT 1 FROM memories s WHERE ${filters("s")} LIMIT 10000) capped),
+          SELECT count(*)::float8 AS n FROM (SELECT 1 FROM memory_memories s WHERE ${filters("s")} LIMIT 10000) capped),
         matched AS (
-          SELECT m.seq, m.tsv, greatest(length(m.tsv), 1)::float8 AS dl FROM memories m, query
+          SELECT m.seq, m.tsv, greatest(length(m.tsv), 1)::float8 AS dl FROM memory_memories m, query
           WHERE ${filters("m")} AND m.tsv @@ query.q),
         average AS (SELECT avg(dl) AS avgdl FROM matched),
         hits AS (
@@ -58,7 +58,7 @@ export function postgresMemorySearch(
             ln(1 + (greatest(scope_size.n, frequency.df) - frequency.df + 0.5) / (frequency.df + 0.5))
             * hits.tf * ${bm25K1 + 1} / (hits.tf + ${bm25K1} * (${1 - bm25B} + ${bm25B} * hits.dl / average.avgdl))) AS score
           FROM hits JOIN frequency USING (term), scope_size, average GROUP BY hits.seq)
-        SELECT ${memorySelect}, scored.score FROM scored JOIN memories m ON m.seq = scored.seq`;
+        SELECT ${memorySelect}, scored.score FROM scored JOIN memory_memories m ON m.seq = scored.seq`;
       parameters.push(searchOptions.limit);
       const text = `${sql} ORDER BY scored.score DESC, m.seq DESC LIMIT $${parameters.length}`;
       // A named statement: parsed once per connection (the text varies only with the scope's fields
@@ -87,7 +87,7 @@ export function postgresMemorySearch(
         `SELECT q.query_index, ${memorySelect}
          FROM unnest($2::text[], $3::int[]) AS q(query, query_index)
          CROSS JOIN LATERAL (
-           SELECT m.*, ts_rank(m.tsv, tq) AS rank FROM memories m, to_tsquery('english', q.query) tq
+           SELECT m.*, ts_rank(m.tsv, tq) AS rank FROM memory_memories m, to_tsquery('english', q.query) tq
            WHERE ${filters} AND m.tsv @@ tq ORDER BY rank DESC, m.seq DESC LIMIT $4) m
          ORDER BY q.query_index, m.rank DESC, m.seq DESC`,
         parameters,

@@ -12,7 +12,7 @@ export function postgresMemoryStatistics(
       const parameters: unknown[] = [tenantId];
       return countsFrom(
         await all(
-          `SELECT status, kind, COUNT(*) AS n FROM memories WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)} GROUP BY status, kind`,
+          `SELECT status, kind, COUNT(*) AS n FROM memory_memories WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)} GROUP BY status, kind`,
           parameters,
         ),
       );
@@ -21,7 +21,7 @@ export function postgresMemoryStatistics(
     async countAccessedMemories(tenantId, scope) {
       const parameters: unknown[] = [tenantId];
       const rows = await all(
-        `SELECT COUNT(*) AS n FROM memories WHERE tenant_id = $1 AND status = 'active' AND access_count > 0${scopeCondition(scope, parameters, mark)}`,
+        `SELECT COUNT(*) AS n FROM memory_memories WHERE tenant_id = $1 AND status = 'active' AND access_count > 0${scopeCondition(scope, parameters, mark)}`,
         parameters,
       );
       return Number(rows[0]?.n ?? 0);
@@ -32,7 +32,7 @@ export function postgresMemoryStatistics(
       const rows = await all(
         `SELECT day, COUNT(*) FILTER (WHERE kind = 'search') AS searches, COUNT(*) FILTER (WHERE kind = 'hit') AS hits,
            COUNT(*) FILTER (WHERE kind = 'read') AS reads
-         FROM access_log WHERE tenant_id = $1 AND day >= $2${scopeCondition(scope, parameters, mark)} GROUP BY day ORDER BY day`,
+         FROM memory_access_log WHERE tenant_id = $1 AND day >= $2${scopeCondition(scope, parameters, mark)} GROUP BY day ORDER BY day`,
         parameters,
       );
       return rows.map((row) => ({
@@ -46,7 +46,7 @@ export function postgresMemoryStatistics(
     async countSearches(tenantId, scope) {
       const parameters: unknown[] = [tenantId];
       const row = await one(
-        `SELECT COUNT(*) AS n FROM access_log WHERE tenant_id = $1 AND kind = 'search'${scopeCondition(scope, parameters, mark)}`,
+        `SELECT COUNT(*) AS n FROM memory_access_log WHERE tenant_id = $1 AND kind = 'search'${scopeCondition(scope, parameters, mark)}`,
         parameters,
       );
       return Number(row?.n ?? 0);

@@ -12,7 +12,7 @@ import {
   writeAccess,
 } from "./postgres-sql.ts";
 
-const insertMemorySql = `INSERT INTO memories (${memoryColumns.join(", ")}) VALUES (${marks(1, memoryColumns.length)}) ON CONFLICT DO NOTHING`;
+const insertMemorySql = `INSERT INTO memory_memories (${memoryColumns.join(", ")}) VALUES (${marks(1, memoryColumns.length)}) ON CONFLICT DO NOTHING`;
 
 /** Inserts, or answers the active duplicate (same scope and dedupe key); inside a transaction. */
 async function insertOne(
@@ -26,7 +26,7 @@ async function insertOne(
   }
   const existing = (
     await client.query(
-      "SELECT * FROM memories WHERE tenant_id = $1 AND scope_key = $2 AND dedupe_key = $3 AND status = 'active'",
+      "SELECT * FROM memory_memories WHERE tenant_id = $1 AND scope_key = $2 AND dedupe_key = $3 AND status = 'active'",
       [memory.tenantId, scopeKey(memory), memory.dedupeKey],
     )
   ).rows[0];
@@ -56,7 +56,7 @@ export function postgresMemoryWrites(
             (_, index) => `(${marks(index * memoryColumns.length + 1, memoryColumns.length)})`,
           );
           const result = await client.query(
-            `INSERT INTO memories (${memoryColumns.join(", ")}) VALUES ${rows.join(", ")} ON CONFLICT DO NOTHING RETURNING id`,
+            `INSERT INTO memory_memories (${memoryColumns.join(", ")}) VALUES ${rows.join(", ")} ON CONFLICT DO NOTHING RETURNING id`,
             values,
           );
           for (const row of result.rows) created.add(String(row.id));
@@ -82,7 +82,7 @@ export function postgresMemoryWrites(
           // Not inserted: the active memory of its scope and dedupe key answers (as `insertOne` does).
           const existing = (
             await client.query(
-              "SELECT * FROM memories WHERE tenant_id = $1 AND scope_key = $2 AND dedupe_key = $3 AND status = 'active'",
+              "SELECT * FROM memory_memories WHERE tenant_id = $1 AND scope_key = $2 AND dedupe_key = $3 AND status = 'active'",
               [memory.tenantId, scopeKey(memory), memory.dedupeKey],
             )
           ).rows[0];
@@ -99,7 +99,7 @@ export function postgresMemoryWrites(
         const assignments = memoryColumns.slice(2).map((column, index) => `${column} = $${index + 1}`);
         const base = values.length;
         const result = await client.query(
-          `UPDATE memories SET ${assignments.join(", ")} WHERE tenant_id = $${base + 1} AND id = $${base + 2} AND version = $${base + 3}`,
+          `UPDATE memory_memories SET ${assignments.join(", ")} WHERE tenant_id = $${base + 1} AND id = $${base + 2} AND version = $${base + 3}`,
           [...values, tenantId, next.id, expectedVersion],
         );
         if (result.rowCount !== 1) return false;

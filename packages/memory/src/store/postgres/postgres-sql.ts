@@ -94,13 +94,13 @@ export async function writeAccess(client: pg.PoolClient, tenantId: string, acces
   const day = access.at.slice(0, 10);
   const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
   await client.query(
-    `INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
+    `INSERT INTO memory_access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
      SELECT $1, $2, $3, $4, $5, memory_id, $6 FROM unnest($7::text[]) AS memory_id`,
     [tenantId, ...scopeParameters(access.scope), access.kind, day, ids],
   );
   if (access.kind !== "search" && access.memoryIds.length > 0) {
     await client.query(
-      `UPDATE memories SET access_count = access_count + 1, last_accessed_at = $1 WHERE tenant_id = $2 AND ${postgresDialect.anyOf("id", 3)}`,
+      `UPDATE memory_memories SET access_count = access_count + 1, last_accessed_at = $1 WHERE tenant_id = $2 AND ${postgresDialect.anyOf("id", 3)}`,
       [access.at, tenantId, postgresDialect.list(access.memoryIds)],
     );
   }

@@ -18,7 +18,7 @@ export function postgresTraces(
       // Inside a unit of work: its own commit decides durability, so a savepoint as before.
       await transaction(async (client) => {
         await client.query(
-          `INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
+          `INSERT INTO memory_traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
           [
             trace.id,
@@ -37,13 +37,13 @@ export function postgresTraces(
     },
 
     async getTrace(tenantId, id) {
-      const row = await one("SELECT * FROM traces WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
+      const row = await one("SELECT * FROM memory_traces WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
       return row ? traceFromRow(row) : undefined;
     },
 
     async listTraces(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM traces WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`;
+      let sql = `SELECT * FROM memory_traces WHERE tenant_id = $1${scopeCondition(scope, parameters, mark)}`;
       if (listOptions.operation) {
         parameters.push(listOptions.operation);
         sql += ` AND operation = $${parameters.length}`;

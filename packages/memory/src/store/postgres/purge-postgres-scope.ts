@@ -25,8 +25,8 @@ export async function purgePostgresScope(
   ].join(" AND ");
   const run = async (sql: string, extra: readonly unknown[] = []) =>
     (await client.query(sql, [...parameters, ...extra])).rowCount ?? 0;
-  const memoryIds = `SELECT id FROM memories WHERE ${scoped}`;
-  const documentIds = `SELECT id FROM documents WHERE ${scoped}`;
+  const memoryIds = `SELECT id FROM memory_memories WHERE ${scoped}`;
+  const documentIds = `SELECT id FROM memory_documents WHERE ${scoped}`;
   const blockScope = fields
     .map((field, index) => `(scope_key::jsonb ->> ${MEMORY_SCOPE_VALUES.indexOf(field)}) = $${index + 2}`)
     .join(" AND ");
@@ -37,17 +37,19 @@ export async function purgePostgresScope(
     `DELETE FROM memory_history WHERE tenant_id = $1 AND memory_id IN (${memoryIds})`,
   );
   const accessRecords = await run(
-    `DELETE FROM access_log WHERE (${scoped}) OR (tenant_id = $1 AND memory_id IN (${memoryIds}))`,
+    `DELETE FROM memory_access_log WHERE (${scoped}) OR (tenant_id = $1 AND memory_id IN (${memoryIds}))`,
   );
-  const memories = await run(`DELETE FROM memories WHERE ${scoped}`);
-  const events = await run(`DELETE FROM events WHERE ${scoped}`);
-  const chunks = await run(`DELETE FROM chunks WHERE tenant_id = $1 AND document_id IN (${documentIds})`);
-  const documents = await run(`DELETE FROM documents WHERE ${scoped}`);
-  const coreBlocks = await run(`DELETE FROM core_blocks WHERE tenant_id = $1 AND ${blockScope}`);
-  const traces = await run(`DELETE FROM traces WHERE ${scoped}`);
-  const jobs = await run(`DELETE FROM jobs WHERE ${scoped}`);
+  const memories = await run(`DELETE FROM memory_memories WHERE ${scoped}`);
+  const events = await run(`DELETE FROM memory_events WHERE ${scoped}`);
+  const chunks = await run(
+    `DELETE FROM memory_chunks WHERE tenant_id = $1 AND document_id IN (${documentIds})`,
+  );
+  const documents = await run(`DELETE FROM memory_documents WHERE ${scoped}`);
+  const coreBlocks = await run(`DELETE FROM memory_core_blocks WHERE tenant_id = $1 AND ${blockScope}`);
+  const traces = await run(`DELETE FROM memory_traces WHERE ${scoped}`);
+  const jobs = await run(`DELETE FROM memory_jobs WHERE ${scoped}`);
   const idempotencyKeys = await run(
-    `DELETE FROM idempotency_keys WHERE (${scoped})
+    `DELETE FROM memory_idempotency_keys WHERE (${scoped})
        OR (tenant_id = $1 AND user_id IS NULL AND agent_id IS NULL AND session_id IS NULL AND ${answerNames.join(" AND ")})`,
     fragments,
   );

@@ -30,14 +30,14 @@ export function traceStatement(trace: StoredTrace, accesses: readonly AccessReco
   const touched = touching[0];
   const text = `WITH durability AS (SELECT set_config('synchronous_commit', 'off', true) AS setting),
     trace AS (
-      INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
+      INSERT INTO memory_traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)),
     logged AS (
-      INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
+      INSERT INTO memory_access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
       SELECT $2, a.user_id, a.agent_id, a.session_id, a.kind, a.memory_id, a.day
       FROM jsonb_to_recordset($12::jsonb) AS a(user_id text, agent_id text, session_id text, kind text, memory_id text, day text)),
     touched AS (
-      UPDATE memories SET access_count = access_count + 1, last_accessed_at = $13
+      UPDATE memory_memories SET access_count = access_count + 1, last_accessed_at = $13
       WHERE tenant_id = $2 AND id = ANY($14::text[]))
     SELECT setting FROM durability`;
   const values = [

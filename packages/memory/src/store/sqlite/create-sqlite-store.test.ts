@@ -7,6 +7,22 @@ import { it } from "node:test";
 import { createMemoryService } from "../../service/create-memory-service.ts";
 import { createSqliteStore } from "./create-sqlite-store.ts";
 
+/**
+ * Takes a file written by this code back to the names the layouts below had (before migration 6):
+ * tables unprefixed, and no indexes, triggers or chunk index, which migration 1 makes again.
+ */
+function withoutPrefixes(database: DatabaseSync): void {
+  const objects = database
+    .prepare("SELECT type, name FROM sqlite_master WHERE type IN ('index', 'trigger') AND sql IS NOT NULL")
+    .all() as { type: string; name: string }[];
+  for (const { type, name } of objects) database.exec(`DROP ${type.toUpperCase()} ${name}`);
+  database.exec("DROP TABLE memory_chunks_fts");
+  const tables = ["memories", "memories_search", "access_log", "events", "documents", "chunks"];
+  for (const table of [...tables, "core_blocks", "traces", "jobs", "idempotency_keys"]) {
+    database.exec(`ALTER TABLE memory_${table} RENAME TO ${table}`);
+  }
+}
+
 it("a file from before the scoped search index is migrated on open and stays searchable", async () => {
   const directory = mkdtempSync(join(tmpdir(), "tackle-memory-migrate-"));
   const path = join(directory, "old.db");
@@ -16,10 +32,10 @@ it("a file from before the scoped search index is migrated on open and stays sea
     await service.close();
     // Rewind the file to the earlier layout: no scope tokens, an external-content FTS table.
     const database = new DatabaseSync(path);
+    withoutPrefixes(database);
     // Files of that layout were written before schema versions: no user_version, no application_id.
     database.exec(`
       PRAGMA user_version = 0; PRAGMA application_id = 0;
-      DROP TRIGGER memories_search_insert; DROP TRIGGER memories_search_delete; DROP TRIGGER memories_search_update;
       DROP TABLE memories_search;
       ALTER TABLE memories DROP COLUMN scope_tokens;
       CREATE VIRTUAL TABLE memories_fts USING fts5(content, content='memories', content_rowid='seq');
@@ -49,10 +65,10 @@ it("a file from before the prefix index is rebuilt on open; its memories are fou
     await service.close();
     // Rewind the file to the layout without the prefix index, filled as the old triggers filled it.
     const database = new DatabaseSync(path);
+    withoutPrefixes(database);
     // Files of that layout were written before schema versions: no user_version, no application_id.
     database.exec(`
       PRAGMA user_version = 0; PRAGMA application_id = 0;
-      DROP TRIGGER memories_search_insert; DROP TRIGGER memories_search_delete; DROP TRIGGER memories_search_update;
       DROP TABLE memories_search;
       CREATE VIRTUAL TABLE memories_search USING fts5(
         content, scope, content='', contentless_delete=1, tokenize='porter unicode61');
@@ -77,21 +93,23 @@ it("a file from before the prefix index is rebuilt on open; its memories are fou
     );
     await reopened.close();
     const check = new DatabaseSync(path);
-    const table = check.prepare("SELECT sql FROM sqlite_master WHERE name = 'memories_search'").get() as {
+    const table = check
+      .prepare("SELECT sql FROM sqlite_master WHERE name = 'memory_memories_search'")
+      .get() as {
       sql: string;
     };
     const triggers = check
       .prepare(
-        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'memories_search_%' ORDER BY name",
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'memory_memories_search_%' ORDER BY name",
       )
       .all()
       .map((row) => (row as { name: string }).name);
     check.close();
     assert.match(table.sql, /prefix='5'/);
     assert.deepEqual(triggers, [
-      "memories_search_delete",
-      "memories_search_insert",
-      "memories_search_update",
+      "memory_memories_search_delete",
+      "memory_memories_search_insert",
+      "memory_memories_search_update",
     ]);
   } finally {
     rmSync(directory, { recursive: true, force: true });

@@ -71,11 +71,11 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
         return Number(get(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, parameters)?.n ?? 0);
       };
       return {
-        memories: count("memories", " AND status = 'active'"),
-        events: count("events"),
-        documents: count("documents"),
-        traces: count("traces"),
-        jobs: count("jobs"),
+        memories: count("memory_memories", " AND status = 'active'"),
+        events: count("memory_events"),
+        documents: count("memory_documents"),
+        traces: count("memory_traces"),
+        jobs: count("memory_jobs"),
       };
     },
   };
@@ -105,12 +105,14 @@ const sqliteWrites: ReadonlySet<string> = new Set([
 function backfillSearchIndex(database: DatabaseSync): void {
   const missing = database
     .prepare(
-      "SELECT seq, tenant_id, user_id, agent_id, session_id, content FROM memories WHERE scope_tokens = ''",
+      "SELECT seq, tenant_id, user_id, agent_id, session_id, content FROM memory_memories WHERE scope_tokens = ''",
     )
     .all() as Record<string, SQLInputValue>[];
   if (missing.length === 0) return;
-  const update = database.prepare("UPDATE memories SET scope_tokens = ? WHERE seq = ?");
-  const index = database.prepare("INSERT INTO memories_search(rowid, content, scope) VALUES (?, ?, ?)");
+  const update = database.prepare("UPDATE memory_memories SET scope_tokens = ? WHERE seq = ?");
+  const index = database.prepare(
+    "INSERT INTO memory_memories_search(rowid, content, scope) VALUES (?, ?, ?)",
+  );
   database.exec("BEGIN IMMEDIATE");
   try {
     for (const row of missing) {
@@ -120,7 +122,7 @@ function backfillSearchIndex(database: DatabaseSync): void {
         ...(row.session_id === null ? {} : { sessionId: String(row.session_id) }),
       }).join(" ");
       update.run(tokens, row.seq!);
-      database.prepare("DELETE FROM memories_search WHERE rowid = ?").run(row.seq!);
+      database.prepare("DELETE FROM memory_memories_search WHERE rowid = ?").run(row.seq!);
       index.run(row.seq!, String(row.content), tokens);
     }
     database.exec("COMMIT");

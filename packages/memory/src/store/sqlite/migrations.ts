@@ -109,6 +109,104 @@ CREATE TRIGGER IF NOT EXISTS memory_generation_update
 END;
 `,
   },
+  {
+    version: 6,
+    name: "every table, index and trigger named memory_",
+    // One layout across Tackle's stores (ADR 0371): each store's objects carry its package's prefix.
+    // SQLite cannot rename an index or a trigger, and the chunk index names its content table, so
+    // those are dropped and made again under the new names; the tables (and the contentless memory
+    // index, with its shadow tables) are renamed in place, keeping every row.
+    up: (database) => {
+      database.exec(`
+DROP TRIGGER IF EXISTS memories_search_insert;
+DROP TRIGGER IF EXISTS memories_search_delete;
+DROP TRIGGER IF EXISTS memories_search_update;
+DROP TRIGGER IF EXISTS chunks_fts_insert;
+DROP TRIGGER IF EXISTS memory_generation_insert;
+DROP TRIGGER IF EXISTS memory_generation_delete;
+DROP TRIGGER IF EXISTS memory_generation_update;
+DROP TABLE IF EXISTS chunks_fts;
+${[
+  "memories_active_dedupe",
+  "memories_tenant_user",
+  "memories_tenant_agent",
+  "memories_tenant_session",
+  "memories_tenant_updated",
+  "memories_scope_seq",
+  "access_log_tenant_day",
+  "events_custom_id",
+  "events_tenant_session",
+  "traces_tenant",
+  "jobs_tenant",
+  "idempotency_keys_expiry",
+  "idempotency_keys_user",
+]
+  .map((index) => `DROP INDEX IF EXISTS ${index};`)
+  .join("\n")}
+${[
+  "memories",
+  "memories_search",
+  "access_log",
+  "events",
+  "documents",
+  "chunks",
+  "core_blocks",
+  "traces",
+  "jobs",
+  "idempotency_keys",
+]
+  .map((table) => `ALTER TABLE ${table} RENAME TO memory_${table};`)
+  .join("\n")}
+CREATE UNIQUE INDEX memory_memories_active_dedupe
+  ON memory_memories(tenant_id, scope_key, dedupe_key) WHERE status = 'active';
+CREATE INDEX memory_memories_tenant_user ON memory_memories(tenant_id, user_id);
+CREATE INDEX memory_memories_tenant_agent ON memory_memories(tenant_id, agent_id);
+CREATE INDEX memory_memories_tenant_session ON memory_memories(tenant_id, session_id);
+CREATE INDEX memory_memories_tenant_updated ON memory_memories(tenant_id, updated_at);
+CREATE INDEX memory_memories_scope_seq ON memory_memories(tenant_id, scope_key, seq) WHERE status = 'active';
+CREATE INDEX memory_access_log_tenant_day ON memory_access_log(tenant_id, day);
+CREATE UNIQUE INDEX memory_events_custom_id ON memory_events(tenant_id, custom_id) WHERE custom_id IS NOT NULL;
+CREATE INDEX memory_events_tenant_session ON memory_events(tenant_id, session_id, seq);
+CREATE INDEX memory_traces_tenant ON memory_traces(tenant_id, seq);
+CREATE INDEX memory_jobs_tenant ON memory_jobs(tenant_id, seq);
+CREATE INDEX memory_idempotency_keys_expiry ON memory_idempotency_keys(expires_at);
+CREATE INDEX memory_idempotency_keys_user ON memory_idempotency_keys(tenant_id, user_id);
+
+CREATE TRIGGER memory_memories_search_insert AFTER INSERT ON memory_memories BEGIN
+  INSERT INTO memory_memories_search(rowid, content, scope) VALUES (new.seq, new.content, new.scope_tokens);
+END;
+CREATE TRIGGER memory_memories_search_delete AFTER DELETE ON memory_memories BEGIN
+  DELETE FROM memory_memories_search WHERE rowid = old.seq;
+END;
+CREATE TRIGGER memory_memories_search_update AFTER UPDATE OF content ON memory_memories BEGIN
+  DELETE FROM memory_memories_search WHERE rowid = old.seq;
+  INSERT INTO memory_memories_search(rowid, content, scope) VALUES (new.seq, new.content, new.scope_tokens);
+END;
+
+CREATE VIRTUAL TABLE memory_chunks_fts USING fts5(
+  content, content='memory_chunks', content_rowid='seq', tokenize='porter unicode61'
+);
+INSERT INTO memory_chunks_fts(memory_chunks_fts) VALUES ('rebuild');
+CREATE TRIGGER memory_chunks_fts_insert AFTER INSERT ON memory_chunks BEGIN
+  INSERT INTO memory_chunks_fts(rowid, content) VALUES (new.seq, new.content);
+END;
+
+CREATE TRIGGER memory_generation_insert AFTER INSERT ON memory_memories BEGIN
+  INSERT INTO memory_generations (tenant_id, generation) VALUES (new.tenant_id, random())
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = random();
+END;
+CREATE TRIGGER memory_generation_delete AFTER DELETE ON memory_memories BEGIN
+  INSERT INTO memory_generations (tenant_id, generation) VALUES (old.tenant_id, random())
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = random();
+END;
+CREATE TRIGGER memory_generation_update
+  AFTER UPDATE OF ${generationColumns} ON memory_memories BEGIN
+  INSERT INTO memory_generations (tenant_id, generation) VALUES (new.tenant_id, random())
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = random();
+END;
+`);
+    },
+  },
 ];
 
 /** Files made before the scoped index: add the column and drop the old index (rebuilt on open). */

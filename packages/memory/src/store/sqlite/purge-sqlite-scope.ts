@@ -23,8 +23,8 @@ export function purgeSqliteScope(database: DatabaseSync, tenantId: string, scope
   const run = (sql: string, parameters: readonly unknown[]) =>
     Number(database.prepare(sql).run(...(parameters as SQLInputValue[])).changes);
   const scoped = inScope();
-  const memoryIds = `SELECT id FROM memories WHERE ${scoped.sql}`;
-  const documentIds = `SELECT id FROM documents WHERE ${scoped.sql}`;
+  const memoryIds = `SELECT id FROM memory_memories WHERE ${scoped.sql}`;
+  const documentIds = `SELECT id FROM memory_documents WHERE ${scoped.sql}`;
   // A core block's scope lives only in its scope key, the JSON array of the three fields in order.
   const blockScope = fields
     .map((field) => `json_extract(scope_key, '$[${MEMORY_SCOPE_VALUES.indexOf(field)}]') = ?`)
@@ -41,47 +41,47 @@ export function purgeSqliteScope(database: DatabaseSync, tenantId: string, scope
   try {
     const counts = sqliteTransaction(database, () => {
       database.exec(`
-        INSERT INTO memories_search(memories_search, rank) VALUES ('secure-delete', 1);
-        INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('secure-delete', 1);`);
+        INSERT INTO memory_memories_search(memory_memories_search, rank) VALUES ('secure-delete', 1);
+        INSERT INTO memory_chunks_fts(memory_chunks_fts, rank) VALUES ('secure-delete', 1);`);
       const versions = run(`DELETE FROM memory_history WHERE tenant_id = ? AND memory_id IN (${memoryIds})`, [
         tenantId,
         ...scoped.parameters,
       ]);
       const accessRecords = run(
-        `DELETE FROM access_log WHERE (${scoped.sql}) OR (tenant_id = ? AND memory_id IN (${memoryIds}))`,
+        `DELETE FROM memory_access_log WHERE (${scoped.sql}) OR (tenant_id = ? AND memory_id IN (${memoryIds}))`,
         [...scoped.parameters, tenantId, ...scoped.parameters],
       );
-      const memories = run(`DELETE FROM memories WHERE ${scoped.sql}`, scoped.parameters);
-      const events = run(`DELETE FROM events WHERE ${scoped.sql}`, scoped.parameters);
-      // chunks_fts keeps its text in `chunks`: each row is told to the index before the row goes.
+      const memories = run(`DELETE FROM memory_memories WHERE ${scoped.sql}`, scoped.parameters);
+      const events = run(`DELETE FROM memory_events WHERE ${scoped.sql}`, scoped.parameters);
+      // memory_chunks_fts keeps its text in `chunks`: each row is told to the index before the row goes.
       run(
-        `INSERT INTO chunks_fts(chunks_fts, rowid, content)
-         SELECT 'delete', seq, content FROM chunks WHERE tenant_id = ? AND document_id IN (${documentIds})`,
+        `INSERT INTO memory_chunks_fts(memory_chunks_fts, rowid, content)
+         SELECT 'delete', seq, content FROM memory_chunks WHERE tenant_id = ? AND document_id IN (${documentIds})`,
         [tenantId, ...scoped.parameters],
       );
-      const chunks = run(`DELETE FROM chunks WHERE tenant_id = ? AND document_id IN (${documentIds})`, [
-        tenantId,
-        ...scoped.parameters,
-      ]);
-      const documents = run(`DELETE FROM documents WHERE ${scoped.sql}`, scoped.parameters);
-      const coreBlocks = run(`DELETE FROM core_blocks WHERE tenant_id = ? AND ${blockScope}`, [
+      const chunks = run(
+        `DELETE FROM memory_chunks WHERE tenant_id = ? AND document_id IN (${documentIds})`,
+        [tenantId, ...scoped.parameters],
+      );
+      const documents = run(`DELETE FROM memory_documents WHERE ${scoped.sql}`, scoped.parameters);
+      const coreBlocks = run(`DELETE FROM memory_core_blocks WHERE tenant_id = ? AND ${blockScope}`, [
         tenantId,
         ...values,
       ]);
-      const traces = run(`DELETE FROM traces WHERE ${scoped.sql}`, scoped.parameters);
-      const jobs = run(`DELETE FROM jobs WHERE ${scoped.sql}`, scoped.parameters);
+      const traces = run(`DELETE FROM memory_traces WHERE ${scoped.sql}`, scoped.parameters);
+      const jobs = run(`DELETE FROM memory_jobs WHERE ${scoped.sql}`, scoped.parameters);
       const idempotencyKeys = run(
-        `DELETE FROM idempotency_keys WHERE (${scoped.sql})
+        `DELETE FROM memory_idempotency_keys WHERE (${scoped.sql})
            OR (tenant_id = ? AND user_id IS NULL AND agent_id IS NULL AND session_id IS NULL AND ${answerNames})`,
         [...scoped.parameters, tenantId, ...fragments],
       );
       // A deleted entry's term can still name a page in the index's own b-tree: one merge rebuilds
       // each index from the entries that remain.
       database.exec(`
-        INSERT INTO memories_search(memories_search, rank) VALUES ('secure-delete', 0);
-        INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('secure-delete', 0);
-        INSERT INTO memories_search(memories_search) VALUES ('optimize');
-        INSERT INTO chunks_fts(chunks_fts) VALUES ('optimize');`);
+        INSERT INTO memory_memories_search(memory_memories_search, rank) VALUES ('secure-delete', 0);
+        INSERT INTO memory_chunks_fts(memory_chunks_fts, rank) VALUES ('secure-delete', 0);
+        INSERT INTO memory_memories_search(memory_memories_search) VALUES ('optimize');
+        INSERT INTO memory_chunks_fts(memory_chunks_fts) VALUES ('optimize');`);
       return {
         memories,
         versions,

@@ -10,7 +10,7 @@ export function sqliteCoreBlocks(context: SqliteContext): Pick<MemoryStore, "get
   const { all, run, transaction } = context;
   return {
     async getBlocks(tenantId, scope) {
-      return all("SELECT * FROM core_blocks WHERE tenant_id = ? AND scope_key = ? ORDER BY label", [
+      return all("SELECT * FROM memory_core_blocks WHERE tenant_id = ? AND scope_key = ? ORDER BY label", [
         tenantId,
         scopeKey(scope),
       ]).map(blockFromRow);
@@ -24,12 +24,12 @@ export function sqliteCoreBlocks(context: SqliteContext): Pick<MemoryStore, "get
             const result =
               expectedVersion === 0
                 ? run(
-                    `INSERT INTO core_blocks (tenant_id, scope_key, label, value, limit_chars, version, updated_at)
+                    `INSERT INTO memory_core_blocks (tenant_id, scope_key, label, value, limit_chars, version, updated_at)
                      VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
                     [tenantId, key, block.label, block.value, block.limit, block.version, block.updatedAt],
                   )
                 : run(
-                    `UPDATE core_blocks SET value = ?, limit_chars = ?, version = ?, updated_at = ?
+                    `UPDATE memory_core_blocks SET value = ?, limit_chars = ?, version = ?, updated_at = ?
                      WHERE tenant_id = ? AND scope_key = ? AND label = ? AND version = ?`,
                     [
                       block.value,

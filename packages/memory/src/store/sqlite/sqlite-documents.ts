@@ -13,7 +13,7 @@ export function sqliteDocuments(
     async insertDocument(document, chunks) {
       return transaction(() => {
         const result = run(
-          `INSERT INTO documents (id, tenant_id, user_id, agent_id, session_id, scope_key, title, source, metadata, content_hash, chunk_count, created_at)
+          `INSERT INTO memory_documents (id, tenant_id, user_id, agent_id, session_id, scope_key, title, source, metadata, content_hash, chunk_count, created_at)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
           [
             document.id,
@@ -30,27 +30,24 @@ export function sqliteDocuments(
         );
         if (result.changes !== 1) {
           const existing = get(
-            "SELECT * FROM documents WHERE tenant_id = ? AND scope_key = ? AND content_hash = ?",
+            "SELECT * FROM memory_documents WHERE tenant_id = ? AND scope_key = ? AND content_hash = ?",
             [document.tenantId, scopeKey(document), document.contentHash],
           );
           if (!existing) throw new Error(`document ${document.id} was neither inserted nor found`);
           return { document: documentFromRow(existing), created: false };
         }
         for (const chunk of chunks) {
-          run("INSERT INTO chunks (id, tenant_id, document_id, ordinal, content) VALUES (?, ?, ?, ?, ?)", [
-            chunk.id,
-            document.tenantId,
-            document.id,
-            chunk.ordinal,
-            chunk.content,
-          ]);
+          run(
+            "INSERT INTO memory_chunks (id, tenant_id, document_id, ordinal, content) VALUES (?, ?, ?, ?, ?)",
+            [chunk.id, document.tenantId, document.id, chunk.ordinal, chunk.content],
+          );
         }
         return { document, created: true };
       });
     },
 
     async getDocument(tenantId, id) {
-      const row = get("SELECT * FROM documents WHERE tenant_id = ? AND id = ?", [tenantId, id]);
+      const row = get("SELECT * FROM memory_documents WHERE tenant_id = ? AND id = ?", [tenantId, id]);
       return row ? documentFromRow(row) : undefined;
     },
 
@@ -58,10 +55,10 @@ export function sqliteDocuments(
       const match = anyWord(terms);
       if (match.length === 0) return [];
       const parameters: unknown[] = [match, tenantId];
-      const sql = `SELECT d.*, c.id AS chunk_id, c.ordinal AS chunk_ordinal, c.content AS chunk_content, -bm25(chunks_fts) AS score
-        FROM chunks_fts JOIN chunks c ON c.seq = chunks_fts.rowid JOIN documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
-        WHERE chunks_fts MATCH ? AND c.tenant_id = ?${scopeCondition(scope, parameters, mark, "d.")}
-        ORDER BY bm25(chunks_fts) LIMIT ?`;
+      const sql = `SELECT d.*, c.id AS chunk_id, c.ordinal AS chunk_ordinal, c.content AS chunk_content, -bm25(memory_chunks_fts) AS score
+        FROM memory_chunks_fts JOIN memory_chunks c ON c.seq = memory_chunks_fts.rowid JOIN memory_documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
+        WHERE memory_chunks_fts MATCH ? AND c.tenant_id = ?${scopeCondition(scope, parameters, mark, "d.")}
+        ORDER BY bm25(memory_chunks_fts) LIMIT ?`;
       parameters.push(limit);
       return all(sql, parameters).map((row) => ({
         chunk: {
@@ -78,7 +75,7 @@ export function sqliteDocuments(
       const parameters: unknown[] = [tenantId];
       return Number(
         get(
-          `SELECT COUNT(*) AS n FROM documents WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`,
+          `SELECT COUNT(*) AS n FROM memory_documents WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`,
           parameters,
         )?.n ?? 0,
       );

@@ -9,7 +9,7 @@ function appendOne(
   event: Omit<StoredEvent, "seq">,
 ): { event: StoredEvent; created: boolean } {
   const result = run(
-    `INSERT INTO events (id, tenant_id, custom_id, role, content, user_id, agent_id, session_id, metadata, source, import_job_id, occurred_at, created_at)
+    `INSERT INTO memory_events (id, tenant_id, custom_id, role, content, user_id, agent_id, session_id, metadata, source, import_job_id, occurred_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     [
       event.id,
@@ -27,8 +27,8 @@ function appendOne(
   );
   const row =
     result.changes === 1
-      ? get("SELECT * FROM events WHERE tenant_id = ? AND id = ?", [event.tenantId, event.id])
-      : get("SELECT * FROM events WHERE tenant_id = ? AND custom_id = ?", [
+      ? get("SELECT * FROM memory_events WHERE tenant_id = ? AND id = ?", [event.tenantId, event.id])
+      : get("SELECT * FROM memory_events WHERE tenant_id = ? AND custom_id = ?", [
           event.tenantId,
           event.customId ?? null,
         ]);
@@ -51,7 +51,7 @@ export function sqliteEvents(
 
     async listEvents(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM events WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      let sql = `SELECT * FROM memory_events WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
       if (listOptions.cursor !== undefined) {
         parameters.push(listOptions.cursor);
         sql += listOptions.order === "asc" ? " AND seq > ?" : " AND seq < ?";
@@ -67,7 +67,7 @@ export function sqliteEvents(
       if (ids.length === 0) return [];
       const parameters: unknown[] = [tenantId];
       return all(
-        `SELECT * FROM events WHERE tenant_id = ? AND id IN (${inList(ids, parameters)}) ORDER BY seq`,
+        `SELECT * FROM memory_events WHERE tenant_id = ? AND id IN (${inList(ids, parameters)}) ORDER BY seq`,
         parameters,
       ).map(eventFromRow);
     },
@@ -76,7 +76,7 @@ export function sqliteEvents(
       const parameters: unknown[] = [tenantId];
       return Number(
         get(
-          `SELECT COUNT(*) AS n FROM events WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`,
+          `SELECT COUNT(*) AS n FROM memory_events WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`,
           parameters,
         )?.n ?? 0,
       );

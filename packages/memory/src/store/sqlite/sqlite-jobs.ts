@@ -10,7 +10,7 @@ export function sqliteJobs(
   return {
     async insertJob(job) {
       run(
-        `INSERT INTO jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
+        `INSERT INTO memory_jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         jobValues(job),
       );
@@ -18,14 +18,14 @@ export function sqliteJobs(
 
     async updateJob(job) {
       run(
-        "UPDATE jobs SET status = ?, result = ?, error = ?, started_at = ?, finished_at = ? WHERE tenant_id = ? AND id = ?",
+        "UPDATE memory_jobs SET status = ?, result = ?, error = ?, started_at = ?, finished_at = ? WHERE tenant_id = ? AND id = ?",
         jobUpdateValues(job),
       );
     },
 
     async claimJob(tenantId, id, startedAt, orphanedBefore) {
       const result = run(
-        `UPDATE jobs SET status = 'running', started_at = ?
+        `UPDATE memory_jobs SET status = 'running', started_at = ?
          WHERE tenant_id = ? AND id = ? AND (status = 'queued' OR (status = 'running' AND started_at < ?))`,
         [startedAt, tenantId, id, orphanedBefore],
       );
@@ -33,13 +33,13 @@ export function sqliteJobs(
     },
 
     async getJob(tenantId, id) {
-      const row = get("SELECT * FROM jobs WHERE tenant_id = ? AND id = ?", [tenantId, id]);
+      const row = get("SELECT * FROM memory_jobs WHERE tenant_id = ? AND id = ?", [tenantId, id]);
       return row ? jobFromRow(row) : undefined;
     },
 
     async listJobs(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM jobs WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      let sql = `SELECT * FROM memory_jobs WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
       if (listOptions.type) {
         parameters.push(listOptions.type);
         sql += " AND type = ?";
@@ -53,7 +53,9 @@ export function sqliteJobs(
     },
 
     async unfinishedJobs() {
-      return all("SELECT * FROM jobs WHERE status IN ('queued', 'running') ORDER BY seq", []).map(jobFromRow);
+      return all("SELECT * FROM memory_jobs WHERE status IN ('queued', 'running') ORDER BY seq", []).map(
+        jobFromRow,
+      );
     },
   };
 }

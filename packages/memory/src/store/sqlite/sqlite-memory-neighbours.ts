@@ -14,11 +14,11 @@ export function sqliteMemoryNeighbours(context: SqliteContext): Pick<MemoryStore
       const parameters: unknown[] = [window, window, tenantId];
       const anchors = all(
         `SELECT a.id,
-           (SELECT group_concat(seq) FROM (SELECT b.seq FROM memories b WHERE b.tenant_id = a.tenant_id
+           (SELECT group_concat(seq) FROM (SELECT b.seq FROM memory_memories b WHERE b.tenant_id = a.tenant_id
               AND b.scope_key = a.scope_key AND b.status = 'active' AND b.seq < a.seq ORDER BY b.seq DESC LIMIT ?)) AS before,
-           (SELECT group_concat(seq) FROM (SELECT c.seq FROM memories c WHERE c.tenant_id = a.tenant_id
+           (SELECT group_concat(seq) FROM (SELECT c.seq FROM memory_memories c WHERE c.tenant_id = a.tenant_id
               AND c.scope_key = a.scope_key AND c.status = 'active' AND c.seq > a.seq ORDER BY c.seq LIMIT ?)) AS after
-         FROM memories a WHERE +a.tenant_id = ? AND a.id IN (${inList(ids, parameters)})`,
+         FROM memory_memories a WHERE +a.tenant_id = ? AND a.id IN (${inList(ids, parameters)})`,
         parameters,
       );
       const positions = (list: unknown) =>
@@ -44,7 +44,9 @@ export function sqliteMemoryNeighbours(context: SqliteContext): Pick<MemoryStore
       const wanted: unknown[] = [];
       const seqs = [...new Set(windows.flatMap((entry) => entry.around.map((item) => item.seq)))];
       const rows =
-        seqs.length === 0 ? [] : all(`SELECT * FROM memories WHERE seq IN (${inList(seqs, wanted)})`, wanted);
+        seqs.length === 0
+          ? []
+          : all(`SELECT * FROM memory_memories WHERE seq IN (${inList(seqs, wanted)})`, wanted);
       const bySeq = new Map(rows.map((row) => [Number(row.seq), memoryFromRow(row)]));
       const found = new Map<string, { memory: StoredMemory; offset: number }[]>();
       for (const { id, around } of windows) {

@@ -16,7 +16,7 @@ export function sqliteMemoryReads(
       const parameters: unknown[] = [tenantId];
       // `+tenant_id`: the planner otherwise walks the tenant's rows instead of the id index.
       const rows = all(
-        `SELECT * FROM memories WHERE +tenant_id = ? AND id IN (${inList(ids, parameters)})`,
+        `SELECT * FROM memory_memories WHERE +tenant_id = ? AND id IN (${inList(ids, parameters)})`,
         parameters,
       );
       return rows.map(memoryFromRow);
@@ -42,11 +42,11 @@ export function sqliteMemoryReads(
 
     async listMemories(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM memories WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      let sql = `SELECT * FROM memory_memories WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
       if (listOptions.statuses) sql += ` AND status IN (${inList(listOptions.statuses, parameters)})`;
       if (listOptions.kinds) sql += ` AND kind IN (${inList(listOptions.kinds, parameters)})`;
       if (listOptions.beforeId !== undefined) {
-        sql += " AND seq < (SELECT seq FROM memories WHERE tenant_id = ? AND id = ?)";
+        sql += " AND seq < (SELECT seq FROM memory_memories WHERE tenant_id = ? AND id = ?)";
         parameters.push(tenantId, listOptions.beforeId);
       }
       const order = {
@@ -70,7 +70,7 @@ export function sqliteMemoryReads(
 
     async embeddedMemories(tenantId, scope, kinds) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM memories WHERE tenant_id = ? AND status = 'active' AND embedding IS NOT NULL${scopeCondition(scope, parameters, mark)}`;
+      let sql = `SELECT * FROM memory_memories WHERE tenant_id = ? AND status = 'active' AND embedding IS NOT NULL${scopeCondition(scope, parameters, mark)}`;
       if (kinds) sql += ` AND kind IN (${inList(kinds, parameters)})`;
       return all(sql, parameters).map(memoryFromRow);
     },

@@ -25,8 +25,8 @@ export function sqliteMemorySearch(
       const filterParameters = parameters.slice(1);
       if (searchOptions.order === "candidates") {
         return all(
-          `SELECT m.*, -bm25(memories_search, 1.0, 0.0) AS score FROM memories_search JOIN memories m ON m.seq = memories_search.rowid
-           WHERE memories_search MATCH ? AND ${filters} ORDER BY bm25(memories_search, 1.0, 0.0) LIMIT ?`,
+          `SELECT m.*, -bm25(memory_memories_search, 1.0, 0.0) AS score FROM memory_memories_search JOIN memory_memories m ON m.seq = memory_memories_search.rowid
+           WHERE memory_memories_search MATCH ? AND ${filters} ORDER BY bm25(memory_memories_search, 1.0, 0.0) LIMIT ?`,
           [...parameters, searchOptions.limit],
         ).map((row) => ({ memory: memoryFromRow(row), score: Number(row.score) }));
       }
@@ -34,17 +34,20 @@ export function sqliteMemorySearch(
       // the scope); BM25 is then computed over the scope's statistics alone (scope-bm25.ts). Only the
       // candidates' text is read for that; whole rows only for the `limit` best.
       // The index's own ranking is computed only when the scope holds more matches than are rescored.
-      const select = `SELECT m.seq, m.content FROM memories_search JOIN memories m ON m.seq = memories_search.rowid
-         WHERE memories_search MATCH ? AND ${filters}`;
+      const select = `SELECT m.seq, m.content FROM memory_memories_search JOIN memory_memories m ON m.seq = memory_memories_search.rowid
+         WHERE memory_memories_search MATCH ? AND ${filters}`;
       let matches = all(`${select} LIMIT ${candidateCap + 1}`, parameters);
       if (matches.length > candidateCap) {
-        matches = all(`${select} ORDER BY bm25(memories_search, 1.0, 0.0) LIMIT ${candidateCap}`, parameters);
+        matches = all(
+          `${select} ORDER BY bm25(memory_memories_search, 1.0, 0.0) LIMIT ${candidateCap}`,
+          parameters,
+        );
       }
       const rows = (matches as { seq: number; content: string }[]).sort(
         (left, right) => Number(right.seq) - Number(left.seq),
       );
       const size = get(
-        `SELECT COUNT(*) AS n FROM (SELECT 1 FROM memories m WHERE ${filters} LIMIT ${scopeSizeCap})`,
+        `SELECT COUNT(*) AS n FROM (SELECT 1 FROM memory_memories m WHERE ${filters} LIMIT ${scopeSizeCap})`,
         filterParameters,
       );
       let documentFrequency: Map<string, number> | undefined;
@@ -54,8 +57,8 @@ export function sqliteMemorySearch(
           const termMatch = scopedMatch(tenantId, scope, [term]);
           if (termMatch.length === 0) continue;
           const counted = get(
-            `SELECT COUNT(*) AS n FROM memories_search JOIN memories m ON m.seq = memories_search.rowid
-             WHERE memories_search MATCH ? AND ${filters}`,
+            `SELECT COUNT(*) AS n FROM memory_memories_search JOIN memory_memories m ON m.seq = memory_memories_search.rowid
+             WHERE memory_memories_search MATCH ? AND ${filters}`,
             [termMatch, ...filterParameters],
           );
           documentFrequency.set(term, Number(counted?.n ?? 0));
@@ -68,7 +71,7 @@ export function sqliteMemorySearch(
       const seqs: unknown[] = [];
       const full = new Map(
         all(
-          `SELECT * FROM memories WHERE seq IN (${inList(
+          `SELECT * FROM memory_memories WHERE seq IN (${inList(
             best.map(({ item }) => item.seq),
             seqs,
           )})`,

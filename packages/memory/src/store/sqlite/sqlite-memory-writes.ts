@@ -6,7 +6,7 @@ import { scopeTokens } from "./scope-tokens.ts";
 import { mark, type SqliteContext, writeAccess } from "./sqlite-sql.ts";
 
 const insertColumns = [...memoryColumns, "scope_tokens"];
-const insertMemorySql = `INSERT INTO memories (${insertColumns.join(", ")}) VALUES (${insertColumns
+const insertMemorySql = `INSERT INTO memory_memories (${insertColumns.join(", ")}) VALUES (${insertColumns
   .map(mark)
   .join(", ")}) ON CONFLICT DO NOTHING`;
 
@@ -34,7 +34,7 @@ function insertOne(context: SqliteContext, memory: StoredMemory): { memory: Stor
     return { memory, created: true };
   }
   const existing = context.get(
-    "SELECT * FROM memories WHERE tenant_id = ? AND scope_key = ? AND dedupe_key = ? AND status = 'active'",
+    "SELECT * FROM memory_memories WHERE tenant_id = ? AND scope_key = ? AND dedupe_key = ? AND status = 'active'",
     [memory.tenantId, scopeKey(memory), memory.dedupeKey],
   );
   if (!existing) throw new Error(`memory ${memory.id} was neither inserted nor found as a duplicate`);
@@ -59,7 +59,7 @@ export function sqliteMemoryWrites(
         const values = memoryValues(next, scopeKey(next));
         const assignments = memoryColumns.slice(2).map((column) => `${column} = ?`);
         const result = run(
-          `UPDATE memories SET ${assignments.join(", ")} WHERE tenant_id = ? AND id = ? AND version = ?`,
+          `UPDATE memory_memories SET ${assignments.join(", ")} WHERE tenant_id = ? AND id = ? AND version = ?`,
           [...values.slice(2), tenantId, next.id, expectedVersion],
         );
         if (result.changes !== 1) return false;

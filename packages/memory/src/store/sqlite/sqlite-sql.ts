@@ -59,7 +59,7 @@ export function writeAccess({ run }: SqliteContext, tenantId: string, access: Ac
   const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
   for (const memoryId of ids) {
     run(
-      "INSERT INTO access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO memory_access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day) VALUES (?, ?, ?, ?, ?, ?, ?)",
       [tenantId, ...scopeValues, access.kind, memoryId, day],
     );
   }
@@ -67,7 +67,7 @@ export function writeAccess({ run }: SqliteContext, tenantId: string, access: Ac
     // `+tenant_id` keeps the planner on the id index (it otherwise walks the tenant's rows); the ids
     // bound as one list (the dialect's `anyOf`), so one prepared statement serves every count.
     run(
-      `UPDATE memories SET access_count = access_count + 1, last_accessed_at = ? WHERE +tenant_id = ? AND ${dialect.anyOf("id", 3)}`,
+      `UPDATE memory_memories SET access_count = access_count + 1, last_accessed_at = ? WHERE +tenant_id = ? AND ${dialect.anyOf("id", 3)}`,
       [access.at, tenantId, dialect.list(access.memoryIds)],
     );
   }

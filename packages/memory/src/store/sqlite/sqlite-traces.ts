@@ -11,7 +11,7 @@ export function sqliteTraces(
     async insertTrace(trace, accesses) {
       transaction(() => {
         run(
-          `INSERT INTO traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
+          `INSERT INTO memory_traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           [
             trace.id,
@@ -30,13 +30,13 @@ export function sqliteTraces(
     },
 
     async getTrace(tenantId, id) {
-      const row = get("SELECT * FROM traces WHERE tenant_id = ? AND id = ?", [tenantId, id]);
+      const row = get("SELECT * FROM memory_traces WHERE tenant_id = ? AND id = ?", [tenantId, id]);
       return row ? traceFromRow(row) : undefined;
     },
 
     async listTraces(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM traces WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      let sql = `SELECT * FROM memory_traces WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
       if (listOptions.operation) {
         parameters.push(listOptions.operation);
         sql += " AND operation = ?";
