@@ -26,7 +26,7 @@ export function createWriteOperations(
   novelty: NoveltyCheck,
   { writeEvents }: ReturnType<typeof createWriteEvents>,
 ): WriteOperations {
-  const { store, embedder, nowIso, embedOne, readBlocks } = context;
+  const { store, nowIso, embedOne, readBlocks } = context;
   const { findDuplicate } = novelty;
 
   async function addMemory(
@@ -81,67 +81,7 @@ export function createWriteOperations(
       return { ...result, memory: publicMemory(result.memory) };
     },
 
-    async addBatch(tenantId, request) {
-      const input = parseRequest(addMemoriesRequestSchema, request);
-      const scope = pickScope(input);
-      const vectors = embedder ? await embedder.embed(input.memories.map((item) => item.content)) : undefined;
-      const at = nowIso();
-      const planned: (
-        | { kind: "insert"; memory: StoredMemory }
-        | { kind: "duplicate"; of: StoredMemory; similarity: number }
-      )[] = [];
-      const accepted: StoredMemory[] = [];
-      for (const [index, item] of input.memories.entries()) {
-        const embedding = vectors?.[index];
-        if (dedupeByDefault(item)) {
-          const stored = await findDuplicate(tenantId, scope, item.content, embedding, item.kind);
-          const inBatch = accepted.find(
-            (other) => textSimilarity(other.content, item.content) >= duplicateSimilarity,
-          );
-          const duplicate = stored ?? (inBatch ? { memory: inBatch, similarity: 1 } : undefined);
-          if (duplicate) {
-            planned.push({ kind: "duplicate", of: duplicate.memory, similarity: duplicate.similarity });
-            continue;
-          }
-        }
-        const memory = newMemory(tenantId, at, {
-          ...item,
-          dedupe: dedupeByDefault(item),
-          scope,
-          provenance: {
-            source: item.eventIds?.length ? "event" : "api",
-            eventIds: item.eventIds ?? [],
-            derivedFrom: [],
-          },
-          embedding,
-        });
-        accepted.push(memory);
-        planned.push({ kind: "insert", memory });
-      }
-      const inserted = await store.insertMemories(accepted);
-      let next = 0;
-      return {
-        results: planned.map((plan) => {
-          if (plan.kind === "duplicate") {
-            return {
-              memory: publicMemory(plan.of),
-              created: false,
-              duplicateOf: plan.of.id,
-              similarity: Number(plan.similarity.toFixed(4)),
-            };
-          }
-          const result = inserted[next++]!;
-          return result.created
-            ? { memory: publicMemory(result.memory), created: true }
-            : {
-                memory: publicMemory(result.memory),
-                created: false,
-                duplicateOf: result.memory.id,
-                similarity: 1,
-              };
-        }),
-      };
-    },
+    addBatch: (tenantId, request) => addBatch(context, novelty, tenantId, request),
 
     async writeEvent(tenantId, request) {
       const [answer] = await writeEvents(tenantId, [request]);
@@ -181,5 +121,76 @@ export function createWriteOperations(
       }
       throw new MemoryError("conflict", "Core memory kept changing; gave up after 20 attempts", 409);
     },
+  };
+}
+
+/**
+ * A batch of memories in one transaction: each checked for novelty against the store and the batch
+ * before it, every text embedded in one model call first.
+ */
+async function addBatch(
+  { store, embedder, nowIso }: ServiceContext,
+  { findDuplicate }: NoveltyCheck,
+  tenantId: string,
+  request: Parameters<MemoryService["addBatch"]>[1],
+): ReturnType<MemoryService["addBatch"]> {
+  const input = parseRequest(addMemoriesRequestSchema, request);
+  const scope = pickScope(input);
+  const vectors = embedder ? await embedder.embed(input.memories.map((item) => item.content)) : undefined;
+  const at = nowIso();
+  const planned: (
+    | { kind: "insert"; memory: StoredMemory }
+    | { kind: "duplicate"; of: StoredMemory; similarity: number }
+  )[] = [];
+  const accepted: StoredMemory[] = [];
+  for (const [index, item] of input.memories.entries()) {
+    const embedding = vectors?.[index];
+    if (dedupeByDefault(item)) {
+      const stored = await findDuplicate(tenantId, scope, item.content, embedding, item.kind);
+      const inBatch = accepted.find(
+        (other) => textSimilarity(other.content, item.content) >= duplicateSimilarity,
+      );
+      const duplicate = stored ?? (inBatch ? { memory: inBatch, similarity: 1 } : undefined);
+      if (duplicate) {
+        planned.push({ kind: "duplicate", of: duplicate.memory, similarity: duplicate.similarity });
+        continue;
+      }
+    }
+    const memory = newMemory(tenantId, at, {
+      ...item,
+      dedupe: dedupeByDefault(item),
+      scope,
+      provenance: {
+        source: item.eventIds?.length ? "event" : "api",
+        eventIds: item.eventIds ?? [],
+        derivedFrom: [],
+      },
+      embedding,
+    });
+    accepted.push(memory);
+    planned.push({ kind: "insert", memory });
+  }
+  const inserted = await store.insertMemories(accepted);
+  let next = 0;
+  return {
+    results: planned.map((plan) => {
+      if (plan.kind === "duplicate") {
+        return {
+          memory: publicMemory(plan.of),
+          created: false,
+          duplicateOf: plan.of.id,
+          similarity: Number(plan.similarity.toFixed(4)),
+        };
+      }
+      const result = inserted[next++]!;
+      return result.created
+        ? { memory: publicMemory(result.memory), created: true }
+        : {
+            memory: publicMemory(result.memory),
+            created: false,
+            duplicateOf: result.memory.id,
+            similarity: 1,
+          };
+    }),
   };
 }
