@@ -119,6 +119,39 @@ function checkAlive(
   );
 }
 
+/**
+ * Asks a module's `tools.held` as a request: "no responders" means no connection serves the module
+ * there or holds a call on it (`watch.emptyAt`, then `onEmpty`); an answer makes its node known.
+ */
+function checkServed(
+  connection: NatsConnection,
+  prefix: string,
+  watch: ModuleWatch,
+  checkMs: number,
+  stopped: () => boolean,
+  on: { onAnswer(answer: HeldAnswer): void; onEmpty(): void },
+): void {
+  if (watch.checkingEmpty || stopped()) return;
+  watch.checkingEmpty = true;
+  const question: HeldQuestion = { callIds: [] };
+  connection.request(`${prefix}.${HELD_VERB}`, encodeJson(question), { timeout: checkMs }).then(
+    (message) => {
+      watch.checkingEmpty = false;
+      try {
+        on.onAnswer(decodeJson(message.data) as HeldAnswer);
+      } catch {
+        // Not an answer of ours.
+      }
+    },
+    (error: unknown) => {
+      watch.checkingEmpty = false;
+      if (!isNoResponders(error) || stopped()) return;
+      watch.emptyAt = performance.now();
+      on.onEmpty();
+    },
+  );
+}
+
 export function createNodeWatch(
   connection: NatsConnection,
   calls: WatchedCalls,
@@ -156,29 +189,14 @@ export function createNodeWatch(
     });
   }
 
-  /** Asks the module's `tools.held` as a request: "no responders" means no node serves it there. */
+  /** Asks whether anything serves the module; "no responders" judges its calls at once. */
   function checkEmpty(prefix: string): void {
     const watch = modules.get(prefix);
-    if (watch === undefined || watch.checkingEmpty || stopped()) return;
-    watch.checkingEmpty = true;
-    const question: HeldQuestion = { callIds: [] };
-    connection.request(`${prefix}.${HELD_VERB}`, encodeJson(question), { timeout: checkMs }).then(
-      (message) => {
-        watch.checkingEmpty = false;
-        // A node answered: it is known from now on, and the calls are judged on its answers.
-        try {
-          recordAnswer(modules, decodeJson(message.data) as HeldAnswer, performance.now());
-        } catch {
-          // Not an answer of ours.
-        }
-      },
-      (error: unknown) => {
-        watch.checkingEmpty = false;
-        if (!isNoResponders(error) || stopped()) return;
-        watch.emptyAt = performance.now();
-        judgeModule(watch, watch.emptyAt, verdicts(prefix));
-      },
-    );
+    if (watch === undefined) return;
+    checkServed(connection, prefix, watch, checkMs, stopped, {
+      onAnswer: (answer) => recordAnswer(modules, answer, performance.now()),
+      onEmpty: () => judgeModule(watch, performance.now(), verdicts(prefix)),
+    });
   }
 
   function tick(): void {
