@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { createToolSet } from "@tackle/core";
+import { createToolSet, isNotFound } from "@tackle/core";
 import { createDocScriptTool, type DocScriptResult } from "../src/tool/create-doc-script-tool.ts";
 import { type Harness, hostToken, startHarness } from "./harness.ts";
 
@@ -62,14 +62,15 @@ describe("which documents a tool may open", () => {
     for (const [index, call] of theirs.entries()) {
       const refused = await tool.handle(call);
       assert.ok(!refused.ok, JSON.stringify(refused));
-      assert.equal(refused.error.code, "document_not_found");
+      assert.equal(refused.error.code, "not_found");
+      assert.equal((refused.error.data as { resource?: unknown }).resource, "document");
       // A plan of another document is named as such before the server is asked (not about "theirs").
       if (call.plan_id === ours.plan_id) continue;
       const absent = await tool.handle(missing[index]);
       assert.deepEqual(anonymous(refused, "theirs"), anonymous(absent, "missing"), call.op);
     }
     await assert.rejects(tool.getModelContext({ doc_id: "theirs", context_id: "c" }), (error: unknown) => {
-      return (error as { code?: unknown }).code === "document_not_found";
+      return isNotFound(error, "document");
     });
     assert.deepEqual(
       asked.filter((url) => url.includes("/theirs")),
@@ -84,7 +85,7 @@ describe("which documents a tool may open", () => {
     const fixed = harness.tool({ documents: ["ours"] });
     assert.ok((await fixed.handle({ op: "snapshot", doc_id: "ours" })).ok);
     const refused = await fixed.handle({ op: "snapshot", doc_id: "theirs" });
-    assert.ok(!refused.ok && refused.error.code === "document_not_found");
+    assert.ok(!refused.ok && refused.error.code === "not_found");
 
     const heard: unknown[] = [];
     const tool = harness.tool({
@@ -99,7 +100,7 @@ describe("which documents a tool may open", () => {
       { op: "snapshot", doc_id: "theirs" },
       { identity: { userId: "bob" } },
     );
-    assert.ok(!bob.ok && bob.error.code === "document_not_found", JSON.stringify(bob));
+    assert.ok(!bob.ok && bob.error.code === "not_found", JSON.stringify(bob));
     const ada = await tools.call(
       "docscript",
       { op: "snapshot", doc_id: "theirs" },
@@ -117,6 +118,6 @@ describe("which documents a tool may open", () => {
       },
     });
     const down = await broken.handle({ op: "snapshot", doc_id: "ours" });
-    assert.ok(!down.ok && down.error.code === "document_not_found");
+    assert.ok(!down.ok && down.error.code === "not_found");
   });
 });

@@ -344,13 +344,15 @@ console.log(entities.get(clipId).payload.volume);`);
     assert.equal(timeout.error.code, "timeout");
     const plan = await tool.handle({ op: "commit-plan", doc_id: "failures", plan_id: "plan_nope" });
     assert.ok(!plan.ok);
-    assert.equal(plan.error.code, "plan_not_found");
+    assert.equal(plan.error.code, "not_found");
+    assert.deepEqual(plan.error.data, { resource: "plan", id: "plan_nope" });
     const bad = await tool.handle({ op: "rewrite", doc_id: "failures" });
     assert.ok(!bad.ok);
     assert.equal(bad.error.code, "invalid_input");
     const missing = await tool.handle({ op: "snapshot", doc_id: "no-such-document" });
     assert.ok(!missing.ok);
-    assert.equal(missing.error.code, "document_not_found");
+    assert.equal(missing.error.code, "not_found");
+    assert.equal((missing.error.data as { resource?: unknown }).resource, "document");
     const incomplete = await tool.handle({
       op: "run-edit-script",
       doc_id: "failures",

@@ -149,8 +149,9 @@ describe("exactly once across a host restart", () => {
       plan_id: run?.plan_id,
     });
     assert.equal(retried?.ok, false);
-    const error = retried?.error as { code: string; message: string };
-    assert.equal(error.code, "plan_not_found");
+    const error = retried?.error as { code: string; message: string; data?: unknown };
+    assert.equal(error.code, "not_found");
+    assert.deepEqual(error.data, { resource: "plan", id: run?.plan_id });
     assert.match(error.message, /never applied; run the script again/);
     const again = await second.call({
       op: "run-edit-script",

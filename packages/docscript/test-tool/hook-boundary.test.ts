@@ -74,13 +74,13 @@ const read = await entities.materialize(music.entityId);
 console.log(read.assetId);
 const [track] = entities.list({ entityKind: 'track' });
 try { await entities.materialize(track.entityId); } catch (error) { console.log(error.code); }
-try { await entities.materialize("../../etc/passwd"); } catch (error) { console.log(error.code); }`,
+try { await entities.materialize("../../etc/passwd"); } catch (error) { console.log(error.code, error.data.resource); }`,
     });
     assert.ok(run.ok, JSON.stringify(run));
     assert.deepEqual(run.ok && run.op === "run-edit-script" && run.logs.map((line) => line.text), [
       "music.mp3",
       "not_a_file",
-      "entity_not_found",
+      "not_found entity",
     ]);
     assert.deepEqual(asked, [{ id: docId, key: "music.mp3", kind: "audio" }]);
   });

@@ -44,7 +44,7 @@ describe("the tool's defaults", () => {
     const tool = harness.tool();
     const planIds = await runPlans(tool, "plans", 17);
     const oldest = await tool.handle({ op: "commit-plan", doc_id: "plans", plan_id: planIds[0] });
-    assert.equal(commitEnd(oldest), "plan_not_found", JSON.stringify(oldest));
+    assert.equal(commitEnd(oldest), "not_found", JSON.stringify(oldest));
     const kept = await tool.handle({ op: "commit-plan", doc_id: "plans", plan_id: planIds[1] });
     assert.equal(commitEnd(kept), "committed", JSON.stringify(kept));
   });
@@ -70,7 +70,7 @@ describe("the tool's defaults", () => {
     // The pinned plan and 16 more make 17: one must leave, and it is the oldest unpinned one.
     const planIds = await runPlans(tool, "busy", 16);
     const oldest = await tool.handle({ op: "commit-plan", doc_id: "busy", plan_id: planIds[0] });
-    assert.equal(commitEnd(oldest), "plan_not_found", JSON.stringify(oldest));
+    assert.equal(commitEnd(oldest), "not_found", JSON.stringify(oldest));
     const kept = await tool.handle({ op: "commit-plan", doc_id: "busy", plan_id: planIds[1] });
     assert.equal(commitEnd(kept), "committed", JSON.stringify(kept));
     const retry = await tool.handle({ op: "commit-plan", doc_id: "pinned", plan_id: pinned });

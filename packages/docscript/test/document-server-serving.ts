@@ -1,6 +1,8 @@
 /** The document server as a service: two servers over one store, who may read, the log and compaction. */
+
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import { isNotFound } from "@tackle/core";
 import { interpretDocument, timelineSchema } from "../src/index.ts";
 import { serveDocuments } from "../src/server/index.ts";
 import type { SuiteServer } from "./document-server-harness.ts";
@@ -89,15 +91,9 @@ async function unauthorizedAndNotFound(suite: SuiteServer): Promise<void> {
   // Without a token nothing says whether a document exists.
   assert.equal(await fetchStatus("/documents/no-such-document/snapshot"), 401);
   const stranger = createEditor(suite.server.url, "no-such-document", "any-token-0123456789", 51);
-  await assert.rejects(
-    stranger.pull(),
-    (error: Error & { code?: string }) => error.code === "document_not_found",
-  );
+  await assert.rejects(stranger.pull(), (error: unknown) => isNotFound(error, "document"));
   const wrong = createEditor(suite.server.url, documentId, "wrong-token-0123456789", 52);
-  await assert.rejects(
-    wrong.pull(),
-    (error: Error & { code?: string }) => error.code === "document_not_found",
-  );
+  await assert.rejects(wrong.pull(), (error: unknown) => isNotFound(error, "document"));
   assert.equal(await fetchStatus("/documents", "not-the-admin-token", "POST"), 403);
   // One document's token never opens another, however many ask at once.
   const other = await suite.newDocument();

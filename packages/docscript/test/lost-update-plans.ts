@@ -60,7 +60,7 @@ export function apply(session: DocumentSession, op: Op): void {
   switch (op.kind) {
     case "retime": {
       const marker = session.relations.of(op.clip, "marker").find((r) => r.endpoint0EntityId === op.clip);
-      if (marker === undefined) throw new DocScriptError("entity_not_found", `no marker on ${op.clip}`);
+      if (marker === undefined) throw DocScriptError.notFound("entity", op.clip, `no marker on ${op.clip}`);
       session.entities.update(marker.endpoint1EntityId, [
         { op: "set", path: ["startMs"], value: op.startMs },
       ]);
@@ -88,7 +88,7 @@ export function apply(session: DocumentSession, op: Op): void {
       return;
     case "move": {
       const held = holderOf(session, op.clip);
-      if (held === undefined) throw new DocScriptError("relation_not_found", `${op.clip} is on no track`);
+      if (held === undefined) throw DocScriptError.notFound("relation", op.clip, `${op.clip} is on no track`);
       session.relations.move(held.relationId, { endpoint0EntityId: op.track, index: op.index });
       return;
     }

@@ -80,15 +80,16 @@ export function transport(options: DocumentClientOptions): Transport {
 
 /** The error of an answer that is not a success: coded by status (401, 403, 404, 5xx, other). */
 function failure(response: Answer, documentId: string): DocumentClientError {
-  const body = jsonOf(response) as { error?: { code?: string; message?: string } } | undefined;
+  const body = jsonOf(response) as
+    | { error?: { code?: string; message?: string; data?: { resource?: unknown; id?: unknown } } }
+    | undefined;
   const message = body?.error?.message ?? `HTTP ${response.status}`;
   const status = response.status;
   if (status === 401)
     return new DocumentClientError("unauthorized", `document ${documentId}: ${message}`, { status });
   if (status === 403)
     return new DocumentClientError("forbidden", `document ${documentId}: ${message}`, { status });
-  if (status === 404)
-    return new DocumentClientError("document_not_found", `document ${documentId}: ${message}`, { status });
+  if (status === 404) return notFoundOf(body?.error?.data, documentId, `document ${documentId}: ${message}`);
   if (status >= 500)
     return new DocumentClientError("server_error", `document ${documentId}: ${message}`, {
       status,
@@ -98,6 +99,20 @@ function failure(response: Answer, documentId: string): DocumentClientError {
     status,
     data: { serverCode: body?.error?.code },
   });
+}
+
+/** A 404's resource and id as the server named them; a 404 naming none is the document's. */
+function notFoundOf(
+  data: { resource?: unknown; id?: unknown } | undefined,
+  documentId: string,
+  message: string,
+): DocumentClientError {
+  const named = typeof data?.resource === "string" && typeof data.id === "string";
+  return DocumentClientError.notFound(
+    named ? (data.resource as string) : "document",
+    named ? (data.id as string) : documentId,
+    message,
+  );
 }
 
 /** A whole answer: read inside the request's deadline and signal, so neither can miss its body. */

@@ -3,15 +3,15 @@ import { ToolError } from "@tackle/core";
 
 /**
  * Codes: `unauthorized` (401: no token), `forbidden` (403: a wrong admin token, or creating is off),
- * `document_not_found` (404: no such document, or the token does not open it: the server answers
- * both alike), `invalid_request` (400/413), `server_error` (5xx, retryable),
+ * `not_found` (404, ADR 0027: `data.resource` `document` when there is no such document or the token
+ * does not open it, the server answering both alike; `data.id` the id asked for), `invalid_request` (400/413), `server_error` (5xx, retryable),
  * `network_error` (no answer, or a timeout; retryable: the push may or may not have landed),
  * `invalid_response`.
  */
 export type DocumentClientErrorCode =
   | "unauthorized"
   | "forbidden"
-  | "document_not_found"
+  | "not_found"
   | "invalid_request"
   | "server_error"
   | "network_error"
@@ -33,5 +33,10 @@ export class DocumentClientError extends ToolError<DocumentClientErrorCode> {
     });
     this.name = "DocumentClientError";
     this.status = options.status;
+  }
+
+  /** A lookup that found nothing (ADR 0027): `not_found` with the resource and the id asked for. */
+  static notFound(resource: string, id: string, message: string, status = 404): DocumentClientError {
+    return new DocumentClientError("not_found", message, { status, data: { resource, id } });
   }
 }

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { isNotFound } from "@tackle/core";
 import { LoroDoc } from "loro-crdt";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
@@ -91,7 +92,10 @@ describe("document session", () => {
       refusal("schema_violation", "field.required", undefined, ["role"]),
     );
     assert.throws(() => session.entities.create({ entityKind: "planet" }), refusal("unknown_kind"));
-    assert.throws(() => session.entities.update("nobody", []), refusal("entity_not_found"));
+    assert.throws(
+      () => session.entities.update("nobody", []),
+      (error: unknown) => isNotFound(error, "entity"),
+    );
     assert.throws(
       () => session.entities.update(clip.entityId, [{ op: "set", path: ["colour"], value: 1 }]),
       refusal("invalid_operation", "operation", clip.entityId, ["colour"]),

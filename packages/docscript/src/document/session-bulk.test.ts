@@ -117,7 +117,7 @@ describe("entities.updateMany", () => {
           { entityId: "large-marker-1", ops: [{ op: "set", path: ["startMs"], value: 1 }] },
           { entityId: "no-such-entity", ops: [{ op: "set", path: ["startMs"], value: 1 }] },
         ]),
-      refusal("entity_not_found", /no-such-entity/),
+      refusal("not_found", /no-such-entity/),
     );
     assert.equal(startOf(session, 1), 9000);
     assert.throws(

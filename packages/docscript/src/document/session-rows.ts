@@ -68,7 +68,7 @@ export function sessionRowReads(doc: LoroDoc, projection: Projection) {
   const requireStored = (entityId: string): StoredEntity => {
     const stored = typeof entityId === "string" ? projection.stored(entityId) : undefined;
     if (stored === undefined) {
-      throw new DocScriptError("entity_not_found", `no entity ${String(entityId)}`, [
+      throw DocScriptError.notFound("entity", String(entityId), `no entity ${String(entityId)}`, [
         { constraint: "entity.exists", message: "no such entity", entityId: String(entityId), path: [] },
       ]);
     }
@@ -77,7 +77,7 @@ export function sessionRowReads(doc: LoroDoc, projection: Projection) {
   const requireRelation = (relationId: string): StoredRelation => {
     const relation = projection.storedRelation(relationId);
     if (relation === undefined) {
-      throw new DocScriptError("relation_not_found", `no relation ${relationId}`, [
+      throw DocScriptError.notFound("relation", relationId, `no relation ${relationId}`, [
         { constraint: "relation.exists", message: "no such relation", relationId, path: [] },
       ]);
     }

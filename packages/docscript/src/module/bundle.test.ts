@@ -4,7 +4,7 @@ import { type AddressInfo, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { createToolSet, silentLogger } from "@tackle/core";
+import { createToolSet, isNotFound, silentLogger, ToolError } from "@tackle/core";
 import { LoroDoc } from "loro-crdt";
 import { createDocumentClient } from "../client/create-document-client.ts";
 import { openDocument } from "../document/document-session.ts";
@@ -83,7 +83,9 @@ entities.update(held.endpoint1EntityId, [{ op: 'set', path: ['volume'], value: -
       plan_id: "plan_never",
     });
     assert.ok(!missing.ok);
-    assert.equal(missing.error.code, "plan_not_found");
+    assert.equal(missing.error.code, "not_found");
+    assert.ok(isNotFound(ToolError.fromPayload(missing.error), "plan"), JSON.stringify(missing.error));
+    assert.equal((missing.error.data as { id?: unknown }).id, "plan_never");
   } finally {
     await bundle.close();
   }
@@ -183,7 +185,8 @@ test("the module's host credential reaches only its own document, even in a data
       for (const [name, args] of attempts) {
         const refused = await tools.call(name, args);
         assert.ok(!refused.ok, `${name} ${JSON.stringify(args)} reached their document`);
-        assert.equal(refused.error.code, "document_not_found");
+        assert.equal(refused.error.code, "not_found");
+        assert.ok(isNotFound(ToolError.fromPayload(refused.error), "document"), JSON.stringify(refused));
         assert.doesNotMatch(JSON.stringify(refused), /Intro|clip|track/i, "nothing of their document");
       }
       // Its own document it serves.

@@ -342,8 +342,8 @@ console.log(entities.get("b").id);`,
             const id = (payload as { id: string }).id;
             if (id === "refused")
               throw Object.assign(new Error("no such row"), {
-                code: "entity_not_found",
-                data: { issues: [id] },
+                code: "not_found",
+                data: { issues: [id], resource: "entity", id },
               });
             return { id, run: runId };
           },
@@ -351,7 +351,11 @@ console.log(entities.get("b").id);`,
         assert.ok(result.ok, JSON.stringify(result));
         assert.deepEqual(
           result.logs.map((line) => line.text),
-          [`{"id":"a","run":${runId}}`, 'DocScriptError entity_not_found {"issues":["refused"]}', "b"],
+          [
+            `{"id":"a","run":${runId}}`,
+            'DocScriptError not_found {"issues":["refused"],"resource":"entity","id":"refused"}',
+            "b",
+          ],
         );
       }
       assert.deepEqual(

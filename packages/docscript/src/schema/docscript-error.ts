@@ -1,23 +1,22 @@
 /** The coded error of a document write or check: it names the entity, the path and the constraint. */
-import { ToolError } from "@tackle/core";
+import { type NotFoundData, ToolError } from "@tackle/core";
 import type { DocumentIssue } from "./types.ts";
 
 /**
  * Codes: `schema_violation` (a write broke a constraint; `issues` say which), `document_invalid`
- * (the whole-document check failed), `entity_not_found`, `relation_not_found`, `unknown_kind`,
- * `invalid_operation` (a malformed update op or path), `host_only_field`, and the document server's
- * `document_not_found`, `document_changed`, `document_unavailable`, `invalid_request`, `plan_refused`;
- * then the edit-script bindings' refusals and the ways a sandboxed script ends.
+ * (the whole-document check failed), `not_found` (ADR 0027: `data.resource` is `document`, `entity`,
+ * `relation` or `plan`, `data.id` the id asked for), `unknown_kind`, `invalid_operation` (a malformed
+ * update op or path), `host_only_field`, and the document server's `document_changed`,
+ * `document_unavailable`, `invalid_request`, `plan_refused`; then the edit-script bindings' refusals
+ * and the ways a sandboxed script ends.
  */
 export type DocScriptErrorCode =
   | "schema_violation"
   | "document_invalid"
-  | "entity_not_found"
-  | "relation_not_found"
+  | "not_found"
   | "unknown_kind"
   | "invalid_operation"
   | "host_only_field"
-  | "document_not_found"
   | "document_changed"
   | "document_unavailable"
   | "invalid_request"
@@ -51,13 +50,17 @@ export type DocScriptErrorCode =
   | "sandbox_crashed"
   | "unhandled_rejection"
   | "write_refused"
-  | "no_host_hook"
-  | "not_found";
+  | "no_host_hook";
 
-export class DocScriptError extends ToolError<
-  DocScriptErrorCode,
-  { readonly issues: readonly DocumentIssue[] }
-> {
+/** What a docscript resource lookup names: `not_found`'s `data.resource`. */
+export type DocScriptResource = "document" | "entity" | "relation" | "plan";
+
+/** A DocScriptError's `data`: its issues, and for `not_found` the resource and id looked for. */
+export interface DocScriptErrorData extends Partial<NotFoundData> {
+  readonly issues: readonly DocumentIssue[];
+}
+
+export class DocScriptError extends ToolError<DocScriptErrorCode, DocScriptErrorData> {
   static override readonly brand: symbol = Symbol.for("tackle.docscript-error");
   readonly issues: readonly DocumentIssue[];
 
@@ -66,10 +69,25 @@ export class DocScriptError extends ToolError<
     message: string,
     issues: readonly DocumentIssue[] = [],
     cause?: unknown,
+    /** For `not_found`: the resource and the id looked for (ADR 0027). */
+    found?: NotFoundData,
   ) {
-    super(code, message, { data: { issues }, cause });
+    super(code, message, {
+      data: found === undefined ? { issues } : { issues, resource: found.resource, id: found.id },
+      cause,
+    });
     this.name = "DocScriptError";
     this.issues = issues;
+  }
+
+  /** A lookup that found nothing (ADR 0027): `not_found` with the resource and the id asked for. */
+  static notFound(
+    resource: DocScriptResource,
+    id: string,
+    message: string,
+    issues: readonly DocumentIssue[] = [],
+  ): DocScriptError {
+    return new DocScriptError("not_found", message, issues, undefined, { resource, id });
   }
 
   /** One error from a list of issues, its message naming the first few. */

@@ -65,7 +65,7 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
 
   app.onError((error, context) => {
     if (DocScriptError.isInstance(error)) {
-      const status = error.code === "document_not_found" ? 404 : 400;
+      const status = error.code === "not_found" ? 404 : 400;
       return context.json({ error: error.toJSON() }, status);
     }
     logger.error("docscript server: request failed", {

@@ -118,7 +118,8 @@ export class OpenDocuments {
   /** Opens a document: imports its snapshot and log, reading nothing out of them. */
   private async load(documentId: string): Promise<OpenDocument> {
     const stored = await this.store.load(documentId);
-    if (stored === undefined) throw new DocScriptError("document_not_found", `no document ${documentId}`);
+    if (stored === undefined)
+      throw DocScriptError.notFound("document", documentId, `no document ${documentId}`);
     const rowsSeq = await this.store.rowsSeq(documentId);
     const doc = LoroDoc.fromSnapshot(stored.snapshot);
     // Rows kept through a seq the log still holds: the updates after it are written to the rows one

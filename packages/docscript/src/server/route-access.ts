@@ -6,7 +6,9 @@ import { timingSafeEqual } from "node:crypto";
 import { type DocumentHost, hashToken } from "./document-host.ts";
 
 /** A JSON error body, as every route answers one. */
-export const problem = (code: string, message: string) => ({ error: { code, message } });
+export const problem = (code: string, message: string, data?: Record<string, unknown>) => ({
+  error: { code, message, ...(data === undefined ? {} : { data }) },
+});
 
 /** The token of an `Authorization: Bearer …` header, if it carries one. */
 export const bearer = (header: string | undefined): string | undefined => {
@@ -50,7 +52,10 @@ export function routeAccess(host: DocumentHost, hostTokens: readonly string[]): 
       if (verdict === "not_found" || verdict === "forbidden")
         return {
           status: 404 as const,
-          body: problem("document_not_found", `no document ${documentId} opens with this token`),
+          body: problem("not_found", `no document ${documentId} opens with this token`, {
+            resource: "document",
+            id: documentId,
+          }),
         };
       return undefined;
     },

@@ -66,11 +66,9 @@ export function documentAccess(
 
 /** The answer the document server gives for a document that does not exist (or that a token does not open). */
 export function notFound(docId: string): DocumentClientError {
-  return new DocumentClientError(
-    "document_not_found",
+  return DocumentClientError.notFound(
+    "document",
+    docId,
     `document ${docId}: no document ${docId} opens with this token`,
-    {
-      status: 404,
-    },
   );
 }

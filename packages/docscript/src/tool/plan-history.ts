@@ -53,7 +53,7 @@ export function findPlan(doc: LoroDoc, planId: string): PlanSpan {
     }
   }
   if (found === undefined)
-    throw new DocScriptError("not_found", `the document's history holds no committed plan ${planId}`);
+    throw DocScriptError.notFound("plan", planId, `the document's history holds no committed plan ${planId}`);
   if (partly)
     throw new DocScriptError(
       "plan_refused",

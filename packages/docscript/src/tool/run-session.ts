@@ -210,7 +210,8 @@ export function openRunSession(
       const entityId = args[0];
       const entity =
         typeof entityId === "string" ? await filled(() => session.entities.get(entityId), false) : undefined;
-      if (entity === undefined) throw refused("entity_not_found", `no entity ${String(entityId)}`);
+      if (entity === undefined)
+        throw DocScriptError.notFound("entity", String(entityId), `no entity ${String(entityId)}`);
       const file = fileOf(entity);
       if (file === undefined)
         throw refused("not_a_file", `${entityId} is a ${entity.entityKind} and names no stored file`);

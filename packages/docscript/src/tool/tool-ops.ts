@@ -267,8 +267,9 @@ export async function commitOp(core: ToolCore, input: ToolInput): Promise<DocScr
       };
     }
     return failure(input.op, {
-      code: "plan_not_found",
+      code: "not_found",
       message: `plan ${planId} is not kept in this process, and the document server confirms it was never applied; run the script again (it cannot apply twice)`,
+      data: { resource: "plan", id: planId },
     });
   }
   if (entry.plan.docId !== input.doc_id) {

@@ -136,7 +136,7 @@ export interface ModelContext {
  * thrown `ToolError`s, so a tool set answers them `ok: false` and MCP marks them `isError`.
  */
 export interface DocScriptTool extends Tool<ToolInput, DocScriptOutput> {
-  /** The prompt for a document; a document the call may not open throws `document_not_found`. */
+  /** The prompt for a document; a document the call may not open throws `not_found` (resource `document`). */
   getModelContext(
     input: { doc_id: string; context_id: string },
     context?: Omit<DocumentAccessContext, "op">,
@@ -149,14 +149,26 @@ export interface DocScriptTool extends Tool<ToolInput, DocScriptOutput> {
   close(): Promise<void>;
 }
 
-/** A failed call: `code` is the failure's, `data` holds `op`, the failure's own data and the run's logs. */
+/**
+ * A failed call: `code` is the failure's, `data` holds `op`, the failure's own data (`detail`) and the
+ * run's logs; a `not_found` also carries its `resource` and `id` at the top (ADR 0027), so
+ * `isNotFound(error, "plan")` reads it as it reads any other package's.
+ */
 export class DocScriptToolError extends ToolError {
   static override readonly brand: symbol = Symbol.for("tackle.docscript-tool-error");
 
   constructor(failure: Extract<DocScriptResult, { ok: false }>) {
+    const detail = failure.error.data as { resource?: unknown; id?: unknown } | undefined;
+    const found =
+      failure.error.code === "not_found" &&
+      typeof detail?.resource === "string" &&
+      typeof detail.id === "string"
+        ? { resource: detail.resource, id: detail.id }
+        : {};
     super(failure.error.code, failure.error.message, {
       data: {
         op: failure.op,
+        ...found,
         ...(failure.error.data === undefined ? {} : { detail: failure.error.data }),
         ...(failure.logs === undefined ? {} : { logs: failure.logs }),
         ...(failure.logs_omitted === undefined ? {} : { logs_omitted: failure.logs_omitted }),

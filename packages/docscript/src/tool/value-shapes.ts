@@ -55,7 +55,10 @@ export function withValueShapes(error: unknown, args: readonly unknown[]): unkno
     const given = valueAt(args, issue.path);
     return given.found ? { ...issue, value: valueShape(given.value) } : issue;
   });
-  return new DocScriptError(error.code as DocScriptErrorCode, error.message, issues);
+  const { resource, id } = error.data;
+  // A `not_found` keeps the resource and id it names (ADR 0027).
+  const found = resource === undefined || id === undefined ? undefined : { resource, id };
+  return new DocScriptError(error.code as DocScriptErrorCode, error.message, issues, undefined, found);
 }
 
 export function refused(
