@@ -1,5 +1,6 @@
 /** The embedded store's reads: a document's token, snapshot and log, its change log, and its rows. */
 import type { DatabaseSync } from "node:sqlite";
+import { sqliteDialect as sql } from "@tackle/storage";
 import { type ChangeRow, changeOfRow, pageOf } from "./change-log.ts";
 import type { DocumentStore, LoggedUpdate, ProjectedRow, RowRoot } from "./document-store.ts";
 import { sqliteMemberReads } from "./sqlite-member-reads.ts";
@@ -108,12 +109,13 @@ export function sqliteDocumentReads(database: DatabaseSync): SqliteReads {
 
 /** Pages of a root's rows, filtered by kind, id and endpoint, and the rows counted by kind. */
 function sqliteRowPages(database: DatabaseSync): Pick<DocumentStore, "readRows" | "countRows"> {
-  // Optional filters are JSON arrays (NULL: no filter), so one prepared statement serves every page.
+  // Optional filters are lists bound as the dialect binds them (NULL: no filter), so one prepared
+  // statement serves every page.
   const selectRows = database.prepare(
     `SELECT root, row_id, kind, payload, version FROM docscript_rows
      WHERE document_id = ?1 AND root = ?2 AND row_id > ?3
-       AND (?4 IS NULL OR kind IN (SELECT value FROM json_each(?4)))
-       AND (?5 IS NULL OR row_id IN (SELECT value FROM json_each(?5)))
+       AND (?4 IS NULL OR ${sql.anyOf("kind", 4)})
+       AND (?5 IS NULL OR ${sql.anyOf("row_id", 5)})
        AND (?6 IS NULL OR endpoint0 = ?6 OR endpoint1 = ?6)
      ORDER BY row_id LIMIT ?7`,
   );
@@ -122,8 +124,8 @@ function sqliteRowPages(database: DatabaseSync): Pick<DocumentStore, "readRows" 
   const selectRowsByIds = database.prepare(
     `SELECT root, row_id, kind, payload, version FROM docscript_rows
      WHERE document_id = ?1 AND root = ?2 AND +row_id > ?3
-       AND (?4 IS NULL OR kind IN (SELECT value FROM json_each(?4)))
-       AND row_id IN (SELECT value FROM json_each(?5))
+       AND (?4 IS NULL OR ${sql.anyOf("kind", 4)})
+       AND ${sql.anyOf("row_id", 5)}
        AND (?6 IS NULL OR endpoint0 = ?6 OR endpoint1 = ?6)
      ORDER BY row_id LIMIT ?7`,
   );
@@ -133,7 +135,7 @@ function sqliteRowPages(database: DatabaseSync): Pick<DocumentStore, "readRows" 
   return {
     async readRows(documentId, query) {
       const json = (values: readonly string[] | undefined) =>
-        values === undefined ? null : JSON.stringify(values);
+        values === undefined ? null : (sql.list(values) as string);
       const rows = (query.ids === undefined ? selectRows : selectRowsByIds).all(
         documentId,
         query.root,

@@ -4,6 +4,7 @@
  * variant, identity, id, kind, or a window on a number field (migration 7).
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { sqliteDialect as sql } from "@tackle/storage";
 import type { FoundMember, MemberQuery } from "./document-store.ts";
 import { type MemberRecord, toMember } from "./member-record.ts";
 
@@ -28,8 +29,43 @@ interface Filters {
   to: boolean;
 }
 
+/**
+ * Each value's parameter number, the same in every statement (ADR 0008: numbered parameters, lists
+ * through the dialect's `anyOf`); a statement binds the values up to the highest number it names.
+ */
+const at = {
+  documentId: 1,
+  type: 2,
+  after: 3,
+  limit: 4,
+  kinds: 5,
+  ids: 6,
+  endpoint: 7,
+  endpoints: 8,
+  variantOf: 9,
+  variantsOf: 10,
+  identity: 11,
+  identities: 12,
+  field: 13,
+  from: 14,
+  to: 15,
+} as const;
+type Parameter = keyof typeof at;
+/** The names in parameter order (`at` numbers them 1, 2, 3, … as written). */
+const parameterNames = Object.keys(at) as Parameter[];
+/** The parameter `name` in a statement: `?n`. */
+const p = (name: Parameter): string => sql.param(at[name]);
+/** `column` is one of the list bound as `name`. */
+const anyOf = (column: string, name: Parameter): string => sql.anyOf(column, at[name]);
+
+/** A prepared statement and how many parameters it binds. */
+interface Prepared {
+  readonly statement: StatementSync;
+  readonly parameters: number;
+}
+
 export function sqliteMemberReads(database: DatabaseSync): SqliteMemberReads {
-  const statements = new Map<string, StatementSync>();
+  const statements = new Map<string, Prepared>();
   const selectNumbersIndexed = database.prepare(
     "SELECT numbers_indexed FROM docscript_projection WHERE document_id = ?",
   );
@@ -37,11 +73,13 @@ export function sqliteMemberReads(database: DatabaseSync): SqliteMemberReads {
     const row = selectNumbersIndexed.get(documentId) as { numbers_indexed: number } | undefined;
     return row !== undefined && Number(row.numbers_indexed) === 1;
   };
-  const statement = (by: Filters): StatementSync => {
+  const statement = (by: Filters): Prepared => {
     const key = JSON.stringify(by);
     const known = statements.get(key);
     if (known !== undefined) return known;
-    const prepared = database.prepare(memberSql(by));
+    const text = memberSql(by);
+    const numbers = [...text.matchAll(/\?(\d+)/g)].map((match) => Number(match[1]));
+    const prepared = { statement: database.prepare(text), parameters: Math.max(...numbers) };
     statements.set(key, prepared);
     return prepared;
   };
@@ -63,27 +101,29 @@ export function sqliteMemberReads(database: DatabaseSync): SqliteMemberReads {
         from: range?.from !== undefined,
         to: range?.to !== undefined,
       };
-      const parameters: Record<string, string | number> = {
+      const values: Partial<Record<Parameter, unknown>> = {
         documentId,
         type: query.type,
         after: query.after ?? "",
         limit: query.limit,
+        kinds: query.kinds === undefined ? undefined : sql.list(query.kinds),
+        ids: query.ids === undefined ? undefined : sql.list(query.ids),
+        endpoint: query.endpoint,
+        endpoints: query.endpoints === undefined ? undefined : sql.list(query.endpoints),
+        variantOf: query.variantOf,
+        variantsOf: query.variantsOf === undefined ? undefined : sql.list(query.variantsOf),
+        identity: query.identity,
+        identities: query.identities === undefined ? undefined : sql.list(query.identities),
+        field: range?.field,
+        from: range?.from,
+        to: range?.to,
       };
-      const json = (values: readonly string[]) => JSON.stringify(values);
-      if (query.kinds !== undefined) parameters.kinds = json(query.kinds);
-      if (query.ids !== undefined) parameters.ids = json(query.ids);
-      if (query.endpoint !== undefined) parameters.endpoint = query.endpoint;
-      if (query.endpoints !== undefined) parameters.endpoints = json(query.endpoints);
-      if (query.variantOf !== undefined) parameters.variantOf = query.variantOf;
-      if (query.variantsOf !== undefined) parameters.variantsOf = json(query.variantsOf);
-      if (query.identity !== undefined) parameters.identity = query.identity;
-      if (query.identities !== undefined) parameters.identities = json(query.identities);
-      if (range !== undefined) {
-        parameters.field = range.field;
-        if (range.from !== undefined) parameters.from = range.from;
-        if (range.to !== undefined) parameters.to = range.to;
-      }
-      const rows = statement(by).all(parameters) as unknown as MemberRecord[];
+      const { statement: prepared, parameters } = statement(by);
+      // Positional: the value numbered n at index n - 1; a value the statement does not name binds NULL.
+      const bound = parameterNames
+        .slice(0, parameters)
+        .map((name) => (values[name] ?? null) as string | number | null);
+      const rows = prepared.all(...bound) as unknown as MemberRecord[];
       return rows.map(toMember);
     },
   };
@@ -99,51 +139,49 @@ function memberSql(by: Filters): string {
   const plus = indexed || by.range ? "+" : "";
   // With ids, the cursor is filtered, not searched: as a range it has SQLite walk every member of
   // the type past it and test each against the ids (2 ms a lookup at 100k), not find the ids.
-  const where = [`${plus}m.type = :type`, `${plus || by.ids ? "+" : ""}m.member_id > :after`];
-  if (by.kinds) where.push(`${by.range ? "+" : ""}m.kind IN (SELECT value FROM json_each(:kinds))`);
-  if (by.ids) where.push("m.member_id IN (SELECT value FROM json_each(:ids))");
-  if (by.variantOf) where.push("m.variant_of = :variantOf");
-  if (by.variantsOf)
-    where.push("m.variant_of IS NOT NULL AND m.variant_of IN (SELECT value FROM json_each(:variantsOf))");
-  if (by.identity) where.push("m.identity = :identity");
-  if (by.identities)
-    where.push("m.identity IS NOT NULL AND m.identity IN (SELECT value FROM json_each(:identities))");
-  if (!by.endpoint && !by.endpoints && !by.range) where.unshift("m.document_id = :documentId");
+  const where = [`${plus}m.type = ${p("type")}`, `${plus || by.ids ? "+" : ""}m.member_id > ${p("after")}`];
+  if (by.kinds) where.push(anyOf(`${by.range ? "+" : ""}m.kind`, "kinds"));
+  if (by.ids) where.push(anyOf("m.member_id", "ids"));
+  if (by.variantOf) where.push(`m.variant_of = ${p("variantOf")}`);
+  if (by.variantsOf) where.push(`m.variant_of IS NOT NULL AND ${anyOf("m.variant_of", "variantsOf")}`);
+  if (by.identity) where.push(`m.identity = ${p("identity")}`);
+  if (by.identities) where.push(`m.identity IS NOT NULL AND ${anyOf("m.identity", "identities")}`);
+  if (!by.endpoint && !by.endpoints && !by.range) where.unshift(`m.document_id = ${p("documentId")}`);
   return `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
             m.identity, r.payload
      FROM ${memberSource(by)} m
      JOIN docscript_rows r ON r.document_id = m.document_id AND r.root = m.root AND r.row_id = m.row_id
      WHERE ${where.join(" AND ")}
-     ORDER BY m.member_id, m.row_id LIMIT :limit`;
+     ORDER BY m.member_id, m.row_id LIMIT ${p("limit")}`;
 }
 
 /** Where the members come from: an endpoint index (both ends, unioned), the window index, or the table. */
 function memberSource(by: Filters): string {
   if (by.endpoint)
-    return `(SELECT * FROM docscript_members WHERE document_id = :documentId AND endpoint0 = :endpoint
+    return `(SELECT * FROM docscript_members WHERE document_id = ${p("documentId")} AND endpoint0 = ${p("endpoint")}
           UNION ALL
           SELECT * FROM docscript_members
-          WHERE document_id = :documentId AND endpoint1 = :endpoint AND endpoint0 IS NOT :endpoint)`;
+          WHERE document_id = ${p("documentId")} AND endpoint1 = ${p("endpoint")} AND endpoint0 IS NOT ${p("endpoint")})`;
   if (by.endpoints)
-    return `(SELECT * FROM docscript_members WHERE document_id = :documentId AND endpoint0 IS NOT NULL
-              AND endpoint0 IN (SELECT value FROM json_each(:endpoints))
+    return `(SELECT * FROM docscript_members WHERE document_id = ${p("documentId")} AND endpoint0 IS NOT NULL
+              AND ${anyOf("endpoint0", "endpoints")}
             UNION ALL
-            SELECT * FROM docscript_members WHERE document_id = :documentId AND endpoint1 IS NOT NULL
-              AND endpoint1 IN (SELECT value FROM json_each(:endpoints))
-              AND (endpoint0 IS NULL OR endpoint0 NOT IN (SELECT value FROM json_each(:endpoints))))`;
+            SELECT * FROM docscript_members WHERE document_id = ${p("documentId")} AND endpoint1 IS NOT NULL
+              AND ${anyOf("endpoint1", "endpoints")}
+              AND (endpoint0 IS NULL OR NOT ${anyOf("endpoint0", "endpoints")}))`;
   if (!by.range) return "docscript_members";
   // The window's numbers (document, kind, field, value), then the variants taking the field from
   // their base (value NULL), each joined to its member by the member table's primary key.
-  const kinds = by.kinds ? "AND n.kind IN (SELECT value FROM json_each(:kinds))" : "";
+  const kinds = by.kinds ? `AND ${anyOf("n.kind", "kinds")}` : "";
   const bounds = [
-    ...(by.from ? ["n.value >= :from"] : []),
-    ...(by.to ? ["n.value < :to"] : []),
+    ...(by.from ? [`n.value >= ${p("from")}`] : []),
+    ...(by.to ? [`n.value < ${p("to")}`] : []),
     ...(!by.from && !by.to ? ["n.value IS NOT NULL"] : []),
   ].join(" AND ");
   const numbers = (value: string) => `SELECT n.member_id, n.root, n.row_id FROM docscript_numbers n
-       WHERE n.document_id = :documentId ${kinds} AND n.field = :field AND ${value}
-         AND +n.member_id > :after`;
+       WHERE n.document_id = ${p("documentId")} ${kinds} AND n.field = ${p("field")} AND ${value}
+         AND +n.member_id > ${p("after")}`;
   return `(SELECT m0.* FROM (${numbers(bounds)} UNION ALL ${numbers("n.value IS NULL")}) w
-       JOIN docscript_members m0 ON m0.document_id = :documentId AND m0.type = 'entity'
+       JOIN docscript_members m0 ON m0.document_id = ${p("documentId")} AND m0.type = 'entity'
          AND m0.member_id = w.member_id AND m0.root = w.root AND m0.row_id = w.row_id)`;
 }
