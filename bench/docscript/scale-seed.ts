@@ -7,6 +7,7 @@
  *
  *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/scale-seed.ts <entities> <file> [--overlay-every=N]
  */
+import { LoroDoc } from "loro-crdt";
 import { createSqliteDocumentStore, hashToken } from "../../packages/docscript/src/server/index.ts";
 import { largeTimeline, largeTimelineRows } from "../../packages/docscript/test/large-timeline.ts";
 
@@ -31,6 +32,8 @@ try {
     documentId: "bench",
     tokenHash: hashToken(benchToken),
     snapshot,
+    // Beside the snapshot, so a page of the document is answered without loading it (ADR 0488).
+    snapshotVersion: LoroDoc.fromSnapshot(snapshot).oplogVersion().encode(),
     rows: largeTimelineRows(extraClips, every),
     issues: [],
   });

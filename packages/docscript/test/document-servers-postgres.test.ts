@@ -8,7 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { after, before, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
+import { createTestDatabase, type TestDatabase, underLoadMs } from "@tackle/test-support";
 import pg from "pg";
 import { encodeVersion, interpretDocument, timelineSchema } from "../src/index.ts";
 import { createEditor, type Editor } from "./timeline-fixture.ts";
@@ -114,7 +114,8 @@ it("a push through one server is seen by the next pull through the other", async
   t.diagnostic(
     `push answered → other server's pull done: median ${median.toFixed(1)} ms, max ${latencies.at(-1)?.toFixed(1)} ms`,
   );
-  assert.ok(median < 100, `median ${median} ms`);
+  // 100 ms quiet, scaled by the load (at load 30 on 2 cores the median took 120–250 ms).
+  assert.ok(median < underLoadMs(100), `median ${median} ms`);
 });
 
 it("a pull waiting on one server gets a push through the other within 100 ms (LISTEN/NOTIFY)", async (t) => {

@@ -16,6 +16,7 @@ import { type DocumentStore, type MemberQuery, StoreConflictError } from "./docu
 import {
   describeError,
   heldRowsBound,
+  type LogState,
   type OpenDocument,
   type PushOptions,
   plansOf,
@@ -134,6 +135,7 @@ export class DocumentHost {
       documentId,
       tokenHash: hashToken(token),
       snapshot: doc.export({ mode: "snapshot" }),
+      snapshotVersion: doc.oplogVersion().encode(),
       rows: allRowChanges(projection),
       issues: [],
     });
@@ -329,12 +331,12 @@ export class DocumentHost {
   }
 
   /** Whether the log after the snapshot is long, large or old enough to be compacted (ADR 0477). */
-  private logDue(open: OpenDocument): boolean {
-    if (open.seq === open.snapshotSeq) return false;
+  private logDue(log: LogState): boolean {
+    if (log.seq === log.snapshotSeq) return false;
     return (
-      open.seq - open.snapshotSeq >= this.compactEvery ||
-      open.logBytes >= this.compactLogBytes ||
-      (open.logSince !== undefined && Date.now() - open.logSince >= this.compactAgeMs)
+      log.seq - log.snapshotSeq >= this.compactEvery ||
+      log.logBytes >= this.compactLogBytes ||
+      (log.logSince !== undefined && Date.now() - log.logSince >= this.compactAgeMs)
     );
   }
 
@@ -354,11 +356,12 @@ export class DocumentHost {
 
   private compactLater(documentId: string): void {
     void this.serialized(documentId, async () => {
-      const open = this.docs.open.get(documentId);
-      if (open === undefined) return;
+      // A page answered without opening the document (`pageHead`) leaves it to be opened here.
+      const open = this.docs.open.get(documentId) ?? (await this.docs.current(documentId));
+      if (open.seq === open.snapshotSeq) return;
       const snapshot = open.doc.export({ mode: "snapshot" });
       const through = open.seq;
-      await this.store.compact(documentId, snapshot, through);
+      await this.store.compact(documentId, snapshot, through, open.doc.oplogVersion().encode());
       open.snapshotSeq = through;
       open.logBytes = 0;
       open.logSince = undefined;
@@ -380,7 +383,8 @@ export class DocumentHost {
     query: { kinds?: readonly string[]; ids?: readonly string[]; after?: string; limit: number },
   ): Promise<EntityPage> {
     return this.serialized(documentId, async () => {
-      const open = await this.docs.current(documentId);
+      // The document is not loaded for a page: its rows, version and issues are the store's.
+      const { version, issues } = await this.docs.pageHead(documentId);
       const found = await this.store.readMembers(documentId, {
         type: "entity",
         kinds: query.kinds,
@@ -389,13 +393,7 @@ export class DocumentHost {
         limit: query.limit,
       });
       const entities = await assembledEntities(this.store, this.schema, documentId, firstClaims(found));
-      open.issues ??= await this.docs.issuesOf(documentId, open);
-      return {
-        version: encodeVersion(open.doc.oplogVersion()),
-        ...(await totalsOf(this.store, documentId)),
-        entities,
-        issues: open.issues,
-      };
+      return { version, ...(await totalsOf(this.store, documentId)), entities, issues };
     });
   }
 
@@ -405,10 +403,10 @@ export class DocumentHost {
     query: Omit<MemberQuery, "type" | "variantOf" | "identity">,
   ): Promise<RelationPage> {
     return this.serialized(documentId, async () => {
-      const open = await this.docs.current(documentId);
+      const { version } = await this.docs.pageHead(documentId);
       const found = await this.store.readMembers(documentId, { ...query, type: "relation" });
       return {
-        version: encodeVersion(open.doc.oplogVersion()),
+        version,
         ...(await totalsOf(this.store, documentId)),
         relations: firstClaims(found).map(relationOf),
       };
@@ -421,10 +419,10 @@ export class DocumentHost {
    */
   async rowLookup(documentId: string, lookups: readonly RowLookup[]): Promise<RowLookupAnswer> {
     return this.serialized(documentId, async () => {
-      const open = await this.docs.current(documentId);
+      const { version } = await this.docs.pageHead(documentId);
       const results = await lookUpRows(this.store, documentId, lookups);
       return {
-        version: encodeVersion(open.doc.oplogVersion()),
+        version,
         counts: (await totalsOf(this.store, documentId)).counts,
         results,
       };

@@ -18,7 +18,15 @@ export interface StoredDocument {
   readonly snapshotSeq: number;
   /** Updates after `snapshotSeq`, in order. */
   readonly updates: readonly LoggedUpdate[];
+  /**
+   * The snapshot's version (a Loro version vector, encoded), stored beside it (migration 8); undefined
+   * for a snapshot stored without it, until a server that loads the document keeps it.
+   */
+  readonly snapshotVersion?: Uint8Array | undefined;
 }
+
+/** A stored document without its snapshot: what a page needs to know of it (ADR 0488). */
+export type StoredHead = Omit<StoredDocument, "snapshot">;
 
 /** Which root map a row belongs to. */
 export type RowRoot = "entities" | "relations";
@@ -139,11 +147,17 @@ export interface DocumentStore {
     documentId: string;
     tokenHash: string;
     snapshot: Uint8Array;
+    /** The snapshot's version, encoded (`StoredDocument.snapshotVersion`). */
+    snapshotVersion?: Uint8Array;
     rows?: readonly RowChange[];
     issues?: readonly DocumentIssue[];
   }): Promise<boolean>;
   tokenHash(documentId: string): Promise<string | undefined>;
   load(documentId: string): Promise<StoredDocument | undefined>;
+  /** The document as `load` reads it, without the snapshot (stores that keep the snapshot's version). */
+  loadHead?(documentId: string): Promise<StoredHead | undefined>;
+  /** Stores the version of the snapshot held through `snapshotSeq`, when that snapshot has none stored. */
+  keepSnapshotVersion?(documentId: string, snapshotSeq: number, version: Uint8Array): Promise<void>;
   updatesAfter(documentId: string, seq: number): Promise<LoggedUpdate[]>;
   /** The seq the stored snapshot holds through (undefined: no such document). */
   snapshotSeq?(documentId: string): Promise<number | undefined>;
@@ -199,8 +213,16 @@ export interface DocumentStore {
   readRows(documentId: string, query: RowQuery): Promise<ProjectedRow[]>;
   /** How many rows each kind has, per root. */
   countRows(documentId: string): Promise<{ root: RowRoot; kind: string; count: number }[]>;
-  /** Replaces the snapshot with one holding every update through `throughSeq`, and drops those updates. */
-  compact(documentId: string, snapshot: Uint8Array, throughSeq: number): Promise<void>;
+  /**
+   * Replaces the snapshot with one holding every update through `throughSeq`, and drops those updates;
+   * `snapshotVersion` is the new snapshot's version, encoded.
+   */
+  compact(
+    documentId: string,
+    snapshot: Uint8Array,
+    throughSeq: number,
+    snapshotVersion?: Uint8Array,
+  ): Promise<void>;
   /**
    * Stores several servers share (PostgreSQL): holds the document's lock across processes until the
    * returned release is called, so one server at a time catches up, checks and appends a push.

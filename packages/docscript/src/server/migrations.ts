@@ -170,6 +170,14 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     ALTER TABLE docscript_projection ADD COLUMN numbers_indexed INTEGER NOT NULL DEFAULT 0;
   `,
   },
+  {
+    version: 8,
+    name: "the snapshot's version",
+    // The version vector of the stored snapshot, written with it (creation, compaction), so a page of a
+    // document that is not open tells its version without reading the snapshot (ADR 0488). NULL for a
+    // snapshot stored before: a server that loads the document writes it.
+    up: "ALTER TABLE docscript_documents ADD COLUMN snapshot_version BLOB;",
+  },
 ];
 
 export const postgresMigrations: readonly PostgresMigration[] = [
@@ -320,5 +328,11 @@ export const postgresMigrations: readonly PostgresMigration[] = [
   CREATE INDEX docscript_numbers_row ON docscript_numbers (document_id, root, row_id);
   ALTER TABLE docscript_projection ADD COLUMN numbers_indexed BOOLEAN NOT NULL DEFAULT false;
 `,
+  },
+  {
+    version: 8,
+    name: "the snapshot's version",
+    // As for SQLite.
+    up: "ALTER TABLE docscript_documents ADD COLUMN snapshot_version BYTEA;",
   },
 ];

@@ -32,6 +32,9 @@ export interface OpenDocument {
   plans: Map<string, string> | undefined;
 }
 
+/** What the log after a document's snapshot holds: what its compaction bounds are checked against (ADR 0477). */
+export type LogState = Pick<OpenDocument, "seq" | "snapshotSeq" | "logBytes" | "logSince">;
+
 /** Rows a document's projection keeps holding between pushes; past this it starts empty again. */
 export const heldRowsBound = 20_000;
 

@@ -4,7 +4,7 @@
  * from the store on need (ADR 0465, 0466).
  */
 
-import { type Frontiers, LoroDoc } from "loro-crdt";
+import { decodeImportBlobMeta, type Frontiers, LoroDoc, type PeerID, VersionVector } from "loro-crdt";
 import { checkDocument } from "../document/check-document.ts";
 import { projectDocument, refreshRows } from "../document/interpret.ts";
 import type { OnDemandProjection } from "../document/on-demand-projection.ts";
@@ -14,7 +14,7 @@ import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { changedRows } from "./changed-rows.ts";
 import type { DocumentStore } from "./document-store.ts";
-import { importLogged, type OpenDocument, StaleRowsError } from "./open-document.ts";
+import { importLogged, type LogState, type OpenDocument, StaleRowsError } from "./open-document.ts";
 import { planIdsOf } from "./push-checks.ts";
 import { nextIssues, stageChange } from "./push-staging.ts";
 import { allRowChanges, rowChanges } from "./row-members.ts";
@@ -27,7 +27,7 @@ export class OpenDocuments {
   private readonly schema: Schema;
   private readonly maxOpen: number;
   /** Whether a document's log is due to be compacted, and compacting it once the current call is answered. */
-  private readonly logDue: (open: OpenDocument) => boolean;
+  private readonly logDue: (log: LogState) => boolean;
   private readonly compactLater: (documentId: string) => void;
   /** Indexing a document's number fields (stored before the index) once the current call is answered. */
   private readonly indexLater: (documentId: string) => void;
@@ -36,7 +36,7 @@ export class OpenDocuments {
     store: DocumentStore;
     schema: Schema;
     maxOpen: number;
-    logDue: (open: OpenDocument) => boolean;
+    logDue: (log: LogState) => boolean;
     compactLater: (documentId: string) => void;
     indexLater: (documentId: string) => void;
   }) {
@@ -115,6 +115,43 @@ export class OpenDocuments {
     return open;
   }
 
+  /**
+   * What a page needs of a document, its version and issues, without loading a document that is not
+   * open: its version from the snapshot's stored version and the logged updates' headers, its issues
+   * those kept with its rows. Loading it (a 168 MB snapshot at 1M entities, seconds) waits for a call
+   * that needs the document itself. A document this server holds open, whose rows do not hold through
+   * its log (they are written from the updates) or whose snapshot's version is not stored, is opened.
+   */
+  async pageHead(documentId: string): Promise<{ version: string; issues: DocumentIssue[] }> {
+    if (!this.open.has(documentId)) {
+      const head = await this.unopenedHead(documentId);
+      if (head !== undefined) return head;
+    }
+    const open = await this.withIssues(documentId);
+    return { version: pageVersion(open.doc.oplogVersion().toJSON()), issues: open.issues };
+  }
+
+  private async unopenedHead(
+    documentId: string,
+  ): Promise<{ version: string; issues: DocumentIssue[] } | undefined> {
+    const head = await this.store.loadHead?.(documentId);
+    if (head?.snapshotVersion === undefined) return undefined;
+    const seq = head.updates.at(-1)?.seq ?? head.snapshotSeq;
+    const issues = await this.storedIssues(documentId, seq);
+    if (issues === undefined) return undefined;
+    // A logged update holds the changes from its start to its end version: the log's version is the
+    // snapshot's with each peer's end taken to the furthest update (the log holds every dependency).
+    const ends = VersionVector.decode(head.snapshotVersion).toJSON();
+    for (const update of head.updates)
+      for (const [peer, end] of decodeImportBlobMeta(update.bytes, false).partialEndVersionVector.toJSON())
+        ends.set(peer, Math.max(end, ends.get(peer) ?? 0));
+    // A log long or large enough is compacted once this page is answered, as when a document opens.
+    const logBytes = head.updates.reduce((sum, update) => sum + update.bytes.length, 0);
+    if (this.logDue({ seq, snapshotSeq: head.snapshotSeq, logBytes, logSince: undefined }))
+      this.compactLater(documentId);
+    return { version: pageVersion(ends), issues };
+  }
+
   /** Opens a document: imports its snapshot and log, reading nothing out of them. */
   private async load(documentId: string): Promise<OpenDocument> {
     const stored = await this.store.load(documentId);
@@ -122,6 +159,9 @@ export class OpenDocuments {
       throw DocScriptError.notFound("document", documentId, `no document ${documentId}`);
     const rowsSeq = await this.store.rowsSeq(documentId);
     const doc = LoroDoc.fromSnapshot(stored.snapshot);
+    // A snapshot stored without its version (before migration 8) gets it, for pages that do not load it.
+    if (stored.snapshotVersion === undefined)
+      await this.store.keepSnapshotVersion?.(documentId, stored.snapshotSeq, doc.oplogVersion().encode());
     // Rows kept through a seq the log still holds: the updates after it are written to the rows one
     // by one below. Otherwise (a document stored before rows were kept, or rows behind a compaction)
     // the document is read whole once (rows read plainly: a deep read with container ids costs ~5×
@@ -260,4 +300,14 @@ export class OpenDocuments {
     const after = await this.store.rowsSeq(documentId);
     return before === seq && after === seq ? issues : undefined;
   }
+}
+
+/**
+ * A version as pages tell it: one text for one version, whether read off the loaded document or made
+ * from the stored one (Loro encodes a vector in its map's order, which its history may change), so
+ * pages read by one run compare equal while the document does not move.
+ */
+function pageVersion(ends: Map<PeerID, number>): string {
+  const peers = [...ends].sort(([left], [right]) => (left < right ? -1 : left > right ? 1 : 0));
+  return encodeVersion(new VersionVector(new Map(peers)));
 }

@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { after, test } from "node:test";
 import { LoroDoc } from "loro-crdt";
 import { openDocument } from "../document/document-session.ts";
@@ -61,27 +62,72 @@ async function logLength(store: DocumentStore, documentId: string): Promise<numb
   return (await store.load(documentId))?.updates.length ?? -1;
 }
 
-test("the first page after opening with a log shows every logged update, at the log's version", async () => {
+/** How many snapshots `work` imports into a Loro document (a document loaded). */
+async function snapshotsRead<T>(work: () => Promise<T>): Promise<{ result: T; snapshots: number }> {
+  const statics = LoroDoc as unknown as { fromSnapshot: (bytes: Uint8Array) => LoroDoc };
+  const original = statics.fromSnapshot;
+  let snapshots = 0;
+  statics.fromSnapshot = (bytes) => {
+    snapshots++;
+    return original.call(LoroDoc, bytes);
+  };
+  try {
+    return { result: await work(), snapshots };
+  } finally {
+    statics.fromSnapshot = original;
+  }
+}
+
+test("the first page after opening with a log shows every logged update, at the log's version, unloaded", async () => {
   const path = join(directory, "pushed.db");
   const store = createSqliteDocumentStore({ path });
   const host = new DocumentHost({ store, schema: timelineSchema, ...never });
   const { replica, ids } = await captions(host, "doc", 30);
-  // Every update after the snapshot, each its own push: the first, the last and each in between.
+  // Two peers in turn, each update its own push: the first, the last and each in between logged.
+  const other = LoroDoc.fromSnapshot(replica.export({ mode: "snapshot" }));
   for (const [index, id] of ids.entries()) {
-    const result = await host.push("doc", retitle(replica, id, `logged ${index}`));
+    const [writer, reader] = index % 3 === 0 ? [other, replica] : [replica, other];
+    const update = retitle(writer, id, `logged ${index}`);
+    reader.import(update);
+    const result = await host.push("doc", update);
     assert.equal(result.status, "committed", JSON.stringify(result));
   }
   await host.close();
   assert.equal(await logLength(store, "doc"), ids.length, "the updates stay in the log");
   await store.close();
 
-  const { page, texts } = await firstPage(path, "doc");
+  const { result, snapshots } = await snapshotsRead(() => firstPage(path, "doc"));
+  const { page, texts } = result;
   for (const [index, id] of ids.entries()) assert.equal(texts.get(id), `logged ${index}`, id);
   assert.equal(page.total.entities, ids.length);
   assert.ok(
     sameVersion(page.version, encodeVersion(replica.oplogVersion())),
     "the page is at the version of the snapshot and every logged update",
   );
+  assert.equal(snapshots, 0, "the page is the store's: the document is not loaded for it");
+});
+
+test("a snapshot stored without its version is loaded for the first page, and keeps its version for the next", async () => {
+  const path = join(directory, "unversioned.db");
+  const store = createSqliteDocumentStore({ path });
+  const host = new DocumentHost({ store, schema: timelineSchema, ...never });
+  const { replica, ids } = await captions(host, "doc", 5);
+  for (const [index, id] of ids.entries()) await host.push("doc", retitle(replica, id, `logged ${index}`));
+  await host.close();
+  await store.close();
+  // As a document stored before migration 8 left it.
+  const database = new DatabaseSync(path);
+  database.exec("UPDATE docscript_documents SET snapshot_version = NULL");
+  database.close();
+
+  const first = await snapshotsRead(() => firstPage(path, "doc"));
+  assert.equal(first.snapshots, 1, "no stored version: the document is loaded");
+  const second = await snapshotsRead(() => firstPage(path, "doc"));
+  assert.equal(second.snapshots, 0, "the load kept the snapshot's version");
+  for (const { result } of [first, second]) {
+    assert.ok(sameVersion(result.page.version, encodeVersion(replica.oplogVersion())));
+    for (const [index, id] of ids.entries()) assert.equal(result.texts.get(id), `logged ${index}`);
+  }
 });
 
 test("the first page shows logged updates whose rows another server left behind", async () => {

@@ -2,7 +2,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { sqliteDialect as sql } from "@tackle/storage";
 import { type ChangeRow, changeOfRow, pageOf } from "./change-log.ts";
-import type { DocumentStore, LoggedUpdate, ProjectedRow, RowRoot } from "./document-store.ts";
+import type { DocumentStore, LoggedUpdate, ProjectedRow, RowRoot, StoredHead } from "./document-store.ts";
 import { sqliteMemberReads } from "./sqlite-member-reads.ts";
 
 /** Rows of the update log as the store hands them out (bytes copied off SQLite's buffer). */
@@ -16,6 +16,8 @@ type SqliteReads = Pick<
   DocumentStore,
   | "tokenHash"
   | "load"
+  | "loadHead"
+  | "keepSnapshotVersion"
   | "snapshotSeq"
   | "updatesAfter"
   | "changes"
@@ -30,7 +32,14 @@ type SqliteReads = Pick<
 
 export function sqliteDocumentReads(database: DatabaseSync): SqliteReads {
   const selectDocument = database.prepare(
-    "SELECT token_hash, snapshot, snapshot_seq FROM docscript_documents WHERE document_id = ?",
+    "SELECT token_hash, snapshot, snapshot_seq, snapshot_version FROM docscript_documents WHERE document_id = ?",
+  );
+  // What a page needs: never the snapshot (168 MB at 1M entities, seconds to read).
+  const selectHead = database.prepare(
+    "SELECT token_hash, snapshot_seq, snapshot_version FROM docscript_documents WHERE document_id = ?",
+  );
+  const updateSnapshotVersion = database.prepare(
+    "UPDATE docscript_documents SET snapshot_version = ? WHERE document_id = ? AND snapshot_seq = ? AND snapshot_version IS NULL",
   );
   const selectToken = database.prepare("SELECT token_hash FROM docscript_documents WHERE document_id = ?");
   // Asked before every push: the seq alone, never the snapshot beside it (16 MB at 100k entities).
@@ -49,23 +58,32 @@ export function sqliteDocumentReads(database: DatabaseSync): SqliteReads {
     "SELECT type, kind, count AS n FROM docscript_counts WHERE document_id = ? AND count > 0",
   );
   const members = sqliteMemberReads(database);
+  type HeadRow = { token_hash: string; snapshot_seq: number; snapshot_version: Uint8Array | null };
+  const headOf = (documentId: string, row: HeadRow): StoredHead => {
+    const snapshotSeq = Number(row.snapshot_seq);
+    return {
+      tokenHash: row.token_hash,
+      snapshotSeq,
+      snapshotVersion: row.snapshot_version === null ? undefined : new Uint8Array(row.snapshot_version),
+      updates: toUpdates(selectUpdates.all(documentId, snapshotSeq)),
+    };
+  };
   return {
     async tokenHash(documentId) {
       const row = selectToken.get(documentId) as { token_hash: string } | undefined;
       return row?.token_hash;
     },
     async load(documentId) {
-      const row = selectDocument.get(documentId) as
-        | { token_hash: string; snapshot: Uint8Array; snapshot_seq: number }
-        | undefined;
+      const row = selectDocument.get(documentId) as (HeadRow & { snapshot: Uint8Array }) | undefined;
       if (row === undefined) return undefined;
-      const snapshotSeq = Number(row.snapshot_seq);
-      return {
-        tokenHash: row.token_hash,
-        snapshot: new Uint8Array(row.snapshot),
-        snapshotSeq,
-        updates: toUpdates(selectUpdates.all(documentId, snapshotSeq)),
-      };
+      return { ...headOf(documentId, row), snapshot: new Uint8Array(row.snapshot) };
+    },
+    async loadHead(documentId) {
+      const row = selectHead.get(documentId) as HeadRow | undefined;
+      return row === undefined ? undefined : headOf(documentId, row);
+    },
+    async keepSnapshotVersion(documentId, snapshotSeq, version) {
+      updateSnapshotVersion.run(version, documentId, snapshotSeq);
     },
     async snapshotSeq(documentId) {
       const row = selectSnapshotSeq.get(documentId) as { snapshot_seq: number } | undefined;

@@ -20,7 +20,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     migrations: sqliteMigrations,
   });
   const insertDocument = database.prepare(
-    "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq, created_at) VALUES (?, ?, ?, 0, ?) ON CONFLICT DO NOTHING",
+    "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq, snapshot_version, created_at) VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING",
   );
   const insertUpdate = database.prepare(
     "INSERT INTO docscript_updates (document_id, seq, bytes, status, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -31,7 +31,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
        relations_deleted, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const updateSnapshot = database.prepare(
-    "UPDATE docscript_documents SET snapshot = ?, snapshot_seq = ? WHERE document_id = ? AND snapshot_seq < ?",
+    "UPDATE docscript_documents SET snapshot = ?, snapshot_seq = ?, snapshot_version = ? WHERE document_id = ? AND snapshot_seq < ?",
   );
   const deleteUpdates = database.prepare("DELETE FROM docscript_updates WHERE document_id = ? AND seq <= ?");
   const selectLastSeq = database.prepare(
@@ -51,9 +51,10 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
 
   return {
     ...sqliteDocumentReads(database),
-    async createDocument({ documentId, tokenHash, snapshot, rows, issues }) {
+    async createDocument({ documentId, tokenHash, snapshot, snapshotVersion, rows, issues }) {
       return sqliteTransaction(database, () => {
-        const result = insertDocument.run(documentId, tokenHash, snapshot, new Date().toISOString());
+        const at = new Date().toISOString();
+        const result = insertDocument.run(documentId, tokenHash, snapshot, snapshotVersion ?? null, at);
         if (Number(result.changes) !== 1) return false;
         if (rows !== undefined) {
           writeRows(documentId, rows, 0);
@@ -105,9 +106,9 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     async indexNumbers(documentId, numbersOf) {
       await indexNumbers(documentId, numbersOf);
     },
-    async compact(documentId, snapshot, throughSeq) {
+    async compact(documentId, snapshot, throughSeq, snapshotVersion) {
       sqliteTransaction(database, () => {
-        updateSnapshot.run(snapshot, throughSeq, documentId, throughSeq);
+        updateSnapshot.run(snapshot, throughSeq, snapshotVersion ?? null, documentId, throughSeq);
         deleteUpdates.run(documentId, throughSeq);
       });
     },

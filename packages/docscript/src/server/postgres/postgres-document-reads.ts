@@ -1,7 +1,7 @@
 /** The PostgreSQL store's reads of a document's token, snapshot and log, change log and projection state. */
 import type pg from "pg";
 import { type ChangeRow, changeOfRow, pageOf } from "../change-log.ts";
-import type { DocumentStore, LoggedUpdate } from "../document-store.ts";
+import type { DocumentStore, LoggedUpdate, StoredHead } from "../document-store.ts";
 
 /** Rows of the update log as the store hands them out. */
 export const toUpdates = (rows: { seq: string; bytes: Buffer }[]): LoggedUpdate[] =>
@@ -9,8 +9,61 @@ export const toUpdates = (rows: { seq: string; bytes: Buffer }[]): LoggedUpdate[
 
 export type PostgresDocumentReads = Pick<
   DocumentStore,
-  "tokenHash" | "load" | "snapshotSeq" | "updatesAfter" | "changes" | "rowsSeq" | "documentIssues"
+  | "tokenHash"
+  | "load"
+  | "loadHead"
+  | "keepSnapshotVersion"
+  | "snapshotSeq"
+  | "updatesAfter"
+  | "changes"
+  | "rowsSeq"
+  | "documentIssues"
 >;
+
+/** The document row and the log after its snapshot, in one snapshot-isolated read; the snapshot only when asked. */
+async function readDocument(
+  pool: pg.Pool,
+  documentId: string,
+  withSnapshot: boolean,
+): Promise<(StoredHead & { snapshot?: Uint8Array }) | undefined> {
+  const connection = await pool.connect();
+  try {
+    // Snapshot-isolated, so a concurrent compaction cannot drop updates between the two queries.
+    await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    const document = await connection.query<{
+      token_hash: string;
+      snapshot?: Buffer;
+      snapshot_seq: string;
+      snapshot_version: Buffer | null;
+    }>(
+      `SELECT token_hash, ${withSnapshot ? "snapshot, " : ""}snapshot_seq, snapshot_version
+       FROM docscript_documents WHERE document_id = $1`,
+      [documentId],
+    );
+    const row = document.rows[0];
+    if (row === undefined) {
+      await connection.query("COMMIT");
+      return undefined;
+    }
+    const updates = await connection.query<{ seq: string; bytes: Buffer }>(
+      "SELECT seq, bytes FROM docscript_updates WHERE document_id = $1 AND seq > $2 ORDER BY seq",
+      [documentId, row.snapshot_seq],
+    );
+    await connection.query("COMMIT");
+    return {
+      tokenHash: row.token_hash,
+      ...(row.snapshot === undefined ? {} : { snapshot: new Uint8Array(row.snapshot) }),
+      snapshotSeq: Number(row.snapshot_seq),
+      snapshotVersion: row.snapshot_version === null ? undefined : new Uint8Array(row.snapshot_version),
+      updates: toUpdates(updates.rows),
+    };
+  } catch (error) {
+    await connection.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  } finally {
+    connection.release();
+  }
+}
 
 export function postgresDocumentReads(pool: pg.Pool): PostgresDocumentReads {
   return {
@@ -22,39 +75,19 @@ export function postgresDocumentReads(pool: pg.Pool): PostgresDocumentReads {
       return result.rows[0]?.token_hash;
     },
     async load(documentId) {
-      const connection = await pool.connect();
-      try {
-        // One snapshot-isolated read, so a concurrent compaction cannot drop updates between the two queries.
-        await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
-        const document = await connection.query<{
-          token_hash: string;
-          snapshot: Buffer;
-          snapshot_seq: string;
-        }>("SELECT token_hash, snapshot, snapshot_seq FROM docscript_documents WHERE document_id = $1", [
-          documentId,
-        ]);
-        const row = document.rows[0];
-        if (row === undefined) {
-          await connection.query("COMMIT");
-          return undefined;
-        }
-        const updates = await connection.query<{ seq: string; bytes: Buffer }>(
-          "SELECT seq, bytes FROM docscript_updates WHERE document_id = $1 AND seq > $2 ORDER BY seq",
-          [documentId, row.snapshot_seq],
-        );
-        await connection.query("COMMIT");
-        return {
-          tokenHash: row.token_hash,
-          snapshot: new Uint8Array(row.snapshot),
-          snapshotSeq: Number(row.snapshot_seq),
-          updates: toUpdates(updates.rows),
-        };
-      } catch (error) {
-        await connection.query("ROLLBACK").catch(() => undefined);
-        throw error;
-      } finally {
-        connection.release();
-      }
+      const stored = await readDocument(pool, documentId, true);
+      // Read with its snapshot: a row always has one.
+      if (stored?.snapshot === undefined) return undefined;
+      return { ...stored, snapshot: stored.snapshot };
+    },
+    async loadHead(documentId) {
+      return readDocument(pool, documentId, false);
+    },
+    async keepSnapshotVersion(documentId, snapshotSeq, version) {
+      await pool.query(
+        "UPDATE docscript_documents SET snapshot_version = $1 WHERE document_id = $2 AND snapshot_seq = $3 AND snapshot_version IS NULL",
+        [Buffer.from(version), documentId, snapshotSeq],
+      );
     },
     async snapshotSeq(documentId) {
       const result = await pool.query<{ snapshot_seq: string }>(

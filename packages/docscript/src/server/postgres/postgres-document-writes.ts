@@ -11,13 +11,15 @@ export type PostgresDocumentWrites = Pick<
   "createDocument" | "append" | "replaceRows" | "advanceRows" | "indexNumbers" | "compact"
 >;
 
+const bytesOrNull = (bytes: Uint8Array | undefined) => (bytes === undefined ? null : Buffer.from(bytes));
+
 export function postgresDocumentWrites(pool: pg.Pool): PostgresDocumentWrites {
   return {
-    async createDocument({ documentId, tokenHash, snapshot, rows, issues }) {
+    async createDocument({ documentId, tokenHash, snapshot, snapshotVersion, rows, issues }) {
       const created = await postgresTransaction(pool, async (client) => {
         const result = await client.query(
-          "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq) VALUES ($1, $2, $3, 0) ON CONFLICT DO NOTHING",
-          [documentId, tokenHash, Buffer.from(snapshot)],
+          "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq, snapshot_version) VALUES ($1, $2, $3, 0, $4) ON CONFLICT DO NOTHING",
+          [documentId, tokenHash, Buffer.from(snapshot), bytesOrNull(snapshotVersion)],
         );
         if (result.rowCount !== 1) return false;
         if (rows !== undefined)
@@ -103,13 +105,13 @@ export function postgresDocumentWrites(pool: pg.Pool): PostgresDocumentWrites {
     async indexNumbers(documentId, numbersOf) {
       await indexNumbers(pool, documentId, numbersOf);
     },
-    async compact(documentId, snapshot, throughSeq) {
+    async compact(documentId, snapshot, throughSeq, snapshotVersion) {
       const connection = await pool.connect();
       try {
         await connection.query("BEGIN");
         await connection.query(
-          "UPDATE docscript_documents SET snapshot = $1, snapshot_seq = $2 WHERE document_id = $3 AND snapshot_seq < $2",
-          [Buffer.from(snapshot), throughSeq, documentId],
+          "UPDATE docscript_documents SET snapshot = $1, snapshot_seq = $2, snapshot_version = $4 WHERE document_id = $3 AND snapshot_seq < $2",
+          [Buffer.from(snapshot), throughSeq, documentId, bytesOrNull(snapshotVersion)],
         );
         await connection.query("DELETE FROM docscript_updates WHERE document_id = $1 AND seq <= $2", [
           documentId,
