@@ -1,7 +1,7 @@
 /** Memories read: by id, their history, a listed page, the generation, those with embeddings. */
 import type { MemoryStore } from "../memory-store.ts";
 import { memoryFromRow, scopeCondition } from "../row-codec.ts";
-import { inList, mark, memorySelect, type PostgresContext } from "./postgres-sql.ts";
+import { mark, memorySelect, oneOf, type PostgresContext } from "./postgres-sql.ts";
 
 export function postgresMemoryReads(
   context: PostgresContext,
@@ -39,8 +39,8 @@ export function postgresMemoryReads(
     async listMemories(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
       let sql = `SELECT ${memorySelect} FROM memory_memories m WHERE m.tenant_id = $1${scopeCondition(scope, parameters, mark, "m.")}`;
-      if (listOptions.statuses) sql += ` AND m.status IN (${inList(listOptions.statuses, parameters)})`;
-      if (listOptions.kinds) sql += ` AND m.kind IN (${inList(listOptions.kinds, parameters)})`;
+      if (listOptions.statuses) sql += ` AND ${oneOf("m.status", listOptions.statuses, parameters)}`;
+      if (listOptions.kinds) sql += ` AND ${oneOf("m.kind", listOptions.kinds, parameters)}`;
       if (listOptions.beforeId !== undefined) {
         parameters.push(listOptions.beforeId);
         sql += ` AND m.seq < (SELECT b.seq FROM memory_memories b WHERE b.tenant_id = $1 AND b.id = $${parameters.length})`;
@@ -65,7 +65,7 @@ export function postgresMemoryReads(
     async embeddedMemories(tenantId, scope, kinds) {
       const parameters: unknown[] = [tenantId];
       let sql = `SELECT ${memorySelect} FROM memory_memories m WHERE m.tenant_id = $1 AND m.status = 'active' AND m.embedding IS NOT NULL${scopeCondition(scope, parameters, mark, "m.")}`;
-      if (kinds) sql += ` AND m.kind IN (${inList(kinds, parameters)})`;
+      if (kinds) sql += ` AND ${oneOf("m.kind", kinds, parameters)}`;
       return (await all(sql, parameters)).map(memoryFromRow);
     },
   };

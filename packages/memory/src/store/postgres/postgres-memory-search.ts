@@ -5,9 +5,9 @@ import { memoryFromRow, scopeCondition } from "../row-codec.ts";
 import {
   bm25B,
   bm25K1,
-  inList,
   mark,
   memorySelect,
+  oneOf,
   type PostgresContext,
   plainWords,
   type Row,
@@ -32,7 +32,7 @@ export function postgresMemorySearch(
       const parameters: unknown[] = [query, tenantId, exact.join(" "), prefixes.join(" ")];
       const filters = (alias: string) => {
         let sql = `${alias}.tenant_id = $2 AND ${alias}.status = 'active'${scopeCondition(scope, parameters, mark, `${alias}.`)}`;
-        if (searchOptions.kinds) sql += ` AND ${alias}.kind IN (${inList(searchOptions.kinds, parameters)})`;
+        if (searchOptions.kinds) sql += ` AND ${oneOf(`${alias}.kind`, searchOptions.kinds, parameters)}`;
         return sql;
       };
       // A query term is a lexeme (matched exactly) or a prefix (matching every lexeme it starts), each
@@ -82,7 +82,7 @@ export function postgresMemorySearch(
         candidateOptions.limit,
       ];
       let filters = `m.tenant_id = $1 AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;
-      if (candidateOptions.kinds) filters += ` AND m.kind IN (${inList(candidateOptions.kinds, parameters)})`;
+      if (candidateOptions.kinds) filters += ` AND ${oneOf("m.kind", candidateOptions.kinds, parameters)}`;
       const rows = await all(
         `SELECT q.query_index, ${memorySelect}
          FROM unnest($2::text[], $3::int[]) AS q(query, query_index)

@@ -13,20 +13,24 @@ export interface PostgresUnit extends Unit {
   steps: Promise<unknown>;
   savepoints: number;
 }
-export const mark = (index: number) => `$${index}`;
+/** Parameter `index` (1-based), as the dialect spells it (ADR 0008). */
+export const mark = (index: number) => postgresDialect.param(index);
 export const memorySelect = ["seq", ...memoryColumns].map((column) => `m.${column}`).join(", ");
 /** BM25's term-frequency saturation and length normalization, FTS5's defaults. */
 export const bm25K1 = 1.2;
 export const bm25B = 0.75;
 
 export function marks(start: number, count: number): string {
-  return Array.from({ length: count }, (_, index) => `$${start + index}`).join(", ");
+  return Array.from({ length: count }, (_, index) => postgresDialect.param(start + index)).join(", ");
 }
 
-export function inList(values: readonly unknown[], parameters: unknown[]): string {
-  const start = parameters.length + 1;
-  parameters.push(...values);
-  return marks(start, values.length);
+/**
+ * `column` is one of `values` through the dialect's `anyOf`: the list bound whole as the next
+ * parameter, so a statement's text does not change with the list's length.
+ */
+export function oneOf(column: string, values: readonly string[], parameters: unknown[]): string {
+  parameters.push(postgresDialect.list(values));
+  return postgresDialect.anyOf(column, parameters.length);
 }
 
 /**

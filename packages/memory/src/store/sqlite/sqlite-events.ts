@@ -1,7 +1,7 @@
 /** The conversation log: events appended (one or a batch), listed, read and counted. */
 import type { MemoryStore, StoredEvent } from "../memory-store.ts";
 import { eventFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
-import { inList, mark, type SqliteContext } from "./sqlite-sql.ts";
+import { mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
 
 /** Appends an event, or answers the one already stored under its custom id; inside a transaction. */
 function appendOne(
@@ -67,7 +67,7 @@ export function sqliteEvents(
       if (ids.length === 0) return [];
       const parameters: unknown[] = [tenantId];
       return all(
-        `SELECT * FROM memory_events WHERE tenant_id = ? AND id IN (${inList(ids, parameters)}) ORDER BY seq`,
+        `SELECT * FROM memory_events WHERE tenant_id = ? AND ${oneOf("id", ids, parameters)} ORDER BY seq`,
         parameters,
       ).map(eventFromRow);
     },

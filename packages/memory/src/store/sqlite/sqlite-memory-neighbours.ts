@@ -1,7 +1,7 @@
 /** A conversation turn's neighbouring turns: the nearest active memories of its exact scope, in write order. */
 import type { MemoryStore, StoredMemory } from "../memory-store.ts";
 import { memoryFromRow } from "../row-codec.ts";
-import { inList, type SqliteContext } from "./sqlite-sql.ts";
+import { oneOf, type SqliteContext } from "./sqlite-sql.ts";
 
 export function sqliteMemoryNeighbours(context: SqliteContext): Pick<MemoryStore, "neighbourMemories"> {
   const { all } = context;
@@ -18,7 +18,7 @@ export function sqliteMemoryNeighbours(context: SqliteContext): Pick<MemoryStore
               AND b.scope_key = a.scope_key AND b.status = 'active' AND b.seq < a.seq ORDER BY b.seq DESC LIMIT ?)) AS before,
            (SELECT group_concat(seq) FROM (SELECT c.seq FROM memory_memories c WHERE c.tenant_id = a.tenant_id
               AND c.scope_key = a.scope_key AND c.status = 'active' AND c.seq > a.seq ORDER BY c.seq LIMIT ?)) AS after
-         FROM memory_memories a WHERE +a.tenant_id = ? AND a.id IN (${inList(ids, parameters)})`,
+         FROM memory_memories a WHERE +a.tenant_id = ? AND ${oneOf("a.id", ids, parameters)}`,
         parameters,
       );
       const positions = (list: unknown) =>
@@ -46,7 +46,7 @@ export function sqliteMemoryNeighbours(context: SqliteContext): Pick<MemoryStore
       const rows =
         seqs.length === 0
           ? []
-          : all(`SELECT * FROM memory_memories WHERE seq IN (${inList(seqs, wanted)})`, wanted);
+          : all(`SELECT * FROM memory_memories WHERE ${oneOf("seq", seqs, wanted)}`, wanted);
       const bySeq = new Map(rows.map((row) => [Number(row.seq), memoryFromRow(row)]));
       const found = new Map<string, { memory: StoredMemory; offset: number }[]>();
       for (const { id, around } of windows) {

@@ -1,7 +1,7 @@
 /** Memories read: by id, their history, a listed page, the generation, those with embeddings. */
 import type { MemoryStore } from "../memory-store.ts";
 import { memoryFromRow, scopeCondition } from "../row-codec.ts";
-import { inList, mark, type SqliteContext } from "./sqlite-sql.ts";
+import { mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
 
 export function sqliteMemoryReads(
   context: SqliteContext,
@@ -16,7 +16,7 @@ export function sqliteMemoryReads(
       const parameters: unknown[] = [tenantId];
       // `+tenant_id`: the planner otherwise walks the tenant's rows instead of the id index.
       const rows = all(
-        `SELECT * FROM memory_memories WHERE +tenant_id = ? AND id IN (${inList(ids, parameters)})`,
+        `SELECT * FROM memory_memories WHERE +tenant_id = ? AND ${oneOf("id", ids, parameters)}`,
         parameters,
       );
       return rows.map(memoryFromRow);
@@ -43,8 +43,8 @@ export function sqliteMemoryReads(
     async listMemories(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
       let sql = `SELECT * FROM memory_memories WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
-      if (listOptions.statuses) sql += ` AND status IN (${inList(listOptions.statuses, parameters)})`;
-      if (listOptions.kinds) sql += ` AND kind IN (${inList(listOptions.kinds, parameters)})`;
+      if (listOptions.statuses) sql += ` AND ${oneOf("status", listOptions.statuses, parameters)}`;
+      if (listOptions.kinds) sql += ` AND ${oneOf("kind", listOptions.kinds, parameters)}`;
       if (listOptions.beforeId !== undefined) {
         sql += " AND seq < (SELECT seq FROM memory_memories WHERE tenant_id = ? AND id = ?)";
         parameters.push(tenantId, listOptions.beforeId);
@@ -71,7 +71,7 @@ export function sqliteMemoryReads(
     async embeddedMemories(tenantId, scope, kinds) {
       const parameters: unknown[] = [tenantId];
       let sql = `SELECT * FROM memory_memories WHERE tenant_id = ? AND status = 'active' AND embedding IS NOT NULL${scopeCondition(scope, parameters, mark)}`;
-      if (kinds) sql += ` AND kind IN (${inList(kinds, parameters)})`;
+      if (kinds) sql += ` AND ${oneOf("kind", kinds, parameters)}`;
       return all(sql, parameters).map(memoryFromRow);
     },
   };

@@ -3,7 +3,7 @@ import type { MemoryStore, StoredMemory } from "../memory-store.ts";
 import { memoryFromRow, scopeCondition } from "../row-codec.ts";
 import { scoreWithScopeStatistics } from "./scope-bm25.ts";
 import { scopedMatch } from "./scope-tokens.ts";
-import { inList, mark, type SqliteContext } from "./sqlite-sql.ts";
+import { mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
 
 /** How many of a scope's best index matches are rescored with the scope's statistics. */
 const candidateCap = 1000;
@@ -21,7 +21,12 @@ export function sqliteMemorySearch(
       if (match.length === 0) return [];
       const parameters: unknown[] = [match, tenantId];
       let filters = `m.tenant_id = ? AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;
-      if (searchOptions.kinds) filters += ` AND m.kind IN (${inList(searchOptions.kinds, parameters)})`;
+      if (searchOptions.kinds) {
+        // Unnumbered marks (not the dialect's numbered list): the filters run again below without
+        // the match text before them.
+        parameters.push(...searchOptions.kinds);
+        filters += ` AND m.kind IN (${searchOptions.kinds.map(() => "?").join(", ")})`;
+      }
       const filterParameters = parameters.slice(1);
       if (searchOptions.order === "candidates") {
         return all(
@@ -71,10 +76,11 @@ export function sqliteMemorySearch(
       const seqs: unknown[] = [];
       const full = new Map(
         all(
-          `SELECT * FROM memory_memories WHERE seq IN (${inList(
+          `SELECT * FROM memory_memories WHERE ${oneOf(
+            "seq",
             best.map(({ item }) => item.seq),
             seqs,
-          )})`,
+          )}`,
           seqs,
         ).map((row) => [Number(row.seq), memoryFromRow(row)]),
       );

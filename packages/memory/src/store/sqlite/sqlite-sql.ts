@@ -9,16 +9,24 @@ export type Row = Record<string, unknown>;
 /** Prepared statements kept per store (texts vary with the length of IN lists; past this, all are dropped). */
 const maximumCachedStatements = 256;
 
-/** This store's statements number no parameter: each mark is the next one. */
-export const mark = () => "?";
-
-export function inList(values: readonly unknown[], parameters: unknown[]): string {
-  parameters.push(...values);
-  return values.map(() => "?").join(", ");
-}
-
 /** The SQL dialect (ADR 0008) for what differs from PostgreSQL: lists bound whole, the clock. */
 export const dialect = sqliteDialect;
+
+/**
+ * This store's scope and filter conditions number no parameter (each `?` is the next one): a search
+ * runs its filters again without the match text before them, so their numbers would shift.
+ */
+export const mark = () => "?";
+
+/**
+ * `column` is one of `values` through the dialect's `anyOf` (ADR 0008): the list bound whole, as JSON,
+ * at the next parameter, so one prepared statement serves every length. A `?` after it is numbered
+ * after it, so it may sit between unnumbered marks; not in text run again with other parameters.
+ */
+export function oneOf(column: string, values: readonly (string | number)[], parameters: unknown[]): string {
+  parameters.push(dialect.list(values));
+  return dialect.anyOf(column, parameters.length);
+}
 
 /** The store's one connection and the statement helpers every aggregate's methods use. */
 export interface SqliteContext {
