@@ -105,3 +105,40 @@ it("schema lookups find only what the schema defines", () => {
   assert.equal(Object.getPrototypeOf(timelineSchema.entities.track?.fields), null);
   assert.equal("constructor" in timelineSchema.entities, false);
 });
+
+it("reads what Loro holds after creates and links staged without reading their rows back", () => {
+  const schema = defineSchema({
+    name: "shapes",
+    entities: {
+      shape: {
+        fields: {
+          label: field.string({ optional: true }),
+          note: field.text(),
+          size: field.number(),
+          tags: field.list(field.string()),
+          box: field.record({ width: field.number(), depth: field.number({ optional: true }) }),
+        },
+      },
+    },
+    relations: { near: { from: ["shape"], to: ["shape"], ordered: true } },
+  });
+  const doc = new LoroDoc();
+  const session = openDocument(doc, schema);
+  const payloads = [
+    { label: "a", note: "n", size: 1.5, tags: ["x", "y"], box: { width: 2, depth: 3 } },
+    // Not stored as given: an undefined field, -0 (read back as 0), an undefined field of a record.
+    { label: undefined, note: "", size: -0, tags: [], box: { width: -0, depth: undefined } },
+    { note: "ü 😀", size: 0, tags: ["z"], box: { width: 1 } },
+  ];
+  const ids = payloads.map((payload) => session.entities.create({ entityKind: "shape", payload }).entityId);
+  for (const [index, entityId] of ids.entries())
+    session.relations.link({
+      relationKind: "near",
+      endpoint0EntityId: ids[0] as string,
+      endpoint1EntityId: entityId,
+      ...(index === 2 ? { index: 0 } : {}),
+    });
+  const fresh = interpretDocument(doc, schema);
+  for (const entity of fresh.entities) assert.deepStrictEqual(session.entities.get(entity.entityId), entity);
+  assert.deepStrictEqual(session.relations.list(), fresh.relations);
+});

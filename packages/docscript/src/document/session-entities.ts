@@ -11,7 +11,7 @@ import type { SessionContext } from "./session-context.ts";
 import { sessionEntityReads } from "./session-entity-reads.ts";
 import type { CreateEntityInput, DocumentSession } from "./session-types.ts";
 import { applyOpToValue, checkOp, type UpdateOp } from "./update-op.ts";
-import { applyOpToLoro, writeFields } from "./write-loro.ts";
+import { applyOpToLoro, storedCopy, writeFields } from "./write-loro.ts";
 
 /** What an id a write names may look like: a plain name, so it is also a plain Loro map key. */
 const entityIdPattern = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}$/;
@@ -137,10 +137,12 @@ function createEntity(context: SessionContext, input: CreateEntityInput): Entity
       { constraint: "entity.unique", message: "the id is taken", entityId, path: [] },
     ]);
   }
+  // Staged as Loro will hold it when it can be (most payloads): the row is then not read back.
+  const copy = storedCopy(kind.fields, own);
   const stored: StoredEntity = {
     entityId,
     entityKind: input.entityKind,
-    own,
+    own: copy ?? own,
     rowId: entityId,
     ...(input.variantOf === undefined ? {} : { variantOf: input.variantOf }),
   };
@@ -148,6 +150,7 @@ function createEntity(context: SessionContext, input: CreateEntityInput): Entity
     { entities: new Map([[entityId, topLevelJson(stored)]]), relations: new Map() },
     () => writeTopLevelRow(stored),
     [entityId],
+    copy !== undefined && {},
   );
   return projection.entity(entityId) as Entity;
 }

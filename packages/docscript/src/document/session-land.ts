@@ -121,11 +121,12 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
     mutate: () => void,
     extraEntities: Iterable<string> = [],
     /**
-     * The staged rows are exactly what `mutate` leaves (an update's fields, computed by the same ops):
-     * they stay, and the rows are not read back out of the document. `fieldsOf`: the write changes
-     * only these entities' fields, and is checked within their reach alone.
+     * The staged rows are exactly what `mutate` leaves (an update's fields, computed by the same ops; a
+     * new row whose fields are a `storedCopy`): they stay, and the rows are not read back out of the
+     * document. `fieldsOf`: the write changes only these entities' fields, and is checked within their
+     * reach alone.
      */
-    exact: false | { readonly fieldsOf: readonly string[] } = false,
+    exact: false | { readonly fieldsOf?: readonly string[] } = false,
   ): void => {
     const fieldsOf = exact === false ? undefined : exact.fieldsOf;
     const beforeScope = scopeOf(projection, changes, extraEntities, fieldsOf);
@@ -133,19 +134,16 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
     // part and ask for the rest one level at a time; its reader fills the scope (with what its checks
     // ask next) and the write runs again (ADR 0466).
     if (projection.lacking) throw new RowsNeeded();
-    const before = issueKeys(projection, beforeScope);
     // What the before scope held stays checked, without widening it to its neighbours' relations (a
     // clip's track holds thousands): that is the server's scope too, and it keeps a write's check local.
-    const restore = stage(changes);
+    let restore = stage(changes);
     let afterScope: ReturnType<typeof scopeOf>;
-    let added: DocumentIssue[];
+    let found: DocumentIssue[];
     try {
       afterScope = scopeOf(projection, changes, extraEntities, fieldsOf);
       for (const entityId of beforeScope.entityIds) afterScope.entityIds.add(entityId);
       for (const relationId of beforeScope.relationIds) afterScope.relationIds.add(relationId);
-      added = checkDocument(projection, afterScope).filter(
-        (issue) => !isDeferred(issue) && !before.has(issueKey(issue)),
-      );
+      found = checkDocument(projection, afterScope).filter((issue) => !isDeferred(issue));
     } catch (error) {
       // A check that throws (an invariant's own bug, say) leaves nothing staged either.
       restore();
@@ -153,11 +151,20 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
     }
     // A projection reading rows on demand that lacked some: the checks' answer may be wrong, so the
     // write does not land; the caller fills what was lacking and writes again (ADR 0466).
-    const lacking = projection.lacking;
-    if (added.length > 0 || lacking) {
+    if (projection.lacking) {
       restore();
-      if (lacking) throw new RowsNeeded();
-      throw DocScriptError.fromIssues("schema_violation", added);
+      throw new RowsNeeded();
+    }
+    if (found.length > 0) {
+      // Only an issue the write added refuses it: the issues the document had before, in the same
+      // scope, are read with the staging undone. A write after which its scope has no issue (the
+      // most of them) has nothing to tell apart, and that check is not made.
+      restore();
+      const before = issueKeys(projection, beforeScope);
+      if (projection.lacking) throw new RowsNeeded();
+      const added = found.filter((issue) => !before.has(issueKey(issue)));
+      if (added.length > 0) throw DocScriptError.fromIssues("schema_violation", added);
+      restore = stage(changes);
     }
     mutateWhole(mutate, restore);
     if (exact === false)

@@ -3,7 +3,7 @@
 import { LoroMap } from "loro-crdt";
 import type { RelationShape } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
-import { ownValue } from "../schema/own-keys.ts";
+import { isPlainRecord, ownValue } from "../schema/own-keys.ts";
 import type { Relation } from "../schema/types.ts";
 import { matchShape } from "./check-document.ts";
 import {
@@ -11,12 +11,29 @@ import {
   RELATION_ENDPOINT1,
   RELATION_KIND,
   RELATION_POSITION,
+  ROW_SLOTS,
   slotRelationId,
 } from "./layout.ts";
 import { publicRelation, type StoredEntity, type StoredRelation } from "./row-shape.ts";
 import type { SessionContext } from "./session-context.ts";
 import { sessionRelationReads } from "./session-relation-reads.ts";
 import type { DocumentSession, LinkInput, MoveTarget } from "./session-types.ts";
+import { storedCopy } from "./write-loro.ts";
+
+/** A relation row holds strings only: Loro holds it as staged (`land`'s `exact`). */
+const RELATION_ROW_EXACT = {};
+
+/**
+ * Whether a slot link's staged holder row is what Loro will hold (`land`'s `exact`): the holder's
+ * slots are a map or absent, and an entity embedded into it has fields Loro holds as they are.
+ */
+function slotsExact(context: SessionContext, holderId: string, embedded?: StoredEntity): false | object {
+  const slots = context.rowJson(holderId)?.[ROW_SLOTS];
+  if (slots !== undefined && !isPlainRecord(slots)) return false;
+  if (embedded === undefined) return {};
+  const specs = ownValue(context.schema.entities, embedded.entityKind)?.fields;
+  return specs !== undefined && storedCopy(specs, embedded.own) !== undefined && {};
+}
 
 /** A link of an ordered or unordered relation kind: a relation row of its own. */
 function linkRow(
@@ -48,10 +65,15 @@ function linkRow(
     [RELATION_ENDPOINT1]: to.entityId,
     ...(position === undefined ? {} : { [RELATION_POSITION]: position }),
   };
-  land({ entities: new Map(), relations: new Map([[relationId, json]]) }, () => {
-    const row = relationsMap.setContainer(relationId, new LoroMap());
-    for (const [key, value] of Object.entries(json)) row.set(key, value);
-  }, [from.entityId, to.entityId]);
+  land(
+    { entities: new Map(), relations: new Map([[relationId, json]]) },
+    () => {
+      const row = relationsMap.setContainer(relationId, new LoroMap());
+      for (const [key, value] of Object.entries(json)) row.set(key, value);
+    },
+    [from.entityId, to.entityId],
+    RELATION_ROW_EXACT,
+  );
   if (shape.ordered && input.index === undefined && position !== undefined)
     appendedLast(input.relationKind, from.entityId, position);
   return publicRelation(projection.storedRelation(relationId) as StoredRelation);
@@ -94,10 +116,15 @@ function linkSlot(
       [to.entityId, undefined],
       [from.entityId, withSlot(from.entityId, slot.name, embeddedJson(to))],
     ]);
-    land({ entities, relations: new Map() }, () => {
-      writeEmbeddedRow(from.entityId, slot.name, to);
-      entitiesMap.delete(to.entityId);
-    }, [to.entityId]);
+    land(
+      { entities, relations: new Map() },
+      () => {
+        writeEmbeddedRow(from.entityId, slot.name, to);
+        entitiesMap.delete(to.entityId);
+      },
+      [to.entityId],
+      slotsExact(context, from.entityId, to),
+    );
   } else {
     land(
       {
@@ -106,6 +133,7 @@ function linkSlot(
       },
       () => slotsOf(from.entityId).set(slot.name, to.entityId),
       [to.entityId],
+      slotsExact(context, from.entityId),
     );
   }
   return publicRelation(

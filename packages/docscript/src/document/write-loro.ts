@@ -2,7 +2,7 @@
 
 import { LoroList, LoroMap, LoroText } from "loro-crdt";
 import type { FieldSpec } from "../schema/field.ts";
-import { ownValue } from "../schema/own-keys.ts";
+import { isPlainRecord, ownValue } from "../schema/own-keys.ts";
 import type { UpdateOp } from "./update-op.ts";
 
 /** Writes every field of `payload` into `fields` (a fresh row's fields map). */
@@ -15,6 +15,45 @@ export function writeFields(
     const spec = ownValue(specs, name);
     if (spec !== undefined) writeValue(fields, name, spec, value);
   }
+}
+
+/** A scalar Loro reads back as it was given (-0 reads back as 0). */
+function storesAsGiven(value: unknown): boolean {
+  return (
+    value === null ||
+    typeof value === "string" ||
+    typeof value === "boolean" ||
+    (typeof value === "number" && Number.isFinite(value) && !Object.is(value, -0))
+  );
+}
+
+/**
+ * A fresh copy of `payload` equal to what `writeFields` leaves in a fresh fields map and reading it back
+ * answers (but for the order of keys), or undefined when the two could differ: a key with no field (not
+ * written), an undefined value (not written), -0 (read back as 0), a list holding records or lists,
+ * anything else no check passes. A write that stages the copy need not read its row back.
+ */
+export function storedCopy(
+  specs: Readonly<Record<string, FieldSpec>>,
+  payload: Readonly<Record<string, unknown>>,
+): Record<string, unknown> | undefined {
+  if (!isPlainRecord(payload)) return undefined;
+  const copy: Record<string, unknown> = {};
+  for (const name of Object.keys(payload)) {
+    const spec = ownValue(specs, name);
+    const value = payload[name];
+    if (spec === undefined || value === undefined) return undefined;
+    if (spec.type === "list" && Array.isArray(value)) {
+      if (!value.every(storesAsGiven)) return undefined;
+      copy[name] = [...value];
+    } else if (spec.type === "record" && isPlainRecord(value)) {
+      const record = storedCopy(spec.fields, value);
+      if (record === undefined) return undefined;
+      copy[name] = record;
+    } else if (storesAsGiven(value)) copy[name] = value;
+    else return undefined;
+  }
+  return copy;
 }
 
 /** Writes one value under `key`: text, lists and records become containers so later edits merge finely. */

@@ -18,6 +18,20 @@ export function validatePayload(
   return issues;
 }
 
+/** Issues counted by `countIssue`, the report of a value's first check (which needs no path). */
+let issuesCounted = 0;
+const countIssue: Report = () => {
+  issuesCounted++;
+};
+const noPath: Path = [];
+
+/** A string's length in code points, without building the array of them. */
+function codePoints(value: string): number {
+  let length = 0;
+  for (const _ of value) length++;
+  return length;
+}
+
 function checkRecordFields(
   fields: Readonly<Record<string, FieldSpec>>,
   value: Readonly<Record<string, unknown>>,
@@ -31,12 +45,15 @@ function checkRecordFields(
     if (!Object.hasOwn(fields, key)) report("field.unknown", [...path, key], `is not a field of this kind`);
   }
   for (const [name, spec] of Object.entries(fields)) {
-    const fieldPath = [...path, name];
     if (!Object.hasOwn(value, name) || value[name] === undefined) {
-      if (!spec.optional) report("field.required", fieldPath, "is required");
+      if (!spec.optional) report("field.required", [...path, name], "is required");
       continue;
     }
-    checkValue(spec, value[name], fieldPath, report);
+    // Checked first without its path (every write checks a payload, and most values pass): only a
+    // value with an issue is checked again to report it where it is.
+    const seen = issuesCounted;
+    checkValue(spec, value[name], noPath, countIssue);
+    if (issuesCounted !== seen) checkValue(spec, value[name], [...path, name], report);
   }
 }
 
@@ -60,7 +77,10 @@ function checkValue(spec: FieldSpec, value: unknown, path: Path, report: Report)
         report("field.encoding", path, "must be well-formed Unicode text (no lone surrogate)");
         return;
       }
-      const length = [...value].length;
+      const length =
+        spec.maxLength !== undefined || (spec.type === "string" && spec.minLength !== undefined)
+          ? codePoints(value)
+          : 0;
       if (spec.type === "string") {
         if (spec.enum !== undefined && !spec.enum.includes(value)) {
           report(
