@@ -6,7 +6,7 @@
 
 import type { RelationShape, Schema } from "../schema/define-schema.ts";
 import { ownValue } from "../schema/own-keys.ts";
-import type { DocumentIssue } from "../schema/types.ts";
+import type { DocumentIssue, DocumentView, Entity } from "../schema/types.ts";
 import { validatePayload } from "../schema/validate-payload.ts";
 import type { Projection } from "./projection.ts";
 import type { StoredRelation } from "./row-shape.ts";
@@ -39,12 +39,15 @@ export function checkDocument(projection: Projection, scope?: CheckScope): Docum
   for (const relationId of relationIds) issues.push(...checkRelation(projection, relationId));
   for (const invariant of schema.invariants) {
     const constraint = `invariant:${invariant.name}`;
+    const reads = invariant.reads;
+    const view = reads === undefined ? projection : declaredView(projection, reads);
     if (invariant.checkEntity !== undefined) {
       const ids = scope === undefined ? projection.entityIds() : scopeIds;
       for (const entityId of ids) {
-        const entity = projection.sharedEntity(entityId);
-        if (entity === undefined || !invariant.kinds?.includes(entity.entityKind)) continue;
-        for (const issue of invariant.checkEntity(entity, projection)) issues.push({ ...issue, constraint });
+        const shared = projection.sharedEntity(entityId);
+        if (shared === undefined || !invariant.kinds?.includes(shared.entityKind)) continue;
+        const entity = reads === undefined ? shared : onlyFields(shared, reads);
+        for (const issue of invariant.checkEntity(entity, view)) issues.push({ ...issue, constraint });
       }
     }
     if (invariant.check === undefined) continue;
@@ -54,10 +57,56 @@ export function checkDocument(projection: Projection, scope?: CheckScope): Docum
       !invariant.kinds.some((kind) => kinds.has(kind))
     )
       continue;
-    for (const issue of invariant.check(projection)) issues.push({ ...issue, constraint });
+    for (const issue of invariant.check(view)) issues.push({ ...issue, constraint });
   }
   // Sorted, so every replica and every reader lists the same issues in the same order.
   return issues.sort(compareIssues);
+}
+
+/** An entity as an invariant that declares what it `reads` sees it: only those fields of its kind. */
+function onlyFields(entity: Entity, reads: Readonly<Record<string, readonly string[]>>): Entity {
+  const payload: Record<string, unknown> = {};
+  for (const name of ownValue(reads, entity.entityKind) ?? [])
+    if (Object.hasOwn(entity.payload, name)) {
+      const value = entity.payload[name];
+      // A copy, as the whole view's reads are: an invariant changing what it read changes nothing.
+      payload[name] = typeof value === "object" && value !== null ? structuredClone(value) : value;
+    }
+  return { ...entity, payload };
+}
+
+/**
+ * The document as an invariant that declares what it `reads` sees it: every kind and relation, and of
+ * each payload only the declared fields. Its answer then depends on nothing else, so a write of other
+ * fields need not check it again (`invariantsRead`).
+ */
+function declaredView(
+  projection: Projection,
+  reads: Readonly<Record<string, readonly string[]>>,
+): DocumentView {
+  return {
+    *entities(entityKind) {
+      for (const entity of projection.entities(entityKind)) yield onlyFields(entity, reads);
+    },
+    entity(entityId) {
+      const entity = projection.sharedEntity(entityId);
+      return entity === undefined ? undefined : onlyFields(entity, reads);
+    },
+    relations: (relationKind) => projection.relations(relationKind),
+    relationsOf: (entityId, relationKind) => projection.relationsOf(entityId, relationKind),
+  };
+}
+
+/**
+ * Whether some invariant may read field `field` of a `kind` entity: one that declares it in its
+ * `reads`, or one that declares nothing (it may read any field). A write of fields no invariant reads
+ * cannot change an invariant's answer anywhere.
+ */
+export function invariantsRead(schema: Schema, kind: string, field: string): boolean {
+  return schema.invariants.some(
+    (invariant) =>
+      invariant.reads === undefined || (ownValue(invariant.reads, kind)?.includes(field) ?? false),
+  );
 }
 
 /** The issues of one entity: its row's shape, kind, payload, variant, slots and identity. */

@@ -4,6 +4,7 @@ import { DocScriptError } from "../schema/docscript-error.ts";
 import { isPlainRecord, ownValue } from "../schema/own-keys.ts";
 import type { Entity } from "../schema/types.ts";
 import { withDefaults } from "../schema/validate-payload.ts";
+import { invariantsRead } from "./check-document.ts";
 import { ROW_SLOTS } from "./layout.ts";
 import { RowsNeeded } from "./projection.ts";
 import type { StoredEntity } from "./row-shape.ts";
@@ -67,7 +68,7 @@ function prepareUpdate(
   entityId: string,
   ops: readonly UpdateOp[],
   rows: Map<string, unknown> | undefined,
-): { rowId: string; row: unknown; write: () => void } {
+): { rowId: string; row: unknown; write: () => void; readByInvariants: boolean } {
   const { schema, requireStored, rowJson, fieldsMapOf, embeddedJson, topLevelJson, withSlot } = context;
   const stored = requireStored(entityId);
   const { original, assembled } = assembleUpdate(context, stored, ops);
@@ -101,7 +102,10 @@ function prepareUpdate(
       applyOpToLoro(fields, specs, op, progress);
     }
   };
-  return { rowId: stored.rowId, row, write };
+  // Whether an invariant may read what this update writes (ADR 0483): then its row's full reach
+  // (the neighbours whose invariants read it) is checked at the run's end.
+  const readByInvariants = [...touched].some((name) => invariantsRead(schema, stored.entityKind, name));
+  return { rowId: stored.rowId, row, write, readByInvariants };
 }
 
 function createEntity(context: SessionContext, input: CreateEntityInput): Entity {
@@ -180,10 +184,12 @@ function updateMany(
   // One write: the rows of every update, checked together, landing whole or not at all.
   const rows = new Map<string, unknown>();
   const writes: (() => void)[] = [];
+  const reached = new Set<string>();
   for (const update of updates) {
     const prepared = prepareUpdate(context, update.entityId, update.ops, rows);
     rows.set(prepared.rowId, prepared.row);
     writes.push(prepared.write);
+    if (prepared.readByInvariants) reached.add(prepared.rowId);
   }
   if (writes.length > 0)
     land(
@@ -192,7 +198,7 @@ function updateMany(
         for (const write of writes) write();
       },
       [],
-      { fieldsOf: [...ids] },
+      { fieldsOf: [...ids], reached },
     );
   return writes.length;
 }
@@ -243,8 +249,17 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
       return createEntity(context, input);
     },
     update(entityId, ops) {
+      // A write of one entity's fields: checked as `updateMany` checks each of its entities.
       const prepared = prepareUpdate(context, entityId, ops, undefined);
-      land({ entities: new Map([[prepared.rowId, prepared.row]]), relations: new Map() }, prepared.write);
+      land(
+        { entities: new Map([[prepared.rowId, prepared.row]]), relations: new Map() },
+        prepared.write,
+        [],
+        {
+          fieldsOf: [entityId],
+          reached: new Set(prepared.readByInvariants ? [prepared.rowId] : []),
+        },
+      );
       return projection.entity(entityId) as Entity;
     },
     updateMany(updates) {

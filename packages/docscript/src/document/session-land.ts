@@ -18,8 +18,9 @@ export interface ChangedScope {
   readonly entityIds: Set<string>;
   readonly relationIds: Set<string>;
   /**
-   * Rows written by writes of fields alone: checked within those entities' reach when written; what
-   * a whole change of them reaches (invariants read an entity's neighbours) is added at the end.
+   * Rows written by writes of fields alone that an invariant may read (ADR 0483): checked within
+   * those entities' reach when written; what a whole change of them reaches (invariants read an
+   * entity's neighbours) is added at the end. A write of fields no invariant reads is not here.
    */
   readonly fieldRows: Set<string>;
 }
@@ -124,9 +125,10 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
      * The staged rows are exactly what `mutate` leaves (an update's fields, computed by the same ops; a
      * new row whose fields are a `storedCopy`): they stay, and the rows are not read back out of the
      * document. `fieldsOf`: the write changes only these entities' fields, and is checked within their
-     * reach alone.
+     * reach alone; `reached`: the rows of those whose written fields an invariant reads, whose full
+     * reach the run's end checks (ADR 0483).
      */
-    exact: false | { readonly fieldsOf?: readonly string[] } = false,
+    exact: false | { readonly fieldsOf?: readonly string[]; readonly reached?: ReadonlySet<string> } = false,
   ): void => {
     const fieldsOf = exact === false ? undefined : exact.fieldsOf;
     const beforeScope = scopeOf(projection, changes, extraEntities, fieldsOf);
@@ -175,7 +177,7 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
     for (const rowId of changes.entities.keys()) projection.wrote(ENTITIES, rowId);
     for (const relationId of changes.relations.keys()) projection.wrote(RELATIONS, relationId);
     if (changes.relations.size > 0) relationsWritten();
-    if (fieldsOf !== undefined) for (const rowId of changes.entities.keys()) changed.fieldRows.add(rowId);
+    if (exact !== false) for (const rowId of exact.reached ?? []) changed.fieldRows.add(rowId);
     for (const entityId of afterScope.entityIds) changed.entityIds.add(entityId);
     for (const relationId of afterScope.relationIds) changed.relationIds.add(relationId);
   };

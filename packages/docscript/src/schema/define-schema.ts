@@ -52,6 +52,14 @@ export interface Invariant {
   readonly name: string;
   readonly kinds?: readonly string[];
   readonly description?: string;
+  /**
+   * The fields, by entity kind, whose values the invariant reads (it always sees every entity's kind
+   * and every relation). Declared, the invariant sees only those fields in the payloads it reads
+   * (`checkEntity`'s entity and the view's), so a write of other fields alone cannot change its
+   * answer and is not checked again for it: a run shifting 30,000 markers' `startMs` checks no clip.
+   * Omitted, it may read any field, and any field write is checked with the neighbours it reaches.
+   */
+  readonly reads?: Readonly<Record<string, readonly string[]>>;
   readonly checkEntity?: (entity: Entity, view: DocumentView) => Iterable<Omit<DocumentIssue, "constraint">>;
   readonly check?: (view: DocumentView) => Iterable<Omit<DocumentIssue, "constraint">>;
 }
@@ -125,6 +133,16 @@ export function defineSchema(input: SchemaInput): Schema {
       if (shape.slot.embed) for (const target of shape.to) embeddedKinds.add(target);
     }
   }
+  for (const invariant of input.invariants ?? [])
+    for (const [kind, names] of Object.entries(invariant.reads ?? {})) {
+      const fields = Object.hasOwn(input.entities, kind) ? input.entities[kind]?.fields : undefined;
+      if (fields === undefined)
+        problems.push(`invariant "${invariant.name}" reads unknown entity kind "${kind}"`);
+      else
+        for (const name of names)
+          if (!Object.hasOwn(fields, name))
+            problems.push(`invariant "${invariant.name}" reads unknown field "${kind}.${name}"`);
+    }
   if (problems.length > 0) throw new SchemaDefinitionError(input.name, problems);
   // Kinds and fields live in maps without a prototype: a name a script or a push chose finds only what
   // the schema defines ("constructor" is no kind, "__proto__" no field).

@@ -186,6 +186,8 @@ export const timelineSchema = defineSchema({
       kinds: ["clip"],
       description:
         "A caption has no length of its own, so the marker of a clip showing one states a durationMs.",
+      // Kinds and relations besides: a marker's start, a clip's volume or a caption's text is not read.
+      reads: { "sequence-marker": ["durationMs"] },
       *checkEntity(clip, view) {
         const relations = view.relationsOf(clip.entityId);
         const content = relations.find(
