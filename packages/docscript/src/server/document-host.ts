@@ -19,11 +19,11 @@ import {
   type LogState,
   type OpenDocument,
   type PushOptions,
-  plansOf,
   StaleRowsError,
 } from "./open-document.ts";
 import { OpenDocuments } from "./open-documents.ts";
-import { unreadableKeys } from "./push-checks.ts";
+import { plansApplied } from "./plan-index.ts";
+import { appliedPlans, unreadableKeys } from "./push-checks.ts";
 import { type Judged, judgePush, type Prepared, preparePush } from "./push-judge.ts";
 import type { PushResult } from "./push-result.ts";
 import { allRowChanges, membersOfRow, relationOf } from "./row-members.ts";
@@ -138,6 +138,8 @@ export class DocumentHost {
       snapshotVersion: doc.oplogVersion().encode(),
       rows: allRowChanges(projection),
       issues: [],
+      // The plans its history carries: the plan index holds the whole history from the start.
+      plans: appliedPlans(doc),
     });
   }
 
@@ -215,7 +217,7 @@ export class DocumentHost {
   async planState(documentId: string, planId: string): Promise<PlanState> {
     return this.serialized(documentId, async () => {
       const open = await this.docs.current(documentId);
-      const applied = plansOf(open).get(planId);
+      const applied = (await plansApplied(this.store, documentId, open, [planId])).get(planId);
       const version = encodeVersion(open.doc.oplogVersion());
       return applied === undefined ? { state: "unknown", version } : { state: "applied", version: applied };
     });
@@ -251,6 +253,14 @@ export class DocumentHost {
       open.shadow ??= await this.docs.replicaOf(documentId, open);
       const prepared = preparePush(open, bytes);
       if ("result" in prepared) return prepared.result;
+      if (
+        prepared.planIds.length > 0 &&
+        (await plansApplied(this.store, documentId, open, prepared.planIds)).size > 0
+      ) {
+        // The same plan, applied before under other bytes (a re-derived plan): applying it again would
+        // apply its edit twice.
+        return { status: "committed", version: encodeVersion(open.doc.oplogVersion()), duplicate: true };
+      }
       let outcome: Judged;
       try {
         outcome = await this.judged(documentId, open, prepared, pushOptions);
@@ -264,6 +274,8 @@ export class DocumentHost {
       }
       if (outcome.undo === undefined) return outcome.result;
       const status = outcome.result.status === "conflicted" ? "conflicted" : "committed";
+      // The version the push takes the document to: what the plan index records for its plans.
+      const pushedVersion = encodeVersion((outcome.fork ?? open.doc).oplogVersion());
       const seq = open.seq + 1;
       const stored = outcome.bytes ?? bytes;
       try {
@@ -276,6 +288,7 @@ export class DocumentHost {
           ...(outcome.rows === undefined ? {} : { rows: outcome.rows }),
           ...(outcome.change === undefined ? {} : { change: outcome.change }),
           ...(outcome.issues === undefined ? {} : { issues: outcome.issues }),
+          plans: new Map((outcome.planIds ?? []).map((planId) => [planId, pushedVersion])),
         });
       } catch (error) {
         outcome.undo();
@@ -292,8 +305,6 @@ export class DocumentHost {
       if (!open.projection.demand.whole && open.projection.rowCount > heldRowsBound)
         open.projection = storeProjection(this.schema, this.store, documentId);
       this.waiters.wake(documentId);
-      const version = encodeVersion(open.doc.oplogVersion());
-      for (const planId of outcome.planIds ?? []) plansOf(open).set(planId, version);
       open.logBytes += stored.length;
       open.logSince ??= Date.now();
       if (this.logDue(open)) this.compactLater(documentId);

@@ -139,10 +139,16 @@ export interface AppendInput {
   readonly change?: ChangeFacts;
   /** The document's issues after the update (stored with the rows). */
   readonly issues?: readonly DocumentIssue[];
+  /** The plan ids the update applied, each with the version it took the document to (the plan index). */
+  readonly plans?: ReadonlyMap<string, string>;
 }
 
 export interface DocumentStore {
-  /** False when the document exists already. `rows` is its projection (it holds through seq 0). */
+  /**
+   * False when the document exists already. `rows` is its projection (it holds through seq 0);
+   * `plans`, the plan ids the snapshot's history carries with their version: given, the plan index
+   * holds the document's whole history (`appliedPlans` answers).
+   */
   createDocument(input: {
     documentId: string;
     tokenHash: string;
@@ -151,6 +157,7 @@ export interface DocumentStore {
     snapshotVersion?: Uint8Array;
     rows?: readonly RowChange[];
     issues?: readonly DocumentIssue[];
+    plans?: ReadonlyMap<string, string>;
   }): Promise<boolean>;
   tokenHash(documentId: string): Promise<string | undefined>;
   load(documentId: string): Promise<StoredDocument | undefined>;
@@ -207,6 +214,17 @@ export interface DocumentStore {
     documentId: string,
     numbersOf: (root: RowRoot, rowId: string, json: unknown) => readonly RowMember[],
   ): Promise<void>;
+  /**
+   * Which of `planIds` were applied to the document, each with the version it took the document to
+   * (the plan index, migration 9); undefined when the index does not hold the document's whole
+   * history (a document stored before it, until `indexPlans`).
+   */
+  appliedPlans(documentId: string, planIds: readonly string[]): Promise<Map<string, string> | undefined>;
+  /**
+   * Records every plan the document's history applied (read off it by the caller) and marks the plan
+   * index whole; plans an append recorded meanwhile are kept.
+   */
+  indexPlans(documentId: string, plans: ReadonlyMap<string, string>): Promise<void>;
   /** How many entities and relations each kind has. */
   countMembers(documentId: string): Promise<{ type: "entity" | "relation"; kind: string; count: number }[]>;
   /** A page of rows, in id order. */

@@ -178,6 +178,24 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     // snapshot stored before: a server that loads the document writes it.
     up: "ALTER TABLE docscript_documents ADD COLUMN snapshot_version BLOB;",
   },
+  {
+    version: 9,
+    name: "plan index",
+    // Every plan id applied to a document and the version it took the document to, written with the
+    // update that applied it, so a push's duplicate-plan check and a plan's state are one indexed read,
+    // not a read of the document's history (44 s at 100k entities). plans_indexed: the table holds
+    // every plan of the document's history (a document created since, or indexed once from its
+    // history by a server that found it 0: documents stored before this migration).
+    up: `
+    CREATE TABLE docscript_plans (
+      document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+      plan_id TEXT NOT NULL,
+      version TEXT NOT NULL,
+      PRIMARY KEY (document_id, plan_id)
+    );
+    ALTER TABLE docscript_projection ADD COLUMN plans_indexed INTEGER NOT NULL DEFAULT 0;
+  `,
+  },
 ];
 
 export const postgresMigrations: readonly PostgresMigration[] = [
@@ -334,5 +352,19 @@ export const postgresMigrations: readonly PostgresMigration[] = [
     name: "the snapshot's version",
     // As for SQLite.
     up: "ALTER TABLE docscript_documents ADD COLUMN snapshot_version BYTEA;",
+  },
+  {
+    version: 9,
+    name: "plan index",
+    // As for SQLite.
+    up: `
+  CREATE TABLE docscript_plans (
+    document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+    plan_id TEXT NOT NULL,
+    version TEXT NOT NULL,
+    PRIMARY KEY (document_id, plan_id)
+  );
+  ALTER TABLE docscript_projection ADD COLUMN plans_indexed BOOLEAN NOT NULL DEFAULT false;
+`,
   },
 ];

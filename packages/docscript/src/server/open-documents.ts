@@ -230,12 +230,12 @@ export class OpenDocuments {
         open.seq = update.seq;
         continue;
       }
-      let staged = stageChange(open.projection, open.doc, rows, open.index);
+      let staged = stageChange(open.projection, open.doc, rows);
       try {
         while (open.projection.lacking) {
           staged.undo();
           await this.fill(documentId, open.projection, open.seq);
-          staged = stageChange(open.projection, open.doc, rows, open.index);
+          staged = stageChange(open.projection, open.doc, rows);
         }
       } catch (error) {
         if (!(error instanceof StaleRowsError)) throw error;

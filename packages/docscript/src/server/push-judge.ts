@@ -18,10 +18,10 @@ import { type ChangeFacts, stagedCounts } from "./change-log.ts";
 import { type ChangedRows, changedRows } from "./changed-rows.ts";
 import type { RowChange, RowRoot } from "./document-store.ts";
 import { conflictingTargets, lostUpdates, restoreCommitted } from "./lost-updates.ts";
-import { describeError, type OpenDocument, type PushOptions, plansOf } from "./open-document.ts";
+import { describeError, type OpenDocument, type PushOptions } from "./open-document.ts";
 import { hostOnlyChanges, issueReason, planIdsOf, unreadableKeys } from "./push-checks.ts";
 import type { ConflictReason, PushResult } from "./push-result.ts";
-import { issuesOnItsOwn, nextIssues, type Staged, stageChange } from "./push-staging.ts";
+import { issuesOnItsOwn, nextIssues, RowReads, type Staged, stageChange } from "./push-staging.ts";
 import { rowChanges } from "./row-members.ts";
 
 export /** A push imported into the fork, with the rows it touched. */
@@ -36,6 +36,8 @@ interface Prepared {
   /** The fork's frontiers with the push imported (before any write `apply_remaining` adds). */
   readonly pushed: Frontiers;
   readonly rows: ChangedRows;
+  /** Those rows as the fork holds them with the push, read once across the check's rounds. */
+  readonly reads: RowReads;
 }
 
 export /** A push judged: its answer and, when it is to be stored (`undo` set), what is stored with it. */
@@ -59,7 +61,8 @@ interface Judged {
 /**
  * Imports the update into the document's fork (a replica kept in step with the live document, made
  * anew only after a rejected push polluted it) and finds the rows it touched; answers at once a push
- * that is not an update, does not import, or was applied before.
+ * that is not an update, does not import, or was applied before (its bytes; a plan applied before
+ * under other bytes is found in the plan index by the caller).
  */
 export function preparePush(open: OpenDocument, bytes: Uint8Array): Prepared | { result: PushResult } {
   const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
@@ -96,15 +99,8 @@ export function preparePush(open: OpenDocument, bytes: Uint8Array): Prepared | {
   const spans = fork.findIdSpansBetween(before, after).forward;
   const unreadable = unreadableKeys(fork, spans);
   if (unreadable.length > 0) return reject(unreadable);
+  // Whether one was applied before (under other bytes) is the caller's to ask the plan index.
   const planIds = planIdsOf(fork, spans);
-  const applied = planIds.length === 0 ? undefined : planIds.find((planId) => plansOf(open).has(planId));
-  if (applied !== undefined) {
-    // The same plan, applied before under other bytes (a re-derived plan): applying it again would
-    // apply its edit twice.
-    return {
-      result: { status: "committed", version: encodeVersion(open.doc.oplogVersion()), duplicate: true },
-    };
-  }
   // The changes the server held that the update's base did not: what it may lose (ADR 0475).
   const concurrent = fork.findIdSpansBetween(meta.startFrontiers, before).forward;
   return {
@@ -116,6 +112,7 @@ export function preparePush(open: OpenDocument, bytes: Uint8Array): Prepared | {
     concurrent,
     pushed: after,
     rows: changedRows(fork, before, after, open.index),
+    reads: new RowReads(fork),
   };
 }
 
@@ -135,7 +132,12 @@ export function judgePush(
   });
   const { fork, meta, spans } = prepared;
   const lost = lostUpdates(fork, spans, prepared.concurrent, open.index);
-  const staged = stageChange(open.projection, fork, prepared.rows, open.index);
+  const staged = stageChange(open.projection, fork, prepared.rows, prepared.reads);
+  if (open.projection.lacking) {
+    // Judged again once the projection holds what the checks looked up.
+    staged.undo();
+    return reject(["the projection lacked rows"]);
+  }
   if (staged.foreign.length > 0) {
     staged.undo();
     return reject(staged.foreign);
@@ -226,7 +228,8 @@ function remaining(
     message: JSON.stringify({ remainingOf: prepared.planIds }),
     origin: "docscript-apply-remaining",
   });
-  const staged = stageChange(open.projection, fork, prepared.rows, open.index);
+  // The fork holds the committed values put back: its rows are read anew.
+  const staged = stageChange(open.projection, fork, prepared.rows, new RowReads(fork));
   if (open.projection.lacking) {
     staged.undo();
     return { result: { status: "rejected", reasons: ["the projection lacked rows"], issues: [] } };

@@ -4,6 +4,7 @@ import { changeValues } from "./change-log.ts";
 import { type DocumentStore, StoreConflictError } from "./document-store.ts";
 import { sqliteMigrations } from "./migrations.ts";
 import { sqliteDocumentReads } from "./sqlite-document-reads.ts";
+import { sqlitePlanCalls, sqlitePlanIndex } from "./sqlite-plan-index.ts";
 import { sqliteRowWrites } from "./sqlite-row-writes.ts";
 
 export interface SqliteDocumentStoreOptions {
@@ -48,10 +49,12 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
        numbers_indexed = 1`,
   );
   const { writeRows, clearRows, indexNumbers } = sqliteRowWrites(database);
+  const planIndex = sqlitePlanIndex(database);
 
   return {
     ...sqliteDocumentReads(database),
-    async createDocument({ documentId, tokenHash, snapshot, snapshotVersion, rows, issues }) {
+    ...sqlitePlanCalls(database, planIndex),
+    async createDocument({ documentId, tokenHash, snapshot, snapshotVersion, rows, issues, plans }) {
       return sqliteTransaction(database, () => {
         const at = new Date().toISOString();
         const result = insertDocument.run(documentId, tokenHash, snapshot, snapshotVersion ?? null, at);
@@ -60,14 +63,20 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
           writeRows(documentId, rows, 0);
           setProjection.run(documentId, 0, JSON.stringify(issues ?? []));
         }
+        if (plans !== undefined) {
+          planIndex.recordPlans(documentId, plans);
+          planIndex.markIndexed(documentId);
+        }
         return true;
       });
     },
-    async append({ documentId, seq, bytes, status, actor, rows, change, issues }) {
+    async append({ documentId, seq, bytes, status, actor, rows, change, issues, plans }) {
       const at = new Date().toISOString();
       try {
         sqliteTransaction(database, () => {
           insertUpdate.run(documentId, seq, bytes, status, actor ?? null, at);
+          // The plans it applied land with it: the plan index never lags the log.
+          if (plans !== undefined) planIndex.recordPlans(documentId, plans);
           // The change log entry lands with its update, or neither does.
           if (change !== undefined)
             insertChange.run(documentId, seq, status, ...changeValues(actor, change), at);

@@ -6,6 +6,7 @@ import { postgresMigrations } from "../migrations.ts";
 import { documentLocks } from "./postgres-document-locks.ts";
 import { postgresDocumentReads } from "./postgres-document-reads.ts";
 import { postgresDocumentWrites } from "./postgres-document-writes.ts";
+import { postgresPlanIndex } from "./postgres-plan-index.ts";
 import { postgresRowReads } from "./postgres-row-reads.ts";
 
 export interface PostgresDocumentStoreOptions {
@@ -67,6 +68,7 @@ export async function createPostgresDocumentStore(
     ...postgresDocumentReads(pool),
     ...postgresRowReads(pool),
     ...postgresDocumentWrites(pool),
+    ...postgresPlanIndex(pool),
     lockDocument: coordination.lockDocument,
     watchAppends: coordination.watchAppends,
     async close() {

@@ -4,6 +4,7 @@ import type pg from "pg";
 import { changeValues } from "../change-log.ts";
 import { type DocumentStore, StoreConflictError } from "../document-store.ts";
 import { APPENDS_CHANNEL } from "./postgres-document-locks.ts";
+import { indexPlansIn, recordPlans } from "./postgres-plan-index.ts";
 import { clearRows, indexNumbers, writeRows } from "./postgres-row-writes.ts";
 
 export type PostgresDocumentWrites = Pick<
@@ -15,7 +16,7 @@ const bytesOrNull = (bytes: Uint8Array | undefined) => (bytes === undefined ? nu
 
 export function postgresDocumentWrites(pool: pg.Pool): PostgresDocumentWrites {
   return {
-    async createDocument({ documentId, tokenHash, snapshot, snapshotVersion, rows, issues }) {
+    async createDocument({ documentId, tokenHash, snapshot, snapshotVersion, rows, issues, plans }) {
       const created = await postgresTransaction(pool, async (client) => {
         const result = await client.query(
           "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq, snapshot_version) VALUES ($1, $2, $3, 0, $4) ON CONFLICT DO NOTHING",
@@ -28,12 +29,13 @@ export function postgresDocumentWrites(pool: pg.Pool): PostgresDocumentWrites {
             [documentId, JSON.stringify(issues ?? [])],
           );
         if (rows !== undefined) await writeRows(client, documentId, rows, 0);
+        if (plans !== undefined) await indexPlansIn(client, documentId, plans);
         return true;
       });
       if (created) await analyzeAfterBulk(pool, rows?.length ?? 0);
       return created;
     },
-    async append({ documentId, seq, bytes, status, actor, rows, change, issues }) {
+    async append({ documentId, seq, bytes, status, actor, rows, change, issues, plans }) {
       const insert = `WITH appended AS (
              INSERT INTO docscript_updates (document_id, seq, bytes, status, actor) VALUES ($1, $2, $3, $4, $5)
              RETURNING document_id
@@ -42,10 +44,13 @@ export function postgresDocumentWrites(pool: pg.Pool): PostgresDocumentWrites {
       const values = [documentId, seq, Buffer.from(bytes), status, actor ?? null];
       try {
         // The notification goes out when the row commits: every listening server learns of it at once.
-        if (rows === undefined && change === undefined) await pool.query(insert, values);
+        if (rows === undefined && change === undefined && plans === undefined)
+          await pool.query(insert, values);
         else
           await postgresTransaction(pool, async (client) => {
             await client.query(insert, values);
+            // The plans it applied land with it: the plan index never lags the log.
+            if (plans !== undefined) await recordPlans(client, documentId, plans);
             // The change log entry lands with its update, or neither does.
             if (change !== undefined)
               await client.query(
