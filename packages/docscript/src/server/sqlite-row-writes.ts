@@ -27,7 +27,8 @@ export interface SqliteRowWrites {
   ): Promise<void>;
 }
 
-export function sqliteRowWrites(database: DatabaseSync): SqliteRowWrites {
+/** The statements the row writes use, prepared once per database. */
+function rowStatements(database: DatabaseSync) {
   const upsertRow = database.prepare(
     `INSERT INTO docscript_rows (document_id, root, row_id, kind, payload, endpoint0, endpoint1, version)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -72,116 +73,155 @@ export function sqliteRowWrites(database: DatabaseSync): SqliteRowWrites {
     "UPDATE docscript_projection SET numbers_indexed = 1 WHERE document_id = ?",
   );
 
-  /** A row's members that land (the first of an id twice), their numbers with them. */
-  const insertMembers = (documentId: string, change: RowChange): { type: string; kind: string }[] => {
-    const landed: { type: string; kind: string }[] = [];
-    const members = change.members ?? [];
-    for (const member of members) {
-      const inserted = insertMember.run(
+  return {
+    upsertRow,
+    deleteRow,
+    deleteMembersOfRow,
+    insertMember,
+    deleteNumbersOfRow,
+    insertNumber,
+    addCount,
+    deleteEmptyCounts,
+    clears,
+    selectRowsAfter,
+    setNumbersIndexed,
+  };
+}
+
+type RowStatements = ReturnType<typeof rowStatements>;
+
+/** A row's members that land (the first of an id twice), their numbers with them. */
+function insertMembers(
+  statements: RowStatements,
+  documentId: string,
+  change: RowChange,
+): { type: string; kind: string }[] {
+  const landed: { type: string; kind: string }[] = [];
+  const members = change.members ?? [];
+  for (const member of members) {
+    const inserted = statements.insertMember.run(
+      documentId,
+      member.type,
+      member.id,
+      member.kind,
+      change.root,
+      change.rowId,
+      member.endpoint0 ?? null,
+      member.endpoint1 ?? null,
+      member.variantOf ?? null,
+      member.identity ?? null,
+    );
+    if (Number(inserted.changes) !== 1) continue;
+    landed.push(member);
+    for (const entry of numberEntries([member]))
+      statements.insertNumber.run(
         documentId,
-        member.type,
-        member.id,
-        member.kind,
+        entry.kind,
+        entry.field,
+        entry.value,
+        entry.memberId,
         change.root,
         change.rowId,
-        member.endpoint0 ?? null,
-        member.endpoint1 ?? null,
-        member.variantOf ?? null,
-        member.identity ?? null,
       );
-      if (Number(inserted.changes) !== 1) continue;
-      landed.push(member);
-      for (const entry of numberEntries([member]))
-        insertNumber.run(
-          documentId,
-          entry.kind,
-          entry.field,
-          entry.value,
-          entry.memberId,
-          change.root,
-          change.rowId,
-        );
-    }
-    return landed;
-  };
+  }
+  return landed;
+}
 
-  return {
-    writeRows(documentId, rows, version) {
-      const deltas = new Map<string, number>();
-      const count = (type: string, kind: string, by: number) => {
-        const key = JSON.stringify([type, kind]);
-        deltas.set(key, (deltas.get(key) ?? 0) + by);
-      };
-      for (const change of rows) {
-        for (const gone of deleteMembersOfRow.all(documentId, change.root, change.rowId) as {
-          type: string;
-          kind: string;
-        }[])
-          count(gone.type, gone.kind, -1);
-        deleteNumbersOfRow.run(documentId, change.root, change.rowId);
-        for (const member of insertMembers(documentId, change)) count(member.type, member.kind, 1);
-        if (change.json === undefined) {
-          deleteRow.run(documentId, change.root, change.rowId);
-          continue;
+/** Writes rows and their members and numbers, and moves the counts per kind. */
+function writeRows(
+  statements: RowStatements,
+  documentId: string,
+  rows: readonly RowChange[],
+  version: number,
+): void {
+  const deltas = new Map<string, number>();
+  const count = (type: string, kind: string, by: number) => {
+    const key = JSON.stringify([type, kind]);
+    deltas.set(key, (deltas.get(key) ?? 0) + by);
+  };
+  for (const change of rows) {
+    for (const gone of statements.deleteMembersOfRow.all(documentId, change.root, change.rowId) as {
+      type: string;
+      kind: string;
+    }[])
+      count(gone.type, gone.kind, -1);
+    statements.deleteNumbersOfRow.run(documentId, change.root, change.rowId);
+    for (const member of insertMembers(statements, documentId, change)) count(member.type, member.kind, 1);
+    if (change.json === undefined) {
+      statements.deleteRow.run(documentId, change.root, change.rowId);
+      continue;
+    }
+    const columns = rowColumns(change);
+    statements.upsertRow.run(
+      documentId,
+      change.root,
+      change.rowId,
+      columns.kind,
+      columns.payload,
+      columns.endpoint0,
+      columns.endpoint1,
+      version,
+    );
+  }
+  for (const [key, by] of deltas) {
+    if (by === 0) continue;
+    const [type, kind] = JSON.parse(key) as [string, string];
+    statements.addCount.run(documentId, type, kind, by);
+  }
+  statements.deleteEmptyCounts.run(documentId);
+}
+
+/** Indexes an older document's number fields from its stored rows, a chunk per transaction. */
+async function indexNumbers(
+  database: DatabaseSync,
+  statements: RowStatements,
+  documentId: string,
+  numbersOf: (root: RowRoot, rowId: string, json: unknown) => readonly RowMember[],
+): Promise<void> {
+  let after: [string, string] = ["", ""];
+  for (;;) {
+    await new Promise((resolve) => setImmediate(resolve));
+    const done = sqliteTransaction(database, () => {
+      const rows = statements.selectRowsAfter.all(documentId, after[0], after[1], indexChunk) as {
+        root: RowRoot;
+        row_id: string;
+        payload: string;
+      }[];
+      for (const row of rows) {
+        statements.deleteNumbersOfRow.run(documentId, row.root, row.row_id);
+        const members = numbersOf(row.root, row.row_id, JSON.parse(row.payload));
+        const seen = new Set<string>();
+        for (const entry of numberEntries(members)) {
+          // A row naming one member twice indexes its first, as its members keep it.
+          if (seen.has(`${entry.memberId}\u0000${entry.field}`)) continue;
+          seen.add(`${entry.memberId}\u0000${entry.field}`);
+          statements.insertNumber.run(
+            documentId,
+            entry.kind,
+            entry.field,
+            entry.value,
+            entry.memberId,
+            row.root,
+            row.row_id,
+          );
         }
-        const columns = rowColumns(change);
-        upsertRow.run(
-          documentId,
-          change.root,
-          change.rowId,
-          columns.kind,
-          columns.payload,
-          columns.endpoint0,
-          columns.endpoint1,
-          version,
-        );
       }
-      for (const [key, by] of deltas) {
-        if (by === 0) continue;
-        const [type, kind] = JSON.parse(key) as [string, string];
-        addCount.run(documentId, type, kind, by);
-      }
-      deleteEmptyCounts.run(documentId);
-    },
+      const last = rows.at(-1);
+      if (last !== undefined) after = [last.root, last.row_id];
+      if (rows.length < indexChunk) statements.setNumbersIndexed.run(documentId);
+      return rows.length < indexChunk;
+    });
+    if (done) return;
+  }
+}
+
+export function sqliteRowWrites(database: DatabaseSync): SqliteRowWrites {
+  const statements = rowStatements(database);
+  return {
+    writeRows: (documentId, rows, version) => writeRows(statements, documentId, rows, version),
     clearRows(documentId) {
-      for (const clear of clears) clear.run(documentId);
+      for (const clear of statements.clears) clear.run(documentId);
     },
-    async indexNumbers(documentId, numbersOf) {
-      let after: [string, string] = ["", ""];
-      for (;;) {
-        await new Promise((resolve) => setImmediate(resolve));
-        const done = sqliteTransaction(database, () => {
-          const rows = selectRowsAfter.all(documentId, after[0], after[1], indexChunk) as {
-            root: RowRoot;
-            row_id: string;
-            payload: string;
-          }[];
-          for (const row of rows) {
-            deleteNumbersOfRow.run(documentId, row.root, row.row_id);
-            const members = numbersOf(row.root, row.row_id, JSON.parse(row.payload));
-            const seen = new Set<string>();
-            for (const entry of numberEntries(members)) {
-              // A row naming one member twice indexes its first, as its members keep it.
-              if (seen.has(`${entry.memberId}\u0000${entry.field}`)) continue;
-              seen.add(`${entry.memberId}\u0000${entry.field}`);
-              insertNumber.run(
-                documentId,
-                entry.kind,
-                entry.field,
-                entry.value,
-                entry.memberId,
-                row.root,
-                row.row_id,
-              );
-            }
-          }
-          const last = rows.at(-1);
-          if (last !== undefined) after = [last.root, last.row_id];
-          if (rows.length < indexChunk) setNumbersIndexed.run(documentId);
-          return rows.length < indexChunk;
-        });
-        if (done) return;
-      }
-    },
+    indexNumbers: (documentId, numbersOf) => indexNumbers(database, statements, documentId, numbersOf),
   };
 }
