@@ -94,8 +94,8 @@ test("every document route: no token 401; another document's token answers as a 
     const missing = await ask(method, ghost, documents.mine.token);
     assert.equal(crossed.status, 404, `${where}: ${crossed.body}`);
     assert.equal(
-      crossed.body.replace(documents.theirs.id, "ID"),
-      missing.body.replace("no-such.timeline", "ID"),
+      crossed.body.replaceAll(documents.theirs.id, "ID"),
+      missing.body.replaceAll("no-such.timeline", "ID"),
     );
     assert.doesNotMatch(crossed.body, /forbidden|does not open this document/);
     // A guessed token: the same.
