@@ -17,28 +17,45 @@ import { formatTable, runSoak } from "../bench/soak/soak.ts";
 import { formatVideoTable, runVideoSoak } from "../bench/soak/video-assistant-soak.ts";
 
 it("the short soak: lost 0, duplicated 0 across five kinds of process killed and PostgreSQL restarted", {
-  // About a minute; the rest is room for a loaded machine and for the settle deadline of a run that
-  // hangs. Up to four times that under load (every phase's processes start and work slower).
-  timeout: testTimeoutMs(240_000),
+  // About a minute a run, up to two runs; the rest is room for a loaded machine and for the settle
+  // deadline of a run that hangs. Up to four times that under load (every phase's processes start and
+  // work slower).
+  timeout: testTimeoutMs(400_000),
 }, async (t) => {
-  // 1 s phases on a quiet machine, longer under load: each workload must succeed again between a
-  // fault's repair and the next fault, and on a busy machine one memory add can take seconds.
-  // Capped at 4 s: past that a phase only makes the run longer, not the workloads likelier to recover.
-  const { rows, notes, takeovers } = await runSoak({ phaseMs: Math.min(4000, underLoadMs(1000)) });
-  t.diagnostic(`\n${formatTable(rows)}\n${notes.join("\n")}`);
-  assert.equal(rows.length, 30);
-  // The kills landed mid-work, and another process finished that work.
-  assert.ok(takeovers.durableRuns > 0, "no durable run was taken over after the runner SIGKILL");
-  assert.ok(takeovers.memoryJobs > 0, "no import job of the killed memory service finished on the other");
-  for (const row of rows) {
-    assert.equal(row.lost, 0, `${row.workload} / ${row.fault}: lost`);
-    assert.equal(row.duplicated, 0, `${row.workload} / ${row.fault}: duplicated outside a stated window`);
-    assert.ok(row.succeeded > 0, `${row.workload} / ${row.fault}: nothing succeeded`);
-    assert.ok(
-      row.succeededAfterRepair > 0,
-      `${row.workload} / ${row.fault}: nothing succeeded after the repair`,
-    );
+  // A kill is work taken over only if the killed process held a run or a job at that instant; the
+  // soak waits for both memory services to hold one, but a job can end between that look and the
+  // SIGKILL (a miss seen twice in three runs on 2 December). A miss leaves nothing to take over, so
+  // nothing can be lost by it: the soak is run once more, and every run must lose and duplicate
+  // nothing; the takeovers must be seen in one of them.
+  let takenOver = { durableRuns: 0, memoryJobs: 0 };
+  for (
+    let attempt = 1;
+    attempt <= 2 && (takenOver.durableRuns === 0 || takenOver.memoryJobs === 0);
+    attempt++
+  ) {
+    // 1 s phases on a quiet machine, longer under load: each workload must succeed again between a
+    // fault's repair and the next fault, and on a busy machine one memory add can take seconds.
+    // Capped at 4 s: past that a phase only makes the run longer, not the workloads likelier to recover.
+    const { rows, notes, takeovers } = await runSoak({ phaseMs: Math.min(4000, underLoadMs(1000)) });
+    t.diagnostic(`run ${attempt}\n${formatTable(rows)}\n${notes.join("\n")}`);
+    assert.equal(rows.length, 30);
+    for (const row of rows) {
+      assert.equal(row.lost, 0, `${row.workload} / ${row.fault}: lost`);
+      assert.equal(row.duplicated, 0, `${row.workload} / ${row.fault}: duplicated outside a stated window`);
+      assert.ok(row.succeeded > 0, `${row.workload} / ${row.fault}: nothing succeeded`);
+      assert.ok(
+        row.succeededAfterRepair > 0,
+        `${row.workload} / ${row.fault}: nothing succeeded after the repair`,
+      );
+    }
+    takenOver = {
+      durableRuns: Math.max(takenOver.durableRuns, takeovers.durableRuns),
+      memoryJobs: Math.max(takenOver.memoryJobs, takeovers.memoryJobs),
+    };
   }
+  // The kills landed mid-work, and another process finished that work.
+  assert.ok(takenOver.durableRuns > 0, "no durable run was taken over after the runner SIGKILL");
+  assert.ok(takenOver.memoryJobs > 0, "no import job of the killed memory service finished on the other");
 });
 
 it("the video assistant's soak: each of its processes killed and the broker restarted, lost 0, duplicated 0", {

@@ -172,8 +172,10 @@ async function runFault(
   state.fault = index;
   state.phase = "before";
   await sleep(phaseMs);
-  // Wait (bounded) until the victim is busy, so the kill lands mid-run or mid-job.
-  if (options.ready) await until(async () => ((await options.ready?.()) ? true : undefined), 5000);
+  // Wait (bounded) until the victim is busy, so the kill lands mid-run or mid-job. Both memory
+  // services hold an import job at once only now and then (a job is claimed by the service that took
+  // it, the other polls), so the wait is long enough for that to come round.
+  if (options.ready) await until(async () => ((await options.ready?.()) ? true : undefined), 15_000);
   state.phase = "during";
   await inject();
   timing.injectedAt[index] = performance.now();
