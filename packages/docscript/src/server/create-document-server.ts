@@ -11,7 +11,7 @@ import { DocScriptError } from "../schema/docscript-error.ts";
 import { DocumentHost } from "./document-host.ts";
 import { logRoutes, rowRoutes } from "./document-routes.ts";
 import type { DocumentStore } from "./document-store.ts";
-import { bearer, problem, routeAccess, sameToken } from "./route-access.ts";
+import { bearer, guardDocuments, problem, routeAccess, sameToken } from "./route-access.ts";
 
 export { USER_HEADER, VERSION_HEADER } from "./document-routes.ts";
 
@@ -84,8 +84,10 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     });
   app.post("/documents", tooLarge(options.maxCreateBytes ?? 128 * 1024 * 1024));
   app.post("/documents/:documentId/push", tooLarge(maxPushBytes));
+  app.post("/documents/:documentId/rows", tooLarge(8 * 1024 * 1024));
   createRoute(app, host, options.adminToken);
-  const routes = { app, host, store: options.store, access, maxPushBytes, tooLarge, logger };
+  guardDocuments(app, access);
+  const routes = { app, host, store: options.store, access, maxPushBytes, logger };
   logRoutes(routes);
   rowRoutes(routes);
 

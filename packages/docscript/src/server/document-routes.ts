@@ -1,9 +1,9 @@
 /**
- * The routes of one document, each behind the same guard: snapshot, updates since a version, push,
+ * The routes of one document (the server puts them all behind one guard, `guardDocuments`): snapshot, updates since a version, push,
  * change log, pages of rows, row lookups and plan state. Creating documents is the admin route's job.
  */
 import type { Logger } from "@tackle/core";
-import type { Hono, MiddlewareHandler } from "hono";
+import type { Hono } from "hono";
 import { defaultChangesLimit, maxChangesLimit } from "./change-log.ts";
 import type { DocumentHost } from "./document-host.ts";
 import type { DocumentStore } from "./document-store.ts";
@@ -21,7 +21,6 @@ export interface DocumentRoutesContext {
   readonly store: DocumentStore;
   readonly access: RouteAccess;
   readonly maxPushBytes: number;
-  readonly tooLarge: (limit: number) => MiddlewareHandler;
   readonly logger: Logger;
 }
 
@@ -29,8 +28,6 @@ export interface DocumentRoutesContext {
 export function logRoutes({ app, host, store, access, maxPushBytes, logger }: DocumentRoutesContext): void {
   app.get("/documents/:documentId/snapshot", async (context) => {
     const documentId = context.req.param("documentId");
-    const denied = await access.guard(documentId, context.req.header("authorization"));
-    if (denied !== undefined) return context.json(denied.body, denied.status);
     const { bytes, version } = await host.snapshot(documentId);
     return context.body(bytes as Uint8Array<ArrayBuffer>, 200, {
       "content-type": "application/octet-stream",
@@ -40,8 +37,6 @@ export function logRoutes({ app, host, store, access, maxPushBytes, logger }: Do
 
   app.get("/documents/:documentId/updates", async (context) => {
     const documentId = context.req.param("documentId");
-    const denied = await access.guard(documentId, context.req.header("authorization"));
-    if (denied !== undefined) return context.json(denied.body, denied.status);
     const since = context.req.query("since");
     if (since === undefined)
       return context.json(problem("invalid_input", "the query parameter since is required"), 400);
@@ -59,8 +54,6 @@ export function logRoutes({ app, host, store, access, maxPushBytes, logger }: Do
 
   app.post("/documents/:documentId/push", async (context) => {
     const documentId = context.req.param("documentId");
-    const denied = await access.guard(documentId, context.req.header("authorization"));
-    if (denied !== undefined) return context.json(denied.body, denied.status);
     const declared = Number(context.req.header("content-length") ?? "0");
     if (declared > maxPushBytes)
       return context.json(problem("too_large", `a push may carry at most ${maxPushBytes} bytes`), 413);
@@ -82,8 +75,6 @@ export function logRoutes({ app, host, store, access, maxPushBytes, logger }: Do
   // The change log, newest first: `limit` entries (default 50, at most 200), `cursor` from the last page.
   app.get("/documents/:documentId/changes", async (context) => {
     const documentId = context.req.param("documentId");
-    const denied = await access.guard(documentId, context.req.header("authorization"));
-    if (denied !== undefined) return context.json(denied.body, denied.status);
     if (store.changes === undefined)
       return context.json(problem("not_supported", "this document store keeps no change log"), 501);
     const cursor = context.req.query("cursor");
@@ -102,19 +93,15 @@ export function logRoutes({ app, host, store, access, maxPushBytes, logger }: Do
 }
 
 /** Reads of the stored rows (never the whole Loro document): pages, lookups, and a plan's state. */
-export function rowRoutes({ app, host, access, tooLarge }: DocumentRoutesContext): void {
+export function rowRoutes({ app, host }: DocumentRoutesContext): void {
   app.get("/documents/:documentId/entities", async (context) => {
     const documentId = context.req.param("documentId");
-    const denied = await access.guard(documentId, context.req.header("authorization"));
-    if (denied !== undefined) return context.json(denied.body, denied.status);
     const page = await host.entityPage(documentId, pageQuery(context));
     return context.json(page, 200, { [VERSION_HEADER]: page.version });
   });
 
   app.get("/documents/:documentId/relations", async (context) => {
     const documentId = context.req.param("documentId");
-    const denied = await access.guard(documentId, context.req.header("authorization"));
-    if (denied !== undefined) return context.json(denied.body, denied.status);
     const endpoint = context.req.query("endpoint");
     const page = await host.relationPage(documentId, {
       ...pageQuery(context),
@@ -127,11 +114,8 @@ export function rowRoutes({ app, host, access, tooLarge }: DocumentRoutesContext
   // `{ rows: "entities" | "relations", ids }` or `{ members: "entity" | "relation", kinds?, ids?,
   // endpoint?, endpoints?, variantOf?, variantsOf?, identity?, identities?, range?, after?, limit }`,
   // `range` a window `{ field, from?, to? }` on an entity's number field.
-  app.post("/documents/:documentId/rows", tooLarge(8 * 1024 * 1024));
   app.post("/documents/:documentId/rows", async (context) => {
     const documentId = context.req.param("documentId");
-    const denied = await access.guard(documentId, context.req.header("authorization"));
-    if (denied !== undefined) return context.json(denied.body, denied.status);
     const body = (await context.req.json().catch(() => undefined)) as { lookups?: unknown } | undefined;
     const lookups = rowLookupsOf(body?.lookups);
     if (typeof lookups === "string") return context.json(problem("invalid_input", lookups), 400);
@@ -141,8 +125,6 @@ export function rowRoutes({ app, host, access, tooLarge }: DocumentRoutesContext
 
   app.get("/documents/:documentId/plans/:planId", async (context) => {
     const documentId = context.req.param("documentId");
-    const denied = await access.guard(documentId, context.req.header("authorization"));
-    if (denied !== undefined) return context.json(denied.body, denied.status);
     return context.json(await host.planState(documentId, context.req.param("planId")), 200);
   });
 }

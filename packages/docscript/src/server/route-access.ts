@@ -3,6 +3,7 @@
  * a document that does not exist and one the token does not open.
  */
 import { timingSafeEqual } from "node:crypto";
+import type { Hono } from "hono";
 import { type DocumentHost, hashToken } from "./document-host.ts";
 
 /** A JSON error body, as every route answers one. */
@@ -60,4 +61,17 @@ export function routeAccess(host: DocumentHost, hostTokens: readonly string[]): 
       return undefined;
     },
   };
+}
+
+/**
+ * Every route of one document behind the same guard, registered once before them: no token 401;
+ * another document's token, or a guessed one, answers as a missing document (after the body limits,
+ * before any handler reads the body).
+ */
+export function guardDocuments(app: Hono, access: RouteAccess): void {
+  app.use("/documents/:documentId/*", async (context, next) => {
+    const denied = await access.guard(context.req.param("documentId"), context.req.header("authorization"));
+    if (denied !== undefined) return context.json(denied.body, denied.status);
+    await next();
+  });
 }
