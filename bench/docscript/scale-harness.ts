@@ -25,29 +25,57 @@ export function seedFile(count: number, overlayEvery?: number): { path: string; 
     cache,
     `timeline-${count}${overlayEvery === undefined ? "" : `-overlay${overlayEvery}`}-schema${sqliteMigrations.at(-1)?.version}`,
   );
-  if (!existsSync(`${base}.json`)) {
-    const partial = `${base}.partial.sqlite`;
-    rmSync(partial, { force: true });
-    const started = performance.now();
-    const child = spawnSync(
-      process.execPath,
-      [
-        "--conditions=@tackle/source",
-        new URL("./scale-seed.ts", import.meta.url).pathname,
-        String(count),
-        partial,
-        ...(overlayEvery === undefined ? [] : [`--overlay-every=${overlayEvery}`]),
-      ],
-      { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 20 },
-    );
-    if (child.status !== 0) throw new Error(`seeding ${count} failed (${child.status}): ${child.stdout}`);
-    renameSync(partial, `${base}.sqlite`);
-    writeFileSync(`${base}.json`, child.stdout.trim());
-    process.stderr.write(
-      `${count}: seeded in ${Math.round((performance.now() - started) / 1000)} s: ${child.stdout}`,
-    );
-  }
+  if (!existsSync(`${base}.json`))
+    withSeedLock(base, () => existsSync(`${base}.json`) || seed(count, base, overlayEvery));
   return { path: `${base}.sqlite`, seed: JSON.parse(readFileSync(`${base}.json`, "utf8")) as Seed };
+}
+
+/**
+ * Runs `build` holding `<base>.lock` (a directory: `mkdir` is atomic), so two benches seeding one size
+ * at once build it once; the other waits (up to an hour: seeding 1M took 2,600 s at load) and reuses it.
+ */
+function withSeedLock(base: string, build: () => unknown): void {
+  const lock = `${base}.lock`;
+  const deadline = Date.now() + 3_600_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      if (Date.now() > deadline)
+        throw new Error(`${lock} held for an hour: remove it if no bench is seeding`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2_000);
+    }
+  }
+  try {
+    build();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
+function seed(count: number, base: string, overlayEvery: number | undefined): void {
+  const partial = `${base}.partial.sqlite`;
+  rmSync(partial, { force: true });
+  const started = performance.now();
+  const child = spawnSync(
+    process.execPath,
+    [
+      "--conditions=@tackle/source",
+      new URL("./scale-seed.ts", import.meta.url).pathname,
+      String(count),
+      partial,
+      ...(overlayEvery === undefined ? [] : [`--overlay-every=${overlayEvery}`]),
+    ],
+    { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 20 },
+  );
+  if (child.status !== 0) throw new Error(`seeding ${count} failed (${child.status}): ${child.stdout}`);
+  renameSync(partial, `${base}.sqlite`);
+  writeFileSync(`${base}.json`, child.stdout.trim());
+  process.stderr.write(
+    `${count}: seeded in ${Math.round((performance.now() - started) / 1000)} s: ${child.stdout}`,
+  );
 }
 
 export interface ServerProcess {
