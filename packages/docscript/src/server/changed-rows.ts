@@ -17,6 +17,19 @@ export interface ChangedRows {
 const containerValuePrefix = "🦜:";
 const rootPattern = /^cid:root-(.+):\w+$/;
 
+/**
+ * Row keys read off their maps' creating ops per document before its paths are built instead.
+ * Loro builds a document's paths on first use by decoding its root maps whole (0.4–0.8 s of CPU at
+ * 100k entities, on every replica freshly made from a snapshot), after which a path costs ~40 µs; a
+ * creating op costs ~1–4 ms (a block of history decoded). A few rows (the first commit after open)
+ * are found by their ops, many (the shift's 33,000) by paths.
+ */
+const rowKeysByOps = 64;
+/** Documents whose paths Loro has built (or that are to use them): a path is then the cheaper. */
+const pathsBuilt = new WeakSet<LoroDoc>();
+/** How many row keys each document had read off creating ops. */
+const keysReadByOps = new WeakMap<LoroDoc, number>();
+
 /** The rows the changes between two versions of `doc` touched. */
 export function changedRows(
   doc: LoroDoc,
@@ -46,6 +59,8 @@ export function rowsOfSpans(
 ): ChangedRows {
   const changes: ChangedRows = { entities: new Set(), relations: new Set(), foreignRoots: new Set() };
   const ops = spans.flatMap((span) => doc.exportJsonInIdSpan(span).flatMap((change) => change.ops));
+  // Many containers to find: their rows' keys by Loro's paths (built once for the document).
+  if (new Set(ops.map((op) => op.container)).size > rowKeysByOps) pathsBuilt.add(doc);
   // Containers this change created, by the op that put them in their parent.
   const created = new Map<string, { parent: string; key: string | undefined }>();
   for (const op of ops) {
@@ -123,6 +138,39 @@ export function rowOfContainer(
   return undefined;
 }
 
+/** The key of a row's map in its root `root`, whose container is `rootId` (undefined: not there, by its path). */
+function rowKey(doc: LoroDoc, rowMapId: ContainerID, root: string, rootId: string): string | undefined {
+  const read = keysReadByOps.get(doc) ?? 0;
+  if (!pathsBuilt.has(doc) && read < rowKeysByOps) {
+    keysReadByOps.set(doc, read + 1);
+    // The op put the map at its key: the row's id, live or deleted since (the history says the same
+    // of a deleted row's containers, `rowByCreatingOp`). Asking the root whether it still holds the
+    // map would decode the root whole, which is what this avoids.
+    const created = creatingKey(doc, rowMapId);
+    if (created !== undefined && created.parent === rootId) return created.key;
+  }
+  pathsBuilt.add(doc);
+  const path = doc.getPathToContainer(rowMapId);
+  if (path === undefined || path.length !== 2 || String(path[0]) !== root) return undefined;
+  return String(path[1]);
+}
+
+/** The parent and key of the op that created container `containerId` (its id is that op's). */
+function creatingKey(doc: LoroDoc, containerId: string): { parent: string; key: string } | undefined {
+  const match = /^cid:(\d+)@(\d+):/.exec(containerId);
+  if (match === null) return undefined;
+  const peer = match[2] as `${number}`;
+  const counter = Number(match[1]);
+  if ((doc.oplogVersion().get(peer) ?? 0) <= counter) return undefined;
+  const op = doc
+    .exportJsonInIdSpan({ peer, counter, length: 1 })
+    .flatMap((change) => change.ops)
+    .find((candidate) => candidate.counter === counter);
+  const content = op?.content as { key?: unknown } | undefined;
+  if (op === undefined || typeof content?.key !== "string") return undefined;
+  return { parent: op.container, key: content.key };
+}
+
 /**
  * The row a live container belongs to, by its parents (`Container.parent`) up to the row's map, and
  * that map's key in its root (its path: cheap for a map right below a root, unlike a deep container's).
@@ -155,9 +203,9 @@ function rowByParents(
       continue;
     }
     // `current` is a row's map: its key, if it is still in its root.
-    const path = doc.getPathToContainer(current.id);
-    if (path === undefined || path.length !== 2 || String(path[0]) !== root) return undefined;
-    const row = { root, rowId: String(path[1]) };
+    const rowId = rowKey(doc, current.id, root, parent.id);
+    if (rowId === undefined) return undefined;
+    const row = { root, rowId };
     for (const id of chain) index.set(id, row);
     return row;
   }
@@ -178,25 +226,16 @@ function rowByCreatingOp(
       for (const id of chain) index.set(id, known);
       return known;
     }
-    const match = /^cid:(\d+)@(\d+):/.exec(current);
-    if (match === null) return undefined;
-    const peer = match[2] as `${number}`;
-    const counter = Number(match[1]);
-    if ((doc.oplogVersion().get(peer) ?? 0) <= counter) return undefined;
-    const op = doc
-      .exportJsonInIdSpan({ peer, counter, length: 1 })
-      .flatMap((change) => change.ops)
-      .find((candidate) => candidate.counter === counter);
-    const content = op?.content as { key?: unknown } | undefined;
-    if (op === undefined || typeof content?.key !== "string") return undefined;
+    const created = creatingKey(doc, current);
+    if (created === undefined) return undefined;
     chain.push(current);
-    const root = rootPattern.exec(op.container)?.[1];
+    const root = rootPattern.exec(created.parent)?.[1];
     if (root !== undefined) {
-      const row = { root, rowId: content.key };
+      const row = { root, rowId: created.key };
       for (const id of chain) index.set(id, row);
       return row;
     }
-    current = op.container;
+    current = created.parent;
   }
   return undefined;
 }
