@@ -67,7 +67,7 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     async counts(tenantId, scope = {}) {
       const count = (table: string, extra = "") => {
         const parameters: unknown[] = [tenantId];
-        const where = `tenant_id = ?${scopeCondition(scope, parameters, mark)}${extra}`;
+        const where = `tenant_id = ${mark(1)}${scopeCondition(scope, parameters, mark)}${extra}`;
         return Number(get(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, parameters)?.n ?? 0);
       };
       return {

@@ -5,7 +5,7 @@
  * write-ahead log that still holds the old pages is checkpointed and truncated (ADR 0365).
  */
 import type { DatabaseSync, SQLInputValue } from "node:sqlite";
-import { sqliteTransaction } from "@tackle/storage";
+import { sqliteDialect, sqliteTransaction } from "@tackle/storage";
 import { MEMORY_SCOPE_VALUES, type MemoryScope } from "../../scope/memory-scope.ts";
 import type { PurgeCounts } from "../memory-store.ts";
 
@@ -15,24 +15,33 @@ export function purgeSqliteScope(database: DatabaseSync, tenantId: string, scope
   const fields = MEMORY_SCOPE_VALUES.filter((field) => scope[field] !== undefined);
   if (fields.length === 0) throw new Error("purgeScope needs at least one scope field");
   const values = fields.map((field) => scope[field] as string);
-  /** `tenant_id = ? AND user_id = ? …` over a table with the scope columns, and its parameters. */
-  const inScope = (alias = "") => ({
-    sql: [`${alias}tenant_id = ?`, ...fields.map((field) => `${alias}${columns[field]} = ?`)].join(" AND "),
-    parameters: [tenantId, ...values],
-  });
-  const run = (sql: string, parameters: readonly unknown[]) =>
-    Number(database.prepare(sql).run(...(parameters as SQLInputValue[])).changes);
-  const scoped = inScope();
-  const memoryIds = `SELECT id FROM memory_memories WHERE ${scoped.sql}`;
-  const documentIds = `SELECT id FROM memory_documents WHERE ${scoped.sql}`;
+  // Every statement binds the same numbered parameters (the dialect's `param`): the tenant at 1, the
+  // scope's values after it, and for idempotency records the fragments their answers name after those.
+  const parameters = [tenantId, ...values];
+  const fragments = fields.map((field, index) => `"${field}":${JSON.stringify(values[index])}`);
+  const tenant = sqliteDialect.param(1);
+  const value = (index: number) => sqliteDialect.param(index + 2);
+  /** `tenant_id = ?1 AND user_id = ?2 …` over a table with the scope columns. */
+  const scoped = [
+    `tenant_id = ${tenant}`,
+    ...fields.map((field, index) => `${columns[field]} = ${value(index)}`),
+  ].join(" AND ");
+  const run = (sql: string, bound: readonly unknown[] = parameters) =>
+    Number(database.prepare(sql).run(...(bound as SQLInputValue[])).changes);
+  const memoryIds = `SELECT id FROM memory_memories WHERE ${scoped}`;
+  const documentIds = `SELECT id FROM memory_documents WHERE ${scoped}`;
   // A core block's scope lives only in its scope key, the JSON array of the three fields in order.
   const blockScope = fields
-    .map((field) => `json_extract(scope_key, '$[${MEMORY_SCOPE_VALUES.indexOf(field)}]') = ?`)
+    .map(
+      (field, index) =>
+        `json_extract(scope_key, '$[${MEMORY_SCOPE_VALUES.indexOf(field)}]') = ${value(index)}`,
+    )
     .join(" AND ");
   // An idempotency record names its write's scope; one kept before it did is matched by its answer,
   // which names the scope's fields as the records it wrote do.
-  const answerNames = fields.map(() => "instr(answer, ?) > 0").join(" AND ");
-  const fragments = fields.map((field, index) => `"${field}":${JSON.stringify(values[index])}`);
+  const answerNames = fields
+    .map((_, index) => `instr(answer, ${sqliteDialect.param(parameters.length + index + 1)}) > 0`)
+    .join(" AND ");
 
   const previous = Number(
     (database.prepare("PRAGMA secure_delete").get() as Record<string, number>).secure_delete ?? 0,
@@ -43,37 +52,30 @@ export function purgeSqliteScope(database: DatabaseSync, tenantId: string, scope
       database.exec(`
         INSERT INTO memory_memories_search(memory_memories_search, rank) VALUES ('secure-delete', 1);
         INSERT INTO memory_chunks_fts(memory_chunks_fts, rank) VALUES ('secure-delete', 1);`);
-      const versions = run(`DELETE FROM memory_history WHERE tenant_id = ? AND memory_id IN (${memoryIds})`, [
-        tenantId,
-        ...scoped.parameters,
-      ]);
-      const accessRecords = run(
-        `DELETE FROM memory_access_log WHERE (${scoped.sql}) OR (tenant_id = ? AND memory_id IN (${memoryIds}))`,
-        [...scoped.parameters, tenantId, ...scoped.parameters],
+      const versions = run(
+        `DELETE FROM memory_history WHERE tenant_id = ${tenant} AND memory_id IN (${memoryIds})`,
       );
-      const memories = run(`DELETE FROM memory_memories WHERE ${scoped.sql}`, scoped.parameters);
-      const events = run(`DELETE FROM memory_events WHERE ${scoped.sql}`, scoped.parameters);
+      const accessRecords = run(
+        `DELETE FROM memory_access_log WHERE (${scoped}) OR (tenant_id = ${tenant} AND memory_id IN (${memoryIds}))`,
+      );
+      const memories = run(`DELETE FROM memory_memories WHERE ${scoped}`);
+      const events = run(`DELETE FROM memory_events WHERE ${scoped}`);
       // memory_chunks_fts keeps its text in `chunks`: each row is told to the index before the row goes.
       run(
         `INSERT INTO memory_chunks_fts(memory_chunks_fts, rowid, content)
-         SELECT 'delete', seq, content FROM memory_chunks WHERE tenant_id = ? AND document_id IN (${documentIds})`,
-        [tenantId, ...scoped.parameters],
+         SELECT 'delete', seq, content FROM memory_chunks WHERE tenant_id = ${tenant} AND document_id IN (${documentIds})`,
       );
       const chunks = run(
-        `DELETE FROM memory_chunks WHERE tenant_id = ? AND document_id IN (${documentIds})`,
-        [tenantId, ...scoped.parameters],
+        `DELETE FROM memory_chunks WHERE tenant_id = ${tenant} AND document_id IN (${documentIds})`,
       );
-      const documents = run(`DELETE FROM memory_documents WHERE ${scoped.sql}`, scoped.parameters);
-      const coreBlocks = run(`DELETE FROM memory_core_blocks WHERE tenant_id = ? AND ${blockScope}`, [
-        tenantId,
-        ...values,
-      ]);
-      const traces = run(`DELETE FROM memory_traces WHERE ${scoped.sql}`, scoped.parameters);
-      const jobs = run(`DELETE FROM memory_jobs WHERE ${scoped.sql}`, scoped.parameters);
+      const documents = run(`DELETE FROM memory_documents WHERE ${scoped}`);
+      const coreBlocks = run(`DELETE FROM memory_core_blocks WHERE tenant_id = ${tenant} AND ${blockScope}`);
+      const traces = run(`DELETE FROM memory_traces WHERE ${scoped}`);
+      const jobs = run(`DELETE FROM memory_jobs WHERE ${scoped}`);
       const idempotencyKeys = run(
-        `DELETE FROM memory_idempotency_keys WHERE (${scoped.sql})
-           OR (tenant_id = ? AND user_id IS NULL AND agent_id IS NULL AND session_id IS NULL AND ${answerNames})`,
-        [...scoped.parameters, tenantId, ...fragments],
+        `DELETE FROM memory_idempotency_keys WHERE (${scoped})
+           OR (tenant_id = ${tenant} AND user_id IS NULL AND agent_id IS NULL AND session_id IS NULL AND ${answerNames})`,
+        [...parameters, ...fragments],
       );
       // A deleted entry's term can still name a page in the index's own b-tree: one merge rebuilds
       // each index from the entries that remain.

@@ -3,7 +3,7 @@ import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore } from "../memory-store.ts";
 import { documentFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
 import { anyWord } from "./scope-tokens.ts";
-import { mark, type SqliteContext } from "./sqlite-sql.ts";
+import { bind, mark, type SqliteContext } from "./sqlite-sql.ts";
 
 export function sqliteDocuments(
   context: SqliteContext,
@@ -57,9 +57,8 @@ export function sqliteDocuments(
       const parameters: unknown[] = [match, tenantId];
       const sql = `SELECT d.*, c.id AS chunk_id, c.ordinal AS chunk_ordinal, c.content AS chunk_content, -bm25(memory_chunks_fts) AS score
         FROM memory_chunks_fts JOIN memory_chunks c ON c.seq = memory_chunks_fts.rowid JOIN memory_documents d ON d.id = c.document_id AND d.tenant_id = c.tenant_id
-        WHERE memory_chunks_fts MATCH ? AND c.tenant_id = ?${scopeCondition(scope, parameters, mark, "d.")}
-        ORDER BY bm25(memory_chunks_fts) LIMIT ?`;
-      parameters.push(limit);
+        WHERE memory_chunks_fts MATCH ${mark(1)} AND c.tenant_id = ${mark(2)}${scopeCondition(scope, parameters, mark, "d.")}
+        ORDER BY bm25(memory_chunks_fts) LIMIT ${bind(parameters, limit)}`;
       return all(sql, parameters).map((row) => ({
         chunk: {
           id: String(row.chunk_id),
@@ -75,7 +74,7 @@ export function sqliteDocuments(
       const parameters: unknown[] = [tenantId];
       return Number(
         get(
-          `SELECT COUNT(*) AS n FROM memory_documents WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`,
+          `SELECT COUNT(*) AS n FROM memory_documents WHERE tenant_id = ${mark(1)}${scopeCondition(scope, parameters, mark)}`,
           parameters,
         )?.n ?? 0,
       );

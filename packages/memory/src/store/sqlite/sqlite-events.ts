@@ -1,7 +1,7 @@
 /** The conversation log: events appended (one or a batch), listed, read and counted. */
 import type { MemoryStore, StoredEvent } from "../memory-store.ts";
 import { eventFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
-import { mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
+import { bind, mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
 
 /** Appends an event, or answers the one already stored under its custom id; inside a transaction. */
 function appendOne(
@@ -51,14 +51,12 @@ export function sqliteEvents(
 
     async listEvents(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM memory_events WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      let sql = `SELECT * FROM memory_events WHERE tenant_id = ${mark(1)}${scopeCondition(scope, parameters, mark)}`;
       if (listOptions.cursor !== undefined) {
-        parameters.push(listOptions.cursor);
-        sql += listOptions.order === "asc" ? " AND seq > ?" : " AND seq < ?";
+        sql += ` AND seq ${listOptions.order === "asc" ? ">" : "<"} ${bind(parameters, listOptions.cursor)}`;
       }
-      parameters.push(listOptions.limit);
       return all(
-        `${sql} ORDER BY seq ${listOptions.order === "asc" ? "ASC" : "DESC"} LIMIT ?`,
+        `${sql} ORDER BY seq ${listOptions.order === "asc" ? "ASC" : "DESC"} LIMIT ${bind(parameters, listOptions.limit)}`,
         parameters,
       ).map(eventFromRow);
     },
@@ -76,7 +74,7 @@ export function sqliteEvents(
       const parameters: unknown[] = [tenantId];
       return Number(
         get(
-          `SELECT COUNT(*) AS n FROM memory_events WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`,
+          `SELECT COUNT(*) AS n FROM memory_events WHERE tenant_id = ${mark(1)}${scopeCondition(scope, parameters, mark)}`,
           parameters,
         )?.n ?? 0,
       );

@@ -1,7 +1,7 @@
 /** Jobs: inserted, claimed, updated and listed. */
 import type { MemoryStore } from "../memory-store.ts";
 import { jobFromRow, jobUpdateValues, jobValues, scopeCondition } from "../row-codec.ts";
-import { mark, type SqliteContext } from "./sqlite-sql.ts";
+import { bind, mark, type SqliteContext } from "./sqlite-sql.ts";
 
 export function sqliteJobs(
   context: SqliteContext,
@@ -39,17 +39,12 @@ export function sqliteJobs(
 
     async listJobs(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM memory_jobs WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
-      if (listOptions.type) {
-        parameters.push(listOptions.type);
-        sql += " AND type = ?";
-      }
-      if (listOptions.status) {
-        parameters.push(listOptions.status);
-        sql += " AND status = ?";
-      }
-      parameters.push(listOptions.limit);
-      return all(`${sql} ORDER BY seq DESC LIMIT ?`, parameters).map(jobFromRow);
+      let sql = `SELECT * FROM memory_jobs WHERE tenant_id = ${mark(1)}${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.type) sql += ` AND type = ${bind(parameters, listOptions.type)}`;
+      if (listOptions.status) sql += ` AND status = ${bind(parameters, listOptions.status)}`;
+      return all(`${sql} ORDER BY seq DESC LIMIT ${bind(parameters, listOptions.limit)}`, parameters).map(
+        jobFromRow,
+      );
     },
 
     async unfinishedJobs() {

@@ -1,7 +1,7 @@
 /** Memories read: by id, their history, a listed page, the generation, those with embeddings. */
 import type { MemoryStore } from "../memory-store.ts";
 import { memoryFromRow, scopeCondition } from "../row-codec.ts";
-import { mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
+import { bind, mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
 
 export function sqliteMemoryReads(
   context: SqliteContext,
@@ -42,12 +42,11 @@ export function sqliteMemoryReads(
 
     async listMemories(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM memory_memories WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
+      let sql = `SELECT * FROM memory_memories WHERE tenant_id = ${mark(1)}${scopeCondition(scope, parameters, mark)}`;
       if (listOptions.statuses) sql += ` AND ${oneOf("status", listOptions.statuses, parameters)}`;
       if (listOptions.kinds) sql += ` AND ${oneOf("kind", listOptions.kinds, parameters)}`;
       if (listOptions.beforeId !== undefined) {
-        sql += " AND seq < (SELECT seq FROM memory_memories WHERE tenant_id = ? AND id = ?)";
-        parameters.push(tenantId, listOptions.beforeId);
+        sql += ` AND seq < (SELECT seq FROM memory_memories WHERE tenant_id = ${mark(1)} AND id = ${bind(parameters, listOptions.beforeId)})`;
       }
       const order = {
         recent: "updated_at DESC, seq DESC",
@@ -55,8 +54,9 @@ export function sqliteMemoryReads(
         importance: "importance DESC, seq DESC",
         written: "seq DESC",
       }[listOptions.order];
-      parameters.push(listOptions.limit);
-      return all(`${sql} ORDER BY ${order} LIMIT ?`, parameters).map(memoryFromRow);
+      return all(`${sql} ORDER BY ${order} LIMIT ${bind(parameters, listOptions.limit)}`, parameters).map(
+        memoryFromRow,
+      );
     },
 
     async memoryGeneration(tenantId) {
@@ -70,7 +70,7 @@ export function sqliteMemoryReads(
 
     async embeddedMemories(tenantId, scope, kinds) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM memory_memories WHERE tenant_id = ? AND status = 'active' AND embedding IS NOT NULL${scopeCondition(scope, parameters, mark)}`;
+      let sql = `SELECT * FROM memory_memories WHERE tenant_id = ${mark(1)} AND status = 'active' AND embedding IS NOT NULL${scopeCondition(scope, parameters, mark)}`;
       if (kinds) sql += ` AND ${oneOf("kind", kinds, parameters)}`;
       return all(sql, parameters).map(memoryFromRow);
     },

@@ -3,7 +3,7 @@ import type { MemoryStore, StoredMemory } from "../memory-store.ts";
 import { memoryFromRow, scopeCondition } from "../row-codec.ts";
 import { scoreWithScopeStatistics } from "./scope-bm25.ts";
 import { scopedMatch } from "./scope-tokens.ts";
-import { mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
+import { bind, mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
 
 /** How many of a scope's best index matches are rescored with the scope's statistics. */
 const candidateCap = 1000;
@@ -19,20 +19,17 @@ export function sqliteMemorySearch(
       // The index narrows by the scope's tokens; the SQL conditions below still decide (a token is a hash).
       const match = scopedMatch(tenantId, scope, terms, searchOptions.every === true);
       if (match.length === 0) return [];
+      // The match text is parameter 1 of every statement below, the filters' own parameters follow
+      // (numbered): the scope's size is counted by the filters alone, with parameter 1 bound unused.
       const parameters: unknown[] = [match, tenantId];
-      let filters = `m.tenant_id = ? AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;
-      if (searchOptions.kinds) {
-        // Unnumbered marks (not the dialect's numbered list): the filters run again below without
-        // the match text before them.
-        parameters.push(...searchOptions.kinds);
-        filters += ` AND m.kind IN (${searchOptions.kinds.map(() => "?").join(", ")})`;
-      }
-      const filterParameters = parameters.slice(1);
+      let filters = `m.tenant_id = ${mark(2)} AND m.status = 'active'${scopeCondition(scope, parameters, mark, "m.")}`;
+      if (searchOptions.kinds) filters += ` AND ${oneOf("m.kind", searchOptions.kinds, parameters)}`;
       if (searchOptions.order === "candidates") {
+        const limited = [...parameters];
         return all(
           `SELECT m.*, -bm25(memory_memories_search, 1.0, 0.0) AS score FROM memory_memories_search JOIN memory_memories m ON m.seq = memory_memories_search.rowid
-           WHERE memory_memories_search MATCH ? AND ${filters} ORDER BY bm25(memory_memories_search, 1.0, 0.0) LIMIT ?`,
-          [...parameters, searchOptions.limit],
+           WHERE memory_memories_search MATCH ${mark(1)} AND ${filters} ORDER BY bm25(memory_memories_search, 1.0, 0.0) LIMIT ${bind(limited, searchOptions.limit)}`,
+          limited,
         ).map((row) => ({ memory: memoryFromRow(row), score: Number(row.score) }));
       }
       // The index pre-selects (its own table-wide order matters only past `candidateCap` matches in
@@ -40,7 +37,7 @@ export function sqliteMemorySearch(
       // candidates' text is read for that; whole rows only for the `limit` best.
       // The index's own ranking is computed only when the scope holds more matches than are rescored.
       const select = `SELECT m.seq, m.content FROM memory_memories_search JOIN memory_memories m ON m.seq = memory_memories_search.rowid
-         WHERE memory_memories_search MATCH ? AND ${filters}`;
+         WHERE memory_memories_search MATCH ${mark(1)} AND ${filters}`;
       let matches = all(`${select} LIMIT ${candidateCap + 1}`, parameters);
       if (matches.length > candidateCap) {
         matches = all(
@@ -53,7 +50,7 @@ export function sqliteMemorySearch(
       );
       const size = get(
         `SELECT COUNT(*) AS n FROM (SELECT 1 FROM memory_memories m WHERE ${filters} LIMIT ${scopeSizeCap})`,
-        filterParameters,
+        parameters,
       );
       let documentFrequency: Map<string, number> | undefined;
       if (rows.length >= candidateCap) {
@@ -63,8 +60,8 @@ export function sqliteMemorySearch(
           if (termMatch.length === 0) continue;
           const counted = get(
             `SELECT COUNT(*) AS n FROM memory_memories_search JOIN memory_memories m ON m.seq = memory_memories_search.rowid
-             WHERE memory_memories_search MATCH ? AND ${filters}`,
-            [termMatch, ...filterParameters],
+             WHERE memory_memories_search MATCH ${mark(1)} AND ${filters}`,
+            [termMatch, ...parameters.slice(1)],
           );
           documentFrequency.set(term, Number(counted?.n ?? 0));
         }

@@ -11,7 +11,7 @@ export function sqliteMemoryStatistics(
     async countMemories(tenantId, scope) {
       const parameters: unknown[] = [tenantId];
       const rows = all(
-        `SELECT status, kind, COUNT(*) AS n FROM memory_memories WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)} GROUP BY status, kind`,
+        `SELECT status, kind, COUNT(*) AS n FROM memory_memories WHERE tenant_id = ${mark(1)}${scopeCondition(scope, parameters, mark)} GROUP BY status, kind`,
         parameters,
       );
       return countsFrom(rows);
@@ -20,7 +20,7 @@ export function sqliteMemoryStatistics(
     async countAccessedMemories(tenantId, scope) {
       const parameters: unknown[] = [tenantId];
       const row = get(
-        `SELECT COUNT(*) AS n FROM memory_memories WHERE tenant_id = ? AND status = 'active' AND access_count > 0${scopeCondition(scope, parameters, mark)}`,
+        `SELECT COUNT(*) AS n FROM memory_memories WHERE tenant_id = ${mark(1)} AND status = 'active' AND access_count > 0${scopeCondition(scope, parameters, mark)}`,
         parameters,
       );
       return Number(row?.n ?? 0);
@@ -30,7 +30,7 @@ export function sqliteMemoryStatistics(
       const parameters: unknown[] = [tenantId, sinceDay];
       const rows = all(
         `SELECT day, SUM(kind = 'search') AS searches, SUM(kind = 'hit') AS hits, SUM(kind = 'read') AS reads
-         FROM memory_access_log WHERE tenant_id = ? AND day >= ?${scopeCondition(scope, parameters, mark)} GROUP BY day ORDER BY day`,
+         FROM memory_access_log WHERE tenant_id = ${mark(1)} AND day >= ${mark(2)}${scopeCondition(scope, parameters, mark)} GROUP BY day ORDER BY day`,
         parameters,
       );
       return rows.map((row) => ({
@@ -44,7 +44,7 @@ export function sqliteMemoryStatistics(
     async countSearches(tenantId, scope) {
       const parameters: unknown[] = [tenantId];
       const row = get(
-        `SELECT COUNT(*) AS n FROM memory_access_log WHERE tenant_id = ? AND kind = 'search'${scopeCondition(scope, parameters, mark)}`,
+        `SELECT COUNT(*) AS n FROM memory_access_log WHERE tenant_id = ${mark(1)} AND kind = 'search'${scopeCondition(scope, parameters, mark)}`,
         parameters,
       );
       return Number(row?.n ?? 0);

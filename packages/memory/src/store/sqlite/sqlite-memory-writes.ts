@@ -7,7 +7,7 @@ import { mark, type SqliteContext, writeAccess } from "./sqlite-sql.ts";
 
 const insertColumns = [...memoryColumns, "scope_tokens"];
 const insertMemorySql = `INSERT INTO memory_memories (${insertColumns.join(", ")}) VALUES (${insertColumns
-  .map(mark)
+  .map((_, index) => mark(index + 1))
   .join(", ")}) ON CONFLICT DO NOTHING`;
 
 function historyInsert(

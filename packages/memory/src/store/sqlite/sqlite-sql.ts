@@ -13,15 +13,21 @@ const maximumCachedStatements = 256;
 export const dialect = sqliteDialect;
 
 /**
- * This store's scope and filter conditions number no parameter (each `?` is the next one): a search
- * runs its filters again without the match text before them, so their numbers would shift.
+ * Parameter `n`'s mark, numbered (`?n`, the dialect's `param`): the scope and filter conditions this
+ * store composes name their parameters, so one condition text can run in several statements (a search
+ * runs its filters with and without the match text, which stays parameter 1 in both).
  */
-export const mark = () => "?";
+export const mark = (n: number) => dialect.param(n);
+
+/** Binds `value` as the next parameter and returns its numbered mark. */
+export function bind(parameters: unknown[], value: unknown): string {
+  parameters.push(value);
+  return mark(parameters.length);
+}
 
 /**
  * `column` is one of `values` through the dialect's `anyOf` (ADR 0008): the list bound whole, as JSON,
- * at the next parameter, so one prepared statement serves every length. A `?` after it is numbered
- * after it, so it may sit between unnumbered marks; not in text run again with other parameters.
+ * at the next parameter (numbered), so one prepared statement serves every length.
  */
 export function oneOf(column: string, values: readonly (string | number)[], parameters: unknown[]): string {
   parameters.push(dialect.list(values));

@@ -1,7 +1,7 @@
 /** Retrieval traces, written with their access records. */
 import type { MemoryStore } from "../memory-store.ts";
 import { scopeCondition, scopeParameters, traceFromRow } from "../row-codec.ts";
-import { mark, type SqliteContext, writeAccess } from "./sqlite-sql.ts";
+import { bind, mark, type SqliteContext, writeAccess } from "./sqlite-sql.ts";
 
 export function sqliteTraces(
   context: SqliteContext,
@@ -36,13 +36,11 @@ export function sqliteTraces(
 
     async listTraces(tenantId, scope, listOptions) {
       const parameters: unknown[] = [tenantId];
-      let sql = `SELECT * FROM memory_traces WHERE tenant_id = ?${scopeCondition(scope, parameters, mark)}`;
-      if (listOptions.operation) {
-        parameters.push(listOptions.operation);
-        sql += " AND operation = ?";
-      }
-      parameters.push(listOptions.limit);
-      return all(`${sql} ORDER BY seq DESC LIMIT ?`, parameters).map(traceFromRow);
+      let sql = `SELECT * FROM memory_traces WHERE tenant_id = ${mark(1)}${scopeCondition(scope, parameters, mark)}`;
+      if (listOptions.operation) sql += ` AND operation = ${bind(parameters, listOptions.operation)}`;
+      return all(`${sql} ORDER BY seq DESC LIMIT ${bind(parameters, listOptions.limit)}`, parameters).map(
+        traceFromRow,
+      );
     },
   };
 }
