@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { testTimeoutMs } from "@tackle/test-support";
 import { anchorsOf, brokenLinks, findMarkdown } from "./markdown-links.ts";
 import { collectSnippets, extractSnippets, type Snippet } from "./readme-snippets.ts";
 
@@ -17,7 +18,7 @@ describe("README code blocks", () => {
   after(() => rmSync(directory, { recursive: true, force: true }));
 
   it("every TypeScript block of every README type-checks under the project's strict settings", {
-    timeout: 170_000,
+    timeout: testTimeoutMs(170_000),
   }, async () => {
     const snippets = collectSnippets(root);
     assert.ok(

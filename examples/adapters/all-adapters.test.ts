@@ -4,12 +4,13 @@ import { execFile } from "node:child_process";
 import { it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { underLoadMs } from "@tackle/test-support";
 
 const example = fileURLToPath(new URL("./all-adapters.ts", import.meta.url));
 
 it("calls the same tools through the AI SDK, OpenAI, MCP at both revisions and LangChain", async () => {
   const { stdout } = await promisify(execFile)(process.execPath, ["--conditions=@tackle/source", example], {
-    timeout: 60_000,
+    timeout: underLoadMs(60_000),
   });
   const lines = stdout.split("\n");
   const section = (heading: string) => {

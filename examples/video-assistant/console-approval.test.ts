@@ -11,6 +11,7 @@ import { after, before, describe, test } from "node:test";
 import { createMemoryStore, createRunner, type Runner } from "@tackle/durable";
 import { type DurableServer, serveDurable } from "@tackle/durable/http";
 import type { MeshClient } from "@tackle/mesh";
+import { underLoadMs } from "@tackle/test-support";
 import type { Page } from "playwright-core";
 import { type ConsoleUnderTest, openConsole } from "../../packages/cli/test/browser/console-under-test.ts";
 import { type Caption, createAssistantGraph, graphName } from "./agent.ts";
@@ -67,7 +68,7 @@ async function readRun(threadId: string): Promise<{ status: string; state: Recor
 }
 
 async function waitForStatus(threadId: string, status: string): Promise<void> {
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + underLoadMs(30_000);
   for (;;) {
     const run = await readRun(threadId);
     if (run.status === status) return;
@@ -83,7 +84,9 @@ before(async () => {
   ui = await openConsole({ env: { TACKLE_CONSOLE_DURABLE_URL: server.url } });
   page = ui.page;
   await page.goto(ui.signInUrl());
-  await page.getByRole("heading", { name: "Modules and tools", level: 1 }).waitFor({ timeout: 15_000 });
+  await page
+    .getByRole("heading", { name: "Modules and tools", level: 1 })
+    .waitFor({ timeout: underLoadMs(15_000) });
   await step("signing in");
 });
 
@@ -98,7 +101,7 @@ describe("the video assistant's approvals on the console page", () => {
     await page.goto(`${ui.origin}/#/runs`);
     await step("opening the runs page");
     const row = page.locator('#runs tr[data-thread="ada-1"]');
-    await row.waitFor({ timeout: 15_000 });
+    await row.waitFor({ timeout: underLoadMs(15_000) });
     assert.match(await row.innerText(), /video-assistant[\s\S]*paused/);
     assert.match(await page.locator("main").innerText(), new RegExp(`durable server at ${server.url}`));
     assert.equal(await page.getByRole("button", { name: "Start the demo agent" }).isVisible(), false);
@@ -106,7 +109,7 @@ describe("the video assistant's approvals on the console page", () => {
     await step("opening run ada-1");
 
     const approval = page.locator("article.approval");
-    await approval.waitFor({ timeout: 20_000 });
+    await approval.waitFor({ timeout: underLoadMs(20_000) });
     assert.match(await approval.innerText(), /Add 2 captions to the timeline\?/);
     assert.match(await approval.innerText(), /"text": "HELLO AND WELCOME"/);
     // The transcription, the memory calls and the preview are the run's tool cards, completed.
@@ -122,7 +125,10 @@ describe("the video assistant's approvals on the console page", () => {
     await step('filling the first caption\'s "text *"');
     await edit.getByRole("button", { name: "Approve with these arguments" }).click();
     await step('clicking "Approve with these arguments"');
-    await page.locator(".run-status").filter({ hasText: "Completed" }).waitFor({ timeout: 20_000 });
+    await page
+      .locator(".run-status")
+      .filter({ hasText: "Completed" })
+      .waitFor({ timeout: underLoadMs(20_000) });
     assert.match(await page.locator(".run-status").innerText(), /captioned/);
     await step("the run completed");
 
@@ -137,7 +143,7 @@ describe("the video assistant's approvals on the console page", () => {
     await page
       .locator('#runs tr[data-thread="ada-1"] .badge')
       .filter({ hasText: /^completed$/ })
-      .waitFor({ timeout: 10_000 });
+      .waitFor({ timeout: underLoadMs(10_000) });
     assert.deepEqual(ui.errors, []);
   });
 
@@ -146,16 +152,19 @@ describe("the video assistant's approvals on the console page", () => {
     await page.goto(`${ui.origin}/#/runs`);
     await step("opening the runs page");
     const row = page.locator('#runs tr[data-thread="ada-2"]');
-    await row.waitFor({ timeout: 15_000 });
+    await row.waitFor({ timeout: underLoadMs(15_000) });
     await row.getByRole("link", { name: "ada-2" }).click();
     await step("opening run ada-2");
     const approval = page.locator("article.approval");
-    await approval.waitFor({ timeout: 20_000 });
+    await approval.waitFor({ timeout: underLoadMs(20_000) });
     await approval.getByLabel("Reason for rejecting").fill("the speaker asked for no captions");
     await step('filling "Reason for rejecting"');
     await approval.getByRole("button", { name: "Reject" }).click();
     await step('clicking "Reject"');
-    await page.locator(".run-status").filter({ hasText: "declined" }).waitFor({ timeout: 20_000 });
+    await page
+      .locator(".run-status")
+      .filter({ hasText: "declined" })
+      .waitFor({ timeout: underLoadMs(20_000) });
     await step("the run declined");
     const run = await readRun("ada-2");
     assert.equal(run.status, "completed");

@@ -10,6 +10,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { underLoadMs } from "@tackle/test-support";
 
 const here = (name: string) => fileURLToPath(new URL(`./${name}`, import.meta.url));
 const tackleBin = fileURLToPath(new URL("../../packages/cli/bin/tackle.js", import.meta.url));
@@ -60,7 +61,7 @@ function environment(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, TACKLE_LOG_LEVEL: "warn", ...extra };
 }
 
-/** Runs one `tackle` command to its end (60 s at most); rejects when it fails. */
+/** Runs one `tackle` command to its end (60 s at most on a quiet machine, more under load); rejects when it fails. */
 export function tackle(args: readonly string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--conditions=@tackle/source", tackleBin, ...args], {
@@ -74,7 +75,7 @@ export function tackle(args: readonly string[], env: Record<string, string>): Pr
     child.stderr.on("data", (chunk: Buffer) => {
       output += chunk.toString();
     });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    const timer = setTimeout(() => child.kill("SIGKILL"), underLoadMs(60_000));
     child.once("close", (code) => {
       clearTimeout(timer);
       if (code === 0) resolve(output);
@@ -154,10 +155,11 @@ function start(
     },
   };
   return new Promise((resolve, reject) => {
+    const readyMs = underLoadMs(120_000);
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`${args.join(" ")} not ready in 120 s: ${stdout}\n${stderr}`));
-    }, 120_000);
+      reject(new Error(`${args.join(" ")} not ready in ${readyMs / 1000} s: ${stdout}\n${stderr}`));
+    }, readyMs);
     const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
     lines.on("line", (line) => {
       stdout += `${line}\n`;

@@ -18,7 +18,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { RunSnapshot } from "@tackle/durable";
 import { createDurableClient } from "@tackle/durable/http";
 import { createMeshClient, type MeshClient } from "@tackle/mesh";
-import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { type NatsServerHandle, startNatsServer, testTimeoutMs, underLoadMs } from "@tackle/test-support";
 import type { AssistantState, Caption } from "./agent.ts";
 import {
   initAuthority,
@@ -47,7 +47,7 @@ before(async () => {
   viewer = await createMeshClient({
     servers: nats.url,
     credsFile: layout.creds.assistant,
-    timeoutMs: 30_000,
+    timeoutMs: underLoadMs(30_000),
   });
 });
 
@@ -58,13 +58,14 @@ after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-/** Polls the run until it leaves `running` (3 min at most). */
+/** Polls the run until it leaves `running` (3 min at most on a quiet machine, more under load). */
 async function settled(client: ReturnType<typeof createDurableClient>, threadId: string) {
-  const deadline = Date.now() + 180_000;
+  const waitMs = underLoadMs(180_000);
+  const deadline = Date.now() + waitMs;
   for (;;) {
     const snapshot = (await client.get(threadId)) as RunSnapshot<AssistantState>;
     if (snapshot.status !== "running") return snapshot;
-    assert.ok(Date.now() < deadline, `run ${threadId} still running after 3 min`);
+    assert.ok(Date.now() < deadline, `run ${threadId} still running after ${waitMs / 1000} s`);
     await sleep(250);
   }
 }
@@ -93,7 +94,7 @@ const transcriptions = (media: string) =>
     : 0;
 
 it("remembers the style, transcribes on the other node, and lands the approved captions once", {
-  timeout: 15 * 60_000,
+  timeout: testTimeoutMs(15 * 60_000),
 }, async () => {
   let driver = await startDriver(layout, nats.url, { leaseMs: 2000 });
   procs.push(driver);
@@ -134,7 +135,7 @@ it("remembers the style, transcribes on the other node, and lands the approved c
     { userId: "ada", media: "outro.wav", request: "Caption outro.wav" },
     { threadId: "ada-2", runId: "ada-2" },
   );
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + underLoadMs(120_000);
   while (transcriptions("outro.wav") === 0) {
     assert.ok(Date.now() < deadline, "outro.wav was never transcribed");
     await sleep(20);
@@ -145,7 +146,7 @@ it("remembers the style, transcribes on the other node, and lands the approved c
   client = createDurableClient({ baseUrl: driver.url });
   // The new driver's sweep takes the run over once its lease has passed, and it pauses at the approval.
   let second = await settled(client, "ada-2");
-  const pausedDeadline = Date.now() + 120_000;
+  const pausedDeadline = Date.now() + underLoadMs(120_000);
   while (second.status !== "paused" && Date.now() < pausedDeadline) {
     await sleep(250);
     second = await settled(client, "ada-2");

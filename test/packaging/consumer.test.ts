@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { freePort } from "@tackle/test-support";
+import { freePort, testTimeoutMs, underLoadMs } from "@tackle/test-support";
 import { extractSnippets } from "../readme-snippets.ts";
 import { apiReportsOf } from "./api-reports.ts";
 import { type PackedPackage, packPublicPackages, publicPackages, repositoryRoot } from "./pack-packages.ts";
@@ -32,7 +32,7 @@ function run(
     return execFileSync(command, args, {
       cwd,
       encoding: "utf8",
-      timeout: 600_000,
+      timeout: underLoadMs(600_000),
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -53,7 +53,7 @@ function quickstart(name: string): { preamble: string; code: string } {
 }
 
 describe("the packages installed from their tarballs into a project outside the workspace", {
-  timeout: 1_500_000,
+  timeout: testTimeoutMs(1_500_000),
 }, () => {
   before(() => {
     packed = packPublicPackages(scratch);
@@ -175,7 +175,10 @@ describe("the packages installed from their tarballs into a project outside the 
     try {
       const console = await new Promise<string>((resolve, reject) => {
         let output = "";
-        const timer = setTimeout(() => reject(new Error(`tackle serve did not start:\n${output}`)), 120_000);
+        const timer = setTimeout(
+          () => reject(new Error(`tackle serve did not start:\n${output}`)),
+          underLoadMs(120_000),
+        );
         const read = (chunk: Buffer) => {
           output += chunk.toString();
           const url = /^console (\S+)$/m.exec(output)?.[1];

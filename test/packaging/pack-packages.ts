@@ -7,6 +7,7 @@
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, symlinkSync } from "node:fs";
 import path from "node:path";
+import { underLoadMs } from "@tackle/test-support";
 
 export const repositoryRoot = path.join(import.meta.dirname, "..", "..");
 
@@ -79,7 +80,7 @@ export function buildPublicPackages(into: string): BuiltPackage[] {
       execFileSync(process.execPath, [tsc, "-p", path.join(directory, "tsconfig.build.json")], {
         encoding: "utf8",
         stdio: ["ignore", "pipe", "pipe"],
-        timeout: 600_000,
+        timeout: underLoadMs(600_000),
       });
     } catch (error) {
       throw new Error(
@@ -98,7 +99,7 @@ export function packPublicPackages(into: string): PackedPackage[] {
     const output = execFileSync("npm", ["pack", "--json", "--pack-destination", tarballs], {
       cwd: directory,
       encoding: "utf8",
-      timeout: 120_000,
+      timeout: underLoadMs(120_000),
       env: { ...process.env, npm_config_loglevel: "error" },
     });
     const [result] = JSON.parse(output) as { filename: string; name: string }[];

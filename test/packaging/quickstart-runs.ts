@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { startNatsServer } from "@tackle/test-support";
+import { startNatsServer, underLoadMs } from "@tackle/test-support";
 
 /** The environment the consumer's programs run with: Node 24 first on PATH, no broker of the caller's. */
 export function consumerEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
@@ -54,7 +54,7 @@ function runFile(consumer: string, file: string, source: string, env: NodeJS.Pro
     return execFileSync(process.execPath, [file], {
       cwd: consumer,
       encoding: "utf8",
-      timeout: 120_000,
+      timeout: underLoadMs(120_000),
       env,
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -119,7 +119,10 @@ async function runMemory(code: string, consumer: string): Promise<void> {
   try {
     await new Promise<void>((resolve, reject) => {
       let output = "";
-      const timer = setTimeout(() => reject(new Error(`tackle-memory did not start:\n${output}`)), 60_000);
+      const timer = setTimeout(
+        () => reject(new Error(`tackle-memory did not start:\n${output}`)),
+        underLoadMs(60_000),
+      );
       const read = (chunk: Buffer) => {
         output += chunk.toString();
         if (output.includes('"listening"')) {
