@@ -360,6 +360,26 @@ export function changeScope(
   return { entityIds, relationIds };
 }
 
+/**
+ * What a write of entities' fields alone reaches (ADR 0483, 0487): those entities, their variants
+ * (which take the fields) and the entities of their identity; no relation (endpoints, slots and
+ * cardinality read no field value). Exact only when no invariant reads a field written
+ * (`invariantsRead`): an invariant over a neighbour could otherwise change its answer.
+ */
+export function fieldScope(
+  projection: Projection,
+  entityIdsWritten: Iterable<string>,
+): { entityIds: Set<string>; relationIds: Set<string> } {
+  const written = [...entityIdsWritten];
+  const entityIds = new Set<string>(written);
+  for (const entityId of written) {
+    for (const variantId of projection.variantsOf(entityId)) entityIds.add(variantId);
+    for (const claim of projection.claimsOf(entityId))
+      for (const otherId of projection.sameIdentity(claim)) entityIds.add(otherId);
+  }
+  return { entityIds, relationIds: new Set<string>() };
+}
+
 export function compareIssues(left: DocumentIssue, right: DocumentIssue): number {
   const leftKey = issueKey(left);
   const rightKey = issueKey(right);

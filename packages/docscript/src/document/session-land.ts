@@ -6,7 +6,14 @@
 import { type LoroDoc, LoroMap } from "loro-crdt";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
-import { type CheckScope, changeScope, checkDocument, isDeferred, issueKey } from "./check-document.ts";
+import {
+  type CheckScope,
+  changeScope,
+  checkDocument,
+  fieldScope,
+  isDeferred,
+  issueKey,
+} from "./check-document.ts";
 import { refreshRows } from "./interpret.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
 import { type Projection, RowsNeeded } from "./projection.ts";
@@ -43,13 +50,7 @@ function scopeOf(
       { entities: changes.entities.keys(), relations: changes.relations.keys() },
       extraEntities,
     );
-  const entityIds = new Set<string>(fieldsOf);
-  for (const entityId of fieldsOf) {
-    for (const variantId of projection.variantsOf(entityId)) entityIds.add(variantId);
-    for (const claim of projection.claimsOf(entityId))
-      for (const otherId of projection.sameIdentity(claim)) entityIds.add(otherId);
-  }
-  return { entityIds, relationIds: new Set<string>() };
+  return fieldScope(projection, fieldsOf);
 }
 
 /** The issues a check of `scope` finds, deferred ones left out, by key. */

@@ -8,6 +8,7 @@ import {
   changeScope,
   checkDocument,
   compareIssues,
+  fieldScope,
   issueKey,
 } from "../document/check-document.ts";
 import type { ContainerIndex } from "../document/container-index.ts";
@@ -18,6 +19,7 @@ import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { type ChangedRows, changedRows } from "./changed-rows.ts";
 import type { RowRoot } from "./document-store.ts";
+import { unreadFieldWrites } from "./field-writes.ts";
 
 /**
  * The rows a change touched, as `doc` holds them, read once: a push is staged again in each round of
@@ -32,6 +34,12 @@ export class RowReads {
 
   constructor(doc: LoroDoc) {
     this.doc = doc;
+  }
+
+  /** The touched `entities` rows as the document holds them. */
+  entityRows(rows: ChangedRows): ReadonlyMap<string, unknown> {
+    this.entities ??= readRows(this.doc, ENTITIES, rows.entities);
+    return this.entities;
   }
 
   /** Sets the touched rows in `projection` as the document holds them. */
@@ -82,29 +90,36 @@ export function stageChange(
   const foreign = [...rows.foreignRoots].map(
     (root) => `the update writes root container "${root}", which the mapping does not know`,
   );
-  const beforeScope = changeScope(projection, rows);
-  const before = new Set(checkDocument(projection, beforeScope).map(issueKey));
   const previousRows = new Map([...rows.entities].map((rowId) => [rowId, projection.rowJson(rowId)]));
   const previousRelations = new Map(
     [...rows.relations].map((relationId) => [relationId, projection.relationJson(relationId)]),
   );
-  if (projection.lacking) {
-    // Judged again once filled: staging the change now would be thrown away.
-    const scope = { entityIds: new Set<string>(), relationIds: new Set<string>() };
-    return {
-      added: [],
-      foreign,
-      undo: () => {},
-      previous: previousRows,
-      previousRelations,
-      rows,
-      before: [],
-      scope,
-      after: [],
-    };
-  }
+  const lacking = () => ({
+    added: [],
+    foreign,
+    undo: () => {},
+    previous: previousRows,
+    previousRelations,
+    rows,
+    before: [],
+    scope: { entityIds: new Set<string>(), relationIds: new Set<string>() },
+    after: [],
+  });
+  // A change of entities' rows alone may be of fields alone: told once the rows as they were are held.
+  const entitiesOnly = rows.relations.size === 0 && rows.foreignRoots.size === 0;
+  if (entitiesOnly && projection.lacking) return lacking();
+  // A change of fields no invariant reads reaches those entities only, as a run's does (ADR 0487).
+  const fieldsOf = entitiesOnly
+    ? unreadFieldWrites(projection.schema, previousRows, reads.entityRows(rows))
+    : undefined;
+  const scopeOf = () =>
+    fieldsOf === undefined ? changeScope(projection, rows) : fieldScope(projection, fieldsOf);
+  const beforeScope = scopeOf();
+  const before = new Set(checkDocument(projection, beforeScope).map(issueKey));
+  // Judged again once filled: staging the change now would be thrown away.
+  if (projection.lacking) return lacking();
   reads.apply(projection, rows);
-  const afterScope = changeScope(projection, rows);
+  const afterScope = scopeOf();
   const scope: CheckScope = {
     entityIds: new Set([...beforeScope.entityIds, ...afterScope.entityIds]),
     relationIds: new Set([...beforeScope.relationIds, ...afterScope.relationIds]),

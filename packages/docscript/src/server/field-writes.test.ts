@@ -1,0 +1,110 @@
+/**
+ * The server's check of a push of fields alone (ADR 0487): fields no invariant reads are checked within
+ * their entities, without reading the neighbours; a field an invariant reads is checked over the whole
+ * reach, and a push that breaks that invariant is refused as before.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { LoroDoc, type LoroMap } from "loro-crdt";
+import { interpretDocument } from "../document/interpret.ts";
+import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
+import { timelineSchema } from "../timeline/timeline-schema.ts";
+import { DocumentHost } from "./document-host.ts";
+import { unreadFieldWrites } from "./field-writes.ts";
+import { createSqliteDocumentStore } from "./sqlite-document-store.ts";
+
+test("a push of fields no invariant reads reads no neighbour; one that breaks an invariant reading its field is refused", async () => {
+  const store = createSqliteDocumentStore({ path: ":memory:" });
+  const asked: string[] = [];
+  const readMembers = store.readMembers.bind(store);
+  const readRows = store.readRows.bind(store);
+  store.readMembers = async (documentId, query) => {
+    asked.push(JSON.stringify(query));
+    return readMembers(documentId, query);
+  };
+  store.readRows = async (documentId, query) => {
+    asked.push(JSON.stringify(query));
+    return readRows(documentId, query);
+  };
+  const host = new DocumentHost({ store, schema: timelineSchema });
+  try {
+    assert.equal(await host.create("doc", "token-0123456789abcdef", sampleTimelineSnapshot()), true);
+    const client = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+    const document = interpretDocument(client, timelineSchema);
+    const caption = document.entities.find((entity) => entity.entityKind === "caption");
+    assert.ok(caption !== undefined);
+    const holding = (entityId: string, relationKind: string, end: 0 | 1) =>
+      document.relations.find(
+        (relation) =>
+          relation.relationKind === relationKind &&
+          (end === 1 ? relation.endpoint1EntityId : relation.endpoint0EntityId) === entityId,
+      );
+    const clipId = holding(caption.entityId, "contain", 1)?.endpoint0EntityId;
+    assert.ok(clipId !== undefined);
+    const trackId = holding(clipId, "contain", 1)?.endpoint0EntityId;
+    const markerId = holding(clipId, "marker", 0)?.endpoint1EntityId;
+    assert.ok(trackId !== undefined && markerId !== undefined);
+    const markerFields = () =>
+      (
+        ((client.getMap("entities").get(clipId) as LoroMap).get("slots") as LoroMap).get("marker") as LoroMap
+      ).get("fields") as LoroMap;
+    const push = async (field: string, value: unknown) => {
+      const from = client.oplogVersion();
+      markerFields().set(field, value);
+      client.commit();
+      asked.length = 0;
+      return host.push("doc", client.export({ mode: "update", from }));
+    };
+
+    // The start: read by no invariant. Checked within the marker: its clip's track and caption unread.
+    const moved = await push("startMs", 700);
+    assert.equal(moved.status, "committed", JSON.stringify(moved));
+    assert.ok(asked.length > 0, "the first push reads the rows it changed from the store");
+    for (const neighbour of [trackId, caption.entityId])
+      assert.ok(
+        !asked.some((query) => query.includes(neighbour)),
+        `${neighbour} was read: ${asked.join("; ")}`,
+      );
+
+    // The duration: the caption invariant reads it. Checked over the clip's reach, and refused.
+    const broken = await push("durationMs", null);
+    assert.notEqual(broken.status, "committed", JSON.stringify(broken));
+    assert.ok(
+      "issues" in broken &&
+        broken.issues.some((issue) => issue.constraint === "invariant:caption-clip-has-duration"),
+      JSON.stringify(broken),
+    );
+    assert.ok(
+      asked.some((query) => query.includes(caption.entityId)),
+      "the caption was read",
+    );
+    const stored = interpretDocument(
+      LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes),
+      timelineSchema,
+    );
+    const marker = stored.entities.find((entity) => entity.entityId === markerId);
+    assert.equal(marker?.payload.startMs, 700);
+    assert.equal(marker?.payload.durationMs, 2000, "the refused push stored nothing");
+  } finally {
+    await host.close();
+  }
+});
+
+test("a change is of unread fields only when rows differ in field values an invariant does not read", () => {
+  const row = (fields: Record<string, unknown>, more: Record<string, unknown> = {}) => ({
+    kind: "clip",
+    fields: {},
+    slots: { marker: { id: "m1", kind: "sequence-marker", fields } },
+    ...more,
+  });
+  const one = (before: unknown, after: unknown) =>
+    unreadFieldWrites(timelineSchema, new Map([["c1", before]]), new Map([["c1", after]]));
+  assert.deepEqual(one(row({ startMs: 1, durationMs: 5 }), row({ durationMs: 5, startMs: 2 })), ["m1"]);
+  assert.deepEqual(one(row({ startMs: 1 }), row({ startMs: 1 })), []);
+  assert.equal(one(row({ startMs: 1, durationMs: 5 }), row({ startMs: 1, durationMs: null })), undefined);
+  assert.equal(one(row({ startMs: 1 }), row({ startMs: 1 }, { kind: "track" })), undefined);
+  assert.equal(one(row({ startMs: 1 }), row({ startMs: 1 }, { variantOf: "c0" })), undefined);
+  assert.equal(one(row({ startMs: 1 }), { ...row({ startMs: 1 }), slots: {} }), undefined);
+  assert.equal(one(undefined, row({ startMs: 1 })), undefined);
+  assert.equal(one(row({ startMs: 1 }), undefined), undefined);
+});
