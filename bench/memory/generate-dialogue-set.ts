@@ -19,6 +19,24 @@
  * Conversations alternate between "dev" (ranking may be tuned on them) and "held-out" (reported only).
  */
 
+import {
+  achievements,
+  chores,
+  cities,
+  companies,
+  countries,
+  foods,
+  greetings,
+  instruments,
+  jobs,
+  monthNames,
+  petNames,
+  pets,
+  reactions,
+  speakers,
+  thirdParties,
+} from "./dialogue-words.ts";
+
 function mulberry32(seed: number) {
   let state = seed >>> 0;
   return () => {
@@ -39,108 +57,6 @@ const pickOther = <T>(items: readonly T[], not: T): T => {
   }
 };
 
-const speakers = [
-  "Maya",
-  "Jonas",
-  "Priya",
-  "Caleb",
-  "Ines",
-  "Tobias",
-  "Aiko",
-  "Rafael",
-  "Nora",
-  "Felix",
-  "Zara",
-  "Mateo",
-  "Leila",
-  "Oskar",
-  "Hana",
-  "Dmitri",
-  "Sofia",
-  "Kwame",
-  "Elif",
-  "Arjun",
-  "Greta",
-  "Yusuf",
-  "Clara",
-  "Bruno",
-];
-const thirdParties = [
-  "Lena",
-  "Marco",
-  "Tess",
-  "Ravi",
-  "Ada",
-  "Hugo",
-  "Mira",
-  "Emil",
-  "Iris",
-  "Nico",
-  "Vera",
-  "Sami",
-];
-const pets = ["corgi", "tabby cat", "parrot", "beagle", "rabbit", "greyhound", "hamster"];
-const petNames = ["Pepper", "Biscuit", "Mochi", "Juniper", "Ziggy", "Olive", "Pickles", "Nacho", "Clover"];
-const jobs = ["nurse", "data analyst", "carpenter", "teacher", "architect", "pharmacist", "baker"];
-const companies = [
-  "Northwind",
-  "Globex",
-  "Initech",
-  "Umbrella Labs",
-  "Stark Foods",
-  "Wayne Logistics",
-  "Acme Health",
-];
-const countries = ["Iceland", "Portugal", "Vietnam", "Peru", "Morocco", "Norway", "Japan", "Chile"];
-const cities = ["Denver", "Lisbon", "Osaka", "Toronto", "Edinburgh", "Melbourne", "Austin", "Bergen"];
-const instruments = ["cello", "violin", "piano", "trumpet", "banjo", "saxophone", "harp"];
-const achievements = [
-  "ran my first half marathon",
-  "finished building a bookshelf from scratch",
-  "passed my driving test",
-  "baked a three-tier wedding cake",
-  "gave a talk at a local meetup",
-  "planted a vegetable garden",
-  "sold my first painting",
-];
-const monthNames = [
-  "January",
-  "February",
-  "March",
-  "April",
-  "May",
-  "June",
-  "July",
-  "August",
-  "September",
-  "October",
-  "November",
-  "December",
-];
-const chores = ["the garden", "my taxes", "laundry", "the garage", "emails", "meal prep", "the bike"];
-const foods = ["ramen", "tacos", "curry", "pizza", "dumplings", "falafel"];
-
-const greetings = [
-  "Hey OTHER, good to hear from you.",
-  "Morning! Coffee in hand already?",
-  "Long day today, OTHER?",
-  "How did the weekend treat you?",
-  "How was your week, OTHER?",
-  "Sorry I went quiet, things got hectic.",
-  "Finally some time to chat!",
-];
-const reactions = [
-  "That's so true.",
-  "Ha, fair enough.",
-  "Oh no, really?",
-  "Wow, I didn't know that.",
-  "Same here, honestly.",
-  "Totally get that.",
-  "Haha, classic.",
-  "Makes sense to me.",
-  "I feel the same way, OTHER.",
-  "Anyway, how's everything with you?",
-];
 const fillerTopics: (() => string)[] = [
   () => `Mine was mostly ${pick(chores)}.`,
   () => `Spent half of Sunday on ${pick(chores)}, not fun.`,
@@ -217,16 +133,21 @@ interface Plant {
 
 const sessionCount = 24;
 
-function planFor(self: string, other: string, usedSessions: Set<number>): Plant[] {
-  const free = () => {
-    for (;;) {
-      const session = Math.floor(random() * sessionCount);
-      if (!usedSessions.has(session)) {
-        usedSessions.add(session);
-        return session;
-      }
-    }
-  };
+/** The facts one speaker's plants are about, picked in a fixed order (the seeded stream depends on it). */
+interface Facts {
+  readonly pet: string;
+  readonly petName: string;
+  readonly job: string;
+  readonly company: string;
+  readonly country: string;
+  readonly sister: string;
+  readonly instrument: string;
+  readonly friend: string;
+  readonly city: string;
+  readonly achievement: string;
+}
+
+function pickFacts(): Facts {
   const pet = pick(pets);
   const petName = pick(petNames);
   const job = pick(jobs);
@@ -237,9 +158,25 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
   const friend = pickOther(thirdParties, sister);
   const city = pick(cities);
   const achievement = pick(achievements);
-  const plants: Plant[] = [];
-  // The answer is a reply; the question's words are in the other speaker's turn before it.
-  plants.push({
+  return { pet, petName, job, company, country, sister, instrument, friend, city, achievement };
+}
+
+/** A session no plant of this conversation has taken yet (taken now). */
+function sessionPicker(usedSessions: Set<number>): () => number {
+  return () => {
+    for (;;) {
+      const session = Math.floor(random() * sessionCount);
+      if (!usedSessions.has(session)) {
+        usedSessions.add(session);
+        return session;
+      }
+    }
+  };
+}
+
+/** The answer is a reply; the question's words are in the other speaker's turn before it. */
+function petPlant(self: string, other: string, { pet, petName }: Facts, free: () => number): Plant {
+  return {
     session: free(),
     turns: [
       {
@@ -269,8 +206,11 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
     ],
     evidence: [2],
     question: { question: `What did ${self} name the ${pet}?`, answer: petName, category: "single-hop" },
-  });
-  plants.push({
+  };
+}
+
+function jobPlant(self: string, other: string, { job, company }: Facts, free: () => number): Plant {
+  return {
     session: free(),
     turns: [
       {
@@ -292,9 +232,12 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
     ],
     evidence: [1],
     question: { question: `Where does ${self} work?`, answer: company, category: "single-hop" },
-  });
+  };
+}
+
+function tripPlant(self: string, other: string, { country }: Facts, free: () => number): Plant {
   const tripSession = free();
-  plants.push({
+  return {
     session: tripSession,
     turns: [
       {
@@ -313,9 +256,12 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
       answer: "SESSION_DATE",
       category: "temporal",
     },
-  });
+  };
+}
+
+function achievementPlant(self: string, other: string, { achievement }: Facts, free: () => number): Plant {
   const achievementSession = free();
-  plants.push({
+  return {
     session: achievementSession,
     turns: [
       {
@@ -335,11 +281,14 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
       answer: achievement,
       category: "temporal",
     },
-  });
-  // Two hops, two sessions: who the sister is, then what she plays (the second turn names only her).
+  };
+}
+
+/** Two hops, two sessions: who the sister is, then what she plays (the second turn names only her). */
+function sisterPlants(self: string, { sister, instrument }: Facts, free: () => number): Plant[] {
   const firstHop = free();
   const secondHop = free();
-  plants.push({
+  const first: Plant = {
     session: Math.min(firstHop, secondHop),
     turns: [
       {
@@ -352,8 +301,8 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
       },
     ],
     evidence: [0],
-  });
-  plants.push({
+  };
+  const second: Plant = {
     session: Math.max(firstHop, secondHop),
     turns: [
       {
@@ -371,10 +320,15 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
       answer: instrument,
       category: "multi-hop",
     },
-  });
+  };
+  return [first, second];
+}
+
+/** Two hops again: who the friend from the running club is, then where she is moving. */
+function friendPlants(self: string, { friend, city }: Facts, free: () => number): Plant[] {
   const friendFirst = free();
   const friendSecond = free();
-  plants.push({
+  const first: Plant = {
     session: Math.min(friendFirst, friendSecond),
     turns: [
       {
@@ -386,8 +340,8 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
       },
     ],
     evidence: [0],
-  });
-  plants.push({
+  };
+  const second: Plant = {
     session: Math.max(friendFirst, friendSecond),
     turns: [
       {
@@ -405,8 +359,22 @@ function planFor(self: string, other: string, usedSessions: Set<number>): Plant[
       answer: city,
       category: "multi-hop",
     },
-  });
-  return plants;
+  };
+  return [first, second];
+}
+
+/** One speaker's plants, in the order their random draws were first made (the shipped file depends on it). */
+function planFor(self: string, other: string, usedSessions: Set<number>): Plant[] {
+  const free = sessionPicker(usedSessions);
+  const facts = pickFacts();
+  return [
+    petPlant(self, other, facts, free),
+    jobPlant(self, other, facts, free),
+    tripPlant(self, other, facts, free),
+    achievementPlant(self, other, facts, free),
+    ...sisterPlants(self, facts, free),
+    ...friendPlants(self, facts, free),
+  ];
 }
 
 function conversation(index: number) {
