@@ -33,7 +33,7 @@ const weather = defineTool({
   },
 });
 
-describe("toAiSdkTools", () => {
+describe("toAiSdkTools: definitions and the generateText loop", () => {
   it("keys tools by model-safe names with the derived JSON Schema", async () => {
     const tools = toAiSdkTools(createToolSet([weather]));
     assert.deepEqual(Object.keys(tools), ["weather__current"]);
@@ -104,7 +104,9 @@ describe("toAiSdkTools", () => {
     // The caller sees the same failure as data on the step's tool results.
     assert.ok(result.steps[0]?.toolResults.every((part) => isAiSdkToolFailure(part.output)));
   });
+});
 
+describe("toAiSdkTools: streaming, signals and control flow", () => {
   it("runs in a streamText tool loop", async () => {
     seen.length = 0;
     const streamSteps: LanguageModelV4StreamPart[][] = [

@@ -16,7 +16,7 @@ const add = defineTool({
   execute: ({ a, b }) => a + b,
 });
 
-describe("createToolSet", () => {
+describe("createToolSet: definitions and names", () => {
   it("calls a tool with validated input", async () => {
     const tools = createToolSet([add]);
     assert.deepEqual(await tools.call("math.add", { a: 2, b: 3 }), { ok: true, output: 5 });
@@ -73,7 +73,9 @@ describe("createToolSet", () => {
     const underscored = defineTool({ name: "a__b", description: "", input: z.object({}), execute: () => 1 });
     assert.throws(() => createToolSet([dotted, underscored]), /maps to the model name "a__b"/);
   });
+});
 
+describe("createToolSet: what a refused call answers", () => {
   it("returns invalid input as issues with paths, never a stack", async () => {
     const tools = createToolSet([add]);
     // @ts-expect-error: the typed set refuses a string for a number at compile time; the call checks again
@@ -124,7 +126,9 @@ describe("createToolSet", () => {
       assert.deepEqual((result.error.data as { available: string[] }).available, ["math.add"]);
     }
   });
+});
 
+describe("createToolSet: deadlines, signals and outputs", () => {
   it("ends a tool that exceeds its timeout with a timeout error, even if it ignores its signal", async () => {
     let sawAbort = false;
     const slow = defineTool({
@@ -211,7 +215,9 @@ describe("createToolSet", () => {
       data: { id: 7 },
     });
   });
+});
 
+describe("createToolSet: what the handler sees", () => {
   it("lets a control-flow throw (an interrupt) pass through untouched", async () => {
     const pause = Object.assign(new Error("paused"), { [controlFlowBrand]: true });
     const pausing = defineTool({

@@ -47,7 +47,7 @@ function joinedText(parts: readonly CallToolResult[]): string {
     .join("");
 }
 
-describe("result pages", () => {
+describe("result pages: passing through and cutting text and JSON", () => {
   it("passes a result within the budget through as the same object", () => {
     const pages = createResultPages();
     const small: CallToolResult = { content: [{ type: "text", text: "short" }], structuredContent: { a: 1 } };
@@ -135,7 +135,9 @@ describe("result pages", () => {
     );
     assert.equal(joinedText(beside), `600 records${JSON.stringify(value)}`);
   });
+});
 
+describe("result pages: images, cursors and bounds", () => {
   it("counts an image as a fixed cost, never tokenizes its base64, and never cuts one", () => {
     const pages = createResultPages({ budget: 2_000 });
     const image: Block = { type: "image", data: "A".repeat(3_000_000), mimeType: "image/png" };
