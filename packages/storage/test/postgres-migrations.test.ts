@@ -57,12 +57,14 @@ function rejectsWith(code: StorageError["code"]) {
   };
 }
 
-describe("PostgreSQL migrations", () => {
-  let pool: pg.Pool;
-  before(async () => {
-    ({ pool } = await freshPool());
-  });
+// One database and pool for the migration, lock and transaction tests below (they use distinct stores
+// and tables); the tests of a fresh database make their own.
+let pool: pg.Pool;
+before(async () => {
+  ({ pool } = await freshPool());
+});
 
+describe("PostgreSQL migrations: versions and refusals", () => {
   it("migrates a fresh database, records each version once, and a second run changes nothing", async () => {
     assert.deepEqual(await migratePostgres(pool, { store: "items", migrations: items }), { from: 0, to: 2 });
     await pool.query("INSERT INTO items (label, size) VALUES ('kept', 3)");
@@ -110,7 +112,9 @@ describe("PostgreSQL migrations", () => {
     assert.equal(await postgresSchemaVersion(pool, "failing"), 1);
     assert.equal((await pool.query("SELECT to_regclass('fail_b') AS t")).rows[0].t, null);
   });
+});
 
+describe("PostgreSQL migrations: the lock and signals", () => {
   it("an abort while waiting for the lock rejects at once, typed, and leaves no session waiting", async () => {
     const holder = await pool.connect();
     const waitingSessions = async () =>
@@ -180,7 +184,9 @@ describe("PostgreSQL migrations", () => {
       holder.release();
     }
   });
+});
 
+describe("postgresTransaction and openPostgres", () => {
   it("postgresTransaction commits or rolls back as one", async () => {
     await pool.query("CREATE TABLE tx (v INTEGER)");
     await postgresTransaction(pool, async (client) => {
