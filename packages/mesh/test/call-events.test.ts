@@ -42,7 +42,7 @@ after(async () => {
   await nats?.close();
 });
 
-describe("progress and log lines across NATS", () => {
+describe("progress and log lines across NATS: who receives them", () => {
   it("reach a caller that asked, in order, at or above its log level, before the reply", async () => {
     const progress: ToolProgress[] = [];
     const logs = recordingLogger();
@@ -115,7 +115,9 @@ describe("progress and log lines across NATS", () => {
     assert.deepEqual(logs.lines, []);
     assert.equal(requests[0]?.headers?.get(logLevelHeader), "");
   });
+});
 
+describe("progress and log lines across NATS: bounds and where reports go", () => {
   it("a chatty tool is cut to the burst, and the caller is told how many were dropped", async () => {
     const progress: ToolProgress[] = [];
     const logs = recordingLogger();

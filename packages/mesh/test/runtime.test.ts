@@ -36,7 +36,7 @@ async function answers(connection: NatsConnection, subject: string): Promise<boo
   }
 }
 
-describe("a node runtime on NATS", () => {
+describe("a node runtime on NATS: serving and errors", () => {
   it("serves a registered tool that a separate connection invokes by name, and refuses an unknown tool clearly", async () => {
     const runtime = await startNodeRuntime({
       config: meshConfig("node-a", nats.url, [{ module: "alpha", path: fixture("alpha.ts") }]),
@@ -135,7 +135,9 @@ describe("a node runtime on NATS", () => {
       await runtime.close();
     }
   });
+});
 
+describe("a node runtime on NATS: issued subjects", () => {
   it("serves exactly the subjects it is issued, and re-serves on a new membership", async () => {
     const runtime = await startNodeRuntime({
       config: meshConfig("node-b", nats.url, [{ module: "issued", path: fixture("alpha.ts") }]),
@@ -218,7 +220,9 @@ describe("a node runtime on NATS", () => {
       await runtime.close();
     }
   });
+});
 
+describe("a node runtime on NATS: several modules on one node", () => {
   it("serves three modules' bundles on one node, one broken and named, with every seat verb where the membership put it", async () => {
     const logger = recordingLogger();
     const admin = await connect({ servers: nats.url });
@@ -305,7 +309,9 @@ describe("a node runtime on NATS", () => {
       await admin.close();
     }
   });
+});
 
+describe("a node runtime on NATS: re-serving and unreachable modules", () => {
   it("keeps answering while it re-serves: calls across a membership change all succeed", async () => {
     const logger = recordingLogger();
     const runtime = await startNodeRuntime({

@@ -40,7 +40,7 @@ function loadChildren(
 const pixel =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
 
-describe("stdio children", () => {
+describe("stdio children: calls and results", () => {
   it("hands a child the call's idempotency key and a takeover in the request's _meta (ADR 0211, 0213)", async () => {
     const [python] = await loadChildren([{ module: "py", path: fixture("python-bundle.py") }]);
     assert.ok(python);
@@ -127,7 +127,9 @@ describe("stdio children", () => {
       await python?.close();
     }
   });
+});
 
+describe("stdio children: crashes and restarts", () => {
   it("fails calls in flight at once with the exit code when a child crashes, and restarts it on the next call", async () => {
     const logger = recordingLogger();
     const [python] = await loadChildren([{ module: "py", path: fixture("python-bundle.py") }], { logger });
@@ -230,7 +232,9 @@ describe("stdio children", () => {
       await python?.close();
     }
   });
+});
 
+describe("stdio children: handshakes that fail", () => {
   it("reports a child that exits before its handshake as a permanent failure with its stderr tail", async () => {
     const logger = recordingLogger();
     const [early] = await loadChildren([{ module: "early", path: fixture("early-exit-child.py") }], {
@@ -317,7 +321,9 @@ describe("stdio children", () => {
       await python?.close();
     }
   });
+});
 
+describe("stdio children: slots, notifications and executables", () => {
   it("caps calls in flight per child: later calls wait for a slot", async () => {
     const [python] = await loadChildren([{ module: "py", path: fixture("python-bundle.py") }], {
       child: { maxInFlight: 2 },
