@@ -56,24 +56,25 @@ async function until(check: () => Promise<boolean> | boolean, what: string, ms =
   }
 }
 
-describe("AG-UI edges with a stock HttpAgent", () => {
-  let temp: TempStore;
-  let runner: Runner;
-  let server: DurableServer;
-  before(async () => {
-    temp = tempSqliteStore();
-    runner = createRunner({ store: temp.store, graphs: [booking, charge, slow], pollIntervalMs: 25 });
-    server = await serveDurable({ runner });
-  });
-  after(async () => {
-    await server.close();
-    await runner.idle();
-    await temp.cleanup();
-  });
+// One store, runner and server for every test in this file.
+let temp: TempStore;
+let runner: Runner;
+let server: DurableServer;
+before(async () => {
+  temp = tempSqliteStore();
+  runner = createRunner({ store: temp.store, graphs: [booking, charge, slow], pollIntervalMs: 25 });
+  server = await serveDurable({ runner });
+});
+after(async () => {
+  await server.close();
+  await runner.idle();
+  await temp.cleanup();
+});
 
-  const agentFor = (graph: string, threadId: string, state: object) =>
-    new HttpAgent({ url: `${server.url}/ag-ui/${graph}`, threadId, initialState: state });
+const agentFor = (graph: string, threadId: string, state: object) =>
+  new HttpAgent({ url: `${server.url}/ag-ui/${graph}`, threadId, initialState: state });
 
+describe("AG-UI edges with a stock HttpAgent: repeated inputs", () => {
   test("the same RunAgentInput sent again after its run ended answers that run: the tool ran once", async () => {
     const first = await verified(
       await drive(agentFor("booking", "book-again", { seat: "1A" }), { runId: "r-1" }),
@@ -121,7 +122,9 @@ describe("AG-UI edges with a stock HttpAgent", () => {
       [5],
     );
   });
+});
 
+describe("AG-UI edges with a stock HttpAgent: cancelling", () => {
   test("a paused run cancelled under the client: its resume ends cancelled, pending interrupts clear, a new run goes on", async () => {
     const agent = agentFor("charge", "cancel-under", { amount: 7 });
     await drive(agent);

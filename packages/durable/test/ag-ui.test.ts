@@ -124,28 +124,29 @@ function assertMatchesJournal(messages: readonly Message[], frames: readonly Fra
   }
 }
 
+// One store, runner and server for every test in this file.
+let temp: TempStore;
+let runner: Runner;
+let server: DurableServer;
+before(async () => {
+  temp = tempSqliteStore();
+  runner = createRunner({
+    store: temp.store,
+    graphs: [payments, refunds, failing, slow],
+    pollIntervalMs: 25,
+  });
+  server = await serveDurable({ runner });
+});
+after(async () => {
+  await server.close();
+  await runner.idle();
+  await temp.cleanup();
+});
+
+const agentFor = (graph: string, threadId: string, state: object) =>
+  new HttpAgent({ url: `${server.url}/ag-ui/${graph}`, threadId, initialState: state });
+
 describe("AG-UI: @ag-ui/client's HttpAgent drives a durable run", () => {
-  let temp: TempStore;
-  let runner: Runner;
-  let server: DurableServer;
-  before(async () => {
-    temp = tempSqliteStore();
-    runner = createRunner({
-      store: temp.store,
-      graphs: [payments, refunds, failing, slow],
-      pollIntervalMs: 25,
-    });
-    server = await serveDurable({ runner });
-  });
-  after(async () => {
-    await server.close();
-    await runner.idle();
-    await temp.cleanup();
-  });
-
-  const agentFor = (graph: string, threadId: string, state: object) =>
-    new HttpAgent({ url: `${server.url}/ag-ui/${graph}`, threadId, initialState: state });
-
   test("pause for approval, resume approved: two AG-UI runs on one thread, each verified, the reducer equals the journal", async () => {
     const agent = agentFor("payments", "pay-approve", { amount: 10 });
     const first = await verified(await drive(agent, { runId: "client-run-1" }));
@@ -242,7 +243,9 @@ describe("AG-UI: @ag-ui/client's HttpAgent drives a durable run", () => {
     assert.deepEqual(JSON.parse(String(result?.content)), { declined: true, reason: "over the limit" });
     assertMatchesJournal(agent.messages, await runner.frames("pay-reject"));
   });
+});
 
+describe("AG-UI: HttpAgent: edited arguments and cancelling", () => {
   test("approved with edited arguments: the reducer ends with the edited arguments, once, as the journal has them", async () => {
     const agent = agentFor("payments", "pay-edit", { amount: 70 });
     await verified(await drive(agent));
@@ -329,7 +332,9 @@ describe("AG-UI: @ag-ui/client's HttpAgent drives a durable run", () => {
     assert.deepEqual((events.at(-1) as unknown as { outcome: unknown }).outcome, { type: "cancelled" });
     assert.equal(events.filter((event) => event.type === "RUN_STARTED").length, 2);
   });
+});
 
+describe("AG-UI: HttpAgent: later turns, failures and reconnects", () => {
   test("a second turn on a finished thread is a new run: state carried, tool calls not confused with the first turn's", async () => {
     const agent = agentFor("payments", "two-turns", { amount: 1 });
     await drive(agent);

@@ -40,10 +40,12 @@ async function collect(iterable: AsyncIterable<Frame>): Promise<Frame[]> {
   return frames;
 }
 
+// Set by the /http block's hooks below, read by the tests its functions register.
+let temp: TempStore;
+let runner: Runner;
+let server: DurableServer;
+
 describe("/http", () => {
-  let temp: TempStore;
-  let runner: Runner;
-  let server: DurableServer;
   before(async () => {
     temp = tempSqliteStore();
     runner = createRunner({ store: temp.store, graphs: [graph], pollIntervalMs: 50 });
@@ -55,6 +57,13 @@ describe("/http", () => {
     await temp.cleanup();
   });
 
+  streamTests();
+  errorTests();
+  boundaryTests();
+});
+
+/** Starting, streaming, resuming and reconnecting over HTTP. */
+function streamTests(): void {
   test("HTTP layer: start, stream to the pause, resume, stream to the end; a pause is never an error", async () => {
     const client = createDurableClient({ baseUrl: server.url });
     const { threadId } = await client.start("refund", { id: "ORD-42" });
@@ -136,7 +145,10 @@ describe("/http", () => {
     );
     assert.deepEqual(asked, ["0", "1", "2"]);
   });
+}
 
+/** What the wire carries: AG-UI events, and errors coded with their status. */
+function errorTests(): void {
   test("frames as AG-UI events pass @ag-ui/core's own schemas", async () => {
     const client = createDurableClient({ baseUrl: server.url });
     const { threadId } = await client.start("refund", { id: "ORD-9" });
@@ -198,7 +210,10 @@ describe("/http", () => {
     ]);
     assert.equal((await fetch(`${server.url}/runs/missing/frames`)).status, 404);
   });
+}
 
+/** Who may reach the server, and where it binds. */
+function boundaryTests(): void {
   test("a cross-site page or a rebound DNS name can neither start nor approve a run", async () => {
     const { threadId } = await createDurableClient({ baseUrl: server.url }).start("refund", { id: "ORD-9" });
     const before = await createDurableClient({ baseUrl: server.url }).get(threadId);
@@ -260,7 +275,7 @@ describe("/http", () => {
       (error) => DurableError.isInstance(error) && /loopback only/.test(error.message),
     );
   });
-});
+}
 
 describe("/http tenancy", () => {
   let temp: TempStore;

@@ -39,177 +39,195 @@ function record(threadId: string, owner = "owner-1"): RunRecord {
 export function storeConformance(name: string, open: () => Promise<StoreHarness>): void {
   describe(`store conformance: ${name}`, () => {
     let harness: StoreHarness;
-    let store: DurableStore;
     before(async () => {
       harness = await open();
-      store = harness.store;
     });
     after(async () => {
       await harness.cleanup();
     });
+    const opened = () => harness;
+    runTests(opened);
+    commitTests(opened);
+    runnerTests(name, opened);
+  });
+}
 
-    test("a run is stored once; a second run on the thread is refused and the first is kept", async () => {
-      await store.createRun(record("t-create"), {
-        frames: [{ type: "run_started", seq: 1, data: { a: 1 } }],
-      });
-      await assert.rejects(
-        store.createRun({ ...record("t-create"), graph: "other" }),
-        (error) => DurableError.isInstance(error) && error.code === "thread_exists",
-      );
-      const stored = await store.getRun("t-create");
-      assert.equal(stored?.graph, "g");
-      assert.deepEqual(await store.readFrames("t-create", 0), [
-        { type: "run_started", seq: 1, data: { a: 1 } },
-      ]);
-      assert.equal(await store.getRun("missing"), undefined);
+/** Creating runs, reading them back, and finding the stale ones. */
+function runTests(opened: () => StoreHarness): void {
+  test("a run is stored once; a second run on the thread is refused and the first is kept", async () => {
+    const { store } = opened();
+    await store.createRun(record("t-create"), {
+      frames: [{ type: "run_started", seq: 1, data: { a: 1 } }],
     });
+    await assert.rejects(
+      store.createRun({ ...record("t-create"), graph: "other" }),
+      (error) => DurableError.isInstance(error) && error.code === "thread_exists",
+    );
+    const stored = await store.getRun("t-create");
+    assert.equal(stored?.graph, "g");
+    assert.deepEqual(await store.readFrames("t-create", 0), [
+      { type: "run_started", seq: 1, data: { a: 1 } },
+    ]);
+    assert.equal(await store.getRun("missing"), undefined);
+  });
 
-    test("findStaleRuns: running runs of the given graphs silent for the lease, longest silent first", async () => {
-      for (const id of ["t-stale-a", "t-stale-b", "t-stale-c"]) {
-        await store.createRun({ ...record(id), graph: "stale-g" });
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-      await store.createRun({ ...record("t-stale-paused"), graph: "stale-g", status: "paused" });
-      await store.createRun({ ...record("t-stale-other"), graph: "stale-other" });
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      // A write (a heartbeat) vouches for b again.
-      await store.commit("t-stale-b", "owner-1", {});
-      const query = { staleAfterMs: 200, graphs: ["stale-g"], limit: 10 };
-      assert.deepEqual(await store.findStaleRuns(query), ["t-stale-a", "t-stale-c"]);
-      assert.deepEqual(await store.findStaleRuns({ ...query, limit: 1 }), ["t-stale-a"]);
-      assert.deepEqual(await store.findStaleRuns({ ...query, graphs: ["stale-g", "stale-other"] }), [
-        "t-stale-a",
-        "t-stale-c",
-        "t-stale-other",
-      ]);
-      assert.deepEqual(await store.findStaleRuns({ ...query, staleAfterMs: 60_000 }), []);
+  test("findStaleRuns: running runs of the given graphs silent for the lease, longest silent first", async () => {
+    const { store } = opened();
+    for (const id of ["t-stale-a", "t-stale-b", "t-stale-c"]) {
+      await store.createRun({ ...record(id), graph: "stale-g" });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await store.createRun({ ...record("t-stale-paused"), graph: "stale-g", status: "paused" });
+    await store.createRun({ ...record("t-stale-other"), graph: "stale-other" });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // A write (a heartbeat) vouches for b again.
+    await store.commit("t-stale-b", "owner-1", {});
+    const query = { staleAfterMs: 200, graphs: ["stale-g"], limit: 10 };
+    assert.deepEqual(await store.findStaleRuns(query), ["t-stale-a", "t-stale-c"]);
+    assert.deepEqual(await store.findStaleRuns({ ...query, limit: 1 }), ["t-stale-a"]);
+    assert.deepEqual(await store.findStaleRuns({ ...query, graphs: ["stale-g", "stale-other"] }), [
+      "t-stale-a",
+      "t-stale-c",
+      "t-stale-other",
+    ]);
+    assert.deepEqual(await store.findStaleRuns({ ...query, staleAfterMs: 60_000 }), []);
+  });
+}
+
+/** Commits, fencing and claims. */
+function commitTests(opened: () => StoreHarness): void {
+  test("commits append frames in seq order, upsert journal records and patch the run", async () => {
+    const { store } = opened();
+    await store.createRun(record("t-commit"));
+    await store.commit("t-commit", "owner-1", {
+      frames: [
+        { type: "x", seq: 1, data: { n: 1 } },
+        { type: "x", seq: 2, data: { n: 2 } },
+      ],
+      journal: [{ key: "a#0/0", name: "s", state: "started", attempt: 1, value: null }],
     });
-
-    test("commits append frames in seq order, upsert journal records and patch the run", async () => {
-      await store.createRun(record("t-commit"));
-      await store.commit("t-commit", "owner-1", {
-        frames: [
-          { type: "x", seq: 1, data: { n: 1 } },
-          { type: "x", seq: 2, data: { n: 2 } },
-        ],
-        journal: [{ key: "a#0/0", name: "s", state: "started", attempt: 1, value: null }],
-      });
-      await store.commit("t-commit", "owner-1", {
-        frames: [{ type: "y", seq: 3, data: null }],
-        journal: [{ key: "a#0/0", name: "s", state: "done", attempt: 1, value: '{"v":1,"value":false}' }],
-        run: { status: "paused", node: null },
-      });
-      assert.deepEqual(
-        (await store.readFrames("t-commit", 1)).map((frame) => frame.seq),
-        [2, 3],
-      );
-      assert.deepEqual(
-        (await store.readFrames("t-commit", 0, 2)).map((frame) => frame.seq),
-        [1, 2],
-      );
-      assert.deepEqual(await store.readJournal("t-commit"), [
-        { key: "a#0/0", name: "s", state: "done", attempt: 1, value: '{"v":1,"value":false}' },
-      ]);
-      const run = await store.getRun("t-commit");
-      assert.equal(run?.status, "paused");
-      assert.equal(run?.node, null);
+    await store.commit("t-commit", "owner-1", {
+      frames: [{ type: "y", seq: 3, data: null }],
+      journal: [{ key: "a#0/0", name: "s", state: "done", attempt: 1, value: '{"v":1,"value":false}' }],
+      run: { status: "paused", node: null },
     });
+    assert.deepEqual(
+      (await store.readFrames("t-commit", 1)).map((frame) => frame.seq),
+      [2, 3],
+    );
+    assert.deepEqual(
+      (await store.readFrames("t-commit", 0, 2)).map((frame) => frame.seq),
+      [1, 2],
+    );
+    assert.deepEqual(await store.readJournal("t-commit"), [
+      { key: "a#0/0", name: "s", state: "done", attempt: 1, value: '{"v":1,"value":false}' },
+    ]);
+    const run = await store.getRun("t-commit");
+    assert.equal(run?.status, "paused");
+    assert.equal(run?.node, null);
+  });
 
-    test("a commit by a fenced-out owner is refused and writes nothing", async () => {
-      await store.createRun(record("t-fence"));
-      const claimed = await store.claimRun("t-fence", "owner-2", ["running"]);
-      assert.equal(claimed?.run.owner, "owner-2");
-      await assert.rejects(
-        store.commit("t-fence", "owner-1", {
-          frames: [{ type: "late", seq: 1, data: null }],
-          journal: [{ key: "k", name: "s", state: "done", attempt: 1, value: null }],
-        }),
-        (error) => DurableError.isInstance(error) && error.code === "run_fenced",
-      );
-      assert.deepEqual(await store.readFrames("t-fence", 0), []);
-      assert.deepEqual(await store.readJournal("t-fence"), []);
+  test("a commit by a fenced-out owner is refused and writes nothing", async () => {
+    const { store } = opened();
+    await store.createRun(record("t-fence"));
+    const claimed = await store.claimRun("t-fence", "owner-2", ["running"]);
+    assert.equal(claimed?.run.owner, "owner-2");
+    await assert.rejects(
+      store.commit("t-fence", "owner-1", {
+        frames: [{ type: "late", seq: 1, data: null }],
+        journal: [{ key: "k", name: "s", state: "done", attempt: 1, value: null }],
+      }),
+      (error) => DurableError.isInstance(error) && error.code === "run_fenced",
+    );
+    assert.deepEqual(await store.readFrames("t-fence", 0), []);
+    assert.deepEqual(await store.readJournal("t-fence"), []);
+  });
+
+  test("a batch reusing a frame seq is refused whole", async () => {
+    const { store } = opened();
+    await store.createRun(record("t-seq"), { frames: [{ type: "a", seq: 1, data: null }] });
+    await assert.rejects(
+      store.commit("t-seq", "owner-1", {
+        frames: [{ type: "b", seq: 1, data: null }],
+        journal: [{ key: "k", name: "s", state: "done", attempt: 1, value: null }],
+      }),
+    );
+    assert.deepEqual(await store.readJournal("t-seq"), []);
+    assert.equal((await store.readFrames("t-seq", 0)).length, 1);
+  });
+
+  test("claiming checks the status and reports the last seq", async () => {
+    const { store } = opened();
+    await store.createRun(record("t-claim"), { frames: [{ type: "a", seq: 1, data: null }] });
+    await store.commit("t-claim", "owner-1", {
+      frames: [{ type: "b", seq: 2, data: null }],
+      run: { status: "paused" },
     });
+    assert.equal(await store.claimRun("t-claim", "owner-3", ["running"]), undefined);
+    const claimed = await store.claimRun("t-claim", "owner-3", ["paused"], { run: { status: "running" } });
+    assert.equal(claimed?.lastSeq, 2);
+    assert.equal(claimed?.run.status, "running");
+    await assert.rejects(
+      store.claimRun("missing", "x", ["running"]),
+      (error) => DurableError.isInstance(error) && error.code === "not_found",
+    );
+  });
+}
 
-    test("a batch reusing a frame seq is refused whole", async () => {
-      await store.createRun(record("t-seq"), { frames: [{ type: "a", seq: 1, data: null }] });
-      await assert.rejects(
-        store.commit("t-seq", "owner-1", {
-          frames: [{ type: "b", seq: 1, data: null }],
-          journal: [{ key: "k", name: "s", state: "done", attempt: 1, value: null }],
-        }),
-      );
-      assert.deepEqual(await store.readJournal("t-seq"), []);
-      assert.equal((await store.readFrames("t-seq", 0)).length, 1);
-    });
-
-    test("claiming checks the status and reports the last seq", async () => {
-      await store.createRun(record("t-claim"), { frames: [{ type: "a", seq: 1, data: null }] });
-      await store.commit("t-claim", "owner-1", {
-        frames: [{ type: "b", seq: 2, data: null }],
-        run: { status: "paused" },
-      });
-      assert.equal(await store.claimRun("t-claim", "owner-3", ["running"]), undefined);
-      const claimed = await store.claimRun("t-claim", "owner-3", ["paused"], { run: { status: "running" } });
-      assert.equal(claimed?.lastSeq, 2);
-      assert.equal(claimed?.run.status, "running");
-      await assert.rejects(
-        store.claimRun("missing", "x", ["running"]),
-        (error) => DurableError.isInstance(error) && error.code === "not_found",
-      );
-    });
-
-    test("a run paused in one runner resumes in a fresh one, and its tool ran once", async () => {
-      let lookups = 0;
-      const graph = createGraph<{ id: string; reply?: string }>(`refund-${name}`).node(
-        "refund",
-        async (state, ctx) => {
-          const order = await tool(ctx, "get_order", { id: state.id }, () => {
-            lookups++;
-            return { total: 249.9, placed: new Date("2026-01-02T03:04:05Z") };
-          });
-          const answer = await approve(ctx, { title: "Refund?", params: order });
-          return {
-            reply: answer.approved ? `refunded ${order.total} from ${order.placed.toISOString()}` : "kept",
-          };
-        },
-      );
-      const first = createRunner({ store, graphs: [graph] });
-      const paused = await first.start(graph, { id: "ORD-42" }, { threadId: "t-flow" });
-      assert.equal(paused.status, "paused");
-      const fresh = createRunner({ store: await harness.reopen(), graphs: [graph] });
-      const done = await fresh.resume("t-flow", { [paused.interrupts[0]?.id ?? ""]: { approved: true } });
-      assert.equal(done.status, "completed");
-      assert.equal(done.state.reply, "refunded 249.9 from 2026-01-02T03:04:05.000Z");
-      assert.equal(lookups, 1);
-      const seqs = (await fresh.frames("t-flow")).map((frame) => frame.seq);
-      assert.deepEqual(
-        seqs,
-        seqs.map((_, index) => index + 1),
-      );
-    });
-
-    test("two runners resuming one paused run at once run its tail once", async () => {
-      let refunds = 0;
-      const graph = createGraph<{ done?: boolean }>(`race-${name}`).node("pay", async (_state, ctx) => {
-        await approve(ctx, { title: "Pay?" });
-        await tool(ctx, "refund", {}, () => {
-          refunds++;
+/** Runners over the store: a paused run resumed from a fresh handle, and two runners racing on one. */
+function runnerTests(name: string, opened: () => StoreHarness): void {
+  test("a run paused in one runner resumes in a fresh one, and its tool ran once", async () => {
+    const harness = opened();
+    const { store } = harness;
+    let lookups = 0;
+    const graph = createGraph<{ id: string; reply?: string }>(`refund-${name}`).node(
+      "refund",
+      async (state, ctx) => {
+        const order = await tool(ctx, "get_order", { id: state.id }, () => {
+          lookups++;
+          return { total: 249.9, placed: new Date("2026-01-02T03:04:05Z") };
         });
-        return { done: true };
+        const answer = await approve(ctx, { title: "Refund?", params: order });
+        return {
+          reply: answer.approved ? `refunded ${order.total} from ${order.placed.toISOString()}` : "kept",
+        };
+      },
+    );
+    const first = createRunner({ store, graphs: [graph] });
+    const paused = await first.start(graph, { id: "ORD-42" }, { threadId: "t-flow" });
+    assert.equal(paused.status, "paused");
+    const fresh = createRunner({ store: await harness.reopen(), graphs: [graph] });
+    const done = await fresh.resume("t-flow", { [paused.interrupts[0]?.id ?? ""]: { approved: true } });
+    assert.equal(done.status, "completed");
+    assert.equal(done.state.reply, "refunded 249.9 from 2026-01-02T03:04:05.000Z");
+    assert.equal(lookups, 1);
+    const seqs = (await fresh.frames("t-flow")).map((frame) => frame.seq);
+    assert.deepEqual(
+      seqs,
+      seqs.map((_, index) => index + 1),
+    );
+  });
+
+  test("two runners resuming one paused run at once run its tail once", async () => {
+    const harness = opened();
+    const { store } = harness;
+    let refunds = 0;
+    const graph = createGraph<{ done?: boolean }>(`race-${name}`).node("pay", async (_state, ctx) => {
+      await approve(ctx, { title: "Pay?" });
+      await tool(ctx, "refund", {}, () => {
+        refunds++;
       });
-      const one = createRunner({ store, graphs: [graph] });
-      const two = createRunner({ store: await harness.reopen(), graphs: [graph] });
-      const paused = await one.start(graph, {}, { threadId: "t-race" });
-      const answers = { [paused.interrupts[0]?.id ?? ""]: true };
-      const results = await Promise.allSettled([
-        one.resume("t-race", answers),
-        two.resume("t-race", answers),
-      ]);
-      await one.idle();
-      await two.idle();
-      assert.ok(results.every((result) => result.status === "fulfilled"));
-      assert.equal(refunds, 1);
-      assert.equal((await one.get("t-race"))?.status, "completed");
+      return { done: true };
     });
+    const one = createRunner({ store, graphs: [graph] });
+    const two = createRunner({ store: await harness.reopen(), graphs: [graph] });
+    const paused = await one.start(graph, {}, { threadId: "t-race" });
+    const answers = { [paused.interrupts[0]?.id ?? ""]: true };
+    const results = await Promise.allSettled([one.resume("t-race", answers), two.resume("t-race", answers)]);
+    await one.idle();
+    await two.idle();
+    assert.ok(results.every((result) => result.status === "fulfilled"));
+    assert.equal(refunds, 1);
+    assert.equal((await one.get("t-race"))?.status, "completed");
   });
 }

@@ -39,13 +39,14 @@ function text(value: string): LanguageModelV4GenerateResult {
   };
 }
 
-describe("/ai-sdk withDurableTools", () => {
-  let temp: TempStore;
-  beforeEach(() => {
-    temp = tempSqliteStore();
-  });
-  afterEach(() => temp.cleanup());
+// A fresh SQLite store for every test in this file, whichever block it is in.
+let temp: TempStore;
+beforeEach(() => {
+  temp = tempSqliteStore();
+});
+afterEach(() => temp.cleanup());
 
+describe("/ai-sdk withDurableTools: journal and approval", () => {
   test("an agent's tools journal, pause for approval, redact frames only, and never report the pause as a tool error", async () => {
     const charged: { cardNumber: string; amount: number }[] = [];
     const lookups: string[] = [];
@@ -124,7 +125,9 @@ describe("/ai-sdk withDurableTools", () => {
     );
     assert.deepEqual(cards.get("agent:tool:1")?.result, { ok: true, cardNumber: "[redacted]" });
   });
+});
 
+describe("/ai-sdk withDurableTools: hidden and declined calls, policies", () => {
   test("a tool whose policy says show: false runs once across pause and resume and no tool_call frame names it", async () => {
     const audits: string[] = [];
     const model = new MockLanguageModelV4({

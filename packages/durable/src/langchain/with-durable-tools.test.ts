@@ -9,13 +9,14 @@ import type { ToolPolicies } from "../policy/tool-policy.ts";
 import { createRunner } from "../runner/create-runner.ts";
 import { withDurableTools } from "./index.ts";
 
-describe("/langchain withDurableTools", () => {
-  let temp: TempStore;
-  beforeEach(() => {
-    temp = tempSqliteStore();
-  });
-  afterEach(() => temp.cleanup());
+// A fresh SQLite store for every test in this file, whichever block it is in.
+let temp: TempStore;
+beforeEach(() => {
+  temp = tempSqliteStore();
+});
+afterEach(() => temp.cleanup());
 
+describe("/langchain withDurableTools: journal and approval", () => {
   test("tools journal, pause for approval, redact frames only, and LangChain's callbacks never see the pause as an error", async () => {
     const charged: string[] = [];
     const lookups: string[] = [];
@@ -76,7 +77,9 @@ describe("/langchain withDurableTools", () => {
     );
     assert.deepEqual(cards.get("agent:tool:1")?.params, { cardNumber: "[redacted]", amount: 249.9 });
   });
+});
 
+describe("/langchain withDurableTools: hidden tools and failures", () => {
   test("a tool whose policy says show: false runs once and no tool_call frame names it", async () => {
     const audits: string[] = [];
     const audit = langchainTool(

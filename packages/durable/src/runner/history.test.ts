@@ -12,15 +12,16 @@ interface Trip {
   total?: number;
 }
 
-describe("history, time travel and graph versions", () => {
-  let temp: TempStore;
-  let ran: string[];
-  beforeEach(() => {
-    temp = tempSqliteStore();
-    ran = [];
-  });
-  afterEach(() => temp.cleanup());
+// A fresh SQLite store for every test in this file, whichever block it is in.
+let temp: TempStore;
+let ran: string[];
+beforeEach(() => {
+  temp = tempSqliteStore();
+  ran = [];
+});
+afterEach(() => temp.cleanup());
 
+describe("history and time travel", () => {
   const trip = () =>
     createGraph<Trip>("trip")
       .node("flight", async (state, ctx) => {
@@ -92,7 +93,9 @@ describe("history, time travel and graph versions", () => {
     await assert.rejects(runner.fork("t", { seq: 9999 }), isCode("invalid_request"));
     await assert.rejects(runner.fork("t", { seq: afterFlight.seq, threadId: "t" }), isCode("thread_exists"));
   });
+});
 
+describe("graph versions", () => {
   const pay = (version: number, compatibleWith: number[] = [], seen: number[] = []) =>
     createGraph<{ amount: number; reply?: string }>("pay", { version, compatibleWith }).node(
       "charge",

@@ -11,13 +11,14 @@ function code(expected: string) {
   return (error: unknown) => DurableError.isInstance(error) && error.code === expected;
 }
 
-describe("interrupts", () => {
-  let temp: TempStore;
-  beforeEach(() => {
-    temp = tempSqliteStore();
-  });
-  afterEach(() => temp.cleanup());
+// A fresh SQLite store for every test in this file, whichever block it is in.
+let temp: TempStore;
+beforeEach(() => {
+  temp = tempSqliteStore();
+});
+afterEach(() => temp.cleanup());
 
+describe("interrupts: asking and answering", () => {
   test("several in one node: asked one after another, each answered by its id", async () => {
     const graph = createGraph<{ name?: string; age?: number }>("form").node("ask", async (_state, ctx) => {
       const name = await ctx.interrupt<string>({ field: "name" });
@@ -75,7 +76,9 @@ describe("interrupts", () => {
     assert.equal(done.status, "completed");
     assert.deepEqual(executed, ["alice"]);
   });
+});
 
+describe("interrupts: replayed and repeated resumes", () => {
   test("replaying the same resume is harmless; a different answer to the same id is refused", async () => {
     let refunds = 0;
     const graph = createGraph("replay").node("n", async (_state, ctx) => {

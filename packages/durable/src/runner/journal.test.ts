@@ -12,13 +12,14 @@ function note<T>(log: string[], name: string, value: T): T {
   return value;
 }
 
-describe("ctx.step journal", () => {
-  let temp: TempStore;
-  beforeEach(() => {
-    temp = tempSqliteStore();
-  });
-  afterEach(() => temp.cleanup());
+// A fresh SQLite store for every test in this file, whichever block it is in.
+let temp: TempStore;
+beforeEach(() => {
+  temp = tempSqliteStore();
+});
+afterEach(() => temp.cleanup());
 
+describe("ctx.step journal: recording and replay", () => {
   test("SQLite is the default store: a path is enough", async () => {
     const path = temp.path.replace(/runs\.sqlite$/, "default.sqlite");
     const graph = createGraph("default-store").node("a", (_state, ctx) =>
@@ -108,7 +109,9 @@ describe("ctx.step journal", () => {
     assert.equal(ranAfterMismatch, true);
     assert.equal((await runner.get("t"))?.status, "failed");
   });
+});
 
+describe("ctx.step journal: failures, errors and nesting", () => {
   test("a record that fails to decode fails the run closed and never re-runs the step", async () => {
     let charges = 0;
     const graph = createGraph("decode").node("n", async (_state, ctx) => {

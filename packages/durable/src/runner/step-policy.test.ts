@@ -11,13 +11,14 @@ import { createRunner } from "./create-runner.ts";
 import type { NodeContext } from "./node-context.ts";
 import { defaultNonRetryable, delayBefore, nonRetryable } from "./step-policy.ts";
 
-describe("step policies", () => {
-  let temp: TempStore;
-  beforeEach(() => {
-    temp = tempSqliteStore();
-  });
-  afterEach(() => temp.cleanup());
+// A fresh SQLite store for every test in this file, whichever block it is in.
+let temp: TempStore;
+beforeEach(() => {
+  temp = tempSqliteStore();
+});
+afterEach(() => temp.cleanup());
 
+describe("step policies: timeouts and named errors", () => {
   test("a try that times out has its signal aborted, fails with step_timeout, and the policy retries it", async () => {
     const seen: { attempt: number; aborted: boolean; reason?: string }[] = [];
     const graph = createGraph("timeout").node("n", async (_state, ctx) => {
@@ -121,7 +122,9 @@ describe("step policies", () => {
       ],
     );
   });
+});
 
+describe("step policies: tool-level defaults and plain errors", () => {
   test("tool-level defaults: tool() options and a plain-data integration policy retry the call", async () => {
     let direct = 0;
     let integrated = 0;
@@ -220,7 +223,9 @@ describe("step policies", () => {
     assert.equal((done.state as { marked: string }).marked, "card declined");
     assert.ok(defaultNonRetryable.includes(404) && !defaultNonRetryable.includes(503));
   });
+});
 
+describe("step policies: runner defaults, backoff and validation", () => {
   test("the runner's retry policy covers steps that give none; a step's own policy wins", async () => {
     const tries = { bare: 0, own: 0 };
     const graph = createGraph("defaults").node("n", async (_state, ctx) => {

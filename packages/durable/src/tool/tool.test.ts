@@ -14,13 +14,14 @@ import { createRunner } from "../runner/create-runner.ts";
 import { approve } from "./approve.ts";
 import { tool } from "./tool.ts";
 
-describe("tool() and approve()", () => {
-  let temp: TempStore;
-  beforeEach(() => {
-    temp = tempSqliteStore();
-  });
-  afterEach(() => temp.cleanup());
+// A fresh SQLite store for every test in this file, whichever block it is in.
+let temp: TempStore;
+beforeEach(() => {
+  temp = tempSqliteStore();
+});
+afterEach(() => temp.cleanup());
 
+describe("tool() and approve(): failures and interrupts", () => {
   test("a failing fn ends its card as error with the message, and the error reaches the node", async () => {
     let caught: unknown;
     const graph = createGraph("fails").node("n", async (_state, ctx) => {
@@ -90,7 +91,9 @@ describe("tool() and approve()", () => {
     assert.ok(isInterrupt(outcome), `toolset.call answered ${JSON.stringify(outcome)}`);
     assert.equal(paused.status, "paused");
   });
+});
 
+describe("tool() and approve(): tracing and approvals", () => {
   test("tracing layer: the span of a call that pauses ends without error status", async () => {
     const exporter = new InMemorySpanExporter();
     const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
@@ -142,12 +145,6 @@ describe("tool() and approve()", () => {
 });
 
 describe("primitives for integrations that run tools themselves", () => {
-  let temp: TempStore;
-  beforeEach(() => {
-    temp = tempSqliteStore();
-  });
-  afterEach(() => temp.cleanup());
-
   test("nextToolCallId + toolTrace + ctx.step + isInterrupt produce the same trace as tool()", async () => {
     const { nextToolCallId, toolTrace } = await import("./tool-trace.ts");
     let executions = 0;
