@@ -47,7 +47,7 @@ function options(extra: Record<string, unknown> = {}) {
   };
 }
 
-describe("withMemory with the real AI SDK", () => {
+describe("withMemory with the real AI SDK: injecting and capturing", () => {
   it("generateText: injects the bundle as a system message and captures the turn", async () => {
     const model = scriptedModel(() => "You like green tea with jasmine.");
     const result = await generateText({
@@ -142,7 +142,9 @@ describe("withMemory with the real AI SDK", () => {
       ],
     );
   });
+});
 
+describe("withMemory with the real AI SDK: users, retries and attacks", () => {
   it("two users interleaved through one wrapped model: no bundle or capture crosses", async () => {
     const model = scriptedModel(async (call) => {
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 10));
@@ -244,7 +246,9 @@ describe("withMemory with the real AI SDK", () => {
       "the payload line stays indented inside its item",
     );
   });
+});
 
+describe("withMemory with the real AI SDK: tenants, failures and refusals", () => {
   it("two API-key tenants through two wrapped models never see each other, even for the same user id", async () => {
     await memory.service.add("globex", {
       userId: "alice",

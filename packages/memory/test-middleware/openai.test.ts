@@ -59,7 +59,7 @@ function remembering(openai: OpenAI, userId: string, sessionId: string) {
   });
 }
 
-describe("createOpenAIMiddleware with the real openai client over HTTP", () => {
+describe("createOpenAIMiddleware with the real openai client over HTTP: chat and responses", () => {
   it("chat.completions.create: injects, answers, captures; withResponse still works", async () => {
     const openai = new OpenAI({ apiKey: "sk-test", baseURL: wire.baseURL, maxRetries: 0 });
     const client = remembering(openai, "alice", "chat");
@@ -168,7 +168,9 @@ describe("createOpenAIMiddleware with the real openai client over HTTP", () => {
       ],
     );
   });
+});
 
+describe("createOpenAIMiddleware with the real openai client: users, double reads, failures, retries", () => {
   it("two users interleaved through one OpenAI client: no bundle or capture crosses", async () => {
     const openai = new OpenAI({ apiKey: "sk-test", baseURL: wire.baseURL, maxRetries: 0 });
     const clients = {

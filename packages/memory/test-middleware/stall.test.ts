@@ -165,7 +165,7 @@ function entering(wrapped: LanguageModelV4, deadlineMs: number, onFire?: () => v
   return { model, entered };
 }
 
-describe("a memory service that accepts and never answers", () => {
+describe("a memory service that accepts and never answers: withMemory", () => {
   it("withMemory (default options): the model is called within 300 ms + 50 ms, on every call, and each failure is reported three ways", async () => {
     assert.equal(DEFAULT_CONTEXT_TIMEOUT_MS, 300);
     const { errors, lines, options } = recorder();
@@ -248,7 +248,9 @@ describe("a memory service that accepts and never answers", () => {
     await assertWithin(waits, 100);
     assert.match(errors[0]!.message, /no answer within 100 ms/);
   });
+});
 
+describe("a memory service that accepts and never answers: aborts and the OpenAI wrapper", () => {
   it("the call's abort signal ends the wait before the deadline", async () => {
     const { errors, reportedAt, options } = recorder();
     const { model } = timedModel();

@@ -20,7 +20,7 @@ after(() => memory.close());
 const call = (name: string, args: unknown, identity?: Record<string, string>): Promise<any> =>
   tools.invoke(name, args, identity === undefined ? {} : { identity });
 
-describe("createMemoryTools against the real service", () => {
+describe("createMemoryTools against the real service: the tool list", () => {
   it("has the 27 memory tools, memory_ prefixed, with scope fields from MEMORY_SCOPE_VALUES", () => {
     assert.deepEqual([...tools.names].sort(), [
       "memory_add",
@@ -78,7 +78,9 @@ describe("createMemoryTools against the real service", () => {
     }
     assert.ok(total <= 3000, `the definitions take ${total} tokens`);
   });
+});
 
+describe("createMemoryTools against the real service: a memory's lifecycle", () => {
   it("drives a memory through its whole lifecycle", async () => {
     const alice = { userId: "alice" };
     const added = await call("memory_add", {
@@ -147,7 +149,9 @@ describe("createMemoryTools against the real service", () => {
     const after = await call("memory_search", { ...alice, query: "aisle seats" });
     assert.ok(after.results.every((result: { id: string }) => result.id !== id));
   });
+});
 
+describe("createMemoryTools against the real service: token budgets and writes once", () => {
   it("answers within a token budget: past it, how many were left out and a cursor that reads on", async () => {
     const dana = { userId: "dana" };
     const long = "the harbour lighthouse keeper logbook entry ".repeat(40);
@@ -242,7 +246,9 @@ describe("createMemoryTools against the real service", () => {
     await tools.invoke("memory_feedback", { id: added.id, rating: "helpful" }, { idempotencyKey: "c-5" });
     assert.equal((await call("memory_lifecycle_get", { id: added.id })).memory.feedback.helpful, 2);
   });
+});
 
+describe("createMemoryTools against the real service: the wider surface and identity", () => {
   it("serves the synthesis, knowledge and admin surface", async () => {
     const carol = { userId: "carol" };
     await call("memory_add", { ...carol, content: "Carol is allergic to peanuts", kind: "fact" });

@@ -33,7 +33,7 @@ after(async () => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-describe("HTTP API", () => {
+describe("HTTP API: keys, tenants, input and OpenAPI", () => {
   it("answers 401 without a valid key, as a typed error", async () => {
     for (const apiKey of [undefined, "wrong"]) {
       const client = new MemoryClient({
@@ -127,7 +127,9 @@ describe("HTTP API", () => {
       assert.equal(keyed, route.write === true, route.operationId);
     }
   });
+});
 
+describe("HTTP API: client routes and retried writes", () => {
   it("every client method reaches its route", async () => {
     const { memory } = await alice.add({
       userId: "u",

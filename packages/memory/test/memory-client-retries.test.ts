@@ -5,7 +5,7 @@ import { MemoryClient, type MemoryError, MemoryNetworkError, MemoryTimeoutError 
 import { freePort } from "@tackle/test-support";
 import { json, startFlakyServer } from "./support/start-flaky-server.ts";
 
-describe("MemoryClient retries", () => {
+describe("MemoryClient retries: backoff", () => {
   it("retries 5xx and 429 with backoff (honouring Retry-After), never 4xx", async () => {
     const answers = [
       [503, { error: { code: "unavailable", message: "busy" } }],
@@ -99,7 +99,9 @@ describe("MemoryClient retries", () => {
       await flaky.close();
     }
   });
+});
 
+describe("MemoryClient retries: giving up, timeouts and refused connections", () => {
   it("gives up after maxRetries with the service's coded error", async () => {
     const failing = await startFlakyServer((_request, response) =>
       json(response, 500, { error: { code: "internal", message: "boom" } }),

@@ -141,16 +141,16 @@ async function retryAfterKill(url: string, apiKey: string, key: string, content:
   assert.equal((await client.unifiedState({ userId: "u" })).counts.memories.active, 1, "exactly one stored");
 }
 
-describe("memory service process", () => {
-  const directory = mkdtempSync(join(tmpdir(), "tackle-memory-process-"));
-  const children: Running[] = [];
-  let database: TestDatabase | undefined;
-  after(async () => {
-    for (const running of children) await stop(running, "SIGKILL");
-    await database?.drop();
-    rmSync(directory, { recursive: true, force: true });
-  });
+const directory = mkdtempSync(join(tmpdir(), "tackle-memory-process-"));
+const children: Running[] = [];
+let database: TestDatabase | undefined;
+after(async () => {
+  for (const running of children) await stop(running, "SIGKILL");
+  await database?.drop();
+  rmSync(directory, { recursive: true, force: true });
+});
 
+describe("memory service process: SQLite and key files", () => {
   it("SQLite: data survives SIGKILL and a restart of the process", async () => {
     const port = await freePort();
     const store = join(directory, "data", "memory.db");
@@ -248,7 +248,9 @@ describe("memory service process", () => {
       /readable by other users.*chmod 600/,
     );
   });
+});
 
+describe("memory service process: PostgreSQL, a shared file and configured models", () => {
   it("PostgreSQL: data survives a restart of the process", async () => {
     database = await createTestDatabase("tackle_memory_process");
     const port = await freePort();
@@ -347,7 +349,9 @@ describe("memory service process", () => {
     assert.equal(status.embeddingModel, "tackle-test:hashing-test-embedder");
     await stop(running, "SIGTERM");
   });
+});
 
+describe("memory service process: usage and listen errors", () => {
   it("--help prints the usage; a malformed --listen or a taken port is named, not a stack or a wrong host", async () => {
     const run = (args: string[]) =>
       new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
@@ -405,7 +409,9 @@ describe("memory service process", () => {
       await stop(first, "SIGTERM");
     }
   });
+});
 
+describe("memory service process: refusing to start", () => {
   it("a PostgreSQL database that does not exist is named, with what to do", async () => {
     const missing = new URL(testPostgresUrl());
     missing.pathname = "/tackle_memory_no_such_database";

@@ -154,6 +154,229 @@ function sawData(op: ReadOperation, answer: unknown): boolean {
   }
 }
 
+/** One round of the property: the two tenants, what each owns, and the counters across rounds. */
+interface Round {
+  readonly service: MemoryService;
+  readonly tenants: readonly string[];
+  readonly ids: readonly TenantIds[];
+  readonly counters: Counters;
+}
+
+/** What an operation runs as: its tenant, the other one, its scope and the text it writes. */
+interface Acting {
+  readonly self: 0 | 1;
+  readonly other: 0 | 1;
+  readonly tenantId: string;
+  readonly scope: { readonly userId: string; readonly agentId?: string };
+  readonly content: string;
+}
+
+/** An operation on the tenant's own data; what it wrote is added to the tenant's ids. */
+async function runOwn(round: Round, operation: Operation, acting: Acting): Promise<unknown> {
+  const { service, ids } = round;
+  const { self, tenantId, scope, content } = acting;
+  let answer: unknown;
+  switch (operation.op) {
+    case "add": {
+      const added = await service.add(tenantId, { ...scope, content });
+      ids[self]!.memories.add(added.memory.id);
+      answer = added;
+      break;
+    }
+    case "event": {
+      const written = await service.writeEvent(tenantId, {
+        ...scope,
+        sessionId: "s",
+        role: "user",
+        content: `I like ${content}`,
+        // The same custom ids in both tenants (a custom id is unique per tenant and refused
+        // across scopes of one tenant, so it names the scope too).
+        customId: `shared-${operation.word}-${operation.userId}-${operation.agentId ?? ""}`,
+      });
+      ids[self]!.events.add(written.event.id);
+      for (const memory of written.memories) ids[self]!.memories.add(memory.id);
+      answer = written;
+      break;
+    }
+    case "ingest": {
+      const ingested = await service.ingestDocument(tenantId, {
+        ...scope,
+        title: markers[self]!,
+        content,
+      });
+      ids[self]!.documents.add(ingested.document.id);
+      answer = ingested;
+      break;
+    }
+    case "selfEdit":
+      answer = await service.selfEdit(tenantId, {
+        ...scope,
+        edits: [{ op: "append", label: "human", text: markers[self]! }],
+      });
+      break;
+    case "traces":
+      answer = await service.listTraces(tenantId, {});
+      break;
+    case "search": {
+      const found = await service.search(tenantId, { ...scope, query: `${operation.word} note` });
+      ids[self]!.traces.add(found.traceId);
+      for (const result of found.results) {
+        assert.equal(result.memory.userId, scope.userId, "scope widened: userId");
+        if (scope.agentId) assert.equal(result.memory.agentId, scope.agentId, "scope widened: agentId");
+      }
+      answer = found;
+      break;
+    }
+    case "recall":
+      answer = await service.recallConversation(tenantId, { ...scope, sessionId: "s" });
+      break;
+    case "knowledge":
+      answer = await service.searchKnowledge(tenantId, { ...scope, query: operation.word });
+      break;
+    case "profile":
+      answer = await service.profile(tenantId, scope);
+      break;
+    case "bundle":
+      answer = await service.contextBundle(tenantId, { ...scope, query: operation.word });
+      break;
+    case "state":
+      answer = await service.unifiedState(tenantId, scope);
+      break;
+  }
+  return answer;
+}
+
+/** An operation aimed at one of the other tenant's ids. */
+async function runForeign(
+  service: MemoryService,
+  operation: Operation,
+  tenantId: string,
+  foreignId: string | undefined,
+): Promise<unknown> {
+  const byIdScope = operation.scoped ? { userId: operation.userId } : undefined;
+  let answer: unknown;
+  switch (operation.op) {
+    case "getForeign":
+      answer = await service.getMemory(tenantId, foreignId!, byIdScope);
+      break;
+    case "updateForeign":
+      answer = await service.updateMemory(tenantId, foreignId!, { content: "hijacked" }, byIdScope);
+      break;
+    case "deleteForeign":
+      answer = await service.deleteMemory(tenantId, foreignId!, { reason: "hijacked" }, byIdScope);
+      break;
+    case "historyForeign":
+      answer = await service.memoryHistory(tenantId, foreignId!, byIdScope);
+      break;
+    case "feedbackForeign":
+      answer = await service.recordFeedback(tenantId, foreignId!, { rating: "helpful" }, byIdScope);
+      break;
+    case "outcomeForeign":
+      answer = await service.recordProcedureOutcome(
+        tenantId,
+        foreignId!,
+        { success: true, note: "hijacked" },
+        byIdScope,
+      );
+      break;
+    case "chainForeign":
+      answer = await service.chainTrace(tenantId, foreignId!, byIdScope);
+      break;
+    case "traceForeign":
+      answer = await service.getTrace(tenantId, foreignId!);
+      break;
+  }
+  return answer;
+}
+
+/** An answer holds nothing of the other tenant (its marker, its ids); a read is counted. */
+function assertOwnAnswer(round: Round, operation: Operation, acting: Acting, answer: unknown): void {
+  const { self, other } = acting;
+  const text = JSON.stringify(answer ?? null);
+  assert.ok(
+    !text.includes(markers[other]!),
+    `tenant ${self} saw the other tenant's data with ${operation.op}: ${text.slice(0, 300)}`,
+  );
+  for (const set of Object.values(round.ids[other]!) as Set<string>[]) {
+    for (const id of set) {
+      assert.ok(!text.includes(id), `tenant ${self} saw the other tenant's id ${id} with ${operation.op}`);
+    }
+  }
+  if ((readOperations as readonly string[]).includes(operation.op)) {
+    const read = round.counters.reads[operation.op as ReadOperation];
+    read.executed += 1;
+    if (sawData(operation.op as ReadOperation, answer)) read.nonEmpty += 1;
+  }
+}
+
+/** One planned operation, run concurrently with the rest of the plan. */
+async function runOperation(round: Round, operation: Operation): Promise<void> {
+  const { service, tenants, ids, counters } = round;
+  const self = operation.tenant as 0 | 1;
+  const other = (1 - self) as 0 | 1;
+  const tenantId = tenants[self]!;
+  const scope = {
+    userId: operation.userId,
+    ...(operation.agentId ? { agentId: operation.agentId } : {}),
+  };
+  const content = `${markers[self]} ${operation.word} ${operation.text.replace(/\s+/g, " ")} note`;
+  // Let the other operations start first, so foreign ids are read while writes are in flight.
+  await yieldToOthers();
+  const foreignPool = [...(operation.op === "traceForeign" ? ids[other]!.traces : ids[other]!.memories)];
+  const foreignId = foreignPool[operation.pick % foreignPool.length];
+  if (isForeign(operation.op)) {
+    counters.foreignPlanned += 1;
+    assert.ok(foreignId, `no id of the other tenant to aim ${operation.op} at`);
+    counters.foreignExecuted += 1;
+  }
+  const acting: Acting = { self, other, tenantId, scope, content };
+  let answer: unknown;
+  try {
+    answer = isForeign(operation.op)
+      ? await runForeign(service, operation, tenantId, foreignId)
+      : await runOwn(round, operation, acting);
+  } catch (error) {
+    // Reaching for the other tenant's ids must fail as not found, never succeed or leak.
+    if (isForeign(operation.op) && MemoryError.isInstance(error) && error.code === "not_found") {
+      counters.foreignNotFound += 1;
+      return;
+    }
+    throw error;
+  }
+  if (isForeign(operation.op)) {
+    assert.fail(
+      `tenant ${self} reached the other tenant's id with ${operation.op}: ${JSON.stringify(answer).slice(0, 300)}`,
+    );
+  }
+  assertOwnAnswer(round, operation, acting, answer);
+}
+
+/** After a round, each tenant's state and every memory it owns are as its own operations left them. */
+async function assertTenantsUntouched(round: Round): Promise<void> {
+  const { service, tenants, ids } = round;
+  for (const [index, tenantId] of tenants.entries()) {
+    const state = JSON.stringify(await service.unifiedState(tenantId, { wholeTenant: true }));
+    assert.ok(!state.includes(markers[1 - index]!), "the other tenant's data is in this tenant's state");
+    assert.ok(!state.includes("hijacked"), "a foreign update landed");
+    // Every memory of this tenant is exactly as its owner left it: no foreign update, delete,
+    // feedback or outcome landed on it.
+    for (const id of ids[index]!.memories) {
+      const { memory } = await service.getMemory(tenantId, id);
+      assert.equal(memory.status, "active", `memory ${id} was deleted by the other tenant`);
+      assert.ok(!memory.content.includes("hijacked"), `memory ${id} was updated by the other tenant`);
+      assert.deepEqual(memory.feedback, { helpful: 0, unhelpful: 0 }, `feedback landed on ${id}`);
+      assert.deepEqual(memory.outcomes, { successes: 0, failures: 0 }, `an outcome landed on ${id}`);
+      const { versions } = await service.memoryHistory(tenantId, id);
+      assert.deepEqual(
+        versions.map((version) => version.change),
+        ["create"],
+        `memory ${id} gained history from the other tenant`,
+      );
+    }
+    for (const id of ids[index]!.traces) await service.getTrace(tenantId, id);
+  }
+}
+
 async function runProperty(service: MemoryService, runs: number): Promise<Counters> {
   const counters = emptyCounters();
   let round = 0;
@@ -168,183 +391,10 @@ async function runProperty(service: MemoryService, runs: number): Promise<Counte
         traces: new Set(),
       }));
       await seed(service, tenants, ids);
-
-      const run = async (operation: Operation) => {
-        const self = operation.tenant as 0 | 1;
-        const other = (1 - self) as 0 | 1;
-        const tenantId = tenants[self]!;
-        const scope = {
-          userId: operation.userId,
-          ...(operation.agentId ? { agentId: operation.agentId } : {}),
-        };
-        const content = `${markers[self]} ${operation.word} ${operation.text.replace(/\s+/g, " ")} note`;
-        // Let the other operations start first, so foreign ids are read while writes are in flight.
-        await yieldToOthers();
-        const foreignPool = [
-          ...(operation.op === "traceForeign" ? ids[other]!.traces : ids[other]!.memories),
-        ];
-        const foreignId = foreignPool[operation.pick % foreignPool.length];
-        const byIdScope = operation.scoped ? { userId: operation.userId } : undefined;
-        if (isForeign(operation.op)) {
-          counters.foreignPlanned += 1;
-          assert.ok(foreignId, `no id of the other tenant to aim ${operation.op} at`);
-          counters.foreignExecuted += 1;
-        }
-        let answer: unknown;
-        try {
-          switch (operation.op) {
-            case "add": {
-              const added = await service.add(tenantId, { ...scope, content });
-              ids[self]!.memories.add(added.memory.id);
-              answer = added;
-              break;
-            }
-            case "event": {
-              const written = await service.writeEvent(tenantId, {
-                ...scope,
-                sessionId: "s",
-                role: "user",
-                content: `I like ${content}`,
-                // The same custom ids in both tenants (a custom id is unique per tenant and refused
-                // across scopes of one tenant, so it names the scope too).
-                customId: `shared-${operation.word}-${operation.userId}-${operation.agentId ?? ""}`,
-              });
-              ids[self]!.events.add(written.event.id);
-              for (const memory of written.memories) ids[self]!.memories.add(memory.id);
-              answer = written;
-              break;
-            }
-            case "ingest": {
-              const ingested = await service.ingestDocument(tenantId, {
-                ...scope,
-                title: markers[self]!,
-                content,
-              });
-              ids[self]!.documents.add(ingested.document.id);
-              answer = ingested;
-              break;
-            }
-            case "selfEdit":
-              answer = await service.selfEdit(tenantId, {
-                ...scope,
-                edits: [{ op: "append", label: "human", text: markers[self]! }],
-              });
-              break;
-            case "traces":
-              answer = await service.listTraces(tenantId, {});
-              break;
-            case "search": {
-              const found = await service.search(tenantId, { ...scope, query: `${operation.word} note` });
-              ids[self]!.traces.add(found.traceId);
-              for (const result of found.results) {
-                assert.equal(result.memory.userId, scope.userId, "scope widened: userId");
-                if (scope.agentId)
-                  assert.equal(result.memory.agentId, scope.agentId, "scope widened: agentId");
-              }
-              answer = found;
-              break;
-            }
-            case "recall":
-              answer = await service.recallConversation(tenantId, { ...scope, sessionId: "s" });
-              break;
-            case "knowledge":
-              answer = await service.searchKnowledge(tenantId, { ...scope, query: operation.word });
-              break;
-            case "profile":
-              answer = await service.profile(tenantId, scope);
-              break;
-            case "bundle":
-              answer = await service.contextBundle(tenantId, { ...scope, query: operation.word });
-              break;
-            case "state":
-              answer = await service.unifiedState(tenantId, scope);
-              break;
-            case "getForeign":
-              answer = await service.getMemory(tenantId, foreignId!, byIdScope);
-              break;
-            case "updateForeign":
-              answer = await service.updateMemory(tenantId, foreignId!, { content: "hijacked" }, byIdScope);
-              break;
-            case "deleteForeign":
-              answer = await service.deleteMemory(tenantId, foreignId!, { reason: "hijacked" }, byIdScope);
-              break;
-            case "historyForeign":
-              answer = await service.memoryHistory(tenantId, foreignId!, byIdScope);
-              break;
-            case "feedbackForeign":
-              answer = await service.recordFeedback(tenantId, foreignId!, { rating: "helpful" }, byIdScope);
-              break;
-            case "outcomeForeign":
-              answer = await service.recordProcedureOutcome(
-                tenantId,
-                foreignId!,
-                { success: true, note: "hijacked" },
-                byIdScope,
-              );
-              break;
-            case "chainForeign":
-              answer = await service.chainTrace(tenantId, foreignId!, byIdScope);
-              break;
-            case "traceForeign":
-              answer = await service.getTrace(tenantId, foreignId!);
-              break;
-          }
-        } catch (error) {
-          // Reaching for the other tenant's ids must fail as not found, never succeed or leak.
-          if (isForeign(operation.op) && MemoryError.isInstance(error) && error.code === "not_found") {
-            counters.foreignNotFound += 1;
-            return;
-          }
-          throw error;
-        }
-        if (isForeign(operation.op)) {
-          assert.fail(
-            `tenant ${self} reached the other tenant's id with ${operation.op}: ${JSON.stringify(answer).slice(0, 300)}`,
-          );
-        }
-        const text = JSON.stringify(answer ?? null);
-        assert.ok(
-          !text.includes(markers[other]!),
-          `tenant ${self} saw the other tenant's data with ${operation.op}: ${text.slice(0, 300)}`,
-        );
-        for (const set of Object.values(ids[other]!) as Set<string>[]) {
-          for (const id of set) {
-            assert.ok(
-              !text.includes(id),
-              `tenant ${self} saw the other tenant's id ${id} with ${operation.op}`,
-            );
-          }
-        }
-        if ((readOperations as readonly string[]).includes(operation.op)) {
-          const read = counters.reads[operation.op as ReadOperation];
-          read.executed += 1;
-          if (sawData(operation.op as ReadOperation, answer)) read.nonEmpty += 1;
-        }
-      };
+      const current: Round = { service, tenants, ids, counters };
       // Both tenants' operations start at once and interleave on the store.
-      await Promise.all(plan.map((operation) => run(operation)));
-
-      for (const [index, tenantId] of tenants.entries()) {
-        const state = JSON.stringify(await service.unifiedState(tenantId, { wholeTenant: true }));
-        assert.ok(!state.includes(markers[1 - index]!), "the other tenant's data is in this tenant's state");
-        assert.ok(!state.includes("hijacked"), "a foreign update landed");
-        // Every memory of this tenant is exactly as its owner left it: no foreign update, delete,
-        // feedback or outcome landed on it.
-        for (const id of ids[index]!.memories) {
-          const { memory } = await service.getMemory(tenantId, id);
-          assert.equal(memory.status, "active", `memory ${id} was deleted by the other tenant`);
-          assert.ok(!memory.content.includes("hijacked"), `memory ${id} was updated by the other tenant`);
-          assert.deepEqual(memory.feedback, { helpful: 0, unhelpful: 0 }, `feedback landed on ${id}`);
-          assert.deepEqual(memory.outcomes, { successes: 0, failures: 0 }, `an outcome landed on ${id}`);
-          const { versions } = await service.memoryHistory(tenantId, id);
-          assert.deepEqual(
-            versions.map((version) => version.change),
-            ["create"],
-            `memory ${id} gained history from the other tenant`,
-          );
-        }
-        for (const id of ids[index]!.traces) await service.getTrace(tenantId, id);
-      }
+      await Promise.all(plan.map((operation) => runOperation(current, operation)));
+      await assertTenantsUntouched(current);
     }),
     { numRuns: runs },
   );

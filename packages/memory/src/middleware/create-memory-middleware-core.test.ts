@@ -62,7 +62,7 @@ function core(client: MemoryMiddlewareClient, extra: Partial<MemoryMiddlewareCor
   });
 }
 
-describe("the middleware core", () => {
+describe("the middleware core: identity and scope", () => {
   it("resolves identity per request over the constructor's defaults, field by field", () => {
     const { client } = recordingClient();
     const middleware = core(client, { userId: "default-user", agentId: "agent-1" });
@@ -122,7 +122,9 @@ describe("the middleware core", () => {
     assert.match(bob!.text, /memory for bob/);
     assert.doesNotMatch(bob!.text, /alice/);
   });
+});
 
+describe("the middleware core: the bundle cache", () => {
   it("keys the cache on every identity field, the API key only through its hash", async () => {
     const base = {
       agentId: "a",
@@ -233,7 +235,9 @@ describe("the middleware core", () => {
     await middleware.getContext({ userId: "alice" }, userAsks);
     assert.equal(bundleRequests.length, 2);
   });
+});
 
+describe("the middleware core: tool loops, capture and failures", () => {
   it("in a tool loop, fetches only when the last message is the user's", async () => {
     const { client, bundleRequests } = recordingClient();
     const middleware = core(client);

@@ -99,7 +99,7 @@ function item(content: string, extra: Partial<MemoryContextItem> = {}): MemoryCo
   return { id: "mem_1", type: "memory", content, ...extra };
 }
 
-describe("the memory envelope", () => {
+describe("the memory envelope: delimiters, sanitising and linear time", () => {
   it("puts the preamble outside and the items inside nonce-bearing delimiters", () => {
     const envelope = renderMemoryContext(
       {
@@ -190,7 +190,9 @@ describe("the memory envelope", () => {
       `linear, not quadratic: one 1M run took ${whole.toFixed(0)} ms of CPU, 16 runs of 62.5k ${pieces.toFixed(0)} ms`,
     );
   });
+});
 
+describe("the memory envelope: a property over hostile stored text", () => {
   it("property: stored text never closes the envelope or smuggles text out of it", () => {
     const nonce = "0123456789abcdef0123456789abcdef";
     const hostile = fc.constantFrom(
