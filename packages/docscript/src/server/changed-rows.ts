@@ -171,10 +171,37 @@ function creatingKey(doc: LoroDoc, containerId: string): { parent: string; key: 
   return { parent: op.container, key: content.key };
 }
 
+/** Each document's containers' parents, by id, as read (a container never moves; null: a root). */
+const parentsRead = new WeakMap<LoroDoc, Map<string, string | null>>();
+
+/**
+ * The id of a container's parent (undefined: a root, or no such container), read once per document:
+ * a push's containers are walked up by the depth check (`unreadableKeys`) and again to find their rows.
+ */
+export function parentIdOf(doc: LoroDoc, containerId: string): string | undefined {
+  let parents = parentsRead.get(doc);
+  if (parents === undefined) {
+    parents = new Map();
+    parentsRead.set(doc, parents);
+  }
+  const known = parents.get(containerId);
+  if (known !== undefined) return known ?? undefined;
+  let container: Container | undefined;
+  try {
+    container = doc.getContainerById(containerId as ContainerID);
+  } catch {
+    return undefined;
+  }
+  if (container === undefined) return undefined;
+  const parent = container.parent()?.id;
+  parents.set(containerId, parent ?? null);
+  return parent;
+}
+
 /**
  * The row a live container belongs to, by its parents (`Container.parent`) up to the row's map, and
- * that map's key in its root (its path: cheap for a map right below a root, unlike a deep container's).
- * Undefined for a container not under a live row (its row deleted): the caller asks the history.
+ * that map's key in its root (`rowKey`). Undefined for a container not under a root (no such
+ * container): the caller asks the history.
  */
 function rowByParents(
   doc: LoroDoc,
@@ -182,28 +209,23 @@ function rowByParents(
   index: ContainerIndex,
 ): { root: string; rowId: string } | undefined {
   const chain: string[] = [];
-  let current: Container | undefined;
-  try {
-    current = doc.getContainerById(containerId as ContainerID);
-  } catch {
-    return undefined;
-  }
-  for (let depth = 0; current !== undefined && depth < 64; depth++) {
-    const known = index.get(current.id);
+  let current = containerId;
+  for (let depth = 0; depth < 64; depth++) {
+    const known = index.get(current);
     if (known !== undefined) {
       for (const id of chain) index.set(id, known);
       return known;
     }
-    chain.push(current.id);
-    const parent: Container | undefined = current.parent();
+    chain.push(current);
+    const parent = parentIdOf(doc, current);
     if (parent === undefined) return undefined;
-    const root = rootPattern.exec(parent.id)?.[1];
+    const root = rootPattern.exec(parent)?.[1];
     if (root === undefined) {
       current = parent;
       continue;
     }
     // `current` is a row's map: its key, if it is still in its root.
-    const rowId = rowKey(doc, current.id, root, parent.id);
+    const rowId = rowKey(doc, current as ContainerID, root, parent);
     if (rowId === undefined) return undefined;
     const row = { root, rowId };
     for (const id of chain) index.set(id, row);

@@ -38,6 +38,11 @@ export interface RowChange {
   readonly json: unknown;
   /** The entities and relations the row projects to (none for a deleted row). */
   readonly members?: readonly RowMember[];
+  /**
+   * What the row projected to before this change, when the writer read it (a push's check): a store
+   * may keep members that are the same but for their numbers, and write only the row and its numbers.
+   */
+  readonly previousMembers?: readonly RowMember[];
 }
 
 /** An entity or relation a row projects to. */

@@ -65,6 +65,24 @@ test("a push of fields no invariant reads reads no neighbour; one that breaks an
         !asked.some((query) => query.includes(neighbour)),
         `${neighbour} was read: ${asked.join("; ")}`,
       );
+    // The store's rows and window index moved with it (its members kept, its numbers written again).
+    const window = async (from: number, to: number) =>
+      (
+        await readMembers("doc", {
+          type: "entity",
+          kinds: ["sequence-marker"],
+          range: { field: "startMs", from, to },
+          limit: 100,
+        })
+      ).map((member) => member.id);
+    assert.ok((await window(650, 750)).includes(markerId), "the marker is found at its new start");
+    assert.ok(!(await window(450, 550)).includes(markerId), "and no longer at its old one");
+    const [kept] = await readMembers("doc", { type: "entity", ids: [markerId], limit: 1 });
+    const keptFields = (kept?.json as { slots?: { marker?: { fields?: Record<string, unknown> } } })?.slots
+      ?.marker?.fields;
+    assert.equal(keptFields?.startMs, 700);
+    const counts = await store.countMembers("doc");
+    assert.equal(counts.find((count) => count.kind === "sequence-marker")?.count, 3, "counts unmoved");
 
     // The duration: the caption invariant reads it. Checked over the clip's reach, and refused.
     const broken = await push("durationMs", null);

@@ -3,12 +3,13 @@
  * writes that no longer apply because another client changed the document underneath them (lost
  * updates), and host-only fields set without a host credential.
  */
-import type { Container, ContainerID, IdSpan, LoroDoc } from "loro-crdt";
+import type { IdSpan, LoroDoc } from "loro-crdt";
 import type { Projection } from "../document/projection.ts";
 import { readRow } from "../document/row-shape.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { ownValue } from "../schema/own-keys.ts";
 import type { DocumentIssue } from "../schema/types.ts";
+import { parentIdOf } from "./changed-rows.ts";
 
 /** One write of a push that does not apply as its author saw it. */
 export interface ConflictReason {
@@ -108,17 +109,17 @@ export function unreadableKeys(fork: LoroDoc, spans: readonly IdSpan[]): string[
  */
 function containerDepth(doc: LoroDoc, id: string, depths: Map<string, number>): number {
   const chain: string[] = [];
-  let current: Container | undefined = doc.getContainerById(id as ContainerID);
+  let current: string | undefined = id;
   let above = -1;
   while (current !== undefined) {
-    const known = depths.get(current.id);
+    const known = depths.get(current);
     if (known !== undefined) {
       above = known;
       break;
     }
-    chain.push(current.id);
+    chain.push(current);
     if (chain.length > maxContainerDepth + 1) return maxContainerDepth + 1;
-    current = current.parent();
+    current = parentIdOf(doc, current);
   }
   // chain[0] is `id`; the last is the root (above = -1) or sits below a container of known depth.
   for (let index = chain.length - 1, depth = above + 1; index >= 0; index--, depth++) {

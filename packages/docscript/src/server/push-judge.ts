@@ -269,7 +269,7 @@ function toStore(
     fork,
     undo: staged.undo,
     planIds,
-    rows: rowChanges(open.projection, staged.rows),
+    rows: rowChanges(open.projection, staged.rows, staged.previous),
     before: staged.before,
     issues: nextIssues(open.issues, staged.scope, staged.after),
     // What the change log records if this is stored: counted off the rows just staged.

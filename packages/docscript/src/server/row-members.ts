@@ -75,16 +75,24 @@ function numberFields(
   return found ? numbers : undefined;
 }
 
-/** The rows named, as `projection` holds them now (undefined JSON: the row is gone), with their members. */
+/**
+ * The rows named, as `projection` holds them now (undefined JSON: the row is gone), with their members;
+ * with `previous` (the entity rows as they were, by id), what each projected to before.
+ */
 export function rowChanges(
   projection: Projection,
   rows: { readonly entities: Iterable<string>; readonly relations: Iterable<string> },
+  previous?: ReadonlyMap<string, unknown>,
 ): RowChange[] {
+  const schema = projection.schema;
   const change = (root: RowRoot, rowId: string, json: unknown): RowChange => ({
     root,
     rowId,
     json,
-    members: membersOfRow(projection.schema, root, rowId, json),
+    members: membersOfRow(schema, root, rowId, json),
+    ...(root === ENTITIES && previous?.has(rowId) === true
+      ? { previousMembers: membersOfRow(schema, root, rowId, previous.get(rowId)) }
+      : {}),
   });
   return [
     ...[...rows.entities].map((rowId) => change(ENTITIES, rowId, projection.rowJson(rowId))),

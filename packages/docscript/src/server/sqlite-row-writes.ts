@@ -48,6 +48,11 @@ function rowStatements(database: DatabaseSync) {
        (document_id, type, member_id, kind, root, row_id, endpoint0, endpoint1, variant_of, identity)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
+  const selectMembersOfRow = database.prepare(
+    // By the row index: left to itself, SQLite scans the document's members in the primary key.
+    `SELECT type, member_id FROM docscript_members INDEXED BY docscript_members_row
+       WHERE document_id = ? AND root = ? AND row_id = ?`,
+  );
   const deleteNumbersOfRow = database.prepare(
     "DELETE FROM docscript_numbers WHERE document_id = ? AND root = ? AND row_id = ?",
   );
@@ -77,6 +82,7 @@ function rowStatements(database: DatabaseSync) {
     upsertRow,
     deleteRow,
     deleteMembersOfRow,
+    selectMembersOfRow,
     insertMember,
     deleteNumbersOfRow,
     insertNumber,
@@ -127,6 +133,75 @@ function insertMembers(
   return landed;
 }
 
+function upsertRow(statements: RowStatements, documentId: string, change: RowChange, version: number): void {
+  const columns = rowColumns(change);
+  statements.upsertRow.run(
+    documentId,
+    change.root,
+    change.rowId,
+    columns.kind,
+    columns.payload,
+    columns.endpoint0,
+    columns.endpoint1,
+    version,
+  );
+}
+
+/** What a member is, but for its numbers. */
+function memberKey(member: RowMember): string {
+  return JSON.stringify([
+    member.type,
+    member.id,
+    member.kind,
+    member.endpoint0 ?? null,
+    member.endpoint1 ?? null,
+    member.variantOf ?? null,
+    member.identity ?? null,
+  ]);
+}
+
+/** A row kept that projects to the members it projected to before, but for their numbers. */
+function sameButNumbers(change: RowChange): boolean {
+  const previous = change.previousMembers;
+  const members = change.members ?? [];
+  if (change.json === undefined || previous === undefined || previous.length !== members.length) return false;
+  const before = previous.map(memberKey).sort();
+  const after = members.map(memberKey).sort();
+  return before.every((key, index) => key === after[index]);
+}
+
+/**
+ * A row's numbers written again, its members left as they are: those of the members it holds (the
+ * first of an id twice, as `insertMembers` lands them).
+ */
+function rewriteNumbers(statements: RowStatements, documentId: string, change: RowChange): void {
+  const held = new Set(
+    (
+      statements.selectMembersOfRow.all(documentId, change.root, change.rowId) as {
+        type: string;
+        member_id: string;
+      }[]
+    ).map((member) => `${member.type}\u0000${member.member_id}`),
+  );
+  statements.deleteNumbersOfRow.run(documentId, change.root, change.rowId);
+  const written = new Set<string>();
+  for (const member of change.members ?? []) {
+    const key = `${member.type}\u0000${member.id}`;
+    if (!held.has(key) || written.has(key)) continue;
+    written.add(key);
+    for (const entry of numberEntries([member]))
+      statements.insertNumber.run(
+        documentId,
+        entry.kind,
+        entry.field,
+        entry.value,
+        entry.memberId,
+        change.root,
+        change.rowId,
+      );
+  }
+}
+
 /** Writes rows and their members and numbers, and moves the counts per kind. */
 function writeRows(
   statements: RowStatements,
@@ -140,6 +215,11 @@ function writeRows(
     deltas.set(key, (deltas.get(key) ?? 0) + by);
   };
   for (const change of rows) {
+    if (sameButNumbers(change)) {
+      rewriteNumbers(statements, documentId, change);
+      upsertRow(statements, documentId, change, version);
+      continue;
+    }
     for (const gone of statements.deleteMembersOfRow.all(documentId, change.root, change.rowId) as {
       type: string;
       kind: string;
@@ -151,17 +231,7 @@ function writeRows(
       statements.deleteRow.run(documentId, change.root, change.rowId);
       continue;
     }
-    const columns = rowColumns(change);
-    statements.upsertRow.run(
-      documentId,
-      change.root,
-      change.rowId,
-      columns.kind,
-      columns.payload,
-      columns.endpoint0,
-      columns.endpoint1,
-      version,
-    );
+    upsertRow(statements, documentId, change, version);
   }
   for (const [key, by] of deltas) {
     if (by === 0) continue;
