@@ -98,7 +98,9 @@ describe("without a console: the modules load in the command's own process", () 
       assert.match(help.stdout, /^Usage: tackle/m, args);
     }
   });
+});
 
+describe("without a console: an unanswering broker, and a console off loopback", () => {
   test("a broker that does not answer is named, with the variable that points at it", async () => {
     const port = await freePort();
     for (const args of [["tools"], ["call", "demo.echo", "{}"], ["mesh", "ls"]]) {

@@ -101,19 +101,15 @@ after(async () => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-it(`${trials} driver kills (some with the serving node's): effects equal steps, 0 duplicates`, {
-  timeout: 60 * 60_000,
-}, async () => {
-  let seed = 2029;
-  const random = () => {
-    seed = (seed * 16_807) % 2_147_483_647;
-    return seed / 2_147_483_647;
-  };
+/** The two node processes serving the tool: started, killed and started again, and what they report. */
+function nodePair() {
   /** Keys taken over from a dead node, by what the tool's recovery found: its effect, or none. */
   const takeovers = { landed: 0, absent: 0 };
   // Both nodes announce the tool's start: a trial may kill the node while its tool runs.
   const nodes = new Map<string, Proc>();
   const started = new Set<(node: string, id: string) => void>();
+  const restarting = new Map<string, Promise<void>>();
+  let nodeKills = 0;
   const startNode = async (name: string) => {
     const node = await spawnProc(
       [fixture("mesh-node.ts"), name, nats.url, "effects", fixture("remote-effects.mjs")],
@@ -126,9 +122,6 @@ it(`${trials} driver kills (some with the serving node's): effects equal steps, 
     );
     nodes.set(name, node);
   };
-  await Promise.all([startNode("node-a"), startNode("node-b")]);
-  const restarting = new Map<string, Promise<void>>();
-  let nodeKills = 0;
   const killNode = (name: string) => {
     // A node still starting again after its last kill is left to start.
     if (restarting.has(name)) return;
@@ -139,12 +132,6 @@ it(`${trials} driver kills (some with the serving node's): effects equal steps, 
       startNode(name).finally(() => restarting.delete(name)),
     );
   };
-
-  const open = new Set<string>();
-  const done = new Set<string>();
-  /** Steps re-run by a new driver whose effect had already landed: answered by the ledger, not run. */
-  let answeredRepeats = 0;
-  const counts = { random: 0, remote: 0, window: 0, node: 0, windowAndNode: 0 };
   const waitForStart = () =>
     new Promise<string | undefined>((resolve) => {
       const timer = setTimeout(() => resolve(undefined), 5000);
@@ -155,79 +142,108 @@ it(`${trials} driver kills (some with the serving node's): effects equal steps, 
       };
       started.add(listener);
     });
+  return {
+    takeovers,
+    restarting,
+    startNode,
+    killNode,
+    waitForStart,
+    get nodeKills() {
+      return nodeKills;
+    },
+  };
+}
 
-  /** One lane: its own driver chain, journal and runs; lanes run side by side to use the time trials wait. */
-  async function lane(name: string, kills: number): Promise<void> {
-    const storePath = join(directory, `${name}.sqlite`);
-    let nextThread = 0;
-    const mine = new Set<string>();
-    const spawnDriver = () =>
-      spawnProc([fixture("exactly-once-driver.ts"), storePath, nats.url, effectsFile], (line) => {
-        const [word, thread, step, extra] = line.split(" ");
-        if (word === "done" && thread !== undefined) {
-          open.delete(thread);
-          mine.delete(thread);
-          done.add(thread);
-        }
-        if (word === "call" && Number(extra) > 1 && effectIds().has(`${thread}:${step}`))
-          answeredRepeats += 1;
-        if (word === "error" || word === "gave-up") process.stderr.write(`driver: ${line}\n`);
-      });
-    const follow = (driver: Proc, more: boolean) => {
-      while (more && mine.size < 3) {
-        const thread = `${name}-${nextThread++}`;
-        mine.add(thread);
-        open.add(thread);
-      }
-      for (const thread of mine) driver.send(`run ${thread}`);
-    };
-    // The next driver starts while this one works (a start is mostly compiling; a trial mostly waits).
-    let spare = spawnDriver();
-    let driver = await spawnDriver();
-    follow(driver, true);
-    for (let trial = 0; trial < kills; trial++) {
-      const draw = random();
-      if (draw < 0.3) {
-        counts.random += 1;
-        await sleep(random() * 400);
-      } else if (draw < 0.5) {
-        // While its tool runs on a node.
-        counts.remote += 1;
-        await waitForStart();
-      } else if (draw < 0.75) {
-        // Inside the crash window: the tool answered, the step's record is not durable yet.
-        counts.window += 1;
-        await driver.next(/^called /, 5000);
-      } else if (draw < 0.88) {
-        // The node running the tool dies before the tool's effect, then the driver.
-        counts.node += 1;
-        const node = await waitForStart();
-        if (node !== undefined) killNode(node);
-        await sleep(random() * 300);
-      } else {
-        // Inside the crash window, and the node that answered dies with the driver.
-        counts.windowAndNode += 1;
-        const called = await driver.next(/^called \S+ \d+ (\S+)$/, 5000);
-        if (called?.[1] !== undefined) killNode(called[1]);
-      }
-      if (process.env.TACKLE_EXACTLY_ONCE_DEBUG)
-        process.stderr.write(`${name} kill ${trial}: done ${done.size}\n`);
-      driver.child.kill("SIGKILL");
-      driver = await spare;
-      spare = spawnDriver();
-      follow(driver, true);
-    }
-    // No more kills: this driver finishes the lane's runs.
-    follow(driver, false);
-    const deadline = Date.now() + 180_000;
-    while (mine.size > 0 && Date.now() < deadline) await sleep(200);
-    (await spare).child.kill("SIGKILL");
+/** What the lanes share: the seeded draws, the nodes, the runs open and done, and what was counted. */
+interface TrialState {
+  readonly random: () => number;
+  readonly pair: ReturnType<typeof nodePair>;
+  readonly open: Set<string>;
+  readonly done: Set<string>;
+  readonly counts: { random: number; remote: number; window: number; node: number; windowAndNode: number };
+  /** Steps re-run by a new driver whose effect had already landed: answered by the ledger, not run. */
+  answeredRepeats: number;
+}
+
+/** Waits for the point a trial kills its driver at, killing a node too in some trials. */
+async function waitForKillPoint(state: TrialState, driver: Proc): Promise<void> {
+  const { random, counts, pair } = state;
+  const draw = random();
+  if (draw < 0.3) {
+    counts.random += 1;
+    await sleep(random() * 400);
+  } else if (draw < 0.5) {
+    // While its tool runs on a node.
+    counts.remote += 1;
+    await pair.waitForStart();
+  } else if (draw < 0.75) {
+    // Inside the crash window: the tool answered, the step's record is not durable yet.
+    counts.window += 1;
+    await driver.next(/^called /, 5000);
+  } else if (draw < 0.88) {
+    // The node running the tool dies before the tool's effect, then the driver.
+    counts.node += 1;
+    const node = await pair.waitForStart();
+    if (node !== undefined) pair.killNode(node);
+    await sleep(random() * 300);
+  } else {
+    // Inside the crash window, and the node that answered dies with the driver.
+    counts.windowAndNode += 1;
+    const called = await driver.next(/^called \S+ \d+ (\S+)$/, 5000);
+    if (called?.[1] !== undefined) pair.killNode(called[1]);
   }
+}
 
-  await Promise.all([lane("a", Math.ceil(trials / 2)), lane("b", Math.floor(trials / 2))]);
-  await Promise.all([...restarting.values()]);
-  assert.deepEqual([...open], [], "every run finished");
+/** One lane: its own driver chain, journal and runs; lanes run side by side to use the time trials wait. */
+async function lane(state: TrialState, name: string, kills: number): Promise<void> {
+  const { open, done } = state;
+  const storePath = join(directory, `${name}.sqlite`);
+  let nextThread = 0;
+  const mine = new Set<string>();
+  const spawnDriver = () =>
+    spawnProc([fixture("exactly-once-driver.ts"), storePath, nats.url, effectsFile], (line) => {
+      const [word, thread, step, extra] = line.split(" ");
+      if (word === "done" && thread !== undefined) {
+        open.delete(thread);
+        mine.delete(thread);
+        done.add(thread);
+      }
+      if (word === "call" && Number(extra) > 1 && effectIds().has(`${thread}:${step}`))
+        state.answeredRepeats += 1;
+      if (word === "error" || word === "gave-up") process.stderr.write(`driver: ${line}\n`);
+    });
+  const follow = (driver: Proc, more: boolean) => {
+    while (more && mine.size < 3) {
+      const thread = `${name}-${nextThread++}`;
+      mine.add(thread);
+      open.add(thread);
+    }
+    for (const thread of mine) driver.send(`run ${thread}`);
+  };
+  // The next driver starts while this one works (a start is mostly compiling; a trial mostly waits).
+  let spare = spawnDriver();
+  let driver = await spawnDriver();
+  follow(driver, true);
+  for (let trial = 0; trial < kills; trial++) {
+    await waitForKillPoint(state, driver);
+    if (process.env.TACKLE_EXACTLY_ONCE_DEBUG)
+      process.stderr.write(`${name} kill ${trial}: done ${done.size}\n`);
+    driver.child.kill("SIGKILL");
+    driver = await spare;
+    spare = spawnDriver();
+    follow(driver, true);
+  }
+  // No more kills: this driver finishes the lane's runs.
+  follow(driver, false);
+  const deadline = Date.now() + 180_000;
+  while (mine.size > 0 && Date.now() < deadline) await sleep(200);
+  (await spare).child.kill("SIGKILL");
+}
 
+/** Each finished step's effect is in the effects file once, and nothing else is. */
+function assertEffectsOnce(state: TrialState): void {
+  const { counts, done, pair } = state;
+  const { takeovers } = pair;
   const lines = effectLines();
   const perStep = new Map<string, number>();
   for (const line of lines) {
@@ -239,12 +255,39 @@ it(`${trials} driver kills (some with the serving node's): effects equal steps, 
     Array.from({ length: stepsPerRun }, (_, step) => `${thread}:${step}`),
   );
   process.stderr.write(
-    `exactly once: ${trials} driver kills (${JSON.stringify(counts)}), ${nodeKills} node kills, ${done.size} runs, ${lines.length} effects for ${expected.length} steps, ${duplicates.length} duplicates ${JSON.stringify(duplicates)}, ${answeredRepeats} steps re-run after their effect landed (answered by the ledger), ${takeovers.landed + takeovers.absent} keys taken over from a dead node (${takeovers.landed} whose effect had landed, answered by the tool's recovery; ${takeovers.absent} run there)\n`,
+    `exactly once: ${trials} driver kills (${JSON.stringify(counts)}), ${pair.nodeKills} node kills, ${done.size} runs, ${lines.length} effects for ${expected.length} steps, ${duplicates.length} duplicates ${JSON.stringify(duplicates)}, ${state.answeredRepeats} steps re-run after their effect landed (answered by the ledger), ${takeovers.landed + takeovers.absent} keys taken over from a dead node (${takeovers.landed} whose effect had landed, answered by the tool's recovery; ${takeovers.absent} run there)\n`,
   );
   assert.deepEqual(duplicates, [], "no step's effect twice");
   assert.deepEqual([...perStep.keys()].sort(), expected.sort(), "each step's effect once, and no other");
   // The crash window was exercised: steps re-run by a new driver after their effect had landed.
-  assert.ok(answeredRepeats >= trials / 10, `only ${answeredRepeats} steps re-run inside the crash window`);
+  assert.ok(
+    state.answeredRepeats >= trials / 10,
+    `only ${state.answeredRepeats} steps re-run inside the crash window`,
+  );
+}
+
+it(`${trials} driver kills (some with the serving node's): effects equal steps, 0 duplicates`, {
+  timeout: 60 * 60_000,
+}, async () => {
+  let seed = 2029;
+  const random = () => {
+    seed = (seed * 16_807) % 2_147_483_647;
+    return seed / 2_147_483_647;
+  };
+  const pair = nodePair();
+  await Promise.all([pair.startNode("node-a"), pair.startNode("node-b")]);
+  const state: TrialState = {
+    random,
+    pair,
+    open: new Set(),
+    done: new Set(),
+    counts: { random: 0, remote: 0, window: 0, node: 0, windowAndNode: 0 },
+    answeredRepeats: 0,
+  };
+  await Promise.all([lane(state, "a", Math.ceil(trials / 2)), lane(state, "b", Math.floor(trials / 2))]);
+  await Promise.all([...pair.restarting.values()]);
+  assert.deepEqual([...state.open], [], "every run finished");
+  assertEffectsOnce(state);
 });
 
 function effectLines(): string[] {

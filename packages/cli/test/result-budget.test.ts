@@ -102,22 +102,23 @@ async function assertJsonPages(client: Client, budget: number, count: number, to
   assert.deepEqual(JSON.parse(joined(parts)), value);
 }
 
+// The console of the first block below, started and closed by its hooks; its tests' clients close with it.
+let running: RunningConsole;
+const budget = 8_000;
+const clients: Client[] = [];
+
+async function connect(mode: "legacy" | { pin: "2026-07-28" }): Promise<Client> {
+  const client = new Client({ name: "budget-test", version: "1.0.0" }, { versionNegotiation: { mode } });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(running.url), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
+  clients.push(client);
+  return client;
+}
+
 describe("the console over HTTP", () => {
-  let running: RunningConsole;
-  const budget = 8_000;
-  const clients: Client[] = [];
-
-  async function connect(mode: "legacy" | { pin: "2026-07-28" }): Promise<Client> {
-    const client = new Client({ name: "budget-test", version: "1.0.0" }, { versionNegotiation: { mode } });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(running.url), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
-    clients.push(client);
-    return client;
-  }
-
   before(async () => {
     const source = createEmbeddedToolSource([
       { module: "large", toolset: createToolSet(largeResultTools()), errors: [], close: () => {} },
@@ -178,6 +179,11 @@ describe("the console over HTTP", () => {
     assert.equal(parts.length, 2, "7 images and the caption fit the first part, 5 the second");
   });
 
+  wholeAnswerTests();
+});
+
+/** The whole answer for a client that sizes itself, and cursors that outlive a session. */
+function wholeAnswerTests(): void {
   test("the console tool source (tackle call and tackle mcp --console) gets the whole result, to size itself", async () => {
     const consoleSource = await createConsoleToolSource({ url: running.url, token });
     try {
@@ -249,7 +255,7 @@ describe("the console over HTTP", () => {
     assert.ok(parts.length >= 3, `${parts.length} parts`);
     assert.equal(joined(parts), longText(6_000));
   });
-});
+}
 
 describe("tackle mcp over stdio", () => {
   const bundle = fileURLToPath(new URL("./fixtures/large-results-bundle.ts", import.meta.url));

@@ -14,6 +14,7 @@ import { freePort } from "@tackle/test-support";
 import type { BrowserContext, Page } from "playwright-core";
 import { assertAccessible, type Browser, watchErrors } from "./chromium.ts";
 import { type ConsoleUnderTest, openConsole, rawRequest } from "./console-under-test.ts";
+import { timelineCaptions, timelineLayout } from "./timeline-layout.ts";
 
 const shipping = fileURLToPath(new URL("../fixtures/shipping-bundle.ts", import.meta.url));
 let ui: ConsoleUnderTest;
@@ -49,7 +50,7 @@ after(async () => {
   await ui?.close();
 });
 
-describe("the console page, served by npm start", () => {
+describe("the console page, served by npm start: sign-in and guards", () => {
   test("npm start, then the printed sign-in URL opened in Chromium, shows the modules page", async () => {
     assert.match(serve.banner, /^console http:\/\/127\.0\.0\.1:\d+\/mcp$/m);
     const url = signInUrl();
@@ -136,7 +137,9 @@ describe("the console page, served by npm start", () => {
     // The session survived all of that: the page's own origin still gets through.
     assert.equal((await post("/api/call/stream", call, { cookie, origin })).status, 200);
   });
+});
 
+describe("the console page, served by npm start: tools from their forms", () => {
   test("a tool is called from its generated form: result as data, time taken, issues beside the field, history", async () => {
     await page.goto(`${origin}/#/modules`);
     await step("opening the modules page");
@@ -230,7 +233,9 @@ describe("the console page, served by npm start", () => {
     });
     assert.deepEqual(errors, []);
   });
+});
 
+describe("the console page, served by npm start: memory", () => {
   test("memory: a memory added in a scope is found there, its versions and provenance shown, then deleted after confirmation", async () => {
     await page.goto(`${origin}/#/memory`);
     await step("opening the memory page");
@@ -319,7 +324,9 @@ describe("the console page, served by npm start", () => {
     await step("the list read again after adding");
     assert.deepEqual(errors, []);
   });
+});
 
+describe("the console page, served by npm start: documents", () => {
   test("documents: the sample timeline is drawn; an edit script is previewed, committed, and the drawing changes", async () => {
     await page.goto(`${origin}/#/documents`);
     await step("opening the documents page");
@@ -327,7 +334,7 @@ describe("the console page, served by npm start", () => {
     await svg.waitFor();
     assert.equal(await svg.getAttribute("data-clips"), "3");
     assert.equal(await page.locator("#timeline .lane-label").count(), 3);
-    assert.match(await captions(), /Hello/);
+    assert.match(await timelineCaptions(page), /Hello/);
     const versionBefore = await page.locator("#timeline").getAttribute("data-version");
     // The sample document was created whole; nothing was pushed to it yet.
     await page.getByText("No changes stored for this document yet.").waitFor();
@@ -343,30 +350,10 @@ describe("the console page, served by npm start", () => {
     await page.waitForFunction(
       () => document.querySelector("#timeline svg")?.getAttribute("data-clips") === "4",
     );
-    assert.match(await captions(), /Welcome!/);
+    assert.match(await timelineCaptions(page), /Welcome!/);
     // Legible as drawn: the two captions (0.5 s and 3 s, close on the axis) do not overlap, and no
     // block's label runs past its block.
-    const layout = await page.evaluate(() => {
-      const boxes = Array.from(document.querySelectorAll<SVGGraphicsElement>("#timeline .caption")).map(
-        (text) => text.getBBox(),
-      );
-      const overlapping = boxes.some((a, i) =>
-        boxes.some(
-          (b, j) =>
-            j > i &&
-            a.x < b.x + b.width &&
-            b.x < a.x + a.width &&
-            a.y < b.y + b.height &&
-            b.y < a.y + a.height,
-        ),
-      );
-      const spilling = Array.from(document.querySelectorAll("#timeline g.clip")).filter((group) => {
-        const label = group.querySelector<SVGGraphicsElement>(".clip-label")?.getBBox();
-        const block = group.querySelector<SVGGraphicsElement>("rect")?.getBBox();
-        return label !== undefined && block !== undefined && label.x + label.width > block.x + block.width;
-      }).length;
-      return { captions: boxes.length, overlapping, spilling };
-    });
+    const layout = await timelineLayout(page);
     assert.deepEqual(layout, { captions: 2, overlapping: false, spilling: 0 });
     assert.notEqual(await page.locator("#timeline").getAttribute("data-version"), versionBefore);
     // The commit is the document's first logged change, read back from the document server with its plan id.
@@ -391,7 +378,9 @@ describe("the console page, served by npm start", () => {
     await checkPage("documents-script-failed");
     assert.deepEqual(errors, []);
   });
+});
 
+describe("the console page, served by npm start: another client, navigation, no network", () => {
   test("documents: another client's commit straight to the document server shows in the change log and the drawing", async () => {
     await page.goto(`${origin}/#/documents`);
     await step("opening the documents page");
@@ -484,14 +473,6 @@ describe("the console page, served by npm start", () => {
     );
   });
 });
-
-function captions(): Promise<string> {
-  return page.evaluate(() =>
-    Array.from(document.querySelectorAll("#timeline .caption"))
-      .map((text) => text.textContent)
-      .join(" | "),
-  );
-}
 
 const post = (path: string, body: string, headers: Record<string, string>, method = "POST") =>
   rawRequest(`${origin}${path}`, body, headers, method);

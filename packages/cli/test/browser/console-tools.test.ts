@@ -58,7 +58,7 @@ const counting = `{"n":3,"pauseMs":${pauseMs}}`;
 const panel = (tool: string): Locator => page.locator(`details[data-tool="${tool}"]`);
 const editorOf = (tool: string): Locator => panel(tool).getByLabel("Arguments as JSON");
 
-describe("the modules page, worked in", () => {
+describe("the modules page, worked in: search and the JSON editor", () => {
   test("a search narrows the tool panels to those whose name or description matches", async () => {
     const all = await page.locator("details.tool").count();
     assert.ok(all > 20, `the built-in modules' tools are listed (${all})`);
@@ -115,7 +115,9 @@ describe("the modules page, worked in", () => {
     await assertAccessible(page, "calling with bad JSON");
     assert.deepEqual(errors, []);
   });
+});
 
+describe("the modules page, worked in: calls, refusals and history", () => {
   test("a call's progress and log lines show while it runs; then its structuredContent, output schema and JSON-RPC exchange", async () => {
     const tool = panel("steps.count");
     await editorOf("steps.count").fill(counting);
