@@ -128,6 +128,11 @@ describe("the packages installed from their tarballs into a project outside the 
     }
   });
 
+  quickstartTests();
+});
+
+/** In the installed project: each README's quickstart type-checks and runs, and the installed bin serves. */
+function quickstartTests(): void {
   it("each package README's quickstart type-checks against the installed types, strict", () => {
     const files: string[] = [];
     for (const name of publicPackages) {
@@ -208,4 +213,4 @@ describe("the packages installed from their tarballs into a project outside the 
       await stop();
     }
   });
-});
+}
