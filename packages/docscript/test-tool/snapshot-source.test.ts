@@ -1,8 +1,9 @@
 /**
- * Where a `snapshot` page comes from: the document server's stored rows for a plain, kind, id or
- * relation-kind query, and the rows a `related_to`, time-window or kinds-with-relations query can match
- * (`POST …/rows`): the tool pulls nothing of the document; the page lists what the document holds, and
- * another client's write shows on the next page.
+ * Where a `snapshot` page comes from: the document server's stored rows, read through its row lookups
+ * (`POST …/rows`, ADR 0485) for every query — a window of them for a plain, kind or relation-kind
+ * query, the rows an id, `related_to`, time-window or kinds-with-relations query can match: the tool
+ * pulls nothing of the document; the page lists what the document holds, and another client's write
+ * shows on the next page.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -54,7 +55,8 @@ test("plain, kind, id and related pages read the server's rows, never the docume
     [...seen.relations].sort(),
     document.relations.map((relation) => relation.relationId).sort(),
   );
-  assert.ok(paths.includes("entities") && paths.includes("relations"));
+  // One page path: the row lookups, never the entity or relation page routes.
+  assert.ok(paths.includes("rows") && !paths.some((path) => path === "entities" || path === "relations"));
   assert.ok(!paths.includes("snapshot") && !paths.includes("updates"), `pulled: ${paths.join(" ")}`);
 
   const clips = await tool.handle({

@@ -52,7 +52,7 @@ export function clientReads({
         {
           method: "POST",
           headers: { "content-type": "application/json" },
-          body: JSON.stringify({ lookups }),
+          body: JSON.stringify({ lookups, ...(requestOptions.issues === true ? { issues: true } : {}) }),
         },
         requestOptions.signal,
       );
@@ -61,7 +61,8 @@ export function clientReads({
       if (
         typeof answer?.version !== "string" ||
         !Array.isArray(answer.results) ||
-        answer.results.length !== lookups.length
+        answer.results.length !== lookups.length ||
+        (requestOptions.issues === true && !Array.isArray(answer.issues))
       )
         throw new DocumentClientError("invalid_response", "the rows answer is not a lookup answer", {
           status: response.status,

@@ -76,9 +76,13 @@ export interface DocumentClient {
   ): Promise<RelationPage>;
   /**
    * Stored rows by id, or by the members a query finds, at the server's current version (ADR 0466): what
-   * a projection that reads rows on demand looks up.
+   * a projection that reads rows on demand looks up. With `issues`, the document's issues too.
    */
-  rows(documentId: string, lookups: readonly RowLookup[], options?: RequestOptions): Promise<RowLookupAnswer>;
+  rows(
+    documentId: string,
+    lookups: readonly RowLookup[],
+    options?: { issues?: boolean } & RequestOptions,
+  ): Promise<RowLookupAnswer>;
   /** Whether the server applied a plan id to the document (`applied`, with the version it reached) or not. */
   planState(documentId: string, planId: string, options?: RequestOptions): Promise<PlanState>;
   /**

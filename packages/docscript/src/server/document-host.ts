@@ -426,15 +426,21 @@ export class DocumentHost {
 
   /**
    * Stored rows by id, or by the members a query finds, at the document's current version (its rows
-   * caught up first), for a reader that keeps a projection of only what it looked up (ADR 0466).
+   * caught up first), for a reader that keeps a projection of only what it looked up (ADR 0466); with
+   * `issues`, the document's issues too (a `snapshot` page's head).
    */
-  async rowLookup(documentId: string, lookups: readonly RowLookup[]): Promise<RowLookupAnswer> {
+  async rowLookup(
+    documentId: string,
+    lookups: readonly RowLookup[],
+    options: { issues?: boolean } = {},
+  ): Promise<RowLookupAnswer> {
     return this.serialized(documentId, async () => {
-      const { version } = await this.docs.pageHead(documentId);
+      const { version, issues } = await this.docs.pageHead(documentId);
       const results = await lookUpRows(this.store, documentId, lookups);
       return {
         version,
         counts: (await totalsOf(this.store, documentId)).counts,
+        ...(options.issues === true ? { issues } : {}),
         results,
       };
     });

@@ -113,13 +113,18 @@ export function rowRoutes({ app, host }: DocumentRoutesContext): void {
   // Stored rows by id or by the members a query finds (ADR 0466): `{ lookups: [...] }`, each
   // `{ rows: "entities" | "relations", ids }` or `{ members: "entity" | "relation", kinds?, ids?,
   // endpoint?, endpoints?, variantOf?, variantsOf?, identity?, identities?, range?, after?, limit }`,
-  // `range` a window `{ field, from?, to? }` on an entity's number field.
+  // `range` a window `{ field, from?, to? }` on an entity's number field. With `issues: true`, the
+  // answer carries the document's issues too.
   app.post("/documents/:documentId/rows", async (context) => {
     const documentId = context.req.param("documentId");
-    const body = (await context.req.json().catch(() => undefined)) as { lookups?: unknown } | undefined;
+    const body = (await context.req.json().catch(() => undefined)) as
+      | { lookups?: unknown; issues?: unknown }
+      | undefined;
     const lookups = rowLookupsOf(body?.lookups);
     if (typeof lookups === "string") return context.json(problem("invalid_input", lookups), 400);
-    const answer = await host.rowLookup(documentId, lookups);
+    if (body?.issues !== undefined && typeof body.issues !== "boolean")
+      return context.json(problem("invalid_input", "issues is a boolean"), 400);
+    const answer = await host.rowLookup(documentId, lookups, { issues: body?.issues === true });
     return context.json(answer, 200, { [VERSION_HEADER]: answer.version });
   });
 

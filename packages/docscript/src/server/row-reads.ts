@@ -44,10 +44,14 @@ export type RowLookup =
   | { readonly rows: RowRoot; readonly ids: readonly string[] }
   | ({ readonly members: MemberQuery["type"] } & Omit<MemberQuery, "type">);
 
-/** The rows each lookup found, at the document's version, with the kinds' counts. */
+/**
+ * The rows each lookup found, at the document's version, with the kinds' counts (and the document's
+ * issues when asked for: a page reads its head and its first rows in one request).
+ */
 export interface RowLookupAnswer {
   readonly version: string;
   readonly counts: PageCounts;
+  readonly issues?: DocumentIssue[];
   readonly results: readonly {
     readonly rows: readonly { readonly root: RowRoot; readonly rowId: string; readonly json: unknown }[];
     /** Members found (a member lookup): fewer than its limit means there are no more. */

@@ -180,3 +180,38 @@ it("answers stored rows by id and by member query at its version, and refuses ma
     await server.close();
   }
 });
+
+it("answers the document's issues with its rows when asked (a page's head), and refuses a non-boolean", async () => {
+  const server = await serveDocuments({
+    store: createSqliteDocumentStore({ path: ":memory:" }),
+    schema: timelineSchema,
+  });
+  const token = "token-0123456789abcdef";
+  const rows = (body: unknown) =>
+    fetch(`${server.url}/documents/doc/rows`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  try {
+    assert.equal(await server.host.create("doc", token, sampleTimelineSnapshot()), true);
+    // The head an entity page answers: version, counts and issues, as the rows answer them when asked.
+    const head = await server.host.entityPage("doc", { limit: 0 });
+    const asked = (await (
+      await rows({ lookups: [{ members: "entity", kinds: ["clip"], limit: 2 }], issues: true })
+    ).json()) as RowLookupAnswer;
+    assert.ok(Array.isArray(asked.issues));
+    assert.deepEqual(asked.issues, head.issues);
+    assert.equal(asked.version, head.version);
+    assert.deepEqual(asked.counts, head.counts);
+    assert.equal(asked.results[0]?.found, 2);
+    const plain = (await (await rows({ lookups: [] })).json()) as RowLookupAnswer;
+    assert.equal(plain.issues, undefined);
+
+    const refused = await rows({ lookups: [], issues: "yes" });
+    assert.equal(refused.status, 400);
+    assert.equal(((await refused.json()) as { error: { code: string } }).error.code, "invalid_input");
+  } finally {
+    await server.close();
+  }
+});

@@ -1,21 +1,30 @@
 /**
- * A `snapshot` page by `related_to`, a time window or `kinds` with relations, read from a row source
- * (ADR 0485): the document server's stored rows (`POST /documents/:id/rows`), or the tool's replica.
- * The rows the query can match are looked up into a projection holding only them, and the page
- * function answers over it, so the page costs what the query's matches cost, not the document. From
- * the server, a query that would look up more than the bounds below is `Unbounded` (the caller asks
- * the replica of a small document, without bounds, or refuses `read_limit`): no page is ever cut
- * silently.
+ * The one `snapshot` page function (ADR 0485): every page — plain, by kind, ids, relation kinds,
+ * `related_to`, a time window, kinds with relations — reads rows from a row source (`PageRows`: the
+ * document server's stored rows, `POST /documents/:id/rows`, or the tool's replica) into a projection
+ * holding only them, and is cut by `fitPage`. A plain, kind or relation-kind page reads a window of
+ * the members after its cursor (its counts are the kinds' counts, its cursor counts what came
+ * before); any other page looks up every row its query can match, so it costs what its matches cost,
+ * not the document. From the server, a query that would look up more than the bounds is `Unbounded`
+ * (the caller asks the replica of a small document, without bounds, or refuses `read_limit`): no page
+ * is ever cut silently.
  */
-import type { DocumentClient } from "../client/create-document-client.ts";
-import { Projection } from "../document/projection.ts";
-import { replicaRowSource } from "../document/replica-rows.ts";
-import { lookupRowSource, type RowSource } from "../document/row-source.ts";
+import type { RowLookup } from "../document/row-source.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
-import type { DocumentIssue } from "../schema/types.ts";
-import type { EntityPage, RowLookup } from "../server/document-host.ts";
 import {
+  type LookupResults,
+  membersPerPage,
+  type PageHead,
+  type PageRows,
+  RowReader,
+  Unbounded,
+  VersionMoved,
+} from "./page-rows.ts";
+import {
+  type Cursor,
+  decodeCursor,
+  fitPage,
   matchingEntityIds,
   ProjectionIndex,
   type SnapshotPage,
@@ -23,179 +32,28 @@ import {
   snapshotPage,
 } from "./snapshot-page.ts";
 
-const lookupsPerRequest = 64;
-const idsPerLookup = 1000;
-const membersPerPage = 5000;
-/** The most entities or relations one page lists by kind or endpoint to know what it matches (20 pages). */
-export const maxScanned = 100_000;
-/** The most entities whose relations (or markers) a page looks up one by one (64 per request). */
-export const maxEndpointLookups = 5000;
+export { type PageRows, replicaPageRows, serverPageRows, Unbounded } from "./page-rows.ts";
 
-/** How much one page may look up: members listed, and entities whose relations are read one by one. */
-export interface PageBounds {
-  readonly scanned: number;
-  readonly endpointLookups: number;
-}
+/** Members of a window page's section read per page: more than any page's budget holds. */
+const windowSize = 200;
 
-const serverBounds: PageBounds = { scanned: maxScanned, endpointLookups: maxEndpointLookups };
-const unbounded: PageBounds = {
-  scanned: Number.POSITIVE_INFINITY,
-  endpointLookups: Number.POSITIVE_INFINITY,
-};
-
-/** Where a page reads: the version, totals, counts and issues first, then rows at that version. */
-export interface PageRows {
-  head(): Promise<Pick<EntityPage, "version" | "total" | "counts" | "issues">>;
-  readonly rows: RowSource;
-  readonly bounds: PageBounds;
-}
-
-/** The document server's stored rows, within the bounds above. */
-export function serverPageRows(client: DocumentClient, docId: string): PageRows {
-  return {
-    head: () => client.entities(docId, { limit: 0 }),
-    rows: lookupRowSource((lookups) => client.rows(docId, lookups)),
-    bounds: serverBounds,
-  };
-}
-
-/** The tool's replica, read whole already (its projection and issues), without bounds. */
-export function replicaPageRows(
-  projection: Projection,
-  version: string,
-  issues: readonly DocumentIssue[],
-): PageRows {
-  const counts = { entities: {} as Record<string, number>, relations: {} as Record<string, number> };
-  const total = { entities: 0, relations: 0 };
-  for (const entityId of projection.entityIds()) {
-    const kind = projection.stored(entityId)?.entityKind ?? "";
-    counts.entities[kind] = (counts.entities[kind] ?? 0) + 1;
-    total.entities += 1;
-  }
-  for (const relation of projection.relationsOfKind(undefined)) {
-    counts.relations[relation.relationKind] = (counts.relations[relation.relationKind] ?? 0) + 1;
-    total.relations += 1;
-  }
-  return {
-    head: async () => ({ version, total, counts, issues: [...issues] }),
-    rows: replicaRowSource(projection, version),
-    bounds: unbounded,
-  };
-}
-
-/** The query reads more than the bounds: `message` says what; `entities` is the document's count. */
-export class Unbounded extends Error {
-  entities = 0;
-}
-
-class VersionMoved extends Error {}
-
-/** Looks rows up into a projection that holds only them, all at one version. */
-class RowReader {
-  readonly projection: Projection;
-  version: string | undefined;
-  private readonly source: RowSource;
-  readonly bounds: PageBounds;
-  private readonly endpointsRead = new Set<string>();
-
-  constructor(schema: Schema, source: RowSource, bounds: PageBounds) {
-    this.projection = new Projection(schema);
-    this.source = source;
-    this.bounds = bounds;
-  }
-
-  /** Asks the lookups (64 a request), holds the rows found; the answers' `found` and `last`. */
-  async ask(lookups: readonly RowLookup[]) {
-    const results = [];
-    for (let start = 0; start < lookups.length; start += lookupsPerRequest) {
-      const answer = await this.source.lookUp(lookups.slice(start, start + lookupsPerRequest));
-      if (this.version !== undefined && answer.version !== this.version) throw new VersionMoved();
-      this.version = answer.version;
-      for (const result of answer.results) {
-        for (const row of result.rows)
-          if (row.root === "entities") {
-            if (this.projection.row(row.rowId) === undefined) this.projection.setRow(row.rowId, row.json);
-          } else if (this.projection.relationJson(row.rowId) === undefined)
-            this.projection.setRelationRow(row.rowId, row.json);
-        results.push(result);
-      }
-    }
-    return results;
-  }
-
-  /** Every member a query finds, page after page; `Unbounded` past `bound`. */
-  async members(lookup: Extract<RowLookup, { members: string }>, bound: number, narrow: string) {
-    let after: string | undefined;
-    let found = 0;
-    for (;;) {
-      const [result] = await this.ask([
-        { ...lookup, ...(after === undefined ? {} : { after }), limit: membersPerPage },
-      ]);
-      found += result!.found;
-      if (found > bound) throw new Unbounded(narrow);
-      if (result!.found < membersPerPage || result!.last === undefined) return;
-      after = result!.last;
-    }
-  }
-
-  /** Holds the entities named (and the bases of variants among them). */
-  async entities(ids: Iterable<string>): Promise<void> {
-    let wanted = [...new Set(ids)].filter((id) => this.projection.stored(id) === undefined);
-    for (let round = 0; wanted.length > 0 && round < 8; round++) {
-      const lookups: RowLookup[] = [];
-      for (let start = 0; start < wanted.length; start += idsPerLookup)
-        lookups.push({
-          members: "entity",
-          ids: wanted.slice(start, start + idsPerLookup),
-          limit: idsPerLookup,
-        });
-      await this.ask(lookups);
-      wanted = wanted
-        .map((id) => this.projection.stored(id)?.variantOf)
-        .filter((base): base is string => base !== undefined && this.projection.stored(base) === undefined);
-    }
-  }
-
-  /** Holds every relation touching each entity (of `kinds` when given). */
-  async relationsOf(ids: Iterable<string>, kinds?: readonly string[]): Promise<void> {
-    const key = (id: string) => `${id}\u0000${kinds?.join("\u0000") ?? ""}`;
-    const wanted = [...new Set(ids)].filter(
-      (id) => !this.endpointsRead.has(key(id)) && !this.endpointsRead.has(`${id}\u0000`),
-    );
-    if (wanted.length > this.bounds.endpointLookups) throw new Unbounded("");
-    const lookups: RowLookup[] = wanted.map((endpoint) => ({
-      members: "relation",
-      endpoint,
-      ...(kinds === undefined ? {} : { kinds }),
-      limit: membersPerPage,
-    }));
-    const results = await this.ask(lookups);
-    for (const [index, id] of wanted.entries()) {
-      this.endpointsRead.add(key(id));
-      // A rare entity with more relations than one lookup answers: read the rest page by page.
-      const result = results[index]!;
-      if (result.found >= membersPerPage && result.last !== undefined)
-        await this.members(
-          {
-            members: "relation",
-            endpoint: id,
-            ...(kinds === undefined ? {} : { kinds }),
-            after: result.last,
-            limit: membersPerPage,
-          },
-          this.bounds.scanned,
-          `${id} has more than ${this.bounds.scanned} relations`,
-        );
-    }
-  }
+/**
+ * Whether a page's cursor counts the items before it: plain, kind (entities only), id and
+ * relation-kind pages, whose window's counts come from the kinds' counts.
+ */
+function countedQuery(query: SnapshotQuery): boolean {
+  if (query.related_to !== undefined || query.from_ms !== undefined || query.to_ms !== undefined)
+    return false;
+  // Kinds with relations list every relation touching any entity of those kinds: looked up.
+  return !(query.kinds !== undefined && (query.include ?? "both") !== "entities");
 }
 
 export const narrowHint =
   'narrow the query: add `ids`, `kinds` with `include: "entities"`, `relation_kinds`, or a shorter time window';
 
 /**
- * Looks up what `query` can match and answers its page over those rows. Throws `Unbounded` when that
- * is more than the bounds allow.
+ * Reads the rows `query` can match, or a window of them, and answers its page over those rows.
+ * Throws `Unbounded` when that is more than the bounds allow.
  */
 export async function lookupSnapshotPage(
   schema: Schema,
@@ -223,24 +81,153 @@ async function readPage(
   query: SnapshotQuery,
   budget: number,
 ): Promise<SnapshotPage & { version: string }> {
-  // The version, totals and issues first: every row read after must be of this version.
-  const head = await rows.head();
+  const reader = new RowReader(schema, rows.rows, rows.bounds);
+  const window = countedQuery(query) && query.ids === undefined ? windowOf(query) : undefined;
+  // The version, totals and issues first (with a window's first members): every row read after must
+  // be of this version.
+  const { head, results } = await rows.head(window?.first ?? []);
+  reader.version = head.version;
+  reader.hold(results);
   try {
-    return await readRows(new RowReader(schema, rows.rows, rows.bounds), query, budget, head);
+    return window === undefined
+      ? await readMatches(reader, query, budget, head)
+      : await readWindow(reader, window, results, query, budget, head);
   } catch (error) {
     if (error instanceof Unbounded) error.entities = head.total.entities;
     throw error;
   }
 }
 
-async function readRows(
+type MembersLookup = Extract<RowLookup, { members: string }>;
+
+/** What a window page reads first: the entities after its cursor, or the relations when past them. */
+function windowOf(query: SnapshotQuery) {
+  const include = query.include ?? "both";
+  const cursor: Cursor | undefined = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+  const inEntities = cursor === undefined || cursor.section === "e";
+  const entities: MembersLookup | undefined =
+    include !== "relations" && inEntities
+      ? {
+          members: "entity",
+          ...(query.kinds === undefined ? {} : { kinds: query.kinds }),
+          ...(cursor === undefined ? {} : { after: cursor.after }),
+          limit: windowSize,
+        }
+      : undefined;
+  const relations: MembersLookup | undefined =
+    include !== "entities"
+      ? {
+          members: "relation",
+          ...(query.relation_kinds === undefined ? {} : { kinds: query.relation_kinds }),
+          ...(cursor?.section === "r" ? { after: cursor.after } : {}),
+          limit: windowSize,
+        }
+      : undefined;
+  const first = entities !== undefined ? [entities] : relations !== undefined ? [relations] : [];
+  return { cursor, inEntities, entities, relations, first };
+}
+
+/**
+ * The ids a window lookup found, in id order: those of `kinds` held after `after` and through `last`
+ * (the rows found may hold others, and a variant's base is held beside its variant).
+ */
+function windowIds(
+  ids: Iterable<string>,
+  kindOf: (id: string) => string | undefined,
+  lookup: MembersLookup,
+  found: LookupResults[number],
+): string[] {
+  const kinds = lookup.kinds === undefined ? undefined : new Set(lookup.kinds);
+  const after = lookup.after;
+  const last = found.found < lookup.limit ? undefined : found.last;
+  return [...ids]
+    .filter((id) => {
+      const kind = kindOf(id);
+      return (
+        kind !== undefined &&
+        (kinds === undefined || kinds.has(kind)) &&
+        (after === undefined || id > after) &&
+        (last === undefined || id <= last)
+      );
+    })
+    .sort();
+}
+
+/**
+ * A plain, kind or relation-kind page: the members after the cursor, a window at a time, the entities
+ * then (once they are through) the relations; what it matches from the kinds' counts, what came
+ * before from the cursor's count.
+ */
+async function readWindow(
+  reader: RowReader,
+  window: ReturnType<typeof windowOf>,
+  results: LookupResults,
+  query: SnapshotQuery,
+  budget: number,
+  head: PageHead,
+): Promise<SnapshotPage & { version: string }> {
+  const { projection } = reader;
+  const { cursor, inEntities } = window;
+  let entityIds: string[] = [];
+  let entitiesDone = true;
+  if (window.entities !== undefined) {
+    const found = results[0]!;
+    entitiesDone = found.found < window.entities.limit;
+    entityIds = windowIds(
+      projection.entityIds(),
+      (id) => projection.stored(id)?.entityKind,
+      window.entities,
+      found,
+    );
+    await reader.entities(entityIds);
+  }
+  let relationIds: string[] = [];
+  if (window.relations !== undefined && entitiesDone) {
+    const found = window.entities === undefined ? results[0]! : (await reader.ask([window.relations]))[0]!;
+    relationIds = windowIds(
+      projection.relationIds(),
+      (id) => projection.storedRelation(id)?.relationKind,
+      window.relations,
+      found,
+    );
+  }
+  const sum = (counts: Readonly<Record<string, number>>, kinds: readonly string[] | undefined) =>
+    kinds === undefined
+      ? Object.values(counts).reduce((total, count) => total + count, 0)
+      : [...new Set(kinds)].reduce((total, kind) => total + (counts[kind] ?? 0), 0);
+  const matched = {
+    entities: (query.include ?? "both") === "relations" ? 0 : sum(head.counts.entities, query.kinds),
+    relations:
+      (query.include ?? "both") === "entities" ? 0 : sum(head.counts.relations, query.relation_kinds),
+  };
+  const n = cursor?.n ?? 0;
+  const page = fitPage(
+    projection,
+    {
+      entityIds,
+      entityStart: 0,
+      relationIds,
+      relationStart: 0,
+      matched,
+      before: { entities: inEntities ? n : matched.entities, relations: inEntities ? 0 : n },
+      total: head.total,
+      issues: head.issues,
+      counted: { version: head.version, total: head.total },
+    },
+    query,
+    budget,
+  );
+  return { ...page, version: reader.version ?? head.version, total: head.total };
+}
+
+/** A page over every row the query can match, looked up (named, related or timed entities; kinds). */
+async function readMatches(
   reader: RowReader,
   query: SnapshotQuery,
   budget: number,
-  head: Pick<EntityPage, "version" | "total" | "counts" | "issues">,
+  head: PageHead,
 ): Promise<SnapshotPage & { version: string }> {
   const { scanned, endpointLookups } = reader.bounds;
-  reader.version = head.version;
   const projection = reader.projection;
   const include = query.include ?? "both";
   const listRelations = include !== "entities";
@@ -330,7 +317,8 @@ async function readRows(
     index.changed();
   }
 
-  const issues = head.issues;
-  const page = snapshotPage(index, issues, query, budget);
+  // Id pages count their cursors, as window pages do.
+  const countedPage = countedQuery(query) ? { version: head.version, total: head.total } : undefined;
+  const page = snapshotPage(index, head.issues, query, budget, countedPage);
   return { ...page, version: reader.version ?? head.version, total: head.total };
 }

@@ -198,11 +198,124 @@ export function matchingEntityIds(index: ProjectionIndex, query: SnapshotQuery):
   return filtersEntities(query) ? entityIds.filter(entityMatches) : entityIds;
 }
 
+/**
+ * A page read as a window of what the query matches (plain, kind, id and relation-kind pages): its
+ * cursors count the items before them (`n`), and what it measures against the budget carries the
+ * document's version and totals.
+ */
+export interface Counted {
+  readonly version: string;
+  readonly total: { readonly entities: number; readonly relations: number };
+}
+
+/** What one page is cut from: the matches from the cursor on, in id order, and how many in all. */
+export interface PageSections {
+  /** Matched entities in id order, listed from `entityStart` (an id not held is passed over). */
+  readonly entityIds: readonly string[];
+  readonly entityStart: number;
+  /** Matched relations in id order, listed from `relationStart`. */
+  readonly relationIds: readonly string[];
+  readonly relationStart: number;
+  /** What the query matches over all pages, and how many of each came before this page's first. */
+  readonly matched: { readonly entities: number; readonly relations: number };
+  readonly before: { readonly entities: number; readonly relations: number };
+  readonly total: { readonly entities: number; readonly relations: number };
+  readonly issues: readonly DocumentIssue[];
+  readonly counted?: Counted | undefined;
+}
+
+/** A relation as a page lists it. */
+function listedRelation(projection: Projection, relationId: string): Relation | undefined {
+  const relation = projection.storedRelation(relationId);
+  return relation === undefined
+    ? undefined
+    : {
+        relationId: relation.relationId,
+        relationKind: relation.relationKind,
+        endpoint0EntityId: relation.endpoint0EntityId,
+        endpoint1EntityId: relation.endpoint1EntityId,
+      };
+}
+
+/**
+ * The one way a page is cut (every `snapshot` page ends here): the entities, then the relations, from
+ * the cursor on, as many as fit `budget`, with what remains and a cursor to it.
+ */
+export function fitPage(
+  projection: Projection,
+  sections: PageSections,
+  query: Pick<SnapshotQuery, "cursor" | "fields">,
+  budget: number,
+): SnapshotPage {
+  const { entityIds, relationIds, matched, before, issues, counted } = sections;
+  const cursor = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+  type Item =
+    | { section: "e"; id: string; value: unknown; elided: boolean }
+    | { section: "r"; id: string; value: Relation; elided: false };
+  const candidates: Item[] = [];
+  for (
+    let position = sections.entityStart;
+    position < entityIds.length && candidates.length < pageCandidates;
+    position++
+  ) {
+    const id = entityIds[position]!;
+    const entity = projection.entity(id);
+    if (entity !== undefined)
+      candidates.push({ section: "e", id, ...renderEntity(entity, query.fields, budget) });
+  }
+  for (
+    let position = sections.relationStart;
+    position < relationIds.length && candidates.length < pageCandidates;
+    position++
+  ) {
+    const id = relationIds[position]!;
+    const relation = listedRelation(projection, id);
+    if (relation !== undefined) candidates.push({ section: "r", id, value: relation, elided: false });
+  }
+  const shownIssues = issues.slice(0, 10);
+  const build = (items: readonly Item[]) => {
+    const entities = items.filter((item) => item.section === "e").map((item) => item.value);
+    const relations = items.filter((item) => item.section === "r").map((item) => item.value as Relation);
+    const shown = { e: entities.length, r: relations.length };
+    const remainingEntities = Math.max(0, matched.entities - before.entities - entities.length);
+    const remainingRelations = Math.max(0, matched.relations - before.relations - relations.length);
+    const last = items.at(-1);
+    const next: Cursor | undefined =
+      last !== undefined
+        ? counted === undefined
+          ? { section: last.section, after: last.id }
+          : {
+              section: last.section,
+              after: last.id,
+              n: (last.section === "e" ? before.entities : before.relations) + shown[last.section],
+            }
+        : counted === undefined
+          ? { section: cursor?.section ?? "e", after: cursor?.after ?? "" }
+          : (cursor ?? { section: "e", after: "", n: 0 });
+    const elided = items.filter((item) => item.elided).length;
+    const more = remainingEntities + remainingRelations > 0;
+    return {
+      ...(counted === undefined ? {} : { version: counted.version }),
+      total: sections.total,
+      matched,
+      entities,
+      relations,
+      remaining: { entities: remainingEntities, relations: remainingRelations },
+      ...(more ? { next_cursor: encodeCursor(next) } : {}),
+      ...(issues.length === 0 ? {} : { issues: shownIssues, issue_count: issues.length }),
+      ...(elided === 0 ? {} : { elided }),
+    } satisfies SnapshotPage;
+  };
+  return fitPrefix(candidates, budget, build).answer;
+}
+
+/** The page of `query` over a projection holding every row it can match (the replica's, or looked up). */
 export function snapshotPage(
   index: ProjectionIndex,
   issues: readonly DocumentIssue[],
   query: SnapshotQuery,
   budget: number,
+  counted?: Counted,
 ): SnapshotPage {
   const projection = index.projection;
   const include = query.include ?? "both";
@@ -212,25 +325,19 @@ export function snapshotPage(
   const sortedEntities: readonly string[] =
     listEntities || entityFiltered ? matchingEntityIds(index, query) : [];
   const matchedEntityIds = entityFiltered ? new Set(sortedEntities) : undefined;
-  const relationMatches = (relationId: string): Relation | undefined => {
+  const relationMatches = (relationId: string): boolean => {
     const relation = projection.storedRelation(relationId);
-    if (relation === undefined) return undefined;
-    if (relationKinds !== undefined && !relationKinds.has(relation.relationKind)) return undefined;
-    if (query.related_to !== undefined) {
-      if (relation.endpoint0EntityId !== query.related_to && relation.endpoint1EntityId !== query.related_to)
-        return undefined;
-    } else if (
-      matchedEntityIds !== undefined &&
-      !matchedEntityIds.has(relation.endpoint0EntityId) &&
-      !matchedEntityIds.has(relation.endpoint1EntityId)
-    )
-      return undefined;
-    return {
-      relationId: relation.relationId,
-      relationKind: relation.relationKind,
-      endpoint0EntityId: relation.endpoint0EntityId,
-      endpoint1EntityId: relation.endpoint1EntityId,
-    };
+    if (relation === undefined) return false;
+    if (relationKinds !== undefined && !relationKinds.has(relation.relationKind)) return false;
+    if (query.related_to !== undefined)
+      return (
+        relation.endpoint0EntityId === query.related_to || relation.endpoint1EntityId === query.related_to
+      );
+    return (
+      matchedEntityIds === undefined ||
+      matchedEntityIds.has(relation.endpoint0EntityId) ||
+      matchedEntityIds.has(relation.endpoint1EntityId)
+    );
   };
   const relationIds =
     query.related_to !== undefined
@@ -245,7 +352,7 @@ export function snapshotPage(
     ? []
     : relationsUnfiltered
       ? relationIds
-      : relationIds.filter((id) => relationMatches(id) !== undefined);
+      : relationIds.filter(relationMatches);
   const shownEntities = listEntities ? sortedEntities : [];
 
   const cursor = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
@@ -257,55 +364,23 @@ export function snapshotPage(
         : shownEntities.length;
   const relationStart =
     cursor === undefined || cursor.section === "e" ? 0 : firstAfter(matchedRelationIds, cursor.after);
-
-  const render = (entity: Entity) => renderEntity(entity, query.fields, budget);
-  type Item =
-    | { section: "e"; id: string; value: unknown; elided: boolean }
-    | { section: "r"; id: string; value: Relation; elided: false };
-  const candidates: Item[] = [];
-  for (
-    let position = entityStart;
-    position < shownEntities.length && candidates.length < pageCandidates;
-    position++
-  ) {
-    const id = shownEntities[position]!;
-    const entity = projection.entity(id);
-    if (entity !== undefined) candidates.push({ section: "e", id, ...render(entity) });
-  }
-  for (
-    let position = relationStart;
-    position < matchedRelationIds.length && candidates.length < pageCandidates;
-    position++
-  ) {
-    const id = matchedRelationIds[position]!;
-    candidates.push({ section: "r", id, value: relationMatches(id)!, elided: false });
-  }
-  const shownIssues = issues.slice(0, 10);
-  const build = (items: readonly Item[]) => {
-    const entities = items.filter((item) => item.section === "e").map((item) => item.value);
-    const relations = items.filter((item) => item.section === "r").map((item) => item.value as Relation);
-    const remainingEntities = shownEntities.length - entityStart - entities.length;
-    const remainingRelations = matchedRelationIds.length - relationStart - relations.length;
-    const last =
-      items.at(-1) ?? (cursor === undefined ? undefined : { section: cursor.section, id: cursor.after });
-    const elided = items.filter((item) => item.elided).length;
-    const more = remainingEntities + remainingRelations > 0;
-    return {
-      total: { entities: projection.entityCount, relations: index.sortedRelationIds().length },
+  return fitPage(
+    projection,
+    {
+      entityIds: shownEntities,
+      entityStart,
+      relationIds: matchedRelationIds,
+      relationStart,
       matched: { entities: shownEntities.length, relations: matchedRelationIds.length },
-      entities,
-      relations,
-      remaining: { entities: remainingEntities, relations: remainingRelations },
-      ...(more
-        ? {
-            next_cursor: encodeCursor(
-              last === undefined ? { section: "e", after: "" } : { section: last.section, after: last.id },
-            ),
-          }
-        : {}),
-      ...(issues.length === 0 ? {} : { issues: shownIssues, issue_count: issues.length }),
-      ...(elided === 0 ? {} : { elided }),
-    } satisfies SnapshotPage;
-  };
-  return fitPrefix(candidates, budget, build).answer;
+      before: { entities: entityStart, relations: relationStart },
+      total: counted?.total ?? {
+        entities: projection.entityCount,
+        relations: index.sortedRelationIds().length,
+      },
+      issues,
+      counted,
+    },
+    query,
+    budget,
+  );
 }

@@ -25,7 +25,6 @@ import {
   Unbounded,
 } from "./rows-snapshot-page.ts";
 import { discardUploads, runEditScript, type SchemaReference } from "./run-edit-script.ts";
-import { servedByServer, serverSnapshotPage } from "./server-snapshot-page.ts";
 import { CursorError, ProjectionIndex } from "./snapshot-page.ts";
 import { fitLogs, fitOutcome, runError } from "./tool-answers.ts";
 import type { ToolInput } from "./tool-input.ts";
@@ -145,11 +144,10 @@ export async function snapshot(core: ToolCore, input: ToolInput): Promise<DocScr
   const envelope = { ok: true, op: "snapshot", doc_id: input.doc_id, version: "" } as const;
   const budget = budgets.snapshot - tokensOf(envelope) - 60;
   try {
-    // Plain, kind and id pages read the server's stored rows; related, timed and kinds-with-relations
-    // pages look up the rows their query can match (ADR 0467): nothing of the document is pulled here.
-    const { version, ...page } = servedByServer(input)
-      ? await serverSnapshotPage(client, input.doc_id, input, budget)
-      : await lookupSnapshotPage(await schema(), serverPageRows(client, input.doc_id), input, budget);
+    // Every page reads the server's stored rows (a window of them, or those its query can match: ADR
+    // 0467, 0485): nothing of the document is pulled here.
+    const rows = serverPageRows(client, input.doc_id);
+    const { version, ...page } = await lookupSnapshotPage(await schema(), rows, input, budget);
     return { ...envelope, version, ...page };
   } catch (error) {
     if (error instanceof CursorError)
