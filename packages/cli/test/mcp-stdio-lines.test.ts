@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { test } from "node:test";
+import { underLoadMs } from "@tackle/test-support";
 import { cleanEnv, mainScript } from "./tackle-process.ts";
 
 interface Reply {
@@ -40,7 +41,11 @@ function startMcp(): {
       const ready = replies.shift();
       if (ready !== undefined) return Promise.resolve(ready);
       return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error("no reply from tackle mcp within 10 s")), 10_000);
+        const waitMs = underLoadMs(10_000);
+        const timer = setTimeout(
+          () => reject(new Error(`no reply from tackle mcp within ${waitMs} ms`)),
+          waitMs,
+        );
         waiting.push((reply) => {
           clearTimeout(timer);
           resolve(reply);
