@@ -119,18 +119,28 @@ function insertMembers(
     );
     if (Number(inserted.changes) !== 1) continue;
     landed.push(member);
-    for (const entry of numberEntries([member]))
-      statements.insertNumber.run(
-        documentId,
-        entry.kind,
-        entry.field,
-        entry.value,
-        entry.memberId,
-        change.root,
-        change.rowId,
-      );
+    insertNumbers(statements, documentId, change, member);
   }
   return landed;
+}
+
+/** Indexes a member's number fields under its row (the window index, ADR 0480). */
+function insertNumbers(
+  statements: RowStatements,
+  documentId: string,
+  change: RowChange,
+  member: RowMember,
+): void {
+  for (const entry of numberEntries([member]))
+    statements.insertNumber.run(
+      documentId,
+      entry.kind,
+      entry.field,
+      entry.value,
+      entry.memberId,
+      change.root,
+      change.rowId,
+    );
 }
 
 function upsertRow(statements: RowStatements, documentId: string, change: RowChange, version: number): void {
@@ -189,16 +199,7 @@ function rewriteNumbers(statements: RowStatements, documentId: string, change: R
     const key = `${member.type}\u0000${member.id}`;
     if (!held.has(key) || written.has(key)) continue;
     written.add(key);
-    for (const entry of numberEntries([member]))
-      statements.insertNumber.run(
-        documentId,
-        entry.kind,
-        entry.field,
-        entry.value,
-        entry.memberId,
-        change.root,
-        change.rowId,
-      );
+    insertNumbers(statements, documentId, change, member);
   }
 }
 
