@@ -5,6 +5,7 @@
  */
 
 import type { RelationShape, Schema } from "../schema/define-schema.ts";
+import type { FieldSpec } from "../schema/field.ts";
 import { ownValue } from "../schema/own-keys.ts";
 import type { DocumentIssue, DocumentView, Entity } from "../schema/types.ts";
 import { validatePayload } from "../schema/validate-payload.ts";
@@ -109,6 +110,29 @@ export function invariantsRead(schema: Schema, kind: string, field: string): boo
   );
 }
 
+/**
+ * The payload issues last found per payload object. A stored payload is never changed in place (an
+ * update stages a new one, sharing only what it did not touch), and a building session checks a
+ * track's or a clip's payload again with every write that links to it: the same object checked
+ * against the same fields for the same entity has the same issues.
+ */
+const checkedPayloads = new WeakMap<
+  object,
+  { fields: Readonly<Record<string, FieldSpec>>; entityId: string; issues: readonly DocumentIssue[] }
+>();
+
+function payloadIssues(
+  fields: Readonly<Record<string, FieldSpec>>,
+  payload: Readonly<Record<string, unknown>>,
+  entityId: string,
+): readonly DocumentIssue[] {
+  const known = checkedPayloads.get(payload);
+  if (known !== undefined && known.fields === fields && known.entityId === entityId) return known.issues;
+  const issues = validatePayload(fields, payload, entityId);
+  checkedPayloads.set(payload, { fields, entityId, issues });
+  return issues;
+}
+
 /** The issues of one entity: its row's shape, kind, payload, variant, slots and identity. */
 export function checkEntity(projection: Projection, entityId: string): DocumentIssue[] {
   const claims = projection.claimsOf(entityId);
@@ -133,7 +157,7 @@ export function checkEntity(projection: Projection, entityId: string): DocumentI
   const entity = projection.sharedEntity(entityId);
   if (entity === undefined) return issues;
   if (stored.variantOf !== undefined) issues.push(...checkVariant(projection, entityId));
-  issues.push(...validatePayload(kind.fields, entity.payload, entityId));
+  issues.push(...payloadIssues(kind.fields, entity.payload, entityId));
   if (schema.embeddedKinds.has(stored.entityKind) && stored.holder === undefined) {
     issues.push({
       constraint: "slot.embedded",

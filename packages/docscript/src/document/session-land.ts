@@ -3,7 +3,7 @@
  * (the staging undone) when it adds an issue, else applied to Loro whole or not at all.
  */
 
-import { type LoroDoc, LoroMap } from "loro-crdt";
+import { type LoroDoc, LoroMap, type OpId } from "loro-crdt";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import {
@@ -62,6 +62,21 @@ function issueKeys(projection: Projection, scope: CheckScope): Set<string> {
   );
 }
 
+/**
+ * The version just before the last `written` atoms of `doc`, which this peer committed last (ADR
+ * 0481): the dependencies of their change when they start one, else this peer's op before them (Loro
+ * merged them into the change of this peer's previous writes, which they follow).
+ */
+function versionBefore(doc: LoroDoc, written: number): OpId[] {
+  const now = doc.frontiers();
+  const own = now.length === 1 ? now[0] : undefined;
+  if (own === undefined || own.peer !== doc.peerIdStr)
+    throw new Error("the document's version after a write is not the writer's own op");
+  const first = own.counter - written + 1;
+  const change = doc.getChangeAt({ peer: own.peer, counter: first });
+  return change.counter === first ? change.deps : [{ peer: own.peer, counter: first - 1 }];
+}
+
 export interface LandParts {
   readonly doc: LoroDoc;
   readonly projection: Projection;
@@ -92,18 +107,22 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
   };
   /**
    * Runs `mutate` on the document, whole or not at all: Loro has no rollback of a transaction, so the
-   * writes before this one are committed first, and a mutation that throws part-way is reverted to that
-   * point (and `restore` undoes the staging).
+   * writes before this one are committed first (a commit per write: a pending transaction of a whole
+   * build costs more in collections than the commits), and a mutation that throws part-way is
+   * committed and reverted to the version before it (and `restore` undoes the staging). That version
+   * is read off the history only then (ADR 0493), not read before every write.
    */
   const mutateWhole = (mutate: () => void, restore: () => void): void => {
     if (doc.getPendingTxnLength() > 0) doc.commit();
-    const frontiers = doc.frontiers();
     try {
       mutate();
     } catch (error) {
+      const written = doc.getPendingTxnLength();
       doc.commit();
-      doc.revertTo(frontiers);
-      doc.commit();
+      if (written > 0) {
+        doc.revertTo(versionBefore(doc, written));
+        doc.commit();
+      }
       restore();
       throw new DocScriptError(
         "invalid_operation",
