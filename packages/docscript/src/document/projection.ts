@@ -4,6 +4,7 @@
  * What a row projects to is read by `row-shape.ts`.
  */
 
+import { copyValue } from "../schema/copy-value.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentView, Entity, Relation } from "../schema/types.ts";
 import { keepFirst } from "./keep-first.ts";
@@ -257,7 +258,7 @@ export class Projection implements DocumentView {
   /** The entity as read, a copy: a variant's base applied under its own fields. */
   entity(entityId: string): Entity | undefined {
     const entity = this.sharedEntity(entityId);
-    return entity === undefined ? undefined : { ...entity, payload: structuredClone(entity.payload) };
+    return entity === undefined ? undefined : { ...entity, payload: copyValue(entity.payload) };
   }
 
   /** The entity as read without copying, for checks that only look. */
