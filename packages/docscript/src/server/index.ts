@@ -22,6 +22,7 @@ export {
   type LoggedUpdate,
   StoreConflictError,
   type StoredDocument,
+  type StoredHead,
 } from "./document-store.ts";
 export type { PushResult } from "./push-result.ts";
 export { type RunningDocumentServer, type ServeDocumentsOptions, serveDocuments } from "./serve-documents.ts";
