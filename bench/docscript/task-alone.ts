@@ -16,6 +16,7 @@ import { lookupRowSource } from "../../packages/docscript/src/document/row-sourc
 import { createSqliteDocumentStore, DocumentHost } from "../../packages/docscript/src/server/index.ts";
 import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
 import { documentVersion } from "../../packages/docscript/src/tool/document-cache.ts";
+import { loroBytes } from "../../packages/docscript/src/tool/host-retained.ts";
 import { openRunSession } from "../../packages/docscript/src/tool/run-session.ts";
 import { seedFile } from "./scale-harness.ts";
 
@@ -47,6 +48,11 @@ try {
     { call: () => Promise.resolve(undefined) },
   );
   const remote = demandOf(base);
+  const loroAtOpen = loroBytes();
+  const heapAtOpen = process.memoryUsage().heapUsed;
+  const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
+  const memory = () =>
+    `Loro +${mib(loroBytes() - loroAtOpen)} MiB, heap +${mib(process.memoryUsage().heapUsed - heapAtOpen)} MiB`;
   const timed = async (label: string, binding: string, method: string, args: unknown[]) => {
     const requests = remote?.requests ?? 0;
     const rows = remote?.rowsRead ?? 0;
@@ -55,7 +61,7 @@ try {
     const value = await session.callFilled(binding, method, args);
     const used = process.cpuUsage(cpu);
     console.log(
-      `${label}: ${(performance.now() - start).toFixed(0)} ms (CPU ${((used.user + used.system) / 1000).toFixed(0)} ms), ${(remote?.requests ?? 0) - requests} requests, ${(remote?.rowsRead ?? 0) - rows} rows`,
+      `${label}: ${(performance.now() - start).toFixed(0)} ms (CPU ${((used.user + used.system) / 1000).toFixed(0)} ms), ${(remote?.requests ?? 0) - requests} requests, ${(remote?.rowsRead ?? 0) - rows} rows; ${memory()}`,
     );
     return value as never;
   };
@@ -133,7 +139,7 @@ try {
   const finishStart = performance.now();
   const plan = await session.finish({ ok: true, value: undefined } as never);
   console.log(
-    `${task} at ${count}: calls ${callsMs.toFixed(0)} ms, finish ${(performance.now() - finishStart).toFixed(0)} ms, writes ${plan.preview.writes}`,
+    `${task} at ${count}: calls ${callsMs.toFixed(0)} ms, finish ${(performance.now() - finishStart).toFixed(0)} ms, writes ${plan.preview.writes}; ${memory()}, update ${mib(plan.update.byteLength)} MiB`,
   );
 } finally {
   await host.close();

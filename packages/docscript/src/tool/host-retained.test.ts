@@ -41,6 +41,23 @@ describe("a run's retained bytes on the host (ADR 0490)", () => {
     assert.equal(budget.over(), false);
   });
 
+  it("credits what reading the document's rows grows, up to the limit (ADR 0481)", async () => {
+    const budget = retainedBudget(2 ** 20);
+    // Rows read for the document (a fill of rows on demand) and kept: the document's, not the run's.
+    const held = await budget.reading(async () => Array.from({ length: 20_000 }, (_, index) => ({ index })));
+    assert.equal(held.length, 20_000);
+    assert.equal(budget.over(), false);
+    // What the run keeps itself is charged as before: the credit is no more than the limit.
+    budget.charge(2 ** 21);
+    assert.equal(budget.over(), true);
+    const reads = retainedBudget(2 ** 20);
+    await reads.reading(async () => {
+      reads.charge(0);
+    });
+    reads.charge(2 ** 20 + 2 ** 19);
+    assert.equal(reads.over(), true);
+  });
+
   const small = createEditScriptPool({ size: 1, timeoutMs: 120_000, runRetainedMb: 1 });
   const roomy = createEditScriptPool({ size: 1, timeoutMs: 120_000 });
   after(() => Promise.all([small.close(), roomy.close()]));

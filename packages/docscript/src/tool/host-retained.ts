@@ -5,7 +5,9 @@
  * session's overlay, checks, preview), and bytes the run hands on to be kept elsewhere (its uploads,
  * staged until the plan is committed or dropped, and the plan's update, kept with the plan). A reading
  * over the limit is confirmed after a full collection of the worker's heap before the run fails, so
- * garbage never fails a run.
+ * garbage never fails a run. What reading the document's rows from the server grows (the rows a
+ * projection reading on demand holds for the document's runs, ADR 0466) is the document's, not the
+ * run's: it is credited back, up to the limit again (ADR 0481).
  */
 import { createRequire } from "node:module";
 import v8 from "node:v8";
@@ -48,6 +50,11 @@ const heapBytes = (): number => v8.getHeapStatistics().used_heap_size;
 export interface RetainedBudget {
   /** Bytes the run handed on to be kept elsewhere (an upload, the plan's update). */
   charge(bytes: number): void;
+  /**
+   * `work` that reads the document's rows into the projection (a fill of rows on demand): what the
+   * worker grows by while it runs is credited, up to the limit over the run (ADR 0481).
+   */
+  reading<T>(work: () => Promise<T>): Promise<T>;
   /** Whether the run retains more than its limit (confirmed after a collection). */
   over(): boolean;
   /** The failure a run over its limit ends with. */
@@ -58,11 +65,23 @@ export function retainedBudget(limitBytes: number): RetainedBudget {
   const loroAtOpen = loroBytes();
   const heapAtOpen = heapBytes();
   let charged = 0;
+  let credited = 0;
   let exceeded = false;
-  const retained = () => loroBytes() - loroAtOpen + Math.max(0, heapBytes() - heapAtOpen) + charged;
+  const retained = () =>
+    loroBytes() - loroAtOpen + Math.max(0, heapBytes() - heapAtOpen) + charged - credited;
   return {
     charge(bytes) {
       charged += Math.max(0, bytes);
+    },
+    async reading(work) {
+      const loro = loroBytes();
+      const heap = heapBytes();
+      try {
+        return await work();
+      } finally {
+        const grown = loroBytes() - loro + Math.max(0, heapBytes() - heap);
+        credited = Math.min(limitBytes, credited + grown);
+      }
     },
     over() {
       if (exceeded) return true;

@@ -59,6 +59,11 @@ export interface EditScriptPlanBody {
 /** The host's hooks a session calls (`loadEntityAsset`, `uploadText`), by name. */
 export interface RunSessionHost {
   call(method: string, payload: unknown): Promise<unknown>;
+  /**
+   * Runs a read of the document's rows from the server (a fill of rows on demand, ADR 0466): the host
+   * worker credits what it grows by to the document, not the run (ADR 0481).
+   */
+  reading?<T>(work: () => Promise<T>): Promise<T>;
 }
 
 /** A run's session as the host's answers to the worker: sync bindings, `materialize`, and the end. */
@@ -107,7 +112,10 @@ export { valueShape } from "./value-shapes.ts";
  * asking again, the ids the first asking made, so what was looked up for them is what it needs. Over
  * a projection holding every row, a call runs once.
  */
-function askedUntilFilled(remote: RowsOnDemand | undefined): {
+function askedUntilFilled(
+  remote: RowsOnDemand | undefined,
+  reading: <T>(work: () => Promise<T>) => Promise<T>,
+): {
   createId: (kind: string) => string;
   filled: <T>(work: () => T, landing: boolean) => Promise<T>;
 } {
@@ -146,7 +154,7 @@ function askedUntilFilled(remote: RowsOnDemand | undefined): {
           "document_unavailable",
           `the call still lacked rows after ${maxFillRounds} reads from the server`,
         );
-      await remote.fill();
+      await reading(() => remote.fill());
     }
   };
   return { createId, filled };
@@ -162,7 +170,7 @@ export function openRunSession(
   const baseVersion = doc.oplogVersion();
   doc.setPeerId(input.peerId as `${number}`);
   const remote = demandOf(base);
-  const { createId, filled } = askedUntilFilled(remote);
+  const { createId, filled } = askedUntilFilled(remote, (work) => host.reading?.(work) ?? work());
   // Starts from an overlay of the base projection: nothing the run writes reaches `base`.
   const session = openDocument(doc, schema, { role: "script", projection: base, createId });
   const tally = newTally();

@@ -142,6 +142,7 @@ async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<v
           budget.charge(handedOn(method, payload));
           return await ask({ type: "hook", runId, method, payload });
         }),
+      reading: (work) => budget.reading(work),
     });
     const state: HostedRunState = { session, checkedOut, channel, budget, signal };
     runs.set(runId, state);
