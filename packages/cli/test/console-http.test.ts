@@ -265,3 +265,21 @@ test("OAuth discovery gets 404 saying the console takes its token file's bearer 
   });
   assert.equal(foreign, 403);
 });
+
+test("a kept-alive connection outlives a hold of the console's event loop past Node's 5 s keep-alive", async () => {
+  // The client and the console share this process, as the result-budget tests' do: a hold of the
+  // loop (there, the tokenizer counting a 2 MB answer at load 25) holds both. The client then writes
+  // its next request on the pooled connection, and Node ran the server's overdue keep-alive timer
+  // before reading it: the socket was destroyed with the request unread, ECONNRESET.
+  const echo = async (text: string) =>
+    readJsonRpc(
+      await post(
+        { jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "demo.echo", arguments: { text } } },
+        { "mcp-protocol-version": "2025-06-18" },
+      ),
+    );
+  assert.deepEqual((await echo("before")).result?.structuredContent, { text: "before" });
+  // 7 s asleep (no CPU burnt): past the 5 s keep-alive and the 1 s Node adds to its timer.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 7000);
+  assert.deepEqual((await echo("after")).result?.structuredContent, { text: "after" });
+});

@@ -13,7 +13,7 @@ import { type CallToolResult, Client, StreamableHTTPClientTransport } from "@mod
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { createToolSet, isToolContent, silentLogger } from "@tackle/core";
 import { toCallToolResult } from "@tackle/core/mcp";
-import { freePort, startNatsServer } from "@tackle/test-support";
+import { freePort, startNatsServer, underLoadMs } from "@tackle/test-support";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { readConsoleToken } from "../src/console/console-token.ts";
 import { type RunningConsole, startConsole } from "../src/console/start-console.ts";
@@ -48,7 +48,10 @@ function cursorOf(result: CallToolResult): string | undefined {
 }
 
 async function call(client: Client, name: string, args: Record<string, unknown>) {
-  return (await client.callTool({ name, arguments: args }, { timeout: 60_000 })) as CallToolResult;
+  return (await client.callTool(
+    { name, arguments: args },
+    { timeout: underLoadMs(60_000) },
+  )) as CallToolResult;
 }
 
 /** The first answer and every part after it, by cursor; each within `budget`. */

@@ -37,6 +37,17 @@ export interface RunningConsole {
   close(): Promise<void>;
 }
 
+/**
+ * How long a kept-alive connection may sit idle (Node's default is 5 s). Node's idle timer is checked
+ * before the socket is read, so when the console's event loop is held longer than that (budgeting a
+ * large answer holds it for seconds on a loaded machine; so does a test sharing the process with
+ * it), a request a client sent meanwhile on a pooled connection finds the socket destroyed under it:
+ * ECONNRESET, and a POST is not retried. A minute covers any hold the console's own work makes; an
+ * idle connection held that long costs a loopback socket. Clients follow the `Keep-Alive: timeout`
+ * hint the server sends, so they drop their side first.
+ */
+const consoleKeepAliveMs = 60_000;
+
 export async function startConsole(options: ConsoleOptions): Promise<RunningConsole> {
   const { listen } = options;
   // Checked again here so that no caller, however it built the address, can bind beyond loopback.
@@ -48,6 +59,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
   const app = createConsoleApp(options);
   const server = await new Promise<ServerType>((resolve, reject) => {
     const started = serve({ fetch: app.fetch, hostname: listen.host, port: listen.port });
+    if ("keepAliveTimeout" in started) started.keepAliveTimeout = consoleKeepAliveMs;
     started.once("listening", () => resolve(started));
     started.once("error", (error: NodeJS.ErrnoException) => {
       const message =
