@@ -1,69 +1,22 @@
 /** The service as its own process (the `tackle-memory serve` bin): data survives a kill and restart. */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { DatabaseSync } from "node:sqlite";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { MemoryClient } from "@tackle/memory";
-import { createTestDatabase, freePort, type TestDatabase, testPostgresUrl } from "@tackle/test-support";
+import {
+  createTestDatabase,
+  freePort,
+  type TestDatabase,
+  testPostgresUrl,
+  underLoadMs,
+} from "@tackle/test-support";
 import pg from "pg";
-
-const main = fileURLToPath(new URL("../src/server/main.ts", import.meta.url));
-
-interface Running {
-  readonly child: ChildProcess;
-  readonly url: string;
-  /** Resolves with the first line the process writes to stderr that matches. */
-  stderrLine(pattern: RegExp, timeoutMs: number): Promise<string>;
-}
-
-async function startService(args: string[], environment: Record<string, string>): Promise<Running> {
-  const child = spawn(process.execPath, ["--conditions=@tackle/source", main, "serve", ...args], {
-    env: { PATH: process.env.PATH ?? "", ...environment },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr?.on("data", (chunk) => {
-    stderr += String(chunk);
-  });
-  const stderrLine = (pattern: RegExp, timeoutMs: number) =>
-    new Promise<string>((resolve, reject) => {
-      const deadline = Date.now() + timeoutMs;
-      const look = () => {
-        const line = stderr.split("\n").find((candidate) => pattern.test(candidate));
-        if (line !== undefined) return resolve(line);
-        if (Date.now() > deadline) return reject(new Error(`no stderr line matched ${pattern}: ${stderr}`));
-        setTimeout(look, 20);
-      };
-      look();
-    });
-  const lines = createInterface({ input: child.stdout! });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start: ${stderr}`)), 20_000);
-    child.once("exit", (code) => reject(new Error(`service exited with ${code}: ${stderr}`)));
-    lines.on("line", (line) => {
-      const parsed = JSON.parse(line) as { listening?: string };
-      if (parsed.listening) {
-        clearTimeout(timer);
-        resolve(parsed.listening);
-      }
-    });
-  });
-  return { child, url, stderrLine };
-}
-
-function stop(running: Running, signal: NodeJS.Signals): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (running.child.exitCode !== null || running.child.signalCode !== null)
-      return resolve(running.child.exitCode);
-    running.child.once("exit", (code) => resolve(code));
-    running.child.kill(signal);
-  });
-}
+import { killAllStarted, main, type Running, startService, stop } from "./support/service-process.ts";
 
 async function exercise(url: string, apiKey: string) {
   const client = new MemoryClient({ baseUrl: url, apiKey, allowPrivateNetwork: true });
@@ -122,7 +75,7 @@ async function killBetweenWriteAndAnswer(running: Running, apiKey: string, key: 
     (response) => response.status,
     (error: unknown) => error,
   );
-  await running.stderrLine(/stalledBeforeCommit/, 10_000);
+  await running.stderrLine(/stalledBeforeCommit/, underLoadMs(10_000));
   await stop(running, "SIGKILL");
   assert.ok((await outcome) instanceof Error, "the caller of the killed process never got an answer");
 }
@@ -132,7 +85,7 @@ async function retryAfterKill(url: string, apiKey: string, key: string, content:
   const client = new MemoryClient({ baseUrl: url, apiKey, allowPrivateNetwork: true, maxRetries: 0 });
   const started = Date.now();
   const retried = await client.add({ userId: "u", kind: "episode", content }, { idempotencyKey: key });
-  assert.ok(Date.now() - started < 5000, "answered at once, not held until the key expires");
+  assert.ok(Date.now() - started < underLoadMs(5000), "answered at once, not held until the key expires");
   assert.equal(retried.created, true);
   assert.equal(retried.replayed, undefined, "the killed attempt stored nothing: the retry ran the write");
   const again = await client.add({ userId: "u", kind: "episode", content }, { idempotencyKey: key });
@@ -146,6 +99,7 @@ const children: Running[] = [];
 let database: TestDatabase | undefined;
 after(async () => {
   for (const running of children) await stop(running, "SIGKILL");
+  killAllStarted();
   await database?.drop();
   rmSync(directory, { recursive: true, force: true });
 });
@@ -286,7 +240,7 @@ describe("memory service process: PostgreSQL, a shared file and configured model
         const count = async (table: string) =>
           Number((await pool.query(`SELECT COUNT(*) AS n FROM ${table}`)).rows[0].n);
         const request = killBetweenWriteAndAnswer(stalled, "kill-key", "turn-12", content);
-        await stalled.stderrLine(/stalledBeforeCommit/, 10_000);
+        await stalled.stderrLine(/stalledBeforeCommit/, underLoadMs(10_000));
         assert.equal(await count("memory_memories"), 0, "the write is not visible before its commit");
         await request;
         assert.equal(await count("memory_memories"), 0, "the killed process's transaction was rolled back");
@@ -370,7 +324,7 @@ describe("memory service process: usage and listen errors", () => {
         const timer = setTimeout(() => {
           child.kill("SIGKILL");
           reject(new Error(`tackle-memory ${args.join(" ")} did not exit: ${stderr}`));
-        }, 60_000);
+        }, underLoadMs(60_000));
         child.once("exit", (code) => {
           clearTimeout(timer);
           resolve({ code, stdout, stderr });
