@@ -22,11 +22,12 @@ it("the short soak: lost 0, duplicated 0 across five kinds of process killed and
   // work slower).
   timeout: testTimeoutMs(400_000),
 }, async (t) => {
-  // A kill is work taken over only if the killed process held a run or a job at that instant; the
-  // soak waits for both memory services to hold one, but a job can end between that look and the
-  // SIGKILL (a miss seen twice in three runs on 2 December). A miss leaves nothing to take over, so
-  // nothing can be lost by it: the soak is run once more, and every run must lose and duplicate
-  // nothing; the takeovers must be seen in one of them.
+  // A kill is work taken over only if the killed process held a run or a job at that instant. The
+  // memory service is stopped while it holds an import job and killed only if it still holds one
+  // (bench/soak/memory-victim.ts), so its takeover is seen in every run; the durable runner is killed
+  // after a look that finds it driving a run, and the run can end between that look and the SIGKILL.
+  // A miss leaves nothing to take over, so nothing can be lost by it: the soak is run once more, and
+  // every run must lose and duplicate nothing; the takeovers must be seen in one of them.
   let takenOver = { durableRuns: 0, memoryJobs: 0 };
   for (
     let attempt = 1;

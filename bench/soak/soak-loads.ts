@@ -190,7 +190,8 @@ export function durableLoad(state: LoadState, runnerUrls: readonly string[], set
 
 export function memoryLoad(state: LoadState, memory: MemoryClient, settleMs: number) {
   // Memory load: two writers adding memories with unique texts, two importers each running one
-  // import job at a time (so both services hold a job), all through one client listing both services.
+  // import job at a time, all through one client listing both services (the first service gets every
+  // job while it is up and holds one most of the time; the other claims one queued while it is busy).
   const added = new Map<string, { op: Op; memoryId: string }>();
   let addSeq = 0;
   const adders = Array.from({ length: 2 }, () =>

@@ -87,11 +87,21 @@ async function startDatabaseSide(track: Track, cleanup: Cleanup) {
       process: track(started.process),
       url: started.line.split(" ")[1] as string,
     }));
-  const startMemory = (port: number) =>
-    spawnReady(memoryServiceScript, [memoryUrl, String(memoryJobLeaseMs), String(port)]).then((started) => ({
+  // Each service process connects under its own application_name: the soak sees when nothing of a
+  // killed one is left in the database (bench/soak/memory-victim.ts).
+  let memoryStarts = 0;
+  const startMemory = (port: number) => {
+    const application = `soak-memory-${++memoryStarts}`;
+    return spawnReady(memoryServiceScript, [
+      `${memoryUrl}?application_name=${application}`,
+      String(memoryJobLeaseMs),
+      String(port),
+    ]).then((started) => ({
       process: track(started.process),
       url: started.line.split(" ")[1] as string,
+      application,
     }));
+  };
   const [docsA, docsB, runnerA, runnerB, memoryA, memoryB] = await Promise.all([
     startDocs(),
     startDocs(),

@@ -13,6 +13,8 @@
 import type { ChildProcess } from "node:child_process";
 import { createDocumentClient } from "@tackle/docscript";
 import { MemoryClient } from "@tackle/memory";
+import { underLoadMs } from "@tackle/test-support";
+import { type HeldJob, killHoldingJob, ownerPid, victimHolds } from "./memory-victim.ts";
 import { checkDocuments, checkDurable, checkMemory } from "./soak-checks.ts";
 import {
   createLoadState,
@@ -126,8 +128,12 @@ export async function runSoak(options: { phaseMs?: number; settleMs?: number } =
       const now = finals.get(held.id);
       return now?.status === "succeeded" && now.lease_owner !== held.lease_owner;
     }).length;
+    const endings = heldAtKill.map((held) => {
+      const now = finals.get(held.id);
+      return `${now?.status} by pid ${ownerPid(now?.lease_owner)}`;
+    });
     notes.push(
-      `memory: the two services held ${heldAtKill.length} running import jobs when one was SIGKILLed; ${movedJobs} (the killed one's) finished on the other service after the lease`,
+      `memory: the SIGKILLed service held ${heldAtKill.length} running import job(s); ${movedJobs} finished by another process after the lease (${endings.join(", ") || "none held"})`,
     );
 
     const rows: SoakRow[] = [];
@@ -172,10 +178,10 @@ async function runFault(
   state.fault = index;
   state.phase = "before";
   await sleep(phaseMs);
-  // Wait (bounded) until the victim is busy, so the kill lands mid-run or mid-job. Both memory
-  // services hold an import job at once only now and then (a job is claimed by the service that took
-  // it, the other polls), so the wait is long enough for that to come round.
-  if (options.ready) await until(async () => ((await options.ready?.()) ? true : undefined), 15_000);
+  // Wait (bounded, longer under load) until the victim is busy, so the kill lands mid-run or mid-job.
+  if (options.ready) {
+    await until(async () => ((await options.ready?.()) ? true : undefined), underLoadMs(15_000));
+  }
   state.phase = "during";
   await inject();
   timing.injectedAt[index] = performance.now();
@@ -249,29 +255,24 @@ async function injectFaults(context: FaultContext, procs: Processes) {
     },
   );
 
-  // 5. A memory service SIGKILLed while it holds an import job (both services hold one), then
-  //    started again on its port.
-  let heldAtKill: { id: string; lease_owner: string }[] = [];
+  // 5. A memory service SIGKILLed while it holds an import job, then started again on its port. The
+  //    client sends every job to this service first and it claims each one it gets while idle, so it
+  //    holds one most of the time; the other service only now and then (it claims a job queued while
+  //    this one is busy). Waiting for both to hold one, as this did, waited for the rare case (and
+  //    killed at whatever instant when 15 s passed), and a job could end between the look and the kill.
+  let heldAtKill: HeldJob[] = [];
   await runFault(
     context,
     4,
     async () => {
-      heldAtKill = (
-        await procs.memorySql.query("SELECT id, lease_owner FROM memory_jobs WHERE status = 'running'")
-      ).rows;
-      await kill(procs.memoryA.process);
+      const killed = await killHoldingJob(procs.memorySql, procs.memoryA, underLoadMs(15_000));
+      heldAtKill = killed.held;
+      context.state.notes.push(killed.note);
     },
     async () => {
       procs.memoryA = await procs.startMemory(procs.memoryPorts[0]);
     },
-    {
-      ready: async () => {
-        const running = await procs.memorySql.query(
-          "SELECT DISTINCT lease_owner FROM memory_jobs WHERE status = 'running' AND lease_until > clock_timestamp()",
-        );
-        return running.rows.length >= 2;
-      },
-    },
+    { ready: () => victimHolds(procs.memorySql, procs.memoryA) },
   );
 
   // 6. PostgreSQL stopped (fast: its connections are cut), down for a phase, then started again.

@@ -1,5 +1,6 @@
 /** Runs jobs one at a time in this process; jobs left unfinished by a stopped process resume at start. */
 import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import type { Logger } from "@tackle/core";
 import type { MemoryJob } from "../schemas/admin.ts";
 import type { MemoryScope } from "../scope/memory-scope.ts";
@@ -103,7 +104,9 @@ export function createJobRunner(options: JobRunnerOptions) {
  */
 function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
   const { store, logger } = options;
-  const owner = randomUUID();
+  // Which process holds a job, readable in `lease_owner` by an operator (and by the soak, which kills
+  // a service while it holds one): host and process id, then a random part unique to this runner.
+  const owner = `${hostname()}:${process.pid}:${randomUUID()}`;
   const pollMs = Math.min(500, Math.max(20, Math.floor(leases.leaseMs / 4)));
   let closed = false;
   let busy: Promise<void> | undefined;
