@@ -99,6 +99,14 @@ export function stagedCounts(
   };
 }
 
+/** The counts of a change that wrote the fields of `written` alone (its rows' members unchanged). */
+export function fieldCounts(written: readonly string[]): Pick<ChangeFacts, "entities" | "relations"> {
+  return {
+    entities: { created: 0, changed: written.length, deleted: 0 },
+    relations: { created: 0, changed: 0, deleted: 0 },
+  };
+}
+
 /** A row of the change log table as either store reads it back. */
 export interface ChangeRow {
   readonly seq: number | string;

@@ -14,7 +14,7 @@ import { encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { formatIssue } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
-import { type ChangeFacts, stagedCounts } from "./change-log.ts";
+import { type ChangeFacts, fieldCounts, stagedCounts } from "./change-log.ts";
 import { type ChangedRows, changedRows } from "./changed-rows.ts";
 import type { RowChange, RowRoot } from "./document-store.ts";
 import { conflictingTargets, lostUpdates, restoreCommitted } from "./lost-updates.ts";
@@ -277,7 +277,10 @@ function toStore(
       credential: options.host === true ? "host" : "document",
       peers: [...new Set(spans.map((span) => String(span.peer)))],
       planIds,
-      ...stagedCounts(open.projection, staged.previous, staged.previousRelations),
+      // A change of fields alone creates and deletes nothing: it changed the entities it wrote.
+      ...(staged.fieldsOf === undefined
+        ? stagedCounts(open.projection, staged.previous, staged.previousRelations)
+        : fieldCounts(staged.fieldsOf)),
     },
   };
 }

@@ -86,6 +86,8 @@ export function stageChange(
   /** What the change reaches, and every issue there after it. */
   scope: CheckScope;
   after: DocumentIssue[];
+  /** Set when the change wrote entities' fields alone, none an invariant reads: those entities. */
+  fieldsOf?: readonly string[];
 } {
   const foreign = [...rows.foreignRoots].map(
     (root) => `the update writes root container "${root}", which the mapping does not know`,
@@ -143,6 +145,7 @@ export function stageChange(
     ],
     scope,
     after,
+    ...(fieldsOf === undefined ? {} : { fieldsOf }),
   };
 }
 
