@@ -6,7 +6,7 @@
 import { defineTool, silentLogger } from "@tackle/core";
 import { z } from "zod";
 import { DocumentClientError } from "../client/document-client-error.ts";
-import { sameVersion } from "../document/version.ts";
+import { sameVersion, versionLabel } from "../document/version.ts";
 import { type DocumentAccessContext, documentAccess } from "./document-access.ts";
 import { planDiffOp, revertOp } from "./history-ops.ts";
 import { createPlanCache } from "./plan-cache.ts";
@@ -78,21 +78,23 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     // Before any read or any state for the id: a refused id answers as a missing document.
     const refused = await mayOpen(input.doc_id, { ...caller, op: input.op });
     if (refused !== undefined) return failure(input.op, refused);
-    return await onDocument(input.doc_id, async () => {
-      try {
-        const state = stateOf(input.doc_id);
-        if (state.blockingPlanId !== undefined && input.op !== "commit-plan") return blocked(input.op, state);
-        if (input.op === "snapshot") return await snapshot(core, input);
-        if (input.op === "run-edit-script") return await run(core, input);
-        if (input.op === "plan-diff") return await planDiffOp(core, input);
-        if (input.op === "revert-plan") return await revertOp(core, input);
-        return await commitOp(core, input);
-      } catch (error) {
-        if (!DocumentClientError.isInstance(error))
-          logger.error("docscript: call failed", { op: input.op, error: (error as Error).message });
-        return failure(input.op, error);
-      }
-    });
+    return await onDocument(input.doc_id, async () => labelled(await answer(input)));
+  };
+
+  const answer = async (input: ToolInput): Promise<DocScriptResult> => {
+    try {
+      const state = stateOf(input.doc_id);
+      if (state.blockingPlanId !== undefined && input.op !== "commit-plan") return blocked(input.op, state);
+      if (input.op === "snapshot") return await snapshot(core, input);
+      if (input.op === "run-edit-script") return await run(core, input);
+      if (input.op === "plan-diff") return await planDiffOp(core, input);
+      if (input.op === "revert-plan") return await revertOp(core, input);
+      return await commitOp(core, input);
+    } catch (error) {
+      if (!DocumentClientError.isInstance(error))
+        logger.error("docscript: call failed", { op: input.op, error: (error as Error).message });
+      return failure(input.op, error);
+    }
   };
 
   const tool = defineTool({
@@ -147,4 +149,18 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
       await core.closePool();
     },
   };
+}
+
+/**
+ * An answer with its versions named as a model reads them (`versionLabel`): a short vector as it is,
+ * a long one by its fingerprint, so no answer grows with the number of plans the document took.
+ */
+function labelled(result: DocScriptResult): DocScriptResult {
+  if (!result.ok) return result;
+  const answer = { ...result } as Record<string, unknown>;
+  if (typeof answer.version === "string") answer.version = versionLabel(answer.version);
+  const commit = answer.commit as { version?: unknown } | undefined;
+  if (commit !== undefined && typeof commit.version === "string")
+    answer.commit = { ...commit, version: versionLabel(commit.version) };
+  return answer as DocScriptResult;
 }
