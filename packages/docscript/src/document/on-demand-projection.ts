@@ -8,9 +8,9 @@
 import type { Schema } from "../schema/define-schema.ts";
 import type { Entity } from "../schema/types.ts";
 import type { NumberRange } from "../server/document-store.ts";
-import { ENTITIES } from "./layout.ts";
+import { ENTITIES, RELATIONS } from "./layout.ts";
 import { type Lookup, Projection } from "./projection.ts";
-import { compareIds, type StoredRelation } from "./row-shape.ts";
+import { compareIds, compareRelations, type StoredRelation } from "./row-shape.ts";
 import type { RowSource } from "./row-source.ts";
 import {
   type DemandOptions,
@@ -18,9 +18,12 @@ import {
   keyOf,
   maxFollowUpIds,
   maxListedRelations,
+  maxOrderedPage,
+  orderedPageKey,
   RowsOnDemand,
   relationPageKey,
   speculativeLimit,
+  touchingPageKey,
   type Wanted,
   windowPageKey,
 } from "./rows-on-demand.ts";
@@ -91,8 +94,62 @@ export class OnDemandProjection extends Projection {
     return next;
   }
 
+  /** Relation rows among `written`: a page of a holder's ordered relations reads this many more. */
+  private writtenRelations = 0;
+
   override wrote(root: "entities" | "relations", rowId: string): void {
-    this.written.add(`${root}\u0000${rowId}`);
+    const key = `${root}\u0000${rowId}`;
+    if (this.written.has(key)) return;
+    this.written.add(key);
+    if (root === RELATIONS) this.writtenRelations += 1;
+  }
+
+  /**
+   * A holder's first (last) ordered relations of a kind without reading every relation it holds (a
+   * track of thousands of clips): the store's first (last) `count` plus as many as this run wrote
+   * relation rows, from its index of positions. Every relation the run wrote is held as the run left
+   * it, and the held relations of the holder are among its relations now, so the first (last) `count`
+   * of those held are the holder's: a stored one among them the run did not write is within the
+   * store's first (last) `count + written`.
+   */
+  override orderedRelations(
+    relationKind: string,
+    holderId: string,
+    from: "first" | "last",
+    count: number,
+  ): StoredRelation[] {
+    const demand = this.demand;
+    const most = count + this.writtenRelations;
+    if (demand.whole || most > maxOrderedPage)
+      return super.orderedRelations(relationKind, holderId, from, count);
+    const known =
+      demand.known.hasId("endpoint", holderId, relationKind) || demand.known.hasId("endpoint", holderId);
+    const key = orderedPageKey(relationKind, holderId, from, most);
+    if (!known && !demand.pages.has(key)) {
+      if (!demand.missing.has(key))
+        demand.missing.set(key, {
+          lookup: "orderedPage",
+          kind: relationKind,
+          holder: holderId,
+          from,
+          count: most,
+        });
+      return [];
+    }
+    const held: StoredRelation[] = [];
+    for (const relationId of this.byEntity.get(holderId) ?? []) {
+      const relation = this.relationClaims.get(relationId)?.[0];
+      if (
+        relation !== undefined &&
+        relation.relationKind === relationKind &&
+        relation.endpoint0EntityId === holderId &&
+        relation.slot === undefined
+      )
+        held.push(relation);
+    }
+    held.sort(compareRelations);
+    if (from === "last") held.reverse();
+    return held.slice(0, count);
   }
 
   /** A row the server answered, unless held already or written by this projection's run. */
@@ -103,6 +160,24 @@ export class OnDemandProjection extends Projection {
     else this.setRelationRow(rowId, json);
     // Rows of the version it stands for: still that version.
     this.readAt = readAt;
+  }
+
+  /**
+   * Whether more than `count` relations touch the entity, from a page of at most `count + 1` of them
+   * (its relations read whole only when known already): a hub of thousands answers from one page.
+   */
+  override hasMoreRelations(entityId: string, count: number): boolean {
+    const demand = this.demand;
+    if (demand.whole || count + 1 > maxOrderedPage || demand.known.hasId("endpoint", entityId))
+      return super.hasMoreRelations(entityId, count);
+    const key = touchingPageKey(entityId, count + 1);
+    const page = demand.pages.get(key);
+    if (page === undefined) {
+      demand.missing.set(key, { lookup: "touchingPage", id: entityId, count: count + 1 });
+      // Not known yet (the caller fills and asks again): told "more", so it reads nothing else now.
+      return true;
+    }
+    return !page.exhausted;
   }
 
   /** The overlay a run works on: a copy of what is held, filled with its base from the same server. */

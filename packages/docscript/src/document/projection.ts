@@ -367,6 +367,28 @@ export class Projection implements DocumentView {
     return result.sort(compareRelations);
   }
 
+  /**
+   * The first `count` of `holderId`'s ordered relations of `relationKind` (relations it holds as
+   * endpoint0, not in a slot), by position then id; from `"last"`, the last `count`, last first.
+   */
+  orderedRelations(
+    relationKind: string,
+    holderId: string,
+    from: "first" | "last",
+    count: number,
+  ): StoredRelation[] {
+    const held = this.storedRelationsOf(holderId, relationKind).filter(
+      (relation) => relation.endpoint0EntityId === holderId && relation.slot === undefined,
+    );
+    if (from === "last") held.reverse();
+    return held.slice(0, count);
+  }
+
+  /** Whether more than `count` relations touch `entityId` (a hub's are not all read to tell). */
+  hasMoreRelations(entityId: string, count: number): boolean {
+    return this.relationIdsOf(entityId).size > count;
+  }
+
   /** Ids of the entities standing for the same identity as `entity` (itself included). */
   sameIdentity(entity: StoredEntity): readonly string[] {
     const key = this.identityOf(entity);

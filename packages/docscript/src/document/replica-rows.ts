@@ -6,7 +6,7 @@
 import type { RowRoot } from "../server/document-store.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
 import type { Projection } from "./projection.ts";
-import { compareIds } from "./row-shape.ts";
+import { compareIds, compareRelations } from "./row-shape.ts";
 import type { RowLookup, RowSource, RowSourceAnswer } from "./row-source.ts";
 
 type Member = { readonly id: string; readonly root: RowRoot; readonly rowId: string };
@@ -56,6 +56,20 @@ function relationMembers(projection: Projection, lookup: MembersLookup): Member[
   return found;
 }
 
+/** A holder's ordered relations of a kind, from its first or its last (`MemberQuery.ordered`). */
+function orderedMembers(projection: Projection, lookup: MembersLookup): Member[] {
+  const ordered = lookup.ordered;
+  if (ordered === undefined) return [];
+  const held = projection
+    .storedRelationsOf(ordered.holder, ordered.kind)
+    .filter((relation) => relation.endpoint0EntityId === ordered.holder && relation.slot === undefined)
+    .sort(compareRelations);
+  if (ordered.from === "last") held.reverse();
+  return held
+    .slice(0, lookup.limit)
+    .map((relation) => ({ id: relation.relationId, root: RELATIONS, rowId: relation.relationId }));
+}
+
 export function replicaRowSource(projection: Projection, version: string): RowSource {
   const json = (root: RowRoot, rowId: string): unknown =>
     root === ENTITIES ? projection.rowJson(rowId) : projection.relationJson(rowId);
@@ -67,10 +81,13 @@ export function replicaRowSource(projection: Projection, version: string): RowSo
       });
       return { rows, found: rows.length };
     }
-    const members = (lookup.members === "entity" ? entityMembers : relationMembers)(projection, lookup)
-      .filter((member) => lookup.after === undefined || member.id > lookup.after)
-      .sort((left, right) => compareIds(left.id, right.id))
-      .slice(0, lookup.limit);
+    const members =
+      lookup.ordered !== undefined
+        ? orderedMembers(projection, lookup)
+        : (lookup.members === "entity" ? entityMembers : relationMembers)(projection, lookup)
+            .filter((member) => lookup.after === undefined || member.id > lookup.after)
+            .sort((left, right) => compareIds(left.id, right.id))
+            .slice(0, lookup.limit);
     const rows = new Map<string, { root: RowRoot; rowId: string; json: unknown }>();
     for (const member of members)
       rows.set(`${member.root}\u0000${member.rowId}`, {

@@ -13,6 +13,15 @@
 import type { VersionVector } from "loro-crdt";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { NumberRange } from "../server/document-store.ts";
+import {
+  entityPageKey,
+  KnownLookups,
+  keyOf,
+  orderedPageKey,
+  relationPageKey,
+  touchingPageKey,
+  windowPageKey,
+} from "./demand-keys.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
 import type { OnDemandProjection } from "./on-demand-projection.ts";
 import type { Lookup } from "./projection.ts";
@@ -23,6 +32,8 @@ import { decodeVersion } from "./version.ts";
 const lookupsPerRequest = 64;
 const idsPerLookup = 500;
 const membersPerPage = 5000;
+/** The most of a holder's ordered relations read from one end (`orderedRelations`); past it, all are read. */
+export const maxOrderedPage = 1000;
 /** The most relations of a kind a listing reads (the read bound: more are read by entity). */
 export const maxListedRelations = 20_000;
 /** Relations and variants read along with an entity looked up: answered whole below this many. */
@@ -51,6 +62,14 @@ type Wanted =
       readonly kind: string;
       readonly window: NumberRange;
       readonly after?: string;
+      readonly count: number;
+    }
+  | { readonly lookup: "touchingPage"; readonly id: string; readonly count: number }
+  | {
+      readonly lookup: "orderedPage";
+      readonly kind: string;
+      readonly holder: string;
+      readonly from: "first" | "last";
       readonly count: number;
     };
 
@@ -223,7 +242,13 @@ export class RowsOnDemand {
       });
     }
     for (const [key, entry] of wanted) {
-      if (entry.lookup === "entityPage" || entry.lookup === "relationPage" || entry.lookup === "windowPage")
+      if (
+        entry.lookup === "entityPage" ||
+        entry.lookup === "relationPage" ||
+        entry.lookup === "windowPage" ||
+        entry.lookup === "orderedPage" ||
+        entry.lookup === "touchingPage"
+      )
         continue;
       this.known.add(key);
       // A row claims its own id: an entity (relation) found nowhere has no row of that id either.
@@ -240,7 +265,25 @@ export class RowsOnDemand {
   ): Promise<void> {
     for (const [, entry] of wanted) {
       if (entry.lookup === "endpoint" || entry.lookup === "variants" || entry.lookup === "identity") continue;
-      if (entry.lookup === "windowPage") {
+      if (entry.lookup === "touchingPage") {
+        // The first relations touching an entity: fewer than asked for is all of them.
+        const key = touchingPageKey(entry.id, entry.count);
+        push({
+          lookup: { members: "relation", endpoint: entry.id, limit: entry.count },
+          done: (result) => this.pages.set(key, { end: result.last, exhausted: result.found < entry.count }),
+        });
+      } else if (entry.lookup === "orderedPage") {
+        // A holder's first (last) relations of a kind by position, from the store's index.
+        const key = orderedPageKey(entry.kind, entry.holder, entry.from, entry.count);
+        push({
+          lookup: {
+            members: "relation",
+            ordered: { holder: entry.holder, kind: entry.kind, from: entry.from },
+            limit: entry.count,
+          },
+          done: () => this.pages.set(key, { end: undefined, exhausted: true }),
+        });
+      } else if (entry.lookup === "windowPage") {
         // The kind's entities in the window, from the store's index: every one of them up to the
         // page's end is held (the session checks each against the window as it sees it).
         const key = windowPageKey(entry.kind, entry.window, entry.after, entry.count);
@@ -432,59 +475,4 @@ function manyAtOnce(
   return found;
 }
 
-/**
- * The lookups answered whole: ids by lookup (and kind), so the checks' many questions are answered
- * without building a key each (`keyOf` keys are taken apart once, when added).
- */
-class KnownLookups {
-  private readonly ids = new Map<string, Set<string>>();
-
-  has(key: string): boolean {
-    const [lookup, id, kind] = key.split("\u0000");
-    return this.hasId(lookup as Lookup, id ?? "", kind);
-  }
-
-  hasId(lookup: Lookup, id: string, kind?: string): boolean {
-    return this.ids.get(kind === undefined ? lookup : `${lookup}\u0000${kind}`)?.has(id) ?? false;
-  }
-
-  add(key: string): void {
-    const [lookup, id, kind] = key.split("\u0000");
-    this.addId(lookup as Lookup, id ?? "", kind);
-  }
-
-  addId(lookup: Lookup, id: string, kind?: string): void {
-    const group = kind === undefined ? (lookup as string) : `${lookup}\u0000${kind}`;
-    let ids = this.ids.get(group);
-    if (ids === undefined) {
-      ids = new Set();
-      this.ids.set(group, ids);
-    }
-    ids.add(id);
-  }
-
-  clear(): void {
-    this.ids.clear();
-  }
-}
-
-export function keyOf(lookup: Lookup, id: string, kind?: string): string {
-  return kind === undefined ? `${lookup}\u0000${id}` : `${lookup}\u0000${id}\u0000${kind}`;
-}
-
-export function entityPageKey(kind: string | undefined, after: string | undefined, count: number): string {
-  return `entityPage\u0000${kind ?? ""}\u0000${after ?? ""}\u0000${count}`;
-}
-
-export function windowPageKey(
-  kind: string,
-  window: NumberRange,
-  after: string | undefined,
-  count: number,
-): string {
-  return `windowPage\u0000${kind}\u0000${JSON.stringify([window.field, window.from ?? null, window.to ?? null])}\u0000${after ?? ""}\u0000${count}`;
-}
-
-export function relationPageKey(kind: string | undefined): string {
-  return `relationPage\u0000${kind ?? ""}`;
-}
+export { entityPageKey, keyOf, orderedPageKey, relationPageKey, touchingPageKey, windowPageKey };

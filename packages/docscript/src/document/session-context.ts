@@ -88,8 +88,7 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     hostOnlyCheck,
     embeddedJson,
     topLevelJson,
-    orderedSiblings: order.orderedSiblings,
-    positionAt: order.positionAt,
+    positionAround: order.positionAround,
     lastPosition: order.lastPosition,
     appendedLast: order.appendedLast,
   };

@@ -43,21 +43,12 @@ function linkRow(
   to: StoredEntity,
   shape: RelationShape,
 ): Relation {
-  const {
-    projection,
-    createId,
-    relationsMap,
-    land,
-    orderedSiblings,
-    positionAt,
-    lastPosition,
-    appendedLast,
-  } = context;
+  const { projection, createId, relationsMap, land, positionAround, lastPosition, appendedLast } = context;
   const relationId = createId(input.relationKind);
   const position = shape.ordered
     ? input.index === undefined
       ? lastPosition(input.relationKind, from.entityId)
-      : positionAt(orderedSiblings(input.relationKind, from.entityId), input.index)
+      : positionAround(input.relationKind, from.entityId, input.index)
     : undefined;
   const json = {
     [RELATION_KIND]: input.relationKind,
@@ -189,16 +180,7 @@ function moveSlot(context: SessionContext, relation: StoredRelation, holderId: s
 }
 
 function move(context: SessionContext, relationId: string, target: MoveTarget): Relation {
-  const {
-    schema,
-    projection,
-    relationsMap,
-    requireStored,
-    requireRelation,
-    land,
-    orderedSiblings,
-    positionAt,
-  } = context;
+  const { schema, projection, relationsMap, requireStored, requireRelation, land, positionAround } = context;
   const relation = requireRelation(relationId);
   const holderId = target.endpoint0EntityId ?? relation.endpoint0EntityId;
   if (relation.slot !== undefined) return moveSlot(context, relation, holderId);
@@ -206,7 +188,7 @@ function move(context: SessionContext, relationId: string, target: MoveTarget): 
   const to = requireStored(relation.endpoint1EntityId);
   const shape = matchShape(schema, relation.relationKind, holder.entityKind, to.entityKind);
   const position = shape?.ordered
-    ? positionAt(orderedSiblings(relation.relationKind, holderId, relationId), target.index)
+    ? positionAround(relation.relationKind, holderId, target.index, relationId)
     : undefined;
   const json = {
     [RELATION_KIND]: relation.relationKind,

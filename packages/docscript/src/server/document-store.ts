@@ -100,8 +100,23 @@ export interface MemberQuery {
    * `numbersIndexed` false) the window is not applied: every entity of the kinds is a candidate.
    */
   readonly range?: NumberRange | undefined;
+  /**
+   * Relations of one kind that `holder` holds in order (relation rows naming it as endpoint0; a slot's
+   * relation is never ordered), sorted by position (a missing or non-text position as "") then id:
+   * the first `limit` of them, or with `from: "last"` the last `limit`, last first. Read from the
+   * store's index of positions (migration 10), so an append or a move finds its neighbours without
+   * reading a track's thousands of clips. The other filters and `after` do not apply.
+   */
+  readonly ordered?: OrderedQuery | undefined;
   readonly after?: string | undefined;
   readonly limit: number;
+}
+
+/** The ordered relations of one holder and kind, from their first or their last (`MemberQuery.ordered`). */
+export interface OrderedQuery {
+  readonly holder: string;
+  readonly kind: string;
+  readonly from: "first" | "last";
 }
 
 /** One row of the projection a store keeps. */

@@ -1,5 +1,5 @@
 /** What a page or rows request asks for, read from its query string or body; each answer, or what is wrong. */
-import type { NumberRange } from "./document-store.ts";
+import type { NumberRange, OrderedQuery } from "./document-store.ts";
 import { type RowLookup, rowLookupLimits } from "./row-reads.ts";
 
 /** A page's query: ?kind=…&id=… (repeatable), after (the last id of the previous page), limit (0–1000; default 100). */
@@ -40,6 +40,21 @@ function rangeOf(value: unknown): NumberRange | undefined | string {
   };
 }
 
+/** A lookup's ordered relations of one holder, or what is wrong with it. */
+function orderedOf(value: unknown): OrderedQuery | undefined | string {
+  if (value === undefined) return undefined;
+  const ordered = value as Record<string, unknown>;
+  if (
+    typeof value !== "object" ||
+    value === null ||
+    !isText(ordered.holder) ||
+    !isText(ordered.kind) ||
+    (ordered.from !== "first" && ordered.from !== "last")
+  )
+    return 'ordered is { holder, kind, from: "first" | "last" } with holder and kind strings';
+  return { holder: ordered.holder, kind: ordered.kind, from: ordered.from };
+}
+
 /** The lookups of a `rows` request, or what is wrong with them. */
 export function rowLookupsOf(value: unknown): RowLookup[] | string {
   const { lookups: mostLookups, ids: mostIds, members: mostMembers } = rowLookupLimits;
@@ -66,6 +81,9 @@ export function rowLookupsOf(value: unknown): RowLookup[] | string {
     const range = rangeOf(raw.range);
     if (typeof range === "string") return range;
     if (range !== undefined && raw.members !== "entity") return "a range reads entities";
+    const ordered = orderedOf(raw.ordered);
+    if (typeof ordered === "string") return ordered;
+    if (ordered !== undefined && raw.members !== "relation") return "ordered reads relations";
     lookups.push({
       members: raw.members,
       limit,
@@ -79,6 +97,7 @@ export function rowLookupsOf(value: unknown): RowLookup[] | string {
       ...(raw.identity === undefined ? {} : { identity: raw.identity as string }),
       ...(raw.after === undefined ? {} : { after: raw.after as string }),
       ...(range === undefined ? {} : { range }),
+      ...(ordered === undefined ? {} : { ordered }),
     });
   }
   return lookups;

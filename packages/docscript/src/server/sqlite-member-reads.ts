@@ -5,8 +5,9 @@
  */
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { sqliteDialect as sql } from "@tackle/storage";
-import type { FoundMember, MemberQuery } from "./document-store.ts";
+import type { FoundMember, MemberQuery, OrderedQuery } from "./document-store.ts";
 import { type MemberRecord, toMember } from "./member-record.ts";
+import { sqlitePosition } from "./migrations.ts";
 
 export interface SqliteMemberReads {
   readMembers(documentId: string, query: MemberQuery): FoundMember[];
@@ -83,9 +84,18 @@ export function sqliteMemberReads(database: DatabaseSync): SqliteMemberReads {
     statements.set(key, prepared);
     return prepared;
   };
+  const orderedStatements = {
+    first: database.prepare(orderedSql("ASC")),
+    last: database.prepare(orderedSql("DESC")),
+  };
+  const ordered = (documentId: string, by: OrderedQuery, limit: number): FoundMember[] =>
+    (orderedStatements[by.from].all(documentId, by.holder, by.kind, limit) as unknown as MemberRecord[]).map(
+      toMember,
+    );
   return {
     numbersIndexed,
     readMembers(documentId, query) {
+      if (query.ordered !== undefined) return ordered(documentId, query.ordered, query.limit);
       // A window on a document stored before the index: every entity of the kinds is a candidate.
       const range = query.range !== undefined && numbersIndexed(documentId) ? query.range : undefined;
       const by: Filters = {
@@ -184,4 +194,19 @@ function memberSource(by: Filters): string {
   return `(SELECT m0.* FROM (${numbers(bounds)} UNION ALL ${numbers("n.value IS NULL")}) w
        JOIN docscript_members m0 ON m0.document_id = ${p("documentId")} AND m0.type = 'entity'
          AND m0.member_id = w.member_id AND m0.root = w.root AND m0.row_id = w.row_id)`;
+}
+
+/**
+ * A holder's relations of one kind in order of position, then id (`MemberQuery.ordered`), from the
+ * index of positions (migration 10): the expression is the index's, so SQLite walks it, no sort.
+ */
+function orderedSql(direction: "ASC" | "DESC"): string {
+  return `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
+            m.identity, r.payload
+     FROM docscript_rows r
+     JOIN docscript_members m ON m.document_id = r.document_id AND m.root = r.root AND m.row_id = r.row_id
+       AND m.type = 'relation' AND m.member_id = r.row_id
+     WHERE r.document_id = ?1 AND r.root = 'relations' AND r.endpoint0 IS NOT NULL AND r.endpoint0 = ?2
+       AND r.kind = ?3
+     ORDER BY ${sqlitePosition} ${direction}, r.row_id ${direction} LIMIT ?4`;
 }

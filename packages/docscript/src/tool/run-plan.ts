@@ -180,11 +180,15 @@ function preview(context: PlanContext): PlanPreview {
     });
   const total = created.size + updated.size + deleted.size + linked.size + moved.size + unlinked.size;
   // What the deletes leave unreferenced: entities a deleted one was related to that nothing touches now.
+  // One with more relations at the base than the run took off or moved anywhere is touched still,
+  // told from a page of them: a deleted clip's track of thousands is not read whole.
   const unreferenced = new Set<string>();
+  const removed = unlinked.size + moved.size + deleted.size;
   for (const id of deleted) {
     for (const relation of base.relationsOf(id)) {
       for (const other of [relation.endpoint0EntityId, relation.endpoint1EntityId]) {
         if (other === id || deleted.has(other) || unreferenced.size >= 50) continue;
+        if (base.hasMoreRelations(other, removed)) continue;
         if (session.entities.get(other) !== undefined && session.relations.of(other).length === 0)
           unreferenced.add(other);
       }

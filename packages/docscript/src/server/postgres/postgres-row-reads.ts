@@ -4,8 +4,16 @@
  */
 import { postgresDialect as sql } from "@tackle/storage";
 import type pg from "pg";
-import type { DocumentStore, FoundMember, MemberQuery, NumberRange, RowRoot } from "../document-store.ts";
+import type {
+  DocumentStore,
+  FoundMember,
+  MemberQuery,
+  NumberRange,
+  OrderedQuery,
+  RowRoot,
+} from "../document-store.ts";
 import { type MemberRecord, toMember } from "../member-record.ts";
+import { postgresPosition } from "../migrations.ts";
 
 const memberColumns = `m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
   m.identity, r.payload`;
@@ -28,6 +36,7 @@ export function postgresRowReads(pool: pg.Pool): PostgresRowReads {
   return {
     numbersIndexed,
     async readMembers(documentId, query) {
+      if (query.ordered !== undefined) return ordered(pool, documentId, query.ordered, query.limit);
       // A window on a document stored before the index: every entity of the kinds is a candidate.
       if (query.range !== undefined && (await numbersIndexed(documentId)))
         return inWindow(pool, documentId, query, query.range);
@@ -154,6 +163,30 @@ async function inWindow(
       query.variantOf ?? null,
       query.identity ?? null,
     ],
+  );
+  return result.rows.map(toMember);
+}
+
+/**
+ * A holder's relations of one kind in order of position, then id (`MemberQuery.ordered`), from the
+ * index of positions (migration 10): the expression is the index's, so the planner walks it.
+ */
+async function ordered(
+  pool: pg.Pool,
+  documentId: string,
+  by: OrderedQuery,
+  limit: number,
+): Promise<FoundMember[]> {
+  const direction = by.from === "first" ? "ASC" : "DESC";
+  const result = await pool.query<MemberRecord>(
+    `SELECT ${memberColumns}
+     FROM docscript_rows r
+     JOIN docscript_members m ON m.document_id = r.document_id AND m.root = r.root AND m.row_id = r.row_id
+       AND m.type = 'relation' AND m.member_id = r.row_id
+     WHERE r.document_id = $1 AND r.root = 'relations' AND r.endpoint0 IS NOT NULL AND r.endpoint0 = $2
+       AND r.kind = $3
+     ORDER BY (${postgresPosition}) ${direction}, r.row_id ${direction} LIMIT $4`,
+    [documentId, by.holder, by.kind, limit],
   );
   return result.rows.map(toMember);
 }

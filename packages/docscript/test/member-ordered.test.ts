@@ -1,0 +1,113 @@
+/**
+ * A store answers a holder's ordered relations of a kind from their first or their last (`readMembers`
+ * with `ordered`, migration 10's index of positions): the same relations, in the same order, as a
+ * projection holding every row sorts them (position, then id); on SQLite and PostgreSQL, with equal
+ * positions, a relation row without a position and one whose position is not text among them.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { createTestDatabase } from "@tackle/test-support";
+import { LoroDoc, LoroMap } from "loro-crdt";
+import { checkDocument } from "../src/document/check-document.ts";
+import { projectDocument } from "../src/document/interpret.ts";
+import type { DocumentStore } from "../src/server/document-store.ts";
+import { createSqliteDocumentStore, hashToken } from "../src/server/index.ts";
+import { createPostgresDocumentStore } from "../src/server/postgres/index.ts";
+import { allRowChanges } from "../src/server/row-members.ts";
+import { timelineSchema } from "../src/timeline/timeline-schema.ts";
+import { largeTimeline, overlayTrackId } from "./large-timeline.ts";
+
+/** The large timeline, plus overlay relations with a duplicate position, none, and a number. */
+function seeded() {
+  const doc = LoroDoc.fromSnapshot(largeTimeline(120, 10).snapshot);
+  const relations = doc.getMap("relations");
+  const extra = (id: string, clipId: string, position: unknown) => {
+    const row = relations.setContainer(id, new LoroMap());
+    row.set("kind", "contain");
+    row.set("endpoint0", overlayTrackId);
+    row.set("endpoint1", clipId);
+    if (position !== undefined) row.set("position", position);
+  };
+  const [first] = projectDocument(doc, timelineSchema)
+    .orderedRelations("contain", overlayTrackId, "first", 1)
+    .map((relation) => relation.position);
+  extra("contain-equal", "large-clip-0", first);
+  extra("contain-none", "large-clip-1", undefined);
+  extra("contain-number", "large-clip-2", 7);
+  doc.commit();
+  return { snapshot: doc.export({ mode: "snapshot" }), projection: projectDocument(doc, timelineSchema) };
+}
+
+const { snapshot, projection } = seeded();
+
+async function checkOrdered(store: DocumentStore) {
+  await store.createDocument({
+    documentId: "doc",
+    tokenHash: hashToken("token-0123456789abcdef"),
+    snapshot,
+    rows: allRowChanges(projection),
+    issues: checkDocument(projection),
+  });
+  for (const holder of [overlayTrackId, "track-1", "large-clip-3", "no-such-track"])
+    for (const from of ["first", "last"] as const)
+      for (const limit of [1, 3, 1000]) {
+        const found = await store.readMembers("doc", {
+          type: "relation",
+          ordered: { holder, kind: "contain", from },
+          limit,
+        });
+        const expected = projection.orderedRelations("contain", holder, from, limit);
+        assert.deepEqual(
+          found.map((member) => member.id),
+          expected.map((relation) => relation.relationId),
+          `${holder} from ${from}, ${limit}`,
+        );
+        for (const member of found) {
+          assert.equal(member.root, "relations");
+          assert.equal((member.json as { endpoint0: string }).endpoint0, holder);
+        }
+      }
+  const all = await store.readMembers("doc", {
+    type: "relation",
+    ordered: { holder: overlayTrackId, kind: "contain", from: "first" },
+    limit: 1000,
+  });
+  assert.equal(all.length, 15, "twelve overlay clips and three more");
+  assert.deepEqual(
+    all.slice(0, 2).map((member) => member.id),
+    ["contain-none", "contain-number"],
+    "no text position sorts as the empty key, by id",
+  );
+}
+
+describe("readMembers of a holder's ordered relations", () => {
+  const directory = mkdtempSync(join(tmpdir(), "tackle-docscript-ordered-"));
+  const databases: { drop(): Promise<void> }[] = [];
+  after(async () => {
+    rmSync(directory, { recursive: true, force: true });
+    for (const database of databases) await database.drop();
+  });
+
+  it("SQLite", async () => {
+    const store = createSqliteDocumentStore({ path: join(directory, "d.sqlite") });
+    try {
+      await checkOrdered(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("PostgreSQL", async () => {
+    const database = await createTestDatabase("docscript_member_ordered");
+    databases.push(database);
+    const store = await createPostgresDocumentStore({ connectionString: database.url });
+    try {
+      await checkOrdered(store);
+    } finally {
+      await store.close();
+    }
+  });
+});
