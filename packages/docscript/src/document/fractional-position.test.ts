@@ -78,3 +78,35 @@ test("appending 300 clips to a track through the session keeps positions short",
     JSON.stringify(positions.slice(-3)),
   );
 });
+
+test("appends after keys holding characters past z (written by other writers) sort after them", () => {
+  for (const start of ["~abc", "~", "z~", "~~~", "a0~", "~\u00e9", "zz"]) {
+    let last = start;
+    for (let index = 0; index < 1000; index++) {
+      const key = positionBetween(last, undefined);
+      assert.ok(last < key, `${JSON.stringify(last)} < ${JSON.stringify(key)}`);
+      last = key;
+    }
+    assert.ok(last.length <= start.length + 16, `after 1,000 appends to ${start}: ${last.length} characters`);
+  }
+});
+
+test("2,000 random pairs of printable keys get a key strictly between them", () => {
+  let seed = 11;
+  const next = (below: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % below;
+  };
+  const randomKey = () =>
+    Array.from({ length: 1 + next(5) }, () => String.fromCharCode(0x21 + next(0x7e - 0x21 + 1))).join("");
+  for (let round = 0; round < 2000; round++) {
+    const [low, high] = [randomKey(), randomKey()].sort();
+    if (low === high) continue;
+    const between = positionBetween(low, high);
+    assert.ok(low! < between && between < high!, `${JSON.stringify([low, between, high])}`);
+    const appended = positionBetween(high, undefined);
+    assert.ok(high! < appended, `${JSON.stringify([high, appended])}`);
+    const prepended = positionBetween(undefined, low);
+    assert.ok(prepended < low!, `${JSON.stringify([prepended, low])}`);
+  }
+});
