@@ -85,7 +85,7 @@ const holderOf = (document: ReturnType<typeof interpretDocument>, clip: string) 
     (relation) => relation.relationKind === "contain" && relation.endpoint1EntityId === clip,
   )?.endpoint0EntityId;
 
-describe("a committed plan's diff, and revert-plan", () => {
+describe("a committed plan's diff, and a revert that commits", () => {
   it("reads a plan's changes back as a diff, and a revert puts the document back as it was", async () => {
     const { alice, read } = await twoUsers();
     const base = await read();
@@ -155,7 +155,9 @@ describe("a committed plan's diff, and revert-plan", () => {
         .sort();
     assert.deepEqual(ends(now), ends(base), "every relation as before the plan");
   });
+});
 
+describe("revert-plan after another user's change", () => {
   it("answers a revert conflicted when another user changed the same field since, and stores nothing", async () => {
     const { alice, bob, read } = await twoUsers();
     assert.equal(

@@ -50,7 +50,7 @@ function refusal(code: string, constraint?: string, entityId?: string, path?: (s
   };
 }
 
-describe("document session", () => {
+describe("document session: writes, refusals and the clip's slots", () => {
   it("runs the reference example script as written", () => {
     const session = freshSession();
     seedClip(session);
@@ -147,7 +147,9 @@ describe("document session", () => {
       [["slot.required", clip.entityId]],
     );
   });
+});
 
+describe("document session: relations' cardinality and order", () => {
   it("refuses a second marker on a clip and a clip on two tracks", () => {
     const session = freshSession();
     const { clip } = seedClip(session);
@@ -232,7 +234,9 @@ describe("document session", () => {
     assert.equal(more.length, 3);
     assert.deepEqual(session.check(), []);
   });
+});
 
+describe("document session: text, lists and variants", () => {
   it("splices text by code points and edits lists by index", () => {
     const session = freshSession();
     const caption = session.entities.create({ entityKind: "caption", payload: { text: "a😀b" } });
@@ -321,7 +325,9 @@ describe("document session", () => {
       refusal("schema_violation", "entity.variant"),
     );
   });
+});
 
+describe("document session: media, captions, copies and versions", () => {
   it("keeps one medium per stored file, host-only facts and fixed transcription files", () => {
     const session = freshSession();
     const audio = session.entities.create({

@@ -96,16 +96,16 @@ async function assertHealthy(): Promise<void> {
   assert.deepEqual(result.logs, [{ level: "log", text: "undefined" }]);
 }
 
-describe("sandbox escape suite", () => {
-  before(async () => {
-    pool = createSandboxPool({ dispatcherModule, size: 1, memoryLimitMb: 64 });
-    await pool.run({ script: "", input: {} });
-  });
-  after(async () => {
-    await pool.close();
-    rmSync(directory, { recursive: true, force: true });
-  });
+before(async () => {
+  pool = createSandboxPool({ dispatcherModule, size: 1, memoryLimitMb: 64 });
+  await pool.run({ script: "", input: {} });
+});
+after(async () => {
+  await pool.close();
+  rmSync(directory, { recursive: true, force: true });
+});
 
+describe("sandbox escape suite: globals, constructor chains and stack traces", () => {
   test("the script sees no host globals and no raw-memory or wasm globals", async () => {
     const result = await attack(`
       const names = ["process", "require", "module", "Buffer", "setTimeout", "queueMicrotask", "fetch", "globalThis.process",
@@ -173,7 +173,9 @@ describe("sandbox escape suite", () => {
     assertContained(result);
     await assertHealthy();
   });
+});
 
+describe("sandbox escape suite: Proxy tricks, async errors and compilers", () => {
   test("Proxy, Promise-species and Symbol tricks stay inside", async () => {
     const result = await attack(`
       const trapped = [];
@@ -245,7 +247,9 @@ describe("sandbox escape suite", () => {
     assertContained(result, 8);
     await assertHealthy();
   });
+});
 
+describe("sandbox escape suite: timeouts and memory bombs", () => {
   test("an infinite loop ends at its timeout", async () => {
     const result = await attack(`console.log("before the loop"); while (true) {}`, 300);
     assert.equal(result.ok === false && result.error.code, "timeout");
@@ -331,7 +335,9 @@ describe("sandbox escape suite", () => {
       await small.close();
     }
   });
+});
 
+describe("sandbox escape suite: crashes, recursion and the pool", () => {
   test("a worker that crashes for another reason is reported crashed, not as a memory kill, and replaced", async () => {
     const crashing = createSandboxPool({
       dispatcherModule: new URL("./fixtures/crash-dispatcher.ts", import.meta.url),

@@ -175,7 +175,7 @@ describe("what a script reaches", () => {
   });
 });
 
-describe("one run, one capability", () => {
+describe("one run, one capability: the gate", () => {
   const calls: string[] = [];
   const dispatcher: SandboxDispatcher = {
     call(binding, method, args) {
@@ -236,7 +236,9 @@ describe("one run, one capability", () => {
       }),
     );
   });
+});
 
+describe("one run, one capability: what the script sends", () => {
   test("adversarial arguments to every binding come back as refusals the script reads, and the run goes on", async () => {
     const adversarial = `[
       () => [undefined],

@@ -106,47 +106,16 @@ function buildDocument(): {
 /** One binding's call of a size, on a session: the work timed is the call alone. */
 type Probe = (session: RunSession, size: number) => unknown;
 
-describe("every binding's host work is linear in its arguments (issue 24, point 2)", () => {
-  const { replica, bySize, tracks, audio } = buildDocument();
+/** One probe per binding of the script API, over the document's fixtures. */
+function probesOver(
+  bySize: ReadonlyMap<number, Fixture>,
+  tracks: readonly string[],
+  audio: string,
+): Record<string, Probe> {
   const fixture = (size: number) => bySize.get(size)!;
-  const cache = createDocumentCache();
-  let peer = 1_000;
-  /** Each session authors on a fresh peer, as each run does. */
-  const input = () => ({
-    docId: "linearity",
-    planId: "plan_linearity",
-    peerId: String(++peer),
-    hooks: { loadEntityAsset: true, uploadText: false },
-  });
-  let materialized = 0;
-  const host = {
-    call: async () => ({ content: "m".repeat(materialized * 100) }),
-  };
-
-  /** The best time of `tries` calls of `probe` at `size`, each on a fresh session. */
-  const timeOf = async (probe: Probe, size: number): Promise<number> => {
-    let best = Number.POSITIVE_INFINITY;
-    for (let attempt = 0; attempt < tries; attempt++) {
-      const checkedOut = cache.checkout("linearity", replica, timelineSchema, { documents: 1 });
-      try {
-        const session = openRunSession(input(), timelineSchema, checkedOut.document, host);
-        materialized = size;
-        collectGarbage();
-        // The process's CPU time, not the wall clock: other processes' load does not count.
-        const started = process.cpuUsage();
-        await probe(session, size);
-        const used = process.cpuUsage(started);
-        best = Math.min(best, (used.user + used.system) / 1000);
-      } finally {
-        checkedOut.release();
-      }
-    }
-    return best;
-  };
-
   const call = (session: RunSession, binding: string, method: string, ...args: unknown[]) =>
     session.call(binding, method, args);
-  const probes: Record<string, Probe> = {
+  return {
     "entities.create": (session, size) =>
       call(session, "entities", "create", {
         entityKind: "audio-script",
@@ -207,6 +176,46 @@ describe("every binding's host work is linear in its arguments (issue 24, point 
     "relations.unlink": (session, size) =>
       call(session, "relations", "unlink", fixture(size).relations[size - 1]),
   };
+}
+
+describe("every binding's host work is linear in its arguments (issue 24, point 2)", () => {
+  const { replica, bySize, tracks, audio } = buildDocument();
+  const cache = createDocumentCache();
+  let peer = 1_000;
+  /** Each session authors on a fresh peer, as each run does. */
+  const input = () => ({
+    docId: "linearity",
+    planId: "plan_linearity",
+    peerId: String(++peer),
+    hooks: { loadEntityAsset: true, uploadText: false },
+  });
+  let materialized = 0;
+  const host = {
+    call: async () => ({ content: "m".repeat(materialized * 100) }),
+  };
+
+  /** The best time of `tries` calls of `probe` at `size`, each on a fresh session. */
+  const timeOf = async (probe: Probe, size: number): Promise<number> => {
+    let best = Number.POSITIVE_INFINITY;
+    for (let attempt = 0; attempt < tries; attempt++) {
+      const checkedOut = cache.checkout("linearity", replica, timelineSchema, { documents: 1 });
+      try {
+        const session = openRunSession(input(), timelineSchema, checkedOut.document, host);
+        materialized = size;
+        collectGarbage();
+        // The process's CPU time, not the wall clock: other processes' load does not count.
+        const started = process.cpuUsage();
+        await probe(session, size);
+        const used = process.cpuUsage(started);
+        best = Math.min(best, (used.user + used.system) / 1000);
+      } finally {
+        checkedOut.release();
+      }
+    }
+    return best;
+  };
+
+  const probes = probesOver(bySize, tracks, audio);
 
   it("covers every binding of the script API", async () => {
     const { scriptSurface } = await import("./script-api.ts");

@@ -62,7 +62,7 @@ function applied(replica: LoroDoc, update: Uint8Array): LoroDoc {
 const volumeOf = (doc: LoroDoc, entityId: string) =>
   freshView(doc).entities.find((entity) => entity.entityId === entityId)?.payload.volume;
 
-describe("the host's run documents (ADR 0464)", () => {
+describe("the host's run documents (ADR 0464): versions and catching up", () => {
   it("keep a version: each run's plan depends on that version alone, and no run's writes reach the next run", () => {
     const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
     const cache = createDocumentCache();
@@ -136,7 +136,9 @@ describe("the host's run documents (ADR 0464)", () => {
     assert.equal(again.document.source, "snapshot");
     assert.equal(again.document.base.schema, other);
   });
+});
 
+describe("the host's run documents (ADR 0464): sharing, limits and any edits", () => {
   it("give a run of their own to a run that starts while another is using the kept document", () => {
     const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
     const cache = createDocumentCache();

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { LoroDoc } from "loro-crdt";
-import { largeTimeline } from "../../test/large-timeline.ts";
+import { type LargeTimeline, largeTimeline } from "../../test/large-timeline.ts";
 import { openDocument } from "../document/document-session.ts";
 import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
+import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { createEditScriptPool } from "./create-edit-script-pool.ts";
 import { runEditScript } from "./run-edit-script.ts";
@@ -76,60 +77,61 @@ describe("runEditScript on a warm worker (ADR 0464)", () => {
   });
 });
 
-describe("runEditScript on a document the worker could not hold (ADR 0464)", () => {
-  // A worker heap far below what the document and its projection take: the worker holds neither.
-  const pool = createEditScriptPool({ size: 1, memoryLimitMb: 48 });
-  after(() => pool.close());
-  const { snapshot, firstClips, entityCount } = largeTimeline(Math.ceil(maxReadItems / 3));
-
-  it("runs writes and reads by id, and refuses a read above the bound with its place in the script", async () => {
-    assert.ok(entityCount > maxReadItems);
-    const replica = LoroDoc.fromSnapshot(snapshot);
-    const context = { pool, schema, hooks: {} };
-    const written = await runEditScript(context, {
-      docId: "large",
-      replica,
-      version: "v",
-      script: `for (const id of ${JSON.stringify(firstClips)}) entities.update(id, [{ op: "set", path: ["volume"], value: -4 }]);
+/**
+ * On a document above the read bound: writes and reads by id, a refused whole read, entity pages and
+ * refused page arguments.
+ */
+async function writesAndEntityPages(
+  pool: SandboxPool,
+  { snapshot, firstClips, entityCount }: LargeTimeline,
+): Promise<void> {
+  assert.ok(entityCount > maxReadItems);
+  const replica = LoroDoc.fromSnapshot(snapshot);
+  const context = { pool, schema, hooks: {} };
+  const written = await runEditScript(context, {
+    docId: "large",
+    replica,
+    version: "v",
+    script: `for (const id of ${JSON.stringify(firstClips)}) entities.update(id, [{ op: "set", path: ["volume"], value: -4 }]);
 console.log(entities.list({ entityKind: "track" }).length, relations.of("${firstClips[0]}").length);`,
-    });
-    assert.ok(written.ok, JSON.stringify(written));
-    assert.equal(written.plan.preview.counts.updated, firstClips.length);
-    assert.deepEqual(
-      written.logs.map((line) => line.text),
-      ["3 3"],
-    );
-    const copy = replica.fork();
-    copy.import(written.plan.update);
-    const clip = openDocument(copy, timelineSchema).entities.get(firstClips[0]!);
-    assert.equal(clip?.payload.volume, -4);
+  });
+  assert.ok(written.ok, JSON.stringify(written));
+  assert.equal(written.plan.preview.counts.updated, firstClips.length);
+  assert.deepEqual(
+    written.logs.map((line) => line.text),
+    ["3 3"],
+  );
+  const copy = replica.fork();
+  copy.import(written.plan.update);
+  const clip = openDocument(copy, timelineSchema).entities.get(firstClips[0]!);
+  assert.equal(clip?.payload.volume, -4);
 
-    const listed = await runEditScript(context, {
-      docId: "large",
-      replica,
-      version: "v",
-      script: `const tracks = entities.list({ entityKind: "track" });
+  const listed = await runEditScript(context, {
+    docId: "large",
+    replica,
+    version: "v",
+    script: `const tracks = entities.list({ entityKind: "track" });
 const all = entities.list();`,
-    });
-    assert.equal(listed.ok, false);
-    assert.equal(!listed.ok && listed.error.code, "read_limit", JSON.stringify(listed));
-    assert.match(!listed.ok ? listed.error.message : "", /more than 20000.*\(line 2, column \d+\)/);
-    assert.equal(!listed.ok && (listed.error.data as { line?: number }).line, 2);
-    assert.match(
-      !listed.ok ? listed.error.message : "",
-      /read it in pages \(entities\.list\(\{ entityKind, limit/,
-    );
+  });
+  assert.equal(listed.ok, false);
+  assert.equal(!listed.ok && listed.error.code, "read_limit", JSON.stringify(listed));
+  assert.match(!listed.ok ? listed.error.message : "", /more than 20000.*\(line 2, column \d+\)/);
+  assert.equal(!listed.ok && (listed.error.data as { line?: number }).line, 2);
+  assert.match(
+    !listed.ok ? listed.error.message : "",
+    /read it in pages \(entities\.list\(\{ entityKind, limit/,
+  );
 
-    // Past the bound, pages: limit and after read every entity of the kind once, in entityId order.
-    const clips = openDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema)
-      .entities.list({ entityKind: "clip" })
-      .map((clip) => clip.entityId)
-      .sort();
-    const paged = await runEditScript(context, {
-      docId: "large",
-      replica,
-      version: "v",
-      script: `const ids = [];
+  // Past the bound, pages: limit and after read every entity of the kind once, in entityId order.
+  const clips = openDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema)
+    .entities.list({ entityKind: "clip" })
+    .map((clip) => clip.entityId)
+    .sort();
+  const paged = await runEditScript(context, {
+    docId: "large",
+    replica,
+    version: "v",
+    script: `const ids = [];
 let after;
 for (;;) {
   const page = entities.list({ entityKind: "clip", limit: 1500, ...(after === undefined ? {} : { after }) });
@@ -138,29 +140,39 @@ for (;;) {
   after = page[page.length - 1].entityId;
 }
 console.log(ids.length, new Set(ids).size, ids[0], ids[1499], ids[1500], ids[ids.length - 1]);`,
-    });
-    assert.ok(paged.ok, JSON.stringify(paged).slice(0, 500));
-    assert.ok(clips.length > 3000);
-    assert.deepEqual(
-      paged.logs.map((line) => line.text),
-      [[clips.length, clips.length, clips[0], clips[1499], clips[1500], clips.at(-1)].join(" ")],
-    );
-
-    for (const [filter, message] of [
-      ["{ entityKind: 'clip', limit: 0 }", /limit is a whole number from 1 to 20000, not 0/],
-      ["{ entityKind: 'clip', limit: 20001 }", /limit is a whole number from 1 to 20000/],
-      ["{ entityKind: 'clip', limit: 5, after: 'no-such-clip' }", /after names no clip "no-such-clip"/],
-    ] as const) {
-      const refused = await runEditScript(context, {
-        docId: "large",
-        replica,
-        version: "v",
-        script: `entities.list(${filter});`,
-      });
-      assert.ok(!refused.ok && refused.error.code === "invalid_operation", JSON.stringify(refused));
-      assert.match(refused.error.message, message);
-    }
   });
+  assert.ok(paged.ok, JSON.stringify(paged).slice(0, 500));
+  assert.ok(clips.length > 3000);
+  assert.deepEqual(
+    paged.logs.map((line) => line.text),
+    [[clips.length, clips.length, clips[0], clips[1499], clips[1500], clips.at(-1)].join(" ")],
+  );
+
+  for (const [filter, message] of [
+    ["{ entityKind: 'clip', limit: 0 }", /limit is a whole number from 1 to 20000, not 0/],
+    ["{ entityKind: 'clip', limit: 20001 }", /limit is a whole number from 1 to 20000/],
+    ["{ entityKind: 'clip', limit: 5, after: 'no-such-clip' }", /after names no clip "no-such-clip"/],
+  ] as const) {
+    const refused = await runEditScript(context, {
+      docId: "large",
+      replica,
+      version: "v",
+      script: `entities.list(${filter});`,
+    });
+    assert.ok(!refused.ok && refused.error.code === "invalid_operation", JSON.stringify(refused));
+    assert.match(refused.error.message, message);
+  }
+}
+
+describe("runEditScript on a document the worker could not hold (ADR 0464)", () => {
+  // A worker heap far below what the document and its projection take: the worker holds neither.
+  const pool = createEditScriptPool({ size: 1, memoryLimitMb: 48 });
+  after(() => pool.close());
+  const large = largeTimeline(Math.ceil(maxReadItems / 3));
+  const { snapshot } = large;
+
+  it("runs writes and reads by id, and refuses a read above the bound with its place in the script", () =>
+    writesAndEntityPages(pool, large));
 
   it("reads relations past the bound in pages: the refusal says how, and the pages walk every relation once, in order", async () => {
     const replica = LoroDoc.fromSnapshot(snapshot);

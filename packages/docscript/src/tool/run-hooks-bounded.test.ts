@@ -19,10 +19,10 @@ const schema = {
   exportName: "timelineSchema",
 };
 
-describe("bounded hooks", () => {
-  const pool = createEditScriptPool({ size: 1, finishTimeoutMs: 1_500 });
-  after(() => pool.close());
+const pool = createEditScriptPool({ size: 1, finishTimeoutMs: 1_500 });
+after(() => pool.close());
 
+describe("bounded hooks: uploads of a run that timed out", () => {
   it("uploads of a run whose finish timed out are all discarded, also those stored after it ended", async () => {
     const stored = new Set<string>();
     let made = 0;
@@ -101,7 +101,9 @@ for (let index = 0; index < 3; index++) {
     assert.equal(began, 1, "the failed run began another upload after it ended");
     assert.deepEqual([...stored], [], "the upload that landed after the run ended stayed stored");
   });
+});
 
+describe("bounded hooks: file reads in flight", () => {
   it("refuses a run's file read past the cap at once, never queueing it", async () => {
     let inFlight = 0;
     let most = 0;
