@@ -16,14 +16,14 @@ function captionText(document: Awaited<ReturnType<Harness["read"]>>): unknown {
   return document.entities.find((entity) => entity.entityKind === "caption")?.payload.text;
 }
 
-describe("commit outcomes", () => {
-  before(async () => {
-    harness = await startHarness();
-  });
-  after(async () => {
-    await harness.close();
-  });
+before(async () => {
+  harness = await startHarness();
+});
+after(async () => {
+  await harness.close();
+});
 
+describe("commit outcomes: unconfirmed", () => {
   test("unconfirmed: a lost answer blocks the document until the same plan_id is retried, applied once", async () => {
     await harness.createDocument("unconfirmed");
     await harness.createDocument("bystander");
@@ -109,7 +109,9 @@ describe("commit outcomes", () => {
     const retry = await tool.handle({ op: "commit-plan", doc_id: "pinned", plan_id: run.plan_id });
     assert.equal(retry.ok && retry.op === "commit-plan" && retry.status, "committed");
   });
+});
 
+describe("commit outcomes: conflicted", () => {
   test("conflicted: the merge would break a constraint; nothing applies unless apply_remaining", async () => {
     await harness.createDocument("conflicted");
     const tool = harness.tool();
@@ -217,7 +219,9 @@ entities.update(marker.endpoint1EntityId, [{ op: 'set', path: ['durationMs'], va
     );
     assert.equal(musicVolume(await harness.read("lost-field")), -30);
   });
+});
 
+describe("commit outcomes: a clip deleted meanwhile, and rejected", () => {
   for (const [what, write] of [
     ["move", "relations.move(held.relationId, { index: 0 });"],
     ["retime", "entities.update(marker.endpoint1EntityId, [{ op: 'set', path: ['startMs'], value: 4321 }]);"],

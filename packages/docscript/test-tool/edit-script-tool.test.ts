@@ -13,14 +13,14 @@ import { type Harness, musicVolume, startHarness, turnMusicDown } from "./harnes
 
 let harness: Harness;
 
-describe("docscript tool against a real document server", () => {
-  before(async () => {
-    harness = await startHarness();
-  });
-  after(async () => {
-    await harness.close();
-  });
+before(async () => {
+  harness = await startHarness();
+});
+after(async () => {
+  await harness.close();
+});
 
+describe("docscript tool against a real document server: previews, commits, snapshots", () => {
   test("a preview lists what a delete takes with it: the clips taken off a deleted track, a clip's marker", async () => {
     await harness.createDocument("cascades", 3);
     const tool = harness.tool();
@@ -112,7 +112,9 @@ describe("docscript tool against a real document server", () => {
     assert.ok(second.ok && second.op === "snapshot");
     assert.equal(second.version, first.version);
   });
+});
 
+describe("docscript tool against a real document server: the prompt and its scripts", () => {
   test("the prompt carries the contract verbatim and says whether the document changed", async () => {
     await harness.createDocument("prompt");
     const tool = harness.tool();
@@ -171,7 +173,9 @@ describe("docscript tool against a real document server", () => {
     const read = (await harness.tool().handle({ op: "snapshot", doc_id: last })) as { ok: boolean };
     assert.equal(read.ok, true);
   });
+});
 
+describe("docscript tool against a real document server: what each run reads", () => {
   test("concurrent calls on one document run one at a time: each script reads the previous commit", async () => {
     await harness.createDocument("serial");
     const tool = harness.tool({ sandbox: { workers: 2 } });
@@ -280,7 +284,9 @@ console.log(entities.get(clipId).payload.volume);`);
     );
     assert.deepEqual(await logsOf(read), ["-3 4 3"]);
   });
+});
 
+describe("docscript tool against a real document server: deadlines and failures", () => {
   test("timeout_ms counts from the script's start: a cold worker and a document load do not eat it", async () => {
     await harness.createDocument("cold-timeout", 300);
     const run = (tool: DocScriptTool, timeoutMs?: number) =>

@@ -47,7 +47,7 @@ function countingFetch() {
   return { counted, fetchImpl };
 }
 
-describe("filtered snapshot pages from stored rows", { timeout: 600_000 }, () => {
+describe("filtered snapshot pages from stored rows: a small document", { timeout: 600_000 }, () => {
   test("give the replica's pages and cursors on a small document", async () => {
     const replica = new LoroDoc();
     await harness.client.pullInto("small", replica);
@@ -106,7 +106,9 @@ describe("filtered snapshot pages from stored rows", { timeout: 600_000 }, () =>
     const window = snapshotPage(index, issues, { from_ms: 12_000, to_ms: 20_000 }, 4000);
     assert.ok(window.matched.entities > 0 && window.matched.relations > 0);
   });
+});
 
+describe("filtered snapshot pages from stored rows: above readWholeUpTo", { timeout: 600_000 }, () => {
   test("read the rows the query can match, not a document above readWholeUpTo", async () => {
     const { counted, fetchImpl } = countingFetch();
     const tool = harness.tool({ fetchImpl });

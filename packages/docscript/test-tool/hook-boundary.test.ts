@@ -18,14 +18,14 @@ async function freshDocument(): Promise<string> {
   return docId;
 }
 
-describe("the file hooks take what the document says", () => {
-  before(async () => {
-    harness = await startHarness();
-  });
-  after(async () => {
-    await harness.close();
-  });
+before(async () => {
+  harness = await startHarness();
+});
+after(async () => {
+  await harness.close();
+});
 
+describe("the file hooks take what the document says: loadEntityAsset", () => {
   test("keys that leave the store or name a URL are refused at the script's call and never reach loadEntityAsset", async () => {
     const docId = await freshDocument();
     const asked: string[] = [];
@@ -84,7 +84,9 @@ try { await entities.materialize("../../etc/passwd"); } catch (error) { console.
     ]);
     assert.deepEqual(asked, [{ id: docId, key: "music.mp3", kind: "audio" }]);
   });
+});
 
+describe("the file hooks take what the document says: uploadText", () => {
   test("an upload is bounded, staged with its plan, discarded when the plan is dropped or fails, kept once committed", async () => {
     const docId = await freshDocument();
     const stored: string[] = [];

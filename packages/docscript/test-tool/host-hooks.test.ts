@@ -17,14 +17,14 @@ function entityWithKey(document: Awaited<ReturnType<Harness["read"]>>, key: stri
   return document.entities.find((entity) => entity.payload.key === key);
 }
 
-describe("stored files and host hooks", () => {
-  before(async () => {
-    harness = await startHarness();
-  });
-  after(async () => {
-    await harness.close();
-  });
+before(async () => {
+  harness = await startHarness();
+});
+after(async () => {
+  await harness.close();
+});
 
+describe("stored files and host hooks: materialize and file facts", () => {
   test("materialize reads a medium's file through loadEntityAsset and writes nothing of it", async () => {
     const docId = await freshDocument();
     const reads: string[] = [];
@@ -116,7 +116,9 @@ entities.create({ entityKind: 'audio', payload: { system: 'files', key: 'music.m
     assert.match(stopped.error.message, /cannot read its file: no such object/);
     assert.equal(entityWithKey(await harness.read(docId), "lost.png"), undefined);
   });
+});
 
+describe("stored files and host hooks: refusals and failed reads", () => {
   test("a script that writes storageKey or digest is refused at the call", async () => {
     const docId = await freshDocument();
     const tool = harness.tool({
@@ -168,7 +170,9 @@ await entities.materialize(music.entityId);`,
     assert.equal(unhandled.error.code, "runtime");
     assert.match(unhandled.error.message, /did not handle/);
   });
+});
 
+describe("stored files and host hooks: uploadText and loadGenerationFacts", () => {
   test("uploadText stores a phonetic script's phoneme text and the plan records the file", async () => {
     const docId = await freshDocument();
     const uploads: string[] = [];

@@ -27,14 +27,14 @@ async function otherUserSetsMusic(docId: string, volume: number) {
   return await harness.client.push(docId, doc.export({ mode: "update", from }));
 }
 
-describe("plan-diff and revert-plan through the tool", () => {
-  before(async () => {
-    harness = await startHarness();
-  });
-  after(async () => {
-    await harness.close();
-  });
+before(async () => {
+  harness = await startHarness();
+});
+after(async () => {
+  await harness.close();
+});
 
+describe("plan-diff and revert-plan through the tool: diffs and reverts", () => {
   test("a committed plan reads back as a diff; its revert is a plan that puts the value back", async () => {
     await harness.createDocument("undo");
     const tool = harness.tool();
@@ -119,7 +119,9 @@ describe("plan-diff and revert-plan through the tool", () => {
     );
     assert.equal(musicVolume(await harness.read("undo-conflict")), -12, "the other user's value stays");
   });
+});
 
+describe("plan-diff and revert-plan through the tool: previews and missing plans", () => {
   test("a move, then a delete of the track: the preview lists every clip taken off it, by the delete", async () => {
     // The case: the preview said "deleted track-1" while the clips it held left the timeline unreported.
     await harness.createDocument("cascade-preview", 3);

@@ -31,6 +31,47 @@ function countingFetch() {
   return { counted, fetchImpl };
 }
 
+/** The scripts both tools run, about `clip`: reads, a refused write, an error, a plan and a refused plan. */
+function comparedScripts(clip: string): string[] {
+  return [
+    // Pages of clips by kind, each after the last id of the one before: every clip once.
+    `let after; const seen = new Set();
+for (;;) {
+  const page = entities.list({ entityKind: 'clip', limit: 4000, ...(after === undefined ? {} : { after }) });
+  for (const clip of page) seen.add(clip.entityId);
+  if (page.length < 4000) break;
+  after = page[page.length - 1].entityId;
+}
+console.log(seen.size);
+console.log(entities.list({ entityKind: 'track' }).map((track) => track.entityId).sort().join());
+console.log(relations.of('${clip}').map((relation) => relation.relationKind).join());
+console.log(relations.list({ relationKind: 'marker' }).length);
+entities.update('${clip}', [{ op: 'set', path: ['speed'], value: 2 }]);`,
+    // A refused write: its issues and the shape of the value given.
+    `entities.update('${clip}', [{ op: 'set', path: ['volume'], value: 'loud' }]);`,
+    // A runtime error, with its line and column.
+    `const held = relations.of('${clip}');\nnull.crash;`,
+    // A new clip on the video track, held with its marker and content: a whole plan.
+    `const image = entities.create({ entityKind: 'image', payload: { system: 'files', key: 'on-demand.png' } });
+const marker = entities.create({ entityKind: 'sequence-marker', payload: { startMs: 1, durationMs: 2, trimStartMs: 0 } });
+const made = entities.create({ entityKind: 'clip', payload: {} });
+relations.link({ relationKind: 'marker', endpoint0EntityId: made.entityId, endpoint1EntityId: marker.entityId });
+relations.link({ relationKind: 'contain', endpoint0EntityId: made.entityId, endpoint1EntityId: image.entityId });
+relations.link({ relationKind: 'contain', endpoint0EntityId: 'track-1', endpoint1EntityId: made.entityId, index: 2 });`,
+    // A plan the whole check refuses: a clip left without its marker.
+    `const [marker] = relations.of('${clip}', 'marker'); relations.unlink(marker.relationId); entities.delete(marker.endpoint1EntityId);`,
+  ];
+}
+
+/** What a model reads, without what differs run to run (plan ids, made ids, versions). */
+const comparable = (result: DocScriptResult) =>
+  JSON.parse(
+    JSON.stringify(result)
+      .replace(/"plan_id":"[^"]*"/g, '"plan_id":"-"')
+      .replace(/"version":"[^"]*"/g, '"version":"-"')
+      .replace(/(clip|image|sequence-marker|contain|marker)-[A-Za-z0-9_-]{12}/g, "$1-made"),
+  );
+
 const sandbox = { timeoutMs: 300_000, prepareTimeoutMs: 300_000 };
 
 describe("runs that read rows on demand", { timeout: 900_000 }, () => {
@@ -94,42 +135,7 @@ describe("runs that read rows on demand", { timeout: 900_000 }, () => {
       sandbox: { ...sandbox, readWholeUpTo: Number.POSITIVE_INFINITY },
     });
     const clip = firstClips[3] as string;
-    const scripts = [
-      // Pages of clips by kind, each after the last id of the one before: every clip once.
-      `let after; const seen = new Set();
-for (;;) {
-  const page = entities.list({ entityKind: 'clip', limit: 4000, ...(after === undefined ? {} : { after }) });
-  for (const clip of page) seen.add(clip.entityId);
-  if (page.length < 4000) break;
-  after = page[page.length - 1].entityId;
-}
-console.log(seen.size);
-console.log(entities.list({ entityKind: 'track' }).map((track) => track.entityId).sort().join());
-console.log(relations.of('${clip}').map((relation) => relation.relationKind).join());
-console.log(relations.list({ relationKind: 'marker' }).length);
-entities.update('${clip}', [{ op: 'set', path: ['speed'], value: 2 }]);`,
-      // A refused write: its issues and the shape of the value given.
-      `entities.update('${clip}', [{ op: 'set', path: ['volume'], value: 'loud' }]);`,
-      // A runtime error, with its line and column.
-      `const held = relations.of('${clip}');\nnull.crash;`,
-      // A new clip on the video track, held with its marker and content: a whole plan.
-      `const image = entities.create({ entityKind: 'image', payload: { system: 'files', key: 'on-demand.png' } });
-const marker = entities.create({ entityKind: 'sequence-marker', payload: { startMs: 1, durationMs: 2, trimStartMs: 0 } });
-const made = entities.create({ entityKind: 'clip', payload: {} });
-relations.link({ relationKind: 'marker', endpoint0EntityId: made.entityId, endpoint1EntityId: marker.entityId });
-relations.link({ relationKind: 'contain', endpoint0EntityId: made.entityId, endpoint1EntityId: image.entityId });
-relations.link({ relationKind: 'contain', endpoint0EntityId: 'track-1', endpoint1EntityId: made.entityId, index: 2 });`,
-      // A plan the whole check refuses: a clip left without its marker.
-      `const [marker] = relations.of('${clip}', 'marker'); relations.unlink(marker.relationId); entities.delete(marker.endpoint1EntityId);`,
-    ];
-    /** What a model reads, without what differs run to run (plan ids, made ids, versions). */
-    const comparable = (result: DocScriptResult) =>
-      JSON.parse(
-        JSON.stringify(result)
-          .replace(/"plan_id":"[^"]*"/g, '"plan_id":"-"')
-          .replace(/"version":"[^"]*"/g, '"version":"-"')
-          .replace(/(clip|image|sequence-marker|contain|marker)-[A-Za-z0-9_-]{12}/g, "$1-made"),
-      );
+    const scripts = comparedScripts(clip);
     for (const script of scripts) {
       const [fromDemand, fromWhole] = [
         await onDemand.handle({ op: "run-edit-script", doc_id: "whole", script }),
