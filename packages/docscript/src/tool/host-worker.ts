@@ -28,6 +28,8 @@ export interface HostWorker {
   vector: VersionVector | undefined;
   reads: "on-demand" | "whole" | undefined;
   rows: HostedRunRequest["rows"];
+  /** The last run opened on the worker: what a replacement prepares (ADR 0495). */
+  lastRequest: HostedRunRequest | undefined;
   readonly runs: Map<number, HostWorkerRun>;
   readonly pending: Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>;
   failure: SandboxFailure | undefined;
@@ -79,6 +81,7 @@ export function spawnHostWorker(settings: HostWorkerSettings): HostWorker {
     vector: undefined,
     reads: undefined,
     rows: undefined,
+    lastRequest: undefined,
     runs: new Map(),
     pending: new Map(),
     failure: undefined,

@@ -37,6 +37,7 @@ export async function openHostedRun(
       : [run.replica.export({ mode: "update", from: host.vector })];
   host.vector = run.replica.oplogVersion();
   host.rows = run.rows;
+  host.lastRequest = run;
   host.lastUsed = performance.now();
   const words = new Int32Array(signal);
   host.runs.set(runId, { signal: words, request: run, pending: new Set() });

@@ -12,7 +12,13 @@ import type { HostChannel, SandboxFailure, ScriptOutcome } from "../sandbox/sand
 import type { RowLookup, RowLookupAnswer } from "../server/document-host.ts";
 import type { CacheLimits } from "./document-cache.ts";
 import { defaultRunRetainedMb } from "./host-retained.ts";
-import { type HostWorker, type HostWorkerSettings, hostWorkerGone, spawnHostWorker } from "./host-worker.ts";
+import {
+  askHostWorker,
+  type HostWorker,
+  type HostWorkerSettings,
+  hostWorkerGone,
+  spawnHostWorker,
+} from "./host-worker.ts";
 import { type HostedRunContext, keptSnapshots, openHostedRun } from "./hosted-run.ts";
 import type { EditScriptPlanBody, RunSessionInput } from "./run-session.ts";
 
@@ -52,13 +58,15 @@ export interface SessionHosts {
   readsOf(key: string): "on-demand" | "whole" | undefined;
   open(request: HostedRunRequest): Promise<HostedRun>;
   /**
-   * Counts for tests and benches: host workers started, terminated mid-run (`stopped`), and replaced
-   * between runs past their memory bound (`recycled`).
+   * Counts for tests and benches: host workers started, terminated mid-run (`stopped`), replaced
+   * between runs past their memory bound (`recycled`), and made ready with a replaced one's document
+   * (`prepared`).
    */
   stats(): {
     readonly started: number;
     readonly stopped: number;
     readonly recycled: number;
+    readonly prepared: number;
     readonly live: number;
   };
   close(): Promise<void>;
@@ -105,7 +113,7 @@ function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
   const logger = options.logger ?? silentLogger;
   const byKey = new Map<string, HostWorker>();
   const state: { spare: HostWorker | undefined; closed: boolean } = { spare: undefined, closed: false };
-  const counts = { started: 0, stopped: 0, recycled: 0 };
+  const counts = { started: 0, stopped: 0, recycled: 0, prepared: 0 };
   const all = new Set<HostWorker>();
 
   /** Ends an idle worker (no run on it): it leaves the kept documents and its memory is returned. */
@@ -129,7 +137,10 @@ function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
       boundMiB: Math.round(bound / 2 ** 20),
     });
     retire(host);
+    if (host.lastRequest !== undefined) replace.prepare?.(host.lastRequest);
   };
+  /** Set by the session hosts: how a replaced worker's document is made ready again (ADR 0495). */
+  const replace: { prepare?: (run: HostedRunRequest) => void } = {};
 
   const settings: HostWorkerSettings = {
     memoryLimitMb,
@@ -198,7 +209,35 @@ function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
   };
 
   if (options.warm === true) state.spare = spawn();
-  return { byKey, state, counts, all, recycleIfGrown, stop, hostFor, trim, close };
+  return { byKey, state, counts, all, recycleIfGrown, replace, spawn, retire, stop, hostFor, trim, close };
+}
+
+/**
+ * A fresh worker for `run`'s document, holding it before the next run asks (ADR 0495): a large
+ * document's import and run document (seconds at 100k entities) are not paid inside that run.
+ */
+function prepareWorker(
+  workers: ReturnType<typeof keptWorkers>,
+  run: HostedRunRequest,
+  ask: (host: HostWorker) => Promise<unknown>,
+): void {
+  const { state, byKey, counts } = workers;
+  if (state.closed || byKey.has(run.key)) return;
+  const host = workers.spawn();
+  counts.prepared++;
+  host.key = run.key;
+  host.vector = run.replica.oplogVersion();
+  host.rows = run.rows;
+  host.lastRequest = run;
+  host.lastUsed = performance.now();
+  byKey.set(run.key, host);
+  void host.ready
+    .then(() => ask(host))
+    .catch(() => {
+      // Not made ready: the next run reads anew on a fresh worker.
+      if (byKey.get(run.key) === host) byKey.delete(run.key);
+      if (host.runs.size === 0) workers.retire(host);
+    });
 }
 
 export function createSessionHosts(options: SessionHostsOptions = {}): SessionHosts {
@@ -207,6 +246,19 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
   const workers = keptWorkers(options, memoryLimitMb);
   const snapshots = keptSnapshots();
   let nextId = 1;
+
+  workers.replace.prepare = (run) =>
+    prepareWorker(workers, run, (host) =>
+      askHostWorker(host, undefined, {
+        type: "prepare",
+        callId: nextId++,
+        key: run.key,
+        updates: snapshots.of(run.key, run.replica),
+        schema: run.schema,
+        limits: run.limits,
+        rows: run.rows === undefined ? undefined : { wholeUpTo: run.rows.wholeUpTo },
+      }),
+    );
 
   const context: HostedRunContext = {
     runRetainedMb,

@@ -42,6 +42,20 @@ export type ToHostWorker =
       readonly signal: SharedArrayBuffer;
     }
   | {
+      /**
+       * Hold the document before any run asks (ADR 0495): a worker made to replace one past its
+       * memory bound imports the replica and checks its run document out once, so the next run pays
+       * only the updates since.
+       */
+      readonly type: "prepare";
+      readonly callId: number;
+      readonly key: string;
+      readonly updates: readonly Uint8Array[];
+      readonly schema: { readonly module: string; readonly exportName: string };
+      readonly limits: CacheLimits;
+      readonly rows: { readonly wholeUpTo: number } | undefined;
+    }
+  | {
       readonly type: "call-async";
       readonly callId: number;
       readonly runId: number;

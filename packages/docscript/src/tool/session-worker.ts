@@ -112,7 +112,41 @@ function handedOn(method: string, payload: unknown): number {
   return typeof text === "string" ? Buffer.byteLength(text) : 0;
 }
 
+/** The rows of the worker's document on demand, asked of the tool's thread. */
+function rowsSource(rows: { readonly wholeUpTo: number } | undefined) {
+  return rows === undefined
+    ? undefined
+    : {
+        source: (lookups: unknown) => ask({ type: "rows", lookups }) as never,
+        wholeUpTo: rows.wholeUpTo,
+      };
+}
+
+/** A `prepare` in progress: a run opened meanwhile waits for it. */
+let preparing: Promise<unknown> = Promise.resolve();
+/**
+ * Prepared, and no run opened since: the first run's catch-up (the plan committed after the replaced
+ * worker's last run, say) is the document's growth, as a fresh worker's first import is, not runs'.
+ */
+let preparedOnly = false;
+
+/** Holds the document before a run asks: imported, its run document checked out once (ADR 0495). */
+function prepare(message: Extract<ToHostWorker, { type: "prepare" }>): void {
+  preparing = answered(async () => {
+    for (const update of message.updates) {
+      replica ??= new LoroDoc();
+      replica.import(update);
+    }
+    if (replica === undefined) return null;
+    const schema = await loadSchema(message.schema.module, message.schema.exportName);
+    cache.checkout(message.key, replica, schema, message.limits, rowsSource(message.rows)).release();
+    preparedOnly = true;
+    return null;
+  }).then((answer) => post(port, { callId: message.callId, ...answer }, { type: "answer" }));
+}
+
 async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<void> {
+  await preparing;
   const { runId, channel, signal } = {
     runId: message.runId,
     channel: message.port,
@@ -126,14 +160,9 @@ async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<v
     if (replica === undefined)
       throw Object.assign(new Error("the host worker holds no document"), { code: "run_failed" });
     const schema = await loadSchema(message.schema.module, message.schema.exportName);
-    const rows =
-      message.rows === undefined
-        ? undefined
-        : {
-            source: (lookups: unknown) => ask({ type: "rows", lookups }) as never,
-            wholeUpTo: message.rows.wholeUpTo,
-          };
-    const checkedOut = cache.checkout(message.key, replica, schema, message.limits, rows);
+    const checkedOut = cache.checkout(message.key, replica, schema, message.limits, rowsSource(message.rows));
+    if (preparedOnly) loroAtOpen = undefined;
+    preparedOnly = false;
     loroAtOpen ??= loroBytes();
     const budget = retainedBudget(message.retainedBytes);
     const session = openRunSession(message.input, schema, checkedOut.document, {
@@ -190,6 +219,9 @@ port.on("message", (message: ToHostWorker) => {
   switch (message.type) {
     case "open":
       void open(message);
+      return;
+    case "prepare":
+      prepare(message);
       return;
     case "call-async":
     case "finish": {

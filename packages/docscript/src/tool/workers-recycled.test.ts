@@ -99,8 +99,13 @@ describe("workers past their memory bound are replaced between runs (ADR 0491)",
       "a run was stopped: the worker was not replaced between runs",
     );
 
-    // The track's plan is committed meanwhile; the big one is not. The next run opens the document in a
-    // fresh worker (the snapshot kept for it and the update since) and reads it as it now is.
+    // A fresh worker is made ready with the document at once (ADR 0495), before the next run asks.
+    await until(() => hosts.stats().prepared > before.prepared, "a fresh host worker holds the document");
+    const ready = hosts.stats();
+    assert.ok(ready.started > before.started, "no fresh host worker was started");
+
+    // The track's plan is committed meanwhile; the big one is not. The next run opens the document on
+    // the prepared worker (the updates since it was made ready) and reads it as it now is.
     replica.import(track.plan.update);
     const next = await run(count);
     assert.ok(next.ok, JSON.stringify(next));
@@ -108,6 +113,6 @@ describe("workers past their memory bound are replaced between runs (ADR 0491)",
       next.logs.map((line) => line.text),
       [`${scripts} ${(tracks ?? 0) + 1}`],
     );
-    assert.ok(hosts.stats().started > before.started, "no fresh host worker was started");
+    assert.equal(hosts.stats().started, ready.started, "the next run did not run on the prepared worker");
   });
 });
