@@ -3,20 +3,15 @@
  * same members as one query per endpoint, each once, in pages; on SQLite and PostgreSQL.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { createTestDatabase } from "@tackle/test-support";
 import { LoroDoc } from "loro-crdt";
 import { checkDocument } from "../src/document/check-document.ts";
 import { projectDocument } from "../src/document/interpret.ts";
 import type { DocumentStore, FoundMember, MemberQuery } from "../src/server/document-store.ts";
-import { createSqliteDocumentStore, hashToken } from "../src/server/index.ts";
-import { createPostgresDocumentStore } from "../src/server/postgres/index.ts";
+import { hashToken } from "../src/server/index.ts";
 import { allRowChanges } from "../src/server/row-members.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
 import { largeTimeline } from "./large-timeline.ts";
+import { describeOnBothStores } from "./on-both-stores.ts";
 
 const { snapshot } = largeTimeline(120, 10);
 const projection = projectDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema);
@@ -66,31 +61,4 @@ async function checkEndpoints(store: DocumentStore) {
   );
 }
 
-describe("readMembers by many endpoints", () => {
-  const directory = mkdtempSync(join(tmpdir(), "tackle-docscript-endpoints-"));
-  const databases: { drop(): Promise<void> }[] = [];
-  after(async () => {
-    rmSync(directory, { recursive: true, force: true });
-    for (const database of databases) await database.drop();
-  });
-
-  it("SQLite", async () => {
-    const store = createSqliteDocumentStore({ path: join(directory, "d.sqlite") });
-    try {
-      await checkEndpoints(store);
-    } finally {
-      await store.close();
-    }
-  });
-
-  it("PostgreSQL", async () => {
-    const database = await createTestDatabase("docscript_member_endpoints");
-    databases.push(database);
-    const store = await createPostgresDocumentStore({ connectionString: database.url });
-    try {
-      await checkEndpoints(store);
-    } finally {
-      await store.close();
-    }
-  });
-});
+describeOnBothStores("readMembers by many endpoints", "endpoints", checkEndpoints);

@@ -5,20 +5,15 @@
  * positions, a relation row without a position and one whose position is not text among them.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { createTestDatabase } from "@tackle/test-support";
 import { LoroDoc, LoroMap } from "loro-crdt";
 import { checkDocument } from "../src/document/check-document.ts";
 import { projectDocument } from "../src/document/interpret.ts";
 import type { DocumentStore } from "../src/server/document-store.ts";
-import { createSqliteDocumentStore, hashToken } from "../src/server/index.ts";
-import { createPostgresDocumentStore } from "../src/server/postgres/index.ts";
+import { hashToken } from "../src/server/index.ts";
 import { allRowChanges } from "../src/server/row-members.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
 import { largeTimeline, overlayTrackId } from "./large-timeline.ts";
+import { describeOnBothStores } from "./on-both-stores.ts";
 
 /** The large timeline, plus overlay relations with a duplicate position, none, and a number. */
 function seeded() {
@@ -83,31 +78,4 @@ async function checkOrdered(store: DocumentStore) {
   );
 }
 
-describe("readMembers of a holder's ordered relations", () => {
-  const directory = mkdtempSync(join(tmpdir(), "tackle-docscript-ordered-"));
-  const databases: { drop(): Promise<void> }[] = [];
-  after(async () => {
-    rmSync(directory, { recursive: true, force: true });
-    for (const database of databases) await database.drop();
-  });
-
-  it("SQLite", async () => {
-    const store = createSqliteDocumentStore({ path: join(directory, "d.sqlite") });
-    try {
-      await checkOrdered(store);
-    } finally {
-      await store.close();
-    }
-  });
-
-  it("PostgreSQL", async () => {
-    const database = await createTestDatabase("docscript_member_ordered");
-    databases.push(database);
-    const store = await createPostgresDocumentStore({ connectionString: database.url });
-    try {
-      await checkOrdered(store);
-    } finally {
-      await store.close();
-    }
-  });
-});
+describeOnBothStores("readMembers of a holder's ordered relations", "ordered", checkOrdered);
