@@ -119,29 +119,32 @@ function insertMembers(
     );
     if (Number(inserted.changes) !== 1) continue;
     landed.push(member);
-    insertNumbers(statements, documentId, change, member);
+    insertNumbers(statements, documentId, change.root, change.rowId, numberEntries([member]));
   }
   return landed;
 }
 
-/** Indexes a member's number fields under its row (the window index, ADR 0480). */
+/** Indexes number fields under their row (the window index, ADR 0480). */
 function insertNumbers(
   statements: RowStatements,
   documentId: string,
-  change: RowChange,
-  member: RowMember,
+  root: RowRoot,
+  rowId: string,
+  entries: Iterable<NumberEntry>,
 ): void {
-  for (const entry of numberEntries([member]))
+  for (const entry of entries)
     statements.insertNumber.run(
       documentId,
       entry.kind,
       entry.field,
       entry.value,
       entry.memberId,
-      change.root,
-      change.rowId,
+      root,
+      rowId,
     );
 }
+
+type NumberEntry = ReturnType<typeof numberEntries> extends Iterable<infer Entry> ? Entry : never;
 
 function upsertRow(statements: RowStatements, documentId: string, change: RowChange, version: number): void {
   const columns = rowColumns(change);
@@ -199,7 +202,7 @@ function rewriteNumbers(statements: RowStatements, documentId: string, change: R
     const key = `${member.type}\u0000${member.id}`;
     if (!held.has(key) || written.has(key)) continue;
     written.add(key);
-    insertNumbers(statements, documentId, change, member);
+    insertNumbers(statements, documentId, change.root, change.rowId, numberEntries([member]));
   }
 }
 
@@ -262,20 +265,14 @@ async function indexNumbers(
         statements.deleteNumbersOfRow.run(documentId, row.root, row.row_id);
         const members = numbersOf(row.root, row.row_id, JSON.parse(row.payload));
         const seen = new Set<string>();
-        for (const entry of numberEntries(members)) {
-          // A row naming one member twice indexes its first, as its members keep it.
-          if (seen.has(`${entry.memberId}\u0000${entry.field}`)) continue;
-          seen.add(`${entry.memberId}\u0000${entry.field}`);
-          statements.insertNumber.run(
-            documentId,
-            entry.kind,
-            entry.field,
-            entry.value,
-            entry.memberId,
-            row.root,
-            row.row_id,
-          );
-        }
+        // A row naming one member twice indexes its first, as its members keep it.
+        const firsts = [...numberEntries(members)].filter((entry) => {
+          const key = `${entry.memberId}\u0000${entry.field}`;
+          if (seen.has(key)) return false;
+          seen.add(key);
+          return true;
+        });
+        insertNumbers(statements, documentId, row.root, row.row_id, firsts);
       }
       const last = rows.at(-1);
       if (last !== undefined) after = [last.root, last.row_id];
