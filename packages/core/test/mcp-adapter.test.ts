@@ -154,6 +154,34 @@ describe("MCP over Streamable HTTP on loopback", () => {
     }
   });
 
+  it("answers on a kept-alive connection after the event loop was held past Node's 5 s keep-alive", async () => {
+    // Client and server share this process: a hold of the loop (a large answer, a busy machine)
+    // holds both. The client's next request goes out on its pooled connection, and Node ran the
+    // server's overdue idle timer before reading it: the socket was destroyed under it, ECONNRESET.
+    const call = async (text: string) => {
+      const response = await fetch(server.url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          "mcp-protocol-version": "2025-06-18",
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "text.upper", arguments: { text } },
+        }),
+      });
+      assert.equal(response.status, 200);
+      return response.text();
+    };
+    assert.match(await call("before"), /BEFORE/);
+    // 7 s asleep (no CPU burnt): past the 5 s keep-alive and the 1 s Node adds to its timer.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 7000);
+    assert.match(await call("after"), /AFTER/);
+  });
+
   it("refuses a foreign Host or Origin (DNS rebinding) and a non-loopback bind", async () => {
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: {} });
     const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };

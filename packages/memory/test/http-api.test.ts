@@ -103,6 +103,25 @@ describe("HTTP API: keys, tenants, input and OpenAPI", () => {
     assert.deepEqual((await alice.status()).counts, before);
   });
 
+  it("answers on a kept-alive connection after the event loop was held past Node's 5 s keep-alive", async () => {
+    // Client and server share this process: a hold of the loop (a large import, a busy machine)
+    // holds both. The client's next request goes out on its pooled connection, and Node ran the
+    // server's overdue idle timer before reading it: the socket was destroyed under it, ECONNRESET.
+    const add = async (content: string) => {
+      const response = await fetch(`${server.url}/v1/memories`, {
+        method: "POST",
+        headers: { authorization: "Bearer key-alice", "content-type": "application/json" },
+        body: JSON.stringify({ userId: "kept-alive", content }),
+      });
+      assert.equal(response.status, 200);
+      return ((await response.json()) as { memory: { content: string } }).memory.content;
+    };
+    assert.equal(await add("before the hold"), "before the hold");
+    // 7 s asleep (no CPU burnt): past the 5 s keep-alive and the 1 s Node adds to its timer.
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 7000);
+    assert.equal(await add("after the hold"), "after the hold");
+  });
+
   it("serves an OpenAPI 3.1 document whose operations are the client's methods", async () => {
     const document = (await (await fetch(`${server.url}/openapi.json`)).json()) as {
       openapi: string;

@@ -98,18 +98,24 @@ export async function serveMcpHttp(
       originValidationResponse(request, origins) ??
       handler.fetch(request),
   });
-  const server = createServer((request, response) => {
-    if (new URL(request.url ?? "/", "http://localhost").pathname !== path) {
-      response.writeHead(404, { "content-type": "text/plain" }).end("Not found");
-      return;
-    }
-    // Node's IncomingMessage fits the SDK's structural type; only exactOptionalPropertyTypes objects.
-    guarded(request as unknown as Parameters<typeof guarded>[0], response).catch((error: unknown) => {
-      (options.onError ?? reportToStderr)(error as Error);
-      if (!response.headersSent) response.writeHead(500);
-      response.end();
-    });
-  });
+  // Advertises `Keep-Alive: timeout=5` and holds an idle connection 25 s more: Node checks its idle
+  // timer before it reads the socket, so after the event loop was held past 5 s (a large answer, a
+  // busy machine) a client's next request on its pooled connection met a destroyed socket (ECONNRESET).
+  const server = createServer(
+    { keepAliveTimeout: 5_000, keepAliveTimeoutBuffer: 25_000 },
+    (request, response) => {
+      if (new URL(request.url ?? "/", "http://localhost").pathname !== path) {
+        response.writeHead(404, { "content-type": "text/plain" }).end("Not found");
+        return;
+      }
+      // Node's IncomingMessage fits the SDK's structural type; only exactOptionalPropertyTypes objects.
+      guarded(request as unknown as Parameters<typeof guarded>[0], response).catch((error: unknown) => {
+        (options.onError ?? reportToStderr)(error as Error);
+        if (!response.headersSent) response.writeHead(500);
+        response.end();
+      });
+    },
+  );
   server.listen(options.port ?? 0, host);
   await once(server, "listening");
   const { port } = server.address() as AddressInfo;

@@ -90,7 +90,16 @@ export async function serveMemory(options: ServeMemoryOptions): Promise<MemorySe
   try {
     server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
       const instance = serve(
-        { fetch: app.fetch, hostname: host, port: options.port ?? DEFAULT_MEMORY_PORT },
+        {
+          fetch: app.fetch,
+          hostname: host,
+          port: options.port ?? DEFAULT_MEMORY_PORT,
+          // Advertises `Keep-Alive: timeout=5` and holds an idle connection 25 s more: Node checks its
+          // idle timer before it reads the socket, so after the event loop was held past 5 s (a large
+          // import, a busy machine) a client's next request on its pooled connection met a destroyed
+          // socket (ECONNRESET), and a POST is not retried.
+          serverOptions: { keepAliveTimeout: 5_000, keepAliveTimeoutBuffer: 25_000 },
+        },
         () => resolve(instance),
       );
       instance.once("error", reject);
