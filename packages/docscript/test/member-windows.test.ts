@@ -103,6 +103,37 @@ async function checkWindows(store: DocumentStore) {
     scanned({ field: "startMs", from: 30_000, to: 60_000 }).filter((id) => id !== first),
   );
   assert.deepEqual(await readAll(store, window({ field: "startMs", from: 999_999, to: 1_000_001 })), [first]);
+  // A write of a number alone, as a push of fields makes it (with the row's members as they were):
+  // the number moves in place (ADR 0496), and the window follows.
+  const second = scanned({ field: "startMs", from: 30_000, to: 60_000 }).find((id) => id !== first);
+  const secondRowId = projection.stored(second ?? "")?.rowId ?? "";
+  const was = projection.rowJson(secondRowId);
+  const shifted = structuredClone(was) as { slots: { marker: { fields: { startMs: number } } } };
+  shifted.slots.marker.fields.startMs = 2_000_000;
+  await store.append({
+    documentId: "doc",
+    seq: 2,
+    bytes: new Uint8Array([2]),
+    status: "committed",
+    rows: [
+      {
+        root: "entities",
+        rowId: secondRowId,
+        json: shifted,
+        members: membersOfRow(timelineSchema, "entities", secondRowId, shifted),
+        previousMembers: membersOfRow(timelineSchema, "entities", secondRowId, was),
+      },
+    ],
+    issues: [],
+  });
+  assert.deepEqual(
+    await readAll(store, window({ field: "startMs", from: 30_000, to: 60_000 })),
+    scanned({ field: "startMs", from: 30_000, to: 60_000 }).filter((id) => id !== first && id !== second),
+  );
+  assert.deepEqual(await readAll(store, window({ field: "startMs", from: 1_999_999, to: 2_000_001 })), [
+    second,
+  ]);
+  assert.deepEqual(await readAll(store, window({ field: "startMs", from: 999_999, to: 1_000_001 })), [first]);
 }
 
 /** A document whose numbers are not indexed (as one stored before migration 7), then indexed by a server. */

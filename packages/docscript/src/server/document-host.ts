@@ -15,6 +15,7 @@ import { AppendWaiters } from "./append-waiters.ts";
 import { type DocumentStore, type MemberQuery, StoreConflictError } from "./document-store.ts";
 import {
   describeError,
+  forkTakesOver,
   heldRowsBound,
   type LogState,
   type OpenDocument,
@@ -250,7 +251,10 @@ export class DocumentHost {
   ): Promise<PushResult> {
     for (let attempt = 0; ; attempt++) {
       const open = await this.docs.withIssues(documentId);
-      open.shadow ??= await this.docs.replicaOf(documentId, open);
+      if (open.shadow === undefined) {
+        open.shadow = open.forkNext === true ? open.doc.fork() : await this.docs.replicaOf(documentId, open);
+        open.forkNext = false;
+      }
       const prepared = preparePush(open, bytes);
       if ("result" in prepared) return prepared.result;
       if (
@@ -296,9 +300,18 @@ export class DocumentHost {
         if (StoreConflictError.isInstance(error) && attempt < 5) continue;
         throw error;
       }
-      // The live document takes the same update the fork took: the two are replicas again.
-      open.doc.import(stored);
-      open.shadow = outcome.fork;
+      if (outcome.fork !== undefined && forkTakesOver(outcome.fork, prepared.spans)) {
+        // Imported again, a large update costs Loro as much as it did in the fork (the first write to
+        // each container it touches): the fork, which holds the stored update, becomes the live
+        // document, and the next push's replica is forked from it (ADR 0496).
+        open.doc = outcome.fork;
+        open.shadow = undefined;
+        open.forkNext = true;
+      } else {
+        // The live document takes the same update the fork took: the two are replicas again.
+        open.doc.import(stored);
+        open.shadow = outcome.fork;
+      }
       open.seq = seq;
       if (outcome.issues !== undefined) open.issues = outcome.issues;
       // The rows a document's pushes looked up stay held for the next push, up to a bound.

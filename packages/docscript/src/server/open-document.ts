@@ -1,5 +1,5 @@
 /** A document the server keeps open in memory, and what its parts share about it. */
-import type { LoroDoc } from "loro-crdt";
+import type { IdSpan, LoroDoc } from "loro-crdt";
 import type { ContainerIndex } from "../document/container-index.ts";
 import type { OnDemandProjection } from "../document/on-demand-projection.ts";
 import type { DocumentIssue } from "../schema/types.ts";
@@ -9,6 +9,11 @@ export interface OpenDocument {
   doc: LoroDoc;
   /** A replica of `doc` that pushes are imported into first; undefined after a rejection polluted it. */
   shadow: LoroDoc | undefined;
+  /**
+   * Set when a push's fork became the live document (a large update, ADR 0496): the next replica is
+   * forked from it, not read from the store (whose log holds that update, to be imported again).
+   */
+  forkNext?: boolean;
   /** Row of every container seen; shared by the live document and its forks (containers never move). */
   readonly index: ContainerIndex;
   /**
@@ -74,4 +79,23 @@ function importLogged(doc: LoroDoc, updates: readonly { readonly bytes: Uint8Arr
 export /** Loro throws values that are not Errors; keep whatever they say. */
 function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** Update atoms below which the live document imports a stored push itself (a fork costs more). */
+const forkTakesOverAtoms = 1_024;
+
+export /**
+ * Whether a stored push's fork takes the live document's place (ADR 0496): when its update is large
+ * beside the document's history. Importing it again costs as much as the fork's import did (Loro's
+ * first write to each container it touches: ~0.1 ms a container at 100k entities), and making the next
+ * push's replica by a fork costs what the document's state does (~0.3 s at 100k entities); past one
+ * atom in 64 of the history (~15,000 atoms at 100k entities) the fork is the cheaper.
+ */
+function forkTakesOver(fork: LoroDoc, spans: readonly IdSpan[]): boolean {
+  let atoms = 0;
+  for (const span of spans) atoms += span.length;
+  if (atoms < forkTakesOverAtoms) return false;
+  let history = 0;
+  for (const [, counter] of fork.oplogVersion().toJSON()) history += counter;
+  return atoms * 64 >= history;
 }

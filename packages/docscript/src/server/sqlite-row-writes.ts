@@ -60,6 +60,11 @@ function rowStatements(database: DatabaseSync) {
     `INSERT INTO docscript_numbers (document_id, kind, field, value, member_id, root, row_id)
      VALUES (?, ?, ?, ?, ?, ?, ?)`,
   );
+  // A number changed in place: the row index finds the row's few numbers.
+  const updateNumber = database.prepare(
+    `UPDATE docscript_numbers SET value = ?
+       WHERE document_id = ? AND root = ? AND row_id = ? AND member_id = ? AND field = ?`,
+  );
   const addCount = database.prepare(
     `INSERT INTO docscript_counts (document_id, type, kind, count) VALUES (?, ?, ?, ?)
      ON CONFLICT (document_id, type, kind) DO UPDATE SET count = count + excluded.count`,
@@ -86,6 +91,7 @@ function rowStatements(database: DatabaseSync) {
     insertMember,
     deleteNumbersOfRow,
     insertNumber,
+    updateNumber,
     addCount,
     deleteEmptyCounts,
     clears,
@@ -206,6 +212,43 @@ function rewriteNumbers(statements: RowStatements, documentId: string, change: R
   }
 }
 
+/** A row's number entries by member and field; undefined when one comes twice. */
+function entriesByKey(members: readonly RowMember[]): Map<string, NumberEntry> | undefined {
+  const entries = new Map<string, NumberEntry>();
+  for (const entry of numberEntries(members)) {
+    const key = `${entry.memberId}\u0000${entry.field}`;
+    if (entries.has(key)) return undefined;
+    entries.set(key, entry);
+  }
+  return entries;
+}
+
+/**
+ * A row's changed numbers updated in place when it holds the same number fields as before, only
+ * their values moved (a shift's markers): what the row held is not read, nor its numbers deleted and
+ * inserted (ADR 0496). A member the row does not hold has no numbers under it, and its update changes
+ * nothing, as `rewriteNumbers` writes none for it. False when the fields differ or a member comes
+ * twice: the caller rewrites the numbers then.
+ */
+function updateNumbers(statements: RowStatements, documentId: string, change: RowChange): boolean {
+  const before = entriesByKey(change.previousMembers ?? []);
+  const after = entriesByKey(change.members ?? []);
+  if (before === undefined || after === undefined || before.size !== after.size) return false;
+  for (const key of after.keys()) if (!before.has(key)) return false;
+  for (const [key, entry] of after) {
+    if (before.get(key)?.value === entry.value) continue;
+    statements.updateNumber.run(
+      entry.value,
+      documentId,
+      change.root,
+      change.rowId,
+      entry.memberId,
+      entry.field,
+    );
+  }
+  return true;
+}
+
 /** Writes rows and their members and numbers, and moves the counts per kind. */
 function writeRows(
   statements: RowStatements,
@@ -220,7 +263,7 @@ function writeRows(
   };
   for (const change of rows) {
     if (sameButNumbers(change)) {
-      rewriteNumbers(statements, documentId, change);
+      if (!updateNumbers(statements, documentId, change)) rewriteNumbers(statements, documentId, change);
       upsertRow(statements, documentId, change, version);
       continue;
     }
