@@ -146,12 +146,12 @@ try {
     const overlay = tracks.find((track) => track.payload.role === "overlay");
     if (overlay === undefined) throw new Error("no overlay track");
     if (task === "move") {
-      const held: { relationId: string; endpoint0EntityId: string }[] = await timed("of", "relations", "of", [
+      const [last]: { relationId: string }[] = await timed("of last", "relations", "of", [
         overlay.entityId,
         "contain",
+        { last: 1 },
       ]);
-      const own = held.filter((relation) => relation.endpoint0EntityId === overlay.entityId);
-      await timed("move", "relations", "move", [own.at(-1)?.relationId, { index: 0 }]);
+      await timed("move", "relations", "move", [last?.relationId, { index: 0 }]);
     } else {
       const create = (entityKind: string, payload?: unknown) =>
         timed(`create ${entityKind}`, "entities", "create", [

@@ -199,8 +199,8 @@ for (const marker of markers) {
   {
     name: "move the overlay track's last clip to its front",
     script: `const overlay = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'overlay');
-const held = relations.of(overlay.entityId, 'contain').filter((r) => r.endpoint0EntityId === overlay.entityId);
-relations.move(held[held.length - 1].relationId, { index: 0 });`,
+const last = relations.of(overlay.entityId, 'contain', { last: 1 })[0];
+relations.move(last.relationId, { index: 0 });`,
     loro(doc) {
       const contain = relationsOf(doc).get("large-contain-9") as LoroMap;
       contain.set("position", "~00000");

@@ -16,6 +16,7 @@ export {
   type FieldRange,
   type LinkInput,
   type MoveTarget,
+  type OrderedEnd,
   openDocument,
   type RelationFilter,
 } from "./document/document-session.ts";

@@ -22,6 +22,7 @@ export type {
   FieldRange,
   LinkInput,
   MoveTarget,
+  OrderedEnd,
   RelationFilter,
 } from "./session-types.ts";
 

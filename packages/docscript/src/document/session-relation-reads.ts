@@ -2,9 +2,11 @@
 
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { keepFirst } from "./keep-first.ts";
+import type { Projection } from "./projection.ts";
 import { compareRelations, publicRelation, type StoredRelation } from "./row-shape.ts";
+import { maxOrderedPage } from "./rows-on-demand.ts";
 import { readLimit, type SessionContext } from "./session-context.ts";
-import type { DocumentSession, RelationFilter } from "./session-types.ts";
+import type { DocumentSession, OrderedEnd, RelationFilter } from "./session-types.ts";
 
 const matches = (relation: StoredRelation, filter: RelationFilter) =>
   (filter.relationKind === undefined || relation.relationKind === filter.relationKind) &&
@@ -36,6 +38,43 @@ function firstPast(all: readonly StoredRelation[], from: StoredRelation): number
     else start = middle + 1;
   }
   return start;
+}
+
+/** A refused argument as a message shows it: its JSON, cut short (a hostile value may be huge). */
+function shown(value: unknown): string {
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = typeof value;
+  }
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
+}
+
+const endsShape = `{ first: n } or { last: n }, n a whole number from 1 to ${maxOrderedPage}`;
+
+/**
+ * `relations.of` with `ends`: the first (last) n relations `entityId` holds of `relationKind`, in
+ * order (position, then id), read from that end (`Projection.orderedRelations`: on a projection
+ * reading rows on demand, the store's index of positions) and not from every relation it holds.
+ */
+function orderedEnd(projection: Projection, entityId: unknown, relationKind: unknown, ends: unknown) {
+  const refuse = (what: string) => new DocScriptError("invalid_operation", `relations.of: ${what}`);
+  if (typeof ends !== "object" || ends === null || Array.isArray(ends))
+    throw refuse(`the third argument is ${endsShape}, not ${shown(ends)}`);
+  const keys = Object.keys(ends);
+  const from = keys.length === 1 ? keys[0] : undefined;
+  if (from !== "first" && from !== "last")
+    throw refuse(`the third argument is ${endsShape}; it has ${shown(keys)}`);
+  const count = (ends as Record<string, unknown>)[from];
+  if (typeof count !== "number" || !Number.isInteger(count) || count < 1 || count > maxOrderedPage)
+    throw refuse(`${from} is a whole number from 1 to ${maxOrderedPage}, not ${shown(count)}`);
+  if (typeof entityId !== "string") throw refuse(`entityId is a string, not ${shown(entityId)}`);
+  if (typeof relationKind !== "string")
+    throw refuse(`with ${from}, name the relationKind (a string), not ${shown(relationKind)}`);
+  const found = projection.orderedRelations(relationKind, entityId, from, count);
+  if (from === "last") found.reverse();
+  return found.map(publicRelation);
 }
 
 export function sessionRelationReads(
@@ -84,7 +123,8 @@ export function sessionRelationReads(
       if (limit !== undefined) keepFirst(matching, limit, compareRelations);
       return answer(matching.sort(compareRelations), limit);
     },
-    of(entityId, relationKind) {
+    of(entityId, relationKind, ends?: OrderedEnd) {
+      if (ends !== undefined) return orderedEnd(projection, entityId, relationKind, ends);
       return projection.relationsOf(entityId, relationKind);
     },
   };

@@ -80,6 +80,15 @@ export interface RelationFilter {
   readonly atMost?: number;
 }
 
+/**
+ * One end of the relations a holder holds of a kind (as endpoint0, not in a slot), in order: its first
+ * `first` or its last `last` (a whole number from 1 to `maxOrderedPage`); exactly one of the two.
+ */
+export interface OrderedEnd {
+  readonly first?: number;
+  readonly last?: number;
+}
+
 export interface DocumentSession {
   readonly doc: LoroDoc;
   readonly schema: Schema;
@@ -99,7 +108,8 @@ export interface DocumentSession {
   };
   readonly relations: {
     list(filter?: RelationFilter): Relation[];
-    of(entityId: string, relationKind?: string): Relation[];
+    /** Relations touching `entityId`; with `ends` (and a kind), only that end of those it holds, in order. */
+    of(entityId: string, relationKind?: string, ends?: OrderedEnd): Relation[];
     link(input: LinkInput): Relation;
     move(relationId: string, target: MoveTarget): Relation;
     unlink(relationId: string): void;

@@ -28,7 +28,7 @@ for (;;) {
   const page = entities.list({ entityKind: 'sequence-marker', range: { field: 'startMs', from: 500 }, limit: 5000, after });
   if (page.length === 0) break;
   entities.updateMany(page.map((m) => ({ entityId: m.entityId, ops: [{ op: 'set', path: ['startMs'], value: m.payload.startMs + 2000 }] })));
-  after = page[page.length - 1].entityId;
+  after = page.at(-1).entityId;
 }`,
   },
 ];
@@ -53,27 +53,27 @@ export function renderPrompt(input: PromptInput): string {
     input.changed === null
       ? "This is the first look at it in this conversation: take a snapshot before you edit."
       : input.changed
-        ? "It CHANGED since your previous call: what you read before may be stale; take a fresh snapshot."
+        ? "It CHANGED since your previous call: what you read may be stale; snapshot again."
         : "It has not changed since your previous call.";
   const pending =
     input.unconfirmedPlanId === undefined
       ? ""
       : `\nPlan \`${input.unconfirmedPlanId}\` is UNCONFIRMED: commit it again before anything else.`;
   const examples = workedScripts.map((example) => `// ${example.title}\n${example.script}`).join("\n\n");
-  return `You edit document "${input.docId}" with the \`${input.toolName}\` tool by writing a JavaScript edit script that runs in a sandbox.
+  return `You edit document "${input.docId}" with the \`${input.toolName}\` tool: a JavaScript edit script run in a sandbox.
 
 ## Ops
-- \`{ "op": "snapshot", "doc_id" }\`: one page (≤4000 tokens) of entities, then relations, in id order, with counts and a \`next_cursor\` (send it as \`cursor\` with the same query for more). Filters: \`kinds\`, \`ids\`, \`related_to\` (an entity id), \`relation_kinds\`, \`include\` (\`entities\`/\`relations\`), \`fields\`, \`from_ms\`/\`to_ms\` (what plays in that window).
-- \`{ "op": "run-edit-script", "doc_id", "script", "timeout_ms"?, "auto_commit"? }\`: runs the script; answers a \`preview\` (counts, each change with fields \`before\` → \`after\`, \`unreferenced\`: entities your deletes leave unrelated), \`logs\` and a \`plan_id\`; publishes nothing unless \`auto_commit\`.
-- \`{ "op": "commit-plan", "doc_id", "plan_id", "apply_remaining"? }\` publishes a plan; others' edits merge. It ends \`committed\` (\`duplicate: true\`: applied before, never twice); \`conflicted\`: writes that would lose a change committed after your version (same field or text, deleted what you write, changed what you delete, a broken constraint), a reason each; if \`applied: false\`, nothing was published: snapshot and run anew, or commit with \`"apply_remaining": true\`; \`rejected\`; or \`unconfirmed\`. If unconfirmed or you got no answer at all, call commit-plan again with the same plan_id before any other op: it never applies twice (\`not_found\`: never applied, run again).
+- \`{ "op": "snapshot", "doc_id" }\`: one page (≤4000 tokens) of entities, then relations, in id order, with counts and a \`next_cursor\` (pass it as \`cursor\`, same query, for more). Filters: \`kinds\`, \`ids\`, \`related_to\` (an entity id), \`relation_kinds\`, \`include\` (\`entities\`/\`relations\`), \`fields\`, \`from_ms\`/\`to_ms\` (what plays then).
+- \`{ "op": "run-edit-script", "doc_id", "script", "timeout_ms"?, "auto_commit"? }\`: runs the script; answers a \`preview\` (counts, each change with fields \`before\` → \`after\`, \`unreferenced\`: entities your deletes leave unrelated), \`logs\`, a \`plan_id\`; publishes nothing unless \`auto_commit\`.
+- \`{ "op": "commit-plan", "doc_id", "plan_id", "apply_remaining"? }\` publishes a plan; others' edits merge. It ends \`committed\` (\`duplicate: true\`: applied before); \`conflicted\`: writes losing a change committed after your version (same field or text, deleted what you write, changed what you delete, a broken constraint), a reason each; if \`applied: false\`, nothing was published: snapshot and run anew, or commit with \`"apply_remaining": true\`; \`rejected\`; or \`unconfirmed\`. If unconfirmed or unanswered, call commit-plan again with the same plan_id before any other op: it never applies twice (\`not_found\`: never applied, run again).
 - \`plan-diff\` (\`doc_id\`, \`plan_id\`): what a committed plan changed. \`revert-plan\` (\`doc_id\`, \`plan_id\`, \`auto_commit\`?): a NEW plan undoing it, answered like run-edit-script.
 
 ## Rules
 - The script is an async function body; only \`entities\`, \`relations\` and \`console\` exist.
 - It stops at \`timeout_ms\` (default and most ${input.timeoutMs}) or its memory ceiling, publishing nothing; errors name \`data.line\` and \`data.column\`.
 - A write lands whole or throws a \`DocScriptError\` at its call (\`code\`, \`message\`, \`data.issues\`); catch it to try another way. The finished plan is checked whole.
-- A read answers at most ${maxReadItems} items, else throws \`read_limit\`: read in pages (\`limit\`, \`after\`). For many entities, read pages by kind and \`range\` and write each with one \`updateMany\`, not an \`update\` each.
-- A clip needs its \`sequence-marker\` (\`marker\`) and content (\`contain\`: a caption or a medium) by the plan's end; a track holds clips with \`contain\`, in order.
+- A read answers at most ${maxReadItems} items, else throws \`read_limit\`: read in pages (\`limit\`, \`after\`). For many entities: pages by kind and \`range\`, each written with one \`updateMany\`, not an \`update\` each.
+- By the plan's end a clip needs its \`sequence-marker\` (\`marker\`) and content (\`contain\`: a caption or a medium); a track holds clips with \`contain\`, in order.
 - A \`phonetic-script\`'s \`phonemeScript\`: set the raw phoneme text; the host stores it as a file.
 
 ## The contract

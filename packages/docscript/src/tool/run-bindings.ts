@@ -263,8 +263,9 @@ function relationBindings({ session, tally }: BindingContext) {
         atMost: maxReadItems,
       });
     },
-    of(entityId: string, relationKind?: string) {
-      if (typeof entityId !== "string") return session.relations.of(entityId, relationKind);
+    of(entityId: string, relationKind?: string, ends?: { first?: number; last?: number }) {
+      if (typeof entityId !== "string" || ends !== undefined)
+        return session.relations.of(entityId, relationKind, ends);
       return session.relations.list({
         entityId,
         ...(relationKind === undefined ? {} : { relationKind }),

@@ -68,7 +68,7 @@ export interface ScriptEntities {
 
 export interface ScriptRelations {
   list(filter?: { relationKind?: string; entityId?: string; limit?: number; after?: string }): Relation[];
-  of(entityId: string, relationKind?: string): Relation[];
+  of(entityId: string, relationKind?: string, ends?: { first?: number; last?: number }): Relation[];
   link(input: {
     relationKind: string;
     endpoint0EntityId: string;

@@ -105,7 +105,10 @@ test("the real bindings are type-checked against the contract's types, parameter
     // A parameter the bindings do not take.
     ["unlink(relationId: string): void;", "unlink(relationId: string, reason: string): void;"],
     // A parameter type narrower than what the binding needs.
-    ["of(entityId: string, relationKind?: string): Relation[];", "of(entityId: number): Relation[];"],
+    [
+      "of(entityId: string, relationKind?: string, ends?: { first?: number; last?: number }): Relation[];",
+      "of(entityId: number): Relation[];",
+    ],
     // A return shape the bindings do not build.
     [
       "declareFields(entityKind: string): FieldDeclaration[];",

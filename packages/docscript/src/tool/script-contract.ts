@@ -1,3 +1,4 @@
+import { maxOrderedPage } from "../document/rows-on-demand.ts";
 import { maxReadItems } from "./run-session.ts";
 
 /**
@@ -34,10 +35,7 @@ type FieldDeclaration = Readonly<{
 type Materialized = Readonly<{ assetId: string; content: Json }>;
 
 declare const entities: {
-  /**
-   * limit (≤ ${maxReadItems}) answers one page in entityId order; after: the previous page's last entityId.
-   * range: entities of entityKind whose number field is in [from, to).
-   */
+  /** limit (≤ ${maxReadItems}) answers one page in entityId order; after: the previous page's last entityId. range: entities of entityKind whose number field is in [from, to). */
   list(filter?: { entityKind?: string; range?: FieldRange; limit?: number; after?: string }): Entity[];
   get(entityId: string): Entity | null;
   /** A medium whose file the document holds returns the one it has. */
@@ -54,7 +52,8 @@ declare const entities: {
 declare const relations: {
   /** By kind, holder, place; limit (≤ ${maxReadItems}) and after (the last relationId) page. */
   list(filter?: { relationKind?: string; entityId?: string; limit?: number; after?: string }): Relation[];
-  of(entityId: string, relationKind?: string): Relation[];
+  /** ends (with relationKind): the first or last n ≤ ${maxOrderedPage} entityId holds, in order; a track's last clip: of(trackId, 'contain', { last: 1 })[0]. */
+  of(entityId: string, relationKind?: string, ends?: { first?: number; last?: number }): Relation[];
   /** index: the place among the holder's ordered targets (default last). */
   link(input: { relationKind: string; endpoint0EntityId: string; endpoint1EntityId: string; index?: number }): Relation;
   move(relationId: string, target: { endpoint0EntityId?: string; index?: number }): Relation;
