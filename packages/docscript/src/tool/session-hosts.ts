@@ -58,15 +58,22 @@ export interface SessionHosts {
   readsOf(key: string): "on-demand" | "whole" | undefined;
   open(request: HostedRunRequest): Promise<HostedRun>;
   /**
+   * `replica` has taken updates (a committed plan): the workers keeping a document of it import them
+   * and check their run documents out now, so the next run does not (ADR 0498). A run opened meanwhile
+   * waits for it; a worker with a run on it is left to catch up when its next run opens.
+   */
+  catchUp(replica: LoroDoc): void;
+  /**
    * Counts for tests and benches: host workers started, terminated mid-run (`stopped`), replaced
-   * between runs past their memory bound (`recycled`), and made ready with a replaced one's document
-   * (`prepared`).
+   * between runs past their memory bound (`recycled`), made ready with a replaced one's document
+   * (`prepared`), and caught up with their replica between runs (`caughtUp`).
    */
   stats(): {
     readonly started: number;
     readonly stopped: number;
     readonly recycled: number;
     readonly prepared: number;
+    readonly caughtUp: number;
     readonly live: number;
   };
   close(): Promise<void>;
@@ -113,7 +120,7 @@ function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
   const logger = options.logger ?? silentLogger;
   const byKey = new Map<string, HostWorker>();
   const state: { spare: HostWorker | undefined; closed: boolean } = { spare: undefined, closed: false };
-  const counts = { started: 0, stopped: 0, recycled: 0, prepared: 0 };
+  const counts = { started: 0, stopped: 0, recycled: 0, prepared: 0, caughtUp: 0 };
   const all = new Set<HostWorker>();
 
   /** Ends an idle worker (no run on it): it leaves the kept documents and its memory is returned. */
@@ -209,7 +216,21 @@ function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
   };
 
   if (options.warm === true) state.spare = spawn();
-  return { byKey, state, counts, all, recycleIfGrown, replace, spawn, retire, stop, hostFor, trim, close };
+  return {
+    byKey,
+    state,
+    counts,
+    all,
+    logger,
+    recycleIfGrown,
+    replace,
+    spawn,
+    retire,
+    stop,
+    hostFor,
+    trim,
+    close,
+  };
 }
 
 /**
@@ -240,6 +261,48 @@ function prepareWorker(
     });
 }
 
+/**
+ * Sends `host` the updates of its replica since the version it holds, once it has booted (and taken
+ * whatever was sent it before): posted in order with the worker's other messages, so a run opened
+ * after it sends only what came after it (ADR 0498).
+ */
+function catchUpWorker(
+  workers: ReturnType<typeof keptWorkers>,
+  host: HostWorker,
+  replica: LoroDoc,
+  ask: (host: HostWorker, updates: Uint8Array[], run: HostedRunRequest) => Promise<unknown>,
+): void {
+  void host.ready.then(
+    () => {
+      const run = host.lastRequest;
+      const order = host.vector?.compare(replica.oplogVersion());
+      // Only between runs, on the worker's own replica, and only when it is behind.
+      if (host.dead || host.retiring || host.runs.size > 0 || run?.replica !== replica) return;
+      if (host.vector === undefined || order === undefined || order >= 0) return;
+      const updates = [replica.export({ mode: "update", from: host.vector })];
+      host.vector = replica.oplogVersion();
+      workers.counts.caughtUp++;
+      workers.logger.debug("docscript: host worker catching up with its replica between runs", {
+        key: run.key,
+        bytes: updates[0]?.byteLength ?? 0,
+      });
+      ask(host, updates, run).catch(() => {
+        // What it holds is not what the tool's thread counts: it takes no more runs.
+        if (workers.byKey.get(run.key) === host) workers.byKey.delete(run.key);
+        if (host.runs.size === 0) workers.retire(host);
+        else {
+          host.failure ??= {
+            code: "run_failed",
+            message: "the host worker did not take the document's updates",
+          };
+          workers.stop(host);
+        }
+      });
+    },
+    () => {},
+  );
+}
+
 export function createSessionHosts(options: SessionHostsOptions = {}): SessionHosts {
   const memoryLimitMb = options.memoryLimitMb ?? 1024;
   const runRetainedMb = options.runRetainedMb ?? defaultRunRetainedMb;
@@ -260,6 +323,18 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
       }),
     );
 
+  const catchUp = (host: HostWorker, updates: Uint8Array[], run: HostedRunRequest) =>
+    askHostWorker(host, undefined, {
+      type: "prepare",
+      callId: nextId++,
+      catchUp: true,
+      key: run.key,
+      updates,
+      schema: run.schema,
+      limits: run.limits,
+      rows: run.rows === undefined ? undefined : { wholeUpTo: run.rows.wholeUpTo },
+    });
+
   const context: HostedRunContext = {
     runRetainedMb,
     nextId: () => nextId++,
@@ -278,6 +353,10 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
       if (workers.state.closed)
         throw Object.assign(new Error("the tool is closed"), { code: "sandbox_closed" });
       return await openHostedRun(context, workers.hostFor(run), run);
+    },
+    catchUp(replica) {
+      if (workers.state.closed) return;
+      for (const host of workers.byKey.values()) catchUpWorker(workers, host, replica, catchUp);
     },
     stats: () => ({ ...workers.counts, live: workers.all.size }),
     async close() {

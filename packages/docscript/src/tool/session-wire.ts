@@ -49,6 +49,12 @@ export type ToHostWorker =
        */
       readonly type: "prepare";
       readonly callId: number;
+      /**
+       * `catch-up`: a kept worker takes the replica's updates since its last run (a committed plan,
+       * ADR 0498) before the next run asks; its runs' growth is measured as before. Otherwise a fresh
+       * worker takes its document, and its growth is measured from its first run's open.
+       */
+      readonly catchUp?: boolean;
       readonly key: string;
       readonly updates: readonly Uint8Array[];
       readonly schema: { readonly module: string; readonly exportName: string };

@@ -122,27 +122,39 @@ function rowsSource(rows: { readonly wholeUpTo: number } | undefined) {
       };
 }
 
-/** A `prepare` in progress: a run opened meanwhile waits for it. */
+/** `prepare`s in progress, in the order they came: a run opened meanwhile waits for them. */
 let preparing: Promise<unknown> = Promise.resolve();
 /**
  * Prepared, and no run opened since: the first run's catch-up (the plan committed after the replaced
  * worker's last run, say) is the document's growth, as a fresh worker's first import is, not runs'.
  */
 let preparedOnly = false;
+/** A `prepare` failed: what the worker holds may lack updates the tool's thread counts it as holding. */
+let unusable: string | undefined;
 
-/** Holds the document before a run asks: imported, its run document checked out once (ADR 0495). */
+/**
+ * Holds the document before a run asks: imported, its run document checked out (ADR 0495), or, for a
+ * kept worker, caught up with a committed plan (ADR 0498).
+ */
 function prepare(message: Extract<ToHostWorker, { type: "prepare" }>): void {
-  preparing = answered(async () => {
-    for (const update of message.updates) {
-      replica ??= new LoroDoc();
-      replica.import(update);
-    }
-    if (replica === undefined) return null;
-    const schema = await loadSchema(message.schema.module, message.schema.exportName);
-    cache.checkout(message.key, replica, schema, message.limits, rowsSource(message.rows)).release();
-    preparedOnly = true;
-    return null;
-  }).then((answer) => post(port, { callId: message.callId, ...answer }, { type: "answer" }));
+  preparing = preparing.then(() =>
+    answered(async () => {
+      try {
+        for (const update of message.updates) {
+          replica ??= new LoroDoc();
+          replica.import(update);
+        }
+        if (replica === undefined) return null;
+        const schema = await loadSchema(message.schema.module, message.schema.exportName);
+        cache.checkout(message.key, replica, schema, message.limits, rowsSource(message.rows)).release();
+      } catch (error) {
+        unusable ??= (error as Error).message;
+        throw error;
+      }
+      if (message.catchUp !== true) preparedOnly = true;
+      return null;
+    }).then((answer) => post(port, { callId: message.callId, ...answer }, { type: "answer" })),
+  );
 }
 
 async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<void> {
@@ -157,8 +169,11 @@ async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<v
       replica ??= new LoroDoc();
       replica.import(update);
     }
-    if (replica === undefined)
-      throw Object.assign(new Error("the host worker holds no document"), { code: "run_failed" });
+    if (replica === undefined || unusable !== undefined)
+      throw Object.assign(
+        new Error(`the host worker holds no document${unusable === undefined ? "" : ` (${unusable})`}`),
+        { code: "run_failed" },
+      );
     const schema = await loadSchema(message.schema.module, message.schema.exportName);
     const checkedOut = cache.checkout(message.key, replica, schema, message.limits, rowsSource(message.rows));
     if (preparedOnly) loroAtOpen = undefined;

@@ -25,6 +25,7 @@ import {
   Unbounded,
 } from "./rows-snapshot-page.ts";
 import { discardUploads, runEditScript, type SchemaReference } from "./run-edit-script.ts";
+import { sessionHostsOf } from "./session-hosts.ts";
 import { CursorError, ProjectionIndex } from "./snapshot-page.ts";
 import { fitLogs, fitOutcome, runError } from "./tool-answers.ts";
 import type { ToolInput } from "./tool-input.ts";
@@ -94,12 +95,18 @@ export async function commit(
     state.version = undefined;
     state.view = undefined;
   } else {
-    await pull(entry.plan.docId).catch((error: unknown) =>
-      logger.warn("docscript: pull after commit failed", {
-        docId: entry.plan.docId,
-        error: (error as Error).message,
-      }),
+    const pulled = await pull(entry.plan.docId).then(
+      () => true,
+      (error: unknown) => {
+        logger.warn("docscript: pull after commit failed", {
+          docId: entry.plan.docId,
+          error: (error as Error).message,
+        });
+        return false;
+      },
     );
+    // The host workers keeping the document take the committed plan now, not in the next run (ADR 0498).
+    if (pulled) sessionHostsOf(core.sandbox()).catchUp(state.replica);
   }
   return outcome;
 }
