@@ -34,6 +34,8 @@ for (const after of cases) {
     const session = openDocument(doc, timelineSchema, { role: "host" });
     const track = session.entities.create({ entityKind: "track", payload: { role: "video", name: "Main" } });
     const caption = session.entities.create({ entityKind: "caption", payload: { text: "Hello" } });
+    // A session's writes stay pending for a while (ADR 0499): the half write follows them in one transaction.
+    if (after === "after own writes") assert.ok(doc.getPendingTxnLength() > 0);
     if (after === "after own committed writes") doc.commit();
     if (after === "after another peer's update") {
       const other = new LoroDoc();
