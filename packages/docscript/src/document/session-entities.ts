@@ -101,6 +101,8 @@ function prepareUpdate(
       progress = applyOpToValue(progress, op, entityId, written);
       applyOpToLoro(fields, specs, op, progress);
     }
+    // Its handle's memory back now, not when the collector gets to it (`fieldsMapOf`).
+    fields.free();
   };
   // Whether an invariant may read what this update writes (ADR 0483): then its row's full reach
   // (the neighbours whose invariants read it) is checked at the run's end.

@@ -94,12 +94,25 @@ export function sessionRowReads(doc: LoroDoc, projection: Projection) {
     return value instanceof LoroMap ? (value.toJSON() as Record<string, unknown>) : undefined;
   };
   const rowMap = (rowId: string): LoroMap => entitiesMap.get(rowId) as LoroMap;
-  /** The fields map holding an entity's own fields: its row's, or its embedded row's in its holder's slot. */
+  /**
+   * The fields map holding an entity's own fields: its row's, or its embedded row's in its holder's
+   * slot. The maps on the way are freed at once: each handle Loro hands out holds memory in its module
+   * until the garbage collector finalizes it (a shift of 33,000 markers made ~100,000 of them).
+   */
   const fieldsMapOf = (stored: StoredEntity): LoroMap => {
     const row = rowMap(stored.rowId);
-    if (stored.holder === undefined) return row.get(ROW_FIELDS) as LoroMap;
-    const embedded = (row.get(ROW_SLOTS) as LoroMap).get(stored.holder.slot) as LoroMap;
-    return embedded.get(ROW_FIELDS) as LoroMap;
+    if (stored.holder === undefined) {
+      const fields = row.get(ROW_FIELDS) as LoroMap;
+      row.free();
+      return fields;
+    }
+    const slots = row.get(ROW_SLOTS) as LoroMap;
+    const embedded = slots.get(stored.holder.slot) as LoroMap;
+    const fields = embedded.get(ROW_FIELDS) as LoroMap;
+    row.free();
+    slots.free();
+    embedded.free();
+    return fields;
   };
   const slotsOf = (rowId: string): LoroMap => rowMap(rowId).getOrCreateContainer(ROW_SLOTS, new LoroMap());
   /** The row JSON of `rowId` with its slot `slot` set to `value` (or cleared, for undefined). */
