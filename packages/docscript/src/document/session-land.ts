@@ -120,8 +120,11 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
    * build's CPU, a pending transaction of a whole build more in collections than the commits.
    */
   const mutateWhole = (mutate: () => void, restore: () => void): void => {
-    if (doc.getPendingTxnLength() >= COMMIT_AFTER_ATOMS) doc.commit();
-    const pendingBefore = doc.getPendingTxnLength();
+    let pendingBefore = doc.getPendingTxnLength();
+    if (pendingBefore >= COMMIT_AFTER_ATOMS) {
+      doc.commit();
+      pendingBefore = 0;
+    }
     try {
       mutate();
     } catch (error) {
