@@ -26,3 +26,4 @@ export {
   type SqliteSynchronous,
   sqliteTransaction,
 } from "./sqlite/open-sqlite.ts";
+export { isTransientDatabaseError } from "./transient-errors.ts";

@@ -1,7 +1,9 @@
 /** Runs jobs one at a time in this process; jobs left unfinished by a stopped process resume at start. */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "@tackle/core";
+import { isTransientDatabaseError } from "@tackle/storage";
 import type { MemoryJob } from "../schemas/admin.ts";
 import type { MemoryScope } from "../scope/memory-scope.ts";
 import type { JobLeases, MemoryStore, StoredJob } from "../store/memory-store.ts";
@@ -26,6 +28,7 @@ export function createJobRunner(options: JobRunnerOptions) {
 
   // A job found running at start was left by a process that stopped before this one started.
   const processStartedAt = options.now();
+  const stopping = new AbortController();
 
   async function runOne(job: StoredJob): Promise<void> {
     const started: StoredJob = { ...job, status: "running", startedAt: options.now() };
@@ -34,9 +37,11 @@ export function createJobRunner(options: JobRunnerOptions) {
       return;
     }
     try {
-      const result = await options.handlers[job.type](started);
+      const result = await runRetried(options, started, stopping.signal);
       await store.updateJob({ ...started, status: "succeeded", result, finishedAt: options.now() });
     } catch (error) {
+      // Closed mid-retry: the job stays running and resumes at the next start.
+      if (stopping.signal.aborted) return;
       await store.updateJob(failedJob(options, started, error));
     }
   }
@@ -92,6 +97,7 @@ export function createJobRunner(options: JobRunnerOptions) {
     async close(): Promise<void> {
       await resuming;
       closed = true;
+      stopping.abort();
       await running;
     },
   };
@@ -111,6 +117,7 @@ function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
   let closed = false;
   let busy: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
+  const stopping = new AbortController();
 
   /** Claims and runs jobs until none is claimable. */
   function poll(): void {
@@ -119,7 +126,7 @@ function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
       while (!closed) {
         const job = await leases.claimNext(owner, options.now());
         if (job === undefined) return;
-        await runClaimed(options, leases, owner, job);
+        await runClaimed(options, leases, owner, job, stopping.signal);
       }
     })()
       .catch((error) => logger.error("memory job poll failed", { error: (error as Error).message }))
@@ -158,6 +165,7 @@ function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
     async close(): Promise<void> {
       closed = true;
       clearInterval(timer);
+      stopping.abort();
       await busy;
     },
   };
@@ -168,9 +176,13 @@ async function runClaimed(
   leases: JobLeases,
   owner: string,
   job: StoredJob,
+  stopping: AbortSignal,
 ): Promise<void> {
   const { logger } = options;
   let held = true;
+  // Retries stop when the lease is lost (another process finishes the job) or the runner closes.
+  const lost = new AbortController();
+  const stop = AbortSignal.any([stopping, lost.signal]);
   const renewal = setInterval(
     () => {
       leases
@@ -178,6 +190,7 @@ async function runClaimed(
         .then((kept) => {
           if (!kept && held) {
             held = false;
+            lost.abort();
             logger.warn("memory job lease lost; another process may finish it", { jobId: job.id });
           }
         })
@@ -193,9 +206,11 @@ async function runClaimed(
   try {
     let finished: StoredJob;
     try {
-      const result = await options.handlers[job.type](job);
+      const result = await runRetried(options, job, stop);
       finished = { ...job, status: "succeeded", result, finishedAt: options.now() };
     } catch (error) {
+      // Closed or lost mid-retry: the lease lapses and a process takes the job up again.
+      if (stop.aborted) return;
       finished = failedJob(options, job, error);
     }
     if (!(await leases.finish(finished, owner))) {
@@ -206,6 +221,33 @@ async function runClaimed(
   } finally {
     held = false;
     clearInterval(renewal);
+  }
+}
+
+/**
+ * Waits before each retry of a job whose handler failed on a transient database error (a restart or
+ * failover of PostgreSQL, SQLite busy): 0.25 s doubling to 16 s, about a minute in all, after which
+ * the job fails with the last error. Handlers are idempotent, so a retry never stores a turn twice.
+ */
+const retryDelaysMs = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000, 16_000, 16_000];
+
+/** Runs a job's handler, again after each transient database error while `stop` has not fired. */
+async function runRetried(options: JobRunnerOptions, job: StoredJob, stop: AbortSignal): Promise<unknown> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await options.handlers[job.type](job);
+    } catch (error) {
+      const delayMs = retryDelaysMs[attempt];
+      if (!isTransientDatabaseError(error) || delayMs === undefined || stop.aborted) throw error;
+      options.logger.warn("memory job hit a transient database error; retrying", {
+        jobId: job.id,
+        attempt: attempt + 1,
+        delayMs,
+        error: (error as Error).message,
+      });
+      // An abort (close, lease lost) ends the wait by throwing, and the caller leaves the job as it is.
+      await sleep(delayMs, undefined, { signal: stop });
+    }
   }
 }
 
