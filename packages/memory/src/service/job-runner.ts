@@ -36,14 +36,21 @@ export function createJobRunner(options: JobRunnerOptions) {
       logger.debug("memory job claimed by another process", { jobId: job.id });
       return;
     }
+    let finished: StoredJob;
     try {
-      const result = await runRetried(options, started, stopping.signal);
-      await store.updateJob({ ...started, status: "succeeded", result, finishedAt: options.now() });
+      const result = await retried(options, started, stopping.signal, () =>
+        options.handlers[job.type](started),
+      );
+      finished = { ...started, status: "succeeded", result, finishedAt: options.now() };
     } catch (error) {
       // Closed mid-retry: the job stays running and resumes at the next start.
       if (stopping.signal.aborted) return;
-      await store.updateJob(failedJob(options, started, error));
+      finished = failedJob(options, started, error);
     }
+    // The outcome's write is retried too: unwritten, the job would show running until the next start.
+    await retried(options, started, stopping.signal, () => store.updateJob(finished)).catch((error) => {
+      if (!stopping.signal.aborted) throw error;
+    });
   }
 
   function drain(): void {
@@ -206,7 +213,7 @@ async function runClaimed(
   try {
     let finished: StoredJob;
     try {
-      const result = await runRetried(options, job, stop);
+      const result = await retried(options, job, stop, () => options.handlers[job.type](job));
       finished = { ...job, status: "succeeded", result, finishedAt: options.now() };
     } catch (error) {
       // Closed or lost mid-retry: the lease lapses and a process takes the job up again.
@@ -231,11 +238,16 @@ async function runClaimed(
  */
 const retryDelaysMs = [250, 500, 1_000, 2_000, 4_000, 8_000, 16_000, 16_000, 16_000];
 
-/** Runs a job's handler, again after each transient database error while `stop` has not fired. */
-async function runRetried(options: JobRunnerOptions, job: StoredJob, stop: AbortSignal): Promise<unknown> {
+/** Runs a job's work (its handler, its outcome's write), again after each transient database error while `stop` has not fired. */
+async function retried<T>(
+  options: JobRunnerOptions,
+  job: StoredJob,
+  stop: AbortSignal,
+  work: () => Promise<T>,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await options.handlers[job.type](job);
+      return await work();
     } catch (error) {
       const delayMs = retryDelaysMs[attempt];
       if (!isTransientDatabaseError(error) || delayMs === undefined || stop.aborted) throw error;
