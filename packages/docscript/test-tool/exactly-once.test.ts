@@ -120,7 +120,7 @@ describe("exactly once across a host restart", () => {
       changed: null,
       timeoutMs: 1,
     });
-    assert.match(prompt, /got no answer at all[^\n]*commit-plan again with the same plan_id/);
+    assert.match(prompt, /unanswered[^\n]*commit-plan again with the same plan_id/);
     const second = startHost(server.url);
     await second.ready;
     const retried = await second.call({ op: "commit-plan", doc_id: "killed-after-store", plan_id: planId });
