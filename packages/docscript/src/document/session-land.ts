@@ -83,6 +83,40 @@ function versionBefore(doc: LoroDoc, written: number): OpId[] {
  */
 const COMMIT_AFTER_ATOMS = 1000;
 
+/**
+ * Runs `mutate` on the document, whole or not at all: Loro has no rollback of a transaction, so a
+ * mutation that throws part-way is committed with the writes pending before it and reverted to the
+ * version before its own atoms (and `restore` undoes the staging). That version is read off the
+ * history only then (ADR 0493), not read before every write. The writes before this one are
+ * committed once they hold `COMMIT_AFTER_ATOMS` (ADR 0499): a commit per write cost a tenth of a
+ * build's CPU, a pending transaction of a whole build more in collections than the commits.
+ */
+function mutateWhole(doc: LoroDoc, mutate: () => void, restore: () => void): void {
+  let pendingBefore = doc.getPendingTxnLength();
+  if (pendingBefore >= COMMIT_AFTER_ATOMS) {
+    doc.commit();
+    pendingBefore = 0;
+  }
+  try {
+    mutate();
+  } catch (error) {
+    const written = doc.getPendingTxnLength() - pendingBefore;
+    doc.commit();
+    if (written > 0) {
+      doc.revertTo(versionBefore(doc, written));
+      doc.commit();
+    }
+    restore();
+    throw new DocScriptError(
+      "invalid_operation",
+      `the write could not be stored, and nothing of it landed: ${error instanceof Error ? error.message : String(error)}`.slice(
+        0,
+        500,
+      ),
+    );
+  }
+}
+
 export interface LandParts {
   readonly doc: LoroDoc;
   readonly projection: Projection;
@@ -110,39 +144,6 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
       for (const [rowId, json] of previous.entities) projection.setRow(rowId, json);
       for (const [relationId, json] of previous.relations) projection.setRelationRow(relationId, json);
     };
-  };
-  /**
-   * Runs `mutate` on the document, whole or not at all: Loro has no rollback of a transaction, so a
-   * mutation that throws part-way is committed with the writes pending before it and reverted to the
-   * version before its own atoms (and `restore` undoes the staging). That version is read off the
-   * history only then (ADR 0493), not read before every write. The writes before this one are
-   * committed once they hold `COMMIT_AFTER_ATOMS` (ADR 0499): a commit per write cost a tenth of a
-   * build's CPU, a pending transaction of a whole build more in collections than the commits.
-   */
-  const mutateWhole = (mutate: () => void, restore: () => void): void => {
-    let pendingBefore = doc.getPendingTxnLength();
-    if (pendingBefore >= COMMIT_AFTER_ATOMS) {
-      doc.commit();
-      pendingBefore = 0;
-    }
-    try {
-      mutate();
-    } catch (error) {
-      const written = doc.getPendingTxnLength() - pendingBefore;
-      doc.commit();
-      if (written > 0) {
-        doc.revertTo(versionBefore(doc, written));
-        doc.commit();
-      }
-      restore();
-      throw new DocScriptError(
-        "invalid_operation",
-        `the write could not be stored, and nothing of it landed: ${error instanceof Error ? error.message : String(error)}`.slice(
-          0,
-          500,
-        ),
-      );
-    }
   };
   /**
    * Lands one write: stage the rows it will produce in the projection, check what it touched, refuse
@@ -199,7 +200,7 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
       if (added.length > 0) throw DocScriptError.fromIssues("schema_violation", added);
       restore = stage(changes);
     }
-    mutateWhole(mutate, restore);
+    mutateWhole(doc, mutate, restore);
     if (exact === false)
       refreshRows(projection, doc, {
         entities: changes.entities.keys(),
