@@ -96,10 +96,14 @@ function prepareUpdate(
     // A variant's first write to a field copies the base's value in, then edits it.
     if (baseOnly.size > 0)
       writeFields(fields, specs, Object.fromEntries([...baseOnly].map((name) => [name, progress[name]])));
-    const written = new WeakSet<object>();
-    for (const op of ops) {
-      progress = applyOpToValue(progress, op, entityId, written);
-      applyOpToLoro(fields, specs, op, progress);
+    // One op leaves the payload the update assembled: it is not applied again (a shift's 33,000).
+    if (ops.length === 1) applyOpToLoro(fields, specs, ops[0] as UpdateOp, assembled);
+    else {
+      const written = new WeakSet<object>();
+      for (const op of ops) {
+        progress = applyOpToValue(progress, op, entityId, written);
+        applyOpToLoro(fields, specs, op, progress);
+      }
     }
     // Its handle's memory back now, not when the collector gets to it (`fieldsMapOf`).
     fields.free();
