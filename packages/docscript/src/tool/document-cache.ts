@@ -9,7 +9,7 @@
  * and re-reading just the rows they touched from the replica.
  */
 import { randomBytes } from "node:crypto";
-import { type Frontiers, type LoroDoc, VersionVector } from "loro-crdt";
+import { type Frontiers, type LoroDoc, LoroMap, VersionVector } from "loro-crdt";
 import { projectDocument, refreshRows, versionKey } from "../document/interpret.ts";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import { demandOf, onDemandProjection } from "../document/on-demand-projection.ts";
@@ -98,7 +98,9 @@ function opsBeyond(doc: LoroDoc, vector: VersionVector): number {
  * large document (Loro builds its history index then), so it is made here with a throwaway write. So
  * is its first write to each root map a run writes (Loro decodes the map's state whole then: 0.3–0.8 s
  * of CPU at 100k entities, kept across checkouts): a throwaway key in each, so no run pays it, and the
- * memory it takes counts as the document's, not as a run's growth.
+ * memory it takes counts as the document's, not as a run's growth. And its first new containers (a
+ * created row and its maps): Loro grows its memory by what the document's containers take then (36.7
+ * MiB and 20–40 ms of CPU at 100k), once per doc; a few throwaway containers pay it here (ADR 0497).
  */
 export function makeRunDoc(replica: LoroDoc): LoroDoc {
   const doc = replica.fork();
@@ -106,8 +108,14 @@ export function makeRunDoc(replica: LoroDoc): LoroDoc {
   const frontiers = replica.frontiers();
   doc.checkout(frontiers);
   doc.setPeerId(freshPeer());
-  doc.getMap("docscript-run-doc").set("made", true);
+  const made = doc.getMap("docscript-run-doc");
+  made.set("made", true);
   for (const root of [ENTITIES, RELATIONS]) doc.getMap(root).set("docscript-run-doc", true);
+  doc.commit();
+  doc.checkout(frontiers);
+  // New containers written where a run writes them: at the base, beside the throwaway write above.
+  for (const name of ["row", "relation"])
+    made.setContainer(name, new LoroMap()).setContainer("fields", new LoroMap());
   doc.commit();
   doc.checkout(frontiers);
   return doc;
