@@ -88,7 +88,11 @@ export interface ServerProcess {
 /** The document server over a file, or another peer of it (`--peer`), in a child process (`scale-server.ts`). */
 export async function startServer(args: readonly string[]): Promise<ServerProcess> {
   const child: ChildProcess = fork(new URL("./scale-server.ts", import.meta.url).pathname, [...args], {
-    execArgv: ["--conditions=@tackle/source"],
+    // `node --cpu-prof --cpu-prof-dir=<dir> bench/docscript/tasks.ts` profiles the server child too.
+    execArgv: [
+      "--conditions=@tackle/source",
+      ...process.execArgv.filter((flag) => flag === "--cpu-prof" || /^--cpu-prof-(dir|interval)=/.test(flag)),
+    ],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   const next = <T>(): Promise<T> =>

@@ -108,13 +108,18 @@ const workerUrl = new URL(
   import.meta.url,
 );
 
-/** The host's flags a worker may share (module resolution), plus the one that lets us refuse `import()` cleanly. */
+/**
+ * The host's flags a worker may share (module resolution; a CPU profile, so that profiling the host
+ * profiles the workers it runs scripts and documents in), plus the one that lets us refuse `import()`
+ * cleanly.
+ */
 export function workerExecArgv(): string[] {
   const kept: string[] = [];
   const argv = process.execArgv;
   for (let index = 0; index < argv.length; index++) {
     const flag = argv[index]!;
     if (flag.startsWith("--conditions=") || flag.startsWith("-C=")) kept.push(flag);
+    else if (flag === "--cpu-prof" || /^--cpu-prof-(dir|interval)=/.test(flag)) kept.push(flag);
     else if ((flag === "--conditions" || flag === "-C") && argv[index + 1] !== undefined) {
       kept.push(flag, argv[index + 1]!);
       index++;
