@@ -24,7 +24,7 @@ import { LoroDoc } from "loro-crdt";
 import { projectDocument } from "../src/document/interpret.ts";
 import { encodeVersion } from "../src/document/version.ts";
 import { timelineSchema } from "../src/index.ts";
-import { DocumentHost, type DocumentStore } from "../src/server/index.ts";
+import { DocumentHost, type DocumentHostOptions, type DocumentStore } from "../src/server/index.ts";
 import type { PushResult } from "../src/server/push-result.ts";
 import {
   type Effect,
@@ -238,6 +238,8 @@ export function lostUpdateSuite(
   name: string,
   openStore: () => Promise<DocumentStore>,
   cleanup: () => Promise<void>,
+  /** The host's options beyond its store and schema (the fork path of ADR 0496 forced, say). */
+  hostOptions: Partial<DocumentHostOptions> = {},
 ): void {
   const seeds = seedsToPlay(process.env);
   const documents = seeds.length;
@@ -255,7 +257,7 @@ export function lostUpdateSuite(
     const snapshot = seedSnapshot();
     before(async () => {
       store = await openStore();
-      host = new DocumentHost({ store, schema: timelineSchema });
+      host = new DocumentHost({ store, schema: timelineSchema, ...hostOptions });
     });
     after(async () => {
       await host.close();

@@ -16,6 +16,7 @@ import { type DocumentStore, type MemberQuery, StoreConflictError } from "./docu
 import {
   describeError,
   forkTakesOver,
+  forkTakesOverAtoms,
   heldRowsBound,
   type LogState,
   type OpenDocument,
@@ -61,6 +62,12 @@ export interface DocumentHostOptions {
   readonly compactAgeMs?: number;
   /** Documents kept open in memory. Default 64. */
   readonly maxOpenDocuments?: number;
+  /**
+   * A stored push of at least this many atoms, and at least one in 64 of the document's history, makes
+   * its checked fork the live document instead of being imported again (ADR 0496). Default 1,024; 0
+   * makes every push's fork the live document.
+   */
+  readonly forkTakesOverAtoms?: number;
   readonly logger?: Logger;
 }
 
@@ -82,6 +89,7 @@ export class DocumentHost {
   private readonly compactLogBytes: number;
   private readonly compactAgeMs: number;
   private readonly maxOpen: number;
+  private readonly forkAtoms: number;
   private readonly logger: Logger;
   private readonly docs: OpenDocuments;
   private readonly queues = new Map<string, Promise<unknown>>();
@@ -94,6 +102,7 @@ export class DocumentHost {
     this.compactLogBytes = options.compactLogBytes ?? 1024 * 1024;
     this.compactAgeMs = options.compactAgeMs ?? 10 * 60_000;
     this.maxOpen = options.maxOpenDocuments ?? 64;
+    this.forkAtoms = options.forkTakesOverAtoms ?? forkTakesOverAtoms;
     this.logger = options.logger ?? silentLogger;
     this.waiters = new AppendWaiters(this.store, this.logger);
     this.docs = new OpenDocuments({
@@ -300,7 +309,7 @@ export class DocumentHost {
         if (StoreConflictError.isInstance(error) && attempt < 5) continue;
         throw error;
       }
-      if (outcome.fork !== undefined && forkTakesOver(outcome.fork, prepared.spans)) {
+      if (outcome.fork !== undefined && forkTakesOver(outcome.fork, prepared.spans, this.forkAtoms)) {
         // Imported again, a large update costs Loro as much as it did in the fork (the first write to
         // each container it touches): the fork, which holds the stored update, becomes the live
         // document, and the next push's replica is forked from it (ADR 0496).

@@ -82,7 +82,7 @@ function describeError(error: unknown): string {
 }
 
 /** Update atoms below which the live document imports a stored push itself (a fork costs more). */
-const forkTakesOverAtoms = 1_024;
+export const forkTakesOverAtoms = 1_024;
 
 export /**
  * Whether a stored push's fork takes the live document's place (ADR 0496): when its update is large
@@ -91,10 +91,12 @@ export /**
  * push's replica by a fork costs what the document's state does (~0.3 s at 100k entities); past one
  * atom in 64 of the history (~15,000 atoms at 100k entities) the fork is the cheaper.
  */
-function forkTakesOver(fork: LoroDoc, spans: readonly IdSpan[]): boolean {
+function forkTakesOver(fork: LoroDoc, spans: readonly IdSpan[], minAtoms = forkTakesOverAtoms): boolean {
+  // 0: every push's fork takes over (tests play the concurrency property through this path).
+  if (minAtoms === 0) return true;
   let atoms = 0;
   for (const span of spans) atoms += span.length;
-  if (atoms < forkTakesOverAtoms) return false;
+  if (atoms < minAtoms) return false;
   let history = 0;
   for (const [, counter] of fork.oplogVersion().toJSON()) history += counter;
   return atoms * 64 >= history;
