@@ -55,6 +55,12 @@ const child = spawn(
   process.execPath,
   [
     "--conditions=@tackle/source",
+    // A test file's process hung at its exit in CI (14 min, no CPU): the main thread, exiting, joined
+    // V8's worker threads while one of them, compiling baseline code concurrently, waited for a
+    // garbage collection only the main thread could run (gdb: ConcurrentBaselineCompiler in
+    // CollectionBarrier::AwaitCollectionBackground; main in NodePlatform::Shutdown). Baseline code is
+    // compiled on the main thread instead; the files' processes inherit the flag.
+    "--no-concurrent-sparkplug",
     "--test",
     `--test-concurrency=${concurrency}`,
     // 180 s per test, scaled by the machine's load when the run starts (up to 4x): process starts slow down.
