@@ -10,55 +10,39 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { it } from "node:test";
 import { LoroDoc } from "loro-crdt";
-import { checkDocument } from "../src/document/check-document.ts";
 import { projectDocument } from "../src/document/interpret.ts";
-import type { DocumentStore, FoundMember, MemberQuery } from "../src/server/document-store.ts";
-import { createSqliteDocumentStore, hashToken } from "../src/server/index.ts";
-import { allRowChanges } from "../src/server/row-members.ts";
+import type { DocumentStore } from "../src/server/document-store.ts";
+import { createSqliteDocumentStore } from "../src/server/index.ts";
 import { type Filters, memberSql } from "../src/server/sqlite-member-reads.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
 import { largeTimeline } from "./large-timeline.ts";
+import { createMemberDocument, memberKey, readAllMembers } from "./member-store.ts";
 import { describeOnBothStores } from "./on-both-stores.ts";
 
 const { snapshot } = largeTimeline(120, 10);
 const projection = projectDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema);
-const key = (member: FoundMember) => `${member.id}@${member.rowId}`;
 
 async function create(store: DocumentStore) {
-  await store.createDocument({
-    documentId: "doc",
-    tokenHash: hashToken("token-0123456789abcdef"),
-    snapshot,
-    rows: allRowChanges(projection),
-    issues: checkDocument(projection),
-  });
-}
-
-async function readAll(store: DocumentStore, query: Omit<MemberQuery, "limit" | "after">) {
-  const found: FoundMember[] = [];
-  let afterId: string | undefined;
-  for (;;) {
-    const page = await store.readMembers("doc", { ...query, after: afterId, limit: 7 });
-    found.push(...page);
-    if (page.length < 7) return found;
-    afterId = page.at(-1)?.id;
-  }
+  await createMemberDocument(store, snapshot, projection);
 }
 
 async function checkKinds(store: DocumentStore) {
   await create(store);
-  const every = await readAll(store, { type: "entity" });
+  const every = await readAllMembers(store, { type: "entity" });
   const ofKinds = (kinds: readonly string[]) =>
-    every.filter((member) => kinds.includes(member.kind)).map(key);
+    every.filter((member) => kinds.includes(member.kind)).map(memberKey);
   for (const kinds of [["track"], ["clip"], ["sequence-marker"], ["track", "clip"], ["no-such-kind"]]) {
-    const read = await readAll(store, { type: "entity", kinds });
-    assert.deepEqual(read.map(key), ofKinds(kinds), `kinds ${kinds.join()}`);
+    const read = await readAllMembers(store, { type: "entity", kinds });
+    assert.deepEqual(read.map(memberKey), ofKinds(kinds), `kinds ${kinds.join()}`);
   }
   assert.ok(ofKinds(["clip"]).length > 7, "the clips take more than one page");
   // Relations of one kind, too.
-  const relations = await readAll(store, { type: "relation" });
-  const contains = await readAll(store, { type: "relation", kinds: ["contain"] });
-  assert.deepEqual(contains.map(key), relations.filter((member) => member.kind === "contain").map(key));
+  const relations = await readAllMembers(store, { type: "relation" });
+  const contains = await readAllMembers(store, { type: "relation", kinds: ["contain"] });
+  assert.deepEqual(
+    contains.map(memberKey),
+    relations.filter((member) => member.kind === "contain").map(memberKey),
+  );
 }
 
 describeOnBothStores("readMembers by kind", "kinds", checkKinds);

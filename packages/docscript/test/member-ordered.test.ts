@@ -6,13 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { LoroDoc, LoroMap } from "loro-crdt";
-import { checkDocument } from "../src/document/check-document.ts";
 import { projectDocument } from "../src/document/interpret.ts";
 import type { DocumentStore } from "../src/server/document-store.ts";
-import { hashToken } from "../src/server/index.ts";
-import { allRowChanges } from "../src/server/row-members.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
 import { largeTimeline, overlayTrackId } from "./large-timeline.ts";
+import { createMemberDocument } from "./member-store.ts";
 import { describeOnBothStores } from "./on-both-stores.ts";
 
 /** The large timeline, plus overlay relations with a duplicate position, none, and a number. */
@@ -39,13 +37,7 @@ function seeded() {
 const { snapshot, projection } = seeded();
 
 async function checkOrdered(store: DocumentStore) {
-  await store.createDocument({
-    documentId: "doc",
-    tokenHash: hashToken("token-0123456789abcdef"),
-    snapshot,
-    rows: allRowChanges(projection),
-    issues: checkDocument(projection),
-  });
+  await createMemberDocument(store, snapshot, projection);
   for (const holder of [overlayTrackId, "track-1", "large-clip-3", "no-such-track"])
     for (const from of ["first", "last"] as const)
       for (const limit of [1, 3, 1000]) {

@@ -11,16 +11,15 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { createTestDatabase } from "@tackle/test-support";
 import { LoroDoc } from "loro-crdt";
-import { checkDocument } from "../src/document/check-document.ts";
 import { projectDocument } from "../src/document/interpret.ts";
 import type { DocumentStore, MemberQuery, NumberRange } from "../src/server/document-store.ts";
-import { createSqliteDocumentStore, DocumentHost, hashToken } from "../src/server/index.ts";
+import { createSqliteDocumentStore, DocumentHost } from "../src/server/index.ts";
 import { createPostgresDocumentStore } from "../src/server/postgres/index.ts";
-import { allRowChanges, membersOfRow } from "../src/server/row-members.ts";
+import { membersOfRow } from "../src/server/row-members.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
 import { largeTimeline } from "./large-timeline.ts";
+import { createMemberDocument, readAllMembers } from "./member-store.ts";
 
-const token = "token-0123456789abcdef";
 const { snapshot } = largeTimeline(120, 10);
 const projection = projectDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema);
 const markers = [...projection.entities("sequence-marker")];
@@ -38,29 +37,15 @@ function scanned(range: NumberRange): string[] {
     .sort();
 }
 
-/** Every member a query finds, a page of `limit` at a time. */
-async function readAll(store: DocumentStore, query: Omit<MemberQuery, "after" | "limit">, limit = 7) {
-  const ids: string[] = [];
-  let afterId: string | undefined;
-  for (;;) {
-    const page = await store.readMembers("doc", { ...query, after: afterId, limit });
-    ids.push(...page.map((member) => member.id));
-    if (page.length < limit) return ids;
-    afterId = page.at(-1)?.id;
-  }
-}
+/** The ids of every member a query finds, a page of `limit` at a time. */
+const readAll = async (store: DocumentStore, query: Omit<MemberQuery, "after" | "limit">, limit = 7) =>
+  (await readAllMembers(store, query, limit)).map((member) => member.id);
 
 const window = (range: NumberRange) =>
   ({ type: "entity", kinds: ["sequence-marker"], range }) as const satisfies Omit<MemberQuery, "limit">;
 
 async function checkWindows(store: DocumentStore) {
-  await store.createDocument({
-    documentId: "doc",
-    tokenHash: hashToken(token),
-    snapshot,
-    rows: allRowChanges(projection),
-    issues: checkDocument(projection),
-  });
+  await createMemberDocument(store, snapshot, projection);
   assert.equal(await store.numbersIndexed("doc"), true);
   for (const range of [
     { field: "startMs", from: 30_000, to: 60_000 },
@@ -138,13 +123,7 @@ async function checkWindows(store: DocumentStore) {
 
 /** A document whose numbers are not indexed (as one stored before migration 7), then indexed by a server. */
 async function checkIndexedLater(store: DocumentStore, forget: () => Promise<void>) {
-  await store.createDocument({
-    documentId: "doc",
-    tokenHash: hashToken(token),
-    snapshot,
-    rows: allRowChanges(projection),
-    issues: checkDocument(projection),
-  });
+  await createMemberDocument(store, snapshot, projection);
   await forget();
   assert.equal(await store.numbersIndexed("doc"), false);
   const range = { field: "startMs", from: 30_000, to: 60_000 };

@@ -9,10 +9,9 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { LoroDoc } from "loro-crdt";
-import { openDocument } from "../src/document/document-session.ts";
 import { projectDocument, versionKey } from "../src/document/interpret.ts";
 import { demandOf, onDemandProjection } from "../src/document/on-demand-projection.ts";
-import { type Projection, RowsNeeded } from "../src/document/projection.ts";
+import type { Projection } from "../src/document/projection.ts";
 import { lookupRowSource } from "../src/document/row-source.ts";
 import { maxOrderedPage } from "../src/document/rows-on-demand.ts";
 import { DocScriptError } from "../src/schema/docscript-error.ts";
@@ -24,6 +23,7 @@ import { documentVersion } from "../src/tool/document-cache.ts";
 import { runEditScript } from "../src/tool/run-edit-script.ts";
 import { largeTimeline, largeTimelineRows, overlayTrackId } from "./large-timeline.ts";
 import { describeOnBothStores } from "./on-both-stores.ts";
+import { sessionOver } from "./session-over.ts";
 
 const extraClips = 300;
 /** Every tenth extra clip is on the overlay track. */
@@ -53,32 +53,13 @@ const hostileEnds: readonly unknown[] = [
   Array.from({ length: 5_000 }, (_, index) => index),
 ];
 
-/** A session over `base`, each call asked again (after a fill) until it lacks nothing. */
-function sessionOver(replica: LoroDoc, base: Projection) {
+/** A session over `base` at `replica`'s version, in a detached fork of it. */
+function sessionAt(replica: LoroDoc, base: Projection) {
   const doc = replica.fork();
   doc.setDetachedEditing(true);
   doc.checkout(replica.frontiers());
   base.readAt = versionKey(doc);
-  let nextId = "";
-  const session = openDocument(doc, timelineSchema, {
-    role: "script",
-    projection: base,
-    createId: () => nextId,
-  });
-  const demand = demandOf(base);
-  const call = async <T>(work: () => T, id = ""): Promise<T> => {
-    for (;;) {
-      nextId = id;
-      try {
-        const value = work();
-        if (demand === undefined || !demand.lacking) return value;
-      } catch (error) {
-        if (!(error instanceof RowsNeeded) && !demand?.lacking) throw error;
-      }
-      await demand?.fill();
-    }
-  };
-  return { session, call };
+  return sessionOver(doc, base);
 }
 
 const ids = (relations: readonly { relationId: string }[]) =>
@@ -109,7 +90,7 @@ async function checkEnds(store: DocumentStore) {
       ["whole", whole],
       ["on demand", onDemand],
     ] as const) {
-      const { session, call } = sessionOver(replica, base);
+      const { session, call } = sessionAt(replica, base);
       const of = (holder: string, kind: string | undefined, ends: unknown) =>
         call(() => session.relations.of(holder, kind, ends as { first: number }));
 

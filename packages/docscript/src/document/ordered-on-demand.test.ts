@@ -8,41 +8,16 @@ import assert from "node:assert/strict";
 import { it } from "node:test";
 import { LoroDoc } from "loro-crdt";
 import { largeTimeline, largeTimelineRows, overlayTrackId } from "../../test/large-timeline.ts";
+import { sessionOver } from "../../test/session-over.ts";
 import { DocumentHost, hashToken } from "../server/document-host.ts";
 import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { documentVersion } from "../tool/document-cache.ts";
-import { openDocument } from "./document-session.ts";
 import { projectDocument, versionKey } from "./interpret.ts";
 import { demandOf, onDemandProjection } from "./on-demand-projection.ts";
-import { type Projection, RowsNeeded } from "./projection.ts";
 import { lookupRowSource } from "./row-source.ts";
 
 const extraClips = 3_000;
-
-/** A session over `base`, each call asked again (after a fill) until it lacks nothing. */
-function sessionOver(doc: LoroDoc, base: Projection) {
-  let nextId = "";
-  const session = openDocument(doc, timelineSchema, {
-    role: "script",
-    projection: base,
-    createId: () => nextId,
-  });
-  const demand = demandOf(base);
-  const call = async <T>(work: () => T, id = ""): Promise<T> => {
-    for (;;) {
-      nextId = id;
-      try {
-        const value = work();
-        if (demand === undefined || !demand.lacking) return value;
-      } catch (error) {
-        if (!(error instanceof RowsNeeded) && !demand?.lacking) throw error;
-      }
-      await demand?.fill();
-    }
-  };
-  return { session, call };
-}
 
 it("appends and moves on a track of thousands from the ends the store's index reads", async () => {
   const { snapshot } = largeTimeline(extraClips, 10);
