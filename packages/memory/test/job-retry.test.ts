@@ -16,34 +16,15 @@ import { createPostgresStore } from "@tackle/memory/postgres";
 import { type MemoryServer, serveMemory } from "@tackle/memory/server";
 import { createTestDatabase, type TestDatabase, testTimeoutMs, underLoadMs } from "@tackle/test-support";
 import pg from "pg";
+import { startBigImport, until } from "./support/big-import.ts";
 
 const applicationName = "memory-job-retry-victim";
 const conversations = 2;
 const perConversation = 2000;
 const turns = conversations * perConversation;
 
-/** An import long enough to be caught mid-job: a hundred turns are written a few statements at a time. */
-async function startImport(client: MemoryClient): Promise<{ id: string }> {
-  const { job } = await client.importConversations({
-    userId: "u",
-    format: "openai",
-    infer: true,
-    conversations: Array.from({ length: conversations }, (_, conversation) => ({
-      id: `big-${conversation}`,
-      messages: Array.from({ length: perConversation }, (_, position) => {
-        const index = conversation * perConversation + position;
-        return {
-          role: index % 2 === 0 ? "user" : "assistant",
-          content:
-            index % 2 === 0
-              ? `I prefer blend number ${index} for the morning tea.`
-              : `Noted, blend ${index}.`,
-        };
-      }),
-    })),
-  });
-  return job;
-}
+const startImport = (client: MemoryClient) => startBigImport(client, conversations, perConversation);
+
 let database: TestDatabase;
 let sql: pg.Client;
 let server: MemoryServer | undefined;
@@ -59,16 +40,6 @@ after(async () => {
   await database?.drop();
   rmSync(directory, { recursive: true, force: true });
 });
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
 
 it("an import whose connections the server terminates mid-job is retried and stores every turn once", {
   timeout: testTimeoutMs(120_000),

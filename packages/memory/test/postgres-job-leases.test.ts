@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { MemoryClient } from "@tackle/memory";
 import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
 import pg from "pg";
+import { startBigImport, until } from "./support/big-import.ts";
 
 const child = fileURLToPath(new URL("./support/service-child.ts", import.meta.url));
 const children: ChildProcess[] = [];
@@ -56,16 +57,6 @@ async function startService(): Promise<{ process: ChildProcess; url: string }> {
   return { process: process_, url };
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 it("a job whose process is SIGKILLed mid-job is finished once by the other process", {
   timeout: 170_000,
 }, async () => {
@@ -81,32 +72,19 @@ it("a job whose process is SIGKILLed mid-job is finished once by the other proce
   const conversations = 4;
   const perConversation = 2000;
   const turns = conversations * perConversation;
-  const { job } = await client.importConversations({
-    userId: "u",
-    format: "openai",
-    infer: true,
-    conversations: Array.from({ length: conversations }, (_, conversation) => ({
-      id: `big-${conversation}`,
-      messages: Array.from({ length: perConversation }, (_, position) => {
-        const index = conversation * perConversation + position;
-        return {
-          role: index % 2 === 0 ? "user" : "assistant",
-          content:
-            index % 2 === 0
-              ? `I prefer blend number ${index} for the morning tea.`
-              : `Noted, blend ${index}.`,
-        };
-      }),
-    })),
-  });
+  const job = await startBigImport(client, conversations, perConversation);
 
   // The first process holds the job and has stored part of it.
-  const holder = await until("the job running with progress", async () => {
-    const row = (await sql.query("SELECT status, lease_owner FROM memory_jobs WHERE id = $1", [job.id]))
-      .rows[0];
-    const events = (await sql.query("SELECT count(*)::int AS n FROM memory_events")).rows[0].n as number;
-    return row?.status === "running" && events >= 40 ? (row.lease_owner as string) : undefined;
-  });
+  const holder = await until(
+    "the job running with progress",
+    async () => {
+      const row = (await sql.query("SELECT status, lease_owner FROM memory_jobs WHERE id = $1", [job.id]))
+        .rows[0];
+      const events = (await sql.query("SELECT count(*)::int AS n FROM memory_events")).rows[0].n as number;
+      return row?.status === "running" && events >= 40 ? (row.lease_owner as string) : undefined;
+    },
+    60_000,
+  );
   first.process.kill("SIGKILL");
   const killedAt = Date.now();
   const partial = (await sql.query("SELECT count(*)::int AS n FROM memory_events")).rows[0].n as number;
