@@ -88,13 +88,24 @@ it("an import whose connections the server terminates mid-job is retried and sto
 
 type Query = (text: string, parameters?: unknown[]) => Promise<Record<string, unknown>[]>;
 
-/** The job ends succeeded, every turn stored once and kept once as an episode, no memory twice. */
+/**
+ * The job ends succeeded, every turn stored once and kept once as an episode, no memory twice. A job
+ * left `running` that stores nothing more for a while fails the test then, not at its deadline.
+ */
 async function assertFinishedOnce(client: MemoryClient, jobId: string, query: Query): Promise<void> {
+  const stalledMs = underLoadMs(20_000);
+  let stored = -1;
+  let storedAt = Date.now();
   const done = await until(
     "the job finished",
     async () => {
       const [row] = await query("SELECT status, error FROM memory_jobs WHERE id = $1", [jobId]);
-      return row?.status === "succeeded" || row?.status === "failed" ? row : undefined;
+      if (row?.status === "succeeded" || row?.status === "failed") return row;
+      const [events] = await query("SELECT count(*) AS n FROM memory_events");
+      if (Number(events?.n) !== stored) [stored, storedAt] = [Number(events?.n), Date.now()];
+      if (Date.now() - storedAt > stalledMs)
+        assert.fail(`the job is ${row?.status} with ${stored} of ${turns} turns stored for ${stalledMs} ms`);
+      return undefined;
     },
     underLoadMs(90_000),
   );
