@@ -163,13 +163,17 @@ export class DocumentHost {
 
   /** The whole document and its version. */
   async snapshot(documentId: string): Promise<{ bytes: Uint8Array; version: string }> {
-    return this.serialized(documentId, async () => {
-      const open = await this.docs.current(documentId);
-      return {
-        bytes: open.doc.export({ mode: "snapshot" }),
-        version: encodeVersion(open.doc.oplogVersion()),
-      };
-    });
+    try {
+      return await this.serialized(documentId, async () => {
+        const open = await this.docs.current(documentId);
+        return {
+          bytes: open.doc.export({ mode: "snapshot" }),
+          version: encodeVersion(open.doc.oplogVersion()),
+        };
+      });
+    } finally {
+      this.docs.readyLater(documentId, (work) => this.serialized(documentId, work), this.logger);
+    }
   }
 
   /**
@@ -184,7 +188,14 @@ export class DocumentHost {
     waitMs = 0,
     options: { readonly signal?: AbortSignal | undefined } = {},
   ): Promise<{ bytes: Uint8Array; version: string }> {
-    const signal = options.signal;
+    try {
+      return await this.updatesOf(documentId, since, waitMs, options.signal);
+    } finally {
+      this.docs.readyLater(documentId, (work) => this.serialized(documentId, work), this.logger);
+    }
+  }
+
+  private async updatesOf(documentId: string, since: string, waitMs: number, signal?: AbortSignal) {
     const from = decodeVersion(since);
     const deadline = performance.now() + waitMs;
     if (waitMs > 0) await this.waiters.watch();

@@ -4,17 +4,25 @@
  * from the store on need (ADR 0465, 0466).
  */
 
+import type { Logger } from "@tackle/core";
 import { decodeImportBlobMeta, type Frontiers, LoroDoc, type PeerID, VersionVector } from "loro-crdt";
 import { checkDocument } from "../document/check-document.ts";
 import { projectDocument, refreshRows } from "../document/interpret.ts";
 import type { OnDemandProjection } from "../document/on-demand-projection.ts";
+import { readyForImports } from "../document/ready-for-imports.ts";
 import { encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { changedRows } from "./changed-rows.ts";
 import type { DocumentStore } from "./document-store.ts";
-import { importLogged, type LogState, type OpenDocument, StaleRowsError } from "./open-document.ts";
+import {
+  describeError,
+  importLogged,
+  type LogState,
+  type OpenDocument,
+  StaleRowsError,
+} from "./open-document.ts";
 import { planIdsOf } from "./push-checks.ts";
 import { nextIssues, stageChange } from "./push-staging.ts";
 import { allRowChanges, rowChanges } from "./row-members.ts";
@@ -23,6 +31,8 @@ import { storeProjection } from "./store-rows.ts";
 export class OpenDocuments {
   /** By document id, least recently used first. */
   readonly open = new Map<string, OpenDocument>();
+  /** Documents whose next push's check is to be readied once the call is answered (`readyLater`). */
+  private readonly readying = new Set<string>();
   private readonly store: DocumentStore;
   private readonly schema: Schema;
   private readonly maxOpen: number;
@@ -63,6 +73,41 @@ export class OpenDocuments {
       if (replica.cmpFrontiers(replica.frontiers(), open.doc.frontiers()) === 0) return replica;
     }
     return open.doc.fork();
+  }
+
+  /**
+   * Once the call just answered (a read of the document: a snapshot, the updates a client lacks), the
+   * next push's check is readied (ADR 0504), queued on the document like any call; never inside a push,
+   * so the pull that follows a commit is answered first.
+   */
+  readyLater(documentId: string, queue: (work: () => Promise<void>) => Promise<void>, logger: Logger): void {
+    if (this.readying.has(documentId)) return;
+    this.readying.add(documentId);
+    // A macrotask later: the answer has been handed to the connection by then.
+    setImmediate(() => {
+      this.readying.delete(documentId);
+      queue(() => this.readyNextPush(documentId)).catch((error: unknown) => {
+        logger.warn("docscript: readying the next push's check failed; the push does it", {
+          documentId,
+          error: describeError(error),
+        });
+      });
+    });
+  }
+
+  /**
+   * Readies the open document for the next push (ADR 0504): its replica made (from the store, or a
+   * fork after a large push, ADR 0496), and it and the live document made ready for imports.
+   */
+  async readyNextPush(documentId: string): Promise<void> {
+    const open = this.open.get(documentId);
+    if (open === undefined) return;
+    readyForImports(open.doc);
+    if (open.shadow === undefined) {
+      open.shadow = open.forkNext === true ? open.doc.fork() : await this.replicaOf(documentId, open);
+      open.forkNext = false;
+    }
+    readyForImports(open.shadow);
   }
 
   /** Reads what the projection lacked from the store's rows, which must hold through `seq`. */

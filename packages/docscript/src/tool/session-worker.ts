@@ -8,6 +8,7 @@
  */
 import { type MessagePort, parentPort } from "node:worker_threads";
 import { LoroDoc } from "loro-crdt";
+import { readyForImports } from "../document/ready-for-imports.ts";
 import { toFailure } from "../sandbox/run-gate.ts";
 import type { HostChannelCall, SandboxFailure, SyncAnswer } from "../sandbox/sandbox-protocol.ts";
 import { type CheckedOutDocument, createDocumentCache } from "./document-cache.ts";
@@ -145,6 +146,7 @@ function prepare(message: Extract<ToHostWorker, { type: "prepare" }>): void {
           replica.import(update);
         }
         if (replica === undefined) return null;
+        readyForImports(replica);
         const schema = await loadSchema(message.schema.module, message.schema.exportName);
         cache.checkout(message.key, replica, schema, message.limits, rowsSource(message.rows)).release();
       } catch (error) {
@@ -169,6 +171,8 @@ async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<v
       replica ??= new LoroDoc();
       replica.import(update);
     }
+    // The copy read anew pays now what the catch-ups' imports would (ADR 0504): the document's growth.
+    if (replica !== undefined) readyForImports(replica);
     if (replica === undefined || unusable !== undefined)
       throw Object.assign(
         new Error(`the host worker holds no document${unusable === undefined ? "" : ` (${unusable})`}`),

@@ -2,6 +2,7 @@
 import { type Logger, silentLogger } from "@tackle/core";
 import { LoroDoc } from "loro-crdt";
 import { createDocumentClient, type DocumentClient } from "../client/create-document-client.ts";
+import { isReadyForImports, readyForImports } from "../document/ready-for-imports.ts";
 import type { SandboxPool } from "../sandbox/create-sandbox-pool.ts";
 import type { SandboxLog } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
@@ -39,6 +40,17 @@ function hooksOf(options: DocScriptToolOptions): DocScriptHooks {
       : { loadGenerationFacts: options.loadGenerationFacts }),
     ...(options.discardUpload === undefined ? {} : { discardUpload: options.discardUpload }),
   };
+}
+
+/**
+ * A replica just read whole is made ready for imports once the call is answered, so the pull after a
+ * commit does not pay that in its import (ADR 0504).
+ */
+function readyLater(state: DocumentState, replica: LoroDoc): void {
+  if (isReadyForImports(replica)) return;
+  setImmediate(() => {
+    if (state.replica === replica) readyForImports(replica);
+  });
 }
 
 export function createToolCore(options: DocScriptToolOptions): ToolCoreOwned {
@@ -111,9 +123,11 @@ export function createToolCore(options: DocScriptToolOptions): ToolCoreOwned {
   /** Every call first pulls what the server has. */
   const pull = async (docId: string): Promise<DocumentState> => {
     const state = stateOf(docId);
+    const replica = state.replica;
     // The client sends a request again itself when its kept-alive connection was closed under it.
-    const { version } = await client.pullInto(docId, state.replica);
+    const { version } = await client.pullInto(docId, replica);
     state.version = version;
+    readyLater(state, replica);
     return state;
   };
 

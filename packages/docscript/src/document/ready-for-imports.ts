@@ -1,0 +1,56 @@
+/**
+ * What Loro pays in the first import into a document copy, that a read can pay before a request waits
+ * (ADR 0504). Measured with loro-crdt 1.17 at 100,000 entities (66,668 keys in `entities`, 33,332 in
+ * `relations`), CPU of one import of five captions after a lazily loaded snapshot:
+ * - its history's graph is loaded (~70 ms, whatever the import writes); a read of the version of the
+ *   copy's frontiers loads it;
+ * - a root map it writes to (a row created, deleted or replaced) has its state decoded whole (~0.45 s
+ *   for `entities`, ~0.2 s for `relations`). Most reads do not decode it (`keys()`, `get`);
+ *   `getLastEditor` does (it reads the per-key peers only the decoded state holds);
+ * - it then allocates ~12 MiB. Taken from the WebAssembly memory's free space it costs nothing; when
+ *   the allocator must grow the memory for it, in small steps, the steps cost 0.2–0.5 s. So free space
+ *   is made here: one block allocated and freed (the allocator keeps what it grew the memory by, for
+ *   the next allocations of any copy in the thread).
+ * Nothing is written to the document.
+ */
+import { decodeImportBlobMeta, type LoroDoc } from "loro-crdt";
+import { ENTITIES, RELATIONS } from "./layout.ts";
+
+const ready = new WeakSet<LoroDoc>();
+
+/** Free memory made per key of the root maps: about twice what the first import takes (~125 bytes a key). */
+const headroomPerKey = 256;
+/** At most this much free memory is made at once. */
+const maxHeadroom = 256 * 2 ** 20;
+
+/** Whether `readyForImports` ran on `doc`. */
+export function isReadyForImports(doc: LoroDoc): boolean {
+  return ready.has(doc);
+}
+
+/** Pays, once per document copy and by reads only, what its first import would (see above). */
+export function readyForImports(doc: LoroDoc): void {
+  if (ready.has(doc)) return;
+  doc.frontiersToVV(doc.frontiers());
+  let keys = 0;
+  for (const root of [ENTITIES, RELATIONS]) {
+    const map = doc.getMap(root);
+    map.getLastEditor("");
+    keys += map.size;
+  }
+  ready.add(doc);
+  makeHeadroom(Math.min(keys * headroomPerKey, maxHeadroom));
+}
+
+/**
+ * Leaves at least `bytes` free in Loro's WebAssembly memory: bytes passed to Loro are copied into a block
+ * of its memory, freed when the call returns; zeros are not an update, so nothing is decoded.
+ */
+function makeHeadroom(bytes: number): void {
+  if (bytes < 2 ** 20) return;
+  try {
+    decodeImportBlobMeta(new Uint8Array(bytes), false);
+  } catch {
+    // Expected: zeros are not an update.
+  }
+}
