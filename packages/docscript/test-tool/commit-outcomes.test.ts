@@ -167,6 +167,16 @@ entities.update(marker.endpoint1EntityId, [{ op: 'set', path: ['durationMs'], va
     );
     const untouched = await harness.read("conflicted");
     assert.equal(untouched.issues.length, 0, "nothing of the plan was stored");
+    // The tool's replica took the plan while the server checked it (ADR 0500): a run reads without it.
+    const reread = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "conflicted",
+      script: `const video = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'video');
+const [held] = relations.of(video.entityId, 'contain').filter((r) => r.endpoint0EntityId === video.entityId);
+const [marker] = relations.of(held.endpoint1EntityId, 'marker');
+if (entities.get(marker.endpoint1EntityId).payload.durationMs === null) throw new Error('the plan is in the replica');`,
+    });
+    assert.ok(reread.ok && reread.op === "run-edit-script", JSON.stringify(reread).slice(0, 400));
     const applied = await tool.handle({
       op: "commit-plan",
       doc_id: "conflicted",

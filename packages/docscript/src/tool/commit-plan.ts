@@ -29,15 +29,35 @@ const unconfirmedCodes = new Set(["network_error", "server_error", "invalid_resp
 export async function commitPlan(
   context: CommitPlanContext,
   plan: EditPlan,
-  options: { applyRemaining?: boolean } = {},
+  options: {
+    applyRemaining?: boolean;
+    /**
+     * Called once the push is on its way, before its answer is awaited: work of the caller's that
+     * overlaps the server's check of the push (ADR 0500). It must not throw.
+     */
+    whilePushing?: () => void;
+  } = {},
 ): Promise<CommitOutcome> {
   let result: Awaited<ReturnType<DocumentClient["push"]>>;
   try {
-    result = await context.client.push(
+    const pushing = context.client.push(
       plan.docId,
       plan.update,
       options.applyRemaining === true ? { applyRemaining: true } : {},
     );
+    if (options.whilePushing !== undefined) {
+      // Handled at once: the push may fail while the caller's work holds the thread.
+      const settled = pushing.then(
+        (value) => ({ value }),
+        (error: unknown) => ({ error }),
+      );
+      // A few turns of the event loop for the request to be written out before the thread is held.
+      for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+      options.whilePushing();
+      const answer = await settled;
+      if ("error" in answer) throw answer.error;
+      result = answer.value;
+    } else result = await pushing;
   } catch (error) {
     if (DocumentClientError.isInstance(error) && !unconfirmedCodes.has(error.code)) {
       return { status: "rejected", reasons: [`${error.code}: ${error.message}`], issues: [] };

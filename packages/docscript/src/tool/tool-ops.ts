@@ -3,7 +3,7 @@
  * run by `createDocScriptTool` after the calls before it on that document.
  */
 import type { Logger } from "@tackle/core";
-import { type Frontiers, LoroDoc } from "loro-crdt";
+import { decodeImportBlobMeta, type Frontiers, LoroDoc } from "loro-crdt";
 import type { DocumentClient } from "../client/create-document-client.ts";
 import { type CheckScope, changeScope, checkDocument } from "../document/check-document.ts";
 import { projectDocument, refreshRows } from "../document/interpret.ts";
@@ -67,6 +67,7 @@ export async function commit(
   applyRemaining = false,
 ): Promise<CommitOutcome> {
   const { options, client, hooks, logger, plans, schema, pull } = core;
+  let imported = false;
   const outcome = await commitPlan(
     {
       client,
@@ -76,8 +77,19 @@ export async function commit(
       logger,
     },
     entry.plan,
-    { applyRemaining },
+    {
+      applyRemaining,
+      // The replica takes the plan while the server checks it, not after (ADR 0500).
+      whilePushing: () => {
+        imported = importAhead(state.replica, entry.plan.update);
+      },
+    },
   );
+  const unpublished =
+    outcome.status === "rejected" ||
+    outcome.status === "unconfirmed" ||
+    (outcome.status === "conflicted" && !outcome.applied);
+  if (imported && unpublished) forgetReplica(state);
   if (outcome.status === "unconfirmed") {
     state.blockingPlanId = entry.plan.planId;
     plans.pin(entry.plan.planId);
@@ -91,10 +103,8 @@ export async function commit(
     void discardUploads(hooks, entry.plan.docId, entry.plan.uploads);
     entry.plan = { ...entry.plan, uploads: [] };
     // The next call reads the document afresh.
-    state.replica = new LoroDoc();
-    state.version = undefined;
-    state.view = undefined;
-  } else {
+    forgetReplica(state);
+  } else if (!(imported && unpublished)) {
     const pulled = await pull(entry.plan.docId).then(
       () => true,
       (error: unknown) => {
@@ -109,6 +119,38 @@ export async function commit(
     if (pulled) sessionHostsOf(core.sandbox()).catchUp(state.replica);
   }
   return outcome;
+}
+
+/**
+ * Imports a plan's update into the tool's replica while its push is out, when the replica holds
+ * everything the update was made on (else the pull after the commit brings it): whether the replica
+ * may now hold it. A plan the server does not publish is then dropped with the replica
+ * (`forgetReplica`); a published one is followed by the pull as before, which brings only what the
+ * server added.
+ */
+function importAhead(replica: LoroDoc, update: Uint8Array): boolean {
+  let meta: ReturnType<typeof decodeImportBlobMeta>;
+  try {
+    meta = decodeImportBlobMeta(update, false);
+  } catch {
+    return false;
+  }
+  if (meta.mode !== "update" && meta.mode !== "outdated-update") return false;
+  const held = replica.oplogVersion();
+  if (!meta.startFrontiers.every((id) => (held.get(id.peer) ?? 0) > id.counter)) return false;
+  try {
+    replica.import(update);
+  } catch {
+    // Whatever a failed import left, the replica is dropped if the plan is not published.
+  }
+  return true;
+}
+
+/** The next call reads the document afresh (a replica holding what the server did not publish). */
+function forgetReplica(state: DocumentState): void {
+  state.replica = new LoroDoc();
+  state.version = undefined;
+  state.view = undefined;
 }
 
 /** The replica's projection, read once and then refreshed by the rows each pull touched. */
