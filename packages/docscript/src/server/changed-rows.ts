@@ -3,7 +3,15 @@
  * the whole document): an op on a root map names the row by its key; an op on a nested container is
  * found in the container index, or through the op of this change that created the container.
  */
-import type { Container, ContainerID, Frontiers, IdSpan, ImportBlobMetadata, LoroDoc } from "loro-crdt";
+import type {
+  Container,
+  ContainerID,
+  Frontiers,
+  IdSpan,
+  ImportBlobMetadata,
+  JsonChange,
+  LoroDoc,
+} from "loro-crdt";
 import type { ContainerIndex } from "../document/container-index.ts";
 import { ENTITIES, META, RELATIONS } from "../document/layout.ts";
 
@@ -51,14 +59,15 @@ export function spansOfUpdate(meta: ImportBlobMetadata): IdSpan[] {
   return spans;
 }
 
-/** The rows the ops in `spans` (already in `doc`) touched. */
+/** The rows the ops in `spans` (already in `doc`; `read`: their changes, when already read) touched. */
 export function rowsOfSpans(
   doc: LoroDoc,
   spans: readonly IdSpan[],
   index: ContainerIndex = new Map(),
+  read?: readonly JsonChange[],
 ): ChangedRows {
   const changes: ChangedRows = { entities: new Set(), relations: new Set(), foreignRoots: new Set() };
-  const ops = spans.flatMap((span) => doc.exportJsonInIdSpan(span).flatMap((change) => change.ops));
+  const ops = (read ?? spans.flatMap((span) => doc.exportJsonInIdSpan(span))).flatMap((change) => change.ops);
   // Many containers to find: their rows' keys by Loro's paths (built once for the document).
   if (new Set(ops.map((op) => op.container)).size > rowKeysByOps) pathsBuilt.add(doc);
   // Containers this change created, by the op that put them in their parent.

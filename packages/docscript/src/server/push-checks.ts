@@ -3,7 +3,7 @@
  * writes that no longer apply because another client changed the document underneath them (lost
  * updates), and host-only fields set without a host credential.
  */
-import type { IdSpan, LoroDoc } from "loro-crdt";
+import type { IdSpan, JsonChange, LoroDoc } from "loro-crdt";
 import type { Projection } from "../document/projection.ts";
 import { readRow } from "../document/row-shape.ts";
 import type { Schema } from "../schema/define-schema.ts";
@@ -44,14 +44,21 @@ function planIdOfMessage(message: string | null | undefined): string | undefined
   }
 }
 
-/** The plan ids the changes in `spans` carry. */
-export function planIdsOf(doc: LoroDoc, spans: readonly IdSpan[]): string[] {
+/** The changes in `spans` (all in `doc`), as Loro exports them: read once per push, by every check here. */
+export function changesIn(doc: LoroDoc, spans: readonly IdSpan[]): JsonChange[] {
+  return spans.flatMap((span) => doc.exportJsonInIdSpan(span));
+}
+
+/** The plan ids the changes in `spans` carry (`changes`: those changes, when already read). */
+export function planIdsOf(
+  doc: LoroDoc,
+  spans: readonly IdSpan[],
+  changes: readonly JsonChange[] = changesIn(doc, spans),
+): string[] {
   const ids = new Set<string>();
-  for (const span of spans) {
-    for (const change of doc.exportJsonInIdSpan(span)) {
-      const planId = planIdOfMessage(change.msg);
-      if (planId !== undefined) ids.add(planId);
-    }
+  for (const change of changes) {
+    const planId = planIdOfMessage(change.msg);
+    if (planId !== undefined) ids.add(planId);
   }
   return [...ids];
 }
@@ -87,19 +94,22 @@ export const maxContainerDepth = 64;
  * and a container nested deeper than `maxContainerDepth`. Read from the update's ops and the
  * containers' parents only, never from their values, so a hostile update is refused before any read.
  */
-export function unreadableKeys(fork: LoroDoc, spans: readonly IdSpan[]): string[] {
+export function unreadableKeys(
+  fork: LoroDoc,
+  spans: readonly IdSpan[],
+  changes: readonly JsonChange[] = changesIn(fork, spans),
+): string[] {
   const found = new Set<string>();
   const depths = new Map<string, number>();
-  for (const span of spans)
-    for (const change of fork.exportJsonInIdSpan(span))
-      for (const op of change.ops) {
-        const key = (op.content as { key?: unknown }).key;
-        if (key === "__proto__") found.add(`the update writes a key "__proto__" into ${op.container}`);
-        if (containerDepth(fork, op.container, depths) > maxContainerDepth) {
-          found.add(`the update nests containers more than ${maxContainerDepth} levels deep`);
-          return [...found];
-        }
+  for (const change of changes)
+    for (const op of change.ops) {
+      const key = (op.content as { key?: unknown }).key;
+      if (key === "__proto__") found.add(`the update writes a key "__proto__" into ${op.container}`);
+      if (containerDepth(fork, op.container, depths) > maxContainerDepth) {
+        found.add(`the update nests containers more than ${maxContainerDepth} levels deep`);
+        return [...found];
       }
+    }
   return [...found];
 }
 

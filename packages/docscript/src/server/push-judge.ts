@@ -15,11 +15,11 @@ import type { Schema } from "../schema/define-schema.ts";
 import { formatIssue } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { type ChangeFacts, fieldCounts, stagedCounts } from "./change-log.ts";
-import { type ChangedRows, changedRows } from "./changed-rows.ts";
+import { type ChangedRows, rowsOfSpans } from "./changed-rows.ts";
 import type { RowChange, RowRoot } from "./document-store.ts";
 import { conflictingTargets, lostUpdates, restoreCommitted } from "./lost-updates.ts";
 import { describeError, type OpenDocument, type PushOptions } from "./open-document.ts";
-import { hostOnlyChanges, issueReason, planIdsOf, unreadableKeys } from "./push-checks.ts";
+import { changesIn, hostOnlyChanges, issueReason, planIdsOf, unreadableKeys } from "./push-checks.ts";
 import type { ConflictReason, PushResult } from "./push-result.ts";
 import { issuesOnItsOwn, nextIssues, RowReads, type Staged, stageChange } from "./push-staging.ts";
 import { rowChanges } from "./row-members.ts";
@@ -97,10 +97,12 @@ export function preparePush(open: OpenDocument, bytes: Uint8Array): Prepared | {
     return { result: { status: "committed", version, duplicate: true } };
   }
   const spans = fork.findIdSpansBetween(before, after).forward;
-  const unreadable = unreadableKeys(fork, spans);
+  // The push's changes, read once for the checks below (a 33,000-op push: ~0.2 s a read).
+  const changes = changesIn(fork, spans);
+  const unreadable = unreadableKeys(fork, spans, changes);
   if (unreadable.length > 0) return reject(unreadable);
   // Whether one was applied before (under other bytes) is the caller's to ask the plan index.
-  const planIds = planIdsOf(fork, spans);
+  const planIds = planIdsOf(fork, spans, changes);
   // The changes the server held that the update's base did not: what it may lose (ADR 0475).
   const concurrent = fork.findIdSpansBetween(meta.startFrontiers, before).forward;
   return {
@@ -111,7 +113,7 @@ export function preparePush(open: OpenDocument, bytes: Uint8Array): Prepared | {
     planIds,
     concurrent,
     pushed: after,
-    rows: changedRows(fork, before, after, open.index),
+    rows: rowsOfSpans(fork, spans, open.index, changes),
     reads: new RowReads(fork),
   };
 }
