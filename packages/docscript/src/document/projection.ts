@@ -19,6 +19,7 @@ import {
   readRow,
   type StoredEntity,
   type StoredRelation,
+  sameRelations,
 } from "./row-shape.ts";
 
 /**
@@ -160,20 +161,28 @@ export class Projection implements DocumentView {
     return root === "entities" ? this.rows.has(rowId) : this.relationRows.has(rowId);
   }
 
-  /** Replaces what one `entities` row projects to (`undefined` removes the row). */
+  /**
+   * Replaces what one `entities` row projects to (`undefined` removes the row). A row whose slots hold
+   * the relations they held (a write of fields) keeps them and their index entries as they were.
+   */
   setRow(rowId: string, json: unknown): void {
     this.readAt = undefined;
     const previous = this.rows.get(rowId);
+    const next = json === undefined ? undefined : readRow(rowId, json, this.schema);
+    const kept =
+      previous !== undefined && next !== undefined && sameRelations(previous.relations, next.relations)
+        ? previous.relations
+        : undefined;
     if (previous !== undefined) {
       for (const entity of previous.entities) this.removeClaim(entity);
-      for (const relation of previous.relations) this.removeRelation(relation);
+      if (kept === undefined) for (const relation of previous.relations) this.removeRelation(relation);
       this.rows.delete(rowId);
     }
-    if (json === undefined) return;
-    const record = { ...readRow(rowId, json, this.schema), json };
+    if (next === undefined) return;
+    const record = { ...next, relations: kept ?? next.relations, json };
     this.rows.set(rowId, record);
     for (const entity of record.entities) this.addClaim(entity);
-    for (const relation of record.relations) this.addRelation(relation);
+    if (kept === undefined) for (const relation of record.relations) this.addRelation(relation);
   }
 
   /** Replaces one row of the `relations` map (`undefined` removes it). */

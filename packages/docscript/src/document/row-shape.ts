@@ -206,3 +206,18 @@ export function readRelationRow(relationId: string, json: unknown): StoredRelati
   }
   return relation;
 }
+
+/** Whether two rows' slot relations are the same, key for key (they are flat records). */
+export function sameRelations(left: readonly StoredRelation[], right: readonly StoredRelation[]): boolean {
+  return (
+    left.length === right.length &&
+    left.every((a, index) => {
+      const b = (right[index] ?? {}) as Record<string, unknown>;
+      const keys = Object.keys(a);
+      return (
+        keys.length === Object.keys(b).length &&
+        keys.every((key) => a[key as keyof StoredRelation] === b[key])
+      );
+    })
+  );
+}
