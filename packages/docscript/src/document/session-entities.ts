@@ -6,6 +6,7 @@ import type { Entity } from "../schema/types.ts";
 import { withDefaults } from "../schema/validate-payload.ts";
 import { invariantsRead } from "./check-document.ts";
 import { ROW_SLOTS } from "./layout.ts";
+import { keepLoroHeadroom } from "./loro-memory.ts";
 import { RowsNeeded } from "./projection.ts";
 import type { StoredEntity } from "./row-shape.ts";
 import type { SessionContext } from "./session-context.ts";
@@ -201,7 +202,11 @@ function updateMany(
     land(
       { entities: rows, relations: new Map() },
       () => {
-        for (const write of writes) write();
+        // Loro's memory kept ahead of a large write, not grown a few pages at a time (ADR 0502).
+        for (const write of writes) {
+          keepLoroHeadroom();
+          write();
+        }
       },
       [],
       { fieldsOf: [...ids], reached },

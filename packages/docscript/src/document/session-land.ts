@@ -16,6 +16,7 @@ import {
 } from "./check-document.ts";
 import { refreshRows } from "./interpret.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
+import { keepLoroHeadroom } from "./loro-memory.ts";
 import { type Projection, RowsNeeded } from "./projection.ts";
 
 export type RowChanges = { entities: Map<string, unknown>; relations: Map<string, unknown> };
@@ -98,6 +99,7 @@ function mutateWhole(doc: LoroDoc, mutate: () => void, restore: () => void): voi
     pendingBefore = 0;
   }
   try {
+    keepLoroHeadroom();
     mutate();
   } catch (error) {
     const written = doc.getPendingTxnLength() - pendingBefore;

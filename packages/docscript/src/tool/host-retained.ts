@@ -9,28 +9,15 @@
  * projection reading on demand holds for the document's runs, ADR 0466) is the document's, not the
  * run's: it is credited back, up to the limit again (ADR 0481).
  */
-import { createRequire } from "node:module";
 import v8 from "node:v8";
 import vm from "node:vm";
+import { loroBytes } from "../document/loro-memory.ts";
+
+export { loroBytes };
 
 /** The bytes a run's host work may retain by default: 256 MiB. */
 export const defaultRunRetainedMb = 256;
 
-const require = createRequire(import.meta.url);
-
-/** Loro's WebAssembly memory, the instance `import "loro-crdt"` loads in Node (its CommonJS build). */
-function loroMemory(): WebAssembly.Memory | undefined {
-  try {
-    const entry = require.resolve("loro-crdt");
-    const wasm = (require(entry.replace(/index\.js$/, "loro_wasm.js")) as { __wasm?: { memory?: unknown } })
-      .__wasm;
-    return wasm?.memory instanceof WebAssembly.Memory ? wasm.memory : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-const memory = loroMemory();
 let collect: (() => void) | undefined;
 
 /** A full collection of this thread's heap (the flag is set for the process; workers share it). */
@@ -42,8 +29,6 @@ function collectGarbage(): void {
   collect();
 }
 
-/** The bytes of this thread's Loro memory (WebAssembly: it grows, never shrinks). */
-export const loroBytes = (): number => memory?.buffer.byteLength ?? 0;
 const heapBytes = (): number => v8.getHeapStatistics().used_heap_size;
 
 /** One run's retained bytes, from the moment it opened. */

@@ -8,6 +8,7 @@
  */
 import { type MessagePort, parentPort } from "node:worker_threads";
 import { LoroDoc } from "loro-crdt";
+import { sizeLoroHeadroom } from "../document/loro-memory.ts";
 import { readyForImports } from "../document/ready-for-imports.ts";
 import { toFailure } from "../sandbox/run-gate.ts";
 import type { HostChannelCall, SandboxFailure, SyncAnswer } from "../sandbox/sandbox-protocol.ts";
@@ -184,6 +185,7 @@ async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<v
     preparedOnly = false;
     loroAtOpen ??= loroBytes();
     const budget = retainedBudget(message.retainedBytes);
+    sizeLoroHeadroom(message.retainedBytes);
     const session = openRunSession(message.input, schema, checkedOut.document, {
       call: (method, payload) =>
         bounded(state, async () => {
