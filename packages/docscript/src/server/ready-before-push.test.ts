@@ -105,3 +105,28 @@ test("after a read the next push's replica is made and ready; pushes are checked
   await reopened.close();
   await store.close();
 });
+
+test("a readied replica is dropped when the live document takes another server's push: the next push is not refused", async () => {
+  const path = join(directory, "two-servers.sqlite");
+  const storeA = createSqliteDocumentStore({ path });
+  const storeB = createSqliteDocumentStore({ path });
+  const hostA = new DocumentHost({ store: storeA, schema: timelineSchema });
+  const hostB = new DocumentHost({ store: storeB, schema: timelineSchema });
+  await hostA.create("doc", token);
+  const replica = LoroDoc.fromSnapshot((await hostA.snapshot("doc")).bytes);
+  replica.setPeerId(9);
+  await settled(hostA, "doc");
+  const readied = openOf(hostA, "doc")?.shadow;
+  assert.ok(readied !== undefined, "server A readied its next push's replica");
+  // Server B stores a push; server A's readied replica does not hold it.
+  assert.equal((await hostB.push("doc", write(replica, captions(2, "on B")))).status, "committed");
+  // A push that depends on it, sent to server A before anything else asks A.
+  const result = await hostA.push("doc", write(replica, captions(1, "on A")));
+  assert.equal(result.status, "committed", JSON.stringify(result));
+  assert.notEqual(openOf(hostA, "doc")?.shadow, readied, "the push was not judged in the stale replica");
+  assert.deepEqual(LoroDoc.fromSnapshot((await hostA.snapshot("doc")).bytes).toJSON(), replica.toJSON());
+  await hostA.close();
+  await hostB.close();
+  await storeA.close();
+  await storeB.close();
+});
