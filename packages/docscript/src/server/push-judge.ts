@@ -10,6 +10,7 @@ import {
   type ImportBlobMetadata,
   type LoroDoc,
 } from "loro-crdt";
+import { readyForImportOf } from "../document/ready-for-imports.ts";
 import { encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { formatIssue } from "../schema/docscript-error.ts";
@@ -82,6 +83,7 @@ export function preparePush(open: OpenDocument, bytes: Uint8Array): Prepared | {
   open.shadow = undefined;
   const before = fork.frontiers();
   try {
+    readyForImportOf(bytes);
     const status = fork.import(bytes);
     if (status.pending !== null && status.pending !== undefined && status.pending.size > 0) {
       return reject(["the update depends on changes this server does not have; pull and rebase first"]);
