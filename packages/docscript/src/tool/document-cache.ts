@@ -14,6 +14,7 @@ import { projectDocument, refreshRows, versionKey } from "../document/interpret.
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import { demandOf, onDemandProjection } from "../document/on-demand-projection.ts";
 import type { Projection } from "../document/projection.ts";
+import { readyForRunDoc } from "../document/ready-for-imports.ts";
 import { type LookUpRows, lookupRowSource } from "../document/row-source.ts";
 import { sameVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
@@ -103,6 +104,7 @@ function opsBeyond(doc: LoroDoc, vector: VersionVector): number {
  * MiB and 20–40 ms of CPU at 100k), once per doc; a few throwaway containers pay it here (ADR 0497).
  */
 export function makeRunDoc(replica: LoroDoc): LoroDoc {
+  readyForRunDoc(replica);
   const doc = replica.fork();
   doc.setDetachedEditing(true);
   const frontiers = replica.frontiers();
