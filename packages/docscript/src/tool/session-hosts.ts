@@ -64,6 +64,12 @@ export interface SessionHosts {
    */
   catchUp(replica: LoroDoc): void;
   /**
+   * `replica` is taking an update of `bytes` (a plan whose push is being checked): a worker keeping a
+   * document of it whom that update would take past its memory bound is replaced now, its successor
+   * reading the replica while the push is checked rather than in the next run.
+   */
+  replaceOutgrown(replica: LoroDoc, bytes: number): void;
+  /**
    * Counts for tests and benches: host workers started, terminated mid-run (`stopped`), replaced
    * between runs past their memory bound (`recycled`), made ready with a replaced one's document
    * (`prepared`), and caught up with their replica between runs (`caughtUp`).
@@ -108,6 +114,35 @@ function recycleBound(host: HostWorker, floor: number): number {
   return Math.max(floor, host.openBytes / 4);
 }
 
+/** Ends every worker at once, and takes no more (the tool closes). */
+async function closeAll(
+  state: { spare: HostWorker | undefined; closed: boolean },
+  all: Set<HostWorker>,
+  byKey: Map<string, HostWorker>,
+): Promise<void> {
+  state.closed = true;
+  const hosts = [...all];
+  all.clear();
+  byKey.clear();
+  state.spare = undefined;
+  await Promise.all(hosts.map((host) => host.worker.terminate()));
+}
+
+/** Ends the idle workers (`end`) past `documents` kept ones, least recently used first. */
+function trimIdle(byKey: Map<string, HostWorker>, documents: number, end: (host: HostWorker) => void): void {
+  const idle = [...byKey.values()]
+    .filter((host) => host.runs.size === 0)
+    .sort((a, b) => a.lastUsed - b.lastUsed);
+  while (idle.length > Math.max(0, documents)) end(idle.shift()!);
+}
+
+/**
+ * Loro memory a host worker grows by per byte of an update it catches up with: its replica and its run
+ * document each take the update. Measured at 100k entities: the shift's 400 KB update grew one copy by
+ * ~58 MiB (~145 bytes a byte).
+ */
+const catchUpGrowthPerByte = 2 * 145;
+
 /** Loro's memory (MiB) a host worker may have grown since it opened its document; past it, it is replaced. */
 export const defaultHostRecycleAboveMb = 64;
 
@@ -131,23 +166,33 @@ function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
     void host.worker.terminate();
   };
 
-  /** A worker past its memory bound is replaced once no run is on it; the next run reads anew. */
-  const recycleIfGrown = (host: HostWorker) => {
-    const bound = recycleBound(host, recycleAboveBytes);
-    if (host.dead || host.grownBytes <= bound) return;
+  /** Replaces an idle worker now: a fresh one reads its document before the next run asks (ADR 0495). */
+  const replaceNow = (host: HostWorker) => {
     host.retiring = true;
     if (byKey.get(host.key!) === host) byKey.delete(host.key!);
-    if (host.runs.size > 0) return;
     counts.recycled++;
     logger.debug("docscript: host worker replaced past its memory bound", {
       grownMiB: Math.round(host.grownBytes / 2 ** 20),
-      boundMiB: Math.round(bound / 2 ** 20),
+      boundMiB: Math.round(recycleBound(host, recycleAboveBytes) / 2 ** 20),
     });
     retire(host);
     if (host.lastRequest !== undefined) replace.prepare?.(host.lastRequest);
   };
+  /** A worker past its memory bound is replaced once no run is on it; the next run reads anew. */
+  const recycleIfGrown = (host: HostWorker) => {
+    if (host.dead || host.grownBytes <= recycleBound(host, recycleAboveBytes)) return;
+    host.retiring = true;
+    if (byKey.get(host.key!) === host) byKey.delete(host.key!);
+    if (host.runs.size === 0) replaceNow(host);
+  };
   /** Set by the session hosts: how a replaced worker's document is made ready again (ADR 0495). */
   const replace: { prepare?: (run: HostedRunRequest) => void } = {};
+  /**
+   * Whether catching `host` up with an update of `bytes` would take it past its bound: it would be
+   * replaced after its next run, the run after that reading anew. It is replaced at once instead.
+   */
+  const outgrows = (host: HostWorker, bytes: number) =>
+    host.grownBytes + bytes * catchUpGrowthPerByte > recycleBound(host, recycleAboveBytes);
 
   const settings: HostWorkerSettings = {
     memoryLimitMb,
@@ -194,26 +239,14 @@ function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
   };
 
   /** Idle workers past the documents the tool keeps are ended, least recently used first. */
-  const trim = (documents: number, dropped: (key: string) => void) => {
-    const idle = [...byKey.values()]
-      .filter((host) => host.runs.size === 0)
-      .sort((a, b) => a.lastUsed - b.lastUsed);
-    while (idle.length > Math.max(0, documents)) {
-      const host = idle.shift()!;
+  const trim = (documents: number, dropped: (key: string) => void) =>
+    trimIdle(byKey, documents, (host) => {
       dropped(host.key!);
       retire(host);
-    }
-  };
+    });
 
   /** Every worker ended at once (the tool closes). */
-  const close = async () => {
-    state.closed = true;
-    const hosts = [...all];
-    all.clear();
-    byKey.clear();
-    state.spare = undefined;
-    await Promise.all(hosts.map((host) => host.worker.terminate()));
-  };
+  const close = () => closeAll(state, all, byKey);
 
   if (options.warm === true) state.spare = spawn();
   return {
@@ -224,6 +257,8 @@ function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
     logger,
     recycleIfGrown,
     replace,
+    outgrows,
+    replaceNow,
     spawn,
     retire,
     stop,
@@ -271,6 +306,7 @@ function catchUpWorker(
   host: HostWorker,
   replica: LoroDoc,
   ask: (host: HostWorker, updates: Uint8Array[], run: HostedRunRequest) => Promise<unknown>,
+  dropSnapshot: (key: string) => void,
 ): void {
   void host.ready.then(
     () => {
@@ -280,6 +316,12 @@ function catchUpWorker(
       if (host.dead || host.retiring || host.runs.size > 0 || run?.replica !== replica) return;
       if (host.vector === undefined || order === undefined || order >= 0) return;
       const updates = [replica.export({ mode: "update", from: host.vector })];
+      if (workers.outgrows(host, updates[0]?.byteLength ?? 0)) {
+        // The successor reads a snapshot of the replica as it is now, not the kept one and the update.
+        dropSnapshot(run.key);
+        workers.replaceNow(host);
+        return;
+      }
       host.vector = replica.oplogVersion();
       workers.counts.caughtUp++;
       workers.logger.debug("docscript: host worker catching up with its replica between runs", {
@@ -354,9 +396,24 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
         throw Object.assign(new Error("the tool is closed"), { code: "sandbox_closed" });
       return await openHostedRun(context, workers.hostFor(run), run);
     },
+    replaceOutgrown(replica, bytes) {
+      if (workers.state.closed) return;
+      for (const host of workers.byKey.values())
+        void host.ready.then(
+          () => {
+            const run = host.lastRequest;
+            if (host.dead || host.retiring || host.runs.size > 0 || run?.replica !== replica) return;
+            if (!workers.outgrows(host, bytes)) return;
+            snapshots.drop(run.key);
+            workers.replaceNow(host);
+          },
+          () => {},
+        );
+    },
     catchUp(replica) {
       if (workers.state.closed) return;
-      for (const host of workers.byKey.values()) catchUpWorker(workers, host, replica, catchUp);
+      for (const host of workers.byKey.values())
+        catchUpWorker(workers, host, replica, catchUp, (key) => snapshots.drop(key));
     },
     stats: () => ({ ...workers.counts, live: workers.all.size }),
     async close() {

@@ -82,6 +82,9 @@ export async function commit(
       // The replica takes the plan while the server checks it, not after (ADR 0500).
       whilePushing: () => {
         imported = importAhead(state.replica, entry.plan.update);
+        // A worker the plan would take past its bound is replaced now, not after the next run.
+        if (imported)
+          sessionHostsOf(core.sandbox()).replaceOutgrown(state.replica, entry.plan.update.byteLength);
       },
     },
   );

@@ -116,3 +116,49 @@ describe("workers past their memory bound are replaced between runs (ADR 0491)",
     assert.equal(hosts.stats().started, ready.started, "the next run did not run on the prepared worker");
   });
 });
+
+describe("a host worker a committed plan would take past its bound", () => {
+  // The default bound (64 MiB): a run's own writes stay under it, a plan of megabytes would not.
+  const hostDefault = createEditScriptPool({ size: 1, timeoutMs: 60_000 });
+  after(() => hostDefault.close());
+
+  it("a host worker that a committed plan would take past its bound is replaced before it catches up", async () => {
+    const hosts = sessionHostsOf(hostDefault);
+    const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
+    const run = (script: string) =>
+      runEditScript(
+        { pool: hostDefault, schema, hooks: {} },
+        { docId: "host-outgrown", replica, version: "v", script },
+      );
+    const first = await run("console.log(entities.list({ limit: 1 }).length);");
+    assert.ok(first.ok, JSON.stringify(first));
+    const before = hosts.stats();
+
+    // A plan of a few bytes: the worker keeping the document takes it between runs, as before.
+    const small = await run("entities.create({ entityKind: 'track', payload: { role: 'overlay' } });");
+    assert.ok(small.ok, JSON.stringify(small));
+    replica.import(small.plan.update);
+    hosts.replaceOutgrown(replica, small.plan.update.byteLength);
+    hosts.catchUp(replica);
+    await until(() => hosts.stats().caughtUp > before.caughtUp, "the kept worker catches up");
+    assert.equal(hosts.stats().recycled, before.recycled, "a small plan replaced the worker");
+
+    // A plan of ~2 MB would take it past its bound: it is replaced now, its successor reading the
+    // replica with the plan in it, and the catch-up after the commit finds nothing to send.
+    const big = await run(`${bigCreate} console.log('made');`);
+    assert.ok(big.ok, `the big run failed: ${JSON.stringify(big).slice(0, 300)}`);
+    const ready = hosts.stats();
+    assert.equal(ready.recycled, before.recycled, "the big run's own writes replaced the worker");
+    replica.import(big.plan.update);
+    hosts.replaceOutgrown(replica, big.plan.update.byteLength);
+    await until(() => hosts.stats().recycled > ready.recycled, "the outgrown worker is replaced");
+    await until(() => hosts.stats().prepared > ready.prepared, "its successor holds the document");
+    hosts.catchUp(replica);
+    const next = await run("console.log(entities.list({ entityKind: 'audio-script' }).length);");
+    assert.ok(next.ok, JSON.stringify(next));
+    const scripts = Number(next.logs[0]?.text);
+    assert.ok(scripts >= 1, `the big plan's script is not read (${scripts})`);
+    assert.equal(hosts.stats().caughtUp, ready.caughtUp, "the replaced worker was caught up");
+    assert.equal(hosts.stats().stopped, ready.stopped, "a run was stopped");
+  });
+});
