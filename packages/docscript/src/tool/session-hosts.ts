@@ -65,7 +65,7 @@ export interface SessionHosts {
   catchUp(replica: LoroDoc): void;
   /**
    * `replica` is taking an update of `bytes` (a plan whose push is being checked): a worker keeping a
-   * document of it whom that update would take past its memory bound is replaced now, its successor
+   * document of it that the update would take past its memory bound is replaced now, its successor
    * reading the replica while the push is checked rather than in the next run.
    */
   replaceOutgrown(replica: LoroDoc, bytes: number): void;
