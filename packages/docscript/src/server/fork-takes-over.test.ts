@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { decodeImportBlobMeta, LoroDoc, LoroMap } from "loro-crdt";
-import { openDocument } from "../document/document-session.ts";
+import { captions, write } from "../../test/push-writes.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { spansOfUpdate } from "./changed-rows.ts";
 import { DocumentHost } from "./document-host.ts";
@@ -18,20 +18,6 @@ import { createSqliteDocumentStore } from "./sqlite-document-store.ts";
 const directory = await mkdtemp(join(tmpdir(), "docscript-fork-takes-over-"));
 after(() => rm(directory, { recursive: true, force: true }));
 const token = "token-0123456789abcdef";
-
-/** Writes `edit` into `replica` as one change; the update it made. */
-function write(replica: LoroDoc, edit: (doc: LoroDoc) => void): Uint8Array {
-  const before = replica.oplogVersion();
-  edit(replica);
-  replica.commit();
-  return replica.export({ mode: "update", from: before });
-}
-
-const captions = (count: number, prefix: string) => (doc: LoroDoc) => {
-  const session = openDocument(doc, timelineSchema);
-  for (let index = 0; index < count; index++)
-    session.entities.create({ entityKind: "caption", payload: { text: `${prefix} ${index}` } });
-};
 
 test("an update large beside the document's history takes the fork's place; a small one is imported", () => {
   const doc = new LoroDoc();

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { LoroDoc, LoroMap } from "loro-crdt";
-import { openDocument } from "../document/document-session.ts";
+import { captions, write } from "../../test/push-writes.ts";
 import { isReadyForImports, readyForImports } from "../document/ready-for-imports.ts";
 import { encodeVersion } from "../document/version.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
@@ -20,19 +20,6 @@ import { createSqliteDocumentStore } from "./sqlite-document-store.ts";
 const directory = await mkdtemp(join(tmpdir(), "docscript-ready-before-push-"));
 after(() => rm(directory, { recursive: true, force: true }));
 const token = "token-0123456789abcdef";
-
-function write(replica: LoroDoc, edit: (doc: LoroDoc) => void): Uint8Array {
-  const before = replica.oplogVersion();
-  edit(replica);
-  replica.commit();
-  return replica.export({ mode: "update", from: before });
-}
-
-const captions = (count: number, prefix: string) => (doc: LoroDoc) => {
-  const session = openDocument(doc, timelineSchema);
-  for (let index = 0; index < count; index++)
-    session.entities.create({ entityKind: "caption", payload: { text: `${prefix} ${index}` } });
-};
 
 /** The host's open document (its fields are the server's own; read here to see what was readied). */
 function openOf(host: DocumentHost, documentId: string): OpenDocument | undefined {
