@@ -125,6 +125,35 @@ describe("SQLite document store: schema versions", () => {
     }
   });
 
+  it("keeps the snapshot out of the documents row, and a compaction replaces it only forward", async () => {
+    // A column after a large blob is reached by walking the blob's pages (migration 12): the head a
+    // page or a push reads (token, seq, version) is a row of its own.
+    const path = legacyCopy("snapshot-apart.db");
+    const store = createSqliteDocumentStore({ path });
+    try {
+      const big = new Uint8Array(2 ** 20).fill(7);
+      assert.equal(await store.createDocument({ documentId: "doc-3", tokenHash: "h", snapshot: big }), true);
+      assert.equal((await store.loadHead?.("doc-3"))?.snapshotSeq, 0);
+      await store.compact("doc-3", new Uint8Array([5, 5]), 4);
+      // Another server compacted less far: the stored snapshot stays.
+      await store.compact("doc-3", new Uint8Array([3]), 2);
+      const loaded = await store.load("doc-3");
+      assert.deepEqual([...(loaded?.snapshot ?? [])], [5, 5]);
+      assert.equal(loaded?.snapshotSeq, 4);
+      assert.deepEqual([...((await store.load("doc-1"))?.snapshot ?? [])], [1, 1, 2, 3]);
+    } finally {
+      await store.close();
+    }
+    const database = new DatabaseSync(path);
+    const columns = database.prepare("PRAGMA table_info(docscript_documents)").all() as { name: string }[];
+    database.close();
+    assert.deepEqual(
+      columns.map((column) => column.name).filter((name) => name === "snapshot"),
+      [],
+      "the documents row holds no snapshot",
+    );
+  });
+
   it("refuses a file whose schema is newer than this code, leaving it as it was", async () => {
     const path = legacyCopy("newer.db");
     await createSqliteDocumentStore({ path }).close();

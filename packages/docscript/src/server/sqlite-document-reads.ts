@@ -32,7 +32,8 @@ type SqliteReads = Pick<
 
 export function sqliteDocumentReads(database: DatabaseSync): SqliteReads {
   const selectDocument = database.prepare(
-    "SELECT token_hash, snapshot, snapshot_seq, snapshot_version FROM docscript_documents WHERE document_id = ?",
+    `SELECT token_hash, snapshot, snapshot_seq, snapshot_version
+     FROM docscript_documents JOIN docscript_snapshots USING (document_id) WHERE document_id = ?`,
   );
   // What a page needs: never the snapshot (168 MB at 1M entities, seconds to read).
   const selectHead = database.prepare(

@@ -21,7 +21,11 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     migrations: sqliteMigrations,
   });
   const insertDocument = database.prepare(
-    "INSERT INTO docscript_documents (document_id, token_hash, snapshot, snapshot_seq, snapshot_version, created_at) VALUES (?, ?, ?, 0, ?, ?) ON CONFLICT DO NOTHING",
+    "INSERT INTO docscript_documents (document_id, token_hash, snapshot_seq, snapshot_version, created_at) VALUES (?, ?, 0, ?, ?) ON CONFLICT DO NOTHING",
+  );
+  // The snapshot has a table of its own (migration 12): the documents row stays small to read.
+  const insertSnapshot = database.prepare(
+    "INSERT INTO docscript_snapshots (document_id, snapshot) VALUES (?, ?)",
   );
   const insertUpdate = database.prepare(
     "INSERT INTO docscript_updates (document_id, seq, bytes, status, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -32,7 +36,10 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
        relations_deleted, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const updateSnapshot = database.prepare(
-    "UPDATE docscript_documents SET snapshot = ?, snapshot_seq = ?, snapshot_version = ? WHERE document_id = ? AND snapshot_seq < ?",
+    "UPDATE docscript_documents SET snapshot_seq = ?, snapshot_version = ? WHERE document_id = ? AND snapshot_seq < ?",
+  );
+  const replaceSnapshot = database.prepare(
+    "UPDATE docscript_snapshots SET snapshot = ? WHERE document_id = ?",
   );
   const deleteUpdates = database.prepare("DELETE FROM docscript_updates WHERE document_id = ? AND seq <= ?");
   const selectLastSeq = database.prepare(
@@ -57,8 +64,9 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     async createDocument({ documentId, tokenHash, snapshot, snapshotVersion, rows, issues, plans }) {
       return sqliteTransaction(database, () => {
         const at = new Date().toISOString();
-        const result = insertDocument.run(documentId, tokenHash, snapshot, snapshotVersion ?? null, at);
+        const result = insertDocument.run(documentId, tokenHash, snapshotVersion ?? null, at);
         if (Number(result.changes) !== 1) return false;
+        insertSnapshot.run(documentId, snapshot);
         if (rows !== undefined) {
           writeRows(documentId, rows, 0);
           setProjection.run(documentId, 0, JSON.stringify(issues ?? []));
@@ -117,7 +125,12 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     },
     async compact(documentId, snapshot, throughSeq, snapshotVersion) {
       sqliteTransaction(database, () => {
-        updateSnapshot.run(snapshot, throughSeq, snapshotVersion ?? null, documentId, throughSeq);
+        // A snapshot older than the one stored is not written (another server compacted further).
+        if (
+          Number(updateSnapshot.run(throughSeq, snapshotVersion ?? null, documentId, throughSeq).changes) ===
+          1
+        )
+          replaceSnapshot.run(snapshot, documentId);
         deleteUpdates.run(documentId, throughSeq);
       });
     },
