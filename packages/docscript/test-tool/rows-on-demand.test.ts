@@ -126,6 +126,36 @@ describe("runs that read rows on demand", { timeout: 900_000 }, () => {
     await tool.close();
   });
 
+  test("a call asks once for the rows it writes, and nothing for the ids it made", {
+    timeout: 600_000,
+  }, async () => {
+    const { counted, fetchImpl } = countingFetch();
+    const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
+    // Ten clips' volume, one call each: no invariant reads a volume, so each call's check reads its clip
+    // (with its relations, in the same request) and nothing further; the run's end check reads the
+    // neighbours of all ten in one request.
+    const muted = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "on-demand",
+      script: `for (const id of ${JSON.stringify(firstClips)}) entities.update(id, [{ op: 'set', path: ['volume'], value: -60 }]);`,
+    });
+    assert.ok(muted.ok && muted.op === "run-edit-script", JSON.stringify(muted).slice(0, 400));
+    assert.equal(muted.preview.counts.updated, 10);
+    assert.ok(counted.requests <= 13, `${counted.requests} requests for ten clips`);
+    // Five captions the run creates: their ids are its own, so nothing is asked of them.
+    const before = counted.requests;
+    const made = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "on-demand",
+      script:
+        "for (let i = 0; i < 5; i++) entities.create({ entityKind: 'caption', payload: { text: 'Line ' + i } });",
+    });
+    assert.ok(made.ok && made.op === "run-edit-script", JSON.stringify(made).slice(0, 400));
+    assert.equal(made.preview.counts.created, 5);
+    assert.equal(counted.requests - before, 0, "requests for five captions");
+    await tool.close();
+  });
+
   test("reads, refusals, errors and plans answer as on a tool that reads the document whole", {
     timeout: 600_000,
   }, async () => {

@@ -53,6 +53,8 @@ export class OnDemandProjection extends Projection {
     }
     // Asked for every lookup of every check: answered by id, without building a key.
     if (demand.known.hasId(lookup, id, kind)) return;
+    // An id made for a row this run creates: nothing of the document has it (`identity`: not an id).
+    if (lookup !== "identity" && demand.isFresh(id)) return;
     if (lookup === "endpoint" && kind !== undefined && demand.known.hasId(lookup, id)) return;
     const key = keyOf(lookup, id, kind);
     if (!demand.missing.has(key)) demand.missing.set(key, { lookup, id, kind });

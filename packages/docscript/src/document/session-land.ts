@@ -7,6 +7,7 @@ import { type LoroDoc, LoroMap, type OpId } from "loro-crdt";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import {
+  type CheckOptions,
   type CheckScope,
   changeScope,
   checkDocument,
@@ -55,9 +56,9 @@ function scopeOf(
 }
 
 /** The issues a check of `scope` finds, deferred ones left out, by key. */
-function issueKeys(projection: Projection, scope: CheckScope): Set<string> {
+function issueKeys(projection: Projection, scope: CheckScope, options: CheckOptions): Set<string> {
   return new Set(
-    checkDocument(projection, scope)
+    checkDocument(projection, scope, options)
       .filter((issue) => !isDeferred(issue))
       .map(issueKey),
   );
@@ -165,6 +166,11 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
     exact: false | { readonly fieldsOf?: readonly string[]; readonly reached?: ReadonlySet<string> } = false,
   ): void => {
     const fieldsOf = exact === false ? undefined : exact.fieldsOf;
+    // Fields alone, none an invariant reads: no invariant's answer changes, so none is asked (a clip's
+    // invariant reads its content's kind: one more lookup per clip whose volume is set).
+    const options: CheckOptions = {
+      invariants: !(exact !== false && fieldsOf !== undefined && (exact.reached?.size ?? 0) === 0),
+    };
     const beforeScope = scopeOf(projection, changes, extraEntities, fieldsOf);
     // A projection reading rows on demand that lacks part of the scope: checking it now would check a
     // part and ask for the rest one level at a time; its reader fills the scope (with what its checks
@@ -179,7 +185,7 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
       afterScope = scopeOf(projection, changes, extraEntities, fieldsOf);
       for (const entityId of beforeScope.entityIds) afterScope.entityIds.add(entityId);
       for (const relationId of beforeScope.relationIds) afterScope.relationIds.add(relationId);
-      found = checkDocument(projection, afterScope).filter((issue) => !isDeferred(issue));
+      found = checkDocument(projection, afterScope, options).filter((issue) => !isDeferred(issue));
     } catch (error) {
       // A check that throws (an invariant's own bug, say) leaves nothing staged either.
       restore();
@@ -196,7 +202,7 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
       // scope, are read with the staging undone. A write after which its scope has no issue (the
       // most of them) has nothing to tell apart, and that check is not made.
       restore();
-      const before = issueKeys(projection, beforeScope);
+      const before = issueKeys(projection, beforeScope, options);
       if (projection.lacking) throw new RowsNeeded();
       const added = found.filter((issue) => !before.has(issueKey(issue)));
       if (added.length > 0) throw DocScriptError.fromIssues("schema_violation", added);

@@ -128,6 +128,7 @@ function askedUntilFilled(
       return made.id;
     }
     const id = `${kind}-${randomBytes(9).toString("base64url").slice(0, 12)}`;
+    remote?.made(id);
     madeIds.splice(madeUsed, madeIds.length - madeUsed, { kind, id });
     madeUsed += 1;
     return id;
