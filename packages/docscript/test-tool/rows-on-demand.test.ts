@@ -74,6 +74,60 @@ const comparable = (result: DocScriptResult) =>
 
 const sandbox = { timeoutMs: 300_000, prepareTimeoutMs: 300_000 };
 
+/** Ten volume writes ask one request a clip (no invariant reads a volume); made ids ask nothing. */
+async function callsAskOnce(): Promise<void> {
+  const { counted, fetchImpl } = countingFetch();
+  const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
+  // Ten clips' volume, one call each: no invariant reads a volume, so each call's check reads its clip
+  // (with its relations, in the same request) and nothing further; the run's end check reads the
+  // neighbours of all ten in one request.
+  const muted = await tool.handle({
+    op: "run-edit-script",
+    doc_id: "on-demand",
+    script: `for (const id of ${JSON.stringify(firstClips)}) entities.update(id, [{ op: 'set', path: ['volume'], value: -60 }]);`,
+  });
+  assert.ok(muted.ok && muted.op === "run-edit-script", JSON.stringify(muted).slice(0, 400));
+  assert.equal(muted.preview.counts.updated, 10);
+  assert.ok(counted.requests <= 13, `${counted.requests} requests for ten clips`);
+  // Five captions the run creates: their ids are its own, so nothing is asked of them.
+  const before = counted.requests;
+  const made = await tool.handle({
+    op: "run-edit-script",
+    doc_id: "on-demand",
+    script:
+      "for (let i = 0; i < 5; i++) entities.create({ entityKind: 'caption', payload: { text: 'Line ' + i } });",
+  });
+  assert.ok(made.ok && made.op === "run-edit-script", JSON.stringify(made).slice(0, 400));
+  assert.equal(made.preview.counts.created, 5);
+  assert.equal(counted.requests - before, 0, "requests for five captions");
+  await tool.close();
+}
+
+/** A loop over a window's markers writing each one's clip: the clips are read ahead in one request. */
+async function loopReadsAhead(): Promise<void> {
+  const { counted, fetchImpl } = countingFetch();
+  const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
+  // The markers in a window, then each one's clip: the clips are read ahead in one request while the
+  // script goes on, not one request a clip.
+  const muted = await tool.handle({
+    op: "run-edit-script",
+    doc_id: "on-demand",
+    script: `const markers = entities.list({ entityKind: 'sequence-marker', range: { field: 'startMs', from: 60000, to: 70000 } });
+for (const marker of markers) {
+  const [of] = relations.of(marker.entityId, 'marker');
+  entities.update(of.endpoint0EntityId, [{ op: 'set', path: ['volume'], value: -60 }]);
+}
+console.log(markers.length);`,
+  });
+  assert.ok(muted.ok && muted.op === "run-edit-script", JSON.stringify(muted).slice(0, 400));
+  const markers = Number(muted.logs[0]?.text);
+  assert.ok(markers >= 8, `${markers} markers in the window`);
+  assert.equal(muted.preview.counts.updated, markers);
+  // The window, its markers, their clips (read ahead), the end check's neighbours: not one a clip.
+  assert.ok(counted.requests <= 6, `${counted.requests} requests for ${markers} clips`);
+  await tool.close();
+}
+
 describe("runs that read rows on demand", { timeout: 900_000 }, () => {
   before(async () => {
     harness = await startHarness();
@@ -126,35 +180,21 @@ describe("runs that read rows on demand", { timeout: 900_000 }, () => {
     await tool.close();
   });
 
-  test("a call asks once for the rows it writes, and nothing for the ids it made", {
-    timeout: 600_000,
-  }, async () => {
-    const { counted, fetchImpl } = countingFetch();
-    const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
-    // Ten clips' volume, one call each: no invariant reads a volume, so each call's check reads its clip
-    // (with its relations, in the same request) and nothing further; the run's end check reads the
-    // neighbours of all ten in one request.
-    const muted = await tool.handle({
-      op: "run-edit-script",
-      doc_id: "on-demand",
-      script: `for (const id of ${JSON.stringify(firstClips)}) entities.update(id, [{ op: 'set', path: ['volume'], value: -60 }]);`,
-    });
-    assert.ok(muted.ok && muted.op === "run-edit-script", JSON.stringify(muted).slice(0, 400));
-    assert.equal(muted.preview.counts.updated, 10);
-    assert.ok(counted.requests <= 13, `${counted.requests} requests for ten clips`);
-    // Five captions the run creates: their ids are its own, so nothing is asked of them.
-    const before = counted.requests;
-    const made = await tool.handle({
-      op: "run-edit-script",
-      doc_id: "on-demand",
-      script:
-        "for (let i = 0; i < 5; i++) entities.create({ entityKind: 'caption', payload: { text: 'Line ' + i } });",
-    });
-    assert.ok(made.ok && made.op === "run-edit-script", JSON.stringify(made).slice(0, 400));
-    assert.equal(made.preview.counts.created, 5);
-    assert.equal(counted.requests - before, 0, "requests for five captions");
-    await tool.close();
-  });
+  test(
+    "a call asks once for the rows it writes, and nothing for the ids it made",
+    {
+      timeout: 600_000,
+    },
+    callsAskOnce,
+  );
+
+  test(
+    "a loop over a listing's entities that writes their neighbours asks once for the neighbours",
+    {
+      timeout: 600_000,
+    },
+    loopReadsAhead,
+  );
 
   test("reads, refusals, errors and plans answer as on a tool that reads the document whole", {
     timeout: 600_000,

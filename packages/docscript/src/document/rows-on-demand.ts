@@ -23,15 +23,14 @@ import {
   windowPageKey,
 } from "./demand-keys.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
+import { idsPerLookup, manyAtOnce, membersPerPage, type Paged, type Pending } from "./lookup-batches.ts";
 import type { OnDemandProjection } from "./on-demand-projection.ts";
 import type { Lookup } from "./projection.ts";
 import type { PageCounts, RowLookup, RowSource, RowSourceAnswer } from "./row-source.ts";
 import { decodeVersion } from "./version.ts";
 
-/** Lookups per request, ids per lookup, members per page. */
+/** Lookups per request. */
 const lookupsPerRequest = 64;
-const idsPerLookup = 500;
-const membersPerPage = 5000;
 /** The most of a holder's ordered relations read from one end (`orderedRelations`); past it, all are read. */
 export const maxOrderedPage = 1000;
 /** The most relations of a kind a listing reads (the read bound: more are read by entity). */
@@ -48,6 +47,10 @@ const maxFollowUps = 2;
  * pay two for nothing (a clip's volume set: three requests instead of one, ~5 ms each at 100k).
  */
 const followUpsAbove = 64;
+/** Entities a fill must have read (with their relations) for a read ahead of their relations' ends. */
+const readAheadFrom = 4;
+/** Lookups a read ahead asks at most (`RowsOnDemand.readAhead`): past this, none is read ahead. */
+const maxReadAhead = 256;
 /** Made ids remembered (`RowsOnDemand.made`). */
 const maxFresh = 100_000;
 /** Ids a fill's follow-ups may look up: past this, the call asks again instead. */
@@ -185,7 +188,17 @@ export class RowsOnDemand {
    * write over thousands of rows is asked again once, not once per level of its checks.
    */
   async fill(): Promise<void> {
-    let wanted = [...this.missing.entries()];
+    // A read ahead that is bringing what the call lacks is waited for; one that is not is left to
+    // run beside this fill (waiting for it would add a round trip to a call it does not serve).
+    const ahead = this.ahead;
+    if (
+      ahead !== undefined &&
+      [...this.missing.values()].some((entry) => "id" in entry && ahead.ids.has(entry.id))
+    ) {
+      await ahead.done;
+      if (this.ahead === ahead) this.ahead = undefined;
+    }
+    let wanted = [...this.missing.entries()].filter(([key]) => !this.known.has(key));
     this.missing.clear();
     for (let depth = 0; wanted.length > 0; depth++) {
       if (wanted.some(([, entry]) => entry.lookup === "whole")) {
@@ -195,13 +208,62 @@ export class RowsOnDemand {
       await this.fillOnce(wanted);
       const holder = this.holders.values().next().value;
       if (!this.speculative || holder === undefined || depth >= maxFollowUps) return;
-      if (wanted.length <= followUpsAbove) return;
+      if (wanted.length <= followUpsAbove) {
+        this.readAhead(holder, wanted);
+        return;
+      }
       wanted = [...holder.followUps(wanted.map(([, entry]) => entry)).entries()];
     }
   }
 
+  /** A read ahead in flight (`readAhead`), and the ids it asks about. */
+  private ahead: { readonly done: Promise<void>; readonly ids: ReadonlySet<string> } | undefined;
+
+  /**
+   * After a small fill of several entities (a listing's), reads in the background what a call on each
+   * usually reads next: the entities at the other ends of the relations of each entity just read (a
+   * marker's clip), with their relations, in one request. The script goes on meanwhile; a call that lacks rows waits for it, then
+   * asks only what it did not bring. A loop over ten markers that writes each one's clip asks once for
+   * the clips instead of once a clip (ADR 0506). An answer at another version is dropped unread.
+   */
+  private readAhead(holder: OnDemandProjection, answered: readonly [string, Wanted][]): void {
+    const entries: Wanted[] = [];
+    for (const [, entry] of answered) {
+      if (entry.lookup === "endpoint" && entry.kind === undefined) entries.push(entry);
+      else if (entry.lookup === "entity" && this.known.hasId("endpoint", entry.id))
+        entries.push({ lookup: "endpoint", id: entry.id });
+    }
+    // A fill of a few entities is a call about them (a move, a clip's update), whose next request is
+    // its own: a read ahead beside it only delays it (the server answers a document's reads in turn).
+    if (entries.length < readAheadFrom) return;
+    const next = [...holder.followUps(entries).entries()];
+    if (next.length === 0 || next.length > maxReadAhead) return;
+    const quietly = async (lookups: readonly RowLookup[]): Promise<RowSourceAnswer> => {
+      this.requests += 1;
+      const answer = await this.source.lookUp(lookups);
+      if (this.version !== undefined && vectorKey(decodeVersion(answer.version)) !== this.version)
+        throw new Error("the document moved: the read ahead is dropped");
+      return answer;
+    };
+    const ids = new Set(next.flatMap(([, entry]) => ("id" in entry ? [entry.id] : [])));
+    const ahead = {
+      ids,
+      done: this.fillOnce(next, quietly)
+        .catch(() => {
+          // Nothing is lost: a call that needs these rows asks for them.
+        })
+        .finally(() => {
+          if (this.ahead === ahead) this.ahead = undefined;
+        }),
+    };
+    this.ahead = ahead;
+  }
+
   /** One level of a fill: the lookups wanted, in requests of at most 64. */
-  private async fillOnce(wanted: readonly [string, Wanted][]): Promise<void> {
+  private async fillOnce(
+    wanted: readonly [string, Wanted][],
+    ask: (lookups: readonly RowLookup[]) => Promise<RowSourceAnswer> = (lookups) => this.ask(lookups),
+  ): Promise<void> {
     const pending: Pending[] = [];
     const byIds = (lookup: "row" | "relationRow" | "entity" | "relation") =>
       wanted.flatMap(([, entry]) => (entry.lookup === lookup ? [entry.id] : []));
@@ -263,7 +325,7 @@ export class RowsOnDemand {
     await this.pageLookups(wanted, paged, (entry) => pending.push(entry));
     while (pending.length > 0) {
       const batch = pending.splice(0, lookupsPerRequest);
-      const answer = await this.ask(batch.map((entry) => entry.lookup));
+      const answer = await ask(batch.map((entry) => entry.lookup));
       batch.forEach((entry, index) => {
         const result = answer.results[index];
         if (result === undefined) return;
@@ -430,79 +492,6 @@ export class RowsOnDemand {
     this.known.addId(root === ENTITIES ? "row" : "relationRow", rowId);
     for (const holder of this.holders) holder.hold(root, rowId, json);
   }
-}
-
-/** Each lookup with what its answer completes: a key answered whole, or a listing's page. */
-type Pending = { lookup: RowLookup; done: (result: RowSourceAnswer["results"][number]) => void };
-/** A listing's lookups in pages: at most `most` members after `startAfter`, `onPage` once read. */
-type Paged = (
-  query: RowLookup & { members: string },
-  onPage: (last: string | undefined, exhausted: boolean) => void,
-  most?: number,
-  startAfter?: string,
-) => Pending;
-
-/**
- * Relations by endpoint (of a kind, or all), variants and entities by identity: many entities' in one
- * lookup, each answered whole when the lookup's page is not full; those of a full one are asked
- * again one entity at a time, in pages (`push`), as a hub's relations are.
- */
-function manyAtOnce(
-  wanted: readonly (readonly [string, Wanted])[],
-  paged: Paged,
-  push: (entry: Pending) => void,
-): Pending[] {
-  const found: Pending[] = [];
-  const one = (entry: Wanted & { id: string }): Pending => {
-    if (entry.lookup === "endpoint")
-      return paged(
-        {
-          members: "relation",
-          endpoint: entry.id,
-          ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }),
-          limit: 0,
-        },
-        () => {},
-      );
-    if (entry.lookup === "variants")
-      return paged({ members: "entity", variantOf: entry.id, limit: 0 }, () => {});
-    return paged({ members: "entity", identity: entry.id, limit: 0 }, () => {});
-  };
-  const groups = new Map<string, (Wanted & { id: string })[]>();
-  for (const [, entry] of wanted) {
-    if (entry.lookup !== "endpoint" && entry.lookup !== "variants" && entry.lookup !== "identity") continue;
-    const group = `${entry.lookup}\u0000${"kind" in entry ? (entry.kind ?? "") : ""}`;
-    const members = groups.get(group);
-    if (members === undefined) groups.set(group, [entry]);
-    else members.push(entry);
-  }
-  for (const entries of groups.values()) {
-    for (let start = 0; start < entries.length; start += idsPerLookup) {
-      const chunk = entries.slice(start, start + idsPerLookup);
-      const first = chunk[0] as Wanted & { id: string };
-      const ids = chunk.map((entry) => entry.id);
-      const kind = "kind" in first ? first.kind : undefined;
-      const query: RowLookup =
-        first.lookup === "endpoint"
-          ? {
-              members: "relation",
-              endpoints: ids,
-              ...(kind === undefined ? {} : { kinds: [kind] }),
-              limit: membersPerPage,
-            }
-          : first.lookup === "variants"
-            ? { members: "entity", variantsOf: ids, limit: membersPerPage }
-            : { members: "entity", identities: ids, limit: membersPerPage };
-      found.push({
-        lookup: query,
-        done: (result) => {
-          if (result.found < membersPerPage) return;
-          for (const entry of chunk) push(one(entry));
-        },
-      });
-    }
-  }
-  return found;
 }
 
 export { entityPageKey, keyOf, orderedPageKey, relationPageKey, touchingPageKey, windowPageKey };
