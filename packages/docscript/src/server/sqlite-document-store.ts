@@ -1,4 +1,5 @@
 /** The embedded document store: one SQLite file (node:sqlite), an update log and compacted snapshots. */
+import type { DatabaseSync } from "node:sqlite";
 import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
 import { changeValues } from "./change-log.ts";
 import { type DocumentStore, StoreConflictError } from "./document-store.ts";
@@ -35,13 +36,6 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
        entities_created, entities_changed, entities_deleted, relations_created, relations_changed,
        relations_deleted, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
-  const updateSnapshot = database.prepare(
-    "UPDATE docscript_documents SET snapshot_seq = ?, snapshot_version = ? WHERE document_id = ? AND snapshot_seq < ?",
-  );
-  const replaceSnapshot = database.prepare(
-    "UPDATE docscript_snapshots SET snapshot = ? WHERE document_id = ?",
-  );
-  const deleteUpdates = database.prepare("DELETE FROM docscript_updates WHERE document_id = ? AND seq <= ?");
   const selectLastSeq = database.prepare(
     `SELECT max(coalesce((SELECT max(seq) FROM docscript_updates WHERE document_id = ?1), 0), snapshot_seq) AS seq
      FROM docscript_documents WHERE document_id = ?1`,
@@ -61,6 +55,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
   return {
     ...sqliteDocumentReads(database),
     ...sqlitePlanCalls(database, planIndex),
+    ...sqliteCompaction(database),
     async createDocument({ documentId, tokenHash, snapshot, snapshotVersion, rows, issues, plans }) {
       return sqliteTransaction(database, () => {
         const at = new Date().toISOString();
@@ -123,6 +118,22 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     async indexNumbers(documentId, numbersOf) {
       await indexNumbers(documentId, numbersOf);
     },
+    async close() {
+      if (database.isOpen) database.close();
+    },
+  };
+}
+
+/** Compaction: the snapshot replaced by a newer one and the updates it holds dropped, in one transaction. */
+function sqliteCompaction(database: DatabaseSync): Pick<DocumentStore, "compact"> {
+  const updateSnapshot = database.prepare(
+    "UPDATE docscript_documents SET snapshot_seq = ?, snapshot_version = ? WHERE document_id = ? AND snapshot_seq < ?",
+  );
+  const replaceSnapshot = database.prepare(
+    "UPDATE docscript_snapshots SET snapshot = ? WHERE document_id = ?",
+  );
+  const deleteUpdates = database.prepare("DELETE FROM docscript_updates WHERE document_id = ? AND seq <= ?");
+  return {
     async compact(documentId, snapshot, throughSeq, snapshotVersion) {
       sqliteTransaction(database, () => {
         // A snapshot older than the one stored is not written (another server compacted further).
@@ -133,9 +144,6 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
           replaceSnapshot.run(snapshot, documentId);
         deleteUpdates.run(documentId, throughSeq);
       });
-    },
-    async close() {
-      if (database.isOpen) database.close();
     },
   };
 }
