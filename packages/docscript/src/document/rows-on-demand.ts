@@ -222,9 +222,10 @@ export class RowsOnDemand {
   /**
    * After a small fill of several entities (a listing's), reads in the background what a call on each
    * usually reads next: the entities at the other ends of the relations of each entity just read (a
-   * marker's clip), with their relations, in one request. The script goes on meanwhile; a call that lacks rows waits for it, then
-   * asks only what it did not bring. A loop over ten markers that writes each one's clip asks once for
-   * the clips instead of once a clip (ADR 0506). An answer at another version is dropped unread.
+   * marker's clip), with their relations, in one request. The script goes on meanwhile; a call that
+   * lacks rows waits for it, then asks only what it did not bring. A loop over ten markers that writes
+   * each one's clip asks once for the clips instead of once a clip (ADR 0506). An answer at another
+   * version is dropped unread: its rows are never held beside the version the run reads.
    */
   private readAhead(holder: OnDemandProjection, answered: readonly [string, Wanted][]): void {
     const entries: Wanted[] = [];
