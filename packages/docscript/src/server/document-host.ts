@@ -28,6 +28,7 @@ import { plansApplied } from "./plan-index.ts";
 import { appliedPlans, unreadableKeys } from "./push-checks.ts";
 import { type Judged, judgePush, type Prepared, preparePush } from "./push-judge.ts";
 import type { PushResult } from "./push-result.ts";
+import { scopeLacking } from "./push-staging.ts";
 import { allRowChanges, membersOfRow, relationOf } from "./row-members.ts";
 import {
   assembledEntities,
@@ -75,6 +76,9 @@ export interface DocumentHostOptions {
 export type PlanState =
   | { readonly state: "applied"; readonly version: string }
   | { readonly state: "unknown"; readonly version: string };
+
+/** Fills made at most before a push is judged (its check's reach, a level a fill); past them it is judged and filled. */
+const maxLookAheads = 4;
 
 export type Authorization = "ok" | "missing" | "forbidden" | "not_found";
 
@@ -357,8 +361,10 @@ export class DocumentHost {
   }
 
   /**
-   * Judges a prepared push against the projection, reading from the store what the checks looked up
-   * and the projection did not hold, and judging again, until a judgement lacked nothing.
+   * Judges a prepared push against the projection: what its check looks up first (the rows it touched
+   * as they were, the check's reach) read from the store before it is judged, then, should the check
+   * look up more the projection does not hold, read too and the push judged again, until a judgement
+   * lacked nothing. Logs (debug) how many rounds and fills that took.
    */
   private async judged(
     documentId: string,
@@ -366,11 +372,20 @@ export class DocumentHost {
     prepared: Prepared,
     options: PushOptions,
   ): Promise<Judged> {
-    for (;;) {
+    // What its check looks up first, read before it is judged: a judgement that lacked rows is thrown
+    // away with its check's work (two such rounds for a shift of 33,000 markers at 100k entities).
+    let fills = 0;
+    for (; fills < maxLookAheads && scopeLacking(open.projection, prepared.rows, prepared.reads); fills++)
+      await this.docs.fill(documentId, open.projection, open.seq);
+    for (let rounds = 1; ; rounds++) {
       const outcome = judgePush(this.schema, open, prepared, options);
-      if (!open.projection.lacking) return outcome;
+      if (!open.projection.lacking) {
+        this.logger.debug("docscript: push judged", { documentId, rounds, fills });
+        return outcome;
+      }
       outcome.undo?.();
       await this.docs.fill(documentId, open.projection, open.seq);
+      fills++;
     }
   }
 

@@ -15,6 +15,7 @@ import type { ContainerIndex } from "../document/container-index.ts";
 import { projectDocument } from "../document/interpret.ts";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import type { Projection } from "../document/projection.ts";
+import type { RowRecord } from "../document/row-shape.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { type ChangedRows, changedRows } from "./changed-rows.ts";
@@ -31,6 +32,9 @@ export class RowReads {
   private readonly doc: LoroDoc;
   private entities: Map<string, unknown> | undefined;
   private relations: Map<string, unknown> | undefined;
+  private fieldsTold:
+    | { previous: ReadonlyMap<string, unknown>; fieldsOf: readonly string[] | undefined }
+    | undefined;
 
   constructor(doc: LoroDoc) {
     this.doc = doc;
@@ -49,6 +53,46 @@ export class RowReads {
     for (const [rowId, json] of this.entities) projection.setRow(rowId, json);
     for (const [relationId, json] of this.relations) projection.setRelationRow(relationId, json);
   }
+
+  /**
+   * The entities whose fields alone the change wrote (`unreadFieldWrites`), told once for the rows as
+   * they were: asked again (the look-ahead, then the check) with the same rows, it is not read again.
+   */
+  fieldWrites(
+    projection: Projection,
+    rows: ChangedRows,
+    previous: ReadonlyMap<string, unknown>,
+  ): readonly string[] | undefined {
+    const told = this.fieldsTold;
+    if (told !== undefined && sameRows(told.previous, previous)) return told.fieldsOf;
+    const fieldsOf = unreadFieldWrites(projection.schema, previous, this.entityRows(rows));
+    this.fieldsTold = { previous, fieldsOf };
+    return fieldsOf;
+  }
+}
+
+/** Whether two reads of the rows as they were hold the very same rows (the projection's own values). */
+function sameRows(left: ReadonlyMap<string, unknown>, right: ReadonlyMap<string, unknown>): boolean {
+  if (left.size !== right.size) return false;
+  for (const [rowId, json] of right) if (left.get(rowId) !== json || !left.has(rowId)) return false;
+  return true;
+}
+
+/**
+ * Records in `projection` what staging the change looks up before its check: the rows as they were,
+ * and what the check reaches (`changeScope`, or `fieldScope` for a change of fields alone). True when
+ * the projection lacks some of it: the caller fills it and asks again, and judges the push once it
+ * lacks nothing, instead of judging it once per level of lookups and throwing each judgement away.
+ */
+export function scopeLacking(projection: Projection, rows: ChangedRows, reads: RowReads): boolean {
+  const previous = new Map([...rows.entities].map((rowId) => [rowId, projection.rowJson(rowId)]));
+  for (const relationId of rows.relations) projection.relationJson(relationId);
+  if (projection.lacking) return true;
+  const entitiesOnly = rows.relations.size === 0 && rows.foreignRoots.size === 0;
+  const fieldsOf = entitiesOnly ? reads.fieldWrites(projection, rows, previous) : undefined;
+  if (fieldsOf === undefined) changeScope(projection, rows);
+  else fieldScope(projection, fieldsOf);
+  return projection.lacking;
 }
 
 function readRows(doc: LoroDoc, root: string, rowIds: Iterable<string>): Map<string, unknown> {
@@ -78,6 +122,8 @@ export function stageChange(
   undo: () => void;
   /** The rows as they were before the change. */
   previous: ReadonlyMap<string, unknown>;
+  /** Those rows as the projection read them. */
+  previousRead: ReadonlyMap<string, RowRecord | undefined>;
   previousRelations: ReadonlyMap<string, unknown>;
   /** The rows the change touched. */
   rows: { readonly entities: ReadonlySet<string>; readonly relations: ReadonlySet<string> };
@@ -93,6 +139,8 @@ export function stageChange(
     (root) => `the update writes root container "${root}", which the mapping does not know`,
   );
   const previousRows = new Map([...rows.entities].map((rowId) => [rowId, projection.rowJson(rowId)]));
+  // As the projection read them: their members, stored with the change, are not read again.
+  const previousRead = new Map([...rows.entities].map((rowId) => [rowId, projection.row(rowId)]));
   const previousRelations = new Map(
     [...rows.relations].map((relationId) => [relationId, projection.relationJson(relationId)]),
   );
@@ -101,6 +149,7 @@ export function stageChange(
     foreign,
     undo: () => {},
     previous: previousRows,
+    previousRead,
     previousRelations,
     rows,
     before: [],
@@ -111,9 +160,7 @@ export function stageChange(
   const entitiesOnly = rows.relations.size === 0 && rows.foreignRoots.size === 0;
   if (entitiesOnly && projection.lacking) return lacking();
   // A change of fields no invariant reads reaches those entities only, as a run's does (ADR 0487).
-  const fieldsOf = entitiesOnly
-    ? unreadFieldWrites(projection.schema, previousRows, reads.entityRows(rows))
-    : undefined;
+  const fieldsOf = entitiesOnly ? reads.fieldWrites(projection, rows, previousRows) : undefined;
   const scopeOf = () =>
     fieldsOf === undefined ? changeScope(projection, rows) : fieldScope(projection, fieldsOf);
   const beforeScope = scopeOf();
@@ -137,6 +184,7 @@ export function stageChange(
     foreign,
     undo,
     previous: previousRows,
+    previousRead,
     previousRelations,
     rows,
     before: [
