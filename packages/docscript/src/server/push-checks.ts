@@ -149,6 +149,24 @@ export function issueReason(issue: DocumentIssue): ConflictReason {
   };
 }
 
+const hostOnlyKindsOf = new WeakMap<Schema, ReadonlySet<string>>();
+
+/** The entity kinds with a host-only field. */
+function hostOnlyKinds(schema: Schema): ReadonlySet<string> {
+  let kinds = hostOnlyKindsOf.get(schema);
+  if (kinds === undefined) {
+    kinds = new Set(
+      Object.keys(schema.entities).filter((kind) =>
+        Object.values(ownValue(schema.entities, kind)?.fields ?? {}).some(
+          (spec) => (spec as { hostOnly?: boolean }).hostOnly ?? false,
+        ),
+      ),
+    );
+    hostOnlyKindsOf.set(schema, kinds);
+  }
+  return kinds;
+}
+
 /**
  * Host-only fields the staged change set or changed: `previous` holds the changed rows as they were,
  * `projection` as they are now. Each as `entityId.field`.
@@ -159,20 +177,24 @@ export function hostOnlyChanges(
   projection: Projection,
 ): string[] {
   const changed: string[] = [];
+  const guarded = hostOnlyKinds(schema);
   for (const [rowId, json] of previous) {
+    const now = projection.row(rowId)?.entities ?? [];
+    // A row holding no entity of a kind with host-only fields sets none (the shift's 33,000 clips).
+    if (!now.some((entity) => guarded.has(entity.entityKind))) continue;
     const before = new Map(
       (json === undefined ? [] : readRow(rowId, json, schema).entities).map((entity) => [
         entity.entityId,
         entity,
       ]),
     );
-    for (const entity of projection.row(rowId)?.entities ?? []) {
+    for (const entity of now) {
       const fields = ownValue(schema.entities, entity.entityKind)?.fields ?? {};
       for (const [name, spec] of Object.entries(fields)) {
         if (!(spec as { hostOnly?: boolean }).hostOnly) continue;
         const was = before.get(entity.entityId)?.own[name] ?? null;
-        const now = entity.own[name] ?? null;
-        if (JSON.stringify(was) !== JSON.stringify(now)) changed.push(`${entity.entityId}.${name}`);
+        const value = entity.own[name] ?? null;
+        if (JSON.stringify(was) !== JSON.stringify(value)) changed.push(`${entity.entityId}.${name}`);
       }
     }
   }

@@ -273,7 +273,7 @@ function toStore(
     fork,
     undo: staged.undo,
     planIds,
-    rows: rowChanges(open.projection, staged.rows, staged.previous),
+    rows: rowChanges(open.projection, staged.rows, staged.previous, staged.previousRead),
     before: staged.before,
     issues: nextIssues(open.issues, staged.scope, staged.after),
     // What the change log records if this is stored: counted off the rows just staged.
