@@ -59,6 +59,27 @@ export function membersOfRow(
   ];
 }
 
+const numberFieldsOf = new WeakMap<Schema, Map<string, readonly string[]>>();
+
+/** The names of a kind's number fields, in the schema's order (undefined: no such kind). */
+function numberFieldNames(schema: Schema, kind: string): readonly string[] | undefined {
+  let kinds = numberFieldsOf.get(schema);
+  if (kinds === undefined) {
+    kinds = new Map();
+    numberFieldsOf.set(schema, kinds);
+  }
+  const known = kinds.get(kind);
+  if (known !== undefined) return known;
+  const fields = ownValue(schema.entities, kind)?.fields;
+  // A kind the schema does not know is not kept (a push may name any).
+  if (fields === undefined) return undefined;
+  const names = Object.entries(fields)
+    .filter(([, spec]) => spec.type === "number")
+    .map(([name]) => name);
+  kinds.set(kind, names);
+  return names;
+}
+
 /**
  * An entity's number fields as the store's window index keeps them: its own finite number, or null
  * for a field a variant takes from its base (its value is the base's: a candidate of every window).
@@ -67,12 +88,11 @@ function numberFields(
   schema: Schema,
   entity: { entityKind: string; own: Readonly<Record<string, unknown>>; variantOf?: string | undefined },
 ): Record<string, number | null> | undefined {
-  const fields = ownValue(schema.entities, entity.entityKind)?.fields;
-  if (fields === undefined) return undefined;
+  const names = numberFieldNames(schema, entity.entityKind);
+  if (names === undefined) return undefined;
   const numbers: Record<string, number | null> = {};
   let found = false;
-  for (const [name, spec] of Object.entries(fields)) {
-    if (spec.type !== "number") continue;
+  for (const name of names) {
     const value = Object.hasOwn(entity.own, name) ? entity.own[name] : undefined;
     if (typeof value === "number" && Number.isFinite(value)) numbers[name] = value;
     else if (value === undefined && entity.variantOf !== undefined) numbers[name] = null;
