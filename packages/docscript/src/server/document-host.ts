@@ -26,9 +26,8 @@ import {
 import { OpenDocuments } from "./open-documents.ts";
 import { plansApplied } from "./plan-index.ts";
 import { appliedPlans, unreadableKeys } from "./push-checks.ts";
-import { type Judged, judgePush, type Prepared, preparePush } from "./push-judge.ts";
+import { type Judged, judgeFilled, type Prepared, preparePush } from "./push-judge.ts";
 import type { PushResult } from "./push-result.ts";
-import { scopeLacking } from "./push-staging.ts";
 import { allRowChanges, membersOfRow, relationOf } from "./row-members.ts";
 import {
   assembledEntities,
@@ -76,9 +75,6 @@ export interface DocumentHostOptions {
 export type PlanState =
   | { readonly state: "applied"; readonly version: string }
   | { readonly state: "unknown"; readonly version: string };
-
-/** Fills made at most before a push is judged (its check's reach, a level a fill); past them it is judged and filled. */
-const maxLookAheads = 4;
 
 export type Authorization = "ok" | "missing" | "forbidden" | "not_found";
 
@@ -360,33 +356,17 @@ export class DocumentHost {
     this.docs.open.clear();
   }
 
-  /**
-   * Judges a prepared push against the projection: what its check looks up first (the rows it touched
-   * as they were, the check's reach) read from the store before it is judged, then, should the check
-   * look up more the projection does not hold, read too and the push judged again, until a judgement
-   * lacked nothing. Logs (debug) how many rounds and fills that took.
-   */
-  private async judged(
+  /** A prepared push judged with what its check reads filled from the store (`judgeFilled`). */
+  private judged(
     documentId: string,
     open: OpenDocument & { issues: DocumentIssue[] },
     prepared: Prepared,
     options: PushOptions,
   ): Promise<Judged> {
-    // What its check looks up first, read before it is judged: a judgement that lacked rows is thrown
-    // away with its check's work (two such rounds for a shift of 33,000 markers at 100k entities).
-    let fills = 0;
-    for (; fills < maxLookAheads && scopeLacking(open.projection, prepared.rows, prepared.reads); fills++)
-      await this.docs.fill(documentId, open.projection, open.seq);
-    for (let rounds = 1; ; rounds++) {
-      const outcome = judgePush(this.schema, open, prepared, options);
-      if (!open.projection.lacking) {
-        this.logger.debug("docscript: push judged", { documentId, rounds, fills });
-        return outcome;
-      }
-      outcome.undo?.();
-      await this.docs.fill(documentId, open.projection, open.seq);
-      fills++;
-    }
+    return judgeFilled(this.schema, open, prepared, options, {
+      fill: () => this.docs.fill(documentId, open.projection, open.seq),
+      judgedIn: (rounds, fills) => this.logger.debug("docscript: push judged", { documentId, rounds, fills }),
+    });
   }
 
   /** Whether the log after the snapshot is long, large or old enough to be compacted (ADR 0477). */
