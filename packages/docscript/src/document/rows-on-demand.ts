@@ -216,6 +216,12 @@ export class RowsOnDemand {
     }
   }
 
+  /**
+   * Whether fills read ahead: set while a script runs, cleared once it has ended (the run's own end
+   * checks read what they need; a read ahead then would outlive the run for nothing).
+   */
+  readsAhead = true;
+
   /** A read ahead in flight (`readAhead`), and the ids it asks about. */
   private ahead: { readonly done: Promise<void>; readonly ids: ReadonlySet<string> } | undefined;
 
@@ -228,6 +234,7 @@ export class RowsOnDemand {
    * version is dropped unread: its rows are never held beside the version the run reads.
    */
   private readAhead(holder: OnDemandProjection, answered: readonly [string, Wanted][]): void {
+    if (!this.readsAhead) return;
     const entries: Wanted[] = [];
     for (const [, entry] of answered) {
       if (entry.lookup === "endpoint" && entry.kind === undefined) entries.push(entry);

@@ -171,6 +171,7 @@ export function openRunSession(
   const baseVersion = doc.oplogVersion();
   doc.setPeerId(input.peerId as `${number}`);
   const remote = demandOf(base);
+  if (remote !== undefined) remote.readsAhead = true;
   const { createId, filled } = askedUntilFilled(remote, (work) => host.reading?.(work) ?? work());
   // Starts from an overlay of the base projection: nothing the run writes reaches `base`.
   const session = openDocument(doc, schema, { role: "script", projection: base, createId });
@@ -235,6 +236,8 @@ export function openRunSession(
     async finish(outcome: ScriptOutcome): Promise<EditScriptPlanBody> {
       open();
       ended = true;
+      // The script's calls are over: what the run still reads, its end checks ask for themselves.
+      if (remote !== undefined) remote.readsAhead = false;
       // The sandbox reports its own codes or the code of a DocScriptError the script caused.
       if (!outcome.ok) throw refused(outcome.error.code as DocScriptErrorCode, outcome.error.message);
       let host: DocumentSession | undefined;
