@@ -246,13 +246,9 @@ export class RowsOnDemand {
     if (entries.length < readAheadFrom) return;
     const next = [...holder.followUps(entries).entries()];
     if (next.length === 0 || next.length > maxReadAhead) return;
-    const quietly = async (lookups: readonly RowLookup[]): Promise<RowSourceAnswer> => {
-      this.requests += 1;
-      const answer = await this.source.lookUp(lookups);
-      if (this.version !== undefined && vectorKey(decodeVersion(answer.version)) !== this.version)
-        throw new Error("the document moved: the read ahead is dropped");
-      return answer;
-    };
+    // A move found here is not the run's to report: the read ahead is dropped, and the run's own next
+    // request finds the move.
+    const quietly = (lookups: readonly RowLookup[]) => this.ask(lookups, { quiet: true });
     const ids = new Set(next.flatMap(([, entry]) => ("id" in entry ? [entry.id] : [])));
     const ahead = {
       ids,
@@ -427,12 +423,16 @@ export class RowsOnDemand {
   }
 
   /** One request; an answer at another version than the rows stand for is refused. */
-  private async ask(lookups: readonly RowLookup[]): Promise<RowSourceAnswer> {
+  private async ask(
+    lookups: readonly RowLookup[],
+    options: { quiet?: boolean } = {},
+  ): Promise<RowSourceAnswer> {
     this.requests += 1;
     const answer = await this.source.lookUp(lookups);
     if (this.version !== undefined) {
       const version = vectorKey(decodeVersion(answer.version));
       if (version !== this.version) {
+        if (options.quiet === true) throw new Error("the document moved: the read ahead is dropped");
         this.movedTo = version;
         throw new DocScriptError(
           "document_changed",

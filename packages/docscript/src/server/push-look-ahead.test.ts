@@ -30,6 +30,21 @@ function judgedLog(): { logger: Logger; judged: { rounds: number; fills: number 
   };
 }
 
+/**
+ * A document of `extraClips` more clips created on a host that logs its judgements, a client's copy of
+ * it, and the host's projection forgotten: opened anew, it holds none of the rows a push touches.
+ */
+async function openedAnew(extraClips: number) {
+  const store = createSqliteDocumentStore({ path: ":memory:" });
+  const { logger, judged } = judgedLog();
+  const host = new DocumentHost({ store, schema: timelineSchema, logger });
+  const { snapshot, firstClips } = largeTimeline(extraClips);
+  assert.equal(await host.create("doc", "token-0123456789abcdef", snapshot), true);
+  const client = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+  host.forget();
+  return { store, host, judged, client, firstClips };
+}
+
 /** The markers' fields maps of the clips `clipIds`, in the client's document. */
 function markerFields(client: LoroDoc, clipIds: readonly string[]): LoroMap[] {
   return clipIds.map((clipId) => {
@@ -39,15 +54,8 @@ function markerFields(client: LoroDoc, clipIds: readonly string[]): LoroMap[] {
 }
 
 test("a push of many markers' starts to a document just opened is judged once, its lookups read ahead", async () => {
-  const store = createSqliteDocumentStore({ path: ":memory:" });
-  const { logger, judged } = judgedLog();
-  const host = new DocumentHost({ store, schema: timelineSchema, logger });
+  const { store, host, judged, client, firstClips } = await openedAnew(10);
   try {
-    const { snapshot, firstClips } = largeTimeline(10);
-    assert.equal(await host.create("doc", "token-0123456789abcdef", snapshot), true);
-    const client = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
-    // Opened anew: the projection holds none of the rows the push touches.
-    host.forget();
     const from = client.oplogVersion();
     for (const [index, fields] of markerFields(client, firstClips).entries())
       fields.set("startMs", 60_000 + index * 1000);
@@ -67,14 +75,8 @@ test("a push of many markers' starts to a document just opened is judged once, i
 });
 
 test("a push that is not of fields alone is judged with the same answer when its lookups are read ahead", async () => {
-  const store = createSqliteDocumentStore({ path: ":memory:" });
-  const { logger, judged } = judgedLog();
-  const host = new DocumentHost({ store, schema: timelineSchema, logger });
+  const { store, host, judged, client, firstClips } = await openedAnew(4);
   try {
-    const { snapshot, firstClips } = largeTimeline(4);
-    assert.equal(await host.create("doc", "token-0123456789abcdef", snapshot), true);
-    const client = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
-    host.forget();
     // A clip's kind made unknown: the whole reach is checked, and the schema refuses it.
     const from = client.oplogVersion();
     (client.getMap("entities").get(firstClips[0] as string) as LoroMap).set("kind", "no-such-kind");
