@@ -3,7 +3,8 @@
  * would write (`run-edit-script`, default 30 s limit) and committed (`commit-plan`), through a real
  * document server over SQLite in a child process of its own (`scale-server.ts`), as `scale.ts` does.
  * Beside each, the baseline: the same edits written straight to Loro (a replica of the seeded
- * document, the rows' maps written by key, one commit, the update exported).
+ * document, the rows' maps written by key, one commit, the update exported), in a thread of its own
+ * (`task-baseline.ts`). The tasks themselves are in `task-list.ts`.
  *
  * The document: the sample timeline plus image clips (image, clip with its marker, `contain`), every
  * tenth clip on an overlay track (`largeTimeline(n, 10)`), seeded once per size under the OS temp dir.
@@ -14,10 +15,11 @@
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LoroDoc, LoroMap, LoroText } from "loro-crdt";
 import { createDocScriptTool } from "../../packages/docscript/src/index.ts";
 import { createSqliteDocumentStore } from "../../packages/docscript/src/server/index.ts";
 import { seedFile, startServer } from "./scale-harness.ts";
+import { startBaseline } from "./task-baseline.ts";
+import { overlayEvery, tasks } from "./task-list.ts";
 
 const args = process.argv.slice(2);
 /** `--only=N,M`: run only these tasks (0-based, in the table's order; for profiling one at a time). */
@@ -32,182 +34,6 @@ const requested = args
   .filter((count) => count > 0);
 const entityCounts = requested.length > 0 ? requested : [1_000, 10_000, 100_000];
 const token = "bench-document-token-0123456789";
-const overlayEvery = 10;
-const shiftFromMs = 30_000;
-
-interface Task {
-  readonly name: string;
-  /** The script a model would write for it. */
-  readonly script: string;
-  /** The same edits straight to Loro: the replica's `entities` and `relations` maps. */
-  readonly loro: (doc: LoroDoc) => void;
-}
-
-const entitiesOf = (doc: LoroDoc) => doc.getMap("entities");
-const relationsOf = (doc: LoroDoc) => doc.getMap("relations");
-const fieldsOf = (row: LoroMap) => row.get("fields") as LoroMap;
-let made = 0;
-const newId = (kind: string) => `${kind}-bench${made++}`;
-
-/** A clip row as the document stores it: marker and content in its slots. */
-function writeClip(doc: LoroDoc, trackId: string, contentId: string, startMs: number, position: string) {
-  const clipId = newId("clip");
-  const row = entitiesOf(doc).setContainer(clipId, new LoroMap());
-  row.set("kind", "clip");
-  const fields = row.setContainer("fields", new LoroMap());
-  fields.set("name", null);
-  fields.set("volume", 0);
-  fields.set("speed", 1);
-  const slots = row.setContainer("slots", new LoroMap());
-  slots.set("content", contentId);
-  const marker = slots.setContainer("marker", new LoroMap());
-  marker.set("id", newId("sequence-marker"));
-  marker.set("kind", "sequence-marker");
-  const markerFields = marker.setContainer("fields", new LoroMap());
-  markerFields.set("startMs", startMs);
-  markerFields.set("durationMs", 1500);
-  markerFields.set("trimStartMs", 0);
-  const contain = relationsOf(doc).setContainer(newId("contain"), new LoroMap());
-  contain.set("kind", "contain");
-  contain.set("endpoint0", trackId);
-  contain.set("endpoint1", clipId);
-  contain.set("position", position);
-}
-
-const captionTimes = [1_000, 5_000, 9_000, 13_000, 17_000];
-
-const tasks: readonly Task[] = [
-  {
-    name: "add five captions at given times",
-    script: `const track = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'caption');
-for (const [at, text] of ${JSON.stringify(captionTimes.map((at, index) => [at, `Line ${index + 1}`]))}) {
-  const caption = entities.create({ entityKind: 'caption', payload: { text } });
-  const clip = entities.create({ entityKind: 'clip' });
-  const marker = entities.create({ entityKind: 'sequence-marker', payload: { startMs: at, durationMs: 1500 } });
-  relations.link({ relationKind: 'marker', endpoint0EntityId: clip.entityId, endpoint1EntityId: marker.entityId });
-  relations.link({ relationKind: 'contain', endpoint0EntityId: clip.entityId, endpoint1EntityId: caption.entityId });
-  relations.link({ relationKind: 'contain', endpoint0EntityId: track.entityId, endpoint1EntityId: clip.entityId });
-}`,
-    loro(doc) {
-      for (const [index, at] of captionTimes.entries()) {
-        const captionId = newId("caption");
-        const row = entitiesOf(doc).setContainer(captionId, new LoroMap());
-        row.set("kind", "caption");
-        const fields = row.setContainer("fields", new LoroMap());
-        fields.setContainer("text", new LoroText()).insert(0, `Line ${index + 1}`);
-        fields.set("durationMs", null);
-        const style = fields.setContainer("style", new LoroMap());
-        style.set("position", "bottom");
-        style.set("fontSize", 32);
-        fields.set("language", null);
-        writeClip(doc, "track-3", captionId, at, `~zz${index}`);
-      }
-    },
-  },
-  {
-    name: `shift every clip from ${shiftFromMs / 1000} s by 2 s`,
-    script: `let after;
-for (;;) {
-  const page = entities.list({ entityKind: 'sequence-marker', range: { field: 'startMs', from: ${shiftFromMs} }, limit: 5000, after });
-  if (page.length === 0) break;
-  entities.updateMany(page.map((m) => ({ entityId: m.entityId, ops: [{ op: 'set', path: ['startMs'], value: m.payload.startMs + 2000 }] })));
-  after = page[page.length - 1].entityId;
-}`,
-    loro(doc) {
-      for (const rowId of entitiesOf(doc).keys()) {
-        const row = entitiesOf(doc).get(rowId) as LoroMap;
-        const marker = (row.get("slots") as LoroMap | undefined)?.get("marker");
-        if (!(marker instanceof LoroMap)) continue;
-        const fields = fieldsOf(marker);
-        const start = fields.get("startMs") as number;
-        if (start >= shiftFromMs) fields.set("startMs", start + 2000);
-      }
-    },
-  },
-  {
-    name: "delete a medium and what only it uses",
-    script: `const mediumId = 'large-image-7';
-for (const shown of relations.of(mediumId, 'contain')) entities.delete(shown.endpoint0EntityId); // its clips, markers with them
-for (const other of relations.of(mediumId)) relations.unlink(other.relationId);
-entities.delete(mediumId);`,
-    loro(doc) {
-      entitiesOf(doc).delete("large-clip-7");
-      relationsOf(doc).delete("large-contain-7");
-      entitiesOf(doc).delete("large-image-7");
-    },
-  },
-  {
-    name: "retime one caption",
-    script: `const hello = entities.list({ entityKind: 'caption' }).find((c) => c.payload.text === 'Hello');
-const [shownBy] = relations.of(hello.entityId, 'contain');
-const [marker] = relations.of(shownBy.endpoint0EntityId, 'marker');
-entities.update(marker.endpoint1EntityId, [{ op: 'set', path: ['startMs'], value: 1500 }]);`,
-    loro(doc) {
-      for (const rowId of entitiesOf(doc).keys()) {
-        const row = entitiesOf(doc).get(rowId) as LoroMap;
-        if (row.get("kind") !== "clip") continue;
-        const slots = row.get("slots") as LoroMap;
-        if (slots.get("content") !== "caption-1") continue;
-        fieldsOf(slots.get("marker") as LoroMap).set("startMs", 1500);
-        break;
-      }
-    },
-  },
-  {
-    name: "append a clip to the overlay track (a tenth of all clips)",
-    script: `const overlay = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'overlay');
-const logo = entities.create({ entityKind: 'image', payload: { system: 'files', key: 'logo.png', name: 'Logo' } });
-const clip = entities.create({ entityKind: 'clip' });
-const marker = entities.create({ entityKind: 'sequence-marker', payload: { startMs: 0, durationMs: 3000 } });
-relations.link({ relationKind: 'marker', endpoint0EntityId: clip.entityId, endpoint1EntityId: marker.entityId });
-relations.link({ relationKind: 'contain', endpoint0EntityId: clip.entityId, endpoint1EntityId: logo.entityId });
-relations.link({ relationKind: 'contain', endpoint0EntityId: overlay.entityId, endpoint1EntityId: clip.entityId });`,
-    loro(doc) {
-      const logoId = newId("image");
-      const row = entitiesOf(doc).setContainer(logoId, new LoroMap());
-      row.set("kind", "image");
-      const fields = row.setContainer("fields", new LoroMap());
-      for (const [name, value] of Object.entries({
-        system: "files",
-        key: "logo.png",
-        name: "Logo",
-        durationMs: null,
-        storageKey: null,
-        digest: null,
-      }))
-        fields.set(name, value);
-      writeClip(doc, "large-track-overlay", logoId, 0, "~zzzzzz");
-    },
-  },
-  {
-    name: "mute the clips playing from 60 s to 70 s",
-    script: `const markers = entities.list({ entityKind: 'sequence-marker', range: { field: 'startMs', from: 60000, to: 70000 } });
-for (const marker of markers) {
-  const [of] = relations.of(marker.entityId, 'marker');
-  entities.update(of.endpoint0EntityId, [{ op: 'set', path: ['volume'], value: -60 }]);
-}`,
-    loro(doc) {
-      for (const rowId of entitiesOf(doc).keys()) {
-        const row = entitiesOf(doc).get(rowId) as LoroMap;
-        const marker = (row.get("slots") as LoroMap | undefined)?.get("marker");
-        if (!(marker instanceof LoroMap)) continue;
-        const start = fieldsOf(marker).get("startMs") as number;
-        if (start >= 60_000 && start < 70_000) fieldsOf(row).set("volume", -60);
-      }
-    },
-  },
-  {
-    name: "move the overlay track's last clip to its front",
-    script: `const overlay = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'overlay');
-const last = relations.of(overlay.entityId, 'contain', { last: 1 })[0];
-relations.move(last.relationId, { index: 0 });`,
-    loro(doc) {
-      const contain = relationsOf(doc).get("large-contain-9") as LoroMap;
-      contain.set("position", "~00000");
-    },
-  },
-];
-
 function ok(result: unknown, op: string): Record<string, unknown> {
   const value = result as { ok: boolean; error?: { code: string; message: string } };
   if (!value.ok) throw new Error(`${op}: ${value.error?.code}: ${value.error?.message}`);
@@ -228,13 +54,12 @@ try {
     process.stderr.write(`${count}: ${seed.entityCount} entities\n`);
     const path = join(directory, `tasks-${count}.sqlite`);
     copyFileSync(seeded, path);
-    // The baseline's replica: the seeded snapshot, straight into Loro.
+    // The baseline's replica: the seeded snapshot, straight into Loro, in the baseline's thread.
     const store = createSqliteDocumentStore({ path: seeded });
     const stored = await store.load("bench");
     await store.close();
     if (stored === undefined) throw new Error("the seeded file has no document");
-    const replica = LoroDoc.fromSnapshot(stored.snapshot);
-    replica.setPeerId(42);
+    const baseline = await startBaseline(stored.snapshot);
 
     const server = await startServer([path]);
     const tool = createDocScriptTool({
@@ -270,12 +95,7 @@ try {
           const commitMs = performance.now() - commitStart;
           if (commit.status !== "committed") throw new Error(`commit ended ${String(commit.status)}`);
           const writes = (run.preview as { writes: number }).writes;
-          const loroStart = performance.now();
-          const before = replica.oplogVersion();
-          task.loro(replica);
-          replica.commit();
-          replica.export({ mode: "update", from: before });
-          const loroMs = performance.now() - loroStart;
+          const loroMs = await baseline.run(index);
           cell = `${format(runMs)} + ${format(commitMs)} | ${writes} | ${format(loroMs)}`;
         } catch (error) {
           cell = `fails: ${(error as Error).message.slice(0, 120)} | — | —`;
@@ -286,6 +106,7 @@ try {
     } finally {
       await tool.close();
       await server.close();
+      await baseline.close();
     }
   }
 } finally {
