@@ -86,5 +86,6 @@ export {
   runEditScript,
   type SchemaReference,
 } from "./tool/run-edit-script.ts";
+export type { StagePart } from "./tool/run-staging.ts";
 export { scriptContract } from "./tool/script-contract.ts";
 export type { SnapshotPage, SnapshotQuery } from "./tool/snapshot-page.ts";

@@ -20,7 +20,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { LoroDoc } from "loro-crdt";
+import { decodeImportBlobMeta, LoroDoc } from "loro-crdt";
 import { projectDocument } from "../src/document/interpret.ts";
 import { encodeVersion } from "../src/document/version.ts";
 import { timelineSchema } from "../src/index.ts";
@@ -89,6 +89,38 @@ export interface RoundCounts {
   conflicted: number;
   remainingApplied: number;
   remainingRefused: number;
+  /** Parts of plans staged ahead of pushes (ADR 0508), and how many of them the server took. */
+  partsSent: number;
+  partsStaged: number;
+}
+
+/**
+ * Stages parts of `plan`'s update (made on `base`) ahead of a push (ADR 0508): all of it, or a random
+ * prefix, in random parts of one to four atoms. Drawn with `next`, apart from the plans' own draws.
+ */
+async function stageParts(
+  host: DocumentHost,
+  documentId: string,
+  base: LoroDoc,
+  plan: Plan,
+  next: (below: number) => number,
+  whole: boolean,
+  counts: RoundCounts,
+): Promise<void> {
+  const meta = decodeImportBlobMeta(plan.bytes, false);
+  const scratch = base.fork();
+  scratch.import(plan.bytes);
+  for (const [peer, end] of meta.partialEndVersionVector.toJSON()) {
+    const start = meta.partialStartVersionVector.get(peer) ?? 0;
+    const stop = whole ? end : start + next(end - start + 1);
+    for (let counter = start; counter < stop; ) {
+      const len = Math.min(stop - counter, 1 + next(4));
+      const part = scratch.export({ mode: "updates-in-range", spans: [{ id: { peer, counter }, len }] });
+      counts.partsSent++;
+      if ((await host.stage(documentId, part, 16 * 2 ** 20)).staged) counts.partsStaged++;
+      counter += len;
+    }
+  }
 }
 
 /**
@@ -103,6 +135,8 @@ export async function playRounds(
   counts: RoundCounts,
 ): Promise<void> {
   const next = random(seed);
+  // Parts staged before pushes: drawn apart, so each seed's plans are the ones it always played.
+  const stageNext = random(seed * 7_919 + 13);
   let made = 0;
   const unique = () => `${seed}-${made++}`;
   const replica = new LoroDoc();
@@ -162,6 +196,13 @@ export async function playRounds(
       };
       for (const index of order) {
         const plan = plans[index]!;
+        // Before the push: nothing staged; its own update's parts; a prefix of any plan of the round's;
+        // or such a prefix, then its own parts (refused while the other's are staged).
+        const staging = stageNext(4);
+        if (staging >= 2)
+          await stageParts(host, documentId, base, plans[stageNext(plans.length)]!, stageNext, false, counts);
+        if (staging === 1 || staging === 3)
+          await stageParts(host, documentId, base, plan, stageNext, true, counts);
         await push(plan);
         if (chained && index === order[0]) {
           // Made on the server's document after the first answer: it saw the first plan, if it landed.
@@ -250,6 +291,8 @@ export function lostUpdateSuite(
     conflicted: 0,
     remainingApplied: 0,
     remainingRefused: 0,
+    partsSent: 0,
+    partsStaged: 0,
   };
   describe(`the lost-update rule on ${name}: ${documents * roundsPerDocument} rounds of two or three concurrent plans`, () => {
     let host: DocumentHost;
@@ -274,9 +317,14 @@ export function lostUpdateSuite(
     it("the rounds met conflicts of every kind often enough to test the rule", (context) => {
       assert.ok(counts.rounds >= documents * roundsPerDocument * 0.9, JSON.stringify(counts));
       assert.ok(counts.conflicted >= documents * 2, JSON.stringify(counts));
+      // Pushes were judged after parts of their own update and of others' (ADR 0508).
+      assert.ok(counts.partsStaged > 0, JSON.stringify(counts));
       // A replay of a few seeds may meet no `applyRemaining` of one kind; a run of many does.
       if (documents >= 10)
-        assert.ok(counts.remainingApplied > 0 && counts.remainingRefused > 0, JSON.stringify(counts));
+        assert.ok(
+          counts.remainingApplied > 0 && counts.remainingRefused > 0 && counts.partsStaged < counts.partsSent,
+          JSON.stringify(counts),
+        );
       context.diagnostic(`${name}: ${JSON.stringify(counts)}`);
     });
   });

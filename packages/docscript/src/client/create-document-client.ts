@@ -63,6 +63,16 @@ export interface DocumentClient {
     options?: { applyRemaining?: boolean } & RequestOptions,
   ): Promise<PushResult>;
   /**
+   * Hands the server a part of an update ahead of the push that will carry it whole (ADR 0508): a run
+   * stages what it has written so far, and the push's check finds it imported and read. `staged: false`
+   * (with the reason) is no failure: the push is judged as any push.
+   */
+  stage(
+    documentId: string,
+    part: Uint8Array,
+    options?: RequestOptions,
+  ): Promise<{ readonly staged: boolean; readonly reason?: string }>;
+  /**
    * A page of entities in id order, read from the server's stored rows (costs the same at any document
    * size): by kinds and/or ids, after the last id of the previous page; with the version, the
    * document's issues and totals.
@@ -152,6 +162,28 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
       );
       if (pulled.bytes.byteLength > 0) doc.import(pulled.bytes);
       return { version: pulled.version };
+    },
+    async stage(documentId, part, stageOptions = {}) {
+      const response = await request(
+        "stage",
+        documentId,
+        documentUrl(documentId, "stage"),
+        {
+          method: "POST",
+          body: part as Uint8Array<ArrayBuffer>,
+          headers: { "content-type": "application/octet-stream" },
+        },
+        stageOptions.signal,
+      );
+      if (response.status !== 200) throw failure(response, documentId);
+      const answer = jsonOf(response) as { staged?: unknown; reason?: unknown } | undefined;
+      if (typeof answer?.staged !== "boolean")
+        throw new DocumentClientError("invalid_response", "the stage answer says nothing of staged", {
+          status: response.status,
+        });
+      return typeof answer.reason === "string"
+        ? { staged: answer.staged, reason: answer.reason }
+        : { staged: answer.staged };
     },
     async push(documentId, update, pushOptions = {}) {
       const response = await request(

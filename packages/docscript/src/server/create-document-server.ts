@@ -84,6 +84,7 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     });
   app.post("/documents", tooLarge(options.maxCreateBytes ?? 128 * 1024 * 1024));
   app.post("/documents/:documentId/push", tooLarge(maxPushBytes));
+  app.post("/documents/:documentId/stage", tooLarge(maxPushBytes));
   app.post("/documents/:documentId/rows", tooLarge(8 * 1024 * 1024));
   createRoute(app, host, options.adminToken);
   guardDocuments(app, access);

@@ -2,7 +2,7 @@
  * The document server's core: documents kept open in memory (bounded), each with its projection, so a
  * push is checked by forking, importing only the update and re-reading only the rows it touched.
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
 import { type Logger, silentLogger } from "@tackle/core";
 import { LoroDoc } from "loro-crdt";
 import { checkDocument } from "../document/check-document.ts";
@@ -12,7 +12,8 @@ import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { AppendWaiters } from "./append-waiters.ts";
-import { type DocumentStore, type MemberQuery, StoreConflictError } from "./document-store.ts";
+import { type DocumentStore, StoreConflictError } from "./document-store.ts";
+import { type Authorization, type DocumentHostOptions, hashToken, type PlanState } from "./host-options.ts";
 import {
   describeError,
   forkTakesOver,
@@ -24,23 +25,31 @@ import {
   StaleRowsError,
 } from "./open-document.ts";
 import { OpenDocuments } from "./open-documents.ts";
+import {
+  type EntityPageQuery,
+  entityPageOf,
+  type PageSources,
+  type RelationPageQuery,
+  relationPageOf,
+  rowLookupOf,
+} from "./page-answers.ts";
 import { plansApplied } from "./plan-index.ts";
 import { appliedPlans, unreadableKeys } from "./push-checks.ts";
 import { type Judged, judgeFilled, type Prepared, preparePush } from "./push-judge.ts";
 import type { PushResult } from "./push-result.ts";
-import { allRowChanges, membersOfRow, relationOf } from "./row-members.ts";
 import {
-  assembledEntities,
-  type EntityPage,
-  firstClaims,
-  lookUpRows,
-  type RelationPage,
-  type RowLookup,
-  type RowLookupAnswer,
-  totalsOf,
-} from "./row-reads.ts";
+  partsFitPush,
+  readStaged,
+  type StageAnswer,
+  stagedIdleMs,
+  stagedOf,
+  stagePart,
+} from "./push-stage.ts";
+import { allRowChanges, membersOfRow } from "./row-members.ts";
+import type { EntityPage, RelationPage, RowLookup, RowLookupAnswer } from "./row-reads.ts";
 import { storeProjection } from "./store-rows.ts";
 
+export { type Authorization, type DocumentHostOptions, hashToken, type PlanState } from "./host-options.ts";
 export type { PushOptions } from "./open-document.ts";
 export {
   type EntityPage,
@@ -50,37 +59,6 @@ export {
   type RowLookupAnswer,
   rowLookupLimits,
 } from "./row-reads.ts";
-
-export interface DocumentHostOptions {
-  readonly store: DocumentStore;
-  readonly schema: Schema;
-  /** Compact the log into a snapshot after this many updates. Default 100. */
-  readonly compactEvery?: number;
-  /** ...or once the updates after the snapshot hold this many bytes. Default 1 MiB. */
-  readonly compactLogBytes?: number;
-  /** ...or once the oldest update after the snapshot is this old (checked on each push). Default 10 min. */
-  readonly compactAgeMs?: number;
-  /** Documents kept open in memory. Default 64. */
-  readonly maxOpenDocuments?: number;
-  /**
-   * A stored push of at least this many atoms, and at least one in 64 of the document's history, makes
-   * its checked fork the live document instead of being imported again (ADR 0496). Default 1,024; 0
-   * makes every push's fork the live document.
-   */
-  readonly forkTakesOverAtoms?: number;
-  readonly logger?: Logger;
-}
-
-/** What the server knows of a plan id. */
-export type PlanState =
-  | { readonly state: "applied"; readonly version: string }
-  | { readonly state: "unknown"; readonly version: string };
-
-export type Authorization = "ok" | "missing" | "forbidden" | "not_found";
-
-export function hashToken(token: string): string {
-  return createHash("sha256").update(token).digest("hex");
-}
 
 export class DocumentHost {
   readonly schema: Schema;
@@ -94,6 +72,8 @@ export class DocumentHost {
   private readonly docs: OpenDocuments;
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly waiters: AppendWaiters;
+  /** What the pages and row lookups read: the store's rows, and the open documents' heads. */
+  private readonly pages: PageSources;
 
   constructor(options: DocumentHostOptions) {
     this.store = options.store;
@@ -113,6 +93,7 @@ export class DocumentHost {
       compactLater: (documentId) => this.compactLater(documentId),
       indexLater: (documentId) => this.indexLater(documentId),
     });
+    this.pages = { store: this.store, schema: this.schema, docs: this.docs };
   }
 
   /** Creates a document (empty, or from a snapshot that must project cleanly). False when it exists. */
@@ -271,10 +252,9 @@ export class DocumentHost {
   ): Promise<PushResult> {
     for (let attempt = 0; ; attempt++) {
       const open = await this.docs.withIssues(documentId);
-      if (open.shadow === undefined) {
-        open.shadow = open.forkNext === true ? open.doc.fork() : await this.docs.replicaOf(documentId, open);
-        open.forkNext = false;
-      }
+      // Parts staged of another update than this one are not judged with it (ADR 0508).
+      if (!partsFitPush(open, bytes)) open.shadow = undefined;
+      await this.docs.shadowOf(documentId, open);
       const prepared = preparePush(open, bytes);
       if ("result" in prepared) return prepared.result;
       if (
@@ -345,6 +325,43 @@ export class DocumentHost {
     }
   }
 
+  /**
+   * Stages a part of a run's update ahead of its push (ADR 0508): imported into the open document's
+   * shadow, its rows read in slices queued behind whatever calls come meanwhile. A part not staged is
+   * no error: its push is judged as any push.
+   */
+  async stage(documentId: string, bytes: Uint8Array, maxBytes: number): Promise<StageAnswer> {
+    return this.serialized(documentId, async () => {
+      const open = this.docs.open.get(documentId);
+      if (open === undefined) return { staged: false, reason: "the document is not open on this server" };
+      // Another run's parts, left by a run that ended without pushing them, give way.
+      const left = stagedOf(open.shadow);
+      if (left !== undefined && Date.now() - left.lastAt > stagedIdleMs) open.shadow = undefined;
+      const shadow = await this.docs.shadowOf(documentId, open);
+      const { staged, reason, dropShadow } = stagePart(open, shadow, bytes, maxBytes);
+      if (dropShadow === true) open.shadow = undefined;
+      if (staged) this.readStagedLater(documentId, shadow);
+      return reason === undefined ? { staged } : { staged, reason };
+    });
+  }
+
+  /** Reads a slice of the rows staged in `shadow`, queued like any call, until none is left unread. */
+  private readStagedLater(documentId: string, shadow: LoroDoc): void {
+    const parts = stagedOf(shadow);
+    if (parts === undefined || parts.reading) return;
+    parts.reading = true;
+    void this.serialized(documentId, async () => {
+      parts.reading = false;
+      if (this.docs.open.get(documentId)?.shadow !== shadow) return;
+      if (readStaged(shadow)) this.readStagedLater(documentId, shadow);
+    }).catch((error: unknown) => {
+      this.logger.warn("docscript: reading a staged part's rows failed; its push reads them", {
+        documentId,
+        error: describeError(error),
+      });
+    });
+  }
+
   /** Waits for queued work (a compaction that runs after its push answered) and drops open documents. */
   async close(): Promise<void> {
     while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
@@ -365,7 +382,13 @@ export class DocumentHost {
   ): Promise<Judged> {
     return judgeFilled(this.schema, open, prepared, options, {
       fill: () => this.docs.fill(documentId, open.projection, open.seq),
-      judgedIn: (rounds, fills) => this.logger.debug("docscript: push judged", { documentId, rounds, fills }),
+      judgedIn: (rounds, fills) =>
+        this.logger.debug("docscript: push judged", {
+          documentId,
+          rounds,
+          fills,
+          readBefore: prepared.reads.readBefore,
+        }),
     });
   }
 
@@ -417,39 +440,13 @@ export class DocumentHost {
    * and/or ids, after a cursor; a variant with its base applied. With the document's version, its
    * issues and how many entities and relations it has.
    */
-  async entityPage(
-    documentId: string,
-    query: { kinds?: readonly string[]; ids?: readonly string[]; after?: string; limit: number },
-  ): Promise<EntityPage> {
-    return this.serialized(documentId, async () => {
-      // The document is not loaded for a page: its rows, version and issues are the store's.
-      const { version, issues } = await this.docs.pageHead(documentId);
-      const found = await this.store.readMembers(documentId, {
-        type: "entity",
-        kinds: query.kinds,
-        ids: query.ids,
-        after: query.after,
-        limit: query.limit,
-      });
-      const entities = await assembledEntities(this.store, this.schema, documentId, firstClaims(found));
-      return { version, ...(await totalsOf(this.store, documentId)), entities, issues };
-    });
+  async entityPage(documentId: string, query: EntityPageQuery): Promise<EntityPage> {
+    return this.serialized(documentId, () => entityPageOf(this.pages, documentId, query));
   }
 
   /** A page of relations in id order, read from the store's rows: by kinds, ids, an endpoint, after a cursor. */
-  async relationPage(
-    documentId: string,
-    query: Omit<MemberQuery, "type" | "variantOf" | "identity">,
-  ): Promise<RelationPage> {
-    return this.serialized(documentId, async () => {
-      const { version } = await this.docs.pageHead(documentId);
-      const found = await this.store.readMembers(documentId, { ...query, type: "relation" });
-      return {
-        version,
-        ...(await totalsOf(this.store, documentId)),
-        relations: firstClaims(found).map(relationOf),
-      };
-    });
+  async relationPage(documentId: string, query: RelationPageQuery): Promise<RelationPage> {
+    return this.serialized(documentId, () => relationPageOf(this.pages, documentId, query));
   }
 
   /**
@@ -462,16 +459,7 @@ export class DocumentHost {
     lookups: readonly RowLookup[],
     options: { issues?: boolean } = {},
   ): Promise<RowLookupAnswer> {
-    return this.serialized(documentId, async () => {
-      const { version, issues } = await this.docs.pageHead(documentId);
-      const results = await lookUpRows(this.store, documentId, lookups);
-      return {
-        version,
-        counts: (await totalsOf(this.store, documentId)).counts,
-        ...(options.issues === true ? { issues } : {}),
-        results,
-      };
-    });
+    return this.serialized(documentId, () => rowLookupOf(this.pages, documentId, lookups, options));
   }
 
   /** Runs `work` after every earlier call on the same document. */

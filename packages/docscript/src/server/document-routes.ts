@@ -1,5 +1,5 @@
 /**
- * The routes of one document (the server puts them all behind one guard, `guardDocuments`): snapshot, updates since a version, push,
+ * The routes of one document (the server puts them all behind one guard, `guardDocuments`): snapshot, updates since a version, push, staged parts,
  * change log, pages of rows, row lookups and plan state. Creating documents is the admin route's job.
  */
 import type { Logger } from "@tackle/core";
@@ -70,6 +70,16 @@ export function logRoutes({ app, host, store, access, maxPushBytes, logger }: Do
       logger.info("docscript: push stored", { documentId, status: result.status, bytes: bytes.byteLength });
     }
     return context.json(result, result.status === "rejected" ? 422 : 200);
+  });
+
+  // A part of a run's update ahead of its push (ADR 0508): `{ staged, reason? }`, never an error.
+  app.post("/documents/:documentId/stage", async (context) => {
+    const documentId = context.req.param("documentId");
+    const bytes = new Uint8Array(await context.req.arrayBuffer());
+    if (bytes.byteLength > maxPushBytes)
+      return context.json(problem("too_large", `a part may carry at most ${maxPushBytes} bytes`), 413);
+    const { staged, reason } = await host.stage(documentId, bytes, maxPushBytes);
+    return context.json(reason === undefined ? { staged } : { staged, reason }, 200);
   });
 
   // The change log, newest first: `limit` entries (default 50, at most 200), `cursor` from the last page.

@@ -24,6 +24,8 @@ export {
   type StoredDocument,
   type StoredHead,
 } from "./document-store.ts";
+export type { EntityPageQuery, RelationPageQuery } from "./page-answers.ts";
 export type { PushResult } from "./push-result.ts";
+export type { StageAnswer } from "./push-stage.ts";
 export { type RunningDocumentServer, type ServeDocumentsOptions, serveDocuments } from "./serve-documents.ts";
 export { createSqliteDocumentStore, type SqliteDocumentStoreOptions } from "./sqlite-document-store.ts";

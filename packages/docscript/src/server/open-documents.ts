@@ -103,11 +103,16 @@ export class OpenDocuments {
     const open = this.open.get(documentId);
     if (open === undefined) return;
     readyForImports(open.doc);
+    readyForImports(await this.shadowOf(documentId, open));
+  }
+
+  /** The open document's shadow, the replica pushes are imported into: made when it has none. */
+  async shadowOf(documentId: string, open: OpenDocument): Promise<LoroDoc> {
     if (open.shadow === undefined) {
       open.shadow = open.forkNext === true ? open.doc.fork() : await this.replicaOf(documentId, open);
       open.forkNext = false;
     }
-    readyForImports(open.shadow);
+    return open.shadow;
   }
 
   /** Reads what the projection lacked from the store's rows, which must hold through `seq`. */

@@ -22,6 +22,7 @@ import { conflictingTargets, lostUpdates, restoreCommitted } from "./lost-update
 import { describeError, type OpenDocument, type PushOptions } from "./open-document.ts";
 import { changesIn, hostOnlyChanges, issueReason, planIdsOf, unreadableKeys } from "./push-checks.ts";
 import type { ConflictReason, PushResult } from "./push-result.ts";
+import { type StagedParts, takeStaged } from "./push-stage.ts";
 import {
   issuesOnItsOwn,
   nextIssues,
@@ -88,7 +89,11 @@ export function preparePush(open: OpenDocument, bytes: Uint8Array): Prepared | {
   const fork = open.shadow ?? open.doc.fork();
   // Until this push is stored, the fork is not a replica of the live document.
   open.shadow = undefined;
-  const before = fork.frontiers();
+  // Parts of this push staged in the shadow (ADR 0508; the caller dropped parts of any other update):
+  // the push is judged from the live document's frontiers, as if none had come before it.
+  const parts = takeStaged(fork);
+  const imported = fork.frontiers();
+  const before = parts?.from ?? imported;
   try {
     readyForImportOf(bytes);
     const status = fork.import(bytes);
@@ -123,8 +128,18 @@ export function preparePush(open: OpenDocument, bytes: Uint8Array): Prepared | {
     concurrent,
     pushed: after,
     rows: rowsOfSpans(fork, spans, open.index, changes),
-    reads: new RowReads(fork),
+    reads: new RowReads(fork, parts === undefined ? undefined : readSince(fork, parts, imported, open)),
   };
+}
+
+/** The rows the staged parts read that no op after them touched: as the fork holds them with the push. */
+function readSince(fork: LoroDoc, parts: StagedParts, imported: Frontiers, open: OpenDocument) {
+  const touched = rowsOfSpans(fork, fork.findIdSpansBetween(imported, fork.frontiers()).forward, open.index);
+  const entities = new Map(parts.entities);
+  const relations = new Map(parts.relations);
+  for (const rowId of touched.entities) entities.delete(rowId);
+  for (const rowId of touched.relations) relations.delete(rowId);
+  return { entities, relations };
 }
 
 /** Fills made at most before a push is judged (its check's reach, a level a fill); past them it is judged and filled. */

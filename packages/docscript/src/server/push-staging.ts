@@ -36,20 +36,41 @@ export class RowReads {
     | { previous: ReadonlyMap<string, unknown>; fieldsOf: readonly string[] | undefined }
     | undefined;
 
-  constructor(doc: LoroDoc) {
+  /** Rows already read as `doc` holds them (a push's parts staged before it, ADR 0508). */
+  private readonly known: { entities: ReadonlyMap<string, unknown>; relations: ReadonlyMap<string, unknown> };
+
+  constructor(
+    doc: LoroDoc,
+    known: { entities: ReadonlyMap<string, unknown>; relations: ReadonlyMap<string, unknown> } = {
+      entities: new Map(),
+      relations: new Map(),
+    },
+  ) {
     this.doc = doc;
+    this.known = known;
+  }
+
+  /** How many of the touched rows were read before the push (by its staged parts), not by it. */
+  get readBefore(): number {
+    let count = 0;
+    for (const [rows, known] of [
+      [this.entities, this.known.entities],
+      [this.relations, this.known.relations],
+    ] as const)
+      for (const rowId of rows?.keys() ?? []) if (known.has(rowId)) count++;
+    return count;
   }
 
   /** The touched `entities` rows as the document holds them. */
   entityRows(rows: ChangedRows): ReadonlyMap<string, unknown> {
-    this.entities ??= readRows(this.doc, ENTITIES, rows.entities);
+    this.entities ??= readRows(this.doc, ENTITIES, rows.entities, this.known.entities);
     return this.entities;
   }
 
   /** Sets the touched rows in `projection` as the document holds them. */
   apply(projection: Projection, rows: ChangedRows): void {
-    this.entities ??= readRows(this.doc, ENTITIES, rows.entities);
-    this.relations ??= readRows(this.doc, RELATIONS, rows.relations);
+    this.entities ??= readRows(this.doc, ENTITIES, rows.entities, this.known.entities);
+    this.relations ??= readRows(this.doc, RELATIONS, rows.relations, this.known.relations);
     for (const [rowId, json] of this.entities) projection.setRow(rowId, json);
     for (const [relationId, json] of this.relations) projection.setRelationRow(relationId, json);
   }
@@ -95,10 +116,19 @@ export function scopeLacking(projection: Projection, rows: ChangedRows, reads: R
   return projection.lacking;
 }
 
-function readRows(doc: LoroDoc, root: string, rowIds: Iterable<string>): Map<string, unknown> {
+function readRows(
+  doc: LoroDoc,
+  root: string,
+  rowIds: Iterable<string>,
+  known: ReadonlyMap<string, unknown>,
+): Map<string, unknown> {
   const map = doc.getMap(root);
   const read = new Map<string, unknown>();
   for (const rowId of rowIds) {
+    if (known.has(rowId)) {
+      read.set(rowId, known.get(rowId));
+      continue;
+    }
     const value = map.get(rowId) as unknown;
     read.set(rowId, value instanceof LoroMap ? value.toJSON() : value);
   }

@@ -151,13 +151,15 @@ function onMessage(host: HostWorker, settings: HostWorkerSettings, message: From
     settings.onClosed(host);
     return;
   }
-  if (message.type === "hook" || message.type === "rows") {
+  if (message.type === "hook" || message.type === "rows" || message.type === "stage") {
     const work =
       message.type === "hook"
         ? (host.runs.get(message.runId)?.request.hook(message.method, message.payload) ??
           Promise.reject(Object.assign(new Error("the run has ended"), { code: "run_ended" })))
-        : (host.rows?.source(message.lookups) ??
-          Promise.reject(Object.assign(new Error("no rows source"), { code: "document_unavailable" })));
+        : message.type === "stage"
+          ? (host.rows?.stage?.(message.part) ?? Promise.resolve({ staged: false }))
+          : (host.rows?.source(message.lookups) ??
+            Promise.reject(Object.assign(new Error("no rows source"), { code: "document_unavailable" })));
     void work.then(
       (value) => answer(host, { callId: message.callId, ok: true, value }),
       (error) =>

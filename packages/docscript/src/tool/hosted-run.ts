@@ -8,7 +8,7 @@ import { MessageChannel } from "node:worker_threads";
 import type { LoroDoc, VersionVector } from "loro-crdt";
 import { askHostWorker, type HostWorker } from "./host-worker.ts";
 import type { HostedRun, HostedRunRequest } from "./session-hosts.ts";
-import { hostWorking, overRetained, signalWords, type ToHostWorker } from "./session-wire.ts";
+import { hostWorking, overRetained, signalWords, type ToHostWorker, wiredRows } from "./session-wire.ts";
 
 /** What a run needs of the session hosts that opened it. */
 export interface HostedRunContext {
@@ -56,7 +56,7 @@ export async function openHostedRun(
         input: run.input,
         limits: run.limits,
         retainedBytes: context.runRetainedMb * 2 ** 20,
-        rows: run.rows === undefined ? undefined : { wholeUpTo: run.rows.wholeUpTo },
+        rows: wiredRows(run.rows),
         port: port2,
         signal,
       },

@@ -12,6 +12,7 @@ import type { EditPlan } from "./edit-plan.ts";
 import { maxHookCallsPerRun } from "./edit-script-dispatcher.ts";
 import type { DocScriptHooks, UploadedText } from "./host-hooks.ts";
 import { type EditScriptPlanBody, maxReadItems, type RunSessionInput } from "./run-session.ts";
+import type { StagePart } from "./run-staging.ts";
 import { type HostedRun, type SessionHosts, sessionHostsOf } from "./session-hosts.ts";
 
 /** Where the document's schema lives: workers import it by module and export name. */
@@ -70,7 +71,12 @@ export interface RunEditScriptContext {
    * never read whole on the host; its runs read the rows they look up from `source`. Without it every
    * document is read whole (projected from the replica) for its first run.
    */
-  readonly rows?: { readonly source: (docId: string) => LookUpRows; readonly aboveEntities: number };
+  readonly rows?: {
+    readonly source: (docId: string) => LookUpRows;
+    readonly aboveEntities: number;
+    /** Where a large run hands parts of its update ahead of its push (ADR 0508); none: never staged. */
+    readonly stage?: (docId: string) => StagePart;
+  };
 }
 
 /**
@@ -82,9 +88,13 @@ async function rowsOnDemand(
   hosts: SessionHosts,
   key: string,
   docId: string,
-): Promise<{ source: LookUpRows; wholeUpTo: number } | undefined> {
+): Promise<{ source: LookUpRows; wholeUpTo: number; stage?: StagePart } | undefined> {
   if (context.rows === undefined) return undefined;
-  const onDemand = { source: context.rows.source(docId), wholeUpTo: maxReadItems };
+  const onDemand = {
+    source: context.rows.source(docId),
+    wholeUpTo: maxReadItems,
+    ...(context.rows.stage === undefined ? {} : { stage: context.rows.stage(docId) }),
+  };
   const reads = hosts.readsOf(key);
   if (reads !== undefined) return reads === "on-demand" ? onDemand : undefined;
   const { counts } = await onDemand.source([]);

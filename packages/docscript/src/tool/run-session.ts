@@ -19,6 +19,7 @@ import { DocScriptError, type DocScriptErrorCode } from "../schema/docscript-err
 import type { PlanPreview } from "./plan-preview.ts";
 import { newTally, scriptBindings } from "./run-bindings.ts";
 import { planSteps } from "./run-plan.ts";
+import { runStaging, type StagePart } from "./run-staging.ts";
 import { fileOf, storedFileKinds } from "./stored-files.ts";
 import { refused, withValueShapes } from "./value-shapes.ts";
 
@@ -64,6 +65,8 @@ export interface RunSessionHost {
    * worker credits what it grows by to the document, not the run (ADR 0481).
    */
   reading?<T>(work: () => Promise<T>): Promise<T>;
+  /** Hands the server a part of the run's update ahead of its push (ADR 0508); none: never staged. */
+  stage?: StagePart;
 }
 
 /** A run's session as the host's answers to the worker: sync bindings, `materialize`, and the end. */
@@ -161,6 +164,9 @@ function askedUntilFilled(
   return { createId, filled };
 }
 
+/** The calls that write: asked again only while they throw `RowsNeeded`. */
+const writing = new Set(["create", "update", "updateMany", "delete", "link", "move", "unlink"]);
+
 export function openRunSession(
   input: RunSessionInput,
   schema: Schema,
@@ -172,6 +178,7 @@ export function openRunSession(
   doc.setPeerId(input.peerId as `${number}`);
   const remote = demandOf(base);
   if (remote !== undefined) remote.readsAhead = true;
+  const staging = runStaging(doc, host.stage);
   const { createId, filled } = askedUntilFilled(remote, (work) => host.reading?.(work) ?? work());
   // Starts from an overlay of the base projection: nothing the run writes reaches `base`.
   const session = openDocument(doc, schema, { role: "script", projection: base, createId });
@@ -186,9 +193,6 @@ export function openRunSession(
     tally,
     filled,
   });
-
-  /** The calls that write: asked again only while they throw `RowsNeeded`. */
-  const writing = new Set(["create", "update", "updateMany", "delete", "link", "move", "unlink"]);
 
   /** Once the script has ended, the session answers nothing more. */
   let ended = false;
@@ -210,8 +214,11 @@ export function openRunSession(
         throw withValueShapes(error, args);
       }
     },
-    callFilled(binding, method, args) {
-      return filled(() => this.call(binding, method, args), writing.has(method));
+    async callFilled(binding, method, args) {
+      if (!writing.has(method)) return filled(() => this.call(binding, method, args), false);
+      const value = await filled(() => this.call(binding, method, args), true);
+      staging.afterWrite();
+      return value;
     },
     async callAsync(binding, method, args) {
       open();
@@ -236,6 +243,7 @@ export function openRunSession(
     async finish(outcome: ScriptOutcome): Promise<EditScriptPlanBody> {
       open();
       ended = true;
+      staging.stop();
       // The script's calls are over: what the run still reads, its end checks ask for themselves.
       if (remote !== undefined) remote.readsAhead = false;
       // The sandbox reports its own codes or the code of a DocScriptError the script caused.

@@ -21,6 +21,8 @@ import {
 } from "./host-worker.ts";
 import { type HostedRunContext, keptSnapshots, openHostedRun } from "./hosted-run.ts";
 import type { EditScriptPlanBody, RunSessionInput } from "./run-session.ts";
+import type { StagePart } from "./run-staging.ts";
+import { wiredRows } from "./session-wire.ts";
 
 /** What a run's host work is opened with. */
 export interface HostedRunRequest {
@@ -34,6 +36,8 @@ export interface HostedRunRequest {
     | {
         readonly source: (lookups: readonly RowLookup[]) => Promise<RowLookupAnswer>;
         readonly wholeUpTo: number;
+        /** Hands the server a part of the run's update ahead of its push (ADR 0508). */
+        readonly stage?: StagePart;
       }
     | undefined;
   /** The run's hooks, called on the tool's thread. */
@@ -361,7 +365,7 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
         updates: snapshots.of(run.key, run.replica),
         schema: run.schema,
         limits: run.limits,
-        rows: run.rows === undefined ? undefined : { wholeUpTo: run.rows.wholeUpTo },
+        rows: wiredRows(run.rows),
       }),
     );
 
@@ -374,7 +378,7 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
       updates,
       schema: run.schema,
       limits: run.limits,
-      rows: run.rows === undefined ? undefined : { wholeUpTo: run.rows.wholeUpTo },
+      rows: wiredRows(run.rows),
     });
 
   const context: HostedRunContext = {

@@ -36,8 +36,11 @@ export type ToHostWorker =
       readonly limits: CacheLimits;
       /** The bytes the run's host work may retain (ADR 0490). */
       readonly retainedBytes: number;
-      /** Rows on demand (ADR 0466): asked of the tool's thread, which asks the document server. */
-      readonly rows: { readonly wholeUpTo: number } | undefined;
+      /**
+       * Rows on demand (ADR 0466): asked of the tool's thread, which asks the document server; `stages`:
+       * the run hands the server parts of its update through it too (ADR 0508).
+       */
+      readonly rows: { readonly wholeUpTo: number; readonly stages?: boolean } | undefined;
       readonly port: MessagePort;
       readonly signal: SharedArrayBuffer;
     }
@@ -115,4 +118,16 @@ export type FromHostWorker =
       readonly grownBytes: number;
     }
   /** Stored rows of the worker's document, read from the document server. */
-  | { readonly type: "rows"; readonly callId: number; readonly lookups: readonly RowLookup[] };
+  | { readonly type: "rows"; readonly callId: number; readonly lookups: readonly RowLookup[] }
+  /** A part of a run's update for the document server ahead of its push (ADR 0508). */
+  | { readonly type: "stage"; readonly callId: number; readonly part: Uint8Array };
+
+/** What a host worker is told of a run's rows on demand: their bound, and whether it stages parts. */
+export function wiredRows(
+  rows: { readonly wholeUpTo: number; readonly stage?: unknown } | undefined,
+): { readonly wholeUpTo: number; readonly stages?: boolean } | undefined {
+  if (rows === undefined) return undefined;
+  return rows.stage === undefined
+    ? { wholeUpTo: rows.wholeUpTo }
+    : { wholeUpTo: rows.wholeUpTo, stages: true };
+}

@@ -49,7 +49,8 @@ function send(message: FromHostWorker): void {
 function ask(
   message:
     | { type: "hook"; runId: number; method: string; payload: unknown }
-    | { type: "rows"; lookups: unknown },
+    | { type: "rows"; lookups: unknown }
+    | { type: "stage"; part: Uint8Array },
 ): Promise<unknown> {
   const callId = nextCallId++;
   return new Promise((resolve, reject) => {
@@ -193,6 +194,9 @@ async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<v
           return await ask({ type: "hook", runId, method, payload });
         }),
       reading: (work) => budget.reading(work),
+      ...(message.rows?.stages === true
+        ? { stage: (part: Uint8Array) => ask({ type: "stage", part }) as Promise<{ staged: boolean }> }
+        : {}),
     });
     const state: HostedRunState = { session, checkedOut, channel, budget, signal };
     runs.set(runId, state);

@@ -253,6 +253,7 @@ export async function run(core: ToolCore, input: ToolInput): Promise<DocScriptRe
         : { cachedDocuments: options.sandbox.cachedDocuments }),
       rows: {
         source: (docId) => (lookups) => client.rows(docId, lookups),
+        stage: (docId) => (part) => client.stage(docId, part),
         aboveEntities: options.sandbox?.readWholeUpTo ?? 20_000,
       },
     },

@@ -1,0 +1,221 @@
+/**
+ * Parts of a run's update staged ahead of its push (ADR 0508): the push is judged exactly as it would
+ * be without them (the same answer, rows and document), reading the rows the parts read; parts of
+ * another update, or that do not follow, never reach a push's judgement.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Logger } from "@tackle/core";
+import { LoroDoc, LoroMap } from "loro-crdt";
+import { largeTimeline } from "../../test/large-timeline.ts";
+import { timelineSchema } from "../timeline/timeline-schema.ts";
+import { DocumentHost } from "./document-host.ts";
+import type { DocumentStore } from "./document-store.ts";
+import { createSqliteDocumentStore } from "./sqlite-document-store.ts";
+
+const token = "token-0123456789abcdef";
+const maxBytes = 16 * 2 ** 20;
+
+/** A host over a fresh store holding the document `doc`, logging how many rows each push read before. */
+async function hostWith(snapshot: Uint8Array) {
+  const store = createSqliteDocumentStore({ path: ":memory:" });
+  const readBefore: number[] = [];
+  const ignore = () => {};
+  const logger: Logger = {
+    debug(message, fields) {
+      if (message === "docscript: push judged") readBefore.push(Number(fields?.readBefore));
+    },
+    info: ignore,
+    warn: ignore,
+    error: ignore,
+  };
+  const host = new DocumentHost({ store, schema: timelineSchema, logger });
+  assert.equal(await host.create("doc", token, snapshot), true);
+  // Opened as a run's pull opens it.
+  await host.snapshot("doc");
+  return { store, host, readBefore };
+}
+
+/** A client's copy writing on peer `peer`. */
+function clientOf(snapshot: Uint8Array, peer: number): LoroDoc {
+  const client = LoroDoc.fromSnapshot(snapshot);
+  client.setPeerId(peer);
+  return client;
+}
+
+/** The markers' fields of the first `count` added clips. */
+function markerFields(client: LoroDoc, count: number): LoroMap[] {
+  const entities = client.getMap("entities");
+  return Array.from({ length: count }, (_, index) => {
+    const slots = (entities.get(`large-clip-${index}`) as LoroMap).get("slots") as LoroMap;
+    return (slots.get("marker") as LoroMap).get("fields") as LoroMap;
+  });
+}
+
+/** `client`'s ops on its peer from `from` to `to`, in parts of `size` atoms. */
+function partsOf(client: LoroDoc, from: number, to: number, size: number): Uint8Array[] {
+  const peer = client.peerIdStr;
+  const parts: Uint8Array[] = [];
+  for (let counter = from; counter < to; counter += size)
+    parts.push(
+      client.export({
+        mode: "updates-in-range",
+        spans: [{ id: { peer, counter }, len: Math.min(size, to - counter) }],
+      }),
+    );
+  return parts;
+}
+
+async function storedRows(store: DocumentStore) {
+  const rows = await store.readRows("doc", { root: "entities", limit: 10_000 });
+  return new Map(rows.map((row) => [row.rowId, row.json]));
+}
+
+test("a push whose parts were staged is answered and stored as without them, reading the rows they read", async () => {
+  const { snapshot } = largeTimeline(300);
+  const staged = await hostWith(snapshot);
+  const plain = await hostWith(snapshot);
+  try {
+    const client = clientOf(snapshot, 41);
+    const from = client.oplogVersion();
+    for (const [index, fields] of markerFields(client, 300).entries())
+      fields.set("startMs", 90_000 + index * 10);
+    client.commit();
+    const written = client.oplogVersion().get("41") ?? 0;
+    for (const part of partsOf(client, 0, written, 70))
+      assert.deepEqual(await staged.host.stage("doc", part, maxBytes), { staged: true });
+    // Written again after the parts went: the push holds rows newer than the parts read.
+    for (const fields of markerFields(client, 5)) fields.set("startMs", 500_000);
+    client.commit();
+    const update = client.export({ mode: "update", from });
+    const answers = [await staged.host.push("doc", update), await plain.host.push("doc", update)];
+    assert.equal(answers[0]?.status, "committed", JSON.stringify(answers[0]));
+    assert.deepEqual(answers[0], answers[1]);
+    assert.deepEqual(await storedRows(staged.store), await storedRows(plain.store));
+    // The staged push's check took its 300 rows from the parts; the plain one read them itself.
+    assert.ok((staged.readBefore[0] ?? 0) > 0, `read before: ${staged.readBefore}`);
+    assert.deepEqual(plain.readBefore, [0]);
+    const after = LoroDoc.fromSnapshot((await staged.host.snapshot("doc")).bytes);
+    assert.deepEqual(after.getMap("entities").toJSON(), client.getMap("entities").toJSON());
+  } finally {
+    await staged.host.close();
+    await plain.host.close();
+  }
+});
+
+test("a push of another update than the staged parts is judged without them, and they never land", async () => {
+  const { snapshot } = largeTimeline(20);
+  const { host, readBefore } = await hostWith(snapshot);
+  try {
+    const runner = clientOf(snapshot, 51);
+    const other = clientOf(snapshot, 52);
+    const runnerFrom = runner.oplogVersion();
+    const [first, second] = markerFields(runner, 2);
+    first?.set("startMs", 123_000);
+    second?.set("startMs", 124_000);
+    runner.commit();
+    for (const part of partsOf(runner, 0, 2, 1))
+      assert.equal((await host.stage("doc", part, maxBytes)).staged, true);
+    // Another client's push comes first: its judgement holds nothing of the parts.
+    const otherFrom = other.oplogVersion();
+    markerFields(other, 3)[2]?.set("startMs", 125_000);
+    other.commit();
+    const pushed = await host.push("doc", other.export({ mode: "update", from: otherFrom }));
+    assert.equal(pushed.status, "committed", JSON.stringify(pushed));
+    assert.deepEqual(readBefore, [0]);
+    const between = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+    const starts = markerFields(between, 3).map((fields) => fields.get("startMs"));
+    assert.notEqual(starts[0], 123_000);
+    assert.notEqual(starts[1], 124_000);
+    assert.equal(starts[2], 125_000);
+    // The staged run's push, later, is judged as any push (its parts were dropped with the shadow).
+    const late = await host.push("doc", runner.export({ mode: "update", from: runnerFrom }));
+    assert.equal(late.status, "committed", JSON.stringify(late));
+    const final = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+    assert.deepEqual(
+      markerFields(final, 3).map((fields) => fields.get("startMs")),
+      [123_000, 124_000, 125_000],
+    );
+  } finally {
+    await host.close();
+  }
+});
+
+test("a part is refused, and nothing of it imported, when it does not follow, is another run's, or lacks its base", async () => {
+  const { snapshot } = largeTimeline(10);
+  const { host, readBefore } = await hostWith(snapshot);
+  try {
+    const runner = clientOf(snapshot, 61);
+    const from = runner.oplogVersion();
+    for (const [index, fields] of markerFields(runner, 6).entries()) fields.set("startMs", 200_000 + index);
+    runner.commit();
+    const parts = partsOf(runner, 0, 6, 2);
+    assert.equal((await host.stage("doc", parts[0]!, maxBytes)).staged, true);
+    // Skips a part: its ops depend on ones the server does not hold.
+    const skipped = await host.stage("doc", parts[2]!, maxBytes);
+    assert.equal(skipped.staged, false);
+    assert.match(skipped.reason ?? "", /does not follow/);
+    // Another run's part while this one's are staged.
+    const other = clientOf(snapshot, 62);
+    markerFields(other, 8)[7]?.set("startMs", 300_000);
+    other.commit();
+    const another = await host.stage("doc", partsOf(other, 0, 1, 1)[0]!, maxBytes);
+    assert.deepEqual(another, { staged: false, reason: "another run's update is staged" });
+    // A part made on changes the server never had (a third client's unpushed edit).
+    const third = clientOf(snapshot, 63);
+    markerFields(third, 9)[8]?.set("startMs", 400_000);
+    third.commit();
+    const thirdBase = third.oplogVersion();
+    markerFields(third, 9)[8]?.set("startMs", 410_000);
+    third.commit();
+    const orphan = third.export({ mode: "update", from: thirdBase });
+    assert.equal((await host.stage("doc", orphan, maxBytes)).staged, false);
+    // Not bytes of an update at all.
+    assert.deepEqual(await host.stage("doc", new Uint8Array([1, 2, 3]), maxBytes), {
+      staged: false,
+      reason: "the part is not a Loro update",
+    });
+    // More than a push may carry.
+    const big = await host.stage("doc", parts[1]!, 10);
+    assert.equal(big.staged, false);
+    // The runner's push lands whole, reading what its first part read.
+    const pushed = await host.push("doc", runner.export({ mode: "update", from }));
+    assert.equal(pushed.status, "committed", JSON.stringify(pushed));
+    assert.equal(readBefore.length, 1);
+    // The runner's six starts, and none of the refused parts' writes.
+    const starts = (doc: LoroDoc) => markerFields(doc, 9).map((fields) => fields.get("startMs"));
+    const original = starts(LoroDoc.fromSnapshot(snapshot));
+    assert.deepEqual(starts(LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes)), [
+      200_000,
+      200_001,
+      200_002,
+      200_003,
+      200_004,
+      200_005,
+      ...original.slice(6),
+    ]);
+  } finally {
+    await host.close();
+  }
+});
+
+test("a part nesting containers past the bound is refused unread, and so is its push", async () => {
+  const { snapshot } = largeTimeline(4);
+  const { host } = await hostWith(snapshot);
+  try {
+    const runner = clientOf(snapshot, 71);
+    const from = runner.oplogVersion();
+    const style = (runner.getMap("entities").get("caption-1") as LoroMap).get("fields") as LoroMap;
+    let nested = style.setContainer("style", new LoroMap());
+    for (let depth = 0; depth < 80; depth++) nested = nested.setContainer("inner", new LoroMap());
+    runner.commit();
+    const written = runner.oplogVersion().get("71") ?? 0;
+    const answer = await host.stage("doc", partsOf(runner, 0, written, written)[0]!, maxBytes);
+    assert.deepEqual(answer, { staged: false, reason: "the part writes what no row can hold" });
+    const pushed = await host.push("doc", runner.export({ mode: "update", from }));
+    assert.equal(pushed.status, "rejected");
+    assert.match(JSON.stringify(pushed), /nests containers more than 64 levels deep/);
+  } finally {
+    await host.close();
+  }
+});

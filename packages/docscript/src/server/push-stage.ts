@@ -1,0 +1,188 @@
+/**
+ * A run's update handed to the server in parts while the run goes on (ADR 0508): each part is imported
+ * into the document's shadow (the replica pushes are imported into), checked for what no row can hold,
+ * its rows found, and those rows read out of Loro in small slices while the server is otherwise idle.
+ * When the push carrying the whole update comes, its import finds those ops already there and its
+ * check reuses the rows read; the push is judged exactly as it would be without the parts (the shadow
+ * holds the live document and the push's ops, nothing else, or the parts are dropped).
+ */
+import { decodeImportBlobMeta, type Frontiers, type LoroDoc, LoroMap } from "loro-crdt";
+import { ENTITIES, RELATIONS } from "../document/layout.ts";
+import { readyForImportOf } from "../document/ready-for-imports.ts";
+import { rowsOfSpans, spansOfUpdate } from "./changed-rows.ts";
+import type { OpenDocument } from "./open-document.ts";
+import { changesIn, unreadableKeys } from "./push-checks.ts";
+
+/** What one run staged in a shadow: its peer's ops from `start` to `end`, and the rows they touched. */
+export interface StagedParts {
+  /** The run's peer: a run writes on a peer of its own, so its parts are that peer's ops alone. */
+  readonly peer: string;
+  /** The live document's frontiers when the first part came: what the shadow held besides the parts. */
+  readonly from: Frontiers;
+  readonly start: number;
+  end: number;
+  bytes: number;
+  lastAt: number;
+  /** Rows read since the last part that touched them, as the shadow holds them. */
+  readonly entities: Map<string, unknown>;
+  readonly relations: Map<string, unknown>;
+  /** Rows the parts touched and not read since. */
+  readonly unreadEntities: Set<string>;
+  readonly unreadRelations: Set<string>;
+  /** Whether a slice of reads is queued. */
+  reading: boolean;
+}
+
+/** The parts staged in a shadow, kept with it: a shadow dropped or replaced drops them. */
+const stagedIn = new WeakMap<LoroDoc, StagedParts>();
+
+/** What a shadow holds of a run's update (undefined: nothing staged). */
+export function stagedOf(shadow: LoroDoc | undefined): StagedParts | undefined {
+  return shadow === undefined ? undefined : stagedIn.get(shadow);
+}
+
+/** A staged run's parts give way to another run's once none came for this long (that run ended). */
+export const stagedIdleMs = 30_000;
+
+/** Rows read out of Loro per queued slice (~70 µs a row at 100k entities: a slice takes ~35 ms). */
+export const rowsPerSlice = 500;
+
+export interface StageAnswer {
+  readonly staged: boolean;
+  /** Why a part was not staged (the push is judged without it, as any push). */
+  readonly reason?: string;
+  /** The shadow took ops it must not keep: the caller drops it. */
+  readonly dropShadow?: boolean;
+}
+
+const refused = (reason: string): StageAnswer => ({ staged: false, reason });
+
+/**
+ * Stages one part of a run's update in `shadow`, a replica of `open.doc` (or one holding only this
+ * run's earlier parts beside it). At most `maxBytes` staged in all. Refused, with nothing imported,
+ * when the part is not the next of one peer's ops or depends on ops the shadow lacks.
+ */
+export function stagePart(
+  open: OpenDocument,
+  shadow: LoroDoc,
+  bytes: Uint8Array,
+  maxBytes: number,
+  now = Date.now(),
+): StageAnswer {
+  let meta: ReturnType<typeof decodeImportBlobMeta>;
+  try {
+    meta = decodeImportBlobMeta(bytes, true);
+  } catch {
+    return refused("the part is not a Loro update");
+  }
+  if (meta.mode !== "update" && meta.mode !== "outdated-update") return refused("a part is an update");
+  const spans = spansOfUpdate(meta);
+  const span = spans[0];
+  if (spans.length !== 1 || span === undefined) return refused("a part carries the ops of one peer");
+  const peer = String(span.peer);
+  const staged = stagedIn.get(shadow);
+  if (staged === undefined) {
+    if (shadow.cmpFrontiers(shadow.frontiers(), open.doc.frontiers()) !== 0)
+      return refused("the shadow is not a replica of the document");
+  } else {
+    if (staged.peer !== peer) return refused("another run's update is staged");
+    if (span.counter !== staged.end) return refused("the part does not follow the staged ones");
+  }
+  const held = shadow.oplogVersion();
+  if (!meta.startFrontiers.every((id) => (held.get(id.peer) ?? 0) > id.counter))
+    return refused("the part depends on changes the server does not hold");
+  if ((staged?.bytes ?? 0) + bytes.byteLength > maxBytes)
+    return refused(`the parts would carry more than ${maxBytes} bytes`);
+  const before = shadow.frontiers();
+  try {
+    readyForImportOf(bytes);
+    const status = shadow.import(bytes);
+    if (status.pending !== null && status.pending !== undefined && status.pending.size > 0)
+      return { ...refused("the part depends on changes the server does not hold"), dropShadow: true };
+  } catch {
+    return { ...refused("the part does not import"), dropShadow: true };
+  }
+  const partSpans = shadow.findIdSpansBetween(before, shadow.frontiers()).forward;
+  const changes = changesIn(shadow, partSpans);
+  // Nothing of a part no row can hold is read (its push is refused when it comes).
+  if (unreadableKeys(shadow, partSpans, changes).length > 0)
+    return { ...refused("the part writes what no row can hold"), dropShadow: true };
+  const rows = rowsOfSpans(shadow, partSpans, open.index, changes);
+  const parts: StagedParts = staged ?? {
+    peer,
+    from: open.doc.frontiers(),
+    start: span.counter,
+    end: span.counter,
+    bytes: 0,
+    lastAt: now,
+    entities: new Map(),
+    relations: new Map(),
+    unreadEntities: new Set(),
+    unreadRelations: new Set(),
+    reading: false,
+  };
+  stagedIn.set(shadow, parts);
+  for (const rowId of rows.entities) {
+    parts.entities.delete(rowId);
+    parts.unreadEntities.add(rowId);
+  }
+  for (const rowId of rows.relations) {
+    parts.relations.delete(rowId);
+    parts.unreadRelations.add(rowId);
+  }
+  parts.end = span.counter + span.length;
+  parts.bytes += bytes.byteLength;
+  parts.lastAt = now;
+  return { staged: true };
+}
+
+/** Reads up to `most` staged rows not read yet out of `shadow`: whether some are left. */
+export function readStaged(shadow: LoroDoc, most = rowsPerSlice): boolean {
+  const parts = stagedIn.get(shadow);
+  if (parts === undefined) return false;
+  let read = 0;
+  for (const [root, unread, into] of [
+    [ENTITIES, parts.unreadEntities, parts.entities],
+    [RELATIONS, parts.unreadRelations, parts.relations],
+  ] as const) {
+    const map = shadow.getMap(root);
+    for (const rowId of unread) {
+      if (read >= most) return true;
+      unread.delete(rowId);
+      const value = map.get(rowId) as unknown;
+      into.set(rowId, value instanceof LoroMap ? value.toJSON() : value);
+      read++;
+    }
+  }
+  return false;
+}
+
+/**
+ * Whether the parts staged in `open.shadow` are of the update `bytes` carries, made on the live
+ * document as it is: the push then imports into the shadow as into a replica. Else the shadow holds
+ * ops the push does not, and must not be judged with them.
+ */
+export function partsFitPush(open: OpenDocument, bytes: Uint8Array): boolean {
+  const parts = stagedOf(open.shadow);
+  if (parts === undefined) return true;
+  if (open.doc.cmpFrontiers(open.doc.frontiers(), parts.from) !== 0) return false;
+  let meta: ReturnType<typeof decodeImportBlobMeta>;
+  try {
+    meta = decodeImportBlobMeta(bytes, true);
+  } catch {
+    return false;
+  }
+  const start = meta.partialStartVersionVector.get(parts.peer as `${number}`) ?? 0;
+  const end = meta.partialEndVersionVector.get(parts.peer as `${number}`) ?? 0;
+  return start <= parts.start && end >= parts.end;
+}
+
+/**
+ * Takes the parts out of `fork` (the shadow a push imports into): the frontiers the push is judged
+ * from (the live document's when parts were staged), and the rows read, less those `touched` since.
+ */
+export function takeStaged(fork: LoroDoc): StagedParts | undefined {
+  const parts = stagedIn.get(fork);
+  stagedIn.delete(fork);
+  return parts;
+}

@@ -1,0 +1,61 @@
+/**
+ * A large run hands what it has written to the document server in parts while its script goes on
+ * (ADR 0508): the server imports each part into the replica its push will be checked in and reads the
+ * rows it touched while it would otherwise wait for the run, so the push of 33,000 writes finds most of
+ * its import and reads done. Parts are sent without waiting for their answers; a part refused stops the
+ * run's staging (the push is then judged as any push). Small runs never stage.
+ */
+import type { LoroDoc } from "loro-crdt";
+
+/** Hands a part to the server: whether it was staged. */
+export type StagePart = (part: Uint8Array) => Promise<{ readonly staged: boolean }>;
+
+/** Atoms a run writes before it stages them: below this a run's push costs the server little. */
+export const stageAfterAtoms = 4_000;
+/**
+ * Atoms per part: the server imports a part in one go (~40 ms for 1,000 field writes at 100k entities)
+ * while the run's own reads queue behind it, so parts stay small.
+ */
+export const atomsPerPart = 1_000;
+
+export interface RunStaging {
+  /** Called after each write call: stages what the run wrote since the last part, when it is enough. */
+  afterWrite(): void;
+  /** No more parts (the script has ended: its push follows). */
+  stop(): void;
+}
+
+/** The staging of the run writing on `doc` (its own peer), from the run's base version. */
+export function runStaging(doc: LoroDoc, stage: StagePart | undefined): RunStaging {
+  if (stage === undefined) return { afterWrite() {}, stop() {} };
+  const peer = doc.peerIdStr;
+  let staged = doc.oplogVersion().get(peer) ?? 0;
+  let stopped = false;
+  return {
+    afterWrite() {
+      if (stopped) return;
+      const written = (doc.oplogVersion().get(peer) ?? 0) + doc.getPendingTxnLength();
+      if (written - staged < stageAfterAtoms) return;
+      doc.commit();
+      const end = doc.oplogVersion().get(peer) ?? 0;
+      for (let counter = staged; counter < end; counter += atomsPerPart) {
+        const part = doc.export({
+          mode: "updates-in-range",
+          spans: [{ id: { peer, counter }, len: Math.min(atomsPerPart, end - counter) }],
+        });
+        stage(part).then(
+          (answer) => {
+            if (!answer.staged) stopped = true;
+          },
+          () => {
+            stopped = true;
+          },
+        );
+      }
+      staged = end;
+    },
+    stop() {
+      stopped = true;
+    },
+  };
+}
