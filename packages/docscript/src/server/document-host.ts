@@ -14,6 +14,7 @@ import type { DocumentIssue } from "../schema/types.ts";
 import { AppendWaiters } from "./append-waiters.ts";
 import { type DocumentStore, StoreConflictError } from "./document-store.ts";
 import { type Authorization, type DocumentHostOptions, hashToken, type PlanState } from "./host-options.ts";
+import { IdleWork } from "./idle-work.ts";
 import {
   describeError,
   forkTakesOver,
@@ -72,6 +73,11 @@ export class DocumentHost {
   private readonly docs: OpenDocuments;
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly waiters: AppendWaiters;
+  /** Work done while a document is asked nothing: staged parts (ADR 0508). */
+  private readonly idle = new IdleWork({
+    busy: (documentId) => this.queues.get(documentId),
+    inTurn: (documentId, work) => this.serialized(documentId, work),
+  });
   /** What the pages and row lookups read: the store's rows, and the open documents' heads. */
   private readonly pages: PageSources;
 
@@ -250,6 +256,8 @@ export class DocumentHost {
     pushOptions: PushOptions,
     actor: string | undefined,
   ): Promise<PushResult> {
+    // The parts staged ahead of this push, and their reads, done now if not done yet.
+    await this.idle.drain(documentId);
     for (let attempt = 0; ; attempt++) {
       const open = await this.docs.withIssues(documentId);
       // Parts staged of another update than this one are not judged with it (ADR 0508).
@@ -327,43 +335,50 @@ export class DocumentHost {
 
   /**
    * Stages a part of a run's update ahead of its push (ADR 0508): imported into the open document's
-   * shadow, its rows read in slices queued behind whatever calls come meanwhile. A part not staged is
-   * no error: its push is judged as any push.
+   * shadow and its rows read, as work done only while no call waits (`IdleWork`); a push first does
+   * what is left of it. A part not staged is no error: its push is judged as any push.
    */
-  async stage(documentId: string, bytes: Uint8Array, maxBytes: number): Promise<StageAnswer> {
-    return this.serialized(documentId, async () => {
-      const open = this.docs.open.get(documentId);
-      if (open === undefined) return { staged: false, reason: "the document is not open on this server" };
-      // Another run's parts, left by a run that ended without pushing them, give way.
-      const left = stagedOf(open.shadow);
-      if (left !== undefined && Date.now() - left.lastAt > stagedIdleMs) open.shadow = undefined;
-      const shadow = await this.docs.shadowOf(documentId, open);
-      const { staged, reason, dropShadow } = stagePart(open, shadow, bytes, maxBytes);
-      if (dropShadow === true) open.shadow = undefined;
-      if (staged) this.readStagedLater(documentId, shadow);
-      return reason === undefined ? { staged } : { staged, reason };
+  stage(documentId: string, bytes: Uint8Array, maxBytes: number): Promise<StageAnswer> {
+    return new Promise((resolve) => {
+      const staged = async () => {
+        try {
+          resolve(await this.stageNow(documentId, bytes, maxBytes));
+        } catch (error) {
+          resolve({ staged: false, reason: `the part was not staged: ${describeError(error)}` });
+        }
+      };
+      this.idle.add(documentId, staged, () => resolve({ staged: false, reason: "the server is closing" }));
     });
   }
 
-  /** Reads a slice of the rows staged in `shadow`, queued like any call, until none is left unread. */
+  private async stageNow(documentId: string, bytes: Uint8Array, maxBytes: number): Promise<StageAnswer> {
+    const open = this.docs.open.get(documentId);
+    if (open === undefined) return { staged: false, reason: "the document is not open on this server" };
+    // Another run's parts, left by a run that ended without pushing them, give way.
+    const left = stagedOf(open.shadow);
+    if (left !== undefined && Date.now() - left.lastAt > stagedIdleMs) open.shadow = undefined;
+    const shadow = await this.docs.shadowOf(documentId, open);
+    const { staged, reason, dropShadow } = stagePart(open, shadow, bytes, maxBytes);
+    if (dropShadow === true) open.shadow = undefined;
+    if (staged) this.readStagedLater(documentId, shadow);
+    return reason === undefined ? { staged } : { staged, reason };
+  }
+
+  /** Reads the rows staged in `shadow` a slice at a time, as idle work, until none is left unread. */
   private readStagedLater(documentId: string, shadow: LoroDoc): void {
     const parts = stagedOf(shadow);
     if (parts === undefined || parts.reading) return;
     parts.reading = true;
-    void this.serialized(documentId, async () => {
+    this.idle.add(documentId, async () => {
       parts.reading = false;
       if (this.docs.open.get(documentId)?.shadow !== shadow) return;
       if (readStaged(shadow)) this.readStagedLater(documentId, shadow);
-    }).catch((error: unknown) => {
-      this.logger.warn("docscript: reading a staged part's rows failed; its push reads them", {
-        documentId,
-        error: describeError(error),
-      });
     });
   }
 
   /** Waits for queued work (a compaction that runs after its push answered) and drops open documents. */
   async close(): Promise<void> {
+    this.idle.clear();
     while (this.queues.size > 0) await Promise.all([...this.queues.values()]);
     this.docs.open.clear();
   }

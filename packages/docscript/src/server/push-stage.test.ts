@@ -219,3 +219,33 @@ test("a part nesting containers past the bound is refused unread, and so is its 
     await host.close();
   }
 });
+
+test("a call that comes while parts wait is answered first, and a push does the parts left", async () => {
+  const { snapshot } = largeTimeline(50);
+  const { host, readBefore } = await hostWith(snapshot);
+  try {
+    const runner = clientOf(snapshot, 81);
+    const from = runner.oplogVersion();
+    for (const [index, fields] of markerFields(runner, 50).entries()) fields.set("startMs", 600_000 + index);
+    runner.commit();
+    const order: string[] = [];
+    const parts = partsOf(runner, 0, 50, 10).map((part, index) =>
+      host.stage("doc", part, maxBytes).then((answer) => order.push(`part ${index} ${answer.staged}`)),
+    );
+    await host
+      .rowLookup("doc", [{ rows: "entities", ids: ["large-clip-0"] }])
+      .then(() => order.push("lookup"));
+    assert.equal(order[0], "lookup", order.join(", "));
+    // The push comes before the parts are done: it does them first, then reads what they read.
+    const pushed = await host.push("doc", runner.export({ mode: "update", from }));
+    assert.equal(pushed.status, "committed", JSON.stringify(pushed));
+    await Promise.all(parts);
+    assert.deepEqual(
+      order.slice(1),
+      [0, 1, 2, 3, 4].map((index) => `part ${index} true`),
+    );
+    assert.ok((readBefore[0] ?? 0) > 0, `read before: ${readBefore}`);
+  } finally {
+    await host.close();
+  }
+});

@@ -88,6 +88,8 @@ export function stagePart(
     if (staged.peer !== peer) return refused("another run's update is staged");
     if (span.counter !== staged.end) return refused("the part does not follow the staged ones");
   }
+  if ((open.doc.oplogVersion().get(span.peer) ?? 0) >= span.counter + span.length)
+    return refused("the part is in the document already");
   const held = shadow.oplogVersion();
   if (!meta.startFrontiers.every((id) => (held.get(id.peer) ?? 0) > id.counter))
     return refused("the part depends on changes the server does not hold");
