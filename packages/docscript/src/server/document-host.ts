@@ -45,6 +45,7 @@ import {
   stagedIdleMs,
   stagedOf,
   stagePart,
+  warmStaged,
 } from "./push-stage.ts";
 import { allRowChanges, membersOfRow } from "./row-members.ts";
 import type { EntityPage, RelationPage, RowLookup, RowLookupAnswer } from "./row-reads.ts";
@@ -73,6 +74,8 @@ export class DocumentHost {
   private readonly docs: OpenDocuments;
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly waiters: AppendWaiters;
+  /** Bytes of the parts waiting per document. */
+  private readonly partsWaiting = new Map<string, number>();
   /** Work done while a document is asked nothing: staged parts (ADR 0508). */
   private readonly idle = new IdleWork({
     busy: (documentId) => this.queues.get(documentId),
@@ -339,15 +342,29 @@ export class DocumentHost {
    * what is left of it. A part not staged is no error: its push is judged as any push.
    */
   stage(documentId: string, bytes: Uint8Array, maxBytes: number): Promise<StageAnswer> {
+    // Parts waiting hold at most what one push may carry: a flood of them is refused at once.
+    const waiting = this.partsWaiting.get(documentId) ?? 0;
+    if (waiting + bytes.byteLength > maxBytes)
+      return Promise.resolve({ staged: false, reason: "too many parts are waiting" });
+    this.partsWaiting.set(documentId, waiting + bytes.byteLength);
+    const done = () => {
+      const left = (this.partsWaiting.get(documentId) ?? 0) - bytes.byteLength;
+      if (left > 0) this.partsWaiting.set(documentId, left);
+      else this.partsWaiting.delete(documentId);
+    };
     return new Promise((resolve) => {
       const staged = async () => {
+        done();
         try {
           resolve(await this.stageNow(documentId, bytes, maxBytes));
         } catch (error) {
           resolve({ staged: false, reason: `the part was not staged: ${describeError(error)}` });
         }
       };
-      this.idle.add(documentId, staged, () => resolve({ staged: false, reason: "the server is closing" }));
+      this.idle.add(documentId, staged, () => {
+        done();
+        resolve({ staged: false, reason: "the server is closing" });
+      });
     });
   }
 
@@ -371,8 +388,14 @@ export class DocumentHost {
     parts.reading = true;
     this.idle.add(documentId, async () => {
       parts.reading = false;
-      if (this.docs.open.get(documentId)?.shadow !== shadow) return;
-      if (readStaged(shadow)) this.readStagedLater(documentId, shadow);
+      const open = this.docs.open.get(documentId);
+      if (open?.shadow !== shadow) return;
+      const more = readStaged(shadow);
+      // What the push's check will look up for these rows, read into the projection meanwhile.
+      await warmStaged(open, shadow, () => this.docs.fill(documentId, open.projection, open.seq)).catch(
+        (error: unknown) => this.logger.debug("docscript: warming a staged part's lookups failed", { error }),
+      );
+      if (more) this.readStagedLater(documentId, shadow);
     });
   }
 

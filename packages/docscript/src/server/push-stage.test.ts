@@ -20,10 +20,13 @@ const maxBytes = 16 * 2 ** 20;
 async function hostWith(snapshot: Uint8Array) {
   const store = createSqliteDocumentStore({ path: ":memory:" });
   const readBefore: number[] = [];
+  const fills: number[] = [];
   const ignore = () => {};
   const logger: Logger = {
     debug(message, fields) {
-      if (message === "docscript: push judged") readBefore.push(Number(fields?.readBefore));
+      if (message !== "docscript: push judged") return;
+      readBefore.push(Number(fields?.readBefore));
+      fills.push(Number(fields?.fills));
     },
     info: ignore,
     warn: ignore,
@@ -33,7 +36,7 @@ async function hostWith(snapshot: Uint8Array) {
   assert.equal(await host.create("doc", token, snapshot), true);
   // Opened as a run's pull opens it.
   await host.snapshot("doc");
-  return { store, host, readBefore };
+  return { store, host, readBefore, fills };
 }
 
 /** A client's copy writing on peer `peer`. */
@@ -95,6 +98,9 @@ test("a push whose parts were staged is answered and stored as without them, rea
     // The staged push's check took its 300 rows from the parts; the plain one read them itself.
     assert.ok((staged.readBefore[0] ?? 0) > 0, `read before: ${staged.readBefore}`);
     assert.deepEqual(plain.readBefore, [0]);
+    // And what its check looks up was read while the parts waited: the push reads nothing more.
+    assert.deepEqual(staged.fills, [0]);
+    assert.ok((plain.fills[0] ?? 0) > 0, `plain fills: ${plain.fills}`);
     const after = LoroDoc.fromSnapshot((await staged.host.snapshot("doc")).bytes);
     assert.deepEqual(after.getMap("entities").toJSON(), client.getMap("entities").toJSON());
   } finally {
@@ -175,9 +181,26 @@ test("a part is refused, and nothing of it imported, when it does not follow, is
       staged: false,
       reason: "the part is not a Loro update",
     });
-    // More than a push may carry.
-    const big = await host.stage("doc", parts[1]!, 10);
-    assert.equal(big.staged, false);
+    // More than a push may carry, waiting or staged.
+    assert.deepEqual(await host.stage("doc", parts[1]!, 10), {
+      staged: false,
+      reason: "too many parts are waiting",
+    });
+    const flood = await Promise.all(
+      Array.from({ length: 4 }, () => host.stage("doc", parts[1]!, parts[1]!.byteLength * 2 + 1)),
+    );
+    // Two fit while they wait (and are then refused as more than the staged parts may carry).
+    assert.deepEqual(
+      flood.map((answer) => answer.reason),
+      [
+        ...Array.from(
+          { length: 2 },
+          () => `the parts would carry more than ${parts[1]!.byteLength * 2 + 1} bytes`,
+        ),
+        "too many parts are waiting",
+        "too many parts are waiting",
+      ],
+    );
     // The runner's push lands whole, reading what its first part read.
     const pushed = await host.push("doc", runner.export({ mode: "update", from }));
     assert.equal(pushed.status, "committed", JSON.stringify(pushed));

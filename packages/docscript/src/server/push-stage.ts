@@ -12,6 +12,7 @@ import { readyForImportOf } from "../document/ready-for-imports.ts";
 import { rowsOfSpans, spansOfUpdate } from "./changed-rows.ts";
 import type { OpenDocument } from "./open-document.ts";
 import { changesIn, unreadableKeys } from "./push-checks.ts";
+import { RowReads, scopeLacking } from "./push-staging.ts";
 
 /** What one run staged in a shadow: its peer's ops from `start` to `end`, and the rows they touched. */
 export interface StagedParts {
@@ -29,6 +30,8 @@ export interface StagedParts {
   /** Rows the parts touched and not read since. */
   readonly unreadEntities: Set<string>;
   readonly unreadRelations: Set<string>;
+  /** Rows read whose check's lookups the projection has not been asked to hold yet. */
+  readonly unwarmed: { readonly entities: Set<string>; readonly relations: Set<string> };
   /** Whether a slice of reads is queued. */
   reading: boolean;
 }
@@ -121,6 +124,7 @@ export function stagePart(
     relations: new Map(),
     unreadEntities: new Set(),
     unreadRelations: new Set(),
+    unwarmed: { entities: new Set(), relations: new Set() },
     reading: false,
   };
   stagedIn.set(shadow, parts);
@@ -143,9 +147,9 @@ export function readStaged(shadow: LoroDoc, most = rowsPerSlice): boolean {
   const parts = stagedIn.get(shadow);
   if (parts === undefined) return false;
   let read = 0;
-  for (const [root, unread, into] of [
-    [ENTITIES, parts.unreadEntities, parts.entities],
-    [RELATIONS, parts.unreadRelations, parts.relations],
+  for (const [root, unread, into, unwarmed] of [
+    [ENTITIES, parts.unreadEntities, parts.entities, parts.unwarmed.entities],
+    [RELATIONS, parts.unreadRelations, parts.relations, parts.unwarmed.relations],
   ] as const) {
     const map = shadow.getMap(root);
     for (const rowId of unread) {
@@ -153,10 +157,38 @@ export function readStaged(shadow: LoroDoc, most = rowsPerSlice): boolean {
       unread.delete(rowId);
       const value = map.get(rowId) as unknown;
       into.set(rowId, value instanceof LoroMap ? value.toJSON() : value);
+      unwarmed.add(rowId);
       read++;
     }
   }
   return false;
+}
+
+/** Fills made at most to warm one slice's rows. */
+const warmFills = 4;
+
+/**
+ * Reads into `open.projection` what the push's check will look up for the rows read since the last
+ * warming (the rows as they were, the check's reach: `scopeLacking`), by `fill`: the push then finds
+ * them held. A cache of the live document's stored rows only: nothing is judged or staged in it.
+ */
+export async function warmStaged(
+  open: OpenDocument,
+  shadow: LoroDoc,
+  fill: () => Promise<void>,
+): Promise<void> {
+  const parts = stagedIn.get(shadow);
+  if (parts === undefined) return;
+  const rows = {
+    entities: new Set(parts.unwarmed.entities),
+    relations: new Set(parts.unwarmed.relations),
+    foreignRoots: new Set<string>(),
+  };
+  parts.unwarmed.entities.clear();
+  parts.unwarmed.relations.clear();
+  if (rows.entities.size + rows.relations.size === 0) return;
+  const reads = new RowReads(shadow, { entities: parts.entities, relations: parts.relations });
+  for (let fills = 0; fills < warmFills && scopeLacking(open.projection, rows, reads); fills++) await fill();
 }
 
 /**
