@@ -272,6 +272,11 @@ function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
   };
 }
 
+/** A host worker's answer to `prepare`: how it reads the document it now holds. */
+interface Prepared {
+  readonly reads: "on-demand" | "whole" | null;
+}
+
 /**
  * A fresh worker for `run`'s document, holding it before the next run asks (ADR 0495): a large
  * document's import and run document (seconds at 100k entities) are not paid inside that run.
@@ -279,7 +284,7 @@ function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
 function prepareWorker(
   workers: ReturnType<typeof keptWorkers>,
   run: HostedRunRequest,
-  ask: (host: HostWorker) => Promise<unknown>,
+  ask: (host: HostWorker) => Promise<Prepared>,
 ): void {
   const { state, byKey, counts } = workers;
   if (state.closed || byKey.has(run.key)) return;
@@ -293,6 +298,10 @@ function prepareWorker(
   byKey.set(run.key, host);
   void host.ready
     .then(() => ask(host))
+    .then((prepared) => {
+      // Known now, the next run does not ask the server's counts to decide how to read.
+      host.reads = prepared.reads ?? undefined;
+    })
     .catch(() => {
       // Not made ready: the next run reads anew on a fresh worker.
       if (byKey.get(run.key) === host) byKey.delete(run.key);
@@ -358,7 +367,7 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
 
   workers.replace.prepare = (run) =>
     prepareWorker(workers, run, (host) =>
-      askHostWorker(host, undefined, {
+      askHostWorker<Prepared>(host, undefined, {
         type: "prepare",
         callId: nextId++,
         key: run.key,

@@ -147,7 +147,7 @@ function prepare(message: Extract<ToHostWorker, { type: "prepare" }>): void {
           replica ??= new LoroDoc();
           replica.import(update);
         }
-        if (replica === undefined) return null;
+        if (replica === undefined) return { reads: null };
         readyForImports(replica);
         const schema = await loadSchema(message.schema.module, message.schema.exportName);
         cache.checkout(message.key, replica, schema, message.limits, rowsSource(message.rows)).release();
@@ -156,7 +156,8 @@ function prepare(message: Extract<ToHostWorker, { type: "prepare" }>): void {
         throw error;
       }
       if (message.catchUp !== true) preparedOnly = true;
-      return null;
+      // How the worker now reads the document: a run opened on it asks the server nothing to decide.
+      return { reads: cache.readsOf(message.key) ?? null };
     }).then((answer) => post(port, { callId: message.callId, ...answer }, { type: "answer" })),
   );
 }

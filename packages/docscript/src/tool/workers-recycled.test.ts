@@ -162,3 +162,51 @@ describe("a host worker a committed plan would take past its bound", () => {
     assert.equal(hosts.stats().stopped, ready.stopped, "a run was stopped");
   });
 });
+
+describe("a host worker made ready in place of a replaced one", () => {
+  const pool = createEditScriptPool({ size: 1, timeoutMs: 60_000 });
+  after(() => pool.close());
+
+  it("tells the next run how it reads the document: the run asks the server nothing to decide", async () => {
+    const hosts = sessionHostsOf(pool);
+    const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
+    // The server's rows, as a document too large to read whole: a script that reads nothing asks
+    // them only to learn the document's size (a lookup of nothing, answered with the kinds' counts).
+    const asked: number[] = [];
+    const rows = {
+      source: () => async (lookups: readonly unknown[]) => {
+        asked.push(lookups.length);
+        if (lookups.length > 0) throw new Error("the script reads no rows");
+        return { version: "", results: [], counts: { entities: { clip: 100_000 }, relations: {} } };
+      },
+      aboveEntities: 1000,
+    };
+    const run = (script: string) =>
+      runEditScript(
+        { pool, schema, hooks: {}, rows },
+        { docId: "host-prepared", replica, version: "v", script },
+      );
+    const first = await run("console.log('first');");
+    assert.ok(first.ok, JSON.stringify(first));
+    assert.deepEqual(asked, [0], "the first run learns the document's size");
+    const kept = await run("console.log('kept');");
+    assert.ok(kept.ok, JSON.stringify(kept));
+    assert.deepEqual(asked, [0], "a run on the worker keeping the document asked the server");
+
+    // A plan past the worker's bound is being committed: the worker is replaced, its successor made
+    // ready with the document before the next run asks.
+    const before = hosts.stats();
+    hosts.replaceOutgrown(replica, 1024 ** 3);
+    const key = `${String(schema.module)}#${schema.exportName}#host-prepared`;
+    await until(() => hosts.stats().prepared > before.prepared, "a fresh host worker takes the document");
+    await until(() => hosts.readsOf(key) !== undefined, "the fresh host worker holds the document");
+    const next = await run("console.log('prepared');");
+    assert.ok(next.ok, JSON.stringify(next));
+    assert.equal(
+      hosts.stats().started,
+      before.started + 1,
+      "the next run did not run on the prepared worker",
+    );
+    assert.deepEqual(asked, [0], "the run on the prepared worker asked the server to decide how to read");
+  });
+});
