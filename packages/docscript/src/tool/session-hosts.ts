@@ -74,6 +74,12 @@ export interface SessionHosts {
    */
   replaceOutgrown(replica: LoroDoc, bytes: number): void;
   /**
+   * Loro's memory (bytes) the worker keeping `key` had grown by since it opened its document, as it said
+   * when its last run closed (undefined before): what its bound (`recycleAboveMb`) is held to. For tests
+   * and benches.
+   */
+  grownOf(key: string): number | undefined;
+  /**
    * Counts for tests and benches: host workers started, terminated mid-run (`stopped`), replaced
    * between runs past their memory bound (`recycled`), made ready with a replaced one's document
    * (`prepared`), and caught up with their replica between runs (`caughtUp`).
@@ -427,6 +433,11 @@ export function createSessionHosts(options: SessionHostsOptions = {}): SessionHo
       if (workers.state.closed) return;
       for (const host of workers.byKey.values())
         catchUpWorker(workers, host, replica, catchUp, (key) => snapshots.drop(key));
+    },
+    grownOf(key) {
+      const host = workers.byKey.get(key);
+      // Nothing said yet: no run has closed on it.
+      return host === undefined || host.openBytes === 0 ? undefined : host.grownBytes;
     },
     stats: () => ({ ...workers.counts, live: workers.all.size }),
     async close() {

@@ -8,7 +8,7 @@
  */
 import { type MessagePort, parentPort } from "node:worker_threads";
 import { LoroDoc } from "loro-crdt";
-import { sizeLoroHeadroom } from "../document/loro-memory.ts";
+import { keepLoroHeadroom, sizeLoroHeadroom } from "../document/loro-memory.ts";
 import { readyForImports } from "../document/ready-for-imports.ts";
 import { toFailure } from "../sandbox/run-gate.ts";
 import type { HostChannelCall, SandboxFailure, SyncAnswer } from "../sandbox/sandbox-protocol.ts";
@@ -151,6 +151,9 @@ function prepare(message: Extract<ToHostWorker, { type: "prepare" }>): void {
         readyForImports(replica);
         const schema = await loadSchema(message.schema.module, message.schema.exportName);
         cache.checkout(message.key, replica, schema, message.limits, rowsSource(message.rows)).release();
+        // The headroom the next run's first write would make (ADR 0502) is made now: growing Loro's memory
+        // starts a full marking of this thread's heap, paid here rather than in that run.
+        keepLoroHeadroom();
       } catch (error) {
         unusable ??= (error as Error).message;
         throw error;

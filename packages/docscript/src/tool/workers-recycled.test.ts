@@ -210,3 +210,29 @@ describe("a host worker made ready in place of a replaced one", () => {
     assert.deepEqual(asked, [0], "the run on the prepared worker asked the server to decide how to read");
   });
 });
+
+describe("a host worker made ready before its first run", () => {
+  const pool = createEditScriptPool({ size: 1, timeoutMs: 60_000 });
+  after(() => pool.close());
+
+  it("has made Loro's headroom already: its first run's small write grows Loro's memory by nothing", async () => {
+    const hosts = sessionHostsOf(pool);
+    const replica = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
+    const key = `${String(schema.module)}#${schema.exportName}#host-headroom`;
+    const run = (script: string) =>
+      runEditScript({ pool, schema, hooks: {} }, { docId: "host-headroom", replica, version: "v", script });
+    const first = await run("console.log(entities.list({ limit: 1 }).length);");
+    assert.ok(first.ok, JSON.stringify(first));
+
+    // Replaced (a plan past its bound is being committed): its successor is made ready meanwhile.
+    const before = hosts.stats();
+    hosts.replaceOutgrown(replica, 1024 ** 3);
+    await until(() => hosts.stats().prepared > before.prepared, "a fresh host worker takes the document");
+    await until(() => hosts.readsOf(key) !== undefined, "the fresh host worker holds the document");
+    const write = await run("entities.create({ entityKind: 'track', payload: { role: 'overlay' } });");
+    assert.ok(write.ok, JSON.stringify(write));
+    assert.equal(hosts.stats().started, before.started + 1, "the write did not run on the prepared worker");
+    await until(() => hosts.grownOf(key) !== undefined, "the worker says what its first run grew");
+    assert.equal(hosts.grownOf(key), 0, "the first run grew Loro's memory (the headroom was made in it)");
+  });
+});
