@@ -128,6 +128,28 @@ console.log(markers.length);`,
   await tool.close();
 }
 
+/**
+ * A move of a track's last clip to its front: the move asks for the clip (the relation's target) and
+ * for the track's first clips (its new place) in one request, then for what its checks reach.
+ */
+async function moveAsksOnceForPlace(): Promise<void> {
+  const reads = "const [last] = relations.of('track-1', 'contain', { last: 1 });";
+  const requestsOf = async (script: string) => {
+    const { counted, fetchImpl } = countingFetch();
+    const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
+    const run = await tool.handle({ op: "run-edit-script", doc_id: "on-demand", script });
+    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run).slice(0, 400));
+    await tool.close();
+    return { requests: counted.requests, run };
+  };
+  const read = await requestsOf(reads);
+  const moved = await requestsOf(`${reads}\nrelations.move(last.relationId, { index: 0 });`);
+  assert.ok(moved.run.ok && moved.run.op === "run-edit-script");
+  assert.equal(moved.run.preview.counts.moved, 1);
+  // The clip with the track's first clips, then what its checks reach: three requests (four before).
+  assert.equal(moved.requests - read.requests, 3, "requests of the move");
+}
+
 describe("runs that read rows on demand", { timeout: 900_000 }, () => {
   before(async () => {
     harness = await startHarness();
@@ -194,6 +216,14 @@ describe("runs that read rows on demand", { timeout: 900_000 }, () => {
       timeout: 600_000,
     },
     loopReadsAhead,
+  );
+
+  test(
+    "a move asks for the relation's target and its new place in one request",
+    {
+      timeout: 600_000,
+    },
+    moveAsksOnceForPlace,
   );
 
   test("reads, refusals, errors and plans answer as on a tool that reads the document whole", {

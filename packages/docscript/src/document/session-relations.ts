@@ -185,11 +185,18 @@ function move(context: SessionContext, relationId: string, target: MoveTarget): 
   const holderId = target.endpoint0EntityId ?? relation.endpoint0EntityId;
   if (relation.slot !== undefined) return moveSlot(context, relation, holderId);
   const holder = requireStored(holderId);
+  const place = () => positionAround(relation.relationKind, holderId, target.index, relationId);
+  // The new place is read before the target, when this holder's relations of the kind are ordered: on a
+  // projection reading rows on demand both are then asked in one request, not one after the other. A
+  // place read while rows were lacking never lands (the write throws `RowsNeeded` and runs again).
+  const placed = ownValue(schema.relations, relation.relationKind)?.shapes.some(
+    (candidate) => candidate.ordered === true && candidate.from.includes(holder.entityKind),
+  )
+    ? place()
+    : undefined;
   const to = requireStored(relation.endpoint1EntityId);
   const shape = matchShape(schema, relation.relationKind, holder.entityKind, to.entityKind);
-  const position = shape?.ordered
-    ? positionAround(relation.relationKind, holderId, target.index, relationId)
-    : undefined;
+  const position = shape?.ordered ? (placed ?? place()) : undefined;
   const json = {
     [RELATION_KIND]: relation.relationKind,
     [RELATION_ENDPOINT0]: holderId,
