@@ -65,6 +65,9 @@ describe("runs that stage their update ahead of its push", { timeout: 900_000 },
       committed.ok && committed.op === "commit-plan" && committed.status === "committed",
       JSON.stringify(committed).slice(0, 400),
     );
+    // The plan's id is on its changes (the last of its writes went in a part): the server knows it.
+    const state = await harness.client.planState("staged", run.plan_id);
+    assert.equal(state.state, "applied");
     const now = await harness.client.entities("staged", { kinds: ["sequence-marker"], limit: 20 });
     assert.deepEqual(
       now.entities.map((marker) => [marker.entityId, marker.payload.startMs]),

@@ -34,19 +34,12 @@ import {
   relationPageOf,
   rowLookupOf,
 } from "./page-answers.ts";
+import { PartStager } from "./part-stager.ts";
 import { plansApplied } from "./plan-index.ts";
 import { appliedPlans, unreadableKeys } from "./push-checks.ts";
 import { type Judged, judgeFilled, type Prepared, preparePush } from "./push-judge.ts";
 import type { PushResult } from "./push-result.ts";
-import {
-  partsFitPush,
-  readStaged,
-  type StageAnswer,
-  stagedIdleMs,
-  stagedOf,
-  stagePart,
-  warmStaged,
-} from "./push-stage.ts";
+import { partsFitPush, type StageAnswer } from "./push-stage.ts";
 import { allRowChanges, membersOfRow } from "./row-members.ts";
 import type { EntityPage, RelationPage, RowLookup, RowLookupAnswer } from "./row-reads.ts";
 import { storeProjection } from "./store-rows.ts";
@@ -74,8 +67,8 @@ export class DocumentHost {
   private readonly docs: OpenDocuments;
   private readonly queues = new Map<string, Promise<unknown>>();
   private readonly waiters: AppendWaiters;
-  /** Bytes of the parts waiting per document. */
-  private readonly partsWaiting = new Map<string, number>();
+  /** Parts of runs' updates staged ahead of their pushes (ADR 0508). */
+  private readonly stager: PartStager;
   /** Work done while a document is asked nothing: staged parts (ADR 0508). */
   private readonly idle = new IdleWork({
     busy: (documentId) => this.queues.get(documentId),
@@ -103,6 +96,7 @@ export class DocumentHost {
       indexLater: (documentId) => this.indexLater(documentId),
     });
     this.pages = { store: this.store, schema: this.schema, docs: this.docs };
+    this.stager = new PartStager({ docs: this.docs, idle: this.idle, logger: this.logger });
   }
 
   /** Creates a document (empty, or from a snapshot that must project cleanly). False when it exists. */
@@ -337,66 +331,11 @@ export class DocumentHost {
   }
 
   /**
-   * Stages a part of a run's update ahead of its push (ADR 0508): imported into the open document's
-   * shadow and its rows read, as work done only while no call waits (`IdleWork`); a push first does
-   * what is left of it. A part not staged is no error: its push is judged as any push.
+   * Stages a part of a run's update ahead of its push (ADR 0508), as work done while the document is
+   * asked nothing else; a part not staged is no error: its push is judged as any push.
    */
   stage(documentId: string, bytes: Uint8Array, maxBytes: number): Promise<StageAnswer> {
-    // Parts waiting hold at most what one push may carry: a flood of them is refused at once.
-    const waiting = this.partsWaiting.get(documentId) ?? 0;
-    if (waiting + bytes.byteLength > maxBytes)
-      return Promise.resolve({ staged: false, reason: "too many parts are waiting" });
-    this.partsWaiting.set(documentId, waiting + bytes.byteLength);
-    const done = () => {
-      const left = (this.partsWaiting.get(documentId) ?? 0) - bytes.byteLength;
-      if (left > 0) this.partsWaiting.set(documentId, left);
-      else this.partsWaiting.delete(documentId);
-    };
-    return new Promise((resolve) => {
-      const staged = async () => {
-        done();
-        try {
-          resolve(await this.stageNow(documentId, bytes, maxBytes));
-        } catch (error) {
-          resolve({ staged: false, reason: `the part was not staged: ${describeError(error)}` });
-        }
-      };
-      this.idle.add(documentId, staged, () => {
-        done();
-        resolve({ staged: false, reason: "the server is closing" });
-      });
-    });
-  }
-
-  private async stageNow(documentId: string, bytes: Uint8Array, maxBytes: number): Promise<StageAnswer> {
-    const open = this.docs.open.get(documentId);
-    if (open === undefined) return { staged: false, reason: "the document is not open on this server" };
-    // Another run's parts, left by a run that ended without pushing them, give way.
-    const left = stagedOf(open.shadow);
-    if (left !== undefined && Date.now() - left.lastAt > stagedIdleMs) open.shadow = undefined;
-    const shadow = await this.docs.shadowOf(documentId, open);
-    const { staged, reason, dropShadow } = stagePart(open, shadow, bytes, maxBytes);
-    if (dropShadow === true) open.shadow = undefined;
-    if (staged) this.readStagedLater(documentId, shadow);
-    return reason === undefined ? { staged } : { staged, reason };
-  }
-
-  /** Reads the rows staged in `shadow` a slice at a time, as idle work, until none is left unread. */
-  private readStagedLater(documentId: string, shadow: LoroDoc): void {
-    const parts = stagedOf(shadow);
-    if (parts === undefined || parts.reading) return;
-    parts.reading = true;
-    this.idle.add(documentId, async () => {
-      parts.reading = false;
-      const open = this.docs.open.get(documentId);
-      if (open?.shadow !== shadow) return;
-      const more = readStaged(shadow);
-      // What the push's check will look up for these rows, read into the projection meanwhile.
-      await warmStaged(open, shadow, () => this.docs.fill(documentId, open.projection, open.seq)).catch(
-        (error: unknown) => this.logger.debug("docscript: warming a staged part's lookups failed", { error }),
-      );
-      if (more) this.readStagedLater(documentId, shadow);
-    });
+    return this.stager.stage(documentId, bytes, maxBytes);
   }
 
   /** Waits for queued work (a compaction that runs after its push answered) and drops open documents. */

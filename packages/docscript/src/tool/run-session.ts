@@ -178,7 +178,11 @@ export function openRunSession(
   doc.setPeerId(input.peerId as `${number}`);
   const remote = demandOf(base);
   if (remote !== undefined) remote.readsAhead = true;
-  const staging = runStaging(doc, host.stage);
+  const planCommit = {
+    message: JSON.stringify({ planId: input.planId, actor: input.actor ?? null }),
+    origin: "docscript-plan",
+  };
+  const staging = runStaging(doc, host.stage, planCommit);
   const { createId, filled } = askedUntilFilled(remote, (work) => host.reading?.(work) ?? work());
   // Starts from an overlay of the base projection: nothing the run writes reaches `base`.
   const session = openDocument(doc, schema, { role: "script", projection: base, createId });
@@ -262,10 +266,7 @@ export function openRunSession(
         );
       const issues = await filled(planIssues, false);
       if (issues.length > 0) throw DocScriptError.fromIssues("plan_refused", issues);
-      doc.commit({
-        message: JSON.stringify({ planId: input.planId, actor: input.actor ?? null }),
-        origin: "docscript-plan",
-      });
+      doc.commit(planCommit);
       const update = doc.export({ mode: "update", from: baseVersion });
       const createdFileKeys = (await filled(() => [...created].map((id) => session.entities.get(id)), false))
         .filter(

@@ -21,40 +21,54 @@ export const atomsPerPart = 1_000;
 export interface RunStaging {
   /** Called after each write call: stages what the run wrote since the last part, when it is enough. */
   afterWrite(): void;
-  /** No more parts (the script has ended: its push follows). */
+  /**
+   * The script has ended: a run that staged parts stages the rest of its writes now (the server takes
+   * them while the run's end checks go on), then no more.
+   */
   stop(): void;
 }
 
-/** The staging of the run writing on `doc` (its own peer), from the run's base version. */
-export function runStaging(doc: LoroDoc, stage: StagePart | undefined): RunStaging {
+/**
+ * The staging of the run writing on `doc` (its own peer), from the run's base version. A part's writes
+ * are committed with the plan's own commit options (`planCommit`): the plan's id is read off its
+ * changes' messages, and a run whose last writes were staged has no change left for the plan's own.
+ */
+export function runStaging(
+  doc: LoroDoc,
+  stage: StagePart | undefined,
+  planCommit: { readonly message: string; readonly origin: string },
+): RunStaging {
   if (stage === undefined) return { afterWrite() {}, stop() {} };
   const peer = doc.peerIdStr;
-  let staged = doc.oplogVersion().get(peer) ?? 0;
+  const base = doc.oplogVersion().get(peer) ?? 0;
+  let staged = base;
   let stopped = false;
+  const stageWritten = (atLeast: number) => {
+    if (stopped) return;
+    const written = (doc.oplogVersion().get(peer) ?? 0) + doc.getPendingTxnLength();
+    if (written - staged < atLeast) return;
+    doc.commit(planCommit);
+    const end = doc.oplogVersion().get(peer) ?? 0;
+    for (let counter = staged; counter < end; counter += atomsPerPart) {
+      const part = doc.export({
+        mode: "updates-in-range",
+        spans: [{ id: { peer, counter }, len: Math.min(atomsPerPart, end - counter) }],
+      });
+      stage(part).then(
+        (answer) => {
+          if (!answer.staged) stopped = true;
+        },
+        () => {
+          stopped = true;
+        },
+      );
+    }
+    staged = end;
+  };
   return {
-    afterWrite() {
-      if (stopped) return;
-      const written = (doc.oplogVersion().get(peer) ?? 0) + doc.getPendingTxnLength();
-      if (written - staged < stageAfterAtoms) return;
-      doc.commit();
-      const end = doc.oplogVersion().get(peer) ?? 0;
-      for (let counter = staged; counter < end; counter += atomsPerPart) {
-        const part = doc.export({
-          mode: "updates-in-range",
-          spans: [{ id: { peer, counter }, len: Math.min(atomsPerPart, end - counter) }],
-        });
-        stage(part).then(
-          (answer) => {
-            if (!answer.staged) stopped = true;
-          },
-          () => {
-            stopped = true;
-          },
-        );
-      }
-      staged = end;
-    },
+    afterWrite: () => stageWritten(stageAfterAtoms),
     stop() {
+      if (staged > base) stageWritten(1);
       stopped = true;
     },
   };
