@@ -50,15 +50,17 @@ export const stagedIdleMs = 30_000;
 /** Rows read out of Loro per queued slice (~70 µs a row at 100k entities: a slice takes ~35 ms). */
 export const rowsPerSlice = 500;
 
+/** What the server answers a part. */
 export interface StageAnswer {
   readonly staged: boolean;
   /** Why a part was not staged (the push is judged without it, as any push). */
   readonly reason?: string;
-  /** The shadow took ops it must not keep: the caller drops it. */
-  readonly dropShadow?: boolean;
 }
 
-const refused = (reason: string): StageAnswer => ({ staged: false, reason });
+/** A part staged or not, and whether the shadow took ops it must not keep (the caller drops it). */
+type PartOutcome = StageAnswer & { readonly dropShadow?: boolean };
+
+const refused = (reason: string): PartOutcome => ({ staged: false, reason });
 
 /**
  * Stages one part of a run's update in `shadow`, a replica of `open.doc` (or one holding only this
@@ -71,7 +73,7 @@ export function stagePart(
   bytes: Uint8Array,
   maxBytes: number,
   now = Date.now(),
-): StageAnswer {
+): PartOutcome {
   let meta: ReturnType<typeof decodeImportBlobMeta>;
   try {
     meta = decodeImportBlobMeta(bytes, true);
@@ -212,8 +214,8 @@ export function partsFitPush(open: OpenDocument, bytes: Uint8Array): boolean {
 }
 
 /**
- * Takes the parts out of `fork` (the shadow a push imports into): the frontiers the push is judged
- * from (the live document's when parts were staged), and the rows read, less those `touched` since.
+ * Takes the parts out of `fork`, the shadow a push imports into: they say the frontiers the push is
+ * judged from (the live document's when the first part came) and the rows they read.
  */
 export function takeStaged(fork: LoroDoc): StagedParts | undefined {
   const parts = stagedIn.get(fork);

@@ -247,7 +247,7 @@ export function openRunSession(
     async finish(outcome: ScriptOutcome): Promise<EditScriptPlanBody> {
       open();
       ended = true;
-      staging.stop();
+      staging.stop(outcome.ok);
       // The script's calls are over: what the run still reads, its end checks ask for themselves.
       if (remote !== undefined) remote.readsAhead = false;
       // The sandbox reports its own codes or the code of a DocScriptError the script caused.

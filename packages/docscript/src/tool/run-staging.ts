@@ -22,10 +22,10 @@ export interface RunStaging {
   /** Called after each write call: stages what the run wrote since the last part, when it is enough. */
   afterWrite(): void;
   /**
-   * The script has ended: a run that staged parts stages the rest of its writes now (the server takes
-   * them while the run's end checks go on), then no more.
+   * The script has ended: no more parts. With `rest`, a run that staged parts stages the rest of its
+   * writes first (the server takes them while the run's end checks go on); a failed run stages none.
    */
-  stop(): void;
+  stop(rest: boolean): void;
 }
 
 /**
@@ -67,8 +67,8 @@ export function runStaging(
   };
   return {
     afterWrite: () => stageWritten(stageAfterAtoms),
-    stop() {
-      if (staged > base) stageWritten(1);
+    stop(rest) {
+      if (rest && staged > base) stageWritten(1);
       stopped = true;
     },
   };
