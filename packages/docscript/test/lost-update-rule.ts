@@ -17,6 +17,12 @@
  * - SQLite, 2 December 2026: all 250 seeds passed, on main at ae8d289 (10:18–10:23 UTC, load 8–21) and
  *   at 6d27976 (11:30–11:56 UTC, load 21–33): 12,511 plans in 4,843 counted rounds: 11,332 committed,
  *   1,179 conflicted; `applyRemaining` 158 stored, 139 refused.
+ *
+ * Since ADR 0508 every push may come after staged parts (its own update's, in parts of one to four
+ * atoms; a prefix of any plan of the round's; or both), drawn apart from the plans, so each seed plays
+ * the plans it played before. Full run on SQLite, main at ed0e0f7, 3 December 2026 13:29–13:33 UTC,
+ * load 4–5: all 250 seeds passed, the same 12,511 plans in 4,843 counted rounds (11,332 committed,
+ * 1,179 conflicted; `applyRemaining` 158 stored, 139 refused); 69,109 parts sent, 49,359 staged.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
