@@ -16,6 +16,9 @@ interface Item {
   readonly dropped: () => void;
 }
 
+/** How long idle work waits after the document's last call before it goes on. */
+export const quietAfterCallMs = 5;
+
 export class IdleWork {
   private readonly items = new Map<string, Item[]>();
   private readonly kicked = new Set<string>();
@@ -52,8 +55,8 @@ export class IdleWork {
   }
 
   /**
-   * Runs the next item once the document's calls are done; a macrotask later each time, so requests
-   * already received queue their calls first.
+   * Runs the next item once the document's calls are done (`quietAfterCallMs` after the last), a
+   * macrotask after the item before, so requests already received queue their calls first.
    */
   private kick(documentId: string): void {
     if (this.kicked.has(documentId)) return;
@@ -63,7 +66,8 @@ export class IdleWork {
       if (!this.items.has(documentId)) return;
       const busy = this.turns.busy(documentId);
       if (busy !== undefined) {
-        void busy.then(() => this.kick(documentId));
+        // A caller that just had its answer usually asks again at once (a run's next lookup): it goes first.
+        void busy.then(() => setTimeout(() => this.kick(documentId), quietAfterCallMs));
         return;
       }
       const item = this.take(documentId);

@@ -47,8 +47,11 @@ export function stagedOf(shadow: LoroDoc | undefined): StagedParts | undefined {
 /** A staged run's parts give way to another run's once none came for this long (that run ended). */
 export const stagedIdleMs = 30_000;
 
-/** Rows read out of Loro per queued slice (~70 µs a row at 100k entities: a slice takes ~35 ms). */
-export const rowsPerSlice = 500;
+/**
+ * Rows read out of Loro per queued slice (~70 µs a row at 100k entities, and the warming of their
+ * lookups: a slice takes ~25 ms, which a run's lookup waits at most).
+ */
+export const rowsPerSlice = 200;
 
 /** What the server answers a part. */
 export interface StageAnswer {
