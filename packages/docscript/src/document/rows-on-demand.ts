@@ -23,8 +23,9 @@ import {
   windowPageKey,
 } from "./demand-keys.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
-import { idsPerLookup, manyAtOnce, membersPerPage, type Paged, type Pending } from "./lookup-batches.ts";
+import { idsPerLookup, manyAtOnce, membersPerPage, type Pending } from "./lookup-batches.ts";
 import type { OnDemandProjection } from "./on-demand-projection.ts";
+import { maxListedRelations, pageLookups } from "./page-lookups.ts";
 import type { Lookup } from "./projection.ts";
 import type { PageCounts, RowLookup, RowSource, RowSourceAnswer } from "./row-source.ts";
 import { decodeVersion } from "./version.ts";
@@ -33,8 +34,6 @@ import { decodeVersion } from "./version.ts";
 const lookupsPerRequest = 64;
 /** The most of a holder's ordered relations read from one end (`orderedRelations`); past it, all are read. */
 export const maxOrderedPage = 1000;
-/** The most relations of a kind a listing reads (the read bound: more are read by entity). */
-export const maxListedRelations = 20_000;
 /** Relations and variants read along with an entity looked up: answered whole below this many. */
 export const speculativeLimit = 100;
 /** Entities looked up in one fill up to which their relations and variants are read along. */
@@ -88,7 +87,7 @@ type Wanted =
 export type { Wanted };
 
 /** A listing read: every stored item of it up to `end` (all, when `exhausted`) is held. */
-interface ReadPage {
+export interface ReadPage {
   readonly end: string | undefined;
   readonly exhausted: boolean;
   /** A relation listing not read: the kind has this many relations, more than are listed on demand. */
@@ -326,7 +325,10 @@ export class RowsOnDemand {
         }
       }
     for (const lookup of manyAtOnce(wanted, paged, (entry) => pending.push(entry))) pending.push(lookup);
-    await this.pageLookups(wanted, paged, (entry) => pending.push(entry));
+    await pageLookups(wanted, paged, (entry) => pending.push(entry), {
+      pages: this.pages,
+      countsNow: () => this.countsNow(),
+    });
     while (pending.length > 0) {
       const batch = pending.splice(0, lookupsPerRequest);
       const answer = await ask(batch.map((entry) => entry.lookup));
@@ -350,75 +352,6 @@ export class RowsOnDemand {
       // A row claims its own id: an entity (relation) found nowhere has no row of that id either.
       if (entry.lookup === "entity" || entry.lookup === "relation")
         this.known.add(keyOf(entry.lookup === "entity" ? "row" : "relationRow", entry.id));
-    }
-  }
-
-  /** The listings' pages wanted (windows, entity pages, relations of a kind), each recorded once read. */
-  private async pageLookups(
-    wanted: readonly [string, Wanted][],
-    paged: Paged,
-    push: (entry: Pending) => void,
-  ): Promise<void> {
-    for (const [, entry] of wanted) {
-      if (entry.lookup === "endpoint" || entry.lookup === "variants" || entry.lookup === "identity") continue;
-      if (entry.lookup === "touchingPage") {
-        // The first relations touching an entity: fewer than asked for is all of them.
-        const key = touchingPageKey(entry.id, entry.count);
-        push({
-          lookup: { members: "relation", endpoint: entry.id, limit: entry.count },
-          done: (result) => this.pages.set(key, { end: result.last, exhausted: result.found < entry.count }),
-        });
-      } else if (entry.lookup === "orderedPage") {
-        // A holder's first (last) relations of a kind by position, from the store's index.
-        const key = orderedPageKey(entry.kind, entry.holder, entry.from, entry.count);
-        push({
-          lookup: {
-            members: "relation",
-            ordered: { holder: entry.holder, kind: entry.kind, from: entry.from },
-            limit: entry.count,
-          },
-          done: () => this.pages.set(key, { end: undefined, exhausted: true }),
-        });
-      } else if (entry.lookup === "windowPage") {
-        // The kind's entities in the window, from the store's index: every one of them up to the
-        // page's end is held (the session checks each against the window as it sees it).
-        const key = windowPageKey(entry.kind, entry.window, entry.after, entry.count);
-        push(
-          paged(
-            { members: "entity", kinds: [entry.kind], range: entry.window, limit: 0 },
-            (end, exhausted) => this.pages.set(key, { end, exhausted }),
-            entry.count,
-            entry.after,
-          ),
-        );
-      } else if (entry.lookup === "entityPage") {
-        const key = entityPageKey(entry.kind, entry.after, entry.count);
-        push(
-          paged(
-            { members: "entity", ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }), limit: 0 },
-            (end, exhausted) => this.pages.set(key, { end, exhausted }),
-            entry.count,
-            entry.after,
-          ),
-        );
-      } else if (entry.lookup === "relationPage") {
-        const key = relationPageKey(entry.kind);
-        const counts = await this.countsNow();
-        const total =
-          entry.kind === undefined
-            ? Object.values(counts.relations).reduce((sum, count) => sum + count, 0)
-            : (counts.relations[entry.kind] ?? 0);
-        if (total > maxListedRelations) {
-          this.pages.set(key, { end: undefined, exhausted: false, tooMany: total });
-          continue;
-        }
-        push(
-          paged(
-            { members: "relation", ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }), limit: 0 },
-            (end) => this.pages.set(key, { end, exhausted: true }),
-          ),
-        );
-      }
     }
   }
 
@@ -502,4 +435,12 @@ export class RowsOnDemand {
   }
 }
 
-export { entityPageKey, keyOf, orderedPageKey, relationPageKey, touchingPageKey, windowPageKey };
+export {
+  entityPageKey,
+  keyOf,
+  maxListedRelations,
+  orderedPageKey,
+  relationPageKey,
+  touchingPageKey,
+  windowPageKey,
+};
