@@ -55,6 +55,15 @@ function markerFields(client: LoroDoc, count: number): LoroMap[] {
   });
 }
 
+/** A client on peer `peer` that set the first `count` markers' starts to `start(index)`, and its version before. */
+function markersMoved(snapshot: Uint8Array, peer: number, count: number, start: (index: number) => number) {
+  const client = clientOf(snapshot, peer);
+  const from = client.oplogVersion();
+  for (const [index, fields] of markerFields(client, count).entries()) fields.set("startMs", start(index));
+  client.commit();
+  return { client, from };
+}
+
 /** `client`'s ops on its peer from `from` to `to`, in parts of `size` atoms. */
 function partsOf(client: LoroDoc, from: number, to: number, size: number): Uint8Array[] {
   const peer = client.peerIdStr;
@@ -79,11 +88,7 @@ test("a push whose parts were staged is answered and stored as without them, rea
   const staged = await hostWith(snapshot);
   const plain = await hostWith(snapshot);
   try {
-    const client = clientOf(snapshot, 41);
-    const from = client.oplogVersion();
-    for (const [index, fields] of markerFields(client, 300).entries())
-      fields.set("startMs", 90_000 + index * 10);
-    client.commit();
+    const { client, from } = markersMoved(snapshot, 41, 300, (index) => 90_000 + index * 10);
     const written = client.oplogVersion().get("41") ?? 0;
     for (const part of partsOf(client, 0, written, 70))
       assert.deepEqual(await staged.host.stage("doc", part, maxBytes), { staged: true });
@@ -151,10 +156,7 @@ test("a part is refused, and nothing of it imported, when it does not follow, is
   const { snapshot } = largeTimeline(10);
   const { host, readBefore } = await hostWith(snapshot);
   try {
-    const runner = clientOf(snapshot, 61);
-    const from = runner.oplogVersion();
-    for (const [index, fields] of markerFields(runner, 6).entries()) fields.set("startMs", 200_000 + index);
-    runner.commit();
+    const { client: runner, from } = markersMoved(snapshot, 61, 6, (index) => 200_000 + index);
     const parts = partsOf(runner, 0, 6, 2);
     assert.equal((await host.stage("doc", parts[0]!, maxBytes)).staged, true);
     // Skips a part: its ops depend on ones the server does not hold.
@@ -247,10 +249,7 @@ test("a call that comes while parts wait is answered first, and a push does the 
   const { snapshot } = largeTimeline(50);
   const { host, readBefore } = await hostWith(snapshot);
   try {
-    const runner = clientOf(snapshot, 81);
-    const from = runner.oplogVersion();
-    for (const [index, fields] of markerFields(runner, 50).entries()) fields.set("startMs", 600_000 + index);
-    runner.commit();
+    const { client: runner, from } = markersMoved(snapshot, 81, 50, (index) => 600_000 + index);
     const order: string[] = [];
     const parts = partsOf(runner, 0, 50, 10).map((part, index) =>
       host.stage("doc", part, maxBytes).then((answer) => order.push(`part ${index} ${answer.staged}`)),
