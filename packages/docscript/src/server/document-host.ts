@@ -37,7 +37,7 @@ import {
 import { PartStager } from "./part-stager.ts";
 import { plansApplied } from "./plan-index.ts";
 import { appliedPlans, unreadableKeys } from "./push-checks.ts";
-import { type Judged, judgeFilled, type Prepared, preparePush } from "./push-judge.ts";
+import { decodePush, type Judged, judgeFilled, type Prepared, preparePush } from "./push-judge.ts";
 import type { PushResult } from "./push-result.ts";
 import { partsFitPush, type StageAnswer } from "./push-stage.ts";
 import { allRowChanges, membersOfRow } from "./row-members.ts";
@@ -257,10 +257,12 @@ export class DocumentHost {
     await this.idle.drain(documentId);
     for (let attempt = 0; ; attempt++) {
       const open = await this.docs.withIssues(documentId);
+      const decoded = decodePush(bytes);
+      if ("result" in decoded) return decoded.result;
       // Parts staged of another update than this one are not judged with it (ADR 0508).
-      if (!partsFitPush(open, bytes)) open.shadow = undefined;
+      if (!partsFitPush(open, decoded.meta)) open.shadow = undefined;
       await this.docs.shadowOf(documentId, open);
-      const prepared = preparePush(open, bytes);
+      const prepared = preparePush(open, bytes, decoded.meta);
       if ("result" in prepared) return prepared.result;
       if (
         prepared.planIds.length > 0 &&

@@ -10,7 +10,7 @@ import {
   type ImportBlobMetadata,
   type LoroDoc,
 } from "loro-crdt";
-import { readyForImportOf } from "../document/ready-for-imports.ts";
+import { readyForImportInto } from "../document/ready-for-imports.ts";
 import { encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { formatIssue } from "../schema/docscript-error.ts";
@@ -68,24 +68,38 @@ interface Judged {
 }
 
 /**
+ * A push's metadata, decoded once for the checks before its import (`partsFitPush`, `preparePush`),
+ * or its answer when it is not an update.
+ */
+export function decodePush(bytes: Uint8Array): { meta: ImportBlobMetadata } | { result: PushResult } {
+  const reject = (reason: string): { result: PushResult } => ({
+    result: { status: "rejected", reasons: [reason], issues: [] },
+  });
+  let meta: ImportBlobMetadata;
+  try {
+    meta = decodeImportBlobMeta(bytes, true);
+  } catch (error) {
+    return reject(`the bytes are not a Loro update: ${describeError(error)}`);
+  }
+  if (meta.mode !== "update" && meta.mode !== "outdated-update")
+    return reject(`a push carries an update, not a ${meta.mode}`);
+  return { meta };
+}
+
+/**
  * Imports the update into the document's fork (a replica kept in step with the live document, made
  * anew only after a rejected push polluted it) and finds the rows it touched; answers at once a push
  * that is not an update, does not import, or was applied before (its bytes; a plan applied before
  * under other bytes is found in the plan index by the caller).
  */
-export function preparePush(open: OpenDocument, bytes: Uint8Array): Prepared | { result: PushResult } {
+export function preparePush(
+  open: OpenDocument,
+  bytes: Uint8Array,
+  meta: ImportBlobMetadata,
+): Prepared | { result: PushResult } {
   const reject = (reasons: string[], issues: DocumentIssue[] = []): { result: PushResult } => ({
     result: { status: "rejected", reasons, issues },
   });
-  let meta: ReturnType<typeof decodeImportBlobMeta>;
-  try {
-    meta = decodeImportBlobMeta(bytes, true);
-  } catch (error) {
-    return reject([`the bytes are not a Loro update: ${describeError(error)}`]);
-  }
-  if (meta.mode !== "update" && meta.mode !== "outdated-update") {
-    return reject([`a push carries an update, not a ${meta.mode}`]);
-  }
   const fork = open.shadow ?? open.doc.fork();
   // Until this push is stored, the fork is not a replica of the live document.
   open.shadow = undefined;
@@ -95,7 +109,7 @@ export function preparePush(open: OpenDocument, bytes: Uint8Array): Prepared | {
   const imported = fork.frontiers();
   const before = parts?.from ?? imported;
   try {
-    readyForImportOf(bytes);
+    readyForImportInto(fork, bytes, meta);
     const status = fork.import(bytes);
     if (status.pending !== null && status.pending !== undefined && status.pending.size > 0) {
       return reject(["the update depends on changes this server does not have; pull and rebase first"]);

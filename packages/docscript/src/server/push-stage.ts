@@ -6,7 +6,13 @@
  * check reuses the rows read; the push is judged exactly as it would be without the parts (the shadow
  * holds the live document and the push's ops, nothing else, or the parts are dropped).
  */
-import { decodeImportBlobMeta, type Frontiers, type LoroDoc, LoroMap } from "loro-crdt";
+import {
+  decodeImportBlobMeta,
+  type Frontiers,
+  type ImportBlobMetadata,
+  type LoroDoc,
+  LoroMap,
+} from "loro-crdt";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import { readyForImportOf } from "../document/ready-for-imports.ts";
 import { rowsOfSpans, spansOfUpdate } from "./changed-rows.ts";
@@ -201,16 +207,10 @@ export async function warmStaged(
  * document as it is: the push then imports into the shadow as into a replica. Else the shadow holds
  * ops the push does not, and must not be judged with them.
  */
-export function partsFitPush(open: OpenDocument, bytes: Uint8Array): boolean {
+export function partsFitPush(open: OpenDocument, meta: ImportBlobMetadata): boolean {
   const parts = stagedOf(open.shadow);
   if (parts === undefined) return true;
   if (open.doc.cmpFrontiers(open.doc.frontiers(), parts.from) !== 0) return false;
-  let meta: ReturnType<typeof decodeImportBlobMeta>;
-  try {
-    meta = decodeImportBlobMeta(bytes, true);
-  } catch {
-    return false;
-  }
   const start = meta.partialStartVersionVector.get(parts.peer as `${number}`) ?? 0;
   const end = meta.partialEndVersionVector.get(parts.peer as `${number}`) ?? 0;
   return start <= parts.start && end >= parts.end;
