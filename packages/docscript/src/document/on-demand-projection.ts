@@ -154,6 +154,11 @@ export class OnDemandProjection extends Projection {
     return held.slice(0, count);
   }
 
+  /** Whether a row claiming the entity (relation) is held, its lookup recorded as lacking or not. */
+  holdsClaim(lookup: "entity" | "relation", id: string): boolean {
+    return (lookup === "entity" ? this.claims : this.relationClaims).has(id);
+  }
+
   /** A row the server answered, unless held already or written by this projection's run. */
   hold(root: "entities" | "relations", rowId: string, json: unknown): void {
     if (this.written.has(`${root}\u0000${rowId}`) || this.holds(root, rowId)) return;

@@ -88,13 +88,14 @@ export function replicaRowSource(projection: Projection, version: string): RowSo
             .filter((member) => lookup.after === undefined || member.id > lookup.after)
             .sort((left, right) => compareIds(left.id, right.id))
             .slice(0, lookup.limit);
-    const rows = new Map<string, { root: RowRoot; rowId: string; json: unknown }>();
+    const rows = new Map<string, { root: RowRoot; rowId: string; json?: unknown }>();
     for (const member of members)
-      rows.set(`${member.root}\u0000${member.rowId}`, {
-        root: member.root,
-        rowId: member.rowId,
-        json: json(member.root, member.rowId),
-      });
+      rows.set(
+        `${member.root}\u0000${member.rowId}`,
+        lookup.bare === true
+          ? { root: member.root, rowId: member.rowId }
+          : { root: member.root, rowId: member.rowId, json: json(member.root, member.rowId) },
+      );
     const last = members.at(-1)?.id;
     return { rows: [...rows.values()], found: members.length, ...(last === undefined ? {} : { last }) };
   };

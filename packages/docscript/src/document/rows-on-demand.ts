@@ -276,9 +276,17 @@ export class RowsOnDemand {
       ["entity", (ids: string[]) => ({ members: "entity", ids, limit: membersPerPage }) as RowLookup],
       ["relation", (ids: string[]) => ({ members: "relation", ids, limit: membersPerPage }) as RowLookup],
     ] as const) {
-      const ids = byIds(lookup);
-      for (let start = 0; start < ids.length; start += idsPerLookup)
-        pending.push({ lookup: make(ids.slice(start, start + idsPerLookup)), done: () => {} });
+      // Entities and relations whose rows are held (a listing brought them) are asked bare: which rows
+      // claim them, not those rows again (a bulk write's checks of a 5,000-entity page).
+      const [bare, full] = this.partitionHeld(lookup, byIds(lookup));
+      for (const [ids, asBare] of [
+        [bare, true],
+        [full, false],
+      ] as const)
+        for (let start = 0; start < ids.length; start += idsPerLookup) {
+          const made = make(ids.slice(start, start + idsPerLookup));
+          pending.push({ lookup: asBare ? { ...made, bare: true } : made, done: () => {} });
+        }
     }
     const paged = (
       query: RowLookup & { members: string },
@@ -332,12 +340,26 @@ export class RowsOnDemand {
     while (pending.length > 0) {
       const batch = pending.splice(0, lookupsPerRequest);
       const answer = await ask(batch.map((entry) => entry.lookup));
+      const unheld = { [ENTITIES]: [] as string[], [RELATIONS]: [] as string[] };
       batch.forEach((entry, index) => {
         const result = answer.results[index];
         if (result === undefined) return;
-        for (const row of result.rows) this.hold(row.root, row.rowId, row.json);
+        for (const row of result.rows) {
+          if (row.json !== undefined) this.hold(row.root, row.rowId, row.json);
+          // A row a bare lookup named that is not held (another row claims the id too) is read by id.
+          else if (!this.known.hasId(row.root === ENTITIES ? "row" : "relationRow", row.rowId))
+            unheld[row.root].push(row.rowId);
+        }
         entry.done(result);
       });
+      for (const root of [ENTITIES, RELATIONS] as const) {
+        const ids = [...new Set(unheld[root])];
+        for (let start = 0; start < ids.length; start += idsPerLookup)
+          pending.push({
+            lookup: { rows: root, ids: ids.slice(start, start + idsPerLookup) },
+            done: () => {},
+          });
+      }
     }
     for (const [key, entry] of wanted) {
       if (
@@ -353,6 +375,19 @@ export class RowsOnDemand {
       if (entry.lookup === "entity" || entry.lookup === "relation")
         this.known.add(keyOf(entry.lookup === "entity" ? "row" : "relationRow", entry.id));
     }
+  }
+
+  /**
+   * The ids of an entity or relation lookup whose claims the holders hold already (asked bare: their
+   * rows are named, not sent again), and the rest; other lookups are never bare.
+   */
+  private partitionHeld(lookup: string, ids: readonly string[]): [string[], string[]] {
+    const holder = this.holders.values().next().value;
+    if (holder === undefined || (lookup !== "entity" && lookup !== "relation")) return [[], [...ids]];
+    const bare: string[] = [];
+    const full: string[] = [];
+    for (const id of ids) (holder.holdsClaim(lookup, id) ? bare : full).push(id);
+    return [bare, full];
   }
 
   /** One request; an answer at another version than the rows stand for is refused. */

@@ -110,6 +110,11 @@ export interface MemberQuery {
   readonly ordered?: OrderedQuery | undefined;
   readonly after?: string | undefined;
   readonly limit: number;
+  /**
+   * Members only: the rows they live in are named, not read (`json` absent). A reader that holds the
+   * rows already (a bulk write checking every claim of the entities a listing brought) asks this way.
+   */
+  readonly bare?: boolean | undefined;
 }
 
 /** The ordered relations of one holder and kind, from their first or their last (`MemberQuery.ordered`). */

@@ -11,7 +11,8 @@ export interface MemberRecord {
   endpoint1: string | null;
   variant_of: string | null;
   identity: string | null;
-  payload: string;
+  /** Null when the query did not join the rows (`MemberQuery.bare`). */
+  payload: string | null;
 }
 
 /** A member as a query found it (both stores). */
@@ -22,7 +23,7 @@ export function toMember(record: MemberRecord): FoundMember {
     kind: record.kind,
     root: record.root,
     rowId: record.row_id,
-    json: JSON.parse(record.payload),
+    json: record.payload === null ? undefined : JSON.parse(record.payload),
     ...(record.endpoint0 === null ? {} : { endpoint0: record.endpoint0 }),
     ...(record.endpoint1 === null ? {} : { endpoint1: record.endpoint1 }),
     ...(record.variant_of === null ? {} : { variantOf: record.variant_of }),

@@ -78,6 +78,7 @@ export function rowLookupsOf(value: unknown): RowLookup[] | string {
         return `${name} is a list of at most ${mostIds} strings`;
     for (const name of ["endpoint", "variantOf", "identity", "after"] as const)
       if (raw[name] !== undefined && !isText(raw[name])) return `${name} is a string`;
+    if (raw.bare !== undefined && typeof raw.bare !== "boolean") return "bare is true or false";
     const range = rangeOf(raw.range);
     if (typeof range === "string") return range;
     if (range !== undefined && raw.members !== "entity") return "a range reads entities";
@@ -98,6 +99,7 @@ export function rowLookupsOf(value: unknown): RowLookup[] | string {
       ...(raw.after === undefined ? {} : { after: raw.after as string }),
       ...(range === undefined ? {} : { range }),
       ...(ordered === undefined ? {} : { ordered }),
+      ...(raw.bare === true ? { bare: true } : {}),
     });
   }
   return lookups;

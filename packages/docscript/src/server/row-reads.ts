@@ -53,7 +53,8 @@ export interface RowLookupAnswer {
   readonly counts: PageCounts;
   readonly issues?: DocumentIssue[];
   readonly results: readonly {
-    readonly rows: readonly { readonly root: RowRoot; readonly rowId: string; readonly json: unknown }[];
+    /** The rows found, each with its JSON; named only (no `json`) for a `bare` members lookup. */
+    readonly rows: readonly { readonly root: RowRoot; readonly rowId: string; readonly json?: unknown }[];
     /** Members found (a member lookup): fewer than its limit means there are no more. */
     readonly found: number;
     /** The last member id found, to read the next page after. */
@@ -64,7 +65,7 @@ export interface RowLookupAnswer {
 /** At most this many lookups per request, ids per lookup and members per lookup. */
 export const rowLookupLimits = { lookups: 64, ids: 1000, members: 5000 } as const;
 
-type StoredRow = { root: RowRoot; rowId: string; json: unknown };
+type StoredRow = { root: RowRoot; rowId: string; json?: unknown };
 
 /** The members one lookup finds: one store query (many endpoints, variant bases or identities at once). */
 async function membersOf(
@@ -99,11 +100,12 @@ export async function lookUpRows(
     const found = await membersOf(store, documentId, lookup);
     const rows = new Map<string, StoredRow>();
     for (const member of found)
-      rows.set(`${member.root}\u0000${member.rowId}`, {
-        root: member.root,
-        rowId: member.rowId,
-        json: member.json,
-      });
+      rows.set(
+        `${member.root}\u0000${member.rowId}`,
+        lookup.bare === true
+          ? { root: member.root, rowId: member.rowId }
+          : { root: member.root, rowId: member.rowId, json: member.json },
+      );
     const last = found.at(-1)?.id;
     results.push({ rows: [...rows.values()], found: found.length, ...(last === undefined ? {} : { last }) });
   }

@@ -29,6 +29,8 @@ export interface Filters {
   variantsOf: boolean;
   identity: boolean;
   identities: boolean;
+  /** Members only, their rows not joined (`MemberQuery.bare`). */
+  bare: boolean;
   /** A window: on its field, with a lower and an upper bound or not. */
   range: boolean;
   from: boolean;
@@ -125,6 +127,7 @@ export function sqliteMemberReads(database: DatabaseSync): SqliteMemberReads {
         variantsOf: query.variantsOf !== undefined,
         identity: query.identity !== undefined,
         identities: query.identities !== undefined,
+        bare: query.bare === true,
         range: range !== undefined,
         from: range?.from !== undefined,
         to: range?.to !== undefined,
@@ -187,6 +190,12 @@ export function memberSql(by: Filters): string {
            ORDER BY m.member_id, m.row_id LIMIT ${p("limit")}) m
      JOIN docscript_rows r ON r.document_id = m.document_id AND r.root = m.root AND r.row_id = m.row_id
      ORDER BY m.member_id, m.row_id`;
+  if (by.bare)
+    return `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
+            m.identity, NULL AS payload
+     FROM ${memberSource(by)} m
+     WHERE ${where.join(" AND ")}
+     ORDER BY m.member_id, m.row_id LIMIT ${p("limit")}`;
   return `SELECT m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
             m.identity, r.payload
      FROM ${memberSource(by)} m

@@ -3,7 +3,7 @@ import { it } from "node:test";
 import { LoroDoc, type LoroMap } from "loro-crdt";
 import { largeTimeline, largeTimelineRows } from "../../test/large-timeline.ts";
 import { onDemandProjection } from "../document/on-demand-projection.ts";
-import { lookupRowSource } from "../document/row-source.ts";
+import { lookupRowSource, type RowLookup } from "../document/row-source.ts";
 import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { DocumentHost, hashToken } from "../server/document-host.ts";
@@ -53,6 +53,69 @@ it("reads what a lookup lacked from the server's rows, and refuses an answer at 
       (error: unknown) => DocScriptError.isInstance(error) && error.code === "document_changed",
     );
     assert.notEqual(projection.demand.movedTo, undefined);
+  } finally {
+    await host.close();
+  }
+});
+
+it("asks bare for entities whose rows it holds, and reads by id a named row it lacks", async () => {
+  const host = new DocumentHost({
+    store: createSqliteDocumentStore({ path: ":memory:" }),
+    schema: timelineSchema,
+  });
+  try {
+    await host.create("doc", "token-0123456789abcdef", sampleTimelineSnapshot());
+    const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+    const asked: RowLookup[][] = [];
+    // A row the source adds to each bare answer, as if it claimed the entity too.
+    let named: string | undefined;
+    const projection = onDemandProjection(
+      timelineSchema,
+      lookupRowSource(async (lookups) => {
+        asked.push([...lookups]);
+        const answer = await host.rowLookup("doc", lookups);
+        if (named === undefined) return answer;
+        const extra = { root: "entities" as const, rowId: named };
+        return {
+          ...answer,
+          results: answer.results.map((result, index) => {
+            const lookup = lookups[index];
+            return lookup !== undefined && "members" in lookup && lookup.bare === true
+              ? { ...result, rows: [...result.rows, extra] }
+              : result;
+          }),
+        };
+      }),
+      documentVersion(replica),
+      20_000,
+    );
+    // A listing brings the clips' rows; looking each clip up then asks which rows claim it, bare.
+    assert.deepEqual(projection.entityIdsAfter("clip", undefined, 10), []);
+    await projection.demand.fill();
+    const clips = projection.entityIdsAfter("clip", undefined, 10);
+    assert.deepEqual(clips, ["clip-1", "clip-2", "clip-3"]);
+    projection.entity("clip-1");
+    assert.equal(projection.lacking, true);
+    await projection.demand.fill();
+    const clipLookup = asked.at(-1)?.find((lookup) => "members" in lookup && lookup.ids?.includes("clip-1"));
+    assert.ok(
+      clipLookup !== undefined && "members" in clipLookup && clipLookup.bare === true,
+      JSON.stringify(asked),
+    );
+    assert.equal(projection.lacking, false);
+    assert.equal(projection.entity("clip-1")?.entityKind, "clip");
+    assert.equal(projection.lacking, false);
+
+    // A bare answer naming a row the projection does not hold: that row is read by id in the same fill.
+    named = "track-3";
+    assert.equal(projection.demand.known.hasId("row", "track-3"), false);
+    const requests = asked.length;
+    projection.entity("clip-2");
+    await projection.demand.fill();
+    assert.deepEqual(asked.slice(requests).at(-1), [{ rows: "entities", ids: ["track-3"] }]);
+    assert.equal(projection.demand.known.hasId("row", "track-3"), true);
+    assert.equal(projection.lacking, false);
+    assert.equal(projection.entity("clip-2")?.entityKind, "clip");
   } finally {
     await host.close();
   }
