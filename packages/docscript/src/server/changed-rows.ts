@@ -202,7 +202,11 @@ export function parentIdOf(doc: LoroDoc, containerId: string): string | undefine
     return undefined;
   }
   if (container === undefined) return undefined;
-  const parent = container.parent()?.id;
+  const parentContainer = container.parent();
+  const parent = parentContainer?.id;
+  // The handles' memory back now, not when the collector finalizes them (four a marker of a shift).
+  container.free();
+  parentContainer?.free();
   parents.set(containerId, parent ?? null);
   return parent;
 }

@@ -167,7 +167,10 @@ export function readStaged(shadow: LoroDoc, most = rowsPerSlice): boolean {
       if (read >= most) return true;
       unread.delete(rowId);
       const value = map.get(rowId) as unknown;
-      into.set(rowId, value instanceof LoroMap ? value.toJSON() : value);
+      if (value instanceof LoroMap) {
+        into.set(rowId, value.toJSON());
+        value.free();
+      } else into.set(rowId, value);
       unwarmed.add(rowId);
       read++;
     }

@@ -130,7 +130,10 @@ function readRows(
       continue;
     }
     const value = map.get(rowId) as unknown;
-    read.set(rowId, value instanceof LoroMap ? value.toJSON() : value);
+    if (value instanceof LoroMap) {
+      read.set(rowId, value.toJSON());
+      value.free();
+    } else read.set(rowId, value);
   }
   return read;
 }
