@@ -24,6 +24,8 @@
  * load 4–5: all 250 seeds passed, the same 12,511 plans in 4,843 counted rounds (11,332 committed,
  * 1,179 conflicted; `applyRemaining` 158 stored, 139 refused); 69,109 parts sent, 49,359 staged. The
  * same on PostgreSQL, main at ed0e0f7, 13:34–13:44 UTC, load 3–5: all 250 seeds passed, the same counts.
+ * With bare claims lookups (ADR 0509): SQLite at c5f07ad, 3 December 16:27–16:30 UTC, and PostgreSQL
+ * with the handle frees of 98ebb50, 16:30–16:35 UTC: all 250 seeds passed on both, the same counts.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
