@@ -15,16 +15,22 @@ let harness: Harness;
 let firstClips: readonly string[] = [];
 let entityCount = 0;
 
-/** A fetch that counts the rows the server answers the tool's `rows` lookups with. */
+/**
+ * A fetch that counts the rows the server answers the tool's `rows` lookups with (`rows`), and those of
+ * them sent with their JSON (`sent`; a bare lookup names its rows only, ADR 0509).
+ */
 function countingFetch() {
-  const counted = { requests: 0, rows: 0 };
+  const counted = { requests: 0, rows: 0, sent: 0 };
   const fetchImpl: typeof fetch = async (input, init) => {
     const response = await fetch(input, init);
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     if (new URL(url).pathname.endsWith("/rows") && response.ok) {
       counted.requests += 1;
-      const answer = (await response.clone().json()) as { results: { rows: unknown[] }[] };
-      for (const result of answer.results) counted.rows += result.rows.length;
+      const answer = (await response.clone().json()) as { results: { rows: { json?: unknown }[] }[] };
+      for (const result of answer.results) {
+        counted.rows += result.rows.length;
+        counted.sent += result.rows.filter((row) => row.json !== undefined).length;
+      }
     }
     return response;
   };
@@ -129,6 +135,36 @@ console.log(markers.length);`,
 }
 
 /**
+ * A window read in pages of 500 (`entities.list({ range, limit: 500, after })`), each page written: the
+ * server reads each page's rows once, not a 5,000-candidate chunk from every cursor.
+ */
+async function windowPagesReadOnce(): Promise<void> {
+  const { counted, fetchImpl } = countingFetch();
+  const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
+  const run = await tool.handle({
+    op: "run-edit-script",
+    doc_id: "on-demand",
+    script: `let after; let seen = 0;
+for (;;) {
+  const page = entities.list({ entityKind: 'sequence-marker', range: { field: 'startMs', from: 0 }, limit: 500, after });
+  if (page.length === 0) break;
+  seen += page.length;
+  entities.updateMany(page.map((m) => ({ entityId: m.entityId, ops: [{ op: 'set', path: ['trimStartMs'], value: 1 }] })));
+  after = page[page.length - 1].entityId;
+}
+console.log(seen);`,
+  });
+  assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run).slice(0, 400));
+  const markers = Number(run.logs[0]?.text);
+  assert.ok(markers > extraClips, `${markers} markers`);
+  assert.equal(run.preview.counts.updated, markers);
+  // Each marker's row once for its page (its claims are asked bare, ADR 0509), and a few more rows
+  // the end check reaches: about one row a marker. Chunks of 5,000 from each cursor read ~5× that.
+  assert.ok(counted.sent < markers * 1.5, `${counted.sent} rows sent for ${markers} markers`);
+  await tool.close();
+}
+
+/**
  * A move of a track's last clip to its front: the move asks for the clip (the relation's target) and
  * for the track's first clips (its new place) in one request, then for what its checks reach.
  */
@@ -216,6 +252,14 @@ describe("runs that read rows on demand", { timeout: 900_000 }, () => {
       timeout: 600_000,
     },
     loopReadsAhead,
+  );
+
+  test(
+    "a window listed in pages of 500 and written reads each page's rows once",
+    {
+      timeout: 600_000,
+    },
+    windowPagesReadOnce,
   );
 
   test(
