@@ -79,6 +79,8 @@ const comparable = (result: DocScriptResult) =>
   );
 
 const sandbox = { timeoutMs: 300_000, prepareTimeoutMs: 300_000 };
+/** A test of a large document's runs: minutes on a loaded machine. */
+const slow = { timeout: 600_000 };
 
 /** Ten volume writes ask one request a clip (no invariant reads a volume); made ids ask nothing. */
 async function callsAskOnce(): Promise<void> {
@@ -238,37 +240,17 @@ describe("runs that read rows on demand", { timeout: 900_000 }, () => {
     await tool.close();
   });
 
-  test(
-    "a call asks once for the rows it writes, and nothing for the ids it made",
-    {
-      timeout: 600_000,
-    },
-    callsAskOnce,
-  );
+  test("a call asks once for the rows it writes, and nothing for the ids it made", slow, callsAskOnce);
 
   test(
     "a loop over a listing's entities that writes their neighbours asks once for the neighbours",
-    {
-      timeout: 600_000,
-    },
+    slow,
     loopReadsAhead,
   );
 
-  test(
-    "a window listed in pages of 500 and written reads each page's rows once",
-    {
-      timeout: 600_000,
-    },
-    windowPagesReadOnce,
-  );
+  test("a window listed in pages of 500 and written reads each page's rows once", slow, windowPagesReadOnce);
 
-  test(
-    "a move asks for the relation's target and its new place in one request",
-    {
-      timeout: 600_000,
-    },
-    moveAsksOnceForPlace,
-  );
+  test("a move asks for the relation's target and its new place in one request", slow, moveAsksOnceForPlace);
 
   test("reads, refusals, errors and plans answer as on a tool that reads the document whole", {
     timeout: 600_000,
