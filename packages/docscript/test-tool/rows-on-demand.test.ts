@@ -163,6 +163,20 @@ console.log(seen);`,
   // Each marker's row once for its page (its claims are asked bare, ADR 0509), and a few more rows
   // the end check reaches: about one row a marker. Chunks of 5,000 from each cursor read ~5× that.
   assert.ok(counted.sent < markers * 1.5, `${counted.sent} rows sent for ${markers} markers`);
+  // A small page after the run moved 400 of the window's first candidates out of it: read past them.
+  const past = await tool.handle({
+    op: "run-edit-script",
+    doc_id: "on-demand",
+    script: `const window = { field: 'startMs', from: 1 };
+const first = entities.list({ entityKind: 'sequence-marker', range: window, limit: 405 });
+entities.updateMany(first.slice(0, 400).map((m) => ({ entityId: m.entityId, ops: [{ op: 'set', path: ['startMs'], value: 0 }] })));
+const page = entities.list({ entityKind: 'sequence-marker', range: window, limit: 5 });
+console.log(JSON.stringify([page.map((m) => m.entityId), first.slice(400).map((m) => m.entityId)]));`,
+  });
+  assert.ok(past.ok && past.op === "run-edit-script", JSON.stringify(past).slice(0, 400));
+  const [page, expected] = JSON.parse(String(past.logs[0]?.text)) as [string[], string[]];
+  assert.equal(page.length, 5);
+  assert.deepEqual(page, expected);
   await tool.close();
 }
 
