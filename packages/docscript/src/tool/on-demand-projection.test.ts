@@ -11,14 +11,20 @@ import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { documentVersion } from "./document-cache.ts";
 
-it("reads what a lookup lacked from the server's rows, and refuses an answer at another version", async () => {
+/** A document host over an in-memory store holding the sample timeline as "doc", and a replica of it. */
+async function sampleHost() {
   const host = new DocumentHost({
     store: createSqliteDocumentStore({ path: ":memory:" }),
     schema: timelineSchema,
   });
+  await host.create("doc", "token-0123456789abcdef", sampleTimelineSnapshot());
+  const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+  return { host, replica };
+}
+
+it("reads what a lookup lacked from the server's rows, and refuses an answer at another version", async () => {
+  const { host, replica } = await sampleHost();
   try {
-    await host.create("doc", "token-0123456789abcdef", sampleTimelineSnapshot());
-    const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
     const projection = onDemandProjection(
       timelineSchema,
       lookupRowSource((lookups) => host.rowLookup("doc", lookups)),
@@ -59,13 +65,8 @@ it("reads what a lookup lacked from the server's rows, and refuses an answer at 
 });
 
 it("asks bare for entities whose rows it holds, and reads by id a named row it lacks", async () => {
-  const host = new DocumentHost({
-    store: createSqliteDocumentStore({ path: ":memory:" }),
-    schema: timelineSchema,
-  });
+  const { host, replica } = await sampleHost();
   try {
-    await host.create("doc", "token-0123456789abcdef", sampleTimelineSnapshot());
-    const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
     const asked: RowLookup[][] = [];
     // A row the source adds to each bare answer, as if it claimed the entity too.
     let named: string | undefined;
