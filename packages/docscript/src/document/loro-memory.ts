@@ -47,6 +47,25 @@ export function sizeLoroHeadroom(limitBytes: number): void {
   headroomBytes = Math.max(0, Math.min(maxHeadroomBytes, Math.floor(limitBytes / 16)));
 }
 
+/**
+ * Leaves at least `bytes` free in Loro's memory, none of its pages touched: one block allocated and
+ * freed (the allocator grows the memory once for it and keeps it). False when the allocator cannot
+ * be reached (another build of Loro) or refuses: the caller makes the room its own way.
+ */
+export function reserveLoroMemory(bytes: number): boolean {
+  const malloc = wasm?.__wbindgen_malloc;
+  const free = wasm?.__wbindgen_free;
+  if (malloc === undefined || free === undefined) return false;
+  try {
+    const pointer = malloc(bytes, 8);
+    if (pointer === 0) return false;
+    free(pointer, bytes, 8);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Loro's memory as the last headroom left it (0: none kept yet). */
 let keptAt = 0;
 
