@@ -8,6 +8,7 @@
 import type { Schema } from "../schema/define-schema.ts";
 import type { Entity } from "../schema/types.ts";
 import type { NumberRange } from "../server/document-store.ts";
+import { idCount, idsIn } from "./id-sets.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
 import { type Lookup, Projection } from "./projection.ts";
 import { compareIds, compareRelations, type StoredRelation } from "./row-shape.ts";
@@ -76,8 +77,8 @@ export class OnDemandProjection extends Projection {
     for (const entry of answered) {
       if (entry.lookup === "endpoint" && entry.kind === undefined) {
         const relationIds = this.byEntity.get(entry.id);
-        if (relationIds === undefined || relationIds.size > speculativeLimit) continue;
-        for (const relationId of relationIds) {
+        if (relationIds === undefined || idCount(relationIds) > speculativeLimit) continue;
+        for (const relationId of idsIn(relationIds)) {
           want("relation", relationId);
           for (const claim of this.relationClaims.get(relationId) ?? [])
             for (const end of [claim.endpoint0EntityId, claim.endpoint1EntityId]) {
@@ -139,7 +140,7 @@ export class OnDemandProjection extends Projection {
       return [];
     }
     const held: StoredRelation[] = [];
-    for (const relationId of this.byEntity.get(holderId) ?? []) {
+    for (const relationId of idsIn(this.byEntity.get(holderId))) {
       const relation = this.relationClaims.get(relationId)?.[0];
       if (
         relation !== undefined &&
