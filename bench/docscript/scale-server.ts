@@ -68,6 +68,9 @@ process.on("message", async (message: { op: string; clipId?: string; speed?: num
       const started = performance.now();
       const result = await client?.push("bench", update);
       send({ ms: performance.now() - started, status: result?.status });
+    } else if (message.op === "cpu") {
+      // CPU of the whole process (every thread), µs: the tasks bench's CPU columns.
+      send(process.cpuUsage());
     } else if (message.op === "memory") {
       const usage = process.memoryUsage();
       send({

@@ -10,6 +10,10 @@
  * tenth clip on an overlay track (`largeTimeline(n, 10)`), seeded once per size under the OS temp dir.
  * The tasks run in order on one document, each committed before the next.
  *
+ * Beside the times, the CPU the two processes spent over each task's run and commit (every thread:
+ * the tool's host and sandbox workers, the garbage collector's helpers, the server): on a machine
+ * others share, times move with its load, CPU much less, so a change is told by its CPU.
+ *
  *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/tasks.ts [--only=N,...] [entityCounts...]   # 1k 10k 100k
  */
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
@@ -45,8 +49,23 @@ const format = (ms: number) => (ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
 interface Row {
   readonly task: string;
   readonly cells: Map<number, string>;
+  /** CPU seconds: tool process + server process, over the run and the commit. */
+  readonly cpu: Map<number, string>;
 }
-const table: Row[] = tasks.map((task) => ({ task: task.name, cells: new Map() }));
+const table: Row[] = tasks.map((task) => ({ task: task.name, cells: new Map(), cpu: new Map() }));
+
+/** CPU seconds of the tool's process and the server's since `from` (µs readings). */
+async function cpuSince(
+  server: { ask<T>(message: unknown): Promise<T> },
+  from?: { tool: number; server: number },
+) {
+  const toolUsage = process.cpuUsage();
+  const serverUsage = await server.ask<{ user: number; system: number }>({ op: "cpu" });
+  const now = { tool: toolUsage.user + toolUsage.system, server: serverUsage.user + serverUsage.system };
+  return from === undefined
+    ? now
+    : { tool: (now.tool - from.tool) / 1e6, server: (now.server - from.server) / 1e6 };
+}
 const directory = mkdtempSync(join(tmpdir(), "docscript-tasks-"));
 try {
   for (const count of entityCounts) {
@@ -81,6 +100,7 @@ try {
         if (only !== undefined && !only.includes(index)) continue;
         let cell: string;
         try {
+          const cpuStart = await cpuSince(server);
           const runStart = performance.now();
           const run = ok(
             await tool.handle({ op: "run-edit-script", doc_id: "bench", script: task.script }),
@@ -93,6 +113,8 @@ try {
             "commit",
           );
           const commitMs = performance.now() - commitStart;
+          const cpu = await cpuSince(server, cpuStart);
+          table[index]?.cpu.set(count, `${cpu.tool.toFixed(2)} + ${cpu.server.toFixed(2)}`);
           if (commit.status !== "committed") throw new Error(`commit ended ${String(commit.status)}`);
           const writes = (run.preview as { writes: number }).writes;
           const loroMs = await baseline.run(index);
@@ -100,7 +122,9 @@ try {
         } catch (error) {
           cell = `fails: ${(error as Error).message.slice(0, 120)} | — | —`;
         }
-        process.stderr.write(`${count}: ${task.name}: ${cell}\n`);
+        process.stderr.write(
+          `${count}: ${task.name}: ${cell} | cpu s ${table[index]?.cpu.get(count) ?? "—"}\n`,
+        );
         table[index]?.cells.set(count, cell);
       }
     } finally {
@@ -124,3 +148,8 @@ for (const row of table)
   console.log(
     `| ${row.task} | ${entityCounts.map((count) => row.cells.get(count) ?? "— | — | —").join(" | ")} |`,
   );
+console.log("\nCPU seconds over each task's run and commit: tool process + server process (every thread)");
+console.log(`| task | ${entityCounts.map((count) => count.toLocaleString("en")).join(" | ")} |`);
+console.log(`| --- | ${entityCounts.map(() => "---:").join(" | ")} |`);
+for (const row of table)
+  console.log(`| ${row.task} | ${entityCounts.map((count) => row.cpu.get(count) ?? "—").join(" | ")} |`);

@@ -26,6 +26,9 @@
  * same on PostgreSQL, main at ed0e0f7, 13:34–13:44 UTC, load 3–5: all 250 seeds passed, the same counts.
  * With bare claims lookups (ADR 0509): SQLite at c5f07ad, 3 December 16:27–16:30 UTC, and PostgreSQL
  * with the handle frees of 98ebb50, 16:30–16:35 UTC: all 250 seeds passed on both, the same counts.
+ * With relation ids held per endpoint as one id or a few (9a506da) and window pages taken before their
+ * rows are joined (0a80244): SQLite 3 December 19:40–19:44 UTC, PostgreSQL 19:44–19:50 UTC, load 2–4:
+ * all 250 seeds passed on both, the same counts.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
