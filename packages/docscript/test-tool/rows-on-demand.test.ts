@@ -82,10 +82,15 @@ const sandbox = { timeoutMs: 300_000, prepareTimeoutMs: 300_000 };
 /** A test of a large document's runs: minutes on a loaded machine. */
 const slow = { timeout: 600_000 };
 
+/** A tool over the document whose `rows` requests (and the rows they bring) are counted. */
+function countedTool() {
+  const { counted, fetchImpl } = countingFetch();
+  return { counted, tool: harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox }) };
+}
+
 /** Ten volume writes ask one request a clip (no invariant reads a volume); made ids ask nothing. */
 async function callsAskOnce(): Promise<void> {
-  const { counted, fetchImpl } = countingFetch();
-  const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
+  const { counted, tool } = countedTool();
   // Ten clips' volume, one call each: no invariant reads a volume, so each call's check reads its clip
   // (with its relations, in the same request) and nothing further; the run's end check reads the
   // neighbours of all ten in one request.
@@ -113,8 +118,7 @@ async function callsAskOnce(): Promise<void> {
 
 /** A loop over a window's markers writing each one's clip: the clips are read ahead in one request. */
 async function loopReadsAhead(): Promise<void> {
-  const { counted, fetchImpl } = countingFetch();
-  const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
+  const { counted, tool } = countedTool();
   // The markers in a window, then each one's clip: the clips are read ahead in one request while the
   // script goes on, not one request a clip.
   const muted = await tool.handle({
@@ -141,8 +145,7 @@ console.log(markers.length);`,
  * server reads each page's rows once, not a 5,000-candidate chunk from every cursor.
  */
 async function windowPagesReadOnce(): Promise<void> {
-  const { counted, fetchImpl } = countingFetch();
-  const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
+  const { counted, tool } = countedTool();
   const run = await tool.handle({
     op: "run-edit-script",
     doc_id: "on-demand",
@@ -187,8 +190,7 @@ console.log(JSON.stringify([page.map((m) => m.entityId), first.slice(400).map((m
 async function moveAsksOnceForPlace(): Promise<void> {
   const reads = "const [last] = relations.of('track-1', 'contain', { last: 1 });";
   const requestsOf = async (script: string) => {
-    const { counted, fetchImpl } = countingFetch();
-    const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
+    const { counted, tool } = countedTool();
     const run = await tool.handle({ op: "run-edit-script", doc_id: "on-demand", script });
     assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run).slice(0, 400));
     await tool.close();
@@ -218,8 +220,7 @@ describe("runs that read rows on demand", { timeout: 900_000 }, () => {
   test("the first run reads the rows its writes reach, not the document; it commits", {
     timeout: 600_000,
   }, async () => {
-    const { counted, fetchImpl } = countingFetch();
-    const tool = harness.tool({ fetchImpl, requestTimeoutMs: 300_000, sandbox });
+    const { counted, tool } = countedTool();
     const run = await tool.handle({
       op: "run-edit-script",
       doc_id: "on-demand",

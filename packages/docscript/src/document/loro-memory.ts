@@ -74,12 +74,7 @@ let keptAt = 0;
  * inside it and frees them. Cheap when it has not (a length read); called before each Loro write.
  */
 export function keepLoroHeadroom(): void {
-  if (memory === undefined || memory.buffer.byteLength === keptAt) return;
-  const malloc = wasm?.__wbindgen_malloc;
-  const free = wasm?.__wbindgen_free;
-  if (malloc === undefined || free === undefined || headroomBytes === 0) return;
-  const bytes = headroomBytes;
-  const pointer = malloc(bytes, 8);
-  if (pointer !== 0) free(pointer, bytes, 8);
+  if (memory === undefined || memory.buffer.byteLength === keptAt || headroomBytes === 0) return;
+  if (!reserveLoroMemory(headroomBytes)) return;
   keptAt = memory.buffer.byteLength;
 }

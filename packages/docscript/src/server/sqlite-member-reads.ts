@@ -180,7 +180,7 @@ export function memberSql(by: Filters): string {
   if (by.identities) where.push(`m.identity IS NOT NULL AND ${anyOf("m.identity", "identities")}`);
   if (!by.endpoint && !by.endpoints && !by.range) where.unshift(`m.document_id = ${p("documentId")}`);
   if (by.endpoint) return endpointSql(where.slice(2));
-  if (by.endpoints || by.range)
+  if (by.endpoints || (by.range && !by.bare))
     // The members of many endpoints (of a window) come unordered from their indexes: the page is taken
     // before the rows are joined, so a track of 30,000 clips asked for 100 joins 100 payloads, not
     // 30,000 (and a window of 33,000 markers paged by 5,000 joins each page's, not all left of it).
