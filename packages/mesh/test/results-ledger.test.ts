@@ -16,8 +16,11 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { after, before, it } from "node:test";
 import { Kvm } from "@nats-io/kv";
+import { connect } from "@nats-io/transport-node";
+import { silentLogger } from "@tackle/core";
 import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
 import { createMeshClient, type MeshClient, type NodeRuntime, startNodeRuntime } from "../src/index.ts";
+import { createResultsLedger } from "../src/runtime/results-ledger.ts";
 import { eventually, fixture, meshConfig } from "./helpers.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "tackle-mesh-results-"));
@@ -247,5 +250,56 @@ it("a node killed after its tool's effect, before the ledger's record: a tool wi
     for (const each of children) each.kill("SIGKILL");
     await second?.close();
     await third?.close();
+  }
+});
+
+it("a node whose bucket create comes after another node's opened the ledger still reaches it", async () => {
+  // The race two nodes' first keyed calls run: both find no bucket; the first adds it and sets its
+  // discard policy; the second's add, arriving after that, differs in configuration. Forced here by
+  // holding the second node's stream-create request until the first node's call has answered.
+  const [first, second] = await Promise.all([connect({ servers: nats.url }), connect({ servers: nats.url })]);
+  let firstDone!: () => void;
+  const firstAnswered = new Promise<void>((resolve) => {
+    firstDone = resolve;
+  });
+  const held = new Proxy(second, {
+    get(target, property) {
+      if (property === "request")
+        return async (subject: string, ...rest: unknown[]) => {
+          if (subject.includes(".STREAM.CREATE.")) await firstAnswered;
+          return (target.request as (...args: unknown[]) => unknown)(subject, ...rest);
+        };
+      const value = Reflect.get(target, property);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  for (const [index, connection] of [first, second].entries())
+    connection.subscribe(`_alive.race.${index}`, { callback: (_error, message) => message.respond() });
+  let runs = 0;
+  const call = (connection: typeof first, index: number) =>
+    createResultsLedger(connection, "race", `node-${index}`, silentLogger).once(
+      {
+        tool: "apply",
+        key: "k",
+        args: {},
+        alive: `_alive.race.${index}`,
+        signal: AbortSignal.timeout(10_000),
+        deadline: Date.now() + 10_000,
+      },
+      async () => {
+        runs++;
+        return { ok: true, output: { node: index } };
+      },
+    );
+  try {
+    const late = call(held, 1);
+    const early = await call(first, 0);
+    firstDone();
+    assert.deepEqual(early, { ok: true, output: { node: 0 } });
+    assert.deepEqual(await late, early);
+    assert.equal(runs, 1);
+  } finally {
+    await first.close();
+    await second.close();
   }
 });

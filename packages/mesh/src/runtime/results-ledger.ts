@@ -83,13 +83,21 @@ async function openResultsBucket(
     .info(`KV_${MEMBERSHIP_BUCKET}`)
     .then((info) => info.config.num_replicas)
     .catch(() => 1);
-  const kv = await new Kvm(connection).create(name, {
-    history: 1,
-    replicas,
-    ttl: options.ttlMs ?? 24 * 60 * 60 * 1000,
-    max_bytes: options.maxBytes ?? 256 * 1024 * 1024,
-    maxValueSize: maxPayloadOf(connection),
-    description: `tackle mesh: results of ${module}'s calls by idempotency key`,
+  const create = () =>
+    new Kvm(connection).create(name, {
+      history: 1,
+      replicas,
+      ttl: options.ttlMs ?? 24 * 60 * 60 * 1000,
+      max_bytes: options.maxBytes ?? 256 * 1024 * 1024,
+      maxValueSize: maxPayloadOf(connection),
+      description: `tackle mesh: results of ${module}'s calls by idempotency key`,
+    });
+  // Two nodes of a module opening its bucket at once: both find no stream and add it; when the
+  // first has already set discard "old" below, the second's add is refused as a different
+  // configuration. The bucket exists by then, so a second create finds and opens it.
+  const kv = await create().catch((error: unknown) => {
+    if (!/already in use/i.test((error as Error)?.message ?? "")) throw error;
+    return create();
   });
   // Full, the oldest results go (a repeat that old runs again) rather than refusing new calls.
   const info = await manager.streams.info(`KV_${name}`);
