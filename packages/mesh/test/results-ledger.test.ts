@@ -274,7 +274,11 @@ it("a node whose bucket create comes after another node's opened the ledger stil
     },
   });
   for (const [index, connection] of [first, second].entries())
-    connection.subscribe(`_alive.race.${index}`, { callback: (_error, message) => message.respond() });
+    connection.subscribe(`_alive.race.${index}`, {
+      callback: (_error, message) => {
+        message.respond();
+      },
+    });
   let runs = 0;
   const call = (connection: typeof first, index: number) =>
     createResultsLedger(connection, "race", `node-${index}`, silentLogger).once(
