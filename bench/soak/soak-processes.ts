@@ -1,12 +1,14 @@
 /** The soak's processes: spawned and awaited, killed on purpose, and its private PostgreSQL. */
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { chownSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { freePort } from "@tackle/test-support";
+
+export { freePort };
 
 const root = new URL("../../", import.meta.url);
 export const nodeScript = fileURLToPath(new URL("packages/mesh/test/fixtures/node-process.ts", root));
@@ -51,18 +53,6 @@ export function spawnReady(script: string, args: string[]): Promise<{ process: C
       }
     });
     child.once("exit", (code) => reject(new Error(`${script} exited (${code}): ${stderr}`)));
-  });
-}
-
-/** A free loopback port (closed again before it is used). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0));
-    });
   });
 }
 
