@@ -4,11 +4,42 @@
  * and the push's lookups for them warmed (`readStaged`, `warmStaged`).
  */
 import type { Logger } from "@tackle/core";
-import type { LoroDoc } from "loro-crdt";
+import { decodeImportBlobMeta, type LoroDoc } from "loro-crdt";
+import { spansOfUpdate } from "./changed-rows.ts";
 import type { IdleWork } from "./idle-work.ts";
 import { describeError } from "./open-document.ts";
 import type { OpenDocuments } from "./open-documents.ts";
 import { readStaged, type StageAnswer, stagedIdleMs, stagedOf, stagePart, warmStaged } from "./push-stage.ts";
+
+/**
+ * How long a part that came ahead of an earlier part of its run waits for it, tried again after each
+ * pause, when that part has reached the server and waits too; then it is refused as not following.
+ */
+export const reorderForMs = 5_000;
+/**
+ * How long it waits when no earlier part of its run has reached the server: that one may be a moment
+ * behind on another connection, or may never come (a run built on its own unpushed changes).
+ */
+export const reorderGraceMs = 50;
+/** The pause before a part that came early is tried again. */
+const reorderPauseMs = 5;
+
+/** A part received and not answered yet: its peer and first counter (undefined: not an update). */
+interface Received {
+  readonly peer: string | undefined;
+  readonly counter: number;
+}
+
+function receivedOf(bytes: Uint8Array): Received {
+  try {
+    const [span, ...more] = spansOfUpdate(decodeImportBlobMeta(bytes, true));
+    return span === undefined || more.length > 0
+      ? { peer: undefined, counter: 0 }
+      : { peer: String(span.peer), counter: span.counter };
+  } catch {
+    return { peer: undefined, counter: 0 };
+  }
+}
 
 export class PartStager {
   private readonly context: {
@@ -18,6 +49,8 @@ export class PartStager {
   };
   /** Bytes of the parts waiting per document. */
   private readonly partsWaiting = new Map<string, number>();
+  /** The parts received and not answered yet, per document. */
+  private readonly received = new Map<string, Set<Received>>();
 
   constructor(context: { readonly docs: OpenDocuments; readonly idle: IdleWork; readonly logger: Logger }) {
     this.context = context;
@@ -34,38 +67,73 @@ export class PartStager {
     if (waiting + bytes.byteLength > maxBytes)
       return Promise.resolve({ staged: false, reason: "too many parts are waiting" });
     this.partsWaiting.set(documentId, waiting + bytes.byteLength);
+    const part = receivedOf(bytes);
+    const received = this.received.get(documentId) ?? new Set<Received>();
+    received.add(part);
+    this.received.set(documentId, received);
     const done = () => {
       const left = (this.partsWaiting.get(documentId) ?? 0) - bytes.byteLength;
       if (left > 0) this.partsWaiting.set(documentId, left);
       else this.partsWaiting.delete(documentId);
+      received.delete(part);
+      if (received.size === 0 && this.received.get(documentId) === received) this.received.delete(documentId);
     };
+    // An earlier part of the same run received and not answered yet.
+    const earlierWaits = () => {
+      for (const other of received)
+        if (other !== part && other.peer === part.peer && other.counter < part.counter) return true;
+      return false;
+    };
+    const arrived = Date.now();
     return new Promise((resolve) => {
-      const staged = async () => {
+      const closing = () => {
         done();
+        resolve({ staged: false, reason: "the server is closing" });
+      };
+      const staged = async () => {
         try {
-          resolve(await this.stageNow(documentId, bytes, maxBytes));
+          const outcome = await this.stageNow(documentId, bytes, maxBytes);
+          // Ahead of a part of its run still on its way: queued again after a pause, behind what
+          // came meanwhile (the queue is in order of arrival), for a while. Off the queue during the
+          // pause: neither a spin nor a push's drain waits on it.
+          const waited = Date.now() - arrived;
+          if (
+            outcome.early === true &&
+            (waited < reorderGraceMs || (earlierWaits() && waited < reorderForMs))
+          ) {
+            setTimeout(() => this.context.idle.add(documentId, staged, closing), reorderPauseMs);
+            return;
+          }
+          done();
+          resolve(
+            outcome.reason === undefined
+              ? { staged: outcome.staged }
+              : { staged: outcome.staged, reason: outcome.reason },
+          );
         } catch (error) {
+          done();
           resolve({ staged: false, reason: `the part was not staged: ${describeError(error)}` });
         }
       };
-      this.context.idle.add(documentId, staged, () => {
-        done();
-        resolve({ staged: false, reason: "the server is closing" });
-      });
+      this.context.idle.add(documentId, staged, closing);
     });
   }
 
-  private async stageNow(documentId: string, bytes: Uint8Array, maxBytes: number): Promise<StageAnswer> {
+  private async stageNow(
+    documentId: string,
+    bytes: Uint8Array,
+    maxBytes: number,
+  ): Promise<StageAnswer & { readonly early?: boolean }> {
     const open = this.context.docs.open.get(documentId);
     if (open === undefined) return { staged: false, reason: "the document is not open on this server" };
     // Another run's parts, left by a run that ended without pushing them, give way.
     const left = stagedOf(open.shadow);
     if (left !== undefined && Date.now() - left.lastAt > stagedIdleMs) open.shadow = undefined;
     const shadow = await this.context.docs.shadowOf(documentId, open);
-    const { staged, reason, dropShadow } = stagePart(open, shadow, bytes, maxBytes);
+    const { staged, reason, dropShadow, early } = stagePart(open, shadow, bytes, maxBytes);
     if (dropShadow === true) open.shadow = undefined;
     if (staged) this.readStagedLater(documentId, shadow);
-    return reason === undefined ? { staged } : { staged, reason };
+    return { staged, ...(reason === undefined ? {} : { reason }), ...(early === undefined ? {} : { early }) };
   }
 
   /** Reads the rows staged in `shadow` a slice at a time, as idle work, until none is left unread. */

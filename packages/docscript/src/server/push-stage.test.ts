@@ -1,7 +1,8 @@
 /**
  * Parts of a run's update staged ahead of its push (ADR 0508): the push is judged exactly as it would
- * be without them (the same answer, rows and document), reading the rows the parts read; parts of
- * another update, or that do not follow, never reach a push's judgement.
+ * be without them (the same answer, rows and document), reading the rows the parts read; parts that
+ * arrive out of order are staged in order; parts of another update, or that do not follow, never
+ * reach a push's judgement.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -114,6 +115,26 @@ test("a push whose parts were staged is answered and stored as without them, rea
   }
 });
 
+test("parts that arrive out of order (separate connections) are staged in order", async () => {
+  const { snapshot } = largeTimeline(30);
+  const { host } = await hostWith(snapshot);
+  try {
+    const { client, from } = markersMoved(snapshot, 45, 30, (index) => 150_000 + index);
+    const parts = partsOf(client, 0, client.oplogVersion().get("45") ?? 0, 5);
+    assert.equal(parts.length, 6);
+    // The last first, the first last: each waits for the part before it, then is staged.
+    const answers = await Promise.all([...parts].reverse().map((part) => host.stage("doc", part, maxBytes)));
+    assert.deepEqual(
+      answers,
+      parts.map(() => ({ staged: true })),
+    );
+    const pushed = await host.push("doc", client.export({ mode: "update", from }));
+    assert.equal(pushed.status, "committed", JSON.stringify(pushed));
+  } finally {
+    await host.close();
+  }
+});
+
 test("a push of another update than the staged parts is judged without them, and they never land", async () => {
   const { snapshot } = largeTimeline(20);
   const { host, readBefore } = await hostWith(snapshot);
@@ -159,7 +180,8 @@ test("a part is refused, and nothing of it imported, when it does not follow, is
     const { client: runner, from } = markersMoved(snapshot, 61, 6, (index) => 200_000 + index);
     const parts = partsOf(runner, 0, 6, 2);
     assert.equal((await host.stage("doc", parts[0]!, maxBytes)).staged, true);
-    // Skips a part: its ops depend on ones the server does not hold.
+    // Skips a part: its ops depend on ones the server does not hold (it waits for the part before it
+    // for a while, in case that one is on its way).
     const skipped = await host.stage("doc", parts[2]!, maxBytes);
     assert.equal(skipped.staged, false);
     assert.match(skipped.reason ?? "", /does not follow/);

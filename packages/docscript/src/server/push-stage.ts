@@ -66,8 +66,14 @@ export interface StageAnswer {
   readonly reason?: string;
 }
 
-/** A part staged or not, and whether the shadow took ops it must not keep (the caller drops it). */
-type PartOutcome = StageAnswer & { readonly dropShadow?: boolean };
+/**
+ * A part staged or not, and whether the shadow took ops it must not keep (the caller drops it).
+ * `early`: it may follow a part of its run still on its way (parts travel on separate connections and
+ * may arrive out of order): past the parts of its run staged so far, or made on ops of its own peer
+ * the server holds nowhere while nothing is staged (the run's first part still to come, or a run
+ * built on its own changes never pushed, whose part never fits). It may be tried again later.
+ */
+type PartOutcome = StageAnswer & { readonly dropShadow?: boolean; readonly early?: boolean };
 
 const refused = (reason: string): PartOutcome => ({ staged: false, reason });
 
@@ -95,12 +101,18 @@ export function stagePart(
   if (spans.length !== 1 || span === undefined) return refused("a part carries the ops of one peer");
   const peer = String(span.peer);
   const staged = stagedIn.get(shadow);
+  const notFollowing = "the part does not follow the staged ones";
   if (staged === undefined) {
     if (shadow.cmpFrontiers(shadow.frontiers(), open.doc.frontiers()) !== 0)
       return refused("the shadow is not a replica of the document");
+    // Made on its own run's ops the server holds nowhere: an earlier part of the run, still to come.
+    const held = shadow.oplogVersion();
+    if (meta.startFrontiers.some((id) => String(id.peer) === peer && (held.get(id.peer) ?? 0) <= id.counter))
+      return { ...refused(notFollowing), early: true };
   } else {
     if (staged.peer !== peer) return refused("another run's update is staged");
-    if (span.counter !== staged.end) return refused("the part does not follow the staged ones");
+    if (span.counter > staged.end) return { ...refused(notFollowing), early: true };
+    if (span.counter !== staged.end) return refused(notFollowing);
   }
   if ((open.doc.oplogVersion().get(span.peer) ?? 0) >= span.counter + span.length)
     return refused("the part is in the document already");
