@@ -105,10 +105,11 @@ export function stagePart(
   if (staged === undefined) {
     if (shadow.cmpFrontiers(shadow.frontiers(), open.doc.frontiers()) !== 0)
       return refused("the shadow is not a replica of the document");
-    // Made on its own run's ops the server holds nowhere: an earlier part of the run, still to come.
+    // Made on its own run's ops the server holds nowhere: an earlier part of the run still to come,
+    // or changes of its own never pushed.
     const held = shadow.oplogVersion();
     if (meta.startFrontiers.some((id) => String(id.peer) === peer && (held.get(id.peer) ?? 0) <= id.counter))
-      return { ...refused(notFollowing), early: true };
+      return { ...refused("the part depends on changes the server does not hold"), early: true };
   } else {
     if (staged.peer !== peer) return refused("another run's update is staged");
     if (span.counter > staged.end) return { ...refused(notFollowing), early: true };
