@@ -8,8 +8,6 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { freePort } from "@tackle/test-support";
 
-export { freePort };
-
 const root = new URL("../../", import.meta.url);
 export const nodeScript = fileURLToPath(new URL("packages/mesh/test/fixtures/node-process.ts", root));
 export const bundle = fileURLToPath(new URL("packages/mesh/test/fixtures/whoami.ts", root));

@@ -1,7 +1,7 @@
 /** The soak's two sides, started side by side: a NATS cluster with two mesh nodes; a private PostgreSQL with two document servers, two durable runners and two memory services on it. */
 import type { ChildProcess } from "node:child_process";
 import { createMeshClient, issueMembership, openMeshBuckets } from "@tackle/mesh";
-import { startNatsCluster } from "@tackle/test-support";
+import { freePort, startNatsCluster } from "@tackle/test-support";
 import pg from "pg";
 import {
   adminToken,
@@ -9,7 +9,6 @@ import {
   documentServerScript,
   durableLeaseMs,
   durableRunnerScript,
-  freePort,
   memoryJobLeaseMs,
   memoryServiceScript,
   meshTimeoutMs,

@@ -1,6 +1,9 @@
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 
+/** The first port of the kernel's ephemeral range, read once. */
+let ephemeralStart: number | undefined;
+
 /**
  * A TCP port on 127.0.0.1 that was free a moment ago, for a server a test starts later (or starts
  * again after killing it). Taken below the kernel's ephemeral range: ports in that range are handed
@@ -8,7 +11,8 @@ import { createServer } from "node:net";
  * the pick and the server's bind (the soak once lost a memory service to EADDRINUSE that way).
  */
 export async function freePort(): Promise<number> {
-  const low = ephemeralLow();
+  ephemeralStart ??= ephemeralLow();
+  const low = ephemeralStart;
   const span = Math.min(12_000, low - 10_000);
   for (let attempt = 0; attempt < 50; attempt++) {
     const port = low - 1 - Math.floor(Math.random() * span);
