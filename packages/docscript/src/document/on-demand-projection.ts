@@ -226,6 +226,7 @@ export class OnDemandProjection extends Projection {
       });
       return [];
     }
+    this.demand.listed(key);
     // Every stored entity of the listing up to the page's end is held, and so is every entity this run
     // created: the held ones in that range, in id order, are the listing.
     return this.heldIdsUpTo(entityKind, after, page, count);
@@ -251,6 +252,7 @@ export class OnDemandProjection extends Projection {
       });
       return [];
     }
+    this.demand.listed(key);
     // The window's stored entities up to the page's end are held, and so is every entity this run
     // created or wrote: the held ones of the kind in that range are the candidates.
     return this.heldIdsUpTo(entityKind, after, page, count);

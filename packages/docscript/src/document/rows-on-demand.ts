@@ -27,6 +27,7 @@ import { idsPerLookup, manyAtOnce, membersPerPage, type Pending } from "./lookup
 import type { OnDemandProjection } from "./on-demand-projection.ts";
 import { maxListedRelations, pageLookups } from "./page-lookups.ts";
 import type { Lookup } from "./projection.ts";
+import { ReadsAhead } from "./read-ahead.ts";
 import type { PageCounts, RowLookup, RowSource, RowSourceAnswer } from "./row-source.ts";
 import { decodeVersion } from "./version.ts";
 
@@ -46,10 +47,6 @@ const maxFollowUps = 2;
  * pay two for nothing (a clip's volume set: three requests instead of one, ~5 ms each at 100k).
  */
 const followUpsAbove = 64;
-/** Entities a fill must have read (with their relations) for a read ahead of their relations' ends. */
-const readAheadFrom = 4;
-/** Lookups a read ahead asks at most (`RowsOnDemand.readAhead`): past this, none is read ahead. */
-const maxReadAhead = 256;
 /** Made ids remembered (`RowsOnDemand.made`). */
 const maxFresh = 100_000;
 /** Ids a fill's follow-ups may look up: past this, the call asks again instead. */
@@ -148,7 +145,23 @@ export class RowsOnDemand {
   readonly version: string | undefined;
   /** The most entities a whole read reads; past it a read of every row is refused. */
   readonly wholeUpTo: number;
-  private readonly speculative: boolean;
+  readonly speculative: boolean;
+  /** What fills read ahead (ADR 0506, 0510). */
+  private readonly aheads = new ReadsAhead(this);
+
+  /** Whether fills read ahead: set while a script runs, cleared once it has ended. */
+  get readsAhead(): boolean {
+    return this.aheads.readsAhead;
+  }
+
+  set readsAhead(on: boolean) {
+    this.aheads.readsAhead = on;
+  }
+
+  /** A listing found its page held (`key`): a page read ahead reads the next one ahead in turn. */
+  listed(key: string): void {
+    this.aheads.listed(key);
+  }
 
   constructor(
     source: RowSource,
@@ -189,81 +202,39 @@ export class RowsOnDemand {
   async fill(): Promise<void> {
     // A read ahead that is bringing what the call lacks is waited for; one that is not is left to
     // run beside this fill (waiting for it would add a round trip to a call it does not serve).
-    const ahead = this.ahead;
-    if (
-      ahead !== undefined &&
-      [...this.missing.values()].some((entry) => "id" in entry && ahead.ids.has(entry.id))
-    ) {
-      await ahead.done;
-      if (this.ahead === ahead) this.ahead = undefined;
-    }
-    let wanted = [...this.missing.entries()].filter(([key]) => !this.known.has(key));
+    await this.aheads.servingFill(this.missing);
+    const wanted = [...this.missing.entries()].filter(
+      ([key]) => !this.known.has(key) && !this.pages.has(key),
+    );
     this.missing.clear();
+    await this.fillLevels(wanted);
+    this.aheads.afterPages(wanted);
+  }
+
+  /** A fill's lookups, then (`speculative`) what checks ask next of what was read, level by level. */
+  async fillLevels(
+    first: readonly [string, Wanted][],
+    ask?: (lookups: readonly RowLookup[]) => Promise<RowSourceAnswer>,
+  ): Promise<void> {
+    let wanted = first;
     for (let depth = 0; wanted.length > 0; depth++) {
       if (wanted.some(([, entry]) => entry.lookup === "whole")) {
         await this.fillWhole();
         return;
       }
-      await this.fillOnce(wanted);
+      await this.fillOnce(wanted, ask);
       const holder = this.holders.values().next().value;
       if (!this.speculative || holder === undefined || depth >= maxFollowUps) return;
       if (wanted.length <= followUpsAbove) {
-        this.readAhead(holder, wanted);
+        if (ask === undefined) this.aheads.afterFill(holder, wanted);
         return;
       }
       wanted = [...holder.followUps(wanted.map(([, entry]) => entry)).entries()];
     }
   }
 
-  /**
-   * Whether fills read ahead: set while a script runs, cleared once it has ended (the run's own end
-   * checks read what they need; a read ahead then would outlive the run for nothing).
-   */
-  readsAhead = true;
-
-  /** A read ahead in flight (`readAhead`), and the ids it asks about. */
-  private ahead: { readonly done: Promise<void>; readonly ids: ReadonlySet<string> } | undefined;
-
-  /**
-   * After a small fill of several entities (a listing's), reads in the background what a call on each
-   * usually reads next: the entities at the other ends of the relations of each entity just read (a
-   * marker's clip), with their relations, in one request. The script goes on meanwhile; a call that
-   * lacks rows waits for it, then asks only what it did not bring. A loop over ten markers that writes
-   * each one's clip asks once for the clips instead of once a clip (ADR 0506). An answer at another
-   * version is dropped unread: its rows are never held beside the version the run reads.
-   */
-  private readAhead(holder: OnDemandProjection, answered: readonly [string, Wanted][]): void {
-    if (!this.readsAhead) return;
-    const entries: Wanted[] = [];
-    for (const [, entry] of answered) {
-      if (entry.lookup === "endpoint" && entry.kind === undefined) entries.push(entry);
-      else if (entry.lookup === "entity" && this.known.hasId("endpoint", entry.id))
-        entries.push({ lookup: "endpoint", id: entry.id });
-    }
-    // A fill of a few entities is a call about them (a move, a clip's update), whose next request is
-    // its own: a read ahead beside it only delays it (the server answers a document's reads in turn).
-    if (entries.length < readAheadFrom) return;
-    const next = [...holder.followUps(entries).entries()];
-    if (next.length === 0 || next.length > maxReadAhead) return;
-    // A move found here is not the run's to report: the read ahead is dropped, and the run's own next
-    // request finds the move.
-    const quietly = (lookups: readonly RowLookup[]) => this.ask(lookups, { quiet: true });
-    const ids = new Set(next.flatMap(([, entry]) => ("id" in entry ? [entry.id] : [])));
-    const ahead = {
-      ids,
-      done: this.fillOnce(next, quietly)
-        .catch(() => {
-          // Nothing is lost: a call that needs these rows asks for them.
-        })
-        .finally(() => {
-          if (this.ahead === ahead) this.ahead = undefined;
-        }),
-    };
-    this.ahead = ahead;
-  }
-
   /** One level of a fill: the lookups wanted, in requests of at most 64. */
-  private async fillOnce(
+  async fillOnce(
     wanted: readonly [string, Wanted][],
     ask: (lookups: readonly RowLookup[]) => Promise<RowSourceAnswer> = (lookups) => this.ask(lookups),
   ): Promise<void> {
@@ -393,10 +364,7 @@ export class RowsOnDemand {
   }
 
   /** One request; an answer at another version than the rows stand for is refused. */
-  private async ask(
-    lookups: readonly RowLookup[],
-    options: { quiet?: boolean } = {},
-  ): Promise<RowSourceAnswer> {
+  async ask(lookups: readonly RowLookup[], options: { quiet?: boolean } = {}): Promise<RowSourceAnswer> {
     this.requests += 1;
     const answer = await this.source.lookUp(lookups);
     if (this.version !== undefined) {

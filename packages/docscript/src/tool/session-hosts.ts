@@ -186,7 +186,10 @@ function keptWorkers(options: SessionHostsOptions, memoryLimitMb: number) {
       boundMiB: Math.round(recycleBound(host, recycleAboveBytes) / 2 ** 20),
     });
     retire(host);
-    if (host.lastRequest !== undefined) replace.prepare?.(host.lastRequest);
+    // Its successor after the current turn (ADR 0510): a snapshot of the document and a run document
+    // (seconds of CPU at 100k entities) are made once the commit that outgrew it has been answered.
+    const run = host.lastRequest;
+    if (run !== undefined) setTimeout(() => replace.prepare?.(run), 0);
   };
   /** A worker past its memory bound is replaced once no run is on it; the next run reads anew. */
   const recycleIfGrown = (host: HostWorker) => {

@@ -82,9 +82,6 @@ export async function commit(
       // The replica takes the plan while the server checks it, not after (ADR 0500).
       whilePushing: () => {
         imported = importAhead(state.replica, entry.plan.update);
-        // A worker the plan would take past its bound is replaced now, not after the next run.
-        if (imported)
-          sessionHostsOf(core.sandbox()).replaceOutgrown(state.replica, entry.plan.update.byteLength);
       },
     },
   );
@@ -118,8 +115,12 @@ export async function commit(
         return false;
       },
     );
+    const hosts = sessionHostsOf(core.sandbox());
+    // A worker the plan would take past its bound is replaced now, not after the next run (ADR 0495);
+    // its successor is made ready once this answer is out, not beside the server's check (ADR 0510).
+    if (imported) hosts.replaceOutgrown(state.replica, entry.plan.update.byteLength);
     // The host workers keeping the document take the committed plan now, not in the next run (ADR 0498).
-    if (pulled) sessionHostsOf(core.sandbox()).catchUp(state.replica);
+    if (pulled) hosts.catchUp(state.replica);
   }
   return outcome;
 }

@@ -1,0 +1,237 @@
+/**
+ * What a run's reads on demand read ahead (ADR 0506, 0510): after a small fill of several entities, the
+ * other ends of their relations; after a bulk write's checks over a full page of a listing, the next
+ * page and the same lookups for its entities. The script goes on meanwhile; a fill that lacks what a
+ * read ahead brings waits for it. An answer at another version is dropped unread (`ask` quietly).
+ */
+import type { KnownLookups } from "./demand-keys.ts";
+import { entityPageKey, keyOf, windowPageKey } from "./demand-keys.ts";
+import type { OnDemandProjection } from "./on-demand-projection.ts";
+import type { Lookup } from "./projection.ts";
+import type { RowLookup, RowSourceAnswer } from "./row-source.ts";
+import type { ReadPage, Wanted } from "./rows-on-demand.ts";
+
+/** Entities a fill must have read (with their relations) for a read ahead of their relations' ends. */
+const readAheadFrom = 4;
+/** Lookups a read ahead asks at most (`afterFill`): past this, none is read ahead. */
+const maxReadAhead = 256;
+
+type Ask = (lookups: readonly RowLookup[]) => Promise<RowSourceAnswer>;
+
+/** What a read ahead reads through: the reads on demand it serves. */
+export interface AheadSource {
+  readonly known: KnownLookups;
+  readonly pages: Map<string, ReadPage>;
+  readonly holders: ReadonlySet<OnDemandProjection>;
+  readonly speculative: boolean;
+  ask(lookups: readonly RowLookup[], options: { quiet?: boolean }): Promise<RowSourceAnswer>;
+  fillOnce(wanted: readonly [string, Wanted][], ask: Ask): Promise<void>;
+  fillLevels(wanted: readonly [string, Wanted][], ask: Ask): Promise<void>;
+}
+
+/** The reads ahead of one `RowsOnDemand`. */
+export class ReadsAhead {
+  private reading = true;
+  private readonly rows: AheadSource;
+  /** A read ahead in flight, with the ids and listing pages it asks about. */
+  private ahead:
+    | { readonly done: Promise<void>; readonly ids: ReadonlySet<string>; readonly keys: ReadonlySet<string> }
+    | undefined;
+
+  constructor(rows: AheadSource) {
+    this.rows = rows;
+  }
+
+  /**
+   * Whether fills read ahead: set while a script runs, cleared once it has ended (the run's own end
+   * checks read what they need; a read ahead then would outlive the run for nothing). Cleared, no page
+   * stays armed for the next run.
+   */
+  get readsAhead(): boolean {
+    return this.reading;
+  }
+
+  set readsAhead(on: boolean) {
+    this.reading = on;
+    if (on) return;
+    this.nextPage = undefined;
+    this.pagesAhead.clear();
+  }
+
+  /**
+   * A full page of a listing just read, and the ids it listed: armed for a read ahead of the next page
+   * once a fill shows the script checking those entities (a bulk write over the page).
+   */
+  private nextPage: { readonly entry: PageWanted; readonly ids: ReadonlySet<string> } | undefined;
+
+  /**
+   * After a fill (`wanted`, its first level), reads ahead the next page of a listing read page by page
+   * (ADR 0510): a fill that read one full page of a window or of a kind arms it; the next fill, when it
+   * looked up most of that page's entities (a write's checks over the page), reads in the background
+   * the next page and the same lookups for its entities, while the script writes. A script that reads
+   * the next page before it writes (a read-only loop) asks for it itself: nothing is read ahead.
+   */
+  afterPages(wanted: readonly [string, Wanted][]): void {
+    const armed = this.nextPage;
+    this.nextPage = undefined;
+    const holder = this.rows.holders.values().next().value;
+    if (!this.rows.speculative || !this.readsAhead || holder === undefined) return;
+    const pages = wanted.filter((item): item is [string, PageWanted] => isPageWanted(item[1]));
+    if (pages.length > 0) {
+      const [key, entry] = pages[0] as [string, PageWanted];
+      const page = this.rows.pages.get(key);
+      if (pages.length !== 1 || page === undefined || page.exhausted || page.end === undefined) return;
+      const ids = pageIds(holder, entry);
+      // The next page as a script asks for it: after the last entity this one listed.
+      const last = ids.at(-1);
+      if (ids.length === entry.count && last !== undefined)
+        this.nextPage = { entry: { ...entry, after: last }, ids: new Set(ids) };
+      return;
+    }
+    if (armed === undefined || this.ahead !== undefined) return;
+    const lookups = new Set<Exclude<Lookup, "whole">>();
+    let checked = 0;
+    for (const [, entry] of wanted)
+      if ("id" in entry && armed.ids.has(entry.id)) {
+        checked++;
+        if (entry.lookup === "entity" || entry.lookup === "variants") lookups.add(entry.lookup);
+      }
+    if (checked * 2 < armed.ids.size || lookups.size === 0) return;
+    this.readAheadPage(holder, armed.entry, lookups);
+  }
+
+  /** Pages read ahead, by key: the next page to read ahead once the script lists this one. */
+  private readonly pagesAhead = new Map<
+    string,
+    { readonly entry: PageWanted; readonly lookups: ReadonlySet<Exclude<Lookup, "whole">> }
+  >();
+
+  /** A listing found its page held (`key`): one read ahead reads the next page ahead in turn. */
+  listed(key: string): void {
+    const next = this.pagesAhead.get(key);
+    if (next === undefined) return;
+    this.pagesAhead.delete(key);
+    const start = () => {
+      const holder = this.rows.holders.values().next().value;
+      if (!this.readsAhead || this.ahead !== undefined || holder === undefined) return;
+      this.readAheadPage(holder, next.entry, next.lookups);
+    };
+    // Listed while its own checks are still being read ahead: the next page follows them.
+    if (this.ahead === undefined) start();
+    else void this.ahead.done.then(start);
+  }
+
+  /** Reads `entry`'s page in the background, then `lookups` of each entity it lists. */
+  private readAheadPage(
+    holder: OnDemandProjection,
+    entry: PageWanted,
+    lookups: ReadonlySet<Exclude<Lookup, "whole">>,
+  ): void {
+    const quietly = (asked: readonly RowLookup[]) => this.rows.ask(asked, { quiet: true });
+    const key = pageKeyOf(entry);
+    const ids = new Set<string>();
+    const read = async () => {
+      await this.rows.fillOnce([[key, entry]], quietly);
+      const page = this.rows.pages.get(key);
+      const listed = pageIds(holder, entry);
+      const last = listed.at(-1);
+      // Listed by the script, this page reads the next one ahead in turn.
+      if (page !== undefined && !page.exhausted && last !== undefined && listed.length === entry.count)
+        this.pagesAhead.set(key, { entry: { ...entry, after: last }, lookups });
+      for (const id of listed) ids.add(id);
+      const checks: [string, Wanted][] = [];
+      for (const id of listed)
+        for (const lookup of lookups) {
+          const checkKey = keyOf(lookup, id);
+          if (!this.rows.known.has(checkKey)) checks.push([checkKey, { lookup, id } as Wanted]);
+        }
+      await this.rows.fillLevels(checks, quietly);
+    };
+    const ahead = {
+      ids,
+      keys: new Set([key]),
+      done: read()
+        .catch(() => {
+          // Nothing is lost: a call that needs these rows asks for them.
+        })
+        .finally(() => {
+          if (this.ahead === ahead) this.ahead = undefined;
+        }),
+    };
+    this.ahead = ahead;
+  }
+
+  /** A read ahead that is bringing what `missing` lacks is waited for; one that is not runs beside. */
+  async servingFill(missing: ReadonlyMap<string, Wanted>): Promise<void> {
+    const ahead = this.ahead;
+    if (
+      ahead !== undefined &&
+      [...missing.entries()].some(
+        ([key, entry]) => ahead.keys.has(key) || ("id" in entry && ahead.ids.has(entry.id)),
+      )
+    ) {
+      await ahead.done;
+      if (this.ahead === ahead) this.ahead = undefined;
+    }
+  }
+
+  /**
+   * After a small fill of several entities (a listing's), reads in the background what a call on each
+   * usually reads next: the entities at the other ends of the relations of each entity just read (a
+   * marker's clip), with their relations, in one request. The script goes on meanwhile; a call that
+   * lacks rows waits for it, then asks only what it did not bring. A loop over ten markers that writes
+   * each one's clip asks once for the clips instead of once a clip (ADR 0506). An answer at another
+   * version is dropped unread: its rows are never held beside the version the run reads.
+   */
+  afterFill(holder: OnDemandProjection, answered: readonly [string, Wanted][]): void {
+    if (!this.readsAhead) return;
+    const entries: Wanted[] = [];
+    for (const [, entry] of answered) {
+      if (entry.lookup === "endpoint" && entry.kind === undefined) entries.push(entry);
+      else if (entry.lookup === "entity" && this.rows.known.hasId("endpoint", entry.id))
+        entries.push({ lookup: "endpoint", id: entry.id });
+    }
+    // A fill of a few entities is a call about them (a move, a clip's update), whose next request is
+    // its own: a read ahead beside it only delays it (the server answers a document's reads in turn).
+    if (entries.length < readAheadFrom) return;
+    const next = [...holder.followUps(entries).entries()];
+    if (next.length === 0 || next.length > maxReadAhead) return;
+    // A move found here is not the run's to report: the read ahead is dropped, and the run's own next
+    // request finds the move.
+    const quietly = (lookups: readonly RowLookup[]) => this.rows.ask(lookups, { quiet: true });
+    const ids = new Set(next.flatMap(([, entry]) => ("id" in entry ? [entry.id] : [])));
+    const ahead = {
+      ids,
+      keys: new Set<string>(),
+      done: this.rows
+        .fillOnce(next, quietly)
+        .catch(() => {
+          // Nothing is lost: a call that needs these rows asks for them.
+        })
+        .finally(() => {
+          if (this.ahead === ahead) this.ahead = undefined;
+        }),
+    };
+    this.ahead = ahead;
+  }
+}
+
+/** A listing's page read by kind, or by a window on a number field. */
+type PageWanted = Extract<Wanted, { lookup: "entityPage" | "windowPage" }>;
+
+function isPageWanted(entry: Wanted): entry is PageWanted {
+  return entry.lookup === "entityPage" || entry.lookup === "windowPage";
+}
+
+function pageKeyOf(entry: PageWanted): string {
+  return entry.lookup === "windowPage"
+    ? windowPageKey(entry.kind, entry.window, entry.after, entry.count)
+    : entityPageKey(entry.kind, entry.after, entry.count);
+}
+
+/** The entities a page read lists, as the holder finds them held. */
+function pageIds(holder: OnDemandProjection, entry: PageWanted): string[] {
+  return entry.lookup === "windowPage"
+    ? holder.entityIdsInWindow(entry.kind, entry.window, entry.after, entry.count)
+    : holder.entityIdsAfter(entry.kind, entry.after, entry.count);
+}

@@ -1,0 +1,138 @@
+/**
+ * A window listed page by page and written (ADR 0510): once a page's entities have been checked, the
+ * next page and the same checks of its entities are read while the script writes, so listing and
+ * checking that page asks the server nothing. A read-only loop reads nothing ahead.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { LoroDoc } from "loro-crdt";
+import { largeTimeline, largeTimelineRows } from "../../test/large-timeline.ts";
+import { onDemandProjection } from "../document/on-demand-projection.ts";
+import { lookupRowSource, type RowLookup } from "../document/row-source.ts";
+import { DocumentHost, hashToken } from "../server/document-host.ts";
+import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
+import { timelineSchema } from "../timeline/timeline-schema.ts";
+import { documentVersion } from "./document-cache.ts";
+
+const extraClips = 2_000;
+const pageSize = 500;
+const window = { field: "startMs", from: 0 };
+let host: DocumentHost;
+let version: string;
+
+before(async () => {
+  const { snapshot } = largeTimeline(extraClips);
+  const store = createSqliteDocumentStore({ path: ":memory:" });
+  host = new DocumentHost({ store, schema: timelineSchema });
+  await store.createDocument({
+    documentId: "doc",
+    tokenHash: hashToken("token-0123456789abcdef"),
+    snapshot,
+    rows: largeTimelineRows(extraClips),
+    issues: [],
+  });
+  version = documentVersion(LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes));
+});
+after(() => host.close());
+
+/** A projection reading on demand whose requests are recorded with what the script was doing. */
+function recordedProjection() {
+  const state = { doing: "starting", inFlight: 0 };
+  const asked: { doing: string; lookups: RowLookup[] }[] = [];
+  const projection = onDemandProjection(
+    timelineSchema,
+    lookupRowSource(async (lookups) => {
+      asked.push({ doing: state.doing, lookups: [...lookups] });
+      state.inFlight++;
+      try {
+        return await host.rowLookup("doc", lookups);
+      } finally {
+        state.inFlight--;
+      }
+    }),
+    version,
+    100,
+  );
+  /** Calls whose answer waited for the server (a fill), by what the script was doing. */
+  const waited: string[] = [];
+  /** Fills until the call lacks nothing, as a run does between a call's tries. */
+  const settle = async (call: () => string[]): Promise<string[]> => {
+    for (let round = 0; round < 16; round++) {
+      const answer = call();
+      if (!projection.lacking) return answer;
+      waited.push(state.doing);
+      await projection.demand.fill();
+    }
+    throw new Error("the call still lacked rows");
+  };
+  /** The script's own work between calls: whatever is read ahead meanwhile has landed. */
+  const work = async () => {
+    for (let quiet = 0; quiet < 5; ) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      quiet = state.inFlight === 0 ? quiet + 1 : 0;
+    }
+  };
+  return { projection, state, asked, waited, settle, work };
+}
+
+const isWindow = (lookup: RowLookup) => "members" in lookup && lookup.range !== undefined;
+
+describe("a window listed in pages", () => {
+  it("written page by page: each page after the first is read ahead, with its checks", async () => {
+    const { projection, state, asked, waited, settle, work } = recordedProjection();
+    let after: string | undefined;
+    let pages = 0;
+    let listed = 0;
+    for (;;) {
+      state.doing = `listing ${pages}`;
+      const ids = await settle(() =>
+        projection.entityIdsInWindow("sequence-marker", window, after, pageSize),
+      );
+      if (ids.length === 0) break;
+      listed += ids.length;
+      // A bulk write's checks: every entity of the page looked up.
+      state.doing = `checking ${pages}`;
+      await settle(() => ids.filter((id) => projection.entity(id) === undefined));
+      state.doing = `writing ${pages}`;
+      await work();
+      after = ids.at(-1);
+      pages++;
+    }
+    assert.ok(listed > extraClips, `${listed} markers listed`);
+    assert.ok(pages >= 4, `${pages} pages`);
+    // The first page and its checks wait for the server; every later page and its checks were read
+    // while the page before was written, and asked for then.
+    assert.ok(waited.includes("listing 0") && waited.includes("checking 0"), waited.join());
+    for (let page = 1; page < pages; page++) {
+      assert.ok(!waited.includes(`listing ${page}`), `listing page ${page} waited for the server`);
+      assert.ok(!waited.includes(`checking ${page}`), `checking page ${page} waited for the server`);
+    }
+    const windows = asked.filter((request) => request.lookups.some(isWindow));
+    assert.equal(windows.length, pages + 1, "each page read once, and the empty one after");
+  });
+
+  it("read only: nothing is read ahead, each page is asked when listed", async () => {
+    const { projection, state, asked, waited, settle, work } = recordedProjection();
+    let after: string | undefined;
+    let pages = 0;
+    for (;;) {
+      state.doing = `listing ${pages}`;
+      const ids = await settle(() =>
+        projection.entityIdsInWindow("sequence-marker", window, after, pageSize),
+      );
+      if (ids.length === 0) break;
+      state.doing = `reading ${pages}`;
+      await work();
+      after = ids.at(-1);
+      pages++;
+    }
+    assert.ok(pages >= 4, `${pages} pages`);
+    assert.deepEqual(
+      asked.filter((request) => request.doing.startsWith("reading")),
+      [],
+      "a read-only loop read ahead",
+    );
+    for (let page = 0; page <= pages; page++)
+      assert.ok(waited.includes(`listing ${page}`), `page ${page} was not asked when listed`);
+  });
+});
