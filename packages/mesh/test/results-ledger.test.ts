@@ -255,24 +255,53 @@ it("a node killed after its tool's effect, before the ledger's record: a tool wi
 
 it("a node whose bucket create comes after another node's opened the ledger still reaches it", async () => {
   // The race two nodes' first keyed calls run: both find no bucket; the first adds it and sets its
-  // discard policy; the second's add, arriving after that, differs in configuration. Forced here by
-  // holding the second node's stream-create request until the first node's call has answered.
-  const [first, second] = await Promise.all([connect({ servers: nats.url }), connect({ servers: nats.url })]);
+  // discard policy; the second's add, arriving after that, differs in configuration. Forced here: the
+  // first node's stream-create waits until the second has looked for the stream (and not found it),
+  // and the second's stream-create waits until the first node's call has answered.
+  const [plainFirst, second] = await Promise.all([
+    connect({ servers: nats.url }),
+    connect({ servers: nats.url }),
+  ]);
   let firstDone!: () => void;
   const firstAnswered = new Promise<void>((resolve) => {
     firstDone = resolve;
   });
-  const held = new Proxy(second, {
-    get(target, property) {
-      if (property === "request")
-        return async (subject: string, ...rest: unknown[]) => {
-          if (subject.includes(".STREAM.CREATE.")) await firstAnswered;
-          return (target.request as (...args: unknown[]) => unknown)(subject, ...rest);
-        };
-      const value = Reflect.get(target, property);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
+  let secondLooked!: () => void;
+  const secondFoundNone = new Promise<void>((resolve) => {
+    secondLooked = resolve;
   });
+  const holding = (
+    connection: typeof second,
+    hold: (subject: string) => Promise<void>,
+    after = (_: string) => {},
+  ) =>
+    new Proxy(connection, {
+      get(target, property) {
+        if (property === "request")
+          return async (subject: string, ...rest: unknown[]) => {
+            await hold(subject);
+            try {
+              return await (target.request as (...args: unknown[]) => Promise<unknown>)(subject, ...rest);
+            } finally {
+              after(subject);
+            }
+          };
+        const value = Reflect.get(target, property);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  const first = holding(plainFirst, async (subject) => {
+    if (subject.includes(".STREAM.CREATE.")) await secondFoundNone;
+  });
+  const held = holding(
+    second,
+    async (subject) => {
+      if (subject.includes(".STREAM.CREATE.")) await firstAnswered;
+    },
+    (subject) => {
+      if (subject.includes(".STREAM.INFO.")) secondLooked();
+    },
+  );
   for (const [index, connection] of [first, second].entries())
     connection.subscribe(`_alive.race.${index}`, {
       callback: (_error, message) => {
@@ -303,7 +332,7 @@ it("a node whose bucket create comes after another node's opened the ledger stil
     assert.deepEqual(await late, early);
     assert.equal(runs, 1);
   } finally {
-    await first.close();
+    await plainFirst.close();
     await second.close();
   }
 });
