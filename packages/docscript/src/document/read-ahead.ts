@@ -136,9 +136,17 @@ export class ReadsAhead {
       const listed = pageIds(holder, entry);
       const last = listed.at(-1);
       // Listed by the script, this page reads the next one ahead in turn.
-      if (page !== undefined && !page.exhausted && last !== undefined && listed.length === entry.count)
+      if (
+        this.reading &&
+        page !== undefined &&
+        !page.exhausted &&
+        last !== undefined &&
+        listed.length === entry.count
+      )
         this.pagesAhead.set(key, { entry: { ...entry, after: last }, lookups });
       for (const id of listed) ids.add(id);
+      // The run ended meanwhile: its checks are not read for a script that is gone.
+      if (!this.reading) return;
       const checks: [string, Wanted][] = [];
       for (const id of listed)
         for (const lookup of lookups) {
