@@ -155,18 +155,7 @@ export class ReadsAhead {
         }
       await this.rows.fillLevels(checks, quietly);
     };
-    const ahead = {
-      ids,
-      keys: new Set([key]),
-      done: read()
-        .catch(() => {
-          // Nothing is lost: a call that needs these rows asks for them.
-        })
-        .finally(() => {
-          if (this.ahead === ahead) this.ahead = undefined;
-        }),
-    };
-    this.ahead = ahead;
+    this.track(ids, new Set([key]), read());
   }
 
   /** A read ahead that is bringing what `missing` lacks is waited for; one that is not runs beside. */
@@ -208,11 +197,15 @@ export class ReadsAhead {
     // request finds the move.
     const quietly = (lookups: readonly RowLookup[]) => this.rows.ask(lookups, { quiet: true });
     const ids = new Set(next.flatMap(([, entry]) => ("id" in entry ? [entry.id] : [])));
+    this.track(ids, new Set(), this.rows.fillOnce(next, quietly));
+  }
+
+  /** `reading` becomes the read ahead in flight, about `ids` and listing pages `keys`, until it ends. */
+  private track(ids: ReadonlySet<string>, keys: ReadonlySet<string>, reading: Promise<void>): void {
     const ahead = {
       ids,
-      keys: new Set<string>(),
-      done: this.rows
-        .fillOnce(next, quietly)
+      keys,
+      done: reading
         .catch(() => {
           // Nothing is lost: a call that needs these rows asks for them.
         })

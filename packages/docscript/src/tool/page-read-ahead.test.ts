@@ -72,14 +72,11 @@ function recordedProjection() {
       quiet = state.inFlight === 0 ? quiet + 1 : 0;
     }
   };
-  return { projection, state, asked, waited, settle, work };
-}
-
-const isWindow = (lookup: RowLookup) => "members" in lookup && lookup.range !== undefined;
-
-describe("a window listed in pages", () => {
-  it("written page by page: each page after the first is read ahead, with its checks", async () => {
-    const { projection, state, asked, waited, settle, work } = recordedProjection();
+  /**
+   * The window listed page by page, as a script does: `onPage` with each page's ids, then the script's
+   * own work (`doing`, e.g. "writing"). Answers the pages listed and the entities on them.
+   */
+  const eachPage = async (doing: string, onPage: (ids: string[], page: number) => Promise<void>) => {
     let after: string | undefined;
     let pages = 0;
     let listed = 0;
@@ -88,16 +85,28 @@ describe("a window listed in pages", () => {
       const ids = await settle(() =>
         projection.entityIdsInWindow("sequence-marker", window, after, pageSize),
       );
-      if (ids.length === 0) break;
+      if (ids.length === 0) return { pages, listed };
       listed += ids.length;
-      // A bulk write's checks: every entity of the page looked up.
-      state.doing = `checking ${pages}`;
-      await settle(() => ids.filter((id) => projection.entity(id) === undefined));
-      state.doing = `writing ${pages}`;
+      await onPage(ids, pages);
+      state.doing = `${doing} ${pages}`;
       await work();
       after = ids.at(-1);
       pages++;
     }
+  };
+  return { projection, state, asked, waited, settle, eachPage };
+}
+
+const isWindow = (lookup: RowLookup) => "members" in lookup && lookup.range !== undefined;
+
+describe("a window listed in pages", () => {
+  it("written page by page: each page after the first is read ahead, with its checks", async () => {
+    const { projection, state, asked, waited, settle, eachPage } = recordedProjection();
+    const { pages, listed } = await eachPage("writing", async (ids, page) => {
+      // A bulk write's checks: every entity of the page looked up.
+      state.doing = `checking ${page}`;
+      await settle(() => ids.filter((id) => projection.entity(id) === undefined));
+    });
     assert.ok(listed > extraClips, `${listed} markers listed`);
     assert.ok(pages >= 4, `${pages} pages`);
     // The first page and its checks wait for the server; every later page and its checks were read
@@ -112,20 +121,8 @@ describe("a window listed in pages", () => {
   });
 
   it("read only: nothing is read ahead, each page is asked when listed", async () => {
-    const { projection, state, asked, waited, settle, work } = recordedProjection();
-    let after: string | undefined;
-    let pages = 0;
-    for (;;) {
-      state.doing = `listing ${pages}`;
-      const ids = await settle(() =>
-        projection.entityIdsInWindow("sequence-marker", window, after, pageSize),
-      );
-      if (ids.length === 0) break;
-      state.doing = `reading ${pages}`;
-      await work();
-      after = ids.at(-1);
-      pages++;
-    }
+    const { asked, waited, eachPage } = recordedProjection();
+    const { pages } = await eachPage("reading", async () => {});
     assert.ok(pages >= 4, `${pages} pages`);
     assert.deepEqual(
       asked.filter((request) => request.doing.startsWith("reading")),
