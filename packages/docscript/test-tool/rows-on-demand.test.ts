@@ -204,6 +204,26 @@ async function moveAsksOnceForPlace(): Promise<void> {
   assert.equal(moved.requests - read.requests, 3, "requests of the move");
 }
 
+/**
+ * A listing by kind reads its entities with every row claiming them in one request (`claims`): a run
+ * that lists the tracks asks one request more than a run that reads nothing (two before).
+ */
+async function listingAsksOnce(): Promise<void> {
+  const requestsOf = async (script: string) => {
+    const { counted, tool } = countedTool();
+    const run = await tool.handle({ op: "run-edit-script", doc_id: "on-demand", script });
+    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run).slice(0, 400));
+    await tool.close();
+    return { requests: counted.requests, logs: run.logs };
+  };
+  const nothing = await requestsOf("console.log('nothing');");
+  const listed = await requestsOf(
+    "console.log(entities.list({ entityKind: 'track' }).map((track) => track.entityId).sort().join());",
+  );
+  assert.equal(listed.logs[0]?.text, "track-1,track-2,track-3");
+  assert.equal(listed.requests - nothing.requests, 1, "requests of the listing");
+}
+
 describe("runs that read rows on demand", { timeout: 900_000 }, () => {
   before(async () => {
     harness = await startHarness();
@@ -266,6 +286,8 @@ describe("runs that read rows on demand", { timeout: 900_000 }, () => {
   test("a window listed in pages of 500 and written reads each page's rows once", slow, windowPagesReadOnce);
 
   test("a move asks for the relation's target and its new place in one request", slow, moveAsksOnceForPlace);
+
+  test("a listing by kind reads its entities and their claims in one request", slow, listingAsksOnce);
 
   test("reads, refusals, errors and plans answer as on a tool that reads the document whole", {
     timeout: 600_000,

@@ -61,10 +61,17 @@ export async function pageLookups(
         ),
       );
     } else if (entry.lookup === "entityPage") {
+      // A kind's entities after a cursor, with every row claiming them: a listing reads each entity
+      // it lists (`entitiesListed`), which asks its claims, then asked in a second request.
       const key = entityPageKey(entry.kind, entry.after, entry.count);
       push(
         paged(
-          { members: "entity", ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }), limit: 0 },
+          {
+            members: "entity",
+            ...(entry.kind === undefined ? {} : { kinds: [entry.kind] }),
+            claims: true,
+            limit: 0,
+          },
           (end, exhausted) => listings.pages.set(key, { end, exhausted }),
           entry.count,
           entry.after,

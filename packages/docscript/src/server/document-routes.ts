@@ -123,9 +123,10 @@ export function rowRoutes({ app, host }: DocumentRoutesContext): void {
   // Stored rows by id or by the members a query finds (ADR 0466): `{ lookups: [...] }`, each
   // `{ rows: "entities" | "relations", ids }` or `{ members: "entity" | "relation", kinds?, ids?,
   // endpoint?, endpoints?, variantOf?, variantsOf?, identity?, identities?, range?, ordered?, after?,
-  // limit, bare? }`, `range` a window `{ field, from?, to? }` on an entity's number field, `ordered` a
-  // holder's relations of a kind in order `{ holder, kind, from: "first" | "last" }`, `bare: true`
-  // naming the members' rows without their JSON. With `issues: true`, the answer carries the
+  // limit, bare?, claims? }`, `range` a window `{ field, from?, to? }` on an entity's number field,
+  // `ordered` a holder's relations of a kind in order `{ holder, kind, from: "first" | "last" }`,
+  // `bare: true` naming the members' rows without their JSON, `claims: true` (entities) adding every
+  // row claiming the entities found (`claimed`). With `issues: true`, the answer carries the
   // document's issues too.
   app.post("/documents/:documentId/rows", async (context) => {
     const documentId = context.req.param("documentId");

@@ -79,6 +79,8 @@ export function rowLookupsOf(value: unknown): RowLookup[] | string {
     for (const name of ["endpoint", "variantOf", "identity", "after"] as const)
       if (raw[name] !== undefined && !isText(raw[name])) return `${name} is a string`;
     if (raw.bare !== undefined && typeof raw.bare !== "boolean") return "bare is true or false";
+    if (raw.claims !== undefined && typeof raw.claims !== "boolean") return "claims is true or false";
+    if (raw.claims === true && raw.members !== "entity") return "claims reads entities";
     const range = rangeOf(raw.range);
     if (typeof range === "string") return range;
     if (range !== undefined && raw.members !== "entity") return "a range reads entities";
@@ -100,6 +102,7 @@ export function rowLookupsOf(value: unknown): RowLookup[] | string {
       ...(range === undefined ? {} : { range }),
       ...(ordered === undefined ? {} : { ordered }),
       ...(raw.bare === true ? { bare: true } : {}),
+      ...(raw.claims === true ? { claims: true } : {}),
     });
   }
   return lookups;

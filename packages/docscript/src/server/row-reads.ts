@@ -42,7 +42,14 @@ export interface PageCounts {
  */
 export type RowLookup =
   | { readonly rows: RowRoot; readonly ids: readonly string[] }
-  | ({ readonly members: MemberQuery["type"] } & Omit<MemberQuery, "type">);
+  | ({
+      readonly members: MemberQuery["type"];
+      /**
+       * An entities lookup: with every row claiming the entities it found (`claimed`), as a lookup of
+       * their ids would answer, so a listing reads its entities in one request, not two.
+       */
+      readonly claims?: boolean;
+    } & Omit<MemberQuery, "type">);
 
 /**
  * The rows each lookup found, at the document's version, with the kinds' counts (and the document's
@@ -59,6 +66,8 @@ export interface RowLookupAnswer {
     readonly found: number;
     /** The last member id found, to read the next page after. */
     readonly last?: string;
+    /** With `claims`: the entities found whose every claiming row is among `rows`. */
+    readonly claimed?: readonly string[];
   }[];
 }
 
@@ -73,8 +82,38 @@ async function membersOf(
   documentId: string,
   lookup: Extract<RowLookup, { members: string }>,
 ): Promise<FoundMember[]> {
-  const { members, ...query } = lookup;
+  const { members, claims: _claims, ...query } = lookup;
   return store.readMembers(documentId, { ...query, type: members });
+}
+
+/**
+ * Every row claiming the entities `found` lists (a `claims` lookup), added to `rows`: the entities
+ * whose claims all came, or none when more rows claim them than one read returns.
+ */
+async function claimsOf(
+  store: DocumentStore,
+  documentId: string,
+  found: readonly FoundMember[],
+  bare: boolean,
+  rows: Map<string, StoredRow>,
+): Promise<string[]> {
+  const ids = [...new Set(found.map((member) => member.id))];
+  if (ids.length === 0) return [];
+  // A row claims its own id and its embedded entities': more claims than that are conflicts, rare.
+  const limit = ids.length + rowLookupLimits.lookups;
+  const claims = await store.readMembers(documentId, { type: "entity", ids, limit, bare });
+  if (claims.length >= limit) return [];
+  for (const member of claims) {
+    const key = `${member.root}\u0000${member.rowId}`;
+    if (!rows.has(key))
+      rows.set(
+        key,
+        bare
+          ? { root: member.root, rowId: member.rowId }
+          : { root: member.root, rowId: member.rowId, json: member.json },
+      );
+  }
+  return ids;
 }
 
 /** Stored rows by id, or by the members each query finds. */
@@ -106,8 +145,17 @@ export async function lookUpRows(
           ? { root: member.root, rowId: member.rowId }
           : { root: member.root, rowId: member.rowId, json: member.json },
       );
+    const claimed =
+      lookup.claims === true && lookup.members === "entity"
+        ? await claimsOf(store, documentId, found, lookup.bare === true, rows)
+        : undefined;
     const last = found.at(-1)?.id;
-    results.push({ rows: [...rows.values()], found: found.length, ...(last === undefined ? {} : { last }) });
+    results.push({
+      rows: [...rows.values()],
+      found: found.length,
+      ...(last === undefined ? {} : { last }),
+      ...(claimed === undefined ? {} : { claimed }),
+    });
   }
   return results;
 }
