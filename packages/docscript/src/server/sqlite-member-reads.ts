@@ -252,8 +252,18 @@ function memberSource(by: Filters): string {
   const numbers = (value: string) => `SELECT n.member_id, n.root, n.row_id FROM docscript_numbers n
        WHERE n.document_id = ${p("documentId")} ${kinds} AND n.field = ${p("field")} AND ${value}
          AND +n.member_id > ${p("after")}`;
-  return `(SELECT m0.* FROM (${numbers(bounds)} UNION ALL ${numbers("n.value IS NULL")}) w
-       JOIN docscript_members m0 ON m0.document_id = ${p("documentId")} AND m0.type = 'entity'
+  const window = `${numbers(bounds)} UNION ALL ${numbers("n.value IS NULL")}`;
+  // A window filtered by nothing but its kinds and cursor: the page is cut from the numbers before they
+  // are joined to their members (every number is written with its member, in one transaction), so a
+  // page of a 33,000-marker window joins 5,000 members, not 33,000 (~50 ms a page less at 100k).
+  const pageFirst = !(by.ids || by.variantOf || by.variantsOf || by.identity || by.identities);
+  const candidates = pageFirst
+    ? `(SELECT * FROM (${window}) ORDER BY member_id, row_id LIMIT ${p("limit")})`
+    : `(${window})`;
+  // CROSS JOIN: the page's numbers stay the outer loop (left to itself, SQLite walks every entity
+  // member and probes the page).
+  return `(SELECT m0.* FROM ${candidates} w
+       CROSS JOIN docscript_members m0 ON m0.document_id = ${p("documentId")} AND m0.type = 'entity'
          AND m0.member_id = w.member_id AND m0.root = w.root AND m0.row_id = w.row_id)`;
 }
 
