@@ -1,7 +1,7 @@
 /**
  * An entities lookup with `claims: true` answers, beside its page, every row claiming the entities it
- * found and names them `claimed`: the same rows a lookup of their ids finds, so a listing reads its
- * entities in one request. On SQLite, on PostgreSQL and from a replica's projection; one entity here is
+ * found and their variants, and names them `claimed`: the same rows lookups of their ids and variants
+ * find, so a listing reads its entities in one request. On SQLite, on PostgreSQL and from a replica's projection; one entity here is
  * claimed by two rows (a track row whose id a clip's embedded marker has too), which a page by kind
  * alone does not bring.
  */
@@ -20,12 +20,18 @@ import { describeOnBothStores } from "./on-both-stores.ts";
 
 /** A row claiming an id a clip's embedded marker claims too: a conflict the claims must bring. */
 const twice = "large-marker-3";
+const variantId = "track-1-variant";
 
 function conflictedSnapshot(): Uint8Array {
   const doc = LoroDoc.fromSnapshot(largeTimeline(120, 10).snapshot);
   const row = doc.getMap("entities").setContainer(twice, new LoroMap());
   row.set("kind", "track");
   row.setContainer("fields", new LoroMap()).set("role", "extra");
+  // A variant of the first track: a page cut before it still brings it with its base.
+  const variant = doc.getMap("entities").setContainer(variantId, new LoroMap());
+  variant.set("kind", "track");
+  variant.set("variantOf", "track-1");
+  variant.setContainer("fields", new LoroMap()).set("role", "video");
   doc.commit();
   return doc.export({ mode: "snapshot" });
 }
@@ -46,13 +52,23 @@ async function checkClaims(lookUp: (lookups: readonly RowLookup[]) => Promise<re
   assert.equal(claims.found, plain.found);
   assert.equal(claims.last, plain.last);
   const listed = [...(claims.claimed ?? [])].sort();
-  assert.deepEqual(listed, [twice, "large-track-overlay", "track-1", "track-2", "track-3"]);
-  const [byIds] = await lookUp([{ members: "entity", ids: listed, limit: 100 }]);
-  assert.deepEqual(rowKeys(claims), [...new Set([...rowKeys(plain), ...rowKeys(byIds)])].sort());
+  assert.deepEqual(listed, [twice, "large-track-overlay", "track-1", variantId, "track-2", "track-3"]);
+  const [byIds, variants] = await lookUp([
+    { members: "entity", ids: listed, limit: 100 },
+    { members: "entity", variantsOf: listed, limit: 100 },
+  ]);
+  assert.deepEqual(
+    rowKeys(claims),
+    [...new Set([...rowKeys(plain), ...rowKeys(byIds), ...rowKeys(variants)])].sort(),
+  );
   // The clip whose marker claims the track's id too: brought by the claims, not by the page.
   assert.ok(rowKeys(claims).includes("entities/large-clip-3"));
   assert.ok(!rowKeys(plain).includes("entities/large-clip-3"));
   assert.ok(claims.rows.every((row) => row.json !== undefined));
+  // A page cut before the variant brings it with its base, which it names answered whole.
+  const [cut] = await lookUp([{ ...page, limit: 3, claims: true }]);
+  assert.deepEqual(cut?.claimed, [twice, "large-track-overlay", "track-1"]);
+  assert.ok(rowKeys(cut).includes(`entities/${variantId}`));
   // Bare, the rows are named only.
   const [bare] = await lookUp([{ ...page, claims: true, bare: true }]);
   assert.deepEqual(rowKeys(bare), rowKeys(claims));

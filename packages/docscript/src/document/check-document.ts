@@ -22,6 +22,11 @@ export function isDeferred(issue: DocumentIssue): boolean {
 export interface CheckScope {
   readonly entityIds: Iterable<string>;
   readonly relationIds: Iterable<string>;
+  /**
+   * The entities whose invariants are checked (default: `entityIds`): a write leaves out those whose
+   * invariants' answers it cannot change (a relation moved among its holder's others, ADR 0512).
+   */
+  readonly invariantEntityIds?: Iterable<string>;
 }
 
 export interface CheckOptions {
@@ -41,6 +46,7 @@ export function checkDocument(
   const issues: DocumentIssue[] = [];
   const schema = projection.schema;
   const scopeIds = scope === undefined ? [] : [...scope.entityIds];
+  const invariantIds = scope?.invariantEntityIds === undefined ? scopeIds : [...scope.invariantEntityIds];
   const entityIds = scope === undefined ? projection.entityIds() : scopeIds;
   const relationIds = scope === undefined ? projection.relationIds() : scope.relationIds;
   const kinds = new Set<string>();
@@ -55,7 +61,7 @@ export function checkDocument(
     const reads = invariant.reads;
     const view = reads === undefined ? projection : declaredView(projection, reads);
     if (invariant.checkEntity !== undefined) {
-      const ids = scope === undefined ? projection.entityIds() : scopeIds;
+      const ids = scope === undefined ? projection.entityIds() : invariantIds;
       for (const entityId of ids) {
         const shared = projection.sharedEntity(entityId);
         if (shared === undefined || !invariant.kinds?.includes(shared.entityKind)) continue;

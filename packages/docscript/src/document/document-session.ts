@@ -45,12 +45,16 @@ export function openDocument(
     changedScope() {
       const entityIds = new Set(changed.entityIds);
       const relationIds = new Set(changed.relationIds);
+      const invariantEntityIds = new Set(changed.invariantEntityIds);
       if (changed.fieldRows.size > 0) {
         const reach = changeScope(projection, { entities: changed.fieldRows, relations: [] });
-        for (const entityId of reach.entityIds) entityIds.add(entityId);
+        for (const entityId of reach.entityIds) {
+          entityIds.add(entityId);
+          invariantEntityIds.add(entityId);
+        }
         for (const relationId of reach.relationIds) relationIds.add(relationId);
       }
-      return { entityIds, relationIds };
+      return { entityIds, relationIds, invariantEntityIds };
     },
     asHost() {
       const asHost = <Method extends (...args: never[]) => unknown>(method: Method): Method =>

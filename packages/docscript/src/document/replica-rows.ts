@@ -96,14 +96,18 @@ export function replicaRowSource(projection: Projection, version: string): RowSo
           ? { root: member.root, rowId: member.rowId }
           : { root: member.root, rowId: member.rowId, json: json(member.root, member.rowId) },
       );
-    // Every row claiming the entities found, as a lookup of their ids reads them (`claims`).
+    // Every row claiming the entities found and their variants, as lookups of their ids and variants
+    // read them (`claims`).
     const claimed =
       lookup.claims === true && lookup.members === "entity"
         ? [...new Set(members.map((member) => member.id))]
         : undefined;
     for (const member of claimed === undefined
       ? []
-      : entityMembers(projection, { members: "entity", ids: claimed, limit: claimed.length }))
+      : [
+          ...entityMembers(projection, { members: "entity", ids: claimed, limit: claimed.length }),
+          ...entityMembers(projection, { members: "entity", variantsOf: claimed, limit: claimed.length }),
+        ])
       if (!rows.has(`${member.root}\u0000${member.rowId}`))
         rows.set(
           `${member.root}\u0000${member.rowId}`,

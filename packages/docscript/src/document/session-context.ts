@@ -62,6 +62,7 @@ export function createSessionContext(doc: LoroDoc, schema: Schema, options: Docu
     entityIds: new Set<string>(),
     relationIds: new Set<string>(),
     fieldRows: new Set<string>(),
+    invariantEntityIds: new Set<string>(),
   };
   const land = sessionLand({
     doc,

@@ -32,6 +32,11 @@ export interface ChangedScope {
    * entity's neighbours) is added at the end. A write of fields no invariant reads is not here.
    */
   readonly fieldRows: Set<string>;
+  /**
+   * The entities of `entityIds` whose invariants the run's end checks: all but those every write
+   * reaching them left their invariants' answers as they were (`land`'s `invariantsKept`).
+   */
+  readonly invariantEntityIds: Set<string>;
 }
 
 /**
@@ -53,6 +58,16 @@ function scopeOf(
       extraEntities,
     );
   return fieldScope(projection, fieldsOf);
+}
+
+/** A scope whose invariants are checked for all its entities but `kept`. */
+function withKept(
+  scope: { entityIds: Set<string>; relationIds: Set<string> },
+  kept: ReadonlySet<string>,
+): { entityIds: Set<string>; relationIds: Set<string>; invariantEntityIds: Set<string> } {
+  const invariantEntityIds = new Set(scope.entityIds);
+  for (const entityId of kept) invariantEntityIds.delete(entityId);
+  return { ...scope, invariantEntityIds };
 }
 
 /** The issues a check of `scope` finds, deferred ones left out, by key. */
@@ -164,6 +179,11 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
      * reach the run's end checks (ADR 0483).
      */
     exact: false | { readonly fieldsOf?: readonly string[]; readonly reached?: ReadonlySet<string> } = false,
+    /**
+     * Entities of the scope whose invariants' answers the write cannot change (a relation moved
+     * among its holder's others leaves the view of its target as it was): checked without them.
+     */
+    invariantsKept: ReadonlySet<string> = new Set(),
   ): void => {
     const fieldsOf = exact === false ? undefined : exact.fieldsOf;
     // Fields alone, none an invariant reads: no invariant's answer changes, so none is asked (a clip's
@@ -171,7 +191,7 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
     const options: CheckOptions = {
       invariants: !(exact !== false && fieldsOf !== undefined && (exact.reached?.size ?? 0) === 0),
     };
-    const beforeScope = scopeOf(projection, changes, extraEntities, fieldsOf);
+    const beforeScope = withKept(scopeOf(projection, changes, extraEntities, fieldsOf), invariantsKept);
     // A projection reading rows on demand that lacks part of the scope: checking it now would check a
     // part and ask for the rest one level at a time; its reader fills the scope (with what its checks
     // ask next) and the write runs again (ADR 0466).
@@ -179,12 +199,13 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
     // What the before scope held stays checked, without widening it to its neighbours' relations (a
     // clip's track holds thousands): that is the server's scope too, and it keeps a write's check local.
     let restore = stage(changes);
-    let afterScope: ReturnType<typeof scopeOf>;
+    let afterScope: ReturnType<typeof withKept>;
     let found: DocumentIssue[];
     try {
-      afterScope = scopeOf(projection, changes, extraEntities, fieldsOf);
+      afterScope = withKept(scopeOf(projection, changes, extraEntities, fieldsOf), invariantsKept);
       for (const entityId of beforeScope.entityIds) afterScope.entityIds.add(entityId);
       for (const relationId of beforeScope.relationIds) afterScope.relationIds.add(relationId);
+      for (const entityId of beforeScope.invariantEntityIds) afterScope.invariantEntityIds.add(entityId);
       found = checkDocument(projection, afterScope, options).filter((issue) => !isDeferred(issue));
     } catch (error) {
       // A check that throws (an invariant's own bug, say) leaves nothing staged either.
@@ -219,6 +240,7 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
     if (changes.relations.size > 0) relationsWritten();
     if (exact !== false) for (const rowId of exact.reached ?? []) changed.fieldRows.add(rowId);
     for (const entityId of afterScope.entityIds) changed.entityIds.add(entityId);
+    for (const entityId of afterScope.invariantEntityIds) changed.invariantEntityIds.add(entityId);
     for (const relationId of afterScope.relationIds) changed.relationIds.add(relationId);
   };
   return land;

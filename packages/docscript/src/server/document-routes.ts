@@ -126,7 +126,7 @@ export function rowRoutes({ app, host }: DocumentRoutesContext): void {
   // limit, bare?, claims? }`, `range` a window `{ field, from?, to? }` on an entity's number field,
   // `ordered` a holder's relations of a kind in order `{ holder, kind, from: "first" | "last" }`,
   // `bare: true` naming the members' rows without their JSON, `claims: true` (entities) adding every
-  // row claiming the entities found (`claimed`). With `issues: true`, the answer carries the
+  // row claiming the entities found and their variants (`claimed`). With `issues: true`, the answer carries the
   // document's issues too.
   app.post("/documents/:documentId/rows", async (context) => {
     const documentId = context.req.param("documentId");

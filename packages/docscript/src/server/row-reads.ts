@@ -45,8 +45,9 @@ export type RowLookup =
   | ({
       readonly members: MemberQuery["type"];
       /**
-       * An entities lookup: with every row claiming the entities it found (`claimed`), as a lookup of
-       * their ids would answer, so a listing reads its entities in one request, not two.
+       * An entities lookup: with every row claiming the entities it found and their variants
+       * (`claimed`), as lookups of their ids and variants would answer, so a listing reads its
+       * entities in one request, not two.
        */
       readonly claims?: boolean;
     } & Omit<MemberQuery, "type">);
@@ -66,7 +67,7 @@ export interface RowLookupAnswer {
     readonly found: number;
     /** The last member id found, to read the next page after. */
     readonly last?: string;
-    /** With `claims`: the entities found whose every claiming row is among `rows`. */
+    /** With `claims`: the entities found whose every claiming row and every variant is among `rows`. */
     readonly claimed?: readonly string[];
   }[];
 }
@@ -87,8 +88,8 @@ async function membersOf(
 }
 
 /**
- * Every row claiming the entities `found` lists (a `claims` lookup), added to `rows`: the entities
- * whose claims all came, or none when more rows claim them than one read returns.
+ * Every row claiming the entities `found` lists (a `claims` lookup), and every variant of them, added
+ * to `rows`: the entities answered whole so, or none when either read found as many as it may return.
  */
 async function claimsOf(
   store: DocumentStore,
@@ -102,8 +103,8 @@ async function claimsOf(
   // A row claims its own id and its embedded entities': more claims than that are conflicts, rare.
   const limit = ids.length + rowLookupLimits.lookups;
   const claims = await store.readMembers(documentId, { type: "entity", ids, limit, bare });
-  if (claims.length >= limit) return [];
-  for (const member of claims) {
+  const variants = await store.readMembers(documentId, { type: "entity", variantsOf: ids, limit, bare });
+  for (const member of [...claims, ...variants]) {
     const key = `${member.root}\u0000${member.rowId}`;
     if (!rows.has(key))
       rows.set(
@@ -113,7 +114,7 @@ async function claimsOf(
           : { root: member.root, rowId: member.rowId, json: member.json },
       );
   }
-  return ids;
+  return claims.length >= limit || variants.length >= limit ? [] : ids;
 }
 
 /** Stored rows by id, or by the members each query finds. */
