@@ -321,11 +321,12 @@ export class RowsOnDemand {
           else if (!this.known.hasId(row.root === ENTITIES ? "row" : "relationRow", row.rowId))
             unheld[row.root].push(row.rowId);
         }
-        // A listing that read its entities' claims too (`claims`): each answered whole, as a lookup of
-        // it would be, and so is whether a row of its id exists (a row claims its own id).
+        // A listing that read its entities' claims and variants too (`claims`): each answered whole, as
+        // lookups of it would be, and so is whether a row of its id exists (a row claims its own id).
         for (const id of result.claimed ?? []) {
           this.known.addId("entity", id);
           this.known.addId("row", id);
+          this.known.addId("variants", id);
         }
         entry.done(result);
       });

@@ -64,6 +64,29 @@ it("reads what a lookup lacked from the server's rows, and refuses an answer at 
   }
 });
 
+it("holds a listing's entities whole: their claims and variants come with the page", async () => {
+  const { host, replica } = await sampleHost();
+  try {
+    const projection = onDemandProjection(
+      timelineSchema,
+      lookupRowSource((lookups) => host.rowLookup("doc", lookups)),
+      documentVersion(replica),
+      20_000,
+    );
+    assert.deepEqual(projection.entitiesListed("track", 10), []);
+    await projection.demand.fill();
+    const tracks = projection.entitiesListed("track", 10).map((track) => track.entityId);
+    assert.deepEqual(tracks, ["track-1", "track-2", "track-3"]);
+    assert.equal(projection.lacking, false, "each listed entity read without another request");
+    assert.equal(projection.demand.requests, 1);
+    // What a write's check reads of them next: their variants, known from the same answer.
+    for (const trackId of tracks) assert.deepEqual(projection.variantsOf(trackId), []);
+    assert.equal(projection.lacking, false, "their variants are known");
+  } finally {
+    await host.close();
+  }
+});
+
 /** An answer without the claims its lookups asked for (`claimed`). */
 function withoutClaims(answer: RowLookupAnswer): RowLookupAnswer {
   return { ...answer, results: answer.results.map(({ claimed: _claimed, ...result }) => result) };
