@@ -17,15 +17,20 @@ let entityCount = 0;
 
 /**
  * A fetch that counts the rows the server answers the tool's `rows` lookups with (`rows`), and those of
- * them sent with their JSON (`sent`; a bare lookup names its rows only, ADR 0509).
+ * them sent with their JSON (`sent`; a bare lookup names its rows only, ADR 0509), and the entities
+ * looked up by id or for their variants (`entitiesLookedUp`).
  */
 function countingFetch() {
-  const counted = { requests: 0, rows: 0, sent: 0 };
+  const counted = { requests: 0, rows: 0, sent: 0, entitiesLookedUp: [] as string[] };
   const fetchImpl: typeof fetch = async (input, init) => {
     const response = await fetch(input, init);
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     if (new URL(url).pathname.endsWith("/rows") && response.ok) {
       counted.requests += 1;
+      const { lookups } = JSON.parse(String(init?.body)) as { lookups: Record<string, unknown>[] };
+      for (const lookup of lookups)
+        if (lookup.members === "entity")
+          counted.entitiesLookedUp.push(...((lookup.ids ?? lookup.variantsOf ?? []) as string[]));
       const answer = (await response.clone().json()) as { results: { rows: { json?: unknown }[] }[] };
       for (const result of answer.results) {
         counted.rows += result.rows.length;
@@ -227,6 +232,36 @@ async function listingAsksOnce(): Promise<void> {
   assert.equal(listed.requests - nothing.requests, 1, "requests of the listing");
 }
 
+/**
+ * A window listed and each of its entities written (the shift's script): the listing reads the
+ * entities with every row claiming them and their variants (`claims`), so the write looks none of them
+ * up again (it asked for the entities and their variants in two more requests a page before).
+ */
+async function windowWriteAsksOnce(): Promise<void> {
+  const requestsOf = async (script: string) => {
+    const { counted, tool } = countedTool();
+    const run = await tool.handle({ op: "run-edit-script", doc_id: "on-demand", script });
+    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run).slice(0, 400));
+    await tool.close();
+    return { lookedUp: counted.entitiesLookedUp, run };
+  };
+  const shifted =
+    await requestsOf(`const markers = entities.list({ entityKind: 'sequence-marker', range: { field: 'startMs', from: 60000, to: 70000 } });
+entities.updateMany(markers.map((m) => ({ entityId: m.entityId, ops: [{ op: 'set', path: ['trimStartMs'], value: 2 }] })));
+console.log(JSON.stringify(markers.map((m) => m.entityId)));`);
+  assert.ok(shifted.run.ok && shifted.run.op === "run-edit-script");
+  const markers = JSON.parse(String(shifted.run.logs[0]?.text)) as string[];
+  assert.ok(markers.length >= 8, `${markers.length} markers in the window`);
+  assert.equal(shifted.run.preview.counts.updated, markers.length);
+  // The listing's entities and their variants came with it: the writes look up none of them again.
+  const listed = new Set(markers);
+  assert.deepEqual(
+    shifted.lookedUp.filter((id) => listed.has(id)),
+    [],
+    "listed entities looked up again",
+  );
+}
+
 describe("runs that read rows on demand", { timeout: 900_000 }, () => {
   before(async () => {
     harness = await startHarness();
@@ -291,6 +326,8 @@ describe("runs that read rows on demand", { timeout: 900_000 }, () => {
   test("a move asks for the relation's target and its new place in one request", slow, moveAsksOnceForPlace);
 
   test("a listing by kind reads its entities and their claims in one request", slow, listingAsksOnce);
+
+  test("a window's entities written after their listing ask nothing more", slow, windowWriteAsksOnce);
 
   test("reads, refusals, errors and plans answer as on a tool that reads the document whole", {
     timeout: 600_000,

@@ -50,11 +50,13 @@ export async function pageLookups(
       });
     } else if (entry.lookup === "windowPage") {
       // The kind's entities in the window, from the store's index: every one of them up to the
-      // page's end is held (the session checks each against the window as it sees it).
+      // page's end is held (the session checks each against the window as it sees it), with every row
+      // claiming them and their variants (`claims`): a window is listed to be written, and its writes
+      // look those up (two more requests a page before, a third of the shift's requests at 100k).
       const key = windowPageKey(entry.kind, entry.window, entry.after, entry.count);
       push(
         paged(
-          { members: "entity", kinds: [entry.kind], range: entry.window, limit: 0 },
+          { members: "entity", kinds: [entry.kind], range: entry.window, claims: true, limit: 0 },
           (end, exhausted) => listings.pages.set(key, { end, exhausted }),
           entry.count,
           entry.after,

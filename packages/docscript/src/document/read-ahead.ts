@@ -1,8 +1,8 @@
 /**
- * What a run's reads on demand read ahead (ADR 0506, 0510): after a small fill of several entities, the
- * other ends of their relations; after a bulk write's checks over a full page of a listing, the next
- * page and the same lookups for its entities. The script goes on meanwhile; a fill that lacks what a
- * read ahead brings waits for it. An answer at another version is dropped unread (`ask` quietly).
+ * What a run's reads on demand read ahead (ADR 0506, 0510, 0513): after a small fill of several
+ * entities (or a listed page of a few), the other ends of their relations; after a full page of a
+ * listing, the next page. The script goes on meanwhile; a fill that lacks what a read ahead brings
+ * waits for it. An answer at another version is dropped unread (`ask` quietly).
  */
 import type { KnownLookups } from "./demand-keys.ts";
 import { entityPageKey, keyOf, windowPageKey } from "./demand-keys.ts";
@@ -13,6 +13,8 @@ import type { ReadPage, Wanted } from "./rows-on-demand.ts";
 
 /** Entities a fill must have read (with their relations) for a read ahead of their relations' ends. */
 const readAheadFrom = 4;
+/** A listed page of at most this many entities reads their relations' ends ahead (`afterPages`). */
+const endsReadAheadUpTo = 64;
 /** Lookups a read ahead asks at most (`afterFill`): past this, none is read ahead. */
 const maxReadAhead = 256;
 
@@ -54,50 +56,47 @@ export class ReadsAhead {
   set readsAhead(on: boolean) {
     this.reading = on;
     if (on) return;
-    this.nextPage = undefined;
     this.pagesAhead.clear();
   }
 
   /**
-   * A full page of a listing just read, and the ids it listed: armed for a read ahead of the next page
-   * once a fill shows the script checking those entities (a bulk write over the page).
-   */
-  private nextPage: { readonly entry: PageWanted; readonly ids: ReadonlySet<string> } | undefined;
-
-  /**
-   * After a fill (`wanted`, its first level), reads ahead the next page of a listing read page by page
-   * (ADR 0510): a fill that read one full page of a window or of a kind arms it; the next fill, when it
-   * looked up most of that page's entities (a write's checks over the page), reads in the background
-   * the next page and the same lookups for its entities, while the script writes. A script that reads
-   * the next page before it writes (a read-only loop) asks for it itself: nothing is read ahead.
+   * After a fill (`wanted`, its first level) that read one page of a listing (ADR 0510, 0513): the
+   * page brought its entities with every row claiming them and their variants (`claims`), so a write
+   * over it asks nothing more and no later fill shows the script at work on it. A full page reads the
+   * next one ahead at once, in the background while the script goes on (a loop over pages writes this
+   * one meanwhile, or reads it); a few entities listed (a window of markers whose clips the script
+   * writes next) read their relations and those relations' ends ahead, as an entity fill does.
    */
   afterPages(wanted: readonly [string, Wanted][]): void {
-    const armed = this.nextPage;
-    this.nextPage = undefined;
     const holder = this.rows.holders.values().next().value;
     if (!this.rows.speculative || !this.readsAhead || holder === undefined) return;
     const pages = wanted.filter((item): item is [string, PageWanted] => isPageWanted(item[1]));
-    if (pages.length > 0) {
-      const [key, entry] = pages[0] as [string, PageWanted];
-      const page = this.rows.pages.get(key);
-      if (pages.length !== 1 || page === undefined || page.exhausted || page.end === undefined) return;
-      const ids = pageIds(holder, entry);
-      // The next page as a script asks for it: after the last entity this one listed.
-      const last = ids.at(-1);
-      if (ids.length === entry.count && last !== undefined)
-        this.nextPage = { entry: { ...entry, after: last }, ids: new Set(ids) };
-      return;
-    }
-    if (armed === undefined || this.ahead !== undefined) return;
-    const lookups = new Set<Exclude<Lookup, "whole">>();
-    let checked = 0;
-    for (const [, entry] of wanted)
-      if ("id" in entry && armed.ids.has(entry.id)) {
-        checked++;
-        if (entry.lookup === "entity" || entry.lookup === "variants") lookups.add(entry.lookup);
-      }
-    if (checked * 2 < armed.ids.size || lookups.size === 0) return;
-    this.readAheadPage(holder, armed.entry, lookups);
+    if (pages.length !== 1 || this.ahead !== undefined) return;
+    const [key, entry] = pages[0] as [string, PageWanted];
+    const page = this.rows.pages.get(key);
+    if (page === undefined) return;
+    const ids = pageIds(holder, entry);
+    // The next page as a script asks for it: after the last entity this one listed.
+    const last = ids.at(-1);
+    if (!page.exhausted && page.end !== undefined && ids.length === entry.count && last !== undefined)
+      this.readAheadPage(holder, { ...entry, after: last }, new Set());
+    else if (ids.length >= readAheadFrom && ids.length <= endsReadAheadUpTo) this.readAheadEnds(holder, ids);
+  }
+
+  /** Reads in the background the relations of `ids` (a page's few entities), then their ends. */
+  private readAheadEnds(holder: OnDemandProjection, ids: readonly string[]): void {
+    const quietly = (asked: readonly RowLookup[]) => this.rows.ask(asked, { quiet: true });
+    const relations: [string, Wanted][] = ids
+      .filter((id) => !this.rows.known.hasId("endpoint", id))
+      .map((id) => [keyOf("endpoint", id), { lookup: "endpoint", id }]);
+    if (relations.length < readAheadFrom) return;
+    const read = async () => {
+      await this.rows.fillOnce(relations, quietly);
+      if (!this.reading) return;
+      const next = [...holder.followUps(relations.map(([, entry]) => entry)).entries()];
+      if (next.length > 0 && next.length <= maxReadAhead) await this.rows.fillOnce(next, quietly);
+    };
+    this.track(new Set(ids), new Set(relations.map(([key]) => key)), read());
   }
 
   /** Pages read ahead, by key: the next page to read ahead once the script lists this one. */

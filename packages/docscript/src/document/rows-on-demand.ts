@@ -238,27 +238,7 @@ export class RowsOnDemand {
     wanted: readonly [string, Wanted][],
     ask: (lookups: readonly RowLookup[]) => Promise<RowSourceAnswer> = (lookups) => this.ask(lookups),
   ): Promise<void> {
-    const pending: Pending[] = [];
-    const byIds = (lookup: "row" | "relationRow" | "entity" | "relation") =>
-      wanted.flatMap(([, entry]) => (entry.lookup === lookup ? [entry.id] : []));
-    for (const [lookup, make] of [
-      ["row", (ids: string[]) => ({ rows: ENTITIES, ids }) as RowLookup],
-      ["relationRow", (ids: string[]) => ({ rows: RELATIONS, ids }) as RowLookup],
-      ["entity", (ids: string[]) => ({ members: "entity", ids, limit: membersPerPage }) as RowLookup],
-      ["relation", (ids: string[]) => ({ members: "relation", ids, limit: membersPerPage }) as RowLookup],
-    ] as const) {
-      // Entities and relations whose rows are held (a listing brought them) are asked bare: which rows
-      // claim them, not those rows again (a bulk write's checks of a 5,000-entity page).
-      const [bare, full] = this.partitionHeld(lookup, byIds(lookup));
-      for (const [ids, asBare] of [
-        [bare, true],
-        [full, false],
-      ] as const)
-        for (let start = 0; start < ids.length; start += idsPerLookup) {
-          const made = make(ids.slice(start, start + idsPerLookup));
-          pending.push({ lookup: asBare ? { ...made, bare: true } : made, done: () => {} });
-        }
-    }
+    const pending: Pending[] = this.lookupsByIds(wanted);
     const paged = (
       query: RowLookup & { members: string },
       onPage: (last: string | undefined, exhausted: boolean) => void,
@@ -286,7 +266,7 @@ export class RowsOnDemand {
     // check asks for them). Only for a few entities: a call that looked up thousands asks for what its
     // checks need next in batches, one more request.
     const wantedKeys = new Set(wanted.map(([key]) => key));
-    const entityIds = byIds("entity");
+    const entityIds = idsOf(wanted, "entity");
     if (this.speculative && entityIds.length <= speculativeEntities)
       for (const entityId of entityIds) {
         for (const [lookup, query] of [
@@ -355,6 +335,30 @@ export class RowsOnDemand {
       if (entry.lookup === "entity" || entry.lookup === "relation")
         this.known.addId(entry.lookup === "entity" ? "row" : "relationRow", entry.id);
     }
+  }
+
+  /** The lookups of rows, entities and relations by id a fill wants, in lookups of `idsPerLookup`. */
+  private lookupsByIds(wanted: readonly [string, Wanted][]): Pending[] {
+    const pending: Pending[] = [];
+    for (const [lookup, make] of [
+      ["row", (ids: string[]) => ({ rows: ENTITIES, ids }) as RowLookup],
+      ["relationRow", (ids: string[]) => ({ rows: RELATIONS, ids }) as RowLookup],
+      ["entity", (ids: string[]) => ({ members: "entity", ids, limit: membersPerPage }) as RowLookup],
+      ["relation", (ids: string[]) => ({ members: "relation", ids, limit: membersPerPage }) as RowLookup],
+    ] as const) {
+      // Entities and relations whose rows are held (a listing brought them) are asked bare: which rows
+      // claim them, not those rows again (a bulk write's checks of a 5,000-entity page).
+      const [bare, full] = this.partitionHeld(lookup, idsOf(wanted, lookup));
+      for (const [ids, asBare] of [
+        [bare, true],
+        [full, false],
+      ] as const)
+        for (let start = 0; start < ids.length; start += idsPerLookup) {
+          const made = make(ids.slice(start, start + idsPerLookup));
+          pending.push({ lookup: asBare ? { ...made, bare: true } : made, done: () => {} });
+        }
+    }
+    return pending;
   }
 
   /**
@@ -456,3 +460,11 @@ export {
   touchingPageKey,
   windowPageKey,
 };
+
+/** The ids of the wanted lookups of one kind by id. */
+function idsOf(
+  wanted: readonly [string, Wanted][],
+  lookup: "row" | "relationRow" | "entity" | "relation",
+): string[] {
+  return wanted.flatMap(([, entry]) => (entry.lookup === lookup ? [entry.id] : []));
+}
