@@ -13,7 +13,7 @@ import type { ReadPage, Wanted } from "./rows-on-demand.ts";
 
 /** Entities a fill must have read (with their relations) for a read ahead of their relations' ends. */
 const readAheadFrom = 4;
-/** A listed page of at most this many entities reads their relations' ends ahead (`afterPages`). */
+/** A window page of at most this many entities reads their relations' ends ahead (`afterPages`). */
 const endsReadAheadUpTo = 64;
 /** Lookups a read ahead asks at most (`afterFill`): past this, none is read ahead. */
 const maxReadAhead = 256;
@@ -29,6 +29,7 @@ export interface AheadSource {
   ask(lookups: readonly RowLookup[], options: { quiet?: boolean }): Promise<RowSourceAnswer>;
   fillOnce(wanted: readonly [string, Wanted][], ask: Ask): Promise<void>;
   fillLevels(wanted: readonly [string, Wanted][], ask: Ask): Promise<void>;
+  fillSpeculative(entityIds: readonly string[], ask: Ask): Promise<void>;
 }
 
 /** The reads ahead of one `RowsOnDemand`. */
@@ -64,8 +65,10 @@ export class ReadsAhead {
    * page brought its entities with every row claiming them and their variants (`claims`), so a write
    * over it asks nothing more and no later fill shows the script at work on it. A full page reads the
    * next one ahead at once, in the background while the script goes on (a loop over pages writes this
-   * one meanwhile, or reads it); a few entities listed (a window of markers whose clips the script
-   * writes next) read their relations and those relations' ends ahead, as an entity fill does.
+   * one meanwhile, or reads it); a window of a few entities (markers whose clips the script writes
+   * next) reads their relations and those relations' ends ahead, as an entity fill does. A kind
+   * listing of a few does not: it is mostly a search for one of them (the caption track among the
+   * tracks), and each track's relations are a hub's page read for nothing.
    */
   afterPages(wanted: readonly [string, Wanted][]): void {
     const holder = this.rows.holders.values().next().value;
@@ -80,23 +83,26 @@ export class ReadsAhead {
     const last = ids.at(-1);
     if (!page.exhausted && page.end !== undefined && ids.length === entry.count && last !== undefined)
       this.readAheadPage(holder, { ...entry, after: last }, new Set());
-    else if (ids.length >= readAheadFrom && ids.length <= endsReadAheadUpTo) this.readAheadEnds(holder, ids);
+    else if (entry.lookup === "windowPage" && ids.length >= readAheadFrom && ids.length <= endsReadAheadUpTo)
+      this.readAheadEnds(holder, ids);
   }
 
-  /** Reads in the background the relations of `ids` (a page's few entities), then their ends. */
+  /**
+   * Reads in the background the relations and variants of `ids` (a page's few entities; a short page
+   * each, as an entity fill reads them), then the ends of the relations of those answered whole.
+   */
   private readAheadEnds(holder: OnDemandProjection, ids: readonly string[]): void {
     const quietly = (asked: readonly RowLookup[]) => this.rows.ask(asked, { quiet: true });
-    const relations: [string, Wanted][] = ids
-      .filter((id) => !this.rows.known.hasId("endpoint", id))
-      .map((id) => [keyOf("endpoint", id), { lookup: "endpoint", id }]);
-    if (relations.length < readAheadFrom) return;
     const read = async () => {
-      await this.rows.fillOnce(relations, quietly);
+      await this.rows.fillSpeculative(ids, quietly);
       if (!this.reading) return;
-      const next = [...holder.followUps(relations.map(([, entry]) => entry)).entries()];
+      const answered: Wanted[] = ids
+        .filter((id) => this.rows.known.hasId("endpoint", id))
+        .map((id) => ({ lookup: "endpoint", id }));
+      const next = [...holder.followUps(answered).entries()];
       if (next.length > 0 && next.length <= maxReadAhead) await this.rows.fillOnce(next, quietly);
     };
-    this.track(new Set(ids), new Set(relations.map(([key]) => key)), read());
+    this.track(new Set(ids), new Set(ids.map((id) => keyOf("endpoint", id))), read());
   }
 
   /** Pages read ahead, by key: the next page to read ahead once the script lists this one. */

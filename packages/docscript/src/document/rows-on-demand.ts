@@ -237,6 +237,7 @@ export class RowsOnDemand {
   async fillOnce(
     wanted: readonly [string, Wanted][],
     ask: (lookups: readonly RowLookup[]) => Promise<RowSourceAnswer> = (lookups) => this.ask(lookups),
+    extra: readonly Pending[] = [],
   ): Promise<void> {
     const pending: Pending[] = this.lookupsByIds(wanted);
     const paged = (
@@ -262,27 +263,12 @@ export class RowsOnDemand {
       return next(startAfter);
     };
     // An entity looked up is usually checked next with its relations and variants: asked in the same
-    // request, one short page each, answered whole when the page is not full (a hub's are read when a
-    // check asks for them). Only for a few entities: a call that looked up thousands asks for what its
-    // checks need next in batches, one more request.
-    const wantedKeys = new Set(wanted.map(([key]) => key));
+    // request. Only for a few entities: a call that looked up thousands asks for what its checks need
+    // next in batches, one more request.
     const entityIds = idsOf(wanted, "entity");
     if (this.speculative && entityIds.length <= speculativeEntities)
-      for (const entityId of entityIds) {
-        for (const [lookup, query] of [
-          ["endpoint", { members: "relation", endpoint: entityId, limit: speculativeLimit }],
-          ["variants", { members: "entity", variantOf: entityId, limit: speculativeLimit }],
-        ] as const) {
-          const key = keyOf(lookup, entityId);
-          if (this.known.has(key) || wantedKeys.has(key)) continue;
-          pending.push({
-            lookup: query,
-            done: (result) => {
-              if (result.found < speculativeLimit) this.known.add(key);
-            },
-          });
-        }
-      }
+      pending.push(...this.speculativeLookups(entityIds, new Set(wanted.map(([key]) => key))));
+    pending.push(...extra);
     for (const lookup of manyAtOnce(wanted, paged, (entry) => pending.push(entry))) pending.push(lookup);
     await pageLookups(wanted, paged, (entry) => pending.push(entry), {
       pages: this.pages,
@@ -335,6 +321,37 @@ export class RowsOnDemand {
       if (entry.lookup === "entity" || entry.lookup === "relation")
         this.known.addId(entry.lookup === "entity" ? "row" : "relationRow", entry.id);
     }
+  }
+
+  /**
+   * What a call on a few entities reads next, each one's relations and variants: one short page each,
+   * answered whole when the page is not full (a hub's are read when a check asks for them).
+   */
+  private speculativeLookups(entityIds: readonly string[], wantedKeys: ReadonlySet<string>): Pending[] {
+    const pending: Pending[] = [];
+    for (const entityId of entityIds)
+      for (const [lookup, query] of [
+        ["endpoint", { members: "relation", endpoint: entityId, limit: speculativeLimit }],
+        ["variants", { members: "entity", variantOf: entityId, limit: speculativeLimit }],
+      ] as const) {
+        const key = keyOf(lookup, entityId);
+        if (this.known.has(key) || wantedKeys.has(key)) continue;
+        pending.push({
+          lookup: query,
+          done: (result) => {
+            if (result.found < speculativeLimit) this.known.add(key);
+          },
+        });
+      }
+    return pending;
+  }
+
+  /** Reads what a call on each of a few entities reads next (`speculativeLookups`), through `ask`. */
+  fillSpeculative(
+    entityIds: readonly string[],
+    ask: (lookups: readonly RowLookup[]) => Promise<RowSourceAnswer>,
+  ): Promise<void> {
+    return this.fillOnce([], ask, this.speculativeLookups(entityIds, new Set()));
   }
 
   /** The lookups of rows, entities and relations by id a fill wants, in lookups of `idsPerLookup`. */
