@@ -1,13 +1,12 @@
 /**
  * What a run's reads on demand read ahead (ADR 0506, 0510, 0513): after a small fill of several
- * entities (or a listed page of a few), the other ends of their relations; after a full page of a
+ * entities (or a window page of a few), the other ends of their relations; after a full page of a
  * listing, the next page. The script goes on meanwhile; a fill that lacks what a read ahead brings
  * waits for it. An answer at another version is dropped unread (`ask` quietly).
  */
 import type { KnownLookups } from "./demand-keys.ts";
 import { entityPageKey, keyOf, windowPageKey } from "./demand-keys.ts";
 import type { OnDemandProjection } from "./on-demand-projection.ts";
-import type { Lookup } from "./projection.ts";
 import type { RowLookup, RowSourceAnswer } from "./row-source.ts";
 import type { ReadPage, Wanted } from "./rows-on-demand.ts";
 
@@ -28,7 +27,6 @@ export interface AheadSource {
   readonly speculative: boolean;
   ask(lookups: readonly RowLookup[], options: { quiet?: boolean }): Promise<RowSourceAnswer>;
   fillOnce(wanted: readonly [string, Wanted][], ask: Ask): Promise<void>;
-  fillLevels(wanted: readonly [string, Wanted][], ask: Ask): Promise<void>;
   fillSpeculative(entityIds: readonly string[], ask: Ask): Promise<void>;
 }
 
@@ -82,7 +80,7 @@ export class ReadsAhead {
     // The next page as a script asks for it: after the last entity this one listed.
     const last = ids.at(-1);
     if (!page.exhausted && page.end !== undefined && ids.length === entry.count && last !== undefined)
-      this.readAheadPage(holder, { ...entry, after: last }, new Set());
+      this.readAheadPage(holder, { ...entry, after: last });
     else if (entry.lookup === "windowPage" && ids.length >= readAheadFrom && ids.length <= endsReadAheadUpTo)
       this.readAheadEnds(holder, ids);
   }
@@ -106,10 +104,7 @@ export class ReadsAhead {
   }
 
   /** Pages read ahead, by key: the next page to read ahead once the script lists this one. */
-  private readonly pagesAhead = new Map<
-    string,
-    { readonly entry: PageWanted; readonly lookups: ReadonlySet<Exclude<Lookup, "whole">> }
-  >();
+  private readonly pagesAhead = new Map<string, PageWanted>();
 
   /** A listing found its page held (`key`): one read ahead reads the next page ahead in turn. */
   listed(key: string): void {
@@ -119,19 +114,18 @@ export class ReadsAhead {
     const start = () => {
       const holder = this.rows.holders.values().next().value;
       if (!this.readsAhead || this.ahead !== undefined || holder === undefined) return;
-      this.readAheadPage(holder, next.entry, next.lookups);
+      this.readAheadPage(holder, next);
     };
-    // Listed while its own checks are still being read ahead: the next page follows them.
+    // Listed while another read ahead is in flight: the next page follows it.
     if (this.ahead === undefined) start();
     else void this.ahead.done.then(start);
   }
 
-  /** Reads `entry`'s page in the background, then `lookups` of each entity it lists. */
-  private readAheadPage(
-    holder: OnDemandProjection,
-    entry: PageWanted,
-    lookups: ReadonlySet<Exclude<Lookup, "whole">>,
-  ): void {
+  /**
+   * Reads `entry`'s page in the background, with every row claiming its entities and their variants
+   * (`claims`): what a write over the page looks up.
+   */
+  private readAheadPage(holder: OnDemandProjection, entry: PageWanted): void {
     const quietly = (asked: readonly RowLookup[]) => this.rows.ask(asked, { quiet: true });
     const key = pageKeyOf(entry);
     const ids = new Set<string>();
@@ -148,17 +142,8 @@ export class ReadsAhead {
         last !== undefined &&
         listed.length === entry.count
       )
-        this.pagesAhead.set(key, { entry: { ...entry, after: last }, lookups });
+        this.pagesAhead.set(key, { ...entry, after: last });
       for (const id of listed) ids.add(id);
-      // The run ended meanwhile: its checks are not read for a script that is gone.
-      if (!this.reading) return;
-      const checks: [string, Wanted][] = [];
-      for (const id of listed)
-        for (const lookup of lookups) {
-          const checkKey = keyOf(lookup, id);
-          if (!this.rows.known.has(checkKey)) checks.push([checkKey, { lookup, id } as Wanted]);
-        }
-      await this.rows.fillLevels(checks, quietly);
     };
     this.track(ids, new Set([key]), read());
   }
