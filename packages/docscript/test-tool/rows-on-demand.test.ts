@@ -188,6 +188,15 @@ console.log(JSON.stringify([page.map((m) => m.entityId), first.slice(400).map((m
   await tool.close();
 }
 
+/** `script` run on the large document by a tool of its own, with the requests it asked counted. */
+async function runCounted(script: string) {
+  const { counted, tool } = countedTool();
+  const run = await tool.handle({ op: "run-edit-script", doc_id: "on-demand", script });
+  assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run).slice(0, 400));
+  await tool.close();
+  return { counted, run };
+}
+
 /**
  * A move of a track's last clip to its front: the move asks for the clip (the relation's target) and
  * for the track's first clips (its new place) in one request, then for what its checks reach, which
@@ -196,10 +205,7 @@ console.log(JSON.stringify([page.map((m) => m.entityId), first.slice(400).map((m
 async function moveAsksOnceForPlace(): Promise<void> {
   const reads = "const [last] = relations.of('track-1', 'contain', { last: 1 });";
   const requestsOf = async (script: string) => {
-    const { counted, tool } = countedTool();
-    const run = await tool.handle({ op: "run-edit-script", doc_id: "on-demand", script });
-    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run).slice(0, 400));
-    await tool.close();
+    const { counted, run } = await runCounted(script);
     return { requests: counted.requests, run };
   };
   const read = await requestsOf(reads);
@@ -218,10 +224,8 @@ async function moveAsksOnceForPlace(): Promise<void> {
  */
 async function listingAsksOnce(): Promise<void> {
   const requestsOf = async (script: string) => {
-    const { counted, tool } = countedTool();
-    const run = await tool.handle({ op: "run-edit-script", doc_id: "on-demand", script });
-    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run).slice(0, 400));
-    await tool.close();
+    const { counted, run } = await runCounted(script);
+    assert.ok(run.ok && run.op === "run-edit-script");
     return { requests: counted.requests, logs: run.logs };
   };
   const nothing = await requestsOf("console.log('nothing');");
@@ -238,15 +242,8 @@ async function listingAsksOnce(): Promise<void> {
  * up again (it asked for the entities and their variants in two more requests a page before).
  */
 async function windowWriteAsksOnce(): Promise<void> {
-  const requestsOf = async (script: string) => {
-    const { counted, tool } = countedTool();
-    const run = await tool.handle({ op: "run-edit-script", doc_id: "on-demand", script });
-    assert.ok(run.ok && run.op === "run-edit-script", JSON.stringify(run).slice(0, 400));
-    await tool.close();
-    return { lookedUp: counted.entitiesLookedUp, run };
-  };
   const shifted =
-    await requestsOf(`const markers = entities.list({ entityKind: 'sequence-marker', range: { field: 'startMs', from: 60000, to: 70000 } });
+    await runCounted(`const markers = entities.list({ entityKind: 'sequence-marker', range: { field: 'startMs', from: 60000, to: 70000 } });
 entities.updateMany(markers.map((m) => ({ entityId: m.entityId, ops: [{ op: 'set', path: ['trimStartMs'], value: 2 }] })));
 console.log(JSON.stringify(markers.map((m) => m.entityId)));`);
   assert.ok(shifted.run.ok && shifted.run.op === "run-edit-script");
@@ -256,7 +253,7 @@ console.log(JSON.stringify(markers.map((m) => m.entityId)));`);
   // The listing's entities and their variants came with it: the writes look up none of them again.
   const listed = new Set(markers);
   assert.deepEqual(
-    shifted.lookedUp.filter((id) => listed.has(id)),
+    shifted.counted.entitiesLookedUp.filter((id) => listed.has(id)),
     [],
     "listed entities looked up again",
   );

@@ -34,6 +34,11 @@ export interface AheadSource {
 export class ReadsAhead {
   private reading = true;
   private readonly rows: AheadSource;
+  /**
+   * Asks for a read ahead: an answer at another version is dropped (a move found here is not the run's
+   * to report; the run's own next request finds it).
+   */
+  private readonly quietly: Ask = (lookups) => this.rows.ask(lookups, { quiet: true });
   /** A read ahead in flight, with the ids and listing pages it asks about. */
   private ahead:
     | { readonly done: Promise<void>; readonly ids: ReadonlySet<string>; readonly keys: ReadonlySet<string> }
@@ -90,15 +95,14 @@ export class ReadsAhead {
    * each, as an entity fill reads them), then the ends of the relations of those answered whole.
    */
   private readAheadEnds(holder: OnDemandProjection, ids: readonly string[]): void {
-    const quietly = (asked: readonly RowLookup[]) => this.rows.ask(asked, { quiet: true });
     const read = async () => {
-      await this.rows.fillSpeculative(ids, quietly);
+      await this.rows.fillSpeculative(ids, this.quietly);
       if (!this.reading) return;
       const answered: Wanted[] = ids
         .filter((id) => this.rows.known.hasId("endpoint", id))
         .map((id) => ({ lookup: "endpoint", id }));
-      const next = [...holder.followUps(answered).entries()];
-      if (next.length > 0 && next.length <= maxReadAhead) await this.rows.fillOnce(next, quietly);
+      const ends = endsOf(holder, answered);
+      if (ends !== undefined) await this.rows.fillOnce(ends, this.quietly);
     };
     this.track(new Set(ids), new Set(ids.map((id) => keyOf("endpoint", id))), read());
   }
@@ -126,11 +130,10 @@ export class ReadsAhead {
    * (`claims`): what a write over the page looks up.
    */
   private readAheadPage(holder: OnDemandProjection, entry: PageWanted): void {
-    const quietly = (asked: readonly RowLookup[]) => this.rows.ask(asked, { quiet: true });
     const key = pageKeyOf(entry);
     const ids = new Set<string>();
     const read = async () => {
-      await this.rows.fillOnce([[key, entry]], quietly);
+      await this.rows.fillOnce([[key, entry]], this.quietly);
       const page = this.rows.pages.get(key);
       const listed = pageIds(holder, entry);
       const last = listed.at(-1);
@@ -181,13 +184,10 @@ export class ReadsAhead {
     // A fill of a few entities is a call about them (a move, a clip's update), whose next request is
     // its own: a read ahead beside it only delays it (the server answers a document's reads in turn).
     if (entries.length < readAheadFrom) return;
-    const next = [...holder.followUps(entries).entries()];
-    if (next.length === 0 || next.length > maxReadAhead) return;
-    // A move found here is not the run's to report: the read ahead is dropped, and the run's own next
-    // request finds the move.
-    const quietly = (lookups: readonly RowLookup[]) => this.rows.ask(lookups, { quiet: true });
+    const next = endsOf(holder, entries);
+    if (next === undefined) return;
     const ids = new Set(next.flatMap(([, entry]) => ("id" in entry ? [entry.id] : [])));
-    this.track(ids, new Set(), this.rows.fillOnce(next, quietly));
+    this.track(ids, new Set(), this.rows.fillOnce(next, this.quietly));
   }
 
   /** `reading` becomes the read ahead in flight, about `ids` and listing pages `keys`, until it ends. */
@@ -205,6 +205,16 @@ export class ReadsAhead {
     };
     this.ahead = ahead;
   }
+}
+
+/**
+ * What a call on the entities whose relations `answered` holds reads next (`followUps`: the relations'
+ * claims, their other ends and those ends' variants); undefined when nothing, or more than a read ahead
+ * asks (`maxReadAhead`).
+ */
+function endsOf(holder: OnDemandProjection, answered: readonly Wanted[]): [string, Wanted][] | undefined {
+  const next = [...holder.followUps(answered).entries()];
+  return next.length === 0 || next.length > maxReadAhead ? undefined : next;
 }
 
 /** A listing's page read by kind, or by a window on a number field. */
