@@ -241,7 +241,7 @@ async function listingAsksOnce(): Promise<void> {
  * entities with every row claiming them and their variants (`claims`), so the write looks none of them
  * up again (it asked for the entities and their variants in two more requests a page before).
  */
-async function windowWriteAsksOnce(): Promise<void> {
+async function windowWriteLooksUpNothingAgain(): Promise<void> {
   const shifted =
     await runCounted(`const markers = entities.list({ entityKind: 'sequence-marker', range: { field: 'startMs', from: 60000, to: 70000 } });
 entities.updateMany(markers.map((m) => ({ entityId: m.entityId, ops: [{ op: 'set', path: ['trimStartMs'], value: 2 }] })));
@@ -324,7 +324,11 @@ describe("runs that read rows on demand", { timeout: 900_000 }, () => {
 
   test("a listing by kind reads its entities and their claims in one request", slow, listingAsksOnce);
 
-  test("a window's entities written after their listing ask nothing more", slow, windowWriteAsksOnce);
+  test(
+    "a window's entities written after their listing are not looked up again",
+    slow,
+    windowWriteLooksUpNothingAgain,
+  );
 
   test("reads, refusals, errors and plans answer as on a tool that reads the document whole", {
     timeout: 600_000,
