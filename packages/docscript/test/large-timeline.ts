@@ -6,7 +6,8 @@
 import { LoroDoc } from "loro-crdt";
 import { projectDocument } from "../src/document/interpret.ts";
 import { sampleTimelineSnapshot } from "../src/module/sample-timeline.ts";
-import type { RowChange } from "../src/server/document-store.ts";
+import type { ContainerEntry, RowChange } from "../src/server/document-store.ts";
+import { mapsOfRows } from "../src/server/row-containers.ts";
 import { allRowChanges, membersOfRow } from "../src/server/row-members.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
 
@@ -28,10 +29,9 @@ export function largeTimeline(extraClips: number, overlayEvery?: number): LargeT
   const doc = LoroDoc.fromSnapshot(sampleTimelineSnapshot());
   const firstClips: string[] = [];
   // Chunks of 10k clips, each a change of its own peer, concurrent with the rest: the keys never meet.
-  const chunk = 10_000;
-  for (let start = 0; start < extraClips; start += chunk) {
-    const last = Math.min(extraClips, start + chunk);
-    addClips(doc, start, last, firstClips, 777_000 + start / chunk, overlayEvery, start === 0);
+  for (let start = 0; start < extraClips; start += clipsPerChunk) {
+    const last = Math.min(extraClips, start + clipsPerChunk);
+    addClips(doc, start, last, firstClips, firstPeer + start / clipsPerChunk, overlayEvery, start === 0);
   }
   const tracks = overlayEvery === undefined ? 0 : 1;
   return {
@@ -40,6 +40,10 @@ export function largeTimeline(extraClips: number, overlayEvery?: number): LargeT
     firstClips,
   };
 }
+
+/** Clips per change, and the first change's peer (each next chunk's is one more). */
+const clipsPerChunk = 10_000;
+const firstPeer = 777_000;
 
 /** The overlay track `overlayEvery` puts clips on. */
 export const overlayTrackId = "large-track-overlay";
@@ -122,10 +126,39 @@ export function largeTimelineRows(extraClips: number, overlayEvery?: number): Ro
         overlayTrackRow.json,
       ),
     });
-  for (let index = 0; index < extraClips; index++)
+  // Each row's maps, with the ids `addClips` gives them (ADR 0514): counted as it counts its ops, per chunk.
+  const ids = { counter: 0, peer: firstPeer };
+  const sampleMaps = mapsOfRows(LoroDoc.fromSnapshot(sampleTimelineSnapshot()));
+  for (const [index, row] of rows.entries()) {
+    const maps =
+      index < sample.length ? sampleMaps(row.root, row.rowId) : mapsOfWritten(row.json as Row, ids);
+    if (maps !== undefined) rows[index] = { ...row, containers: maps };
+  }
+  for (let index = 0; index < extraClips; index++) {
+    if (index % clipsPerChunk === 0 && index > 0)
+      Object.assign(ids, { counter: 0, peer: firstPeer + index / clipsPerChunk });
     for (const row of clipRows(index, overlayEvery))
-      rows.push({ ...row, members: membersOfRow(timelineSchema, row.root, row.rowId, row.json) });
+      rows.push({
+        ...row,
+        members: membersOfRow(timelineSchema, row.root, row.rowId, row.json),
+        containers: mapsOfWritten(row.json, ids),
+      });
+  }
   return rows;
+}
+
+/** The maps `write` in `addClips` makes for a row, each op counted as it counts them. */
+function mapsOfWritten(json: Row, ids: { counter: number; peer: number }): ContainerEntry[] {
+  const maps: ContainerEntry[] = [];
+  const walk = (value: Row, path: readonly string[]) => {
+    maps.push([`cid:${ids.counter++}@${ids.peer}:Map`, path]);
+    for (const [name, inner] of Object.entries(value)) {
+      if (typeof inner === "object" && inner !== null) walk(inner, [...path, name]);
+      else ids.counter++;
+    }
+  };
+  walk(json, []);
+  return maps;
 }
 
 function addClips(

@@ -40,6 +40,7 @@ import { appliedPlans, unreadableKeys } from "./push-checks.ts";
 import { decodePush, type Judged, judgeFilled, type Prepared, preparePush } from "./push-judge.ts";
 import type { PushResult } from "./push-result.ts";
 import { partsFitPush, type StageAnswer } from "./push-stage.ts";
+import { mapsOfRows } from "./row-containers.ts";
 import { allRowChanges, membersOfRow } from "./row-members.ts";
 import type { EntityPage, RelationPage, RowLookup, RowLookupAnswer } from "./row-reads.ts";
 import { storeProjection } from "./store-rows.ts";
@@ -96,7 +97,12 @@ export class DocumentHost {
       indexLater: (documentId) => this.indexLater(documentId),
     });
     this.pages = { store: this.store, schema: this.schema, docs: this.docs };
-    this.stager = new PartStager({ docs: this.docs, idle: this.idle, logger: this.logger });
+    this.stager = new PartStager({
+      docs: this.docs,
+      idle: this.idle,
+      logger: this.logger,
+      store: this.store,
+    });
   }
 
   /** Creates a document (empty, or from a snapshot that must project cleanly). False when it exists. */
@@ -130,7 +136,7 @@ export class DocumentHost {
       tokenHash: hashToken(token),
       snapshot: doc.export({ mode: "snapshot" }),
       snapshotVersion: doc.oplogVersion().encode(),
-      rows: allRowChanges(projection),
+      rows: allRowChanges(projection, mapsOfRows(doc)),
       issues: [],
       // The plans its history carries: the plan index holds the whole history from the start.
       plans: appliedPlans(doc),

@@ -43,6 +43,23 @@ export interface RowChange {
    * may keep members that are the same but for their numbers, and write only the row and its numbers.
    */
   readonly previousMembers?: readonly RowMember[];
+  /**
+   * The row's maps (ADR 0514): `[containerId, path]` for its own map (path `[]`) and each map reached
+   * from it through map keys, replacing what the store held for the row; `"kept"`: the row's maps are
+   * those the store holds (only plain values were written into them); absent: not known, and the store
+   * forgets what it held for the row. A deleted row's are forgotten.
+   */
+  readonly containers?: readonly ContainerEntry[] | "kept";
+}
+
+/** One map of a row: its container id and the keys from the row's map down to it. */
+export type ContainerEntry = readonly [containerId: string, path: readonly string[]];
+
+/** Where a map sits in the stored rows: its row, and the keys from the row's map down to it. */
+export interface ContainerPlace {
+  readonly root: RowRoot;
+  readonly rowId: string;
+  readonly path: readonly string[];
 }
 
 /** An entity or relation a row projects to. */
@@ -250,6 +267,11 @@ export interface DocumentStore {
    * index whole; plans an append recorded meanwhile are kept.
    */
   indexPlans(documentId: string, plans: ReadonlyMap<string, string>): Promise<void>;
+  /**
+   * Where each of `containerIds` sits in the stored rows (ADR 0514), for those the store holds: maps of
+   * rows written with their `containers`, as of `rowsSeq`. A store without the index leaves it out.
+   */
+  containerPlaces?(documentId: string, containerIds: readonly string[]): Promise<Map<string, ContainerPlace>>;
   /** How many entities and relations each kind has. */
   countMembers(documentId: string): Promise<{ type: "entity" | "relation"; kind: string; count: number }[]>;
   /** A page of rows, in id order. */

@@ -251,6 +251,26 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     ALTER TABLE docscript_documents DROP COLUMN snapshot;
   `,
   },
+  {
+    version: 13,
+    name: "the rows' maps, by container id",
+    // Where each map of a row sits (ADR 0514): its container id, its row, and the keys from the row's
+    // map down to it (path, JSON text), written with the row in its transaction, so a server finds the
+    // row a changed map belongs to by an indexed read, not by walking Loro's parents in the document.
+    // The row index lets a row's write forget the maps it held. Rows stored before have no entries, as
+    // rows written without their maps: a map not found is one the store does not know.
+    up: `
+    CREATE TABLE docscript_containers (
+      document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+      container_id TEXT NOT NULL,
+      root TEXT NOT NULL,
+      row_id TEXT NOT NULL,
+      path TEXT NOT NULL,
+      PRIMARY KEY (document_id, container_id)
+    );
+    CREATE INDEX docscript_containers_row ON docscript_containers (document_id, root, row_id);
+  `,
+  },
 ];
 
 export const postgresMigrations: readonly PostgresMigration[] = [
@@ -443,6 +463,22 @@ export const postgresMigrations: readonly PostgresMigration[] = [
     (document_id, endpoint0, type, member_id, row_id) WHERE endpoint0 IS NOT NULL;
   CREATE INDEX docscript_members_endpoint1 ON docscript_members
     (document_id, endpoint1, type, member_id, row_id) WHERE endpoint1 IS NOT NULL;
+`,
+  },
+  {
+    version: 12,
+    name: "the rows' maps, by container id",
+    // As for SQLite (version 13 there); ids compare bytewise (COLLATE "C").
+    up: `
+  CREATE TABLE docscript_containers (
+    document_id TEXT NOT NULL REFERENCES docscript_documents(document_id),
+    container_id TEXT COLLATE "C" NOT NULL,
+    root TEXT NOT NULL,
+    row_id TEXT COLLATE "C" NOT NULL,
+    path TEXT NOT NULL,
+    PRIMARY KEY (document_id, container_id)
+  );
+  CREATE INDEX docscript_containers_row ON docscript_containers (document_id, root, row_id);
 `,
   },
 ];

@@ -5,11 +5,26 @@
  */
 import type { Logger } from "@tackle/core";
 import { decodeImportBlobMeta, type LoroDoc } from "loro-crdt";
+import { ENTITIES } from "../document/layout.ts";
 import { spansOfUpdate } from "./changed-rows.ts";
+import type { DocumentStore } from "./document-store.ts";
 import type { IdleWork } from "./idle-work.ts";
-import { describeError } from "./open-document.ts";
+import { describeError, type OpenDocument } from "./open-document.ts";
 import type { OpenDocuments } from "./open-documents.ts";
-import { readStaged, type StageAnswer, stagedIdleMs, stagedOf, stagePart, warmStaged } from "./push-stage.ts";
+import {
+  type PlacesOf,
+  patchesAhead,
+  readStaged,
+  type StageAnswer,
+  type StoredRow,
+  stagedIdleMs,
+  stagedOf,
+  stagePart,
+  warmStaged,
+} from "./push-stage.ts";
+
+/** Fills made at most to hold the stored rows one slice patches (ADR 0514). */
+const patchFills = 4;
 
 /**
  * How long a part that came ahead of an earlier part of its run waits for it, tried again after each
@@ -46,13 +61,20 @@ export class PartStager {
     readonly docs: OpenDocuments;
     readonly idle: IdleWork;
     readonly logger: Logger;
+    /** The store, for its container index (ADR 0514). */
+    readonly store?: DocumentStore;
   };
   /** Bytes of the parts waiting per document. */
   private readonly partsWaiting = new Map<string, number>();
   /** The parts received and not answered yet, per document. */
   private readonly received = new Map<string, Set<Received>>();
 
-  constructor(context: { readonly docs: OpenDocuments; readonly idle: IdleWork; readonly logger: Logger }) {
+  constructor(context: {
+    readonly docs: OpenDocuments;
+    readonly idle: IdleWork;
+    readonly logger: Logger;
+    readonly store?: DocumentStore;
+  }) {
     this.context = context;
   }
 
@@ -130,7 +152,19 @@ export class PartStager {
     const left = stagedOf(open.shadow);
     if (left !== undefined && Date.now() - left.lastAt > stagedIdleMs) open.shadow = undefined;
     const shadow = await this.context.docs.shadowOf(documentId, open);
-    const { staged, reason, dropShadow, early } = stagePart(open, shadow, bytes, maxBytes);
+    const store = this.context.store;
+    const placesOf: PlacesOf | undefined =
+      store?.containerPlaces === undefined
+        ? undefined
+        : (containerIds) => store.containerPlaces?.(documentId, containerIds) ?? Promise.resolve(new Map());
+    const { staged, reason, dropShadow, early } = await stagePart(
+      open,
+      shadow,
+      bytes,
+      maxBytes,
+      Date.now(),
+      placesOf,
+    );
     if (dropShadow === true) open.shadow = undefined;
     if (staged) this.readStagedLater(documentId, shadow);
     return { staged, ...(reason === undefined ? {} : { reason }), ...(early === undefined ? {} : { early }) };
@@ -145,7 +179,7 @@ export class PartStager {
       parts.reading = false;
       const open = this.context.docs.open.get(documentId);
       if (open?.shadow !== shadow) return;
-      const more = readStaged(shadow);
+      const more = readStaged(shadow, undefined, await this.storedAhead(documentId, open, shadow));
       // What the push's check will look up for these rows, read into the projection meanwhile.
       await warmStaged(open, shadow, () =>
         this.context.docs.fill(documentId, open.projection, open.seq),
@@ -154,5 +188,33 @@ export class PartStager {
       );
       if (more) this.readStagedLater(documentId, shadow);
     });
+  }
+
+  /**
+   * The stored rows the next slice patches (ADR 0514), held by the projection first; undefined when
+   * they could not be read (the slice reads its rows out of Loro).
+   */
+  private async storedAhead(
+    documentId: string,
+    open: OpenDocument,
+    shadow: LoroDoc,
+  ): Promise<StoredRow | undefined> {
+    const ahead = patchesAhead(shadow);
+    if (ahead.entities.length + ahead.relations.length === 0) return undefined;
+    const projection = open.projection;
+    const lacking = () => {
+      for (const rowId of ahead.entities) projection.rowJson(rowId);
+      for (const rowId of ahead.relations) projection.relationJson(rowId);
+      return projection.lacking;
+    };
+    try {
+      for (let fills = 0; fills < patchFills && lacking(); fills++)
+        await this.context.docs.fill(documentId, projection, open.seq);
+    } catch (error) {
+      this.context.logger.debug("docscript: reading a staged slice's stored rows failed", { error });
+      return undefined;
+    }
+    if (lacking()) return undefined;
+    return (root, rowId) => (root === ENTITIES ? projection.rowJson(rowId) : projection.relationJson(rowId));
   }
 }

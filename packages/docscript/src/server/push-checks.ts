@@ -98,9 +98,11 @@ export function unreadableKeys(
   fork: LoroDoc,
   spans: readonly IdSpan[],
   changes: readonly JsonChange[] = changesIn(fork, spans),
+  /** Depths known already (maps the container index places, ADR 0514): not walked. */
+  known: ReadonlyMap<string, number> = new Map(),
 ): string[] {
   const found = new Set<string>();
-  const depths = new Map<string, number>();
+  const depths = new Map<string, number>(known);
   for (const change of changes)
     for (const op of change.ops) {
       const key = (op.content as { key?: unknown }).key;

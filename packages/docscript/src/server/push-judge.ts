@@ -127,7 +127,8 @@ export function preparePush(
   const spans = fork.findIdSpansBetween(before, after).forward;
   // The push's changes, read once for the checks below (a 33,000-op push: ~0.2 s a read).
   const changes = changesIn(fork, spans);
-  const unreadable = unreadableKeys(fork, spans, changes);
+  // The maps the staged parts' index lookups placed are not walked again (ADR 0514).
+  const unreadable = unreadableKeys(fork, spans, changes, parts?.depths);
   if (unreadable.length > 0) return reject(unreadable);
   // Whether one was applied before (under other bytes) is the caller's to ask the plan index.
   const planIds = planIdsOf(fork, spans, changes);
@@ -146,14 +147,21 @@ export function preparePush(
   };
 }
 
-/** The rows the staged parts read that no op after them touched: as the fork holds them with the push. */
+/**
+ * The rows the staged parts read that no op after them touched: as the fork holds them with the push,
+ * and of those, the ones patched from their stored JSON (their maps the store's, ADR 0514).
+ */
 function readSince(fork: LoroDoc, parts: StagedParts, imported: Frontiers, open: OpenDocument) {
   const touched = rowsOfSpans(fork, fork.findIdSpansBetween(imported, fork.frontiers()).forward, open.index);
   const entities = new Map(parts.entities);
   const relations = new Map(parts.relations);
   for (const rowId of touched.entities) entities.delete(rowId);
   for (const rowId of touched.relations) relations.delete(rowId);
-  return { entities, relations };
+  const kept = {
+    entities: new Set([...parts.kept.entities].filter((rowId) => entities.has(rowId))),
+    relations: new Set([...parts.kept.relations].filter((rowId) => relations.has(rowId))),
+  };
+  return { entities, relations, kept };
 }
 
 /** Fills made at most before a push is judged (its check's reach, a level a fill); past them it is judged and filled. */
@@ -302,7 +310,8 @@ function remaining(
     origin: "docscript-apply-remaining",
   });
   // The fork holds the committed values put back: its rows are read anew.
-  const staged = stageChange(open.projection, fork, prepared.rows, new RowReads(fork));
+  const reads = new RowReads(fork);
+  const staged = stageChange(open.projection, fork, prepared.rows, reads);
   if (open.projection.lacking) {
     staged.undo();
     return { result: { status: "rejected", reasons: ["the projection lacked rows"], issues: [] } };
@@ -317,13 +326,14 @@ function remaining(
   }
   const bytes = fork.export({ mode: "update", from: open.doc.oplogVersion() });
   return {
-    ...toStore(open, prepared, options, staged, {
-      status: "conflicted",
-      applied: true,
-      version: "",
-      reasons: lost,
-      issues: [],
-    }),
+    ...toStore(
+      open,
+      prepared,
+      options,
+      staged,
+      { status: "conflicted", applied: true, version: "", reasons: lost, issues: [] },
+      reads,
+    ),
     bytes,
   };
 }
@@ -335,6 +345,8 @@ function toStore(
   options: PushOptions,
   staged: Staged,
   result: Exclude<PushResult, { status: "rejected" }>,
+  /** The reads the rows were staged from: what they say of each row's maps is stored with it. */
+  reads: RowReads = prepared.reads,
 ): Judged {
   const { fork, spans, planIds } = prepared;
   return {
@@ -342,7 +354,9 @@ function toStore(
     fork,
     undo: staged.undo,
     planIds,
-    rows: rowChanges(open.projection, staged.rows, staged.previous, staged.previousRead),
+    rows: rowChanges(open.projection, staged.rows, staged.previous, staged.previousRead, (root, rowId) =>
+      reads.containersOf(root, rowId),
+    ),
     before: staged.before,
     issues: nextIssues(open.issues, staged.scope, staged.after),
     // What the change log records if this is stored: counted off the rows just staged.

@@ -9,16 +9,20 @@
 import {
   decodeImportBlobMeta,
   type Frontiers,
+  type IdSpan,
   type ImportBlobMetadata,
+  type JsonChange,
   type LoroDoc,
   LoroMap,
 } from "loro-crdt";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import { readyForImportOf } from "../document/ready-for-imports.ts";
-import { rowsOfSpans, spansOfUpdate } from "./changed-rows.ts";
+import { type ChangedRows, rowsOfSpans, spansOfUpdate } from "./changed-rows.ts";
+import type { ContainerPlace, RowRoot } from "./document-store.ts";
 import type { OpenDocument } from "./open-document.ts";
 import { changesIn, unreadableKeys } from "./push-checks.ts";
 import { RowReads, scopeLacking } from "./push-staging.ts";
+import { containersWritten, type FieldSet, fieldSetOf, patchedRow } from "./row-containers.ts";
 
 /** What one run staged in a shadow: its peer's ops from `start` to `end`, and the rows they touched. */
 export interface StagedParts {
@@ -38,6 +42,18 @@ export interface StagedParts {
   readonly unreadRelations: Set<string>;
   /** Rows read whose check's lookups the projection has not been asked to hold yet. */
   readonly unwarmed: { readonly entities: Set<string>; readonly relations: Set<string> };
+  /**
+   * Per row the parts touched, the plain values they set into the row's indexed maps, in order
+   * (ADR 0514), or `"whole"`: some op of theirs did more, and the row is read out of Loro.
+   */
+  readonly sets: {
+    readonly entities: Map<string, FieldSet[] | "whole">;
+    readonly relations: Map<string, FieldSet[] | "whole">;
+  };
+  /** Rows read by patching their stored JSON: their maps are the ones the store holds. */
+  readonly kept: { readonly entities: Set<string>; readonly relations: Set<string> };
+  /** The depths of the maps the index placed: the push's depth check does not walk them again. */
+  readonly depths: Map<string, number>;
   /** Whether a slice of reads is queued. */
   reading: boolean;
 }
@@ -77,18 +93,24 @@ type PartOutcome = StageAnswer & { readonly dropShadow?: boolean; readonly early
 
 const refused = (reason: string): PartOutcome => ({ staged: false, reason });
 
+/** Where the store's container index places containers (ADR 0514); absent ones it does not hold. */
+export type PlacesOf = (containerIds: readonly string[]) => Promise<ReadonlyMap<string, ContainerPlace>>;
+
 /**
  * Stages one part of a run's update in `shadow`, a replica of `open.doc` (or one holding only this
  * run's earlier parts beside it). At most `maxBytes` staged in all. Refused, with nothing imported,
- * when the part is not the next of one peer's ops or depends on ops the shadow lacks.
+ * when the part is not the next of one peer's ops or depends on ops the shadow lacks. `placesOf`: the
+ * store's container index, which finds the rows of the maps it holds without walking their parents,
+ * and lets a row whose maps the part only set plain values into be patched instead of read.
  */
-export function stagePart(
+export async function stagePart(
   open: OpenDocument,
   shadow: LoroDoc,
   bytes: Uint8Array,
   maxBytes: number,
   now = Date.now(),
-): PartOutcome {
+  placesOf?: PlacesOf,
+): Promise<PartOutcome> {
   let meta: ReturnType<typeof decodeImportBlobMeta>;
   try {
     meta = decodeImportBlobMeta(bytes, true);
@@ -133,8 +155,21 @@ export function stagePart(
   }
   const partSpans = shadow.findIdSpansBetween(before, shadow.frontiers()).forward;
   const changes = changesIn(shadow, partSpans);
+  let places: ReadonlyMap<string, ContainerPlace>;
+  try {
+    places = placesOf === undefined ? new Map() : await placesOf(containersWritten(changes));
+  } catch {
+    // Without the index the part is staged as before it: every row read out of Loro.
+    places = new Map();
+  }
+  // A placed map's depth is its path's (the row's map is 1 below its root); its row, the index's.
+  const depths = new Map<string, number>();
+  for (const [containerId, place] of places) {
+    depths.set(containerId, place.path.length + 1);
+    open.index.set(containerId, { root: place.root, rowId: place.rowId });
+  }
   // Nothing of a part no row can hold is read (its push is refused when it comes).
-  if (unreadableKeys(shadow, partSpans, changes).length > 0)
+  if (unreadableKeys(shadow, partSpans, changes, depths).length > 0)
     return { ...refused("the part writes what no row can hold"), dropShadow: true };
   const rows = rowsOfSpans(shadow, partSpans, open.index, changes);
   const parts: StagedParts = staged ?? {
@@ -149,9 +184,14 @@ export function stagePart(
     unreadEntities: new Set(),
     unreadRelations: new Set(),
     unwarmed: { entities: new Set(), relations: new Set() },
+    sets: { entities: new Map(), relations: new Map() },
+    kept: { entities: new Set(), relations: new Set() },
+    depths: new Map(),
     reading: false,
   };
   stagedIn.set(shadow, parts);
+  for (const [containerId, depth] of depths) parts.depths.set(containerId, depth);
+  recordSets(open, shadow, parts, { meta, changes, partSpans, places, rows });
   for (const rowId of rows.entities) {
     parts.entities.delete(rowId);
     parts.unreadEntities.add(rowId);
@@ -166,24 +206,132 @@ export function stagePart(
   return { staged: true };
 }
 
-/** Reads up to `most` staged rows not read yet out of `shadow`: whether some are left. */
-export function readStaged(shadow: LoroDoc, most = rowsPerSlice): boolean {
+/**
+ * Records what the part set in each row it touched (ADR 0514): the plain values set into maps the
+ * index places, in op order, when every op of the part on that row is such a set and the part was made
+ * on everything the live document holds (each of its sets then wins over what the map held). A row
+ * some other op touched, or touched by a part made on less, is read whole from then on.
+ */
+function recordSets(
+  open: OpenDocument,
+  shadow: LoroDoc,
+  parts: StagedParts,
+  part: {
+    readonly meta: ImportBlobMetadata;
+    readonly changes: readonly JsonChange[];
+    readonly partSpans: readonly IdSpan[];
+    readonly places: ReadonlyMap<string, ContainerPlace>;
+    readonly rows: ChangedRows;
+  },
+): void {
+  const order = shadow.frontiersToVV(part.meta.startFrontiers).compare(open.doc.oplogVersion());
+  const madeOnAll = order === 0 || order === 1;
+  const sets = { entities: new Map<string, FieldSet[]>(), relations: new Map<string, FieldSet[]>() };
+  const unplaced: JsonChange[] = [];
+  for (const change of part.changes) {
+    const others: JsonChange["ops"] = [];
+    for (const op of change.ops) {
+      const place = part.places.get(op.container);
+      const set = madeOnAll ? fieldSetOf(op, place) : undefined;
+      if (set === undefined || place === undefined) {
+        others.push(op);
+        continue;
+      }
+      const byRow = place.root === RELATIONS ? sets.relations : sets.entities;
+      const row = byRow.get(place.rowId);
+      if (row === undefined) byRow.set(place.rowId, [set]);
+      else row.push(set);
+    }
+    if (others.length > 0) unplaced.push({ ...change, ops: others });
+  }
+  // Rows an op of another kind touched (found as any push's are): read whole.
+  const whole = unplaced.length === 0 ? undefined : rowsOfSpans(shadow, part.partSpans, open.index, unplaced);
+  for (const [touched, held, partSets, wholeRows] of [
+    [part.rows.entities, parts.sets.entities, sets.entities, whole?.entities],
+    [part.rows.relations, parts.sets.relations, sets.relations, whole?.relations],
+  ] as const) {
+    for (const rowId of touched) {
+      const before = held.get(rowId);
+      const these = partSets.get(rowId);
+      if (before === "whole" || these === undefined || wholeRows?.has(rowId) === true)
+        held.set(rowId, "whole");
+      else held.set(rowId, before === undefined ? these : [...before, ...these]);
+    }
+  }
+}
+
+/** A row as stored (undefined: not held, or no such row). */
+export type StoredRow = (root: RowRoot, rowId: string) => unknown;
+
+/**
+ * The rows the next slice of `readStaged` patches from their stored JSON (ADR 0514): the caller has
+ * the projection hold them first.
+ */
+export function patchesAhead(
+  shadow: LoroDoc,
+  most = rowsPerSlice,
+): { readonly entities: string[]; readonly relations: string[] } {
+  const ahead = { entities: [] as string[], relations: [] as string[] };
+  const parts = stagedIn.get(shadow);
+  if (parts === undefined) return ahead;
+  let read = 0;
+  for (const [unread, sets, into] of [
+    [parts.unreadEntities, parts.sets.entities, ahead.entities],
+    [parts.unreadRelations, parts.sets.relations, ahead.relations],
+  ] as const) {
+    for (const rowId of unread) {
+      if (read++ >= most) return ahead;
+      if (Array.isArray(sets.get(rowId))) into.push(rowId);
+    }
+  }
+  return ahead;
+}
+
+/**
+ * Reads up to `most` staged rows not read yet out of `shadow`: whether some are left. A row whose
+ * parts only set plain values into its indexed maps is its stored JSON (`stored`) with those values
+ * set (ADR 0514); any other is read out of Loro.
+ */
+export function readStaged(shadow: LoroDoc, most = rowsPerSlice, stored?: StoredRow): boolean {
   const parts = stagedIn.get(shadow);
   if (parts === undefined) return false;
   let read = 0;
-  for (const [root, unread, into, unwarmed] of [
-    [ENTITIES, parts.unreadEntities, parts.entities, parts.unwarmed.entities],
-    [RELATIONS, parts.unreadRelations, parts.relations, parts.unwarmed.relations],
+  for (const [root, unread, into, unwarmed, sets, kept] of [
+    [
+      ENTITIES,
+      parts.unreadEntities,
+      parts.entities,
+      parts.unwarmed.entities,
+      parts.sets.entities,
+      parts.kept.entities,
+    ],
+    [
+      RELATIONS,
+      parts.unreadRelations,
+      parts.relations,
+      parts.unwarmed.relations,
+      parts.sets.relations,
+      parts.kept.relations,
+    ],
   ] as const) {
     const map = shadow.getMap(root);
     for (const rowId of unread) {
       if (read >= most) return true;
       unread.delete(rowId);
-      const value = map.get(rowId) as unknown;
-      if (value instanceof LoroMap) {
-        into.set(rowId, value.toJSON());
-        value.free();
-      } else into.set(rowId, value);
+      const rowSets = sets.get(rowId);
+      const json = stored === undefined || !Array.isArray(rowSets) ? undefined : stored(root, rowId);
+      const patched = json === undefined ? undefined : patchedRow(json, rowSets as FieldSet[]);
+      if (patched !== undefined) {
+        into.set(rowId, patched);
+        kept.add(rowId);
+      } else {
+        kept.delete(rowId);
+        const value = map.get(rowId) as unknown;
+        if (value instanceof LoroMap) {
+          into.set(rowId, value.toJSON());
+          value.free();
+        } else into.set(rowId, value);
+      }
       unwarmed.add(rowId);
       read++;
     }

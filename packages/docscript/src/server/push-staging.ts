@@ -19,8 +19,9 @@ import type { RowRecord } from "../document/row-shape.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { type ChangedRows, changedRows } from "./changed-rows.ts";
-import type { RowRoot } from "./document-store.ts";
+import type { ContainerEntry, RowChange, RowRoot } from "./document-store.ts";
 import { unreadFieldWrites } from "./field-writes.ts";
+import { mapsOfRow } from "./row-containers.ts";
 
 /**
  * The rows a change touched, as `doc` holds them, read once: a push is staged again in each round of
@@ -32,22 +33,45 @@ export class RowReads {
   private readonly doc: LoroDoc;
   private entities: Map<string, unknown> | undefined;
   private relations: Map<string, unknown> | undefined;
+  /** The maps of the rows read here, when few were (`mapsReadUpTo`). */
+  private readonly maps = new Map<string, ContainerEntry[]>();
   private fieldsTold:
     | { previous: ReadonlyMap<string, unknown>; fieldsOf: readonly string[] | undefined }
     | undefined;
 
-  /** Rows already read as `doc` holds them (a push's parts staged before it, ADR 0508). */
-  private readonly known: { entities: ReadonlyMap<string, unknown>; relations: ReadonlyMap<string, unknown> };
+  /**
+   * Rows already read as `doc` holds them (a push's parts staged before it, ADR 0508); `kept`: those
+   * patched from their stored JSON, whose maps are the ones the store holds (ADR 0514).
+   */
+  private readonly known: {
+    entities: ReadonlyMap<string, unknown>;
+    relations: ReadonlyMap<string, unknown>;
+    kept?: { entities: ReadonlySet<string>; relations: ReadonlySet<string> };
+  };
 
   constructor(
     doc: LoroDoc,
-    known: { entities: ReadonlyMap<string, unknown>; relations: ReadonlyMap<string, unknown> } = {
+    known: {
+      entities: ReadonlyMap<string, unknown>;
+      relations: ReadonlyMap<string, unknown>;
+      kept?: { entities: ReadonlySet<string>; relations: ReadonlySet<string> };
+    } = {
       entities: new Map(),
       relations: new Map(),
     },
   ) {
     this.doc = doc;
     this.known = known;
+  }
+
+  /**
+   * The row's maps for the store's container index (ADR 0514): `"kept"` for a row the staged parts
+   * patched, its maps as read for a row read here (a push of a few rows), else not known.
+   */
+  containersOf(root: RowRoot, rowId: string): RowChange["containers"] {
+    const kept = this.known.kept;
+    if (kept !== undefined && (root === ENTITIES ? kept.entities : kept.relations).has(rowId)) return "kept";
+    return this.maps.get(`${root}\u0000${rowId}`);
   }
 
   /** How many of the touched rows were read before the push (by its staged parts), not by it. */
@@ -63,14 +87,14 @@ export class RowReads {
 
   /** The touched `entities` rows as the document holds them. */
   entityRows(rows: ChangedRows): ReadonlyMap<string, unknown> {
-    this.entities ??= readRows(this.doc, ENTITIES, rows.entities, this.known.entities);
+    this.entities ??= readRows(this.doc, ENTITIES, rows.entities, this.known.entities, this.maps);
     return this.entities;
   }
 
   /** Sets the touched rows in `projection` as the document holds them. */
   apply(projection: Projection, rows: ChangedRows): void {
-    this.entities ??= readRows(this.doc, ENTITIES, rows.entities, this.known.entities);
-    this.relations ??= readRows(this.doc, RELATIONS, rows.relations, this.known.relations);
+    this.entities ??= readRows(this.doc, ENTITIES, rows.entities, this.known.entities, this.maps);
+    this.relations ??= readRows(this.doc, RELATIONS, rows.relations, this.known.relations, this.maps);
     for (const [rowId, json] of this.entities) projection.setRow(rowId, json);
     for (const [relationId, json] of this.relations) projection.setRelationRow(relationId, json);
   }
@@ -116,14 +140,23 @@ export function scopeLacking(projection: Projection, rows: ChangedRows, reads: R
   return projection.lacking;
 }
 
+/**
+ * Rows read out of Loro up to which their maps are read too, for the store's container index (ADR
+ * 0514): a push of a few rows keeps its rows indexed; a large one (each row's maps walked again,
+ * ~+50%) leaves them to be read whole next time.
+ */
+const mapsReadUpTo = 512;
+
 function readRows(
   doc: LoroDoc,
-  root: string,
-  rowIds: Iterable<string>,
+  root: RowRoot,
+  rowIds: ReadonlySet<string>,
   known: ReadonlyMap<string, unknown>,
+  maps: Map<string, ContainerEntry[]>,
 ): Map<string, unknown> {
   const map = doc.getMap(root);
   const read = new Map<string, unknown>();
+  const withMaps = rowIds.size <= mapsReadUpTo;
   for (const rowId of rowIds) {
     if (known.has(rowId)) {
       read.set(rowId, known.get(rowId));
@@ -132,6 +165,7 @@ function readRows(
     const value = map.get(rowId) as unknown;
     if (value instanceof LoroMap) {
       read.set(rowId, value.toJSON());
+      if (withMaps) maps.set(`${root}\u0000${rowId}`, mapsOfRow(value));
       value.free();
     } else read.set(rowId, value);
   }

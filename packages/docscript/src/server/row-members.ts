@@ -112,12 +112,15 @@ export function rowChanges(
   previous?: ReadonlyMap<string, unknown>,
   /** Those rows as the projection read them then (a shift's 33,000 rows are not read again). */
   previousRead?: ReadonlyMap<string, RowRecord | undefined>,
+  /** Each row's maps, for the store's container index (ADR 0514; undefined: not known). */
+  containersOf?: (root: RowRoot, rowId: string) => RowChange["containers"],
 ): RowChange[] {
   const schema = projection.schema;
   const change = (root: RowRoot, rowId: string, json: unknown, read?: RowRecord): RowChange => ({
     root,
     rowId,
     json,
+    ...containersOfRow(json, containersOf?.(root, rowId)),
     members: membersOfRow(schema, root, rowId, json, read),
     ...(root === ENTITIES && previous?.has(rowId) === true
       ? {
@@ -133,9 +136,26 @@ export function rowChanges(
   ];
 }
 
-/** Every row of a projection. */
-export function allRowChanges(projection: Projection): RowChange[] {
-  return rowChanges(projection, { entities: projection.rowIds(), relations: projection.relationRowIds() });
+/** A row's maps as a change carries them: none for a deleted row or when not known. */
+function containersOfRow(
+  json: unknown,
+  containers: RowChange["containers"],
+): { containers?: NonNullable<RowChange["containers"]> } {
+  return json === undefined || containers === undefined ? {} : { containers };
+}
+
+/** Every row of a projection (`containersOf`: each row's maps, for the store's container index). */
+export function allRowChanges(
+  projection: Projection,
+  containersOf?: (root: RowRoot, rowId: string) => RowChange["containers"],
+): RowChange[] {
+  return rowChanges(
+    projection,
+    { entities: projection.rowIds(), relations: projection.relationRowIds() },
+    undefined,
+    undefined,
+    containersOf,
+  );
 }
 
 /** The entity a found member stands for, its own fields only (a variant's base is applied by the caller). */

@@ -4,6 +4,7 @@ import { openMigratedSqlite, sqliteTransaction } from "@tackle/storage";
 import { changeValues } from "./change-log.ts";
 import { type DocumentStore, StoreConflictError } from "./document-store.ts";
 import { sqliteMigrations } from "./migrations.ts";
+import { sqliteContainerPlaces } from "./sqlite-container-index.ts";
 import { sqliteDocumentReads } from "./sqlite-document-reads.ts";
 import { sqlitePlanCalls, sqlitePlanIndex } from "./sqlite-plan-index.ts";
 import { sqliteRowWrites } from "./sqlite-row-writes.ts";
@@ -56,6 +57,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     ...sqliteDocumentReads(database),
     ...sqlitePlanCalls(database, planIndex),
     ...sqliteCompaction(database),
+    ...sqliteContainerPlaces(database),
     async createDocument({ documentId, tokenHash, snapshot, snapshotVersion, rows, issues, plans }) {
       return sqliteTransaction(database, () => {
         const at = new Date().toISOString();

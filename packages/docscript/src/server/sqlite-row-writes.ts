@@ -1,20 +1,22 @@
 /**
  * The SQLite store's writes of a document's rows: each row with the entities and relations it projects
- * to, their number fields (the window index, migration 7) and the counts per kind, moved by what left
- * and what landed — always inside the caller's transaction.
+ * to, their number fields (the window index, migration 7), its maps (the container index, migration
+ * 13) and the counts per kind, moved by what left and what landed — always inside the caller's
+ * transaction.
  */
 import type { DatabaseSync } from "node:sqlite";
 import { sqliteTransaction } from "@tackle/storage";
 import { type RowChange, type RowMember, type RowRoot, rowColumns } from "./document-store.ts";
 import { numberEntries } from "./member-record.ts";
+import { sqliteContainerIndex } from "./sqlite-container-index.ts";
 
 /** Rows per transaction when an older document's numbers are indexed from its stored rows. */
 const indexChunk = 5_000;
 
 export interface SqliteRowWrites {
-  /** Writes rows and their members and numbers, and moves the counts per kind. */
+  /** Writes rows and their members, numbers and maps, and moves the counts per kind. */
   writeRows(documentId: string, rows: readonly RowChange[], version: number): void;
-  /** Deletes every row, member, number and count of the document. */
+  /** Deletes every row, member, number, map and count of the document. */
   clearRows(documentId: string): void;
   /**
    * Indexes the number fields of every stored row of a document stored before the index, a chunk of
@@ -72,9 +74,13 @@ function rowStatements(database: DatabaseSync) {
   const deleteEmptyCounts = database.prepare(
     "DELETE FROM docscript_counts WHERE document_id = ? AND count <= 0",
   );
-  const clears = ["docscript_rows", "docscript_members", "docscript_numbers", "docscript_counts"].map(
-    (table) => database.prepare(`DELETE FROM ${table} WHERE document_id = ?`),
-  );
+  const clears = [
+    "docscript_rows",
+    "docscript_members",
+    "docscript_numbers",
+    "docscript_containers",
+    "docscript_counts",
+  ].map((table) => database.prepare(`DELETE FROM ${table} WHERE document_id = ?`));
   const selectRowsAfter = database.prepare(
     `SELECT root, row_id, payload FROM docscript_rows WHERE document_id = ? AND (root, row_id) > (?, ?)
      ORDER BY root, row_id LIMIT ?`,
@@ -97,6 +103,7 @@ function rowStatements(database: DatabaseSync) {
     clears,
     selectRowsAfter,
     setNumbersIndexed,
+    containers: sqliteContainerIndex(database),
   };
 }
 
@@ -264,7 +271,7 @@ function updateNumbers(statements: RowStatements, documentId: string, change: Ro
   return true;
 }
 
-/** Writes rows and their members and numbers, and moves the counts per kind. */
+/** Writes rows and their members, numbers and maps, and moves the counts per kind. */
 function writeRows(
   statements: RowStatements,
   documentId: string,
@@ -277,6 +284,8 @@ function writeRows(
     deltas.set(key, (deltas.get(key) ?? 0) + by);
   };
   for (const change of rows) {
+    // Before the fast path below: a row kept with its maps (a shift's rows) writes nothing here.
+    statements.containers.writeRow(documentId, change);
     if (sameButNumbers(change)) {
       if (!updateNumbers(statements, documentId, change)) rewriteNumbers(statements, documentId, change);
       upsertRow(statements, documentId, change, version);

@@ -3,6 +3,7 @@ import { migratePostgres, openPostgres } from "@tackle/storage/postgres";
 import type pg from "pg";
 import type { DocumentStore } from "../document-store.ts";
 import { postgresMigrations } from "../migrations.ts";
+import { postgresContainerPlaces } from "./postgres-container-index.ts";
 import { documentLocks } from "./postgres-document-locks.ts";
 import { postgresDocumentReads } from "./postgres-document-reads.ts";
 import { postgresDocumentWrites } from "./postgres-document-writes.ts";
@@ -69,6 +70,7 @@ export async function createPostgresDocumentStore(
     ...postgresRowReads(pool),
     ...postgresDocumentWrites(pool),
     ...postgresPlanIndex(pool),
+    ...postgresContainerPlaces(pool),
     lockDocument: coordination.lockDocument,
     watchAppends: coordination.watchAppends,
     async close() {

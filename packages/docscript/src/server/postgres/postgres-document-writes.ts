@@ -140,5 +140,7 @@ export function postgresDocumentWrites(pool: pg.Pool): PostgresDocumentWrites {
  */
 async function analyzeAfterBulk(pool: pg.Pool, rowCount: number): Promise<void> {
   if (rowCount >= 10_000)
-    await pool.query("ANALYZE docscript_members, docscript_rows, docscript_numbers, docscript_counts");
+    await pool.query(
+      "ANALYZE docscript_members, docscript_rows, docscript_numbers, docscript_containers, docscript_counts",
+    );
 }

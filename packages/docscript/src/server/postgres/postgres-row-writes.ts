@@ -1,14 +1,15 @@
 /**
  * The PostgreSQL store's writes of a document's rows: each row with the entities and relations it
- * projects to, their number fields (the window index, migration 7) and the counts per kind, moved by
- * what left and what landed — a few statements however many rows (arrays as parameters), inside the
- * caller's transaction.
+ * projects to, their number fields (the window index, migration 7), its maps (the container index,
+ * migration 12) and the counts per kind, moved by what left and what landed — a few statements however
+ * many rows (arrays as parameters), inside the caller's transaction.
  */
 import { postgresDialect as sql } from "@tackle/storage";
 import { postgresTransaction } from "@tackle/storage/postgres";
 import type pg from "pg";
 import { type RowChange, type RowMember, type RowRoot, rowColumns } from "../document-store.ts";
 import { numberEntries } from "../member-record.ts";
+import { writeContainers } from "./postgres-container-index.ts";
 
 /** Rows (and members) per statement, so one statement's parameters stay small at a million rows. */
 const chunkSize = 5000;
@@ -42,6 +43,7 @@ export async function writeRows(
   }
   count(await insertMembers(client, documentId, rows), 1);
   await moveCounts(client, documentId, deltas);
+  await writeContainers(client, documentId, rows);
   const deleted = rows.filter((change) => change.json === undefined);
   const kept = rows
     .filter((change) => change.json !== undefined)
@@ -181,9 +183,15 @@ async function moveCounts(
   await client.query("DELETE FROM docscript_counts WHERE document_id = $1 AND count <= 0", [documentId]);
 }
 
-/** Deletes every row, member, number and count of the document. */
+/** Deletes every row, member, number, map and count of the document. */
 export async function clearRows(client: pg.PoolClient, documentId: string): Promise<void> {
-  for (const table of ["docscript_rows", "docscript_members", "docscript_numbers", "docscript_counts"])
+  for (const table of [
+    "docscript_rows",
+    "docscript_members",
+    "docscript_numbers",
+    "docscript_containers",
+    "docscript_counts",
+  ])
     await client.query(`DELETE FROM ${table} WHERE document_id = $1`, [documentId]);
 }
 

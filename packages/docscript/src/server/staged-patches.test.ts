@@ -1,0 +1,141 @@
+/**
+ * The container index at work (ADR 0514): a run's parts that only set plain values into maps the
+ * store places are staged by patching the stored rows, and what is stored after the push is exactly
+ * what a read of the document gives; a row whose maps changed is read out of Loro and indexed anew (a
+ * map its row no longer holds is never placed).
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Logger } from "@tackle/core";
+import { LoroDoc, LoroMap } from "loro-crdt";
+import { largeTimeline } from "../../test/large-timeline.ts";
+import { projectDocument } from "../document/interpret.ts";
+import { timelineSchema } from "../timeline/timeline-schema.ts";
+import { DocumentHost } from "./document-host.ts";
+import type { DocumentStore } from "./document-store.ts";
+import { mapsOfRows } from "./row-containers.ts";
+import { allRowChanges } from "./row-members.ts";
+import { createSqliteDocumentStore } from "./sqlite-document-store.ts";
+
+const token = "token-0123456789abcdef";
+const maxBytes = 16 * 2 ** 20;
+const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+async function hostWith(snapshot: Uint8Array) {
+  const store = createSqliteDocumentStore({ path: ":memory:" });
+  const host = new DocumentHost({ store, schema: timelineSchema, logger: quiet });
+  assert.equal(await host.create("doc", token, snapshot), true);
+  await host.snapshot("doc");
+  return { store, host };
+}
+
+function clientOf(snapshot: Uint8Array, peer: number): LoroDoc {
+  const client = LoroDoc.fromSnapshot(snapshot);
+  client.setPeerId(peer);
+  return client;
+}
+
+function markerFieldsOf(client: LoroDoc, index: number): LoroMap {
+  const slots = (client.getMap("entities").get(`large-clip-${index}`) as LoroMap).get("slots") as LoroMap;
+  return (slots.get("marker") as LoroMap).get("fields") as LoroMap;
+}
+
+/** `client`'s ops on its peer from `from` on, in parts of `size` atoms, each staged. */
+async function stageAll(host: DocumentHost, client: LoroDoc, from: number, size: number) {
+  const peer = client.peerIdStr;
+  const to = client.oplogVersion().get(peer) ?? 0;
+  for (let counter = from; counter < to; counter += size) {
+    const part = client.export({
+      mode: "updates-in-range",
+      spans: [{ id: { peer, counter }, len: Math.min(size, to - counter) }],
+    });
+    assert.deepEqual(await host.stage("doc", part, maxBytes), { staged: true });
+  }
+}
+
+/** The stored rows, and the rows and maps a read of the document's snapshot gives. */
+async function storedAndRead(store: DocumentStore, host: DocumentHost) {
+  const stored = await store.readRows("doc", { root: "entities", limit: 10_000 });
+  const doc = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+  const read = allRowChanges(projectDocument(doc, timelineSchema), mapsOfRows(doc)).filter(
+    (row) => row.root === "entities",
+  );
+  return {
+    stored: new Map(stored.map((row) => [row.rowId, row.json])),
+    read: new Map(read.map((row) => [row.rowId, row.json])),
+    maps: read,
+  };
+}
+
+test("field sets staged in parts are patched from the stored rows: stored as a read of the document gives them", async () => {
+  const { snapshot } = largeTimeline(200);
+  const { store, host } = await hostWith(snapshot);
+  try {
+    const client = clientOf(snapshot, 51);
+    const from = client.oplogVersion();
+    for (let index = 0; index < 200; index++) markerFieldsOf(client, index).set("startMs", 70_000 + index);
+    // One clip's own fields too, and a marker written twice: the last write wins.
+    markerFieldsOf(client, 3).set("startMs", 5);
+    ((client.getMap("entities").get("large-clip-7") as LoroMap).get("fields") as LoroMap).set("volume", 0.5);
+    client.commit();
+    await stageAll(host, client, 0, 60);
+    const answer = await host.push("doc", client.export({ mode: "update", from }));
+    assert.equal(answer.status, "committed", JSON.stringify(answer));
+    const { stored, read, maps } = await storedAndRead(store, host);
+    assert.deepStrictEqual(stored, read);
+    assert.equal(
+      (stored.get("large-clip-3") as { slots: { marker: { fields: { startMs: number } } } }).slots.marker
+        .fields.startMs,
+      5,
+    );
+    // The rows' maps are still placed: the next shift is patched too.
+    const ids = maps.flatMap((row) =>
+      Array.isArray(row.containers) ? row.containers.map(([id]) => id) : [],
+    );
+    const places = await store.containerPlaces?.("doc", ids);
+    assert.equal(places?.size, ids.length);
+    assert.deepEqual(places?.get(markerFieldsOf(client, 9).id), {
+      root: "entities",
+      rowId: "large-clip-9",
+      path: ["slots", "marker", "fields"],
+    });
+  } finally {
+    await host.close();
+  }
+});
+
+test("a row whose maps changed is indexed anew: its old map is no longer placed, its new one is", async () => {
+  const { snapshot } = largeTimeline(50);
+  const { store, host } = await hostWith(snapshot);
+  try {
+    const client = clientOf(snapshot, 52);
+    const old = markerFieldsOf(client, 4);
+    let from = client.oplogVersion();
+    // A new fields map for clip 4's marker: the old one is no longer in the row.
+    const marker = old.parent() as LoroMap;
+    const fresh = marker.setContainer("fields", new LoroMap());
+    fresh.set("startMs", 12_000);
+    fresh.set("durationMs", 500);
+    fresh.set("trimStartMs", 0);
+    client.commit();
+    assert.equal((await host.push("doc", client.export({ mode: "update", from }))).status, "committed");
+    // Its maps were read with it: the new map is placed, the old one not.
+    const afterSwap = await store.containerPlaces?.("doc", [old.id, fresh.id]);
+    assert.equal(afterSwap?.has(old.id), false);
+    assert.deepEqual(afterSwap?.get(fresh.id)?.path, ["slots", "marker", "fields"]);
+    // Writes into the new map and beside it, staged: patched through the map now placed.
+    from = client.oplogVersion();
+    const counter = client.oplogVersion().get(client.peerIdStr) ?? 0;
+    fresh.set("startMs", 13_000);
+    markerFieldsOf(client, 5).set("startMs", 77_777);
+    client.commit();
+    await stageAll(host, client, counter, 1);
+    assert.equal((await host.push("doc", client.export({ mode: "update", from }))).status, "committed");
+    const { stored, read } = await storedAndRead(store, host);
+    assert.deepStrictEqual(stored, read);
+    const clip4 = stored.get("large-clip-4") as { slots: { marker: { fields: { startMs: number } } } };
+    assert.equal(clip4.slots.marker.fields.startMs, 13_000);
+  } finally {
+    await host.close();
+  }
+});
