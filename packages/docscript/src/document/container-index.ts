@@ -1,3 +1,5 @@
+import { type Container, isContainer, LoroList, LoroMap, LoroMovableList } from "loro-crdt";
+
 /**
  * Which row each Loro container belongs to, so a change's ops name their rows without asking Loro for
  * paths (slow on a fresh fork). A container never moves, so the index only grows; an entry whose row
@@ -5,37 +7,32 @@
  */
 export type ContainerIndex = Map<string, { readonly root: string; readonly rowId: string }>;
 
-interface ValueWithId {
-  readonly cid: string;
-  readonly value: unknown;
-}
+/** Containers deeper than this below a row are not recorded (the push check refuses deeper ones). */
+const maxIndexedDepth = 64;
 
-function isValueWithId(value: unknown): value is ValueWithId {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
-  const keys = Object.keys(value);
-  return (
-    keys.length === 2 &&
-    typeof (value as { cid?: unknown }).cid === "string" &&
-    (value as { cid: string }).cid.startsWith("cid:") &&
-    "value" in value
-  );
-}
-
-/** Plain JSON from `getDeepValueWithID()` output, recording every container it passes under `row`. */
-export function stripIds(
-  value: unknown,
+/**
+ * Records `container` and every container under it as belonging to `row`, walking Loro's handles
+ * (never a value: a plain value shaped like `getDeepValueWithID`'s `{ cid, value }` is no container).
+ * Maps and lists are walked; a container of another kind is recorded without its children, which the
+ * index then finds by their parents when an op names them.
+ */
+export function indexContainers(
+  container: Container,
   index: ContainerIndex,
   row: { root: string; rowId: string },
-): unknown {
-  if (isValueWithId(value)) {
-    index.set(value.cid, row);
-    return stripIds(value.value, index, row);
+  depth = 0,
+): void {
+  index.set(container.id, row);
+  if (depth >= maxIndexedDepth) return;
+  const children =
+    container instanceof LoroMap
+      ? container.values()
+      : container instanceof LoroList || container instanceof LoroMovableList
+        ? container.toArray()
+        : [];
+  for (const child of children) {
+    if (!isContainer(child)) continue;
+    indexContainers(child, index, row, depth + 1);
+    child.free();
   }
-  if (Array.isArray(value)) return value.map((item) => stripIds(item, index, row));
-  if (typeof value === "object" && value !== null) {
-    const result: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) result[key] = stripIds(item, index, row);
-    return result;
-  }
-  return value;
 }

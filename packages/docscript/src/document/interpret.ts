@@ -1,9 +1,9 @@
 /** Interpret: a Loro document → the entities and relations it projects to, with the issues it has. */
-import { type LoroDoc, LoroMap } from "loro-crdt";
+import { isContainer, type LoroDoc, LoroMap } from "loro-crdt";
 import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentIssue, Entity, Relation } from "../schema/types.ts";
 import { checkDocument } from "./check-document.ts";
-import { type ContainerIndex, stripIds } from "./container-index.ts";
+import { type ContainerIndex, indexContainers } from "./container-index.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
 import { Projection } from "./projection.ts";
 import { compareRelations, publicRelation } from "./row-shape.ts";
@@ -13,12 +13,13 @@ export function projectDocument(doc: LoroDoc, schema: Schema, index?: ContainerI
   const projection = new Projection(schema);
   const read = (root: string): Record<string, unknown> => {
     const map = doc.getMap(root);
-    if (index === undefined) return map.toJSON() as Record<string, unknown>;
-    const withIds = map.getDeepValueWithID() as { value: Record<string, unknown> };
-    const result: Record<string, unknown> = {};
-    for (const [rowId, value] of Object.entries(withIds.value))
-      result[rowId] = stripIds(value, index, { root, rowId });
-    return result;
+    if (index !== undefined)
+      for (const [rowId, value] of map.entries()) {
+        if (!isContainer(value)) continue;
+        indexContainers(value, index, { root, rowId });
+        value.free();
+      }
+    return map.toJSON() as Record<string, unknown>;
   };
   for (const [rowId, json] of Object.entries(read(ENTITIES))) projection.setRow(rowId, json);
   for (const [relationId, json] of Object.entries(read(RELATIONS)))
@@ -65,8 +66,8 @@ export function refreshRows(
 function readRow(map: LoroMap, root: string, rowId: string, index: ContainerIndex | undefined): unknown {
   const value = map.get(rowId) as unknown;
   if (!(value instanceof LoroMap)) return value;
-  if (index === undefined) return value.toJSON();
-  return stripIds(value.getDeepValueWithID(), index, { root, rowId });
+  if (index !== undefined) indexContainers(value, index, { root, rowId });
+  return value.toJSON();
 }
 
 /** A key for the document's current state: its frontiers. */
