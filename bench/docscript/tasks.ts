@@ -66,6 +66,31 @@ async function cpuSince(
     ? now
     : { tool: (now.tool - from.tool) / 1e6, server: (now.server - from.server) / 1e6 };
 }
+/**
+ * Waits until the tool's process (the baseline's thread included) and the server's have both been idle
+ * for one window (under 10% of a core each), at most `deadlineMs`: each task, and each baseline, starts
+ * on a quiet machine, as an agent's next call comes after its model's turn. What either process leaves
+ * running after an answer (the baseline's thread freeing the map handles it read, the tool's next
+ * replica made ready, the server's next push readied) would otherwise be charged to whatever runs next.
+ * Returns the ms waited, or undefined when the deadline passed first.
+ */
+async function settle(
+  server: { ask<T>(message: unknown): Promise<T> },
+  deadlineMs = 15_000,
+): Promise<number | undefined> {
+  const windowMs = 100;
+  const start = performance.now();
+  let last = await cpuSince(server);
+  while (performance.now() - start < deadlineMs) {
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const spent = await cpuSince(server, last);
+    last = await cpuSince(server);
+    if (spent.tool * 1000 < windowMs / 10 && spent.server * 1000 < windowMs / 10)
+      return performance.now() - start;
+  }
+  return undefined;
+}
+
 const directory = mkdtempSync(join(tmpdir(), "docscript-tasks-"));
 try {
   for (const count of entityCounts) {
@@ -100,6 +125,7 @@ try {
         if (only !== undefined && !only.includes(index)) continue;
         let cell: string;
         try {
+          if ((await settle(server)) === undefined) process.stderr.write(`${count}: not quiet after 15 s\n`);
           const cpuStart = await cpuSince(server);
           const runStart = performance.now();
           const run = ok(
@@ -117,6 +143,7 @@ try {
           table[index]?.cpu.set(count, `${cpu.tool.toFixed(2)} + ${cpu.server.toFixed(2)}`);
           if (commit.status !== "committed") throw new Error(`commit ended ${String(commit.status)}`);
           const writes = (run.preview as { writes: number }).writes;
+          if ((await settle(server)) === undefined) process.stderr.write(`${count}: not quiet after 15 s\n`);
           const loroMs = await baseline.run(index);
           cell = `${format(runMs)} + ${format(commitMs)} | ${writes} | ${format(loroMs)}`;
         } catch (error) {
