@@ -105,15 +105,12 @@ export function readRow(rowId: string, json: unknown, schema: Schema): RowRecord
   const fields = isRecord(row[ROW_FIELDS]) ? (row[ROW_FIELDS] as Record<string, unknown>) : {};
   if (!isRecord(row[ROW_FIELDS])) issues.push(shapeIssue(rowId, "the row has no fields map"));
   const variantOf = row[ROW_VARIANT_OF];
-  const entity: StoredEntity = {
-    entityId: rowId,
-    entityKind: kind,
-    own: fields,
-    rowId,
-    ...(typeof variantOf === "string" ? { variantOf } : {}),
-    // Filled while the slots are read below.
-    shapeIssues: issues,
-  };
+  // Literals, not spreads: a page of 5,000 rows is read at once, each row again when written.
+  const entity: StoredEntity =
+    typeof variantOf === "string"
+      ? { entityId: rowId, entityKind: kind, own: fields, rowId, variantOf, shapeIssues: issues }
+      : // `shapeIssues` is filled while the slots are read below.
+        { entityId: rowId, entityKind: kind, own: fields, rowId, shapeIssues: issues };
   const entities: StoredEntity[] = [entity];
   const relations: StoredRelation[] = [];
   const slots = row[ROW_SLOTS];
@@ -123,7 +120,8 @@ export function readRow(rowId: string, json: unknown, schema: Schema): RowRecord
     return { entities, relations };
   }
   const bindings = schema.slots.get(kind) ?? [];
-  for (const [slotName, value] of Object.entries(slots)) {
+  for (const slotName of Object.keys(slots)) {
+    const value = slots[slotName];
     const binding = bindings.find((candidate) => candidate.slot.name === slotName);
     const relationId = slotRelationId(rowId, slotName);
     if (binding === undefined) {
@@ -139,20 +137,29 @@ export function readRow(rowId: string, json: unknown, schema: Schema): RowRecord
       }
       targetId = value[EMBEDDED_ID] as string;
       const embeddedFields = value[ROW_FIELDS];
-      const embeddedIssues = [
-        ...(isRecord(embeddedFields) ? [] : [shapeIssue(targetId, "the embedded row has no fields map")]),
-        ...unknownKeys(value, embeddedRowKeys).map((key) =>
-          shapeIssue(targetId, `the embedded row has a key "${key}" the mapping does not define`),
-        ),
-      ];
-      entities.push({
+      const unknown = unknownKeys(value, embeddedRowKeys);
+      const embedded: StoredEntity = {
         entityId: targetId,
         entityKind: value[ROW_KIND] as string,
         own: isRecord(embeddedFields) ? embeddedFields : {},
         rowId,
         holder: { entityId: rowId, slot: slotName },
-        ...(embeddedIssues.length === 0 ? {} : { shapeIssues: embeddedIssues }),
-      });
+      };
+      entities.push(
+        isRecord(embeddedFields) && unknown.length === 0
+          ? embedded
+          : {
+              ...embedded,
+              shapeIssues: [
+                ...(isRecord(embeddedFields)
+                  ? []
+                  : [shapeIssue(targetId, "the embedded row has no fields map")]),
+                ...unknown.map((key) =>
+                  shapeIssue(targetId, `the embedded row has a key "${key}" the mapping does not define`),
+                ),
+              ],
+            },
+      );
     } else {
       if (typeof value !== "string") {
         issues.push(shapeIssue(rowId, `slot "${slotName}" does not hold an entity id`));

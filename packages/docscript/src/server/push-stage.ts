@@ -9,11 +9,9 @@
 import {
   decodeImportBlobMeta,
   type Frontiers,
-  type IdSpan,
   type ImportBlobMetadata,
   type JsonChange,
   type LoroDoc,
-  LoroMap,
 } from "loro-crdt";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import { readyForImportOf } from "../document/ready-for-imports.ts";
@@ -22,7 +20,7 @@ import type { ContainerPlace, RowRoot } from "./document-store.ts";
 import type { OpenDocument } from "./open-document.ts";
 import { changesIn, unreadableKeys } from "./push-checks.ts";
 import { RowReads, scopeLacking } from "./push-staging.ts";
-import { containersWritten, type FieldSet, fieldSetOf, patchedRow } from "./row-containers.ts";
+import { containersWritten, type FieldSet, fieldSetOf, patchedRow, rowValueOf } from "./row-containers.ts";
 
 /** What one run staged in a shadow: its peer's ops from `start` to `end`, and the rows they touched. */
 export interface StagedParts {
@@ -171,7 +169,15 @@ export async function stagePart(
   // Nothing of a part no row can hold is read (its push is refused when it comes).
   if (unreadableKeys(shadow, partSpans, changes, depths).length > 0)
     return { ...refused("the part writes what no row can hold"), dropShadow: true };
-  const rows = rowsOfSpans(shadow, partSpans, open.index, changes);
+  // The rows the part touched, found once: those of its placed field sets by the index, the rest as
+  // any push's are (read whole from then on).
+  const { sets, unplaced } = placedSets(open, shadow, meta, changes, places);
+  const whole = rowsOfSpans(shadow, partSpans, open.index, unplaced);
+  const rows: ChangedRows = {
+    entities: new Set([...whole.entities, ...sets.entities.keys()]),
+    relations: new Set([...whole.relations, ...sets.relations.keys()]),
+    foreignRoots: whole.foreignRoots,
+  };
   const parts: StagedParts = staged ?? {
     peer,
     from: open.doc.frontiers(),
@@ -191,7 +197,7 @@ export async function stagePart(
   };
   stagedIn.set(shadow, parts);
   for (const [containerId, depth] of depths) parts.depths.set(containerId, depth);
-  recordSets(open, shadow, parts, { meta, changes, partSpans, places, rows });
+  recordSets(parts, rows, sets, whole);
   for (const rowId of rows.entities) {
     parts.entities.delete(rowId);
     parts.unreadEntities.add(rowId);
@@ -206,33 +212,35 @@ export async function stagePart(
   return { staged: true };
 }
 
+/** A part's field sets by the row the index places their map in, and its other ops. */
+interface PlacedSets {
+  readonly sets: { readonly entities: Map<string, FieldSet[]>; readonly relations: Map<string, FieldSet[]> };
+  /** The part's changes with only the ops that are not such sets. */
+  readonly unplaced: JsonChange[];
+}
+
 /**
- * Records what the part set in each row it touched (ADR 0514): the plain values set into maps the
- * index places, in op order, when every op of the part on that row is such a set and the part was made
- * on everything the live document holds (each of its sets then wins over what the map held). A row
- * some other op touched, or touched by a part made on less, is read whole from then on.
+ * The plain values a part set into maps the index places (ADR 0514), by row in op order, when the part
+ * was made on everything the live document holds (each of its sets then wins over what the map held);
+ * every other op, unplaced.
  */
-function recordSets(
+function placedSets(
   open: OpenDocument,
   shadow: LoroDoc,
-  parts: StagedParts,
-  part: {
-    readonly meta: ImportBlobMetadata;
-    readonly changes: readonly JsonChange[];
-    readonly partSpans: readonly IdSpan[];
-    readonly places: ReadonlyMap<string, ContainerPlace>;
-    readonly rows: ChangedRows;
-  },
-): void {
-  const order = shadow.frontiersToVV(part.meta.startFrontiers).compare(open.doc.oplogVersion());
+  meta: ImportBlobMetadata,
+  changes: readonly JsonChange[],
+  places: ReadonlyMap<string, ContainerPlace>,
+): PlacedSets {
+  const order = shadow.frontiersToVV(meta.startFrontiers).compare(open.doc.oplogVersion());
   const madeOnAll = order === 0 || order === 1;
   const sets = { entities: new Map<string, FieldSet[]>(), relations: new Map<string, FieldSet[]>() };
+  if (!madeOnAll) return { sets, unplaced: [...changes] };
   const unplaced: JsonChange[] = [];
-  for (const change of part.changes) {
+  for (const change of changes) {
     const others: JsonChange["ops"] = [];
     for (const op of change.ops) {
-      const place = part.places.get(op.container);
-      const set = madeOnAll ? fieldSetOf(op, place) : undefined;
+      const place = places.get(op.container);
+      const set = fieldSetOf(op, place);
       if (set === undefined || place === undefined) {
         others.push(op);
         continue;
@@ -244,17 +252,28 @@ function recordSets(
     }
     if (others.length > 0) unplaced.push({ ...change, ops: others });
   }
-  // Rows an op of another kind touched (found as any push's are): read whole.
-  const whole = unplaced.length === 0 ? undefined : rowsOfSpans(shadow, part.partSpans, open.index, unplaced);
+  return { sets, unplaced };
+}
+
+/**
+ * Records what the part set in each row it touched (ADR 0514): its placed field sets, when every op of
+ * the part on that row is one. A row some other op touched (`whole`), or touched by a part made on
+ * less, is read whole from then on.
+ */
+function recordSets(
+  parts: StagedParts,
+  rows: ChangedRows,
+  sets: PlacedSets["sets"],
+  whole: ChangedRows,
+): void {
   for (const [touched, held, partSets, wholeRows] of [
-    [part.rows.entities, parts.sets.entities, sets.entities, whole?.entities],
-    [part.rows.relations, parts.sets.relations, sets.relations, whole?.relations],
+    [rows.entities, parts.sets.entities, sets.entities, whole.entities],
+    [rows.relations, parts.sets.relations, sets.relations, whole.relations],
   ] as const) {
     for (const rowId of touched) {
       const before = held.get(rowId);
       const these = partSets.get(rowId);
-      if (before === "whole" || these === undefined || wholeRows?.has(rowId) === true)
-        held.set(rowId, "whole");
+      if (before === "whole" || these === undefined || wholeRows.has(rowId)) held.set(rowId, "whole");
       else held.set(rowId, before === undefined ? these : [...before, ...these]);
     }
   }
@@ -326,11 +345,7 @@ export function readStaged(shadow: LoroDoc, most = rowsPerSlice, stored?: Stored
         kept.add(rowId);
       } else {
         kept.delete(rowId);
-        const value = map.get(rowId) as unknown;
-        if (value instanceof LoroMap) {
-          into.set(rowId, value.toJSON());
-          value.free();
-        } else into.set(rowId, value);
+        into.set(rowId, rowValueOf(map, rowId));
       }
       unwarmed.add(rowId);
       read++;

@@ -2,7 +2,7 @@
  * A change staged in a projection: the rows it touched re-read in place, the issues it adds within
  * its reach, and an undo; and the document's issues after it.
  */
-import { type Frontiers, type LoroDoc, LoroMap } from "loro-crdt";
+import type { Frontiers, LoroDoc } from "loro-crdt";
 import {
   type CheckScope,
   changeScope,
@@ -21,7 +21,7 @@ import type { DocumentIssue } from "../schema/types.ts";
 import { type ChangedRows, changedRows } from "./changed-rows.ts";
 import type { ContainerEntry, RowChange, RowRoot } from "./document-store.ts";
 import { unreadFieldWrites } from "./field-writes.ts";
-import { mapsOfRow } from "./row-containers.ts";
+import { rowValueOf } from "./row-containers.ts";
 
 /**
  * The rows a change touched, as `doc` holds them, read once: a push is staged again in each round of
@@ -162,12 +162,10 @@ function readRows(
       read.set(rowId, known.get(rowId));
       continue;
     }
-    const value = map.get(rowId) as unknown;
-    if (value instanceof LoroMap) {
-      read.set(rowId, value.toJSON());
-      if (withMaps) maps.set(`${root}\u0000${rowId}`, mapsOfRow(value));
-      value.free();
-    } else read.set(rowId, value);
+    read.set(
+      rowId,
+      rowValueOf(map, rowId, withMaps ? (entries) => maps.set(`${root}\u0000${rowId}`, entries) : undefined),
+    );
   }
   return read;
 }

@@ -28,6 +28,23 @@ export function mapsOfRow(row: LoroMap): ContainerEntry[] {
   return found;
 }
 
+/**
+ * A row's value read out of its root map: a map's JSON, its handle freed (with `maps`, its maps told
+ * first, read through the handle); any other value as it is. Undefined: no such row.
+ */
+export function rowValueOf(
+  root: LoroMap,
+  rowId: string,
+  maps?: (entries: ContainerEntry[]) => void,
+): unknown {
+  const value = root.get(rowId) as unknown;
+  if (!(value instanceof LoroMap)) return value;
+  const json = value.toJSON() as unknown;
+  maps?.(mapsOfRow(value));
+  value.free();
+  return json;
+}
+
 /** The maps of every row of `doc` (a document created whole), by root and row id. */
 export function mapsOfRows(doc: LoroDoc): (root: RowRoot, rowId: string) => ContainerEntry[] | undefined {
   const found = {
