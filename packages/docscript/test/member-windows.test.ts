@@ -119,6 +119,39 @@ async function checkWindows(store: DocumentStore) {
     second,
   ]);
   assert.deepEqual(await readAll(store, window({ field: "startMs", from: 999_999, to: 1_000_001 })), [first]);
+  // A write that leaves a number field holding no number, with the row's members as they were: the
+  // marker's number goes (the row's numbers are not the same fields any more), it is in no window.
+  const third = scanned({ field: "startMs", from: 30_000, to: 60_000 }).find(
+    (id) => id !== first && id !== second,
+  );
+  const thirdRowId = projection.stored(third ?? "")?.rowId ?? "";
+  const thirdWas = projection.rowJson(thirdRowId);
+  const cleared = structuredClone(thirdWas) as { slots: { marker: { fields: { startMs: number | null } } } };
+  cleared.slots.marker.fields.startMs = null;
+  await store.append({
+    documentId: "doc",
+    seq: 3,
+    bytes: new Uint8Array([3]),
+    status: "committed",
+    rows: [
+      {
+        root: "entities",
+        rowId: thirdRowId,
+        json: cleared,
+        members: membersOfRow(timelineSchema, "entities", thirdRowId, cleared),
+        previousMembers: membersOfRow(timelineSchema, "entities", thirdRowId, thirdWas),
+      },
+    ],
+    issues: [],
+  });
+  assert.ok(third !== undefined);
+  assert.equal((await readAll(store, window({ field: "startMs" }), 5000)).includes(third), false);
+  assert.deepEqual(
+    await readAll(store, window({ field: "startMs", from: 30_000, to: 60_000 })),
+    scanned({ field: "startMs", from: 30_000, to: 60_000 }).filter(
+      (id) => ![first, second, third].includes(id),
+    ),
+  );
 }
 
 /** A document whose numbers are not indexed (as one stored before migration 7), then indexed by a server. */
