@@ -44,6 +44,31 @@ const readAll = async (store: DocumentStore, query: Omit<MemberQuery, "after" | 
 const window = (range: NumberRange) =>
   ({ type: "entity", kinds: ["sequence-marker"], range }) as const satisfies Omit<MemberQuery, "limit">;
 
+/**
+ * Appends one `entities` row as a push stores it: with `was` (the row as it was), as a push of fields
+ * writes it, its members as they were beside (ADR 0496).
+ */
+async function appendRow(store: DocumentStore, seq: number, rowId: string, json: unknown, was?: unknown) {
+  await store.append({
+    documentId: "doc",
+    seq,
+    bytes: new Uint8Array([seq]),
+    status: "committed",
+    rows: [
+      {
+        root: "entities",
+        rowId,
+        json,
+        members: membersOfRow(timelineSchema, "entities", rowId, json),
+        ...(was === undefined
+          ? {}
+          : { previousMembers: membersOfRow(timelineSchema, "entities", rowId, was) }),
+      },
+    ],
+    issues: [],
+  });
+}
+
 async function checkWindows(store: DocumentStore) {
   await createMemberDocument(store, snapshot, projection);
   assert.equal(await store.numbersIndexed("doc"), true);
@@ -73,16 +98,7 @@ async function checkWindows(store: DocumentStore) {
     slots: { marker: { fields: { startMs: number } } };
   };
   row.slots.marker.fields.startMs = 1_000_000;
-  await store.append({
-    documentId: "doc",
-    seq: 1,
-    bytes: new Uint8Array([1]),
-    status: "committed",
-    rows: [
-      { root: "entities", rowId, json: row, members: membersOfRow(timelineSchema, "entities", rowId, row) },
-    ],
-    issues: [],
-  });
+  await appendRow(store, 1, rowId, row);
   assert.deepEqual(
     await readAll(store, window({ field: "startMs", from: 30_000, to: 60_000 })),
     scanned({ field: "startMs", from: 30_000, to: 60_000 }).filter((id) => id !== first),
@@ -95,22 +111,7 @@ async function checkWindows(store: DocumentStore) {
   const was = projection.rowJson(secondRowId);
   const shifted = structuredClone(was) as { slots: { marker: { fields: { startMs: number } } } };
   shifted.slots.marker.fields.startMs = 2_000_000;
-  await store.append({
-    documentId: "doc",
-    seq: 2,
-    bytes: new Uint8Array([2]),
-    status: "committed",
-    rows: [
-      {
-        root: "entities",
-        rowId: secondRowId,
-        json: shifted,
-        members: membersOfRow(timelineSchema, "entities", secondRowId, shifted),
-        previousMembers: membersOfRow(timelineSchema, "entities", secondRowId, was),
-      },
-    ],
-    issues: [],
-  });
+  await appendRow(store, 2, secondRowId, shifted, was);
   assert.deepEqual(
     await readAll(store, window({ field: "startMs", from: 30_000, to: 60_000 })),
     scanned({ field: "startMs", from: 30_000, to: 60_000 }).filter((id) => id !== first && id !== second),
@@ -128,22 +129,7 @@ async function checkWindows(store: DocumentStore) {
   const thirdWas = projection.rowJson(thirdRowId);
   const cleared = structuredClone(thirdWas) as { slots: { marker: { fields: { startMs: number | null } } } };
   cleared.slots.marker.fields.startMs = null;
-  await store.append({
-    documentId: "doc",
-    seq: 3,
-    bytes: new Uint8Array([3]),
-    status: "committed",
-    rows: [
-      {
-        root: "entities",
-        rowId: thirdRowId,
-        json: cleared,
-        members: membersOfRow(timelineSchema, "entities", thirdRowId, cleared),
-        previousMembers: membersOfRow(timelineSchema, "entities", thirdRowId, thirdWas),
-      },
-    ],
-    issues: [],
-  });
+  await appendRow(store, 3, thirdRowId, cleared, thirdWas);
   assert.ok(third !== undefined);
   assert.equal((await readAll(store, window({ field: "startMs" }), 5000)).includes(third), false);
   assert.deepEqual(

@@ -22,7 +22,8 @@ export interface ChangedRows {
   readonly foreignRoots: Set<string>;
 }
 
-const containerValuePrefix = "🦜:";
+/** Loro's JSON form of a value that is a container (`🦜:cid`): never a plain value. */
+export const containerValuePrefix = "🦜:";
 const rootPattern = /^cid:root-(.+):\w+$/;
 
 /**

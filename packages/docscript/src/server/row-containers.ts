@@ -7,6 +7,7 @@
 import { isContainer, type JsonChange, type JsonOp, type LoroDoc, LoroMap } from "loro-crdt";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import { isPlainRecord } from "../schema/own-keys.ts";
+import { containerValuePrefix } from "./changed-rows.ts";
 import type { ContainerEntry, ContainerPlace, RowRoot } from "./document-store.ts";
 import { maxContainerDepth } from "./push-checks.ts";
 
@@ -67,9 +68,6 @@ export interface FieldSet {
   readonly value: string | number | boolean | null;
 }
 
-/** Loro's JSON form of a value that is a container (`🦜:cid`): never a plain value. */
-const containerValuePrefix = "🦜:";
-
 /**
  * The set an op makes, when it is a map insert of a plain value (null, a boolean, a finite number, a
  * string) into a map the index places: read back, the map holds exactly that value under that key.
@@ -96,20 +94,35 @@ export function fieldSetOf(op: JsonOp, place: ContainerPlace | undefined): Field
  */
 export function patchedRow(json: unknown, sets: readonly FieldSet[]): unknown {
   if (!isPlainRecord(json)) return undefined;
-  const copy = structuredClone(json) as Record<string, unknown>;
+  // Only the records on a set's path are copied (the stored JSON is the projection's, never changed);
+  // the rest of the row is shared with it, as the projection shares its rows' values.
+  const copies = new Set<Record<string, unknown>>();
+  const copyOf = (record: Record<string, unknown>) => {
+    const copy = { ...record };
+    copies.add(copy);
+    return copy;
+  };
+  const row = copyOf(json as Record<string, unknown>);
   for (const set of sets) {
-    let at: unknown = copy;
+    let at = row;
     for (const key of set.path) {
-      if (!isPlainRecord(at) || !Object.hasOwn(at, key)) return undefined;
-      at = (at as Record<string, unknown>)[key];
+      const next = at[key];
+      if (!Object.hasOwn(at, key) || !isPlainRecord(next)) return undefined;
+      const record = next as Record<string, unknown>;
+      if (copies.has(record)) at = record;
+      else {
+        // `at` is a copy already: its key now holds the copy below it.
+        const copy = copyOf(record);
+        at[key] = copy;
+        at = copy;
+      }
     }
-    if (!isPlainRecord(at) || !Object.hasOwn(at, set.key)) return undefined;
-    const record = at as Record<string, unknown>;
-    const old = record[set.key];
+    if (!Object.hasOwn(at, set.key)) return undefined;
+    const old = at[set.key];
     if (typeof old === "object" && old !== null) return undefined;
-    record[set.key] = set.value;
+    at[set.key] = set.value;
   }
-  return copy;
+  return row;
 }
 
 /** The containers a change's ops write into. */
