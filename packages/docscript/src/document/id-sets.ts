@@ -83,3 +83,17 @@ export class IdSetWrites {
     if (ids?.size === 0) index.delete(key);
   }
 }
+
+/** `list` with `item` after its last, as a new array. */
+export function appended<T>(list: readonly T[] | undefined, item: T): T[] {
+  if (list === undefined || list.length === 0) return [item];
+  const next = list.slice();
+  next.push(item);
+  return next;
+}
+
+/** `list` without `item`, as a new array (an empty one when `item` was its only entry). */
+export function without<T>(list: readonly T[] | undefined, item: T): readonly T[] {
+  if (list === undefined || (list.length === 1 && list[0] === item)) return [];
+  return list.filter((other) => other !== item);
+}

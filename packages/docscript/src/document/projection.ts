@@ -7,7 +7,7 @@
 import { copyValue } from "../schema/copy-value.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentView, Entity, Relation } from "../schema/types.ts";
-import { type IdSet, IdSetWrites, idCount, idsIn } from "./id-sets.ts";
+import { appended, type IdSet, IdSetWrites, idCount, idsIn, without } from "./id-sets.ts";
 import { keepFirst } from "./keep-first.ts";
 import { LayeredMap } from "./layered-map.ts";
 import {
@@ -54,18 +54,36 @@ export class Projection implements DocumentView {
   /** Usually one claim per id; two rows claiming one id is a conflict the check names. */
   protected claims: Map<string, readonly StoredEntity[]> = new Map();
   protected relationRows: Map<string, StoredRelation> = new Map();
-  protected relationClaims: Map<string, readonly StoredRelation[]> = new Map();
+  private claimsOfRelations: Map<string, readonly StoredRelation[]> = new Map();
   /**
    * Relation ids by endpoint: one id as a string, a few in an array, many in a set (`IdSet`). A set
    * costs ~500 bytes, and 33,000 clips held (each the endpoint of two or three relations) made ~80,000.
    */
-  protected byEntity: Map<string, IdSet> = new Map();
+  private relationsByEntity: Map<string, IdSet> = new Map();
+  /**
+   * Relations of rows set since the relation indexes were last read, not indexed yet: a window's
+   * rows held for their fields' writes (33,000 clips of a shift, each holding two or three relations)
+   * are never asked for their relations, and indexing them was a tenth of holding them.
+   */
+  private unindexed: StoredRelation[] = [];
   /** Entity ids by identity (group and identity field values), for "one medium per file". */
   protected identities: Map<string, readonly string[]> = new Map();
   /** Variant ids by base id: a change to a base is checked on its variants too. */
   protected variants: Map<string, Set<string>> = new Map();
   /** How the id sets of the indexes change: copy on write on an overlay (`IdSetWrites`). */
   private sets = new IdSetWrites(undefined);
+
+  /** Relation claims by relation id, every relation set so far indexed. */
+  protected get relationClaims(): Map<string, readonly StoredRelation[]> {
+    if (this.unindexed.length > 0) this.indexRelations();
+    return this.claimsOfRelations;
+  }
+
+  /** Relation ids by endpoint, every relation set so far indexed. */
+  protected get byEntity(): Map<string, IdSet> {
+    if (this.unindexed.length > 0) this.indexRelations();
+    return this.relationsByEntity;
+  }
 
   /** The document version this projection was read at, while nothing has changed it since. */
   readAt: string | undefined;
@@ -88,8 +106,8 @@ export class Projection implements DocumentView {
     copy.rows = new Map(source.rows);
     copy.claims = new Map(source.claims);
     copy.relationRows = new Map(source.relationRows);
-    copy.relationClaims = new Map(source.relationClaims);
-    copy.byEntity = new Map(
+    copy.claimsOfRelations = new Map(source.relationClaims);
+    copy.relationsByEntity = new Map(
       [...source.byEntity].map(([entityId, ids]) => [entityId, ids instanceof Set ? new Set(ids) : ids]),
     );
     copy.identities = new Map(source.identities);
@@ -107,8 +125,8 @@ export class Projection implements DocumentView {
     layer.rows = new LayeredMap(this.rows);
     layer.claims = new LayeredMap(this.claims);
     layer.relationRows = new LayeredMap(this.relationRows);
-    layer.relationClaims = new LayeredMap(this.relationClaims);
-    layer.byEntity = new LayeredMap(this.byEntity);
+    layer.claimsOfRelations = new LayeredMap(this.relationClaims);
+    layer.relationsByEntity = new LayeredMap(this.byEntity);
     layer.identities = new LayeredMap(this.identities);
     layer.variants = new LayeredMap(this.variants);
     layer.sets = new IdSetWrites(new Set());
@@ -452,13 +470,22 @@ export class Projection implements DocumentView {
     else this.identities.set(key, ids);
   }
 
+  /** Indexed when the relation indexes are next read (`indexRelations`). */
   private addRelation(relation: StoredRelation): void {
-    this.relationClaims.set(
-      relation.relationId,
-      appended(this.relationClaims.get(relation.relationId), relation),
-    );
-    this.sets.add(this.byEntity, relation.endpoint0EntityId, relation.relationId);
-    this.sets.add(this.byEntity, relation.endpoint1EntityId, relation.relationId);
+    this.unindexed.push(relation);
+  }
+
+  /** Indexes the relations set since the indexes were last read, in the order they were set. */
+  private indexRelations(): void {
+    const pending = this.unindexed;
+    this.unindexed = [];
+    const claims = this.claimsOfRelations;
+    const byEntity = this.relationsByEntity;
+    for (const relation of pending) {
+      claims.set(relation.relationId, appended(claims.get(relation.relationId), relation));
+      this.sets.add(byEntity, relation.endpoint0EntityId, relation.relationId);
+      this.sets.add(byEntity, relation.endpoint1EntityId, relation.relationId);
+    }
   }
 
   private removeRelation(relation: StoredRelation): void {
@@ -469,18 +496,4 @@ export class Projection implements DocumentView {
     this.sets.remove(this.byEntity, relation.endpoint0EntityId, relation.relationId);
     this.sets.remove(this.byEntity, relation.endpoint1EntityId, relation.relationId);
   }
-}
-
-/** `list` with `item` after its last, as a new array. */
-function appended<T>(list: readonly T[] | undefined, item: T): T[] {
-  if (list === undefined || list.length === 0) return [item];
-  const next = list.slice();
-  next.push(item);
-  return next;
-}
-
-/** `list` without `item`, as a new array (an empty one when `item` was its only entry). */
-function without<T>(list: readonly T[] | undefined, item: T): readonly T[] {
-  if (list === undefined || (list.length === 1 && list[0] === item)) return [];
-  return list.filter((other) => other !== item);
 }
