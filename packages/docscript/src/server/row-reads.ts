@@ -102,18 +102,25 @@ async function claimsOf(
   if (ids.length === 0) return [];
   // A row claims its own id and its embedded entities': more claims than that are conflicts, rare.
   const limit = ids.length + rowLookupLimits.lookups;
-  const claims = await store.readMembers(documentId, { type: "entity", ids, limit, bare });
-  const variants = await store.readMembers(documentId, { type: "entity", variantsOf: ids, limit, bare });
+  // Asked bare: the claiming rows are mostly the ones found (a window's 5,000 rows were read and parsed
+  // twice), and only those not among them are read, by id.
+  const claims = await store.readMembers(documentId, { type: "entity", ids, limit, bare: true });
+  const variants = await store.readMembers(documentId, {
+    type: "entity",
+    variantsOf: ids,
+    limit,
+    bare: true,
+  });
+  const lacking = new Map<RowRoot, Set<string>>();
   for (const member of [...claims, ...variants]) {
     const key = `${member.root}\u0000${member.rowId}`;
-    if (!rows.has(key))
-      rows.set(
-        key,
-        bare
-          ? { root: member.root, rowId: member.rowId }
-          : { root: member.root, rowId: member.rowId, json: member.json },
-      );
+    if (rows.has(key)) continue;
+    if (bare) rows.set(key, { root: member.root, rowId: member.rowId });
+    else lacking.set(member.root, (lacking.get(member.root) ?? new Set()).add(member.rowId));
   }
+  for (const [root, rowIds] of lacking)
+    for (const row of await store.readRows(documentId, { root, ids: [...rowIds], limit: rowIds.size }))
+      rows.set(`${row.root}\u0000${row.rowId}`, { root: row.root, rowId: row.rowId, json: row.json });
   return claims.length >= limit || variants.length >= limit ? [] : ids;
 }
 
