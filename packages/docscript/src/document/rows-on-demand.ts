@@ -12,7 +12,7 @@
  */
 import type { VersionVector } from "loro-crdt";
 import { DocScriptError } from "../schema/docscript-error.ts";
-import type { NumberRange } from "../server/document-store.ts";
+import type { NumberRange, RowRoot } from "../server/document-store.ts";
 import {
   entityPageKey,
   KnownLookups,
@@ -281,19 +281,7 @@ export class RowsOnDemand {
       batch.forEach((entry, index) => {
         const result = answer.results[index];
         if (result === undefined) return;
-        for (const row of result.rows) {
-          if (row.json !== undefined) this.hold(row.root, row.rowId, row.json);
-          // A row a bare lookup named that is not held (another row claims the id too) is read by id.
-          else if (!this.known.hasId(row.root === ENTITIES ? "row" : "relationRow", row.rowId))
-            unheld[row.root].push(row.rowId);
-        }
-        // A listing that read its entities' claims and variants too (`claims`): each answered whole, as
-        // lookups of it would be, and so is whether a row of its id exists (a row claims its own id).
-        for (const id of result.claimed ?? []) {
-          this.known.addId("entity", id);
-          this.known.addId("row", id);
-          this.known.addId("variants", id);
-        }
+        this.take(result, unheld);
         entry.done(result);
       });
       for (const root of [ENTITIES, RELATIONS] as const) {
@@ -458,6 +446,31 @@ export class RowsOnDemand {
     this.whole = true;
     this.known.clear();
     this.missing.clear();
+  }
+
+  /** An answer's rows held, its claimed entities known whole; a bare row not known goes to `unheld`. */
+  private take(result: RowSourceAnswer["results"][number], unheld?: Record<RowRoot, string[]>): void {
+    for (const row of result.rows) {
+      if (row.json !== undefined) this.hold(row.root, row.rowId, row.json);
+      else if (!this.known.hasId(row.root === ENTITIES ? "row" : "relationRow", row.rowId))
+        unheld?.[row.root].push(row.rowId);
+    }
+    // A listing that read its entities' claims and variants too (`claims`): each answered whole, as
+    // lookups of it would be, and so is whether a row of its id exists (a row claims its own id).
+    for (const id of result.claimed ?? []) {
+      this.known.addId("entity", id);
+      this.known.addId("row", id);
+      this.known.addId("variants", id);
+    }
+  }
+
+  /**
+   * Answers to another reader's lookups, of the rows at this demand's version (a tool's window pages,
+   * ADR 0515), taken as answers to this demand's own: that reader's writes' checks find them held.
+   */
+  absorb(results: readonly RowSourceAnswer["results"][number][]): void {
+    if (this.whole) return;
+    for (const result of results) this.take(result);
   }
 
   private hold(root: "entities" | "relations", rowId: string, json: unknown): void {

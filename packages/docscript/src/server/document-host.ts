@@ -444,7 +444,9 @@ export class DocumentHost {
     lookups: readonly RowLookup[],
     options: { issues?: boolean } = {},
   ): Promise<RowLookupAnswer> {
-    return this.serialized(documentId, () => rowLookupOf(this.pages, documentId, lookups, options));
+    return this.serialized(documentId, () =>
+      this.docs.servedRows(documentId, () => rowLookupOf(this.pages, documentId, lookups, options)),
+    );
   }
 
   /** Runs `work` after every earlier call on the same document. */

@@ -43,6 +43,12 @@ export type LogState = Pick<OpenDocument, "seq" | "snapshotSeq" | "logBytes" | "
 /** Rows a document's projection keeps holding between pushes; past this it starts empty again. */
 export const heldRowsBound = 20_000;
 
+/**
+ * Rows a document's projection may come to hold by taking what the server read for a tool (ADR 0515):
+ * enough for the window pages of a shift of a third of 100,000 entities.
+ */
+export const servedRowsBound = 2 * heldRowsBound;
+
 export /** The store's rows are not at the seq the projection reading them is at (another server moved them). */
 class StaleRowsError extends Error {
   constructor(documentId: string, seq: number, rowsSeq: number | undefined) {

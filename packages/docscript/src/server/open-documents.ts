@@ -22,10 +22,12 @@ import {
   type LogState,
   type OpenDocument,
   StaleRowsError,
+  servedRowsBound,
 } from "./open-document.ts";
 import { planIdsOf } from "./push-checks.ts";
 import { nextIssues, stageChange } from "./push-staging.ts";
 import { allRowChanges, rowChanges } from "./row-members.ts";
+import type { RowLookupAnswer } from "./row-reads.ts";
 import { storeProjection } from "./store-rows.ts";
 
 export class OpenDocuments {
@@ -113,6 +115,24 @@ export class OpenDocuments {
       open.forkNext = false;
     }
     return open.shadow;
+  }
+
+  /**
+   * Rows read for another reader (`read`: a tool's lookups, its window pages), held in this server's
+   * projection of the document too when it is open at the version the rows stand for (ADR 0515): the
+   * checks of that reader's writes, staged and pushed next, then find them held, not read again. Up to
+   * `servedRowsBound` rows held in all; a document not open is not opened for it.
+   */
+  async servedRows<T extends RowLookupAnswer>(documentId: string, read: () => Promise<T>): Promise<T> {
+    const open = this.open.get(documentId);
+    if (open === undefined || open.projection.demand.whole) return read();
+    const before = await this.store.rowsSeq(documentId);
+    const answer = await read();
+    if (before !== open.seq || this.open.get(documentId) !== open) return answer;
+    const rows = answer.results.reduce((sum, result) => sum + result.rows.length, 0);
+    if (open.projection.rowCount + rows > servedRowsBound) return answer;
+    if ((await this.store.rowsSeq(documentId)) === open.seq) open.projection.demand.absorb(answer.results);
+    return answer;
   }
 
   /** Reads what the projection lacked from the store's rows, which must hold through `seq`. */

@@ -286,3 +286,64 @@ test("the first push after a ~1k-entity document opens reads the rows its checks
     rmSync(directory, { recursive: true, force: true });
   }
 });
+
+test("rows the server read for a tool's window page are held for the push that writes them (ADR 0515)", async () => {
+  const directory = mkdtempSync(join(tmpdir(), "tackle-docscript-served-rows-"));
+  const { store, rowsRead } = countingStore(createSqliteDocumentStore({ path: join(directory, "d.sqlite") }));
+  const host = new DocumentHost({ store, schema: timelineSchema });
+  try {
+    const snapshot = sampleTimelineSnapshot({ extraClips: 330 });
+    assert.equal(await host.create("big", "token-0123456789abcdef", snapshot), true);
+    const client = LoroDoc.fromSnapshot(snapshot);
+    const session = openDocument(client, timelineSchema, { role: "host" });
+    const clips = session.entities.list({ entityKind: "clip" });
+    const [first, ...rest] = clips;
+    assert.ok(first !== undefined && rest.length >= 330);
+    /** Sets the volume of `of`, pushed as one update: the rows the push read from the store. */
+    const pushVolumes = async (of: readonly { entityId: string }[], volume: number) => {
+      const from = client.oplogVersion();
+      for (const clip of of)
+        session.entities.update(clip.entityId, [{ op: "set", path: ["volume"], value: volume }]);
+      client.commit();
+      const before = rowsRead();
+      const outcome = await host.push("big", client.export({ mode: "update", from }));
+      assert.equal(outcome.status, "committed", JSON.stringify(outcome));
+      return rowsRead() - before;
+    };
+    /** The window of every clip's volume, as a tool's listing reads it: the rows it read. */
+    const window = async () => {
+      const before = rowsRead();
+      const answer = await host.rowLookup("big", [
+        { members: "entity", kinds: ["clip"], range: { field: "volume" }, limit: 5000, claims: true },
+      ]);
+      assert.equal(answer.results[0]?.found, clips.length);
+      return rowsRead() - before;
+    };
+
+    // Each round: the document opened afresh by a push of one clip, the window read, then a push of
+    // the other clips' volumes, as a tool's run writes the clips its listing found.
+    host.forget();
+    await pushVolumes([first], -1);
+    assert.ok((await window()) >= clips.length, "the window read its clips");
+    const held = await pushVolumes(rest, -2);
+
+    // Without the window, the same push reads each clip's row itself.
+    host.forget();
+    await pushVolumes([first], -3);
+    const unheld = await pushVolumes(rest, -4);
+    // Every clip's row (and its claim) the window brought was not read again by the push's checks.
+    assert.ok(
+      unheld - held >= rest.length,
+      `with the window the push read ${held} rows, without it ${unheld}, writing ${rest.length} clips`,
+    );
+    // Answered from the store as the pushes left it, with its rows held again.
+    await window();
+    const [row] =
+      (await host.rowLookup("big", [{ rows: "entities", ids: [rest[7]?.entityId ?? ""] }])).results[0]
+        ?.rows ?? [];
+    assert.equal((row?.json as { fields?: { volume?: number } } | undefined)?.fields?.volume, -4);
+  } finally {
+    await host.close();
+    rmSync(directory, { recursive: true, force: true });
+  }
+});
