@@ -178,6 +178,8 @@ export class OnDemandProjection extends Projection {
     const demand = this.demand;
     if (demand.whole || count + 1 > maxOrderedPage || demand.known.hasId("endpoint", entityId))
       return super.hasMoreRelations(entityId, count);
+    // A page of more than `count` read already (a call's speculative page of its entity's relations).
+    if ((demand.touching.get(entityId) ?? 0) > count) return true;
     const key = touchingPageKey(entityId, count + 1);
     const page = demand.pages.get(key);
     if (page === undefined) {

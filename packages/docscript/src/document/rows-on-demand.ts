@@ -125,6 +125,8 @@ export class RowsOnDemand {
   private readonly fresh = new Set<string>();
   readonly missing = new Map<string, Wanted>();
   readonly pages = new Map<string, ReadPage>();
+  /** The most relations a page found touching an entity without reaching its end: at least that many. */
+  readonly touching = new Map<string, number>();
   readonly holders = new Set<OnDemandProjection>();
   counts: PageCounts | undefined;
   whole = false;
@@ -311,10 +313,7 @@ export class RowsOnDemand {
     }
   }
 
-  /**
-   * What a call on a few entities reads next, each one's relations and variants: one short page each,
-   * answered whole when the page is not full (a hub's are read when a check asks for them).
-   */
+  /** What a call on a few entities reads next: their relations and variants, a page each, whole if not full. */
   private speculativeLookups(entityIds: readonly string[], wantedKeys: ReadonlySet<string>): Pending[] {
     const pending: Pending[] = [];
     for (const entityId of entityIds)
@@ -328,6 +327,7 @@ export class RowsOnDemand {
           lookup: query,
           done: (result) => {
             if (result.found < speculativeLimit) this.known.add(key);
+            else if (lookup === "endpoint") this.touching.set(entityId, result.found);
           },
         });
       }

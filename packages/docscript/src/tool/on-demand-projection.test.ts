@@ -205,3 +205,41 @@ it("reads the relations and variants of many entities in one request, a hub's wh
     await host.close();
   }
 });
+
+it("tells a hub has more relations than a check asks from the page its lookup read, without asking again", async () => {
+  const { snapshot } = largeTimeline(600);
+  const store = createSqliteDocumentStore({ path: ":memory:" });
+  const host = new DocumentHost({ store, schema: timelineSchema });
+  try {
+    await store.createDocument({
+      documentId: "doc",
+      tokenHash: hashToken("token-0123456789abcdef"),
+      snapshot,
+      rows: largeTimelineRows(600),
+      issues: [],
+    });
+    const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+    const projection = onDemandProjection(
+      timelineSchema,
+      lookupRowSource((lookups) => host.rowLookup("doc", lookups)),
+      documentVersion(replica),
+      20_000,
+    );
+    // The track looked up: a page of its relations comes with it, full (it holds 600 clips).
+    projection.entity("track-1");
+    await projection.demand.fill();
+    const requests = projection.demand.requests;
+    for (const count of [0, 6, 99])
+      assert.equal(projection.hasMoreRelations("track-1", count), true, `${count}`);
+    assert.equal(projection.lacking, false);
+    assert.equal(projection.demand.requests, requests);
+    // Past that page, a page of its own is read.
+    assert.equal(projection.hasMoreRelations("track-1", 700), true);
+    assert.equal(projection.lacking, true);
+    await projection.demand.fill();
+    assert.equal(projection.hasMoreRelations("track-1", 700), false);
+    assert.equal(projection.lacking, false);
+  } finally {
+    await host.close();
+  }
+});
