@@ -149,6 +149,9 @@ export async function playRounds(
   const next = random(seed);
   // Parts staged before pushes: drawn apart, so each seed's plans are the ones it always played.
   const stageNext = random(seed * 7_919 + 13);
+  // Listings read as a tool's run reads them before some pushes: the server's projection of the open
+  // document takes their rows (ADR 0515), and the pushes after are judged with them.
+  const readNext = random(seed * 104_729 + 7);
   let made = 0;
   const unique = () => `${seed}-${made++}`;
   const replica = new LoroDoc();
@@ -215,6 +218,7 @@ export async function playRounds(
           await stageParts(host, documentId, base, plans[stageNext(plans.length)]!, stageNext, false, counts);
         if (staging === 1 || staging === 3)
           await stageParts(host, documentId, base, plan, stageNext, true, counts);
+        if (readNext(2) === 0) await host.rowLookup(documentId, toolListings);
         await push(plan);
         if (chained && index === order[0]) {
           // Made on the server's document after the first answer: it saw the first plan, if it landed.
@@ -254,6 +258,12 @@ export async function playRounds(
     }
   }
 }
+
+/** Every entity with its claims and every relation, in pages as a tool lists them. */
+const toolListings = [
+  { members: "entity", claims: true, limit: 5000 },
+  { members: "relation", limit: 5000 },
+] as const;
 
 /**
  * Rounds per store in an ordinary run: 300, and the three seeds below (360 rounds; 16 minutes on SQLite
