@@ -205,15 +205,28 @@ function countingStore(store: DocumentStore): { store: DocumentStore; rowsRead: 
   return { store: counted, rowsRead: () => read };
 }
 
-test("the first push after a ~1k-entity document opens reads the rows its checks reach, not the document's", async () => {
-  const directory = mkdtempSync(join(tmpdir(), "tackle-docscript-push-reads-"));
+/**
+ * A host over a counting SQLite store in a scratch directory, holding the sample timeline with 330 clips
+ * more as "big", and a host session on a replica of it.
+ */
+async function countedBig(prefix: string) {
+  const directory = mkdtempSync(join(tmpdir(), prefix));
   const { store, rowsRead } = countingStore(createSqliteDocumentStore({ path: join(directory, "d.sqlite") }));
   const host = new DocumentHost({ store, schema: timelineSchema });
+  const snapshot = sampleTimelineSnapshot({ extraClips: 330 });
+  assert.equal(await host.create("big", "token-0123456789abcdef", snapshot), true);
+  const client = LoroDoc.fromSnapshot(snapshot);
+  const session = openDocument(client, timelineSchema, { role: "host" });
+  const close = async () => {
+    await host.close();
+    rmSync(directory, { recursive: true, force: true });
+  };
+  return { host, rowsRead, client, session, close };
+}
+
+test("the first push after a ~1k-entity document opens reads the rows its checks reach, not the document's", async () => {
+  const { host, rowsRead, client, session, close } = await countedBig("tackle-docscript-push-reads-");
   try {
-    const snapshot = sampleTimelineSnapshot({ extraClips: 330 });
-    assert.equal(await host.create("big", "token-0123456789abcdef", snapshot), true);
-    const client = LoroDoc.fromSnapshot(snapshot);
-    const session = openDocument(client, timelineSchema, { role: "host" });
     const clips = session.entities.list({ entityKind: "clip" });
     const images = session.entities.list({ entityKind: "image" });
     assert.ok(clips.length > 300 && images.length > 300);
@@ -282,20 +295,13 @@ test("the first push after a ~1k-entity document opens reads the rows its checks
     const linked = await host.push("big", other.export({ mode: "update", from }));
     assert.equal(linked.status, "committed", JSON.stringify(linked));
   } finally {
-    await host.close();
-    rmSync(directory, { recursive: true, force: true });
+    await close();
   }
 });
 
 test("rows the server read for a tool's window page are held for the push that writes them (ADR 0515)", async () => {
-  const directory = mkdtempSync(join(tmpdir(), "tackle-docscript-served-rows-"));
-  const { store, rowsRead } = countingStore(createSqliteDocumentStore({ path: join(directory, "d.sqlite") }));
-  const host = new DocumentHost({ store, schema: timelineSchema });
+  const { host, rowsRead, client, session, close } = await countedBig("tackle-docscript-served-rows-");
   try {
-    const snapshot = sampleTimelineSnapshot({ extraClips: 330 });
-    assert.equal(await host.create("big", "token-0123456789abcdef", snapshot), true);
-    const client = LoroDoc.fromSnapshot(snapshot);
-    const session = openDocument(client, timelineSchema, { role: "host" });
     const clips = session.entities.list({ entityKind: "clip" });
     const [first, ...rest] = clips;
     assert.ok(first !== undefined && rest.length >= 330);
@@ -343,7 +349,6 @@ test("rows the server read for a tool's window page are held for the push that w
         ?.rows ?? [];
     assert.equal((row?.json as { fields?: { volume?: number } } | undefined)?.fields?.volume, -4);
   } finally {
-    await host.close();
-    rmSync(directory, { recursive: true, force: true });
+    await close();
   }
 });

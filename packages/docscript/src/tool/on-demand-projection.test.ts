@@ -22,6 +22,32 @@ async function sampleHost() {
   return { host, replica };
 }
 
+/**
+ * A document host over an in-memory store holding `largeTimeline(clips)` as "doc", stored as the scale
+ * bench seeds it (the rows written out beside the snapshot, not read from it), and a projection of it
+ * reading rows on demand from the host.
+ */
+async function largeHost(clips: number) {
+  const { snapshot } = largeTimeline(clips);
+  const store = createSqliteDocumentStore({ path: ":memory:" });
+  const host = new DocumentHost({ store, schema: timelineSchema });
+  await store.createDocument({
+    documentId: "doc",
+    tokenHash: hashToken("token-0123456789abcdef"),
+    snapshot,
+    rows: largeTimelineRows(clips),
+    issues: [],
+  });
+  const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+  const projection = onDemandProjection(
+    timelineSchema,
+    lookupRowSource((lookups) => host.rowLookup("doc", lookups)),
+    documentVersion(replica),
+    20_000,
+  );
+  return { host, projection };
+}
+
 it("reads what a lookup lacked from the server's rows, and refuses an answer at another version", async () => {
   const { host, replica } = await sampleHost();
   try {
@@ -154,25 +180,8 @@ it("asks bare for entities whose rows it holds, and reads by id a named row it l
 
 it("reads the relations and variants of many entities in one request, a hub's whole in pages", async () => {
   // Every clip on track-1: a hub of 5,100 contains, more than one page of a batched lookup holds.
-  const { snapshot } = largeTimeline(5_100);
-  const store = createSqliteDocumentStore({ path: ":memory:" });
-  const host = new DocumentHost({ store, schema: timelineSchema });
+  const { host, projection } = await largeHost(5_100);
   try {
-    // Stored as the scale bench seeds it: the rows written out beside the snapshot, not read from it.
-    await store.createDocument({
-      documentId: "doc",
-      tokenHash: hashToken("token-0123456789abcdef"),
-      snapshot,
-      rows: largeTimelineRows(5_100),
-      issues: [],
-    });
-    const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
-    const projection = onDemandProjection(
-      timelineSchema,
-      lookupRowSource((lookups) => host.rowLookup("doc", lookups)),
-      documentVersion(replica),
-      20_000,
-    );
     const markers = Array.from({ length: 600 }, (_, index) => `large-marker-${index}`);
     for (const markerId of markers) projection.entity(markerId);
     await projection.demand.fill();
@@ -207,24 +216,8 @@ it("reads the relations and variants of many entities in one request, a hub's wh
 });
 
 it("tells a hub has more relations than a check asks from the page its lookup read, without asking again", async () => {
-  const { snapshot } = largeTimeline(600);
-  const store = createSqliteDocumentStore({ path: ":memory:" });
-  const host = new DocumentHost({ store, schema: timelineSchema });
+  const { host, projection } = await largeHost(600);
   try {
-    await store.createDocument({
-      documentId: "doc",
-      tokenHash: hashToken("token-0123456789abcdef"),
-      snapshot,
-      rows: largeTimelineRows(600),
-      issues: [],
-    });
-    const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
-    const projection = onDemandProjection(
-      timelineSchema,
-      lookupRowSource((lookups) => host.rowLookup("doc", lookups)),
-      documentVersion(replica),
-      20_000,
-    );
     // The track looked up: a page of its relations comes with it, full (it holds 600 clips).
     projection.entity("track-1");
     await projection.demand.fill();
