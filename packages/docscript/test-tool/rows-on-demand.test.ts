@@ -259,6 +259,24 @@ console.log(JSON.stringify(markers.map((m) => m.entityId)));`);
   );
 }
 
+/**
+ * A medium deleted with the clips that show it (the tasks bench's delete): the clips' relations and
+ * the other ends those reach are read ahead while the call checks, the medium's identity with them
+ * (the medium's delete checks it), so its delete asks nothing of its own.
+ */
+async function deleteReadsIdentityAhead(): Promise<void> {
+  const { counted, run } = await runCounted(`const mediumId = 'large-image-7';
+for (const shown of relations.of(mediumId, 'contain')) entities.delete(shown.endpoint0EntityId);
+for (const other of relations.of(mediumId)) relations.unlink(other.relationId);
+entities.delete(mediumId);`);
+  assert.ok(run.ok && run.op === "run-edit-script");
+  assert.equal(run.preview.counts.deleted, 3);
+  // The document's size (a new tool asks it once); the medium's shown clips; the clip with its marker
+  // and neighbours; what they reach, read ahead with the medium's identity: four requests (five when
+  // the identity was asked on its own).
+  assert.equal(counted.requests, 4, "requests of the delete");
+}
+
 describe("runs that read rows on demand", { timeout: 900_000 }, () => {
   before(async () => {
     harness = await startHarness();
@@ -323,6 +341,12 @@ describe("runs that read rows on demand", { timeout: 900_000 }, () => {
   test("a move asks for the relation's target and its new place in one request", slow, moveAsksOnceForPlace);
 
   test("a listing by kind reads its entities and their claims in one request", slow, listingAsksOnce);
+
+  test(
+    "a medium's delete finds its identity read ahead with its clip's neighbours",
+    slow,
+    deleteReadsIdentityAhead,
+  );
 
   test(
     "a window's entities written after their listing are not looked up again",

@@ -168,7 +168,8 @@ export class ReadsAhead {
   /**
    * After a small fill of several entities (a listing's), reads in the background what a call on each
    * usually reads next: the entities at the other ends of the relations of each entity just read (a
-   * marker's clip), with their relations, in one request. The script goes on meanwhile; a call that
+   * marker's clip), with their relations, and the variants and identity of each entity read (a
+   * medium's, checked when the clips showing it are deleted), in one request. The script goes on meanwhile; a call that
    * lacks rows waits for it, then asks only what it did not bring. A loop over ten markers that writes
    * each one's clip asks once for the clips instead of once a clip (ADR 0506). An answer at another
    * version is dropped unread: its rows are never held beside the version the run reads.
@@ -176,15 +177,19 @@ export class ReadsAhead {
   afterFill(holder: OnDemandProjection, answered: readonly [string, Wanted][]): void {
     if (!this.readsAhead) return;
     const entries: Wanted[] = [];
+    const entities: Wanted[] = [];
     for (const [, entry] of answered) {
       if (entry.lookup === "endpoint" && entry.kind === undefined) entries.push(entry);
-      else if (entry.lookup === "entity" && this.rows.known.hasId("endpoint", entry.id))
+      else if (entry.lookup === "entity" && this.rows.known.hasId("endpoint", entry.id)) {
         entries.push({ lookup: "endpoint", id: entry.id });
+        entities.push(entry);
+      }
     }
     // A fill of a few entities is a call about them (a move, a clip's update), whose next request is
     // its own: a read ahead beside it only delays it (the server answers a document's reads in turn).
     if (entries.length < readAheadFrom) return;
-    const next = endsOf(holder, entries);
+    // The entities read are checked too: their variants and the entities of their identities.
+    const next = endsOf(holder, [...entries, ...entities]);
     if (next === undefined) return;
     const ids = new Set(next.flatMap(([, entry]) => ("id" in entry ? [entry.id] : [])));
     this.track(ids, new Set(), this.rows.fillOnce(next, this.quietly));
