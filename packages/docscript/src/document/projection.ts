@@ -61,9 +61,7 @@ export class Projection implements DocumentView {
    */
   private relationsByEntity: Map<string, IdSet> = new Map();
   /**
-   * Relations of rows set since the relation indexes were last read, not indexed yet: a window's
-   * rows held for their fields' writes (33,000 clips of a shift, each holding two or three relations)
-   * are never asked for their relations, and indexing them was a tenth of holding them.
+   * Relations of rows set since the indexes were read (a shift's 33,000 clips never ask for theirs).
    */
   private unindexed: StoredRelation[] = [];
   /** Entity ids by identity (group and identity field values), for "one medium per file". */
@@ -205,8 +203,7 @@ export class Projection implements DocumentView {
     this.addRelation(relation);
   }
 
-  // A row held answers its lookup: only a row not held is asked for (a push's checks ask 33,000 rows'
-  // lookups several times, at ~1 µs each).
+  /** A row; held, it answers its lookup (a push's checks ask each of 33,000 rows' several times). */
   row(rowId: string): RowRecord | undefined {
     const held = this.rows.get(rowId);
     if (held === undefined) this.need("row", rowId);
