@@ -169,10 +169,11 @@ export class ReadsAhead {
    * After a small fill of several entities (a listing's), reads in the background what a call on each
    * usually reads next: the entities at the other ends of the relations of each entity just read (a
    * marker's clip), with their relations, and the variants and identity of each entity read (a
-   * medium's, checked when the clips showing it are deleted), in one request. The script goes on meanwhile; a call that
-   * lacks rows waits for it, then asks only what it did not bring. A loop over ten markers that writes
-   * each one's clip asks once for the clips instead of once a clip (ADR 0506). An answer at another
-   * version is dropped unread: its rows are never held beside the version the run reads.
+   * medium's, checked when the clips showing it are deleted), in one request. The script goes on
+   * meanwhile; a call that lacks rows waits for it, then asks only what it did not bring. A loop over
+   * ten markers that writes each one's clip asks once for the clips instead of once a clip (ADR 0506).
+   * An answer at another version is dropped unread: its rows are never held beside the version the
+   * run reads.
    */
   afterFill(holder: OnDemandProjection, answered: readonly [string, Wanted][]): void {
     if (!this.readsAhead) return;
@@ -188,8 +189,9 @@ export class ReadsAhead {
     // A fill of a few entities is a call about them (a move, a clip's update), whose next request is
     // its own: a read ahead beside it only delays it (the server answers a document's reads in turn).
     if (entries.length < readAheadFrom) return;
-    // The entities read are checked too: their variants and the entities of their identities.
-    const next = endsOf(holder, [...entries, ...entities]);
+    // The entities read are checked too: their variants and the entities of their identities, when
+    // they fit in the read ahead with the ends.
+    const next = endsOf(holder, [...entries, ...entities]) ?? endsOf(holder, entries);
     if (next === undefined) return;
     const ids = new Set(next.flatMap(([, entry]) => ("id" in entry ? [entry.id] : [])));
     this.track(ids, new Set(), this.rows.fillOnce(next, this.quietly));
