@@ -332,7 +332,7 @@ function writeRows(
     statements.containers.writeRow(documentId, change);
     if (sameButNumbers(change)) {
       if (!updateNumbers(statements, documentId, change)) rewriteNumbers(statements, documentId, change);
-      const payload = JSON.stringify(change.json);
+      const { payload } = rowColumns(change);
       const updated = statements.updatePayload.run(payload, version, documentId, change.root, change.rowId);
       if (Number(updated.changes) !== 1) upsertRow(statements, documentId, change, version);
       continue;
