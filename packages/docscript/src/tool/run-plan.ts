@@ -34,10 +34,18 @@ export interface PlanContext {
 async function recordFileFacts(context: PlanContext, hostSession: () => DocumentSession): Promise<void> {
   const { input, host, session, filled } = context;
   const { created, updated } = context.tally;
-  for (const entityId of [...created, ...updated]) {
-    const entity = await filled(() => session.entities.get(entityId), false);
-    if (entity === undefined || !storedFileKinds.has(entity.entityKind) || fileOf(entity) === undefined)
-      continue;
+  // The plan's entities read in one fill, not an await each (a shift of 33,000 markers spent ~0.1 s
+  // here): each write below sets its own entity's facts only, so no read is stale when it is used.
+  const written = await filled(
+    () => [...created, ...updated].map((entityId) => session.entities.get(entityId)),
+    false,
+  );
+  const files = written.filter(
+    (entity): entity is SessionEntity =>
+      entity !== undefined && storedFileKinds.has(entity.entityKind) && fileOf(entity) !== undefined,
+  );
+  for (const entity of files) {
+    const { entityId } = entity;
     if (!input.hooks.loadEntityAsset) {
       if (requiresStorage(entity) && entity.payload.storageKey == null) {
         throw refused(
