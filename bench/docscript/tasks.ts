@@ -12,7 +12,9 @@
  *
  * Beside the times, the CPU the two processes spent over each task's run and commit (every thread:
  * the tool's host and sandbox workers, the garbage collector's helpers, the server): on a machine
- * others share, times move with its load, CPU much less, so a change is told by its CPU.
+ * others share, times move with its load, CPU much less, so a change is told by its CPU. And what each
+ * commit's answer leaves to do (the tool's replica taking the plan, a replaced host worker's successor,
+ * the server's next push readied): the wait until both processes are quiet, and the CPU spent in it.
  *
  *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/tasks.ts [--only=N,...] [entityCounts...]   # 1k 10k 100k
  */
@@ -51,8 +53,15 @@ interface Row {
   readonly cells: Map<number, string>;
   /** CPU seconds: tool process + server process, over the run and the commit. */
   readonly cpu: Map<number, string>;
+  /** After the commit's answer until both processes were quiet: ms waited, and the CPU spent. */
+  readonly after: Map<number, string>;
 }
-const table: Row[] = tasks.map((task) => ({ task: task.name, cells: new Map(), cpu: new Map() }));
+const table: Row[] = tasks.map((task) => ({
+  task: task.name,
+  cells: new Map(),
+  cpu: new Map(),
+  after: new Map(),
+}));
 
 /** CPU seconds of the tool's process and the server's since `from` (µs readings). */
 async function cpuSince(
@@ -139,18 +148,30 @@ try {
             "commit",
           );
           const commitMs = performance.now() - commitStart;
-          const cpu = await cpuSince(server, cpuStart);
+          const answered = await cpuSince(server);
+          const cpu = {
+            tool: (answered.tool - cpuStart.tool) / 1e6,
+            server: (answered.server - cpuStart.server) / 1e6,
+          };
           table[index]?.cpu.set(count, `${cpu.tool.toFixed(2)} + ${cpu.server.toFixed(2)}`);
           if (commit.status !== "committed") throw new Error(`commit ended ${String(commit.status)}`);
           const writes = (run.preview as { writes: number }).writes;
-          if ((await settle(server)) === undefined) process.stderr.write(`${count}: not quiet after 15 s\n`);
+          // What the answer left to do (the tool's replica taking the plan, a replaced host worker's
+          // successor reading the document, the server's next push readied), until both are quiet.
+          const quietMs = await settle(server);
+          if (quietMs === undefined) process.stderr.write(`${count}: not quiet after 15 s\n`);
+          const after = await cpuSince(server, answered);
+          table[index]?.after.set(
+            count,
+            `${quietMs === undefined ? "> 15 s" : format(quietMs)}: ${after.tool.toFixed(2)} + ${after.server.toFixed(2)}`,
+          );
           const loroMs = await baseline.run(index);
           cell = `${format(runMs)} + ${format(commitMs)} | ${writes} | ${format(loroMs)}`;
         } catch (error) {
           cell = `fails: ${(error as Error).message.slice(0, 120)} | — | —`;
         }
         process.stderr.write(
-          `${count}: ${task.name}: ${cell} | cpu s ${table[index]?.cpu.get(count) ?? "—"}\n`,
+          `${count}: ${task.name}: ${cell} | cpu s ${table[index]?.cpu.get(count) ?? "—"} | then until quiet ms: cpu s ${table[index]?.after.get(count) ?? "—"}\n`,
         );
         table[index]?.cells.set(count, cell);
       }
@@ -180,3 +201,10 @@ console.log(`| task | ${entityCounts.map((count) => count.toLocaleString("en")).
 console.log(`| --- | ${entityCounts.map(() => "---:").join(" | ")} |`);
 for (const row of table)
   console.log(`| ${row.task} | ${entityCounts.map((count) => row.cpu.get(count) ?? "—").join(" | ")} |`);
+console.log(
+  "\nAfter each commit's answer, until both processes were quiet (at least 100 ms under a tenth of a core each): ms waited: CPU seconds, tool + server",
+);
+console.log(`| task | ${entityCounts.map((count) => count.toLocaleString("en")).join(" | ")} |`);
+console.log(`| --- | ${entityCounts.map(() => "---:").join(" | ")} |`);
+for (const row of table)
+  console.log(`| ${row.task} | ${entityCounts.map((count) => row.after.get(count) ?? "—").join(" | ")} |`);

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Logger } from "@tackle/core";
+import { underLoadMs } from "@tackle/test-support";
 import { LoroDoc, type LoroMap } from "loro-crdt";
 import type { DocScriptResult } from "../src/tool/create-doc-script-tool.ts";
 import { type Harness, startHarness } from "./harness.ts";
@@ -72,8 +73,12 @@ for (const [reads, readWholeUpTo] of [
         .map(Number);
       assert.ok((clipCount ?? 0) > 400, `the document has ${clipCount} clips`);
 
-      // A commit of every clip's speed: the host worker takes it after the commit is answered.
+      // A commit of every clip's speed: the host worker takes it after the commit is answered, with no
+      // call to prompt it (ADR 0516: the tool's replica takes the plan once the answer is out).
       assert.equal(await commit(setEverySpeed(2)), clipCount);
+      const deadline = Date.now() + underLoadMs(10_000);
+      while (log.caughtUp() === 0 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 20));
       assert.ok(log.caughtUp() >= 1, "the host worker was not sent the committed plan between runs");
       // The next run, opened at once: it waits for the catch-up and reads every clip as committed.
       assert.deepEqual(logsOf(ok(await run(countOthers(2)))), [`${clipCount} 0`]);

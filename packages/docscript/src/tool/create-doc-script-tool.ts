@@ -37,7 +37,16 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   // Checked first: a tool without a rule for which documents it may open is refused at construction.
   const mayOpen = documentAccess(options, logger);
   const name = options.name ?? "docscript";
-  const core = createToolCore(options);
+  // What a call leaves to do on its document once answered (ADR 0516) queues there like a call, and
+  // starts a timer's turn later: the answer is handed on first, not held behind it.
+  const core = createToolCore(options, (docId, work) => {
+    onDocument(docId, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      await work();
+    }).catch((error: unknown) =>
+      logger.warn("docscript: work after an answer failed", { docId, error: (error as Error).message }),
+    );
+  });
   const { documents, stateOf, pull, failure, blocked, schema, sandbox, timeoutMs } = core;
   const contexts = createPlanCache<string>(options.maxModelContexts ?? 128);
   const serializer = createKeyedSerializer();

@@ -53,7 +53,11 @@ function readyLater(state: DocumentState, replica: LoroDoc): void {
   });
 }
 
-export function createToolCore(options: DocScriptToolOptions): ToolCoreOwned {
+export function createToolCore(
+  options: DocScriptToolOptions,
+  /** Runs work on a document after the call being answered, before any later call on it. */
+  later: ToolCore["later"] = (_docId, work) => void work(),
+): ToolCoreOwned {
   const logger: Logger = options.logger ?? silentLogger;
   const timeoutMs = options.sandbox?.timeoutMs ?? 30_000;
   const budgets: Budgets = { ...defaultBudgets, ...options.budgets };
@@ -166,6 +170,7 @@ export function createToolCore(options: DocScriptToolOptions): ToolCoreOwned {
     pull,
     failure,
     blocked,
+    later,
     timeoutMs,
     documents,
     async closePool() {

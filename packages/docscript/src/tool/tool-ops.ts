@@ -58,6 +58,11 @@ export interface ToolCore {
   pull(docId: string): Promise<DocumentState>;
   failure(op: string, error: unknown, logs?: readonly SandboxLog[]): DocScriptResult;
   blocked(op: string, state: DocumentState): DocScriptResult;
+  /**
+   * Runs `work` on the document once the call being answered has ended and before any later call on
+   * it: the tool's own copy taking what a commit published (ADR 0516).
+   */
+  later(docId: string, work: () => Promise<void>): void;
 }
 
 export async function commit(
@@ -66,8 +71,7 @@ export async function commit(
   entry: { plan: EditPlan; outcome?: CommitOutcome },
   applyRemaining = false,
 ): Promise<CommitOutcome> {
-  const { options, client, hooks, logger, plans, schema, pull } = core;
-  let imported = false;
+  const { options, client, hooks, logger, plans, schema } = core;
   const outcome = await commitPlan(
     {
       client,
@@ -77,26 +81,16 @@ export async function commit(
       logger,
     },
     entry.plan,
-    {
-      applyRemaining,
-      // The replica takes the plan while the server checks it, not after (ADR 0500).
-      whilePushing: () => {
-        imported = importAhead(state.replica, entry.plan.update);
-      },
-    },
+    { applyRemaining },
   );
-  const unpublished =
-    outcome.status === "rejected" ||
-    outcome.status === "unconfirmed" ||
-    (outcome.status === "conflicted" && !outcome.applied);
-  if (imported && unpublished) forgetReplica(state);
   if (outcome.status === "unconfirmed") {
     state.blockingPlanId = entry.plan.planId;
     plans.pin(entry.plan.planId);
     return outcome;
   }
   // A conflicted plan nothing of which applied stays committable with apply_remaining.
-  if (!(outcome.status === "conflicted" && !outcome.applied)) entry.outcome = outcome;
+  const published = !(outcome.status === "conflicted" && !outcome.applied);
+  if (published) entry.outcome = outcome;
   if (state.blockingPlanId === entry.plan.planId) state.blockingPlanId = undefined;
   plans.unpin(entry.plan.planId);
   if (outcome.status === "rejected") {
@@ -104,33 +98,48 @@ export async function commit(
     entry.plan = { ...entry.plan, uploads: [] };
     // The next call reads the document afresh.
     forgetReplica(state);
-  } else if (!(imported && unpublished)) {
-    const pulled = await pull(entry.plan.docId).then(
-      () => true,
-      (error: unknown) => {
-        logger.warn("docscript: pull after commit failed", {
-          docId: entry.plan.docId,
-          error: (error as Error).message,
-        });
-        return false;
-      },
-    );
-    const hosts = sessionHostsOf(core.sandbox());
-    // A worker the plan would take past its bound is replaced now, not after the next run (ADR 0495);
-    // its successor is made ready once this answer is out, not beside the server's check (ADR 0510).
-    if (imported) hosts.replaceOutgrown(state.replica, entry.plan.update.byteLength);
-    // The host workers keeping the document take the committed plan now, not in the next run (ADR 0498).
-    if (pulled) hosts.catchUp(state.replica);
+    return outcome;
   }
+  // The answer waits for the server alone: the tool's replica takes what the commit published once
+  // the answer is out, before the next call on the document (ADR 0516).
+  const plan = entry.plan;
+  core.later(plan.docId, () => takeCommitted(core, state, plan, published));
   return outcome;
 }
 
 /**
- * Imports a plan's update into the tool's replica while its push is out, when the replica holds
- * everything the update was made on (else the pull after the commit brings it): whether the replica
- * may now hold it. A plan the server does not publish is then dropped with the replica
- * (`forgetReplica`); a published one is followed by the pull as before, which brings only what the
- * server added.
+ * After a commit's answer: the replica takes the plan's update when the server published it and the
+ * replica holds what it was made on, then pulls what the server added (or, not imported, the update
+ * itself); the host workers keeping the document follow (ADRs 0495, 0498, 0510).
+ */
+async function takeCommitted(
+  core: ToolCore,
+  state: DocumentState,
+  plan: EditPlan,
+  published: boolean,
+): Promise<void> {
+  const imported = published && importAhead(state.replica, plan.update);
+  const pulled = await core.pull(plan.docId).then(
+    () => true,
+    (error: unknown) => {
+      core.logger.warn("docscript: pull after commit failed", {
+        docId: plan.docId,
+        error: (error as Error).message,
+      });
+      return false;
+    },
+  );
+  const hosts = sessionHostsOf(core.sandbox());
+  // A worker the plan would take past its bound is replaced now, not after the next run (ADR 0495).
+  if (imported) hosts.replaceOutgrown(state.replica, plan.update.byteLength);
+  // The host workers keeping the document take the committed plan now, not in the next run (ADR 0498).
+  if (pulled) hosts.catchUp(state.replica);
+}
+
+/**
+ * Imports a published plan's update into the tool's replica when the replica holds everything the
+ * update was made on (else the pull after it brings the update from the server): whether the replica
+ * may now hold it. The pull that follows brings only what the server added.
  */
 function importAhead(replica: LoroDoc, update: Uint8Array): boolean {
   let meta: ReturnType<typeof decodeImportBlobMeta>;
@@ -145,7 +154,7 @@ function importAhead(replica: LoroDoc, update: Uint8Array): boolean {
   try {
     replica.import(update);
   } catch {
-    // Whatever a failed import left, the replica is dropped if the plan is not published.
+    // Whatever a failed import left, the pull after it brings what the server holds.
   }
   return true;
 }
