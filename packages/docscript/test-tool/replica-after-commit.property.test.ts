@@ -102,9 +102,13 @@ for (const [reads, readWholeUpTo, seed] of [
         } else if (roll < 0.65) {
           // Planned on a base another user then changes: conflicted, and never read afterwards.
           await settle();
-          // Theirs differs from the plan's, so the plan would overwrite it.
-          const planned = await run(writeVolume(clipId, volume));
-          await theirWrite(clipId, volume - 1);
+          // The plan changes the volume (a write of the value it holds is no change, and commits as
+          // one), and theirs differs from both, so the plan would overwrite it.
+          const current = oracle.get(clipId);
+          const mine = volume === current ? volume - 1 : volume;
+          const theirs = mine - 1 === current ? mine - 2 : mine - 1;
+          const planned = await run(writeVolume(clipId, mine));
+          await theirWrite(clipId, theirs);
           const answer = ok(await commit(planned.plan_id as string));
           assert.equal(answer.status, "conflicted", `step ${step}: ${JSON.stringify(answer)}`);
           counts.conflicted++;
