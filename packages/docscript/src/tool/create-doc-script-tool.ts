@@ -42,7 +42,8 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
   const core = createToolCore(options, (docId, work) => {
     onDocument(docId, async () => {
       await new Promise((resolve) => setTimeout(resolve, 0));
-      await work();
+      // A tool closed meanwhile has no replica to keep.
+      if (!closed) await work();
     }).catch((error: unknown) =>
       logger.warn("docscript: work after an answer failed", { docId, error: (error as Error).message }),
     );
