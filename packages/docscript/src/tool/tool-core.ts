@@ -56,7 +56,7 @@ function readyLater(state: DocumentState, replica: LoroDoc): void {
 export function createToolCore(
   options: DocScriptToolOptions,
   /** Runs work on a document after the call being answered, before any later call on it. */
-  later: ToolCore["later"] = (_docId, work) => void work(),
+  later: ToolCore["later"],
 ): ToolCoreOwned {
   const logger: Logger = options.logger ?? silentLogger;
   const timeoutMs = options.sandbox?.timeoutMs ?? 30_000;
