@@ -71,9 +71,12 @@ async function cpuSince(
   const toolUsage = process.cpuUsage();
   const serverUsage = await server.ask<{ user: number; system: number }>({ op: "cpu" });
   const now = { tool: toolUsage.user + toolUsage.system, server: serverUsage.user + serverUsage.system };
-  return from === undefined
-    ? now
-    : { tool: (now.tool - from.tool) / 1e6, server: (now.server - from.server) / 1e6 };
+  return from === undefined ? now : spent(from, now);
+}
+
+/** CPU seconds between two µs readings of `cpuSince`. */
+function spent(from: { tool: number; server: number }, to: { tool: number; server: number }) {
+  return { tool: (to.tool - from.tool) / 1e6, server: (to.server - from.server) / 1e6 };
 }
 /**
  * Waits until the tool's process (the baseline's thread included) and the server's have both been idle
@@ -149,10 +152,7 @@ try {
           );
           const commitMs = performance.now() - commitStart;
           const answered = await cpuSince(server);
-          const cpu = {
-            tool: (answered.tool - cpuStart.tool) / 1e6,
-            server: (answered.server - cpuStart.server) / 1e6,
-          };
+          const cpu = spent(cpuStart, answered);
           table[index]?.cpu.set(count, `${cpu.tool.toFixed(2)} + ${cpu.server.toFixed(2)}`);
           if (commit.status !== "committed") throw new Error(`commit ended ${String(commit.status)}`);
           const writes = (run.preview as { writes: number }).writes;

@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { LoroDoc, type LoroMap } from "loro-crdt";
 import type { DocScriptResult } from "../src/tool/create-doc-script-tool.ts";
+import { random } from "../test/lost-update-plans.ts";
 import { type Harness, startHarness } from "./harness.ts";
 
 const steps = Number(process.env.TACKLE_PROPERTY_ROUNDS ?? 200);
@@ -21,17 +22,6 @@ before(async () => {
   harness = await startHarness();
 });
 after(() => harness.close());
-
-/** A small seeded generator (mulberry32): the same steps for the same seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let mixed = Math.imul(state ^ (state >>> 15), 1 | state);
-    mixed = (mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed)) ^ mixed;
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function ok(result: DocScriptResult): Record<string, unknown> {
   assert.ok(result.ok, JSON.stringify(result).slice(0, 400));
@@ -52,7 +42,7 @@ for (const [reads, readWholeUpTo, seed] of [
       await harness.createDocument(docId, 12);
       const tool = harness.tool({ sandbox: { readWholeUpTo } });
       const next = random(seed);
-      const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T;
+      const pick = <T>(items: readonly T[]): T => items[next(items.length)] as T;
       const oracle = new Map<string, unknown>();
       for (const entity of (await harness.read(docId)).entities)
         if (entity.entityKind === "clip") oracle.set(entity.entityId, entity.payload.volume);
@@ -80,10 +70,10 @@ for (const [reads, readWholeUpTo, seed] of [
       };
       const counts = { written: 0, unawaited: 0, theirs: 0, conflicted: 0, reads: 0 };
       for (let step = 0; step < steps; step++) {
-        const roll = next();
+        const roll = next(100);
         const clipId = pick(clipIds);
-        const volume = -Math.floor(next() * 40) || 0;
-        if (roll < 0.4) {
+        const volume = -next(40) || 0;
+        if (roll < 40) {
           const planned = await run(writeVolume(clipId, volume));
           // The oracle takes it now: any call issued after this commit runs after it.
           oracle.set(clipId, volume);
@@ -91,15 +81,15 @@ for (const [reads, readWholeUpTo, seed] of [
           const committing = commit(planned.plan_id as string).then((answer) => {
             assert.equal(ok(answer).status, "committed", `step ${step}: ${JSON.stringify(answer)}`);
           });
-          if (next() < 0.5) {
+          if (next(2) === 0) {
             pending = Promise.all([pending, committing]).then(() => {});
             counts.unawaited++;
           } else await committing;
-        } else if (roll < 0.55) {
+        } else if (roll < 55) {
           await settle();
           await theirWrite(clipId, volume);
           counts.theirs++;
-        } else if (roll < 0.65) {
+        } else if (roll < 65) {
           // Planned on a base another user then changes: conflicted, and never read afterwards.
           await settle();
           // The plan changes the volume (a write of the value it holds is no change, and commits as

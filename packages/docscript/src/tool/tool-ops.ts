@@ -118,7 +118,7 @@ async function takeCommitted(
   plan: EditPlan,
   published: boolean,
 ): Promise<void> {
-  const imported = published && importAhead(state.replica, plan.update);
+  const imported = published && importPublished(state.replica, plan.update);
   const pulled = await core.pull(plan.docId).then(
     () => true,
     (error: unknown) => {
@@ -141,7 +141,7 @@ async function takeCommitted(
  * update was made on (else the pull after it brings the update from the server): whether the replica
  * may now hold it. The pull that follows brings only what the server added.
  */
-function importAhead(replica: LoroDoc, update: Uint8Array): boolean {
+function importPublished(replica: LoroDoc, update: Uint8Array): boolean {
   let meta: ReturnType<typeof decodeImportBlobMeta>;
   try {
     meta = decodeImportBlobMeta(update, false);
