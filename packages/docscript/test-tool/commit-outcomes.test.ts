@@ -338,3 +338,51 @@ const [marker] = relations.of(clipId, 'marker');`;
     assert.equal(captionText(await harness.read("rejected")), "Hello!");
   });
 });
+
+describe("commit outcomes: a plan that changes nothing", () => {
+  test("writes of the values held preview unchanged; the commit publishes nothing and is not a duplicate", async () => {
+    await harness.createDocument("unchanged");
+    const pushes: string[] = [];
+    const tool = harness.tool({
+      fetchImpl: async (input, init) => {
+        if (String(input instanceof Request ? input.url : input).endsWith("/push")) pushes.push("push");
+        return await fetch(input, init);
+      },
+    });
+    // Each write puts the value the field holds: Loro records no operation for it.
+    const rewrite = `const [caption] = entities.list({ entityKind: 'caption' });
+entities.update(caption.entityId, [{ op: 'set', path: ['text'], value: caption.payload.text }]);
+${turnMusicDown.replace("value: -6", "value: entities.get(held.endpoint1EntityId).payload.volume")}`;
+    const same = await tool.handle({ op: "run-edit-script", doc_id: "unchanged", script: rewrite });
+    assert.ok(same.ok && same.op === "run-edit-script", JSON.stringify(same));
+    assert.deepEqual(
+      { writes: same.preview.writes, unchanged: same.preview.unchanged, changes: same.preview.changes },
+      { writes: 2, unchanged: true, changes: [] },
+    );
+    assert.deepEqual(Object.values(same.preview.counts), [0, 0, 0, 0, 0, 0]);
+    const commit = await tool.handle({ op: "commit-plan", doc_id: "unchanged", plan_id: same.plan_id });
+    assert.ok(
+      commit.ok && commit.op === "commit-plan" && commit.status === "committed",
+      JSON.stringify(commit),
+    );
+    assert.deepEqual(
+      { unchanged: commit.unchanged, duplicate: commit.duplicate },
+      { unchanged: true, duplicate: undefined },
+    );
+    assert.equal(commit.version, same.version);
+    assert.deepEqual(pushes, []);
+    // A plan with one real change beside a write of a held value is a plan like any other.
+    const changed = await tool.handle({
+      op: "run-edit-script",
+      doc_id: "unchanged",
+      script: `${exclaim}\nentities.update(caption.entityId, [{ op: 'set', path: ['text'], value: 'Hello!' }]);`,
+      auto_commit: true,
+    });
+    assert.ok(changed.ok && changed.op === "run-edit-script", JSON.stringify(changed));
+    assert.equal(changed.preview.unchanged, undefined);
+    assert.equal(changed.preview.counts.updated, 1);
+    assert.ok(changed.commit?.status === "committed" && changed.commit.unchanged === undefined);
+    assert.deepEqual(pushes, ["push"]);
+    assert.equal(captionText(await harness.read("unchanged")), "Hello!");
+  });
+});

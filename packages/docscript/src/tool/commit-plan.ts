@@ -38,6 +38,9 @@ export async function commitPlan(
     whilePushing?: () => void;
   } = {},
 ): Promise<CommitOutcome> {
+  // A plan that holds no change publishes nothing: no push, and not `duplicate` (never applied before).
+  if (plan.preview.unchanged === true)
+    return { status: "committed", version: plan.baseVersion, warnings: [], unchanged: true };
   let result: Awaited<ReturnType<DocumentClient["push"]>>;
   try {
     const pushing = context.client.push(

@@ -24,6 +24,8 @@ export type CommitOutcome =
       readonly warnings: readonly string[];
       /** The server had applied this plan already: nothing was applied now. */
       readonly duplicate?: boolean;
+      /** The plan held no change (its preview says `unchanged`): nothing was published. */
+      readonly unchanged?: true;
     }
   | {
       readonly status: "conflicted";

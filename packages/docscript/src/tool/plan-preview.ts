@@ -59,6 +59,22 @@ export interface PlanPreview {
   readonly omitted: number;
   /** Entities the plan's deletes leave unreferenced (no relation touches them any more), at most 50. */
   readonly unreferenced?: readonly string[];
+  /**
+   * The script's writes left the document as it was (each wrote the value already held): the plan
+   * holds no change, its counts are zero, and committing it publishes nothing.
+   */
+  readonly unchanged?: true;
+}
+
+/** The preview of a plan that holds no change: its writes are counted, nothing else. */
+export function unchangedPreview(writes: number): PlanPreview {
+  return {
+    writes,
+    counts: { created: 0, updated: 0, deleted: 0, linked: 0, moved: 0, unlinked: 0 },
+    changes: [],
+    omitted: 0,
+    unchanged: true,
+  };
 }
 
 /** A string longer than this reads as its head and a count of what was left out. */

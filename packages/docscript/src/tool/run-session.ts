@@ -16,7 +16,7 @@ import { maxFillRounds, type RowsOnDemand } from "../document/rows-on-demand.ts"
 import type { ScriptOutcome } from "../sandbox/sandbox-protocol.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError, type DocScriptErrorCode } from "../schema/docscript-error.ts";
-import type { PlanPreview } from "./plan-preview.ts";
+import { type PlanPreview, unchangedPreview } from "./plan-preview.ts";
 import { newTally, scriptBindings } from "./run-bindings.ts";
 import { planSteps } from "./run-plan.ts";
 import { runStaging, type StagePart } from "./run-staging.ts";
@@ -277,9 +277,11 @@ export function openRunSession(
         )
         .map((entity) => (entity === undefined ? undefined : fileOf(entity)?.key))
         .filter((key): key is string => key !== undefined);
+      // Writes of the values already held leave no operation: such a plan says it changes nothing.
+      const unchanged = doc.oplogVersion().compare(baseVersion) === 0;
       return {
         update,
-        preview: await filled(preview, false),
+        preview: unchanged ? unchangedPreview(tally.writes) : await filled(preview, false),
         createdFileKeys,
         documentSource: source,
         documentWarnings: warnings,

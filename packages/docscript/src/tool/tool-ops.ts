@@ -100,6 +100,8 @@ export async function commit(
     forgetReplica(state);
     return outcome;
   }
+  // A plan that held no change published nothing: there is nothing for the replica to take.
+  if (outcome.status === "committed" && outcome.unchanged === true) return outcome;
   // The answer waits for the server alone: the tool's replica takes what the commit published once
   // the answer is out, before the next call on the document (ADR 0516).
   const plan = entry.plan;
