@@ -59,23 +59,29 @@ function seed(count: number, base: string, overlayEvery: number | undefined): vo
   const partial = `${base}.partial.sqlite`;
   rmSync(partial, { force: true });
   const started = performance.now();
+  const seeded = runSeed(count, partial, overlayEvery);
+  renameSync(partial, `${base}.sqlite`);
+  writeFileSync(`${base}.json`, seeded.trim());
+  process.stderr.write(
+    `${count}: seeded in ${Math.round((performance.now() - started) / 1000)} s: ${seeded}`,
+  );
+}
+
+/** Runs `scale-seed.ts` into `target` (a file, or a PostgreSQL URL) in a child process; its report. */
+export function runSeed(count: number, target: string, overlayEvery: number | undefined): string {
   const child = spawnSync(
     process.execPath,
     [
       "--conditions=@tackle/source",
       new URL("./scale-seed.ts", import.meta.url).pathname,
       String(count),
-      partial,
+      target,
       ...(overlayEvery === undefined ? [] : [`--overlay-every=${overlayEvery}`]),
     ],
     { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 20 },
   );
   if (child.status !== 0) throw new Error(`seeding ${count} failed (${child.status}): ${child.stdout}`);
-  renameSync(partial, `${base}.sqlite`);
-  writeFileSync(`${base}.json`, child.stdout.trim());
-  process.stderr.write(
-    `${count}: seeded in ${Math.round((performance.now() - started) / 1000)} s: ${child.stdout}`,
-  );
+  return child.stdout;
 }
 
 export interface ServerProcess {

@@ -5,10 +5,11 @@
  * document by `large-timeline.test.ts`), so a million entities seed in minutes, not the ~25 min a read
  * of the document took. Run by `scale.ts` in a child process (its heap is not the bench's).
  *
- *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/scale-seed.ts <entities> <file> [--overlay-every=N]
+ *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/scale-seed.ts <entities> <file | postgres:// URL> [--overlay-every=N]
  */
 import { LoroDoc } from "loro-crdt";
 import { createSqliteDocumentStore, hashToken } from "../../packages/docscript/src/server/index.ts";
+import { createPostgresDocumentStore } from "../../packages/docscript/src/server/postgres/index.ts";
 import { largeTimeline, largeTimelineRows } from "../../packages/docscript/test/large-timeline.ts";
 
 const count = Number(process.argv[2]);
@@ -19,14 +20,18 @@ const overlayEvery = process.argv
   .find((arg) => arg.startsWith("--overlay-every="))
   ?.split("=")[1];
 const every = overlayEvery === undefined ? undefined : Number(overlayEvery);
-if (!(count > 0) || path === undefined) throw new Error("usage: scale-seed.ts <entities> <file>");
+if (!(count > 0) || path === undefined)
+  throw new Error("usage: scale-seed.ts <entities> <file | postgres:// URL>");
 const benchToken = "bench-document-token-0123456789";
 
 const started = performance.now();
 const extraClips = Math.max(0, Math.round((count - 12) / 3));
 const { snapshot, firstClips, entityCount } = largeTimeline(extraClips, every);
 const builtMs = performance.now() - started;
-const store = createSqliteDocumentStore({ path });
+// A PostgreSQL URL seeds that database instead (`postgres-seed.ts`).
+const store = path.startsWith("postgres://")
+  ? await createPostgresDocumentStore({ connectionString: path })
+  : createSqliteDocumentStore({ path });
 try {
   await store.createDocument({
     documentId: "bench",

@@ -15,6 +15,7 @@
 import { LoroDoc, type LoroMap } from "loro-crdt";
 import { createDocumentClient } from "../../packages/docscript/src/index.ts";
 import { createSqliteDocumentStore, serveDocuments } from "../../packages/docscript/src/server/index.ts";
+import { createPostgresDocumentStore } from "../../packages/docscript/src/server/postgres/index.ts";
 import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
 
 const peerOf = process.argv[2] === "--peer" ? process.argv[3] : undefined;
@@ -29,7 +30,13 @@ const mib = (bytes: number) => Math.round(bytes / 1048576);
 
 const server =
   peerOf === undefined
-    ? await serveDocuments({ store: createSqliteDocumentStore({ path }), schema: timelineSchema })
+    ? await serveDocuments({
+        // A PostgreSQL URL serves that database (`tasks.ts --store=postgres`).
+        store: path.startsWith("postgres://")
+          ? await createPostgresDocumentStore({ connectionString: path })
+          : createSqliteDocumentStore({ path }),
+        schema: timelineSchema,
+      })
     : undefined;
 const client =
   peerOf === undefined ? undefined : createDocumentClient({ origin: peerOf, token, timeoutMs: 600_000 });

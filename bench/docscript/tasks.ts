@@ -16,13 +16,17 @@
  * commit's answer leaves to do (the tool's replica taking the plan, a replaced host worker's successor,
  * the server's next push readied): the wait until both processes are quiet, and the CPU spent in it.
  *
- *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/tasks.ts [--only=N,...] [entityCounts...]   # 1k 10k 100k
+ * With `--store=postgres` the server keeps the document in PostgreSQL (TACKLE_TEST_PG's server): a
+ * database seeded once per size (`postgres-seed.ts`), each run on a copy of it.
+ *
+ *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/tasks.ts [--only=N,...] [--store=postgres] [entityCounts...]   # 1k 10k 100k
  */
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createDocScriptTool } from "../../packages/docscript/src/index.ts";
 import { createSqliteDocumentStore } from "../../packages/docscript/src/server/index.ts";
+import { copyOf, seededDatabase } from "./postgres-seed.ts";
 import { seedFile, startServer } from "./scale-harness.ts";
 import { startBaseline } from "./task-baseline.ts";
 import { overlayEvery, tasks } from "./task-list.ts";
@@ -34,6 +38,8 @@ const only = args
   ?.slice("--only=".length)
   .split(",")
   .map(Number);
+/** `--store=postgres`: the server's store is PostgreSQL; SQLite otherwise. */
+const onPostgres = args.includes("--store=postgres");
 const requested = args
   .filter((arg) => !arg.startsWith("--"))
   .map(Number)
@@ -109,7 +115,10 @@ try {
     const { path: seeded, seed } = seedFile(count, overlayEvery);
     process.stderr.write(`${count}: ${seed.entityCount} entities\n`);
     const path = join(directory, `tasks-${count}.sqlite`);
-    copyFileSync(seeded, path);
+    let copy: { url: string; drop(): Promise<void> } | undefined;
+    if (onPostgres)
+      copy = await copyOf(await seededDatabase(count, overlayEvery), `tackle_bench_tasks_${count}`);
+    else copyFileSync(seeded, path);
     // The baseline's replica: the seeded snapshot, straight into Loro, in the baseline's thread.
     const store = createSqliteDocumentStore({ path: seeded });
     const stored = await store.load("bench");
@@ -117,7 +126,7 @@ try {
     if (stored === undefined) throw new Error("the seeded file has no document");
     const baseline = await startBaseline(stored.snapshot);
 
-    const server = await startServer([path]);
+    const server = await startServer([copy?.url ?? path]);
     const tool = createDocScriptTool({
       httpOrigin: server.url,
       authToken: token,
@@ -179,13 +188,14 @@ try {
       await tool.close();
       await server.close();
       await baseline.close();
+      await copy?.drop();
     }
   }
 } finally {
   rmSync(directory, { recursive: true, force: true });
 }
 console.log(
-  `Node ${process.version}, ${new Date().toISOString()}; ms: run + commit | writes | straight to Loro`,
+  `Node ${process.version}, ${new Date().toISOString()}, ${onPostgres ? "PostgreSQL" : "SQLite"}; ms: run + commit | writes | straight to Loro`,
 );
 const header = entityCounts.map(
   (count) => `${count.toLocaleString("en")}: run + commit ms | writes | Loro ms`,

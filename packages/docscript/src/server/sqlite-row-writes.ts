@@ -7,6 +7,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { sqliteTransaction } from "@tackle/storage";
 import { type RowChange, type RowMember, type RowRoot, rowColumns } from "./document-store.ts";
+import { movedNumbers, type NumberEntry, sameButNumbers } from "./member-changes.ts";
 import { numberEntries } from "./member-record.ts";
 import { sqliteContainerIndex } from "./sqlite-container-index.ts";
 
@@ -163,8 +164,6 @@ function insertNumbers(
     );
 }
 
-type NumberEntry = ReturnType<typeof numberEntries> extends Iterable<infer Entry> ? Entry : never;
-
 function upsertRow(statements: RowStatements, documentId: string, change: RowChange, version: number): void {
   const columns = rowColumns(change);
   statements.upsertRow.run(
@@ -177,44 +176,6 @@ function upsertRow(statements: RowStatements, documentId: string, change: RowCha
     columns.endpoint1,
     version,
   );
-}
-
-/** What a member is, but for its numbers. */
-function memberKey(member: RowMember): string {
-  return JSON.stringify([
-    member.type,
-    member.id,
-    member.kind,
-    member.endpoint0 ?? null,
-    member.endpoint1 ?? null,
-    member.variantOf ?? null,
-    member.identity ?? null,
-  ]);
-}
-
-/** Whether two members are one but for their numbers. */
-function sameMember(left: RowMember, right: RowMember): boolean {
-  return (
-    left.type === right.type &&
-    left.id === right.id &&
-    left.kind === right.kind &&
-    (left.endpoint0 ?? null) === (right.endpoint0 ?? null) &&
-    (left.endpoint1 ?? null) === (right.endpoint1 ?? null) &&
-    (left.variantOf ?? null) === (right.variantOf ?? null) &&
-    (left.identity ?? null) === (right.identity ?? null)
-  );
-}
-
-/** A row kept that projects to the members it projected to before, but for their numbers. */
-function sameButNumbers(change: RowChange): boolean {
-  const previous = change.previousMembers;
-  const members = change.members ?? [];
-  if (change.json === undefined || previous === undefined || previous.length !== members.length) return false;
-  // Read from one row shape twice, they come in one order (a shift's 33,000 rows): no keys made.
-  if (previous.every((member, index) => sameMember(member, members[index] as RowMember))) return true;
-  const before = previous.map(memberKey).sort();
-  const after = members.map(memberKey).sort();
-  return before.every((key, index) => key === after[index]);
 }
 
 /**
@@ -240,78 +201,17 @@ function rewriteNumbers(statements: RowStatements, documentId: string, change: R
   }
 }
 
-/** A row's number entries by member and field; undefined when one comes twice. */
-function entriesByKey(members: readonly RowMember[]): Map<string, NumberEntry> | undefined {
-  const entries = new Map<string, NumberEntry>();
-  for (const entry of numberEntries(members)) {
-    const key = `${entry.memberId}\u0000${entry.field}`;
-    if (entries.has(key)) return undefined;
-    entries.set(key, entry);
-  }
-  return entries;
-}
-
-/**
- * The numbers that moved, as [member, field, value], when the members come in one order before and
- * after, each id once, with the same number fields (a shift's 33,000 rows, read from one row shape
- * twice): found without a key made per number. Undefined otherwise: `updateNumbers` compares by key.
- */
-function alignedNumbers(
-  before: readonly RowMember[],
-  after: readonly RowMember[],
-): [string, string, number | null][] | undefined {
-  if (before.length !== after.length) return undefined;
-  const moved: [string, string, number | null][] = [];
-  for (let index = 0; index < after.length; index++) {
-    const left = before[index] as RowMember;
-    const right = after[index] as RowMember;
-    if (left.type !== right.type || left.id !== right.id) return undefined;
-    // Each id once: a row naming one twice keeps its first, which a by-key comparison finds.
-    for (let other = 0; other < index; other++)
-      if ((after[other] as RowMember).id === right.id) return undefined;
-    if (right.type !== "entity" || (left.numbers === undefined && right.numbers === undefined)) continue;
-    const was = left.numbers ?? {};
-    const now = right.numbers ?? {};
-    const fields = Object.keys(now);
-    if (fields.length !== Object.keys(was).length) return undefined;
-    for (const field of fields) {
-      if (!Object.hasOwn(was, field)) return undefined;
-      const value = now[field] as number | null;
-      if (was[field] !== value) moved.push([right.id, field, value]);
-    }
-  }
-  return moved;
-}
-
 /**
  * A row's changed numbers updated in place when it holds the same number fields as before, only
  * their values moved (a shift's markers): what the row held is not read, nor its numbers deleted and
- * inserted (ADR 0496). A member the row does not hold has no numbers under it, and its update changes
- * nothing, as `rewriteNumbers` writes none for it. False when the fields differ or a member comes
- * twice: the caller rewrites the numbers then.
+ * inserted (ADR 0496). False when the fields differ or a member comes twice: the caller rewrites the
+ * numbers then.
  */
 function updateNumbers(statements: RowStatements, documentId: string, change: RowChange): boolean {
-  const aligned = alignedNumbers(change.previousMembers ?? [], change.members ?? []);
-  if (aligned !== undefined) {
-    for (const [member, field, value] of aligned)
-      statements.updateNumber.run(value, documentId, change.root, change.rowId, member, field);
-    return true;
-  }
-  const before = entriesByKey(change.previousMembers ?? []);
-  const after = entriesByKey(change.members ?? []);
-  if (before === undefined || after === undefined || before.size !== after.size) return false;
-  for (const key of after.keys()) if (!before.has(key)) return false;
-  for (const [key, entry] of after) {
-    if (before.get(key)?.value === entry.value) continue;
-    statements.updateNumber.run(
-      entry.value,
-      documentId,
-      change.root,
-      change.rowId,
-      entry.memberId,
-      entry.field,
-    );
-  }
+  const moved = movedNumbers(change);
+  if (moved === undefined) return false;
+  for (const [member, field, value] of moved)
+    statements.updateNumber.run(value, documentId, change.root, change.rowId, member, field);
   return true;
 }
 

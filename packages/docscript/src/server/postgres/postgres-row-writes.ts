@@ -8,6 +8,7 @@ import { postgresDialect as sql } from "@tackle/storage";
 import { postgresTransaction } from "@tackle/storage/postgres";
 import type pg from "pg";
 import { type RowChange, type RowMember, type RowRoot, rowColumns } from "../document-store.ts";
+import { movedNumbers, sameButNumbers } from "../member-changes.ts";
 import { numberEntries } from "../member-record.ts";
 import { writeContainers } from "./postgres-container-index.ts";
 
@@ -17,9 +18,20 @@ const chunkSize = 5000;
 export async function writeRows(
   client: pg.PoolClient,
   documentId: string,
-  rows: readonly RowChange[],
+  changes: readonly RowChange[],
   version: number,
 ): Promise<void> {
+  await writeContainers(client, documentId, changes);
+  // A row that keeps its members but for their numbers (a write of fields) keeps their index entries
+  // and counts: only its moved numbers and its payload are written (ADR 0496).
+  const keepingMembers: { change: RowChange; moved: [string, string, number | null][] }[] = [];
+  const rows: RowChange[] = [];
+  for (const change of changes) {
+    const moved = sameButNumbers(change) ? movedNumbers(change) : undefined;
+    if (moved === undefined) rows.push(change);
+    else keepingMembers.push({ change, moved });
+  }
+  rows.push(...(await writeKeptRows(client, documentId, keepingMembers, version)));
   // The counts per kind move by what each row projected to before and what lands now.
   const deltas = new Map<string, number>();
   const count = (found: { type: string; kind: string }[], by: number) => {
@@ -43,7 +55,6 @@ export async function writeRows(
   }
   count(await insertMembers(client, documentId, rows), 1);
   await moveCounts(client, documentId, deltas);
-  await writeContainers(client, documentId, rows);
   const deleted = rows.filter((change) => change.json === undefined);
   const kept = rows
     .filter((change) => change.json !== undefined)
@@ -75,6 +86,60 @@ export async function writeRows(
       ],
     );
   }
+}
+
+/**
+ * Rows that keep their members: their moved numbers updated in place and their payloads written, a
+ * few statements a chunk. Answers those whose row the store did not hold: they are written whole.
+ */
+async function writeKeptRows(
+  client: pg.PoolClient,
+  documentId: string,
+  kept: readonly { change: RowChange; moved: [string, string, number | null][] }[],
+  version: number,
+): Promise<RowChange[]> {
+  const missing: RowChange[] = [];
+  for (let start = 0; start < kept.length; start += chunkSize) {
+    const chunk = kept.slice(start, start + chunkSize);
+    const moved = chunk.flatMap(({ change, moved }) =>
+      moved.map(([member, field, value]) => ({ change, member, field, value })),
+    );
+    if (moved.length > 0)
+      await client.query(
+        `UPDATE docscript_numbers n SET value = u.value
+           FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::float8[])
+             AS u(root, row_id, member_id, field, value)
+           WHERE n.document_id = $1 AND n.root = u.root AND n.row_id = u.row_id
+             AND n.member_id = u.member_id AND n.field = u.field`,
+        [
+          documentId,
+          moved.map((entry) => entry.change.root),
+          moved.map((entry) => entry.change.rowId),
+          moved.map((entry) => entry.member),
+          moved.map((entry) => entry.field),
+          moved.map((entry) => entry.value),
+        ],
+      );
+    // The payload and version alone: the row's kind and endpoints stand, and so do their index entries.
+    const updated = await client.query<{ root: string; row_id: string }>(
+      `UPDATE docscript_rows r SET payload = u.payload, version = $5
+         FROM unnest($2::text[], $3::text[], $4::text[]) AS u(root, row_id, payload)
+         WHERE r.document_id = $1 AND r.root = u.root AND r.row_id = u.row_id
+         RETURNING r.root, r.row_id`,
+      [
+        documentId,
+        chunk.map(({ change }) => change.root),
+        chunk.map(({ change }) => change.rowId),
+        chunk.map(({ change }) => rowColumns(change).payload),
+        version,
+      ],
+    );
+    if (updated.rows.length === chunk.length) continue;
+    const found = new Set(updated.rows.map((row) => `${row.root}\u0000${row.row_id}`));
+    for (const { change } of chunk)
+      if (!found.has(`${change.root}\u0000${change.rowId}`)) missing.push(change);
+  }
+  return missing;
 }
 
 /** Inserts the rows' members (a row naming one twice keeps its first) and the numbers of those that land. */
