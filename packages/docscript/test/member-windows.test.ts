@@ -84,6 +84,14 @@ async function checkWindows(store: DocumentStore) {
     assert.deepEqual(await readAll(store, window(range), 5000), expected, JSON.stringify(range));
   }
   assert.ok(scanned({ field: "startMs", from: 30_000, to: 60_000 }).length > 0, "the window holds markers");
+  // The other filters narrow what the window found, on both stores: none of these markers is a variant
+  // or has an identity.
+  for (const narrowed of [{ variantsOf: ["no-such-base"] }, { identities: ["no-such-identity"] }])
+    assert.deepEqual(
+      await readAll(store, { ...window({ field: "startMs" }), ...narrowed }),
+      [],
+      JSON.stringify(narrowed),
+    );
   // Rows of other kinds, and fields that are not numbers, are not in a window.
   assert.deepEqual(
     await readAll(store, { type: "entity", kinds: ["clip"], range: { field: "startMs", from: 0 } }),

@@ -140,16 +140,31 @@ async function inWindow(
   const numbers = (value: string) => `SELECT n.member_id, n.root, n.row_id FROM docscript_numbers n
      WHERE n.document_id = $1 AND ($2::text[] IS NULL OR ${sql.anyOf("n.kind", 2)}) AND n.field = $3
        AND ${value} AND n.member_id > $4`;
+  // A window filtered by nothing but its kinds and cursor: the page is cut from the numbers before they
+  // are joined to their members and rows (every number is written with its member, in one
+  // transaction), so a page of a 33,000-marker window joins 5,000 rows, not all 33,000 sorted on disk
+  // (0.5-0.6 s a page at 100k entities before).
+  const pageFirst =
+    query.ids === undefined &&
+    query.variantOf === undefined &&
+    query.variantsOf === undefined &&
+    query.identity === undefined &&
+    query.identities === undefined;
+  const union = `${numbers(window)} UNION ALL ${numbers("n.value IS NULL")}`;
+  const candidates = pageFirst
+    ? `(SELECT c.* FROM (${union}) c ORDER BY c.member_id, c.row_id LIMIT $7)`
+    : `(${union})`;
   const result = await pool.query<MemberRecord>(
     `SELECT ${memberColumns}
-     FROM (${numbers(window)}
-           UNION ALL ${numbers("n.value IS NULL")}) w
+     FROM ${candidates} w
      JOIN docscript_members m ON m.document_id = $1 AND m.type = 'entity' AND m.member_id = w.member_id
        AND m.root = w.root AND m.row_id = w.row_id
      ${withRows}
      WHERE ($8::text[] IS NULL OR ${sql.anyOf("m.member_id", 8)})
        AND ($9::text IS NULL OR m.variant_of = $9)
        AND ($10::text IS NULL OR m.identity = $10)
+       AND ($11::text[] IS NULL OR ${sql.anyOf("m.variant_of", 11)})
+       AND ($12::text[] IS NULL OR ${sql.anyOf("m.identity", 12)})
      ORDER BY m.member_id, m.row_id LIMIT $7`,
     [
       documentId,
@@ -162,6 +177,8 @@ async function inWindow(
       listOrNull(query.ids),
       query.variantOf ?? null,
       query.identity ?? null,
+      listOrNull(query.variantsOf),
+      listOrNull(query.identities),
     ],
   );
   return result.rows.map(toMember);
