@@ -10,7 +10,9 @@
  * the process's CPU time covers the server's reads and the tool's page. Each open prints its wall
  * time and its process's CPU time over the same span.
  *
- *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/open-with-log.ts [entityCounts...]   # 100000 1000000
+ * With `--store=postgres`, the document is in PostgreSQL: a copy of the seeded database (`postgres-seed.ts`).
+ *
+ *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/open-with-log.ts [--store=postgres] [entityCounts...]   # 100000 1000000
  */
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
@@ -19,12 +21,10 @@ import { join } from "node:path";
 import { tokensOf } from "@tackle/core/tokens";
 import { LoroDoc, type LoroMap } from "loro-crdt";
 import { createDocScriptTool } from "../../packages/docscript/src/index.ts";
-import {
-  createSqliteDocumentStore,
-  DocumentHost,
-  serveDocuments,
-} from "../../packages/docscript/src/server/index.ts";
+import { DocumentHost, serveDocuments } from "../../packages/docscript/src/server/index.ts";
 import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
+import { openBenchStore } from "./bench-store.ts";
+import { copyOf, seededDatabase } from "./postgres-seed.ts";
 import { seedFile } from "./scale-harness.ts";
 
 const updates = 100;
@@ -65,7 +65,7 @@ if (process.argv[2] === "--open-tool") {
   const path = process.argv[3] as string;
   tokensOf("the tokenizer, loaded before the clock starts");
   const server = await serveDocuments({
-    store: createSqliteDocumentStore({ path }),
+    store: await openBenchStore(path),
     schema: timelineSchema,
     ...never,
   });
@@ -81,7 +81,7 @@ if (process.argv[2] === "--open-tool") {
   const path = process.argv[3] as string;
   const started = performance.now();
   const cpuBefore = process.cpuUsage();
-  const store = createSqliteDocumentStore({ path });
+  const store = await openBenchStore(path);
   const host = new DocumentHost({ store, schema: timelineSchema, ...never });
   const page = await host.entityPage("bench", { limit: 50 });
   const ms = performance.now() - started;
@@ -92,17 +92,22 @@ if (process.argv[2] === "--open-tool") {
   await store.close();
   console.log(JSON.stringify({ ms, cpuMs, total: page.total.entities }));
 } else {
+  const onPostgres = process.argv.includes("--store=postgres");
   const requested = process.argv
     .slice(2)
+    .filter((arg) => !arg.startsWith("--"))
     .map(Number)
     .filter((count) => count > 0);
   for (const count of requested.length > 0 ? requested : [100_000, 1_000_000]) {
     const { path: seeded, seed } = seedFile(count);
     const directory = mkdtempSync(join(tmpdir(), "docscript-open-with-log-"));
+    const copy = onPostgres
+      ? await copyOf(await seededDatabase(count, undefined), `tackle_bench_open_${count}`)
+      : undefined;
     try {
-      const path = join(directory, "doc.sqlite");
-      copyFileSync(seeded, path);
-      const store = createSqliteDocumentStore({ path });
+      const path = copy?.url ?? join(directory, "doc.sqlite");
+      if (copy === undefined) copyFileSync(seeded, path);
+      const store = await openBenchStore(path);
       const host = new DocumentHost({ store, schema: timelineSchema, ...never });
       const { bytes } = await host.snapshot("bench");
       const peer = LoroDoc.fromSnapshot(bytes);
@@ -125,10 +130,11 @@ if (process.argv[2] === "--open-tool") {
       const pages = opens("--open", path, 3);
       const toolPages = opens("--open-tool", path, 3);
       console.log(
-        `${count}: ${updates} updates logged after the snapshot (${Math.round(loggedMs)} ms); first page of a fresh process ${shown(pages)}; the tool's first snapshot page ${shown(toolPages)} (load average ${loadavg()[0]?.toFixed(1)})`,
+        `${count}${onPostgres ? " (PostgreSQL)" : ""}: ${updates} updates logged after the snapshot (${Math.round(loggedMs)} ms); first page of a fresh process ${shown(pages)}; the tool's first snapshot page ${shown(toolPages)} (load average ${loadavg()[0]?.toFixed(1)})`,
       );
     } finally {
       rmSync(directory, { recursive: true, force: true });
+      await copy?.drop();
     }
   }
 }

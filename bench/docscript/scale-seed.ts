@@ -8,9 +8,9 @@
  *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/scale-seed.ts <entities> <file | postgres:// URL> [--overlay-every=N]
  */
 import { LoroDoc } from "loro-crdt";
-import { createSqliteDocumentStore, hashToken } from "../../packages/docscript/src/server/index.ts";
-import { createPostgresDocumentStore } from "../../packages/docscript/src/server/postgres/index.ts";
+import { hashToken } from "../../packages/docscript/src/server/index.ts";
 import { largeTimeline, largeTimelineRows } from "../../packages/docscript/test/large-timeline.ts";
+import { openBenchStore } from "./bench-store.ts";
 
 const count = Number(process.argv[2]);
 const path = process.argv[3];
@@ -29,9 +29,7 @@ const extraClips = Math.max(0, Math.round((count - 12) / 3));
 const { snapshot, firstClips, entityCount } = largeTimeline(extraClips, every);
 const builtMs = performance.now() - started;
 // A PostgreSQL URL seeds that database instead (`postgres-seed.ts`).
-const store = path.startsWith("postgres://")
-  ? await createPostgresDocumentStore({ connectionString: path })
-  : createSqliteDocumentStore({ path });
+const store = await openBenchStore(path);
 try {
   await store.createDocument({
     documentId: "bench",

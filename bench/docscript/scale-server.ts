@@ -14,9 +14,9 @@
  */
 import { LoroDoc, type LoroMap } from "loro-crdt";
 import { createDocumentClient } from "../../packages/docscript/src/index.ts";
-import { createSqliteDocumentStore, serveDocuments } from "../../packages/docscript/src/server/index.ts";
-import { createPostgresDocumentStore } from "../../packages/docscript/src/server/postgres/index.ts";
+import { serveDocuments } from "../../packages/docscript/src/server/index.ts";
 import { timelineSchema } from "../../packages/docscript/src/timeline/timeline-schema.ts";
+import { openBenchStore } from "./bench-store.ts";
 
 const peerOf = process.argv[2] === "--peer" ? process.argv[3] : undefined;
 const path = peerOf === undefined ? process.argv[2] : process.argv[4];
@@ -32,9 +32,7 @@ const server =
   peerOf === undefined
     ? await serveDocuments({
         // A PostgreSQL URL serves that database (`tasks.ts --store=postgres`).
-        store: path.startsWith("postgres://")
-          ? await createPostgresDocumentStore({ connectionString: path })
-          : createSqliteDocumentStore({ path }),
+        store: await openBenchStore(path),
         schema: timelineSchema,
       })
     : undefined;
@@ -45,7 +43,7 @@ let other: LoroDoc | undefined;
 
 async function otherPeer(): Promise<LoroDoc> {
   if (other !== undefined) return other;
-  const store = createSqliteDocumentStore({ path: path as string });
+  const store = await openBenchStore(path as string);
   try {
     const stored = await store.load("bench");
     if (stored === undefined) throw new Error("the seeded file has no document");
