@@ -4,7 +4,8 @@
  * fields with the row's members as they were beside (ADR 0496: moved numbers updated in place, the
  * members kept), some moving no number, numbers cleared and given back (the row's number fields
  * differ), an embedded marker renamed and a clip's content moved (its members differ), rows deleted
- * and written again, and writes with no previous members (written whole). After every few appends:
+ * and written again, and writes with no previous members (written whole); every tenth append a shift of
+ * every clip (PostgreSQL's statements made to probe its indexes). After every few appends:
  * every member, the counts per kind, windows on the markers' start and the rows, read back.
  *
  * `TACKLE_PROPERTY_ROUNDS` appends a store (default 150), from seed `TACKLE_PROPERTY_SEED` (default 7).
@@ -18,6 +19,7 @@ import assert from "node:assert/strict";
 import { LoroDoc } from "loro-crdt";
 import { projectDocument } from "../src/document/interpret.ts";
 import type { DocumentStore, FoundMember, NumberRange, RowChange } from "../src/server/document-store.ts";
+import { probeFrom } from "../src/server/postgres/postgres-row-writes.ts";
 import { membersOfRow } from "../src/server/row-members.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
 import { largeTimeline } from "./large-timeline.ts";
@@ -27,7 +29,7 @@ import { describeOnBothStores } from "./on-both-stores.ts";
 
 const appends = Number(process.env.TACKLE_PROPERTY_ROUNDS ?? 150);
 const seed = Number(process.env.TACKLE_PROPERTY_SEED ?? 7);
-const { snapshot } = largeTimeline(40, 10);
+const { snapshot } = largeTimeline(160, 10);
 
 interface ClipRow {
   slots: { content: string; marker: { id: string; kind: string; fields: Record<string, number | null> } };
@@ -128,11 +130,34 @@ describeOnBothStores(
       deleted: 0,
       recreated: 0,
       whole: 0,
+      bulk: 0,
+      bulkRows: Number.POSITIVE_INFINITY,
     };
     const deleted = new Map<string, unknown>();
     for (let step = 1; step <= appends; step++) {
       const changes = new Map<string, RowChange>();
-      for (let count = 1 + next(6); count > 0; count--) {
+      // Every tenth append shifts every clip, as a shift does: PostgreSQL probes its indexes for them.
+      if (step % 10 === 0) {
+        const by = next(10_000) - 5_000;
+        for (const rowId of clipIds) {
+          const was = rows.get(rowId);
+          if (was === undefined) continue;
+          const row = structuredClone(was) as ClipRow;
+          const fields = row.slots.marker.fields;
+          if (typeof fields.startMs === "number") fields.startMs += by;
+          changes.set(rowId, {
+            root: "entities",
+            rowId,
+            json: row,
+            members: membersOfRow(timelineSchema, "entities", rowId, row),
+            previousMembers: membersOfRow(timelineSchema, "entities", rowId, was),
+          });
+          rows.set(rowId, row);
+        }
+        tally.bulk++;
+        tally.bulkRows = Math.min(tally.bulkRows, changes.size);
+      }
+      for (let count = step % 10 === 0 ? 0 : 1 + next(6); count > 0; count--) {
         const rowId = clipIds[next(clipIds.length)] as string;
         if (changes.has(rowId)) continue;
         const was = rows.get(rowId);
@@ -200,8 +225,12 @@ describeOnBothStores(
     }
     console.log(`stored rows property (seed ${seed}): ${JSON.stringify(tally)}`);
     assert.ok(
-      tally.fields > 0 && tally.renamed > 0 && tally.deleted > 0 && tally.recreated > 0,
+      tally.fields > 0 && tally.renamed > 0 && tally.deleted > 0 && tally.recreated > 0 && tally.bulk > 0,
       JSON.stringify(tally),
+    );
+    assert.ok(
+      tally.bulkRows >= probeFrom,
+      `every shift writes ${probeFrom} rows or more: ${JSON.stringify(tally)}`,
     );
   },
 );

@@ -88,6 +88,9 @@ export async function writeRows(
   }
 }
 
+/** Rows kept from which their statements are made to probe the indexes (a few rows are, unasked). */
+export const probeFrom = 100;
+
 /**
  * Rows that keep their members: their moved numbers updated in place and their payloads written, a
  * few statements a chunk. Answers those whose row the store did not hold: they are written whole.
@@ -99,6 +102,11 @@ async function writeKeptRows(
   version: number,
 ): Promise<RowChange[]> {
   const missing: RowChange[] = [];
+  // Each row and number probed in its index: left to itself, the planner hashed every number and row
+  // of the document for each chunk (~0.1 s a statement at 100k entities, 0.2 s of a chunk's 0.3 s).
+  // Local to the transaction, and put back below (an error aborts the transaction, and the setting).
+  const probed = kept.length >= probeFrom;
+  if (probed) await client.query("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off");
   for (let start = 0; start < kept.length; start += chunkSize) {
     const chunk = kept.slice(start, start + chunkSize);
     const moved = chunk.flatMap(({ change, moved }) =>
@@ -139,6 +147,8 @@ async function writeKeptRows(
     for (const { change } of chunk)
       if (!found.has(`${change.root}\u0000${change.rowId}`)) missing.push(change);
   }
+  if (probed)
+    await client.query("SET LOCAL enable_hashjoin TO DEFAULT; SET LOCAL enable_mergejoin TO DEFAULT");
   return missing;
 }
 
