@@ -14,6 +14,7 @@ import { toFailure } from "../sandbox/run-gate.ts";
 import type { HostChannelCall, SandboxFailure, SyncAnswer } from "../sandbox/sandbox-protocol.ts";
 import { type CheckedOutDocument, createDocumentCache } from "./document-cache.ts";
 import { loroBytes, type RetainedBudget, retainedBudget } from "./host-retained.ts";
+import { rehearseRun } from "./run-rehearsal.ts";
 import { loadSchema, openRunSession, type RunSession } from "./run-session.ts";
 import {
   answerWaiting,
@@ -161,8 +162,22 @@ function prepare(message: Extract<ToHostWorker, { type: "prepare" }>): void {
       if (message.catchUp !== true) preparedOnly = true;
       // How the worker now reads the document: a run opened on it asks the server nothing to decide.
       return { reads: cache.readsOf(message.key) ?? null };
-    }).then((answer) => post(port, { callId: message.callId, ...answer }, { type: "answer" })),
+    })
+      .then((answer) => post(port, { callId: message.callId, ...answer }, { type: "answer" }))
+      // Once, after the answer: a run opened meanwhile waits for it (its Loro memory is not the run's).
+      .then(() => (rehearsed ? undefined : rehearseOnce(message.schema))),
   );
+}
+
+/**
+ * Whether this worker has rehearsed a run (`rehearseRun`) or run one: a worker made ready before its
+ * first run (the successor of an outgrown one) rehearses once it holds its document.
+ */
+let rehearsed = false;
+
+async function rehearseOnce(schema: { module: string; exportName: string }): Promise<void> {
+  rehearsed = true;
+  await rehearseRun(await loadSchema(schema.module, schema.exportName)).catch(() => undefined);
 }
 
 async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<void> {
@@ -188,6 +203,8 @@ async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<v
     const checkedOut = cache.checkout(message.key, replica, schema, message.limits, rowsSource(message.rows));
     if (preparedOnly) loroAtOpen = undefined;
     preparedOnly = false;
+    // A run compiles the run's code itself: no rehearsal after it.
+    rehearsed = true;
     loroAtOpen ??= loroBytes();
     const budget = retainedBudget(message.retainedBytes);
     sizeLoroHeadroom(message.retainedBytes);
