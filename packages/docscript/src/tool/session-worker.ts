@@ -175,9 +175,12 @@ function prepare(message: Extract<ToHostWorker, { type: "prepare" }>): void {
  */
 let rehearsed = false;
 
+/** Never rejects: a run opened after it waits on it (`preparing`). */
 async function rehearseOnce(schema: { module: string; exportName: string }): Promise<void> {
   rehearsed = true;
-  await rehearseRun(await loadSchema(schema.module, schema.exportName)).catch(() => undefined);
+  await loadSchema(schema.module, schema.exportName)
+    .then(rehearseRun)
+    .catch(() => undefined);
 }
 
 async function open(message: Extract<ToHostWorker, { type: "open" }>): Promise<void> {
