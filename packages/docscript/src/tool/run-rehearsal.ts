@@ -58,13 +58,13 @@ async function rehearse(session: RunSession, schema: Schema, done: Set<string>):
       return undefined;
     }
   };
-  const made: { entityId: string; entityKind: string }[] = [];
+  const made: string[] = [];
   for (const entityKind of Object.keys(schema.entities).slice(0, 8)) {
     const entity = (await step("entities", "create", { entityKind, payload: {} })) as
-      | { entityId: string; entityKind: string; payload: Record<string, unknown> }
+      | { entityId: string; payload: Record<string, unknown> }
       | undefined;
     if (entity === undefined) continue;
-    made.push(entity);
+    made.push(entity.entityId);
     const [field, value] = Object.entries(entity.payload)[0] ?? [];
     if (field !== undefined)
       await step("entities", "update", entity.entityId, [{ op: "set", path: [field], value }]);
@@ -72,17 +72,17 @@ async function rehearse(session: RunSession, schema: Schema, done: Set<string>):
   }
   const [first, second] = made;
   await step("entities", "list", { limit: 10 });
-  await step("entities", "get", first?.entityId ?? "none");
+  await step("entities", "get", first ?? "none");
   for (const relationKind of Object.keys(schema.relations).slice(0, 4)) {
     if (first === undefined || second === undefined) break;
     const relation = (await step("relations", "link", {
       relationKind,
-      endpoint0EntityId: first.entityId,
-      endpoint1EntityId: second.entityId,
+      endpoint0EntityId: first,
+      endpoint1EntityId: second,
     })) as { relationId: string } | undefined;
-    await step("relations", "of", first.entityId);
+    await step("relations", "of", first);
     await step("relations", "list", { relationKind, limit: 10 });
     if (relation !== undefined) await step("relations", "unlink", relation.relationId);
   }
-  for (const entity of made.reverse()) await step("entities", "delete", entity.entityId);
+  for (const entityId of made.reverse()) await step("entities", "delete", entityId);
 }
