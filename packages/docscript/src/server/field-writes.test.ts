@@ -10,7 +10,7 @@ import { interpretDocument } from "../document/interpret.ts";
 import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { DocumentHost } from "./document-host.ts";
-import { unreadFieldWrites } from "./field-writes.ts";
+import { type FieldVerdict, unreadFieldWrites } from "./field-writes.ts";
 import { createSqliteDocumentStore } from "./sqlite-document-store.ts";
 
 test("a push of fields no invariant reads reads no neighbour; one that breaks an invariant reading its field is refused", async () => {
@@ -125,4 +125,32 @@ test("a change is of unread fields only when rows differ in field values an inva
   assert.equal(one(row({ startMs: 1 }), { ...row({ startMs: 1 }), slots: {} }), undefined);
   assert.equal(one(undefined, row({ startMs: 1 })), undefined);
   assert.equal(one(row({ startMs: 1 }), undefined), undefined);
+});
+
+test("a verdict told for a row's two values answers only for those very values", () => {
+  const row = (startMs: number, more: Record<string, unknown> = {}) => ({
+    kind: "clip",
+    fields: {},
+    slots: { marker: { id: "m1", kind: "sequence-marker", fields: { startMs } } },
+    ...more,
+  });
+  const verdicts = new Map<string, FieldVerdict>();
+  const before = row(1);
+  const after = row(2);
+  const told = (next: unknown) =>
+    unreadFieldWrites(timelineSchema, new Map([["c1", before]]), new Map([["c1", next]]), verdicts);
+  assert.deepEqual(told(after), ["m1"]);
+  assert.deepEqual(verdicts.get("c1"), { before, after, written: ["m1"] });
+  // Told again of the same objects: the verdict stands (a staged push's rows are not compared again).
+  assert.deepEqual(told(after), ["m1"]);
+  // The row read anew with more than fields changed: judged from its values, not the verdict.
+  assert.equal(told(row(2, { kind: "track" })), undefined);
+  assert.deepEqual(told(row(1)), []);
+  // The row as it was, replaced in the projection by an equal copy: judged again, the same answer.
+  const copy = structuredClone(before);
+  assert.deepEqual(
+    unreadFieldWrites(timelineSchema, new Map([["c1", copy]]), new Map([["c1", after]]), verdicts),
+    ["m1"],
+  );
+  assert.equal(verdicts.get("c1")?.before, copy);
 });

@@ -161,7 +161,8 @@ function readSince(fork: LoroDoc, parts: StagedParts, imported: Frontiers, open:
     entities: new Set([...parts.kept.entities].filter((rowId) => entities.has(rowId))),
     relations: new Set([...parts.kept.relations].filter((rowId) => relations.has(rowId))),
   };
-  return { entities, relations, kept };
+  // A verdict holds only for the very row values it was told of (a row touched since is read anew).
+  return { entities, relations, kept, verdicts: parts.verdicts };
 }
 
 /** Fills made at most before a push is judged (its check's reach, a level a fill); past them it is judged and filled. */

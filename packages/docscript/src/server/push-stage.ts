@@ -17,6 +17,7 @@ import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import { readyForImportOf } from "../document/ready-for-imports.ts";
 import { type ChangedRows, rowsOfSpans, spansOfUpdate } from "./changed-rows.ts";
 import type { ContainerPlace, RowRoot } from "./document-store.ts";
+import type { FieldVerdict } from "./field-writes.ts";
 import type { OpenDocument } from "./open-document.ts";
 import { changesIn, unreadableKeys } from "./push-checks.ts";
 import { RowReads, scopeLacking } from "./push-staging.ts";
@@ -52,6 +53,8 @@ export interface StagedParts {
   readonly kept: { readonly entities: Set<string>; readonly relations: Set<string> };
   /** The depths of the maps the index placed: the push's depth check does not walk them again. */
   readonly depths: Map<string, number>;
+  /** What each row read wrote, told as it was warmed: the push's check does not compare it again. */
+  readonly verdicts: Map<string, FieldVerdict>;
   /** Whether a slice of reads is queued. */
   reading: boolean;
 }
@@ -193,6 +196,7 @@ export async function stagePart(
     sets: { entities: new Map(), relations: new Map() },
     kept: { entities: new Set(), relations: new Set() },
     depths: new Map(),
+    verdicts: new Map(),
     reading: false,
   };
   stagedIn.set(shadow, parts);
@@ -377,7 +381,11 @@ export async function warmStaged(
   parts.unwarmed.entities.clear();
   parts.unwarmed.relations.clear();
   if (rows.entities.size + rows.relations.size === 0) return;
-  const reads = new RowReads(shadow, { entities: parts.entities, relations: parts.relations });
+  const reads = new RowReads(shadow, {
+    entities: parts.entities,
+    relations: parts.relations,
+    verdicts: parts.verdicts,
+  });
   for (let fills = 0; fills < warmFills && scopeLacking(open.projection, rows, reads); fills++) await fill();
 }
 

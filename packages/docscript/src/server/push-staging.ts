@@ -20,8 +20,16 @@ import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { type ChangedRows, changedRows } from "./changed-rows.ts";
 import type { ContainerEntry, RowChange, RowRoot } from "./document-store.ts";
-import { unreadFieldWrites } from "./field-writes.ts";
+import { type FieldVerdict, unreadFieldWrites } from "./field-writes.ts";
 import { rowValueOf } from "./row-containers.ts";
+
+/** Rows read before a push's check (by its staged parts), and what was told of them then. */
+export interface KnownRows {
+  readonly entities: ReadonlyMap<string, unknown>;
+  readonly relations: ReadonlyMap<string, unknown>;
+  readonly kept?: { readonly entities: ReadonlySet<string>; readonly relations: ReadonlySet<string> };
+  readonly verdicts?: Map<string, FieldVerdict>;
+}
 
 /**
  * The rows a change touched, as `doc` holds them, read once: a push is staged again in each round of
@@ -41,25 +49,12 @@ export class RowReads {
 
   /**
    * Rows already read as `doc` holds them (a push's parts staged before it, ADR 0508); `kept`: those
-   * patched from their stored JSON, whose maps are the ones the store holds (ADR 0514).
+   * patched from their stored JSON, whose maps are the ones the store holds (ADR 0514); `verdicts`:
+   * what those rows wrote, told as the parts were staged (`unreadFieldWrites`).
    */
-  private readonly known: {
-    entities: ReadonlyMap<string, unknown>;
-    relations: ReadonlyMap<string, unknown>;
-    kept?: { entities: ReadonlySet<string>; relations: ReadonlySet<string> };
-  };
+  private readonly known: KnownRows;
 
-  constructor(
-    doc: LoroDoc,
-    known: {
-      entities: ReadonlyMap<string, unknown>;
-      relations: ReadonlyMap<string, unknown>;
-      kept?: { entities: ReadonlySet<string>; relations: ReadonlySet<string> };
-    } = {
-      entities: new Map(),
-      relations: new Map(),
-    },
-  ) {
+  constructor(doc: LoroDoc, known: KnownRows = { entities: new Map(), relations: new Map() }) {
     this.doc = doc;
     this.known = known;
   }
@@ -110,7 +105,12 @@ export class RowReads {
   ): readonly string[] | undefined {
     const told = this.fieldsTold;
     if (told !== undefined && sameRows(told.previous, previous)) return told.fieldsOf;
-    const fieldsOf = unreadFieldWrites(projection.schema, previous, this.entityRows(rows));
+    const fieldsOf = unreadFieldWrites(
+      projection.schema,
+      previous,
+      this.entityRows(rows),
+      this.known.verdicts,
+    );
     this.fieldsTold = { previous, fieldsOf };
     return fieldsOf;
   }
