@@ -53,6 +53,22 @@ async function checkBare(store: DocumentStore) {
   });
   // The markers live in their clips' rows.
   assert.ok(bare[0]?.rows.some((row) => row.rowId === "large-clip-9"));
+  // The store itself reads no row for a bare query as a listing's claims ask it (by ids, alone or with
+  // other filters).
+  for (const query of [
+    { type: "entity" as const, ids: entityIds, limit: 100 },
+    { type: "entity" as const, ids: entityIds, kinds: ["sequence-marker"], limit: 100 },
+    { type: "relation" as const, ids: relationIds, kinds: ["contain"], limit: 100 },
+  ]) {
+    const members = await store.readMembers("doc", { ...query, bare: true });
+    const rows = await store.readMembers("doc", query);
+    assert.ok(members.length > 0);
+    assert.deepEqual(
+      members,
+      rows.map((member) => ({ ...member, json: undefined })),
+      "the same members, no row's JSON",
+    );
+  }
 }
 
 describeOnBothStores("a bare members lookup", "bare", checkBare);

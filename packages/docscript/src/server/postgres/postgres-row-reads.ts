@@ -17,6 +17,9 @@ import { postgresPosition } from "../migrations.ts";
 
 const memberColumns = `m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
   m.identity, r.payload`;
+/** The members alone, their rows not read (`MemberQuery.bare`). */
+const bareColumns = `m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
+  m.identity, NULL::text AS payload`;
 const withRows =
   "JOIN docscript_rows r ON r.document_id = m.document_id AND r.root = m.root AND r.row_id = m.row_id";
 /** Each member's row probed in the row index (`OFFSET 0`: the planner may not hash the whole table). */
@@ -52,7 +55,9 @@ export function postgresRowReads(pool: pg.Pool): PostgresRowReads {
            AND ($10::text[] IS NULL OR ${sql.anyOf("m.endpoint0", 10)} OR ${sql.anyOf("m.endpoint1", 10)})
            AND ($11::text[] IS NULL OR ${sql.anyOf("m.variant_of", 11)})
            AND ($12::text[] IS NULL OR ${sql.anyOf("m.identity", 12)})`;
-      const page = (where: string) => `SELECT ${memberColumns} FROM docscript_members m ${withRows}
+      const page = (
+        where: string,
+      ) => `SELECT ${query.bare === true ? `${bareColumns} FROM docscript_members m` : `${memberColumns} FROM docscript_members m ${withRows}`}
          WHERE m.document_id = $1 AND ${where} AND ${filters} ORDER BY m.member_id, m.row_id LIMIT $9`;
       // One entity's relations: a page from each end's index, which holds them in id order, merged (a
       // track's page of 30,000 clips walked the whole id index for those naming it: ~20-180 ms a page).
@@ -144,7 +149,8 @@ function byIdsAlone(query: MemberQuery): query is MemberQuery & { ids: readonly 
 /**
  * The members of the ids given, each id looked up in the member index and each row in the row index
  * (a page's claims: 5,000 markers). Left to itself, the planner hashes every member and row of the
- * document for them (~100-150 ms at 100k entities); `OFFSET 0` keeps each lookup a probe.
+ * document for them (~100-150 ms at 100k entities); `OFFSET 0` keeps each lookup a probe. Bare, the
+ * rows are not read (a window page's claims: its 5,000 rows were read and parsed again, ~50 ms a page).
  */
 async function byIds(
   pool: pg.Pool,
@@ -153,12 +159,12 @@ async function byIds(
   ids: readonly string[],
 ): Promise<FoundMember[]> {
   const result = await pool.query<MemberRecord>(
-    `SELECT ${memberColumns}
+    `SELECT ${query.bare === true ? bareColumns : memberColumns}
      FROM (SELECT DISTINCT unnest($3::text[]) AS id) i
      CROSS JOIN LATERAL (SELECT * FROM docscript_members m WHERE m.document_id = $1 AND m.type = $2
        AND m.member_id = i.id AND m.member_id > $4 AND ($5::text[] IS NULL OR ${sql.anyOf("m.kind", 5)})
        OFFSET 0) m
-     ${rowProbe}
+     ${query.bare === true ? "" : rowProbe}
      ORDER BY m.member_id, m.row_id LIMIT $6`,
     [documentId, query.type, sql.list(ids), query.after ?? "", listOrNull(query.kinds), query.limit],
   );
