@@ -59,6 +59,8 @@ async function checkBare(store: DocumentStore) {
     { type: "entity" as const, ids: entityIds, limit: 100 },
     { type: "entity" as const, ids: entityIds, kinds: ["sequence-marker"], limit: 100 },
     { type: "relation" as const, ids: relationIds, kinds: ["contain"], limit: 100 },
+    // No ids: the store's general member query (a listing's variants are asked so).
+    { type: "entity" as const, kinds: ["clip", "sequence-marker"], limit: 20 },
   ]) {
     const members = await store.readMembers("doc", { ...query, bare: true });
     const rows = await store.readMembers("doc", query);
