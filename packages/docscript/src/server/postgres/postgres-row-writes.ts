@@ -2,7 +2,7 @@
  * The PostgreSQL store's writes of a document's rows: each row with the entities and relations it
  * projects to, their number fields (the window index, migration 7), its maps (the container index,
  * migration 12) and the counts per kind, moved by what left and what landed — a few statements however
- * many rows (arrays as parameters), inside the caller's transaction.
+ * many rows (arrays or JSON texts as parameters), inside the caller's transaction.
  */
 import { postgresDialect as sql } from "@tackle/storage";
 import { postgresTransaction } from "@tackle/storage/postgres";
@@ -92,8 +92,8 @@ export async function writeRows(
 export const probeFrom = 100;
 
 /**
- * Rows that keep their members: their moved numbers updated in place and their payloads written, two
- * statements a chunk. Answers those whose row the store did not hold: they are written whole.
+ * Rows that keep their members: their moved numbers updated in place and their payloads written, one
+ * statement a chunk. Answers those whose row the store did not hold: they are written whole.
  */
 async function writeKeptRows(
   client: pg.PoolClient,
@@ -106,8 +106,8 @@ async function writeKeptRows(
   // Local to the transaction, and put back below (an error aborts the transaction, and the setting).
   const probed = kept.length >= probeFrom;
   if (probed) await client.query("SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off");
-  // One statement a chunk, its parameters one JSON text each (made natively: pg's text arrays cost
-  // ~3x the CPU), the next chunk's made while the server runs this one's.
+  // One statement a chunk, its parameters one JSON text each (made natively: pg's text arrays took
+  // ~2x the CPU), the next chunk's made while the server runs this one's.
   const updates: { chunk: typeof kept; answer: Promise<pg.QueryResult<{ r: string; i: string }>> }[] = [];
   let running: Promise<unknown> = Promise.resolve();
   for (let start = 0; start < kept.length; start += chunkSize) {
