@@ -15,11 +15,11 @@ import type {
 import { type MemberRecord, toMember } from "../member-record.ts";
 import { postgresPosition } from "../migrations.ts";
 
-const memberColumns = `m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
-  m.identity, r.payload`;
+const memberFields = `m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
+  m.identity`;
+const memberColumns = `${memberFields}, r.payload`;
 /** The members alone, their rows not read (`MemberQuery.bare`). */
-const bareColumns = `m.type, m.member_id, m.kind, m.root, m.row_id, m.endpoint0, m.endpoint1, m.variant_of,
-  m.identity, NULL::text AS payload`;
+const bareColumns = `${memberFields}, NULL::text AS payload`;
 const withRows =
   "JOIN docscript_rows r ON r.document_id = m.document_id AND r.root = m.root AND r.row_id = m.row_id";
 /** Each member's row probed in the row index (`OFFSET 0`: the planner may not hash the whole table). */
@@ -55,9 +55,11 @@ export function postgresRowReads(pool: pg.Pool): PostgresRowReads {
            AND ($10::text[] IS NULL OR ${sql.anyOf("m.endpoint0", 10)} OR ${sql.anyOf("m.endpoint1", 10)})
            AND ($11::text[] IS NULL OR ${sql.anyOf("m.variant_of", 11)})
            AND ($12::text[] IS NULL OR ${sql.anyOf("m.identity", 12)})`;
-      const page = (
-        where: string,
-      ) => `SELECT ${query.bare === true ? `${bareColumns} FROM docscript_members m` : `${memberColumns} FROM docscript_members m ${withRows}`}
+      const source =
+        query.bare === true
+          ? `${bareColumns} FROM docscript_members m`
+          : `${memberColumns} FROM docscript_members m ${withRows}`;
+      const page = (where: string) => `SELECT ${source}
          WHERE m.document_id = $1 AND ${where} AND ${filters} ORDER BY m.member_id, m.row_id LIMIT $9`;
       // One entity's relations: a page from each end's index, which holds them in id order, merged (a
       // track's page of 30,000 clips walked the whole id index for those naming it: ~20-180 ms a page).
