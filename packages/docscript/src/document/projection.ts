@@ -165,13 +165,13 @@ export class Projection implements DocumentView {
   }
 
   /**
-   * Replaces what one `entities` row projects to (`undefined` removes the row). A row whose slots hold
-   * the relations they held (a write of fields) keeps them and their index entries as they were.
+   * Replaces what one `entities` row projects to (`undefined` removes the row); `read`: `json` as
+   * `readRow` reads it, known already. A row whose slots hold the relations they held keeps them.
    */
-  setRow(rowId: string, json: unknown): void {
+  setRow(rowId: string, json: unknown, read?: Omit<RowRecord, "json">): void {
     this.readAt = undefined;
     const previous = this.rows.get(rowId);
-    const next = json === undefined ? undefined : readRow(rowId, json, this.schema);
+    const next = json === undefined ? undefined : (read ?? readRow(rowId, json, this.schema));
     const kept =
       previous !== undefined && next !== undefined && sameRelations(previous.relations, next.relations)
         ? previous.relations

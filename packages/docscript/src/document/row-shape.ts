@@ -216,6 +216,7 @@ export function readRelationRow(relationId: string, json: unknown): StoredRelati
 
 /** Whether two rows' slot relations are the same, key for key (they are flat records). */
 export function sameRelations(left: readonly StoredRelation[], right: readonly StoredRelation[]): boolean {
+  if (left === right) return true;
   return (
     left.length === right.length &&
     left.every((a, index) => {

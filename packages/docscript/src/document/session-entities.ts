@@ -8,7 +8,7 @@ import { invariantsRead } from "./check-document.ts";
 import { ROW_SLOTS } from "./layout.ts";
 import { keepLoroHeadroom } from "./loro-memory.ts";
 import { RowsNeeded } from "./projection.ts";
-import type { StoredEntity } from "./row-shape.ts";
+import type { RowRecord, StoredEntity } from "./row-shape.ts";
 import type { SessionContext } from "./session-context.ts";
 import { sessionEntityReads } from "./session-entity-reads.ts";
 import type { CreateEntityInput, DocumentSession } from "./session-types.ts";
@@ -69,7 +69,15 @@ function prepareUpdate(
   entityId: string,
   ops: readonly UpdateOp[],
   rows: Map<string, unknown> | undefined,
-): { rowId: string; row: unknown; write: () => void; readByInvariants: boolean } {
+): {
+  rowId: string;
+  row: unknown;
+  write: () => void;
+  readByInvariants: boolean;
+  /** The entity as it was, and as the row will read after the write. */
+  stored: StoredEntity;
+  next: StoredEntity;
+} {
   const { schema, requireStored, rowJson, fieldsMapOf, embeddedJson, topLevelJson, withSlot } = context;
   const stored = requireStored(entityId);
   const { original, assembled } = assembleUpdate(context, stored, ops);
@@ -112,7 +120,41 @@ function prepareUpdate(
   // Whether an invariant may read what this update writes (ADR 0483): then its row's full reach
   // (the neighbours whose invariants read it) is checked at the run's end.
   const readByInvariants = [...touched].some((name) => invariantsRead(schema, stored.entityKind, name));
-  return { rowId: stored.rowId, row, write, readByInvariants };
+  return { rowId: stored.rowId, row, write, readByInvariants, stored, next };
+}
+
+/**
+ * The row the update leaves as `readRow` would read it (`read`, kept across a call's updates of one
+ * row): the entity written in place of its stored self, the rest as held; undefined when the row is
+ * to be read again: its stored self carried shape issues (the written row may lose them) or is not
+ * among the row's entities.
+ */
+function rowAfter(
+  projection: SessionContext["projection"],
+  prepared: Pick<ReturnType<typeof prepareUpdate>, "rowId" | "stored" | "next">,
+  read: Map<string, Omit<RowRecord, "json"> | undefined>,
+): void {
+  const { rowId, stored, next } = prepared;
+  const before = read.has(rowId) ? read.get(rowId) : projection.row(rowId);
+  const plain = (stored.shapeIssues?.length ?? 0) === 0 && before?.entities.includes(stored) === true;
+  read.set(
+    rowId,
+    before !== undefined && plain
+      ? {
+          entities: before.entities.map((entity) => (entity === stored ? next : entity)),
+          relations: before.relations,
+        }
+      : undefined,
+  );
+}
+
+/** The rows of `read` known as they will be read (`land`'s `read`). */
+function knownRead(
+  read: ReadonlyMap<string, Omit<RowRecord, "json"> | undefined>,
+): Map<string, Omit<RowRecord, "json">> {
+  const known = new Map<string, Omit<RowRecord, "json">>();
+  for (const [rowId, row] of read) if (row !== undefined) known.set(rowId, row);
+  return known;
 }
 
 function createEntity(context: SessionContext, input: CreateEntityInput): Entity {
@@ -192,9 +234,11 @@ function updateMany(
   const rows = new Map<string, unknown>();
   const writes: (() => void)[] = [];
   const reached = new Set<string>();
+  const read = new Map<string, Omit<RowRecord, "json"> | undefined>();
   for (const update of updates) {
     const prepared = prepareUpdate(context, update.entityId, update.ops, rows);
     rows.set(prepared.rowId, prepared.row);
+    rowAfter(projection, prepared, read);
     writes.push(prepared.write);
     if (prepared.readByInvariants) reached.add(prepared.rowId);
   }
@@ -209,7 +253,7 @@ function updateMany(
         }
       },
       [],
-      { fieldsOf: [...ids], reached },
+      { fieldsOf: [...ids], reached, read: knownRead(read) },
     );
   return writes.length;
 }
@@ -262,6 +306,8 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
     update(entityId, ops) {
       // A write of one entity's fields: checked as `updateMany` checks each of its entities.
       const prepared = prepareUpdate(context, entityId, ops, undefined);
+      const read = new Map<string, Omit<RowRecord, "json"> | undefined>();
+      rowAfter(projection, prepared, read);
       land(
         { entities: new Map([[prepared.rowId, prepared.row]]), relations: new Map() },
         prepared.write,
@@ -269,6 +315,7 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
         {
           fieldsOf: [entityId],
           reached: new Set(prepared.readByInvariants ? [prepared.rowId] : []),
+          read: knownRead(read),
         },
       );
       return projection.entity(entityId) as Entity;

@@ -19,6 +19,7 @@ import { refreshRows } from "./interpret.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
 import { keepLoroHeadroom } from "./loro-memory.ts";
 import { type Projection, RowsNeeded } from "./projection.ts";
+import type { RowRecord } from "./row-shape.ts";
 
 export type RowChanges = { entities: Map<string, unknown>; relations: Map<string, unknown> };
 
@@ -147,11 +148,14 @@ export interface LandParts {
 export function sessionLand({ doc, projection, rowJson, changed, relationsWritten }: LandParts) {
   const relationsMap = doc.getMap(RELATIONS);
   /** Puts the changed rows in the projection; answers how to put back what they replaced. */
-  const stage = (changes: RowChanges): (() => void) => {
+  const stage = (
+    changes: RowChanges,
+    read: ReadonlyMap<string, Omit<RowRecord, "json">> | undefined,
+  ): (() => void) => {
     const previous: RowChanges = { entities: new Map(), relations: new Map() };
     for (const [rowId, json] of changes.entities) {
       previous.entities.set(rowId, projection.row(rowId) === undefined ? undefined : rowJson(rowId));
-      projection.setRow(rowId, json);
+      projection.setRow(rowId, json, read?.get(rowId));
     }
     for (const [relationId, json] of changes.relations) {
       const stored = relationsMap.get(relationId) as unknown;
@@ -176,9 +180,16 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
      * new row whose fields are a `storedCopy`): they stay, and the rows are not read back out of the
      * document. `fieldsOf`: the write changes only these entities' fields, and is checked within their
      * reach alone; `reached`: the rows of those whose written fields an invariant reads, whose full
-     * reach the run's end checks (ADR 0483).
+     * reach the run's end checks (ADR 0483); `read`: rows known as `readRow` will read them (a write
+     * of fields: the entities written, the rest as held), not read again.
      */
-    exact: false | { readonly fieldsOf?: readonly string[]; readonly reached?: ReadonlySet<string> } = false,
+    exact:
+      | false
+      | {
+          readonly fieldsOf?: readonly string[];
+          readonly reached?: ReadonlySet<string>;
+          readonly read?: ReadonlyMap<string, Omit<RowRecord, "json">>;
+        } = false,
     /**
      * Entities of the scope whose invariants' answers the write cannot change (a relation moved
      * among its holder's others leaves the view of its target as it was): checked without them.
@@ -198,7 +209,8 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
     if (projection.lacking) throw new RowsNeeded();
     // What the before scope held stays checked, without widening it to its neighbours' relations (a
     // clip's track holds thousands): that is the server's scope too, and it keeps a write's check local.
-    let restore = stage(changes);
+    const read = exact === false ? undefined : exact.read;
+    let restore = stage(changes, read);
     let afterScope: ReturnType<typeof withKept>;
     let found: DocumentIssue[];
     try {
@@ -227,7 +239,7 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
       if (projection.lacking) throw new RowsNeeded();
       const added = found.filter((issue) => !before.has(issueKey(issue)));
       if (added.length > 0) throw DocScriptError.fromIssues("schema_violation", added);
-      restore = stage(changes);
+      restore = stage(changes, read);
     }
     mutateWhole(doc, mutate, restore);
     if (exact === false)
