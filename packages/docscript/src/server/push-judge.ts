@@ -162,7 +162,7 @@ function readSince(fork: LoroDoc, parts: StagedParts, imported: Frontiers, open:
     relations: new Set([...parts.kept.relations].filter((rowId) => relations.has(rowId))),
   };
   // A verdict holds only for the very row values it was told of (a row touched since is read anew).
-  return { entities, relations, kept, verdicts: parts.verdicts };
+  return { entities, relations, kept, verdicts: parts.verdicts, shapes: parts.shapes };
 }
 
 /** Fills made at most before a push is judged (its check's reach, a level a fill); past them it is judged and filled. */

@@ -20,7 +20,7 @@ import type { ContainerPlace, RowRoot } from "./document-store.ts";
 import type { FieldVerdict } from "./field-writes.ts";
 import type { OpenDocument } from "./open-document.ts";
 import { changesIn, unreadableKeys } from "./push-checks.ts";
-import { RowReads, scopeLacking } from "./push-staging.ts";
+import { RowReads, type RowShape, rowShapeOf, scopeLacking } from "./push-staging.ts";
 import { containersWritten, type FieldSet, fieldSetOf, patchedRow, rowValueOf } from "./row-containers.ts";
 
 /** What one run staged in a shadow: its peer's ops from `start` to `end`, and the rows they touched. */
@@ -55,6 +55,8 @@ export interface StagedParts {
   readonly depths: Map<string, number>;
   /** What each row read wrote, told as it was warmed: the push's check does not compare it again. */
   readonly verdicts: Map<string, FieldVerdict>;
+  /** Each `entities` row read, as `readRow` reads it, when warmed: the push sets it without reading it. */
+  readonly shapes: Map<string, RowShape>;
   /** Whether a slice of reads is queued. */
   reading: boolean;
 }
@@ -197,6 +199,7 @@ export async function stagePart(
     kept: { entities: new Set(), relations: new Set() },
     depths: new Map(),
     verdicts: new Map(),
+    shapes: new Map(),
     reading: false,
   };
   stagedIn.set(shadow, parts);
@@ -386,6 +389,10 @@ export async function warmStaged(
     relations: parts.relations,
     verdicts: parts.verdicts,
   });
+  for (const rowId of rows.entities) {
+    const json = parts.entities.get(rowId);
+    if (json !== undefined) parts.shapes.set(rowId, rowShapeOf(open.projection.schema, rowId, json));
+  }
   for (let fills = 0; fills < warmFills && scopeLacking(open.projection, rows, reads); fills++) await fill();
 }
 

@@ -15,7 +15,7 @@ import type { ContainerIndex } from "../document/container-index.ts";
 import { projectDocument } from "../document/interpret.ts";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
 import type { Projection } from "../document/projection.ts";
-import type { RowRecord } from "../document/row-shape.ts";
+import { type RowRecord, readRow } from "../document/row-shape.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { type ChangedRows, changedRows } from "./changed-rows.ts";
@@ -29,6 +29,17 @@ export interface KnownRows {
   readonly relations: ReadonlyMap<string, unknown>;
   readonly kept?: { readonly entities: ReadonlySet<string>; readonly relations: ReadonlySet<string> };
   readonly verdicts?: Map<string, FieldVerdict>;
+  readonly shapes?: ReadonlyMap<string, RowShape>;
+}
+
+/** An `entities` row's JSON as `readRow` read it: it holds for that very JSON only. */
+export interface RowShape {
+  readonly json: unknown;
+  readonly read: Omit<RowRecord, "json">;
+}
+
+export function rowShapeOf(schema: Schema, rowId: string, json: unknown): RowShape {
+  return { json, read: readRow(rowId, json, schema) };
 }
 
 /**
@@ -90,7 +101,11 @@ export class RowReads {
   apply(projection: Projection, rows: ChangedRows): void {
     this.entities ??= readRows(this.doc, ENTITIES, rows.entities, this.known.entities, this.maps);
     this.relations ??= readRows(this.doc, RELATIONS, rows.relations, this.known.relations, this.maps);
-    for (const [rowId, json] of this.entities) projection.setRow(rowId, json);
+    const shapes = this.known.shapes;
+    for (const [rowId, json] of this.entities) {
+      const shape = shapes?.get(rowId);
+      projection.setRow(rowId, json, shape !== undefined && shape.json === json ? shape.read : undefined);
+    }
     for (const [relationId, json] of this.relations) projection.setRelationRow(relationId, json);
   }
 
