@@ -10,7 +10,7 @@ import { ownValue } from "../schema/own-keys.ts";
 import type { DocumentIssue, DocumentView, Entity } from "../schema/types.ts";
 import { validatePayload } from "../schema/validate-payload.ts";
 import type { Projection } from "./projection.ts";
-import type { StoredRelation } from "./row-shape.ts";
+import type { StoredEntity, StoredRelation } from "./row-shape.ts";
 
 const deferredConstraints = new Set(["slot.required", "slot.embedded"]);
 
@@ -149,6 +149,19 @@ function payloadIssues(
   const issues = validatePayload(fields, payload, entityId);
   checkedPayloads.set(payload, { fields, entityId, issues });
   return issues;
+}
+
+/**
+ * Checks the payloads of `entities` ahead of their check (a push's staged rows, as they were and as
+ * they are after it, while the run goes on): that check then finds their issues remembered. Not a
+ * variant's: it is checked with its base's fields under its own.
+ */
+export function checkPayloadsAhead(schema: Schema, entities: Iterable<StoredEntity>): void {
+  for (const entity of entities) {
+    if (entity.variantOf !== undefined) continue;
+    const kind = ownValue(schema.entities, entity.entityKind);
+    if (kind !== undefined) payloadIssues(kind.fields, entity.own, entity.entityId);
+  }
 }
 
 /** The issues of one entity: its row's shape, kind, payload, variant, slots and identity. */

@@ -293,3 +293,22 @@ test("a call that comes while parts wait is answered first, and a push does the 
     await host.close();
   }
 });
+
+test("a staged run's field out of its bounds is refused by its push, though its rows were read ahead", async () => {
+  const { snapshot } = largeTimeline(50);
+  const { store, host, readBefore } = await hostWith(snapshot);
+  try {
+    const before = await storedRows(store);
+    // The parts are warmed (their rows' shapes and payloads read ahead) before the push judges them.
+    const { client: runner, from } = markersMoved(snapshot, 91, 50, (index) => (index === 37 ? -5 : 700_000));
+    for (const part of partsOf(runner, 0, 50, 10))
+      assert.deepEqual(await host.stage("doc", part, maxBytes), { staged: true });
+    const pushed = await host.push("doc", runner.export({ mode: "update", from }));
+    assert.equal(pushed.status, "rejected", JSON.stringify(pushed));
+    assert.match(JSON.stringify(pushed), /large-marker-37/);
+    assert.ok((readBefore[0] ?? 0) > 0, `read before: ${readBefore}`);
+    assert.deepEqual(await storedRows(store), before);
+  } finally {
+    await host.close();
+  }
+});

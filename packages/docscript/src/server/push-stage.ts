@@ -13,8 +13,11 @@ import {
   type JsonChange,
   type LoroDoc,
 } from "loro-crdt";
+import { checkPayloadsAhead } from "../document/check-document.ts";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
+import type { Projection } from "../document/projection.ts";
 import { readyForImportOf } from "../document/ready-for-imports.ts";
+import type { StoredEntity } from "../document/row-shape.ts";
 import { type ChangedRows, rowsOfSpans, spansOfUpdate } from "./changed-rows.ts";
 import type { ContainerPlace, RowRoot } from "./document-store.ts";
 import type { FieldVerdict } from "./field-writes.ts";
@@ -389,11 +392,32 @@ export async function warmStaged(
     relations: parts.relations,
     verdicts: parts.verdicts,
   });
+  const schema = open.projection.schema;
   for (const rowId of rows.entities) {
     const json = parts.entities.get(rowId);
-    if (json !== undefined) parts.shapes.set(rowId, rowShapeOf(open.projection.schema, rowId, json));
+    if (json !== undefined) parts.shapes.set(rowId, rowShapeOf(schema, rowId, json));
   }
   for (let fills = 0; fills < warmFills && scopeLacking(open.projection, rows, reads); fills++) await fill();
+  if (!open.projection.lacking) checkStagedAhead(open.projection, parts, rows.entities);
+}
+
+/**
+ * The payloads the push's check reads, checked ahead (`checkPayloadsAhead`) for `rowIds`, as they
+ * were (held now) and as the parts left them: of a row whose fields alone the parts wrote, the
+ * entities written (the check reaches only them); of any other, every entity of the row.
+ */
+function checkStagedAhead(projection: Projection, parts: StagedParts, rowIds: Iterable<string>): void {
+  for (const rowId of rowIds) {
+    const shape = parts.shapes.get(rowId);
+    const verdict = parts.verdicts.get(rowId);
+    const written = verdict !== undefined && verdict.after === shape?.json ? verdict.written : undefined;
+    const read = (entities: readonly StoredEntity[] | undefined) =>
+      written === undefined
+        ? (entities ?? [])
+        : (entities ?? []).filter((entity) => written.includes(entity.entityId));
+    checkPayloadsAhead(projection.schema, read(shape?.read.entities));
+    checkPayloadsAhead(projection.schema, read(projection.row(rowId)?.entities));
+  }
 }
 
 /**
