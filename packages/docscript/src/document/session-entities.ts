@@ -148,15 +148,6 @@ function rowAfter(
   );
 }
 
-/** The rows of `read` known as they will be read (`land`'s `read`). */
-function knownRead(
-  read: ReadonlyMap<string, Omit<RowRecord, "json"> | undefined>,
-): Map<string, Omit<RowRecord, "json">> {
-  const known = new Map<string, Omit<RowRecord, "json">>();
-  for (const [rowId, row] of read) if (row !== undefined) known.set(rowId, row);
-  return known;
-}
-
 function createEntity(context: SessionContext, input: CreateEntityInput): Entity {
   const { schema, projection, createId, land, hostOnlyCheck, topLevelJson, writeTopLevelRow } = context;
   const kind = ownValue(schema.entities, input.entityKind);
@@ -253,7 +244,7 @@ function updateMany(
         }
       },
       [],
-      { fieldsOf: [...ids], reached, read: knownRead(read) },
+      { fieldsOf: [...ids], reached, read },
     );
   return writes.length;
 }
@@ -315,7 +306,7 @@ export function sessionEntities(context: SessionContext): DocumentSession["entit
         {
           fieldsOf: [entityId],
           reached: new Set(prepared.readByInvariants ? [prepared.rowId] : []),
-          read: knownRead(read),
+          read,
         },
       );
       return projection.entity(entityId) as Entity;

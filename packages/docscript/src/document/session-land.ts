@@ -150,7 +150,7 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
   /** Puts the changed rows in the projection; answers how to put back what they replaced. */
   const stage = (
     changes: RowChanges,
-    read: ReadonlyMap<string, Omit<RowRecord, "json">> | undefined,
+    read: ReadonlyMap<string, Omit<RowRecord, "json"> | undefined> | undefined,
   ): (() => void) => {
     const previous: RowChanges = { entities: new Map(), relations: new Map() };
     for (const [rowId, json] of changes.entities) {
@@ -181,14 +181,14 @@ export function sessionLand({ doc, projection, rowJson, changed, relationsWritte
      * document. `fieldsOf`: the write changes only these entities' fields, and is checked within their
      * reach alone; `reached`: the rows of those whose written fields an invariant reads, whose full
      * reach the run's end checks (ADR 0483); `read`: rows known as `readRow` will read them (a write
-     * of fields: the entities written, the rest as held), not read again.
+     * of fields: the entities written, the rest as held), not read again; undefined, a row read again.
      */
     exact:
       | false
       | {
           readonly fieldsOf?: readonly string[];
           readonly reached?: ReadonlySet<string>;
-          readonly read?: ReadonlyMap<string, Omit<RowRecord, "json">>;
+          readonly read?: ReadonlyMap<string, Omit<RowRecord, "json"> | undefined>;
         } = false,
     /**
      * Entities of the scope whose invariants' answers the write cannot change (a relation moved
