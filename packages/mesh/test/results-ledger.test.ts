@@ -299,7 +299,8 @@ it("a node whose bucket create comes after another node's opened the ledger stil
       if (subject.includes(".STREAM.CREATE.")) await firstAnswered;
     },
     (subject) => {
-      if (subject.includes(".STREAM.INFO.")) secondLooked();
+      // Its look for the results bucket's stream, not the membership stream's it reads first.
+      if (subject.includes(".STREAM.INFO.") && subject.includes("-results-race")) secondLooked();
     },
   );
   for (const [index, connection] of [first, second].entries())
