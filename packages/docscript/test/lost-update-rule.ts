@@ -32,6 +32,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import type { Logger } from "@tackle/core";
 import { decodeImportBlobMeta, LoroDoc } from "loro-crdt";
 import { projectDocument } from "../src/document/interpret.ts";
 import { encodeVersion } from "../src/document/version.ts";
@@ -104,6 +105,8 @@ export interface RoundCounts {
   /** Parts of plans staged ahead of pushes (ADR 0508), and how many of them the server took. */
   partsSent: number;
   partsStaged: number;
+  /** Pushes judged in a detached replica from the rows their parts patched (ADR 0517). */
+  judgedDetached: number;
 }
 
 /**
@@ -315,6 +318,17 @@ export function lostUpdateSuite(
     remainingRefused: 0,
     partsSent: 0,
     partsStaged: 0,
+    judgedDetached: 0,
+  };
+  // Counts the pushes judged detached (ADR 0517), off the host's debug line for each push judged.
+  const ignore = () => {};
+  const logger: Logger = {
+    debug(message, fields) {
+      if (message === "docscript: push judged" && fields?.detached === true) counts.judgedDetached++;
+    },
+    info: ignore,
+    warn: ignore,
+    error: ignore,
   };
   describe(`the lost-update rule on ${name}: ${documents * roundsPerDocument} rounds of two or three concurrent plans`, () => {
     let host: DocumentHost;
@@ -322,7 +336,7 @@ export function lostUpdateSuite(
     const snapshot = seedSnapshot();
     before(async () => {
       store = await openStore();
-      host = new DocumentHost({ store, schema: timelineSchema, ...hostOptions });
+      host = new DocumentHost({ store, schema: timelineSchema, logger, ...hostOptions });
     });
     after(async () => {
       await host.close();
@@ -339,8 +353,10 @@ export function lostUpdateSuite(
     it("the rounds met conflicts of every kind often enough to test the rule", (context) => {
       assert.ok(counts.rounds >= documents * roundsPerDocument * 0.9, JSON.stringify(counts));
       assert.ok(counts.conflicted >= documents * 2, JSON.stringify(counts));
-      // Pushes were judged after parts of their own update and of others' (ADR 0508).
+      // Pushes were judged after parts of their own update and of others' (ADR 0508), some of them
+      // in a detached replica (ADR 0517).
       assert.ok(counts.partsStaged > 0, JSON.stringify(counts));
+      if (documents >= 10) assert.ok(counts.judgedDetached > 0, JSON.stringify(counts));
       // A replay of a few seeds may meet no `applyRemaining` of one kind; a run of many does.
       if (documents >= 10)
         assert.ok(

@@ -16,12 +16,15 @@ import { type DocumentStore, StoreConflictError } from "./document-store.ts";
 import { type Authorization, type DocumentHostOptions, hashToken, type PlanState } from "./host-options.ts";
 import { IdleWork } from "./idle-work.ts";
 import {
+  catchUpSlice,
   describeError,
   forkTakesOver,
   forkTakesOverAtoms,
   heldRowsBound,
+  importLater,
   type LogState,
   type OpenDocument,
+  opsOf,
   type PushOptions,
   StaleRowsError,
 } from "./open-document.ts";
@@ -193,11 +196,12 @@ export class DocumentHost {
       // Listen before reading, so a push stored between the read and the wait still wakes it.
       const next = waitMs > 0 ? this.waiters.next(documentId) : undefined;
       const answer = await this.serialized(documentId, async () => {
-        const open = await this.docs.current(documentId);
-        const version = open.doc.oplogVersion();
+        // Its ops alone: read from the replica that holds them while the live document catches up.
+        const ops = opsOf(await this.docs.current(documentId));
+        const version = ops.oplogVersion();
         const comparison = version.compare(from);
         return {
-          bytes: open.doc.export({ mode: "update", from }),
+          bytes: ops.export({ mode: "update", from }),
           version: encodeVersion(version),
           // Equal or behind: nothing the client lacks.
           lacking: comparison === undefined || comparison > 0,
@@ -268,6 +272,8 @@ export class DocumentHost {
       // Parts staged of another update than this one are not judged with it (ADR 0508).
       if (!partsFitPush(open, decoded.meta)) open.shadow = undefined;
       await this.docs.shadowOf(documentId, open);
+      // What it carries past parts held detached, staged and read like them (ADR 0517).
+      await this.stager.stageTail(documentId, open, bytes, decoded.meta);
       const prepared = preparePush(open, bytes, decoded.meta);
       if ("result" in prepared) return prepared.result;
       if (
@@ -313,7 +319,14 @@ export class DocumentHost {
         if (StoreConflictError.isInstance(error) && attempt < 5) continue;
         throw error;
       }
-      if (outcome.fork !== undefined && forkTakesOver(outcome.fork, prepared.spans, this.forkAtoms)) {
+      if (outcome.fork?.isDetached() === true) {
+        // Judged in a detached replica, which holds the update's ops and not their state (ADR 0517):
+        // the live document imports it after the answer, before anything reads it.
+        importLater(open, [...(prepared.held ?? []), stored], outcome.fork);
+        open.shadow = undefined;
+        open.forkNext = true;
+        this.catchUpLater(documentId, open);
+      } else if (outcome.fork !== undefined && forkTakesOver(outcome.fork, prepared.spans, this.forkAtoms)) {
         // Imported again, a large update costs Loro as much as it did in the fork (the first write to
         // each container it touches): the fork, which holds the stored update, becomes the live
         // document, and the next push's replica is forked from it (ADR 0496).
@@ -373,6 +386,7 @@ export class DocumentHost {
           rounds,
           fills,
           readBefore: prepared.reads.readBefore,
+          detached: prepared.fork.isDetached(),
         }),
     });
   }
@@ -398,6 +412,26 @@ export class DocumentHost {
         documentId,
         error: describeError(error),
       });
+    });
+  }
+
+  /**
+   * Imports what the live document lacks (`importLater`, ADR 0517) a part at a time as idle work; a
+   * document that cannot take it is dropped, and opens afresh from the store.
+   */
+  private catchUpLater(documentId: string, open: OpenDocument): void {
+    this.idle.add(documentId, async () => {
+      if (this.docs.open.get(documentId) !== open) return;
+      try {
+        if (catchUpSlice(open)) this.catchUpLater(documentId, open);
+        else this.docs.readyLater(documentId, (work) => this.serialized(documentId, work), this.logger);
+      } catch (error) {
+        this.docs.open.delete(documentId);
+        this.logger.error("docscript: the live document did not take a stored update; it opens afresh", {
+          documentId,
+          error: describeError(error),
+        });
+      }
     });
   }
 

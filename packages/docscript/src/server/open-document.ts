@@ -107,3 +107,80 @@ function forkTakesOver(fork: LoroDoc, spans: readonly IdSpan[], minAtoms = forkT
   for (const [, counter] of fork.oplogVersion().toJSON()) history += counter;
   return atoms * 64 >= history;
 }
+
+/**
+ * Updates stored and not imported into their open document's live Loro document yet (ADR 0517), and a
+ * detached replica that holds their ops (not their state): what a pull exports meanwhile.
+ */
+interface Behind {
+  readonly updates: Uint8Array[];
+  oplog: LoroDoc;
+}
+
+const behindOf = new WeakMap<OpenDocument, Behind>();
+/** Each open document's live Loro document, behind its accessor (`openDocumentOf`). */
+const liveOf = new WeakMap<OpenDocument, LoroDoc>();
+
+/**
+ * An open document whose `doc` is read through an accessor: updates stored while the live document
+ * lacks them (`importLater`: a push judged in a detached replica, ADR 0517) are imported on the first
+ * read of `doc`, so no call ever reads the live document behind what the store holds.
+ */
+export function openDocumentOf(fields: Omit<OpenDocument, "doc">, doc: LoroDoc): OpenDocument {
+  const open = { ...fields } as OpenDocument;
+  liveOf.set(open, doc);
+  Object.defineProperty(open, "doc", {
+    enumerable: true,
+    get(): LoroDoc {
+      while (catchUpSlice(open)) {}
+      return liveOf.get(open) as LoroDoc;
+    },
+    set(next: LoroDoc) {
+      behindOf.delete(open);
+      liveOf.set(open, next);
+    },
+  });
+  return open;
+}
+
+/**
+ * Has `open.doc` import `updates` (in order; the last the stored update, those before it parts of it)
+ * on its next read, or a slice at a time (`catchUpSlice`); `oplog`, a detached replica holding their
+ * ops, answers what reads only ops meanwhile (`opsOf`).
+ */
+export function importLater(open: OpenDocument, updates: readonly Uint8Array[], oplog: LoroDoc): void {
+  const behind = behindOf.get(open);
+  if (behind === undefined) behindOf.set(open, { updates: [...updates], oplog });
+  else {
+    behind.updates.push(...updates);
+    behind.oplog = oplog;
+  }
+}
+
+/**
+ * Imports the next update the live document lacks: whether more are left. One that fails to import
+ * stays first, and fails every read of the document after it.
+ */
+export function catchUpSlice(open: OpenDocument): boolean {
+  const behind = behindOf.get(open);
+  const live = liveOf.get(open);
+  const next = behind?.updates[0];
+  if (behind === undefined || live === undefined || next === undefined) return false;
+  live.import(next);
+  behind.updates.shift();
+  if (behind.updates.length === 0) behindOf.delete(open);
+  return isBehind(open);
+}
+
+/** Whether `open.doc` still has stored updates to import. */
+export function isBehind(open: OpenDocument): boolean {
+  return behindOf.has(open);
+}
+
+/**
+ * The document's ops as stored, for what reads only ops (a pull's export, a version): the live document,
+ * or while it is behind (`importLater`) the detached replica that holds them.
+ */
+export function opsOf(open: OpenDocument): LoroDoc {
+  return behindOf.get(open)?.oplog ?? open.doc;
+}

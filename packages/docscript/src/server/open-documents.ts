@@ -19,8 +19,10 @@ import type { DocumentStore } from "./document-store.ts";
 import {
   describeError,
   importLogged,
+  isBehind,
   type LogState,
   type OpenDocument,
+  openDocumentOf,
   StaleRowsError,
   servedRowsBound,
 } from "./open-document.ts";
@@ -103,7 +105,8 @@ export class OpenDocuments {
    */
   async readyNextPush(documentId: string): Promise<void> {
     const open = this.open.get(documentId);
-    if (open === undefined) return;
+    // A document catching up with its last push (ADR 0517) is readied once it has.
+    if (open === undefined || isBehind(open)) return;
     readyForImports(open.doc);
     readyForImports(await this.shadowOf(documentId, open));
   }
@@ -243,19 +246,21 @@ export class OpenDocuments {
     // Nothing is read out of the document: rows come from the store's projection when a push or a
     // page needs them. The container index fills as pushes touch rows, each container found through
     // the op that created it.
-    const open: OpenDocument = {
+    const open = openDocumentOf(
+      {
+        shadow: undefined,
+        index: new Map(),
+        projection: storeProjection(this.schema, this.store, documentId),
+        issues: undefined,
+        seq: withRows.at(-1)?.seq ?? stored.snapshotSeq,
+        snapshotSeq: stored.snapshotSeq,
+        logBytes: stored.updates.reduce((sum, update) => sum + update.bytes.length, 0),
+        logSince: stored.updates.length === 0 ? undefined : Date.now(),
+        tokenHash: stored.tokenHash,
+        plans: undefined,
+      },
       doc,
-      shadow: undefined,
-      index: new Map(),
-      projection: storeProjection(this.schema, this.store, documentId),
-      issues: undefined,
-      seq: withRows.at(-1)?.seq ?? stored.snapshotSeq,
-      snapshotSeq: stored.snapshotSeq,
-      logBytes: stored.updates.reduce((sum, update) => sum + update.bytes.length, 0),
-      logSince: stored.updates.length === 0 ? undefined : Date.now(),
-      tokenHash: stored.tokenHash,
-      plans: undefined,
-    };
+    );
     this.open.set(documentId, open);
     while (this.open.size > this.maxOpen) {
       const oldest = this.open.keys().next().value as string;

@@ -4,7 +4,7 @@
  * and the push's lookups for them warmed (`readStaged`, `warmStaged`).
  */
 import type { Logger } from "@tackle/core";
-import { decodeImportBlobMeta, type LoroDoc } from "loro-crdt";
+import { decodeImportBlobMeta, type ImportBlobMetadata, type LoroDoc } from "loro-crdt";
 import { ENTITIES } from "../document/layout.ts";
 import { spansOfUpdate } from "./changed-rows.ts";
 import type { DocumentStore } from "./document-store.ts";
@@ -12,16 +12,15 @@ import type { IdleWork } from "./idle-work.ts";
 import { describeError, type OpenDocument } from "./open-document.ts";
 import type { OpenDocuments } from "./open-documents.ts";
 import {
+  attachedShadow,
   type PlacesOf,
-  patchesAhead,
-  readStaged,
   type StageAnswer,
-  type StoredRow,
   stagedIdleMs,
   stagedOf,
   stagePart,
-  warmStaged,
+  stagePushTail,
 } from "./push-stage.ts";
+import { patchesAhead, readStaged, type StoredRow, warmStaged } from "./staged-reads.ts";
 
 /** Fills made at most to hold the stored rows one slice patches (ADR 0514). */
 const patchFills = 4;
@@ -152,22 +151,46 @@ export class PartStager {
     const left = stagedOf(open.shadow);
     if (left !== undefined && Date.now() - left.lastAt > stagedIdleMs) open.shadow = undefined;
     const shadow = await this.context.docs.shadowOf(documentId, open);
-    const store = this.context.store;
-    const placesOf: PlacesOf | undefined =
-      store?.containerPlaces === undefined
-        ? undefined
-        : (containerIds) => store.containerPlaces?.(documentId, containerIds) ?? Promise.resolve(new Map());
-    const { staged, reason, dropShadow, early } = await stagePart(
-      open,
-      shadow,
-      bytes,
-      maxBytes,
-      Date.now(),
-      placesOf,
-    );
-    if (dropShadow === true) open.shadow = undefined;
-    if (staged) this.readStagedLater(documentId, shadow);
+    const outcome = await stagePart(open, shadow, bytes, maxBytes, Date.now(), this.placesOf(documentId));
+    const { staged, reason, early } = outcome;
+    this.afterPart(documentId, open, shadow, outcome);
     return { staged, ...(reason === undefined ? {} : { reason }), ...(early === undefined ? {} : { early }) };
+  }
+
+  /**
+   * Stages what a push carries past its staged parts when they are held detached (ADR 0517), and reads
+   * every row left unread: the push is then judged from the rows read, never from Loro's state. The
+   * caller holds the document's turn.
+   */
+  async stageTail(documentId: string, open: OpenDocument, bytes: Uint8Array, meta: ImportBlobMetadata) {
+    const shadow = open.shadow;
+    if (shadow === undefined || stagedOf(shadow)?.held === undefined) return;
+    const outcome = await stagePushTail(open, shadow, bytes, meta, this.placesOf(documentId));
+    // Not staged: the push is judged as any push, in a replica made for it.
+    if (!outcome.staged) open.shadow = undefined;
+    else this.afterPart(documentId, open, shadow, outcome);
+    while (open.shadow !== undefined && (await this.readSlice(documentId, open.shadow))) {}
+  }
+
+  /** The store's container index, when it has one (ADR 0514). */
+  private placesOf(documentId: string): PlacesOf | undefined {
+    const store = this.context.store;
+    if (store?.containerPlaces === undefined) return undefined;
+    return (containerIds) => store.containerPlaces?.(documentId, containerIds) ?? Promise.resolve(new Map());
+  }
+
+  /** The shadow after a part: dropped, replaced by an attached one, and its new rows' reading queued. */
+  private afterPart(
+    documentId: string,
+    open: OpenDocument,
+    shadow: LoroDoc,
+    outcome: { readonly staged: boolean; readonly dropShadow?: boolean; readonly shadow?: LoroDoc },
+  ): void {
+    if (outcome.dropShadow === true && open.shadow === shadow) open.shadow = undefined;
+    if (!outcome.staged) return;
+    const now = outcome.shadow ?? shadow;
+    if (open.shadow === shadow) open.shadow = now;
+    this.readStagedLater(documentId, now);
   }
 
   /** Reads the rows staged in `shadow` a slice at a time, as idle work, until none is left unread. */
@@ -179,15 +202,33 @@ export class PartStager {
       parts.reading = false;
       const open = this.context.docs.open.get(documentId);
       if (open?.shadow !== shadow) return;
-      const more = readStaged(shadow, undefined, await this.storedAhead(documentId, open, shadow));
-      // What the push's check will look up for these rows, read into the projection meanwhile.
-      await warmStaged(open, shadow, () =>
-        this.context.docs.fill(documentId, open.projection, open.seq),
-      ).catch((error: unknown) =>
-        this.context.logger.debug("docscript: warming a staged part's lookups failed", { error }),
-      );
-      if (more) this.readStagedLater(documentId, shadow);
+      if (await this.readSlice(documentId, shadow)) this.readStagedLater(documentId, open.shadow ?? shadow);
     });
+  }
+
+  /**
+   * Reads a slice of the rows staged in `shadow` (the open document's) and warms their lookups: whether
+   * some are left. A detached shadow that holds a row it cannot patch is replaced by an attached one.
+   */
+  private async readSlice(documentId: string, shadow: LoroDoc): Promise<boolean> {
+    const open = this.context.docs.open.get(documentId);
+    if (open?.shadow !== shadow) return false;
+    let read = readStaged(shadow, undefined, await this.storedAhead(documentId, open, shadow));
+    let now = shadow;
+    if (read === "attach") {
+      const attached = attachedShadow(open, shadow, stagedOf(shadow));
+
+      open.shadow = attached;
+      if (attached === undefined) return false;
+      now = attached;
+      read = readStaged(now, undefined, await this.storedAhead(documentId, open, now)) === true;
+    }
+    // What the push's check will look up for these rows, read into the projection meanwhile.
+    await warmStaged(open, now, () => this.context.docs.fill(documentId, open.projection, open.seq)).catch(
+      (error: unknown) =>
+        this.context.logger.debug("docscript: warming a staged part's lookups failed", { error }),
+    );
+    return read === true;
   }
 
   /**

@@ -25,6 +25,7 @@ import type { ConflictReason, PushResult } from "./push-result.ts";
 import { type StagedParts, takeStaged } from "./push-stage.ts";
 import {
   issuesOnItsOwn,
+  type KnownRows,
   nextIssues,
   RowReads,
   type Staged,
@@ -47,6 +48,8 @@ interface Prepared {
   readonly rows: ChangedRows;
   /** Those rows as the fork holds them with the push, read once across the check's rounds. */
   readonly reads: RowReads;
+  /** The staged parts' bytes, when the fork is detached (ADR 0517): the live document imports them. */
+  readonly held?: readonly Uint8Array[];
 }
 
 export /** A push judged: its answer and, when it is to be stored (`undo` set), what is stored with it. */
@@ -106,7 +109,7 @@ export function preparePush(
   // Parts of this push staged in the shadow (ADR 0508; the caller dropped parts of any other update):
   // the push is judged from the live document's frontiers, as if none had come before it.
   const parts = takeStaged(fork);
-  const imported = fork.frontiers();
+  const imported = fork.oplogFrontiers();
   const before = parts?.from ?? imported;
   try {
     readyForImportInto(fork, bytes, meta);
@@ -117,10 +120,10 @@ export function preparePush(
   } catch (error) {
     return reject([`the update does not import: ${describeError(error)}`]);
   }
-  const after = fork.frontiers();
+  const after = fork.oplogFrontiers();
   if (fork.cmpFrontiers(before, after) === 0) {
     // Already stored (a retried push): store nothing and say so.
-    open.shadow = fork;
+    if (!fork.isDetached()) open.shadow = fork;
     const version = encodeVersion(open.doc.oplogVersion());
     return { result: { status: "committed", version, duplicate: true } };
   }
@@ -134,6 +137,14 @@ export function preparePush(
   const planIds = planIdsOf(fork, spans, changes);
   // The changes the server held that the update's base did not: what it may lose (ADR 0475).
   const concurrent = fork.findIdSpansBetween(meta.startFrontiers, before).forward;
+  const rows = rowsOfSpans(fork, spans, open.index, changes);
+  const known = parts === undefined ? undefined : readSince(fork, parts, imported, open);
+  if (fork.isDetached() && !judgedDetached(rows, concurrent, known)) {
+    // A detached replica holds the push's ops, not their state (ADR 0517): what its judgement would
+    // read there is judged in a replica made for it, as any push.
+    open.shadow = undefined;
+    return preparePush(open, bytes, meta);
+  }
   return {
     bytes,
     fork,
@@ -142,17 +153,33 @@ export function preparePush(
     planIds,
     concurrent,
     pushed: after,
-    rows: rowsOfSpans(fork, spans, open.index, changes),
-    reads: new RowReads(fork, parts === undefined ? undefined : readSince(fork, parts, imported, open)),
+    rows,
+    reads: new RowReads(fork, known),
+    ...(fork.isDetached() && parts?.held !== undefined ? { held: parts.held } : {}),
   };
+}
+
+/**
+ * Whether a push in a detached replica can be judged there (ADR 0517): made on everything the server
+ * holds, and every row it touched read before it (patched from its stored JSON by the staged parts).
+ */
+function judgedDetached(rows: ChangedRows, concurrent: readonly IdSpan[], known: KnownRows | undefined) {
+  if (known === undefined || concurrent.length > 0 || rows.foreignRoots.size > 0) return false;
+  for (const rowId of rows.entities) if (!known.entities.has(rowId)) return false;
+  for (const rowId of rows.relations) if (!known.relations.has(rowId)) return false;
+  return true;
 }
 
 /**
  * The rows the staged parts read that no op after them touched: as the fork holds them with the push,
  * and of those, the ones patched from their stored JSON (their maps the store's, ADR 0514).
  */
-function readSince(fork: LoroDoc, parts: StagedParts, imported: Frontiers, open: OpenDocument) {
-  const touched = rowsOfSpans(fork, fork.findIdSpansBetween(imported, fork.frontiers()).forward, open.index);
+function readSince(fork: LoroDoc, parts: StagedParts, imported: Frontiers, open: OpenDocument): KnownRows {
+  const touched = rowsOfSpans(
+    fork,
+    fork.findIdSpansBetween(imported, fork.oplogFrontiers()).forward,
+    open.index,
+  );
   const entities = new Map(parts.entities);
   const relations = new Map(parts.relations);
   for (const rowId of touched.entities) entities.delete(rowId);

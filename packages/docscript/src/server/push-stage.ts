@@ -13,18 +13,15 @@ import {
   type JsonChange,
   type LoroDoc,
 } from "loro-crdt";
-import { checkPayloadsAhead } from "../document/check-document.ts";
-import { ENTITIES, RELATIONS } from "../document/layout.ts";
-import type { Projection } from "../document/projection.ts";
+import { RELATIONS } from "../document/layout.ts";
 import { readyForImportOf } from "../document/ready-for-imports.ts";
-import type { StoredEntity } from "../document/row-shape.ts";
 import { type ChangedRows, rowsOfSpans, spansOfUpdate } from "./changed-rows.ts";
-import type { ContainerPlace, RowRoot } from "./document-store.ts";
+import type { ContainerPlace } from "./document-store.ts";
 import type { FieldVerdict } from "./field-writes.ts";
 import type { OpenDocument } from "./open-document.ts";
 import { changesIn, unreadableKeys } from "./push-checks.ts";
-import { RowReads, type RowShape, rowShapeOf, scopeLacking } from "./push-staging.ts";
-import { containersWritten, type FieldSet, fieldSetOf, patchedRow, rowValueOf } from "./row-containers.ts";
+import type { RowShape } from "./push-staging.ts";
+import { containersWritten, type FieldSet, fieldSetOf } from "./row-containers.ts";
 
 /** What one run staged in a shadow: its peer's ops from `start` to `end`, and the rows they touched. */
 export interface StagedParts {
@@ -60,6 +57,11 @@ export interface StagedParts {
   readonly verdicts: Map<string, FieldVerdict>;
   /** Each `entities` row read, as `readRow` reads it, when warmed: the push sets it without reading it. */
   readonly shapes: Map<string, RowShape>;
+  /**
+   * The parts' bytes while the shadow is detached (ADR 0517): it holds their ops, not their state;
+   * undefined once the parts are in an attached replica (`attachedShadow`).
+   */
+  held: Uint8Array[] | undefined;
   /** Whether a slice of reads is queued. */
   reading: boolean;
 }
@@ -75,12 +77,6 @@ export function stagedOf(shadow: LoroDoc | undefined): StagedParts | undefined {
 /** A staged run's parts give way to another run's once none came for this long (that run ended). */
 export const stagedIdleMs = 30_000;
 
-/**
- * Rows read out of Loro per queued slice (~70 µs a row at 100k entities, and the warming of their
- * lookups: a slice takes ~25 ms, which a run's lookup waits at most).
- */
-export const rowsPerSlice = 200;
-
 /** What the server answers a part. */
 export interface StageAnswer {
   readonly staged: boolean;
@@ -95,7 +91,12 @@ export interface StageAnswer {
  * the server holds nowhere while nothing is staged (the run's first part still to come, or a run
  * built on its own changes never pushed, whose part never fits). It may be tried again later.
  */
-type PartOutcome = StageAnswer & { readonly dropShadow?: boolean; readonly early?: boolean };
+type PartOutcome = StageAnswer & {
+  readonly dropShadow?: boolean;
+  readonly early?: boolean;
+  /** The shadow that now holds the parts, when the one given was replaced (`attachedShadow`). */
+  readonly shadow?: LoroDoc;
+};
 
 const refused = (reason: string): PartOutcome => ({ staged: false, reason });
 
@@ -131,7 +132,7 @@ export async function stagePart(
   const staged = stagedIn.get(shadow);
   const notFollowing = "the part does not follow the staged ones";
   if (staged === undefined) {
-    if (shadow.cmpFrontiers(shadow.frontiers(), open.doc.frontiers()) !== 0)
+    if (shadow.cmpFrontiers(shadow.oplogFrontiers(), open.doc.frontiers()) !== 0)
       return refused("the shadow is not a replica of the document");
     // Made on its own run's ops the server holds nowhere: an earlier part of the run still to come,
     // or changes of its own never pushed.
@@ -150,7 +151,55 @@ export async function stagePart(
     return refused("the part depends on changes the server does not hold");
   if ((staged?.bytes ?? 0) + bytes.byteLength > maxBytes)
     return refused(`the parts would carry more than ${maxBytes} bytes`);
-  const before = shadow.frontiers();
+  return takePart(open, shadow, bytes, meta, { peer, counter: span.counter }, now, placesOf);
+}
+
+/**
+ * Stages what a push carries past the parts staged before it (ADR 0517), when the shadow is detached:
+ * its ops are imported and their rows patched like a part's, so the push is judged without reading
+ * Loro's state. The outcome says when the shadow was replaced by an attached one, or is to be dropped.
+ */
+export function stagePushTail(
+  open: OpenDocument,
+  shadow: LoroDoc,
+  bytes: Uint8Array,
+  meta: ImportBlobMetadata,
+  placesOf: PlacesOf | undefined,
+): Promise<PartOutcome> {
+  const parts = stagedIn.get(shadow);
+  if (parts === undefined) return Promise.resolve({ staged: false });
+  return takePart(
+    open,
+    shadow,
+    bytes,
+    meta,
+    { peer: parts.peer, counter: parts.start },
+    Date.now(),
+    placesOf,
+  );
+}
+
+/**
+ * Imports a part (or a push's ops past its parts) into `shadow` and records the rows it touched. The
+ * first part of a run the store's index can place goes into the shadow detached (ADR 0517): Loro then
+ * keeps its ops without applying them to the state (a 500-op part: well under a millisecond against
+ * ~40 ms attached, at 100k entities); while every op is a placed field set the rows are patched from
+ * their stored JSON and nothing reads the state. The first op that is not one has the shadow replaced
+ * by an attached replica holding every part (`attachedShadow`), read as before.
+ */
+async function takePart(
+  open: OpenDocument,
+  given: LoroDoc,
+  bytes: Uint8Array,
+  meta: ImportBlobMetadata,
+  first: { readonly peer: string; readonly counter: number },
+  now: number,
+  placesOf: PlacesOf | undefined,
+): Promise<PartOutcome> {
+  let shadow = given;
+  const staged = stagedIn.get(shadow);
+  if (staged === undefined && placesOf !== undefined && !shadow.isDetached()) shadow.detach();
+  const before = shadow.oplogFrontiers();
   try {
     readyForImportOf(bytes);
     const status = shadow.import(bytes);
@@ -159,7 +208,8 @@ export async function stagePart(
   } catch {
     return { ...refused("the part does not import"), dropShadow: true };
   }
-  const partSpans = shadow.findIdSpansBetween(before, shadow.frontiers()).forward;
+  const partSpans = shadow.findIdSpansBetween(before, shadow.oplogFrontiers()).forward;
+  if (partSpans.length === 0 && staged !== undefined) return { staged: true };
   const changes = changesIn(shadow, partSpans);
   let places: ReadonlyMap<string, ContainerPlace>;
   try {
@@ -174,23 +224,55 @@ export async function stagePart(
     depths.set(containerId, place.path.length + 1);
     open.index.set(containerId, { root: place.root, rowId: place.rowId });
   }
+  const { sets, unplaced } = placedSets(open, shadow, meta, changes, places);
+  // An op that is not a placed field set is read out of Loro's state: from here on in an attached replica.
+  if (shadow.isDetached() && unplaced.length > 0) {
+    const attached = attachedShadow(open, shadow, staged, bytes);
+    if (attached === undefined)
+      return { ...refused("the document changed since the run's first part"), dropShadow: true };
+    shadow = attached;
+  }
   // Nothing of a part no row can hold is read (its push is refused when it comes).
   if (unreadableKeys(shadow, partSpans, changes, depths).length > 0)
     return { ...refused("the part writes what no row can hold"), dropShadow: true };
   // The rows the part touched, found once: those of its placed field sets by the index, the rest as
   // any push's are (read whole from then on).
-  const { sets, unplaced } = placedSets(open, shadow, meta, changes, places);
   const whole = rowsOfSpans(shadow, partSpans, open.index, unplaced);
   const rows: ChangedRows = {
     entities: new Set([...whole.entities, ...sets.entities.keys()]),
     relations: new Set([...whole.relations, ...sets.relations.keys()]),
     foreignRoots: whole.foreignRoots,
   };
-  const parts: StagedParts = staged ?? {
-    peer,
+  const parts: StagedParts = staged ?? newParts(open, first, now);
+  stagedIn.set(shadow, parts);
+  if (shadow.isDetached()) parts.held?.push(bytes);
+  else parts.held = undefined;
+  for (const [containerId, depth] of depths) parts.depths.set(containerId, depth);
+  recordSets(parts, rows, sets, whole);
+  for (const rowId of rows.entities) {
+    parts.entities.delete(rowId);
+    parts.unreadEntities.add(rowId);
+  }
+  for (const rowId of rows.relations) {
+    parts.relations.delete(rowId);
+    parts.unreadRelations.add(rowId);
+  }
+  parts.end = Math.max(parts.end, shadow.oplogVersion().get(parts.peer as `${number}`) ?? 0);
+  parts.bytes += bytes.byteLength;
+  parts.lastAt = now;
+  return shadow === given ? { staged: true } : { staged: true, shadow };
+}
+
+function newParts(
+  open: OpenDocument,
+  first: { readonly peer: string; readonly counter: number },
+  now: number,
+): StagedParts {
+  return {
+    peer: first.peer,
     from: open.doc.frontiers(),
-    start: span.counter,
-    end: span.counter,
+    start: first.counter,
+    end: first.counter,
     bytes: 0,
     lastAt: now,
     entities: new Map(),
@@ -203,23 +285,32 @@ export async function stagePart(
     depths: new Map(),
     verdicts: new Map(),
     shapes: new Map(),
+    held: [],
     reading: false,
   };
-  stagedIn.set(shadow, parts);
-  for (const [containerId, depth] of depths) parts.depths.set(containerId, depth);
-  recordSets(parts, rows, sets, whole);
-  for (const rowId of rows.entities) {
-    parts.entities.delete(rowId);
-    parts.unreadEntities.add(rowId);
+}
+
+/**
+ * An attached replica of the live document holding what the detached `shadow` holds (the parts so far
+ * and `bytes`), the parts moved to it (ADR 0517); undefined when the live document moved since the
+ * first part (the parts then fit no push).
+ */
+export function attachedShadow(
+  open: OpenDocument,
+  shadow: LoroDoc,
+  parts: StagedParts | undefined,
+  bytes?: Uint8Array,
+): LoroDoc | undefined {
+  if (parts !== undefined && open.doc.cmpFrontiers(open.doc.frontiers(), parts.from) !== 0) return undefined;
+  const attached = open.doc.fork();
+  for (const held of parts?.held ?? []) attached.import(held);
+  if (bytes !== undefined) attached.import(bytes);
+  if (parts !== undefined) {
+    stagedIn.delete(shadow);
+    stagedIn.set(attached, parts);
+    parts.held = undefined;
   }
-  for (const rowId of rows.relations) {
-    parts.relations.delete(rowId);
-    parts.unreadRelations.add(rowId);
-  }
-  parts.end = span.counter + span.length;
-  parts.bytes += bytes.byteLength;
-  parts.lastAt = now;
-  return { staged: true };
+  return attached;
 }
 
 /** A part's field sets by the row the index places their map in, and its other ops. */
@@ -286,137 +377,6 @@ function recordSets(
       if (before === "whole" || these === undefined || wholeRows.has(rowId)) held.set(rowId, "whole");
       else held.set(rowId, before === undefined ? these : [...before, ...these]);
     }
-  }
-}
-
-/** A row as stored (undefined: not held, or no such row). */
-export type StoredRow = (root: RowRoot, rowId: string) => unknown;
-
-/**
- * The rows the next slice of `readStaged` patches from their stored JSON (ADR 0514): the caller has
- * the projection hold them first.
- */
-export function patchesAhead(
-  shadow: LoroDoc,
-  most = rowsPerSlice,
-): { readonly entities: string[]; readonly relations: string[] } {
-  const ahead = { entities: [] as string[], relations: [] as string[] };
-  const parts = stagedIn.get(shadow);
-  if (parts === undefined) return ahead;
-  let read = 0;
-  for (const [unread, sets, into] of [
-    [parts.unreadEntities, parts.sets.entities, ahead.entities],
-    [parts.unreadRelations, parts.sets.relations, ahead.relations],
-  ] as const) {
-    for (const rowId of unread) {
-      if (read++ >= most) return ahead;
-      if (Array.isArray(sets.get(rowId))) into.push(rowId);
-    }
-  }
-  return ahead;
-}
-
-/**
- * Reads up to `most` staged rows not read yet out of `shadow`: whether some are left. A row whose
- * parts only set plain values into its indexed maps is its stored JSON (`stored`) with those values
- * set (ADR 0514); any other is read out of Loro.
- */
-export function readStaged(shadow: LoroDoc, most = rowsPerSlice, stored?: StoredRow): boolean {
-  const parts = stagedIn.get(shadow);
-  if (parts === undefined) return false;
-  let read = 0;
-  for (const [root, unread, into, unwarmed, sets, kept] of [
-    [
-      ENTITIES,
-      parts.unreadEntities,
-      parts.entities,
-      parts.unwarmed.entities,
-      parts.sets.entities,
-      parts.kept.entities,
-    ],
-    [
-      RELATIONS,
-      parts.unreadRelations,
-      parts.relations,
-      parts.unwarmed.relations,
-      parts.sets.relations,
-      parts.kept.relations,
-    ],
-  ] as const) {
-    const map = shadow.getMap(root);
-    for (const rowId of unread) {
-      if (read >= most) return true;
-      unread.delete(rowId);
-      const rowSets = sets.get(rowId);
-      const json = stored === undefined || !Array.isArray(rowSets) ? undefined : stored(root, rowId);
-      const patched = json === undefined ? undefined : patchedRow(json, rowSets as FieldSet[]);
-      if (patched !== undefined) {
-        into.set(rowId, patched);
-        kept.add(rowId);
-      } else {
-        kept.delete(rowId);
-        into.set(rowId, rowValueOf(map, rowId));
-      }
-      unwarmed.add(rowId);
-      read++;
-    }
-  }
-  return false;
-}
-
-/** Fills made at most to warm one slice's rows. */
-const warmFills = 4;
-
-/**
- * Reads into `open.projection` what the push's check will look up for the rows read since the last
- * warming (the rows as they were, the check's reach: `scopeLacking`), by `fill`: the push then finds
- * them held. A cache of the live document's stored rows only: nothing is judged or staged in it.
- */
-export async function warmStaged(
-  open: OpenDocument,
-  shadow: LoroDoc,
-  fill: () => Promise<void>,
-): Promise<void> {
-  const parts = stagedIn.get(shadow);
-  if (parts === undefined) return;
-  const rows = {
-    entities: new Set(parts.unwarmed.entities),
-    relations: new Set(parts.unwarmed.relations),
-    foreignRoots: new Set<string>(),
-  };
-  parts.unwarmed.entities.clear();
-  parts.unwarmed.relations.clear();
-  if (rows.entities.size + rows.relations.size === 0) return;
-  const reads = new RowReads(shadow, {
-    entities: parts.entities,
-    relations: parts.relations,
-    verdicts: parts.verdicts,
-  });
-  const schema = open.projection.schema;
-  for (const rowId of rows.entities) {
-    const json = parts.entities.get(rowId);
-    if (json !== undefined) parts.shapes.set(rowId, rowShapeOf(schema, rowId, json));
-  }
-  for (let fills = 0; fills < warmFills && scopeLacking(open.projection, rows, reads); fills++) await fill();
-  if (!open.projection.lacking) checkStagedAhead(open.projection, parts, rows.entities);
-}
-
-/**
- * The payloads the push's check reads, checked ahead (`checkPayloadsAhead`) for `rowIds`, as they
- * were (held now) and as the parts left them: of a row whose fields alone the parts wrote, the
- * entities written (the check reaches only them); of any other, every entity of the row.
- */
-function checkStagedAhead(projection: Projection, parts: StagedParts, rowIds: Iterable<string>): void {
-  for (const rowId of rowIds) {
-    const shape = parts.shapes.get(rowId);
-    const verdict = parts.verdicts.get(rowId);
-    const written = verdict !== undefined && verdict.after === shape?.json ? verdict.written : undefined;
-    const read = (entities: readonly StoredEntity[] | undefined) =>
-      written === undefined
-        ? (entities ?? [])
-        : (entities ?? []).filter((entity) => written.includes(entity.entityId));
-    checkPayloadsAhead(projection.schema, read(shape?.read.entities));
-    checkPayloadsAhead(projection.schema, read(projection.row(rowId)?.entities));
   }
 }
 
