@@ -1,7 +1,8 @@
 /**
  * The server's side of a run's parts (ADR 0508): each queued as idle work (`IdleWork`), bounded while
- * it waits, imported into the open document's shadow (`stagePart`), its rows read a slice at a time
- * and the push's lookups for them warmed (`readStaged`, `warmStaged`).
+ * it waits, imported into the open document's shadow (`stagePart`; detached while it holds placed field
+ * values alone, ADR 0517), its rows read a slice at a time and the push's lookups for them warmed
+ * (`readStaged`, `warmStaged`); at the push, what it carries past its parts (`stageTail`).
  */
 import type { Logger } from "@tackle/core";
 import { decodeImportBlobMeta, type ImportBlobMetadata, type LoroDoc } from "loro-crdt";
@@ -217,7 +218,6 @@ export class PartStager {
     let now = shadow;
     if (read === "attach") {
       const attached = attachedShadow(open, shadow, stagedOf(shadow));
-
       open.shadow = attached;
       if (attached === undefined) return false;
       now = attached;

@@ -1,7 +1,9 @@
 /**
  * A run's update handed to the server in parts while the run goes on (ADR 0508): each part is imported
  * into the document's shadow (the replica pushes are imported into), checked for what no row can hold,
- * its rows found, and those rows read out of Loro in small slices while the server is otherwise idle.
+ * its rows found, and those rows read in small slices while the server is otherwise idle. Field values
+ * set into maps the store's index places are held in a detached shadow, ops without state, their rows
+ * patched from the stored JSON (ADR 0514, 0517); anything else moves the parts to an attached one.
  * When the push carrying the whole update comes, its import finds those ops already there and its
  * check reuses the rows read; the push is judged exactly as it would be without the parts (the shadow
  * holds the live document and the push's ops, nothing else, or the parts are dropped).
