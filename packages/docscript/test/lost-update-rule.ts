@@ -29,6 +29,9 @@
  * With relation ids held per endpoint as one id or a few (9a506da) and window pages taken before their
  * rows are joined (0a80244): SQLite 3 December 19:40–19:44 UTC, PostgreSQL 19:44–19:50 UTC, load 2–4:
  * all 250 seeds passed on both, the same counts.
+ * With parts of placed field writes staged detached (ADR 0517; main at 614726c, 5 December 18:29–18:40
+ * UTC, load 4–5): all 250 seeds passed on SQLite and on PostgreSQL, the same counts; 360 pushes judged
+ * in a detached replica on each.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";

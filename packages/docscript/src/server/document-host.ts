@@ -233,7 +233,7 @@ export class DocumentHost {
     return this.serialized(documentId, async () => {
       const open = await this.docs.current(documentId);
       const applied = (await plansApplied(this.store, documentId, open, [planId])).get(planId);
-      const version = encodeVersion(open.doc.oplogVersion());
+      const version = encodeVersion(opsOf(open).oplogVersion());
       return applied === undefined ? { state: "unknown", version } : { state: "applied", version: applied };
     });
   }

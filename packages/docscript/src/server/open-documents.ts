@@ -23,6 +23,7 @@ import {
   type LogState,
   type OpenDocument,
   openDocumentOf,
+  opsOf,
   StaleRowsError,
   servedRowsBound,
 } from "./open-document.ts";
@@ -201,7 +202,8 @@ export class OpenDocuments {
       if (head !== undefined) return head;
     }
     const open = await this.withIssues(documentId);
-    return { version: pageVersion(open.doc.oplogVersion().toJSON()), issues: open.issues };
+    // Its ops alone: a page right after a detached push does not wait for the live document (ADR 0517).
+    return { version: pageVersion(opsOf(open).oplogVersion().toJSON()), issues: open.issues };
   }
 
   private async unopenedHead(
