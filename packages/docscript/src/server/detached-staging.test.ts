@@ -119,7 +119,9 @@ describeOnBothStores(
       const { stored, read, doc } = await storedAndRead(store, host);
       assert.deepStrictEqual(stored, read);
       assert.deepEqual(doc.getMap("entities").toJSON(), client.getMap("entities").toJSON());
-      assert.deepStrictEqual(stored, (await withoutParts(snapshot, update)).stored);
+      const plain = await withoutParts(snapshot, update);
+      assert.deepEqual(answer, plain.answer);
+      assert.deepStrictEqual(stored, plain.stored);
       // A push made on the version the answer named is judged on the document that holds the run.
       const next = clientOf(doc.export({ mode: "snapshot" }), 63);
       const nextFrom = next.oplogVersion();

@@ -21,7 +21,7 @@ import { type ChangedRows, rowsOfSpans, spansOfUpdate } from "./changed-rows.ts"
 import type { ContainerPlace } from "./document-store.ts";
 import type { FieldVerdict } from "./field-writes.ts";
 import type { OpenDocument } from "./open-document.ts";
-import { changesIn, unreadableKeys } from "./push-checks.ts";
+import { changesIn, planIdsOf, unreadableKeys } from "./push-checks.ts";
 import type { RowShape } from "./push-staging.ts";
 import { containersWritten, type FieldSet, fieldSetOf } from "./row-containers.ts";
 
@@ -55,6 +55,8 @@ export interface StagedParts {
   readonly kept: { readonly entities: Set<string>; readonly relations: Set<string> };
   /** The depths of the maps the index placed: the push's depth check does not walk them again. */
   readonly depths: Map<string, number>;
+  /** The plan ids the parts' changes carry (the push of parts held detached reads them here). */
+  readonly planIds: Set<string>;
   /** What each row read wrote, told as it was warmed: the push's check does not compare it again. */
   readonly verdicts: Map<string, FieldVerdict>;
   /** Each `entities` row read, as `readRow` reads it, when warmed: the push sets it without reading it. */
@@ -250,6 +252,7 @@ async function takePart(
   if (shadow.isDetached()) parts.held?.push(bytes);
   else parts.held = undefined;
   for (const [containerId, depth] of depths) parts.depths.set(containerId, depth);
+  for (const planId of planIdsOf(shadow, partSpans, changes)) parts.planIds.add(planId);
   recordSets(parts, rows, sets, whole);
   for (const rowId of rows.entities) {
     parts.entities.delete(rowId);
@@ -285,6 +288,7 @@ function newParts(
     sets: { entities: new Map(), relations: new Map() },
     kept: { entities: new Set(), relations: new Set() },
     depths: new Map(),
+    planIds: new Set(),
     verdicts: new Map(),
     shapes: new Map(),
     held: [],
