@@ -130,19 +130,21 @@ export function preparePush(
   const spans = fork.findIdSpansBetween(before, after).forward;
   // The changes the server held that the update's base did not: what it may lose (ADR 0475).
   const concurrent = fork.findIdSpansBetween(meta.startFrontiers, before).forward;
-  // Parts held detached that brought every op of the push (its tail staged too, ADR 0517): each was
-  // checked and its rows and plan ids found as it came; its changes are not read again.
-  const allStaged = fork.isDetached() && parts !== undefined && fork.cmpFrontiers(imported, after) === 0;
-  const checked = allStaged ? stagedChecks(parts) : checksOf(fork, spans, open, parts);
+  // Parts held detached bring every op of the push (its tail staged too, ADR 0517): each was checked,
+  // and its rows and plan ids found, as it came; its changes are not read again.
+  const detached = fork.isDetached();
+  // A detached replica holds the push's ops, not their state (ADR 0517): a push it cannot judge from
+  // what its parts read is judged in a replica made for it, as any push.
+  const asAnyPush = () => {
+    open.shadow = undefined;
+    return preparePush(open, bytes, meta);
+  };
+  if (detached && (parts === undefined || fork.cmpFrontiers(imported, after) !== 0)) return asAnyPush();
+  const checked = detached && parts !== undefined ? stagedChecks(parts) : checksOf(fork, spans, open, parts);
   if ("reasons" in checked) return reject(checked.reasons);
   const { planIds, rows } = checked;
   const known = parts === undefined ? undefined : readSince(fork, parts, imported, open);
-  if (fork.isDetached() && !judgedDetached(rows, concurrent, known)) {
-    // A detached replica holds the push's ops, not their state (ADR 0517): what its judgement would
-    // read there is judged in a replica made for it, as any push.
-    open.shadow = undefined;
-    return preparePush(open, bytes, meta);
-  }
+  if (detached && !judgedDetached(rows, concurrent, known)) return asAnyPush();
   return {
     bytes,
     fork,
