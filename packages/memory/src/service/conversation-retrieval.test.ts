@@ -7,7 +7,6 @@ import { createHashingTestEmbedder } from "../testing/create-hashing-test-embedd
 import { liftBySpecificity, speakerOf, spreadToNeighbours } from "./conversation-retrieval.ts";
 import { createMemoryService } from "./create-memory-service.ts";
 import { byScore } from "./rank-memories.ts";
-import { relatedWords } from "./related-words.ts";
 
 const turn = (id: string, content: string, speaker?: string) =>
   ({
@@ -135,7 +134,7 @@ it("equal scores rank in one order every time: the later-written memory first, t
 
 /**
  * A deterministic embedder that knows one thing the words do not: a "gig" is work (the hashing test
- * embedder after a two-word thesaurus, and a word the related-words table lacks), standing in for a
+ * embedder after a two-word thesaurus, and a word WordNet does not relate to work), standing in for a
  * semantic model.
  */
 function conceptEmbedder(): EmbeddingModelV4 {
@@ -197,14 +196,6 @@ it("fusion: an embedder that knows what the words miss lifts the turn it matches
     ranks.concept!.asked < ranks.bm25!.asked && ranks.concept!.reply < ranks.bm25!.reply,
     `the concept embedder lifts the gig question and its reply (${JSON.stringify(ranks)})`,
   );
-});
-
-it("related words: a question's frame word leads to the words a conversation answers with, one way", () => {
-  for (const word of ["work", "works", "working"]) assert.ok(relatedWords(word).includes("job"), word);
-  assert.ok(!relatedWords("work").includes("work"), "the word itself is asked already");
-  assert.ok(relatedWords("instrument").includes("violin"));
-  assert.deepEqual(relatedWords("violin"), [], "naming the violin asks for the violin, not every instrument");
-  assert.deepEqual(relatedWords("Ziggy"), []);
 });
 
 it("without a model: 'Where does Maya work?' reaches 'How is the new job going, Maya?' by related words and its reply by neighbours", async () => {

@@ -9,7 +9,7 @@ import { cachedIndexTokens, termTest } from "../text/index-tokens.ts";
 import { liftBySpecificity, mergeRelatedHits, spreadToNeighbours } from "./conversation-retrieval.ts";
 import { cosine } from "./embedder.ts";
 import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
-import { relatedWords } from "./related-words.ts";
+import { loadRelatedWords } from "./related-words.ts";
 import { createScopeSnapshots, searchSnapshot, snapshotNeighbours } from "./scope-snapshot.ts";
 import type { ServiceContext } from "./service-context.ts";
 import { queryTerms } from "./text.ts";
@@ -19,7 +19,7 @@ import { queryTerms } from "./text.ts";
  * (`createSearchRanked(context, { neighbours: false })`); the service runs them all.
  */
 export interface RetrievalFeatures {
-  /** The hand-written related-words table ("work" also asks "job"). */
+  /** Related words from WordNet ("work" also asks "job"; `related-words.ts`). */
   readonly relatedWords: boolean;
   /** A turn saying something specific is lifted (small talk repeats its words). */
   readonly specificity: boolean;
@@ -77,9 +77,8 @@ export function createSearchRanked(
     const kindFilter = kinds ? { kinds } : {};
     // Related words: "Where does Maya work?" also asks for "job", "office", "boss"; the turns holding
     // one join the candidates, as high as the question's own words reach.
-    const relatedTerms = features.relatedWords
-      ? [...new Set(terms.flatMap((word) => relatedWords(word)))]
-      : [];
+    const related = features.relatedWords ? await loadRelatedWords() : undefined;
+    const relatedTerms = related ? [...new Set(terms.flatMap((word) => related(word)))] : [];
     // The scope's memories in process while unchanged (ADR 0369); the store searches a larger one.
     const snapshot = await snapshots.get(tenantId, scope);
     const search = (words: readonly string[]) =>
