@@ -1,13 +1,17 @@
 /**
  * The retrieval ablation (ADR 0360): every retrieval feature of the service switched off in turn, on
  * every evaluation set, beside two plain search libraries, then one row per way turns reach the service.
- *   node_modules/.bin/node --conditions=@tackle/source bench/memory/ablation.ts [--set=dialogues] [--paths=plain,events] [--base=neighbours,relatedWords]
+ *   node_modules/.bin/node --conditions=@tackle/source bench/memory/ablation.ts [--set=dialogues] [--paths=plain,events] [--base=neighbours,relatedWords] [--vector-weight=0.1]
+ * The local word-vector embedder (`@tackle/memory/word-vectors`) is measured as one more "with" row:
+ * the service as configured, plus the embedder at `--vector-weight` (default `wordVectorWeight`, 0.5).
  * A feature stays only if switching it off costs the held-out set at least 0.01 of recall@10 and it
  * costs at most 2 ms of p50. Latency is `searchRanked` alone (no trace write), SQLite in memory, in process;
  * the rule reads the CPU time of the search in this process (the machine is shared: its wall time
  * mostly measures the other processes), the wall time is printed beside it.
  */
 import { createMemoryService, createSqliteStore, type MemoryService } from "@tackle/memory";
+import { createWordVectorEmbedder, wordVectorWeight } from "@tackle/memory/word-vectors";
+import type { MemoryEmbeddingModel } from "../../packages/memory/src/service/embedder.ts";
 import {
   allRetrievalFeatures,
   createSearchRanked,
@@ -57,17 +61,24 @@ const median = (values: readonly number[]) => {
 const recall = (row: Row, set: EvalSet, k: keyof Score) =>
   mean((row.scores.get(set.name) ?? []).map((item) => item[k]));
 
+/** The word-vector embedder's row: the model and the weight its similarity gets. */
+interface Vectors {
+  readonly embeddingModel: MemoryEmbeddingModel;
+  readonly vectorWeight?: number;
+}
+
 async function withService<T>(
   body: (
     service: MemoryService,
     context: ReturnType<typeof createServiceContext>,
     setClock: (at: Date) => void,
   ) => Promise<T>,
+  vectors?: Vectors,
 ) {
   let now = new Date();
   const store = createSqliteStore({ path: ":memory:" });
-  const service = createMemoryService({ store, now: () => now });
-  const context = createServiceContext({ store, now: () => now });
+  const service = createMemoryService({ store, now: () => now, ...vectors });
+  const context = createServiceContext({ store, now: () => now, ...vectors });
   try {
     return await body(service, context, (at) => {
       now = at;
@@ -81,6 +92,7 @@ async function withService<T>(
 async function runPath(
   path: IngestPath,
   configurations: readonly { label: string; switches: Partial<RetrievalFeatures> }[],
+  vectors?: Vectors,
 ) {
   const rows: Row[] = configurations.map(({ label }) => ({
     label,
@@ -124,7 +136,7 @@ async function runPath(
           }
         }
       }
-    });
+    }, vectors);
   }
   return { rows, ingestMs };
 }
@@ -223,10 +235,21 @@ const configurations = [
   },
 ];
 const features = await runPath("episode", configurations);
+const vectorWeight = Number(argument("vector-weight") ?? wordVectorWeight);
+const withVectors = await runPath(
+  "episode",
+  [
+    {
+      label: `with word vectors (\`@tackle/memory/word-vectors\`, vectorWeight ${vectorWeight})`,
+      switches: baseSwitches,
+    },
+  ],
+  { embeddingModel: createWordVectorEmbedder(), vectorWeight },
+);
 const baselines = runLibraries();
 printTable(
   `Features (turns added as episodes: ${pathLabels.episode})`,
-  [...features.rows, ...baselines],
+  [features.rows[0]!, ...withVectors.rows, ...features.rows.slice(1), ...baselines],
   features.rows[0],
   baselines,
 );

@@ -303,6 +303,33 @@ describe("memory service process: PostgreSQL, a shared file and configured model
     assert.equal(status.embeddingModel, "tackle-test:hashing-test-embedder");
     await stop(running, "SIGTERM");
   });
+
+  it("--embedder word-vectors ranks with the local word vectors: no module, no network", async () => {
+    const port = await freePort();
+    const running = await startService(
+      [
+        "--store",
+        join(directory, "vectors.db"),
+        "--listen",
+        `127.0.0.1:${port}`,
+        "--embedder",
+        "word-vectors",
+      ],
+      { TACKLE_MEMORY_API_KEYS: "v-key=tenant-v" },
+    );
+    children.push(running);
+    const client = new MemoryClient({ baseUrl: running.url, apiKey: "v-key", allowPrivateNetwork: true });
+    const status = await client.status();
+    assert.equal(status.retrieval, "fused");
+    assert.equal(status.embeddingModel, "tackle:glove-100d-sif");
+    await client.add({ userId: "u", content: "Jonas: How is the new gig going?" });
+    await client.add({ userId: "u", content: "Jonas: I had ramen with Lena yesterday." });
+    const found = await client.search({ userId: "u", query: "Where does Maya work?" });
+    // No word is shared: BM25 alone finds nothing; the gig turn is the closest in meaning.
+    const closest = found.results.toSorted((a, b) => (b.components.vector ?? 0) - (a.components.vector ?? 0));
+    assert.match(closest[0]?.memory.content ?? "", /new gig/, JSON.stringify(found.results));
+    await stop(running, "SIGTERM");
+  });
 });
 
 describe("memory service process: usage and listen errors", () => {
@@ -334,6 +361,10 @@ describe("memory service process: usage and listen errors", () => {
     assert.equal(help.code, 0, help.stderr);
     assert.match(help.stdout, /^usage: tackle-memory serve .*--listen host:port/m);
     assert.match(help.stdout, /--allow-remote/);
+
+    const embedder = await run(["serve", "--store", join(directory, "embedder.db"), "--embedder", "bert"]);
+    assert.equal(embedder.code, 2);
+    assert.match(embedder.stderr, /--embedder \/ TACKLE_MEMORY_EMBEDDER takes word-vectors, got "bert"/);
 
     const bare = await run(["serve", "--store", join(directory, "listen.db"), "--listen", "4384"]);
     assert.equal(bare.code, 2);

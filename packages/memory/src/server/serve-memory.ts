@@ -27,6 +27,8 @@ export interface ServeMemoryOptions {
   /** Binding anything but loopback needs this, because API keys then cross a network. */
   readonly allowRemote?: boolean;
   readonly embeddingModel?: MemoryEmbeddingModel;
+  /** The embedding's weight in fused ranking (the service's default, 0.1, unless given). */
+  readonly vectorWeight?: number;
   readonly languageModel?: LanguageModelV4;
   readonly logger?: Logger;
   readonly rateLimit?: RateLimit;
@@ -76,6 +78,7 @@ export async function serveMemory(options: ServeMemoryOptions): Promise<MemorySe
   const service = createMemoryService({
     store,
     ...(options.embeddingModel ? { embeddingModel: options.embeddingModel } : {}),
+    ...(options.vectorWeight !== undefined ? { vectorWeight: options.vectorWeight } : {}),
     ...(options.languageModel ? { languageModel: options.languageModel } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.idempotency ? { idempotency: options.idempotency } : {}),

@@ -102,7 +102,13 @@ export function createSearchRanked(
     let candidates = features.specificity ? liftBySpecificity(found, specificityWeight) : [...found];
     if (embedder) {
       const queryVector = (await embedder.embed([query]))[0]!;
-      const similar = (await store.embeddedMemories(tenantId, scope, kinds))
+      // The scope kept in process holds its memories' embeddings as stored (ADR 0369).
+      const embedded = snapshot
+        ? snapshot.memories.filter(
+            (memory) => memory.embedding !== undefined && (!kinds || kinds.includes(memory.kind)),
+          )
+        : await store.embeddedMemories(tenantId, scope, kinds);
+      const similar = embedded
         .map((memory) => ({ memory, score: cosine(queryVector, memory.embedding!) }))
         .filter((hit) => hit.score > 0)
         .sort(byScore);
