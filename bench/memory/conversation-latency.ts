@@ -5,13 +5,16 @@
  *     and on PostgreSQL, beside wink-bm25-text-search and MiniSearch over the same 600 turns;
  *   - batch writes: turns per second through `addBatch` (episodes, 200 a batch);
  *   - import: one 600-turn conversation through the import job (OpenAI messages), wall time.
- *   node_modules/.bin/node --conditions=@tackle/source bench/memory/conversation-latency.ts [--stores=sqlite,postgres]
+ *   node_modules/.bin/node --conditions=@tackle/source bench/memory/conversation-latency.ts [--stores=sqlite,postgres] [--embedder=word-vectors]
+ * `--embedder=word-vectors`: the service embeds every turn and question with the local word-vector
+ * embedder (`@tackle/memory/word-vectors`, at `wordVectorWeight`); its vectors load before the clock starts.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createMemoryService, createSqliteStore, type MemoryService, type MemoryStore } from "@tackle/memory";
 import { createPostgresStore } from "@tackle/memory/postgres";
+import { createWordVectorEmbedder, wordVectorWeight } from "@tackle/memory/word-vectors";
 import { createTestDatabase } from "@tackle/test-support";
 import { type Conversation, type EvalSet, loadSets, type Turn } from "./eval-sets.ts";
 import { libraries } from "./library-baselines.ts";
@@ -21,6 +24,14 @@ const stores = (argument("stores") ?? "sqlite,postgres").split(",");
 const conversationTurns = 600;
 const conversations = 10;
 const batch = 200;
+const embedder = argument("embedder");
+if (embedder !== undefined && embedder !== "word-vectors")
+  throw new Error(`--embedder=word-vectors, not ${embedder}`);
+const wordVectors = embedder === undefined ? undefined : createWordVectorEmbedder();
+// Loaded before any clock starts: the bench measures writes and searches, not the load.
+await wordVectors?.doEmbed({ values: ["warm"] });
+const vectors = wordVectors ? { embeddingModel: wordVectors, vectorWeight: wordVectorWeight } : {};
+const withVectors = wordVectors ? " + word vectors" : "";
 
 const [dialogues] = loadSets("dialogues") as [EvalSet];
 /** Ten conversations of 600 turns: each its own turns, continued by the next conversation's. */
@@ -74,7 +85,7 @@ async function measure(
 ) {
   const { store, drop } = await open();
   let now = new Date();
-  const service: MemoryService = createMemoryService({ store, now: () => now });
+  const service: MemoryService = createMemoryService({ store, now: () => now, ...vectors });
   try {
     const started = performance.now();
     let written = 0;
@@ -163,7 +174,7 @@ const rows: Figures[] = [];
 if (stores.includes("sqlite")) {
   const directory = mkdtempSync(join(tmpdir(), "tackle-conversation-latency-"));
   rows.push(
-    await measure("SQLite (a file, in process)", async () => ({
+    await measure(`SQLite (a file, in process)${withVectors}`, async () => ({
       store: createSqliteStore({ path: join(directory, "memory.db") }),
       drop: async () => rmSync(directory, { recursive: true, force: true }),
     })),
@@ -171,7 +182,7 @@ if (stores.includes("sqlite")) {
 }
 if (stores.includes("postgres")) {
   rows.push(
-    await measure("PostgreSQL (local server, in process)", async () => {
+    await measure(`PostgreSQL (local server, in process)${withVectors}`, async () => {
       const database = await createTestDatabase("tackle_memory_conversation_latency");
       return {
         store: await createPostgresStore({ connectionString: database.url }),

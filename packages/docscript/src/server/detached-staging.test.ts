@@ -5,78 +5,45 @@
  * every read after the answer sees the update, though the live document imports it later.
  */
 import assert from "node:assert/strict";
-import type { Logger } from "@tackle/core";
 import { LoroDoc, LoroMap } from "loro-crdt";
 import { largeTimeline } from "../../test/large-timeline.ts";
 import { describeOnBothStores } from "../../test/on-both-stores.ts";
+import {
+  clientOf,
+  clipRowOf,
+  hostHolding,
+  markerFieldsOf,
+  maxBytes,
+  partsOf,
+  storedRowsOf,
+} from "../../test/staging-fixtures.ts";
 import { projectDocument } from "../document/interpret.ts";
 import { decodeVersion, encodeVersion } from "../document/version.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
-import { DocumentHost } from "./document-host.ts";
+import type { DocumentHost } from "./document-host.ts";
 import type { DocumentStore } from "./document-store.ts";
 import { allRowChanges } from "./row-members.ts";
 import { createSqliteDocumentStore } from "./sqlite-document-store.ts";
 
-const token = "token-0123456789abcdef";
-const maxBytes = 16 * 2 ** 20;
-const ignore = () => {};
-
 /** A host over `store` holding `snapshot` as `doc`, recording for each push judged whether it was detached. */
 async function hostWith(store: DocumentStore, snapshot: Uint8Array) {
   const detached: boolean[] = [];
-  const logger: Logger = {
-    debug(message, fields) {
-      if (message === "docscript: push judged") detached.push(fields?.detached === true);
-    },
-    info: ignore,
-    warn: ignore,
-    error: ignore,
-  };
-  const host = new DocumentHost({ store, schema: timelineSchema, logger });
-  assert.equal(await host.create("doc", token, snapshot), true);
-  await host.snapshot("doc");
+  const host = await hostHolding(store, snapshot, (fields) => detached.push(fields.detached === true));
   return { host, detached };
-}
-
-function clientOf(snapshot: Uint8Array, peer: number): LoroDoc {
-  const client = LoroDoc.fromSnapshot(snapshot);
-  client.setPeerId(peer);
-  return client;
-}
-
-function rowOf(client: LoroDoc, index: number): LoroMap {
-  return client.getMap("entities").get(`large-clip-${index}`) as LoroMap;
-}
-
-function markerFieldsOf(client: LoroDoc, index: number): LoroMap {
-  const slots = rowOf(client, index).get("slots") as LoroMap;
-  return (slots.get("marker") as LoroMap).get("fields") as LoroMap;
 }
 
 /** Stages `client`'s ops on its peer from `from` to `to` in parts of `size` atoms: each answer. */
 async function stageRange(host: DocumentHost, client: LoroDoc, from: number, to: number, size: number) {
-  const peer = client.peerIdStr;
   const answers = [];
-  for (let counter = from; counter < to; counter += size) {
-    const part = client.export({
-      mode: "updates-in-range",
-      spans: [{ id: { peer, counter }, len: Math.min(size, to - counter) }],
-    });
-    answers.push(await host.stage("doc", part, maxBytes));
-  }
+  for (const part of partsOf(client, from, size, to)) answers.push(await host.stage("doc", part, maxBytes));
   return answers;
 }
 
 /** The stored `entities` rows, and those a read of the document's snapshot gives. */
 async function storedAndRead(store: DocumentStore, host: DocumentHost) {
-  const stored = await store.readRows("doc", { root: "entities", limit: 10_000 });
   const doc = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
   const read = allRowChanges(projectDocument(doc, timelineSchema)).filter((row) => row.root === "entities");
-  return {
-    stored: new Map(stored.map((row) => [row.rowId, row.json])),
-    read: new Map(read.map((row) => [row.rowId, row.json])),
-    doc,
-  };
+  return { stored: await storedRowsOf(store), read: new Map(read.map((row) => [row.rowId, row.json])), doc };
 }
 
 /** The answer and stored rows of a server that was handed no parts (on SQLite in memory). */
@@ -85,8 +52,7 @@ async function withoutParts(snapshot: Uint8Array, update: Uint8Array) {
   const { host } = await hostWith(store, snapshot);
   try {
     const answer = await host.push("doc", update);
-    const rows = await store.readRows("doc", { root: "entities", limit: 10_000 });
-    return { answer, stored: new Map(rows.map((row) => [row.rowId, row.json])) };
+    return { answer, stored: await storedRowsOf(store) };
   } finally {
     await host.close();
     await store.close();
@@ -150,7 +116,7 @@ describeOnBothStores(
       client.commit();
       const fieldWrites = client.oplogVersion().get(client.peerIdStr) ?? 0;
       // A field removed, then set again: the removal is no value set.
-      const clipFields = rowOf(client, 3).get("fields") as LoroMap;
+      const clipFields = clipRowOf(client, 3).get("fields") as LoroMap;
       clipFields.delete("speed");
       client.commit();
       clipFields.set("speed", 1.5);

@@ -165,7 +165,7 @@ export class PartStager {
    */
   async stageTail(documentId: string, open: OpenDocument, bytes: Uint8Array, meta: ImportBlobMetadata) {
     const shadow = open.shadow;
-    if (shadow === undefined || stagedOf(shadow)?.held === undefined) return;
+    if (shadow === undefined || !shadow.isDetached() || stagedOf(shadow) === undefined) return;
     const outcome = await stagePushTail(open, shadow, bytes, meta, this.placesOf(documentId));
     // Not staged: the push is judged as any push, in a replica made for it.
     if (!outcome.staged) open.shadow = undefined;

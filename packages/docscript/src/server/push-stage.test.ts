@@ -6,54 +6,33 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { Logger } from "@tackle/core";
 import { LoroDoc, LoroMap } from "loro-crdt";
 import { largeTimeline } from "../../test/large-timeline.ts";
-import { timelineSchema } from "../timeline/timeline-schema.ts";
-import { DocumentHost } from "./document-host.ts";
-import type { DocumentStore } from "./document-store.ts";
+import {
+  clientOf,
+  hostHolding,
+  markerFieldsOf,
+  maxBytes,
+  partsOf,
+  storedRowsOf,
+} from "../../test/staging-fixtures.ts";
 import { createSqliteDocumentStore } from "./sqlite-document-store.ts";
-
-const token = "token-0123456789abcdef";
-const maxBytes = 16 * 2 ** 20;
 
 /** A host over a fresh store holding the document `doc`, logging how many rows each push read before. */
 async function hostWith(snapshot: Uint8Array) {
   const store = createSqliteDocumentStore({ path: ":memory:" });
   const readBefore: number[] = [];
   const fills: number[] = [];
-  const ignore = () => {};
-  const logger: Logger = {
-    debug(message, fields) {
-      if (message !== "docscript: push judged") return;
-      readBefore.push(Number(fields?.readBefore));
-      fills.push(Number(fields?.fills));
-    },
-    info: ignore,
-    warn: ignore,
-    error: ignore,
-  };
-  const host = new DocumentHost({ store, schema: timelineSchema, logger });
-  assert.equal(await host.create("doc", token, snapshot), true);
-  // Opened as a run's pull opens it.
-  await host.snapshot("doc");
+  const host = await hostHolding(store, snapshot, (fields) => {
+    readBefore.push(Number(fields.readBefore));
+    fills.push(Number(fields.fills));
+  });
   return { store, host, readBefore, fills };
-}
-
-/** A client's copy writing on peer `peer`. */
-function clientOf(snapshot: Uint8Array, peer: number): LoroDoc {
-  const client = LoroDoc.fromSnapshot(snapshot);
-  client.setPeerId(peer);
-  return client;
 }
 
 /** The markers' fields of the first `count` added clips. */
 function markerFields(client: LoroDoc, count: number): LoroMap[] {
-  const entities = client.getMap("entities");
-  return Array.from({ length: count }, (_, index) => {
-    const slots = (entities.get(`large-clip-${index}`) as LoroMap).get("slots") as LoroMap;
-    return (slots.get("marker") as LoroMap).get("fields") as LoroMap;
-  });
+  return Array.from({ length: count }, (_, index) => markerFieldsOf(client, index));
 }
 
 /** A client on peer `peer` that set the first `count` markers' starts to `start(index)`, and its version before. */
@@ -65,25 +44,6 @@ function markersMoved(snapshot: Uint8Array, peer: number, count: number, start: 
   return { client, from };
 }
 
-/** `client`'s ops on its peer from `from` to `to`, in parts of `size` atoms. */
-function partsOf(client: LoroDoc, from: number, to: number, size: number): Uint8Array[] {
-  const peer = client.peerIdStr;
-  const parts: Uint8Array[] = [];
-  for (let counter = from; counter < to; counter += size)
-    parts.push(
-      client.export({
-        mode: "updates-in-range",
-        spans: [{ id: { peer, counter }, len: Math.min(size, to - counter) }],
-      }),
-    );
-  return parts;
-}
-
-async function storedRows(store: DocumentStore) {
-  const rows = await store.readRows("doc", { root: "entities", limit: 10_000 });
-  return new Map(rows.map((row) => [row.rowId, row.json]));
-}
-
 test("a push whose parts were staged is answered and stored as without them, reading the rows they read", async () => {
   const { snapshot } = largeTimeline(300);
   const staged = await hostWith(snapshot);
@@ -91,7 +51,7 @@ test("a push whose parts were staged is answered and stored as without them, rea
   try {
     const { client, from } = markersMoved(snapshot, 41, 300, (index) => 90_000 + index * 10);
     const written = client.oplogVersion().get("41") ?? 0;
-    for (const part of partsOf(client, 0, written, 70))
+    for (const part of partsOf(client, 0, 70, written))
       assert.deepEqual(await staged.host.stage("doc", part, maxBytes), { staged: true });
     // Written again after the parts went: the push holds rows newer than the parts read.
     for (const fields of markerFields(client, 5)) fields.set("startMs", 500_000);
@@ -100,7 +60,7 @@ test("a push whose parts were staged is answered and stored as without them, rea
     const answers = [await staged.host.push("doc", update), await plain.host.push("doc", update)];
     assert.equal(answers[0]?.status, "committed", JSON.stringify(answers[0]));
     assert.deepEqual(answers[0], answers[1]);
-    assert.deepEqual(await storedRows(staged.store), await storedRows(plain.store));
+    assert.deepEqual(await storedRowsOf(staged.store), await storedRowsOf(plain.store));
     // The staged push's check took its 300 rows from the parts; the plain one read them itself.
     assert.ok((staged.readBefore[0] ?? 0) > 0, `read before: ${staged.readBefore}`);
     assert.deepEqual(plain.readBefore, [0]);
@@ -120,7 +80,7 @@ test("parts that arrive out of order (separate connections) are staged in order"
   const { host } = await hostWith(snapshot);
   try {
     const { client, from } = markersMoved(snapshot, 45, 30, (index) => 150_000 + index);
-    const parts = partsOf(client, 0, client.oplogVersion().get("45") ?? 0, 5);
+    const parts = partsOf(client, 0, 5, client.oplogVersion().get("45") ?? 0);
     assert.equal(parts.length, 6);
     // The last first, the first last: each waits for the part before it, then is staged.
     const answers = await Promise.all([...parts].reverse().map((part) => host.stage("doc", part, maxBytes)));
@@ -146,7 +106,7 @@ test("a push of another update than the staged parts is judged without them, and
     first?.set("startMs", 123_000);
     second?.set("startMs", 124_000);
     runner.commit();
-    for (const part of partsOf(runner, 0, 2, 1))
+    for (const part of partsOf(runner, 0, 1, 2))
       assert.equal((await host.stage("doc", part, maxBytes)).staged, true);
     // Another client's push comes first: its judgement holds nothing of the parts.
     const otherFrom = other.oplogVersion();
@@ -178,7 +138,7 @@ test("a part is refused, and nothing of it imported, when it does not follow, is
   const { host, readBefore } = await hostWith(snapshot);
   try {
     const { client: runner, from } = markersMoved(snapshot, 61, 6, (index) => 200_000 + index);
-    const parts = partsOf(runner, 0, 6, 2);
+    const parts = partsOf(runner, 0, 2, 6);
     assert.equal((await host.stage("doc", parts[0]!, maxBytes)).staged, true);
     // Skips a part: its ops depend on ones the server does not hold (it waits for the part before it
     // for a while, in case that one is on its way).
@@ -273,7 +233,7 @@ test("a call that comes while parts wait is answered first, and a push does the 
   try {
     const { client: runner, from } = markersMoved(snapshot, 81, 50, (index) => 600_000 + index);
     const order: string[] = [];
-    const parts = partsOf(runner, 0, 50, 10).map((part, index) =>
+    const parts = partsOf(runner, 0, 10, 50).map((part, index) =>
       host.stage("doc", part, maxBytes).then((answer) => order.push(`part ${index} ${answer.staged}`)),
     );
     await host
@@ -298,16 +258,16 @@ test("a staged run's field out of its bounds is refused by its push, though its 
   const { snapshot } = largeTimeline(50);
   const { store, host, readBefore } = await hostWith(snapshot);
   try {
-    const before = await storedRows(store);
+    const before = await storedRowsOf(store);
     // The parts are warmed (their rows' shapes and payloads read ahead) before the push judges them.
     const { client: runner, from } = markersMoved(snapshot, 91, 50, (index) => (index === 37 ? -5 : 700_000));
-    for (const part of partsOf(runner, 0, 50, 10))
+    for (const part of partsOf(runner, 0, 10, 50))
       assert.deepEqual(await host.stage("doc", part, maxBytes), { staged: true });
     const pushed = await host.push("doc", runner.export({ mode: "update", from }));
     assert.equal(pushed.status, "rejected", JSON.stringify(pushed));
     assert.match(JSON.stringify(pushed), /large-marker-37/);
     assert.ok((readBefore[0] ?? 0) > 0, `read before: ${readBefore}`);
-    assert.deepEqual(await storedRows(store), before);
+    assert.deepEqual(await storedRowsOf(store), before);
   } finally {
     await host.close();
   }

@@ -5,61 +5,40 @@
  * map its row no longer holds is never placed).
  */
 import assert from "node:assert/strict";
-import type { Logger } from "@tackle/core";
 import { LoroDoc, LoroMap } from "loro-crdt";
 import { largeTimeline } from "../../test/large-timeline.ts";
 import { describeOnBothStores } from "../../test/on-both-stores.ts";
+import {
+  clientOf,
+  clipRowOf,
+  hostHolding,
+  markerFieldsOf,
+  maxBytes,
+  partsOf,
+  storedRowsOf,
+} from "../../test/staging-fixtures.ts";
 import { projectDocument } from "../document/interpret.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
-import { DocumentHost } from "./document-host.ts";
+import type { DocumentHost } from "./document-host.ts";
 import type { DocumentStore } from "./document-store.ts";
 import { mapsOfRows } from "./row-containers.ts";
 import { allRowChanges } from "./row-members.ts";
 
-const token = "token-0123456789abcdef";
-const maxBytes = 16 * 2 ** 20;
-const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-
-async function hostWith(store: DocumentStore, snapshot: Uint8Array) {
-  const host = new DocumentHost({ store, schema: timelineSchema, logger: quiet });
-  assert.equal(await host.create("doc", token, snapshot), true);
-  await host.snapshot("doc");
-  return { store, host };
-}
-
-function clientOf(snapshot: Uint8Array, peer: number): LoroDoc {
-  const client = LoroDoc.fromSnapshot(snapshot);
-  client.setPeerId(peer);
-  return client;
-}
-
-function markerFieldsOf(client: LoroDoc, index: number): LoroMap {
-  const slots = (client.getMap("entities").get(`large-clip-${index}`) as LoroMap).get("slots") as LoroMap;
-  return (slots.get("marker") as LoroMap).get("fields") as LoroMap;
-}
-
 /** `client`'s ops on its peer from `from` on, in parts of `size` atoms, each staged. */
 async function stageAll(host: DocumentHost, client: LoroDoc, from: number, size: number) {
-  const peer = client.peerIdStr;
-  const to = client.oplogVersion().get(peer) ?? 0;
-  for (let counter = from; counter < to; counter += size) {
-    const part = client.export({
-      mode: "updates-in-range",
-      spans: [{ id: { peer, counter }, len: Math.min(size, to - counter) }],
-    });
+  for (const part of partsOf(client, from, size)) {
     assert.deepEqual(await host.stage("doc", part, maxBytes), { staged: true });
   }
 }
 
 /** The stored rows, and the rows and maps a read of the document's snapshot gives. */
 async function storedAndRead(store: DocumentStore, host: DocumentHost) {
-  const stored = await store.readRows("doc", { root: "entities", limit: 10_000 });
   const doc = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
   const read = allRowChanges(projectDocument(doc, timelineSchema), mapsOfRows(doc)).filter(
     (row) => row.root === "entities",
   );
   return {
-    stored: new Map(stored.map((row) => [row.rowId, row.json])),
+    stored: await storedRowsOf(store),
     read: new Map(read.map((row) => [row.rowId, row.json])),
     maps: read,
   };
@@ -70,17 +49,14 @@ describeOnBothStores(
   "staged_patches",
   async (store) => {
     const { snapshot } = largeTimeline(200);
-    const { host } = await hostWith(store, snapshot);
+    const host = await hostHolding(store, snapshot);
     try {
       const client = clientOf(snapshot, 51);
       const from = client.oplogVersion();
       for (let index = 0; index < 200; index++) markerFieldsOf(client, index).set("startMs", 70_000 + index);
       // One clip's own fields too, and a marker written twice: the last write wins.
       markerFieldsOf(client, 3).set("startMs", 5);
-      ((client.getMap("entities").get("large-clip-7") as LoroMap).get("fields") as LoroMap).set(
-        "volume",
-        0.5,
-      );
+      (clipRowOf(client, 7).get("fields") as LoroMap).set("volume", 0.5);
       client.commit();
       await stageAll(host, client, 0, 60);
       const answer = await host.push("doc", client.export({ mode: "update", from }));
@@ -114,7 +90,7 @@ describeOnBothStores(
   "staged_reindex",
   async (store) => {
     const { snapshot } = largeTimeline(50);
-    const { host } = await hostWith(store, snapshot);
+    const host = await hostHolding(store, snapshot);
     try {
       const client = clientOf(snapshot, 52);
       const old = markerFieldsOf(client, 4);
