@@ -4,7 +4,8 @@
  * run session over a projection that reads rows on demand (ADR 0466) makes the calls the task's
  * script makes, each timed. Prints the calls' times and the rows and requests they read.
  *
- *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/task-alone.ts <shift|mute|append|move|retime|delete> [entities]
+ *   node_modules/.bin/node --conditions=@tackle/source bench/docscript/task-alone.ts <shift|mute|append|move|retime|delete|caption> [entities]
+ * `caption` (thousands of calls) prints each binding's totals instead of every call.
  */
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -88,6 +89,8 @@ try {
   const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
   const memory = () =>
     `Loro +${mib(loroBytes() - loroAtOpen)} MiB, heap +${mib(process.memoryUsage().heapUsed - heapAtOpen)} MiB`;
+  /** Per label, for a task of many calls: calls, ms, CPU ms, requests, rows. */
+  const totals = new Map<string, number[]>();
   const timed = async (label: string, binding: string, method: string, args: unknown[]) => {
     const requests = remote?.requests ?? 0;
     const rows = remote?.rowsRead ?? 0;
@@ -95,6 +98,21 @@ try {
     const cpu = process.cpuUsage();
     const value = await session.callFilled(binding, method, args);
     const used = process.cpuUsage(cpu);
+    if (task === "caption") {
+      const sums = totals.get(label) ?? [0, 0, 0, 0, 0];
+      const add = [
+        1,
+        performance.now() - start,
+        (used.user + used.system) / 1000,
+        (remote?.requests ?? 0) - requests,
+        (remote?.rowsRead ?? 0) - rows,
+      ];
+      totals.set(
+        label,
+        sums.map((sum, index) => sum + add[index]!),
+      );
+      return value as never;
+    }
     console.log(
       `${label}: ${(performance.now() - start).toFixed(0)} ms (CPU ${((used.user + used.system) / 1000).toFixed(0)} ms), ${(remote?.requests ?? 0) - requests} requests, ${(remote?.rowsRead ?? 0) - rows} rows; ${memory()}`,
     );
@@ -201,6 +219,11 @@ try {
       await link("contain", overlay.entityId, clip.entityId);
     }
   }
+  if (task === "caption") await captionEveryOverlayClip(timed);
+  for (const [label, [calls, ms, cpuMs, requests, rows]] of totals)
+    console.log(
+      `${label}: ${calls} calls, ${ms!.toFixed(0)} ms (CPU ${cpuMs!.toFixed(0)} ms), ${requests} requests, ${rows} rows`,
+    );
   const callsMs = performance.now() - started;
   const finishStart = performance.now();
   const plan = await session.finish({ ok: true, value: undefined } as never);
@@ -221,4 +244,45 @@ try {
   await host.close();
   await store.close();
   rmSync(directory, { recursive: true, force: true });
+}
+
+type Timed = (label: string, binding: string, method: string, args: unknown[]) => Promise<never>;
+
+/** The calls of task-list.ts's "caption every overlay clip at its start". */
+async function captionEveryOverlayClip(timed: Timed) {
+  const tracks: { entityId: string; payload: { role: string } }[] = await timed(
+    "tracks",
+    "entities",
+    "list",
+    [{ entityKind: "track" }],
+  );
+  const overlay = tracks.find((track) => track.payload.role === "overlay")!;
+  const captions = tracks.find((track) => track.payload.role === "caption")!;
+  const held: { endpoint1EntityId: string }[] = await timed("of contain", "relations", "of", [
+    overlay.entityId,
+    "contain",
+  ]);
+  for (const [index, relation] of held.entries()) {
+    const [markerOf]: { endpoint1EntityId: string }[] = await timed("of marker", "relations", "of", [
+      relation.endpoint1EntityId,
+      "marker",
+    ]);
+    const marker: { payload: { startMs: number } } = await timed("get", "entities", "get", [
+      markerOf!.endpoint1EntityId,
+    ]);
+    const create = (entityKind: string, payload?: unknown): Promise<{ entityId: string }> =>
+      timed(`create ${entityKind}`, "entities", "create", [
+        { entityKind, ...(payload === undefined ? {} : { payload }) },
+      ]);
+    const caption = await create("caption", { text: `Overlay ${index + 1}` });
+    const clip = await create("clip");
+    const at = await create("sequence-marker", { startMs: marker.payload.startMs, durationMs: 1500 });
+    const link = (relationKind: string, from: string, to: string) =>
+      timed(`link ${relationKind}`, "relations", "link", [
+        { relationKind, endpoint0EntityId: from, endpoint1EntityId: to },
+      ]);
+    await link("marker", clip.entityId, at.entityId);
+    await link("contain", clip.entityId, caption.entityId);
+    await link("contain", captions.entityId, clip.entityId);
+  }
 }

@@ -180,4 +180,41 @@ relations.move(last.relationId, { index: 0 });`,
       contain.set("position", "~00000");
     },
   },
+  {
+    name: "caption every overlay clip at its start (a tenth of all clips: creates)",
+    script: `const tracks = entities.list({ entityKind: 'track' });
+const overlay = tracks.find((t) => t.payload.role === 'overlay');
+const captions = tracks.find((t) => t.payload.role === 'caption');
+for (const [index, held] of relations.of(overlay.entityId, 'contain').entries()) {
+  const [markerOf] = relations.of(held.endpoint1EntityId, 'marker');
+  const at = entities.get(markerOf.endpoint1EntityId).payload.startMs;
+  const caption = entities.create({ entityKind: 'caption', payload: { text: 'Overlay ' + (index + 1) } });
+  const clip = entities.create({ entityKind: 'clip' });
+  const marker = entities.create({ entityKind: 'sequence-marker', payload: { startMs: at, durationMs: 1500 } });
+  relations.link({ relationKind: 'marker', endpoint0EntityId: clip.entityId, endpoint1EntityId: marker.entityId });
+  relations.link({ relationKind: 'contain', endpoint0EntityId: clip.entityId, endpoint1EntityId: caption.entityId });
+  relations.link({ relationKind: 'contain', endpoint0EntityId: captions.entityId, endpoint1EntityId: clip.entityId });
+}`,
+    loro(doc) {
+      let index = 0;
+      for (const relationId of relationsOf(doc).keys()) {
+        const relation = relationsOf(doc).get(relationId) as LoroMap;
+        if (relation.get("kind") !== "contain" || relation.get("endpoint0") !== "large-track-overlay")
+          continue;
+        const clip = entitiesOf(doc).get(relation.get("endpoint1") as string) as LoroMap;
+        const at = fieldsOf((clip.get("slots") as LoroMap).get("marker") as LoroMap).get("startMs") as number;
+        const captionId = newId("caption");
+        const row = entitiesOf(doc).setContainer(captionId, new LoroMap());
+        row.set("kind", "caption");
+        const fields = row.setContainer("fields", new LoroMap());
+        fields.setContainer("text", new LoroText()).insert(0, `Overlay ${++index}`);
+        fields.set("durationMs", null);
+        const style = fields.setContainer("style", new LoroMap());
+        style.set("position", "bottom");
+        style.set("fontSize", 32);
+        fields.set("language", null);
+        writeClip(doc, "track-3", captionId, at, `~zzz${index}`);
+      }
+    },
+  },
 ];

@@ -155,6 +155,23 @@ export class OnDemandProjection extends Projection {
     return held.slice(0, count);
   }
 
+  /**
+   * The other ends of the held relations of `relationKind` touching `entityId`, in the order a script
+   * reads them (`relations.of(track, "contain")`: the track's clips, first to last).
+   */
+  heldEnds(entityId: string, relationKind: string): string[] {
+    const relations: StoredRelation[] = [];
+    for (const relationId of idsIn(this.byEntity.get(entityId))) {
+      const relation = this.relationClaims.get(relationId)?.[0];
+      if (relation?.relationKind === relationKind) relations.push(relation);
+    }
+    return relations
+      .sort(compareRelations)
+      .map((relation) =>
+        relation.endpoint0EntityId === entityId ? relation.endpoint1EntityId : relation.endpoint0EntityId,
+      );
+  }
+
   /** Whether a row claiming the entity (relation) is held, its lookup recorded as lacking or not. */
   holdsClaim(lookup: "entity" | "relation", id: string): boolean {
     return (lookup === "entity" ? this.claims : this.relationClaims).has(id);

@@ -16,6 +16,13 @@ const readAheadFrom = 4;
 const endsReadAheadUpTo = 64;
 /** Lookups a read ahead asks at most (`afterFill`): past this, none is read ahead. */
 const maxReadAhead = 256;
+/** Ends of a walked holder's relations read ahead at once (`afterRelations`). */
+const walkChunk = 32;
+/**
+ * Lookups a walk's chunk asks at most after its ends' relations: a clip's three relations, its
+ * medium and marker with their variants are ~9; a chunk of hubs asks nothing more.
+ */
+const walkFollowUps = walkChunk * 16;
 
 type Ask = (lookups: readonly RowLookup[]) => Promise<RowSourceAnswer>;
 
@@ -61,6 +68,51 @@ export class ReadsAhead {
     this.reading = on;
     if (on) return;
     this.pagesAhead.clear();
+    this.walk = undefined;
+  }
+
+  /**
+   * A holder's relations a script walks, their other ends read ahead a chunk at a time: the chunks, and
+   * the next one not yet read.
+   */
+  private walk: { holder: OnDemandProjection; chunks: string[][]; next: number } | undefined;
+
+  /** After a fill of the script's call: what its listing page (`afterPages`) or walk (`afterRelations`) reads next. */
+  afterFilled(wanted: readonly [string, Wanted][]): void {
+    this.afterPages(wanted);
+    this.afterRelations(wanted);
+  }
+
+  /**
+   * After a fill that read one holder's relations of a kind (`relations.of(track, "contain")`, a track
+   * of thousands of clips): a script mostly goes through them in order, a call or two on each other end
+   * (its marker, its medium). The first chunk of ends is read ahead at once, as a window page's are;
+   * each later chunk when the script's calls first lack a row of it, and the chunk after it beside
+   * (`servingFill`): a request or two per chunk instead of a request or two per end, and a script that
+   * looks at the first few only never reads the rest.
+   */
+  private afterRelations(wanted: readonly [string, Wanted][]): void {
+    const holder = this.rows.holders.values().next().value;
+    if (!this.rows.speculative || !this.readsAhead || holder === undefined || wanted.length !== 1) return;
+    const [, entry] = wanted[0]!;
+    if (entry.lookup !== "endpoint" || entry.kind === undefined) return;
+    const ends = holder.heldEnds(entry.id, entry.kind);
+    if (ends.length < readAheadFrom) return;
+    const chunks: string[][] = [];
+    for (let start = 0; start < ends.length; start += walkChunk)
+      chunks.push(ends.slice(start, start + walkChunk));
+    this.walk = { holder, chunks, next: 1 };
+    if (this.ahead === undefined) this.readAheadEnds(holder, chunks[0]!, walkFollowUps);
+  }
+
+  /** The walk's next chunk read ahead (tracked as the read ahead in flight), if any is left. */
+  private walkOn(): void {
+    const walk = this.walk;
+    if (walk === undefined || this.ahead !== undefined) return;
+    const chunk = walk.chunks[walk.next];
+    walk.next += 1;
+    if (walk.next >= walk.chunks.length) this.walk = undefined;
+    if (chunk !== undefined) this.readAheadEnds(walk.holder, chunk, walkFollowUps);
   }
 
   /**
@@ -73,7 +125,7 @@ export class ReadsAhead {
    * listing of a few does not: it is mostly a search for one of them (the caption track among the
    * tracks), and each track's relations are a hub's page read for nothing.
    */
-  afterPages(wanted: readonly [string, Wanted][]): void {
+  private afterPages(wanted: readonly [string, Wanted][]): void {
     const holder = this.rows.holders.values().next().value;
     if (!this.rows.speculative || !this.readsAhead || holder === undefined) return;
     const pages = wanted.filter((item): item is [string, PageWanted] => isPageWanted(item[1]));
@@ -94,14 +146,14 @@ export class ReadsAhead {
    * Reads in the background the relations and variants of `ids` (a page's few entities; a short page
    * each, as an entity fill reads them), then the ends of the relations of those answered whole.
    */
-  private readAheadEnds(holder: OnDemandProjection, ids: readonly string[]): void {
+  private readAheadEnds(holder: OnDemandProjection, ids: readonly string[], most = maxReadAhead): void {
     const read = async () => {
       await this.rows.fillSpeculative(ids, this.quietly);
       if (!this.reading) return;
       const answered: Wanted[] = ids
         .filter((id) => this.rows.known.hasId("endpoint", id))
         .map((id) => ({ lookup: "endpoint", id }));
-      const ends = endsOf(holder, answered);
+      const ends = endsOf(holder, answered, most);
       if (ends !== undefined) await this.rows.fillOnce(ends, this.quietly);
     };
     this.track(new Set(ids), new Set(ids.map((id) => keyOf("endpoint", id))), read());
@@ -153,6 +205,13 @@ export class ReadsAhead {
 
   /** A read ahead that is bringing what `missing` lacks is waited for; one that is not runs beside. */
   async servingFill(missing: ReadonlyMap<string, Wanted>): Promise<void> {
+    // A walk's next chunk the call reaches into: read now (with what the call lacks of it), and the
+    // chunk after it once this one is in.
+    const next = this.walk?.chunks[this.walk.next];
+    const reached =
+      next !== undefined && [...missing.values()].some((entry) => "id" in entry && next.includes(entry.id));
+    if (reached && this.ahead !== undefined) await this.ahead.done;
+    if (reached) this.walkOn();
     const ahead = this.ahead;
     if (
       ahead !== undefined &&
@@ -163,6 +222,7 @@ export class ReadsAhead {
       await ahead.done;
       if (this.ahead === ahead) this.ahead = undefined;
     }
+    if (reached) this.walkOn();
   }
 
   /**
@@ -219,9 +279,13 @@ export class ReadsAhead {
  * claims, their other ends and those ends' variants); undefined when nothing, or more than a read ahead
  * asks (`maxReadAhead`).
  */
-function endsOf(holder: OnDemandProjection, answered: readonly Wanted[]): [string, Wanted][] | undefined {
+function endsOf(
+  holder: OnDemandProjection,
+  answered: readonly Wanted[],
+  most = maxReadAhead,
+): [string, Wanted][] | undefined {
   const next = [...holder.followUps(answered).entries()];
-  return next.length === 0 || next.length > maxReadAhead ? undefined : next;
+  return next.length === 0 || next.length > most ? undefined : next;
 }
 
 /** A listing's page read by kind, or by a window on a number field. */

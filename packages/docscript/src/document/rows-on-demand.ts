@@ -210,7 +210,7 @@ export class RowsOnDemand {
     );
     this.missing.clear();
     await this.fillLevels(wanted);
-    this.aheads.afterPages(wanted);
+    this.aheads.afterFilled(wanted);
   }
 
   /** A fill's lookups, then (`speculative`) what checks ask next of what was read, level by level. */

@@ -1,0 +1,122 @@
+/**
+ * A holder's relations walked in order (`for (const held of relations.of(track, "contain"))`, a call
+ * or two on each clip): the clips' relations and their ends are read ahead a chunk at a time, so the
+ * walk asks the server a few times per chunk, not once or twice per clip, answers what a whole read
+ * answers, and a script that looks at the first few clips only never reads the others.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { LoroDoc } from "loro-crdt";
+import { largeTimeline, largeTimelineRows, overlayTrackId } from "../../test/large-timeline.ts";
+import { projectDocument } from "../document/interpret.ts";
+import { onDemandProjection } from "../document/on-demand-projection.ts";
+import { lookupRowSource, type RowLookup } from "../document/row-source.ts";
+import { DocumentHost, hashToken } from "../server/document-host.ts";
+import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
+import { timelineSchema } from "../timeline/timeline-schema.ts";
+import { documentVersion } from "./document-cache.ts";
+
+const extraClips = 3_000;
+const overlayEvery = 10;
+let host: DocumentHost;
+let version: string;
+let whole: ReturnType<typeof projectDocument>;
+
+before(async () => {
+  const { snapshot } = largeTimeline(extraClips, overlayEvery);
+  const store = createSqliteDocumentStore({ path: ":memory:" });
+  host = new DocumentHost({ store, schema: timelineSchema });
+  await store.createDocument({
+    documentId: "doc",
+    tokenHash: hashToken("token-0123456789abcdef"),
+    snapshot,
+    rows: largeTimelineRows(extraClips, overlayEvery),
+    issues: [],
+  });
+  const doc = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+  version = documentVersion(doc);
+  whole = projectDocument(doc, timelineSchema);
+});
+after(() => host.close());
+
+/** A projection reading on demand, its requests recorded, and a call settled as a run settles it. */
+function recordedProjection() {
+  const asked: RowLookup[][] = [];
+  let inFlight = 0;
+  const projection = onDemandProjection(
+    timelineSchema,
+    lookupRowSource(async (lookups) => {
+      asked.push([...lookups]);
+      inFlight++;
+      try {
+        return await host.rowLookup("doc", lookups);
+      } finally {
+        inFlight--;
+      }
+    }),
+    version,
+    100,
+  );
+  const settle = async <T>(call: () => T): Promise<T> => {
+    for (let round = 0; round < 16; round++) {
+      const answer = call();
+      if (!projection.lacking) return answer;
+      await projection.demand.fill();
+    }
+    throw new Error("the call still lacked rows");
+  };
+  const quiet = async () => {
+    for (let still = 0; still < 5; ) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      still = inFlight === 0 ? still + 1 : 0;
+    }
+  };
+  return { projection, asked, settle, quiet };
+}
+
+/** Every entity id a request asked about (by id, or as a relation's end). */
+const idsAsked = (asked: readonly RowLookup[][]) =>
+  new Set(
+    asked
+      .flat()
+      .flatMap((lookup) => [
+        ...("ids" in lookup && Array.isArray(lookup.ids) ? (lookup.ids as string[]) : []),
+        ...("endpoint" in lookup && typeof lookup.endpoint === "string" ? [lookup.endpoint] : []),
+      ]),
+  );
+
+describe("a holder's relations walked in order", () => {
+  it("reads the ends a chunk at a time and answers as a whole read does", async () => {
+    const { projection, asked, settle } = recordedProjection();
+    const held = await settle(() => projection.relationsOf(overlayTrackId, "contain"));
+    assert.equal(held.length, extraClips / overlayEvery);
+    const before = asked.length;
+    for (const relation of held) {
+      const clipId = relation.endpoint1EntityId;
+      const [markerOf] = await settle(() => projection.relationsOf(clipId, "marker"));
+      const marker = await settle(() => projection.entity(markerOf!.endpoint1EntityId));
+      assert.deepEqual(marker, whole.entity(markerOf!.endpoint1EntityId), clipId);
+      assert.deepEqual(
+        projection.relationsOf(clipId, "marker"),
+        whole.relationsOf(clipId, "marker"),
+        `${clipId}'s marker as a whole read has it`,
+      );
+    }
+    // Two calls on each of 300 clips: 600 requests one by one; chunks of 32 ask a few each.
+    const requests = asked.length - before;
+    assert.ok(requests <= 40, `${requests} requests for ${held.length} clips`);
+  });
+
+  it("a script that looks at the first few clips never reads the others", async () => {
+    const { projection, asked, settle, quiet } = recordedProjection();
+    const held = await settle(() => projection.relationsOf(overlayTrackId, "contain"));
+    for (const relation of held.slice(0, 3)) {
+      await settle(() => projection.relationsOf(relation.endpoint1EntityId, "marker"));
+    }
+    await quiet();
+    const asked2 = idsAsked(asked);
+    const beyond = held.slice(64).filter((relation) => asked2.has(relation.endpoint1EntityId));
+    assert.deepEqual(beyond, [], "no clip past the first two chunks is read");
+    assert.ok(asked2.has(held[31]!.endpoint1EntityId), "the first chunk is read ahead");
+  });
+});
