@@ -99,7 +99,8 @@ async function loadVectors(path: string): Promise<WordVectors> {
   return { dimensions, rank, table };
 }
 
-export function embedWithVectors({ dimensions, rank, table }: WordVectors, text: string): number[] {
+/** A text's vector: the SIF-weighted sum of its known words' unit vectors (the embedder normalizes it). */
+function embedWithVectors({ dimensions, rank, table }: WordVectors, text: string): number[] {
   // Zipf: the word of rank r is used with probability ≈ 1 / (r · H), H the vocabulary's harmonic number.
   const harmonic = Math.log(rank.size) + 0.5772;
   const vector = new Array<number>(dimensions).fill(0);
