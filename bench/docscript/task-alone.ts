@@ -98,7 +98,7 @@ try {
     const cpu = process.cpuUsage();
     const value = await session.callFilled(binding, method, args);
     const used = process.cpuUsage(cpu);
-    if (task === "caption") {
+    if (task === "caption" || task === "deleteOverlay") {
       const sums = totals.get(label) ?? [0, 0, 0, 0, 0];
       const add = [
         1,
@@ -220,6 +220,17 @@ try {
     }
   }
   if (task === "caption") await captionEveryOverlayClip(timed);
+  if (task === "deleteOverlay") {
+    const tracks: { entityId: string; payload: { role: string } }[] = await timed("tracks", "entities", "list", [
+      { entityKind: "track" },
+    ]);
+    const overlay = tracks.find((track) => track.payload.role === "overlay")!;
+    const held: { endpoint1EntityId: string }[] = await timed("of contain", "relations", "of", [
+      overlay.entityId,
+      "contain",
+    ]);
+    for (const relation of held) await timed("delete", "entities", "delete", [relation.endpoint1EntityId]);
+  }
   for (const [label, [calls, ms, cpuMs, requests, rows]] of totals)
     console.log(
       `${label}: ${calls} calls, ${ms!.toFixed(0)} ms (CPU ${cpuMs!.toFixed(0)} ms), ${requests} requests, ${rows} rows`,

@@ -217,4 +217,17 @@ for (const [index, held] of relations.of(overlay.entityId, 'contain').entries())
       }
     },
   },
+  {
+    name: "delete every clip of the overlay track",
+    script: `const overlay = entities.list({ entityKind: 'track' }).find((t) => t.payload.role === 'overlay');
+for (const held of relations.of(overlay.entityId, 'contain')) entities.delete(held.endpoint1EntityId);`,
+    loro(doc) {
+      for (const relationId of relationsOf(doc).keys()) {
+        const relation = relationsOf(doc).get(relationId) as LoroMap;
+        if (relation.get("kind") !== "contain" || relation.get("endpoint0") !== "large-track-overlay") continue;
+        entitiesOf(doc).delete(relation.get("endpoint1") as string);
+        relationsOf(doc).delete(relationId);
+      }
+    },
+  },
 ];

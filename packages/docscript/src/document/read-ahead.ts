@@ -75,7 +75,18 @@ export class ReadsAhead {
    * A holder's relations a script walks, their other ends read ahead a chunk at a time: the chunks, and
    * the next one not yet read.
    */
-  private walk: { holder: OnDemandProjection; chunks: string[][]; next: number } | undefined;
+  private walk:
+    | {
+        holder: OnDemandProjection;
+        walked: string;
+        chunks: string[][];
+        next: number;
+        /** Every end walked: a call asking about an entity not among them asks about a far end. */
+        ends: ReadonlySet<string>;
+        /** Chunks are read one level deeper (`readAheadWalk`): a call asked about a far end. */
+        deep: boolean;
+      }
+    | undefined;
 
   /** After a fill of the script's call: what its listing page (`afterPages`) or walk (`afterRelations`) reads next. */
   afterFilled(wanted: readonly [string, Wanted][]): void {
@@ -101,8 +112,8 @@ export class ReadsAhead {
     const chunks: string[][] = [];
     for (let start = 0; start < ends.length; start += walkChunk)
       chunks.push(ends.slice(start, start + walkChunk));
-    this.walk = { holder, chunks, next: 1 };
-    if (this.ahead === undefined) this.readAheadEnds(holder, chunks[0]!, walkFollowUps);
+    this.walk = { holder, walked: entry.id, chunks, next: 1, ends: new Set(ends), deep: false };
+    if (this.ahead === undefined) this.readAheadWalk(holder, entry.id, chunks[0]!, false);
   }
 
   /** The walk's next chunk read ahead (tracked as the read ahead in flight), if any is left. */
@@ -112,7 +123,48 @@ export class ReadsAhead {
     const chunk = walk.chunks[walk.next];
     walk.next += 1;
     if (walk.next >= walk.chunks.length) this.walk = undefined;
-    if (chunk !== undefined) this.readAheadEnds(walk.holder, chunk, walkFollowUps);
+    if (chunk !== undefined) this.readAheadWalk(walk.holder, walk.walked, chunk, walk.deep);
+  }
+
+  /**
+   * A walk's chunk: its ends' relations and variants and those relations' claims and ends, as
+   * `readAheadEnds` reads a window's few; then one level further, what a write on each end checks
+   * next, once the script's calls have asked for it (`deep`: a delete's checks do, a caption created
+   * beside each clip does not): the relations and variants of the entities at the far ends (a clip's
+   * marker and medium, not the walked holder) and the entities of their identities (a deleted clip's
+   * medium, checked for the other clips showing it). Calls lacking any of these wait for the chunk.
+   */
+  private readAheadWalk(
+    holder: OnDemandProjection,
+    walked: string,
+    ids: readonly string[],
+    deep: boolean,
+  ): void {
+    const about = new Set(ids);
+    const read = async () => {
+      await this.rows.fillSpeculative(ids, this.quietly);
+      if (!this.reading) return;
+      const answered: Wanted[] = ids
+        .filter((id) => this.rows.known.hasId("endpoint", id))
+        .map((id) => ({ lookup: "endpoint", id }));
+      const ends = endsOf(holder, answered, walkFollowUps);
+      if (ends === undefined) return;
+      await this.rows.fillOnce(ends, this.quietly);
+      const far = [
+        ...new Set(ends.flatMap(([, entry]) => (entry.lookup === "entity" ? [entry.id] : []))),
+      ].filter((id) => id !== walked && !about.has(id) && !this.rows.known.hasId("endpoint", id));
+      if (!deep || !this.reading || far.length === 0 || far.length > walkChunk * 4) return;
+      for (const id of far) about.add(id);
+      await this.rows.fillSpeculative(far, this.quietly);
+      const checks = endsOf(
+        holder,
+        far.map((id) => ({ lookup: "entity", id })),
+        walkFollowUps,
+      );
+      for (const [, entry] of checks ?? []) if ("id" in entry) about.add(entry.id);
+      if (this.reading && checks !== undefined) await this.rows.fillOnce(checks, this.quietly);
+    };
+    this.track(about, new Set(ids.map((id) => keyOf("endpoint", id))), read());
   }
 
   /**
@@ -207,7 +259,15 @@ export class ReadsAhead {
   async servingFill(missing: ReadonlyMap<string, Wanted>): Promise<void> {
     // A walk's next chunk the call reaches into: read now (with what the call lacks of it), and the
     // chunk after it once this one is in.
-    const next = this.walk?.chunks[this.walk.next];
+    const walk = this.walk;
+    // A call on a walked end asking about the entities beyond it: later chunks read them too.
+    if (walk !== undefined && !walk.deep)
+      walk.deep = [...missing.values()].some(
+        (entry) =>
+          entry.lookup === "identity" ||
+          (entry.lookup === "endpoint" && entry.id !== walk.walked && !walk.ends.has(entry.id)),
+      );
+    const next = walk?.chunks[walk.next];
     const reached =
       next !== undefined && [...missing.values()].some((entry) => "id" in entry && next.includes(entry.id));
     if (reached && this.ahead !== undefined) await this.ahead.done;

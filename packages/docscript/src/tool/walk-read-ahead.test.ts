@@ -107,6 +107,23 @@ describe("a holder's relations walked in order", () => {
     assert.ok(requests <= 40, `${requests} requests for ${held.length} clips`);
   });
 
+  it("a walk whose calls ask beyond each clip (a delete's checks) reads that level ahead too", async () => {
+    const { projection, asked, settle } = recordedProjection();
+    const held = await settle(() => projection.relationsOf(overlayTrackId, "contain"));
+    const before = asked.length;
+    for (const relation of held) {
+      const clipId = relation.endpoint1EntityId;
+      const [markerOf] = await settle(() => projection.relationsOf(clipId, "marker"));
+      // The marker's own relations: an entity past the clip, as deleting the clip checks them.
+      const markerId = markerOf!.endpoint1EntityId;
+      const touching = await settle(() => projection.relationsOf(markerId));
+      assert.deepEqual(touching, whole.relationsOf(markerId), markerId);
+    }
+    // One by one: 300 clips' markers' relations, 300 requests more than the walk above.
+    const requests = asked.length - before;
+    assert.ok(requests <= 80, `${requests} requests for ${held.length} clips`);
+  });
+
   it("a script that looks at the first few clips never reads the others", async () => {
     const { projection, asked, settle, quiet } = recordedProjection();
     const held = await settle(() => projection.relationsOf(overlayTrackId, "contain"));
