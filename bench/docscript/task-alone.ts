@@ -221,9 +221,12 @@ try {
   }
   if (task === "caption") await captionEveryOverlayClip(timed);
   if (task === "deleteOverlay") {
-    const tracks: { entityId: string; payload: { role: string } }[] = await timed("tracks", "entities", "list", [
-      { entityKind: "track" },
-    ]);
+    const tracks: { entityId: string; payload: { role: string } }[] = await timed(
+      "tracks",
+      "entities",
+      "list",
+      [{ entityKind: "track" }],
+    );
     const overlay = tracks.find((track) => track.payload.role === "overlay")!;
     const held: { endpoint1EntityId: string }[] = await timed("of contain", "relations", "of", [
       overlay.entityId,

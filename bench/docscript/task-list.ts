@@ -224,7 +224,8 @@ for (const held of relations.of(overlay.entityId, 'contain')) entities.delete(he
     loro(doc) {
       for (const relationId of relationsOf(doc).keys()) {
         const relation = relationsOf(doc).get(relationId) as LoroMap;
-        if (relation.get("kind") !== "contain" || relation.get("endpoint0") !== "large-track-overlay") continue;
+        if (relation.get("kind") !== "contain" || relation.get("endpoint0") !== "large-track-overlay")
+          continue;
         entitiesOf(doc).delete(relation.get("endpoint1") as string);
         relationsOf(doc).delete(relationId);
       }
