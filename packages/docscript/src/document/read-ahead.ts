@@ -198,14 +198,14 @@ export class ReadsAhead {
    * Reads in the background the relations and variants of `ids` (a page's few entities; a short page
    * each, as an entity fill reads them), then the ends of the relations of those answered whole.
    */
-  private readAheadEnds(holder: OnDemandProjection, ids: readonly string[], most = maxReadAhead): void {
+  private readAheadEnds(holder: OnDemandProjection, ids: readonly string[]): void {
     const read = async () => {
       await this.rows.fillSpeculative(ids, this.quietly);
       if (!this.reading) return;
       const answered: Wanted[] = ids
         .filter((id) => this.rows.known.hasId("endpoint", id))
         .map((id) => ({ lookup: "endpoint", id }));
-      const ends = endsOf(holder, answered, most);
+      const ends = endsOf(holder, answered);
       if (ends !== undefined) await this.rows.fillOnce(ends, this.quietly);
     };
     this.track(new Set(ids), new Set(ids.map((id) => keyOf("endpoint", id))), read());
