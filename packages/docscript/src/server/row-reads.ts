@@ -130,42 +130,47 @@ export async function lookUpRows(
   documentId: string,
   lookups: readonly RowLookup[],
 ): Promise<RowLookupAnswer["results"][number][]> {
-  const results: RowLookupAnswer["results"][number][] = [];
-  for (const lookup of lookups) {
-    if ("rows" in lookup) {
-      const found = await store.readRows(documentId, {
-        root: lookup.rows,
-        ids: lookup.ids,
-        limit: lookup.ids.length,
-      });
-      results.push({
-        rows: found.map((row) => ({ root: row.root, rowId: row.rowId, json: row.json })),
-        found: found.length,
-      });
-      continue;
-    }
-    const found = await membersOf(store, documentId, lookup);
-    const rows = new Map<string, StoredRow>();
-    for (const member of found)
-      rows.set(
-        `${member.root}\u0000${member.rowId}`,
-        lookup.bare === true
-          ? { root: member.root, rowId: member.rowId }
-          : { root: member.root, rowId: member.rowId, json: member.json },
-      );
-    const claimed =
-      lookup.claims === true && lookup.members === "entity"
-        ? await claimsOf(store, documentId, found, lookup.bare === true, rows)
-        : undefined;
-    const last = found.at(-1)?.id;
-    results.push({
-      rows: [...rows.values()],
-      found: found.length,
-      ...(last === undefined ? {} : { last }),
-      ...(claimed === undefined ? {} : { claimed }),
+  // Each lookup is its own statements: sent together, a store with a pool of connections answers
+  // them side by side (PostgreSQL: a round trip each, overlapped); SQLite answers them in turn anyway.
+  return Promise.all(lookups.map((lookup) => lookUp(store, documentId, lookup)));
+}
+
+async function lookUp(
+  store: DocumentStore,
+  documentId: string,
+  lookup: RowLookup,
+): Promise<RowLookupAnswer["results"][number]> {
+  if ("rows" in lookup) {
+    const found = await store.readRows(documentId, {
+      root: lookup.rows,
+      ids: lookup.ids,
+      limit: lookup.ids.length,
     });
+    return {
+      rows: found.map((row) => ({ root: row.root, rowId: row.rowId, json: row.json })),
+      found: found.length,
+    };
   }
-  return results;
+  const found = await membersOf(store, documentId, lookup);
+  const rows = new Map<string, StoredRow>();
+  for (const member of found)
+    rows.set(
+      `${member.root}\u0000${member.rowId}`,
+      lookup.bare === true
+        ? { root: member.root, rowId: member.rowId }
+        : { root: member.root, rowId: member.rowId, json: member.json },
+    );
+  const claimed =
+    lookup.claims === true && lookup.members === "entity"
+      ? await claimsOf(store, documentId, found, lookup.bare === true, rows)
+      : undefined;
+  const last = found.at(-1)?.id;
+  return {
+    rows: [...rows.values()],
+    found: found.length,
+    ...(last === undefined ? {} : { last }),
+    ...(claimed === undefined ? {} : { claimed }),
+  };
 }
 
 /** Entities and relations per kind, as the store counts them with every write of its rows. */
