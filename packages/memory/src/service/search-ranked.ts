@@ -75,7 +75,7 @@ export function createSearchRanked(
     const candidateLimit = Math.max(50, limit * 5);
     const terms = queryTerms(query);
     const kindFilter = kinds ? { kinds } : {};
-    // Related words: "Where does Maya work?" also asks for "job", "office", "boss"; the turns holding
+    // Related words: "Where does Maya work?" also asks for "job", "housework", "service"; the turns holding
     // one join the candidates, as high as the question's own words reach.
     const related = features.relatedWords ? await loadRelatedWords() : undefined;
     const relatedTerms = related ? [...new Set(terms.flatMap((word) => related(word)))] : [];
