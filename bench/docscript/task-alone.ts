@@ -221,17 +221,7 @@ try {
   }
   if (task === "caption") await captionEveryOverlayClip(timed);
   if (task === "deleteOverlay") {
-    const tracks: { entityId: string; payload: { role: string } }[] = await timed(
-      "tracks",
-      "entities",
-      "list",
-      [{ entityKind: "track" }],
-    );
-    const overlay = tracks.find((track) => track.payload.role === "overlay")!;
-    const held: { endpoint1EntityId: string }[] = await timed("of contain", "relations", "of", [
-      overlay.entityId,
-      "contain",
-    ]);
+    const { held } = await overlayWalk(timed);
     for (const relation of held) await timed("delete", "entities", "delete", [relation.endpoint1EntityId]);
   }
   for (const [label, [calls, ms, cpuMs, requests, rows]] of totals)
@@ -262,8 +252,8 @@ try {
 
 type Timed = (label: string, binding: string, method: string, args: unknown[]) => Promise<never>;
 
-/** The calls of task-list.ts's "caption every overlay clip at its start". */
-async function captionEveryOverlayClip(timed: Timed) {
+/** The tracks, then the overlay track's clips: how both walking tasks begin. */
+async function overlayWalk(timed: Timed) {
   const tracks: { entityId: string; payload: { role: string } }[] = await timed(
     "tracks",
     "entities",
@@ -271,11 +261,17 @@ async function captionEveryOverlayClip(timed: Timed) {
     [{ entityKind: "track" }],
   );
   const overlay = tracks.find((track) => track.payload.role === "overlay")!;
-  const captions = tracks.find((track) => track.payload.role === "caption")!;
   const held: { endpoint1EntityId: string }[] = await timed("of contain", "relations", "of", [
     overlay.entityId,
     "contain",
   ]);
+  return { tracks, held };
+}
+
+/** The calls of task-list.ts's "caption every overlay clip at its start". */
+async function captionEveryOverlayClip(timed: Timed) {
+  const { tracks, held } = await overlayWalk(timed);
+  const captions = tracks.find((track) => track.payload.role === "caption")!;
   for (const [index, relation] of held.entries()) {
     const [markerOf]: { endpoint1EntityId: string }[] = await timed("of marker", "relations", "of", [
       relation.endpoint1EntityId,

@@ -48,6 +48,21 @@ function writeClip(doc: LoroDoc, trackId: string, contentId: string, startMs: nu
   contain.set("position", position);
 }
 
+/** A caption row as the document stores it, with its defaults; its id. */
+function writeCaption(doc: LoroDoc, text: string): string {
+  const captionId = newId("caption");
+  const row = entitiesOf(doc).setContainer(captionId, new LoroMap());
+  row.set("kind", "caption");
+  const fields = row.setContainer("fields", new LoroMap());
+  fields.setContainer("text", new LoroText()).insert(0, text);
+  fields.set("durationMs", null);
+  const style = fields.setContainer("style", new LoroMap());
+  style.set("position", "bottom");
+  style.set("fontSize", 32);
+  fields.set("language", null);
+  return captionId;
+}
+
 const captionTimes = [1_000, 5_000, 9_000, 13_000, 17_000];
 
 export const tasks: readonly Task[] = [
@@ -64,17 +79,7 @@ for (const [at, text] of ${JSON.stringify(captionTimes.map((at, index) => [at, `
 }`,
     loro(doc) {
       for (const [index, at] of captionTimes.entries()) {
-        const captionId = newId("caption");
-        const row = entitiesOf(doc).setContainer(captionId, new LoroMap());
-        row.set("kind", "caption");
-        const fields = row.setContainer("fields", new LoroMap());
-        fields.setContainer("text", new LoroText()).insert(0, `Line ${index + 1}`);
-        fields.set("durationMs", null);
-        const style = fields.setContainer("style", new LoroMap());
-        style.set("position", "bottom");
-        style.set("fontSize", 32);
-        fields.set("language", null);
-        writeClip(doc, "track-3", captionId, at, `~zz${index}`);
+        writeClip(doc, "track-3", writeCaption(doc, `Line ${index + 1}`), at, `~zz${index}`);
       }
     },
   },
@@ -203,17 +208,8 @@ for (const [index, held] of relations.of(overlay.entityId, 'contain').entries())
           continue;
         const clip = entitiesOf(doc).get(relation.get("endpoint1") as string) as LoroMap;
         const at = fieldsOf((clip.get("slots") as LoroMap).get("marker") as LoroMap).get("startMs") as number;
-        const captionId = newId("caption");
-        const row = entitiesOf(doc).setContainer(captionId, new LoroMap());
-        row.set("kind", "caption");
-        const fields = row.setContainer("fields", new LoroMap());
-        fields.setContainer("text", new LoroText()).insert(0, `Overlay ${++index}`);
-        fields.set("durationMs", null);
-        const style = fields.setContainer("style", new LoroMap());
-        style.set("position", "bottom");
-        style.set("fontSize", 32);
-        fields.set("language", null);
-        writeClip(doc, "track-3", captionId, at, `~zzz${index}`);
+        index += 1;
+        writeClip(doc, "track-3", writeCaption(doc, `Overlay ${index}`), at, `~zzz${index}`);
       }
     },
   },

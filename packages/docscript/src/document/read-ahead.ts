@@ -142,14 +142,8 @@ export class ReadsAhead {
   ): void {
     const about = new Set(ids);
     const read = async () => {
-      await this.rows.fillSpeculative(ids, this.quietly);
-      if (!this.reading) return;
-      const answered: Wanted[] = ids
-        .filter((id) => this.rows.known.hasId("endpoint", id))
-        .map((id) => ({ lookup: "endpoint", id }));
-      const ends = endsOf(holder, answered, walkFollowUps);
+      const ends = await this.readEnds(holder, ids, walkFollowUps);
       if (ends === undefined) return;
-      await this.rows.fillOnce(ends, this.quietly);
       const far = [
         ...new Set(ends.flatMap(([, entry]) => (entry.lookup === "entity" ? [entry.id] : []))),
       ].filter((id) => id !== walked && !about.has(id) && !this.rows.known.hasId("endpoint", id));
@@ -200,15 +194,28 @@ export class ReadsAhead {
    */
   private readAheadEnds(holder: OnDemandProjection, ids: readonly string[]): void {
     const read = async () => {
-      await this.rows.fillSpeculative(ids, this.quietly);
-      if (!this.reading) return;
-      const answered: Wanted[] = ids
-        .filter((id) => this.rows.known.hasId("endpoint", id))
-        .map((id) => ({ lookup: "endpoint", id }));
-      const ends = endsOf(holder, answered);
-      if (ends !== undefined) await this.rows.fillOnce(ends, this.quietly);
+      await this.readEnds(holder, ids);
     };
     this.track(new Set(ids), new Set(ids.map((id) => keyOf("endpoint", id))), read());
+  }
+
+  /**
+   * The relations and variants of `ids`, then the claims and ends of the relations of those answered
+   * whole (at most `most` lookups): the ends read, or undefined when none were (or the run ended).
+   */
+  private async readEnds(
+    holder: OnDemandProjection,
+    ids: readonly string[],
+    most = maxReadAhead,
+  ): Promise<[string, Wanted][] | undefined> {
+    await this.rows.fillSpeculative(ids, this.quietly);
+    if (!this.reading) return undefined;
+    const answered: Wanted[] = ids
+      .filter((id) => this.rows.known.hasId("endpoint", id))
+      .map((id) => ({ lookup: "endpoint", id }));
+    const ends = endsOf(holder, answered, most);
+    if (ends !== undefined) await this.rows.fillOnce(ends, this.quietly);
+    return ends;
   }
 
   /** Pages read ahead, by key: the next page to read ahead once the script lists this one. */
