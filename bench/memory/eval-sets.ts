@@ -77,29 +77,52 @@ export function parseWritten(text: string): Conversation[] {
   return conversations;
 }
 
+/**
+ * The sets, in the order the tables print them. `only` keeps the sets whose name or file names
+ * contain it (`--set=long-dev`: the long written dev set alone).
+ */
 export function loadSets(only?: string): EvalSet[] {
   return [
     {
       name: "conversations (generator A: user and assistant)",
-      file: "./eval/conversations.json",
+      files: ["./eval/conversations.json"],
       heldOut: false,
       speakers: false,
     },
     {
       name: "dialogues (generator B: two named speakers)",
-      file: "./eval/dialogues.json",
+      files: ["./eval/dialogues.json"],
       heldOut: false,
       speakers: true,
     },
     {
-      name: "written (by hand, held out)",
-      file: "./eval/written.txt",
+      name: "written short (by hand; was held out until ADR 0521)",
+      files: ["./eval/written.txt"],
+      heldOut: false,
+      speakers: true,
+    },
+    {
+      name: "written long (by hand, dev)",
+      files: ["./eval/long-1.txt", "./eval/long-2.txt"],
+      tag: "long-dev",
+      heldOut: false,
+      speakers: true,
+    },
+    {
+      name: "written long (by hand, held out)",
+      files: ["./eval/long-3.txt", "./eval/long-4.txt"],
+      tag: "long-held-out",
       heldOut: true,
       speakers: true,
     },
   ]
-    .filter((set) => only === undefined || set.file.includes(only))
-    .map(({ file, ...set }) => ({ ...set, conversations: load(file) }));
+    .filter(
+      (set) =>
+        only === undefined ||
+        set.tag === only ||
+        (set.tag === undefined && set.files.some((file) => file.includes(only))),
+    )
+    .map(({ files, tag: _tag, ...set }) => ({ ...set, conversations: files.flatMap(load) }));
 }
 
 export const turnCount = (set: EvalSet) =>
