@@ -13,9 +13,9 @@ import { createMemoryService, createSqliteStore, type MemoryService } from "@tac
 import { createWordVectorEmbedder, wordVectorWeight } from "@tackle/memory/word-vectors";
 import type { MemoryEmbeddingModel } from "../../packages/memory/src/service/embedder.ts";
 import {
-  allRetrievalFeatures,
   createSearchRanked,
   type RetrievalFeatures,
+  shippedRetrievalFeatures,
 } from "../../packages/memory/src/service/search-ranked.ts";
 import { createServiceContext } from "../../packages/memory/src/service/service-context.ts";
 import {
@@ -37,7 +37,7 @@ const sets = loadSets(argument("set"));
 const paths =
   (argument("paths")?.split(",") as IngestPath[] | undefined) ??
   ingestPaths.filter((path) => path !== "episode");
-const featureNames = Object.keys(allRetrievalFeatures) as (keyof RetrievalFeatures)[];
+const featureNames = Object.keys(shippedRetrievalFeatures) as (keyof RetrievalFeatures)[];
 
 interface Row {
   readonly label: string;
@@ -214,20 +214,21 @@ console.log(
 /**
  * `--base=a,b`: a set of features, each other one switched on beside it ("with") and each of its own
  * switched off ("without"); a set where every "without" says keep and every "with" says leave out is
- * one the rule holds for. Without it: every feature, each switched off in turn.
+ * one the rule holds for. Without it the base is the service as shipped (`shippedRetrievalFeatures`).
  */
-const base = argument("base")?.split(",") as (keyof RetrievalFeatures)[] | undefined;
-const baseSwitches = Object.fromEntries(featureNames.map((name) => [name, base?.includes(name) ?? true]));
+const baseArgument = argument("base")?.split(",") as (keyof RetrievalFeatures)[] | undefined;
+const base = baseArgument ?? featureNames.filter((name) => shippedRetrievalFeatures[name]);
+const baseSwitches = Object.fromEntries(featureNames.map((name) => [name, base.includes(name)]));
 const configurations = [
   {
-    label: base ? `base: ${base.join(", ")}` : "all features (the service as shipped)",
+    label: baseArgument ? `base: ${base.join(", ")}` : "the service as shipped",
     switches: baseSwitches,
   },
   ...featureNames
-    .filter((name) => base !== undefined && !base.includes(name))
+    .filter((name) => !base.includes(name))
     .map((name) => ({ label: `with ${name}`, switches: { ...baseSwitches, [name]: true } })),
   ...featureNames
-    .filter((name) => base === undefined || base.includes(name))
+    .filter((name) => base.includes(name))
     .map((name) => ({ label: `without ${name}`, switches: { ...baseSwitches, [name]: false } })),
   {
     label: "no feature: the store's scoped BM25 alone",

@@ -197,39 +197,3 @@ it("fusion: an embedder that knows what the words miss lifts the turn it matches
     `the concept embedder lifts the gig question and its reply (${JSON.stringify(ranks)})`,
   );
 });
-
-it("without a model: 'Where does Maya work?' reaches 'How is the new job going, Maya?' by related words and its reply by neighbours", async () => {
-  let now = new Date("2023-03-01T18:00:00Z");
-  const service = createMemoryService({ store: createSqliteStore({ path: ":memory:" }), now: () => now });
-  const say = async (speaker: string, text: string) => {
-    now = new Date(now.getTime() + 60_000);
-    await service.add("t", {
-      userId: "talk",
-      kind: "episode",
-      content: `${speaker}: ${text}`,
-      metadata: { speaker },
-    });
-  };
-  // The exchange comes first: among turns that only share "Maya" with the question, it ranks last.
-  await say("Jonas", "How is the new job going, Maya?");
-  await say("Maya", "I love it. Being a nurse at Initech is exactly what I hoped for.");
-  const places = ["Globex", "Northwind", "Acme Health", "Stark Foods", "Umbrella Labs", "Wayne Logistics"];
-  for (let index = 0; index < 12; index += 1) {
-    await say("Jonas", `How was your week? Mine was mostly laundry (${index}).`);
-    await say("Maya", `Busy, we drove past ${places[index % 6]} twice (${index}).`);
-  }
-  for (let index = 0; index < 6; index += 1)
-    await say("Jonas", `I had ramen with Lena yesterday (${index}).`);
-  now = new Date("2023-04-01T00:00:00Z");
-  const found = await service.search("t", { userId: "talk", query: "Where does Maya work?", limit: 5 });
-  const texts = found.results.map((hit) => hit.memory.content);
-  assert.ok(
-    texts.some((text) => text.includes("new job going")),
-    `by "job": ${JSON.stringify(texts)}`,
-  );
-  assert.ok(
-    texts.some((text) => text.includes("Initech")),
-    `its reply, by neighbours: ${JSON.stringify(texts)}`,
-  );
-  await service.close();
-});

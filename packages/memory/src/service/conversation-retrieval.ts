@@ -1,8 +1,6 @@
 /**
  * Retrieval built for conversations, on top of the store's BM25 (no model in the loop); what
- * bench/memory's ablation kept on its held-out, hand-written set (ADR 0367):
- *   - related words: the turns holding a word the question's frame stands for ("work" → "job") join
- *     the candidates (`related-words.ts`);
+ * bench/memory's ablation keeps on its long, hand-written held-out set (ADRs 0367, 0521):
  *   - specificity: a turn saying something specific is lifted over small talk repeating its words;
  *   - neighbouring turns: a turn next to a hit (same session, or both with a speaker) shares its
  *     score, so the reply that answers a question is found through the question before it; the turn
@@ -36,27 +34,6 @@ export function sameConversation(left: StoredMemory, right: StoredMemory): boole
 export interface Scored {
   readonly memory: StoredMemory;
   readonly score: number;
-}
-
-/**
- * Adds the hits of a second search (the question with its related words) to the first, each
- * relative to the second's best and scaled to `weight` of the first's best.
- */
-export function mergeRelatedHits(
-  first: readonly Scored[],
-  second: readonly Scored[],
-  weight = 0.8,
-): Scored[] {
-  const merged = new Map(first.map((hit) => [hit.memory.id, hit]));
-  const top = first[0]?.score ?? 0;
-  const secondTop = second[0]?.score ?? 0;
-  if (secondTop <= 0) return [...merged.values()];
-  for (const hit of second) {
-    const score = (hit.score / secondTop) * top * weight;
-    const existing = merged.get(hit.memory.id);
-    if (!existing || existing.score < score) merged.set(hit.memory.id, { memory: hit.memory, score });
-  }
-  return [...merged.values()].sort(byScore);
 }
 
 /** Each turn next to a hit gets part of the hit's score (halving with each step away). */

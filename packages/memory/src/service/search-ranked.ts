@@ -1,34 +1,30 @@
 /**
- * The ranked search every read path shares: the store's BM25 over the scope, then the three
- * conversation features that bench/memory's ablation kept on its held-out set (ADR 0367): related
- * words, specificity and neighbouring turns. Each can be switched off there.
+ * The ranked search every read path shares: the store's BM25 over the scope, then the two
+ * conversation features bench/memory's ablation keeps on its long, hand-written held-out set (ADRs
+ * 0367, 0521): specificity and neighbouring turns. Each can be switched off there.
  */
 import type { Memory } from "../schemas/memory.ts";
 import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
-import { cachedIndexTokens, termTest } from "../text/index-tokens.ts";
-import { liftBySpecificity, mergeRelatedHits, spreadToNeighbours } from "./conversation-retrieval.ts";
+import { liftBySpecificity, spreadToNeighbours } from "./conversation-retrieval.ts";
 import { cosine } from "./embedder.ts";
 import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
-import { loadRelatedWords } from "./related-words.ts";
 import { createScopeSnapshots, searchSnapshot, snapshotNeighbours } from "./scope-snapshot.ts";
 import type { ServiceContext } from "./service-context.ts";
 import { queryTerms } from "./text.ts";
 
 /**
- * The retrieval features, each on unless switched off. Only bench/memory's ablation switches them
- * (`createSearchRanked(context, { neighbours: false })`); the service runs them all.
+ * The retrieval features. Only bench/memory's ablation switches them
+ * (`createSearchRanked(context, { neighbours: false })`); the service runs `shippedRetrievalFeatures`.
  */
 export interface RetrievalFeatures {
-  /** Related words from WordNet ("work" also asks "job"; `related-words.ts`). */
-  readonly relatedWords: boolean;
   /** A turn saying something specific is lifted (small talk repeats its words). */
   readonly specificity: boolean;
   /** Turns next to a hit share its score (a reply found through its question). */
   readonly neighbours: boolean;
 }
 
-export const allRetrievalFeatures: RetrievalFeatures = {
-  relatedWords: true,
+/** What the service runs: every feature the ablation keeps. */
+export const shippedRetrievalFeatures: RetrievalFeatures = {
   specificity: true,
   neighbours: true,
 };
@@ -44,13 +40,6 @@ const specificityWeight = 2;
 const vectorOnlyCandidates = 10;
 
 /**
- * The query with related words asked again: its best hit holding a related word scores as much as the
- * best direct match (a synonym answers as well as the word; 0.5 and 0.7 kept "job" below "works" on
- * the dev halves).
- */
-const relatedWeight = 1;
-
-/**
  * The best hits whose neighbouring turns share their score: 40, since the words of a question often
  * sit two turns before its answer, below many turns sharing one common word.
  */
@@ -63,7 +52,7 @@ export function createSearchRanked(
   { store, clock, embedder, vectorWeight }: ServiceContext,
   switches: Partial<RetrievalFeatures> = {},
 ) {
-  const features: RetrievalFeatures = { ...allRetrievalFeatures, ...switches };
+  const features: RetrievalFeatures = { ...shippedRetrievalFeatures, ...switches };
   const snapshots = createScopeSnapshots(store);
   return async function searchRanked(
     tenantId: string,
@@ -75,28 +64,11 @@ export function createSearchRanked(
     const candidateLimit = Math.max(50, limit * 5);
     const terms = queryTerms(query);
     const kindFilter = kinds ? { kinds } : {};
-    // Related words: "Where does Maya work?" also asks for "job", "housework", "service"; the turns holding
-    // one join the candidates, as high as the question's own words reach.
-    const related = features.relatedWords ? await loadRelatedWords() : undefined;
-    const relatedTerms = related ? [...new Set(terms.flatMap((word) => related(word)))] : [];
     // The scope's memories in process while unchanged (ADR 0369); the store searches a larger one.
     const snapshot = await snapshots.get(tenantId, scope);
-    const search = (words: readonly string[]) =>
-      snapshot
-        ? Promise.resolve(searchSnapshot(snapshot, words, { limit: candidateLimit, ...kindFilter }))
-        : store.searchMemories(tenantId, scope, words, { limit: candidateLimit, ...kindFilter });
-    const [direct, extra] = await Promise.all([
-      search(terms),
-      relatedTerms.length > 0 ? search([...terms, ...relatedTerms].slice(0, 32)) : Promise.resolve([]),
-    ]);
-    let found = direct;
-    if (relatedTerms.length > 0) {
-      const relatedTests = relatedTerms.flatMap((term) => termTest(term) ?? []);
-      const holding = extra.filter((hit) =>
-        cachedIndexTokens(hit.memory.content).some((token) => relatedTests.some((test) => test(token))),
-      );
-      found = found.length === 0 ? holding : mergeRelatedHits(found, holding, relatedWeight);
-    }
+    const found = snapshot
+      ? searchSnapshot(snapshot, terms, { limit: candidateLimit, ...kindFilter })
+      : await store.searchMemories(tenantId, scope, terms, { limit: candidateLimit, ...kindFilter });
     let vectors: Map<string, number> | undefined;
     // Specificity is read from the text matches alone, before any vector-only candidate joins them.
     let candidates = features.specificity ? liftBySpecificity(found, specificityWeight) : [...found];
