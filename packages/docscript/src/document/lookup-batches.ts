@@ -2,12 +2,15 @@
  * How a fill's lookups are batched into requests (ADR 0466): many entities' relations, variants or
  * identities in one lookup, and what each lookup's answer completes.
  */
+import { type KnownLookups, keyOf } from "./demand-keys.ts";
 import type { RowLookup, RowSourceAnswer } from "./row-source.ts";
 import type { Wanted } from "./rows-on-demand.ts";
 
 /** Ids per lookup, members per page. */
 export const idsPerLookup = 500;
 export const membersPerPage = 5000;
+/** Relations and variants read along with an entity looked up: answered whole below this many. */
+export const speculativeLimit = 100;
 
 /** Each lookup with what its answer completes: a key answered whole, or a listing's page. */
 export type Pending = { lookup: RowLookup; done: (result: RowSourceAnswer["results"][number]) => void };
@@ -80,4 +83,45 @@ export function manyAtOnce(
     }
   }
   return found;
+}
+
+/**
+ * What a call on a few entities reads next: their relations and variants, whole if not full, a page of
+ * `speculativeLimit` each (a hub's first page tells `touching` how many it has at least). `together`
+ * (a walk's chunk of ends read ahead, ADR 0520): one lookup per kind for all of them, of
+ * `speculativeLimit` members an entity up to a page, which a store answers with one statement where a
+ * lookup an entity was one each (a chunk of 32 ends: 64). A full answer completes none of them (their
+ * later reads ask again); a hub among them takes the others' share, so a call's own fill, which may
+ * name a track, asks an entity at a time.
+ */
+export function speculativeLookups(
+  { known, touching }: { readonly known: KnownLookups; readonly touching: Map<string, number> },
+  entityIds: readonly string[],
+  wantedKeys: ReadonlySet<string>,
+  together = false,
+): Pending[] {
+  const pending: Pending[] = [];
+  for (const lookup of ["endpoint", "variants"] as const) {
+    const ids = entityIds.filter((id) => !known.has(keyOf(lookup, id)) && !wantedKeys.has(keyOf(lookup, id)));
+    for (const group of together && ids.length > 1 ? [ids] : ids.map((id) => [id])) {
+      const [one] = group as [string];
+      const limit = Math.min(speculativeLimit * group.length, membersPerPage);
+      const query: RowLookup =
+        lookup === "endpoint"
+          ? { members: "relation", ...(group.length === 1 ? { endpoint: one } : { endpoints: group }), limit }
+          : {
+              members: "entity",
+              ...(group.length === 1 ? { variantOf: one } : { variantsOf: group }),
+              limit,
+            };
+      pending.push({
+        lookup: query,
+        done: (result) => {
+          if (result.found < limit) for (const id of group) known.add(keyOf(lookup, id));
+          else if (lookup === "endpoint" && group.length === 1) touching.set(one, result.found);
+        },
+      });
+    }
+  }
+  return pending;
 }

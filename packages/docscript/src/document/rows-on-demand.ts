@@ -23,7 +23,14 @@ import {
   windowPageKey,
 } from "./demand-keys.ts";
 import { ENTITIES, RELATIONS } from "./layout.ts";
-import { idsPerLookup, manyAtOnce, membersPerPage, type Pending } from "./lookup-batches.ts";
+import {
+  idsPerLookup,
+  manyAtOnce,
+  membersPerPage,
+  type Pending,
+  speculativeLimit,
+  speculativeLookups,
+} from "./lookup-batches.ts";
 import type { OnDemandProjection } from "./on-demand-projection.ts";
 import { maxListedRelations, pageLookups } from "./page-lookups.ts";
 import type { Lookup } from "./projection.ts";
@@ -35,8 +42,6 @@ import { decodeVersion } from "./version.ts";
 const lookupsPerRequest = 64;
 /** The most of a holder's ordered relations read from one end (`orderedRelations`); past it, all are read. */
 export const maxOrderedPage = 1000;
-/** Relations and variants read along with an entity looked up: answered whole below this many. */
-export const speculativeLimit = 100;
 /** Entities looked up in one fill up to which their relations and variants are read along. */
 const speculativeEntities = 64;
 /** Levels of what checks ask next read within one fill, after what was asked. */
@@ -269,7 +274,7 @@ export class RowsOnDemand {
     // next in batches, one more request.
     const entityIds = idsOf(wanted, "entity");
     if (this.speculative && entityIds.length <= speculativeEntities)
-      pending.push(...this.speculativeLookups(entityIds, new Set(wanted.map(([key]) => key))));
+      pending.push(...speculativeLookups(this, entityIds, new Set(wanted.map(([key]) => key))));
     pending.push(...extra);
     for (const lookup of manyAtOnce(wanted, paged, (entry) => pending.push(entry))) pending.push(lookup);
     await pageLookups(wanted, paged, (entry) => pending.push(entry), {
@@ -313,33 +318,12 @@ export class RowsOnDemand {
     }
   }
 
-  /** What a call on a few entities reads next: their relations and variants, a page each, whole if not full. */
-  private speculativeLookups(entityIds: readonly string[], wantedKeys: ReadonlySet<string>): Pending[] {
-    const pending: Pending[] = [];
-    for (const entityId of entityIds)
-      for (const [lookup, query] of [
-        ["endpoint", { members: "relation", endpoint: entityId, limit: speculativeLimit }],
-        ["variants", { members: "entity", variantOf: entityId, limit: speculativeLimit }],
-      ] as const) {
-        const key = keyOf(lookup, entityId);
-        if (this.known.has(key) || wantedKeys.has(key)) continue;
-        pending.push({
-          lookup: query,
-          done: (result) => {
-            if (result.found < speculativeLimit) this.known.add(key);
-            else if (lookup === "endpoint") this.touching.set(entityId, result.found);
-          },
-        });
-      }
-    return pending;
-  }
-
   /** Reads what a call on each of a few entities reads next (`speculativeLookups`), through `ask`. */
   fillSpeculative(
     entityIds: readonly string[],
     ask: (lookups: readonly RowLookup[]) => Promise<RowSourceAnswer>,
   ): Promise<void> {
-    return this.fillOnce([], ask, this.speculativeLookups(entityIds, new Set()));
+    return this.fillOnce([], ask, speculativeLookups(this, entityIds, new Set(), true));
   }
 
   /** The lookups of rows, entities and relations by id a fill wants, in lookups of `idsPerLookup`. */
@@ -487,6 +471,7 @@ export {
   maxListedRelations,
   orderedPageKey,
   relationPageKey,
+  speculativeLimit,
   touchingPageKey,
   windowPageKey,
 };
