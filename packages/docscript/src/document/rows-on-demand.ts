@@ -34,7 +34,7 @@ import {
 import type { OnDemandProjection } from "./on-demand-projection.ts";
 import { maxListedRelations, pageLookups } from "./page-lookups.ts";
 import type { Lookup } from "./projection.ts";
-import { ReadsAhead } from "./read-ahead.ts";
+import { ReadAheadDropped, ReadsAhead } from "./read-ahead.ts";
 import type { PageCounts, RowLookup, RowSource, RowSourceAnswer } from "./row-source.ts";
 import { decodeVersion } from "./version.ts";
 
@@ -139,6 +139,11 @@ export class RowsOnDemand {
   rowsRead = 0;
   /** Requests made. */
   requests = 0;
+  /**
+   * Why reads ahead failed, other than the document moving (the last few; for tests and measurements):
+   * nothing is lost, a call asks again, but a refused read ahead is work the run no longer saves.
+   */
+  readonly readAheadErrors: string[] = [];
   /** Set once the server answered at another version: the run read a document that moved under it. */
   movedTo: string | undefined;
 
@@ -370,7 +375,7 @@ export class RowsOnDemand {
     if (this.version !== undefined) {
       const version = vectorKey(decodeVersion(answer.version));
       if (version !== this.version) {
-        if (options.quiet === true) throw new Error("the document moved: the read ahead is dropped");
+        if (options.quiet === true) throw new ReadAheadDropped();
         this.movedTo = version;
         throw new DocScriptError(
           "document_changed",

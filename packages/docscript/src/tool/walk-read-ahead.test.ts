@@ -9,7 +9,7 @@ import { after, before, describe, it } from "node:test";
 import { LoroDoc } from "loro-crdt";
 import { largeTimeline, largeTimelineRows, overlayTrackId } from "../../test/large-timeline.ts";
 import { projectDocument } from "../document/interpret.ts";
-import { onDemandProjection } from "../document/on-demand-projection.ts";
+import { demandOf, onDemandProjection } from "../document/on-demand-projection.ts";
 import { lookupRowSource, type RowLookup } from "../document/row-source.ts";
 import { DocumentHost, hashToken } from "../server/document-host.ts";
 import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
@@ -106,6 +106,7 @@ describe("a holder's relations walked in order", () => {
     // Two calls on each of 300 clips: 600 requests one by one; chunks of 32 ask a few each.
     const requests = asked.length - before;
     assert.ok(requests <= 40, `${requests} requests for ${held.length} clips`);
+    assert.deepEqual(demandOf(projection)?.readAheadErrors, [], "no read ahead was refused");
   });
 
   it("a walk whose calls ask beyond each clip (a delete's checks) reads that level ahead too", async () => {
@@ -127,6 +128,7 @@ describe("a holder's relations walked in order", () => {
     // lookup each, not one per end.
     const lookups = asked.slice(before).flat().length;
     assert.ok(lookups <= 200, `${lookups} lookups for ${held.length} clips (one per end and kind: 1,158)`);
+    assert.deepEqual(demandOf(projection)?.readAheadErrors, [], "no read ahead was refused");
   });
 
   it("a script that looks at the first few clips never reads the others", async () => {
