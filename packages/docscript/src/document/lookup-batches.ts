@@ -103,7 +103,12 @@ export function speculativeLookups(
   const pending: Pending[] = [];
   for (const lookup of ["endpoint", "variants"] as const) {
     const ids = entityIds.filter((id) => !known.has(keyOf(lookup, id)) && !wantedKeys.has(keyOf(lookup, id)));
-    for (const group of together && ids.length > 1 ? [ids] : ids.map((id) => [id])) {
+    const groups: string[][] = [];
+    if (!together) for (const id of ids) groups.push([id]);
+    else
+      for (let start = 0; start < ids.length; start += idsPerLookup)
+        groups.push(ids.slice(start, start + idsPerLookup));
+    for (const group of groups) {
       const [one] = group as [string];
       const limit = Math.min(speculativeLimit * group.length, membersPerPage);
       const query: RowLookup =

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { it } from "node:test";
 import { rowLookupLimits } from "../server/row-reads.ts";
 import { KnownLookups, keyOf } from "./demand-keys.ts";
-import { membersPerPage, speculativeLimit, speculativeLookups } from "./lookup-batches.ts";
+import { idsPerLookup, membersPerPage, speculativeLimit, speculativeLookups } from "./lookup-batches.ts";
 
 const answer = (found: number) => ({ rows: [], found });
 const ids = (count: number) => Array.from({ length: count }, (_, index) => `clip-${index}`);
@@ -68,4 +68,14 @@ it("never asks past a page the server answers, and leaves out what is known or a
   relations?.done(answer(membersPerPage - 1));
   assert.equal(state.known.has(keyOf("endpoint", "clip-127")), true, "fewer than asked: all of them");
   assert.deepEqual(speculativeLookups(state, ["clip-0"], new Set([keyOf("variants", "clip-0")]), true), []);
+});
+
+it("more entities than a lookup may name are asked in lookups of `idsPerLookup`", () => {
+  const state = { known: new KnownLookups(), touching: new Map<string, number>() };
+  const lookups = speculativeLookups(state, ids(idsPerLookup + 100), new Set(), true);
+  const named = lookups.map((entry) => {
+    const lookup = entry.lookup as unknown as { endpoints?: string[]; variantsOf?: string[] };
+    return (lookup.endpoints ?? lookup.variantsOf ?? []).length;
+  });
+  assert.deepEqual(named, [idsPerLookup, 100, idsPerLookup, 100]);
 });
