@@ -305,18 +305,27 @@ describe("the console page, served by npm start: memory", () => {
     await page.waitForFunction(() => document.querySelectorAll("#memories li").length === 2);
     assert.match((await shown())[0] ?? "", /aisle seat/);
     await step("listing the scope without a query");
-    const search = async (kind: string, count: number) => {
+    // Waits for the list the search answers: its count alone can be the last search's (one item each).
+    const search = async (kind: string, count: number, holding: RegExp) => {
       await page.getByLabel("Kind", { exact: true }).selectOption(kind);
       await page.getByRole("button", { name: "Search" }).click();
-      await page.waitForFunction((n) => document.querySelectorAll("#memories li").length === n, count);
+      await page.waitForFunction(
+        ([n, pattern]) => {
+          const items = Array.from(document.querySelectorAll<HTMLElement>("#memories li"));
+          return (
+            items.length === n && new RegExp(pattern).test(items.map((item) => item.innerText).join("\n"))
+          );
+        },
+        [count, holding.source] as const,
+      );
       await step(`searching the kind ${kind || "every kind"}`);
     };
     await page.getByLabel("Search for").fill("Lisbon");
-    await search("preference", 1);
+    await search("preference", 1, /aisle seat/);
     assert.match((await shown()).join("\n"), /aisle seat[\s\S]*preference/);
-    await search("episode", 1);
+    await search("episode", 1, /flies to Lisbon/);
     assert.match((await shown()).join("\n"), /flies to Lisbon[\s\S]*episode/);
-    await search("", 2);
+    await search("", 2, /aisle seat[\s\S]*flies to Lisbon|flies to Lisbon[\s\S]*aisle seat/);
     // Added while the search is shown: the list is read again and holds it, without searching again.
     await add("Cy keeps a Lisbon guidebook in the car", "fact");
     await page.waitForFunction(() => document.querySelectorAll("#memories li").length === 3);
