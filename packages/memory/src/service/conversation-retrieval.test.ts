@@ -134,7 +134,7 @@ it("equal scores rank in one order every time: the later-written memory first, t
 
 /**
  * A deterministic embedder that knows one thing the words do not: a "gig" is work (the hashing test
- * embedder after a two-word thesaurus, and a word WordNet does not relate to work), standing in for a
+ * embedder after a two-word thesaurus; no word of the question is in it), standing in for a
  * semantic model.
  */
 function conceptEmbedder(): EmbeddingModelV4 {
