@@ -6,9 +6,11 @@
 import { LoroDoc } from "loro-crdt";
 import { projectDocument } from "../src/document/interpret.ts";
 import { sampleTimelineSnapshot } from "../src/module/sample-timeline.ts";
+import { DocumentHost, hashToken } from "../src/server/document-host.ts";
 import type { ContainerEntry, RowChange } from "../src/server/document-store.ts";
 import { mapsOfRows } from "../src/server/row-containers.ts";
 import { allRowChanges, membersOfRow } from "../src/server/row-members.ts";
+import { createSqliteDocumentStore } from "../src/server/sqlite-document-store.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
 
 type Row = { readonly [key: string]: string | number | boolean | null | Row };
@@ -39,6 +41,28 @@ export function largeTimeline(extraClips: number, overlayEvery?: number): LargeT
     entityCount: 12 + tracks + extraClips * 3,
     firstClips,
   };
+}
+
+/**
+ * A document host over an in-memory SQLite store holding `largeTimeline(extraClips, overlayEvery)` as
+ * "doc", stored as the scale bench seeds it (its rows written out beside the snapshot, not read from
+ * it), and a replica of the stored document.
+ */
+export async function largeTimelineHost(
+  extraClips: number,
+  overlayEvery?: number,
+): Promise<{ host: DocumentHost; replica: LoroDoc }> {
+  const { snapshot } = largeTimeline(extraClips, overlayEvery);
+  const store = createSqliteDocumentStore({ path: ":memory:" });
+  const host = new DocumentHost({ store, schema: timelineSchema });
+  await store.createDocument({
+    documentId: "doc",
+    tokenHash: hashToken("token-0123456789abcdef"),
+    snapshot,
+    rows: largeTimelineRows(extraClips, overlayEvery),
+    issues: [],
+  });
+  return { host, replica: LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes) };
 }
 
 /** Clips per change, and the first change's peer (each next chunk's is one more). */

@@ -6,11 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { it } from "node:test";
-import { LoroDoc } from "loro-crdt";
-import { largeTimeline, largeTimelineRows, overlayTrackId } from "../../test/large-timeline.ts";
+import { largeTimelineHost, overlayTrackId } from "../../test/large-timeline.ts";
 import { sessionOver } from "../../test/session-over.ts";
-import { DocumentHost, hashToken } from "../server/document-host.ts";
-import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { documentVersion } from "../tool/document-cache.ts";
 import { projectDocument, versionKey } from "./interpret.ts";
@@ -20,18 +17,8 @@ import { lookupRowSource } from "./row-source.ts";
 const extraClips = 3_000;
 
 it("appends and moves on a track of thousands from the ends the store's index reads", async () => {
-  const { snapshot } = largeTimeline(extraClips, 10);
-  const store = createSqliteDocumentStore({ path: ":memory:" });
-  const host = new DocumentHost({ store, schema: timelineSchema });
+  const { host, replica } = await largeTimelineHost(extraClips, 10);
   try {
-    await store.createDocument({
-      documentId: "doc",
-      tokenHash: hashToken("token-0123456789abcdef"),
-      snapshot,
-      rows: largeTimelineRows(extraClips, 10),
-      issues: [],
-    });
-    const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
     const whole = projectDocument(replica, timelineSchema);
     const overlayHeld = whole.orderedRelations("contain", overlayTrackId, "first", Number.POSITIVE_INFINITY);
     assert.equal(overlayHeld.length, extraClips / 10);

@@ -57,7 +57,11 @@ export class ReadsAhead {
   private readonly quietly: Ask = (lookups) => this.rows.ask(lookups, { quiet: true });
   /** A read ahead in flight, with the ids and listing pages it asks about. */
   private ahead:
-    | { readonly done: Promise<void>; readonly ids: ReadonlySet<string>; readonly keys: ReadonlySet<string> }
+    | {
+        readonly done: Promise<unknown>;
+        readonly ids: ReadonlySet<string>;
+        readonly keys: ReadonlySet<string>;
+      }
     | undefined;
 
   constructor(rows: AheadSource) {
@@ -202,10 +206,7 @@ export class ReadsAhead {
    * each, as an entity fill reads them), then the ends of the relations of those answered whole.
    */
   private readAheadEnds(holder: OnDemandProjection, ids: readonly string[]): void {
-    const read = async () => {
-      await this.readEnds(holder, ids);
-    };
-    this.track(new Set(ids), new Set(ids.map((id) => keyOf("endpoint", id))), read());
+    this.track(new Set(ids), new Set(ids.map((id) => keyOf("endpoint", id))), this.readEnds(holder, ids));
   }
 
   /**
@@ -334,7 +335,7 @@ export class ReadsAhead {
   }
 
   /** `reading` becomes the read ahead in flight, about `ids` and listing pages `keys`, until it ends. */
-  private track(ids: ReadonlySet<string>, keys: ReadonlySet<string>, reading: Promise<void>): void {
+  private track(ids: ReadonlySet<string>, keys: ReadonlySet<string>, reading: Promise<unknown>): void {
     const ahead = {
       ids,
       keys,

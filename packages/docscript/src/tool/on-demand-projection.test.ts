@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import { LoroDoc, type LoroMap } from "loro-crdt";
-import { largeTimeline, largeTimelineRows } from "../../test/large-timeline.ts";
+import { largeTimelineHost } from "../../test/large-timeline.ts";
 import { onDemandProjection } from "../document/on-demand-projection.ts";
 import { lookupRowSource, type RowLookup, type RowLookupAnswer } from "../document/row-source.ts";
 import { sampleTimelineSnapshot } from "../module/sample-timeline.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
-import { DocumentHost, hashToken } from "../server/document-host.ts";
+import { DocumentHost } from "../server/document-host.ts";
 import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { documentVersion } from "./document-cache.ts";
@@ -28,17 +28,7 @@ async function sampleHost() {
  * reading rows on demand from the host.
  */
 async function largeHost(clips: number) {
-  const { snapshot } = largeTimeline(clips);
-  const store = createSqliteDocumentStore({ path: ":memory:" });
-  const host = new DocumentHost({ store, schema: timelineSchema });
-  await store.createDocument({
-    documentId: "doc",
-    tokenHash: hashToken("token-0123456789abcdef"),
-    snapshot,
-    rows: largeTimelineRows(clips),
-    issues: [],
-  });
-  const replica = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
+  const { host, replica } = await largeTimelineHost(clips);
   const projection = onDemandProjection(
     timelineSchema,
     lookupRowSource((lookups) => host.rowLookup("doc", lookups)),

@@ -6,12 +6,10 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { LoroDoc } from "loro-crdt";
-import { largeTimeline, largeTimelineRows } from "../../test/large-timeline.ts";
+import { largeTimelineHost } from "../../test/large-timeline.ts";
 import { onDemandProjection } from "../document/on-demand-projection.ts";
 import { lookupRowSource, type RowLookup } from "../document/row-source.ts";
-import { DocumentHost, hashToken } from "../server/document-host.ts";
-import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
+import type { DocumentHost } from "../server/document-host.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { documentVersion } from "./document-cache.ts";
 
@@ -22,17 +20,9 @@ let host: DocumentHost;
 let version: string;
 
 before(async () => {
-  const { snapshot } = largeTimeline(extraClips);
-  const store = createSqliteDocumentStore({ path: ":memory:" });
-  host = new DocumentHost({ store, schema: timelineSchema });
-  await store.createDocument({
-    documentId: "doc",
-    tokenHash: hashToken("token-0123456789abcdef"),
-    snapshot,
-    rows: largeTimelineRows(extraClips),
-    issues: [],
-  });
-  version = documentVersion(LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes));
+  const stored = await largeTimelineHost(extraClips);
+  host = stored.host;
+  version = documentVersion(stored.replica);
 });
 after(() => host.close());
 

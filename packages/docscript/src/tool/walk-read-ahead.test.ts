@@ -6,13 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { LoroDoc } from "loro-crdt";
-import { largeTimeline, largeTimelineRows, overlayTrackId } from "../../test/large-timeline.ts";
+import { largeTimelineHost, overlayTrackId } from "../../test/large-timeline.ts";
 import { projectDocument } from "../document/interpret.ts";
 import { demandOf, onDemandProjection } from "../document/on-demand-projection.ts";
 import { lookupRowSource, type RowLookup } from "../document/row-source.ts";
-import { DocumentHost, hashToken } from "../server/document-host.ts";
-import { createSqliteDocumentStore } from "../server/sqlite-document-store.ts";
+import type { DocumentHost } from "../server/document-host.ts";
 import { timelineSchema } from "../timeline/timeline-schema.ts";
 import { documentVersion } from "./document-cache.ts";
 
@@ -23,19 +21,10 @@ let version: string;
 let whole: ReturnType<typeof projectDocument>;
 
 before(async () => {
-  const { snapshot } = largeTimeline(extraClips, overlayEvery);
-  const store = createSqliteDocumentStore({ path: ":memory:" });
-  host = new DocumentHost({ store, schema: timelineSchema });
-  await store.createDocument({
-    documentId: "doc",
-    tokenHash: hashToken("token-0123456789abcdef"),
-    snapshot,
-    rows: largeTimelineRows(extraClips, overlayEvery),
-    issues: [],
-  });
-  const doc = LoroDoc.fromSnapshot((await host.snapshot("doc")).bytes);
-  version = documentVersion(doc);
-  whole = projectDocument(doc, timelineSchema);
+  const stored = await largeTimelineHost(extraClips, overlayEvery);
+  host = stored.host;
+  version = documentVersion(stored.replica);
+  whole = projectDocument(stored.replica, timelineSchema);
 });
 after(() => host.close());
 
