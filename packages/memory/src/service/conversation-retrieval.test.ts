@@ -4,7 +4,12 @@ import type { EmbeddingModelV4 } from "@ai-sdk/provider";
 import type { StoredMemory } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
 import { createHashingTestEmbedder } from "../testing/create-hashing-test-embedder.ts";
-import { liftBySpecificity, speakerOf, spreadToNeighbours } from "./conversation-retrieval.ts";
+import {
+  liftBySpecificity,
+  neighbouringTurns,
+  speakerOf,
+  spreadToNeighbours,
+} from "./conversation-retrieval.ts";
 import { createMemoryService } from "./create-memory-service.ts";
 import { byScore } from "./rank-memories.ts";
 
@@ -108,6 +113,69 @@ for (const path of ["episode with metadata.speaker", "plain `Speaker: text`"] as
     await service.close();
   });
 }
+
+it("a hit's neighbours are counted in turns: a fact mined between two turns is skipped", () => {
+  const question = turn("q", "Jonas: Did you pick a name yet?", "Jonas");
+  const fact = { ...turn("f", "We adopted a beagle from the shelter."), kind: "fact" } as StoredMemory;
+  const reply = turn("r", "Maya: Yes, Ziggy!", "Maya");
+  const next = turn("n", "Jonas: Cute.", "Jonas");
+  const later = turn("l", "Maya: Anyway, work is busy.", "Maya");
+  const around = [
+    { memory: fact, offset: 1 },
+    { memory: reply, offset: 2 },
+    { memory: next, offset: 3 },
+    { memory: later, offset: 4 },
+  ];
+  assert.deepEqual(
+    neighbouringTurns(question, around).map(({ memory, offset }) => [memory.id, offset]),
+    [
+      ["r", 1],
+      ["n", 2],
+    ],
+    "the fact shares a session with the turns but is not one of them",
+  );
+  const ranked = spreadToNeighbours([{ memory: question, score: 1 }], new Map([["q", around]]));
+  assert.deepEqual(
+    ranked.map((hit) => hit.memory.id),
+    ["q", "r", "n"],
+    "the reply gets the answer's share, the fact nothing",
+  );
+});
+
+it("turns written through the events API: the facts mined from them do not hide the reply", async () => {
+  let now = new Date("2023-01-01T18:00:00Z");
+  const service = createMemoryService({ store: createSqliteStore({ path: ":memory:" }), now: () => now });
+  let minute = 0;
+  const say = async (speaker: string, content: string) => {
+    minute += 1;
+    now = new Date(Date.parse("2023-01-01T18:00:00Z") + minute * 60_000);
+    await service.writeEvent("t", {
+      userId: "talk",
+      role: speaker === "Maya" ? "user" : "assistant",
+      content,
+      metadata: { speaker },
+    });
+  };
+  const chatter = ["I had a busy week at work.", "My week was long too.", "I think it will rain."];
+  for (let index = 0; index < 12; index += 1) await say(index % 2 ? "Jonas" : "Maya", chatter[index % 3]!);
+  await say("Maya", "We adopted a beagle from the shelter and I love him already!");
+  await say("Jonas", "Congratulations! How is he settling in?");
+  await say("Maya", "Great. Ziggy answers to his name already.");
+  for (let index = 0; index < 12; index += 1) await say(index % 2 ? "Jonas" : "Maya", chatter[index % 3]!);
+  const stored = await service.listMemories("t", { userId: "talk", limit: 100 });
+  assert.ok(
+    stored.memories.some((memory) => memory.kind !== "episode"),
+    "the events mined facts from the turns (the case this test is about)",
+  );
+  now = new Date("2023-03-01T00:00:00Z");
+  const found = await service.search("t", { userId: "talk", query: "What is the beagle called?", limit: 5 });
+  const texts = found.results.map((hit) => hit.memory.content);
+  assert.ok(
+    texts.some((text) => text.includes("Ziggy")),
+    `the reply two turns after the beagle's turn: ${JSON.stringify(texts)}`,
+  );
+  await service.close();
+});
 
 it("a turn's speaker: its metadata, else the `Speaker:` prefix of a plainly added turn", () => {
   assert.equal(speakerOf(turn("a", "Maya: hi", "Maya")), "Maya");

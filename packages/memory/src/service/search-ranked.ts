@@ -5,7 +5,7 @@
  */
 import type { Memory } from "../schemas/memory.ts";
 import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
-import { liftBySpecificity, spreadToNeighbours } from "./conversation-retrieval.ts";
+import { liftBySpecificity, neighbourReach, spreadToNeighbours } from "./conversation-retrieval.ts";
 import { cosine } from "./embedder.ts";
 import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
 import { createScopeSnapshots, searchSnapshot, snapshotNeighbours } from "./scope-snapshot.ts";
@@ -99,8 +99,8 @@ export function createSearchRanked(
       const anchors = lexical.slice(0, Math.max(neighbourAnchors, limit));
       const ids = anchors.map((hit) => hit.memory.id);
       const neighbours = snapshot
-        ? snapshotNeighbours(snapshot, ids, 2)
-        : await store.neighbourMemories(tenantId, ids, 2);
+        ? snapshotNeighbours(snapshot, ids, neighbourReach)
+        : await store.neighbourMemories(tenantId, ids, neighbourReach);
       const inScope = new Map(
         [...neighbours].map(([id, list]) => [id, list.filter(({ memory }) => scopeContains(scope, memory))]),
       );
