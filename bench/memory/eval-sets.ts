@@ -102,15 +102,15 @@ export function loadSets(only?: string): EvalSet[] {
       speakers: true,
     },
     {
-      name: "written long (by hand, dev)",
-      files: ["./eval/long-1.txt", "./eval/long-2.txt"],
+      name: "written long (by hand, dev; long-3 and long-4 held out until ADR 0522)",
+      files: ["./eval/long-1.txt", "./eval/long-2.txt", "./eval/long-3.txt", "./eval/long-4.txt"],
       tag: "long-dev",
       heldOut: false,
       speakers: true,
     },
     {
       name: "written long (by hand, held out)",
-      files: ["./eval/long-3.txt", "./eval/long-4.txt"],
+      files: ["./eval/long-5.txt", "./eval/long-6.txt", "./eval/long-7.txt", "./eval/long-8.txt"],
       tag: "long-held-out",
       heldOut: true,
       speakers: true,
