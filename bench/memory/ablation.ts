@@ -1,9 +1,11 @@
 /**
  * The retrieval ablation (ADR 0360): every retrieval feature of the service switched off in turn, on
  * every evaluation set, beside two plain search libraries, then one row per way turns reach the service.
- *   node_modules/.bin/node --conditions=@tackle/source bench/memory/ablation.ts [--set=dialogues] [--paths=plain,events] [--base=neighbours,relatedWords] [--vector-weight=0.1]
- * The local word-vector embedder (`@tackle/memory/word-vectors`) is measured as one more "with" row:
- * the service as configured, plus the embedder at `--vector-weight` (default `wordVectorWeight`, 0.5).
+ *   node_modules/.bin/node --conditions=@tackle/source bench/memory/ablation.ts [--set=dialogues] [--paths=plain,events] [--base=neighbours,specificity] [--vector-weight=0.1] [--encoder-weight=0.2] [--embedders=word-vectors,sentence-encoder]
+ * Two local embedders are measured as "with" rows, the service as configured plus the embedder: the
+ * word-vector one (`@tackle/memory/word-vectors`) at `--vector-weight` (default `wordVectorWeight`,
+ * 0.5), and the Universal Sentence Encoder lite (`./sentence-encoder.ts`, measured, not offered) at
+ * `--encoder-weight` (default 0.2, chosen on the long dev set). `--embedders=` (empty) leaves both out.
  * A feature stays only if switching it off costs the held-out set at least 0.01 of recall@10 and it
  * costs at most 2 ms of p50. Latency is `searchRanked` alone (no trace write), SQLite in memory, in process;
  * the rule reads the CPU time of the search in this process (the machine is shared: its wall time
@@ -31,6 +33,7 @@ import {
   turnFinder,
 } from "./eval-sets.ts";
 import { libraries } from "./library-baselines.ts";
+import { createSentenceEncoderEmbedder } from "./sentence-encoder.ts";
 
 const argument = (name: string) => process.argv.find((item) => item.startsWith(`--${name}=`))?.split("=")[1];
 const sets = loadSets(argument("set"));
@@ -61,7 +64,7 @@ const median = (values: readonly number[]) => {
 const recall = (row: Row, set: EvalSet, k: keyof Score) =>
   mean((row.scores.get(set.name) ?? []).map((item) => item[k]));
 
-/** The word-vector embedder's row: the model and the weight its similarity gets. */
+/** An embedder's row: the model and the weight its similarity gets. */
 interface Vectors {
   readonly embeddingModel: MemoryEmbeddingModel;
   readonly vectorWeight?: number;
@@ -236,21 +239,30 @@ const configurations = [
   },
 ];
 const features = await runPath("episode", configurations);
+const embedders = (argument("embedders") ?? "word-vectors,sentence-encoder").split(",");
 const vectorWeight = Number(argument("vector-weight") ?? wordVectorWeight);
-const withVectors = await runPath(
-  "episode",
-  [
-    {
-      label: `with word vectors (\`@tackle/memory/word-vectors\`, vectorWeight ${vectorWeight})`,
-      switches: baseSwitches,
-    },
-  ],
-  { embeddingModel: createWordVectorEmbedder(), vectorWeight },
-);
+const encoderWeight = Number(argument("encoder-weight") ?? 0.2);
+const embedderRows: Row[] = [];
+if (embedders.includes("word-vectors")) {
+  const label = `with word vectors (\`@tackle/memory/word-vectors\`, vectorWeight ${vectorWeight})`;
+  const { rows } = await runPath("episode", [{ label, switches: baseSwitches }], {
+    embeddingModel: createWordVectorEmbedder(),
+    vectorWeight,
+  });
+  embedderRows.push(...rows);
+}
+if (embedders.includes("sentence-encoder")) {
+  const label = `with the Universal Sentence Encoder lite (\`@energetic-ai\`, vectorWeight ${encoderWeight})`;
+  const { rows } = await runPath("episode", [{ label, switches: baseSwitches }], {
+    embeddingModel: createSentenceEncoderEmbedder(),
+    vectorWeight: encoderWeight,
+  });
+  embedderRows.push(...rows);
+}
 const baselines = runLibraries();
 printTable(
   `Features (turns added as episodes: ${pathLabels.episode})`,
-  [features.rows[0]!, ...withVectors.rows, ...features.rows.slice(1), ...baselines],
+  [features.rows[0]!, ...embedderRows, ...features.rows.slice(1), ...baselines],
   features.rows[0],
   baselines,
 );
