@@ -216,23 +216,32 @@ export const jobsAndStatisticsCases: ConformanceCases = {
     assert.equal((job.result as { superseded: number }).superseded, 1);
   },
   "a queued job is claimed by exactly one of two processes": async ({ store, tenant }) => {
-    const t = tenant();
-    const id = randomUUID();
-    const at = new Date().toISOString();
-    await store.insertJob({
-      id,
-      tenantId: t,
-      type: "consolidate",
-      status: "queued",
-      input: {},
-      createdAt: at,
-    });
-    const claims = await Promise.all([
-      store.claimJob(t, id, at, at),
-      store.claimJob(t, id, at, at),
-      store.claimJob(tenant(), id, at, at),
-    ]);
-    assert.deepEqual(claims.filter(Boolean).length, 1);
-    assert.equal(claims[2], false, "another tenant cannot claim it");
+    // The suite's services poll the store for any tenant's queued jobs in the background: an attempt
+    // where one of them claimed the job first is made again with a new job.
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      const t = tenant();
+      const id = randomUUID();
+      const at = new Date().toISOString();
+      await store.insertJob({
+        id,
+        tenantId: t,
+        type: "consolidate",
+        status: "queued",
+        input: {},
+        createdAt: at,
+      });
+      const claims = await Promise.all([
+        store.claimJob(t, id, at, at),
+        store.claimJob(t, id, at, at),
+        store.claimJob(tenant(), id, at, at),
+      ]);
+      const won = claims.filter(Boolean).length;
+      assert.ok(won <= 1, `${won} processes claimed one job`);
+      assert.equal(claims[2], false, "another tenant cannot claim it");
+      if (won === 1) return;
+      const job = await store.getJob(t, id);
+      assert.notEqual(job?.status, "queued", "a queued job that nobody could claim");
+    }
+    assert.fail("a background runner claimed the job first in twenty attempts");
   },
 };
