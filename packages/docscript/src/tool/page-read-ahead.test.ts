@@ -109,10 +109,11 @@ describe("a window listed in pages", () => {
       assert.ok(!waited.includes(`checking ${page}`), `checking page ${page} waited for the server`);
     const windows = asked.filter((request) => request.lookups.some(isWindow));
     assert.equal(windows.length, pages + 1, "each page read once, and the empty one after");
+    assert.deepEqual(projection.demand.readAheadErrors, [], "no read ahead was refused");
   });
 
   it("read only: each page after the first is read ahead too, each once", async () => {
-    const { asked, waited, eachPage } = recordedProjection();
+    const { projection, asked, waited, eachPage } = recordedProjection();
     const { pages } = await eachPage("reading", async () => {});
     assert.ok(pages >= 4, `${pages} pages`);
     assert.ok(waited.includes("listing 0"), waited.join());
@@ -120,5 +121,6 @@ describe("a window listed in pages", () => {
       assert.ok(!waited.includes(`listing ${page}`), `listing page ${page} waited for the server`);
     const windows = asked.filter((request) => request.lookups.some(isWindow));
     assert.equal(windows.length, pages + 1, "each page read once, and the empty one after");
+    assert.deepEqual(projection.demand.readAheadErrors, [], "no read ahead was refused");
   });
 });
