@@ -4,12 +4,7 @@ import type { EmbeddingModelV4 } from "@ai-sdk/provider";
 import type { StoredMemory } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
 import { createHashingTestEmbedder } from "../testing/create-hashing-test-embedder.ts";
-import {
-  liftBySpecificity,
-  neighbouringTurns,
-  speakerOf,
-  spreadToNeighbours,
-} from "./conversation-retrieval.ts";
+import { neighbouringTurns, speakerOf, spreadToNeighbours } from "./conversation-retrieval.ts";
 import { createMemoryService } from "./create-memory-service.ts";
 import { byScore } from "./rank-memories.ts";
 
@@ -21,26 +16,6 @@ const turn = (id: string, content: string, speaker?: string) =>
     createdAt: "2023-01-01T00:00:00Z",
     metadata: speaker ? { speaker } : {},
   }) as unknown as StoredMemory;
-
-it("a turn that says something specific is lifted over small talk that repeats its words", () => {
-  const talk = [
-    "How was your week?",
-    "Weather is awful this week.",
-    "How was your weekend?",
-    "Busy week, honestly.",
-  ];
-  const hits = [
-    ...Array.from({ length: 8 }, (_, index) => ({
-      memory: turn(`t${index}`, `Maya: ${talk[index % talk.length]}`, "Maya"),
-      score: 1,
-    })),
-    { memory: turn("event", "Maya: Guess what, I finally gave a talk at a local meetup!", "Maya"), score: 1 },
-  ];
-  const lifted = liftBySpecificity(hits, 2);
-  assert.equal(lifted[0]!.memory.id, "event");
-  assert.equal(lifted[0]!.score, 3, "the most specific hit gets the whole lift");
-  assert.ok(lifted.at(-1)!.score < 2.5);
-});
 
 it("the turn answering a question that matched gets more of its score than the turn before it", () => {
   const before = turn("a", "Maya: We went hiking on Sunday.");
@@ -258,8 +233,11 @@ it("fusion: an embedder that knows what the words miss lifts the turn it matches
     ranks.bm25!.asked > 10,
     `no word of the question is in "How is the new gig going" (${ranks.bm25!.asked})`,
   );
-  const moved = Math.abs(ranks.hashing!.asked - ranks.bm25!.asked);
-  assert.ok(moved <= 2, `the hashing embedder only restates the words (${JSON.stringify(ranks)})`);
+  // The chatter ties on "Maya": a vector nudges the order inside the tie, never to the top.
+  assert.ok(
+    ranks.hashing!.asked > 10 && ranks.hashing!.reply > 10,
+    `the hashing embedder only restates the words: neither turn reaches the first ten (${JSON.stringify(ranks)})`,
+  );
   assert.ok(
     ranks.concept!.asked < ranks.bm25!.asked && ranks.concept!.reply < ranks.bm25!.reply,
     `the concept embedder lifts the gig question and its reply (${JSON.stringify(ranks)})`,

@@ -1,13 +1,12 @@
 /**
  * Retrieval built for conversations, on top of the store's BM25 (no model in the loop); what
- * bench/memory's ablation keeps on its long, hand-written held-out set (ADRs 0367, 0521):
- *   - specificity: a turn saying something specific is lifted over small talk repeating its words;
- *   - neighbouring turns: a turn next to a hit (same session, or both with a speaker) shares its
- *     score, so the reply that answers a question is found through the question before it; the turn
- *     right after a hit that asks something ("Did you pick a name yet?") gets twice the share.
+ * bench/memory's ablation keeps on its long, hand-written held-out set (ADRs 0367, 0521, 0522):
+ * neighbouring turns. A turn next to a hit (same session, or both with a speaker; counted in turns,
+ * ADR 0523) shares its score, so the reply that answers a question is found through the question
+ * before it; the turn right after a hit that asks something ("Did you pick a name yet?") gets twice
+ * the share.
  */
 import type { StoredMemory } from "../store/memory-store.ts";
-import { cachedIndexTokens } from "../text/index-tokens.ts";
 import { byScore } from "./rank-memories.ts";
 
 /**
@@ -93,33 +92,4 @@ export function spreadToNeighbours(
     }
   }
   return [...scores.values()].sort(byScore);
-}
-
-/**
- * Lifts turns that say something specific: the mean rarity (among the hits) of a turn's words,
- * relative to the most specific hit, scaled by `weight`. Small talk repeats its words ("Haha,
- * totally", "How was your week?"); a turn reporting an event uses words said once or twice.
- */
-export function liftBySpecificity(hits: readonly Scored[], weight: number): Scored[] {
-  if (weight === 0 || hits.length < 5) return [...hits];
-  const words = hits.map((hit) => {
-    const content = hit.memory.content.replace(/^[^:\n]{1,40}:\s+/u, "");
-    return new Set(cachedIndexTokens(content).filter((token) => token.length > 2));
-  });
-  const frequency = new Map<string, number>();
-  for (const set of words) for (const word of set) frequency.set(word, (frequency.get(word) ?? 0) + 1);
-  const specificity = words.map((set) => {
-    if (set.size === 0) return 0;
-    let sum = 0;
-    for (const word of set) sum += Math.log(hits.length / frequency.get(word)!);
-    return sum / set.size;
-  });
-  const most = Math.max(...specificity);
-  if (most <= 0) return [...hits];
-  return hits
-    .map((hit, index) => ({
-      memory: hit.memory,
-      score: hit.score * (1 + (weight * specificity[index]!) / most),
-    }))
-    .sort(byScore);
 }

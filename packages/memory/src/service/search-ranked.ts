@@ -1,11 +1,11 @@
 /**
- * The ranked search every read path shares: the store's BM25 over the scope, then the two
- * conversation features bench/memory's ablation keeps on its long, hand-written held-out set (ADRs
- * 0367, 0521): specificity and neighbouring turns. Each can be switched off there.
+ * The ranked search every read path shares: the store's BM25 over the scope, then the one
+ * conversation feature bench/memory's ablation keeps on its long, hand-written held-out set (ADRs
+ * 0367, 0521, 0522): neighbouring turns. It can be switched off there.
  */
 import type { Memory } from "../schemas/memory.ts";
 import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
-import { liftBySpecificity, neighbourReach, spreadToNeighbours } from "./conversation-retrieval.ts";
+import { neighbourReach, spreadToNeighbours } from "./conversation-retrieval.ts";
 import { cosine } from "./embedder.ts";
 import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
 import { createScopeSnapshots, searchSnapshot, snapshotNeighbours } from "./scope-snapshot.ts";
@@ -17,20 +17,14 @@ import { queryTerms } from "./text.ts";
  * (`createSearchRanked(context, { neighbours: false })`); the service runs `shippedRetrievalFeatures`.
  */
 export interface RetrievalFeatures {
-  /** A turn saying something specific is lifted (small talk repeats its words). */
-  readonly specificity: boolean;
   /** Turns next to a hit share its score (a reply found through its question). */
   readonly neighbours: boolean;
 }
 
 /** What the service runs: every feature the ablation keeps. */
 export const shippedRetrievalFeatures: RetrievalFeatures = {
-  specificity: true,
   neighbours: true,
 };
-
-/** How far a turn's specificity lifts it (up to ×3 for the most specific hit); set on the dev halves. */
-const specificityWeight = 2;
 
 /**
  * With an embedder, its best matches that no word found join the candidates (a reply wording the
@@ -70,8 +64,7 @@ export function createSearchRanked(
       ? searchSnapshot(snapshot, terms, { limit: candidateLimit, ...kindFilter })
       : await store.searchMemories(tenantId, scope, terms, { limit: candidateLimit, ...kindFilter });
     let vectors: Map<string, number> | undefined;
-    // Specificity is read from the text matches alone, before any vector-only candidate joins them.
-    let candidates = features.specificity ? liftBySpecificity(found, specificityWeight) : [...found];
+    let candidates = [...found];
     if (embedder) {
       const queryVector = (await embedder.embed([query]))[0]!;
       // The scope kept in process holds its memories' embeddings as stored (ADR 0369).
