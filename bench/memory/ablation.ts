@@ -1,7 +1,7 @@
 /**
  * The retrieval ablation (ADR 0360): every retrieval feature of the service switched off in turn, on
  * every evaluation set, beside two plain search libraries, then one row per way turns reach the service.
- *   node_modules/.bin/node --conditions=@tackle/source bench/memory/ablation.ts [--set=dialogues] [--paths=plain,events] [--base=neighbours,specificity] [--vector-weight=0.1] [--encoder-weight=0.2] [--embedders=word-vectors,sentence-encoder]
+ *   node_modules/.bin/node --conditions=@tackle/source bench/memory/ablation.ts [--set=dialogues] [--paths=plain,events] [--base=neighbours] [--vector-weight=0.1] [--encoder-weight=0.2] [--embedders=word-vectors,sentence-encoder]
  * Two local embedders are measured as "with" rows, the service as configured plus the embedder: the
  * word-vector one (`@tackle/memory/word-vectors`) at `--vector-weight` (default `wordVectorWeight`,
  * 0.5), and the Universal Sentence Encoder lite (`./sentence-encoder.ts`, measured, not offered) at
