@@ -103,6 +103,61 @@ describe("HTTP API: keys, tenants, input and OpenAPI", () => {
     assert.deepEqual((await alice.status()).counts, before);
   });
 
+  it("metadata a caller sends is bounded: a refused key, nesting, width and size each answer 400", async () => {
+    const before = (await alice.status()).counts;
+    let deep = '"leaf"';
+    for (let level = 0; level < 10_000; level += 1) deep = `{"a":${deep}}`;
+    const wide = JSON.stringify(
+      Object.fromEntries(Array.from({ length: 50_000 }, (_, index) => [`k${index}`, 1])),
+    );
+    const cases: [string, string, RegExp][] = [
+      ["/v1/memories", '{"speaker":"Maya","__proto__":{"admin":true}}', /"__proto__"/],
+      ["/v1/memories", deep, /at most 8 levels/],
+      ["/v1/memories", wide, /at most 1000 keys/],
+      ["/v1/events", JSON.stringify({ note: "x".repeat(20_000) }), /at most 16384 bytes/],
+      [
+        "/v1/knowledge/documents",
+        JSON.stringify({ tags: Array.from({ length: 3_000 }, () => "t") }),
+        /at most 1000 keys/,
+      ],
+    ];
+    for (const [path, metadata, message] of cases) {
+      const started = performance.now();
+      const body =
+        path === "/v1/events"
+          ? `{"userId":"u","role":"user","content":"hi","metadata":${metadata}}`
+          : path === "/v1/knowledge/documents"
+            ? `{"userId":"u","title":"t","content":"hello","metadata":${metadata}}`
+            : `{"userId":"u","content":"A note","metadata":${metadata}}`;
+      const response = await fetch(server.url + path, {
+        method: "POST",
+        headers: { authorization: "Bearer key-alice", "content-type": "application/json" },
+        body,
+      });
+      const answer = (await response.json()) as { error: { code: string; message: string } };
+      assert.equal(response.status, 400, `${path} ${metadata.slice(0, 60)}`);
+      assert.equal(answer.error.code, "invalid_input");
+      assert.match(answer.error.message, message);
+      assert.ok(performance.now() - started < 2_000, "refused without a long computation");
+    }
+    // Keys that only look like Object's own members are ordinary keys, kept as sent.
+    const kept = await alice.add({
+      userId: "u",
+      content: "Metadata with inherited names",
+      metadata: JSON.parse('{"constructor":{"prototype":1},"toString":"x","hasOwnProperty":2}'),
+    });
+    assert.deepEqual(
+      (await alice.status()).counts,
+      { ...before, memories: before.memories + 1 },
+      "only the last memory was stored",
+    );
+    assert.deepEqual((await alice.getMemory(kept.memory.id)).memory.metadata, {
+      constructor: { prototype: 1 },
+      toString: "x",
+      hasOwnProperty: 2,
+    });
+  });
+
   it("answers on a kept-alive connection after the event loop was held past Node's 5 s keep-alive", async () => {
     // Client and server share this process: a hold of the loop (a large import, a busy machine)
     // holds both. The client's next request goes out on its pooled connection, and Node ran the

@@ -1,7 +1,7 @@
 /** Conversation events: append-only turns, idempotent by a caller's custom id. */
 import { z } from "zod";
 import { memoryScopeShape } from "../scope/memory-scope.ts";
-import { idSchema, limitSchema, metadataSchema, timestampSchema } from "./common.ts";
+import { idSchema, limitSchema, metadataInputSchema, metadataSchema, timestampSchema } from "./common.ts";
 import { memorySchema } from "./memory.ts";
 
 export const EVENT_ROLES = ["user", "assistant", "system", "tool"] as const;
@@ -27,7 +27,7 @@ export const writeEventRequestSchema = z.object({
   content: z.string().min(1).max(32000),
   /** Retries with the same custom id store one event; the first write wins. */
   customId: idSchema.optional(),
-  metadata: metadataSchema.optional(),
+  metadata: metadataInputSchema.optional(),
   occurredAt: z.iso.datetime({ offset: true }).optional(),
   /** Extract memories from a user turn (deterministic; first-person statements). */
   infer: z.boolean().default(true),

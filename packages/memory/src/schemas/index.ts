@@ -48,7 +48,7 @@ export {
   traceSchema,
 } from "./admin.ts";
 export { type ChainTraceResponse, chainTraceResponseSchema } from "./chain.ts";
-export { type ErrorResponse, errorResponseSchema } from "./common.ts";
+export { type ErrorResponse, errorResponseSchema, METADATA_LIMITS } from "./common.ts";
 export {
   type CoreMemoryBlock,
   type CoreMemoryEdit,

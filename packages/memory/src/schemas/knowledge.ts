@@ -1,7 +1,7 @@
 /** Knowledge base: documents split into chunks, searched by BM25 (and vectors when configured). */
 import { z } from "zod";
 import { memoryScopeShape, wholeTenantSchema } from "../scope/memory-scope.ts";
-import { idSchema, limitSchema, metadataSchema, timestampSchema } from "./common.ts";
+import { idSchema, limitSchema, metadataInputSchema, metadataSchema, timestampSchema } from "./common.ts";
 
 export const documentSchema = z.object({
   id: idSchema,
@@ -20,7 +20,7 @@ export const ingestDocumentRequestSchema = z.object({
   title: z.string().trim().min(1).max(500),
   content: z.string().min(1).max(2_000_000),
   source: z.string().max(2000).optional(),
-  metadata: metadataSchema.optional(),
+  metadata: metadataInputSchema.optional(),
   /** Target chunk length in characters; chunks break at paragraph and sentence ends. */
   chunkSize: z.number().int().min(200).max(8000).default(1200),
 });

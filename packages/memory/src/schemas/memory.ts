@@ -1,7 +1,7 @@
 /** Memories: the stored facts, preferences, episodes and procedures, with provenance and versions. */
 import { z } from "zod";
 import { memoryScopeShape, wholeTenantSchema } from "../scope/memory-scope.ts";
-import { idSchema, limitSchema, metadataSchema, timestampSchema } from "./common.ts";
+import { idSchema, limitSchema, metadataInputSchema, metadataSchema, timestampSchema } from "./common.ts";
 
 export const MEMORY_KINDS = ["fact", "preference", "episode", "procedure", "summary"] as const;
 export const memoryKindSchema = z.enum(MEMORY_KINDS);
@@ -50,7 +50,7 @@ export const addMemoryRequestSchema = z.object({
   ...memoryScopeShape,
   content: contentSchema,
   kind: memoryKindSchema.default("fact"),
-  metadata: metadataSchema.optional(),
+  metadata: metadataInputSchema.optional(),
   importance: z.number().min(0).max(1).optional(),
   /** Events this memory was learned from; they appear in its chain trace. */
   eventIds: z.array(idSchema).max(100).optional(),
@@ -122,7 +122,7 @@ export type GetMemoryResponse = z.infer<typeof getMemoryResponseSchema>;
 export const updateMemoryRequestSchema = z.object({
   content: contentSchema.optional(),
   kind: memoryKindSchema.optional(),
-  metadata: metadataSchema.optional(),
+  metadata: metadataInputSchema.optional(),
   importance: z.number().min(0).max(1).optional(),
   /** Optimistic concurrency: refuse with `conflict` unless the memory is still at this version. */
   expectedVersion: z.number().int().min(1).optional(),
