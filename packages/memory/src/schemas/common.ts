@@ -19,14 +19,15 @@ export function metadataProblem(value: unknown): string | undefined {
   while (pending.length > 0) {
     const item = pending.pop()!;
     const type = typeof item.value;
-    if (item.value === null || type === "boolean" || type === "number") continue;
+    // An undefined field is left out of the JSON stored, as an optional field a caller did not set.
+    if (item.value == null || type === "boolean" || type === "number") continue;
     if (type === "string") {
       const { length } = item.value as string;
       if (length > METADATA_LIMITS.bytes)
         return `metadata is at most ${METADATA_LIMITS.bytes} bytes as JSON (a string of ${length} characters)`;
       continue;
     }
-    if (type !== "object") return `metadata holds only JSON values (found a ${type})`;
+    if (type !== "object") return `metadata holds only JSON values (found a value of type ${type})`;
     if (item.depth >= METADATA_LIMITS.depth)
       return `metadata nests at most ${METADATA_LIMITS.depth} levels deep`;
     for (const key of Object.keys(item.value as object)) {
@@ -40,7 +41,7 @@ export function metadataProblem(value: unknown): string | undefined {
     }
   }
   // Bounded in depth, entries and each string's length, so serializing it is cheap.
-  const bytes = Buffer.byteLength(JSON.stringify(value) ?? "");
+  const bytes = new TextEncoder().encode(JSON.stringify(value) ?? "").length;
   if (bytes > METADATA_LIMITS.bytes)
     return `metadata is at most ${METADATA_LIMITS.bytes} bytes as JSON (got ${bytes})`;
   return undefined;
@@ -56,6 +57,7 @@ export const metadataInputSchema = z.preprocess((value, context) => {
   if (problem !== undefined) context.addIssue({ code: "custom", message: problem, input: value });
   return value;
 }, metadataSchema) as unknown as z.ZodType<Record<string, unknown>, Record<string, unknown>>;
+
 export const limitSchema = (fallback: number, maximum: number) =>
   z.coerce.number().int().min(1).max(maximum).default(fallback);
 
