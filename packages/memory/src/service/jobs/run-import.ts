@@ -73,6 +73,10 @@ export function messageTime(message: Record<string, unknown>): string | undefine
   return undefined;
 }
 
+/** The longest text an event holds, and the longest speaker name an import keeps. */
+const eventContentLimit = 32_000;
+const speakerLimit = 80;
+
 export async function runImport(job: StoredJob, dependencies: ImportDependencies) {
   const input = job.input as ImportInput;
   const scope = pickScope(input);
@@ -80,6 +84,7 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
   let existing = 0;
   let memories = 0;
   let skipped = 0;
+  let truncated = 0;
   const writes: WriteEventRequest[] = [];
   for (const [conversationIndex, conversation] of input.conversations.entries()) {
     const fingerprint = digest(JSON.stringify(conversation.messages));
@@ -106,11 +111,13 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
         skipped += 1;
         continue;
       }
+      // An event holds 32,000 characters and a speaker 80: a longer turn is stored cut, and counted.
+      if (turn.text.length > eventContentLimit || (turn.speaker?.length ?? 0) > speakerLimit) truncated += 1;
       writes.push({
         ...scope,
         sessionId,
         role,
-        content: turn.text.slice(0, 32000),
+        content: turn.text.slice(0, eventContentLimit),
         // The scope is part of the id: two users importing the same transcript each keep their own turns
         // (custom ids are unique in a tenant; without it the second import's turns were refused).
         customId: `import:${digest(scopeKey(scope), input.format, conversation.id ?? fingerprint, sessionId, String(index), turn.text)}`,
@@ -118,7 +125,7 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
           importJobId: job.id,
           conversation: conversation.id ?? conversationIndex,
           turn: index,
-          ...(turn.speaker === undefined ? {} : { speaker: turn.speaker.slice(0, 80) }),
+          ...(turn.speaker === undefined ? {} : { speaker: turn.speaker.slice(0, speakerLimit) }),
         },
         ...(turn.at === undefined ? {} : { occurredAt: turn.at }),
         infer: input.infer,
@@ -138,5 +145,9 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
       memories += answer.memories.length;
     }
   }
-  return { conversations: input.conversations.length, events: { created, existing, skipped }, memories };
+  return {
+    conversations: input.conversations.length,
+    events: { created, existing, skipped, truncated },
+    memories,
+  };
 }

@@ -4,6 +4,44 @@ import { createMemoryService } from "@tackle/memory";
 import { type ConformanceCases, waitForJob } from "./cases.ts";
 
 export const importsCases: ConformanceCases = {
+  "an imported turn longer than an event holds is stored cut, and the job's result counts it": async ({
+    service,
+    tenant,
+  }) => {
+    const t = tenant();
+    const long = `${"The itinerary, day by day. ".repeat(1_500)}END`;
+    const job = await waitForJob(
+      service,
+      t,
+      (
+        await service.importConversations(t, {
+          userId: "u",
+          format: "openai",
+          infer: false,
+          conversations: [
+            {
+              id: "long",
+              messages: [
+                { role: "user", content: "Plan my trip." },
+                { role: "assistant", name: "A".repeat(100), content: long },
+              ],
+            },
+          ],
+        })
+      ).job.id,
+    );
+    assert.ok(long.length > 32_000);
+    assert.deepEqual((job.result as { events: unknown }).events, {
+      created: 2,
+      existing: 0,
+      skipped: 0,
+      truncated: 1,
+    });
+    const { events } = await service.recallConversation(t, { userId: "u", sessionId: "import:long" });
+    const stored = events.find((event) => event.role === "assistant");
+    assert.equal(stored?.content.length, 32_000);
+    assert.ok(long.startsWith(stored!.content));
+  },
   "import jobs store OpenAI and Anthropic transcripts once, with provenance to the job": async ({
     service,
     tenant,
@@ -26,9 +64,19 @@ export const importsCases: ConformanceCases = {
     const { job } = await service.importConversations(t, request);
     const done = await waitForJob(service, t, job.id);
     assert.equal(done.status, "succeeded");
-    assert.deepEqual((done.result as { events: unknown }).events, { created: 3, existing: 0, skipped: 0 });
+    assert.deepEqual((done.result as { events: unknown }).events, {
+      created: 3,
+      existing: 0,
+      skipped: 0,
+      truncated: 0,
+    });
     const again = await waitForJob(service, t, (await service.importConversations(t, request)).job.id);
-    assert.deepEqual((again.result as { events: unknown }).events, { created: 0, existing: 3, skipped: 0 });
+    assert.deepEqual((again.result as { events: unknown }).events, {
+      created: 0,
+      existing: 3,
+      skipped: 0,
+      truncated: 0,
+    });
     const openai = await waitForJob(
       service,
       t,
@@ -52,6 +100,7 @@ export const importsCases: ConformanceCases = {
       created: 2,
       existing: 0,
       skipped: 1,
+      truncated: 0,
     });
     const found = await service.search(t, { userId: "u", query: "dog Rex" });
     const memory = found.results[0]?.memory;
@@ -125,13 +174,23 @@ export const importsCases: ConformanceCases = {
     const restarted = createMemoryService({ store });
     const rerun = await waitForJob(restarted, t, job.id);
     assert.equal(rerun.status, "succeeded");
-    assert.deepEqual((rerun.result as { events: unknown }).events, { created: 0, existing: 3, skipped: 0 });
+    assert.deepEqual((rerun.result as { events: unknown }).events, {
+      created: 0,
+      existing: 3,
+      skipped: 0,
+      truncated: 0,
+    });
     const expected = ["active: My passport expires in April.", "deleted: I always travel with my dog Rex."];
     assert.deepEqual(await all(), expected);
 
     // The same transcript imported again, then once more with a new turn: only the new turn adds.
     const again = await waitForJob(service, t, (await service.importConversations(t, request)).job.id);
-    assert.deepEqual((again.result as { events: unknown }).events, { created: 0, existing: 3, skipped: 0 });
+    assert.deepEqual((again.result as { events: unknown }).events, {
+      created: 0,
+      existing: 3,
+      skipped: 0,
+      truncated: 0,
+    });
     assert.deepEqual(await all(), expected);
     const longer = await waitForJob(
       service,
@@ -152,6 +211,7 @@ export const importsCases: ConformanceCases = {
       created: 1,
       existing: 3,
       skipped: 0,
+      truncated: 0,
     });
     assert.deepEqual(await all(), ["active: My favourite colour is green.", ...expected]);
     assert.deepEqual(
