@@ -242,20 +242,26 @@ const features = await runPath("episode", configurations);
 const embedders = (argument("embedders") ?? "word-vectors,sentence-encoder").split(",");
 const vectorWeight = Number(argument("vector-weight") ?? wordVectorWeight);
 const encoderWeight = Number(argument("encoder-weight") ?? 0.2);
+/** The local embedders measured as "with" rows, by their `--embedders` name. */
+const embedderChoices = [
+  {
+    name: "word-vectors",
+    label: `with word vectors (\`@tackle/memory/word-vectors\`, vectorWeight ${vectorWeight})`,
+    model: createWordVectorEmbedder,
+    weight: vectorWeight,
+  },
+  {
+    name: "sentence-encoder",
+    label: `with the Universal Sentence Encoder lite (\`@energetic-ai\`, vectorWeight ${encoderWeight})`,
+    model: createSentenceEncoderEmbedder,
+    weight: encoderWeight,
+  },
+];
 const embedderRows: Row[] = [];
-if (embedders.includes("word-vectors")) {
-  const label = `with word vectors (\`@tackle/memory/word-vectors\`, vectorWeight ${vectorWeight})`;
-  const { rows } = await runPath("episode", [{ label, switches: baseSwitches }], {
-    embeddingModel: createWordVectorEmbedder(),
-    vectorWeight,
-  });
-  embedderRows.push(...rows);
-}
-if (embedders.includes("sentence-encoder")) {
-  const label = `with the Universal Sentence Encoder lite (\`@energetic-ai\`, vectorWeight ${encoderWeight})`;
-  const { rows } = await runPath("episode", [{ label, switches: baseSwitches }], {
-    embeddingModel: createSentenceEncoderEmbedder(),
-    vectorWeight: encoderWeight,
+for (const choice of embedderChoices.filter(({ name }) => embedders.includes(name))) {
+  const { rows } = await runPath("episode", [{ label: choice.label, switches: baseSwitches }], {
+    embeddingModel: choice.model(),
+    vectorWeight: choice.weight,
   });
   embedderRows.push(...rows);
 }
