@@ -37,10 +37,17 @@ export function storeConformance(label: string, target: ConformanceTarget): void
   describe(`store conformance: ${label}`, () => {
     let store: MemoryStore;
     let service: MemoryService;
-    const context = (): ConformanceContext => ({
+    const context = (opened: MemoryService[]): ConformanceContext => ({
       store,
       service,
       tenant: () => `tenant-${randomUUID()}`,
+      serviceOver: (options = {}) => {
+        // Closing it closes its job runner and leaves the store the other cases share open.
+        const borrowed: MemoryStore = { ...(options.store ?? store), close: async () => {} };
+        const opening = createMemoryService({ ...options, store: borrowed });
+        opened.push(opening);
+        return opening;
+      },
     });
 
     before(async () => {
@@ -53,7 +60,16 @@ export function storeConformance(label: string, target: ConformanceTarget): void
     });
 
     for (const cases of groups) {
-      for (const [name, body] of Object.entries(cases)) it(name, () => body(context()));
+      for (const [name, body] of Object.entries(cases)) {
+        it(name, async () => {
+          const opened: MemoryService[] = [];
+          try {
+            await body(context(opened));
+          } finally {
+            await Promise.all(opened.map((other) => other.close()));
+          }
+        });
+      }
     }
 
     // Last: it closes the store and opens it again, which the cases above share.

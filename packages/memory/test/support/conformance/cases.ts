@@ -1,6 +1,6 @@
 /** What every group of the store conformance suite shares: its cases' context and assertions. */
 import assert from "node:assert/strict";
-import { MemoryError, type MemoryService, type MemoryStore } from "@tackle/memory";
+import { MemoryError, type MemoryService, type MemoryServiceOptions, type MemoryStore } from "@tackle/memory";
 import { underLoadMs } from "@tackle/test-support";
 
 /** The store under test and a service over it, as they are when a case starts. */
@@ -9,6 +9,11 @@ export interface ConformanceContext {
   readonly service: MemoryService;
   /** A fresh tenant: each case works in its own. */
   readonly tenant: () => string;
+  /**
+   * Another service on the store under test (another process on one database), or on `options.store`
+   * wrapping it: closed when the case ends, its job runner with it, without closing the shared store.
+   */
+  readonly serviceOver: (options?: Partial<MemoryServiceOptions>) => MemoryService;
 }
 
 /** Cases by name, each run through the service on the store under test. */

@@ -1,7 +1,6 @@
 /** Store conformance. Events: custom ids, batches in order, the chain back from a memory, commits with what they yield. */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { createMemoryService } from "@tackle/memory";
 import type { ConformanceCases } from "./cases.ts";
 
 export const eventsCases: ConformanceCases = {
@@ -118,10 +117,10 @@ export const eventsCases: ConformanceCases = {
     assert.equal(chain.versions[0]?.change, "create");
   },
   "an event and the memories extracted from it commit together: a write that fails extracting stores neither, and its retry stores both":
-    async ({ store, service, tenant }) => {
+    async ({ serviceOver, store, service, tenant }) => {
       const t = tenant();
       // A store that fails when the extracted memory is written, after the event was.
-      const failing = createMemoryService({
+      const failing = serviceOver({
         store: {
           ...store,
           async insertMemory() {

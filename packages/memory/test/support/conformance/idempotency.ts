@@ -1,6 +1,6 @@
 /** Store conformance. Writes under idempotency keys: once, together with their answer, bounded. */
 import assert from "node:assert/strict";
-import { createMemoryService, MemoryError } from "@tackle/memory";
+import { MemoryError } from "@tackle/memory";
 import { type ConformanceCases, rejectsWithCode, waitForJob } from "./cases.ts";
 
 export const idempotencyCases: ConformanceCases = {
@@ -49,10 +49,9 @@ export const idempotencyCases: ConformanceCases = {
       assert.equal(retried.replayed, false);
     },
   "idempotency keys: a repeat past the wait gets a retryable in_use conflict; keys expire, are replaced and swept":
-    async ({ store, tenant }) => {
+    async ({ serviceOver, store, tenant }) => {
       let now = Date.now();
-      const timed = createMemoryService({
-        store,
+      const timed = serviceOver({
         now: () => new Date(now),
         resumeJobs: false,
         idempotency: { ttlMs: 1000, waitMs: 50 },
@@ -107,7 +106,7 @@ export const idempotencyCases: ConformanceCases = {
       );
     },
   "a keyed write and its key's answer commit together: a write that throws after writing leaves nothing, and two services racing on one key store once":
-    async ({ store, service, tenant }) => {
+    async ({ serviceOver, service, tenant }) => {
       const t = tenant();
       const request = { content: "Ada: I booked the window seat." };
       const add = (content: string) => () =>
@@ -126,7 +125,7 @@ export const idempotencyCases: ConformanceCases = {
       assert.equal((await service.status(t)).counts.memories, 0, "the failed write stored nothing");
       // Two services on one store (two processes on one database) race under one key: each runs
       // the write, the second to record the key rolls its write back and answers the first's answer.
-      const other = createMemoryService({ store, resumeJobs: false });
+      const other = serviceOver({ resumeJobs: false });
       const answers = await Promise.all([
         service.writeOnce(t, { key: "seat", request }, add(request.content)),
         other.writeOnce(t, { key: "seat", request }, add(request.content)),
@@ -147,8 +146,8 @@ export const idempotencyCases: ConformanceCases = {
       assert.equal((await service.status(t)).counts.events, 1, "the job ran once, after the commit");
     },
   "an answer over the kept size is answered once; a repeat is told the write was done (idempotency_answer_not_kept)":
-    async ({ store, tenant }) => {
-      const capped = createMemoryService({ store, resumeJobs: false, idempotency: { maxAnswerBytes: 2048 } });
+    async ({ serviceOver, tenant }) => {
+      const capped = serviceOver({ resumeJobs: false, idempotency: { maxAnswerBytes: 2048 } });
       const t = tenant();
       const small = { userId: "ada", content: "Ada prefers tea." };
       const first = await capped.writeOnce(t, { key: "small", request: small }, () => capped.add(t, small));

@@ -1,6 +1,5 @@
 /** Store conformance. Import jobs: transcripts stored once, reruns that never bring back what the user changed. */
 import assert from "node:assert/strict";
-import { createMemoryService } from "@tackle/memory";
 import { type ConformanceCases, waitForJob } from "./cases.ts";
 
 export const importsCases: ConformanceCases = {
@@ -112,6 +111,7 @@ export const importsCases: ConformanceCases = {
     assert.equal(listed.jobs.length, 3);
   },
   "an import run again never brings back a memory the user deleted or edited; a new turn is added": async ({
+    serviceOver,
     store,
     service,
     tenant,
@@ -171,7 +171,7 @@ export const importsCases: ConformanceCases = {
       status: "running",
       startedAt: new Date(Date.now() - 60_000).toISOString(),
     });
-    const restarted = createMemoryService({ store });
+    const restarted = serviceOver();
     const rerun = await waitForJob(restarted, t, job.id);
     assert.equal(rerun.status, "succeeded");
     assert.deepEqual((rerun.result as { events: unknown }).events, {
@@ -228,7 +228,7 @@ export const importsCases: ConformanceCases = {
     assert.equal((await service.search(t, { userId: "u", query: "dog Rex" })).results.length, 0);
   },
   "an import whose turn matched a memory of another source never brings that fact back when run again, after the user deleted or edited that memory":
-    async ({ store, service, tenant }) => {
+    async ({ serviceOver, store, service, tenant }) => {
       const t = tenant();
       const scope = { userId: "u", sessionId: "trip" };
       const active = async () =>
@@ -268,7 +268,7 @@ export const importsCases: ConformanceCases = {
         status: "running",
         startedAt: new Date(Date.now() - 60_000).toISOString(),
       });
-      const restarted = createMemoryService({ store });
+      const restarted = serviceOver();
       const rerun = await waitForJob(restarted, t, job.id);
       assert.equal(rerun.status, "succeeded");
       assert.deepEqual(

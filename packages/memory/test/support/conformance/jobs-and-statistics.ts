@@ -1,13 +1,12 @@
 /** Store conformance. Consolidation, statistics, typed input errors, fused ranking, jobs across processes. */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { createMemoryService } from "@tackle/memory";
 import { createHashingTestEmbedder } from "@tackle/memory/test";
 import { type ConformanceCases, rejectsWithCode, waitForJob } from "./cases.ts";
 
 export const jobsAndStatisticsCases: ConformanceCases = {
   "consolidation merges near-duplicates (keeping history) and decays stale memories": async ({
-    store,
+    serviceOver,
     service,
     tenant,
   }) => {
@@ -28,8 +27,7 @@ export const jobsAndStatisticsCases: ConformanceCases = {
       importance: 0.15,
     });
     await service.recordFeedback(t, a.memory.id, { rating: "helpful" });
-    const later = createMemoryService({
-      store,
+    const later = serviceOver({
       now: () => new Date(Date.now() + 200 * 86_400_000),
       resumeJobs: false,
     });
@@ -89,6 +87,7 @@ export const jobsAndStatisticsCases: ConformanceCases = {
     assert.equal(state.counts.memories.active, 1);
   },
   "access summaries count in the store: of 600 memories, only the top `limit` are read": async ({
+    serviceOver,
     store,
     service,
     tenant,
@@ -132,7 +131,7 @@ export const jobsAndStatisticsCases: ConformanceCases = {
         };
       },
     });
-    const summaries = await createMemoryService({ store: counting }).accessSummaries(t, {
+    const summaries = await serviceOver({ store: counting }).accessSummaries(t, {
       userId: "u",
       limit: 5,
     });
@@ -167,12 +166,11 @@ export const jobsAndStatisticsCases: ConformanceCases = {
     assert.equal((await service.status(t)).counts.events, 0);
   },
   "fused ranking with the deterministic test embedder names itself and scores vectors": async ({
-    store,
+    serviceOver,
     tenant,
   }) => {
     const t = tenant();
-    const fused = createMemoryService({
-      store,
+    const fused = serviceOver({
       embeddingModel: createHashingTestEmbedder(),
       resumeJobs: false,
     });
@@ -186,6 +184,7 @@ export const jobsAndStatisticsCases: ConformanceCases = {
     assert.equal(status.embeddingModel, "tackle-test:hashing-test-embedder");
   },
   "a job left queued by a stopped process runs when a service starts on the store": async ({
+    serviceOver,
     store,
     service,
     tenant,
@@ -210,14 +209,14 @@ export const jobsAndStatisticsCases: ConformanceCases = {
       createdAt: new Date(Date.now() - 60_000).toISOString(),
       startedAt: new Date(Date.now() - 60_000).toISOString(),
     });
-    const restarted = createMemoryService({ store });
+    const restarted = serviceOver();
     const job = await waitForJob(restarted, t, id);
     assert.equal(job.status, "succeeded");
     assert.equal((job.result as { superseded: number }).superseded, 1);
   },
   "a queued job is claimed by exactly one of two processes": async ({ store, tenant }) => {
-    // The suite's services poll the store for any tenant's queued jobs in the background: an attempt
-    // where one of them claimed the job first is made again with a new job.
+    // The suite's shared service polls the store for any tenant's queued jobs in the background: an
+    // attempt where it claimed the job first is made again with a new job.
     for (let attempt = 0; attempt < 20; attempt += 1) {
       const t = tenant();
       const id = randomUUID();
