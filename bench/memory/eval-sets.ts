@@ -102,15 +102,15 @@ export function loadSets(only?: string): EvalSet[] {
       speakers: true,
     },
     {
-      name: "written long (by hand, dev; long-3 and long-4 held out until ADR 0522)",
-      files: ["./eval/long-1.txt", "./eval/long-2.txt", "./eval/long-3.txt", "./eval/long-4.txt"],
+      name: "written long (by hand, dev; long-3..8 held out until ADRs 0522, 0526)",
+      files: [1, 2, 3, 4, 5, 6, 7, 8].map((number) => `./eval/long-${number}.txt`),
       tag: "long-dev",
       heldOut: false,
       speakers: true,
     },
     {
       name: "written long (by hand, held out)",
-      files: ["./eval/long-5.txt", "./eval/long-6.txt", "./eval/long-7.txt", "./eval/long-8.txt"],
+      files: [9, 10, 11, 12].map((number) => `./eval/long-${number}.txt`),
       tag: "long-held-out",
       heldOut: true,
       speakers: true,
