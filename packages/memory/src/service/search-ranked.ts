@@ -1,7 +1,7 @@
 /**
- * The ranked search every read path shares: the store's BM25 over the scope, then the one
- * conversation feature bench/memory's ablation keeps on its long, hand-written held-out set (ADRs
- * 0367, 0521, 0522): neighbouring turns. It can be switched off there.
+ * The ranked search every read path shares: the store's BM25 over the scope, then the
+ * conversation features bench/memory's ablation keeps on its long, hand-written held-out sets (ADRs
+ * 0367, 0521, 0522, 0526): neighbouring turns and the session prior. They can be switched off there.
  */
 import type { Memory } from "../schemas/memory.ts";
 import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
@@ -10,6 +10,7 @@ import { cosine } from "./embedder.ts";
 import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
 import { createScopeSnapshots, searchSnapshot, snapshotNeighbours } from "./scope-snapshot.ts";
 import type { ServiceContext } from "./service-context.ts";
+import { liftBySession } from "./session-prior.ts";
 import { queryTerms } from "./text.ts";
 
 /**
@@ -19,11 +20,14 @@ import { queryTerms } from "./text.ts";
 export interface RetrievalFeatures {
   /** Turns next to a hit share its score (a reply found through its question). */
   readonly neighbours: boolean;
+  /** Hits in the session that talks most of the question's words gain (ADR 0526). */
+  readonly sessions: boolean;
 }
 
 /** What the service runs: every feature the ablation keeps. */
 export const shippedRetrievalFeatures: RetrievalFeatures = {
   neighbours: true,
+  sessions: true,
 };
 
 /**
@@ -99,6 +103,8 @@ export function createSearchRanked(
       );
       lexical = spreadToNeighbours(lexical, inScope);
     }
+    // Scopes past the snapshot's bound are searched by the store, without the session prior.
+    if (features.sessions && snapshot) lexical = liftBySession(lexical, snapshot, terms);
     const ranked = rankMemories(lexical, vectors, clock().getTime()).slice(0, limit);
     if (!snapshot || ranked.length === 0) return ranked;
     // The answer carries the memories as stored now: access counts move without a new generation.
