@@ -37,9 +37,14 @@ import { createSentenceEncoderEmbedder } from "./sentence-encoder.ts";
 
 const argument = (name: string) => process.argv.find((item) => item.startsWith(`--${name}=`))?.split("=")[1];
 const sets = loadSets(argument("set"));
+// `--paths=` (empty) runs no other path.
 const paths =
-  (argument("paths")?.split(",") as IngestPath[] | undefined) ??
+  (argument("paths")
+    ?.split(",")
+    .filter((path) => path.length > 0) as IngestPath[] | undefined) ??
   ingestPaths.filter((path) => path !== "episode");
+const unknownPath = paths.find((path) => !ingestPaths.includes(path));
+if (unknownPath !== undefined) throw new Error(`--paths: no path "${unknownPath}" (${ingestPaths.join(", ")})`);
 const featureNames = Object.keys(shippedRetrievalFeatures) as (keyof RetrievalFeatures)[];
 
 interface Row {
