@@ -44,7 +44,8 @@ const paths =
     .filter((path) => path.length > 0) as IngestPath[] | undefined) ??
   ingestPaths.filter((path) => path !== "episode");
 const unknownPath = paths.find((path) => !ingestPaths.includes(path));
-if (unknownPath !== undefined) throw new Error(`--paths: no path "${unknownPath}" (${ingestPaths.join(", ")})`);
+if (unknownPath !== undefined)
+  throw new Error(`--paths: no path "${unknownPath}" (${ingestPaths.join(", ")})`);
 const featureNames = Object.keys(shippedRetrievalFeatures) as (keyof RetrievalFeatures)[];
 
 interface Row {
