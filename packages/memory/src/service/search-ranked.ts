@@ -5,6 +5,7 @@
  */
 import type { Memory } from "../schemas/memory.ts";
 import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
+import { liftByAnswerType } from "./answer-type.ts";
 import { neighbourReach, spreadToNeighbours } from "./conversation-retrieval.ts";
 import { cosine } from "./embedder.ts";
 import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
@@ -22,12 +23,15 @@ export interface RetrievalFeatures {
   readonly neighbours: boolean;
   /** Hits in the session that talks most of the question's words gain (ADR 0526). */
   readonly sessions: boolean;
+  /** Hits that say a time (or a number) gain when the question asks when (or how many) (ADR 0527). */
+  readonly answerTypes: boolean;
 }
 
 /** What the service runs: every feature the ablation keeps. */
 export const shippedRetrievalFeatures: RetrievalFeatures = {
   neighbours: true,
   sessions: true,
+  answerTypes: true,
 };
 
 /**
@@ -105,6 +109,7 @@ export function createSearchRanked(
     }
     // Scopes past the snapshot's bound are searched by the store, without the session prior.
     if (features.sessions && snapshot) lexical = liftBySession(lexical, snapshot, terms);
+    if (features.answerTypes) lexical = liftByAnswerType(lexical, query);
     const ranked = rankMemories(lexical, vectors, clock().getTime()).slice(0, limit);
     if (!snapshot || ranked.length === 0) return ranked;
     // The answer carries the memories as stored now: access counts move without a new generation.
