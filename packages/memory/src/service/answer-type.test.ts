@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import fc from "fast-check";
+import type { StoredMemory } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
-import { answerTypeOf, holdsAnswerType } from "./answer-type.ts";
+import { answerTypeOf, holdsAnswerType, liftByAnswerType } from "./answer-type.ts";
 import { createMemoryService } from "./create-memory-service.ts";
 import { createSearchRanked } from "./search-ranked.ts";
 import { createServiceContext } from "./service-context.ts";
@@ -61,4 +63,47 @@ it("a question that asks when finds the turn that says when above one that only 
   assert.equal(await first(false), turns[0], "without the prior the turn naming the dog twice leads");
   assert.equal(await first(true), turns[2], "with it the turn that says when leads");
   await service.close();
+});
+
+it("the lift only reorders: a hit gains half its score exactly when it holds the asked-for kind", () => {
+  const pieces = [
+    "the dog",
+    "last Saturday",
+    "it cost $400",
+    "honestly",
+    "I may go",
+    "in March",
+    "two weeks",
+  ];
+  const questions = ["When did Maya get the dog?", "How much was the dog?", "What is the dog called?"];
+  fc.assert(
+    fc.property(
+      fc.constantFrom(...questions),
+      fc.array(
+        fc.record({
+          text: fc.array(fc.constantFrom(...pieces), { minLength: 1, maxLength: 4 }),
+          score: fc.double({ min: 0.01, max: 10, noNaN: true }),
+        }),
+        { minLength: 1, maxLength: 40 },
+      ),
+      (question, drawn) => {
+        const hits = drawn.map(({ text, score }, index) => ({
+          memory: {
+            id: `m${index}`,
+            content: text.join(", "),
+            createdAt: "2024-01-01T00:00:00Z",
+          } as StoredMemory,
+          score,
+        }));
+        const type = answerTypeOf(question);
+        const lifted = new Map(liftByAnswerType(hits, question).map((hit) => [hit.memory.id, hit.score]));
+        assert.equal(lifted.size, hits.length);
+        for (const hit of hits) {
+          const holds = type !== undefined && holdsAnswerType(hit.memory.content, type);
+          assert.equal(lifted.get(hit.memory.id), holds ? hit.score * 1.5 : hit.score, hit.memory.content);
+        }
+      },
+    ),
+    { numRuns: 2_000 },
+  );
 });

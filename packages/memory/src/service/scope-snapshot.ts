@@ -89,7 +89,8 @@ export function createScopeSnapshots(store: MemoryStore, options: ScopeSnapshotO
   };
 }
 
-function snapshotOf(memories: StoredMemory[]): ScopeSnapshot {
+/** A snapshot of memories given in write order (exported for tests). */
+export function snapshotOf(memories: StoredMemory[]): ScopeSnapshot {
   const postings = new Map<string, { positions: number[]; counts: number[] }>();
   const lengths = memories.map((memory, position) => {
     const tokens = indexTokens(memory.content);
