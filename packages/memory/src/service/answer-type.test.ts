@@ -12,6 +12,15 @@ it("a question asks for a time, a number, or neither", () => {
   assert.equal(answerTypeOf("When did Jess adopt Pickle?"), "time");
   assert.equal(answerTypeOf("How long after the offer did Omar start?"), "time");
   assert.equal(answerTypeOf("In which month was the wedding?"), "time");
+  assert.equal(answerTypeOf("Roughly when did Zoe hear from Ohio State?"), "time");
+  assert.equal(answerTypeOf("The hike was postponed. When did they walk it?"), "time");
+  assert.equal(answerTypeOf("What was the date of Bernie's last day at work?"), "time");
+  assert.equal(answerTypeOf("How much time passed between the offer and the sale?"), "time");
+  assert.equal(
+    answerTypeOf("What did Maya say when the dog ran off?"),
+    undefined,
+    "a when inside the sentence",
+  );
   assert.equal(answerTypeOf("How much did the bass cost?"), "number");
   assert.equal(answerTypeOf("How many nights did Jess work in a row?"), "number");
   assert.equal(answerTypeOf("What did Jess name her dog?"), undefined);

@@ -13,7 +13,10 @@ export type AnswerType = "time" | "number";
 export const answerTypeWeight = 0.5;
 
 const askedFor: readonly [AnswerType, RegExp][] = [
-  ["time", /^\s*when\b|\bhow long\b|\b(which|what) (date|day|month|year|week|time)\b|\bwhat time\b/i],
+  [
+    "time",
+    /(^|[.?!]\s+)((about|around|roughly|approximately) )?when\b|\bhow long\b|\bhow much time\b|\b(which|what) (dates?|days?|months?|years?|weeks?|time|night)\b|\bthe dates?\b/i,
+  ],
   ["number", /\bhow (much|many|old|far)\b|\bwhat (price|score|number|amount)\b/i],
 ];
 
