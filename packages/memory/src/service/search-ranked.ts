@@ -1,7 +1,8 @@
 /**
  * The ranked search every read path shares: the store's BM25 over the scope, then the
- * conversation features bench/memory's ablation keeps on its long, hand-written held-out sets (ADRs
- * 0367, 0521, 0522, 0526): neighbouring turns and the session prior. They can be switched off there.
+ * features bench/memory's ablation keeps on its long, hand-written held-out sets (ADRs 0367, 0521,
+ * 0522, 0526, 0527): neighbouring turns, the session prior and answer types. They can be switched off
+ * there.
  */
 import type { Memory } from "../schemas/memory.ts";
 import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
