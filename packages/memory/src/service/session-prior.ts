@@ -11,7 +11,10 @@ import type { Scored } from "./conversation-retrieval.ts";
 import { byScore } from "./rank-memories.ts";
 import type { ScopeSnapshot } from "./scope-snapshot.ts";
 
-/** A pause longer than this between two memories of one scope starts a new session. */
+/**
+ * A pause longer than this between two memories of one scope written one after the other starts a
+ * new session, and so does a step back in time longer than it.
+ */
 export const sessionPause = 30 * 60_000;
 
 /** How much of the best hit's score the best session's turns gain (chosen on the long dev set). */
@@ -36,7 +39,10 @@ export function sessionsOf(snapshot: ScopeSnapshot): Sessions {
   snapshot.memories.forEach((memory, position) => {
     const place = snapshot.places.get(memory.id);
     const previous = place && place.index > 0 ? place.row[place.index - 1] : undefined;
-    const pause = previous ? Date.parse(memory.createdAt) - Date.parse(previous.createdAt) : Infinity;
+    // A step back in time is a new session too: old turns imported after live ones are not said then.
+    const pause = previous
+      ? Math.abs(Date.parse(memory.createdAt) - Date.parse(previous.createdAt))
+      : Number.POSITIVE_INFINITY;
     let session = previous ? sessionById.get(previous.id) : undefined;
     if (session === undefined || !(pause <= sessionPause)) {
       session = lengths.length;
