@@ -3,14 +3,12 @@
  * two events, in that order, each with a `customId` derived from the turn so a retried call does not
  * store it twice.
  */
+import { EVENT_CONTENT_MAXIMUM } from "../schemas/event.ts";
 import { MEMORY_SCOPE_VALUES } from "../scope/memory-scope.ts";
 import { captureKey } from "./capture-key.ts";
 import type { MemoryIdentity } from "./memory-identity.ts";
 import type { MemoryMiddlewareClient } from "./memory-middleware-client.ts";
 import { lastUserText, type TurnMessage } from "./turn-message.ts";
-
-/** The longest event the service accepts; a longer turn is captured truncated rather than dropped. */
-const MAX_EVENT_CHARACTERS = 32_000;
 
 export async function storeTurn(
   client: MemoryMiddlewareClient,
@@ -29,7 +27,8 @@ export async function storeTurn(
     {
       ...scope,
       role: "user",
-      content: userText.slice(0, MAX_EVENT_CHARACTERS),
+      // The longest event the service accepts: a longer turn is captured cut rather than dropped.
+      content: userText.slice(0, EVENT_CONTENT_MAXIMUM),
       ...(key === undefined ? {} : { customId: `${key}:user` }),
     },
     { signal },
@@ -38,7 +37,7 @@ export async function storeTurn(
     {
       ...scope,
       role: "assistant",
-      content: response.slice(0, MAX_EVENT_CHARACTERS),
+      content: response.slice(0, EVENT_CONTENT_MAXIMUM),
       infer: false,
       ...(key === undefined ? {} : { customId: `${key}:assistant` }),
     },

@@ -21,10 +21,13 @@ export const eventSchema = z.object({
 });
 export type MemoryEvent = z.infer<typeof eventSchema>;
 
+/** The longest text one event holds: longer turns are cut to it by the import and the capture middleware. */
+export const EVENT_CONTENT_MAXIMUM = 32_000;
+
 export const writeEventRequestSchema = z.object({
   ...memoryScopeShape,
   role: eventRoleSchema,
-  content: z.string().min(1).max(32000),
+  content: z.string().min(1).max(EVENT_CONTENT_MAXIMUM),
   /** Retries with the same custom id store one event; the first write wins. */
   customId: idSchema.optional(),
   metadata: metadataInputSchema.optional(),

@@ -8,7 +8,7 @@
 import type { MemoryKind } from "../schemas/memory.ts";
 import { type MemoryScope, scopeKey } from "../scope/memory-scope.ts";
 import type { MemoryStore, StoredMemory } from "../store/memory-store.ts";
-import { BM25_B, BM25_K1 } from "../store/sqlite/scope-bm25.ts";
+import { bm25Inverse, bm25TermScore } from "../store/sqlite/scope-bm25.ts";
 import { indexTokens, termMatch } from "../text/index-tokens.ts";
 
 export interface ScopeSnapshot {
@@ -123,6 +123,26 @@ export function snapshotOf(memories: StoredMemory[]): ScopeSnapshot {
   return { memories, lengths, postings, places };
 }
 
+type Posting = { readonly positions: number[]; readonly counts: number[] };
+
+/**
+ * The postings a query term matches: its stemmed word's, or (`teach*`) every token's that starts with
+ * either form; undefined for a term with no word in it.
+ */
+export function termPostings(snapshot: ScopeSnapshot, term: string): Posting[] | undefined {
+  const match = termMatch(term);
+  if (match === undefined) return undefined;
+  if (!match.prefix) {
+    const posting = snapshot.postings.get(match.stemmed);
+    return posting === undefined ? [] : [posting];
+  }
+  const postings: Posting[] = [];
+  for (const [token, posting] of snapshot.postings) {
+    if (token.startsWith(match.word) || token.startsWith(match.stemmed)) postings.push(posting);
+  }
+  return postings;
+}
+
 /**
  * What `store.searchMemories` answers, from the snapshot's postings: BM25 over the scope's own
  * statistics exactly as `scoreWithScopeStatistics` computes it (every memory holding a term is a
@@ -139,20 +159,13 @@ export function searchSnapshot(
   // Per distinct term: each admitted memory's count of tokens the term matches.
   const frequencies: Map<number, number>[] = [];
   for (const term of new Set(terms)) {
-    const match = termMatch(term);
-    if (match === undefined) continue;
+    const postings = termPostings(snapshot, term);
+    if (postings === undefined) continue;
     const counts = new Map<number, number>();
-    const add = (posting: { positions: number[]; counts: number[] } | undefined) => {
-      if (posting === undefined) return;
+    for (const posting of postings) {
       posting.positions.forEach((position, index) => {
         if (admitted(position)) counts.set(position, (counts.get(position) ?? 0) + posting.counts[index]!);
       });
-    };
-    if (!match.prefix) add(snapshot.postings.get(match.stemmed));
-    else {
-      for (const [token, posting] of snapshot.postings) {
-        if (token.startsWith(match.word) || token.startsWith(match.stemmed)) add(posting);
-      }
     }
     frequencies.push(counts);
   }
@@ -167,20 +180,13 @@ export function searchSnapshot(
   if (candidates.length === 0) return [];
   const averageLength =
     candidates.reduce((sum, position) => sum + snapshot.lengths[position]!, 0) / candidates.length;
-  const inverse = frequencies.map((counts) => {
-    const frequency = counts.size;
-    const total = Math.max(documents, frequency);
-    return Math.log(1 + (total - frequency + 0.5) / (frequency + 0.5));
-  });
+  const inverse = frequencies.map((counts) => bm25Inverse(Math.max(documents, counts.size), counts.size));
   const scored = candidates.map((position) => {
     const length = snapshot.lengths[position]!;
     let score = 0;
     frequencies.forEach((counts, index) => {
       const tf = counts.get(position) ?? 0;
-      if (tf === 0) return;
-      score +=
-        (inverse[index]! * tf * (BM25_K1 + 1)) /
-        (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / averageLength));
+      if (tf > 0) score += bm25TermScore(inverse[index]!, tf, length, averageLength);
     });
     return { position, score };
   });

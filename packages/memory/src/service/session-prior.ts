@@ -5,11 +5,10 @@
  * about a topic finds the session that talks about it, and there the turn that answers it in other
  * words (ADR 0526).
  */
-import { BM25_B, BM25_K1 } from "../store/sqlite/scope-bm25.ts";
-import { termMatch } from "../text/index-tokens.ts";
+import { bm25Inverse, bm25TermScore } from "../store/sqlite/scope-bm25.ts";
 import type { Scored } from "./conversation-retrieval.ts";
 import { byScore } from "./rank-memories.ts";
-import type { ScopeSnapshot } from "./scope-snapshot.ts";
+import { type ScopeSnapshot, termPostings } from "./scope-snapshot.ts";
 
 /**
  * A pause longer than this between two memories of one scope written one after the other starts a
@@ -64,25 +63,16 @@ export function sessionScores(snapshot: ScopeSnapshot, terms: readonly string[])
   if (lengths.length < 2) return scores;
   const averageLength = lengths.reduce((sum, length) => sum + length, 0) / lengths.length;
   for (const term of new Set(terms)) {
-    const match = termMatch(term);
-    if (match === undefined) continue;
     const counts = new Map<number, number>();
-    const add = (posting: { positions: number[]; counts: number[] } | undefined) => {
-      posting?.positions.forEach((position, index) => {
+    for (const posting of termPostings(snapshot, term) ?? []) {
+      posting.positions.forEach((position, index) => {
         const session = of[position]!;
         counts.set(session, (counts.get(session) ?? 0) + posting.counts[index]!);
       });
-    };
-    if (!match.prefix) add(snapshot.postings.get(match.stemmed));
-    else {
-      for (const [token, posting] of snapshot.postings) {
-        if (token.startsWith(match.word) || token.startsWith(match.stemmed)) add(posting);
-      }
     }
-    const inverse = Math.log(1 + (lengths.length - counts.size + 0.5) / (counts.size + 0.5));
+    const inverse = bm25Inverse(lengths.length, counts.size);
     for (const [session, tf] of counts) {
-      const norm = 1 - BM25_B + (BM25_B * lengths[session]!) / averageLength;
-      scores[session]! += (inverse * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * norm);
+      scores[session]! += bm25TermScore(inverse, tf, lengths[session]!, averageLength);
     }
   }
   const best = Math.max(0, ...scores);

@@ -7,7 +7,11 @@ import { createHash } from "node:crypto";
 import { setImmediate as yieldToRequests } from "node:timers/promises";
 import type { z } from "zod";
 import type { importConversationsRequestSchema } from "../../schemas/admin.ts";
-import type { WriteEventRequest, WriteEventResponse } from "../../schemas/event.ts";
+import {
+  EVENT_CONTENT_MAXIMUM,
+  type WriteEventRequest,
+  type WriteEventResponse,
+} from "../../schemas/event.ts";
 import { pickScope, scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore, StoredJob } from "../../store/memory-store.ts";
 
@@ -73,8 +77,7 @@ export function messageTime(message: Record<string, unknown>): string | undefine
   return undefined;
 }
 
-/** The longest text an event holds, and the longest speaker name an import keeps. */
-const eventContentLimit = 32_000;
+/** The longest speaker name an import keeps. */
 const speakerLimit = 80;
 
 export async function runImport(job: StoredJob, dependencies: ImportDependencies) {
@@ -112,12 +115,13 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
         continue;
       }
       // An event holds 32,000 characters and a speaker 80: a longer turn is stored cut, and counted.
-      if (turn.text.length > eventContentLimit || (turn.speaker?.length ?? 0) > speakerLimit) truncated += 1;
+      if (turn.text.length > EVENT_CONTENT_MAXIMUM || (turn.speaker?.length ?? 0) > speakerLimit)
+        truncated += 1;
       writes.push({
         ...scope,
         sessionId,
         role,
-        content: turn.text.slice(0, eventContentLimit),
+        content: turn.text.slice(0, EVENT_CONTENT_MAXIMUM),
         // The scope is part of the id: two users importing the same transcript each keep their own turns
         // (custom ids are unique in a tenant; without it the second import's turns were refused).
         customId: `import:${digest(scopeKey(scope), input.format, conversation.id ?? fingerprint, sessionId, String(index), turn.text)}`,

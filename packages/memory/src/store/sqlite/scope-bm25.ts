@@ -10,6 +10,16 @@ import { cachedIndexTokens, termTest } from "../../text/index-tokens.ts";
 export const BM25_K1 = 1.2;
 export const BM25_B = 0.75;
 
+/** BM25's inverse document frequency of a term held by `frequency` of `documents` documents. */
+export function bm25Inverse(documents: number, frequency: number): number {
+  return Math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5));
+}
+
+/** One term's share of a document's BM25 score: its frequency there, saturated and length-normalized. */
+export function bm25TermScore(inverse: number, tf: number, length: number, averageLength: number): number {
+  return (inverse * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / averageLength));
+}
+
 export interface ScopeStatistics {
   /** How many active memories the scope holds (the N of the inverse document frequency). */
   readonly documents: number;
@@ -49,16 +59,12 @@ export function scoreWithScopeStatistics<T extends { readonly content: string }>
     const frequency =
       statistics.documentFrequency?.get(term) ??
       counted.reduce((sum, entry) => sum + (entry.frequencies[index]! > 0 ? 1 : 0), 0);
-    const documents = Math.max(statistics.documents, frequency);
-    return Math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5));
+    return bm25Inverse(Math.max(statistics.documents, frequency), frequency);
   });
   const scored = counted.map((entry, order) => {
     let score = 0;
     entry.frequencies.forEach((tf, index) => {
-      if (tf === 0) return;
-      score +=
-        (inverse[index]! * tf * (BM25_K1 + 1)) /
-        (tf + BM25_K1 * (1 - BM25_B + (BM25_B * entry.length) / averageLength));
+      if (tf > 0) score += bm25TermScore(inverse[index]!, tf, entry.length, averageLength);
     });
     return { item: entry.item, score, order };
   });
