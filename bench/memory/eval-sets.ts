@@ -102,15 +102,15 @@ export function loadSets(only?: string): EvalSet[] {
       speakers: true,
     },
     {
-      name: "written long (by hand, dev; long-3..12 held out until ADRs 0522, 0526, 0527)",
-      files: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12].map((number) => `./eval/long-${number}.txt`),
+      name: "written long (by hand, dev; long-3..16 held out until ADRs 0522, 0526, 0527)",
+      files: Array.from({ length: 16 }, (_, index) => `./eval/long-${index + 1}.txt`),
       tag: "long-dev",
       heldOut: false,
       speakers: true,
     },
     {
       name: "written long (by hand, held out)",
-      files: [13, 14, 15, 16].map((number) => `./eval/long-${number}.txt`),
+      files: [17, 18, 19, 20].map((number) => `./eval/long-${number}.txt`),
       tag: "long-held-out",
       heldOut: true,
       speakers: true,

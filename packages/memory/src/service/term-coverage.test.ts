@@ -1,0 +1,90 @@
+import assert from "node:assert/strict";
+import { it } from "node:test";
+import fc from "fast-check";
+import type { StoredMemory } from "../store/memory-store.ts";
+import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
+import { createMemoryService } from "./create-memory-service.ts";
+import { createSearchRanked } from "./search-ranked.ts";
+import { createServiceContext } from "./service-context.ts";
+import { scaleByCoverage, termCoverage } from "./term-coverage.ts";
+import { queryTerms } from "./text.ts";
+
+const memory = (id: string, content: string) =>
+  ({ id, content, createdAt: "2024-01-01T00:00:00Z" }) as StoredMemory;
+
+it("coverage counts the question's words as the index matches them: stems, prefixes, repeats once", () => {
+  const turn = memory("a", "Ollie: the builders finally started on the kitchen, kitchen, KITCHEN");
+  assert.equal(termCoverage(turn, ["kitchen", "builder"]), 1, "a stem matches its plural");
+  assert.equal(termCoverage(turn, ["kitchen", "kitchen", "roof"]), 0.5, "a repeated term counts once");
+  assert.equal(termCoverage(turn, ["build*", "roof"]), 0.5, "a prefix term");
+  assert.equal(termCoverage(turn, ["!!!"]), 0, "no word, no coverage");
+});
+
+it("the turn that holds several of a question's words leads one repeating one of them", async () => {
+  let now = new Date("2024-03-01T18:00:00Z");
+  const store = createSqliteStore({ path: ":memory:" });
+  const service = createMemoryService({ store, now: () => now });
+  const turns = [
+    "Nadia: the dog, the dog, the dog. the dog is driving me mad",
+    "Ollie: a walk might help",
+    "Nadia: took the dog on a long walk by the canal this morning",
+    "Ollie: a walk, nice. I need a walk too",
+    "Nadia: the walk was grim, it rained",
+    "Ollie: grim",
+  ];
+  for (const [index, content] of turns.entries()) {
+    now = new Date(Date.parse("2024-03-01T18:00:00Z") + index * 60_000);
+    await service.add("t", { userId: "talk", kind: "episode", content });
+  }
+  const context = createServiceContext({ store, now: () => now });
+  const first = async (coverage: boolean) =>
+    (
+      await createSearchRanked(context, { coverage, neighbours: false, sessions: false })(
+        "t",
+        { userId: "talk" },
+        "Has Nadia been out walking with the dog?",
+        3,
+        undefined,
+      )
+    )[0]?.memory.content;
+  assert.equal(await first(false), turns[0], "BM25 alone: the turn saying 'dog' four times leads");
+  assert.equal(await first(true), turns[2], "with coverage: the turn holding dog and walk leads");
+  await service.close();
+});
+
+it("coverage only reorders: every hit kept, scaled by the square root of its share, never above its score", () => {
+  const words = ["dog", "house", "sold", "leeds", "grim", "dad", "kitchen", "roof"];
+  fc.assert(
+    fc.property(
+      fc.subarray(words, { minLength: 1 }),
+      fc.array(
+        fc.record({
+          text: fc.array(fc.constantFrom(...words, "the", "and"), { minLength: 1, maxLength: 8 }),
+          score: fc.double({ min: 0.01, max: 20, noNaN: true }),
+        }),
+        { minLength: 1, maxLength: 50 },
+      ),
+      (query, drawn) => {
+        const hits = drawn.map(({ text, score }, index) => ({
+          memory: memory(`m${index}`, text.join(" ")),
+          score,
+        }));
+        const terms = queryTerms(query.join(" "));
+        const scaled = scaleByCoverage(hits, terms);
+        assert.equal(scaled.length, hits.length);
+        const byId = new Map(scaled.map((hit) => [hit.memory.id, hit.score]));
+        for (const hit of hits) {
+          // The oracle: the share of the query's words among the text's words, floored at one word.
+          const own = new Set(hit.memory.content.split(" "));
+          const share = terms.filter((term) => own.has(term)).length / terms.length;
+          const factor = terms.length < 2 ? 1 : Math.sqrt(Math.max(share, 1 / terms.length));
+          assert.ok(Math.abs(byId.get(hit.memory.id)! - hit.score * factor) < 1e-9, hit.memory.content);
+        }
+        if (terms.length < 2) return;
+        for (let index = 1; index < scaled.length; index += 1)
+          assert.ok(scaled[index - 1]!.score >= scaled[index]!.score, "sorted by score");
+      },
+    ),
+    { numRuns: 2_000 },
+  );
+});
