@@ -110,7 +110,7 @@ export function loadSets(only?: string): EvalSet[] {
     },
     {
       name: "written long (by hand, held out)",
-      files: [17, 18, 19, 20].map((number) => `./eval/long-${number}.txt`),
+      files: [17, 18, 19, 20, 21, 22, 23, 24].map((number) => `./eval/long-${number}.txt`),
       tag: "long-held-out",
       heldOut: true,
       speakers: true,

@@ -89,8 +89,8 @@ export function createScopeSnapshots(store: MemoryStore, options: ScopeSnapshotO
   };
 }
 
-/** A snapshot of memories given in write order (exported for tests). */
-export function snapshotOf(memories: StoredMemory[]): ScopeSnapshot {
+/** A snapshot of memories given in write order. */
+function snapshotOf(memories: StoredMemory[]): ScopeSnapshot {
   const postings = new Map<string, { positions: number[]; counts: number[] }>();
   const lengths = memories.map((memory, position) => {
     const tokens = indexTokens(memory.content);
@@ -129,7 +129,7 @@ type Posting = { readonly positions: number[]; readonly counts: number[] };
  * The postings a query term matches: its stemmed word's, or (`teach*`) every token's that starts with
  * either form; undefined for a term with no word in it.
  */
-export function termPostings(snapshot: ScopeSnapshot, term: string): Posting[] | undefined {
+function termPostings(snapshot: ScopeSnapshot, term: string): Posting[] | undefined {
   const match = termMatch(term);
   if (match === undefined) return undefined;
   if (!match.prefix) {

@@ -1,8 +1,8 @@
 /**
  * The ranked search every read path shares: the store's BM25 over the scope, then the
  * features bench/memory's ablation keeps on its long, hand-written held-out sets (ADRs 0367, 0521,
- * 0522, 0526, 0527, 0528): the coverage of the question's words, neighbouring turns, the session prior
- * and answer types. They can be switched off there.
+ * 0522, 0527, 0528): the coverage of the question's words, neighbouring turns and answer types. They
+ * can be switched off there.
  */
 import type { Memory } from "../schemas/memory.ts";
 import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
@@ -12,7 +12,6 @@ import { cosine } from "./embedder.ts";
 import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
 import { createScopeSnapshots, searchSnapshot, snapshotNeighbours } from "./scope-snapshot.ts";
 import type { ServiceContext } from "./service-context.ts";
-import { liftBySession } from "./session-prior.ts";
 import { scaleByCoverage } from "./term-coverage.ts";
 import { queryTerms } from "./text.ts";
 
@@ -23,8 +22,6 @@ import { queryTerms } from "./text.ts";
 export interface RetrievalFeatures {
   /** Turns next to a hit share its score (a reply found through its question). */
   readonly neighbours: boolean;
-  /** Hits in the session that talks most of the question's words gain (ADR 0526). */
-  readonly sessions: boolean;
   /** Hits that say a time (or a number) gain when the question asks when (or how many) (ADR 0527). */
   readonly answerTypes: boolean;
   /** Text matches scaled by the share of the question's words they hold (ADR 0528). */
@@ -34,7 +31,6 @@ export interface RetrievalFeatures {
 /** What the service runs: every feature the ablation keeps. */
 export const shippedRetrievalFeatures: RetrievalFeatures = {
   neighbours: true,
-  sessions: true,
   answerTypes: true,
   coverage: true,
 };
@@ -112,8 +108,6 @@ export function createSearchRanked(
       );
       lexical = spreadToNeighbours(lexical, inScope);
     }
-    // Scopes past the snapshot's bound are searched by the store, without the session prior.
-    if (features.sessions && snapshot) lexical = liftBySession(lexical, snapshot, terms);
     if (features.answerTypes) lexical = liftByAnswerType(lexical, query);
     const ranked = rankMemories(lexical, vectors, clock().getTime()).slice(0, limit);
     if (!snapshot || ranked.length === 0) return ranked;

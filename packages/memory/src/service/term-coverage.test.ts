@@ -39,7 +39,7 @@ it("the turn that holds several of a question's words leads one repeating one of
   const context = createServiceContext({ store, now: () => now });
   const first = async (coverage: boolean) =>
     (
-      await createSearchRanked(context, { coverage, neighbours: false, sessions: false })(
+      await createSearchRanked(context, { coverage, neighbours: false })(
         "t",
         { userId: "talk" },
         "Has Nadia been out walking with the dog?",
