@@ -4,6 +4,7 @@ import fc from "fast-check";
 import type { StoredMemory } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
 import { createMemoryService } from "./create-memory-service.ts";
+import { createScopeSnapshots, searchSnapshot } from "./scope-snapshot.ts";
 import { createSearchRanked } from "./search-ranked.ts";
 import { createServiceContext } from "./service-context.ts";
 import { scaleByCoverage, termCoverage } from "./term-coverage.ts";
@@ -87,4 +88,37 @@ it("coverage only reorders: every hit kept, scaled by the square root of its sha
     ),
     { numRuns: 2_000 },
   );
+});
+
+it("the in-process search counts the words a hit holds as coverage counts them (against the tokens)", async () => {
+  const vocabulary = ["walk", "walks", "walked", "walking", "dog", "dogs", "house", "houses", "sold"];
+  const extra = ["Leeds", "kitchen", "roofs", "grim", "dad's", "café", "the", "a", "2024"];
+  const store = createSqliteStore({ path: ":memory:" });
+  const service = createMemoryService({ store });
+  // A fixed corpus drawn once: 300 turns of 1–12 words, inflections and stop words among them.
+  const words = [...vocabulary, ...extra];
+  const turns = fc.sample(
+    fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 12 }),
+    { numRuns: 300, seed: 26 },
+  );
+  await service.addBatch("t", {
+    userId: "u",
+    memories: turns.map((turn) => ({ kind: "episode" as const, content: turn.join(" ") })),
+  });
+  const snapshot = await createScopeSnapshots(store).get("t", { userId: "u" });
+  assert.equal(snapshot?.memories.length, 300, "the scope is kept in process");
+  let checked = 0;
+  fc.assert(
+    fc.property(fc.subarray(words, { minLength: 1, maxLength: 6 }), (query) => {
+      const terms = queryTerms(query.join(" "));
+      const distinct = new Set(terms).size;
+      for (const hit of searchSnapshot(snapshot, terms, { limit: 300 })) {
+        assert.equal(hit.held / distinct, termCoverage(hit.memory, terms), hit.memory.content);
+        checked += 1;
+      }
+    }),
+    { numRuns: 2_000 },
+  );
+  assert.ok(checked > 100_000, `hits checked: ${checked}`);
+  await service.close();
 });

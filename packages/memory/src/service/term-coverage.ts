@@ -6,7 +6,7 @@
  * (ADR 0528).
  */
 import type { StoredMemory } from "../store/memory-store.ts";
-import { indexTokens, termMatch } from "../text/index-tokens.ts";
+import { cachedIndexTokens, termMatch } from "../text/index-tokens.ts";
 import type { Scored } from "./conversation-retrieval.ts";
 import { byScore } from "./rank-memories.ts";
 
@@ -15,22 +15,9 @@ export const coverageExponent = 0.5;
 
 type Match = NonNullable<ReturnType<typeof termMatch>>;
 
-/** A memory's indexed tokens as a set, kept per memory object (a scope kept in process reuses them). */
-const tokenSets = new WeakMap<StoredMemory, ReadonlySet<string>>();
-
-function tokenSetOf(memory: StoredMemory): ReadonlySet<string> {
-  let tokens = tokenSets.get(memory);
-  if (tokens === undefined) {
-    tokens = new Set(indexTokens(memory.content));
-    tokenSets.set(memory, tokens);
-  }
-  return tokens;
-}
-
-function holds(tokens: ReadonlySet<string>, { word, stemmed, prefix }: Match): boolean {
-  if (!prefix) return tokens.has(stemmed);
-  for (const token of tokens) if (token.startsWith(word) || token.startsWith(stemmed)) return true;
-  return false;
+function holds(tokens: readonly string[], { word, stemmed, prefix }: Match): boolean {
+  if (!prefix) return tokens.includes(stemmed);
+  return tokens.some((token) => token.startsWith(word) || token.startsWith(stemmed));
 }
 
 /** The distinct terms of a query that can match a word, as the store's BM25 matches them. */
@@ -45,28 +32,33 @@ export function termCoverage(memory: StoredMemory, terms: readonly string[]): nu
 
 function coverageOf(memory: StoredMemory, matches: readonly Match[]): number {
   if (matches.length === 0) return 0;
-  const tokens = tokenSetOf(memory);
+  return heldCount(memory, matches) / matches.length;
+}
+
+function heldCount(memory: StoredMemory, matches: readonly Match[]): number {
+  // The store's BM25 tokenized this text a moment before (a bounded cache of texts).
+  const tokens = cachedIndexTokens(memory.content);
   let held = 0;
   for (const match of matches) if (holds(tokens, match)) held += 1;
-  return held / matches.length;
+  return held;
 }
 
 /**
- * The hits, each scaled by its coverage of `terms` to the power `exponent`. A hit that holds none of
- * them (found another way) keeps the factor of one word, so it is not dropped.
+ * The hits, each scaled by its coverage of `terms` to the power `exponent`. A hit that says how many
+ * of the terms it holds (`held`, as the in-process search counts them) is not tokenized again. A hit
+ * that holds none of them (found another way) keeps the factor of one word, so it is not dropped.
  */
 export function scaleByCoverage(
-  hits: readonly Scored[],
+  hits: readonly (Scored & { readonly held?: number })[],
   terms: readonly string[],
   exponent = coverageExponent,
 ): Scored[] {
   const matches = matchesOf(terms);
-  if (matches.length < 2) return [...hits];
-  const floor = 1 / matches.length;
+  if (matches.length < 2) return hits.map(({ memory, score }) => ({ memory, score }));
   return hits
-    .map((hit) => ({
-      memory: hit.memory,
-      score: hit.score * Math.max(floor, coverageOf(hit.memory, matches)) ** exponent,
-    }))
+    .map(({ memory, score, held }) => {
+      const share = Math.max(1, held ?? heldCount(memory, matches)) / matches.length;
+      return { memory, score: score * share ** exponent };
+    })
     .sort(byScore);
 }
