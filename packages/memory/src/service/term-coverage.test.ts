@@ -97,10 +97,10 @@ it("the in-process search counts the words a hit holds as coverage counts them (
   const service = createMemoryService({ store });
   // A fixed corpus drawn once: 300 turns of 1–12 words, inflections and stop words among them.
   const words = [...vocabulary, ...extra];
-  const turns = fc.sample(
-    fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 12 }),
-    { numRuns: 300, seed: 26 },
-  );
+  const turns = fc.sample(fc.array(fc.constantFrom(...words), { minLength: 1, maxLength: 12 }), {
+    numRuns: 300,
+    seed: 26,
+  });
   await service.addBatch("t", {
     userId: "u",
     memories: turns.map((turn) => ({ kind: "episode" as const, content: turn.join(" ") })),
