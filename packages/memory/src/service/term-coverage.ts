@@ -36,7 +36,7 @@ function coverageOf(memory: StoredMemory, matches: readonly Match[]): number {
 }
 
 function heldCount(memory: StoredMemory, matches: readonly Match[]): number {
-  // The store's BM25 tokenized this text a moment before (a bounded cache of texts).
+  // SQLite's scope BM25 tokenized this text a moment before; the cache of texts is bounded.
   const tokens = cachedIndexTokens(memory.content);
   let held = 0;
   for (const match of matches) if (holds(tokens, match)) held += 1;
