@@ -1,12 +1,9 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import fc from "fast-check";
+import { rankedConversation } from "../../test/support/ranked-conversation.ts";
 import type { StoredMemory } from "../store/memory-store.ts";
-import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
 import { answerTypeOf, holdsAnswerType, liftByAnswerType } from "./answer-type.ts";
-import { createMemoryService } from "./create-memory-service.ts";
-import { createSearchRanked } from "./search-ranked.ts";
-import { createServiceContext } from "./service-context.ts";
 
 it("a question asks for a time, a number, or neither", () => {
   assert.equal(answerTypeOf("When did Jess adopt Pickle?"), "time");
@@ -45,33 +42,18 @@ it("a text says a time or holds a number; the modal 'may' is not a month", () =>
 });
 
 it("a question that asks when finds the turn that says when above one that only names the thing", async () => {
-  let now = new Date("2023-05-01T18:00:00Z");
-  const store = createSqliteStore({ path: ":memory:" });
-  const service = createMemoryService({ store, now: () => now });
   const turns = [
     "Maya: the new dog is the best dog ever, honestly",
     "Jonas: haha i bet",
     "Maya: we brought the dog home from the shelter last Saturday",
     "Jonas: nice",
   ];
-  for (const [index, content] of turns.entries()) {
-    now = new Date(Date.parse("2023-05-01T18:00:00Z") + index * 60_000);
-    await service.add("t", { userId: "talk", kind: "episode", content });
-  }
-  const context = createServiceContext({ store, now: () => now });
-  const first = async (answerTypes: boolean) =>
-    (
-      await createSearchRanked(context, { answerTypes, neighbours: false })(
-        "t",
-        { userId: "talk" },
-        "When did Maya get the dog?",
-        3,
-        undefined,
-      )
-    )[0]?.memory.content;
+  const conversation = await rankedConversation(turns, "2023-05-01T18:00:00Z");
+  const first = (answerTypes: boolean) =>
+    conversation.first("When did Maya get the dog?", { answerTypes, neighbours: false });
   assert.equal(await first(false), turns[0], "without the prior the turn naming the dog twice leads");
   assert.equal(await first(true), turns[2], "with it the turn that says when leads");
-  await service.close();
+  await conversation.close();
 });
 
 it("the lift only reorders: a hit gains half its score exactly when it holds the asked-for kind", () => {

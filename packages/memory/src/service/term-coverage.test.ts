@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import fc from "fast-check";
+import { rankedConversation } from "../../test/support/ranked-conversation.ts";
 import type { StoredMemory } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
 import { createMemoryService } from "./create-memory-service.ts";
 import { createScopeSnapshots, searchSnapshot } from "./scope-snapshot.ts";
-import { createSearchRanked } from "./search-ranked.ts";
-import { createServiceContext } from "./service-context.ts";
 import { scaleByCoverage, termCoverage } from "./term-coverage.ts";
 import { queryTerms } from "./text.ts";
 
@@ -22,9 +21,6 @@ it("coverage counts the question's words as the index matches them: stems, prefi
 });
 
 it("the turn that holds several of a question's words leads one repeating one of them", async () => {
-  let now = new Date("2024-03-01T18:00:00Z");
-  const store = createSqliteStore({ path: ":memory:" });
-  const service = createMemoryService({ store, now: () => now });
   const turns = [
     "Nadia: the dog, the dog, the dog. the dog is driving me mad",
     "Ollie: a walk might help",
@@ -33,24 +29,12 @@ it("the turn that holds several of a question's words leads one repeating one of
     "Nadia: the walk was grim, it rained",
     "Ollie: grim",
   ];
-  for (const [index, content] of turns.entries()) {
-    now = new Date(Date.parse("2024-03-01T18:00:00Z") + index * 60_000);
-    await service.add("t", { userId: "talk", kind: "episode", content });
-  }
-  const context = createServiceContext({ store, now: () => now });
-  const first = async (coverage: boolean) =>
-    (
-      await createSearchRanked(context, { coverage, neighbours: false })(
-        "t",
-        { userId: "talk" },
-        "Has Nadia been out walking with the dog?",
-        3,
-        undefined,
-      )
-    )[0]?.memory.content;
+  const conversation = await rankedConversation(turns, "2024-03-01T18:00:00Z");
+  const first = (coverage: boolean) =>
+    conversation.first("Has Nadia been out walking with the dog?", { coverage, neighbours: false });
   assert.equal(await first(false), turns[0], "BM25 alone: the turn saying 'dog' four times leads");
   assert.equal(await first(true), turns[2], "with coverage: the turn holding dog and walk leads");
-  await service.close();
+  await conversation.close();
 });
 
 it("coverage only reorders: every hit kept, scaled by the square root of its share, never above its score", () => {

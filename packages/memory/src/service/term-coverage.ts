@@ -6,23 +6,18 @@
  * (ADR 0528).
  */
 import type { StoredMemory } from "../store/memory-store.ts";
-import { cachedIndexTokens, termMatch } from "../text/index-tokens.ts";
+import { cachedIndexTokens, termTest } from "../text/index-tokens.ts";
 import type { Scored } from "./conversation-retrieval.ts";
 import { byScore } from "./rank-memories.ts";
 
 /** The power the share of the question's words is raised to (chosen on the long dev set: 0.3–0.7 alike). */
 export const coverageExponent = 0.5;
 
-type Match = NonNullable<ReturnType<typeof termMatch>>;
+type Match = NonNullable<ReturnType<typeof termTest>>;
 
-function holds(tokens: readonly string[], { word, stemmed, prefix }: Match): boolean {
-  if (!prefix) return tokens.includes(stemmed);
-  return tokens.some((token) => token.startsWith(word) || token.startsWith(stemmed));
-}
-
-/** The distinct terms of a query that can match a word, as the store's BM25 matches them. */
+/** The tests of a query's distinct terms that can match a word, as the store's BM25 matches them. */
 function matchesOf(terms: readonly string[]): Match[] {
-  return [...new Set(terms)].flatMap((term) => termMatch(term) ?? []);
+  return [...new Set(terms)].flatMap((term) => termTest(term) ?? []);
 }
 
 /** The share (0..1) of `terms` a memory holds, counted as the store's BM25 matches them. */
@@ -39,7 +34,7 @@ function heldCount(memory: StoredMemory, matches: readonly Match[]): number {
   // SQLite's scope BM25 tokenized this text a moment before; the cache of texts is bounded.
   const tokens = cachedIndexTokens(memory.content);
   let held = 0;
-  for (const match of matches) if (holds(tokens, match)) held += 1;
+  for (const match of matches) if (tokens.some(match)) held += 1;
   return held;
 }
 

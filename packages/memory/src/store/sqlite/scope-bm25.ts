@@ -7,8 +7,8 @@
  */
 import { cachedIndexTokens, termTest } from "../../text/index-tokens.ts";
 
-export const BM25_K1 = 1.2;
-export const BM25_B = 0.75;
+const BM25_K1 = 1.2;
+const BM25_B = 0.75;
 
 /** BM25's inverse document frequency of a term held by `frequency` of `documents` documents. */
 export function bm25Inverse(documents: number, frequency: number): number {
