@@ -1,7 +1,7 @@
 /** Jobs (import, consolidation, novelty scans), retrieval traces and access statistics. */
 import { z } from "zod";
 import { MEMORY_SCOPE_DESCRIPTIONS, memoryScopeShape, scopeIdSchema } from "../scope/memory-scope.ts";
-import { idSchema, limitSchema, timestampSchema } from "./common.ts";
+import { idSchema, jsonWithin, limitSchema, timestampSchema } from "./common.ts";
 import { memoryScopeQuerySchema, scoreComponentsSchema } from "./memory.ts";
 
 export const JOB_TYPES = ["import", "consolidate", "novelty_scan"] as const;
@@ -66,6 +66,14 @@ export const consolidateRequestSchema = z.object({
 });
 export type ConsolidateRequest = z.input<typeof consolidateRequestSchema>;
 
+/**
+ * What one import may carry, in process as over HTTP (where the body is at most 4 MiB): its
+ * conversations at most 4 MiB as JSON, 16 levels deep and 200,000 keys and array items in all. A
+ * message's fields past role, content and name are kept as sent (an export's `tool_calls`, times), so
+ * they count too. A larger transcript is imported in several calls.
+ */
+export const IMPORT_LIMITS = { bytes: 4_194_304, depth: 16, entries: 200_000 } as const;
+
 const textPartSchema = z.object({ type: z.string(), text: z.string().optional() }).loose();
 const messageContentSchema = z.union([z.string(), z.array(textPartSchema), z.null()]);
 
@@ -80,17 +88,21 @@ export const importConversationsRequestSchema = z.object({
   ...memoryScopeShape,
   /** `openai`: chat-completions messages (system inline); `anthropic`: messages plus a `system` field. */
   format: z.enum(["openai", "anthropic"]),
-  conversations: z
-    .array(
-      z.object({
-        id: idSchema.optional(),
-        sessionId: scopeIdSchema.optional().describe(MEMORY_SCOPE_DESCRIPTIONS.sessionId),
-        system: messageContentSchema.optional(),
-        messages: z.array(importMessageSchema).min(1).max(5000),
-      }),
-    )
-    .min(1)
-    .max(500),
+  conversations: jsonWithin(
+    z
+      .array(
+        z.object({
+          id: idSchema.optional(),
+          sessionId: scopeIdSchema.optional().describe(MEMORY_SCOPE_DESCRIPTIONS.sessionId),
+          system: messageContentSchema.optional(),
+          messages: z.array(importMessageSchema).min(1).max(5000),
+        }),
+      )
+      .min(1)
+      .max(500),
+    IMPORT_LIMITS,
+    "an import's transcript",
+  ),
   infer: z.boolean().default(true),
 });
 export type ImportConversationsRequest = z.input<typeof importConversationsRequestSchema>;

@@ -12,10 +12,24 @@ export const metadataSchema = z.record(z.string(), z.unknown());
  */
 export const METADATA_LIMITS = { bytes: 16_384, depth: 8, entries: 1_000 } as const;
 
-/** Why `value` is not metadata a caller may send, or undefined. Walks without recursion. */
-export function metadataProblem(value: unknown): string | undefined {
+/** What a caller's JSON value may hold: `depth` levels, `entries` keys and array items in all, `bytes` as JSON. */
+export interface JsonLimits {
+  readonly bytes: number;
+  readonly depth: number;
+  readonly entries: number;
+}
+
+/**
+ * Why `value` is not JSON within `limits`, or undefined; `subject` names it in the answer ("metadata").
+ * Walks without recursion and stops at the first bound passed, so a hostile value costs at most the
+ * bounds' worth of work: its strings and keys are counted as they are met, and serialized only when
+ * their sum is already within `bytes`.
+ */
+export function jsonProblem(value: unknown, limits: JsonLimits, subject: string): string | undefined {
   const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  const tooLarge = (detail: string) => `${subject} is at most ${limits.bytes} bytes as JSON (${detail})`;
   let entries = 0;
+  let characters = 0;
   while (pending.length > 0) {
     const item = pending.pop()!;
     const type = typeof item.value;
@@ -23,40 +37,52 @@ export function metadataProblem(value: unknown): string | undefined {
     if (item.value == null || type === "boolean" || type === "number") continue;
     if (type === "string") {
       const { length } = item.value as string;
-      if (length > METADATA_LIMITS.bytes)
-        return `metadata is at most ${METADATA_LIMITS.bytes} bytes as JSON (a string of ${length} characters)`;
+      if (length > limits.bytes) return tooLarge(`a string of ${length} characters`);
+      characters += length;
+      if (characters > limits.bytes)
+        return tooLarge(`its text alone holds more than ${limits.bytes} characters`);
       continue;
     }
-    if (type !== "object") return `metadata holds only JSON values (found a value of type ${type})`;
-    if (item.depth >= METADATA_LIMITS.depth)
-      return `metadata nests at most ${METADATA_LIMITS.depth} levels deep`;
+    if (type !== "object") return `${subject} holds only JSON values (found a value of type ${type})`;
+    if (item.depth >= limits.depth) return `${subject} nests at most ${limits.depth} levels deep`;
     for (const key of Object.keys(item.value as object)) {
       // JSON.parse makes "__proto__" an own key; copied into an object it would set the prototype
       // and vanish, so it is refused rather than dropped.
-      if (key === "__proto__") return 'metadata may not use the key "__proto__"';
+      if (key === "__proto__") return `${subject} may not use the key "__proto__"`;
       entries += 1;
-      if (entries > METADATA_LIMITS.entries)
-        return `metadata holds at most ${METADATA_LIMITS.entries} keys and array items in all`;
+      if (entries > limits.entries)
+        return `${subject} holds at most ${limits.entries} keys and array items in all`;
+      characters += key.length;
+      if (characters > limits.bytes)
+        return tooLarge(`its text alone holds more than ${limits.bytes} characters`);
       pending.push({ value: (item.value as Record<string, unknown>)[key], depth: item.depth + 1 });
     }
   }
-  // Bounded in depth, entries and each string's length, so serializing it is cheap.
+  // Bounded in depth, entries and the sum of its strings' lengths, so serializing it is cheap.
   const bytes = new TextEncoder().encode(JSON.stringify(value) ?? "").length;
-  if (bytes > METADATA_LIMITS.bytes)
-    return `metadata is at most ${METADATA_LIMITS.bytes} bytes as JSON (got ${bytes})`;
+  if (bytes > limits.bytes) return tooLarge(`got ${bytes}`);
   return undefined;
 }
 
 /**
- * Metadata as a caller sends it: an object within `METADATA_LIMITS`, checked before it is copied (a
- * copy would already have lost a "__proto__" key). Typed as the record it accepts, so a caller's
- * TypeScript still checks what it passes.
+ * `schema`, checked first against `limits` with `jsonProblem`: before it is parsed (a parse walks every
+ * item of a hostile value) or copied (a copy would already have lost a "__proto__" key). Typed as
+ * `schema`, so a caller's TypeScript still checks what it passes.
  */
-export const metadataInputSchema = z.preprocess((value, context) => {
-  const problem = value !== null && typeof value === "object" ? metadataProblem(value) : undefined;
-  if (problem !== undefined) context.addIssue({ code: "custom", message: problem, input: value });
-  return value;
-}, metadataSchema) as unknown as z.ZodType<Record<string, unknown>, Record<string, unknown>>;
+export function jsonWithin<T extends z.ZodType>(schema: T, limits: JsonLimits, subject: string): T {
+  return z.preprocess((value, context) => {
+    const problem =
+      value !== null && typeof value === "object" ? jsonProblem(value, limits, subject) : undefined;
+    if (problem !== undefined) context.addIssue({ code: "custom", message: problem, input: value });
+    return value;
+  }, schema) as unknown as T;
+}
+
+/** Metadata as a caller sends it: an object within `METADATA_LIMITS`. */
+export const metadataInputSchema = jsonWithin(metadataSchema, METADATA_LIMITS, "metadata") as z.ZodType<
+  Record<string, unknown>,
+  Record<string, unknown>
+>;
 
 export const limitSchema = (fallback: number, maximum: number) =>
   z.coerce.number().int().min(1).max(maximum).default(fallback);
