@@ -7,8 +7,8 @@
  */
 import type { MemoryKind } from "../schemas/memory.ts";
 import { type MemoryScope, scopeKey } from "../scope/memory-scope.ts";
+import { bm25Inverse, bm25TermScore } from "../store/bm25.ts";
 import type { MemoryStore, StoredMemory } from "../store/memory-store.ts";
-import { bm25Inverse, bm25TermScore } from "../store/sqlite/scope-bm25.ts";
 import { indexTokens, termMatch } from "../text/index-tokens.ts";
 
 export interface ScopeSnapshot {

@@ -1,10 +1,9 @@
 /** BM25 computed in SQL over a scope's statistics, and the novelty check's candidates for a batch. */
 import { createHash } from "node:crypto";
+import { BM25_B, BM25_K1 } from "../bm25.ts";
 import type { MemoryStore, StoredMemory } from "../memory-store.ts";
 import { memoryFromRow, scopeCondition } from "../row-codec.ts";
 import {
-  bm25B,
-  bm25K1,
   mark,
   memorySelect,
   oneOf,
@@ -56,7 +55,7 @@ export function postgresMemorySearch(
         scored AS (
           SELECT hits.seq, sum(
             ln(1 + (greatest(scope_size.n, frequency.df) - frequency.df + 0.5) / (frequency.df + 0.5))
-            * hits.tf * ${bm25K1 + 1} / (hits.tf + ${bm25K1} * (${1 - bm25B} + ${bm25B} * hits.dl / average.avgdl))) AS score
+            * hits.tf * ${BM25_K1 + 1} / (hits.tf + ${BM25_K1} * (${1 - BM25_B} + ${BM25_B} * hits.dl / average.avgdl))) AS score
           FROM hits JOIN frequency USING (term), scope_size, average GROUP BY hits.seq)
         SELECT ${memorySelect}, scored.score FROM scored JOIN memory_memories m ON m.seq = scored.seq`;
       parameters.push(searchOptions.limit);

@@ -16,9 +16,6 @@ export interface PostgresUnit extends Unit {
 /** Parameter `index` (1-based), as the dialect spells it (ADR 0008). */
 export const mark = (index: number) => postgresDialect.param(index);
 export const memorySelect = ["seq", ...memoryColumns].map((column) => `m.${column}`).join(", ");
-/** BM25's term-frequency saturation and length normalization, FTS5's defaults. */
-export const bm25K1 = 1.2;
-export const bm25B = 0.75;
 
 export function marks(start: number, count: number): string {
   return Array.from({ length: count }, (_, index) => postgresDialect.param(start + index)).join(", ");

@@ -6,19 +6,7 @@
  * come from the scope alone.
  */
 import { cachedIndexTokens, termTest } from "../../text/index-tokens.ts";
-
-const BM25_K1 = 1.2;
-const BM25_B = 0.75;
-
-/** BM25's inverse document frequency of a term held by `frequency` of `documents` documents. */
-export function bm25Inverse(documents: number, frequency: number): number {
-  return Math.log(1 + (documents - frequency + 0.5) / (frequency + 0.5));
-}
-
-/** One term's share of a document's BM25 score: its frequency there, saturated and length-normalized. */
-export function bm25TermScore(inverse: number, tf: number, length: number, averageLength: number): number {
-  return (inverse * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * (1 - BM25_B + (BM25_B * length) / averageLength));
-}
+import { bm25Inverse, bm25TermScore } from "../bm25.ts";
 
 export interface ScopeStatistics {
   /** How many active memories the scope holds (the N of the inverse document frequency). */
