@@ -21,13 +21,15 @@ export interface JsonLimits {
 
 /**
  * Why `value` is not JSON within `limits`, or undefined; `subject` names it in the answer ("metadata").
- * Walks without recursion and stops at the first bound passed, so a hostile value costs at most the
- * bounds' worth of work: its strings and keys are counted as they are met, and serialized only when
- * their sum is already within `bytes`.
+ * Walks without recursion and stops at the first bound passed, so a hostile value costs about the
+ * bounds' worth of work: arrays are read item by item, strings and keys counted as they are met, and
+ * the value serialized only when their sum is already within `bytes` (an object's keys are listed
+ * whole before they are counted: a caller pays to build them first).
  */
 export function jsonProblem(value: unknown, limits: JsonLimits, subject: string): string | undefined {
   const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
   const tooLarge = (detail: string) => `${subject} is at most ${limits.bytes} bytes as JSON (${detail})`;
+  const tooWide = () => `${subject} holds at most ${limits.entries} keys and array items in all`;
   let entries = 0;
   let characters = 0;
   while (pending.length > 0) {
@@ -45,13 +47,22 @@ export function jsonProblem(value: unknown, limits: JsonLimits, subject: string)
     }
     if (type !== "object") return `${subject} holds only JSON values (found a value of type ${type})`;
     if (item.depth >= limits.depth) return `${subject} nests at most ${limits.depth} levels deep`;
+    if (Array.isArray(item.value)) {
+      // By index, so a wide array is refused at its item past the bound (its indices are not JSON text).
+      const array = item.value as unknown[];
+      for (let index = 0; index < array.length; index += 1) {
+        entries += 1;
+        if (entries > limits.entries) return tooWide();
+        pending.push({ value: array[index], depth: item.depth + 1 });
+      }
+      continue;
+    }
     for (const key of Object.keys(item.value as object)) {
       // JSON.parse makes "__proto__" an own key; copied into an object it would set the prototype
       // and vanish, so it is refused rather than dropped.
       if (key === "__proto__") return `${subject} may not use the key "__proto__"`;
       entries += 1;
-      if (entries > limits.entries)
-        return `${subject} holds at most ${limits.entries} keys and array items in all`;
+      if (entries > limits.entries) return tooWide();
       characters += key.length;
       if (characters > limits.bytes)
         return tooLarge(`its text alone holds more than ${limits.bytes} characters`);
