@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import { waitForJob } from "../../test/support/conformance/cases.ts";
 import { IMPORT_LIMITS } from "../schemas/admin.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
 import { createMemoryService } from "./create-memory-service.ts";
 
-it("an import past its bounds is refused in process as over HTTP, quickly, and stores nothing", async () => {
+it("an import past its bounds is refused in process, where no body limit applies, quickly, and stores nothing", async () => {
   const service = createMemoryService({ store: createSqliteStore({ path: ":memory:" }) });
   const message = (extra: Record<string, unknown>) => ({ role: "user", content: "hello", ...extra });
   let deep: unknown = "leaf";
@@ -48,12 +49,7 @@ it("an import past its bounds is refused in process as over HTTP, quickly, and s
       },
     ],
   });
-  const deadline = Date.now() + 10_000;
-  let done = (await service.getJob("t", job.id)).job;
-  while (done.status !== "succeeded" && done.status !== "failed" && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    done = (await service.getJob("t", job.id)).job;
-  }
+  const done = await waitForJob(service, "t", job.id);
   assert.equal(done.status, "succeeded");
   assert.deepEqual((done.result as { events: unknown }).events, {
     created: 2,
