@@ -102,15 +102,15 @@ export function loadSets(only?: string): EvalSet[] {
       speakers: true,
     },
     {
-      name: "written long (by hand, dev; long-3..24 held out until ADRs 0522, 0526, 0527, 0528)",
-      files: Array.from({ length: 24 }, (_, index) => `./eval/long-${index + 1}.txt`),
+      name: "written long (by hand, dev; long-3..32 held out until ADRs 0522, 0526–0529)",
+      files: Array.from({ length: 32 }, (_, index) => `./eval/long-${index + 1}.txt`),
       tag: "long-dev",
       heldOut: false,
       speakers: true,
     },
     {
       name: "written long (by hand, held out)",
-      files: [25, 26, 27, 28, 29, 30, 31, 32].map((number) => `./eval/long-${number}.txt`),
+      files: [33, 34, 35, 36, 37, 38, 39, 40].map((number) => `./eval/long-${number}.txt`),
       tag: "long-held-out",
       heldOut: true,
       speakers: true,

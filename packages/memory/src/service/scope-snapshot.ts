@@ -147,13 +147,13 @@ function termPostings(snapshot: ScopeSnapshot, term: string): Posting[] | undefi
  * What `store.searchMemories` answers, from the snapshot's postings: BM25 over the scope's own
  * statistics exactly as `scoreWithScopeStatistics` computes it (every memory holding a term is a
  * candidate; N counts the kinds asked for; the average length is the candidates'; ties go to the
- * later memory), and with each hit the count of distinct terms it holds (`held`, for coverage).
+ * later memory).
  */
 export function searchSnapshot(
   snapshot: ScopeSnapshot,
   terms: readonly string[],
   options: { readonly limit: number; readonly kinds?: readonly MemoryKind[] },
-): { memory: StoredMemory; score: number; held: number }[] {
+): { memory: StoredMemory; score: number }[] {
   const kinds = options.kinds ? new Set(options.kinds) : undefined;
   const admitted = (position: number) => !kinds || kinds.has(snapshot.memories[position]!.kind);
   // Per distinct term: each admitted memory's count of tokens the term matches.
@@ -184,21 +184,17 @@ export function searchSnapshot(
   const scored = candidates.map((position) => {
     const length = snapshot.lengths[position]!;
     let score = 0;
-    let held = 0;
     frequencies.forEach((counts, index) => {
       const tf = counts.get(position) ?? 0;
-      if (tf > 0) {
-        score += bm25TermScore(inverse[index]!, tf, length, averageLength);
-        held += 1;
-      }
+      if (tf > 0) score += bm25TermScore(inverse[index]!, tf, length, averageLength);
     });
-    return { position, score, held };
+    return { position, score };
   });
   return scored
     .filter((entry) => entry.score > 0)
     .sort((left, right) => right.score - left.score || right.position - left.position)
     .slice(0, options.limit)
-    .map(({ position, score, held }) => ({ memory: snapshot.memories[position]!, score, held }));
+    .map(({ position, score }) => ({ memory: snapshot.memories[position]!, score }));
 }
 
 /** What `store.neighbourMemories` answers, from the snapshot: the nearest memories of each id's exact scope. */

@@ -1,8 +1,7 @@
 /**
  * The ranked search every read path shares: the store's BM25 over the scope, then the
  * features bench/memory's ablation keeps on its long, hand-written held-out sets (ADRs 0367, 0521,
- * 0522, 0527, 0528): the coverage of the question's words, neighbouring turns and answer types. They
- * can be switched off there.
+ * 0522, 0527, 0530): neighbouring turns and answer types. They can be switched off there.
  */
 import type { Memory } from "../schemas/memory.ts";
 import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
@@ -12,7 +11,6 @@ import { cosine } from "./embedder.ts";
 import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
 import { createScopeSnapshots, searchSnapshot, snapshotNeighbours } from "./scope-snapshot.ts";
 import type { ServiceContext } from "./service-context.ts";
-import { scaleByCoverage } from "./term-coverage.ts";
 import { queryTerms } from "./text.ts";
 
 /**
@@ -24,15 +22,12 @@ export interface RetrievalFeatures {
   readonly neighbours: boolean;
   /** Hits that say a time (or a number) gain when the question asks when (or how many) (ADR 0527). */
   readonly answerTypes: boolean;
-  /** Text matches scaled by the share of the question's words they hold (ADR 0528). */
-  readonly coverage: boolean;
 }
 
 /** What the service runs: every feature the ablation keeps. */
 export const shippedRetrievalFeatures: RetrievalFeatures = {
   neighbours: true,
   answerTypes: true,
-  coverage: true,
 };
 
 /**
@@ -73,7 +68,7 @@ export function createSearchRanked(
       ? searchSnapshot(snapshot, terms, { limit: candidateLimit, ...kindFilter })
       : await store.searchMemories(tenantId, scope, terms, { limit: candidateLimit, ...kindFilter });
     let vectors: Map<string, number> | undefined;
-    let candidates = features.coverage ? scaleByCoverage(found, terms) : [...found];
+    let candidates = [...found];
     if (embedder) {
       const queryVector = (await embedder.embed([query]))[0]!;
       // The scope kept in process holds its memories' embeddings as stored (ADR 0369).
