@@ -69,8 +69,9 @@ export function jsonProblem(value: unknown, limits: JsonLimits, subject: string)
       pending.push({ value: (item.value as Record<string, unknown>)[key], depth: item.depth + 1 });
     }
   }
-  // Bounded in depth, entries and the sum of its strings' lengths, so serializing it is cheap.
-  const bytes = new TextEncoder().encode(JSON.stringify(value) ?? "").length;
+  // Bounded in depth, entries and the sum of its strings' lengths, so serializing it is cheap; its
+  // UTF-8 length is counted, not encoded (an import's transcript is up to 4 MiB).
+  const bytes = Buffer.byteLength(JSON.stringify(value) ?? "");
   if (bytes > limits.bytes) return tooLarge(`got ${bytes}`);
   return undefined;
 }
