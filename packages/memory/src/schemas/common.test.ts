@@ -50,21 +50,43 @@ it("a JSON value is refused exactly when it passes a bound (2,000 random values 
   );
 });
 
-it("a hostile value costs the bounds' worth of work, not its own size", () => {
+/** An array whose item reads are counted: a walk's work, measured without a clock. */
+function counted<T>(items: T[], reads: { count: number }): T[] {
+  return new Proxy(items, {
+    get(target, key, receiver) {
+      if (typeof key === "string" && /^\d+$/.test(key)) reads.count += 1;
+      return Reflect.get(target, key, receiver);
+    },
+  });
+}
+
+it("a hostile value is refused at the first bound it passes, before any of it is serialized", () => {
   const limits = { bytes: 1_000, depth: 8, entries: 100 };
+  const reads = { count: 0 };
   const huge = "x".repeat(50_000_000);
-  const wide = new Array(5_000_000).fill("ab");
   let deep: unknown = {};
-  for (let level = 0; level < 1_000_000; level += 1) deep = [deep];
-  for (const [value, expected] of [
-    [huge, /a string of 50000000 characters/],
-    [[huge], /a string of 50000000 characters/],
-    [wide, /at most 100 keys/],
-    [{ many: new Array(600).fill("ab") }, /at most 100 keys/],
-    [deep, /nests at most 8 levels/],
-  ] as const) {
-    const started = performance.now();
-    assert.match(jsonProblem(value, limits, "the value") ?? "", expected);
-    assert.ok(performance.now() - started < 50, "refused at the first bound passed");
+  for (let level = 0; level < 100_000; level += 1) deep = counted([deep], reads);
+  const cases = [
+    [huge, /a string of 50000000 characters/, 0],
+    [counted([huge], reads), /a string of 50000000 characters/, 1],
+    [counted(new Array(5_000_000).fill("ab"), reads), /at most 100 keys/, limits.entries + 1],
+    [{ many: counted(new Array(600).fill("ab"), reads) }, /at most 100 keys/, limits.entries + 1],
+    [deep, /nests at most 8 levels/, limits.depth],
+  ] as const;
+  const stringify = JSON.stringify;
+  let serialized = 0;
+  JSON.stringify = ((...args: Parameters<typeof stringify>) => {
+    serialized += 1;
+    return stringify(...args);
+  }) as typeof stringify;
+  try {
+    for (const [value, expected, mostReads] of cases) {
+      reads.count = 0;
+      assert.match(jsonProblem(value, limits, "the value") ?? "", expected);
+      assert.ok(reads.count <= mostReads, `read ${reads.count} items, at most ${mostReads} needed`);
+    }
+  } finally {
+    JSON.stringify = stringify;
   }
+  assert.equal(serialized, 0, "a refused value is never serialized");
 });
