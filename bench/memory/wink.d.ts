@@ -16,7 +16,7 @@ declare module "wink-bm25-text-search" {
 declare module "wink-nlp-utils" {
   type Task = (input: never) => unknown;
   const nlp: {
-    string: { lowerCase: Task; tokenize0: Task };
+    string: { lowerCase: Task; tokenize0: Task; stem: (word: string) => string };
     tokens: { removeWords: Task; stem: Task; propagateNegations: Task };
   };
   export default nlp;
