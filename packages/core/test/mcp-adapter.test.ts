@@ -39,7 +39,7 @@ async function assertServesTheToolSet(client: Client): Promise<void> {
   const { tools } = await client.listTools();
   assert.deepEqual(
     tools.map((tool) => tool.name),
-    ["math.add", "orders.lookup", "process.pid", "text.upper", "wait"],
+    ["math.add", "orders.lookup", "process.pid", "text.upper", "wait", "tackle.result_page"],
   );
   const add = tools[0];
   assert.deepEqual(add?.inputSchema, local.get("math.add")?.inputJsonSchema);
@@ -63,7 +63,8 @@ async function assertServesTheToolSet(client: Client): Promise<void> {
     [["a"], ["b"]],
   );
 
-  // The same server, seen through an MCP client as a Tackle tool set: coded errors survive the wire.
+  // The same server, seen through an MCP client as a Tackle tool set: coded errors survive the wire,
+  // and the paging tool comes along, so a model reading a cut answer can read on.
   const remote = await toolSetFromMcp(client, { prefix: "remote" });
   assert.deepEqual(remote.names, [
     "remote.math.add",
@@ -71,6 +72,7 @@ async function assertServesTheToolSet(client: Client): Promise<void> {
     "remote.process.pid",
     "remote.text.upper",
     "remote.wait",
+    "remote.tackle.result_page",
   ]);
   assert.deepEqual(remote.get("remote.math.add")?.inputJsonSchema, local.get("math.add")?.inputJsonSchema);
   assert.deepEqual(remote.get("remote.math.add")?.annotations, {

@@ -1,10 +1,12 @@
 /** `createMcpServer`: a Tackle tool set as an MCP server (tools/list and tools/call). */
-import { McpServer } from "@modelcontextprotocol/server";
+import { randomUUID } from "node:crypto";
+import { type CallToolResult, McpServer } from "@modelcontextprotocol/server";
 import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
 import { jsonSchema } from "../schema/schema.ts";
 import type { AnyTool } from "../tool/define-tool.ts";
 import type { CallOptions, ToolSet } from "../tool-set/create-tool-set.ts";
 import { mcpCallOptions } from "./mcp-call-options.ts";
+import { createResultPages, type ResultPages } from "./result-pages/create-result-pages.ts";
 import { toCallToolResult } from "./to-call-tool-result.ts";
 
 export interface McpServerOptions {
@@ -14,6 +16,18 @@ export interface McpServerOptions {
   readonly version?: string;
   /** Passed on to every `toolset.call` (identity, logger, time limit). */
   readonly callOptions?: Omit<CallOptions, "signal" | "callId" | "idempotencyKey" | "takeover">;
+  /**
+   * The token budget of every tool answer (ADR 0261): past it, the answer's first part, what was left
+   * out and a cursor that the paging tool (`tackle.result_page`, listed beside the tools) reads on.
+   * Default: `createResultPages()`, 8,000 tokens; `false` answers whole (a program reads them, not a
+   * model). The serving functions share one between the servers of an endpoint.
+   */
+  readonly resultPages?: ResultPages | false;
+  /**
+   * Whose cursors this server's answers make and may read. Default: a fresh random owner, so one
+   * server (one connection) reads only its own.
+   */
+  readonly owner?: string;
 }
 
 /**
@@ -25,9 +39,25 @@ export interface McpServerOptions {
  */
 export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}): McpServer {
   assertServableOverMcp(toolset);
+  const pages = options.resultPages ?? createResultPages();
+  const owner = options.owner ?? randomUUID();
+  if (pages !== false && toolset.get(pages.tool.name) !== undefined) {
+    throw new ToolDefinitionError(
+      "invalid_tool_definition",
+      `Tool "${pages.tool.name}" cannot be served over MCP: the paging tool of cut answers has that name (pass another \`toolName\` to createResultPages, or resultPages: false)`,
+      { name: pages.tool.name },
+    );
+  }
   const server = new McpServer(
     { name: options.name ?? "tackle", version: options.version ?? "0.1.0" },
-    { capabilities: { logging: {} } },
+    {
+      capabilities: { logging: {} },
+      ...(pages === false
+        ? {}
+        : {
+            instructions: `An answer past ${pages.budget} tokens is cut and ends with a cursor; ${pages.tool.name} reads the next part.`,
+          }),
+    },
   );
   for (const tool of toolset.tools) {
     const outputSchema = objectOutputSchema(tool);
@@ -44,16 +74,50 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
         ...(tool.annotations?.title === undefined ? {} : { title: tool.annotations.title }),
         ...(tool.annotations === undefined ? {} : { annotations: { ...tool.annotations } }),
       },
-      async (args: Record<string, unknown>, context) =>
-        toCallToolResult(
+      async (args: Record<string, unknown>, context) => {
+        const result = toCallToolResult(
           await toolset.call(tool.name, args, {
             ...options.callOptions,
             ...mcpCallOptions(context, options.callOptions?.logger, tool.name),
           }),
-        ),
+        );
+        return pages === false ? result : fitAnswer(pages, result, owner, outputSchema !== undefined);
+      },
     );
   }
+  if (pages !== false) registerPagingTool(server, pages, owner);
   return server;
+}
+
+function registerPagingTool(server: McpServer, pages: ResultPages, owner: string): void {
+  const { name, description, inputSchema, annotations } = pages.tool;
+  server.registerTool(
+    name,
+    {
+      ...(description === undefined ? {} : { description }),
+      inputSchema: jsonSchema<Record<string, unknown>>(inputSchema),
+      ...(annotations === undefined ? {} : { annotations: { ...annotations } }),
+    },
+    async (args: Record<string, unknown>) => pages.page(args, owner),
+  );
+}
+
+/**
+ * The answer fitted to the budget. A tool that advertises an output schema must answer structured
+ * content that matches it (a client refuses the answer otherwise), so a cut answer keeps it whole and
+ * its text, what a model reads, is cut; any other cut answer has none (half a structure is wrong).
+ */
+function fitAnswer(
+  pages: ResultPages,
+  result: CallToolResult,
+  owner: string,
+  advertisesOutput: boolean,
+): CallToolResult {
+  const fitted = pages.fit(result, owner);
+  if (fitted === result || !advertisesOutput || result.isError === true) return fitted;
+  return result.structuredContent === undefined
+    ? fitted
+    : { ...fitted, structuredContent: result.structuredContent };
 }
 
 /**

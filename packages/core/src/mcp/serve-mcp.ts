@@ -1,4 +1,5 @@
 /** Serving a tool set over MCP: stdio (or any message transport) and Streamable HTTP on loopback. */
+import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -17,6 +18,7 @@ import { ToolError } from "../errors/tool-error.ts";
 import { isLoopbackHost } from "../http/loopback.ts";
 import type { ToolSet } from "../tool-set/create-tool-set.ts";
 import { assertServableOverMcp, createMcpServer, type McpServerOptions } from "./create-mcp-server.ts";
+import { createResultPages } from "./result-pages/create-result-pages.ts";
 
 export interface McpStdioOptions extends McpServerOptions {
   /** Serve this transport instead of the process's stdin/stdout (a socket, an in-memory pair). */
@@ -32,7 +34,9 @@ export interface McpStdioOptions extends McpServerOptions {
  */
 export function serveMcpStdio(toolset: ToolSet, options: McpStdioOptions = {}): StdioServerHandle {
   assertServableOverMcp(toolset);
-  return serveStdio(() => createMcpServer(toolset, options), {
+  // One connection: its cursors read on whichever server the SDK pins for a request.
+  const shared = sharedPages(options, randomUUID());
+  return serveStdio(() => createMcpServer(toolset, shared), {
     ...(options.transport === undefined ? {} : { transport: options.transport }),
     onerror: options.onError ?? reportToStderr,
   });
@@ -50,7 +54,10 @@ export interface McpHttpHandlerOptions extends McpServerOptions {
  */
 export function createMcpHttpHandler(toolset: ToolSet, options: McpHttpHandlerOptions = {}): McpHttpHandler {
   assertServableOverMcp(toolset);
-  return createMcpHandler(() => createMcpServer(toolset, options), {
+  // Every request gets a fresh server and carries no identity (the endpoint has no credentials: any
+  // client that reaches it may call every tool), so the endpoint's requests share one owner.
+  const shared = sharedPages(options, randomUUID());
+  return createMcpHandler(() => createMcpServer(toolset, shared), {
     onerror: options.onError ?? reportToStderr,
   });
 }
@@ -128,6 +135,15 @@ export async function serveMcpHttp(
       server.close();
       await once(server, "close");
     },
+  };
+}
+
+/** The options with one budget and one owner for every server the SDK creates for an endpoint. */
+function sharedPages<T extends McpServerOptions>(options: T, owner: string): T {
+  return {
+    ...options,
+    resultPages: options.resultPages ?? createResultPages(),
+    owner: options.owner ?? owner,
   };
 }
 
