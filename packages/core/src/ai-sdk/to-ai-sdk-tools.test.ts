@@ -36,7 +36,8 @@ const weather = defineTool({
 describe("toAiSdkTools: definitions and the generateText loop", () => {
   it("keys tools by model-safe names with the derived JSON Schema", async () => {
     const tools = toAiSdkTools(createToolSet([weather]));
-    assert.deepEqual(Object.keys(tools), ["weather__current"]);
+    // The paging tool of answers cut to the budget comes beside the set's tools (ADR 0532).
+    assert.deepEqual(Object.keys(tools), ["weather__current", "tackle_result_page"]);
     const definition = tools.weather__current;
     assert.ok(definition !== undefined);
     const schema = await (definition.inputSchema as { jsonSchema: unknown }).jsonSchema;
@@ -65,7 +66,7 @@ describe("toAiSdkTools: definitions and the generateText loop", () => {
     assert.deepEqual(toolResult?.output, { type: "json", value: { city: "Izmir", celsius: 21 } });
     // The model was offered the tool under its model-safe name.
     const offered = model.doGenerateCalls[0]?.tools?.map((tool) => tool.name);
-    assert.deepEqual(offered, ["weather__current"]);
+    assert.deepEqual(offered, ["weather__current", "tackle_result_page"]);
   });
 
   it("hands invalid input and failures back to the model as error data it can act on", async () => {

@@ -1,6 +1,7 @@
 /** `toAiSdkTools`: a Tackle tool set as AI SDK tools, keyed by the set's model-safe names. */
 import { type Tool as AiSdkTool, type ToolSet as AiSdkToolSet, type JSONValue, jsonSchema, tool } from "ai";
 import type { ToolErrorPayload } from "../errors/tool-error.ts";
+import { defaultResultBudget } from "../mcp/result-pages/create-result-pages.ts";
 import { withoutDialect } from "../schema/schema.ts";
 import type { AnyTool } from "../tool/define-tool.ts";
 import type {
@@ -11,11 +12,23 @@ import type {
   TypedToolSet,
 } from "../tool-set/create-tool-set.ts";
 import type { LlmName } from "../tool-set/llm-name.ts";
-
-type ModelOutput = Awaited<ReturnType<NonNullable<AiSdkTool["toModelOutput"]>>>;
+import {
+  aiSdkPagingToolName,
+  createModelOutputBudget,
+  type ModelOutput,
+  wholeOutput,
+} from "./budgeted-output.ts";
 
 /** What every call through these tools carries besides the AI SDK's own call id and abort signal. */
-export type AiSdkToolsOptions = Omit<CallOptions, "signal" | "callId" | "idempotencyKey" | "takeover">;
+export type AiSdkToolsOptions = Omit<CallOptions, "signal" | "callId" | "idempotencyKey" | "takeover"> & {
+  /**
+   * Tokens (o200k) of one tool answer as the model reads it (ADR 0532). Past it the model reads the
+   * first part, what was left out and a cursor, and reads on with `tackle_result_page`, added beside
+   * the set's tools; the program's own results (`toolResults`, `onStepFinish`) keep the whole output.
+   * Default 8,000; at least 1,500; `false` hands the model every answer whole.
+   */
+  readonly resultBudget?: number | false;
+};
 
 /** The output an AI SDK tool returns when the Tackle call failed: the coded error, as data. */
 export interface AiSdkToolFailure {
@@ -29,6 +42,9 @@ export interface AiSdkToolFailure {
  */
 export type AiSdkToolsOf<Tools extends AnyTool> = {
   [T in Tools as LlmName<T["name"]>]: AiSdkTool<ToolInput<T>, ToolOutput<T> | AiSdkToolFailure>;
+} & {
+  /** Reads the next part of an answer cut to the budget; absent with `resultBudget: false`. */
+  readonly tackle_result_page?: AiSdkTool<{ cursor: string }, unknown>;
 };
 
 /**
@@ -44,6 +60,9 @@ export function toAiSdkTools<Tools extends AnyTool>(
 /** A set known only at run time: a record of untyped AI SDK tools. */
 export function toAiSdkTools(toolset: ToolSet, options?: AiSdkToolsOptions): AiSdkToolSet;
 export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}): AiSdkToolSet {
+  const { resultBudget = defaultResultBudget, ...callOptions } = options;
+  const names = toolset.tools.map((definition) => toolset.llmName(definition.name));
+  const budget = resultBudget === false ? undefined : createModelOutputBudget(resultBudget, names);
   const tools: AiSdkToolSet = {};
   for (const definition of toolset.tools) {
     tools[toolset.llmName(definition.name)] = tool({
@@ -51,21 +70,21 @@ export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}):
       inputSchema: jsonSchema(withoutDialect(definition.inputJsonSchema)),
       async execute(input, execution) {
         const result = await toolset.call(definition.name, input, {
-          ...options,
+          ...callOptions,
           callId: execution.toolCallId,
           ...(execution.abortSignal === undefined ? {} : { signal: execution.abortSignal }),
         });
         if (result.ok) return result.output;
         return { ok: false, error: result.error.toJSON() } satisfies AiSdkToolFailure;
       },
-      toModelOutput({ output }): ModelOutput {
+      toModelOutput({ toolCallId, output }): ModelOutput {
         if (isAiSdkToolFailure(output))
           return { type: "error-json", value: output.error as unknown as JSONValue };
-        if (typeof output === "string") return { type: "text", value: output };
-        return { type: "json", value: (output ?? null) as JSONValue };
+        return budget === undefined ? wholeOutput(output) : budget.fit(toolCallId, output);
       },
     });
   }
+  if (budget !== undefined) tools[aiSdkPagingToolName] = budget.pagingTool;
   return tools;
 }
 

@@ -100,7 +100,8 @@ export function modelSafeNames(): void {
 
 export async function aiSdkToolsAreTypedByModelSafeName(model: LanguageModel): Promise<void> {
   const tools = toAiSdkTools(createToolSet([getOrder, listOrders]));
-  type _keys = Expect<Equal<keyof typeof tools, "orders__get" | "orders__list">>;
+  // With the paging tool of answers cut to the budget (ADR 0532).
+  type _keys = Expect<Equal<keyof typeof tools, "orders__get" | "orders__list" | "tackle_result_page">>;
   // @ts-expect-error: the record is keyed by model-safe names, never by dotted ones
   tools["orders.get"];
   const execute = tools.orders__get.execute;

@@ -1,0 +1,106 @@
+/**
+ * The token budget of what a model reads from an AI SDK tool (ADR 0532): the program keeps the whole
+ * output; the model reads it through `toModelOutput`, cut past the budget into its first part, a
+ * summary of what was left out and a cursor, and reads on with the paging tool. The cutting, the kept
+ * rest and the cursors are `createResultPages`', as on every MCP server of Tackle.
+ */
+import { randomUUID } from "node:crypto";
+import type { CallToolResult } from "@modelcontextprotocol/server";
+import { type Tool as AiSdkTool, type JSONValue, jsonSchema, tool } from "ai";
+import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
+import { createResultPages, type ResultPages } from "../mcp/result-pages/create-result-pages.ts";
+import { toCallToolResult } from "../mcp/to-call-tool-result.ts";
+import { isToolContent } from "../tool/tool-content.ts";
+
+export type ModelOutput = Awaited<ReturnType<NonNullable<AiSdkTool["toModelOutput"]>>>;
+
+/** The paging tool's name: model-safe, as every provider takes it. */
+export const aiSdkPagingToolName = "tackle_result_page";
+
+/** The answers one model output is remembered for: the AI SDK asks again as it builds each step's messages. */
+const rememberedAnswers = 1_024;
+
+export interface ModelOutputBudget {
+  /** What the model reads of a successful output: the output itself within the budget, else its first part. */
+  fit(toolCallId: string, output: unknown): ModelOutput;
+  /** The paging tool, to add beside the set's tools. */
+  readonly pagingTool: AiSdkTool;
+}
+
+export function createModelOutputBudget(budget: number, toolNames: readonly string[]): ModelOutputBudget {
+  if (toolNames.includes(aiSdkPagingToolName)) {
+    throw new ToolDefinitionError(
+      "invalid_tool_definition",
+      `A tool named "${aiSdkPagingToolName}" clashes with the paging tool of cut answers (pass resultBudget: false to hand the model whole answers)`,
+      { name: aiSdkPagingToolName },
+    );
+  }
+  const pages = createResultPages({ budget, toolName: aiSdkPagingToolName });
+  const owner = randomUUID();
+  const answers = new Map<string, ModelOutput>();
+  return {
+    fit(toolCallId, output) {
+      const known = answers.get(toolCallId);
+      if (known !== undefined) return known;
+      const answer = fitOutput(pages, owner, output);
+      answers.set(toolCallId, answer);
+      if (answers.size > rememberedAnswers) answers.delete(answers.keys().next().value as string);
+      return answer;
+    },
+    pagingTool: pagingTool(pages, owner),
+  };
+}
+
+/** The output as the model reads it whole: a string as text, anything else as JSON. */
+export function wholeOutput(output: unknown): ModelOutput {
+  return typeof output === "string"
+    ? { type: "text", value: output }
+    : { type: "json", value: (output ?? null) as JSONValue };
+}
+
+function fitOutput(pages: ResultPages, owner: string, output: unknown): ModelOutput {
+  // As the model would read it whole: the text itself, JSON text, or the content blocks.
+  const result: CallToolResult = isToolContent(output)
+    ? toCallToolResult({ ok: true, output })
+    : {
+        content: [
+          { type: "text", text: typeof output === "string" ? output : JSON.stringify(output ?? null) },
+        ],
+      };
+  const fitted = pages.fit(result, owner);
+  return fitted === result ? wholeOutput(output) : contentOutput(fitted);
+}
+
+function pagingTool(pages: ResultPages, owner: string): AiSdkTool {
+  return tool({
+    description: pages.tool.description ?? "",
+    inputSchema: jsonSchema<{ cursor: string }>(pages.tool.inputSchema as never),
+    execute: (input: { cursor: string }) => pages.page(input, owner),
+    toModelOutput: ({ output }: { output: CallToolResult }): ModelOutput =>
+      output.isError === true
+        ? {
+            type: "error-json",
+            value: ((output.structuredContent as { error?: JSONValue } | undefined)?.error ??
+              null) as JSONValue,
+          }
+        : contentOutput(output),
+  });
+}
+
+/** A cut part as AI SDK content: text as text, image and audio as files, anything else as its JSON. */
+function contentOutput(result: CallToolResult): ModelOutput {
+  return {
+    type: "content",
+    value: result.content.map((block) => {
+      if (block.type === "text") return { type: "text" as const, text: block.text };
+      if (block.type === "image" || block.type === "audio") {
+        return {
+          type: "file" as const,
+          data: { type: "data" as const, data: block.data },
+          mediaType: block.mimeType,
+        };
+      }
+      return { type: "text" as const, text: JSON.stringify(block) };
+    }),
+  };
+}
