@@ -19,14 +19,10 @@ import {
   serveMcpHttp,
   serveMcpStdio,
 } from "../src/mcp/index.ts";
+import { longText } from "./support/long-answers.ts";
 
 const pageTool = "tackle.result_page";
 const budget = 2_000;
-/** ~60,000 tokens of prose with lines: about thirty parts at this budget. */
-const longText = Array.from(
-  { length: 3_000 },
-  (_, line) => `Line ${line}: the quick brown fox jumps over the lazy dog, again and again.`,
-).join("\n");
 const rows = Array.from({ length: 1_500 }, (_, id) => ({ id, name: `row ${id}`, tags: ["a", "b", "c"] }));
 
 function largeTools(): ToolSet {

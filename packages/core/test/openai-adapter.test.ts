@@ -53,8 +53,10 @@ describe("@tackle/core/openai with the real openai client", () => {
     messages.push(assistant, ...toolMessages);
     const second = await client.chat.completions.create({ model: "scripted", messages, tools });
 
-    // The definitions reached the wire under model-safe names with the derived JSON Schema.
-    assert.deepEqual(server.requests.at(-2)?.body.tools, [
+    // The definitions reached the wire under model-safe names with the derived JSON Schema, then the
+    // paging tool of answers cut to the budget (ADR 0532).
+    const sent = server.requests.at(-2)?.body.tools as { function: { name: string } }[];
+    assert.deepEqual(sent.slice(0, 1), [
       {
         type: "function",
         function: {
@@ -64,6 +66,10 @@ describe("@tackle/core/openai with the real openai client", () => {
         },
       },
     ]);
+    assert.deepEqual(
+      sent.slice(1).map((tool) => tool.function.name),
+      ["tackle_result_page"],
+    );
     // The tool ran once, for the one valid call, under the model's call id.
     assert.deepEqual(executed, [{ callId: assistant.tool_calls[0]?.id, a: 2, b: 3 }]);
     assert.deepEqual(
@@ -100,7 +106,8 @@ describe("@tackle/core/openai with the real openai client", () => {
     ];
     const second = await client.responses.create({ model: "scripted", input, tools });
 
-    assert.deepEqual(server.requests.at(-2)?.body.tools, [
+    const sent = server.requests.at(-2)?.body.tools as { name: string }[];
+    assert.deepEqual(sent.slice(0, 1), [
       {
         type: "function",
         name: "math__add",
@@ -109,6 +116,10 @@ describe("@tackle/core/openai with the real openai client", () => {
         strict: false,
       },
     ]);
+    assert.deepEqual(
+      sent.slice(1).map((tool) => tool.name),
+      ["tackle_result_page"],
+    );
     const firstCall = first.output[0];
     assert.ok(firstCall?.type === "function_call");
     assert.deepEqual(executed, [{ callId: firstCall.call_id, a: 2, b: 3 }]);

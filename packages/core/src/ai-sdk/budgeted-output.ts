@@ -7,15 +7,15 @@
 import { randomUUID } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { type Tool as AiSdkTool, type JSONValue, jsonSchema, tool } from "ai";
-import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
 import { createResultPages, type ResultPages } from "../mcp/result-pages/create-result-pages.ts";
+import { assertNoPagingToolClash, modelPagingToolName } from "../mcp/result-pages/text-pages.ts";
 import { toCallToolResult } from "../mcp/to-call-tool-result.ts";
 import { isToolContent } from "../tool/tool-content.ts";
 
 export type ModelOutput = Awaited<ReturnType<NonNullable<AiSdkTool["toModelOutput"]>>>;
 
 /** The paging tool's name: model-safe, as every provider takes it. */
-export const aiSdkPagingToolName = "tackle_result_page";
+export const aiSdkPagingToolName = modelPagingToolName;
 
 /** The answers one model output is remembered for: the AI SDK asks again as it builds each step's messages. */
 const rememberedAnswers = 1_024;
@@ -28,13 +28,7 @@ export interface ModelOutputBudget {
 }
 
 export function createModelOutputBudget(budget: number, toolNames: readonly string[]): ModelOutputBudget {
-  if (toolNames.includes(aiSdkPagingToolName)) {
-    throw new ToolDefinitionError(
-      "invalid_tool_definition",
-      `A tool named "${aiSdkPagingToolName}" clashes with the paging tool of cut answers (pass resultBudget: false to hand the model whole answers)`,
-      { name: aiSdkPagingToolName },
-    );
-  }
+  assertNoPagingToolClash(toolNames, "pass resultBudget: false");
   const pages = createResultPages({ budget, toolName: aiSdkPagingToolName });
   const owner = randomUUID();
   const answers = new Map<string, ModelOutput>();

@@ -10,39 +10,13 @@ import type { LanguageModelV4CallOptions, LanguageModelV4GenerateResult } from "
 import { generateText, stepCountIs } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
-import { z } from "zod";
+import { clashingTools, longText, manyRows, reportTools } from "../../test/support/long-answers.ts";
 import { textStep, toolCallsStep } from "../../test/support/mock-model-steps.ts";
-import { defineTool } from "../tool/define-tool.ts";
-import { createToolSet } from "../tool-set/create-tool-set.ts";
 import { toAiSdkTools } from "./to-ai-sdk-tools.ts";
 
 const budget = 2_000;
-/** ~60,000 tokens: about thirty parts at this budget. */
-const longText = Array.from(
-  { length: 3_000 },
-  (_, line) => `Line ${line}: the quick brown fox jumps over the lazy dog, again and again.`,
-).join("\n");
-const rows = Array.from({ length: 1_200 }, (_, id) => ({ id, name: `row ${id}` }));
-const reports = createToolSet([
-  defineTool({
-    name: "report.text",
-    description: "A long report.",
-    input: z.object({}),
-    execute: () => longText,
-  }),
-  defineTool({
-    name: "report.rows",
-    description: "Many rows.",
-    input: z.object({}),
-    execute: () => ({ rows }),
-  }),
-  defineTool({
-    name: "report.short",
-    description: "A short one.",
-    input: z.object({}),
-    execute: () => ({ n: 1 }),
-  }),
-]);
+const rows = manyRows(1_200);
+const reports = reportTools(rows);
 
 type Part = { type: string; text?: string };
 interface SeenOutput {
@@ -152,9 +126,7 @@ describe("toAiSdkTools: the model reads answers within a token budget", () => {
   });
 
   it("a tool named like the paging tool is refused, naming it", () => {
-    const clash = createToolSet([
-      defineTool({ name: "tackle_result_page", description: "Mine.", input: z.object({}), execute: () => 1 }),
-    ]);
+    const clash = clashingTools();
     assert.throws(() => toAiSdkTools(clash), {
       code: "invalid_tool_definition",
       message: /tackle_result_page/,

@@ -5,12 +5,30 @@ import type { ToolRunnableConfig } from "@langchain/core/tools";
 import { StructuredTool, ToolInputParsingException } from "@langchain/core/tools";
 import { InvalidInputError } from "../errors/invalid-input-error.ts";
 import type { ToolError } from "../errors/tool-error.ts";
+import { defaultResultBudget } from "../mcp/result-pages/create-result-pages.ts";
+import {
+  assertNoPagingToolClash,
+  createTextPages,
+  modelPagingToolName,
+  type TextPages,
+} from "../mcp/result-pages/text-pages.ts";
 import { type JsonSchema, validateWith, withoutDialect } from "../schema/schema.ts";
 import type { AnyTool } from "../tool/define-tool.ts";
 import type { CallOptions, ToolSet } from "../tool-set/create-tool-set.ts";
 
+type CallOptionsOf = Omit<LangChainToolsOptions, "resultBudget">;
+
 /** What every call through these tools carries besides LangChain's tool-call id and abort signal. */
-export type LangChainToolsOptions = Omit<CallOptions, "signal" | "callId" | "idempotencyKey" | "takeover">;
+export type LangChainToolsOptions = Omit<CallOptions, "signal" | "callId" | "idempotencyKey" | "takeover"> & {
+  /**
+   * Tokens (o200k) of one tool answer as a model reads it (ADR 0532): a call from a model (a
+   * `ToolCall`) whose answer is past it is answered with a `ToolMessage` of its first part, what was
+   * left out and a cursor, the whole output as its artifact; `tackle_result_page`, added after the
+   * set's tools, reads on. A call with plain arguments (a program's) gets the whole output. Default
+   * 8,000; at least 1,500; `false` hands the model every answer whole.
+   */
+  readonly resultBudget?: number | false;
+};
 
 /**
  * Wraps every tool of the set as a LangChain `StructuredTool`, named by its model-safe name, with the
@@ -19,7 +37,44 @@ export type LangChainToolsOptions = Omit<CallOptions, "signal" | "callId" | "ide
  * whose artifact is the coded error; invoked with plain arguments, the `ToolError` is thrown.
  */
 export function toLangChainTools(toolset: ToolSet, options: LangChainToolsOptions = {}): StructuredTool[] {
-  return toolset.tools.map((tool) => new ToolSetTool(toolset, tool, options));
+  const { resultBudget = defaultResultBudget, ...callOptions } = options;
+  if (resultBudget !== false) {
+    assertNoPagingToolClash(
+      toolset.tools.map((tool) => toolset.llmName(tool.name)),
+      "pass resultBudget: false",
+    );
+  }
+  const pages = resultBudget === false ? undefined : createTextPages(resultBudget);
+  const tools: StructuredTool[] = toolset.tools.map(
+    (tool) => new ToolSetTool(toolset, tool, callOptions, pages),
+  );
+  return pages === undefined ? tools : [...tools, new PagingTool(pages)];
+}
+
+/** `tackle_result_page`: the next part of an answer cut to the budget. */
+class PagingTool extends StructuredTool<JsonSchema> {
+  name = modelPagingToolName;
+  description: string;
+  schema: JsonSchema;
+  readonly #pages: TextPages;
+
+  constructor(pages: TextPages) {
+    super();
+    this.description = pages.description;
+    this.schema = pages.inputSchema as JsonSchema;
+    this.#pages = pages;
+  }
+
+  protected override async _call(
+    args: unknown,
+    _runManager?: CallbackManagerForToolRun,
+    config?: ToolRunnableConfig,
+  ): Promise<unknown> {
+    const { ok, text } = this.#pages.page(args);
+    const toolCallId = config?.toolCall?.id;
+    if (ok || toolCallId === undefined) return text;
+    return new ToolMessage({ status: "error", content: text, tool_call_id: toolCallId, name: this.name });
+  }
 }
 
 class ToolSetTool extends StructuredTool<JsonSchema> {
@@ -28,9 +83,10 @@ class ToolSetTool extends StructuredTool<JsonSchema> {
   schema: JsonSchema;
   readonly #toolset: ToolSet;
   readonly #tool: AnyTool;
-  readonly #options: LangChainToolsOptions;
+  readonly #options: CallOptionsOf;
+  readonly #pages: TextPages | undefined;
 
-  constructor(toolset: ToolSet, tool: AnyTool, options: LangChainToolsOptions) {
+  constructor(toolset: ToolSet, tool: AnyTool, options: CallOptionsOf, pages: TextPages | undefined) {
     super();
     this.name = toolset.llmName(tool.name);
     this.description = tool.description;
@@ -38,6 +94,7 @@ class ToolSetTool extends StructuredTool<JsonSchema> {
     this.#toolset = toolset;
     this.#tool = tool;
     this.#options = options;
+    this.#pages = pages;
   }
 
   // LangChain checks arguments against the JSON Schema before `_call` and throws a bare message; the
@@ -65,8 +122,18 @@ class ToolSetTool extends StructuredTool<JsonSchema> {
       ...(callId === undefined ? {} : { callId }),
       ...(config?.signal === undefined ? {} : { signal: config.signal }),
     });
-    if (result.ok) return result.output;
-    return this.#failure(result.error, config);
+    if (!result.ok) return this.#failure(result.error, config);
+    if (this.#pages === undefined || callId === undefined) return result.output;
+    // A model's call: what it reads is fitted to the budget; the whole output stays the artifact.
+    const text = typeof result.output === "string" ? result.output : JSON.stringify(result.output ?? null);
+    const fitted = this.#pages.fit(text);
+    if (fitted === text) return result.output;
+    return new ToolMessage({
+      content: fitted,
+      artifact: result.output,
+      tool_call_id: callId,
+      name: this.name,
+    });
   }
 
   #failure(error: ToolError, config: unknown): ToolMessage {

@@ -4,7 +4,7 @@ import type {
   ChatCompletionToolMessageParam,
 } from "openai/resources/chat/completions/completions";
 import type { ToolSet } from "../tool-set/create-tool-set.ts";
-import { callFromModel, type OpenAICallOptions, resultText } from "./call-from-model.ts";
+import { answerFromModel, type OpenAICallOptions } from "./call-from-model.ts";
 
 /** The part of a chat completion message this helper reads. */
 export interface ChatMessageWithToolCalls {
@@ -26,8 +26,8 @@ export async function runChatToolCalls(
         toolCall.type === "function"
           ? [toolCall.function.name, toolCall.function.arguments]
           : [toolCall.custom.name, JSON.stringify({ input: toolCall.custom.input })];
-      const result = await callFromModel(toolset, name, argumentText, toolCall.id, options);
-      return { role: "tool", tool_call_id: toolCall.id, content: resultText(result) };
+      const content = await answerFromModel(toolset, name, argumentText, toolCall.id, options);
+      return { role: "tool", tool_call_id: toolCall.id, content };
     }),
   );
 }

@@ -1,7 +1,7 @@
 /** `runResponseToolCalls`: runs a Responses API response's function calls; returns `function_call_output` items. */
 import type { ResponseInputItem, ResponseOutputItem } from "openai/resources/responses/responses";
 import type { ToolSet } from "../tool-set/create-tool-set.ts";
-import { callFromModel, type OpenAICallOptions, resultText } from "./call-from-model.ts";
+import { answerFromModel, type OpenAICallOptions } from "./call-from-model.ts";
 
 /** The part of a response this helper reads: its `output` items (or the items themselves). */
 export type ResponseWithFunctionCalls =
@@ -23,8 +23,8 @@ export async function runResponseToolCalls(
     items
       .filter((item) => item.type === "function_call")
       .map(async (call) => {
-        const result = await callFromModel(toolset, call.name, call.arguments, call.call_id, options);
-        return { type: "function_call_output", call_id: call.call_id, output: resultText(result) };
+        const output = await answerFromModel(toolset, call.name, call.arguments, call.call_id, options);
+        return { type: "function_call_output", call_id: call.call_id, output };
       }),
   );
 }
