@@ -31,13 +31,16 @@ export function createModelOutputBudget(budget: number, toolNames: readonly stri
   assertNoPagingToolClash(toolNames, "pass resultBudget: false");
   const pages = createResultPages({ budget, toolName: aiSdkPagingToolName });
   const owner = randomUUID();
-  const answers = new Map<string, ModelOutput>();
+  // By call id and the output itself: some providers number their calls afresh in every request
+  // ("call_0"), so an id alone could hand one run's answer to another's.
+  const answers = new Map<string, { output: unknown; answer: ModelOutput }>();
   return {
     fit(toolCallId, output) {
       const known = answers.get(toolCallId);
-      if (known !== undefined) return known;
+      if (known !== undefined && known.output === output) return known.answer;
       const answer = fitOutput(pages, owner, output);
-      answers.set(toolCallId, answer);
+      answers.delete(toolCallId);
+      answers.set(toolCallId, { output, answer });
       if (answers.size > rememberedAnswers) answers.delete(answers.keys().next().value as string);
       return answer;
     },

@@ -10,8 +10,11 @@ import type { LanguageModelV4CallOptions, LanguageModelV4GenerateResult } from "
 import { generateText, stepCountIs } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
+import { z } from "zod";
 import { clashingTools, longText, manyRows, reportTools } from "../../test/support/long-answers.ts";
 import { textStep, toolCallsStep } from "../../test/support/mock-model-steps.ts";
+import { defineTool } from "../tool/define-tool.ts";
+import { createToolSet } from "../tool-set/create-tool-set.ts";
 import { toAiSdkTools } from "./to-ai-sdk-tools.ts";
 
 const budget = 2_000;
@@ -123,6 +126,24 @@ describe("toAiSdkTools: the model reads answers within a token budget", () => {
       messages: [],
     } as never);
     assert.equal((answer as { isError?: boolean }).isError, true);
+  });
+
+  it("a call id used again (a provider numbering calls afresh) is answered with its own output", async () => {
+    let call = 0;
+    const counter = createToolSet([
+      defineTool({
+        name: "count",
+        description: "Counts its calls.",
+        input: z.object({}),
+        execute: () => (call += 1) + longText,
+      }),
+    ]);
+    const tools = toAiSdkTools(counter, { resultBudget: budget });
+    for (const expected of ["1Line 0", "2Line 0"]) {
+      const { model, seen } = pagingModel("count");
+      await generateText({ model, tools, prompt: "?", stopWhen: stepCountIs(2) });
+      assert.ok(((seen[0]?.value as Part[])[0]?.text ?? "").startsWith(expected));
+    }
   });
 
   it("a tool named like the paging tool is refused, naming it", () => {
