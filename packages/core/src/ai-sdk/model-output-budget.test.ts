@@ -135,14 +135,17 @@ describe("toAiSdkTools: the model reads answers within a token budget", () => {
         name: "count",
         description: "Counts its calls.",
         input: z.object({}),
-        execute: () => (call += 1) + longText,
+        execute: () => {
+          call += 1;
+          return `${call}${longText}`;
+        },
       }),
     ]);
     const tools = toAiSdkTools(counter, { resultBudget: budget });
     for (const expected of ["1Line 0", "2Line 0"]) {
       const { model, seen } = pagingModel("count");
       await generateText({ model, tools, prompt: "?", stopWhen: stepCountIs(2) });
-      assert.ok(((seen[0]?.value as Part[])[0]?.text ?? "").startsWith(expected));
+      assert.ok(((seen[0]!.value as Part[])[0]?.text ?? "").startsWith(expected));
     }
   });
 
