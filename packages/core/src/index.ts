@@ -10,6 +10,7 @@ export { ToolAbortedError } from "./errors/tool-aborted-error.ts";
 export { ToolDefinitionError, type ToolDefinitionErrorCode } from "./errors/tool-definition-error.ts";
 export {
   type CoreToolError,
+  type IssuesData,
   isNotFound,
   type NotFoundData,
   ToolError,

@@ -1,5 +1,5 @@
 import { ToolError, type ToolErrorDataByCode } from "./tool-error.ts";
-import { formatIssues, type ValidationIssue } from "./validation-issue.ts";
+import { boundIssues, formatIssues, type ValidationIssue } from "./validation-issue.ts";
 
 export { formatIssues, type ValidationIssue } from "./validation-issue.ts";
 
@@ -8,8 +8,9 @@ export class InvalidInputError extends ToolError<"invalid_input", ToolErrorDataB
   static override readonly brand: symbol = Symbol.for("tackle.core.invalid-input-error");
 
   constructor(tool: string, issues: readonly ValidationIssue[]) {
-    super("invalid_input", `Invalid input for tool "${tool}": ${formatIssues(issues)}`, {
-      data: { tool, issues },
+    const { kept, omitted } = boundIssues(issues);
+    super("invalid_input", `Invalid input for tool "${tool}": ${formatIssues(kept, omitted)}`, {
+      data: { tool, issues: kept, ...(omitted > 0 ? { omittedIssues: omitted } : {}) },
     });
     this.name = "InvalidInputError";
   }

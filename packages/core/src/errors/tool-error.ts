@@ -2,12 +2,22 @@
 import { brandChain, hasBrand, ownBrand } from "./brand.ts";
 import type { ValidationIssue } from "./validation-issue.ts";
 
+/** Why a value was refused: the first issues (twenty, each bounded) and how many more there were. */
+export interface IssuesData {
+  /** The tool whose schema refused the value. */
+  readonly tool: string;
+  /** Where and why, in order: the first twenty. */
+  readonly issues: readonly ValidationIssue[];
+  /** Issues past the first twenty, left out. */
+  readonly omittedIssues?: number;
+}
+
 /** The `data` of each code core itself reports. */
 export interface ToolErrorDataByCode {
   /** The arguments did not match the tool's input schema. */
-  readonly invalid_input: { readonly tool: string; readonly issues: readonly ValidationIssue[] };
+  readonly invalid_input: IssuesData;
   /** The tool returned a value its own output schema refuses: a bug in the tool. */
-  readonly invalid_output: { readonly tool: string; readonly issues: readonly ValidationIssue[] };
+  readonly invalid_output: IssuesData;
   /** The tool did not finish within its time limit (retryable). */
   readonly timeout: { readonly tool: string; readonly timeoutMs: number };
   /** The caller cancelled the call through its signal. */

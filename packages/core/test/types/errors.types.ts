@@ -19,7 +19,14 @@ export function narrowsToTheClass(value: unknown): void {
     type _class = Expect<Equal<typeof value, InvalidInputError>>;
     type _code = Expect<Equal<typeof value.code, "invalid_input">>;
     type _data = Expect<
-      Equal<typeof value.data, { readonly tool: string; readonly issues: readonly ValidationIssue[] }>
+      Equal<
+        typeof value.data,
+        {
+          readonly tool: string;
+          readonly issues: readonly ValidationIssue[];
+          readonly omittedIssues?: number;
+        }
+      >
     >;
     // @ts-expect-error: an invalid-input error has no time limit in its data
     value.data.timeoutMs;
