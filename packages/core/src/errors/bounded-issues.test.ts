@@ -1,5 +1,5 @@
 /**
- * A refusal's issues are bounded: a caller's legal-looking call with ten thousand wrong items, or a key
+ * A refusal's issues, and a failure's message, are bounded: a caller's legal-looking call with ten thousand wrong items, or a key
  * of a megabyte, gets a short error it can act on, not one as large as what it sent (the whole list
  * made a 629 KB message and ten thousand issues, all handed to the model).
  */
@@ -10,6 +10,7 @@ import { defineTool } from "../tool/define-tool.ts";
 import { createToolSet, type ToolSet } from "../tool-set/create-tool-set.ts";
 import { InvalidInputError } from "./invalid-input-error.ts";
 import { InvalidOutputError } from "./invalid-output-error.ts";
+import { ToolFailedError } from "./tool-failed-error.ts";
 import { keptIssues } from "./validation-issue.ts";
 
 /** Untyped, as a model's calls reach it. */
@@ -58,4 +59,16 @@ it("a refusal within the bounds is reported whole, as before", async () => {
   assert.equal(result.error.data.issues.length, 2);
   assert.equal("omittedIssues" in result.error.data, false);
   assert.doesNotMatch(result.error.message, /more issue/);
+});
+
+it("a thrown error's long message is cut in tool_failed; the cause keeps it whole", () => {
+  const thrown = new Error(`bad input: ${"x".repeat(1_000_000)}`);
+  const error = new ToolFailedError("orders.add", thrown);
+  assert.ok(error.message.length < 2_100, `${error.message.length} characters`);
+  assert.match(error.message, /… \(1000011 characters\)$/);
+  assert.equal(error.cause, thrown);
+  assert.equal(
+    new ToolFailedError("orders.add", new Error("short")).message,
+    'Tool "orders.add" failed: short',
+  );
 });
