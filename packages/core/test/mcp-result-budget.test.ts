@@ -13,6 +13,7 @@ import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
 import { z } from "zod";
 import { createToolSet, defineTool, type ToolSet } from "../src/index.ts";
 import {
+  createMcpHttpHandler,
   createMcpServer,
   createResultPages,
   type McpHttpServer,
@@ -186,5 +187,10 @@ describe("core's MCP servers answer within a token budget", () => {
       message: /tackle\.result_page/,
     });
     assert.doesNotThrow(() => createMcpServer(clash, { resultPages: false }));
+    // Refused when serving starts, not at the first request (the SDK makes a server per request).
+    assert.throws(() => createMcpHttpHandler(clash), { code: "invalid_tool_definition" });
+    assert.throws(() => serveMcpStdio(clash, { transport: InMemoryTransport.createLinkedPair()[1] }), {
+      code: "invalid_tool_definition",
+    });
   });
 });

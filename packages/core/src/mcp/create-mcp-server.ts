@@ -41,13 +41,7 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
   assertServableOverMcp(toolset);
   const pages = options.resultPages ?? createResultPages();
   const owner = options.owner ?? randomUUID();
-  if (pages !== false && toolset.get(pages.tool.name) !== undefined) {
-    throw new ToolDefinitionError(
-      "invalid_tool_definition",
-      `Tool "${pages.tool.name}" cannot be served over MCP: the paging tool of cut answers has that name (pass another \`toolName\` to createResultPages, or resultPages: false)`,
-      { name: pages.tool.name },
-    );
-  }
+  assertPagingToolFree(toolset, pages);
   const server = new McpServer(
     { name: options.name ?? "tackle", version: options.version ?? "0.1.0" },
     {
@@ -87,6 +81,16 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
   }
   if (pages !== false) registerPagingTool(server, pages, owner);
   return server;
+}
+
+/** Refuses a set that has a tool of the paging tool's name, naming it. */
+export function assertPagingToolFree(toolset: ToolSet, pages: ResultPages | false): void {
+  if (pages === false || toolset.get(pages.tool.name) === undefined) return;
+  throw new ToolDefinitionError(
+    "invalid_tool_definition",
+    `Tool "${pages.tool.name}" cannot be served over MCP: the paging tool of cut answers has that name (pass another \`toolName\` to createResultPages, or resultPages: false)`,
+    { name: pages.tool.name },
+  );
 }
 
 function registerPagingTool(server: McpServer, pages: ResultPages, owner: string): void {

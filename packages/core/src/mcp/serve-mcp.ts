@@ -17,7 +17,12 @@ import { type StdioServerHandle, serveStdio } from "@modelcontextprotocol/server
 import { ToolError } from "../errors/tool-error.ts";
 import { isLoopbackHost } from "../http/loopback.ts";
 import type { ToolSet } from "../tool-set/create-tool-set.ts";
-import { assertServableOverMcp, createMcpServer, type McpServerOptions } from "./create-mcp-server.ts";
+import {
+  assertPagingToolFree,
+  assertServableOverMcp,
+  createMcpServer,
+  type McpServerOptions,
+} from "./create-mcp-server.ts";
 import { createResultPages } from "./result-pages/create-result-pages.ts";
 
 export interface McpStdioOptions extends McpServerOptions {
@@ -35,7 +40,7 @@ export interface McpStdioOptions extends McpServerOptions {
 export function serveMcpStdio(toolset: ToolSet, options: McpStdioOptions = {}): StdioServerHandle {
   assertServableOverMcp(toolset);
   // One connection: its cursors read on whichever server the SDK pins for a request.
-  const shared = sharedPages(options, randomUUID());
+  const shared = sharedPages(toolset, options, randomUUID());
   return serveStdio(() => createMcpServer(toolset, shared), {
     ...(options.transport === undefined ? {} : { transport: options.transport }),
     onerror: options.onError ?? reportToStderr,
@@ -56,7 +61,7 @@ export function createMcpHttpHandler(toolset: ToolSet, options: McpHttpHandlerOp
   assertServableOverMcp(toolset);
   // Every request gets a fresh server and carries no identity (the endpoint has no credentials: any
   // client that reaches it may call every tool), so the endpoint's requests share one owner.
-  const shared = sharedPages(options, randomUUID());
+  const shared = sharedPages(toolset, options, randomUUID());
   return createMcpHandler(() => createMcpServer(toolset, shared), {
     onerror: options.onError ?? reportToStderr,
   });
@@ -138,13 +143,14 @@ export async function serveMcpHttp(
   };
 }
 
-/** The options with one budget and one owner for every server the SDK creates for an endpoint. */
-function sharedPages<T extends McpServerOptions>(options: T, owner: string): T {
-  return {
-    ...options,
-    resultPages: options.resultPages ?? createResultPages(),
-    owner: options.owner ?? owner,
-  };
+/**
+ * The options with one budget and one owner for every server the SDK creates for an endpoint, checked
+ * now: the SDK creates a server per request, where a refusal would come too late.
+ */
+function sharedPages<T extends McpServerOptions>(toolset: ToolSet, options: T, owner: string): T {
+  const resultPages = options.resultPages ?? createResultPages();
+  assertPagingToolFree(toolset, resultPages);
+  return { ...options, resultPages, owner: options.owner ?? owner };
 }
 
 function reportToStderr(error: Error): void {
