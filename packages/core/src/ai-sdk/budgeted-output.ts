@@ -4,7 +4,7 @@
  * summary of what was left out and a cursor, and reads on with the paging tool. The cutting, the kept
  * rest and the cursors are `createResultPages`', as on every MCP server of Tackle.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { type Tool as AiSdkTool, type JSONValue, jsonSchema, tool } from "ai";
 import { createResultPages, type ResultPages } from "../mcp/result-pages/create-result-pages.ts";
@@ -17,7 +17,7 @@ export type ModelOutput = Awaited<ReturnType<NonNullable<AiSdkTool["toModelOutpu
 /** The paging tool's name: model-safe, as every provider takes it. */
 export const aiSdkPagingToolName = modelPagingToolName;
 
-/** The answers one model output is remembered for: the AI SDK asks again as it builds each step's messages. */
+/** Cut text answers remembered by call id: the AI SDK asks again as it builds each step's messages. */
 const rememberedAnswers = 1_024;
 
 export interface ModelOutputBudget {
@@ -31,20 +31,47 @@ export function createModelOutputBudget(budget: number, toolNames: readonly stri
   assertNoPagingToolClash(toolNames, "pass resultBudget: false");
   const pages = createResultPages({ budget, toolName: aiSdkPagingToolName });
   const owner = randomUUID();
-  // By call id and the output itself: some providers number their calls afresh in every request
-  // ("call_0"), so an id alone could hand one run's answer to another's.
-  const answers = new Map<string, { output: unknown; answer: ModelOutput }>();
+  const cutAnswers = rememberCutAnswers();
   return {
     fit(toolCallId, output) {
-      const known = answers.get(toolCallId);
-      if (known !== undefined && known.output === output) return known.answer;
-      const answer = fitOutput(pages, owner, output);
-      answers.delete(toolCallId);
-      answers.set(toolCallId, { output, answer });
-      if (answers.size > rememberedAnswers) answers.delete(answers.keys().next().value as string);
-      return answer;
+      const known = cutAnswers.recall(toolCallId, output);
+      if (known !== undefined) return known;
+      const fitted = fitOutput(pages, owner, output);
+      if (fitted === undefined) return wholeOutput(output);
+      cutAnswers.keep(toolCallId, output, fitted);
+      return fitted;
     },
     pagingTool: pagingTool(pages, owner),
+  };
+}
+
+/**
+ * The cut answers given, so the AI SDK asking again for one call's output gets the same part and
+ * cursor. By call id and the output itself: some providers number their calls afresh in every request
+ * ("call_0"), so an id alone could hand one run's answer to another's. An object output is known by
+ * identity (held weakly); a text by a digest of it, so no output is kept alive here.
+ */
+function rememberCutAnswers() {
+  const byObject = new WeakMap<object, Map<string, ModelOutput>>();
+  const byText = new Map<string, { digest: string; answer: ModelOutput }>();
+  const digestOf = (text: string) => createHash("sha256").update(text).digest("base64url");
+  return {
+    recall(toolCallId: string, output: unknown): ModelOutput | undefined {
+      if (typeof output === "object" && output !== null) return byObject.get(output)?.get(toolCallId);
+      const known = byText.get(toolCallId);
+      return known !== undefined && known.digest === digestOf(String(output)) ? known.answer : undefined;
+    },
+    keep(toolCallId: string, output: unknown, answer: ModelOutput): void {
+      if (typeof output === "object" && output !== null) {
+        const answers = byObject.get(output) ?? new Map<string, ModelOutput>();
+        answers.set(toolCallId, answer);
+        byObject.set(output, answers);
+        return;
+      }
+      byText.delete(toolCallId);
+      byText.set(toolCallId, { digest: digestOf(String(output)), answer });
+      if (byText.size > rememberedAnswers) byText.delete(byText.keys().next().value as string);
+    },
   };
 }
 
@@ -55,7 +82,8 @@ export function wholeOutput(output: unknown): ModelOutput {
     : { type: "json", value: (output ?? null) as JSONValue };
 }
 
-function fitOutput(pages: ResultPages, owner: string, output: unknown): ModelOutput {
+/** The output's first part and summary when it is past the budget; undefined when it fits. */
+function fitOutput(pages: ResultPages, owner: string, output: unknown): ModelOutput | undefined {
   // As the model would read it whole: the text itself, JSON text, or the content blocks.
   const result: CallToolResult = isToolContent(output)
     ? toCallToolResult({ ok: true, output })
@@ -65,7 +93,7 @@ function fitOutput(pages: ResultPages, owner: string, output: unknown): ModelOut
         ],
       };
   const fitted = pages.fit(result, owner);
-  return fitted === result ? wholeOutput(output) : contentOutput(fitted);
+  return fitted === result ? undefined : contentOutput(fitted);
 }
 
 function pagingTool(pages: ResultPages, owner: string): AiSdkTool {

@@ -149,6 +149,20 @@ describe("toAiSdkTools: the model reads answers within a token budget", () => {
     }
   });
 
+  it("asked again for one call's output, the same part and cursor; another call, a cursor of its own", async () => {
+    const tools = toAiSdkTools(reports, { resultBudget: budget });
+    for (const [name, output] of [
+      ["report__text", longText],
+      ["report__rows", { rows }],
+    ] as const) {
+      const modelOutput = (toolCallId: string) =>
+        tools[name]?.toModelOutput?.({ toolCallId, input: {}, output } as never);
+      const first = await modelOutput("call-a");
+      assert.deepEqual(await modelOutput("call-a"), first);
+      assert.notDeepEqual(await modelOutput("call-b"), first);
+    }
+  });
+
   it("a tool named like the paging tool is refused, naming it", () => {
     const clash = clashingTools();
     assert.throws(() => toAiSdkTools(clash), {
