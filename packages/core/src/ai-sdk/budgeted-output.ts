@@ -11,11 +11,9 @@ import { createResultPages, type ResultPages } from "../mcp/result-pages/create-
 import { assertNoPagingToolClash, modelPagingToolName } from "../mcp/result-pages/text-pages.ts";
 import { toCallToolResult } from "../mcp/to-call-tool-result.ts";
 import { isToolContent } from "../tool/tool-content.ts";
+import type { ToolSet } from "../tool-set/create-tool-set.ts";
 
 export type ModelOutput = Awaited<ReturnType<NonNullable<AiSdkTool["toModelOutput"]>>>;
-
-/** The paging tool's name: model-safe, as every provider takes it. */
-export const aiSdkPagingToolName = modelPagingToolName;
 
 /** Cut text answers remembered by call id: the AI SDK asks again as it builds each step's messages. */
 const rememberedAnswers = 1_024;
@@ -27,9 +25,9 @@ export interface ModelOutputBudget {
   readonly pagingTool: AiSdkTool;
 }
 
-export function createModelOutputBudget(budget: number, toolNames: readonly string[]): ModelOutputBudget {
-  assertNoPagingToolClash(toolNames, "pass resultBudget: false");
-  const pages = createResultPages({ budget, toolName: aiSdkPagingToolName });
+export function createModelOutputBudget(budget: number, toolset: ToolSet): ModelOutputBudget {
+  assertNoPagingToolClash(toolset);
+  const pages = createResultPages({ budget, toolName: modelPagingToolName });
   const owner = randomUUID();
   const cutAnswers = rememberCutAnswers();
   return {

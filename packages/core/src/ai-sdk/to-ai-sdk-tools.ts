@@ -2,6 +2,7 @@
 import { type Tool as AiSdkTool, type ToolSet as AiSdkToolSet, type JSONValue, jsonSchema, tool } from "ai";
 import type { ToolErrorPayload } from "../errors/tool-error.ts";
 import { defaultResultBudget } from "../mcp/result-pages/create-result-pages.ts";
+import { modelPagingToolName } from "../mcp/result-pages/text-pages.ts";
 import { withoutDialect } from "../schema/schema.ts";
 import type { AnyTool } from "../tool/define-tool.ts";
 import type {
@@ -12,12 +13,7 @@ import type {
   TypedToolSet,
 } from "../tool-set/create-tool-set.ts";
 import type { LlmName } from "../tool-set/llm-name.ts";
-import {
-  aiSdkPagingToolName,
-  createModelOutputBudget,
-  type ModelOutput,
-  wholeOutput,
-} from "./budgeted-output.ts";
+import { createModelOutputBudget, type ModelOutput, wholeOutput } from "./budgeted-output.ts";
 
 /** What every call through these tools carries besides the AI SDK's own call id and abort signal. */
 export type AiSdkToolsOptions = Omit<CallOptions, "signal" | "callId" | "idempotencyKey" | "takeover"> & {
@@ -61,8 +57,7 @@ export function toAiSdkTools<Tools extends AnyTool>(
 export function toAiSdkTools(toolset: ToolSet, options?: AiSdkToolsOptions): AiSdkToolSet;
 export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}): AiSdkToolSet {
   const { resultBudget = defaultResultBudget, ...callOptions } = options;
-  const names = toolset.tools.map((definition) => toolset.llmName(definition.name));
-  const budget = resultBudget === false ? undefined : createModelOutputBudget(resultBudget, names);
+  const budget = resultBudget === false ? undefined : createModelOutputBudget(resultBudget, toolset);
   const tools: AiSdkToolSet = {};
   for (const definition of toolset.tools) {
     tools[toolset.llmName(definition.name)] = tool({
@@ -84,7 +79,7 @@ export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}):
       },
     });
   }
-  if (budget !== undefined) tools[aiSdkPagingToolName] = budget.pagingTool;
+  if (budget !== undefined) tools[modelPagingToolName] = budget.pagingTool;
   return tools;
 }
 

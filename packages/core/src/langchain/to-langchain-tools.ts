@@ -38,12 +38,7 @@ export type LangChainToolsOptions = Omit<CallOptions, "signal" | "callId" | "ide
  */
 export function toLangChainTools(toolset: ToolSet, options: LangChainToolsOptions = {}): StructuredTool[] {
   const { resultBudget = defaultResultBudget, ...callOptions } = options;
-  if (resultBudget !== false) {
-    assertNoPagingToolClash(
-      toolset.tools.map((tool) => toolset.llmName(tool.name)),
-      "pass resultBudget: false",
-    );
-  }
+  if (resultBudget !== false) assertNoPagingToolClash(toolset);
   const pages = resultBudget === false ? undefined : createTextPages(resultBudget);
   const tools: StructuredTool[] = toolset.tools.map(
     (tool) => new ToolSetTool(toolset, tool, callOptions, pages),

@@ -35,10 +35,7 @@ export function textPagesOf(
   const budget = resultBudget ?? defaultResultBudget;
   let byBudget = kept.get(toolset);
   if (byBudget === undefined) {
-    assertNoPagingToolClash(
-      toolset.tools.map((tool) => toolset.llmName(tool.name)),
-      "pass resultBudget: false",
-    );
+    assertNoPagingToolClash(toolset);
     byBudget = new Map();
     kept.set(toolset, byBudget);
   }

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { ToolDefinitionError } from "../../errors/tool-definition-error.ts";
+import type { ToolSet } from "../../tool-set/create-tool-set.ts";
 import { createResultPages } from "./create-result-pages.ts";
 
 /** The paging tool's name where a model calls tools by model-safe names. */
@@ -46,12 +47,12 @@ export function createTextPages(budget: number, owner: string = randomUUID()): T
   };
 }
 
-/** Refuses a set whose model-safe names include the paging tool's, naming it. */
-export function assertNoPagingToolClash(names: readonly string[], optOut: string): void {
-  if (!names.includes(modelPagingToolName)) return;
+/** Refuses a set with a tool whose model-safe name is the paging tool's, naming it. */
+export function assertNoPagingToolClash(toolset: ToolSet): void {
+  if (!toolset.tools.some((tool) => toolset.llmName(tool.name) === modelPagingToolName)) return;
   throw new ToolDefinitionError(
     "invalid_tool_definition",
-    `A tool named "${modelPagingToolName}" clashes with the paging tool of cut answers (${optOut} to hand the model whole answers)`,
+    `A tool named "${modelPagingToolName}" clashes with the paging tool of cut answers (pass resultBudget: false to hand the model whole answers)`,
     { name: modelPagingToolName },
   );
 }
