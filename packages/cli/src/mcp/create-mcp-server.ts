@@ -91,7 +91,7 @@ export async function callSourceTool(
     approvals !== undefined && (approvals.owns(name) || approvals.needs(name))
       ? await approvals.call(name, args ?? {}, options)
       : await source.call(name, args ?? {}, options);
-  const result = toCallToolResult(called);
+  const result = toCallToolResult(called, name);
   if (budget.unbudgeted === true) return result;
   const fitted = budget.pages.fit(result, budget.owner);
   // A tool that advertises an output schema must answer structured content that matches it (clients

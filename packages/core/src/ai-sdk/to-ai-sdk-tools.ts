@@ -1,5 +1,6 @@
 /** `toAiSdkTools`: a Tackle tool set as AI SDK tools, keyed by the set's model-safe names. */
 import { type Tool as AiSdkTool, type ToolSet as AiSdkToolSet, type JSONValue, jsonSchema, tool } from "ai";
+import { errorForModel, jsonText, notJsonOutput } from "../errors/error-for-model.ts";
 import type { ToolErrorPayload } from "../errors/tool-error.ts";
 import { defaultResultBudget } from "../mcp/result-pages/create-result-pages.ts";
 import { modelPagingToolName } from "../mcp/result-pages/text-pages.ts";
@@ -73,14 +74,22 @@ export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}):
         return { ok: false, error: result.error.toJSON() } satisfies AiSdkToolFailure;
       },
       toModelOutput({ toolCallId, output }): ModelOutput {
-        if (isAiSdkToolFailure(output))
-          return { type: "error-json", value: output.error as unknown as JSONValue };
+        if (isAiSdkToolFailure(output)) return failureOutput(output.error, resultBudget);
+        const json = typeof output === "string" ? undefined : jsonText(output);
+        if (json !== undefined && !json.ok) {
+          return failureOutput(notJsonOutput(definition.name, json.reason).toJSON(), resultBudget);
+        }
         return budget === undefined ? wholeOutput(output) : budget.fit(toolCallId, output);
       },
     });
   }
   if (budget !== undefined) tools[modelPagingToolName] = budget.pagingTool;
   return tools;
+}
+
+/** A failed call as the model reads it: the coded error within the budget (ADR 0533). */
+function failureOutput(error: ToolErrorPayload, resultBudget: number | false): ModelOutput {
+  return { type: "error-json", value: errorForModel(error, resultBudget) as unknown as JSONValue };
 }
 
 /** True for the output of a failed call (see `AiSdkToolFailure`). */

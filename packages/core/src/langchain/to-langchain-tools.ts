@@ -3,6 +3,7 @@ import type { CallbackManagerForToolRun } from "@langchain/core/callbacks/manage
 import { ToolMessage } from "@langchain/core/messages";
 import type { ToolRunnableConfig } from "@langchain/core/tools";
 import { StructuredTool, ToolInputParsingException } from "@langchain/core/tools";
+import { errorForModel, jsonText, notJsonOutput } from "../errors/error-for-model.ts";
 import { InvalidInputError } from "../errors/invalid-input-error.ts";
 import type { ToolError } from "../errors/tool-error.ts";
 import { defaultResultBudget } from "../mcp/result-pages/create-result-pages.ts";
@@ -41,7 +42,7 @@ export function toLangChainTools(toolset: ToolSet, options: LangChainToolsOption
   if (resultBudget !== false) assertNoPagingToolClash(toolset);
   const pages = resultBudget === false ? undefined : createTextPages(resultBudget);
   const tools: StructuredTool[] = toolset.tools.map(
-    (tool) => new ToolSetTool(toolset, tool, callOptions, pages),
+    (tool) => new ToolSetTool(toolset, tool, callOptions, { pages, resultBudget }),
   );
   return pages === undefined ? tools : [...tools, new PagingTool(pages)];
 }
@@ -80,8 +81,14 @@ class ToolSetTool extends StructuredTool<JsonSchema> {
   readonly #tool: AnyTool;
   readonly #options: CallOptionsOf;
   readonly #pages: TextPages | undefined;
+  readonly #resultBudget: number | false;
 
-  constructor(toolset: ToolSet, tool: AnyTool, options: CallOptionsOf, pages: TextPages | undefined) {
+  constructor(
+    toolset: ToolSet,
+    tool: AnyTool,
+    options: CallOptionsOf,
+    budget: { pages: TextPages | undefined; resultBudget: number | false },
+  ) {
     super();
     this.name = toolset.llmName(tool.name);
     this.description = tool.description;
@@ -89,7 +96,8 @@ class ToolSetTool extends StructuredTool<JsonSchema> {
     this.#toolset = toolset;
     this.#tool = tool;
     this.#options = options;
-    this.#pages = pages;
+    this.#pages = budget.pages;
+    this.#resultBudget = budget.resultBudget;
   }
 
   // LangChain checks arguments against the JSON Schema before `_call` and throws a bare message; the
@@ -120,7 +128,10 @@ class ToolSetTool extends StructuredTool<JsonSchema> {
     if (!result.ok) return this.#failure(result.error, config);
     if (this.#pages === undefined || callId === undefined) return result.output;
     // A model's call: what it reads is fitted to the budget; the whole output stays the artifact.
-    const text = typeof result.output === "string" ? result.output : JSON.stringify(result.output ?? null);
+    const json = typeof result.output === "string" ? undefined : jsonText(result.output);
+    if (json !== undefined && !json.ok)
+      return this.#failure(notJsonOutput(this.#tool.name, json.reason), config);
+    const text = json === undefined ? (result.output as string) : json.text;
     const fitted = this.#pages.fit(text);
     if (fitted === text) return result.output;
     return new ToolMessage({
@@ -136,7 +147,8 @@ class ToolSetTool extends StructuredTool<JsonSchema> {
     if (toolCallId === undefined) throw error;
     return new ToolMessage({
       status: "error",
-      content: JSON.stringify({ error: error.toJSON() }),
+      // What the model reads is within the budget (ADR 0533); the artifact keeps the whole error.
+      content: JSON.stringify({ error: errorForModel(error.toJSON(), this.#resultBudget) }),
       artifact: error.toJSON(),
       tool_call_id: toolCallId,
       name: this.name,

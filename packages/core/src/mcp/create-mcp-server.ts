@@ -74,6 +74,7 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
             ...options.callOptions,
             ...mcpCallOptions(context, options.callOptions?.logger, tool.name),
           }),
+          tool.name,
         );
         return pages === false ? result : fitAnswer(pages, result, owner, outputSchema !== undefined);
       },

@@ -1,4 +1,5 @@
 /** One model-issued call (model-safe name, JSON argument text) run through a tool set; its answer as text. */
+import { errorForModel, jsonText, notJsonOutput } from "../errors/error-for-model.ts";
 import { InvalidInputError } from "../errors/invalid-input-error.ts";
 import { defaultResultBudget } from "../mcp/result-pages/create-result-pages.ts";
 import {
@@ -62,10 +63,10 @@ export async function answerFromModel(
   const pages = textPagesOf(toolset, resultBudget);
   if (pages !== undefined && llmName === modelPagingToolName) {
     const args = parseArguments(modelPagingToolName, argumentText);
-    return args.ok ? pages.page(args.value).text : resultText({ ok: false, error: args.error });
+    return args.ok ? pages.page(args.value).text : resultText(llmName, { ok: false, error: args.error });
   }
   const result = await callFromModel(toolset, llmName, argumentText, callId, callOptions);
-  const text = resultText(result);
+  const text = resultText(toolset.fromLlmName(llmName) ?? llmName, result, resultBudget);
   return result.ok && pages !== undefined ? pages.fit(text) : text;
 }
 
@@ -102,9 +103,18 @@ function parseArguments(
   }
 }
 
-/** The text a model reads back: the output (strings as they are, the rest as JSON) or `{ error }`. */
-export function resultText(result: ToolCallResult): string {
-  if (!result.ok) return JSON.stringify({ error: result.error.toJSON() });
+/**
+ * The text a model reads back: the output (strings as they are, the rest as JSON) or `{ error }`, the
+ * error within the budget and an output JSON cannot write answered as `invalid_output` (ADR 0533).
+ */
+export function resultText(
+  tool: string,
+  result: ToolCallResult,
+  resultBudget: number | false = defaultResultBudget,
+): string {
+  if (!result.ok) return JSON.stringify({ error: errorForModel(result.error.toJSON(), resultBudget) });
   if (typeof result.output === "string") return result.output;
-  return JSON.stringify(result.output ?? null);
+  const json = jsonText(result.output);
+  if (json.ok) return json.text;
+  return JSON.stringify({ error: errorForModel(notJsonOutput(tool, json.reason).toJSON(), resultBudget) });
 }
