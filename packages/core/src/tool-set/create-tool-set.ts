@@ -9,7 +9,7 @@ import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
 import type { ToolError } from "../errors/tool-error.ts";
 import { ToolTimeoutError } from "../errors/tool-timeout-error.ts";
 import { UnknownToolError } from "../errors/unknown-tool-error.ts";
-import { validateNow } from "../schema/schema.ts";
+import { type ValidationResult, validateNow } from "../schema/schema.ts";
 import type {
   AnyTool,
   Identity,
@@ -210,8 +210,13 @@ async function runTool(
   defaultLogger: Logger,
 ): Promise<ToolCallResult> {
   const name = options.calledAs ?? tool.name;
-  const checked = validateNow(tool.input, args);
-  const input = checked instanceof Promise ? await checked : checked;
+  let input: ValidationResult<unknown>;
+  try {
+    const checked = validateNow(tool.input, args);
+    input = checked instanceof Promise ? await checked : checked;
+  } catch (error) {
+    return { ok: false, error: schemaThrew(name, error, "input") };
+  }
   if (!input.ok) return { ok: false, error: new InvalidInputError(name, input.issues) };
 
   const timeoutMs = options.timeoutMs ?? tool.timeoutMs ?? defaultTimeout;
@@ -304,12 +309,33 @@ async function recoverOrExecute(tool: AnyTool, input: unknown, context: ToolCont
 /** The tool's output, checked against its output schema when it has one. */
 function checkOutput(tool: AnyTool, name: string, value: unknown): ToolCallResult | Promise<ToolCallResult> {
   if (tool.output === undefined) return { ok: true, output: value };
-  const validated = validateNow(tool.output, value);
-  const toResult = (output: Awaited<typeof validated>): ToolCallResult =>
+  const toResult = (output: ValidationResult<unknown>): ToolCallResult =>
     output.ok
       ? { ok: true, output: output.value }
       : { ok: false, error: new InvalidOutputError(name, output.issues) };
-  return validated instanceof Promise ? validated.then(toResult) : toResult(validated);
+  const failed = (error: unknown): ToolCallResult => ({
+    ok: false,
+    error: schemaThrew(name, error, "output"),
+  });
+  try {
+    const validated = validateNow(tool.output, value);
+    return validated instanceof Promise ? validated.then(toResult, failed) : toResult(validated);
+  } catch (error) {
+    return failed(error);
+  }
+}
+
+/**
+ * A schema that threw instead of answering: a value nested past the stack (a recursive schema walks
+ * it) is refused as invalid, naming the depth; anything else a refine or transform threw is the
+ * tool's own failure. Either way a coded error, never an exception out of `call`.
+ */
+function schemaThrew(name: string, error: unknown, side: "input" | "output"): ToolError {
+  if (!(error instanceof RangeError && /call stack/i.test(error.message))) return toToolError(name, error);
+  const issues = [
+    { path: [], message: `The ${side === "input" ? "arguments nest" : "output nests"} too deeply to check` },
+  ];
+  return side === "input" ? new InvalidInputError(name, issues) : new InvalidOutputError(name, issues);
 }
 
 function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
