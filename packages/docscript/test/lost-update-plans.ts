@@ -3,6 +3,7 @@
  * a base version (on a random peer id), and its net effect read off the document before and after.
  */
 import assert from "node:assert/strict";
+import { seededRandom } from "@tackle/test-support";
 import { LoroDoc } from "loro-crdt";
 import type { Projection } from "../src/document/projection.ts";
 import { encodeVersion } from "../src/document/version.ts";
@@ -34,16 +35,10 @@ export type Op =
     }
   | { readonly kind: "add-track"; readonly track: string };
 
-/** A small seeded generator (mulberry32), so a failing round names the seed that replays it. */
+/** A seeded integer below `below` (mulberry32), so a failing round names the seed that replays it. */
 export function random(seed: number): (below: number) => number {
-  let state = seed >>> 0;
-  return (below) => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * below);
-  };
+  const next = seededRandom(seed);
+  return (below) => Math.floor(next() * below);
 }
 
 const ofKind = (session: DocumentSession, kind: string) =>

@@ -12,22 +12,12 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { seededRandom } from "@tackle/test-support";
 
 const child = fileURLToPath(new URL("./crash-child.ts", import.meta.url));
 const trials = Number(process.env.TACKLE_CRASH_TRIALS ?? 100);
 const concurrency = 4;
 const expectedSteps = 12;
-
-/** mulberry32: a small seeded generator, so a failing trial can be replayed. */
-function seeded(seed: number): () => number {
-  let value = seed >>> 0;
-  return () => {
-    value = (value + 0x6d2b79f5) >>> 0;
-    let mixed = Math.imul(value ^ (value >>> 15), 1 | value);
-    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed);
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Where to kill a child: `delayMs` after its `afterEffects`-th side effect (after "ready" for 0). */
 interface KillPoint {
@@ -95,7 +85,7 @@ async function trial(directory: string, index: number, seed: number, counts: Cou
   const effectsPath = join(directory, `effects-${index}.jsonl`);
   const threadId = `crash-${index}`;
   // Each trial draws from its own generator, so a failing trial replays alone from seed + index.
-  const random = seeded(seed + index);
+  const random = seededRandom(seed + index);
   // Anywhere in the run: after 0..11 of its 12 effects, then 0..3 ms more (the window is ~1 ms wide).
   const point = { afterEffects: Math.floor(random() * expectedSteps), delayMs: random() * 3 };
   const first = await runChild([databasePath, effectsPath, threadId, "start"], point);
