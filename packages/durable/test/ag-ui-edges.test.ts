@@ -124,6 +124,29 @@ describe("AG-UI edges with a stock HttpAgent: repeated inputs", () => {
   });
 });
 
+describe("AG-UI edges with a stock HttpAgent: answers", () => {
+  test("a resume naming no open interrupt, even `__proto__`, is refused; the run stays paused", async () => {
+    const agent = agentFor("charge", "resume-proto", { amount: 9 });
+    await drive(agent);
+    const [pending] = agent.pendingInterrupts;
+    assert.ok(pending !== undefined);
+    for (const interruptId of ["__proto__", "constructor"]) {
+      const resume = [
+        { interruptId, status: "resolved" as const, payload: { [pending.id]: { approved: true } } },
+      ];
+      const events = await drive(agentFor("charge", "resume-proto", { amount: 9 }), { resume }).catch(
+        (error: unknown) => [{ type: "THROWN", message: String(error) }],
+      );
+      assert.match(JSON.stringify(events.at(-1)), /unknown_interrupt/, interruptId);
+    }
+    assert.equal((await runner.get("resume-proto"))?.status, "paused");
+    assert.deepEqual(
+      charged.filter((amount) => amount === 9),
+      [],
+    );
+  });
+});
+
 describe("AG-UI edges with a stock HttpAgent: cancelling", () => {
   test("a paused run cancelled under the client: its resume ends cancelled, pending interrupts clear, a new run goes on", async () => {
     const agent = agentFor("charge", "cancel-under", { amount: 7 });

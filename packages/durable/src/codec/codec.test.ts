@@ -44,6 +44,20 @@ describe("journal codec", () => {
     assert.equal(plain.message, "bad shape");
   });
 
+  test("keeps inherited property names as keys: a JSON answer's own __proto__, constructor, $t", () => {
+    // What JSON.parse makes of an API's answer: "__proto__" an own key, not the prototype.
+    const answer = JSON.parse(
+      '{"__proto__":{"admin":true},"constructor":"c","toString":1,"items":[{"__proto__":[1,2]},{"$t":"x","__proto__":null}]}',
+    ) as Record<string, unknown>;
+    const back = roundTrip(answer) as Record<string, unknown>;
+    assert.deepEqual(Object.keys(back), ["__proto__", "constructor", "toString", "items"]);
+    assert.ok(Object.hasOwn(back, "__proto__"));
+    assert.equal(Object.getPrototypeOf(back), Object.prototype);
+    assert.equal((back as { admin?: unknown }).admin, undefined);
+    assert.equal(JSON.stringify(back), JSON.stringify(answer));
+    assert.equal(decodeValue(encodeValue(answer)) instanceof Object, true);
+  });
+
   test("refuses, at record time, a value that would come back different, naming where it is", () => {
     class Handle {
       socket = 1;

@@ -129,12 +129,21 @@ function encodeObject(object: object, path: string, seen: Set<object>): Encoded 
   }
   if (Object.getOwnPropertySymbols(object).length > 0)
     return throwRefusal(path, "an object with symbol keys");
-  const entries: { [key: string]: Encoded } = {};
-  for (const key of Object.keys(object)) {
-    entries[key] = encodeAt((object as Record<string, unknown>)[key], `${path}.${key}`, seen);
-  }
+  // Built from entries, so a key "__proto__" (JSON.parse makes it an own key) stays a key: assigned,
+  // it would set the prototype and vanish from the journal.
+  const entries: { [key: string]: Encoded } = Object.fromEntries(
+    Object.keys(object).map((key) => [
+      key,
+      encodeAt((object as Record<string, unknown>)[key], `${path}.${key}`, seen),
+    ]),
+  );
   // An object that itself has a "$t" key is wrapped, so no user data is mistaken for a tag.
-  return tag in entries ? { [tag]: "object", v: entries } : entries;
+  return Object.hasOwn(entries, tag) ? { [tag]: "object", v: entries } : entries;
+}
+
+/** A plain object's members decoded, every key an own key ("__proto__" too). */
+function decodeEntries(value: Record<string, Encoded>, label: string): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(value).map(([key, entry]) => [key, decodeAt(entry, label)]));
 }
 
 function encodeError(error: Error, path: string, seen: Set<object>): Encoded {
@@ -155,9 +164,7 @@ function decodeAt(value: Encoded, label: string): unknown {
   if (Array.isArray(value)) return value.map((item) => decodeAt(item, label));
   const kind = value[tag];
   if (kind === undefined) {
-    const result: Record<string, unknown> = {};
-    for (const [key, entry] of Object.entries(value)) result[key] = decodeAt(entry, label);
-    return result;
+    return decodeEntries(value, label);
   }
   const inner = value.v;
   switch (kind) {
@@ -188,9 +195,7 @@ function decodeAt(value: Encoded, label: string): unknown {
       return new Uint8Array(Buffer.from(inner, "base64"));
     case "object": {
       if (!isRecord(inner)) throw decodeFailure(label, "a wrapped object is malformed");
-      const result: Record<string, unknown> = {};
-      for (const [key, entry] of Object.entries(inner)) result[key] = decodeAt(entry as Encoded, label);
-      return result;
+      return decodeEntries(inner as Record<string, Encoded>, label);
     }
     case "error":
       return decodeError(value, label);

@@ -162,17 +162,21 @@ async function cancellationOf(runner: Runner, threadId: string): Promise<number>
 function answersOf(input: {
   resume?: readonly { interruptId: string; status: string; payload?: unknown }[] | undefined;
 }) {
-  const answers: Record<string, unknown> = {};
+  const entries: [string, unknown][] = [];
   let edited = false;
   for (const entry of input.resume ?? []) {
-    answers[entry.interruptId] =
+    entries.push([
+      entry.interruptId,
       entry.status === "cancelled"
         ? { approved: false, cancelled: true, reason: "cancelled by the client" }
-        : (entry.payload ?? null);
+        : (entry.payload ?? null),
+    ]);
     const payload = entry.payload as { editedArgs?: unknown } | undefined;
     if (typeof payload === "object" && payload !== null && payload.editedArgs !== undefined) edited = true;
   }
-  return { answers: answers as Answers, edited };
+  // Own keys whatever the id: an assignment to "__proto__" would set the prototype and drop the answer,
+  // so a resume naming no open interrupt would pass as a replay instead of being refused.
+  return { answers: Object.fromEntries(entries) as Answers, edited };
 }
 
 /**

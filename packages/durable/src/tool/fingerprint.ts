@@ -12,8 +12,10 @@ function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value === null || typeof value !== "object" || Object.getPrototypeOf(value) !== Object.prototype)
     return value;
-  const sorted: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort())
-    sorted[key] = sortKeys((value as Record<string, unknown>)[key]);
-  return sorted;
+  // From entries, so a key "__proto__" is fingerprinted as a key, not set as the prototype and lost.
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
+  );
 }
