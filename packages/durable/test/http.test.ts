@@ -209,6 +209,17 @@ function errorTests(): void {
       "retryable",
     ]);
     assert.equal((await fetch(`${server.url}/runs/missing/frames`)).status, 404);
+    // Legal JSON under the body limit, nested 200,000 levels: refused by name, not a 500.
+    const nested = `${"[".repeat(200_000)}${"]".repeat(200_000)}`;
+    const deep = await fetch(`${server.url}/runs`, {
+      method: "POST",
+      headers: json,
+      body: `{"graph":"refund","input":{"id":"ORD-2","notes":${nested}}}`,
+    });
+    assert.equal(deep.status, 400);
+    const { error } = (await deep.json()) as { error: { code: string; message: string } };
+    assert.equal(error.code, "not_serializable");
+    assert.match(error.message, /nested more than 512 levels/);
   });
 }
 

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
 import { ToolError } from "@tackle/core";
 import { DurableError } from "../errors/durable-error.ts";
-import { codecVersion, decodeValue, encodeValue, roundTrip } from "./codec.ts";
+import { codecVersion, decodeValue, encodeValue, maxDepth, roundTrip } from "./codec.ts";
 import { fixtureValues } from "./fixtures/fixture-values.ts";
 
 const fixtures = JSON.parse(readFileSync(new URL("./fixtures/journal-v1.json", import.meta.url), "utf8")) as {
@@ -56,6 +56,20 @@ describe("journal codec", () => {
     assert.equal((back as { admin?: unknown }).admin, undefined);
     assert.equal(JSON.stringify(back), JSON.stringify(answer));
     assert.equal(decodeValue(encodeValue(answer)) instanceof Object, true);
+  });
+
+  test(`refuses a value nested past ${maxDepth} levels by name; keeps one at the bound`, () => {
+    const nested = (depth: number) => JSON.parse(`${"[".repeat(depth)}${"]".repeat(depth)}`) as unknown;
+    assert.deepEqual(roundTrip(nested(maxDepth)), nested(maxDepth));
+    for (const depth of [maxDepth + 1, 200_000]) {
+      assert.throws(
+        () => encodeValue({ input: nested(depth) }),
+        (error: unknown) =>
+          DurableError.isInstance(error) &&
+          error.code === "not_serializable" &&
+          /nested more than/.test(error.message),
+      );
+    }
   });
 
   test("refuses, at record time, a value that would come back different, naming where it is", () => {

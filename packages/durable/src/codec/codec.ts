@@ -11,6 +11,9 @@ export const codecVersion = 1;
 
 const tag = "$t";
 
+/** How deep a journaled value may nest: far past any API's answer, well within the stack. */
+export const maxDepth = 512;
+
 type Encoded = null | boolean | number | string | Encoded[] | { [key: string]: Encoded };
 
 /** Encodes a value to text, or throws `not_serializable` naming the path of the first value that would not round-trip. */
@@ -72,6 +75,9 @@ function encodeAt(value: unknown, path: string, seen: Set<object>): Encoded {
   if (value === null) return null;
   const object = value as object;
   if (seen.has(object)) return throwRefusal(path, "a circular reference");
+  // `seen` holds the objects on the way down: its size is the depth. A bound, so a caller's legal JSON
+  // nested 200,000 levels is refused by name instead of overflowing the stack (a 500 over HTTP).
+  if (seen.size >= maxDepth) return throwRefusal(path, `a value nested more than ${maxDepth} levels deep`);
   seen.add(object);
   try {
     return encodeObject(object, path, seen);
