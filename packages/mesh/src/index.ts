@@ -75,6 +75,7 @@ export {
 } from "./membership/records.ts";
 export type { CallEvent, EventLogLevel } from "./nats/call-events.ts";
 export { type ConnectMeshOptions, connectMesh, DEFAULT_BROKER_URL } from "./nats/connect-mesh.ts";
+export type { CallLimits } from "./runtime/admission.ts";
 export type { ModuleInfo, ModuleToolInfo } from "./runtime/module-info.ts";
 export {
   type NodeRuntime,

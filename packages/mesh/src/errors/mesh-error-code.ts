@@ -15,6 +15,8 @@ export type MeshErrorCode =
   | "service_error"
   | "unknown_seat"
   | "forbidden"
+  // a node: the module's calls running and waiting there are at their limits (ADR 0214), retryable
+  | "overloaded"
   // stdio children
   | "child_closed"
   | "child_exited"

@@ -64,6 +64,7 @@ const statusByCode: Record<string, number> = {
   unavailable: 503,
   payload_too_large: 413,
   not_delivered: 503,
+  overloaded: 503,
 };
 
 export function serviceStatus(code: string): number {

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceMsg } from "@nats-io/services";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import { type Logger, ToolError, type ToolTakeover } from "@tackle/core";
+import { type Logger, ToolAbortedError, ToolError, type ToolTakeover } from "@tackle/core";
 import type { LoadedModule } from "../bundles/load-modules.ts";
 import { publishCallEvents } from "../nats/call-events.ts";
 import { failSpan, traceProcess } from "../nats/trace-messaging.ts";
@@ -22,6 +22,7 @@ import {
   serviceStatus,
   timeoutHeader,
 } from "../nats/wire.ts";
+import type { Admission } from "./admission.ts";
 import type { CallLedger } from "./call-ledger.ts";
 import { keyedRun, reportTakeover } from "./keyed-call.ts";
 import type { KeyedOutcome, ResultsLedger } from "./keyed-once.ts";
@@ -39,6 +40,8 @@ export interface CallSite {
   readonly instance: string;
   /** The module's results by idempotency key, across its nodes (ADR 0210). */
   readonly results: ResultsLedger | undefined;
+  /** How many of the module's calls run at once and wait (ADR 0214), across its placements. */
+  readonly admission?: Admission;
 }
 
 export async function answer(site: CallSite, tool: string, message: ServiceMsg): Promise<void> {
@@ -65,14 +68,60 @@ export async function answer(site: CallSite, tool: string, message: ServiceMsg):
   });
 }
 
-/** Runs the call and replies; returns the error it answered with, if any. */
+/**
+ * Admits the call (ADR 0214: it waits its turn past the module's concurrent calls, or is refused past
+ * the waiting ones), runs it and replies; returns the error it answered with, if any. A waiting call is
+ * in `running`, so a caller asking which calls this node holds finds it, and a cancel takes it out.
+ */
 async function run(site: CallSite, tool: string, message: ServiceMsg): Promise<ToolError | undefined> {
-  const { connection, loaded, logger, running, ledger, prefix } = site;
+  const { loaded, running, ledger, admission } = site;
   const cancel = new AbortController();
   // Calls without an id (a raw NATS client) are still registered, so a close stops them too.
   const callId = message.headers?.get(callIdHeader) || randomUUID();
   running.set(callId, cancel);
-  /** What the call was answered with (every return sets it), for the ledger. */
+  /** What the call was answered with, for the ledger. */
+  let failure: ToolError | undefined;
+  try {
+    const admitted = admission === undefined ? "admitted" : await admission.admit(cancel.signal);
+    if (admitted === "full") failure = respondError(message, overloaded(loaded.module, tool, admission!));
+    else if (admitted === "aborted") {
+      failure = respondError(message, new ToolAbortedError(`${loaded.module}.${tool}`, cancel.signal.reason));
+    } else {
+      try {
+        failure = await runAdmitted(site, tool, message, callId, cancel);
+      } finally {
+        admission?.release();
+      }
+    }
+    return failure;
+  } finally {
+    running.delete(callId);
+    // In the same turn as leaving `running` (and after the reply went out), so a caller asking finds
+    // the call in one or the other: one whose reply was lost learns that it ran (ADR 0208).
+    if (message.reply !== undefined && message.reply !== "")
+      ledger.finished(message.reply, failure?.code ?? "ok");
+  }
+}
+
+/** The refusal of a call past the module's running and waiting calls on this node: retryable. */
+function overloaded(module: string, tool: string, admission: Admission): ToolError {
+  const { concurrent, waiting } = admission.limits;
+  return new ToolError(
+    "overloaded",
+    `"${module}.${tool}" was refused: this node runs ${concurrent} of the module's calls at once and ${waiting} more are waiting; try again later or on another node`,
+    { retryable: true, data: { tool: `${module}.${tool}`, concurrent, waiting } },
+  );
+}
+
+/** Runs an admitted call and replies; returns the error it answered with, if any. */
+async function runAdmitted(
+  site: CallSite,
+  tool: string,
+  message: ServiceMsg,
+  callId: string,
+  cancel: AbortController,
+): Promise<ToolError | undefined> {
+  const { connection, loaded, logger, prefix } = site;
   let failure: ToolError | undefined;
   try {
     let args: unknown;
@@ -147,12 +196,6 @@ async function run(site: CallSite, tool: string, message: ServiceMsg): Promise<T
       new ToolError("tool_failed", `Tool "${tool}" failed: ${(error as Error)?.message ?? String(error)}`),
     );
     return failure;
-  } finally {
-    running.delete(callId);
-    // In the same turn as leaving `running` (and after the reply went out), so a caller asking finds
-    // the call in one or the other: one whose reply was lost learns that it ran (ADR 0208).
-    if (message.reply !== undefined && message.reply !== "")
-      ledger.finished(message.reply, failure?.code ?? "ok");
   }
 }
 

@@ -11,6 +11,7 @@ import { defaultModulePrefix } from "../config/names.ts";
 import { type MeshBuckets, noteBundle, readCatalogue } from "../membership/membership-store.ts";
 import { checkMembership, MEMBERSHIP_BUCKET, membershipKey } from "../membership/records.ts";
 import { decodeJson } from "../nats/wire.ts";
+import type { Admission } from "./admission.ts";
 import type { CallLedger } from "./call-ledger.ts";
 import type { ModuleInfo } from "./module-info.ts";
 import type { ResultsLedger } from "./results-ledger.ts";
@@ -28,6 +29,8 @@ export interface ModuleSlot {
   readonly ledger: CallLedger;
   /** Its results by idempotency key, across its nodes (ADR 0210). */
   readonly results: ResultsLedger;
+  /** How many of its calls run at once and wait on this node, across placements (ADR 0214). */
+  readonly admission: Admission;
   /** Why it is not served (not issued to this node, or refused); undefined while it serves. */
   notServed?: string | undefined;
 }
@@ -100,6 +103,7 @@ export async function placeModule(
       running: slot.running,
       instance: site.instance,
       ledger: slot.ledger,
+      admission: slot.admission,
       ...(slot.results === undefined ? {} : { results: slot.results }),
     });
     slot.notServed = undefined;

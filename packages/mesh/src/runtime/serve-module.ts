@@ -9,6 +9,7 @@ import type { Logger } from "@tackle/core";
 import { toLlmName } from "@tackle/core/internal";
 import type { LoadedModule } from "../bundles/load-modules.ts";
 import { ALIVE_VERB, encodeJson, HELD_VERB, type HeldAnswer, type HeldQuestion } from "../nats/wire.ts";
+import { type Admission, createAdmission } from "./admission.ts";
 import { answer, type CallSite } from "./answer-call.ts";
 import { type CallLedger, createCallLedger } from "./call-ledger.ts";
 import { describeModule, type ModuleInfo } from "./module-info.ts";
@@ -67,6 +68,8 @@ export interface ServeModuleOptions {
   readonly ledger?: CallLedger;
   /** The module's results by idempotency key (ADR 0210); without it a keyed call simply runs. */
   readonly results?: ResultsLedger;
+  /** How many of the module's calls run at once and wait (ADR 0214); the default limits by default. */
+  readonly admission?: Admission;
 }
 
 export async function serveModule(
@@ -97,6 +100,7 @@ export async function serveModule(
     prefix: placement.prefix,
     instance,
     results,
+    admission: options.admission ?? createAdmission(),
   };
   const cancels = listenForCancels(site);
   const held = answerHeldQuestions(site, node, reconnects);

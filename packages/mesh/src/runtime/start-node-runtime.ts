@@ -10,6 +10,7 @@ import type { MeshConfig } from "../config/load-mesh-config.ts";
 import { listMemberships, openMeshBuckets } from "../membership/membership-store.ts";
 import { membershipKey } from "../membership/records.ts";
 import { connectMesh } from "../nats/connect-mesh.ts";
+import { type CallLimits, createAdmission } from "./admission.ts";
 import { createCallLedger } from "./call-ledger.ts";
 import { childEnvironment } from "./child-environment.ts";
 import { describeModule, type ModuleInfo } from "./module-info.ts";
@@ -33,6 +34,11 @@ export interface StartNodeRuntimeOptions {
   readonly load?: Pick<LoadModulesOptions, "timeoutMs" | "child">;
   /** Each module's results ledger for calls under an idempotency key (ADR 0210): TTL and bound. */
   readonly results?: ResultsLedgerOptions;
+  /**
+   * How many of one module's calls run at once on this node (default 256) and wait their turn (default
+   * 1,024); past both a call is refused `overloaded`, retryable (ADR 0214).
+   */
+  readonly calls?: CallLimits;
 }
 
 export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promise<NodeRuntime> {
@@ -74,6 +80,7 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
         queue: Promise.resolve(),
         running: new Map(),
         ledger: createCallLedger(),
+        admission: createAdmission(options.calls),
         results: createResultsLedger(connection, module.module, config.node, logger, options.results),
       };
       slots.set(module.module, slot);

@@ -1,0 +1,85 @@
+/**
+ * A flood of legal calls costs a node what its limits allow (ADR 0214), over a real nats-server: with
+ * two of the module's calls running at once and two waiting, the fifth and sixth calls sent together
+ * are refused at once, `overloaded` and retryable; the waiting ones run in their turn as the running
+ * ones end; a waiting call cancelled by its caller leaves the line and never runs.
+ */
+import assert from "node:assert/strict";
+import { after, before, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { type NatsServerHandle, startNatsServer, underLoadMs } from "@tackle/test-support";
+import { createMeshClient, startNodeRuntime } from "../src/index.ts";
+import { eventually, fixture, meshConfig } from "./helpers.ts";
+
+type Gates = { runs: Map<string, number>; open: Map<string, () => void> };
+const gates = (): Gates => (globalThis as { meshGates?: Gates }).meshGates as Gates;
+
+let nats: NatsServerHandle;
+before(async () => {
+  nats = await startNatsServer();
+});
+after(async () => {
+  await nats?.close();
+});
+
+it("runs two at once, keeps two waiting in order, refuses the rest at once; a cancelled wait never runs", async () => {
+  const runtime = await startNodeRuntime({
+    config: meshConfig("node-a", nats.url, [{ module: "gated", path: fixture("gated.mjs") }]),
+    calls: { concurrent: 2, waiting: 2 },
+  });
+  const client = await createMeshClient({ servers: nats.url });
+  try {
+    const cancelWaiting = new AbortController();
+    const call = (key: string, signal?: AbortSignal) =>
+      client.call("gated.wait", { key }, signal === undefined ? {} : { signal });
+    // Sent in order on one connection, so they reach the node in order.
+    const first = call("one");
+    const second = call("two");
+    await eventually("two calls running", async () => (gates()?.runs.size === 2 ? true : undefined));
+    const third = call("three", cancelWaiting.signal);
+    const fourth = call("four");
+    const refused = await Promise.all([call("five"), call("six")]);
+    for (const result of refused) {
+      assert.equal(result.ok, false);
+      assert.equal(!result.ok && result.error.code, "overloaded");
+      assert.equal(!result.ok && result.error.retryable, true);
+    }
+    assert.deepEqual([...gates().runs.keys()], ["one", "two"], "only two run; the others wait");
+
+    // The third, waiting, is cancelled by its caller: it leaves the line without running.
+    cancelWaiting.abort();
+    const cancelled = await third;
+    assert.equal(!cancelled.ok && cancelled.error.code, "aborted");
+    // The node hears of the cancel a moment later; from then a place in the line is free again and a
+    // new call waits instead of being refused (a refused one never runs: it is sent again).
+    let seventh: ReturnType<typeof call> | undefined;
+    for (let attempt = 0; seventh === undefined; attempt += 1) {
+      const candidate = call("seven");
+      const early = await Promise.race([candidate, sleep(underLoadMs(300)).then(() => undefined)]);
+      if (early === undefined) seventh = candidate;
+      else {
+        assert.equal(!early.ok && early.error.code, "overloaded");
+        assert.ok(attempt < 50, "the cancelled call never left the line");
+      }
+    }
+
+    gates().open.get("one")?.();
+    assert.deepEqual(await first, { ok: true, output: { key: "one" } });
+    await eventually("the fourth running in its turn", async () =>
+      gates().runs.has("four") ? true : undefined,
+    );
+    assert.deepEqual([...gates().runs.keys()], ["one", "two", "four"]);
+    gates().open.get("two")?.();
+    await eventually("the seventh running", async () => (gates().runs.has("seven") ? true : undefined));
+    gates().open.get("four")?.();
+    gates().open.get("seven")?.();
+    assert.deepEqual(await second, { ok: true, output: { key: "two" } });
+    assert.deepEqual(await fourth, { ok: true, output: { key: "four" } });
+    assert.deepEqual(await seventh, { ok: true, output: { key: "seven" } });
+    assert.equal(gates().runs.has("three"), false, "the cancelled call never ran");
+    assert.equal(gates().runs.has("five") || gates().runs.has("six"), false);
+  } finally {
+    await client.close();
+    await runtime.close();
+  }
+});
