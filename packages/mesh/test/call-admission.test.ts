@@ -83,3 +83,29 @@ it("runs two at once, keeps two waiting in order, refuses the rest at once; a ca
     await runtime.close();
   }
 });
+
+it("a call that waits past its caller's time limit leaves the line as a timeout and never runs", async () => {
+  const runtime = await startNodeRuntime({
+    config: meshConfig("node-b", nats.url, [{ module: "gated", path: fixture("gated.mjs") }]),
+    calls: { concurrent: 1, waiting: 4 },
+  });
+  const client = await createMeshClient({ servers: nats.url });
+  try {
+    const blocking = client.call("gated.wait", { key: "blocking" });
+    await eventually("the first call running", async () =>
+      gates()?.runs.has("blocking") ? true : undefined,
+    );
+    const started = performance.now();
+    const late = await client.call("gated.wait", { key: "late" }, { timeoutMs: 300 });
+    assert.equal(!late.ok && late.error.code, "timeout");
+    assert.ok(performance.now() - started < underLoadMs(1_000), "answered at its limit, by the node");
+    gates().open.get("blocking")?.();
+    assert.deepEqual(await blocking, { ok: true, output: { key: "blocking" } });
+    // Had it stayed in the line, it would have started as the first call ended.
+    await sleep(underLoadMs(200));
+    assert.equal(gates().runs.has("late"), false, "the expired call never ran");
+  } finally {
+    await client.close();
+    await runtime.close();
+  }
+});

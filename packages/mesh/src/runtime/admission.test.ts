@@ -69,6 +69,21 @@ describe("createAdmission", () => {
     }
   });
 
+  it("a call that waits past its deadline leaves the line, expired; the next in line keeps its turn", async () => {
+    const admission = createAdmission({ concurrent: 1, waiting: 2 });
+    const never = new AbortController().signal;
+    assert.equal(admission.admit(never), "admitted");
+    const expiring = admission.admit(never, 20);
+    const patient = admission.admit(never, 60_000);
+    assert.equal(await expiring, "expired");
+    assert.equal(admission.waiting, 1);
+    admission.release();
+    assert.equal(await patient, "admitted");
+    assert.equal(admission.running, 1);
+    admission.release();
+    assert.equal(admission.running, 0);
+  });
+
   it("refuses limits that admit nothing", () => {
     assert.throws(() => createAdmission({ concurrent: 0 }), RangeError);
     assert.throws(() => createAdmission({ waiting: -1 }), RangeError);

@@ -15,11 +15,14 @@ export interface CallLimits {
 
 export const defaultCallLimits = { concurrent: 256, waiting: 1_024 } as const;
 
-export type Admitted = "admitted" | "full" | "aborted";
+export type Admitted = "admitted" | "full" | "aborted" | "expired";
 
 export interface Admission {
-  /** Resolves when the call may run, at once or in its turn; "full" when the line is full too. */
-  admit(signal: AbortSignal): Promise<Admitted> | Admitted;
+  /**
+   * Resolves when the call may run, at once or in its turn; "full" when the line is full too, "aborted"
+   * when `signal` fires while it waits, "expired" when it has waited `deadlineMs` (its caller gave up).
+   */
+  admit(signal: AbortSignal, deadlineMs?: number): Promise<Admitted> | Admitted;
   /** An admitted call ended: the next waiting one runs. */
   release(): void;
   readonly running: number;
@@ -36,7 +39,7 @@ export function createAdmission(limits: CallLimits = {}): Admission {
   // Waiting calls in arrival order; a cancelled one is dropped from wherever it is.
   const line = new Set<(admitted: Admitted) => void>();
   return {
-    admit(signal) {
+    admit(signal, deadlineMs) {
       if (signal.aborted) return "aborted";
       if (running < bounds.concurrent) {
         running += 1;
@@ -44,12 +47,16 @@ export function createAdmission(limits: CallLimits = {}): Admission {
       }
       if (line.size >= bounds.waiting) return "full";
       return new Promise<Admitted>((resolve) => {
-        const onAbort = () => {
+        const leave = (why: "aborted" | "expired") => {
           line.delete(turn);
-          resolve("aborted");
+          turn(why);
         };
+        const onAbort = () => leave("aborted");
+        const timer =
+          deadlineMs === undefined ? undefined : setTimeout(() => leave("expired"), Math.max(0, deadlineMs));
         const turn = (admitted: Admitted) => {
           signal.removeEventListener("abort", onAbort);
+          if (timer !== undefined) clearTimeout(timer);
           resolve(admitted);
         };
         line.add(turn);

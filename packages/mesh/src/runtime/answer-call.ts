@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceMsg } from "@nats-io/services";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import { type Logger, ToolAbortedError, ToolError, type ToolTakeover } from "@tackle/core";
+import { type Logger, ToolAbortedError, ToolError, type ToolTakeover, ToolTimeoutError } from "@tackle/core";
 import type { LoadedModule } from "../bundles/load-modules.ts";
 import { publishCallEvents } from "../nats/call-events.ts";
 import { failSpan, traceProcess } from "../nats/trace-messaging.ts";
@@ -81,14 +81,26 @@ async function run(site: CallSite, tool: string, message: ServiceMsg): Promise<T
   running.set(callId, cancel);
   /** What the call was answered with, for the ledger. */
   let failure: ToolError | undefined;
+  const name = `${loaded.module}.${tool}`;
+  // The caller's time limit covers the wait too: a call leaves the line when it is spent, and runs
+  // with what is left of it.
+  const header = Number(message.headers?.get(timeoutHeader));
+  const timeoutMs = Number.isFinite(header) && header > 0 ? header : undefined;
+  const arrived = performance.now();
   try {
-    const admitted = admission === undefined ? "admitted" : await admission.admit(cancel.signal);
+    const admitted = admission === undefined ? "admitted" : await admission.admit(cancel.signal, timeoutMs);
     if (admitted === "full") failure = respondError(message, overloaded(loaded.module, tool, admission!));
-    else if (admitted === "aborted") {
-      failure = respondError(message, new ToolAbortedError(`${loaded.module}.${tool}`, cancel.signal.reason));
-    } else {
+    else if (admitted === "aborted")
+      failure = respondError(message, new ToolAbortedError(name, cancel.signal.reason));
+    else if (admitted === "expired")
+      failure = respondError(message, new ToolTimeoutError(name, timeoutMs ?? 0));
+    else {
+      const left =
+        timeoutMs === undefined
+          ? undefined
+          : Math.max(1, Math.round(timeoutMs - (performance.now() - arrived)));
       try {
-        failure = await runAdmitted(site, tool, message, callId, cancel);
+        failure = await runAdmitted(site, tool, message, { callId, cancel, timeoutMs: left });
       } finally {
         admission?.release();
       }
@@ -118,9 +130,9 @@ async function runAdmitted(
   site: CallSite,
   tool: string,
   message: ServiceMsg,
-  callId: string,
-  cancel: AbortController,
+  call: { readonly callId: string; readonly cancel: AbortController; readonly timeoutMs: number | undefined },
 ): Promise<ToolError | undefined> {
+  const { callId, cancel, timeoutMs: timeout } = call;
   const { connection, loaded, logger, prefix } = site;
   let failure: ToolError | undefined;
   try {
@@ -137,7 +149,6 @@ async function runAdmitted(
       );
       return failure;
     }
-    const timeout = Number(message.headers?.get(timeoutHeader));
     const idempotencyKey = message.headers?.get(idempotencyKeyHeader);
     // Only a caller that named an events inbox gets progress and log lines; a plain call gets nothing more.
     const events = publishCallEvents(connection, message.headers as never, logger, message.reply, prefix);
@@ -151,7 +162,7 @@ async function runAdmitted(
         calledAs: `${loaded.module}.${tool}`,
         ...(idempotencyKey ? { idempotencyKey } : {}),
         signal: cancel.signal,
-        ...(Number.isFinite(timeout) && timeout > 0 ? { timeoutMs: timeout } : {}),
+        ...(timeout === undefined ? {} : { timeoutMs: timeout }),
         ...(events?.onProgress === undefined ? {} : { onProgress: events.onProgress }),
         ...(events?.logger === undefined ? {} : { logger: events.logger }),
       });
@@ -163,7 +174,7 @@ async function runAdmitted(
         ? await keyedRun(
             { module: loaded.module, logger, alive: `${prefix}.${ALIVE_VERB}.${site.instance}` },
             site.results,
-            { tool, key: idempotencyKey, args, timeout, signal: cancel.signal },
+            { tool, key: idempotencyKey, args, timeout: timeout ?? Number.NaN, signal: cancel.signal },
             execute,
           )
         : await execute();
