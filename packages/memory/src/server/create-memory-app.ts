@@ -26,7 +26,16 @@ export interface MemoryAppOptions {
   readonly maxBodyBytes?: number;
   /** Per-tenant request rate; over it the API answers 429 with `Retry-After`. Default: no limit. */
   readonly rateLimit?: RateLimit;
+  /**
+   * Requests with a body one tenant may have in flight at once (default 64): past it 429 with
+   * `Retry-After`, before the body is read, so a tenant streaming many bodies slowly holds at most this
+   * many of them in the host's memory and leaves the others' requests alone.
+   */
+  readonly maxInFlight?: number;
 }
+
+/** The default of `maxInFlight`: 64 bodies of up to 4 MiB, 256 MiB a tenant at most. */
+export const DEFAULT_MAX_IN_FLIGHT = 64;
 
 type Variables = { tenantId: string; bound: MemoryScope | undefined };
 
@@ -57,7 +66,7 @@ export function createMemoryApp(options: MemoryAppOptions) {
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
 
   app.use("/v1/*", bodyLimit({ maxSize: options.maxBodyBytes ?? 4 * 1024 * 1024 }));
-  app.use("/v1/*", authenticate(resolve, limiter));
+  app.use("/v1/*", authenticate(resolve, limiter, options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT));
 
   for (const route of memoryRoutes) registerMemoryRoute(app, route, options.service);
   // Generated once, after every route is registered; each route's example request filled in.
@@ -78,7 +87,9 @@ export function createMemoryApp(options: MemoryAppOptions) {
 function authenticate(
   resolve: ApiKeyResolver,
   limiter: ReturnType<typeof createRateLimiter> | undefined,
+  maxInFlight: number,
 ): MiddlewareHandler<{ Variables: Variables }> {
+  const inFlight = new Map<string, number>();
   return async (context, next) => {
     const header = context.req.header("authorization");
     const apiKey = header?.startsWith("Bearer ") ? header.slice(7).trim() : context.req.header("x-api-key");
@@ -98,6 +109,26 @@ function authenticate(
     }
     context.set("tenantId", tenantId);
     context.set("bound", boundScope(grant!));
-    await next();
+    if (!carriesBody(context.req.method)) return next();
+    const held = inFlight.get(tenantId) ?? 0;
+    if (held >= maxInFlight) {
+      const error = new MemoryError(
+        "rate_limited",
+        `This tenant has ${maxInFlight} requests with a body in flight already; retry in 1 s`,
+        429,
+        { data: { retryAfterSeconds: 1, inFlight: held } },
+      );
+      return context.json(errorBody(error), 429, { "retry-after": "1" });
+    }
+    inFlight.set(tenantId, held + 1);
+    try {
+      await next();
+    } finally {
+      const left = (inFlight.get(tenantId) ?? 1) - 1;
+      if (left === 0) inFlight.delete(tenantId);
+      else inFlight.set(tenantId, left);
+    }
   };
 }
+
+const carriesBody = (method: string) => method !== "GET" && method !== "HEAD" && method !== "OPTIONS";

@@ -24,7 +24,9 @@ export const errorResponses = {
     description:
       "Conflict (version, duplicate); Idempotency-Key still in use (retryable), or its write done but its answer too large to keep",
   },
-  429: { description: "Over the tenant's rate limit; see Retry-After" },
+  429: {
+    description: "Over the tenant's rate limit, or its requests with a body in flight (64); see Retry-After",
+  },
   422: {
     description:
       "Edit refused (no match, ambiguous, over capacity); Idempotency-Key reused for another request",

@@ -32,6 +32,8 @@ export interface ServeMemoryOptions {
   readonly languageModel?: LanguageModelV4;
   readonly logger?: Logger;
   readonly rateLimit?: RateLimit;
+  /** Requests with a body one tenant may have in flight at once (default 64); past it 429. */
+  readonly maxInFlight?: number;
   /** How long idempotency keys of writes are kept (24 h), how long a repeat waits for the first answer (5 s). */
   readonly idempotency?: IdempotencyOptions;
 }
@@ -88,6 +90,7 @@ export async function serveMemory(options: ServeMemoryOptions): Promise<MemorySe
     apiKeys: options.apiKeys,
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
+    ...(options.maxInFlight === undefined ? {} : { maxInFlight: options.maxInFlight }),
   });
   let server: ReturnType<typeof serve>;
   try {

@@ -1,0 +1,83 @@
+/**
+ * A tenant's slow bodies hold at most `maxInFlight` requests on the host: a tenant streaming bodies
+ * slowly (each under the body limit, every one legal) is answered 429 with Retry-After past the bound,
+ * before its body is read; another tenant's writes go through meanwhile; the slots free when the slow
+ * requests end.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { request } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { type MemoryServer, serveMemory } from "@tackle/memory/server";
+
+let directory: string;
+let server: MemoryServer;
+before(async () => {
+  directory = mkdtempSync(join(tmpdir(), "memory-in-flight-"));
+  server = await serveMemory({
+    store: join(directory, "memories.db"),
+    apiKeys: { "key-a": "tenant-a", "key-b": "tenant-b" },
+    port: 0,
+    maxInFlight: 2,
+  });
+});
+after(async () => {
+  await server.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+const add = (key: string, content: string) =>
+  fetch(`${server.url}/v1/memories`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ userId: "u", content }),
+  });
+
+/** A POST whose body promises 100 KB and sends 10 bytes: it stays in flight until destroyed. */
+function slowBody() {
+  const url = new URL(`${server.url}/v1/memories`);
+  const slow = request({
+    host: url.hostname,
+    port: url.port,
+    path: url.pathname,
+    method: "POST",
+    headers: { authorization: "Bearer key-a", "content-type": "application/json", "content-length": 100_000 },
+  });
+  slow.on("error", () => undefined);
+  slow.write('{"userId":');
+  return slow;
+}
+
+it("holds a tenant to two bodies in flight, refuses the third with Retry-After, leaves another tenant alone", async () => {
+  const slow = [slowBody(), slowBody()];
+  let refused: Response | undefined;
+  for (let attempt = 0; attempt < 100 && refused === undefined; attempt += 1) {
+    const response = await add("key-a", `probe ${attempt}`);
+    if (response.status === 429) refused = response;
+    else {
+      assert.ok(response.ok, String(response.status));
+      await sleep(20);
+    }
+  }
+  assert.ok(refused !== undefined, "the third request in flight was never refused");
+  assert.equal(refused.headers.get("retry-after"), "1");
+  const { error } = (await refused.json()) as { error: { code: string; retryable: boolean } };
+  assert.equal(error.code, "rate_limited");
+  assert.equal(error.retryable, true);
+  assert.equal((await add("key-b", "another tenant writes")).ok, true);
+  assert.equal(
+    (await fetch(`${server.url}/v1/status`, { headers: { authorization: "Bearer key-a" } })).status,
+    200,
+  );
+
+  for (const request of slow) request.destroy();
+  let freed = false;
+  for (let attempt = 0; attempt < 100 && !freed; attempt += 1) {
+    freed = (await add("key-a", "after the slow ones")).ok;
+    if (!freed) await sleep(20);
+  }
+  assert.ok(freed, "the slots never came back");
+});
