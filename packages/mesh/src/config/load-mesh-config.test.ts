@@ -115,5 +115,16 @@ describe("loadMeshConfig", () => {
     refused({ MESH_OPERATOR_HOME: "home/ada" }, "MESH_OPERATOR_HOME", /absolute path/);
     refused({ MESH_CONSOLE_LISTEN: "4270" }, "MESH_CONSOLE_LISTEN", /not host:port/);
     refused({ MESH_CONSOLE_LISTEN: "127.0.0.1:99999" }, "MESH_CONSOLE_LISTEN", /not host:port/);
+    refused({ MESH_CALLS_CONCURRENT: "0" }, "MESH_CALLS_CONCURRENT", /at least 1/);
+    refused({ MESH_CALLS_CONCURRENT: "12.5" }, "MESH_CALLS_CONCURRENT", /whole number/);
+    refused({ MESH_CALLS_WAITING: "-1" }, "MESH_CALLS_WAITING", /at least 0/);
+  });
+
+  it("reads the call limits of ADR 0214, and leaves them out when unset", () => {
+    assert.deepEqual(loadMeshConfig({ MESH_CALLS_CONCURRENT: "32", MESH_CALLS_WAITING: "0" }).calls, {
+      concurrent: 32,
+      waiting: 0,
+    });
+    assert.equal(loadMeshConfig({}).calls, undefined);
   });
 });

@@ -2,6 +2,7 @@
 import { hostname } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { MeshConfigError } from "../errors/mesh-config-error.ts";
+import type { CallLimits } from "../runtime/admission.ts";
 import { moduleNamePattern, nodeNamePattern } from "./names.ts";
 import { type ListenAddress, parseListenAddress } from "./parse-listen.ts";
 import { readCredential } from "./read-credential.ts";
@@ -28,6 +29,11 @@ export interface MeshConfig {
   readonly operatorHome?: string;
   /** Where the console answers (MESH_CONSOLE_LISTEN, default 127.0.0.1:4270; loopback only). */
   readonly consoleListen: ListenAddress;
+  /**
+   * How many of one module's calls run at once on this node (MESH_CALLS_CONCURRENT, default 256) and
+   * wait their turn (MESH_CALLS_WAITING, default 1,024); ADR 0214.
+   */
+  readonly calls?: CallLimits;
 }
 
 /** Reads and checks every MESH_* variable; a malformed one throws a MeshConfigError naming it. */
@@ -48,6 +54,12 @@ export function loadMeshConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig
     );
   }
   const consoleListen = parseListenAddress(env.MESH_CONSOLE_LISTEN);
+  const concurrent = parseCount(env, "MESH_CALLS_CONCURRENT", 1);
+  const waiting = parseCount(env, "MESH_CALLS_WAITING", 0);
+  const calls: CallLimits = {
+    ...(concurrent === undefined ? {} : { concurrent }),
+    ...(waiting === undefined ? {} : { waiting }),
+  };
   return {
     node,
     ...(brokerFile === undefined ? {} : { brokerFile }),
@@ -56,7 +68,22 @@ export function loadMeshConfig(env: NodeJS.ProcessEnv = process.env): MeshConfig
     ...(operatorAccount === undefined ? {} : { operatorAccount }),
     ...(operatorHome === undefined ? {} : { operatorHome }),
     consoleListen,
+    ...(Object.keys(calls).length === 0 ? {} : { calls }),
   };
+}
+
+/** A whole number of calls, at least `least`, or undefined when the variable is not set. */
+function parseCount(env: NodeJS.ProcessEnv, variable: string, least: number): number | undefined {
+  const given = nonEmpty(env[variable]);
+  if (given === undefined) return undefined;
+  const count = Number(given);
+  if (!/^\d+$/.test(given) || !Number.isSafeInteger(count) || count < least) {
+    throw new MeshConfigError(
+      variable,
+      `must be a whole number of calls, at least ${least}; got ${JSON.stringify(given)}`,
+    );
+  }
+  return count;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

@@ -36,7 +36,8 @@ export interface StartNodeRuntimeOptions {
   readonly results?: ResultsLedgerOptions;
   /**
    * How many of one module's calls run at once on this node (default 256) and wait their turn (default
-   * 1,024); past both a call is refused `overloaded`, retryable (ADR 0214).
+   * 1,024); past both a call is refused `overloaded`, retryable (ADR 0214). Default: the config's
+   * (`MESH_CALLS_CONCURRENT`, `MESH_CALLS_WAITING`).
    */
   readonly calls?: CallLimits;
 }
@@ -80,7 +81,7 @@ export async function startNodeRuntime(options: StartNodeRuntimeOptions): Promis
         queue: Promise.resolve(),
         running: new Map(),
         ledger: createCallLedger(),
-        admission: createAdmission(options.calls),
+        admission: createAdmission(options.calls ?? config.calls),
         results: createResultsLedger(connection, module.module, config.node, logger, options.results),
       };
       slots.set(module.module, slot);
