@@ -35,6 +35,11 @@ it("refuses arguments and results over max_payload as payload_too_large, not ret
     assert.equal(big.error.retryable, false);
     assert.match(big.error.message, /over the broker's limit of 65536 bytes \(max_payload\)/);
 
+    // An answer JSON cannot write is the tool's bug, named: not a failure that escaped the tool set.
+    const count = await client.call("sizes.count", {});
+    assert.equal(!count.ok && count.error.code, "invalid_output");
+    assert.match(!count.ok ? count.error.message : "", /not JSON: .*BigInt/);
+
     const answer = await client.call("sizes.repeat", { bytes: 100_000 });
     assert.ok(!answer.ok);
     assert.equal(answer.error.code, "payload_too_large");
