@@ -30,6 +30,7 @@ export type DurableErrorCode =
   | "run_cancelled"
   | "thread_active"
   | "run_not_active"
+  | "too_many_runs"
   | "listen_failed"
   | "unreachable"
   | "forbidden_host"

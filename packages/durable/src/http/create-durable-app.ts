@@ -9,6 +9,7 @@ import { DurableError } from "../errors/durable-error.ts";
 import type { Runner } from "../runner/create-runner.ts";
 import { parseAgUiEventId } from "./ag-ui.ts";
 import { type AgUiRunInput, agUiRoutes } from "./ag-ui-routes.ts";
+import { defaultMaxDrivingRuns, limitDrivingRuns } from "./drive-limit.ts";
 import { registerHistoryRoutes } from "./history-routes.ts";
 import { invalid, readJson } from "./request.ts";
 import { registerThreadRoutes } from "./thread-routes.ts";
@@ -37,12 +38,17 @@ export interface DurableAppOptions {
    * (an object), with `messages` added when the state has none.
    */
   readonly agUiInput?: (input: AgUiRunInput) => object;
+  /**
+   * Runs one tenant may have driving at once through this API (default 64): past it a start or resume
+   * is refused `too_many_runs` (429, retryable) before anything is stored. A paused run holds no place.
+   */
+  readonly maxDrivingRuns?: number;
 }
 
 const threadIdPattern = /^[A-Za-z0-9_.:-]{1,128}$/;
 const tenantPattern = /^[A-Za-z0-9_.-]{1,64}$/;
 
-const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415> = {
+const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429> = {
   forbidden_host: 403,
   unsupported_media_type: 415,
   not_found: 404,
@@ -62,6 +68,7 @@ const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415> = {
   run_cancelled: 409,
   thread_active: 409,
   run_not_active: 409,
+  too_many_runs: 429,
 };
 
 /**
@@ -73,7 +80,10 @@ const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415> = {
  * `POST /runs/:threadId/fork` (history-routes.ts).
  */
 export function createDurableApp(options: DurableAppOptions): Hono {
-  const { runner } = options;
+  // Threads are stored as `<tenant>/<thread>` when there are tenants; one bucket when there are none.
+  const tenantOf = (threadId: string) =>
+    options.authenticate === undefined ? "" : threadId.slice(0, Math.max(0, threadId.indexOf("/")));
+  const runner = limitDrivingRuns(options.runner, options.maxDrivingRuns ?? defaultMaxDrivingRuns, tenantOf);
   const app = new Hono();
   guard(app, options);
   const scoped = (c: { get(key: never): unknown }, threadId: string) => {

@@ -1,0 +1,61 @@
+/**
+ * How many runs one tenant may have driving at once through the HTTP API (default 64): a caller's
+ * legal starts and resumes, sent by the thousand, would otherwise each drive a run in this process at
+ * once. Past the bound a start or resume is refused `too_many_runs` (429, retryable) before anything is
+ * stored; a run that pauses, completes or fails frees its place. Paused runs hold none.
+ */
+import { DurableError } from "../errors/durable-error.ts";
+import type { Runner } from "../runner/create-runner.ts";
+
+export const defaultMaxDrivingRuns = 64;
+
+/** `runner` with its `launch` and `launchResume` counted per tenant (`tenantOf` a thread's key). */
+export function limitDrivingRuns(
+  runner: Runner,
+  max: number,
+  tenantOf: (threadId: string) => string,
+): Runner {
+  if (!Number.isInteger(max) || max < 1) throw new RangeError("maxDrivingRuns must be an integer ≥ 1");
+  const driving = new Map<string, number>();
+  const admit = (threadId: string | undefined) => {
+    const tenant = threadId === undefined ? "" : tenantOf(threadId);
+    const now = driving.get(tenant) ?? 0;
+    if (now >= max) {
+      throw new DurableError(
+        "too_many_runs",
+        `${max} runs are driving for this caller already; retry when one pauses or ends`,
+        { retryable: true, data: { driving: now, max } },
+      );
+    }
+    driving.set(tenant, now + 1);
+    let freed = false;
+    return () => {
+      if (freed) return;
+      freed = true;
+      const left = (driving.get(tenant) ?? 1) - 1;
+      if (left === 0) driving.delete(tenant);
+      else driving.set(tenant, left);
+    };
+  };
+  const counted = async <Launched extends { finished: Promise<unknown> }>(
+    threadId: string | undefined,
+    launch: () => Promise<Launched>,
+  ): Promise<Launched> => {
+    const free = admit(threadId);
+    try {
+      const launched = await launch();
+      launched.finished.then(free, free);
+      return launched;
+    } catch (error) {
+      free();
+      throw error;
+    }
+  };
+  const limited: Pick<Runner, "launch" | "launchResume"> = {
+    launch: (graph, input, options) => counted(options?.threadId, () => runner.launch(graph, input, options)),
+    launchResume: (threadId, answers, options) =>
+      counted(threadId, () => runner.launchResume(threadId, answers, options)),
+  };
+  // Every other method is the runner's own, whatever kind of object it is.
+  return Object.assign(Object.create(runner) as Runner, limited);
+}
