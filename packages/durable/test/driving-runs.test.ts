@@ -71,3 +71,22 @@ it("a paused run holds no place", async () => {
     await until(async () => (await runner.get(`c/${threadId}`))?.status === "paused", `${threadId} pausing`);
   }
 });
+
+it("a fork counts while it drives its new thread: refused at the bound, let through below it", async () => {
+  assert.equal((await start("d", "held", "d1", { key: "d1" })).status, 201);
+  assert.equal((await start("d", "held", "d2", { key: "d2" })).status, 201);
+  const fork = () =>
+    fetch(`${server.url}/runs/d1/fork`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-tenant": "d" },
+      body: JSON.stringify({ seq: 999_999, threadId: "d3" }),
+    });
+  const refused = await fork();
+  assert.equal(refused.status, 429);
+  assert.equal(((await refused.json()) as { error: { code: string } }).error.code, "too_many_runs");
+  await until(() => gates.has("d1"), "the run waiting");
+  gates.get("d1")?.();
+  await until(async () => (await runner.get("d/d1"))?.status === "completed", "a run ending");
+  // Below the bound the fork reaches the runner, which judges the checkpoint (none at that seq).
+  await until(async () => (await fork()).status === 400, "the fork let through");
+});

@@ -1,6 +1,6 @@
 /**
  * How many runs one tenant may have driving at once through the HTTP API (default 64): a caller's
- * legal starts and resumes, sent by the thousand, would otherwise each drive a run in this process at
+ * legal starts, resumes and forks, sent by the thousand, would otherwise each drive a run in this process at
  * once. Past the bound a start or resume is refused `too_many_runs` (429, retryable) before anything is
  * stored; a run that pauses, completes or fails frees its place. Paused runs hold none.
  */
@@ -9,7 +9,7 @@ import type { Runner } from "../runner/create-runner.ts";
 
 export const defaultMaxDrivingRuns = 64;
 
-/** `runner` with its `launch` and `launchResume` counted per tenant (`tenantOf` a thread's key). */
+/** `runner` with its `launch`, `launchResume` and `fork` counted per tenant (`tenantOf` a thread's key). */
 export function limitDrivingRuns(
   runner: Runner,
   max: number,
@@ -51,10 +51,19 @@ export function limitDrivingRuns(
       throw error;
     }
   };
-  const limited: Pick<Runner, "launch" | "launchResume"> = {
+  const limited: Pick<Runner, "launch" | "launchResume" | "fork"> = {
     launch: (graph, input, options) => counted(options?.threadId, () => runner.launch(graph, input, options)),
     launchResume: (threadId, answers, options) =>
       counted(threadId, () => runner.launchResume(threadId, answers, options)),
+    // A fork drives its new thread to a pause or the end within the call.
+    async fork(threadId, options) {
+      const free = admit(options.threadId ?? threadId);
+      try {
+        return await runner.fork(threadId, options);
+      } finally {
+        free();
+      }
+    },
   };
   // Every other method is the runner's own, whatever kind of object it is.
   return Object.assign(Object.create(runner) as Runner, limited);
