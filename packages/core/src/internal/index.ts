@@ -3,6 +3,7 @@
  * names for LLMs, tracing). Not for users: it changes with the packages, without a major version.
  */
 export { hasBrand, setBrand } from "../errors/brand.ts";
+export { jsonText, notJsonOutput } from "../errors/error-for-model.ts";
 export { formatIssues } from "../errors/invalid-input-error.ts";
 export { isLoopbackHost, loopbackViolation } from "../http/loopback.ts";
 export { toolContentKey } from "../tool/tool-content.ts";

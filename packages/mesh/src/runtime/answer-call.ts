@@ -6,14 +6,8 @@
 import { randomUUID } from "node:crypto";
 import type { ServiceMsg } from "@nats-io/services";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import {
-  InvalidOutputError,
-  type Logger,
-  ToolAbortedError,
-  ToolError,
-  type ToolTakeover,
-  ToolTimeoutError,
-} from "@tackle/core";
+import { type Logger, ToolAbortedError, ToolError, type ToolTakeover, ToolTimeoutError } from "@tackle/core";
+import { jsonText, notJsonOutput } from "@tackle/core/internal";
 import type { LoadedModule } from "../bundles/load-modules.ts";
 import { publishCallEvents } from "../nats/call-events.ts";
 import { failSpan, traceProcess } from "../nats/trace-messaging.ts";
@@ -190,20 +184,13 @@ async function runAdmitted(
       failure = respondError(message, result.error);
       return failure;
     }
-    let body: Uint8Array;
-    try {
-      body = encodeJson(result.output);
-    } catch (error) {
-      // A BigInt, a cycle, nesting past the stack: the tool's bug, named as core's adapters name it.
-      const reason = (error as Error)?.message ?? String(error);
-      failure = respondError(
-        message,
-        new InvalidOutputError(`${loaded.module}.${tool}`, [
-          { path: [], message: `The output is not JSON: ${reason}` },
-        ]),
-      );
+    // A BigInt, a cycle, nesting past the stack: the tool's bug, named as core's adapters name it.
+    const json = jsonText(result.output);
+    if (!json.ok) {
+      failure = respondError(message, notJsonOutput(`${loaded.module}.${tool}`, json.reason));
       return failure;
     }
+    const body = new TextEncoder().encode(json.text);
     const limit = maxPayloadOf(connection);
     // Headers and the subject ride along in the same message; keep a margin for them.
     if (body.length > limit - 4096) {
