@@ -37,7 +37,7 @@ export function approvalForm(
   const editable = editableProperties(inputSchema, args);
   const approveKey = freeKey("approve", editable);
   const reasonKey = freeKey("reason", editable);
-  const fixed = Object.keys(args).filter((key) => !(key in editable));
+  const fixed = Object.keys(args).filter((key) => !Object.hasOwn(editable, key));
   const message = [
     `Approve the call of ${tool}?`,
     `It asks to run with ${JSON.stringify(args)}.`,
@@ -79,10 +79,13 @@ export function approvalForm(
       }
       if (content[approveKey] === false)
         return { approved: false, reason: reason ?? "rejected at the client" };
-      const edits: Record<string, unknown> = {};
-      for (const key of Object.keys(editable)) {
-        if (key in content && content[key] !== args[key]) edits[key] = content[key];
-      }
+      // Own keys only, and objects built from entries: an argument named `constructor` reads no
+      // inherited function and one named `__proto__` stays a key (it would set the prototype).
+      const edits = Object.fromEntries(
+        Object.keys(editable).flatMap((key) =>
+          Object.hasOwn(content, key) && content[key] !== ownValue(args, key) ? [[key, content[key]]] : [],
+        ),
+      );
       return {
         approved: true,
         ...(reason === undefined ? {} : { reason }),
@@ -99,12 +102,12 @@ function editableProperties(
 ): Record<string, Record<string, unknown>> {
   const properties = inputSchema?.properties;
   if (typeof properties !== "object" || properties === null) return {};
-  const editable: Record<string, Record<string, unknown>> = {};
+  const editable: [string, Record<string, unknown>][] = [];
   for (const [key, raw] of Object.entries(properties as Record<string, unknown>)) {
     if (typeof raw !== "object" || raw === null) continue;
     const schema = raw as Record<string, unknown>;
     const type = typeof schema.type === "string" ? schema.type : Array.isArray(schema.enum) ? "string" : "";
-    if (!(type in kept)) continue;
+    if (!Object.hasOwn(kept, type)) continue;
     if (Array.isArray(schema.enum) && !schema.enum.every((value) => typeof value === "string")) continue;
     const property: Record<string, unknown> = { type };
     for (const name of kept[type as keyof typeof kept]) {
@@ -117,11 +120,15 @@ function editableProperties(
       property.minimum = schema.exclusiveMinimum;
     if (typeof schema.exclusiveMaximum === "number" && property.maximum === undefined)
       property.maximum = schema.exclusiveMaximum;
-    const value = args[key] ?? schema.default;
+    const value = ownValue(args, key) ?? schema.default;
     if (value !== undefined && isOfType(value, type)) property.default = value;
-    editable[key] = property;
+    editable.push([key, property]);
   }
-  return editable;
+  return Object.fromEntries(editable);
+}
+
+function ownValue(record: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
 function isOfType(value: unknown, type: string): boolean {
@@ -132,6 +139,6 @@ function isOfType(value: unknown, type: string): boolean {
 /** `name`, or `_name`, `__name`…, whichever no argument uses. */
 function freeKey(name: string, taken: Record<string, unknown>): string {
   let key = name;
-  while (key in taken) key = `_${key}`;
+  while (Object.hasOwn(taken, key)) key = `_${key}`;
   return key;
 }
