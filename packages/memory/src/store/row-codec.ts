@@ -79,6 +79,28 @@ export function memoryFromRow(row: Row): StoredMemory {
   };
 }
 
+/**
+ * Columns reads count in place (`recordAccess`: `access_count + 1`), outside a memory's version: an
+ * update leaves them as they are, or it would write back what it read and lose the accesses between.
+ */
+const accessColumns: ReadonlySet<string> = new Set(["access_count", "last_accessed_at"]);
+
+/** What an update of a memory writes: every column but its keys (id, tenant) and the access counts. */
+export function memoryUpdate(
+  memory: StoredMemory,
+  scopeKeyValue: string,
+): { columns: string[]; values: unknown[] } {
+  const all = memoryValues(memory, scopeKeyValue);
+  const columns: string[] = [];
+  const values: unknown[] = [];
+  memoryColumns.forEach((column, index) => {
+    if (index < 2 || accessColumns.has(column)) return;
+    columns.push(column);
+    values.push(all[index]);
+  });
+  return { columns, values };
+}
+
 /** Column values of a memory, in the order of `memoryColumns`. */
 export const memoryColumns = [
   "id",

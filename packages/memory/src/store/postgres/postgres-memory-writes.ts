@@ -2,7 +2,7 @@
 import type pg from "pg";
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore, StoredMemory } from "../memory-store.ts";
-import { historyValues, memoryColumns, memoryFromRow, memoryValues } from "../row-codec.ts";
+import { historyValues, memoryColumns, memoryFromRow, memoryUpdate, memoryValues } from "../row-codec.ts";
 import {
   historyColumns,
   historyInsert,
@@ -95,8 +95,8 @@ export function postgresMemoryWrites(
 
     async updateMemory(tenantId, next, expectedVersion, note) {
       return transaction(async (client) => {
-        const values = memoryValues(next, scopeKey(next)).slice(2);
-        const assignments = memoryColumns.slice(2).map((column, index) => `${column} = $${index + 1}`);
+        const { columns, values } = memoryUpdate(next, scopeKey(next));
+        const assignments = columns.map((column, index) => `${column} = $${index + 1}`);
         const base = values.length;
         const result = await client.query(
           `UPDATE memory_memories SET ${assignments.join(", ")} WHERE tenant_id = $${base + 1} AND id = $${base + 2} AND version = $${base + 3}`,

@@ -90,6 +90,18 @@ export async function historyInsert(
   );
 }
 
+/**
+ * Counts one access on each of a list of memories (`$at`, `$tenant`, `$ids`: parameter numbers). The
+ * rows are locked in id order first: two searches counting the same hits in the order each ranked
+ * them (or a scan meeting rows an update moved) took each other's row locks crosswise and deadlocked.
+ */
+export function countAccesses(at: number, tenant: number, ids: number): string {
+  return `UPDATE memory_memories AS m SET access_count = m.access_count + 1, last_accessed_at = $${at}
+    FROM (SELECT id FROM memory_memories WHERE tenant_id = $${tenant} AND ${postgresDialect.anyOf("id", ids)}
+          ORDER BY id FOR UPDATE) AS locked
+    WHERE m.tenant_id = $${tenant} AND m.id = locked.id`;
+}
+
 /** Records a search, hit or read: access rows in one statement, and hits and reads counted on the memories. */
 export async function writeAccess(client: pg.PoolClient, tenantId: string, access: AccessRecord) {
   const day = access.at.slice(0, 10);
@@ -100,9 +112,6 @@ export async function writeAccess(client: pg.PoolClient, tenantId: string, acces
     [tenantId, ...scopeParameters(access.scope), access.kind, day, ids],
   );
   if (access.kind !== "search" && access.memoryIds.length > 0) {
-    await client.query(
-      `UPDATE memory_memories SET access_count = access_count + 1, last_accessed_at = $1 WHERE tenant_id = $2 AND ${postgresDialect.anyOf("id", 3)}`,
-      [access.at, tenantId, postgresDialect.list(access.memoryIds)],
-    );
+    await client.query(countAccesses(1, 2, 3), [access.at, tenantId, postgresDialect.list(access.memoryIds)]);
   }
 }

@@ -4,6 +4,7 @@
  */
 import type { AccessRecord, StoredTrace } from "../memory-store.ts";
 import { scopeParameters } from "../row-codec.ts";
+import { countAccesses } from "./postgres-sql.ts";
 
 /**
  * Undefined when more than one access names memories (the store then writes them one by one).
@@ -36,9 +37,7 @@ export function traceStatement(trace: StoredTrace, accesses: readonly AccessReco
       INSERT INTO memory_access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
       SELECT $2, a.user_id, a.agent_id, a.session_id, a.kind, a.memory_id, a.day
       FROM jsonb_to_recordset($12::jsonb) AS a(user_id text, agent_id text, session_id text, kind text, memory_id text, day text)),
-    touched AS (
-      UPDATE memory_memories SET access_count = access_count + 1, last_accessed_at = $13
-      WHERE tenant_id = $2 AND id = ANY($14::text[]))
+    touched AS (${countAccesses(13, 2, 14)})
     SELECT setting FROM durability`;
   const values = [
     trace.id,

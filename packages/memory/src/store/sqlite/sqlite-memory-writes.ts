@@ -1,7 +1,7 @@
 /** Memories written: inserted (one or a batch), updated with history, and their accesses recorded. */
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore, StoredMemory } from "../memory-store.ts";
-import { historyValues, memoryColumns, memoryFromRow, memoryValues } from "../row-codec.ts";
+import { historyValues, memoryColumns, memoryFromRow, memoryUpdate, memoryValues } from "../row-codec.ts";
 import { scopeTokens } from "./scope-tokens.ts";
 import { mark, type SqliteContext, writeAccess } from "./sqlite-sql.ts";
 
@@ -56,11 +56,11 @@ export function sqliteMemoryWrites(
 
     async updateMemory(tenantId, next, expectedVersion, note) {
       return transaction(() => {
-        const values = memoryValues(next, scopeKey(next));
-        const assignments = memoryColumns.slice(2).map((column) => `${column} = ?`);
+        const { columns, values } = memoryUpdate(next, scopeKey(next));
+        const assignments = columns.map((column) => `${column} = ?`);
         const result = run(
           `UPDATE memory_memories SET ${assignments.join(", ")} WHERE tenant_id = ? AND id = ? AND version = ?`,
-          [...values.slice(2), tenantId, next.id, expectedVersion],
+          [...values, tenantId, next.id, expectedVersion],
         );
         if (result.changes !== 1) return false;
         historyInsert(context, next, note.change, note.reason);
