@@ -15,6 +15,7 @@ export {
   createMeshClient,
   type MeshCallOptions,
   type MeshClient,
+  type RetryOverloadedOptions,
 } from "./client/create-mesh-client.ts";
 export type { NodeWatchOptions } from "./client/node-watch.ts";
 export { loadMeshConfig, type MeshConfig, type ModuleEntry } from "./config/load-mesh-config.ts";

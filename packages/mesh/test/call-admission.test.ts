@@ -27,7 +27,8 @@ it("runs two at once, keeps two waiting in order, refuses the rest at once; a ca
     config: meshConfig("node-a", nats.url, [{ module: "gated", path: fixture("gated.mjs") }]),
     calls: { concurrent: 2, waiting: 2 },
   });
-  const client = await createMeshClient({ servers: nats.url });
+  // The node's refusals as they come: this client does not send a refused call again (ADR 0215).
+  const client = await createMeshClient({ servers: nats.url, retryOverloaded: false });
   try {
     const cancelWaiting = new AbortController();
     const call = (key: string, signal?: AbortSignal) =>

@@ -3,13 +3,15 @@
  * module's tools, and `module.tool` calls over NATS with errors as data.
  *
  * Its parts: the link to the broker (`client-link.ts`), where modules answer (`module-directory.ts`),
- * one call on the bus (`send-call.ts`) and where a call goes (`route-call.ts`).
+ * one call on the bus (`send-call.ts`, sent again on a node's `overloaded` refusal by
+ * `retry-overloaded.ts`) and where a call goes (`route-call.ts`).
  */
 import { DEFAULT_TIMEOUT_MS } from "@tackle/core";
 import { connectMesh } from "../nats/connect-mesh.ts";
 import { openClientLink } from "./client-link.ts";
 import type { CreateMeshClientOptions, MeshClient } from "./mesh-client-api.ts";
 import { createModuleDirectory } from "./module-directory.ts";
+import { retryPolicy } from "./retry-overloaded.ts";
 import { callSeat, callTool } from "./route-call.ts";
 import { createCallSender } from "./send-call.ts";
 
@@ -20,8 +22,11 @@ export type {
   MeshClient,
   MeshListOptions,
 } from "./mesh-client-api.ts";
+export type { RetryOverloadedOptions } from "./retry-overloaded.ts";
 
 export async function createMeshClient(options: CreateMeshClientOptions = {}): Promise<MeshClient> {
+  // Checked before anything is dialled: a bad option throws a RangeError.
+  const retry = retryPolicy(options.retryOverloaded);
   const connection =
     options.connection ??
     (await connectMesh({
@@ -35,7 +40,7 @@ export async function createMeshClient(options: CreateMeshClientOptions = {}): P
   const defaultTimeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const link = openClientLink(connection, { servers: options.servers, nodeWatch: options.nodeWatch });
   const directory = createModuleDirectory(link, { defaultTimeoutMs, discoveryMs: options.discoveryMs });
-  const send = createCallSender(link, defaultTimeoutMs);
+  const send = createCallSender(link, defaultTimeoutMs, retry);
   return {
     connection,
     broker: () => link.broker(),

@@ -4,8 +4,13 @@ import type { Logger, ToolCallResult, ToolProgress } from "@tackle/core";
 import type { EventLogLevel } from "../nats/call-events.ts";
 import type { ModuleInfo } from "../runtime/module-info.ts";
 import type { NodeWatchOptions } from "./node-watch.ts";
+import type { RetryOverloadedOptions } from "./retry-overloaded.ts";
 
 export interface MeshCallOptions {
+  /**
+   * The call's time limit (default: the client's `timeoutMs`), counted from its first send: it covers
+   * the wait in a node's line, the tool's run and any send again of an `overloaded` refusal (ADR 0215).
+   */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
   /** Give the same key when retrying a call that may have run (a `disconnected` failure). */
@@ -75,4 +80,17 @@ export interface CreateMeshClientOptions {
    * `lostAfterMs` (2500) loses its calls. `false` turns it off (such calls then wait their deadline).
    */
   readonly nodeWatch?: NodeWatchOptions | false;
+  /**
+   * How a call a node refused `overloaded` is sent again (ADR 0215). A node refuses a call past its
+   * module's running and waiting calls before reading the arguments (ADR 0214), so the call did not
+   * run; the client sends it again, within the call's own time limit, up to `attempts` sends in all
+   * (default 6), waiting between them a jittered, doubling time (the first between 5 and 10 ms by
+   * default: half `initialDelayMs` to `initialDelayMs`, the range doubling up to `maxDelayMs`, 250).
+   * A retry goes to the module's queue group again, so it may reach another node or the same one.
+   * No other error is sent again (a `timeout` or `tool_failed` may have run), nor a tool's own
+   * `overloaded` error. When the sends are spent, or the time limit leaves no room for another, the
+   * caller gets the last `overloaded`, with `data.attempts` saying how many were sent. `false` sends
+   * nothing again: the first refusal is the caller's.
+   */
+  readonly retryOverloaded?: RetryOverloadedOptions | false;
 }

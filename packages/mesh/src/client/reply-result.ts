@@ -1,13 +1,17 @@
 /** Turns what the bus answered (or how the request failed) into a ToolCallResult. */
 import { type Msg, NoRespondersError, PermissionViolationError, TimeoutError } from "@nats-io/transport-node";
 import { type ToolCallResult, ToolError } from "@tackle/core";
-import { decodeJson, decodeServiceError } from "../nats/wire.ts";
+import { decodeJson, decodeServiceError, notRunHeader } from "../nats/wire.ts";
+import { markRefusedBeforeRun } from "./retry-overloaded.ts";
 
 export function fromReply(message: Msg): ToolCallResult {
   const status = message.headers?.get("Nats-Service-Error-Code");
   if (status !== undefined && status !== "") {
     const description = message.headers?.get("Nats-Service-Error") ?? "service error";
-    return { ok: false, error: decodeServiceError(Number(status), description, message.data) };
+    const error = decodeServiceError(Number(status), description, message.data);
+    // The node refused it before reading it (ADR 0214): the client may send it again (ADR 0215).
+    if (message.headers?.get(notRunHeader) === error.code) markRefusedBeforeRun(error);
+    return { ok: false, error };
   }
   try {
     return { ok: true, output: decodeJson(message.data) };

@@ -1,4 +1,7 @@
-/** One tool call on the bus: headers, size check, request/reply under the call's deadline, abort, events. */
+/**
+ * One tool call on the bus: headers, size check, request/reply under the call's deadline, abort, events;
+ * sent again when a node refused it `overloaded` before running it (ADR 0215).
+ */
 import { randomUUID } from "node:crypto";
 import { headers } from "@nats-io/transport-node";
 import { ToolAbortedError, type ToolCallResult, ToolError } from "@tackle/core";
@@ -15,6 +18,7 @@ import {
 import type { ClientLink } from "./client-link.ts";
 import type { MeshCallOptions } from "./mesh-client-api.ts";
 import { fromReply, fromRequestError } from "./reply-result.ts";
+import { isRetryableRefusal, type RetryPolicy, realClock, retryOverloaded } from "./retry-overloaded.ts";
 
 /**
  * Sends `args` to `subject` as the call `name`; `modulePrefix` is where a cancel for it goes
@@ -28,37 +32,41 @@ export type SendCall = (
   modulePrefix: string,
 ) => Promise<ToolCallResult>;
 
-export function createCallSender(link: ClientLink, defaultTimeoutMs: number): SendCall {
+/** One call as its sends share it: what is sent, where, and the caller's own time limit. */
+interface Outgoing {
+  readonly subject: string;
+  readonly body: Uint8Array;
+  readonly callOptions: MeshCallOptions;
+  readonly name: string;
+  readonly modulePrefix: string;
+  readonly callId: string;
+  /** The caller's time limit for the whole call (a retry is sent with what is left of it). */
+  readonly limitMs: number;
+}
+
+/**
+ * `retry`: how a call a node refused `overloaded` before running it is sent again (ADR 0215);
+ * undefined never sends again.
+ */
+export function createCallSender(
+  link: ClientLink,
+  defaultTimeoutMs: number,
+  retry: RetryPolicy | undefined,
+): SendCall {
   const { connection, requester, watch } = link;
   /** Call ids: this client's random prefix and a counter (unique without a random draw per call). */
   const callIdPrefix = randomUUID();
   let calls = 0;
   const nextCallId = () => `${callIdPrefix}-${(++calls).toString(36)}`;
 
-  return async (subject, args, callOptions, name, modulePrefix) => {
-    const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs;
+  /** One send of the call, with a time limit of `timeoutMs`; its own headers, span and events inbox. */
+  const sendOnce = (call: Outgoing, timeoutMs: number): Promise<ToolCallResult> => {
+    const { subject, callOptions, name, modulePrefix, callId } = call;
     const callHeaders = headers();
-    const callId = callOptions.callId ?? nextCallId();
     callHeaders.set(callIdHeader, callId);
     if (callOptions.idempotencyKey !== undefined)
       callHeaders.set(idempotencyKeyHeader, callOptions.idempotencyKey);
     callHeaders.set(timeoutHeader, String(timeoutMs));
-    if (callOptions.signal?.aborted)
-      return { ok: false, error: new ToolAbortedError(name, callOptions.signal.reason) };
-    if (link.disconnected()) {
-      return {
-        ok: false,
-        error: new ToolError("unavailable", `Not connected to NATS (reconnecting); "${name}" was not sent`, {
-          retryable: true,
-          data: { tool: name },
-        }),
-      };
-    }
-    const body = encodeJson(args ?? {});
-    const limit = maxPayloadOf(connection);
-    if (body.length > limit - 4096) {
-      return { ok: false, error: payloadTooLarge("arguments", name, body.length, limit) };
-    }
     // The far side enforces the tool's limit; the bus waits a little longer so its timeout error arrives.
     return traceSend(subject, callHeaders, async (span) => {
       // Progress and log lines come to an inbox of this call's own, until its reply, deadline or abort.
@@ -66,7 +74,7 @@ export function createCallSender(link: ClientLink, defaultTimeoutMs: number): Se
         callOptions.onProgress === undefined && callOptions.logLevel === undefined
           ? undefined
           : listenForCallEvents(connection, callHeaders, callOptions, modulePrefix);
-      const { token, reply } = requester.start(subject, body, callHeaders, timeoutMs + 1000, {
+      const { token, reply } = requester.start(subject, call.body, callHeaders, timeoutMs + 1000, {
         prefix: modulePrefix,
         callId,
         name,
@@ -86,7 +94,7 @@ export function createCallSender(link: ClientLink, defaultTimeoutMs: number): Se
         result = ToolError.isInstance(answer)
           ? { ok: false, error: answer }
           : answer instanceof Error
-            ? fromRequestError(answer, name, timeoutMs)
+            ? fromRequestError(answer, name, call.limitMs)
             : fromReply(answer);
       } finally {
         events?.close();
@@ -94,6 +102,41 @@ export function createCallSender(link: ClientLink, defaultTimeoutMs: number): Se
       }
       if (!result.ok) failSpan(span, result.error.code, result.error.message);
       return result;
+    });
+  };
+
+  return async (subject, args, callOptions, name, modulePrefix) => {
+    const timeoutMs = callOptions.timeoutMs ?? defaultTimeoutMs;
+    const startedAt = performance.now();
+    if (callOptions.signal?.aborted)
+      return { ok: false, error: new ToolAbortedError(name, callOptions.signal.reason) };
+    if (link.disconnected()) {
+      return {
+        ok: false,
+        error: new ToolError("unavailable", `Not connected to NATS (reconnecting); "${name}" was not sent`, {
+          retryable: true,
+          data: { tool: name },
+        }),
+      };
+    }
+    const body = encodeJson(args ?? {});
+    const limit = maxPayloadOf(connection);
+    if (body.length > limit - 4096) {
+      return { ok: false, error: payloadTooLarge("arguments", name, body.length, limit) };
+    }
+    const callId = callOptions.callId ?? nextCallId();
+    const call: Outgoing = { subject, body, callOptions, name, modulePrefix, callId, limitMs: timeoutMs };
+    const first = await sendOnce(call, timeoutMs);
+    if (retry === undefined || first.ok || !isRetryableRefusal(first.error)) return first;
+    // Refused before it ran: sent again, with the same call id, within what is left of the limit.
+    return retryOverloaded(first, {
+      policy: retry,
+      deadline: startedAt + timeoutMs,
+      name,
+      signal: callOptions.signal,
+      clock: realClock,
+      random: Math.random,
+      send: (left) => (link.disconnected() || connection.isClosed() ? undefined : sendOnce(call, left)),
     });
   };
 }

@@ -6,6 +6,12 @@ export const idempotencyKeyHeader = "Tackle-Idempotency-Key";
 export const timeoutHeader = "Tackle-Timeout-Ms";
 /** The string error code, beside the numeric one the services API puts in Nats-Service-Error-Code. */
 export const errorCodeHeader = "Tackle-Error-Code";
+/**
+ * On a node's own refusal of a call before it read the arguments (`overloaded`, ADR 0214): the call did
+ * not run. A tool cannot set it, so a tool's own `overloaded` error (it ran) never carries it; the
+ * client sends again only a refusal that does (ADR 0215).
+ */
+export const notRunHeader = "Tackle-Not-Run";
 
 /**
  * `<prefix>.tools.held` takes `{ callIds }`; every node serving the module (a plain subscription, not

@@ -19,6 +19,7 @@ import {
   errorCodeHeader,
   idempotencyKeyHeader,
   maxPayloadOf,
+  notRunHeader,
   payloadTooLarge,
   serviceStatus,
   timeoutHeader,
@@ -90,7 +91,8 @@ async function run(site: CallSite, tool: string, message: ServiceMsg): Promise<T
   const arrived = performance.now();
   try {
     const admitted = admission === undefined ? "admitted" : await admission.admit(cancel.signal, timeoutMs);
-    if (admitted === "full") failure = respondError(message, overloaded(loaded.module, tool, admission!));
+    if (admitted === "full")
+      failure = respondError(message, overloaded(loaded.module, tool, admission!), { notRun: true });
     else if (admitted === "aborted")
       failure = respondError(message, new ToolAbortedError(name, cancel.signal.reason));
     else if (admitted === "expired")
@@ -217,10 +219,12 @@ async function runAdmitted(
   }
 }
 
-function respondError(message: ServiceMsg, error: ToolError): ToolError {
+function respondError(message: ServiceMsg, error: ToolError, options: { notRun?: true } = {}): ToolError {
   // The services API carries the status and description in its headers; the body keeps the full error.
   const errorHeaders = headers();
   errorHeaders.set(errorCodeHeader, error.code);
+  // Only the node's own refusal before the call read its arguments: the caller may send it again.
+  if (options.notRun === true) errorHeaders.set(notRunHeader, error.code);
   message.respondError(serviceStatus(error.code), oneLine(error.message), encodeJson(error.toJSON()), {
     headers: errorHeaders as never,
   });

@@ -1,0 +1,166 @@
+/**
+ * Sending a call again after a node refused it `overloaded` (ADR 0215). A node refuses a call past its
+ * module's running and waiting calls before it reads the arguments (ADR 0214), so the call never
+ * started and sending it again is safe: the next send may reach another node of the module's queue
+ * group, or the same one once it has room. Only that refusal is sent again, never another error (a
+ * `tool_failed` or a `timeout` may have run), never past the caller's deadline, at most `attempts`
+ * sends in all, with a jittered exponential wait between them.
+ */
+import { ToolAbortedError, type ToolCallResult, ToolError } from "@tackle/core";
+
+/** How the client sends again a call a node refused `overloaded` before running it. */
+export interface RetryOverloadedOptions {
+  /** Sends in all, the first one included (1 never sends again). Default 6. */
+  readonly attempts?: number;
+  /**
+   * The wait before the first retry is drawn between half this and this (ms); each later wait's range
+   * doubles. Default 10.
+   */
+  readonly initialDelayMs?: number;
+  /** The most a wait's range grows to (ms): a wait is then between half this and this. Default 250. */
+  readonly maxDelayMs?: number;
+}
+
+export type RetryPolicy = Readonly<Required<RetryOverloadedOptions>>;
+
+export const defaultRetryOverloaded: RetryPolicy = Object.freeze({
+  attempts: 6,
+  initialDelayMs: 10,
+  maxDelayMs: 250,
+});
+
+/** The policy the options ask for (checked), or undefined for `false` (never send again). */
+export function retryPolicy(options: RetryOverloadedOptions | false | undefined): RetryPolicy | undefined {
+  if (options === false) return undefined;
+  const chosen = { ...defaultRetryOverloaded, ...definedOnly(options ?? {}) };
+  if (!Number.isInteger(chosen.attempts) || chosen.attempts < 1)
+    throw new RangeError("retryOverloaded.attempts must be an integer ≥ 1");
+  for (const name of ["initialDelayMs", "maxDelayMs"] as const) {
+    if (!Number.isFinite(chosen[name]) || chosen[name] < 0)
+      throw new RangeError(`retryOverloaded.${name} must be a finite number ≥ 0`);
+  }
+  return Object.freeze(chosen);
+}
+
+function definedOnly(options: RetryOverloadedOptions): RetryOverloadedOptions {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+}
+
+/** Refusals a node answered before running the call (it said so in `Tackle-Not-Run`). */
+const refusedBeforeRun = new WeakSet<ToolError>();
+
+/** Marks `error` as a node's refusal before the call ran: only such an `overloaded` is sent again. */
+export function markRefusedBeforeRun(error: ToolError): void {
+  refusedBeforeRun.add(error);
+}
+
+/** True for an `overloaded` a node answered before it read the call (not a tool's own `overloaded`). */
+export function isRetryableRefusal(error: ToolError): boolean {
+  return error.code === "overloaded" && refusedBeforeRun.has(error);
+}
+
+/**
+ * The wait before retry number `retry` (1 for the first): its range's top doubles from
+ * `initialDelayMs` up to `maxDelayMs`, and the wait is drawn between half the top and the top
+ * ("equal jitter": never nothing, so a node gets a moment to free a place).
+ */
+export function backoffMs(policy: RetryPolicy, retry: number, random: () => number): number {
+  const top = Math.min(policy.maxDelayMs, policy.initialDelayMs * 2 ** (retry - 1));
+  return top / 2 + random() * (top / 2);
+}
+
+/**
+ * After `sent` sends whose last was refused at `now`: how long to wait before sending again, or
+ * undefined when the sends are spent or the wait would leave less than 1 ms of the deadline.
+ */
+export function nextRetryDelay(
+  policy: RetryPolicy,
+  sent: number,
+  now: number,
+  deadline: number,
+  random: () => number,
+): number | undefined {
+  if (sent >= policy.attempts) return undefined;
+  const delay = backoffMs(policy, sent, random);
+  return Math.floor(deadline - (now + delay)) >= 1 ? delay : undefined;
+}
+
+/** Time as the retries see it: the real clock in the client, a virtual one in the tests. */
+export interface RetryClock {
+  now(): number;
+  /** Resolves after `ms`, or at once when `signal` aborts. */
+  sleep(ms: number, signal: AbortSignal | undefined): Promise<void>;
+}
+
+export const realClock: RetryClock = {
+  now: () => performance.now(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal?.addEventListener("abort", done, { once: true });
+    }),
+};
+
+export interface RetriedCall {
+  readonly policy: RetryPolicy;
+  /** When the caller's time limit is spent, on `clock`'s time (Infinity for none). */
+  readonly deadline: number;
+  readonly name: string;
+  readonly signal: AbortSignal | undefined;
+  readonly clock: RetryClock;
+  readonly random: () => number;
+  /** Sends the call again with a time limit of `timeoutMs`; undefined when it cannot be sent now. */
+  send(timeoutMs: number): Promise<ToolCallResult> | undefined;
+}
+
+/**
+ * Sends the call again while a node refuses it `overloaded` before running it, within the policy and
+ * the deadline; `first` is the first send's answer. Any other answer is the caller's as it came; when
+ * the sends stop on a refusal, the caller gets the last one with `data.attempts` (how many were sent).
+ */
+export async function retryOverloaded(first: ToolCallResult, call: RetriedCall): Promise<ToolCallResult> {
+  const { policy, deadline, clock, signal } = call;
+  let last = first;
+  let sent = 1;
+  while (!last.ok && isRetryableRefusal(last.error)) {
+    const delay = nextRetryDelay(policy, sent, clock.now(), deadline, call.random);
+    if (delay === undefined)
+      return refusedAfter(last.error, sent, sent >= policy.attempts ? "attempts" : "deadline");
+    await clock.sleep(delay, signal);
+    if (signal?.aborted) return { ok: false, error: new ToolAbortedError(call.name, signal.reason) };
+    // The timer may have fired late: what is left is read again.
+    const left = Math.floor(deadline - clock.now());
+    if (!(left >= 1)) return refusedAfter(last.error, sent, "deadline");
+    const next = call.send(left);
+    if (next === undefined) return refusedAfter(last.error, sent, "unsent");
+    last = await next;
+    sent += 1;
+  }
+  return last;
+}
+
+/** The last refusal, saying how many sends were refused and why the client stopped. */
+function refusedAfter(
+  error: ToolError,
+  attempts: number,
+  stopped: "attempts" | "deadline" | "unsent",
+): ToolCallResult {
+  const data = typeof error.data === "object" && error.data !== null ? error.data : {};
+  const why = {
+    attempts: "the client's attempts are spent",
+    deadline: "its time limit leaves no room to send it again",
+    unsent: "the client is not connected to send it again",
+  }[stopped];
+  return {
+    ok: false,
+    error: new ToolError(error.code, `${error.message} (refused ${attempts} times; ${why})`, {
+      retryable: true,
+      data: { ...data, attempts },
+    }),
+  };
+}
