@@ -19,8 +19,12 @@ export type ModelOutput = Awaited<ReturnType<NonNullable<AiSdkTool["toModelOutpu
 const rememberedAnswers = 1_024;
 
 export interface ModelOutputBudget {
-  /** What the model reads of a successful output: the output itself within the budget, else its first part. */
-  fit(toolCallId: string, output: unknown): ModelOutput;
+  /**
+   * What the model reads of a successful output: the output itself within the budget, else its first
+   * part. `text` is the output as the model would read it whole — a string itself, anything else its
+   * JSON, written once by the caller (which first checks that JSON can write it).
+   */
+  fit(toolCallId: string, output: unknown, text: string): ModelOutput;
   /** The paging tool, to add beside the set's tools. */
   readonly pagingTool: AiSdkTool;
 }
@@ -31,10 +35,10 @@ export function createModelOutputBudget(budget: number, toolset: ToolSet): Model
   const owner = randomUUID();
   const cutAnswers = rememberCutAnswers();
   return {
-    fit(toolCallId, output) {
+    fit(toolCallId, output, text) {
       const known = cutAnswers.recall(toolCallId, output);
       if (known !== undefined) return known;
-      const fitted = fitOutput(pages, owner, output);
+      const fitted = fitOutput(pages, owner, output, text);
       if (fitted === undefined) return wholeOutput(output);
       cutAnswers.keep(toolCallId, output, fitted);
       return fitted;
@@ -81,15 +85,16 @@ export function wholeOutput(output: unknown): ModelOutput {
 }
 
 /** The output's first part and summary when it is past the budget; undefined when it fits. */
-function fitOutput(pages: ResultPages, owner: string, output: unknown): ModelOutput | undefined {
-  // As the model would read it whole: the text itself, JSON text, or the content blocks.
+function fitOutput(
+  pages: ResultPages,
+  owner: string,
+  output: unknown,
+  text: string,
+): ModelOutput | undefined {
+  // As the model would read it whole: the content blocks, else the text itself or the JSON text.
   const result: CallToolResult = isToolContent(output)
     ? toCallToolResult({ ok: true, output })
-    : {
-        content: [
-          { type: "text", text: typeof output === "string" ? output : JSON.stringify(output ?? null) },
-        ],
-      };
+    : { content: [{ type: "text", text }] };
   const fitted = pages.fit(result, owner);
   return fitted === result ? undefined : contentOutput(fitted);
 }

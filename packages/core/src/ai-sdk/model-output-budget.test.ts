@@ -163,6 +163,27 @@ describe("toAiSdkTools: the model reads answers within a token budget", () => {
     }
   });
 
+  it("writes an object answer to JSON once, to check it and to measure it", async () => {
+    // A `toJSON` that counts: JSON is written once for each answer the model reads, long or short.
+    let written = 0;
+    const counted = (value: unknown) => ({
+      toJSON: () => {
+        written += 1;
+        return value;
+      },
+    });
+    const tools = toAiSdkTools(reports, { resultBudget: budget });
+    const modelOutput = (toolCallId: string, output: unknown) =>
+      tools.report__rows?.toModelOutput?.({ toolCallId, input: {}, output } as never);
+    const long = await modelOutput("call-long", counted({ rows }));
+    assert.equal(written, 1);
+    assert.equal((long as SeenOutput).type, "content");
+    assert.match(((long as SeenOutput).value as Part[]).at(-1)?.text ?? "", /tackle_result_page/);
+    const short = await modelOutput("call-short", counted({ n: 1 }));
+    assert.equal(written, 2);
+    assert.equal((short as SeenOutput).type, "json");
+  });
+
   it("a tool named like the paging tool is refused, naming it", () => {
     const clash = clashingTools();
     assert.throws(() => toAiSdkTools(clash), {

@@ -75,11 +75,12 @@ export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}):
       },
       toModelOutput({ toolCallId, output }): ModelOutput {
         if (isAiSdkToolFailure(output)) return failureOutput(output.error, resultBudget);
-        const json = typeof output === "string" ? undefined : jsonText(output);
-        if (json !== undefined && !json.ok) {
+        // Written once: the check that JSON can write the output is the text the budget measures.
+        const json = typeof output === "string" ? { ok: true as const, text: output } : jsonText(output);
+        if (!json.ok) {
           return failureOutput(notJsonOutput(definition.name, json.reason).toJSON(), resultBudget);
         }
-        return budget === undefined ? wholeOutput(output) : budget.fit(toolCallId, output);
+        return budget === undefined ? wholeOutput(output) : budget.fit(toolCallId, output, json.text);
       },
     });
   }

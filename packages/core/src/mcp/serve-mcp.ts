@@ -23,6 +23,7 @@ import {
   createMcpServer,
   type McpServerOptions,
 } from "./create-mcp-server.ts";
+import { createInFlightBound, refuseOverloaded } from "./in-flight.ts";
 import { createResultPages } from "./result-pages/create-result-pages.ts";
 
 export interface McpStdioOptions extends McpServerOptions {
@@ -74,6 +75,16 @@ export interface McpHttpServeOptions extends McpHttpHandlerOptions {
   readonly port?: number;
   /** The endpoint path. Default `/mcp`. */
   readonly path?: string;
+  /**
+   * Requests the endpoint serves at once — every POST (call, listing, handshake) and any other with a
+   * body, not GET or HEAD — from arrival until the answer is written or the client is gone (ADR 0534).
+   * Past it such a request is answered at once, before its body is read: HTTP 429 with `Retry-After: 1` and a JSON-RPC error (`id` null, `data.code`
+   * `overloaded`, `retryable`), which the MCP SDK client throws as an `SdkHttpError` of status 429
+   * carrying that text, and `toolSetFromMcp` as a retryable `overloaded` error. One bound for every
+   * caller: the endpoint has no credentials or sessions to tell callers apart. A 2026-07-28
+   * `subscriptions/listen` stream holds a place while open. Default 64: 64 bodies of up to 4 MiB.
+   */
+  readonly maxInFlight?: number;
 }
 
 export interface McpHttpServer {
@@ -84,7 +95,7 @@ export interface McpHttpServer {
 
 /**
  * Serves the tool set over Streamable HTTP on loopback only, with the SDK's DNS-rebinding guards (Host
- * and Origin must be localhost-class). Other paths answer 404.
+ * and Origin must be localhost-class), at most `maxInFlight` requests at once. Other paths answer 404.
  */
 export async function serveMcpHttp(
   toolset: ToolSet,
@@ -101,6 +112,7 @@ export async function serveMcpHttp(
     );
   }
   const path = options.path ?? "/mcp";
+  const bound = createInFlightBound(options.maxInFlight);
   const handler = createMcpHttpHandler(toolset, options);
   const hostnames = localhostAllowedHostnames();
   const origins = localhostAllowedOrigins();
@@ -120,12 +132,24 @@ export async function serveMcpHttp(
         response.writeHead(404, { "content-type": "text/plain" }).end("Not found");
         return;
       }
+      // Counted before the body is read: the SDK's Node adapter reads a body whole, whatever the method
+      // (a PUT's before the endpoint answers it 405). GET and HEAD carry none and pass uncounted.
+      const release = carriesBody(request.method) ? bound.take() : () => {};
+      if (release === undefined) {
+        refuseOverloaded(response, bound.max);
+        return;
+      }
+      // The place is given back once the exchange is over: its answer written (the adapter's promise
+      // settles after the last chunk of a streamed answer) or its client gone.
+      response.once("close", release);
       // Node's IncomingMessage fits the SDK's structural type; only exactOptionalPropertyTypes objects.
-      guarded(request as unknown as Parameters<typeof guarded>[0], response).catch((error: unknown) => {
-        (options.onError ?? reportToStderr)(error as Error);
-        if (!response.headersSent) response.writeHead(500);
-        response.end();
-      });
+      guarded(request as unknown as Parameters<typeof guarded>[0], response)
+        .catch((error: unknown) => {
+          (options.onError ?? reportToStderr)(error as Error);
+          if (!response.headersSent) response.writeHead(500);
+          response.end();
+        })
+        .finally(release);
     },
   );
   server.listen(options.port ?? 0, host);
@@ -152,6 +176,9 @@ function sharedPages<T extends McpServerOptions>(toolset: ToolSet, options: T, o
   assertPagingToolFree(toolset, resultPages);
   return { ...options, resultPages, owner: options.owner ?? owner };
 }
+
+/** The methods whose body the SDK's Node adapter reads: all but GET and HEAD. */
+const carriesBody = (method: string | undefined) => method !== "GET" && method !== "HEAD";
 
 function reportToStderr(error: Error): void {
   process.stderr.write(`tackle mcp: ${error.message}\n`);

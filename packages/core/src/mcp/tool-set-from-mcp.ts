@@ -20,7 +20,8 @@ export interface McpToolSetOptions extends ToolSetOptions {
  * Lists the connected server's tools (every page) and wraps each as a Tackle tool: its JSON Schema
  * through core's `jsonSchema()` (the server validates), its annotations, and a handler that calls it
  * with the call's abort signal. An `isError` result becomes a `ToolError`: the server's coded error when
- * it sent one (as Tackle servers do), else `tool_failed` with the server's text.
+ * it sent one (as Tackle servers do), else `tool_failed` with the server's text. An HTTP server's 429
+ * (past its requests in flight, as `serveMcpHttp` answers) is a retryable `overloaded`.
  */
 export async function toolSetFromMcp(client: Client, options: McpToolSetOptions = {}): Promise<ToolSet> {
   const { signal, ...toolSetOptions } = options;
@@ -49,10 +50,15 @@ export async function toolSetFromMcp(client: Client, options: McpToolSetOptions 
       ...(remote.annotations === undefined ? {} : { annotations: annotationsOf(remote) }),
       source: `mcp:${server}/${remote.name}`,
       async execute(input, context) {
-        const result = (await client.callTool(
-          { name: remote.name, arguments: input as Record<string, unknown> },
-          { signal: context.signal },
-        )) as CallToolResult;
+        let result: CallToolResult;
+        try {
+          result = (await client.callTool(
+            { name: remote.name, arguments: input as Record<string, unknown> },
+            { signal: context.signal },
+          )) as CallToolResult;
+        } catch (error) {
+          throw overloadedError(remote.name, error) ?? error;
+        }
         if (result.isError === true) throw errorOf(remote.name, result);
         return outputOf(result);
       },
@@ -102,5 +108,28 @@ function errorOf(tool: string, result: CallToolResult): ToolError {
     .join("\n");
   return new ToolError("tool_failed", `MCP tool "${tool}" failed: ${text}`, {
     data: { tool, content: result.content },
+  });
+}
+
+/**
+ * The SDK's HTTP transport throws a non-OK answer as an `SdkHttpError` with the status and the body's
+ * text; a 429 (a server past its requests in flight, ADR 0534) is `overloaded`, retryable, with the
+ * server's JSON-RPC message and the seconds it asked to wait when it said them.
+ */
+function overloadedError(tool: string, error: unknown): ToolError | undefined {
+  const http = (error as { data?: { status?: unknown; text?: unknown } } | undefined)?.data;
+  if (!(error instanceof Error) || http?.status !== 429) return undefined;
+  let said: { message?: unknown; data?: { retryAfterSeconds?: unknown } } | undefined;
+  try {
+    said = (JSON.parse(String(http.text)) as { error?: typeof said }).error;
+  } catch {
+    said = undefined; // not JSON-RPC: the SDK's own message says what came back
+  }
+  const reason = typeof said?.message === "string" ? said.message : error.message;
+  const wait = said?.data?.retryAfterSeconds;
+  return new ToolError("overloaded", `MCP server refused the call to "${tool}" (HTTP 429): ${reason}`, {
+    retryable: true,
+    data: { tool, ...(typeof wait === "number" ? { retryAfterSeconds: wait } : {}) },
+    cause: error,
   });
 }
