@@ -10,6 +10,7 @@ import type { Answers, Runner } from "../runner/create-runner.ts";
 import type { Frame } from "../store/durable-store.ts";
 import { AgUiTranslator, agUiEventId, parseAgUiEventId } from "./ag-ui.ts";
 import { invalid, readJson } from "./request.ts";
+import { keepStreamPlace } from "./request-limit.ts";
 
 /** The parts of AG-UI's `RunAgentInput` a graph may start from. */
 export interface AgUiRunInput {
@@ -193,6 +194,7 @@ function streamAgUi(
   from: { seq: number; index: number },
   oneRun: OneRun | undefined,
 ) {
+  const freeStreamPlace = keepStreamPlace(c);
   return streamSSE(c, async (sse) => {
     const aborted = new AbortController();
     sse.onAbort(() => aborted.abort());
@@ -222,14 +224,18 @@ function streamAgUi(
       }
     } finally {
       clearInterval(keepAlive);
-      if (
-        oneRun?.cancelOnAbort === true &&
-        !ended &&
-        aborted.signal.aborted &&
-        (await runner.get(threadId).catch(() => undefined))?.status === "running"
-      ) {
-        // The client stopped the run (HttpAgent.abortRun()): the server's run stops too.
-        await runner.cancel(threadId, "the AG-UI client aborted the run").catch(() => {});
+      try {
+        if (
+          oneRun?.cancelOnAbort === true &&
+          !ended &&
+          aborted.signal.aborted &&
+          (await runner.get(threadId).catch(() => undefined))?.status === "running"
+        ) {
+          // The client stopped the run (HttpAgent.abortRun()): the server's run stops too.
+          await runner.cancel(threadId, "the AG-UI client aborted the run").catch(() => {});
+        }
+      } finally {
+        freeStreamPlace();
       }
     }
   });

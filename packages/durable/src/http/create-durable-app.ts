@@ -12,6 +12,7 @@ import { type AgUiRunInput, agUiRoutes } from "./ag-ui-routes.ts";
 import { defaultMaxDrivingRuns, limitDrivingRuns } from "./drive-limit.ts";
 import { registerHistoryRoutes } from "./history-routes.ts";
 import { invalid, readJson } from "./request.ts";
+import { defaultMaxInFlight, defaultMaxStreams, keepStreamPlace, limitRequests } from "./request-limit.ts";
 import { registerThreadRoutes } from "./thread-routes.ts";
 
 export type { AgUiRunInput } from "./ag-ui-routes.ts";
@@ -43,6 +44,19 @@ export interface DurableAppOptions {
    * is refused `too_many_runs` (429, retryable) before anything is stored. A paused run holds no place.
    */
   readonly maxDrivingRuns?: number;
+  /**
+   * Requests one tenant may have in flight at once (default 64), event streams apart: past it 429
+   * `too_many_requests` (retryable, `Retry-After: 1`) before the body is read, so a tenant trickling many
+   * bodies in holds at most this many on the server. A place is freed when its request is answered,
+   * fails, or its client goes.
+   */
+  readonly maxInFlight?: number;
+  /**
+   * Event streams one tenant may have open at once (default 128: `GET /runs/:id/frames`, the AG-UI
+   * streams), counted apart from `maxInFlight` so a stream waiting on a run neither starves nor is
+   * starved by requests; past it 429 `too_many_requests` with `Retry-After: 1`. Freed when the stream ends.
+   */
+  readonly maxStreams?: number;
 }
 
 const threadIdPattern = /^[A-Za-z0-9_.:-]{1,128}$/;
@@ -69,6 +83,7 @@ const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429
   thread_active: 409,
   run_not_active: 409,
   too_many_runs: 429,
+  too_many_requests: 429,
 };
 
 /**
@@ -107,17 +122,11 @@ export function createDurableApp(options: DurableAppOptions): Hono {
   return app;
 }
 
-/** The body limit, the loopback check and the tenant, before any route; coded errors as JSON after. */
+/**
+ * The loopback check, the tenant, the bounds on requests in flight and the body limit, before any
+ * route; coded errors as JSON after.
+ */
 function guard(app: Hono, options: DurableAppOptions): void {
-  app.use(
-    "*",
-    bodyLimit({
-      maxSize: options.maxBodyBytes ?? 1024 * 1024,
-      onError: (c) =>
-        c.json({ error: { code: "payload_too_large", message: "The request body is too large" } }, 413),
-    }),
-  );
-
   // A browser page (cross-site, or through a rebound DNS name) must not reach the runs: a forged
   // resume would approve a paused tool call.
   app.use("*", async (c, next) => {
@@ -136,6 +145,21 @@ function guard(app: Hono, options: DurableAppOptions): void {
     c.set("tenant" as never, tenant as never);
     return next();
   });
+
+  // How many of the tenant's requests and streams are in flight, before any body is read: the body
+  // limit comes after, since it reads a chunked body whole before the route does.
+  limitRequests(app, {
+    maxInFlight: options.maxInFlight ?? defaultMaxInFlight,
+    maxStreams: options.maxStreams ?? defaultMaxStreams,
+  });
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: options.maxBodyBytes ?? 1024 * 1024,
+      onError: (c) =>
+        c.json({ error: { code: "payload_too_large", message: "The request body is too large" } }, 413),
+    }),
+  );
   app.onError((error, c) => {
     if (ToolError.isInstance(error)) {
       // The runner names threads by their storage key, `<tenant>/<thread>`; the caller knows only its
@@ -145,7 +169,12 @@ function guard(app: Hono, options: DurableAppOptions): void {
         tenant === undefined
           ? error.toJSON()
           : JSON.parse(JSON.stringify(error.toJSON()).split(`${tenant}/`).join(""));
-      return c.json({ error: payload }, statusOfCode[error.code] ?? 500);
+      const retryAfter = (error.data as { retryAfterSeconds?: unknown } | undefined)?.retryAfterSeconds;
+      return c.json(
+        { error: payload },
+        statusOfCode[error.code] ?? 500,
+        typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {},
+      );
     }
     // Never a stack over the wire.
     return c.json({ error: { code: "internal", message: "Internal error" } }, 500);
@@ -237,6 +266,7 @@ function registerRunRoutes(
       if (after === undefined) throw invalid("Last-Event-ID is an AG-UI event id (<seq>.<index>)");
       return agUi.stream(c, threadId, c.req.param("threadId"), after, undefined);
     }
+    const freeStreamPlace = keepStreamPlace(c);
     return streamSSE(c, async (stream) => {
       const aborted = new AbortController();
       stream.onAbort(() => aborted.abort());
@@ -249,6 +279,7 @@ function registerRunRoutes(
         }
       } finally {
         clearInterval(keepAlive);
+        freeStreamPlace();
       }
     });
   });
