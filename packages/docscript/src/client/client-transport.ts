@@ -78,7 +78,7 @@ export function transport(options: DocumentClientOptions): Transport {
   return { originOf, documentUrl, request, failure };
 }
 
-/** The error of an answer that is not a success: coded by status (401, 403, 404, 5xx, other). */
+/** The error of an answer that is not a success: coded by status (401, 403, 404, 429, 5xx, other). */
 function failure(response: Answer, documentId: string): DocumentClientError {
   const body = jsonOf(response) as
     | { error?: { code?: string; message?: string; data?: { resource?: unknown; id?: unknown } } }
@@ -90,6 +90,18 @@ function failure(response: Answer, documentId: string): DocumentClientError {
   if (status === 403)
     return new DocumentClientError("forbidden", `document ${documentId}: ${message}`, { status });
   if (status === 404) return notFoundOf(body?.error?.data, documentId, `document ${documentId}: ${message}`);
+  if (status === 429) {
+    const header = response.headers.get("retry-after")?.trim();
+    const retryAfter = header ? Number(header) : Number.NaN;
+    return new DocumentClientError("too_many_requests", `document ${documentId}: ${message}`, {
+      status,
+      retryable: true,
+      data: {
+        serverCode: body?.error?.code,
+        ...(Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}),
+      },
+    });
+  }
   if (status >= 500)
     return new DocumentClientError("server_error", `document ${documentId}: ${message}`, {
       status,

@@ -4,13 +4,19 @@
  * and for one the token does not open.
  */
 import { type Logger, silentLogger } from "@tackle/core";
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
 import { DocumentHost } from "./document-host.ts";
 import { logRoutes, rowRoutes } from "./document-routes.ts";
 import type { DocumentStore } from "./document-store.ts";
+import {
+  defaultMaxInFlight,
+  defaultMaxWaitingPulls,
+  type RequestPlaces,
+  requestPlaces,
+} from "./request-places.ts";
 import { bearer, guardDocuments, problem, routeAccess, sameToken } from "./route-access.ts";
 
 export { USER_HEADER, VERSION_HEADER } from "./document-routes.ts";
@@ -35,6 +41,18 @@ export interface DocumentServerOptions {
    * (a stored file's `storageKey`, `digest`). A push by any other credential that sets one is `rejected`.
    */
   readonly hostTokens?: readonly string[];
+  /**
+   * Requests one credential may have in flight at once on a document (default 64; the admin's creates
+   * count as one caller), waiting pulls apart: past it 429 `too_many_requests` with `Retry-After: 1`,
+   * before the body is read. A place is freed when its request is answered, fails, or its client goes.
+   */
+  readonly maxInFlight?: number;
+  /**
+   * Pulls one credential may have waiting at once on a document (`waitMs` > 0; default 256), counted
+   * apart from `maxInFlight` so a pull waiting for the next push neither starves nor is starved by
+   * pushes and reads; past it 429 `too_many_requests` with `Retry-After: 1`.
+   */
+  readonly maxWaitingPulls?: number;
   readonly logger?: Logger;
 }
 
@@ -82,12 +100,18 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
       onError: (context) =>
         context.json(problem("too_large", `a request may carry at most ${limit} bytes`), 413),
     });
-  app.post("/documents", tooLarge(options.maxCreateBytes ?? 128 * 1024 * 1024));
+  const places = requestPlaces({
+    maxInFlight: options.maxInFlight ?? defaultMaxInFlight,
+    maxWaitingPulls: options.maxWaitingPulls ?? defaultMaxWaitingPulls,
+  });
+  createRoute(app, host, options.adminToken, places, tooLarge(options.maxCreateBytes ?? 128 * 1024 * 1024));
+  // The credential, then a place of the caller's, then the body limits (which read a chunked body whole):
+  // no body is read for a caller without a place or without a credential.
+  guardDocuments(app, access);
+  app.use("/documents/:documentId/*", places.documents);
   app.post("/documents/:documentId/push", tooLarge(maxPushBytes));
   app.post("/documents/:documentId/stage", tooLarge(maxPushBytes));
   app.post("/documents/:documentId/rows", tooLarge(8 * 1024 * 1024));
-  createRoute(app, host, options.adminToken);
-  guardDocuments(app, access);
   const routes = { app, host, store: options.store, access, maxPushBytes, logger };
   logRoutes(routes);
   rowRoutes(routes);
@@ -103,15 +127,27 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
   };
 }
 
-/** `POST /documents`: create a document with its token (and a snapshot to start from), admin only. */
-function createRoute(app: Hono, host: DocumentHost, adminToken: string | undefined): void {
-  app.post("/documents", async (context) => {
+/**
+ * `POST /documents`: create a document with its token (and a snapshot to start from), admin only: the
+ * admin token, then a place, then the body limit, before the body is read.
+ */
+function createRoute(
+  app: Hono,
+  host: DocumentHost,
+  adminToken: string | undefined,
+  places: RequestPlaces,
+  tooLarge: MiddlewareHandler,
+): void {
+  const adminOnly: MiddlewareHandler = async (context, next) => {
     if (adminToken === undefined)
       return context.json(problem("forbidden", "creating documents over HTTP is off"), 403);
     const token = bearer(context.req.header("authorization"));
     if (token === undefined)
       return context.json(problem("unauthorized", "an admin bearer token is required"), 401);
     if (!sameToken(token, adminToken)) return context.json(problem("forbidden", "wrong admin token"), 403);
+    await next();
+  };
+  app.post("/documents", adminOnly, places.creates, tooLarge, async (context) => {
     const body = (await context.req.json().catch(() => undefined)) as
       | { documentId?: unknown; token?: unknown; snapshot?: unknown }
       | undefined;

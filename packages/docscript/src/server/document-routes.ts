@@ -7,7 +7,7 @@ import type { Hono } from "hono";
 import { defaultChangesLimit, maxChangesLimit } from "./change-log.ts";
 import type { DocumentHost } from "./document-host.ts";
 import type { DocumentStore } from "./document-store.ts";
-import { pageQuery, rowLookupsOf } from "./request-input.ts";
+import { pageQuery, rowLookupsOf, waitMsOf } from "./request-input.ts";
 import { bearer, problem, type RouteAccess } from "./route-access.ts";
 
 /** The response header carrying a document's version. */
@@ -41,7 +41,7 @@ export function logRoutes({ app, host, store, access, maxPushBytes, logger }: Do
     if (since === undefined)
       return context.json(problem("invalid_input", "the query parameter since is required"), 400);
     // waitMs: answer as soon as there is something new, or after that long (at most 25 s).
-    const waitMs = Math.min(Math.max(Number(context.req.query("waitMs") ?? 0) || 0, 0), 25_000);
+    const waitMs = waitMsOf(context.req.query("waitMs"));
     // A client that leaves (its request's signal aborts) frees its wait at once.
     const { bytes, version } = await host.updatesSince(documentId, since, waitMs, {
       signal: context.req.raw.signal,

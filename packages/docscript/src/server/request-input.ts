@@ -1,4 +1,7 @@
-/** What a page or rows request asks for, read from its query string or body; each answer, or what is wrong. */
+/**
+ * What a page, rows or pull request asks for, read from its query string or body; each answer, or what
+ * is wrong.
+ */
 import type { NumberRange, OrderedQuery } from "./document-store.ts";
 import { type RowLookup, rowLookupLimits } from "./row-reads.ts";
 
@@ -19,6 +22,10 @@ export const pageQuery = (context: {
     limit,
   };
 };
+
+/** A pull's `waitMs`: how long it may wait for the next push, 0 to 25 s (0 when absent or not a number). */
+export const waitMsOf = (text: string | undefined): number =>
+  Math.min(Math.max(Number(text ?? 0) || 0, 0), 25_000);
 
 const isText = (value: unknown): value is string => typeof value === "string";
 const isTexts = (value: unknown, most: number): value is string[] =>

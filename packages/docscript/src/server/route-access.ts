@@ -65,8 +65,8 @@ export function routeAccess(host: DocumentHost, hostTokens: readonly string[]): 
 
 /**
  * Every route of one document behind the same guard, registered once before them: no token 401;
- * another document's token, or a guessed one, answers as a missing document (after the body limits,
- * before any handler reads the body).
+ * another document's token, or a guessed one, answers as a missing document (before the caller's places
+ * and the body limits, so no body of a caller without a credential is read).
  */
 export function guardDocuments(app: Hono, access: RouteAccess): void {
   app.use("/documents/:documentId/*", async (context, next) => {

@@ -23,8 +23,11 @@ export interface CommitPlanContext {
   readonly logger: Logger;
 }
 
-/** Failures after which the update may or may not have landed: the only ones that leave a plan unconfirmed. */
-const unconfirmedCodes = new Set(["network_error", "server_error", "invalid_response"]);
+/**
+ * Failures that leave a plan unconfirmed, to be committed again as it is: the update may or may not have
+ * landed, or (`too_many_requests`) the server was too busy to read it; a retry is safe after either.
+ */
+const unconfirmedCodes = new Set(["network_error", "server_error", "invalid_response", "too_many_requests"]);
 
 export async function commitPlan(
   context: CommitPlanContext,

@@ -1,12 +1,12 @@
 /**
  * A run's staging (ADR 0508): parts of its writes past the threshold, each committed with the plan's
- * message; none after the first `stageForMs`, none after a refusal; the rest at the end only for a run
- * that staged and did not fail.
+ * message; none after the first `stageForMs`, none after a refusal; at most `partsInFlight` unanswered;
+ * the rest at the end only for a run that staged and did not fail.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { decodeImportBlobMeta, LoroDoc } from "loro-crdt";
-import { atomsPerPart, runStaging, stageAfterAtoms, stageForMs } from "./run-staging.ts";
+import { atomsPerPart, partsInFlight, runStaging, stageAfterAtoms, stageForMs } from "./run-staging.ts";
 
 const planCommit = { message: JSON.stringify({ planId: "plan-1", actor: null }), origin: "docscript-plan" };
 
@@ -98,4 +98,42 @@ test("a part refused stops the run's staging", async () => {
   staging.afterWrite();
   staging.stop(true);
   assert.equal(parts.length, sent);
+});
+
+test("at most partsInFlight parts go unanswered; the writes past them go once parts are answered", async () => {
+  const doc = new LoroDoc();
+  doc.setPeerId(9);
+  const parts: Uint8Array[] = [];
+  const answers: (() => void)[] = [];
+  const staging = runStaging(
+    doc,
+    (part) => {
+      parts.push(part);
+      return new Promise((resolve) => answers.push(() => resolve({ staged: true })));
+    },
+    planCommit,
+  );
+  const map = doc.getMap("m");
+  const write = (atoms: number) => {
+    for (let index = 0; index < atoms; index++) map.set(`k${map.size}`, index);
+  };
+  write((partsInFlight + 4) * atomsPerPart);
+  staging.afterWrite();
+  assert.equal(parts.length, partsInFlight);
+  write(stageAfterAtoms);
+  staging.afterWrite();
+  assert.equal(parts.length, partsInFlight, "none more while all are unanswered");
+
+  for (const answer of answers.splice(0)) answer();
+  await new Promise((resolve) => setImmediate(resolve));
+  staging.afterWrite();
+  const total = (partsInFlight + 4) * atomsPerPart + stageAfterAtoms;
+  // The parts follow one another, none skipped.
+  assert.deepEqual(
+    ranges(parts),
+    Array.from({ length: total / atomsPerPart }, (_, index) => [
+      index * atomsPerPart,
+      (index + 1) * atomsPerPart,
+    ]),
+  );
 });

@@ -2,8 +2,9 @@
  * A large run hands what it has written to the document server in parts while its script goes on
  * (ADR 0508): the server imports each part into the replica its push will be checked in and reads the
  * rows it touched while it would otherwise wait for the run, so the push of 33,000 writes finds most of
- * its import and reads done. Parts are sent without waiting for their answers; a part refused stops the
- * run's staging (the push is then judged as any push). Small runs never stage.
+ * its import and reads done. Parts are sent without waiting for their answers, at most `partsInFlight`
+ * unanswered; a part refused stops the run's staging (the push is then judged as any push). Small runs
+ * never stage.
  */
 import type { LoroDoc } from "loro-crdt";
 
@@ -23,6 +24,12 @@ export const atomsPerPart = 500;
  * push; past this the rest goes with the push.
  */
 export const stageForMs = 10_000;
+/**
+ * Parts a run has sent and not had answered, at most: the server does them one at a time, and holds a
+ * credential to 64 requests in flight on a document (ADR 0482) that the run's own reads share. Writes
+ * past it wait for the next part, or go with the push.
+ */
+export const partsInFlight = 16;
 
 export interface RunStaging {
   /** Called after each write call: stages what the run wrote since the last part, when it is enough. */
@@ -50,6 +57,7 @@ export function runStaging(
   const base = doc.oplogVersion().get(peer) ?? 0;
   let staged = base;
   let stopped = false;
+  let unanswered = 0;
   const started = now();
   const stageWritten = (atLeast: number) => {
     if (stopped) return;
@@ -57,26 +65,28 @@ export function runStaging(
       stopped = true;
       return;
     }
+    if (unanswered >= partsInFlight) return;
     // The version counts the atoms still pending too.
     const written = doc.oplogVersion().get(peer) ?? 0;
     if (written - staged < atLeast) return;
     doc.commit(planCommit);
     const end = doc.oplogVersion().get(peer) ?? 0;
-    for (let counter = staged; counter < end; counter += atomsPerPart) {
-      const part = doc.export({
-        mode: "updates-in-range",
-        spans: [{ id: { peer, counter }, len: Math.min(atomsPerPart, end - counter) }],
-      });
+    while (staged < end && unanswered < partsInFlight) {
+      const len = Math.min(atomsPerPart, end - staged);
+      const part = doc.export({ mode: "updates-in-range", spans: [{ id: { peer, counter: staged }, len }] });
+      staged += len;
+      unanswered += 1;
       stage(part).then(
         (answer) => {
+          unanswered -= 1;
           if (!answer.staged) stopped = true;
         },
         () => {
+          unanswered -= 1;
           stopped = true;
         },
       );
     }
-    staged = end;
   };
   return {
     afterWrite: () => stageWritten(stageAfterAtoms),
