@@ -65,8 +65,10 @@ export function createMemoryApp(options: MemoryAppOptions) {
   app.get("/health", (context) => context.json({ ok: true }));
   app.openAPIRegistry.registerComponent("securitySchemes", "apiKey", { type: "http", scheme: "bearer" });
 
-  app.use("/v1/*", bodyLimit({ maxSize: options.maxBodyBytes ?? 4 * 1024 * 1024 }));
+  // The key, the tenant's rate and its place in flight first, from the headers alone: the body limit
+  // reads a body without a length whole, so a slow chunked body before it was held uncounted.
   app.use("/v1/*", authenticate(resolve, limiter, options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT));
+  app.use("/v1/*", bodyLimit({ maxSize: options.maxBodyBytes ?? 4 * 1024 * 1024 }));
 
   for (const route of memoryRoutes) registerMemoryRoute(app, route, options.service);
   // Generated once, after every route is registered; each route's example request filled in.
