@@ -20,146 +20,21 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import {
-  approve,
-  createGraph,
-  createMemoryStore,
-  createRunner,
-  type DurableStore,
-  END,
-  type Graph,
-  type JournalRecord,
-  type NodeContext,
-  tool,
-} from "@tackle/durable";
+import { createMemoryStore, createRunner, type DurableStore } from "@tackle/durable";
 import { createPostgresStore } from "@tackle/durable/postgres";
 import { createSqliteStore } from "@tackle/durable/sqlite";
 import { createTestDatabase, seededRandom } from "@tackle/test-support";
-import { applyToolCards } from "./helpers.ts";
-
-type Op =
-  | { readonly kind: "step"; readonly failures: number }
-  | { readonly kind: "tool" }
-  | { readonly kind: "approve" }
-  | { readonly kind: "interrupt" };
-
-interface Program {
-  readonly nodes: readonly (readonly Op[])[];
-  /** How many times the last node sends the run back to the first. */
-  readonly loops: number;
-}
-
-function randomProgram(random: () => number): Program {
-  const nodes = Array.from({ length: 1 + Math.floor(random() * 3) }, () =>
-    Array.from({ length: 1 + Math.floor(random() * 4) }, (): Op => {
-      const pick = random();
-      if (pick < 0.45) return { kind: "step", failures: random() < 0.25 ? 1 + Math.floor(random() * 2) : 0 };
-      if (pick < 0.75) return { kind: "tool" };
-      if (pick < 0.88) return { kind: "approve" };
-      return { kind: "interrupt" };
-    }),
-  );
-  return { nodes, loops: random() < 0.3 ? 1 : 0 };
-}
-
-/** One side effect, as the oracle saw it happen. */
-interface Effect {
-  readonly key: string;
-  readonly attempt: number;
-  readonly idempotencyKey: string;
-}
-
-/** What the oracle knows: the journal records that landed, and the effects that ran. */
-class Oracle {
-  readonly started = new Set<string>();
-  readonly done = new Set<string>();
-  readonly effects: Effect[] = [];
-  readonly idempotencyKeys = new Map<string, string>();
-  readonly violations: string[] = [];
-
-  landed(journal: readonly JournalRecord[] | undefined): void {
-    for (const record of journal ?? []) {
-      if (record.state === "started") this.started.add(`${record.key}#${record.attempt}`);
-      if (record.state === "done") this.done.add(record.key);
-    }
-  }
-
-  effect(key: string, attempt: number, idempotencyKey: string): void {
-    if (!this.started.has(`${key}#${attempt}`)) {
-      this.violations.push(`${key} attempt ${attempt} ran before its started record landed`);
-    }
-    if (this.done.has(key)) this.violations.push(`${key} ran again after its done record landed`);
-    if (this.effects.some((effect) => effect.key === key && effect.attempt === attempt)) {
-      this.violations.push(`${key} attempt ${attempt} ran twice`);
-    }
-    const known = this.idempotencyKeys.get(key);
-    if (known !== undefined && known !== idempotencyKey) {
-      this.violations.push(`${key} attempt ${attempt} has idempotency key ${idempotencyKey}, not ${known}`);
-    }
-    this.idempotencyKeys.set(key, idempotencyKey);
-    this.effects.push({ key, attempt, idempotencyKey });
-  }
-}
-
-type State = { log: readonly string[]; loops: number };
-
-/** The program as a graph; its effects reported to `oracle` (a crash-free reference passes none). */
-function graphOf(program: Program, name: string, oracle: () => Oracle | undefined): Graph<State> {
-  const graph = createGraph<State>(name);
-  for (const [index, ops] of program.nodes.entries()) {
-    graph.node(`n${index}`, async (state, ctx) => {
-      const log = [...state.log];
-      for (const [position, op] of ops.entries()) log.push(await runOp(ctx, op, `${position}`, oracle()));
-      const last = index === program.nodes.length - 1;
-      return { log, loops: last ? state.loops + 1 : state.loops };
-    });
-    if (index > 0) graph.edge(`n${index - 1}`, `n${index}`);
-  }
-  graph.branch(`n${program.nodes.length - 1}`, (state) => (state.loops <= program.loops ? "n0" : END));
-  return graph;
-}
-
-async function runOp(
-  ctx: NodeContext,
-  op: Op,
-  position: string,
-  oracle: Oracle | undefined,
-): Promise<string> {
-  const where = `${ctx.node}.${ctx.visit}.${position}`;
-  const sideEffect = (info: { key: string; attempt: number; idempotencyKey: string }) => {
-    oracle?.effect(info.key, info.attempt, info.idempotencyKey);
-    return `${where}:ran`;
-  };
-  switch (op.kind) {
-    case "step":
-      return ctx.step(
-        `step-${position}`,
-        (info) => {
-          const value = sideEffect(info);
-          // Fails its first tries (counted by attempt, so a crash-window re-run counts as one).
-          if (info.attempt <= op.failures) throw new Error(`${where} failed try ${info.attempt}`);
-          return value;
-        },
-        { retry: { attempts: op.failures + 1, backoff: () => 0 } },
-      );
-    case "tool":
-      return tool(ctx, `tool-${position}`, { where }, sideEffect);
-    case "approve": {
-      const answer = await approve(ctx, { title: `approve ${where}`, toolName: "pay", params: { where } });
-      if (!answer.approved) return `${where}:declined`;
-      return tool(ctx, "pay", { where }, sideEffect);
-    }
-    case "interrupt":
-      return `${where}:${String(await ctx.interrupt({ ask: where }))}`;
-  }
-}
-
-/** The answer a person gives an open interrupt: the same for the same id, whatever the pass. */
-function answerFor(id: string, request: unknown): unknown {
-  const approval = (request as { kind?: string } | undefined)?.kind === "approval";
-  const even = [...id].reduce((sum, character) => sum + character.charCodeAt(0), 0) % 2 === 0;
-  return approval ? { approved: even, ...(even ? {} : { reason: "no" }) } : `answer-${id}`;
-}
+import {
+  answerFor,
+  cardStatuses,
+  driveAlone,
+  graphOf,
+  Oracle,
+  type Program,
+  randomProgram,
+  rounds,
+  seeds,
+} from "./property-programs.ts";
 
 const never = new Promise<never>(() => {});
 
@@ -175,14 +50,6 @@ function dyingStore(base: DurableStore, oracle: Oracle, dieAt: number, mode: "be
   const death = new Promise<"died">((resolve) => {
     died = () => resolve("died");
   });
-  const landed = (method: string, args: unknown[], result: unknown) => {
-    if (method === "createRun")
-      oracle.landed((args[1] as { journal?: JournalRecord[] } | undefined)?.journal);
-    if (method === "commit") oracle.landed((args[2] as { journal?: JournalRecord[] }).journal);
-    if (method === "claimRun" && result !== undefined) {
-      oracle.landed((args[3] as { journal?: JournalRecord[] } | undefined)?.journal);
-    }
-  };
   const store = new Proxy(base, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver);
@@ -199,7 +66,7 @@ function dyingStore(base: DurableStore, oracle: Oracle, dieAt: number, mode: "be
         return (value as (...parameters: unknown[]) => Promise<unknown>)
           .apply(target, args)
           .then((result) => {
-            landed(String(property), args, result);
+            oracle.storeCallLanded(String(property), args, result);
             if (dying) {
               dead = true;
               died();
@@ -252,34 +119,6 @@ async function driveWithCrashes(program: Program, base: DurableStore, seed: numb
   return assert.fail(`seed ${seed}: the run did not end in 60 incarnations`);
 }
 
-/** The same program with no crash, answering every interrupt alike. */
-async function driveWithoutCrashes(program: Program, seed: number) {
-  const store = createMemoryStore();
-  const graph = graphOf(program, `p-${seed}`, () => undefined);
-  const runner = createRunner({ store, graphs: [graph], leaseMs: 0, recover: false });
-  const threadId = `t-${seed}`;
-  let snapshot = await runner.start(graph, { log: [], loops: 0 }, { threadId });
-  while (snapshot.status === "paused") {
-    const answers = Object.fromEntries(
-      snapshot.interrupts.map((open) => [open.id, answerFor(open.id, open.request)]),
-    );
-    snapshot = await runner.resume(threadId, answers);
-  }
-  assert.equal(snapshot.status, "completed", `seed ${seed}: the reference run ended ${snapshot.status}`);
-  const frames = await store.readFrames(threadId, 0);
-  await runner.close();
-  return { snapshot, frames };
-}
-
-const cardStatuses = (frames: Parameters<typeof applyToolCards>[0]) =>
-  Object.fromEntries([...applyToolCards(frames)].map(([id, card]) => [id, card.status]));
-
-const rounds = (fallback: number) => Number(process.env.TACKLE_PROPERTY_ROUNDS ?? fallback);
-const seeds = (count: number, offset: number) =>
-  process.env.TACKLE_PROPERTY_SEED === undefined
-    ? Array.from({ length: count }, (_, index) => offset + index)
-    : [Number(process.env.TACKLE_PROPERTY_SEED)];
-
 async function checkProgram(
   seed: number,
   base: DurableStore,
@@ -287,7 +126,7 @@ async function checkProgram(
 ) {
   const random = seededRandom(seed);
   const program = randomProgram(random);
-  const reference = await driveWithoutCrashes(program, seed);
+  const reference = await driveAlone(program, seed);
   const crashed = await driveWithCrashes(program, base, seed, random);
   assert.deepEqual(crashed.oracle.violations, [], `seed ${seed}: ${JSON.stringify(program)}`);
   assert.deepEqual(crashed.snapshot.state, reference.snapshot.state, `seed ${seed}: the end state differs`);

@@ -172,6 +172,26 @@ function commitTests(opened: () => StoreHarness): void {
       (error) => DurableError.isInstance(error) && error.code === "not_found",
     );
   });
+
+  test("a claim made from an old reading of the run (ifOwner) is refused once another claim took it", async () => {
+    const { store } = opened();
+    await store.createRun(record("t-if-owner"), { frames: [{ type: "a", seq: 1, data: null }] });
+    await store.commit("t-if-owner", "owner-1", { run: { status: "paused" } });
+    const first = await store.claimRun("t-if-owner", "owner-2", ["paused"], {}, { ifOwner: "owner-1" });
+    assert.equal(first?.run.owner, "owner-2");
+    await store.commit("t-if-owner", "owner-2", { run: { status: "paused" } });
+    // Paused again, by another owner: the claim that read owner-1 writes nothing.
+    const late = await store.claimRun(
+      "t-if-owner",
+      "owner-3",
+      ["paused"],
+      { journal: [{ key: "answer:x", name: "answer", state: "done", attempt: 1, value: "late" }] },
+      { ifOwner: "owner-1" },
+    );
+    assert.equal(late, undefined);
+    assert.deepEqual(await store.readJournal("t-if-owner"), []);
+    assert.equal((await store.getRun("t-if-owner"))?.owner, "owner-2");
+  });
 }
 
 /** Runners over the store: a paused run resumed from a fresh handle, and two runners racing on one. */

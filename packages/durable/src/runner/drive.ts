@@ -45,13 +45,16 @@ export async function drive<State extends object>(
 ): Promise<RunSnapshot<State>> {
   const out = writer(state, run.threadId, run.owner, lastSeq);
   const beat = state.leaseMs / 3;
+  let ended = false;
   const heartbeat =
     state.leaseMs > 0
       ? setInterval(() => {
           // Fenced (cancelled, or taken over): the steps in flight here see their signals abort now.
+          // A heartbeat answered after this drive ended (its store was slow) aborts nothing: the node
+          // running on this thread now, if any, is a later drive's, which its own writes fence.
           if (Date.now() - out.lastWriteAt >= beat)
             out.write({}).catch((error: unknown) => {
-              if (DurableError.isInstance(error) && error.code === "run_fenced")
+              if (!ended && DurableError.isInstance(error) && error.code === "run_fenced")
                 state.current.get(run.threadId)?.abort(error);
             });
         }, beat)
@@ -60,6 +63,7 @@ export async function drive<State extends object>(
   try {
     return await driveWith<State>(state, out, run, firstFrames);
   } finally {
+    ended = true;
     clearInterval(heartbeat);
   }
 }
@@ -192,6 +196,11 @@ async function driveWith<State extends object>(
       const { frames, journal: leftover } = runtime.drain();
       batches.pending.push(...frames);
       if (runtime.fatal !== undefined) throw runtime.fatal;
+      // The heartbeat found the run fenced (taken over, or cancelled elsewhere) and aborted the node:
+      // what failed is the fence's doing, and the run is no longer this driver's to fail.
+      const fence: unknown = runtime.context.signal.reason;
+      if (outcome.kind === "failed" && DurableError.isInstance(fence) && fence.code === "run_fenced")
+        throw fence;
       if (outcome.kind === "paused") {
         await pause(state, out, batches, threadId, node, runtime, leftover);
         return snapshotOf<State>({ ...run, status: "paused", node }, values, runtime.open);

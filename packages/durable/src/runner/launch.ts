@@ -136,29 +136,47 @@ async function launchNext<State extends object>(
   startOptions: StartOptions,
 ): Promise<Launched<State>> {
   const { threadId } = existing;
-  const busy = () =>
-    new DurableError(
+  // Refused: the thread has a live run. Unless it is this start's own — the same start sent twice at
+  // once, whose twin started the run since `existing` was read: then that run is the answer.
+  const refuse = async (): Promise<Launched<State>> => {
+    const latest = (await state.store.getRun(threadId)) ?? existing;
+    if (startOptions.runId !== undefined && (await hasRun(state, threadId, latest, runId))) {
+      return idleLaunch<State>(state, threadId, runId);
+    }
+    throw new DurableError(
       "thread_active",
-      `Thread "${threadId}" has a ${existing.status} run (${existing.runId}); resume or cancel it before starting another`,
-      { data: { runId: existing.runId, status: existing.status } },
+      `Thread "${threadId}" has a ${latest.status} run (${latest.runId}); resume or cancel it before starting another`,
+      { data: { runId: latest.runId, status: latest.status } },
     );
+  };
   if (state.active.has(threadId) || existing.status === "running" || existing.status === "paused")
-    throw busy();
+    return refuse();
   const carried = decodeValue(existing.state, "state") as object;
   const values = { ...carried, ...input };
-  const claimed = await state.store.claimRun(threadId, randomUUID(), ["completed", "failed", "cancelled"], {
-    run: {
-      runId,
-      graph: graph.name,
-      status: "running",
-      state: encodeValue(values, "the input"),
-      node: graph.entry(),
-      cursor: encodeCursor({ ...(decodeValue(existing.cursor, "cursor") as Cursor), version: graph.version }),
-      interrupts: encodeValue([], "interrupts"),
-      error: null,
+  const claimed = await state.store.claimRun(
+    threadId,
+    randomUUID(),
+    ["completed", "failed", "cancelled"],
+    {
+      run: {
+        runId,
+        graph: graph.name,
+        status: "running",
+        state: encodeValue(values, "the input"),
+        node: graph.entry(),
+        cursor: encodeCursor({
+          ...(decodeValue(existing.cursor, "cursor") as Cursor),
+          version: graph.version,
+        }),
+        interrupts: encodeValue([], "interrupts"),
+        error: null,
+      },
     },
-  });
-  if (claimed === undefined) throw busy();
+    { ifOwner: existing.owner },
+  );
+  // Another claim took the thread since it was read (this start's twin, another start): never a
+  // second run from one reading (ADR 0119).
+  if (claimed === undefined) return refuse();
   const started: Frame = {
     type: "run_started",
     seq: 0,

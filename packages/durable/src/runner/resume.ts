@@ -130,16 +130,26 @@ async function resumePaused<State extends object>(
       { data: { missing } },
     );
   }
-  const claimed = await state.store.claimRun(threadId, randomUUID(), ["paused"], {
-    journal: [...fresh].map(([id, text]) => ({
-      key: `answer:${id}`,
-      name: "answer",
-      state: "done",
-      attempt: 1,
-      value: text,
-    })),
-    run: { status: "running", interrupts: encodeValue([], "interrupts") },
-  });
+  // Claimed only as read (`ifOwner`): paused at these interrupts, claimed by nobody since. A resume that
+  // read the run before a racing one claimed it would else find it paused again at the next interrupts
+  // and write its answers over the ones that run went on with (ADR 0119).
+  const claimed = await state.store.claimRun(
+    threadId,
+    randomUUID(),
+    ["paused"],
+    {
+      journal: [...fresh].map(([id, text]) => ({
+        key: `answer:${id}`,
+        name: "answer",
+        state: "done",
+        attempt: 1,
+        value: text,
+      })),
+      run: { status: "running", interrupts: encodeValue([], "interrupts") },
+    },
+    { ifOwner: run.owner },
+  );
+  // Lost the race: read again — the same answers are a replay, others a conflict.
   if (claimed === undefined) return launchResume(state, threadId, given, resumeOptions);
   const resumed: Frame = {
     type: "run_resumed",

@@ -74,6 +74,12 @@ export interface ClaimOptions {
    * (retryable, `data.retryAfterMs`).
    */
   readonly staleAfterMs?: number;
+  /**
+   * Take the run only if its owner token is still this one — no other claim (a resume, a start, a
+   * takeover, a cancel) took it since the caller read it — else answer undefined, as for a status that
+   * does not match. Two claims made from one reading of the run: one wins, the other reads again.
+   */
+  readonly ifOwner?: string;
 }
 
 /** The `run_active` refusal of a claim whose lease has not run out. */

@@ -54,6 +54,7 @@ export function createMemoryStore(): DurableStore {
     async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
       const thread = need(threadId);
       if (!fromStatus.includes(thread.run.status)) return undefined;
+      if (options.ifOwner !== undefined && thread.run.owner !== options.ifOwner) return undefined;
       // One process: its own clock is the store's clock.
       const silentForMs = Date.now() - Date.parse(thread.run.updatedAt);
       const lease = options.staleAfterMs ?? 0;

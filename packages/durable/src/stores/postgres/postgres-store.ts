@@ -158,6 +158,7 @@ function writes(
         const row = result.rows[0];
         if (row === undefined) throw unknownRun(threadId);
         if (!fromStatus.includes(row.status as RunStatus)) return undefined;
+        if (options.ifOwner !== undefined && row.owner !== options.ifOwner) return undefined;
         const lease = options.staleAfterMs ?? 0;
         if (lease > 0 && row.silent_ms < lease) throw leaseHeld(threadId, row.silent_ms, lease);
         await applyBatch(client, tables, threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);

@@ -113,6 +113,7 @@ function writes(database: DatabaseSync, statements: DurableStatements): Writes {
         const row = selectRun.get(threadId) as RunRow | undefined;
         if (row === undefined) throw unknownRun(threadId);
         if (!fromStatus.includes(row.status as RunStatus)) return undefined;
+        if (options.ifOwner !== undefined && row.owner !== options.ifOwner) return undefined;
         // One file on one machine: the processes sharing it share its clock.
         const silentForMs = Date.now() - Date.parse(row.updated_at);
         const lease = options.staleAfterMs ?? 0;
