@@ -10,6 +10,7 @@ import { openToolSource } from "../program/open-tool-source.ts";
 import type { ProgramContext } from "../program/program-context.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { type ApprovalFlags, approvalFlags, approvalOptions, openApprovals } from "./approval-options.ts";
+import { type BoundFlags, passedBoundFlags, stdioBoundOptions } from "./bound-options.ts";
 import { mcpClientConfig } from "./mcp-client-config.ts";
 import { resultBudgetOption } from "./result-budget-option.ts";
 import { sourceOptions } from "./source-options.ts";
@@ -24,15 +25,16 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
     "--print-config",
     "print the entries that start this command from common MCP clients (Claude Desktop, Cursor, VS Code, Claude Code, Inspector), and exit",
   );
-  resultBudgetOption(approvalOptions(sourceOptions(command))).action(
+  stdioBoundOptions(resultBudgetOption(approvalOptions(sourceOptions(command)))).action(
     async (
-      options: ApprovalFlags & {
-        console?: string;
-        tokenFile?: string;
-        builtin?: boolean;
-        resultBudget?: number;
-        printConfig?: boolean;
-      },
+      options: ApprovalFlags &
+        BoundFlags & {
+          console?: string;
+          tokenFile?: string;
+          builtin?: boolean;
+          resultBudget?: number;
+          printConfig?: boolean;
+        },
     ) => {
       if (options.printConfig === true) {
         context.stdout.write(mcpClientConfig({ env: context.env, flags: passedFlags(options) }));
@@ -52,10 +54,14 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
         context.stdin.once("end", () => resolve("stdin closed"));
         context.stdin.once("close", () => resolve("stdin closed"));
       });
+      const transport = new CheckedStdioServerTransport(input, context.stdout as NodeJS.WriteStream, {
+        ...(options.maxInFlight === undefined ? {} : { maxInFlight: options.maxInFlight }),
+        ...(options.maxWaiting === undefined ? {} : { maxWaiting: options.maxWaiting }),
+      });
       const handle = serveStdio(
         () => createMcpServer(source, { resultPages, ...(approvals === undefined ? {} : { approvals }) }),
         {
-          transport: new CheckedStdioServerTransport(input, context.stdout as NodeJS.WriteStream),
+          transport,
           onerror: (error) => context.logger.warn("mcp stdio error", { error: error.message }),
         },
       );
@@ -63,7 +69,7 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
       const reason = await Promise.race([ended, context.stopped]);
       context.logger.debug("tackle mcp stopping", { reason });
       // A signal stops at once; the end of stdin waits for the replies.
-      if (reason === "stdin closed") await idle();
+      if (reason === "stdin closed") await idle(() => transport.waiting);
       input.end();
       await handle.close();
       await approvals?.close();
@@ -74,27 +80,32 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
 
 /** The flags given here, as the printed entries pass them on. */
 function passedFlags(
-  options: ApprovalFlags & {
-    console?: string;
-    tokenFile?: string;
-    builtin?: boolean;
-    resultBudget?: number;
-  },
+  options: ApprovalFlags &
+    BoundFlags & {
+      console?: string;
+      tokenFile?: string;
+      builtin?: boolean;
+      resultBudget?: number;
+    },
 ): string[] {
   return [
     ...(options.console === undefined ? [] : ["--console", options.console]),
     ...(options.tokenFile === undefined ? [] : ["--token-file", resolve(options.tokenFile)]),
     ...(options.builtin === true ? ["--builtin"] : []),
     ...(options.resultBudget === undefined ? [] : ["--result-budget", String(options.resultBudget)]),
+    ...passedBoundFlags(options),
     ...approvalFlags(options),
   ];
 }
 
 /**
- * The source, counting its listings and calls in flight; `idle()` resolves once none has run for a
- * moment (the reply of the last one written to stdout by then).
+ * The source, counting its listings and calls in flight; `idle(waiting)` resolves once none has run
+ * for a moment and no request waits for a place (the reply of the last one written to stdout by then).
  */
-function trackInFlight(source: ToolSource): { source: ToolSource; idle: () => Promise<void> } {
+function trackInFlight(source: ToolSource): {
+  source: ToolSource;
+  idle: (waiting: () => number) => Promise<void>;
+} {
   let running = 0;
   const track = async <T>(work: () => Promise<T>): Promise<T> => {
     running += 1;
@@ -112,11 +123,11 @@ function trackInFlight(source: ToolSource): { source: ToolSource; idle: () => Pr
       call: (name, args, options) => track(() => source.call(name, args, options)),
       close: () => source.close(),
     },
-    async idle() {
+    async idle(waiting) {
       // Messages read just before the end may still be on their way to a handler: settle first.
       await quiet();
-      while (running > 0) {
-        while (running > 0) await quiet();
+      while (running > 0 || waiting() > 0) {
+        while (running > 0 || waiting() > 0) await quiet();
         await quiet();
       }
     },

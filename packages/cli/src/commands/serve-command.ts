@@ -22,9 +22,10 @@ import {
 import type { ProgramContext } from "../program/program-context.ts";
 import type { ModuleInfo, ToolSource } from "../tool-source/tool-source.ts";
 import { type ApprovalFlags, approvalOptions, openApprovals } from "./approval-options.ts";
+import { type BoundFlags, consoleBoundOptions } from "./bound-options.ts";
 import { resultBudgetOption } from "./result-budget-option.ts";
 
-interface ServeOptions extends ApprovalFlags {
+interface ServeOptions extends ApprovalFlags, BoundFlags {
   listen?: string;
   tokenFile?: string;
   builtin?: boolean;
@@ -53,7 +54,7 @@ export function addServeCommand(program: Command, context: ProgramContext): void
       "--durable-url <url>",
       "the console's runs page shows and approves this durable HTTP server's runs instead of the demo agent's (default TACKLE_CONSOLE_DURABLE_URL); loopback only",
     );
-  resultBudgetOption(approvalOptions(command)).action(async (options: ServeOptions) => {
+  consoleBoundOptions(resultBudgetOption(approvalOptions(command))).action(async (options: ServeOptions) => {
     const { logger, env, stdout } = context;
     const config = readMeshConfig(env);
     const listen = options.listen === undefined ? config.consoleListen : readListenFlag(options.listen);
@@ -104,6 +105,8 @@ export function addServeCommand(program: Command, context: ProgramContext): void
         runsStore: join(tackleHome(env), "console-runs.sqlite"),
         ...(durableUrl === undefined ? {} : { durableUrl }),
         ...(options.resultBudget === undefined ? {} : { resultBudget: options.resultBudget }),
+        ...(options.maxInFlight === undefined ? {} : { maxInFlight: options.maxInFlight }),
+        ...(options.maxStreams === undefined ? {} : { maxStreams: options.maxStreams }),
         ...(approvals === undefined ? {} : { approvals }),
       });
       closers.unshift(() => running.close());

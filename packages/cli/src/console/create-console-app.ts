@@ -1,6 +1,7 @@
 /**
  * The console's HTTP app: loopback guard on every path; MCP (both protocol revisions; sessions for the
  * 2025 clients that keep one, session-less calls answered directly) behind the bearer token; the web page and its API (signed-in sessions) on the other paths.
+ * Each credential holds a bounded number of requests and, apart, event streams (request-bounds.ts).
  */
 import type { Logger } from "@tackle/core";
 import { loopbackViolation } from "@tackle/core/internal";
@@ -9,9 +10,18 @@ import type { ApprovalCalls } from "../mcp/approval-calls.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { bearerMatches } from "./console-token.ts";
 import { createMcpEndpoint, type McpSessionOptions } from "./mcp-endpoint.ts";
+import {
+  type ConsoleBounds,
+  type ConsoleBoundsOptions,
+  createConsoleBounds,
+  kindOf,
+  refusedMcp,
+  servedInPlace,
+  takePlace,
+} from "./request-bounds.ts";
 import { type ConsoleSessions, createConsoleSessions } from "./web/console-sessions.ts";
 
-export interface ConsoleAppOptions {
+export interface ConsoleAppOptions extends ConsoleBoundsOptions {
   readonly source: ToolSource;
   readonly token: string;
   /** Where the token lives, named in a 401 so a client's user can find it. */
@@ -33,6 +43,8 @@ export interface ConsoleApp {
   readonly fetch: (request: Request) => Response | Promise<Response>;
   /** The web page's sign-in: its one-time code and its sessions. */
   readonly sessions: ConsoleSessions;
+  /** The places each credential holds (ADR 0270). */
+  readonly bounds: ConsoleBounds;
   close(): Promise<void>;
 }
 
@@ -44,6 +56,7 @@ function tokenFileName(path: string | undefined): string {
 
 export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
   const { source, token, logger } = options;
+  const bounds = createConsoleBounds(options);
   const mcp = createMcpEndpoint(source, logger, {
     ...options.mcpSessions,
     ...(options.resultBudget === undefined ? {} : { resultBudget: options.resultBudget }),
@@ -57,6 +70,7 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
       source,
       token,
       sessions,
+      bounds,
       logger,
       ...(options.runsStore === undefined ? {} : { runsStore: options.runsStore }),
       ...(options.durableUrl === undefined ? {} : { durableUrl: options.durableUrl }),
@@ -119,7 +133,14 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
     }
     return next();
   });
-  app.all(consolePath, (context) => mcp.fetch(context.req.raw));
+  // The token's place is taken here, past its check and before the body is read (ADR 0270).
+  app.all(consolePath, (context) => {
+    const request = context.req.raw;
+    const kind = kindOf(request, true);
+    const place = takePlace(bounds, "token", kind, request);
+    if (place === undefined) return refusedMcp(bounds, "token", kind);
+    return servedInPlace(place, request, () => mcp.fetch(request, { place, bounds }));
+  });
   app.all("*", async (context) => {
     const page = await web.catch(() => undefined);
     if (page === undefined) {
@@ -138,6 +159,7 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
   return {
     fetch: app.fetch,
     sessions,
+    bounds,
     async close() {
       await mcp.close();
       await options.approvals?.close();

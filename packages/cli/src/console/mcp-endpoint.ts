@@ -39,7 +39,9 @@ import {
   serverIdentity,
 } from "../mcp/create-mcp-server.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
+import { type ConsoleBounds, type Place, type PlaceKind, refusedMcp } from "./request-bounds.ts";
 import { createSessionEventStore } from "./session-event-store.ts";
+import { createSessionPins, type SessionPins } from "./session-pins.ts";
 
 export interface McpSessionOptions {
   /** Sessions held at once; a new one past this closes the least recently used. Default 64. */
@@ -69,7 +71,15 @@ export function credentialOwner(headers: Headers | undefined): string {
 }
 
 export interface McpEndpoint {
-  fetch(request: Request): Promise<Response>;
+  /**
+   * Answers one request. `held`: the place it holds and the bounds it came from; once a POST's body is
+   * read its place is a stream's if it is a `subscriptions/listen`, a request's otherwise, moved there
+   * or refused 429 when those are all held (ADR 0270).
+   */
+  fetch(
+    request: Request,
+    held?: { readonly place: Place; readonly bounds: ConsoleBounds },
+  ): Promise<Response>;
   /** Sessions held now (for tests and logs). */
   readonly sessionCount: number;
   close(): Promise<void>;
@@ -92,6 +102,8 @@ interface Session {
   /** The 2025 revision its initialize settled on (the client asked for it, and it is served). */
   readonly revision: string | undefined;
   readonly transport: WebStandardStreamableHTTPServerTransport;
+  /** The places its calls hold until they are answered, whatever became of their streams. */
+  readonly pins: SessionPins;
   lastUsed: number;
 }
 
@@ -141,9 +153,15 @@ export function createMcpEndpoint(
     await session.server.close().catch(() => undefined);
   }
 
-  async function sessionRequest(id: string, request: Request, parsedBody?: unknown): Promise<Response> {
+  async function sessionRequest(
+    id: string,
+    request: Request,
+    parsedBody?: unknown,
+    place?: Place,
+  ): Promise<Response> {
     const session = sessions.get(id);
     if (session === undefined) return jsonRpcError(404, -32001, "Session not found");
+    if (place !== undefined && parsedBody !== undefined) session.pins.posted(parsedBody, place);
     session.lastUsed = Date.now();
     sessions.delete(id);
     sessions.set(id, session);
@@ -155,12 +173,20 @@ export function createMcpEndpoint(
     get sessionCount() {
       return sessions.size;
     },
-    async fetch(request) {
+    async fetch(request, held) {
       const sessionId = request.headers.get("mcp-session-id");
       if (request.method !== "POST") {
         return sessionId === null ? handler.fetch(request) : sessionRequest(sessionId, request);
       }
       const body = await readJson(request);
+      // The client went before its body was whole: answered as the SDK answers it (it is gone anyway).
+      if (body.kind === "unreadable")
+        return jsonRpcError(400, -32700, "Parse error: the request body could not be read");
+      // What the body is decides its place, whatever its `Mcp-Method` header said (ADR 0270).
+      if (held !== undefined) {
+        const kind = placeFor(body, held.place.kind);
+        if (!held.place.moveTo(kind)) return refusedMcp(held.bounds, held.place.credential, kind);
+      }
       if (body.kind === "unread") {
         return sessionId === null ? handler.fetch(request) : sessionRequest(sessionId, request);
       }
@@ -174,7 +200,7 @@ export function createMcpEndpoint(
         return sessionId === null ? handler.fetch(again) : sessionRequest(sessionId, again);
       }
       const parsed = body.value;
-      if (sessionId !== null) return sessionRequest(sessionId, request, parsed);
+      if (sessionId !== null) return sessionRequest(sessionId, request, parsed, held?.place);
       if (isRecord(parsed) && parsed.method === "initialize" && !hasModernClaim(parsed)) {
         return openSession(request, parsed);
       }
@@ -218,6 +244,7 @@ async function openSessionIn(
     ...(approvals === undefined ? {} : { approvals }),
   });
   let registered: Session | undefined;
+  const pins = createSessionPins();
   const asked =
     isRecord(parsedBody) && isRecord(parsedBody.params) ? parsedBody.params.protocolVersion : undefined;
   const revision = typeof asked === "string" && legacyRevisions.has(asked) ? asked : undefined;
@@ -234,7 +261,7 @@ async function openSessionIn(
         const [oldestId, oldest] = sessions.entries().next().value as [string, Session];
         void closeSession(oldestId, oldest, "too many sessions");
       }
-      registered = { server, revision, transport, lastUsed: Date.now() };
+      registered = { server, revision, transport, pins, lastUsed: Date.now() };
       sessions.set(id, registered);
     },
     onsessionclosed: (id) => {
@@ -242,7 +269,14 @@ async function openSessionIn(
       if (sessions.get(id)?.transport === transport) sessions.delete(id);
     },
   });
+  // Every answer the session's server sends unpins its call's place; a closed session unpins them all.
+  const send = transport.send.bind(transport);
+  transport.send = (message, sendOptions) => {
+    pins.sent(message);
+    return send(message, sendOptions);
+  };
   server.onclose = () => {
+    pins.clear();
     const id = transport.sessionId;
     if (id !== undefined && sessions.get(id)?.transport === transport) sessions.delete(id);
   };
@@ -316,14 +350,35 @@ type Body =
   | { readonly kind: "json"; readonly value: unknown }
   | { readonly kind: "not-json"; readonly text: string }
   /** Not read: no declared length, over the bound, or not JSON by its type; the SDK reads it. */
-  | { readonly kind: "unread" };
+  | { readonly kind: "unread" }
+  /** Its reading failed: the client went mid-body. */
+  | { readonly kind: "unreadable" };
+
+/**
+ * The place a POST's body holds: a listen, a stream's (a call cannot pass for one); a notification or
+ * a response read in a reply place, that place (it runs nothing); anything else, a body not read here
+ * included, a request's.
+ */
+function placeFor(body: Body, current: PlaceKind): PlaceKind {
+  const message = body.kind === "json" && isRecord(body.value) ? body.value : undefined;
+  if (message?.method === "subscriptions/listen") return "stream";
+  if (current !== "reply" || message === undefined) return "request";
+  const notification = typeof message.method === "string" && !("id" in message);
+  const response = !("method" in message) && "id" in message && ("result" in message || "error" in message);
+  return notification || response ? "reply" : "request";
+}
 
 async function readJson(request: Request): Promise<Body> {
   const length = Number(request.headers.get("content-length") ?? Number.NaN);
   if (!(length >= 0 && length <= maxBodyBytes) || !isJsonContentType(request.headers.get("content-type"))) {
     return { kind: "unread" };
   }
-  const text = await request.text();
+  let text: string;
+  try {
+    text = await request.text();
+  } catch {
+    return { kind: "unreadable" };
+  }
   try {
     return { kind: "json", value: JSON.parse(text) };
   } catch {

@@ -26,6 +26,16 @@ export interface ConsoleOptions {
   readonly resultBudget?: number;
   /** Tool calls that wait for a person's approval; the console closes them with itself. */
   readonly approvals?: ApprovalCalls;
+  /**
+   * Requests each credential (the bearer token; the signed-in web page apart) holds at once, event
+   * streams aside; past it 429 `overloaded` before the body is read (ADR 0270). Default 64.
+   */
+  readonly maxInFlight?: number;
+  /**
+   * Event streams each credential holds open at once, apart from its requests: a `GET` that asks for
+   * `text/event-stream`, a 2026-07-28 `subscriptions/listen`. Default 64.
+   */
+  readonly maxStreams?: number;
 }
 
 export interface RunningConsole {

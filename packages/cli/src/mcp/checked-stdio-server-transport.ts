@@ -2,7 +2,8 @@
  * The SDK's stdio server transport, answering the lines it would drop without a word: one that is
  * not JSON gets JSON-RPC's parse error, one that is JSON but no JSON-RPC message (or a batch) gets
  * invalid request, and one longer than the line limit gets invalid request at once and is skipped
- * to its end, so the session goes on.
+ * to its end, so the session goes on. The requests it hands on are bounded (ADR 0270): at most
+ * `maxInFlight` at once, the rest waiting in line, refused `overloaded` past `maxWaiting`.
  */
 import type { Readable, Writable } from "node:stream";
 import {
@@ -12,11 +13,12 @@ import {
   parseJSONRPCMessage,
 } from "@modelcontextprotocol/server";
 import { StdioServerTransport } from "@modelcontextprotocol/server/stdio";
+import { createStdioAdmission, type StdioAdmission, type StdioAdmissionOptions } from "./stdio-admission.ts";
 
 /** The longest line read as one message: 4 MiB, the same bound the SDK's HTTP transport puts on a body. */
 export const defaultMaxLineBytes = 4 * 1024 * 1024;
 
-export interface CheckedStdioOptions {
+export interface CheckedStdioOptions extends StdioAdmissionOptions {
   /** Bytes a line may hold (its newline not counted); default {@link defaultMaxLineBytes}. */
   readonly maxLineBytes?: number;
 }
@@ -25,6 +27,7 @@ const newline = 0x0a;
 
 export class CheckedStdioServerTransport extends StdioServerTransport {
   readonly #maxLineBytes: number;
+  readonly #admission: StdioAdmission;
   #line: Buffer[] = [];
   #lineBytes = 0;
   /** Inside a line already refused for its length: the rest of it up to its newline is dropped. */
@@ -33,6 +36,34 @@ export class CheckedStdioServerTransport extends StdioServerTransport {
   constructor(stdin: Readable, stdout: Writable, options: CheckedStdioOptions = {}) {
     super(stdin, stdout);
     this.#maxLineBytes = options.maxLineBytes ?? defaultMaxLineBytes;
+    this.#admission = createStdioAdmission(options, this.#maxLineBytes, {
+      deliver: (message) => {
+        try {
+          this.onmessage?.(message);
+        } catch (error) {
+          this.onerror?.(error as Error);
+        }
+      },
+      // A refusal for load is the client's to read, not this process's to log once per request.
+      refuse: (id, code, message, data) => this.#answer(id, code, message, data),
+    });
+  }
+
+  /** Requests read and waiting for a place (none once every request read has been handed on). */
+  get waiting(): number {
+    return this.#admission.waiting;
+  }
+
+  // Every answer the server sends gives its request's place back; the refusals below, sent past this,
+  // answer requests that never had one.
+  override send(...args: Parameters<StdioServerTransport["send"]>): Promise<void> {
+    this.#admission.sent(args[0]);
+    return super.send(...args);
+  }
+
+  override async close(): Promise<void> {
+    this.#admission.clear();
+    await super.close();
   }
 
   // The SDK reads stdin through this listener (it attaches and detaches `this._ondata`); its own
@@ -106,18 +137,18 @@ export class CheckedStdioServerTransport extends StdioServerTransport {
       );
       return;
     }
-    try {
-      this.onmessage?.(message);
-    } catch (error) {
-      this.onerror?.(error as Error);
-    }
+    this.#admission.receive(message, bytes.length);
   }
 
   #refuse(id: string | number | null, code: number, message: string, data?: unknown): void {
     this.onerror?.(new Error(message));
+    this.#answer(id, code, message, data);
+  }
+
+  #answer(id: string | number | null, code: number, message: string, data?: unknown): void {
     const reply = { jsonrpc: "2.0", id, error: { code, message, ...(data === undefined ? {} : { data }) } };
     // JSON-RPC 2.0 answers an error whose id cannot be read with `id: null`, which the SDK's types omit.
-    this.send(reply as unknown as JSONRPCMessage).catch((error: Error) => this.onerror?.(error));
+    super.send(reply as unknown as JSONRPCMessage).catch((error: Error) => this.onerror?.(error));
   }
 }
 

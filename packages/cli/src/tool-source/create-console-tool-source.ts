@@ -173,6 +173,8 @@ function failureOf(
   if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout && timeoutMs !== undefined) {
     return { ok: false, error: new ToolTimeoutError(qualifiedName, timeoutMs) };
   }
+  const overloaded = overloadedError(qualifiedName, error);
+  if (overloaded !== undefined) return { ok: false, error: overloaded };
   return {
     ok: false,
     error: new ToolError("console_failed", `The console call failed: ${(error as Error).message}`, {
@@ -180,6 +182,27 @@ function failureOf(
       cause: error,
     }),
   };
+}
+
+/**
+ * The console past its bound on the token's requests (ADR 0270): 429 with a JSON-RPC error, which the
+ * SDK throws with the status and the body's text. It is `overloaded`, retryable, in the console's words.
+ */
+function overloadedError(qualifiedName: string, error: unknown): ToolError | undefined {
+  const http = (error as { data?: { status?: unknown; text?: unknown } } | undefined)?.data;
+  if (!(error instanceof SdkError) || http?.status !== 429) return undefined;
+  let said: { message?: unknown; data?: { retryAfterSeconds?: unknown } } | undefined;
+  try {
+    said = (JSON.parse(String(http.text)) as { error?: typeof said }).error;
+  } catch {
+    said = undefined; // not the console's JSON-RPC error: the SDK's own message says what came back
+  }
+  const wait = said?.data?.retryAfterSeconds;
+  return new ToolError(
+    "overloaded",
+    `The console refused the call to ${qualifiedName}: ${typeof said?.message === "string" ? said.message : error.message}`,
+    { retryable: true, data: typeof wait === "number" ? { retryAfterSeconds: wait } : {}, cause: error },
+  );
 }
 
 /** The MCP level a call asks the console for: the least severe line the tool logger's level lets through. */

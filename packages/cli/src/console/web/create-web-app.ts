@@ -13,6 +13,13 @@ import { streamSSE } from "hono/streaming";
 import { withoutSeatTools } from "../../mcp/module-contributions.ts";
 import type { ModuleInfo, ToolSource } from "../../tool-source/tool-source.ts";
 import { bearerMatches } from "../console-token.ts";
+import {
+  type ConsoleBounds,
+  type Credential,
+  kindOf,
+  refusedPage,
+  servedInPlace,
+} from "../request-bounds.ts";
 import { callOverMcp } from "./call-over-mcp.ts";
 import { type ConsoleSessions, sessionCookie } from "./console-sessions.ts";
 import { demoRuns, type RunsBackend, remoteRuns } from "./runs-backend.ts";
@@ -23,6 +30,8 @@ export interface WebAppOptions {
   readonly source: ToolSource;
   readonly token: string;
   readonly sessions: ConsoleSessions;
+  /** The places each credential holds; the page's sessions share one credential's (ADR 0270). None: unbounded. */
+  readonly bounds?: ConsoleBounds;
   readonly logger: Logger;
   /** Where the demo agent's runs live: a SQLite path; default in memory (lost at exit). */
   readonly runsStore?: string;
@@ -40,7 +49,7 @@ export interface WebApp {
 const maxCallTimeoutMs = 300_000;
 
 export function createWebApp(options: WebAppOptions): WebApp {
-  const { source, token, sessions, logger } = options;
+  const { source, token, sessions, bounds, logger } = options;
   const runs: RunsBackend =
     options.durableUrl === undefined
       ? demoRuns(options.runsStore, logger)
@@ -48,7 +57,7 @@ export function createWebApp(options: WebAppOptions): WebApp {
   const status = createStatusFeed(source, options.statusIntervalMs ?? 2000, logger);
   const app = new Hono();
   mountShell(app, logger);
-  mountSession(app, { source, token, sessions, logger });
+  mountSession(app, { source, token, sessions, logger, ...(bounds === undefined ? {} : { bounds }) });
   mountModules(app, source, status);
   mountCalls(app, source);
   mountRuns(app, runs);
@@ -104,7 +113,13 @@ function mountShell(app: Hono, logger: Logger): void {
 /** Sign-in by a one-time code (or the console token) for a cookie; every other `/api` route needs one. */
 function mountSession(
   app: Hono,
-  { source, token, sessions, logger }: Pick<WebAppOptions, "source" | "token" | "sessions" | "logger">,
+  {
+    source,
+    token,
+    sessions,
+    bounds,
+    logger,
+  }: Pick<WebAppOptions, "source" | "token" | "sessions" | "bounds" | "logger">,
 ): void {
   app.post("/api/session", async (c) => {
     const body = await readBody(c);
@@ -128,16 +143,33 @@ function mountSession(
     return c.json({ signedIn: true });
   });
 
-  // Everything else under /api needs a session (or the bearer token, for scripts).
+  // Everything else under /api needs a session (or the bearer token, for scripts), and a place of its
+  // credential's: every signed-in session shares the page's, a script the token's (ADR 0270).
   app.use("/api/*", async (c, next) => {
-    if (sessions.valid(getCookie(c, sessionCookie))) return next();
-    if (bearerMatches(c.req.header("authorization"), token)) return next();
-    return c.json(
-      {
-        error: { code: "unauthorized", message: "Sign in first: open the sign-in URL tackle serve printed" },
-      },
-      401,
-    );
+    const credential: Credential | undefined = sessions.valid(getCookie(c, sessionCookie))
+      ? "page"
+      : bearerMatches(c.req.header("authorization"), token)
+        ? "token"
+        : undefined;
+    if (credential === undefined) {
+      return c.json(
+        {
+          error: {
+            code: "unauthorized",
+            message: "Sign in first: open the sign-in URL tackle serve printed",
+          },
+        },
+        401,
+      );
+    }
+    if (bounds === undefined) return next();
+    const request = c.req.raw;
+    const place = bounds.take(credential, kindOf(request));
+    if (place === undefined) return refusedPage(bounds, credential, kindOf(request));
+    c.res = await servedInPlace(place, request, async () => {
+      await next();
+      return c.res;
+    });
   });
 
   app.get("/api/session", (c) => c.json({ signedIn: true, source: source.description }));
