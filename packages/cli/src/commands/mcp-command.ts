@@ -26,16 +26,7 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
     "print the entries that start this command from common MCP clients (Claude Desktop, Cursor, VS Code, Claude Code, Inspector), and exit",
   );
   stdioBoundOptions(resultBudgetOption(approvalOptions(sourceOptions(command)))).action(
-    async (
-      options: ApprovalFlags &
-        BoundFlags & {
-          console?: string;
-          tokenFile?: string;
-          builtin?: boolean;
-          resultBudget?: number;
-          printConfig?: boolean;
-        },
-    ) => {
+    async (options: McpFlags & { printConfig?: boolean }) => {
       if (options.printConfig === true) {
         context.stdout.write(mcpClientConfig({ env: context.env, flags: passedFlags(options) }));
         return;
@@ -78,16 +69,17 @@ export function addMcpCommand(program: Command, context: ProgramContext): void {
   );
 }
 
+/** The flags `tackle mcp` takes and passes on in the entries it prints. */
+type McpFlags = ApprovalFlags &
+  BoundFlags & {
+    console?: string;
+    tokenFile?: string;
+    builtin?: boolean;
+    resultBudget?: number;
+  };
+
 /** The flags given here, as the printed entries pass them on. */
-function passedFlags(
-  options: ApprovalFlags &
-    BoundFlags & {
-      console?: string;
-      tokenFile?: string;
-      builtin?: boolean;
-      resultBudget?: number;
-    },
-): string[] {
+function passedFlags(options: McpFlags): string[] {
   return [
     ...(options.console === undefined ? [] : ["--console", options.console]),
     ...(options.tokenFile === undefined ? [] : ["--token-file", resolve(options.tokenFile)]),
