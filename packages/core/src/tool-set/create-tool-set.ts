@@ -22,6 +22,7 @@ import type {
 import { type Logger, silentLogger } from "../tool/logger.ts";
 import { recordFailure, traceToolCall, tracingIsOff } from "../tracing/trace-tool-call.ts";
 import { llmNamePattern, toLlmName } from "./llm-name.ts";
+import { createStrayRuns, type StrayRuns } from "./stray-runs.ts";
 
 /** Default per-call time limit. `timeoutMs: 0` (or Infinity) disables it. */
 export const DEFAULT_TIMEOUT_MS = 60_000;
@@ -60,6 +61,12 @@ export interface ToolSetOptions {
   /** Time limit for tools that set none. Default 60 s. */
   readonly timeoutMs?: number;
   readonly logger?: Logger;
+  /**
+   * Runs of one tool still going after their calls answered `timeout` or `aborted` (the tool ignored
+   * its signal) that the set allows; past it that tool's new calls are refused with a retryable
+   * `overloaded` until one ends. Default 64; `Infinity` for no bound (ADR 0540).
+   */
+  readonly maxStrayRuns?: number;
 }
 
 /** `unknown` for `any`: a tool of unknown types takes and returns `unknown`, never `any`. */
@@ -166,15 +173,17 @@ export function createToolSet<const Tools extends readonly AnyTool[]>(
   const names = [...byName.keys()];
   const defaultTimeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const defaultLogger = options.logger ?? silentLogger;
+  const strays = createStrayRuns(options.maxStrayRuns);
 
   async function call(name: string, args: unknown, callOptions: CallOptions = {}): Promise<ToolCallResult> {
     const tool = byName.get(name);
     if (tool === undefined) return { ok: false, error: new UnknownToolError(name, names) };
     const callId = callOptions.callId ?? randomUUID();
     // No OpenTelemetry SDK: the span would be a no-op, so none is built.
-    if (tracingIsOff()) return runTool(tool, args, callId, callOptions, defaultTimeout, defaultLogger);
+    const defaults = { timeoutMs: defaultTimeout, logger: defaultLogger, strays };
+    if (tracingIsOff()) return runTool(tool, args, callId, callOptions, defaults);
     return traceToolCall({ name, description: tool.description, callId }, async (span) => {
-      const result = await runTool(tool, args, callId, callOptions, defaultTimeout, defaultLogger);
+      const result = await runTool(tool, args, callId, callOptions, defaults);
       if (!result.ok) recordFailure(span, result.error);
       return result;
     });
@@ -201,15 +210,23 @@ export function createToolSet<const Tools extends readonly AnyTool[]>(
   return Object.freeze(toolset) as ToolSetOf<Tools[number]>;
 }
 
+/** What a set gives each of its calls. */
+interface SetDefaults {
+  readonly timeoutMs: number;
+  readonly logger: Logger;
+  readonly strays: StrayRuns;
+}
+
 async function runTool(
   tool: AnyTool,
   args: unknown,
   callId: string,
   options: CallOptions,
-  defaultTimeout: number,
-  defaultLogger: Logger,
+  defaults: SetDefaults,
 ): Promise<ToolCallResult> {
   const name = options.calledAs ?? tool.name;
+  const refused = defaults.strays.refusal(tool.name, name);
+  if (refused !== undefined) return { ok: false, error: refused };
   let input: ValidationResult<unknown>;
   try {
     const checked = validateNow(tool.input, args);
@@ -219,7 +236,7 @@ async function runTool(
   }
   if (!input.ok) return { ok: false, error: new InvalidInputError(name, input.issues) };
 
-  const timeoutMs = options.timeoutMs ?? tool.timeoutMs ?? defaultTimeout;
+  const timeoutMs = options.timeoutMs ?? tool.timeoutMs ?? defaults.timeoutMs;
   const callerSignal = options.signal;
   if (callerSignal?.aborted) return { ok: false, error: new ToolAbortedError(name, callerSignal.reason) };
   // One controller for the tool's signal, aborted by its deadline or by the caller's signal (a listener,
@@ -231,7 +248,7 @@ async function runTool(
     signal,
     callId,
     idempotencyKey: options.idempotencyKey ?? callId,
-    logger: options.logger ?? defaultLogger,
+    logger: options.logger ?? defaults.logger,
     progress: (progress, total, message) => {
       if (options.onProgress === undefined || signal.aborted) return;
       options.onProgress({
@@ -282,6 +299,7 @@ async function runTool(
       callerSignal.addEventListener("abort", onAbort, { once: true });
     }
   });
+  let settled = false;
   const ran = (async (): Promise<ToolCallResult> => {
     try {
       return { ok: true, output: await pending };
@@ -289,10 +307,14 @@ async function runTool(
       if (isControlFlow(error)) throw error;
       if (timedOut !== undefined) return { ok: false, error: toToolError(name, timedOut) };
       return { ok: false, error: toToolError(name, error) };
+    } finally {
+      settled = true;
     }
   })();
   try {
     const result = await Promise.race([ran, stopped]);
+    // Answered by the deadline or the caller while the handler runs on: a stray run until it ends.
+    if (!settled) defaults.strays.track(tool.name, name, ran, options.logger ?? defaults.logger);
     return result.ok ? await checkOutput(tool, name, result.output) : result;
   } finally {
     if (timer !== undefined) clearTimeout(timer);
