@@ -15,6 +15,7 @@ export {
   createMeshClient,
   type MeshCallOptions,
   type MeshClient,
+  type RetryBudgetOptions,
   type RetryOverloadedOptions,
 } from "./client/create-mesh-client.ts";
 export type { NodeWatchOptions } from "./client/node-watch.ts";

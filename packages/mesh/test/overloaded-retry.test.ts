@@ -2,13 +2,15 @@
  * The client sends again a call a node refused `overloaded` (ADR 0215), over a real nats-server: a
  * call refused by a full node runs once room frees within its time limit; one kept out past its limit
  * gets the refusal with `data.attempts`, by its deadline; a call refused by a full node while another
- * node of the module has room reaches that one; and no other error is sent again (each tool ran once).
+ * node of the module has room reaches that one; no other error is sent again (each tool ran once); and
+ * a client flooding a full node sends again only what its retry budget allows (ADR 0216), not six
+ * sends a call.
  */
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { type NatsServerHandle, startNatsServer, underLoadMs } from "@tackle/test-support";
-import { createMeshClient, type NodeRuntime, startNodeRuntime } from "../src/index.ts";
+import { createMeshClient, defaultModulePrefix, type NodeRuntime, startNodeRuntime } from "../src/index.ts";
 import { eventually, fixture, meshConfig } from "./helpers.ts";
 
 type Gates = { runs: Map<string, number>; open: Map<string, () => void> };
@@ -181,6 +183,66 @@ it("no other error is sent again: a failed, a retryable, a tool's own overloaded
     for (const key of [...cases.map((entry) => entry.key), "r4-timeout"])
       assert.equal(gates().runs.get(key), 1, `${key} ran once`);
   } finally {
+    await client.close();
+    await runtime.close();
+  }
+});
+
+it("a client flooding a full node sends again only what its retry budget allows, not six sends a call", async () => {
+  const runtime = await fullAfterOne("node-r5");
+  // The default client: a budget of 20% of the calls it sent plus 10 a second, over 10 s.
+  const client = await createMeshClient({ servers: nats.url });
+  // Every send of `gated.once` the node's subject receives, counted beside the node's queue group.
+  const sends = client.connection.subscribe(`${defaultModulePrefix("gated")}.once`);
+  let received = 0;
+  const counting = (async () => {
+    for await (const _ of sends) received += 1;
+  })();
+  try {
+    await client.connection.flush();
+    const blocking = client.call("gated.wait", { key: "r5-blocking" });
+    await eventually("the node's one place taken", running("r5-blocking"));
+    const calls = 200;
+    const started = performance.now();
+    const results = await Promise.all(
+      Array.from({ length: calls }, (_, index) =>
+        client.call("gated.once", { key: `r5-${index}` }, { timeoutMs: underLoadMs(20_000) }),
+      ),
+    );
+    const took = performance.now() - started;
+    await client.connection.flush();
+    await eventually("every send counted", async () => (received >= calls ? true : undefined));
+    await sleep(100);
+    const budgetSpent = results.filter(
+      (result) => !result.ok && (result.error.data as { retryBudgetSpent?: boolean }).retryBudgetSpent,
+    );
+    for (const result of results) {
+      assert.ok(!result.ok && result.error.code === "overloaded", JSON.stringify(result));
+      assert.equal(result.error.retryable, true);
+    }
+    // Without a budget: six sends a call (1,200). With it: the first sends, and retries up to 20% of the
+    // calls this client sent (the blocking one too) plus 10 a second over the 10 s window (100), per
+    // 9 s the flood lasted (the window is counted in tenths: it always covers at least 9 s).
+    const windows = Math.max(1, Math.ceil(took / 9_000));
+    const bound = calls + windows * (0.2 * (calls + 1) + 100);
+    assert.ok(
+      received <= bound,
+      `${received} sends for ${calls} calls in ${Math.round(took)} ms (bound ${bound})`,
+    );
+    assert.ok(budgetSpent.length > 0, "calls stopped on the budget say so");
+    for (const result of budgetSpent) {
+      assert.ok(!result.ok);
+      assert.match(result.error.message, /the client's retry budget is spent/);
+      const { attempts } = result.error.data as { attempts: number };
+      assert.ok(attempts >= 1 && attempts < 6, `${attempts} attempts`);
+    }
+    gates().open.get("r5-blocking")?.();
+    assert.deepEqual(await blocking, { ok: true, output: { key: "r5-blocking" } });
+    for (let index = 0; index < calls; index += 1)
+      assert.equal(gates().runs.has(`r5-${index}`), false, "refused calls never ran");
+  } finally {
+    sends.unsubscribe();
+    await counting;
     await client.close();
     await runtime.close();
   }

@@ -91,6 +91,14 @@ export interface CreateMeshClientOptions {
    * `overloaded` error. When the sends are spent, or the time limit leaves no room for another, the
    * caller gets the last `overloaded`, with `data.attempts` saying how many were sent. `false` sends
    * nothing again: the first refusal is the caller's.
+   *
+   * The client's retries across all its calls come out of one budget (ADR 0216, Finagle's retry
+   * budget): each call sent earns `budget.ratio` of a retry (0.2) and the client earns
+   * `budget.minRetriesPerSecond` (10) besides, within `budget.windowMs` (10 s). A call refused now and
+   * then gets all its retries; a client flooding a full mesh sends again at most a fifth of its calls
+   * plus 100 every 10 s, not five retries each. Once the budget is spent a refusal is the caller's at
+   * once, `overloaded` and retryable as the node answered it, with `data.retryBudgetSpent: true`.
+   * `budget: false` leaves the retries unbudgeted.
    */
   readonly retryOverloaded?: RetryOverloadedOptions | false;
 }

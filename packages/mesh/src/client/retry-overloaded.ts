@@ -4,9 +4,17 @@
  * started and sending it again is safe: the next send may reach another node of the module's queue
  * group, or the same one once it has room. Only that refusal is sent again, never another error (a
  * `tool_failed` or a `timeout` may have run), never past the caller's deadline, at most `attempts`
- * sends in all, with a jittered exponential wait between them.
+ * sends in all, with a jittered exponential wait between them, and only while the client's retry
+ * budget across its calls has room (ADR 0216).
  */
 import { ToolAbortedError, type ToolCallResult, ToolError } from "@tackle/core";
+import {
+  defaultRetryBudget,
+  type RetryBudget,
+  type RetryBudgetOptions,
+  type RetryBudgetPolicy,
+  retryBudgetPolicy,
+} from "./retry-budget.ts";
 
 /** How the client sends again a call a node refused `overloaded` before running it. */
 export interface RetryOverloadedOptions {
@@ -19,20 +27,34 @@ export interface RetryOverloadedOptions {
   readonly initialDelayMs?: number;
   /** The most a wait's range grows to (ms): a wait is then between half this and this. Default 250. */
   readonly maxDelayMs?: number;
+  /**
+   * What the client's retries across all its calls may add up to (ADR 0216): by default 20% of the
+   * calls it sent plus 10 a second, within 10 s. `false` leaves them unbudgeted (each call alone
+   * bounded by `attempts`).
+   */
+  readonly budget?: RetryBudgetOptions | false;
 }
 
-export type RetryPolicy = Readonly<Required<RetryOverloadedOptions>>;
+export interface RetryPolicy {
+  readonly attempts: number;
+  readonly initialDelayMs: number;
+  readonly maxDelayMs: number;
+  /** Undefined when the retries are not budgeted. */
+  readonly budget: RetryBudgetPolicy | undefined;
+}
 
 export const defaultRetryOverloaded: RetryPolicy = Object.freeze({
   attempts: 6,
   initialDelayMs: 10,
   maxDelayMs: 250,
+  budget: defaultRetryBudget,
 });
 
 /** The policy the options ask for (checked), or undefined for `false` (never send again). */
 export function retryPolicy(options: RetryOverloadedOptions | false | undefined): RetryPolicy | undefined {
   if (options === false) return undefined;
-  const chosen = { ...defaultRetryOverloaded, ...definedOnly(options ?? {}) };
+  const { budget, ...rest } = options ?? {};
+  const chosen = { ...defaultRetryOverloaded, ...definedOnly(rest), budget: retryBudgetPolicy(budget) };
   if (!Number.isInteger(chosen.attempts) || chosen.attempts < 1)
     throw new RangeError("retryOverloaded.attempts must be an integer ≥ 1");
   for (const name of ["initialDelayMs", "maxDelayMs"] as const) {
@@ -42,7 +64,9 @@ export function retryPolicy(options: RetryOverloadedOptions | false | undefined)
   return Object.freeze(chosen);
 }
 
-function definedOnly(options: RetryOverloadedOptions): RetryOverloadedOptions {
+function definedOnly(
+  options: Omit<RetryOverloadedOptions, "budget">,
+): Omit<RetryOverloadedOptions, "budget"> {
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
 }
 
@@ -114,28 +138,38 @@ export interface RetriedCall {
   readonly signal: AbortSignal | undefined;
   readonly clock: RetryClock;
   readonly random: () => number;
+  /** The client's budget across its calls (the call's first send already counted), if it has one. */
+  readonly budget: RetryBudget | undefined;
   /** Sends the call again with a time limit of `timeoutMs`; undefined when it cannot be sent now. */
   send(timeoutMs: number): Promise<ToolCallResult> | undefined;
 }
 
 /**
- * Sends the call again while a node refuses it `overloaded` before running it, within the policy and
- * the deadline; `first` is the first send's answer. Any other answer is the caller's as it came; when
- * the sends stop on a refusal, the caller gets the last one with `data.attempts` (how many were sent).
+ * Sends the call again while a node refuses it `overloaded` before running it, within the policy, the
+ * deadline and the client's budget; `first` is the first send's answer. Any other answer is the
+ * caller's as it came; when the sends stop on a refusal, the caller gets the last one with
+ * `data.attempts` (how many were sent) and, stopped by the budget, `data.retryBudgetSpent`.
  */
 export async function retryOverloaded(first: ToolCallResult, call: RetriedCall): Promise<ToolCallResult> {
-  const { policy, deadline, clock, signal } = call;
+  const { policy, deadline, clock, signal, budget } = call;
   let last = first;
   let sent = 1;
   while (!last.ok && isRetryableRefusal(last.error)) {
     const delay = nextRetryDelay(policy, sent, clock.now(), deadline, call.random);
     if (delay === undefined)
       return refusedAfter(last.error, sent, sent >= policy.attempts ? "attempts" : "deadline");
+    // Spent: the refusal is the caller's at once, not after a wait.
+    if (budget !== undefined && !budget.allows(clock.now())) return refusedAfter(last.error, sent, "budget");
     await clock.sleep(delay, signal);
     if (signal?.aborted) return { ok: false, error: new ToolAbortedError(call.name, signal.reason) };
     // The timer may have fired late: what is left is read again.
-    const left = Math.floor(deadline - clock.now());
+    const now = clock.now();
+    const left = Math.floor(deadline - now);
     if (!(left >= 1)) return refusedAfter(last.error, sent, "deadline");
+    // Other calls may have spent the budget during the wait.
+    if (budget !== undefined && !budget.allows(now)) return refusedAfter(last.error, sent, "budget");
+    // Spent as it leaves (or finds the client not connected: a retry's worth the budget can spare).
+    budget?.spend(now);
     const next = call.send(left);
     if (next === undefined) return refusedAfter(last.error, sent, "unsent");
     last = await next;
@@ -148,19 +182,21 @@ export async function retryOverloaded(first: ToolCallResult, call: RetriedCall):
 function refusedAfter(
   error: ToolError,
   attempts: number,
-  stopped: "attempts" | "deadline" | "unsent",
+  stopped: "attempts" | "deadline" | "unsent" | "budget",
 ): ToolCallResult {
   const data = typeof error.data === "object" && error.data !== null ? error.data : {};
   const why = {
     attempts: "the client's attempts are spent",
     deadline: "its time limit leaves no room to send it again",
     unsent: "the client is not connected to send it again",
+    budget:
+      "the client's retry budget is spent: its calls are refused more often than it may send them again",
   }[stopped];
   return {
     ok: false,
     error: new ToolError(error.code, `${error.message} (refused ${attempts} times; ${why})`, {
       retryable: true,
-      data: { ...data, attempts },
+      data: stopped === "budget" ? { ...data, attempts, retryBudgetSpent: true } : { ...data, attempts },
     }),
   };
 }

@@ -18,6 +18,7 @@ import {
 import type { ClientLink } from "./client-link.ts";
 import type { MeshCallOptions } from "./mesh-client-api.ts";
 import { fromReply, fromRequestError } from "./reply-result.ts";
+import { createRetryBudget } from "./retry-budget.ts";
 import { isRetryableRefusal, type RetryPolicy, realClock, retryOverloaded } from "./retry-overloaded.ts";
 
 /**
@@ -45,8 +46,8 @@ interface Outgoing {
 }
 
 /**
- * `retry`: how a call a node refused `overloaded` before running it is sent again (ADR 0215);
- * undefined never sends again.
+ * `retry`: how a call a node refused `overloaded` before running it is sent again (ADR 0215), out of
+ * one budget for all this sender's calls (ADR 0216); undefined never sends again.
  */
 export function createCallSender(
   link: ClientLink,
@@ -58,6 +59,7 @@ export function createCallSender(
   const callIdPrefix = randomUUID();
   let calls = 0;
   const nextCallId = () => `${callIdPrefix}-${(++calls).toString(36)}`;
+  const budget = retry?.budget === undefined ? undefined : createRetryBudget(retry.budget);
 
   /** One send of the call, with a time limit of `timeoutMs`; its own headers, span and events inbox. */
   const sendOnce = (call: Outgoing, timeoutMs: number): Promise<ToolCallResult> => {
@@ -126,6 +128,8 @@ export function createCallSender(
     }
     const callId = callOptions.callId ?? nextCallId();
     const call: Outgoing = { subject, body, callOptions, name, modulePrefix, callId, limitMs: timeoutMs };
+    // Each call sent earns its share of the retries, whatever its answer.
+    budget?.sent(realClock.now());
     const first = await sendOnce(call, timeoutMs);
     if (retry === undefined || first.ok || !isRetryableRefusal(first.error)) return first;
     // Refused before it ran: sent again, with the same call id, within what is left of the limit.
@@ -136,6 +140,7 @@ export function createCallSender(
       signal: callOptions.signal,
       clock: realClock,
       random: Math.random,
+      budget,
       send: (left) => (link.disconnected() || connection.isClosed() ? undefined : sendOnce(call, left)),
     });
   };
