@@ -68,7 +68,11 @@ export interface ListMemoriesOptions {
 export interface ListEventsOptions {
   readonly order: "asc" | "desc";
   readonly limit: number;
-  /** Continue after this sequence number in the chosen order. */
+  /**
+   * Continue after this sequence number in the chosen order. Oldest first, within a session, it never
+   * passes an event that commits later: a session's events commit in the order of their numbers
+   * (ADR 0535). Across sessions numbers can commit out of order; the service pages only a session.
+   */
   readonly cursor?: number;
 }
 

@@ -1,4 +1,5 @@
 /** The conversation log: events appended (one or a batch, a few statements), listed, read and counted. */
+import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { MemoryStore, StoredEvent } from "../memory-store.ts";
 import { eventFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
@@ -37,13 +38,39 @@ function eventValues(event: Omit<StoredEvent, "seq">): unknown[] {
 }
 
 /**
+ * Locks, until the transaction ends, each session the events are written to, before their sequence
+ * numbers are drawn (ADR 0535): a session's writes then commit in the order of their numbers, so a
+ * reader paging a session oldest first never moves its cursor past a number still uncommitted.
+ * Locks in key order (no two batches wait on each other); an event without a session locks nothing,
+ * since no reader pages those oldest first. Keys are two-int advisory keys, apart from one-key users.
+ */
+async function lockSessions(client: pg.PoolClient, events: readonly Omit<StoredEvent, "seq">[]) {
+  const keys = new Map<string, [number, number]>();
+  for (const event of events) {
+    if (event.sessionId === undefined) continue;
+    const digest = createHash("sha256")
+      .update(`memory_events\u0000${event.tenantId}\u0000${event.sessionId}`)
+      .digest();
+    const key: [number, number] = [digest.readInt32BE(0), digest.readInt32BE(4)];
+    keys.set(key.join(":"), key);
+  }
+  if (keys.size === 0) return;
+  const sorted = [...keys.values()].sort((left, right) => left[0] - right[0] || left[1] - right[1]);
+  await client.query(
+    "SELECT pg_advisory_xact_lock(k.high, k.low) FROM unnest($1::int[], $2::int[]) AS k(high, low)",
+    [sorted.map((key) => key[0]), sorted.map((key) => key[1])],
+  );
+}
+
+/**
  * Appends events in order, a few statements for the lot (multi-row inserts, then one read of those
  * whose custom id was taken): each answered as stored, or as the event already holding its custom id.
  */
 async function insertEvents(
-  db: pg.Pool | pg.PoolClient,
+  db: pg.PoolClient,
   events: readonly Omit<StoredEvent, "seq">[],
 ): Promise<{ event: StoredEvent; created: boolean }[]> {
+  await lockSessions(db, events);
   const inserted = new Map<string, StoredEvent>();
   for (let from = 0; from < events.length; from += insertChunk) {
     const chunk = events.slice(from, from + insertChunk);
@@ -79,10 +106,10 @@ async function insertEvents(
 export function postgresEvents(
   context: PostgresContext,
 ): Pick<MemoryStore, "appendEvent" | "appendEvents" | "listEvents" | "getEvents" | "countEvents"> {
-  const { db, all, one, transaction } = context;
+  const { all, one, transaction } = context;
   return {
     async appendEvent(event) {
-      const [answer] = await insertEvents(db(), [event]);
+      const [answer] = await transaction((client) => insertEvents(client, [event]));
       return answer!;
     },
 
