@@ -39,6 +39,7 @@ import {
   serverIdentity,
 } from "../mcp/create-mcp-server.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
+import { toolCallBodyBytes } from "./body-limits.ts";
 import { type ConsoleBounds, type Place, type PlaceKind, refusedMcp } from "./request-bounds.ts";
 import { createSessionEventStore } from "./session-event-store.ts";
 import { createSessionPins, type SessionPins } from "./session-pins.ts";
@@ -85,8 +86,8 @@ export interface McpEndpoint {
   close(): Promise<void>;
 }
 
-/** The SDK's default bound on a POST body it reads itself; the direct path keeps the same one. */
-const maxBodyBytes = 4 * 1024 * 1024;
+/** The bound on a POST body (ADR 0271): the SDK is handed it, and the direct path keeps it too. */
+const maxBodyBytes = toolCallBodyBytes;
 const modernRevision = "2026-07-28";
 const protocolVersionKey = "io.modelcontextprotocol/protocolVersion";
 const clientInfoKey = "io.modelcontextprotocol/clientInfo";
@@ -124,7 +125,7 @@ export function createMcpEndpoint(
         owner: credentialOwner(context.requestInfo?.headers),
         ...(approvals === undefined ? {} : { approvals }),
       }),
-    { onerror },
+    { onerror, maxRequestBodySize: maxBodyBytes },
   );
   const identity = serverIdentity();
   const sessions = new Map<string, Session>();
@@ -254,6 +255,7 @@ async function openSessionIn(
     // that lost one reads the rest with Last-Event-ID.
     eventStore: createSessionEventStore(),
     retryInterval: streamRetryMs,
+    maxRequestBodySize: maxBodyBytes,
     onsessioninitialized: (id) => {
       // Room for this one: the least recently used session goes (Map order is insertion order,
       // and a used session is moved to the end).

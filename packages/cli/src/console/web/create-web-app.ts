@@ -12,6 +12,7 @@ import { getCookie, setCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
 import { withoutSeatTools } from "../../mcp/module-contributions.ts";
 import type { ModuleInfo, ToolSource } from "../../tool-source/tool-source.ts";
+import { limitBody, pageBodyBound, signInBound } from "../body-limits.ts";
 import { bearerMatches } from "../console-token.ts";
 import {
   type ConsoleBounds,
@@ -110,7 +111,11 @@ function mountShell(app: Hono, logger: Logger): void {
   });
 }
 
-/** Sign-in by a one-time code (or the console token) for a cookie; every other `/api` route needs one. */
+/**
+ * Sign-in by a one-time code (or the console token) for a cookie; every other `/api` route needs one.
+ * Every body is bounded (ADR 0271): sign-in's before its secret is checked, the others' once their
+ * credential is known and its place taken.
+ */
 function mountSession(
   app: Hono,
   {
@@ -121,7 +126,7 @@ function mountSession(
     logger,
   }: Pick<WebAppOptions, "source" | "token" | "sessions" | "bounds" | "logger">,
 ): void {
-  app.post("/api/session", async (c) => {
+  app.post("/api/session", limitBody(signInBound), async (c) => {
     const body = await readBody(c);
     const secret =
       typeof body?.code === "string" ? body.code : typeof body?.token === "string" ? body.token : "";
@@ -171,6 +176,10 @@ function mountSession(
       return c.res;
     });
   });
+  app.use(
+    "/api/*",
+    limitBody((c) => pageBodyBound(c.req.method, c.req.path)),
+  );
 
   app.get("/api/session", (c) => c.json({ signedIn: true, source: source.description }));
   app.delete("/api/session", (c) => {
