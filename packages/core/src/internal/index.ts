@@ -6,6 +6,13 @@ export { hasBrand, setBrand } from "../errors/brand.ts";
 export { jsonText, notJsonOutput } from "../errors/error-for-model.ts";
 export { formatIssues } from "../errors/invalid-input-error.ts";
 export { isLoopbackHost, loopbackViolation } from "../http/loopback.ts";
+export {
+  checkedMaxRetries,
+  type RetryClock,
+  realClock,
+  refusedRetryDelay,
+  sendRefusedAgain,
+} from "../http/retry-refused.ts";
 export { toolContentKey } from "../tool/tool-content.ts";
 export { llmNamePattern, toLlmName } from "../tool-set/llm-name.ts";
 export { traceToolCall } from "../tracing/trace-tool-call.ts";
