@@ -1,5 +1,6 @@
 /** The client of the durable HTTP API: start, get, resume, and frames that reconnect from the last seq. */
-import { ToolAbortedError, ToolError, ToolTimeoutError } from "@tackle/core";
+import { ToolAbortedError, ToolError, type ToolErrorPayload, ToolTimeoutError } from "@tackle/core";
+import { checkedMaxRetries, realClock, refusedRetryDelay, sendRefusedAgain } from "@tackle/core/internal";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Answers } from "../runner/create-runner.ts";
 import type { Checkpoint } from "../runner/history.ts";
@@ -23,12 +24,19 @@ export interface DurableClientOptions {
    * each connection's answer to begin, then as long as the run lasts.
    */
   readonly timeoutMs?: number;
+  /**
+   * How many times a call the server refused 429 (`too_many_requests`, `too_many_runs`: refused before
+   * it ran, so safe to send again whatever it is) is sent again, after the server's `Retry-After` (up to
+   * 30 s) or a jittered backoff, within the call's `timeoutMs`: the last refusal is the caller's. A
+   * `frames` connection refused so is tried again as many times. Default 2; 0 turns it off (ADR 0120).
+   */
+  readonly maxRetries?: number;
 }
 
 /**
  * Every call takes a `signal`: aborting rejects it with `aborted` (`ToolAbortedError`) at once and
- * closes its connection; a signal aborted before the call sends nothing. A `start` or `resume` aborted
- * after it was sent may have landed on the server.
+ * closes its connection (or ends its wait to send a refused call again); a signal aborted before the
+ * call sends nothing. A `start` or `resume` aborted after it was sent may have landed on the server.
  */
 export interface DurableCallOptions {
   readonly signal?: AbortSignal | undefined;
@@ -39,8 +47,9 @@ export interface DurableCallOptions {
  * more only when sending it twice cannot do anything twice: `get`; `resume` with answers (answers are
  * keyed by interrupt id, and an approval's id binds the tool call and its arguments' fingerprint, so a
  * resume that already landed is a harmless replay); `start` given both a `threadId` and a `runId` (the
- * server answers the run it already started). A `start` without them is never sent again: the first
- * may have started a run.
+ * server answers the run it already started). A `start` without them is never sent again after such
+ * a reset: the first may have started a run. Any call the server refused 429 is sent again (`maxRetries`): the server
+ * refuses so before it reads the body, or before it stores anything, so the first did nothing.
  */
 export interface DurableClient {
   start(
@@ -90,6 +99,7 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
     headers: options.headers ?? {},
     unreachableAfterMs: options.unreachableAfterMs ?? 30_000,
     reconnectDelayMs: options.reconnectDelayMs ?? 250,
+    maxRetries: checkedMaxRetries(options.maxRetries),
   };
   const call = <T>(
     operation: string,
@@ -149,10 +159,11 @@ interface Server {
   readonly headers: Record<string, string>;
   readonly unreachableAfterMs: number;
   readonly reconnectDelayMs: number;
+  readonly maxRetries: number;
 }
 
 async function callServer<T>(
-  { fetcher, base, timeoutMs, headers }: Server,
+  { fetcher, base, timeoutMs, headers, maxRetries }: Server,
   operation: string,
   path: string,
   init: RequestInit,
@@ -161,7 +172,8 @@ async function callServer<T>(
 ): Promise<T> {
   // Aborted before the call: nothing is sent.
   if (callerSignal?.aborted) throw aborted(operation, callerSignal);
-  // One deadline for the request, its resend and the answer's body.
+  // One deadline for the request, its resends, the waits between them and the answer's body.
+  const deadlineAt = realClock.now() + timeoutMs;
   const deadline = AbortSignal.timeout(timeoutMs);
   const signal = callerSignal === undefined ? deadline : AbortSignal.any([deadline, callerSignal]);
   const request = () =>
@@ -174,9 +186,8 @@ async function callServer<T>(
         ...(init.headers as Record<string, string>),
       },
     });
-  let response: Response;
-  let text: string;
-  try {
+  const send = async () => {
+    let response: Response;
     try {
       response = await request();
     } catch (error) {
@@ -185,17 +196,43 @@ async function callServer<T>(
       if (!idempotent || signal.aborted || !resetBeforeAnswer(error)) throw error;
       response = await request();
     }
-    text = await response.text();
+    const text = await response.text();
+    return { status: response.status, retryAfter: response.headers.get("retry-after"), text };
+  };
+  let answer: Awaited<ReturnType<typeof send>>;
+  let sent: number;
+  try {
+    // A 429 was refused before it ran: sent again within the retries and the deadline (ADR 0120).
+    ({ answer, sent } = await sendRefusedAgain(send, {
+      maxRetries,
+      deadline: deadlineAt,
+      signal: callerSignal,
+      clock: realClock,
+      random: Math.random,
+      aborted: () => aborted(operation, callerSignal as AbortSignal),
+    }));
   } catch (error) {
     if (callerSignal?.aborted) throw aborted(operation, callerSignal);
     if (deadline.aborted) throw new ToolTimeoutError(`durable.${operation}`, timeoutMs);
     throw error;
   }
-  const body = parseJson(text) as { error?: { code: string; message: string } };
-  if (!response.ok) {
-    throw ToolError.fromPayload(body.error ?? { code: "http_error", message: `HTTP ${response.status}` });
-  }
+  const body = parseJson(answer.text) as { error?: ToolErrorPayload };
+  if (answer.status < 200 || answer.status > 299) throw errorOf(answer.status, body.error, sent);
   return body as T;
+}
+
+/**
+ * The error of an answer that is not a success, as the server coded it; a 429 says how many sends it
+ * refused (`data.attempts`).
+ */
+function errorOf(status: number, payload: ToolErrorPayload | undefined, sent: number): ToolError {
+  const error = ToolError.fromPayload(payload ?? { code: "http_error", message: `HTTP ${status}` });
+  if (status !== 429) return error;
+  const data = typeof error.data === "object" && error.data !== null ? error.data : {};
+  return new ToolError(error.code, sent > 1 ? `${error.message} (refused ${sent} times)` : error.message, {
+    retryable: error.retryable,
+    data: { ...data, attempts: sent },
+  });
 }
 
 /**
@@ -203,16 +240,19 @@ async function callServer<T>(
  * run pauses or ends.
  */
 async function* followFrames(
-  { fetcher, base, timeoutMs, headers, unreachableAfterMs, reconnectDelayMs }: Server,
+  { fetcher, base, timeoutMs, headers, unreachableAfterMs, reconnectDelayMs, maxRetries }: Server,
   threadId: string,
   frameOptions: { afterSeq?: number; signal?: AbortSignal },
 ): AsyncIterable<Frame> {
   let lastSeq = frameOptions.afterSeq ?? 0;
   let answeredAt = Date.now();
+  // Connections refused 429 in a row: tried again as a call is, without a deadline but the signal's.
+  let refused = 0;
   const signal = frameOptions.signal;
   for (;;) {
     if (signal?.aborted) throw aborted("frames", signal);
     let ended = false;
+    let retryInMs: number | undefined;
     // The caller's signal ends the stream; a server that accepts and never answers ends this attempt.
     const connection = new AbortController();
     const forward = () => connection.abort(signal?.reason);
@@ -229,16 +269,28 @@ async function* followFrames(
       clearTimeout(silence);
       answeredAt = Date.now();
       if (!response.ok || response.body === null) {
-        const body = (await response.json().catch(() => ({}))) as {
-          error?: { code: string; message: string };
-        };
-        throw ToolError.fromPayload(body.error ?? { code: "http_error", message: `HTTP ${response.status}` });
+        const body = (await response.json().catch(() => ({}))) as { error?: ToolErrorPayload };
+        if (response.status === 429) {
+          refused += 1;
+          retryInMs = refusedRetryDelay({
+            maxRetries,
+            retry: refused,
+            retryAfter: response.headers.get("retry-after"),
+            now: realClock.now(),
+            deadline: Number.POSITIVE_INFINITY,
+            nowEpochMs: Date.now(),
+            random: Math.random,
+          });
+        }
+        if (retryInMs === undefined) throw errorOf(response.status, body.error, refused);
+      } else {
+        refused = 0;
+        for await (const frame of parseFrames(response.body)) {
+          lastSeq = frame.seq;
+          yield frame;
+        }
+        ended = true;
       }
-      for await (const frame of parseFrames(response.body)) {
-        lastSeq = frame.seq;
-        yield frame;
-      }
-      ended = true;
     } catch (error) {
       if (signal?.aborted) throw aborted("frames", signal);
       if (ToolError.isInstance(error)) throw error;
@@ -257,7 +309,7 @@ async function* followFrames(
       connection.abort();
     }
     if (ended) return;
-    await pause(reconnectDelayMs, signal);
+    await pause(retryInMs ?? reconnectDelayMs, signal);
   }
 }
 
@@ -297,6 +349,7 @@ function parseJson(text: string): unknown {
 /** Waits `milliseconds`, or less when `signal` aborts (the caller then sees it aborted). */
 function pause(milliseconds: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
     const done = () => {
       clearTimeout(timer);
       signal?.removeEventListener("abort", done);
