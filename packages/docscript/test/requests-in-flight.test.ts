@@ -48,8 +48,13 @@ after(async () => {
   await server.close();
 });
 
+/** Its own retries off: these tests watch the server's refusals (`refused-retry.test.ts` the retries). */
 const client = () =>
-  createDocumentClient({ origin: server.url, token: (documentId) => tokens[documentId] ?? "" });
+  createDocumentClient({
+    origin: server.url,
+    token: (documentId) => tokens[documentId] ?? "",
+    maxRetries: 0,
+  });
 
 /** An update adding a track to the document as the server holds it now. */
 async function anUpdate(documentId: string): Promise<Uint8Array> {

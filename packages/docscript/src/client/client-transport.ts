@@ -1,9 +1,10 @@
 /**
  * How the document client talks to the server: one request and its whole answer under one deadline and
- * the caller's signal (one retry of a connection reset before any answer), and an error answer turned
- * into a DocumentClientError.
+ * the caller's signal (one retry of a connection reset before any answer; a request refused 429 sent
+ * again, ADR 0536), and an error answer turned into a DocumentClientError.
  */
 import { ToolAbortedError } from "@tackle/core";
+import { checkedMaxRetries, realClock, sendRefusedAgain } from "@tackle/core/internal";
 import type { DocumentClientOptions } from "./create-document-client.ts";
 import { DocumentClientError } from "./document-client-error.ts";
 
@@ -19,14 +20,25 @@ export interface Transport {
     url: string,
     init: RequestInit,
     callerSignal: AbortSignal | undefined,
-    token?: string,
+    how?: RequestHow,
   ): Promise<Answer>;
   failure(response: Answer, documentId: string): DocumentClientError;
+}
+
+/** What a request needs beyond its URL and init. */
+export interface RequestHow {
+  /** The bearer, when not the document's token (the admin's, for a create). */
+  readonly token?: string;
+  /** False: a 429 goes to the caller at once, never sent again. Default true. */
+  readonly sendRefusedAgain?: boolean;
+  /** The URL a refused request is sent again to, `waitedMs` after its first send (a waiting pull's). */
+  readonly urlAgain?: (waitedMs: number) => string;
 }
 
 export function transport(options: DocumentClientOptions): Transport {
   const fetchImpl = options.fetchImpl ?? fetch;
   const timeoutMs = options.timeoutMs ?? 30_000;
+  const maxRetries = checkedMaxRetries(options.maxRetries);
   const originOf = (documentId: string): string => {
     const origin = typeof options.origin === "function" ? options.origin(documentId) : options.origin;
     return origin.replace(/\/+$/, "");
@@ -43,36 +55,54 @@ export function transport(options: DocumentClientOptions): Transport {
     url: string,
     init: RequestInit,
     callerSignal: AbortSignal | undefined,
-    token?: string,
+    how: RequestHow = {},
   ): Promise<Answer> => {
     // Aborted before the call: nothing is sent.
     if (callerSignal?.aborted) throw aborted(operation, callerSignal);
-    const bearer = token ?? (await tokenOf(documentId));
+    const bearer = how.token ?? (await tokenOf(documentId));
     if (callerSignal?.aborted) throw aborted(operation, callerSignal);
     const headers = new Headers(init.headers);
     if (bearer !== undefined) headers.set("authorization", `Bearer ${bearer}`);
     if (options.userId !== undefined) headers.set(USER_HEADER, options.userId);
-    // One deadline for the request, its retry and the answer's body.
+    // One deadline for the request, its resends, the waits between them and the answer's body.
+    const firstSentAt = realClock.now();
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = callerSignal === undefined ? deadline : AbortSignal.any([deadline, callerSignal]);
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        const response = await fetchImpl(url, { ...init, headers, signal });
-        const bytes = new Uint8Array(await response.arrayBuffer());
-        return { status: response.status, headers: response.headers, bytes };
-      } catch (error) {
-        if (callerSignal?.aborted) throw aborted(operation, callerSignal);
-        // A kept-alive connection the server closed as the request went out: the server never read it.
-        // Every request here is safe to send again (reads; a push the server stores once, answering
-        // `duplicate` when it has the bytes or the plan; a create answering 409), so once, at once.
-        if (attempt === 1 && !signal.aborted && resetBeforeAnswer(error)) continue;
-        throw new DocumentClientError(
-          "network_error",
-          `no answer from ${new URL(url).origin}: ${(error as Error).message}`,
-          { retryable: true, cause: error },
-        );
+    let sends = 0;
+    const send = async () => {
+      sends += 1;
+      const target =
+        sends > 1 && how.urlAgain !== undefined ? how.urlAgain(realClock.now() - firstSentAt) : url;
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          const response = await fetchImpl(target, { ...init, headers, signal });
+          const bytes = new Uint8Array(await response.arrayBuffer());
+          const retryAfter = response.headers.get("retry-after");
+          return { status: response.status, headers: response.headers, bytes, retryAfter };
+        } catch (error) {
+          if (callerSignal?.aborted) throw aborted(operation, callerSignal);
+          // A kept-alive connection the server closed as the request went out: the server never read
+          // it. Every request here is safe to send again (reads; a push the server stores once, answering
+          // `duplicate` when it has the bytes or the plan; a create answering 409), so once, at once.
+          if (attempt === 1 && !signal.aborted && resetBeforeAnswer(error)) continue;
+          throw new DocumentClientError(
+            "network_error",
+            `no answer from ${new URL(target).origin}: ${(error as Error).message}`,
+            { retryable: true, cause: error },
+          );
+        }
       }
-    }
+    };
+    // A 429 was refused before the server read it: sent again within the retries and the deadline.
+    const { answer, sent } = await sendRefusedAgain(send, {
+      maxRetries: how.sendRefusedAgain === false ? 0 : maxRetries,
+      deadline: firstSentAt + timeoutMs,
+      signal: callerSignal,
+      clock: realClock,
+      random: Math.random,
+      aborted: () => aborted(operation, callerSignal as AbortSignal),
+    });
+    return { status: answer.status, headers: answer.headers, bytes: answer.bytes, sent };
   };
 
   return { originOf, documentUrl, request, failure };
@@ -93,12 +123,15 @@ function failure(response: Answer, documentId: string): DocumentClientError {
   if (status === 429) {
     const header = response.headers.get("retry-after")?.trim();
     const retryAfter = header ? Number(header) : Number.NaN;
-    return new DocumentClientError("too_many_requests", `document ${documentId}: ${message}`, {
+    const sent = response.sent ?? 1;
+    const times = sent > 1 ? ` (refused ${sent} times)` : "";
+    return new DocumentClientError("too_many_requests", `document ${documentId}: ${message}${times}`, {
       status,
       retryable: true,
       data: {
         serverCode: body?.error?.code,
         ...(Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}),
+        attempts: sent,
       },
     });
   }
@@ -132,6 +165,8 @@ export interface Answer {
   readonly status: number;
   readonly headers: Headers;
   readonly bytes: Uint8Array;
+  /** How many times the request was sent (more than once when the server refused it 429). */
+  readonly sent?: number;
 }
 
 /** The answer's JSON body, or undefined when it is not JSON. */

@@ -25,8 +25,16 @@ export interface DocumentClientOptions {
   /** The end user, sent with every request and recorded with each stored update. */
   readonly userId?: string;
   readonly fetchImpl?: typeof fetch;
-  /** Per request (its retry and its answer's body included). Default 30 000 ms. */
+  /** Per request (its resends, the waits before them and its answer's body included). Default 30 000 ms. */
   readonly timeoutMs?: number;
+  /**
+   * How many times a request the server refused 429 (`too_many_requests`: refused before its body was
+   * read, so safe to send again, a push included) is sent again, after the server's `Retry-After` (up
+   * to 30 s) or a jittered backoff, within the request's `timeoutMs`; then the last refusal is the
+   * caller's. Not `stage` (a part is only a head start on its push). Default 2; 0 turns it off
+   * (ADR 0536).
+   */
+  readonly maxRetries?: number;
 }
 
 /**
@@ -49,6 +57,7 @@ export interface DocumentClient {
   /**
    * With `since` and `waitMs`: when the client lacks nothing, the server holds the answer up to
    * `waitMs` (at most 25 000, below `timeoutMs`) and sends the next push, through any server, as soon as it is stored.
+   * A pull refused 429 and sent again waits only what is left of `waitMs` since it was first sent.
    */
   pull(
     documentId: string,
@@ -65,7 +74,8 @@ export interface DocumentClient {
   /**
    * Hands the server a part of an update ahead of the push that will carry it whole (ADR 0508): a run
    * stages what it has written so far, and the push's check finds it imported and read. `staged: false`
-   * (with the reason) is no failure: the push is judged as any push.
+   * (with the reason) is no failure: the push is judged as any push. A part refused 429 is not sent
+   * again (ADR 0536): `too_many_requests` at once.
    */
   stage(
     documentId: string,
@@ -130,11 +140,15 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
     waitMs: number | undefined,
     signal: AbortSignal | undefined,
   ): Promise<PullResult> => {
-    const url =
+    const urlWaiting = (wait: number) =>
       since === undefined
         ? documentUrl(documentId, "snapshot")
-        : `${documentUrl(documentId, "updates")}?since=${encodeURIComponent(since)}${waitMs !== undefined && waitMs > 0 ? `&waitMs=${Math.round(waitMs)}` : ""}`;
-    const response = await request("pull", documentId, url, { method: "GET" }, signal);
+        : `${documentUrl(documentId, "updates")}?since=${encodeURIComponent(since)}${wait > 0 ? `&waitMs=${wait}` : ""}`;
+    const wait = waitMs === undefined ? 0 : Math.round(waitMs);
+    // A waiting pull refused and sent again waits only what is left of its wait (none: a plain pull).
+    const response = await request("pull", documentId, urlWaiting(wait), { method: "GET" }, signal, {
+      urlAgain: (waitedMs) => urlWaiting(Math.max(0, Math.round(wait - waitedMs))),
+    });
     if (response.status < 200 || response.status > 299) throw failure(response, documentId);
     const version = response.headers.get(VERSION_HEADER);
     if (version === null)
@@ -174,6 +188,8 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
           headers: { "content-type": "application/octet-stream" },
         },
         stageOptions.signal,
+        // A part refused is not worth a wait: its push carries it anyway, and the run stops staging.
+        { sendRefusedAgain: false },
       );
       if (response.status !== 200) throw failure(response, documentId);
       const answer = jsonOf(response) as { staged?: unknown; reason?: unknown } | undefined;
@@ -223,7 +239,7 @@ export function createDocumentClient(options: DocumentClientOptions): DocumentCl
           }),
         },
         createOptions.signal,
-        createOptions.adminToken,
+        { token: createOptions.adminToken },
       );
       if (response.status === 409) return false;
       if (response.status !== 201) throw failure(response, documentId);

@@ -5,8 +5,9 @@ import { ToolError } from "@tackle/core";
  * Codes: `unauthorized` (401: no token), `forbidden` (403: a wrong admin token, or creating is off),
  * `not_found` (404, ADR 0027: `data.resource` `document` when there is no such document or the token
  * does not open it, the server answering both alike; `data.id` the id asked for), `invalid_request` (400/413),
- * `too_many_requests` (429: the credential has its most requests in flight on the document; retryable,
- * `data.retryAfterSeconds` the server's `Retry-After`), `server_error` (5xx, retryable),
+ * `too_many_requests` (429: the credential has its most requests in flight on the document, still so
+ * after the client's own `maxRetries`; retryable, `data.retryAfterSeconds` the server's `Retry-After`,
+ * `data.attempts` how many sends were refused), `server_error` (5xx, retryable),
  * `network_error` (no answer, or a timeout; retryable: the push may or may not have landed),
  * `invalid_response`.
  */
