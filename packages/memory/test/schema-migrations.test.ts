@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, describe, it } from "node:test";
-import { createSqliteStore } from "@tackle/memory";
+import { createSqliteStore, type MemoryStore } from "@tackle/memory";
 import { createPostgresStore } from "@tackle/memory/postgres";
 import { StorageError } from "@tackle/storage";
 import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
@@ -51,6 +51,59 @@ function counts(path: string, names: (table: string) => string = prefixed): Reco
   }
 }
 
+/**
+ * Access records as the stores wrote them before migration 7 (SQLite) and 8 (PostgreSQL): a row per
+ * search (no memory), per hit and per read. Those migrations sum them into a count per day, kind,
+ * scope and memory (ADR 0537): `accessTrends` and `countSearches` answer what they answered.
+ */
+const oldAccessRows: [string, string | null, string | null, string, string | null, string][] = [
+  ["tenant-a", "u1", "s1", "search", null, "2026-11-29"],
+  ["tenant-a", "u1", "s1", "search", null, "2026-11-29"],
+  ["tenant-a", "u1", "s1", "hit", "m-0", "2026-11-29"],
+  ["tenant-a", "u1", "s1", "hit", "m-0", "2026-11-29"],
+  ["tenant-a", "u1", null, "hit", "m-0", "2026-11-29"],
+  ["tenant-a", "u1", null, "read", "m-1", "2026-11-29"],
+  ["tenant-a", "u1", "s2", "search", null, "2026-11-30"],
+  ["tenant-a", null, null, "search", null, "2026-11-30"],
+  ["tenant-b", "u2", null, "search", null, "2026-11-30"],
+];
+
+async function checkAccessAfterMigration(store: MemoryStore): Promise<void> {
+  assert.deepEqual(await store.accessTrends("tenant-a", { userId: "u1" }, "2026-11-01"), [
+    { day: "2026-11-29", searches: 2, hits: 3, reads: 1 },
+    { day: "2026-11-30", searches: 1, hits: 0, reads: 0 },
+  ]);
+  assert.deepEqual(await store.accessTrends("tenant-a", {}, "2026-11-30"), [
+    { day: "2026-11-30", searches: 2, hits: 0, reads: 0 },
+  ]);
+  assert.equal(await store.countSearches("tenant-a", { sessionId: "s1" }), 2);
+  assert.equal(await store.countSearches("tenant-b", {}), 1);
+  // A search after the migration adds to the count the old rows were summed into.
+  await store.insertTrace(
+    {
+      id: "trace-after-migration",
+      tenantId: "tenant-a",
+      userId: "u1",
+      sessionId: "s1",
+      operation: "search",
+      query: "tea",
+      ranking: "bm25",
+      results: [],
+      durationMs: 1,
+      createdAt: "2026-11-29T18:00:00.000Z",
+    },
+    [
+      {
+        kind: "search",
+        scope: { userId: "u1", sessionId: "s1" },
+        memoryIds: [],
+        at: "2026-11-29T18:00:00.000Z",
+      },
+    ],
+  );
+  assert.equal(await store.countSearches("tenant-a", { sessionId: "s1" }), 3);
+}
+
 const isTooNew = (error: unknown) => {
   assert.ok(StorageError.isInstance(error), String(error));
   assert.equal(error.code, "schema_too_new");
@@ -62,8 +115,15 @@ describe("SQLite store: schema versions", () => {
     const path = legacyCopy("legacy.db");
     const before = counts(path, (table) => table);
     assert.deepEqual(before, { memories: 3, memory_history: 3, events: 2, documents: 1, chunks: 1 });
+    const legacy = new DatabaseSync(path);
+    const insert = legacy.prepare(
+      "INSERT INTO access_log (tenant_id, user_id, session_id, kind, memory_id, day) VALUES (?, ?, ?, ?, ?, ?)",
+    );
+    for (const row of oldAccessRows) insert.run(...row);
+    legacy.close();
     const store = createSqliteStore({ path });
     try {
+      await checkAccessAfterMigration(store);
       const memories = await store.listMemories("tenant-a", { userId: "u1" }, { limit: 10, order: "recent" });
       assert.deepEqual(memories.map((memory) => memory.content).sort(), [
         "Lives in Lisbon near the river",
@@ -108,7 +168,12 @@ describe("SQLite store: schema versions", () => {
     const added = { memories: before.memories! + 1, memory_history: before.memory_history! + 1 };
     assert.deepEqual(counts(path), { ...before, ...added });
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 6);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 7);
+    assert.equal(
+      Number((database.prepare("SELECT count(*) AS n FROM memory_access_log").get() as { n: number }).n),
+      7,
+      "migration 7 sums the nine access rows into seven counts",
+    );
     assert.ok(
       database
         .prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'memory_memories_scope_seq'")
@@ -164,6 +229,12 @@ describe("PostgreSQL store: schema versions", () => {
        VALUES ('e-1', 'tenant-a', 'user', 'hello there', 's1', '{}', 'api', $1, $1)`,
       [at],
     );
+    for (const row of oldAccessRows) {
+      await client.query(
+        "INSERT INTO access_log (tenant_id, user_id, session_id, kind, memory_id, day) VALUES ($1, $2, $3, $4, $5, $6)",
+        row,
+      );
+    }
     return { url: database.url, client };
   }
 
@@ -185,6 +256,7 @@ describe("PostgreSQL store: schema versions", () => {
       assert.equal(before.memories, 2);
       const store = await createPostgresStore({ connectionString: url });
       try {
+        await checkAccessAfterMigration(store);
         const found = await store.searchMemories("tenant-a", { userId: "u1" }, ["lisbon"], { limit: 5 });
         assert.deepEqual(
           found.map((hit) => hit.memory.content),
@@ -225,7 +297,10 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 5 },
         { store: "memory", version: 6 },
         { store: "memory", version: 7 },
+        { store: "memory", version: 8 },
       ]);
+      const accessRows = await client.query("SELECT count(*)::int AS n FROM memory_access_log");
+      assert.equal(accessRows.rows[0].n, 7, "migration 8 sums the nine access rows into seven counts");
       const index = await client.query(
         "SELECT 1 FROM pg_indexes WHERE indexname = 'memory_memories_scope_seq'",
       );

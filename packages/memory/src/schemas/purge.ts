@@ -20,6 +20,7 @@ export const purgeResponseSchema = z.object({
     coreBlocks: count,
     traces: count,
     jobs: count,
+    /** Access counts: one per day, kind, scope and memory (ADR 0537). */
     accessRecords: count,
     idempotencyKeys: count,
   }),

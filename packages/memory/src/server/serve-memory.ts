@@ -9,6 +9,7 @@ import { createMemoryService } from "../service/create-memory-service.ts";
 import type { MemoryEmbeddingModel } from "../service/embedder.ts";
 import type { IdempotencyOptions } from "../service/idempotent-writes.ts";
 import type { MemoryService } from "../service/memory-service.ts";
+import type { MemoryRetentionOptions } from "../service/retention.ts";
 import type { MemoryStore } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
 import type { ApiKeyEntry, ApiKeyResolver } from "./api-keys.ts";
@@ -36,6 +37,8 @@ export interface ServeMemoryOptions {
   readonly maxInFlight?: number;
   /** How long idempotency keys of writes are kept (24 h), how long a repeat waits for the first answer (5 s). */
   readonly idempotency?: IdempotencyOptions;
+  /** How many traces and finished jobs a tenant keeps and for how long, and days of access counts (ADR 0537). */
+  readonly retention?: MemoryRetentionOptions;
 }
 
 export interface MemoryServer {
@@ -84,6 +87,7 @@ export async function serveMemory(options: ServeMemoryOptions): Promise<MemorySe
     ...(options.languageModel ? { languageModel: options.languageModel } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.idempotency ? { idempotency: options.idempotency } : {}),
+    ...(options.retention ? { retention: options.retention } : {}),
   });
   const app = createMemoryApp({
     service,

@@ -23,7 +23,7 @@ export type { MemoryServiceOptions } from "./service-context.ts";
 
 export function createMemoryService(options: MemoryServiceOptions): MemoryService {
   const context = createServiceContext(options);
-  const { store, logger, clock, nowIso, mutateMemory } = context;
+  const { store, logger, clock, nowIso, mutateMemory, retention } = context;
   const novelty = createNoveltyCheck(context);
   const searchRanked = createSearchRanked(context);
   const events = createWriteEvents(context);
@@ -42,6 +42,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
       consolidate: (job) => runConsolidation(job, { store, now: clock, mutateMemory }),
       novelty_scan: async (job) => job.result,
     },
+    recorded: retention.jobRecorded,
   });
   const retrieval = createRetrievalOperations(context, searchRanked);
   const lifecycle = createLifecycleOperations(context);
@@ -61,6 +62,7 @@ export function createMemoryService(options: MemoryServiceOptions): MemoryServic
     ...createPurgeOperations(context),
     writeOnce: createRunOnce(store, { ...options.idempotency, clock, logger }),
     async close() {
+      await retention.close();
       await jobs.close();
       await store.close();
     },

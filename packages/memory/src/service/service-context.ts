@@ -8,6 +8,7 @@ import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredEvent, StoredMemory } from "../store/memory-store.ts";
 import { createEmbedder, type MemoryEmbeddingModel } from "./embedder.ts";
 import type { IdempotencyOptions } from "./idempotent-writes.ts";
+import { createRetention, type MemoryRetentionOptions } from "./retention.ts";
 
 export interface MemoryServiceOptions {
   readonly store: MemoryStore;
@@ -32,6 +33,12 @@ export interface MemoryServiceOptions {
   readonly resumeJobs?: boolean;
   /** How long idempotency keys of writes are kept, and how long a repeat waits for the first answer. */
   readonly idempotency?: IdempotencyOptions;
+  /**
+   * How many retrieval traces and finished jobs each tenant keeps and for how long, and how many days
+   * of access counts (ADR 0537): by default the newest 10,000 traces for 30 days, the newest 1,000
+   * finished jobs for 30 days (imports that stored events are kept), access counts for 365 days.
+   */
+  readonly retention?: MemoryRetentionOptions;
 }
 
 /** The default `vectorWeight`. */
@@ -51,6 +58,7 @@ export function createServiceContext(options: MemoryServiceOptions) {
     ? createEmbedder(options.embeddingModel, options.embeddingTimeoutMs)
     : undefined;
   const nowIso = () => clock().toISOString();
+  const retention = createRetention(store, options.retention ?? {}, clock, logger);
 
   async function embedOne(text: string): Promise<Float32Array | undefined> {
     if (!embedder) return undefined;
@@ -101,6 +109,7 @@ export function createServiceContext(options: MemoryServiceOptions) {
       },
       accesses,
     );
+    retention.traceRecorded(tenantId);
     return id;
   }
 
@@ -116,6 +125,7 @@ export function createServiceContext(options: MemoryServiceOptions) {
     logger,
     clock,
     nowIso,
+    retention,
     embedder,
     vectorWeight: options.vectorWeight ?? defaultVectorWeight,
     languageModel: options.languageModel,

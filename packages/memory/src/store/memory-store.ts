@@ -173,8 +173,11 @@ export interface MemoryRecordStore {
   countMemories(tenantId: string, scope: MemoryScope): Promise<MemoryCounts>;
   /** How many active memories were read or returned at least once (`accessCount` above 0), counted in the store. */
   countAccessedMemories(tenantId: string, scope: MemoryScope): Promise<number>;
+  /** Adds one to the count of the access's day, kind, scope and each memory (ADR 0537); hits and reads count on the memories too. */
   recordAccess(tenantId: string, access: AccessRecord): Promise<void>;
+  /** The counts of each day from `sinceDay`, summed over the scopes inside `scope`. */
   accessTrends(tenantId: string, scope: MemoryScope, sinceDay: string): Promise<AccessDay[]>;
+  /** The searches counted inside `scope`, over the days kept. */
   countSearches(tenantId: string, scope: MemoryScope): Promise<number>;
 }
 
@@ -221,7 +224,7 @@ export interface CoreMemoryStore {
 
 /** Retrieval traces. */
 export interface TraceStore {
-  /** Records a retrieval trace and its access-log entries in one transaction. */
+  /** Records a retrieval trace and adds its accesses to their counts, in one transaction. */
   insertTrace(trace: StoredTrace, accesses: readonly AccessRecord[]): Promise<void>;
   getTrace(tenantId: string, id: string): Promise<StoredTrace | undefined>;
   listTraces(
@@ -254,6 +257,34 @@ export interface JobStore {
   ): Promise<StoredJob[]>;
   /** Jobs of every tenant left queued or running (by a process that stopped), oldest first. */
   unfinishedJobs(): Promise<StoredJob[]>;
+}
+
+/** What a sweep of expired records deletes: each before its own cutoff, of every tenant. */
+export interface ExpiryCutoffs {
+  /** Traces created before this instant. */
+  readonly tracesBefore: string;
+  /** Finished jobs that finished before this instant (an import job an event names is kept). */
+  readonly jobsFinishedBefore: string;
+  /** Access records of days before this one (`YYYY-MM-DD`). */
+  readonly accessBeforeDay: string;
+}
+
+/**
+ * Retention (ADR 0537): each call deletes at most `limit` rows per table in one statement and
+ * answers how many, so the service deletes a backlog in batches with other work between them. A
+ * finished import job that an event names is never deleted: it is that event's and its memories'
+ * provenance (`chainTrace` reads it), kept until they are purged.
+ */
+export interface RetentionStore {
+  /** Deletes up to `limit` of the tenant's traces beyond its newest `keep`. */
+  pruneTraces(tenantId: string, keep: number, limit: number): Promise<number>;
+  /** Deletes up to `limit` of the tenant's finished jobs beyond the newest `keep` of those that may go. */
+  pruneJobs(tenantId: string, keep: number, limit: number): Promise<number>;
+  /** Deletes up to `limit` expired traces, finished jobs and access records each, of every tenant. */
+  expireRecords(
+    cutoffs: ExpiryCutoffs,
+    limit: number,
+  ): Promise<{ traces: number; jobs: number; accessRecords: number }>;
 }
 
 /** A write's idempotency key and the answer its write gave, committed together with the write. */
@@ -342,6 +373,7 @@ export interface MemoryStore
     JobStore,
     IdempotencyStore,
     PurgeStore,
+    RetentionStore,
     UnitOfWork {
   readonly kind: "sqlite" | "postgres";
   close(): Promise<void>;

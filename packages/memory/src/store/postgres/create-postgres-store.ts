@@ -18,6 +18,7 @@ import { postgresMemoryReads } from "./postgres-memory-reads.ts";
 import { postgresMemorySearch } from "./postgres-memory-search.ts";
 import { postgresMemoryStatistics } from "./postgres-memory-statistics.ts";
 import { postgresMemoryWrites } from "./postgres-memory-writes.ts";
+import { postgresRetention } from "./postgres-retention.ts";
 import { mark, type PostgresContext, type Row } from "./postgres-sql.ts";
 import { postgresTraces } from "./postgres-traces.ts";
 import { createPostgresUnits } from "./postgres-unit-of-work.ts";
@@ -82,6 +83,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     ...postgresTraces(context),
     ...postgresJobs(context),
     ...postgresIdempotency(context),
+    ...postgresRetention(context),
 
     async purgeScope(tenantId, scope) {
       return transaction((client) => purgePostgresScope(client, tenantId, scope));

@@ -172,4 +172,36 @@ CREATE TRIGGER memory_generation_change
       ),
     ].join("\n"),
   },
+  {
+    version: 8,
+    name: "access records counted per day; indexes for retention",
+    // Retention (ADR 0537): an access record was a row per search, hit and read; it is now a count per
+    // tenant, day, kind, scope and memory (`scope_key`, the three fields as a JSON array, makes absent
+    // fields comparable; a search names no memory: ''), so a flood of searches adds to counts. The
+    // old rows are summed into it. Traces expire by age and finished jobs by the time they finished:
+    // an index each; an import job an event names is kept, found by its own index on the events.
+    up: `
+CREATE TABLE memory_access_counts (
+  tenant_id TEXT NOT NULL,
+  user_id TEXT, agent_id TEXT, session_id TEXT,
+  scope_key TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  memory_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  accesses BIGINT NOT NULL
+);
+INSERT INTO memory_access_counts (tenant_id, user_id, agent_id, session_id, scope_key, kind, memory_id, day, accesses)
+  SELECT tenant_id, user_id, agent_id, session_id, json_build_array(user_id, agent_id, session_id)::text, kind,
+    coalesce(memory_id, ''), day, count(*)
+  FROM memory_access_log
+  GROUP BY tenant_id, user_id, agent_id, session_id, kind, coalesce(memory_id, ''), day;
+DROP TABLE memory_access_log;
+ALTER TABLE memory_access_counts RENAME TO memory_access_log;
+CREATE UNIQUE INDEX memory_access_log_key ON memory_access_log(tenant_id, day, kind, scope_key, memory_id);
+CREATE INDEX memory_access_log_day ON memory_access_log(day);
+CREATE INDEX memory_traces_created ON memory_traces(created_at);
+CREATE INDEX memory_jobs_finished ON memory_jobs(finished_at) WHERE status IN ('succeeded', 'failed');
+CREATE INDEX memory_events_import_job ON memory_events(tenant_id, import_job_id) WHERE import_job_id IS NOT NULL;
+`,
+  },
 ];

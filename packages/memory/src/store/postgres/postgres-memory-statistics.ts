@@ -30,8 +30,9 @@ export function postgresMemoryStatistics(
     async accessTrends(tenantId, scope, sinceDay) {
       const parameters: unknown[] = [tenantId, sinceDay];
       const rows = await all(
-        `SELECT day, COUNT(*) FILTER (WHERE kind = 'search') AS searches, COUNT(*) FILTER (WHERE kind = 'hit') AS hits,
-           COUNT(*) FILTER (WHERE kind = 'read') AS reads
+        `SELECT day, COALESCE(SUM(accesses) FILTER (WHERE kind = 'search'), 0) AS searches,
+           COALESCE(SUM(accesses) FILTER (WHERE kind = 'hit'), 0) AS hits,
+           COALESCE(SUM(accesses) FILTER (WHERE kind = 'read'), 0) AS reads
          FROM memory_access_log WHERE tenant_id = $1 AND day >= $2${scopeCondition(scope, parameters, mark)} GROUP BY day ORDER BY day`,
         parameters,
       );
@@ -46,7 +47,7 @@ export function postgresMemoryStatistics(
     async countSearches(tenantId, scope) {
       const parameters: unknown[] = [tenantId];
       const row = await one(
-        `SELECT COUNT(*) AS n FROM memory_access_log WHERE tenant_id = $1 AND kind = 'search'${scopeCondition(scope, parameters, mark)}`,
+        `SELECT COALESCE(SUM(accesses), 0) AS n FROM memory_access_log WHERE tenant_id = $1 AND kind = 'search'${scopeCondition(scope, parameters, mark)}`,
         parameters,
       );
       return Number(row?.n ?? 0);

@@ -102,15 +102,56 @@ export function countAccesses(at: number, tenant: number, ids: number): string {
     WHERE m.tenant_id = $${tenant} AND m.id = locked.id`;
 }
 
-/** Records a search, hit or read: access rows in one statement, and hits and reads counted on the memories. */
+/**
+ * Adds accesses to their counts (`$rows`: a JSON array of `AccessCount`s, keys unique, in key order
+ * so two statements counting the same rows take their locks in one order), the tenant at `$tenant`.
+ */
+export function countAccessRows(tenant: number, rows: number): string {
+  return `INSERT INTO memory_access_log (tenant_id, user_id, agent_id, session_id, scope_key, kind, memory_id, day, accesses)
+    SELECT $${tenant}, a.user_id, a.agent_id, a.session_id, json_build_array(a.user_id, a.agent_id, a.session_id)::text,
+      a.kind, a.memory_id, a.day, a.accesses
+    FROM ROWS FROM (jsonb_to_recordset($${rows}::jsonb)
+      AS (user_id text, agent_id text, session_id text, kind text, memory_id text, day text, accesses bigint))
+      WITH ORDINALITY AS a(user_id, agent_id, session_id, kind, memory_id, day, accesses, position)
+    ORDER BY a.position
+    ON CONFLICT (tenant_id, day, kind, scope_key, memory_id)
+    DO UPDATE SET accesses = memory_access_log.accesses + EXCLUDED.accesses`;
+}
+
+export interface AccessCount {
+  readonly user_id: string | null;
+  readonly agent_id: string | null;
+  readonly session_id: string | null;
+  readonly kind: AccessRecord["kind"];
+  readonly memory_id: string;
+  readonly day: string;
+  readonly accesses: number;
+}
+
+/** The counts accesses add to: one per day, kind, scope and memory (a search names none: ''), in key order. */
+export function accessCounts(accesses: readonly AccessRecord[]): AccessCount[] {
+  const counts = new Map<string, AccessCount>();
+  for (const access of accesses) {
+    const [userId, agentId, sessionId] = scopeParameters(access.scope);
+    for (const memoryId of access.memoryIds.length > 0 ? access.memoryIds : [""]) {
+      const row = {
+        user_id: userId ?? null,
+        agent_id: agentId ?? null,
+        session_id: sessionId ?? null,
+        kind: access.kind,
+        memory_id: memoryId,
+        day: access.at.slice(0, 10),
+      };
+      const key = JSON.stringify(row);
+      counts.set(key, { ...row, accesses: (counts.get(key)?.accesses ?? 0) + 1 });
+    }
+  }
+  return [...counts.entries()].sort(([left], [right]) => (left < right ? -1 : 1)).map(([, row]) => row);
+}
+
+/** Records a search, hit or read: its counts in one statement, and hits and reads counted on the memories. */
 export async function writeAccess(client: pg.PoolClient, tenantId: string, access: AccessRecord) {
-  const day = access.at.slice(0, 10);
-  const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
-  await client.query(
-    `INSERT INTO memory_access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
-     SELECT $1, $2, $3, $4, $5, memory_id, $6 FROM unnest($7::text[]) AS memory_id`,
-    [tenantId, ...scopeParameters(access.scope), access.kind, day, ids],
-  );
+  await client.query(countAccessRows(1, 2), [tenantId, JSON.stringify(accessCounts([access]))]);
   if (access.kind !== "search" && access.memoryIds.length > 0) {
     await client.query(countAccesses(1, 2, 3), [access.at, tenantId, postgresDialect.list(access.memoryIds)]);
   }

@@ -1,10 +1,10 @@
 /**
  * A retrieval trace and its accesses as one PostgreSQL statement: a search's telemetry costs one
- * round trip instead of six (begin, durability, trace, two access rows, access counts, commit).
+ * round trip instead of six (begin, durability, trace, two access counts, memories' counts, commit).
  */
 import type { AccessRecord, StoredTrace } from "../memory-store.ts";
 import { scopeParameters } from "../row-codec.ts";
-import { countAccesses } from "./postgres-sql.ts";
+import { accessCounts, countAccesses, countAccessRows } from "./postgres-sql.ts";
 
 /**
  * Undefined when more than one access names memories (the store then writes them one by one).
@@ -13,18 +13,7 @@ import { countAccesses } from "./postgres-sql.ts";
  * few; memories and events never are).
  */
 export function traceStatement(trace: StoredTrace, accesses: readonly AccessRecord[]) {
-  const logged = accesses.flatMap((access) => {
-    const [userId, agentId, sessionId] = scopeParameters(access.scope);
-    const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
-    return ids.map((memoryId) => ({
-      user_id: userId,
-      agent_id: agentId,
-      session_id: sessionId,
-      kind: access.kind,
-      memory_id: memoryId,
-      day: access.at.slice(0, 10),
-    }));
-  });
+  const logged = accessCounts(accesses);
   // Reads and hits count on the memories (searches do not): one access naming them, as a search has.
   const touching = accesses.filter((access) => access.kind !== "search" && access.memoryIds.length > 0);
   if (touching.length > 1) return undefined;
@@ -33,10 +22,7 @@ export function traceStatement(trace: StoredTrace, accesses: readonly AccessReco
     trace AS (
       INSERT INTO memory_traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)),
-    logged AS (
-      INSERT INTO memory_access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day)
-      SELECT $2, a.user_id, a.agent_id, a.session_id, a.kind, a.memory_id, a.day
-      FROM jsonb_to_recordset($12::jsonb) AS a(user_id text, agent_id text, session_id text, kind text, memory_id text, day text)),
+    logged AS (${countAccessRows(2, 12)}),
     touched AS (${countAccesses(13, 2, 14)})
     SELECT setting FROM durability`;
   const values = [

@@ -20,6 +20,7 @@ import { sqliteMemoryReads } from "./sqlite-memory-reads.ts";
 import { sqliteMemorySearch } from "./sqlite-memory-search.ts";
 import { sqliteMemoryStatistics } from "./sqlite-memory-statistics.ts";
 import { sqliteMemoryWrites } from "./sqlite-memory-writes.ts";
+import { sqliteRetention } from "./sqlite-retention.ts";
 import { createSqliteContext, mark } from "./sqlite-sql.ts";
 import { sqliteTraces } from "./sqlite-traces.ts";
 import { withSqliteUnitsOfWork } from "./sqlite-unit-of-work.ts";
@@ -59,6 +60,7 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     ...sqliteTraces(context),
     ...sqliteJobs(context),
     ...sqliteIdempotency(context),
+    ...sqliteRetention(context),
 
     async purgeScope(tenantId, scope) {
       return purgeSqliteScope(database, tenantId, scope);
@@ -99,6 +101,9 @@ const sqliteWrites: ReadonlySet<string> = new Set([
   "recordIdempotencyKey",
   "sweepIdempotencyKeys",
   "purgeScope",
+  "pruneTraces",
+  "pruneJobs",
+  "expireRecords",
 ]);
 
 /** Gives every memory without scope tokens its tokens and its row in the search index. */

@@ -29,7 +29,9 @@ export function sqliteMemoryStatistics(
     async accessTrends(tenantId, scope, sinceDay) {
       const parameters: unknown[] = [tenantId, sinceDay];
       const rows = all(
-        `SELECT day, SUM(kind = 'search') AS searches, SUM(kind = 'hit') AS hits, SUM(kind = 'read') AS reads
+        `SELECT day, SUM(CASE WHEN kind = 'search' THEN accesses ELSE 0 END) AS searches,
+           SUM(CASE WHEN kind = 'hit' THEN accesses ELSE 0 END) AS hits,
+           SUM(CASE WHEN kind = 'read' THEN accesses ELSE 0 END) AS reads
          FROM memory_access_log WHERE tenant_id = ${mark(1)} AND day >= ${mark(2)}${scopeCondition(scope, parameters, mark)} GROUP BY day ORDER BY day`,
         parameters,
       );
@@ -44,7 +46,7 @@ export function sqliteMemoryStatistics(
     async countSearches(tenantId, scope) {
       const parameters: unknown[] = [tenantId];
       const row = get(
-        `SELECT COUNT(*) AS n FROM memory_access_log WHERE tenant_id = ${mark(1)} AND kind = 'search'${scopeCondition(scope, parameters, mark)}`,
+        `SELECT COALESCE(SUM(accesses), 0) AS n FROM memory_access_log WHERE tenant_id = ${mark(1)} AND kind = 'search'${scopeCondition(scope, parameters, mark)}`,
         parameters,
       );
       return Number(row?.n ?? 0);

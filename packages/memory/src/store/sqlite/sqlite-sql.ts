@@ -66,14 +66,19 @@ export function createSqliteContext(database: DatabaseSync): SqliteContext {
   };
 }
 
-/** Records a search, hit or read: one access row per memory, and hits and reads counted on the memories. */
+/**
+ * Records a search, hit or read: one more on the count of its day, kind, scope and memory (a search
+ * names none: ''), and hits and reads counted on the memories (ADR 0537).
+ */
 export function writeAccess({ run }: SqliteContext, tenantId: string, access: AccessRecord) {
   const day = access.at.slice(0, 10);
   const scopeValues = scopeParameters(access.scope);
-  const ids = access.memoryIds.length > 0 ? access.memoryIds : [null];
+  const ids = access.memoryIds.length > 0 ? access.memoryIds : [""];
   for (const memoryId of ids) {
     run(
-      "INSERT INTO memory_access_log (tenant_id, user_id, agent_id, session_id, kind, memory_id, day) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      `INSERT INTO memory_access_log (tenant_id, user_id, agent_id, session_id, scope_key, kind, memory_id, day, accesses)
+       VALUES (?1, ?2, ?3, ?4, json_array(?2, ?3, ?4), ?5, ?6, ?7, 1)
+       ON CONFLICT (tenant_id, day, kind, scope_key, memory_id) DO UPDATE SET accesses = accesses + 1`,
       [tenantId, ...scopeValues, access.kind, memoryId, day],
     );
   }
