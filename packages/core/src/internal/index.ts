@@ -1,11 +1,13 @@
 /**
  * @tackle/core/internal: plumbing Tackle's own packages share (error brands, the loopback check, tool
- * names for LLMs, tracing). Not for users: it changes with the packages, without a major version.
+ * names for LLMs, tracing, the per-key places of the in-flight bounds). Not for users: it changes with
+ * the packages, without a major version.
  */
 export { hasBrand, setBrand } from "../errors/brand.ts";
 export { jsonText, notJsonOutput } from "../errors/error-for-model.ts";
 export { formatIssues } from "../errors/invalid-input-error.ts";
 export { isLoopbackHost, loopbackViolation } from "../http/loopback.ts";
+export { createPlaces, type Places, type PlacesOptions } from "../http/places.ts";
 export {
   checkedMaxRetries,
   type RetryClock,

@@ -5,6 +5,7 @@
  */
 import type { ServerResponse } from "node:http";
 import { ToolError } from "../errors/tool-error.ts";
+import { createPlaces } from "../http/places.ts";
 
 /** The default of `maxInFlight`: 64 requests at once, each body at most the SDK's 4 MiB. */
 export const defaultMaxInFlight = 64;
@@ -28,20 +29,9 @@ export function createInFlightBound(maxInFlight: number = defaultMaxInFlight): I
       { data: { maxInFlight } },
     );
   }
-  let held = 0;
-  return {
-    max: maxInFlight,
-    take() {
-      if (held >= maxInFlight) return undefined;
-      held += 1;
-      let given = false;
-      return () => {
-        if (given) return;
-        given = true;
-        held -= 1;
-      };
-    },
-  };
+  // One key: the bound is the endpoint's, whoever calls.
+  const places = createPlaces<"endpoint">({ max: maxInFlight });
+  return { max: maxInFlight, take: () => places.take("endpoint") };
 }
 
 /**
