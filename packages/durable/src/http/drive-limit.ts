@@ -4,6 +4,7 @@
  * once. Past the bound a start or resume is refused `too_many_runs` (429, retryable) before anything is
  * stored; a run that pauses, completes or fails frees its place. Paused runs hold none.
  */
+import { createPlaces } from "@tackle/core/internal";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Runner } from "../runner/create-runner.ts";
 
@@ -15,27 +16,18 @@ export function limitDrivingRuns(
   max: number,
   tenantOf: (threadId: string) => string,
 ): Runner {
-  if (!Number.isInteger(max) || max < 1) throw new RangeError("maxDrivingRuns must be an integer ≥ 1");
-  const driving = new Map<string, number>();
+  const driving = createPlaces({ max, name: "maxDrivingRuns" });
   const admit = (threadId: string | undefined) => {
     const tenant = threadId === undefined ? "" : tenantOf(threadId);
-    const now = driving.get(tenant) ?? 0;
-    if (now >= max) {
+    const free = driving.take(tenant);
+    if (free === undefined) {
       throw new DurableError(
         "too_many_runs",
         `${max} runs are driving for this caller already; retry when one pauses or ends`,
-        { retryable: true, data: { driving: now, max } },
+        { retryable: true, data: { driving: driving.held(tenant), max } },
       );
     }
-    driving.set(tenant, now + 1);
-    let freed = false;
-    return () => {
-      if (freed) return;
-      freed = true;
-      const left = (driving.get(tenant) ?? 1) - 1;
-      if (left === 0) driving.delete(tenant);
-      else driving.set(tenant, left);
-    };
+    return free;
   };
   const counted = async <Launched extends { finished: Promise<unknown> }>(
     threadId: string | undefined,

@@ -13,6 +13,7 @@
  *
  * Past a bound the request is refused `too_many_requests` (429, retryable, `Retry-After: 1`).
  */
+import { createPlaces } from "@tackle/core/internal";
 import type { Context, Hono, MiddlewareHandler } from "hono";
 import { DurableError } from "../errors/durable-error.ts";
 
@@ -37,29 +38,6 @@ interface StreamPlace {
   kept: boolean;
 }
 
-/** Places per tenant, at most `max` held at once by each. */
-function places(max: number, option: string) {
-  if (!Number.isInteger(max) || max < 1) throw new RangeError(`${option} must be an integer ≥ 1`);
-  const held = new Map<string, number>();
-  return {
-    max,
-    /** A place (its release, idempotent), or how many the tenant holds when none is left. */
-    take(tenant: string): (() => void) | number {
-      const now = held.get(tenant) ?? 0;
-      if (now >= max) return now;
-      held.set(tenant, now + 1);
-      let freed = false;
-      return () => {
-        if (freed) return;
-        freed = true;
-        const left = (held.get(tenant) ?? 1) - 1;
-        if (left === 0) held.delete(tenant);
-        else held.set(tenant, left);
-      };
-    },
-  };
-}
-
 function refused(what: "requests" | "streams", held: number, max: number): DurableError {
   const message =
     what === "requests"
@@ -76,15 +54,16 @@ function refused(what: "requests" | "streams", held: number, max: number): Durab
  * body limit, which reads a chunked body whole).
  */
 export function limitRequests(app: Hono, options: { maxInFlight: number; maxStreams: number }): void {
-  const requests = places(options.maxInFlight, "maxInFlight");
-  const streams = places(options.maxStreams, "maxStreams");
+  const requests = createPlaces({ max: options.maxInFlight, name: "maxInFlight" });
+  const streams = createPlaces({ max: options.maxStreams, name: "maxStreams" });
   const tenantOf = (c: Context) => (c.get("tenant" as never) as string | undefined) ?? "";
 
   for (const [method, path] of streamRoutes) {
     const stream: MiddlewareHandler = async (c, next) => {
       if (c.req.method !== method) return next();
-      const place = streams.take(tenantOf(c));
-      if (typeof place === "number") throw refused("streams", place, streams.max);
+      const tenant = tenantOf(c);
+      const place = streams.take(tenant);
+      if (place === undefined) throw refused("streams", streams.held(tenant), streams.max);
       const held: StreamPlace = { free: place, kept: false };
       c.set(streamPlaceKey as never, held as never);
       try {
@@ -100,8 +79,9 @@ export function limitRequests(app: Hono, options: { maxInFlight: number; maxStre
   app.use("*", async (c, next) => {
     // A GET stream carries no body: its own place is all it holds.
     if (c.req.method === "GET" && c.get(streamPlaceKey as never) !== undefined) return next();
-    const place = requests.take(tenantOf(c));
-    if (typeof place === "number") throw refused("requests", place, requests.max);
+    const tenant = tenantOf(c);
+    const place = requests.take(tenant);
+    if (place === undefined) throw refused("requests", requests.held(tenant), requests.max);
     try {
       await next();
     } finally {
