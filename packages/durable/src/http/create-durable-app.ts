@@ -11,7 +11,7 @@ import { parseAgUiEventId } from "./ag-ui.ts";
 import { type AgUiRunInput, agUiRoutes } from "./ag-ui-routes.ts";
 import { defaultMaxDrivingRuns, limitDrivingRuns } from "./drive-limit.ts";
 import { registerHistoryRoutes } from "./history-routes.ts";
-import { invalid, readJson } from "./request.ts";
+import { invalid, readJson, tooLargeBody } from "./request.ts";
 import { defaultMaxInFlight, defaultMaxStreams, keepStreamPlace, limitRequests } from "./request-limit.ts";
 import { registerThreadRoutes } from "./thread-routes.ts";
 
@@ -19,7 +19,7 @@ export type { AgUiRunInput } from "./ag-ui-routes.ts";
 
 export interface DurableAppOptions {
   readonly runner: Runner;
-  /** Largest request body, in bytes. Default 1 MiB. */
+  /** Largest request body, in bytes (past it 413 `payload_too_large` naming it, `data.maxBytes`). Default 1 MiB. */
   readonly maxBodyBytes?: number;
   /** SSE keep-alive comment interval. Default 15 s. */
   readonly keepAliveMs?: number;
@@ -152,14 +152,8 @@ function guard(app: Hono, options: DurableAppOptions): void {
     maxInFlight: options.maxInFlight ?? defaultMaxInFlight,
     maxStreams: options.maxStreams ?? defaultMaxStreams,
   });
-  app.use(
-    "*",
-    bodyLimit({
-      maxSize: options.maxBodyBytes ?? 1024 * 1024,
-      onError: (c) =>
-        c.json({ error: { code: "payload_too_large", message: "The request body is too large" } }, 413),
-    }),
-  );
+  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
+  app.use("*", bodyLimit({ maxSize: maxBodyBytes, onError: (c) => c.json(tooLargeBody(maxBodyBytes), 413) }));
   app.onError((error, c) => {
     if (ToolError.isInstance(error)) {
       // The runner names threads by their storage key, `<tenant>/<thread>`; the caller knows only its

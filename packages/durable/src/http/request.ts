@@ -1,8 +1,31 @@
-/** Reading a request's JSON body, and the `invalid_request` error every route answers bad input with. */
+/**
+ * Reading a request's JSON body, the `invalid_request` error every route answers bad input with, and
+ * the refusal of a body past `maxBodyBytes`.
+ */
 import { DurableError } from "../errors/durable-error.ts";
 
 export function invalid(message: string): DurableError {
   return new DurableError("invalid_request", message);
+}
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/** The 413 answer to a body past `maxBytes`: the bound in words and in `data.maxBytes`. */
+export function tooLargeBody(maxBytes: number) {
+  const words =
+    maxBytes % MiB === 0
+      ? `${maxBytes / MiB} MiB (${maxBytes} bytes)`
+      : maxBytes % KiB === 0
+        ? `${maxBytes / KiB} KiB (${maxBytes} bytes)`
+        : `${maxBytes} bytes`;
+  return {
+    error: {
+      code: "payload_too_large",
+      message: `The request body is over ${words}, the most this server reads`,
+      data: { maxBytes },
+    },
+  };
 }
 
 export async function readJson(request: Request): Promise<Record<string, unknown>> {
