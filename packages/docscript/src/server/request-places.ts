@@ -14,6 +14,7 @@
  *
  * Past a bound the request is answered 429 `too_many_requests` with `Retry-After: 1`, its body unread.
  */
+import { createPlaces, type Places } from "@tackle/core/internal";
 import type { Context, MiddlewareHandler } from "hono";
 import { hashToken } from "./document-host.ts";
 import { waitMsOf } from "./request-input.ts";
@@ -32,28 +33,6 @@ export interface RequestPlaces {
   readonly creates: MiddlewareHandler;
 }
 
-/** Places per caller, at most `max` held at once by each. */
-function places(max: number, option: string) {
-  if (!Number.isInteger(max) || max < 1) throw new RangeError(`${option} must be an integer ≥ 1`);
-  const held = new Map<string, number>();
-  return {
-    max,
-    /** A place (its release), or how many the caller holds when none is left. */
-    take(caller: string): (() => void) | number {
-      const now = held.get(caller) ?? 0;
-      if (now >= max) return now;
-      held.set(caller, now + 1);
-      return () => {
-        const left = (held.get(caller) ?? 1) - 1;
-        if (left === 0) held.delete(caller);
-        else held.set(caller, left);
-      };
-    },
-  };
-}
-
-type Places = ReturnType<typeof places>;
-
 /** Holds a place of `caller` while the rest of the request runs; 429 when there is none. */
 async function inPlace(
   context: Context,
@@ -63,10 +42,10 @@ async function inPlace(
   what: (max: number) => string,
 ): Promise<Response | undefined> {
   const place = pool.take(caller);
-  if (typeof place === "number") {
+  if (place === undefined) {
     return context.json(
       problem("too_many_requests", `${what(pool.max)}; retry in ${retryAfterSeconds} s`, {
-        held: place,
+        held: pool.held(caller),
         max: pool.max,
         retryAfterSeconds,
       }),
@@ -84,8 +63,8 @@ async function inPlace(
 }
 
 export function requestPlaces(options: { maxInFlight: number; maxWaitingPulls: number }): RequestPlaces {
-  const requests = places(options.maxInFlight, "maxInFlight");
-  const waiting = places(options.maxWaitingPulls, "maxWaitingPulls");
+  const requests = createPlaces({ max: options.maxInFlight, name: "maxInFlight" });
+  const waiting = createPlaces({ max: options.maxWaitingPulls, name: "maxWaitingPulls" });
   return {
     documents: async (context, next) => {
       const token = bearer(context.req.header("authorization")) ?? "";
