@@ -9,6 +9,7 @@
  * reply places: it may be a cancel, or the client's answer to a question a held call asked, which the
  * held calls need; once read, anything else is refused as a request.
  */
+import { createPlaces } from "@tackle/core/internal";
 import { boundCount } from "../program/bound-count.ts";
 
 /** Requests a credential holds at once, every one but an event stream: 64 bodies of at most 4 MiB. */
@@ -74,34 +75,30 @@ export interface ConsoleBounds {
 export function createConsoleBounds(options: ConsoleBoundsOptions = {}): ConsoleBounds {
   const maxInFlight = boundCount("maxInFlight", options.maxInFlight, defaultMaxInFlight);
   const maxStreams = boundCount("maxStreams", options.maxStreams, defaultMaxStreams);
-  const most: Record<PlaceKind, number> = { request: maxInFlight, stream: maxStreams, reply: maxReplies };
-  const counts = new Map<Credential, Record<PlaceKind, number>>();
-  const countsOf = (credential: Credential) => {
-    let count = counts.get(credential);
-    if (count === undefined) {
-      count = { request: 0, stream: 0, reply: 0 };
-      counts.set(credential, count);
-    }
-    return count;
-  };
-  const full = (credential: Credential, kind: PlaceKind) => countsOf(credential)[kind] >= most[kind];
-  const add = (credential: Credential, kind: PlaceKind, by: number) => {
-    countsOf(credential)[kind] += by;
+  const places = {
+    request: createPlaces<Credential>({ max: maxInFlight }),
+    stream: createPlaces<Credential>({ max: maxStreams }),
+    reply: createPlaces<Credential>({ max: maxReplies }),
   };
   return {
     maxInFlight,
     maxStreams,
-    held: (credential) => ({ ...countsOf(credential) }),
+    held: (credential) => ({
+      request: places.request.held(credential),
+      stream: places.stream.held(credential),
+      reply: places.reply.held(credential),
+    }),
     take(credential, kind) {
-      if (full(credential, kind)) return undefined;
-      add(credential, kind, 1);
+      const taken = places[kind].take(credential);
+      if (taken === undefined) return undefined;
+      let free = taken;
       let current: PlaceKind | undefined = kind;
       let over = false;
       let pins = 0;
       let close = () => {};
       const giveBack = () => {
         if (current === undefined || !over || pins > 0) return;
-        add(credential, current, -1);
+        free();
         current = undefined;
       };
       return {
@@ -112,9 +109,10 @@ export function createConsoleBounds(options: ConsoleBoundsOptions = {}): Console
         moveTo(to) {
           if (current === undefined) return false;
           if (current === to) return true;
-          if (full(credential, to)) return false;
-          add(credential, to, 1);
-          add(credential, current, -1);
+          const moved = places[to].take(credential);
+          if (moved === undefined) return false;
+          free();
+          free = moved;
           current = to;
           return true;
         },
