@@ -92,6 +92,7 @@ export { createMemoryService, type MemoryServiceOptions } from "./service/create
 export type { MemoryEmbeddingModel } from "./service/embedder.ts";
 export type { IdempotencyOptions } from "./service/idempotent-writes.ts";
 export type { MemoryService } from "./service/memory-service.ts";
+export type { MemoryQuotaOptions } from "./service/quotas.ts";
 export type { MemoryRetentionOptions } from "./service/retention.ts";
 export type { MemoryStore } from "./store/memory-store.ts";
 export { createSqliteStore, type SqliteStoreOptions } from "./store/sqlite/create-sqlite-store.ts";

@@ -168,7 +168,7 @@ describe("SQLite store: schema versions", () => {
     const added = { memories: before.memories! + 1, memory_history: before.memory_history! + 1 };
     assert.deepEqual(counts(path), { ...before, ...added });
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 7);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 8);
     assert.equal(
       Number((database.prepare("SELECT count(*) AS n FROM memory_access_log").get() as { n: number }).n),
       7,
@@ -298,6 +298,23 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 6 },
         { store: "memory", version: 7 },
         { store: "memory", version: 8 },
+        { store: "memory", version: 9 },
+      ]);
+      // Migration 9 counted the rows stored before it (the legacy rows have no history: their own
+      // content counts); the memory written after it was charged on insert (ADR 0538).
+      const usage = await client.query(
+        "SELECT memories::int, memory_bytes::int, events::int, event_bytes::int FROM memory_tenant_usage WHERE tenant_id = 'tenant-a'",
+      );
+      assert.deepEqual(usage.rows, [
+        {
+          memories: 3,
+          memory_bytes:
+            "Prefers tea over coffee".length +
+            "Lives in Lisbon near the river".length +
+            "Written after the rename".length,
+          events: 1,
+          event_bytes: "hello there".length,
+        },
       ]);
       const accessRows = await client.query("SELECT count(*)::int AS n FROM memory_access_log");
       assert.equal(accessRows.rows[0].n, 7, "migration 8 sums the nine access rows into seven counts");

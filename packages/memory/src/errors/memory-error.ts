@@ -4,6 +4,7 @@ import { ToolError, type ToolErrorOptions } from "@tackle/core";
 /**
  * The memory service's codes: `invalid_input` 400, `unauthorized` 401, `scope_forbidden` 403 (an API
  * key bound to one identity named another, or called a tenant-wide route), `not_found` 404, `conflict` 409,
+ * `quota_exceeded` 409 (a write past the tenant's storage quota: `data.kind`, `limit`, `used`, `requested`),
  * `edit_no_match` / `edit_ambiguous` / `capacity_exceeded` 422, `rate_limited` 429,
  * `internal` 500, `unavailable` 503; `payload_too_large` 413; `idempotency_key_reused` 422 (the
  * key came with another request; `data.key`, `data.firstUsedAt`), `idempotency_key_in_use` 409,
@@ -18,6 +19,7 @@ export type MemoryErrorCode =
   | "scope_forbidden"
   | "not_found"
   | "conflict"
+  | "quota_exceeded"
   | "edit_no_match"
   | "edit_ambiguous"
   | "capacity_exceeded"

@@ -96,6 +96,23 @@ export const statusResponseSchema = z.object({
     traces: z.number().int(),
     jobs: z.number().int(),
   }),
+  /**
+   * The tenant's storage against its quotas (ADR 0538), tenant-wide whatever the scope: `limit`
+   * null when switched off.
+   */
+  quotas: z
+    .object(
+      Object.fromEntries(
+        ["memories", "memoryBytes", "events", "eventBytes", "documentBytes"].map((kind) => [
+          kind,
+          z.object({ used: z.number().int(), limit: z.number().int().nullable() }),
+        ]),
+      ) as Record<
+        "memories" | "memoryBytes" | "events" | "eventBytes" | "documentBytes",
+        z.ZodObject<{ used: z.ZodNumber; limit: z.ZodNullable<z.ZodNumber> }>
+      >,
+    )
+    .optional(),
   uptimeSeconds: z.number(),
 });
 export type StatusResponse = z.infer<typeof statusResponseSchema>;

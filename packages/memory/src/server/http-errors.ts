@@ -22,7 +22,7 @@ export const errorResponses = {
   404: { description: "Not found in this tenant" },
   409: {
     description:
-      "Conflict (version, duplicate); Idempotency-Key still in use (retryable), or its write done but its answer too large to keep",
+      "Conflict (version, duplicate); `quota_exceeded`: the write would pass the tenant's storage quota (`error.data`: kind, limit, used, requested), nothing stored; Idempotency-Key still in use (retryable), or its write done but its answer too large to keep",
   },
   429: {
     description: "Over the tenant's rate limit, or its requests with a body in flight (64); see Retry-After",

@@ -9,6 +9,7 @@ import { createMemoryService } from "../service/create-memory-service.ts";
 import type { MemoryEmbeddingModel } from "../service/embedder.ts";
 import type { IdempotencyOptions } from "../service/idempotent-writes.ts";
 import type { MemoryService } from "../service/memory-service.ts";
+import type { MemoryQuotaOptions } from "../service/quotas.ts";
 import type { MemoryRetentionOptions } from "../service/retention.ts";
 import type { MemoryStore } from "../store/memory-store.ts";
 import { createSqliteStore } from "../store/sqlite/create-sqlite-store.ts";
@@ -39,6 +40,8 @@ export interface ServeMemoryOptions {
   readonly idempotency?: IdempotencyOptions;
   /** How many traces and finished jobs a tenant keeps and for how long, and days of access counts (ADR 0537). */
   readonly retention?: MemoryRetentionOptions;
+  /** What each tenant may store (ADR 0538); see `MemoryServiceOptions.quotas`. */
+  readonly quotas?: MemoryQuotaOptions;
 }
 
 export interface MemoryServer {
@@ -88,6 +91,7 @@ export async function serveMemory(options: ServeMemoryOptions): Promise<MemorySe
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.idempotency ? { idempotency: options.idempotency } : {}),
     ...(options.retention ? { retention: options.retention } : {}),
+    ...(options.quotas ? { quotas: options.quotas } : {}),
   });
   const app = createMemoryApp({
     service,

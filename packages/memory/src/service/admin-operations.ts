@@ -14,6 +14,7 @@ import type { JobRunner } from "./job-runner.ts";
 import type { MemoryService } from "./memory-service.ts";
 import type { NoveltyCheck } from "./novelty-check.ts";
 import { parseRequest } from "./parse-request.ts";
+import { quotaUsage } from "./quotas.ts";
 import type { ServiceContext } from "./service-context.ts";
 
 export type AdminOperations = Pick<
@@ -50,6 +51,11 @@ export function createAdminOperations(
         ...(languageModel ? { languageModel: `${languageModel.provider}:${languageModel.modelId}` } : {}),
         tenant: tenantId,
         counts: await store.counts(tenantId, scope),
+        // Tenant-wide: answered only when the status is asked for the whole tenant (a key bound to
+        // one identity is answered its own counts, never what the rest of its tenant stores).
+        ...(Object.values(scope).some((value) => value !== undefined)
+          ? {}
+          : { quotas: await quotaUsage(store, tenantId, context.quotas) }),
         uptimeSeconds: Math.round((Date.now() - startedAt) / 1000),
       };
     },

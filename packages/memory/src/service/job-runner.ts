@@ -269,7 +269,7 @@ async function retried<T>(
 
 /** A job's failed outcome: the error's code (or `job_failed`) and message; logged as it is made. */
 function failedJob(options: JobRunnerOptions, job: StoredJob, error: unknown): StoredJob {
-  const failure = error as { code?: string; message?: string };
+  const failure = error as { code?: string; message?: string; jobResult?: unknown };
   options.logger.error("memory job failed", { jobId: job.id, type: job.type, error: failure?.message });
   return {
     ...job,
@@ -278,6 +278,8 @@ function failedJob(options: JobRunnerOptions, job: StoredJob, error: unknown): S
       code: typeof failure?.code === "string" ? failure.code : "job_failed",
       message: String(failure?.message ?? error),
     },
+    // What the job stored before it failed, when it says (an import stopped by a quota).
+    ...(failure?.jobResult === undefined ? {} : { result: failure.jobResult }),
     finishedAt: options.now(),
   };
 }

@@ -8,6 +8,7 @@ import { type MemoryScope, scopeContains } from "../scope/memory-scope.ts";
 import type { AccessRecord, MemoryStore, StoredEvent, StoredMemory } from "../store/memory-store.ts";
 import { createEmbedder, type MemoryEmbeddingModel } from "./embedder.ts";
 import type { IdempotencyOptions } from "./idempotent-writes.ts";
+import { type MemoryQuotaOptions, resolveQuotas, withQuotas } from "./quotas.ts";
 import { createRetention, type MemoryRetentionOptions } from "./retention.ts";
 
 export interface MemoryServiceOptions {
@@ -39,6 +40,12 @@ export interface MemoryServiceOptions {
    * finished jobs for 30 days (imports that stored events are kept), access counts for 365 days.
    */
   readonly retention?: MemoryRetentionOptions;
+  /**
+   * What each tenant may store (ADR 0538): by default 1,000,000 memories and 1 GiB of their content,
+   * 10,000,000 events and 4 GiB of theirs, 1 GiB of documents; `Infinity` switches a limit off. A
+   * write past one is refused `quota_exceeded` (409) and stores nothing.
+   */
+  readonly quotas?: MemoryQuotaOptions;
 }
 
 /** The default `vectorWeight`. */
@@ -51,7 +58,8 @@ export const duplicateCosine = 0.95;
 export type ServiceContext = ReturnType<typeof createServiceContext>;
 
 export function createServiceContext(options: MemoryServiceOptions) {
-  const { store } = options;
+  const quotas = resolveQuotas(options.quotas);
+  const store = withQuotas(options.store, quotas);
   const logger = options.logger ?? silentLogger;
   const clock = options.now ?? (() => new Date());
   const embedder = options.embeddingModel
@@ -126,6 +134,7 @@ export function createServiceContext(options: MemoryServiceOptions) {
     clock,
     nowIso,
     retention,
+    quotas,
     embedder,
     vectorWeight: options.vectorWeight ?? defaultVectorWeight,
     languageModel: options.languageModel,

@@ -6,6 +6,7 @@ import type { KnowledgeDocument } from "../schemas/knowledge.ts";
 import type { Memory, MemoryKind, MemoryStatus, MemoryVersion } from "../schemas/memory.ts";
 import type { MemoryCounts } from "../schemas/synthesis.ts";
 import type { MemoryScope } from "../scope/memory-scope.ts";
+import type { TenantUsage, UsageLimits } from "./tenant-usage.ts";
 
 /** A memory as stored: the API shape plus what never leaves the service. */
 export interface StoredMemory extends Memory {
@@ -101,9 +102,19 @@ export interface TenantCounts {
 /** Memories: records with versions and history, BM25 search, neighbouring turns, access statistics. */
 export interface MemoryRecordStore {
   /** Inserts, or answers the active memory in the same exact scope with the same dedupe key. */
-  insertMemory(memory: StoredMemory): Promise<{ memory: StoredMemory; created: boolean }>;
+  /**
+   * Every write below adds what it stored to the tenant's usage in its transaction (ADR 0538); given
+   * `limits`, one that would pass them throws `quota_exceeded` and stores nothing.
+   */
+  insertMemory(
+    memory: StoredMemory,
+    limits?: UsageLimits,
+  ): Promise<{ memory: StoredMemory; created: boolean }>;
   /** `insertMemory` for many, in one transaction: all stored (or answered as duplicates), or none. */
-  insertMemories(memories: readonly StoredMemory[]): Promise<{ memory: StoredMemory; created: boolean }[]>;
+  insertMemories(
+    memories: readonly StoredMemory[],
+    limits?: UsageLimits,
+  ): Promise<{ memory: StoredMemory; created: boolean }[]>;
   getMemories(tenantId: string, ids: readonly string[]): Promise<StoredMemory[]>;
   /**
    * For each id, the active memories of the same exact scope written just before and after it (up to
@@ -124,6 +135,7 @@ export interface MemoryRecordStore {
     next: StoredMemory,
     expectedVersion: number,
     note: HistoryNote,
+    limits?: UsageLimits,
   ): Promise<boolean>;
   memoryHistory(tenantId: string, id: string): Promise<MemoryVersion[]>;
   listMemories(tenantId: string, scope: MemoryScope, options: ListMemoriesOptions): Promise<StoredMemory[]>;
@@ -184,10 +196,14 @@ export interface MemoryRecordStore {
 /** The append-only conversation log. */
 export interface EventStore {
   /** Appends, or answers the event already stored under the same custom id. */
-  appendEvent(event: Omit<StoredEvent, "seq">): Promise<{ event: StoredEvent; created: boolean }>;
+  appendEvent(
+    event: Omit<StoredEvent, "seq">,
+    limits?: UsageLimits,
+  ): Promise<{ event: StoredEvent; created: boolean }>;
   /** `appendEvent` for many, in one transaction and in order: each answered as `appendEvent` would. */
   appendEvents(
     events: readonly Omit<StoredEvent, "seq">[],
+    limits?: UsageLimits,
   ): Promise<{ event: StoredEvent; created: boolean }[]>;
   listEvents(tenantId: string, scope: MemoryScope, options: ListEventsOptions): Promise<StoredEvent[]>;
   getEvents(tenantId: string, ids: readonly string[]): Promise<StoredEvent[]>;
@@ -200,6 +216,7 @@ export interface DocumentStore {
   insertDocument(
     document: StoredDocument,
     chunks: readonly StoredChunk[],
+    limits?: UsageLimits,
   ): Promise<{ document: StoredDocument; created: boolean }>;
   getDocument(tenantId: string, id: string): Promise<StoredDocument | undefined>;
   searchChunks(
@@ -380,6 +397,8 @@ export interface MemoryStore
 
   /** The tenant's counts, or only those inside `scope` (every field given). */
   counts(tenantId: string, scope?: MemoryScope): Promise<TenantCounts>;
+  /** What the tenant has stored, from its counter row (ADR 0538). */
+  usage(tenantId: string): Promise<TenantUsage>;
 }
 
 export interface JobLeases {

@@ -6,6 +6,7 @@
 import { createHash } from "node:crypto";
 import { setImmediate as yieldToRequests } from "node:timers/promises";
 import type { z } from "zod";
+import { MemoryError } from "../../errors/memory-error.ts";
 import type { importConversationsRequestSchema } from "../../schemas/admin.ts";
 import {
   EVENT_CONTENT_MAXIMUM,
@@ -142,7 +143,21 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
     // SQLite's statements run synchronously and its awaits resolve at once: without a turn of the
     // event loop between batches, a 4,000-turn import held the service's requests for seconds.
     await yieldToRequests();
-    const answers = await dependencies.writeEvents(job.tenantId, writes.slice(from, from + batch));
+    const answers = await dependencies
+      .writeEvents(job.tenantId, writes.slice(from, from + batch))
+      .catch((error: unknown) => {
+        // Past a quota (ADR 0538) the batch stored nothing and the job fails; its result says what
+        // the batches before it stored, and a rerun once there is room stores the rest.
+        if (MemoryError.isInstance(error) && error.code === "quota_exceeded") {
+          const stored = {
+            conversations: input.conversations.length,
+            events: { created, existing, skipped, truncated },
+            memories,
+          };
+          throw Object.assign(error, { jobResult: stored });
+        }
+        throw error;
+      });
     for (const answer of answers) {
       if (answer.created) created += 1;
       else existing += 1;

@@ -3,10 +3,12 @@
  * methods live by aggregate (memories written, read, searched and counted; events; documents; core
  * blocks; traces; jobs; idempotency keys), each over one shared context (`postgres-sql.ts`).
  */
+
 import { migratePostgres, openPostgres } from "@tackle/storage/postgres";
 import type pg from "pg";
 import type { MemoryStore } from "../memory-store.ts";
 import { scopeCondition } from "../row-codec.ts";
+import { usageFromRow } from "../tenant-usage.ts";
 import { postgresMigrations } from "./migrations.ts";
 import { postgresCoreBlocks } from "./postgres-core-blocks.ts";
 import { postgresDocuments } from "./postgres-documents.ts";
@@ -87,6 +89,10 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
 
     async purgeScope(tenantId, scope) {
       return transaction((client) => purgePostgresScope(client, tenantId, scope));
+    },
+
+    async usage(tenantId) {
+      return usageFromRow(await one("SELECT * FROM memory_tenant_usage WHERE tenant_id = $1", [tenantId]));
     },
 
     async counts(tenantId, scope = {}) {

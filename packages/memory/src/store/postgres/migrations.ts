@@ -2,7 +2,10 @@
  * The PostgreSQL store's schema, one numbered migration at a time. To change the schema, append
  * `{ version: n + 1, name, up }`; never edit a migration that has shipped.
  */
+
 import type { PostgresMigration } from "@tackle/storage/postgres";
+import { fillUsageSql } from "../tenant-usage.ts";
+import { postgresBytes } from "./postgres-sql.ts";
 import { postgresSchema } from "./schema.ts";
 
 /** The columns whose change moves a tenant's memory generation: all but the access counters. */
@@ -202,6 +205,25 @@ CREATE INDEX memory_access_log_day ON memory_access_log(day);
 CREATE INDEX memory_traces_created ON memory_traces(created_at);
 CREATE INDEX memory_jobs_finished ON memory_jobs(finished_at) WHERE status IN ('succeeded', 'failed');
 CREATE INDEX memory_events_import_job ON memory_events(tenant_id, import_job_id) WHERE import_job_id IS NOT NULL;
+`,
+  },
+  {
+    version: 9,
+    name: "what each tenant stores, counted for its quotas",
+    // Quotas (ADR 0538): one counter row per tenant that every write and purge changes in its own
+    // transaction (the row lock orders a tenant's writers), so a write checks its tenant's limits
+    // without counting rows. Filled here from the rows already stored: memory rows of any status, the
+    // content bytes of every memory version (history), events and their bytes, document chunks' bytes.
+    up: `
+CREATE TABLE IF NOT EXISTS memory_tenant_usage (
+  tenant_id TEXT PRIMARY KEY,
+  memories BIGINT NOT NULL DEFAULT 0,
+  memory_bytes BIGINT NOT NULL DEFAULT 0,
+  events BIGINT NOT NULL DEFAULT 0,
+  event_bytes BIGINT NOT NULL DEFAULT 0,
+  document_bytes BIGINT NOT NULL DEFAULT 0
+);
+${fillUsageSql(postgresBytes, undefined)};
 `,
   },
 ];

@@ -2,15 +2,17 @@
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore } from "../memory-store.ts";
 import { documentFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
-import { mark, type PostgresContext, tsQuery } from "./postgres-sql.ts";
+import { utf8Bytes } from "../tenant-usage.ts";
+import { chargeUsage, lockUsage, mark, type PostgresContext, tsQuery } from "./postgres-sql.ts";
 
 export function postgresDocuments(
   context: PostgresContext,
 ): Pick<MemoryStore, "insertDocument" | "getDocument" | "searchChunks" | "countDocuments"> {
   const { all, one, transaction } = context;
   return {
-    async insertDocument(document, chunks) {
+    async insertDocument(document, chunks, limits) {
       return transaction(async (client) => {
+        await lockUsage(client, document.tenantId);
         const result = await client.query(
           `INSERT INTO memory_documents (id, tenant_id, user_id, agent_id, session_id, scope_key, title, source, metadata, content_hash, chunk_count, created_at)
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
@@ -50,6 +52,8 @@ export function postgresDocuments(
             ],
           );
         }
+        const documentBytes = chunks.reduce((sum, chunk) => sum + utf8Bytes(chunk.content), 0);
+        await chargeUsage(client, document.tenantId, { documentBytes }, limits);
         return { document, created: true };
       });
     },

@@ -3,7 +3,16 @@ import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { MemoryStore, StoredEvent } from "../memory-store.ts";
 import { eventFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
-import { insertChunk, mark, marks, type PostgresContext, type Row } from "./postgres-sql.ts";
+import { byTenant, eventsAdded, type UsageLimits } from "../tenant-usage.ts";
+import {
+  chargeUsage,
+  insertChunk,
+  lockUsage,
+  mark,
+  marks,
+  type PostgresContext,
+  type Row,
+} from "./postgres-sql.ts";
 
 const eventColumns = [
   "id",
@@ -69,8 +78,10 @@ async function lockSessions(client: pg.PoolClient, events: readonly Omit<StoredE
 async function insertEvents(
   db: pg.PoolClient,
   events: readonly Omit<StoredEvent, "seq">[],
+  limits: UsageLimits | undefined,
 ): Promise<{ event: StoredEvent; created: boolean }[]> {
   await lockSessions(db, events);
+  for (const tenantId of byTenant(events).keys()) await lockUsage(db, tenantId);
   const inserted = new Map<string, StoredEvent>();
   for (let from = 0; from < events.length; from += insertChunk) {
     const chunk = events.slice(from, from + insertChunk);
@@ -80,6 +91,10 @@ async function insertEvents(
       chunk.flatMap(eventValues),
     );
     for (const row of result.rows as Row[]) inserted.set(String(row.id), eventFromRow(row));
+  }
+  // After the session locks (ADR 0535), as every write takes them: sessions, then the counter row.
+  for (const [tenantId, group] of byTenant([...inserted.values()])) {
+    await chargeUsage(db, tenantId, eventsAdded(group), limits);
   }
   const taken = events.filter((event) => !inserted.has(event.id));
   const holders = new Map<string, StoredEvent>();
@@ -108,14 +123,14 @@ export function postgresEvents(
 ): Pick<MemoryStore, "appendEvent" | "appendEvents" | "listEvents" | "getEvents" | "countEvents"> {
   const { all, one, transaction } = context;
   return {
-    async appendEvent(event) {
-      const [answer] = await transaction((client) => insertEvents(client, [event]));
+    async appendEvent(event, limits) {
+      const [answer] = await transaction((client) => insertEvents(client, [event], limits));
       return answer!;
     },
 
-    async appendEvents(events) {
+    async appendEvents(events, limits) {
       if (events.length === 0) return [];
-      return transaction((client) => insertEvents(client, events));
+      return transaction((client) => insertEvents(client, events, limits));
     },
 
     async listEvents(tenantId, scope, listOptions) {

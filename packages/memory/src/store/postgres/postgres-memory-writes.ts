@@ -3,10 +3,13 @@ import type pg from "pg";
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore, StoredMemory } from "../memory-store.ts";
 import { historyValues, memoryColumns, memoryFromRow, memoryUpdate, memoryValues } from "../row-codec.ts";
+import { byTenant, memoriesAdded, utf8Bytes } from "../tenant-usage.ts";
 import {
+  chargeUsage,
   historyColumns,
   historyInsert,
   insertChunk,
+  lockUsage,
   marks,
   type PostgresContext,
   writeAccess,
@@ -39,13 +42,19 @@ export function postgresMemoryWrites(
 ): Pick<MemoryStore, "insertMemory" | "insertMemories" | "updateMemory" | "recordAccess"> {
   const { transaction } = context;
   return {
-    async insertMemory(memory) {
-      return transaction((client) => insertOne(client, memory));
+    async insertMemory(memory, limits) {
+      return transaction(async (client) => {
+        await lockUsage(client, memory.tenantId);
+        const result = await insertOne(client, memory);
+        if (result.created) await chargeUsage(client, memory.tenantId, memoriesAdded([memory]), limits);
+        return result;
+      });
     },
 
-    async insertMemories(memories) {
+    async insertMemories(memories, limits) {
       if (memories.length === 0) return [];
       return transaction(async (client) => {
+        for (const tenantId of byTenant(memories).keys()) await lockUsage(client, tenantId);
         // A few statements for the whole batch (a round trip per row held writes to ~100 rows/s on a
         // loaded machine): multi-row inserts, then the history rows of those inserted in one more.
         const created = new Set<string>();
@@ -62,6 +71,9 @@ export function postgresMemoryWrites(
           for (const row of result.rows) created.add(String(row.id));
         }
         const fresh = memories.filter((memory) => created.has(memory.id));
+        for (const [tenantId, group] of byTenant(fresh)) {
+          await chargeUsage(client, tenantId, memoriesAdded(group), limits);
+        }
         for (let from = 0; from < fresh.length; from += insertChunk) {
           const chunk = fresh.slice(from, from + insertChunk);
           const values = chunk.flatMap((memory) => historyValues(memory, "create", undefined));
@@ -93,8 +105,9 @@ export function postgresMemoryWrites(
       });
     },
 
-    async updateMemory(tenantId, next, expectedVersion, note) {
+    async updateMemory(tenantId, next, expectedVersion, note, limits) {
       return transaction(async (client) => {
+        await lockUsage(client, tenantId);
         const { columns, values } = memoryUpdate(next, scopeKey(next));
         const assignments = columns.map((column, index) => `${column} = $${index + 1}`);
         const base = values.length;
@@ -104,6 +117,8 @@ export function postgresMemoryWrites(
         );
         if (result.rowCount !== 1) return false;
         await historyInsert(client, next, note.change, note.reason);
+        // The new version's history row holds its content: it counts as memory bytes.
+        await chargeUsage(client, tenantId, { memoryBytes: utf8Bytes(next.content) }, limits);
         return true;
       });
     },

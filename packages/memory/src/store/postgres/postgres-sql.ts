@@ -3,6 +3,14 @@ import { postgresDialect } from "@tackle/storage";
 import type pg from "pg";
 import type { AccessRecord, StoredMemory } from "../memory-store.ts";
 import { historyValues, memoryColumns, scopeParameters } from "../row-codec.ts";
+import {
+  chargeUsageSql,
+  chargeUsageValues,
+  checkUsage,
+  type TenantUsage,
+  type UsageLimits,
+  usageFromRow,
+} from "../tenant-usage.ts";
 import type { createUnitScope, Unit } from "../unit-scope.ts";
 
 export type Row = Record<string, unknown>;
@@ -156,3 +164,35 @@ export async function writeAccess(client: pg.PoolClient, tenantId: string, acces
     await client.query(countAccesses(1, 2, 3), [access.at, tenantId, postgresDialect.list(access.memoryIds)]);
   }
 }
+
+const chargeSql = chargeUsageSql(mark);
+
+/**
+ * Adds `delta` to the tenant's usage inside the write's transaction; past `limits`, throws
+ * `quota_exceeded` (the transaction rolls back). The upsert locks the tenant's counter row until the
+ * commit, so a tenant's writers pass the check one at a time and two never both take the last place.
+ */
+export async function chargeUsage(
+  client: pg.PoolClient,
+  tenantId: string,
+  delta: Partial<TenantUsage>,
+  limits: UsageLimits | undefined,
+): Promise<void> {
+  const result = await client.query(chargeSql, chargeUsageValues(tenantId, delta));
+  checkUsage(usageFromRow(result.rows[0] as Row), delta, limits);
+}
+
+/**
+ * Locks the tenant's counter row before a write touches any other row: every writer (and a purge)
+ * takes it first, so none holds a memory's or its generation's lock while waiting for it (two
+ * writers taking them in the opposite order deadlocked). A session's lock (ADR 0535) comes before it.
+ */
+export async function lockUsage(client: pg.PoolClient, tenantId: string): Promise<void> {
+  await client.query(lockUsageSql, [tenantId]);
+}
+
+export const lockUsageSql =
+  "INSERT INTO memory_tenant_usage (tenant_id) VALUES ($1) ON CONFLICT (tenant_id) DO UPDATE SET memories = memory_tenant_usage.memories";
+
+/** PostgreSQL's UTF-8 length of a text column. */
+export const postgresBytes = (column: string) => `octet_length(${column})`;

@@ -6,6 +6,8 @@
 import type pg from "pg";
 import { MEMORY_SCOPE_VALUES, type MemoryScope } from "../../scope/memory-scope.ts";
 import type { PurgeCounts } from "../memory-store.ts";
+import { fillUsageSql } from "../tenant-usage.ts";
+import { lockUsage, postgresBytes } from "./postgres-sql.ts";
 
 const columns = { userId: "user_id", agentId: "agent_id", sessionId: "session_id" } as const;
 
@@ -33,6 +35,9 @@ export async function purgePostgresScope(
   const answerNames = fields.map((_, index) => `strpos(answer, $${parameters.length + index + 1}) > 0`);
   const fragments = fields.map((field, index) => `"${field}":${JSON.stringify(values[index])}`);
 
+  // The tenant's counter row, locked first (ADR 0538): a writer that charged it commits before the
+  // purge goes on, and one that charges it after sees the count this purge leaves.
+  await lockUsage(client, tenantId);
   const versions = await run(
     `DELETE FROM memory_history WHERE tenant_id = $1 AND memory_id IN (${memoryIds})`,
   );
@@ -53,6 +58,8 @@ export async function purgePostgresScope(
        OR (tenant_id = $1 AND user_id IS NULL AND agent_id IS NULL AND session_id IS NULL AND ${answerNames.join(" AND ")})`,
     fragments,
   );
+  // Counted again from what is left: a purge is rare, and the lock keeps the tenant's writers out.
+  await client.query(fillUsageSql(postgresBytes, "$1::text"), [tenantId]);
   return {
     memories,
     versions,

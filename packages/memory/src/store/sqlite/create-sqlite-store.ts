@@ -7,6 +7,7 @@ import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import { openMigratedSqlite } from "@tackle/storage";
 import type { MemoryStore } from "../memory-store.ts";
 import { scopeCondition } from "../row-codec.ts";
+import { usageFromRow } from "../tenant-usage.ts";
 import { sqliteMigrations } from "./migrations.ts";
 import { purgeSqliteScope } from "./purge-sqlite-scope.ts";
 import { scopeTokens } from "./scope-tokens.ts";
@@ -79,6 +80,10 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
         traces: count("memory_traces"),
         jobs: count("memory_jobs"),
       };
+    },
+
+    async usage(tenantId) {
+      return usageFromRow(get("SELECT * FROM memory_tenant_usage WHERE tenant_id = ?", [tenantId]));
     },
   };
   return withSqliteUnitsOfWork(database, store, sqliteWrites);

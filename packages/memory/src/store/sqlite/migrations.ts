@@ -4,6 +4,8 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import type { SqliteMigration } from "@tackle/storage";
+import { fillUsageSql } from "../tenant-usage.ts";
+import { sqliteBytes } from "./purge-sqlite-scope.ts";
 import { sqliteSchema } from "./schema.ts";
 
 /** The columns whose change moves a tenant's memory generation: all but the access counters. */
@@ -237,6 +239,25 @@ CREATE INDEX memory_access_log_day ON memory_access_log(day);
 CREATE INDEX memory_traces_created ON memory_traces(created_at);
 CREATE INDEX memory_jobs_finished ON memory_jobs(finished_at) WHERE status IN ('succeeded', 'failed');
 CREATE INDEX memory_events_import_job ON memory_events(tenant_id, import_job_id) WHERE import_job_id IS NOT NULL;
+`,
+  },
+  {
+    version: 8,
+    name: "what each tenant stores, counted for its quotas",
+    // Quotas (ADR 0538): one counter row per tenant that every write and purge changes in its own
+    // transaction, so a write checks its tenant's limits without counting rows. Filled here from the
+    // rows already stored: memory rows of any status, the content bytes of every memory version
+    // (history), events and their content bytes, and the bytes of document chunks.
+    up: `
+CREATE TABLE IF NOT EXISTS memory_tenant_usage (
+  tenant_id TEXT PRIMARY KEY,
+  memories INTEGER NOT NULL DEFAULT 0,
+  memory_bytes INTEGER NOT NULL DEFAULT 0,
+  events INTEGER NOT NULL DEFAULT 0,
+  event_bytes INTEGER NOT NULL DEFAULT 0,
+  document_bytes INTEGER NOT NULL DEFAULT 0
+);
+${fillUsageSql(sqliteBytes, undefined)};
 `,
   },
 ];

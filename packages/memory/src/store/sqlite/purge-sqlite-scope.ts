@@ -8,6 +8,7 @@ import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import { sqliteDialect, sqliteTransaction } from "@tackle/storage";
 import { MEMORY_SCOPE_VALUES, type MemoryScope } from "../../scope/memory-scope.ts";
 import type { PurgeCounts } from "../memory-store.ts";
+import { fillUsageSql } from "../tenant-usage.ts";
 
 const columns = { userId: "user_id", agentId: "agent_id", sessionId: "session_id" } as const;
 
@@ -77,6 +78,8 @@ export function purgeSqliteScope(database: DatabaseSync, tenantId: string, scope
            OR (tenant_id = ${tenant} AND user_id IS NULL AND agent_id IS NULL AND session_id IS NULL AND ${answerNames})`,
         [...parameters, ...fragments],
       );
+      // The tenant's usage, counted again from what is left (ADR 0538): a purge is rare, writes add.
+      run(fillUsageSql(sqliteBytes, tenant), [tenantId]);
       // A deleted entry's term can still name a page in the index's own b-tree: one merge rebuilds
       // each index from the entries that remain.
       database.exec(`
@@ -107,3 +110,6 @@ export function purgeSqliteScope(database: DatabaseSync, tenantId: string, scope
     database.exec(`PRAGMA secure_delete = ${previous === 0 ? "OFF" : "ON"}`);
   }
 }
+
+/** SQLite's UTF-8 length of a text column. */
+export const sqliteBytes = (column: string) => `length(CAST(${column} AS BLOB))`;

@@ -2,15 +2,16 @@
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore } from "../memory-store.ts";
 import { documentFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
+import { utf8Bytes } from "../tenant-usage.ts";
 import { anyWord } from "./scope-tokens.ts";
-import { bind, mark, type SqliteContext } from "./sqlite-sql.ts";
+import { bind, chargeUsage, mark, type SqliteContext } from "./sqlite-sql.ts";
 
 export function sqliteDocuments(
   context: SqliteContext,
 ): Pick<MemoryStore, "insertDocument" | "getDocument" | "searchChunks" | "countDocuments"> {
   const { all, get, run, transaction } = context;
   return {
-    async insertDocument(document, chunks) {
+    async insertDocument(document, chunks, limits) {
       return transaction(() => {
         const result = run(
           `INSERT INTO memory_documents (id, tenant_id, user_id, agent_id, session_id, scope_key, title, source, metadata, content_hash, chunk_count, created_at)
@@ -42,6 +43,8 @@ export function sqliteDocuments(
             [chunk.id, document.tenantId, document.id, chunk.ordinal, chunk.content],
           );
         }
+        const documentBytes = chunks.reduce((sum, chunk) => sum + utf8Bytes(chunk.content), 0);
+        chargeUsage(context, document.tenantId, { documentBytes }, limits);
         return { document, created: true };
       });
     },

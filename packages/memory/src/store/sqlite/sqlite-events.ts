@@ -1,7 +1,8 @@
 /** The conversation log: events appended (one or a batch), listed, read and counted. */
 import type { MemoryStore, StoredEvent } from "../memory-store.ts";
 import { eventFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
-import { bind, mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
+import { byTenant, eventsAdded } from "../tenant-usage.ts";
+import { bind, chargeUsage, mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
 
 /** Appends an event, or answers the one already stored under its custom id; inside a transaction. */
 function appendOne(
@@ -41,12 +42,23 @@ export function sqliteEvents(
 ): Pick<MemoryStore, "appendEvent" | "appendEvents" | "listEvents" | "getEvents" | "countEvents"> {
   const { all, get, transaction } = context;
   return {
-    async appendEvent(event) {
-      return transaction(() => appendOne(context, event));
+    async appendEvent(event, limits) {
+      return transaction(() => {
+        const result = appendOne(context, event);
+        if (result.created) chargeUsage(context, event.tenantId, eventsAdded([event]), limits);
+        return result;
+      });
     },
 
-    async appendEvents(events) {
-      return transaction(() => events.map((event) => appendOne(context, event)));
+    async appendEvents(events, limits) {
+      return transaction(() => {
+        const results = events.map((event) => appendOne(context, event));
+        const created = results.filter((result) => result.created).map((result) => result.event);
+        for (const [tenantId, group] of byTenant(created)) {
+          chargeUsage(context, tenantId, eventsAdded(group), limits);
+        }
+        return results;
+      });
     },
 
     async listEvents(tenantId, scope, listOptions) {

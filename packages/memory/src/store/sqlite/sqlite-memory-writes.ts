@@ -2,8 +2,9 @@
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore, StoredMemory } from "../memory-store.ts";
 import { historyValues, memoryColumns, memoryFromRow, memoryUpdate, memoryValues } from "../row-codec.ts";
+import { byTenant, memoriesAdded, utf8Bytes } from "../tenant-usage.ts";
 import { scopeTokens } from "./scope-tokens.ts";
-import { mark, type SqliteContext, writeAccess } from "./sqlite-sql.ts";
+import { chargeUsage, mark, type SqliteContext, writeAccess } from "./sqlite-sql.ts";
 
 const insertColumns = [...memoryColumns, "scope_tokens"];
 const insertMemorySql = `INSERT INTO memory_memories (${insertColumns.join(", ")}) VALUES (${insertColumns
@@ -46,15 +47,26 @@ export function sqliteMemoryWrites(
 ): Pick<MemoryStore, "insertMemory" | "insertMemories" | "updateMemory" | "recordAccess"> {
   const { run, transaction } = context;
   return {
-    async insertMemory(memory) {
-      return transaction(() => insertOne(context, memory));
+    async insertMemory(memory, limits) {
+      return transaction(() => {
+        const result = insertOne(context, memory);
+        if (result.created) chargeUsage(context, memory.tenantId, memoriesAdded([memory]), limits);
+        return result;
+      });
     },
 
-    async insertMemories(memories) {
-      return transaction(() => memories.map((memory) => insertOne(context, memory)));
+    async insertMemories(memories, limits) {
+      return transaction(() => {
+        const results = memories.map((memory) => insertOne(context, memory));
+        const created = results.filter((result) => result.created).map((result) => result.memory);
+        for (const [tenantId, group] of byTenant(created)) {
+          chargeUsage(context, tenantId, memoriesAdded(group), limits);
+        }
+        return results;
+      });
     },
 
-    async updateMemory(tenantId, next, expectedVersion, note) {
+    async updateMemory(tenantId, next, expectedVersion, note, limits) {
       return transaction(() => {
         const { columns, values } = memoryUpdate(next, scopeKey(next));
         const assignments = columns.map((column) => `${column} = ?`);
@@ -64,6 +76,8 @@ export function sqliteMemoryWrites(
         );
         if (result.changes !== 1) return false;
         historyInsert(context, next, note.change, note.reason);
+        // The new version's history row holds its content: it counts as memory bytes.
+        chargeUsage(context, tenantId, { memoryBytes: utf8Bytes(next.content) }, limits);
         return true;
       });
     },

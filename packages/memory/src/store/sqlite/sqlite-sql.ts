@@ -3,6 +3,14 @@ import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import { sqliteDialect, sqliteTransaction } from "@tackle/storage";
 import type { AccessRecord } from "../memory-store.ts";
 import { scopeParameters } from "../row-codec.ts";
+import {
+  chargeUsageSql,
+  chargeUsageValues,
+  checkUsage,
+  type TenantUsage,
+  type UsageLimits,
+  usageFromRow,
+} from "../tenant-usage.ts";
 
 export type Row = Record<string, unknown>;
 
@@ -90,4 +98,17 @@ export function writeAccess({ run }: SqliteContext, tenantId: string, access: Ac
       [access.at, tenantId, dialect.list(access.memoryIds)],
     );
   }
+}
+
+const chargeSql = chargeUsageSql(mark);
+
+/** Adds `delta` to the tenant's usage (inside the write's transaction); past `limits`, throws `quota_exceeded`. */
+export function chargeUsage(
+  { get }: SqliteContext,
+  tenantId: string,
+  delta: Partial<TenantUsage>,
+  limits: UsageLimits | undefined,
+): void {
+  const after = usageFromRow(get(chargeSql, chargeUsageValues(tenantId, delta)));
+  checkUsage(after, delta, limits);
 }

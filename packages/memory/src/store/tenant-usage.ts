@@ -1,0 +1,136 @@
+/**
+ * Per-tenant storage quotas (ADR 0538): what a tenant has stored, kept in one counter row per tenant
+ * (`memory_tenant_usage`) that every write and purge changes in its own transaction, and the check
+ * that refuses a write whose counts would pass a limit (the transaction then rolls back whole).
+ */
+import { MemoryError } from "../errors/memory-error.ts";
+
+/** What a tenant has stored, until purged. */
+export interface TenantUsage {
+  /** Memory rows of any status (a soft-deleted memory keeps its row and history until purged). */
+  readonly memories: number;
+  /** UTF-8 bytes of memory content over every version kept (each history row). */
+  readonly memoryBytes: number;
+  readonly events: number;
+  /** UTF-8 bytes of event content. */
+  readonly eventBytes: number;
+  /** UTF-8 bytes of knowledge-document chunks. */
+  readonly documentBytes: number;
+}
+
+/** A limit per kind of usage; `Infinity` switches one off. */
+export type UsageLimits = { readonly [Kind in keyof TenantUsage]: number };
+
+export const usageKinds = ["memories", "memoryBytes", "events", "eventBytes", "documentBytes"] as const;
+
+export const usageColumns: { readonly [Kind in keyof TenantUsage]: string } = {
+  memories: "memories",
+  memoryBytes: "memory_bytes",
+  events: "events",
+  eventBytes: "event_bytes",
+  documentBytes: "document_bytes",
+};
+
+export const zeroUsage: TenantUsage = {
+  memories: 0,
+  memoryBytes: 0,
+  events: 0,
+  eventBytes: 0,
+  documentBytes: 0,
+};
+
+export function utf8Bytes(text: string): number {
+  return Buffer.byteLength(text, "utf8");
+}
+
+export function usageFromRow(row: Record<string, unknown> | undefined): TenantUsage {
+  if (!row) return zeroUsage;
+  return Object.fromEntries(usageKinds.map((kind) => [kind, Number(row[usageColumns[kind]] ?? 0)])) as never;
+}
+
+/** The upsert adding `delta` to the tenant's row and answering the row after it (`mark(n)`: parameter n). */
+export function chargeUsageSql(mark: (n: number) => string): string {
+  const columns = usageKinds.map((kind) => usageColumns[kind]);
+  return `INSERT INTO memory_tenant_usage (tenant_id, ${columns.join(", ")})
+    VALUES (${[1, ...columns.map((_, index) => index + 2)].map(mark).join(", ")})
+    ON CONFLICT (tenant_id) DO UPDATE SET ${columns
+      .map((column) => `${column} = memory_tenant_usage.${column} + excluded.${column}`)
+      .join(", ")}
+    RETURNING *`;
+}
+
+export function chargeUsageValues(tenantId: string, delta: Partial<TenantUsage>): unknown[] {
+  return [tenantId, ...usageKinds.map((kind) => delta[kind] ?? 0)];
+}
+
+/**
+ * The statement (re)filling counter rows from the stored rows: of every tenant (the migration), or of
+ * the tenant `tenant` names (a parameter's mark: a purge). `bytes` is the dialect's UTF-8 length of a column.
+ */
+export function fillUsageSql(bytes: (column: string) => string, tenant: string | undefined): string {
+  const oneTenant = tenant !== undefined;
+  const where = oneTenant ? `WHERE tenant_id = ${tenant}` : "";
+  const sums = [
+    `SELECT tenant_id, count(*) AS memories, 0 AS memory_bytes, 0 AS events, 0 AS event_bytes, 0 AS document_bytes FROM memory_memories ${where} GROUP BY tenant_id`,
+    `SELECT tenant_id, 0, coalesce(sum(${bytes("content")}), 0), 0, 0, 0 FROM memory_history ${where} GROUP BY tenant_id`,
+    // A memory written before its versions were kept has no history row: its own content counts.
+    `SELECT tenant_id, 0, coalesce(sum(${bytes("content")}), 0), 0, 0, 0 FROM memory_memories AS m ${where}${oneTenant ? " AND" : " WHERE"}
+       NOT EXISTS (SELECT 1 FROM memory_history AS h WHERE h.tenant_id = m.tenant_id AND h.memory_id = m.id) GROUP BY tenant_id`,
+    `SELECT tenant_id, 0, 0, count(*), coalesce(sum(${bytes("content")}), 0), 0 FROM memory_events ${where} GROUP BY tenant_id`,
+    `SELECT tenant_id, 0, 0, 0, 0, coalesce(sum(${bytes("content")}), 0) FROM memory_chunks ${where} GROUP BY tenant_id`,
+  ];
+  const columns = usageKinds.map((kind) => usageColumns[kind]);
+  const totals = oneTenant
+    ? `SELECT ${tenant} AS tenant_id, ${columns.map((column) => `coalesce(sum(${column}), 0)`).join(", ")} FROM (${sums.join(" UNION ALL ")}) AS parts`
+    : `SELECT tenant_id, ${columns.map((column) => `sum(${column})`).join(", ")} FROM (${sums.join(" UNION ALL ")}) AS parts GROUP BY tenant_id`;
+  // `WHERE true`: SQLite reads an upsert's SELECT without a WHERE as ambiguous.
+  return `INSERT INTO memory_tenant_usage (tenant_id, ${columns.join(", ")}) SELECT * FROM (${totals}) AS totals WHERE true
+    ON CONFLICT (tenant_id) DO UPDATE SET ${columns.map((column) => `${column} = excluded.${column}`).join(", ")}`;
+}
+
+/**
+ * Throws `quota_exceeded` (409) when a kind that `delta` grows is now past its limit: the caller's
+ * transaction rolls back, so nothing of the write is stored. `data`: `{ kind, limit, used, requested }`,
+ * `used` what the tenant had before this write.
+ */
+export function checkUsage(after: TenantUsage, delta: Partial<TenantUsage>, limits: UsageLimits | undefined) {
+  if (!limits) return;
+  for (const kind of usageKinds) {
+    const requested = delta[kind] ?? 0;
+    if (requested <= 0 || after[kind] <= limits[kind]) continue;
+    const used = after[kind] - requested;
+    throw new MemoryError(
+      "quota_exceeded",
+      `The tenant's ${kind} quota is ${limits[kind]}; it uses ${used} and this write needs ${requested} more. Purge what is no longer needed, or raise the quota`,
+      409,
+      { data: { kind, limit: limits[kind], used, requested } },
+    );
+  }
+}
+
+/** What inserting these memories adds: a row each and its content (its first version). */
+export function memoriesAdded(memories: readonly { readonly content: string }[]): Partial<TenantUsage> {
+  return {
+    memories: memories.length,
+    memoryBytes: memories.reduce((sum, memory) => sum + utf8Bytes(memory.content), 0),
+  };
+}
+
+/** What appending these events adds. */
+export function eventsAdded(events: readonly { readonly content: string }[]): Partial<TenantUsage> {
+  return {
+    events: events.length,
+    eventBytes: events.reduce((sum, event) => sum + utf8Bytes(event.content), 0),
+  };
+}
+
+/** Each tenant's share of a batch that may (in principle) span tenants, in first-seen order. */
+export function byTenant<T extends { readonly tenantId: string }>(items: readonly T[]): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const item of items) {
+    const group = groups.get(item.tenantId);
+    if (group) group.push(item);
+    else groups.set(item.tenantId, [item]);
+  }
+  return groups;
+}
