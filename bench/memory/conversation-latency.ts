@@ -6,6 +6,8 @@
  *   - batch writes: turns per second through `addBatch` (episodes, 200 a batch);
  *   - import: one 600-turn conversation through the import job (OpenAI messages), wall time.
  *   node_modules/.bin/node --conditions=@tackle/source bench/memory/conversation-latency.ts [--stores=sqlite,postgres] [--embedder=word-vectors]
+ * `--scale=600:6000,6000:60000,20000:200000 [--users=1000x200]` runs conversation-scale.ts instead (scopes of
+ * N turns in tenants of M; add `--expose-gc` before `--conditions` for its heap figures).
  * `--embedder=word-vectors`: the service embeds every turn and question with the local word-vector
  * embedder (`@tackle/memory/word-vectors`, at `wordVectorWeight`); its vectors load before the clock starts.
  */
@@ -16,6 +18,7 @@ import { createMemoryService, createSqliteStore, type MemoryService, type Memory
 import { createPostgresStore } from "@tackle/memory/postgres";
 import { createWordVectorEmbedder, wordVectorWeight } from "@tackle/memory/word-vectors";
 import { createTestDatabase } from "@tackle/test-support";
+import { median, percentile, runScale } from "./conversation-scale.ts";
 import { type Conversation, type EvalSet, loadSets, type Turn } from "./eval-sets.ts";
 import { libraries } from "./library-baselines.ts";
 
@@ -54,14 +57,6 @@ for (let index = 0; index < conversations; index += 1) {
 const cpuNow = () => {
   const usage = process.cpuUsage();
   return (usage.user + usage.system) / 1000;
-};
-const median = (values: readonly number[]) => {
-  const sorted = [...values].sort((left, right) => left - right);
-  return sorted[Math.floor((sorted.length - 1) / 2)] ?? 0;
-};
-const percentile = (values: readonly number[], share: number) => {
-  const sorted = [...values].sort((left, right) => left - right);
-  return sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] ?? 0;
 };
 
 interface Figures {
@@ -170,71 +165,78 @@ async function measure(
   }
 }
 
-const rows: Figures[] = [];
-if (stores.includes("sqlite")) {
-  const directory = mkdtempSync(join(tmpdir(), "tackle-conversation-latency-"));
-  rows.push(
-    await measure(`SQLite (a file, in process)${withVectors}`, async () => ({
-      store: createSqliteStore({ path: join(directory, "memory.db") }),
-      drop: async () => rmSync(directory, { recursive: true, force: true }),
-    })),
-  );
-}
-if (stores.includes("postgres")) {
-  rows.push(
-    await measure(`PostgreSQL (local server, in process)${withVectors}`, async () => {
-      const database = await createTestDatabase("tackle_memory_conversation_latency");
-      return {
-        store: await createPostgresStore({ connectionString: database.url }),
-        drop: () => database.drop(),
-      };
-    }),
-  );
-}
+const scale = argument("scale");
+if (scale !== undefined) {
+  await runScale({ stores, sizes: scale, users: argument("users"), vectors, label: withVectors });
+} else await runDefault();
 
-const librarySearch = libraries.map((library) => {
-  const times: number[] = [];
-  const cpuTimes: number[] = [];
-  for (const conversation of tenant) {
-    const asSet: EvalSet = { name: "tenant", heldOut: false, speakers: true, conversations: [] };
-    const search = library.index(asSet, {
-      id: conversation.id,
-      split: "dev",
-      sessions: [{ id: 1, date: conversation.turns[0]!.at, turns: conversation.turns }],
-      questions: conversation.questions,
-    });
-    for (const question of conversation.questions) {
-      const at = performance.now();
-      const cpuAt = cpuNow();
-      search(question.question, 10);
-      times.push(performance.now() - at);
-      cpuTimes.push(cpuNow() - cpuAt);
-    }
+async function runDefault() {
+  const rows: Figures[] = [];
+  if (stores.includes("sqlite")) {
+    const directory = mkdtempSync(join(tmpdir(), "tackle-conversation-latency-"));
+    rows.push(
+      await measure(`SQLite (a file, in process)${withVectors}`, async () => ({
+        store: createSqliteStore({ path: join(directory, "memory.db") }),
+        drop: async () => rmSync(directory, { recursive: true, force: true }),
+      })),
+    );
   }
-  return {
-    label: library.label,
-    p50: median(times),
-    p95: percentile(times, 0.95),
-    cpuP50: median(cpuTimes),
-  };
-});
+  if (stores.includes("postgres")) {
+    rows.push(
+      await measure(`PostgreSQL (local server, in process)${withVectors}`, async () => {
+        const database = await createTestDatabase("tackle_memory_conversation_latency");
+        return {
+          store: await createPostgresStore({ connectionString: database.url }),
+          drop: () => database.drop(),
+        };
+      }),
+    );
+  }
 
-console.log(
-  `Node ${process.versions.node}; ${conversations} conversations × ${conversationTurns} turns in one tenant; ${tenant.reduce((sum, item) => sum + item.questions.length, 0)} questions, each in its conversation's scope (limit 10)\n`,
-);
-console.log(
-  "| store | build s (6,000 turns) | batch writes turns/s | search p50 ms | search p95 ms | search CPU p50 ms (this process) | import of 600 turns s | import CPU s (this process) |",
-);
-console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-for (const row of rows) {
+  const librarySearch = libraries.map((library) => {
+    const times: number[] = [];
+    const cpuTimes: number[] = [];
+    for (const conversation of tenant) {
+      const asSet: EvalSet = { name: "tenant", heldOut: false, speakers: true, conversations: [] };
+      const search = library.index(asSet, {
+        id: conversation.id,
+        split: "dev",
+        sessions: [{ id: 1, date: conversation.turns[0]!.at, turns: conversation.turns }],
+        questions: conversation.questions,
+      });
+      for (const question of conversation.questions) {
+        const at = performance.now();
+        const cpuAt = cpuNow();
+        search(question.question, 10);
+        times.push(performance.now() - at);
+        cpuTimes.push(cpuNow() - cpuAt);
+      }
+    }
+    return {
+      label: library.label,
+      p50: median(times),
+      p95: percentile(times, 0.95),
+      cpuP50: median(cpuTimes),
+    };
+  });
+
   console.log(
-    `| ${row.store} | ${row.buildSeconds.toFixed(1)} | ${row.turnsPerSecond.toFixed(0)} | ${row.searchP50.toFixed(2)} | ${row.searchP95.toFixed(2)} | ${row.searchCpuP50.toFixed(2)} | ${row.importSeconds.toFixed(2)} | ${row.importCpuSeconds.toFixed(2)} |`,
+    `Node ${process.versions.node}; ${conversations} conversations × ${conversationTurns} turns in one tenant; ${tenant.reduce((sum, item) => sum + item.questions.length, 0)} questions, each in its conversation's scope (limit 10)\n`,
   );
-}
-for (const library of librarySearch) {
   console.log(
-    `| ${library.label}, one conversation's index | | | ${library.p50.toFixed(2)} | ${library.p95.toFixed(2)} | ${library.cpuP50.toFixed(2)} | | |`,
+    "| store | build s (6,000 turns) | batch writes turns/s | search p50 ms | search p95 ms | search CPU p50 ms (this process) | import of 600 turns s | import CPU s (this process) |",
   );
+  console.log("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+  for (const row of rows) {
+    console.log(
+      `| ${row.store} | ${row.buildSeconds.toFixed(1)} | ${row.turnsPerSecond.toFixed(0)} | ${row.searchP50.toFixed(2)} | ${row.searchP95.toFixed(2)} | ${row.searchCpuP50.toFixed(2)} | ${row.importSeconds.toFixed(2)} | ${row.importCpuSeconds.toFixed(2)} |`,
+    );
+  }
+  for (const library of librarySearch) {
+    console.log(
+      `| ${library.label}, one conversation's index | | | ${library.p50.toFixed(2)} | ${library.p95.toFixed(2)} | ${library.cpuP50.toFixed(2)} | | |`,
+    );
+  }
+  console.log("");
+  for (const row of rows) console.log(`${row.store}: import job result ${row.importResult}`);
 }
-console.log("");
-for (const row of rows) console.log(`${row.store}: import job result ${row.importResult}`);

@@ -3,7 +3,8 @@
  * a search then reads one small row (the generation) instead of its candidates' text, the scope's
  * size and the neighbouring turns, and ranks in memory with the same BM25 over the scope's own
  * statistics the SQLite store computes (scope-bm25.ts). Bounded: scopes past `maximumScope` memories
- * are searched by the store as before, and the cache holds at most `maximumCached` memories in all.
+ * are searched by the store as before, and the cache holds at most `maximumCached` memories in all
+ * (a scope past the bound counts as one).
  */
 import type { MemoryKind } from "../schemas/memory.ts";
 import { type MemoryScope, scopeKey } from "../scope/memory-scope.ts";
@@ -26,6 +27,7 @@ interface Entry {
   readonly generation: number | string;
   /** Undefined: the scope is past `maximumScope` (the store searches it). */
   readonly snapshot: ScopeSnapshot | undefined;
+  /** What the entry counts against `maximumCached`: its memories, or 1 for a scope past the bound. */
   readonly size: number;
 }
 
@@ -59,6 +61,11 @@ export function createScopeSnapshots(store: MemoryStore, options: ScopeSnapshotO
     }
   }
 
+  function pastTheBound(key: string, generation: number | string): undefined {
+    remember(key, { generation, snapshot: undefined, size: 1 });
+    return undefined;
+  }
+
   return {
     /** The scope's snapshot, loaded anew when the tenant's memories changed; undefined past the bound. */
     async get(tenantId: string, scope: MemoryScope): Promise<ScopeSnapshot | undefined> {
@@ -73,15 +80,18 @@ export function createScopeSnapshots(store: MemoryStore, options: ScopeSnapshotO
         entries.set(key, known);
         return known.snapshot;
       }
+      // A scope found past the bound is counted again, not listed: after every write in the tenant
+      // it would otherwise decode its first `maximumScope + 1` memories only to search the store.
+      if (known !== undefined && known.snapshot === undefined) {
+        const { active } = await store.countMemories(tenantId, scope);
+        if (active > maximumScope) return pastTheBound(key, generation);
+      }
       const newestFirst = await store.listMemories(tenantId, scope, {
         statuses: ["active"],
         order: "written",
         limit: maximumScope + 1,
       });
-      if (newestFirst.length > maximumScope) {
-        remember(key, { generation, snapshot: undefined, size: 0 });
-        return undefined;
-      }
+      if (newestFirst.length > maximumScope) return pastTheBound(key, generation);
       const snapshot = snapshotOf(newestFirst.reverse());
       remember(key, { generation, snapshot, size: snapshot.memories.length });
       return snapshot;
