@@ -2,7 +2,7 @@
  * Core's own MCP servers budget their answers (ADR 0531), with the real MCP SDK client: over stdio
  * (a 2025 connection) and over loopback Streamable HTTP (stateless, both revisions). A long answer
  * comes cut within the budget, counted here with the tokenizer itself, and pages by cursor through
- * every part once, in order; a tool with an output schema keeps its structured content whole; a short
+ * every part once, in order; a tool with an output schema answers `answer_too_large` (ADR 0542); a short
  * answer is unchanged; `resultPages: false` answers whole; a cursor is read only by its owner.
  */
 import assert from "node:assert/strict";
@@ -92,9 +92,11 @@ async function assertBudgeted(client: Client): Promise<void> {
   assert.match(summaryOf(text), new RegExp(`Answer cut to fit the budget of ${budget} tokens`));
   assert.equal(await readAll(client, text), JSON.stringify(longText));
 
-  // The structured answer a client checks against the output schema stays whole; its text is cut.
+  // A structure the output schema describes, past the budget, is left out and the answer marked an
+  // error the client accepts (ADR 0542); its text is cut and reads back whole.
   const structured = await call(client, "report.rows");
-  assert.deepEqual(structured.structuredContent, { rows });
+  assert.equal(structured.isError, true);
+  assert.equal((structured.structuredContent as { error: { code: string } }).error.code, "answer_too_large");
   assert.deepEqual(JSON.parse(await readAll(client, structured)), { rows });
 
   const short = await call(client, "report.short");

@@ -32,6 +32,19 @@ export interface ToolErrorDataByCode {
    * `id` asked for (ADR 0027). A name outside a vocabulary is `unknown_<thing>` instead.
    */
   readonly not_found: NotFoundData;
+  /**
+   * An MCP server's answer past its token budget from a tool that declares an output schema
+   * (ADR 0542): its structured content is left out and its text cut; the result's content is the
+   * first part, and `cursor` reads every part from the first with the paging tool. `tokens` is the
+   * whole answer's (`estimated` when too long to count).
+   */
+  readonly answer_too_large: {
+    readonly tool: string;
+    readonly budget: number;
+    readonly tokens: number;
+    readonly estimated?: true;
+    readonly cursor?: string;
+  };
 }
 
 /** The `data` of a `not_found` error: what was looked for, and by which id. */

@@ -1,6 +1,6 @@
 /** `createMcpServer`: a Tackle tool set as an MCP server (tools/list and tools/call). */
 import { randomUUID } from "node:crypto";
-import { type CallToolResult, McpServer } from "@modelcontextprotocol/server";
+import { McpServer } from "@modelcontextprotocol/server";
 import { ToolDefinitionError } from "../errors/tool-definition-error.ts";
 import { jsonSchema } from "../schema/schema.ts";
 import type { AnyTool } from "../tool/define-tool.ts";
@@ -76,7 +76,11 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
           }),
           tool.name,
         );
-        return pages === false ? result : fitAnswer(pages, result, owner, outputSchema !== undefined);
+        // Past the budget, structured content the output schema describes is kept when it fits and
+        // otherwise left out, the answer marked an error so a client does not reject it (ADR 0542).
+        return pages === false
+          ? result
+          : pages.fit(result, owner, { tool: tool.name, outputSchema: outputSchema !== undefined });
       },
     );
   }
@@ -105,24 +109,6 @@ function registerPagingTool(server: McpServer, pages: ResultPages, owner: string
     },
     async (args: Record<string, unknown>) => pages.page(args, owner),
   );
-}
-
-/**
- * The answer fitted to the budget. A tool that advertises an output schema must answer structured
- * content that matches it (a client refuses the answer otherwise), so a cut answer keeps it whole and
- * its text, what a model reads, is cut; any other cut answer has none (half a structure is wrong).
- */
-function fitAnswer(
-  pages: ResultPages,
-  result: CallToolResult,
-  owner: string,
-  advertisesOutput: boolean,
-): CallToolResult {
-  const fitted = pages.fit(result, owner);
-  if (fitted === result || !advertisesOutput || result.isError === true) return fitted;
-  return result.structuredContent === undefined
-    ? fitted
-    : { ...fitted, structuredContent: result.structuredContent };
 }
 
 /**

@@ -8,6 +8,7 @@ export { mcpCallOptions } from "./mcp-call-options.ts";
 export {
   createResultPages,
   defaultResultBudget,
+  type FitOptions,
   type ResultPages,
   type ResultPagesOptions,
 } from "./result-pages/create-result-pages.ts";

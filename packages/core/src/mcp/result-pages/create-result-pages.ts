@@ -9,6 +9,14 @@ import { randomBytes } from "node:crypto";
 import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/server";
 import { ToolError } from "../../errors/tool-error.ts";
 import { toCallToolResult } from "../to-call-tool-result.ts";
+import {
+  declaredStructure,
+  type FitOptions,
+  type Reading,
+  withDeclaredStructure,
+  withheldErrorTokens,
+  withheldNote,
+} from "./declared-structure.ts";
 import { createKeptResults, type KeptResults, type Totals } from "./kept-results.ts";
 import {
   itemsTokens,
@@ -20,6 +28,8 @@ import {
   takePage,
   textOf,
 } from "./result-items.ts";
+
+export type { FitOptions } from "./declared-structure.ts";
 
 export interface ResultPagesOptions {
   /** Tokens (o200k) of one tool answer, its summary included. Default 8,000; at least 1,500. */
@@ -38,8 +48,11 @@ export interface ResultPages {
   readonly budget: number;
   /** The paging tool, as `tools/list` lists it. */
   readonly tool: McpTool;
-  /** The result as it fits the budget: the same object when it does; else its first part, a summary and a cursor. */
-  fit(result: CallToolResult, owner: string): CallToolResult;
+  /**
+   * The result as it fits the budget: the same object when it does; else its first part, a summary
+   * and a cursor. `options` says whether the tool declares an output schema (ADR 0542).
+   */
+  fit(result: CallToolResult, owner: string, options?: FitOptions): CallToolResult;
   /** The paging tool's answer to `{ cursor }` for `owner`: the next part, or a `not_found` error (resource `cursor`). */
   page(args: unknown, owner: string): CallToolResult;
   /** Drops what `owner` kept (its session closed). */
@@ -85,7 +98,7 @@ export function createResultPages(options: ResultPagesOptions = {}): ResultPages
       },
       annotations: { readOnlyHint: true, idempotentHint: true },
     },
-    fit: (result, owner) => fit(pager, result, owner),
+    fit: (result, owner, fitOptions) => fit(pager, result, owner, fitOptions),
     page: (args, owner) => page(pager, args, owner),
     forget: (owner) => pager.store.forget(owner),
     kept: () => pager.store.kept(),
@@ -101,17 +114,28 @@ interface Pager {
   readonly store: KeptResults;
 }
 
-function fit(pager: Pager, result: CallToolResult, owner: string): CallToolResult {
+function fit(pager: Pager, result: CallToolResult, owner: string, options: FitOptions = {}): CallToolResult {
   const { budget, limit, toolName, store } = pager;
   if (resultFits(result, budget)) return result;
   const now = Date.now();
   store.sweep(now);
+  const structure = declaredStructure(result, budget, options);
   const items = resultItems(result);
   const totals = totalsOf(items);
-  const first = takePage(items, { item: 0, offset: 0 }, limit);
+  // A withheld structure's error may be read beside the first part: both fit the budget together.
+  const firstLimit = structure === "withheld" ? limit - withheldErrorTokens : limit;
+  const first = takePage(items, { item: 0, offset: 0 }, firstLimit);
   const shown = describePart(items, { item: 0, offset: 0 }, first);
-  const head = `[Answer cut to fit the budget of ${budget} tokens. The whole answer: ${count(totals.items, "item")}, ${count(totals.characters, "character")} of text, ${totals.tokens} tokens. This part (1, ${first.tokens} tokens): ${shown}.`;
-  if (first.next === undefined) return answer(first, `${head}]`, { part: 1, complete: true }, result);
+  const head = `[Answer cut to fit the budget of ${budget} tokens${structure === "withheld" ? withheldNote : ""}. The whole answer: ${count(totals.items, "item")}, ${count(totals.characters, "character")} of text, ${tokensOf(totals)} tokens. This part (1, ${first.tokens} tokens): ${shown}.`;
+  const finish = (summary: string, meta: Record<string, unknown>, reading: Reading) =>
+    withDeclaredStructure(answer(first, summary, meta, result), result, structure, {
+      tool: options.tool ?? "tool",
+      budget,
+      totals,
+      toolName,
+      reading,
+    });
+  if (first.next === undefined) return finish(`${head}]`, { part: 1, complete: true }, { kind: "complete" });
   const bytes = sizeOf(items);
   const id = randomBytes(16).toString("base64url");
   if (
@@ -121,22 +145,21 @@ function fit(pager: Pager, result: CallToolResult, owner: string): CallToolResul
       bytes,
       totals,
       starts: [{ item: 0, offset: 0 }, first.next],
+      firstLimit,
       lastRead: now,
     })
   ) {
-    return answer(
-      first,
+    return finish(
       `${head} Left out: ${leftOut(items, first.next)}; it is too large to keep for paging (${bytes} bytes, over ${store.maxBytes}): ask the tool for less.]`,
       { part: 1, complete: false, kept: false },
-      result,
+      { kind: "not_kept", bytes },
     );
   }
   const cursor = `${id}.1`;
-  return answer(
-    first,
+  return finish(
     `${head} Left out: ${leftOut(items, first.next)}. Read the next part with ${toolName} {"cursor":"${cursor}"}.]`,
     { part: 1, cursor },
-    result,
+    { kind: "cursor", cursor: `${id}.0` },
   );
 }
 
@@ -157,7 +180,9 @@ function page(pager: Pager, args: unknown, owner: string): CallToolResult {
       ),
     });
   }
-  const match = /^([A-Za-z0-9_-]{22})\.([1-9][0-9]{0,8})$/.exec(cursor);
+  // `id.0` reads the first part again: an `answer_too_large` error names it for a client that shows
+  // the model the error rather than the part beside it.
+  const match = /^([A-Za-z0-9_-]{22})\.(0|[1-9][0-9]{0,8})$/.exec(cursor);
   const id = match?.[1] ?? "";
   const entry = store.get(id);
   const part = Number(match?.[2]);
@@ -174,9 +199,9 @@ function page(pager: Pager, args: unknown, owner: string): CallToolResult {
     });
   }
   store.read(id, entry, now);
-  const taken = takePage(entry.items, start, limit);
+  const taken = takePage(entry.items, start, part === 0 ? entry.firstLimit : limit);
   if (taken.next !== undefined && entry.starts[part + 1] === undefined) entry.starts[part + 1] = taken.next;
-  const head = `[Part ${part + 1} of a cut answer (${count(entry.totals.items, "item")}, ${count(entry.totals.characters, "character")} of text, ${entry.totals.tokens} tokens in all), ${taken.tokens} tokens: ${describePart(entry.items, start, taken)}.`;
+  const head = `[Part ${part + 1} of a cut answer (${count(entry.totals.items, "item")}, ${count(entry.totals.characters, "character")} of text, ${tokensOf(entry.totals)} tokens in all), ${taken.tokens} tokens: ${describePart(entry.items, start, taken)}.`;
   if (taken.next === undefined) {
     return answer(taken, `${head} This is the last part.]`, { part: part + 1, complete: true });
   }
@@ -207,11 +232,15 @@ const countedCharacters = 4_000_000;
 
 function totalsOf(items: readonly ResultItem[]): Totals {
   const characters = items.reduce((sum, item) => sum + (textOf(item)?.length ?? 0), 0);
-  const tokens =
-    characters <= countedCharacters
-      ? String(itemsTokens(items))
-      : `about ${Math.round(characters / 4) + items.filter((item) => textOf(item) === undefined).length * 1_000}`;
-  return { items: items.length, characters, tokens };
+  const estimated = characters > countedCharacters;
+  const tokens = estimated
+    ? Math.round(characters / 4) + items.filter((item) => textOf(item) === undefined).length * 1_000
+    : itemsTokens(items);
+  return { items: items.length, characters, tokens, estimated };
+}
+
+function tokensOf(totals: Totals): string {
+  return `${totals.estimated ? "about " : ""}${totals.tokens}`;
 }
 
 /** What a page holds, 1-based: `item 1 (text) characters 1–31204 of 2000000`, `items 2–5 whole`. */

@@ -9,15 +9,19 @@ export interface KeptEntry {
   readonly items: readonly ResultItem[];
   readonly bytes: number;
   readonly totals: Totals;
-  /** Where each part starts: part `n` of the cursor `id.n`. */
+  /** Where each part starts: the cursor `id.n` reads part `n + 1` (`id.0` the first part again). */
   readonly starts: Position[];
+  /** The tokens of the first part, which may hold back room for an error beside it. */
+  readonly firstLimit: number;
   lastRead: number;
 }
 
 export interface Totals {
   readonly items: number;
   readonly characters: number;
-  readonly tokens: string;
+  readonly tokens: number;
+  /** The tokens are estimated (4 characters a token), not counted: the answer is too long to count. */
+  readonly estimated: boolean;
 }
 
 export interface KeptResults {

@@ -137,6 +137,76 @@ describe("result pages: passing through and cutting text and JSON", () => {
   });
 });
 
+describe("result pages: a tool that declares an output schema (ADR 0542)", () => {
+  const declared = { tool: "rows.list", outputSchema: true } as const;
+  const value = { items: Array.from({ length: 800 }, (_, id) => ({ id, name: `item ${id}` })) };
+  const error = (result: CallToolResult) =>
+    (result.structuredContent as { error: { code: string; message: string; data: Record<string, unknown> } })
+      .error;
+
+  it("keeps a structure within the budget whole beside cut text", () => {
+    const pages = createResultPages({ budget: 1_500 });
+    const small = { n: 1 };
+    const first = pages.fit(
+      { content: [{ type: "text", text: "x y ".repeat(5_000) }], structuredContent: small },
+      "one",
+      declared,
+    );
+    assert.equal(first.structuredContent, small);
+    assert.equal(first.isError, undefined);
+    assert.ok(cursorOf(first) !== undefined);
+  });
+
+  it("leaves out a structure past the budget: an answer_too_large error, the first part beside it", () => {
+    const pages = createResultPages({ budget: 1_500 });
+    const first = pages.fit(
+      { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value },
+      "one",
+      declared,
+    );
+    assert.equal(first.isError, true);
+    const { code, message, data } = error(first);
+    assert.equal(code, "answer_too_large");
+    assert.equal(data.tool, "rows.list");
+    assert.equal(data.tokens, countTokens(JSON.stringify(value)));
+    assert.match(message, /rows\.list.*past the budget of 1500 tokens/);
+    assert.ok(tokensRead(first) + countTokens(JSON.stringify(first.structuredContent)) <= 1_500);
+    const again = pages.page({ cursor: data.cursor }, "one");
+    assert.deepEqual(body(again), body(first));
+    assert.equal(cursorOf(again), cursorOf(first));
+    assert.deepEqual(JSON.parse(joinedText(readAll(pages, again, "one"))), value);
+  });
+
+  it("names an answer too large to keep: no cursor, ask the tool for less", () => {
+    const pages = createResultPages({ budget: 1_500, maxBytes: 1_000 });
+    const first = pages.fit(
+      { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value },
+      "one",
+      declared,
+    );
+    assert.equal(error(first).data.cursor, undefined);
+    assert.match(error(first).message, /too large to keep for paging .*ask the tool for less/);
+  });
+
+  it("leaves an error's own structured content and a tool without a schema as before", () => {
+    const pages = createResultPages({ budget: 1_500 });
+    const plain = pages.fit(
+      { content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value },
+      "one",
+      { tool: "rows.list" },
+    );
+    assert.equal(plain.isError, undefined);
+    assert.equal(plain.structuredContent, undefined);
+    const failed = pages.fit(
+      { isError: true, content: [{ type: "text", text: JSON.stringify(value) }], structuredContent: value },
+      "one",
+      declared,
+    );
+    assert.equal(failed.isError, true);
+    assert.equal(failed.structuredContent, undefined);
+  });
+});
+
 describe("result pages: images, cursors and bounds", () => {
   it("counts an image as a fixed cost, never tokenizes its base64, and never cuts one", () => {
     const pages = createResultPages({ budget: 2_000 });
