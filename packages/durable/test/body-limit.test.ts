@@ -1,7 +1,8 @@
 /**
  * A body past `maxBodyBytes` is refused 413 `payload_too_large`, and the refusal names the bound, in
  * words and in `data.maxBytes`, so a caller knows how much it may send: a declared length past it, a
- * chunked body once its bytes pass it, and the client's error alike; a body at the bound is read.
+ * chunked body once its bytes pass it, and the client's error alike; not retryable, in the shape of
+ * every other error body; a body at the bound is read.
  */
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
@@ -34,6 +35,7 @@ function startBody(bytes: number): string {
 interface Refusal {
   readonly code: string;
   readonly message: string;
+  readonly retryable: boolean;
   readonly data: { readonly maxBytes: number };
 }
 
@@ -52,6 +54,7 @@ it("names the bound of a declared length past it, in words and in data.maxBytes"
   assert.deepEqual(await refusal(response), {
     code: "payload_too_large",
     message: "The request body is over 1 MiB (1048576 bytes), the most this server reads",
+    retryable: false,
     data: { maxBytes: 1048576 },
   });
 });
@@ -75,6 +78,7 @@ it("names the bound of a chunked body once its bytes pass it", async () => {
   assert.deepEqual(await refusal(response), {
     code: "payload_too_large",
     message: "The request body is over 4 KiB (4096 bytes), the most this server reads",
+    retryable: false,
     data: { maxBytes: 4096 },
   });
 });
@@ -98,4 +102,5 @@ it("reads a body at the bound, and the client's error names the bound of one pas
   assert.equal(refused.code, "payload_too_large");
   assert.equal(refused.message, "The request body is over 4 KiB (4096 bytes), the most this server reads");
   assert.deepEqual(refused.data, { maxBytes: 4096 });
+  assert.equal(refused.retryable, false);
 });

@@ -11,7 +11,10 @@ export function invalid(message: string): DurableError {
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
-/** The 413 answer to a body past `maxBytes`: the bound in words and in `data.maxBytes`. */
+/**
+ * The 413 answer to a body past `maxBytes`: the bound in words and in `data.maxBytes`; not retryable
+ * (the same body is refused again), in the shape of every other error body (`ToolError.toJSON`).
+ */
 export function tooLargeBody(maxBytes: number) {
   const words =
     maxBytes % MiB === 0
@@ -23,6 +26,7 @@ export function tooLargeBody(maxBytes: number) {
     error: {
       code: "payload_too_large",
       message: `The request body is over ${words}, the most this server reads`,
+      retryable: false,
       data: { maxBytes },
     },
   };
