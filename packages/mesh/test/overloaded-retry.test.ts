@@ -4,11 +4,13 @@
  * gets the refusal with `data.attempts`, by its deadline; a call refused by a full node while another
  * node of the module has room reaches that one; no other error is sent again (each tool ran once); and
  * a client flooding a full node sends again only what its retry budget allows (ADR 0216), not six
- * sends a call.
+ * sends a call; and that budget is the module's (ADR 0217): a flood one module refuses leaves the
+ * retries of the client's calls to another module.
  */
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { ToolCallResult } from "@tackle/core";
 import { type NatsServerHandle, startNatsServer, underLoadMs } from "@tackle/test-support";
 import { createMeshClient, defaultModulePrefix, type NodeRuntime, startNodeRuntime } from "../src/index.ts";
 import { eventually, fixture, meshConfig } from "./helpers.ts";
@@ -232,7 +234,7 @@ it("a client flooding a full node sends again only what its retry budget allows,
     assert.ok(budgetSpent.length > 0, "calls stopped on the budget say so");
     for (const result of budgetSpent) {
       assert.ok(!result.ok);
-      assert.match(result.error.message, /the client's retry budget is spent/);
+      assert.match(result.error.message, /the client's retry budget for the module is spent/);
       const { attempts } = result.error.data as { attempts: number };
       assert.ok(attempts >= 1 && attempts < 6, `${attempts} attempts`);
     }
@@ -243,6 +245,58 @@ it("a client flooding a full node sends again only what its retry budget allows,
   } finally {
     sends.unsubscribe();
     await counting;
+    await client.close();
+    await runtime.close();
+  }
+});
+
+it("a flood one module refuses spends that module's retry budget, not the retries of calls to another", async () => {
+  // Both modules on one node, each running one call at once and keeping none waiting.
+  const runtime = await startNodeRuntime({
+    config: meshConfig("node-r6", nats.url, [
+      { module: "gated", path: fixture("gated.mjs") },
+      { module: "other", path: fixture("gated.mjs") },
+    ]),
+    calls: { concurrent: 1, waiting: 0 },
+  });
+  // The default budget per module (20% of its calls plus 10 a second, over 10 s); many attempts, so
+  // that only a budget stops a call's retries.
+  const client = await createMeshClient({
+    servers: nats.url,
+    retryOverloaded: { attempts: 1_000, initialDelayMs: 10, maxDelayMs: 50 },
+  });
+  try {
+    const blockingA = client.call("gated.wait", { key: "r6-a-blocking" });
+    const blockingB = client.call("other.wait", { key: "r6-b-blocking" });
+    await eventually("gated's one place taken", running("r6-a-blocking"));
+    await eventually("other's one place taken", running("r6-b-blocking"));
+    // The flood on gated: its budget is spent, its last refusals come back at once.
+    const flood = await Promise.all(
+      Array.from({ length: 200 }, (_, index) =>
+        client.call("gated.once", { key: `r6-a-${index}` }, { timeoutMs: underLoadMs(20_000) }),
+      ),
+    );
+    const spent = (result: ToolCallResult) =>
+      !result.ok && (result.error.data as { retryBudgetSpent?: boolean }).retryBudgetSpent === true;
+    assert.ok(flood.some(spent), "the flood spent gated's budget");
+    const afterFlood = await client.call("gated.once", { key: "r6-a-after" });
+    assert.ok(spent(afterFlood), `gated's next refusal comes back at once: ${JSON.stringify(afterFlood)}`);
+    assert.equal(!afterFlood.ok && (afterFlood.error.data as { attempts: number }).attempts, 1);
+
+    // A call to other, within the same window: refused, and sent again out of other's own budget.
+    const later = client.call("other.wait", { key: "r6-b-later" }, { timeoutMs: underLoadMs(10_000) });
+    const early = await Promise.race([later, sleep(300).then(() => undefined)]);
+    assert.equal(early, undefined, `refused and not sent again: ${JSON.stringify(early)}`);
+    gates().open.get("r6-b-blocking")?.();
+    assert.deepEqual(await blockingB, { ok: true, output: { key: "r6-b-blocking" } });
+    await eventually("other's refused call running once room freed", running("r6-b-later"));
+    gates().open.get("r6-b-later")?.();
+    assert.deepEqual(await later, { ok: true, output: { key: "r6-b-later" } });
+    assert.equal(gates().runs.get("r6-b-later"), 1, "it ran once");
+
+    gates().open.get("r6-a-blocking")?.();
+    assert.deepEqual(await blockingA, { ok: true, output: { key: "r6-a-blocking" } });
+  } finally {
     await client.close();
     await runtime.close();
   }

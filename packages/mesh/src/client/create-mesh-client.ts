@@ -4,7 +4,7 @@
  *
  * Its parts: the link to the broker (`client-link.ts`), where modules answer (`module-directory.ts`),
  * one call on the bus (`send-call.ts`, sent again on a node's `overloaded` refusal by
- * `retry-overloaded.ts`, out of the client's `retry-budget.ts`) and where a call goes (`route-call.ts`).
+ * `retry-overloaded.ts`, out of the module's `retry-budget.ts`, kept by `module-budgets.ts`) and where a call goes (`route-call.ts`).
  */
 import { DEFAULT_TIMEOUT_MS } from "@tackle/core";
 import { connectMesh } from "../nats/connect-mesh.ts";

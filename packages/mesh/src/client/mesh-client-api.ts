@@ -92,13 +92,15 @@ export interface CreateMeshClientOptions {
    * caller gets the last `overloaded`, with `data.attempts` saying how many were sent. `false` sends
    * nothing again: the first refusal is the caller's.
    *
-   * The client's retries across all its calls come out of one budget (ADR 0216, Finagle's retry
-   * budget): each call sent earns `budget.ratio` of a retry (0.2) and the client earns
-   * `budget.minRetriesPerSecond` (10) besides, within `budget.windowMs` (10 s). A call refused now and
-   * then gets all its retries; a client flooding a full mesh sends again at most a fifth of its calls
-   * plus 100 every 10 s, not five retries each. Once the budget is spent a refusal is the caller's at
+   * The client's retries of its calls to one module come out of that module's budget (ADRs 0216,
+   * 0217, Finagle's retry budget): each call sent to the module earns `budget.ratio` of a retry (0.2)
+   * and the module's budget earns `budget.minRetriesPerSecond` (10) besides, within `budget.windowMs`
+   * (10 s). A call refused now and then gets all its retries; a client flooding a full module sends it
+   * again at most a fifth of its calls plus 100 every 10 s, not five retries each, and its calls to
+   * other modules keep their retries. Once a module's budget is spent a refusal is the caller's at
    * once, `overloaded` and retryable as the node answered it, with `data.retryBudgetSpent: true`.
-   * `budget: false` leaves the retries unbudgeted.
+   * At most 1,024 modules have a budget of their own at once (an idle one gives its place up); past
+   * that, the modules share one. `budget: false` leaves the retries unbudgeted.
    */
   readonly retryOverloaded?: RetryOverloadedOptions | false;
 }

@@ -10,6 +10,7 @@ import { describe, it } from "node:test";
 import { type ToolCallResult, ToolError } from "@tackle/core";
 import { seededRandom } from "@tackle/test-support";
 import { assertWithinBudget, type BudgetLog, logged } from "./fixtures/budget-log.ts";
+import { createModuleBudgets, maxModuleBudgets } from "./module-budgets.ts";
 import {
   budgetReserve,
   createRetryBudget,
@@ -68,8 +69,9 @@ function refusal(): ToolCallResult {
   return { ok: false, error };
 }
 
-/** One call of the schedule: when it starts, its limit, and each send's answer and duration. */
+/** One call of the schedule: its module, when it starts, its limit, and each send's answer and duration. */
 interface PlannedCall {
+  readonly module: number;
   readonly startsAt: number;
   readonly limitMs: number;
   readonly refused: readonly boolean[];
@@ -81,6 +83,9 @@ interface Schedule {
   readonly policy: RetryPolicy;
   readonly budget: RetryBudgetPolicy;
   readonly calls: readonly PlannedCall[];
+  /** How many modules the calls go to, and how many budgets of their own the client keeps. */
+  readonly modules: number;
+  readonly cap: number;
 }
 
 function schedule(seed: number): Schedule {
@@ -98,18 +103,24 @@ function schedule(seed: number): Schedule {
   // From a flood (every send refused) to a refusal now and then.
   const refusedShare = 0.3 + random() * 0.7;
   const spread = random() * 3 * budget.windowMs;
+  // Drawn apart, so the calls' other draws are those of one module's schedule: module 0 often floods.
+  const moduleRandom = seededRandom(seed * 31 + 7);
+  const modules = 1 + Math.floor(moduleRandom() * 4);
+  const flood = moduleRandom() < 0.7 ? 0.4 + moduleRandom() * 0.5 : 0;
+  const cap = moduleRandom() < 0.7 ? maxModuleBudgets : 1 + Math.floor(moduleRandom() * 3);
   const calls = Array.from({ length: 1 + Math.floor(random() * 60) }, (_, index) => ({
+    module: moduleRandom() < flood ? 0 : Math.floor(moduleRandom() * modules),
     startsAt: random() * spread,
     limitMs: random() < 0.1 ? Number.POSITIVE_INFINITY : 50 + random() * 3_000,
     refused: Array.from({ length: 12 }, () => random() < refusedShare),
     durations: Array.from({ length: 12 }, () => random() * 20),
     jitterSeed: seed * 1_000 + index,
   }));
-  return { policy, budget, calls };
+  return { policy, budget, calls, modules, cap };
 }
 
-/** The schedule played out, every call sharing `budget` (none: not budgeted). */
-async function play(plan: Schedule, budget: RetryBudget | undefined) {
+/** The schedule played out, each call's retries out of `budgetOf` its module (none: not budgeted). */
+async function play(plan: Schedule, budgetOf: (module: number) => RetryBudget | undefined) {
   const time = virtualTime();
   const sends = plan.calls.map(() => 0);
   const results: ToolCallResult[] = [];
@@ -123,6 +134,7 @@ async function play(plan: Schedule, budget: RetryBudget | undefined) {
         return { ok: false, error: new ToolError("timeout", "late", { retryable: true }) };
       return call.refused[attempt] === false ? { ok: true, output: { attempt } } : refusal();
     };
+    const budget = budgetOf(call.module);
     time.after(call.startsAt, async () => {
       const startedAt = time.clock.now();
       budget?.sent(startedAt);
@@ -155,8 +167,9 @@ describe("the retry budget", () => {
       const plan = schedule(seed);
       const at = `seed ${seed}`;
       const log: BudgetLog = [];
-      const budgeted = await play(plan, logged(createRetryBudget(plan.budget), log));
-      const free = await play(plan, undefined);
+      const one = logged(createRetryBudget(plan.budget), log);
+      const budgeted = await play(plan, () => one);
+      const free = await play(plan, () => undefined);
       assertWithinBudget(log, plan.budget, at);
       const retries = budgeted.sends.reduce((sum, sent) => sum + sent - 1, 0);
       assert.equal(log.filter((event) => event.kind === "spent").length, retries, `${at}: retries logged`);
@@ -166,7 +179,7 @@ describe("the retry budget", () => {
         if (budgetSpent(result)) {
           // Stopped short where the budget said no: fewer sends than without it, the refusal kept.
           assert.ok(!result.ok && result.error.code === "overloaded" && result.error.retryable, where);
-          assert.match(result.error.message, /the client's retry budget is spent/, where);
+          assert.match(result.error.message, /the client's retry budget for the module is spent/, where);
           assert.ok((budgeted.sends[index] as number) <= (free.sends[index] as number), where);
           seen.stopped += 1;
         } else {
@@ -179,6 +192,62 @@ describe("the retry budget", () => {
       if (freeRetries > 2 * (retries + 1)) seen.floods += 1;
     }
     assert.ok(seen.stopped > 1_000 && seen.untouched > 1_000 && seen.floods > 50, JSON.stringify(seen));
+  });
+
+  it("spends no module's retries on another's flood, within each budget's bound, through 1,000 random schedules", async () => {
+    const seen = { apart: 0, spared: 0, capped: 0 };
+    for (let seed = 1; seed <= 1_000; seed += 1) {
+      const plan = schedule(seed);
+      const at = `seed ${seed}`;
+      const logs: BudgetLog[] = [];
+      const budgets = createModuleBudgets(plan.budget, plan.cap, (policy) => {
+        const log: BudgetLog = [];
+        logs.push(log);
+        return logged(createRetryBudget(policy), log);
+      });
+      const perModule = await play(plan, (module) => budgets.of(`tackle.tools.m${module}`));
+      const free = await play(plan, () => undefined);
+      // Each budget, a module's own or the one shared past the cap, holds its bound.
+      for (const [index, log] of logs.entries())
+        assertWithinBudget(log, plan.budget, `${at}, budget ${index}`);
+      assert.ok(budgets.ownBudgets() <= plan.cap, at);
+      for (const [index, result] of perModule.results.entries()) {
+        if (budgetSpent(result)) continue;
+        assert.deepEqual(result, free.results[index], `${at}, call ${index}: as without a budget`);
+      }
+      if (plan.cap < plan.modules) {
+        seen.capped += 1;
+        continue;
+      }
+      // Each module with a budget of its own: its calls get what they would get alone with one.
+      const clientWide = await play(
+        plan,
+        (
+          (one) => () =>
+            one
+        )(createRetryBudget(plan.budget)),
+      );
+      for (let module = 0; module < plan.modules; module += 1) {
+        const indexes = plan.calls.flatMap((call, index) => (call.module === module ? [index] : []));
+        const alone = await play(
+          { ...plan, calls: indexes.map((index) => plan.calls[index] as PlannedCall) },
+          (
+            (one) => () =>
+              one
+          )(createRetryBudget(plan.budget)),
+        );
+        for (const [position, index] of indexes.entries()) {
+          const where = `${at}, module ${module}, call ${index}`;
+          assert.deepEqual(perModule.results[index], alone.results[position], where);
+          assert.equal(perModule.sends[index], alone.sends[position], where);
+          // Stopped by one client-wide budget, not by its module's: another module's calls spent it.
+          if (budgetSpent(clientWide.results[index]) && !budgetSpent(perModule.results[index]))
+            seen.spared += 1;
+        }
+      }
+      seen.apart += 1;
+    }
+    assert.ok(seen.apart > 500 && seen.capped > 100 && seen.spared > 500, JSON.stringify(seen));
   });
 
   it("gives a call of an idle client all six sends, and again a window after a flood spent it", async () => {

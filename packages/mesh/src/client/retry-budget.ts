@@ -1,12 +1,13 @@
 /**
- * How many refused calls one client may send again across all its calls (ADR 0216): Finagle's retry
- * budget. Each call the client sends earns `ratio` of a retry and the client earns
- * `minRetriesPerSecond` a second besides; both are spent within `windowMs`, after which they lapse.
- * A client that floods a full mesh then adds at most `ratio` of its calls as retries (plus the floor),
+ * How many refused calls one client may send again across its calls to one module (ADRs 0216, 0217):
+ * Finagle's retry budget, one per module the client calls (`module-budgets.ts`). Each call sent earns
+ * `ratio` of a retry and the budget earns `minRetriesPerSecond` a second besides; both are spent
+ * within `windowMs`, after which they lapse. A client that floods a full module then adds at most
+ * `ratio` of its calls as retries (plus the floor),
  * not `attempts − 1` retries per call; one refused now and then still gets every retry its policy gives.
  */
 
-/** The budget a client's retries across all its calls come out of. */
+/** The budget a client's retries of its calls to one module come out of (one per module). */
 export interface RetryBudgetOptions {
   /** Retries earned by each call sent within the window: 0.2 (the default) is one for every five calls. */
   readonly ratio?: number;
@@ -51,7 +52,7 @@ export function budgetReserve(policy: RetryBudgetPolicy): number {
   return (policy.minRetriesPerSecond * policy.windowMs) / 1000;
 }
 
-/** One client's budget; `now` is on the retries' clock (milliseconds, never going back). */
+/** A budget as a call uses it; `now` is on the retries' clock (milliseconds, never going back). */
 export interface RetryBudget {
   /** A call's first send left: it earns `ratio` of a retry. */
   sent(now: number): void;
@@ -61,11 +62,17 @@ export interface RetryBudget {
   spend(now: number): void;
 }
 
+/** One budget over its window, as a module's (ADR 0217). */
+export interface WindowedBudget extends RetryBudget {
+  /** True when nothing sent or retried is left in the window at `now`: it answers as a new budget. */
+  idle(now: number): boolean;
+}
+
 /**
  * The window is the slot `now` falls in and the nine before it, so it reaches between 9/10 and all of
  * `windowMs` back; counting by slot keeps the budget to twenty numbers however many calls it sees.
  */
-export function createRetryBudget(policy: RetryBudgetPolicy): RetryBudget {
+export function createRetryBudget(policy: RetryBudgetPolicy): WindowedBudget {
   const slotMs = policy.windowMs / budgetSlots;
   const reserve = budgetReserve(policy);
   const sentIn = new Array<number>(budgetSlots).fill(0);
@@ -104,6 +111,10 @@ export function createRetryBudget(policy: RetryBudgetPolicy): RetryBudget {
       const index = advance(now);
       spentIn[index] = (spentIn[index] as number) + 1;
       spent += 1;
+    },
+    idle(now) {
+      advance(now);
+      return sent === 0 && spent === 0;
     },
   };
 }

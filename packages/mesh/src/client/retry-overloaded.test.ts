@@ -6,17 +6,19 @@
  * the deadline with what is left of it, only a node's refusal is sent again, never more than `attempts`
  * sends, each wait within its jittered range, never a retry past the budget, and the caller gets the
  * answer as it came or the last refusal with `data.attempts` (and `retryBudgetSpent` when the budget
- * stopped it); a call of an otherwise idle client gets every retry its policy gives.
+ * stopped it); a call of an otherwise idle client gets every retry its policy gives. The budget is the
+ * call's module's (ADR 0217): the client's calls to another module, a flood in most cases, send and
+ * retry meanwhile through their own, and the oracle, which never sees them, still gives every answer.
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ToolAbortedError, type ToolCallResult, ToolError } from "@tackle/core";
 import { seededRandom } from "@tackle/test-support";
 import { assertWithinBudget, type BudgetLog, logged } from "./fixtures/budget-log.ts";
+import { createModuleBudgets } from "./module-budgets.ts";
 import {
   budgetReserve,
   budgetSlots,
-  createRetryBudget,
   type RetryBudget,
   type RetryBudgetPolicy,
   retryBudgetPolicy,
@@ -44,6 +46,8 @@ interface Scenario {
   /** The client's budget (undefined: not budgeted), and its other calls: sends and retries per ms. */
   readonly budget: RetryBudgetPolicy | undefined;
   readonly others: { readonly sentPerMs: number; readonly retriedPerMs: number; readonly seed: number };
+  /** The client's calls to another module meanwhile, often a flood: sends and retries per ms. */
+  readonly elsewhere: { readonly sentPerMs: number; readonly retriedPerMs: number; readonly seed: number };
 }
 
 const start = 1_000;
@@ -78,7 +82,18 @@ function scenario(seed: number): Scenario {
     retriedPerMs: idle ? 0 : random() * 0.05,
     seed: seed * 104_729 + 3,
   };
-  return { policy, limitMs, answers, durations, late, abortAt, jitterSeed: seed * 7_919 + 1, budget, others };
+  // Drawn apart, so that the rest of the case is as it was without another module.
+  const floodRandom = seededRandom(seed * 7 + 5);
+  const flooding = floodRandom() < 0.7;
+  const elsewhere = {
+    sentPerMs: flooding ? floodRandom() * 0.2 : 0,
+    retriedPerMs: flooding ? floodRandom() * 0.2 : 0,
+    seed: seed * 15_485_863 + 11,
+  };
+  return {
+    ...{ policy, limitMs, answers, durations, late, abortAt, jitterSeed: seed * 7_919 + 1 },
+    ...{ budget, others, elsewhere },
+  };
 }
 
 /** The budget's rule as a plain list: the window is `now`'s slot and the nine before it. */
@@ -99,29 +114,40 @@ function oracleBudget(policy: RetryBudgetPolicy): RetryBudget {
 
 /**
  * The scenario played out: a virtual clock, the sends made, the caller's abort, and the client's other
- * calls sending and retrying through `budget` as the clock moves.
+ * calls to the module sending and retrying through `budget` as the clock moves, and its calls to
+ * another module through `elsewhere` (the oracle has none: they must change nothing here).
  */
-function world(case_: Scenario, budget: RetryBudget | undefined) {
+function world(case_: Scenario, budget: RetryBudget | undefined, elsewhere?: RetryBudget) {
   let now = start;
   let answered = 0;
   let slept = 0;
   const controller = new AbortController();
   const otherRandom = seededRandom(case_.others.seed);
-  /** The client's other calls between `now` and `until`: each sends, or retries if the budget allows. */
-  const othersUntil = (until: number) => {
-    if (budget === undefined || !(until > now)) return;
+  const elsewhereRandom = seededRandom(case_.elsewhere.seed);
+  /** Calls between `now` and `until` at `rates`: each sends, or retries if `into` allows. */
+  const callsUntil = (
+    until: number,
+    rates: Scenario["others"],
+    random: () => number,
+    into: RetryBudget | undefined,
+  ) => {
     const span = until - now;
-    const { sentPerMs, retriedPerMs } = case_.others;
     const times = (perMs: number, kind: "sent" | "retry") =>
-      Array.from({ length: Math.floor(perMs * span + otherRandom()) }, () => ({
-        at: now + otherRandom() * span,
+      Array.from({ length: Math.floor(perMs * span + random()) }, () => ({
+        at: now + random() * span,
         kind,
       }));
-    const events = [...times(sentPerMs, "sent"), ...times(retriedPerMs, "retry")].sort((a, b) => a.at - b.at);
-    for (const event of events) {
-      if (event.kind === "sent") budget.sent(event.at);
-      else if (budget.allows(event.at)) budget.spend(event.at);
+    const events = [...times(rates.sentPerMs, "sent"), ...times(rates.retriedPerMs, "retry")];
+    for (const event of events.sort((a, b) => a.at - b.at)) {
+      if (event.kind === "sent") into?.sent(event.at);
+      else if (into?.allows(event.at)) into.spend(event.at);
     }
+  };
+  /** The client's other calls between `now` and `until`, to this module and to another. */
+  const othersUntil = (until: number) => {
+    if (budget === undefined || !(until > now)) return;
+    callsUntil(until, case_.others, otherRandom, budget);
+    callsUntil(until, case_.elsewhere, elsewhereRandom, elsewhere);
   };
   const sends: { at: number; timeoutMs: number }[] = [];
   const sleeps: number[] = [];
@@ -228,8 +254,10 @@ function oracle(case_: Scenario): { outcome: Outcome; w: ReturnType<typeof world
 
 async function played(case_: Scenario) {
   const log: BudgetLog = [];
-  const budget = case_.budget === undefined ? undefined : logged(createRetryBudget(case_.budget), log);
-  const w = world(case_, budget);
+  // The client's budgets per module (ADR 0217): this call's module's, and another's it floods.
+  const budgets = case_.budget === undefined ? undefined : createModuleBudgets(case_.budget);
+  const budget = budgets === undefined ? undefined : logged(budgets.of("tackle.tools.m"), log);
+  const w = world(case_, budget, budgets?.of("tackle.tools.flood"));
   const deadline = start + case_.limitMs;
   w.history();
   budget?.sent(start);
@@ -249,7 +277,13 @@ async function played(case_: Scenario) {
 
 describe("retryOverloaded", () => {
   it("sends again only a node's refusal, within its attempts, deadline and budget, through 4,000 random cases", async () => {
-    const seen = { budgetSpent: 0, budgetSpentAfterRetries: 0, budgetSpentInWait: 0, idleRetried: 0 };
+    const seen = {
+      budgetSpent: 0,
+      budgetSpentAfterRetries: 0,
+      budgetSpentInWait: 0,
+      idleRetried: 0,
+      beside: 0,
+    };
     for (let seed = 1; seed <= 4_000; seed += 1) {
       const case_ = scenario(seed);
       const { policy } = case_;
@@ -287,7 +321,7 @@ describe("retryOverloaded", () => {
         assert.deepEqual(result.error.data, { ...nodeData, attempts: outcome.attempts, ...budgetSpent }, at);
         assert.equal(outcome.attempts, w.sends.length, at);
         if (outcome.budgetSpent) {
-          assert.match(result.error.message, /the client's retry budget is spent/, at);
+          assert.match(result.error.message, /the client's retry budget for the module is spent/, at);
           seen.budgetSpent += 1;
           if (outcome.attempts > 1) seen.budgetSpentAfterRetries += 1;
           // Spent by the client's other calls while this one waited: it stops after the wait.
@@ -303,13 +337,15 @@ describe("retryOverloaded", () => {
         if (idle && budgetReserve(case_.budget) >= policy.attempts - 1) {
           assert.ok(outcome.kind !== "refused" || !outcome.budgetSpent, `${at}: an idle client's call`);
           if (w.sends.length > 1) seen.idleRetried += 1;
+          // ... while the client flooded another module.
+          if (w.sends.length > 1 && case_.elsewhere.retriedPerMs > 0) seen.beside += 1;
         }
       }
     }
     // The cases reached each way the budget can end a call.
     assert.ok(seen.budgetSpent > 100 && seen.budgetSpentAfterRetries > 20, JSON.stringify(seen));
     assert.ok(seen.budgetSpentInWait > 20, JSON.stringify(seen));
-    assert.ok(seen.idleRetried > 50, JSON.stringify(seen));
+    assert.ok(seen.idleRetried > 50 && seen.beside > 30, JSON.stringify(seen));
   });
 
   it("defaults to 6 sends, waits from 5–10 ms up to 250 ms, and checks its options", () => {

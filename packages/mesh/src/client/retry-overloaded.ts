@@ -5,9 +5,10 @@
  * group, or the same one once it has room. Only that refusal is sent again, never another error (a
  * `tool_failed` or a `timeout` may have run), never past the caller's deadline, at most `attempts`
  * sends in all, with a jittered exponential wait between them, and only while the client's retry
- * budget across its calls has room (ADR 0216).
+ * budget for the call's module has room (ADRs 0216, 0217).
  */
 import { ToolAbortedError, type ToolCallResult, ToolError } from "@tackle/core";
+import type { RetryClock as CoreRetryClock } from "@tackle/core/internal";
 import {
   defaultRetryBudget,
   type RetryBudget,
@@ -28,9 +29,9 @@ export interface RetryOverloadedOptions {
   /** The most a wait's range grows to (ms): a wait is then between half this and this. Default 250. */
   readonly maxDelayMs?: number;
   /**
-   * What the client's retries across all its calls may add up to (ADR 0216): by default 20% of the
-   * calls it sent plus 10 a second, within 10 s. `false` leaves them unbudgeted (each call alone
-   * bounded by `attempts`).
+   * What the client's retries of its calls to one module may add up to (ADRs 0216, 0217; one budget
+   * per module): by default 20% of the calls it sent the module plus 10 a second, within 10 s.
+   * `false` leaves them unbudgeted (each call alone bounded by `attempts`).
    */
   readonly budget?: RetryBudgetOptions | false;
 }
@@ -109,26 +110,11 @@ export function nextRetryDelay(
   return Math.floor(deadline - (now + delay)) >= 1 ? delay : undefined;
 }
 
-/** Time as the retries see it: the real clock in the client, a virtual one in the tests. */
-export interface RetryClock {
-  now(): number;
-  /** Resolves after `ms`, or at once when `signal` aborts. */
-  sleep(ms: number, signal: AbortSignal | undefined): Promise<void>;
-}
-
-export const realClock: RetryClock = {
-  now: () => performance.now(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal?.addEventListener("abort", done, { once: true });
-    }),
-};
+/**
+ * Time as the retries see it: core's `realClock` (`@tackle/core/internal`) in the client, a virtual one
+ * in the tests. Its `sleep` resolves at once when the signal has aborted, before or during the wait.
+ */
+export type RetryClock = Pick<CoreRetryClock, "now" | "sleep">;
 
 export interface RetriedCall {
   readonly policy: RetryPolicy;
@@ -138,7 +124,7 @@ export interface RetriedCall {
   readonly signal: AbortSignal | undefined;
   readonly clock: RetryClock;
   readonly random: () => number;
-  /** The client's budget across its calls (the call's first send already counted), if it has one. */
+  /** The budget of the call's module (the call's first send already counted), if it has one. */
   readonly budget: RetryBudget | undefined;
   /** Sends the call again with a time limit of `timeoutMs`; undefined when it cannot be sent now. */
   send(timeoutMs: number): Promise<ToolCallResult> | undefined;
@@ -146,7 +132,7 @@ export interface RetriedCall {
 
 /**
  * Sends the call again while a node refuses it `overloaded` before running it, within the policy, the
- * deadline and the client's budget; `first` is the first send's answer. Any other answer is the
+ * deadline and the module's budget; `first` is the first send's answer. Any other answer is the
  * caller's as it came; when the sends stop on a refusal, the caller gets the last one with
  * `data.attempts` (how many were sent) and, stopped by the budget, `data.retryBudgetSpent`.
  */
@@ -190,7 +176,7 @@ function refusedAfter(
     deadline: "its time limit leaves no room to send it again",
     unsent: "the client is not connected to send it again",
     budget:
-      "the client's retry budget is spent: its calls are refused more often than it may send them again",
+      "the client's retry budget for the module is spent: its calls to the module are refused more often than it may send them again",
   }[stopped];
   return {
     ok: false,

@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { headers } from "@nats-io/transport-node";
 import { ToolAbortedError, type ToolCallResult, ToolError } from "@tackle/core";
+import { realClock } from "@tackle/core/internal";
 import { listenForCallEvents } from "../nats/call-events.ts";
 import { failSpan, traceSend } from "../nats/trace-messaging.ts";
 import {
@@ -17,9 +18,9 @@ import {
 } from "../nats/wire.ts";
 import type { ClientLink } from "./client-link.ts";
 import type { MeshCallOptions } from "./mesh-client-api.ts";
+import { createModuleBudgets } from "./module-budgets.ts";
 import { fromReply, fromRequestError } from "./reply-result.ts";
-import { createRetryBudget } from "./retry-budget.ts";
-import { isRetryableRefusal, type RetryPolicy, realClock, retryOverloaded } from "./retry-overloaded.ts";
+import { isRetryableRefusal, type RetryPolicy, retryOverloaded } from "./retry-overloaded.ts";
 
 /**
  * Sends `args` to `subject` as the call `name`; `modulePrefix` is where a cancel for it goes
@@ -47,7 +48,7 @@ interface Outgoing {
 
 /**
  * `retry`: how a call a node refused `overloaded` before running it is sent again (ADR 0215), out of
- * one budget for all this sender's calls (ADR 0216); undefined never sends again.
+ * the budget of the module it goes to (ADRs 0216, 0217); undefined never sends again.
  */
 export function createCallSender(
   link: ClientLink,
@@ -59,7 +60,7 @@ export function createCallSender(
   const callIdPrefix = randomUUID();
   let calls = 0;
   const nextCallId = () => `${callIdPrefix}-${(++calls).toString(36)}`;
-  const budget = retry?.budget === undefined ? undefined : createRetryBudget(retry.budget);
+  const budgets = retry?.budget === undefined ? undefined : createModuleBudgets(retry.budget);
 
   /** One send of the call, with a time limit of `timeoutMs`; its own headers, span and events inbox. */
   const sendOnce = (call: Outgoing, timeoutMs: number): Promise<ToolCallResult> => {
@@ -128,7 +129,8 @@ export function createCallSender(
     }
     const callId = callOptions.callId ?? nextCallId();
     const call: Outgoing = { subject, body, callOptions, name, modulePrefix, callId, limitMs: timeoutMs };
-    // Each call sent earns its share of the retries, whatever its answer.
+    // Each call sent earns its share of its module's retries, whatever its answer.
+    const budget = budgets?.of(modulePrefix);
     budget?.sent(realClock.now());
     const first = await sendOnce(call, timeoutMs);
     if (retry === undefined || first.ok || !isRetryableRefusal(first.error)) return first;
