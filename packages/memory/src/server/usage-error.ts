@@ -1,0 +1,2 @@
+/** A refusal of `tackle-memory`'s command line: printed with the usage, exit 2. */
+export class UsageError extends Error {}
