@@ -159,6 +159,12 @@ it("gives up after maxRetries with the server's retryable too_many_requests; 0 s
     return true;
   });
   assert.equal(count("broken POST /runs"), 1, "a 500 is sent once");
+  // The 500's body has the error shape the README lists, and never the thrown error's text.
+  const raw = await fetch(`${server.url}/runs/t-any`, { headers: { "x-tenant": "broken" } });
+  assert.equal(raw.status, 500);
+  assert.deepEqual(await raw.json(), {
+    error: { code: "internal", message: "Internal error", retryable: false },
+  });
 });
 
 it("ends a call waiting to send again at once when its signal aborts, and stops retrying before its deadline", async () => {

@@ -170,8 +170,9 @@ function guard(app: Hono, options: DurableAppOptions): void {
         typeof retryAfter === "number" ? { "retry-after": String(retryAfter) } : {},
       );
     }
-    // Never a stack over the wire.
-    return c.json({ error: { code: "internal", message: "Internal error" } }, 500);
+    // Never a stack over the wire; not retryable: what failed may have run, and the client sends again
+    // only what was refused before anything ran (429).
+    return c.json({ error: { code: "internal", message: "Internal error", retryable: false } }, 500);
   });
 }
 
