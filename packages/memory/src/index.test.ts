@@ -19,6 +19,7 @@ it("@tackle/memory exports exactly its curated names", () => {
     "createMemoryTools",
     "createSqliteStore",
     "isPrivateAddress",
+    "splitChatExport",
   ]);
 });
 
@@ -73,7 +74,12 @@ it("MEMORY_SCOPE_VALUES is the one tuple every request schema's scope reuses", (
   assert.equal(schemas.memoryScopeSchema.shape.userId, schemas.memoryScopeShape.userId);
   const requestSchemas = Object.entries(schemas).filter(([name]) => /(Request|Query)Schema$/.test(name));
   assert.ok(requestSchemas.length >= 19, `found only ${requestSchemas.length} request schemas`);
-  for (const [name, schema] of requestSchemas) {
+  // A request of several shapes (the import's, by format) is a union of objects: each is checked.
+  const objects = (schema: unknown): unknown[] =>
+    schema instanceof z.ZodDiscriminatedUnion ? [...schema.options] : [schema];
+  for (const [name, schema] of requestSchemas.flatMap(([name, schema]) =>
+    objects(schema).map((option) => [name, option] as const),
+  )) {
     assert.ok(schema instanceof z.ZodObject, `${name} is a zod object`);
     if (byIdBodies.has(name)) {
       for (const field of schemas.MEMORY_SCOPE_VALUES)
@@ -84,7 +90,7 @@ it("MEMORY_SCOPE_VALUES is the one tuple every request schema's scope reuses", (
   }
   // Every route's body and query, exported or not (by-id routes take the scope as a query).
   for (const route of server.memoryRoutes) {
-    const scoped = [route.body, route.query].filter(
+    const scoped = [...objects(route.body), route.query].filter(
       (schema): schema is z.ZodObject =>
         schema instanceof z.ZodObject && schemas.MEMORY_SCOPE_VALUES.some((field) => field in schema.shape),
     );

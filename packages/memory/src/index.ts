@@ -5,6 +5,7 @@
 export {
   type CallOptions,
   DEFAULT_MEMORY_URL,
+  type ImportExportRequest,
   MemoryClient,
   type MemoryClientOptions,
   type ScopedCallOptions,
@@ -12,6 +13,7 @@ export {
   type WriteAnswer,
   type WriteCallOptions,
 } from "./client/memory-client.ts";
+export { type ChatExportFormat, splitChatExport } from "./client/split-chat-export.ts";
 export { isPrivateAddress } from "./client/ssrf-guard.ts";
 export { MemoryError } from "./errors/memory-error.ts";
 export { MemoryNetworkError } from "./errors/memory-network-error.ts";
@@ -25,6 +27,7 @@ export type {
   AccessTrendsResponse,
   ConsolidateRequest,
   ImportConversationsRequest,
+  ImportFormat,
   JobResponse,
   ListJobsRequest,
   ListJobsResponse,

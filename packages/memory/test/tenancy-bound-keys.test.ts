@@ -226,11 +226,12 @@ async function walkAsAlice(name: "busy" | "quiet"): Promise<unknown[]> {
       continue;
     }
     const { id: target, body, query } = entry;
-    const scopeIn = (["body", "query"] as const).find(
-      (part) =>
-        (route[part] as { shape?: object } | undefined)?.shape &&
-        "userId" in (route[part] as { shape: object }).shape,
-    );
+    // A body of several shapes (the import's, one per format) takes the scope in each of them.
+    const takesUserId = (schema: unknown): boolean => {
+      const { shape, options } = (schema ?? {}) as { shape?: object; options?: unknown[] };
+      return Array.isArray(options) ? options.every(takesUserId) : shape !== undefined && "userId" in shape;
+    };
+    const scopeIn = (["body", "query"] as const).find((part) => takesUserId(route[part]));
     const as = (scope: Record<string, string>, id?: string): Request => ({
       ...(id ? { id } : {}),
       ...(route.body ? { body: { ...body, ...(scopeIn === "body" ? scope : {}) } } : {}),

@@ -69,6 +69,7 @@ import { type MemoryRoute, memoryRoutes } from "../server/routes.ts";
 import { parseRequest } from "../service/parse-request.ts";
 import { sendRequest } from "./http-transport.ts";
 import { notifyScopePurged } from "./purge-notices.ts";
+import { type ChatExportFormat, splitChatExport } from "./split-chat-export.ts";
 import { checkUrl } from "./ssrf-guard.ts";
 
 /** Where the local default service listens (`tackle-memory serve` without `--listen`). */
@@ -109,6 +110,16 @@ export interface ScopedCallOptions extends CallOptions {
   readonly scope?: MemoryScope;
 }
 
+/** A data export to import with `importExport`: its format, its `conversations.json`, the scope. */
+export type ImportExportRequest = Omit<
+  Extract<ImportConversationsRequest, { format: "claude-export" }>,
+  "format" | "conversations"
+> & {
+  readonly format: ChatExportFormat;
+  /** The export's `conversations.json`: its text, or the parsed array. */
+  readonly export: unknown;
+};
+
 /** For writes: every attempt of one call (its retries) carries one `Idempotency-Key`, so the write is done once. */
 export interface WriteCallOptions extends CallOptions {
   /** Default: a random UUID per call. Pass your own to make a write once across calls (and processes). */
@@ -129,6 +140,7 @@ const maximumBackoffMs = 5000;
  */
 const clientOnly: Record<Exclude<keyof MemoryClient, keyof MemoryOperations>, true> = {
   baseUrl: true,
+  importExport: true,
   waitForJob: true,
 };
 void clientOnly;
@@ -274,6 +286,30 @@ export class MemoryClient implements MemoryClientOperations {
     options?: WriteCallOptions,
   ): Promise<WriteAnswer<JobResponse>> {
     return this.#call("importConversations", { body: request }, options);
+  }
+  /**
+   * Imports a ChatGPT or Claude data export's `conversations.json` (its text, or parsed): cut by
+   * `splitChatExport` into imports within `IMPORT_LIMITS`, started one after another; the answer lists
+   * their jobs in order. A conversation the import would refuse is refused before any job starts; if
+   * a call fails midway, calling again imports the rest and stores nothing twice.
+   */
+  async importExport(
+    request: ImportExportRequest,
+    options: WriteCallOptions = {},
+  ): Promise<{ jobs: MemoryJob[] }> {
+    const { export: exported, format, ...rest } = request;
+    const jobs: MemoryJob[] = [];
+    for (const [index, conversations] of splitChatExport(format, exported).entries()) {
+      const { job } = await this.importConversations(
+        { ...rest, format, conversations } as ImportConversationsRequest,
+        // One key per part: a caller's key names the whole export, each part's is its own.
+        options.idempotencyKey === undefined
+          ? options
+          : { ...options, idempotencyKey: `${options.idempotencyKey}:${index}` },
+      );
+      jobs.push(job);
+    }
+    return { jobs };
   }
   accessTrends(request: AccessTrendsRequest = {}, options?: CallOptions): Promise<AccessTrendsResponse> {
     return this.#call("accessTrends", { body: request }, options);

@@ -1,6 +1,7 @@
 /** Jobs (import, consolidation, novelty scans), retrieval traces and access statistics. */
 import { z } from "zod";
 import { MEMORY_SCOPE_DESCRIPTIONS, memoryScopeShape, scopeIdSchema } from "../scope/memory-scope.ts";
+import { chatgptConversationSchema, claudeConversationSchema } from "./chat-exports.ts";
 import { idSchema, jsonWithin, limitSchema, timestampSchema } from "./common.ts";
 import { memoryScopeQuerySchema, scoreComponentsSchema } from "./memory.ts";
 
@@ -70,7 +71,7 @@ export type ConsolidateRequest = z.input<typeof consolidateRequestSchema>;
  * What one import may carry, in process as over HTTP (where the body is at most 4 MiB): its
  * conversations at most 4 MiB as JSON, 16 levels deep and 200,000 keys and array items in all. A
  * message's fields past role, content and name are kept as sent (an export's `tool_calls`, times), so
- * they count too. A larger transcript is imported in several calls.
+ * they count too. A larger transcript is imported in several calls (`splitChatExport` splits an export).
  */
 export const IMPORT_LIMITS = { bytes: 4_194_304, depth: 16, entries: 200_000 } as const;
 
@@ -84,9 +85,19 @@ export const importMessageSchema = z
   })
   .loose();
 
-export const importConversationsRequestSchema = z.object({
-  ...memoryScopeShape,
-  /** `openai`: chat-completions messages (system inline); `anthropic`: messages plus a `system` field. */
+/**
+ * Import formats: `openai`, chat-completions messages (system inline); `anthropic`, messages plus a
+ * `system` field; `chatgpt-export` and `claude-export`, the conversations of a ChatGPT or Claude data
+ * export's `conversations.json` as it writes them (ADR 0543).
+ */
+export const IMPORT_FORMATS = ["openai", "anthropic", "chatgpt-export", "claude-export"] as const;
+
+const importShape = { ...memoryScopeShape, infer: z.boolean().default(true) };
+const transcriptSubject = "an import's transcript";
+
+/** An import of API-shaped transcripts (`openai`, `anthropic`). */
+export const importTranscriptsRequestSchema = z.object({
+  ...importShape,
   format: z.enum(["openai", "anthropic"]),
   conversations: jsonWithin(
     z
@@ -101,11 +112,37 @@ export const importConversationsRequestSchema = z.object({
       .min(1)
       .max(500),
     IMPORT_LIMITS,
-    "an import's transcript",
+    transcriptSubject,
   ),
-  infer: z.boolean().default(true),
 });
+
+const chatgptExportRequestSchema = z.object({
+  ...importShape,
+  format: z.literal("chatgpt-export"),
+  conversations: jsonWithin(
+    z.array(chatgptConversationSchema).min(1).max(500),
+    IMPORT_LIMITS,
+    transcriptSubject,
+  ),
+});
+
+const claudeExportRequestSchema = z.object({
+  ...importShape,
+  format: z.literal("claude-export"),
+  conversations: jsonWithin(
+    z.array(claudeConversationSchema).min(1).max(500),
+    IMPORT_LIMITS,
+    transcriptSubject,
+  ),
+});
+
+export const importConversationsRequestSchema = z.discriminatedUnion("format", [
+  importTranscriptsRequestSchema,
+  chatgptExportRequestSchema,
+  claudeExportRequestSchema,
+]);
 export type ImportConversationsRequest = z.input<typeof importConversationsRequestSchema>;
+export type ImportFormat = (typeof IMPORT_FORMATS)[number];
 
 export const accessTrendsRequestSchema = z.object({
   ...memoryScopeShape,

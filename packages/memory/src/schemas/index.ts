@@ -21,6 +21,7 @@ export {
   accessTrendsResponseSchema,
   type ConsolidateRequest,
   consolidateRequestSchema,
+  IMPORT_FORMATS,
   IMPORT_LIMITS,
   type ImportConversationsRequest,
   importConversationsRequestSchema,

@@ -18,6 +18,9 @@ function forbidden(message: string, data?: Record<string, unknown>): MemoryError
 }
 
 function takesScope(schema: unknown): boolean {
+  // A request of several shapes (the import's, one per format) takes the scope if each shape does.
+  const options = (schema as { options?: unknown } | undefined)?.options;
+  if (Array.isArray(options)) return options.length > 0 && options.every(takesScope);
   const shape = (schema as { shape?: Record<string, unknown> } | undefined)?.shape;
   return shape !== undefined && API_KEY_BINDING_FIELDS.every((field) => field in shape);
 }

@@ -56,17 +56,41 @@ export const routeExamples: Readonly<Record<string, RouteExample>> = {
   status: {},
   noveltyScan: { body: { ...ada, candidates: ["Ada likes window seats.", "Ada has a dog."] } },
   consolidate: { body: { ...ada, similarityThreshold: 0.9 } },
+  // A ChatGPT export's conversation as `conversations.json` holds it (trimmed): the shown turns are the
+  // branch from `current_node` up to the root. `format: "openai"` takes `{ messages: [{ role, content }] }`.
   importConversations: {
     body: {
       ...ada,
-      format: "openai",
+      format: "chatgpt-export",
       conversations: [
         {
-          sessionId: "support-1",
-          messages: [
-            { role: "user", content: "My name is Ada and I live in Porto." },
-            { role: "assistant", content: "Nice to meet you, Ada." },
-          ],
+          id: "6650b1f2-0c4d-8001-a1b2-4c1e5d6f7a8b",
+          title: "Moving to Porto",
+          create_time: 1714550400.5,
+          mapping: {
+            root: { id: "root", message: null, parent: null, children: ["q1"] },
+            q1: {
+              id: "q1",
+              message: {
+                author: { role: "user" },
+                content: { content_type: "text", parts: ["My name is Ada and I live in Porto."] },
+                create_time: 1714550400.5,
+              },
+              parent: "root",
+              children: ["a1"],
+            },
+            a1: {
+              id: "a1",
+              message: {
+                author: { role: "assistant" },
+                content: { content_type: "text", parts: ["Nice to meet you, Ada."] },
+                create_time: 1714550410.25,
+              },
+              parent: "q1",
+              children: [],
+            },
+          },
+          current_node: "a1",
         },
       ],
     },

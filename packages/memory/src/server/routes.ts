@@ -349,7 +349,8 @@ export const memoryRoutes: readonly MemoryRoute[] = [
     operationId: "importConversations",
     method: "post",
     path: "/v1/jobs/import",
-    summary: "Start an import job for OpenAI- or Anthropic-style transcripts (idempotent)",
+    summary:
+      "Start an import job for OpenAI- or Anthropic-style transcripts or a ChatGPT or Claude export (idempotent)",
     body: importConversationsRequestSchema,
     write: true,
     status: 202,

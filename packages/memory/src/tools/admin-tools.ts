@@ -5,7 +5,7 @@ import {
   accessSummariesRequestSchema,
   accessTrendsRequestSchema,
   consolidateRequestSchema,
-  importConversationsRequestSchema,
+  importTranscriptsRequestSchema,
   listJobsQuerySchema,
   listTracesQuerySchema,
   noveltyScanRequestSchema,
@@ -56,7 +56,9 @@ export function adminTools(client: MemoryToolClient) {
       name: "memory_import_conversations",
       description:
         "Start a job importing past conversations as events and mined memories; poll it with memory_get_job.",
-      input: modelSchema(importConversationsRequestSchema),
+      // API-shaped transcripts only: a model does not hold a data export, and a provider wants the
+      // tool's input to be one object, not the union of every format's (ADR 0543).
+      input: modelSchema(importTranscriptsRequestSchema),
       annotations: { title: "Import conversations", ...jobs },
       execute: (input, context) =>
         client.importConversations(

@@ -1,9 +1,8 @@
 /**
- * The import job: OpenAI- or Anthropic-style transcripts become conversation events (and the
- * memories extracted from user turns). Every event's custom id derives from its content and place,
+ * The import job: OpenAI- or Anthropic-style transcripts and ChatGPT or Claude exports become
+ * conversation events (and the memories extracted from user turns). Every event's custom id derives from its content and place,
  * so importing the same transcript again stores nothing new.
  */
-import { createHash } from "node:crypto";
 import { setImmediate as yieldToRequests } from "node:timers/promises";
 import type { z } from "zod";
 import { MemoryError } from "../../errors/memory-error.ts";
@@ -15,9 +14,9 @@ import {
 } from "../../schemas/event.ts";
 import { pickScope, scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore, StoredJob } from "../../store/memory-store.ts";
+import { digest, importConversations } from "./import-turns.ts";
 
 type ImportInput = z.output<typeof importConversationsRequestSchema>;
-type Content = ImportInput["conversations"][number]["system"];
 
 export interface ImportDependencies {
   readonly store: MemoryStore;
@@ -46,38 +45,6 @@ const roleMap: Record<string, "user" | "assistant" | "system" | "tool"> = {
   function: "tool",
 };
 
-/** The text of a message's content: a string, or the text parts of a content array. */
-export function contentText(content: Content): string {
-  if (content === null || content === undefined) return "";
-  if (typeof content === "string") return content;
-  return content
-    .map((part) => (typeof part.text === "string" ? part.text : ""))
-    .filter((text) => text.length > 0)
-    .join("\n");
-}
-
-function digest(...parts: string[]): string {
-  return createHash("sha256").update(parts.join("\u0000")).digest("hex").slice(0, 40);
-}
-
-/**
- * When a message was said, if it says: `created_at`, `createdAt` or `timestamp` as an ISO date or as
- * Unix seconds (ChatGPT's export writes `create_time` in seconds). Anything else is ignored.
- */
-export function messageTime(message: Record<string, unknown>): string | undefined {
-  for (const field of ["created_at", "createdAt", "timestamp", "create_time"]) {
-    const value = message[field];
-    const at =
-      typeof value === "number" && Number.isFinite(value)
-        ? value * 1000
-        : typeof value === "string" && /^\d{4}-\d{2}-\d{2}/.test(value)
-          ? Date.parse(value)
-          : Number.NaN;
-    if (Number.isFinite(at) && at > 0 && at < 8.64e15) return new Date(at).toISOString();
-  }
-  return undefined;
-}
-
 /** The longest speaker name an import keeps. */
 const speakerLimit = 80;
 
@@ -90,26 +57,9 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
   let skipped = 0;
   let truncated = 0;
   const writes: WriteEventRequest[] = [];
-  for (const [conversationIndex, conversation] of input.conversations.entries()) {
-    const fingerprint = digest(JSON.stringify(conversation.messages));
-    const sessionId =
-      conversation.sessionId ?? scope.sessionId ?? `import:${conversation.id ?? fingerprint.slice(0, 16)}`;
-    const turns: { role: string; text: string; speaker?: string; at?: string }[] = [];
-    if (input.format === "anthropic" && conversation.system !== undefined) {
-      turns.push({ role: "system", text: contentText(conversation.system) });
-    }
-    for (const message of conversation.messages) {
-      const speaker =
-        typeof message.name === "string" && message.name.trim() !== "" ? message.name : undefined;
-      const at = messageTime(message);
-      turns.push({
-        role: message.role,
-        text: contentText(message.content),
-        ...(speaker === undefined ? {} : { speaker }),
-        ...(at === undefined ? {} : { at }),
-      });
-    }
-    for (const [index, turn] of turns.entries()) {
+  for (const conversation of importConversations(input)) {
+    const sessionId = conversation.sessionId ?? scope.sessionId ?? `import:${conversation.defaultSession}`;
+    for (const [index, turn] of conversation.turns.entries()) {
       const role = roleMap[turn.role.toLowerCase()];
       if (!role || turn.text.trim().length === 0) {
         skipped += 1;
@@ -125,10 +75,10 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
         content: turn.text.slice(0, EVENT_CONTENT_MAXIMUM),
         // The scope is part of the id: two users importing the same transcript each keep their own turns
         // (custom ids are unique in a tenant; without it the second import's turns were refused).
-        customId: `import:${digest(scopeKey(scope), input.format, conversation.id ?? fingerprint, sessionId, String(index), turn.text)}`,
+        customId: `import:${digest(scopeKey(scope), input.format, conversation.key, sessionId, turn.key, turn.text)}`,
         metadata: {
           importJobId: job.id,
-          conversation: conversation.id ?? conversationIndex,
+          conversation: conversation.label,
           turn: index,
           ...(turn.speaker === undefined ? {} : { speaker: turn.speaker.slice(0, speakerLimit) }),
         },
