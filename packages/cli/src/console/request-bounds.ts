@@ -7,7 +7,8 @@
  * last chunk read, or no body) or the client is gone (the request's signal), whichever comes first.
  * When a credential's request places are all held, a small POST may still be read in one of a few
  * reply places: it may be a cancel, or the client's answer to a question a held call asked, which the
- * held calls need; once read, anything else is refused as a request.
+ * held calls need; once read, anything else is refused as a request. Sign-ins, which carry no
+ * credential yet, are counted for the whole console apart (ADR 0273).
  */
 import { createPlaces } from "@tackle/core/internal";
 import { boundCount } from "../program/bound-count.ts";
@@ -20,6 +21,12 @@ export const defaultMaxStreams = 64;
 export const maxReplies = 16;
 /** The most a POST may declare to be read in a reply place: a cancel or an answer, not a payload. */
 export const maxReplyBytes = 64 * 1024;
+/**
+ * Sign-ins (`POST /api/session`) the console reads at once, whoever sends them: a person signs in once
+ * per browser, so 16 cover any number of people at once and bound what strangers hold to 16 bodies of
+ * at most 16 KiB (ADR 0273).
+ */
+export const maxSignIns = 16;
 /** Seconds a refused client is asked to wait before it sends again. */
 const retryAfterSeconds = 1;
 
@@ -70,7 +77,12 @@ export interface ConsoleBounds {
   take(credential: Credential, kind: PlaceKind): Place | undefined;
   /** Places held now, for tests and logs. */
   held(credential: Credential): { readonly request: number; readonly stream: number; readonly reply: number };
+  /** A sign-in's place, one of {@link maxSignIns} for the whole console, or undefined when all are held. */
+  takeSignIn(): SignInPlace | undefined;
 }
+
+/** A sign-in's place: given back once, when its answer is written or its client is gone. */
+export type SignInPlace = Pick<Place, "release" | "onEnd">;
 
 export function createConsoleBounds(options: ConsoleBoundsOptions = {}): ConsoleBounds {
   const maxInFlight = boundCount("maxInFlight", options.maxInFlight, defaultMaxInFlight);
@@ -80,6 +92,7 @@ export function createConsoleBounds(options: ConsoleBoundsOptions = {}): Console
     stream: createPlaces<Credential>({ max: maxStreams }),
     reply: createPlaces<Credential>({ max: maxReplies }),
   };
+  const signIns = createPlaces<"sign-in">({ max: maxSignIns });
   return {
     maxInFlight,
     maxStreams,
@@ -88,6 +101,10 @@ export function createConsoleBounds(options: ConsoleBoundsOptions = {}): Console
       stream: places.stream.held(credential),
       reply: places.reply.held(credential),
     }),
+    takeSignIn() {
+      const free = signIns.take("sign-in");
+      return free === undefined ? undefined : { release: free, onEnd: () => {} };
+    },
     take(credential, kind) {
       const taken = places[kind].take(credential);
       if (taken === undefined) return undefined;
@@ -178,7 +195,7 @@ export function kindOf(request: Request, listen = false): PlaceKind {
  * or dropped, or the client is gone (its signal), or `serve` throws.
  */
 export async function servedInPlace(
-  place: Place,
+  place: Pick<Place, "release" | "onEnd">,
   request: Request,
   serve: () => Response | Promise<Response>,
 ): Promise<Response> {
@@ -268,6 +285,16 @@ export function refusedPage(bounds: ConsoleBounds, credential: Credential, kind:
   const { message, data } = refusal(bounds, credential, kind);
   const { code, ...rest } = data;
   return new Response(JSON.stringify({ error: { code, message, data: rest } }), {
+    status: 429,
+    headers: refusedHeaders,
+  });
+}
+
+/** A sign-in past {@link maxSignIns}: 429, `Retry-After: 1`, `overloaded`, in the page API's shape. */
+export function refusedSignIn(): Response {
+  const message = `The console is reading ${maxSignIns} sign-ins already, its most at once; retry in ${retryAfterSeconds} s`;
+  const data = { retryable: true, retryAfterSeconds, maxSignIns };
+  return new Response(JSON.stringify({ error: { code: "overloaded", message, data } }), {
     status: 429,
     headers: refusedHeaders,
   });

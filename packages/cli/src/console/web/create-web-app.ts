@@ -7,7 +7,7 @@
  */
 import type { Logger } from "@tackle/core";
 import { loopbackViolation } from "@tackle/core/internal";
-import { type Context, Hono } from "hono";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { streamSSE } from "hono/streaming";
 import { withoutSeatTools } from "../../mcp/module-contributions.ts";
@@ -19,6 +19,7 @@ import {
   type Credential,
   kindOf,
   refusedPage,
+  refusedSignIn,
   servedInPlace,
 } from "../request-bounds.ts";
 import { callOverMcp } from "./call-over-mcp.ts";
@@ -114,7 +115,8 @@ function mountShell(app: Hono, logger: Logger): void {
 /**
  * Sign-in by a one-time code (or the console token) for a cookie; every other `/api` route needs one.
  * Every body is bounded (ADR 0271): sign-in's before its secret is checked, the others' once their
- * credential is known and its place taken.
+ * credential is known and its place taken. A sign-in, which has no credential yet, takes one of the
+ * console's sign-in places before its body is read (ADR 0273).
  */
 function mountSession(
   app: Hono,
@@ -126,7 +128,7 @@ function mountSession(
     logger,
   }: Pick<WebAppOptions, "source" | "token" | "sessions" | "bounds" | "logger">,
 ): void {
-  app.post("/api/session", limitBody(signInBound), async (c) => {
+  app.post("/api/session", signInPlace(bounds), limitBody(signInBound), async (c) => {
     const body = await readBody(c);
     const secret =
       typeof body?.code === "string" ? body.code : typeof body?.token === "string" ? body.token : "";
@@ -187,6 +189,22 @@ function mountSession(
     setCookie(c, sessionCookie, "", { httpOnly: true, sameSite: "Strict", path: "/", maxAge: 0 });
     return c.json({ signedIn: false });
   });
+}
+
+/**
+ * A sign-in's place, taken before its body is read: one of the console's few, since a sign-in has no
+ * credential to count it against; past them 429 `overloaded` with `Retry-After` (ADR 0273).
+ */
+function signInPlace(bounds: ConsoleBounds | undefined): MiddlewareHandler {
+  return async (c, next) => {
+    if (bounds === undefined) return next();
+    const place = bounds.takeSignIn();
+    if (place === undefined) return refusedSignIn();
+    c.res = await servedInPlace(place, c.req.raw, async () => {
+      await next();
+      return c.res;
+    });
+  };
 }
 
 /** The modules' catalogue, read once or watched over SSE. */
