@@ -10,7 +10,7 @@ import {
 import type { ClientRequestOptions, ToolClient } from "@tackle/core";
 import { createResultPages, mcpCallOptions, type ResultPages, toCallToolResult } from "@tackle/core/mcp";
 import { splitToolName } from "../tool-source/split-tool-name.ts";
-import type { ModuleInfo, SourceCallOptions, ToolSource } from "../tool-source/tool-source.ts";
+import type { ModuleInfo, SourceCallOptions, ToolInfo, ToolSource } from "../tool-source/tool-source.ts";
 import type { ApprovalCalls } from "./approval-calls.ts";
 import { isSeatTool } from "./module-contributions.ts";
 import { contributionCapabilities, registerContributions } from "./register-contributions.ts";
@@ -93,25 +93,50 @@ export async function callSourceTool(
       : await source.call(name, args ?? {}, options);
   const result = toCallToolResult(called, name);
   if (budget.unbudgeted === true) return result;
-  const fitted = budget.pages.fit(result, budget.owner);
-  // A tool that advertises an output schema must answer structured content that matches it (clients
-  // refuse the answer otherwise): a cut answer keeps it whole; its text, what the model reads, is cut.
-  if (fitted === result || result.structuredContent === undefined || result.isError === true) return fitted;
-  return (await outputSchemaOf(source, name)) === undefined
-    ? fitted
-    : { ...fitted, structuredContent: result.structuredContent };
+  // Past the budget, structured content the advertised output schema describes is kept when it fits
+  // and otherwise left out, the cut answer an `answer_too_large` error a client does not reject (ADR 0272).
+  const declares =
+    result.structuredContent !== undefined &&
+    result.isError !== true &&
+    !fitsInBytes(result, budget.pages.budget) &&
+    (await advertisesOutputSchema(source, name, approvals));
+  return budget.pages.fit(result, budget.owner, { tool: name, outputSchema: declares });
 }
 
-/** The output schema `module.tool` declares (an object schema), where the catalogue carries one. */
-async function outputSchemaOf(
+/**
+ * Whether an answer surely fits `budget` tokens without counting them (a token is at least one UTF-8
+ * byte): its text and structure within the budget in bytes. Such an answer passes unchanged, so its
+ * tool's schema is not looked up (a catalogue read, a round trip for `tackle mcp --console`).
+ */
+function fitsInBytes(result: CallToolResult, budget: number): boolean {
+  let bytes = 0;
+  for (const block of result.content) {
+    if (block.type !== "text") return false;
+    bytes += Buffer.byteLength(block.text);
+    if (bytes > budget) return false;
+  }
+  const structured = result.structuredContent;
+  return structured === undefined || bytes + Buffer.byteLength(JSON.stringify(structured)) <= budget;
+}
+
+/**
+ * Whether `tools/list` advertises an output schema for `module.tool`: its tool declares an object
+ * output and its calls do not wait for approval (such a call may answer its paused state instead).
+ */
+function advertises(tool: ToolInfo, name: string, approvals: ApprovalCalls | undefined): boolean {
+  return tool.outputSchema?.type === "object" && approvals?.needs(name) !== true;
+}
+
+async function advertisesOutputSchema(
   source: ToolSource,
   name: string,
-): Promise<Record<string, unknown> | undefined> {
+  approvals: ApprovalCalls | undefined,
+): Promise<boolean> {
   const parts = splitToolName(name);
-  if (parts === undefined) return undefined;
+  if (parts === undefined) return false;
   const info = (await source.catalogue()).find((module) => module.module === parts.module);
-  const schema = info?.tools.find((tool) => tool.name === parts.tool)?.outputSchema;
-  return schema?.type === "object" ? schema : undefined;
+  const tool = info?.tools.find((candidate) => candidate.name === parts.tool);
+  return tool !== undefined && advertises(tool, name, approvals);
 }
 
 /** Whether a request's `_meta` asks for the whole result. */
@@ -147,7 +172,7 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
               : tool.description,
           inputSchema: { ...tool.inputSchema, type: "object" },
           // A call that waits for approval may answer its paused state instead of the tool's output.
-          ...(tool.outputSchema?.type === "object" && approvals?.needs(name) !== true
+          ...(advertises(tool, name, approvals)
             ? { outputSchema: tool.outputSchema as McpTool["outputSchema"] }
             : {}),
         });

@@ -1,8 +1,9 @@
 /**
- * `tools/list` advertises a tool's output schema (an object output), and its answers keep structured
- * content that matches it — a cut answer too, whose text alone is cut — so the SDK's client, which
- * refuses an answer that does not match, reads every one. A call that waits for approval may answer its
- * paused state, so such a tool advertises none.
+ * `tools/list` advertises a tool's output schema (an object output), and the SDK's client, which
+ * refuses an answer that does not match it, reads every answer: one within the budget keeps its
+ * structured content; past the budget, structured content that does not fit it is left out and the
+ * answer is an `answer_too_large` error (ADR 0272; parts read back: test/output-schema-budget.test.ts).
+ * A call that waits for approval may answer its paused state, so such a tool advertises none.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -72,17 +73,24 @@ test("tools/list carries each object output schema; the SDK client checks answer
   }
 });
 
-test("a cut answer of a tool with an output schema keeps its structured content whole; its text is cut", async () => {
+test("structured content past the budget is left out: an answer_too_large error the client accepts", async () => {
   const client = await connect();
   try {
     await client.listTools();
     const answer = await client.callTool({ name: "weather.report", arguments: {} });
-    assert.ok(answer._meta?.["tackle/resultPage"] !== undefined, "the answer was cut");
-    const text = (answer.content as { type: string; text?: string }[])
-      .map((block) => block.text ?? "")
-      .join("");
-    assert.ok(text.length < JSON.stringify({ lines }).length / 2, `${text.length} characters of text`);
-    assert.deepEqual(answer.structuredContent, { lines });
+    assert.equal(answer.isError, true);
+    const error = (answer.structuredContent as { error: { code: string; data: { cursor: string } } }).error;
+    assert.equal(error.code, "answer_too_large");
+    assert.ok(
+      JSON.stringify(answer).length < JSON.stringify({ lines }).length / 2,
+      "the structure is left out",
+    );
+    const first = await client.callTool({
+      name: "tackle.result_page",
+      arguments: { cursor: error.data.cursor },
+    });
+    assert.notEqual(first.isError, true);
+    assert.deepEqual(first.content.slice(0, -1), (answer.content as unknown[]).slice(0, -1));
   } finally {
     await client.close();
   }

@@ -78,3 +78,27 @@ test("the catalogue carries a tool's output schema", async () => {
   const [info] = await source.catalogue();
   assert.equal(info?.tools[0]?.outputSchema?.type, "object");
 });
+
+test("the page gets a declared structure past the model's budget whole: a person reads it (ADR 0272)", async () => {
+  const rows = Array.from({ length: 3_000 }, (_, id) => ({ id, name: `row ${id}` }));
+  const listed = createEmbeddedToolSource([
+    {
+      module: "big",
+      toolset: createToolSet([
+        defineTool({
+          name: "rows",
+          description: "Rows past the default budget of 8,000 tokens",
+          input: z.object({}),
+          output: z.object({ rows: z.array(z.object({ id: z.number(), name: z.string() })) }),
+          execute: () => ({ rows }),
+        }),
+      ]),
+      errors: [],
+      close: () => {},
+    },
+  ]);
+  const answer = await callOverMcp(listed, "big.rows", {}, { timeoutMs: 10_000, onMessage: () => {} });
+  assert.equal(answer.ok, true);
+  assert.deepEqual(answer.ok && answer.output, { rows });
+  assert.equal(answer.result._meta?.["tackle/resultPage"], undefined, "not cut");
+});
