@@ -110,6 +110,7 @@ function counted(store: MemoryStore) {
     "getMemories",
     "neighbourMemories",
     "embeddedMemories",
+    "memoryChanges",
   ]);
   const proxy = new Proxy(store, {
     get(target, key) {
@@ -121,7 +122,9 @@ function counted(store: MemoryStore) {
         reads.rows +=
           result instanceof Map
             ? [...result.values()].reduce((sum, list) => sum + list.length, 0)
-            : result.length;
+            : Array.isArray(result)
+              ? result.length
+              : (result as { rows: unknown[] }).rows.length;
         return result;
       };
     },

@@ -89,7 +89,7 @@ async function postgresSubject(): Promise<Subject> {
       (await query("SELECT count(*)::int AS n FROM memory_memories WHERE tenant_id = $1", [tenantId]))[0].n,
     forgetQuotas: async () => {
       await query("DROP TABLE memory_tenant_usage");
-      await query("DELETE FROM tackle_migrations WHERE store = 'memory' AND version = 9");
+      await query("DELETE FROM tackle_migrations WHERE store = 'memory' AND version >= 9");
     },
   };
 }

@@ -149,12 +149,31 @@ describe("SQLite store: schema versions", () => {
         chunks.map((hit) => hit.chunk.content),
         ["Restart the worker when the queue stalls."],
       );
+      // Migration 9: rows kept from before it carry stamp 0; a row written after it is the one change
+      // since the tenant's stamp before the write (ADR 0541).
+      const upgraded = await store.memoryChanges!("tenant-b", { userId: "u2" }, { limit: 10 });
+      assert.equal(upgraded.rows.length, 1, "the kept row is read whole");
+      assert.deepEqual(
+        (await store.memoryChanges!("tenant-b", { userId: "u2" }, { since: upgraded.stamp, limit: 10 })).rows,
+        [],
+      );
       await store.insertMemory({
         ...(await store.listMemories("tenant-b", { userId: "u2" }, { limit: 1, order: "recent" }))[0]!,
         id: "after-migration",
         content: "Written after the rename",
         dedupeKey: "after-migration",
       });
+      const changed = await store.memoryChanges!(
+        "tenant-b",
+        { userId: "u2" },
+        { since: upgraded.stamp, limit: 10 },
+      );
+      assert.deepEqual(
+        changed.rows.map((row) => row.memory.id),
+        ["after-migration"],
+        "migration 9 stamps a new row above the tenant's stamp",
+      );
+      assert.ok(changed.stamp > upgraded.stamp);
       const written = await store.searchMemories("tenant-b", { userId: "u2" }, ["rename"], { limit: 5 });
       assert.deepEqual(
         written.map((hit) => hit.memory.id),
@@ -168,7 +187,7 @@ describe("SQLite store: schema versions", () => {
     const added = { memories: before.memories! + 1, memory_history: before.memory_history! + 1 };
     assert.deepEqual(counts(path), { ...before, ...added });
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 8);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 9);
     assert.equal(
       Number((database.prepare("SELECT count(*) AS n FROM memory_access_log").get() as { n: number }).n),
       7,
@@ -271,6 +290,8 @@ describe("PostgreSQL store: schema versions", () => {
         // row takes the next number, moves the tenant's generation and is found.
         const generation = await store.memoryGeneration!("tenant-a");
         const [kept] = await store.listMemories("tenant-a", { userId: "u1" }, { limit: 1, order: "recent" });
+        const upgraded = await store.memoryChanges!("tenant-a", { userId: "u1" }, { limit: 10 });
+        assert.equal(upgraded.rows.length, 2, "migration 10: the kept rows are read whole");
         await store.insertMemory({
           ...kept!,
           id: "after-rename",
@@ -278,6 +299,16 @@ describe("PostgreSQL store: schema versions", () => {
           dedupeKey: "n",
         });
         assert.notEqual(await store.memoryGeneration!("tenant-a"), generation);
+        const changed = await store.memoryChanges!(
+          "tenant-a",
+          { userId: "u1" },
+          { since: upgraded.stamp, limit: 10 },
+        );
+        assert.deepEqual(
+          changed.rows.map((row) => row.memory.id),
+          ["after-rename"],
+          "migration 10 stamps a new row above the tenant's stamp",
+        );
         const written = await store.searchMemories("tenant-a", { userId: "u1" }, ["rename"], { limit: 5 });
         assert.deepEqual(
           written.map((hit) => hit.memory.id),
@@ -299,6 +330,7 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 7 },
         { store: "memory", version: 8 },
         { store: "memory", version: 9 },
+        { store: "memory", version: 10 },
       ]);
       // Migration 9 counted the rows stored before it (the legacy rows have no history: their own
       // content counts); the memory written after it was charged on insert (ADR 0538).

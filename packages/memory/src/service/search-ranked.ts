@@ -9,7 +9,12 @@ import { liftByAnswerType } from "./answer-type.ts";
 import { neighbourReach, spreadToNeighbours } from "./conversation-retrieval.ts";
 import { cosine } from "./embedder.ts";
 import { byScore, fuseWithVectors, rankMemories } from "./rank-memories.ts";
-import { createScopeSnapshots, searchSnapshot, snapshotNeighbours } from "./scope-snapshot.ts";
+import {
+  createScopeSnapshots,
+  searchSnapshot,
+  snapshotMemories,
+  snapshotNeighbours,
+} from "./scope-snapshot.ts";
 import type { ServiceContext } from "./service-context.ts";
 import { queryTerms } from "./text.ts";
 
@@ -73,7 +78,7 @@ export function createSearchRanked(
       const queryVector = (await embedder.embed([query]))[0]!;
       // The scope kept in process holds its memories' embeddings as stored (ADR 0369).
       const embedded = snapshot
-        ? snapshot.memories.filter(
+        ? snapshotMemories(snapshot).filter(
             (memory) => memory.embedding !== undefined && (!kinds || kinds.includes(memory.kind)),
           )
         : await store.embeddedMemories(tenantId, scope, kinds);

@@ -66,6 +66,14 @@ export interface ListMemoriesOptions {
   readonly beforeId?: string;
 }
 
+/** What `memoryChanges` answers. */
+export interface MemoryChanges {
+  readonly stamp: number;
+  readonly removed: number;
+  /** With each memory its place in write order (the store's sequence number). */
+  readonly rows: readonly { readonly seq: number; readonly memory: StoredMemory }[];
+}
+
 export interface ListEventsOptions {
   readonly order: "asc" | "desc";
   readonly limit: number;
@@ -176,6 +184,21 @@ export interface MemoryRecordStore {
    * memories in process while it holds. 0 before the tenant's first memory.
    */
   memoryGeneration?(tenantId: string): Promise<number | string>;
+  /**
+   * The scope's memories changed since the tenant's change stamp `since` (ADR 0541), for a snapshot
+   * kept in process to catch up in time proportional to the change. Without `since`: the active
+   * memories, latest written first. With it: every memory of the scope (any status) whose last
+   * change is stamped after `since`. Up to `limit` either way. `stamp` is the tenant's stamp, read
+   * before the rows: every row stamped at or below it is among those a later call answers (a
+   * tenant's stamps rise in commit order). `removed`: the stamp of the tenant's last memory deleted
+   * or moved to another scope (a deleted row is not answered, nor a moved one in the scope it left:
+   * a snapshot older than `removed` reads its scope again).
+   */
+  memoryChanges?(
+    tenantId: string,
+    scope: MemoryScope,
+    options: { readonly since?: number; readonly limit: number },
+  ): Promise<MemoryChanges>;
   /** Active memories in scope that carry an embedding (for vector similarity in the service). */
   embeddedMemories(
     tenantId: string,

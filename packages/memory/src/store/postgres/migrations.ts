@@ -226,4 +226,57 @@ CREATE TABLE IF NOT EXISTS memory_tenant_usage (
 ${fillUsageSql(postgresBytes, undefined)};
 `,
   },
+  {
+    version: 10,
+    name: "a change stamp on each memory",
+    // ADR 0541: each memory row keeps the tenant's generation of its last change (`stamp`), so a
+    // search's snapshot reads only the rows of its scope changed since the generation it holds. The
+    // trigger's upsert draws the generation from the sequence once it holds the tenant's row lock
+    // (ON CONFLICT DO UPDATE locks the row, then computes SET; an insert that succeeds is the
+    // tenant's first) and holds the lock to the commit: a tenant's generations rise in commit order,
+    // so every row stamped at or below a generation a reader sees has committed. `removed` is the
+    // generation of the tenant's last row deleted or moved to another scope: a snapshot older than
+    // it is read again whole. Before insert and update (the row takes its stamp), before delete.
+    up: `
+ALTER TABLE memory_generations ADD COLUMN IF NOT EXISTS removed BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE memory_memories ADD COLUMN IF NOT EXISTS stamp BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX IF NOT EXISTS memory_memories_stamp ON memory_memories(tenant_id, stamp);
+CREATE OR REPLACE FUNCTION memory_generation_stamp(tenant TEXT, removal BOOLEAN) RETURNS BIGINT
+  LANGUAGE plpgsql AS $$
+DECLARE
+  drawn BIGINT;
+BEGIN
+  INSERT INTO memory_generations AS g (tenant_id, generation)
+    VALUES (tenant, nextval('memory_generation_seq'))
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = nextval('memory_generation_seq')
+    RETURNING g.generation INTO drawn;
+  IF removal THEN
+    UPDATE memory_generations SET removed = drawn WHERE tenant_id = tenant;
+  END IF;
+  RETURN drawn;
+END $$;
+CREATE OR REPLACE FUNCTION memory_generation_change() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP = 'DELETE' THEN
+    PERFORM memory_generation_stamp(OLD.tenant_id, true);
+    RETURN OLD;
+  END IF;
+  IF TG_OP = 'UPDATE' THEN
+    IF OLD.tenant_id IS DISTINCT FROM NEW.tenant_id THEN
+      PERFORM memory_generation_stamp(OLD.tenant_id, true);
+    ELSIF OLD.scope_key IS DISTINCT FROM NEW.scope_key THEN
+      NEW.stamp := memory_generation_stamp(NEW.tenant_id, true);
+      RETURN NEW;
+    END IF;
+  END IF;
+  NEW.stamp := memory_generation_stamp(NEW.tenant_id, false);
+  RETURN NEW;
+END $$;
+DROP TRIGGER IF EXISTS memory_generation_change ON memory_memories;
+DROP FUNCTION IF EXISTS memory_generation_bump();
+CREATE TRIGGER memory_generation_change
+  BEFORE INSERT OR DELETE OR UPDATE OF ${generationColumns} ON memory_memories
+  FOR EACH ROW EXECUTE FUNCTION memory_generation_change();
+`,
+  },
 ];

@@ -1,4 +1,4 @@
-/** Memories read: by id, their history, a listed page, the generation, those with embeddings. */
+/** Memories read: by id, their history, a listed page, the generation and changes, those with embeddings. */
 import type { MemoryStore } from "../memory-store.ts";
 import { memoryFromRow, scopeCondition } from "../row-codec.ts";
 import { mark, memorySelect, oneOf, type PostgresContext } from "./postgres-sql.ts";
@@ -7,7 +7,7 @@ export function postgresMemoryReads(
   context: PostgresContext,
 ): Pick<
   MemoryStore,
-  "getMemories" | "memoryHistory" | "listMemories" | "memoryGeneration" | "embeddedMemories"
+  "getMemories" | "memoryHistory" | "listMemories" | "memoryGeneration" | "memoryChanges" | "embeddedMemories"
 > {
   const { all, one } = context;
   return {
@@ -60,6 +60,38 @@ export function postgresMemoryReads(
     async memoryGeneration(tenantId) {
       const row = await one("SELECT generation FROM memory_generations WHERE tenant_id = $1", [tenantId]);
       return row === undefined ? 0 : String(row.generation);
+    },
+
+    async memoryChanges(tenantId, scope, { since, limit }) {
+      // One statement, one snapshot: the generation (the tenant's stamp) and the rows agree (a row
+      // stamped at or below it has committed: the trigger draws under the generation row's lock).
+      const parameters: unknown[] = [tenantId];
+      let changed = "m.status = 'active'";
+      if (since !== undefined) {
+        parameters.push(since);
+        changed = `m.stamp > $${parameters.length}`;
+      }
+      const inScope = scopeCondition(scope, parameters, mark, "m.");
+      parameters.push(limit);
+      const rows = await all(
+        `SELECT g.generation AS tenant_stamp, g.removed AS tenant_removed, c.*
+         FROM (SELECT $1::text AS tenant_id) t
+         LEFT JOIN memory_generations g ON g.tenant_id = t.tenant_id
+         LEFT JOIN LATERAL (
+           SELECT ${memorySelect} FROM memory_memories m
+           WHERE m.tenant_id = $1 AND ${changed}${inScope}
+           ORDER BY m.seq DESC LIMIT $${parameters.length}
+         ) c ON true`,
+        parameters,
+      );
+      const tenant = rows[0];
+      return {
+        stamp: Number(tenant?.tenant_stamp ?? 0),
+        removed: Number(tenant?.tenant_removed ?? 0),
+        rows: rows
+          .filter((row) => row.id !== null)
+          .map((row) => ({ seq: Number(row.seq), memory: memoryFromRow(row) })),
+      };
     },
 
     async embeddedMemories(tenantId, scope, kinds) {

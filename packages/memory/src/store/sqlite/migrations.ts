@@ -260,7 +260,56 @@ CREATE TABLE IF NOT EXISTS memory_tenant_usage (
 ${fillUsageSql(sqliteBytes, undefined)};
 `,
   },
+  {
+    version: 9,
+    name: "a change stamp on each memory",
+    // ADR 0541: each tenant counts its memory changes (`stamp`, one up per row written, in commit
+    // order: SQLite has one writer at a time) and each memory row keeps the count of its last
+    // change, so a search's snapshot reads only the rows of its scope changed since the count it
+    // holds. `removed` is the count of the tenant's last row deleted or moved to another scope: a
+    // snapshot older than it is read again whole. The random generation stays as it was.
+    // Files whose version was set back (as made before versioning) may hold the columns already.
+    up: (database) => {
+      addMissingColumn(database, "memory_generations", "stamp INTEGER NOT NULL DEFAULT 0");
+      addMissingColumn(database, "memory_generations", "removed INTEGER NOT NULL DEFAULT 0");
+      addMissingColumn(database, "memory_memories", "stamp INTEGER NOT NULL DEFAULT 0");
+      database.exec(`
+CREATE INDEX IF NOT EXISTS memory_memories_stamp ON memory_memories(tenant_id, stamp);
+DROP TRIGGER IF EXISTS memory_generation_insert;
+DROP TRIGGER IF EXISTS memory_generation_delete;
+DROP TRIGGER IF EXISTS memory_generation_update;
+CREATE TRIGGER memory_generation_insert AFTER INSERT ON memory_memories BEGIN
+  INSERT INTO memory_generations (tenant_id, generation, stamp) VALUES (new.tenant_id, random(), 1)
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = random(), stamp = stamp + 1;
+  UPDATE memory_memories SET stamp = (SELECT stamp FROM memory_generations WHERE tenant_id = new.tenant_id)
+    WHERE seq = new.seq;
+END;
+CREATE TRIGGER memory_generation_delete AFTER DELETE ON memory_memories BEGIN
+  INSERT INTO memory_generations (tenant_id, generation, stamp, removed) VALUES (old.tenant_id, random(), 1, 1)
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = random(), stamp = stamp + 1, removed = stamp + 1;
+END;
+CREATE TRIGGER memory_generation_update
+  AFTER UPDATE OF ${generationColumns} ON memory_memories BEGIN
+  INSERT INTO memory_generations (tenant_id, generation, stamp) VALUES (new.tenant_id, random(), 1)
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = random(), stamp = stamp + 1;
+  UPDATE memory_generations SET removed = stamp
+    WHERE tenant_id = old.tenant_id AND (old.scope_key IS NOT new.scope_key OR old.tenant_id IS NOT new.tenant_id);
+  INSERT INTO memory_generations (tenant_id, generation, stamp, removed)
+    SELECT old.tenant_id, random(), 1, 1 WHERE old.tenant_id IS NOT new.tenant_id
+    ON CONFLICT (tenant_id) DO UPDATE SET generation = random(), stamp = stamp + 1, removed = stamp + 1;
+  UPDATE memory_memories SET stamp = (SELECT stamp FROM memory_generations WHERE tenant_id = new.tenant_id)
+    WHERE seq = new.seq;
+END;
+`);
+    },
+  },
 ];
+
+function addMissingColumn(database: DatabaseSync, table: string, column: string): void {
+  const columns = database.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];
+  if (columns.some((existing) => existing.name === column.split(" ")[0])) return;
+  database.exec(`ALTER TABLE ${table} ADD COLUMN ${column}`);
+}
 
 /** Files made before the scoped index: add the column and drop the old index (rebuilt on open). */
 function dropUnscopedIndex(database: DatabaseSync): void {

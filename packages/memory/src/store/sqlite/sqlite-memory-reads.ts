@@ -1,4 +1,4 @@
-/** Memories read: by id, their history, a listed page, the generation, those with embeddings. */
+/** Memories read: by id, their history, a listed page, the generation and changes, those with embeddings. */
 import type { MemoryStore } from "../memory-store.ts";
 import { memoryFromRow, scopeCondition } from "../row-codec.ts";
 import { bind, mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
@@ -7,7 +7,7 @@ export function sqliteMemoryReads(
   context: SqliteContext,
 ): Pick<
   MemoryStore,
-  "getMemories" | "memoryHistory" | "listMemories" | "memoryGeneration" | "embeddedMemories"
+  "getMemories" | "memoryHistory" | "listMemories" | "memoryGeneration" | "memoryChanges" | "embeddedMemories"
 > {
   const { all, get } = context;
   return {
@@ -66,6 +66,26 @@ export function sqliteMemoryReads(
         [tenantId],
       );
       return row === undefined ? 0 : String(row.generation);
+    },
+
+    async memoryChanges(tenantId, scope, { since, limit }) {
+      // The stamp first: a row committed after it is answered again by the next call.
+      const tenant = get("SELECT stamp, removed FROM memory_generations WHERE tenant_id = ?", [tenantId]);
+      const parameters: unknown[] = [tenantId];
+      // Changes: the (tenant, stamp) index, the scope a filter (`+`), or the planner walks the scope.
+      const changed =
+        since === undefined
+          ? `status = 'active'${scopeCondition(scope, parameters, mark)}`
+          : `stamp > ${bind(parameters, since)}${scopeCondition(scope, parameters, mark, "+")}`;
+      const rows = all(
+        `SELECT * FROM memory_memories WHERE tenant_id = ${mark(1)} AND ${changed} ORDER BY seq DESC LIMIT ${bind(parameters, limit)}`,
+        parameters,
+      );
+      return {
+        stamp: Number(tenant?.stamp ?? 0),
+        removed: Number(tenant?.removed ?? 0),
+        rows: rows.map((row) => ({ seq: Number(row.seq), memory: memoryFromRow(row) })),
+      };
     },
 
     async embeddedMemories(tenantId, scope, kinds) {

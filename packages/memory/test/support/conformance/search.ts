@@ -199,4 +199,59 @@ export const searchCases: ConformanceCases = {
       undefined,
     );
   },
+  "memoryChanges answers the scope's rows changed since a stamp, in write order, any status; a purge counts as removed":
+    async ({ store, service, tenant }) => {
+      if (store.memoryChanges === undefined) return;
+      const t = tenant();
+      const changes = (scope: { userId: string; sessionId?: string }, since?: number, limit = 50) =>
+        store.memoryChanges!(t, scope, { limit, ...(since === undefined ? {} : { since }) });
+      assert.deepEqual(await changes({ userId: "lena" }), { stamp: 0, removed: 0, rows: [] }, "a new tenant");
+      const add = async (userId: string, content: string, sessionId?: string) =>
+        (await service.add(t, { userId, kind: "episode", content, ...(sessionId ? { sessionId } : {}) }))
+          .memory.id;
+      const first = await add("lena", "Lena: the first turn", "s1");
+      const second = await add("lena", "Lena: the second turn");
+      const whole = await changes({ userId: "lena" });
+      assert.deepEqual(
+        whole.rows.map((row) => row.memory.id),
+        [second, first],
+        "without since: the active memories, the latest written first",
+      );
+      assert.ok(whole.rows[0]!.seq > whole.rows[1]!.seq, "with their places in write order");
+      assert.ok(whole.stamp > 0);
+      assert.deepEqual((await changes({ userId: "lena" }, whole.stamp)).rows, [], "nothing changed since");
+      assert.equal((await changes({ userId: "lena" }, undefined, 1)).rows.length, 1, "up to the limit");
+
+      await add("omar", "Omar: another user's turn");
+      const other = await changes({ userId: "lena" }, whole.stamp);
+      assert.deepEqual(other.rows, [], "another scope's write is not the scope's change");
+      assert.ok(other.stamp > whole.stamp, "but moves the tenant's stamp");
+
+      const third = await add("lena", "Lena: the third turn", "s1");
+      await service.updateMemory(t, first, { content: "Lena: the first turn, edited" });
+      await service.deleteMemory(t, second, {});
+      const since = await changes({ userId: "lena" }, other.stamp);
+      assert.deepEqual(
+        since.rows.map((row) => [row.memory.id, row.memory.status, row.memory.content]),
+        [
+          [third, "active", "Lena: the third turn"],
+          [second, "deleted", "Lena: the second turn"],
+          [first, "active", "Lena: the first turn, edited"],
+        ],
+        "an add, an edit and a delete (a status change), each as it now stands, the latest written first",
+      );
+      assert.deepEqual(
+        (await changes({ userId: "lena", sessionId: "s1" }, other.stamp)).rows
+          .map((row) => row.memory.id)
+          .sort(),
+        [first, third].sort(),
+        "the scope's own rows only",
+      );
+      assert.equal(since.removed, 0, "no row has left the tenant");
+
+      await service.purge(t, { userId: "lena", sessionId: "s1" });
+      const purged = await changes({ userId: "lena" }, since.stamp);
+      assert.ok(purged.removed > since.stamp, "a purge's deleted rows are a removal");
+      assert.deepEqual(purged.rows, [], "deleted rows are not answered");
+    },
 };
