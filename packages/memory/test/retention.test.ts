@@ -119,7 +119,8 @@ async function checkFlood(subject: Subject) {
   const scope = { userId: "ada" };
   const clock = movableClock("2026-03-01T00:00:00.000Z");
   const maxTracesPerTenant = 300;
-  const options = { now: clock.now, retention: { maxTracesPerTenant } };
+  // One user alone may fill the tenant's room here: the tenant's cut is what this flood measures.
+  const options = { now: clock.now, retention: { maxTracesPerTenant, maxTracesPerUser: maxTracesPerTenant } };
   const memoryIds = await withService(subject, options, async (service) => {
     const added = [];
     for (const content of facts) added.push((await service.add(tenantId, { ...scope, content })).memory.id);
@@ -198,7 +199,10 @@ async function checkExpiry(subject: Subject) {
   const tenantId = "aging";
   const scope = { userId: "ada", sessionId: "trip" };
   const clock = movableClock("2026-05-01T09:00:00.000Z");
-  const options = { now: clock.now, retention: { maxFinishedJobsPerTenant: 5 } };
+  const options = {
+    now: clock.now,
+    retention: { maxFinishedJobsPerTenant: 5, maxFinishedJobsPerUser: 5 },
+  };
   const transcript = {
     ...scope,
     format: "openai" as const,

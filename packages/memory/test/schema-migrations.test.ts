@@ -187,7 +187,29 @@ describe("SQLite store: schema versions", () => {
     const added = { memories: before.memories! + 1, memory_history: before.memory_history! + 1 };
     assert.deepEqual(counts(path), { ...before, ...added });
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 9);
+    assert.equal(
+      (database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version,
+      10,
+    );
+    // Migration 10: a user's cut (ADR 0545) walks an index of its rows in write order, on traces and jobs.
+    for (const table of ["memory_traces", "memory_jobs"]) {
+      const columns = database.prepare(`PRAGMA index_info(${table}_user)`).all();
+      assert.deepEqual(
+        columns.map((column) => (column as { name: string }).name),
+        ["tenant_id", "user_id", "seq"],
+      );
+      for (const user of ["user_id = 'u1'", "user_id IS NULL"]) {
+        const plan = database
+          .prepare(
+            `EXPLAIN QUERY PLAN SELECT seq FROM ${table} WHERE tenant_id = 'tenant-a' AND ${user} ORDER BY seq DESC LIMIT 10 OFFSET 5`,
+          )
+          .all()
+          .map((step) => (step as { detail: string }).detail)
+          .join("; ");
+        assert.match(plan, new RegExp(`USING (COVERING )?INDEX ${table}_user`), plan);
+        assert.doesNotMatch(plan, /TEMP B-TREE/, `the index gives the order: ${plan}`);
+      }
+    }
     assert.equal(
       Number((database.prepare("SELECT count(*) AS n FROM memory_access_log").get() as { n: number }).n),
       7,
@@ -331,7 +353,43 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 8 },
         { store: "memory", version: 9 },
         { store: "memory", version: 10 },
+        { store: "memory", version: 11 },
       ]);
+      // Migration 11: a user's cut (ADR 0545) walks an index of its rows in write order.
+      // Rows that name no user have a partial index: PostgreSQL would sort them after `IS NULL`.
+      const userIndexes = await client.query(
+        `SELECT indexname, indexdef FROM pg_indexes WHERE indexname IN
+         ('memory_traces_user', 'memory_jobs_user', 'memory_traces_no_user', 'memory_jobs_no_user') ORDER BY indexname`,
+      );
+      assert.deepEqual(
+        userIndexes.rows.map((row) => [
+          row.indexname,
+          /\(([^)]*)\)( WHERE .*)?$/.exec(row.indexdef)?.slice(1, 3),
+        ]),
+        [
+          ["memory_jobs_no_user", ["tenant_id, seq", " WHERE (user_id IS NULL)"]],
+          ["memory_jobs_user", ["tenant_id, user_id, seq", undefined]],
+          ["memory_traces_no_user", ["tenant_id, seq", " WHERE (user_id IS NULL)"]],
+          ["memory_traces_user", ["tenant_id, user_id, seq", undefined]],
+        ],
+      );
+      // An empty table's plan may take the tenant's index; without it (and a scan of the table) each
+      // cut, of a user or of the rows that name none, walks its index backwards, unsorted.
+      await client.query("BEGIN");
+      await client.query("DROP INDEX memory_traces_tenant");
+      await client.query("SET LOCAL enable_seqscan = off");
+      for (const [user, index] of [
+        ["user_id = 'u1'", "memory_traces_user"],
+        ["user_id IS NULL", "memory_traces_no_user"],
+      ] as const) {
+        const plan = await client.query(
+          `EXPLAIN SELECT seq FROM memory_traces WHERE tenant_id = 'tenant-a' AND ${user} ORDER BY seq DESC OFFSET 5 LIMIT 10`,
+        );
+        const text = plan.rows.map((row) => row["QUERY PLAN"]).join("; ");
+        assert.match(text, new RegExp(`Index (Only )?Scan Backward using ${index} `), text);
+        assert.doesNotMatch(text, /Sort/, text);
+      }
+      await client.query("ROLLBACK");
       // Migration 9 counted the rows stored before it (the legacy rows have no history: their own
       // content counts); the memory written after it was charged on insert (ADR 0538).
       const usage = await client.query(

@@ -105,6 +105,8 @@ describe("tackle-memory serve: limits", () => {
         "off",
         "--max-traces-per-tenant",
         "3",
+        "--max-traces-per-user",
+        "2",
       ],
       { TACKLE_MEMORY_API_KEYS: "limits-key=tenant-limits", TACKLE_MEMORY_MAX_DOCUMENT_BYTES: "40" },
     );
@@ -133,19 +135,26 @@ describe("tackle-memory serve: limits", () => {
       documentBytes: 40,
     });
 
+    // Two users of four searches each, in turn: each keeps its newest 2 (`--max-traces-per-user`; a
+    // tenth of the tenant's, 1, without it: ADR 0545), and the tenant the newest 3 of those.
+    const users = ["u", "v"];
     for (let search = 0; search < 8; search += 1) {
-      const searched = await call(running.url, "/v1/memories/search", { userId: "u", query: "fact" });
+      const userId = users[search % users.length];
+      const searched = await call(running.url, "/v1/memories/search", { userId, query: "fact" });
       assert.equal(searched.status, 200);
     }
     // Cut after the searches answered, off their answers: waited for, with a deadline.
     const deadline = Date.now() + underLoadMs(10_000);
-    let traces = Number.POSITIVE_INFINITY;
+    let traces: number[] = [];
     while (Date.now() < deadline) {
-      traces = (await call(running.url, "/v1/traces?userId=u&limit=200")).body.traces.length;
-      if (traces <= 3) break;
+      traces = [];
+      for (const userId of users) {
+        traces.push((await call(running.url, `/v1/traces?userId=${userId}&limit=200`)).body.traces.length);
+      }
+      if (traces.reduce((sum, count) => sum + count, 0) <= 3) break;
       await sleep(50);
     }
-    assert.equal(traces, 3, "the newest 3 traces kept of 8");
+    assert.deepEqual(traces, [1, 2], "the newest 3 traces kept of 8, at most 2 a user");
     assert.equal(await stop(running, "SIGTERM"), 0);
   });
 

@@ -36,6 +36,12 @@ const groups = {
       help: "retrieval traces kept, the newest",
       fallback: "10000",
     },
+    {
+      flag: "max-traces-per-user",
+      kind: "count",
+      help: "retrieval traces each user keeps, the newest",
+      fallback: "a tenth of the tenant's",
+    },
     { flag: "trace-retention-days", kind: "days", help: "days a retrieval trace is kept", fallback: "30" },
     { flag: "access-retention-days", kind: "days", help: "days of access counts kept", fallback: "365" },
     {
@@ -43,6 +49,12 @@ const groups = {
       kind: "count",
       help: "finished jobs kept, the newest",
       fallback: "1000",
+    },
+    {
+      flag: "max-finished-jobs-per-user",
+      kind: "count",
+      help: "finished jobs each user keeps, the newest",
+      fallback: "a tenth of the tenant's",
     },
     { flag: "job-retention-days", kind: "days", help: "days a finished job is kept", fallback: "30" },
   ],

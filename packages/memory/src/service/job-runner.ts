@@ -16,8 +16,8 @@ export interface JobRunnerOptions {
   readonly now: () => string;
   /** Each handler is idempotent: a job resumed after a crash may run twice. */
   readonly handlers: Record<JobType, (job: StoredJob) => Promise<unknown>>;
-  /** Told of each job stored (retention counts them per tenant). */
-  readonly recorded?: (tenantId: string) => void;
+  /** Told of each job stored (retention counts them per tenant and per user). */
+  readonly recorded?: (tenantId: string, userId: string | undefined) => void;
 }
 
 export function createJobRunner(options: JobRunnerOptions) {
@@ -79,7 +79,7 @@ export function createJobRunner(options: JobRunnerOptions) {
         createdAt: options.now(),
       };
       await store.insertJob(job);
-      options.recorded?.(tenantId);
+      options.recorded?.(tenantId, job.userId);
       // Run once the job is committed: queued by a write under an idempotency key, it is in that
       // write's transaction until then, and gone if it rolls back.
       store.afterCommit(() => {
@@ -157,7 +157,7 @@ function createLeasedJobRunner(options: JobRunnerOptions, leases: JobLeases) {
         createdAt: options.now(),
       };
       await store.insertJob(job);
-      options.recorded?.(tenantId);
+      options.recorded?.(tenantId, job.userId);
       store.afterCommit(poll);
       return publicJob(job);
     },
@@ -306,7 +306,7 @@ async function recordJob(
     finishedAt: at,
   };
   await options.store.insertJob(job);
-  options.recorded?.(tenantId);
+  options.recorded?.(tenantId, job.userId);
   return publicJob(job);
 }
 

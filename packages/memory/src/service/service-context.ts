@@ -117,7 +117,7 @@ export function createServiceContext(options: MemoryServiceOptions) {
       },
       accesses,
     );
-    retention.traceRecorded(tenantId);
+    retention.traceRecorded(tenantId, scope.userId);
     return id;
   }
 

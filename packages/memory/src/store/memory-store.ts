@@ -310,16 +310,20 @@ export interface ExpiryCutoffs {
 }
 
 /**
- * Retention (ADR 0537): each call deletes at most `limit` rows per table in one statement and
+ * Retention (ADRs 0537, 0545): each call deletes at most `limit` rows per table in one statement and
  * answers how many, so the service deletes a backlog in batches with other work between them. A
  * finished import job that an event names is never deleted: it is that event's and its memories'
- * provenance (`chainTrace` reads it), kept until they are purged.
+ * provenance (`chainTrace` reads it), kept until they are purged. A cut counts the tenant's rows, or
+ * with `userId` one identity's: that user's rows, or with `null` the rows that name no user.
  */
 export interface RetentionStore {
-  /** Deletes up to `limit` of the tenant's traces beyond its newest `keep`. */
-  pruneTraces(tenantId: string, keep: number, limit: number): Promise<number>;
-  /** Deletes up to `limit` of the tenant's finished jobs beyond the newest `keep` of those that may go. */
-  pruneJobs(tenantId: string, keep: number, limit: number): Promise<number>;
+  /** Deletes up to `limit` of the tenant's (or the user's) traces beyond the newest `keep`. */
+  pruneTraces(tenantId: string, keep: number, limit: number, userId?: string | null): Promise<number>;
+  /**
+   * Deletes up to `limit` of the tenant's (or the user's) finished jobs beyond the newest `keep` of
+   * those that may go.
+   */
+  pruneJobs(tenantId: string, keep: number, limit: number, userId?: string | null): Promise<number>;
   /** Deletes up to `limit` expired traces, finished jobs and access records each, of every tenant. */
   expireRecords(
     cutoffs: ExpiryCutoffs,

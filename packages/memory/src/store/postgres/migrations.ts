@@ -279,4 +279,18 @@ CREATE TRIGGER memory_generation_change
   FOR EACH ROW EXECUTE FUNCTION memory_generation_change();
 `,
   },
+  {
+    version: 11,
+    name: "traces and jobs indexed per user, for retention",
+    // Retention per user (ADR 0545): beside the tenant's cut, each user's traces and finished jobs
+    // are cut to its newest, walking an index of the user's rows in write order. Rows that name no
+    // user are one identity; PostgreSQL does not take `user_id IS NULL` as fixing the column for the
+    // order (it would sort them), so theirs is a partial index of its own.
+    up: `
+CREATE INDEX IF NOT EXISTS memory_traces_user ON memory_traces(tenant_id, user_id, seq);
+CREATE INDEX IF NOT EXISTS memory_jobs_user ON memory_jobs(tenant_id, user_id, seq);
+CREATE INDEX IF NOT EXISTS memory_traces_no_user ON memory_traces(tenant_id, seq) WHERE user_id IS NULL;
+CREATE INDEX IF NOT EXISTS memory_jobs_no_user ON memory_jobs(tenant_id, seq) WHERE user_id IS NULL;
+`,
+  },
 ];

@@ -1,6 +1,9 @@
-/** Retention on PostgreSQL: a tenant's traces and finished jobs past its newest, and expired records, in batches. */
+/**
+ * Retention on PostgreSQL: a tenant's or a user's traces and finished jobs past their newest, and
+ * expired records, in batches.
+ */
 import type { MemoryStore } from "../memory-store.ts";
-import { deletableJob } from "../retention-sql.ts";
+import { cutRows, deletableJob } from "../retention-sql.ts";
 import type { PostgresContext } from "./postgres-sql.ts";
 
 export function postgresRetention(
@@ -10,19 +13,20 @@ export function postgresRetention(
   const deleted = async (sql: string, parameters: readonly unknown[]) =>
     (await db().query(sql, parameters as unknown[])).rowCount ?? 0;
   return {
-    pruneTraces: (tenantId, keep, limit) =>
+    pruneTraces: (tenantId, keep, limit, userId) =>
       deleted(
         `DELETE FROM memory_traces WHERE seq IN (
-           SELECT seq FROM memory_traces WHERE tenant_id = $1 ORDER BY seq DESC OFFSET $2 LIMIT $3)`,
-        [tenantId, keep, limit],
+           SELECT seq FROM memory_traces WHERE tenant_id = $1${cutRows(userId, "$4")}
+           ORDER BY seq DESC OFFSET $2 LIMIT $3)`,
+        [tenantId, keep, limit, ...(typeof userId === "string" ? [userId] : [])],
       ),
 
-    pruneJobs: (tenantId, keep, limit) =>
+    pruneJobs: (tenantId, keep, limit, userId) =>
       deleted(
         `DELETE FROM memory_jobs WHERE seq IN (
-           SELECT seq FROM memory_jobs AS j WHERE j.tenant_id = $1 AND ${deletableJob}
+           SELECT seq FROM memory_jobs AS j WHERE j.tenant_id = $1${cutRows(userId, "$4")} AND ${deletableJob}
            ORDER BY seq DESC OFFSET $2 LIMIT $3)`,
-        [tenantId, keep, limit],
+        [tenantId, keep, limit, ...(typeof userId === "string" ? [userId] : [])],
       ),
 
     expireRecords: (cutoffs, limit) =>

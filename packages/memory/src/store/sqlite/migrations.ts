@@ -303,6 +303,17 @@ END;
 `);
     },
   },
+  {
+    version: 10,
+    name: "traces and jobs indexed per user, for retention",
+    // Retention per user (ADR 0545): beside the tenant's cut, each user's traces and finished jobs
+    // are cut to its newest, walking an index of the user's rows in write order (rows that name no
+    // user are one identity: `user_id IS NULL` walks the same index).
+    up: `
+CREATE INDEX IF NOT EXISTS memory_traces_user ON memory_traces(tenant_id, user_id, seq);
+CREATE INDEX IF NOT EXISTS memory_jobs_user ON memory_jobs(tenant_id, user_id, seq);
+`,
+  },
 ];
 
 function addMissingColumn(database: DatabaseSync, table: string, column: string): void {

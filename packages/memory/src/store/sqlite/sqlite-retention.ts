@@ -1,6 +1,9 @@
-/** Retention on SQLite: a tenant's traces and finished jobs past its newest, and expired records, in batches. */
+/**
+ * Retention on SQLite: a tenant's or a user's traces and finished jobs past their newest, and expired
+ * records, in batches.
+ */
 import type { MemoryStore } from "../memory-store.ts";
-import { deletableJob } from "../retention-sql.ts";
+import { cutRows, deletableJob } from "../retention-sql.ts";
 import type { SqliteContext } from "./sqlite-sql.ts";
 
 export function sqliteRetention(
@@ -9,20 +12,21 @@ export function sqliteRetention(
   const { run, transaction } = context;
   const deleted = (sql: string, parameters: readonly unknown[]) => Number(run(sql, parameters).changes);
   return {
-    async pruneTraces(tenantId, keep, limit) {
+    async pruneTraces(tenantId, keep, limit, userId) {
       return deleted(
         `DELETE FROM memory_traces WHERE seq IN (
-           SELECT seq FROM memory_traces WHERE tenant_id = ?1 ORDER BY seq DESC LIMIT ?3 OFFSET ?2)`,
-        [tenantId, keep, limit],
+           SELECT seq FROM memory_traces WHERE tenant_id = ?1${cutRows(userId, "?4")}
+           ORDER BY seq DESC LIMIT ?3 OFFSET ?2)`,
+        [tenantId, keep, limit, ...(typeof userId === "string" ? [userId] : [])],
       );
     },
 
-    async pruneJobs(tenantId, keep, limit) {
+    async pruneJobs(tenantId, keep, limit, userId) {
       return deleted(
         `DELETE FROM memory_jobs WHERE seq IN (
-           SELECT seq FROM memory_jobs AS j WHERE j.tenant_id = ?1 AND ${deletableJob}
+           SELECT seq FROM memory_jobs AS j WHERE j.tenant_id = ?1${cutRows(userId, "?4")} AND ${deletableJob}
            ORDER BY seq DESC LIMIT ?3 OFFSET ?2)`,
-        [tenantId, keep, limit],
+        [tenantId, keep, limit, ...(typeof userId === "string" ? [userId] : [])],
       );
     },
 
