@@ -16,6 +16,7 @@ import {
   type ToolSet,
 } from "@tackle/core";
 import type { ModuleEntry } from "../config/load-mesh-config.ts";
+import { RESERVED_TOOL_NAME, toolSubjectPattern } from "../config/names.ts";
 import { bundleKind } from "./bundle-kind.ts";
 import { importBundle } from "./import-bundle.ts";
 import { type ChildToolListing, StdioChild, type StdioChildOptions } from "./stdio-child.ts";
@@ -53,11 +54,7 @@ export interface LoadModulesOptions {
   readonly importTimeoutMs?: number;
 }
 
-/** A tool answers on `<prefix>.<name>`: its dots are subject separators, so no part may be empty. */
-const subjectTokens = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
-
-/** The name every runtime answers for a module's listing (and `tools.*` for control); no bundle may take it. */
-export const RESERVED_TOOL_NAME = "tools";
+export { RESERVED_TOOL_NAME } from "../config/names.ts";
 
 interface EntryOutcome {
   readonly entry: ModuleEntry;
@@ -214,7 +211,7 @@ function merge(
       const refusal =
         tool.name === RESERVED_TOOL_NAME || tool.name.startsWith(`${RESERVED_TOOL_NAME}.`)
           ? `Tool name "${tool.name}" is reserved for the module's listing and control (${tool.source}); refused`
-          : !subjectTokens.test(tool.name)
+          : !toolSubjectPattern.test(tool.name)
             ? `Tool name "${tool.name}" (${tool.source}) cannot be a NATS subject: dot-separated, non-empty parts; refused`
             : duplicateOf(accepted, tool);
       if (refusal === undefined) {

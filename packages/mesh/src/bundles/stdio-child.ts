@@ -143,6 +143,8 @@ export class StdioChild {
         session.exit,
       ]);
       return toOutput(name, result as CallResult);
+    } catch (error) {
+      throw tooDeepToSend(name, this.source, error) ?? error;
     } finally {
       this.#releaseSlot();
     }
@@ -394,4 +396,20 @@ async function settledTail(transport: StdioChildTransport, tail: () => string): 
     });
   }
   return tail();
+}
+
+/**
+ * Arguments nested past the stack (a caller's 100,000 levels fit in a message) cannot be written to
+ * the child: the call never reached it, so it is the caller's invalid input, not the tool's failure.
+ */
+function tooDeepToSend(name: string, source: string, error: unknown): ToolError | undefined {
+  if (!(error instanceof RangeError && /call stack/i.test(error.message))) return undefined;
+  return new ToolError(
+    "invalid_input",
+    `Invalid input for tool "${name}": the arguments nest too deeply to send to its child process (${source}); it did not run`,
+    {
+      retryable: false,
+      data: { tool: name, issues: [{ path: [], message: "The arguments nest too deeply to send" }] },
+    },
+  );
 }

@@ -1,7 +1,8 @@
 /** Where a `module.tool` call or a seat's verb goes, and what its caller is told when nothing is there. */
 import { ToolAbortedError, type ToolCallResult, ToolError, UnknownToolError } from "@tackle/core";
-import { moduleNamePattern } from "../config/names.ts";
+import { moduleNamePattern, toolNameProblem, toolSubjectPattern } from "../config/names.ts";
 import { listMemberships } from "../membership/membership-store.ts";
+import { seatNamePattern } from "../membership/records.ts";
 import type { ModuleInfo } from "../runtime/module-info.ts";
 import type { ClientLink } from "./client-link.ts";
 import { ReadDeadline, withDeadline } from "./deadline.ts";
@@ -29,6 +30,9 @@ export async function callTool(
       }),
     };
   }
+  // Never sent: a wildcard, a space or `tools.held` would address another subject than a tool's.
+  const problem = toolNameProblem(tool);
+  if (problem !== undefined) return { ok: false, error: notAName(name, problem) };
   const signal = callOptions.signal;
   // Aborted before the call: nothing is read or sent.
   if (signal?.aborted) return { ok: false, error: new ToolAbortedError(name, signal.reason) };
@@ -81,6 +85,13 @@ export async function callSeat(
   callOptions: MeshCallOptions,
 ): Promise<ToolCallResult> {
   const name = `${seat}.${verb}`;
+  if (typeof seat !== "string" || !seatNamePattern.test(seat))
+    return { ok: false, error: notAName(name, `a seat name matches ${seatNamePattern.source}`) };
+  if (typeof verb !== "string" || !toolSubjectPattern.test(verb))
+    return {
+      ok: false,
+      error: notAName(name, `a verb is dot-separated, non-empty parts of A-Z, a-z, 0-9, _ and -`),
+    };
   const signal = callOptions.signal;
   // Aborted before the call: nothing is read or sent.
   if (signal?.aborted) return { ok: false, error: new ToolAbortedError(name, signal.reason) };
@@ -102,7 +113,8 @@ export async function callSeat(
       ),
     };
   }
-  const holder = memberships.find((record) => record.seats[seat] !== undefined);
+  // Its own seats only: `toString` or `__proto__` is no seat of a record, whatever a plain object inherits.
+  const holder = memberships.find((record) => Object.hasOwn(record.seats, seat));
   if (holder === undefined) {
     return {
       ok: false,
@@ -123,4 +135,12 @@ export async function callSeat(
     };
   }
   return result;
+}
+
+/** A call whose name cannot be on the bus: refused before anything is read or sent, never retryable. */
+function notAName(name: string, why: string): ToolError {
+  return new ToolError("invalid_request", `"${name}" is not a mesh tool name: ${why}; nothing was sent`, {
+    retryable: false,
+    data: { name },
+  });
 }

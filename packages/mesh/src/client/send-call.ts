@@ -122,7 +122,22 @@ export function createCallSender(
         }),
       };
     }
-    const body = encodeJson(args ?? {});
+    const refused = unsendable(name, callOptions);
+    if (refused !== undefined) return { ok: false, error: refused };
+    let body: Uint8Array;
+    try {
+      body = encodeJson(args ?? {});
+    } catch (error) {
+      // A BigInt, a cycle, nesting past the stack: refused as a result, never thrown out of `call`.
+      return {
+        ok: false,
+        error: new ToolError(
+          "invalid_request",
+          `The arguments for "${name}" are not JSON: ${(error as Error)?.message ?? String(error)}; nothing was sent`,
+          { retryable: false, data: { tool: name } },
+        ),
+      };
+    }
     const limit = maxPayloadOf(connection);
     if (body.length > limit - 4096) {
       return { ok: false, error: payloadTooLarge("arguments", name, body.length, limit) };
@@ -146,4 +161,21 @@ export function createCallSender(
       send: (left) => (link.disconnected() || connection.isClosed() ? undefined : sendOnce(call, left)),
     });
   };
+}
+
+/**
+ * The call's idempotency key and call id ride in NATS headers, which cannot hold a line break: such a
+ * value is refused as a result before anything is sent (nats.js would throw from inside the call).
+ */
+function unsendable(name: string, callOptions: MeshCallOptions): ToolError | undefined {
+  for (const option of ["idempotencyKey", "callId"] as const) {
+    const value: unknown = callOptions[option];
+    if (value === undefined || (typeof value === "string" && !/[\r\n]/.test(value))) continue;
+    return new ToolError(
+      "invalid_request",
+      `The ${option} of "${name}" must be a string without line breaks (it rides in a NATS header); nothing was sent`,
+      { retryable: false, data: { tool: name, option } },
+    );
+  }
+  return undefined;
 }

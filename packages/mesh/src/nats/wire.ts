@@ -74,7 +74,8 @@ const statusByCode: Record<string, number> = {
 };
 
 export function serviceStatus(code: string): number {
-  return statusByCode[code] ?? 500;
+  // Its own codes only: a tool's error coded `toString` or `constructor` is a 500, not a function.
+  return Object.hasOwn(statusByCode, code) ? (statusByCode[code] as number) : 500;
 }
 
 const encoder = new TextEncoder();

@@ -77,13 +77,21 @@ export async function answer(site: CallSite, tool: string, message: ServiceMsg):
  */
 async function run(site: CallSite, tool: string, message: ServiceMsg): Promise<ToolError | undefined> {
   const { loaded, running, ledger, admission } = site;
+  const name = `${loaded.module}.${tool}`;
+  const given = message.headers?.get(callIdHeader);
+  // A call id names one call: a second under an id running here would take its place in `running`, and
+  // the first one's end would drop it, so a caller asking would be told it is not held (node_lost).
+  if (given && running.has(given)) {
+    const refused = respondError(message, callIdInUse(name, given));
+    if (message.reply !== undefined && message.reply !== "") ledger.finished(message.reply, refused.code);
+    return refused;
+  }
   const cancel = new AbortController();
   // Calls without an id (a raw NATS client) are still registered, so a close stops them too.
-  const callId = message.headers?.get(callIdHeader) || randomUUID();
+  const callId = given || randomUUID();
   running.set(callId, cancel);
   /** What the call was answered with, for the ledger. */
   let failure: ToolError | undefined;
-  const name = `${loaded.module}.${tool}`;
   // The caller's time limit covers the wait too: a call leaves the line when it is spent, and runs
   // with what is left of it.
   const header = Number(message.headers?.get(timeoutHeader));
@@ -116,6 +124,15 @@ async function run(site: CallSite, tool: string, message: ServiceMsg): Promise<T
     if (message.reply !== undefined && message.reply !== "")
       ledger.finished(message.reply, failure?.code ?? "ok");
   }
+}
+
+/** A call under an id another call of the module is running under on this node: it did not run. */
+function callIdInUse(name: string, callId: string): ToolError {
+  return new ToolError(
+    "invalid_request",
+    `"${name}" was refused: a call with the call id ${JSON.stringify(callId.slice(0, 200))} is already running on this node; it did not run (give each call its own id)`,
+    { retryable: false, data: { tool: name, callId: callId.slice(0, 200) } },
+  );
 }
 
 /** The refusal of a call past the module's running and waiting calls on this node: retryable. */
@@ -222,7 +239,8 @@ async function runAdmitted(
 function respondError(message: ServiceMsg, error: ToolError, options: { notRun?: true } = {}): ToolError {
   // The services API carries the status and description in its headers; the body keeps the full error.
   const errorHeaders = headers();
-  errorHeaders.set(errorCodeHeader, error.code);
+  // A tool's own code may hold a line break, which no header can: the body keeps it whole.
+  errorHeaders.set(errorCodeHeader, oneLine(error.code));
   // Only the node's own refusal before the call read its arguments: the caller may send it again.
   if (options.notRun === true) errorHeaders.set(notRunHeader, error.code);
   message.respondError(serviceStatus(error.code), oneLine(error.message), encodeJson(error.toJSON()), {

@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { type Logger, ToolError, type ToolErrorPayload, type ToolTakeover } from "@tackle/core";
+import { canonicalJson } from "./canonical-json.ts";
 
 /** What a call under a key ended with: its output as JSON, or its error. */
 export type KeyedOutcome =
@@ -311,16 +312,7 @@ export function keyId(tool: string, key: string): string {
 
 /** The arguments' JSON with keys sorted, hashed: a repeat must carry the same arguments. */
 function fingerprint(args: unknown): string {
-  const canonical = (value: unknown): unknown => {
-    if (Array.isArray(value)) return value.map(canonical);
-    if (typeof value !== "object" || value === null) return value;
-    return Object.fromEntries(
-      Object.keys(value)
-        .sort()
-        .map((name) => [name, canonical((value as Record<string, unknown>)[name])]),
-    );
-  };
-  return sha256(JSON.stringify(canonical(args ?? {})), "base64url");
+  return sha256(canonicalJson(args ?? {}), "base64url");
 }
 
 function sha256(text: string, encoding: "hex" | "base64url"): string {
