@@ -9,6 +9,7 @@ it("@tackle/mesh exports exactly its curated names", () => {
     "DEFAULT_CONSOLE_LISTEN",
     "MEMBERSHIP_BUCKET",
     "MeshConfigError",
+    "MeshPrefixConflictError",
     "RESERVED_TOOL_NAME",
     "clientPermissions",
     "connectMesh",

@@ -5,6 +5,7 @@
  */
 import { createUser, encodeUser, fmtCreds, type User } from "@nats-io/jwt";
 import { MeshConfigError } from "../errors/mesh-config-error.ts";
+import { refuseNestedReach } from "../membership/prefix-overlap.ts";
 import { keyPair, type MeshAuthority, systemPublicKey } from "./mesh-authority.ts";
 import {
   clientPermissions,
@@ -43,6 +44,8 @@ export function issueNodeCredential(
   const [first] = options.modules;
   if (first === undefined)
     throw new MeshConfigError("credential", `node ${options.node}: a node credential needs a module`);
+  // One credential's `<prefix>.>` for each module would reach the other's subjects (ADR 0219).
+  refuseNestedReach("credential", options.modules);
   return issue(authority, "node", first.module, (inbox) => nodePermissions(options.modules, inbox), [
     `tackle-node:${options.node}`,
   ]);
@@ -53,6 +56,7 @@ export function issueClientCredential(
   authority: MeshAuthority,
   options: { readonly name: string; readonly modules: readonly ModuleReach[] },
 ): Promise<IssuedCredential> {
+  refuseNestedReach("credential", options.modules);
   return issue(authority, "client", options.name, (inbox) => clientPermissions(options.modules, inbox));
 }
 

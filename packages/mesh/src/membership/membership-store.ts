@@ -9,6 +9,7 @@ import { ToolAbortedError } from "@tackle/core";
 import { untilAborted } from "../client/until-aborted.ts";
 import { defaultModulePrefix, defaultSeatPrefix } from "../config/names.ts";
 import { MeshConfigError } from "../errors/mesh-config-error.ts";
+import { type HeldPrefix, refuseNestedPrefix } from "./prefix-overlap.ts";
 import {
   CATALOGUE_BUCKET,
   type CatalogueRecord,
@@ -97,16 +98,14 @@ export async function issueMembership(
   );
   checkAborted(options.signal, "mesh.issueMembership");
   const buckets = await openMeshBuckets(connection);
-  // Two modules on one prefix would answer each other's subjects.
-  const taken = (await readCatalogue(connection, { signal: options.signal })).find(
-    (entry) => entry.prefix === record.prefix && entry.module !== record.module,
+  // Two modules on one prefix, or on prefixes that nest, would answer each other's subjects (ADR 0219):
+  // checked against the catalogue and every node's membership, stale ones included.
+  refuseNestedPrefix(
+    "membership",
+    record.module,
+    record.prefix,
+    await heldPrefixes(connection, options.signal),
   );
-  if (taken !== undefined) {
-    throw new MeshConfigError(
-      "membership",
-      `prefix ${record.prefix} is already module ${taken.module}'s; give ${record.module} its own`,
-    );
-  }
   // From the first write on, the issue finishes: a half-issued module would be served without its catalogue entry.
   checkAborted(options.signal, "mesh.issueMembership");
   await buckets.membership.put(membershipKey(record.node, record.module), JSON.stringify(record));
@@ -124,6 +123,25 @@ export async function issueMembership(
   };
   await buckets.catalogue.put(record.module, JSON.stringify(catalogue));
   return record;
+}
+
+/** Every prefix the mesh's records hold: each module's catalogue prefix and each node's membership. */
+async function heldPrefixes(
+  connection: NatsConnection,
+  signal: AbortSignal | undefined,
+): Promise<HeldPrefix[]> {
+  const [catalogue, memberships] = await Promise.all([
+    readCatalogue(connection, { signal, onInvalid: () => {} }),
+    listMemberships(connection, {}, { signal, onInvalid: () => {} }),
+  ]);
+  return [
+    ...catalogue.map((entry) => ({ module: entry.module, prefix: entry.prefix, where: "the catalogue" })),
+    ...memberships.map((entry) => ({
+      module: entry.module,
+      prefix: entry.prefix,
+      where: `node ${entry.node}'s membership`,
+    })),
+  ];
 }
 
 /**

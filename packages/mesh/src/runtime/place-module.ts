@@ -8,8 +8,20 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "@tackle/core";
 import type { LoadedModule } from "../bundles/load-modules.ts";
 import { defaultModulePrefix } from "../config/names.ts";
-import { type MeshBuckets, noteBundle, readCatalogue } from "../membership/membership-store.ts";
-import { checkMembership, MEMBERSHIP_BUCKET, membershipKey } from "../membership/records.ts";
+import { describePrefixConflict } from "../errors/mesh-prefix-conflict-error.ts";
+import {
+  listMemberships,
+  type MeshBuckets,
+  noteBundle,
+  readCatalogue,
+} from "../membership/membership-store.ts";
+import { findPrefixConflict } from "../membership/prefix-overlap.ts";
+import {
+  checkMembership,
+  MEMBERSHIP_BUCKET,
+  type MembershipRecord,
+  membershipKey,
+} from "../membership/records.ts";
 import { decodeJson } from "../nats/wire.ts";
 import type { Admission } from "./admission.ts";
 import type { CallLedger } from "./call-ledger.ts";
@@ -64,9 +76,10 @@ export async function placeModule(
   const { connection, node, logger } = site;
   const module = slot.loaded.module;
   let placement: Placement = { prefix: defaultModulePrefix(module), seats: {} };
+  let record: MembershipRecord | undefined;
   if (entry !== null) {
     try {
-      const record = checkMembership(entry.json(), `${MEMBERSHIP_BUCKET}/${entry.key}`);
+      record = checkMembership(entry.json(), `${MEMBERSHIP_BUCKET}/${entry.key}`);
       placement = { prefix: record.prefix, seats: record.seats };
     } catch (error) {
       logger.error("membership record refused; the module keeps its current placement", {
@@ -86,6 +99,12 @@ export async function placeModule(
   }
   const previous = slot.served;
   if (previous !== undefined && samePlacement(previous.placement, placement)) return;
+  const nested = await nestedPrefix(site, module, placement.prefix, record);
+  if (nested !== undefined) {
+    logger.error("module refused: its prefix nests with another module's", { module, reason: nested });
+    await stopServing(site, slot, nested);
+    return;
+  }
   const refused = await refusal(site, slot, placement.prefix, entry !== null);
   if (refused !== undefined) {
     logger.error("module refused: another bundle serves it on the mesh", { module, reason: refused });
@@ -186,6 +205,47 @@ async function refusal(
   }
   if (theirs === undefined || theirs === digest) return undefined;
   return `refused: ${holder} has module ${module} as bundle ${theirs}, but this node's bundle is ${digest}; serve the same bundle, or revoke the module on every node to change it`;
+}
+
+/**
+ * Why this node must not serve the module on `prefix` (ADR 0219): another module's membership, on any
+ * node, holds a prefix that nests with it. Of two issued modules the one issued later yields (what
+ * `issueMembership` would have refused), so every node refuses the same one; open mode yields to any
+ * issued module. A membership that cannot be read leaves the module served, with a warning.
+ */
+async function nestedPrefix(
+  site: PlacementSite,
+  module: string,
+  prefix: string,
+  record: MembershipRecord | undefined,
+): Promise<string | undefined> {
+  let held: MembershipRecord[];
+  try {
+    held = await listMemberships(site.connection, {}, { onInvalid: () => {} });
+  } catch (error) {
+    site.logger.warn("could not read the memberships to check the module's prefix against them", {
+      module,
+      error: (error as Error)?.message,
+    });
+    return undefined;
+  }
+  const earlier = held.filter(
+    (other) =>
+      record === undefined ||
+      other.issuedAt < record.issuedAt ||
+      (other.issuedAt === record.issuedAt && other.module < module),
+  );
+  const conflict = findPrefixConflict(
+    module,
+    prefix,
+    earlier.map((other) => ({
+      module: other.module,
+      prefix: other.prefix,
+      where: `node ${other.node}'s membership, issued ${other.issuedAt || "earlier"}`,
+    })),
+  );
+  if (conflict === undefined) return undefined;
+  return `refused: ${describePrefixConflict(conflict)}; not served until one of them is revoked or moved (then issue ${module} again)`;
 }
 
 function samePlacement(left: Placement, right: Placement): boolean {
