@@ -3,6 +3,7 @@ import { asSchema, type ToolSet } from "ai";
 import { runIntegratedTool } from "../integration/run-integrated-tool.ts";
 import { type ToolPolicies, validatePolicies } from "../policy/tool-policy.ts";
 import type { NodeContext } from "../runner/node-context.ts";
+import { setOwn } from "../runner/own-keys.ts";
 
 /**
  * Wraps each executable tool. Policies are plain data keyed by tool name (`{ show, redact, approve }`);
@@ -19,10 +20,11 @@ export function withDurableTools<Tools extends ToolSet>(
   for (const [name, definition] of Object.entries(tools)) {
     const execute = definition.execute;
     if (execute === undefined) {
-      wrapped[name] = definition;
+      setOwn(wrapped, name, definition);
       continue;
     }
-    wrapped[name] = {
+    // Tool names are keys: a tool named `__proto__` is defined as a key, not assigned as the prototype.
+    setOwn(wrapped, name, {
       ...definition,
       execute: (input: unknown, options: Parameters<typeof execute>[1]) =>
         runIntegratedTool(
@@ -40,7 +42,7 @@ export function withDurableTools<Tools extends ToolSet>(
               }
             : {},
         ),
-    };
+    });
   }
   return wrapped as Tools;
 }

@@ -49,6 +49,14 @@ function refuse(path: string, what: string): DurableError {
   );
 }
 
+/**
+ * The refusal of a value nested past `maxDepth`: frames, fingerprints and redaction share the codec's
+ * bound, so a caller's deep value is refused by name wherever it first lands, never a stack overflow.
+ */
+export function tooDeep(path: string): DurableError {
+  return refuse(path, `a value nested more than ${maxDepth} levels deep`);
+}
+
 function decodeFailure(label: string, why: string): DurableError {
   return new DurableError("journal_decode_failed", `The journal record ${label} cannot be decoded: ${why}`, {
     data: { label },
@@ -77,7 +85,7 @@ function encodeAt(value: unknown, path: string, seen: Set<object>): Encoded {
   if (seen.has(object)) return throwRefusal(path, "a circular reference");
   // `seen` holds the objects on the way down: its size is the depth. A bound, so a caller's legal JSON
   // nested 200,000 levels is refused by name instead of overflowing the stack (a 500 over HTTP).
-  if (seen.size >= maxDepth) return throwRefusal(path, `a value nested more than ${maxDepth} levels deep`);
+  if (seen.size >= maxDepth) throw tooDeep(path);
   seen.add(object);
   try {
     return encodeObject(object, path, seen);

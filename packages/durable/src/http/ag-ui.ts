@@ -5,6 +5,7 @@
  * the next (AG-UI's reducer appends arguments), and a step left open by a pause is finished before the
  * run's `RUN_FINISHED`.
  */
+import { setOwn } from "../runner/own-keys.ts";
 import type { Frame } from "../store/durable-store.ts";
 
 export type AgUiEvent = { readonly type: string } & Record<string, unknown>;
@@ -183,7 +184,7 @@ export class AgUiTranslator {
     for (const operation of delta as { op: string; path: string; value?: unknown }[]) {
       const key = operation.path.slice(1).replaceAll("~1", "/").replaceAll("~0", "~");
       if (operation.op === "remove") delete this.state[key];
-      else this.state[key] = structuredClone(operation.value);
+      else setOwn(this.state, key, structuredClone(operation.value));
     }
     return [{ type: "STATE_DELTA", delta }];
   }

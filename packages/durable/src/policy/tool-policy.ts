@@ -1,4 +1,5 @@
 /** Per-tool policy for the integrations: plain data, so it survives serialization. */
+import { tooDeep } from "../codec/codec.ts";
 import { DurableError } from "../errors/durable-error.ts";
 import { type Backoff, checkStepOptions } from "../runner/step-policy.ts";
 
@@ -58,7 +59,14 @@ export function validatePolicies(policies: unknown): ToolPolicies {
 
 /** A copy of `value` with each path masked; `*` matches every key or index. The input is not touched. */
 export function redact(value: unknown, paths: readonly string[]): unknown {
-  let copy = structuredClone(value);
+  let copy: unknown;
+  try {
+    copy = structuredClone(value);
+  } catch (error) {
+    // A value nested too deep to copy overflows the stack inside structuredClone: refused by name.
+    if (error instanceof RangeError) throw tooDeep("the value to redact");
+    throw error;
+  }
   for (const path of paths) copy = maskPath(copy, path.split("."));
   return copy;
 }

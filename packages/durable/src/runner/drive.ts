@@ -6,6 +6,7 @@ import type { CommitBatch, Frame, JournalRecord, RunPatch, RunRecord } from "../
 import { scheduleExpiry } from "./cancel.ts";
 import { toFrameData } from "./frame-data.ts";
 import { NodeRuntime } from "./node-context.ts";
+import { ownValue, setOwn } from "./own-keys.ts";
 import { runNode } from "./run-node.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
 import { type Cursor, encodeCursor, getSnapshot, type RunnerState, storedSnapshot } from "./runner-state.ts";
@@ -166,18 +167,18 @@ async function driveWith<State extends object>(
     const cursor = decodeValue(run.cursor, "cursor") as Cursor;
     let node = run.node;
     const version = cursor.version ?? 1;
-    if (node !== null) checkVersion(graph, run, version, node, cursor.visits[node] ?? 0, journal);
+    if (node !== null) checkVersion(graph, run, version, node, ownValue(cursor.visits, node) ?? 0, journal);
     while (node !== null) {
       const fn = graph.nodeFunction(node);
       if (fn === undefined)
         throw new DurableError("invalid_graph", `Graph "${graph.name}" has no node "${node}"`);
-      const visit = cursor.visits[node] ?? 0;
+      const visit = ownValue(cursor.visits, node) ?? 0;
       const runtime: NodeRuntime = new NodeRuntime({
         threadId,
         runId: run.runId,
         node,
         visit,
-        toolBase: cursor.tools[node] ?? 0,
+        toolBase: ownValue(cursor.tools, node) ?? 0,
         journal,
         answers,
         write: (batch) => batches.flush(batch),
@@ -209,11 +210,15 @@ async function driveWith<State extends object>(
         await failRun(state, run, out, batches, outcome.error, node);
         return storedSnapshot<State>(state, threadId);
       }
-      const stateDelta = stateDeltaOf(values, outcome.update);
+      const before = values;
       values = { ...values, ...(outcome.update ?? {}) };
+      // Encoded first: a state the journal refuses (too deep, a function) fails naming the state's path.
+      const stateText = encodeValue(values, `the state after node "${node}"`);
+      const stateDelta = stateDeltaOf(before, outcome.update);
       const next = graph.next(node, values);
-      cursor.visits[node] = visit + 1;
-      cursor.tools[node] = (cursor.tools[node] ?? 0) + runtime.toolCount;
+      // Node names are keys here: `toString` or `__proto__` is a node like any other (ADR 0121).
+      setOwn(cursor.visits, node, visit + 1);
+      setOwn(cursor.tools, node, (ownValue(cursor.tools, node) ?? 0) + runtime.toolCount);
       batches.pending.push({
         type: "node_completed",
         seq: out.nextSeq(),
@@ -227,7 +232,7 @@ async function driveWith<State extends object>(
         });
       }
       const transition: RunPatch = {
-        state: encodeValue(values, `the state after node "${node}"`),
+        state: stateText,
         cursor: encodeCursor(cursor),
         node: next,
         ...(next === null ? { status: "completed" as const } : {}),

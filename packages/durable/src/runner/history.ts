@@ -1,6 +1,7 @@
 /** A thread's history: the run's state after each node, read back from its frames (LangGraph's state history). */
 import { DurableError } from "../errors/durable-error.ts";
 import type { Frame } from "../store/durable-store.ts";
+import { setOwn } from "./own-keys.ts";
 
 /** The state of a run at one point: its start, or just after a node completed. */
 export interface Checkpoint<State = Record<string, unknown>> {
@@ -61,7 +62,7 @@ export function checkpointsOf<State>(
     for (const operation of (data.stateDelta ?? []) as { op: string; path: string; value?: unknown }[]) {
       const key = operation.path.slice(1).replaceAll("~1", "/").replaceAll("~0", "~");
       if (operation.op === "remove") delete state[key];
-      else state[key] = structuredClone(operation.value);
+      else setOwn(state, key, structuredClone(operation.value));
     }
     if (options.runId !== undefined && options.runId !== runId) continue;
     checkpoints.push({

@@ -176,7 +176,8 @@ export class NodeRuntime {
 
   emit(type: string, data: unknown): void {
     if (this.closed) return;
-    this.pendingFrames.push({ type, seq: 0, data: toFrameData(data) });
+    checkFrameType(type);
+    this.pendingFrames.push({ type, seq: 0, data: toFrameData(data, `the data of frame "${type}"`) });
     this.scheduleFlush();
   }
 
@@ -266,7 +267,7 @@ export class NodeRuntime {
   /** Pushes a frame to go out with the next write (tool() frames, so they land with their record). */
   queueFrame(type: string, data: unknown): void {
     if (this.closed) return;
-    this.pendingFrames.push({ type, seq: 0, data: toFrameData(data) });
+    this.pendingFrames.push({ type, seq: 0, data: toFrameData(data, `the data of frame "${type}"`) });
   }
 
   scheduleFlush(): void {
@@ -434,6 +435,28 @@ export class NodeRuntime {
     this.scheduleFlush();
     return replayed;
   }
+}
+
+/** Longest frame type `emit` takes: a name, not a payload. */
+const maxFrameTypeLength = 128;
+
+/**
+ * A frame's type is the SSE `event:` line of the frames stream: a line break would end it (the stream
+ * refuses to write it, and every watcher stops at that frame), so `emit` refuses it up front.
+ */
+function checkFrameType(type: unknown): void {
+  if (
+    typeof type === "string" &&
+    type.length > 0 &&
+    type.length <= maxFrameTypeLength &&
+    !/\p{Cc}/u.test(type)
+  )
+    return;
+  throw new DurableError(
+    "invalid_request",
+    `A frame's type is a name of 1–${maxFrameTypeLength} characters without line breaks or control characters (got ${JSON.stringify(String(type).slice(0, 80))})`,
+    { data: { type: String(type).slice(0, maxFrameTypeLength) } },
+  );
 }
 
 function encodeError(error: unknown, label: string): string {

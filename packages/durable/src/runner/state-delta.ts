@@ -18,7 +18,8 @@ export function stateDeltaOf(before: object, update: object | undefined): StateP
     const path = `/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`;
     if (value === undefined) {
       if (Object.hasOwn(before, key)) operations.push({ op: "remove", path });
-    } else operations.push({ op: "add", path, value: toFrameData(value) });
+    } else
+      operations.push({ op: "add", path, value: toFrameData(value, `the state key ${JSON.stringify(key)}`) });
   }
   return operations;
 }
