@@ -61,27 +61,34 @@ export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}):
   const budget = resultBudget === false ? undefined : createModelOutputBudget(resultBudget, toolset);
   const tools: AiSdkToolSet = {};
   for (const definition of toolset.tools) {
-    tools[toolset.llmName(definition.name)] = tool({
-      description: definition.description,
-      inputSchema: jsonSchema(withoutDialect(definition.inputJsonSchema)),
-      async execute(input, execution) {
-        const result = await toolset.call(definition.name, input, {
-          ...callOptions,
-          callId: execution.toolCallId,
-          ...(execution.abortSignal === undefined ? {} : { signal: execution.abortSignal }),
-        });
-        if (result.ok) return result.output;
-        return { ok: false, error: result.error.toJSON() } satisfies AiSdkToolFailure;
-      },
-      toModelOutput({ toolCallId, output }): ModelOutput {
-        if (isAiSdkToolFailure(output)) return failureOutput(output.error, resultBudget);
-        // Written once: the check that JSON can write the output is the text the budget measures.
-        const json = typeof output === "string" ? { ok: true as const, text: output } : jsonText(output);
-        if (!json.ok) {
-          return failureOutput(notJsonOutput(definition.name, json.reason).toJSON(), resultBudget);
-        }
-        return budget === undefined ? wholeOutput(output) : budget.fit(toolCallId, output, json.text);
-      },
+    // Defined, not assigned: a tool named `__proto__` would otherwise set the record's prototype and
+    // vanish from it (ADR 0546).
+    Object.defineProperty(tools, toolset.llmName(definition.name), {
+      enumerable: true,
+      writable: true,
+      configurable: true,
+      value: tool({
+        description: definition.description,
+        inputSchema: jsonSchema(withoutDialect(definition.inputJsonSchema)),
+        async execute(input, execution) {
+          const result = await toolset.call(definition.name, input, {
+            ...callOptions,
+            callId: execution.toolCallId,
+            ...(execution.abortSignal === undefined ? {} : { signal: execution.abortSignal }),
+          });
+          if (result.ok) return result.output;
+          return { ok: false, error: result.error.toJSON() } satisfies AiSdkToolFailure;
+        },
+        toModelOutput({ toolCallId, output }): ModelOutput {
+          if (isAiSdkToolFailure(output)) return failureOutput(output.error, resultBudget);
+          // Written once: the check that JSON can write the output is the text the budget measures.
+          const json = typeof output === "string" ? { ok: true as const, text: output } : jsonText(output);
+          if (!json.ok) {
+            return failureOutput(notJsonOutput(definition.name, json.reason).toJSON(), resultBudget);
+          }
+          return budget === undefined ? wholeOutput(output) : budget.fit(toolCallId, output, json.text);
+        },
+      }),
     });
   }
   if (budget !== undefined) tools[modelPagingToolName] = budget.pagingTool;

@@ -53,6 +53,7 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
           }),
     },
   );
+  withOwnNameRegistries(server);
   for (const tool of toolset.tools) {
     const outputSchema = objectOutputSchema(tool);
     server.registerTool(
@@ -86,6 +87,25 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
   }
   if (pages !== false) registerPagingTool(server, pages, owner);
   return server;
+}
+
+/**
+ * The SDK's `McpServer` keeps tools, prompts and resources in plain objects looked up by the client's
+ * name: a tool named `constructor` or `__proto__` reads as "already registered" (every request then
+ * fails), and a call of `toString` as a "disabled" tool. Registries without a prototype hold every name
+ * as their own and know no other (ADR 0546).
+ */
+function withOwnNameRegistries(server: McpServer): void {
+  const fields = server as unknown as Record<string, unknown>;
+  for (const field of [
+    "_registeredTools",
+    "_registeredPrompts",
+    "_registeredResources",
+    "_registeredResourceTemplates",
+  ]) {
+    const registry = fields[field];
+    if (typeof registry === "object" && registry !== null) Object.setPrototypeOf(registry, null);
+  }
 }
 
 /** Refuses a set that has a tool of the paging tool's name, naming it. */

@@ -9,10 +9,12 @@ import {
   type TextPages,
 } from "../mcp/result-pages/text-pages.ts";
 import type { CallOptions, ToolCallResult, ToolSet } from "../tool-set/create-tool-set.ts";
+import type { ConcurrentCallsOption } from "./calls-at-once.ts";
 
 /** The options every OpenAI helper passes on to `toolset.call`, besides the model's call id. */
 export type OpenAICallOptions = Omit<CallOptions, "callId" | "idempotencyKey" | "takeover"> &
-  ResultBudgetOption;
+  ResultBudgetOption &
+  ConcurrentCallsOption;
 
 export interface ResultBudgetOption {
   /**
@@ -59,7 +61,7 @@ export async function answerFromModel(
   callId: string,
   options: OpenAICallOptions,
 ): Promise<string> {
-  const { resultBudget, ...callOptions } = options;
+  const { resultBudget, maxConcurrentCalls: _, ...callOptions } = options;
   const pages = textPagesOf(toolset, resultBudget);
   if (pages !== undefined && llmName === modelPagingToolName) {
     const args = parseArguments(modelPagingToolName, argumentText);

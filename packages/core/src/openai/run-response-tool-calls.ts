@@ -2,6 +2,7 @@
 import type { ResponseInputItem, ResponseOutputItem } from "openai/resources/responses/responses";
 import type { ToolSet } from "../tool-set/create-tool-set.ts";
 import { answerFromModel, type OpenAICallOptions } from "./call-from-model.ts";
+import { answerAtMost } from "./calls-at-once.ts";
 
 /** The part of a response this helper reads: its `output` items (or the items themselves). */
 export type ResponseWithFunctionCalls =
@@ -9,9 +10,9 @@ export type ResponseWithFunctionCalls =
   | readonly ResponseOutputItem[];
 
 /**
- * Runs every `function_call` item concurrently and answers each, in order, with a
- * `function_call_output` item to send as the next turn's input. Failures are answered as
- * `{ "error": { code, … } }`.
+ * Runs the `function_call` items concurrently, at most `maxConcurrentCalls` (default 64) at once,
+ * and answers each, in order, with a `function_call_output` item to send as the next turn's input.
+ * Failures are answered as `{ "error": { code, … } }`.
  */
 export async function runResponseToolCalls(
   toolset: ToolSet,
@@ -19,12 +20,9 @@ export async function runResponseToolCalls(
   options: OpenAICallOptions = {},
 ): Promise<ResponseInputItem.FunctionCallOutput[]> {
   const items = "output" in response ? response.output : response;
-  return Promise.all(
-    items
-      .filter((item) => item.type === "function_call")
-      .map(async (call) => {
-        const output = await answerFromModel(toolset, call.name, call.arguments, call.call_id, options);
-        return { type: "function_call_output", call_id: call.call_id, output };
-      }),
-  );
+  const calls = items.filter((item) => item.type === "function_call");
+  return answerAtMost(calls, options.maxConcurrentCalls, async (call) => {
+    const output = await answerFromModel(toolset, call.name, call.arguments, call.call_id, options);
+    return { type: "function_call_output", call_id: call.call_id, output };
+  });
 }
