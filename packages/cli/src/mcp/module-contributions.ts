@@ -131,10 +131,7 @@ export function moduleContributions(source: ToolSource): ModuleContributions {
   }
 
   async function ownerOf(uri: string): Promise<string | undefined> {
-    const { resources, templates } = await listing();
-    const listed = resources.find((resource) => resource.uri === uri);
-    if (listed !== undefined) return listed.module;
-    return templates.find((template) => new UriTemplate(template.uriTemplate).match(uri) !== null)?.module;
+    return ownerIn(await listing(), uri);
   }
 
   async function promptModule(qualified: string): Promise<{ module: string; name: string }> {
@@ -275,13 +272,24 @@ async function complete(
   }
 }
 
+/** The module that holds `uri` in a listing: a listed resource's, else the first template's that matches. */
+function ownerIn({ resources, templates }: Listing, uri: string): string | undefined {
+  const listed = resources.find((resource) => resource.uri === uri);
+  if (listed !== undefined) return listed.module;
+  return templates.find((template) => new UriTemplate(template.uriTemplate).match(uri) !== null)?.module;
+}
+
 async function versions(seat: Seat, uris: readonly string[]): Promise<Map<string, string>> {
   const versioned = new Set((await seat.offering(mcpSeat.versions)).map((info) => info.module));
+  // One listing for every URI of the look, not one per URI (ADR 0274).
+  const listed = uris.length === 0 ? undefined : await seat.listing();
   const byModule = new Map<string, string[]>();
   for (const uri of uris) {
-    const module = await seat.ownerOf(uri);
+    const module = listed === undefined ? undefined : ownerIn(listed, uri);
     if (module === undefined || !versioned.has(module)) continue;
-    byModule.set(module, [...(byModule.get(module) ?? []), uri]);
+    const held = byModule.get(module);
+    if (held === undefined) byModule.set(module, [uri]);
+    else held.push(uri);
   }
   const found = new Map<string, string>();
   await Promise.all(

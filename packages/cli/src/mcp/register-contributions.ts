@@ -2,7 +2,12 @@
  * The MCP server's resources, prompts and completion handlers over what modules contribute through
  * the `mcp` seat (module-contributions.ts), and its resource subscriptions.
  */
-import type { Server } from "@modelcontextprotocol/server";
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  ResourceNotFoundError,
+  type Server,
+} from "@modelcontextprotocol/server";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { type ModuleContributions, moduleContributions } from "./module-contributions.ts";
 
@@ -17,6 +22,12 @@ export interface Subscriptions {
   /** The URIs this server's client is subscribed to. */
   readonly uris: ReadonlySet<string>;
 }
+
+/**
+ * Resources one connection may be subscribed to at once: each is looked at every `subscriptionPollMs`,
+ * so past it a subscription is refused until one ends (ADR 0274).
+ */
+export const maxSubscriptions = 1_000;
 
 /** How often subscribed resources' versions are read (one look for all of a server's URIs). */
 export const subscriptionPollMs = 1_000;
@@ -35,8 +46,18 @@ export function registerContributions(server: Server, source: ToolSource): Subsc
     contributions.read(request.params.uri, { signal: context.mcpReq.signal }),
   );
   server.setRequestHandler("resources/subscribe", async (request) => {
-    uris.add(request.params.uri);
-    await watch.subscribed(request.params.uri);
+    const { uri } = request.params;
+    // A URI no module holds would be watched for ever and never change: refused as `resources/read` does.
+    if ((await contributions.ownerOf(uri)) === undefined) throw new ResourceNotFoundError(uri);
+    if (!uris.has(uri) && uris.size >= maxSubscriptions) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        `At most ${maxSubscriptions} resource subscriptions per connection: unsubscribe from one first`,
+        { maxSubscriptions },
+      );
+    }
+    uris.add(uri);
+    await watch.subscribed(uri);
     return {};
   });
   server.setRequestHandler("resources/unsubscribe", (request) => {

@@ -69,7 +69,8 @@ async function signIn(secret: { token: string } | { code: string }): Promise<boo
 
 function route(): void {
   const name = /^#\/(\w+)/.exec(location.hash)?.[1] ?? "modules";
-  const page = pages[name] ?? modulesPage;
+  // Only the pages' own names: `#/constructor` is no page, and shows the modules as any unknown name does.
+  const page = Object.hasOwn(pages, name) ? (pages[name] as Page) : modulesPage;
   leavePage();
   leavePage = () => {};
   nav.hidden = false;

@@ -174,7 +174,14 @@ function objectField(spot: Spot): Built {
       const value: Value = {};
       for (const [name, child] of children) {
         const item = child.read();
-        if (item !== undefined) value[name] = item;
+        // Defined, not assigned: a property named `__proto__` is the tool's, not the object's prototype.
+        if (item !== undefined)
+          Object.defineProperty(value, name, {
+            value: item,
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
       }
       return Object.keys(value).length === 0 && !isRoot && !required ? undefined : value;
     },
@@ -351,7 +358,8 @@ export function withValues(schema: Schema, value: unknown): Schema {
       properties: Object.fromEntries(
         Object.entries(schema.properties).map(([name, child]) => [
           name,
-          withValues(child, (value as Value)[name]),
+          // Only the value's own: `constructor` or `toString` it lacks are no defaults.
+          withValues(child, Object.hasOwn(value, name) ? (value as Value)[name] : undefined),
         ]),
       ),
     };
