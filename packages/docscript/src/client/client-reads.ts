@@ -70,6 +70,10 @@ export function clientReads({
       return answer;
     },
     async planState(documentId, planId, requestOptions = {}) {
+      // A URL resolves these segments away: the request would reach another route and answer 404, as
+      // if the document did not exist.
+      if (planId === "." || planId === "..")
+        throw new DocumentClientError("invalid_request", `plan id "${planId}" cannot be asked for over HTTP`);
       const response = await request(
         "planState",
         documentId,

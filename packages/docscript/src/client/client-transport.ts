@@ -39,6 +39,8 @@ export function transport(options: DocumentClientOptions): Transport {
   const fetchImpl = options.fetchImpl ?? fetch;
   const timeoutMs = options.timeoutMs ?? 30_000;
   const maxRetries = checkedMaxRetries(options.maxRetries);
+  if (options.userId !== undefined && !headerSafe(options.userId))
+    throw new RangeError(`userId ${headerUnsafe}`);
   const originOf = (documentId: string): string => {
     const origin = typeof options.origin === "function" ? options.origin(documentId) : options.origin;
     return origin.replace(/\/+$/, "");
@@ -61,6 +63,10 @@ export function transport(options: DocumentClientOptions): Transport {
     if (callerSignal?.aborted) throw aborted(operation, callerSignal);
     const bearer = how.token ?? (await tokenOf(documentId));
     if (callerSignal?.aborted) throw aborted(operation, callerSignal);
+    // Refused here, naming no secret: fetch would throw a TypeError quoting the token, or (a character
+    // above U+00FF) fail as a retryable network error that no retry can cure.
+    if (bearer !== undefined && !headerSafe(bearer))
+      throw new DocumentClientError("invalid_request", `the token of document ${documentId} ${headerUnsafe}`);
     const headers = new Headers(init.headers);
     if (bearer !== undefined) headers.set("authorization", `Bearer ${bearer}`);
     if (options.userId !== undefined) headers.set(USER_HEADER, options.userId);
@@ -107,6 +113,11 @@ export function transport(options: DocumentClientOptions): Transport {
 
   return { originOf, documentUrl, request, failure };
 }
+
+/** Whether `value` can be sent as an HTTP header's value: no NUL or line break, nothing above U+00FF. */
+const headerSafe = (value: string): boolean => /^[^\0\n\r\u0100-\uffff]*$/.test(value);
+const headerUnsafe =
+  "holds a character an HTTP header cannot carry (a NUL, a line break, or one above U+00FF)";
 
 /** The error of an answer that is not a success: coded by status (401, 403, 404, 429, 5xx, other). */
 function failure(response: Answer, documentId: string): DocumentClientError {

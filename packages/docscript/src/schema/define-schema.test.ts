@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import { LoroDoc } from "loro-crdt";
+import { openDocument } from "../document/document-session.ts";
 import { defineSchema } from "./define-schema.ts";
 import { field } from "./field.ts";
 import { SchemaDefinitionError } from "./schema-definition-error.ts";
@@ -59,4 +61,48 @@ it("validates nested records and list items, naming each path", () => {
     ],
   );
   assert.ok(issues.every((issue) => issue.entityId === "e1"));
+});
+
+it('refuses a field named "__proto__" at any depth, and keeps fields named "constructor" and "toString"', () => {
+  // Own keys, as a schema built from data (JSON, Object.fromEntries) has them.
+  const proto = <Value>(value: Value): Record<string, Value> => Object.fromEntries([["__proto__", value]]);
+  assert.throws(
+    () =>
+      defineSchema({
+        name: "hostile",
+        entities: {
+          thing: {
+            fields: {
+              ...proto(field.string({ default: "d" })),
+              box: field.record(proto(field.number())),
+              rows: field.list(field.record(proto(field.number()))),
+            },
+          },
+        },
+      }),
+    (error: unknown) => {
+      assert.ok(error instanceof SchemaDefinitionError);
+      assert.deepEqual(error.problems, [
+        'thing.__proto__: "__proto__" cannot be a field name',
+        'thing.box.__proto__: "__proto__" cannot be a field name',
+        'thing.rows[].__proto__: "__proto__" cannot be a field name',
+      ]);
+      return true;
+    },
+  );
+  const schema = defineSchema({
+    name: "inherited",
+    entities: {
+      thing: {
+        fields: { constructor: field.string({ default: "d" }), toString: field.number({ optional: true }) },
+      },
+    },
+  });
+  const doc = new LoroDoc();
+  const made = openDocument(doc, schema).entities.create({ entityKind: "thing", payload: { toString: 2 } });
+  doc.commit();
+  assert.deepEqual(openDocument(doc, schema).entities.get(made.entityId)?.payload, {
+    constructor: "d",
+    toString: 2,
+  });
 });

@@ -95,8 +95,10 @@ export function defineSchema(input: SchemaInput): Schema {
   const problems: string[] = [];
   for (const [kind, spec] of Object.entries(input.entities)) {
     if (!namePattern.test(kind)) problems.push(`entity kind "${kind}" is not a valid name`);
-    for (const [name, fieldSpec] of Object.entries(spec.fields))
+    for (const [name, fieldSpec] of Object.entries(spec.fields)) {
+      checkFieldName(`${kind}.${name}`, name, problems);
       checkField(`${kind}.${name}`, fieldSpec, problems);
+    }
     for (const name of spec.identity ?? []) {
       if (!Object.hasOwn(spec.fields, name))
         problems.push(`entity kind "${kind}" names unknown identity field "${name}"`);
@@ -176,6 +178,14 @@ function ownFields(fields: Readonly<Record<string, FieldSpec>>): Record<string, 
   return own;
 }
 
+/**
+ * "__proto__" can be no field: a row read from Loro (`toJSON`) or a payload copied with `[]` takes it
+ * as the prototype, so no value of it is ever found and no entity of its kind could be made.
+ */
+function checkFieldName(path: string, name: string, problems: string[]): void {
+  if (name === "__proto__") problems.push(`${path}: "__proto__" cannot be a field name`);
+}
+
 function checkField(path: string, spec: FieldSpec, problems: string[]): void {
   if (spec.type === "list") {
     if ((spec.items as FieldSpec).type === "text" || (spec.items as FieldSpec).type === "list") {
@@ -184,7 +194,10 @@ function checkField(path: string, spec: FieldSpec, problems: string[]): void {
     if (spec.items.type === "record") checkItemRecord(`${path}[]`, spec.items.fields, problems);
   }
   if (spec.type === "record") {
-    for (const [name, sub] of Object.entries(spec.fields)) checkField(`${path}.${name}`, sub, problems);
+    for (const [name, sub] of Object.entries(spec.fields)) {
+      checkFieldName(`${path}.${name}`, name, problems);
+      checkField(`${path}.${name}`, sub, problems);
+    }
   }
 }
 
@@ -194,6 +207,7 @@ function checkItemRecord(
   problems: string[],
 ): void {
   for (const [name, sub] of Object.entries(fields)) {
+    checkFieldName(`${path}.${name}`, name, problems);
     if (sub.type === "text" || sub.type === "list")
       problems.push(`${path}.${name}: a list item holds no text or list`);
     if (sub.type === "record") checkItemRecord(`${path}.${name}`, sub.fields, problems);

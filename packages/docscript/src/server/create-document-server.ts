@@ -64,7 +64,11 @@ export interface DocumentServer {
   close(): Promise<void>;
 }
 
-const documentIdPattern = /^[A-Za-z0-9._:-]{1,200}$/;
+/**
+ * A document id, one segment of every route's path: "." and ".." match the characters but a URL
+ * resolves them away (`/documents/../snapshot` is `/snapshot`), so no client could reach that document.
+ */
+const documentIdPattern = /^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,200}$/;
 
 export function createDocumentServer(options: DocumentServerOptions): DocumentServer {
   const logger = options.logger ?? silentLogger;
@@ -152,7 +156,10 @@ function createRoute(
       | { documentId?: unknown; token?: unknown; snapshot?: unknown }
       | undefined;
     if (typeof body?.documentId !== "string" || !documentIdPattern.test(body.documentId)) {
-      return context.json(problem("invalid_input", "documentId must match [A-Za-z0-9._:-]{1,200}"), 400);
+      return context.json(
+        problem("invalid_input", 'documentId must match [A-Za-z0-9._:-]{1,200} and be neither "." nor ".."'),
+        400,
+      );
     }
     if (typeof body.token !== "string" || body.token.length < 16) {
       return context.json(problem("invalid_input", "token must be a string of at least 16 characters"), 400);

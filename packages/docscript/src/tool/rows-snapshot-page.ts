@@ -12,6 +12,7 @@
 import type { RowLookup } from "../document/row-source.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
+import { ownValue } from "../schema/own-keys.ts";
 import {
   type LookupResults,
   membersPerPage,
@@ -194,7 +195,8 @@ async function readWindow(
   const sum = (counts: Readonly<Record<string, number>>, kinds: readonly string[] | undefined) =>
     kinds === undefined
       ? Object.values(counts).reduce((total, count) => total + count, 0)
-      : [...new Set(kinds)].reduce((total, kind) => total + (counts[kind] ?? 0), 0);
+      : // Own counts only: a kind asked for named "constructor" counts 0, not Object's function.
+        [...new Set(kinds)].reduce((total, kind) => total + (ownValue(counts, kind) ?? 0), 0);
   const matched = {
     entities: (query.include ?? "both") === "relations" ? 0 : sum(head.counts.entities, query.kinds),
     relations:
@@ -233,7 +235,7 @@ async function readMatches(
   const listRelations = include !== "entities";
   const timed = query.from_ms !== undefined || query.to_ms !== undefined;
   const counted = (kinds: readonly string[], counts: Readonly<Record<string, number>>) =>
-    [...new Set(kinds)].reduce((total, kind) => total + (counts[kind] ?? 0), 0);
+    [...new Set(kinds)].reduce((total, kind) => total + (ownValue(counts, kind) ?? 0), 0);
 
   // The entities the query can match: named, related, timed (markers and what they mark), or of kinds.
   let candidates: string[];
