@@ -66,6 +66,7 @@ import type {
 } from "../schemas/synthesis.ts";
 import type { MemoryScope } from "../scope/memory-scope.ts";
 import { type MemoryRoute, memoryRoutes } from "../server/routes.ts";
+import { checkIdempotencyKey } from "../service/idempotent-writes.ts";
 import { parseRequest } from "../service/parse-request.ts";
 import { sendRequest } from "./http-transport.ts";
 import { notifyScopePurged } from "./purge-notices.ts";
@@ -389,7 +390,11 @@ export class MemoryClient implements MemoryClientOperations {
     const headers: Record<string, string> = { accept: "application/json", ...this.#headers };
     if (this.#apiKey) headers.authorization = `Bearer ${this.#apiKey}`;
     // One key for every attempt of this call: a retry after a lost answer is answered, not done again.
-    if (route.write) headers["idempotency-key"] = options.idempotencyKey ?? randomUUID();
+    if (route.write) {
+      // A key a header cannot carry (a line break, beyond ASCII) gets the service's own error, unsent.
+      if (options.idempotencyKey !== undefined) checkIdempotencyKey(options.idempotencyKey);
+      headers["idempotency-key"] = options.idempotencyKey ?? randomUUID();
+    }
     let payload: string | undefined;
     if (body !== undefined) {
       payload = JSON.stringify(body);

@@ -56,7 +56,9 @@ export function apiKeyResolver(keys: Readonly<Record<string, ApiKeyEntry>>): Api
  * optionally bound to an identity with a query: `key=tenant?userId=alice&agentId=travel`.
  */
 export function parseApiKeys(text: string): Record<string, ApiKeyEntry> {
-  const keys: Record<string, ApiKeyEntry> = {};
+  // Maps, made objects with Object.fromEntries (own data properties): a key or a binding field spelled
+  // `__proto__` set an object's prototype instead (the key vanished), and `constructor` was found by `in`.
+  const keys = new Map<string, ApiKeyEntry>();
   // A comment is a whole line, commas and all.
   const lines = text.split("\n").filter((line) => !line.trim().startsWith("#"));
   for (const pair of lines.join("\n").split(/[,\n]/)) {
@@ -71,18 +73,18 @@ export function parseApiKeys(text: string): Record<string, ApiKeyEntry> {
     const key = head.slice(0, separator);
     const tenant = head.slice(separator + 1);
     if (question === -1) {
-      keys[key] = tenant;
+      keys.set(key, tenant);
       continue;
     }
-    const grant: Record<string, string> = { tenant };
+    const grant = new Map<string, string>([["tenant", tenant]]);
     for (const [field, value] of new URLSearchParams(trimmed.slice(question + 1))) {
-      if (field in grant) throw new Error(`An API key entry binds ${field} twice`);
-      grant[field] = value;
+      if (grant.has(field)) throw new Error(`An API key entry binds ${field} twice`);
+      grant.set(field, value);
     }
-    if (Object.keys(grant).length === 1) {
+    if (grant.size === 1) {
       throw new Error("An API key entry with ? binds an identity: key=tenant?userId=alice");
     }
-    keys[key] = checkGrant(grant as unknown as ApiKeyGrant);
+    keys.set(key, checkGrant(Object.fromEntries(grant) as unknown as ApiKeyGrant));
   }
-  return keys;
+  return Object.fromEntries(keys);
 }

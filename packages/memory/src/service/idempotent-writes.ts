@@ -69,7 +69,7 @@ export function createRunOnce(
   }
 
   return async function runOnce<T>(tenantId: string, write: IdempotentWrite, run: () => Promise<T>) {
-    checkKey(write.key);
+    checkIdempotencyKey(write.key);
     const fingerprint = createHash("sha256").update(JSON.stringify(write.request)).digest("hex");
     const flight = `${tenantId}\u0000${write.key}`;
     const deadline = Date.now() + waitMs;
@@ -135,7 +135,8 @@ export function createRunOnce(
   };
 }
 
-function checkKey(key: string): void {
+/** Refuses a key outside 1 to 200 visible ASCII characters; the client checks it too, before sending. */
+export function checkIdempotencyKey(key: string): void {
   if (keyPattern.test(key)) return;
   throw new MemoryError("invalid_input", "Idempotency-Key must be 1 to 200 visible ASCII characters", 400, {
     data: { issues: [{ path: ["Idempotency-Key"], message: "1 to 200 visible ASCII characters" }] },

@@ -33,17 +33,19 @@ export interface ImportDependencies {
   readonly turnsPerTransaction?: number;
 }
 
-const roleMap: Record<string, "user" | "assistant" | "system" | "tool"> = {
-  user: "user",
-  human: "user",
-  assistant: "assistant",
-  ai: "assistant",
-  model: "assistant",
-  system: "system",
-  developer: "system",
-  tool: "tool",
-  function: "tool",
-};
+// A Map, not an object: a turn's role is the caller's, and "constructor" or "__proto__" looked up in
+// an object literal found an inherited property instead of nothing, failing the whole job.
+const roleMap = new Map<string, "user" | "assistant" | "system" | "tool">([
+  ["user", "user"],
+  ["human", "user"],
+  ["assistant", "assistant"],
+  ["ai", "assistant"],
+  ["model", "assistant"],
+  ["system", "system"],
+  ["developer", "system"],
+  ["tool", "tool"],
+  ["function", "tool"],
+]);
 
 /** The longest speaker name an import keeps. */
 const speakerLimit = 80;
@@ -60,7 +62,7 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
   for (const conversation of importConversations(input)) {
     const sessionId = conversation.sessionId ?? scope.sessionId ?? `import:${conversation.defaultSession}`;
     for (const [index, turn] of conversation.turns.entries()) {
-      const role = roleMap[turn.role.toLowerCase()];
+      const role = roleMap.get(turn.role.toLowerCase());
       if (!role || turn.text.trim().length === 0) {
         skipped += 1;
         continue;
