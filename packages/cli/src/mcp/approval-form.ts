@@ -4,6 +4,7 @@
  * `approve` switch and a `reason`; and the client's answer as the durable approval's answer.
  */
 import type { ElicitAnswer } from "@tackle/core";
+import { ownValue } from "@tackle/core/internal";
 
 /** What a durable approval answer holds (`@tackle/durable`'s `ApprovalAnswer`). */
 export interface FormAnswer {
@@ -125,10 +126,6 @@ function editableProperties(
     editable.push([key, property]);
   }
   return Object.fromEntries(editable);
-}
-
-function ownValue(record: Record<string, unknown>, key: string): unknown {
-  return Object.hasOwn(record, key) ? record[key] : undefined;
 }
 
 function isOfType(value: unknown, type: string): boolean {

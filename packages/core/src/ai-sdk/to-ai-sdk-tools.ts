@@ -2,6 +2,7 @@
 import { type Tool as AiSdkTool, type ToolSet as AiSdkToolSet, type JSONValue, jsonSchema, tool } from "ai";
 import { errorForModel, jsonText, notJsonOutput } from "../errors/error-for-model.ts";
 import type { ToolErrorPayload } from "../errors/tool-error.ts";
+import { setOwn } from "../internal/own-keys.ts";
 import { defaultResultBudget } from "../mcp/result-pages/create-result-pages.ts";
 import { modelPagingToolName } from "../mcp/result-pages/text-pages.ts";
 import { withoutDialect } from "../schema/schema.ts";
@@ -63,11 +64,10 @@ export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}):
   for (const definition of toolset.tools) {
     // Defined, not assigned: a tool named `__proto__` would otherwise set the record's prototype and
     // vanish from it (ADR 0546).
-    Object.defineProperty(tools, toolset.llmName(definition.name), {
-      enumerable: true,
-      writable: true,
-      configurable: true,
-      value: tool({
+    setOwn(
+      tools,
+      toolset.llmName(definition.name),
+      tool({
         description: definition.description,
         inputSchema: jsonSchema(withoutDialect(definition.inputJsonSchema)),
         async execute(input, execution) {
@@ -89,7 +89,7 @@ export function toAiSdkTools(toolset: ToolSet, options: AiSdkToolsOptions = {}):
           return budget === undefined ? wholeOutput(output) : budget.fit(toolCallId, output, json.text);
         },
       }),
-    });
+    );
   }
   if (budget !== undefined) tools[modelPagingToolName] = budget.pagingTool;
   return tools;

@@ -18,3 +18,4 @@ export {
 export { toolContentKey } from "../tool/tool-content.ts";
 export { llmNamePattern, toLlmName } from "../tool-set/llm-name.ts";
 export { traceToolCall } from "../tracing/trace-tool-call.ts";
+export { ownValue, setOwn } from "./own-keys.ts";

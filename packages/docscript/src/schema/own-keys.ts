@@ -2,15 +2,7 @@
  * Schema lookups by own keys only: a name a script or a push chose ("constructor", "__proto__",
  * "toString") must never find something a plain object inherits.
  */
-
-/** `record[key]` when `key` is the record's own property, else `undefined`. */
-export function ownValue<Value>(
-  record: Readonly<Record<string, Value>> | undefined,
-  key: unknown,
-): Value | undefined {
-  if (record === undefined || typeof key !== "string" || !Object.hasOwn(record, key)) return undefined;
-  return record[key];
-}
+export { ownValue } from "@tackle/core/internal";
 
 /** True when `key` is the record's own property. */
 export function hasOwnKey(record: object | undefined, key: unknown): boolean {

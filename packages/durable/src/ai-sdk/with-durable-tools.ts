@@ -1,9 +1,10 @@
 /** AI SDK tools that emit frames, journal through `ctx.step` and pause for approval under a per-tool policy. */
+
+import { setOwn } from "@tackle/core/internal";
 import { asSchema, type ToolSet } from "ai";
 import { runIntegratedTool } from "../integration/run-integrated-tool.ts";
 import { type ToolPolicies, validatePolicies } from "../policy/tool-policy.ts";
 import type { NodeContext } from "../runner/node-context.ts";
-import { setOwn } from "../runner/own-keys.ts";
 
 /**
  * Wraps each executable tool. Policies are plain data keyed by tool name (`{ show, redact, approve }`);

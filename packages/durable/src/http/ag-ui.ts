@@ -5,7 +5,7 @@
  * the next (AG-UI's reducer appends arguments), and a step left open by a pause is finished before the
  * run's `RUN_FINISHED`.
  */
-import { setOwn } from "../runner/own-keys.ts";
+import { setOwn } from "@tackle/core/internal";
 import type { Frame } from "../store/durable-store.ts";
 
 export type AgUiEvent = { readonly type: string } & Record<string, unknown>;

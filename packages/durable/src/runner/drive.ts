@@ -1,12 +1,12 @@
 /** Driving a run: node after node, one writer per run fenced by its owner, a heartbeat during long steps. */
 import { toToolError } from "@tackle/core";
+import { ownValue, setOwn } from "@tackle/core/internal";
 import { decodeValue, encodeValue } from "../codec/codec.ts";
 import { DurableError } from "../errors/durable-error.ts";
 import type { CommitBatch, Frame, JournalRecord, RunPatch, RunRecord } from "../store/durable-store.ts";
 import { scheduleExpiry } from "./cancel.ts";
 import { toFrameData } from "./frame-data.ts";
 import { NodeRuntime } from "./node-context.ts";
-import { ownValue, setOwn } from "./own-keys.ts";
 import { runNode } from "./run-node.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
 import { type Cursor, encodeCursor, getSnapshot, type RunnerState, storedSnapshot } from "./runner-state.ts";

@@ -1,7 +1,8 @@
 /** A thread's history: the run's state after each node, read back from its frames (LangGraph's state history). */
+
+import { setOwn } from "@tackle/core/internal";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Frame } from "../store/durable-store.ts";
-import { setOwn } from "./own-keys.ts";
 
 /** The state of a run at one point: its start, or just after a node completed. */
 export interface Checkpoint<State = Record<string, unknown>> {
