@@ -140,7 +140,7 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
       const now = await runner.get<CallState>(threadId);
       return now?.status === "paused" ? paused(now, (error as Error).message) : outcome(now ?? snapshot);
     }
-    return answer(runner, threadId, reply);
+    return answer(runner, threadId, reply, signal);
   }
 
   async function list(): Promise<ToolCallResult> {
@@ -175,11 +175,16 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
             `${approveToolName} takes { approval: string, approved: boolean, reason?, arguments? }`,
           );
         }
-        return answer(runner, approval, {
-          approved,
-          ...(typeof reason === "string" ? { reason } : {}),
-          ...(approved && isRecord(edited) ? { editedArgs: edited } : {}),
-        });
+        return answer(
+          runner,
+          approval,
+          {
+            approved,
+            ...(typeof reason === "string" ? { reason } : {}),
+            ...(approved && isRecord(edited) ? { editedArgs: edited } : {}),
+          },
+          callOptions.signal,
+        );
       }
       return start(name, args, callOptions.client, callOptions.signal);
     },
@@ -242,8 +247,17 @@ async function inputSchemaOf(source: ToolSource, name: string): Promise<Record<s
   return info?.tools.find((tool) => tool.name === parts?.tool)?.inputSchema;
 }
 
-/** Resumes the call with `reply`; an answer that came second gets the first one's outcome. */
-async function answer(runner: Runner, threadId: string, reply: FormAnswer): Promise<ToolCallResult> {
+/**
+ * Resumes the call with `reply`; an answer that came second gets the first one's outcome, once that
+ * has one: while the first answer's call still runs, the second waits for it (up to
+ * `lateAnswerWaitMs`, or its own call's end) rather than being told an unfinished run as an outcome.
+ */
+async function answer(
+  runner: Runner,
+  threadId: string,
+  reply: FormAnswer,
+  signal?: AbortSignal,
+): Promise<ToolCallResult> {
   const run = await runner.get<CallState>(threadId);
   if (run === undefined || run.graph !== graphName) {
     return failure("not_found", `No approval "${threadId}": ${approvalsToolName} lists the open ones`, {
@@ -252,18 +266,58 @@ async function answer(runner: Runner, threadId: string, reply: FormAnswer): Prom
     });
   }
   const open = run.interrupts[0];
-  if (run.status !== "paused" || open === undefined) return outcome(run, true);
+  if (run.status !== "paused" || open === undefined) return settled(runner, run, true, signal);
   try {
-    return outcome(await runner.resume<CallState>(threadId, { [open.id]: reply }));
+    // The same answer given twice is a replay: the run may be running on in another process then.
+    return settled(runner, await runner.resume<CallState>(threadId, { [open.id]: reply }), false, signal);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     if (code === "answer_conflict" || code === "run_not_paused" || code === "unknown_interrupt") {
       const now = await runner.get<CallState>(threadId);
-      if (now !== undefined && now.status !== "paused") return outcome(now, true);
+      if (now !== undefined && now.status !== "paused") return settled(runner, now, true, signal);
     }
     // An edit the tool's schema refuses (invalid_edit): still open.
     return failure(typeof code === "string" ? code : "approval_failed", (error as Error).message);
   }
+}
+
+/** How long an answer waits for a call another answer set running (in any process) to end. */
+export const lateAnswerWaitMs = 30_000;
+
+/**
+ * What an answer is told of the run it found or resumed: its outcome (`late`: another answer's),
+ * waited for while the call runs (the frames end when the run stops running). Still running past the
+ * wait, it says so: answered, running, nothing to do — never an error, which a caller would read as
+ * its answer having failed.
+ */
+async function settled(
+  runner: Runner,
+  run: RunSnapshot<CallState>,
+  late: boolean,
+  signal: AbortSignal | undefined,
+): Promise<ToolCallResult> {
+  if (run.status !== "running") return outcome(run, late);
+  const waited = AbortSignal.timeout(lateAnswerWaitMs);
+  try {
+    for await (const _ of runner.watch(run.threadId, {
+      signal: signal === undefined ? waited : AbortSignal.any([signal, waited]),
+    })) {
+      // Each frame is the running call's progress; the watch ends when the run does.
+    }
+  } catch {
+    // The run was deleted meanwhile (pruned): what the store holds now, read below, decides.
+  }
+  const now = (await runner.get<CallState>(run.threadId)) ?? run;
+  if (now.status !== "running") return outcome(now, late);
+  return {
+    ok: true,
+    output: {
+      alreadyAnswered: true,
+      status: "running",
+      approval: now.threadId,
+      next: `Another answer approved this call and it is running; ${approvalsToolName} no longer lists it.`,
+    },
+  };
 }
 
 /** What a finished call answers: the tool's own result, or that it was declined. */
