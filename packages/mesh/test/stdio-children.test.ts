@@ -127,6 +127,21 @@ describe("stdio children: calls and results", () => {
       await python?.close();
     }
   });
+
+  it("answers a child's refusal of the arguments (JSON-RPC -32602) as invalid_input, not as the tool failing", async () => {
+    const [python] = await loadChildren([{ module: "py", path: fixture("python-bundle.py") }]);
+    assert.ok(python);
+    try {
+      const refused = await python.toolset.call("strict", { count: "three" });
+      assert.equal(refused.ok, false);
+      assert.equal(!refused.ok && refused.error.code, "invalid_input", JSON.stringify(refused));
+      assert.equal(!refused.ok && refused.error.retryable, false);
+      assert.match(!refused.ok ? refused.error.message : "", /"strict".*count must be a whole number/);
+      assert.deepEqual(await python.toolset.call("strict", { count: 3 }), { ok: true, output: { count: 3 } });
+    } finally {
+      await python.close();
+    }
+  });
 });
 
 describe("stdio children: crashes and restarts", () => {

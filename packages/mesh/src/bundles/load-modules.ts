@@ -132,6 +132,12 @@ async function loadEntry(
       const tools: AnyTool[] = [];
       const problems: string[] = [];
       for (const listing of listed) {
+        if (listing.needsTasks) {
+          problems.push(
+            `Tool "${listing.name}" (${entry.path}) answers only task-augmented calls (execution.taskSupport "required"), which the mesh does not send; not served`,
+          );
+          continue;
+        }
         try {
           tools.push(childTool(child, listing, entry.path));
         } catch (error) {

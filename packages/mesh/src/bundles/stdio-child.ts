@@ -46,6 +46,11 @@ export interface ChildToolListing {
    */
   readonly recovers: boolean;
   readonly annotations?: ToolAnnotations;
+  /**
+   * The listing's `execution.taskSupport` is `required`: the tool answers only a task-augmented call
+   * (MCP tasks), which the mesh does not send, so it is not served (load-modules says why).
+   */
+  readonly needsTasks: boolean;
 }
 
 interface Session {
@@ -91,6 +96,8 @@ export class StdioChild {
             description: tool.description ?? "",
             inputSchema: tool.inputSchema as JsonSchema,
             recovers: tool._meta?.["tackle/recovers"] === true,
+            needsTasks:
+              (tool as { execution?: { taskSupport?: unknown } }).execution?.taskSupport === "required",
             ...(tool.annotations === undefined ? {} : { annotations: tool.annotations as ToolAnnotations }),
           });
         }
@@ -144,7 +151,7 @@ export class StdioChild {
       ]);
       return toOutput(name, result as CallResult);
     } catch (error) {
-      throw tooDeepToSend(name, this.source, error) ?? error;
+      throw tooDeepToSend(name, this.source, error) ?? refusedInput(name, error) ?? error;
     } finally {
       this.#releaseSlot();
     }
@@ -357,6 +364,9 @@ function toOutput(tool: string, result: CallResult): unknown {
       .map((block) => (block.type === "text" ? block.text : ""))
       .join("\n")
       .trim();
+    // The MCP SDKs answer a call whose arguments fail the tool's schema as an error result that
+    // spells the JSON-RPC code: the caller's input was refused, and the tool did not run.
+    if (invalidParamsText.test(text)) throw invalidInput(tool, text, { content });
     throw new ToolError("tool_failed", `Tool "${tool}" failed: ${text || "the child reported an error"}`, {
       data: { tool, content },
     });
@@ -396,6 +406,23 @@ async function settledTail(transport: StdioChildTransport, tail: () => string): 
     });
   }
   return tail();
+}
+
+/** How the MCP SDKs spell an invalid-params refusal in a tool's error result. */
+const invalidParamsText = /^MCP error -32602\b/;
+
+/** The child refused the arguments (JSON-RPC -32602), thrown as a protocol error: `invalid_input`. */
+function refusedInput(name: string, error: unknown): ToolError | undefined {
+  if ((error as { code?: unknown } | null)?.code !== -32602) return undefined;
+  return invalidInput(name, (error as Error).message, {});
+}
+
+/** A refusal of the caller's arguments, as an in-process tool's schema refuses them (not retryable). */
+function invalidInput(tool: string, message: string, data: Record<string, unknown>): ToolError {
+  return new ToolError("invalid_input", `Invalid input for tool "${tool}": ${message}`, {
+    retryable: false,
+    data: { tool, issues: [{ path: [], message }], ...data },
+  });
 }
 
 /**
