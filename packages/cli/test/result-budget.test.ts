@@ -84,7 +84,11 @@ async function assertLongTextPages(client: Client, budget: number, lines: number
   assert.notEqual(first.isError, true);
   const summary = summaryOf(first);
   assert.match(summary, new RegExp(`Answer cut to fit the budget of ${budget} tokens`));
-  assert.match(summary, new RegExp(`1 item, ${text.length} characters of text, ${countTokens(text)} tokens`));
+  // Past 100,000 characters the total is estimated from a sample (ADR 0555).
+  const total = new RegExp(`1 item, ${text.length} characters of text, about (\\d+) tokens`).exec(summary);
+  assert.ok(total !== null, summary);
+  const exact = countTokens(text);
+  assert.ok(Math.abs(Number(total[1]) - exact) / exact < 0.02, `${total[1]} tokens said, ${exact} counted`);
   assert.match(summary, /Left out: the rest of item 1 \(\d+ characters of text\)/);
   const parts = await readAll(client, first, budget);
   assert.ok(parts.length >= Math.floor(countTokens(text) / budget), `${parts.length} parts`);

@@ -20,7 +20,7 @@ export interface Totals {
   readonly items: number;
   readonly characters: number;
   readonly tokens: number;
-  /** The tokens are estimated (4 characters a token), not counted: the answer is too long to count. */
+  /** The tokens are estimated from the density of its first 100,000 characters: too long to count. */
   readonly estimated: boolean;
 }
 

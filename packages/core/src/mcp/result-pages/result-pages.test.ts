@@ -1,8 +1,10 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
+import { countTokens as countSliced } from "../../tokens/count-tokens.ts";
 import { createResultPages } from "./create-result-pages.ts";
 import { mediaTokens } from "./result-items.ts";
 
@@ -280,16 +282,43 @@ describe("result pages: images, cursors and bounds", () => {
     assert.equal(brief.kept().entries, 0);
   });
 
-  it("estimates the total of an answer over 4 million characters rather than stall counting it", () => {
+  it("estimates the total of a long answer from a sample of it, rather than stall counting it", () => {
     const pages = createResultPages();
     const text = "a few words on a line\n".repeat(200_000);
+    const first = pages.fit({ content: [{ type: "text", text }] }, "one");
+    const exact = countSliced(text);
+    const said = /characters of text, about (\d+) tokens/.exec(
+      (first.content.at(-1) as { text: string }).text,
+    );
+    assert.ok(said !== null, "the total is marked as estimated");
+    assert.ok(Math.abs(Number(said[1]) - exact) / exact < 0.02, `${said[1]} against ${exact}`);
+  });
+
+  it("bounds what a long answer without spaces costs to cut: 4 million base64 characters on one line", () => {
+    // Counted whole, such an answer held the loop 49 s at load 10 on 2 cores (10 s quiet): the
+    // summary counted every character. Its estimate comes from the density, so is near the count
+    // (4 characters a token would be off by more than 2.5 times: base64 is ~1.45 a token).
+    const pages = createResultPages();
+    const text = randomBytes(3_000_000).toString("base64");
     const started = performance.now();
     const first = pages.fit({ content: [{ type: "text", text }] }, "one");
-    assert.match(
+    const elapsed = performance.now() - started;
+    const said = /characters of text, about (\d+) tokens/.exec(
       (first.content.at(-1) as { text: string }).text,
-      new RegExp(`${text.length} characters of text, about ${text.length / 4} tokens`),
     );
-    assert.ok(performance.now() - started < 10_000);
+    assert.ok(said !== null);
+    const sampleDensity = 400_000 / countSliced(text.slice(0, 400_000));
+    const expected = text.length / sampleDensity;
+    assert.ok(Math.abs(Number(said[1]) - expected) / expected < 0.05, `${said[1]} against ${expected}`);
+    // Its cost as a ratio, so load cannot fail it: a cut and the estimate count a few hundred thousand
+    // characters, where the whole count was forty times a 100,000-character count.
+    const counting = performance.now();
+    countSliced(text.slice(1_000_000, 1_100_000));
+    const perHundredThousand = performance.now() - counting;
+    assert.ok(
+      elapsed < 12 * perHundredThousand,
+      `cut in ${Math.round(elapsed)} ms; 100,000 characters counted in ${Math.round(perHundredThousand)} ms`,
+    );
   });
 
   it("refuses a budget too small to hold a summary", () => {
