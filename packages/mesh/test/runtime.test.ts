@@ -292,7 +292,7 @@ describe("a node runtime on NATS: several modules on one node", () => {
       );
       assert.deepEqual(
         byName.notes?.tools.map((tool) => tool.name),
-        ["upper", "whoami", "crash", "sleep", "say", "dot", "key", "notes.write"],
+        ["upper", "whoami", "crash", "sleep", "say", "dot", "key", "strict", "notes.write"],
       );
       assert.ok(
         logger.lines.some(
