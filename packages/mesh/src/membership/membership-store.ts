@@ -9,7 +9,14 @@ import { ToolAbortedError } from "@tackle/core";
 import { untilAborted } from "../client/until-aborted.ts";
 import { defaultModulePrefix, defaultSeatPrefix } from "../config/names.ts";
 import { MeshConfigError } from "../errors/mesh-config-error.ts";
-import { type HeldPrefix, refuseNestedPrefix } from "./prefix-overlap.ts";
+import {
+  type BucketSnapshot,
+  readCatalogueSnapshot,
+  readMembershipSnapshot,
+  untilWritten,
+  writeIfUnchanged,
+} from "./membership-snapshot.ts";
+import { type HeldPrefix, partiesOf, refuseNestedPrefix } from "./prefix-overlap.ts";
 import {
   CATALOGUE_BUCKET,
   type CatalogueRecord,
@@ -92,55 +99,70 @@ export async function issueMembership(
       seats: Object.fromEntries(
         seatEntries.map(([seat, subject]) => [seat, subject ?? defaultSeatPrefix(seat)]),
       ),
-      issuedAt: new Date().toISOString(),
+      issuedAt: "",
     },
     "membership",
   );
   checkAborted(options.signal, "mesh.issueMembership");
   const buckets = await openMeshBuckets(connection);
-  // Two modules on one prefix, or on prefixes that nest, would answer each other's subjects (ADR 0219):
-  // checked against the catalogue and every node's membership, stale ones included.
-  refuseNestedPrefix(
-    "membership",
-    record.module,
-    record.prefix,
-    await heldPrefixes(connection, options.signal),
-  );
-  // From the first write on, the issue finishes: a half-issued module would be served without its catalogue entry.
-  checkAborted(options.signal, "mesh.issueMembership");
-  await buckets.membership.put(membershipKey(record.node, record.module), JSON.stringify(record));
+  const key = membershipKey(record.node, record.module);
+  // Two parties (a module's tools, a seat's verbs) on prefixes that nest would answer each other's
+  // subjects (ADRs 0219, 0220): checked against the catalogue and every node's membership, stale ones
+  // included, and written only if no other write landed since the read (ADR 0221), else read again.
+  let memberships: BucketSnapshot<MembershipRecord> | undefined;
+  let catalogued: BucketSnapshot<CatalogueRecord> | undefined;
+  const issued = await untilWritten("mesh.issueMembership", options.signal, async () => {
+    // Stamped at each attempt: `issuedAt` orders a pair that nests anyway (ADR 0219), so it is when it was written.
+    const stamped: MembershipRecord = { ...record, issuedAt: new Date().toISOString() };
+    // The memberships first, then the catalogue: a prefix the catalogue kept after its membership was
+    // revoked was written there before the revoke, so before this read (ADR 0221).
+    memberships = await untilAborted(
+      readMembershipSnapshot(connection, memberships),
+      options.signal,
+      "mesh.issueMembership",
+    );
+    catalogued = await untilAborted(
+      readCatalogueSnapshot(connection, catalogued),
+      options.signal,
+      "mesh.issueMembership",
+    );
+    const held = heldPrefixes([...catalogued.records.values()], [...memberships.records.values()], key);
+    refuseNestedPrefix("membership", partiesOf(stamped), held, "the same issue");
+    // From the write on, the issue finishes: a half-issued module would be served without its catalogue entry.
+    checkAborted(options.signal, "mesh.issueMembership");
+    const written = await writeIfUnchanged(connection, key, JSON.stringify(stamped), memberships.sequence);
+    return written ? stamped : undefined;
+  });
   // The bundle identity the mesh already knows for the module stays: issuing a node does not reset it.
   const previous = (await readCatalogue(connection, { onInvalid: () => {} })).find(
-    (entry) => entry.module === record.module,
+    (entry) => entry.module === issued.module,
   );
   const catalogue: CatalogueRecord = {
-    module: record.module,
-    prefix: record.prefix,
+    module: issued.module,
+    prefix: issued.prefix,
     ...(options.description === undefined ? {} : { description: options.description }),
     ...(previous?.digest === undefined ? {} : { digest: previous.digest }),
     ...(previous?.refused === undefined ? {} : { refused: previous.refused }),
-    updatedAt: record.issuedAt,
+    updatedAt: issued.issuedAt,
   };
-  await buckets.catalogue.put(record.module, JSON.stringify(catalogue));
-  return record;
+  await buckets.catalogue.put(issued.module, JSON.stringify(catalogue));
+  return issued;
 }
 
-/** Every prefix the mesh's records hold: each module's catalogue prefix and each node's membership. */
-async function heldPrefixes(
-  connection: NatsConnection,
-  signal: AbortSignal | undefined,
-): Promise<HeldPrefix[]> {
-  const [catalogue, memberships] = await Promise.all([
-    readCatalogue(connection, { signal, onInvalid: () => {} }),
-    listMemberships(connection, {}, { signal, onInvalid: () => {} }),
-  ]);
+/**
+ * Every prefix the mesh's records hold: each module's catalogue prefix, and each node's membership
+ * (its tools and its seats) but the one at `replacing`, which the issue overwrites.
+ */
+function heldPrefixes(
+  catalogue: readonly CatalogueRecord[],
+  memberships: readonly MembershipRecord[],
+  replacing: string,
+): HeldPrefix[] {
   return [
     ...catalogue.map((entry) => ({ module: entry.module, prefix: entry.prefix, where: "the catalogue" })),
-    ...memberships.map((entry) => ({
-      module: entry.module,
-      prefix: entry.prefix,
-      where: `node ${entry.node}'s membership`,
-    })),
+    ...memberships
+      .filter((entry) => membershipKey(entry.node, entry.module) !== replacing)
+      .flatMap((entry) => partiesOf(entry, `node ${entry.node}'s membership`)),
   ];
 }
 

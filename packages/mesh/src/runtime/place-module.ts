@@ -15,7 +15,7 @@ import {
   noteBundle,
   readCatalogue,
 } from "../membership/membership-store.ts";
-import { findPrefixConflict } from "../membership/prefix-overlap.ts";
+import { findConflictAmong, partiesOf } from "../membership/prefix-overlap.ts";
 import {
   checkMembership,
   MEMBERSHIP_BUCKET,
@@ -45,6 +45,8 @@ export interface ModuleSlot {
   readonly admission: Admission;
   /** Why it is not served (not issued to this node, or refused); undefined while it serves. */
   notServed?: string | undefined;
+  /** Refused because a prefix of another party's nests with its own: placed again when any membership changes. */
+  overlapRefused?: boolean;
 }
 
 /** What placing a module needs of the node runtime: its connection, its modules and its mode. */
@@ -99,9 +101,16 @@ export async function placeModule(
   }
   const previous = slot.served;
   if (previous !== undefined && samePlacement(previous.placement, placement)) return;
-  const nested = await nestedPrefix(site, module, placement.prefix, record);
+  const nested = await nestedPrefix(site, module, placement, record);
+  slot.overlapRefused = nested !== undefined;
   if (nested !== undefined) {
-    logger.error("module refused: its prefix nests with another module's", { module, reason: nested });
+    // Placed again on every membership change while refused: logged when the reason is new, not each time.
+    if (slot.notServed !== nested) {
+      logger.error("module refused: its prefix or a seat's nests with another party's", {
+        module,
+        reason: nested,
+      });
+    }
     await stopServing(site, slot, nested);
     return;
   }
@@ -208,15 +217,16 @@ async function refusal(
 }
 
 /**
- * Why this node must not serve the module on `prefix` (ADR 0219): another module's membership, on any
- * node, holds a prefix that nests with it. Of two issued modules the one issued later yields (what
+ * Why this node must not serve the module where `placement` puts it (ADRs 0219, 0220): its tools' or
+ * a seat's prefix nests with one another party (a module's tools, a seat's verbs) holds in any node's
+ * membership, or two of its own nest. Of two records the one issued later yields (what
  * `issueMembership` would have refused), so every node refuses the same one; open mode yields to any
- * issued module. A membership that cannot be read leaves the module served, with a warning.
+ * issued party. A membership that cannot be read leaves the module served, with a warning.
  */
 async function nestedPrefix(
   site: PlacementSite,
   module: string,
-  prefix: string,
+  placement: Placement,
   record: MembershipRecord | undefined,
 ): Promise<string | undefined> {
   let held: MembershipRecord[];
@@ -229,23 +239,28 @@ async function nestedPrefix(
     });
     return undefined;
   }
+  const ownKey = membershipKey(site.node, module);
   const earlier = held.filter(
     (other) =>
-      record === undefined ||
-      other.issuedAt < record.issuedAt ||
-      (other.issuedAt === record.issuedAt && other.module < module),
+      membershipKey(other.node, other.module) !== ownKey &&
+      (record === undefined || issuedBefore(other, record)),
   );
-  const conflict = findPrefixConflict(
-    module,
-    prefix,
-    earlier.map((other) => ({
-      module: other.module,
-      prefix: other.prefix,
-      where: `node ${other.node}'s membership, issued ${other.issuedAt || "earlier"}`,
-    })),
+  const conflict = findConflictAmong(
+    partiesOf({ module, ...placement }),
+    earlier.flatMap((other) =>
+      partiesOf(other, `node ${other.node}'s membership, issued ${other.issuedAt || "earlier"}`),
+    ),
+    `node ${site.node}'s own membership`,
   );
   if (conflict === undefined) return undefined;
-  return `refused: ${describePrefixConflict(conflict)}; not served until one of them is revoked or moved (then issue ${module} again)`;
+  return `refused: ${describePrefixConflict(conflict)}; not served until one of them is revoked or moved (then it is served at once)`;
+}
+
+/** The order every node agrees on: issued earlier, then by module name, then by node name. */
+function issuedBefore(left: MembershipRecord, right: MembershipRecord): boolean {
+  if (left.issuedAt !== right.issuedAt) return left.issuedAt < right.issuedAt;
+  if (left.module !== right.module) return left.module < right.module;
+  return left.node < right.node;
 }
 
 function samePlacement(left: Placement, right: Placement): boolean {

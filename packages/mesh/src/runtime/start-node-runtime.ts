@@ -140,28 +140,34 @@ async function holdsMembership(connection: NatsConnection, node: string, logger:
 }
 
 /**
- * Follows the node's membership records, placing each module again as its record changes. The watch
- * is the runtime's only view of its membership: if it ever ends, it is started again until `closing`.
+ * Follows the membership records, placing each of the node's modules again as its record changes,
+ * and a module refused for a prefix that nests with another party's (ADRs 0219, 0220) again as any
+ * record changes: a revoke or a move elsewhere may have freed its prefix. The watch is the runtime's
+ * only view of its membership: if it ever ends, it is started again until `closing`.
  */
 async function followMembership(
   site: PlacementSite,
   closing: AbortSignal,
 ): Promise<{ readonly ended: Promise<void>; stop(): void }> {
   const { node, logger, slots } = site;
-  const watchKey = `${node}.*`;
+  const watchKey = "*.*";
   let watcher = await site.buckets.membership.watch({ key: watchKey });
   const ended = (async () => {
     while (!closing.aborted) {
       try {
         for await (const entry of watcher) {
-          const module = entry.key.slice(node.length + 1);
-          const slot = slots.get(module);
-          if (slot === undefined || entry.revision <= slot.revision) continue;
-          slot.revision = entry.revision;
-          slot.queue = slot.queue.then(() =>
-            placeModule(site, slot, entry.operation === "PUT" ? entry : null, entry.revision),
-          );
-          await slot.queue;
+          const own = entry.key.startsWith(`${node}.`)
+            ? slots.get(entry.key.slice(node.length + 1))
+            : undefined;
+          if (own !== undefined && entry.revision > own.revision) {
+            own.revision = entry.revision;
+            own.queue = own.queue.then(() =>
+              placeModule(site, own, entry.operation === "PUT" ? entry : null, entry.revision),
+            );
+          }
+          // Once caught up (the first records replay together), not for each record replayed.
+          if (entry.delta === 0) placeRefusedAgain(site, own);
+          await Promise.allSettled([...slots.values()].map((slot) => slot.queue));
         }
         if (closing.aborted) return;
         logger.warn("membership watch ended; watching again", { key: watchKey });
@@ -182,6 +188,26 @@ async function followMembership(
     }
   })();
   return { ended, stop: () => watcher.stop() };
+}
+
+/** Places each module refused for a nesting prefix again, with its record as the bucket holds it now. */
+function placeRefusedAgain(site: PlacementSite, placing: ModuleSlot | undefined): void {
+  for (const slot of site.slots.values()) {
+    if (slot === placing || slot.overlapRefused !== true) continue;
+    slot.queue = slot.queue.then(async () => {
+      if (slot.overlapRefused !== true) return;
+      try {
+        const entry = await site.buckets.membership.get(membershipKey(site.node, slot.loaded.module));
+        await placeModule(site, slot, entry?.operation === "PUT" ? entry : null, slot.revision);
+      } catch (error) {
+        // Still refused; the next change of any record tries again.
+        site.logger.warn("could not place a refused module again", {
+          module: slot.loaded.module,
+          error: (error as Error)?.message,
+        });
+      }
+    });
+  }
 }
 
 async function watchStatus(connection: NatsConnection, logger: Logger): Promise<void> {
