@@ -35,6 +35,7 @@ it("@tackle/memory/schemas holds the wire schemas and their value lists, nothing
 it("@tackle/memory/server exports exactly its curated names", () => {
   assert.deepEqual(Object.keys(server).sort(), [
     "API_KEY_BINDING_FIELDS",
+    "ApiKeysConfigError",
     "DEFAULT_MEMORY_PORT",
     "apiKeyResolver",
     "createMemoryApp",

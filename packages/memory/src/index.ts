@@ -2,6 +2,8 @@
  * @tackle/memory: long-term memory for agents — the service, its store, HTTP client, tools, middleware
  * and the API's types. The wire schemas (zod) are under `@tackle/memory/schemas`.
  */
+
+export type { ImportExportOptions } from "./client/import-export.ts";
 export {
   type CallOptions,
   DEFAULT_MEMORY_URL,

@@ -68,9 +68,11 @@ import type { MemoryScope } from "../scope/memory-scope.ts";
 import { type MemoryRoute, memoryRoutes } from "../server/routes.ts";
 import { checkIdempotencyKey } from "../service/idempotent-writes.ts";
 import { parseRequest } from "../service/parse-request.ts";
+import { checkHeaders } from "./header-checks.ts";
 import { sendRequest } from "./http-transport.ts";
+import { type ImportExportOptions, importExport } from "./import-export.ts";
 import { notifyScopePurged } from "./purge-notices.ts";
-import { type ChatExportFormat, splitChatExport } from "./split-chat-export.ts";
+import type { ChatExportFormat } from "./split-chat-export.ts";
 import { checkUrl } from "./ssrf-guard.ts";
 
 /** Where the local default service listens (`tackle-memory serve` without `--listen`). */
@@ -172,6 +174,7 @@ export class MemoryClient implements MemoryClientOperations {
     this.#retryBaseMs = options.retryBaseMs ?? 200;
     this.#allowPrivateNetwork = options.allowPrivateNetwork ?? configured === undefined;
     this.#headers = options.headers ?? {};
+    checkHeaders(this.#apiKey, this.#headers);
     for (const url of this.#baseUrls) checkUrl(new URL(url), this.#allowPrivateNetwork);
   }
 
@@ -290,27 +293,18 @@ export class MemoryClient implements MemoryClientOperations {
   }
   /**
    * Imports a ChatGPT or Claude data export's `conversations.json` (its text, or parsed): cut by
-   * `splitChatExport` into imports within `IMPORT_LIMITS`, started one after another; the answer lists
-   * their jobs in order. A conversation the import would refuse is refused before any job starts; if
-   * a call fails midway, calling again imports the rest and stores nothing twice.
+   * `splitChatExport` into imports within `IMPORT_LIMITS`, each sent once the job before it finished
+   * (`wait: false`: all started at once); the answer lists their jobs in order, finished. A
+   * conversation the import would refuse is refused before any job starts. A job that fails stops the
+   * import with a `MemoryError` of the job's code (`quota_exceeded`, …; `data.job`, `data.jobs` so far,
+   * `data.parts`), one not finished within `jobTimeoutMs` with `timeout`; calling again imports the
+   * rest and stores nothing twice.
    */
-  async importExport(
+  importExport(
     request: ImportExportRequest,
-    options: WriteCallOptions = {},
+    options: ImportExportOptions = {},
   ): Promise<{ jobs: MemoryJob[] }> {
-    const { export: exported, format, ...rest } = request;
-    const jobs: MemoryJob[] = [];
-    for (const [index, conversations] of splitChatExport(format, exported).entries()) {
-      const { job } = await this.importConversations(
-        { ...rest, format, conversations } as ImportConversationsRequest,
-        // One key per part: a caller's key names the whole export, each part's is its own.
-        options.idempotencyKey === undefined
-          ? options
-          : { ...options, idempotencyKey: `${options.idempotencyKey}:${index}` },
-      );
-      jobs.push(job);
-    }
-    return { jobs };
+    return importExport(this, request, options);
   }
   accessTrends(request: AccessTrendsRequest = {}, options?: CallOptions): Promise<AccessTrendsResponse> {
     return this.#call("accessTrends", { body: request }, options);
@@ -347,22 +341,36 @@ export class MemoryClient implements MemoryClientOperations {
     return answer;
   }
 
-  /** Polls a job until it succeeds or fails; a timeout (default 60 s) throws `timeout`, an abort `aborted`. */
+  /**
+   * Polls a job until it succeeds or fails; a timeout (default 60 s) throws `timeout`, an abort
+   * `aborted`. Polls every `intervalMs` (100) at first, then twice as long each time up to
+   * `maxIntervalMs` (1,000): a job's answer carries its input (an import's, up to 4 MiB), so a
+   * minutes-long job is not read back ten times a second.
+   */
   async waitForJob(
     id: string,
-    options: { timeoutMs?: number; intervalMs?: number; scope?: MemoryScope; signal?: AbortSignal } = {},
+    options: {
+      timeoutMs?: number;
+      intervalMs?: number;
+      maxIntervalMs?: number;
+      scope?: MemoryScope;
+      signal?: AbortSignal;
+    } = {},
   ): Promise<MemoryJob> {
-    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    const timeoutMs = options.timeoutMs ?? 60_000;
+    const deadline = Date.now() + timeoutMs;
     const signal = options.signal;
-    for (;;) {
+    const first = options.intervalMs ?? 100;
+    const most = Math.max(first, options.maxIntervalMs ?? 1_000);
+    for (let intervalMs = first; ; intervalMs = Math.min(intervalMs * 2, most)) {
       const { job } = await this.getJob(id, {
         ...(options.scope === undefined ? {} : { scope: options.scope }),
         ...(signal === undefined ? {} : { signal }),
       });
       if (job.status === "succeeded" || job.status === "failed") return job;
-      if (Date.now() > deadline)
-        throw new MemoryTimeoutError(`${this.baseUrl}/v1/jobs/${id}`, options.timeoutMs ?? 60_000);
-      await sleep(options.intervalMs ?? 100, signal).catch(() => {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) throw new MemoryTimeoutError(`${this.baseUrl}/v1/jobs/${id}`, timeoutMs);
+      await sleep(Math.min(intervalMs, remaining), signal).catch(() => {
         throw aborted("getJob", signal);
       });
     }

@@ -73,6 +73,23 @@ describe("the middleware core: identity and scope", () => {
     assert.deepEqual(middleware.resolve(undefined), { userId: "default-user", agentId: "agent-1" });
   });
 
+  it("a request identity parsed from JSON with an own __proto__ key sets no field and no prototype", async () => {
+    const { client, bundleRequests } = recordingClient();
+    const middleware = core(client, { userId: "default-user" });
+    const request = JSON.parse(
+      '{"__proto__": {"userId": "mallory", "sessionId": "s-other", "scope": ["sessionId"]}, "agentId": "travel"}',
+    );
+    const identity = middleware.resolve(request);
+    assert.equal(identity.sessionId, undefined, "no field is read through a prototype the request chose");
+    assert.equal(Object.getPrototypeOf(identity), Object.prototype);
+    assert.deepEqual({ ...identity }, { userId: "default-user", agentId: "travel" });
+    await middleware.getContext(identity, userAsks);
+    assert.deepEqual(
+      [bundleRequests[0]!.userId, bundleRequests[0]!.agentId, bundleRequests[0]!.sessionId],
+      ["default-user", "travel", undefined],
+    );
+  });
+
   it("asks in full mode with the user's query, and in wake-up mode without one", async () => {
     const { client, bundleRequests } = recordingClient();
     const middleware = core(client);

@@ -1,4 +1,5 @@
 /** Who a middleware call is for, and how it resolves: per request over the constructor's defaults. */
+import { ownValue, setOwn } from "@tackle/core/internal";
 import type { MemoryScopeField } from "../scope/memory-scope.ts";
 
 /** `full` retrieves for the user's query; `wake-up` retrieves what matters with no query. */
@@ -17,14 +18,26 @@ export interface MemoryIdentity {
   readonly mode?: MemoryContextMode | undefined;
 }
 
-/** Field by field, the request's value wins over the default; an absent field never erases one. */
+/** The fields an identity has; nothing else is carried from a request or the defaults. */
+const IDENTITY_FIELDS = ["userId", "agentId", "sessionId", "scope", "mode"] as const;
+
+/**
+ * Field by field, the request's value wins over the default; an absent field never erases one. Only
+ * the identity's own fields are read, and set as own keys: a request parsed from JSON may carry an own
+ * `__proto__` key, which assigning merged into the result's prototype (its fields then read through).
+ */
 export function resolveIdentity(
   defaults: MemoryIdentity,
   request: MemoryIdentity | undefined,
 ): MemoryIdentity {
-  const merged: Record<string, unknown> = { ...defaults };
-  for (const [field, value] of Object.entries(request ?? {})) {
-    if (value !== undefined && value !== "") merged[field] = value;
+  const merged: Record<string, unknown> = {};
+  for (const field of IDENTITY_FIELDS) {
+    const value = ownValue<unknown>(request as Record<string, unknown> | undefined, field);
+    const chosen =
+      value !== undefined && value !== ""
+        ? value
+        : ownValue<unknown>(defaults as Record<string, unknown>, field);
+    if (chosen !== undefined) setOwn(merged, field, chosen);
   }
   return merged as MemoryIdentity;
 }

@@ -52,39 +52,88 @@ export function apiKeyResolver(keys: Readonly<Record<string, ApiKeyEntry>>): Api
 }
 
 /**
+ * A refusal of the TACKLE_MEMORY_API_KEYS text, naming the entry by position (its number among the
+ * entries and its line), never by its key: the key is a secret, and the message reaches logs.
+ */
+export class ApiKeysConfigError extends Error {
+  override readonly name = "ApiKeysConfigError";
+  /** The refused entry's number among the entries (from 1; commas and lines separate them). */
+  readonly entry: number;
+  /** The line the refused entry is on (from 1, comment lines counted). */
+  readonly line: number;
+  /** For a key listed again: the entry that listed it first. */
+  readonly firstEntry: number | undefined;
+  constructor(message: string, position: { entry: number; line: number; firstEntry?: number | undefined }) {
+    super(message);
+    this.entry = position.entry;
+    this.line = position.line;
+    this.firstEntry = position.firstEntry;
+  }
+}
+
+/**
  * Parses the TACKLE_MEMORY_API_KEYS format: `key=tenant` entries separated by commas or lines, each
- * optionally bound to an identity with a query: `key=tenant?userId=alice&agentId=travel`.
+ * optionally bound to an identity with a query: `key=tenant?userId=alice&agentId=travel`. A key listed
+ * twice is refused (`ApiKeysConfigError`): the last entry winning would silently rebind a key from
+ * one tenant or identity to another.
  */
 export function parseApiKeys(text: string): Record<string, ApiKeyEntry> {
   // Maps, made objects with Object.fromEntries (own data properties): a key or a binding field spelled
   // `__proto__` set an object's prototype instead (the key vanished), and `constructor` was found by `in`.
-  const keys = new Map<string, ApiKeyEntry>();
-  // A comment is a whole line, commas and all.
-  const lines = text.split("\n").filter((line) => !line.trim().startsWith("#"));
-  for (const pair of lines.join("\n").split(/[,\n]/)) {
-    const trimmed = pair.trim();
-    if (trimmed.length === 0) continue;
-    const question = trimmed.indexOf("?");
-    const head = question === -1 ? trimmed : trimmed.slice(0, question);
-    const separator = head.lastIndexOf("=");
-    if (separator <= 0 || separator === head.length - 1) {
-      throw new Error(`API key entries look like key=tenant; got one without both parts`);
+  const keys = new Map<string, { entry: ApiKeyEntry; position: number }>();
+  let entry = 0;
+  for (const [index, line] of text.split("\n").entries()) {
+    // A comment is a whole line, commas and all.
+    if (line.trim().startsWith("#")) continue;
+    for (const pair of line.split(",")) {
+      const trimmed = pair.trim();
+      if (trimmed.length === 0) continue;
+      entry += 1;
+      const position = { entry, line: index + 1 };
+      const at = `API key entry ${entry} (line ${index + 1})`;
+      const [key, parsed] = parseEntry(trimmed, at, position);
+      const first = keys.get(key);
+      if (first !== undefined) {
+        throw new ApiKeysConfigError(
+          `${at} lists the key of entry ${first.position} again: each key may be listed once`,
+          { ...position, firstEntry: first.position },
+        );
+      }
+      keys.set(key, { entry: parsed, position: entry });
     }
-    const key = head.slice(0, separator);
-    const tenant = head.slice(separator + 1);
-    if (question === -1) {
-      keys.set(key, tenant);
-      continue;
-    }
-    const grant = new Map<string, string>([["tenant", tenant]]);
-    for (const [field, value] of new URLSearchParams(trimmed.slice(question + 1))) {
-      if (grant.has(field)) throw new Error(`An API key entry binds ${field} twice`);
-      grant.set(field, value);
-    }
-    if (grant.size === 1) {
-      throw new Error("An API key entry with ? binds an identity: key=tenant?userId=alice");
-    }
-    keys.set(key, checkGrant(Object.fromEntries(grant) as unknown as ApiKeyGrant));
   }
-  return Object.fromEntries(keys);
+  return Object.fromEntries([...keys].map(([key, { entry: parsed }]) => [key, parsed]));
+}
+
+/** One `key=tenant[?binding]` entry, trimmed; `at` names it in a refusal. */
+function parseEntry(
+  trimmed: string,
+  at: string,
+  position: { entry: number; line: number },
+): [string, ApiKeyEntry] {
+  const question = trimmed.indexOf("?");
+  const head = question === -1 ? trimmed : trimmed.slice(0, question);
+  const separator = head.lastIndexOf("=");
+  if (separator <= 0 || separator === head.length - 1) {
+    throw new ApiKeysConfigError(`${at}: entries look like key=tenant; got one without both parts`, position);
+  }
+  const key = head.slice(0, separator);
+  const tenant = head.slice(separator + 1);
+  if (question === -1) return [key, tenant];
+  const grant = new Map<string, string>([["tenant", tenant]]);
+  for (const [field, value] of new URLSearchParams(trimmed.slice(question + 1))) {
+    if (grant.has(field)) throw new ApiKeysConfigError(`${at} binds ${field} twice`, position);
+    grant.set(field, value);
+  }
+  if (grant.size === 1) {
+    throw new ApiKeysConfigError(
+      `${at}: an entry with ? binds an identity: key=tenant?userId=alice`,
+      position,
+    );
+  }
+  try {
+    return [key, checkGrant(Object.fromEntries(grant) as unknown as ApiKeyGrant)];
+  } catch (error) {
+    throw new ApiKeysConfigError(`${at}: ${(error as Error).message}`, position);
+  }
 }

@@ -4,6 +4,7 @@ export {
   type ApiKeyEntry,
   type ApiKeyGrant,
   type ApiKeyResolver,
+  ApiKeysConfigError,
   apiKeyResolver,
   parseApiKeys,
 } from "./api-keys.ts";

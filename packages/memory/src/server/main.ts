@@ -18,7 +18,7 @@ import { dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { isLoopbackHost } from "@tackle/core/internal";
-import { type ApiKeyEntry, parseApiKeys } from "./api-keys.ts";
+import { type ApiKeyEntry, ApiKeysConfigError, parseApiKeys } from "./api-keys.ts";
 import { importUsage, runImportCommand } from "./import-command.ts";
 import { limitFlagOptions, limitFlagUsage, readLimitFlags } from "./limit-flags.ts";
 import { DEFAULT_MEMORY_PORT, type ServeMemoryOptions, serveMemory } from "./serve-memory.ts";
@@ -154,8 +154,9 @@ async function importModels(path: string): Promise<Models> {
 }
 
 function loadApiKeys(file: string | undefined, store: string): Record<string, ApiKeyEntry> {
-  if (process.env.TACKLE_MEMORY_API_KEYS) return parseApiKeys(process.env.TACKLE_MEMORY_API_KEYS);
-  if (file) return parseApiKeys(readPrivateFile(file));
+  if (process.env.TACKLE_MEMORY_API_KEYS)
+    return keysFrom("TACKLE_MEMORY_API_KEYS", process.env.TACKLE_MEMORY_API_KEYS);
+  if (file) return keysFrom(file, readPrivateFile(file));
   const directory = /^postgres(ql)?:\/\//.test(store) ? resolve(".tackle") : dirname(resolve(store));
   mkdirSync(directory, { recursive: true, mode: 0o700 });
   const keyFile = join(directory, "memory-api-key");
@@ -164,6 +165,16 @@ function loadApiKeys(file: string | undefined, store: string): Record<string, Ap
     process.stderr.write(`wrote a new API key for tenant "local" to ${keyFile}\n`);
   }
   return { [readPrivateFile(keyFile).trim()]: "local" };
+}
+
+/** The keys' text parsed; a refusal names where the text came from, still never a key. */
+function keysFrom(source: string, text: string): Record<string, ApiKeyEntry> {
+  try {
+    return parseApiKeys(text);
+  } catch (error) {
+    if (!(error instanceof ApiKeysConfigError)) throw error;
+    throw new ApiKeysConfigError(`${source}: ${error.message}`, error);
+  }
 }
 
 /** API keys are secrets: a key file other users can read is refused, as ssh refuses such a key. */
@@ -188,5 +199,6 @@ main(process.argv.slice(2)).catch((error) => {
   const usageError =
     error instanceof UsageError || (error as NodeJS.ErrnoException).code?.startsWith("ERR_PARSE_ARGS_");
   if (usageError) process.stderr.write(`${usage}\n`);
-  process.exit(usageError ? 2 : 1);
+  // A refused key list is a configuration error too (exit 2), but its one line says all: no usage.
+  process.exit(usageError || error instanceof ApiKeysConfigError ? 2 : 1);
 });
