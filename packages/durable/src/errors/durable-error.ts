@@ -32,6 +32,7 @@ export type DurableErrorCode =
   | "run_not_active"
   | "too_many_runs"
   | "too_many_requests"
+  | "state_too_large"
   | "listen_failed"
   | "unreachable"
   | "forbidden_host"

@@ -10,7 +10,7 @@ import type { Runner } from "../runner/create-runner.ts";
 import { parseAgUiEventId } from "./ag-ui.ts";
 import { type AgUiRunInput, agUiRoutes } from "./ag-ui-routes.ts";
 import { defaultMaxDrivingRuns, limitDrivingRuns } from "./drive-limit.ts";
-import { registerHistoryRoutes } from "./history-routes.ts";
+import { defaultMaxHistoryBytes, registerHistoryRoutes } from "./history-routes.ts";
 import { invalid, readJson, tooLargeBody } from "./request.ts";
 import { defaultMaxInFlight, defaultMaxStreams, keepStreamPlace, limitRequests } from "./request-limit.ts";
 import { registerThreadRoutes } from "./thread-routes.ts";
@@ -57,6 +57,12 @@ export interface DurableAppOptions {
    * starved by requests; past it 429 `too_many_requests` with `Retry-After: 1`. Freed when the stream ends.
    */
   readonly maxStreams?: number;
+  /**
+   * Bytes of checkpoints one `GET /runs/:id/history` page answers (default 8 MiB): every checkpoint
+   * carries the run's whole state, so a page ends early once its checkpoints' JSON passes this (one
+   * checkpoint always goes) and `nextAfterSeq` names where the next page starts (ADR 0122).
+   */
+  readonly maxHistoryBytes?: number;
 }
 
 const threadIdPattern = /^[A-Za-z0-9_.:-]{1,128}$/;
@@ -77,6 +83,7 @@ const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429
   not_serializable: 400,
   invalid_request: 400,
   payload_too_large: 413,
+  state_too_large: 413,
   invalid_edit: 400,
   approval_expired: 409,
   run_cancelled: 409,
@@ -117,7 +124,13 @@ export function createDurableApp(options: DurableAppOptions): Hono {
 
   registerRunRoutes(app, { runner, scoped, unscoped, agUi, keepAliveMs: options.keepAliveMs ?? 15_000 });
   registerThreadRoutes(app, { runner, scoped });
-  registerHistoryRoutes(app, { runner, scoped, unscoped, idPattern: threadIdPattern });
+  registerHistoryRoutes(app, {
+    runner,
+    scoped,
+    unscoped,
+    idPattern: threadIdPattern,
+    maxHistoryBytes: options.maxHistoryBytes ?? defaultMaxHistoryBytes,
+  });
   agUi.register(app);
   return app;
 }

@@ -129,15 +129,22 @@ export function createDurableClient(options: DurableClientOptions): DurableClien
         resumeOptions.signal,
       ),
     history: async (threadId, { signal, runId } = {}) => {
-      const query = runId === undefined ? "" : `?runId=${encodeURIComponent(runId)}`;
-      const answer = await call<{ checkpoints: Checkpoint<never>[] }>(
-        "history",
-        `/runs/${encodeURIComponent(threadId)}/history${query}`,
-        {},
-        true,
-        signal,
-      );
-      return answer.checkpoints;
+      // The server answers a page at a time (ADR 0122); the client reads them all.
+      const checkpoints: Checkpoint<never>[] = [];
+      let afterSeq: number | undefined = 0;
+      while (afterSeq !== undefined) {
+        const query = `?afterSeq=${afterSeq}${runId === undefined ? "" : `&runId=${encodeURIComponent(runId)}`}`;
+        const page: { checkpoints: Checkpoint<never>[]; nextAfterSeq?: number } = await call(
+          "history",
+          `/runs/${encodeURIComponent(threadId)}/history${query}`,
+          {},
+          true,
+          signal,
+        );
+        checkpoints.push(...page.checkpoints);
+        afterSeq = page.nextAfterSeq;
+      }
+      return checkpoints;
     },
     fork: (threadId, { signal, ...forkOptions }) =>
       call(

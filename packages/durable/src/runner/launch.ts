@@ -15,6 +15,7 @@ import {
   getSnapshot,
   type RunnerState,
   register,
+  startStateText,
   track,
 } from "./runner-state.ts";
 
@@ -57,7 +58,7 @@ export async function launch<State extends object>(
     runId,
     graph: graph.name,
     status: "running",
-    state: encodeValue(input, "the input"),
+    state: startStateText(state, input, threadId),
     node: from?.node ?? graph.entry(),
     cursor: encodeCursor({ visits: {}, tools: {}, version: graph.version }),
     interrupts: encodeValue([], "interrupts"),
@@ -104,8 +105,13 @@ async function hasRun(
   runId: string,
 ): Promise<boolean> {
   if (latest.runId === runId) return true;
-  const starts = await state.store.readFrames(threadId, 0, 1_000_000, ["run_started"]);
-  return starts.some((frame) => (frame.data as { runId?: unknown } | null)?.runId === runId);
+  // A few at a time: each `run_started` carries its run's whole state (ADR 0122).
+  for (let afterSeq = 0; ; ) {
+    const starts = await state.store.readFrames(threadId, afterSeq, 8, ["run_started"]);
+    if (starts.some((frame) => (frame.data as { runId?: unknown } | null)?.runId === runId)) return true;
+    if (starts.length < 8) return false;
+    afterSeq = starts.at(-1)?.seq ?? afterSeq;
+  }
 }
 
 /** The answer to a start or resume repeated: the run as it is, nothing started. */
@@ -162,7 +168,7 @@ async function launchNext<State extends object>(
         runId,
         graph: graph.name,
         status: "running",
-        state: encodeValue(values, "the input"),
+        state: startStateText(state, values, threadId),
         node: graph.entry(),
         cursor: encodeCursor({
           ...(decodeValue(existing.cursor, "cursor") as Cursor),

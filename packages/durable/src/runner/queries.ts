@@ -4,7 +4,7 @@ import { ToolAbortedError } from "@tackle/core";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Frame, RunStatus } from "../store/durable-store.ts";
 import { untilCancelled } from "./cancel.ts";
-import { type Checkpoint, checkpointsOf, type HistoryOptions, historyFrameTypes } from "./history.ts";
+import { type Checkpoint, collectCheckpoints, type HistoryOptions, readCheckpoints } from "./history.ts";
 import { launch } from "./launch.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
 import type { ForkOptions, FramesOptions, RunSummary } from "./runner-api.ts";
@@ -33,7 +33,8 @@ export async function runsOf(state: RunnerState, threadId: string): Promise<RunS
   const runs: { -readonly [K in keyof RunSummary]: RunSummary[K] }[] = [];
   let afterSeq = 0;
   for (;;) {
-    const page = await state.store.readFrames(threadId, afterSeq, 1000, lifecycleTypes);
+    // Pages of 64: `run_started` and `run_completed` frames carry their run's whole state (ADR 0122).
+    const page = await state.store.readFrames(threadId, afterSeq, 64, lifecycleTypes);
     for (const frame of page) {
       const data = (frame.data ?? {}) as { runId?: unknown; graph?: unknown; startedAt?: unknown };
       if (frame.type === "run_started") {
@@ -52,7 +53,7 @@ export async function runsOf(state: RunnerState, threadId: string): Promise<RunS
         if (last !== undefined && status !== undefined) last.status = status;
       }
     }
-    if (page.length < 1000) break;
+    if (page.length < 64) break;
     afterSeq = page.at(-1)?.seq ?? afterSeq;
   }
   const latest = runs.at(-1);
@@ -93,8 +94,20 @@ export async function history<State extends object>(
 ): Promise<Checkpoint<State>[]> {
   if ((await state.store.getRun(threadId)) === undefined)
     throw DurableError.notFound("run", threadId, `No run for thread "${threadId}"`);
-  const frames = await state.store.readFrames(threadId, 0, 1_000_000, historyFrameTypes);
-  return checkpointsOf<State>(frames, historyOptions);
+  return collectCheckpoints<State>(state.store, threadId, historyOptions);
+}
+
+/** The checkpoint at `seq`, read as far as it and no further (a fork holds no whole history). */
+async function checkpointAt<State>(
+  state: RunnerState,
+  threadId: string,
+  seq: number,
+): Promise<Checkpoint<State> | undefined> {
+  if ((await state.store.getRun(threadId)) === undefined)
+    throw DurableError.notFound("run", threadId, `No run for thread "${threadId}"`);
+  for await (const checkpoint of readCheckpoints<State>(state.store, threadId, { afterSeq: seq - 1 }))
+    return checkpoint.seq === seq ? checkpoint : undefined;
+  return undefined;
 }
 
 export async function fork<State extends object>(
@@ -103,7 +116,7 @@ export async function fork<State extends object>(
   forkOptions: ForkOptions<State>,
 ): Promise<RunSnapshot<State>> {
   const { seq, signal } = forkOptions;
-  const checkpoint = (await history<State>(state, threadId)).find((entry) => entry.seq === seq);
+  const checkpoint = await checkpointAt<State>(state, threadId, seq);
   if (checkpoint === undefined) {
     throw new DurableError(
       "invalid_request",

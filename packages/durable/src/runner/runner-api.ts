@@ -45,6 +45,15 @@ export interface RunnerOptions {
    * records how many steps the run had completed when it was written. Default 3.
    */
   readonly maxTakeovers?: number;
+  /**
+   * The largest state a run may start with, in bytes of its journal text (default 4 MiB): a start, the
+   * next run on a thread (its carried state with the input merged over it), a fork, past it, is refused
+   * `state_too_large` (413 over HTTP, not retryable) and nothing is stored. Every run's `run_started`
+   * and `run_completed` frames carry its whole state, and a thread's state carries over to its next run,
+   * so without it a caller's legal starts grow a thread's storage and reads without end (ADR 0122).
+   * `Infinity` turns it off.
+   */
+  readonly maxStateBytes?: number;
 }
 
 export interface RecoverOptions {

@@ -4,7 +4,7 @@
  */
 import { EventEmitter } from "node:events";
 import { type Logger, silentLogger } from "@tackle/core";
-import { codecVersion, decodeValue } from "../codec/codec.ts";
+import { codecVersion, decodeValue, encodeValue } from "../codec/codec.ts";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Graph } from "../graph/create-graph.ts";
 import type { InterruptRequest } from "../interrupt/interrupt.ts";
@@ -39,8 +39,29 @@ export interface RunnerState {
   readonly pollIntervalMs: number;
   readonly leaseMs: number;
   readonly maxTakeovers: number;
+  readonly maxStateBytes: number;
   readonly retry: RetryPolicy | undefined;
   closed: boolean;
+}
+
+/** Default `maxStateBytes`: 4 MiB of a run's state as journal text (ADR 0122). */
+export const defaultMaxStateBytes = 4 * 1024 * 1024;
+
+/**
+ * The journal text of a state a run starts with, refused `state_too_large` past `maxStateBytes`
+ * before anything is stored: each run's frames carry it whole, and the thread's next run carries it on.
+ */
+export function startStateText(state: RunnerState, values: object, threadId: string): string {
+  const text = encodeValue(values, "the input");
+  const bytes = Buffer.byteLength(text);
+  if (bytes > state.maxStateBytes) {
+    throw new DurableError(
+      "state_too_large",
+      `The state thread "${threadId}" would start its run with is ${bytes} bytes, over the ${state.maxStateBytes} a run may start with (maxStateBytes); start a new thread or send less`,
+      { data: { bytes, maxBytes: state.maxStateBytes } },
+    );
+  }
+  return text;
 }
 
 /** Where a run is in its graph: visits and tool calls per node, and the graph version it started on. */
@@ -79,6 +100,7 @@ export function createRunnerState(options: RunnerOptions): RunnerState {
     pollIntervalMs: options.pollIntervalMs ?? 250,
     leaseMs: options.leaseMs ?? 30_000,
     maxTakeovers: Math.max(0, Math.floor(options.maxTakeovers ?? 3)),
+    maxStateBytes: options.maxStateBytes ?? defaultMaxStateBytes,
     retry: options.retry,
     closed: false,
   };

@@ -8,6 +8,13 @@ export interface WatchOptions {
   readonly signal?: AbortSignal;
 }
 
+/**
+ * Frames a stream reads per store call. A thread's `run_started` and `run_completed` frames carry its
+ * whole state, so what a stream holds is a page of them: a replay from seq 0 of a long thread, by many
+ * streams at once (a reconnect storm), held each stream's page of 500 (ADR 0122).
+ */
+const framesPerRead = 16;
+
 export async function* watchFrames(
   store: DurableStore,
   landed: EventEmitter,
@@ -18,7 +25,7 @@ export async function* watchFrames(
   let afterSeq = watchOptions.afterSeq ?? 0;
   const signal = watchOptions.signal;
   while (signal?.aborted !== true) {
-    const frames = await store.readFrames(threadId, afterSeq, 500);
+    const frames = await store.readFrames(threadId, afterSeq, framesPerRead);
     for (const frame of frames) {
       afterSeq = frame.seq;
       yield frame;
@@ -28,7 +35,7 @@ export async function* watchFrames(
     if (run === undefined) throw DurableError.notFound("run", threadId, `No run for thread "${threadId}"`);
     if (run.status !== "running") {
       // The status and the last frames land in one commit: one more read catches any straggler.
-      const rest = await store.readFrames(threadId, afterSeq, 500);
+      const rest = await store.readFrames(threadId, afterSeq, framesPerRead);
       for (const frame of rest) {
         afterSeq = frame.seq;
         yield frame;
