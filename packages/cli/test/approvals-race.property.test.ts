@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
-import { freePort } from "@tackle/test-support";
+import { freePort, seededRandom } from "@tackle/test-support";
 import { readConsoleToken } from "../src/console/console-token.ts";
 import { type ElicitHandler, ledgerEnv, ledgerLines, openApprovals, output } from "./approvals-support.ts";
 import { mainScript, type ServeProcess, startServe, tempHome } from "./tackle-process.ts";
@@ -26,17 +26,7 @@ const home = tempHome();
 let serve: ServeProcess | undefined;
 const clients: Client[] = [];
 
-/** A small seeded generator (mulberry32), so a failing run names a seed that repeats it. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A failing run names the seed that repeats it. */
 const seed = Number(process.env.APPROVAL_RACE_SEED ?? Date.now() % 100_000);
 
 /** What the person at the form answers, per call (`to`), set before the call is made. */
@@ -201,7 +191,7 @@ function check(outcome: { to: string; asked: number; answers: Answer[] }, seedNo
 }
 
 test("answers raced from two processes and the caller's form: one decides, the call runs at most once, all are told", async (t) => {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const stdio = await stdioClient();
   const answerers = [await httpClient(), await httpClient(), stdio];
   const formCaller = await httpClient(formHandler);
