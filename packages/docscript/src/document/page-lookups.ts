@@ -3,6 +3,7 @@
  * indexes (a window, a kind's entities after a cursor, a holder's ordered ends, the relations touching
  * an entity, a relation kind within the read bound), each recording the page once its answer is in.
  */
+import { ownValue } from "../schema/own-keys.ts";
 import {
   entityPageKey,
   orderedPageKey,
@@ -85,7 +86,9 @@ export async function pageLookups(
       const total =
         entry.kind === undefined
           ? Object.values(counts.relations).reduce((sum, count) => sum + count, 0)
-          : (counts.relations[entry.kind] ?? 0);
+          : // Own counts only: a kind named like an Object member (`constructor`, `toString`) with no
+            // relations would read back the inherited function, not 0.
+            (ownValue(counts.relations, entry.kind) ?? 0);
       if (total > maxListedRelations) {
         listings.pages.set(key, { end: undefined, exhausted: false, tooMany: total });
         continue;

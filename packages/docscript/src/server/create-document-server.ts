@@ -8,6 +8,7 @@ import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
+import { bodyBytes, defaultMaxBodyBytes } from "./body-bytes.ts";
 import { DocumentHost } from "./document-host.ts";
 import { logRoutes, rowRoutes } from "./document-routes.ts";
 import type { DocumentStore } from "./document-store.ts";
@@ -53,6 +54,21 @@ export interface DocumentServerOptions {
    * pushes and reads; past it 429 `too_many_requests` with `Retry-After: 1`.
    */
   readonly maxWaitingPulls?: number;
+  /**
+   * Bytes one credential's answers on a document may hold unsent at once (default 64 MiB; ADR 0552):
+   * a place is held until its answer has been sent, and a caller whose answers not yet read hold this
+   * many is refused 429 `too_many_requests` before anything more is made for it. Served by
+   * `serveDocuments` (which watches the connections); through `fetch` alone an answer is not watched.
+   */
+  readonly maxUnsentBytes?: number;
+  /**
+   * Bytes of one credential's request bodies held at once on a document (default 64 MiB; ADR 0552),
+   * counted by their declared length (a chunked body as `maxPushBytes`) before a byte is read: past it
+   * 429 `too_many_requests`, unless the body is the caller's only one.
+   */
+  readonly maxBodyBytes?: number;
+  /** An answer its reader takes none of for this long is dropped with its connection (default 60 s). */
+  readonly answerStallMs?: number;
   readonly logger?: Logger;
 }
 
@@ -107,12 +123,18 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
   const places = requestPlaces({
     maxInFlight: options.maxInFlight ?? defaultMaxInFlight,
     maxWaitingPulls: options.maxWaitingPulls ?? defaultMaxWaitingPulls,
+    ...(options.maxUnsentBytes === undefined ? {} : { maxUnsentBytes: options.maxUnsentBytes }),
+    ...(options.answerStallMs === undefined ? {} : { answerStallMs: options.answerStallMs }),
   });
   createRoute(app, host, options.adminToken, places, tooLarge(options.maxCreateBytes ?? 128 * 1024 * 1024));
   // The credential, then a place of the caller's, then the body limits (which read a chunked body whole):
   // no body is read for a caller without a place or without a credential.
   guardDocuments(app, access);
   app.use("/documents/:documentId/*", places.documents);
+  app.use(
+    "/documents/:documentId/*",
+    bodyBytes({ maxBodyBytes: options.maxBodyBytes ?? defaultMaxBodyBytes, unknownLength: maxPushBytes }),
+  );
   app.post("/documents/:documentId/push", tooLarge(maxPushBytes));
   app.post("/documents/:documentId/stage", tooLarge(maxPushBytes));
   app.post("/documents/:documentId/rows", tooLarge(8 * 1024 * 1024));

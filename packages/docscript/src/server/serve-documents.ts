@@ -34,7 +34,8 @@ export async function serveDocuments(options: ServeDocumentsOptions): Promise<Ru
   }
   const server = createDocumentServer(options);
   const listening = serve({
-    fetch: server.fetch,
+    // The Node request and response go along (`env`): a request's place is held until its answer is sent.
+    fetch: (request, env) => server.app.fetch(request, env),
     port: options.port ?? 0,
     hostname,
     serverOptions: {
