@@ -189,8 +189,17 @@ describe("SQLite store: schema versions", () => {
     const database = new DatabaseSync(path);
     assert.equal(
       (database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version,
-      10,
+      11,
     );
+    // Migration 11 (ADR 0551): the jobs a tenant has waiting are counted on an index of those alone.
+    const waitingPlan = database
+      .prepare(
+        "EXPLAIN QUERY PLAN SELECT count(*) AS jobs FROM memory_jobs WHERE tenant_id = 'tenant-a' AND status IN ('queued', 'running')",
+      )
+      .all()
+      .map((step) => (step as { detail: string }).detail)
+      .join("; ");
+    assert.match(waitingPlan, /INDEX memory_jobs_waiting/, waitingPlan);
     // Migration 10: a user's cut (ADR 0545) walks an index of its rows in write order, on traces and jobs.
     for (const table of ["memory_traces", "memory_jobs"]) {
       const columns = database.prepare(`PRAGMA index_info(${table}_user)`).all();
@@ -354,6 +363,7 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 9 },
         { store: "memory", version: 10 },
         { store: "memory", version: 11 },
+        { store: "memory", version: 12 },
       ]);
       // Migration 11: a user's cut (ADR 0545) walks an index of its rows in write order.
       // Rows that name no user have a partial index: PostgreSQL would sort them after `IS NULL`.

@@ -108,7 +108,11 @@ describe("tackle-memory serve: limits", () => {
         "--max-traces-per-user",
         "2",
       ],
-      { TACKLE_MEMORY_API_KEYS: "limits-key=tenant-limits", TACKLE_MEMORY_MAX_DOCUMENT_BYTES: "40" },
+      {
+        TACKLE_MEMORY_API_KEYS: "limits-key=tenant-limits",
+        TACKLE_MEMORY_MAX_DOCUMENT_BYTES: "40",
+        TACKLE_MEMORY_MAX_CORE_BLOCK_BYTES: "1KiB",
+      },
     );
     children.push(running);
     for (const content of ["The first fact", "The second fact"]) {
@@ -126,6 +130,19 @@ describe("tackle-memory serve: limits", () => {
     });
     assert.equal(document.status, 409);
     assert.deepEqual(document.body.error.data, { kind: "documentBytes", limit: 40, used: 0, requested: 41 });
+
+    // Core blocks (ADR 0551): a block of 1,025 bytes over every scope is one byte too many.
+    const block = await call(running.url, "/v1/core-memory", {
+      userId: "u",
+      edits: [{ op: "create", label: "notes", limit: 2000, text: "b".repeat(1025) }],
+    });
+    assert.equal(block.status, 409);
+    assert.deepEqual(block.body.error.data, {
+      kind: "coreBlockBytes",
+      limit: 1024,
+      used: 0,
+      requested: 1025,
+    });
 
     assert.deepEqual(limitsOf((await call(running.url, "/v1/status")).body), {
       memories: 2,

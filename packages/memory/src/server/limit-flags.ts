@@ -1,6 +1,6 @@
 /**
  * The limits `tackle-memory serve` takes as flags or environment variables — the rate, requests in
- * flight, retention (ADR 0537) and storage quotas (ADR 0538) — each checked before the service starts:
+ * flight, retention (ADR 0537) and storage quotas (ADRs 0538, 0551) — each checked before the service starts:
  * a value that is not a limit stops the start naming its flag, never a silently different limit.
  */
 import type { MemoryQuotaOptions } from "../service/quotas.ts";
@@ -79,6 +79,14 @@ const groups = {
       help: "bytes of knowledge-document chunks",
       fallback: "1GiB",
     },
+    { flag: "max-core-blocks", kind: "quota", help: "core-memory blocks, every scope", fallback: "10000" },
+    {
+      flag: "max-core-block-bytes",
+      kind: "bytes",
+      help: "bytes of core-memory blocks, every scope",
+      fallback: "64MiB",
+    },
+    { flag: "max-queued-jobs", kind: "quota", help: "jobs queued or running", fallback: "100" },
   ],
 } as const satisfies Record<string, readonly LimitFlag[]>;
 

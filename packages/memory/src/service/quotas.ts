@@ -4,7 +4,7 @@
  * row changed in every write's transaction; this hands each write its limits and reads them back.
  */
 import type { MemoryStore } from "../store/memory-store.ts";
-import { type TenantUsage, type UsageLimits, usageKinds } from "../store/tenant-usage.ts";
+import { type HeldLimits, type TenantUsage, type UsageLimits, usageKinds } from "../store/tenant-usage.ts";
 
 /** Limits per tenant; `Infinity` switches one off. */
 export interface MemoryQuotaOptions {
@@ -18,29 +18,44 @@ export interface MemoryQuotaOptions {
   readonly maxEventBytes?: number;
   /** UTF-8 bytes of knowledge-document chunks (default 1 GiB). */
   readonly maxDocumentBytes?: number;
+  /** Core-memory blocks over every scope (default 10,000; ADR 0551). */
+  readonly maxCoreBlocks?: number;
+  /** UTF-8 bytes of core-memory block values over every scope (default 64 MiB). */
+  readonly maxCoreBlockBytes?: number;
+  /** Jobs queued or running (default 100): each keeps its input until it finishes. */
+  readonly maxQueuedJobs?: number;
 }
+
+/** Every limit a tenant's writes are held to. */
+export type QuotaLimits = UsageLimits & HeldLimits;
 
 const gib = 1024 ** 3;
 
-export const defaultQuotas: UsageLimits = {
+export const defaultQuotas: QuotaLimits = {
   memories: 1_000_000,
   memoryBytes: gib,
   events: 10_000_000,
   eventBytes: 4 * gib,
   documentBytes: gib,
+  coreBlocks: 10_000,
+  coreBlockBytes: 64 * 1024 ** 2,
+  queuedJobs: 100,
 };
 
-const optionNames: { readonly [Kind in keyof TenantUsage]: keyof MemoryQuotaOptions } = {
+const optionNames: { readonly [Kind in keyof QuotaLimits]: keyof MemoryQuotaOptions } = {
   memories: "maxMemories",
   memoryBytes: "maxMemoryBytes",
   events: "maxEvents",
   eventBytes: "maxEventBytes",
   documentBytes: "maxDocumentBytes",
+  coreBlocks: "maxCoreBlocks",
+  coreBlockBytes: "maxCoreBlockBytes",
+  queuedJobs: "maxQueuedJobs",
 };
 
-export function resolveQuotas(options: MemoryQuotaOptions = {}): UsageLimits {
+export function resolveQuotas(options: MemoryQuotaOptions = {}): QuotaLimits {
   const limits: Record<string, number> = {};
-  for (const kind of usageKinds) {
+  for (const kind of Object.keys(optionNames) as (keyof QuotaLimits)[]) {
     const name = optionNames[kind];
     const value = options[name] ?? defaultQuotas[kind];
     if (!(value === Number.POSITIVE_INFINITY || (Number.isSafeInteger(value) && value >= 0))) {
@@ -48,7 +63,7 @@ export function resolveQuotas(options: MemoryQuotaOptions = {}): UsageLimits {
     }
     limits[kind] = value;
   }
-  return limits as unknown as UsageLimits;
+  return limits as unknown as QuotaLimits;
 }
 
 /**
@@ -56,7 +71,7 @@ export function resolveQuotas(options: MemoryQuotaOptions = {}): UsageLimits {
  * moved to `deleted`) is never refused: its history row still counts, but the way out of a full
  * quota must stay open.
  */
-export function withQuotas(store: MemoryStore, limits: UsageLimits): MemoryStore {
+export function withQuotas(store: MemoryStore, limits: QuotaLimits): MemoryStore {
   const wrapped: Partial<MemoryStore> = {
     insertMemory: (memory) => store.insertMemory(memory, limits),
     insertMemories: (memories) => store.insertMemories(memories, limits),
@@ -71,6 +86,8 @@ export function withQuotas(store: MemoryStore, limits: UsageLimits): MemoryStore
     appendEvent: (event) => store.appendEvent(event, limits),
     appendEvents: (events) => store.appendEvents(events, limits),
     insertDocument: (document, chunks) => store.insertDocument(document, chunks, limits),
+    saveBlocks: (tenantId, scope, changes) => store.saveBlocks(tenantId, scope, changes, limits),
+    insertJob: (job) => store.insertJob(job, limits),
   };
   return new Proxy(store, {
     get(target, key, receiver) {

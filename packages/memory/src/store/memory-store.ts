@@ -6,7 +6,7 @@ import type { KnowledgeDocument } from "../schemas/knowledge.ts";
 import type { Memory, MemoryKind, MemoryStatus, MemoryVersion } from "../schemas/memory.ts";
 import type { MemoryCounts } from "../schemas/synthesis.ts";
 import type { MemoryScope } from "../scope/memory-scope.ts";
-import type { TenantUsage, UsageLimits } from "./tenant-usage.ts";
+import type { HeldLimits, TenantUsage, UsageLimits } from "./tenant-usage.ts";
 
 /** A memory as stored: the API shape plus what never leaves the service. */
 export interface StoredMemory extends Memory {
@@ -259,6 +259,8 @@ export interface CoreMemoryStore {
     tenantId: string,
     scope: MemoryScope,
     changes: readonly { readonly block: StoredBlock; readonly expectedVersion: number }[],
+    /** When given, a save that grows the tenant's blocks past them throws `quota_exceeded` (ADR 0551). */
+    limits?: HeldLimits,
   ): Promise<boolean>;
 }
 
@@ -276,7 +278,9 @@ export interface TraceStore {
 
 /** Jobs (imports, consolidation, novelty scans). */
 export interface JobStore {
-  insertJob(job: StoredJob): Promise<void>;
+  /** When given, a queued job past the tenant's `queuedJobs` throws `quota_exceeded` (ADR 0551). */
+  insertJob(job: StoredJob, limits?: HeldLimits): Promise<void>;
+  /** A finished job's input is dropped (stored as `null`); its outcome stays (ADR 0551). */
   updateJob(job: StoredJob): Promise<void>;
   /**
    * Moves a job to `running` if it is still `queued`, or `running` but started before `orphanedBefore`

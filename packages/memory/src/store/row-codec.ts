@@ -297,7 +297,8 @@ export function jobValues(job: StoredJob): unknown[] {
     ...scopeParameters(job),
     job.type,
     job.status,
-    JSON.stringify(job.input),
+    // A job stored finished (a scan run inline) keeps no input either (ADR 0551).
+    job.status === "succeeded" || job.status === "failed" ? "null" : JSON.stringify(job.input),
     jsonOrNull(job.result),
     jsonOrNull(job.error),
     job.createdAt,
@@ -319,5 +320,7 @@ export function jobUpdateValues(job: StoredJob): unknown[] {
     job.finishedAt ?? null,
     job.tenantId,
     job.id,
+    // Written only while the job is not finished (a job set back to running has its input again).
+    jsonOrNull(job.input),
   ];
 }

@@ -98,15 +98,56 @@ export function checkUsage(after: TenantUsage, delta: Partial<TenantUsage>, limi
   for (const kind of usageKinds) {
     const requested = delta[kind] ?? 0;
     if (requested <= 0 || after[kind] <= limits[kind]) continue;
-    const used = after[kind] - requested;
-    throw new MemoryError(
-      "quota_exceeded",
-      `The tenant's ${kind} quota is ${limits[kind]}; it uses ${used} and this write needs ${requested} more. Purge what is no longer needed, or raise the quota`,
-      409,
-      { data: { kind, limit: limits[kind], used, requested } },
-    );
+    throw quotaExceeded(kind, limits[kind], after[kind] - requested, requested);
   }
 }
+
+function quotaExceeded(kind: string, limit: number, used: number, requested: number): MemoryError {
+  return new MemoryError(
+    "quota_exceeded",
+    `The tenant's ${kind} quota is ${limit}; it uses ${used} and this write needs ${requested} more. Purge what is no longer needed, or raise the quota`,
+    409,
+    { data: { kind, limit, used, requested } },
+  );
+}
+
+/**
+ * Limits on what a tenant holds that are counted from the rows themselves, under the tenant's counter
+ * row lock (ADR 0551), rather than kept in a counter: core blocks (a tenant holds few, and an edit
+ * replaces a value in place) and jobs waiting to run (a handful at any time).
+ */
+export interface HeldLimits {
+  /** Core-memory blocks over every scope. */
+  readonly coreBlocks: number;
+  /** UTF-8 bytes of core-memory block values over every scope. */
+  readonly coreBlockBytes: number;
+  /** Jobs queued or running. */
+  readonly queuedJobs: number;
+}
+
+export type HeldKind = keyof HeldLimits;
+
+/**
+ * Throws `quota_exceeded` when a write grew `kind` from `before` to `after` past its limit; a write
+ * that shrinks it or leaves it be passes even over the limit (the way back under stays open).
+ */
+export function checkHeld(kind: HeldKind, before: number, after: number, limits: HeldLimits | undefined) {
+  if (!limits || after <= before || after <= limits[kind]) return;
+  throw quotaExceeded(kind, limits[kind], before, after - before);
+}
+
+/** The statement counting a tenant's core blocks and their bytes (`bytes`: the dialect's UTF-8 length). */
+export function heldBlocksSql(bytes: (column: string) => string, tenant: string): string {
+  return `SELECT count(*) AS blocks, coalesce(sum(${bytes("value")}), 0) AS bytes FROM memory_core_blocks WHERE tenant_id = ${tenant}`;
+}
+
+/** The statement counting a tenant's jobs still to run. */
+export function heldJobsSql(tenant: string): string {
+  return `SELECT count(*) AS jobs FROM memory_jobs WHERE tenant_id = ${tenant} AND status IN ('queued', 'running')`;
+}
+
+/** What a finished job keeps of its input: nothing (ADR 0551); its outcome stays. */
+export const droppedInput = "null";
 
 /** What inserting these memories adds: a row each and its content (its first version). */
 export function memoriesAdded(memories: readonly { readonly content: string }[]): Partial<TenantUsage> {

@@ -293,4 +293,15 @@ CREATE INDEX IF NOT EXISTS memory_traces_no_user ON memory_traces(tenant_id, seq
 CREATE INDEX IF NOT EXISTS memory_jobs_no_user ON memory_jobs(tenant_id, seq) WHERE user_id IS NULL;
 `,
   },
+  {
+    version: 12,
+    name: "finished jobs keep no input; jobs waiting indexed per tenant",
+    // ADR 0551: a finished job keeps its outcome, not its input (an import's turns are events by
+    // then), so jobs finished before it give their inputs' room back; the jobs a tenant has waiting
+    // are counted at each enqueue against its quota, walking only the waiting rows.
+    up: `
+UPDATE memory_jobs SET input = 'null'::jsonb WHERE status IN ('succeeded', 'failed');
+CREATE INDEX IF NOT EXISTS memory_jobs_waiting ON memory_jobs(tenant_id) WHERE status IN ('queued', 'running');
+`,
+  },
 ];

@@ -2,7 +2,10 @@
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore } from "../memory-store.ts";
 import { blockFromRow } from "../row-codec.ts";
-import type { PostgresContext } from "./postgres-sql.ts";
+import { checkHeld, heldBlocksSql } from "../tenant-usage.ts";
+import { lockUsage, type PostgresContext, postgresBytes } from "./postgres-sql.ts";
+
+const heldSql = heldBlocksSql(postgresBytes, "$1");
 
 class BlockConflict extends Error {}
 
@@ -18,10 +21,14 @@ export function postgresCoreBlocks(context: PostgresContext): Pick<MemoryStore, 
       ).map(blockFromRow);
     },
 
-    async saveBlocks(tenantId, scope, changes) {
+    async saveBlocks(tenantId, scope, changes, limits) {
       const key = scopeKey(scope);
       try {
         return await transaction(async (client) => {
+          // The tenant's counter row first (as every write, ADR 0538): two saves of one tenant count
+          // and check one after the other, so both cannot take the last room.
+          if (limits) await lockUsage(client, tenantId);
+          const before = limits ? (await client.query(heldSql, [tenantId])).rows[0] : undefined;
           for (const { block, expectedVersion } of changes) {
             const result =
               expectedVersion === 0
@@ -45,6 +52,11 @@ export function postgresCoreBlocks(context: PostgresContext): Pick<MemoryStore, 
                     ],
                   );
             if (result.rowCount !== 1) throw new BlockConflict();
+          }
+          if (before) {
+            const after = (await client.query(heldSql, [tenantId])).rows[0];
+            checkHeld("coreBlocks", Number(before.blocks), Number(after.blocks), limits);
+            checkHeld("coreBlockBytes", Number(before.bytes), Number(after.bytes), limits);
           }
           return true;
         });

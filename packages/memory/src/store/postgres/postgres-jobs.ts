@@ -1,7 +1,13 @@
 /** Jobs: inserted, updated, listed, and claimed by any process under a lease by the database's clock. */
 import type { JobLeases, MemoryStore } from "../memory-store.ts";
 import { jobFromRow, jobUpdateValues, jobValues, scopeCondition } from "../row-codec.ts";
-import { mark, type PostgresContext, type Row } from "./postgres-sql.ts";
+import { checkHeld, heldJobsSql } from "../tenant-usage.ts";
+import { lockUsage, mark, type PostgresContext, type Row } from "./postgres-sql.ts";
+
+const heldSql = heldJobsSql("$1");
+/** A finished job's input is dropped (ADR 0551): an import's turns are events by then. */
+const dropInput = (status: string, otherwise = "input") =>
+  `input = CASE WHEN ${status}::text IN ('succeeded', 'failed') THEN 'null'::jsonb ELSE ${otherwise} END`;
 
 export function postgresJobs(
   context: PostgresContext,
@@ -9,19 +15,28 @@ export function postgresJobs(
   MemoryStore,
   "insertJob" | "updateJob" | "jobLeases" | "claimJob" | "getJob" | "listJobs" | "unfinishedJobs"
 > {
-  const { db, all, one } = context;
+  const { db, all, one, transaction } = context;
   return {
-    async insertJob(job) {
-      await db().query(
-        `INSERT INTO memory_jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-        jobValues(job),
-      );
+    async insertJob(job, limits) {
+      await transaction(async (client) => {
+        if (limits && job.status === "queued") {
+          // Under the tenant's counter row (ADR 0538): two enqueues cannot both take the last place.
+          await lockUsage(client, job.tenantId);
+          const before = Number((await client.query(heldSql, [job.tenantId])).rows[0].jobs);
+          checkHeld("queuedJobs", before, before + 1, limits);
+        }
+        await client.query(
+          `INSERT INTO memory_jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+          jobValues(job),
+        );
+      });
     },
 
     async updateJob(job) {
       await db().query(
-        "UPDATE memory_jobs SET status = $1, result = $2, error = $3, started_at = $4, finished_at = $5 WHERE tenant_id = $6 AND id = $7",
+        `UPDATE memory_jobs SET status = $1, result = $2, error = $3, started_at = $4, finished_at = $5, ${dropInput("$1", "coalesce($8::jsonb, input)")}
+         WHERE tenant_id = $6 AND id = $7`,
         jobUpdateValues(job),
       );
     },
@@ -94,7 +109,7 @@ function postgresJobLeases({ pool, jobLeaseMs }: PostgresContext): JobLeases {
     },
     async finish(job, owner) {
       const result = await pool.query(
-        `UPDATE memory_jobs SET status = $1, result = $2, error = $3, finished_at = $4, lease_until = NULL
+        `UPDATE memory_jobs SET status = $1, result = $2, error = $3, finished_at = $4, lease_until = NULL, ${dropInput("$1")}
          WHERE tenant_id = $5 AND id = $6 AND lease_owner = $7 AND status = 'running'`,
         [
           job.status,

@@ -314,6 +314,17 @@ CREATE INDEX IF NOT EXISTS memory_traces_user ON memory_traces(tenant_id, user_i
 CREATE INDEX IF NOT EXISTS memory_jobs_user ON memory_jobs(tenant_id, user_id, seq);
 `,
   },
+  {
+    version: 11,
+    name: "finished jobs keep no input; jobs waiting indexed per tenant",
+    // ADR 0551: a finished job keeps its outcome, not its input (an import's turns are events by
+    // then), so jobs finished before it give their inputs' room back; the jobs a tenant has waiting
+    // are counted at each enqueue against its quota, walking only the waiting rows.
+    up: `
+UPDATE memory_jobs SET input = 'null' WHERE status IN ('succeeded', 'failed');
+CREATE INDEX IF NOT EXISTS memory_jobs_waiting ON memory_jobs(tenant_id) WHERE status IN ('queued', 'running');
+`,
+  },
 ];
 
 function addMissingColumn(database: DatabaseSync, table: string, column: string): void {

@@ -2,12 +2,16 @@
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore } from "../memory-store.ts";
 import { blockFromRow } from "../row-codec.ts";
+import { checkHeld, heldBlocksSql } from "../tenant-usage.ts";
+import { sqliteBytes } from "./purge-sqlite-scope.ts";
 import type { SqliteContext } from "./sqlite-sql.ts";
+
+const heldSql = heldBlocksSql(sqliteBytes, "?");
 
 class BlockConflict extends Error {}
 
 export function sqliteCoreBlocks(context: SqliteContext): Pick<MemoryStore, "getBlocks" | "saveBlocks"> {
-  const { all, run, transaction } = context;
+  const { all, get, run, transaction } = context;
   return {
     async getBlocks(tenantId, scope) {
       return all("SELECT * FROM memory_core_blocks WHERE tenant_id = ? AND scope_key = ? ORDER BY label", [
@@ -16,10 +20,11 @@ export function sqliteCoreBlocks(context: SqliteContext): Pick<MemoryStore, "get
       ]).map(blockFromRow);
     },
 
-    async saveBlocks(tenantId, scope, changes) {
+    async saveBlocks(tenantId, scope, changes, limits) {
       const key = scopeKey(scope);
       try {
         return transaction(() => {
+          const before = limits ? get(heldSql, [tenantId]) : undefined;
           for (const { block, expectedVersion } of changes) {
             const result =
               expectedVersion === 0
@@ -43,6 +48,12 @@ export function sqliteCoreBlocks(context: SqliteContext): Pick<MemoryStore, "get
                     ],
                   );
             if (result.changes !== 1) throw new BlockConflict();
+          }
+          if (before) {
+            // Counted after the writes, in their transaction: a refusal rolls every block back.
+            const after = get(heldSql, [tenantId])!;
+            checkHeld("coreBlocks", Number(before.blocks), Number(after.blocks), limits);
+            checkHeld("coreBlockBytes", Number(before.bytes), Number(after.bytes), limits);
           }
           return true;
         });

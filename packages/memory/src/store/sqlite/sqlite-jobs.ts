@@ -1,24 +1,36 @@
 /** Jobs: inserted, claimed, updated and listed. */
 import type { MemoryStore } from "../memory-store.ts";
 import { jobFromRow, jobUpdateValues, jobValues, scopeCondition } from "../row-codec.ts";
+import { checkHeld, heldJobsSql } from "../tenant-usage.ts";
 import { bind, mark, type SqliteContext } from "./sqlite-sql.ts";
+
+const heldSql = heldJobsSql("?");
 
 export function sqliteJobs(
   context: SqliteContext,
 ): Pick<MemoryStore, "insertJob" | "updateJob" | "claimJob" | "getJob" | "listJobs" | "unfinishedJobs"> {
-  const { all, get, run } = context;
+  const { all, get, run, transaction } = context;
   return {
-    async insertJob(job) {
-      run(
-        `INSERT INTO memory_jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        jobValues(job),
-      );
+    async insertJob(job, limits) {
+      transaction(() => {
+        if (limits && job.status === "queued") {
+          const before = Number(get(heldSql, [job.tenantId])!.jobs);
+          checkHeld("queuedJobs", before, before + 1, limits);
+        }
+        run(
+          `INSERT INTO memory_jobs (id, tenant_id, user_id, agent_id, session_id, type, status, input, result, error, created_at, started_at, finished_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          jobValues(job),
+        );
+      });
     },
 
     async updateJob(job) {
+      // A finished job's input is dropped (ADR 0551): an import's turns are events by then.
       run(
-        "UPDATE memory_jobs SET status = ?, result = ?, error = ?, started_at = ?, finished_at = ? WHERE tenant_id = ? AND id = ?",
+        `UPDATE memory_jobs SET status = ?1, result = ?2, error = ?3, started_at = ?4, finished_at = ?5,
+           input = CASE WHEN ?1 IN ('succeeded', 'failed') THEN 'null' ELSE coalesce(?8, input) END
+         WHERE tenant_id = ?6 AND id = ?7`,
         jobUpdateValues(job),
       );
     },

@@ -168,6 +168,8 @@ export const importsCases: ConformanceCases = {
     const { result: _result, finishedAt: _finished, ...unfinished } = stored;
     await store.updateJob({
       ...unfinished,
+      // A finished job keeps no input (ADR 0551); one whose process died still had it.
+      input: job.input,
       status: "running",
       startedAt: new Date(Date.now() - 60_000).toISOString(),
     });
@@ -265,6 +267,8 @@ export const importsCases: ConformanceCases = {
       const { result: _result, finishedAt: _finished, ...unfinished } = stored;
       await store.updateJob({
         ...unfinished,
+        // A finished job keeps no input (ADR 0551); one whose process died still had it.
+        input: job.input,
         status: "running",
         startedAt: new Date(Date.now() - 60_000).toISOString(),
       });
