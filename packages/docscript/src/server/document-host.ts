@@ -4,12 +4,8 @@
  */
 import { timingSafeEqual } from "node:crypto";
 import { type Logger, silentLogger } from "@tackle/core";
-import { LoroDoc } from "loro-crdt";
-import { checkDocument } from "../document/check-document.ts";
-import { projectDocument } from "../document/interpret.ts";
 import { decodeVersion, encodeVersion } from "../document/version.ts";
 import type { Schema } from "../schema/define-schema.ts";
-import { DocScriptError } from "../schema/docscript-error.ts";
 import type { DocumentIssue } from "../schema/types.ts";
 import { AppendWaiters } from "./append-waiters.ts";
 import { type DocumentStore, StoreConflictError } from "./document-store.ts";
@@ -39,13 +35,14 @@ import {
 } from "./page-answers.ts";
 import { PartStager } from "./part-stager.ts";
 import { plansApplied } from "./plan-index.ts";
-import { appliedPlans, unreadableKeys } from "./push-checks.ts";
+import { appliedPlans } from "./push-checks.ts";
 import { decodePush, type Judged, judgeFilled, type Prepared, preparePush } from "./push-judge.ts";
 import type { PushResult } from "./push-result.ts";
 import { partsFitPush, type StageAnswer } from "./push-stage.ts";
 import { mapsOfRows } from "./row-containers.ts";
 import { allRowChanges, membersOfRow } from "./row-members.ts";
 import type { EntityPage, RelationPage, RowLookup, RowLookupAnswer } from "./row-reads.ts";
+import { checkedSnapshot } from "./snapshot-checks.ts";
 import { storeProjection } from "./store-rows.ts";
 
 export { type Authorization, type DocumentHostOptions, hashToken, type PlanState } from "./host-options.ts";
@@ -108,32 +105,12 @@ export class DocumentHost {
     });
   }
 
-  /** Creates a document (empty, or from a snapshot that must project cleanly). False when it exists. */
+  /**
+   * Creates a document (empty, or from a snapshot checked as a push is, ADR 0553: `checkedSnapshot`).
+   * False when it exists.
+   */
   async create(documentId: string, token: string, snapshot?: Uint8Array): Promise<boolean> {
-    const doc = new LoroDoc();
-    if (snapshot !== undefined) {
-      try {
-        doc.import(snapshot);
-      } catch (error) {
-        throw new DocScriptError(
-          "invalid_snapshot",
-          `the snapshot does not import: ${describeError(error)}`,
-          [],
-          error,
-        );
-      }
-      // Checked from its ops before any row is read (a too-deep value breaks Loro's reader).
-      const unreadable = unreadableKeys(doc, doc.findIdSpansBetween([], doc.frontiers()).forward);
-      if (unreadable.length > 0) {
-        throw new DocScriptError(
-          "invalid_snapshot",
-          `the snapshot cannot be stored: ${unreadable.join("; ")}`,
-        );
-      }
-    }
-    const projection = projectDocument(doc, this.schema);
-    const issues = checkDocument(projection);
-    if (issues.length > 0) throw DocScriptError.fromIssues("document_invalid", issues);
+    const { doc, projection } = checkedSnapshot(this.schema, snapshot);
     return this.store.createDocument({
       documentId,
       tokenHash: hashToken(token),

@@ -186,6 +186,16 @@ function readRows(
 }
 
 /**
+ * Why a change writing root containers outside the mapping is refused, one reason each: a push's
+ * (`stageChange`) and a created document's snapshot's (`checkedSnapshot`, ADR 0553) alike.
+ */
+export function foreignRootReasons(foreignRoots: Iterable<string>): string[] {
+  return [...foreignRoots].map(
+    (root) => `the update writes root container "${root}", which the mapping does not know`,
+  );
+}
+
+/**
  * Re-reads the rows a change touched into `projection` (in place) and returns the issues the change
  * adds within its reach, with an `undo` that restores the rows as they were. When the projection
  * lacks rows the check before the change looked up, it stops there (nothing staged, `lacking`): the
@@ -215,9 +225,7 @@ export function stageChange(
   /** Set when the change wrote entities' fields alone, none an invariant reads: those entities. */
   fieldsOf?: readonly string[];
 } {
-  const foreign = [...rows.foreignRoots].map(
-    (root) => `the update writes root container "${root}", which the mapping does not know`,
-  );
+  const foreign = foreignRootReasons(rows.foreignRoots);
   const previousRows = new Map([...rows.entities].map((rowId) => [rowId, projection.rowJson(rowId)]));
   // As the projection read them: their members, stored with the change, are not read again.
   const previousRead = new Map([...rows.entities].map((rowId) => [rowId, projection.row(rowId)]));
