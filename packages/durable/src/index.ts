@@ -43,6 +43,7 @@ export type {
   Frame,
   JournalRecord,
   JournalState,
+  OpenLimit,
   RunPatch,
   RunRecord,
   RunStatus,

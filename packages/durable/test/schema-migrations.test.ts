@@ -86,7 +86,7 @@ describe("SQLite store: schema versions", () => {
       await store.close();
     }
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 2);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 3);
     database.close();
     assert.deepEqual(counts(path), { ...before, durable_frames: 7 });
   });
@@ -169,12 +169,18 @@ describe("PostgreSQL store: schema versions", () => {
       assert.deepEqual(recorded.rows, [
         { store: "durable", version: 1 },
         { store: "durable", version: 2 },
+        { store: "durable", version: 3 },
       ]);
       // Version 2: the recovery sweep's index of running runs.
       const index = await client.query(
         "SELECT indexdef FROM pg_indexes WHERE tablename = 'durable_runs' AND indexname = 'durable_runs_running'",
       );
       assert.match(String(index.rows[0]?.indexdef), /WHERE \(status = 'running'::text\)/);
+      // Version 3: the open-runs bound's index of running and paused runs by thread (ADR 0123).
+      const open = await client.query(
+        "SELECT indexdef FROM pg_indexes WHERE tablename = 'durable_runs' AND indexname = 'durable_runs_open'",
+      );
+      assert.match(String(open.rows[0]?.indexdef), /COLLATE "C"\) WHERE \(status = ANY/);
     } finally {
       await client.end();
     }

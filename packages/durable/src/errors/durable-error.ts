@@ -31,6 +31,7 @@ export type DurableErrorCode =
   | "thread_active"
   | "run_not_active"
   | "too_many_runs"
+  | "too_many_open_runs"
   | "too_many_requests"
   | "state_too_large"
   | "listen_failed"

@@ -11,6 +11,7 @@ import { parseAgUiEventId } from "./ag-ui.ts";
 import { type AgUiRunInput, agUiRoutes } from "./ag-ui-routes.ts";
 import { defaultMaxDrivingRuns, limitDrivingRuns } from "./drive-limit.ts";
 import { defaultMaxHistoryBytes, registerHistoryRoutes } from "./history-routes.ts";
+import { defaultMaxOpenRuns, limitOpenRuns } from "./open-limit.ts";
 import { invalid, readJson, tooLargeBody } from "./request.ts";
 import { defaultMaxInFlight, defaultMaxStreams, keepStreamPlace, limitRequests } from "./request-limit.ts";
 import { registerThreadRoutes } from "./thread-routes.ts";
@@ -44,6 +45,13 @@ export interface DurableAppOptions {
    * is refused `too_many_runs` (429, retryable) before anything is stored. A paused run holds no place.
    */
   readonly maxDrivingRuns?: number;
+  /**
+   * Runs one tenant may hold open — running or paused, an approval waiting among them — at once (default
+   * 10,000): past it a start or fork is refused `too_many_open_runs` (409, not retryable) before anything
+   * is stored; a run frees its place when it completes, fails or is cancelled, its approval answered or
+   * expired. Counted by the store, atomically across processes sharing it (ADR 0123). `Infinity` turns it off.
+   */
+  readonly maxOpenRuns?: number;
   /**
    * Requests one tenant may have in flight at once (default 64), event streams apart: past it 429
    * `too_many_requests` (retryable, `Retry-After: 1`) before the body is read, so a tenant trickling many
@@ -90,6 +98,7 @@ const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429
   thread_active: 409,
   run_not_active: 409,
   too_many_runs: 429,
+  too_many_open_runs: 409,
   too_many_requests: 429,
 };
 
@@ -105,7 +114,11 @@ export function createDurableApp(options: DurableAppOptions): Hono {
   // Threads are stored as `<tenant>/<thread>` when there are tenants; one bucket when there are none.
   const tenantOf = (threadId: string) =>
     options.authenticate === undefined ? "" : threadId.slice(0, Math.max(0, threadId.indexOf("/")));
-  const runner = limitDrivingRuns(options.runner, options.maxDrivingRuns ?? defaultMaxDrivingRuns, tenantOf);
+  const open = limitOpenRuns(options.runner, options.maxOpenRuns ?? defaultMaxOpenRuns, (threadId) => {
+    const tenant = tenantOf(threadId);
+    return tenant === "" ? "" : `${tenant}/`;
+  });
+  const runner = limitDrivingRuns(open, options.maxDrivingRuns ?? defaultMaxDrivingRuns, tenantOf);
   const app = new Hono();
   guard(app, options);
   const scoped = (c: { get(key: never): unknown }, threadId: string) => {

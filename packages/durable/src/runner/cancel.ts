@@ -20,23 +20,20 @@ export function scheduleExpiry(
 ): void {
   const first = Math.min(...open.map((entry) => expiryOf(entry) ?? Number.POSITIVE_INFINITY));
   if (!Number.isFinite(first)) return;
-  const timer = setTimeout(
-    () => {
-      state.expiryTimers.delete(timer);
-      if (state.closed) return;
-      launchResume(state, threadId)
-        .then((launched) => launched.finished)
-        .catch((error: unknown) => {
-          state.logger.warn("durable approval expiry could not resume the run", {
-            threadId,
-            error: String(error),
-          });
-        });
-    },
-    Math.min(2 ** 31 - 1, Math.max(0, first - Date.now()) + 5),
-  );
-  timer.unref();
-  state.expiryTimers.add(timer);
+  state.expiries.schedule(threadId, first);
+}
+
+/** The expiry queue's callback: resumes the run, whose resume answers its expired approvals as such. */
+export function expireRun(state: RunnerState, threadId: string): void {
+  if (state.closed) return;
+  launchResume(state, threadId)
+    .then((launched) => launched.finished)
+    .catch((error: unknown) => {
+      state.logger.warn("durable approval expiry could not resume the run", {
+        threadId,
+        error: String(error),
+      });
+    });
 }
 
 /** The run's end, or, once `signal` aborts, its cancellation and a rejection with `aborted`. */
@@ -99,6 +96,8 @@ export async function cancel<State extends object>(
   const owner = randomUUID();
   const claimed = await store.claimRun(threadId, owner, ["running", "paused"]);
   if (claimed === undefined) return storedSnapshot<State>(state, threadId);
+  // Its expiry has nothing left to resume.
+  state.expiries.drop(threadId);
   let seq = claimed.lastSeq;
   const frames: Frame[] = [];
   const journal: JournalRecord[] = [];

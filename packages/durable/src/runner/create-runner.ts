@@ -6,7 +6,7 @@
  */
 import { ToolAbortedError } from "@tackle/core";
 import { DurableError } from "../errors/durable-error.ts";
-import { cancel, untilCancelled } from "./cancel.ts";
+import { cancel, expireRun, untilCancelled } from "./cancel.ts";
 import { launch } from "./launch.ts";
 import { fork, framesOf, history, runsOf } from "./queries.ts";
 import { startSweeper } from "./recovery.ts";
@@ -33,7 +33,7 @@ export type {
 export { defaultStorePath } from "./runner-state.ts";
 
 export function createRunner(options: RunnerOptions = {}): Runner {
-  const state = createRunnerState(options);
+  const state = createRunnerState(options, expireRun);
   const { store, active } = state;
   const sweeper = startSweeper(state, options.recover);
   return {
@@ -95,7 +95,7 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     async close() {
       state.closed = true;
       await sweeper.stop();
-      for (const timer of state.expiryTimers) clearTimeout(timer);
+      state.expiries.close();
       await Promise.allSettled([...active.values()]);
       if (state.ownsStore) await store.close();
     },

@@ -83,7 +83,11 @@ export async function launch<State extends object>(
     },
   };
   try {
-    await store.createRun(record, { frames: [started] });
+    await store.createRun(
+      record,
+      { frames: [started] },
+      startOptions.openLimit === undefined ? {} : { openLimit: startOptions.openLimit },
+    );
   } catch (error) {
     // The same start twice at once: the other one created it.
     const raced = DurableError.isInstance(error) && error.code === "thread_exists";
@@ -178,7 +182,10 @@ async function launchNext<State extends object>(
         error: null,
       },
     },
-    { ifOwner: existing.owner },
+    {
+      ifOwner: existing.owner,
+      ...(startOptions.openLimit === undefined ? {} : { openLimit: startOptions.openLimit }),
+    },
   );
   // Another claim took the thread since it was read (this start's twin, another start): never a
   // second run from one reading (ADR 0119).

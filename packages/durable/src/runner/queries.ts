@@ -151,7 +151,11 @@ export async function fork<State extends object>(
     state,
     graph,
     input,
-    { threadId: newThreadId, ...(forkOptions.runId === undefined ? {} : { runId: forkOptions.runId }) },
+    {
+      threadId: newThreadId,
+      ...(forkOptions.runId === undefined ? {} : { runId: forkOptions.runId }),
+      ...(forkOptions.openLimit === undefined ? {} : { openLimit: forkOptions.openLimit }),
+    },
     { node: checkpoint.next, forkedFrom: { threadId, seq } },
   );
   return untilCancelled(state, launched, signal, "durable.fork");

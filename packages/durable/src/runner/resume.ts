@@ -151,6 +151,8 @@ async function resumePaused<State extends object>(
   );
   // Lost the race: read again — the same answers are a replay, others a conflict.
   if (claimed === undefined) return launchResume(state, threadId, given, resumeOptions);
+  // Answered: its expiry has nothing left to resume (a pause at the next interrupts schedules anew).
+  state.expiries.drop(threadId);
   const resumed: Frame = {
     type: "run_resumed",
     seq: 0,

@@ -1,7 +1,7 @@
 /** The runner's public shapes: its options, what start and resume take, and the `Runner` interface. */
 import type { Logger } from "@tackle/core";
 import type { Graph } from "../graph/create-graph.ts";
-import type { DurableStore, Frame, RunStatus, ThreadQuery } from "../store/durable-store.ts";
+import type { DurableStore, Frame, OpenLimit, RunStatus, ThreadQuery } from "../store/durable-store.ts";
 import type { Checkpoint, HistoryOptions } from "./history.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
 import type { RetryPolicy } from "./step-policy.ts";
@@ -81,6 +81,14 @@ export interface StartOptions {
   readonly runId?: string;
   readonly clientRun?: ClientRun;
   /**
+   * Refuse the start `too_many_open_runs` (409, not retryable), storing nothing, when the threads whose
+   * id starts with `prefix` would hold more than `max` runs running or paused. Counted by the store in
+   * the start's own transaction, so concurrent starts near the bound cannot both pass; a run frees its
+   * place when it completes, fails or is cancelled (an approval answered or expired ends the pause).
+   * `createDurableApp` gives each start and fork its tenant's (`maxOpenRuns`, ADR 0123).
+   */
+  readonly openLimit?: OpenLimit;
+  /**
    * `start` waits for the run to pause or end; this signal ends the wait (ADR 0109). Aborted before the
    * call, nothing is started; aborted while the run goes on, the run is cancelled (its steps' signals
    * abort, pending approvals are cancelled) and `start` rejects with `aborted`. `launch` ignores it:
@@ -142,6 +150,8 @@ export interface ForkOptions<State extends object = Record<string, unknown>> {
   readonly runId?: string;
   /** Merged over the checkpoint's state (edit the past before running on from it). */
   readonly input?: Partial<State>;
+  /** As `StartOptions.openLimit`, for the fork's new thread. */
+  readonly openLimit?: OpenLimit;
   /** As `StartOptions.signal`. */
   readonly signal?: AbortSignal | undefined;
 }

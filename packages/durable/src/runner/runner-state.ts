@@ -10,6 +10,7 @@ import type { Graph } from "../graph/create-graph.ts";
 import type { InterruptRequest } from "../interrupt/interrupt.ts";
 import type { DurableStore } from "../store/durable-store.ts";
 import { createSqliteStore } from "../stores/sqlite/sqlite-store.ts";
+import { createExpiryQueue, type ExpiryQueue } from "./expiry.ts";
 import { toFrameData } from "./frame-data.ts";
 import type { NodeRuntime } from "./node-context.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
@@ -34,8 +35,8 @@ export interface RunnerState {
   readonly landed: EventEmitter;
   /** The node executing now, per thread driven here: a cancel aborts its signal. */
   readonly current: Map<string, NodeRuntime>;
-  /** Timers that resume a paused run when its first approval expires. */
-  readonly expiryTimers: Set<NodeJS.Timeout>;
+  /** When the paused runs this runner paused expire: one timer for the soonest (ADR 0123). */
+  readonly expiries: ExpiryQueue;
   readonly pollIntervalMs: number;
   readonly leaseMs: number;
   readonly maxTakeovers: number;
@@ -72,7 +73,11 @@ export interface Cursor {
   version?: number;
 }
 
-export function createRunnerState(options: RunnerOptions): RunnerState {
+/** `onExpiry` resumes a run whose approval expired (the runner's `cancel.ts`, kept apart to avoid a cycle). */
+export function createRunnerState(
+  options: RunnerOptions,
+  onExpiry: (state: RunnerState, threadId: string) => void = () => {},
+): RunnerState {
   if (typeof (options.store as { then?: unknown } | undefined)?.then === "function") {
     // createPostgresStore is async: the un-awaited promise would fail later as "store.createRun is not a function".
     throw new DurableError(
@@ -88,7 +93,7 @@ export function createRunnerState(options: RunnerOptions): RunnerState {
       : createSqliteStore({ path: options.store ?? defaultStorePath });
   const landed = new EventEmitter();
   landed.setMaxListeners(0);
-  return {
+  const state: RunnerState = {
     store,
     ownsStore,
     logger: options.logger ?? silentLogger,
@@ -96,7 +101,7 @@ export function createRunnerState(options: RunnerOptions): RunnerState {
     active: new Map(),
     landed,
     current: new Map(),
-    expiryTimers: new Set(),
+    expiries: createExpiryQueue((threadId) => onExpiry(state, threadId)),
     pollIntervalMs: options.pollIntervalMs ?? 250,
     leaseMs: options.leaseMs ?? 30_000,
     maxTakeovers: Math.max(0, Math.floor(options.maxTakeovers ?? 3)),
@@ -104,6 +109,7 @@ export function createRunnerState(options: RunnerOptions): RunnerState {
     retry: options.retry,
     closed: false,
   };
+  return state;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: graphs of any state shape

@@ -80,6 +80,38 @@ export interface ClaimOptions {
    * does not match. Two claims made from one reading of the run: one wins, the other reads again.
    */
   readonly ifOwner?: string;
+  /** Refuse the claim `too_many_open_runs` when it would make more open runs than this allows. */
+  readonly openLimit?: OpenLimit;
+}
+
+/**
+ * At most `max` open runs (`running` or `paused`) among the threads whose id starts with `prefix` (a
+ * tenant's `<tenant>/`, or "" for the whole store): counted in the write's own transaction, after its
+ * row is written, so two writes near the bound cannot both pass (ADR 0123).
+ */
+export interface OpenLimit {
+  /** The threads counted together: those whose id starts with it (a tenant's `<tenant>/`). */
+  readonly prefix: string;
+  /** The most of them running or paused at once; a new run past it is refused `too_many_open_runs`. */
+  readonly max: number;
+}
+
+/** The statuses that hold a place under an `OpenLimit`. */
+export const openStatuses: readonly RunStatus[] = ["running", "paused"];
+
+/** The end of a prefix's range of ids: the least string above every id that starts with it. */
+export function prefixEnd(prefix: string): string | undefined {
+  if (prefix === "") return undefined;
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+}
+
+/** The refusal of a write past its `OpenLimit`; nothing of the write is stored. */
+export function tooManyOpenRuns(limit: OpenLimit): DurableError {
+  return new DurableError(
+    "too_many_open_runs",
+    `This caller has ${limit.max} runs running or paused already (maxOpenRuns); answer, cancel or let expire a paused run before starting another`,
+    { data: { max: limit.max } },
+  );
 }
 
 /** The `run_active` refusal of a claim whose lease has not run out. */
@@ -103,8 +135,15 @@ export interface StaleRunQuery {
 }
 
 export interface DurableStore {
-  /** Creates a thread with its first run and batch; throws `thread_exists` when the thread is taken. */
-  createRun(record: RunRecord, batch?: CommitBatch): Promise<void>;
+  /**
+   * Creates a thread with its first run and batch; throws `thread_exists` when the thread is taken, and
+   * `too_many_open_runs` (nothing written) when `options.openLimit` would be passed.
+   */
+  createRun(
+    record: RunRecord,
+    batch?: CommitBatch,
+    options?: { readonly openLimit?: OpenLimit },
+  ): Promise<void>;
   getRun(threadId: string): Promise<RunRecord | undefined>;
   /**
    * Hands the run to a new owner when its status is one of `fromStatus`, applying `batch`; returns the

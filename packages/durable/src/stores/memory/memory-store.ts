@@ -8,7 +8,7 @@ import type {
   RunRecord,
   RunStatus,
 } from "../../store/durable-store.ts";
-import { leaseHeld } from "../../store/durable-store.ts";
+import { leaseHeld, type OpenLimit, openStatuses, tooManyOpenRuns } from "../../store/durable-store.ts";
 import { runFenced, threadExists, unknownRun } from "../run-row.ts";
 
 interface Thread {
@@ -38,11 +38,25 @@ export function createMemoryStore(): DurableStore {
     return thread;
   }
 
+  /** Open runs under the limit's prefix, counting no further than one past its bound. */
+  function overLimit(limit: OpenLimit | undefined, adding: string): boolean {
+    if (limit === undefined || !adding.startsWith(limit.prefix)) return false;
+    let open = 1;
+    for (const [id, thread] of threads) {
+      if (id === adding || !id.startsWith(limit.prefix) || !openStatuses.includes(thread.run.status))
+        continue;
+      if (++open > limit.max) return true;
+    }
+    return open > limit.max;
+  }
+
   return {
-    async createRun(record, batch = {}) {
+    async createRun(record, batch = {}, options = {}) {
       if (threads.has(record.threadId)) {
         throw threadExists(record.threadId);
       }
+      if (overLimit(options.openLimit, record.threadId))
+        throw tooManyOpenRuns(options.openLimit as OpenLimit);
       const thread: Thread = { run: { ...record }, journal: new Map(), frames: [] };
       apply(thread, batch);
       threads.set(record.threadId, thread);
@@ -59,6 +73,9 @@ export function createMemoryStore(): DurableStore {
       const silentForMs = Date.now() - Date.parse(thread.run.updatedAt);
       const lease = options.staleAfterMs ?? 0;
       if (lease > 0 && silentForMs < lease) throw leaseHeld(threadId, silentForMs, lease);
+      if (!openStatuses.includes(thread.run.status) && overLimit(options.openLimit, threadId)) {
+        throw tooManyOpenRuns(options.openLimit as OpenLimit);
+      }
       apply(thread, { ...batch, run: { ...batch.run, owner } });
       return { run: { ...thread.run }, lastSeq: thread.frames.at(-1)?.seq ?? 0 };
     },

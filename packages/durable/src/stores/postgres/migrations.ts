@@ -32,6 +32,14 @@ export function postgresMigrations(prefix: string): readonly PostgresMigration[]
       // The recovery sweep's lookup (findStaleRuns) reads only running runs, oldest write first.
       up: `CREATE INDEX IF NOT EXISTS ${prefix}runs_running ON ${runs} (updated_at) WHERE status = 'running';`,
     },
+    {
+      version: 3,
+      name: "open runs by thread",
+      // The open-runs bound (ADR 0123) counts a tenant's running and paused runs by its id range, in
+      // byte order ("C"), the order the range's end is computed in.
+      up: `CREATE INDEX IF NOT EXISTS ${prefix}runs_open ON ${runs} (thread_id COLLATE "C")
+        WHERE status IN ('running', 'paused');`,
+    },
   ];
 }
 

@@ -10,7 +10,13 @@ import type {
   RunRecord,
   RunStatus,
 } from "../../store/durable-store.ts";
-import { leaseHeld } from "../../store/durable-store.ts";
+import {
+  leaseHeld,
+  type OpenLimit,
+  openStatuses,
+  prefixEnd,
+  tooManyOpenRuns,
+} from "../../store/durable-store.ts";
 import { fromRow, type RunRow, runColumns, runValues, threadExists, unknownRun } from "../run-row.ts";
 import { migrationStore, postgresMigrations } from "./migrations.ts";
 import { applyBatch, type DurableTables, durableTables } from "./postgres-commit.ts";
@@ -126,6 +132,36 @@ function reads(database: pg.Pool, { runs, journal, frames }: DurableTables): Rea
   };
 }
 
+/**
+ * Takes the prefix's open-runs lock for the rest of the transaction (a transaction-scoped advisory lock,
+ * keyed by the table and the prefix): writes that may open a run in one prefix take turns, so each
+ * counts the others' committed rows (ADR 0123). Taken before any row lock, always in that order.
+ */
+async function lockOpen(client: pg.PoolClient, runs: string, limit: OpenLimit | undefined): Promise<void> {
+  if (limit === undefined) return;
+  await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [
+    `${runs}:open:${limit.prefix}`,
+  ]);
+}
+
+/** Throws `too_many_open_runs` when the prefix holds more open runs than its bound, this write's among them. */
+async function checkOpen(
+  client: pg.PoolClient,
+  runs: string,
+  limit: OpenLimit | undefined,
+  threadId: string,
+): Promise<void> {
+  if (limit === undefined || !threadId.startsWith(limit.prefix)) return;
+  const end = prefixEnd(limit.prefix);
+  const range = end === undefined ? "" : `AND thread_id COLLATE "C" >= $2 AND thread_id COLLATE "C" < $3`;
+  const result = await client.query<{ n: string }>(
+    `SELECT count(*) AS n FROM (SELECT 1 FROM ${runs} WHERE status IN ('running', 'paused') ${range}
+     LIMIT $1) open_runs`,
+    end === undefined ? [limit.max + 1] : [limit.max + 1, limit.prefix, end],
+  );
+  if (Number(result.rows[0]?.n ?? 0) > limit.max) throw tooManyOpenRuns(limit);
+}
+
 /** What the store writes: fenced by the owner token, in a transaction where more than one statement. */
 function writes(
   database: pg.Pool,
@@ -134,8 +170,9 @@ function writes(
 ): Writes {
   const { runs, journal, frames } = tables;
   return {
-    async createRun(record: RunRecord, batch: CommitBatch = {}) {
+    async createRun(record: RunRecord, batch: CommitBatch = {}, options = {}) {
       await postgresTransaction(database, async (client) => {
+        await lockOpen(client, runs, options.openLimit);
         const inserted = await client.query(
           `INSERT INTO ${runs} (${runColumns})
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (thread_id) DO NOTHING`,
@@ -144,11 +181,13 @@ function writes(
         if (inserted.rowCount === 0) {
           throw threadExists(record.threadId);
         }
+        await checkOpen(client, runs, options.openLimit, record.threadId);
         await applyBatch(client, tables, record.threadId, batch, record.owner);
       });
     },
     async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
       return postgresTransaction(database, async (client) => {
+        await lockOpen(client, runs, options.openLimit);
         // The row lock serializes racing claimants; the silence is measured by the database's clock.
         const result = await client.query<RunRow & { silent_ms: number }>(
           `SELECT *, (extract(epoch FROM clock_timestamp() - updated_at::timestamptz) * 1000)::float8 AS silent_ms
@@ -162,6 +201,10 @@ function writes(
         const lease = options.staleAfterMs ?? 0;
         if (lease > 0 && row.silent_ms < lease) throw leaseHeld(threadId, row.silent_ms, lease);
         await applyBatch(client, tables, threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
+        // A claim that opens an ended thread's next run takes a place; a resume or takeover keeps its own.
+        if (!openStatuses.includes(row.status as RunStatus)) {
+          await checkOpen(client, runs, options.openLimit, threadId);
+        }
         const after = await client.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1`, [threadId]);
         const last = await client.query<{ seq: string }>(
           `SELECT COALESCE(MAX(seq), 0) AS seq FROM ${frames} WHERE thread_id = $1`,

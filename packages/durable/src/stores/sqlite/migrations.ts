@@ -31,4 +31,10 @@ CREATE TABLE IF NOT EXISTS durable_frames (
     // The recovery sweep's lookup (findStaleRuns) reads only running runs, oldest write first.
     up: "CREATE INDEX IF NOT EXISTS durable_runs_running ON durable_runs (updated_at) WHERE status = 'running';",
   },
+  {
+    version: 3,
+    name: "open runs by thread",
+    // The open-runs bound (ADR 0123) counts a tenant's running and paused runs by its id range.
+    up: "CREATE INDEX IF NOT EXISTS durable_runs_open ON durable_runs (thread_id) WHERE status IN ('running', 'paused');",
+  },
 ];

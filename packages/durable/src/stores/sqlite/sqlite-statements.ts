@@ -47,6 +47,14 @@ export function prepareStatements(database: DatabaseSync) {
     `SELECT seq, type, data FROM durable_frames WHERE thread_id = ?1 AND seq > ?2 AND ${sql.anyOf("type", 4)}
      ORDER BY seq LIMIT ?3`,
   );
+  // Open runs in a prefix's id range, counted no further than the bound asks (the open-runs index).
+  const countOpen = database.prepare(
+    `SELECT count(*) AS n FROM (SELECT 1 FROM durable_runs WHERE status IN ('running', 'paused')
+     AND thread_id >= ?1 AND thread_id < ?2 LIMIT ?3)`,
+  );
+  const countOpenAll = database.prepare(
+    `SELECT count(*) AS n FROM (SELECT 1 FROM durable_runs WHERE status IN ('running', 'paused') LIMIT ?1)`,
+  );
   /** One UPDATE per set of patched columns, prepared on first use. */
   const patchUpdates = new Map<string, StatementSync>();
   return {
@@ -65,5 +73,7 @@ export function prepareStatements(database: DatabaseSync) {
     selectStale,
     selectSilent,
     selectFramesOfTypes,
+    countOpen,
+    countOpenAll,
   };
 }

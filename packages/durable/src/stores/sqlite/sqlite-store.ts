@@ -9,7 +9,13 @@ import type {
   RunRecord,
   RunStatus,
 } from "../../store/durable-store.ts";
-import { leaseHeld } from "../../store/durable-store.ts";
+import {
+  leaseHeld,
+  type OpenLimit,
+  openStatuses,
+  prefixEnd,
+  tooManyOpenRuns,
+} from "../../store/durable-store.ts";
 import { fromRow, type RunRow, runValues, threadExists, unknownRun } from "../run-row.ts";
 import { sqliteMigrations } from "./migrations.ts";
 import { applyBatch } from "./sqlite-commit.ts";
@@ -90,12 +96,28 @@ function reads(statements: DurableStatements): Reads {
   };
 }
 
+/**
+ * Throws `too_many_open_runs` when the prefix holds more open runs than its bound, the run just written
+ * among them; inside the write's transaction (`BEGIN IMMEDIATE`: one writer at a time on the file), so
+ * the throw rolls the write back and two writes near the bound take turns.
+ */
+function checkOpen(statements: DurableStatements, limit: OpenLimit | undefined, threadId: string): void {
+  if (limit === undefined || !threadId.startsWith(limit.prefix)) return;
+  const end = prefixEnd(limit.prefix);
+  const row = (
+    end === undefined
+      ? statements.countOpenAll.get(limit.max + 1)
+      : statements.countOpen.get(limit.prefix, end, limit.max + 1)
+  ) as { n: number };
+  if (Number(row.n) > limit.max) throw tooManyOpenRuns(limit);
+}
+
 /** Each write one transaction: a commit lands whole or not at all. */
 function writes(database: DatabaseSync, statements: DurableStatements): Writes {
   const { insertRun, selectRun, selectLastSeq, deleteRun, deleteJournal, deleteFrames, selectStale } =
     statements;
   return {
-    async createRun(record: RunRecord, batch: CommitBatch = {}) {
+    async createRun(record: RunRecord, batch: CommitBatch = {}, options = {}) {
       sqliteTransaction(database, () => {
         try {
           insertRun.run(...runValues(record));
@@ -105,6 +127,7 @@ function writes(database: DatabaseSync, statements: DurableStatements): Writes {
           }
           throw error;
         }
+        checkOpen(statements, options.openLimit, record.threadId);
         applyBatch(database, statements, record.threadId, batch, record.owner);
       });
     },
@@ -119,6 +142,9 @@ function writes(database: DatabaseSync, statements: DurableStatements): Writes {
         const lease = options.staleAfterMs ?? 0;
         if (lease > 0 && silentForMs < lease) throw leaseHeld(threadId, silentForMs, lease);
         applyBatch(database, statements, threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
+        // A claim that opens an ended thread's next run takes a place; a resume or takeover keeps its own.
+        if (!openStatuses.includes(row.status as RunStatus))
+          checkOpen(statements, options.openLimit, threadId);
         const run = fromRow(selectRun.get(threadId) as unknown as RunRow);
         const lastSeq = Number((selectLastSeq.get(threadId) as { seq: number }).seq);
         return { run, lastSeq };
