@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { approve, createGraph, createRunner, type DurableStore, type Runner } from "@tackle/durable";
 import { createPostgresStore } from "@tackle/durable/postgres";
-import { createTestDatabase, type TestDatabase } from "@tackle/test-support";
+import { createTestDatabase, seededRandom, type TestDatabase } from "@tackle/test-support";
 import pg from "pg";
 
 const gate = createGraph<{ answer?: unknown }>("gate").node("ask", async (_state, ctx) => ({
@@ -21,16 +21,6 @@ const max = 6;
 const prefix = "acme/";
 
 /** A small seeded generator, so a failing seed can be replayed. */
-function random(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 let database: TestDatabase;
 let stores: DurableStore[];
@@ -63,7 +53,7 @@ async function openRows(): Promise<number> {
 
 test(`PostgreSQL: ${rounds} rounds of concurrent starts, answers and cancels never pass ${max} open runs`, async () => {
   const seed = Number(process.env.OPEN_RUNS_SEED ?? Date.now() % 1_000_000);
-  const next = random(seed);
+  const next = seededRandom(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] as T;
   /** The oracle: the tenant's paused threads. */
   const open = new Set<string>();

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { mock, test } from "node:test";
+import { seededRandom } from "@tackle/test-support";
 import { createExpiryQueue } from "./expiry.ts";
 
 /**
@@ -15,22 +16,11 @@ function advance(ms: number): void {
   for (let i = 0; i < ms; i++) mock.timers.tick(1);
 }
 
-function random(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 test("2,000 random runs of the expiry queue agree with an oracle", () => {
   mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 });
   try {
     for (let seed = 1; seed <= 2000; seed++) {
-      const next = random(seed);
+      const next = seededRandom(seed);
       const oracle = new Map<string, number>();
       const fired: string[] = [];
       const queue = createExpiryQueue((threadId) => {

@@ -344,8 +344,7 @@ export class MemoryClient implements MemoryClientOperations {
   /**
    * Polls a job until it succeeds or fails; a timeout (default 60 s) throws `timeout`, an abort
    * `aborted`. Polls every `intervalMs` (100) at first, then twice as long each time up to
-   * `maxIntervalMs` (1,000): a job's answer carries its input (an import's, up to 4 MiB), so a
-   * minutes-long job is not read back ten times a second.
+   * `maxIntervalMs` (1,000), so a minutes-long job is not read back ten times a second.
    */
   async waitForJob(
     id: string,
