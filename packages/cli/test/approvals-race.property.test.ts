@@ -10,11 +10,17 @@
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { Client } from "@modelcontextprotocol/client";
 import { StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { freePort, seededRandom } from "@tackle/test-support";
-import { readConsoleToken } from "../src/console/console-token.ts";
-import { type ElicitHandler, ledgerEnv, ledgerLines, openApprovals, output } from "./approvals-support.ts";
+import {
+  consoleClient,
+  type ElicitHandler,
+  ledgerEnv,
+  ledgerLines,
+  openApprovals,
+  output,
+} from "./approvals-support.ts";
 import { mainScript, type ServeProcess, startServe, tempHome } from "./tackle-process.ts";
 
 /** Calls per run of the property (`APPROVAL_RACE_CALLS` for more); each takes one to four answers. */
@@ -46,15 +52,7 @@ after(async () => {
 });
 
 async function httpClient(elicit?: ElicitHandler): Promise<Client> {
-  const client = new Client(
-    { name: "approvals-race", version: "1.0.0" },
-    elicit === undefined ? {} : { capabilities: { elicitation: {} } },
-  );
-  if (elicit !== undefined) client.setRequestHandler("elicitation/create", elicit as never);
-  const headers = { authorization: `Bearer ${readConsoleToken(serve?.tokenFile ?? "")}` };
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(serve?.url ?? ""), { requestInit: { headers } }),
-  );
+  const client = await consoleClient(serve, "approvals-race", elicit);
   clients.push(client);
   return client;
 }

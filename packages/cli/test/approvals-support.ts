@@ -2,8 +2,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Client } from "@modelcontextprotocol/client";
-import { cleanEnv } from "./tackle-process.ts";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { readConsoleToken } from "../src/console/console-token.ts";
+import { cleanEnv, type ServeProcess } from "./tackle-process.ts";
 
 export const ledgerBundle = fileURLToPath(new URL("./fixtures/ledger-bundle.ts", import.meta.url));
 
@@ -61,4 +62,25 @@ export async function until(
     if (Date.now() > deadline) throw new Error(`${what}: not within ${ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * An SDK client of the console `serve` over HTTP with its bearer token, declaring elicitation and
+ * answering forms with `elicit` when given; `name` is its client name.
+ */
+export async function consoleClient(
+  serve: ServeProcess | undefined,
+  name: string,
+  elicit?: ElicitHandler,
+): Promise<Client> {
+  const client = new Client(
+    { name, version: "1.0.0" },
+    elicit === undefined ? {} : { capabilities: { elicitation: {} } },
+  );
+  if (elicit !== undefined) client.setRequestHandler("elicitation/create", elicit as never);
+  const headers = { authorization: `Bearer ${readConsoleToken(serve?.tokenFile ?? "")}` };
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(serve?.url ?? ""), { requestInit: { headers } }),
+  );
+  return client;
 }

@@ -10,6 +10,7 @@ import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/cli
 import { freePort } from "@tackle/test-support";
 import { readConsoleToken } from "../src/console/console-token.ts";
 import {
+  consoleClient,
   type ElicitHandler,
   ledgerEnv,
   ledgerLines,
@@ -37,15 +38,7 @@ after(async () => {
 });
 
 async function connect(elicit?: ElicitHandler): Promise<Client> {
-  const client = new Client(
-    { name: "approvals-http", version: "1.0.0" },
-    elicit === undefined ? {} : { capabilities: { elicitation: {} } },
-  );
-  if (elicit !== undefined) client.setRequestHandler("elicitation/create", elicit as never);
-  const headers = { authorization: `Bearer ${readConsoleToken(serve?.tokenFile ?? "")}` };
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(serve?.url ?? ""), { requestInit: { headers } }),
-  );
+  const client = await consoleClient(serve, "approvals-http", elicit);
   clients.push(client);
   return client;
 }
