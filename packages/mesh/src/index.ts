@@ -61,6 +61,7 @@ export { pushAccount } from "./credentials/push-account.ts";
 export { MeshConfigError } from "./errors/mesh-config-error.ts";
 export type { MeshErrorCode, MeshToolError } from "./errors/mesh-error-code.ts";
 export { MeshPrefixConflictError, type PrefixConflict } from "./errors/mesh-prefix-conflict-error.ts";
+export { MeshSeatTakenError } from "./errors/mesh-seat-taken-error.ts";
 export {
   type IssueMembershipOptions,
   issueMembership,

@@ -192,7 +192,9 @@ type Keys = Map<
   }
 >;
 
-const hasLineBreak = (value: string | undefined) => value !== undefined && /[\r\n]/.test(value);
+/** A key or call id the client refuses before sending: a line break, or over 1,024 characters (ADR 0224). */
+const unsendableKey = (value: string | undefined) =>
+  value !== undefined && (/[\r\n]/.test(value) || value.length > 1024);
 
 function randomCase(random: Random, index: number, keys: Keys): Case {
   const seat = random() < 0.25;
@@ -236,7 +238,8 @@ function randomCase(random: Random, index: number, keys: Keys): Case {
     return { describe, run, expected: code("invalid_request") };
   // A seat is looked up in the memberships before the call is sent (and its headers written).
   if (seat && first !== "pad") return { describe, run, expected: code("unknown_seat") };
-  if (hasLineBreak(key) || hasLineBreak(callId)) return { describe, run, expected: code("invalid_request") };
+  if (unsendableKey(key) || unsendableKey(callId))
+    return { describe, run, expected: code("invalid_request") };
   if (!seat && !served.includes(module)) return { describe, run, expected: code("unreachable") };
   if (!tools.includes(tool) || (seat && second !== "note"))
     return { describe, run, expected: code("unknown_tool") };

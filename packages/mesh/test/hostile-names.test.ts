@@ -140,6 +140,20 @@ describe("names that are not tool names", () => {
       assert.equal(!result.ok && result.error.retryable, false);
     }
   });
+
+  it("refuses a key or call id over 1,024 characters as invalid_request naming the limit (it read as arguments too large)", async () => {
+    const long = "k".repeat(1025);
+    for (const options of [{ idempotencyKey: long }, { callId: long }]) {
+      const result = await client.call("names.echo", { text: "a" }, options);
+      assert.equal(outcome(result), "invalid_request", JSON.stringify(result));
+      assert.match(!result.ok ? result.error.message : "", /1025 characters, over the 1024 allowed/);
+    }
+    const seat = await client.callSeat("pad", "note", {}, { idempotencyKey: "k".repeat(200_000) });
+    assert.equal(outcome(seat), "invalid_request", JSON.stringify(seat));
+    // At the limit it runs.
+    const atLimit = await client.call("names.echo", { text: "a" }, { idempotencyKey: "k".repeat(1024) });
+    assert.equal(outcome(atLimit), "ok", JSON.stringify(atLimit));
+  });
 });
 
 describe("a caller's call id", () => {

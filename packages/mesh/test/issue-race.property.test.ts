@@ -24,6 +24,7 @@ import {
   issueMembership,
   MEMBERSHIP_BUCKET,
   MeshPrefixConflictError,
+  MeshSeatTakenError,
   openMeshBuckets,
 } from "../src/index.ts";
 
@@ -81,10 +82,21 @@ function sameParty(left: Party, right: Party): boolean {
   return left.module === right.module && left.seat === right.seat;
 }
 
-/** Whether the oracle accepts `issue` beside `accepted`: none of its parties nests with another party's. */
+/** The seats of `issue` another module of `accepted` holds (ADR 0224: a seat answers for one module). */
+function seatsTaken(issue: IssueMembershipOptions, accepted: readonly IssueMembershipOptions[]): string[] {
+  return Object.keys(issue.seats ?? {}).filter((seat) =>
+    accepted.some((other) => other.module !== issue.module && Object.hasOwn(other.seats ?? {}, seat)),
+  );
+}
+
+/**
+ * Whether the oracle accepts `issue` beside `accepted`: none of its parties nests with another party's,
+ * and none of its seats is another module's.
+ */
 function oracleAccepts(issue: IssueMembershipOptions, accepted: readonly IssueMembershipOptions[]): boolean {
   const own = partiesOf(issue);
   const held = accepted.flatMap(partiesOf);
+  if (seatsTaken(issue, accepted).length > 0) return false;
   return own.every(
     (party, index) =>
       !overEveryDefault(party.prefix) &&
@@ -156,14 +168,17 @@ async function round(index: number, random: () => number, counts: RoundCounts): 
     issues.map((issue, at) => issueMembership(connections[at % connections.length] as NatsConnection, issue)),
   );
   const accepted: IssueMembershipOptions[] = [];
-  const refused: [IssueMembershipOptions, MeshPrefixConflictError][] = [];
+  const refused: [IssueMembershipOptions, MeshPrefixConflictError | MeshSeatTakenError][] = [];
   for (const [at, outcome] of settled.entries()) {
     const issue = issues[at] as IssueMembershipOptions;
     if (outcome.status === "fulfilled") {
       accepted.push(issue);
       continue;
     }
-    assert.ok(MeshPrefixConflictError.isInstance(outcome.reason), `${describe}: ${String(outcome.reason)}`);
+    assert.ok(
+      MeshPrefixConflictError.isInstance(outcome.reason) || MeshSeatTakenError.isInstance(outcome.reason),
+      `${describe}: ${String(outcome.reason)}`,
+    );
     refused.push([issue, outcome.reason]);
   }
 
@@ -197,6 +212,21 @@ async function round(index: number, random: () => number, counts: RoundCounts): 
       false,
       `${describe}: refused ${JSON.stringify(issue)}: ${error.message}`,
     );
+    if (MeshSeatTakenError.isInstance(error)) {
+      // The seat is the issue's, and a module accepted in the round really holds it.
+      assert.ok(
+        error.module === issue.module &&
+          Object.hasOwn(issue.seats ?? {}, error.seat) &&
+          accepted.some(
+            (other) =>
+              other.module === error.heldBy &&
+              other.module !== issue.module &&
+              Object.hasOwn(other.seats ?? {}, error.seat),
+          ),
+        `${describe}: refusal names no real holder of the seat: ${error.message}`,
+      );
+      continue;
+    }
     // The refusal names one of the issue's parties and a party that really holds a prefix nesting with it.
     const mine = partiesOf(issue).find(
       (party) => party.module === error.module && party.seat === error.seat && party.prefix === error.prefix,

@@ -114,7 +114,20 @@ export async function callSeat(
     };
   }
   // Its own seats only: `toString` or `__proto__` is no seat of a record, whatever a plain object inherits.
-  const holder = memberships.find((record) => Object.hasOwn(record.seats, seat));
+  const holders = memberships.filter((record) => Object.hasOwn(record.seats, seat));
+  const modules = [...new Set(holders.map((record) => record.module))].sort();
+  if (modules.length > 1) {
+    // Records issued before ADR 0224 may give one seat to two modules: the call goes to neither.
+    return {
+      ok: false,
+      error: new ToolError(
+        "ambiguous_seat",
+        `Seat "${seat}" is held by modules ${modules.join(", ")}; "${name}" was not sent: revoke the seat from all but one (tackle mesh revoke)`,
+        { data: { seat, verb, modules } },
+      ),
+    };
+  }
+  const holder = holders[0];
   if (holder === undefined) {
     return {
       ok: false,

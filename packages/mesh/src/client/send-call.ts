@@ -163,19 +163,32 @@ export function createCallSender(
   };
 }
 
+/** The longest idempotency key or call id sent (ADR 0224): a key names a call, it does not carry data. */
+export const maxCallKeyLength = 1024;
+
 /**
  * The call's idempotency key and call id ride in NATS headers, which cannot hold a line break: such a
- * value is refused as a result before anything is sent (nats.js would throw from inside the call).
+ * value is refused as a result before anything is sent (nats.js would throw from inside the call), and
+ * so is one longer than `maxCallKeyLength` (it counted against `max_payload` as if it were arguments).
  */
 function unsendable(name: string, callOptions: MeshCallOptions): ToolError | undefined {
   for (const option of ["idempotencyKey", "callId"] as const) {
     const value: unknown = callOptions[option];
-    if (value === undefined || (typeof value === "string" && !/[\r\n]/.test(value))) continue;
-    return new ToolError(
-      "invalid_request",
-      `The ${option} of "${name}" must be a string without line breaks (it rides in a NATS header); nothing was sent`,
-      { retryable: false, data: { tool: name, option } },
-    );
+    if (value === undefined) continue;
+    if (typeof value !== "string" || /[\r\n]/.test(value)) {
+      return new ToolError(
+        "invalid_request",
+        `The ${option} of "${name}" must be a string without line breaks (it rides in a NATS header); nothing was sent`,
+        { retryable: false, data: { tool: name, option } },
+      );
+    }
+    if (value.length > maxCallKeyLength) {
+      return new ToolError(
+        "invalid_request",
+        `The ${option} of "${name}" is ${value.length} characters, over the ${maxCallKeyLength} allowed; nothing was sent`,
+        { retryable: false, data: { tool: name, option, length: value.length, limit: maxCallKeyLength } },
+      );
+    }
   }
   return undefined;
 }

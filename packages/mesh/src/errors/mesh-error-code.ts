@@ -14,6 +14,7 @@ export type MeshErrorCode =
   | "invalid_request"
   | "service_error"
   | "unknown_seat"
+  | "ambiguous_seat"
   | "forbidden"
   // a node: the module's calls running and waiting there are at their limits (ADR 0214), retryable
   | "overloaded"

@@ -9,6 +9,7 @@ import { ToolAbortedError } from "@tackle/core";
 import { untilAborted } from "../client/until-aborted.ts";
 import { defaultModulePrefix, defaultSeatPrefix } from "../config/names.ts";
 import { MeshConfigError } from "../errors/mesh-config-error.ts";
+import { MeshSeatTakenError } from "../errors/mesh-seat-taken-error.ts";
 import {
   type BucketSnapshot,
   readCatalogueSnapshot,
@@ -128,6 +129,7 @@ export async function issueMembership(
     );
     const held = heldPrefixes([...catalogued.records.values()], [...memberships.records.values()], key);
     refuseNestedPrefix("membership", partiesOf(stamped), held, "the same issue");
+    refuseTakenSeat(stamped, [...memberships.records.values()], key);
     // From the write on, the issue finishes: a half-issued module would be served without its catalogue entry.
     checkAborted(options.signal, "mesh.issueMembership");
     const written = await writeIfUnchanged(connection, key, JSON.stringify(stamped), memberships.sequence);
@@ -147,6 +149,32 @@ export async function issueMembership(
   };
   await buckets.catalogue.put(issued.module, JSON.stringify(catalogue));
   return issued;
+}
+
+/**
+ * A seat another module holds on any node (the record being replaced aside): `callSeat` names a seat,
+ * not a module, so two holders would leave a call to either (ADR 0224).
+ */
+function refuseTakenSeat(
+  record: MembershipRecord,
+  memberships: readonly MembershipRecord[],
+  replacing: string,
+): void {
+  for (const seat of Object.keys(record.seats)) {
+    const holder = memberships.find(
+      (entry) =>
+        entry.module !== record.module &&
+        membershipKey(entry.node, entry.module) !== replacing &&
+        Object.hasOwn(entry.seats, seat),
+    );
+    if (holder === undefined) continue;
+    throw new MeshSeatTakenError("membership", {
+      module: record.module,
+      seat,
+      heldBy: holder.module,
+      heldWhere: `node ${holder.node}'s membership`,
+    });
+  }
 }
 
 /**
