@@ -85,6 +85,33 @@ test("past the bound of open approvals a new call is refused, not paused; answer
   }
 });
 
+test("calls at once, from two servers on one store, never pass the bound together (they did: each counted before starting)", async () => {
+  const { source, paid } = ledger();
+  const store = join(folder, "approvals-shared.sqlite");
+  const servers = [approvals(source, { maxOpen: 5, store }), approvals(source, { maxOpen: 5, store })];
+  try {
+    const results = await Promise.all(
+      Array.from({ length: 24 }, (_, index) =>
+        (servers[index % 2] as ReturnType<typeof approvals>).call(
+          "ledger.pay",
+          { to: `p${index}`, amount: index },
+          {},
+        ),
+      ),
+    );
+    const codes = results.map((result) => (result.ok ? "paused" : result.error.code));
+    assert.equal(codes.filter((code) => code === "paused").length, 5, codes.join(","));
+    assert.equal(codes.filter((code) => code === "too_many_approvals").length, 19, codes.join(","));
+    const listed = outputOf(
+      await (servers[1] as ReturnType<typeof approvals>).call("tackle.approvals", {}, {}),
+    );
+    assert.equal((listed.approvals as unknown[]).length, 5);
+    assert.equal(paid.length, 0);
+  } finally {
+    for (const server of servers) await server.close();
+  }
+});
+
 test("answered approvals are deleted after their keeping time; open ones stay, however old", async () => {
   const { source } = ledger();
   const calls = approvals(source, { keepAnsweredMs: 200 });

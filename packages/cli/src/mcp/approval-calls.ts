@@ -12,6 +12,7 @@ import { type ToolCallResult, type ToolClient, ToolError } from "@tackle/core";
 import {
   createGraph,
   createRunner,
+  DurableError,
   type DurableStore,
   type Runner,
   type RunSnapshot,
@@ -45,8 +46,9 @@ export interface ApprovalCallsOptions {
    */
   readonly expiresInMs?: number;
   /**
-   * How many calls may wait for approval at once (default 1,000). Past it a new call is refused
-   * (`too_many_approvals`) rather than paused, so unanswered calls cannot grow the store without end.
+   * How many calls may wait for approval, or run after it, at once (default 1,000), across every
+   * server on the store. Past it a new call is refused (`too_many_approvals`) rather than paused, so
+   * unanswered calls cannot grow the store without end.
    */
   readonly maxOpen?: number;
   /**
@@ -103,25 +105,30 @@ export function createApprovalCalls(source: ToolSource, options: ApprovalCallsOp
   ) {
     const started = Date.now();
     await pruneAnswered();
-    if ((await openApprovals(runner, 0)).count >= maxOpen) {
+    const inputSchema = await inputSchemaOf(source, name);
+    const threadId = `${threadPrefix}${randomUUID()}`;
+    let snapshot: RunSnapshot<CallState>;
+    try {
+      // Counted by the store in the start's own transaction, so calls at once, from this server or
+      // another on the same store, cannot pass the bound together (ADR 0276).
+      snapshot = await runner.start(
+        graph,
+        {
+          tool: name,
+          args,
+          askUntil: new Date(started + expiresInMs).toISOString(),
+          ...(inputSchema === undefined ? {} : { inputSchema }),
+        },
+        { threadId, openLimit: { prefix: threadPrefix, max: maxOpen } },
+      );
+    } catch (error) {
+      if (!(DurableError.isInstance(error) && error.code === "too_many_open_runs")) throw error;
       return failure(
         "too_many_approvals",
-        `${maxOpen} calls already wait for approval: answer some with ${approveToolName} (${approvalsToolName} lists them) before making more`,
+        `${maxOpen} calls already wait for approval or run after it: answer some with ${approveToolName} (${approvalsToolName} lists them) before making more`,
         { open: maxOpen },
       );
     }
-    const inputSchema = await inputSchemaOf(source, name);
-    const threadId = `${threadPrefix}${randomUUID()}`;
-    const snapshot = await runner.start(
-      graph,
-      {
-        tool: name,
-        args,
-        askUntil: new Date(started + expiresInMs).toISOString(),
-        ...(inputSchema === undefined ? {} : { inputSchema }),
-      },
-      { threadId },
-    );
     const open = snapshot.interrupts[0];
     if (snapshot.status !== "paused" || open === undefined) return outcome(snapshot);
     if (client?.elicit === undefined) return paused(snapshot);
