@@ -124,6 +124,25 @@ describe("SQLite store: schema versions", () => {
     const store = createSqliteStore({ path });
     try {
       await checkAccessAfterMigration(store);
+      // Migration 12 (ADR 0556): the metadata of the rows kept is counted, as the JSON text they hold.
+      const kept = new DatabaseSync(path);
+      const metadataText = Number(
+        (
+          kept
+            .prepare(
+              `SELECT ${["memory_history", "memory_events", "memory_documents"]
+                .map(
+                  (table) =>
+                    `(SELECT coalesce(sum(length(CAST(metadata AS BLOB))), 0) FROM ${table} WHERE tenant_id = 'tenant-a')`,
+                )
+                .join(" + ")} AS n`,
+            )
+            .get() as { n: number }
+        ).n,
+      );
+      kept.close();
+      assert.ok(metadataText > 0);
+      assert.equal((await store.usage("tenant-a")).metadataBytes, metadataText);
       const memories = await store.listMemories("tenant-a", { userId: "u1" }, { limit: 10, order: "recent" });
       assert.deepEqual(memories.map((memory) => memory.content).sort(), [
         "Lives in Lisbon near the river",
@@ -189,7 +208,7 @@ describe("SQLite store: schema versions", () => {
     const database = new DatabaseSync(path);
     assert.equal(
       (database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version,
-      11,
+      12,
     );
     // Migration 11 (ADR 0551): the jobs a tenant has waiting are counted on an index of those alone.
     const waitingPlan = database
@@ -364,6 +383,7 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 10 },
         { store: "memory", version: 11 },
         { store: "memory", version: 12 },
+        { store: "memory", version: 13 },
       ]);
       // Migration 11: a user's cut (ADR 0545) walks an index of its rows in write order.
       // Rows that name no user have a partial index: PostgreSQL would sort them after `IS NULL`.

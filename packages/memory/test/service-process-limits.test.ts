@@ -112,9 +112,18 @@ describe("tackle-memory serve: limits", () => {
         TACKLE_MEMORY_API_KEYS: "limits-key=tenant-limits",
         TACKLE_MEMORY_MAX_DOCUMENT_BYTES: "40",
         TACKLE_MEMORY_MAX_CORE_BLOCK_BYTES: "1KiB",
+        TACKLE_MEMORY_MAX_METADATA_BYTES: "64",
       },
     );
     children.push(running);
+    // Metadata (ADR 0556): its JSON text, 65 bytes, one too many; nothing of the memory is kept.
+    const tagged = await call(running.url, "/v1/memories", {
+      userId: "u",
+      content: "A fact with its notes",
+      metadata: { note: "n".repeat(54) },
+    });
+    assert.equal(tagged.status, 409);
+    assert.deepEqual(tagged.body.error.data, { kind: "metadataBytes", limit: 64, used: 0, requested: 65 });
     for (const content of ["The first fact", "The second fact"]) {
       assert.equal((await call(running.url, "/v1/memories", { userId: "u", content })).status, 200);
     }
@@ -150,6 +159,10 @@ describe("tackle-memory serve: limits", () => {
       events: null,
       eventBytes: 4 * 1024 ** 3,
       documentBytes: 40,
+      metadataBytes: 64,
+      coreBlocks: 10_000,
+      coreBlockBytes: 1024,
+      queuedJobs: 100,
     });
 
     // Two users of four searches each, in turn: each keeps its newest 2 (`--max-traces-per-user`; a
@@ -193,6 +206,10 @@ describe("tackle-memory serve: limits", () => {
           events: null,
           eventBytes: 512 * 1024 ** 2,
           documentBytes: 1024 ** 3,
+          metadataBytes: 1024 ** 3,
+          coreBlocks: 10_000,
+          coreBlockBytes: 64 * 1024 ** 2,
+          queuedJobs: 100,
         });
       }
       assert.equal(await stop(running, "SIGTERM"), 0);

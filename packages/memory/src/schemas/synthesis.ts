@@ -81,6 +81,19 @@ export const unifiedStateResponseSchema = z.object({
 });
 export type UnifiedStateResponse = z.infer<typeof unifiedStateResponseSchema>;
 
+/** The kinds `status` answers in `quotas`: the counters (ADRs 0538, 0556), then what is counted from rows (ADR 0551). */
+const quotaKinds = [
+  "memories",
+  "memoryBytes",
+  "events",
+  "eventBytes",
+  "documentBytes",
+  "metadataBytes",
+  "coreBlocks",
+  "coreBlockBytes",
+  "queuedJobs",
+] as const;
+
 export const statusResponseSchema = z.object({
   ok: z.boolean(),
   version: z.string(),
@@ -97,18 +110,18 @@ export const statusResponseSchema = z.object({
     jobs: z.number().int(),
   }),
   /**
-   * The tenant's storage against its quotas (ADR 0538), tenant-wide whatever the scope: `limit`
-   * null when switched off.
+   * The tenant's storage against its quotas (ADRs 0538, 0551, 0556), tenant-wide whatever the scope:
+   * `limit` null when switched off.
    */
   quotas: z
     .object(
       Object.fromEntries(
-        ["memories", "memoryBytes", "events", "eventBytes", "documentBytes"].map((kind) => [
+        quotaKinds.map((kind) => [
           kind,
           z.object({ used: z.number().int(), limit: z.number().int().nullable() }),
         ]),
       ) as Record<
-        "memories" | "memoryBytes" | "events" | "eventBytes" | "documentBytes",
+        (typeof quotaKinds)[number],
         z.ZodObject<{ used: z.ZodNumber; limit: z.ZodNullable<z.ZodNumber> }>
       >,
     )

@@ -1,6 +1,6 @@
 /**
  * The limits `tackle-memory serve` takes as flags or environment variables — the rate, requests in
- * flight, retention (ADR 0537) and storage quotas (ADRs 0538, 0551) — each checked before the service starts:
+ * flight, retention (ADR 0537) and storage quotas (ADRs 0538, 0551, 0556) — each checked before the service starts:
  * a value that is not a limit stops the start naming its flag, never a silently different limit.
  */
 import type { MemoryQuotaOptions } from "../service/quotas.ts";
@@ -77,6 +77,12 @@ const groups = {
       flag: "max-document-bytes",
       kind: "bytes",
       help: "bytes of knowledge-document chunks",
+      fallback: "1GiB",
+    },
+    {
+      flag: "max-metadata-bytes",
+      kind: "bytes",
+      help: "bytes of metadata: memory versions, events, documents",
       fallback: "1GiB",
     },
     { flag: "max-core-blocks", kind: "quota", help: "core-memory blocks, every scope", fallback: "10000" },

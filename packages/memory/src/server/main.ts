@@ -5,7 +5,7 @@
  *   tackle-memory serve [--store <file|postgres://…>] [--listen 127.0.0.1:4280] [--api-keys-file <path>]
  * Environment: TACKLE_MEMORY_STORE, TACKLE_MEMORY_LISTEN, TACKLE_MEMORY_API_KEYS (`key=tenant,…`; a key
  * bound to one identity: `key=tenant?userId=alice&agentId=travel`),
- * TACKLE_MEMORY_API_KEYS_FILE, TACKLE_MEMORY_RATE_LIMIT / --rate-limit (requests per second per tenant),
+ * TACKLE_MEMORY_API_KEYS_FILE (one of the two: both refuse to start), TACKLE_MEMORY_RATE_LIMIT / --rate-limit (requests per second per tenant),
  * and the limits of limit-flags.ts (in flight, retention, quotas: `--max-memories` / TACKLE_MEMORY_MAX_MEMORIES, …),
  * TACKLE_MEMORY_MODELS / --models: a module exporting `embeddingModel` and/or `languageModel`
  * (any AI SDK models) and optionally `vectorWeight`, so the process needs no provider-specific flags;
@@ -22,14 +22,15 @@ import { type ApiKeyEntry, ApiKeysConfigError, parseApiKeys } from "./api-keys.t
 import { importUsage, runImportCommand } from "./import-command.ts";
 import { limitFlagOptions, limitFlagUsage, readLimitFlags } from "./limit-flags.ts";
 import { DEFAULT_MEMORY_PORT, type ServeMemoryOptions, serveMemory } from "./serve-memory.ts";
-import { UsageError } from "./usage-error.ts";
+import { ConfigError, UsageError } from "./usage-error.ts";
 
 const usage = [
   "usage: tackle-memory serve [--store <file|postgres://…>] [--listen host:port] [--api-keys-file path]",
   "                           [--allow-remote] [--models module] [--embedder word-vectors] [limits]",
   "  --store          a SQLite file or a postgres:// URL (TACKLE_MEMORY_STORE; default .tackle/memory.db)",
   "  --listen         host:port (TACKLE_MEMORY_LISTEN; default 127.0.0.1:4280); loopback unless --allow-remote",
-  "  --api-keys-file  key=tenant lines (TACKLE_MEMORY_API_KEYS_FILE, or TACKLE_MEMORY_API_KEYS inline);",
+  "  --api-keys-file  key=tenant lines (TACKLE_MEMORY_API_KEYS_FILE, or TACKLE_MEMORY_API_KEYS inline;",
+  "                   one of the two: both refuse to start)",
   "                   key=tenant?userId=alice[&agentId=…] binds a key to one identity",
   "                   without keys, one for tenant local is written beside the store",
   "  --models         a module exporting embeddingModel and/or languageModel, and optionally",
@@ -83,7 +84,7 @@ async function main(argv: string[]): Promise<void> {
     );
   }
   const limits = readLimitFlags(values, process.env);
-  const apiKeys = loadApiKeys(values["api-keys-file"] ?? process.env.TACKLE_MEMORY_API_KEYS_FILE, store);
+  const apiKeys = loadApiKeys(keysFile(values["api-keys-file"]), store);
   const models = await loadModels(
     values.models ?? process.env.TACKLE_MEMORY_MODELS,
     values.embedder ?? process.env.TACKLE_MEMORY_EMBEDDER,
@@ -153,10 +154,27 @@ async function importModels(path: string): Promise<Models> {
   };
 }
 
-function loadApiKeys(file: string | undefined, store: string): Record<string, ApiKeyEntry> {
-  if (process.env.TACKLE_MEMORY_API_KEYS)
-    return keysFrom("TACKLE_MEMORY_API_KEYS", process.env.TACKLE_MEMORY_API_KEYS);
-  if (file) return keysFrom(file, readPrivateFile(file));
+/** The key file given, and where it was given (the flag wins over its variable). */
+function keysFile(flag: string | undefined): { path: string; source: string } | undefined {
+  if (flag) return { path: flag, source: "--api-keys-file" };
+  const variable = process.env.TACKLE_MEMORY_API_KEYS_FILE;
+  return variable ? { path: variable, source: "TACKLE_MEMORY_API_KEYS_FILE" } : undefined;
+}
+
+function loadApiKeys(
+  file: { path: string; source: string } | undefined,
+  store: string,
+): Record<string, ApiKeyEntry> {
+  const inline = process.env.TACKLE_MEMORY_API_KEYS;
+  // Two lists of keys: taking either would silently drop the other's keys (or the bindings that
+  // narrow them), so the start is refused until one is left (ADR 0556).
+  if (inline && file) {
+    throw new ConfigError(
+      `TACKLE_MEMORY_API_KEYS and ${file.source} both give the API keys: give them one way, not both`,
+    );
+  }
+  if (inline) return keysFrom("TACKLE_MEMORY_API_KEYS", inline);
+  if (file) return keysFrom(file.path, readPrivateFile(file.path));
   const directory = /^postgres(ql)?:\/\//.test(store) ? resolve(".tackle") : dirname(resolve(store));
   mkdirSync(directory, { recursive: true, mode: 0o700 });
   const keyFile = join(directory, "memory-api-key");
@@ -200,5 +218,6 @@ main(process.argv.slice(2)).catch((error) => {
     error instanceof UsageError || (error as NodeJS.ErrnoException).code?.startsWith("ERR_PARSE_ARGS_");
   if (usageError) process.stderr.write(`${usage}\n`);
   // A refused key list is a configuration error too (exit 2), but its one line says all: no usage.
-  process.exit(usageError || error instanceof ApiKeysConfigError ? 2 : 1);
+  const configError = error instanceof ApiKeysConfigError || error instanceof ConfigError;
+  process.exit(usageError || configError ? 2 : 1);
 });

@@ -4,7 +4,14 @@
  * row changed in every write's transaction; this hands each write its limits and reads them back.
  */
 import type { MemoryStore } from "../store/memory-store.ts";
-import { type HeldLimits, type TenantUsage, type UsageLimits, usageKinds } from "../store/tenant-usage.ts";
+import {
+  type HeldLimits,
+  type HeldUsage,
+  heldKinds,
+  type TenantUsage,
+  type UsageLimits,
+  usageKinds,
+} from "../store/tenant-usage.ts";
 
 /** Limits per tenant; `Infinity` switches one off. */
 export interface MemoryQuotaOptions {
@@ -18,6 +25,8 @@ export interface MemoryQuotaOptions {
   readonly maxEventBytes?: number;
   /** UTF-8 bytes of knowledge-document chunks (default 1 GiB). */
   readonly maxDocumentBytes?: number;
+  /** UTF-8 bytes of metadata as JSON: every memory version, event and document (default 1 GiB; ADR 0556). */
+  readonly maxMetadataBytes?: number;
   /** Core-memory blocks over every scope (default 10,000; ADR 0551). */
   readonly maxCoreBlocks?: number;
   /** UTF-8 bytes of core-memory block values over every scope (default 64 MiB). */
@@ -37,6 +46,7 @@ export const defaultQuotas: QuotaLimits = {
   events: 10_000_000,
   eventBytes: 4 * gib,
   documentBytes: gib,
+  metadataBytes: gib,
   coreBlocks: 10_000,
   coreBlockBytes: 64 * 1024 ** 2,
   queuedJobs: 100,
@@ -48,6 +58,7 @@ const optionNames: { readonly [Kind in keyof QuotaLimits]: keyof MemoryQuotaOpti
   events: "maxEvents",
   eventBytes: "maxEventBytes",
   documentBytes: "maxDocumentBytes",
+  metadataBytes: "maxMetadataBytes",
   coreBlocks: "maxCoreBlocks",
   coreBlockBytes: "maxCoreBlockBytes",
   queuedJobs: "maxQueuedJobs",
@@ -97,13 +108,14 @@ export function withQuotas(store: MemoryStore, limits: QuotaLimits): MemoryStore
   });
 }
 
-/** The tenant's usage against its limits (`null`: no limit). */
-export async function quotaUsage(store: MemoryStore, tenantId: string, limits: UsageLimits) {
-  const used = await store.usage(tenantId);
+/** The tenant's usage of every kind against its limits (`null`: no limit). */
+export async function quotaUsage(store: MemoryStore, tenantId: string, limits: QuotaLimits) {
+  const [counted, held] = await Promise.all([store.usage(tenantId), store.heldUsage(tenantId)]);
+  const used: TenantUsage & HeldUsage = { ...counted, ...held };
   return Object.fromEntries(
-    usageKinds.map((kind) => [
+    [...usageKinds, ...heldKinds].map((kind) => [
       kind,
       { used: used[kind], limit: Number.isFinite(limits[kind]) ? limits[kind] : null },
     ]),
-  ) as { [Kind in keyof TenantUsage]: { used: number; limit: number | null } };
+  ) as { [Kind in keyof QuotaLimits]: { used: number; limit: number | null } };
 }

@@ -6,7 +6,7 @@ import type { KnowledgeDocument } from "../schemas/knowledge.ts";
 import type { Memory, MemoryKind, MemoryStatus, MemoryVersion } from "../schemas/memory.ts";
 import type { MemoryCounts } from "../schemas/synthesis.ts";
 import type { MemoryScope } from "../scope/memory-scope.ts";
-import type { HeldLimits, TenantUsage, UsageLimits } from "./tenant-usage.ts";
+import type { HeldLimits, HeldUsage, TenantUsage, UsageLimits } from "./tenant-usage.ts";
 
 /** A memory as stored: the API shape plus what never leaves the service. */
 export interface StoredMemory extends Memory {
@@ -430,6 +430,8 @@ export interface MemoryStore
   counts(tenantId: string, scope?: MemoryScope): Promise<TenantCounts>;
   /** What the tenant has stored, from its counter row (ADR 0538). */
   usage(tenantId: string): Promise<TenantUsage>;
+  /** What the tenant holds of the kinds counted from its rows: core blocks, their bytes, jobs waiting (ADR 0551). */
+  heldUsage(tenantId: string): Promise<HeldUsage>;
 }
 
 export interface JobLeases {

@@ -16,12 +16,24 @@ export interface TenantUsage {
   readonly eventBytes: number;
   /** UTF-8 bytes of knowledge-document chunks. */
   readonly documentBytes: number;
+  /**
+   * UTF-8 bytes of metadata as JSON (ADR 0556): of every memory version kept, of events and of
+   * documents. Each row keeps the bytes it was charged, so a recount agrees with what writes added.
+   */
+  readonly metadataBytes: number;
 }
 
 /** A limit per kind of usage; `Infinity` switches one off. */
 export type UsageLimits = { readonly [Kind in keyof TenantUsage]: number };
 
-export const usageKinds = ["memories", "memoryBytes", "events", "eventBytes", "documentBytes"] as const;
+export const usageKinds = [
+  "memories",
+  "memoryBytes",
+  "events",
+  "eventBytes",
+  "documentBytes",
+  "metadataBytes",
+] as const;
 
 export const usageColumns: { readonly [Kind in keyof TenantUsage]: string } = {
   memories: "memories",
@@ -29,6 +41,7 @@ export const usageColumns: { readonly [Kind in keyof TenantUsage]: string } = {
   events: "events",
   eventBytes: "event_bytes",
   documentBytes: "document_bytes",
+  metadataBytes: "metadata_bytes",
 };
 
 export const zeroUsage: TenantUsage = {
@@ -37,10 +50,16 @@ export const zeroUsage: TenantUsage = {
   events: 0,
   eventBytes: 0,
   documentBytes: 0,
+  metadataBytes: 0,
 };
 
 export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, "utf8");
+}
+
+/** What a row's metadata is charged (ADR 0556): the UTF-8 bytes of the JSON text the store is given. */
+export function metadataBytes(metadata: unknown): number {
+  return utf8Bytes(JSON.stringify(metadata ?? {}));
 }
 
 export function usageFromRow(row: Record<string, unknown> | undefined): TenantUsage {
@@ -63,23 +82,41 @@ export function chargeUsageValues(tenantId: string, delta: Partial<TenantUsage>)
   return [tenantId, ...usageKinds.map((kind) => delta[kind] ?? 0)];
 }
 
+/** The tables whose rows carry metadata, each counted by the dialect as it was charged. */
+export type MetadataTable = "memory_history" | "memory_memories" | "memory_events" | "memory_documents";
+
 /**
- * The statement (re)filling counter rows from the stored rows: of every tenant (the migration), or of
- * the tenant `tenant` names (a parameter's mark: a purge). `bytes` is the dialect's UTF-8 length of a column.
+ * The statement (re)filling counter rows from the stored rows: of every tenant (a migration), or of
+ * the tenant `tenant` names (a parameter's mark: a purge). `bytes` is the dialect's UTF-8 length of a
+ * column; `metadata` the bytes a table's row was charged for its metadata (ADR 0556). Without
+ * `metadata` the statement is ADR 0538's, of five counters, as its migration shipped it.
  */
-export function fillUsageSql(bytes: (column: string) => string, tenant: string | undefined): string {
+export function fillUsageSql(
+  bytes: (column: string) => string,
+  tenant: string | undefined,
+  metadata?: (table: MetadataTable) => string,
+): string {
   const oneTenant = tenant !== undefined;
   const where = oneTenant ? `WHERE tenant_id = ${tenant}` : "";
+  const meta = (table: MetadataTable) => (metadata ? `, coalesce(sum(${metadata(table)}), 0)` : "");
+  const none = metadata ? ", 0" : "";
   const sums = [
-    `SELECT tenant_id, count(*) AS memories, 0 AS memory_bytes, 0 AS events, 0 AS event_bytes, 0 AS document_bytes FROM memory_memories ${where} GROUP BY tenant_id`,
-    `SELECT tenant_id, 0, coalesce(sum(${bytes("content")}), 0), 0, 0, 0 FROM memory_history ${where} GROUP BY tenant_id`,
+    `SELECT tenant_id, count(*) AS memories, 0 AS memory_bytes, 0 AS events, 0 AS event_bytes, 0 AS document_bytes${metadata ? ", 0 AS metadata_bytes" : ""} FROM memory_memories ${where} GROUP BY tenant_id`,
+    `SELECT tenant_id, 0, coalesce(sum(${bytes("content")}), 0), 0, 0, 0${meta("memory_history")} FROM memory_history ${where} GROUP BY tenant_id`,
     // A memory written before its versions were kept has no history row: its own content counts.
-    `SELECT tenant_id, 0, coalesce(sum(${bytes("content")}), 0), 0, 0, 0 FROM memory_memories AS m ${where}${oneTenant ? " AND" : " WHERE"}
+    `SELECT tenant_id, 0, coalesce(sum(${bytes("content")}), 0), 0, 0, 0${meta("memory_memories")} FROM memory_memories AS m ${where}${oneTenant ? " AND" : " WHERE"}
        NOT EXISTS (SELECT 1 FROM memory_history AS h WHERE h.tenant_id = m.tenant_id AND h.memory_id = m.id) GROUP BY tenant_id`,
-    `SELECT tenant_id, 0, 0, count(*), coalesce(sum(${bytes("content")}), 0), 0 FROM memory_events ${where} GROUP BY tenant_id`,
-    `SELECT tenant_id, 0, 0, 0, 0, coalesce(sum(${bytes("content")}), 0) FROM memory_chunks ${where} GROUP BY tenant_id`,
+    `SELECT tenant_id, 0, 0, count(*), coalesce(sum(${bytes("content")}), 0), 0${meta("memory_events")} FROM memory_events ${where} GROUP BY tenant_id`,
+    `SELECT tenant_id, 0, 0, 0, 0, coalesce(sum(${bytes("content")}), 0)${none} FROM memory_chunks ${where} GROUP BY tenant_id`,
+    ...(metadata
+      ? [
+          `SELECT tenant_id, 0, 0, 0, 0, 0${meta("memory_documents")} FROM memory_documents ${where} GROUP BY tenant_id`,
+        ]
+      : []),
   ];
-  const columns = usageKinds.map((kind) => usageColumns[kind]);
+  const columns = usageKinds
+    .filter((kind) => metadata || kind !== "metadataBytes")
+    .map((kind) => usageColumns[kind]);
   const totals = oneTenant
     ? `SELECT ${tenant} AS tenant_id, ${columns.map((column) => `coalesce(sum(${column}), 0)`).join(", ")} FROM (${sums.join(" UNION ALL ")}) AS parts`
     : `SELECT tenant_id, ${columns.map((column) => `sum(${column})`).join(", ")} FROM (${sums.join(" UNION ALL ")}) AS parts GROUP BY tenant_id`;
@@ -127,6 +164,25 @@ export interface HeldLimits {
 
 export type HeldKind = keyof HeldLimits;
 
+/** What a tenant holds of the kinds counted from the rows (ADR 0551). */
+export type HeldUsage = { readonly [Kind in HeldKind]: number };
+
+export const heldKinds = ["coreBlocks", "coreBlockBytes", "queuedJobs"] as const;
+
+/** The statement counting what a tenant holds of every held kind, `tenant` a numbered mark. */
+export function heldUsageSql(bytes: (column: string) => string, tenant: string): string {
+  return `SELECT blocks.blocks AS core_blocks, blocks.bytes AS core_block_bytes, jobs.jobs AS queued_jobs
+    FROM (${heldBlocksSql(bytes, tenant)}) AS blocks, (${heldJobsSql(tenant)}) AS jobs`;
+}
+
+export function heldFromRow(row: Record<string, unknown> | undefined): HeldUsage {
+  return {
+    coreBlocks: Number(row?.core_blocks ?? 0),
+    coreBlockBytes: Number(row?.core_block_bytes ?? 0),
+    queuedJobs: Number(row?.queued_jobs ?? 0),
+  };
+}
+
 /**
  * Throws `quota_exceeded` when a write grew `kind` from `before` to `after` past its limit; a write
  * that shrinks it or leaves it be passes even over the limit (the way back under stays open).
@@ -149,19 +205,31 @@ export function heldJobsSql(tenant: string): string {
 /** What a finished job keeps of its input: nothing (ADR 0551); its outcome stays. */
 export const droppedInput = "null";
 
-/** What inserting these memories adds: a row each and its content (its first version). */
-export function memoriesAdded(memories: readonly { readonly content: string }[]): Partial<TenantUsage> {
+interface WithMetadata {
+  readonly content: string;
+  readonly metadata?: unknown;
+}
+
+/** What inserting these memories adds: a row each, its content and its metadata (its first version). */
+export function memoriesAdded(memories: readonly WithMetadata[]): Partial<TenantUsage> {
   return {
     memories: memories.length,
     memoryBytes: memories.reduce((sum, memory) => sum + utf8Bytes(memory.content), 0),
+    metadataBytes: memories.reduce((sum, memory) => sum + metadataBytes(memory.metadata), 0),
   };
 }
 
+/** What a memory's new version adds: its history row's content and metadata. */
+export function versionAdded(memory: WithMetadata): Partial<TenantUsage> {
+  return { memoryBytes: utf8Bytes(memory.content), metadataBytes: metadataBytes(memory.metadata) };
+}
+
 /** What appending these events adds. */
-export function eventsAdded(events: readonly { readonly content: string }[]): Partial<TenantUsage> {
+export function eventsAdded(events: readonly WithMetadata[]): Partial<TenantUsage> {
   return {
     events: events.length,
     eventBytes: events.reduce((sum, event) => sum + utf8Bytes(event.content), 0),
+    metadataBytes: events.reduce((sum, event) => sum + metadataBytes(event.metadata), 0),
   };
 }
 

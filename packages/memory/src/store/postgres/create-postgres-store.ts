@@ -8,7 +8,7 @@ import { migratePostgres, openPostgres } from "@tackle/storage/postgres";
 import type pg from "pg";
 import type { MemoryStore } from "../memory-store.ts";
 import { scopeCondition } from "../row-codec.ts";
-import { usageFromRow } from "../tenant-usage.ts";
+import { heldFromRow, heldUsageSql, usageFromRow } from "../tenant-usage.ts";
 import { postgresMigrations } from "./migrations.ts";
 import { postgresCoreBlocks } from "./postgres-core-blocks.ts";
 import { postgresDocuments } from "./postgres-documents.ts";
@@ -21,7 +21,7 @@ import { postgresMemorySearch } from "./postgres-memory-search.ts";
 import { postgresMemoryStatistics } from "./postgres-memory-statistics.ts";
 import { postgresMemoryWrites } from "./postgres-memory-writes.ts";
 import { postgresRetention } from "./postgres-retention.ts";
-import { mark, type PostgresContext, type Row } from "./postgres-sql.ts";
+import { mark, type PostgresContext, postgresBytes, type Row } from "./postgres-sql.ts";
 import { postgresTraces } from "./postgres-traces.ts";
 import { createPostgresUnits } from "./postgres-unit-of-work.ts";
 import { purgePostgresScope } from "./purge-postgres-scope.ts";
@@ -93,6 +93,10 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
 
     async usage(tenantId) {
       return usageFromRow(await one("SELECT * FROM memory_tenant_usage WHERE tenant_id = $1", [tenantId]));
+    },
+
+    async heldUsage(tenantId) {
+      return heldFromRow(await one(heldUsageSql(postgresBytes, "$1"), [tenantId]));
     },
 
     async counts(tenantId, scope = {}) {

@@ -5,7 +5,7 @@
 
 import type { PostgresMigration } from "@tackle/storage/postgres";
 import { fillUsageSql } from "../tenant-usage.ts";
-import { postgresBytes } from "./postgres-sql.ts";
+import { postgresBytes, postgresMetadataBytes } from "./postgres-sql.ts";
 import { postgresSchema } from "./schema.ts";
 
 /** The columns whose change moves a tenant's memory generation: all but the access counters. */
@@ -302,6 +302,25 @@ CREATE INDEX IF NOT EXISTS memory_jobs_no_user ON memory_jobs(tenant_id, seq) WH
     up: `
 UPDATE memory_jobs SET input = 'null'::jsonb WHERE status IN ('succeeded', 'failed');
 CREATE INDEX IF NOT EXISTS memory_jobs_waiting ON memory_jobs(tenant_id) WHERE status IN ('queued', 'running');
+`,
+  },
+  {
+    version: 13,
+    name: "metadata bytes counted for the tenant's quota",
+    // ADR 0556: the metadata of every memory version, event and document counts against the tenant's
+    // `metadataBytes`, as the UTF-8 bytes of the JSON text each write is given. JSONB does not keep
+    // that text, so each row keeps what it was charged (rows stored before: their JSONB text; a row
+    // already charged keeps its count, so running this again changes nothing), and a purge's recount
+    // sums what the writes charged. The counter is filled from the rows stored.
+    up: `
+ALTER TABLE memory_history ADD COLUMN IF NOT EXISTS metadata_bytes BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE memory_events ADD COLUMN IF NOT EXISTS metadata_bytes BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE memory_documents ADD COLUMN IF NOT EXISTS metadata_bytes BIGINT NOT NULL DEFAULT 0;
+UPDATE memory_history SET metadata_bytes = octet_length(metadata::text) WHERE metadata_bytes = 0;
+UPDATE memory_events SET metadata_bytes = octet_length(metadata::text) WHERE metadata_bytes = 0;
+UPDATE memory_documents SET metadata_bytes = octet_length(metadata::text) WHERE metadata_bytes = 0;
+ALTER TABLE memory_tenant_usage ADD COLUMN IF NOT EXISTS metadata_bytes BIGINT NOT NULL DEFAULT 0;
+${fillUsageSql(postgresBytes, undefined, postgresMetadataBytes)};
 `,
   },
 ];

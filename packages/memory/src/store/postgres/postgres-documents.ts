@@ -2,7 +2,7 @@
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore } from "../memory-store.ts";
 import { documentFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
-import { utf8Bytes } from "../tenant-usage.ts";
+import { metadataBytes, utf8Bytes } from "../tenant-usage.ts";
 import { chargeUsage, lockUsage, mark, type PostgresContext, tsQuery } from "./postgres-sql.ts";
 
 export function postgresDocuments(
@@ -14,8 +14,8 @@ export function postgresDocuments(
       return transaction(async (client) => {
         await lockUsage(client, document.tenantId);
         const result = await client.query(
-          `INSERT INTO memory_documents (id, tenant_id, user_id, agent_id, session_id, scope_key, title, source, metadata, content_hash, chunk_count, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT DO NOTHING`,
+          `INSERT INTO memory_documents (id, tenant_id, user_id, agent_id, session_id, scope_key, title, source, metadata, content_hash, chunk_count, created_at, metadata_bytes)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT DO NOTHING`,
           [
             document.id,
             document.tenantId,
@@ -27,6 +27,7 @@ export function postgresDocuments(
             document.contentHash,
             document.chunkCount,
             document.createdAt,
+            metadataBytes(document.metadata),
           ],
         );
         if (result.rowCount !== 1) {
@@ -53,7 +54,8 @@ export function postgresDocuments(
           );
         }
         const documentBytes = chunks.reduce((sum, chunk) => sum + utf8Bytes(chunk.content), 0);
-        await chargeUsage(client, document.tenantId, { documentBytes }, limits);
+        const charged = { documentBytes, metadataBytes: metadataBytes(document.metadata) };
+        await chargeUsage(client, document.tenantId, charged, limits);
         return { document, created: true };
       });
     },

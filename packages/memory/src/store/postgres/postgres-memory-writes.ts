@@ -2,12 +2,13 @@
 import type pg from "pg";
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore, StoredMemory } from "../memory-store.ts";
-import { historyValues, memoryColumns, memoryFromRow, memoryUpdate, memoryValues } from "../row-codec.ts";
-import { byTenant, memoriesAdded, utf8Bytes } from "../tenant-usage.ts";
+import { memoryColumns, memoryFromRow, memoryUpdate, memoryValues } from "../row-codec.ts";
+import { byTenant, memoriesAdded, versionAdded } from "../tenant-usage.ts";
 import {
   chargeUsage,
   historyColumns,
   historyInsert,
+  historyRow,
   insertChunk,
   lockUsage,
   marks,
@@ -76,7 +77,7 @@ export function postgresMemoryWrites(
         }
         for (let from = 0; from < fresh.length; from += insertChunk) {
           const chunk = fresh.slice(from, from + insertChunk);
-          const values = chunk.flatMap((memory) => historyValues(memory, "create", undefined));
+          const values = chunk.flatMap((memory) => historyRow(memory, "create"));
           const rows = chunk.map(
             (_, index) => `(${marks(index * historyColumns.length + 1, historyColumns.length)})`,
           );
@@ -117,8 +118,8 @@ export function postgresMemoryWrites(
         );
         if (result.rowCount !== 1) return false;
         await historyInsert(client, next, note.change, note.reason);
-        // The new version's history row holds its content: it counts as memory bytes.
-        await chargeUsage(client, tenantId, { memoryBytes: utf8Bytes(next.content) }, limits);
+        // The new version's history row holds its content and metadata: both count.
+        await chargeUsage(client, tenantId, versionAdded(next), limits);
         return true;
       });
     },

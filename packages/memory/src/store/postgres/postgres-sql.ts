@@ -7,6 +7,8 @@ import {
   chargeUsageSql,
   chargeUsageValues,
   checkUsage,
+  type MetadataTable,
+  metadataBytes,
   type TenantUsage,
   type UsageLimits,
   usageFromRow,
@@ -71,7 +73,13 @@ export const historyColumns = [
   "importance",
   "reason",
   "at",
+  "metadata_bytes",
 ] as const;
+
+/** A history row's values in `historyColumns` order, with the bytes its metadata is charged (ADR 0556). */
+export function historyRow(memory: StoredMemory, change: string, reason?: string): unknown[] {
+  return [...historyValues(memory, change, reason), metadataBytes(memory.metadata)];
+}
 
 /** What every aggregate's methods share: the pool, the unit of work's connection, statement helpers. */
 export interface PostgresContext {
@@ -94,7 +102,7 @@ export async function historyInsert(
 ) {
   await client.query(
     `INSERT INTO memory_history (${historyColumns.join(", ")}) VALUES (${marks(1, historyColumns.length)})`,
-    historyValues(memory, change, reason),
+    historyRow(memory, change, reason),
   );
 }
 
@@ -196,3 +204,11 @@ export const lockUsageSql =
 
 /** PostgreSQL's UTF-8 length of a text column. */
 export const postgresBytes = (column: string) => `octet_length(${column})`;
+
+/**
+ * The bytes a row's metadata was charged (ADR 0556). JSONB does not keep the text it was given (its
+ * own text spaces keys and values), so each row stores what its write charged in `metadata_bytes`; a
+ * memory row written before versions were kept has no history row and counts its JSONB text.
+ */
+export const postgresMetadataBytes = (table: MetadataTable) =>
+  table === "memory_memories" ? "octet_length(metadata::text)" : "metadata_bytes";

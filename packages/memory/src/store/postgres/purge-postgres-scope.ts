@@ -7,7 +7,7 @@ import type pg from "pg";
 import { MEMORY_SCOPE_VALUES, type MemoryScope } from "../../scope/memory-scope.ts";
 import type { PurgeCounts } from "../memory-store.ts";
 import { fillUsageSql } from "../tenant-usage.ts";
-import { lockUsage, postgresBytes } from "./postgres-sql.ts";
+import { lockUsage, postgresBytes, postgresMetadataBytes } from "./postgres-sql.ts";
 
 const columns = { userId: "user_id", agentId: "agent_id", sessionId: "session_id" } as const;
 
@@ -59,7 +59,7 @@ export async function purgePostgresScope(
     fragments,
   );
   // Counted again from what is left: a purge is rare, and the lock keeps the tenant's writers out.
-  await client.query(fillUsageSql(postgresBytes, "$1::text"), [tenantId]);
+  await client.query(fillUsageSql(postgresBytes, "$1::text", postgresMetadataBytes), [tenantId]);
   return {
     memories,
     versions,

@@ -7,9 +7,9 @@ import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import { openMigratedSqlite } from "@tackle/storage";
 import type { MemoryStore } from "../memory-store.ts";
 import { scopeCondition } from "../row-codec.ts";
-import { usageFromRow } from "../tenant-usage.ts";
+import { heldFromRow, heldUsageSql, usageFromRow } from "../tenant-usage.ts";
 import { sqliteMigrations } from "./migrations.ts";
-import { purgeSqliteScope } from "./purge-sqlite-scope.ts";
+import { purgeSqliteScope, sqliteBytes } from "./purge-sqlite-scope.ts";
 import { scopeTokens } from "./scope-tokens.ts";
 import { sqliteCoreBlocks } from "./sqlite-core-blocks.ts";
 import { sqliteDocuments } from "./sqlite-documents.ts";
@@ -84,6 +84,10 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
 
     async usage(tenantId) {
       return usageFromRow(get("SELECT * FROM memory_tenant_usage WHERE tenant_id = ?", [tenantId]));
+    },
+
+    async heldUsage(tenantId) {
+      return heldFromRow(get(heldUsageSql(sqliteBytes, "?1"), [tenantId]));
     },
   };
   return withSqliteUnitsOfWork(database, store, sqliteWrites);

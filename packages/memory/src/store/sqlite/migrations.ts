@@ -5,7 +5,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { SqliteMigration } from "@tackle/storage";
 import { fillUsageSql } from "../tenant-usage.ts";
-import { sqliteBytes } from "./purge-sqlite-scope.ts";
+import { sqliteBytes, sqliteMetadataBytes } from "./purge-sqlite-scope.ts";
 import { sqliteSchema } from "./schema.ts";
 
 /** The columns whose change moves a tenant's memory generation: all but the access counters. */
@@ -324,6 +324,17 @@ CREATE INDEX IF NOT EXISTS memory_jobs_user ON memory_jobs(tenant_id, user_id, s
 UPDATE memory_jobs SET input = 'null' WHERE status IN ('succeeded', 'failed');
 CREATE INDEX IF NOT EXISTS memory_jobs_waiting ON memory_jobs(tenant_id) WHERE status IN ('queued', 'running');
 `,
+  },
+  {
+    version: 12,
+    name: "metadata bytes counted for the tenant's quota",
+    // ADR 0556: the JSON text of the metadata of every memory version, event and document counts
+    // against the tenant's `metadataBytes`. SQLite keeps the text each write was given, so its length
+    // is what the write charged: no column per row; the counter is filled from the rows stored.
+    up: (database) => {
+      addMissingColumn(database, "memory_tenant_usage", "metadata_bytes INTEGER NOT NULL DEFAULT 0");
+      database.exec(fillUsageSql(sqliteBytes, undefined, sqliteMetadataBytes));
+    },
   },
 ];
 

@@ -79,7 +79,7 @@ export function purgeSqliteScope(database: DatabaseSync, tenantId: string, scope
         [...parameters, ...fragments],
       );
       // The tenant's usage, counted again from what is left (ADR 0538): a purge is rare, writes add.
-      run(fillUsageSql(sqliteBytes, tenant), [tenantId]);
+      run(fillUsageSql(sqliteBytes, tenant, sqliteMetadataBytes), [tenantId]);
       // A deleted entry's term can still name a page in the index's own b-tree: one merge rebuilds
       // each index from the entries that remain.
       database.exec(`
@@ -113,3 +113,9 @@ export function purgeSqliteScope(database: DatabaseSync, tenantId: string, scope
 
 /** SQLite's UTF-8 length of a text column. */
 export const sqliteBytes = (column: string) => `length(CAST(${column} AS BLOB))`;
+
+/**
+ * The bytes a row's metadata was charged (ADR 0556): SQLite keeps the JSON text the store was given,
+ * so its UTF-8 length is what the write charged, in every table.
+ */
+export const sqliteMetadataBytes = () => sqliteBytes("metadata");

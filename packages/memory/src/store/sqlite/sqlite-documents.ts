@@ -2,7 +2,7 @@
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore } from "../memory-store.ts";
 import { documentFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
-import { utf8Bytes } from "../tenant-usage.ts";
+import { metadataBytes, utf8Bytes } from "../tenant-usage.ts";
 import { anyWord } from "./scope-tokens.ts";
 import { bind, chargeUsage, mark, type SqliteContext } from "./sqlite-sql.ts";
 
@@ -44,7 +44,8 @@ export function sqliteDocuments(
           );
         }
         const documentBytes = chunks.reduce((sum, chunk) => sum + utf8Bytes(chunk.content), 0);
-        chargeUsage(context, document.tenantId, { documentBytes }, limits);
+        const charged = { documentBytes, metadataBytes: metadataBytes(document.metadata) };
+        chargeUsage(context, document.tenantId, charged, limits);
         return { document, created: true };
       });
     },

@@ -2,7 +2,7 @@
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore, StoredMemory } from "../memory-store.ts";
 import { historyValues, memoryColumns, memoryFromRow, memoryUpdate, memoryValues } from "../row-codec.ts";
-import { byTenant, memoriesAdded, utf8Bytes } from "../tenant-usage.ts";
+import { byTenant, memoriesAdded, versionAdded } from "../tenant-usage.ts";
 import { scopeTokens } from "./scope-tokens.ts";
 import { chargeUsage, mark, type SqliteContext, writeAccess } from "./sqlite-sql.ts";
 
@@ -76,8 +76,8 @@ export function sqliteMemoryWrites(
         );
         if (result.changes !== 1) return false;
         historyInsert(context, next, note.change, note.reason);
-        // The new version's history row holds its content: it counts as memory bytes.
-        chargeUsage(context, tenantId, { memoryBytes: utf8Bytes(next.content) }, limits);
+        // The new version's history row holds its content and metadata: both count.
+        chargeUsage(context, tenantId, versionAdded(next), limits);
         return true;
       });
     },

@@ -1,0 +1,247 @@
+/**
+ * Metadata counts against the tenant's `metadataBytes` quota (ADR 0556), on a SQLite file and on
+ * PostgreSQL: the JSON text of each memory version's, event's and document's metadata, refused
+ * exactly at the bound with nothing stored, given back by a purge, filled by the migration from the
+ * rows stored before it; and `status` answers every quota kind, ADR 0551's held kinds included.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { createMemoryService, MemoryError, type MemoryService, type MemoryStore } from "@tackle/memory";
+import {
+  type MetadataSubject,
+  metadataFromRows,
+  postgresMetadataSubject,
+  sqliteMetadataSubject,
+} from "./support/metadata-subjects.ts";
+
+const directory = mkdtempSync(join(tmpdir(), "tackle-memory-metadata-"));
+const subjects: MetadataSubject[] = [];
+after(async () => {
+  for (const subject of subjects) await subject.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+let files = 0;
+const makers = [
+  async () => sqliteMetadataSubject(join(directory, `metadata-${++files}.db`)),
+  () => postgresMetadataSubject("tackle_memory_metadata"),
+];
+
+const bytes = (text: string) => Buffer.byteLength(text, "utf8");
+/** Metadata whose JSON text is `size` bytes: `{"note":"…"}` is 11 bytes and the note. */
+const sized = (size: number) => ({
+  note: "é".repeat(Math.floor((size - 11) / 2)) + "x".repeat((size - 11) % 2),
+});
+
+async function refusal(write: Promise<unknown>): Promise<Record<string, unknown>> {
+  try {
+    await write;
+  } catch (error) {
+    assert.ok(MemoryError.isInstance(error), `expected a MemoryError, got ${String(error)}`);
+    assert.equal(error.code, "quota_exceeded", error.message);
+    assert.equal(error.status, 409);
+    assert.equal(error.retryable, false);
+    return error.data as Record<string, unknown>;
+  }
+  assert.fail("the write was not refused");
+}
+
+async function withService<T>(
+  subject: MetadataSubject,
+  maxMetadataBytes: number,
+  body: (service: MemoryService, store: MemoryStore) => Promise<T>,
+): Promise<T> {
+  const store = await subject.open();
+  const service = createMemoryService({ store, quotas: { maxMetadataBytes }, resumeJobs: false });
+  try {
+    return await body(service, store);
+  } finally {
+    await service.close();
+  }
+}
+
+const count = async (subject: MetadataSubject, table: string, tenant: string) =>
+  Number((await subject.rows(`SELECT count(*) AS n FROM ${table} WHERE tenant_id = ?`, [tenant]))[0]!.n);
+
+async function checkBounds(subject: MetadataSubject) {
+  await withService(subject, 100, async (service, store) => {
+    const tenant = "meta";
+    const scope = { userId: "ada" };
+    assert.equal(bytes(JSON.stringify(sized(40))), 40);
+    const first = await service.add(tenant, { ...scope, content: "Ada likes tea", metadata: sized(40) });
+    assert.equal((await store.usage(tenant)).metadataBytes, 40);
+    assert.deepEqual(
+      await refusal(service.add(tenant, { ...scope, content: "Ada reads maps", metadata: sized(61) })),
+      { kind: "metadataBytes", limit: 100, used: 40, requested: 61 },
+    );
+    assert.equal(await count(subject, "memory_memories", tenant), 1, "the refused memory is not stored");
+    // Exactly at the bound.
+    await service.add(tenant, { ...scope, content: "Ada reads maps", metadata: sized(60) });
+    assert.equal((await store.usage(tenant)).metadataBytes, 100);
+    // Full: a memory without metadata still stores `{}`, an edit's new version its metadata.
+    assert.deepEqual(await refusal(service.add(tenant, { ...scope, content: "Ada sings" })), {
+      kind: "metadataBytes",
+      limit: 100,
+      used: 100,
+      requested: 2,
+    });
+    assert.deepEqual(await refusal(service.updateMemory(tenant, first.memory.id, { metadata: sized(20) })), {
+      kind: "metadataBytes",
+      limit: 100,
+      used: 100,
+      requested: 20,
+    });
+    assert.deepEqual((await service.getMemory(tenant, first.memory.id)).memory.metadata, sized(40));
+    const event = { ...scope, sessionId: "s", role: "user" as const, content: "hello", infer: false };
+    assert.equal(
+      (await refusal(service.writeEvent(tenant, { ...event, metadata: { speaker: "Ada" } }))).kind,
+      "metadataBytes",
+    );
+    assert.equal(await count(subject, "memory_events", tenant), 0, "the refused event is not stored");
+    const document = { ...scope, title: "Manual", content: "a short manual", metadata: { source: "web" } };
+    assert.equal((await refusal(service.ingestDocument(tenant, document))).kind, "metadataBytes");
+    assert.equal(await count(subject, "memory_documents", tenant), 0, "the refused document is not stored");
+    // A delete is never refused: its version's metadata counts past the limit.
+    await service.deleteMemory(tenant, first.memory.id, { reason: "no longer true" });
+    assert.equal((await store.usage(tenant)).metadataBytes, 140);
+    // Other tenants are unaffected.
+    await service.add("neighbour", { userId: "x", content: "elsewhere", metadata: sized(60) });
+    // A purge gives the room back; what fits is stored and counted.
+    await service.purge(tenant, scope);
+    assert.equal((await store.usage(tenant)).metadataBytes, 0);
+    await service.writeEvent(tenant, { ...event, metadata: { speaker: "Ada" } });
+    await service.ingestDocument(tenant, document);
+    const counted = (await store.usage(tenant)).metadataBytes;
+    assert.ok(counted > bytes('{"speaker":"Ada"}') + bytes('{"source":"web"}'), `counted ${counted}`);
+    assert.equal(counted, await metadataFromRows(subject, tenant));
+    assert.deepEqual((await service.status(tenant)).quotas?.metadataBytes, { used: counted, limit: 100 });
+    assert.equal((await store.usage("neighbour")).metadataBytes, 60);
+  });
+}
+
+/** `status` answers the held kinds (ADR 0551) with what the tenant holds, beside the counters. */
+async function checkStatus(subject: MetadataSubject) {
+  await withService(subject, Number.POSITIVE_INFINITY, async (service, store) => {
+    const tenant = "status";
+    await service.selfEdit(tenant, {
+      userId: "bo",
+      edits: [{ op: "create", label: "notes", limit: 100, text: "Bo: café" }],
+    });
+    await store.insertJob({
+      id: randomUUID(),
+      tenantId: tenant,
+      type: "import",
+      status: "queued",
+      userId: "bo",
+      input: { conversations: [] },
+      createdAt: new Date().toISOString(),
+    });
+    await service.add(tenant, { userId: "bo", content: "Bo bakes", metadata: { mood: "ü" } });
+    const { quotas } = await service.status(tenant);
+    assert.deepEqual(quotas, {
+      memories: { used: 1, limit: 1_000_000 },
+      memoryBytes: { used: bytes("Bo bakes"), limit: 1024 ** 3 },
+      events: { used: 0, limit: 10_000_000 },
+      eventBytes: { used: 0, limit: 4 * 1024 ** 3 },
+      documentBytes: { used: 0, limit: 1024 ** 3 },
+      metadataBytes: { used: bytes('{"mood":"ü"}'), limit: null },
+      // The block and the two every scope starts with (empty).
+      coreBlocks: { used: 3, limit: 10_000 },
+      coreBlockBytes: { used: bytes("Bo: café"), limit: 64 * 1024 ** 2 },
+      queuedJobs: { used: 1, limit: 100 },
+    });
+    // Asked for one identity, the status still keeps the tenant's usage to itself.
+    assert.equal((await service.status(tenant, { userId: "bo" })).quotas, undefined);
+  });
+}
+
+/** The migration fills the counter from the rows stored before it; later writes and recounts agree. */
+async function checkMigration(subject: MetadataSubject) {
+  const tenant = "old";
+  const before = await withService(subject, Number.POSITIVE_INFINITY, async (service, store) => {
+    const scope = { userId: "cy" };
+    const memory = await service.add(tenant, { ...scope, content: "Cy drinks mate", metadata: { a: 1 } });
+    await service.updateMemory(tenant, memory.memory.id, { metadata: { a: 2, tags: ["x", "ñ"] } });
+    await service.writeEvent(tenant, {
+      ...scope,
+      sessionId: "s",
+      role: "user",
+      content: "olá",
+      metadata: { speaker: "Cy" },
+      infer: false,
+    });
+    await service.ingestDocument(tenant, { ...scope, title: "doc", content: "text", metadata: { k: "v" } });
+    await service.add(tenant, { userId: "dee", content: "Dee swims", metadata: { b: true } });
+    return store.usage(tenant);
+  });
+  assert.equal(before.metadataBytes, await metadataFromRows(subject, tenant));
+  await subject.before0556();
+  // What the rows' metadata was stored as: SQLite keeps the JSON text written, PostgreSQL its JSONB text.
+  const stored = async () =>
+    (
+      await Promise.all(
+        ["memory_history", "memory_events", "memory_documents"].map((table) =>
+          subject.rows(`SELECT metadata FROM ${table} WHERE tenant_id = ?`, [tenant]),
+        ),
+      )
+    )
+      .flat()
+      .reduce(
+        (sum, { metadata }) =>
+          sum + bytes(typeof metadata === "string" ? metadata : JSON.stringify(metadata)),
+        0,
+      );
+  const postgres = subject.name === "PostgreSQL";
+  const textBytes = postgres
+    ? Number(
+        (
+          await subject.rows(
+            `SELECT (SELECT coalesce(sum(octet_length(metadata::text)), 0) FROM memory_history WHERE tenant_id = ?)
+              + (SELECT coalesce(sum(octet_length(metadata::text)), 0) FROM memory_events WHERE tenant_id = ?)
+              + (SELECT coalesce(sum(octet_length(metadata::text)), 0) FROM memory_documents WHERE tenant_id = ?) AS n`,
+            [tenant, tenant, tenant],
+          )
+        )[0]!.n,
+      )
+    : await stored();
+  await withService(subject, Number.POSITIVE_INFINITY, async (service, store) => {
+    const migrated = await store.usage(tenant);
+    assert.deepEqual(migrated, { ...before, metadataBytes: textBytes });
+    // PostgreSQL's JSONB text spaces keys and values: rows stored before are counted as it keeps them.
+    if (postgres) assert.ok(textBytes > before.metadataBytes, `${textBytes} > ${before.metadataBytes}`);
+    else assert.equal(textBytes, before.metadataBytes);
+    // A write after it is charged its JSON text; a purge's recount agrees with every charge.
+    await service.add(tenant, { userId: "cy", content: "Cy cycles", metadata: { c: "d" } });
+    const charged = textBytes + bytes('{"c":"d"}');
+    assert.equal((await store.usage(tenant)).metadataBytes, charged);
+    await service.purge(tenant, { userId: "dee" });
+    assert.equal(
+      (await store.usage(tenant)).metadataBytes,
+      charged - bytes(postgres ? '{"b": true}' : '{"b":true}'),
+    );
+  });
+}
+
+for (const make of makers) {
+  describe("metadata quota", () => {
+    it("refuses metadata past the tenant's bytes exactly at the bound, stores nothing, purge gives room", async () => {
+      const subject = await make();
+      subjects.push(subject);
+      await checkBounds(subject);
+    });
+    it("status answers every quota kind: the counters and what the tenant holds", async () => {
+      const subject = await make();
+      subjects.push(subject);
+      await checkStatus(subject);
+    });
+    it("the migration counts the metadata of rows stored before it", async () => {
+      const subject = await make();
+      subjects.push(subject);
+      await checkMigration(subject);
+    });
+  });
+}
