@@ -7,6 +7,8 @@ import { createRequire } from "node:module";
 
 interface Encoding {
   countTokens(text: string, options?: EncodeOptions): number;
+  encode(text: string, options?: EncodeOptions): number[];
+  decode(tokens: Iterable<number>): string;
 }
 interface EncodeOptions {
   readonly disallowedSpecial?: ReadonlySet<string>;
@@ -61,11 +63,7 @@ const window = 16_384;
 function countUpTo(text: string, limit: number): number {
   let total = 0;
   for (let at = 0; at < text.length; ) {
-    let end = Math.min(text.length, at + window);
-    if (end < text.length) {
-      const space = text.lastIndexOf(" ", end);
-      end = space > at + window / 2 && !isSpace(text.charCodeAt(space - 1)) ? space : sliceEnd(text, at, end);
-    }
+    const end = windowEnd(text, at);
     total += countPiece(text.slice(at, end));
     if (total > limit) return total;
     at = end;
@@ -73,9 +71,70 @@ function countUpTo(text: string, limit: number): number {
   return total;
 }
 
+/**
+ * About the longest start of `text` within `limit` tokens: the end (a character index) of the piece
+ * counted as `fitsTokens` counts it, found in one pass. Windows and their parts are encoded until the
+ * limit falls inside one part; that part's first tokens are decoded to find where they end. A
+ * count is not quite monotone in the length, so a caller that must fit checks the piece it keeps
+ * (`cutText` does); this costs about one count of the piece, where a search by counts cost several.
+ */
+export function prefixWithinTokens(text: string, limit: number): number {
+  const encoding = load();
+  let total = 0;
+  // Characters a token, as counted so far: each window reaches a little past what the tokens left cover.
+  let density = 2;
+  for (let at = 0; at < text.length; ) {
+    const size = Math.min(window, Math.max(256, Math.ceil((limit - total) * density) + 64));
+    const end = windowEnd(text, at, size);
+    const piece = text.slice(at, end);
+    // Each part encoded once: its length is its count, and where the limit falls its tokens say where.
+    for (const [from, to] of parts(piece)) {
+      const ids = encoding.encode(piece.slice(from, to), asPlainText);
+      if (total + ids.length <= limit) {
+        total += ids.length;
+        continue;
+      }
+      return at + from + decodedLength(piece.slice(from, to), ids.slice(0, limit - total));
+    }
+    at = end;
+    density = at / Math.max(1, total);
+  }
+  return text.length;
+}
+
+/** How many characters of `part` its first tokens `ids` spell; a character they split is left out. */
+function decodedLength(part: string, ids: readonly number[]): number {
+  if (ids.length === 0) return 0;
+  const decoded = load().decode(ids);
+  let length = Math.min(decoded.length, part.length);
+  // Bytes of a character split by the last token decode as U+FFFD; the character is not in the piece.
+  while (length > 0 && decoded.charCodeAt(length - 1) !== part.charCodeAt(length - 1)) length -= 1;
+  return length;
+}
+
+/**
+ * Where the window of `size` characters that starts at `at` ends: before a space that follows a word
+ * in its second half, else at its length.
+ */
+function windowEnd(text: string, at: number, size = window): number {
+  const end = Math.min(text.length, at + size);
+  if (end === text.length) return end;
+  const space = text.lastIndexOf(" ", end);
+  return space > at + size / 2 && !isSpace(text.charCodeAt(space - 1)) ? space : sliceEnd(text, at, end);
+}
+
 function countPiece(text: string): number {
   const encoding = load();
   let total = 0;
+  for (const [from, to] of parts(text)) total += encoding.countTokens(text.slice(from, to), asPlainText);
+  return total;
+}
+
+/**
+ * The parts a piece is counted in, in order: the text between long runs as it is, and each run of one
+ * character class longer than `longestRun` in slices of that length.
+ */
+function* parts(text: string): Generator<readonly [number, number]> {
   let at = 0;
   let runStart = 0;
   let runClass = -1;
@@ -83,10 +142,10 @@ function countPiece(text: string): number {
     const kind = index === text.length ? -2 : characterClass(text.charCodeAt(index));
     if (kind === runClass && kind >= 0) continue;
     if (runClass >= 0 && index - runStart > longestRun) {
-      total += encoding.countTokens(text.slice(at, runStart), asPlainText);
+      if (runStart > at) yield [at, runStart];
       for (let from = runStart; from < index; ) {
         const to = sliceEnd(text, from, Math.min(index, from + longestRun));
-        total += encoding.countTokens(text.slice(from, to), asPlainText);
+        yield [from, to];
         from = to;
       }
       at = index;
@@ -94,7 +153,7 @@ function countPiece(text: string): number {
     runStart = index;
     runClass = kind;
   }
-  return total + encoding.countTokens(text.slice(at), asPlainText);
+  if (text.length > at) yield [at, text.length];
 }
 
 /** 0 whitespace, 1 ASCII letters, 2 other ASCII, 3 past ASCII; -1 digits (the tokenizer takes three at most). */

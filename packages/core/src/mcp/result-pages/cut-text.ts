@@ -4,15 +4,15 @@
  * half the piece), else after a line, else after a space, else between two characters (never inside a
  * surrogate pair).
  */
-import { countTokens, fitsTokens } from "../../tokens/count-tokens.ts";
+import { fitsTokens, prefixWithinTokens } from "../../tokens/count-tokens.ts";
 
 /**
  * The end (exclusive) of the piece of `text` that starts at `start` and fits `limit` tokens; `start`
  * when not even one character fits. The piece is `text.slice(start, end)`.
  */
 export function cutText(text: string, start: number, limit: number): number {
-  if (fitsTokens(text.slice(start), limit)) return text.length;
-  let reach = longestFit(text, start, limit);
+  let reach = start + prefixWithinTokens(text.slice(start), limit);
+  if (reach === text.length) return text.length;
   // A token count is not quite monotone in the length: check the piece chosen, and reach back if needed.
   while (reach > start) {
     const end = bestBoundary(text, start, reach);
@@ -20,38 +20,6 @@ export function cutText(text: string, start: number, limit: number): number {
     reach = end - 1;
   }
   return start;
-}
-
-/**
- * About the largest `end` with `text.slice(start, end)` within `limit` tokens (to `precision`
- * characters; the piece up to it always fits). Guesses scaled by the density counted so far find the
- * bracket in a few counts; halving closes it. `text.slice(start)` is known not to fit.
- */
-function longestFit(text: string, start: number, limit: number): number {
-  const precision = 32;
-  let low = start; // fits
-  let high = text.length; // does not fit
-  let guess = Math.min(high - 1, start + limit * 4);
-  for (let step = 0; step < 6 && high - low > precision; step++) {
-    const tokens = countTokens(text.slice(start, guess));
-    const density = (guess - start) / Math.max(1, tokens);
-    let aim: number;
-    if (tokens <= limit) {
-      low = guess;
-      // Past the end the tokens left point to, by a little, to close the bracket from above.
-      aim = guess + Math.ceil((limit - tokens) * density) + precision;
-    } else {
-      high = guess;
-      aim = start + Math.floor((limit - 1) * density);
-    }
-    guess = Math.min(high - 1, Math.max(low + 1, aim));
-  }
-  while (high - low > precision) {
-    const middle = low + Math.floor((high - low) / 2);
-    if (fitsTokens(text.slice(start, middle), limit)) low = middle;
-    else high = middle;
-  }
-  return low;
 }
 
 function bestBoundary(text: string, start: number, reach: number): number {
