@@ -99,6 +99,8 @@ type LedgerRecord = RunningRecord | DoneRecord;
 interface Settling {
   readonly args: string;
   readonly settling: Promise<KeyedOutcome>;
+  /** The first call's signal: its caller's cancel frees the key. */
+  readonly signal: AbortSignal;
 }
 
 /** One ledger's settings and what it holds in memory, shared by the functions below. */
@@ -130,12 +132,20 @@ export function createKeyedOnce(host: LedgerHost): ResultsLedger {
     async once(call, execute) {
       const id = keyId(call.tool, call.key);
       const args = fingerprint(call.args);
-      // A repeat of a call settling here waits for it; anything else goes by the bucket.
-      const first = local.get(id) ?? unrecorded.get(id);
-      if (first?.args === args) return first.settling;
+      // A repeat of a call settling here waits for it; anything else goes by the bucket. A first call
+      // that ended freeing the key (its caller cancelled it, or it failed retryably) did not end the
+      // key: the repeat goes on as if it came now, as one on another node does.
+      let first = local.get(id) ?? unrecorded.get(id);
+      while (first?.args === args) {
+        const outcome = await first.settling;
+        if (!freesKey(outcome, first.signal) || call.signal.aborted) return outcome;
+        const next = local.get(id) ?? unrecorded.get(id);
+        if (next === first) return outcome;
+        first = next;
+      }
       const settling = settle(ledger, call, id, args, execute);
       if (first === undefined) {
-        local.set(id, { args, settling });
+        local.set(id, { args, settling, signal: call.signal });
         void settling.finally(() => local.delete(id)).catch(() => undefined);
       }
       return settling;
@@ -182,8 +192,9 @@ async function run(
   const { host } = ledger;
   const { node } = host;
   const outcome = await execute();
-  // A failure worth retrying frees the key, so the retry runs; any other outcome is the key's for good.
-  if (!outcome.ok && outcome.error.retryable) {
+  // A failure worth retrying, or a run its caller cancelled, frees the key, so the retry runs; any
+  // other outcome is the key's for good.
+  if (freesKey(outcome, call.signal)) {
     await persist(ledger, call, id, args, outcome, "could not free a key", () => store.delete(id, revision));
     return outcome;
   }
@@ -247,7 +258,7 @@ async function persist(
       if (Date.now() > until || host.isClosed()) return report(ledger, what, call, result);
     }
   })();
-  unrecorded.set(id, { args, settling: Promise.resolve(outcome) });
+  unrecorded.set(id, { args, settling: Promise.resolve(outcome), signal: call.signal });
   void retried.finally(() => unrecorded.delete(id));
 }
 
@@ -365,6 +376,14 @@ function stillRunning(module: string, tool: string, record: RunningRecord): Tool
     `"${module}.${tool}" under this idempotency key is still running on ${record.node}; ask again with the same key for its result`,
     { retryable: true, data: { tool: `${module}.${tool}`, node: record.node, running: true } },
   );
+}
+
+/**
+ * Whether a run's outcome leaves the key free: a retryable failure, or a failure of a call cancelled
+ * by its caller (`aborted` is not retryable as an answer, but the call did not finish: a repeat runs it).
+ */
+function freesKey(outcome: KeyedOutcome, signal: AbortSignal): boolean {
+  return !outcome.ok && (outcome.error.retryable || outcome.error.code === "aborted" || signal.aborted);
 }
 
 function isWrongSequence(error: unknown): boolean {
