@@ -18,6 +18,7 @@ export {
   type Answers,
   type ClientRun,
   createRunner,
+  type ExpiryOptions,
   type ForkOptions,
   type Launched,
   type RecoverOptions,
@@ -40,6 +41,8 @@ export type { WatchOptions } from "./runner/watch-frames.ts";
 export type {
   CommitBatch,
   DurableStore,
+  ExpiringRun,
+  ExpiringRunQuery,
   Frame,
   JournalRecord,
   JournalState,

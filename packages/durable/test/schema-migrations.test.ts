@@ -23,6 +23,18 @@ after(async () => {
 
 const tables = ["durable_runs", "durable_journal", "durable_frames"];
 
+/** A run paused at two approvals (and a plain interrupt) as codec text, before expiries had a column. */
+const pausedInterrupts = JSON.stringify({
+  v: 1,
+  value: [
+    { id: "a", request: { kind: "approval", expiresAt: "2030-01-02T03:04:05.678Z" } },
+    { id: "b", request: { kind: "approval", expiresAt: "2030-01-02T03:04:05.006Z" } },
+    { id: "c", request: { question: "why?" } },
+  ],
+});
+const pausedExpiry = Date.parse("2030-01-02T03:04:05.006Z");
+const expiringQuery = { dueBy: Date.parse("2031-01-01T00:00:00Z"), graphs: ["orders"], limit: 10 };
+
 /** A copy of the committed file written by the store before versioning (3 runs, 3 journal records, 6 frames). */
 function legacyCopy(name: string): string {
   const path = join(directory, name);
@@ -86,9 +98,28 @@ describe("SQLite store: schema versions", () => {
       await store.close();
     }
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 3);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 4);
     database.close();
     assert.deepEqual(counts(path), { ...before, durable_frames: 7 });
+  });
+
+  it("version 4 gives a run paused before it its soonest approval expiry (ADR 0124)", async () => {
+    const path = legacyCopy("paused.db");
+    const legacy = new DatabaseSync(path);
+    legacy
+      .prepare(
+        "INSERT INTO durable_runs VALUES (?, 'run-p', 'orders', 'paused', '{}', 'ask', '{}', ?, NULL, 'o', 'then', 'then')",
+      )
+      .run("thread-paused", pausedInterrupts);
+    legacy.close();
+    const store = createSqliteStore({ path });
+    try {
+      assert.deepEqual(await store.findExpiringRuns(expiringQuery), [
+        { threadId: "thread-paused", expiresAt: pausedExpiry },
+      ]);
+    } finally {
+      await store.close();
+    }
   });
 
   it("refuses a file whose schema is newer than this code, leaving it as it was", async () => {
@@ -170,6 +201,7 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "durable", version: 1 },
         { store: "durable", version: 2 },
         { store: "durable", version: 3 },
+        { store: "durable", version: 4 },
       ]);
       // Version 2: the recovery sweep's index of running runs.
       const index = await client.query(
@@ -181,6 +213,26 @@ describe("PostgreSQL store: schema versions", () => {
         "SELECT indexdef FROM pg_indexes WHERE tablename = 'durable_runs' AND indexname = 'durable_runs_open'",
       );
       assert.match(String(open.rows[0]?.indexdef), /COLLATE "C"\) WHERE \(status = ANY/);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("version 4 gives a run paused before it its soonest approval expiry (ADR 0124)", async () => {
+    const { url, client } = await legacyDatabase();
+    try {
+      await client.query(
+        "INSERT INTO durable_runs VALUES ('thread-paused', 'run-p', 'orders', 'paused', '{}', 'ask', '{}', $1, NULL, 'o', 'then', 'then')",
+        [pausedInterrupts],
+      );
+      const store = await createPostgresStore({ connectionString: url });
+      try {
+        assert.deepEqual(await store.findExpiringRuns(expiringQuery), [
+          { threadId: "thread-paused", expiresAt: pausedExpiry },
+        ]);
+      } finally {
+        await store.close();
+      }
     } finally {
       await client.end();
     }

@@ -7,6 +7,7 @@ import {
   createRunner,
   DurableError,
   type DurableStore,
+  type ExpiringRun,
   type RunRecord,
   tool,
 } from "@tackle/durable";
@@ -47,6 +48,7 @@ export function storeConformance(name: string, open: () => Promise<StoreHarness>
     });
     const opened = () => harness;
     runTests(opened);
+    expiryTests(opened);
     commitTests(opened);
     runnerTests(name, opened);
   });
@@ -91,6 +93,48 @@ function runTests(opened: () => StoreHarness): void {
       "t-stale-other",
     ]);
     assert.deepEqual(await store.findStaleRuns({ ...query, staleAfterMs: 60_000 }), []);
+  });
+}
+
+/** Paused runs' approval expiries, a page at a time, soonest first (ADR 0124). */
+function expiryTests(opened: () => StoreHarness): void {
+  test("findExpiringRuns: paused runs of the given graphs due by a time, soonest first, in pages", async () => {
+    const { store } = opened();
+    const pause = async (threadId: string, expiresAt: number | null, graph = "exp-g") => {
+      await store.createRun({ ...record(threadId), graph });
+      await store.commit(threadId, "owner-1", { run: { status: "paused", expiresAt } });
+    };
+    await pause("t-exp-c", 3000);
+    await pause("t-exp-a", 1000);
+    await pause("t-exp-b2", 2000);
+    await pause("t-exp-b1", 2000);
+    await pause("t-exp-late", 9000);
+    await pause("t-exp-none", null);
+    await pause("t-exp-other", 1500, "exp-other");
+    // Resumed: its expiry no longer counts, though the column keeps its last value.
+    await pause("t-exp-resumed", 500);
+    await store.claimRun("t-exp-resumed", "owner-2", ["paused"], { run: { status: "running" } });
+    const query = { dueBy: 5000, graphs: ["exp-g"], limit: 10 };
+    const all = await store.findExpiringRuns(query);
+    assert.deepEqual(all, [
+      { threadId: "t-exp-a", expiresAt: 1000 },
+      { threadId: "t-exp-b1", expiresAt: 2000 },
+      { threadId: "t-exp-b2", expiresAt: 2000 },
+      { threadId: "t-exp-c", expiresAt: 3000 },
+    ]);
+    const first = await store.findExpiringRuns({ ...query, limit: 2 });
+    assert.deepEqual(first, all.slice(0, 2));
+    const page = (after: ExpiringRun | undefined, limit = 10) =>
+      store.findExpiringRuns({ ...query, limit, ...(after === undefined ? {} : { after }) });
+    assert.deepEqual(await page(first[1], 2), all.slice(2, 4));
+    assert.deepEqual(await page(all[3]), []);
+    assert.deepEqual(
+      (await store.findExpiringRuns({ ...query, graphs: ["exp-g", "exp-other"] })).map((run) => run.threadId),
+      ["t-exp-a", "t-exp-other", "t-exp-b1", "t-exp-b2", "t-exp-c"],
+    );
+    // A pause writes its expiry anew; one with none leaves the run out.
+    await store.commit("t-exp-a", "owner-1", { run: { expiresAt: null } });
+    assert.equal((await store.findExpiringRuns(query))[0]?.threadId, "t-exp-b1");
   });
 }
 

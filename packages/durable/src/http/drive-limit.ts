@@ -2,11 +2,13 @@
  * How many runs one tenant may have driving at once through the HTTP API (default 64): a caller's
  * legal starts, resumes and forks, sent by the thousand, would otherwise each drive a run in this process at
  * once. Past the bound a start or resume is refused `too_many_runs` (429, retryable) before anything is
- * stored; a run that pauses, completes or fails frees its place. Paused runs hold none.
+ * stored; a run that pauses, completes or fails frees its place. Paused runs hold none. A run resumed at
+ * its approval's expiry takes a place too, waiting for one rather than passing the bound (ADR 0124).
  */
 import { createPlaces } from "@tackle/core/internal";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Runner } from "../runner/create-runner.ts";
+import { type DrivingGate, drivingGateHook } from "../runner/expiry-load.ts";
 
 export const defaultMaxDrivingRuns = 64;
 
@@ -16,7 +18,29 @@ export function limitDrivingRuns(
   max: number,
   tenantOf: (threadId: string) => string,
 ): Runner {
-  const driving = createPlaces({ max, name: "maxDrivingRuns" });
+  const places = createPlaces({ max, name: "maxDrivingRuns" });
+  const listeners = new Set<() => void>();
+  // A place given back is offered to the expiries waiting for one first, in the same turn, so a burst
+  // of them drains before a request takes the place again.
+  const driving: DrivingGate = {
+    keyOf: tenantOf,
+    take(tenant) {
+      const free = places.take(tenant);
+      if (free === undefined) return undefined;
+      let given = false;
+      return () => {
+        if (given) return;
+        given = true;
+        free();
+        for (const listener of listeners) listener();
+      };
+    },
+    onFree(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+  (runner as { [drivingGateHook]?: (gate: DrivingGate) => void })[drivingGateHook]?.(driving);
   const admit = (threadId: string | undefined) => {
     const tenant = threadId === undefined ? "" : tenantOf(threadId);
     const free = driving.take(tenant);
@@ -24,7 +48,7 @@ export function limitDrivingRuns(
       throw new DurableError(
         "too_many_runs",
         `${max} runs are driving for this caller already; retry when one pauses or ends`,
-        { retryable: true, data: { driving: driving.held(tenant), max } },
+        { retryable: true, data: { driving: places.held(tenant), max } },
       );
     }
     return free;

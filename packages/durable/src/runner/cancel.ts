@@ -1,40 +1,14 @@
-/** Ending a run from outside: `cancel`, a caller's abort signal, and an approval's expiry. */
+/** Ending a run from outside: `cancel` and a caller's abort signal. */
 import { randomUUID } from "node:crypto";
 import { ToolAbortedError } from "@tackle/core";
 import { decodeValue, encodeValue } from "../codec/codec.ts";
 import { DurableError } from "../errors/durable-error.ts";
 import type { InterruptRequest } from "../interrupt/interrupt.ts";
 import type { Frame, JournalRecord } from "../store/durable-store.ts";
-import { expiryOf } from "./answers.ts";
 import { toFrameData } from "./frame-data.ts";
-import { launchResume } from "./resume.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
 import type { Launched } from "./runner-api.ts";
 import { type RunnerState, storedSnapshot } from "./runner-state.ts";
-
-/** A paused run whose approvals expire is resumed by this runner when the first one does. */
-export function scheduleExpiry(
-  state: RunnerState,
-  threadId: string,
-  open: readonly InterruptRequest[],
-): void {
-  const first = Math.min(...open.map((entry) => expiryOf(entry) ?? Number.POSITIVE_INFINITY));
-  if (!Number.isFinite(first)) return;
-  state.expiries.schedule(threadId, first);
-}
-
-/** The expiry queue's callback: resumes the run, whose resume answers its expired approvals as such. */
-export function expireRun(state: RunnerState, threadId: string): void {
-  if (state.closed) return;
-  launchResume(state, threadId)
-    .then((launched) => launched.finished)
-    .catch((error: unknown) => {
-      state.logger.warn("durable approval expiry could not resume the run", {
-        threadId,
-        error: String(error),
-      });
-    });
-}
 
 /** The run's end, or, once `signal` aborts, its cancellation and a rejection with `aborted`. */
 export function untilCancelled<State extends object>(

@@ -6,7 +6,8 @@
  */
 import { ToolAbortedError } from "@tackle/core";
 import { DurableError } from "../errors/durable-error.ts";
-import { cancel, expireRun, untilCancelled } from "./cancel.ts";
+import { cancel, untilCancelled } from "./cancel.ts";
+import { createExpiryDriver, type DrivingGate, drivingGateHook, startExpiryLoader } from "./expiry-load.ts";
 import { launch } from "./launch.ts";
 import { fork, framesOf, history, runsOf } from "./queries.ts";
 import { startSweeper } from "./recovery.ts";
@@ -18,6 +19,7 @@ import { watchFrames } from "./watch-frames.ts";
 export type {
   Answers,
   ClientRun,
+  ExpiryOptions,
   ForkOptions,
   FramesOptions,
   Launched,
@@ -33,10 +35,11 @@ export type {
 export { defaultStorePath } from "./runner-state.ts";
 
 export function createRunner(options: RunnerOptions = {}): Runner {
-  const state = createRunnerState(options, expireRun);
+  const state = createRunnerState(options, createExpiryDriver);
   const { store, active } = state;
   const sweeper = startSweeper(state, options.recover);
-  return {
+  const loader = startExpiryLoader(state, options.expiries);
+  const runner: Runner = {
     cancel: (threadId, reason) => cancel(state, threadId, reason),
     history: (threadId, historyOptions) => history(state, threadId, historyOptions),
     fork: (threadId, forkOptions) => fork(state, threadId, forkOptions),
@@ -94,10 +97,13 @@ export function createRunner(options: RunnerOptions = {}): Runner {
     },
     async close() {
       state.closed = true;
-      await sweeper.stop();
+      await Promise.all([sweeper.stop(), loader.stop()]);
       state.expiries.close();
+      await state.expiring.close();
       await Promise.allSettled([...active.values()]);
       if (state.ownsStore) await store.close();
     },
   };
+  // `limitDrivingRuns` hands its places here: resumes at expiries then count against `maxDrivingRuns`.
+  return Object.assign(runner, { [drivingGateHook]: (gate: DrivingGate) => state.expiring.useGate(gate) });
 }

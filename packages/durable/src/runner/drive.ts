@@ -4,7 +4,7 @@ import { ownValue, setOwn } from "@tackle/core/internal";
 import { decodeValue, encodeValue } from "../codec/codec.ts";
 import { DurableError } from "../errors/durable-error.ts";
 import type { CommitBatch, Frame, JournalRecord, RunPatch, RunRecord } from "../store/durable-store.ts";
-import { scheduleExpiry } from "./cancel.ts";
+import { firstExpiry } from "./expiry-load.ts";
 import { toFrameData } from "./frame-data.ts";
 import { NodeRuntime } from "./node-context.ts";
 import { runNode } from "./run-node.ts";
@@ -282,9 +282,16 @@ async function pause(
     seq: out.nextSeq(),
     data: toFrameData({ node, interrupts: runtime.open }),
   });
+  // The soonest expiry is stored with the pause, so any runner on the store resumes it (ADR 0124).
+  const expiresAt = firstExpiry(runtime.open);
   await batches.flush({
     journal: leftover,
-    run: { status: "paused", interrupts: encodeValue(runtime.open, "the open interrupts") },
+    run: {
+      status: "paused",
+      interrupts: encodeValue(runtime.open, "the open interrupts"),
+      expiresAt: expiresAt ?? null,
+    },
   });
-  scheduleExpiry(state, threadId, runtime.open);
+  // This runner resumes it at its expiry, with no look at the store (ADR 0123).
+  if (expiresAt !== undefined) state.expiries.schedule(threadId, expiresAt);
 }

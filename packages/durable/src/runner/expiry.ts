@@ -82,7 +82,7 @@ export function createExpiryQueue(fire: (threadId: string) => void): ExpiryQueue
 
   return {
     schedule(threadId, at) {
-      if (closed) return;
+      if (closed || due.get(threadId) === at) return;
       due.set(threadId, at);
       push([at, threadId]);
       compact();

@@ -63,6 +63,20 @@ export async function launchResume<State extends object>(
   return takeOver<State>(state, run, stepsDone);
 }
 
+/**
+ * Resumes a paused run with no answers, as its expiry does: its expired approvals are answered as such.
+ * Never a takeover: a run not paused any more (answered, cancelled, resumed by another runner) is left
+ * alone, and of two runners firing the same expiry one claims the run (`ifOwner`), the other stops.
+ */
+export async function resumeAtExpiry(state: RunnerState, threadId: string): Promise<Launched<object>> {
+  const run = await state.store.getRun(threadId);
+  if (run === undefined || run.status !== "paused" || state.active.has(threadId)) {
+    return idleLaunch(state, threadId, run?.runId ?? "");
+  }
+  const { stored } = await readAnswers(state, threadId);
+  return resumePaused(state, run, {}, new Map(), stored, {});
+}
+
 /** The answers the journal holds, and how many steps have an outcome (not a retry's failed try). */
 async function readAnswers(state: RunnerState, threadId: string) {
   const stored = new Map<string, unknown>();
@@ -149,8 +163,12 @@ async function resumePaused<State extends object>(
     },
     { ifOwner: run.owner },
   );
-  // Lost the race: read again — the same answers are a replay, others a conflict.
-  if (claimed === undefined) return launchResume(state, threadId, given, resumeOptions);
+  // Lost the race: read again — the same answers are a replay, others a conflict. A bare resume (an
+  // expiry) lost to another claim that drives the run now: never a takeover of it.
+  if (claimed === undefined) {
+    if (Object.keys(given).length === 0) return idleLaunch<State>(state, threadId, run.runId);
+    return launchResume(state, threadId, given, resumeOptions);
+  }
   // Answered: its expiry has nothing left to resume (a pause at the next interrupts schedules anew).
   state.expiries.drop(threadId);
   const resumed: Frame = {

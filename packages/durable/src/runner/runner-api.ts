@@ -54,6 +54,29 @@ export interface RunnerOptions {
    * `Infinity` turns it off.
    */
   readonly maxStateBytes?: number;
+  /**
+   * Approval expiries of paused runs, loaded from the store so an expiry outlives the runner that paused
+   * the run (a restart, another process on the same database): at start and every `everyMs` this runner
+   * reads, soonest first a page at a time, the paused runs of its graphs whose approval expires within
+   * twice `everyMs`, and resumes each at its time (answered as expired) as its own pauses are. A resume
+   * at an expiry takes a driving place as any resume does (`createDurableApp`'s `maxDrivingRuns`; 64 at
+   * once without it) and waits for one rather than pass the bound (ADR 0124). `false` turns the loading
+   * off (the runs this runner pauses still expire here).
+   */
+  readonly expiries?: ExpiryOptions | false;
+}
+
+/** How a runner loads the approval expiries of paused runs from its store (`RunnerOptions.expiries`). */
+export interface ExpiryOptions {
+  /** How often to look, in ms; expiries due within twice this are loaded. Default 30 s, at least 50 ms. */
+  readonly everyMs?: number;
+  /** Runs read per page. Default 256. */
+  readonly pageSize?: number;
+  /**
+   * The most expiries held in memory at once (loaded, or due and waiting for a driving place): past it a
+   * look stops, and the next one comes when the last loaded expiry falls due. Default 4096.
+   */
+  readonly maxLoaded?: number;
 }
 
 export interface RecoverOptions {

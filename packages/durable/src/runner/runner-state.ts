@@ -11,6 +11,7 @@ import type { InterruptRequest } from "../interrupt/interrupt.ts";
 import type { DurableStore } from "../store/durable-store.ts";
 import { createSqliteStore } from "../stores/sqlite/sqlite-store.ts";
 import { createExpiryQueue, type ExpiryQueue } from "./expiry.ts";
+import type { ExpiryDriver } from "./expiry-load.ts";
 import { toFrameData } from "./frame-data.ts";
 import type { NodeRuntime } from "./node-context.ts";
 import type { RunSnapshot } from "./run-snapshot.ts";
@@ -35,8 +36,13 @@ export interface RunnerState {
   readonly landed: EventEmitter;
   /** The node executing now, per thread driven here: a cancel aborts its signal. */
   readonly current: Map<string, NodeRuntime>;
-  /** When the paused runs this runner paused expire: one timer for the soonest (ADR 0123). */
+  /**
+   * When the paused runs this runner paused, or loaded from the store, expire: one timer for the soonest
+   * (ADR 0123, 0124).
+   */
   readonly expiries: ExpiryQueue;
+  /** Runs whose expiry fell due, resumed as driving places free (ADR 0124). */
+  readonly expiring: ExpiryDriver;
   readonly pollIntervalMs: number;
   readonly leaseMs: number;
   readonly maxTakeovers: number;
@@ -73,10 +79,13 @@ export interface Cursor {
   version?: number;
 }
 
-/** `onExpiry` resumes a run whose approval expired (the runner's `cancel.ts`, kept apart to avoid a cycle). */
+/**
+ * `expiring` makes the runner's driver of runs whose approval expired (`expiry-load.ts`, kept apart to
+ * avoid a cycle); the expiry queue hands it each run that falls due.
+ */
 export function createRunnerState(
   options: RunnerOptions,
-  onExpiry: (state: RunnerState, threadId: string) => void = () => {},
+  expiring: (state: RunnerState) => ExpiryDriver,
 ): RunnerState {
   if (typeof (options.store as { then?: unknown } | undefined)?.then === "function") {
     // createPostgresStore is async: the un-awaited promise would fail later as "store.createRun is not a function".
@@ -101,7 +110,10 @@ export function createRunnerState(
     active: new Map(),
     landed,
     current: new Map(),
-    expiries: createExpiryQueue((threadId) => onExpiry(state, threadId)),
+    expiries: createExpiryQueue((threadId) => state.expiring.due(threadId)),
+    get expiring() {
+      return driver;
+    },
     pollIntervalMs: options.pollIntervalMs ?? 250,
     leaseMs: options.leaseMs ?? 30_000,
     maxTakeovers: Math.max(0, Math.floor(options.maxTakeovers ?? 3)),
@@ -109,6 +121,7 @@ export function createRunnerState(
     retry: options.retry,
     closed: false,
   };
+  const driver = expiring(state);
   return state;
 }
 

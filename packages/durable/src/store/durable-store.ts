@@ -50,7 +50,13 @@ export type RunPatch = Partial<
     RunRecord,
     "runId" | "graph" | "status" | "state" | "node" | "cursor" | "interrupts" | "error" | "owner"
   >
->;
+> & {
+  /**
+   * When the run's soonest open approval expires (ms since the epoch), null when none does: written
+   * with a pause, read only while the run is paused (`findExpiringRuns`, ADR 0124).
+   */
+  readonly expiresAt?: number | null;
+};
 
 /** Which threads to list or prune: ids starting with `prefix` (a tenant's `<tenant>/`). */
 export interface ThreadQuery {
@@ -134,6 +140,26 @@ export interface StaleRunQuery {
   readonly limit: number;
 }
 
+/** Which paused runs' approval expiries to read (`findExpiringRuns`): one page, soonest first. */
+export interface ExpiringRunQuery {
+  /** Expiries at or before this (ms since the epoch). */
+  readonly dueBy: number;
+  /** Only runs of these graphs (the ones the asking runner can resume). */
+  readonly graphs: readonly string[];
+  /** The page starts after this expiry (the previous page's last): in (expiresAt, threadId) order. */
+  readonly after?: ExpiringRun;
+  /** At most this many. */
+  readonly limit: number;
+}
+
+/** A paused run and when its soonest open approval expires (ms since the epoch). */
+export interface ExpiringRun {
+  /** The paused run's thread. */
+  readonly threadId: string;
+  /** When its soonest open approval expires, ms since the epoch. */
+  readonly expiresAt: number;
+}
+
 export interface DurableStore {
   /**
    * Creates a thread with its first run and batch; throws `thread_exists` when the thread is taken, and
@@ -172,6 +198,12 @@ export interface DurableStore {
    * the claim (`claimRun` with `staleAfterMs`) decides, under the row lock.
    */
   findStaleRuns(query: StaleRunQuery): Promise<string[]>;
+  /**
+   * Paused runs whose soonest approval expires by `dueBy`, in (expiresAt, threadId) order, a page at a
+   * time: what a runner loads so an expiry is resumed at its time though the runner that paused the run
+   * is gone (ADR 0124). A hint only; the resume's claim decides.
+   */
+  findExpiringRuns(query: ExpiringRunQuery): Promise<ExpiringRun[]>;
   /** Deletes the thread with its journal and frames; false when there was none. */
   deleteThread(threadId: string): Promise<boolean>;
   /** Deletes threads in one of `statuses` whose last write is before `updatedBefore`; their ids. */

@@ -32,6 +32,7 @@ export const patchColumns = {
   interrupts: "interrupts",
   error: "error",
   owner: "owner",
+  expiresAt: "expires_at",
 } as const satisfies Record<keyof RunPatch | "owner", string>;
 
 /** The insert's columns, in the order of `runValues`. */

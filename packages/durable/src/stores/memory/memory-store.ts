@@ -13,6 +13,8 @@ import { runFenced, threadExists, unknownRun } from "../run-row.ts";
 
 interface Thread {
   run: RunRecord;
+  /** The run's soonest approval expiry, as the last patch wrote it (kept out of the record). */
+  expiresAt: number | null;
   journal: Map<string, JournalRecord>;
   frames: Frame[];
 }
@@ -29,7 +31,9 @@ export function createMemoryStore(): DurableStore {
     }
     for (const record of batch.journal ?? []) thread.journal.set(record.key, structuredClone(record));
     thread.frames.push(...(batch.frames ?? []).map((frame) => structuredClone(frame)));
-    thread.run = { ...thread.run, ...batch.run, updatedAt: new Date().toISOString() };
+    const { expiresAt, ...patch } = batch.run ?? {};
+    if (expiresAt !== undefined) thread.expiresAt = expiresAt;
+    thread.run = { ...thread.run, ...patch, updatedAt: new Date().toISOString() };
   }
 
   function need(threadId: string): Thread {
@@ -57,7 +61,7 @@ export function createMemoryStore(): DurableStore {
       }
       if (overLimit(options.openLimit, record.threadId))
         throw tooManyOpenRuns(options.openLimit as OpenLimit);
-      const thread: Thread = { run: { ...record }, journal: new Map(), frames: [] };
+      const thread: Thread = { run: { ...record }, expiresAt: null, journal: new Map(), frames: [] };
       apply(thread, batch);
       threads.set(record.threadId, thread);
     },
@@ -113,6 +117,9 @@ export function createMemoryStore(): DurableStore {
         .slice(0, query.limit)
         .map(({ run }) => run.threadId);
     },
+    async findExpiringRuns(query) {
+      return expiringRuns(threads, query);
+    },
     async deleteThread(threadId) {
       return threads.delete(threadId);
     },
@@ -129,4 +136,22 @@ export function createMemoryStore(): DurableStore {
     },
     async close() {},
   };
+}
+
+/** The paused runs of `query.graphs` due by `query.dueBy`, after `query.after`, soonest first. */
+function expiringRuns(
+  threads: ReadonlyMap<string, Thread>,
+  query: Parameters<DurableStore["findExpiringRuns"]>[0],
+): { threadId: string; expiresAt: number }[] {
+  const after = query.after ?? { expiresAt: Number.MIN_SAFE_INTEGER, threadId: "" };
+  const found: { threadId: string; expiresAt: number }[] = [];
+  for (const [threadId, { run, expiresAt }] of threads) {
+    if (run.status !== "paused" || expiresAt === null || expiresAt > query.dueBy) continue;
+    if (!query.graphs.includes(run.graph)) continue;
+    if (expiresAt < after.expiresAt || (expiresAt === after.expiresAt && threadId <= after.threadId))
+      continue;
+    found.push({ threadId, expiresAt });
+  }
+  found.sort((a, b) => a.expiresAt - b.expiresAt || (a.threadId < b.threadId ? -1 : 1));
+  return found.slice(0, query.limit);
 }

@@ -40,6 +40,22 @@ export function postgresMigrations(prefix: string): readonly PostgresMigration[]
       up: `CREATE INDEX IF NOT EXISTS ${prefix}runs_open ON ${runs} (thread_id COLLATE "C")
         WHERE status IN ('running', 'paused');`,
     },
+    {
+      version: 4,
+      name: "paused runs by approval expiry",
+      // A runner loads the expiries of paused runs, soonest first, so they outlive the runner that paused
+      // them (ADR 0124). Runs paused before this migration get theirs from their open approvals.
+      up: `
+    ALTER TABLE ${runs} ADD COLUMN IF NOT EXISTS expires_at BIGINT;
+    UPDATE ${runs} SET expires_at = (
+      SELECT min(round(extract(epoch FROM (item -> 'request' ->> 'expiresAt')::timestamptz) * 1000))::bigint
+      FROM jsonb_array_elements(${runs}.interrupts::jsonb -> 'value') AS item
+      WHERE item -> 'request' ->> 'kind' = 'approval' AND item -> 'request' ->> 'expiresAt' IS NOT NULL
+    ) WHERE status = 'paused';
+    CREATE INDEX IF NOT EXISTS ${prefix}runs_expiring ON ${runs} (expires_at, thread_id COLLATE "C")
+      WHERE status = 'paused' AND expires_at IS NOT NULL;
+  `,
+    },
   ];
 }
 

@@ -72,7 +72,10 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   };
 }
 
-type Reads = Pick<DurableStore, "getRun" | "readJournal" | "readFrames" | "listThreads" | "findStaleRuns">;
+type Reads = Pick<
+  DurableStore,
+  "getRun" | "readJournal" | "readFrames" | "listThreads" | "findStaleRuns" | "findExpiringRuns"
+>;
 type Writes = Pick<DurableStore, "createRun" | "claimRun" | "commit" | "deleteThread" | "pruneThreads">;
 
 /** What the store reads: one statement each, outside any transaction. */
@@ -128,6 +131,18 @@ function reads(database: pg.Pool, { runs, journal, frames }: DurableTables): Rea
         [query.staleAfterMs, sql.list(query.graphs), query.limit],
       );
       return result.rows.map((row) => row.thread_id);
+    },
+    async findExpiringRuns(query) {
+      // Paused runs' expiries due by $1, soonest first, after ($4, $5) in that order (migration 4's index).
+      const after = query.after ?? { expiresAt: Number.MIN_SAFE_INTEGER, threadId: "" };
+      const result = await database.query<{ thread_id: string; expires_at: string }>(
+        `SELECT thread_id, expires_at FROM ${runs} WHERE status = 'paused' AND expires_at IS NOT NULL
+         AND expires_at <= $1 AND ${sql.anyOf("graph", 2)}
+         AND (expires_at, thread_id COLLATE "C") > ($4::bigint, $5::text COLLATE "C")
+         ORDER BY expires_at, thread_id COLLATE "C" LIMIT $3`,
+        [query.dueBy, sql.list(query.graphs), query.limit, after.expiresAt, after.threadId],
+      );
+      return result.rows.map((row) => ({ threadId: row.thread_id, expiresAt: Number(row.expires_at) }));
     },
   };
 }

@@ -37,4 +37,21 @@ CREATE TABLE IF NOT EXISTS durable_frames (
     // The open-runs bound (ADR 0123) counts a tenant's running and paused runs by its id range.
     up: "CREATE INDEX IF NOT EXISTS durable_runs_open ON durable_runs (thread_id) WHERE status IN ('running', 'paused');",
   },
+  {
+    version: 4,
+    name: "paused runs by approval expiry",
+    // A runner loads the expiries of paused runs, soonest first, so they outlive the runner that paused
+    // them (ADR 0124). Runs paused before this migration get theirs from their open approvals.
+    up: `
+ALTER TABLE durable_runs ADD COLUMN expires_at INTEGER;
+UPDATE durable_runs SET expires_at = (
+  SELECT min(CAST(round(unixepoch(json_extract(item.value, '$.request.expiresAt'), 'subsec') * 1000) AS INTEGER))
+  FROM json_each(durable_runs.interrupts, '$.value') AS item
+  WHERE json_extract(item.value, '$.request.kind') = 'approval'
+    AND json_extract(item.value, '$.request.expiresAt') IS NOT NULL
+) WHERE status = 'paused';
+CREATE INDEX IF NOT EXISTS durable_runs_expiring ON durable_runs (expires_at, thread_id)
+  WHERE status = 'paused' AND expires_at IS NOT NULL;
+`,
+  },
 ];

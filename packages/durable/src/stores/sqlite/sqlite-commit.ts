@@ -16,7 +16,10 @@ export function applyBatch(
   ownerCheck: string | undefined,
 ): void {
   const { upsertJournal, insertFrame, patchUpdates } = statements;
-  const patch: Record<string, string | null> = { ...batch.run, updated_at: new Date().toISOString() };
+  const patch: Record<string, string | number | null> = {
+    ...batch.run,
+    updated_at: new Date().toISOString(),
+  };
   const keys = Object.keys(patch).sort();
   const sqlKey = `${keys.join(",")}|${ownerCheck === undefined ? "" : "owner"}`;
   let update = patchUpdates.get(sqlKey);

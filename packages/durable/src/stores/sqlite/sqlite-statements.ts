@@ -55,6 +55,12 @@ export function prepareStatements(database: DatabaseSync) {
   const countOpenAll = database.prepare(
     `SELECT count(*) AS n FROM (SELECT 1 FROM durable_runs WHERE status IN ('running', 'paused') LIMIT ?1)`,
   );
+  // Paused runs' expiries due by ?1, soonest first, after (?4, ?5) in that order (the expiring-runs index).
+  const selectExpiring = database.prepare(
+    `SELECT thread_id, expires_at FROM durable_runs WHERE status = 'paused' AND expires_at IS NOT NULL
+     AND expires_at <= ?1 AND ${sql.anyOf("graph", 2)} AND (expires_at, thread_id) > (?4, ?5)
+     ORDER BY expires_at, thread_id LIMIT ?3`,
+  );
   /** One UPDATE per set of patched columns, prepared on first use. */
   const patchUpdates = new Map<string, StatementSync>();
   return {
@@ -75,5 +81,6 @@ export function prepareStatements(database: DatabaseSync) {
     selectFramesOfTypes,
     countOpen,
     countOpenAll,
+    selectExpiring,
   };
 }

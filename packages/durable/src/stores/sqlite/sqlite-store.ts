@@ -49,12 +49,16 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
   };
 }
 
-type Reads = Pick<DurableStore, "getRun" | "readJournal" | "readFrames" | "listThreads" | "findStaleRuns">;
+type Reads = Pick<
+  DurableStore,
+  "getRun" | "readJournal" | "readFrames" | "listThreads" | "findStaleRuns" | "findExpiringRuns"
+>;
 type Writes = Pick<DurableStore, "createRun" | "claimRun" | "commit" | "deleteThread" | "pruneThreads">;
 
 function reads(statements: DurableStatements): Reads {
   const { selectRun, selectJournal, selectFrames, selectFramesOfTypes, selectThreads, selectSilent } =
     statements;
+  const { selectExpiring } = statements;
   return {
     async getRun(threadId) {
       const row = selectRun.get(threadId) as RunRow | undefined;
@@ -92,6 +96,17 @@ function reads(statements: DurableStatements): Reads {
         thread_id: string;
       }[];
       return rows.map((row) => row.thread_id);
+    },
+    async findExpiringRuns(query) {
+      const after = query.after ?? { expiresAt: Number.MIN_SAFE_INTEGER, threadId: "" };
+      const rows = selectExpiring.all(
+        query.dueBy,
+        sql.list(query.graphs) as string,
+        query.limit,
+        after.expiresAt,
+        after.threadId,
+      ) as { thread_id: string; expires_at: number }[];
+      return rows.map((row) => ({ threadId: row.thread_id, expiresAt: Number(row.expires_at) }));
     },
   };
 }
