@@ -208,7 +208,7 @@ describe("SQLite store: schema versions", () => {
     const database = new DatabaseSync(path);
     assert.equal(
       (database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version,
-      12,
+      13,
     );
     // Migration 11 (ADR 0551): the jobs a tenant has waiting are counted on an index of those alone.
     const waitingPlan = database
@@ -384,6 +384,7 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 11 },
         { store: "memory", version: 12 },
         { store: "memory", version: 13 },
+        { store: "memory", version: 14 },
       ]);
       // Migration 11: a user's cut (ADR 0545) walks an index of its rows in write order.
       // Rows that name no user have a partial index: PostgreSQL would sort them after `IS NULL`.

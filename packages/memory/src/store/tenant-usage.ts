@@ -170,9 +170,9 @@ export type HeldUsage = { readonly [Kind in HeldKind]: number };
 export const heldKinds = ["coreBlocks", "coreBlockBytes", "queuedJobs"] as const;
 
 /** The statement counting what a tenant holds of every held kind, `tenant` a numbered mark. */
-export function heldUsageSql(bytes: (column: string) => string, tenant: string): string {
+export function heldUsageSql(tenant: string): string {
   return `SELECT blocks.blocks AS core_blocks, blocks.bytes AS core_block_bytes, jobs.jobs AS queued_jobs
-    FROM (${heldBlocksSql(bytes, tenant)}) AS blocks, (${heldJobsSql(tenant)}) AS jobs`;
+    FROM (${heldBlocksSql(tenant)}) AS blocks, (${heldJobsSql(tenant)}) AS jobs`;
 }
 
 export function heldFromRow(row: Record<string, unknown> | undefined): HeldUsage {
@@ -192,9 +192,20 @@ export function checkHeld(kind: HeldKind, before: number, after: number, limits:
   throw quotaExceeded(kind, limits[kind], before, after - before);
 }
 
-/** The statement counting a tenant's core blocks and their bytes (`bytes`: the dialect's UTF-8 length). */
-export function heldBlocksSql(bytes: (column: string) => string, tenant: string): string {
-  return `SELECT count(*) AS blocks, coalesce(sum(${bytes("value")}), 0) AS bytes FROM memory_core_blocks WHERE tenant_id = ${tenant}`;
+/**
+ * The statement counting a tenant's core blocks and their bytes (ADR 0557): each block keeps the UTF-8
+ * bytes of its value in `value_bytes`, summed through the index on `(tenant_id, value_bytes)`, so no
+ * value is read and a save's count walks one small index entry per block the tenant holds.
+ */
+export function heldBlocksSql(tenant: string): string {
+  return `SELECT count(*) AS blocks, coalesce(sum(value_bytes), 0) AS bytes FROM memory_core_blocks WHERE tenant_id = ${tenant}`;
+}
+
+/** Whether a save counts the tenant's blocks: not when both block limits are off (`Infinity`). */
+export function countsBlocks(limits: HeldLimits | undefined): limits is HeldLimits {
+  return (
+    limits !== undefined && (Number.isFinite(limits.coreBlocks) || Number.isFinite(limits.coreBlockBytes))
+  );
 }
 
 /** The statement counting a tenant's jobs still to run. */

@@ -21,7 +21,7 @@ import { postgresMemorySearch } from "./postgres-memory-search.ts";
 import { postgresMemoryStatistics } from "./postgres-memory-statistics.ts";
 import { postgresMemoryWrites } from "./postgres-memory-writes.ts";
 import { postgresRetention } from "./postgres-retention.ts";
-import { mark, type PostgresContext, postgresBytes, type Row } from "./postgres-sql.ts";
+import { mark, type PostgresContext, type Row } from "./postgres-sql.ts";
 import { postgresTraces } from "./postgres-traces.ts";
 import { createPostgresUnits } from "./postgres-unit-of-work.ts";
 import { purgePostgresScope } from "./purge-postgres-scope.ts";
@@ -96,7 +96,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     },
 
     async heldUsage(tenantId) {
-      return heldFromRow(await one(heldUsageSql(postgresBytes, "$1"), [tenantId]));
+      return heldFromRow(await one(heldUsageSql("$1"), [tenantId]));
     },
 
     async counts(tenantId, scope = {}) {

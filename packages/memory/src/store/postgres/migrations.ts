@@ -323,4 +323,16 @@ ALTER TABLE memory_tenant_usage ADD COLUMN IF NOT EXISTS metadata_bytes BIGINT N
 ${fillUsageSql(postgresBytes, undefined, postgresMetadataBytes)};
 `,
   },
+  {
+    version: 14,
+    name: "each core block keeps its bytes, summed through an index",
+    // ADR 0557: a core-block save counts the tenant's blocks and their bytes (ADR 0551) under the
+    // tenant's counter-row lock. Each block now keeps its bytes, filled here for the blocks stored, and
+    // the sum walks the index on (tenant_id, value_bytes) instead of every block's row.
+    up: `
+ALTER TABLE memory_core_blocks ADD COLUMN IF NOT EXISTS value_bytes BIGINT NOT NULL DEFAULT 0;
+UPDATE memory_core_blocks SET value_bytes = ${postgresBytes("value")} WHERE value_bytes <> ${postgresBytes("value")};
+CREATE INDEX IF NOT EXISTS memory_core_blocks_bytes ON memory_core_blocks(tenant_id, value_bytes);
+`,
+  },
 ];

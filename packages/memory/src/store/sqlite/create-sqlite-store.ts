@@ -9,7 +9,7 @@ import type { MemoryStore } from "../memory-store.ts";
 import { scopeCondition } from "../row-codec.ts";
 import { heldFromRow, heldUsageSql, usageFromRow } from "../tenant-usage.ts";
 import { sqliteMigrations } from "./migrations.ts";
-import { purgeSqliteScope, sqliteBytes } from "./purge-sqlite-scope.ts";
+import { purgeSqliteScope } from "./purge-sqlite-scope.ts";
 import { scopeTokens } from "./scope-tokens.ts";
 import { sqliteCoreBlocks } from "./sqlite-core-blocks.ts";
 import { sqliteDocuments } from "./sqlite-documents.ts";
@@ -87,7 +87,7 @@ export function createSqliteStore(options: SqliteStoreOptions): MemoryStore {
     },
 
     async heldUsage(tenantId) {
-      return heldFromRow(get(heldUsageSql(sqliteBytes, "?1"), [tenantId]));
+      return heldFromRow(get(heldUsageSql("?1"), [tenantId]));
     },
   };
   return withSqliteUnitsOfWork(database, store, sqliteWrites);

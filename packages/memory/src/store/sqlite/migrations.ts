@@ -336,6 +336,21 @@ CREATE INDEX IF NOT EXISTS memory_jobs_waiting ON memory_jobs(tenant_id) WHERE s
       database.exec(fillUsageSql(sqliteBytes, undefined, sqliteMetadataBytes));
     },
   },
+  {
+    version: 13,
+    name: "each core block keeps its bytes, summed through an index",
+    // ADR 0557: a core-block save counts the tenant's blocks and their bytes (ADR 0551). Summing the
+    // UTF-8 length of every value read each value's overflow pages, so a save cost in proportion to all
+    // the tenant held; each block now keeps its bytes, filled here for the blocks stored, and the sum
+    // walks the index on (tenant_id, value_bytes) without reading a row.
+    up: (database) => {
+      addMissingColumn(database, "memory_core_blocks", "value_bytes INTEGER NOT NULL DEFAULT 0");
+      database.exec(`
+UPDATE memory_core_blocks SET value_bytes = ${sqliteBytes("value")};
+CREATE INDEX IF NOT EXISTS memory_core_blocks_bytes ON memory_core_blocks(tenant_id, value_bytes);
+`);
+    },
+  },
 ];
 
 function addMissingColumn(database: DatabaseSync, table: string, column: string): void {

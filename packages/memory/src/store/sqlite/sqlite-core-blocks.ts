@@ -2,11 +2,10 @@
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore } from "../memory-store.ts";
 import { blockFromRow } from "../row-codec.ts";
-import { checkHeld, heldBlocksSql } from "../tenant-usage.ts";
-import { sqliteBytes } from "./purge-sqlite-scope.ts";
+import { checkHeld, countsBlocks, heldBlocksSql } from "../tenant-usage.ts";
 import type { SqliteContext } from "./sqlite-sql.ts";
 
-const heldSql = heldBlocksSql(sqliteBytes, "?");
+const heldSql = heldBlocksSql("?");
 
 class BlockConflict extends Error {}
 
@@ -24,18 +23,20 @@ export function sqliteCoreBlocks(context: SqliteContext): Pick<MemoryStore, "get
       const key = scopeKey(scope);
       try {
         return transaction(() => {
-          const before = limits ? get(heldSql, [tenantId]) : undefined;
+          // Counted only when a block limit is on; each block keeps its bytes, so no value is read.
+          const before = countsBlocks(limits) ? get(heldSql, [tenantId]) : undefined;
           for (const { block, expectedVersion } of changes) {
             const result =
               expectedVersion === 0
                 ? run(
-                    `INSERT INTO memory_core_blocks (tenant_id, scope_key, label, value, limit_chars, version, updated_at)
-                     VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+                    `INSERT INTO memory_core_blocks (tenant_id, scope_key, label, value, value_bytes, limit_chars, version, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, length(CAST(?4 AS BLOB)), ?5, ?6, ?7) ON CONFLICT DO NOTHING`,
                     [tenantId, key, block.label, block.value, block.limit, block.version, block.updatedAt],
                   )
                 : run(
-                    `UPDATE memory_core_blocks SET value = ?, limit_chars = ?, version = ?, updated_at = ?
-                     WHERE tenant_id = ? AND scope_key = ? AND label = ? AND version = ?`,
+                    `UPDATE memory_core_blocks SET value = ?1, value_bytes = length(CAST(?1 AS BLOB)), limit_chars = ?2,
+                       version = ?3, updated_at = ?4
+                     WHERE tenant_id = ?5 AND scope_key = ?6 AND label = ?7 AND version = ?8`,
                     [
                       block.value,
                       block.limit,
