@@ -149,8 +149,10 @@ function reads(database: pg.Pool, { runs, journal, frames }: DurableTables): Rea
 
 /**
  * Takes the prefix's open-runs lock for the rest of the transaction (a transaction-scoped advisory lock,
- * keyed by the table and the prefix): writes that may open a run in one prefix take turns, so each
- * counts the others' committed rows (ADR 0123). Taken before any row lock, always in that order.
+ * keyed by the table and the prefix): writes that may open a run in one prefix take their turns to
+ * count, so each counts the others' committed rows (ADR 0123). Taken after the write's own rows and
+ * followed only by the count and the commit (ADR 0125): a holder never waits on a lock, so the turns
+ * last a count each, and a claim that keeps its run open takes none.
  */
 async function lockOpen(client: pg.PoolClient, runs: string, limit: OpenLimit | undefined): Promise<void> {
   if (limit === undefined) return;
@@ -187,7 +189,6 @@ function writes(
   return {
     async createRun(record: RunRecord, batch: CommitBatch = {}, options = {}) {
       await postgresTransaction(database, async (client) => {
-        await lockOpen(client, runs, options.openLimit);
         const inserted = await client.query(
           `INSERT INTO ${runs} (${runColumns})
            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (thread_id) DO NOTHING`,
@@ -196,13 +197,14 @@ function writes(
         if (inserted.rowCount === 0) {
           throw threadExists(record.threadId);
         }
-        await checkOpen(client, runs, options.openLimit, record.threadId);
         await applyBatch(client, tables, record.threadId, batch, record.owner);
+        // Last, so the prefix's lock is held only for the count and the commit (ADR 0125).
+        await lockOpen(client, runs, options.openLimit);
+        await checkOpen(client, runs, options.openLimit, record.threadId);
       });
     },
     async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
       return postgresTransaction(database, async (client) => {
-        await lockOpen(client, runs, options.openLimit);
         // The row lock serializes racing claimants; the silence is measured by the database's clock.
         const result = await client.query<RunRow & { silent_ms: number }>(
           `SELECT *, (extract(epoch FROM clock_timestamp() - updated_at::timestamptz) * 1000)::float8 AS silent_ms
@@ -218,6 +220,7 @@ function writes(
         await applyBatch(client, tables, threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
         // A claim that opens an ended thread's next run takes a place; a resume or takeover keeps its own.
         if (!openStatuses.includes(row.status as RunStatus)) {
+          await lockOpen(client, runs, options.openLimit);
           await checkOpen(client, runs, options.openLimit, threadId);
         }
         const after = await client.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1`, [threadId]);
