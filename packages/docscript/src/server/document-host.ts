@@ -39,10 +39,10 @@ import { appliedPlans } from "./push-checks.ts";
 import { decodePush, type Judged, judgeFilled, type Prepared, preparePush } from "./push-judge.ts";
 import type { PushResult } from "./push-result.ts";
 import { partsFitPush, type StageAnswer } from "./push-stage.ts";
-import { mapsOfRows } from "./row-containers.ts";
-import { allRowChanges, membersOfRow } from "./row-members.ts";
+import { membersOfRow } from "./row-members.ts";
 import type { EntityPage, RelationPage, RowLookup, RowLookupAnswer } from "./row-reads.ts";
-import { checkedSnapshot } from "./snapshot-checks.ts";
+import { checkedSnapshot, createdRows } from "./snapshot-checks.ts";
+import { yieldToEventLoop } from "./snapshot-history.ts";
 import { storeProjection } from "./store-rows.ts";
 
 export { type Authorization, type DocumentHostOptions, hashToken, type PlanState } from "./host-options.ts";
@@ -107,19 +107,27 @@ export class DocumentHost {
 
   /**
    * Creates a document (empty, or from a snapshot checked as a push is, ADR 0553: `checkedSnapshot`).
-   * False when it exists.
+   * False when it exists. A large snapshot's work is done in steps between which the event loop runs
+   * (ADR 0554), so other requests are answered meanwhile.
    */
   async create(documentId: string, token: string, snapshot?: Uint8Array): Promise<boolean> {
-    const { doc, projection } = checkedSnapshot(this.schema, snapshot);
+    const { doc, projection } = await checkedSnapshot(this.schema, snapshot);
+    const step = async <T>(work: () => T): Promise<T> => {
+      if (snapshot !== undefined) await yieldToEventLoop();
+      return work();
+    };
+    const rows = await createdRows(doc, projection);
+    // The plans its history carries: the plan index holds the whole history from the start.
+    const plans = await step(() => appliedPlans(doc));
+    const stored = await step(() => doc.export({ mode: "snapshot" }));
     return this.store.createDocument({
       documentId,
       tokenHash: hashToken(token),
-      snapshot: doc.export({ mode: "snapshot" }),
+      snapshot: stored,
       snapshotVersion: doc.oplogVersion().encode(),
-      rows: allRowChanges(projection, mapsOfRows(doc)),
+      rows,
       issues: [],
-      // The plans its history carries: the plan index holds the whole history from the start.
-      plans: appliedPlans(doc),
+      plans,
     });
   }
 

@@ -30,6 +30,33 @@ export function mapsOfRow(row: LoroMap): ContainerEntry[] {
 }
 
 /**
+ * `mapsOfRow(row)` when the row's JSON (`json`, as read out of `row`) is at hand: only the keys whose
+ * value there is a record are asked of Loro (a map's JSON is always one), not every value of every map
+ * (`entries` hands each across; 2.5–7.6 s for the 30,000 rows of a 5 MB snapshot). A map whose JSON is
+ * no plain record (a key `__proto__`) is walked by its entries. The maps found are `mapsOfRow`'s, in
+ * the order of the JSON's keys.
+ */
+export function mapsOfRowByJson(row: LoroMap, json: unknown): ContainerEntry[] {
+  const found: ContainerEntry[] = [];
+  const walk = (map: LoroMap, path: readonly string[], value: unknown) => {
+    if (!isPlainRecord(value)) {
+      for (const entry of mapsOfRow(map)) found.push([entry[0], [...path, ...entry[1]]]);
+      return;
+    }
+    found.push([map.id, path]);
+    if (path.length >= maxContainerDepth) return;
+    for (const [key, inner] of Object.entries(value as Record<string, unknown>)) {
+      if (typeof inner !== "object" || inner === null || Array.isArray(inner)) continue;
+      const child = map.get(key) as unknown;
+      if (child instanceof LoroMap) walk(child, [...path, key], inner);
+      if (isContainer(child)) child.free();
+    }
+  };
+  walk(row, [], json);
+  return found;
+}
+
+/**
  * A row's value read out of its root map: a map's JSON, its handle freed (with `maps`, its maps told
  * first, read through the handle); any other value as it is. Undefined: no such row.
  */

@@ -76,6 +76,8 @@ export interface RunEditScriptContext {
     readonly aboveEntities: number;
     /** Where a large run hands parts of its update ahead of its push (ADR 0508); none: never staged. */
     readonly stage?: (docId: string) => StagePart;
+    /** How long from a run's start it stages (`stageForMs`, 10 s, by default). */
+    readonly stageForMs?: number;
   };
 }
 
@@ -133,6 +135,7 @@ export async function runEditScript(
       loadEntityAsset: context.hooks.loadEntityAsset !== undefined,
       uploadText: context.hooks.uploadText !== undefined,
     },
+    ...(context.rows?.stageForMs === undefined ? {} : { stageForMs: context.rows.stageForMs }),
   };
   const version = documentVersion(replica);
   const hosts = sessionHostsOf(context.pool);

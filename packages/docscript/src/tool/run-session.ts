@@ -31,6 +31,8 @@ export interface RunSessionInput {
   /** The fresh Loro peer this run authors its plan on (a decimal string). */
   readonly peerId: string;
   readonly hooks: { readonly loadEntityAsset: boolean; readonly uploadText: boolean };
+  /** How long a large run stages its writes ahead of its push (ADR 0508); `stageForMs` by default. */
+  readonly stageForMs?: number;
 }
 
 /** The document a run works on: the host's run doc at the run's version, and its kept projection. */
@@ -182,7 +184,7 @@ export function openRunSession(
     message: JSON.stringify({ planId: input.planId, actor: input.actor ?? null }),
     origin: "docscript-plan",
   };
-  const staging = runStaging(doc, host.stage, planCommit);
+  const staging = runStaging(doc, host.stage, planCommit, undefined, input.stageForMs);
   const { createId, filled } = askedUntilFilled(remote, (work) => host.reading?.(work) ?? work());
   // Starts from an overlay of the base projection: nothing the run writes reaches `base`.
   const session = openDocument(doc, schema, { role: "script", projection: base, createId });

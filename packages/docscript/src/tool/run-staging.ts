@@ -19,9 +19,9 @@ export const stageAfterAtoms = 4_000;
  */
 export const atomsPerPart = 500;
 /**
- * A run stages for this long at most (a third of the default 30 s limit): the server's work on parts
- * shares the machine with the run, and on a saturated one it slows the run as much as it saves the
- * push; past this the rest goes with the push.
+ * A run stages for this long at most by default (a third of the default 30 s limit; the tool's
+ * `sandbox.stageForMs`): the server's work on parts shares the machine with the run, and on a
+ * saturated one it slows the run as much as it saves the push; past this the rest goes with the push.
  */
 export const stageForMs = 10_000;
 /**
@@ -51,6 +51,8 @@ export function runStaging(
   stage: StagePart | undefined,
   planCommit: { readonly message: string; readonly origin: string },
   now: () => number = () => performance.now(),
+  /** How long from the run's start it stages (`stageForMs` by default). */
+  forMs: number = stageForMs,
 ): RunStaging {
   if (stage === undefined) return { afterWrite() {}, stop() {} };
   const peer = doc.peerIdStr;
@@ -61,7 +63,7 @@ export function runStaging(
   const started = now();
   const stageWritten = (atLeast: number) => {
     if (stopped) return;
-    if (now() - started > stageForMs) {
+    if (now() - started > forMs) {
       stopped = true;
       return;
     }

@@ -267,6 +267,7 @@ export async function run(core: ToolCore, input: ToolInput): Promise<DocScriptRe
         source: (docId) => (lookups) => client.rows(docId, lookups),
         stage: (docId) => (part) => client.stage(docId, part),
         aboveEntities: options.sandbox?.readWholeUpTo ?? 20_000,
+        ...(options.sandbox?.stageForMs === undefined ? {} : { stageForMs: options.sandbox.stageForMs }),
       },
     },
     {

@@ -56,6 +56,11 @@ export interface DocScriptToolSettings extends DocScriptHooks {
      * the rows it looks up from the server's stored rows; 20000 by default (0: every document so).
      */
     readonly readWholeUpTo?: number;
+    /**
+     * How long from its start a run of thousands of writes hands them to the document server in parts
+     * ahead of its push (ADR 0508); past it the rest goes with the push. 10000 by default.
+     */
+    readonly stageForMs?: number;
   };
   /** Token budgets of the answers (see `defaultBudgets`): snapshot page 4000, run 2000, logs 1000, commit 2000. */
   readonly budgets?: Partial<Budgets>;
