@@ -5,14 +5,13 @@
  * `tackle-memory serve` exits 2 with that one line, and neither ever prints the key.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, it } from "node:test";
 import { ApiKeysConfigError, parseApiKeys } from "@tackle/memory/server";
 import { freePort } from "@tackle/test-support";
-import { main } from "./support/service-process.ts";
+import { serveToExit } from "./support/service-process.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "tackle-memory-keys-twice-"));
 after(() => rmSync(directory, { recursive: true, force: true }));
@@ -59,28 +58,8 @@ it("parseApiKeys refuses a key listed again, whatever it grants, naming both ent
   });
 });
 
-/** Runs `serve` to its exit (a start that comes up is killed and answers `started`). */
-function serve(environment: Record<string, string>) {
-  return new Promise<{ code: number | null | "started"; stderr: string; stdout: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--conditions=@tackle/source", main, "serve"], {
-      env: { PATH: process.env.PATH ?? "", ...environment },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stderr = "";
-    let stdout = "";
-    let started = false;
-    child.stderr.on("data", (chunk) => {
-      stderr += String(chunk);
-    });
-    child.stdout.on("data", (chunk) => {
-      stdout += String(chunk);
-      if (!stdout.includes("listening")) return;
-      started = true;
-      child.kill("SIGKILL");
-    });
-    child.once("exit", (code) => resolve({ code: started ? "started" : code, stderr, stdout }));
-  });
-}
+/** Runs `serve` to its exit, within a deadline (a start that comes up is killed and answers `started`). */
+const serve = (environment: Record<string, string>) => serveToExit([], environment);
 
 it("tackle-memory serve exits 2 on a key listed twice, in one line naming its place, never the key", async () => {
   const port = await freePort();

@@ -6,13 +6,12 @@
  * nothing opened; either way alone starts, and its keys are the ones that work.
  */
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, it } from "node:test";
-import { freePort, underLoadMs } from "@tackle/test-support";
-import { killAllStarted, main, type Running, startService, stop } from "./support/service-process.ts";
+import { freePort } from "@tackle/test-support";
+import { killAllStarted, type Running, serveToExit, startService, stop } from "./support/service-process.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "tackle-memory-keys-two-"));
 const children: Running[] = [];
@@ -25,37 +24,7 @@ after(async () => {
 const inlineSecret = "inline-secret-key";
 const fileSecret = "file-secret-key";
 
-/** Runs `serve` to its exit, within a deadline; one that comes up instead is killed: `started`. */
-function serve(args: string[], environment: Record<string, string>) {
-  return new Promise<{ code: number | null | "started"; stderr: string; stdout: string }>(
-    (resolve, reject) => {
-      const child = spawn(process.execPath, ["--conditions=@tackle/source", main, "serve", ...args], {
-        env: { PATH: process.env.PATH ?? "", ...environment },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let stderr = "";
-      let stdout = "";
-      let started = false;
-      child.stderr.on("data", (chunk) => {
-        stderr += String(chunk);
-      });
-      child.stdout.on("data", (chunk) => {
-        stdout += String(chunk);
-        if (!stdout.includes("listening")) return;
-        started = true;
-        child.kill("SIGKILL");
-      });
-      const timer = setTimeout(() => {
-        child.kill("SIGKILL");
-        reject(new Error(`tackle-memory serve did not exit: ${stderr}`));
-      }, underLoadMs(60_000));
-      child.once("exit", (code) => {
-        clearTimeout(timer);
-        resolve({ code: started ? "started" : code, stderr, stdout });
-      });
-    },
-  );
-}
+const serve = serveToExit;
 
 const keyFile = () => {
   const file = join(directory, "keys");

@@ -83,3 +83,40 @@ export function stop(running: Running, signal: NodeJS.Signals): Promise<number |
 export function killAllStarted(): void {
   for (const child of spawned) child.kill("SIGKILL");
 }
+
+/** What `serveToExit` saw: the exit code, or `started` for a start that came up (and was killed). */
+export interface ServeExit {
+  readonly code: number | null | "started";
+  readonly stderr: string;
+  readonly stdout: string;
+}
+
+/** Runs `serve` to its exit, within a deadline; one that comes up instead is killed: `started`. */
+export function serveToExit(args: string[], environment: Record<string, string>): Promise<ServeExit> {
+  return new Promise<ServeExit>((resolve, reject) => {
+    const child = spawn(process.execPath, ["--conditions=@tackle/source", main, "serve", ...args], {
+      env: { PATH: process.env.PATH ?? "", ...environment },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    let stdout = "";
+    let started = false;
+    child.stderr.on("data", (chunk) => {
+      stderr += String(chunk);
+    });
+    child.stdout.on("data", (chunk) => {
+      stdout += String(chunk);
+      if (!stdout.includes("listening")) return;
+      started = true;
+      child.kill("SIGKILL");
+    });
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`tackle-memory serve did not exit: ${stderr}`));
+    }, underLoadMs(60_000));
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code: started ? "started" : code, stderr, stdout });
+    });
+  });
+}
