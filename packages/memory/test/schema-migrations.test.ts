@@ -110,6 +110,23 @@ const isTooNew = (error: unknown) => {
   return true;
 };
 
+/** The UTF-8 bytes of the metadata JSON `tenant`'s history, event and document rows hold in the file. */
+function metadataTextBytes(path: string, tenant: string): number {
+  const database = new DatabaseSync(path);
+  try {
+    const sums = ["memory_history", "memory_events", "memory_documents"].map(
+      (table) =>
+        `(SELECT coalesce(sum(length(CAST(metadata AS BLOB))), 0) FROM ${table} WHERE tenant_id = ?)`,
+    );
+    const row = database.prepare(`SELECT ${sums.join(" + ")} AS n`).get(tenant, tenant, tenant) as {
+      n: number;
+    };
+    return Number(row.n);
+  } finally {
+    database.close();
+  }
+}
+
 describe("SQLite store: schema versions", () => {
   it("upgrades a file written before versioning to the latest version without losing a row, still searchable", async () => {
     const path = legacyCopy("legacy.db");
@@ -125,22 +142,7 @@ describe("SQLite store: schema versions", () => {
     try {
       await checkAccessAfterMigration(store);
       // Migration 12 (ADR 0556): the metadata of the rows kept is counted, as the JSON text they hold.
-      const kept = new DatabaseSync(path);
-      const metadataText = Number(
-        (
-          kept
-            .prepare(
-              `SELECT ${["memory_history", "memory_events", "memory_documents"]
-                .map(
-                  (table) =>
-                    `(SELECT coalesce(sum(length(CAST(metadata AS BLOB))), 0) FROM ${table} WHERE tenant_id = 'tenant-a')`,
-                )
-                .join(" + ")} AS n`,
-            )
-            .get() as { n: number }
-        ).n,
-      );
-      kept.close();
+      const metadataText = metadataTextBytes(path, "tenant-a");
       assert.ok(metadataText > 0);
       assert.equal((await store.usage("tenant-a")).metadataBytes, metadataText);
       const memories = await store.listMemories("tenant-a", { userId: "u1" }, { limit: 10, order: "recent" });
