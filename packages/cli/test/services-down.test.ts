@@ -153,3 +153,37 @@ test("a broker without JetStream: tools, call, serve and mesh say so in one line
     await nats.close();
   }
 });
+
+test("a record the mesh refuses is one line and exit 2, naming both parties, never an unexpected failure", async () => {
+  const nats = await startNatsServer();
+  try {
+    const env = cleanEnv({ MESH_BROKER_URL: nats.url });
+    const issued = await runTackle(
+      ["mesh", "issue", "n1", "notes", "--prefix", "acme.notes", "--seat", "pad"],
+      {
+        env,
+      },
+    );
+    assert.equal(issued.code, 0, issued.stderr);
+    for (const [args, refusal] of [
+      // Another module's seat, on a subject of its own (ADR 0224).
+      [
+        ["mesh", "issue", "n2", "editor", "--seat", "pad=acme.editor-pad"],
+        "tackle: membership: seat pad of module editor is already held by module notes (node n1's membership)",
+      ],
+      // A prefix under another module's (ADR 0219).
+      [
+        ["mesh", "issue", "n2", "squat", "--prefix", "acme.notes.x"],
+        "tackle: membership: prefix acme.notes.x",
+      ],
+    ] as const) {
+      const refused = await runTackle([...args], { env });
+      assert.equal(refused.code, 2, refused.stderr);
+      assert.equal(refused.stdout, "");
+      assert.ok(answer(refused.stderr).startsWith(refusal), refused.stderr);
+      assert.doesNotMatch(refused.stderr, /unexpected failure|at async/);
+    }
+  } finally {
+    await nats.close();
+  }
+});

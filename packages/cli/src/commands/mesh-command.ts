@@ -8,6 +8,7 @@ import {
   issueMembership,
   listMemberships,
   MEMBERSHIP_BUCKET,
+  MeshConfigError,
   readCatalogue,
   revokeMembership,
 } from "@tackle/mesh";
@@ -287,6 +288,11 @@ async function withConnection<T>(
   } catch (error) {
     // Memberships and the catalogue are KV buckets: a broker without JetStream has none to read or write.
     if (isNoJetStream(error)) throw noJetStream(config, error);
+    // A record the mesh refuses (a prefix that nests with another party's, a seat another module
+    // holds): the operator's to change, said in its one line, as any configuration mistake is.
+    if (MeshConfigError.isInstance(error)) {
+      throw new CliError("invalid_configuration", error.message, { cause: error, exitCode: 2 });
+    }
     throw error;
   } finally {
     await connection.drain();
