@@ -13,7 +13,7 @@
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
 import type { ToolCallResult } from "@tackle/core";
-import { type NatsServerHandle, startNatsServer } from "@tackle/test-support";
+import { type NatsServerHandle, seededRandom, startNatsServer } from "@tackle/test-support";
 import { moduleNamePattern, toolNameProblem, toolSubjectPattern } from "../src/config/names.ts";
 import { createMeshClient, issueMembership, type MeshClient, startNodeRuntime } from "../src/index.ts";
 import { seatNamePattern } from "../src/membership/records.ts";
@@ -54,17 +54,6 @@ const meshCodes = new Set([
 ]);
 
 type Random = () => number;
-
-/** mulberry32: a seeded generator, so a failure names its seed and case. */
-function seeded(start: number): Random {
-  let state = start;
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
 
@@ -285,7 +274,7 @@ after(async () => {
 });
 
 it("answers every hostile call with the tool it names or the typed error the oracle says", async () => {
-  const random = seeded(seed);
+  const random = seededRandom(seed);
   const keys: Keys = new Map();
   const counts = new Map<string, number>();
   const started = performance.now();
