@@ -10,6 +10,7 @@ it("@tackle/mesh exports exactly its curated names", () => {
     "MEMBERSHIP_BUCKET",
     "MeshConfigError",
     "MeshPrefixConflictError",
+    "MeshSeatTakenError",
     "RESERVED_TOOL_NAME",
     "clientPermissions",
     "connectMesh",
