@@ -23,11 +23,13 @@ export interface AnsweredCall extends PlannedCall {
   readonly answer: ToolCallResult;
 }
 
-/** A line of the effects file: `<id> <node> <key>`. */
+/** A line of the effects file: `<id> <node> <key>`, and `takeover <node>` when a takeover ran it. */
 export interface Effect {
   readonly id: string;
   readonly node: string;
   readonly key: string;
+  /** The node whose run under the key this one took over (ADR 0213), if it was a takeover. */
+  readonly takeover?: string;
 }
 
 export function parseEffects(text: string): Effect[] {
@@ -35,8 +37,9 @@ export function parseEffects(text: string): Effect[] {
     .split("\n")
     .filter(Boolean)
     .map((line) => {
-      const [id, node, key] = line.split(" ");
-      return { id: id as string, node: node as string, key: key as string };
+      const [id, node, key, told, earlier] = line.split(" ");
+      const effect = { id: id as string, node: node as string, key: key as string };
+      return told === "takeover" ? { ...effect, takeover: earlier as string } : effect;
     });
 }
 
