@@ -54,6 +54,7 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
     },
   );
   withOwnNameRegistries(server);
+  const sent = new WeakMap<object, unknown>();
   for (const tool of toolset.tools) {
     const outputSchema = objectOutputSchema(tool);
     server.registerTool(
@@ -71,7 +72,7 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
       },
       async (args: Record<string, unknown>, context) => {
         const result = toCallToolResult(
-          await toolset.call(tool.name, args, {
+          await toolset.call(tool.name, sent.has(context) ? sent.get(context) : args, {
             ...options.callOptions,
             ...mcpCallOptions(context, options.callOptions?.logger, tool.name),
           }),
@@ -85,8 +86,29 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
       },
     );
   }
+  keepSentArguments(server, sent);
   if (pages !== false) registerPagingTool(server, pages, owner);
   return server;
+}
+
+/**
+ * Keeps each `tools/call`'s arguments as the client sent them, by the call's context, for the tool's
+ * own schema to judge: the SDK parses a request's arguments as a record, whose `__proto__` key is
+ * assigned and so dropped, so a strict schema that refuses the key accepted the call over MCP alone,
+ * and a loose one lost it.
+ */
+function keepSentArguments(server: McpServer, sent: WeakMap<object, unknown>): void {
+  const protocol = server.server as unknown as {
+    _requestHandlers?: Map<string, (request: unknown, context: unknown) => unknown>;
+  };
+  const handlers = protocol._requestHandlers;
+  const handler = handlers?.get("tools/call");
+  if (handlers === undefined || handler === undefined) return;
+  handlers.set("tools/call", (request, context) => {
+    const args = (request as { params?: { arguments?: unknown } } | undefined)?.params?.arguments;
+    if (typeof context === "object" && context !== null && args !== undefined) sent.set(context, args);
+    return handler(request, context);
+  });
 }
 
 /**

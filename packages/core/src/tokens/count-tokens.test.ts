@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { createRequire } from "node:module";
 import { it } from "node:test";
+import { prefixWithinTokens } from "./count-tokens.ts";
 import { countTokens, fitsTokens, tokensOf } from "./index.ts";
 
 it("counts o200k tokens, a value as its JSON, and text that spells a special token as plain text", () => {
@@ -34,4 +36,26 @@ it("never counts more tokens than the text has UTF-8 bytes (a small answer is ju
   for (const text of ["plain words", "😀 emoji ü ñ 中文", "A".repeat(1_000), `${"{".repeat(300)}x`]) {
     assert.ok(countTokens(text) <= Buffer.byteLength(text), text.slice(0, 20));
   }
+});
+
+it("finds the same piece within a limit whatever the tokenizer decoded before (a split character included)", () => {
+  // gpt-tokenizer's decode shares one streaming decoder, which keeps the bytes of a character split by
+  // the last token for the next decode: the piece found shrank after one (a 66-character piece of 54
+  // tokens at a limit of 55 was found as 51 characters, 39 tokens).
+  const tokenizer = createRequire(import.meta.url)("gpt-tokenizer/encoding/o200k_base") as {
+    encode(text: string): number[];
+    decode(ids: readonly number[]): string;
+  };
+  const splitEmoji = tokenizer.encode("🧪").slice(0, 1);
+  const text =
+    "tß2,Eé1YAxSMéb5vPMth}GqW}6€SdpR{rNj89W4EpjMl据SIYßß8🧪\rd9Uh]O6]dßxM👩‍💻J xbHE[🧪zfjwpi/😀cud";
+  for (const limit of [10, 25, 40, 55]) {
+    const found = prefixWithinTokens(text, limit);
+    assert.ok(countTokens(text.slice(0, found)) <= limit, `${found} characters fit ${limit} tokens`);
+    for (let round = 0; round < 3; round++) {
+      tokenizer.decode(splitEmoji);
+      assert.equal(prefixWithinTokens(text, limit), found, `at ${limit} tokens after a split character`);
+    }
+  }
+  assert.equal(prefixWithinTokens(text, 55), 66);
 });

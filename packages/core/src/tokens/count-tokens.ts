@@ -102,10 +102,22 @@ export function prefixWithinTokens(text: string, limit: number): number {
   return text.length;
 }
 
+/**
+ * The token of the byte 0xFF, which no UTF-8 text holds: decoded, it ends whatever character the
+ * tokenizer's decoder was left holding, as one U+FFFD of its own.
+ */
+const strayByteToken = 187;
+
 /** How many characters of `part` its first tokens `ids` spell; a character they split is left out. */
 function decodedLength(part: string, ids: readonly number[]): number {
   if (ids.length === 0) return 0;
-  const decoded = load().decode(ids);
+  // gpt-tokenizer decodes through one streaming TextDecoder shared by every caller: the bytes of a
+  // character split by the last token are kept, not answered as U+FFFD, and put before the next
+  // decode's text, so the length found depended on what was decoded before. A stray byte first ends
+  // what another decode left; one last ends the character these tokens split, and is dropped.
+  const encoding = load();
+  encoding.decode([strayByteToken]);
+  const decoded = encoding.decode([...ids, strayByteToken]).slice(0, -1);
   let length = Math.min(decoded.length, part.length);
   // Bytes of a character split by the last token decode as U+FFFD; the character is not in the piece.
   while (length > 0 && decoded.charCodeAt(length - 1) !== part.charCodeAt(length - 1)) length -= 1;

@@ -26,6 +26,7 @@ import {
   type ResultItem,
   resultFits,
   resultItems,
+  type TextScans,
   takePage,
   textOf,
 } from "./result-items.ts";
@@ -125,7 +126,8 @@ function fit(pager: Pager, result: CallToolResult, owner: string, options: FitOp
   const totals = totalsOf(items);
   // A withheld structure's error may be read beside the first part: both fit the budget together.
   const firstLimit = structure === "withheld" ? limit - withheldErrorTokens : limit;
-  const first = takePage(items, { item: 0, offset: 0 }, firstLimit);
+  const scans: TextScans = new Map();
+  const first = takePage(items, { item: 0, offset: 0 }, firstLimit, scans);
   const shown = describePart(items, { item: 0, offset: 0 }, first);
   const head = `[Answer cut to fit the budget of ${budget} tokens${structure === "withheld" ? withheldNote : ""}. The whole answer: ${count(totals.items, "item")}, ${count(totals.characters, "character")} of text, ${tokensOf(totals)} tokens. This part (1, ${first.tokens} tokens): ${shown}.`;
   const finish = (summary: string, meta: Record<string, unknown>, reading: Reading) =>
@@ -146,6 +148,7 @@ function fit(pager: Pager, result: CallToolResult, owner: string, options: FitOp
       bytes,
       totals,
       starts: [{ item: 0, offset: 0 }, first.next],
+      scans,
       firstLimit,
       lastRead: now,
     })
@@ -200,7 +203,7 @@ function page(pager: Pager, args: unknown, owner: string): CallToolResult {
     });
   }
   store.read(id, entry, now);
-  const taken = takePage(entry.items, start, part === 0 ? entry.firstLimit : limit);
+  const taken = takePage(entry.items, start, part === 0 ? entry.firstLimit : limit, entry.scans);
   if (taken.next !== undefined && entry.starts[part + 1] === undefined) entry.starts[part + 1] = taken.next;
   const head = `[Part ${part + 1} of a cut answer (${count(entry.totals.items, "item")}, ${count(entry.totals.characters, "character")} of text, ${tokensOf(entry.totals)} tokens in all), ${taken.tokens} tokens: ${describePart(entry.items, start, taken)}.`;
   if (taken.next === undefined) {

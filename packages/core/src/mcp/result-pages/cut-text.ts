@@ -5,66 +5,46 @@
  * surrogate pair).
  */
 import { fitsTokens, prefixWithinTokens } from "../../tokens/count-tokens.ts";
+import { createTextScan, scannedCharacters, type TextScan } from "./text-scan.ts";
 
 /**
  * The end (exclusive) of the piece of `text` that starts at `start` and fits `limit` tokens; `start`
- * when not even one character fits. The piece is `text.slice(start, end)`.
+ * when not even one character fits. The piece is `text.slice(start, end)`. `scan` is what earlier cuts
+ * of the same text learnt (a kept answer passes its own, so each page reads about itself, ADR 0558).
  */
-export function cutText(text: string, start: number, limit: number): number {
+export function cutText(text: string, start: number, limit: number, scan = createTextScan(text)): number {
   let reach = start + prefixWithinTokens(text.slice(start), limit);
   if (reach === text.length) return text.length;
   // A token count is not quite monotone in the length: check the piece chosen, and reach back if needed.
   while (reach > start) {
-    const end = bestBoundary(text, start, reach);
+    const end = bestBoundary(text, scan, start, reach);
     if (fitsTokens(text.slice(start, end), limit)) return end;
     reach = end - 1;
   }
   return start;
 }
 
-function bestBoundary(text: string, start: number, reach: number): number {
+function bestBoundary(text: string, scan: TextScan, start: number, reach: number): number {
   const half = start + Math.ceil((reach - start) / 2);
-  const json = looksLikeJson(text) ? jsonBoundary(text, half, reach) : undefined;
+  const json = scan.jsonBoundary(half, reach);
   if (json !== undefined) return json;
-  const line = text.lastIndexOf("\n", reach - 1) + 1;
-  if (line >= half) return line;
+  const line = lineEnd(text, half, reach);
+  if (line !== undefined) return line;
   for (let index = reach; index > half; index--) {
     if (isSpace(text.charCodeAt(index - 1))) return index;
   }
   return characterBoundary(text, reach);
 }
 
-function looksLikeJson(text: string): boolean {
-  const first = text.trimStart()[0];
-  return first === "{" || first === "[";
-}
-
-/**
- * The end of the last JSON element before `reach` at the shallowest nesting level whose last element
- * ends at or after `half`: right after a `,` that separates array items or object members.
- */
-function jsonBoundary(text: string, half: number, reach: number): number | undefined {
-  // Per depth, the last comma (+1) seen before `reach`.
-  const lastAtDepth: number[] = [];
-  let depth = 0;
-  let inString = false;
-  for (let index = 0; index < reach; index++) {
-    const code = text.charCodeAt(index);
-    if (inString) {
-      if (code === 92 /* \ */) index++;
-      else if (code === 34 /* " */) inString = false;
-      continue;
+/** The end of the last line that ends in `[half, reach]` (after its `\n`), read back from `reach` no further. */
+function lineEnd(text: string, half: number, reach: number): number | undefined {
+  for (let index = reach - 1; index >= half - 1; index--) {
+    if (text.charCodeAt(index) === 10) {
+      scannedCharacters.count += reach - index;
+      return index + 1;
     }
-    if (code === 34) inString = true;
-    else if (code === 123 /* { */ || code === 91 /* [ */) depth++;
-    else if (code === 125 /* } */ || code === 93 /* ] */) depth = Math.max(0, depth - 1);
-    else if (code === 44 /* , */ && index + 1 <= reach) lastAtDepth[depth] = index + 1;
   }
-  let best = -1;
-  for (let level = 0; level < lastAtDepth.length; level++) {
-    best = Math.max(best, lastAtDepth[level] ?? -1);
-    if (best >= half) return best;
-  }
+  scannedCharacters.count += reach - half + 1;
   return undefined;
 }
 

@@ -2,7 +2,7 @@
  * What `createResultPages` keeps of cut answers for paging: in memory, bounded by entries and bytes
  * (the least recently read goes first) and by time since last read.
  */
-import type { Position, ResultItem } from "./result-items.ts";
+import type { Position, ResultItem, TextScans } from "./result-items.ts";
 
 export interface KeptEntry {
   readonly owner: string;
@@ -11,6 +11,8 @@ export interface KeptEntry {
   readonly totals: Totals;
   /** Where each part starts: the cursor `id.n` reads part `n + 1` (`id.0` the first part again). */
   readonly starts: Position[];
+  /** What the cuts of its text learnt: a page's cut reads about the page, not the text before it (ADR 0558). */
+  readonly scans: TextScans;
   /** The tokens of the first part, which may hold back room for an error beside it. */
   readonly firstLimit: number;
   lastRead: number;

@@ -7,6 +7,7 @@ import { isDeepStrictEqual } from "node:util";
 import type { CallToolResult } from "@modelcontextprotocol/server";
 import { countTokens, fitsTokens, tokensOf } from "../../tokens/count-tokens.ts";
 import { cutText } from "./cut-text.ts";
+import { createTextScan, type TextScan } from "./text-scan.ts";
 
 export type ResultItem = CallToolResult["content"][number];
 
@@ -128,11 +129,19 @@ export interface Page {
   readonly next: Position | undefined;
 }
 
+/** What the cuts of a result's text items learnt, by item: a kept answer keeps them for its next pages (ADR 0558). */
+export type TextScans = Map<number, TextScan>;
+
 /**
  * The items from `start` that fit `limit` tokens, cut at a sensible boundary, and never empty: an item
  * alone larger than the limit is still answered whole (an image), or by its first characters (text).
  */
-export function takePage(items: readonly ResultItem[], start: Position, limit: number): Page {
+export function takePage(
+  items: readonly ResultItem[],
+  start: Position,
+  limit: number,
+  scans: TextScans = new Map(),
+): Page {
   const taken: ResultItem[] = [];
   let used = 0;
   let position = start;
@@ -158,7 +167,12 @@ export function takePage(items: readonly ResultItem[], start: Position, limit: n
     }
     // A sliver of text at the end of a page helps nobody: the item starts the next page instead.
     if (taken.length > 0 && left < limit / 4) break;
-    let end = cutText(text, position.offset, left);
+    let scan = scans.get(position.item);
+    if (scan === undefined) {
+      scan = createTextScan(text);
+      scans.set(position.item, scan);
+    }
+    let end = cutText(text, position.offset, left, scan);
     if (end === position.offset) {
       if (taken.length > 0) break;
       end = position.offset + (isHighSurrogate(text.charCodeAt(position.offset)) ? 2 : 1);
