@@ -2,7 +2,8 @@
  * Credentials the mesh issues (ADR 0209), attacked from the holder's side on nats-server in operator
  * mode with a `full` resolver: a node's credential reaches only its modules, a client's only the
  * modules it names, nobody but the issuer writes memberships, a revoked credential is cut off within
- * 2 s, and another account's credential sees nothing of the mesh.
+ * 2 s, another account's credential sees nothing of the mesh, and a node's announcement as it starts
+ * serving (ADR 0225) reaches a client of its module, which may not make one.
  */
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -34,6 +35,7 @@ import {
   type NodeRuntime,
   startNodeRuntime,
 } from "../src/index.ts";
+import { SERVING_VERB } from "../src/nats/wire.ts";
 import { eventually, fixture, recordingLogger } from "./helpers.ts";
 
 const directory = mkdtempSync(join(tmpdir(), "tackle-mesh-issued-"));
@@ -302,5 +304,61 @@ it("another account's credential sees nothing of the mesh", async () => {
     });
   } finally {
     await stranger.close();
+  }
+});
+
+it("a node's credential announces it as it starts serving; a client's hears it and may not announce one", async () => {
+  const credential = await issueClientCredential(authority, { name: "watcher", modules: [notesReach] });
+  const client = await createMeshClient({ servers: nats.url, credsFile: write(credential), timeoutMs: 5000 });
+  const subject = `${notesReach.prefix}.${SERVING_VERB}`;
+  const notices: unknown[] = [];
+  try {
+    const heard = client.connection.subscribe(subject, {
+      callback: (error, message) => {
+        if (error === null) notices.push(message.json());
+      },
+    });
+    await client.connection.flush();
+    // A fake announcement from the client is refused by the server: its own subscription never gets it.
+    client.connection.publish(
+      subject,
+      JSON.stringify({ prefix: notesReach.prefix, node: "fake", instance: "x" }),
+    );
+    // node-a, restarted on a fresh credential: a new instance announces itself (ADR 0225).
+    await runtimes[0]?.close();
+    const log = recordingLogger();
+    runtimes[0] = await startNodeRuntime({
+      config: loadMeshConfig({
+        MESH_NODE: "node-a",
+        MESH_BROKER_FILE: write(
+          await issueNodeCredential(authority, { node: "node-a", modules: [notesReach] }),
+        ),
+        MESH_BROKER_URL: nats.url,
+        MESH_TOOL_MODULES: `notes=${fixture("alpha.ts")},notes=${fixture("reporting.ts")}`,
+      }),
+      logger: log,
+    });
+    await eventually("the announcement heard", async () => (notices.length > 0 ? true : undefined));
+    assert.equal(heard.isClosed(), false, "the client's credential may read the announcements");
+    assert.equal(notices.length, 1, JSON.stringify(notices));
+    const [notice] = notices as [{ prefix: string; node: string; instance: string }];
+    assert.deepEqual(
+      { ...notice, instance: typeof notice.instance },
+      {
+        prefix: notesReach.prefix,
+        node: "node-a",
+        instance: "string",
+      },
+    );
+    assert.deepEqual(
+      log.lines.filter((line) => /permission/i.test(`${line.message} ${JSON.stringify(line.fields)}`)),
+      [],
+    );
+    assert.deepEqual(await client.call("notes.echo", { text: "back" }), {
+      ok: true,
+      output: { text: "back" },
+    });
+  } finally {
+    await client.close();
   }
 });

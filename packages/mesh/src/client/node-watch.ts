@@ -13,7 +13,15 @@
  * `probeMs`, and one answer per node.
  */
 import { createInbox, type NatsConnection, NoRespondersError } from "@nats-io/transport-node";
-import { decodeJson, encodeJson, HELD_VERB, type HeldAnswer, type HeldQuestion } from "../nats/wire.ts";
+import {
+  decodeJson,
+  encodeJson,
+  HELD_VERB,
+  type HeldAnswer,
+  type HeldQuestion,
+  SERVING_VERB,
+  type ServingNotice,
+} from "../nats/wire.ts";
 import {
   collectCalls,
   keepWatching,
@@ -93,6 +101,36 @@ function createQuestions(connection: NatsConnection, onAnswer: (answer: HeldAnsw
 }
 
 /**
+ * Hears the module's nodes announce themselves as they start serving (ADR 0225), so an instance that
+ * takes a call and dies before it answered any question is still known, and asked about once silent.
+ * A credential that may not read the announcements (issued before them) is refused: then only the
+ * answers make nodes known, as before.
+ */
+function listenForNodes(
+  connection: NatsConnection,
+  prefix: string,
+  onNotice: (notice: HeldAnswer) => void,
+): { unsubscribe(): void } | undefined {
+  try {
+    return connection.subscribe(`${prefix}.${SERVING_VERB}`, {
+      callback: (error, message) => {
+        if (error !== null) return;
+        let notice: ServingNotice;
+        try {
+          notice = decodeJson(message.data) as ServingNotice;
+        } catch {
+          return; // Not an announcement of ours.
+        }
+        // Known from now on, holding nothing yet: the questions tell what it holds.
+        if (notice?.prefix === prefix) onNotice({ ...notice, held: [] });
+      },
+    });
+  } catch {
+    return undefined; // Closed: nothing to hear.
+  }
+}
+
+/**
  * Asks whether a silent node process is still connected. "No responders" marks it gone and calls
  * `onGone`; an answer or a timeout leaves it alive (busy), to be asked again later.
  */
@@ -162,6 +200,8 @@ export function createNodeWatch(
   /** How long a silent node's alive subject is given: "no responders" comes at once, so this is short. */
   const checkMs = Math.min(1000, Math.max(probeMs, 250));
   const modules: Modules = new Map();
+  /** Each watched module's subscription to its nodes' announcements. */
+  const announcements = new Map<string, { unsubscribe(): void } | undefined>();
   let timer: NodeJS.Timeout | undefined;
   /** When the armed tick is due: a tick far later than that means this process itself stalled. */
   let due = 0;
@@ -216,6 +256,11 @@ export function createNodeWatch(
         for (const [callId, call] of watch.calls) if (call.holder === undefined) watch.calls.delete(callId);
       }
     }
+    for (const [prefix, subscription] of announcements) {
+      if (modules.has(prefix)) continue;
+      subscription?.unsubscribe();
+      announcements.delete(prefix);
+    }
     arm();
   }
 
@@ -245,6 +290,11 @@ export function createNodeWatch(
           }
         }
       }
+      if (!announcements.has(prefix))
+        announcements.set(
+          prefix,
+          listenForNodes(connection, prefix, (notice) => recordAnswer(modules, notice, performance.now())),
+        );
       watch.used = true;
       if (timer === undefined) arm();
     },
@@ -263,6 +313,8 @@ export function createNodeWatch(
       clearTimeout(timer);
       timer = undefined;
       modules.clear();
+      for (const subscription of announcements.values()) subscription?.unsubscribe();
+      announcements.clear();
       questions.close();
     },
   };

@@ -4,6 +4,7 @@
  * and writes only where a role needs them. Pure data, so it is tested without a server.
  */
 import { CATALOGUE_BUCKET, MEMBERSHIP_BUCKET } from "../membership/records.ts";
+import { SERVING_VERB } from "../nats/wire.ts";
 
 /** A module as a credential sees it: where its tools and its seats' verbs answer. */
 export interface ModuleReach {
@@ -77,6 +78,8 @@ export function nodePermissions(modules: readonly ModuleReach[], inboxPrefix: st
       `${reach.prefix}.${EVENTS_VERB}.>`,
       `${reach.prefix}.tools`,
       `${reach.prefix}.tools.alive.*`,
+      // Its announcement as it starts serving (ADR 0225).
+      `${reach.prefix}.${SERVING_VERB}`,
       `$KV.${CATALOGUE_BUCKET}.${reach.module}`,
       `$JS.API.STREAM.CREATE.KV_${ledger}`,
       `$JS.API.STREAM.UPDATE.KV_${ledger}`,
@@ -95,8 +98,9 @@ export function nodePermissions(modules: readonly ModuleReach[], inboxPrefix: st
 
 /**
  * A client that calls `modules`: publishes to their tool and seat subjects (never their events
- * subjects, which only their nodes write), subscribes to its own inbox and its own events subjects,
- * asks the services API who is there, and reads the mesh's buckets.
+ * subjects nor their nodes' announcements, which only their nodes write), subscribes to its own
+ * inbox, its own events subjects and the announcements, asks the services API who is there, and reads
+ * the mesh's buckets.
  */
 export function clientPermissions(modules: readonly ModuleReach[], inboxPrefix: string): SubjectPermissions {
   const pub = [...meshReads(), "$SRV.INFO", "$SRV.PING"];
@@ -104,8 +108,9 @@ export function clientPermissions(modules: readonly ModuleReach[], inboxPrefix: 
   const sub = [`${inboxPrefix}.>`];
   for (const reach of modules) {
     pub.push(`${reach.prefix}.>`);
-    deny.push(`${reach.prefix}.${EVENTS_VERB}.>`);
-    sub.push(`${reach.prefix}.${EVENTS_VERB}.${inboxPrefix}.>`);
+    // The nodes' announcements are read, never written: only a node of the module makes one (ADR 0225).
+    deny.push(`${reach.prefix}.${EVENTS_VERB}.>`, `${reach.prefix}.${SERVING_VERB}`);
+    sub.push(`${reach.prefix}.${EVENTS_VERB}.${inboxPrefix}.>`, `${reach.prefix}.${SERVING_VERB}`);
     for (const seatPrefix of Object.values(reach.seats ?? {})) pub.push(`${seatPrefix}.>`);
   }
   return { pub: { allow: unique(pub), deny: unique(deny) }, sub: { allow: unique(sub), deny: [] } };

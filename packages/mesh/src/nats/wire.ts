@@ -27,6 +27,22 @@ export const HELD_VERB = "tools.held";
  */
 export const ALIVE_VERB = "tools.alive";
 
+/**
+ * `<prefix>.tools.serving`: a node process announces `{ prefix, node, instance }` there as it starts
+ * serving the module, before it can take a call (ADR 0225). A caller watching the module learns of the
+ * new instance at once, so a call that instance takes and dies with fails `node_lost` although the
+ * instance never answered a question.
+ */
+export const SERVING_VERB = "tools.serving";
+
+/** What a node announces on `<prefix>.tools.serving`. */
+export interface ServingNotice {
+  readonly prefix: string;
+  readonly node: string;
+  /** The node process's random id, as in its answers on `<prefix>.tools.held`. */
+  readonly instance: string;
+}
+
 /** A question on `<prefix>.tools.held`. */
 export interface HeldQuestion {
   readonly callIds: readonly string[];

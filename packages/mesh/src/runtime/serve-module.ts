@@ -8,7 +8,15 @@ import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Logger } from "@tackle/core";
 import { toLlmName } from "@tackle/core/internal";
 import type { LoadedModule } from "../bundles/load-modules.ts";
-import { ALIVE_VERB, encodeJson, HELD_VERB, type HeldAnswer, type HeldQuestion } from "../nats/wire.ts";
+import {
+  ALIVE_VERB,
+  encodeJson,
+  HELD_VERB,
+  type HeldAnswer,
+  type HeldQuestion,
+  SERVING_VERB,
+  type ServingNotice,
+} from "../nats/wire.ts";
 import { type Admission, createAdmission } from "./admission.ts";
 import { answer, type CallSite } from "./answer-call.ts";
 import { type CallLedger, createCallLedger } from "./call-ledger.ts";
@@ -111,6 +119,11 @@ export async function serveModule(
       if (error === null && message.reply !== undefined && message.reply !== "") message.respond();
     },
   });
+  // Callers watching the module learn of this instance before it can take a call (ADR 0225): one it
+  // takes and dies with, before it answered any question, fails node_lost instead of waiting out its
+  // deadline. Written ahead of the endpoints' subscriptions, on the same connection.
+  const notice: ServingNotice = { prefix: placement.prefix, node, instance };
+  connection.publish(`${placement.prefix}.${SERVING_VERB}`, encodeJson(notice));
   const subjects = addEndpoints(service, site, placement, encodeJson(info));
   // The server must hold every subscription before the caller treats the module as served.
   await connection.flush();
