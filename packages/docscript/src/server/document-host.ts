@@ -107,16 +107,16 @@ export class DocumentHost {
 
   /**
    * Creates a document (empty, or from a snapshot checked as a push is, ADR 0553: `checkedSnapshot`).
-   * False when it exists. A large snapshot's work is done in steps between which the event loop runs
-   * (ADR 0554), so other requests are answered meanwhile.
+   * False when it exists (or is being created). A large snapshot's work is done in steps between which
+   * the event loop runs (ADR 0554, 0560), so other requests are answered meanwhile.
    */
   async create(documentId: string, token: string, snapshot?: Uint8Array): Promise<boolean> {
-    const { doc, projection } = await checkedSnapshot(this.schema, snapshot);
+    const { doc, projection, maps } = await checkedSnapshot(this.schema, snapshot);
     const step = async <T>(work: () => T): Promise<T> => {
       if (snapshot !== undefined) await yieldToEventLoop();
       return work();
     };
-    const rows = await createdRows(doc, projection);
+    const rows = await createdRows(doc, projection, maps);
     // The plans its history carries: the plan index holds the whole history from the start.
     const plans = await step(() => appliedPlans(doc));
     const stored = await step(() => doc.export({ mode: "snapshot" }));

@@ -7,13 +7,14 @@
  * `snapshot-history.ts`).
  */
 import { isContainer, LoroDoc, LoroMap } from "loro-crdt";
-import { checkDocument } from "../document/check-document.ts";
-import { projectDocument } from "../document/interpret.ts";
+import { checkDocument, checkSteps, compareIssues } from "../document/check-document.ts";
+import { projectDocument, versionKey } from "../document/interpret.ts";
 import { ENTITIES, RELATIONS } from "../document/layout.ts";
-import type { Projection } from "../document/projection.ts";
+import { Projection } from "../document/projection.ts";
 import type { Schema } from "../schema/define-schema.ts";
 import { DocScriptError } from "../schema/docscript-error.ts";
-import type { RowChange, RowRoot } from "./document-store.ts";
+import type { DocumentIssue } from "../schema/types.ts";
+import type { ContainerEntry, RowChange, RowRoot } from "./document-store.ts";
 import { describeError } from "./open-document.ts";
 import { mapsOfRowByJson } from "./row-containers.ts";
 import { rowChanges } from "./row-members.ts";
@@ -23,7 +24,7 @@ import { historyReasons, slicer, yieldToEventLoop } from "./snapshot-history.ts"
 export async function checkedSnapshot(
   schema: Schema,
   snapshot: Uint8Array | undefined,
-): Promise<{ doc: LoroDoc; projection: Projection }> {
+): Promise<ProjectedSnapshot & { doc: LoroDoc }> {
   const doc = new LoroDoc();
   if (snapshot !== undefined) {
     try {
@@ -50,11 +51,58 @@ export async function checkedSnapshot(
       throw new DocScriptError("invalid_snapshot", `the snapshot cannot be stored: ${reasons.join("; ")}`);
     await yieldToEventLoop();
   }
-  const projection = projectDocument(doc, schema);
+  const { projection, maps } =
+    snapshot === undefined
+      ? { projection: projectDocument(doc, schema) }
+      : await projectInSlices(doc, schema);
   if (snapshot !== undefined) await yieldToEventLoop();
-  const issues = checkDocument(projection);
+  const issues = snapshot === undefined ? checkDocument(projection) : await checkInSlices(projection);
   if (issues.length > 0) throw DocScriptError.fromIssues("document_invalid", issues);
-  return { doc, projection };
+  return { doc, projection, maps };
+}
+
+/**
+ * The projection `projectDocument(doc, schema)` reads, row by row in slices with the event loop let run
+ * between them (ADR 0560: the roots' `toJSON` at once held it ~1–1.5 s at 5 MB). Rows are read in the
+ * order `toJSON`'s objects list their keys (integer-like ids first), as `projectDocument` reads them.
+ */
+export async function projectInSlices(doc: LoroDoc, schema: Schema): Promise<ProjectedSnapshot> {
+  const pause = slicer();
+  const projection = new Projection(schema);
+  const maps: RowMaps = { [ENTITIES]: new Map(), [RELATIONS]: new Map() };
+  for (const root of [ENTITIES, RELATIONS] as const) {
+    const map = doc.getMap(root);
+    const ids = Object.keys(Object.fromEntries(map.keys().map((rowId) => [rowId, 0])));
+    for (const rowId of ids) {
+      const value = map.get(rowId) as unknown;
+      const json = isContainer(value) ? value.toJSON() : value;
+      // Its maps while the row is at hand (`createdRows` would ask Loro for the row again).
+      if (value instanceof LoroMap) maps[root].set(rowId, mapsOfRowByJson(value, json));
+      if (isContainer(value)) value.free();
+      if (root === ENTITIES) projection.setRow(rowId, json);
+      else projection.setRelationRow(rowId, json);
+      await pause();
+    }
+  }
+  projection.readAt = versionKey(doc);
+  return { projection, maps };
+}
+
+/** Each row's maps for the container index, by root and row id (a row that is no map has none). */
+export type RowMaps = Record<RowRoot, Map<string, ContainerEntry[]>>;
+
+/** A created document's projection, with its rows' maps when they were read beside it. */
+export interface ProjectedSnapshot {
+  readonly projection: Projection;
+  readonly maps?: RowMaps | undefined;
+}
+
+/** `checkDocument(projection)`, a step at a time in slices with the event loop let run between them. */
+async function checkInSlices(projection: Projection): Promise<DocumentIssue[]> {
+  const pause = slicer();
+  const issues: DocumentIssue[] = [];
+  for (const _step of checkSteps(projection, issues)) await pause();
+  return issues.sort(compareIssues);
 }
 
 /** Rows written out per slice of `createdRows`. */
@@ -62,13 +110,19 @@ const rowsPerSlice = 500;
 
 /**
  * Every row of a created document with its maps for the container index (ADR 0514), as
- * `allRowChanges(projection, mapsOfRows(doc))` makes them, a few hundred rows at a time with the event
- * loop let run between (ADR 0554: the 30,000 rows of a 5 MB snapshot took 2.5–7 s at once).
+ * `allRowChanges(projection, mapsOfRows(doc))` makes them (`read`: the maps `projectInSlices` found
+ * beside the projection), a few hundred rows at a time with the event loop let run between (ADR 0554:
+ * the 30,000 rows of a 5 MB snapshot took 2.5–7 s at once).
  */
-export async function createdRows(doc: LoroDoc, projection: Projection): Promise<RowChange[]> {
+export async function createdRows(
+  doc: LoroDoc,
+  projection: Projection,
+  read?: RowMaps,
+): Promise<RowChange[]> {
   const pause = slicer();
   const roots = { [ENTITIES]: doc.getMap(ENTITIES), [RELATIONS]: doc.getMap(RELATIONS) };
   const mapsOf = (root: RowRoot, rowId: string) => {
+    if (read !== undefined) return read[root].get(rowId);
     const value = roots[root].get(rowId) as unknown;
     const json = root === ENTITIES ? projection.rowJson(rowId) : projection.relationJson(rowId);
     const maps = value instanceof LoroMap ? mapsOfRowByJson(value, json) : undefined;

@@ -14,7 +14,7 @@ export interface SqliteContainerIndex {
    * kept writes nothing (a shift's 33,000 rows); otherwise the row's entries are forgotten and its
    * given ones (none for a deleted row or one without `containers`) written.
    */
-  writeRow(documentId: string, change: RowChange): void;
+  writeRow(documentId: string, change: RowChange, fresh?: boolean): void;
 }
 
 export function sqliteContainerIndex(database: DatabaseSync): SqliteContainerIndex {
@@ -33,10 +33,11 @@ export function sqliteContainerIndex(database: DatabaseSync): SqliteContainerInd
        path = excluded.path`,
   );
   return {
-    writeRow(documentId, change) {
+    writeRow(documentId, change, fresh = false) {
       const containers = change.containers;
       if (containers === "kept" && change.json !== undefined) return;
-      deleteOfRow.run(documentId, change.root, change.rowId);
+      // `fresh`: the row had none (a create's rows, ADR 0560).
+      if (!fresh) deleteOfRow.run(documentId, change.root, change.rowId);
       if (change.json === undefined || containers === undefined || containers === "kept") return;
       for (const [containerId, path] of containers)
         upsert.run(documentId, containerId, change.root, change.rowId, JSON.stringify(path));

@@ -30,6 +30,12 @@ type SqliteReads = Pick<
   | "countRows"
 >;
 
+/**
+ * A document is there once its snapshot is: a large create writes its rows under a claimed id first,
+ * in slices, and stores the snapshot last (ADR 0560, `sqlite-staged-create.ts`). `?1` is the id.
+ */
+export const created = "EXISTS (SELECT 1 FROM docscript_snapshots WHERE document_id = ?1)";
+
 export function sqliteDocumentReads(database: DatabaseSync): SqliteReads {
   const selectDocument = database.prepare(
     `SELECT token_hash, snapshot, snapshot_seq, snapshot_version
@@ -37,15 +43,18 @@ export function sqliteDocumentReads(database: DatabaseSync): SqliteReads {
   );
   // What a page needs: never the snapshot (168 MB at 1M entities, seconds to read).
   const selectHead = database.prepare(
-    "SELECT token_hash, snapshot_seq, snapshot_version FROM docscript_documents WHERE document_id = ?",
+    `SELECT token_hash, snapshot_seq, snapshot_version FROM docscript_documents WHERE document_id = ?1
+       AND ${created}`,
   );
   const updateSnapshotVersion = database.prepare(
     "UPDATE docscript_documents SET snapshot_version = ? WHERE document_id = ? AND snapshot_seq = ? AND snapshot_version IS NULL",
   );
-  const selectToken = database.prepare("SELECT token_hash FROM docscript_documents WHERE document_id = ?");
+  const selectToken = database.prepare(
+    `SELECT token_hash FROM docscript_documents WHERE document_id = ?1 AND ${created}`,
+  );
   // Asked before every push: the seq alone, never the snapshot beside it (16 MB at 100k entities).
   const selectSnapshotSeq = database.prepare(
-    "SELECT snapshot_seq FROM docscript_documents WHERE document_id = ?",
+    `SELECT snapshot_seq FROM docscript_documents WHERE document_id = ?1 AND ${created}`,
   );
   const selectUpdates = database.prepare(
     "SELECT seq, bytes FROM docscript_updates WHERE document_id = ? AND seq > ? ORDER BY seq",

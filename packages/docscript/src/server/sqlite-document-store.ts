@@ -5,9 +5,10 @@ import { changeValues } from "./change-log.ts";
 import { type DocumentStore, StoreConflictError } from "./document-store.ts";
 import { sqliteMigrations } from "./migrations.ts";
 import { sqliteContainerPlaces } from "./sqlite-container-index.ts";
-import { sqliteDocumentReads } from "./sqlite-document-reads.ts";
+import { created, sqliteDocumentReads } from "./sqlite-document-reads.ts";
 import { sqlitePlanCalls, sqlitePlanIndex } from "./sqlite-plan-index.ts";
 import { sqliteRowWrites } from "./sqlite-row-writes.ts";
+import { sqliteStagedCreate } from "./sqlite-staged-create.ts";
 
 export interface SqliteDocumentStoreOptions {
   /** A file path, or `:memory:`. */
@@ -22,13 +23,6 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
     store: "docscript",
     migrations: sqliteMigrations,
   });
-  const insertDocument = database.prepare(
-    "INSERT INTO docscript_documents (document_id, token_hash, snapshot_seq, snapshot_version, created_at) VALUES (?, ?, 0, ?, ?) ON CONFLICT DO NOTHING",
-  );
-  // The snapshot has a table of its own (migration 12): the documents row stays small to read.
-  const insertSnapshot = database.prepare(
-    "INSERT INTO docscript_snapshots (document_id, snapshot) VALUES (?, ?)",
-  );
   const insertUpdate = database.prepare(
     "INSERT INTO docscript_updates (document_id, seq, bytes, status, actor, created_at) VALUES (?, ?, ?, ?, ?, ?)",
   );
@@ -39,7 +33,7 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
   );
   const selectLastSeq = database.prepare(
     `SELECT max(coalesce((SELECT max(seq) FROM docscript_updates WHERE document_id = ?1), 0), snapshot_seq) AS seq
-     FROM docscript_documents WHERE document_id = ?1`,
+     FROM docscript_documents WHERE document_id = ?1 AND ${created}`,
   );
   const advanceRowsSeq = database.prepare(
     "UPDATE docscript_projection SET rows_seq = ?1, issues = ?4 WHERE document_id = ?2 AND rows_seq = ?3",
@@ -52,29 +46,16 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
   );
   const { writeRows, clearRows, indexNumbers } = sqliteRowWrites(database);
   const planIndex = sqlitePlanIndex(database);
+  // Creates are written in slices under a claimed id (ADR 0560); a killed one's claim is taken back.
+  const create = sqliteStagedCreate(database, { writeRows, clearRows }, planIndex);
+  create.clearUnfinished();
 
   return {
     ...sqliteDocumentReads(database),
     ...sqlitePlanCalls(database, planIndex),
     ...sqliteCompaction(database),
     ...sqliteContainerPlaces(database),
-    async createDocument({ documentId, tokenHash, snapshot, snapshotVersion, rows, issues, plans }) {
-      return sqliteTransaction(database, () => {
-        const at = new Date().toISOString();
-        const result = insertDocument.run(documentId, tokenHash, snapshotVersion ?? null, at);
-        if (Number(result.changes) !== 1) return false;
-        insertSnapshot.run(documentId, snapshot);
-        if (rows !== undefined) {
-          writeRows(documentId, rows, 0);
-          setProjection.run(documentId, 0, JSON.stringify(issues ?? []));
-        }
-        if (plans !== undefined) {
-          planIndex.recordPlans(documentId, plans);
-          planIndex.markIndexed(documentId);
-        }
-        return true;
-      });
-    },
+    createDocument: create.createDocument,
     async append({ documentId, seq, bytes, status, actor, rows, change, issues, plans }) {
       const at = new Date().toISOString();
       try {

@@ -15,8 +15,12 @@ import { sqliteContainerIndex } from "./sqlite-container-index.ts";
 const indexChunk = 5_000;
 
 export interface SqliteRowWrites {
-  /** Writes rows and their members, numbers and maps, and moves the counts per kind. */
-  writeRows(documentId: string, rows: readonly RowChange[], version: number): void;
+  /**
+   * Writes rows and their members, numbers and maps, and moves the counts per kind. `fresh`: the
+   * document holds nothing of these rows yet (a create under its new claim, ADR 0560), so what they
+   * held before is not looked for.
+   */
+  writeRows(documentId: string, rows: readonly RowChange[], version: number, fresh?: boolean): void;
   /** Deletes every row, member, number, map and count of the document. */
   clearRows(documentId: string): void;
   /**
@@ -221,6 +225,7 @@ function writeRows(
   documentId: string,
   rows: readonly RowChange[],
   version: number,
+  fresh = false,
 ): void {
   const deltas = new Map<string, number>();
   const count = (type: string, kind: string, by: number) => {
@@ -228,6 +233,12 @@ function writeRows(
     deltas.set(key, (deltas.get(key) ?? 0) + by);
   };
   for (const change of rows) {
+    if (fresh) {
+      statements.containers.writeRow(documentId, change, true);
+      for (const member of insertMembers(statements, documentId, change)) count(member.type, member.kind, 1);
+      if (change.json !== undefined) upsertRow(statements, documentId, change, version);
+      continue;
+    }
     // Before the fast path below: a row kept with its maps (a shift's rows) writes nothing here.
     statements.containers.writeRow(documentId, change);
     if (sameButNumbers(change)) {
@@ -299,7 +310,7 @@ async function indexNumbers(
 export function sqliteRowWrites(database: DatabaseSync): SqliteRowWrites {
   const statements = rowStatements(database);
   return {
-    writeRows: (documentId, rows, version) => writeRows(statements, documentId, rows, version),
+    writeRows: (documentId, rows, version, fresh) => writeRows(statements, documentId, rows, version, fresh),
     clearRows(documentId) {
       for (const clear of statements.clears) clear.run(documentId);
     },

@@ -166,6 +166,46 @@ function askedUntilFilled(
   return { createId, filled };
 }
 
+type Filled = ReturnType<typeof askedUntilFilled>["filled"];
+
+/** `entities.materialize(entityId)`: the stored file the entity names, as the host's hook loads it. */
+async function materialized(
+  input: RunSessionInput,
+  host: RunSessionHost,
+  session: DocumentSession,
+  filled: Filled,
+  entityId: unknown,
+): Promise<{ assetId: string; content: unknown }> {
+  const entity =
+    typeof entityId === "string" ? await filled(() => session.entities.get(entityId), false) : undefined;
+  if (entity === undefined)
+    throw DocScriptError.notFound("entity", String(entityId), `no entity ${String(entityId)}`);
+  const file = fileOf(entity);
+  if (file === undefined)
+    throw refused("not_a_file", `${entityId} is a ${entity.entityKind} and names no stored file`);
+  if (!input.hooks.loadEntityAsset)
+    throw refused("materialize_unavailable", "this host offers no loadEntityAsset, so files cannot be read");
+  const loaded = (await host.call("loadEntityAsset", { entity })) as { content?: unknown };
+  return { assetId: file.key, content: loaded?.content ?? null };
+}
+
+/** The keys of the stored files among the entities the run created (an audio script's aside). */
+async function createdFileKeysOf(
+  session: DocumentSession,
+  created: Iterable<string>,
+  filled: Filled,
+): Promise<string[]> {
+  return (await filled(() => [...created].map((id) => session.entities.get(id)), false))
+    .filter(
+      (entity) =>
+        entity !== undefined &&
+        storedFileKinds.has(entity.entityKind) &&
+        entity.entityKind !== "audio-script",
+    )
+    .map((entity) => (entity === undefined ? undefined : fileOf(entity)?.key))
+    .filter((key): key is string => key !== undefined);
+}
+
 /** The calls that write: asked again only while they throw `RowsNeeded`. */
 const writing = new Set(["create", "update", "updateMany", "delete", "link", "move", "unlink"]);
 
@@ -230,21 +270,7 @@ export function openRunSession(
       open();
       if (binding !== "entities" || method !== "materialize")
         throw refused("unknown_call", `${binding}.${method} is not part of the contract`);
-      const entityId = args[0];
-      const entity =
-        typeof entityId === "string" ? await filled(() => session.entities.get(entityId), false) : undefined;
-      if (entity === undefined)
-        throw DocScriptError.notFound("entity", String(entityId), `no entity ${String(entityId)}`);
-      const file = fileOf(entity);
-      if (file === undefined)
-        throw refused("not_a_file", `${entityId} is a ${entity.entityKind} and names no stored file`);
-      if (!input.hooks.loadEntityAsset)
-        throw refused(
-          "materialize_unavailable",
-          "this host offers no loadEntityAsset, so files cannot be read",
-        );
-      const loaded = (await host.call("loadEntityAsset", { entity })) as { content?: unknown };
-      return { assetId: file.key, content: loaded?.content ?? null };
+      return materialized(input, host, session, filled, args[0]);
     },
     async finish(outcome: ScriptOutcome): Promise<EditScriptPlanBody> {
       open();
@@ -270,15 +296,7 @@ export function openRunSession(
       if (issues.length > 0) throw DocScriptError.fromIssues("plan_refused", issues);
       doc.commit(planCommit);
       const update = doc.export({ mode: "update", from: baseVersion });
-      const createdFileKeys = (await filled(() => [...created].map((id) => session.entities.get(id)), false))
-        .filter(
-          (entity) =>
-            entity !== undefined &&
-            storedFileKinds.has(entity.entityKind) &&
-            entity.entityKind !== "audio-script",
-        )
-        .map((entity) => (entity === undefined ? undefined : fileOf(entity)?.key))
-        .filter((key): key is string => key !== undefined);
+      const createdFileKeys = await createdFileKeysOf(session, created, filled);
       // Writes of the values already held leave no operation: such a plan says it changes nothing.
       const unchanged = doc.oplogVersion().compare(baseVersion) === 0;
       return {
