@@ -8,6 +8,7 @@ import {
   type ServerContext,
 } from "@modelcontextprotocol/server";
 import type { ClientRequestOptions, ToolClient } from "@tackle/core";
+import { keepSentArguments } from "@tackle/core/internal";
 import { createResultPages, mcpCallOptions, type ResultPages, toCallToolResult } from "@tackle/core/mcp";
 import { splitToolName } from "../tool-source/split-tool-name.ts";
 import type { ModuleInfo, SourceCallOptions, ToolInfo, ToolSource } from "../tool-source/tool-source.ts";
@@ -189,8 +190,14 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
   });
   registerContributions(server, source);
   const requestedLevel = keepLogLevel(server);
+  const sent = new WeakMap<object, unknown>();
   server.setRequestHandler("tools/call", async (request, context) => {
-    const { name, arguments: args } = request.params;
+    const { name } = request.params;
+    // As the client sent them: the SDK's parse of a record drops a top-level `__proto__` key, which
+    // the tool's own schema judges (a strict one refuses it, a pass-through one keeps it; ADR 0277).
+    const args = (sent.has(context) ? sent.get(context) : request.params.arguments) as
+      | Record<string, unknown>
+      | undefined;
     // Progress and log lines travel only when the client asked: a progress token, a log level.
     const level = requestedLevel(context);
     const logLevel = toolLogLevel(level);
@@ -209,6 +216,7 @@ export function createMcpServer(source: ToolSource, options: McpServerOptions = 
     );
     return server.projectCallToolResult(result, undefined);
   });
+  keepSentArguments(server, sent);
   return server;
 }
 

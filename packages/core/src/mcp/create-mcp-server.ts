@@ -7,6 +7,7 @@ import type { AnyTool } from "../tool/define-tool.ts";
 import type { CallOptions, ToolSet } from "../tool-set/create-tool-set.ts";
 import { mcpCallOptions } from "./mcp-call-options.ts";
 import { createResultPages, type ResultPages } from "./result-pages/create-result-pages.ts";
+import { keepSentArguments } from "./sent-arguments.ts";
 import { toCallToolResult } from "./to-call-tool-result.ts";
 
 export interface McpServerOptions {
@@ -86,29 +87,9 @@ export function createMcpServer(toolset: ToolSet, options: McpServerOptions = {}
       },
     );
   }
-  keepSentArguments(server, sent);
+  keepSentArguments(server.server, sent);
   if (pages !== false) registerPagingTool(server, pages, owner);
   return server;
-}
-
-/**
- * Keeps each `tools/call`'s arguments as the client sent them, by the call's context, for the tool's
- * own schema to judge: the SDK parses a request's arguments as a record, whose `__proto__` key is
- * assigned and so dropped, so a strict schema that refuses the key accepted the call over MCP alone,
- * and a loose one lost it.
- */
-function keepSentArguments(server: McpServer, sent: WeakMap<object, unknown>): void {
-  const protocol = server.server as unknown as {
-    _requestHandlers?: Map<string, (request: unknown, context: unknown) => unknown>;
-  };
-  const handlers = protocol._requestHandlers;
-  const handler = handlers?.get("tools/call");
-  if (handlers === undefined || handler === undefined) return;
-  handlers.set("tools/call", (request, context) => {
-    const args = (request as { params?: { arguments?: unknown } } | undefined)?.params?.arguments;
-    if (typeof context === "object" && context !== null && args !== undefined) sent.set(context, args);
-    return handler(request, context);
-  });
 }
 
 /**
