@@ -77,7 +77,8 @@ async function operate(service: MemoryService, random: Random, step: number): Pr
   if (roll < 0.3) {
     const metadata = randomMetadata(random);
     await service.add(tenant, { userId, content: `fact ${step} ${randomText(random, 20)}`, metadata });
-    return { operation: "add", asked: bytes(JSON.stringify(metadata)), grows: true };
+    const asked = Object.keys(metadata).length === 0 ? 0 : bytes(JSON.stringify(metadata));
+    return { operation: "add", asked, grows: true };
   }
   const { memories } = await service.listMemories(tenant, { userId, limit: 50 });
   const memory = memories.length > 0 ? pick(random, memories) : undefined;

@@ -82,13 +82,17 @@ async function checkBounds(subject: MetadataSubject) {
     // Exactly at the bound.
     await service.add(tenant, { ...scope, content: "Ada reads maps", metadata: sized(60) });
     assert.equal((await store.usage(tenant)).metadataBytes, 100);
-    // Full: a memory without metadata still stores `{}`, an edit's new version its metadata.
-    assert.deepEqual(await refusal(service.add(tenant, { ...scope, content: "Ada sings" })), {
-      kind: "metadataBytes",
-      limit: 100,
-      used: 100,
-      requested: 2,
-    });
+    // Full: a memory without metadata, or with none in it, costs nothing and is stored (ADR 0559);
+    // one with metadata is refused, and so is an edit's new version with its metadata.
+    assert.equal((await service.add(tenant, { ...scope, content: "Ada sings" })).created, true);
+    assert.equal((await service.add(tenant, { ...scope, content: "Ada hums", metadata: {} })).created, true);
+    await service.ingestDocument(tenant, { ...scope, title: "Plain", content: "a plain page" });
+    assert.equal((await store.usage(tenant)).metadataBytes, 100);
+    assert.equal(await metadataFromRows(subject, tenant), 100, "the recount agrees");
+    assert.deepEqual(
+      await refusal(service.add(tenant, { ...scope, content: "Ada whistles", metadata: { a: 1 } })),
+      { kind: "metadataBytes", limit: 100, used: 100, requested: 7 },
+    );
     assert.deepEqual(await refusal(service.updateMemory(tenant, first.memory.id, { metadata: sized(20) })), {
       kind: "metadataBytes",
       limit: 100,
@@ -104,7 +108,7 @@ async function checkBounds(subject: MetadataSubject) {
     assert.equal(await count(subject, "memory_events", tenant), 0, "the refused event is not stored");
     const document = { ...scope, title: "Manual", content: "a short manual", metadata: { source: "web" } };
     assert.equal((await refusal(service.ingestDocument(tenant, document))).kind, "metadataBytes");
-    assert.equal(await count(subject, "memory_documents", tenant), 0, "the refused document is not stored");
+    assert.equal(await count(subject, "memory_documents", tenant), 1, "the refused document is not stored");
     // A delete is never refused: its version's metadata counts past the limit.
     await service.deleteMemory(tenant, first.memory.id, { reason: "no longer true" });
     assert.equal((await store.usage(tenant)).metadataBytes, 140);
@@ -226,6 +230,44 @@ async function checkMigration(subject: MetadataSubject) {
   });
 }
 
+/** Rows stored when `{}` was charged 2 bytes are counted again by the migration that made it free. */
+async function checkEmptyMigration(subject: MetadataSubject) {
+  const tenant = "empty";
+  const scope = { userId: "eve" };
+  let plain = "";
+  const before = await withService(subject, Number.POSITIVE_INFINITY, async (service, store) => {
+    plain = (await service.add(tenant, { ...scope, content: "Eve rows" })).memory.id;
+    await service.writeEvent(tenant, {
+      ...scope,
+      sessionId: "s",
+      role: "user",
+      content: "hey",
+      infer: false,
+    });
+    await service.ingestDocument(tenant, { ...scope, title: "Log", content: "a log page", metadata: {} });
+    await service.add(tenant, { ...scope, content: "Eve sails", metadata: { a: 1 } });
+    return (await store.usage(tenant)).metadataBytes;
+  });
+  assert.equal(before, await metadataFromRows(subject, tenant));
+  await subject.before0559();
+  const [drifted] = await subject.rows(
+    "SELECT metadata_bytes AS n FROM memory_tenant_usage WHERE tenant_id = ?",
+    [tenant],
+  );
+  // The first memory's version, the event and the document hold `{}`: 2 bytes each, charged before.
+  assert.equal(Number(drifted!.n), before + 6);
+  await withService(subject, Number.POSITIVE_INFINITY, async (service, store) => {
+    assert.equal((await store.usage(tenant)).metadataBytes, before, "counted again, `{}` free");
+    assert.equal(await metadataFromRows(subject, tenant), before);
+    // A memory kept from before versions were kept has no history row: its own `{}` is free too.
+    await subject.rows("DELETE FROM memory_history WHERE tenant_id = ? AND memory_id = ?", [tenant, plain]);
+    await service.purge(tenant, { userId: "nobody" });
+    assert.equal((await store.usage(tenant)).metadataBytes, before, "a purge's recount");
+    await service.purge(tenant, { userId: "eve" });
+    assert.equal((await store.usage(tenant)).metadataBytes, 0);
+  });
+}
+
 for (const make of makers) {
   describe("metadata quota", () => {
     it("refuses metadata past the tenant's bytes exactly at the bound, stores nothing, purge gives room", async () => {
@@ -242,6 +284,11 @@ for (const make of makers) {
       const subject = await make();
       subjects.push(subject);
       await checkMigration(subject);
+    });
+    it("the migration that makes empty metadata free counts the rows charged for it again", async () => {
+      const subject = await make();
+      subjects.push(subject);
+      await checkEmptyMigration(subject);
     });
   });
 }

@@ -327,8 +327,9 @@ async function checkMigration(subject: Subject) {
     events: 1,
     eventBytes: bytes("olá"),
     documentBytes: bytes("a short document"),
-    // Metadata (ADR 0556): `{}` on each memory version, the event and the document, and the episode's own.
-    metadataBytes: 5 * bytes("{}") + bytes(JSON.stringify({ speaker: "user", role: "user" })),
+    // Metadata (ADR 0556): the episode's own; the `{}` of each memory version, the event and the
+    // document costs nothing (ADR 0559).
+    metadataBytes: bytes(JSON.stringify({ speaker: "user", role: "user" })),
   });
   await subject.forgetQuotas();
   const store = await subject.open();
@@ -427,7 +428,7 @@ describe("storage quotas over HTTP", () => {
         events: { used: 0, limit: 10_000_000 },
         eventBytes: { used: 0, limit: 4 * 1024 ** 3 },
         documentBytes: { used: 0, limit: 1024 ** 3 },
-        metadataBytes: { used: bytes("{}"), limit: 1024 ** 3 },
+        metadataBytes: { used: 0, limit: 1024 ** 3 },
         coreBlocks: { used: 0, limit: 10_000 },
         coreBlockBytes: { used: 0, limit: 64 * 1024 ** 2 },
         queuedJobs: { used: 0, limit: 100 },

@@ -57,9 +57,18 @@ export function utf8Bytes(text: string): number {
   return Buffer.byteLength(text, "utf8");
 }
 
-/** What a row's metadata is charged (ADR 0556): the UTF-8 bytes of the JSON text the store is given. */
+/**
+ * What a row's metadata is charged (ADR 0556): the UTF-8 bytes of the JSON text the store is given;
+ * none at all for no metadata or an empty object (ADR 0559), so a tenant at its metadata limit can
+ * still store what carries none.
+ */
 export function metadataBytes(metadata: unknown): number {
-  return utf8Bytes(JSON.stringify(metadata ?? {}));
+  if (metadata === undefined || metadata === null || isEmptyObject(metadata)) return 0;
+  return utf8Bytes(JSON.stringify(metadata));
+}
+
+function isEmptyObject(value: unknown): boolean {
+  return typeof value === "object" && !Array.isArray(value) && Object.keys(value as object).length === 0;
 }
 
 export function usageFromRow(row: Record<string, unknown> | undefined): TenantUsage {

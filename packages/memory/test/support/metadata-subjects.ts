@@ -16,6 +16,11 @@ export interface MetadataSubject {
   rows(sql: string, parameters: readonly unknown[]): Promise<Record<string, unknown>[]>;
   /** Drops what ADR 0556's migration added and steps the schema back before it. */
   before0556(): Promise<void>;
+  /**
+   * Charges each row holding `{}` 2 bytes, as writes did before ADR 0559, and steps the schema back
+   * before the migration that stopped it.
+   */
+  before0559(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -39,6 +44,21 @@ export function sqliteMetadataSubject(path: string): MetadataSubject {
           "ALTER TABLE memory_tenant_usage DROP COLUMN metadata_bytes; PRAGMA user_version = 11;",
         ),
       ),
+    before0559: async () =>
+      withDatabase((database) => {
+        const empty = (table: string) =>
+          Number(
+            (
+              database.prepare(`SELECT count(*) AS n FROM ${table} WHERE metadata = '{}'`).get() as {
+                n: number;
+              }
+            ).n,
+          );
+        const charged = 2 * (empty("memory_history") + empty("memory_events") + empty("memory_documents"));
+        database.exec(
+          `UPDATE memory_tenant_usage SET metadata_bytes = metadata_bytes + ${charged}; PRAGMA user_version = 13;`,
+        );
+      }),
     close: async () => {},
   };
 }
@@ -66,6 +86,17 @@ export async function postgresMetadataSubject(name: string): Promise<MetadataSub
       }
       await query("DELETE FROM tackle_migrations WHERE store = 'memory' AND version >= 13");
     },
+    before0559: async () => {
+      let charged = 0;
+      for (const table of ["memory_history", "memory_events", "memory_documents"]) {
+        const rows = await query(
+          `UPDATE ${table} SET metadata_bytes = 2 WHERE metadata = '{}'::jsonb RETURNING 1`,
+        );
+        charged += 2 * rows.length;
+      }
+      await query("UPDATE memory_tenant_usage SET metadata_bytes = metadata_bytes + ?", [charged]);
+      await query("DELETE FROM tackle_migrations WHERE store = 'memory' AND version >= 15");
+    },
     close: async () => {
       await client.end();
       await database.drop();
@@ -78,7 +109,8 @@ const utf8 = (text: string) => Buffer.byteLength(text, "utf8");
 /**
  * The tenant's metadata bytes recomputed from its rows: the JSON text of each memory version's,
  * event's and document's metadata, read back and written as the service writes it (PostgreSQL's
- * JSONB reorders keys, which keeps the length). Memory rows without a history row count their own.
+ * JSONB reorders keys, which keeps the length); an empty object none. Memory rows without a history
+ * row count their own.
  */
 export async function metadataFromRows(subject: MetadataSubject, tenant: string): Promise<number> {
   let total = 0;
@@ -91,7 +123,9 @@ export async function metadataFromRows(subject: MetadataSubject, tenant: string)
   ];
   for (const sql of tables) {
     for (const { metadata } of await subject.rows(sql, [tenant])) {
-      total += utf8(JSON.stringify(typeof metadata === "string" ? JSON.parse(metadata) : metadata));
+      const value = typeof metadata === "string" ? JSON.parse(metadata) : metadata;
+      // No metadata is stored as `{}`, and costs nothing (ADR 0559).
+      if (Object.keys(value as object).length > 0) total += utf8(JSON.stringify(value));
     }
   }
   return total;

@@ -320,7 +320,7 @@ UPDATE memory_history SET metadata_bytes = octet_length(metadata::text) WHERE me
 UPDATE memory_events SET metadata_bytes = octet_length(metadata::text) WHERE metadata_bytes = 0;
 UPDATE memory_documents SET metadata_bytes = octet_length(metadata::text) WHERE metadata_bytes = 0;
 ALTER TABLE memory_tenant_usage ADD COLUMN IF NOT EXISTS metadata_bytes BIGINT NOT NULL DEFAULT 0;
-${fillUsageSql(postgresBytes, undefined, postgresMetadataBytes)};
+${fillUsageSql(postgresBytes, undefined, (table) => (table === "memory_memories" ? "octet_length(metadata::text)" : "metadata_bytes"))};
 `,
   },
   {
@@ -333,6 +333,19 @@ ${fillUsageSql(postgresBytes, undefined, postgresMetadataBytes)};
 ALTER TABLE memory_core_blocks ADD COLUMN IF NOT EXISTS value_bytes BIGINT NOT NULL DEFAULT 0;
 UPDATE memory_core_blocks SET value_bytes = ${postgresBytes("value")} WHERE value_bytes <> ${postgresBytes("value")};
 CREATE INDEX IF NOT EXISTS memory_core_blocks_bytes ON memory_core_blocks(tenant_id, value_bytes);
+`,
+  },
+  {
+    version: 15,
+    name: "no metadata and empty metadata cost nothing",
+    // ADR 0559: a row without metadata (its `{}`) is charged 0 bytes, not 2, so a tenant at its
+    // metadata limit can still store what carries none. Rows charged for `{}` before (by a write or by
+    // migration 13) keep 0 from now on, and each tenant's counter is counted again from its rows.
+    up: `
+UPDATE memory_history SET metadata_bytes = 0 WHERE metadata = '{}'::jsonb AND metadata_bytes <> 0;
+UPDATE memory_events SET metadata_bytes = 0 WHERE metadata = '{}'::jsonb AND metadata_bytes <> 0;
+UPDATE memory_documents SET metadata_bytes = 0 WHERE metadata = '{}'::jsonb AND metadata_bytes <> 0;
+${fillUsageSql(postgresBytes, undefined, postgresMetadataBytes)};
 `,
   },
 ];

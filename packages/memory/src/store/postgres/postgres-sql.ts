@@ -121,14 +121,20 @@ export function countAccesses(at: number, tenant: number, ids: number): string {
 /**
  * Adds accesses to their counts (`$rows`: a JSON array of `AccessCount`s, keys unique, in key order
  * so two statements counting the same rows take their locks in one order), the tenant at `$tenant`.
+ * An access naming a memory no longer stored adds no row (ADR 0559): a search answered before a purge
+ * records its hits after it. `stored` says whether access `a`'s memory is: one of the memories the
+ * access's count (`countAccesses`, run first) updated, their rows locked in id order. A purge that
+ * locked them first was waited for (and the rows found gone); one that comes after waits for this
+ * transaction's commit and deletes what it added.
  */
-export function countAccessRows(tenant: number, rows: number): string {
+export function countAccessRows(tenant: number, rows: number, stored: string): string {
   return `INSERT INTO memory_access_log (tenant_id, user_id, agent_id, session_id, scope_key, kind, memory_id, day, accesses)
     SELECT $${tenant}, a.user_id, a.agent_id, a.session_id, json_build_array(a.user_id, a.agent_id, a.session_id)::text,
       a.kind, a.memory_id, a.day, a.accesses
     FROM ROWS FROM (jsonb_to_recordset($${rows}::jsonb)
       AS (user_id text, agent_id text, session_id text, kind text, memory_id text, day text, accesses bigint))
       WITH ORDINALITY AS a(user_id, agent_id, session_id, kind, memory_id, day, accesses, position)
+    WHERE a.memory_id = '' OR ${stored}
     ORDER BY a.position
     ON CONFLICT (tenant_id, day, kind, scope_key, memory_id)
     DO UPDATE SET accesses = memory_access_log.accesses + EXCLUDED.accesses`;
@@ -167,10 +173,21 @@ export function accessCounts(accesses: readonly AccessRecord[]): AccessCount[] {
 
 /** Records a search, hit or read: its counts in one statement, and hits and reads counted on the memories. */
 export async function writeAccess(client: pg.PoolClient, tenantId: string, access: AccessRecord) {
-  await client.query(countAccessRows(1, 2), [tenantId, JSON.stringify(accessCounts([access]))]);
+  // The memories first, locked and counted, then the access rows of those still stored (ADR 0559).
+  let counted: string[] = [];
   if (access.kind !== "search" && access.memoryIds.length > 0) {
-    await client.query(countAccesses(1, 2, 3), [access.at, tenantId, postgresDialect.list(access.memoryIds)]);
+    const updated = await client.query(`${countAccesses(1, 2, 3)} RETURNING m.id`, [
+      access.at,
+      tenantId,
+      postgresDialect.list(access.memoryIds),
+    ]);
+    counted = updated.rows.map((row) => String(row.id));
   }
+  await client.query(countAccessRows(1, 2, "a.memory_id = ANY($3::text[])"), [
+    tenantId,
+    JSON.stringify(accessCounts([access])),
+    counted,
+  ]);
 }
 
 const chargeSql = chargeUsageSql(mark);
@@ -208,7 +225,10 @@ export const postgresBytes = (column: string) => `octet_length(${column})`;
 /**
  * The bytes a row's metadata was charged (ADR 0556). JSONB does not keep the text it was given (its
  * own text spaces keys and values), so each row stores what its write charged in `metadata_bytes`; a
- * memory row written before versions were kept has no history row and counts its JSONB text.
+ * memory row written before versions were kept has no history row and counts its JSONB text (an
+ * empty object none, as a write charges it: ADR 0559).
  */
 export const postgresMetadataBytes = (table: MetadataTable) =>
-  table === "memory_memories" ? "octet_length(metadata::text)" : "metadata_bytes";
+  table === "memory_memories"
+    ? "(CASE WHEN metadata = '{}'::jsonb THEN 0 ELSE octet_length(metadata::text) END)"
+    : "metadata_bytes";

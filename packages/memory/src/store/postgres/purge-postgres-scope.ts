@@ -38,6 +38,10 @@ export async function purgePostgresScope(
   // The tenant's counter row, locked first (ADR 0538): a writer that charged it commits before the
   // purge goes on, and one that charges it after sees the count this purge leaves.
   await lockUsage(client, tenantId);
+  // Then the scope's memories, in id order as the access counts lock them (ADR 0559): an access
+  // recorded while the purge runs either committed before these locks (its rows are deleted below)
+  // or waits for the purge and then finds its memory gone.
+  await client.query(`SELECT id FROM memory_memories WHERE ${scoped} ORDER BY id FOR UPDATE`, parameters);
   const versions = await run(
     `DELETE FROM memory_history WHERE tenant_id = $1 AND memory_id IN (${memoryIds})`,
   );

@@ -13,6 +13,8 @@ import { accessCounts, countAccesses, countAccessRows } from "./postgres-sql.ts"
  * few; memories and events never are).
  */
 export function traceStatement(trace: StoredTrace, accesses: readonly AccessRecord[]) {
+  // The hits' access rows name only the memories the count updated, their rows locked by it in id
+  // order: a memory a purge deleted (or is deleting: the lock waits for it) gets no row (ADR 0559).
   const logged = accessCounts(accesses);
   // Reads and hits count on the memories (searches do not): one access naming them, as a search has.
   const touching = accesses.filter((access) => access.kind !== "search" && access.memoryIds.length > 0);
@@ -22,8 +24,8 @@ export function traceStatement(trace: StoredTrace, accesses: readonly AccessReco
     trace AS (
       INSERT INTO memory_traces (id, tenant_id, user_id, agent_id, session_id, operation, query, ranking, results, duration_ms, created_at)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)),
-    logged AS (${countAccessRows(2, 12)}),
-    touched AS (${countAccesses(13, 2, 14)})
+    touched AS (${countAccesses(13, 2, 14)} RETURNING m.id),
+    logged AS (${countAccessRows(2, 12, "a.memory_id IN (SELECT id FROM touched)")})
     SELECT setting FROM durability`;
   const values = [
     trace.id,

@@ -333,7 +333,8 @@ CREATE INDEX IF NOT EXISTS memory_jobs_waiting ON memory_jobs(tenant_id) WHERE s
     // is what the write charged: no column per row; the counter is filled from the rows stored.
     up: (database) => {
       addMissingColumn(database, "memory_tenant_usage", "metadata_bytes INTEGER NOT NULL DEFAULT 0");
-      database.exec(fillUsageSql(sqliteBytes, undefined, sqliteMetadataBytes));
+      // As shipped: every row's JSON text, `{}` too (migration 14 counts again without it).
+      database.exec(fillUsageSql(sqliteBytes, undefined, () => sqliteBytes("metadata")));
     },
   },
   {
@@ -349,6 +350,16 @@ CREATE INDEX IF NOT EXISTS memory_jobs_waiting ON memory_jobs(tenant_id) WHERE s
 UPDATE memory_core_blocks SET value_bytes = ${sqliteBytes("value")};
 CREATE INDEX IF NOT EXISTS memory_core_blocks_bytes ON memory_core_blocks(tenant_id, value_bytes);
 `);
+    },
+  },
+  {
+    version: 14,
+    name: "no metadata and empty metadata cost nothing",
+    // ADR 0559: a row without metadata (its `{}`) is charged 0 bytes, not 2, so a tenant at its
+    // metadata limit can still store what carries none. The counters filled by migration 12 and the
+    // writes before this one charged `{}`: each tenant's is counted again from its rows.
+    up: (database) => {
+      database.exec(fillUsageSql(sqliteBytes, undefined, sqliteMetadataBytes));
     },
   },
 ];

@@ -116,6 +116,7 @@ export const sqliteBytes = (column: string) => `length(CAST(${column} AS BLOB))`
 
 /**
  * The bytes a row's metadata was charged (ADR 0556): SQLite keeps the JSON text the store was given,
- * so its UTF-8 length is what the write charged, in every table.
+ * so its UTF-8 length is what the write charged, in every table; an empty object's `{}` none (ADR 0559).
  */
-export const sqliteMetadataBytes = () => sqliteBytes("metadata");
+export const sqliteMetadataBytes = () =>
+  `(CASE WHEN metadata = '{}' THEN 0 ELSE ${sqliteBytes("metadata")} END)`;

@@ -83,9 +83,12 @@ export function writeAccess({ run }: SqliteContext, tenantId: string, access: Ac
   const scopeValues = scopeParameters(access.scope);
   const ids = access.memoryIds.length > 0 ? access.memoryIds : [""];
   for (const memoryId of ids) {
+    // A search answered before a purge records its hits after it: a memory no longer stored gets no
+    // row (a purge deletes its memories' access rows; one written after would outlive it, ADR 0559).
     run(
       `INSERT INTO memory_access_log (tenant_id, user_id, agent_id, session_id, scope_key, kind, memory_id, day, accesses)
-       VALUES (?1, ?2, ?3, ?4, json_array(?2, ?3, ?4), ?5, ?6, ?7, 1)
+       SELECT ?1, ?2, ?3, ?4, json_array(?2, ?3, ?4), ?5, ?6, ?7, 1
+       WHERE ?6 = '' OR EXISTS (SELECT 1 FROM memory_memories WHERE tenant_id = ?1 AND id = ?6)
        ON CONFLICT (tenant_id, day, kind, scope_key, memory_id) DO UPDATE SET accesses = accesses + 1`,
       [tenantId, ...scopeValues, access.kind, memoryId, day],
     );
