@@ -15,13 +15,14 @@
  * called, and answers the model an `InvalidToolInputError` as data, whatever the schema says.
  *
  * `TACKLE_PROPERTY_ROUNDS` sets the number of argument objects (default 500); `TACKLE_PROPERTY_SEED`
- * replays one. Randomness is a local mulberry32: core's tests do not import `@tackle/test-support`.
+ * replays one. Randomness is `seededRandom` (mulberry32) of `@tackle/test-support`.
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { AIMessage, ToolMessage } from "@langchain/core/messages";
 import { Client } from "@modelcontextprotocol/client";
 import { InMemoryTransport } from "@modelcontextprotocol/server";
+import { seededRandom } from "@tackle/test-support";
 import { generateText, stepCountIs } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import { z } from "zod";
@@ -39,17 +40,6 @@ const seeds =
     : [Number(process.env.TACKLE_PROPERTY_SEED)];
 
 type Random = () => number;
-
-/** mulberry32: numbers in [0, 1) from a seed, the same on every machine. */
-function mulberry32(seed: number): Random {
-  let value = seed >>> 0;
-  return () => {
-    value = (value + 0x6d2b79f5) >>> 0;
-    let mixed = Math.imul(value ^ (value >>> 15), 1 | value);
-    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed);
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const below = (random: Random, count: number) => Math.floor(random() * count);
 const pick = <T>(random: Random, list: readonly T[]): T => list[below(random, list.length)] as T;
@@ -282,7 +272,7 @@ const adapters = { aiSdk: throughAiSdk, openAI: throughOpenAI, langChain: throug
 test(`${seeds.length} random argument objects: each adapter accepts iff the tool's schema does, and hands the handler what it parsed`, async () => {
   let accepted = 0;
   for (const seed of seeds) {
-    const random = mulberry32(seed);
+    const random = seededRandom(seed);
     const tool = pick(random, names);
     const argumentText = argumentsFor(random, tool);
     const expected = schemas[tool].safeParse(JSON.parse(argumentText));

@@ -14,10 +14,11 @@
  * - the JSON boundary of random windows, asked in a random order on one such scan, is the old one's.
  *
  * `TACKLE_PROPERTY_ROUNDS` sets the number of texts (default 2,000); `TACKLE_PROPERTY_SEED` replays
- * one. Randomness is a local mulberry32: core's tests do not import `@tackle/test-support`.
+ * one. Randomness is `seededRandom` (mulberry32) of `@tackle/test-support`.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { seededRandom } from "@tackle/test-support";
 import { cutText } from "../src/mcp/result-pages/cut-text.ts";
 import { type ResultItem, type TextScans, takePage } from "../src/mcp/result-pages/result-items.ts";
 import { checkpointSpacing, createTextScan } from "../src/mcp/result-pages/text-scan.ts";
@@ -34,17 +35,6 @@ type Random = () => number;
 
 /** Checkpoints of the scans asked out of order: every few characters, so they are many in a short text, or as shipped. */
 const spacings = [1, 2, 3, 7, 64, checkpointSpacing];
-
-/** mulberry32: numbers in [0, 1) from a seed, the same on every machine. */
-function mulberry32(seed: number): Random {
-  let value = seed >>> 0;
-  return () => {
-    value = (value + 0x6d2b79f5) >>> 0;
-    let mixed = Math.imul(value ^ (value >>> 15), 1 | value);
-    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed);
-    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const below = (random: Random, count: number) => Math.floor(random() * count);
 const pick = <T>(random: Random, list: readonly T[]): T => list[below(random, list.length)] as T;
@@ -223,7 +213,7 @@ test(`pages of ${seeds.length} random texts: joined the text, each within the li
   let pages = 0;
   let characterCount = 0;
   for (const seed of seeds) {
-    const random = mulberry32(seed);
+    const random = seededRandom(seed);
     const size = logUniform(random, 1, 5_000);
     const text = randomText(random, size);
     // From one token a page to the whole text at once; at most about 60 pages a text.
