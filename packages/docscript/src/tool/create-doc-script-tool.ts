@@ -12,7 +12,7 @@ import { planDiffOp, revertOp } from "./history-ops.ts";
 import { createPlanCache } from "./plan-cache.ts";
 import { renderPrompt } from "./prompt.ts";
 import { createKeyedSerializer } from "./serialize-by-key.ts";
-import { createToolCore } from "./tool-core.ts";
+import { createToolCore, type ToolCoreOwned } from "./tool-core.ts";
 import { type ToolInput, toolInputSchema } from "./tool-input.ts";
 import { commitOp, run, snapshot } from "./tool-ops.ts";
 import type { DocScriptOutput, DocScriptResult, DocScriptTool, DocScriptToolOptions } from "./tool-types.ts";
@@ -48,27 +48,10 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
       logger.warn("docscript: work after an answer failed", { docId, error: (error as Error).message }),
     );
   });
-  const { documents, stateOf, pull, failure, blocked, schema, sandbox, timeoutMs } = core;
+  const { stateOf, pull, failure, schema, sandbox, timeoutMs } = core;
   const contexts = createPlanCache<string>(options.maxModelContexts ?? 128);
-  const serializer = createKeyedSerializer();
+  const onDocument = documentQueue(core);
   let closed = false;
-
-  /** Runs one call on a document, after the calls before it; a blocked or busy document is never dropped. */
-  const onDocument = async <Result>(docId: string, task: () => Promise<Result>): Promise<Result> => {
-    const state = stateOf(docId);
-    state.calls++;
-    try {
-      return await serializer.run(docId, task);
-    } finally {
-      state.calls--;
-      if (documents.size > maxIdleReplicas) {
-        for (const [id, candidate] of documents) {
-          if (documents.size <= maxIdleReplicas) break;
-          if (candidate.calls === 0 && candidate.blockingPlanId === undefined) documents.delete(id);
-        }
-      }
-    }
-  };
 
   const handle = async (
     raw: unknown,
@@ -88,44 +71,11 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
     // Before any read or any state for the id: a refused id answers as a missing document.
     const refused = await mayOpen(input.doc_id, { ...caller, op: input.op });
     if (refused !== undefined) return failure(input.op, refused);
-    return await onDocument(input.doc_id, async () => labelled(await answer(input)));
+    return await onDocument(input.doc_id, async () => labelled(await answer(core, input)));
   };
-
-  const answer = async (input: ToolInput): Promise<DocScriptResult> => {
-    try {
-      const state = stateOf(input.doc_id);
-      if (state.blockingPlanId !== undefined && input.op !== "commit-plan") return blocked(input.op, state);
-      if (input.op === "snapshot") return await snapshot(core, input);
-      if (input.op === "run-edit-script") return await run(core, input);
-      if (input.op === "plan-diff") return await planDiffOp(core, input);
-      if (input.op === "revert-plan") return await revertOp(core, input);
-      return await commitOp(core, input);
-    } catch (error) {
-      if (!DocumentClientError.isInstance(error))
-        logger.error("docscript: call failed", { op: input.op, error: (error as Error).message });
-      return failure(input.op, error);
-    }
-  };
-
-  const tool = defineTool({
-    name,
-    description:
-      "Edit a structured document by writing a JavaScript edit script. Ops: snapshot (read a page; filter by kinds, ids, related_to, relation_kinds, fields, from_ms/to_ms; follow next_cursor), run-edit-script (run a script; returns a per-write preview and a plan_id), commit-plan (publish a plan; retry with the same plan_id when unsure it landed), plan-diff (a committed plan's changes), revert-plan (a new plan that undoes a committed one; commit it like any plan). Read the prompt's contract first.",
-    input: toolInputSchema,
-    source: "@tackle/docscript",
-    execute: async (input: ToolInput, context): Promise<DocScriptOutput> => {
-      const result = await handle(input, {
-        callId: context.callId,
-        ...(context.identity === undefined ? {} : { identity: context.identity }),
-      });
-      if (!result.ok) throw new DocScriptToolError(result);
-      const { ok: _ok, ...output } = result;
-      return output as DocScriptOutput;
-    },
-  });
 
   return {
-    ...tool,
+    ...defineDocScriptTool(name, handle),
     async getModelContext({ doc_id, context_id }, caller = {}) {
       const refused = await mayOpen(doc_id, { ...caller, op: "context" });
       if (refused !== undefined) throw refused;
@@ -159,6 +109,67 @@ export function createDocScriptTool(options: DocScriptToolOptions): DocScriptToo
       await core.closePool();
     },
   };
+}
+
+/** Runs one call on a document, after the calls before it; a blocked or busy document is never dropped. */
+function documentQueue(
+  core: ToolCoreOwned,
+): <Result>(docId: string, task: () => Promise<Result>) => Promise<Result> {
+  const { documents, stateOf } = core;
+  const serializer = createKeyedSerializer();
+  return async <Result>(docId: string, task: () => Promise<Result>): Promise<Result> => {
+    const state = stateOf(docId);
+    state.calls++;
+    try {
+      return await serializer.run(docId, task);
+    } finally {
+      state.calls--;
+      if (documents.size > maxIdleReplicas) {
+        for (const [id, candidate] of documents) {
+          if (documents.size <= maxIdleReplicas) break;
+          if (candidate.calls === 0 && candidate.blockingPlanId === undefined) documents.delete(id);
+        }
+      }
+    }
+  };
+}
+
+/** Answers one parsed call by its op; a blocked document answers only commit-plan. */
+async function answer(core: ToolCoreOwned, input: ToolInput): Promise<DocScriptResult> {
+  try {
+    const state = core.stateOf(input.doc_id);
+    if (state.blockingPlanId !== undefined && input.op !== "commit-plan")
+      return core.blocked(input.op, state);
+    if (input.op === "snapshot") return await snapshot(core, input);
+    if (input.op === "run-edit-script") return await run(core, input);
+    if (input.op === "plan-diff") return await planDiffOp(core, input);
+    if (input.op === "revert-plan") return await revertOp(core, input);
+    return await commitOp(core, input);
+  } catch (error) {
+    if (!DocumentClientError.isInstance(error))
+      core.logger.error("docscript: call failed", { op: input.op, error: (error as Error).message });
+    return core.failure(input.op, error);
+  }
+}
+
+/** The tool as a host registers it: its description, and `handle`'s failures thrown as `DocScriptToolError`. */
+function defineDocScriptTool(name: string, handle: DocScriptTool["handle"]) {
+  return defineTool({
+    name,
+    description:
+      "Edit a structured document by writing a JavaScript edit script. Ops: snapshot (read a page; filter by kinds, ids, related_to, relation_kinds, fields, from_ms/to_ms; follow next_cursor), run-edit-script (run a script; returns a per-write preview and a plan_id), commit-plan (publish a plan; retry with the same plan_id when unsure it landed), plan-diff (a committed plan's changes), revert-plan (a new plan that undoes a committed one; commit it like any plan). Read the prompt's contract first.",
+    input: toolInputSchema,
+    source: "@tackle/docscript",
+    execute: async (input: ToolInput, context): Promise<DocScriptOutput> => {
+      const result = await handle(input, {
+        callId: context.callId,
+        ...(context.identity === undefined ? {} : { identity: context.identity }),
+      });
+      if (!result.ok) throw new DocScriptToolError(result);
+      const { ok: _ok, ...output } = result;
+      return output as DocScriptOutput;
+    },
+  });
 }
 
 /**

@@ -53,18 +53,10 @@ function readyLater(state: DocumentState, replica: LoroDoc): void {
   });
 }
 
-export function createToolCore(
-  options: DocScriptToolOptions,
-  /** Runs work on a document after the call being answered, before any later call on it. */
-  later: ToolCore["later"],
-): ToolCoreOwned {
-  const logger: Logger = options.logger ?? silentLogger;
-  const timeoutMs = options.sandbox?.timeoutMs ?? 30_000;
-  const budgets: Budgets = { ...defaultBudgets, ...options.budgets };
-  const schemaReference = options.schema ?? timelineReference;
-  const hooks = hooksOf(options);
+/** The document client the options name: their origin, token, user, fetch and request limit. */
+function documentClientOf(options: DocScriptToolOptions): DocumentClient {
   const authToken = options.authToken;
-  const client: DocumentClient = createDocumentClient({
+  return createDocumentClient({
     origin: options.httpOrigin,
     ...(authToken === undefined
       ? {}
@@ -73,6 +65,14 @@ export function createToolCore(
     ...(options.fetchImpl === undefined ? {} : { fetchImpl: options.fetchImpl }),
     ...(options.requestTimeoutMs === undefined ? {} : { timeoutMs: options.requestTimeoutMs }),
   });
+}
+
+/** The sandbox pool, made on first use, and its closing (nothing to close when none was made). */
+function lazySandbox(
+  options: DocScriptToolOptions,
+  timeoutMs: number,
+  logger: Logger,
+): { sandbox(): SandboxPool; closePool(): Promise<void> } {
   let pool: SandboxPool | undefined;
   const sandbox = (): SandboxPool => {
     pool ??= createEditScriptPool({
@@ -92,13 +92,51 @@ export function createToolCore(
     });
     return pool;
   };
+  return {
+    sandbox,
+    async closePool() {
+      await pool?.close();
+    },
+  };
+}
+
+/** The schema the reference names, imported once on first use. */
+function lazySchema(schemaReference: SchemaReference): () => Promise<Schema> {
   let schemaLoading: Promise<Schema> | undefined;
-  const schema = (): Promise<Schema> => {
+  return (): Promise<Schema> => {
     schemaLoading ??= import(String(schemaReference.module)).then(
       (loaded: Record<string, unknown>) => loaded[schemaReference.exportName] as Schema,
     );
     return schemaLoading;
   };
+}
+
+/** A failure as the model reads it: an error with a string `code` keeps its code, message and data. */
+function failureOf(error: unknown): ToolFailure {
+  return typeof error === "object" && error !== null && typeof (error as { code?: unknown }).code === "string"
+    ? {
+        code: (error as { code: string }).code,
+        message: String((error as { message?: unknown }).message),
+        ...((error as { data?: unknown }).data === undefined
+          ? {}
+          : { data: (error as { data?: unknown }).data }),
+      }
+    : { code: "tool_failed", message: error instanceof Error ? error.message : String(error) };
+}
+
+export function createToolCore(
+  options: DocScriptToolOptions,
+  /** Runs work on a document after the call being answered, before any later call on it. */
+  later: ToolCore["later"],
+): ToolCoreOwned {
+  const logger: Logger = options.logger ?? silentLogger;
+  const timeoutMs = options.sandbox?.timeoutMs ?? 30_000;
+  const budgets: Budgets = { ...defaultBudgets, ...options.budgets };
+  const schemaReference = options.schema ?? timelineReference;
+  const hooks = hooksOf(options);
+  const client = documentClientOf(options);
+  const { sandbox, closePool } = lazySandbox(options, timeoutMs, logger);
+  const schema = lazySchema(schemaReference);
   // A plan dropped before it committed takes its staged uploads with it.
   const plans = createPlanCache<{ plan: EditPlan; outcome?: CommitOutcome }>(
     options.maxPlans ?? 16,
@@ -135,19 +173,8 @@ export function createToolCore(
     return state;
   };
 
-  const failure = (op: string, error: unknown, logs?: readonly SandboxLog[]): DocScriptResult => {
-    const payload: ToolFailure =
-      typeof error === "object" && error !== null && typeof (error as { code?: unknown }).code === "string"
-        ? {
-            code: (error as { code: string }).code,
-            message: String((error as { message?: unknown }).message),
-            ...((error as { data?: unknown }).data === undefined
-              ? {}
-              : { data: (error as { data?: unknown }).data }),
-          }
-        : { code: "tool_failed", message: error instanceof Error ? error.message : String(error) };
-    return fitFailure({ ok: false, op, error: payload, ...(logs === undefined ? {} : { logs }) }, budgets);
-  };
+  const failure = (op: string, error: unknown, logs?: readonly SandboxLog[]): DocScriptResult =>
+    fitFailure({ ok: false, op, error: failureOf(error), ...(logs === undefined ? {} : { logs }) }, budgets);
 
   const blocked = (op: string, state: DocumentState): DocScriptResult =>
     failure(op, {
@@ -173,8 +200,6 @@ export function createToolCore(
     later,
     timeoutMs,
     documents,
-    async closePool() {
-      await pool?.close();
-    },
+    closePool,
   };
 }
