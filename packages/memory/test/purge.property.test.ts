@@ -1,8 +1,9 @@
 /**
  * Purge against an oracle (ADR 0559), on a SQLite file and on PostgreSQL: random programs over three
  * users, two agents and two sessions, each step one write (add with or without metadata, under an
- * idempotency key or not, update, delete, event, document, core-block edit, search) or a purge of a
- * user or a scope; now and then a purge runs together with writes to what it purges (`Promise.all`).
+ * idempotency key or not, update, delete, event, document, core-block edit, search, an import job
+ * run by the service's worker and waited for) or a purge of a user or a scope; now and then a purge
+ * runs together with writes to what it purges (`Promise.all`).
  * Each write carries a marker word of its own (`zq<round>k<n>q`). After each purge and after the
  * program:
  *
@@ -144,7 +145,18 @@ async function property(subject: PurgeSubject, programs: number) {
     }
   }
   console.log(`${subject.name}: ${JSON.stringify({ programs, ...tally })}`);
-  for (const what of ["add", "keyed add", "update", "delete", "event", "document", "core block", "search"]) {
+  const kinds = [
+    "add",
+    "keyed add",
+    "update",
+    "delete",
+    "event",
+    "document",
+    "core block",
+    "search",
+    "import",
+  ];
+  for (const what of kinds) {
     assert.ok((tally[what] ?? 0) > 0, `no ${what} in ${programs} programs`);
   }
   assert.ok((tally["purge with writes"] ?? 0) > 0 && (tally["raced, gone"] ?? 0) > 0, "no race was run");

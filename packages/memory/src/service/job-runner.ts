@@ -46,7 +46,7 @@ export function createJobRunner(options: JobRunnerOptions) {
       finished = { ...started, status: "succeeded", result, finishedAt: options.now() };
     } catch (error) {
       // Closed mid-retry: the job stays running and resumes at the next start.
-      if (stopping.signal.aborted) return;
+      if (stopping.signal.aborted || purgedWhileRunning(options, started, error)) return;
       finished = failedJob(options, started, error);
     }
     // The outcome's write is retried too: unwritten, the job would show running until the next start.
@@ -221,7 +221,7 @@ async function runClaimed(
       finished = { ...job, status: "succeeded", result, finishedAt: options.now() };
     } catch (error) {
       // Closed or lost mid-retry: the lease lapses and a process takes the job up again.
-      if (stop.aborted) return;
+      if (stop.aborted || purgedWhileRunning(options, job, error)) return;
       finished = failedJob(options, job, error);
     }
     if (!(await leases.finish(finished, owner))) {
@@ -265,6 +265,19 @@ async function retried<T>(
       await sleep(delayMs, undefined, { signal: stop });
     }
   }
+}
+
+/**
+ * Whether the job stopped because a purge of its scope deleted it (ADR 0561): its write found its row
+ * gone and stored nothing. There is no outcome to write; a client asking for the job is told 404.
+ */
+function purgedWhileRunning(options: JobRunnerOptions, job: StoredJob, error: unknown): boolean {
+  const failure = error as { code?: unknown; data?: { resource?: unknown; id?: unknown } };
+  const gone =
+    failure?.code === "not_found" && failure.data?.resource === "job" && failure.data.id === job.id;
+  if (gone)
+    options.logger.info("memory job stopped: its scope was purged", { jobId: job.id, type: job.type });
+  return gone;
 }
 
 /** A job's failed outcome: the error's code (or `job_failed`) and message; logged as it is made. */

@@ -280,10 +280,22 @@ export function createWriteEvents(context: ServiceContext) {
   async function writeEvents(
     tenantId: string,
     requests: readonly WriteEventRequest[],
+    options: { readonly jobId?: string } = {},
   ): Promise<WriteEventResponse[]> {
     if (requests.length === 0) return [];
     const planned = await planEvents(context, tenantId, requests);
-    return context.store.withTransaction(() => commitEvents(context, tenantId, planned));
+    const { store } = context;
+    return store.withTransaction(async () => {
+      const answers = await commitEvents(context, tenantId, planned);
+      // A job's batch commits only while its job is stored and running (ADR 0561): a purge of its
+      // scope deleted it, and its turns, read from input stored before the purge, must not return.
+      // Asked after the rows: on PostgreSQL the batch holds the tenant's counter row by then, which a
+      // purge takes first, so the purge has committed before this read or starts after this commit.
+      if (options.jobId !== undefined && !(await store.jobRunning(tenantId, options.jobId))) {
+        throw MemoryError.notFound("Job", options.jobId);
+      }
+      return answers;
+    });
   }
 
   return { writeEvents };

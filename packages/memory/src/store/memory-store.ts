@@ -294,6 +294,11 @@ export interface JobStore {
    */
   readonly jobLeases?: JobLeases;
   getJob(tenantId: string, id: string): Promise<StoredJob | undefined>;
+  /**
+   * Whether the job is still stored and running: one read by its id (not its input). A job's write
+   * asks inside its transaction, after its rows, and rolls back when a purge deleted the job (ADR 0561).
+   */
+  jobRunning(tenantId: string, id: string): Promise<boolean>;
   listJobs(
     tenantId: string,
     scope: MemoryScope,

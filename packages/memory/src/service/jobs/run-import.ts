@@ -25,6 +25,8 @@ export interface ImportDependencies {
   readonly writeEvents: (
     tenantId: string,
     requests: readonly WriteEventRequest[],
+    /** Commit only while this job is stored and running; else throw `not_found` and store nothing. */
+    options: { readonly jobId: string },
   ) => Promise<WriteEventResponse[]>;
   /**
    * Turns written in one transaction (default 100): a transaction per turn cost a commit each — 21 s
@@ -96,7 +98,7 @@ export async function runImport(job: StoredJob, dependencies: ImportDependencies
     // event loop between batches, a 4,000-turn import held the service's requests for seconds.
     await yieldToRequests();
     const answers = await dependencies
-      .writeEvents(job.tenantId, writes.slice(from, from + batch))
+      .writeEvents(job.tenantId, writes.slice(from, from + batch), { jobId: job.id })
       .catch((error: unknown) => {
         // Past a quota (ADR 0538) the batch stored nothing and the job fails; its result says what
         // the batches before it stored, and a rerun once there is room stores the rest.

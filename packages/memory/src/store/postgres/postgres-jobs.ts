@@ -13,7 +13,14 @@ export function postgresJobs(
   context: PostgresContext,
 ): Pick<
   MemoryStore,
-  "insertJob" | "updateJob" | "jobLeases" | "claimJob" | "getJob" | "listJobs" | "unfinishedJobs"
+  | "insertJob"
+  | "updateJob"
+  | "jobLeases"
+  | "claimJob"
+  | "getJob"
+  | "jobRunning"
+  | "listJobs"
+  | "unfinishedJobs"
 > {
   const { db, all, one, transaction } = context;
   return {
@@ -55,6 +62,11 @@ export function postgresJobs(
     async getJob(tenantId, id) {
       const row = await one("SELECT * FROM memory_jobs WHERE tenant_id = $1 AND id = $2", [tenantId, id]);
       return row ? jobFromRow(row) : undefined;
+    },
+
+    async jobRunning(tenantId, id) {
+      const sql = "SELECT 1 AS held FROM memory_jobs WHERE id = $1 AND tenant_id = $2 AND status = 'running'";
+      return (await one(sql, [id, tenantId])) !== undefined;
     },
 
     async listJobs(tenantId, scope, listOptions) {

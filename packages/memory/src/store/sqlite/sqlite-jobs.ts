@@ -8,7 +8,10 @@ const heldSql = heldJobsSql("?");
 
 export function sqliteJobs(
   context: SqliteContext,
-): Pick<MemoryStore, "insertJob" | "updateJob" | "claimJob" | "getJob" | "listJobs" | "unfinishedJobs"> {
+): Pick<
+  MemoryStore,
+  "insertJob" | "updateJob" | "claimJob" | "getJob" | "jobRunning" | "listJobs" | "unfinishedJobs"
+> {
   const { all, get, run, transaction } = context;
   return {
     async insertJob(job, limits) {
@@ -47,6 +50,11 @@ export function sqliteJobs(
     async getJob(tenantId, id) {
       const row = get("SELECT * FROM memory_jobs WHERE tenant_id = ? AND id = ?", [tenantId, id]);
       return row ? jobFromRow(row) : undefined;
+    },
+
+    async jobRunning(tenantId, id) {
+      const sql = "SELECT 1 AS held FROM memory_jobs WHERE id = ? AND tenant_id = ? AND status = 'running'";
+      return get(sql, [id, tenantId]) !== undefined;
     },
 
     async listJobs(tenantId, scope, listOptions) {
