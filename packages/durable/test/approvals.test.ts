@@ -143,3 +143,39 @@ describe("approvals", () => {
     assert.deepEqual(charged, []);
   });
 });
+
+describe("approvals under redaction", () => {
+  let temp: TempStore;
+  beforeEach(() => {
+    temp = tempSqliteStore();
+  });
+  afterEach(() => temp.cleanup());
+
+  test("a redacted value does not enter the approval's fingerprint, so no one can guess it from the interrupt; the tool still gets it", async () => {
+    const paid: unknown[] = [];
+    const graph = createGraph<{ pin: string }>("pin").node("pay", async (state, ctx) => {
+      await runIntegratedTool(
+        ctx,
+        "pay",
+        { pin: state.pin, amount: 5 },
+        { approve: true, redact: ["pin"] },
+        (args) => paid.push(args),
+      );
+      return {};
+    });
+    const runner = createRunner({ store: temp.store });
+    const one = await runner.start(graph, { pin: "0427" }, { threadId: "one" });
+    const other = await runner.start(graph, { pin: "9999" }, { threadId: "other" });
+    const request = one.interrupts[0]?.request as { params: unknown; fingerprint: string };
+    assert.deepEqual(request.params, { pin: "[redacted]", amount: 5 });
+    // Two calls that differ only in the redacted value show the same fingerprint and interrupt id.
+    assert.equal(
+      request.fingerprint,
+      (other.interrupts[0]?.request as { fingerprint?: string } | undefined)?.fingerprint,
+    );
+    assert.equal(one.interrupts[0]?.id, other.interrupts[0]?.id);
+    const done = await runner.resume("one", { [one.interrupts[0]?.id ?? ""]: { approved: true } });
+    assert.equal(done.status, "completed");
+    assert.deepEqual(paid, [{ pin: "0427", amount: 5 }]);
+  });
+});

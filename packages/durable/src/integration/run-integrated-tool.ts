@@ -46,7 +46,10 @@ export async function runIntegratedTool(
         title: `Run ${name}?`,
         toolCallId: id,
         toolName: name,
-        params: input,
+        // Bound to the arguments as shown: a fingerprint of the real ones would let anyone who reads the
+        // interrupt guess a redacted value by hashing candidates (a PIN in 10,000 tries). The hidden
+        // values are the journaled model call's, replayed as they were.
+        params: shown,
         display: shown,
         ...(options.inputSchema === undefined ? {} : { inputSchema: await options.inputSchema }),
         ...(options.approvalExpiresInMs === undefined ? {} : { expiresInMs: options.approvalExpiresInMs }),

@@ -26,6 +26,36 @@ describe("tool policy", () => {
     assert.equal(input.items[0]?.sku, "A");
   });
 
+  test("redact masks a key that holds dots by the path that spells it, under a wildcard too", () => {
+    const input = {
+      "card.number": "4242",
+      meta: { "x.y": { z: "secret", keep: 1 } },
+      rows: [{ "a.b": "s" }],
+    };
+    assert.deepEqual(redact(input, ["card.number", "meta.x.y.z", "rows.*.a.b"]), {
+      "card.number": "[redacted]",
+      meta: { "x.y": { z: "[redacted]", keep: 1 } },
+      rows: [{ "a.b": "[redacted]" }],
+    });
+    // Split the other way, the same path still reaches nested keys.
+    assert.deepEqual(redact({ card: { number: "4242" } }, ["card.number"]), {
+      card: { number: "[redacted]" },
+    });
+  });
+
+  test("redact reaches own enumerable keys only: an array's length and inherited names are left alone", () => {
+    const input = { items: [["a"], ["b"]], length: "s", plain: {} };
+    assert.deepEqual(
+      redact(input, ["items.length", "items.*.length", "plain.constructor", "plain.toString"]),
+      input,
+    );
+    assert.deepEqual(redact(input, ["length", "items.*.*"]), {
+      items: [["[redacted]"], ["[redacted]"]],
+      length: "[redacted]",
+      plain: {},
+    });
+  });
+
   test("policies must be plain data of the documented shape", () => {
     assert.deepEqual(validatePolicies({ a: { show: false, redact: ["x"], approve: true } }), {
       a: { show: false, redact: ["x"], approve: true },

@@ -6,7 +6,10 @@ import { type Backoff, checkStepOptions } from "../runner/step-policy.ts";
 export interface ToolPolicy {
   /** Emit tool_call frames for this tool. Default true. */
   readonly show?: boolean;
-  /** Field paths masked in frames (`card.number`, `items.*.sku`); the tool still gets the real values. */
+  /**
+   * Field paths masked in frames and approvals (`card.number`, `items.*.sku`), each value there replaced
+   * whole; the tool still gets the real values. A key holding dots is reached by the path that spells it.
+   */
   readonly redact?: readonly string[];
   /** Pause for a human's approval before running. Default false. */
   readonly approve?: boolean;
@@ -57,7 +60,11 @@ export function validatePolicies(policies: unknown): ToolPolicies {
   return policies as ToolPolicies;
 }
 
-/** A copy of `value` with each path masked; `*` matches every key or index. The input is not touched. */
+/**
+ * A copy of `value` with each path masked: the value there is replaced whole by `"[redacted]"`, whatever
+ * its type; a missing path is left missing. `*` matches every key or index; a key holding dots is matched
+ * by the path that spells it. The input is not touched.
+ */
 export function redact(value: unknown, paths: readonly string[]): unknown {
   let copy: unknown;
   try {
@@ -71,12 +78,19 @@ export function redact(value: unknown, paths: readonly string[]): unknown {
   return copy;
 }
 
-function maskPath(value: unknown, parts: string[]): unknown {
+function maskPath(value: unknown, parts: readonly string[]): unknown {
   if (parts.length === 0) return mask;
   if (typeof value !== "object" || value === null) return value;
-  const [head, ...rest] = parts as [string, ...string[]];
   const target = value as Record<string, unknown>;
-  const keys = head === "*" ? Object.keys(target) : Object.hasOwn(target, head) ? [head] : [];
-  for (const key of keys) target[key] = maskPath(target[key], rest);
+  // Own enumerable keys only: an array's `length` or an inherited `constructor` is no value to mask.
+  const own = (key: string) => Object.prototype.propertyIsEnumerable.call(target, key);
+  if (parts[0] === "*") {
+    for (const key of Object.keys(target)) target[key] = maskPath(target[key], parts.slice(1));
+  }
+  // A key may hold dots: `a.b.c` reaches key "a.b" then "c" as well as "a" then "b.c" and "a.b.c".
+  for (let end = 1; end <= parts.length; end++) {
+    const key = parts.slice(0, end).join(".");
+    if (own(key)) target[key] = maskPath(target[key], parts.slice(end));
+  }
   return value;
 }
