@@ -4,10 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createMemoryService } from "@tackle/memory";
 import pg from "pg";
@@ -16,6 +13,7 @@ import {
   orphansOf,
   type PurgeSubject,
   postgresPurgeSubject,
+  purgeSubjectsOfSuite,
   sqlitePurgeSubject,
 } from "./support/purge-scans.ts";
 
@@ -128,12 +126,7 @@ async function searchesTogether(subject: PurgeSubject) {
   }
 }
 
-const directory = mkdtempSync(join(tmpdir(), "tackle-memory-purge-late-"));
-const subjects: PurgeSubject[] = [];
-after(async () => {
-  for (const subject of subjects) await subject.close();
-  rmSync(directory, { recursive: true, force: true });
-});
+const { directory, subjects } = purgeSubjectsOfSuite("tackle-memory-purge-late-");
 
 describe("an access recorded for a purged memory", () => {
   it("a SQLite file: recorded after the purge, it leaves no row", async () => {

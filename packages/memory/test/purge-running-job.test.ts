@@ -5,10 +5,7 @@
  * the second), on a SQLite file and on PostgreSQL.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type { EmbeddingModelV4 } from "@ai-sdk/provider";
 import { createMemoryService, MemoryError } from "@tackle/memory";
 import { createHashingTestEmbedder } from "@tackle/memory/test";
@@ -16,6 +13,7 @@ import {
   orphansOf,
   type PurgeSubject,
   postgresPurgeSubject,
+  purgeSubjectsOfSuite,
   sqlitePurgeSubject,
   usageFromRows,
 } from "./support/purge-scans.ts";
@@ -108,12 +106,7 @@ async function purgeMidImport(subject: PurgeSubject, round: number) {
   }
 }
 
-const directory = mkdtempSync(join(tmpdir(), "tackle-memory-purge-job-"));
-const subjects: PurgeSubject[] = [];
-after(async () => {
-  for (const subject of subjects) await subject.close();
-  rmSync(directory, { recursive: true, force: true });
-});
+const { directory, subjects } = purgeSubjectsOfSuite("tackle-memory-purge-job-");
 
 describe("an import job running while its user is purged", () => {
   it("a SQLite file: the job writes nothing after the purge and is gone", async () => {

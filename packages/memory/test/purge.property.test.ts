@@ -26,10 +26,7 @@
  * PostgreSQL), from seed `TACKLE_PROPERTY_SEED` (default 37).
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { createMemoryService } from "@tackle/memory";
 import { seededRandom } from "@tackle/test-support";
 import {
@@ -46,6 +43,7 @@ import {
   orphansOf,
   type PurgeSubject,
   postgresPurgeSubject,
+  purgeSubjectsOfSuite,
   sqlitePurgeSubject,
   usageFromRows,
 } from "./support/purge-scans.ts";
@@ -162,12 +160,7 @@ async function property(subject: PurgeSubject, programs: number) {
   assert.ok((tally["purge with writes"] ?? 0) > 0 && (tally["raced, gone"] ?? 0) > 0, "no race was run");
 }
 
-const directory = mkdtempSync(join(tmpdir(), "tackle-memory-purge-oracle-"));
-const subjects: PurgeSubject[] = [];
-after(async () => {
-  for (const subject of subjects) await subject.close();
-  rmSync(directory, { recursive: true, force: true });
-});
+const { directory, subjects } = purgeSubjectsOfSuite("tackle-memory-purge-oracle-");
 
 describe("purge against an oracle", () => {
   it("a SQLite file: random programs of writes and purges, some racing", async () => {

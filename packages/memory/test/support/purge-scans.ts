@@ -3,8 +3,11 @@
  * table's text, JSON, binary or full-text column; on SQLite the file's own bytes; the tenant's usage
  * counted again from its rows; and rows that outlive the record they belong to.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
+import { after } from "node:test";
 import { createSqliteStore, type MemoryStore } from "@tackle/memory";
 import { createPostgresStore } from "@tackle/memory/postgres";
 import { createTestDatabase } from "@tackle/test-support";
@@ -27,6 +30,23 @@ export interface PurgeSubject extends Pick<MetadataSubject, "name" | "rows"> {
 const markersIn = (text: string, prefix: string, into: Set<string>) => {
   for (const match of text.toLowerCase().matchAll(new RegExp(`${prefix}\\d+q`, "g"))) into.add(match[0]);
 };
+
+/**
+ * A temporary directory for a suite's SQLite files, and the subjects it opens: all closed, and the
+ * directory removed, after the suite.
+ */
+export function purgeSubjectsOfSuite(prefix: string): {
+  readonly directory: string;
+  readonly subjects: PurgeSubject[];
+} {
+  const directory = mkdtempSync(join(tmpdir(), prefix));
+  const subjects: PurgeSubject[] = [];
+  after(async () => {
+    for (const subject of subjects) await subject.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+  return { directory, subjects };
+}
 
 export function sqlitePurgeSubject(directory: string): PurgeSubject {
   let path = "";
