@@ -190,6 +190,30 @@ function checkServed(
   );
 }
 
+/** Each watched module's subscription to its nodes' announcements, each taken as an answer holding nothing. */
+function createAnnouncements(connection: NatsConnection, modules: Modules) {
+  const subscriptions = new Map<string, { unsubscribe(): void } | undefined>();
+  return {
+    listen(prefix: string): void {
+      if (subscriptions.has(prefix)) return;
+      const record = (notice: HeldAnswer) => recordAnswer(modules, notice, performance.now());
+      subscriptions.set(prefix, listenForNodes(connection, prefix, record));
+    },
+    /** Stops listening for the modules no longer watched. */
+    prune(): void {
+      for (const [prefix, subscription] of subscriptions) {
+        if (modules.has(prefix)) continue;
+        subscription?.unsubscribe();
+        subscriptions.delete(prefix);
+      }
+    },
+    close(): void {
+      for (const subscription of subscriptions.values()) subscription?.unsubscribe();
+      subscriptions.clear();
+    },
+  };
+}
+
 export function createNodeWatch(
   connection: NatsConnection,
   calls: WatchedCalls,
@@ -200,8 +224,7 @@ export function createNodeWatch(
   /** How long a silent node's alive subject is given: "no responders" comes at once, so this is short. */
   const checkMs = Math.min(1000, Math.max(probeMs, 250));
   const modules: Modules = new Map();
-  /** Each watched module's subscription to its nodes' announcements. */
-  const announcements = new Map<string, { unsubscribe(): void } | undefined>();
+  const announcements = createAnnouncements(connection, modules);
   let timer: NodeJS.Timeout | undefined;
   /** When the armed tick is due: a tick far later than that means this process itself stalled. */
   let due = 0;
@@ -256,11 +279,7 @@ export function createNodeWatch(
         for (const [callId, call] of watch.calls) if (call.holder === undefined) watch.calls.delete(callId);
       }
     }
-    for (const [prefix, subscription] of announcements) {
-      if (modules.has(prefix)) continue;
-      subscription?.unsubscribe();
-      announcements.delete(prefix);
-    }
+    announcements.prune();
     arm();
   }
 
@@ -290,11 +309,7 @@ export function createNodeWatch(
           }
         }
       }
-      if (!announcements.has(prefix))
-        announcements.set(
-          prefix,
-          listenForNodes(connection, prefix, (notice) => recordAnswer(modules, notice, performance.now())),
-        );
+      announcements.listen(prefix);
       watch.used = true;
       if (timer === undefined) arm();
     },
@@ -313,8 +328,7 @@ export function createNodeWatch(
       clearTimeout(timer);
       timer = undefined;
       modules.clear();
-      for (const subscription of announcements.values()) subscription?.unsubscribe();
-      announcements.clear();
+      announcements.close();
       questions.close();
     },
   };
