@@ -106,7 +106,7 @@ export async function runScenario(url: string, scenario: string): Promise<Scenar
   }
 }
 
-/** The results as the markdown table rows the cli README quotes. */
+/** The results as the markdown table rows `docs/mcp-conformance.md` quotes. */
 export function resultTable(results: readonly ScenarioResult[]): string {
   return results
     .map(
