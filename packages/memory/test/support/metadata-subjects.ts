@@ -63,11 +63,9 @@ export function sqliteMetadataSubject(path: string): MetadataSubject {
   };
 }
 
-export async function postgresMetadataSubject(name: string): Promise<MetadataSubject> {
-  const database: TestDatabase = await createTestDatabase(name);
-  const client = new pg.Client({ connectionString: database.url });
-  await client.connect();
-  const query = async (sql: string, parameters: readonly unknown[] = []) => {
+/** Rows of a query written with SQLite's `?` placeholders, run on PostgreSQL's numbered ones. */
+export function postgresRows(client: pg.Client) {
+  return async (sql: string, parameters: readonly unknown[] = []) => {
     let n = 0;
     return (
       await client.query(
@@ -76,6 +74,13 @@ export async function postgresMetadataSubject(name: string): Promise<MetadataSub
       )
     ).rows as Record<string, unknown>[];
   };
+}
+
+export async function postgresMetadataSubject(name: string): Promise<MetadataSubject> {
+  const database: TestDatabase = await createTestDatabase(name);
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  const query = postgresRows(client);
   return {
     name: "PostgreSQL",
     open: () => createPostgresStore({ connectionString: database.url }),

@@ -13,7 +13,7 @@ import { createPostgresStore } from "@tackle/memory/postgres";
 import { createTestDatabase } from "@tackle/test-support";
 import pg from "pg";
 import type { TenantUsage } from "../../src/store/tenant-usage.ts";
-import { type MetadataSubject, metadataFromRows } from "./metadata-subjects.ts";
+import { type MetadataSubject, metadataFromRows, postgresRows } from "./metadata-subjects.ts";
 
 export interface PurgeSubject extends Pick<MetadataSubject, "name" | "rows"> {
   /** A store for program `round`: on SQLite a file of its own, on PostgreSQL one database for all. */
@@ -101,15 +101,7 @@ export async function postgresPurgeSubject(name: string): Promise<PurgeSubject> 
   const database = await createTestDatabase(name);
   const client = new pg.Client({ connectionString: database.url });
   await client.connect();
-  const query = async (sql: string, parameters: readonly unknown[] = []) => {
-    let n = 0;
-    return (
-      await client.query(
-        sql.replaceAll("?", () => `$${++n}`),
-        [...parameters],
-      )
-    ).rows as Record<string, unknown>[];
-  };
+  const query = postgresRows(client);
   return {
     name: "PostgreSQL",
     url: database.url,
