@@ -9,7 +9,10 @@ export type StorageErrorCode =
   | "invalid_migrations"
   /** A migration failed; it was rolled back and the database is still at `from`. */
   | "migration_failed"
-  /** The migration lock was not granted in time (another process holds it). */
+  /**
+   * The migration lock was not granted in time (another process holds it); on SQLite, the file's lock
+   * within the busy timeout, at open or for a migration. Transient: a retry can succeed.
+   */
   | "lock_timeout"
   /** The caller's abort signal ended a wait: a migration's for a connection or the lock (nothing migrated), a transaction's (rolled back). */
   | "aborted"

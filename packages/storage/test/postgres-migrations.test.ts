@@ -60,8 +60,9 @@ function rejectsWith(code: StorageError["code"]) {
 // One database and pool for the migration, lock and transaction tests below (they use distinct stores
 // and tables); the tests of a fresh database make their own.
 let pool: pg.Pool;
+let shared: TestDatabase;
 before(async () => {
-  ({ pool } = await freshPool());
+  ({ pool, database: shared } = await freshPool());
 });
 
 describe("PostgreSQL migrations: versions and refusals", () => {
@@ -169,20 +170,61 @@ describe("PostgreSQL migrations: the lock and signals", () => {
     assert.equal(unused.totalCount, 0, "no connection was opened");
   });
 
-  it("times out, typed, when another session holds the migration lock", async () => {
+  it("times out, typed, when another session holds the migration lock, and leaves the pooled session's lock_timeout as it was", async () => {
+    // One connection, so the session that timed out is the one the next query gets.
+    const single = createPostgresPool({ connectionString: shared.url, label: "storage-test", max: 1 });
+    pools.push(single);
     const holder = await pool.connect();
     try {
       await holder.query(
         "SELECT pg_advisory_lock(hashtext('tackle_migrations:' || coalesce(current_schema(), '')))",
       );
       await assert.rejects(
-        migratePostgres(pool, { store: "waiting", migrations: items, lockTimeoutMs: 300 }),
+        migratePostgres(single, { store: "waiting", migrations: items, lockTimeoutMs: 300 }),
         rejectsWith("lock_timeout"),
       );
+      // Before (ADR 0565), the 300 ms stayed on the pooled connection: every later statement of the
+      // store on it gave up on a row lock after 300 ms.
+      assert.equal((await single.query("SELECT current_setting('lock_timeout') AS t")).rows[0].t, "0");
     } finally {
       await holder.query("SELECT pg_advisory_unlock_all()");
       holder.release();
     }
+  });
+
+  it("a lock timeout as the lock is released leaves no pooled session holding the lock (ADR 0565)", async () => {
+    // PostgreSQL may grant the lock just as the wait times out: it raises the timeout and keeps the
+    // session lock. Before, that session went back to the pool holding the migration lock (about one
+    // attempt in ten here), and every other process's migration of the schema waited on it.
+    const single = createPostgresPool({ connectionString: shared.url, label: "storage-test", max: 1 });
+    pools.push(single);
+    const holder = await pool.connect();
+    const key = "hashtext('tackle_migrations:' || coalesce(current_schema(), ''))";
+    let timedOut = 0;
+    try {
+      for (let attempt = 0; attempt < 100; attempt++) {
+        await holder.query(`SELECT pg_advisory_lock(${key})`);
+        const lockTimeoutMs = 30;
+        const released = sleep(lockTimeoutMs - 3 + (attempt % 7)).then(() =>
+          holder.query(`SELECT pg_advisory_unlock(${key})`),
+        );
+        await migratePostgres(single, { store: "edge", migrations: [], lockTimeoutMs }).catch(
+          (error: unknown) => {
+            rejectsWith("lock_timeout")(error);
+            timedOut += 1;
+          },
+        );
+        await released;
+        const held = await single.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'",
+        );
+        assert.equal(held.rows[0]?.n, 0, `attempt ${attempt}: the pooled session holds the migration lock`);
+      }
+    } finally {
+      await holder.query("SELECT pg_advisory_unlock_all()");
+      holder.release();
+    }
+    assert.ok(timedOut > 0, "some attempts timed out");
   });
 });
 

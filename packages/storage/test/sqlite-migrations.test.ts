@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, describe, it } from "node:test";
 import {
+  isTransientDatabaseError,
   migrateSqlite,
   openMigratedSqlite,
   openSqlite,
@@ -195,6 +196,64 @@ describe("migrateSqlite", () => {
       rejectsWith("invalid_migrations"),
     );
     database.close();
+  });
+});
+
+describe("another connection holding the SQLite file's write lock (ADR 0565)", () => {
+  it("an open of a file not yet in WAL waits its busy timeout, then fails lock_timeout (transient), not unreadable", () => {
+    const path = join(directory, "locked-new.db");
+    writeFileSync(path, "");
+    // Another connection writing the file in rollback-journal mode (a process that has not switched it
+    // to WAL yet): SQLite answers the switch busy at once, without waiting the busy timeout.
+    const writer = new DatabaseSync(path);
+    writer.exec("CREATE TABLE kept (v INTEGER); BEGIN IMMEDIATE; INSERT INTO kept VALUES (1)");
+    try {
+      const started = performance.now();
+      assert.throws(
+        () => openMigratedSqlite({ path, store: "notes", migrations: notes, busyTimeoutMs: 250 }),
+        (error: unknown) => {
+          // Before: `unreadable_database` ("move it aside") at once, for a file with nothing wrong.
+          rejectsWith("lock_timeout")(error);
+          assert.ok(isTransientDatabaseError(error), "a retry can mend it");
+          return true;
+        },
+      );
+      const waited = performance.now() - started;
+      assert.ok(waited >= 250, `it waited the busy timeout, not ${Math.round(waited)} ms`);
+      writer.exec("COMMIT");
+    } finally {
+      writer.close();
+    }
+    const database = openMigratedSqlite({ path, store: "notes", migrations: notes });
+    assert.equal(sqliteSchemaVersion(database), 2, "once the lock is gone the open migrates");
+    database.close();
+  });
+
+  it("a migration waits its busy timeout for the write lock, then fails lock_timeout (transient); the version is unchanged", () => {
+    const path = join(directory, "locked-wal.db");
+    openMigratedSqlite({ path, store: "notes", migrations: notes.slice(0, 1) }).close();
+    const writer = openSqlite({ path });
+    writer.exec("BEGIN IMMEDIATE; INSERT INTO notes (body) VALUES ('held')");
+    try {
+      const started = performance.now();
+      assert.throws(
+        () => openMigratedSqlite({ path, store: "notes", migrations: notes, busyTimeoutMs: 200 }),
+        (error: unknown) => {
+          // Before: SQLite's own "database is locked", no StorageError.
+          rejectsWith("lock_timeout")(error);
+          assert.deepEqual((error as StorageError).details, { store: "notes", supported: 2 });
+          assert.ok(isTransientDatabaseError(error), "a retry can mend it");
+          return true;
+        },
+      );
+      assert.ok(performance.now() - started >= 200, "it waited the busy timeout");
+    } finally {
+      writer.exec("ROLLBACK");
+      writer.close();
+    }
+    const check = new DatabaseSync(path);
+    assert.equal(sqliteSchemaVersion(check), 1, "the version is unchanged");
+    check.close();
   });
 });
 

@@ -79,6 +79,10 @@ export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan
         throw aborted();
       }
       if ((error as { code?: string }).code === "55P03") {
+        // The connection is destroyed, not handed back: it carries this call's short lock_timeout, and
+        // PostgreSQL may have granted the lock as the wait timed out (it then keeps the session lock
+        // and still raises the timeout), which would hold every other process's migration back.
+        broken = new Error("timed out waiting for the migration lock");
         throw new StorageError(
           "lock_timeout",
           `Store "${plan.store}": another process held the migration lock for over ${lockTimeoutMs} ms`,

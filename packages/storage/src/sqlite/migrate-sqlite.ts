@@ -2,6 +2,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import { StorageError } from "../errors.ts";
 import { latestVersion, type MigrationStep, schemaTooNew } from "../migrations.ts";
+import { busyTimeoutOf, execWhenFree } from "./busy.ts";
 import { type OpenSqliteOptions, openSqlite } from "./open-sqlite.ts";
 
 export interface SqliteMigration extends MigrationStep {
@@ -27,13 +28,19 @@ export interface MigrationResult {
  * transaction together with its `user_version` bump, so a crash leaves the file at a whole version
  * and two processes opening it at once apply each migration once. Refuses (`schema_too_new`) a file
  * whose version is newer than the list, and (`foreign_database`) a file stamped by another store.
+ * Another connection holding the write lock past the busy timeout fails it with `lock_timeout`
+ * (transient; the migrations committed before stay).
  */
 export function migrateSqlite(database: DatabaseSync, plan: SqliteMigrationPlan): MigrationResult {
   const latest = latestVersion(plan.store, plan.migrations);
   const applicationId = storeApplicationId(plan.store);
+  const busyTimeoutMs = busyTimeoutOf(database);
   let from: number | undefined;
   for (;;) {
-    database.exec("BEGIN IMMEDIATE");
+    execWhenFree(database, "BEGIN IMMEDIATE", busyTimeoutMs, `Store "${plan.store}": migrating`, {
+      store: plan.store,
+      supported: latest,
+    });
     let version: number;
     try {
       version = pragma(database, "user_version");

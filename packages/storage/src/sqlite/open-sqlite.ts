@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { StorageError } from "../errors.ts";
+import { execWhenFree } from "./busy.ts";
 
 /**
  * How hard each commit is pushed to disk. `full`: durable across power loss. `normal`: in WAL mode,
@@ -18,7 +19,8 @@ export interface OpenSqliteOptions {
   readonly synchronous?: SqliteSynchronous;
   /**
    * How long a statement waits for another connection's lock before failing with SQLITE_BUSY.
-   * Default 5000 ms. Set at open, so even the switch to WAL waits.
+   * Default 5000 ms. Set at open, so even the switch to WAL waits; past it the open, and a migration's
+   * wait for the write lock, fail with StorageError `lock_timeout` (transient).
    */
   readonly busyTimeoutMs?: number;
 }
@@ -44,10 +46,14 @@ export function openSqlite(options: OpenSqliteOptions): DatabaseSync {
   let database: DatabaseSync | undefined;
   try {
     database = new DatabaseSync(options.path, { timeout });
-    // The first statement reads the file's header: a file that is not SQLite fails here.
-    database.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${level};`);
+    // The first statement reads the file's header: a file that is not SQLite fails here. Switching a
+    // new file to WAL while another connection writes it is answered busy at once; it waits instead.
+    execWhenFree(database, "PRAGMA journal_mode = WAL", timeout, `Opening the SQLite file ${options.path}`);
+    database.exec(`PRAGMA synchronous = ${level}`);
   } catch (error) {
     database?.close();
+    // A file locked past the busy timeout is not damaged: telling the user to move it aside would be wrong.
+    if (StorageError.isInstance(error)) throw error;
     // SQLite's own message ("file is not a database") names no file; a user with several stores needs it.
     throw new StorageError(
       "unreadable_database",
