@@ -1,9 +1,11 @@
 /**
  * The metadata counter (ADR 0556) against an oracle, on a SQLite file and on PostgreSQL: random adds,
- * duplicates, edits, deletes, events, documents and purges with metadata of random size and script,
- * under a small `maxMetadataBytes`. After every operation the tenant's counter equals the metadata
- * bytes recomputed from its rows; a refused write changed no row and was refused only when it did
- * not fit (`used` the counter before it, `requested` what it asked); an accepted write that grew the
+ * duplicates, edits, deletes, events (with metadata, with `{}` or with none, their episodes carrying
+ * the speaker and role the service writes), documents and purges with metadata of random size and
+ * script, under a small `maxMetadataBytes`. After every operation the tenant's counter equals the
+ * metadata bytes the callers sent, recomputed from its rows (ADR 0563); a refused write changed no
+ * row and was refused only when it did not fit (`used` the counter before it, `requested` what it
+ * asked: for an add or an event exactly the metadata it sent); an accepted write that grew the
  * counter left it within the limit (only a delete, never refused, may pass it). Seed
  * `TACKLE_PROPERTY_SEED` (default 23).
  */
@@ -65,20 +67,38 @@ function randomMetadata(random: Random): Record<string, unknown> {
 
 interface Outcome {
   readonly operation: string;
-  /** What the write asked, when the oracle knows it exactly (an add: its metadata's JSON text). */
-  readonly asked?: number;
+  /**
+   * What the write asks, when the oracle knows it exactly: the JSON text of the metadata the caller
+   * sent (an add's; an event's, none when it sent none, ADR 0563), charged if stored, `requested` if
+   * refused.
+   */
+  asked?: number;
+  /** An event sent without metadata (or `{}`): never refused for metadata (ADR 0563). */
+  bare?: boolean;
   readonly grows: boolean;
 }
 
-/** One random operation; throws what the service throws. */
-async function operate(service: MemoryService, random: Random, step: number): Promise<Outcome> {
+const sent = (metadata: Record<string, unknown> | undefined) =>
+  metadata === undefined || Object.keys(metadata).length === 0 ? 0 : bytes(JSON.stringify(metadata));
+
+/** One random operation, told in `outcome` before its write; throws what the service throws. */
+async function operate(
+  service: MemoryService,
+  random: Random,
+  step: number,
+  outcome: (told: Outcome) => void,
+): Promise<Outcome> {
   const userId = pick(random, users);
   const roll = random();
+  const tell = (told: Outcome) => {
+    outcome(told);
+    return told;
+  };
   if (roll < 0.3) {
     const metadata = randomMetadata(random);
+    const told = tell({ operation: "add", asked: sent(metadata), grows: true });
     await service.add(tenant, { userId, content: `fact ${step} ${randomText(random, 20)}`, metadata });
-    const asked = Object.keys(metadata).length === 0 ? 0 : bytes(JSON.stringify(metadata));
-    return { operation: "add", asked, grows: true };
+    return told;
   }
   const { memories } = await service.listMemories(tenant, { userId, limit: 50 });
   const memory = memories.length > 0 ? pick(random, memories) : undefined;
@@ -103,16 +123,20 @@ async function operate(service: MemoryService, random: Random, step: number): Pr
     return { operation: "delete", grows: false };
   }
   if (roll < 0.8) {
-    const metadata = random() < 0.3 ? undefined : randomMetadata(random);
+    // Without metadata a third of the time: its episode carries the speaker and role the service
+    // writes, which the caller did not send and is not charged (ADR 0563).
+    const metadata = random() < 0.35 ? undefined : randomMetadata(random);
+    const asked = sent(metadata);
+    const told = tell({ operation: "event", asked, bare: asked === 0, grows: true });
     await service.writeEvent(tenant, {
       userId,
       sessionId: `s-${userId}`,
       role: pick(random, ["user", "assistant"] as const),
       content: `turn ${step} ${randomText(random, 40)}`,
       ...(metadata ? { metadata } : {}),
-      infer: false,
+      ...(random() < 0.3 ? { infer: true } : { infer: false }),
     });
-    return { operation: "event", grows: true };
+    return told;
   }
   if (roll < 0.92) {
     const metadata = randomMetadata(random);
@@ -132,16 +156,19 @@ async function property(subject: MetadataSubject, steps: number) {
   const random = seededRandom(seed);
   const store: MemoryStore = await subject.open();
   const service = createMemoryService({ store, quotas: { maxMetadataBytes: limit }, resumeJobs: false });
-  const tally: Record<string, number> = { refused: 0, overLimit: 0 };
+  const tally: Record<string, number> = { refused: 0, overLimit: 0, bareNearLimit: 0 };
   try {
     for (let step = 0; step < steps; step += 1) {
       const rowsBefore = await metadataFromRows(subject, tenant);
       const counterBefore = (await store.usage(tenant)).metadataBytes;
       assert.equal(counterBefore, rowsBefore, `step ${step}: the counter before`);
       let outcome: Outcome | undefined;
+      let told: Outcome | undefined;
       let refused: Record<string, unknown> | undefined;
       try {
-        outcome = await operate(service, random, step);
+        outcome = await operate(service, random, step, (operation) => {
+          told = operation;
+        });
       } catch (error) {
         if (!(MemoryError.isInstance(error) && error.code === "quota_exceeded")) throw error;
         refused = error.data as Record<string, unknown>;
@@ -158,11 +185,27 @@ async function property(subject: MetadataSubject, steps: number) {
           counterBefore + Number(refused.requested) > limit,
           `step ${step}: refused while ${JSON.stringify(refused)} fit`,
         );
+        const asked = (told as Outcome | undefined)?.asked;
+        if (asked !== undefined) {
+          assert.equal(
+            refused.requested,
+            asked,
+            `step ${step}: ${told!.operation} refused for more than it sent`,
+          );
+        }
         continue;
       }
       tally[outcome!.operation] = (tally[outcome!.operation] ?? 0) + 1;
       if (outcome!.asked !== undefined) {
-        assert.equal(rowsAfter - rowsBefore, outcome!.asked, `step ${step}: what an add charged`);
+        assert.equal(
+          rowsAfter - rowsBefore,
+          outcome!.asked,
+          `step ${step}: what ${outcome!.operation} charged`,
+        );
+      }
+      // A bare event near the limit (its episode's speaker and role would not have fit) is stored.
+      if (outcome!.bare && counterBefore + bytes('{"speaker":"assistant","role":"assistant"}') > limit) {
+        tally.bareNearLimit! += 1;
       }
       if (outcome!.grows && rowsAfter > rowsBefore) {
         assert.ok(rowsAfter <= limit, `step ${step}: ${outcome!.operation} passed the limit: ${rowsAfter}`);
@@ -180,6 +223,7 @@ async function property(subject: MetadataSubject, steps: number) {
     assert.ok((tally[operation] ?? 0) > 0, `no ${operation} was accepted in ${steps} steps`);
   }
   assert.ok(tally.refused! > 0, "no write was refused");
+  assert.ok(tally.bareNearLimit! > 0, "no event without metadata was sent near the limit");
 }
 
 let files = 0;

@@ -120,10 +120,105 @@ async function checkBounds(subject: MetadataSubject) {
     await service.writeEvent(tenant, { ...event, metadata: { speaker: "Ada" } });
     await service.ingestDocument(tenant, document);
     const counted = (await store.usage(tenant)).metadataBytes;
-    assert.ok(counted > bytes('{"speaker":"Ada"}') + bytes('{"source":"web"}'), `counted ${counted}`);
+    // The event's episode carries `{"speaker":"Ada","role":"user"}`, the service's: not charged (ADR 0563).
+    assert.equal(counted, bytes('{"speaker":"Ada"}') + bytes('{"source":"web"}'));
     assert.equal(counted, await metadataFromRows(subject, tenant));
     assert.deepEqual((await service.status(tenant)).quotas?.metadataBytes, { used: counted, limit: 100 });
     assert.equal((await store.usage("neighbour")).metadataBytes, 60);
+  });
+}
+
+async function importTurns(service: MemoryService, tenant: string, userId: string, turns: number) {
+  const { job } = await service.importConversations(tenant, {
+    userId,
+    sessionId: "imported",
+    format: "openai",
+    infer: false,
+    conversations: [
+      {
+        id: "chat-1",
+        messages: Array.from({ length: turns }, (_, index) => ({
+          role: index % 2 === 0 ? "user" : "assistant",
+          content: `imported turn ${index}`,
+          ...(index === 0 ? { name: "Ada" } : {}),
+        })),
+      },
+    ],
+  });
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const { job: now } = await service.getJob(tenant, job.id);
+    if (now.status === "succeeded" || now.status === "failed") return now;
+    assert.ok(Date.now() < deadline, "the import did not finish in time");
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/**
+ * Only what a caller sends is charged (ADR 0563): at its limit a tenant still records conversations
+ * sent without metadata (an event's episode carries the speaker and role the service writes), captures
+ * turns as the middleware does, and imports transcripts (each event carries the job, conversation and
+ * turn the service writes); what a caller sends is refused exactly, `requested` its bytes.
+ */
+async function checkServicesOwn(subject: MetadataSubject) {
+  await withService(subject, 50, async (service, store) => {
+    const tenant = "own";
+    const scope = { userId: "ada", sessionId: "s" };
+    await service.add(tenant, { userId: "ada", content: "Ada likes tea", metadata: sized(50) });
+    assert.equal((await store.usage(tenant)).metadataBytes, 50);
+    // An event without metadata, with `{}`, and a captured turn (user then assistant, no metadata).
+    for (const event of [
+      { ...scope, role: "user" as const, content: "I land on Friday", infer: false },
+      { ...scope, role: "assistant" as const, content: "Safe travels", metadata: {}, infer: false },
+      { ...scope, role: "user" as const, content: "I prefer window seats", customId: "turn-1:user" },
+      { ...scope, role: "assistant" as const, content: "Noted", infer: false, customId: "turn-1:assistant" },
+    ]) {
+      const { event: stored } = await service.writeEvent(tenant, event);
+      assert.equal(stored.content, event.content);
+    }
+    const { memories } = await service.listMemories(tenant, { ...scope, kind: "episode", limit: 10 });
+    assert.equal(memories.length, 4, "every turn kept as an episode");
+    assert.deepEqual(
+      memories.map((memory) => memory.metadata).sort((a, b) => String(a.role).localeCompare(String(b.role))),
+      [
+        { speaker: "assistant", role: "assistant" },
+        { speaker: "assistant", role: "assistant" },
+        { speaker: "user", role: "user" },
+        { speaker: "user", role: "user" },
+      ],
+    );
+    // An edit of an episode keeping its metadata, and a delete, keep its charge: none.
+    await service.updateMemory(tenant, memories[0]!.id, { content: "I land on Saturday" });
+    await service.deleteMemory(tenant, memories[1]!.id, { reason: "wrong" });
+    const imported = await importTurns(service, tenant, "ada", 6);
+    assert.equal(imported.status, "succeeded", JSON.stringify(imported.error));
+    assert.equal((await store.usage(tenant)).metadataBytes, 50, "nothing the caller sent was charged");
+    assert.equal(await metadataFromRows(subject, tenant), 50);
+    // What the caller sends is charged exactly: on an event, and on an episode it edits.
+    const named = {
+      ...scope,
+      role: "user" as const,
+      content: "hi",
+      metadata: { speaker: "Ada" },
+      infer: false,
+    };
+    assert.deepEqual(await refusal(service.writeEvent(tenant, named)), {
+      kind: "metadataBytes",
+      limit: 50,
+      used: 50,
+      requested: bytes('{"speaker":"Ada"}'),
+    });
+    assert.deepEqual(await refusal(service.updateMemory(tenant, memories[2]!.id, { metadata: { a: 1 } })), {
+      kind: "metadataBytes",
+      limit: 50,
+      used: 50,
+      requested: bytes('{"a":1}'),
+    });
+    // A purge's recount agrees with the charges.
+    await service.purge(tenant, { sessionId: "nobody" });
+    assert.equal((await store.usage(tenant)).metadataBytes, 50, "a purge's recount");
+    await service.purge(tenant, { userId: "ada" });
+    assert.equal((await store.usage(tenant)).metadataBytes, 0);
   });
 }
 
@@ -185,12 +280,16 @@ async function checkMigration(subject: MetadataSubject) {
   assert.equal(before.metadataBytes, await metadataFromRows(subject, tenant));
   await subject.before0556();
   // What the rows' metadata was stored as: SQLite keeps the JSON text written, PostgreSQL its JSONB text.
+  // The event's episode's is the service's own: the migrations after (ADR 0563) charge it nothing.
+  const callers = "AND memory_id NOT IN (SELECT id FROM memory_memories WHERE kind = 'episode')";
   const stored = async () =>
     (
       await Promise.all(
-        ["memory_history", "memory_events", "memory_documents"].map((table) =>
-          subject.rows(`SELECT metadata FROM ${table} WHERE tenant_id = ?`, [tenant]),
-        ),
+        [
+          `memory_history WHERE tenant_id = ? ${callers}`,
+          "memory_events WHERE tenant_id = ?",
+          "memory_documents WHERE tenant_id = ?",
+        ].map((from) => subject.rows(`SELECT metadata FROM ${from}`, [tenant])),
       )
     )
       .flat()
@@ -204,7 +303,7 @@ async function checkMigration(subject: MetadataSubject) {
     ? Number(
         (
           await subject.rows(
-            `SELECT (SELECT coalesce(sum(octet_length(metadata::text)), 0) FROM memory_history WHERE tenant_id = ?)
+            `SELECT (SELECT coalesce(sum(octet_length(metadata::text)), 0) FROM memory_history WHERE tenant_id = ? ${callers})
               + (SELECT coalesce(sum(octet_length(metadata::text)), 0) FROM memory_events WHERE tenant_id = ?)
               + (SELECT coalesce(sum(octet_length(metadata::text)), 0) FROM memory_documents WHERE tenant_id = ?) AS n`,
             [tenant, tenant, tenant],
@@ -268,12 +367,65 @@ async function checkEmptyMigration(subject: MetadataSubject) {
   });
 }
 
+/**
+ * Rows stored when the service's own metadata was charged are counted again by the migration that
+ * made it free (ADR 0563): episodes' versions keeping it and imports' events; later changes keep it free.
+ */
+async function checkServicesOwnMigration(subject: MetadataSubject) {
+  const tenant = "owned";
+  const scope = { userId: "fay", sessionId: "s" };
+  const before = await withService(subject, Number.POSITIVE_INFINITY, async (service, store) => {
+    await service.add(tenant, { userId: "fay", content: "Fay paints", metadata: { a: 1 } });
+    await service.writeEvent(tenant, { ...scope, role: "user", content: "I paint at dawn", infer: false });
+    await service.writeEvent(tenant, {
+      ...scope,
+      role: "assistant",
+      content: "Lovely light then",
+      metadata: { speaker: "Guide" },
+      infer: false,
+    });
+    const { memories } = await service.listMemories(tenant, { ...scope, kind: "episode", limit: 10 });
+    await service.updateMemory(tenant, memories[0]!.id, { content: "I paint at dusk" });
+    await service.deleteMemory(tenant, memories[1]!.id, { reason: "said twice" });
+    assert.equal((await importTurns(service, tenant, "fay", 4)).status, "succeeded");
+    return (await store.usage(tenant)).metadataBytes;
+  });
+  assert.equal(before, bytes('{"a":1}') + bytes('{"speaker":"Guide"}'));
+  assert.equal(before, await metadataFromRows(subject, tenant));
+  await subject.before0563();
+  const [drifted] = await subject.rows(
+    "SELECT metadata_bytes AS n FROM memory_tenant_usage WHERE tenant_id = ?",
+    [tenant],
+  );
+  assert.ok(Number(drifted!.n) > before + 200, `charged before: ${drifted!.n}`);
+  await withService(subject, Number.POSITIVE_INFINITY, async (service, store) => {
+    assert.equal((await store.usage(tenant)).metadataBytes, before, "counted again, the service's own free");
+    assert.equal(await metadataFromRows(subject, tenant), before);
+    // A change keeping an episode's metadata after the migration keeps its charge: none.
+    const { memories } = await service.listMemories(tenant, { ...scope, kind: "episode", limit: 10 });
+    for (const memory of memories) await service.updateMemory(tenant, memory.id, { importance: 0.9 });
+    assert.equal((await store.usage(tenant)).metadataBytes, before);
+    await service.purge(tenant, { userId: "nobody" });
+    assert.equal((await store.usage(tenant)).metadataBytes, before, "a purge's recount");
+  });
+}
+
 for (const make of makers) {
   describe("metadata quota", () => {
     it("refuses metadata past the tenant's bytes exactly at the bound, stores nothing, purge gives room", async () => {
       const subject = await make();
       subjects.push(subject);
       await checkBounds(subject);
+    });
+    it("charges only what callers send: events without metadata, captures and imports at the limit", async () => {
+      const subject = await make();
+      subjects.push(subject);
+      await checkServicesOwn(subject);
+    });
+    it("the migration that makes the service's own metadata free counts the rows charged for it again", async () => {
+      const subject = await make();
+      subjects.push(subject);
+      await checkServicesOwnMigration(subject);
     });
     it("status answers every quota kind: the counters and what the tenant holds", async () => {
       const subject = await make();

@@ -1,9 +1,9 @@
 /**
  * Purge against an oracle (ADR 0559), on a SQLite file and on PostgreSQL: random programs over three
  * users, two agents and two sessions, each step one write (add with or without metadata, under an
- * idempotency key or not, update, delete, event, document, core-block edit, search, an import job
- * run by the service's worker and waited for) or a purge of a user or a scope; now and then a purge
- * runs together with writes to what it purges (`Promise.all`).
+ * idempotency key or not, update, delete, event, document, core-block edit, search, a novelty scan,
+ * an import or a consolidation job run by the service's worker and waited for) or a purge of a user
+ * or a scope; now and then a purge runs together with writes to what it purges (`Promise.all`).
  * Each write carries a marker word of its own (`zq<round>k<n>q`). After each purge and after the
  * program:
  *
@@ -17,6 +17,10 @@
  *   memory's versions, an event, a document's chunks by search, a core block, a trace, an
  *   idempotency key's kept answer).
  *
+ * - every job ends: purged (its record gone) or succeeded, never left queued or running, never failed
+ *   for a memory purged under it (ADR 0564); after a purge, every job it covered is gone and every
+ *   other reads back as it finished; no job logs an error and no promise is left rejected unhandled.
+ *
  * A write racing a purge of its own scope may land before it (and be purged) or after it (and stay):
  * the oracle reads which, and asks that it be whole either way: read back in full (a memory with its
  * version, a keyed write's memory with its kept answer), or in no column at all. A change to a record
@@ -26,8 +30,10 @@
  * PostgreSQL), from seed `TACKLE_PROPERTY_SEED` (default 37).
  */
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
-import { createMemoryService } from "@tackle/memory";
+import { after, describe, it } from "node:test";
+import { setImmediate } from "node:timers/promises";
+import { silentLogger } from "@tackle/core";
+import { createMemoryService, type MemoryStore } from "@tackle/memory";
 import { seededRandom } from "@tackle/test-support";
 import {
   covers,
@@ -69,6 +75,24 @@ async function check(subject: PurgeSubject, program: Program, when: string) {
   );
 }
 
+/**
+ * The store, each memory change made a turn of the event loop later: a job's changes (a consolidation
+ * updates memory after memory) then spread over turns, and a purge beside it falls between them.
+ */
+function yieldingChanges(store: MemoryStore): MemoryStore {
+  return new Proxy(store, {
+    get(target, key) {
+      const value = Reflect.get(target, key);
+      if (typeof value !== "function") return value;
+      if (key !== "updateMemory") return value.bind(target);
+      return async (...args: Parameters<MemoryStore["updateMemory"]>) => {
+        await setImmediate();
+        return target.updateMemory(...args);
+      };
+    },
+  });
+}
+
 async function runProgram(
   subject: PurgeSubject,
   round: number,
@@ -77,9 +101,14 @@ async function runProgram(
 ) {
   const store = await subject.open(round);
   const limited = round % 2 === 1;
+  const errors: string[] = [];
   const service = createMemoryService({
-    store,
+    store: yieldingChanges(store),
     resumeJobs: false,
+    logger: {
+      ...silentLogger,
+      error: (message, fields) => errors.push(`${message} ${JSON.stringify(fields)}`),
+    },
     // Every other program with (roomy) limits on: the writes then take the tenant's counter row first.
     ...(limited ? { quotas: { maxMemories: 1e6, maxCoreBlocks: 1e4, maxMetadataBytes: 1e8 } } : {}),
   });
@@ -111,6 +140,7 @@ async function runProgram(
       if (mark.state === "kept" && !(await mark.read())) unread.push(`${mark.what} ${mark.marker}`);
     }
     assert.deepEqual(unread, [], "what no purge covered reads back");
+    assert.deepEqual(errors, [], "errors the service logged");
   } finally {
     await service.close();
   }
@@ -153,14 +183,20 @@ async function property(subject: PurgeSubject, programs: number) {
     "core block",
     "search",
     "import",
+    "consolidation",
+    "novelty scan",
   ];
   for (const what of kinds) {
     assert.ok((tally[what] ?? 0) > 0, `no ${what} in ${programs} programs`);
   }
   assert.ok((tally["purge with writes"] ?? 0) > 0 && (tally["raced, gone"] ?? 0) > 0, "no race was run");
+  assert.ok((tally["consolidation raced"] ?? 0) > 0, "no consolidation ran beside a purge of its scope");
 }
 
 const { directory, subjects } = purgeSubjectsOfSuite("tackle-memory-purge-oracle-");
+const unhandled: unknown[] = [];
+process.on("unhandledRejection", (reason) => unhandled.push(reason));
+after(() => assert.deepEqual(unhandled, [], "promises rejected with no handler"));
 
 describe("purge against an oracle", () => {
   it("a SQLite file: random programs of writes and purges, some racing", async () => {

@@ -327,9 +327,9 @@ async function checkMigration(subject: Subject) {
     events: 1,
     eventBytes: bytes("olá"),
     documentBytes: bytes("a short document"),
-    // Metadata (ADR 0556): the episode's own; the `{}` of each memory version, the event and the
-    // document costs nothing (ADR 0559).
-    metadataBytes: bytes(JSON.stringify({ speaker: "user", role: "user" })),
+    // Metadata (ADR 0556): the `{}` of each memory version, the event and the document costs
+    // nothing (ADR 0559), nor does the speaker and role the service writes on the episode (ADR 0563).
+    metadataBytes: 0,
   });
   await subject.forgetQuotas();
   const store = await subject.open();

@@ -142,8 +142,8 @@ describe("SQLite store: schema versions", () => {
     const store = createSqliteStore({ path });
     try {
       await checkAccessAfterMigration(store);
-      // Migrations 12 and 14 (ADRs 0556, 0559): the metadata of the rows kept is counted, as the JSON
-      // text they hold; this file's rows hold `{}` only, which costs nothing.
+      // Migrations 12, 14 and 15 (ADRs 0556, 0559, 0563): the metadata of the rows kept is counted, as
+      // the JSON text they hold; this file's rows hold `{}` only, which costs nothing.
       const metadataText = metadataTextBytes(path, "tenant-a");
       assert.equal((await store.usage("tenant-a")).metadataBytes, metadataText);
       const memories = await store.listMemories("tenant-a", { userId: "u1" }, { limit: 10, order: "recent" });
@@ -211,7 +211,7 @@ describe("SQLite store: schema versions", () => {
     const database = new DatabaseSync(path);
     assert.equal(
       (database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version,
-      14,
+      16,
     );
     // Migration 11 (ADR 0551): the jobs a tenant has waiting are counted on an index of those alone.
     const waitingPlan = database
@@ -389,6 +389,8 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "memory", version: 13 },
         { store: "memory", version: 14 },
         { store: "memory", version: 15 },
+        { store: "memory", version: 16 },
+        { store: "memory", version: 17 },
       ]);
       // Migration 11: a user's cut (ADR 0545) walks an index of its rows in write order.
       // Rows that name no user have a partial index: PostgreSQL would sort them after `IS NULL`.

@@ -138,7 +138,13 @@ async function noveltyScan(
         : {}),
     });
   }
-  const job = await jobs.record(tenantId, "novelty_scan", scope, input, { results });
+  // The record names each nearest memory by id, without its text (ADR 0564): the memory may lie in a
+  // narrower scope, and a purge of that scope leaves this record, which must not keep a copy of it.
+  const recorded = results.map(({ nearest, ...result }) => ({
+    ...result,
+    ...(nearest ? { nearest: { memoryId: nearest.memoryId, similarity: nearest.similarity } } : {}),
+  }));
+  const job = await jobs.record(tenantId, "novelty_scan", scope, input, { results: recorded });
   return { jobId: job.id, results };
 }
 

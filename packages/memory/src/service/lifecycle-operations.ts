@@ -67,9 +67,12 @@ export function createLifecycleOperations(context: ServiceContext): LifecycleOpe
             });
           }
           const content = input.content ?? current.content;
+          // Metadata the caller sends is charged as sent; kept, it keeps its charge (ADR 0563).
+          const { metadataCharge, ...kept } = current;
           return {
             next: {
-              ...current,
+              ...kept,
+              ...(input.metadata === undefined && metadataCharge !== undefined ? { metadataCharge } : {}),
               content,
               kind: input.kind ?? current.kind,
               metadata: input.metadata ?? current.metadata,

@@ -15,6 +15,8 @@ export function newMemory(
     content: string;
     kind: Memory["kind"];
     metadata?: Record<string, unknown> | undefined;
+    /** What the metadata is charged when not its JSON bytes: 0 for metadata the service wrote (ADR 0563). */
+    metadataCharge?: number | undefined;
     importance?: number | undefined;
     provenance: Memory["provenance"];
     dedupe: boolean;
@@ -40,6 +42,7 @@ export function newMemory(
     updatedAt: at,
     dedupeKey: fields.dedupe ? contentHash(fields.content) : id,
     ...(fields.embedding ? { embedding: fields.embedding } : {}),
+    ...(fields.metadataCharge === undefined ? {} : { metadataCharge: fields.metadataCharge }),
   };
 }
 

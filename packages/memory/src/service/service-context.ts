@@ -219,12 +219,18 @@ async function mutateStoredMemory(
 }
 
 export function publicMemory(memory: StoredMemory): Memory {
-  const { tenantId: _tenant, dedupeKey: _dedupe, embedding: _embedding, ...rest } = memory;
+  const {
+    tenantId: _tenant,
+    dedupeKey: _dedupe,
+    embedding: _embedding,
+    metadataCharge: _charge,
+    ...rest
+  } = memory;
   return rest;
 }
 
 export function publicEvent(event: StoredEvent) {
-  const { tenantId: _tenant, seq: _seq, ...rest } = event;
+  const { tenantId: _tenant, seq: _seq, metadataCharge: _charge, ...rest } = event;
   return rest;
 }
 

@@ -58,6 +58,7 @@ async function planEvents(
   { embedder, nowIso }: ServiceContext,
   tenantId: string,
   requests: readonly WriteEventRequest[],
+  byJob: boolean,
 ): Promise<PlannedEvent[]> {
   const at = nowIso();
   const parsed = requests.map((request) => {
@@ -77,6 +78,9 @@ async function planEvents(
       ...(importJobId ? { importJobId } : {}),
       occurredAt: input.occurredAt ? new Date(input.occurredAt).toISOString() : at,
       createdAt: at,
+      // A job's events carry the metadata the service wrote for them (an import's job, conversation,
+      // turn and speaker, each bounded): charged nothing (ADR 0563). A caller's is charged as sent.
+      ...(byJob ? { metadataCharge: 0 } : {}),
     };
     // A user's or an assistant's turn is also kept as an episode that search ranks (ADR 0361).
     const episode = episodeOf(input);
@@ -235,6 +239,8 @@ async function commitEvents(
           content: item.episode.content,
           kind: "episode",
           metadata: { speaker: item.episode.speaker, role: event.role },
+          // The service's own keys (ADR 0563): the caller paid for what it sent on the event.
+          metadataCharge: 0,
           provenance: provenanceOf(event.importJobId, event.id),
           dedupe: false,
           embedding: item.episodeVector,
@@ -283,7 +289,7 @@ export function createWriteEvents(context: ServiceContext) {
     options: { readonly jobId?: string } = {},
   ): Promise<WriteEventResponse[]> {
     if (requests.length === 0) return [];
-    const planned = await planEvents(context, tenantId, requests);
+    const planned = await planEvents(context, tenantId, requests, options.jobId !== undefined);
     const { store } = context;
     return store.withTransaction(async () => {
       const answers = await commitEvents(context, tenantId, planned);

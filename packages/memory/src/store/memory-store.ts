@@ -14,6 +14,12 @@ export interface StoredMemory extends Memory {
   /** Duplicate key: the normalized content hash, or the id when duplicates were allowed. */
   readonly dedupeKey: string;
   readonly embedding?: Float32Array;
+  /**
+   * The bytes this version's metadata is charged against `metadataBytes` (ADR 0563): what the caller
+   * sent, none for what the service wrote itself (an event's episode's speaker and role). A change
+   * that keeps the metadata (`{ ...current }`) keeps its charge; absent, the metadata's JSON bytes.
+   */
+  readonly metadataCharge?: number;
 }
 
 export interface StoredEvent extends MemoryEvent {
@@ -23,6 +29,8 @@ export interface StoredEvent extends MemoryEvent {
    * would count the other tenants' events.
    */
   readonly seq: number;
+  /** What the event's metadata is charged (ADR 0563): an import's own metadata none; absent, its JSON bytes. */
+  readonly metadataCharge?: number;
 }
 
 export interface StoredDocument extends KnowledgeDocument {

@@ -11,6 +11,7 @@ import type {
   StoredMemory,
   StoredTrace,
 } from "./memory-store.ts";
+import { chargedMetadata } from "./tenant-usage.ts";
 
 type Row = Record<string, unknown>;
 
@@ -76,6 +77,7 @@ export function memoryFromRow(row: Row): StoredMemory {
     updatedAt: time(row.updated_at)!,
     dedupeKey: String(row.dedupe_key),
     ...(embedding ? { embedding } : {}),
+    ...optional("metadataCharge", row.metadata_bytes === undefined ? undefined : Number(row.metadata_bytes)),
   };
 }
 
@@ -127,6 +129,7 @@ export const memoryColumns = [
   "embedding",
   "created_at",
   "updated_at",
+  "metadata_bytes",
 ] as const;
 
 export function memoryValues(memory: StoredMemory, scopeKeyValue: string): unknown[] {
@@ -153,6 +156,7 @@ export function memoryValues(memory: StoredMemory, scopeKeyValue: string): unkno
     encodeEmbedding(memory.embedding),
     memory.createdAt,
     memory.updatedAt,
+    chargedMetadata(memory),
   ];
 }
 
@@ -170,6 +174,7 @@ export function eventFromRow(row: Row): StoredEvent {
     seq: Number(row.seq),
     occurredAt: time(row.occurred_at)!,
     createdAt: time(row.created_at)!,
+    ...optional("metadataCharge", row.metadata_bytes === undefined ? undefined : Number(row.metadata_bytes)),
   };
 }
 

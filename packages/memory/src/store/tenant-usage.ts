@@ -67,6 +67,15 @@ export function metadataBytes(metadata: unknown): number {
   return utf8Bytes(JSON.stringify(metadata));
 }
 
+/**
+ * What a row is charged for its metadata: its own `metadataCharge` when the service set one (ADR 0563:
+ * metadata the service wrote itself costs nothing; a version keeping its metadata keeps the charge),
+ * else `metadataBytes` of what it holds.
+ */
+export function chargedMetadata(row: WithMetadata): number {
+  return row.metadataCharge ?? metadataBytes(row.metadata);
+}
+
 function isEmptyObject(value: unknown): boolean {
   return typeof value === "object" && !Array.isArray(value) && Object.keys(value as object).length === 0;
 }
@@ -133,6 +142,23 @@ export function fillUsageSql(
   return `INSERT INTO memory_tenant_usage (tenant_id, ${columns.join(", ")}) SELECT * FROM (${totals}) AS totals WHERE true
     ON CONFLICT (tenant_id) DO UPDATE SET ${columns.map((column) => `${column} = excluded.${column}`).join(", ")}`;
 }
+
+/** The keys an import writes on each of its events (ADR 0563's migrations). */
+export const importKeys = "'importJobId', 'conversation', 'turn', 'speaker'";
+
+/**
+ * Whether memory `m`, with its first version `c`, is an event's episode as the service wrote it (ADR
+ * 0563's migrations): an episode from an event or import whose first metadata is a speaker of at most
+ * 80 characters and the turn's role, nothing else. Its versions keeping that metadata are free.
+ */
+export const serviceEpisodeSql = {
+  sqlite: `m.kind = 'episode' AND json_extract(m.provenance, '$.source') IN ('event', 'import')
+    AND (SELECT count(*) FROM json_each(c.metadata)) = 2 AND json_type(c.metadata, '$.speaker') = 'text'
+    AND length(json_extract(c.metadata, '$.speaker')) <= 80 AND json_extract(c.metadata, '$.role') IN ('user', 'assistant')`,
+  postgres: `m.kind = 'episode' AND m.provenance->>'source' IN ('event', 'import')
+    AND (SELECT count(*) FROM jsonb_object_keys(c.metadata)) = 2 AND jsonb_typeof(c.metadata->'speaker') = 'string'
+    AND char_length(c.metadata->>'speaker') <= 80 AND c.metadata->>'role' IN ('user', 'assistant')`,
+};
 
 /**
  * Throws `quota_exceeded` (409) when a kind that `delta` grows is now past its limit: the caller's
@@ -226,30 +252,34 @@ export function heldJobsSql(tenant: string): string {
 export const droppedInput = "null";
 
 interface WithMetadata {
-  readonly content: string;
   readonly metadata?: unknown;
+  readonly metadataCharge?: number | undefined;
+}
+
+interface WithContent extends WithMetadata {
+  readonly content: string;
 }
 
 /** What inserting these memories adds: a row each, its content and its metadata (its first version). */
-export function memoriesAdded(memories: readonly WithMetadata[]): Partial<TenantUsage> {
+export function memoriesAdded(memories: readonly WithContent[]): Partial<TenantUsage> {
   return {
     memories: memories.length,
     memoryBytes: memories.reduce((sum, memory) => sum + utf8Bytes(memory.content), 0),
-    metadataBytes: memories.reduce((sum, memory) => sum + metadataBytes(memory.metadata), 0),
+    metadataBytes: memories.reduce((sum, memory) => sum + chargedMetadata(memory), 0),
   };
 }
 
 /** What a memory's new version adds: its history row's content and metadata. */
-export function versionAdded(memory: WithMetadata): Partial<TenantUsage> {
-  return { memoryBytes: utf8Bytes(memory.content), metadataBytes: metadataBytes(memory.metadata) };
+export function versionAdded(memory: WithContent): Partial<TenantUsage> {
+  return { memoryBytes: utf8Bytes(memory.content), metadataBytes: chargedMetadata(memory) };
 }
 
 /** What appending these events adds. */
-export function eventsAdded(events: readonly WithMetadata[]): Partial<TenantUsage> {
+export function eventsAdded(events: readonly WithContent[]): Partial<TenantUsage> {
   return {
     events: events.length,
     eventBytes: events.reduce((sum, event) => sum + utf8Bytes(event.content), 0),
-    metadataBytes: events.reduce((sum, event) => sum + metadataBytes(event.metadata), 0),
+    metadataBytes: events.reduce((sum, event) => sum + chargedMetadata(event), 0),
   };
 }
 

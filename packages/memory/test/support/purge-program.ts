@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { setImmediate } from "node:timers/promises";
 import { MemoryError, type MemoryService, type MemoryStore } from "@tackle/memory";
+import { checkJobs, consolidation, importJob, noveltyScan, type TrackedJob } from "./purge-jobs.ts";
 
 const users = ["u0", "u1", "u2"];
 const agents = ["a0", "a1"];
@@ -57,6 +58,8 @@ export class Program {
   readonly marks: Mark[] = [];
   readonly memories = new Map<string, MemoryRecord>();
   readonly blocks = new Map<string, { scope: Scope; marks: Mark[] }>();
+  /** Jobs the program made that no purge has deleted, with how each finished. */
+  readonly jobs = new Map<string, TrackedJob>();
   readonly tally: Record<string, number> = {};
   private next = 0;
 
@@ -284,58 +287,6 @@ export class Program {
     );
   }
 
-  /**
-   * An import job of a few turns sharing one marker, run by the service's worker and waited for until
-   * it finished or a purge deleted it (ADR 0561): its turns read back all or none.
-   */
-  async importJob(scope: Scope, racing: boolean) {
-    const marker = this.marker();
-    const turns = 2 + Math.floor(this.random() * 4);
-    const infer = this.random() < 0.5;
-    const marks: Mark[] = [];
-    await this.attempt(
-      "import",
-      marks,
-      async () => {
-        const { job } = await this.service.importConversations(this.tenant, {
-          ...scope,
-          format: "openai",
-          infer,
-          conversations: [
-            {
-              messages: Array.from({ length: turns }, (_, index) => ({
-                role: index % 2 === 0 ? "user" : "assistant",
-                content: index % 2 === 0 ? `I prefer ${this.text(marker)}` : this.text(marker),
-              })),
-            },
-          ],
-        });
-        marks.push(
-          this.mark(marker, scope, "import", racing, async () => {
-            const events = await this.store.listEvents(this.tenant, scope, { order: "asc", limit: 1_000 });
-            const stored = events.filter((event) => event.content.includes(marker)).length;
-            assert.ok(stored === 0 || stored === turns, `import ${marker}: ${stored} of ${turns} turns`);
-            return stored === turns;
-          }),
-        );
-        for (let polls = 0; ; polls += 1) {
-          assert.ok(polls < 4_000, `import ${marker} never finished`);
-          const status = await this.service.getJob(this.tenant, job.id).then(
-            (answer) => answer.job.status,
-            (error: unknown) => {
-              if (MemoryError.isInstance(error) && error.code === "not_found") return "purged";
-              throw error;
-            },
-          );
-          if (status === "purged" || status === "succeeded") break;
-          assert.ok(status === "queued" || status === "running", `import ${marker}: ${status}`);
-          await new Promise((resolve) => setTimeout(resolve, 5));
-        }
-      },
-      racing,
-    );
-  }
-
   /** A purge and, beside it, `writes` (each told whether the purge covers its scope). */
   async purge(purged: Scope, writes: readonly Write[]) {
     const before = this.marks.filter(
@@ -343,6 +294,7 @@ export class Program {
     );
     const memoriesBefore = [...this.memories.values()].filter((memory) => covers(purged, memory.scope));
     const blocksBefore = [...this.blocks.entries()].filter(([, block]) => covers(purged, block.scope));
+    const jobsBefore = new Set(this.jobs.keys());
     // The purge starts after a few turns of the event loop: writes land before it, during it, after it.
     const turns = Math.floor(this.random() * 4);
     const purge = async () => {
@@ -380,6 +332,7 @@ export class Program {
       block.marks = block.marks.filter((mark) => mark.state !== "gone");
       if (block.marks.length === 0) this.blocks.delete(key);
     }
+    await checkJobs(this, purged, jobsBefore);
   }
 }
 
@@ -428,6 +381,8 @@ export function randomWrite(program: Program, scope: Scope, within: Scope, taken
   if (roll < 0.64) return write((racing) => program.event(scope, racing));
   if (roll < 0.74) return write((racing) => program.document(scope, racing));
   if (roll < 0.88) return write((racing) => program.selfEdit(scope, racing));
-  if (roll < 0.94) return write((racing) => program.search(scope, racing));
-  return write((racing) => program.importJob(scope, racing));
+  if (roll < 0.91) return write((racing) => program.search(scope, racing));
+  if (roll < 0.94) return write((racing) => importJob(program, scope, racing));
+  if (roll < 0.98) return write((racing) => consolidation(program, scope, racing));
+  return write((racing) => noveltyScan(program, scope, racing));
 }

@@ -4,7 +4,7 @@
  */
 
 import type { PostgresMigration } from "@tackle/storage/postgres";
-import { fillUsageSql } from "../tenant-usage.ts";
+import { fillUsageSql, importKeys, serviceEpisodeSql } from "../tenant-usage.ts";
 import { postgresBytes, postgresMetadataBytes } from "./postgres-sql.ts";
 import { postgresSchema } from "./schema.ts";
 
@@ -346,6 +346,43 @@ UPDATE memory_history SET metadata_bytes = 0 WHERE metadata = '{}'::jsonb AND me
 UPDATE memory_events SET metadata_bytes = 0 WHERE metadata = '{}'::jsonb AND metadata_bytes <> 0;
 UPDATE memory_documents SET metadata_bytes = 0 WHERE metadata = '{}'::jsonb AND metadata_bytes <> 0;
 ${fillUsageSql(postgresBytes, undefined, postgresMetadataBytes)};
+`,
+  },
+  {
+    version: 16,
+    name: "metadata the service writes itself costs nothing",
+    // ADR 0563: only what a caller sent is charged. An event's episode carries the speaker and role the
+    // service wrote, an import's event the job, conversation and turn: their rows are charged nothing
+    // from now on, and each memory keeps its current charge, which a change keeping the metadata keeps.
+    up: `
+ALTER TABLE memory_memories ADD COLUMN IF NOT EXISTS metadata_bytes BIGINT NOT NULL DEFAULT 0;
+UPDATE memory_history AS h SET metadata_bytes = 0
+  FROM memory_memories AS m, memory_history AS c
+  WHERE h.metadata_bytes <> 0 AND m.tenant_id = h.tenant_id AND m.id = h.memory_id
+    AND c.tenant_id = h.tenant_id AND c.memory_id = h.memory_id AND c.version = 1 AND c.metadata = h.metadata
+    AND ${serviceEpisodeSql.postgres};
+UPDATE memory_events AS e SET metadata_bytes = 0
+  WHERE e.metadata_bytes <> 0 AND e.source = 'import' AND e.metadata->>'importJobId' = e.import_job_id
+    AND NOT EXISTS (SELECT 1 FROM jsonb_object_keys(e.metadata) AS k(key) WHERE k.key NOT IN (${importKeys}))
+    AND EXISTS (SELECT 1 FROM memory_jobs AS j WHERE j.tenant_id = e.tenant_id AND j.id = e.import_job_id AND j.type = 'import');
+UPDATE memory_memories AS m SET metadata_bytes = coalesce(
+  (SELECT h.metadata_bytes FROM memory_history AS h WHERE h.tenant_id = m.tenant_id AND h.memory_id = m.id ORDER BY h.version DESC LIMIT 1),
+  ${postgresMetadataBytes("memory_memories")});
+${fillUsageSql(postgresBytes, undefined, postgresMetadataBytes)};
+`,
+  },
+  {
+    version: 17,
+    name: "novelty scan records keep no memory's text",
+    // ADR 0564: a novelty scan's record names each candidate's nearest memory by id; it quoted its
+    // text, which a purge of the memory's (narrower) scope left in the scan's record. Records stored
+    // before drop the quoted text.
+    up: `
+UPDATE memory_jobs SET result = jsonb_set(result, '{results}', (
+  SELECT jsonb_agg(CASE WHEN jsonb_typeof(item->'nearest') = 'object' THEN jsonb_set(item, '{nearest}', (item->'nearest') - 'content') ELSE item END ORDER BY position)
+  FROM jsonb_array_elements(result->'results') WITH ORDINALITY AS items(item, position)))
+WHERE type = 'novelty_scan' AND jsonb_typeof(result->'results') = 'array'
+  AND EXISTS (SELECT 1 FROM jsonb_array_elements(result->'results') AS items(item) WHERE item->'nearest' ? 'content');
 `,
   },
 ];

@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import type pg from "pg";
 import type { MemoryStore, StoredEvent } from "../memory-store.ts";
 import { eventFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
-import { byTenant, eventsAdded, metadataBytes, type UsageLimits } from "../tenant-usage.ts";
+import { byTenant, chargedMetadata, eventsAdded, type UsageLimits } from "../tenant-usage.ts";
 import {
   chargeUsage,
   insertChunk,
@@ -44,7 +44,7 @@ function eventValues(event: Omit<StoredEvent, "seq">): unknown[] {
     event.importJobId ?? null,
     event.occurredAt,
     event.createdAt,
-    metadataBytes(event.metadata),
+    chargedMetadata(event),
   ];
 }
 

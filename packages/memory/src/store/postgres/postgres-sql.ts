@@ -4,11 +4,11 @@ import type pg from "pg";
 import type { AccessRecord, StoredMemory } from "../memory-store.ts";
 import { historyValues, memoryColumns, scopeParameters } from "../row-codec.ts";
 import {
+  chargedMetadata,
   chargeUsageSql,
   chargeUsageValues,
   checkUsage,
   type MetadataTable,
-  metadataBytes,
   type TenantUsage,
   type UsageLimits,
   usageFromRow,
@@ -76,9 +76,9 @@ export const historyColumns = [
   "metadata_bytes",
 ] as const;
 
-/** A history row's values in `historyColumns` order, with the bytes its metadata is charged (ADR 0556). */
+/** A history row's values in `historyColumns` order, with the bytes its metadata is charged (ADRs 0556, 0563). */
 export function historyRow(memory: StoredMemory, change: string, reason?: string): unknown[] {
-  return [...historyValues(memory, change, reason), metadataBytes(memory.metadata)];
+  return [...historyValues(memory, change, reason), chargedMetadata(memory)];
 }
 
 /** What every aggregate's methods share: the pool, the unit of work's connection, statement helpers. */

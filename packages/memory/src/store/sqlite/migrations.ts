@@ -4,8 +4,8 @@
  */
 import type { DatabaseSync } from "node:sqlite";
 import type { SqliteMigration } from "@tackle/storage";
-import { fillUsageSql } from "../tenant-usage.ts";
-import { sqliteBytes, sqliteMetadataBytes } from "./purge-sqlite-scope.ts";
+import { fillUsageSql, importKeys, serviceEpisodeSql } from "../tenant-usage.ts";
+import { sqliteBytes, sqliteMetadataBytes, sqliteMetadataTextBytes } from "./purge-sqlite-scope.ts";
 import { sqliteSchema } from "./schema.ts";
 
 /** The columns whose change moves a tenant's memory generation: all but the access counters. */
@@ -359,10 +359,69 @@ CREATE INDEX IF NOT EXISTS memory_core_blocks_bytes ON memory_core_blocks(tenant
     // metadata limit can still store what carries none. The counters filled by migration 12 and the
     // writes before this one charged `{}`: each tenant's is counted again from its rows.
     up: (database) => {
-      database.exec(fillUsageSql(sqliteBytes, undefined, sqliteMetadataBytes));
+      database.exec(fillUsageSql(sqliteBytes, undefined, sqliteMetadataTextBytes));
+    },
+  },
+  {
+    version: 15,
+    name: "metadata the service writes itself costs nothing",
+    // ADR 0563: only what a caller sent is charged. An event's episode carries the speaker and role the
+    // service wrote, an import's event the job, conversation and turn: neither is charged, which the
+    // JSON text does not tell, so memory versions and events keep their charge in a column (as on
+    // PostgreSQL), and each memory its current one, which a change keeping the metadata keeps.
+    up: (database) => {
+      for (const table of ["memory_memories", "memory_history", "memory_events"]) {
+        addMissingColumn(database, table, "metadata_bytes INTEGER NOT NULL DEFAULT 0");
+      }
+      const text = sqliteMetadataTextBytes();
+      database.exec(`
+UPDATE memory_history SET metadata_bytes = ${text};
+UPDATE memory_events SET metadata_bytes = ${text};
+UPDATE memory_history SET metadata_bytes = 0 WHERE metadata_bytes <> 0 AND EXISTS (
+  SELECT 1 FROM memory_memories AS m JOIN memory_history AS c ON c.tenant_id = m.tenant_id AND c.memory_id = m.id AND c.version = 1
+  WHERE m.tenant_id = memory_history.tenant_id AND m.id = memory_history.memory_id AND c.metadata = memory_history.metadata
+    AND ${serviceEpisodeSql.sqlite});
+UPDATE memory_events SET metadata_bytes = 0 WHERE metadata_bytes <> 0 AND source = 'import'
+  AND json_extract(metadata, '$.importJobId') = import_job_id
+  AND NOT EXISTS (SELECT 1 FROM json_each(memory_events.metadata) WHERE key NOT IN (${importKeys}))
+  AND EXISTS (SELECT 1 FROM memory_jobs AS j WHERE j.tenant_id = memory_events.tenant_id AND j.id = memory_events.import_job_id AND j.type = 'import');
+UPDATE memory_memories SET metadata_bytes = coalesce(
+  (SELECT h.metadata_bytes FROM memory_history AS h WHERE h.tenant_id = memory_memories.tenant_id AND h.memory_id = memory_memories.id ORDER BY h.version DESC LIMIT 1),
+  ${text});
+${fillUsageSql(sqliteBytes, undefined, sqliteMetadataBytes)};
+`);
+    },
+  },
+  {
+    version: 16,
+    name: "novelty scan records keep no memory's text",
+    // ADR 0564: a novelty scan's record names each candidate's nearest memory by id; it quoted its
+    // text, which a purge of the memory's (narrower) scope left in the scan's record. Records stored
+    // before drop the quoted text.
+    up: (database) => {
+      const rows = database
+        .prepare(
+          `SELECT seq, result FROM memory_jobs WHERE type = 'novelty_scan' AND result LIKE '%"nearest"%'`,
+        )
+        .all() as { seq: number; result: string }[];
+      const update = database.prepare("UPDATE memory_jobs SET result = ? WHERE seq = ?");
+      for (const row of rows) update.run(JSON.stringify(withoutQuotes(JSON.parse(row.result))), row.seq);
     },
   },
 ];
+
+/** A novelty scan's recorded result without the nearest memories' text (migration 16). */
+function withoutQuotes(result: { results?: unknown }): unknown {
+  if (!Array.isArray(result?.results)) return result;
+  return {
+    ...result,
+    results: result.results.map((item: { nearest?: { content?: unknown } }) => {
+      if (item?.nearest === undefined || item.nearest === null) return item;
+      const { content: _content, ...nearest } = item.nearest;
+      return { ...item, nearest };
+    }),
+  };
+}
 
 function addMissingColumn(database: DatabaseSync, table: string, column: string): void {
   const columns = database.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[];

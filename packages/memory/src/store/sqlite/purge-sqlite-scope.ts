@@ -8,7 +8,7 @@ import type { DatabaseSync, SQLInputValue } from "node:sqlite";
 import { sqliteDialect, sqliteTransaction } from "@tackle/storage";
 import { MEMORY_SCOPE_VALUES, type MemoryScope } from "../../scope/memory-scope.ts";
 import type { PurgeCounts } from "../memory-store.ts";
-import { fillUsageSql } from "../tenant-usage.ts";
+import { fillUsageSql, type MetadataTable } from "../tenant-usage.ts";
 
 const columns = { userId: "user_id", agentId: "agent_id", sessionId: "session_id" } as const;
 
@@ -115,8 +115,16 @@ export function purgeSqliteScope(database: DatabaseSync, tenantId: string, scope
 export const sqliteBytes = (column: string) => `length(CAST(${column} AS BLOB))`;
 
 /**
- * The bytes a row's metadata was charged (ADR 0556): SQLite keeps the JSON text the store was given,
- * so its UTF-8 length is what the write charged, in every table; an empty object's `{}` none (ADR 0559).
+ * The bytes a row's metadata is charged as migration 14 counted them (ADR 0556): the UTF-8 length of
+ * the JSON text SQLite keeps, an empty object's `{}` none (ADR 0559). Shipped: never edit.
  */
-export const sqliteMetadataBytes = () =>
+export const sqliteMetadataTextBytes = () =>
   `(CASE WHEN metadata = '{}' THEN 0 ELSE ${sqliteBytes("metadata")} END)`;
+
+/**
+ * The bytes a row's metadata was charged: a memory version and an event keep theirs in
+ * `metadata_bytes` (ADR 0563: what the service wrote itself is charged nothing, which the JSON text
+ * does not tell); a document, and a memory written before versions were kept, the JSON text's length.
+ */
+export const sqliteMetadataBytes = (table: MetadataTable) =>
+  table === "memory_history" || table === "memory_events" ? "metadata_bytes" : sqliteMetadataTextBytes();

@@ -1,7 +1,7 @@
 /** The conversation log: events appended (one or a batch), listed, read and counted. */
 import type { MemoryStore, StoredEvent } from "../memory-store.ts";
 import { eventFromRow, scopeCondition, scopeParameters } from "../row-codec.ts";
-import { byTenant, eventsAdded } from "../tenant-usage.ts";
+import { byTenant, chargedMetadata, eventsAdded } from "../tenant-usage.ts";
 import { bind, chargeUsage, mark, oneOf, type SqliteContext } from "./sqlite-sql.ts";
 
 /** Appends an event, or answers the one already stored under its custom id; inside a transaction. */
@@ -10,8 +10,8 @@ function appendOne(
   event: Omit<StoredEvent, "seq">,
 ): { event: StoredEvent; created: boolean } {
   const result = run(
-    `INSERT INTO memory_events (id, tenant_id, custom_id, role, content, user_id, agent_id, session_id, metadata, source, import_job_id, occurred_at, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+    `INSERT INTO memory_events (id, tenant_id, custom_id, role, content, user_id, agent_id, session_id, metadata, source, import_job_id, occurred_at, created_at, metadata_bytes)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
     [
       event.id,
       event.tenantId,
@@ -24,6 +24,7 @@ function appendOne(
       event.importJobId ?? null,
       event.occurredAt,
       event.createdAt,
+      chargedMetadata(event),
     ],
   );
   const row =

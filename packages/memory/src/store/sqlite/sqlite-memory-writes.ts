@@ -2,7 +2,7 @@
 import { scopeKey } from "../../scope/memory-scope.ts";
 import type { MemoryStore, StoredMemory } from "../memory-store.ts";
 import { historyValues, memoryColumns, memoryFromRow, memoryUpdate, memoryValues } from "../row-codec.ts";
-import { byTenant, memoriesAdded, versionAdded } from "../tenant-usage.ts";
+import { byTenant, chargedMetadata, memoriesAdded, versionAdded } from "../tenant-usage.ts";
 import { scopeTokens } from "./scope-tokens.ts";
 import { chargeUsage, mark, type SqliteContext, writeAccess } from "./sqlite-sql.ts";
 
@@ -18,9 +18,10 @@ function historyInsert(
   reason: string | undefined,
 ) {
   run(
-    `INSERT INTO memory_history (tenant_id, memory_id, version, change, kind, content, metadata, status, importance, reason, at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    historyValues(memory, change, reason),
+    `INSERT INTO memory_history (tenant_id, memory_id, version, change, kind, content, metadata, status, importance, reason, at, metadata_bytes)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    // With the bytes its metadata is charged (ADR 0563): the purge's recount sums them.
+    [...historyValues(memory, change, reason), chargedMetadata(memory)],
   );
 }
 
