@@ -1,9 +1,10 @@
 /**
  * What the per-tenant bound on open runs (ADR 0123, `maxOpenRuns`) costs a tenant's starts: runs that
  * pause at an approval (each one open), started by one tenant with 32 in flight, with the bound counted
- * in each start's transaction against the same starts without it, beside the tenant's runs already open
- * (0, then `open` paused before the measure). On SQLite (a file) and PostgreSQL (one advisory lock per
- * tenant serialises the count), in the same run.
+ * in each start's transaction (the tenant's counter raised and checked, ADR 0127) against the same
+ * starts without it, beside the tenant's runs already open under the bound (0, then `open` paused before
+ * the measure). On SQLite (a file) and PostgreSQL (the counter's row serialises a tenant's starts), in
+ * the same run.
  *
  *   node_modules/.bin/node --conditions=@tackle/source bench/durable/open-limit.ts [starts] [open]
  */
@@ -66,9 +67,10 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.le
 /** On one store: the tenant's `already` runs opened, then batches with and without the bound, alternating. */
 async function measure(name: string, open: () => Promise<DurableStore>, already: number): Promise<Row> {
   const store = await open();
-  // The tenant's runs already open, started without the bound (not measured).
-  if (already > 0) await startRuns(store, "tenant/open", already, undefined);
   const limit = { prefix: "tenant/", max: already + 2 * rounds * starts };
+  // The tenant's runs already open (not measured), started under the bound as `createDurableApp`
+  // starts every run, so they hold their places in the tenant's counter (ADR 0127).
+  if (already > 0) await startRuns(store, "tenant/open", already, limit);
   const plain: number[] = [];
   const bounded: number[] = [];
   for (let round = 0; round < rounds; round++) {

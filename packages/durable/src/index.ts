@@ -47,6 +47,7 @@ export type {
   JournalRecord,
   JournalState,
   OpenLimit,
+  OpenRunsCount,
   RunPatch,
   RunRecord,
   RunStatus,

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, describe, it } from "node:test";
+import type { DurableStore, RunRecord } from "@tackle/durable";
 import { createPostgresStore } from "@tackle/durable/postgres";
 import { createSqliteStore } from "@tackle/durable/sqlite";
 import { StorageError } from "@tackle/storage";
@@ -56,6 +57,57 @@ function counts(path: string): Record<string, number> {
   }
 }
 
+/** Runs stored before version 5: two tenants' open and ended runs, and ids with no tenant. */
+const openRunsBefore = [
+  ["acme/a", "paused"],
+  ["acme/b", "running"],
+  ["acme/c", "completed"],
+  ["globex/a", "paused"],
+  ["globex/b", "cancelled"],
+  ["plain", "paused"],
+] as const;
+
+/**
+ * The counters version 5 filled: each tenant's open runs, ids without a tenant under "" (with the
+ * fixture's `unprefixed` running runs), and a start checked against them.
+ */
+async function assertOpenCounts(store: DurableStore, unprefixed = 3): Promise<void> {
+  assert.deepEqual(await store.recountOpenRuns(), [
+    { prefix: "", counter: 1 + unprefixed, recounted: 1 + unprefixed },
+    { prefix: "acme/", counter: 2, recounted: 2 },
+    { prefix: "globex/", counter: 1, recounted: 1 },
+  ]);
+  const run = (threadId: string): RunRecord => ({
+    threadId,
+    runId: "run",
+    graph: "gate",
+    status: "running",
+    state: "{}",
+    node: "ask",
+    cursor: "{}",
+    interrupts: "[]",
+    error: null,
+    owner: "o",
+    createdAt: "now",
+    updatedAt: "now",
+  });
+  await assert.rejects(
+    store.createRun(run("acme/d"), {}, { openLimit: { prefix: "acme/", max: 2 } }),
+    /too_many_open_runs|maxOpenRuns/,
+  );
+  await store.createRun(run("globex/c"), {}, { openLimit: { prefix: "globex/", max: 2 } });
+  // Ending a run counted by the migration gives its place back.
+  await store.commit("acme/a", "o", { run: { status: "cancelled" } });
+  await store.createRun(run("acme/d"), {}, { openLimit: { prefix: "acme/", max: 2 } });
+  assert.deepEqual(
+    (await store.recountOpenRuns()).filter((count) => count.prefix !== ""),
+    [
+      { prefix: "acme/", counter: 2, recounted: 2 },
+      { prefix: "globex/", counter: 2, recounted: 2 },
+    ],
+  );
+}
+
 const isTooNew = (error: unknown) => {
   assert.ok(StorageError.isInstance(error), String(error));
   assert.equal(error.code, "schema_too_new");
@@ -98,7 +150,7 @@ describe("SQLite store: schema versions", () => {
       await store.close();
     }
     const database = new DatabaseSync(path);
-    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 4);
+    assert.equal((database.prepare("PRAGMA user_version").get() as { user_version: number }).user_version, 5);
     database.close();
     assert.deepEqual(counts(path), { ...before, durable_frames: 7 });
   });
@@ -117,6 +169,22 @@ describe("SQLite store: schema versions", () => {
       assert.deepEqual(await store.findExpiringRuns(expiringQuery), [
         { threadId: "thread-paused", expiresAt: pausedExpiry },
       ]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("version 5 counts the runs open before it under their tenant's prefix (ADR 0127)", async () => {
+    const path = legacyCopy("open.db");
+    const legacy = new DatabaseSync(path);
+    const insert = legacy.prepare(
+      "INSERT INTO durable_runs VALUES (?, 'run', 'gate', ?, '{}', 'ask', '{}', '[]', NULL, 'o', 'then', 'then')",
+    );
+    for (const [threadId, status] of openRunsBefore) insert.run(threadId, status);
+    legacy.close();
+    const store = createSqliteStore({ path });
+    try {
+      await assertOpenCounts(store);
     } finally {
       await store.close();
     }
@@ -202,17 +270,18 @@ describe("PostgreSQL store: schema versions", () => {
         { store: "durable", version: 2 },
         { store: "durable", version: 3 },
         { store: "durable", version: 4 },
+        { store: "durable", version: 5 },
       ]);
       // Version 2: the recovery sweep's index of running runs.
       const index = await client.query(
         "SELECT indexdef FROM pg_indexes WHERE tablename = 'durable_runs' AND indexname = 'durable_runs_running'",
       );
       assert.match(String(index.rows[0]?.indexdef), /WHERE \(status = 'running'::text\)/);
-      // Version 3: the open-runs bound's index of running and paused runs by thread (ADR 0123).
+      // Version 3's index of open runs by thread served the count; version 5 replaced it by a counter.
       const open = await client.query(
         "SELECT indexdef FROM pg_indexes WHERE tablename = 'durable_runs' AND indexname = 'durable_runs_open'",
       );
-      assert.match(String(open.rows[0]?.indexdef), /COLLATE "C"\) WHERE \(status = ANY/);
+      assert.equal(open.rows.length, 0);
     } finally {
       await client.end();
     }
@@ -230,6 +299,26 @@ describe("PostgreSQL store: schema versions", () => {
         assert.deepEqual(await store.findExpiringRuns(expiringQuery), [
           { threadId: "thread-paused", expiresAt: pausedExpiry },
         ]);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await client.end();
+    }
+  });
+
+  it("version 5 counts the runs open before it under their tenant's prefix (ADR 0127)", async () => {
+    const { url, client } = await legacyDatabase();
+    try {
+      for (const [threadId, status] of openRunsBefore) {
+        await client.query(
+          "INSERT INTO durable_runs VALUES ($1, 'run', 'gate', $2, '{}', 'ask', '{}', '[]', NULL, 'o', 'then', 'then')",
+          [threadId, status],
+        );
+      }
+      const store = await createPostgresStore({ connectionString: url });
+      try {
+        await assertOpenCounts(store, 2);
       } finally {
         await store.close();
       }

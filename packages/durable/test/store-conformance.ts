@@ -50,6 +50,7 @@ export function storeConformance(name: string, open: () => Promise<StoreHarness>
     runTests(opened);
     expiryTests(opened);
     commitTests(opened);
+    openCountTests(opened);
     runnerTests(name, opened);
   });
 }
@@ -235,6 +236,59 @@ function commitTests(opened: () => StoreHarness): void {
     assert.equal(late, undefined);
     assert.deepEqual(await store.readJournal("t-if-owner"), []);
     assert.equal((await store.getRun("t-if-owner"))?.owner, "owner-2");
+  });
+}
+
+/**
+ * The open-runs counter (ADR 0127) through every write that opens or ends a run: a start under a limit
+ * takes a place (refused past it, nothing stored), a pause or resume keeps it, an ending commit, a claim
+ * that ends the run, a delete and a prune give it back once, a reopening claim takes one again, and a
+ * run started without a limit takes none. `recountOpenRuns` agrees with the counter at each step.
+ */
+function openCountTests(opened: () => StoreHarness): void {
+  test("open-runs counter: kept by starts, ends, claims, deletes and prunes, and refused past the bound", async () => {
+    const { store } = opened();
+    const limit = { openLimit: { prefix: "count/", max: 2 } };
+    const counted = async () => {
+      const found = (await store.recountOpenRuns()).find((count) => count.prefix === "count/");
+      assert.equal(found?.counter, found?.recounted, "the counter agrees with a recount");
+      return found?.counter ?? 0;
+    };
+    const tooMany = (error: unknown) => DurableError.isInstance(error) && error.code === "too_many_open_runs";
+    await store.createRun(record("count/a"), {}, limit);
+    await store.createRun(record("count/b"), {}, limit);
+    await store.createRun(record("count/free"));
+    assert.equal(await counted(), 2);
+    await assert.rejects(store.createRun(record("count/c"), {}, limit), tooMany);
+    assert.equal(await store.getRun("count/c"), undefined);
+    // A pause and a resume keep the place; an ending commit gives it back, and only once.
+    await store.commit("count/a", "owner-1", { run: { status: "paused" } });
+    await store.claimRun("count/a", "owner-2", ["paused"], { run: { status: "running" } });
+    assert.equal(await counted(), 2);
+    await store.commit("count/a", "owner-2", { run: { status: "completed" } });
+    await store.commit("count/a", "owner-2", { run: { status: "failed" } });
+    assert.equal(await counted(), 1);
+    // A claim that reopens the ended thread under the limit takes a place, refused past it.
+    await store.createRun(record("count/c"), {}, limit);
+    await assert.rejects(
+      store.claimRun("count/a", "owner-3", ["completed", "failed"], { run: { status: "running" } }, limit),
+      tooMany,
+    );
+    assert.equal((await store.getRun("count/a"))?.status, "failed");
+    // A claim that ends a run (a cancel) gives its place back; the reopening claim then passes.
+    await store.claimRun("count/b", "owner-3", ["running"], { run: { status: "cancelled" } });
+    await store.claimRun("count/a", "owner-3", ["failed"], { run: { status: "running" } }, limit);
+    assert.equal(await counted(), 2);
+    // A delete and a prune give the places of open runs back; ended ones held none.
+    assert.equal(await store.deleteThread("count/a"), true);
+    assert.equal(await counted(), 1);
+    const pruned = await store.pruneThreads({
+      prefix: "count/",
+      updatedBefore: "9999",
+      statuses: ["running", "cancelled"],
+    });
+    assert.deepEqual(pruned.sort(), ["count/b", "count/c", "count/free"]);
+    assert.equal(await counted(), 0);
   });
 }
 

@@ -3,7 +3,8 @@
  * a paused run holds no driving place (`maxDrivingRuns`), so a tenant's legal starts of runs that pause
  * at once would otherwise add rows, frames and expiry bookkeeping without end. Past the bound a start or
  * fork is refused `too_many_open_runs` (409, not retryable: only the tenant's own answers, cancels or
- * expiries free a place) before anything is stored. The store counts it in the start's transaction (ADR 0123).
+ * expiries free a place) before anything is stored. The store keeps a counter per tenant, raised in the
+ * start's transaction (ADRs 0123, 0127).
  */
 import type { Runner } from "../runner/create-runner.ts";
 

@@ -105,9 +105,10 @@ export interface StartOptions {
   readonly clientRun?: ClientRun;
   /**
    * Refuse the start `too_many_open_runs` (409, not retryable), storing nothing, when the threads whose
-   * id starts with `prefix` would hold more than `max` runs running or paused. Counted by the store in
-   * the start's own transaction, so concurrent starts near the bound cannot both pass; a run frees its
-   * place when it completes, fails or is cancelled (an approval answered or expired ends the pause).
+   * id starts with `prefix` would hold more than `max` runs running or paused. The store keeps a counter
+   * per prefix, raised in the start's own transaction, so concurrent starts near the bound cannot both
+   * pass; a run frees its place when it completes, fails, is cancelled or is deleted (an approval
+   * answered or expired ends the pause). Only runs started under a limit hold a place (ADR 0127).
    * `createDurableApp` gives each start and fork its tenant's (`maxOpenRuns`, ADR 0123).
    */
   readonly openLimit?: OpenLimit;

@@ -92,8 +92,11 @@ export interface ClaimOptions {
 
 /**
  * At most `max` open runs (`running` or `paused`) among the threads whose id starts with `prefix` (a
- * tenant's `<tenant>/`, or "" for the whole store): counted in the write's own transaction, after its
- * row is written, so two writes near the bound cannot both pass (ADR 0123).
+ * tenant's `<tenant>/`, or "" for the whole store). The store keeps a counter per prefix, changed in the
+ * transaction of every write that opens or ends a run, after the write's own rows, so two writes near
+ * the bound cannot both pass (ADRs 0123, 0127). A run takes a place under the prefix of the limit it was
+ * started (or reopened) with, and gives it back when it ends or is deleted; a run started without a
+ * limit takes none.
  */
 export interface OpenLimit {
   /** The threads counted together: those whose id starts with it (a tenant's `<tenant>/`). */
@@ -105,10 +108,19 @@ export interface OpenLimit {
 /** The statuses that hold a place under an `OpenLimit`. */
 export const openStatuses: readonly RunStatus[] = ["running", "paused"];
 
-/** The end of a prefix's range of ids: the least string above every id that starts with it. */
-export function prefixEnd(prefix: string): string | undefined {
-  if (prefix === "") return undefined;
-  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+/** A run's place under an `OpenLimit`: the prefix it is counted under, or null when it takes none. */
+export function countedPrefix(limit: OpenLimit | undefined, threadId: string): string | null {
+  return limit !== undefined && threadId.startsWith(limit.prefix) ? limit.prefix : null;
+}
+
+/** One prefix's open-runs counter beside a recount of the open runs it counts (`recountOpenRuns`). */
+export interface OpenRunsCount {
+  /** The prefix the runs were counted under (an `OpenLimit`'s). */
+  readonly prefix: string;
+  /** The counter the store keeps and checks each start against. */
+  readonly counter: number;
+  /** The open runs stored as counted under the prefix, counted one by one now. */
+  readonly recounted: number;
 }
 
 /** The refusal of a write past its `OpenLimit`; nothing of the write is stored. */
@@ -210,5 +222,11 @@ export interface DurableStore {
   pruneThreads(
     query: ThreadQuery & { readonly updatedBefore: string; readonly statuses: readonly RunStatus[] },
   ): Promise<string[]>;
+  /**
+   * Every prefix's open-runs counter beside a recount of the open runs stored under it, read at one
+   * moment: a check that the counters have not drifted (they differ only if the store is broken). It
+   * reads every open run, so it is for tests and audits, not for each request.
+   */
+  recountOpenRuns(): Promise<OpenRunsCount[]>;
   close(): Promise<void>;
 }

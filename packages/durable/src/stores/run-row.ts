@@ -19,6 +19,8 @@ export interface RunRow {
   owner: string;
   created_at: string;
   updated_at: string;
+  /** The prefix whose open-runs counter holds the run while it is open, or null (ADR 0127). */
+  open_prefix?: string | null;
 }
 
 /** The column each field of a run patch sets. */

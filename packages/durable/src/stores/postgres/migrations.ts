@@ -8,6 +8,7 @@ export function postgresMigrations(prefix: string): readonly PostgresMigration[]
   const runs = `${prefix}runs`;
   const journal = `${prefix}journal`;
   const frames = `${prefix}frames`;
+  const openRuns = `${prefix}open_runs`;
   return [
     {
       version: 1,
@@ -54,6 +55,24 @@ export function postgresMigrations(prefix: string): readonly PostgresMigration[]
     ) WHERE status = 'paused';
     CREATE INDEX IF NOT EXISTS ${prefix}runs_expiring ON ${runs} (expires_at, thread_id COLLATE "C")
       WHERE status = 'paused' AND expires_at IS NOT NULL;
+  `,
+    },
+    {
+      version: 5,
+      name: "a counter of open runs per prefix",
+      // The open-runs bound reads one counter per prefix instead of counting the prefix's open runs
+      // (ADR 0127). Each open run stores the prefix it is counted under; runs open before this migration
+      // are counted under their tenant's (`<tenant>/`, the id up to its first "/"), or "" when the id
+      // has none, as `createDurableApp` names them. The count's index (version 3) is no longer read.
+      up: `
+    ALTER TABLE ${runs} ADD COLUMN IF NOT EXISTS open_prefix TEXT;
+    UPDATE ${runs} SET open_prefix = left(thread_id, strpos(thread_id, '/'))
+      WHERE status IN ('running', 'paused');
+    CREATE TABLE IF NOT EXISTS ${openRuns} (prefix TEXT PRIMARY KEY, n INTEGER NOT NULL);
+    INSERT INTO ${openRuns} (prefix, n)
+      SELECT open_prefix, count(*) FROM ${runs} WHERE open_prefix IS NOT NULL GROUP BY open_prefix
+      ON CONFLICT (prefix) DO UPDATE SET n = excluded.n;
+    DROP INDEX IF EXISTS ${prefix}runs_open;
   `,
     },
   ];

@@ -9,10 +9,28 @@ export interface DurableTables {
   readonly runs: string;
   readonly journal: string;
   readonly frames: string;
+  /** One counter of open runs per prefix (ADR 0127). */
+  readonly openRuns: string;
 }
 
 export function durableTables(prefix: string): DurableTables {
-  return { runs: `${prefix}runs`, journal: `${prefix}journal`, frames: `${prefix}frames` };
+  return {
+    runs: `${prefix}runs`,
+    journal: `${prefix}journal`,
+    frames: `${prefix}frames`,
+    openRuns: `${prefix}open_runs`,
+  };
+}
+
+/** What a commit does to the run's place under the open-runs bound, besides its patch. */
+export interface OpenMark {
+  /** Mark the run as counted under this prefix, or as counted nowhere (null). */
+  readonly set?: string | null;
+  /**
+   * The patch ends the run: give back the place it was counted under, read under the row's lock in the
+   * same statement, and clear its mark, so two writes ending one run give it back once.
+   */
+  readonly release?: boolean;
 }
 
 /** Now by the database's clock, in the ISO form the other columns use. */
@@ -24,10 +42,11 @@ const databaseNow = postgresDialect.nowIso;
  */
 export async function applyBatch(
   client: pg.Pool | pg.PoolClient,
-  { runs, journal, frames }: DurableTables,
+  { runs, journal, frames, openRuns }: DurableTables,
   threadId: string,
   batch: CommitBatch,
   owner: string,
+  open: OpenMark = {},
 ): Promise<void> {
   const patch = batch.run ?? {};
   const values: unknown[] = [threadId, owner];
@@ -39,9 +58,23 @@ export async function applyBatch(
       sets.push(`${column} = $${values.length}`);
     }
   }
+  if (open.set !== undefined) {
+    values.push(open.set);
+    sets.push(`open_prefix = $${values.length}`);
+  }
   const parts = [
     `fenced AS (UPDATE ${runs} SET ${sets.join(", ")} WHERE thread_id = $1 AND owner = $2 RETURNING thread_id)`,
   ];
+  if (open.release === true) {
+    // The mark as it was, read under the row lock (FOR UPDATE waits out a racing write and reads its
+    // result): the UPDATE returns it beside clearing it, and the counter goes down only by a mark.
+    parts[0] = `fenced AS (UPDATE ${runs} AS run SET ${sets.join(", ")}, open_prefix = NULL
+      FROM (SELECT thread_id, open_prefix FROM ${runs} WHERE thread_id = $1 FOR UPDATE) AS was
+      WHERE run.thread_id = $1 AND run.owner = $2 AND was.thread_id = run.thread_id
+      RETURNING run.thread_id, was.open_prefix)`;
+    parts.push(`released AS (UPDATE ${openRuns} SET n = n - 1 FROM fenced
+      WHERE ${openRuns}.prefix = fenced.open_prefix)`);
+  }
   const records = batch.journal ?? [];
   if (records.length > 0) {
     const at = values.length;

@@ -11,10 +11,11 @@ import type {
   RunStatus,
 } from "../../store/durable-store.ts";
 import {
+  countedPrefix,
   leaseHeld,
   type OpenLimit,
+  type OpenRunsCount,
   openStatuses,
-  prefixEnd,
   tooManyOpenRuns,
 } from "../../store/durable-store.ts";
 import { fromRow, type RunRow, runColumns, runValues, threadExists, unknownRun } from "../run-row.ts";
@@ -66,6 +67,21 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
   return {
     ...reads(handle.pool, tables),
     ...writes(handle.pool, tables, postgresTransaction),
+    async recountOpenRuns(): Promise<OpenRunsCount[]> {
+      // One statement: the counters and the runs read at one moment.
+      const result = await handle.pool.query<{ prefix: string; counter: string; recounted: string }>(
+        `SELECT prefix, sum(counter) AS counter, sum(recounted) AS recounted FROM (
+           SELECT prefix, n AS counter, 0 AS recounted FROM ${tables.openRuns}
+           UNION ALL SELECT open_prefix, 0, count(*) FROM ${tables.runs}
+           WHERE open_prefix IS NOT NULL AND status IN ('running', 'paused') GROUP BY open_prefix) counts
+         GROUP BY prefix ORDER BY prefix COLLATE "C"`,
+      );
+      return result.rows.map((row) => ({
+        prefix: row.prefix,
+        counter: Number(row.counter),
+        recounted: Number(row.recounted),
+      }));
+    },
     async close() {
       await handle.close();
     },
@@ -147,36 +163,38 @@ function reads(database: pg.Pool, { runs, journal, frames }: DurableTables): Rea
   };
 }
 
-/**
- * Takes the prefix's open-runs lock for the rest of the transaction (a transaction-scoped advisory lock,
- * keyed by the table and the prefix): writes that may open a run in one prefix take their turns to
- * count, so each counts the others' committed rows (ADR 0123). Taken after the write's own rows and
- * followed only by the count and the commit (ADR 0125): a holder never waits on a lock, so the turns
- * last a count each, and a claim that keeps its run open takes none.
- */
-async function lockOpen(client: pg.PoolClient, runs: string, limit: OpenLimit | undefined): Promise<void> {
-  if (limit === undefined) return;
-  await client.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", [
-    `${runs}:open:${limit.prefix}`,
-  ]);
-}
+const isOpen = (status: string | undefined) => openStatuses.includes(status as RunStatus);
 
-/** Throws `too_many_open_runs` when the prefix holds more open runs than its bound, this write's among them. */
-async function checkOpen(
+/**
+ * Counts one more open run under `prefix` and throws `too_many_open_runs` when that passes the bound
+ * (the throw rolls the transaction back, the counter with it). The counter's row lock, held to the
+ * commit, makes writes that open a run under one prefix take turns, each seeing the others' counts
+ * (ADR 0127). Taken last, after the write's own rows (ADR 0125): a holder waits on nothing, so a turn
+ * lasts this statement and the commit.
+ */
+async function countOpen(
   client: pg.PoolClient,
-  runs: string,
-  limit: OpenLimit | undefined,
-  threadId: string,
+  openRuns: string,
+  limit: OpenLimit,
+  prefix: string,
 ): Promise<void> {
-  if (limit === undefined || !threadId.startsWith(limit.prefix)) return;
-  const end = prefixEnd(limit.prefix);
-  const range = end === undefined ? "" : `AND thread_id COLLATE "C" >= $2 AND thread_id COLLATE "C" < $3`;
-  const result = await client.query<{ n: string }>(
-    `SELECT count(*) AS n FROM (SELECT 1 FROM ${runs} WHERE status IN ('running', 'paused') ${range}
-     LIMIT $1) open_runs`,
-    end === undefined ? [limit.max + 1] : [limit.max + 1, limit.prefix, end],
+  const result = await client.query<{ n: number }>(
+    `INSERT INTO ${openRuns} (prefix, n) VALUES ($1, 1)
+     ON CONFLICT (prefix) DO UPDATE SET n = ${openRuns}.n + 1 RETURNING n`,
+    [prefix],
   );
   if (Number(result.rows[0]?.n ?? 0) > limit.max) throw tooManyOpenRuns(limit);
+}
+
+/** Gives back `count` places under each prefix, in prefix order (so two such writes lock alike). */
+async function uncountOpen(
+  client: pg.PoolClient,
+  openRuns: string,
+  freed: Map<string, number>,
+): Promise<void> {
+  for (const prefix of [...freed.keys()].sort()) {
+    await client.query(`UPDATE ${openRuns} SET n = n - $2 WHERE prefix = $1`, [prefix, freed.get(prefix)]);
+  }
 }
 
 /** What the store writes: fenced by the owner token, in a transaction where more than one statement. */
@@ -185,22 +203,25 @@ function writes(
   tables: DurableTables,
   postgresTransaction: typeof PostgresTransactionFn,
 ): Writes {
-  const { runs, journal, frames } = tables;
+  const { runs, journal, frames, openRuns } = tables;
   return {
     async createRun(record: RunRecord, batch: CommitBatch = {}, options = {}) {
+      const limit = options.openLimit;
+      const prefix = isOpen(batch.run?.status ?? record.status)
+        ? countedPrefix(limit, record.threadId)
+        : null;
       await postgresTransaction(database, async (client) => {
         const inserted = await client.query(
-          `INSERT INTO ${runs} (${runColumns})
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (thread_id) DO NOTHING`,
-          runValues(record),
+          `INSERT INTO ${runs} (${runColumns}, open_prefix)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (thread_id) DO NOTHING`,
+          [...runValues(record), prefix],
         );
         if (inserted.rowCount === 0) {
           throw threadExists(record.threadId);
         }
         await applyBatch(client, tables, record.threadId, batch, record.owner);
-        // Last, so the prefix's lock is held only for the count and the commit (ADR 0125).
-        await lockOpen(client, runs, options.openLimit);
-        await checkOpen(client, runs, options.openLimit, record.threadId);
+        // Last, so the prefix's counter is locked only for its update and the commit (ADR 0125).
+        if (prefix !== null && limit !== undefined) await countOpen(client, openRuns, limit, prefix);
       });
     },
     async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
@@ -217,38 +238,60 @@ function writes(
         if (options.ifOwner !== undefined && row.owner !== options.ifOwner) return undefined;
         const lease = options.staleAfterMs ?? 0;
         if (lease > 0 && row.silent_ms < lease) throw leaseHeld(threadId, row.silent_ms, lease);
-        await applyBatch(client, tables, threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
-        // A claim that opens an ended thread's next run takes a place; a resume or takeover keeps its own.
-        if (!openStatuses.includes(row.status as RunStatus)) {
-          await lockOpen(client, runs, options.openLimit);
-          await checkOpen(client, runs, options.openLimit, threadId);
-        }
+        // A claim that opens an ended thread's next run takes a place, and one that ends a run gives its
+        // place back (the row is locked: its mark is the one read); a resume or takeover keeps its own.
+        const status = batch.run?.status ?? row.status;
+        const reopens = !isOpen(row.status) && isOpen(status);
+        const prefix = reopens ? countedPrefix(options.openLimit, threadId) : null;
+        const releases = isOpen(row.status) && !isOpen(status) && row.open_prefix != null;
+        const mark = prefix !== null ? { set: prefix } : releases ? { set: null } : {};
+        await applyBatch(
+          client,
+          tables,
+          threadId,
+          { ...batch, run: { ...batch.run, owner } },
+          row.owner,
+          mark,
+        );
+        if (releases) await uncountOpen(client, openRuns, new Map([[row.open_prefix as string, 1]]));
         const after = await client.query<RunRow>(`SELECT * FROM ${runs} WHERE thread_id = $1`, [threadId]);
         const last = await client.query<{ seq: string }>(
           `SELECT COALESCE(MAX(seq), 0) AS seq FROM ${frames} WHERE thread_id = $1`,
           [threadId],
         );
+        // Last, so the prefix's counter is locked only for its update and the commit (ADR 0125).
+        if (prefix !== null && options.openLimit !== undefined)
+          await countOpen(client, openRuns, options.openLimit, prefix);
         return { run: fromRow(after.rows[0] as RunRow), lastSeq: Number(last.rows[0]?.seq ?? 0) };
       });
     },
     async commit(threadId, owner, batch) {
-      await applyBatch(database, tables, threadId, batch, owner);
+      // A commit that ends the run gives its place back in the same statement (ADR 0127).
+      const status = batch.run?.status;
+      await applyBatch(database, tables, threadId, batch, owner, {
+        release: status !== undefined && !isOpen(status),
+      });
     },
     async deleteThread(threadId) {
       return postgresTransaction(database, async (client) => {
         await client.query(`DELETE FROM ${journal} WHERE thread_id = $1`, [threadId]);
         await client.query(`DELETE FROM ${frames} WHERE thread_id = $1`, [threadId]);
-        const deleted = await client.query(`DELETE FROM ${runs} WHERE thread_id = $1`, [threadId]);
+        const deleted = await client.query<{ open_prefix: string | null }>(
+          `DELETE FROM ${runs} WHERE thread_id = $1 RETURNING open_prefix`,
+          [threadId],
+        );
+        const counted = deleted.rows[0]?.open_prefix;
+        if (counted != null) await uncountOpen(client, openRuns, new Map([[counted, 1]]));
         return (deleted.rowCount ?? 0) > 0;
       });
     },
     async pruneThreads(query) {
       return postgresTransaction(database, async (client) => {
-        const stale = await client.query<{ thread_id: string }>(
+        const stale = await client.query<{ thread_id: string; open_prefix: string | null }>(
           `DELETE FROM ${runs} WHERE thread_id IN (
              SELECT thread_id FROM ${runs} WHERE ${sql.startsWith("thread_id", 1)} AND updated_at < $2
              AND ${sql.anyOf("status", 3)} ORDER BY updated_at LIMIT $4 FOR UPDATE)
-           RETURNING thread_id`,
+           RETURNING thread_id, open_prefix`,
           [query.prefix ?? "", query.updatedBefore, sql.list(query.statuses), query.limit ?? null],
         );
         const ids = stale.rows.map((row) => row.thread_id);
@@ -256,6 +299,12 @@ function writes(
           await client.query(`DELETE FROM ${journal} WHERE ${sql.anyOf("thread_id", 1)}`, [sql.list(ids)]);
           await client.query(`DELETE FROM ${frames} WHERE ${sql.anyOf("thread_id", 1)}`, [sql.list(ids)]);
         }
+        // The pruned runs still open give their places back.
+        const freed = new Map<string, number>();
+        for (const row of stale.rows) {
+          if (row.open_prefix !== null) freed.set(row.open_prefix, (freed.get(row.open_prefix) ?? 0) + 1);
+        }
+        await uncountOpen(client, openRuns, freed);
         return ids;
       });
     },

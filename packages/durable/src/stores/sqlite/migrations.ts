@@ -54,4 +54,21 @@ CREATE INDEX IF NOT EXISTS durable_runs_expiring ON durable_runs (expires_at, th
   WHERE status = 'paused' AND expires_at IS NOT NULL;
 `,
   },
+  {
+    version: 5,
+    name: "a counter of open runs per prefix",
+    // The open-runs bound reads one counter per prefix instead of counting the prefix's open runs
+    // (ADR 0127). Each open run stores the prefix it is counted under; runs open before this migration
+    // are counted under their tenant's (`<tenant>/`, the id up to its first "/"), or "" when the id has
+    // none, as `createDurableApp` names them. The count's index (version 3) is no longer read.
+    up: `
+ALTER TABLE durable_runs ADD COLUMN open_prefix TEXT;
+UPDATE durable_runs SET open_prefix = substr(thread_id, 1, instr(thread_id, '/'))
+  WHERE status IN ('running', 'paused');
+CREATE TABLE IF NOT EXISTS durable_open_runs (prefix TEXT PRIMARY KEY, n INTEGER NOT NULL) STRICT, WITHOUT ROWID;
+INSERT INTO durable_open_runs (prefix, n)
+  SELECT open_prefix, count(*) FROM durable_runs WHERE open_prefix IS NOT NULL GROUP BY open_prefix;
+DROP INDEX IF EXISTS durable_runs_open;
+`,
+  },
 ];

@@ -7,10 +7,13 @@ export type DurableStatements = ReturnType<typeof prepareStatements>;
 
 export function prepareStatements(database: DatabaseSync) {
   const insertRun = database.prepare(
-    `INSERT INTO durable_runs (${runColumns})
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO durable_runs (${runColumns}, open_prefix)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const selectRun = database.prepare("SELECT * FROM durable_runs WHERE thread_id = ?");
+  const selectOpenPrefix = database.prepare(
+    "SELECT status, open_prefix FROM durable_runs WHERE thread_id = ?",
+  );
   const upsertJournal = database.prepare(
     `INSERT INTO durable_journal (thread_id, key, name, state, attempt, value) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (thread_id, key) DO UPDATE SET name = excluded.name, state = excluded.state,
@@ -32,11 +35,11 @@ export function prepareStatements(database: DatabaseSync) {
     `SELECT * FROM durable_runs WHERE ${sql.startsWith("thread_id", 1)} AND thread_id > ?2
      ORDER BY thread_id LIMIT ?3`,
   );
-  const deleteRun = database.prepare("DELETE FROM durable_runs WHERE thread_id = ?");
+  const deleteRun = database.prepare("DELETE FROM durable_runs WHERE thread_id = ? RETURNING open_prefix");
   const deleteJournal = database.prepare("DELETE FROM durable_journal WHERE thread_id = ?");
   const deleteFrames = database.prepare("DELETE FROM durable_frames WHERE thread_id = ?");
   const selectStale = database.prepare(
-    `SELECT thread_id, status FROM durable_runs WHERE ${sql.startsWith("thread_id", 1)} AND updated_at < ?2
+    `SELECT thread_id, status, open_prefix FROM durable_runs WHERE ${sql.startsWith("thread_id", 1)} AND updated_at < ?2
      ORDER BY updated_at LIMIT ?3`,
   );
   const selectSilent = database.prepare(
@@ -47,13 +50,20 @@ export function prepareStatements(database: DatabaseSync) {
     `SELECT seq, type, data FROM durable_frames WHERE thread_id = ?1 AND seq > ?2 AND ${sql.anyOf("type", 4)}
      ORDER BY seq LIMIT ?3`,
   );
-  // Open runs in a prefix's id range, counted no further than the bound asks (the open-runs index).
+  // A prefix's counter of open runs (ADR 0127): one more, with the count it makes; one fewer.
   const countOpen = database.prepare(
-    `SELECT count(*) AS n FROM (SELECT 1 FROM durable_runs WHERE status IN ('running', 'paused')
-     AND thread_id >= ?1 AND thread_id < ?2 LIMIT ?3)`,
+    `INSERT INTO durable_open_runs (prefix, n) VALUES (?, 1)
+     ON CONFLICT (prefix) DO UPDATE SET n = n + 1 RETURNING n`,
   );
-  const countOpenAll = database.prepare(
-    `SELECT count(*) AS n FROM (SELECT 1 FROM durable_runs WHERE status IN ('running', 'paused') LIMIT ?1)`,
+  const uncountOpen = database.prepare("UPDATE durable_open_runs SET n = n - ?2 WHERE prefix = ?1");
+  const markOpen = database.prepare("UPDATE durable_runs SET open_prefix = ?2 WHERE thread_id = ?1");
+  // Each counter beside the open runs stored under its prefix, counted again.
+  const recountOpen = database.prepare(
+    `SELECT prefix, sum(counter) AS counter, sum(recounted) AS recounted FROM (
+       SELECT prefix, n AS counter, 0 AS recounted FROM durable_open_runs
+       UNION ALL SELECT open_prefix, 0, count(*) FROM durable_runs
+       WHERE open_prefix IS NOT NULL AND status IN ('running', 'paused') GROUP BY open_prefix)
+     GROUP BY prefix ORDER BY prefix`,
   );
   // Paused runs' expiries due by ?1, soonest first, after (?4, ?5) in that order (the expiring-runs index).
   const selectExpiring = database.prepare(
@@ -67,6 +77,7 @@ export function prepareStatements(database: DatabaseSync) {
     patchUpdates,
     insertRun,
     selectRun,
+    selectOpenPrefix,
     upsertJournal,
     insertFrame,
     selectJournal,
@@ -80,7 +91,9 @@ export function prepareStatements(database: DatabaseSync) {
     selectSilent,
     selectFramesOfTypes,
     countOpen,
-    countOpenAll,
+    uncountOpen,
+    markOpen,
+    recountOpen,
     selectExpiring,
   };
 }

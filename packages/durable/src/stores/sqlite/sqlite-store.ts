@@ -10,10 +10,11 @@ import type {
   RunStatus,
 } from "../../store/durable-store.ts";
 import {
+  countedPrefix,
   leaseHeld,
   type OpenLimit,
+  type OpenRunsCount,
   openStatuses,
-  prefixEnd,
   tooManyOpenRuns,
 } from "../../store/durable-store.ts";
 import { fromRow, type RunRow, runValues, threadExists, unknownRun } from "../run-row.ts";
@@ -43,6 +44,14 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
   return {
     ...reads(statements),
     ...writes(database, statements),
+    async recountOpenRuns(): Promise<OpenRunsCount[]> {
+      const rows = statements.recountOpen.all() as { prefix: string; counter: number; recounted: number }[];
+      return rows.map((row) => ({
+        prefix: row.prefix,
+        counter: Number(row.counter),
+        recounted: Number(row.recounted),
+      }));
+    },
     async close() {
       if (database.isOpen) database.close();
     },
@@ -111,20 +120,40 @@ function reads(statements: DurableStatements): Reads {
   };
 }
 
+const isOpen = (status: string | undefined) => openStatuses.includes(status as RunStatus);
+
 /**
- * Throws `too_many_open_runs` when the prefix holds more open runs than its bound, the run just written
- * among them; inside the write's transaction (`BEGIN IMMEDIATE`: one writer at a time on the file), so
- * the throw rolls the write back and two writes near the bound take turns.
+ * Counts one more open run under `prefix` and throws `too_many_open_runs` when that passes the bound;
+ * inside the write's transaction (`BEGIN IMMEDIATE`: one writer at a time on the file), so the throw
+ * rolls the write back, the counter with it, and two writes near the bound take turns (ADR 0127).
  */
-function checkOpen(statements: DurableStatements, limit: OpenLimit | undefined, threadId: string): void {
-  if (limit === undefined || !threadId.startsWith(limit.prefix)) return;
-  const end = prefixEnd(limit.prefix);
-  const row = (
-    end === undefined
-      ? statements.countOpenAll.get(limit.max + 1)
-      : statements.countOpen.get(limit.prefix, end, limit.max + 1)
-  ) as { n: number };
+function countOpen(statements: DurableStatements, limit: OpenLimit, prefix: string): void {
+  const row = statements.countOpen.get(prefix) as { n: number };
   if (Number(row.n) > limit.max) throw tooManyOpenRuns(limit);
+}
+
+/**
+ * Moves a run's place as its status moved from `was` to `status`, in the write's transaction: an open
+ * run that ends gives back the place it was counted under, once (its mark goes with it); an ended run
+ * reopened under a limit takes one. A resume, a pause or a takeover moves nothing.
+ */
+function settleOpen(
+  statements: DurableStatements,
+  threadId: string,
+  was: { status: string; open_prefix?: string | null | undefined },
+  status: string,
+  limit: OpenLimit | undefined,
+): void {
+  if (isOpen(was.status) && !isOpen(status)) {
+    if (was.open_prefix === null || was.open_prefix === undefined) return;
+    statements.markOpen.run(threadId, null);
+    statements.uncountOpen.run(was.open_prefix, 1);
+  } else if (!isOpen(was.status) && isOpen(status)) {
+    const prefix = countedPrefix(limit, threadId);
+    if (prefix === null || limit === undefined) return;
+    statements.markOpen.run(threadId, prefix);
+    countOpen(statements, limit, prefix);
+  }
 }
 
 /** Each write one transaction: a commit lands whole or not at all. */
@@ -133,17 +162,21 @@ function writes(database: DatabaseSync, statements: DurableStatements): Writes {
     statements;
   return {
     async createRun(record: RunRecord, batch: CommitBatch = {}, options = {}) {
+      const limit = options.openLimit;
+      const prefix = isOpen(batch.run?.status ?? record.status)
+        ? countedPrefix(limit, record.threadId)
+        : null;
       sqliteTransaction(database, () => {
         try {
-          insertRun.run(...runValues(record));
+          insertRun.run(...runValues(record), prefix);
         } catch (error) {
           if (/UNIQUE|PRIMARY KEY/.test((error as Error).message)) {
             throw threadExists(record.threadId, error);
           }
           throw error;
         }
-        checkOpen(statements, options.openLimit, record.threadId);
         applyBatch(database, statements, record.threadId, batch, record.owner);
+        if (prefix !== null && limit !== undefined) countOpen(statements, limit, prefix);
       });
     },
     async claimRun(threadId, owner, fromStatus: readonly RunStatus[], batch = {}, options = {}) {
@@ -158,21 +191,32 @@ function writes(database: DatabaseSync, statements: DurableStatements): Writes {
         if (lease > 0 && silentForMs < lease) throw leaseHeld(threadId, silentForMs, lease);
         applyBatch(database, statements, threadId, { ...batch, run: { ...batch.run, owner } }, row.owner);
         // A claim that opens an ended thread's next run takes a place; a resume or takeover keeps its own.
-        if (!openStatuses.includes(row.status as RunStatus))
-          checkOpen(statements, options.openLimit, threadId);
+        settleOpen(statements, threadId, row, batch.run?.status ?? row.status, options.openLimit);
         const run = fromRow(selectRun.get(threadId) as unknown as RunRow);
         const lastSeq = Number((selectLastSeq.get(threadId) as { seq: number }).seq);
         return { run, lastSeq };
       });
     },
     async commit(threadId, owner, batch) {
-      sqliteTransaction(database, () => applyBatch(database, statements, threadId, batch, owner));
+      sqliteTransaction(database, () => {
+        // Only a write that ends the run can move its place: read what it held first.
+        const status = batch.run?.status;
+        const was =
+          status === undefined || isOpen(status)
+            ? undefined
+            : (statements.selectOpenPrefix.get(threadId) as { status: string; open_prefix: string | null });
+        applyBatch(database, statements, threadId, batch, owner);
+        if (was !== undefined && status !== undefined)
+          settleOpen(statements, threadId, was, status, undefined);
+      });
     },
     async deleteThread(threadId) {
       return sqliteTransaction(database, () => {
         deleteJournal.run(threadId);
         deleteFrames.run(threadId);
-        return deleteRun.run(threadId).changes > 0;
+        const gone = deleteRun.get(threadId) as { open_prefix: string | null } | undefined;
+        if (gone?.open_prefix != null) statements.uncountOpen.run(gone.open_prefix, 1);
+        return gone !== undefined;
       });
     },
     async pruneThreads(query) {
@@ -180,15 +224,19 @@ function writes(database: DatabaseSync, statements: DurableStatements): Writes {
         const stale = selectStale.all(query.prefix ?? "", query.updatedBefore, query.limit ?? -1) as {
           thread_id: string;
           status: string;
+          open_prefix: string | null;
         }[];
         const pruned: string[] = [];
+        const freed = new Map<string, number>();
         for (const row of stale) {
           if (!query.statuses.includes(row.status as RunStatus)) continue;
           deleteJournal.run(row.thread_id);
           deleteFrames.run(row.thread_id);
-          deleteRun.run(row.thread_id);
+          deleteRun.get(row.thread_id);
           pruned.push(row.thread_id);
+          if (row.open_prefix !== null) freed.set(row.open_prefix, (freed.get(row.open_prefix) ?? 0) + 1);
         }
+        for (const [prefix, n] of freed) statements.uncountOpen.run(prefix, n);
         return pruned;
       });
     },
