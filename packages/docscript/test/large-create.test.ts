@@ -2,7 +2,10 @@
  * A large create holds the event loop for no step longer than a slice (ADR 0560): the roots read row
  * by row, the document checked a step at a time, the SQLite rows written in short transactions under
  * the claimed id, the document there only once its snapshot lands last. A create that fails or is
- * killed half way leaves nothing of itself; a second create of the same id is refused.
+ * killed half way leaves nothing of itself; a second create of the same id is refused. Its claim is
+ * leased (ADR 0562): another open of the file leaves it alone while it runs, and once a killed create's
+ * lease ran out its id is created again, by a store that never reopened the file, or taken back by
+ * an open.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -12,10 +15,12 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { migrateSqlite } from "@tackle/storage";
 import { testTimeoutMs, underLoadMs } from "@tackle/test-support";
 import { sampleTimelineSnapshot } from "../src/module/sample-timeline.ts";
 import { DocumentHost, hashToken } from "../src/server/document-host.ts";
 import type { RowChange } from "../src/server/document-store.ts";
+import { sqliteMigrations } from "../src/server/migrations.ts";
 import { checkedSnapshot, createdRows } from "../src/server/snapshot-checks.ts";
 import { createSqliteDocumentStore } from "../src/server/sqlite-document-store.ts";
 import { timelineSchema } from "../src/timeline/timeline-schema.ts";
@@ -56,6 +61,65 @@ function heldOf(path: string, documentId: string): Record<string, number> {
 }
 
 const nothing = Object.fromEntries(tables.map((table) => [table, 0]));
+
+/** The lease (ms since the epoch) of `documentId`'s claim in the file at `path`. */
+function leaseOf(path: string, documentId: string): number {
+  const database = new DatabaseSync(path, { readOnly: true, timeout: 5_000 });
+  try {
+    const row = database
+      .prepare("SELECT lease_until FROM docscript_documents WHERE document_id = ?")
+      .get(documentId) as { lease_until: number } | undefined;
+    return Number(row?.lease_until ?? 0);
+  } finally {
+    database.close();
+  }
+}
+
+interface Creating {
+  readonly exited: Promise<void>;
+  output(): string;
+  /** SIGKILL, unless it has ended. */
+  kill(): void;
+  running(): boolean;
+}
+
+/** A child process creating `largeTimeline(clips)` as `documentId` in the file at `path`. */
+function createIn(path: string, documentId: string, clips: number, leaseMs?: number): Creating {
+  const lease = leaseMs === undefined ? [] : [String(leaseMs)];
+  const process_ = spawn(
+    process.execPath,
+    ["--conditions=@tackle/source", child, path, documentId, String(clips), ...lease],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  let output = "";
+  process_.stdout.on("data", (chunk) => {
+    output += String(chunk);
+  });
+  const exited = new Promise<void>((resolve) => process_.once("exit", () => resolve()));
+  const running = () => process_.exitCode === null && process_.signalCode === null;
+  return {
+    exited,
+    output: () => output,
+    running,
+    kill: () => {
+      if (running()) process_.kill("SIGKILL");
+    },
+  };
+}
+
+/** Waits until the child's create of `documentId` has `rows` rows or more written and no snapshot. */
+async function untilHalfWay(path: string, documentId: string, creating: Creating, rows = 1): Promise<void> {
+  const deadline = Date.now() + underLoadMs(60_000);
+  for (;;) {
+    const held = heldOf(path, documentId);
+    if ((held.docscript_rows ?? 0) >= rows && held.docscript_snapshots === 0) return;
+    assert.ok(
+      Date.now() < deadline && creating.running(),
+      `no half-written create of ${documentId} seen (${creating.output()})`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 describe("a large create", { timeout: testTimeoutMs(240_000) }, () => {
   it("answers another document's reads meanwhile, holding the event loop for no step long", async (t) => {
@@ -153,41 +217,119 @@ describe("a large create", { timeout: testTimeoutMs(240_000) }, () => {
     }
   });
 
-  it("leaves nothing when its process is killed half way, once the file is opened again", async () => {
-    const path = join(directory, "killed.sqlite");
+  it("goes on while another store opens the file, in a process of its own", async () => {
+    const path = join(directory, "opened.sqlite");
     await createSqliteDocumentStore({ path }).close();
-    const process_ = spawn(process.execPath, ["--conditions=@tackle/source", child, path, "killed", "5000"], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let output = "";
-    process_.stdout.on("data", (chunk) => {
-      output += String(chunk);
-    });
+    const creating = createIn(path, "opened", 3_000);
     try {
-      // Rows written and no snapshot yet: the create is half way.
-      const deadline = Date.now() + underLoadMs(60_000);
-      for (;;) {
-        const held = heldOf(path, "killed");
-        if ((held.docscript_rows ?? 0) > 0 && held.docscript_snapshots === 0) break;
-        assert.ok(
-          Date.now() < deadline && process_.exitCode === null,
-          `no half-written create seen (${output})`,
-        );
-        await new Promise((resolve) => setTimeout(resolve, 5));
-      }
-      process_.kill("SIGKILL");
-      await new Promise((resolve) => process_.once("exit", resolve));
-      assert.equal(output, "", "killed before it was created");
+      await untilHalfWay(path, "opened", creating);
+      // Another open of the file (a second server, the CLI) while the create writes.
+      await createSqliteDocumentStore({ path }).close();
+      await creating.exited;
+      assert.equal(creating.output(), "created\n");
+      assert.equal(heldOf(path, "opened").docscript_snapshots, 1);
+    } finally {
+      creating.kill();
+    }
+  });
+
+  it("once killed, refuses its id until its lease runs out, then it is created again without a reopen", async (t) => {
+    const path = join(directory, "killed.sqlite");
+    const leaseMs = 3_000;
+    // Opened before the child: it never opens the file again.
+    const store = createSqliteDocumentStore({ path, claimLeaseMs: leaseMs });
+    const host = new DocumentHost({ store, schema: timelineSchema });
+    const creating = createIn(path, "killed", 5_000, leaseMs);
+    try {
+      // A third of its rows written: what it leaves takes many slices to delete.
+      await untilHalfWay(path, "killed", creating, 5_000);
+      creating.kill();
+      await creating.exited;
+      assert.equal(creating.output(), "", "killed before it was created");
       assert.equal(heldOf(path, "killed").docscript_snapshots, 0);
     } finally {
-      if (process_.exitCode === null && process_.signalCode === null) process_.kill("SIGKILL");
+      creating.kill();
     }
+    try {
+      // Its lease not yet run out: the id is refused, and an open leaves the claim.
+      const leaseUntil = leaseOf(path, "killed");
+      if (leaseUntil - Date.now() > 1_000) {
+        assert.equal(await host.create("killed", token, sampleTimelineSnapshot()), false);
+        await createSqliteDocumentStore({ path }).close();
+        if (Date.now() < leaseUntil) assert.equal(heldOf(path, "killed").docscript_documents, 1);
+      }
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, leaseUntil - Date.now() + 10)));
+      // Past it, the store opened before creates the id over what the killed create left, deleting
+      // that a slice at a time (the longest a 10 ms timer is late).
+      assert.equal(await host.authorize("killed", token), "not_found");
+      const left = heldOf(path, "killed").docscript_rows ?? 0;
+      let heldMs = 0;
+      let last = performance.now();
+      const probe = setInterval(() => {
+        const now = performance.now();
+        heldMs = Math.max(heldMs, now - last - 10);
+        last = now;
+      }, 10);
+      const started = performance.now();
+      const made = await host
+        .create("killed", token, sampleTimelineSnapshot())
+        .finally(() => clearInterval(probe));
+      const figures = `${left} rows left, created over in ${(performance.now() - started).toFixed(0)} ms, held ${heldMs.toFixed(0)} ms`;
+      t.diagnostic(figures);
+      assert.equal(made, true);
+      assert.ok(heldMs < underLoadMs(1_000), figures);
+      assert.equal(await host.create("sample", token, sampleTimelineSnapshot()), true);
+      assert.deepEqual(heldOf(path, "killed"), heldOf(path, "sample"));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("is taken back by an open of the file once its lease ran out, or if made before leases", async () => {
+    const path = join(directory, "lapsed.sqlite");
+    const write = (sql: string, ...values: (string | number | null)[]) => {
+      const database = new DatabaseSync(path);
+      try {
+        database.prepare(sql).run(...values);
+      } finally {
+        database.close();
+      }
+    };
+    const claim = (documentId: string, ...lease: number[]) => {
+      const leased = lease.length > 0 ? ", claim_owner, lease_until" : "";
+      write(
+        `INSERT INTO docscript_documents (document_id, token_hash, snapshot_seq, created_at${leased})
+         VALUES (?, 'hash', 0, '2026-12-07T00:00:00.000Z'${lease.length > 0 ? ", 'a-create', ?" : ""})`,
+        documentId,
+        ...lease,
+      );
+      write("INSERT INTO docscript_plans (document_id, plan_id, version) VALUES (?, 'p', 'v')", documentId);
+    };
+    // A file of schema version 13 (before leases): a document, and a claim of an older process.
+    const before = new DatabaseSync(path);
+    migrateSqlite(before, { store: "docscript", migrations: sqliteMigrations.slice(0, 13) });
+    before.close();
+    claim("kept");
+    write("INSERT INTO docscript_snapshots (document_id, snapshot) VALUES ('kept', x'01')");
+    claim("unleased");
+    const upgraded = createSqliteDocumentStore({ path });
+    try {
+      assert.deepEqual(heldOf(path, "unleased"), nothing);
+      assert.equal(await upgraded.tokenHash("kept"), "hash");
+      assert.equal(heldOf(path, "kept").docscript_plans, 1);
+    } finally {
+      await upgraded.close();
+    }
+    claim("lapsed", Date.now() - 1);
+    claim("held", Date.now() + 60_000);
     const store = createSqliteDocumentStore({ path });
     try {
-      assert.deepEqual(heldOf(path, "killed"), nothing);
-      const host = new DocumentHost({ store, schema: timelineSchema });
-      assert.equal(await host.authorize("killed", token), "not_found");
-      assert.equal(await host.create("killed", token, sampleTimelineSnapshot()), true);
+      assert.deepEqual(heldOf(path, "lapsed"), nothing);
+      assert.equal(heldOf(path, "held").docscript_documents, 1);
+      assert.equal(heldOf(path, "held").docscript_plans, 1);
+      const input = { tokenHash: "h", snapshot: new Uint8Array([1]) };
+      assert.equal(await store.createDocument({ documentId: "held", ...input }), false);
+      assert.equal(await store.createDocument({ documentId: "lapsed", ...input }), true);
     } finally {
       await store.close();
     }

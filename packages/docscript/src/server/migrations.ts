@@ -271,6 +271,20 @@ export const sqliteMigrations: readonly SqliteMigration[] = [
     CREATE INDEX docscript_containers_row ON docscript_containers (document_id, root, row_id);
   `,
   },
+  {
+    version: 14,
+    name: "a create's claim held under a lease",
+    // Who holds a claimed id while its create writes (ADR 0562): a token of that create (claim_owner)
+    // and the time, in ms since the epoch, until which its claim holds without being renewed
+    // (lease_until). Every slice the create writes renews it; a claim past its lease is taken back by
+    // the next open of the file or the next create of its id. NULL on rows from before: a claim left
+    // by an older process counts as lapsed (as every claim did then, on open); a document has no use
+    // for either.
+    up: `
+    ALTER TABLE docscript_documents ADD COLUMN claim_owner TEXT;
+    ALTER TABLE docscript_documents ADD COLUMN lease_until INTEGER;
+  `,
+  },
 ];
 
 export const postgresMigrations: readonly PostgresMigration[] = [

@@ -8,14 +8,24 @@ import { sqliteContainerPlaces } from "./sqlite-container-index.ts";
 import { created, sqliteDocumentReads } from "./sqlite-document-reads.ts";
 import { sqlitePlanCalls, sqlitePlanIndex } from "./sqlite-plan-index.ts";
 import { sqliteRowWrites } from "./sqlite-row-writes.ts";
-import { sqliteStagedCreate } from "./sqlite-staged-create.ts";
+import { defaultClaimLeaseMs, sqliteStagedCreate } from "./sqlite-staged-create.ts";
 
 export interface SqliteDocumentStoreOptions {
   /** A file path, or `:memory:`. */
   readonly path: string;
+  /**
+   * How long, in ms, a create's claim on its id holds without being renewed (ADR 0562; default
+   * 15,000). A large create renews it every slice it writes (about every 20 ms); once it lapses (the
+   * create's process killed, or stalled that long) another open of the file, or another create of the
+   * id, takes the claim back, and the create it was, if still running, fails with nothing stored.
+   */
+  readonly claimLeaseMs?: number;
 }
 
 export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): DocumentStore {
+  const leaseMs = options.claimLeaseMs ?? defaultClaimLeaseMs;
+  if (!Number.isInteger(leaseMs) || leaseMs <= 0)
+    throw new RangeError(`claimLeaseMs must be a positive whole number of ms, not ${options.claimLeaseMs}`);
   // WAL, a busy timeout, a full sync; refuses (StorageError "schema_too_new") a newer file.
   const database = openMigratedSqlite({
     path: options.path,
@@ -46,8 +56,9 @@ export function createSqliteDocumentStore(options: SqliteDocumentStoreOptions): 
   );
   const { writeRows, clearRows, indexNumbers } = sqliteRowWrites(database);
   const planIndex = sqlitePlanIndex(database);
-  // Creates are written in slices under a claimed id (ADR 0560); a killed one's claim is taken back.
-  const create = sqliteStagedCreate(database, { writeRows, clearRows }, planIndex);
+  // Creates are written in slices under a claimed id (ADR 0560), held under a lease (ADR 0562): the
+  // claims of killed creates, past their lease, are taken back; those of creates running elsewhere stay.
+  const create = sqliteStagedCreate(database, { writeRows, clearRows }, planIndex, leaseMs);
   create.clearUnfinished();
 
   return {
