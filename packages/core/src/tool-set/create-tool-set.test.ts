@@ -155,6 +155,73 @@ describe("createToolSet: deadlines, signals and outputs", () => {
     assert.equal(sawAbort, true);
   });
 
+  it("keeps a time limit longer than one timer holds (2^31 ms and more) instead of ending at 1 ms", async () => {
+    const steady = defineTool({
+      name: "steady",
+      description: "",
+      input: z.object({}),
+      execute: () => new Promise((resolve) => setTimeout(() => resolve("done"), 20)),
+    });
+    const tools = createToolSet([steady]);
+    for (const timeoutMs of [2 ** 31, 30 * 24 * 3_600_000]) {
+      assert.deepEqual(
+        await tools.call("steady", {}, { timeoutMs }),
+        { ok: true, output: "done" },
+        `${timeoutMs}`,
+      );
+    }
+  });
+
+  it("still ends a call at a time limit past one timer's longest wait, waited in steps", async (t) => {
+    t.mock.timers.enable({ apis: ["setTimeout"] });
+    const hang = defineTool({
+      name: "hang",
+      description: "",
+      input: z.object({}),
+      execute: () => new Promise(() => {}),
+    });
+    const longest = 2 ** 31 - 1;
+    let answer: unknown;
+    void createToolSet([hang])
+      .call("hang", {}, { timeoutMs: longest + 10 })
+      .then((result) => {
+        answer = result;
+      });
+    const settle = async () => {
+      for (let turn = 0; turn < 20; turn++) await Promise.resolve();
+    };
+    t.mock.timers.tick(longest);
+    await settle();
+    assert.equal(answer, undefined, "not over after the first step");
+    t.mock.timers.tick(10);
+    await settle();
+    assert.equal((answer as { error?: { code: string } } | undefined)?.error?.code, "timeout");
+  });
+
+  it("answers a spent limit (negative, NaN) timeout without running the tool; 0 and Infinity mean none", async () => {
+    let runs = 0;
+    const counted = defineTool({
+      name: "counted",
+      description: "",
+      input: z.object({}),
+      execute: async () => {
+        runs += 1;
+        return "ran";
+      },
+    });
+    const tools = createToolSet([counted]);
+    for (const timeoutMs of [-1, -0.5, Number.NEGATIVE_INFINITY, Number.NaN]) {
+      const answer = await tools.call("counted", {}, { timeoutMs });
+      assert.ok(!answer.ok && answer.error.code === "timeout", `${timeoutMs}`);
+    }
+    assert.equal(runs, 0, "the tool never ran on a spent limit");
+    assert.equal((await createToolSet([counted], { timeoutMs: -5 }).call("counted", {})).ok, false);
+    for (const timeoutMs of [0, Number.POSITIVE_INFINITY]) {
+      assert.deepEqual(await tools.call("counted", {}, { timeoutMs }), { ok: true, output: "ran" });
+    }
+    assert.equal(runs, 2);
+  });
+
   it("aborts when the caller's signal fires", async () => {
     const hang = defineTool({
       name: "hang",

@@ -24,7 +24,11 @@ import { recordFailure, traceToolCall, tracingIsOff } from "../tracing/trace-too
 import { llmNamePattern, toLlmName } from "./llm-name.ts";
 import { createStrayRuns, type StrayRuns } from "./stray-runs.ts";
 
-/** Default per-call time limit. `timeoutMs: 0` (or Infinity) disables it. */
+/**
+ * Default per-call time limit. `timeoutMs: 0` (or Infinity) disables it; any other positive limit
+ * holds, one past the ~24.8 days a Node timer can wait included; a negative or NaN limit is spent: the
+ * call answers `timeout` without running the tool (ADR 0566).
+ */
 export const DEFAULT_TIMEOUT_MS = 60_000;
 
 export interface CallOptions {
@@ -239,6 +243,9 @@ async function runTool(
   const timeoutMs = options.timeoutMs ?? tool.timeoutMs ?? defaults.timeoutMs;
   const callerSignal = options.signal;
   if (callerSignal?.aborted) return { ok: false, error: new ToolAbortedError(name, callerSignal.reason) };
+  // A limit already spent (a caller's remaining budget gone below zero, or not a number at all) ends
+  // the call before the tool runs; only 0 and Infinity mean no limit (ADR 0566).
+  if (!(timeoutMs >= 0)) return { ok: false, error: new ToolTimeoutError(name, 0) };
   // One controller for the tool's signal, aborted by its deadline or by the caller's signal (a listener,
   // not AbortSignal.any, which costs far more per call).
   const controller = new AbortController();
@@ -279,17 +286,19 @@ async function runTool(
   const pending = answer;
 
   // The handler races its own deadline and the caller's signal: a tool that ignores its signal still
-  // returns on time.
-  let timer: NodeJS.Timeout | undefined;
+  // returns on time. The first to happen answers; timers due the same millisecond run in the order
+  // they were set, so a caller's abort or a handler timed for the deadline's millisecond wins over the
+  // deadline, set last (test/call-lifecycle.property.test.ts).
+  let deadline: Deadline | undefined;
   let timedOut: ToolTimeoutError | undefined;
   let onAbort: (() => void) | undefined;
   const stopped = new Promise<ToolCallResult>((resolve) => {
     if (Number.isFinite(timeoutMs) && timeoutMs > 0) {
-      timer = setTimeout(() => {
+      deadline = startDeadline(timeoutMs, () => {
         timedOut = new ToolTimeoutError(name, timeoutMs);
         resolve({ ok: false, error: timedOut });
         controller.abort(timedOut);
-      }, timeoutMs);
+      });
     }
     if (callerSignal !== undefined) {
       onAbort = () => {
@@ -317,9 +326,33 @@ async function runTool(
     if (!settled) defaults.strays.track(tool.name, name, ran, options.logger ?? defaults.logger);
     return result.ok ? await checkOutput(tool, name, result.output) : result;
   } finally {
-    if (timer !== undefined) clearTimeout(timer);
+    deadline?.clear();
     if (onAbort !== undefined) callerSignal?.removeEventListener("abort", onAbort);
   }
+}
+
+/** The longest wait one Node timer holds (2^31 − 1 ms, about 24.8 days): a longer one fires after 1 ms. */
+const longestTimerMs = 2 ** 31 - 1;
+
+interface Deadline {
+  clear(): void;
+}
+
+/**
+ * Calls `onDeadline` once `ms` (finite, > 0) have passed. A wait past the longest one timer holds is
+ * waited in steps of that longest: handed to `setTimeout` whole, a 30-day limit would end the call
+ * after 1 ms.
+ */
+function startDeadline(ms: number, onDeadline: () => void): Deadline {
+  let timer: NodeJS.Timeout;
+  const wait = (left: number): void => {
+    timer = setTimeout(
+      () => (left > longestTimerMs ? wait(left - longestTimerMs) : onDeadline()),
+      Math.min(left, longestTimerMs),
+    );
+  };
+  wait(ms);
+  return { clear: () => clearTimeout(timer) };
 }
 
 /** On a takeover: the earlier run's output when its effect landed, else the tool run now. */
