@@ -2,7 +2,9 @@
  * A flood of legal calls costs a node what its limits allow (ADR 0214), over a real nats-server: with
  * two of the module's calls running at once and two waiting, the fifth and sixth calls sent together
  * are refused at once, `overloaded` and retryable; the waiting ones run in their turn as the running
- * ones end; a waiting call cancelled by its caller leaves the line and never runs.
+ * ones end; a waiting call cancelled by its caller leaves the line and never runs; a waiting call whose
+ * time limit is spent leaves it as a timeout and never runs, even when the event loop was held past
+ * its deadline and its turn comes before its timer fires.
  */
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
@@ -105,6 +107,35 @@ it("a call that waits past its caller's time limit leaves the line as a timeout 
     // Had it stayed in the line, it would have started as the first call ended.
     await sleep(underLoadMs(200));
     assert.equal(gates().runs.has("late"), false, "the expired call never ran");
+  } finally {
+    await client.close();
+    await runtime.close();
+  }
+});
+
+it("a call whose limit is spent while the node's event loop is held leaves the line as a timeout and never runs", async () => {
+  const runtime = await startNodeRuntime({
+    config: meshConfig("node-c", nats.url, [{ module: "scripted", path: fixture("scripted.mjs") }]),
+    calls: { concurrent: 1, waiting: 1 },
+  });
+  const client = await createMeshClient({ servers: nats.url });
+  const runs = () => (globalThis as { meshScripted?: { runs: { key: string }[] } }).meshScripted?.runs ?? [];
+  try {
+    // The running call waits, then computes past the waiting one's deadline without yielding: the
+    // waiting call's timer is due by the time the running one ends and hands its place on.
+    const holding = client.call("scripted.act", { key: "holding", ms: 100, spinMs: 400 });
+    await eventually("the holding call running", async () =>
+      runs().some((run) => run.key === "holding") ? true : undefined,
+    );
+    const late = await client.call("scripted.act", { key: "late", ms: 0 }, { timeoutMs: 200 });
+    assert.deepEqual(await holding, { ok: true, output: { key: "holding" } });
+    assert.equal(!late.ok && late.error.code, "timeout");
+    await sleep(underLoadMs(100));
+    assert.deepEqual(
+      runs().map((run) => run.key),
+      ["holding"],
+      "the call whose limit was spent in the line never ran",
+    );
   } finally {
     await client.close();
     await runtime.close();

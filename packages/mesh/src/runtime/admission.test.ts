@@ -84,6 +84,25 @@ describe("createAdmission", () => {
     assert.equal(admission.running, 0);
   });
 
+  it("a waiting call whose deadline passed before its timer could fire is not admitted; the next one is", async () => {
+    const admission = createAdmission({ concurrent: 1, waiting: 2 });
+    const never = new AbortController().signal;
+    assert.equal(admission.admit(never), "admitted");
+    const spent = admission.admit(never, 10);
+    const patient = admission.admit(never, 60_000);
+    // The event loop held past the first one's deadline (a tool computing): its timer has not fired
+    // when the running call ends.
+    const until = performance.now() + 30;
+    while (performance.now() < until);
+    admission.release();
+    assert.equal(await spent, "expired", "its caller's limit was spent in the line");
+    assert.equal(await patient, "admitted");
+    assert.equal(admission.running, 1);
+    assert.equal(admission.waiting, 0);
+    admission.release();
+    assert.equal(admission.running, 0);
+  });
+
   it("refuses limits that admit nothing", () => {
     assert.throws(() => createAdmission({ concurrent: 0 }), RangeError);
     assert.throws(() => createAdmission({ waiting: -1 }), RangeError);

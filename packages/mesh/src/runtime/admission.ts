@@ -20,10 +20,11 @@ export type Admitted = "admitted" | "full" | "aborted" | "expired";
 export interface Admission {
   /**
    * Resolves when the call may run, at once or in its turn; "full" when the line is full too, "aborted"
-   * when `signal` fires while it waits, "expired" when it has waited `deadlineMs` (its caller gave up).
+   * when `signal` fires while it waits, "expired" when it has waited `deadlineMs` (its caller gave up)
+   * — also when its turn comes after that, before its timer fired: a call is never admitted late.
    */
   admit(signal: AbortSignal, deadlineMs?: number): Promise<Admitted> | Admitted;
-  /** An admitted call ended: the next waiting one runs. */
+  /** An admitted call ended: the next waiting one whose deadline has not passed runs. */
   release(): void;
   readonly running: number;
   readonly waiting: number;
@@ -36,8 +37,9 @@ export function createAdmission(limits: CallLimits = {}): Admission {
     waiting: atLeastZero(limits.waiting, defaultCallLimits.waiting, "waiting"),
   };
   let running = 0;
-  // Waiting calls in arrival order; a cancelled one is dropped from wherever it is.
-  const line = new Set<(admitted: Admitted) => void>();
+  // Waiting calls in arrival order, each with when its caller's limit is spent (`performance.now()`
+  // time; Infinity for none); a cancelled one is dropped from wherever it is.
+  const line = new Map<(admitted: Admitted) => void, number>();
   return {
     admit(signal, deadlineMs) {
       if (signal.aborted) return "aborted";
@@ -59,19 +61,26 @@ export function createAdmission(limits: CallLimits = {}): Admission {
           if (timer !== undefined) clearTimeout(timer);
           resolve(admitted);
         };
-        line.add(turn);
+        line.set(turn, deadlineMs === undefined ? Number.POSITIVE_INFINITY : performance.now() + deadlineMs);
         signal.addEventListener("abort", onAbort, { once: true });
       });
     },
     release() {
-      const next = line.values().next();
-      if (next.done === true) {
-        running -= 1;
+      const now = performance.now();
+      for (const [turn, expiresAt] of line) {
+        line.delete(turn);
+        // Its caller's limit is spent, though its timer has not fired (the event loop was held, by a
+        // tool computing or a loaded host): it leaves the line as the timer would have had it, never
+        // run, and the place goes to the next in line (ADR 0214).
+        if (expiresAt <= now) {
+          turn("expired");
+          continue;
+        }
+        // The slot passes to it: `running` stays as it is.
+        turn("admitted");
         return;
       }
-      // The slot passes to the next in line: `running` stays as it is.
-      line.delete(next.value);
-      next.value("admitted");
+      running -= 1;
     },
     get running() {
       return running;
