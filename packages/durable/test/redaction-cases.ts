@@ -3,7 +3,9 @@
  * path carries a unique secret marker, the policy's paths, and an oracle of the mask written apart from
  * `redact`.
  */
+import { createHash } from "node:crypto";
 import { setOwn } from "@tackle/core/internal";
+import { encodeValue } from "@tackle/durable";
 import type { seededRandom } from "@tackle/test-support";
 
 type Random = ReturnType<typeof seededRandom>;
@@ -19,6 +21,8 @@ export interface RedactionCase {
   readonly paths: string[];
   readonly approve: boolean;
   readonly outcome: Outcome;
+  /** The approver's edited arguments, when the approval is answered with edits; the tool runs with these. */
+  readonly edit?: Record<string, unknown>;
 }
 
 /** Keys a caller may send: inherited names, dots, a star, an array's `length`, indices. */
@@ -155,12 +159,94 @@ export function randomCase(random: Random, seed: number, withProto: boolean): Re
   const roll = random();
   const approve = random() < 0.5;
   const outcome: Outcome = approve && roll < 0.3 ? "refused" : roll < 0.65 ? "succeeds" : "fails";
-  return { seed, input, paths, approve, outcome };
+  // Drawn last, so the cases without edits stay what they were.
+  if (!approve || outcome === "refused" || random() < 0.5) return { seed, input, paths, approve, outcome };
+  return { seed, input, paths, approve, outcome, edit: randomEdit(random, input, paths, keys, seed) };
 }
 
-/** Throws, naming the case, if a secret marker appears anywhere in what was read. */
+/** The value at `keys` in `value` set to `item` (an own key, even `__proto__`). */
+function setAt(value: unknown, keys: readonly string[], item: unknown): void {
+  let parent = value as Record<string, unknown>;
+  for (const key of keys.slice(0, -1)) parent = parent[key] as Record<string, unknown>;
+  const last = keys.at(-1) as string;
+  if (Array.isArray(parent)) parent[Number(last)] = item;
+  else setOwn(parent, last, item);
+}
+
+/**
+ * An approver's edit of `input`: a redacted value changed to a new secret, a key added (a secret when
+ * its position is redacted), a shown scalar changed; at least one of them.
+ */
+function randomEdit(
+  random: Random,
+  input: Record<string, unknown>,
+  paths: readonly string[],
+  keys: string[],
+  seed: number,
+): Record<string, unknown> {
+  const edit = expectedMask(input, []) as Record<string, unknown>;
+  let n = 0;
+  const secret = () => `${marker}${seed}e${n++}`;
+  const kinds = [random() < 0.6, random() < 0.5, random() < 0.6];
+  if (!kinds.some(Boolean)) kinds[Math.floor(random() * 3)] = true;
+  if (kinds[0]) {
+    const masked = positions(edit).filter((at) => isMasked(at, paths));
+    if (masked.length > 0) setAt(edit, pick(random, masked), random() < 0.5 ? secret() : { s: [secret()] });
+  }
+  if (kinds[1]) {
+    const objects = [[], ...positions(edit)].filter((at) => {
+      const value = at.reduce<unknown>((item, key) => (item as Record<string, unknown>)[key], edit);
+      return typeof value === "object" && value !== null && !Array.isArray(value);
+    });
+    const at = [...pick(random, objects), random() < 0.5 ? pick(random, keys) : `added${n}`];
+    setAt(edit, at, isMasked(at, paths) ? secret() : `added${n++}`);
+  }
+  if (kinds[2]) {
+    const shown = positions(edit).filter((at) => {
+      const value = at.reduce<unknown>((item, key) => (item as Record<string, unknown>)[key], edit);
+      return (typeof value !== "object" || value === null) && !isMasked(at, paths);
+    });
+    if (shown.length > 0) setAt(edit, pick(random, shown), `edited${n++}`);
+  }
+  return edit;
+}
+
+function sorted(value: unknown): unknown {
+  if (typeof value !== "object" || value === null) return value;
+  if (Array.isArray(value)) return value.map(sorted);
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort())
+    setOwn(out, key, sorted((value as Record<string, unknown>)[key]));
+  return out;
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+/**
+ * Unsalted hashes an edit must not show (their first 16 hex digits, as an interrupt id's fingerprint
+ * would): of the edited arguments, key order aside, as the codec or JSON writes them, and of each secret.
+ */
+function printsOf(c: RedactionCase): readonly string[] {
+  if (c.edit === undefined) return [];
+  const secrets = JSON.stringify(c.edit).match(new RegExp(`${marker}[0-9a-z]+`, "g")) ?? [];
+  // An edit with nothing hidden in it is shown whole: its hash tells nothing more.
+  const hidden = JSON.stringify(expectedMask(c.edit, c.paths)) !== JSON.stringify(c.edit);
+  const texts = hidden
+    ? [encodeValue(sorted(c.edit)), JSON.stringify(sorted(c.edit)), JSON.stringify(c.edit)]
+    : [];
+  for (const secret of secrets) texts.push(secret, JSON.stringify(secret), encodeValue(secret));
+  return texts.map((text) => sha256(text).slice(0, 16));
+}
+
+/** Throws, naming the case, if a secret marker or an edit's hash appears anywhere in what was read. */
 export function assertNoMarker(seen: unknown, what: string, c: RedactionCase): void {
   const text = typeof seen === "string" ? seen : JSON.stringify(seen);
+  const print = printsOf(c).find((item) => text.includes(item));
+  if (print !== undefined) {
+    throw new Error(
+      `seed ${c.seed}: ${what} shows a hash of the edited arguments (${print})\nedit ${JSON.stringify(c.edit)}`,
+    );
+  }
   const at = text.indexOf(marker);
   if (at !== -1) {
     throw new Error(

@@ -7,247 +7,56 @@
  * without `approve`, the tool succeeding, failing (a harmless message) or refused (approval declined).
  * Every value at a redacted path carries a unique secret marker. The oracle:
  *
- * - (a) the tool's handler receives exactly the real input, once, or never when refused;
+ * - (a) the tool's handler receives exactly the real input, once, or never when refused; an approval
+ *   answered with edits (about one case in five: a redacted value changed to a new secret, keys added,
+ *   a shown value changed) hands it the edited real values;
  * - (b) no marker appears in anything a UI or an approver reads: every frame, the interrupts'
  *   requests, the run, its history, the AG-UI translation; over HTTP also the `GET /runs/:id`,
- *   `/history` answers and the frames and AG-UI SSE streams;
+ *   `/history` answers and the frames and AG-UI SSE streams; nor, for an edit, an unsalted hash of the
+ *   edited arguments or of a secret in them (an interrupt id's fingerprint would be one);
  * - (c) the shown arguments (tool cards, the approval's `params`) and the shown result (the tool
  *   returns its input) are the oracle's mask, written apart from `redact`: a value at a path masked
  *   whole as `"[redacted]"`, whatever its type, nothing else changed, a missing path left missing;
+ *   after an edit, the cards show the edited arguments masked the same way (a shown edit as edited);
  * - (d) an approval answered after a runner restart on the SQLite file hands the tool the real values.
  *
  * By design, one stored table DOES hold the real values: `durable_journal` (the model step's answer with
  * the tool call's arguments, the tool step's result, an approver's edited arguments) must, to resume a
  * run without asking the model again. `durable_frames` and `durable_runs` (its interrupts' requests, its
- * state) hold only what was shown — as long as the graph keeps no redacted value in its own state. `__proto__` keys go through the LangChain integration and `redact`
- * itself: the AI SDK's JSON parser refuses a tool call that carries one. The approval's fingerprint is of
+ * state) hold only what was shown — as long as the graph keeps no redacted value in its own state
+ * (`redaction-stores.property.test.ts` reads those tables, the LangChain cases on a SQLite file and on
+ * PostgreSQL). `__proto__` keys go through the LangChain integration and `redact` itself: the AI SDK's JSON parser refuses a tool call that carries one. The approval's fingerprint is of
  * the arguments as shown (ADR 0126), so it tells nothing of a redacted value either.
  *
- * `TACKLE_PROPERTY_ROUNDS` sets the number of cases (default 2,000 on the in-memory store, a tenth over
- * HTTP on a SQLite file); `TACKLE_PROPERTY_SEED` replays one.
+ * `TACKLE_PROPERTY_ROUNDS` sets the number of cases (default 2,000: that many LangChain cases and
+ * `redact` cases in memory, half as many AI SDK ones, a tenth over HTTP on a SQLite file);
+ * `TACKLE_PROPERTY_SEED` replays one.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type {
-  LanguageModelV4CallOptions,
-  LanguageModelV4GenerateResult,
-  LanguageModelV4StreamPart,
-} from "@ai-sdk/provider";
-import { tool as langchainTool } from "@langchain/core/tools";
-import {
-  createGraph,
-  createMemoryStore,
-  createRunner,
-  type Frame,
-  type NodeContext,
-  type Runner,
-  redact,
-  type ToolPolicies,
-} from "@tackle/durable";
-import { durableModel, withDurableTools } from "@tackle/durable/ai-sdk";
-import { AgUiTranslator, type DurableServer, serveDurable } from "@tackle/durable/http";
-import { withDurableTools as withDurableLangChainTools } from "@tackle/durable/langchain";
+import { createMemoryStore, createRunner, type Runner, redact } from "@tackle/durable";
+import { type DurableServer, serveDurable } from "@tackle/durable/http";
 import { seededRandom } from "@tackle/test-support";
-import {
-  tool as aiTool,
-  generateText,
-  jsonSchema,
-  simulateReadableStream,
-  stepCountIs,
-  streamText,
-} from "ai";
-import { MockLanguageModelV4 } from "ai/test";
 import { type TempStore, tempSqliteStore } from "./helpers.ts";
 import { rounds, seeds } from "./property-programs.ts";
-import { assertNoMarker, expectedMask, marker, type RedactionCase, randomCase } from "./redaction-cases.ts";
-
-const usage = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
-  outputTokens: { total: 1, text: 1, reasoning: 0 },
-};
-
-/** The cases a run reads by `state.seed`, and what each tool's handler received. */
-const cases = new Map<number, RedactionCase>();
-const received = new Map<number, unknown[]>();
-
-const answered = (options: LanguageModelV4CallOptions) =>
-  options.prompt.some((message) => message.role === "tool");
-
-/**
- * The model calls the tool once with the case's input, then answers in text once the tool answered.
- * An odd seed streams, the call's arguments going out as `tool-input-delta` parts first, as a provider's do.
- */
-function modelFor(c: RedactionCase): MockLanguageModelV4 {
-  const args = JSON.stringify(c.input);
-  return new MockLanguageModelV4({
-    doGenerate: async (options): Promise<LanguageModelV4GenerateResult> => ({
-      content: answered(options)
-        ? [{ type: "text", text: "done" }]
-        : [{ type: "tool-call", toolCallId: "m1", toolName: "act", input: args }],
-      finishReason: answered(options)
-        ? { unified: "stop", raw: "stop" }
-        : { unified: "tool-calls", raw: "tool_calls" },
-      usage,
-      warnings: [],
-    }),
-    doStream: async (options) => {
-      const parts: LanguageModelV4StreamPart[] = answered(options)
-        ? [
-            { type: "text-start", id: "t" },
-            { type: "text-delta", id: "t", delta: "done" },
-            { type: "text-end", id: "t" },
-            { type: "finish", finishReason: { unified: "stop", raw: "stop" }, usage },
-          ]
-        : [
-            { type: "tool-input-start", id: "m1", toolName: "act" },
-            { type: "tool-input-delta", id: "m1", delta: args },
-            { type: "tool-input-end", id: "m1" },
-            { type: "tool-call", toolCallId: "m1", toolName: "act", input: args },
-            { type: "finish", finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage },
-          ];
-      return {
-        stream: simulateReadableStream({
-          chunks: [{ type: "stream-start", warnings: [] }, ...parts],
-          chunkDelayInMs: null,
-        }),
-      };
-    },
-  });
-}
-
-async function act(c: RedactionCase, input: unknown): Promise<unknown> {
-  received.get(c.seed)?.push(structuredClone(input));
-  if (c.outcome === "fails") throw new Error("the tool failed");
-  return input;
-}
-
-async function agent(state: { seed: number }, ctx: NodeContext): Promise<{ reply: string }> {
-  const c = cases.get(state.seed) as RedactionCase;
-  const tools = {
-    act: aiTool({
-      description: "Acts on its input",
-      inputSchema: jsonSchema<Record<string, unknown>>({ type: "object" }),
-      execute: (input) => act(c, input),
-    }),
-  };
-  const options = {
-    model: durableModel(ctx, modelFor(c)),
-    tools: withDurableTools(ctx, tools, policyOf(c)),
-    prompt: "act",
-    stopWhen: stepCountIs(3),
-    abortSignal: ctx.signal,
-  };
-  if (c.seed % 2 === 1) return { reply: await streamText(options).text };
-  return { reply: (await generateText(options)).text };
-}
-
-/** The same call through the LangChain integration, which passes `__proto__` keys on. */
-async function langChainAgent(state: { seed: number }, ctx: NodeContext): Promise<{ reply: string }> {
-  const c = cases.get(state.seed) as RedactionCase;
-  const original = langchainTool((input: unknown) => act(c, input), {
-    name: "act",
-    description: "Acts on its input",
-    schema: { type: "object" },
-  });
-  const [wrapped] = withDurableLangChainTools(ctx, [original], policyOf(c));
-  try {
-    // What the graph keeps of the result is its own business: only the outcome here.
-    await wrapped?.invoke(c.input);
-    return { reply: "done" };
-  } catch (error) {
-    return { reply: (error as Error).message };
-  }
-}
-
-const graph = createGraph<{ seed: number; reply?: string }>("redaction").node("agent", agent);
-const langChainGraph = createGraph<{ seed: number; reply?: string }>("redaction-lc").node(
-  "agent",
-  langChainAgent,
-);
-
-function newCase(seed: number, withProto = false): RedactionCase {
-  const c = randomCase(seededRandom(seed), seed, withProto);
-  cases.set(seed, c);
-  received.set(seed, []);
-  return c;
-}
-
-/** The case's policy: some failing calls retry once (a `running` frame with `retrying`), some hide. */
-function policyOf(c: RedactionCase): ToolPolicies {
-  return {
-    act: {
-      redact: c.paths,
-      approve: c.approve,
-      ...(c.seed % 4 === 0 ? { retry: { attempts: 2, backoff: { initialMs: 1 } } } : {}),
-      ...(c.seed % 7 === 0 ? { show: false } : {}),
-    },
-  };
-}
-
-/** What the cases covered, printed after each test. */
-function tally() {
-  const totals = {
-    cases: 0,
-    secrets: 0,
-    masked: 0,
-    approvals: 0,
-    succeeded: 0,
-    failed: 0,
-    refused: 0,
-    restarts: 0,
-  };
-  const add = (c: RedactionCase) => {
-    totals.cases += 1;
-    totals.secrets += JSON.stringify(c.input).split(marker).length - 1;
-    totals.masked += JSON.stringify(expectedMask(c.input, c.paths)).split("[redacted]").length - 1;
-    if (c.approve) totals.approvals += 1;
-    totals[({ succeeds: "succeeded", fails: "failed", refused: "refused" } as const)[c.outcome]] += 1;
-  };
-  return { totals, add };
-}
-
-const answerOf = (c: RedactionCase) =>
-  c.outcome === "refused" ? { approved: false, reason: "not today" } : { approved: true };
-
-/** (c) on the approval and on every tool card; (a) on what the handler got. */
-function checkShown(c: RedactionCase, frames: readonly Frame[], requests: readonly unknown[]): void {
-  const shown = expectedMask(c.input, c.paths);
-  const context = `seed ${c.seed}: paths ${JSON.stringify(c.paths)} input ${JSON.stringify(c.input)}`;
-  for (const request of requests)
-    assert.deepStrictEqual((request as { params: unknown }).params, shown, context);
-  const cards = frames
-    .filter((frame) => frame.type === "tool_call")
-    .map((frame) => frame.data as Record<string, unknown>);
-  if (c.seed % 7 === 0) assert.deepStrictEqual(cards, [], context);
-  for (const card of cards) {
-    assert.deepStrictEqual(card.params, shown, context);
-    if (card.status === "completed") assert.deepStrictEqual(card.result, shown, context);
-  }
-  if (c.seed % 7 !== 0) {
-    const last = cards.at(-1)?.status;
-    assert.equal(last, { succeeds: "completed", fails: "error", refused: "declined" }[c.outcome], context);
-  }
-  const tries = c.outcome === "fails" && c.seed % 4 === 0 ? 2 : 1;
-  if (tries === 2 && c.seed % 7 !== 0)
-    assert.ok(
-      cards.some((card) => card.retrying !== undefined),
-      context,
-    );
-  const calls = c.outcome === "refused" ? [] : Array.from({ length: tries }, () => c.input);
-  assert.deepStrictEqual(received.get(c.seed), calls, context);
-}
-
-function translated(frames: readonly Frame[], threadId: string, runId: string): unknown[] {
-  const translator = new AgUiTranslator({ threadId, runId });
-  return frames.flatMap((frame) => translator.translate(frame));
-}
+import { assertNoMarker, expectedMask, randomCase } from "./redaction-cases.ts";
+import {
+  answerOf,
+  checkShown,
+  forget,
+  graph,
+  langChainGraph,
+  newCase,
+  tally,
+  translated,
+} from "./redaction-harness.ts";
 
 describe("redaction as a property", () => {
-  const inMemory = async (chosen: typeof graph, offset: number, withProto: boolean) => {
+  const inMemory = async (chosen: typeof graph, count: number, offset: number, withProto: boolean) => {
     const { totals, add } = tally();
     const runner = createRunner({ store: createMemoryStore(), graphs: [chosen] });
     try {
-      for (const seed of seeds(rounds(2000), offset)) {
+      for (const seed of seeds(count, offset)) {
         const c = newCase(seed, withProto);
         const threadId = `m${seed}`;
         const requests: unknown[] = [];
@@ -266,7 +75,7 @@ describe("redaction as a property", () => {
         assertNoMarker(translated(frames, threadId, run.runId), "the AG-UI events", c);
         checkShown(c, frames, requests);
         add(c);
-        cases.delete(seed);
+        forget(seed);
       }
       console.log(`# ${chosen.name}: ${JSON.stringify(totals)}`);
     } finally {
@@ -275,10 +84,10 @@ describe("redaction as a property", () => {
   };
 
   it("no redacted value reaches a frame, an approver, the run or AG-UI; the tool gets the real input (AI SDK, in-memory store)", () =>
-    inMemory(graph, 1, false));
+    inMemory(graph, rounds(2000) / 2, 1, false));
 
   it("the same through the LangChain integration, `__proto__` keys included", () =>
-    inMemory(langChainGraph, 300_000, true));
+    inMemory(langChainGraph, rounds(2000), 300_000, true));
 
   it("`__proto__`, inherited names and dotted keys mask as the oracle says, on `redact` itself", () => {
     for (const seed of seeds(rounds(2000), 100_000)) {
@@ -286,6 +95,9 @@ describe("redaction as a property", () => {
       const shown = redact(c.input, c.paths);
       assertNoMarker(shown, "redact", c);
       assert.deepStrictEqual(shown, expectedMask(c.input, c.paths), `seed ${seed}: ${JSON.stringify(c)}`);
+      if (c.edit !== undefined) {
+        assert.deepStrictEqual(redact(c.edit, c.paths), expectedMask(c.edit, c.paths), `seed ${seed}: edit`);
+      }
     }
   });
 });
@@ -392,7 +204,7 @@ describe("redaction as a property, over HTTP on a SQLite file", () => {
       assertNoMarker(agUi, "the AG-UI stream", c);
       checkShown(c, frames, requests);
       add(c);
-      cases.delete(seed);
+      forget(seed);
     }
     console.log(`# http: ${JSON.stringify(totals)}`);
   });
