@@ -22,6 +22,15 @@ const extraTools = [
     execute: () => 42,
   }),
   defineTool({
+    name: "slow",
+    description: "Answers after `ms`",
+    input: z.object({ ms: z.number() }),
+    execute: async ({ ms }) => {
+      await sleep(ms);
+      return { slept: ms };
+    },
+  }),
+  defineTool({
     name: "picture",
     description: "An image block with a structured object beside it",
     input: z.object({}),
@@ -177,6 +186,22 @@ const calls: readonly [string, unknown][] = [
   ["extra.picture", {}],
   ["tackle.modules", {}],
 ];
+
+test("a session whose call runs past the idle time is not closed under it: the call is answered, the session kept", async () => {
+  const session = await initialize(small.url);
+  // The idle time is 600 ms, swept every 250 ms: the call runs through several sweeps.
+  const response = await post(
+    small.url,
+    { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "extra.slow", arguments: { ms: 1_500 } } },
+    { "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" },
+  );
+  assert.equal(response.status, 200);
+  assert.deepEqual((await readJsonRpc(response))?.result?.structuredContent, { slept: 1_500 });
+  // Its idle time counts from the answer: the session is still there.
+  const after = await echoIn(small.url, session, "still here");
+  assert.equal(after.status, 200);
+  assert.deepEqual((await readJsonRpc(after)).result?.structuredContent, { text: "still here" });
+});
 
 test("a session-less tools/call is answered directly, as the SDK's serving answers it (2026-07-28 and 2025)", async () => {
   for (const [name, args] of calls) {

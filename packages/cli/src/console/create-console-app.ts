@@ -45,6 +45,8 @@ export interface ConsoleApp {
   readonly sessions: ConsoleSessions;
   /** The places each credential holds (ADR 0270). */
   readonly bounds: ConsoleBounds;
+  /** MCP sessions held now (for tests and logs). */
+  readonly mcpSessionCount: number;
   close(): Promise<void>;
 }
 
@@ -160,6 +162,9 @@ export function createConsoleApp(options: ConsoleAppOptions): ConsoleApp {
     fetch: app.fetch,
     sessions,
     bounds,
+    get mcpSessionCount() {
+      return mcp.sessionCount;
+    },
     async close() {
       await mcp.close();
       await options.approvals?.close();

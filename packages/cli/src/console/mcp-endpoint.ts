@@ -47,7 +47,10 @@ import { createSessionPins, type SessionPins } from "./session-pins.ts";
 export interface McpSessionOptions {
   /** Sessions held at once; a new one past this closes the least recently used. Default 64. */
   readonly max?: number;
-  /** A session unused this long is closed. Default 30 minutes. */
+  /**
+   * A session unused this long is closed: no request since, and none of its calls still running or
+   * answered since. Default 30 minutes.
+   */
   readonly idleMs?: number;
 }
 
@@ -140,6 +143,8 @@ export function createMcpEndpoint(
     () => {
       const now = Date.now();
       for (const [id, session] of sessions) {
+        // A call still running is use: its answer is sent on the session (ADR 0278).
+        if (session.pins.pending > 0) continue;
         if (now - session.lastUsed >= idleMs) void closeSession(id, session, "idle");
       }
     },
@@ -275,6 +280,9 @@ async function openSessionIn(
   const send = transport.send.bind(transport);
   transport.send = (message, sendOptions) => {
     pins.sent(message);
+    // An answer is use: the session's idle time counts from its last call's end (ADR 0278).
+    if (registered !== undefined && "id" in message && !("method" in message))
+      registered.lastUsed = Date.now();
     return send(message, sendOptions);
   };
   server.onclose = () => {

@@ -16,6 +16,8 @@ export interface SessionPins {
   sent(message: JSONRPCMessage): void;
   /** The session closed: every place comes back. */
   clear(): void;
+  /** Calls posted and not yet answered nor cancelled: while any runs, the session is in use. */
+  readonly pending: number;
 }
 
 export function createSessionPins(): SessionPins {
@@ -50,6 +52,9 @@ export function createSessionPins(): SessionPins {
     clear() {
       for (const pins of pinned.values()) for (const { unpin } of pins) unpin();
       pinned.clear();
+    },
+    get pending() {
+      return pinned.size;
     },
   };
 }
