@@ -216,7 +216,9 @@ describe("a large create", { timeout: testTimeoutMs(240_000) }, () => {
       await store.close();
     }
   });
+});
 
+describe("a large create's claim, held under a lease", { timeout: testTimeoutMs(240_000) }, () => {
   it("goes on while another store opens the file, in a process of its own", async () => {
     const path = join(directory, "opened.sqlite");
     await createSqliteDocumentStore({ path }).close();
@@ -334,7 +336,9 @@ describe("a large create", { timeout: testTimeoutMs(240_000) }, () => {
       await store.close();
     }
   });
+});
 
+describe("a large create raced by a second create of its id", { timeout: testTimeoutMs(240_000) }, () => {
   it("refuses a second create of the id while the first writes its rows, and stores the first", async () => {
     const path = join(directory, "raced.sqlite");
     const store = createSqliteDocumentStore({ path });

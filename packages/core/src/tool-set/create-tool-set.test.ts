@@ -128,7 +128,7 @@ describe("createToolSet: what a refused call answers", () => {
   });
 });
 
-describe("createToolSet: deadlines, signals and outputs", () => {
+describe("createToolSet: deadlines", () => {
   it("ends a tool that exceeds its timeout with a timeout error, even if it ignores its signal", async () => {
     let sawAbort = false;
     const slow = defineTool({
@@ -221,7 +221,9 @@ describe("createToolSet: deadlines, signals and outputs", () => {
     }
     assert.equal(runs, 2);
   });
+});
 
+describe("createToolSet: signals and outputs", () => {
   it("aborts when the caller's signal fires", async () => {
     const hang = defineTool({
       name: "hang",
