@@ -170,6 +170,32 @@ describe("PostgreSQL migrations: the lock and signals", () => {
     assert.equal(unused.totalCount, 0, "no connection was opened");
   });
 
+  it("refuses a lock wait of 0 (PostgreSQL's wait forever), below 0, fractional or past its reach, before it takes a connection", async () => {
+    const { pool: unused } = await freshPool();
+    for (const lockTimeoutMs of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31]) {
+      await assert.rejects(
+        migratePostgres(unused, { store: "never", migrations: items, lockTimeoutMs }),
+        (error) => {
+          rejectsWith("invalid_option")(error);
+          assert.match((error as Error).message, /lockTimeoutMs/);
+          return true;
+        },
+      );
+    }
+    assert.equal(unused.totalCount, 0, "no connection was opened");
+    assert.deepEqual(
+      await migratePostgres(unused, {
+        store: "edge-of-reach",
+        migrations: items,
+        lockTimeoutMs: 2 ** 31 - 1,
+      }),
+      {
+        from: 0,
+        to: 2,
+      },
+    );
+  });
+
   it("times out, typed, when another session holds the migration lock, and leaves the pooled session's lock_timeout as it was", async () => {
     // One connection, so the session that timed out is the one the next query gets.
     const single = createPostgresPool({ connectionString: shared.url, label: "storage-test", max: 1 });

@@ -255,6 +255,40 @@ describe("another connection holding the SQLite file's write lock (ADR 0565)", (
     assert.equal(sqliteSchemaVersion(check), 1, "the version is unchanged");
     check.close();
   });
+
+  it("sqliteTransaction waits its busy timeout, then fails lock_timeout (transient); work never runs", () => {
+    const path = join(directory, "locked-transaction.db");
+    openMigratedSqlite({ path, store: "notes", migrations: notes }).close();
+    const writer = openSqlite({ path });
+    const waiting = openSqlite({ path, busyTimeoutMs: 150 });
+    writer.exec("BEGIN IMMEDIATE; INSERT INTO notes (body) VALUES ('held')");
+    let ran = false;
+    try {
+      const started = performance.now();
+      assert.throws(
+        () =>
+          sqliteTransaction(waiting, () => {
+            ran = true;
+          }),
+        (error: unknown) => {
+          // Before: SQLite's own "database is locked", no StorageError.
+          rejectsWith("lock_timeout")(error);
+          assert.match((error as Error).message, /150 ms/);
+          assert.ok(isTransientDatabaseError(error), "a retry can mend it");
+          return true;
+        },
+      );
+      assert.ok(performance.now() - started >= 150, "it waited the busy timeout");
+      assert.equal(ran, false, "work did not run");
+      assert.equal(waiting.isTransaction, false, "no transaction is left open");
+    } finally {
+      writer.exec("ROLLBACK");
+      writer.close();
+    }
+    sqliteTransaction(waiting, () => waiting.exec("INSERT INTO notes (body) VALUES ('after')"));
+    assert.deepEqual(plain(waiting.prepare("SELECT body FROM notes").all()), [{ body: "after" }]);
+    waiting.close();
+  });
 });
 
 describe("a new SQLite store is its owner's alone", () => {

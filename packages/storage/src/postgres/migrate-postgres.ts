@@ -16,7 +16,11 @@ export interface PostgresMigrationPlan {
   /** The store's key in `tackle_migrations` (`durable`, `memory`, `docscript`, …). */
   readonly store: string;
   readonly migrations: readonly PostgresMigration[];
-  /** How long to wait for another process's migration lock. Default 60 000 ms. */
+  /**
+   * How long to wait for another process's migration lock, in ms: an integer from 1 to 2 147 483 647
+   * (PostgreSQL's `lock_timeout` reach). Default 60 000. Anything else, 0 included (PostgreSQL's
+   * "wait forever"), is refused with `invalid_option` before a connection is taken.
+   */
   readonly lockTimeoutMs?: number;
   /**
    * Ends the wait for a connection or for the lock: the call rejects with `aborted` at once and its
@@ -50,6 +54,13 @@ const lockKey = "hashtext('tackle_migrations:' || coalesce(current_schema(), '')
 export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan): Promise<MigrationResult> {
   const latest = latestVersion(plan.store, plan.migrations);
   const lockTimeoutMs = plan.lockTimeoutMs ?? 60_000;
+  if (!Number.isInteger(lockTimeoutMs) || lockTimeoutMs < 1 || lockTimeoutMs > 2_147_483_647) {
+    throw new StorageError(
+      "invalid_option",
+      `Store "${plan.store}": lockTimeoutMs must be an integer from 1 to 2147483647 ms, got ${lockTimeoutMs}`,
+      { store: plan.store },
+    );
+  }
   const signal = plan.signal;
   const aborted = () =>
     new StorageError(

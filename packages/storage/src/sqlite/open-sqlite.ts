@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { StorageError } from "../errors.ts";
-import { execWhenFree } from "./busy.ts";
+import { busyTimeoutOf, execWhenFree, isSqliteBusy } from "./busy.ts";
 
 /**
  * How hard each commit is pushed to disk. `full`: durable across power loss. `normal`: in WAL mode,
@@ -98,7 +98,7 @@ export function sqliteTransaction<T>(database: DatabaseSync, work: () => T): T {
       throw error;
     }
   }
-  database.exec("BEGIN IMMEDIATE");
+  beginImmediate(database);
   try {
     const result = work();
     database.exec("COMMIT");
@@ -110,3 +110,22 @@ export function sqliteTransaction<T>(database: DatabaseSync, work: () => T): T {
 }
 
 let savepoints = 0;
+
+/**
+ * `BEGIN IMMEDIATE`, whose busy answer comes after SQLite's busy handler waited the busy timeout (no
+ * read is open yet, so SQLite does wait): it is thrown as StorageError `lock_timeout`, SQLite's error
+ * its cause, as an open or a migration past the same wait is.
+ */
+function beginImmediate(database: DatabaseSync): void {
+  try {
+    database.exec("BEGIN IMMEDIATE");
+  } catch (error) {
+    if (!isSqliteBusy(error)) throw error;
+    throw new StorageError(
+      "lock_timeout",
+      `A write transaction: another connection held the SQLite file's lock for over ${busyTimeoutOf(database)} ms (the busy timeout); try again`,
+      {},
+      { cause: error },
+    );
+  }
+}
