@@ -42,6 +42,8 @@ const extraTools = [
 ];
 let main: RunningConsole;
 let small: RunningConsole;
+/** Two sessions, never idle within a test: which one a full table closes. */
+let bounded: RunningConsole;
 
 function source() {
   return createEmbeddedToolSource([
@@ -60,10 +62,18 @@ before(async () => {
     logger: silentLogger,
     mcpSessions: { max: 2, idleMs: 600 },
   });
+  bounded = await startConsole({
+    source: source(),
+    listen,
+    token,
+    logger: silentLogger,
+    mcpSessions: { max: 2, idleMs: 60_000 },
+  });
 });
 after(async () => {
   await main.close();
   await small.close();
+  await bounded.close();
 });
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
@@ -145,6 +155,57 @@ test("sessions are bounded (the least recently used is closed) and closed when i
     assert.equal((await echoIn(small.url, idle, "d")).status, 404, "an idle session is closed");
   }
 });
+
+function slowIn(url: string, session: string, ms: number) {
+  return post(
+    url,
+    { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "extra.slow", arguments: { ms } } },
+    { "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" },
+  );
+}
+
+test("a full table closes an idle session before one whose call is running, whose answer comes (ADR 0279)", async () => {
+  const running = await initialize(bounded.url);
+  const call = await slowIn(bounded.url, running, 800);
+  assert.equal(call.status, 200, "the call's stream is open");
+  // The session with the running call is the least recently used by its last request.
+  const idle = await initialize(bounded.url);
+  const third = await initialize(bounded.url);
+  // Before: the running call's session was closed and its answer never came.
+  assert.deepEqual((await readJsonRpc(call))?.result?.structuredContent, { slept: 800 });
+  assert.equal((await echoIn(bounded.url, idle, "gone")).status, 404, "the idle session went");
+  for (const kept of [running, third]) {
+    const response = await echoIn(bounded.url, kept, "kept");
+    assert.deepEqual((await readJsonRpc(response)).result?.structuredContent, { text: "kept" });
+  }
+  for (const session of [running, third]) await closeSession(bounded.url, session);
+});
+
+test("an answer makes its session the most recently used (ADR 0279)", async () => {
+  const answered = await initialize(bounded.url);
+  const call = await slowIn(bounded.url, answered, 300);
+  const opened = await initialize(bounded.url);
+  // Answered after the second session opened: the first is now the more recently used.
+  assert.deepEqual((await readJsonRpc(call))?.result?.structuredContent, { slept: 300 });
+  const third = await initialize(bounded.url);
+  // Before: the first went, its last request being older than the second's initialize.
+  assert.equal((await echoIn(bounded.url, opened, "gone")).status, 404, "the other session went");
+  const response = await echoIn(bounded.url, answered, "kept");
+  assert.deepEqual((await readJsonRpc(response)).result?.structuredContent, { text: "kept" });
+  for (const session of [answered, third]) await closeSession(bounded.url, session);
+});
+
+async function closeSession(url: string, session: string): Promise<void> {
+  const closed = await fetch(url, {
+    method: "DELETE",
+    headers: {
+      authorization: `Bearer ${token}`,
+      "mcp-session-id": session,
+      "mcp-protocol-version": "2025-06-18",
+    },
+  });
+  assert.equal(closed.status, 200);
+}
 
 const modernMeta = {
   "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -31,15 +31,18 @@ import {
 import type { Logger } from "@tackle/core";
 import { createResultPages } from "@tackle/core/mcp";
 import type { ApprovalCalls } from "../mcp/approval-calls.ts";
-import {
-  asksUnbudgeted,
-  callSourceTool,
-  createMcpServer,
-  resultBudgetMetaKey,
-  serverIdentity,
-} from "../mcp/create-mcp-server.ts";
+import { callSourceTool, createMcpServer, serverIdentity } from "../mcp/create-mcp-server.ts";
 import type { ToolSource } from "../tool-source/tool-source.ts";
 import { toolCallBodyBytes } from "./body-limits.ts";
+import {
+  type DirectCall,
+  directCall,
+  hasModernClaim,
+  isRecord,
+  legacyRevisions,
+  modernRevision,
+  project,
+} from "./mcp-direct-call.ts";
 import { type ConsoleBounds, type Place, type PlaceKind, refusedMcp } from "./request-bounds.ts";
 import { createSessionEventStore } from "./session-event-store.ts";
 import { createSessionPins, type SessionPins } from "./session-pins.ts";
@@ -91,13 +94,7 @@ export interface McpEndpoint {
 
 /** The bound on a POST body (ADR 0271): the SDK is handed it, and the direct path keeps it too. */
 const maxBodyBytes = toolCallBodyBytes;
-const modernRevision = "2026-07-28";
-const protocolVersionKey = "io.modelcontextprotocol/protocolVersion";
-const clientInfoKey = "io.modelcontextprotocol/clientInfo";
-const clientCapabilitiesKey = "io.modelcontextprotocol/clientCapabilities";
 const serverInfoKey = "io.modelcontextprotocol/serverInfo";
-/** The 2025 revisions a session-less `tools/call` is answered directly for (the header names one). */
-const legacyRevisions = new Set(["2025-03-26", "2025-06-18", "2025-11-25"]);
 /** The reconnect delay a session's streams suggest to a client that lost one. */
 const streamRetryMs = 1_000;
 
@@ -263,9 +260,9 @@ async function openSessionIn(
     maxRequestBodySize: maxBodyBytes,
     onsessioninitialized: (id) => {
       // Room for this one: the least recently used session goes (Map order is insertion order,
-      // and a used session is moved to the end).
+      // and a used session is moved to the end), one with no call running first (ADR 0279).
       while (sessions.size >= maxSessions) {
-        const [oldestId, oldest] = sessions.entries().next().value as [string, Session];
+        const [oldestId, oldest] = leastRecentlyUsed(sessions);
         void closeSession(oldestId, oldest, "too many sessions");
       }
       registered = { server, revision, transport, pins, lastUsed: Date.now() };
@@ -280,9 +277,16 @@ async function openSessionIn(
   const send = transport.send.bind(transport);
   transport.send = (message, sendOptions) => {
     pins.sent(message);
-    // An answer is use: the session's idle time counts from its last call's end (ADR 0278).
-    if (registered !== undefined && "id" in message && !("method" in message))
+    // An answer is use: the session's idle time counts from its last call's end (ADR 0278), and it is
+    // the most recently used (ADR 0279).
+    if (registered !== undefined && "id" in message && !("method" in message)) {
       registered.lastUsed = Date.now();
+      const id = transport.sessionId;
+      if (id !== undefined && sessions.get(id) === registered) {
+        sessions.delete(id);
+        sessions.set(id, registered);
+      }
+    }
     return send(message, sendOptions);
   };
   server.onclose = () => {
@@ -296,6 +300,16 @@ async function openSessionIn(
   // A refused initialize (a bad body) made no session: nothing is kept.
   if (registered === undefined) await server.close().catch(() => undefined);
   return response;
+}
+
+/**
+ * The session a full table closes: the least recently used with no call running, so no running call
+ * loses its answer while an idle session could go instead; the least recently used when every one has
+ * a call running (the bound holds).
+ */
+function leastRecentlyUsed(sessions: ReadonlyMap<string, Session>): [string, Session] {
+  for (const entry of sessions) if (entry[1].pins.pending === 0) return entry;
+  return sessions.entries().next().value as [string, Session];
 }
 
 async function answerDirectIn(
@@ -396,96 +410,6 @@ async function readJson(request: Request): Promise<Body> {
   }
 }
 
-interface DirectCall {
-  readonly id: string | number;
-  readonly name: string;
-  readonly args: Record<string, unknown>;
-  readonly revision: string;
-  /** The request asked for the whole result (`resultBudgetMetaKey`). */
-  readonly unbudgeted: boolean;
-}
-
-/**
- * A session-less `tools/call` this endpoint answers itself, or undefined for the SDK to serve: exactly
- * a JSON-RPC request with `name`, optional `arguments` and (2026-07-28) the envelope of protocol
- * version, client info and capabilities, with the headers agreeing with the body.
- */
-function directCall(headers: Headers, message: unknown): DirectCall | undefined {
-  if (!isRecord(message) || message.jsonrpc !== "2.0" || message.method !== "tools/call") return undefined;
-  if (!onlyKeys(message, ["jsonrpc", "id", "method", "params"])) return undefined;
-  const { id, params } = message;
-  if (!(typeof id === "string" || (typeof id === "number" && Number.isSafeInteger(id)))) return undefined;
-  if (
-    !isRecord(params) ||
-    typeof params.name !== "string" ||
-    !onlyKeys(params, ["name", "arguments", "_meta"])
-  )
-    return undefined;
-  const args = params.arguments ?? {};
-  if (!isRecord(args)) return undefined;
-  if (!(headers.get("accept") ?? "").includes("application/json")) return undefined;
-  const revision = headers.get("mcp-protocol-version");
-  if (revision === modernRevision) {
-    const meta = params._meta;
-    if (
-      !isRecord(meta) ||
-      !onlyKeys(meta, [protocolVersionKey, clientInfoKey, clientCapabilitiesKey, resultBudgetMetaKey])
-    )
-      return undefined;
-    if (meta[resultBudgetMetaKey] !== undefined && !asksUnbudgeted(meta)) return undefined;
-    if (meta[protocolVersionKey] !== modernRevision || !isRecord(meta[clientCapabilitiesKey]))
-      return undefined;
-    const info = meta[clientInfoKey];
-    if (
-      info !== undefined &&
-      !(isRecord(info) && typeof info.name === "string" && typeof info.version === "string")
-    )
-      return undefined;
-    if (headers.get("mcp-method") !== "tools/call" || headers.get("mcp-name") !== params.name)
-      return undefined;
-    return { id, name: params.name, args, revision, unbudgeted: asksUnbudgeted(meta) };
-  }
-  // A 2025 request carries no envelope; `_meta` (a progress token) needs the SDK's streaming. The
-  // SDK's 2025 transport wants both media types accepted.
-  if (revision === null || !legacyRevisions.has(revision) || params._meta !== undefined) return undefined;
-  if (!(headers.get("accept") ?? "").includes("text/event-stream")) return undefined;
-  if (headers.get("mcp-method") !== null || headers.get("mcp-name") !== null) return undefined;
-  return { id, name: params.name, args, revision, unbudgeted: false };
-}
-
-/** Whether a message claims the 2026-07-28 envelope (such an `initialize` is the SDK's to refuse). */
-function hasModernClaim(message: Record<string, unknown>): boolean {
-  return (
-    isRecord(message.params) && isRecord(message.params._meta) && protocolVersionKey in message.params._meta
-  );
-}
-
-/**
- * As the SDK's servers project a result: structured content that is not an object also comes as text,
- * and on the 2025 revisions it is wrapped as `{ result }` (structured content is an object there).
- */
-function project(result: CallToolResult, revision: string): CallToolResult {
-  const structured = result.structuredContent as unknown;
-  if (structured === undefined) return result;
-  if (typeof structured === "object" && structured !== null && !Array.isArray(structured)) return result;
-  const withText = result.content.some((block) => block.type === "text")
-    ? result
-    : {
-        ...result,
-        content: [...result.content, { type: "text" as const, text: JSON.stringify(structured) }],
-      };
-  return revision === modernRevision ? withText : { ...withText, structuredContent: { result: structured } };
-}
-
 function jsonRpcError(status: number, code: number, message: string, id: string | number | null = null) {
   return Response.json({ jsonrpc: "2.0", error: { code, message }, id }, { status });
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function onlyKeys(record: Record<string, unknown>, allowed: readonly string[]): boolean {
-  for (const key in record) if (!allowed.includes(key)) return false;
-  return true;
 }
