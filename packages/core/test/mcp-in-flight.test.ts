@@ -171,71 +171,75 @@ async function assertFullCapacity(
   }
 }
 
-describe("serveMcpHttp bounds its requests in flight", () => {
-  const maxInFlight = 4;
-  let tools: ReturnType<typeof gatedTools>;
-  let server: McpHttpServer;
-  before(async () => {
-    tools = gatedTools();
-    server = await serveMcpHttp(tools.toolset, { maxInFlight, onError: () => {} });
+/** The server the bounded tests share, set up once before them with room for `maxInFlight` calls. */
+interface Bounded {
+  readonly maxInFlight: number;
+  tools: ReturnType<typeof gatedTools>;
+  server: McpHttpServer;
+}
+
+/** Past the bound a call is refused at `revision`, through every client; the held ones finish. */
+function itRefusesPastTheBound(bounded: Bounded, revision: (typeof revisions)[number]): void {
+  const { maxInFlight } = bounded;
+  it(`refuses the call past ${maxInFlight} held ones with 429, at protocol ${revision.label}; the held ones finish and new calls pass`, async () => {
+    const { server, tools } = bounded;
+    const client = await connect(server.url, revision.mode);
+    const remote = await toolSetFromMcp(client);
+    try {
+      const before = tools.started.length;
+      const held = Array.from({ length: maxInFlight }, (_, index) => callSlow(client, `held-${index}`));
+      await waitFor("the held calls running", () => tools.started.length - before === maxInFlight);
+
+      await assert.rejects(callSlow(client, "refused"), (error) => assertRefused(error, maxInFlight));
+      // Through Tackle's own MCP client: a coded, retryable error a model or a program acts on.
+      const refused = await remote.call("slow", { label: "refused-remote" });
+      assert.ok(!refused.ok);
+      assert.equal(refused.error.code, "overloaded");
+      assert.equal(refused.error.retryable, true);
+      assert.deepEqual(refused.error.data, { tool: "slow", retryAfterSeconds: 1 });
+      assert.match(refused.error.message, /refused the call to "slow" \(HTTP 429\): .*retry in 1 s/);
+      // On the wire: 429, Retry-After, a JSON-RPC error without an id (the body was not read).
+      const raw = await answerOf(rawCall(server.url, "refused-raw"));
+      assert.equal(raw.status, 429);
+      assert.equal(raw.headers["retry-after"], "1");
+      assert.equal(raw.headers["content-type"], "application/json");
+      assert.equal(JSON.parse(raw.text).id, null);
+      // Any method with a body counts (the adapter reads it before the endpoint answers 405); a GET not.
+      const put = httpRequest(server.url, { method: "PUT", headers: jsonHeaders });
+      put.end("{}");
+      assert.equal((await answerOf(put)).status, 429);
+      const get = httpRequest(server.url, { method: "GET", headers: jsonHeaders });
+      get.end();
+      assert.equal((await answerOf(get)).status, 405);
+      assert.equal(tools.started.length - before, maxInFlight, "no refused call ran");
+
+      tools.openGate();
+      const answers = await Promise.all(held);
+      assert.deepEqual(
+        answers.map(textOf),
+        held.map((_, index) => JSON.stringify(`done held-${index}`)),
+      );
+      // The places are back: a call now passes, through the SDK and through the tool set.
+      const next = callSlow(client, `after-${revision.label}`);
+      await waitFor("the next call running", () => tools.started.includes(`after-${revision.label}`));
+      tools.openGate();
+      assert.equal(textOf(await next), JSON.stringify(`done after-${revision.label}`));
+      const viaRemote = remote.call("slow", { label: `remote-${revision.label}` });
+      await waitFor("the remote call running", () => tools.started.includes(`remote-${revision.label}`));
+      tools.openGate();
+      assert.deepEqual(await viaRemote, { ok: true, output: `done remote-${revision.label}` });
+    } finally {
+      await client.close();
+    }
+    await assertFullCapacity(server, tools, maxInFlight);
   });
-  after(() => server.close());
+}
 
-  for (const revision of revisions) {
-    it(`refuses the call past ${maxInFlight} held ones with 429, at protocol ${revision.label}; the held ones finish and new calls pass`, async () => {
-      const client = await connect(server.url, revision.mode);
-      const remote = await toolSetFromMcp(client);
-      try {
-        const before = tools.started.length;
-        const held = Array.from({ length: maxInFlight }, (_, index) => callSlow(client, `held-${index}`));
-        await waitFor("the held calls running", () => tools.started.length - before === maxInFlight);
-
-        await assert.rejects(callSlow(client, "refused"), (error) => assertRefused(error, maxInFlight));
-        // Through Tackle's own MCP client: a coded, retryable error a model or a program acts on.
-        const refused = await remote.call("slow", { label: "refused-remote" });
-        assert.ok(!refused.ok);
-        assert.equal(refused.error.code, "overloaded");
-        assert.equal(refused.error.retryable, true);
-        assert.deepEqual(refused.error.data, { tool: "slow", retryAfterSeconds: 1 });
-        assert.match(refused.error.message, /refused the call to "slow" \(HTTP 429\): .*retry in 1 s/);
-        // On the wire: 429, Retry-After, a JSON-RPC error without an id (the body was not read).
-        const raw = await answerOf(rawCall(server.url, "refused-raw"));
-        assert.equal(raw.status, 429);
-        assert.equal(raw.headers["retry-after"], "1");
-        assert.equal(raw.headers["content-type"], "application/json");
-        assert.equal(JSON.parse(raw.text).id, null);
-        // Any method with a body counts (the adapter reads it before the endpoint answers 405); a GET not.
-        const put = httpRequest(server.url, { method: "PUT", headers: jsonHeaders });
-        put.end("{}");
-        assert.equal((await answerOf(put)).status, 429);
-        const get = httpRequest(server.url, { method: "GET", headers: jsonHeaders });
-        get.end();
-        assert.equal((await answerOf(get)).status, 405);
-        assert.equal(tools.started.length - before, maxInFlight, "no refused call ran");
-
-        tools.openGate();
-        const answers = await Promise.all(held);
-        assert.deepEqual(
-          answers.map(textOf),
-          held.map((_, index) => JSON.stringify(`done held-${index}`)),
-        );
-        // The places are back: a call now passes, through the SDK and through the tool set.
-        const next = callSlow(client, `after-${revision.label}`);
-        await waitFor("the next call running", () => tools.started.includes(`after-${revision.label}`));
-        tools.openGate();
-        assert.equal(textOf(await next), JSON.stringify(`done after-${revision.label}`));
-        const viaRemote = remote.call("slow", { label: `remote-${revision.label}` });
-        await waitFor("the remote call running", () => tools.started.includes(`remote-${revision.label}`));
-        tools.openGate();
-        assert.deepEqual(await viaRemote, { ok: true, output: `done remote-${revision.label}` });
-      } finally {
-        await client.close();
-      }
-      await assertFullCapacity(server, tools, maxInFlight);
-    });
-  }
-
+/** Every way a request can fail gives its place back. */
+function itGivesThePlaceBackOnFailure(bounded: Bounded): void {
+  const { maxInFlight } = bounded;
   it("gives the place back when a request fails, whatever failed", async () => {
+    const { server, tools } = bounded;
     const client = await connect(server.url);
     try {
       for (let round = 0; round < 3 * maxInFlight; round += 1) {
@@ -270,8 +274,13 @@ describe("serveMcpHttp bounds its requests in flight", () => {
     }
     await assertFullCapacity(server, tools, maxInFlight);
   });
+}
 
+/** A client that hangs up, through the SDK, mid-call or mid-body, gives its place back. */
+function itGivesThePlaceBackOnHangUp(bounded: Bounded): void {
+  const { maxInFlight } = bounded;
   it("gives the place back when the client hangs up mid-call or mid-body, however often", async () => {
+    const { server, tools } = bounded;
     // Through the SDK: an aborted 2026-07-28 call closes its request, and the tool sees the abort.
     const client = await connect(server.url);
     try {
@@ -330,8 +339,13 @@ describe("serveMcpHttp bounds its requests in flight", () => {
     }
     await assertFullCapacity(server, tools, maxInFlight);
   });
+}
 
+/** A flood of raw calls runs the tool `maxInFlight` times at once, no more. */
+function itHoldsTheBoundUnderAFlood(bounded: Bounded): void {
+  const { maxInFlight } = bounded;
   it("runs the tool at most maxInFlight times at once under a flood; every other call is refused", async () => {
+    const { server, tools } = bounded;
     const before = tools.started.length;
     const statuses: number[] = [];
     const flood = Array.from({ length: 400 }, (_, index) =>
@@ -350,6 +364,23 @@ describe("serveMcpHttp bounds its requests in flight", () => {
     assert.equal(tools.started.length - before, maxInFlight, "no refused call ran");
     await assertFullCapacity(server, tools, maxInFlight);
   });
+}
+
+describe("serveMcpHttp bounds its requests in flight", () => {
+  const bounded = { maxInFlight: 4 } as Bounded;
+  before(async () => {
+    bounded.tools = gatedTools();
+    bounded.server = await serveMcpHttp(bounded.tools.toolset, {
+      maxInFlight: bounded.maxInFlight,
+      onError: () => {},
+    });
+  });
+  after(() => bounded.server.close());
+
+  for (const revision of revisions) itRefusesPastTheBound(bounded, revision);
+  itGivesThePlaceBackOnFailure(bounded);
+  itGivesThePlaceBackOnHangUp(bounded);
+  itHoldsTheBoundUnderAFlood(bounded);
 });
 
 describe("serveMcpHttp's default bound", () => {

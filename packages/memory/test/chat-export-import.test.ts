@@ -123,7 +123,9 @@ describe("importing a ChatGPT export", () => {
       assert.ok(!text.includes(abandoned), abandoned);
     }
   });
+});
 
+describe("importing a ChatGPT export: a hostile tree", () => {
   it("refuses a loop in the parent links or a missing current_node, naming the conversation", async () => {
     const before = (await client.listJobs({ type: "import", limit: 200 })).jobs.length;
     const node = (parent: string | null, text: string) => ({
@@ -195,7 +197,9 @@ describe("importing a ChatGPT export", () => {
       /conversation "deep": its parent links loop back to node "n49999"/,
     );
   });
+});
 
+describe("importing a ChatGPT export past one import's limits", () => {
   it("cuts an export past one import's limits into imports that store what one would", async () => {
     const turns = 260;
     const mapping: Record<string, unknown> = { root: { parent: null, message: null } };

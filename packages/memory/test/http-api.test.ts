@@ -33,7 +33,7 @@ after(async () => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-describe("HTTP API: keys, tenants, input and OpenAPI", () => {
+describe("HTTP API: keys and tenants", () => {
   it("answers 401 without a valid key, as a typed error", async () => {
     for (const apiKey of [undefined, "wrong"]) {
       const client = new MemoryClient({
@@ -78,7 +78,9 @@ describe("HTTP API: keys, tenants, input and OpenAPI", () => {
       "active",
     );
   });
+});
 
+describe("HTTP API: input", () => {
   it("bad input is answered 400 with the issues, and nothing is stored", async () => {
     const before = (await alice.status()).counts;
     const bodies = [
@@ -157,7 +159,9 @@ describe("HTTP API: keys, tenants, input and OpenAPI", () => {
       hasOwnProperty: 2,
     });
   });
+});
 
+describe("HTTP API: kept-alive connections and OpenAPI", () => {
   it("answers on a kept-alive connection after the event loop was held past Node's 5 s keep-alive", async () => {
     // Client and server share this process: a hold of the loop (a large import, a busy machine)
     // holds both. The client's next request goes out on its pooled connection, and Node ran the

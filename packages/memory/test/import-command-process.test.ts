@@ -81,7 +81,7 @@ async function sessionTexts(client: MemoryClient, userId: string, sessionId: str
   return texts;
 }
 
-describe("tackle-memory import", () => {
+describe("tackle-memory import: the fixture exports", () => {
   it("imports the ChatGPT and Claude fixtures, searchable; a second run stores nothing new", async () => {
     const running = await serve(join(directory, "fixtures.db"), await freePort());
     const client = clientOf(running.url);
@@ -145,7 +145,9 @@ describe("tackle-memory import", () => {
     );
     assert.match(claudeAgain.stdout, /turns 0 created, 3 existing/);
   });
+});
 
+describe("tackle-memory import: refused files and keys", () => {
   it("exits 2 naming a file that is not such an export, and 1 with the service's word on a wrong key", async () => {
     const running = await serve(join(directory, "refusals.db"), await freePort());
     const environment = { TACKLE_MEMORY_URL: running.url, TACKLE_MEMORY_API_KEY: "import-key" };
@@ -200,7 +202,9 @@ describe("tackle-memory import", () => {
     assert.equal(help.code, 0);
     assert.match(help.stdout, /usage: tackle-memory import <conversations\.json> --user <id>/);
   });
+});
 
+describe("tackle-memory import: an export cut into several jobs", () => {
   it("waits for each job: a failed part stops the command, and running it again resumes in order", async () => {
     const turns = 450;
     const mapping: Record<string, unknown> = { root: { parent: null, message: null } };

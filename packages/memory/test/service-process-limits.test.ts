@@ -89,7 +89,7 @@ function readmeCommands(marker: string) {
   });
 }
 
-describe("tackle-memory serve: limits", () => {
+describe("tackle-memory serve: limits held over HTTP", () => {
   it("quotas and retention set by flag and by environment hold over HTTP: 409 quota_exceeded past a tiny quota, traces cut", async () => {
     const running = await startService(
       [
@@ -187,7 +187,9 @@ describe("tackle-memory serve: limits", () => {
     assert.deepEqual(traces, [1, 2], "the newest 3 traces kept of 8, at most 2 a user");
     assert.equal(await stop(running, "SIGTERM"), 0);
   });
+});
 
+describe("tackle-memory serve: limits in the README", () => {
   it("the README's examples of limits start as written, each limit as it says", async () => {
     const commands = readmeCommands("Retention and storage quotas");
     assert.equal(commands.length, 2);
@@ -215,7 +217,9 @@ describe("tackle-memory serve: limits", () => {
       assert.equal(await stop(running, "SIGTERM"), 0);
     }
   });
+});
 
+describe("tackle-memory serve: limits refused at start", () => {
   it("a value that is not a limit stops the start, exit 2, naming its flag, before the store is opened", async () => {
     const cases: [string[], Record<string, string>, RegExp][] = [
       [

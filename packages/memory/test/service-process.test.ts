@@ -204,7 +204,7 @@ describe("memory service process: SQLite and key files", () => {
   });
 });
 
-describe("memory service process: PostgreSQL, a shared file and configured models", () => {
+describe("memory service process: PostgreSQL", () => {
   it("PostgreSQL: data survives a restart of the process", async () => {
     database = await createTestDatabase("tackle_memory_process");
     const port = await freePort();
@@ -256,7 +256,9 @@ describe("memory service process: PostgreSQL, a shared file and configured model
       await killed.drop();
     }
   });
+});
 
+describe("memory service process: a shared file and configured models", () => {
   it("two processes on one SQLite file write concurrently and lose nothing", async () => {
     const store = join(directory, "shared", "memory.db");
     const environment = { TACKLE_MEMORY_API_KEYS: "shared-key=tenant-shared" };
