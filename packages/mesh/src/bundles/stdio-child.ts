@@ -4,7 +4,7 @@
  * before its handshake.
  */
 import { isDeepStrictEqual } from "node:util";
-import { Client } from "@modelcontextprotocol/client";
+import { Client, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
 import {
   type ContentBlock,
   type JsonSchema,
@@ -123,8 +123,9 @@ export class StdioChild {
   ): Promise<unknown> {
     if (this.#permanent !== undefined) throw this.#permanent;
     await this.#acquireSlot(signal);
+    let session: Session | undefined;
     try {
-      const session = await this.#ensure();
+      session = await this.#ensure();
       const result = await Promise.race([
         session.client.callTool(
           {
@@ -151,6 +152,13 @@ export class StdioChild {
       ]);
       return toOutput(name, result as CallResult);
     } catch (error) {
+      // The connection went as the call was sent or ran: the SDK gave it up (the child was killed), or
+      // the child exited, or this child is closing. The call fails with that, not with the SDK's "Not
+      // connected" or "Connection closed" as the tool's failure.
+      if (session?.transport.watchesExit === true && (session.transport.lost || connectionGone(error))) {
+        if (this.#closed) throw this.#closedError();
+        await session.exit;
+      }
       throw tooDeepToSend(name, this.source, error) ?? refusedInput(name, error) ?? error;
     } finally {
       this.#releaseSlot();
@@ -163,6 +171,7 @@ export class StdioChild {
     this.#session = undefined;
     if (session === undefined) return;
     // The SDK's close waits up to seconds for a graceful exit; a hung child gets half a second.
+    session.transport.expectClose();
     const graceful = session.client.close().catch(() => undefined);
     const timer = setTimeout(() => session.transport.kill("SIGKILL"), 500);
     await Promise.race([graceful, session.transport.exited]);
@@ -172,12 +181,21 @@ export class StdioChild {
 
   #ensure(): Promise<Session> {
     if (this.#permanent !== undefined) return Promise.reject(this.#permanent);
-    if (this.#closed) return Promise.reject(new ToolError("child_closed", `${this.source} is closed`));
-    if (this.#session !== undefined) return Promise.resolve(this.#session);
+    if (this.#closed) return Promise.reject(this.#closedError());
+    const current = this.#session;
+    // A child killed because the SDK gave its connection up is still the session until its exit is
+    // read: the call waits for that exit (moments) and goes to the child started after it.
+    if (current?.transport.lost === true && current.transport.watchesExit)
+      return current.exit.catch(() => this.#ensure());
+    if (current !== undefined) return Promise.resolve(current);
     this.#starting ??= this.#startAfterBackoff().finally(() => {
       this.#starting = undefined;
     });
     return this.#starting;
+  }
+
+  #closedError(): ToolError {
+    return new ToolError("child_closed", `${this.source} is closed`);
   }
 
   async #startAfterBackoff(): Promise<Session> {
@@ -188,7 +206,7 @@ export class StdioChild {
       if (remaining > 0) await new Promise((resolve) => setTimeout(resolve, remaining));
       this.#options.logger.info("restarting stdio child", { source: this.source, attempt: this.#crashes });
     }
-    if (this.#closed) throw new ToolError("child_closed", `${this.source} is closed`);
+    if (this.#closed) throw this.#closedError();
     return this.#start();
   }
 
@@ -269,9 +287,12 @@ export class StdioChild {
   }
 
   #onExit(session: Session, exit: ChildExit, stderr: string): ToolError {
+    const lost = session.transport.lost
+      ? ": it wrote a line past the MCP SDK's 10 MiB read buffer, so it was stopped"
+      : "";
     const error = new ToolError(
       "child_exited",
-      `${this.source} exited (${describeExit(exit)}) during the call`,
+      `${this.source} exited (${describeExit(exit)}) during the call${lost}`,
       {
         retryable: true,
         data: { source: this.source, ...exit, stderr: stderr.slice(-500) },
@@ -406,6 +427,14 @@ async function settledTail(transport: StdioChildTransport, tail: () => string): 
     });
   }
   return tail();
+}
+
+/** The SDK's word that the child's connection is gone: not (or no longer) connected, or closed mid-call. */
+function connectionGone(error: unknown): boolean {
+  return (
+    error instanceof SdkError &&
+    (error.code === SdkErrorCode.NotConnected || error.code === SdkErrorCode.ConnectionClosed)
+  );
 }
 
 /** How the MCP SDKs spell an invalid-params refusal in a tool's error result. */

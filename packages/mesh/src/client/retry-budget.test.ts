@@ -160,7 +160,7 @@ const budgetSpent = (result: ToolCallResult | undefined): boolean =>
   !result.ok &&
   (result.error.data as { retryBudgetSpent?: boolean } | undefined)?.retryBudgetSpent === true;
 
-describe("the retry budget", () => {
+describe("the retry budget: one for all of a client's calls", () => {
   it("holds many calls' retries to its bound and stops nothing else, through 1,000 random schedules", async () => {
     const seen = { stopped: 0, untouched: 0, floods: 0 };
     for (let seed = 1; seed <= 1_000; seed += 1) {
@@ -193,7 +193,9 @@ describe("the retry budget", () => {
     }
     assert.ok(seen.stopped > 1_000 && seen.untouched > 1_000 && seen.floods > 50, JSON.stringify(seen));
   });
+});
 
+describe("the retry budget: one per module", () => {
   it("spends no module's retries on another's flood, within each budget's bound, through 1,000 random schedules", async () => {
     const seen = { apart: 0, spared: 0, capped: 0 };
     for (let seed = 1; seed <= 1_000; seed += 1) {
@@ -249,7 +251,9 @@ describe("the retry budget", () => {
     }
     assert.ok(seen.apart > 500 && seen.capped > 100 && seen.spared > 500, JSON.stringify(seen));
   });
+});
 
+describe("the retry budget: an idle client, the defaults and the options", () => {
   it("gives a call of an idle client all six sends, and again a window after a flood spent it", async () => {
     const time = virtualTime();
     const budget = createRetryBudget(defaultRetryBudget);
