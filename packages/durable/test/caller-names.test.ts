@@ -32,9 +32,10 @@ function nested(depth: number): unknown {
 
 const isCode = (code: string) => (error: unknown) => DurableError.isInstance(error) && error.code === code;
 
-describe("caller names and values", () => {
-  let temp: TempStore;
-  let runner: Runner;
+let temp: TempStore;
+let runner: Runner;
+/** Each test of the calling `describe` gets a runner on a SQLite file of its own. */
+function freshRunnerEachTest(): void {
   beforeEach(() => {
     temp = tempSqliteStore();
     runner = createRunner({ store: temp.store, pollIntervalMs: 20 });
@@ -43,6 +44,10 @@ describe("caller names and values", () => {
     await runner.close();
     await temp.cleanup();
   });
+}
+
+describe("caller names and values: names as keys", () => {
+  freshRunnerEachTest();
 
   for (const name of inherited) {
     test(`a node named ${name} counts its visits, and each visit runs its own steps`, async () => {
@@ -97,6 +102,39 @@ describe("caller names and values", () => {
     const state = (snapshot as unknown as { snapshot: Record<string, unknown> }).snapshot;
     assert.deepEqual(Object.keys(state), ["__proto__", "b"]);
   });
+
+  test("an AI SDK tool named __proto__ is wrapped as a tool of that name", async () => {
+    const calls: unknown[] = [];
+    const graph = createGraph<{ keys?: string[]; result?: unknown }>("ai-proto").node(
+      "a",
+      async (_state, ctx) => {
+        const tools = {
+          ["__proto__"]: aiTool({
+            inputSchema: z.object({ q: z.string() }),
+            execute: async (input: { q: string }) => {
+              calls.push(input);
+              return { answer: input.q.length };
+            },
+          }),
+        };
+        const wrapped = withDurableTools(ctx, tools) as unknown as Record<
+          string,
+          { execute: (input: unknown, options: unknown) => Promise<unknown> }
+        >;
+        const keys = Object.keys(wrapped);
+        const own = Object.getOwnPropertyDescriptor(wrapped, "__proto__")?.value;
+        const result = await own?.execute({ q: "abc" }, { toolCallId: "c1", messages: [] });
+        return { keys, result };
+      },
+    );
+    const run = await runner.start(graph, {});
+    assert.deepEqual(run.state, { keys: ["__proto__"], result: { answer: 3 } });
+    assert.deepEqual(calls, [{ q: "abc" }]);
+  });
+});
+
+describe("caller names and values: nesting and lines", () => {
+  freshRunnerEachTest();
 
   test("values nested 100,000 deep fail the run with not_serializable, and the runner goes on", async () => {
     const deep = nested(100_000);
@@ -175,34 +213,5 @@ describe("caller names and values", () => {
     } finally {
       await server.close();
     }
-  });
-
-  test("an AI SDK tool named __proto__ is wrapped as a tool of that name", async () => {
-    const calls: unknown[] = [];
-    const graph = createGraph<{ keys?: string[]; result?: unknown }>("ai-proto").node(
-      "a",
-      async (_state, ctx) => {
-        const tools = {
-          ["__proto__"]: aiTool({
-            inputSchema: z.object({ q: z.string() }),
-            execute: async (input: { q: string }) => {
-              calls.push(input);
-              return { answer: input.q.length };
-            },
-          }),
-        };
-        const wrapped = withDurableTools(ctx, tools) as unknown as Record<
-          string,
-          { execute: (input: unknown, options: unknown) => Promise<unknown> }
-        >;
-        const keys = Object.keys(wrapped);
-        const own = Object.getOwnPropertyDescriptor(wrapped, "__proto__")?.value;
-        const result = await own?.execute({ q: "abc" }, { toolCallId: "c1", messages: [] });
-        return { keys, result };
-      },
-    );
-    const run = await runner.start(graph, {});
-    assert.deepEqual(run.state, { keys: ["__proto__"], result: { answer: 3 } });
-    assert.deepEqual(calls, [{ q: "abc" }]);
   });
 });

@@ -80,8 +80,17 @@ function modelFor(c: RedactionCase): MockLanguageModelV4 {
   });
 }
 
+/** Seeds whose tool hangs in its first call, as if its process died there: each told when it hangs. */
+const dying = new Map<number, () => void>();
+
 async function act(c: RedactionCase, input: unknown): Promise<unknown> {
   received.get(c.seed)?.push(structuredClone(input));
+  const died = dying.get(c.seed);
+  if (died !== undefined) {
+    dying.delete(c.seed);
+    died();
+    return new Promise<never>(() => {});
+  }
   if (c.outcome === "fails") throw new Error("the tool failed");
   return input;
 }
@@ -141,6 +150,15 @@ export function newCase(seed: number, withProto = false): RedactionCase {
 export function forget(seed: number): void {
   cases.delete(seed);
   received.delete(seed);
+  dying.delete(seed);
+}
+
+/**
+ * Makes the case's tool hang in its first call, its driver dead there (its process would be gone):
+ * resolves once the call is in flight, the journal holding its start.
+ */
+export function dieInTool(seed: number): Promise<void> {
+  return new Promise((resolve) => dying.set(seed, resolve));
 }
 
 /** The case's policy: some failing calls retry once (a `running` frame with `retrying`), some hide. */
@@ -168,6 +186,8 @@ export function tally() {
     edits: 0,
     editedSecrets: 0,
     restarts: 0,
+    takeovers: 0,
+    agUiResumes: 0,
   };
   const add = (c: RedactionCase) => {
     totals.cases += 1;
@@ -191,9 +211,15 @@ export const answerOf = (c: RedactionCase) =>
 /**
  * (c) on the approval and on every tool card; (a) on what the handler got. With an edit, the approval
  * and a card awaiting it show the model's arguments masked, every later card the edited ones masked the
- * same way (a shown value as edited), and the tool gets the edited real values.
+ * same way (a shown value as edited), and the tool gets the edited real values. `died`: the driver died
+ * in the call and the next one ran it again, with the same (real, edited) values.
  */
-export function checkShown(c: RedactionCase, frames: readonly Frame[], requests: readonly unknown[]): void {
+export function checkShown(
+  c: RedactionCase,
+  frames: readonly Frame[],
+  requests: readonly unknown[],
+  died = false,
+): void {
   const asked = expectedMask(c.input, c.paths);
   const real = c.edit ?? c.input;
   const shown = expectedMask(real, c.paths);
@@ -212,8 +238,9 @@ export function checkShown(c: RedactionCase, frames: readonly Frame[], requests:
     const last = cards.at(-1)?.status;
     assert.equal(last, { succeeds: "completed", fails: "error", refused: "declined" }[c.outcome], context);
   }
-  const tries = c.outcome === "fails" && c.seed % 4 === 0 ? 2 : 1;
-  if (tries === 2 && c.seed % 7 !== 0)
+  // A driver that died in the call: the next one runs it again as the next attempt (the last, when it retries).
+  const tries = died || (c.outcome === "fails" && c.seed % 4 === 0) ? 2 : 1;
+  if (tries === 2 && !died && c.seed % 7 !== 0)
     assert.ok(
       cards.some((card) => card.retrying !== undefined),
       context,

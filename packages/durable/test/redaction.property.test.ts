@@ -18,7 +18,13 @@
  *   returns its input) are the oracle's mask, written apart from `redact`: a value at a path masked
  *   whole as `"[redacted]"`, whatever its type, nothing else changed, a missing path left missing;
  *   after an edit, the cards show the edited arguments masked the same way (a shown edit as edited);
- * - (d) an approval answered after a runner restart on the SQLite file hands the tool the real values.
+ * - (d) an approval answered after a runner restart on the SQLite file hands the tool the real values;
+ * - (e) over HTTP, a process that dies inside an approved tool's call leaves no secret in the run or its
+ *   frames, and the runner that takes the run over hands the tool the real (edited) values again, its
+ *   cards, run, history and streams showing none;
+ * - (f) over HTTP, an edited answer sent as an AG-UI resume whose messages restate the call with the real
+ *   edited arguments and a result holding the real input shows neither, in its stream or later (ADR
+ *   0128); at the end `durable_runs` and `durable_frames` of the file hold no secret.
  *
  * By design, one stored table DOES hold the real values: `durable_journal` (the model step's answer with
  * the tool call's arguments, the tool step's result, an approver's edited arguments) must, to resume a
@@ -33,13 +39,12 @@
  * `TACKLE_PROPERTY_SEED` replays one.
  */
 import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import { after, before, describe, it } from "node:test";
-import { createMemoryStore, createRunner, type Runner, redact } from "@tackle/durable";
-import { type DurableServer, serveDurable } from "@tackle/durable/http";
+import { createMemoryStore, createRunner, redact } from "@tackle/durable";
 import { seededRandom } from "@tackle/test-support";
-import { type TempStore, tempSqliteStore } from "./helpers.ts";
 import { rounds, seeds } from "./property-programs.ts";
-import { assertNoMarker, expectedMask, randomCase } from "./redaction-cases.ts";
+import { assertNoMarker, expectedMask, marker, randomCase } from "./redaction-cases.ts";
 import {
   answerOf,
   checkShown,
@@ -50,6 +55,7 @@ import {
   tally,
   translated,
 } from "./redaction-harness.ts";
+import { createHttpRig } from "./redaction-http.ts";
 
 describe("redaction as a property", () => {
   const inMemory = async (chosen: typeof graph, count: number, offset: number, withProto: boolean) => {
@@ -103,66 +109,12 @@ describe("redaction as a property", () => {
 });
 
 describe("redaction as a property, over HTTP on a SQLite file", () => {
-  let temp: TempStore;
-  let runner: Runner;
-  let server: DurableServer;
-  const open = async (fresh: boolean) => {
-    runner = createRunner({ store: fresh ? temp.store : temp.reopen(), graphs: [graph], pollIntervalMs: 20 });
-    server = await serveDurable({ runner });
-  };
-  before(async () => {
-    temp = tempSqliteStore();
-    await open(true);
-  });
-  after(async () => {
-    await server.close();
-    await runner.close();
-    await temp.cleanup();
-  });
+  const rig = createHttpRig();
+  const { getJson, post, settled, sse, agUiResume, answerAndDie } = rig;
+  before(() => rig.start());
+  after(() => rig.stop());
 
-  const getJson = async (path: string) => {
-    const response = await fetch(`${server.url}${path}`);
-    const text = await response.text();
-    assert.equal(response.status, 200, text);
-    return text;
-  };
-  const post = async (path: string, body: unknown) => {
-    const response = await fetch(`${server.url}${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    const text = await response.text();
-    assert.ok(response.status < 300, text);
-  };
-  /** Polls the run until it leaves `running`. */
-  const settled = async (threadId: string) => {
-    for (;;) {
-      const run = JSON.parse(await getJson(`/runs/${threadId}`)) as { status: string; runId: string };
-      if (run.status !== "running")
-        return run as { status: string; runId: string; interrupts: { id: string; request: unknown }[] };
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  };
-  /** The raw SSE text of a stream, read until `done` says the last wanted event came. */
-  const sse = async (path: string, done: (text: string) => boolean) => {
-    const controller = new AbortController();
-    const response = await fetch(`${server.url}${path}`, { signal: controller.signal });
-    assert.equal(response.status, 200);
-    const decoder = new TextDecoder();
-    let text = "";
-    try {
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-        text += decoder.decode(chunk, { stream: true });
-        if (done(text)) break;
-      }
-    } finally {
-      controller.abort();
-    }
-    return text;
-  };
-
-  it("no redacted value reaches the run, history, frames or AG-UI answers; a resume after a restart hands the tool the real input", async () => {
+  it("no redacted value reaches the run, history, frames or AG-UI answers; a resume after a restart, or a takeover of a call in flight, hands the tool the real input", async () => {
     const { totals, add } = tally();
     for (const seed of seeds(rounds(2000) / 10, 200_000)) {
       const c = newCase(seed);
@@ -170,24 +122,30 @@ describe("redaction as a property, over HTTP on a SQLite file", () => {
       await post("/runs", { graph: "redaction", threadId, input: { seed } });
       let run = await settled(threadId);
       const requests: unknown[] = [];
+      const died = c.approve && c.outcome !== "refused" && seed % 3 === 1;
       if (c.approve) {
         assert.equal(run.status, "paused", `seed ${seed}`);
         assertNoMarker(run, "GET /runs/:id (paused)", c);
         requests.push(...run.interrupts.map((item) => item.request));
         if (seed % 3 === 0) {
           // (d) the runner restarts on the same file before the approval is answered.
-          await server.close();
-          await runner.close();
-          await open(false);
+          await rig.restart();
           totals.restarts += 1;
         }
-        await post(`/runs/${threadId}/resume`, { answers: { [run.interrupts[0]?.id ?? ""]: answerOf(c) } });
+        const answers = { [run.interrupts[0]?.id ?? ""]: answerOf(c) };
+        if (died) {
+          await answerAndDie(c, threadId, answers);
+          totals.takeovers += 1;
+        } else if (c.edit !== undefined && seed % 2 === 0) {
+          await agUiResume(c, threadId, run.interrupts[0] as (typeof run.interrupts)[number]);
+          totals.agUiResumes += 1;
+        } else await post(`/runs/${threadId}/resume`, { answers });
         run = await settled(threadId);
       }
       assert.equal(run.status, "completed", `seed ${seed}: ${JSON.stringify(run)}`);
       assertNoMarker(await getJson(`/runs/${threadId}`), "GET /runs/:id", c);
       assertNoMarker(await getJson(`/runs/${threadId}/history`), "GET /runs/:id/history", c);
-      const frames = await runner.frames(threadId);
+      const frames = await rig.runner.frames(threadId);
       const last = frames.at(-1)?.seq;
       assertNoMarker(
         await sse(`/runs/${threadId}/frames`, (text) => text.includes(`id: ${last}\n`)),
@@ -202,9 +160,19 @@ describe("redaction as a property, over HTTP on a SQLite file", () => {
         (text) => text.split('"type":"RUN_FINISHED"').length - 1 >= ends,
       );
       assertNoMarker(agUi, "the AG-UI stream", c);
-      checkShown(c, frames, requests);
+      checkShown(c, frames, requests, died);
       add(c);
       forget(seed);
+    }
+    for (const table of ["durable_runs", "durable_frames"]) {
+      const db = new DatabaseSync(rig.temp.path, { readOnly: true });
+      try {
+        const text = JSON.stringify(db.prepare(`SELECT * FROM ${table}`).all());
+        const at = text.indexOf(marker);
+        assert.equal(at, -1, `${table} holds a secret near ${text.slice(Math.max(0, at - 120), at + 40)}`);
+      } finally {
+        db.close();
+      }
     }
     console.log(`# http: ${JSON.stringify(totals)}`);
   });

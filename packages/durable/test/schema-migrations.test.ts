@@ -201,50 +201,50 @@ describe("SQLite store: schema versions", () => {
   });
 });
 
+/** The tables exactly as the store created them before versioning. */
+const legacyDdl = `
+  CREATE TABLE IF NOT EXISTS durable_runs (
+    thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, graph TEXT NOT NULL, status TEXT NOT NULL,
+    state TEXT NOT NULL, node TEXT, cursor TEXT NOT NULL, interrupts TEXT NOT NULL, error TEXT,
+    owner TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+  CREATE TABLE IF NOT EXISTS durable_journal (
+    thread_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,
+    attempt INTEGER NOT NULL, value TEXT, PRIMARY KEY (thread_id, key));
+  CREATE TABLE IF NOT EXISTS durable_frames (
+    thread_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, data JSONB NOT NULL,
+    PRIMARY KEY (thread_id, seq));`;
+
+async function legacyDatabase(): Promise<{ url: string; client: pg.Client }> {
+  const database = await createTestDatabase("tackle_durable_migrate");
+  databases.push(database);
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  await client.query(legacyDdl);
+  for (const i of [1, 2]) {
+    await client.query(
+      `INSERT INTO durable_runs VALUES ($1, $2, 'orders', 'running', '{}', NULL, '{}', '[]', NULL, 'owner-a', 'then', 'then')`,
+      [`thread-${i}`, `run-${i}`],
+    );
+    await client.query(
+      `INSERT INTO durable_journal VALUES ($1, 'call', 'orders.get', 'done', 1, '{"id":7}')`,
+      [`thread-${i}`],
+    );
+    await client.query(
+      `INSERT INTO durable_frames VALUES ($1, 1, 'tool_call', '{"n":1}'), ($1, 2, 'tool_result', '{"n":2}')`,
+      [`thread-${i}`],
+    );
+  }
+  return { url: database.url, client };
+}
+
+async function pgCounts(client: pg.Client): Promise<Record<string, number>> {
+  const result: Record<string, number> = {};
+  for (const table of tables)
+    result[table] = (await client.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
+  return result;
+}
+
 describe("PostgreSQL store: schema versions", () => {
-  /** The tables exactly as the store created them before versioning. */
-  const legacyDdl = `
-    CREATE TABLE IF NOT EXISTS durable_runs (
-      thread_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, graph TEXT NOT NULL, status TEXT NOT NULL,
-      state TEXT NOT NULL, node TEXT, cursor TEXT NOT NULL, interrupts TEXT NOT NULL, error TEXT,
-      owner TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
-    CREATE TABLE IF NOT EXISTS durable_journal (
-      thread_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL, state TEXT NOT NULL,
-      attempt INTEGER NOT NULL, value TEXT, PRIMARY KEY (thread_id, key));
-    CREATE TABLE IF NOT EXISTS durable_frames (
-      thread_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, data JSONB NOT NULL,
-      PRIMARY KEY (thread_id, seq));`;
-
-  async function legacyDatabase(): Promise<{ url: string; client: pg.Client }> {
-    const database = await createTestDatabase("tackle_durable_migrate");
-    databases.push(database);
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    await client.query(legacyDdl);
-    for (const i of [1, 2]) {
-      await client.query(
-        `INSERT INTO durable_runs VALUES ($1, $2, 'orders', 'running', '{}', NULL, '{}', '[]', NULL, 'owner-a', 'then', 'then')`,
-        [`thread-${i}`, `run-${i}`],
-      );
-      await client.query(
-        `INSERT INTO durable_journal VALUES ($1, 'call', 'orders.get', 'done', 1, '{"id":7}')`,
-        [`thread-${i}`],
-      );
-      await client.query(
-        `INSERT INTO durable_frames VALUES ($1, 1, 'tool_call', '{"n":1}'), ($1, 2, 'tool_result', '{"n":2}')`,
-        [`thread-${i}`],
-      );
-    }
-    return { url: database.url, client };
-  }
-
-  async function pgCounts(client: pg.Client): Promise<Record<string, number>> {
-    const result: Record<string, number> = {};
-    for (const table of tables)
-      result[table] = (await client.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
-    return result;
-  }
-
   it("upgrades tables created before versioning without losing a row, and records each version", async () => {
     const { url, client } = await legacyDatabase();
     try {

@@ -8,7 +8,7 @@ import { streamSSE } from "hono/streaming";
 import { DurableError } from "../errors/durable-error.ts";
 import type { Answers, Runner } from "../runner/create-runner.ts";
 import type { Frame } from "../store/durable-store.ts";
-import { AgUiTranslator, agUiEventId, parseAgUiEventId } from "./ag-ui.ts";
+import { AgUiTranslator, agUiEventId, parseAgUiEventId, restateClientMessages } from "./ag-ui.ts";
 import { invalid, readJson } from "./request.ts";
 import { keepStreamPlace } from "./request-limit.ts";
 
@@ -61,9 +61,12 @@ export function agUiRoutes(options: AgUiRouteOptions) {
       let launched: { firstSeq: number; runId: string; finished: Promise<unknown> };
       if (resume.length > 0) {
         const { answers, edited } = answersOf(input);
+        // Kept for the stream to restate an edit, with each tool call as the thread showed it: never a
+        // real value the client wrote into them (an edit's, a result's) that the tool's policy masks.
+        const messages = edited ? await shownMessages(runner, threadId, input.messages) : undefined;
         try {
           launched = await runner.launchResume(threadId, answers, {
-            clientRun: { runId: input.runId, ...(edited ? { messages: input.messages } : {}) },
+            clientRun: { runId: input.runId, ...(messages === undefined ? {} : { messages }) },
           });
         } catch (error) {
           // The run was cancelled while the client held its interrupts: its answer is that cancellation,
@@ -132,6 +135,15 @@ function defaultAgUiInput(input: AgUiRunInput): object {
       ? (input.state as Record<string, unknown>)
       : {};
   return "messages" in state || input.messages.length === 0 ? state : { ...state, messages: input.messages };
+}
+
+/**
+ * The client's messages restated with the thread's tool calls as its frames showed them (ADR 0128). The
+ * run is paused here, so no tool call's frame changes before the resume stores them.
+ */
+async function shownMessages(runner: Runner, threadId: string, messages: readonly unknown[]) {
+  const frames = await runner.frames(threadId, { types: ["tool_call", "interrupt"], limit: 1_000_000 });
+  return restateClientMessages(frames, messages);
 }
 
 /** The frame that began the AG-UI run the client named `clientRunId`, if it ran on this thread. */

@@ -60,6 +60,8 @@ export class AgUiTranslator {
   private readonly answered = new Set<string>();
   /** The conversation as the client holds it: its own messages plus what this stream added. */
   private messages: Message[] = [];
+  /** What the frames showed of each tool call, which the client's messages are restated with. */
+  private readonly shown = new ShownToolCalls();
 
   constructor(ids: AgUiRunIds) {
     this.threadId = ids.threadId;
@@ -94,7 +96,9 @@ export class AgUiTranslator {
       return [...this.translate({ ...frame, type: "run_resumed", data }), ...this.translate(frame)];
     }
     if (starts) this.nextRunName = undefined;
-    return this.translateInRun(frame);
+    const events = this.translateInRun(frame);
+    this.shown.see(frame);
+    return events;
   }
 
   private translateInRun(frame: Frame): AgUiEvent[] {
@@ -108,8 +112,9 @@ export class AgUiTranslator {
         const closing = this.runOpen ? this.finish({ type: "RUN_ERROR", message: "superseded" }) : [];
         this.agUiRunId = agUiRunIdOf(frame, this.runId);
         this.runOpen = true;
+        // Restated here too: a row kept before ADR 0128 may hold a tool call's real values.
         if (Array.isArray(data.clientMessages))
-          this.messages = structuredClone(data.clientMessages) as Message[];
+          this.messages = this.shown.restate(data.clientMessages) as Message[];
         if (isObject(data.state)) this.state = structuredClone(data.state);
         const started: AgUiEvent = { type: "RUN_STARTED", threadId: this.threadId, runId: this.agUiRunId };
         // The run's state as it starts (a start's input, or where a paused run stands): the client's state.
@@ -250,16 +255,7 @@ export class AgUiTranslator {
       events.push({ type: "MESSAGES_SNAPSHOT", messages: structuredClone(this.messages) });
     }
     if (this.answered.has(toolCallId)) return events;
-    const outcome: Record<string, unknown> | undefined =
-      data.status === "error"
-        ? { error: data.error ?? "failed" }
-        : data.status === "declined"
-          ? { declined: true, ...(data.reason === undefined ? {} : { reason: data.reason }) }
-          : data.status === "cancelled"
-            ? { cancelled: true, ...(data.reason === undefined ? {} : { reason: data.reason }) }
-            : undefined;
-    const content =
-      data.status === "completed" ? JSON.stringify(data.result ?? null) : outcome && JSON.stringify(outcome);
+    const content = resultContent(data);
     if (content !== undefined) {
       const messageId = `${toolCallId}:result`;
       this.answered.add(toolCallId);
@@ -284,6 +280,99 @@ export class AgUiTranslator {
       toolCalls: [{ id: toolCallId, type: "function", function: { name, arguments: args } }],
     });
   }
+}
+
+/** A `tool_call` frame's outcome as a tool message's content; undefined while the call has none. */
+function resultContent(data: Record<string, unknown>): string | undefined {
+  const outcome: Record<string, unknown> | undefined =
+    data.status === "error"
+      ? { error: data.error ?? "failed" }
+      : data.status === "declined"
+        ? { declined: true, ...(data.reason === undefined ? {} : { reason: data.reason }) }
+        : data.status === "cancelled"
+          ? { cancelled: true, ...(data.reason === undefined ? {} : { reason: data.reason }) }
+          : undefined;
+  return data.status === "completed"
+    ? JSON.stringify(data.result ?? null)
+    : outcome && JSON.stringify(outcome);
+}
+
+/**
+ * What a thread's frames showed of each tool call: its name, its arguments as last shown (an approval's
+ * when no card shows the call) and its first outcome, all under the tool's redaction policy (ADR 0128).
+ */
+class ShownToolCalls {
+  private readonly calls = new Map<string, { name: string; args: string }>();
+  private readonly results = new Map<string, string>();
+
+  /** Takes in one frame, fed in seq order. */
+  see(frame: Frame): void {
+    const data = (frame.data ?? {}) as Record<string, unknown>;
+    if (frame.type === "tool_call") {
+      const id = String(data.id);
+      if (!this.calls.has(id) || data.params !== undefined)
+        this.calls.set(id, { name: String(data.name), args: JSON.stringify(data.params ?? {}) });
+      const content = resultContent(data);
+      if (content !== undefined && !this.results.has(id)) this.results.set(id, content);
+      return;
+    }
+    if (frame.type !== "interrupt" || !Array.isArray(data.interrupts)) return;
+    for (const entry of data.interrupts as { request?: unknown }[]) {
+      const request = (isObject(entry) && isObject(entry.request) ? entry.request : {}) as Record<
+        string,
+        unknown
+      >;
+      const id = request.toolCallId;
+      if (typeof id !== "string" || this.calls.has(id)) continue;
+      const name = typeof request.toolName === "string" ? request.toolName : "";
+      this.calls.set(id, { name, args: JSON.stringify(request.params ?? {}) });
+    }
+  }
+
+  /**
+   * A client's messages with every tool call the thread showed as it showed it: the call's arguments,
+   * its result (a result the thread has not shown is dropped: the stream adds it when it lands). Tool
+   * calls the thread never showed are the client's own, and kept; so is everything else.
+   */
+  restate(messages: readonly unknown[]): unknown[] {
+    const out: unknown[] = [];
+    for (const message of messages) {
+      if (!isObject(message)) {
+        out.push(message);
+        continue;
+      }
+      const callId = message.toolCallId;
+      if (message.role === "tool" && typeof callId === "string" && this.calls.has(callId)) {
+        const content = this.results.get(callId);
+        if (content !== undefined) out.push({ id: message.id, role: "tool", toolCallId: callId, content });
+        continue;
+      }
+      if (!Array.isArray(message.toolCalls)) {
+        out.push(structuredClone(message));
+        continue;
+      }
+      const toolCalls = message.toolCalls.map((call: unknown) => {
+        const shown = isObject(call) && typeof call.id === "string" ? this.calls.get(call.id) : undefined;
+        if (shown === undefined) return structuredClone(call);
+        const given = (call as { function?: { name?: unknown } }).function?.name;
+        const name = shown.name === "" && typeof given === "string" ? given : shown.name;
+        return {
+          id: (call as { id: string }).id,
+          type: "function",
+          function: { name, arguments: shown.args },
+        };
+      });
+      out.push({ ...structuredClone(message), toolCalls });
+    }
+    return out;
+  }
+}
+
+/** A client's messages restated with what `frames` (a thread's, in seq order) showed of each tool call. */
+export function restateClientMessages(frames: readonly Frame[], messages: readonly unknown[]): unknown[] {
+  const shown = new ShownToolCalls();
+  for (const frame of frames) shown.see(frame);
+  return shown.restate(messages);
 }
 
 /** The AG-UI events for one frame, without the thread's history (kept for callers of the frames API). */

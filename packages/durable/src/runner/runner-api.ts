@@ -90,7 +90,12 @@ export interface RecoverOptions {
 export interface ClientRun {
   /** The client's id for this stretch (AG-UI's `runId`); every start and resume has its own. */
   readonly runId: string;
-  /** The conversation the client holds, kept so a stream can restate it (edited tool arguments). */
+  /**
+   * The conversation the client holds, kept so a stream can restate it (edited tool arguments). Stored
+   * as given: the AG-UI route first restates each tool call the thread showed as it showed it, so no
+   * value a tool's `redact` masks is kept from a client's messages (ADR 0128); a caller passing its
+   * own should do the same.
+   */
   readonly messages?: readonly unknown[];
 }
 
