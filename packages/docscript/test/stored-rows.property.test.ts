@@ -109,6 +109,138 @@ async function checkStore(store: DocumentStore, rows: ReadonlyMap<string, unknow
   );
 }
 
+/** What the appends have written so far, what is left to draw from, and what they exercised. */
+interface Appending {
+  readonly rows: Map<string, unknown>;
+  /** Rows deleted, as they were: written again later, as a create writes them. */
+  readonly deleted: Map<string, unknown>;
+  readonly clipIds: readonly string[];
+  readonly images: readonly string[];
+  readonly next: (below: number) => number;
+  readonly tally: Record<string, number>;
+}
+
+function newTally() {
+  return {
+    appends: 0,
+    fields: 0,
+    unmoved: 0,
+    cleared: 0,
+    restored: 0,
+    renamed: 0,
+    moved: 0,
+    deleted: 0,
+    recreated: 0,
+    whole: 0,
+    bulk: 0,
+    bulkRows: Number.POSITIVE_INFINITY,
+  };
+}
+
+/** Shifts every clip by one random amount, as a shift does: PostgreSQL probes its indexes for them. */
+function shiftEveryClip(state: Appending, changes: Map<string, RowChange>): void {
+  const { rows, tally } = state;
+  const by = state.next(10_000) - 5_000;
+  for (const rowId of state.clipIds) {
+    const was = rows.get(rowId);
+    if (was === undefined) continue;
+    const row = structuredClone(was) as ClipRow;
+    const fields = row.slots.marker.fields;
+    if (typeof fields.startMs === "number") fields.startMs += by;
+    changes.set(rowId, {
+      root: "entities",
+      rowId,
+      json: row,
+      members: membersOfRow(timelineSchema, "entities", rowId, row),
+      previousMembers: membersOfRow(timelineSchema, "entities", rowId, was),
+    });
+    rows.set(rowId, row);
+  }
+  tally.bulk = (tally.bulk ?? 0) + 1;
+  tally.bulkRows = Math.min(tally.bulkRows ?? Number.POSITIVE_INFINITY, changes.size);
+}
+
+/**
+ * A live clip's row changed by `roll` (a field moved or not, cleared or given back, its marker renamed,
+ * its content moved, or the row deleted); `json` undefined: deleted. `withWas`: sent with its members
+ * as they were.
+ */
+function changedRow(
+  state: Appending,
+  was: unknown,
+  roll: number,
+  step: number,
+): { json: unknown; withWas: boolean } {
+  const { next, tally } = state;
+  const row = structuredClone(was) as ClipRow;
+  const fields = row.slots.marker.fields;
+  const count = (key: string) => {
+    tally[key] = (tally[key] ?? 0) + 1;
+  };
+  if (roll < 55) {
+    const by = next(4) === 0 ? 0 : next(10_000) - 5_000;
+    if (typeof fields.startMs === "number") fields.startMs += by;
+    count("fields");
+    if (by === 0) count("unmoved");
+    const withWas = next(8) !== 0;
+    if (!withWas) count("whole");
+    return { json: row, withWas };
+  }
+  if (roll < 63) {
+    if (fields.startMs === null) {
+      fields.startMs = next(100_000);
+      count("restored");
+    } else {
+      fields.startMs = null;
+      count("cleared");
+    }
+  } else if (roll < 73) {
+    row.slots.marker.id = `${row.slots.marker.id.replace(/-r\d+$/, "")}-r${step}`;
+    count("renamed");
+  } else if (roll < 85) {
+    row.slots.content = state.images[next(state.images.length)] as string;
+    count("moved");
+  } else {
+    return { json: undefined, withWas: true };
+  }
+  return { json: row, withWas: true };
+}
+
+/** Changes one to six random clips' rows (a deleted one is written again, as a create writes it). */
+function changeSomeClips(state: Appending, changes: Map<string, RowChange>, step: number): void {
+  const { rows, next, tally } = state;
+  for (let count = 1 + next(6); count > 0; count--) {
+    const rowId = state.clipIds[next(state.clipIds.length)] as string;
+    if (changes.has(rowId)) continue;
+    const was = rows.get(rowId);
+    // Drawn for a deleted row too, so each seed plays the appends it always did.
+    const roll = next(100);
+    let json: unknown;
+    let withWas = false;
+    if (was === undefined) {
+      json = state.deleted.get(rowId);
+      tally.recreated = (tally.recreated ?? 0) + 1;
+    } else {
+      ({ json, withWas } = changedRow(state, was, roll, step));
+      if (json === undefined) {
+        state.deleted.set(rowId, was);
+        tally.deleted = (tally.deleted ?? 0) + 1;
+      }
+    }
+    changes.set(rowId, {
+      root: "entities",
+      rowId,
+      json,
+      members: membersOfRow(timelineSchema, "entities", rowId, json),
+      ...(withWas && was !== undefined
+        ? { previousMembers: membersOfRow(timelineSchema, "entities", rowId, was) }
+        : {}),
+    });
+    if (json === undefined) rows.delete(rowId);
+    else rows.set(rowId, json);
+  }
+}
+
 describeOnBothStores(
   "stored rows after random appends, against an oracle of the rows written",
   "stored_rows",
@@ -116,102 +248,20 @@ describeOnBothStores(
     const projection = projectDocument(LoroDoc.fromSnapshot(snapshot), timelineSchema);
     await createMemberDocument(store, snapshot, projection);
     const rows = new Map<string, unknown>([...projection.rowIds()].map((id) => [id, projection.rowJson(id)]));
-    const clipIds = [...rows.keys()].filter((id) => (rows.get(id) as ClipRow).slots?.marker !== undefined);
-    const images = [...rows.keys()].filter((id) => id.includes("image"));
-    const next = random(seed);
-    const tally = {
-      appends: 0,
-      fields: 0,
-      unmoved: 0,
-      cleared: 0,
-      restored: 0,
-      renamed: 0,
-      moved: 0,
-      deleted: 0,
-      recreated: 0,
-      whole: 0,
-      bulk: 0,
-      bulkRows: Number.POSITIVE_INFINITY,
+    const tally = newTally();
+    const state: Appending = {
+      rows,
+      deleted: new Map(),
+      clipIds: [...rows.keys()].filter((id) => (rows.get(id) as ClipRow).slots?.marker !== undefined),
+      images: [...rows.keys()].filter((id) => id.includes("image")),
+      next: random(seed),
+      tally,
     };
-    const deleted = new Map<string, unknown>();
     for (let step = 1; step <= appends; step++) {
       const changes = new Map<string, RowChange>();
-      // Every tenth append shifts every clip, as a shift does: PostgreSQL probes its indexes for them.
-      if (step % 10 === 0) {
-        const by = next(10_000) - 5_000;
-        for (const rowId of clipIds) {
-          const was = rows.get(rowId);
-          if (was === undefined) continue;
-          const row = structuredClone(was) as ClipRow;
-          const fields = row.slots.marker.fields;
-          if (typeof fields.startMs === "number") fields.startMs += by;
-          changes.set(rowId, {
-            root: "entities",
-            rowId,
-            json: row,
-            members: membersOfRow(timelineSchema, "entities", rowId, row),
-            previousMembers: membersOfRow(timelineSchema, "entities", rowId, was),
-          });
-          rows.set(rowId, row);
-        }
-        tally.bulk++;
-        tally.bulkRows = Math.min(tally.bulkRows, changes.size);
-      }
-      for (let count = step % 10 === 0 ? 0 : 1 + next(6); count > 0; count--) {
-        const rowId = clipIds[next(clipIds.length)] as string;
-        if (changes.has(rowId)) continue;
-        const was = rows.get(rowId);
-        const roll = next(100);
-        let json: unknown;
-        let withWas = true;
-        if (was === undefined) {
-          // Deleted before: written again, as a create writes it.
-          json = deleted.get(rowId);
-          withWas = false;
-          tally.recreated++;
-        } else {
-          const row = structuredClone(was) as ClipRow;
-          const fields = row.slots.marker.fields;
-          if (roll < 55) {
-            const by = next(4) === 0 ? 0 : next(10_000) - 5_000;
-            if (typeof fields.startMs === "number") fields.startMs += by;
-            tally.fields++;
-            if (by === 0) tally.unmoved++;
-            withWas = next(8) !== 0;
-            if (!withWas) tally.whole++;
-          } else if (roll < 63) {
-            if (fields.startMs === null) {
-              fields.startMs = next(100_000);
-              tally.restored++;
-            } else {
-              fields.startMs = null;
-              tally.cleared++;
-            }
-          } else if (roll < 73) {
-            row.slots.marker.id = `${row.slots.marker.id.replace(/-r\d+$/, "")}-r${step}`;
-            tally.renamed++;
-          } else if (roll < 85) {
-            row.slots.content = images[next(images.length)] as string;
-            tally.moved++;
-          } else {
-            deleted.set(rowId, was);
-            json = undefined;
-            tally.deleted++;
-          }
-          if (roll < 85) json = row;
-        }
-        changes.set(rowId, {
-          root: "entities",
-          rowId,
-          json,
-          members: membersOfRow(timelineSchema, "entities", rowId, json),
-          ...(withWas && was !== undefined
-            ? { previousMembers: membersOfRow(timelineSchema, "entities", rowId, was) }
-            : {}),
-        });
-        if (json === undefined) rows.delete(rowId);
-        else rows.set(rowId, json);
-      }
+      // Every tenth append shifts every clip; the others change a few.
+      if (step % 10 === 0) shiftEveryClip(state, changes);
+      else changeSomeClips(state, changes, step);
       await store.append({
         documentId: "doc",
         seq: step,

@@ -251,7 +251,21 @@ export class DocumentHost {
     // The parts staged ahead of this push, and their reads, done now if not done yet.
     await this.idle.drain(documentId);
     for (let attempt = 0; ; attempt++) {
-      const open = await this.docs.withIssues(documentId);
+      let open: Awaited<ReturnType<OpenDocuments["withIssues"]>>;
+      try {
+        open = await this.docs.withIssues(documentId);
+      } catch (error) {
+        // Another server moved the store's rows on while its issues were read from them: read afresh.
+        if (error instanceof StaleRowsError && attempt < 5) {
+          (await this.docs.current(documentId)).projection = storeProjection(
+            this.schema,
+            this.store,
+            documentId,
+          );
+          continue;
+        }
+        throw error;
+      }
       const decoded = decodePush(bytes);
       if ("result" in decoded) return decoded.result;
       // Parts staged of another update than this one are not judged with it (ADR 0508).

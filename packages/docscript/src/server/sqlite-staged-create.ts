@@ -125,25 +125,14 @@ export function sqliteStagedCreate(
   planIndex: SqlitePlanIndex,
   leaseMs = defaultClaimLeaseMs,
 ): SqliteStagedCreate {
-  const {
-    claim,
-    renewClaim,
-    selectOwned,
-    takeOver,
-    deleteLeftovers,
-    selectLapsed,
-    deleteClaim,
-    deletePlans,
-    insertSnapshot,
-    insertProjection,
-  } = createStatements(database);
+  const sql = createStatements(database);
 
   /** Everything written under a claimed id, and the claim, in one transaction. */
   const takeBack = (documentId: string) =>
     sqliteTransaction(database, () => {
       clearRows(documentId);
-      deletePlans.run(documentId);
-      deleteClaim.run(documentId);
+      sql.deletePlans.run(documentId);
+      sql.deleteClaim.run(documentId);
     });
   /**
    * Claims `documentId` for `owner`: `new`, or `taken over` from a create whose lease ran out (its
@@ -157,9 +146,9 @@ export function sqliteStagedCreate(
       const at = new Date().toISOString();
       const now = Date.now();
       const version = snapshotVersion ?? null;
-      if (Number(claim.run(documentId, tokenHash, version, at, owner, now + leaseMs).changes) === 1)
+      if (Number(sql.claim.run(documentId, tokenHash, version, at, owner, now + leaseMs).changes) === 1)
         return "new";
-      const taken = takeOver.run(documentId, now, tokenHash, version, at, owner, now + leaseMs);
+      const taken = sql.takeOver.run(documentId, now, tokenHash, version, at, owner, now + leaseMs);
       return Number(taken.changes) === 1 ? "taken over" : false;
     });
 
@@ -184,15 +173,15 @@ export function sqliteStagedCreate(
       const claimed = claimId(input, owner);
       if (claimed === false) return false;
       const ownClaim = () => {
-        if (Number(renewClaim.run(documentId, owner, Date.now() + leaseMs).changes) !== 1)
+        if (Number(sql.renewClaim.run(documentId, owner, Date.now() + leaseMs).changes) !== 1)
           throw new ClaimLostError(documentId);
       };
       try {
         // What a killed create left under the id, deleted a slice at a time (30,000 rows in one
         // transaction held the loop 3 s): the rows below are then written as under a claim just made.
         if (claimed === "taken over")
-          await inSlices(ownClaim, deleteLeftovers.length, (table) =>
-            Number(deleteLeftovers[table]?.run(documentId).changes) < rowsPerDelete ? table + 1 : table,
+          await inSlices(ownClaim, sql.deleteLeftovers.length, (table) =>
+            Number(sql.deleteLeftovers[table]?.run(documentId).changes) < rowsPerDelete ? table + 1 : table,
           );
         const given: readonly RowChange[] = rows ?? [];
         await inSlices(ownClaim, given.length, (from) => {
@@ -208,20 +197,20 @@ export function sqliteStagedCreate(
         await yieldToEventLoop();
         sqliteTransaction(database, () => {
           ownClaim();
-          if (rows !== undefined) insertProjection.run(documentId, JSON.stringify(issues ?? []));
+          if (rows !== undefined) sql.insertProjection.run(documentId, JSON.stringify(issues ?? []));
           if (plans !== undefined) planIndex.markIndexed(documentId);
-          insertSnapshot.run(documentId, snapshot);
+          sql.insertSnapshot.run(documentId, snapshot);
         });
         return true;
       } catch (error) {
         // Not ours any more (taken back once its lease ran out): nothing of ours is left to take.
-        if (database.isOpen && selectOwned.get(documentId, owner) !== undefined) takeBack(documentId);
+        if (database.isOpen && sql.selectOwned.get(documentId, owner) !== undefined) takeBack(documentId);
         throw error;
       }
     },
     clearUnfinished() {
       sqliteTransaction(database, () => {
-        for (const row of selectLapsed.all(null, Date.now()) as { document_id: string }[])
+        for (const row of sql.selectLapsed.all(null, Date.now()) as { document_id: string }[])
           takeBack(row.document_id);
       });
     },
