@@ -7,9 +7,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { silentLogger } from "@tackle/core";
-import { createMemoryService, type MemoryService, type MemoryStore } from "@tackle/memory";
+import type { MemoryService } from "@tackle/memory";
 import { jobEndOf } from "./support/job-end.ts";
+import { serviceWithListingHook } from "./support/purge-jobs.ts";
 import {
   orphansOf,
   type PurgeSubject,
@@ -18,27 +18,6 @@ import {
   sqlitePurgeSubject,
   usageFromRows,
 } from "./support/purge-scans.ts";
-
-/** The store, running `hook` (once) after the first listing of `userId`'s memories answers. */
-function hookedStore(store: MemoryStore, userId: string, hook: () => Promise<unknown>): MemoryStore {
-  let fired = false;
-  return new Proxy(store, {
-    get(target, key) {
-      const value = Reflect.get(target, key);
-      if (key !== "listMemories" || typeof value !== "function") {
-        return typeof value === "function" ? value.bind(target) : value;
-      }
-      return async (...args: Parameters<MemoryStore["listMemories"]>) => {
-        const listed = await target.listMemories(...args);
-        if (!fired && args[1].userId === userId) {
-          fired = true;
-          await hook();
-        }
-        return listed;
-      };
-    },
-  });
-}
 
 /** Near-duplicates of one fact in each of two sessions, and one other fact, all stale for the job. */
 async function seed(service: MemoryService, tenant: string, prefix: string, userId: string) {
@@ -61,24 +40,15 @@ async function purgeUnderConsolidation(subject: PurgeSubject, round: number) {
   const tenant = "consolidating";
   const prefix = "zq9k";
   const store = await subject.open(round);
-  const errors: string[] = [];
-  let purge = async (): Promise<unknown> => undefined;
-  const service = createMemoryService({
-    store: hookedStore(store, "u", () => purge()),
-    resumeJobs: false,
-    logger: {
-      ...silentLogger,
-      error: (message, fields) => errors.push(`${message} ${JSON.stringify(fields)}`),
-    },
-  });
+  const { service, errors, onListing } = serviceWithListingHook(store, "u");
   try {
     const other = await service.consolidate(tenant, { userId: "v" });
     assert.equal((await jobEndOf(service, tenant, other.job.id)).status, "succeeded");
     const ids = await seed(service, tenant, prefix, "u");
     let purged: { purged: { memories: number } } | undefined;
-    purge = async () => {
+    onListing(async () => {
       purged = await service.purge(tenant, { userId: "u", sessionId: "s1" });
-    };
+    });
     const { job } = await service.consolidate(tenant, {
       userId: "u",
       similarityThreshold: 0.6,
@@ -120,19 +90,10 @@ async function purgeOwnScope(subject: PurgeSubject, round: number) {
   const tenant = "consolidating-own";
   const prefix = "zq8k";
   const store = await subject.open(round);
-  const errors: string[] = [];
-  let purge = async (): Promise<unknown> => undefined;
-  const service = createMemoryService({
-    store: hookedStore(store, "u", () => purge()),
-    resumeJobs: false,
-    logger: {
-      ...silentLogger,
-      error: (message, fields) => errors.push(`${message} ${JSON.stringify(fields)}`),
-    },
-  });
+  const { service, errors, onListing } = serviceWithListingHook(store, "u");
   try {
     await seed(service, tenant, prefix, "u");
-    purge = () => service.purge(tenant, { userId: "u" });
+    onListing(() => service.purge(tenant, { userId: "u" }));
     const { job } = await service.consolidate(tenant, { userId: "u", sessionId: "s0", staleAfterDays: 0 });
     assert.equal((await jobEndOf(service, tenant, job.id)).status, "purged");
     await service.close();

@@ -1,7 +1,8 @@
 /**
  * Exactly-once writes by idempotency key: per tenant, the first request under a key runs and its answer
  * is kept (24 h by default); a repeat of that request answers the kept answer, another request under
- * the key is refused, and a repeat that arrives while the first still runs waits for its answer.
+ * the key is refused, and a request that arrives while one under its key still runs waits for it,
+ * then is answered by what the key recorded (ADRs 0356, 0567).
  */
 import { createHash } from "node:crypto";
 import type { Logger } from "@tackle/core";
@@ -55,7 +56,7 @@ export function createRunOnce(
   // For the process tests only: the write is done but its transaction not committed, and never will be.
   const stallBeforeCommit = process.env.TACKLE_MEMORY_TEST_STALL_BEFORE_COMMIT === "1";
   /** Writes running in this process, by tenant and key: a repeat here waits for them. */
-  const running = new Map<string, { done: Promise<unknown>; fingerprint: string; since: string }>();
+  const running = new Map<string, { done: Promise<unknown>; since: string }>();
   let lastSweep = Number.NEGATIVE_INFINITY;
 
   function sweep(now: Date) {
@@ -66,6 +67,11 @@ export function createRunOnce(
         error: (error as Error)?.message,
       });
     });
+  }
+
+  async function recordedSince(tenantId: string, key: string): Promise<boolean> {
+    const now = options.clock().toISOString();
+    return (await store.findIdempotencyKey(tenantId, key, now).catch(() => undefined)) !== undefined;
   }
 
   return async function runOnce<T>(tenantId: string, write: IdempotentWrite, run: () => Promise<T>) {
@@ -90,8 +96,9 @@ export function createRunOnce(
         };
       }
       // Running here already, or a claim left by an earlier version of the store: wait for its answer.
+      // Whatever the running request: the key is not its own until it commits (it may fail, or lose
+      // the key to another process), so another request under the key is judged by what is recorded.
       const first = running.get(flight);
-      if (first !== undefined && first.fingerprint !== fingerprint) throw reused(write.key, first.since);
       if (first !== undefined || record !== undefined) {
         const remaining = deadline - Date.now();
         if (remaining <= 0) throw inUse(write.key, first?.since ?? record?.createdAt ?? now.toISOString());
@@ -122,12 +129,14 @@ export function createRunOnce(
         if (!recorded) throw new KeyTaken();
         return answer;
       });
-      const entry = { done: attempt.catch(() => undefined), fingerprint, since: now.toISOString() };
+      const entry = { done: attempt.catch(() => undefined), since: now.toISOString() };
       running.set(flight, entry);
       try {
         return { answer: await attempt, replayed: false };
       } catch (error) {
-        if (!(error instanceof KeyTaken)) throw error;
+        // A write that failed after another process recorded its key failed for losing the key's race
+        // (it ran into that request's write): it is answered by what the key recorded.
+        if (!(error instanceof KeyTaken) && !(await recordedSince(tenantId, write.key))) throw error;
       } finally {
         if (running.get(flight) === entry) running.delete(flight);
       }

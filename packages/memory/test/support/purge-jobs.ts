@@ -1,10 +1,12 @@
 /**
  * The purge property's jobs (ADRs 0561, 0564): an import, a consolidation and a novelty scan, each
  * waited for until it finished or a purge deleted it, and the claims on every job the program made:
- * one a purge covered is gone, any other reads back as it finished.
+ * one a purge covered is gone, any other reads back as it finished. And a service whose store runs a
+ * hook inside a job's listing, for purge-running-consolidation.test.ts.
  */
 import assert from "node:assert/strict";
-import { MemoryError } from "@tackle/memory";
+import { silentLogger } from "@tackle/core";
+import { createMemoryService, MemoryError, type MemoryService, type MemoryStore } from "@tackle/memory";
 import { jobEndOf } from "./job-end.ts";
 import { covers, type Mark, type Program, type Scope } from "./purge-program.ts";
 
@@ -153,4 +155,52 @@ export async function checkJobs(program: Program, purged: Scope, before: Readonl
       assert.equal(end, job.status, `${told}: changed`);
     }
   }
+}
+
+/** The store, running `hook` (once) after the first listing of `userId`'s memories answers. */
+function hookedStore(store: MemoryStore, userId: string, hook: () => Promise<unknown>): MemoryStore {
+  let fired = false;
+  return new Proxy(store, {
+    get(target, key) {
+      const value = Reflect.get(target, key);
+      if (key !== "listMemories" || typeof value !== "function") {
+        return typeof value === "function" ? value.bind(target) : value;
+      }
+      return async (...args: Parameters<MemoryStore["listMemories"]>) => {
+        const listed = await target.listMemories(...args);
+        if (!fired && args[1].userId === userId) {
+          fired = true;
+          await hook();
+        }
+        return listed;
+      };
+    },
+  });
+}
+
+/**
+ * A service (jobs not resumed) over `store`, where the first listing of `userId`'s memories runs the
+ * hook set by `onListing` (none until set) before it answers; `errors` collects what it logs as errors.
+ */
+export function serviceWithListingHook(
+  store: MemoryStore,
+  userId: string,
+): { service: MemoryService; errors: string[]; onListing: (hook: () => Promise<unknown>) => void } {
+  const errors: string[] = [];
+  let hook = async (): Promise<unknown> => undefined;
+  const service = createMemoryService({
+    store: hookedStore(store, userId, () => hook()),
+    resumeJobs: false,
+    logger: {
+      ...silentLogger,
+      error: (message, fields) => errors.push(`${message} ${JSON.stringify(fields)}`),
+    },
+  });
+  return {
+    service,
+    errors,
+    onListing: (next) => {
+      hook = next;
+    },
+  };
 }
