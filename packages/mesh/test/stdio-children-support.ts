@@ -3,8 +3,9 @@
  * runs under (a module's tool set, or a node serving it over NATS to a mesh client), and the oracle.
  */
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { ToolCallResult } from "@tackle/core";
 import { underLoadMs } from "@tackle/test-support";
 import { loadModules, type MeshClient, startNodeRuntime } from "../src/index.ts";
@@ -31,6 +32,12 @@ export interface PhasePlan {
   readonly killAtMs?: number;
   /** Make the next start of the child hang in its handshake, this long into the phase. */
   readonly hangStartAtMs?: number;
+  /**
+   * SIGKILL the child started last and make its next start (a restart) hang in its handshake, this
+   * long into the phase, then SIGKILL that start `killStartAfterMs` after it began (ADR 0227).
+   */
+  readonly killStartAtMs?: number;
+  readonly killStartAfterMs?: number;
   /** Close the host this long into the phase, calls in flight (the tool-set host only). */
   readonly closeAtMs?: number;
 }
@@ -74,10 +81,15 @@ export function planRound(round: number, random: () => number): RoundPlan {
         ...(random() < 0.15 ? { abortAfterMs: Math.floor(random() * 500) } : {}),
       });
     }
+    // A start hangs until its deadline (`child_failed`), or a restart is killed in its handshake.
+    const start = calm ? 1 : random();
     phases.push({
       calls,
       ...(!calm && random() < 0.35 ? { killAtMs: Math.floor(random() * 800) } : {}),
-      ...(!calm && random() < 0.1 ? { hangStartAtMs: Math.floor(random() * 600) } : {}),
+      ...(start < 0.1 ? { hangStartAtMs: Math.floor(random() * 600) } : {}),
+      ...(start >= 0.1 && start < 0.4
+        ? { killStartAtMs: Math.floor(random() * 300), killStartAfterMs: Math.floor(random() * 200) }
+        : {}),
       ...(!calm && host === "direct" && random() < 0.15
         ? { closeAtMs: 100 + Math.floor(random() * 900) }
         : {}),
@@ -90,15 +102,43 @@ export function isCalm(phase: PhasePlan): boolean {
   return (
     phase.killAtMs === undefined &&
     phase.hangStartAtMs === undefined &&
+    phase.killStartAtMs === undefined &&
     phase.closeAtMs === undefined &&
     phase.calls.every((call) => ["echo", "garbage", "huge"].includes(call.action))
   );
+}
+
+/**
+ * SIGKILLs the child started last and makes its next start hang in its handshake; once a start took
+ * the flag (within `windowMs`, else the flag is taken away), SIGKILLs it `afterMs` later, in its
+ * handshake. Every start after the host's first is a restart. Resolves whether a start was killed so.
+ */
+export async function killRestart(state: string, afterMs: number, windowMs: number): Promise<boolean> {
+  const flag = join(state, "hang-start");
+  writeFileSync(flag, "");
+  const running = readPids(state).at(-1);
+  if (running !== undefined && isRunning(running)) process.kill(running, "SIGKILL");
+  const deadline = performance.now() + windowMs;
+  while (existsSync(flag) && performance.now() < deadline) await sleep(5);
+  try {
+    rmSync(flag);
+    return false; // no start came
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  // A start appends its pid before it takes the flag: the last pid is the one hanging.
+  const hung = readPids(state).at(-1);
+  await sleep(afterMs);
+  if (hung === undefined || !isRunning(hung)) return false;
+  process.kill(hung, "SIGKILL");
+  return true;
 }
 
 /** A phase in which the child may die: a call exits it or overflows the SDK's buffer, or the test kills it. */
 export function mayDie(phase: PhasePlan): boolean {
   return (
     phase.killAtMs !== undefined ||
+    phase.killStartAtMs !== undefined ||
     phase.closeAtMs !== undefined ||
     phase.calls.some((call) => call.action === "exit" || call.action === "overflow")
   );

@@ -6,15 +6,17 @@
  * A phase fires 2–10 calls 0–400 ms apart with limits of 150–2,650 ms, some aborted by their caller;
  * each call's child answers after 0–600 ms, writes lines that are not JSON-RPC first, writes a line of
  * up to 3 MiB first or one past the SDK's 10 MiB buffer, exits, or never answers. Some phases SIGKILL
- * the child mid-call, make its next start hang in the handshake, or close the tool-set host with calls
- * in flight.
+ * the child mid-call, make its next start hang in the handshake, SIGKILL the child and then its
+ * restart 0–200 ms into the restart's handshake (ADR 0227), or close the tool-set host with calls in
+ * flight.
  *
  * The oracle: every call answers once, by its limit (or its abort) plus a slack, with its own output
  * (the tag it sent) or a documented code — `timeout`, `aborted`, `child_exited` only where the child
- * may have died, `child_failed` only where a start hung, `child_closed` only where the host closed; in
- * a phase with nothing but answers, a call with time for every call's wait answers ok. After the phase
- * a probe is answered by the child that started last (restarted after a death), or `child_failed`
- * exactly when a start hung; once the host closed, none of the child processes it started still runs.
+ * may have died (a restart killed in its handshake included), `child_failed` only where a start hung
+ * to its deadline (never for a restart killed in its handshake), `child_closed` only where the host
+ * closed; in a phase with nothing but answers, a call with time for every call's wait answers ok.
+ * After the phase a probe is answered by the child that started last (restarted after a death, a
+ * restart killed in its handshake included), or `child_failed` exactly when a start hung; once the host closed, none of the child processes it started still runs.
  *
  * By default 8 rounds; `TACKLE_PROPERTY_ROUNDS` sets the number, from seed `TACKLE_PROPERTY_SEED`
  * (default 226). The counts are printed.
@@ -32,6 +34,7 @@ import {
   type Host,
   isRunning,
   judge,
+  killRestart,
   mayDie,
   type PhasePlan,
   planRound,
@@ -90,9 +93,19 @@ async function runPhase(host: Host, phase: PhasePlan, state: string): Promise<Ph
   if (phase.killAtMs !== undefined) {
     events.push(
       sleep(phase.killAtMs).then(() => {
-        // Only a child that answered a call: one killed in its handshake is failed for good (ADR 0203).
+        // A child that answered a call; a restart killed in its handshake is the next event's.
         if (lastPid !== undefined && isRunning(lastPid)) process.kill(lastPid, "SIGKILL");
       }),
+    );
+  }
+  if (phase.killStartAtMs !== undefined) {
+    const afterMs = phase.killStartAfterMs ?? 0;
+    events.push(
+      sleep(phase.killStartAtMs)
+        .then(() => killRestart(state, afterMs, underLoadMs(1_000)))
+        .then((killed) => {
+          count(killed ? "restart killed in its handshake" : "no restart to kill");
+        }),
     );
   }
   if (phase.hangStartAtMs !== undefined) {

@@ -93,10 +93,19 @@ export class StdioChildTransport extends StdioClientTransport {
     return this.#process !== undefined;
   }
 
+  /**
+   * This side signalled the child while it ran (`kill`): a signal in its exit status may be this
+   * side's own, not an outside kill (an OOM kill, an operator's) that ADR 0227 restarts after.
+   */
+  killedByHost = false;
+
   /** Kills the child at once (the SDK's close waits for a graceful exit first). */
   kill(signal: NodeJS.Signals = "SIGKILL"): void {
     const child = this.#process;
-    if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill(signal);
+    if (child !== undefined && child.exitCode === null && child.signalCode === null) {
+      this.killedByHost = true;
+      child.kill(signal);
+    }
   }
 }
 

@@ -1,19 +1,18 @@
 /**
  * One bundle launched as a child speaking MCP over stdio: listed once, called per call, restarted on
  * the next call after it exits (single-flight, with backoff), and failed for good when it exits
- * before its handshake.
+ * before its handshake — unless it has finished one before and a signal from outside killed this
+ * start, a few times in a row at most (ADR 0227).
  */
-import { isDeepStrictEqual } from "node:util";
 import { Client, SdkError, SdkErrorCode } from "@modelcontextprotocol/client";
 import {
-  type ContentBlock,
   type JsonSchema,
   type Logger,
   type ToolAnnotations,
   ToolError,
   type ToolProgress,
-  toolContent,
 } from "@tackle/core";
+import { type CallResult, refusedInput, toOutput, tooDeepToSend } from "./stdio-child-results.ts";
 import { type ChildExit, StdioChildTransport } from "./stdio-child-transport.ts";
 
 export interface StdioChildOptions {
@@ -61,7 +60,19 @@ interface Session {
   readonly exit: Promise<never>;
 }
 
+/** What a start that did not finish its handshake met: its exit, the deadline, or the SDK's error. */
+interface FailedStart {
+  readonly exit?: ChildExit;
+  readonly timedOut?: boolean;
+  readonly cause?: unknown;
+}
+
 const stderrTailLength = 2000;
+/**
+ * Restarts of a child that has finished a handshake whose start is killed (a signal from outside)
+ * before its own: the start that makes this many in a row is failed for good (ADR 0227).
+ */
+const killedStartsInARow = 5;
 const callTimeoutCeilingMs = 24 * 60 * 60 * 1000;
 
 export class StdioChild {
@@ -72,6 +83,10 @@ export class StdioChild {
   #permanent: ToolError | undefined;
   #listing: Promise<ChildToolListing[]> | undefined;
   #crashes = 0;
+  /** A start of this child finished its MCP handshake: later starts are restarts (ADR 0227). */
+  #handshaken = false;
+  /** Starts in a row killed by an outside signal before their handshake. */
+  #killedStarts = 0;
   #lastExitAt = 0;
   #closed = false;
   #inFlight = 0;
@@ -246,33 +261,22 @@ export class StdioChild {
     });
     const connecting = client.connect(transport).then(() => "connected" as const);
     connecting.catch(() => {}); // when the exit or the deadline wins the race, its rejection is expected
+    let failed: FailedStart | undefined;
     try {
       const outcome = await Promise.race([connecting, transport.exited, handshake]);
-      if (outcome !== "connected") {
-        transport.kill("SIGKILL");
-        const exit = outcome === "timeout" ? await transport.exited : outcome;
-        throw this.#failForGood(
-          exit,
-          await settledTail(transport, () => stderr),
-          outcome === "timeout" ? handshakeTimeoutMs : undefined,
-          transport.spawnError,
-          transport.spawnError,
-        );
-      }
+      if (outcome === "timeout") failed = { timedOut: true };
+      else if (outcome !== "connected") failed = { exit: outcome, cause: transport.spawnError };
     } catch (error) {
-      if (ToolError.isInstance(error) && error === this.#permanent) throw error;
-      transport.kill("SIGKILL");
-      const exit = await transport.exited;
-      throw this.#failForGood(
-        exit,
-        await settledTail(transport, () => stderr),
-        undefined,
-        error,
-        transport.spawnError,
-      );
+      // The SDK refused the handshake or gave the connection up: this side kills the child, so it is
+      // permanent. A child's own exit is read before its connection's close: `exited` wins that race.
+      failed = { cause: error };
     } finally {
       clearTimeout(timer);
     }
+    if (failed !== undefined)
+      throw await this.#startFailed(transport, failed, () => stderr, handshakeTimeoutMs);
+    this.#handshaken = true;
+    this.#killedStarts = 0;
 
     const startedAt = Date.now();
     let session: Session;
@@ -313,12 +317,60 @@ export class StdioChild {
     return error;
   }
 
+  /**
+   * A start that did not finish its handshake. It is failed for good (ADR 0203) unless the bundle has
+   * finished a handshake before and this start was killed by a signal from outside (an OOM kill, an
+   * operator's): then it counts as a crash (ADR 0227), its callers get `child_exited` and the next call
+   * starts it again after the backoff, up to `killedStartsInARow` starts in a row.
+   */
+  async #startFailed(
+    transport: StdioChildTransport,
+    failed: FailedStart,
+    stderr: () => string,
+    handshakeTimeoutMs: number,
+  ): Promise<ToolError> {
+    transport.kill("SIGKILL");
+    const exit = failed.exit ?? (await transport.exited);
+    const tail = await settledTail(transport, stderr);
+    const killedOutside = failed.timedOut !== true && exit.signal !== null && !transport.killedByHost;
+    if (!killedOutside || !this.#handshaken)
+      return this.#failForGood(
+        exit,
+        tail,
+        failed.timedOut === true ? handshakeTimeoutMs : undefined,
+        failed.cause,
+        transport.spawnError,
+      );
+    if (this.#closed) return this.#closedError();
+    this.#killedStarts += 1;
+    if (this.#killedStarts >= killedStartsInARow)
+      return this.#failForGood(exit, tail, undefined, failed.cause, transport.spawnError, this.#killedStarts);
+    this.#crashes += 1;
+    this.#lastExitAt = Date.now();
+    this.#options.logger.warn(
+      "stdio child was killed before its MCP handshake; it starts again on its next call",
+      {
+        source: this.source,
+        signal: exit.signal,
+        killedStarts: this.#killedStarts,
+        stderr: tail.slice(-500),
+      },
+    );
+    return new ToolError(
+      "child_exited",
+      `${this.source} exited (${describeExit(exit)}) before its MCP handshake; it starts again on the next call`,
+      { retryable: true, data: { source: this.source, ...exit, stderr: tail.slice(-500) } },
+    );
+  }
+
   #failForGood(
     exit: ChildExit,
     stderr: string,
     timeoutMs: number | undefined,
     cause?: unknown,
     spawnFailure?: Error,
+    /** Starts in a row killed before their handshake, when that is why (ADR 0227). */
+    killedStarts?: number,
   ): ToolError {
     // A child that never ran (its command is missing) has no exit status, only the spawn error.
     const spawnError =
@@ -329,8 +381,10 @@ export class StdioChild {
       timeoutMs === undefined
         ? `exited before the MCP handshake (${describeExit(exit)})${spawnError}`
         : `did not finish the MCP handshake within ${timeoutMs} ms`;
+    const inARow =
+      killedStarts === undefined ? "" : ` (${killedStarts} starts in a row killed before their handshake)`;
     const tail = stderr.trim() === "" ? "" : `; stderr: ${stderr.trim()}`;
-    this.#permanent = new ToolError("child_failed", `${this.source} ${reason}${tail}`, {
+    this.#permanent = new ToolError("child_failed", `${this.source} ${reason}${inARow}${tail}`, {
       data: { source: this.source, ...exit, stderr },
       ...(cause === undefined ? {} : { cause }),
     });
@@ -366,48 +420,6 @@ export class StdioChild {
   }
 }
 
-interface CallResult {
-  readonly isError?: boolean;
-  readonly structuredContent?: Record<string, unknown>;
-  readonly content?: readonly ContentBlock[];
-}
-
-/**
- * The child's result as it came: its content blocks (text, images, audio, resources) with its
- * structured object beside them. Only when the blocks say nothing but that object (one text block
- * holding its JSON, or none) is the output the plain value, which every MCP server sends back as the
- * same JSON.
- */
-function toOutput(tool: string, result: CallResult): unknown {
-  const content = result.content ?? [];
-  if (result.isError === true) {
-    const text = content
-      .map((block) => (block.type === "text" ? block.text : ""))
-      .join("\n")
-      .trim();
-    // The MCP SDKs answer a call whose arguments fail the tool's schema as an error result that
-    // spells the JSON-RPC code: the caller's input was refused, and the tool did not run.
-    if (invalidParamsText.test(text)) throw invalidInput(tool, text, { content });
-    throw new ToolError("tool_failed", `Tool "${tool}" failed: ${text || "the child reported an error"}`, {
-      data: { tool, content },
-    });
-  }
-  const structured = result.structuredContent;
-  if (structured !== undefined && saysOnly(content, structured)) return structured;
-  return toolContent(content, structured === undefined ? {} : { structuredContent: structured });
-}
-
-function saysOnly(content: readonly ContentBlock[], structured: unknown): boolean {
-  if (content.length === 0) return true;
-  const [only] = content;
-  if (content.length !== 1 || only?.type !== "text") return false;
-  try {
-    return isDeepStrictEqual(JSON.parse(only.text), structured);
-  } catch {
-    return false;
-  }
-}
-
 function describeExit(exit: ChildExit): string {
   if (exit.signal !== null) return `signal ${exit.signal}`;
   if (exit.code !== null) return `exit code ${exit.code}`;
@@ -434,38 +446,5 @@ function connectionGone(error: unknown): boolean {
   return (
     error instanceof SdkError &&
     (error.code === SdkErrorCode.NotConnected || error.code === SdkErrorCode.ConnectionClosed)
-  );
-}
-
-/** How the MCP SDKs spell an invalid-params refusal in a tool's error result. */
-const invalidParamsText = /^MCP error -32602\b/;
-
-/** The child refused the arguments (JSON-RPC -32602), thrown as a protocol error: `invalid_input`. */
-function refusedInput(name: string, error: unknown): ToolError | undefined {
-  if ((error as { code?: unknown } | null)?.code !== -32602) return undefined;
-  return invalidInput(name, (error as Error).message, {});
-}
-
-/** A refusal of the caller's arguments, as an in-process tool's schema refuses them (not retryable). */
-function invalidInput(tool: string, message: string, data: Record<string, unknown>): ToolError {
-  return new ToolError("invalid_input", `Invalid input for tool "${tool}": ${message}`, {
-    retryable: false,
-    data: { tool, issues: [{ path: [], message }], ...data },
-  });
-}
-
-/**
- * Arguments nested past the stack (a caller's 100,000 levels fit in a message) cannot be written to
- * the child: the call never reached it, so it is the caller's invalid input, not the tool's failure.
- */
-function tooDeepToSend(name: string, source: string, error: unknown): ToolError | undefined {
-  if (!(error instanceof RangeError && /call stack/i.test(error.message))) return undefined;
-  return new ToolError(
-    "invalid_input",
-    `Invalid input for tool "${name}": the arguments nest too deeply to send to its child process (${source}); it did not run`,
-    {
-      retryable: false,
-      data: { tool: name, issues: [{ path: [], message: "The arguments nest too deeply to send" }] },
-    },
   );
 }
