@@ -9,7 +9,9 @@
  * answers the same answer (one of them not a replay); any other body under the key answers 422
  * `idempotency_key_reused` and changes nothing; at the end the memories and events the API lists are
  * the oracle's. `TACKLE_PROPERTY_ROUNDS` sets the rounds per store (default 2, of
- * `TACKLE_PROPERTY_STEPS`, default 14, steps), from seed `TACKLE_PROPERTY_SEED` (default 23).
+ * `TACKLE_PROPERTY_STEPS`, default 14, steps), from seed `TACKLE_PROPERTY_SEED` (default 23);
+ * `TACKLE_PROPERTY_STORES` (comma-separated, default `sqlite,postgres`) picks the stores, e.g. `postgres`
+ * to hunt on PostgreSQL only.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -31,6 +33,7 @@ import {
 const rounds = Number(process.env.TACKLE_PROPERTY_ROUNDS ?? 2);
 const steps = Number(process.env.TACKLE_PROPERTY_STEPS ?? 14);
 const seed = Number(process.env.TACKLE_PROPERTY_SEED ?? 23);
+const stores = (process.env.TACKLE_PROPERTY_STORES ?? "sqlite,postgres").split(",");
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -189,6 +192,7 @@ async function runRound(services: ServicePair, random: () => number, tag: string
 }
 
 for (const kind of ["sqlite", "postgres"] as const) {
+  if (!stores.includes(kind)) continue;
   describe(`idempotent writes under random retries, two services on ${kind}`, () => {
     let directory: string | undefined;
     let database: TestDatabase | undefined;

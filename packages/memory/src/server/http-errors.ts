@@ -1,6 +1,7 @@
 /** How the HTTP API answers a failure: one coded JSON body for every refusal, and the OpenAPI text of each. */
 
 import { type Logger, ToolError } from "@tackle/core";
+import { isTransientDatabaseError } from "@tackle/storage";
 import type { ErrorHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
@@ -31,6 +32,10 @@ export const errorResponses = {
     description:
       "Edit refused (no match, ambiguous, over capacity); Idempotency-Key reused for another request",
   },
+  503: {
+    description:
+      "`unavailable`, retryable: the store could not be reached for the moment (a connection lost or refused, a deadlock victim); retry after Retry-After, under the same Idempotency-Key for a write",
+  },
 };
 
 /** The request failed its schema: 400 `invalid_input`, each issue with its path. */
@@ -48,7 +53,12 @@ export function invalidRequest(
   });
 }
 
-/** Coded errors answer with their status; anything unexpected is logged and answers 500 `internal`. */
+/**
+ * Coded errors answer with their status. A transient database error (a connection lost or refused,
+ * the server out of connections or shutting sessions down, a deadlock or serialization victim) rolled
+ * the request's transaction back: it answers 503 `unavailable`, retryable, with `Retry-After: 1`
+ * (ADR 0569). Anything else unexpected is logged and answers 500 `internal`.
+ */
 export function answerError(logger: Logger): ErrorHandler {
   return (error, context) => {
     if (MemoryError.isInstance(error))
@@ -73,6 +83,18 @@ export function answerError(logger: Logger): ErrorHandler {
       return context.json(errorBody(new MemoryError(code, message, error.status)), error.status);
     }
     if (ToolError.isInstance(error)) return context.json(errorBody(error), 400);
+    if (isTransientDatabaseError(error)) {
+      logger.warn("memory request met a transient database error", {
+        path: context.req.path,
+        error: (error as Error)?.message,
+      });
+      const unavailable = new MemoryError(
+        "unavailable",
+        "The memory store could not be reached for the moment; retry",
+        503,
+      );
+      return context.json(errorBody(unavailable), 503, { "retry-after": "1" });
+    }
     logger.error("memory request failed", { path: context.req.path, error: (error as Error)?.message });
     return context.json(
       errorBody(new MemoryError("internal", "The memory service failed; see its log", 500)),
