@@ -42,6 +42,17 @@ export interface Attempt {
   readonly trace: Traced[];
   /** The server (its index in the round's origins) the plan was pushed through. */
   readonly via: number;
+  /** The Loro peer the plan's ops were written on (decimal): which of a plan id's pushes was stored. */
+  peer?: string;
+  /**
+   * A script run again under the id of a plan whose push was aborted and that the other server said it
+   * never applied (what the tool does after `not_found`, ADR 0568): answered `duplicate` when the first
+   * push landed before it.
+   */
+  readonly redo?: boolean;
+  /** A redo's aborted first run: at most one of the two may be stored. */
+  readonly redoOf?: Attempt;
+  duplicate?: boolean;
   /**
    * `thrown`: the script threw, nothing was pushed; `unchanged`: it wrote nothing (no plan to push);
    * `aborted`: its push was aborted in flight.
@@ -61,6 +72,11 @@ export interface Tally {
   sentAgain: number;
   unchanged: number;
   reruns: number;
+  /** Aborted pushes whose plan the other server was asked of at once, and said it never applied. */
+  askedElsewhere: number;
+  unknownElsewhere: number;
+  /** Of the plans run again under their id after that: the first push stored, the second a duplicate. */
+  redoDuplicate: number;
   /** Committed scripts that read, and did not write, what a commit before them changed (ADR 0475). */
   staleReadsOfUnwritten: number;
 }
@@ -75,6 +91,9 @@ export const newTally = (): Tally => ({
   sentAgain: 0,
   unchanged: 0,
   reruns: 0,
+  askedElsewhere: 0,
+  unknownElsewhere: 0,
+  redoDuplicate: 0,
   staleReadsOfUnwritten: 0,
 });
 
@@ -144,6 +163,7 @@ async function answered<Value>(round: Round, what: string, call: Promise<Value>)
 function runPlan(doc: LoroDoc, attempt: Attempt, peer: bigint): Uint8Array | "thrown" | "unchanged" {
   const fork = doc.fork();
   fork.setPeerId(peer);
+  attempt.peer = String(peer);
   const from = fork.oplogVersion();
   const session = openDocument(fork, timelineSchema);
   try {
@@ -179,7 +199,9 @@ async function pushPlan(
       client.push(round.documentId, bytes, { signal: controller.signal }),
     );
     if (result.status === "committed") {
-      if (result.duplicate === true) round.faults.push(`${what}: a first push answered duplicate`);
+      if (result.duplicate === true && attempt.redo !== true)
+        round.faults.push(`${what}: a first push answered duplicate`);
+      if (result.duplicate === true) attempt.duplicate = true;
       attempt.outcome = "committed";
     } else if (result.status === "conflicted" && !result.applied && result.reasons.length > 0)
       attempt.outcome = "conflicted";
@@ -228,6 +250,8 @@ export async function runEditor(round: Round, editor: number, scripts: number): 
       await sleep(next(20));
       const abortAfterMs = next(6) === 0 ? next(12) : undefined;
       await pushPlan(round, client, attempt, bytes, abortAfterMs, next(2) === 0);
+      if (attempt.outcome === "aborted" && attempt.again === undefined)
+        await redoElsewhere(round, clients, doc, attempt, BigInt(1 + next(2 ** 30)) * 1024n + BigInt(editor));
       if (attempt.outcome !== "conflicted" || next(2) === 0) break;
       round.tally.reruns++;
       steps = [...steps];
@@ -235,9 +259,48 @@ export async function runEditor(round: Round, editor: number, scripts: number): 
   }
 }
 
-/** Every change of the log, oldest first: the plan ids each stored push carried. */
-async function commitOrder(client: DocumentClient, documentId: string): Promise<Map<string, number>> {
-  const seqs = new Map<string, number>();
+/**
+ * An aborted push's plan asked of the other server at once (a tool restarted against it). Said never
+ * applied, the script runs again there on a fresh pull under the plan's id, as the tool's `not_found`
+ * answer tells the model (ADR 0568): the first push may still land, and only one of the two may be stored.
+ */
+async function redoElsewhere(
+  round: Round,
+  clients: readonly DocumentClient[],
+  doc: LoroDoc,
+  aborted: Attempt,
+  peer: bigint,
+): Promise<void> {
+  const via = (aborted.via + 1) % clients.length;
+  const client = clients[via] as DocumentClient;
+  round.tally.askedElsewhere++;
+  const what = `${aborted.planId} asked elsewhere`;
+  const state = await answered(round, what, client.planState(round.documentId, aborted.planId));
+  if (state.state !== "unknown") return;
+  round.tally.unknownElsewhere++;
+  await answered(round, `${what}: pull`, client.pullInto(round.documentId, doc));
+  const attempt: Attempt = {
+    planId: aborted.planId,
+    steps: aborted.steps,
+    trace: [],
+    via,
+    redo: true,
+    redoOf: aborted,
+  };
+  round.attempts.push(attempt);
+  round.tally.attempts++;
+  const bytes = runPlan(doc, attempt, peer);
+  if (typeof bytes === "string") attempt.outcome = bytes;
+  else await pushPlan(round, client, attempt, bytes, undefined, false);
+  if (attempt.duplicate === true) round.tally.redoDuplicate++;
+}
+
+/** Every change of the log, oldest first: the plan ids each stored push carried, and its peers. */
+async function commitOrder(
+  client: DocumentClient,
+  documentId: string,
+): Promise<Map<string, { seq: number; peers: readonly string[] }>> {
+  const seqs = new Map<string, { seq: number; peers: readonly string[] }>();
   let cursor: string | undefined;
   const duplicates: string[] = [];
   do {
@@ -248,7 +311,7 @@ async function commitOrder(client: DocumentClient, documentId: string): Promise<
     for (const change of page.changes)
       for (const planId of change.planIds) {
         if (seqs.has(planId)) duplicates.push(planId);
-        seqs.set(planId, change.seq);
+        seqs.set(planId, { seq: change.seq, peers: change.peers });
       }
     cursor = page.nextCursor;
   } while (cursor !== undefined);
@@ -268,28 +331,45 @@ export async function checkRound(round: Round, seedModel: Model): Promise<void> 
   const reader = readers[0] as DocumentClient;
   // An aborted push may still be on its way into the log: its server answers its plan's state after
   // every push queued there before the question (what a client that got no answer asks).
-  const states = new Map<string, PlanState>();
+  // Every server is asked, the one it was pushed through first: once that one answers, each must agree.
+  const states = new Map<string, PlanState[]>();
   for (const attempt of round.attempts)
-    if (attempt.outcome === "aborted")
-      states.set(
-        attempt.planId,
-        await (readers[attempt.via] as DocumentClient).planState(round.documentId, attempt.planId),
-      );
+    if (attempt.outcome === "aborted") {
+      const asked: PlanState[] = [];
+      for (let offset = 0; offset < readers.length; offset++)
+        asked.push(
+          await (readers[(attempt.via + offset) % readers.length] as DocumentClient).planState(
+            round.documentId,
+            attempt.planId,
+          ),
+        );
+      states.set(attempt.planId, asked);
+    }
   const seqs = await commitOrder(reader, round.documentId);
   const accepted: { attempt: Attempt; seq: number }[] = [];
+  // The plan's stored push is an attempt's when it carries the attempt's peer (a redo shares the id).
+  const seqOf = (attempt: Attempt) => {
+    const stored = seqs.get(attempt.planId);
+    return stored?.peers.includes(attempt.peer ?? "") === true ? stored.seq : undefined;
+  };
   for (const attempt of round.attempts) {
-    const seq = seqs.get(attempt.planId);
+    const stored = seqs.get(attempt.planId);
+    const seq = seqOf(attempt);
+    if (attempt.redoOf !== undefined && seq !== undefined && seqOf(attempt.redoOf) !== undefined)
+      faults.push(`${attempt.planId}: its script applied twice, at ${seqOf(attempt.redoOf)} and ${seq}`);
     const where = `${attempt.planId} ${JSON.stringify(attempt.steps)} (${attempt.outcome}, again ${attempt.again})`;
     if (attempt.outcome === undefined) faults.push(`${where}: no answer`);
     else tally[attempt.outcome]++;
-    if (attempt.outcome === "committed" && seq === undefined)
+    if (attempt.outcome === "committed" && attempt.duplicate !== true && seq === undefined)
       faults.push(`${where}: answered committed, not stored`);
+    if (attempt.duplicate === true && (seq !== undefined || stored === undefined))
+      faults.push(`${where}: answered duplicate, but the log has ${JSON.stringify(stored)}`);
     if (attempt.outcome !== "committed" && attempt.outcome !== "aborted" && seq !== undefined)
       faults.push(`${where}: stored at ${seq}`);
     if (attempt.outcome === "aborted") {
-      const state = states.get(attempt.planId)?.state;
-      if ((state === "applied") !== (seq !== undefined))
-        faults.push(`${where}: plan state ${state}, in the log: ${seq !== undefined}`);
+      for (const state of states.get(attempt.planId) ?? [])
+        if ((state.state === "applied") !== (stored !== undefined))
+          faults.push(`${where}: plan state ${state.state}, in the log: ${JSON.stringify(stored)}`);
       if (attempt.again !== undefined) tally.sentAgain++;
       if (attempt.again === "conflicted" && seq !== undefined)
         faults.push(`${where}: sent again conflicted, but stored`);

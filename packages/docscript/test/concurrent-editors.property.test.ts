@@ -6,12 +6,14 @@
  * shared counters (a track's volume bumped) and lists (a transcript's segments appended to), adds and
  * removes of entities and of relations, renames, scripts that read one entity and write another (one
  * track's volume copied to another), scripts that throw half way, pushes aborted in flight (sent again
- * at times, as a client that got no answer does), and a conflicted script run again on a fresh pull.
+ * at times, as a client that got no answer does; else asked of the other server at once, and when it
+ * says `unknown`, run again there under the plan's id, as the tool does after `not_found`: ADR 0568),
+ * and a conflicted script run again on a fresh pull.
  *
  * The oracle, after each round: every client call answered before its deadline; each script ended one
  * way (committed, conflicted, thrown, aborted); the change log stores each plan at most once, every one
- * answered committed, none answered conflicted or thrown, an aborted one as the server's plan state
- * says; the committed scripts replayed serially in the log's order on a plain model
+ * answered committed, none answered conflicted or thrown, an aborted one as every server's plan state
+ * says, a script and its run again under the same id not both stored; the committed scripts replayed serially in the log's order on a plain model
  * (`concurrent-editors-model.ts`) never read stale a field they write (a concurrent commit to it must
  * have made them `conflicted`, ADR 0475), a link never lands on an entity deleted before it; and the
  * document a fresh client reads through each server equals the model, with no issues.

@@ -36,6 +36,11 @@ export interface RunEditScriptRequest {
   readonly timeoutMs?: number;
   /** The plan's actor (the end user), recorded in the commit message. */
   readonly actor?: string;
+  /**
+   * The id of a plan this run makes again (one the server said it never applied, ADR 0568): the new
+   * plan takes it, so if the first push lands after all, at any server, only one of the two is stored.
+   */
+  readonly planId?: string;
 }
 
 export type RunEditScriptResult =
@@ -124,7 +129,7 @@ export async function runEditScript(
   context: RunEditScriptContext,
   request: RunEditScriptRequest,
 ): Promise<RunEditScriptResult> {
-  const planId = `plan_${randomUUID()}`;
+  const planId = request.planId ?? `plan_${randomUUID()}`;
   const replica = replicaOf(request);
   const input: RunSessionInput = {
     docId: request.docId,

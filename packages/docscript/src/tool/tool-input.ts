@@ -25,7 +25,7 @@ export const toolInputSchema = z.object({
     .max(200)
     .optional()
     .describe(
-      "commit-plan: the plan run-edit-script or revert-plan returned; plan-diff, revert-plan: a committed plan",
+      "commit-plan: the plan run-edit-script or revert-plan returned; plan-diff, revert-plan: a committed plan; run-edit-script: the plan commit-plan answered not_found for, run again under its id",
     ),
   apply_remaining: z
     .boolean()

@@ -254,6 +254,21 @@ export async function run(core: ToolCore, input: ToolInput): Promise<DocScriptRe
   const { options, client, budgets, hooks, logger, plans, sandbox, pull, failure, schemaReference } = core;
   if (input.script === undefined)
     return failure(input.op, { code: "invalid_input", message: "run-edit-script needs script" });
+  if (input.plan_id !== undefined) {
+    if (plans.get(input.plan_id) !== undefined)
+      return failure(input.op, {
+        code: "invalid_input",
+        message: `plan ${input.plan_id} is kept in this process: commit it with commit-plan instead of running it again`,
+      });
+    // A plan already applied would answer this run's edit `duplicate` and store nothing of it: refused,
+    // so a new edit is never reported committed under an old plan's id.
+    const known = await client.planState(input.doc_id, input.plan_id);
+    if (known.state === "applied")
+      return failure(input.op, {
+        code: "invalid_input",
+        message: `plan ${input.plan_id} was applied already: run the script without plan_id for a new edit`,
+      });
+  }
   const state = await pull(input.doc_id);
   const result = await runEditScript(
     {
@@ -277,6 +292,8 @@ export async function run(core: ToolCore, input: ToolInput): Promise<DocScriptRe
       script: input.script,
       ...(input.timeout_ms === undefined ? {} : { timeoutMs: input.timeout_ms }),
       ...(options.userId === undefined ? {} : { actor: options.userId }),
+      // A plan run again keeps its id: the server stores at most one push of it (ADR 0568).
+      ...(input.plan_id === undefined ? {} : { planId: input.plan_id }),
     },
   );
   logger.debug("docscript: run ended", {
@@ -332,7 +349,7 @@ export async function commitOp(core: ToolCore, input: ToolInput): Promise<DocScr
     }
     return failure(input.op, {
       code: "not_found",
-      message: `plan ${planId} is not kept in this process, and the document server confirms it was never applied; run the script again (it cannot apply twice)`,
+      message: `plan ${planId} is not kept in this process, and the document server says it was never applied; run the script again with plan_id ${planId} (its push may still land: under the same id only one of the two is stored)`,
       data: { resource: "plan", id: planId },
     });
   }
