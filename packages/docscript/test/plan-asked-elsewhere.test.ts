@@ -29,74 +29,72 @@ const token = "document-token-asked-elsewhere-0123456789";
 const hostToken = "host-token-asked-elsewhere-0123456789";
 const addPhonetic = `entities.create({ entityKind: 'phonetic-script', payload: { text: 'said again' } });`;
 
+let directory: string;
+let serverA: RunningDocumentServer;
+let serverB: RunningDocumentServer;
+/** Set by a test: server A's next append waits for it (the push received, not yet stored). */
+let holdAppend: Promise<void> | undefined;
+let appendReached: (() => void) | undefined;
+
+before(async () => {
+  directory = await mkdtemp(join(tmpdir(), "docscript-asked-elsewhere-"));
+  const path = join(directory, "documents.sqlite");
+  const inner = createSqliteDocumentStore({ path });
+  const held: DocumentStore = {
+    ...inner,
+    async append(input) {
+      const hold = holdAppend;
+      holdAppend = undefined;
+      appendReached?.();
+      await hold;
+      return inner.append(input);
+    },
+  };
+  const options = { schema: timelineSchema, adminToken, hostTokens: [hostToken] };
+  serverA = await serveDocuments({ store: held, ...options });
+  serverB = await serveDocuments({ store: createSqliteDocumentStore({ path }), ...options });
+});
+after(async () => {
+  await serverA.close();
+  await serverB.close();
+  await rm(directory, { recursive: true, force: true });
+});
+
+/** The document, and a plan adding one phonetic script pushed through A and held before its append. */
+async function heldPush(docId: string) {
+  const clientA = createDocumentClient({ origin: serverA.url, token });
+  const clientB = createDocumentClient({ origin: serverB.url, token });
+  assert.equal(
+    await clientA.createDocument(docId, { adminToken, token, snapshot: sampleTimelineSnapshot() }),
+    true,
+  );
+  const doc = new LoroDoc();
+  await clientA.pullInto(docId, doc);
+  const from = doc.oplogVersion();
+  const planId = `plan_${docId}`;
+  openDocument(doc, timelineSchema).entities.create({
+    entityKind: "phonetic-script",
+    payload: { text: "said once" },
+  });
+  doc.commit({ message: JSON.stringify({ planId }) });
+  let release = () => {};
+  holdAppend = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const reached = new Promise<void>((resolve) => {
+    appendReached = resolve;
+  });
+  const pushed = clientA.push(docId, doc.export({ mode: "update", from }));
+  await reached;
+  const phonetics = async (client: DocumentClient) => {
+    const read = new LoroDoc();
+    await client.pullInto(docId, read);
+    return interpretDocument(read, timelineSchema).entities.filter((e) => e.entityKind === "phonetic-script");
+  };
+  return { clientB, planId, pushed, release, phonetics, before: (await phonetics(clientB)).length };
+}
+
 describe("a plan asked at another server while its push is on its way", () => {
-  let directory: string;
-  let serverA: RunningDocumentServer;
-  let serverB: RunningDocumentServer;
-  /** Set by a test: server A's next append waits for it (the push received, not yet stored). */
-  let holdAppend: Promise<void> | undefined;
-  let appendReached: (() => void) | undefined;
-
-  before(async () => {
-    directory = await mkdtemp(join(tmpdir(), "docscript-asked-elsewhere-"));
-    const path = join(directory, "documents.sqlite");
-    const inner = createSqliteDocumentStore({ path });
-    const held: DocumentStore = {
-      ...inner,
-      async append(input) {
-        const hold = holdAppend;
-        holdAppend = undefined;
-        appendReached?.();
-        await hold;
-        return inner.append(input);
-      },
-    };
-    const options = { schema: timelineSchema, adminToken, hostTokens: [hostToken] };
-    serverA = await serveDocuments({ store: held, ...options });
-    serverB = await serveDocuments({ store: createSqliteDocumentStore({ path }), ...options });
-  });
-  after(async () => {
-    await serverA.close();
-    await serverB.close();
-    await rm(directory, { recursive: true, force: true });
-  });
-
-  /** The document, and a plan adding one phonetic script pushed through A and held before its append. */
-  async function heldPush(docId: string) {
-    const clientA = createDocumentClient({ origin: serverA.url, token });
-    const clientB = createDocumentClient({ origin: serverB.url, token });
-    assert.equal(
-      await clientA.createDocument(docId, { adminToken, token, snapshot: sampleTimelineSnapshot() }),
-      true,
-    );
-    const doc = new LoroDoc();
-    await clientA.pullInto(docId, doc);
-    const from = doc.oplogVersion();
-    const planId = `plan_${docId}`;
-    openDocument(doc, timelineSchema).entities.create({
-      entityKind: "phonetic-script",
-      payload: { text: "said once" },
-    });
-    doc.commit({ message: JSON.stringify({ planId }) });
-    let release = () => {};
-    holdAppend = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const reached = new Promise<void>((resolve) => {
-      appendReached = resolve;
-    });
-    const pushed = clientA.push(docId, doc.export({ mode: "update", from }));
-    await reached;
-    const phonetics = async (client: DocumentClient) => {
-      const read = new LoroDoc();
-      await client.pullInto(docId, read);
-      return interpretDocument(read, timelineSchema).entities.filter(
-        (e) => e.entityKind === "phonetic-script",
-      );
-    };
-    return { clientB, planId, pushed, release, phonetics, before: (await phonetics(clientB)).length };
-  }
-
   it("server B answers unknown for a plan server A is storing, and A stores it after", async () => {
     const { clientB, planId, pushed, release, phonetics, before } = await heldPush("asked-at-b");
     assert.equal((await clientB.planState("asked-at-b", planId)).state, "unknown");
@@ -144,7 +142,9 @@ describe("a plan asked at another server while its push is on its way", () => {
       await tool.close();
     }
   });
+});
 
+describe("a run again under a plan's id", () => {
   it("a run under the id of a plan already applied is refused: a new edit is never answered duplicate", async () => {
     const { planId, pushed, release, phonetics, before } = await heldPush("reused-at-b");
     release();

@@ -115,6 +115,34 @@ describe("PostgreSQL migrations: versions and refusals", () => {
   });
 });
 
+describe("PostgreSQL migrations: options", () => {
+  it("refuses a lock wait of 0 (PostgreSQL's wait forever), below 0, fractional or past its reach, before it takes a connection", async () => {
+    const { pool: unused } = await freshPool();
+    for (const lockTimeoutMs of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31]) {
+      await assert.rejects(
+        migratePostgres(unused, { store: "never", migrations: items, lockTimeoutMs }),
+        (error) => {
+          rejectsWith("invalid_option")(error);
+          assert.match((error as Error).message, /lockTimeoutMs/);
+          return true;
+        },
+      );
+    }
+    assert.equal(unused.totalCount, 0, "no connection was opened");
+    assert.deepEqual(
+      await migratePostgres(unused, {
+        store: "edge-of-reach",
+        migrations: items,
+        lockTimeoutMs: 2 ** 31 - 1,
+      }),
+      {
+        from: 0,
+        to: 2,
+      },
+    );
+  });
+});
+
 describe("PostgreSQL migrations: the lock and signals", () => {
   it("an abort while waiting for the lock rejects at once, typed, and leaves no session waiting", async () => {
     const holder = await pool.connect();
@@ -168,32 +196,6 @@ describe("PostgreSQL migrations: the lock and signals", () => {
       rejectsWith("aborted"),
     );
     assert.equal(unused.totalCount, 0, "no connection was opened");
-  });
-
-  it("refuses a lock wait of 0 (PostgreSQL's wait forever), below 0, fractional or past its reach, before it takes a connection", async () => {
-    const { pool: unused } = await freshPool();
-    for (const lockTimeoutMs of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 31]) {
-      await assert.rejects(
-        migratePostgres(unused, { store: "never", migrations: items, lockTimeoutMs }),
-        (error) => {
-          rejectsWith("invalid_option")(error);
-          assert.match((error as Error).message, /lockTimeoutMs/);
-          return true;
-        },
-      );
-    }
-    assert.equal(unused.totalCount, 0, "no connection was opened");
-    assert.deepEqual(
-      await migratePostgres(unused, {
-        store: "edge-of-reach",
-        migrations: items,
-        lockTimeoutMs: 2 ** 31 - 1,
-      }),
-      {
-        from: 0,
-        to: 2,
-      },
-    );
   });
 
   it("times out, typed, when another session holds the migration lock, and leaves the pooled session's lock_timeout as it was", async () => {
