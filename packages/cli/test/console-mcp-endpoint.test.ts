@@ -124,15 +124,7 @@ test("a 2025 client keeps its session across calls; DELETE ends it and the id is
     assert.equal(response.status, 200);
     assert.deepEqual((await readJsonRpc(response)).result?.structuredContent, { text });
   }
-  const closed = await fetch(main.url, {
-    method: "DELETE",
-    headers: {
-      authorization: `Bearer ${token}`,
-      "mcp-session-id": session,
-      "mcp-protocol-version": "2025-06-18",
-    },
-  });
-  assert.equal(closed.status, 200);
+  await closeSession(main.url, session);
   const after = await echoIn(main.url, session, "three");
   assert.equal(after.status, 404);
   assert.match(JSON.stringify(await after.json()), /Session not found/);

@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { createGraph, createRunner, type Frame, type Runner, runIntegratedTool } from "@tackle/durable";
 import { AgUiTranslator, type DurableServer, serveDurable } from "@tackle/durable/http";
 import { readEvents } from "./ag-ui-client.ts";
-import { type TempStore, tempSqliteStore } from "./helpers.ts";
+import { sseAt, type TempStore, tempSqliteStore } from "./helpers.ts";
 
 const charged: unknown[] = [];
 const cards = createGraph<{ reply?: unknown }>("cards")
@@ -67,22 +67,7 @@ const runInput = (threadId: string, runId: string, messages: unknown[], resume?:
 });
 
 /** The raw SSE text of `path`, read until `done` holds. */
-async function sse(path: string, done: (text: string) => boolean): Promise<string> {
-  const controller = new AbortController();
-  const response = await fetch(`${server.url}${path}`, { signal: controller.signal });
-  assert.equal(response.status, 200);
-  const decoder = new TextDecoder();
-  let text = "";
-  try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      text += decoder.decode(chunk, { stream: true });
-      if (done(text)) break;
-    }
-  } finally {
-    controller.abort();
-  }
-  return text;
-}
+const sse = (path: string, done: (text: string) => boolean) => sseAt(server.url, path, done);
 
 /** Every row of every table of the SQLite file, as text. */
 function rowsOf(path: string): Record<string, string> {

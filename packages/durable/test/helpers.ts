@@ -1,4 +1,5 @@
 /** Test helpers: a real SQLite store in a scratch directory, and a client that applies frames by id. */
+import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -40,4 +41,22 @@ export function applyToolCards(frames: readonly Frame[]): Map<string, Record<str
     cards.set(String(data.id), { ...cards.get(String(data.id)), ...data });
   }
   return cards;
+}
+
+/** The raw SSE text of `base` + `path`, read until `done` holds. */
+export async function sseAt(base: string, path: string, done: (text: string) => boolean): Promise<string> {
+  const controller = new AbortController();
+  const response = await fetch(`${base}${path}`, { signal: controller.signal });
+  assert.equal(response.status, 200);
+  const decoder = new TextDecoder();
+  let text = "";
+  try {
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+      text += decoder.decode(chunk, { stream: true });
+      if (done(text)) break;
+    }
+  } finally {
+    controller.abort();
+  }
+  return text;
 }

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { createRunner, type Runner } from "@tackle/durable";
 import { type DurableServer, serveDurable } from "@tackle/durable/http";
-import { type TempStore, tempSqliteStore } from "./helpers.ts";
+import { sseAt, type TempStore, tempSqliteStore } from "./helpers.ts";
 import { assertNoMarker, type RedactionCase } from "./redaction-cases.ts";
 import { answerOf, dieInTool, graph } from "./redaction-harness.ts";
 
@@ -115,23 +115,6 @@ async function postAt(base: string, path: string, body: unknown): Promise<void> 
   });
   const text = await response.text();
   assert.ok(response.status < 300, text);
-}
-
-async function sseAt(base: string, path: string, done: (text: string) => boolean): Promise<string> {
-  const controller = new AbortController();
-  const response = await fetch(`${base}${path}`, { signal: controller.signal });
-  assert.equal(response.status, 200);
-  const decoder = new TextDecoder();
-  let text = "";
-  try {
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      text += decoder.decode(chunk, { stream: true });
-      if (done(text)) break;
-    }
-  } finally {
-    controller.abort();
-  }
-  return text;
 }
 
 /** The AG-UI `RunAgentInput` of an edited resume whose messages carry the real values. */
