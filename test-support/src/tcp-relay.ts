@@ -1,6 +1,7 @@
 /**
  * A TCP relay in front of a real server (an HTTP service, PostgreSQL) that a test can break on purpose:
- * lose the answer to the next request after the server received it, or take the network down.
+ * lose the answer to the next request (or the next one that matches, a `COMMIT`) after the server
+ * received it, cut every open connection, or take the network down.
  */
 import { once } from "node:events";
 import { type AddressInfo, createServer, type Socket, connect as tcpConnect } from "node:net";
@@ -18,6 +19,18 @@ export interface TcpRelay {
    * answer starts to come back: the server did the work, the client never hears of it.
    */
   loseNextAnswer(): void;
+  /**
+   * Loses the answer to the next request whose bytes match: the first chunk a client sends that
+   * `match` accepts (read as latin1 text: for PostgreSQL, the SQL of a query message, `COMMIT` for
+   * one) is passed on whole, and that one connection is reset as the server's answer starts to come
+   * back. The server did the work (committed the transaction); the client hears a reset. Other
+   * connections are untouched. Each call arms one loss; calls add up.
+   */
+  loseAnswerTo(match: RegExp | ((text: string) => boolean)): void;
+  /** Drops every open connection (the server restarted, a network path failed); new ones are taken. */
+  cut(): void;
+  /** Connections open through the relay now. */
+  readonly connections: number;
   /** Drops every connection and refuses new ones until `up()`. */
   down(): void;
   up(): void;
@@ -33,11 +46,17 @@ export async function startTcpRelay(target: string | URL): Promise<TcpRelay> {
   let armed = false;
   let resets = 0;
   let isDown = false;
+  const matchers: ((text: string) => boolean)[] = [];
+  const clients = new Set<Socket>();
   const server = createServer((client) => {
     if (isDown) {
       client.destroy();
       return;
     }
+    clients.add(client);
+    client.on("close", () => clients.delete(client));
+    // Set when a matched request of this connection went through: its answer is lost.
+    let answerLost = false;
     const upstream = tcpConnect(targetPort, targetUrl.hostname);
     for (const socket of [client, upstream]) {
       sockets.add(socket);
@@ -50,11 +69,20 @@ export async function startTcpRelay(target: string | URL): Promise<TcpRelay> {
     client.on("data", (chunk: Buffer) => {
       const line = /^(GET|POST|PUT|PATCH|DELETE) (\S+) HTTP\//m.exec(chunk.toString("latin1"));
       if (line !== null) requests.push(`${line[1]} ${line[2]}`);
+      if (!answerLost && matchers.length > 0) {
+        const text = chunk.toString("latin1");
+        const at = matchers.findIndex((match) => match(text));
+        if (at >= 0) {
+          matchers.splice(at, 1);
+          answerLost = true;
+        }
+      }
       upstream.write(chunk);
     });
     upstream.on("data", (chunk: Buffer) => {
-      if (armed) {
-        armed = false;
+      if (armed || answerLost) {
+        if (answerLost) answerLost = false;
+        else armed = false;
         resets += 1;
         client.resetAndDestroy();
         upstream.destroy();
@@ -85,6 +113,13 @@ export async function startTcpRelay(target: string | URL): Promise<TcpRelay> {
     },
     loseNextAnswer() {
       armed = true;
+    },
+    loseAnswerTo(match) {
+      matchers.push(typeof match === "function" ? match : (text) => match.test(text));
+    },
+    cut: dropAll,
+    get connections() {
+      return clients.size;
     },
     down() {
       isDown = true;
