@@ -283,6 +283,11 @@ export class AgUiTranslator {
 }
 
 /** A `tool_call` frame's outcome as a tool message's content; undefined while the call has none. */
+/** A tool_call frame's status that carries the call's outcome (what `resultContent` writes out). */
+function isOutcome(status: unknown): boolean {
+  return status === "completed" || status === "error" || status === "declined" || status === "cancelled";
+}
+
 function resultContent(data: Record<string, unknown>): string | undefined {
   const outcome: Record<string, unknown> | undefined =
     data.status === "error"
@@ -302,8 +307,10 @@ function resultContent(data: Record<string, unknown>): string | undefined {
  * when no card shows the call) and its first outcome, all under the tool's redaction policy (ADR 0128).
  */
 class ShownToolCalls {
-  private readonly calls = new Map<string, { name: string; args: string }>();
-  private readonly results = new Map<string, string>();
+  // The frames' own values, kept as they are: they are written out as JSON only when a client's
+  // messages are restated, which most streams never do (R2: no stringify per tool_call frame).
+  private readonly calls = new Map<string, { name: string; params: unknown }>();
+  private readonly results = new Map<string, Record<string, unknown>>();
 
   /** Takes in one frame, fed in seq order. */
   see(frame: Frame): void {
@@ -311,9 +318,8 @@ class ShownToolCalls {
     if (frame.type === "tool_call") {
       const id = String(data.id);
       if (!this.calls.has(id) || data.params !== undefined)
-        this.calls.set(id, { name: String(data.name), args: JSON.stringify(data.params ?? {}) });
-      const content = resultContent(data);
-      if (content !== undefined && !this.results.has(id)) this.results.set(id, content);
+        this.calls.set(id, { name: String(data.name), params: data.params });
+      if (!this.results.has(id) && isOutcome(data.status)) this.results.set(id, data);
       return;
     }
     if (frame.type !== "interrupt" || !Array.isArray(data.interrupts)) return;
@@ -325,7 +331,7 @@ class ShownToolCalls {
       const id = request.toolCallId;
       if (typeof id !== "string" || this.calls.has(id)) continue;
       const name = typeof request.toolName === "string" ? request.toolName : "";
-      this.calls.set(id, { name, args: JSON.stringify(request.params ?? {}) });
+      this.calls.set(id, { name, params: request.params });
     }
   }
 
@@ -343,7 +349,8 @@ class ShownToolCalls {
       }
       const callId = message.toolCallId;
       if (message.role === "tool" && typeof callId === "string" && this.calls.has(callId)) {
-        const content = this.results.get(callId);
+        const shownResult = this.results.get(callId);
+        const content = shownResult === undefined ? undefined : resultContent(shownResult);
         if (content !== undefined) out.push({ id: message.id, role: "tool", toolCallId: callId, content });
         continue;
       }
@@ -359,7 +366,7 @@ class ShownToolCalls {
         return {
           id: (call as { id: string }).id,
           type: "function",
-          function: { name, arguments: shown.args },
+          function: { name, arguments: JSON.stringify(shown.params ?? {}) },
         };
       });
       out.push({ ...structuredClone(message), toolCalls });
