@@ -36,6 +36,7 @@ export type DurableErrorCode =
   | "state_too_large"
   | "listen_failed"
   | "unreachable"
+  | "unavailable"
   | "forbidden_host"
   | "unsupported_media_type";
 

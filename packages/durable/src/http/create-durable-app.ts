@@ -76,7 +76,7 @@ export interface DurableAppOptions {
 const threadIdPattern = /^[A-Za-z0-9_.:-]{1,128}$/;
 const tenantPattern = /^[A-Za-z0-9_.-]{1,64}$/;
 
-const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429> = {
+const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429 | 503> = {
   forbidden_host: 403,
   unsupported_media_type: 415,
   not_found: 404,
@@ -100,6 +100,7 @@ const statusOfCode: Record<string, 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429
   too_many_runs: 429,
   too_many_open_runs: 409,
   too_many_requests: 429,
+  unavailable: 503,
 };
 
 /**

@@ -16,18 +16,34 @@ import { checkVersion } from "./versions.ts";
 
 type Writer = ReturnType<typeof writer>;
 
-/** One writer per run: commits in order, seqs in order, fenced by the owner token. */
+/**
+ * One writer per run: commits in order, seqs in order, fenced by the owner token. Once a write of
+ * frames, records or the run failed `unavailable` (it may or may not have landed), every later write
+ * of the drive fails with it (ADR 0129): written after one that did not land, it would leave a gap in
+ * the seqs and a run whose stored node and state miss the lost transition. A heartbeat writes none.
+ */
 function writer(state: RunnerState, threadId: string, owner: string, lastSeq: number) {
   let seq = lastSeq;
   let chain: Promise<void> = Promise.resolve();
   let lastWriteAt = Date.now();
+  let lost: DurableError | undefined;
+  const commit = async (batch: CommitBatch): Promise<void> => {
+    if (lost !== undefined) throw lost;
+    try {
+      await state.store.commit(threadId, owner, batch);
+    } catch (error) {
+      const writes = batch.frames?.length || batch.journal?.length || batch.run !== undefined;
+      if (writes && DurableError.isInstance(error) && error.code === "unavailable") lost ??= error;
+      throw error;
+    }
+  };
   return {
     nextSeq: () => ++seq,
     get lastWriteAt() {
       return lastWriteAt;
     },
     write(batch: CommitBatch): Promise<void> {
-      const written = chain.then(() => state.store.commit(threadId, owner, batch));
+      const written = chain.then(() => commit(batch));
       chain = written.catch(() => {});
       return written.then(() => {
         lastWriteAt = Date.now();
@@ -247,6 +263,16 @@ async function driveWith<State extends object>(
     if (DurableError.isInstance(error) && error.code === "run_fenced") {
       state.logger.warn("durable run taken over by another runner", { threadId });
       return storedSnapshot<State>(state, threadId);
+    }
+    // The database failed under a write (ADR 0129): what the run did is in its journal, and a failure
+    // recorded now would end it for the database's moment. Left `running`, it is taken over after its
+    // lease (the recovery sweep, a bare resume); the caller is told `unavailable`, retryable.
+    if (DurableError.isInstance(error) && error.code === "unavailable") {
+      state.logger.warn("durable run left to a takeover: the store failed under a write", {
+        threadId,
+        error: error.message,
+      });
+      throw error;
     }
     await failRun(state, run, out, batches, error, null).catch((writeError: unknown) => {
       state.logger.error("durable run failure could not be recorded", {

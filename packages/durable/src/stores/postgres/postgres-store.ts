@@ -1,7 +1,8 @@
 /** The scale-out store: PostgreSQL through `pg`, one transaction per commit, fenced by the owner token. */
-import { checkTablePrefix, postgresDialect } from "@tackle/storage";
+import { checkTablePrefix, isTransientDatabaseError, postgresDialect } from "@tackle/storage";
 import type { postgresTransaction as PostgresTransactionFn } from "@tackle/storage/postgres";
 import type pg from "pg";
+import { DurableError } from "../../errors/durable-error.ts";
 import type {
   CommitBatch,
   DurableStore,
@@ -64,7 +65,7 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     throw error;
   }
   const tables = durableTables(prefix);
-  return {
+  return typedFailures({
     ...reads(handle.pool, tables),
     ...writes(handle.pool, tables, postgresTransaction),
     async recountOpenRuns(): Promise<OpenRunsCount[]> {
@@ -85,7 +86,39 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     async close() {
       await handle.close();
     },
-  };
+  });
+}
+
+/**
+ * The store with every call's transient database error (a connection lost or refused, sessions ended,
+ * a deadlock victim: `isTransientDatabaseError`) thrown as `unavailable`, retryable, the driver's
+ * error its cause (ADR 0129). The runner leaves a run whose write met one to a takeover after its lease
+ * rather than record a failure the database caused, and a caller is told a typed, retryable error.
+ */
+function typedFailures(store: DurableStore): DurableStore {
+  const typed = {} as Record<string, unknown>;
+  for (const [name, method] of Object.entries(store)) {
+    typed[name] =
+      name === "close"
+        ? method
+        : async (...args: unknown[]) => {
+            try {
+              return await (method as (...parameters: unknown[]) => Promise<unknown>)(...args);
+            } catch (error) {
+              throw unavailable(error);
+            }
+          };
+  }
+  return typed as unknown as DurableStore;
+}
+
+function unavailable(error: unknown): unknown {
+  if (DurableError.isInstance(error) || !isTransientDatabaseError(error)) return error;
+  return new DurableError(
+    "unavailable",
+    "PostgreSQL failed under the call (a connection lost or refused, a session ended, a deadlock); what it sent may have landed: read the run, or send the call again",
+    { retryable: true, cause: error },
+  );
 }
 
 type Reads = Pick<
