@@ -60,10 +60,13 @@ export async function startPoolNode(
   urls: string,
   nodes: ChildProcess[],
   bundle: { readonly module: string; readonly path: string } = { module: "pool", path: fixture("whoami.ts") },
+  /** How long a key's node must be unheard before this node takes the key over (ADR 0228); default 2 s. */
+  goneAfterMs?: number,
 ): Promise<{ process: ChildProcess; pid: number }> {
+  const args = [fixture("node-process.ts"), name, urls, bundle.module, bundle.path];
   const child = spawn(
     process.execPath,
-    ["--conditions=@tackle/source", fixture("node-process.ts"), name, urls, bundle.module, bundle.path],
+    ["--conditions=@tackle/source", ...args, ...(goneAfterMs === undefined ? [] : [String(goneAfterMs)])],
     { stdio: ["ignore", "pipe", "pipe"] },
   );
   nodes.push(child);

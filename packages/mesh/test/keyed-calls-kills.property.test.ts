@@ -53,10 +53,15 @@ const serving = new Map<string, Promise<ChildProcess>>();
 const clients: MeshClient[] = [];
 
 function startNode(name: string): Promise<ChildProcess> {
-  const started = startPoolNode(name, nats.url, children, {
-    module: "effects",
-    path: fixture("effects.mjs"),
-  });
+  // These nodes never blip, they die: a key is taken over once its node is unheard for 250 ms (the
+  // default 2 s is a reconnecting node's grace, ADR 0228, tested in broker-faults.property.test.ts).
+  const started = startPoolNode(
+    name,
+    nats.url,
+    children,
+    { module: "effects", path: fixture("effects.mjs") },
+    250,
+  );
   const child = started.then((node) => node.process);
   serving.set(name, child);
   return child;

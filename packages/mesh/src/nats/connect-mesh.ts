@@ -25,6 +25,15 @@ export interface ConnectMeshOptions {
 
 export const DEFAULT_BROKER_URL = "nats://127.0.0.1:4222";
 
+/**
+ * How long a reconnect's handshake (the broker's greeting, then its answer to CONNECT) may take (ADR
+ * 0228). nats.js waits for that answer for the connection's `timeout` even when the socket closed
+ * under it: a connection reset in the handshake (a network blip, a proxy dropping it) left a node
+ * disconnected for the first connection's 20 s. A broker that answers at all answers in milliseconds;
+ * a handshake cut short is tried again after `reconnectTimeWaitMs`.
+ */
+export const RECONNECT_HANDSHAKE_MS = 5_000;
+
 export async function connectMesh(options: ConnectMeshOptions): Promise<NatsConnection> {
   if (options.servers === undefined && options.credsFile === undefined) {
     throw new MeshConfigError(
@@ -52,7 +61,8 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<NatsConn
     // largest single cost of a call in a profile; the mesh maps request errors to its own anyway.
     noAsyncTraces: true,
   });
-  if (signal === undefined) return connecting;
+  const bounded = connecting.then((connection) => boundReconnectHandshake(connection));
+  if (signal === undefined) return bounded;
   return new Promise<NatsConnection>((resolve, reject) => {
     const onAbort = () => {
       reject(new ToolAbortedError("mesh.connect", signal.reason));
@@ -63,6 +73,17 @@ export async function connectMesh(options: ConnectMeshOptions): Promise<NatsConn
       );
     };
     signal.addEventListener("abort", onAbort, { once: true });
-    connecting.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    bounded.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
+}
+
+/**
+ * Once connected, later handshakes (reconnects) get `RECONNECT_HANDSHAKE_MS` at most: nats.js reads
+ * the limit of each dial from the connection's options, which its protocol handler shares.
+ */
+function boundReconnectHandshake(connection: NatsConnection): NatsConnection {
+  const options = (connection as unknown as { options?: { timeout?: number } }).options;
+  if (typeof options?.timeout === "number")
+    options.timeout = Math.min(options.timeout, RECONNECT_HANDSHAKE_MS);
+  return connection;
 }

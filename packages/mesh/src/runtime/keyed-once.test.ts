@@ -173,6 +173,8 @@ function startInstance(world: World, slot: string): Instance {
     isClosed: () => instance.dead,
     pollMs: 1,
     persistDelayMs: [1, 4],
+    // A killed instance here never comes back: take its keys over at once.
+    goneAfterMs: 0,
   });
   const instance: Instance = {
     name,

@@ -3,7 +3,7 @@
  * store with compare-and-set writes: the results ledger gives it a JetStream KV bucket; the ledger's
  * property test gives it one in memory, with nodes killed at random points.
  */
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { type Logger, ToolError, type ToolErrorPayload, type ToolTakeover } from "@tackle/core";
 import { canonicalJson } from "./canonical-json.ts";
 
@@ -71,6 +71,11 @@ export interface LedgerHost {
   readonly persistForMs?: number;
   /** The first and the longest wait between those tries. Default 250 ms and 2 s. */
   readonly persistDelayMs?: readonly [number, number];
+  /**
+   * How long a key's node must stay unheard (no connection holds its alive subject) before another
+   * node takes the key over (ADR 0228): a node reconnecting after a blip is not dead. Default 2 s.
+   */
+  readonly goneAfterMs?: number;
 }
 
 interface RunningRecord {
@@ -80,6 +85,8 @@ interface RunningRecord {
   readonly node: string;
   readonly alive: string;
   readonly at: string;
+  /** This claim's own id: a claim whose write answered nothing is found by it (ADR 0228). */
+  readonly claim?: string;
 }
 
 interface DoneRecord {
@@ -108,6 +115,7 @@ interface Ledger {
   readonly host: LedgerHost;
   readonly pollMs: number;
   readonly persistForMs: number;
+  readonly goneAfterMs: number;
   readonly firstDelay: number;
   readonly longestDelay: number;
   /** Keys this process runs now: a repeat here waits in memory. */
@@ -122,6 +130,7 @@ export function createKeyedOnce(host: LedgerHost): ResultsLedger {
     host,
     pollMs: host.pollMs ?? 100,
     persistForMs: host.persistForMs ?? 10 * 60_000,
+    goneAfterMs: host.goneAfterMs ?? 2000,
     firstDelay,
     longestDelay,
     local: new Map(),
@@ -134,13 +143,14 @@ export function createKeyedOnce(host: LedgerHost): ResultsLedger {
       const args = fingerprint(call.args);
       // A repeat of a call settling here waits for it; anything else goes by the bucket. A first call
       // that ended freeing the key (its caller cancelled it, or it failed retryably) did not end the
-      // key: the repeat goes on as if it came now, as one on another node does.
+      // key: the repeat goes on as if it came now, as one on another node does — by the bucket when
+      // that release is not recorded yet (the broker has not taken it), which waits for it to land.
       let first = local.get(id) ?? unrecorded.get(id);
       while (first?.args === args) {
         const outcome = await first.settling;
         if (!freesKey(outcome, first.signal) || call.signal.aborted) return outcome;
         const next = local.get(id) ?? unrecorded.get(id);
-        if (next === first) return outcome;
+        if (next === first) break;
         first = next;
       }
       const settling = settle(ledger, call, id, args, execute);
@@ -153,15 +163,21 @@ export function createKeyedOnce(host: LedgerHost): ResultsLedger {
   };
 }
 
+/**
+ * Claims the key (a create, or a takeover's update of the dead node's `previous` record). A claim
+ * whose write answered nothing (the connection dropped under it, the request timed out) may have
+ * landed all the same: the call is refused unrun, and the claim is undone once the broker answers.
+ */
 async function claim(
   ledger: Ledger,
   store: LedgerStore,
   call: KeyedCall,
   id: string,
   args: string,
-  revision?: number,
+  previous?: LedgerEntry,
 ): Promise<number | undefined> {
   const { node } = ledger.host;
+  const token = randomUUID();
   const record: RunningRecord = {
     state: "running",
     tool: call.tool,
@@ -169,15 +185,59 @@ async function claim(
     node,
     alive: call.alive,
     at: new Date().toISOString(),
+    claim: token,
   };
   try {
-    return revision === undefined
+    return previous === undefined
       ? await store.create(id, JSON.stringify(record))
-      : await store.update(id, JSON.stringify(record), revision);
+      : await store.update(id, JSON.stringify(record), previous.revision);
   } catch (error) {
     if (isWrongSequence(error)) return undefined;
+    void undoClaim(ledger, store, call, id, token, previous);
     throw error;
   }
+}
+
+/**
+ * Undoes a claim whose write answered nothing, if it landed (ADR 0228): left, it would say `running`
+ * under a node that lives, and every call under the key would wait on it until the TTL. Reads the key
+ * until the broker answers: the claim found is deleted (a takeover's is replaced by the dead node's
+ * record again, so the next call takes over, told so); a key that moved on cannot take it any more;
+ * one not changed yet is watched a few seconds more, for a write the broker was slow to take.
+ */
+async function undoClaim(
+  ledger: Ledger,
+  store: LedgerStore,
+  call: KeyedCall,
+  id: string,
+  token: string,
+  previous: LedgerEntry | undefined,
+): Promise<void> {
+  const { host, persistForMs, firstDelay, longestDelay } = ledger;
+  const until = Date.now() + persistForMs;
+  let watchUntil: number | undefined;
+  let delay = firstDelay;
+  let last: unknown;
+  while (Date.now() < until && !host.isClosed() && (watchUntil === undefined || Date.now() < watchUntil)) {
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, longestDelay);
+    try {
+      const entry = await store.get(id);
+      const record = entry?.operation === "PUT" ? parse(entry.value) : undefined;
+      if (entry !== null && record?.state === "running" && record.claim === token) {
+        if (previous === undefined) await store.delete(id, entry.revision);
+        else await store.update(id, previous.value, entry.revision);
+        return;
+      }
+      const unchanged = previous === undefined ? record === undefined : entry?.revision === previous.revision;
+      if (!unchanged) return;
+      watchUntil ??= Date.now() + 2 * longestDelay;
+    } catch (error) {
+      if (isWrongSequence(error)) return;
+      last = error;
+    }
+  }
+  if (last !== undefined) report(ledger, "could not undo a claim whose answer was lost", call, last);
 }
 
 async function run(
@@ -282,6 +342,8 @@ async function settle(
   const { module, logger } = host;
   const store = await host.open();
   let delay = pollMs;
+  // Since when the key's node has been unheard, by its alive subject: a takeover waits `goneAfterMs`.
+  let unheard: { readonly alive: string; readonly since: number } | undefined;
   for (;;) {
     const claimed = await claim(ledger, store, call, id, args);
     if (claimed !== undefined) return run(ledger, store, call, id, args, claimed, () => execute());
@@ -294,10 +356,14 @@ async function settle(
     if (record.state === "done") return recorded(module, call.tool, record);
     if (call.signal.aborted) return { ok: false, error: abortedWaiting(module, call.tool) };
     if (Date.now() >= call.deadline) return { ok: false, error: stillRunning(module, call.tool, record) };
-    // The first call's node is gone (its connection holds no alive subscription): this node takes the
-    // key over, and the tool is told so, to find out whether that run's effect landed (ADR 0213).
-    if (record.alive !== call.alive && (await store.isGone(record.alive))) {
-      const taken = await claim(ledger, store, call, id, args, entry.revision);
+    // The first call's node is gone (its connection has held no alive subscription for `goneAfterMs`):
+    // this node takes the key over, and the tool is told so, to find out whether that run's effect
+    // landed (ADR 0213). A node unheard for less may be reconnecting, its run going on (ADR 0228).
+    const gone = record.alive !== call.alive && (await store.isGone(record.alive));
+    if (!gone || unheard?.alive !== record.alive)
+      unheard = gone ? { alive: record.alive, since: Date.now() } : undefined;
+    if (gone && Date.now() - (unheard?.since ?? 0) >= ledger.goneAfterMs) {
+      const taken = await claim(ledger, store, call, id, args, entry);
       if (taken === undefined) continue;
       logger.warn("results ledger: the node running this key is gone; taking it over here", {
         module,

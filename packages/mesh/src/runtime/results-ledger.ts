@@ -23,6 +23,8 @@ export interface ResultsLedgerOptions {
   readonly maxBytes?: number;
   /** How often a repeat checks a first call still running. Default 100 ms. */
   readonly pollMs?: number;
+  /** How long a key's node must stay unheard before another node takes the key over (ADR 0228). Default 2 s. */
+  readonly goneAfterMs?: number;
 }
 
 export function createResultsLedger(
@@ -38,6 +40,7 @@ export function createResultsLedger(
     node,
     logger,
     ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
+    ...(options.goneAfterMs === undefined ? {} : { goneAfterMs: options.goneAfterMs }),
     open: () => {
       store ??= openResultsBucket(connection, module, options).then(
         (kv) => kvStore(connection, kv),
