@@ -106,8 +106,21 @@ export function newCounts(): Counts {
   };
 }
 
+/** Judges an error answer: throws when the code does not fit the call (`checkError` is the default). */
+export type ErrorJudge = (
+  call: AnsweredCall,
+  variants: ReadonlySet<Variant>,
+  describe: string,
+  counts: Counts,
+) => void;
+
 /** The error codes the node and its results ledger may answer a call, and when (keyed-once.ts). */
-function checkError(call: AnsweredCall, variants: ReadonlySet<Variant>, describe: string, counts: Counts) {
+export function checkError(
+  call: AnsweredCall,
+  variants: ReadonlySet<Variant>,
+  describe: string,
+  counts: Counts,
+): void {
   const { answer } = call;
   if (answer.ok) return;
   const { code, data } = answer.error as { code: string; data?: { running?: boolean } };
@@ -143,14 +156,17 @@ function checkError(call: AnsweredCall, variants: ReadonlySet<Variant>, describe
  * The oracle for a round's answers, given the effects the file holds once every key settled: per key
  * at most one effect, by its own or its other arguments (never the failing ones); if any call under
  * it answered ok, exactly one, and every ok answer is that run's output; a call without a key that
- * nobody cut short ran once and answered its own run.
+ * nobody cut short ran once and answered its own run. Under broker faults (`faults`) the errors are
+ * judged by `faults.judge`, and a call without a key may fail as it says, running at most once.
  */
 export function checkRound(
   calls: readonly AnsweredCall[],
   effects: readonly Effect[],
   describe: string,
   counts: Counts,
+  faults?: { readonly judge: ErrorJudge },
 ): void {
+  const judge = faults?.judge ?? checkError;
   const keys = new Set(calls.flatMap((call) => (call.key === undefined ? [] : [call.key])));
   for (const key of keys) {
     const under = calls.filter((call) => call.key === key);
@@ -166,7 +182,7 @@ export function checkRound(
       assert.equal(call.args.id, line?.id, `ok for arguments that did not run: ${why}`);
       assert.deepEqual(call.answer, { ok: true, output: { id: line?.id, node: line?.node } }, why);
     }
-    for (const call of under) checkError(call, variants, describe, counts);
+    for (const call of under) judge(call, variants, describe, counts);
     counts.ok += oks.length;
     counts.keys += 1;
     if (line !== undefined) counts.keysRunInRound += 1;
@@ -175,14 +191,59 @@ export function checkRound(
     const lines = effects.filter((effect) => effect.id === call.args.id);
     const why = `${describe}: unkeyed ${call.args.id}: ${JSON.stringify({ lines, answer: call.answer })}`;
     assert.ok(lines.length <= 1, why);
-    if (call.abortAfterMs === undefined && call.timeoutMs === undefined) {
+    if (call.abortAfterMs === undefined && call.timeoutMs === undefined && faults === undefined) {
       assert.equal(lines.length, 1, why);
       assert.deepEqual(call.answer, { ok: true, output: { id: call.args.id, node: lines[0]?.node } }, why);
       counts.ok += 1;
     } else if (call.answer.ok) {
       assert.deepEqual(call.answer, { ok: true, output: { id: call.args.id, node: lines[0]?.node } }, why);
       counts.ok += 1;
-    } else checkError(call, new Set(["U"]), describe, counts);
+    } else judge(call, new Set(["U"]), describe, counts);
   }
   counts.calls += calls.length;
+}
+
+/** How a probe calls a key with arguments, reads a round's effects, and how long it may take. */
+export interface ProbeSite {
+  readonly call: (args: PlannedCall["args"], key: string, timeoutMs: number) => Promise<ToolCallResult>;
+  readonly effectsIn: (file: string) => Effect[];
+  readonly probeMs: number;
+}
+
+/**
+ * Asks `key` once more with its arguments (the ones that ran, or its own when none did), retrying
+ * retryable answers until `site.probeMs`: it answers ok, and the file then holds exactly one effect
+ * under the key, which the answer is. A key whose run lands late (a call aborted before it reached a
+ * node arrives after) may refuse the key's own arguments for a moment: asked again, by what then ran.
+ * Returns whether the probe ran the tool (the key had no effect before).
+ */
+export async function probe(
+  site: ProbeSite,
+  key: string,
+  file: string,
+  calls: readonly PlannedCall[],
+  describe: string,
+): Promise<boolean> {
+  const until = Date.now() + site.probeMs;
+  let last: ToolCallResult | undefined;
+  while (Date.now() < until) {
+    const before = site.effectsIn(file).filter((effect) => effect.key === key);
+    assert.ok(before.length <= 1, `${describe}: ${key} ran more than once: ${JSON.stringify(before)}`);
+    const variant = before[0]?.id.endsWith("-B") ? "B" : "A";
+    const args =
+      calls.find((call) => call.key === key && call.variant === variant)?.args ?? argsOf(file, key, "A", 0);
+    last = await site.call(args, key, Math.max(1, until - Date.now()));
+    if (last.ok) {
+      const lines = site.effectsIn(file).filter((effect) => effect.key === key);
+      const why = `${describe}: probe of ${key}: ${JSON.stringify({ before, lines, last })}`;
+      assert.equal(lines.length, 1, why);
+      assert.deepEqual(last.output, { id: lines[0]?.id, node: lines[0]?.node }, why);
+      if (before.length === 1) assert.deepEqual(lines, before, why);
+      return before.length === 0;
+    }
+    const late = last.error.code === "idempotency_key_reused" && before.length === 0;
+    if (!last.error.retryable && !late) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return assert.fail(`${describe}: probe of ${key} did not answer its run: ${JSON.stringify(last)}`);
 }

@@ -26,7 +26,6 @@ import { createMeshClient, type MeshClient, type NodeRuntime, startNodeRuntime }
 import { eventually, fixture, meshConfig } from "./helpers.ts";
 import {
   type AnsweredCall,
-  argsOf,
   type Counts,
   checkRound,
   type Effect,
@@ -34,6 +33,7 @@ import {
   type PlannedCall,
   parseEffects,
   planRound,
+  probe,
 } from "./keyed-calls-support.ts";
 
 const roundsGiven = process.env.TACKLE_PROPERTY_ROUNDS;
@@ -95,39 +95,9 @@ async function send(call: PlannedCall): Promise<AnsweredCall> {
   }
 }
 
-/**
- * Asks `key` once more with its arguments (the ones that ran, or its own when none did), retrying
- * retryable answers until `probeMs`: it answers ok, and the file then holds exactly one effect under
- * the key, which the answer is. A key whose run lands late (a call aborted before it reached a node
- * arrives after) may refuse the key's own arguments for a moment: asked again, by what then ran.
- * Returns whether the probe ran the tool (the key had no effect before).
- */
-async function probe(key: string, file: string, calls: readonly PlannedCall[], describe: string) {
-  const until = Date.now() + probeMs;
-  let last: ToolCallResult | undefined;
-  while (Date.now() < until) {
-    const before = effectsIn(file).filter((effect) => effect.key === key);
-    assert.ok(before.length <= 1, `${describe}: ${key} ran more than once: ${JSON.stringify(before)}`);
-    const variant = before[0]?.id.endsWith("-B") ? "B" : "A";
-    const args =
-      calls.find((call) => call.key === key && call.variant === variant)?.args ?? argsOf(file, key, "A", 0);
-    last = await (clients[0] as MeshClient).call("effects.apply", args, {
-      idempotencyKey: key,
-      timeoutMs: Math.max(1, until - Date.now()),
-    });
-    if (last.ok) {
-      const lines = effectsIn(file).filter((effect) => effect.key === key);
-      const why = `${describe}: probe of ${key}: ${JSON.stringify({ before, lines, last })}`;
-      assert.equal(lines.length, 1, why);
-      assert.deepEqual(last.output, { id: lines[0]?.id, node: lines[0]?.node }, why);
-      if (before.length === 1) assert.deepEqual(lines, before, why);
-      return before.length === 0;
-    }
-    const late = last.error.code === "idempotency_key_reused" && before.length === 0;
-    if (!last.error.retryable && !late) break;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return assert.fail(`${describe}: probe of ${key} did not answer its run: ${JSON.stringify(last)}`);
+/** A probe's call: the first client's, under the key. */
+function probeCall(args: PlannedCall["args"], key: string, timeoutMs: number): Promise<ToolCallResult> {
+  return (clients[0] as MeshClient).call("effects.apply", args, { idempotencyKey: key, timeoutMs });
 }
 
 /** One round: its calls at once, the oracle on their answers, then each key probed. */
@@ -138,7 +108,8 @@ async function round(index: number, random: () => number, counts: Counts): Promi
   const answered = await Promise.all(calls.map(send));
   checkRound(answered, effectsIn(file), describe, counts);
   const keys = new Set(calls.flatMap((call) => (call.key === undefined ? [] : [call.key])));
-  for (const key of keys) if (await probe(key, file, calls, describe)) counts.probesRan += 1;
+  const site = { effectsIn, probeMs, call: probeCall };
+  for (const key of keys) if (await probe(site, key, file, calls, describe)) counts.probesRan += 1;
 }
 
 it("calls under idempotency keys on two nodes run once, as an oracle says, on the real JetStream ledger", async () => {
