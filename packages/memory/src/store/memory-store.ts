@@ -450,7 +450,11 @@ export interface MemoryStore
 export interface JobLeases {
   /** How long a claim lasts without a renewal. */
   readonly leaseMs: number;
-  /** Claims the oldest queued job, or a running one whose lease ran out (skipping rows others hold). */
+  /**
+   * Claims the oldest queued job, or a running one whose lease ran out or is `owner`'s own (skipping
+   * rows others hold). The caller claims only while it runs no job: one leased to itself is a job
+   * whose claim's answer it lost, or whose outcome it could not write.
+   */
   claimNext(owner: string, startedAt: string): Promise<StoredJob | undefined>;
   /** Extends the lease; false when `owner` no longer holds the job. */
   renew(job: StoredJob, owner: string): Promise<boolean>;

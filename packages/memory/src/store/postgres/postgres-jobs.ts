@@ -98,12 +98,16 @@ function postgresJobLeases({ pool, jobLeaseMs }: PostgresContext): JobLeases {
     leaseMs: jobLeaseMs,
     async claimNext(owner, startedAt) {
       // One statement: the row is locked, skipped by other claimants, and leased by the database's clock.
+      // A job leased to `owner` itself is claimable at once: a process claims only while it runs no
+      // job, so such a job is one whose claim's answer it lost, or whose outcome it could not write
+      // (ADR 0570); waiting out the lease would hold the job up for nothing.
       const result = await pool.query(
         `UPDATE memory_jobs SET status = 'running', started_at = COALESCE(started_at, $3), lease_owner = $1,
            lease_until = clock_timestamp() + $2 * interval '1 millisecond'
          WHERE seq = (
            SELECT seq FROM memory_jobs
-           WHERE status = 'queued' OR (status = 'running' AND (lease_until IS NULL OR lease_until < clock_timestamp()))
+           WHERE status = 'queued'
+             OR (status = 'running' AND (lease_until IS NULL OR lease_until < clock_timestamp() OR lease_owner = $1))
            ORDER BY seq FOR UPDATE SKIP LOCKED LIMIT 1)
          RETURNING *`,
         [owner, jobLeaseMs, startedAt],
