@@ -255,15 +255,8 @@ export class DocumentHost {
       try {
         open = await this.docs.withIssues(documentId);
       } catch (error) {
-        // Another server moved the store's rows on while its issues were read from them: read afresh.
-        if (error instanceof StaleRowsError && attempt < 5) {
-          (await this.docs.current(documentId)).projection = storeProjection(
-            this.schema,
-            this.store,
-            documentId,
-          );
-          continue;
-        }
+        // Another server moved the store's rows on while its issues were read from them.
+        if (await this.rowsReadAfresh(documentId, error, attempt)) continue;
         throw error;
       }
       const decoded = decodePush(bytes);
@@ -287,11 +280,8 @@ export class DocumentHost {
       try {
         outcome = await this.judged(documentId, open, prepared, pushOptions);
       } catch (error) {
-        // The store's rows moved under the projection (another server wrote them): read them afresh.
-        if (error instanceof StaleRowsError && attempt < 5) {
-          open.projection = storeProjection(this.schema, this.store, documentId);
-          continue;
-        }
+        // The store's rows moved under the projection (another server wrote them).
+        if (await this.rowsReadAfresh(documentId, error, attempt, open)) continue;
         throw error;
       }
       if (outcome.undo === undefined) return outcome.result;
@@ -348,6 +338,13 @@ export class DocumentHost {
       if (this.logDue(open)) this.compactLater(documentId);
       return outcome.result;
     }
+  }
+
+  /** Whether a push attempt that failed on moved rows (`StaleRowsError`) resets its projection and retries. */
+  private async rowsReadAfresh(id: string, error: unknown, attempt: number, open?: OpenDocument) {
+    if (!(error instanceof StaleRowsError) || attempt >= 5) return false;
+    (open ?? (await this.docs.current(id))).projection = storeProjection(this.schema, this.store, id);
+    return true;
   }
 
   /**
