@@ -47,7 +47,13 @@ export class AppendWaiters {
   async watch(): Promise<void> {
     if (this.store.watchAppends === undefined) return;
     this.watching ??= this.store
-      .watchAppends((documentId) => this.wake(documentId))
+      .watchAppends(
+        (documentId) => this.wake(documentId),
+        // Listening again after a lost connection: any document may have had an unannounced append.
+        () => {
+          for (const documentId of [...this.waiters.keys()]) this.wake(documentId);
+        },
+      )
       .then(
         () => undefined,
         (error: unknown) => {

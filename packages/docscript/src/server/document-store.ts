@@ -295,9 +295,10 @@ export interface DocumentStore {
   lockDocument?(documentId: string): Promise<() => Promise<void>>;
   /**
    * Stores several servers share (PostgreSQL, by LISTEN/NOTIFY): calls `listener` with the document
-   * id after any server appended to it. Resolves once listening; the returned stop ends it.
+   * id after any server appended to it. Resolves once listening; the returned stop ends it. `missed`
+   * is called when it listens again after losing its connection: appends meanwhile were not announced.
    */
-  watchAppends?(listener: (documentId: string) => void): Promise<() => Promise<void>>;
+  watchAppends?(listener: (documentId: string) => void, missed?: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

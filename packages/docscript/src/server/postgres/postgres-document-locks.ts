@@ -18,7 +18,7 @@ export interface DocumentLocksOptions {
 
 export interface DocumentLocks {
   lockDocument(documentId: string): Promise<() => Promise<void>>;
-  watchAppends(listener: (documentId: string) => void): Promise<() => Promise<void>>;
+  watchAppends(listener: (documentId: string) => void, missed?: () => void): Promise<() => Promise<void>>;
   /** Stops every watch. */
   stopWatches(): Promise<void>;
 }
@@ -49,7 +49,7 @@ export function documentLocks(options: DocumentLocksOptions): DocumentLocks {
         }
       };
     },
-    async watchAppends(listener) {
+    async watchAppends(listener, missed) {
       let stopped = false;
       let current: pg.Client | undefined;
       let endCurrent: (error?: Error) => void = () => {};
@@ -58,8 +58,9 @@ export function documentLocks(options: DocumentLocksOptions): DocumentLocks {
         if (message.channel === APPENDS_CHANNEL && message.payload !== undefined) listener(message.payload);
       };
       // A dedicated connection (a pooled one from a caller's pool otherwise); when it is lost, listen
-      // again after a short wait — reads catch up from the database anyway, so a missed notice only
-      // delays a waiting reader to its deadline.
+      // again after a short wait, then tell `missed`: appends while it was lost went unannounced, and
+      // a waiting reader woken reads them from the database (ADR 0489).
+      let lost = false;
       const listen = async (): Promise<void> => {
         const pooled = options.connectionString === undefined;
         const next = pooled
@@ -73,6 +74,7 @@ export function documentLocks(options: DocumentLocksOptions): DocumentLocks {
           options.onError?.(error);
           if (current !== next) return;
           current = undefined;
+          lost = true;
           end(error);
           scheduleRetry(250);
         });
@@ -86,6 +88,10 @@ export function documentLocks(options: DocumentLocksOptions): DocumentLocks {
         else {
           current = next;
           endCurrent = end;
+          if (lost) {
+            lost = false;
+            missed?.();
+          }
         }
       };
       const scheduleRetry = (afterMs: number) => {
