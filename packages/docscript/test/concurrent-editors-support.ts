@@ -160,7 +160,7 @@ async function answered<Value>(round: Round, what: string, call: Promise<Value>)
  * Runs `steps` on a fork of `doc` as plan `planId`: its update, `thrown` when the script threw, or
  * `unchanged` when it wrote nothing.
  */
-function runPlan(doc: LoroDoc, attempt: Attempt, peer: bigint): Uint8Array | "thrown" | "unchanged" {
+export function runPlan(doc: LoroDoc, attempt: Attempt, peer: bigint): Uint8Array | "thrown" | "unchanged" {
   const fork = doc.fork();
   fork.setPeerId(peer);
   attempt.peer = String(peer);
@@ -296,7 +296,7 @@ async function redoElsewhere(
 }
 
 /** Every change of the log, oldest first: the plan ids each stored push carried, and its peers. */
-async function commitOrder(
+export async function commitOrder(
   client: DocumentClient,
   documentId: string,
 ): Promise<Map<string, { seq: number; peers: readonly string[] }>> {
