@@ -14,6 +14,12 @@ export type StorageErrorCode =
    * within the busy timeout, at open or for a migration. Transient: a retry can succeed.
    */
   | "lock_timeout"
+  /**
+   * The connection to PostgreSQL was lost or refused, or the server ended the session, during a
+   * migration call (a restart, a network fault). Transient: a retry can succeed. A migration whose
+   * COMMIT was sent may have committed all the same; the next run finds it recorded and skips it.
+   */
+  | "connection_lost"
   /** The caller's abort signal ended a wait: a migration's for a connection or the lock (nothing migrated), a transaction's (rolled back). */
   | "aborted"
   /** A bad option (an empty path, a pool size below 1, an unknown synchronous level). */

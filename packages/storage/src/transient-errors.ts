@@ -5,6 +5,11 @@
  * fails the same way again and is not transient.
  */
 
+import { StorageError, type StorageErrorCode } from "./errors.ts";
+
+/** This package's own refusals that a retry can mend. */
+const transientCodes = new Set<StorageErrorCode>(["lock_timeout", "connection_lost"]);
+
 /** PostgreSQL SQLSTATEs (and classes) a retry can mend. */
 const transientSqlStates = new Set([
   "40001", // serialization_failure
@@ -43,7 +48,8 @@ const sqliteBusy = new Set([5, 6]);
 /**
  * True when `error` (or an error in its `cause` chain, or in an `AggregateError`'s list) is one a retry
  * can mend: a lost or refused database connection, a server shutting sessions down, a deadlock or
- * serialization failure, SQLite busy or locked.
+ * serialization failure, SQLite busy or locked, or a `StorageError` `lock_timeout` or
+ * `connection_lost` (on either engine).
  */
 export function isTransientDatabaseError(error: unknown): boolean {
   const seen = new Set<unknown>();
@@ -59,6 +65,7 @@ export function isTransientDatabaseError(error: unknown): boolean {
       cause?: unknown;
       errors?: unknown;
     };
+    if (StorageError.isInstance(current) && transientCodes.has(current.code)) return true;
     if (typeof code === "string") {
       // Class 08 is connection exceptions, all but a protocol violation (a bug, not the network).
       const connectionLost = code.startsWith("08") && code !== "08P01";

@@ -94,7 +94,10 @@ export function openPostgres(options: PostgresHandleOptions): PostgresHandle {
  * throws. A connection whose ROLLBACK fails is destroyed rather than handed to the next caller.
  * `signal` ends the wait for a connection or for `work` at once with `aborted`: the connection is
  * destroyed and its session ended, so the transaction rolls back and its locks go; aborted before the
- * call, no connection is taken. Once `work` has resolved, the COMMIT is not cut.
+ * call, no connection is taken. Once `work` has resolved, the COMMIT is not cut, and its failure is
+ * thrown as the driver's error, never `aborted`: a COMMIT whose answer was lost (the connection failed
+ * as it came back) may have committed, so such a transient error leaves the outcome unknown and a
+ * retry must be safe to repeat (an idempotency key, `ON CONFLICT DO NOTHING`).
  */
 export async function postgresTransaction<T>(
   pool: pg.Pool,
@@ -108,13 +111,16 @@ export async function postgresTransaction<T>(
   let broken: Error | undefined;
   /** The session of a transaction cut by an abort: ended, since a closed socket alone does not stop its statement. */
   let abandonedSession: number | undefined;
+  /** Set once COMMIT is sent: from then on a failure is not an abort's, and the outcome may be a commit. */
+  let committing = false;
   try {
     await untilAborted(client.query("BEGIN"), signal);
     const result = await untilAborted(work(client), signal);
+    committing = true;
     await client.query("COMMIT");
     return result;
   } catch (error) {
-    if (signal?.aborted) {
+    if (signal?.aborted && !committing) {
       broken = new Error("aborted");
       abandonedSession = (client as { processID?: number }).processID;
       throw aborted();

@@ -5,6 +5,7 @@
 import type pg from "pg";
 import { StorageError } from "../errors.ts";
 import { latestVersion, type MigrationStep, schemaTooNew } from "../migrations.ts";
+import { isTransientDatabaseError } from "../transient-errors.ts";
 import { connectUntilAborted, untilAborted } from "./until-aborted.ts";
 
 export interface PostgresMigration extends MigrationStep {
@@ -71,7 +72,9 @@ export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan
       },
       { cause: signal?.reason },
     );
-  const client = await connectUntilAborted(pool, signal, aborted);
+  const client = await connectUntilAborted(pool, signal, aborted).catch((error: unknown) => {
+    throw lostOrAsIs(plan.store, error);
+  });
   let broken: Error | undefined;
   let locked = false;
   /** The session left waiting for the lock by an abort: ended, since a closed socket alone does not stop its wait. */
@@ -123,6 +126,16 @@ export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan
         await client.query("ROLLBACK").catch((rollbackError: Error) => {
           broken = rollbackError;
         });
+        // The session died under the migration: it may have committed (the COMMIT went out, its answer
+        // was lost), so "rolled back" would be a guess. The next run finds it recorded, or applies it.
+        if (broken !== undefined && isTransientDatabaseError(error)) {
+          throw new StorageError(
+            "connection_lost",
+            `Store "${plan.store}": the connection was lost during migration ${migration.version} ("${migration.name}"), which may have committed; a retry finds it recorded or applies it: ${(error as Error).message}`,
+            { store: plan.store, found: version - 1, supported: latest },
+            { cause: error },
+          );
+        }
         throw new StorageError(
           "migration_failed",
           `Store "${plan.store}": migration ${migration.version} ("${migration.name}") failed and was rolled back; the schema stays at version ${version - 1}: ${(error as Error).message}`,
@@ -133,8 +146,9 @@ export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan
     }
     return { from: found, to: latest };
   } catch (error) {
-    broken ??= StorageError.isInstance(error) ? undefined : (error as Error);
-    throw error;
+    if (StorageError.isInstance(error)) throw error;
+    broken ??= error as Error;
+    throw lostOrAsIs(plan.store, error);
   } finally {
     if (locked && broken === undefined) {
       await client.query(`SELECT pg_advisory_unlock(${lockKey})`).catch((error: Error) => {
@@ -146,6 +160,16 @@ export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan
     if (abandonedSession !== undefined)
       pool.query("SELECT pg_terminate_backend($1)", [abandonedSession]).catch(() => undefined);
   }
+}
+
+/**
+ * A driver's error that a retry can mend (the connection lost or refused, the session ended) as
+ * `connection_lost`, its cause kept; anything else as it is. No migration began, so the driver's words
+ * (`connect ECONNREFUSED 127.0.0.1:5432`) are the message: the store's opener names the store and URL.
+ */
+function lostOrAsIs(store: string, error: unknown): unknown {
+  if (StorageError.isInstance(error) || !isTransientDatabaseError(error)) return error;
+  return new StorageError("connection_lost", (error as Error).message, { store }, { cause: error });
 }
 
 /** The newest version recorded for `store` in the current schema (0 when none or no table yet). */
