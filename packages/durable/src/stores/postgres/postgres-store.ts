@@ -1,8 +1,7 @@
 /** The scale-out store: PostgreSQL through `pg`, one transaction per commit, fenced by the owner token. */
-import { checkTablePrefix, isTransientDatabaseError, postgresDialect } from "@tackle/storage";
+import { checkTablePrefix, postgresDialect } from "@tackle/storage";
 import type { postgresTransaction as PostgresTransactionFn } from "@tackle/storage/postgres";
 import type pg from "pg";
-import { DurableError } from "../../errors/durable-error.ts";
 import type {
   CommitBatch,
   DurableStore,
@@ -20,6 +19,7 @@ import {
   tooManyOpenRuns,
 } from "../../store/durable-store.ts";
 import { fromRow, type RunRow, runColumns, runValues, threadExists, unknownRun } from "../run-row.ts";
+import { typedFailures } from "../typed-failures.ts";
 import { migrationStore, postgresMigrations } from "./migrations.ts";
 import { applyBatch, type DurableTables, durableTables } from "./postgres-commit.ts";
 
@@ -65,61 +65,36 @@ export async function createPostgresStore(options: PostgresStoreOptions): Promis
     throw error;
   }
   const tables = durableTables(prefix);
-  return typedFailures({
-    ...reads(handle.pool, tables),
-    ...writes(handle.pool, tables, postgresTransaction),
-    async recountOpenRuns(): Promise<OpenRunsCount[]> {
-      // One statement: the counters and the runs read at one moment.
-      const result = await handle.pool.query<{ prefix: string; counter: string; recounted: string }>(
-        `SELECT prefix, sum(counter) AS counter, sum(recounted) AS recounted FROM (
+  return typedFailures(
+    {
+      ...reads(handle.pool, tables),
+      ...writes(handle.pool, tables, postgresTransaction),
+      async recountOpenRuns(): Promise<OpenRunsCount[]> {
+        // One statement: the counters and the runs read at one moment.
+        const result = await handle.pool.query<{ prefix: string; counter: string; recounted: string }>(
+          `SELECT prefix, sum(counter) AS counter, sum(recounted) AS recounted FROM (
            SELECT prefix, n AS counter, 0 AS recounted FROM ${tables.openRuns}
            UNION ALL SELECT open_prefix, 0, count(*) FROM ${tables.runs}
            WHERE open_prefix IS NOT NULL AND status IN ('running', 'paused') GROUP BY open_prefix) counts
          GROUP BY prefix ORDER BY prefix COLLATE "C"`,
-      );
-      return result.rows.map((row) => ({
-        prefix: row.prefix,
-        counter: Number(row.counter),
-        recounted: Number(row.recounted),
-      }));
+        );
+        return result.rows.map((row) => ({
+          prefix: row.prefix,
+          counter: Number(row.counter),
+          recounted: Number(row.recounted),
+        }));
+      },
+      async close() {
+        await handle.close();
+      },
     },
-    async close() {
-      await handle.close();
-    },
-  });
-}
-
-/**
- * The store with every call's transient database error (a connection lost or refused, sessions ended,
- * a deadlock victim: `isTransientDatabaseError`) thrown as `unavailable`, retryable, the driver's
- * error its cause (ADR 0129). The runner leaves a run whose write met one to a takeover after its lease
- * rather than record a failure the database caused, and a caller is told a typed, retryable error.
- */
-function typedFailures(store: DurableStore): DurableStore {
-  const typed = {} as Record<string, unknown>;
-  for (const [name, method] of Object.entries(store)) {
-    typed[name] =
-      name === "close"
-        ? method
-        : async (...args: unknown[]) => {
-            try {
-              return await (method as (...parameters: unknown[]) => Promise<unknown>)(...args);
-            } catch (error) {
-              throw unavailable(error);
-            }
-          };
-  }
-  return typed as unknown as DurableStore;
-}
-
-function unavailable(error: unknown): unknown {
-  if (DurableError.isInstance(error) || !isTransientDatabaseError(error)) return error;
-  return new DurableError(
-    "unavailable",
-    "PostgreSQL failed under the call (a connection lost or refused, a session ended, a deadlock); what it sent may have landed: read the run, or send the call again",
-    { retryable: true, cause: error },
+    postgresUnavailable,
   );
 }
+
+/** What a caller is told when PostgreSQL failed under its call (ADR 0129). */
+const postgresUnavailable =
+  "PostgreSQL failed under the call (a connection lost or refused, a session ended, a deadlock); what it sent may have landed: read the run, or send the call again";
 
 type Reads = Pick<
   DurableStore,

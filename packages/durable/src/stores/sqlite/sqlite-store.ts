@@ -18,6 +18,7 @@ import {
   tooManyOpenRuns,
 } from "../../store/durable-store.ts";
 import { fromRow, type RunRow, runValues, threadExists, unknownRun } from "../run-row.ts";
+import { typedFailures } from "../typed-failures.ts";
 import { sqliteMigrations } from "./migrations.ts";
 import { applyBatch } from "./sqlite-commit.ts";
 import { type DurableStatements, prepareStatements } from "./sqlite-statements.ts";
@@ -30,6 +31,12 @@ export interface SqliteStoreOptions {
    * across a process crash (SIGKILL), not across power loss; about as fast as the OS cache.
    */
   readonly synchronous?: "full" | "normal";
+  /**
+   * How long a write waits for the file's write lock while another connection (another process sharing
+   * the file) holds it. Default 5000 ms. Past it the call fails `unavailable`, retryable, having written
+   * nothing; a drive that meets it leaves its run to a takeover after its lease (ADR 0130).
+   */
+  readonly busyTimeoutMs?: number;
 }
 
 export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
@@ -37,26 +44,34 @@ export function createSqliteStore(options: SqliteStoreOptions): DurableStore {
   const database = openMigratedSqlite({
     path: options.path,
     synchronous: options.synchronous === "normal" ? "normal" : "full",
+    ...(options.busyTimeoutMs === undefined ? {} : { busyTimeoutMs: options.busyTimeoutMs }),
     store: "durable",
     migrations: sqliteMigrations,
   });
   const statements = prepareStatements(database);
-  return {
-    ...reads(statements),
-    ...writes(database, statements),
-    async recountOpenRuns(): Promise<OpenRunsCount[]> {
-      const rows = statements.recountOpen.all() as { prefix: string; counter: number; recounted: number }[];
-      return rows.map((row) => ({
-        prefix: row.prefix,
-        counter: Number(row.counter),
-        recounted: Number(row.recounted),
-      }));
+  return typedFailures(
+    {
+      ...reads(statements),
+      ...writes(database, statements),
+      async recountOpenRuns(): Promise<OpenRunsCount[]> {
+        const rows = statements.recountOpen.all() as { prefix: string; counter: number; recounted: number }[];
+        return rows.map((row) => ({
+          prefix: row.prefix,
+          counter: Number(row.counter),
+          recounted: Number(row.recounted),
+        }));
+      },
+      async close() {
+        if (database.isOpen) database.close();
+      },
     },
-    async close() {
-      if (database.isOpen) database.close();
-    },
-  };
+    sqliteUnavailable,
+  );
 }
+
+/** What a caller is told when the file stayed locked past the busy timeout under its call (ADR 0130). */
+const sqliteUnavailable =
+  "Another connection held the SQLite file's write lock past the busy timeout; nothing was written: read the run, or send the call again";
 
 type Reads = Pick<
   DurableStore,
