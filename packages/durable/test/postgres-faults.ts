@@ -72,10 +72,18 @@ export interface FaultCounts {
   lost: number;
   cuts: number;
   outages: number;
+  /** One runner cut off alone while it ran a slow tool (`postgres-faults.property.test.ts`). */
+  partitions: number;
   byPattern: Record<string, number>;
 }
 
-export const emptyFaults = (): FaultCounts => ({ lost: 0, cuts: 0, outages: 0, byPattern: {} });
+export const emptyFaults = (): FaultCounts => ({
+  lost: 0,
+  cuts: 0,
+  outages: 0,
+  partitions: 0,
+  byPattern: {},
+});
 
 /**
  * Draws faults at random moments until `stop()`: a lost answer to a random statement, a cut of every

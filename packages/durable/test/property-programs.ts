@@ -123,13 +123,22 @@ export type State = { log: readonly string[]; loops: number };
 /** The state every run of a program starts from. */
 export const initialState = (): State => ({ log: [], loops: 0 });
 
-/** The program as a graph; its effects reported to `oracle` (a reference that checks nothing passes none). */
-export function graphOf(program: Program, name: string, oracle: () => Oracle | undefined): Graph<State> {
+/**
+ * The program as a graph; its effects reported to `oracle` (a reference that checks nothing passes none).
+ * `beforeEffect`, when given, is awaited inside each step and tool before its side effect: a slow tool.
+ */
+export function graphOf(
+  program: Program,
+  name: string,
+  oracle: () => Oracle | undefined,
+  beforeEffect?: () => Promise<void>,
+): Graph<State> {
   const graph = createGraph<State>(name);
   for (const [index, ops] of program.nodes.entries()) {
     graph.node(`n${index}`, async (state, ctx) => {
       const log = [...state.log];
-      for (const [position, op] of ops.entries()) log.push(await runOp(ctx, op, `${position}`, oracle()));
+      for (const [position, op] of ops.entries())
+        log.push(await runOp(ctx, op, `${position}`, oracle(), beforeEffect));
       const last = index === program.nodes.length - 1;
       return { log, loops: last ? state.loops + 1 : state.loops };
     });
@@ -144,18 +153,27 @@ async function runOp(
   op: Op,
   position: string,
   oracle: Oracle | undefined,
+  beforeEffect: (() => Promise<void>) | undefined,
 ): Promise<string> {
   const where = `${ctx.node}.${ctx.visit}.${position}`;
-  const sideEffect = (info: { key: string; attempt: number; idempotencyKey: string }) => {
+  type Info = { key: string; attempt: number; idempotencyKey: string };
+  const effectNow = (info: Info) => {
     oracle?.effect(info.key, info.attempt, info.idempotencyKey);
     return `${where}:ran`;
   };
+  const sideEffect =
+    beforeEffect === undefined
+      ? effectNow
+      : async (info: Info) => {
+          await beforeEffect();
+          return effectNow(info);
+        };
   switch (op.kind) {
     case "step":
       return ctx.step(
         `step-${position}`,
-        (info) => {
-          const value = sideEffect(info);
+        async (info) => {
+          const value = await sideEffect(info);
           // Fails its first tries (counted by attempt, so a crash-window re-run counts as one).
           if (info.attempt <= op.failures) throw new Error(`${where} failed try ${info.attempt}`);
           return value;
