@@ -131,9 +131,11 @@ function failure(response: Answer, documentId: string): DocumentClientError {
   if (status === 403)
     return new DocumentClientError("forbidden", `document ${documentId}: ${message}`, { status });
   if (status === 404) return notFoundOf(body?.error?.data, documentId, `document ${documentId}: ${message}`);
+  const header = response.headers.get("retry-after")?.trim();
+  const retryAfter = header ? Number(header) : Number.NaN;
+  const retryAfterData =
+    Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {};
   if (status === 429) {
-    const header = response.headers.get("retry-after")?.trim();
-    const retryAfter = header ? Number(header) : Number.NaN;
     const sent = response.sent ?? 1;
     const times = sent > 1 ? ` (refused ${sent} times)` : "";
     return new DocumentClientError("too_many_requests", `document ${documentId}: ${message}${times}`, {
@@ -141,15 +143,18 @@ function failure(response: Answer, documentId: string): DocumentClientError {
       retryable: true,
       data: {
         serverCode: body?.error?.code,
-        ...(Number.isFinite(retryAfter) && retryAfter >= 0 ? { retryAfterSeconds: retryAfter } : {}),
+        ...retryAfterData,
         attempts: sent,
       },
     });
   }
+  // 503 `unavailable` (ADR 0492): the store failed for the moment; `data.serverCode` says so, and
+  // `data.retryAfterSeconds` how long to wait before sending it again. A 500 is the server's defect.
   if (status >= 500)
     return new DocumentClientError("server_error", `document ${documentId}: ${message}`, {
       status,
       retryable: true,
+      data: { serverCode: body?.error?.code, ...retryAfterData },
     });
   return new DocumentClientError("invalid_request", `document ${documentId}: ${message}`, {
     status,

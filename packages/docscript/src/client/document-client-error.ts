@@ -7,7 +7,8 @@ import { ToolError } from "@tackle/core";
  * does not open it, the server answering both alike; `data.id` the id asked for), `invalid_request` (400/413),
  * `too_many_requests` (429: the credential has its most requests in flight on the document, still so
  * after the client's own `maxRetries`; retryable, `data.retryAfterSeconds` the server's `Retry-After`,
- * `data.attempts` how many sends were refused), `server_error` (5xx, retryable),
+ * `data.attempts` how many sends were refused), `server_error` (5xx, retryable; a 503 is the store failing
+ * for the moment, `data.serverCode` `unavailable` and `data.retryAfterSeconds` its `Retry-After`, ADR 0492),
  * `network_error` (no answer, or a timeout; retryable: the push may or may not have landed),
  * `invalid_response`.
  */

@@ -4,6 +4,7 @@
  * and for one the token does not open.
  */
 import { type Logger, silentLogger } from "@tackle/core";
+import { isTransientDatabaseError } from "@tackle/storage";
 import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import type { Schema } from "../schema/define-schema.ts";
@@ -80,6 +81,9 @@ export interface DocumentServer {
   close(): Promise<void>;
 }
 
+/** `Retry-After` of a 503 `unavailable`: the store failed for the moment (ADR 0492). */
+const unavailableRetryAfterSeconds = 1;
+
 /**
  * A document id, one segment of every route's path: "." and ".." match the characters but a URL
  * resolves them away (`/documents/../snapshot` is `/snapshot`), so no client could reach that document.
@@ -105,6 +109,22 @@ export function createDocumentServer(options: DocumentServerOptions): DocumentSe
     if (DocScriptError.isInstance(error)) {
       const status = error.code === "not_found" ? 404 : 400;
       return context.json({ error: error.toJSON() }, status);
+    }
+    // The database's moment, not the server's failure (ADR 0492): the request's transaction rolled back
+    // (or, its COMMIT's answer lost, may have committed: a push sent again answers `duplicate`).
+    if (isTransientDatabaseError(error)) {
+      logger.warn("docscript server: the store failed for the moment", {
+        path: context.req.path,
+        error: (error as Error).message,
+      });
+      return context.json(
+        problem("unavailable", "the document store could not be reached for the moment; retry", {
+          retryable: true,
+          retryAfterSeconds: unavailableRetryAfterSeconds,
+        }),
+        503,
+        { "retry-after": String(unavailableRetryAfterSeconds) },
+      );
     }
     logger.error("docscript server: request failed", {
       path: context.req.path,
