@@ -28,7 +28,7 @@ import {
 
 /**
  * Once healed, each server answers a pull within `underLoadMs(10 s)`: the first may still meet a
- * pooled connection the last fault closed under it (a documented retryable `server_error`), and is
+ * pooled connection the last fault closed under it (503 `unavailable`, never a 500: ADR 0492), and is
  * sent again. After that nothing may fail: the probes below count every answer.
  */
 export async function servesAgain(round: FaultRound, origin: string): Promise<void> {

@@ -1,8 +1,9 @@
 /**
  * The postgres-faults property's editors and fault driver. Editors push random scripts as plans
  * through one document server whose PostgreSQL sits behind a TCP relay, and do on each answer what the
- * client docs say: `committed` and `conflicted` end the plan; a retryable error (`server_error`,
- * `network_error`, `too_many_requests`) either sends the same bytes again or asks the plan's state
+ * client docs say: `committed` and `conflicted` end the plan; a retryable error (`server_error`, which
+ * must be a 503 `unavailable` with `Retry-After`, ADR 0492, waited out half the time; `network_error`,
+ * `too_many_requests`) either sends the same bytes again or asks the plan's state
  * and, `unknown`, runs the script again on a fresh pull under the plan's id (ADR 0568), `applied`
  * ends it as committed. Meanwhile the driver loses the answers to random statements (a `COMMIT`, an
  * insert into the log, an advisory lock, a read), cuts every connection, and takes the relay down for
@@ -42,6 +43,8 @@ export interface FaultTally {
   unchanged: number;
   unresolved: number;
   retryableErrors: number;
+  /** `server_error`s answered 503 `unavailable` (any other is a fault). */
+  unavailable: number;
   sentAgain: number;
   askedState: number;
   reruns: number;
@@ -60,6 +63,7 @@ export const newFaultTally = (): FaultTally => ({
   unchanged: 0,
   unresolved: 0,
   retryableErrors: 0,
+  unavailable: 0,
   sentAgain: 0,
   askedState: 0,
   reruns: 0,
@@ -87,8 +91,26 @@ const retryable = new Set(["server_error", "network_error", "too_many_requests"]
 /** A request's own timeout: a `network_error` that took this long is an answer the server never sent. */
 export const requestTimeoutMs = () => underLoadMs(15_000);
 
-/** What a call ended with: its value, or the code of a documented retryable error. */
-type Answer<Value> = { readonly value: Value } | { readonly retry: string };
+/**
+ * What a call ended with: its value, or the code of a documented retryable error and how long to wait
+ * before sending it again (a 503's `Retry-After`).
+ */
+type Answer<Value> = { readonly value: Value } | { readonly retry: string; readonly waitMs: number };
+
+/**
+ * A `server_error` must be the store failing for the moment (ADR 0492): 503, `data.serverCode`
+ * `unavailable`, `Retry-After` given. Anything else (a 500) is a defect of the server: its reason.
+ */
+function notUnavailable(error: DocumentClientError): string | undefined {
+  const data = error.data as { serverCode?: unknown; retryAfterSeconds?: unknown } | undefined;
+  if (
+    error.status === 503 &&
+    data?.serverCode === "unavailable" &&
+    typeof data.retryAfterSeconds === "number"
+  )
+    return undefined;
+  return `a server_error that is not 503 unavailable with Retry-After: ${error.status} ${JSON.stringify(data)} ${error.message}`;
+}
 
 /**
  * Makes `call`: a documented retryable error is returned as such; any other error, and a call not
@@ -112,7 +134,14 @@ async function attempt<Value>(
       round.tally.retryableErrors++;
       if (error.code === "network_error" && Date.now() - started >= requestTimeoutMs())
         round.faults.push(`${what}: no answer within the client's ${requestTimeoutMs()} ms`);
-      return { retry: error.code };
+      if (error.code !== "server_error") return { retry: error.code, waitMs: 0 };
+      const wrong = notUnavailable(error);
+      if (wrong !== undefined) round.faults.push(`${what}: ${wrong}`);
+      round.tally.unavailable++;
+      // The server's `Retry-After`: the docs say to send it again, waiting that out or (sooner) risking
+      // another 503, never a wrong answer.
+      const { retryAfterSeconds } = error.data as { retryAfterSeconds?: number };
+      return { retry: error.code, waitMs: (retryAfterSeconds ?? 0) * 1_000 };
     }
     round.faults.push(`${what}: ${(error as Error).stack ?? String(error)}`);
     throw error;
@@ -120,6 +149,13 @@ async function attempt<Value>(
     clearTimeout(timer);
   }
 }
+
+/**
+ * How long to wait before sending again after `answer`: a 503's `Retry-After` half the time, else at
+ * once (the docs allow either), so retries meet the faults too.
+ */
+const waitBefore = (answer: { readonly waitMs: number }, next: (below: number) => number): number =>
+  next(2) === 0 ? answer.waitMs : 0;
 
 /** Makes `call` until it answers, resending after a retryable error; a fault past `limitMs`. */
 export async function untilAnswered<Value>(
@@ -137,7 +173,7 @@ export async function untilAnswered<Value>(
       round.faults.push(`${what}: still ${answer.retry} after ${limitMs} ms`);
       throw new Error(`${what}: not served`);
     }
-    await sleep(20 + next(80));
+    await sleep(waitBefore(answer, next) + 20 + next(80));
   }
 }
 
@@ -226,7 +262,7 @@ export async function pushThroughFaults(
       plan.outcome = "unresolved";
       return;
     }
-    await sleep(next(60));
+    await sleep(waitBefore(answer, next) + next(60));
     if (next(2) === 0) {
       round.tally.sentAgain++;
       continue;
