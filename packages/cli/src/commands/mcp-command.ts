@@ -112,6 +112,8 @@ function trackInFlight(source: ToolSource): {
     source: {
       description: source.description,
       catalogue: () => track(() => source.catalogue()),
+      // What is wrong with the source itself (the broker unreachable): `tackle.modules` says it once.
+      ...(source.errors === undefined ? {} : { errors: () => source.errors?.() ?? [] }),
       call: (name, args, options) => track(() => source.call(name, args, options)),
       close: () => source.close(),
     },
