@@ -67,3 +67,55 @@ it("a cut drops every open connection and takes new ones at once", async () => {
     await c.end();
   }
 });
+
+it("a stall holds every byte either way without closing, new connections hang, and unstall delivers in order", async () => {
+  const a = await connected(relay.url);
+  const resets = relay.resets;
+  try {
+    relay.stall();
+    assert.equal(relay.stalled, true);
+    let answered = false;
+    const pending = a.query("SELECT 4 AS n").then((result) => {
+      answered = true;
+      return result;
+    });
+    // A connect in the stall is accepted but hears nothing: it times out rather than being refused.
+    const late = new pg.Client({ connectionString: relay.url, connectionTimeoutMillis: 300 });
+    late.on("error", () => {});
+    await assert.rejects(late.connect(), /timeout/);
+    assert.equal(answered, false);
+    assert.equal(relay.resets, resets, "a stall resets nothing");
+    relay.unstall();
+    assert.deepEqual((await pending).rows, [{ n: 4 }]);
+    assert.deepEqual((await a.query("SELECT 5 AS n")).rows, [{ n: 5 }]);
+  } finally {
+    relay.unstall();
+    await a.end().catch(() => {});
+  }
+});
+
+it("a connection closed during a stall closes on the far side only once the stall ends", async () => {
+  const direct = await connected(database.url);
+  const a = await connected(`${relay.url}?application_name=relay_stall_close`);
+  const sessions = async () =>
+    Number(
+      (
+        await direct.query(
+          "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'relay_stall_close'",
+        )
+      ).rows[0].n,
+    );
+  try {
+    relay.stall();
+    (a as unknown as { connection: { stream: { destroy(): void } } }).connection.stream.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(await sessions(), 1, "the server still sees the session: the close is held");
+    relay.unstall();
+    for (let tries = 0; tries < 200 && (await sessions()) > 0; tries++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    assert.equal(await sessions(), 0);
+  } finally {
+    relay.unstall();
+    await direct.end();
+  }
+});

@@ -1,7 +1,8 @@
 /**
  * A TCP relay in front of a real server (an HTTP service, PostgreSQL) that a test can break on purpose:
  * lose the answer to the next request (or the next one that matches, a `COMMIT`) after the server
- * received it, cut every open connection, or take the network down.
+ * received it, cut every open connection, take the network down, or stall it (a half-open network:
+ * nothing closes, nothing gets through).
  */
 import { once } from "node:events";
 import { type AddressInfo, createServer, type Socket, connect as tcpConnect } from "node:net";
@@ -34,65 +35,110 @@ export interface TcpRelay {
   /** Drops every connection and refuses new ones until `up()`. */
   down(): void;
   up(): void;
+  /**
+   * A network that silently stops delivering (a NAT or firewall that dropped its state, a host that
+   * vanished): open connections stay open but no byte gets through either way, and new connections
+   * are accepted and get no byte through either (a connect that hangs). Nothing is reset: what each
+   * side sends, and a side's close, is held in order until `unstall()`, as TCP retransmits across a
+   * partition that heals; `cut()` or `down()` while stalled drops the connections and what they held.
+   */
+  stall(): void;
+  /** Ends a stall: what each connection held is delivered in order (closes too), and bytes flow again. */
+  unstall(): void;
+  /** True while stalled. */
+  readonly stalled: boolean;
   close(): Promise<void>;
+}
+
+interface RelayState {
+  readonly sockets: Set<Socket>;
+  readonly clients: Set<Socket>;
+  readonly requests: string[];
+  readonly matchers: ((text: string) => boolean)[];
+  armed: boolean;
+  resets: number;
+  isDown: boolean;
+  stalled: boolean;
+  /** What connections sent while stalled, delivered in order by `unstall()`. */
+  held: (() => void)[];
+}
+
+/** Relays one accepted connection to the target under the relay's faults. */
+function relayConnection(state: RelayState, client: Socket, targetPort: number, targetHost: string): void {
+  if (state.isDown) {
+    client.destroy();
+    return;
+  }
+  /** Runs `deliver` now, or on `unstall()` while stalled. */
+  const pass = (deliver: () => void) => {
+    if (state.stalled) state.held.push(deliver);
+    else deliver();
+  };
+  state.clients.add(client);
+  client.on("close", () => state.clients.delete(client));
+  // Set when a matched request of this connection went through: its answer is lost.
+  let answerLost = false;
+  const upstream = tcpConnect(targetPort, targetHost);
+  for (const socket of [client, upstream]) {
+    state.sockets.add(socket);
+    socket.on("close", () => state.sockets.delete(socket));
+    // A side that failed or closed ends the other; while stalled, only once the network heals.
+    const dropBoth = () =>
+      pass(() => {
+        client.destroy();
+        upstream.destroy();
+      });
+    socket.on("error", dropBoth);
+    socket.on("close", dropBoth);
+  }
+  const fromClient = (chunk: Buffer) => {
+    if (upstream.destroyed) return;
+    const line = /^(GET|POST|PUT|PATCH|DELETE) (\S+) HTTP\//m.exec(chunk.toString("latin1"));
+    if (line !== null) state.requests.push(`${line[1]} ${line[2]}`);
+    if (!answerLost && state.matchers.length > 0) {
+      const text = chunk.toString("latin1");
+      const at = state.matchers.findIndex((match) => match(text));
+      if (at >= 0) {
+        state.matchers.splice(at, 1);
+        answerLost = true;
+      }
+    }
+    upstream.write(chunk);
+  };
+  const fromServer = (chunk: Buffer) => {
+    if (client.destroyed) return;
+    if (state.armed || answerLost) {
+      if (answerLost) answerLost = false;
+      else state.armed = false;
+      state.resets += 1;
+      client.resetAndDestroy();
+      upstream.destroy();
+      return;
+    }
+    client.write(chunk);
+  };
+  client.on("data", (chunk: Buffer) => pass(() => fromClient(chunk)));
+  upstream.on("data", (chunk: Buffer) => pass(() => fromServer(chunk)));
+  client.on("end", () => pass(() => upstream.end()));
+  upstream.on("end", () => pass(() => client.end()));
 }
 
 export async function startTcpRelay(target: string | URL): Promise<TcpRelay> {
   const targetUrl = new URL(target);
   const defaultPort = targetUrl.protocol.startsWith("postgres") ? 5432 : 80;
   const targetPort = Number(targetUrl.port || defaultPort);
-  const sockets = new Set<Socket>();
-  const requests: string[] = [];
-  let armed = false;
-  let resets = 0;
-  let isDown = false;
-  const matchers: ((text: string) => boolean)[] = [];
-  const clients = new Set<Socket>();
-  const server = createServer((client) => {
-    if (isDown) {
-      client.destroy();
-      return;
-    }
-    clients.add(client);
-    client.on("close", () => clients.delete(client));
-    // Set when a matched request of this connection went through: its answer is lost.
-    let answerLost = false;
-    const upstream = tcpConnect(targetPort, targetUrl.hostname);
-    for (const socket of [client, upstream]) {
-      sockets.add(socket);
-      socket.on("close", () => sockets.delete(socket));
-      socket.on("error", () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
-    client.on("data", (chunk: Buffer) => {
-      const line = /^(GET|POST|PUT|PATCH|DELETE) (\S+) HTTP\//m.exec(chunk.toString("latin1"));
-      if (line !== null) requests.push(`${line[1]} ${line[2]}`);
-      if (!answerLost && matchers.length > 0) {
-        const text = chunk.toString("latin1");
-        const at = matchers.findIndex((match) => match(text));
-        if (at >= 0) {
-          matchers.splice(at, 1);
-          answerLost = true;
-        }
-      }
-      upstream.write(chunk);
-    });
-    upstream.on("data", (chunk: Buffer) => {
-      if (armed || answerLost) {
-        if (answerLost) answerLost = false;
-        else armed = false;
-        resets += 1;
-        client.resetAndDestroy();
-        upstream.destroy();
-        return;
-      }
-      client.write(chunk);
-    });
-    client.on("end", () => upstream.end());
-    upstream.on("end", () => client.end());
-  });
+  const state: RelayState = {
+    sockets: new Set(),
+    clients: new Set(),
+    requests: [],
+    matchers: [],
+    armed: false,
+    resets: 0,
+    isDown: false,
+    stalled: false,
+    held: [],
+  };
+  const server = createServer((client) => relayConnection(state, client, targetPort, targetUrl.hostname));
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   const port = (server.address() as AddressInfo).port;
@@ -102,31 +148,44 @@ export async function startTcpRelay(target: string | URL): Promise<TcpRelay> {
   // `new URL("http://h:1")` prints a trailing slash the caller did not write; keep their form.
   const url = String(target).endsWith("/") ? relayed.toString() : relayed.toString().replace(/\/$/, "");
   const dropAll = () => {
-    for (const socket of sockets) socket.destroy();
+    state.held = [];
+    for (const socket of state.sockets) socket.destroy();
   };
   return {
     url,
     port,
-    requests,
+    requests: state.requests,
     get resets() {
-      return resets;
+      return state.resets;
     },
     loseNextAnswer() {
-      armed = true;
+      state.armed = true;
     },
     loseAnswerTo(match) {
-      matchers.push(typeof match === "function" ? match : (text) => match.test(text));
+      state.matchers.push(typeof match === "function" ? match : (text) => match.test(text));
     },
     cut: dropAll,
     get connections() {
-      return clients.size;
+      return state.clients.size;
     },
     down() {
-      isDown = true;
+      state.isDown = true;
       dropAll();
     },
     up() {
-      isDown = false;
+      state.isDown = false;
+    },
+    stall() {
+      state.stalled = true;
+    },
+    unstall() {
+      state.stalled = false;
+      const delivering = state.held;
+      state.held = [];
+      for (const deliver of delivering) deliver();
+    },
+    get stalled() {
+      return state.stalled;
     },
     close: () =>
       new Promise<void>((resolve) => {
