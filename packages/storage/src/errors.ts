@@ -20,6 +20,13 @@ export type StorageErrorCode =
    * COMMIT was sent may have committed all the same; the next run finds it recorded and skips it.
    */
   | "connection_lost"
+  /**
+   * PostgreSQL did not answer a query within its deadline (the pool's `queryTimeoutMs`, or the query's
+   * own `query_timeout`): a network that stopped delivering, or a statement slower than the deadline.
+   * The connection was destroyed, never handed back to the pool; the statement may have run (a COMMIT
+   * may have committed). Transient: a retry on a new connection can succeed.
+   */
+  | "query_timeout"
   /** The caller's abort signal ended a wait: a migration's for a connection or the lock (nothing migrated), a transaction's (rolled back). */
   | "aborted"
   /** A bad option (an empty path, a pool size below 1, an unknown synchronous level). */

@@ -8,7 +8,7 @@
 import { StorageError, type StorageErrorCode } from "./errors.ts";
 
 /** This package's own refusals that a retry can mend. */
-const transientCodes = new Set<StorageErrorCode>(["lock_timeout", "connection_lost"]);
+const transientCodes = new Set<StorageErrorCode>(["lock_timeout", "connection_lost", "query_timeout"]);
 
 /** PostgreSQL SQLSTATEs (and classes) a retry can mend. */
 const transientSqlStates = new Set([
@@ -40,6 +40,8 @@ const transientMessages = [
   /^Client has encountered a connection error and is not queryable/,
   /^timeout exceeded when trying to connect/,
   /^Connection terminated due to connection timeout/,
+  // pg's own query deadline (`query_timeout`) on a pool this package did not open.
+  /^Query read timeout/,
 ];
 
 /** SQLite result codes (`errcode` on `node:sqlite` errors): SQLITE_BUSY, SQLITE_LOCKED and their extended codes. */
@@ -48,8 +50,8 @@ const sqliteBusy = new Set([5, 6]);
 /**
  * True when `error` (or an error in its `cause` chain, or in an `AggregateError`'s list) is one a retry
  * can mend: a lost or refused database connection, a server shutting sessions down, a deadlock or
- * serialization failure, SQLite busy or locked, or a `StorageError` `lock_timeout` or
- * `connection_lost` (on either engine).
+ * serialization failure, SQLite busy or locked, a query past its deadline, or a `StorageError`
+ * `lock_timeout`, `connection_lost` or `query_timeout` (on either engine).
  */
 export function isTransientDatabaseError(error: unknown): boolean {
   const seen = new Set<unknown>();

@@ -67,6 +67,17 @@ describe("PostgreSQL", () => {
     }
   });
 
+  it("pg's own query deadline on a pool this package did not open is transient", async () => {
+    const pool = new pg.Pool({ connectionString: testPostgresUrl(), query_timeout: 50, max: 1 });
+    try {
+      const error = await thrown(() => pool.query("SELECT pg_sleep(1)"));
+      assert.match(String(error), /Query read timeout/);
+      assert.equal(isTransientDatabaseError(error), true);
+    } finally {
+      await pool.end();
+    }
+  });
+
   it("what fails the same way again is not transient: a constraint, bad SQL, a statement timeout", async () => {
     const database = await createTestDatabase("tackle_transient");
     const client = new pg.Client({ connectionString: database.url });

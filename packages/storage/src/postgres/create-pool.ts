@@ -1,6 +1,10 @@
-/** One PostgreSQL pool policy for every store: a size, a connect deadline, and one way to report losses. */
+/**
+ * One PostgreSQL pool policy for every store: a size, a deadline on every wait (connect, query, a
+ * transaction left idle), TCP keep-alive, and one way to report losses.
+ */
 import pg from "pg";
 import { StorageError } from "../errors.ts";
+import { guardQueryDeadline } from "./query-deadline.ts";
 import { connectUntilAborted, untilAborted } from "./until-aborted.ts";
 
 export interface PostgresPoolOptions {
@@ -12,6 +16,25 @@ export interface PostgresPoolOptions {
   readonly connectionTimeoutMs?: number;
   /** Idle connections are closed after this long. Default 30 000 ms. */
   readonly idleTimeoutMs?: number;
+  /**
+   * How long a query waits for PostgreSQL's answer before failing with `StorageError` `query_timeout`
+   * (transient); its connection is destroyed, never handed back. Bounds a query on a network that
+   * silently stopped delivering. A query that needs longer passes its own: `client.query({ text,
+   * values, query_timeout: ms })`. An integer from 1 to 2 147 483 647. Default 60 000 ms.
+   */
+  readonly queryTimeoutMs?: number;
+  /**
+   * The server ends a session left idle inside a transaction this long (PostgreSQL's
+   * `idle_in_transaction_session_timeout`), freeing the locks of a client that vanished mid-transaction.
+   * An integer from 1 to 2 147 483 647. Default 60 000 ms.
+   */
+  readonly idleInTransactionTimeoutMs?: number;
+  /**
+   * TCP keep-alive is on for every connection; its first probe goes after this much silence, so the
+   * operating system finds an idle connection whose peer vanished. An integer from 1 to 2 147 483 647.
+   * Default 10 000 ms.
+   */
+  readonly keepAliveInitialDelayMs?: number;
   /** Who owns the pool, for the warning (`durable`, `memory`, …). */
   readonly label: string;
   /**
@@ -33,7 +56,13 @@ export function createPostgresPool(options: PostgresPoolOptions): pg.Pool {
     max,
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
     idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
+    query_timeout: milliseconds(options, "queryTimeoutMs", 60_000),
+    idle_in_transaction_session_timeout: milliseconds(options, "idleInTransactionTimeoutMs", 60_000),
+    keepAlive: true,
+    keepAliveInitialDelayMillis: milliseconds(options, "keepAliveInitialDelayMs", 10_000),
   });
+  // A query past its deadline leaves pg's connection waiting for ever: destroyed instead (ADR 0574).
+  pool.on("connect", (client) => guardQueryDeadline(client, options.label));
   // A connection that fails while checked out (a transaction's, a held lock's) emits "error" on its
   // client, and pg-pool listens only while the client is idle: without this listener a server restart
   // during any transaction ends the process. The query in flight fails on its own; a client that
@@ -50,6 +79,22 @@ export function createPostgresPool(options: PostgresPoolOptions): pg.Pool {
         })),
   );
   return pool;
+}
+
+/** `options[name]`, or `fallback`, refused with `invalid_option` unless an integer from 1 to 2^31 − 1. */
+function milliseconds(
+  options: PostgresPoolOptions,
+  name: "queryTimeoutMs" | "idleInTransactionTimeoutMs" | "keepAliveInitialDelayMs",
+  fallback: number,
+): number {
+  const value = options[name] ?? fallback;
+  if (!Number.isInteger(value) || value < 1 || value > 2_147_483_647) {
+    throw new StorageError(
+      "invalid_option",
+      `${options.label}: ${name} must be an integer from 1 to 2147483647 ms, got ${value}`,
+    );
+  }
+  return value;
 }
 
 export interface PostgresHandleOptions extends Omit<PostgresPoolOptions, "connectionString"> {

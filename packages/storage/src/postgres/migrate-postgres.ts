@@ -29,6 +29,13 @@ export interface PostgresMigrationPlan {
    * connection is taken. A migration already running finishes (its transaction is not cut).
    */
   readonly signal?: AbortSignal | undefined;
+  /**
+   * The query deadline of each migration given as SQL (a string `up`), in ms, for DDL slower than the
+   * pool's `queryTimeoutMs` (an index on a big table): an integer from 1 to 2 147 483 647. A function
+   * `up` passes its own on a slow query (`client.query({ text, query_timeout: ms })`). Default: the
+   * pool's. The wait for the lock is given `lockTimeoutMs` on top of the pool's deadline.
+   */
+  readonly queryTimeoutMs?: number;
 }
 
 export interface MigrationResult {
@@ -54,14 +61,14 @@ const lockKey = "hashtext('tackle_migrations:' || coalesce(current_schema(), '')
  */
 export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan): Promise<MigrationResult> {
   const latest = latestVersion(plan.store, plan.migrations);
-  const lockTimeoutMs = plan.lockTimeoutMs ?? 60_000;
-  if (!Number.isInteger(lockTimeoutMs) || lockTimeoutMs < 1 || lockTimeoutMs > 2_147_483_647) {
-    throw new StorageError(
-      "invalid_option",
-      `Store "${plan.store}": lockTimeoutMs must be an integer from 1 to 2147483647 ms, got ${lockTimeoutMs}`,
-      { store: plan.store },
-    );
-  }
+  const { lockTimeoutMs, queryTimeoutMs } = checkedTimeouts(plan);
+  // The pool's query deadline (ADR 0574): the lock wait may take up to lockTimeoutMs on top of it.
+  const poolDeadline = (pool as { options?: { query_timeout?: unknown } }).options?.query_timeout;
+  // Capped at a timer's reach: past it Node fires the timer at once.
+  const lockDeadline =
+    typeof poolDeadline === "number" && poolDeadline > 0
+      ? Math.min(poolDeadline + lockTimeoutMs, 2_147_483_647)
+      : undefined;
   const signal = plan.signal;
   const aborted = () =>
     new StorageError(
@@ -84,7 +91,8 @@ export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan
     try {
       // Waiting for the lock is where an abort lands: the connection is destroyed, and its session
       // ended (below), so it does not stay in the lock's queue.
-      await untilAborted(client.query(`SELECT pg_advisory_lock(${lockKey})`), signal);
+      const lock = { text: `SELECT pg_advisory_lock(${lockKey})`, query_timeout: lockDeadline };
+      await untilAborted(client.query(lock), signal);
       locked = true;
     } catch (error) {
       if (signal?.aborted) {
@@ -114,7 +122,8 @@ export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan
       const migration = plan.migrations[version - 1] as PostgresMigration;
       try {
         await client.query("BEGIN");
-        if (typeof migration.up === "string") await client.query(migration.up);
+        if (typeof migration.up === "string")
+          await client.query({ text: migration.up, query_timeout: queryTimeoutMs } as pg.QueryConfig);
         else await migration.up(client);
         await client.query("INSERT INTO tackle_migrations (store, version, name) VALUES ($1, $2, $3)", [
           plan.store,
@@ -160,6 +169,33 @@ export async function migratePostgres(pool: pg.Pool, plan: PostgresMigrationPlan
     if (abandonedSession !== undefined)
       pool.query("SELECT pg_terminate_backend($1)", [abandonedSession]).catch(() => undefined);
   }
+}
+
+/** The plan's lock wait (default 60 000 ms) and migration query deadline, refused `invalid_option` unless integers from 1 to 2^31 − 1. */
+function checkedTimeouts(plan: PostgresMigrationPlan): {
+  lockTimeoutMs: number;
+  queryTimeoutMs: number | undefined;
+} {
+  const lockTimeoutMs = plan.lockTimeoutMs ?? 60_000;
+  if (!Number.isInteger(lockTimeoutMs) || lockTimeoutMs < 1 || lockTimeoutMs > 2_147_483_647) {
+    throw new StorageError(
+      "invalid_option",
+      `Store "${plan.store}": lockTimeoutMs must be an integer from 1 to 2147483647 ms, got ${lockTimeoutMs}`,
+      { store: plan.store },
+    );
+  }
+  const queryTimeoutMs = plan.queryTimeoutMs;
+  if (
+    queryTimeoutMs !== undefined &&
+    (!Number.isInteger(queryTimeoutMs) || queryTimeoutMs < 1 || queryTimeoutMs > 2_147_483_647)
+  ) {
+    throw new StorageError(
+      "invalid_option",
+      `Store "${plan.store}": queryTimeoutMs must be an integer from 1 to 2147483647 ms, got ${queryTimeoutMs}`,
+      { store: plan.store },
+    );
+  }
+  return { lockTimeoutMs, queryTimeoutMs };
 }
 
 /**
