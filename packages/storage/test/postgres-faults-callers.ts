@@ -99,6 +99,8 @@ export interface CallerOptions {
   readonly random: () => number;
   /** The aborts of calls under way that have not fired yet. */
   readonly giveUps: Set<() => void>;
+  /** The calls under way: what each is and when it started. */
+  readonly inFlight: Set<{ readonly what: string; readonly started: number }>;
 }
 
 /**
@@ -129,6 +131,8 @@ async function retrying(
 ): Promise<"done" | "final" | "failed"> {
   const { log } = options;
   for (let index = 0; ; index++) {
+    const call = { what, started: Date.now() };
+    options.inFlight.add(call);
     try {
       await withinDeadline(what, options.callDeadlineMs, log, attempt(index));
       return "done";
@@ -142,6 +146,8 @@ async function retrying(
       if (kind === "final") return "final";
       const signature = errorSignature(error);
       log.seen[signature] = (log.seen[signature] ?? 0) + 1;
+    } finally {
+      options.inFlight.delete(call);
     }
     if (Date.now() > options.giveUpAt()) {
       log.violations.push(`${what}: still failing transiently after the relay healed`);
@@ -157,7 +163,8 @@ function isAborted(error: unknown): boolean {
 
 /**
  * What `migratePostgres` may answer under faults: a `StorageError`, transient by
- * `isTransientDatabaseError`: `connection_lost`, or `lock_timeout` with a short wait only (a generous
+ * `isTransientDatabaseError`: `connection_lost`, `query_timeout` (a stalled network: nothing
+ * migrated), or `lock_timeout` with a short wait only (a generous
  * wait timing out means a lock outlived its holder); `aborted` only when its signal aborted (final).
  */
 export function migrationErrorKind(
@@ -168,6 +175,7 @@ export function migrationErrorKind(
   if (signalled && isAborted(error)) return "final";
   if (!StorageError.isInstance(error) || !isTransientDatabaseError(error)) return undefined;
   if (error.code === "connection_lost") return "connection_lost";
+  if (error.code === "query_timeout") return "query_timeout";
   if (error.code === "lock_timeout" && shortWait) return "lock_timeout";
   return undefined;
 }

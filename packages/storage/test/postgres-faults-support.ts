@@ -84,6 +84,12 @@ export function planRound(round: number, random: () => number, pools: number): R
   };
 }
 
+/** How long a stall past the deadline lasts at least, and the check made as it ends (still stalled). */
+export interface StallPlan {
+  readonly pastMs: number;
+  readonly atEnd: (stalledAt: number) => void;
+}
+
 export interface FaultTally {
   [kind: string]: number;
 }
@@ -91,8 +97,9 @@ export interface FaultTally {
 /**
  * Injects faults every 0–40 ms until `stop()`: a lost answer to a random statement (a `COMMIT` in half
  * of them; gated on the round, so a loss left armed when the round ends never fires later), a lost
- * next answer, a cut, a session terminated by the server (`admin` is a direct pool), or a down window
- * of 10–200 ms. `onCommitLost` is told as a COMMIT whose answer will be lost goes through.
+ * next answer, a cut, a session terminated by the server (`admin` is a direct pool), a down window
+ * of 10–200 ms, or a stall (a half-open network) of 10–200 ms or of `stalls.pastMs` and more, which
+ * `stalls.atEnd` checks before it ends. `onCommitLost` is told as a COMMIT whose answer will be lost goes through.
  */
 export function injectFaults(
   relay: TcpRelay,
@@ -100,6 +107,7 @@ export function injectFaults(
   random: () => number,
   tally: FaultTally,
   onCommitLost: () => void,
+  stalls: StallPlan,
 ) {
   const round = { on: true };
   const count = (kind: string) => {
@@ -128,7 +136,18 @@ export function injectFaults(
       } else if (pick < 0.8) {
         relay.cut();
         count("cut");
-      } else if (pick < 0.87) {
+      } else if (pick < 0.83) {
+        // A network that silently stops delivering (ADR 0574): shorter than the pools' query deadline
+        // half the time, else past it, so queries in flight time out and their connections are
+        // destroyed while the server still holds their sessions until the stall ends.
+        const past = random() < 0.5;
+        const stalledAt = Date.now();
+        relay.stall();
+        count(past ? "stall past the deadline" : "short stall");
+        await sleep(past ? stalls.pastMs + Math.floor(random() * 200) : 10 + Math.floor(random() * 190));
+        if (past) stalls.atEnd(stalledAt);
+        relay.unstall();
+      } else if (pick < 0.88) {
         // The server ends a random session of the pools (a restart's or an operator's 57P01), and the
         // fault lasts until that session is gone (the signal is asynchronous).
         await terminateOne(admin);
@@ -145,6 +164,7 @@ export function injectFaults(
     async stop() {
       round.on = false;
       await running;
+      relay.unstall();
       relay.up();
     },
   };

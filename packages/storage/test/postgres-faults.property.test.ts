@@ -67,6 +67,8 @@ const rounds = Number(process.env.TACKLE_PROPERTY_ROUNDS ?? 30);
 const seed = Number(process.env.TACKLE_PROPERTY_SEED ?? 572);
 const poolMax = 2;
 const connectTimeoutMs = 2_000;
+/** The pools' query deadline (times the load, read at the start); a stall past it times queries out. */
+let queryTimeoutMs = 400;
 
 let database: TestDatabase;
 let relay: TcpRelay;
@@ -96,6 +98,7 @@ before(async () => {
     CREATE TABLE fault_counter (id int PRIMARY KEY, n int NOT NULL);
     INSERT INTO fault_counter VALUES (1, 0)`);
   queryConnectMs = underLoadMs(50);
+  queryTimeoutMs = underLoadMs(400);
   for (const name of ["faults_m0", "faults_m1", "faults_m2", "faults_work", "faults_queries"]) {
     const queries = name === "faults_queries";
     const max = queries ? 1 : poolMax;
@@ -104,6 +107,7 @@ before(async () => {
       label: name,
       max,
       connectionTimeoutMs: queries ? queryConnectMs : connectTimeoutMs,
+      queryTimeoutMs,
       onError: () => {
         idleLosses += 1;
       },
@@ -127,10 +131,24 @@ async function runRound(plan: RoundPlan, round: number, faults: FaultTally): Pro
   let giveUpAt = Number.POSITIVE_INFINITY;
   const options: CallerOptions = {
     log,
-    callDeadlineMs: connectTimeoutMs + lockTimeoutMs + underLoadMs(4_000),
+    // A migrator's worst: the connect, the lock wait and the query deadline on top (ADR 0574), with room.
+    callDeadlineMs: connectTimeoutMs + lockTimeoutMs + queryTimeoutMs + underLoadMs(4_000),
     giveUpAt: () => giveUpAt,
     random: seededRandom(seed * 1_000_003 + round * 2 + 1),
     giveUps: new Set(),
+    inFlight: new Set(),
+  };
+  // A stall past the deadline lasts until every transaction and query that began before it must have
+  // answered while still stalled: a query's deadline, then a new connection's connect deadline (ADR
+  // 0574). A migrator's lock wait has lockTimeoutMs on top, so migrators are not held to it.
+  const stalledBoundMs = queryTimeoutMs + connectTimeoutMs + underLoadMs(300);
+  const stalls = {
+    pastMs: stalledBoundMs,
+    atEnd: (stalledAt: number) => {
+      for (const call of options.inFlight)
+        if (call.started <= stalledAt && !call.what.startsWith("migrator"))
+          log.violations.push(`${call.what}: no answer ${stalledBoundMs} ms into a stall`);
+    },
   };
   // As a COMMIT's answer is lost, a pending abort fires (half the time): the caller gives up at the
   // worst moment, which may be this very transaction's.
@@ -149,7 +167,7 @@ async function runRound(plan: RoundPlan, round: number, faults: FaultTally): Pro
     runQueries(queries, queryConnectMs * 1.2, options),
     runQueries(queries, queryConnectMs * 1.2, options),
   ];
-  const injecting = injectFaults(relay, admin, faultRandom, faults, onCommitLost);
+  const injecting = injectFaults(relay, admin, faultRandom, faults, onCommitLost, stalls);
   await Promise.race([sleep(plan.faultMs), Promise.all(callers)]);
   await injecting.stop();
   await drainArmedLoss(relay);
@@ -323,7 +341,13 @@ it(`PostgreSQL behind a failing network: ${rounds} rounds of migrators, transact
   // The errors a fault can produce were all met, and all retried as transient: a reset, a connection
   // ended under a query, a session the server terminated, a pool's connect deadline, a lock wait.
   if (rounds >= 30) {
-    const expected = ["ECONNRESET", "Connection terminated unexpectedly", "57P01", "55P03"];
+    const expected = [
+      "ECONNRESET",
+      "Connection terminated unexpectedly",
+      "57P01",
+      "55P03",
+      "Query read timeout",
+    ];
     assert.deepEqual(
       expected.filter((signature) => seen[signature] === undefined),
       [],
