@@ -31,7 +31,13 @@ export function documentLocks(options: DocumentLocksOptions): DocumentLocks {
       const client = await locks.pool.connect();
       try {
         await client.query("SELECT set_config('lock_timeout', $1, false)", [`${lockTimeoutMs}ms`]);
-        await client.query("SELECT pg_advisory_lock(hashtext('docscript:' || $1))", [documentId]);
+        // The wait is bounded by `lock_timeout`; the pool's query deadline (ADR 0574) must not cut it first.
+        const lock = {
+          text: "SELECT pg_advisory_lock(hashtext('docscript:' || $1))",
+          values: [documentId],
+          query_timeout: Math.min(lockTimeoutMs + 10_000, 2_147_483_647),
+        };
+        await client.query(lock);
       } catch (error) {
         client.release(error as Error);
         throw error;
