@@ -238,7 +238,12 @@ describe("the server frees what a stalled client held", () => {
 describe("the deadline options", () => {
   for (const name of ["queryTimeoutMs", "idleInTransactionTimeoutMs", "keepAliveInitialDelayMs"] as const) {
     it(`refuses a bad ${name} with invalid_option`, () => {
-      for (const value of [0, -1, 1.5, Number.NaN, 2 ** 31]) {
+      // 0 is "send nothing" for the idle-in-transaction limit (a pooler may refuse it), tested below.
+      const bad =
+        name === "idleInTransactionTimeoutMs"
+          ? [-1, 1.5, Number.NaN, 2 ** 31]
+          : [0, -1, 1.5, Number.NaN, 2 ** 31];
+      for (const value of bad) {
         assert.throws(
           () => createPostgresPool({ connectionString: database.url, label: "bad", [name]: value }),
           (error: unknown) => StorageError.isInstance(error) && error.code === "invalid_option",
@@ -246,6 +251,20 @@ describe("the deadline options", () => {
       }
     });
   }
+
+  it("sends the idle-in-transaction limit at startup, 60 s by default, and nothing when it is 0", async () => {
+    const shown = async (options: Partial<PostgresPoolOptions>) => {
+      const pool = createPostgresPool({ connectionString: database.url, label: "limit", ...options });
+      try {
+        return (await pool.query("SHOW idle_in_transaction_session_timeout")).rows[0]
+          ?.idle_in_transaction_session_timeout;
+      } finally {
+        await pool.end();
+      }
+    };
+    assert.equal(await shown({}), "1min");
+    assert.equal(await shown({ idleInTransactionTimeoutMs: 0 }), "0");
+  });
 
   it("refuses a bad migration queryTimeoutMs with invalid_option before taking a connection", async () => {
     await assert.rejects(

@@ -26,7 +26,9 @@ export interface PostgresPoolOptions {
   /**
    * The server ends a session left idle inside a transaction this long (PostgreSQL's
    * `idle_in_transaction_session_timeout`), freeing the locks of a client that vanished mid-transaction.
-   * An integer from 1 to 2 147 483 647. Default 60 000 ms.
+   * An integer from 1 to 2 147 483 647, or 0 to send nothing: it goes in the connection's startup
+   * packet, which PgBouncer refuses (`unsupported startup parameter`) unless its
+   * `ignore_startup_parameters` lists it. Default 60 000 ms.
    */
   readonly idleInTransactionTimeoutMs?: number;
   /**
@@ -57,12 +59,16 @@ export function createPostgresPool(options: PostgresPoolOptions): pg.Pool {
     connectionTimeoutMillis: options.connectionTimeoutMs ?? 10_000,
     idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
     query_timeout: milliseconds(options, "queryTimeoutMs", 60_000),
-    idle_in_transaction_session_timeout: milliseconds(options, "idleInTransactionTimeoutMs", 60_000),
+    // 0: not sent (pg sends only a truthy value), for a pooler that refuses it.
+    idle_in_transaction_session_timeout:
+      options.idleInTransactionTimeoutMs === 0
+        ? 0
+        : milliseconds(options, "idleInTransactionTimeoutMs", 60_000),
     keepAlive: true,
     keepAliveInitialDelayMillis: milliseconds(options, "keepAliveInitialDelayMs", 10_000),
   });
   // A query past its deadline leaves pg's connection waiting for ever: destroyed instead (ADR 0574).
-  pool.on("connect", (client) => guardQueryDeadline(client, options.label));
+  pool.on("connect", (client) => guardQueryDeadline(client, options.label, pool));
   // A connection that fails while checked out (a transaction's, a held lock's) emits "error" on its
   // client, and pg-pool listens only while the client is idle: without this listener a server restart
   // during any transaction ends the process. The query in flight fails on its own; a client that
