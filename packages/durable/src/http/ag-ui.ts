@@ -282,12 +282,12 @@ export class AgUiTranslator {
   }
 }
 
-/** A `tool_call` frame's outcome as a tool message's content; undefined while the call has none. */
 /** A tool_call frame's status that carries the call's outcome (what `resultContent` writes out). */
 function isOutcome(status: unknown): boolean {
   return status === "completed" || status === "error" || status === "declined" || status === "cancelled";
 }
 
+/** A `tool_call` frame's outcome as a tool message's content; undefined while the call has none. */
 function resultContent(data: Record<string, unknown>): string | undefined {
   const outcome: Record<string, unknown> | undefined =
     data.status === "error"

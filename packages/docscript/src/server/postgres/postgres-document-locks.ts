@@ -71,7 +71,14 @@ export function documentLocks(options: DocumentLocksOptions): DocumentLocks {
         const pooled = options.connectionString === undefined;
         const next = pooled
           ? await pool.connect()
-          : new pg.Client({ connectionString: options.connectionString });
+          : // Keep-alive and a connect deadline, as storage's pools have (ADR 0574): a reconnect on a
+            // network that stopped delivering fails and is tried again instead of waiting for ever.
+            new pg.Client({
+              connectionString: options.connectionString,
+              keepAlive: true,
+              keepAliveInitialDelayMillis: 10_000,
+              connectionTimeoutMillis: 10_000,
+            });
         const end = (error?: Error) =>
           pooled ? (next as pg.PoolClient).release(error) : void next.end().catch(() => undefined);
         if (!pooled) await next.connect();
