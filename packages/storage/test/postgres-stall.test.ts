@@ -266,6 +266,40 @@ describe("the deadline options", () => {
     assert.equal(await shown({ idleInTransactionTimeoutMs: 0 }), "0");
   });
 
+  it("takes a pool's deadlines from the environment where its caller gives none", async (t) => {
+    const names = ["TACKLE_PG_QUERY_TIMEOUT_MS", "TACKLE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS"] as const;
+    const before = names.map((name) => process.env[name]);
+    t.after(() => {
+      for (const [at, name] of names.entries()) {
+        if (before[at] === undefined) delete process.env[name];
+        else process.env[name] = before[at];
+      }
+    });
+    process.env.TACKLE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS = "0";
+    process.env.TACKLE_PG_QUERY_TIMEOUT_MS = "250";
+    const pool = createPostgresPool({ connectionString: database.url, label: "env" });
+    try {
+      const shown = await pool.query("SHOW idle_in_transaction_session_timeout");
+      assert.equal(shown.rows[0]?.idle_in_transaction_session_timeout, "0");
+      await assert.rejects(
+        pool.query("SELECT pg_sleep(5)"),
+        (error: unknown) => StorageError.isInstance(error) && error.code === "query_timeout",
+      );
+    } finally {
+      await pool.end();
+    }
+    // A caller's own value wins; a bad variable is refused naming it.
+    process.env.TACKLE_PG_QUERY_TIMEOUT_MS = "soon";
+    assert.throws(
+      () => createPostgresPool({ connectionString: database.url, label: "env" }),
+      (error: unknown) =>
+        StorageError.isInstance(error) &&
+        error.code === "invalid_option" &&
+        /TACKLE_PG_QUERY_TIMEOUT_MS/.test(error.message),
+    );
+    await createPostgresPool({ connectionString: database.url, label: "env", queryTimeoutMs: 1_000 }).end();
+  });
+
   it("refuses a bad migration queryTimeoutMs with invalid_option before taking a connection", async () => {
     await assert.rejects(
       migratePostgres(direct, { store: "bad", migrations: [], queryTimeoutMs: 0 }),

@@ -60,10 +60,7 @@ export function createPostgresPool(options: PostgresPoolOptions): pg.Pool {
     idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
     query_timeout: milliseconds(options, "queryTimeoutMs", 60_000),
     // 0: not sent (pg sends only a truthy value), for a pooler that refuses it.
-    idle_in_transaction_session_timeout:
-      options.idleInTransactionTimeoutMs === 0
-        ? 0
-        : milliseconds(options, "idleInTransactionTimeoutMs", 60_000),
+    idle_in_transaction_session_timeout: milliseconds(options, "idleInTransactionTimeoutMs", 60_000, true),
     keepAlive: true,
     keepAliveInitialDelayMillis: milliseconds(options, "keepAliveInitialDelayMs", 10_000),
   });
@@ -87,17 +84,34 @@ export function createPostgresPool(options: PostgresPoolOptions): pg.Pool {
   return pool;
 }
 
-/** `options[name]`, or `fallback`, refused with `invalid_option` unless an integer from 1 to 2^31 − 1. */
+/**
+ * Where a pool's caller gives no deadline (a module's store opened from a URL by `tackle serve`), an
+ * operator sets one for every pool of the process: a migration's slow DDL, a PgBouncer in front.
+ */
+const environmentDefaults = {
+  queryTimeoutMs: "TACKLE_PG_QUERY_TIMEOUT_MS",
+  idleInTransactionTimeoutMs: "TACKLE_PG_IDLE_IN_TRANSACTION_TIMEOUT_MS",
+} as const;
+
+/**
+ * `options[name]`, else its environment default, else `fallback`, refused with `invalid_option` unless
+ * an integer from 1 (0 where `zero` allows it) to 2^31 − 1.
+ */
 function milliseconds(
   options: PostgresPoolOptions,
   name: "queryTimeoutMs" | "idleInTransactionTimeoutMs" | "keepAliveInitialDelayMs",
   fallback: number,
+  zero = false,
 ): number {
-  const value = options[name] ?? fallback;
-  if (!Number.isInteger(value) || value < 1 || value > 2_147_483_647) {
+  const variable =
+    name in environmentDefaults ? environmentDefaults[name as keyof typeof environmentDefaults] : "";
+  const fromEnvironment = variable === "" ? undefined : process.env[variable]?.trim() || undefined;
+  const value = options[name] ?? (fromEnvironment === undefined ? fallback : Number(fromEnvironment));
+  if (!Number.isInteger(value) || value < (zero ? 0 : 1) || value > 2_147_483_647) {
+    const given = options[name] === undefined && fromEnvironment !== undefined ? variable : name;
     throw new StorageError(
       "invalid_option",
-      `${options.label}: ${name} must be an integer from 1 to 2147483647 ms, got ${value}`,
+      `${options.label}: ${given} must be an integer from ${zero ? 0 : 1} to 2147483647 ms, got ${options[name] ?? fromEnvironment}`,
     );
   }
   return value;
