@@ -224,7 +224,7 @@ async function runClaimed(
       if (stop.aborted || purgedWhileRunning(options, job, error)) return;
       finished = failedJob(options, job, error);
     }
-    if (!(await leases.finish(finished, owner))) {
+    if (!(await finishOrFail(options, leases, owner, job, finished))) {
       logger.warn("memory job finished after its lease was taken; its outcome was not written", {
         jobId: job.id,
       });
@@ -232,6 +232,26 @@ async function runClaimed(
   } finally {
     held = false;
     clearInterval(renewal);
+  }
+}
+
+/**
+ * Writes a job's outcome. A success the store refuses for good (not a transient error: a result it
+ * cannot hold) is written as the job's failure instead: left running under this process's lease, the
+ * job would be claimed again at the next poll and its handler run again, for ever (ADR 0570).
+ */
+async function finishOrFail(
+  options: JobRunnerOptions,
+  leases: JobLeases,
+  owner: string,
+  job: StoredJob,
+  finished: StoredJob,
+): Promise<boolean> {
+  try {
+    return await leases.finish(finished, owner);
+  } catch (error) {
+    if (finished.status !== "succeeded" || isTransientDatabaseError(error)) throw error;
+    return leases.finish(failedJob(options, job, error), owner);
   }
 }
 
